@@ -1,0 +1,58 @@
+/*
+ * agent/config.h: the parsed configuration file (INI, see doc/configuration.md).
+ *
+ * sl_config_load() reads and validates a file.  Every problem is reported as
+ * "FILE:LINE: message" (or "FILE: message" when no line applies).  Secrets are
+ * resolved at load time (password_env, password_file) and never appear in an
+ * error message.
+ */
+#ifndef SLUICE_AGENT_CONFIG_H
+#define SLUICE_AGENT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/log.h"
+#include "sinks/sink.h"
+#include "sources/source.h"
+
+struct sl_stream_config {
+	char *name;
+	char *source_name;
+	char *destination_name;
+	struct sl_source_config *source;      /* resolved, points into sl_config */
+	struct sl_dest_config *destination;   /* resolved, points into sl_config */
+	char **tables;                        /* include globs "schema.table", NULL-terminated */
+	char **exclude_tables;                /* exclude globs, NULL-terminated (may be empty) */
+	bool backfill;                        /* backfill = auto (true) | none (false) */
+	enum sl_write_mode write_mode;
+	char *slot;                           /* default "sluice_<stream>" */
+	char *publication;                    /* default "sluice_<stream>" */
+	uint64_t lag_warn_bytes;              /* default 256MB */
+	uint64_t lag_critical_bytes;          /* default 2GB */
+	uint64_t retained_wal_warn_bytes;     /* default 1GB */
+	uint64_t freshness_warn_seconds;      /* default 300 */
+};
+
+struct sl_config {
+	char *path;
+	/* [agent] */
+	char *state_dir;                      /* default "./state" */
+	enum sl_log_level log_level;          /* default info */
+	char *metrics_listen;                 /* default "127.0.0.1:9187"; "" disables */
+	char *alert_webhook;                  /* NULL if unset */
+	int nsources, ndestinations, nstreams;
+	struct sl_source_config *sources;
+	struct sl_dest_config *destinations;
+	struct sl_stream_config *streams;
+};
+
+/* Loads and validates path.  Returns a config to free with sl_config_free(),
+ * or NULL with the error in err ("FILE:LINE: message"). */
+struct sl_config *sl_config_load(const char *path, char *err, size_t errlen);
+void sl_config_free(struct sl_config *cfg);
+/* Returns the stream called name, or NULL. */
+struct sl_stream_config *sl_config_stream(struct sl_config *cfg, const char *name);
+
+#endif

@@ -1,0 +1,2 @@
+sluice_SOURCES = %D%/main.c
+sluice_LDADD = libslcommon.a

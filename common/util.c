@@ -1,0 +1,255 @@
+/* common/util.c: clocks, LSN text, checked number parsing, durable file writes. */
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t sl_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t sl_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sl_lsn_format(uint64_t lsn, char out[static 18])
+{
+	snprintf(out, 18, "%" PRIX32 "/%" PRIX32, (uint32_t)(lsn >> 32), (uint32_t)lsn);
+}
+
+static int parse_hex32(const char *s, const char **end, uint32_t *out)
+{
+	uint64_t v = 0;
+	int n = 0;
+
+	for (; *s; s++, n++) {
+		int d;
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			break;
+		v = v * 16 + (uint64_t)d;
+		if (v > UINT32_MAX)
+			return -1;
+	}
+	if (n == 0)
+		return -1;
+	*end = s;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int sl_lsn_parse(const char *s, uint64_t *out)
+{
+	uint32_t hi, lo;
+	const char *e;
+
+	if (!s || parse_hex32(s, &e, &hi) < 0 || *e != '/')
+		return -1;
+	if (parse_hex32(e + 1, &e, &lo) < 0 || *e)
+		return -1;
+	*out = (uint64_t)hi << 32 | lo;
+	return 0;
+}
+
+int sl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int sl_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int sl_fsync_dir_of(const char *path, bool is_dir)
+{
+	char dir[PATH_MAX];
+	const char *slash;
+	int fd, rc, saved;
+
+	if (is_dir) {
+		if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+	} else {
+		slash = strrchr(path, '/');
+		if (!slash)
+			snprintf(dir, sizeof dir, ".");
+		else if (slash == path)
+			snprintf(dir, sizeof dir, "/");
+		else if ((size_t)(slash - path) >= sizeof dir) {
+			errno = ENAMETOOLONG;
+			return -1;
+		} else
+			snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+int sl_mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n == 0 || n >= sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int sl_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX];
+	const char *p = data;
+	int fd;
+
+	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+		snprintf(err, errlen, "path too long: %s", path);
+		return -1;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		snprintf(err, errlen, "could not create \"%s\": %s", tmp, strerror(errno));
+		return -1;
+	}
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "could not write \"%s\": %s", tmp, strerror(errno));
+			goto fail;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		snprintf(err, errlen, "could not fsync \"%s\": %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		snprintf(err, errlen, "could not close \"%s\": %s", tmp, strerror(errno));
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", tmp, path, strerror(errno));
+		goto fail;
+	}
+	if (sl_fsync_dir_of(path, false) < 0) {
+		snprintf(err, errlen, "could not fsync the directory of \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return -1;
+}
+
+int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	char *data = NULL;
+	size_t n = 0, alloc = 0;
+
+	if (!f) {
+		if (errno == ENOENT)
+			return 1;
+		snprintf(err, errlen, "could not open \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		if (alloc - n < 4096) {
+			char *p = realloc(data, alloc ? alloc * 2 : 8192);
+			if (!p) {
+				snprintf(err, errlen, "out of memory reading \"%s\"", path);
+				free(data);
+				fclose(f);
+				return -1;
+			}
+			data = p;
+			alloc = alloc ? alloc * 2 : 8192;
+		}
+		size_t r = fread(data + n, 1, alloc - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "could not read \"%s\": %s", path, strerror(errno));
+		free(data);
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	data[n] = '\0';
+	*out = data;
+	if (len)
+		*len = n;
+	return 0;
+}

@@ -1,0 +1,63 @@
+/*
+ * common/util.h: small helpers shared by every folder: clocks, PostgreSQL LSN
+ * text, durable file writes, and checked number parsing.
+ */
+#ifndef SLUICE_COMMON_UTIL_H
+#define SLUICE_COMMON_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_ERRLEN 512
+
+/* Microseconds between the Unix epoch and the PostgreSQL epoch (2000-01-01). */
+#define SL_PG_EPOCH_OFFSET_US INT64_C(946684800000000)
+
+/* Wall clock, microseconds since the Unix epoch. */
+int64_t sl_now_us(void);
+/* Monotonic clock, milliseconds. */
+int64_t sl_mono_ms(void);
+
+/* Formats an LSN as PostgreSQL does ("16/B374D848") into out (>= 18 bytes). */
+void sl_lsn_format(uint64_t lsn, char out[static 18]);
+/* Parses "X/Y"; returns 0 or -1. */
+int sl_lsn_parse(const char *s, uint64_t *out);
+
+/* Checked parsing: the whole string must be a number in [min, max]. 0 or -1. */
+int sl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+int sl_parse_u64(const char *s, uint64_t max, uint64_t *out);
+
+/* Writes data to path atomically: "<path>.tmp", fsync, rename, fsync of the
+ * directory.  Returns 0, or -1 with a message in err. */
+int sl_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* fsyncs the directory that holds path (or path itself if is_dir). 0 or -1 (errno set). */
+int sl_fsync_dir_of(const char *path, bool is_dir);
+/* mkdir -p with mode 0755; 0 or -1 (errno set). */
+int sl_mkdir_p(const char *path);
+/* Reads a whole file; *out is malloc'd and NUL-terminated, freed by the caller.
+ * Returns 0, 1 if the file does not exist, or -1 with a message in err. */
+int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);
+
+/* Big-endian readers for wire formats. */
+static inline uint16_t sl_get_u16(const unsigned char *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint32_t sl_get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t sl_get_u64(const unsigned char *p)
+{
+	return (uint64_t)sl_get_u32(p) << 32 | sl_get_u32(p + 4);
+}
+static inline void sl_put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
+	p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+}
+static inline void sl_put_u64(unsigned char *p, uint64_t v)
+{
+	sl_put_u32(p, (uint32_t)(v >> 32));
+	sl_put_u32(p + 4, (uint32_t)v);
+}
+
+#endif
