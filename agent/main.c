@@ -1,4 +1,396 @@
-/* agent/main.c: command-line entry point (placeholder while the agent is built). */
+/*
+ * agent/main.c: the command line: check, run, status, backfill, version.
+ * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
+ * 3 source prerequisites not met, 4 position lost.
+ */
+#include <getopt.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
-#include <stdio.h>
-int main(void) { puts(PACKAGE_STRING); return 0; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+#include "agent/stream.h"
+#include "common/log.h"
+#include "common/util.h"
+
+static const char usage_main[] =
+	"sluice: change data capture from PostgreSQL to Avro files\n"
+	"\n"
+	"usage: sluice COMMAND [OPTIONS]\n"
+	"\n"
+	"commands:\n"
+	"  check    -c FILE                      validate the config and the source prerequisites\n"
+	"  run      -c FILE [--stream NAME] [--until-caught-up]\n"
+	"                                        backfill, then stream changes until stopped\n"
+	"  status   -c FILE [--json]             positions, lag, backfill state per table, alerts\n"
+	"  backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
+	"                                        request a (re-)backfill on the next run\n"
+	"  version                               print the version\n"
+	"\n"
+	"Run `sluice COMMAND --help` for the options of one command.\n"
+	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,\n"
+	"3 source prerequisites not met, 4 position lost (operator action needed).\n";
+
+static const char usage_check[] =
+	"usage: sluice check -c FILE\n"
+	"\n"
+	"Validates FILE, then for every stream connects to its source and checks\n"
+	"wal_level, the REPLICATION attribute, SELECT on each selected table, primary\n"
+	"keys (merge mode), the slot, and that the destination path is writable.\n"
+	"Changes nothing.  Exit 0 when everything is in order, 2 for a bad config,\n"
+	"3 when a source prerequisite is missing, 4 when a slot is lost.\n";
+
+static const char usage_run[] =
+	"usage: sluice run -c FILE [--stream NAME] [--until-caught-up]\n"
+	"\n"
+	"Runs every stream of FILE (or only NAME).  On a stream's first run it creates\n"
+	"the publication and the replication slot, backfills the selected tables from\n"
+	"the slot's snapshot, then follows the slot.  Output is acknowledged to the\n"
+	"source only after it is durable in the destination and checkpointed.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     run only this stream\n"
+	"  -u, --until-caught-up finish any backfill, stream until everything up to the\n"
+	"                        source's WAL position at start-up is durable and\n"
+	"                        acknowledged, then exit 0\n"
+	"\n"
+	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
+	"signal cancels at once, acknowledging nothing that is not durable.\n";
+
+static const char usage_status[] =
+	"usage: sluice status -c FILE [--json]\n"
+	"\n"
+	"Prints, per stream: the durable position from the checkpoint, the slot's\n"
+	"confirmed position, lag and retained WAL, the backfill state of every table,\n"
+	"and the alerts that fire for the configured thresholds.  Exit 0, or 1 when an\n"
+	"alert is firing.\n";
+
+static const char usage_backfill[] =
+	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
+	"\n"
+	"Marks every table of the stream (or one) to be backfilled again on the next\n"
+	"`sluice run`.  If the stream's slot is missing, a new slot is created on the\n"
+	"next run and every table is backfilled: this is how a stream recovers after\n"
+	"exit code 4.\n";
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (sl_signal_count < 100)
+		sl_signal_count++;
+}
+
+static int load_config(const char *path, struct sl_config **out)
+{
+	char err[SL_ERRLEN * 2];
+
+	if (!path) {
+		fprintf(stderr, "sluice: -c FILE is required\n");
+		return 2;
+	}
+	*out = sl_config_load(path, err, sizeof err);
+	if (!*out) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return 2;
+	}
+	sl_log_min_level = (*out)->log_level;
+	return 0;
+}
+
+static int exit_code(int status)
+{
+	return status < 0 ? -status : 0;
+}
+
+struct opts {
+	const char *config, *stream, *table;
+	bool until_caught_up, json, help;
+};
+
+static int parse_opts(int argc, char **argv, struct opts *o, const char *usage)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "stream", required_argument, NULL, 's' },
+		{ "table", required_argument, NULL, 't' },
+		{ "until-caught-up", no_argument, NULL, 'u' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	memset(o, 0, sizeof *o);
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "c:s:t:ujh", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->config = optarg; break;
+		case 's': o->stream = optarg; break;
+		case 't': o->table = optarg; break;
+		case 'u': o->until_caught_up = true; break;
+		case 'j': o->json = true; break;
+		case 'h': o->help = true; break;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sluice: unexpected argument \"%s\"\n", argv[optind]);
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (o->help) {
+		fputs(usage, stdout);
+		return -1;
+	}
+	return 0;
+}
+
+struct worker {
+	pthread_t th;
+	struct sl_config *cfg;
+	struct sl_stream_config *sc;
+	struct sl_run_opts ro;
+	int rc;
+	char err[SL_ERRLEN * 2];
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
+	return NULL;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct worker *ws = NULL;
+	struct sigaction sa;
+	struct opts o;
+	int rc, n = 0, worst = 0;
+	sigset_t block, old;
+
+	if ((rc = parse_opts(argc, argv, &o, usage_run)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	if (o.stream && !sl_config_stream(cfg, o.stream)) {
+		fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, o.stream);
+		sl_config_free(cfg);
+		return 2;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
+	if (!ws) {
+		sl_config_free(cfg);
+		return 1;
+	}
+	/* Workers run with signals blocked, so the handler runs in main. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	for (int i = 0; i < cfg->nstreams; i++) {
+		struct worker *w = &ws[n];
+		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
+			continue;
+		w->cfg = cfg;
+		w->sc = &cfg->streams[i];
+		w->ro.until_caught_up = o.until_caught_up;
+		if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
+			fprintf(stderr, "sluice: could not start a thread for stream \"%s\"\n", w->sc->name);
+			worst = 1;
+			break;
+		}
+		n++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (int i = 0; i < n; i++) {
+		pthread_join(ws[i].th, NULL);
+		if (ws[i].rc < 0) {
+			sl_error("%s", ws[i].err);
+			if (exit_code(ws[i].rc) > worst)
+				worst = exit_code(ws[i].rc);
+		}
+	}
+	free(ws);
+	sl_config_free(cfg);
+	return worst;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	int rc, worst = 0;
+
+	if ((rc = parse_opts(argc, argv, &o, usage_check)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	printf("config %s: ok (%d sources, %d destinations, %d streams)\n", cfg->path, cfg->nsources,
+	       cfg->ndestinations, cfg->nstreams);
+	for (int i = 0; i < cfg->nstreams; i++) {
+		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
+			continue;
+		rc = sl_stream_check(cfg, &cfg->streams[i], err, sizeof err);
+		if (rc < 0) {
+			fprintf(stderr, "sluice: %s\n", err);
+			if (exit_code(rc) > worst)
+				worst = exit_code(rc);
+		}
+	}
+	sl_config_free(cfg);
+	if (worst == 0)
+		printf("all checks passed\n");
+	return worst;
+}
+
+static void print_status_text(json_t *s)
+{
+	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
+	const char *key;
+	size_t i;
+
+	printf("stream %s (source %s -> destination %s)\n", json_string_value(json_object_get(s, "stream")),
+	       json_string_value(json_object_get(s, "source")), json_string_value(json_object_get(s, "destination")));
+	v = json_object_get(s, "durable_lsn");
+	printf("  durable position:  %s\n", json_is_string(v) ? json_string_value(v) : "(never run)");
+	if (slot && json_is_true(json_object_get(slot, "exists"))) {
+		printf("  slot %s: confirmed %s, restart %s, %s, wal_status %s\n",
+		       json_string_value(json_object_get(s, "slot")),
+		       json_string_value(json_object_get(slot, "confirmed_flush_lsn")),
+		       json_string_value(json_object_get(slot, "restart_lsn")),
+		       json_is_true(json_object_get(slot, "active")) ? "active" : "inactive",
+		       json_string_value(json_object_get(slot, "wal_status")));
+		printf("  lag: %lld bytes, retained WAL: %lld bytes\n",
+		       (long long)json_integer_value(json_object_get(slot, "lag_bytes")),
+		       (long long)json_integer_value(json_object_get(slot, "retained_wal_bytes")));
+	} else if (slot) {
+		printf("  slot %s: does not exist\n", json_string_value(json_object_get(s, "slot")));
+	} else {
+		printf("  source: %s\n", json_string_value(json_object_get(s, "source_error")));
+	}
+	if ((v = json_object_get(s, "freshness_seconds")))
+		printf("  freshness: %lld s since the source time of the last durable change\n",
+		       (long long)json_integer_value(v));
+	json_object_foreach(json_object_get(s, "tables"), key, v)
+		printf("  table %s: backfill %s (%lld rows)\n", key, json_string_value(json_object_get(v, "backfill")),
+		       (long long)json_integer_value(json_object_get(v, "rows")));
+	if (json_array_size(alerts) == 0)
+		printf("  alerts: none\n");
+	json_array_foreach(alerts, i, v)
+		printf("  ALERT %s (%s): %s\n", json_string_value(json_object_get(v, "alert")),
+		       json_string_value(json_object_get(v, "severity")), json_string_value(json_object_get(v, "message")));
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	json_t *all;
+	int rc, worst = 0;
+	bool firing = false;
+
+	if ((rc = parse_opts(argc, argv, &o, usage_status)) != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	all = json_array();
+	for (int i = 0; i < cfg->nstreams; i++) {
+		json_t *s = json_object();
+		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0) {
+			json_decref(s);
+			continue;
+		}
+		rc = sl_stream_status(cfg, &cfg->streams[i], s, err, sizeof err);
+		if (rc < 0) {
+			fprintf(stderr, "sluice: %s\n", err);
+			worst = 1;
+			json_decref(s);
+			continue;
+		}
+		firing |= json_array_size(json_object_get(s, "alerts")) > 0;
+		if (!o.json)
+			print_status_text(s);
+		json_array_append_new(all, s);
+	}
+	if (o.json) {
+		json_t *root = json_pack("{s:O}", "streams", all);
+		char *text = json_dumps(root, JSON_INDENT(2));
+		if (text)
+			puts(text);
+		free(text);
+		json_decref(root);
+	}
+	json_decref(all);
+	sl_config_free(cfg);
+	return worst ? worst : (firing ? 1 : 0);
+}
+
+static int cmd_backfill(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct sl_stream_config *sc;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	int rc;
+
+	if ((rc = parse_opts(argc, argv, &o, usage_backfill)) != 0)
+		return rc < 0 ? 0 : rc;
+	if (!o.stream) {
+		fprintf(stderr, "sluice: backfill needs --stream NAME\n");
+		return 2;
+	}
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	sc = sl_config_stream(cfg, o.stream);
+	if (!sc) {
+		fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, o.stream);
+		sl_config_free(cfg);
+		return 2;
+	}
+	rc = sl_stream_request_backfill(cfg, sc, o.table, err, sizeof err);
+	if (rc < 0)
+		fprintf(stderr, "sluice: %s\n", err);
+	sl_config_free(cfg);
+	return exit_code(rc);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd || !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+		fputs(usage_main, cmd ? stdout : stderr);
+		return cmd ? 0 : 2;
+	}
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("sluice %s\n", PACKAGE_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(cmd, "backfill"))
+		return cmd_backfill(argc - 1, argv + 1);
+	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
+	return 2;
+}

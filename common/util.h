@@ -61,3 +61,15 @@ static inline void sl_put_u64(unsigned char *p, uint64_t v)
 }
 
 #endif
+
+#ifndef SLUICE_COMMON_ERRCODES
+#define SLUICE_COMMON_ERRCODES
+/* Failure codes that callers handle; the process exit code is their negation. */
+enum sl_status {
+	SL_OK = 0,
+	SL_EFAIL = -1,     /* runtime failure (exit 1) */
+	SL_ECONFIG = -2,   /* usage or configuration error (exit 2) */
+	SL_EPREREQ = -3,   /* source prerequisites not met (exit 3) */
+	SL_ELOST = -4,     /* position lost (exit 4) */
+};
+#endif

@@ -1,1 +1,3 @@
-# schema
+noinst_LIBRARIES += libslschema.a
+libslschema_a_SOURCES = %D%/schema.c %D%/schema.h
+SCHEMA_LIBS = libslschema.a $(UUID_LIBS)

@@ -1,0 +1,197 @@
+/* agent/checkpoint.c: the per-stream checkpoint file (JSON through jansson). */
+#include "agent/checkpoint.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+
+static const char *const state_names[] = { "pending", "running", "done", "skipped" };
+
+const char *sl_bf_state_name(enum sl_bf_state s)
+{
+	return state_names[s];
+}
+
+void sl_ckpt_free(struct sl_checkpoint *ck)
+{
+	for (int i = 0; i < ck->ntables; i++)
+		free(ck->tables[i].name);
+	free(ck->tables);
+	free(ck->path);
+	memset(ck, 0, sizeof *ck);
+}
+
+struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, const char *name)
+{
+	struct sl_buf b;
+	struct sl_ckpt_table *nt;
+	char *full;
+
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s.%s", ns, name);
+	full = sl_buf_detach(&b);
+	if (!full)
+		return NULL;
+	for (int i = 0; i < ck->ntables; i++)
+		if (!strcmp(ck->tables[i].name, full)) {
+			free(full);
+			return &ck->tables[i];
+		}
+	nt = realloc(ck->tables, sizeof *nt * (size_t)(ck->ntables + 1));
+	if (!nt) {
+		free(full);
+		return NULL;
+	}
+	ck->tables = nt;
+	nt = &ck->tables[ck->ntables++];
+	memset(nt, 0, sizeof *nt);
+	nt->name = full;
+	return nt;
+}
+
+static int get_lsn(json_t *o, const char *key, uint64_t *out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v) {
+		*out = 0;
+		return 0;
+	}
+	return json_is_string(v) ? sl_lsn_parse(json_string_value(v), out) : -1;
+}
+
+int sl_ckpt_load(struct sl_checkpoint *ck, const char *state_dir, const char *stream, char *err, size_t errlen)
+{
+	struct sl_buf b;
+	char *text = NULL;
+	json_t *root = NULL, *tabs, *v;
+	json_error_t jerr;
+	int rc;
+
+	memset(ck, 0, sizeof *ck);
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s/%s.checkpoint.json", state_dir, stream);
+	ck->path = sl_buf_detach(&b);
+	if (!ck->path) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = sl_read_file(ck->path, &text, NULL, err, errlen);
+	if (rc == 1)
+		return 0;
+	if (rc < 0)
+		return -1;
+	root = json_loads(text, 0, &jerr);
+	free(text);
+	if (!root || !json_is_object(root)) {
+		snprintf(err, errlen, "checkpoint \"%s\" is corrupt (line %d: %s); it was not changed, "
+			 "restore it or remove it to start the stream over", ck->path, jerr.line, jerr.text);
+		json_decref(root);
+		return -1;
+	}
+	ck->exists = true;
+	v = json_object_get(root, "slot");
+	snprintf(ck->slot, sizeof ck->slot, "%s", json_is_string(v) ? json_string_value(v) : "");
+	ck->slot_created = json_is_true(json_object_get(root, "slot_created"));
+	ck->reset_slot = json_is_true(json_object_get(root, "reset_slot"));
+	ck->last_source_ts_us = json_integer_value(json_object_get(root, "last_source_ts_us"));
+	ck->updated_us = json_integer_value(json_object_get(root, "updated_us"));
+	if (get_lsn(root, "durable_lsn", &ck->durable_lsn) < 0)
+		goto corrupt;
+	tabs = json_object_get(root, "tables");
+	if (tabs) {
+		const char *key;
+		json_t *t;
+		if (!json_is_object(tabs))
+			goto corrupt;
+		json_object_foreach(tabs, key, t) {
+			struct sl_ckpt_table *e;
+			const char *st = json_string_value(json_object_get(t, "backfill"));
+			const char *dot = strchr(key, '.');
+			char nsbuf[256];
+			int s;
+			if (!dot || (size_t)(dot - key) >= sizeof nsbuf || !st)
+				goto corrupt;
+			snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(dot - key), key);
+			/* Schema names may hold dots too: store and look up by the full key. */
+			e = sl_ckpt_table(ck, nsbuf, dot + 1);
+			if (!e)
+				goto oom;
+			if (strcmp(e->name, key) != 0)
+				goto corrupt;
+			for (s = 0; s < 4 && strcmp(state_names[s], st); s++)
+				;
+			if (s == 4)
+				goto corrupt;
+			e->state = (enum sl_bf_state)s;
+			e->rows = (uint64_t)json_integer_value(json_object_get(t, "rows"));
+			if (get_lsn(t, "snapshot_lsn", &e->snapshot_lsn) < 0)
+				goto corrupt;
+			v = json_object_get(t, "schema_key");
+			snprintf(e->schema_key, sizeof e->schema_key, "%s", json_is_string(v) ? json_string_value(v) : "");
+		}
+	}
+	json_decref(root);
+	return 0;
+corrupt:
+	snprintf(err, errlen, "checkpoint \"%s\" is corrupt (unexpected content); it was not changed, "
+		 "restore it or remove it to start the stream over", ck->path);
+	json_decref(root);
+	return -1;
+oom:
+	snprintf(err, errlen, "out of memory reading checkpoint \"%s\"", ck->path);
+	json_decref(root);
+	return -1;
+}
+
+int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
+{
+	json_t *root = json_object(), *tabs = json_object();
+	char lsn[18];
+	char *text;
+	int rc;
+
+	if (!root || !tabs)
+		goto oom;
+	ck->updated_us = sl_now_us();
+	sl_lsn_format(ck->durable_lsn, lsn);
+	json_object_set_new(root, "format", json_integer(1));
+	json_object_set_new(root, "slot", json_string(ck->slot));
+	json_object_set_new(root, "slot_created", json_boolean(ck->slot_created));
+	json_object_set_new(root, "reset_slot", json_boolean(ck->reset_slot));
+	json_object_set_new(root, "durable_lsn", json_string(lsn));
+	json_object_set_new(root, "last_source_ts_us", json_integer(ck->last_source_ts_us));
+	json_object_set_new(root, "updated_us", json_integer(ck->updated_us));
+	for (int i = 0; i < ck->ntables; i++) {
+		struct sl_ckpt_table *e = &ck->tables[i];
+		json_t *t = json_object();
+		if (!t)
+			goto oom;
+		json_object_set_new(t, "backfill", json_string(state_names[e->state]));
+		sl_lsn_format(e->snapshot_lsn, lsn);
+		json_object_set_new(t, "snapshot_lsn", json_string(lsn));
+		json_object_set_new(t, "rows", json_integer((json_int_t)e->rows));
+		json_object_set_new(t, "schema_key", json_string(e->schema_key));
+		json_object_set_new(tabs, e->name, t);
+	}
+	json_object_set_new(root, "tables", tabs);
+	tabs = NULL;
+	text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(root);
+	if (!text)
+		goto oom2;
+	rc = sl_write_file_atomic(ck->path, text, strlen(text), err, errlen);
+	free(text);
+	if (rc == 0)
+		ck->exists = true;
+	return rc;
+oom:
+	json_decref(root);
+	json_decref(tabs);
+oom2:
+	snprintf(err, errlen, "out of memory writing checkpoint \"%s\"", ck->path);
+	return -1;
+}

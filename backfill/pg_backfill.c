@@ -1,0 +1,233 @@
+/*
+ * backfill/pg_backfill.c: snapshot-aligned table reads with COPY TO STDOUT.
+ *
+ * COPY's text format: fields separated by tab, rows end in newline, NULL is
+ * \N, and backslash escapes \b \f \n \r \t \v \\, octal \ooo and hex \xhh.
+ * Unescaping only shrinks the data, so rows are decoded in place in libpq's
+ * buffer: no copy, and memory stays at one row.
+ */
+#include "backfill/pg_backfill.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+
+static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
+{
+	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
+	int l = (int)strlen(m);
+
+	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
+		l--;
+	snprintf(err, errlen, "%s: %.*s", what, l, m);
+}
+
+int sl_pg_backfill_begin(PGconn *c, const char *snapshot, int64_t *snapshot_ts_us, char *err, size_t errlen)
+{
+	PGresult *res;
+	char *lit;
+	struct sl_buf sql;
+	int rc = SL_EFAIL;
+	int64_t ts;
+
+	res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(err, errlen, "could not begin the backfill transaction", c, res);
+		PQclear(res);
+		return SL_EFAIL;
+	}
+	PQclear(res);
+	lit = PQescapeLiteral(c, snapshot, strlen(snapshot));
+	sl_buf_init(&sql, 0);
+	sl_buf_printf(&sql, "SET TRANSACTION SNAPSHOT %s", lit ? lit : "''");
+	PQfreemem(lit);
+	res = PQexec(c, sql.data);
+	sl_buf_free(&sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		pg_err(err, errlen, "could not import the slot's snapshot", c, res);
+		goto out;
+	}
+	PQclear(res);
+	res = PQexec(c, "SELECT (extract(epoch FROM now()) * 1000000)::bigint");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK ||
+	    sl_parse_i64(PQgetvalue(res, 0, 0), INT64_MIN, INT64_MAX, &ts) < 0) {
+		pg_err(err, errlen, "could not read the snapshot time", c, res);
+		goto out;
+	}
+	*snapshot_ts_us = ts;
+	rc = SL_OK;
+out:
+	PQclear(res);
+	return rc;
+}
+
+void sl_pg_backfill_end(PGconn *c)
+{
+	PQclear(PQexec(c, "COMMIT"));
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
+{
+	char *end = row + len, *in = row;
+	int col = 0;
+
+	if (len > 0 && end[-1] == '\n')
+		end--;
+	for (;;) {
+		char *start = in, *out = in;
+		if (col >= ncols)
+			return -1;
+		while (in < end && *in != '\t') {
+			char ch = *in++;
+			if (ch != '\\' || in >= end) {
+				*out++ = ch;
+				continue;
+			}
+			ch = *in++;
+			switch (ch) {
+			case 'b': *out++ = '\b'; break;
+			case 'f': *out++ = '\f'; break;
+			case 'n': *out++ = '\n'; break;
+			case 'r': *out++ = '\r'; break;
+			case 't': *out++ = '\t'; break;
+			case 'v': *out++ = '\v'; break;
+			case 'N':
+				/* \N alone is NULL; anywhere else it is an 'N' */
+				if (in - 2 == start && (in == end || *in == '\t')) {
+					out = NULL;
+					break;
+				}
+				*out++ = 'N';
+				break;
+			case 'x': {
+				int v = 0, n = 0, h;
+				while (n < 2 && in < end && (h = hexval(*in)) >= 0) {
+					v = v * 16 + h;
+					in++;
+					n++;
+				}
+				*out++ = n ? (char)v : 'x';
+				break;
+			}
+			default:
+				if (ch >= '0' && ch <= '7') {
+					int v = ch - '0', n = 1;
+					while (n < 3 && in < end && *in >= '0' && *in <= '7') {
+						v = v * 8 + (*in++ - '0');
+						n++;
+					}
+					*out++ = (char)v;
+				} else {
+					*out++ = ch;
+				}
+			}
+			if (!out)
+				break;
+		}
+		if (out) {
+			vals[col].kind = SL_V_TEXT;
+			vals[col].p = start;
+			vals[col].len = (uint32_t)(out - start);
+		} else {
+			vals[col].kind = SL_V_NULL;
+			vals[col].p = NULL;
+			vals[col].len = 0;
+		}
+		col++;
+		if (in >= end)
+			break;
+		in++; /* the tab */
+	}
+	return col == ncols ? 0 : -1;
+}
+
+int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn fn, void *payload,
+			 uint64_t *rows, char *err, size_t errlen)
+{
+	struct sl_buf sql;
+	struct sl_value *vals = NULL;
+	PGresult *res = NULL;
+	char *row = NULL;
+	int rc = SL_EFAIL, len;
+	uint64_t count = 0;
+
+	*rows = 0;
+	sl_buf_init(&sql, 0);
+	sl_buf_puts(&sql, "COPY (SELECT ");
+	for (int i = 0; i < t->ncols; i++) {
+		char *q = PQescapeIdentifier(c, t->cols[i].name, strlen(t->cols[i].name));
+		sl_buf_printf(&sql, "%s%s", i ? ", " : "", q ? q : "");
+		PQfreemem(q);
+	}
+	{
+		char *qn = PQescapeIdentifier(c, t->ns, strlen(t->ns));
+		char *qt = PQescapeIdentifier(c, t->name, strlen(t->name));
+		sl_buf_printf(&sql, " FROM ONLY %s.%s) TO STDOUT", qn ? qn : "", qt ? qt : "");
+		PQfreemem(qn);
+		PQfreemem(qt);
+	}
+	vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
+	if (sl_buf_failed(&sql) || !vals) {
+		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
+		goto out;
+	}
+	res = PQexec(c, sql.data);
+	if (PQresultStatus(res) != PGRES_COPY_OUT) {
+		char what[256];
+		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
+		pg_err(err, errlen, what, c, res);
+		goto out;
+	}
+	PQclear(res);
+	res = NULL;
+	while ((len = PQgetCopyData(c, &row, 0)) > 0) {
+		if (sl_copy_text_row(row, (size_t)len, vals, t->ncols) < 0) {
+			snprintf(err, errlen, "table \"%s\".\"%s\": a COPY row does not have %d columns",
+				 t->ns, t->name, t->ncols);
+			goto drain;
+		}
+		if (fn(payload, t, vals) < 0)
+			goto drain;
+		PQfreemem(row);
+		row = NULL;
+		count++;
+	}
+	if (len == -2) {
+		pg_err(err, errlen, "could not read the backfill rows", c, NULL);
+		goto out;
+	}
+	res = PQgetResult(c);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		char what[256];
+		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
+		pg_err(err, errlen, what, c, res);
+		goto out;
+	}
+	*rows = count;
+	rc = SL_OK;
+	goto out;
+drain:
+	/* Stop early: the connection is abandoned by the caller on failure. */
+	rc = SL_EFAIL;
+out:
+	if (row)
+		PQfreemem(row);
+	PQclear(res);
+	free(vals);
+	sl_buf_free(&sql);
+	return rc;
+}

@@ -1,0 +1,285 @@
+/*
+ * schema/schema.c: table schema versions, change sequence numbers, record
+ * uuids, and the PostgreSQL type mapping.
+ */
+#include "schema/schema.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uuid/uuid.h>
+
+#include "common/buf.h"
+
+/* PostgreSQL built-in type OIDs (src/include/catalog/pg_type.dat). */
+enum {
+	PG_BOOL = 16, PG_BYTEA = 17, PG_INT8 = 20, PG_INT2 = 21, PG_INT4 = 23,
+	PG_TEXT = 25, PG_JSON = 114, PG_FLOAT4 = 700, PG_FLOAT8 = 701,
+	PG_BPCHAR = 1042, PG_VARCHAR = 1043, PG_DATE = 1082, PG_TIME = 1083,
+	PG_TIMESTAMP = 1114, PG_TIMESTAMPTZ = 1184, PG_NUMERIC = 1700,
+	PG_UUID = 2950, PG_JSONB = 3802,
+};
+
+/* The namespace of every record uuid: UUIDv5 needs one; this one is fixed
+ * forever, since changing it would change every uuid sluice ever wrote. */
+static const uuid_t sluice_uuid_ns = {
+	0x6b, 0x1e, 0x3c, 0x52, 0x8f, 0x0d, 0x4a, 0x3e,
+	0x9c, 0x57, 0x2d, 0x41, 0x0b, 0x7e, 0x55, 0xc1,
+};
+
+void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t seq)
+{
+	snprintf(out, SL_CSN_LEN + 1, "%016" PRIX64 "-%010" PRIu32, position, seq);
+}
+
+static size_t put(unsigned char *dst, size_t off, const void *src, size_t n)
+{
+	memcpy(dst + off, src, n);
+	return off + n;
+}
+
+void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *extra, size_t extra_len)
+{
+	unsigned char stackbuf[1024], *name = stackbuf;
+	size_t ls = strlen(stream), lns = strlen(c->table->ns), ln = strlen(c->table->name);
+	size_t need = ls + 1 + lns + 1 + ln + 1 + SL_CSN_LEN + (extra ? 1 + extra_len : 0);
+	size_t off = 0;
+
+	if (need > sizeof stackbuf) {
+		name = malloc(need);
+		if (!name) {
+			/* Out of memory: fall back to hashing without the extra bytes;
+			 * still deterministic, but backfill rows of one table may then
+			 * share a uuid.  Never happens with sane key sizes. */
+			name = stackbuf;
+			extra = NULL;
+		}
+	}
+	off = put(name, off, stream, ls + 1);
+	off = put(name, off, c->table->ns, lns);
+	off = put(name, off, ".", 1);
+	off = put(name, off, c->table->name, ln + 1);
+	off = put(name, off, c->csn, SL_CSN_LEN);
+	if (extra) {
+		off = put(name, off, "", 1);
+		off = put(name, off, extra, extra_len);
+	}
+	uuid_generate_sha1(c->uuid, sluice_uuid_ns, (const char *)name, off);
+	if (name != stackbuf)
+		free(name);
+}
+
+const char *sl_op_name(enum sl_op op)
+{
+	switch (op) {
+	case SL_OP_INSERT: return "INSERT";
+	case SL_OP_UPDATE_INSERT: return "UPDATE-INSERT";
+	case SL_OP_UPDATE_DELETE: return "UPDATE-DELETE";
+	case SL_OP_DELETE: return "DELETE";
+	case SL_OP_TRUNCATE: return "TRUNCATE";
+	}
+	return "UNKNOWN";
+}
+
+enum sl_type sl_pg_type_map(uint32_t oid, int32_t typmod, int *precision, int *scale)
+{
+	switch (oid) {
+	case PG_BOOL: return SL_T_BOOL;
+	case PG_INT2: case PG_INT4: return SL_T_INT32;
+	case PG_INT8: return SL_T_INT64;
+	case PG_FLOAT4: return SL_T_FLOAT;
+	case PG_FLOAT8: return SL_T_DOUBLE;
+	case PG_BYTEA: return SL_T_BYTES;
+	case PG_DATE: return SL_T_DATE;
+	case PG_TIME: return SL_T_TIME;
+	case PG_TIMESTAMP: return SL_T_TIMESTAMP;
+	case PG_TIMESTAMPTZ: return SL_T_TIMESTAMPTZ;
+	case PG_UUID: return SL_T_UUID;
+	case PG_JSON: case PG_JSONB: return SL_T_JSON;
+	case PG_NUMERIC:
+		/* typmod = ((precision << 16) | (scale & 0x7ff)) + VARHDRSZ; PG15
+		 * allows scales outside 0..precision, which Avro decimal cannot hold. */
+		if (typmod >= 4) {
+			int32_t t = typmod - 4;
+			int p = (t >> 16) & 0xffff;
+			int s = t & 0x7ff;
+			if (s & 0x400)
+				s -= 0x800; /* sign-extend the 11-bit scale */
+			if (p >= 1 && s >= 0 && s <= p) {
+				*precision = p;
+				*scale = s;
+				return SL_T_DECIMAL;
+			}
+		}
+		return SL_T_STRING;
+	case PG_TEXT: case PG_VARCHAR: case PG_BPCHAR:
+	default:
+		return SL_T_STRING;
+	}
+}
+
+struct sl_table *sl_table_new(const char *ns, const char *name)
+{
+	struct sl_table *t = calloc(1, sizeof *t);
+
+	if (!t)
+		return NULL;
+	t->ns = strdup(ns);
+	t->name = strdup(name);
+	if (!t->ns || !t->name) {
+		sl_table_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid, int32_t typmod,
+			const char *type_name, bool is_key)
+{
+	struct sl_column *cols = realloc(t->cols, sizeof *cols * (size_t)(t->ncols + 1));
+	struct sl_column *c;
+
+	if (!cols)
+		return -1;
+	t->cols = cols;
+	c = &cols[t->ncols];
+	memset(c, 0, sizeof *c);
+	c->name = strdup(name);
+	c->type_name = type_name ? strdup(type_name) : NULL;
+	if (!c->name || (type_name && !c->type_name)) {
+		free(c->name);
+		free(c->type_name);
+		return -1;
+	}
+	c->type_oid = type_oid;
+	c->typmod = typmod;
+	c->is_key = is_key;
+	c->type = sl_pg_type_map(type_oid, typmod, &c->precision, &c->scale);
+	t->ncols++;
+	return 0;
+}
+
+/* Avro names are [A-Za-z_][A-Za-z0-9_]*: replace anything else with '_',
+ * prefix names that start with a digit, and make duplicates unique. */
+static char *avro_name_for(const struct sl_table *t, int upto, const char *src)
+{
+	struct sl_buf b;
+	char *base;
+
+	sl_buf_init(&b, 4096);
+	if (!(*src >= 'A' && *src <= 'Z') && !(*src >= 'a' && *src <= 'z') && *src != '_')
+		sl_buf_putc(&b, '_');
+	for (const char *p = src; *p; p++) {
+		char ch = *p;
+		bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+			  (ch >= '0' && ch <= '9') || ch == '_';
+		sl_buf_putc(&b, ok ? ch : '_');
+	}
+	base = sl_buf_detach(&b);
+	if (!base)
+		return NULL;
+	for (int n = 2;; n++) {
+		bool clash = false;
+		char *cand;
+		for (int i = 0; i < upto && !clash; i++)
+			clash = !strcmp(t->cols[i].avro_name, base);
+		if (!clash)
+			return base;
+		sl_buf_init(&b, 4096);
+		sl_buf_printf(&b, "%s_%d", base, n);
+		cand = sl_buf_detach(&b);
+		if (!cand) {
+			free(base);
+			return NULL;
+		}
+		/* Only accept the candidate if it is itself free; else try the next n. */
+		clash = false;
+		for (int i = 0; i < upto && !clash; i++)
+			clash = !strcmp(t->cols[i].avro_name, cand);
+		if (!clash) {
+			free(base);
+			return cand;
+		}
+		free(cand);
+	}
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+int sl_table_finish(struct sl_table *t)
+{
+	struct sl_buf b;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (int i = 0; i < t->ncols; i++) {
+		free(t->cols[i].avro_name);
+		t->cols[i].avro_name = NULL;
+	}
+	for (int i = 0; i < t->ncols; i++) {
+		t->cols[i].avro_name = avro_name_for(t, i, t->cols[i].name);
+		if (!t->cols[i].avro_name)
+			return -1;
+	}
+	/* The object names a folder, so it must not contain '/'. */
+	sl_buf_init(&b, 4096);
+	sl_buf_printf(&b, "%s_%s", t->ns, t->name);
+	free(t->object);
+	t->object = sl_buf_detach(&b);
+	if (!t->object)
+		return -1;
+	for (char *p = t->object; *p; p++)
+		if (*p == '/')
+			*p = '_';
+
+	h = fnv1a(h, t->ns, strlen(t->ns) + 1);
+	h = fnv1a(h, t->name, strlen(t->name) + 1);
+	for (int i = 0; i < t->ncols; i++) {
+		const struct sl_column *c = &t->cols[i];
+		unsigned char k = c->is_key;
+		h = fnv1a(h, c->name, strlen(c->name) + 1);
+		h = fnv1a(h, &c->type_oid, sizeof c->type_oid);
+		h = fnv1a(h, &c->typmod, sizeof c->typmod);
+		h = fnv1a(h, &k, 1);
+	}
+	snprintf(t->schema_key, sizeof t->schema_key, "%016" PRIx64, h);
+	return 0;
+}
+
+void sl_table_free(struct sl_table *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->ncols; i++) {
+		free(t->cols[i].name);
+		free(t->cols[i].avro_name);
+		free(t->cols[i].type_name);
+	}
+	free(t->cols);
+	free(t->ns);
+	free(t->name);
+	free(t->object);
+	free(t);
+}
+
+bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b)
+{
+	if (a->ncols != b->ncols || strcmp(a->ns, b->ns) || strcmp(a->name, b->name))
+		return false;
+	for (int i = 0; i < a->ncols; i++) {
+		const struct sl_column *x = &a->cols[i], *y = &b->cols[i];
+		if (strcmp(x->name, y->name) || x->type_oid != y->type_oid ||
+		    x->typmod != y->typmod || x->is_key != y->is_key)
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,584 @@
+/*
+ * sources/postgres/pg_source.c: PostgreSQL connections, catalog queries,
+ * publication and slot management, and the replication stream.
+ */
+#include "sources/postgres/pg_source.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+
+/* Session settings that fix the text format of every value we parse. */
+#define SESSION_OPTIONS "-c datestyle=ISO,YMD -c intervalstyle=postgres -c timezone=UTC " \
+			"-c extra_float_digits=3 -c bytea_output=hex"
+
+PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen)
+{
+	const char *keys[16], *vals[16];
+	char port[16], timeout[16];
+	int n = 0;
+	PGconn *c;
+
+	snprintf(port, sizeof port, "%d", cfg->port);
+	snprintf(timeout, sizeof timeout, "%d", cfg->connect_timeout > 0 ? cfg->connect_timeout : 10);
+#define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
+	KV("host", cfg->host);
+	KV("port", port);
+	KV("user", cfg->user);
+	KV("dbname", cfg->dbname);
+	KV("password", cfg->password);
+	KV("sslmode", cfg->sslmode);
+	KV("sslrootcert", cfg->sslrootcert);
+	KV("connect_timeout", timeout);
+	KV("application_name", "sluice");
+	KV("client_encoding", "UTF8");
+	KV("options", SESSION_OPTIONS);
+	if (replication)
+		KV("replication", "database");
+#undef KV
+	keys[n] = vals[n] = NULL;
+	c = PQconnectdbParams(keys, vals, 0);
+	if (!c) {
+		snprintf(err, errlen, "could not connect to source \"%s\": out of memory", cfg->name);
+		return NULL;
+	}
+	if (PQstatus(c) != CONNECTION_OK) {
+		char *m = PQerrorMessage(c);
+		size_t l = strlen(m);
+		while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
+			m[--l] = '\0';
+		snprintf(err, errlen, "could not connect to source \"%s\" (%s:%d, database \"%s\"%s): %s",
+			 cfg->name, cfg->host, cfg->port, cfg->dbname ? cfg->dbname : "",
+			 replication ? ", replication" : "", m);
+		PQfinish(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Copies a libpq error into err, without the trailing newline. */
+static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
+{
+	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
+	int l = (int)strlen(m);
+
+	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
+		l--;
+	snprintf(err, errlen, "%s: %.*s", what, l, m);
+}
+
+static bool sqlstate_is(PGresult *res, const char *state)
+{
+	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	return s && !strcmp(s, state);
+}
+
+int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, "SELECT current_setting('wal_level'), "
+				  "(SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user)");
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not read wal_level", c, res);
+		rc = SL_EFAIL;
+	} else if (strcmp(PQgetvalue(res, 0, 0), "logical") != 0) {
+		snprintf(err, errlen, "source prerequisite not met: wal_level is \"%s\", logical replication needs "
+			 "wal_level = logical (set it in postgresql.conf and restart the server)",
+			 PQgetvalue(res, 0, 0));
+		rc = SL_EPREREQ;
+	} else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
+		snprintf(err, errlen, "source prerequisite not met: role \"%s\" lacks the REPLICATION attribute "
+			 "(ALTER ROLE ... WITH REPLICATION)", PQuser(c));
+		rc = SL_EPREREQ;
+	}
+	PQclear(res);
+	return rc;
+}
+
+void sl_pg_tables_free(struct sl_table **t, int n)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < n; i++)
+		sl_table_free(t[i]);
+	free(t);
+}
+
+static bool matches(char *const *globs, const char *name)
+{
+	for (; globs && *globs; globs++)
+		if (fnmatch(*globs, name, 0) == 0)
+			return true;
+	return false;
+}
+
+static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *err, size_t errlen)
+{
+	const char *params[1] = { oid };
+	PGresult *res = PQexecParams(c,
+		"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
+		"       coalesce(a.attnum = ANY(i.indkey), false) "
+		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
+		"WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
+		"ORDER BY a.attnum", 1, NULL, params, NULL, NULL, 0);
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not read the columns of a table", c, res);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		uint64_t typ;
+		int64_t mod;
+		if (sl_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX, &typ) < 0 ||
+		    sl_parse_i64(PQgetvalue(res, i, 2), INT32_MIN, INT32_MAX, &mod) < 0 ||
+		    sl_table_add_column(t, PQgetvalue(res, i, 0), (uint32_t)typ, (int32_t)mod,
+					PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0) {
+			snprintf(err, errlen, "could not describe table \"%s\".\"%s\"", t->ns, t->name);
+			rc = SL_EFAIL;
+			goto out;
+		}
+	}
+	if (sl_table_finish(t) < 0) {
+		snprintf(err, errlen, "out of memory describing \"%s\".\"%s\"", t->ns, t->name);
+		rc = SL_EFAIL;
+	}
+out:
+	PQclear(res);
+	return rc;
+}
+
+int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
+		      struct sl_table ***out, int *n, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c,
+		"SELECT c.oid, n.nspname, c.relname FROM pg_class c "
+		"JOIN pg_namespace n ON n.oid = c.relnamespace "
+		"WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
+		"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+		"AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%' "
+		"ORDER BY n.nspname, c.relname");
+	struct sl_table **tabs = NULL;
+	struct sl_buf full;
+	int cnt = 0, rc = SL_OK;
+
+	sl_buf_init(&full, 0);
+	*out = NULL;
+	*n = 0;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not list tables", c, res);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	tabs = calloc((size_t)PQntuples(res) + 1, sizeof *tabs);
+	if (!tabs) {
+		snprintf(err, errlen, "out of memory listing tables");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *ns = PQgetvalue(res, i, 1), *name = PQgetvalue(res, i, 2);
+		uint64_t oid;
+		sl_buf_reset(&full);
+		sl_buf_printf(&full, "%s.%s", ns, name);
+		if (sl_buf_failed(&full) || !matches(include, full.data) || matches(exclude, full.data))
+			continue;
+		tabs[cnt] = sl_table_new(ns, name);
+		if (!tabs[cnt] || sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &oid) < 0) {
+			snprintf(err, errlen, "out of memory listing tables");
+			rc = SL_EFAIL;
+			goto out;
+		}
+		tabs[cnt]->relid = (uint32_t)oid;
+		cnt++;
+		rc = describe_table(c, PQgetvalue(res, i, 0), tabs[cnt - 1], err, errlen);
+		if (rc < 0)
+			goto out;
+	}
+	*out = tabs;
+	*n = cnt;
+	tabs = NULL;
+out:
+	sl_pg_tables_free(tabs, cnt);
+	sl_buf_free(&full);
+	PQclear(res);
+	return rc;
+}
+
+/* Appends "ns"."name" quoted with PQescapeIdentifier. */
+static int append_qualified(struct sl_buf *b, PGconn *c, const struct sl_table *t)
+{
+	char *a = PQescapeIdentifier(c, t->ns, strlen(t->ns));
+	char *n = PQescapeIdentifier(c, t->name, strlen(t->name));
+	int rc = (a && n) ? sl_buf_printf(b, "%s.%s", a, n) : -1;
+
+	PQfreemem(a);
+	PQfreemem(n);
+	return rc;
+}
+
+int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
+			     char *err, size_t errlen)
+{
+	const char *params[1] = { pub };
+	PGresult *res = NULL;
+	struct sl_buf sql, missing;
+	char *qpub = PQescapeIdentifier(c, pub, strlen(pub));
+	int rc = SL_OK, nmissing = 0;
+	bool exists;
+
+	sl_buf_init(&sql, 0);
+	sl_buf_init(&missing, 0);
+	if (!qpub) {
+		pg_err(err, errlen, "could not quote the publication name", c, NULL);
+		return SL_EFAIL;
+	}
+	res = PQexecParams(c, "SELECT count(*) FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not look up the publication", c, res);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	exists = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
+	PQclear(res);
+	res = NULL;
+
+	if (exists) {
+		res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
+				   1, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+			pg_err(err, errlen, "could not list the tables of the publication", c, res);
+			rc = SL_EFAIL;
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			bool found = false;
+			for (int j = 0; j < PQntuples(res) && !found; j++)
+				found = !strcmp(PQgetvalue(res, j, 0), tables[i]->ns) &&
+					!strcmp(PQgetvalue(res, j, 1), tables[i]->name);
+			if (found)
+				continue;
+			sl_buf_puts(&missing, nmissing++ ? ", " : "");
+			append_qualified(&missing, c, tables[i]);
+		}
+		PQclear(res);
+		res = NULL;
+		if (nmissing == 0)
+			goto out;
+		sl_buf_printf(&sql, "ALTER PUBLICATION %s ADD TABLE %s", qpub, missing.data);
+	} else {
+		sl_buf_printf(&sql, "CREATE PUBLICATION %s FOR TABLE ", qpub);
+		for (int i = 0; i < n; i++) {
+			sl_buf_puts(&sql, i ? ", " : "");
+			append_qualified(&sql, c, tables[i]);
+		}
+	}
+	if (sl_buf_failed(&sql) || sl_buf_failed(&missing)) {
+		snprintf(err, errlen, "out of memory building the publication statement");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	res = PQexec(c, sql.data);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		char what[256];
+		snprintf(what, sizeof what, "could not %s publication \"%s\"", exists ? "add tables to" : "create", pub);
+		pg_err(err, errlen, what, c, res);
+		if (sqlstate_is(res, "42501")) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen - l, " (create it as its owner or a superuser: %s)", sql.data);
+			rc = SL_EPREREQ;
+		} else {
+			rc = SL_EFAIL;
+		}
+		goto out;
+	}
+	sl_info("%s publication \"%s\"", exists ? "added missing tables to" : "created", pub);
+out:
+	PQclear(res);
+	PQfreemem(qpub);
+	sl_buf_free(&sql);
+	sl_buf_free(&missing);
+	return rc;
+}
+
+static int parse_lsn_or_zero(const char *s, uint64_t *out)
+{
+	if (!s || !*s) {
+		*out = 0;
+		return 0;
+	}
+	return sl_lsn_parse(s, out);
+}
+
+int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, char *err, size_t errlen)
+{
+	const char *params[1] = { slot };
+	PGresult *res = PQexecParams(c,
+		"SELECT active, slot_type = 'logical', coalesce(plugin, ''), coalesce(database, ''), "
+		"       coalesce(wal_status, ''), confirmed_flush_lsn, restart_lsn, "
+		"       pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, "
+		"       pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, safe_wal_size "
+		"FROM pg_replication_slots WHERE slot_name = $1", 1, NULL, params, NULL, NULL, 0);
+	int rc = SL_OK;
+	int64_t v;
+
+	memset(out, 0, sizeof *out);
+	out->lag_bytes = out->retained_bytes = out->safe_wal_size = -1;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not read pg_replication_slots", c, res);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if (PQntuples(res) == 0)
+		goto out;
+	out->exists = true;
+	out->active = !strcmp(PQgetvalue(res, 0, 0), "t");
+	out->logical = !strcmp(PQgetvalue(res, 0, 1), "t");
+	snprintf(out->plugin, sizeof out->plugin, "%s", PQgetvalue(res, 0, 2));
+	snprintf(out->database, sizeof out->database, "%s", PQgetvalue(res, 0, 3));
+	snprintf(out->wal_status, sizeof out->wal_status, "%s", PQgetvalue(res, 0, 4));
+	if (parse_lsn_or_zero(PQgetvalue(res, 0, 5), &out->confirmed_flush_lsn) < 0 ||
+	    parse_lsn_or_zero(PQgetvalue(res, 0, 6), &out->restart_lsn) < 0) {
+		snprintf(err, errlen, "could not parse the positions of slot \"%s\"", slot);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if (!PQgetisnull(res, 0, 7) && sl_parse_i64(PQgetvalue(res, 0, 7), INT64_MIN, INT64_MAX, &v) == 0)
+		out->lag_bytes = v;
+	if (!PQgetisnull(res, 0, 8) && sl_parse_i64(PQgetvalue(res, 0, 8), INT64_MIN, INT64_MAX, &v) == 0)
+		out->retained_bytes = v;
+	if (!PQgetisnull(res, 0, 9) && sl_parse_i64(PQgetvalue(res, 0, 9), INT64_MIN, INT64_MAX, &v) == 0)
+		out->safe_wal_size = v;
+out:
+	PQclear(res);
+	return rc;
+}
+
+int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, "SELECT pg_current_wal_lsn()");
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not read the current WAL position", c, res);
+		rc = SL_EFAIL;
+	} else if (sl_lsn_parse(PQgetvalue(res, 0, 0), out) < 0) {
+		snprintf(err, errlen, "could not parse WAL position \"%s\"", PQgetvalue(res, 0, 0));
+		rc = SL_EFAIL;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* ---- replication stream ---- */
+
+struct sl_pg_repl {
+	PGconn *conn;
+	struct sl_pgoutput *dec;
+	char *copybuf;           /* last PQgetCopyData buffer, freed on the next read */
+	bool streaming;
+};
+
+struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_key_lookup lookup,
+				   void *payload, char *err, size_t errlen)
+{
+	struct sl_pg_repl *r = calloc(1, sizeof *r);
+
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->conn = sl_pg_connect(cfg, true, err, errlen);
+	r->dec = sl_pgoutput_new(lookup, payload);
+	if (!r->conn || !r->dec) {
+		if (r->conn && !r->dec)
+			snprintf(err, errlen, "out of memory");
+		sl_pg_repl_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+void sl_pg_repl_close(struct sl_pg_repl *r)
+{
+	if (!r)
+		return;
+	if (r->copybuf)
+		PQfreemem(r->copybuf);
+	if (r->conn) {
+		if (r->streaming && PQputCopyEnd(r->conn, NULL) == 1)
+			PQflush(r->conn);
+		PQfinish(r->conn);
+	}
+	sl_pgoutput_free(r->dec);
+	free(r);
+}
+
+struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r)
+{
+	return r->dec;
+}
+
+int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
+			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
+			   char *err, size_t errlen)
+{
+	struct sl_buf sql;
+	PGresult *res;
+	int rc = SL_OK;
+
+	sl_buf_init(&sql, 0);
+	/* Slot names are [a-z0-9_] (checked by the config), so quoting is plain. */
+	sl_buf_printf(&sql, "CREATE_REPLICATION_SLOT \"%s\" %sLOGICAL pgoutput EXPORT_SNAPSHOT",
+		      slot, temporary ? "TEMPORARY " : "");
+	res = PQexec(r->conn, sql.data);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 4) {
+		char what[160];
+		snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
+		pg_err(err, errlen, what, r->conn, res);
+		rc = sqlstate_is(res, "42501") ? SL_EPREREQ : SL_EFAIL;
+		goto out;
+	}
+	if (sl_lsn_parse(PQgetvalue(res, 0, 1), consistent_lsn) < 0) {
+		snprintf(err, errlen, "could not parse the consistent point \"%s\" of slot \"%s\"",
+			 PQgetvalue(res, 0, 1), slot);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	snprintf(snapshot, snaplen, "%s", PQgetvalue(res, 0, 2));
+out:
+	PQclear(res);
+	sl_buf_free(&sql);
+	return rc;
+}
+
+int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
+		     uint64_t start_lsn, char *err, size_t errlen)
+{
+	struct sl_buf sql;
+	PGresult *res;
+	char lsn[18];
+	int rc = SL_OK;
+
+	sl_lsn_format(start_lsn, lsn);
+	sl_buf_init(&sql, 0);
+	sl_buf_printf(&sql, "START_REPLICATION SLOT \"%s\" LOGICAL %s (proto_version '1', "
+		      "publication_names '\"%s\"', messages 'true')", slot, lsn, publication);
+	res = PQexec(r->conn, sql.data);
+	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
+		char what[160];
+		snprintf(what, sizeof what, "could not start replication from slot \"%s\"", slot);
+		pg_err(err, errlen, what, r->conn, res);
+		rc = SL_EFAIL;
+	} else {
+		r->streaming = true;
+	}
+	PQclear(res);
+	sl_buf_free(&sql);
+	return rc;
+}
+
+int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
+		    char *err, size_t errlen)
+{
+	int len;
+
+	if (r->copybuf) {
+		PQfreemem(r->copybuf);
+		r->copybuf = NULL;
+	}
+	ev->kind = SL_PGR_TIMEOUT;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		len = PQgetCopyData(r->conn, &r->copybuf, 1);
+		if (len > 0)
+			break;
+		if (len == -1) {
+			PGresult *res = PQgetResult(r->conn);
+			r->streaming = false;
+			if (res && PQresultStatus(res) != PGRES_COMMAND_OK) {
+				pg_err(err, errlen, "replication stream ended with an error", r->conn, res);
+				PQclear(res);
+				return SL_EFAIL;
+			}
+			PQclear(res);
+			ev->kind = SL_PGR_END;
+			return SL_OK;
+		}
+		if (len == -2) {
+			pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
+			return SL_EFAIL;
+		}
+		if (attempt == 1 || timeout_ms == 0)
+			return SL_OK;
+		{
+			struct pollfd pfd = { .fd = PQsocket(r->conn), .events = POLLIN };
+			int pr = poll(&pfd, 1, timeout_ms);
+			if (pr < 0 && errno != EINTR) {
+				snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+				return SL_EFAIL;
+			}
+			if (pr <= 0)
+				return SL_OK; /* timeout or signal */
+			if (PQconsumeInput(r->conn) == 0) {
+				pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
+				return SL_EFAIL;
+			}
+		}
+	}
+	if (len <= 0)
+		return SL_OK;
+	{
+		const unsigned char *m = (const unsigned char *)r->copybuf;
+		switch (m[0]) {
+		case 'k':
+			if (len < 18) {
+				snprintf(err, errlen, "malformed keepalive message (%d bytes)", len);
+				return SL_EFAIL;
+			}
+			ev->kind = SL_PGR_KEEPALIVE;
+			ev->wal_end = sl_get_u64(m + 1);
+			ev->reply_requested = m[17] != 0;
+			return SL_OK;
+		case 'w':
+			if (len < 25) {
+				snprintf(err, errlen, "malformed XLogData message (%d bytes)", len);
+				return SL_EFAIL;
+			}
+			ev->kind = SL_PGR_DATA;
+			ev->wal_end = sl_get_u64(m + 9);
+			return sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen) < 0
+				       ? SL_EFAIL : SL_OK;
+		default:
+			snprintf(err, errlen, "unexpected replication message type 0x%02x", m[0]);
+			return SL_EFAIL;
+		}
+	}
+}
+
+int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t flush_lsn,
+			   bool reply_requested, char *err, size_t errlen)
+{
+	unsigned char msg[34];
+
+	msg[0] = 'r';
+	sl_put_u64(msg + 1, write_lsn);
+	sl_put_u64(msg + 9, flush_lsn);
+	sl_put_u64(msg + 17, flush_lsn);
+	sl_put_u64(msg + 25, (uint64_t)(sl_now_us() - SL_PG_EPOCH_OFFSET_US));
+	msg[33] = reply_requested ? 1 : 0;
+	if (PQputCopyData(r->conn, (const char *)msg, sizeof msg) != 1 || PQflush(r->conn) != 0) {
+		pg_err(err, errlen, "could not send a standby status update", r->conn, NULL);
+		return SL_EFAIL;
+	}
+	return SL_OK;
+}

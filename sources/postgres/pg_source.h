@@ -1,0 +1,103 @@
+/*
+ * sources/postgres/pg_source.h: the PostgreSQL source: connections, catalog
+ * queries (tables, keys, publication, slot), and the logical replication
+ * stream with its standby status updates.
+ *
+ * All functions return SL_OK, or a negative enum sl_status with a message in
+ * err: SL_EPREREQ for missing prerequisites (wal_level, privileges), SL_ELOST
+ * for a lost position, SL_EFAIL otherwise.  Messages never contain secrets.
+ */
+#ifndef SLUICE_SOURCES_POSTGRES_PG_SOURCE_H
+#define SLUICE_SOURCES_POSTGRES_PG_SOURCE_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "schema/schema.h"
+#include "sources/postgres/pgoutput.h"
+#include "sources/source.h"
+
+/* Opens a connection.  replication=true opens a logical replication
+ * connection (replication=database).  Sessions use UTF8, ISO dates, UTC and
+ * hex bytea output, which is the text format the sinks parse.  Returns NULL
+ * with a message in err. */
+PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen);
+
+/* Checks wal_level = logical and that the user may replicate. */
+int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen);
+
+/* Lists the tables whose "schema.table" matches one of include[] and none of
+ * exclude[] (fnmatch globs; NULL-terminated arrays), with their columns and
+ * primary keys from the catalog.  *out is a malloc'd array of *n tables that
+ * the caller frees with sl_pg_tables_free(). */
+int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
+		      struct sl_table ***out, int *n, char *err, size_t errlen);
+void sl_pg_tables_free(struct sl_table **t, int n);
+
+/* Creates the publication for tables if missing, or adds tables missing from
+ * an existing one.  SL_EPREREQ when the user may not. */
+int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
+			     char *err, size_t errlen);
+
+struct sl_pg_slot_info {
+	bool exists;
+	bool active;
+	bool logical;
+	char plugin[64];
+	char database[64];
+	char wal_status[16];          /* reserved | extended | unreserved | lost | "" */
+	uint64_t confirmed_flush_lsn; /* 0 if NULL */
+	uint64_t restart_lsn;
+	int64_t lag_bytes;            /* current WAL - confirmed_flush_lsn, -1 unknown */
+	int64_t retained_bytes;       /* current WAL - restart_lsn, -1 unknown */
+	int64_t safe_wal_size;        /* -1 if NULL */
+};
+int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, char *err, size_t errlen);
+/* pg_current_wal_lsn() */
+int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen);
+
+/* The replication stream. */
+struct sl_pg_repl;
+
+enum sl_pg_repl_kind {
+	SL_PGR_TIMEOUT = 0,  /* nothing arrived within the timeout */
+	SL_PGR_KEEPALIVE,    /* wal_end, reply_requested */
+	SL_PGR_DATA,         /* pgo holds the decoded message */
+	SL_PGR_END,          /* the server ended the stream */
+};
+
+struct sl_pg_repl_event {
+	enum sl_pg_repl_kind kind;
+	uint64_t wal_end;
+	bool reply_requested;
+	struct sl_pgo_event pgo;
+};
+
+/* Opens a replication connection with a pgoutput decoder (lookup may be NULL). */
+struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_key_lookup lookup,
+				   void *payload, char *err, size_t errlen);
+void sl_pg_repl_close(struct sl_pg_repl *r);
+struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r);
+
+/* CREATE_REPLICATION_SLOT ... LOGICAL pgoutput EXPORT_SNAPSHOT.  The exported
+ * snapshot (snapshot, at most 64 bytes) stays valid only until the next
+ * command on this connection: import it elsewhere before sl_pg_repl_start(). */
+int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
+			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
+			   char *err, size_t errlen);
+
+/* START_REPLICATION with proto_version 1, the publication and messages on. */
+int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
+		     uint64_t start_lsn, char *err, size_t errlen);
+
+/* Waits up to timeout_ms for the next message and decodes it. */
+int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
+		    char *err, size_t errlen);
+
+/* Sends a standby status update: written up to write_lsn, durable (flushed
+ * and applied) up to flush_lsn. */
+int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t flush_lsn,
+			   bool reply_requested, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,566 @@
+/*
+ * sources/postgres/pgoutput.c: pgoutput protocol v1 decoder.
+ *
+ * Message layouts (PostgreSQL docs, "Logical Replication Message Formats";
+ * src/backend/replication/logical/proto.c writes them):
+ *   B  final_lsn u64, commit_ts i64 (PG epoch), xid u32
+ *   C  flags u8, commit_lsn u64, end_lsn u64, commit_ts i64
+ *   O  origin_lsn u64, name cstring
+ *   R  relid u32, namespace cstring ("" = pg_catalog), relname cstring,
+ *      replident u8, ncols u16, per column: flags u8 (1 = key), name cstring,
+ *      type oid u32, typmod i32
+ *   Y  type oid u32, namespace cstring, name cstring
+ *   I  relid u32, 'N' tuple
+ *   U  relid u32, optional ('K' | 'O') tuple, 'N' tuple
+ *   D  relid u32, ('K' | 'O') tuple
+ *   T  nrels u32, options u8, relid u32 * nrels
+ *   M  flags u8 (1 = transactional), lsn u64, prefix cstring, len u32, bytes
+ *   tuple: ncols u16, per column kind u8: 'n' null, 'u' unchanged TOAST,
+ *          't' text (len u32 + bytes), 'b' binary (len u32 + bytes)
+ * R and Y messages carry XLogData start 0/0, so they never move positions.
+ */
+#include "sources/postgres/pgoutput.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+struct relentry {
+	uint32_t relid;
+	struct sl_table *table;
+};
+
+struct sl_pgoutput {
+	sl_pgo_key_lookup lookup;
+	void *payload;
+	struct relentry *rels;      /* current versions, unsorted (few tables) */
+	int nrels, arels;
+	struct sl_table **retired;  /* old versions, kept until free */
+	int nretired, aretired;
+	struct sl_value *vold, *vnew;
+	int avals;
+	bool in_tx;
+	uint64_t final_lsn;
+	int64_t commit_ts_us;
+	uint32_t xid;
+	uint32_t seq;
+	/* pending TRUNCATE */
+	uint32_t *trunc_relids;
+	uint32_t ntrunc, itrunc, atrunc;
+};
+
+struct reader {
+	const unsigned char *p, *end;
+	char *err;
+	size_t errlen;
+	bool bad;
+};
+
+static void rd_fail(struct reader *r, const char *what)
+{
+	if (!r->bad)
+		snprintf(r->err, r->errlen, "malformed pgoutput message: truncated %s", what);
+	r->bad = true;
+}
+
+static uint8_t rd_u8(struct reader *r, const char *what)
+{
+	if (r->bad || r->end - r->p < 1) {
+		rd_fail(r, what);
+		return 0;
+	}
+	return *r->p++;
+}
+
+static uint16_t rd_u16(struct reader *r, const char *what)
+{
+	uint16_t v;
+	if (r->bad || r->end - r->p < 2) {
+		rd_fail(r, what);
+		return 0;
+	}
+	v = sl_get_u16(r->p);
+	r->p += 2;
+	return v;
+}
+
+static uint32_t rd_u32(struct reader *r, const char *what)
+{
+	uint32_t v;
+	if (r->bad || r->end - r->p < 4) {
+		rd_fail(r, what);
+		return 0;
+	}
+	v = sl_get_u32(r->p);
+	r->p += 4;
+	return v;
+}
+
+static uint64_t rd_u64(struct reader *r, const char *what)
+{
+	uint64_t v;
+	if (r->bad || r->end - r->p < 8) {
+		rd_fail(r, what);
+		return 0;
+	}
+	v = sl_get_u64(r->p);
+	r->p += 8;
+	return v;
+}
+
+static const char *rd_str(struct reader *r, const char *what)
+{
+	const unsigned char *nul;
+	const char *s;
+
+	if (r->bad)
+		return "";
+	nul = memchr(r->p, '\0', (size_t)(r->end - r->p));
+	if (!nul) {
+		rd_fail(r, what);
+		return "";
+	}
+	s = (const char *)r->p;
+	r->p = nul + 1;
+	return s;
+}
+
+struct sl_pgoutput *sl_pgoutput_new(sl_pgo_key_lookup lookup, void *payload)
+{
+	struct sl_pgoutput *d = calloc(1, sizeof *d);
+
+	if (!d)
+		return NULL;
+	d->lookup = lookup;
+	d->payload = payload;
+	return d;
+}
+
+void sl_pgoutput_free(struct sl_pgoutput *d)
+{
+	if (!d)
+		return;
+	for (int i = 0; i < d->nrels; i++)
+		sl_table_free(d->rels[i].table);
+	for (int i = 0; i < d->nretired; i++)
+		sl_table_free(d->retired[i]);
+	free(d->rels);
+	free(d->retired);
+	free(d->vold);
+	free(d->vnew);
+	free(d->trunc_relids);
+	free(d);
+}
+
+bool sl_pgoutput_in_tx(const struct sl_pgoutput *d)
+{
+	return d->in_tx;
+}
+
+static struct relentry *find_rel(const struct sl_pgoutput *d, uint32_t relid)
+{
+	for (int i = 0; i < d->nrels; i++)
+		if (d->rels[i].relid == relid)
+			return &d->rels[i];
+	return NULL;
+}
+
+const struct sl_table *sl_pgoutput_table(const struct sl_pgoutput *d, uint32_t relid)
+{
+	struct relentry *e = find_rel(d, relid);
+	return e ? e->table : NULL;
+}
+
+static int grow_vals(struct sl_pgoutput *d, int n)
+{
+	struct sl_value *a, *b;
+
+	if (n <= d->avals)
+		return 0;
+	a = realloc(d->vold, sizeof *a * (size_t)n);
+	if (!a)
+		return -1;
+	d->vold = a;
+	b = realloc(d->vnew, sizeof *b * (size_t)n);
+	if (!b)
+		return -1;
+	d->vnew = b;
+	d->avals = n;
+	return 0;
+}
+
+static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_event *ev)
+{
+	uint32_t relid = rd_u32(r, "relation id");
+	const char *ns = rd_str(r, "namespace");
+	const char *name = rd_str(r, "relation name");
+	uint16_t ncols;
+	struct sl_table *t;
+	struct relentry *e;
+	char **names = NULL;
+	bool *keys = NULL;
+	int rc = -1;
+
+	rd_u8(r, "replica identity");
+	ncols = rd_u16(r, "column count");
+	if (r->bad)
+		return -1;
+	t = sl_table_new(*ns ? ns : "pg_catalog", name);
+	if (!t)
+		goto oom;
+	t->relid = relid;
+	for (int i = 0; i < ncols; i++) {
+		uint8_t flags = rd_u8(r, "column flags");
+		const char *cname = rd_str(r, "column name");
+		uint32_t oid = rd_u32(r, "column type");
+		int32_t typmod = (int32_t)rd_u32(r, "column type modifier");
+		if (r->bad)
+			goto out;
+		if (sl_table_add_column(t, cname, oid, typmod, NULL, flags & 1) < 0)
+			goto oom;
+	}
+	/* The catalog's primary key beats the replica identity flags, which mark
+	 * every column under REPLICA IDENTITY FULL. */
+	if (d->lookup && ncols > 0) {
+		names = calloc(ncols, sizeof *names);
+		keys = calloc(ncols, sizeof *keys);
+		if (!names || !keys)
+			goto oom;
+		for (int i = 0; i < ncols; i++)
+			names[i] = t->cols[i].name;
+		if (d->lookup(d->payload, t->ns, t->name, ncols, names, keys))
+			for (int i = 0; i < ncols; i++)
+				t->cols[i].is_key = keys[i];
+	}
+	if (sl_table_finish(t) < 0)
+		goto oom;
+	if (grow_vals(d, ncols) < 0)
+		goto oom;
+
+	e = find_rel(d, relid);
+	ev->kind = SL_PGO_RELATION;
+	if (e && sl_table_same_columns(e->table, t)) {
+		sl_table_free(t);
+		ev->table = e->table;
+		ev->schema_changed = false;
+		rc = 0;
+		goto out;
+	}
+	if (e) {
+		if (d->nretired == d->aretired) {
+			int na = d->aretired ? d->aretired * 2 : 8;
+			struct sl_table **nr = realloc(d->retired, sizeof *nr * (size_t)na);
+			if (!nr)
+				goto oom;
+			d->retired = nr;
+			d->aretired = na;
+		}
+		d->retired[d->nretired++] = e->table;
+		e->table = t;
+		ev->schema_changed = true;
+	} else {
+		if (d->nrels == d->arels) {
+			int na = d->arels ? d->arels * 2 : 16;
+			struct relentry *nr = realloc(d->rels, sizeof *nr * (size_t)na);
+			if (!nr)
+				goto oom;
+			d->rels = nr;
+			d->arels = na;
+		}
+		d->rels[d->nrels].relid = relid;
+		d->rels[d->nrels].table = t;
+		d->nrels++;
+		ev->schema_changed = false;
+	}
+	ev->table = t;
+	t = NULL;
+	rc = 0;
+	goto out;
+oom:
+	snprintf(r->err, r->errlen, "out of memory decoding a relation message");
+out:
+	if (rc < 0)
+		sl_table_free(t);
+	free(names);
+	free(keys);
+	return rc;
+}
+
+/* Reads a tuple into vals (ncols entries of the relation). */
+static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_value *vals)
+{
+	uint16_t n = rd_u16(r, "tuple column count");
+
+	if (r->bad)
+		return -1;
+	if (n != t->ncols) {
+		snprintf(r->err, r->errlen,
+			 "tuple for table \"%s\".\"%s\" has %u columns, its relation message had %d",
+			 t->ns, t->name, n, t->ncols);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		uint8_t kind = rd_u8(r, "tuple column kind");
+		uint32_t len;
+		switch (kind) {
+		case 'n':
+			vals[i].kind = SL_V_NULL;
+			vals[i].p = NULL;
+			vals[i].len = 0;
+			break;
+		case 'u':
+			vals[i].kind = SL_V_UNCHANGED;
+			vals[i].p = NULL;
+			vals[i].len = 0;
+			break;
+		case 't':
+			len = rd_u32(r, "column value length");
+			if (r->bad || (size_t)(r->end - r->p) < len) {
+				rd_fail(r, "column value");
+				return -1;
+			}
+			vals[i].kind = SL_V_TEXT;
+			vals[i].p = (const char *)r->p;
+			vals[i].len = len;
+			r->p += len;
+			break;
+		case 'b':
+			snprintf(r->err, r->errlen,
+				 "column \"%s\" of \"%s\".\"%s\" arrived in binary format, which sluice does not request",
+				 t->cols[i].name, t->ns, t->name);
+			return -1;
+		default:
+			if (!r->bad)
+				snprintf(r->err, r->errlen, "malformed pgoutput message: unknown tuple column kind 0x%02x", kind);
+			return -1;
+		}
+	}
+	return r->bad ? -1 : 0;
+}
+
+static const struct sl_table *rel_for_change(struct sl_pgoutput *d, struct reader *r, uint32_t relid)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (!e && !r->bad)
+		snprintf(r->err, r->errlen, "change for relation %" PRIu32 " that no relation message described", relid);
+	if (e && !d->in_tx && !r->bad) {
+		snprintf(r->err, r->errlen, "change outside a transaction for \"%s\".\"%s\"", e->table->ns, e->table->name);
+		return NULL;
+	}
+	return e ? e->table : NULL;
+}
+
+static void fill_change(struct sl_pgoutput *d, struct sl_change *c, const struct sl_table *t,
+			enum sl_op op, const struct sl_value *vals)
+{
+	memset(c, 0, sizeof *c);
+	c->table = t;
+	c->op = op;
+	c->values = vals;
+	c->read_method = "postgresql-cdc-wal";
+	c->position = d->final_lsn;
+	c->seq = ++d->seq;
+	sl_csn_format(c->csn, c->position, c->seq);
+	c->source_ts_us = d->commit_ts_us;
+	c->tx_id = d->xid;
+}
+
+static bool value_equal(const struct sl_value *a, const struct sl_value *b)
+{
+	if (b->kind == SL_V_UNCHANGED || a->kind == SL_V_UNCHANGED)
+		return true; /* an unchanged TOAST value did not change */
+	if (a->kind != b->kind)
+		return false;
+	return a->kind != SL_V_TEXT || (a->len == b->len && !memcmp(a->p, b->p, a->len));
+}
+
+int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
+		       struct sl_pgo_event *ev, char *err, size_t errlen)
+{
+	struct reader r = { msg, msg + len, err, errlen, false };
+	const struct sl_table *t;
+	uint8_t type, k;
+	uint32_t relid;
+
+	memset(ev, 0, offsetof(struct sl_pgo_event, changes));
+	ev->nchanges = 0;
+	type = rd_u8(&r, "message type");
+	if (r.bad)
+		return -1;
+	switch (type) {
+	case 'B':
+		d->final_lsn = rd_u64(&r, "begin final LSN");
+		d->commit_ts_us = (int64_t)rd_u64(&r, "begin timestamp") + SL_PG_EPOCH_OFFSET_US;
+		d->xid = rd_u32(&r, "begin xid");
+		if (r.bad)
+			return -1;
+		d->in_tx = true;
+		d->seq = 0;
+		ev->kind = SL_PGO_BEGIN;
+		ev->final_lsn = d->final_lsn;
+		ev->commit_ts_us = d->commit_ts_us;
+		ev->xid = d->xid;
+		return 0;
+	case 'C':
+		rd_u8(&r, "commit flags");
+		ev->commit_lsn = rd_u64(&r, "commit LSN");
+		ev->end_lsn = rd_u64(&r, "commit end LSN");
+		ev->commit_ts_us = (int64_t)rd_u64(&r, "commit timestamp") + SL_PG_EPOCH_OFFSET_US;
+		if (r.bad)
+			return -1;
+		d->in_tx = false;
+		ev->kind = SL_PGO_COMMIT;
+		ev->final_lsn = d->final_lsn;
+		ev->xid = d->xid;
+		return 0;
+	case 'O':
+		rd_u64(&r, "origin LSN");
+		rd_str(&r, "origin name");
+		ev->kind = SL_PGO_NONE;
+		return r.bad ? -1 : 0;
+	case 'Y':
+		rd_u32(&r, "type oid");
+		rd_str(&r, "type namespace");
+		rd_str(&r, "type name");
+		ev->kind = SL_PGO_NONE;
+		return r.bad ? -1 : 0;
+	case 'R':
+		return decode_relation(d, &r, ev);
+	case 'I':
+		relid = rd_u32(&r, "relation id");
+		t = rel_for_change(d, &r, relid);
+		if (!t)
+			return -1;
+		if (rd_u8(&r, "tuple marker") != 'N') {
+			if (!r.bad)
+				snprintf(err, errlen, "malformed pgoutput insert: expected 'N'");
+			return -1;
+		}
+		if (read_tuple(&r, t, d->vnew) < 0)
+			return -1;
+		ev->kind = SL_PGO_CHANGE;
+		ev->nchanges = 1;
+		fill_change(d, &ev->changes[0], t, SL_OP_INSERT, d->vnew);
+		return 0;
+	case 'U': {
+		bool have_old = false, key_changed = false;
+		relid = rd_u32(&r, "relation id");
+		t = rel_for_change(d, &r, relid);
+		if (!t)
+			return -1;
+		k = rd_u8(&r, "tuple marker");
+		if (k == 'K' || k == 'O') {
+			if (read_tuple(&r, t, d->vold) < 0)
+				return -1;
+			have_old = true;
+			k = rd_u8(&r, "tuple marker");
+		}
+		if (k != 'N') {
+			if (!r.bad)
+				snprintf(err, errlen, "malformed pgoutput update: expected 'N'");
+			return -1;
+		}
+		if (read_tuple(&r, t, d->vnew) < 0)
+			return -1;
+		if (have_old) {
+			for (int i = 0; i < t->ncols; i++) {
+				/* Fill unchanged TOAST values from a full old row when we have one. */
+				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind == SL_V_TEXT)
+					d->vnew[i] = d->vold[i];
+				if (t->cols[i].is_key && !value_equal(&d->vold[i], &d->vnew[i]))
+					key_changed = true;
+			}
+		}
+		ev->kind = SL_PGO_CHANGE;
+		if (key_changed)
+			fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_DELETE, d->vold);
+		fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_INSERT, d->vnew);
+		return 0;
+	}
+	case 'D':
+		relid = rd_u32(&r, "relation id");
+		t = rel_for_change(d, &r, relid);
+		if (!t)
+			return -1;
+		k = rd_u8(&r, "tuple marker");
+		if (k != 'K' && k != 'O') {
+			if (!r.bad)
+				snprintf(err, errlen, "malformed pgoutput delete: expected 'K' or 'O'");
+			return -1;
+		}
+		if (read_tuple(&r, t, d->vold) < 0)
+			return -1;
+		ev->kind = SL_PGO_CHANGE;
+		ev->nchanges = 1;
+		fill_change(d, &ev->changes[0], t, SL_OP_DELETE, d->vold);
+		return 0;
+	case 'T': {
+		uint32_t n = rd_u32(&r, "truncate relation count");
+		rd_u8(&r, "truncate options");
+		if (r.bad)
+			return -1;
+		if (n > (uint32_t)((r.end - r.p) / 4)) {
+			rd_fail(&r, "truncate relation list");
+			return -1;
+		}
+		if (n > d->atrunc) {
+			uint32_t *nr = realloc(d->trunc_relids, sizeof *nr * n);
+			if (!nr) {
+				snprintf(err, errlen, "out of memory decoding a truncate message");
+				return -1;
+			}
+			d->trunc_relids = nr;
+			d->atrunc = n;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			d->trunc_relids[i] = rd_u32(&r, "truncate relation id");
+			if (!rel_for_change(d, &r, d->trunc_relids[i]))
+				return -1;
+		}
+		d->ntrunc = n;
+		d->itrunc = 0;
+		ev->kind = SL_PGO_CHANGE;
+		ev->nchanges = 0;
+		return 0;
+	}
+	case 'M': {
+		uint8_t flags = rd_u8(&r, "message flags");
+		uint32_t clen;
+		rd_u64(&r, "message LSN");
+		ev->prefix = rd_str(&r, "message prefix");
+		clen = rd_u32(&r, "message length");
+		if (r.bad || (size_t)(r.end - r.p) < clen) {
+			rd_fail(&r, "message content");
+			return -1;
+		}
+		ev->content = (const char *)r.p;
+		ev->content_len = clen;
+		ev->transactional = flags & 1;
+		ev->kind = SL_PGO_MESSAGE;
+		return 0;
+	}
+	default:
+		snprintf(err, errlen, "unsupported pgoutput message type '%c' (0x%02x)",
+			 type >= 32 && type < 127 ? type : '?', type);
+		return -1;
+	}
+}
+
+int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out)
+{
+	struct relentry *e;
+
+	while (d->itrunc < d->ntrunc) {
+		e = find_rel(d, d->trunc_relids[d->itrunc++]);
+		if (!e)
+			continue;
+		fill_change(d, out, e->table, SL_OP_TRUNCATE, NULL);
+		return 1;
+	}
+	d->ntrunc = d->itrunc = 0;
+	return 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * sources/postgres/pgoutput.h: decoder for the pgoutput logical replication
+ * protocol (version 1), turning XLogData payloads into change records.
+ *
+ * The decoder keeps the relation cache (OID -> table schema version).  A
+ * Relation message that describes the same columns as the cached version
+ * keeps that version; a different one creates a new version (a schema change)
+ * and retires the old one, which stays allocated until the decoder is freed so
+ * that pointers handed out earlier stay valid.
+ *
+ * Values in decoded changes point into the message buffer passed to
+ * sl_pgoutput_decode() and into the decoder's own scratch arrays: they are
+ * valid until the next call.
+ */
+#ifndef SLUICE_SOURCES_POSTGRES_PGOUTPUT_H
+#define SLUICE_SOURCES_POSTGRES_PGOUTPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema/schema.h"
+
+enum sl_pgo_kind {
+	SL_PGO_NONE = 0,   /* nothing to report (e.g. a Type or Origin message) */
+	SL_PGO_BEGIN,
+	SL_PGO_COMMIT,
+	SL_PGO_RELATION,   /* a relation was (re)described; schema_changed says if it changed */
+	SL_PGO_CHANGE,     /* nchanges changes (an UPDATE with a key change gives 2; TRUNCATE one per table) */
+	SL_PGO_MESSAGE,    /* a logical decoding message (pg_logical_emit_message) */
+};
+
+/* Looks up the primary-key columns of a table from the catalog, so that a
+ * REPLICA IDENTITY FULL table (where pgoutput flags every column as key)
+ * still reports its real key.  Returns true and sets is_key[] for ncols
+ * columns named in names[]; false if the table's key is not known. */
+typedef bool (*sl_pgo_key_lookup)(void *payload, const char *ns, const char *name, int ncols,
+				  char *const *names, bool *is_key);
+
+#define SL_PGO_MAX_CHANGES 2
+
+struct sl_pgo_event {
+	enum sl_pgo_kind kind;
+	/* BEGIN */
+	uint64_t final_lsn;      /* also kept for CHANGE: the commit LSN of the open transaction */
+	int64_t commit_ts_us;    /* Unix micros */
+	uint32_t xid;
+	/* COMMIT */
+	uint64_t commit_lsn;
+	uint64_t end_lsn;
+	/* RELATION */
+	const struct sl_table *table;
+	bool schema_changed;     /* a different column list than the previous version */
+	/* CHANGE: filled sl_change records (csn, position, seq, tx_id, source_ts, op,
+	 * values, table, read_method set; read_ts and uuid left to the caller).
+	 * TRUNCATE events give one change per truncated table through
+	 * sl_pgoutput_truncate_next(). */
+	int nchanges;
+	struct sl_change changes[SL_PGO_MAX_CHANGES];
+	/* MESSAGE */
+	const char *prefix;
+	const char *content;
+	uint32_t content_len;
+	bool transactional;
+};
+
+struct sl_pgoutput;
+
+/* Creates a decoder.  lookup may be NULL.  Returns NULL when out of memory. */
+struct sl_pgoutput *sl_pgoutput_new(sl_pgo_key_lookup lookup, void *payload);
+void sl_pgoutput_free(struct sl_pgoutput *d);
+
+/* Decodes one pgoutput message (the XLogData payload, starting with the
+ * message type byte).  Returns 0 with *ev filled, or -1 with a message in err
+ * (a malformed message, or a change for a relation never described). */
+int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
+		       struct sl_pgo_event *ev, char *err, size_t errlen);
+
+/* For a TRUNCATE message the event has nchanges == 0 and this iterator hands
+ * out one TRUNCATE change per relation: returns 1 with *out filled, 0 when done. */
+int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
+
+/* True while a transaction is open (between BEGIN and COMMIT). */
+bool sl_pgoutput_in_tx(const struct sl_pgoutput *d);
+
+/* The current version of a relation, or NULL. */
+const struct sl_table *sl_pgoutput_table(const struct sl_pgoutput *d, uint32_t relid);
+
+#endif
