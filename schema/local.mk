@@ -1,3 +1,3 @@
 noinst_LIBRARIES += libslschema.a
 libslschema_a_SOURCES = %D%/schema.c %D%/schema.h
-SCHEMA_LIBS = libslschema.a $(UUID_LIBS)
+SCHEMA_LIBS = libslschema.a $(NETTLE_LIBS)

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uuid/uuid.h>
+#include <nettle/sha1.h>
 
 #include "common/buf.h"
 
@@ -23,7 +23,7 @@ enum {
 
 /* The namespace of every record uuid: UUIDv5 needs one; this one is fixed
  * forever, since changing it would change every uuid sluice ever wrote. */
-static const uuid_t sluice_uuid_ns = {
+static const uint8_t sluice_uuid_ns[16] = {
 	0x6b, 0x1e, 0x3c, 0x52, 0x8f, 0x0d, 0x4a, 0x3e,
 	0x9c, 0x57, 0x2d, 0x41, 0x0b, 0x7e, 0x55, 0xc1,
 };
@@ -33,41 +33,36 @@ void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t 
 	snprintf(out, SL_CSN_LEN + 1, "%016" PRIX64 "-%010" PRIu32, position, seq);
 }
 
-static size_t put(unsigned char *dst, size_t off, const void *src, size_t n)
+/* Feeds one name piece to the hash, with a NUL after it as a separator. */
+static void sha1_piece(struct sha1_ctx *h, const void *p, size_t n, bool nul)
 {
-	memcpy(dst + off, src, n);
-	return off + n;
+	sha1_update(h, n, p);
+	if (nul)
+		sha1_update(h, 1, (const uint8_t *)"");
 }
 
 void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *extra, size_t extra_len)
 {
-	unsigned char stackbuf[1024], *name = stackbuf;
-	size_t ls = strlen(stream), lns = strlen(c->table->ns), ln = strlen(c->table->name);
-	size_t need = ls + 1 + lns + 1 + ln + 1 + SL_CSN_LEN + (extra ? 1 + extra_len : 0);
-	size_t off = 0;
+	/* RFC 4122 name-based UUID, version 5: SHA-1 over the namespace and the
+	 * name "<stream>\0<schema>.<table>\0<csn>[\0<extra>]", truncated to 16
+	 * bytes with the version and variant bits set.  The name is streamed into
+	 * the hash piece by piece, so nothing is allocated per row. */
+	struct sha1_ctx h;
+	uint8_t digest[SHA1_DIGEST_SIZE];
 
-	if (need > sizeof stackbuf) {
-		name = malloc(need);
-		if (!name) {
-			/* Out of memory: fall back to hashing without the extra bytes;
-			 * still deterministic, but backfill rows of one table may then
-			 * share a uuid.  Never happens with sane key sizes. */
-			name = stackbuf;
-			extra = NULL;
-		}
-	}
-	off = put(name, off, stream, ls + 1);
-	off = put(name, off, c->table->ns, lns);
-	off = put(name, off, ".", 1);
-	off = put(name, off, c->table->name, ln + 1);
-	off = put(name, off, c->csn, SL_CSN_LEN);
-	if (extra) {
-		off = put(name, off, "", 1);
-		off = put(name, off, extra, extra_len);
-	}
-	uuid_generate_sha1(c->uuid, sluice_uuid_ns, (const char *)name, off);
-	if (name != stackbuf)
-		free(name);
+	sha1_init(&h);
+	sha1_update(&h, sizeof sluice_uuid_ns, sluice_uuid_ns);
+	sha1_piece(&h, stream, strlen(stream), true);
+	sha1_piece(&h, c->table->ns, strlen(c->table->ns), false);
+	sha1_piece(&h, ".", 1, false);
+	sha1_piece(&h, c->table->name, strlen(c->table->name), true);
+	sha1_piece(&h, c->csn, SL_CSN_LEN, extra != NULL);
+	if (extra)
+		sha1_piece(&h, extra, extra_len, false);
+	sha1_digest(&h, sizeof digest, digest);
+	memcpy(c->uuid, digest, 16);
+	c->uuid[6] = (uint8_t)((c->uuid[6] & 0x0f) | 0x50);
+	c->uuid[8] = (uint8_t)((c->uuid[8] & 0x3f) | 0x80);
 }
 
 const char *sl_op_name(enum sl_op op)

@@ -281,6 +281,17 @@ static void test_uuid_deterministic(void **state)
 	assert_memory_equal(a.uuid, b.uuid, 16);
 	assert_int_equal(a.uuid[6] >> 4, 5);     /* version 5 */
 	assert_int_equal(a.uuid[8] & 0xc0, 0x80); /* RFC 4122 variant */
+	/* Expected values from Python's uuid.uuid5 (an independent implementation)
+	 * with namespace 6b1e3c52-8f0d-4a3e-9c57-2d410b7e55c1. */
+	static const unsigned char want1[16] = { 0xdb, 0x2f, 0xbc, 0xaa, 0x76, 0xf9, 0x5a, 0xfc,
+						 0xa2, 0x59, 0x27, 0x5e, 0x5d, 0xbe, 0xdb, 0x78 };
+	static const unsigned char want2[16] = { 0xb7, 0xa3, 0x70, 0x29, 0x18, 0x27, 0x52, 0xc4,
+						 0xb2, 0x2e, 0xd8, 0x38, 0xe6, 0x5e, 0x08, 0x10 };
+	assert_memory_equal(a.uuid, want1, 16);
+	sl_csn_format(b.csn, 0x10, 0);
+	sl_change_set_uuid(&b, "s1", "1:1", 3);
+	assert_memory_equal(b.uuid, want2, 16);
+	sl_csn_format(b.csn, 0x10, 1);
 	sl_change_set_uuid(&b, "s2", NULL, 0);
 	assert_memory_not_equal(a.uuid, b.uuid, 16);
 	sl_change_set_uuid(&b, "s1", "1:1", 3);
