@@ -1,1 +1,10 @@
-# sinks
+# sinks: the sink interface, the registry and the avro_dir sink.
+noinst_LIBRARIES += libslsinks.a
+libslsinks_a_SOURCES = %D%/sink.h %D%/registry.c \
+	%D%/avro_dir/avro_value.c %D%/avro_dir/avro_value.h \
+	%D%/avro_dir/avro_schema.c %D%/avro_dir/avro_schema.h \
+	%D%/avro_dir/avro_enc.c %D%/avro_dir/avro_enc.h \
+	%D%/avro_dir/ocf.c %D%/avro_dir/ocf.h \
+	%D%/avro_dir/avro_dir.c %D%/avro_dir/avro_dir.h
+libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(ZLIB_CFLAGS) $(SNAPPY_CFLAGS) $(JANSSON_CFLAGS) $(AVRO_CFLAGS)
+SINKS_LIBS = libslsinks.a $(AVRO_LIBS) $(ZLIB_LIBS) $(SNAPPY_LIBS) $(JANSSON_LIBS) $(UUID_LIBS)

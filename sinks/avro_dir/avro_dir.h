@@ -1,0 +1,38 @@
+/*
+ * sinks/avro_dir/avro_dir.h: the avro_dir sink, Avro object container files in
+ * a directory tree:
+ *
+ *   <path>/<stream>/<object>/<YYYY>/<MM>/<DD>/<HH>/<mm>/<first_csn>_<last_csn>_<8 hex>.avro
+ *
+ * The time folders are the UTC source time of the file's first record.  Each
+ * object has at most one open file; a new table-schema version, or the file
+ * reaching max_file_bytes, finishes it and starts another.  A file is written
+ * as ".<first_csn>_<8 hex>.avro.tmp" in its final folder.  Finished files are
+ * fsynced at once but renamed to their final name only by flush(), which
+ * also fsyncs their folders: so nothing becomes visible before the agent may
+ * acknowledge it, a visible file is always complete, and close() without
+ * flush() leaves no visible output behind.
+ *
+ * flush_due() is true when the oldest open file is max_file_seconds old, or
+ * when a finished file (rotated by size, or ended by a schema change) waits
+ * to be renamed.  discard_backfill() removes the visible files named
+ * "<CSN(pos, 0)>_<CSN(pos, 0)>_*" under <path>/<stream>/<object>/, and drops
+ * unflushed files of that object whose first and last CSN are both that CSN
+ * (they would get that name); files that mix backfill and CDC rows are kept.
+ * merge mode is refused by open() for now.
+ */
+#ifndef SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
+#define SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
+
+#include "sinks/avro_dir/avro_value.h"
+#include "sinks/sink.h"
+
+/* The sink's operations; sl_sink_lookup("avro_dir") returns this table. */
+extern const struct sl_sink_ops sl_avro_dir_ops;
+
+/* Copies the sink's counters (records written, files closed, i.e. made
+ * visible, and decimal NaNs written as null) into *out.  ctx is the context
+ * sl_avro_dir_ops.open returned. */
+void sl_avro_dir_get_stats(void *ctx, struct sl_avro_stats *out);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * sinks/avro_dir/avro_enc.h: the direct record encoder.  It appends one whole
+ * record (a struct sl_change in the layout of avro_schema.h) in Avro binary to
+ * a struct sl_buf, without going through avro-c's generic values and without
+ * any heap allocation per row: everything that depends only on the table
+ * version and the stream (object, schema key, names, the primary-key list) is
+ * encoded once when the encoder is made.
+ */
+#ifndef SLUICE_SINKS_AVRO_DIR_AVRO_ENC_H
+#define SLUICE_SINKS_AVRO_DIR_AVRO_ENC_H
+
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "schema/schema.h"
+#include "sinks/avro_dir/avro_value.h"
+
+struct sl_avro_enc;
+
+/* Makes the encoder for table version t, written from a source of kind `kind`
+ * for stream `stream`.  The encoder copies what it needs: t and stream may be
+ * freed afterwards.  stats (may be NULL) receives decimal_nan_nulls and must
+ * outlive the encoder.  Returns the encoder (freed with sl_avro_enc_free), or
+ * NULL with a message in err. */
+struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kind kind,
+				    const char *stream, struct sl_avro_stats *stats,
+				    char *err, size_t errlen);
+void sl_avro_enc_free(struct sl_avro_enc *e);
+
+/* The schema JSON (see avro_schema.h) the encoder writes; owned by e, valid
+ * until sl_avro_enc_free.  *len receives its length. */
+const char *sl_avro_enc_schema(const struct sl_avro_enc *e, size_t *len);
+/* The schema key of the table version the encoder was made for. */
+const char *sl_avro_enc_schema_key(const struct sl_avro_enc *e);
+
+/* Appends the record for change c to out.  c->table must be the table version
+ * the encoder was made for (same schema key and column count), else it is an
+ * error.  For a TRUNCATE, and when c->values is NULL, every payload field is
+ * null.  c->read_method NULL is written as "", and so is a NULL log_file.
+ * Returns 0, or -1 with a message in err (a value that does not parse names
+ * its column); on failure out is left as it was on entry. */
+int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct sl_change *c,
+		       char *err, size_t errlen);
+
+#endif

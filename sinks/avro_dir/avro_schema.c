@@ -1,0 +1,193 @@
+/*
+ * sinks/avro_dir/avro_schema.c: builds the Avro schema JSON of one table
+ * version.  The field order here and the encoder's order in avro_enc.c must
+ * agree; tests/unit/test_avro_enc.c checks them against avro-c.
+ */
+#include "sinks/avro_dir/avro_schema.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), or 0 if invalid.
+ * Rejects overlong forms, surrogates and code points past U+10FFFF. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t k = 1; k < len; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[k] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+int sl_json_put_string(struct sl_buf *out, const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	sl_buf_putc(out, '"');
+	while (i < n) {
+		unsigned char c = u[i];
+		size_t run = i;
+
+		/* Copy the longest stretch that needs no escaping in one go. */
+		while (run < n && u[run] >= 0x20 && u[run] < 0x80 && u[run] != '"' && u[run] != '\\')
+			run++;
+		if (run > i) {
+			sl_buf_append(out, s + i, run - i);
+			i = run;
+			continue;
+		}
+		if (c == '"' || c == '\\') {
+			sl_buf_putc(out, '\\');
+			sl_buf_putc(out, (char)c);
+			i++;
+		} else if (c < 0x20) {
+			switch (c) {
+			case '\n': sl_buf_puts(out, "\\n"); break;
+			case '\r': sl_buf_puts(out, "\\r"); break;
+			case '\t': sl_buf_puts(out, "\\t"); break;
+			case '\b': sl_buf_puts(out, "\\b"); break;
+			case '\f': sl_buf_puts(out, "\\f"); break;
+			default: sl_buf_printf(out, "\\u%04x", c); break;
+			}
+			i++;
+		} else {
+			size_t l = utf8_len(u + i, n - i);
+			if (l == 0) {
+				sl_buf_puts(out, "\\ufffd");
+				i++;
+			} else {
+				sl_buf_append(out, s + i, l);
+				i += l;
+			}
+		}
+	}
+	return sl_buf_putc(out, '"');
+}
+
+int sl_avro_put_record_name(struct sl_buf *out, const char *object)
+{
+	size_t start = out->len;
+
+	if (!((*object >= 'A' && *object <= 'Z') || (*object >= 'a' && *object <= 'z') || *object == '_'))
+		sl_buf_putc(out, '_');
+	for (const char *p = object; *p; p++) {
+		char c = *p;
+		bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+		sl_buf_putc(out, ok ? c : '_');
+	}
+	if (!sl_buf_failed(out) && (!strcmp(out->data + start, "source_metadata") ||
+				    !strcmp(out->data + start, "payload")))
+		sl_buf_putc(out, '_');
+	return sl_buf_failed(out) ? -1 : 0;
+}
+
+/* Appends the Avro type T of a payload column (without the null union). */
+static void put_column_type(struct sl_buf *out, const struct sl_column *c)
+{
+	switch (c->type) {
+	case SL_T_STRING: sl_buf_puts(out, "\"string\""); break;
+	case SL_T_BOOL: sl_buf_puts(out, "\"boolean\""); break;
+	case SL_T_INT32: sl_buf_puts(out, "\"int\""); break;
+	case SL_T_INT64: sl_buf_puts(out, "\"long\""); break;
+	case SL_T_FLOAT: sl_buf_puts(out, "\"float\""); break;
+	case SL_T_DOUBLE: sl_buf_puts(out, "\"double\""); break;
+	case SL_T_DECIMAL:
+		sl_buf_printf(out, "{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":%d,\"scale\":%d}",
+			      c->precision, c->scale);
+		break;
+	case SL_T_BYTES: sl_buf_puts(out, "\"bytes\""); break;
+	case SL_T_DATE: sl_buf_puts(out, "{\"type\":\"int\",\"logicalType\":\"date\"}"); break;
+	case SL_T_TIME: sl_buf_puts(out, "{\"type\":\"long\",\"logicalType\":\"time-micros\"}"); break;
+	case SL_T_TIMESTAMP:
+	case SL_T_TIMESTAMPTZ:
+		sl_buf_puts(out, "{\"type\":\"long\",\"logicalType\":\"timestamp-micros\"}");
+		break;
+	case SL_T_UUID: sl_buf_puts(out, "{\"type\":\"string\",\"logicalType\":\"uuid\"}"); break;
+	case SL_T_JSON: sl_buf_puts(out, "{\"type\":\"string\",\"sqlType\":\"JSON\"}"); break;
+	default: sl_buf_puts(out, "\"string\""); break;
+	}
+}
+
+int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, enum sl_source_kind kind,
+			char *err, size_t errlen)
+{
+	static const char head[] =
+		"\",\"namespace\":\"sluice\",\"fields\":["
+		"{\"name\":\"uuid\",\"type\":{\"type\":\"string\",\"logicalType\":\"uuid\"}},"
+		"{\"name\":\"read_timestamp\",\"type\":{\"type\":\"long\",\"logicalType\":\"timestamp-micros\"}},"
+		"{\"name\":\"source_timestamp\",\"type\":{\"type\":\"long\",\"logicalType\":\"timestamp-micros\"}},"
+		"{\"name\":\"object\",\"type\":\"string\"},"
+		"{\"name\":\"read_method\",\"type\":\"string\"},"
+		"{\"name\":\"stream_name\",\"type\":\"string\"},"
+		"{\"name\":\"schema_key\",\"type\":\"string\"},"
+		"{\"name\":\"sort_keys\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},"
+		"{\"name\":\"source_metadata\",\"type\":{\"type\":\"record\",\"name\":\"source_metadata\",\"fields\":[";
+	static const char meta_common[] =
+		"\"type\":\"string\"},"
+		"{\"name\":\"table\",\"type\":\"string\"},"
+		"{\"name\":\"change_type\",\"type\":\"string\"},"
+		"{\"name\":\"is_deleted\",\"type\":\"boolean\"},"
+		"{\"name\":\"primary_keys\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},"
+		"{\"name\":\"change_sequence_number\",\"type\":\"string\"},"
+		"{\"name\":\"tx_id\",\"type\":[\"null\",\"long\"],\"default\":null},"
+		"{\"name\":\"unchanged_columns\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},";
+	sl_buf_puts(out, "{\"type\":\"record\",\"name\":\"");
+	sl_avro_put_record_name(out, t->object);
+	sl_buf_puts(out, head);
+	sl_buf_puts(out, kind == SL_SOURCE_MYSQL ? "{\"name\":\"database\"," : "{\"name\":\"schema\",");
+	sl_buf_puts(out, meta_common);
+	if (kind == SL_SOURCE_MYSQL)
+		sl_buf_puts(out, "{\"name\":\"log_file\",\"type\":\"string\"},"
+				 "{\"name\":\"log_position\",\"type\":\"long\"},"
+				 "{\"name\":\"gtid\",\"type\":[\"null\",\"string\"],\"default\":null}");
+	else
+		sl_buf_puts(out, "{\"name\":\"lsn\",\"type\":\"string\"}");
+	sl_buf_puts(out, "]}},{\"name\":\"payload\",\"type\":{\"type\":\"record\",\"name\":\"payload\",\"fields\":[");
+	for (int i = 0; i < t->ncols; i++) {
+		const struct sl_column *c = &t->cols[i];
+		if (i)
+			sl_buf_putc(out, ',');
+		sl_buf_puts(out, "{\"name\":");
+		sl_json_put_string(out, c->avro_name, strlen(c->avro_name));
+		sl_buf_puts(out, ",\"type\":[\"null\",");
+		put_column_type(out, c);
+		sl_buf_puts(out, "],\"default\":null,\"sluice.column\":");
+		sl_json_put_string(out, c->name, strlen(c->name));
+		if (c->type_name) {
+			sl_buf_puts(out, ",\"sluice.source_type\":");
+			sl_json_put_string(out, c->type_name, strlen(c->type_name));
+		}
+		sl_buf_putc(out, '}');
+	}
+	sl_buf_puts(out, "]}}]}");
+	if (sl_buf_failed(out)) {
+		snprintf(err, errlen, "avro schema of \"%s\": out of memory", t->object);
+		return -1;
+	}
+	return 0;
+}

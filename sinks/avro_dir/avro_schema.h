@@ -1,0 +1,36 @@
+/*
+ * sinks/avro_dir/avro_schema.h: the Avro schema (JSON text) of the records
+ * sluice writes for one table version: Datastream's event layout with the
+ * table's columns as the nullable fields of `payload`.  The same text goes,
+ * byte for byte, into each container file's avro.schema header, so the
+ * logical types (decimal, date, time-micros, timestamp-micros, uuid) reach
+ * every reader.
+ */
+#ifndef SLUICE_SINKS_AVRO_DIR_AVRO_SCHEMA_H
+#define SLUICE_SINKS_AVRO_DIR_AVRO_SCHEMA_H
+
+#include "common/buf.h"
+#include "schema/schema.h"
+
+/* Appends the schema JSON for table t (a finished table version) written from
+ * a source of kind `kind` to out.  The record name is t->object made a valid
+ * Avro name (anything outside [A-Za-z0-9_] becomes '_', a leading digit gets a
+ * '_' prefix, and the names of the nested records "source_metadata" and
+ * "payload" get a '_' suffix), in namespace "sluice".  Each payload field
+ * carries "sluice.column" (the original column name) and, when the column has
+ * a type name, "sluice.source_type".  Every string is JSON escaped; bytes
+ * that are not valid UTF-8 become U+FFFD.  Returns 0, or -1 with a message in
+ * err (out of memory; out is then failed). */
+int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, enum sl_source_kind kind,
+			char *err, size_t errlen);
+
+/* Appends s (n bytes) to out as a quoted JSON string, escaping quotes,
+ * backslashes and control characters and replacing invalid UTF-8 with
+ * U+FFFD.  Returns 0, or -1 if the buffer failed. */
+int sl_json_put_string(struct sl_buf *out, const char *s, size_t n);
+
+/* Appends t->object as an Avro name (see sl_avro_schema_json) to out.
+ * Returns 0, or -1 if the buffer failed. */
+int sl_avro_put_record_name(struct sl_buf *out, const char *object);
+
+#endif

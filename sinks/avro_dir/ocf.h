@@ -1,0 +1,62 @@
+/*
+ * sinks/avro_dir/ocf.h: an Avro object container file writer that writes the
+ * framing itself, because avro-c re-serialises the schema it parsed and drops
+ * logicalType, precision and scale from the header.  The file is:
+ *
+ *   "Obj" 0x01, metadata map {avro.schema: the schema JSON as given,
+ *   avro.codec: "null" | "deflate" | "snappy"}, a 16-byte random sync marker,
+ *   then blocks: record count (long), byte size (long), data, sync marker.
+ *
+ * deflate is raw RFC 1951 data (zlib windowBits -15); snappy is the snappy
+ * block followed by the big-endian CRC32 of the uncompressed block, as the
+ * Avro specification requires.  Records are appended already encoded.
+ */
+#ifndef SLUICE_SINKS_AVRO_DIR_OCF_H
+#define SLUICE_SINKS_AVRO_DIR_OCF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "sinks/sink.h"
+
+/* Default target size of a block's encoded (uncompressed) records. */
+#define SL_OCF_BLOCK_TARGET ((size_t)64 * 1024)
+
+struct sl_ocf_writer;
+
+/* Creates path (it must not exist; mode 0644) and writes the header into the
+ * writer's buffer.  schema_json (schema_len bytes) is copied into the header
+ * as is.  level is the deflate level 1-9 (ignored for other codecs);
+ * block_target 0 means SL_OCF_BLOCK_TARGET.  Returns 0 and the writer in *out,
+ * or -1 with a message in err naming the file. */
+int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema_json,
+		size_t schema_len, enum sl_codec codec, int level, size_t block_target,
+		char *err, size_t errlen);
+
+/* The buffer the next record is encoded into: append exactly one datum to it,
+ * then call sl_ocf_record_done.  On an encoding error, leave the buffer as it
+ * was (the encoders do) and do not call sl_ocf_record_done. */
+struct sl_buf *sl_ocf_record_buf(struct sl_ocf_writer *w);
+/* Counts the record just appended; writes the block out when it reached the
+ * target size.  Returns 0, or -1 with a message in err. */
+int sl_ocf_record_done(struct sl_ocf_writer *w, char *err, size_t errlen);
+/* Convenience: copies one encoded datum and calls sl_ocf_record_done. */
+int sl_ocf_append(struct sl_ocf_writer *w, const void *datum, size_t len, char *err, size_t errlen);
+
+/* Bytes written to the file so far plus the encoded bytes of the block being
+ * filled (an upper bound on the size after the next block is written). */
+uint64_t sl_ocf_size(const struct sl_ocf_writer *w);
+/* Records appended so far. */
+uint64_t sl_ocf_count(const struct sl_ocf_writer *w);
+/* The path the writer was opened with. */
+const char *sl_ocf_path(const struct sl_ocf_writer *w);
+
+/* Writes the last block and, if sync, fsyncs; closes the file and frees w
+ * (also on failure).  Returns 0, or -1 with a message in err. */
+int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen);
+/* Closes the file without writing anything more and frees w; the caller
+ * removes the file. */
+void sl_ocf_abort(struct sl_ocf_writer *w);
+
+#endif

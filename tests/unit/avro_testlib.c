@@ -1,0 +1,176 @@
+/*
+ * tests/unit/avro_testlib.c: helpers shared by the Avro unit tests.
+ */
+#include "tests/unit/avro_testlib.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col *cols, int n)
+{
+	struct sl_table *t = sl_table_new(ns, name);
+
+	if (!t)
+		abort();
+	for (int i = 0; i < n; i++)
+		if (sl_table_add_column(t, cols[i].name, cols[i].oid, cols[i].typmod, cols[i].type_name,
+					cols[i].key) < 0)
+			abort();
+	if (sl_table_finish(t) < 0)
+		abort();
+	return t;
+}
+
+size_t tl_zigzag(int64_t v, unsigned char *out)
+{
+	/* Spec: (n << 1) ^ (n >> 63), then 7 bits at a time, low first. */
+	uint64_t z = v < 0 ? ~((uint64_t)v << 1) : (uint64_t)v << 1;
+	size_t n = 0;
+
+	do {
+		unsigned char byte = z & 0x7f;
+		z >>= 7;
+		out[n++] = z ? byte | 0x80 : byte;
+	} while (z);
+	return n;
+}
+
+char *tl_mkdtemp(const char *tag)
+{
+	const char *base = getenv("TMPDIR");
+	char *p;
+	size_t n;
+
+	if (!base || !*base)
+		base = "/tmp";
+	n = strlen(base) + strlen(tag) + 32;
+	p = malloc(n);
+	if (!p)
+		abort();
+	snprintf(p, n, "%s/sluice-%s-XXXXXX", base, tag);
+	if (!mkdtemp(p))
+		abort();
+	return p;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void tl_rm_rf(const char *path)
+{
+	nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char **g_list;
+static size_t g_n, g_alloc, g_rootlen;
+
+static int list_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)ftw;
+	if (flag != FTW_F)
+		return 0;
+	if (g_n == g_alloc) {
+		g_alloc = g_alloc ? g_alloc * 2 : 16;
+		g_list = realloc(g_list, g_alloc * sizeof *g_list);
+		if (!g_list)
+			abort();
+	}
+	g_list[g_n] = strdup(path + g_rootlen + 1);
+	if (!g_list[g_n])
+		abort();
+	g_n++;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **tl_list_files(const char *root, size_t *n)
+{
+	char **out;
+
+	g_list = NULL;
+	g_n = g_alloc = 0;
+	g_rootlen = strlen(root);
+	nftw(root, list_one, 16, FTW_PHYS);
+	if (g_n)
+		qsort(g_list, g_n, sizeof *g_list, cmp_str);
+	out = g_list;
+	*n = g_n;
+	g_list = NULL;
+	return out;
+}
+
+void tl_free_list(char **list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
+unsigned char *tl_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *p = NULL;
+	long n;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+		p = malloc((size_t)n + 1);
+		if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+			free(p);
+			p = NULL;
+		}
+		*len = (size_t)n;
+	}
+	fclose(f);
+	return p;
+}
+
+void tl_change(struct sl_change *c, const struct sl_table *t, enum sl_op op,
+	       const struct sl_value *values, uint64_t pos, uint32_t seq, int64_t source_ts_us)
+{
+	memset(c, 0, sizeof *c);
+	c->table = t;
+	c->op = op;
+	c->values = values;
+	c->read_method = seq == 0 ? "postgresql-backfill" : "postgresql-cdc-wal";
+	sl_csn_format(c->csn, pos, seq);
+	c->position = pos;
+	c->seq = seq;
+	c->source_ts_us = source_ts_us;
+	c->read_ts_us = source_ts_us + 1500;
+	c->tx_id = seq == 0 ? 0 : 4242;
+	sl_change_set_uuid(c, "s1", NULL, 0);
+}
+
+struct sl_value tl_text(const char *s)
+{
+	struct sl_value v = { s, (uint32_t)strlen(s), SL_V_TEXT };
+	return v;
+}
+
+struct sl_value tl_null(void)
+{
+	struct sl_value v = { NULL, 0, SL_V_NULL };
+	return v;
+}
+
+struct sl_value tl_unchanged(void)
+{
+	struct sl_value v = { NULL, 0, SL_V_UNCHANGED };
+	return v;
+}

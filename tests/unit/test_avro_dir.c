@@ -1,0 +1,487 @@
+/*
+ * tests/unit/test_avro_dir.c: the avro_dir sink: layout and file names,
+ * visibility only after flush, rotation by size, a new file per schema
+ * version, close without flush, discard_backfill, the registry, merge mode,
+ * and bounded memory over a million-row transaction.
+ */
+#include <malloc.h>
+#include <regex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <avro.h>
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "sinks/avro_dir/avro_dir.h"
+#include "sinks/sink.h"
+#include "tests/unit/avro_testlib.h"
+
+/* 2024-01-31 13:45:10 UTC */
+#define TS0 INT64_C(1706708710000000)
+
+static char *g_dir;
+static struct sl_table *g_orders, *g_customers, *g_orders_v2;
+
+static int setup(void **state)
+{
+	const struct tl_col orders[] = {
+		{ "id", T_INT4, -1, "integer", true },
+		{ "amount", T_NUMERIC, numeric_typmod(10, 2), "numeric(10,2)", false },
+	};
+	const struct tl_col orders2[] = {
+		{ "id", T_INT4, -1, "integer", true },
+		{ "amount", T_NUMERIC, numeric_typmod(10, 2), "numeric(10,2)", false },
+		{ "note", T_TEXT, -1, "text", false },
+	};
+	const struct tl_col customers[] = {
+		{ "id", T_INT8, -1, "bigint", true },
+		{ "name", T_TEXT, -1, "text", false },
+	};
+
+	(void)state;
+	g_orders = tl_table("public", "orders", orders, 2);
+	g_orders_v2 = tl_table("public", "orders", orders2, 3);
+	g_customers = tl_table("public", "customers", customers, 2);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	sl_table_free(g_orders);
+	sl_table_free(g_orders_v2);
+	sl_table_free(g_customers);
+	return 0;
+}
+
+static int per_test_setup(void **state)
+{
+	(void)state;
+	g_dir = tl_mkdtemp("avrodir");
+	return 0;
+}
+
+static int per_test_teardown(void **state)
+{
+	(void)state;
+	tl_rm_rf(g_dir);
+	free(g_dir);
+	return 0;
+}
+
+static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_secs)
+{
+	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
+	struct sl_dest_config dc;
+	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, SL_SOURCE_POSTGRES };
+	char err[512];
+	void *ctx;
+
+	memset(&dc, 0, sizeof dc);
+	dc.name = (char *)"lake";
+	dc.type = (char *)"avro_dir";
+	dc.path = g_dir;
+	dc.codec = codec;
+	dc.compression_level = 1;
+	dc.max_file_bytes = max_bytes;
+	dc.max_file_seconds = max_secs;
+	if (ops->open(&ctx, &dc, &st, err, sizeof err) != 0)
+		fail_msg("open: %s", err);
+	return ctx;
+}
+
+static void write_order(void *ctx, const struct sl_table *t, uint64_t pos, uint32_t seq, int id, int64_t ts)
+{
+	char idt[32], amt[32];
+	struct sl_value v[3];
+	struct sl_change c;
+	char err[512];
+
+	snprintf(idt, sizeof idt, "%d", id);
+	snprintf(amt, sizeof amt, "%d.%02d", id, id % 100);
+	v[0] = tl_text(idt);
+	v[1] = tl_text(amt);
+	v[2] = tl_text("a note");
+	tl_change(&c, t, SL_OP_INSERT, v, pos, seq, ts);
+	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
+		fail_msg("write: %s", err);
+}
+
+static void write_customer(void *ctx, uint64_t pos, uint32_t seq, int64_t id, const char *name, int64_t ts)
+{
+	char idt[32], err[512];
+	struct sl_value v[2];
+	struct sl_change c;
+
+	snprintf(idt, sizeof idt, "%lld", (long long)id);
+	v[0] = tl_text(idt);
+	v[1] = tl_text(name);
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, pos, seq, ts);
+	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
+		fail_msg("write: %s", err);
+}
+
+static void flush(void *ctx)
+{
+	char err[512];
+
+	if (sl_avro_dir_ops.flush(ctx, err, sizeof err) != 0)
+		fail_msg("flush: %s", err);
+}
+
+/* Counts the .avro files and the temporary files under the tree. */
+static void count_files(size_t *visible, size_t *hidden)
+{
+	size_t n;
+	char **l = tl_list_files(g_dir, &n);
+
+	*visible = *hidden = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *base = strrchr(l[i], '/');
+		base = base ? base + 1 : l[i];
+		if (base[0] == '.')
+			(*hidden)++;
+		else if (strlen(base) > 5 && !strcmp(base + strlen(base) - 5, ".avro"))
+			(*visible)++;
+		else
+			fail_msg("unexpected file %s", l[i]);
+	}
+	tl_free_list(l, n);
+}
+
+/* Reads a file with avro-c; returns the record count, and the first and last
+ * change_sequence_number in first/last (28 bytes each). */
+static int read_file(const char *rel, char *first, char *last, int *payload_fields)
+{
+	char path[1024];
+	avro_file_reader_t rd;
+	avro_schema_t ws;
+	avro_value_iface_t *iface;
+	avro_value_t val, sm, f, pl;
+	int n = 0;
+
+	snprintf(path, sizeof path, "%s/%s", g_dir, rel);
+	if (avro_file_reader(path, &rd) != 0)
+		fail_msg("avro-c cannot open %s: %s", path, avro_strerror());
+	ws = avro_file_reader_get_writer_schema(rd);
+	iface = avro_generic_class_from_schema(ws);
+	assert_int_equal(avro_generic_value_new(iface, &val), 0);
+	while (avro_file_reader_read_value(rd, &val) == 0) {
+		const char *s;
+		size_t sz;
+		assert_int_equal(avro_value_get_by_name(&val, "source_metadata", &sm, NULL), 0);
+		assert_int_equal(avro_value_get_by_name(&sm, "change_sequence_number", &f, NULL), 0);
+		assert_int_equal(avro_value_get_string(&f, &s, &sz), 0);
+		if (n == 0)
+			snprintf(first, 28, "%s", s);
+		snprintf(last, 28, "%s", s);
+		if (payload_fields) {
+			assert_int_equal(avro_value_get_by_name(&val, "payload", &pl, NULL), 0);
+			assert_int_equal(avro_value_get_size(&pl, &sz), 0);
+			*payload_fields = (int)sz;
+		}
+		n++;
+	}
+	avro_value_decref(&val);
+	avro_value_iface_decref(iface);
+	avro_schema_decref(ws);
+	avro_file_reader_close(rd);
+	return n;
+}
+
+static void test_registry(void **state)
+{
+	(void)state;
+	assert_ptr_equal(sl_sink_lookup("avro_dir"), &sl_avro_dir_ops);
+	assert_string_equal(sl_avro_dir_ops.type, "avro_dir");
+	assert_null(sl_sink_lookup("clickhouse"));
+	assert_null(sl_sink_lookup("nope"));
+	assert_null(sl_sink_lookup(NULL));
+}
+
+static void test_merge_refused(void **state)
+{
+	struct sl_dest_config dc;
+	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, SL_SOURCE_POSTGRES };
+	char err[512];
+	void *ctx = (void *)1;
+
+	(void)state;
+	memset(&dc, 0, sizeof dc);
+	dc.path = g_dir;
+	dc.codec = SL_CODEC_DEFLATE;
+	dc.compression_level = 1;
+	assert_int_equal(sl_avro_dir_ops.open(&ctx, &dc, &st, err, sizeof err), -1);
+	assert_null(ctx);
+	assert_string_equal(err, "avro_dir merge mode is not implemented yet");
+}
+
+static void test_layout(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	size_t vis, hid, n;
+	char **l, first[28], last[28];
+	regex_t re;
+	struct sl_avro_stats st;
+	int64_t now;
+
+	(void)state;
+	assert_false(sl_avro_dir_ops.pending(ctx));
+	now = sl_mono_ms();
+	assert_false(sl_avro_dir_ops.flush_due(ctx, now));
+	/* orders: first record at 13:45:10, then a later one at 14:02 (same file) */
+	write_order(ctx, g_orders, 0x16B374D8, 1, 1, TS0);
+	write_customer(ctx, 0x16B374D8, 2, 10, "ann", TS0 + 1);
+	write_order(ctx, g_orders, 0x16B374D8, 3, 2, TS0 + INT64_C(1000000) * 1010);
+	write_customer(ctx, 0x16B374D8, 4, 11, "bob", TS0 + 2);
+	write_order(ctx, g_orders, 0x16B37500, 1, 3, TS0 + 3);
+	assert_true(sl_avro_dir_ops.pending(ctx));
+	/* nothing visible before flush, but the temporary files exist */
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 0);
+	assert_int_equal(hid, 2);
+	/* age: not due now, due after max_file_seconds */
+	assert_false(sl_avro_dir_ops.flush_due(ctx, sl_mono_ms()));
+	assert_true(sl_avro_dir_ops.flush_due(ctx, sl_mono_ms() + 60 * 1000 + 1));
+
+	flush(ctx);
+	assert_false(sl_avro_dir_ops.pending(ctx));
+	assert_false(sl_avro_dir_ops.flush_due(ctx, sl_mono_ms() + 3600 * 1000));
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 2);
+	assert_int_equal(hid, 0);
+
+	l = tl_list_files(g_dir, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(regcomp(&re, "^s1/public_customers/2024/01/31/13/45/"
+				 "0000000016B374D8-0000000002_0000000016B374D8-0000000004_[0-9a-f]{8}\\.avro$",
+				 REG_EXTENDED | REG_NOSUB), 0);
+	if (regexec(&re, l[0], 0, NULL, 0) != 0)
+		fail_msg("unexpected path %s", l[0]);
+	regfree(&re);
+	assert_int_equal(regcomp(&re, "^s1/public_orders/2024/01/31/13/45/"
+				 "0000000016B374D8-0000000001_0000000016B37500-0000000001_[0-9a-f]{8}\\.avro$",
+				 REG_EXTENDED | REG_NOSUB), 0);
+	if (regexec(&re, l[1], 0, NULL, 0) != 0)
+		fail_msg("unexpected path %s", l[1]);
+	regfree(&re);
+	assert_int_equal(read_file(l[0], first, last, NULL), 2);
+	assert_int_equal(read_file(l[1], first, last, NULL), 3);
+	assert_string_equal(first, "0000000016B374D8-0000000001");
+	assert_string_equal(last, "0000000016B37500-0000000001");
+	tl_free_list(l, n);
+
+	sl_avro_dir_get_stats(ctx, &st);
+	assert_int_equal(st.records, 5);
+	assert_int_equal(st.files_closed, 2);
+
+	/* the next flush period opens new files, in the folder of their own first record */
+	write_order(ctx, g_orders, 0x16B38000, 1, 4, INT64_C(1704067199000000)); /* 2023-12-31 23:59:59 */
+	flush(ctx);
+	l = tl_list_files(g_dir, &n);
+	assert_int_equal(n, 3);
+	assert_non_null(strstr(l[1], "s1/public_orders/2023/12/31/23/59/0000000016B38000-0000000001_"));
+	tl_free_list(l, n);
+	/* an empty flush is fine */
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 3);
+	assert_int_equal(hid, 0);
+}
+
+static void test_rotation(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_NULL, 4096, 60);
+	size_t n, vis, hid;
+	char **l, first[28], last[28], prev_last[28] = "";
+	int total = 0;
+
+	(void)state;
+	for (int i = 1; i <= 300; i++)
+		write_order(ctx, g_orders, 0x5000, (uint32_t)i, i, TS0 + i);
+	/* rotated files are complete but still hidden until the flush */
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 0);
+	assert_true(hid > 1);
+	assert_true(sl_avro_dir_ops.flush_due(ctx, sl_mono_ms()));
+	flush(ctx);
+	l = tl_list_files(g_dir, &n);
+	assert_true(n > 3);
+	for (size_t i = 0; i < n; i++) {
+		char want[128], path[1024];
+		struct stat sb;
+		int k = read_file(l[i], first, last, NULL);
+		total += k;
+		/* the name carries the first and last CSN of the records inside */
+		snprintf(want, sizeof want, "%s_%s_", first, last);
+		assert_non_null(strstr(l[i], want));
+		/* CSN ranges follow on without gaps or overlaps */
+		assert_true(strcmp(first, prev_last) > 0);
+		memcpy(prev_last, last, sizeof prev_last);
+		/* rotated once the size reached the limit: never far beyond it */
+		snprintf(path, sizeof path, "%s/%s", g_dir, l[i]);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_true(sb.st_size < 4096 + 200);
+		if (i + 1 < n)
+			assert_true(sb.st_size >= 4096);
+	}
+	assert_int_equal(total, 300);
+	assert_string_equal(last, "0000000000005000-0000000300");
+	tl_free_list(l, n);
+	sl_avro_dir_ops.close(ctx);
+}
+
+static void test_schema_change(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_SNAPPY, 64 << 20, 60);
+	size_t n;
+	char **l, first[28], last[28];
+	int fields;
+
+	(void)state;
+	write_order(ctx, g_orders, 0x6000, 1, 1, TS0);
+	write_order(ctx, g_orders, 0x6000, 2, 2, TS0);
+	write_order(ctx, g_orders_v2, 0x6000, 3, 3, TS0);
+	write_order(ctx, g_orders_v2, 0x6000, 4, 4, TS0);
+	flush(ctx);
+	l = tl_list_files(g_dir, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(read_file(l[0], first, last, &fields), 2);
+	assert_string_equal(first, "0000000000006000-0000000001");
+	assert_int_equal(fields, 2);
+	assert_int_equal(read_file(l[1], first, last, &fields), 2);
+	assert_string_equal(first, "0000000000006000-0000000003");
+	assert_int_equal(fields, 3);
+	tl_free_list(l, n);
+	/* back to the old version: another new file */
+	write_order(ctx, g_orders, 0x6000, 5, 5, TS0);
+	flush(ctx);
+	l = tl_list_files(g_dir, &n);
+	assert_int_equal(n, 3);
+	tl_free_list(l, n);
+	sl_avro_dir_ops.close(ctx);
+}
+
+static void test_close_without_flush(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 4096, 60);
+	size_t vis, hid;
+
+	(void)state;
+	write_order(ctx, g_orders, 0x7000, 1, 1, TS0);
+	flush(ctx);
+	/* more rows, including rotated (finished) files, then close */
+	for (int i = 2; i <= 400; i++)
+		write_order(ctx, g_orders, 0x7000, (uint32_t)i, i, TS0);
+	write_customer(ctx, 0x7000, 401, 1, "x", TS0);
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 1);
+	assert_true(hid >= 2);
+	sl_avro_dir_ops.close(ctx);
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 1);  /* only the flushed one */
+	assert_int_equal(hid, 0);
+}
+
+static void test_discard_backfill(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	const uint64_t snap = UINT64_C(0x16B374D8);
+	size_t n;
+	char **l, err[512];
+
+	(void)state;
+	/* backfill of orders and customers at snapshot snap (seq 0) */
+	for (int i = 0; i < 5; i++)
+		write_order(ctx, g_orders, snap, 0, i, TS0);
+	write_customer(ctx, snap, 0, 1, "a", TS0);
+	flush(ctx);
+	for (int i = 5; i < 8; i++)
+		write_order(ctx, g_orders, snap, 0, i, TS0 + INT64_C(3600000000));  /* another folder */
+	flush(ctx);
+	/* CDC rows after the snapshot, and a backfill from another snapshot */
+	write_order(ctx, g_orders, snap + 1, 1, 100, TS0);
+	flush(ctx);
+	write_order(ctx, g_orders, snap - 1, 0, 200, TS0);
+	flush(ctx);
+	/* an unflushed file of the same backfill */
+	write_order(ctx, g_orders, snap, 0, 9, TS0);
+	l = tl_list_files(g_dir, &n);
+	assert_int_equal(n, 6);  /* 5 visible + 1 temporary */
+	tl_free_list(l, n);
+
+	assert_int_equal(sl_avro_dir_ops.discard_backfill(ctx, g_orders, snap, err, sizeof err), 0);
+	flush(ctx);
+	l = tl_list_files(g_dir, &n);
+	assert_int_equal(n, 3);
+	/* customers' backfill, the CDC file, and the other snapshot's backfill remain */
+	assert_non_null(strstr(l[0], "s1/public_customers/"));
+	assert_non_null(strstr(l[1], "/0000000016B374D7-0000000000_0000000016B374D7-0000000000_"));
+	assert_non_null(strstr(l[2], "/0000000016B374D9-0000000001_0000000016B374D9-0000000001_"));
+	tl_free_list(l, n);
+	/* a table never written: nothing to do */
+	assert_int_equal(sl_avro_dir_ops.discard_backfill(ctx, g_orders_v2, 1, err, sizeof err), 0);
+	sl_avro_dir_ops.close(ctx);
+}
+
+/* A million-row transaction: memory does not grow with it. */
+static void test_bounded_memory(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, (uint64_t)1 << 40, 3600);
+	size_t after_warmup = 0, at_end;
+	struct sl_avro_stats st;
+
+	(void)state;
+	for (int i = 1; i <= 1000000; i++) {
+		write_order(ctx, g_orders, 0x9000, (uint32_t)i, i, TS0);
+		if (i == 20000)
+			after_warmup = mallinfo2().uordblks;
+	}
+	at_end = mallinfo2().uordblks;
+	printf("# heap in use after 20000 rows %zu bytes, after 1000000 rows %zu bytes\n",
+	       after_warmup, at_end);
+	assert_true(at_end < after_warmup + 256 * 1024);
+	flush(ctx);
+	sl_avro_dir_get_stats(ctx, &st);
+	assert_int_equal(st.records, 1000000);
+	assert_int_equal(st.files_closed, 1);
+	sl_avro_dir_ops.close(ctx);
+}
+
+static void test_bad_value(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_NULL, 64 << 20, 60);
+	struct sl_value v[2] = { tl_text("1"), tl_text("12.345") };
+	struct sl_change c;
+	char err[512];
+
+	(void)state;
+	tl_change(&c, g_orders, SL_OP_INSERT, v, 1, 1, TS0);
+	assert_int_equal(sl_avro_dir_ops.write(ctx, &c, err, sizeof err), -1);
+	assert_string_equal(err, "column \"amount\": invalid numeric value \"12.345\"");
+	sl_avro_dir_ops.close(ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_registry, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_refused, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_schema_change, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_close_without_flush, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_discard_backfill, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_bounded_memory, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_value, per_test_setup, per_test_teardown),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

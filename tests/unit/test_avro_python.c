@@ -1,0 +1,167 @@
+/*
+ * tests/unit/test_avro_python.c: writes avro_dir output with each codec and
+ * has Debian's reference Python Avro reader (/usr/bin/python3 with
+ * python3-avro and python3-snappy) decode it: tests/unit/avro_pycheck.py
+ * checks every decoded value against values written down by hand there.
+ * It prints TAP itself (not cmocka) so that a missing python3-avro is
+ * reported as a SKIP, with the reason.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sinks/avro_dir/avro_dir.h"
+#include "sinks/sink.h"
+#include "tests/unit/avro_testlib.h"
+
+#ifndef PYTHON
+#define PYTHON "/usr/bin/python3"
+#endif
+
+static int run(const char *const argv[], bool quiet)
+{
+	pid_t pid;
+	int status;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		if (quiet) {
+			FILE *f = freopen("/dev/null", "w", stdout);
+			if (!f || !freopen("/dev/null", "w", stderr))
+				_exit(127);
+		}
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* The rows avro_pycheck.py expects, one table with every type. */
+static int write_stream(const char *dir, const char *stream, enum sl_codec codec, char *err, size_t errlen)
+{
+	const struct tl_col cols[] = {
+		{ "id", T_INT4, -1, "integer", true },
+		{ "amount", T_NUMERIC, numeric_typmod(10, 2), "numeric(10,2)", false },
+		{ "big", T_NUMERIC, numeric_typmod(38, 10), "numeric(38,10)", false },
+		{ "ts", T_TIMESTAMPTZ, -1, "timestamp with time zone", false },
+		{ "lts", T_TIMESTAMP, -1, "timestamp without time zone", false },
+		{ "d", T_DATE, -1, "date", false },
+		{ "t", T_TIME, -1, "time without time zone", false },
+		{ "b", T_BYTEA, -1, "bytea", false },
+		{ "f4", T_FLOAT4, -1, "real", false },
+		{ "f8", T_FLOAT8, -1, "double precision", false },
+		{ "u", T_UUID, -1, "uuid", false },
+		{ "j", T_JSONB, -1, "jsonb", false },
+		{ "name", T_TEXT, -1, "text", false },
+		{ "flag", T_BOOL, -1, "boolean", false },
+		{ "i8", T_INT8, -1, "bigint", false },
+		{ "Odd \"Name\"", T_TEXT, -1, "text", false },
+	};
+	struct sl_table *t = tl_table("public", "py_t", cols, 16);
+	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
+	struct sl_dest_config dc;
+	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, SL_SOURCE_POSTGRES };
+	struct sl_value v[16];
+	struct sl_change c;
+	void *ctx;
+	int rc = -1;
+
+	memset(&dc, 0, sizeof dc);
+	dc.path = (char *)dir;
+	dc.codec = codec;
+	dc.compression_level = 6;
+	dc.max_file_bytes = 1 << 20;
+	dc.max_file_seconds = 60;
+	if (ops->open(&ctx, &dc, &st, err, errlen) != 0)
+		goto out;
+	v[0] = tl_text("1");
+	v[1] = tl_text("-505.00");
+	v[2] = tl_text("12345678901234567890123456.7890123456");
+	v[3] = tl_text("2024-01-02 03:04:05.123456+00");
+	v[4] = tl_text("2024-01-02 03:04:05.5");
+	v[5] = tl_text("2024-01-31");
+	v[6] = tl_text("13:45:00.5");
+	v[7] = tl_text("\\x0a0bff");
+	v[8] = tl_text("1.5");
+	v[9] = tl_text("-0.1");
+	v[10] = tl_text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
+	v[11] = tl_text("{\"k\": [1, 2]}");
+	v[12] = tl_text("h\xc3\xa9llo");
+	v[13] = tl_text("t");
+	v[14] = tl_text("-9000000000");
+	v[15] = tl_text("odd");
+	tl_change(&c, t, SL_OP_INSERT, v, UINT64_C(0x16B374D8), 1, INT64_C(1706708700000000));
+	c.tx_id = 777;
+	if (ops->write(ctx, &c, err, errlen) != 0)
+		goto close;
+	/* second row: +05:30 offset, infinity clamps, nulls, unchanged TOAST */
+	for (int i = 0; i < 16; i++)
+		v[i] = tl_null();
+	v[0] = tl_text("2");
+	v[1] = tl_text("0.5");
+	v[3] = tl_text("2024-01-31 13:45:00+05:30");
+	v[4] = tl_text("infinity");
+	v[5] = tl_text("-infinity");
+	v[7] = tl_text("\\x");
+	v[12] = tl_unchanged();
+	tl_change(&c, t, SL_OP_UPDATE_INSERT, v, UINT64_C(0x16B374D8), 2, INT64_C(1706708700000000));
+	c.tx_id = 777;
+	if (ops->write(ctx, &c, err, errlen) != 0)
+		goto close;
+	/* third: a delete with only the key */
+	for (int i = 1; i < 16; i++)
+		v[i] = tl_null();
+	v[0] = tl_text("3");
+	tl_change(&c, t, SL_OP_DELETE, v, UINT64_C(0x16B374D8), 3, INT64_C(1706708700000000));
+	c.tx_id = 777;
+	if (ops->write(ctx, &c, err, errlen) != 0)
+		goto close;
+	if (ops->flush(ctx, err, errlen) != 0)
+		goto close;
+	rc = 0;
+close:
+	ops->close(ctx);
+out:
+	sl_table_free(t);
+	return rc;
+}
+
+int main(void)
+{
+	const char *srcdir = getenv("SLUICE_TOP_SRCDIR");
+	const char *probe[] = { PYTHON, "-c", "import avro.datafile, avro.io", NULL };
+	char script[4096], err[512];
+	char *dir;
+	int rc;
+
+	if (!srcdir || !*srcdir)
+		srcdir = SLUICE_SRCDIR;
+	if (access(PYTHON, X_OK) != 0 || run(probe, true) != 0) {
+		printf("1..0 # SKIP %s lacks the avro module (Debian package python3-avro)\n", PYTHON);
+		return 0;
+	}
+	dir = tl_mkdtemp("pycheck");
+	if (write_stream(dir, "s_null", SL_CODEC_NULL, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_deflate", SL_CODEC_DEFLATE, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_snappy", SL_CODEC_SNAPPY, err, sizeof err) != 0) {
+		printf("1..1\nnot ok 1 - writing the files failed: %s\n", err);
+		tl_rm_rf(dir);
+		free(dir);
+		return 1;
+	}
+	snprintf(script, sizeof script, "%s/tests/unit/avro_pycheck.py", srcdir);
+	{
+		const char *argv[] = { PYTHON, script, dir, NULL };
+		rc = run(argv, false);
+	}
+	tl_rm_rf(dir);
+	free(dir);
+	return rc == 0 ? 0 : 1;
+}
