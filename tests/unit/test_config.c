@@ -1,0 +1,976 @@
+/*
+ * tests/unit/test_config.c: unit tests for agent/config.c.
+ *
+ * Each test writes a config file into a fresh mkdtemp directory and loads it.
+ * Error tests compare the whole message, "FILE:LINE: ...", and every error
+ * message is checked for the canary password, which the tests put in an
+ * environment variable and in password files.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <ftw.h>
+#include <ini.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "common/util.h"
+
+#define CANARY "canary-Zq7-pw-3f9a"
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+struct fx {
+	char dir[256];
+	char path[512];        /* the config file */
+	char err[SL_ERRLEN];
+};
+
+/* Lines 1-11; tests append from line 12 on. */
+#define MINIMAL \
+	"[source.shop]\n"          /* 1 */ \
+	"type = postgres\n"        /* 2 */ \
+	"user = sluice\n"          /* 3 */ \
+	"dbname = shop\n"          /* 4 */ \
+	"[destination.lake]\n"     /* 5 */ \
+	"type = avro_dir\n"        /* 6 */ \
+	"path = ./out\n"           /* 7 */ \
+	"[stream.orders]\n"        /* 8 */ \
+	"source = shop\n"          /* 9 */ \
+	"destination = lake\n"     /* 10 */ \
+	"tables = public.orders\n" /* 11 */
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	const char *tmp = getenv("TMPDIR");
+
+	if (!f)
+		return -1;
+	snprintf(f->dir, sizeof f->dir, "%s/sluice-cfg-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
+	snprintf(f->path, sizeof f->path, "%s/sluice.ini", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+/* Writes name in the fixture directory with content and mode; returns its
+ * path in out. */
+static void write_file(struct fx *f, const char *name, const char *content, mode_t mode,
+		       char *out, size_t outlen)
+{
+	FILE *fp;
+
+	snprintf(out, outlen, "%s/%s", f->dir, name);
+	fp = fopen(out, "w");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(content, 1, strlen(content), fp), strlen(content));
+	assert_int_equal(fclose(fp), 0);
+	assert_int_equal(chmod(out, mode), 0);
+}
+
+static struct sl_config *load(struct fx *f, const char *ini)
+{
+	char p[600];
+	struct sl_config *cfg;
+
+	write_file(f, "sluice.ini", ini, 0644, p, sizeof p);
+	f->err[0] = '\0';
+	cfg = sl_config_load(f->path, f->err, sizeof f->err);
+	assert_null(strstr(f->err, CANARY));
+	return cfg;
+}
+
+/* Loads ini, which must succeed. */
+#define LOAD_OK(f, ini) load_ok_((f), (ini), __FILE__, __LINE__)
+static struct sl_config *load_ok_(struct fx *f, const char *ini, const char *file, int line)
+{
+	struct sl_config *cfg = load(f, ini);
+
+	if (!cfg)
+		fail_msg("%s:%d: unexpected error: %s", file, line, f->err);
+	return cfg;
+}
+
+/* Loads ini, which must fail with exactly the config path followed by suffix. */
+#define EXPECT_ERR(f, ini, suffix) expect_err_((f), (ini), (suffix), __FILE__, __LINE__)
+static void expect_err_(struct fx *f, const char *ini, const char *suffix, const char *file,
+			int line)
+{
+	struct sl_config *cfg = load(f, ini);
+	char want[SL_ERRLEN * 2];
+
+	if (cfg) {
+		sl_config_free(cfg);
+		fail_msg("%s:%d: loaded, expected the error%s", file, line, suffix);
+	}
+	snprintf(want, sizeof want, "%s%s", f->path, suffix);
+	_assert_string_equal(f->err, want, file, line);
+}
+
+/* ---------------------------------------------------------------------- */
+
+static void test_defaults(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg = LOAD_OK(f, MINIMAL);
+	struct sl_source_config *s;
+	struct sl_dest_config *d;
+	struct sl_stream_config *st;
+
+	assert_string_equal(cfg->path, f->path);
+	assert_string_equal(cfg->state_dir, "./state");
+	assert_int_equal(cfg->log_level, SL_LOG_INFO);
+	assert_string_equal(cfg->metrics_listen, "127.0.0.1:9187");
+	assert_null(cfg->alert_webhook);
+	assert_int_equal(cfg->nsources, 1);
+	assert_int_equal(cfg->ndestinations, 1);
+	assert_int_equal(cfg->nstreams, 1);
+
+	s = &cfg->sources[0];
+	assert_string_equal(s->name, "shop");
+	assert_int_equal(s->kind, SL_SOURCE_POSTGRES);
+	assert_string_equal(s->host, "127.0.0.1");
+	assert_int_equal(s->port, 5432);
+	assert_string_equal(s->user, "sluice");
+	assert_string_equal(s->dbname, "shop");
+	assert_null(s->password);
+	assert_null(s->sslmode);
+	assert_null(s->sslrootcert);
+	assert_int_equal(s->connect_timeout, 10);
+	assert_int_equal(s->server_id, 0);
+	assert_null(s->ssl_mode);
+
+	d = &cfg->destinations[0];
+	assert_string_equal(d->name, "lake");
+	assert_string_equal(d->type, "avro_dir");
+	assert_string_equal(d->path, "./out");
+	assert_int_equal(d->codec, SL_CODEC_DEFLATE);
+	assert_int_equal(d->compression_level, 1);
+	assert_int_equal(d->max_file_bytes, 64 * MiB);
+	assert_int_equal(d->max_file_seconds, 60);
+	assert_null(d->url);
+	assert_null(d->database);
+	assert_null(d->user);
+	assert_null(d->password);
+
+	st = &cfg->streams[0];
+	assert_string_equal(st->name, "orders");
+	assert_string_equal(st->source_name, "shop");
+	assert_string_equal(st->destination_name, "lake");
+	assert_ptr_equal(st->source, s);
+	assert_ptr_equal(st->destination, d);
+	assert_non_null(st->tables);
+	assert_string_equal(st->tables[0], "public.orders");
+	assert_null(st->tables[1]);
+	assert_non_null(st->exclude_tables);
+	assert_null(st->exclude_tables[0]);
+	assert_true(st->backfill);
+	assert_int_equal(st->write_mode, SL_WRITE_APPEND);
+	assert_string_equal(st->slot, "sluice_orders");
+	assert_string_equal(st->publication, "sluice_orders");
+	assert_int_equal(st->lag_warn_bytes, 256 * MiB);
+	assert_int_equal(st->lag_critical_bytes, 2 * GiB);
+	assert_int_equal(st->retained_wal_warn_bytes, 1 * GiB);
+	assert_int_equal(st->freshness_warn_seconds, 300);
+
+	assert_ptr_equal(sl_config_stream(cfg, "orders"), st);
+	assert_null(sl_config_stream(cfg, "nope"));
+	sl_config_free(cfg);
+}
+
+/* The DESIGN example, comments included, plus MySQL and ClickHouse. */
+static void test_full(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	struct sl_stream_config *st;
+
+	setenv("SLUICE_TEST_PW", CANARY, 1);
+	cfg = LOAD_OK(f,
+		"; sluice example\n"
+		"# another comment\n"
+		"[agent]\n"
+		"state_dir = ./state2              ; checkpoints and spill files\n"
+		"log_level = warning\n"
+		"metrics_listen = [::1]:9999  ; comment\n"
+		"alert_webhook = https://hooks.example.com/x?a=1\n"
+		"\n"
+		"[source.shop]                    ; a connection profile for a source\n"
+		"type = postgres                  ; postgres | mysql\n"
+		"host = db.example.com\n"
+		"port = 6432\n"
+		"user = sluice\n"
+		"dbname = shop                    ; postgres\n"
+		"password_env = SLUICE_TEST_PW\n"
+		"sslmode = verify-full\n"
+		"sslrootcert = /etc/ssl/root.crt\n"
+		"connect_timeout = 2m\n"
+		"; mysql: server_id = 4242, ssl_mode = ...\n"
+		"[source.maria]\n"
+		"type = mysql\n"
+		"user = repl\n"
+		"server_id = 4294967295\n"
+		"ssl_mode = verify_identity\n"
+		"[destination.lake]\n"
+		"type = avro_dir\n"
+		"path = ./out\n"
+		"codec = snappy\n"
+		"compression_level = 9\n"
+		"max_file_bytes = 1 GiB\n"
+		"max_file_seconds = 1h\n"
+		"[destination.warehouse]\n"
+		"type = clickhouse\n"
+		"url = http://127.0.0.1:8123\n"
+		"user = default\n"
+		"password_env = SLUICE_TEST_PW\n"
+		"[stream.orders]\n"
+		"source = shop\n"
+		"destination = lake\n"
+		"tables = public.orders, public.customer*   ; include list; globs allowed\n"
+		"exclude_tables = public.customer_tmp ,public.customer_old\n"
+		"backfill = none\n"
+		"write_mode = merge\n"
+		"slot = sluice_o\n"
+		"publication = pub_orders\n"
+		"lag_warn_bytes = 1KB\n"
+		"lag_critical_bytes = 0\n"
+		"retained_wal_warn_bytes = 3tb\n"
+		"freshness_warn_seconds = 0\n"
+		"[stream.binlog-1]\n"
+		"source = maria\n"
+		"destination = warehouse\n"
+		"tables = shop.*\n");
+
+	assert_string_equal(cfg->state_dir, "./state2");
+	assert_int_equal(cfg->log_level, SL_LOG_WARN);
+	assert_string_equal(cfg->metrics_listen, "[::1]:9999");
+	assert_string_equal(cfg->alert_webhook, "https://hooks.example.com/x?a=1");
+
+	assert_int_equal(cfg->nsources, 2);
+	assert_string_equal(cfg->sources[0].host, "db.example.com");
+	assert_int_equal(cfg->sources[0].port, 6432);
+	assert_string_equal(cfg->sources[0].password, CANARY);
+	assert_string_equal(cfg->sources[0].sslmode, "verify-full");
+	assert_string_equal(cfg->sources[0].sslrootcert, "/etc/ssl/root.crt");
+	assert_int_equal(cfg->sources[0].connect_timeout, 120);
+	assert_string_equal(cfg->sources[1].name, "maria");
+	assert_int_equal(cfg->sources[1].kind, SL_SOURCE_MYSQL);
+	assert_int_equal(cfg->sources[1].port, 3306);
+	assert_string_equal(cfg->sources[1].host, "127.0.0.1");
+	assert_null(cfg->sources[1].dbname);
+	assert_int_equal(cfg->sources[1].server_id, UINT32_MAX);
+	assert_string_equal(cfg->sources[1].ssl_mode, "verify_identity");
+
+	assert_int_equal(cfg->destinations[0].codec, SL_CODEC_SNAPPY);
+	assert_int_equal(cfg->destinations[0].compression_level, 9);
+	assert_int_equal(cfg->destinations[0].max_file_bytes, GiB);
+	assert_int_equal(cfg->destinations[0].max_file_seconds, 3600);
+	assert_string_equal(cfg->destinations[1].type, "clickhouse");
+	assert_string_equal(cfg->destinations[1].url, "http://127.0.0.1:8123");
+	assert_string_equal(cfg->destinations[1].database, "default");
+	assert_string_equal(cfg->destinations[1].user, "default");
+	assert_string_equal(cfg->destinations[1].password, CANARY);
+	assert_null(cfg->destinations[1].path);
+
+	st = sl_config_stream(cfg, "orders");
+	assert_non_null(st);
+	assert_string_equal(st->tables[0], "public.orders");
+	assert_string_equal(st->tables[1], "public.customer*");
+	assert_null(st->tables[2]);
+	assert_string_equal(st->exclude_tables[0], "public.customer_tmp");
+	assert_string_equal(st->exclude_tables[1], "public.customer_old");
+	assert_null(st->exclude_tables[2]);
+	assert_false(st->backfill);
+	assert_int_equal(st->write_mode, SL_WRITE_MERGE);
+	assert_string_equal(st->slot, "sluice_o");
+	assert_string_equal(st->publication, "pub_orders");
+	assert_int_equal(st->lag_warn_bytes, 1024);
+	assert_int_equal(st->lag_critical_bytes, 0);
+	assert_int_equal(st->retained_wal_warn_bytes, 3 * GiB * 1024);
+	assert_int_equal(st->freshness_warn_seconds, 0);
+
+	st = sl_config_stream(cfg, "binlog-1");
+	assert_non_null(st);
+	assert_ptr_equal(st->source, &cfg->sources[1]);
+	assert_ptr_equal(st->destination, &cfg->destinations[1]);
+	assert_null(st->slot);          /* MySQL streams have no slot */
+	assert_null(st->publication);
+	sl_config_free(cfg);
+	unsetenv("SLUICE_TEST_PW");
+}
+
+static void test_unknown_key(void **state)
+{
+	struct fx *f = *state;
+
+	EXPECT_ERR(f, MINIMAL "colour = blue\n", ":12: unknown key \"colour\" in [stream.orders]");
+	EXPECT_ERR(f, "[agent]\nHost = x\n", ":2: unknown key \"Host\" in [agent]");
+	EXPECT_ERR(f, MINIMAL "[source.x]\npassword = " CANARY "\n",
+		   ":13: unknown key \"password\" in [source.x]: put the password in an environment "
+		   "variable or a file, and name it with password_env or password_file");
+	EXPECT_ERR(f, "log_level = info\n" MINIMAL, ":1: key \"log_level\" outside of any section");
+}
+
+static void test_duplicate_key(void **state)
+{
+	struct fx *f = *state;
+
+	EXPECT_ERR(f, MINIMAL "\n; again\ntables = public.x\n",
+		   ":14: duplicate key \"tables\" in [stream.orders] (first on line 11)");
+}
+
+static void test_missing_required(void **state)
+{
+	struct fx *f = *state;
+
+	EXPECT_ERR(f,
+		   "[source.shop]\ntype = postgres\ndbname = shop\n"
+		   "[destination.lake]\ntype = avro_dir\npath = ./out\n"
+		   "[stream.orders]\nsource = shop\ndestination = lake\ntables = public.orders\n",
+		   ":1: missing required key \"user\" in [source.shop]");
+	EXPECT_ERR(f, MINIMAL "[source.db2]\ntype = postgres\nuser = u\n",
+		   ":12: missing required key \"dbname\" in [source.db2] (required for type postgres)");
+	EXPECT_ERR(f, MINIMAL "[source.m]\ntype = mysql\nuser = u\n",
+		   ":12: missing required key \"server_id\" in [source.m] (required for type mysql)");
+	EXPECT_ERR(f, MINIMAL "[source.m]\nuser = u\n",
+		   ":12: missing required key \"type\" in [source.m]");
+	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = clickhouse\n",
+		   ":12: missing required key \"url\" in [destination.w] (required for type clickhouse)");
+	EXPECT_ERR(f, MINIMAL "[stream.x]\nsource = shop\ndestination = lake\n",
+		   ":12: missing required key \"tables\" in [stream.x]");
+	EXPECT_ERR(f, MINIMAL "[stream.x]\n", ":12: missing required key \"source\" in [stream.x]");
+	EXPECT_ERR(f, MINIMAL "[stream.x]\nsource = shop\n",
+		   ":12: missing required key \"destination\" in [stream.x]");
+	EXPECT_ERR(f, MINIMAL "[stream.x]\nsource = shop\ndestination = lake\ntables =\n",
+		   ":15: bad value \"\" for key \"tables\": must not be empty");
+	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir =\n",
+		   ":13: bad value \"\" for key \"state_dir\": must not be empty");
+}
+
+static void test_bad_enum(void **state)
+{
+	struct fx *f = *state;
+
+	EXPECT_ERR(f, "[agent]\nlog_level = loud\n" MINIMAL,
+		   ":2: bad value \"loud\" for key \"log_level\": must be one of debug, info, warn, "
+		   "warning, error");
+	EXPECT_ERR(f, MINIMAL "codec = zstd\n",
+		   ":12: unknown key \"codec\" in [stream.orders]");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\ncodec = zstd\n" MINIMAL,
+		   ":4: bad value \"zstd\" for key \"codec\": must be one of null, deflate, snappy");
+	EXPECT_ERR(f, "[source.s]\ntype = oracle\n" MINIMAL,
+		   ":2: bad value \"oracle\" for key \"type\": must be one of postgres, mysql");
+	EXPECT_ERR(f, MINIMAL "backfill = yes\n",
+		   ":12: bad value \"yes\" for key \"backfill\": must be one of auto, none");
+	EXPECT_ERR(f, MINIMAL "write_mode = Append\n",
+		   ":12: bad value \"Append\" for key \"write_mode\": must be one of append, merge");
+	EXPECT_ERR(f, "[source.s]\ntype = postgres\nuser = u\ndbname = d\nsslmode = verify_full\n"
+		   MINIMAL,
+		   ":5: bad value \"verify_full\" for key \"sslmode\": must be one of disable, allow, "
+		   "prefer, require, verify-ca, verify-full");
+}
+
+static void test_integers(void **state)
+{
+	struct fx *f = *state;
+	const char *src = "[source.s]\ntype = postgres\nuser = u\ndbname = d\n";  /* lines 1-4 */
+	char ini[1024];
+
+	snprintf(ini, sizeof ini, "%sport = 70000\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"70000\" for key \"port\": must be from 1 to 65535");
+	snprintf(ini, sizeof ini, "%sport = 0\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"0\" for key \"port\": must be from 1 to 65535");
+	snprintf(ini, sizeof ini, "%sport = -1\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"-1\" for key \"port\": must be from 1 to 65535");
+	snprintf(ini, sizeof ini, "%sport = 99999999999999999999999\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"99999999999999999999999\" for key \"port\": must be "
+		   "from 1 to 65535");
+	snprintf(ini, sizeof ini, "%sport = 54x\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"54x\" for key \"port\": not an integer");
+	snprintf(ini, sizeof ini, "%sport = +5\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"+5\" for key \"port\": not an integer");
+	snprintf(ini, sizeof ini, "%sconnect_timeout = 3601\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"3601\" for key \"connect_timeout\": must be from 1 to "
+		   "3600 seconds");
+	EXPECT_ERR(f, "[source.m]\ntype = mysql\nuser = u\nserver_id = 4294967296\n" MINIMAL,
+		   ":4: bad value \"4294967296\" for key \"server_id\": must be from 1 to 4294967295");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\ncompression_level = 10\n" MINIMAL,
+		   ":4: bad value \"10\" for key \"compression_level\": must be from 1 to 9");
+}
+
+static void test_byte_sizes(void **state)
+{
+	struct fx *f = *state;
+	static const struct { const char *text; uint64_t want; } ok[] = {
+		{ "4096", 4096 }, { "2kb", 2048 }, { "2 KiB", 2048 }, { "64MB", 64 * MiB },
+		{ "64 mb", 64 * MiB }, { "1GiB", GiB }, { "2gb", 2 * GiB }, { "1TB", 1024 * GiB },
+		{ "5000B", 5000 }, { "16777215TB", UINT64_C(16777215) << 40 },
+	};
+	static const char *const bad[] = { "12XB", "1.5GB", "GB", "-1", " 1", "1 G", "0x400", "1KB2" };
+	char ini[1024];
+	struct sl_config *cfg;
+
+	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+		snprintf(ini, sizeof ini, "%smax_file_bytes = %s\n%s",
+			 "[destination.d]\ntype = avro_dir\npath = /x\n", ok[i].text, MINIMAL);
+		cfg = LOAD_OK(f, ini);
+		assert_int_equal(cfg->destinations[0].max_file_bytes, ok[i].want);
+		sl_config_free(cfg);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(ini, sizeof ini, "%smax_file_bytes = ${B}\n%s",
+			 "[destination.d]\ntype = avro_dir\npath = /x\n", MINIMAL);
+		setenv("B", bad[i], 1);
+		EXPECT_ERR(f, ini, ":4: bad value \"${B}\" for key \"max_file_bytes\": not a byte size "
+			   "(a number of bytes, with an optional suffix KB, MB, GB, TB, KiB, MiB, GiB "
+			   "or TiB)");
+	}
+	unsetenv("B");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\nmax_file_bytes = 12XB\n" MINIMAL,
+		   ":4: bad value \"12XB\" for key \"max_file_bytes\": not a byte size (a number of "
+		   "bytes, with an optional suffix KB, MB, GB, TB, KiB, MiB, GiB or TiB)");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\nmax_file_bytes = 1023\n" MINIMAL,
+		   ":4: bad value \"1023\" for key \"max_file_bytes\": must be at least 1KB");
+	EXPECT_ERR(f, MINIMAL "lag_warn_bytes = 16777216TB\n",
+		   ":12: bad value \"16777216TB\" for key \"lag_warn_bytes\": too large (must be less "
+		   "than 16EiB)");
+	EXPECT_ERR(f, MINIMAL "lag_warn_bytes = 99999999999999999999\n",
+		   ":12: bad value \"99999999999999999999\" for key \"lag_warn_bytes\": too large "
+		   "(must be less than 16EiB)");
+	EXPECT_ERR(f, MINIMAL "lag_warn_bytes = 2GB\nlag_critical_bytes = 1GB\n",
+		   ":13: lag_critical_bytes is lower than lag_warn_bytes in [stream.orders]");
+	cfg = LOAD_OK(f, MINIMAL "lag_warn_bytes = 2GB\nlag_critical_bytes = 0\n");
+	sl_config_free(cfg);
+}
+
+static void test_durations(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+
+	cfg = LOAD_OK(f, MINIMAL "freshness_warn_seconds = 5m\n");
+	assert_int_equal(cfg->streams[0].freshness_warn_seconds, 300);
+	sl_config_free(cfg);
+	cfg = LOAD_OK(f, MINIMAL "freshness_warn_seconds = 2 H\n");
+	assert_int_equal(cfg->streams[0].freshness_warn_seconds, 7200);
+	sl_config_free(cfg);
+	cfg = LOAD_OK(f, MINIMAL "freshness_warn_seconds = 45s\n");
+	assert_int_equal(cfg->streams[0].freshness_warn_seconds, 45);
+	sl_config_free(cfg);
+	EXPECT_ERR(f, MINIMAL "freshness_warn_seconds = 5 minutes\n",
+		   ":12: bad value \"5 minutes\" for key \"freshness_warn_seconds\": not a duration "
+		   "(seconds, or a number with the suffix s, m or h)");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\nmax_file_seconds = 25h\n" MINIMAL,
+		   ":4: bad value \"25h\" for key \"max_file_seconds\": must be from 1 to 86400 seconds");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\nmax_file_seconds = 0\n" MINIMAL,
+		   ":4: bad value \"0\" for key \"max_file_seconds\": must be from 1 to 86400 seconds");
+	EXPECT_ERR(f, MINIMAL "freshness_warn_seconds = 18446744073709551615h\n",
+		   ":12: bad value \"18446744073709551615h\" for key \"freshness_warn_seconds\": must "
+		   "be from 0 to 31536000 seconds");
+}
+
+static void test_sections(void **state)
+{
+	struct fx *f = *state;
+	char ini[1024], want[512];
+	const char *name64 = "a123456789b123456789c123456789d123456789e123456789f123456789-_Z9";
+	struct sl_config *cfg;
+
+	EXPECT_ERR(f, MINIMAL "[sources.x]\n",
+		   ":12: unknown section [sources.x] (expected [agent], [source.NAME], "
+		   "[destination.NAME] or [stream.NAME])");
+	EXPECT_ERR(f, "[agent.x]\n" MINIMAL,
+		   ":1: unknown section [agent.x] (expected [agent], [source.NAME], "
+		   "[destination.NAME] or [stream.NAME])");
+	EXPECT_ERR(f, "[stream]\n" MINIMAL,
+		   ":1: unknown section [stream] (expected [agent], [source.NAME], "
+		   "[destination.NAME] or [stream.NAME])");
+	EXPECT_ERR(f, "[source.]\n" MINIMAL,
+		   ":1: bad section name [source.]: NAME must be 1-64 characters of A-Z, a-z, 0-9, _ "
+		   "and -");
+	EXPECT_ERR(f, "[source.a.b]\n" MINIMAL,
+		   ":1: bad section name [source.a.b]: NAME must be 1-64 characters of A-Z, a-z, "
+		   "0-9, _ and -");
+	snprintf(ini, sizeof ini, "[stream.%sx]\n%s", name64, MINIMAL);
+	snprintf(want, sizeof want, ":1: bad section name [stream.%sx]: NAME must be 1-64 "
+		 "characters of A-Z, a-z, 0-9, _ and -", name64);
+	EXPECT_ERR(f, ini, want);
+	EXPECT_ERR(f, MINIMAL "[agent]\n[source.shop]\n",
+		   ":13: section [source.shop] repeated (first on line 1)");
+	EXPECT_ERR(f, MINIMAL "[agent] x\n", ":12: syntax error: text after the section header");
+	EXPECT_ERR(f, MINIMAL "[agent\n", ":12: syntax error: section header without \"]\"");
+
+	/* A 64-character name, longer than inih's own section buffer, with
+	 * blanks and a comment around it. */
+	snprintf(ini, sizeof ini,
+		 "[source.%s]\ntype = postgres\nuser = u\ndbname = d\n"
+		 "[destination.%s]\ntype = avro_dir\npath = /x\n"
+		 "  [ stream.%s ]  ; comment\nsource = %s\ndestination = %s\ntables = a.b\n"
+		 "slot = s64\n",
+		 name64, name64, name64, name64, name64);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->sources[0].name, name64);
+	assert_string_equal(cfg->destinations[0].name, name64);
+	assert_ptr_equal(sl_config_stream(cfg, name64)->source, &cfg->sources[0]);
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, "[source.shop]\ntype = postgres\nuser = u\ndbname = d\n",
+		   ": no [stream.NAME] section");
+}
+
+static void test_references(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+
+	EXPECT_ERR(f,
+		   "[source.shop]\ntype = postgres\nuser = sluice\ndbname = shop\n"
+		   "[destination.lake]\ntype = avro_dir\npath = ./out\n"
+		   "[stream.orders]\nsource = nope\ndestination = lake\ntables = public.orders\n",
+		   ":9: unknown source \"nope\" in [stream.orders] (there is no [source.nope] section)");
+	EXPECT_ERR(f,
+		   "[source.shop]\ntype = postgres\nuser = sluice\ndbname = shop\n"
+		   "[destination.lake]\ntype = avro_dir\npath = ./out\n"
+		   "[stream.orders]\nsource = shop\ndestination = lakes\ntables = public.orders\n",
+		   ":10: unknown destination \"lakes\" in [stream.orders] (there is no "
+		   "[destination.lakes] section)");
+	/* Sections may come in any order. */
+	cfg = LOAD_OK(f, "[stream.s]\nsource = a\ndestination = b\ntables = x.y\n"
+		      "[destination.b]\ntype = avro_dir\npath = /x\n"
+		      "[source.a]\ntype = postgres\nuser = u\ndbname = d\n");
+	assert_ptr_equal(cfg->streams[0].source, &cfg->sources[0]);
+	sl_config_free(cfg);
+}
+
+static void test_not_applicable(void **state)
+{
+	struct fx *f = *state;
+
+	EXPECT_ERR(f, "[source.s]\ntype = postgres\nuser = u\ndbname = d\nserver_id = 5\n" MINIMAL,
+		   ":5: key \"server_id\" applies only to type mysql, not to postgres");
+	EXPECT_ERR(f, "[source.s]\ntype = mysql\nuser = u\nserver_id = 5\ndbname = d\n" MINIMAL,
+		   ":5: key \"dbname\" applies only to type postgres, not to mysql");
+	EXPECT_ERR(f, "[destination.d]\ntype = clickhouse\nurl = http://h\npath = /x\n" MINIMAL,
+		   ":4: key \"path\" applies only to type avro_dir, not to clickhouse");
+	EXPECT_ERR(f, MINIMAL "[source.m]\ntype = mysql\nuser = u\nserver_id = 1\n"
+		   "[stream.m]\nsource = m\ndestination = lake\ntables = a.b\nslot = s\n",
+		   ":20: key \"slot\" applies only to streams from a postgres source, and source \"m\" "
+		   "is mysql");
+}
+
+static void test_slots(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+
+	cfg = LOAD_OK(f, MINIMAL "[stream.my-stream_2]\nsource = shop\ndestination = lake\n"
+		      "tables = a.b\n");
+	assert_string_equal(cfg->streams[1].slot, "sluice_my_stream_2");
+	assert_string_equal(cfg->streams[1].publication, "sluice_my_stream_2");
+	sl_config_free(cfg);
+
+	cfg = LOAD_OK(f, MINIMAL "[stream.o2]\nsource = shop\ndestination = lake\ntables = a.b\n"
+		      "slot = custom_1\n");
+	assert_string_equal(cfg->streams[1].slot, "custom_1");
+	assert_string_equal(cfg->streams[1].publication, "custom_1");
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, MINIMAL "[stream.o2]\nsource = shop\ndestination = lake\ntables = a.b\n"
+		   "slot = sluice_orders\n",
+		   ":16: slot \"sluice_orders\" of [stream.o2] is already used by [stream.orders] "
+		   "(line 8) on source \"shop\": each stream needs its own slot");
+	/* "a-b" and "a_b" have the same default slot. */
+	EXPECT_ERR(f, MINIMAL "[stream.a-b]\nsource = shop\ndestination = lake\ntables = a.b\n"
+		   "[stream.a_b]\nsource = shop\ndestination = lake\ntables = a.b\n",
+		   ":16: slot \"sluice_a_b\" of [stream.a_b] is already used by [stream.a-b] "
+		   "(line 12) on source \"shop\": each stream needs its own slot");
+	/* The same slot name on another source is fine. */
+	cfg = LOAD_OK(f, MINIMAL "[source.shop2]\ntype = postgres\nuser = u\ndbname = d\n"
+		      "[stream.o2]\nsource = shop2\ndestination = lake\ntables = a.b\n"
+		      "slot = sluice_orders\n");
+	sl_config_free(cfg);
+	EXPECT_ERR(f, MINIMAL "slot = Sluice\n",
+		   ":12: bad value \"Sluice\" for key \"slot\": a replication slot name is 1-63 "
+		   "characters of a-z, 0-9 and _");
+	/* Default slot names are lowercased; a name too long for a slot is refused. */
+	cfg = LOAD_OK(f, MINIMAL "[stream.Orders-EU]\nsource = shop\ndestination = lake\ntables = a.b\n");
+	assert_string_equal(cfg->streams[1].slot, "sluice_orders_eu");
+	assert_string_equal(cfg->streams[1].publication, "sluice_orders_eu");
+	sl_config_free(cfg);
+	EXPECT_ERR(f, MINIMAL "[stream.a123456789a123456789a123456789a123456789a123456789a123456789]\n"
+		   "source = shop\ndestination = lake\ntables = a.b\n",
+		   ":12: the default slot name \"sluice_a123456789a123456789a123456789a123456789a123456789a123456789\" "
+		   "of [stream.a123456789a123456789a123456789a123456789a123456789a123456789] is not a valid "
+		   "replication slot name (1-63 characters of a-z, 0-9 and _): set slot explicitly");
+}
+
+static void test_lists(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+
+	cfg = LOAD_OK(f, MINIMAL "exclude_tables =   a.b ,c.*,\td.e  \n");
+	assert_string_equal(cfg->streams[0].exclude_tables[0], "a.b");
+	assert_string_equal(cfg->streams[0].exclude_tables[1], "c.*");
+	assert_string_equal(cfg->streams[0].exclude_tables[2], "d.e");
+	assert_null(cfg->streams[0].exclude_tables[3]);
+	sl_config_free(cfg);
+	EXPECT_ERR(f, MINIMAL "exclude_tables = a.b,,c.d\n",
+		   ":12: bad value \"a.b,,c.d\" for key \"exclude_tables\": empty entry in the list");
+	EXPECT_ERR(f, MINIMAL "exclude_tables = a.b,\n",
+		   ":12: bad value \"a.b,\" for key \"exclude_tables\": empty entry in the list");
+	EXPECT_ERR(f, MINIMAL "exclude_tables = a.b, orders\n",
+		   ":12: bad value \"a.b, orders\" for key \"exclude_tables\": each entry must be "
+		   "SCHEMA.TABLE (globs allowed, such as public.orders or shop.*) (\"orders\" is not)");
+	EXPECT_ERR(f, MINIMAL "exclude_tables = public.\n",
+		   ":12: bad value \"public.\" for key \"exclude_tables\": each entry must be "
+		   "SCHEMA.TABLE (globs allowed, such as public.orders or shop.*) (\"public.\" is not)");
+}
+
+static void test_agent_values(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+
+	cfg = LOAD_OK(f, "[agent]\nmetrics_listen =\nalert_webhook =\n" MINIMAL);
+	assert_string_equal(cfg->metrics_listen, "");
+	assert_null(cfg->alert_webhook);
+	sl_config_free(cfg);
+	cfg = LOAD_OK(f, "[agent]\nmetrics_listen = 0.0.0.0:80\n" MINIMAL);
+	assert_string_equal(cfg->metrics_listen, "0.0.0.0:80");
+	sl_config_free(cfg);
+	EXPECT_ERR(f, "[agent]\nmetrics_listen = localhost\n" MINIMAL,
+		   ":2: bad value \"localhost\" for key \"metrics_listen\": must be HOST:PORT (such as "
+		   "127.0.0.1:9187 or [::1]:9187), or empty to disable");
+	EXPECT_ERR(f, "[agent]\nmetrics_listen = :9187\n" MINIMAL,
+		   ":2: bad value \":9187\" for key \"metrics_listen\": must be HOST:PORT (such as "
+		   "127.0.0.1:9187 or [::1]:9187), or empty to disable");
+	EXPECT_ERR(f, "[agent]\nmetrics_listen = ::1:9187\n" MINIMAL,
+		   ":2: bad value \"::1:9187\" for key \"metrics_listen\": must be HOST:PORT (such as "
+		   "127.0.0.1:9187 or [::1]:9187), or empty to disable");
+	EXPECT_ERR(f, "[agent]\nmetrics_listen = h:65536\n" MINIMAL,
+		   ":2: bad value \"h:65536\" for key \"metrics_listen\": must be HOST:PORT (such as "
+		   "127.0.0.1:9187 or [::1]:9187), or empty to disable");
+	EXPECT_ERR(f, "[agent]\nalert_webhook = ftp://x\n" MINIMAL,
+		   ":2: bad value \"ftp://x\" for key \"alert_webhook\": must be an http:// or "
+		   "https:// URL");
+	EXPECT_ERR(f, "[destination.w]\ntype = clickhouse\nurl = http://\n" MINIMAL,
+		   ":3: bad value \"http://\" for key \"url\": must be an http:// or https:// URL "
+		   "with a host");
+}
+
+static void test_env(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+
+	setenv("SLUICE_TEST_HOST", "db.internal", 1);
+	setenv("SLUICE_TEST_EMPTY", "", 1);
+	unsetenv("SLUICE_TEST_UNSET");
+	cfg = LOAD_OK(f, "[agent]\nstate_dir = /var/${SLUICE_TEST_HOST}/$${x}$$${SLUICE_TEST_EMPTY}\n"
+		      "[source.shop]\ntype = postgres\nuser = u\ndbname = d\n"
+		      "host = ${SLUICE_TEST_HOST}\n"
+		      "[destination.lake]\ntype = avro_dir\npath = ./out\n"
+		      "[stream.orders]\nsource = shop\ndestination = lake\ntables = public.orders\n");
+	assert_string_equal(cfg->state_dir, "/var/db.internal/${x}$");
+	assert_string_equal(cfg->sources[0].host, "db.internal");
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir = /x/${SLUICE_TEST_UNSET}/y\n",
+		   ":13: environment variable \"SLUICE_TEST_UNSET\" is not set (used by key "
+		   "\"state_dir\")");
+	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir = $HOME/x\n",
+		   ":13: stray \"$\" in the value of key \"state_dir\": write ${NAME} for an "
+		   "environment variable or $$ for a literal $");
+	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir = ${HOME\n",
+		   ":13: bad variable reference in the value of key \"state_dir\": expected ${NAME}, "
+		   "NAME made of A-Z, a-z, 0-9 and _");
+	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir = ${}\n",
+		   ":13: bad variable reference in the value of key \"state_dir\": expected ${NAME}, "
+		   "NAME made of A-Z, a-z, 0-9 and _");
+	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir = ${SLUICE_TEST_EMPTY}\n",
+		   ":13: bad value \"${SLUICE_TEST_EMPTY}\" for key \"state_dir\": must not be empty");
+	unsetenv("SLUICE_TEST_HOST");
+	unsetenv("SLUICE_TEST_EMPTY");
+}
+
+static void test_password_env(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	const char *src = "[source.s]\ntype = postgres\nuser = u\ndbname = d\n";  /* lines 1-4 */
+	char ini[1024];
+
+	setenv("SLUICE_TEST_PW", CANARY, 1);
+	unsetenv("SLUICE_TEST_NOPW");
+	snprintf(ini, sizeof ini, "%spassword_env = SLUICE_TEST_PW\n%s", src, MINIMAL);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->sources[0].password, CANARY);
+	assert_null(cfg->sources[1].password);
+	sl_config_free(cfg);
+
+	snprintf(ini, sizeof ini, "%spassword_env = SLUICE_TEST_NOPW\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: environment variable \"SLUICE_TEST_NOPW\" named by password_env is "
+		   "not set");
+	setenv("SLUICE_TEST_NOPW", "", 1);
+	EXPECT_ERR(f, ini, ":5: environment variable \"SLUICE_TEST_NOPW\" named by password_env is "
+		   "empty");
+	unsetenv("SLUICE_TEST_NOPW");
+	snprintf(ini, sizeof ini, "%spassword_env = SLUICE_TEST_PW\npassword_file = /nonexistent\n%s",
+		 src, MINIMAL);
+	EXPECT_ERR(f, ini, ":6: password_env and password_file cannot both be set in [source.s] "
+		   "(password_env on line 5)");
+	snprintf(ini, sizeof ini, "%spassword_file = /nonexistent\npassword_env = SLUICE_TEST_PW\n%s",
+		 src, MINIMAL);
+	EXPECT_ERR(f, ini, ":6: password_file and password_env cannot both be set in [source.s] "
+		   "(password_file on line 5)");
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\npassword_env = SLUICE_TEST_PW\n"
+		   MINIMAL, ":4: key \"password_env\" applies only to type clickhouse, not to avro_dir");
+
+	/* The canary, through ${NAME}, in a value that is refused, must not leak. */
+	snprintf(ini, sizeof ini, "%spassword_env = ${SLUICE_TEST_PW}X\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: environment variable \"${SLUICE_TEST_PW}X\" named by password_env "
+		   "is not set");
+	snprintf(ini, sizeof ini, "%spassword_file = /nonexistent/${SLUICE_TEST_PW}\n%s", src,
+		 MINIMAL);
+	EXPECT_ERR(f, ini, ":5: cannot open password_file \"/nonexistent/${SLUICE_TEST_PW}\": No "
+		   "such file or directory");
+	setenv("SLUICE_TEST_SLOT", "canaryslot", 1);
+	EXPECT_ERR(f, MINIMAL "slot = sluice_${SLUICE_TEST_SLOT}\n[stream.o2]\nsource = shop\n"
+		   "destination = lake\ntables = a.b\nslot = sluice_${SLUICE_TEST_SLOT}\n",
+		   ":17: slot \"sluice_${SLUICE_TEST_SLOT}\" of [stream.o2] is already used by "
+		   "[stream.orders] (line 12) on source \"shop\": each stream needs its own slot");
+	unsetenv("SLUICE_TEST_SLOT");
+	snprintf(ini, sizeof ini, "%sport = ${SLUICE_TEST_PW}\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"${SLUICE_TEST_PW}\" for key \"port\": not an integer");
+	snprintf(ini, sizeof ini, "%sconnect_timeout = 1${SLUICE_TEST_PW}\n%s", src, MINIMAL);
+	EXPECT_ERR(f, ini, ":5: bad value \"1${SLUICE_TEST_PW}\" for key \"connect_timeout\": not a "
+		   "duration (seconds, or a number with the suffix s, m or h)");
+	EXPECT_ERR(f, MINIMAL "exclude_tables = a.b, ${SLUICE_TEST_PW}\n",
+		   ":12: bad value \"a.b, ${SLUICE_TEST_PW}\" for key \"exclude_tables\": each entry "
+		   "must be SCHEMA.TABLE (globs allowed, such as public.orders or shop.*)");
+	EXPECT_ERR(f, MINIMAL "[agent]\nlog_level = ${SLUICE_TEST_PW}\n",
+		   ":13: bad value \"${SLUICE_TEST_PW}\" for key \"log_level\": must be one of debug, "
+		   "info, warn, warning, error");
+	unsetenv("SLUICE_TEST_PW");
+}
+
+static void test_password_file(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	char pw[600], ini[2048], want[2048];
+
+	write_file(f, "pw", CANARY "\n", 0644, pw, sizeof pw);
+	snprintf(ini, sizeof ini, "[destination.w]\ntype = clickhouse\nurl = https://ch:8443\n"
+		 "password_file = %s\n%s", pw, MINIMAL);
+	snprintf(want, sizeof want, ":4: password_file \"%s\" has mode 0644, which gives group or "
+		 "others access; it must be readable by its owner only: run chmod 600 \"%s\"", pw, pw);
+	EXPECT_ERR(f, ini, want);
+	assert_int_equal(chmod(pw, 0640), 0);
+	snprintf(want, sizeof want, ":4: password_file \"%s\" has mode 0640, which gives group or "
+		 "others access; it must be readable by its owner only: run chmod 600 \"%s\"", pw, pw);
+	EXPECT_ERR(f, ini, want);
+
+	assert_int_equal(chmod(pw, 0600), 0);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->destinations[0].password, CANARY);  /* one newline stripped */
+	sl_config_free(cfg);
+	assert_int_equal(chmod(pw, 0400), 0);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->destinations[0].password, CANARY);
+	sl_config_free(cfg);
+
+	/* Only one newline goes; no newline at all is fine too. */
+	write_file(f, "pw", CANARY "\n\n", 0600, pw, sizeof pw);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->destinations[0].password, CANARY "\n");
+	sl_config_free(cfg);
+	write_file(f, "pw", CANARY "\r\n", 0600, pw, sizeof pw);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->destinations[0].password, CANARY);
+	sl_config_free(cfg);
+	write_file(f, "pw", CANARY, 0600, pw, sizeof pw);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->destinations[0].password, CANARY);
+	sl_config_free(cfg);
+
+	write_file(f, "pw", "\n", 0600, pw, sizeof pw);
+	snprintf(want, sizeof want, ":4: password_file \"%s\" is empty", pw);
+	EXPECT_ERR(f, ini, want);
+
+	if (geteuid() == 0) {  /* only root can give the file away */
+		write_file(f, "pw", CANARY "\n", 0600, pw, sizeof pw);
+		assert_int_equal(chown(pw, 12345, (gid_t)-1), 0);
+		snprintf(want, sizeof want, ":4: password_file \"%s\" is owned by uid 12345, not by "
+			 "the user sluice runs as (uid 0)", pw);
+		EXPECT_ERR(f, ini, want);
+	}
+
+	snprintf(ini, sizeof ini, "[source.s]\ntype = postgres\nuser = u\ndbname = d\n"
+		 "password_file = %s/missing\n%s", f->dir, MINIMAL);
+	snprintf(want, sizeof want, ":5: cannot open password_file \"%s/missing\": No such file or "
+		 "directory", f->dir);
+	EXPECT_ERR(f, ini, want);
+	snprintf(ini, sizeof ini, "[source.s]\ntype = postgres\nuser = u\ndbname = d\n"
+		 "password_file = %s\n%s", f->dir, MINIMAL);
+	assert_int_equal(chmod(f->dir, 0700), 0);
+	snprintf(want, sizeof want, ":5: password_file \"%s\" is not a regular file", f->dir);
+	EXPECT_ERR(f, ini, want);
+}
+
+static void test_line_too_long(void **state)
+{
+	struct fx *f = *state;
+	int max = INI_MAX_LINE - 3;  /* what fits in inih's buffer with "\r\n" and NUL */
+	char line[512], ini[2048], want[256];
+	struct sl_config *cfg;
+	int n;
+
+	assert_true((size_t)max + 2 < sizeof line);
+	/* Exactly max characters: accepted, also with CR LF. */
+	n = snprintf(line, sizeof line, "exclude_tables = public.");
+	memset(line + n, 'x', (size_t)(max - n));
+	line[max] = '\0';
+	snprintf(ini, sizeof ini, MINIMAL "%s\r\n", line);
+	cfg = LOAD_OK(f, ini);
+	assert_int_equal(strlen(cfg->streams[0].exclude_tables[0]), (size_t)(max - 17));
+	sl_config_free(cfg);
+	/* One more: refused, not split in two. */
+	line[max] = 'x';
+	line[max + 1] = '\0';
+	snprintf(ini, sizeof ini, MINIMAL "%s\nlog_level = x\n", line);
+	snprintf(want, sizeof want, ":12: line too long (at most %d characters)", max);
+	EXPECT_ERR(f, ini, want);
+	/* Also as the last line, without a newline. */
+	snprintf(ini, sizeof ini, MINIMAL "%s", line);
+	EXPECT_ERR(f, ini, want);
+	/* A comment line counts too. */
+	line[0] = ';';
+	snprintf(ini, sizeof ini, "%s\n" MINIMAL, line);
+	snprintf(want, sizeof want, ":1: line too long (at most %d characters)", max);
+	EXPECT_ERR(f, ini, want);
+}
+
+static void test_syntax(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	char ini[512];
+
+	EXPECT_ERR(f, MINIMAL "this is not a key\n",
+		   ":12: syntax error: expected \"[section]\", \"key = value\" or a comment");
+	/* inih's syntax error comes first even if a later line has an error of ours. */
+	EXPECT_ERR(f, MINIMAL "oops\ncolour = blue\n",
+		   ":12: syntax error: expected \"[section]\", \"key = value\" or a comment");
+	EXPECT_ERR(f, MINIMAL "= value\n",
+		   ":12: syntax error: expected \"[section]\", \"key = value\" or a comment");
+	/* An indented line is not a continuation: it is parsed on its own. */
+	EXPECT_ERR(f, MINIMAL "exclude_tables = a.b,\n    c.d\n",
+		   ":13: syntax error: expected \"[section]\", \"key = value\" or a comment");
+	cfg = LOAD_OK(f, MINIMAL "    exclude_tables = a.b\n\t  backfill = none\n");
+	assert_string_equal(cfg->streams[0].exclude_tables[0], "a.b");
+	assert_false(cfg->streams[0].backfill);
+	sl_config_free(cfg);
+	/* Inline comments need whitespace before ';'; "#" starts comments only
+	 * at the start of a line; "key: value" is accepted as well. */
+	cfg = LOAD_OK(f, "[agent]\nstate_dir = /a;b#c ; comment\nlog_level: debug\n"
+		      "  # indented comment\n" MINIMAL);
+	assert_string_equal(cfg->state_dir, "/a;b#c");
+	assert_int_equal(cfg->log_level, SL_LOG_DEBUG);
+	sl_config_free(cfg);
+	/* A byte order mark and CR LF line ends. */
+	cfg = LOAD_OK(f, "\xEF\xBB\xBF[agent]\r\nlog_level = error\r\n" MINIMAL);
+	assert_int_equal(cfg->log_level, SL_LOG_ERROR);
+	sl_config_free(cfg);
+	/* A NUL byte. */
+	memcpy(ini, "[agent]\nlog_level = e\0rror\n", 27);
+	{
+		char want[700];
+		FILE *fp = fopen(f->path, "w");
+
+		assert_non_null(fp);
+		fwrite(ini, 1, 27, fp);
+		fputs(MINIMAL, fp);
+		fclose(fp);
+		cfg = sl_config_load(f->path, f->err, sizeof f->err);
+		assert_null(cfg);
+		snprintf(want, sizeof want, "%s:2: NUL byte in line", f->path);
+		assert_string_equal(f->err, want);
+	}
+}
+
+static void test_open_errors(void **state)
+{
+	struct fx *f = *state;
+	char path[600], want[700];
+
+	snprintf(path, sizeof path, "%s/missing.ini", f->dir);
+	assert_null(sl_config_load(path, f->err, sizeof f->err));
+	snprintf(want, sizeof want, "%s: cannot open: No such file or directory", path);
+	assert_string_equal(f->err, want);
+	assert_null(sl_config_load(f->dir, f->err, sizeof f->err));
+	snprintf(want, sizeof want, "%s: cannot read: Is a directory", f->dir);
+	assert_string_equal(f->err, want);
+	/* A small error buffer truncates, and NULL is allowed. */
+	assert_null(sl_config_load(path, f->err, 8));
+	assert_int_equal(strlen(f->err), 7);
+	assert_null(sl_config_load(path, NULL, 0));
+	EXPECT_ERR(f, "", ": no [stream.NAME] section");
+	sl_config_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_required, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_enum, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_integers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_byte_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_durations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sections, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_references, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_not_applicable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slots, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lists, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_agent_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_password_env, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_password_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_line_too_long, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_syntax, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
