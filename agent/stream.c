@@ -179,7 +179,10 @@ static int backfill_row(void *payload, const struct sl_table *t, const struct sl
 				continue;
 			haskey = true;
 			if (vals[i].kind == SL_V_TEXT) {
-				sl_buf_printf(&s->keybuf, "%u:", vals[i].len);
+				/* length-prefixed, so ("a","bc") and ("ab","c") differ */
+				unsigned char len[4];
+				sl_put_u32(len, vals[i].len);
+				sl_buf_append(&s->keybuf, len, sizeof len);
 				sl_buf_append(&s->keybuf, vals[i].p, vals[i].len);
 			} else {
 				sl_buf_putc(&s->keybuf, 'N');

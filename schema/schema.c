@@ -30,7 +30,19 @@ static const uint8_t sluice_uuid_ns[16] = {
 
 void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t seq)
 {
-	snprintf(out, SL_CSN_LEN + 1, "%016" PRIX64 "-%010" PRIu32, position, seq);
+	/* Called for every change: hand-rolled instead of snprintf. */
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (int i = 15; i >= 0; i--) {
+		out[i] = hex[position & 0xf];
+		position >>= 4;
+	}
+	out[16] = '-';
+	for (int i = 26; i >= 17; i--) {
+		out[i] = (char)('0' + seq % 10);
+		seq /= 10;
+	}
+	out[SL_CSN_LEN] = '\0';
 }
 
 /* Feeds one name piece to the hash, with a NUL after it as a separator. */

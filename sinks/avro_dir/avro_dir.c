@@ -7,14 +7,16 @@
  * Open files are also on a list in opening order, so the oldest one (for
  * flush_due) is at its head.  Finished files wait on the `done` list, already
  * fsynced and closed, until flush() renames them.  Memory is bounded by the
- * number of tables: per open file one block buffer plus compression scratch,
- * and a few path strings per finished file.
+ * number of tables: per open file one block buffer, and a few path strings
+ * per finished file; the compressor and its output buffer are shared by all
+ * files (struct sl_ocf_codec).
  */
 #include "sinks/avro_dir/avro_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,8 @@
 #include "sinks/avro_dir/ocf.h"
 
 #define DEFAULT_MAX_FILE_BYTES ((uint64_t)64 << 20)
+/* A file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
+#define TMP_SUFFIX ".avro.tmp"
 
 struct obj {
 	char *object;
@@ -57,8 +61,7 @@ struct avro_dir {
 	char *root;                    /* <path>/<stream> */
 	char *stream;
 	enum sl_source_kind kind;
-	enum sl_codec codec;
-	int level;
+	struct sl_ocf_codec *codec;    /* shared by every open file */
 	uint64_t max_file_bytes;
 	int64_t max_file_ms;
 	struct obj **buckets;
@@ -238,13 +241,13 @@ static int open_file(struct avro_dir *ad, struct obj *o, const struct sl_change 
 	if (mkdirs_durable(o->dir, err, errlen) < 0)
 		return -1;
 	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/.%s_%08x.avro.tmp", o->dir, c->csn, rand32());
+	sl_buf_printf(&p, "%s/.%s_%08x" TMP_SUFFIX, o->dir, c->csn, rand32());
 	if (sl_buf_failed(&p)) {
 		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
 		goto out;
 	}
 	schema = sl_avro_enc_schema(o->enc, &schema_len);
-	if (sl_ocf_open(&o->w, p.data, schema, schema_len, ad->codec, ad->level, 0, err, errlen) < 0)
+	if (sl_ocf_open(&o->w, p.data, schema, schema_len, ad->codec, 0, err, errlen) < 0)
 		goto out;
 	memcpy(o->first_csn, c->csn, sizeof o->first_csn);
 	memcpy(o->last_csn, c->csn, sizeof o->last_csn);
@@ -330,6 +333,130 @@ static int publish(struct done_file *d, char *err, size_t errlen)
 	return -1;
 }
 
+/* What sweep_tree removes: the regular files whose name match() accepts. */
+struct sweep {
+	bool (*match)(const char *name, const struct sweep *sw);
+	const char *prefix;  /* for match_prefix */
+	size_t plen;
+	const char *what;    /* names the files in the debug log */
+	uint64_t removed;
+};
+
+static bool match_prefix(const char *name, const struct sweep *sw)
+{
+	return strncmp(name, sw->prefix, sw->plen) == 0;
+}
+
+static bool span_of(const char *p, size_t n, const char *set)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!p[i] || !strchr(set, p[i]))
+			return false;
+	return true;
+}
+
+/* True for exactly the names open_file gives files being written:
+ * ".<16 uppercase hex>-<10 digits>_<8 lowercase hex>.avro.tmp". */
+static bool is_temp_name(const char *name, const struct sweep *sw)
+{
+	(void)sw;
+	return name[0] == '.' && span_of(name + 1, 16, "0123456789ABCDEF") && name[17] == '-' &&
+	       span_of(name + 18, 10, "0123456789") && name[28] == '_' &&
+	       span_of(name + 29, 8, "0123456789abcdef") && strcmp(name + 37, TMP_SUFFIX) == 0;
+}
+
+/* Walks the folder path (a buffer it appends to and restores) and the
+ * folders below it without following symbolic links, unlinking the regular
+ * files sw->match() accepts and counting them in sw->removed; fsyncs every
+ * folder it removed something from.  A missing folder is not an error.
+ * Returns 0, or -1 with a message in err. */
+static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t errlen)
+{
+	DIR *dir = opendir(path->data);
+	struct dirent *de;
+	size_t base = path->len;
+	bool removed = false;
+	int rc = 0;
+
+	if (!dir) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "could not open folder \"%s\": %s", path->data, strerror(errno));
+		return -1;
+	}
+	while (rc == 0 && (errno = 0, de = readdir(dir)) != NULL) {
+		unsigned char type = de->d_type;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		path->len = base;
+		sl_buf_putc(path, '/');
+		if (sl_buf_puts(path, de->d_name) < 0) {
+			snprintf(err, errlen, "out of memory walking \"%.*s\"", (int)base, path->data);
+			rc = -1;
+			break;
+		}
+		if (type == DT_UNKNOWN) {
+			/* Some file systems leave d_type out. */
+			struct stat sb;
+			if (lstat(path->data, &sb) < 0) {
+				snprintf(err, errlen, "could not stat \"%s\": %s", path->data, strerror(errno));
+				rc = -1;
+				break;
+			}
+			type = S_ISDIR(sb.st_mode) ? DT_DIR : S_ISREG(sb.st_mode) ? DT_REG : DT_LNK;
+		}
+		if (type == DT_DIR) {
+			rc = sweep_tree(path, sw, err, errlen);
+		} else if (type == DT_REG && sw->match(de->d_name, sw)) {
+			if (unlink(path->data) < 0) {
+				snprintf(err, errlen, "could not remove \"%s\": %s", path->data, strerror(errno));
+				rc = -1;
+			} else {
+				sl_debug("removed %s \"%s\"", sw->what, path->data);
+				sw->removed++;
+				removed = true;
+			}
+		}
+	}
+	if (rc == 0 && errno != 0) {
+		path->len = base;
+		path->data[base] = '\0';
+		snprintf(err, errlen, "could not read folder \"%s\": %s", path->data, strerror(errno));
+		rc = -1;
+	}
+	closedir(dir);
+	path->len = base;
+	path->data[base] = '\0';
+	if (removed && sl_fsync_dir_of(path->data, true) < 0 && rc == 0) {
+		snprintf(err, errlen, "could not fsync folder \"%s\": %s", path->data, strerror(errno));
+		rc = -1;
+	}
+	return rc;
+}
+
+/* Removes the temporary files a crashed run left under the stream's folder
+ * (they are never complete: a finished file is renamed by flush() before its
+ * rows are acknowledged, so the source sends those rows again).  Returns 0,
+ * or -1 with a message in err. */
+static int remove_leftovers(struct avro_dir *ad, char *err, size_t errlen)
+{
+	struct sweep sw = { .match = is_temp_name, .what = "leftover temporary file" };
+	struct sl_buf path;
+	int rc;
+
+	sl_buf_init(&path, 0);
+	if (sl_buf_puts(&path, ad->root) < 0) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	rc = sweep_tree(&path, &sw, err, errlen);
+	sl_buf_free(&path);
+	if (sw.removed > 0)
+		sl_info("stream \"%s\": removed %" PRIu64 " leftover temporary file%s under \"%s\"",
+			ad->stream, sw.removed, sw.removed == 1 ? "" : "s", ad->root);
+	return rc;
+}
+
 static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_sink_stream *st,
 		   char *err, size_t errlen)
 {
@@ -359,8 +486,6 @@ static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_
 	if (!ad)
 		goto oom;
 	ad->kind = st->source_kind;
-	ad->codec = dc->codec;
-	ad->level = dc->compression_level;
 	ad->max_file_bytes = dc->max_file_bytes ? dc->max_file_bytes : DEFAULT_MAX_FILE_BYTES;
 	ad->max_file_ms = dc->max_file_seconds > INT64_MAX / 1000 ? INT64_MAX
 								   : (int64_t)dc->max_file_seconds * 1000;
@@ -373,7 +498,9 @@ static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_
 	ad->root = sl_buf_detach(&b);
 	if (!ad->buckets || !ad->stream || !ad->root)
 		goto oom;
-	if (mkdirs_durable(ad->root, err, errlen) < 0)
+	if (sl_ocf_codec_new(&ad->codec, dc->codec, dc->compression_level, err, errlen) < 0)
+		goto fail;
+	if (mkdirs_durable(ad->root, err, errlen) < 0 || remove_leftovers(ad, err, errlen) < 0)
 		goto fail;
 	*ctx = ad;
 	return 0;
@@ -381,6 +508,7 @@ oom:
 	snprintf(err, errlen, "avro_dir sink: out of memory");
 fail:
 	if (ad) {
+		sl_ocf_codec_free(ad->codec);
 		free(ad->buckets);
 		free(ad->stream);
 		free(ad->root);
@@ -466,65 +594,6 @@ static int ad_flush(void *ctx, char *err, size_t errlen)
 	return 0;
 }
 
-/* Unlinks dir/name entries that start with prefix, recursing into folders;
- * fsyncs every folder it removed something from.  Returns 0, or -1 with a
- * message in err. */
-static int discard_tree(struct sl_buf *path, const char *prefix, size_t plen, char *err, size_t errlen)
-{
-	DIR *dir = opendir(path->data);
-	struct dirent *de;
-	size_t base = path->len;
-	bool removed = false;
-	int rc = 0;
-
-	if (!dir) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errlen, "could not open folder \"%s\": %s", path->data, strerror(errno));
-		return -1;
-	}
-	while (rc == 0 && (errno = 0, de = readdir(dir)) != NULL) {
-		struct stat sb;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		path->len = base;
-		sl_buf_putc(path, '/');
-		if (sl_buf_puts(path, de->d_name) < 0) {
-			snprintf(err, errlen, "out of memory walking \"%s\"", path->data);
-			rc = -1;
-			break;
-		}
-		if (lstat(path->data, &sb) < 0) {
-			snprintf(err, errlen, "could not stat \"%s\": %s", path->data, strerror(errno));
-			rc = -1;
-		} else if (S_ISDIR(sb.st_mode)) {
-			rc = discard_tree(path, prefix, plen, err, errlen);
-		} else if (S_ISREG(sb.st_mode) && !strncmp(de->d_name, prefix, plen)) {
-			if (unlink(path->data) < 0) {
-				snprintf(err, errlen, "could not remove \"%s\": %s", path->data, strerror(errno));
-				rc = -1;
-			} else {
-				sl_debug("discarded backfill file \"%s\"", path->data);
-				removed = true;
-			}
-		}
-	}
-	if (rc == 0 && errno != 0) {
-		path->len = base;
-		path->data[base] = '\0';
-		snprintf(err, errlen, "could not read folder \"%s\": %s", path->data, strerror(errno));
-		rc = -1;
-	}
-	closedir(dir);
-	path->len = base;
-	path->data[base] = '\0';
-	if (rc == 0 && removed && sl_fsync_dir_of(path->data, true) < 0) {
-		snprintf(err, errlen, "could not fsync folder \"%s\": %s", path->data, strerror(errno));
-		rc = -1;
-	}
-	return rc;
-}
-
 static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t snapshot_pos,
 			       char *err, size_t errlen)
 {
@@ -533,6 +602,7 @@ static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t sna
 	struct done_file **dp;
 	struct obj *o;
 	struct sl_buf path;
+	struct sweep sw = { .match = match_prefix, .what = "backfill file" };
 	int rc;
 
 	sl_csn_format(csn, snapshot_pos, 0);
@@ -569,7 +639,9 @@ static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t sna
 		snprintf(err, errlen, "table \"%s\": out of memory", t->object);
 		return -1;
 	}
-	rc = discard_tree(&path, prefix, strlen(prefix), err, errlen);
+	sw.prefix = prefix;
+	sw.plen = strlen(prefix);
+	rc = sweep_tree(&path, &sw, err, errlen);
 	sl_buf_free(&path);
 	return rc;
 }
@@ -604,6 +676,7 @@ static void ad_close(void *ctx)
 		ad->done = d->next;
 		free_done(d);
 	}
+	sl_ocf_codec_free(ad->codec);
 	free(ad->buckets);
 	free(ad->stream);
 	free(ad->root);

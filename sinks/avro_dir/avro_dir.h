@@ -13,6 +13,12 @@
  * acknowledge it, a visible file is always complete, and close() without
  * flush() leaves no visible output behind.
  *
+ * open() removes every temporary file (a name of exactly that pattern) that
+ * a crashed run left anywhere under <path>/<stream>/, logs how many at info
+ * level, and fsyncs the folders it removed them from.  Such a file holds rows
+ * that were never acknowledged, so the source sends them again.  Only one
+ * agent may write a stream's folder at a time.
+ *
  * flush_due() is true when the oldest open file is max_file_seconds old, or
  * when a finished file (rotated by size, or ended by a schema change) waits
  * to be renamed.  discard_backfill() removes the visible files named

@@ -26,10 +26,21 @@ struct sl_avro_enc {
 	struct span stream_key; /* stream_name string, schema_key string */
 	struct span ns_table;   /* schema (or database) string, table string */
 	struct span pks;        /* primary_keys array */
+	/* change_type string and is_deleted boolean, per op */
+	struct span ops[SL_OP_TRUNCATE + 1];
 };
 
-static const char hexdig[] = "0123456789abcdef";
 static const char hexup[] = "0123456789ABCDEF";
+/* "00" to "ff": the two lowercase hex digits of every byte value. */
+static const char hexpairs[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
 struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kind kind,
 				    const char *stream, struct sl_avro_stats *stats,
@@ -77,6 +88,14 @@ struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kin
 	}
 	sl_avro_put_long(&e->pre, 0);
 	e->pks.len = e->pre.len - e->pks.off;
+
+	for (int op = 0; op <= SL_OP_TRUNCATE; op++) {
+		e->ops[op].off = e->pre.len;
+		sl_avro_put_str(&e->pre, sl_op_name((enum sl_op)op));
+		sl_avro_put_bool(&e->pre, op == SL_OP_DELETE || op == SL_OP_UPDATE_DELETE ||
+					  op == SL_OP_TRUNCATE);
+		e->ops[op].len = e->pre.len - e->ops[op].off;
+	}
 	if (sl_buf_failed(&e->pre)) {
 		snprintf(err, errlen, "avro encoder of \"%s\": out of memory", t->object);
 		goto fail;
@@ -112,20 +131,25 @@ static inline void put_span(struct sl_buf *out, const struct sl_avro_enc *e, str
 	sl_avro_put_raw(out, e->pre.data + s.off, s.len);
 }
 
-/* The uuid as a 36-character Avro string, 8-4-4-4-12 lowercase hex. */
+/* The uuid as a 36-character Avro string, 8-4-4-4-12 lowercase hex: a table
+ * lookup per byte, unrolled, since every record has one. */
 static void put_uuid(struct sl_buf *out, const unsigned char u[16])
 {
-	char s[37];
-	size_t n = 0;
+	char s[37], *d = s + 1;
 
-	s[n++] = 36 * 2;  /* zigzag length 36, one varint byte */
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			s[n++] = '-';
-		s[n++] = hexdig[u[i] >> 4];
-		s[n++] = hexdig[u[i] & 15];
-	}
-	sl_avro_put_raw(out, s, n);
+#define PAIR(i) (memcpy(d, hexpairs + 2 * u[i], 2), d += 2)
+	s[0] = 36 * 2;  /* zigzag length 36, one varint byte */
+	PAIR(0); PAIR(1); PAIR(2); PAIR(3);
+	*d++ = '-';
+	PAIR(4); PAIR(5);
+	*d++ = '-';
+	PAIR(6); PAIR(7);
+	*d++ = '-';
+	PAIR(8); PAIR(9);
+	*d++ = '-';
+	PAIR(10); PAIR(11); PAIR(12); PAIR(13); PAIR(14); PAIR(15);
+#undef PAIR
+	sl_avro_put_raw(out, s, sizeof s);
 }
 
 /* Appends x in uppercase hex without leading zeros (at least one digit). */
@@ -164,9 +188,12 @@ int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct s
 	const char *csn = c->csn;
 	/* A TRUNCATE has no row: every payload field is null. */
 	const struct sl_value *values = c->op == SL_OP_TRUNCATE ? NULL : c->values;
-	const char *op;
 	int nunch = 0;
 
+	if ((unsigned)c->op > SL_OP_TRUNCATE) {
+		snprintf(err, errlen, "table \"%s\": unknown change type %d", t->object, (int)c->op);
+		return -1;
+	}
 	if (t->ncols != e->ncols || memcmp(t->schema_key, e->schema_key, 16) != 0) {
 		snprintf(err, errlen, "table \"%s\": change has schema key %.16s, encoder was made for %s",
 			 t->object, t->schema_key, e->schema_key);
@@ -189,10 +216,7 @@ int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct s
 
 	/* source_metadata */
 	put_span(out, e, e->ns_table);
-	op = sl_op_name(c->op);
-	sl_avro_put_str(out, op);
-	sl_avro_put_bool(out, c->op == SL_OP_DELETE || c->op == SL_OP_UPDATE_DELETE ||
-			      c->op == SL_OP_TRUNCATE);
+	put_span(out, e, e->ops[c->op]);  /* change_type, is_deleted */
 	put_span(out, e, e->pks);
 	sl_avro_put_bytes(out, csn, SL_CSN_LEN);
 	if (c->tx_id == 0) {

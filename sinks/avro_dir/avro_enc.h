@@ -34,8 +34,8 @@ const char *sl_avro_enc_schema(const struct sl_avro_enc *e, size_t *len);
 const char *sl_avro_enc_schema_key(const struct sl_avro_enc *e);
 
 /* Appends the record for change c to out.  c->table must be the table version
- * the encoder was made for (same schema key and column count), else it is an
- * error.  For a TRUNCATE, and when c->values is NULL, every payload field is
+ * the encoder was made for (same schema key and column count), and c->op one
+ * of enum sl_op, else it is an error.  For a TRUNCATE, and when c->values is NULL, every payload field is
  * null.  c->read_method NULL is written as "", and so is a NULL log_file.
  * Returns 0, or -1 with a message in err (a value that does not parse names
  * its column); on failure out is left as it was on entry. */

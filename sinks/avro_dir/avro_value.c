@@ -4,12 +4,15 @@
  * The parsers accept exactly what PostgreSQL's output functions produce with
  * DateStyle ISO and bytea_output hex (the settings the sources use), and
  * reject everything else, so that a value never silently changes meaning.
- * Floating point text is parsed with strtof/strtod: sluice never calls
- * setlocale(), so the C locale's '.' is the decimal point.
+ * Floating point text takes an exact fast path when it can (see
+ * fast_decimal_float) and is otherwise parsed with strtof/strtod: sluice
+ * never calls setlocale(), so the C locale's '.' is the decimal point.
+ * Decimals never go through floating point: their digits are an integer.
  */
 #include "sinks/avro_dir/avro_value.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,19 +427,25 @@ int sl_avro_parse_decimal(const char *p, size_t len, int precision, int scale,
 	return 0;
 }
 
-/* Clinger's fast path for "[-]digits[.digits]": with at most 15 digits
- * (7 for float) the digits form an integer M that is exact in the format, and
- * so is 10^k for the k fraction digits; one IEEE division then rounds M / 10^k
- * correctly, giving exactly what strtod/strtof give.  Returns 0, or -1 when
- * the text needs the general parser. */
+/* Clinger's fast path for "[-]digits[.digits][e[+-]digits]", the forms
+ * PostgreSQL's float output takes.  When the digits form an integer M that
+ * the format holds exactly (M <= 2^53 for double, 2^24 for float) and the
+ * power of ten P (the exponent minus the number of fraction digits) has
+ * |P| <= 22 (10 for float), 10^|P| is exact as well (5^22 < 2^53,
+ * 5^10 < 2^24), so one IEEE multiplication or division rounds M * 10^P
+ * correctly, giving exactly what strtod/strtof give.  That needs arithmetic
+ * in the format's own precision (FLT_EVAL_METHOD 0, as on x86-64 and
+ * aarch64); elsewhere, and for any other text, it returns -1 and the caller
+ * uses strtod/strtof.  Returns 0 with the value in *dout or *fout. */
 static int fast_decimal_float(const char *p, size_t len, bool single, double *dout, float *fout)
 {
-	static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-				      1e11, 1e12, 1e13, 1e14, 1e15 };
-	static const float p10f[] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f };
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+	static const double p10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+				      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	static const float p10f[] = { 1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f };
 	size_t i = 0;
 	uint64_t m = 0;
-	int nd = 0, k = 0, maxd = single ? 7 : 15;
+	int nd = 0, k = 0, e = 0, pw;
 	bool neg = false, dot = false;
 
 	if (len > 0 && p[0] == '-') {
@@ -446,29 +455,68 @@ static int fast_decimal_float(const char *p, size_t len, bool single, double *do
 	for (; i < len; i++) {
 		char c = p[i];
 		if (is_digit(c)) {
-			if (++nd > maxd)
-				return -1;
+			if (++nd > 19)
+				return -1;  /* M might not fit in 64 bits */
 			m = m * 10 + (uint64_t)(c - '0');
 			k += dot;
 		} else if (c == '.' && !dot) {
 			dot = true;
 		} else {
-			return -1;
+			break;
 		}
 	}
 	if (nd == 0)
 		return -1;
+	if (i < len) {
+		bool eneg = false;
+		int ne = 0;
+		if (p[i] != 'e' && p[i] != 'E')
+			return -1;
+		i++;
+		if (i < len && (p[i] == '+' || p[i] == '-')) {
+			eneg = p[i] == '-';
+			i++;
+		}
+		for (; i < len; i++) {
+			if (!is_digit(p[i]) || ++ne > 4)
+				return -1;
+			e = e * 10 + (p[i] - '0');
+		}
+		if (ne == 0)
+			return -1;
+		if (eneg)
+			e = -e;
+	}
+	pw = e - k;
 	if (single) {
-		float f = (float)m / p10f[k];
+		float f;
+		if (m > (UINT64_C(1) << 24) || pw < -10 || pw > 10)
+			return -1;
+		f = (float)m;
+		f = pw < 0 ? f / p10f[-pw] : f * p10f[pw];
 		*fout = neg ? -f : f;
 	} else {
-		double d = (double)m / p10[k];
+		double d;
+		if (m > (UINT64_C(1) << 53) || pw < -22 || pw > 22)
+			return -1;
+		d = (double)m;
+		d = pw < 0 ? d / p10[-pw] : d * p10[pw];
 		*dout = neg ? -d : d;
 	}
 	return 0;
+#else
+	(void)p;
+	(void)len;
+	(void)single;
+	(void)dout;
+	(void)fout;
+	return -1;
+#endif
 }
 
-/* Parses an optionally signed decimal integer in [min, max]; 0 or -1. */
+/* Parses an optionally signed decimal integer in [min, max]; 0 or -1.
+ * Up to 19 digits cannot overflow 64 bits, so only longer texts (leading
+ * zeros) pay for an overflow check per digit. */
 static int parse_int(const char *p, size_t len, int64_t min, int64_t max, int64_t *out)
 {
 	size_t i = 0;
@@ -482,12 +530,22 @@ static int parse_int(const char *p, size_t len, int64_t min, int64_t max, int64_
 	if (i == len || len - i > 20)
 		return -1;
 	lim = neg ? (uint64_t)0 - (uint64_t)min : (uint64_t)max;
-	for (; i < len; i++) {
-		if (!is_digit(p[i]))
+	if (len - i <= 19) {
+		for (; i < len; i++) {
+			if (!is_digit(p[i]))
+				return -1;
+			v = v * 10 + (uint64_t)(p[i] - '0');
+		}
+		if (v > lim)
 			return -1;
-		if (v > (lim - (uint64_t)(p[i] - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(p[i] - '0');
+	} else {
+		for (; i < len; i++) {
+			if (!is_digit(p[i]))
+				return -1;
+			if (v > (lim - (uint64_t)(p[i] - '0')) / 10)
+				return -1;
+			v = v * 10 + (uint64_t)(p[i] - '0');
+		}
 	}
 	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
 	return 0;

@@ -7,9 +7,17 @@
  *   avro.codec: "null" | "deflate" | "snappy"}, a 16-byte random sync marker,
  *   then blocks: record count (long), byte size (long), data, sync marker.
  *
- * deflate is raw RFC 1951 data (zlib windowBits -15); snappy is the snappy
- * block followed by the big-endian CRC32 of the uncompressed block, as the
- * Avro specification requires.  Records are appended already encoded.
+ * deflate is raw RFC 1951 data, made by libdeflate (whole-buffer compression
+ * fits Avro blocks, and it is about twice as fast as zlib at the same level);
+ * snappy is the snappy block followed by the big-endian CRC32 of the
+ * uncompressed block, as the Avro specification requires.  Records are
+ * appended already encoded.
+ *
+ * The compression state lives in a struct sl_ocf_codec that the writers of
+ * one sink share: compressing is synchronous, so one compressor and one
+ * output buffer serve any number of open files, and memory per open file is
+ * only its block buffer.  A codec and its writers must be used by one thread
+ * at a time.
  */
 #ifndef SLUICE_SINKS_AVRO_DIR_OCF_H
 #define SLUICE_SINKS_AVRO_DIR_OCF_H
@@ -23,15 +31,24 @@
 /* Default target size of a block's encoded (uncompressed) records. */
 #define SL_OCF_BLOCK_TARGET ((size_t)64 * 1024)
 
+struct sl_ocf_codec;
 struct sl_ocf_writer;
+
+/* Makes the compression state for codec; level is the deflate level 1-9
+ * (ignored for the other codecs).  Free it with sl_ocf_codec_free after every
+ * writer using it is closed.  Returns 0 and the codec in *out, or -1 with a
+ * message in err. */
+int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level,
+		     char *err, size_t errlen);
+void sl_ocf_codec_free(struct sl_ocf_codec *c);
 
 /* Creates path (it must not exist; mode 0644) and writes the header into the
  * writer's buffer.  schema_json (schema_len bytes) is copied into the header
- * as is.  level is the deflate level 1-9 (ignored for other codecs);
- * block_target 0 means SL_OCF_BLOCK_TARGET.  Returns 0 and the writer in *out,
- * or -1 with a message in err naming the file. */
+ * as is.  codec is borrowed: it must outlive the writer.  block_target 0
+ * means SL_OCF_BLOCK_TARGET.  Returns 0 and the writer in *out, or -1 with a
+ * message in err naming the file. */
 int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema_json,
-		size_t schema_len, enum sl_codec codec, int level, size_t block_target,
+		size_t schema_len, struct sl_ocf_codec *codec, size_t block_target,
 		char *err, size_t errlen);
 
 /* The buffer the next record is encoded into: append exactly one datum to it,

@@ -1,7 +1,7 @@
 # tests for avro: value conversion, schema and record encoding, container
 # files, the avro_dir sink, and a read-back with Debian's Python Avro reader.
 if HAVE_CMOCKA
-AVRO_TEST_LDADD = libslsinks.a $(SCHEMA_LIBS) libslcommon.a $(AVRO_LIBS) $(ZLIB_LIBS) \
+AVRO_TEST_LDADD = libslsinks.a $(SCHEMA_LIBS) libslcommon.a $(AVRO_LIBS) $(LIBDEFLATE_LIBS) \
 	$(SNAPPY_LIBS) $(JANSSON_LIBS) $(UUID_LIBS) $(CMOCKA_LIBS)
 AVRO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(AVRO_CFLAGS) $(JANSSON_CFLAGS)
 AVRO_TESTLIB = %D%/avro_testlib.c %D%/avro_testlib.h

@@ -133,6 +133,8 @@ unsigned char *tl_read_file(const char *path, size_t *len)
 		if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
 			free(p);
 			p = NULL;
+		} else if (p) {
+			p[n] = '\0';
 		}
 		*len = (size_t)n;
 	}

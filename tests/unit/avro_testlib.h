@@ -52,7 +52,8 @@ void tl_rm_rf(const char *path);
 char **tl_list_files(const char *root, size_t *n);
 void tl_free_list(char **list, size_t n);
 
-/* Reads a whole file into a malloc'd buffer; NULL on failure. */
+/* Reads a whole file into a malloc'd buffer, with a NUL after the data;
+ * NULL on failure. */
 unsigned char *tl_read_file(const char *path, size_t *len);
 
 /* A change with text values; values must hold table->ncols entries. */

@@ -2,11 +2,14 @@
  * tests/unit/test_avro_dir.c: the avro_dir sink: layout and file names,
  * visibility only after flush, rotation by size, a new file per schema
  * version, close without flush, discard_backfill, the registry, merge mode,
- * and bounded memory over a million-row transaction.
+ * bounded memory over a million-row transaction, and the removal at open of
+ * the temporary files a killed run left behind.
  */
+#include <fcntl.h>
 #include <malloc.h>
 #include <regex.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <avro.h>
 #include <cmocka.h>
@@ -456,6 +461,175 @@ static void test_bounded_memory(void **state)
 	sl_avro_dir_ops.close(ctx);
 }
 
+/* Creates g_dir/rel (and its folders) holding a few bytes. */
+static void put_file(const char *rel)
+{
+	char path[1024];
+	char *slash;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", g_dir, rel);
+	slash = strrchr(path, '/');
+	*slash = '\0';
+	assert_int_equal(sl_mkdir_p(path), 0);
+	*slash = '/';
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("partial", f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static bool exists(const char *rel)
+{
+	char path[1024];
+	struct stat sb;
+
+	snprintf(path, sizeof path, "%s/%s", g_dir, rel);
+	return lstat(path, &sb) == 0;
+}
+
+/* Opens the sink for stream s1 with stderr going to a file; returns the
+ * context and what was logged (malloc'd) in *log. */
+static void *open_sink_logged(char **log)
+{
+	char path[1024];
+	size_t len;
+	int saved, fd;
+	void *ctx;
+
+	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	dup2(fd, 2);
+	close(fd);
+	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	*log = (char *)tl_read_file(path, &len);
+	assert_non_null(*log);
+	unlink(path);
+	return ctx;
+}
+
+/* A run killed with SIGKILL leaves open and finished-but-unflushed files as
+ * hidden temporary files; the next open removes them all, and only them. */
+static void test_leftovers_after_kill(void **state)
+{
+	size_t vis, hid;
+	char *log, want[1200];
+	int status;
+	pid_t pid;
+	void *ctx;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		void *c = open_sink(SL_CODEC_DEFLATE, 4096, 60);
+		write_order(c, g_orders, 0x8000, 1, 1, TS0);
+		sl_avro_dir_ops.flush(c, want, sizeof want);
+		for (int i = 2; i <= 300; i++)  /* several rotated files, one still open */
+			write_order(c, g_orders, 0x8000, (uint32_t)i, i, TS0 + INT64_C(7200000000));
+		write_customer(c, 0x8000, 301, 1, "x", TS0);
+		raise(SIGKILL);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 1);
+	assert_true(hid >= 3);
+
+	ctx = open_sink_logged(&log);
+	snprintf(want, sizeof want, "sluice info: stream \"s1\": removed %zu leftover temporary files under \"%s/s1\"\n",
+		 hid, g_dir);
+	if (!strstr(log, want))
+		fail_msg("expected \"%s\" in the log, got \"%s\"", want, log);
+	free(log);
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 1);
+	assert_int_equal(hid, 0);
+	/* the sink works as usual afterwards */
+	write_order(ctx, g_orders, 0x8001, 1, 1, TS0);
+	flush(ctx);
+	count_files(&vis, &hid);
+	assert_int_equal(vis, 2);
+	sl_avro_dir_ops.close(ctx);
+
+	/* nothing left over: nothing logged */
+	ctx = open_sink_logged(&log);
+	assert_string_equal(log, "");
+	free(log);
+	sl_avro_dir_ops.close(ctx);
+}
+
+/* Only regular files named exactly like our temporary files, and only under
+ * this stream's folder, are removed; links are neither removed nor followed. */
+static void test_leftovers_only_ours(void **state)
+{
+	static const char *const ours[] = {
+		"s1/.0000000016B374D8-0000000001_0badcafe.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/.0000000016B374D8-0000000002_00000000.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/.FFFFFFFFFFFFFFFF-4294967295_ffffffff.avro.tmp",
+		"s1/public_customers/1999/12/31/23/59/.0000000000000000-0000000000_12345678.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/.0000000016B374D8-0000000003_0badcafe.avro.tmp/"
+		".0000000016B374D8-0000000004_0badcafe.avro.tmp",
+	};
+	static const char *const kept[] = {
+		"s1/public_orders/2024/01/31/13/45/"
+		"0000000016B374D8-0000000001_0000000016B374D8-0000000002_0badcafe.avro",
+		"s1/public_orders/2024/01/31/13/45/.0000000016b374d8-0000000001_0badcafe.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/.0000000016B374D8-0000000001_0BADCAFE.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/.0000000016B374D8-0000000001_0badcafe.avro.tmp~",
+		"s1/public_orders/2024/01/31/13/45/.0000000016B374D8-000000001_0badcafe.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/0000000016B374D8-0000000001_0badcafe.avro.tmp",
+		"s1/public_orders/2024/01/31/13/45/.0000000016B374D8-0000000001_0badcafe.avro",
+		"s1/public_orders/2024/01/31/13/45/.x.avro.tmp",
+		"s1/public_orders/notes.txt",
+		"s10/.0000000016B374D8-0000000001_0badcafe.avro.tmp",
+		"s2/public_orders/.0000000016B374D8-0000000001_0badcafe.avro.tmp",
+		"outside/.0000000016B374D8-0000000001_0badcafe.avro.tmp",
+		"outside/dir/.0000000016B374D8-0000000002_0badcafe.avro.tmp",
+		".0000000016B374D8-0000000001_0badcafe.avro.tmp",
+	};
+	char target[1024], link[1024], *log, want[1200];
+	void *ctx;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
+		put_file(ours[i]);
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+		put_file(kept[i]);
+	/* a link with our name to a file outside, and a link to a folder outside */
+	snprintf(target, sizeof target, "%s/outside/.0000000016B374D8-0000000001_0badcafe.avro.tmp", g_dir);
+	snprintf(link, sizeof link, "%s/s1/.0000000016B374D8-0000000009_0badcafe.avro.tmp", g_dir);
+	assert_int_equal(symlink(target, link), 0);
+	snprintf(target, sizeof target, "%s/outside/dir", g_dir);
+	snprintf(link, sizeof link, "%s/s1/public_orders/linked", g_dir);
+	assert_int_equal(symlink(target, link), 0);
+
+	ctx = open_sink_logged(&log);
+	snprintf(want, sizeof want, "stream \"s1\": removed %zu leftover temporary files under \"%s/s1\"\n",
+		 sizeof ours / sizeof *ours, g_dir);
+	if (!strstr(log, want))
+		fail_msg("expected \"%s\" in the log, got \"%s\"", want, log);
+	free(log);
+	for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
+		if (exists(ours[i]))
+			fail_msg("%s was not removed", ours[i]);
+	for (size_t i = 0; i < sizeof kept / sizeof *kept; i++)
+		if (!exists(kept[i]))
+			fail_msg("%s was removed", kept[i]);
+	/* the folder named like a temporary file, and both links, remain */
+	assert_true(exists("s1/public_orders/2024/01/31/13/45/.0000000016B374D8-0000000003_0badcafe.avro.tmp"));
+	assert_true(exists("s1/.0000000016B374D8-0000000009_0badcafe.avro.tmp"));
+	assert_true(exists("s1/public_orders/linked"));
+	sl_avro_dir_ops.close(ctx);
+}
+
 static void test_bad_value(void **state)
 {
 	void *ctx = open_sink(SL_CODEC_NULL, 64 << 20, 60);
@@ -481,6 +655,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_close_without_flush, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_bounded_memory, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_leftovers_after_kill, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_leftovers_only_ours, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_value, per_test_setup, per_test_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

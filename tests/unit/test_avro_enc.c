@@ -720,6 +720,13 @@ static void test_enc_errors(void **state)
 	assert_int_equal(sl_avro_enc_record(e, &b, &c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "schema key"));
 	assert_int_equal(b.len, 6);
+	/* so is a change type outside the enum */
+	for (int i = 0; i < NCOLS; i++)
+		v[i] = tl_null();
+	tl_change(&c, t, (enum sl_op)7, v, 1, 1, 0);
+	assert_int_equal(sl_avro_enc_record(e, &b, &c, err, sizeof err), -1);
+	assert_string_equal(err, "table \"public_everything\": unknown change type 7");
+	assert_int_equal(b.len, 6);
 	sl_buf_free(&b);
 	sl_avro_enc_free(e);
 	sl_table_free(t);

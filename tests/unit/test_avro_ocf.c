@@ -50,6 +50,17 @@ static struct sl_table *sample_table(void)
 	return tl_table("public", "sample", cols, 4);
 }
 
+/* The codec state for codec and level; fails the test if it cannot be made. */
+static struct sl_ocf_codec *codec_of(enum sl_codec codec, int level)
+{
+	struct sl_ocf_codec *c;
+	char err[256];
+
+	if (sl_ocf_codec_new(&c, codec, level, err, sizeof err) != 0)
+		fail_msg("codec: %s", err);
+	return c;
+}
+
 /* Test-local Avro long decoder. */
 static int64_t get_long(const unsigned char **p)
 {
@@ -107,6 +118,7 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 		       struct sl_table *t)
 {
 	struct sl_ocf_writer *w;
+	struct sl_ocf_codec *oc = codec_of(codec, level);
 	char err[256], name[400], num[32], amount[32], ts[64];
 	struct sl_value v[4];
 	struct sl_change c;
@@ -115,7 +127,7 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 	*enc = sl_avro_enc_new(t, SL_SOURCE_POSTGRES, "s", NULL, err, sizeof err);
 	assert_non_null(*enc);
 	*schema = sl_avro_enc_schema(*enc, schema_len);
-	if (sl_ocf_open(&w, path, *schema, *schema_len, codec, level, 0, err, sizeof err) != 0)
+	if (sl_ocf_open(&w, path, *schema, *schema_len, oc, 0, err, sizeof err) != 0)
 		fail_msg("open: %s", err);
 	*lens = calloc((size_t)n + 1, sizeof **lens);
 	for (int i = 0; i < n; i++) {
@@ -124,7 +136,7 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 		for (size_t k = 0; k < nl; k++)
 			name[k] = (char)('a' + (i + (int)k) % 26);
 		name[nl] = '\0';
-		snprintf(num, sizeof num, "%d", i * 1000003);
+		snprintf(num, sizeof num, "%lld", (long long)i * 1000003);
 		snprintf(amount, sizeof amount, "%s%d.%02d", i % 3 ? "" : "-", i, i % 100);
 		snprintf(ts, sizeof ts, "2024-01-%02d 13:45:%02d.%06d+00", 1 + i % 28, i % 60, i);
 		v[0] = tl_text(num);
@@ -146,6 +158,7 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 	assert_string_equal(sl_ocf_path(w), path);
 	if (sl_ocf_close(w, true, err, sizeof err) != 0)
 		fail_msg("close: %s", err);
+	sl_ocf_codec_free(oc);
 }
 
 /* Reads path with avro-c and compares every record with recs/lens. */
@@ -245,6 +258,15 @@ static void test_deflate9(void **state)
 	roundtrip(SL_CODEC_DEFLATE, 9, "deflate", 5000);
 }
 
+/* libdeflate has a different strategy per band of levels: every level's
+ * output must inflate (avro-c uses zlib) to the same records. */
+static void test_deflate_levels(void **state)
+{
+	(void)state;
+	for (int level = 2; level <= 8; level++)
+		roundtrip(SL_CODEC_DEFLATE, level, "deflate", 2000);
+}
+
 static void test_snappy(void **state)
 {
 	(void)state;
@@ -271,6 +293,7 @@ static void test_huge_record(void **state)
 	(void)state;
 	for (size_t ci = 0; ci < 3; ci++) {
 		struct sl_ocf_writer *w;
+		struct sl_ocf_codec *oc = codec_of(codecs[ci], 6);
 		struct sl_buf recs;
 		size_t lens[3];
 		char path[512], err[256];
@@ -280,7 +303,7 @@ static void test_huge_record(void **state)
 		for (size_t k = 0; k < big; k += 4099)
 			s[k] = (char)('a' + k % 26);
 		snprintf(path, sizeof path, "%s/huge-%zu.avro", g_dir, ci);
-		assert_int_equal(sl_ocf_open(&w, path, schema, sizeof schema - 1, codecs[ci], 6, 0, err, sizeof err), 0);
+		assert_int_equal(sl_ocf_open(&w, path, schema, sizeof schema - 1, oc, 0, err, sizeof err), 0);
 		sl_buf_init(&recs, 0);
 		for (int i = 0; i < 3; i++) {
 			struct sl_buf one;
@@ -292,6 +315,7 @@ static void test_huge_record(void **state)
 			sl_buf_free(&one);
 		}
 		assert_int_equal(sl_ocf_close(w, false, err, sizeof err), 0);
+		sl_ocf_codec_free(oc);
 		read_back(path, 3, &recs, lens);
 		sl_buf_free(&recs);
 		free(s);
@@ -301,6 +325,7 @@ static void test_huge_record(void **state)
 static void test_errors(void **state)
 {
 	struct sl_ocf_writer *w, *w2;
+	struct sl_ocf_codec *oc = codec_of(SL_CODEC_NULL, 0), *bad = (struct sl_ocf_codec *)1;
 	char path[512], err[512];
 	unsigned char *a, *b;
 	size_t la, lb;
@@ -310,9 +335,9 @@ static void test_errors(void **state)
 
 	(void)state;
 	snprintf(path, sizeof path, "%s/exists.avro", g_dir);
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), 0);
 	/* the same path again: refused, never truncated */
-	assert_int_equal(sl_ocf_open(&w2, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_open(&w2, path, "\"int\"", 5, oc, 0, err, sizeof err), -1);
 	assert_null(w2);
 	assert_non_null(strstr(err, path));
 	assert_non_null(strstr(err, "File exists"));
@@ -320,27 +345,36 @@ static void test_errors(void **state)
 	assert_int_equal(sl_ocf_close(w, true, err, sizeof err), 0);
 
 	snprintf(path, sizeof path, "%s/no/such/dir/x.avro", g_dir);
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "No such file or directory"));
 
-	snprintf(path, sizeof path, "%s/level.avro", g_dir);
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_DEFLATE, 10, 0, err, sizeof err), -1);
-	assert_non_null(strstr(err, "deflate level 10"));
+	/* deflate levels outside 1-9, and unknown codecs, are refused */
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 10, err, sizeof err), -1);
+	assert_null(bad);
+	assert_string_equal(err, "deflate level 10 is not in 1-9");
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 0, err, sizeof err), -1);
+	assert_string_equal(err, "deflate level 0 is not in 1-9");
+	assert_int_equal(sl_ocf_codec_new(&bad, (enum sl_codec)42, 1, err, sizeof err), -1);
+	assert_string_equal(err, "unknown avro codec 42");
+	/* level is ignored for codecs other than deflate */
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_SNAPPY, 99, err, sizeof err), 0);
+	sl_ocf_codec_free(bad);
+	sl_ocf_codec_free(NULL);
 
 	/* each file gets its own random sync marker */
 	snprintf(path, sizeof path, "%s/sync1.avro", g_dir);
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), 0);
 	assert_int_equal(sl_ocf_close(w, false, err, sizeof err), 0);
 	a = tl_read_file(path, &la);
 	snprintf(path, sizeof path, "%s/sync2.avro", g_dir);
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), 0);
 	sl_ocf_abort(w);
 	b = tl_read_file(path, &lb);
 	assert_int_equal(lb, 0);  /* abort writes nothing */
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), -1);
 	remove(path);
 	free(b);
-	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, SL_CODEC_NULL, 0, 0, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), 0);
 	assert_int_equal(sl_ocf_close(w, false, err, sizeof err), 0);
 	b = tl_read_file(path, &lb);
 	parse_header(a, la, &hs, &slen, &hc, &clen, &sa);
@@ -348,6 +382,7 @@ static void test_errors(void **state)
 	assert_memory_not_equal(sa, sb, 16);
 	free(a);
 	free(b);
+	sl_ocf_codec_free(oc);
 }
 
 int main(void)
@@ -356,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_null),
 		cmocka_unit_test(test_deflate1),
 		cmocka_unit_test(test_deflate9),
+		cmocka_unit_test(test_deflate_levels),
 		cmocka_unit_test(test_snappy),
 		cmocka_unit_test(test_small_files),
 		cmocka_unit_test(test_huge_record),

@@ -5,6 +5,8 @@
  * decimals), or with Python's arbitrary-precision integers for long decimals,
  * and dates are checked against an independent Julian-day-number formula.
  */
+#include <float.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,6 +165,17 @@ static void test_bool_int(void **state)
 	check_bad(SL_T_INT64, 0, 0, "9223372036854775808");
 	check_bad(SL_T_INT64, 0, 0, "-9223372036854775809");
 	check_bad(SL_T_INT64, 0, 0, "99999999999999999999999");
+	/* 19 digits take the unchecked loop, 20 the checked one */
+	check_bad(SL_T_INT64, 0, 0, "9999999999999999999");
+	check_bad(SL_T_INT64, 0, 0, "-9999999999999999999");
+	check_bad(SL_T_INT64, 0, 0, "18446744073709551616");
+	check_bad(SL_T_INT64, 0, 0, "99999999999999999999");
+	CHECK(SL_T_INT64, 0, 0, "00000000000000000001", 0x02, 0x02);
+	check_bad(SL_T_INT64, 0, 0, "000000000000000000001");  /* over 20 digits */
+	CHECK(SL_T_INT64, 0, 0, "-09223372036854775808",
+	      0x02, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01);
+	CHECK(SL_T_INT32, 0, 0, "00000000002147483647", 0x02, 0xfe, 0xff, 0xff, 0xff, 0x0f);
+	check_bad(SL_T_INT32, 0, 0, "4294967298");
 }
 
 static void test_float_double(void **state)
@@ -197,24 +210,70 @@ static void test_float_double(void **state)
 	check_bad(SL_T_DOUBLE, 0, 0, "1,5");
 }
 
-/* Random decimal texts: the encoding must carry exactly the bits that libc's
+/* Encodes text as double and as float and compares the bits with what libc's
  * correctly rounded strtod/strtof give (an independent parser). */
+static void check_like_libc(const char *text)
+{
+	struct sl_column cd = mkcol(SL_T_DOUBLE, 0, 0), cf = mkcol(SL_T_FLOAT, 0, 0);
+	struct sl_value v = tl_text(text);
+	struct sl_buf b;
+	char err[256];
+	double d = strtod(text, NULL);
+	float f = strtof(text, NULL);
+	unsigned char want[9];
+
+	sl_buf_init(&b, 0);
+	want[0] = 2;
+	if (!(fabs(d) > DBL_MAX)) {
+		assert_int_equal(sl_avro_put_value(&b, &cd, &v, NULL, err, sizeof err), 0);
+		memcpy(want + 1, &d, 8);  /* x86-64 and every Debian target here: little-endian */
+		if (b.len != 9 || memcmp(b.data, want, 9) != 0)
+			fail_msg("double %s differs from strtod", text);
+	}
+	sl_buf_reset(&b);
+	if (!(fabsf(f) > FLT_MAX)) {
+		assert_int_equal(sl_avro_put_value(&b, &cf, &v, NULL, err, sizeof err), 0);
+		memcpy(want + 1, &f, 4);
+		if (b.len != 5 || memcmp(b.data, want, 5) != 0)
+			fail_msg("float %s differs from strtof", text);
+	}
+	sl_buf_free(&b);
+}
+
+/* The edges of the exact fast path: 2^53 and 2^24 (the largest exact
+ * mantissas), one more, 10^22 and 10^10 (the largest exact powers), one more,
+ * and halfway cases that must round to even. */
+static void test_float_edges(void **state)
+{
+	static const char *const texts[] = {
+		"9007199254740992", "9007199254740993", "9007199254740994", "-9007199254740993",
+		"900719925474099.3", "0.9007199254740993", "9007199254740993e-16",
+		"16777216", "16777217", "16777218", "1677721.7", "-16777217",
+		"1e22", "1e23", "1e-22", "1e-23", "1e10", "1e11", "1e-10", "1e-11", "3e22", "7e10",
+		"123456789e13", "123456789e14", "1.5e-07", "4.35e+17", "2.5E-3", "1e+0", "1e-0",
+		"8.589973e9", "1.00000005960464477539", "1.0000000596046447", "0.30000000000000004",
+		"9999999999999999999", "99999999999999999999", "0", "-0", "0e5", "-0.0e-5",
+		"0.000000000000000000001", "5e-324", "1.7976931348623157e+308",
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+		check_like_libc(texts[i]);
+}
+
+/* Random decimal texts with and without an exponent, and random doubles and
+ * floats in the shortest text that reads back exactly (PostgreSQL's output
+ * since version 12). */
 static void test_float_random(void **state)
 {
 	unsigned seed = 777;
+	uint64_t x = UINT64_C(0x243F6A8885A308D3);
 	char text[64];
 
 	(void)state;
 	for (int iter = 0; iter < 200000; iter++) {
-		struct sl_column cd = mkcol(SL_T_DOUBLE, 0, 0), cf = mkcol(SL_T_FLOAT, 0, 0);
-		struct sl_value v;
-		struct sl_buf b;
-		char err[256];
 		size_t n = 0;
 		int nd, dotpos;
-		double d;
-		float f;
-		unsigned char want[9];
 
 		seed = seed * 1103515245u + 12345u;
 		nd = 1 + (int)((seed >> 8) % 19);
@@ -228,22 +287,44 @@ static void test_float_random(void **state)
 			seed = seed * 1103515245u + 12345u;
 			text[n++] = (char)('0' + (seed >> 16) % 10);
 		}
-		text[n] = '\0';
-		v = tl_text(text);
-		d = strtod(text, NULL);
-		f = strtof(text, NULL);
-		sl_buf_init(&b, 0);
-		assert_int_equal(sl_avro_put_value(&b, &cd, &v, NULL, err, sizeof err), 0);
-		want[0] = 2;
-		memcpy(want + 1, &d, 8);  /* x86-64 and every Debian target here: little-endian */
-		if (b.len != 9 || memcmp(b.data, want, 9) != 0)
-			fail_msg("double %s differs from strtod", text);
-		sl_buf_reset(&b);
-		assert_int_equal(sl_avro_put_value(&b, &cf, &v, NULL, err, sizeof err), 0);
-		memcpy(want + 1, &f, 4);
-		if (b.len != 5 || memcmp(b.data, want, 5) != 0)
-			fail_msg("float %s differs from strtof", text);
-		sl_buf_free(&b);
+		seed = seed * 1103515245u + 12345u;
+		if ((seed >> 9) % 3 == 0)
+			snprintf(text + n, sizeof text - n, "e%c%u", (seed >> 12) & 1 ? '-' : '+',
+				 (seed >> 16) % 30);
+		else
+			text[n] = '\0';
+		check_like_libc(text);
+	}
+	for (int iter = 0; iter < 100000; iter++) {
+		double d;
+		float f;
+		uint32_t u;
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		memcpy(&d, &(uint64_t){ x * UINT64_C(2685821657736338717) }, sizeof d);
+		u = (uint32_t)(x >> 32);
+		memcpy(&f, &u, sizeof f);
+		if (isfinite(d)) {
+			/* shortest "%.*g" that reads back as d */
+			for (int prec = 1; prec <= 17; prec++) {
+				snprintf(text, sizeof text, "%.*g", prec, d);
+				if (strtod(text, NULL) == d)
+					break;
+			}
+			check_like_libc(text);
+		}
+		/* also everyday magnitudes, where the fast path applies most */
+		snprintf(text, sizeof text, "%.*g", 1 + (int)(x % 17), (double)(x >> 11) / 9007199254740992.0 * 1000.0);
+		check_like_libc(text);
+		if (isfinite(f)) {
+			for (int prec = 1; prec <= 9; prec++) {
+				snprintf(text, sizeof text, "%.*g", prec, (double)f);
+				if (strtof(text, NULL) == f)
+					break;
+			}
+			check_like_libc(text);
+		}
 	}
 }
 
@@ -672,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_bool_int),
 		cmocka_unit_test(test_float_double),
+		cmocka_unit_test(test_float_edges),
 		cmocka_unit_test(test_float_random),
 		cmocka_unit_test(test_decimal_small),
 		cmocka_unit_test(test_decimal_nan),

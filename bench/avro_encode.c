@@ -1,0 +1,337 @@
+/*
+ * bench/avro_encode.c: how much CPU the avro_dir write path costs per row.
+ *
+ * It builds synthetic CDC changes of the project benchmark's shape, a table
+ * with six columns (bigint key, int, text of about 20 bytes, numeric(12,2),
+ * timestamptz, float8) as pgoutput delivers them: text values, 60% inserts,
+ * 30% update-inserts, 10% deletes carrying only the key, 5000 rows per
+ * transaction.  A pool of POOL_ROWS distinct changes is prepared up front
+ * (CSN, UUID and value text included, so none of that is timed) and cycled
+ * through.  Then it times, over the same rows:
+ *
+ *   encoder        sl_avro_enc_record alone, into a buffer reset every 64 KiB
+ *   ocf null       encoder + object container file, codec null
+ *   ocf deflate 1  ... codec deflate, level 1 (the default)
+ *   ocf deflate 6  ... codec deflate, level 6
+ *   ocf snappy     ... codec snappy
+ *
+ * The files go to a temporary folder under $TMPDIR (or /tmp), are not
+ * fsynced, and are removed afterwards.  For each case it prints wall-clock
+ * microseconds per row, MB/s of encoded (uncompressed) Avro data, and the
+ * output size.  It prints figures only and never fails on speed; it exits
+ * non-zero only if something does not work.
+ *
+ *   bench/avro_encode [rows]        (default 1000000)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+#include "schema/schema.h"
+#include "sinks/avro_dir/avro_enc.h"
+#include "sinks/avro_dir/ocf.h"
+
+#define POOL_ROWS 65536
+#define NCOLS 6
+#define TX_ROWS 5000
+
+struct pool {
+	struct sl_table *t;
+	struct sl_change *changes;   /* POOL_ROWS */
+	struct sl_value *values;     /* POOL_ROWS * NCOLS */
+	struct sl_buf text;          /* every value's text, back to back */
+	size_t *offs;                /* POOL_ROWS * NCOLS offsets into text */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* xorshift64*: a fixed sequence, so that every run encodes the same rows. */
+static uint64_t rnd(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * UINT64_C(2685821657736338717);
+}
+
+/* The shortest text that reads back as d, as PostgreSQL's float8 output
+ * (extra_float_digits 1, the default since 12) writes it. */
+static void shortest_double(char *out, size_t outlen, double d)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(out, outlen, "%.*g", prec, d);
+		if (strtod(out, NULL) == d)
+			return;
+	}
+}
+
+/* Appends one value's text to the pool and records its offset. */
+static void add_text(struct pool *p, size_t slot, const char *s)
+{
+	p->offs[slot] = p->text.len;
+	sl_buf_append(&p->text, s, strlen(s) + 1);
+}
+
+static int make_pool(struct pool *p)
+{
+	static const char *const words[] = { "alder", "birch", "cedar", "douglas", "elm", "fir",
+					     "ginkgo", "hazel", "iris", "juniper", "kiwi", "linden" };
+	struct sl_table *t = sl_table_new("public", "bench_t");
+	uint64_t seed = UINT64_C(0x9E3779B97F4A7C15), lsn = UINT64_C(0x16B374D8);
+	int64_t ts0 = INT64_C(1706708700000000);  /* 2024-01-31 13:45:00 UTC */
+	char s[128];
+
+	if (!t || sl_table_add_column(t, "id", 20, -1, "bigint", true) < 0 ||
+	    sl_table_add_column(t, "qty", 23, -1, "integer", false) < 0 ||
+	    sl_table_add_column(t, "name", 25, -1, "text", false) < 0 ||
+	    sl_table_add_column(t, "amount", 1700, ((12 << 16) | 2) + 4, "numeric(12,2)", false) < 0 ||
+	    sl_table_add_column(t, "updated_at", 1184, -1, "timestamp with time zone", false) < 0 ||
+	    sl_table_add_column(t, "score", 701, -1, "double precision", false) < 0 ||
+	    sl_table_finish(t) < 0)
+		return -1;
+	p->t = t;
+	p->changes = calloc(POOL_ROWS, sizeof *p->changes);
+	p->values = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->values);
+	p->offs = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->offs);
+	sl_buf_init(&p->text, 0);
+	if (!p->changes || !p->values || !p->offs)
+		return -1;
+
+	for (size_t i = 0; i < POOL_ROWS; i++) {
+		size_t v = i * NCOLS;
+		int64_t id = 1000000 + (int64_t)i, us = ts0 + (int64_t)i * 1237;
+		time_t secs = (time_t)(us / 1000000);
+		struct tm tm;
+		int frac = (int)(us % 1000000), n;
+
+		snprintf(s, sizeof s, "%lld", (long long)id);
+		add_text(p, v + 0, s);
+		snprintf(s, sizeof s, "%d", (int)(rnd(&seed) % 1000));
+		add_text(p, v + 1, s);
+		snprintf(s, sizeof s, "%s %s %06u", words[rnd(&seed) % 12], words[rnd(&seed) % 12],
+			 (unsigned)(rnd(&seed) % 1000000));
+		add_text(p, v + 2, s);
+		snprintf(s, sizeof s, "%s%llu.%02u", rnd(&seed) % 10 ? "" : "-",
+			 (unsigned long long)(rnd(&seed) % 10000000), (unsigned)(rnd(&seed) % 100));
+		add_text(p, v + 3, s);
+		gmtime_r(&secs, &tm);
+		n = snprintf(s, sizeof s, "%04d-%02d-%02d %02d:%02d:%02d.%06d", tm.tm_year + 1900,
+			     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+		while (s[n - 1] == '0')  /* PostgreSQL drops trailing zeros of the fraction */
+			n--;
+		if (s[n - 1] == '.')
+			n--;
+		snprintf(s + n, sizeof s - (size_t)n, "+00");
+		add_text(p, v + 4, s);
+		shortest_double(s, sizeof s, (double)(rnd(&seed) >> 11) / 9007199254740992.0 * 1000.0);
+		add_text(p, v + 5, s);
+	}
+	if (sl_buf_failed(&p->text))
+		return -1;
+
+	for (size_t i = 0; i < POOL_ROWS; i++) {
+		struct sl_change *c = &p->changes[i];
+		struct sl_value *vals = &p->values[i * NCOLS];
+		unsigned kind = (unsigned)(i % 10);
+
+		for (int k = 0; k < NCOLS; k++) {
+			const char *txt = p->text.data + p->offs[i * NCOLS + (size_t)k];
+			vals[k].p = txt;
+			vals[k].len = (uint32_t)strlen(txt);
+			vals[k].kind = SL_V_TEXT;
+		}
+		c->table = t;
+		c->values = vals;
+		c->read_method = "postgresql-cdc-wal";
+		if (kind < 6) {
+			c->op = SL_OP_INSERT;
+		} else if (kind < 9) {
+			c->op = SL_OP_UPDATE_INSERT;
+		} else {
+			c->op = SL_OP_DELETE;  /* REPLICA IDENTITY DEFAULT: the key only */
+			for (int k = 1; k < NCOLS; k++)
+				vals[k] = (struct sl_value){ NULL, 0, SL_V_NULL };
+		}
+		if (i % TX_ROWS == 0)
+			lsn += 0x1000 + rnd(&seed) % 0x10000;
+		c->position = lsn;
+		c->seq = (uint32_t)(i % TX_ROWS) + 1;
+		c->tx_id = 4242 + i / TX_ROWS;
+		c->source_ts_us = ts0 + (int64_t)(i / TX_ROWS) * 1000;
+		c->read_ts_us = ts0 + (int64_t)i * 3;
+		sl_csn_format(c->csn, c->position, c->seq);
+		sl_change_set_uuid(c, "bench", NULL, 0);
+	}
+	return 0;
+}
+
+static void free_pool(struct pool *p)
+{
+	free(p->changes);
+	free(p->values);
+	free(p->offs);
+	sl_buf_free(&p->text);
+	sl_table_free(p->t);
+}
+
+static void report(const char *name, long rows, double secs, uint64_t in_bytes, uint64_t out_bytes)
+{
+	printf("%-14s %7.3f us/row %8.1f MB/s   %6.1f MB encoded", name, secs / (double)rows * 1e6,
+	       (double)in_bytes / secs / 1e6, (double)in_bytes / 1e6);
+	if (out_bytes)
+		printf(" -> %6.1f MB file (%.2fx)", (double)out_bytes / 1e6,
+		       (double)in_bytes / (double)out_bytes);
+	printf("\n");
+}
+
+/* The encoder alone; the buffer is reset once it holds a block's worth.
+ * quiet: a warm-up run, nothing printed. */
+static int bench_encoder(const struct pool *p, struct sl_avro_enc *e, long rows, bool quiet)
+{
+	struct sl_buf b;
+	uint64_t total = 0;
+	char err[SL_ERRLEN];
+	double t0;
+
+	sl_buf_init(&b, 0);
+	t0 = now_s();
+	for (long i = 0; i < rows; i++) {
+		if (sl_avro_enc_record(e, &b, &p->changes[i % POOL_ROWS], err, sizeof err) < 0) {
+			fprintf(stderr, "avro_encode: %s\n", err);
+			sl_buf_free(&b);
+			return -1;
+		}
+		if (b.len >= SL_OCF_BLOCK_TARGET) {
+			total += b.len;
+			sl_buf_reset(&b);
+		}
+	}
+	total += b.len;
+	if (!quiet)
+		report("encoder", rows, now_s() - t0, total, 0);
+	sl_buf_free(&b);
+	return 0;
+}
+
+/* Encoder plus container file, written to dir and removed afterwards. */
+static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir,
+		     const char *name, enum sl_codec codec, int level)
+{
+	struct sl_ocf_writer *w;
+	struct sl_ocf_codec *oc = NULL;
+	struct sl_buf path;
+	struct stat sb;
+	const char *schema;
+	size_t schema_len;
+	uint64_t total = 0;
+	char err[SL_ERRLEN];
+	double t0, secs;
+	int rc = -1;
+
+	sl_buf_init(&path, 0);
+	sl_buf_printf(&path, "%s/bench-%d-%d.avro", dir, (int)codec, level);
+	if (sl_buf_failed(&path)) {
+		fprintf(stderr, "avro_encode: out of memory\n");
+		return -1;
+	}
+	schema = sl_avro_enc_schema(e, &schema_len);
+	t0 = now_s();
+	if (sl_ocf_codec_new(&oc, codec, level, err, sizeof err) < 0 ||
+	    sl_ocf_open(&w, path.data, schema, schema_len, oc, 0, err, sizeof err) < 0)
+		goto out;
+	for (long i = 0; i < rows; i++) {
+		struct sl_buf *b = sl_ocf_record_buf(w);
+		size_t before = b->len;
+		if (sl_avro_enc_record(e, b, &p->changes[i % POOL_ROWS], err, sizeof err) < 0) {
+			sl_ocf_abort(w);
+			goto out;
+		}
+		total += b->len - before;
+		if (sl_ocf_record_done(w, err, sizeof err) < 0) {
+			sl_ocf_abort(w);
+			goto out;
+		}
+	}
+	if (sl_ocf_close(w, false, err, sizeof err) < 0)
+		goto out;
+	secs = now_s() - t0;
+	if (stat(path.data, &sb) < 0) {
+		snprintf(err, sizeof err, "could not stat \"%s\": %s", path.data, strerror(errno));
+		goto out;
+	}
+	report(name, rows, secs, total, (uint64_t)sb.st_size);
+	rc = 0;
+out:
+	if (rc < 0)
+		fprintf(stderr, "avro_encode: %s\n", err);
+	sl_ocf_codec_free(oc);
+	unlink(path.data);
+	sl_buf_free(&path);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct pool p;
+	struct sl_avro_enc *e = NULL;
+	struct sl_buf dir;
+	const char *tmp = getenv("TMPDIR");
+	char err[SL_ERRLEN];
+	int64_t rows64 = 1000000;
+	long rows;
+	int rc = 1;
+
+	if (argc > 2 || (argc == 2 && sl_parse_i64(argv[1], 1, INT64_C(1) << 40, &rows64) < 0)) {
+		fprintf(stderr, "usage: %s [rows]\n", argv[0]);
+		return 2;
+	}
+	rows = (long)rows64;
+	memset(&p, 0, sizeof p);
+	sl_buf_init(&dir, 0);
+	sl_buf_printf(&dir, "%s/sluice-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (sl_buf_failed(&dir) || !mkdtemp(dir.data)) {
+		fprintf(stderr, "avro_encode: could not make a temporary folder: %s\n", strerror(errno));
+		sl_buf_free(&dir);
+		return 1;
+	}
+	if (make_pool(&p) < 0) {
+		fprintf(stderr, "avro_encode: out of memory building the rows\n");
+		goto out;
+	}
+	e = sl_avro_enc_new(p.t, SL_SOURCE_POSTGRES, "bench", NULL, err, sizeof err);
+	if (!e) {
+		fprintf(stderr, "avro_encode: %s\n", err);
+		goto out;
+	}
+	printf("avro_encode: %ld rows of public.bench_t (bigint key, int, text, numeric(12,2), "
+	       "timestamptz, float8), %d distinct, %zu KiB blocks\n",
+	       rows, POOL_ROWS, SL_OCF_BLOCK_TARGET / 1024);
+	/* Warm-up: touch the pool and the code once before timing. */
+	if (bench_encoder(&p, e, POOL_ROWS, true) < 0)
+		goto out;
+	if (bench_encoder(&p, e, rows, false) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf null", SL_CODEC_NULL, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 1", SL_CODEC_DEFLATE, 1) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 6", SL_CODEC_DEFLATE, 6) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf snappy", SL_CODEC_SNAPPY, 0) < 0)
+		goto out;
+	rc = 0;
+out:
+	sl_avro_enc_free(e);
+	free_pool(&p);
+	rmdir(dir.data);
+	sl_buf_free(&dir);
+	return rc;
+}
