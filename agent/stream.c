@@ -531,6 +531,11 @@ static int open_sink(struct stream *s)
 			 s->sc->destination->name, s->sc->destination->type);
 		return SL_ECONFIG;
 	}
+	if (s->sc->write_mode == SL_WRITE_MERGE) {
+		snprintf(s->err, s->errlen, "stream \"%s\": write_mode = merge is not implemented yet for %s "
+			 "destinations; use write_mode = append", s->sc->name, s->sc->destination->type);
+		return SL_ECONFIG;
+	}
 	s->sinkst.name = s->sc->name;
 	s->sinkst.mode = s->sc->write_mode;
 	s->sinkst.source_kind = s->sc->source->kind;

@@ -1,0 +1,1121 @@
+"""
+tests/integration/harness.py: throwaway servers, a sluice runner and the
+helpers that turn sluice's Avro output back into table state.
+
+Run with Debian's Python (/usr/bin/python3): it needs python3-avro,
+python3-snappy and python3-psycopg2.
+
+  ServerBase   a private temporary directory, a free loopback port, start,
+               stop and close (always: context manager and atexit).  A
+               MariaDbServer or ClickHouseServer is added by subclassing it.
+  PgServer     a PostgreSQL 15 cluster set up for logical replication.
+  Sluice       writes a config file into its own temporary directory and runs
+               the binary ($SLUICE_BIN, default <repo>/_build/sluice).
+  read_avro_tree, rebuild, counter_gaps, expected_rows, assert_table_matches:
+               read the output with python avro (checked against the layout
+               and record contract by check_output.py), fold append records
+               into the state they imply, and compare it exactly with the
+               source table.
+
+Nothing here reads anything outside the repository at run time.
+"""
+
+import atexit
+import collections
+import datetime
+import decimal
+import math
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid as uuidlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import check_output  # noqa: E402
+
+PG_BIN = os.environ.get("SLUICE_PG_BIN", "/usr/lib/postgresql/15/bin")
+UTC = datetime.timezone.utc
+
+
+def sluice_bin():
+    return os.environ.get("SLUICE_BIN", os.path.join(REPO, "_build", "sluice"))
+
+
+def pg_available():
+    """Returns None when PostgreSQL 15 and psycopg2 are usable, else the reason."""
+    for b in ("initdb", "pg_ctl", "postgres"):
+        if not os.access(os.path.join(PG_BIN, b), os.X_OK):
+            return f"PostgreSQL 15 binaries not found ({PG_BIN}/{b})"
+    try:
+        import psycopg2  # noqa: F401
+    except ImportError:
+        return "psycopg2 missing (apt-get install python3-psycopg2)"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root but there is no 'postgres' user to run initdb"
+    return None
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (the kernel picks it; a race is handled by retrying start)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(pred, timeout, what, interval=0.02):
+    """Polls pred() until it returns a true value (returned), or raises TimeoutError."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while True:
+        try:
+            v = pred()
+            if v:
+                return v
+        except AssertionError:
+            raise
+        except Exception as e:  # the thing polled is not ready yet
+            last_exc = e
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}" +
+                               (f" (last error: {last_exc})" if last_exc else ""))
+        time.sleep(interval)
+        interval = min(interval * 1.5, 0.25)
+
+
+# --------------------------------------------------------------------------
+# servers
+
+_live = []          # objects with close(), closed at exit in reverse order
+_live_lock = threading.Lock()
+
+
+def _register(obj):
+    with _live_lock:
+        _live.append(obj)
+
+
+def _unregister(obj):
+    with _live_lock:
+        if obj in _live:
+            _live.remove(obj)
+
+
+@atexit.register
+def close_all():
+    """Closes every server and sluice runner still open (also run at exit).
+    Termination signals wait until the cleanup is done."""
+    blocked = False
+    if threading.current_thread() is threading.main_thread():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+        blocked = True
+    try:
+        while True:
+            with _live_lock:
+                if not _live:
+                    return
+                obj = _live.pop()
+            try:
+                obj.close()
+            except Exception as e:
+                print(f"harness: cleanup of {obj!r} failed: {e}", file=sys.stderr)
+    finally:
+        if blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
+
+class ServerBase:
+    """A throwaway server: private temp directory, loopback port, start/stop.
+
+    Subclasses set `kind` and implement _setup() (one-time initialisation of
+    the data directory), _start() and _stop().  close() is idempotent, stops
+    the server and removes the directory; it also runs at interpreter exit.
+    """
+    kind = "server"
+    run_as = None   # a user to own the directory and run the server as, when root
+
+    def __init__(self, keep=False):
+        self.keep = keep or bool(os.environ.get("SLUICE_KEEP_TMP"))
+        self.tmpdir = tempfile.mkdtemp(prefix=f"sluice-{self.kind}-")
+        self.port = None
+        self.running = False
+        self._closed = False
+        _register(self)
+        if self.run_as and os.geteuid() == 0:
+            pw = pwd.getpwnam(self.run_as)
+            os.chown(self.tmpdir, pw.pw_uid, pw.pw_gid)
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self):
+        return f"<{type(self).__name__} port={self.port} dir={self.tmpdir}>"
+
+    def cmd(self, argv):
+        """argv run as run_as when we are root."""
+        if self.run_as and os.geteuid() == 0:
+            return ["runuser", "-u", self.run_as, "--"] + list(argv)
+        return list(argv)
+
+    def run_cmd(self, argv, timeout=120, check=True):
+        p = subprocess.run(self.cmd(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, timeout=timeout, text=True)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"{self.kind}: {' '.join(argv)} exited {p.returncode}:\n{p.stdout}")
+        return p
+
+    def start(self):
+        if self.running:
+            return
+        last = None
+        for _attempt in range(5):
+            self.port = free_port()
+            # marked running before it is: a start interrupted half-way (an
+            # exception, a signal) still gets stopped by close()
+            self.running = True
+            try:
+                self._start()
+                return
+            except PortInUse as e:   # someone took the port between free_port() and bind
+                last = e
+                self.stop()
+            except BaseException:
+                self.stop()
+                raise
+        raise RuntimeError(f"{self.kind}: could not find a free port: {last}")
+
+    def stop(self, mode="immediate"):
+        """Stops the server (mode is a hint: "immediate" or "fast")."""
+        if self.running:
+            self.running = False
+            self._stop(mode)
+
+    def restart(self, mode="fast"):
+        self.stop(mode)
+        self.start()
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        _unregister(self)
+        try:
+            self.stop()
+        finally:
+            if not self.keep:
+                shutil.rmtree(self.tmpdir, ignore_errors=True)
+            else:
+                print(f"harness: kept {self.tmpdir}", file=sys.stderr)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # to implement
+    def _setup(self):
+        pass
+
+    def _start(self):
+        raise NotImplementedError
+
+    def _stop(self, mode):
+        raise NotImplementedError
+
+
+class PortInUse(Exception):
+    pass
+
+
+PG_DEFAULT_SETTINGS = {
+    "wal_level": "logical",
+    "max_replication_slots": "20",
+    "max_wal_senders": "20",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "max_slot_wal_keep_size": "4GB",
+}
+
+
+class PgServer(ServerBase):
+    """A throwaway PostgreSQL 15 cluster for logical replication.
+
+    settings override PG_DEFAULT_SETTINGS (e.g. {"wal_level": "replica"}).
+    Use as a context manager, or call start() and close().
+    """
+    kind = "pg"
+    run_as = "postgres"
+
+    def __init__(self, settings=None, keep=False):
+        self.settings = dict(PG_DEFAULT_SETTINGS)
+        self.settings.update(settings or {})
+        self._conn = None
+        super().__init__(keep=keep)
+
+    @property
+    def datadir(self):
+        return os.path.join(self.tmpdir, "data")
+
+    @property
+    def logfile(self):
+        return os.path.join(self.tmpdir, "pg.log")
+
+    def _setup(self):
+        self.run_cmd([os.path.join(PG_BIN, "initdb"), "-D", self.datadir, "-U", "postgres",
+                      "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+        with open(os.path.join(self.datadir, "pg_hba.conf"), "a") as f:
+            f.write("\n# sluice test harness\n"
+                    "host all all 127.0.0.1/32 trust\n"
+                    "host replication all 127.0.0.1/32 trust\n")
+
+    def _write_conf(self):
+        # An include at the end of postgresql.conf, rewritten at every start:
+        # its settings win over the defaults initdb wrote above it.
+        s = dict(self.settings)
+        s.update({"listen_addresses": "127.0.0.1", "port": str(self.port),
+                  "unix_socket_directories": self.tmpdir})
+        path = os.path.join(self.datadir, "sluice_harness.conf")
+        with open(path, "w") as f:
+            for k, v in s.items():
+                f.write(f"{k} = '{v}'\n")
+        conf = os.path.join(self.datadir, "postgresql.conf")
+        with open(conf) as f:
+            text = f.read()
+        if "include = 'sluice_harness.conf'" not in text:
+            with open(conf, "a") as f:
+                f.write("\ninclude = 'sluice_harness.conf'\n")
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam(self.run_as)
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+
+    def _start(self):
+        self._write_conf()
+        p = self.run_cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", self.datadir, "-l", self.logfile,
+                          "-w", "-t", "60", "start"], check=False)
+        if p.returncode != 0:
+            log = self.log_tail()
+            if "could not bind" in log or "Address already in use" in log:
+                raise PortInUse(log)
+            raise RuntimeError(f"pg_ctl start failed ({p.returncode}):\n{p.stdout}\n{log}")
+        import psycopg2
+        wait_until(lambda: psycopg2.connect(self.dsn, connect_timeout=2).close() or True,
+                   30, "postgres to accept connections")
+
+    def _stop(self, mode):
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+        p = self.run_cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", self.datadir, "-m", mode,
+                          "-w", "-t", "60", "stop"], check=False)
+        if p.returncode != 0:
+            # pg_ctl failed: kill the postmaster we started, by its pid, and wait for it.
+            pid = self.postmaster_pid()
+            if pid:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    wait_until(lambda: not _pid_alive(pid), 30, "postmaster to exit")
+                except ProcessLookupError:
+                    pass
+
+    def postmaster_pid(self):
+        try:
+            with open(os.path.join(self.datadir, "postmaster.pid")) as f:
+                return int(f.readline().strip())
+        except (OSError, ValueError):
+            return None
+
+    def log_tail(self, n=40):
+        try:
+            with open(self.logfile, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def set_settings(self, settings):
+        """Changes settings; takes effect at the next (re)start."""
+        self.settings.update(settings)
+
+    # -- client side
+
+    @property
+    def dsn(self):
+        return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+
+    def connect(self, autocommit=True):
+        """A new psycopg2 connection (session time zone UTC, json left as text)."""
+        import psycopg2
+        import psycopg2.extras
+        # synchronous_commit=on for the tests' own sessions: a commit that has
+        # returned is flushed, so a sluice started next sees it.
+        conn = psycopg2.connect(self.dsn, options="-c timezone=UTC -c synchronous_commit=on")
+        conn.autocommit = autocommit
+        psycopg2.extras.register_default_json(conn, loads=lambda s: s)
+        psycopg2.extras.register_default_jsonb(conn, loads=lambda s: s)
+        return conn
+
+    @property
+    def conn(self):
+        if self._conn is None or self._conn.closed:
+            self._conn = self.connect()
+        return self._conn
+
+    def sql(self, query, params=None):
+        """Runs one statement in autocommit mode; returns its rows (a list of tuples, [] if none)."""
+        with self.conn.cursor() as cur:
+            cur.execute(query, params)
+            return cur.fetchall() if cur.description is not None else []
+
+    def execute(self, query, params=None):
+        """Runs one statement (or several separated by ';' when params is None); returns rowcount."""
+        with self.conn.cursor() as cur:
+            cur.execute(query, params)
+            return cur.rowcount
+
+    def one(self, query, params=None):
+        rows = self.sql(query, params)
+        return rows[0][0] if rows else None
+
+    def current_lsn(self):
+        """The WAL insert position (what a commit that just returned lies before)."""
+        return lsn_to_int(self.one("SELECT pg_current_wal_insert_lsn()::text"))
+
+    def wait_wal_flushed(self, timeout=30):
+        """Waits until all WAL inserted so far is flushed, so that a walsender
+        can send it (the server runs with synchronous_commit=off)."""
+        target = self.current_lsn()
+        wait_until(lambda: lsn_to_int(self.one("SELECT pg_current_wal_flush_lsn()::text")) >= target,
+                   timeout, "WAL flush")
+
+    def slot_info(self, name):
+        """The slot's row of pg_replication_slots as a dict (LSNs as ints), or None."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT slot_name, plugin, slot_type, active, active_pid, "
+                        "restart_lsn::text, confirmed_flush_lsn::text, wal_status, safe_wal_size, "
+                        "temporary FROM pg_replication_slots WHERE slot_name = %s", (name,))
+            row = cur.fetchone()
+            if row is None:
+                return None
+            d = dict(zip([c.name for c in cur.description], row))
+        for k in ("restart_lsn", "confirmed_flush_lsn"):
+            d[k] = lsn_to_int(d[k]) if d[k] else None
+        return d
+
+    def wait_slot_inactive(self, name, timeout=30):
+        """Waits until no process holds the slot (after sluice was killed, the
+        walsender notices the broken connection a little later)."""
+        wait_until(lambda: not (self.slot_info(name) or {}).get("active"), timeout,
+                   f"slot {name} to become inactive")
+
+
+def _pid_alive(pid):
+    """True while pid runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def lsn_to_int(text):
+    hi, lo = text.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def int_to_lsn(v):
+    return f"{v >> 32:X}/{v & 0xFFFFFFFF:X}"
+
+
+def qident(name):
+    """A PostgreSQL quoted identifier (for SQL built in tests)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+# --------------------------------------------------------------------------
+# running sluice
+
+class Result(tuple):
+    """(exit code, stdout, stderr), plus .maxrss_kb (wait4's ru_maxrss), .hwm_kb
+    (sampled VmHWM, when asked for), .cpu_s (user+sys), .wall_s and .argv."""
+
+    def __new__(cls, rc, out, err, maxrss_kb=0, cpu_s=0.0, wall_s=0.0, argv=()):
+        self = super().__new__(cls, (rc, out, err))
+        self.rc, self.stdout, self.stderr = rc, out, err
+        self.maxrss_kb, self.cpu_s, self.wall_s, self.argv = maxrss_kb, cpu_s, wall_s, list(argv)
+        self.hwm_kb = 0
+        return self
+
+    def describe(self):
+        return (f"$ {' '.join(self.argv)}\nexit {self.rc} after {self.wall_s:.1f}s\n"
+                f"--- stdout ---\n{self.stdout[-4000:]}\n--- stderr ---\n{self.stderr[-6000:]}")
+
+
+class SluiceProc(subprocess.Popen):
+    """A background sluice process.  Its output goes to files; wait_result()
+    reaps it with os.wait4 to collect its resource usage."""
+
+    def _setup(self, out_path, err_path, argv, fhs, sample_hwm=False):
+        self.out_path, self.err_path, self.argv = out_path, err_path, argv
+        self._fhs = fhs
+        self.t0 = time.monotonic()
+        self.rusage = None
+        self.hwm_kb = 0
+        self._hwm_stop = threading.Event()
+        if sample_hwm:
+            threading.Thread(target=self._sample_hwm, daemon=True).start()
+
+    def _sample_hwm(self):
+        """Samples VmHWM (peak RSS of the process's own address space) every 10 ms.
+
+        ru_maxrss from wait4 is also collected, but on Linux a child's
+        ru_maxrss starts at its parent's RSS at fork time (the high-water mark
+        of the forked address space survives exec), so for a Python parent of
+        60 MB it cannot show a sluice below that.  VmHWM of the exec'd image
+        has no such floor."""
+        path = f"/proc/{self.pid}/status"
+        while not self._hwm_stop.is_set() and self.returncode is None:
+            try:
+                with open(path) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            self.hwm_kb = max(self.hwm_kb, int(line.split()[1]))
+                            break
+            except (OSError, ValueError):
+                pass
+            self._hwm_stop.wait(0.01)
+
+    def alive(self):
+        return self.returncode is None and self._poll4(os.WNOHANG)
+
+    def _poll4(self, flags):
+        """Reaps with wait4 if it exited.  Returns True while it is still running."""
+        if self.returncode is not None:
+            return False
+        try:
+            pid, status, ru = os.wait4(self.pid, flags)
+        except ChildProcessError:
+            self.returncode = self.returncode if self.returncode is not None else -1
+            return False
+        if pid == 0:
+            return True
+        self.returncode = os.waitstatus_to_exitcode(status)
+        self.rusage = ru
+        self._hwm_stop.set()
+        return False
+
+    def wait_result(self, timeout=120):
+        """Waits up to timeout seconds (then SIGKILLs it and raises TimeoutError)."""
+        deadline = time.monotonic() + timeout
+        interval = 0.005
+        while self._poll4(os.WNOHANG):
+            if time.monotonic() > deadline:
+                self.kill9()
+                raise TimeoutError(f"sluice did not exit within {timeout}s: {' '.join(self.argv)}\n"
+                                   f"--- stderr ---\n{self.stderr_text()[-6000:]}")
+            time.sleep(interval)
+            interval = min(interval * 1.5, 0.1)
+        return self.result()
+
+    def kill9(self):
+        """SIGKILL, then reap."""
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._poll4(0)
+
+    def signal(self, sig):
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def stderr_text(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def stdout_text(self):
+        with open(self.out_path, errors="replace") as f:
+            return f.read()
+
+    def result(self):
+        for fh in self._fhs:
+            fh.close()
+        ru = self.rusage
+        r = Result(self.returncode, self.stdout_text(), self.stderr_text(),
+                   maxrss_kb=ru.ru_maxrss if ru else 0,
+                   cpu_s=(ru.ru_utime + ru.ru_stime) if ru else 0.0,
+                   wall_s=time.monotonic() - self.t0, argv=self.argv)
+        r.hwm_kb = self.hwm_kb
+        return r
+
+
+class Sluice:
+    """A sluice configuration in a private directory, and the means to run it.
+
+    The config has one source (`pg`), one avro_dir destination (`out`) and one
+    stream.  Pass extra={"agent": {...}, "source": {...}, "destination": {...},
+    "stream": {...}} to add or override keys (None removes a key), or call
+    write_config(text) to write any text.
+    """
+
+    def __init__(self, pg, stream="s1", tables="public.*", codec="deflate", compression_level=1,
+                 max_file_bytes="64MB", max_file_seconds=60, backfill="auto", write_mode="append",
+                 state_dir=None, out=None, extra=None, binary=None, log_level="info"):
+        self.pg = pg
+        self.binary = binary or sluice_bin()
+        self.workdir = tempfile.mkdtemp(prefix="sluice-run-")
+        self.keep = bool(os.environ.get("SLUICE_KEEP_TMP"))
+        self.stream = stream
+        self.tables = tables
+        self.codec = codec
+        self.compression_level = compression_level
+        self.max_file_bytes = max_file_bytes
+        self.max_file_seconds = max_file_seconds
+        self.backfill = backfill
+        self.write_mode = write_mode
+        self.log_level = log_level
+        self.state_dir = state_dir or os.path.join(self.workdir, "state")
+        self.out = out or os.path.join(self.workdir, "out")
+        self.extra = extra or {}
+        self.config_path = os.path.join(self.workdir, "sluice.ini")
+        self.procs = []
+        self._closed = False
+        self._nrun = 0
+        _register(self)
+        self.write_config()
+
+    def __repr__(self):
+        return f"<Sluice {self.stream} {self.workdir}>"
+
+    @property
+    def slot(self):
+        return self.extra.get("stream", {}).get("slot") or f"sluice_{self.stream}"
+
+    @property
+    def publication(self):
+        return self.extra.get("stream", {}).get("publication") or f"sluice_{self.stream}"
+
+    def sections(self):
+        """The config as an ordered {section: {key: value}}."""
+        secs = collections.OrderedDict()
+        secs["agent"] = collections.OrderedDict(
+            state_dir=self.state_dir, log_level=self.log_level, metrics_listen="")
+        secs["source.pg"] = collections.OrderedDict(
+            type="postgres", host="127.0.0.1", port=str(self.pg.port if self.pg else 5432),
+            user="postgres", dbname="postgres")
+        secs["destination.out"] = collections.OrderedDict(
+            type="avro_dir", path=self.out, codec=self.codec,
+            compression_level=str(self.compression_level),
+            max_file_bytes=str(self.max_file_bytes), max_file_seconds=str(self.max_file_seconds))
+        secs[f"stream.{self.stream}"] = collections.OrderedDict(
+            source="pg", destination="out", tables=self.tables, backfill=self.backfill,
+            write_mode=self.write_mode)
+        for short, name in (("agent", "agent"), ("source", "source.pg"),
+                            ("destination", "destination.out"), ("stream", f"stream.{self.stream}")):
+            for k, v in self.extra.get(short, {}).items():
+                if v is None:
+                    secs[name].pop(k, None)
+                else:
+                    secs[name][k] = str(v)
+        return secs
+
+    def config_text(self):
+        lines = ["; written by tests/integration/harness.py"]
+        for sec, kv in self.sections().items():
+            lines.append(f"[{sec}]")
+            lines.extend(f"{k} = {v}" for k, v in kv.items())
+            lines.append("")
+        return "\n".join(lines)
+
+    def write_config(self, text=None):
+        with open(self.config_path, "w") as f:
+            f.write(self.config_text() if text is None else text)
+        return self.config_path
+
+    def argv(self, *args, config=None):
+        argv = [self.binary] + list(args)
+        if args and args[0] in ("check", "run", "status", "backfill") and "-c" not in args:
+            argv[2:2] = ["-c", config or self.config_path]
+        return argv
+
+    def start(self, *args, config=None, env=None, raw=False, sample_hwm=False):
+        """Starts `sluice ARGS` (with -c CONFIG inserted after the command
+        unless raw) in the background; returns a SluiceProc."""
+        if not os.access(self.binary, os.X_OK):
+            raise FileNotFoundError(f"sluice binary not found: {self.binary} (set SLUICE_BIN)")
+        self._nrun += 1
+        out_path = os.path.join(self.workdir, f"run{self._nrun}.out")
+        err_path = os.path.join(self.workdir, f"run{self._nrun}.err")
+        fo, fe = open(out_path, "wb"), open(err_path, "wb")
+        argv = [self.binary] + list(args) if raw else self.argv(*args, config=config)
+        e = dict(os.environ)
+        e.update(env or {})
+        p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=self.workdir,
+                       env=e, start_new_session=True)
+        p._setup(out_path, err_path, argv, (fo, fe), sample_hwm=sample_hwm)
+        self.procs.append(p)
+        return p
+
+    def run(self, *args, timeout=180, config=None, env=None, raw=False, sample_hwm=False):
+        """Runs `sluice ARGS` to completion; returns Result (rc, stdout, stderr)."""
+        return self.start(*args, config=config, env=env, raw=raw,
+                          sample_hwm=sample_hwm).wait_result(timeout)
+
+    def catch_up(self, testcase=None, timeout=240, extra_args=(), sample_hwm=False):
+        """`sluice run --until-caught-up`, which must exit 0.  Returns the Result."""
+        if self.pg is not None and self.pg.running:
+            self.pg.wait_wal_flushed()
+        r = self.run("run", "--until-caught-up", *extra_args, timeout=timeout, sample_hwm=sample_hwm)
+        if r.rc != 0:
+            msg = f"sluice run --until-caught-up failed:\n{r.describe()}"
+            if testcase is not None:
+                testcase.fail(msg)
+            raise AssertionError(msg)
+        return r
+
+    def read(self, testcase=None, codec=None):
+        """All records of the output tree (see read_avro_tree)."""
+        return read_avro_tree(self.out, testcase, codec=codec if codec is not None else self.codec)
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        _unregister(self)
+        for p in self.procs:
+            if p.returncode is None:
+                p.kill9()
+            for fh in getattr(p, "_fhs", ()):
+                fh.close()
+        if not self.keep:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        else:
+            print(f"harness: kept {self.workdir}", file=sys.stderr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+# --------------------------------------------------------------------------
+# reading output
+
+def read_avro_tree(path, testcase=None, codec=None, keep=None, workers=1):
+    """Reads every .avro file under path with python avro and checks the
+    layout and record contract (check_output.py).  Fails the test (or raises
+    AssertionError) on any breach.  Returns the records in path order (or
+    keep(record) for each, when keep is given)."""
+    results, errors = check_output.check_tree(path, codec=codec, keep=keep, workers=workers)
+    if errors:
+        msg = f"output tree {path} breaks the contract ({len(errors)} problems):\n  " + \
+              "\n  ".join(errors[:40])
+        if testcase is not None:
+            testcase.fail(msg)
+        raise AssertionError(msg)
+    out = []
+    for _rel, kept in results:
+        out.extend(kept)
+    return out
+
+
+def csn(rec):
+    return rec["source_metadata"]["change_sequence_number"]
+
+
+def change_type(rec):
+    return rec["source_metadata"]["change_type"]
+
+
+def table_of(rec):
+    sm = rec["source_metadata"]
+    return (sm["schema"], sm["table"])
+
+
+def records_for(records, schema, table):
+    return [r for r in records if table_of(r) == (schema, table)]
+
+
+def _without_read_ts(rec):
+    r = dict(rec)
+    r.pop("read_timestamp", None)
+    return r
+
+
+def dedup(records):
+    """Drops exact repeats by uuid; asserts that records sharing a uuid are
+    identical apart from read_timestamp, and that a change (table, CSN, key
+    or row image) never comes back under a different uuid.  Returns the
+    unique records sorted by CSN (stable)."""
+    by_uuid = {}
+    for r in records:
+        u = r["uuid"]
+        if u in by_uuid:
+            a, b = _without_read_ts(by_uuid[u]), _without_read_ts(r)
+            if a != b:
+                raise AssertionError(f"two records with uuid {u} differ:\n  {a}\n  {b}")
+        else:
+            by_uuid[u] = r
+    seen = {}
+    for u, r in by_uuid.items():
+        sm = r["source_metadata"]
+        ident = (r["object"], sm["change_sequence_number"], sm["change_type"],
+                 tuple(sorted((k, repr(v)) for k, v in r["payload"].items())))
+        if ident in seen:
+            raise AssertionError(f"the same change came twice with different uuids {seen[ident]} and {u}: {ident}")
+        seen[ident] = u
+    return sorted(by_uuid.values(), key=csn)
+
+
+def rebuild(records, key_columns, table=None):
+    """The state implied by append records of one table: {key tuple: payload dict}.
+
+    records may hold several tables; table=(schema, name) selects one (it is
+    required when records hold more than one).  Exact repeats are dropped by
+    uuid (see dedup), the rest applied in CSN order: INSERT and UPDATE-INSERT
+    upsert the payload (columns listed in unchanged_columns keep their old
+    value), DELETE and UPDATE-DELETE remove the key, TRUNCATE removes every
+    row seen so far.
+    """
+    if table is not None:
+        records = records_for(records, *table)
+    tables = {table_of(r) for r in records}
+    if len(tables) > 1:
+        raise AssertionError(f"rebuild() over several tables {sorted(tables)}: pass table=")
+    state = {}
+    for r in dedup(records):
+        sm = r["source_metadata"]
+        ct = sm["change_type"]
+        p = r["payload"]
+        if ct == "TRUNCATE":
+            state.clear()
+            continue
+        key = tuple(p[k] for k in key_columns)
+        if ct in ("INSERT", "UPDATE-INSERT"):
+            row = dict(p)
+            for c in sm.get("unchanged_columns") or ():
+                if key not in state:
+                    raise AssertionError(f"{csn(r)}: unchanged column {c} for a key never seen: {key}")
+                row[c] = state[key][c]
+            state[key] = row
+        elif ct in ("DELETE", "UPDATE-DELETE"):
+            if any(v is None for v in key):
+                raise AssertionError(f"{csn(r)}: {ct} without its key: {p}")
+            state.pop(key, None)
+        else:
+            raise AssertionError(f"unknown change_type {ct}")
+    return state
+
+
+def counter_gaps(records, key_columns, counter="counter", table=None):
+    """Checks each key's counter (+1 on every update) through the append
+    records in CSN order, repeats dropped.  Returns a list of problems.
+
+    - A CDC UPDATE-INSERT must carry the previous row's counter + 1 (the row
+      moves to a new key on a primary-key change: UPDATE-DELETE, then
+      UPDATE-INSERT at the next sequence number).
+    - A backfill row starts a key at any value; when the key was already seen
+      it must carry the last counter seen (a snapshot at P holds exactly the
+      changes committed before P).
+    - A key may start with CDC updates and no earlier row only when a later
+      backfill row covers it: sluice redoes an interrupted backfill from a
+      new snapshot P2 while the slot re-delivers changes from before P2.
+    """
+    if table is not None:
+        records = records_for(records, *table)
+    recs = dedup(records)
+    last_backfill = {}   # key -> CSN of its last backfill row
+    for r in recs:
+        if r["read_method"].endswith("backfill"):
+            last_backfill[tuple(r["payload"][k] for k in key_columns)] = csn(r)
+    last = {}            # key -> last counter seen
+    renamed = {}         # (position, seq) of an UPDATE-INSERT -> counter of the key it renames
+    problems = []
+    for r in recs:
+        ct = change_type(r)
+        p = r["payload"]
+        cs = csn(r)
+        pos, sq = csn_position(cs), csn_seq(cs)
+        if ct == "TRUNCATE":
+            last.clear()
+            continue
+        key = tuple(p[k] for k in key_columns)
+        if ct == "DELETE":
+            last.pop(key, None)
+            continue
+        if ct == "UPDATE-DELETE":
+            # a key change: the next change of the transaction carries the row on
+            renamed[(pos, sq + 1)] = last.pop(key, None)
+            continue
+        if ct not in ("INSERT", "UPDATE-INSERT"):
+            continue
+        c = p[counter]
+        if r["read_method"].endswith("backfill"):
+            if key in last and last[key] != c:
+                problems.append(f"key {key}: backfill row at {cs} has counter {c}, "
+                                f"but the changes before it reached {last[key]}")
+            last[key] = c
+            continue
+        if ct == "INSERT":
+            if key in last:
+                problems.append(f"key {key}: INSERT at {cs} of a key already present")
+            last[key] = c
+            continue
+        prev = renamed.pop((pos, sq)) if (pos, sq) in renamed else last.get(key)
+        if prev is None:
+            if last_backfill.get(key, "") <= cs:
+                problems.append(f"key {key}: UPDATE-INSERT at {cs} (counter {c}) with no earlier row for it")
+        elif c != prev + 1:
+            problems.append(f"key {key}: counter {prev} -> {c} at {cs}")
+        last[key] = c
+    return problems
+
+
+# --------------------------------------------------------------------------
+# comparing with the source
+
+def column_kinds(pg, schema, table, with_oids=False):
+    """[(column name, kind)] in column order.  kind says how sluice writes the
+    column (doc/types.md): bool, int, float4, float8, decimal (numeric with a
+    typmod), numeric (no typmod), bytes, date, time, timestamp, timestamptz,
+    uuid, or text (json, jsonb, enums, arrays, strings, everything else: the
+    PostgreSQL text output).  with_oids adds the type OID to each tuple."""
+    rows = pg.sql(
+        "SELECT a.attname, a.atttypid::int, a.atttypmod FROM pg_attribute a "
+        "WHERE a.attrelid = (quote_ident(%s) || '.' || quote_ident(%s))::regclass "
+        "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum", (schema, table))
+    by_oid = {16: "bool", 21: "int", 23: "int", 20: "int", 700: "float4", 701: "float8",
+              17: "bytes", 1082: "date", 1083: "time", 1114: "timestamp", 1184: "timestamptz",
+              2950: "uuid"}
+    out = []
+    for name, oid, typmod in rows:
+        if oid == 1700:
+            # numeric(p,s) with 0 <= s <= p is an Avro decimal; anything else is text
+            kind = "numeric"
+            if typmod >= 4:
+                p, sc = ((typmod - 4) >> 16) & 0xFFFF, (typmod - 4) & 0x7FF
+                if sc & 0x400:
+                    sc -= 0x800
+                if p >= 1 and 0 <= sc <= p:
+                    kind = "decimal"
+        else:
+            kind = by_oid.get(oid, "text")
+        out.append((name, kind, oid) if with_oids else (name, kind))
+    return out
+
+
+def expected_rows(pg, schema, table, key_columns):
+    """The source table's rows as {key tuple: {column: value}}, in the Python
+    types the Avro output should read back as (see normalize)."""
+    import psycopg2.extensions as E
+    from psycopg2 import sql as S
+    kinds3 = column_kinds(pg, schema, table, with_oids=True)
+    kinds = [(n, k) for n, k, _ in kinds3]
+    q = S.SQL("SELECT {} FROM {}.{}").format(S.SQL(", ").join(S.Identifier(n) for n, _ in kinds),
+                                             S.Identifier(schema), S.Identifier(table))
+    with pg.conn.cursor() as cur:
+        # text kinds come back exactly as the type's output function writes
+        # them (no ::text cast: that trims char(n) and rewrites inet)
+        raw_oids = tuple({oid for _, k, oid in kinds3 if k in ("text", "numeric", "uuid")})
+        if raw_oids:
+            E.register_type(E.new_type(raw_oids, "SLUICE_RAW", lambda v, c: v), cur)
+        cur.execute(q)
+        rows = cur.fetchall()
+    names = [n for n, _ in kinds]
+    out = {}
+    for row in rows:
+        d = {}
+        for (name, kind), v in zip(kinds, row):
+            if isinstance(v, memoryview):
+                v = bytes(v)
+            if kind == "timestamp" and v is not None:
+                v = v.replace(tzinfo=UTC)
+            if kind == "decimal" and isinstance(v, str):   # numeric OID registered raw above
+                v = decimal.Decimal(v)
+            d[name] = v
+        key = tuple(normalize(dict(kinds)[k], d[k]) for k in key_columns)
+        if key in out:
+            raise AssertionError(f"{schema}.{table}: key {key} is not unique")
+        out[key] = d
+    assert set(key_columns) <= set(names), f"key columns {key_columns} not in {names}"
+    return out
+
+
+def normalize(kind, v):
+    """A comparable form of a value (source or Avro side) for a column kind."""
+    if v is None:
+        return None
+    if kind == "float4":
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        return struct.pack("<f", v)
+    if kind == "float8":
+        if isinstance(v, float) and math.isnan(v):
+            return "NaN"
+        return struct.pack("<d", v)
+    if kind in ("timestamp", "timestamptz") and isinstance(v, datetime.datetime):
+        return v.astimezone(UTC) if v.tzinfo else ("naive", v)
+    return v
+
+
+def values_equal(kind, expected, actual):
+    """Exact comparison of a source value and an Avro value of a column kind.
+    Returns None when equal, else a reason."""
+    if expected is None or actual is None:
+        return None if expected is None and actual is None else "null vs non-null"
+    if kind == "bool":
+        ok = isinstance(actual, bool) and actual == expected
+    elif kind == "int":
+        ok = isinstance(actual, int) and not isinstance(actual, bool) and actual == expected
+    elif kind in ("float4", "float8"):
+        ok = isinstance(actual, float) and normalize(kind, actual) == normalize(kind, expected)
+    elif kind == "decimal":
+        ok = isinstance(actual, decimal.Decimal) and actual == expected and \
+             actual.as_tuple().exponent == expected.as_tuple().exponent
+    elif kind == "numeric":
+        # unconstrained numeric: written as its text, or as a decimal of equal value
+        if isinstance(actual, str):
+            ok = actual == expected
+        else:
+            ok = isinstance(actual, decimal.Decimal) and actual == decimal.Decimal(expected)
+    elif kind == "bytes":
+        ok = isinstance(actual, bytes) and actual == expected
+    elif kind == "date":
+        ok = type(actual) is datetime.date and actual == expected
+    elif kind == "time":
+        ok = type(actual) is datetime.time and actual == expected
+    elif kind in ("timestamp", "timestamptz"):
+        ok = isinstance(actual, datetime.datetime) and actual.tzinfo is not None and \
+             actual.utcoffset() == datetime.timedelta(0) and actual == expected
+    elif kind == "uuid":
+        ok = isinstance(actual, str) and actual == str(uuidlib.UUID(expected)) and actual == expected
+    else:
+        ok = isinstance(actual, str) and actual == expected
+    return None if ok else "differs"
+
+
+def state_diff(pg, schema, table, key_columns, state, limit=20):
+    """Compares rebuilt state with the source table, exactly, column by column.
+    Returns a list of differences (empty when equal)."""
+    kinds = dict(column_kinds(pg, schema, table))
+    exp = expected_rows(pg, schema, table, key_columns)
+    diffs = []
+    # normalise the rebuilt state's keys the same way
+    got = {tuple(normalize(kinds[k], v) for k, v in zip(key_columns, key)): row for key, row in state.items()}
+    for key in sorted(set(exp) - set(got), key=repr)[:limit]:
+        diffs.append(f"missing in output: {key} = {exp[key]}")
+    for key in sorted(set(got) - set(exp), key=repr)[:limit]:
+        diffs.append(f"extra in output (not in source): {key} = {got[key]}")
+    for key in sorted(set(exp) & set(got), key=repr):
+        e, g = exp[key], got[key]
+        if set(g) != set(e):
+            diffs.append(f"{key}: payload fields {sorted(g)} are not the columns {sorted(e)}")
+            continue
+        for col in e:
+            why = values_equal(kinds[col], e[col], g[col])
+            if why:
+                diffs.append(f"{key}.{col}: source {e[col]!r} vs output {g[col]!r} ({kinds[col]}: {why})")
+        if len(diffs) > limit:
+            break
+    return diffs
+
+
+def assert_table_matches(testcase, pg, records, schema, table, key_columns):
+    """Rebuilds one table from records and asserts it equals the source exactly."""
+    state = rebuild(records, key_columns, table=(schema, table))
+    diffs = state_diff(pg, schema, table, key_columns, state)
+    if diffs:
+        testcase.fail(f"{schema}.{table}: output differs from source ({len(diffs)} shown):\n  " +
+                      "\n  ".join(diffs[:30]))
+    return state
+
+
+def csn_position(csn_text):
+    return int(csn_text.split("-")[0], 16)
+
+
+def csn_seq(csn_text):
+    return int(csn_text.split("-")[1])
+
+
+def lsn_value(v):
+    """source_metadata.lsn as an int (accepts 'X/Y' text or a number)."""
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and re.match(r"^[0-9A-Fa-f]+/[0-9A-Fa-f]+$", v):
+        return lsn_to_int(v)
+    if isinstance(v, str) and re.match(r"^[0-9A-Fa-f]{16}$", v):
+        return int(v, 16)
+    raise ValueError(f"lsn {v!r} is neither 'X/Y' nor a number")
+
+
+# --------------------------------------------------------------------------
+# test base class
+
+import unittest  # noqa: E402
+
+
+class PgTestCase(unittest.TestCase):
+    """A test class with its own PostgreSQL server (pg), started once for the
+    class and always closed.  Skips when PostgreSQL 15 is not installed."""
+    pg_settings = None
+    pg = None
+
+    @classmethod
+    def setUpClass(cls):
+        reason = pg_available()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.pg = PgServer(cls.pg_settings)
+        cls.addClassCleanup(cls.pg.close)
+        cls.pg.start()
+
+    def sluice(self, **kw):
+        """A Sluice on this class's server, closed when the test ends."""
+        s = Sluice(self.pg, **kw)
+        self.addCleanup(s.close)
+        return s
+
+    def catch_up(self, s, timeout=240, **kw):
+        return s.catch_up(self, timeout=timeout, **kw)
+
+    def read(self, s, **kw):
+        return read_avro_tree(s.out, self, codec=s.codec, **kw)
+
+    def assertTableMatches(self, records, schema, table, key_columns):
+        return assert_table_matches(self, self.pg, records, schema, table, key_columns)
+
+    def assertNoCounterGaps(self, records, schema, table, key_columns, counter="counter"):
+        gaps = counter_gaps(records, key_columns, counter, table=(schema, table))
+        if gaps:
+            self.fail(f"{schema}.{table}: counter gaps ({len(gaps)}):\n  " + "\n  ".join(gaps[:30]))

@@ -1,0 +1,206 @@
+#!/usr/bin/python3
+"""
+tests/integration/run.py: runs the integration tests (unittest discovery of
+tests/integration/test_*.py), prints one line per test and ends with
+
+  integration: N passed, N failed, N skipped
+
+It exits 1 if any test failed or errored, else 0.  Tests that need
+PostgreSQL 15 skip, with the reason, when its binaries are missing.
+
+  SLUICE_BIN=/path/to/sluice /usr/bin/python3 tests/integration/run.py [-k PATTERN] [-x]
+
+Environment: SLUICE_BIN (default <repo>/_build/sluice), SLUICE_PG_BIN
+(default /usr/lib/postgresql/15/bin), SLUICE_TEST_SEED (kill test),
+SLUICE_KEEP_TMP=1 (keep temporary directories for a post-mortem),
+SLUICE_LARGE_TX_ROWS (default 1000000).
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# Debian's python3 has python3-avro and python3-psycopg2; a pyenv python may not.
+try:
+    import avro  # noqa: F401
+except ImportError:
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3") \
+            and not os.environ.get("SLUICE_REEXEC"):
+        os.environ["SLUICE_REEXEC"] = "1"
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    print("integration: python3-avro is missing (use /usr/bin/python3; apt-get install python3-avro)")
+    print("integration: 0 passed, 1 failed, 0 skipped")
+    sys.exit(1)
+
+import argparse  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import unittest  # noqa: E402
+
+sys.path.insert(0, HERE)
+import harness  # noqa: E402
+
+
+def iter_tests(suite):
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from iter_tests(t)
+        else:
+            yield t
+
+
+class Result(unittest.TestResult):
+    """Prints a line per test; counts class-level skips and errors once per test of the class."""
+
+    def __init__(self, class_sizes, stream):
+        super().__init__()
+        self.class_sizes = class_sizes
+        self.stream = stream
+        self.n_passed = self.n_failed = self.n_skipped = 0
+        self.reports = []
+        self._t0 = {}
+
+    def _holder_count(self, test):
+        # _ErrorHolder for setUpClass/tearDownClass: "setUpClass (module.Class)"
+        desc = getattr(test, "description", "")
+        if "(" in desc:
+            cls = desc[desc.index("(") + 1:desc.rindex(")")]
+            return cls, self.class_sizes.get(cls, 1)
+        return desc, 1
+
+    def startTest(self, test):
+        super().startTest(test)
+        self._t0[test.id()] = time.monotonic()
+        self.stream.write(f"{test.id()} ... ")
+        self.stream.flush()
+
+    def _dt(self, test):
+        t0 = self._t0.get(test.id())
+        return f" ({time.monotonic() - t0:.1f}s)" if t0 else ""
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self.n_passed += 1
+        self.stream.write(f"ok{self._dt(test)}\n")
+
+    def _bad(self, kind, test, err):
+        if isinstance(test, unittest.case._SubTest):
+            test = test.test_case
+        if not hasattr(test, "_testMethodName"):   # class or module fixture
+            cls, n = self._holder_count(test)
+            self.n_failed += n
+            self.stream.write(f"{test.description} ... {kind} (counts for {n} tests)\n")
+        else:
+            self.n_failed += 1
+            self.stream.write(f"{kind}{self._dt(test)}\n")
+        self.reports.append((kind, str(getattr(test, "description", None) or test.id()),
+                             "".join(traceback.format_exception(*err))))
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._bad("FAIL", test, err)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._bad("ERROR", test, err)
+
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is not None:
+            # counted once through the parent below
+            self.reports.append(("FAIL" if issubclass(err[0], test.failureException) else "ERROR",
+                                 subtest.id(), "".join(traceback.format_exception(*err))))
+            self._subtest_failed = getattr(self, "_subtest_failed", set()) | {test.id()}
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        failed_sub = getattr(self, "_subtest_failed", set())
+        if test.id() in failed_sub:
+            failed_sub.discard(test.id())
+            self.n_failed += 1
+            self.stream.write(f"FAIL (subtest){self._dt(test)}\n")
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        if not hasattr(test, "_testMethodName"):
+            cls, n = self._holder_count(test)
+            self.n_skipped += n
+            self.stream.write(f"{cls} ... skipped {n} tests: {reason}\n")
+        else:
+            self.n_skipped += 1
+            self.stream.write(f"skipped: {reason}\n")
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self.n_passed += 1
+        self.stream.write("expected failure\n")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self.n_failed += 1
+        self.stream.write("unexpected success\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description="run sluice's integration tests")
+    ap.add_argument("-k", action="append", dest="patterns", help="only tests matching this substring or glob")
+    ap.add_argument("-x", "--failfast", action="store_true")
+    a = ap.parse_args()
+
+    # SIGTERM/SIGHUP: exit through atexit so servers and temp dirs are cleaned
+    # up.  Forked children (multiprocessing workers) inherit this handler and
+    # must die the default way instead.
+    main_pid = os.getpid()
+    interrupted = []
+
+    def on_signal(signum, frame):
+        if os.getpid() != main_pid:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        interrupted.append(signum)
+        raise KeyboardInterrupt   # unittest lets this through (SystemExit would only fail one test)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+
+    reason = harness.pg_available()
+    print(f"integration: sluice binary {harness.sluice_bin()}"
+          f"{'' if os.access(harness.sluice_bin(), os.X_OK) else ' (MISSING: set SLUICE_BIN)'}")
+    print(f"integration: PostgreSQL {harness.PG_BIN}: {'ok' if not reason else 'skipping: ' + reason}")
+    sys.stdout.flush()
+
+    loader = unittest.TestLoader()
+    if a.patterns:
+        loader.testNamePatterns = [p if any(c in p for c in "*?[") else f"*{p}*" for p in a.patterns]
+    suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    sizes = {}
+    for t in iter_tests(suite):
+        if hasattr(t, "_testMethodName"):
+            cls = f"{type(t).__module__}.{type(t).__qualname__}"
+            sizes[cls] = sizes.get(cls, 0) + 1
+    result = Result(sizes, sys.stdout)
+    result.failfast = a.failfast
+    t0 = time.monotonic()
+    try:
+        suite.run(result)
+    except KeyboardInterrupt:
+        sig = interrupted[0] if interrupted else signal.SIGINT
+        result.n_failed += 1
+        result.reports.append(("INTERRUPTED", f"signal {sig}", "the run was stopped; servers cleaned up\n"))
+    finally:
+        harness.close_all()
+    for kind, name, tb in result.reports:
+        print("=" * 70)
+        print(f"{kind}: {name}")
+        print("-" * 70)
+        print(tb)
+    # loader errors (a test module that does not import) show as failed tests
+    print(f"integration: total time {time.monotonic() - t0:.0f}s")
+    print(f"integration: {result.n_passed} passed, {result.n_failed} failed, {result.n_skipped} skipped")
+    return 1 if result.n_failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

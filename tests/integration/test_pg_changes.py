@@ -1,0 +1,191 @@
+"""
+tests/integration/test_pg_changes.py: what CDC emits for inserts, updates,
+deletes, primary-key changes and TRUNCATE, in which order and with which
+positions, and that several tables in one transaction share its commit
+position with increasing sequence numbers.
+"""
+
+import unittest
+
+from harness import PgTestCase, csn, csn_position, csn_seq, lsn_value, records_for
+
+
+class Tx:
+    """Runs statements in one transaction and notes its xid and the WAL range around it."""
+
+    def __init__(self, pg, *statements):
+        self.lsn_before = pg.current_lsn()
+        conn = pg.connect(autocommit=False)
+        try:
+            with conn.cursor() as cur:
+                for st in statements:
+                    cur.execute(st)
+                cur.execute("SELECT pg_current_xact_id()::text")
+                self.xid = int(cur.fetchone()[0])
+            conn.commit()
+        finally:
+            conn.close()
+        self.lsn_after = pg.current_lsn()
+
+
+def ct(r):
+    return r["source_metadata"]["change_type"]
+
+
+class ChangesTest(PgTestCase):
+
+    def check_tx(self, recs, tx):
+        """All recs belong to tx: one commit position inside its WAL range, its
+        xid, CDC read method, sequence numbers >= 1 and strictly increasing in
+        file order."""
+        positions = {csn_position(csn(r)) for r in recs}
+        self.assertEqual(len(positions), 1, f"one transaction, several positions: {[csn(r) for r in recs]}")
+        pos = positions.pop()
+        self.assertTrue(tx.lsn_before <= pos <= tx.lsn_after,
+                        f"commit position {pos:X} outside [{tx.lsn_before:X}, {tx.lsn_after:X}]")
+        seqs = [csn_seq(csn(r)) for r in recs]
+        self.assertGreaterEqual(seqs[0], 1)
+        self.assertEqual(seqs, sorted(set(seqs)), f"sequence numbers not strictly increasing: {seqs}")
+        for r in recs:
+            self.assertEqual(r["read_method"], "postgresql-cdc-wal")
+            self.assertEqual(r["source_metadata"]["tx_id"], tx.xid)
+            lsn = r["source_metadata"]["lsn"]
+            self.assertIsNotNone(lsn)
+            self.assertTrue(tx.lsn_before <= lsn_value(lsn) <= tx.lsn_after,
+                            f"lsn {lsn} outside the transaction's WAL range")
+
+    def test_insert_update_delete_pk_change_truncate(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE dml (id int PRIMARY KEY, v text, counter int NOT NULL DEFAULT 0)")
+        pg.execute("INSERT INTO dml VALUES (1, 'one', 0), (2, 'two', 0)")
+        s = self.sluice(stream="dml", tables="public.dml")
+        self.catch_up(s)   # backfills rows 1 and 2, creates the slot
+
+        txs = [
+            ("ins", Tx(pg, "INSERT INTO dml VALUES (3, 'three', 0)", "INSERT INTO dml VALUES (4, 'four', 0)")),
+            ("upd", Tx(pg, "UPDATE dml SET v = 'uno', counter = counter + 1 WHERE id = 1")),
+            ("del", Tx(pg, "DELETE FROM dml WHERE id = 2")),
+            ("pk", Tx(pg, "UPDATE dml SET id = 30, counter = counter + 1 WHERE id = 3")),
+            ("null", Tx(pg, "UPDATE dml SET v = NULL, counter = counter + 1 WHERE id = 4")),
+            ("trunc", Tx(pg, "TRUNCATE dml")),
+            ("after", Tx(pg, "INSERT INTO dml VALUES (5, 'five', 0)", "UPDATE dml SET counter = 1 WHERE id = 5",
+                         "DELETE FROM dml WHERE id = 5", "INSERT INTO dml VALUES (6, 'six', 0)")),
+        ]
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "dml")
+        bf = [r for r in recs if r["read_method"] == "postgresql-backfill"]
+        cdc = sorted((r for r in recs if r["read_method"] != "postgresql-backfill"), key=csn)
+        self.assertEqual(sorted(r["payload"]["id"] for r in bf), [1, 2])
+
+        expected = [
+            ("ins", "INSERT", 3), ("ins", "INSERT", 4),
+            ("upd", "UPDATE-INSERT", 1),
+            ("del", "DELETE", 2),
+            ("pk", "UPDATE-DELETE", 3), ("pk", "UPDATE-INSERT", 30),
+            ("null", "UPDATE-INSERT", 4),
+            ("trunc", "TRUNCATE", None),
+            ("after", "INSERT", 5), ("after", "UPDATE-INSERT", 5), ("after", "DELETE", 5), ("after", "INSERT", 6),
+        ]
+        got = [(ct(r), r["payload"]["id"]) for r in cdc]
+        self.assertEqual(got, [(c, k) for _, c, k in expected])
+
+        # per transaction: position, xid, sequence
+        txmap = dict(txs)
+        i = 0
+        for name, _tx in txs:
+            n = sum(1 for e in expected if e[0] == name)
+            self.check_tx(cdc[i:i + n], txmap[name])
+            i += n
+        positions = [csn_position(csn(cdc[i])) for i in range(len(cdc))]
+        self.assertEqual(positions, sorted(positions))
+
+        by = {(e[0], e[1], e[2]): r for e, r in zip(expected, cdc)}
+        # the update carries the whole new row
+        self.assertEqual(by[("upd", "UPDATE-INSERT", 1)]["payload"], {"id": 1, "v": "uno", "counter": 1})
+        # a delete carries the old key, other columns null (default replica identity)
+        d = by[("del", "DELETE", 2)]
+        self.assertEqual(d["payload"], {"id": 2, "v": None, "counter": None})
+        self.assertTrue(d["source_metadata"]["is_deleted"])
+        # key change: UPDATE-DELETE of the old key, then UPDATE-INSERT, consecutive CSNs
+        ud, ui = by[("pk", "UPDATE-DELETE", 3)], by[("pk", "UPDATE-INSERT", 30)]
+        self.assertEqual(ud["payload"]["id"], 3)
+        self.assertEqual(ui["payload"], {"id": 30, "v": "three", "counter": 1})
+        self.assertEqual(csn_position(csn(ud)), csn_position(csn(ui)))
+        self.assertEqual(csn_seq(csn(ui)), csn_seq(csn(ud)) + 1)
+        # a column set to NULL is written as null
+        self.assertEqual(by[("null", "UPDATE-INSERT", 4)]["payload"], {"id": 4, "v": None, "counter": 1})
+        # TRUNCATE: all payload fields null
+        t = by[("trunc", "TRUNCATE", None)]
+        self.assertEqual(set(t["payload"].values()), {None})
+        self.assertEqual(t["source_metadata"]["primary_keys"], ["id"])
+
+        self.assertTableMatches(recs, "public", "dml", ["id"])
+        self.assertNoCounterGaps(recs, "public", "dml", ["id"])
+
+    def test_replica_identity_full(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE full_t (id int PRIMARY KEY, v text, n numeric(6,1)); "
+                   "ALTER TABLE full_t REPLICA IDENTITY FULL")
+        s = self.sluice(stream="full", tables="public.full_t")
+        self.catch_up(s)
+        Tx(pg, "INSERT INTO full_t VALUES (1, 'a', 1.5), (2, 'b', -2.5)")
+        Tx(pg, "UPDATE full_t SET v = 'aa' WHERE id = 1")
+        Tx(pg, "DELETE FROM full_t WHERE id = 2")
+        self.catch_up(s)
+        recs = sorted(records_for(self.read(s), "public", "full_t"), key=csn)
+        import decimal
+        self.assertEqual([(ct(r), r["payload"]["id"]) for r in recs],
+                         [("INSERT", 1), ("INSERT", 2), ("UPDATE-INSERT", 1), ("DELETE", 2)])
+        # the delete carries the full old row, as the source provides it
+        self.assertEqual(recs[3]["payload"], {"id": 2, "v": "b", "n": decimal.Decimal("-2.5")})
+        self.assertTableMatches(recs, "public", "full_t", ["id"])
+
+    def test_transaction_over_several_tables(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE mt_a (id int PRIMARY KEY, v text); "
+                   "CREATE TABLE mt_b (k text PRIMARY KEY, n int8); "
+                   "CREATE TABLE mt_c (a int, b int, v text, PRIMARY KEY (a, b))")
+        pg.execute("INSERT INTO mt_c VALUES (1, 1, 'x'), (1, 2, 'y')")
+        s = self.sluice(stream="multi", tables="public.mt_a, public.mt_b, public.mt_c")
+        self.catch_up(s)
+        tx = Tx(pg,
+                "INSERT INTO mt_a VALUES (1, 'a1')",
+                "INSERT INTO mt_b VALUES ('k1', 10)",
+                "UPDATE mt_a SET v = 'a1b' WHERE id = 1",
+                "DELETE FROM mt_c WHERE a = 1 AND b = 1",
+                "INSERT INTO mt_c VALUES (2, 1, 'z')",
+                "UPDATE mt_c SET b = 3 WHERE a = 1 AND b = 2",
+                "INSERT INTO mt_b VALUES ('k2', 20)")
+        tx2 = Tx(pg, "TRUNCATE mt_a, mt_b")
+        self.catch_up(s)
+        allrecs = self.read(s)
+        cdc = sorted((r for r in allrecs if r["read_method"] == "postgresql-cdc-wal"), key=csn)
+        got = [(r["source_metadata"]["table"], ct(r), tuple(r["payload"][k] for k in r["source_metadata"]["primary_keys"]))
+               for r in cdc]
+        first = [
+            ("mt_a", "INSERT", (1,)),
+            ("mt_b", "INSERT", ("k1",)),
+            ("mt_a", "UPDATE-INSERT", (1,)),
+            ("mt_c", "DELETE", (1, 1)),
+            ("mt_c", "INSERT", (2, 1)),
+            ("mt_c", "UPDATE-DELETE", (1, 2)),
+            ("mt_c", "UPDATE-INSERT", (1, 3)),
+            ("mt_b", "INSERT", ("k2",)),
+        ]
+        self.assertEqual(got[:len(first)], first)
+        self.check_tx(cdc[:len(first)], tx)
+        # the key change inside it: consecutive sequence numbers
+        self.assertEqual(csn_seq(csn(cdc[6])), csn_seq(csn(cdc[5])) + 1)
+        self.assertEqual(cdc[5]["source_metadata"]["primary_keys"], ["a", "b"])
+        # TRUNCATE of two tables: one TRUNCATE record per table, in the second transaction
+        rest = cdc[len(first):]
+        self.assertEqual(sorted((r["source_metadata"]["table"], ct(r)) for r in rest),
+                         [("mt_a", "TRUNCATE"), ("mt_b", "TRUNCATE")])
+        self.assertEqual({csn_position(csn(r)) for r in rest}.__len__(), 1)
+        self.assertTrue(tx2.lsn_before <= csn_position(csn(rest[0])) <= tx2.lsn_after)
+        for t, key in (("mt_a", ["id"]), ("mt_b", ["k"]), ("mt_c", ["a", "b"])):
+            self.assertTableMatches(allrecs, "public", t, key)
+
+
+if __name__ == "__main__":
+    unittest.main()
