@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/buf.h"
 #include "common/log.h"
@@ -387,7 +388,16 @@ struct sl_pg_repl {
 	struct sl_pgoutput *dec;
 	char *copybuf;           /* last PQgetCopyData buffer, freed on the next read */
 	bool streaming;
+	int batch;               /* messages read since the last wait for the socket */
 };
+
+/* The walsender sends each message as it is decoded, so a busy stream arrives
+ * as a trickle of small segments and reading it message by message costs a
+ * poll() and a recv() per change.  When the last wait yielded fewer than this
+ * many messages, sluice lets data gather for COALESCE_US before reading:
+ * at most one millisecond of added latency, and far fewer system calls. */
+#define COALESCE_BELOW 64
+#define COALESCE_US 1000
 
 struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_key_lookup lookup,
 				   void *payload, char *err, size_t errlen)
@@ -500,8 +510,10 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 	ev->kind = SL_PGR_TIMEOUT;
 	for (int attempt = 0; attempt < 2; attempt++) {
 		len = PQgetCopyData(r->conn, &r->copybuf, 1);
-		if (len > 0)
+		if (len > 0) {
+			r->batch++;
 			break;
+		}
 		if (len == -1) {
 			PGresult *res = PQgetResult(r->conn);
 			r->streaming = false;
@@ -529,6 +541,11 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 			}
 			if (pr <= 0)
 				return SL_OK; /* timeout or signal */
+			if (r->batch < COALESCE_BELOW) {
+				struct timespec ts = { 0, COALESCE_US * 1000 };
+				nanosleep(&ts, NULL);
+			}
+			r->batch = 0;
 			if (PQconsumeInput(r->conn) == 0) {
 				pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
 				return SL_EFAIL;
