@@ -206,9 +206,31 @@ static struct sl_table *find_table(struct stream *s, const char *full)
 	return NULL;
 }
 
+/* Writes the marker that starts a re-backfill of t: a TRUNCATE record with
+ * read_method postgresql-backfill and CSN (pos - 1, 0), which sorts after
+ * every change the snapshot at pos contains and before its rows.  A reader
+ * that applies records in CSN order thus replaces the table's state with the
+ * snapshot, dropping rows deleted while no change was followed (a lost slot). */
+static int write_backfill_marker(struct stream *s, const struct sl_table *t, uint64_t pos)
+{
+	struct sl_change c;
+
+	memset(&c, 0, sizeof c);
+	c.table = t;
+	c.op = SL_OP_TRUNCATE;
+	c.read_method = "postgresql-backfill";
+	c.position = pos - 1;
+	sl_csn_format(c.csn, c.position, 0);
+	c.source_ts_us = s->bf_ts_us;
+	c.read_ts_us = sl_now_us();
+	sl_change_set_uuid(&c, s->sc->name, NULL, 0);
+	return s->sink->write(s->sinkctx, &c, s->err, s->errlen) < 0 ? SL_EFAIL : SL_OK;
+}
+
 /* Backfills every table whose checkpoint state is not done, in the snapshot
- * exported at position pos. */
-static int run_backfill(struct stream *s, const char *snapshot, uint64_t pos)
+ * exported at position pos.  With marker, each table's rows are preceded by
+ * a re-backfill marker (everything but a brand-new stream's first backfill). */
+static int run_backfill(struct stream *s, const char *snapshot, uint64_t pos, bool marker)
 {
 	PGconn *c;
 	int rc;
@@ -254,6 +276,8 @@ static int run_backfill(struct stream *s, const char *snapshot, uint64_t pos)
 			goto out;
 		sl_info("stream \"%s\": backfilling %s at %s", s->sc->name, e->name, lsn);
 		t0 = sl_mono_ms();
+		if (marker && (rc = write_backfill_marker(s, t, pos)) < 0)
+			goto out;
 		rc = sl_pg_backfill_table(c, t, backfill_row, s, &rows, s->err, s->errlen);
 		if (rc < 0)
 			goto out;
@@ -552,7 +576,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	struct stream s;
 	char snapshot[128], lsn[18];
 	uint64_t consistent = 0;
-	bool create = false;
+	bool create = false, had_checkpoint;
 	int rc;
 
 	memset(&s, 0, sizeof s);
@@ -584,6 +608,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 	}
 	snprintf(s.ck.slot, sizeof s.ck.slot, "%s", sc->slot);
+	had_checkpoint = s.ck.exists;
 	if ((rc = open_sink(&s)) < 0)
 		goto out;
 	s.meta = sl_pg_connect(sc->source, false, err, errlen);
@@ -633,7 +658,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 
 	if (backfill_needed(&s)) {
 		if (create) {
-			rc = run_backfill(&s, snapshot, consistent);
+			rc = run_backfill(&s, snapshot, consistent, had_checkpoint);
 		} else {
 			/* The slot already exists: take a fresh snapshot from a temporary
 			 * slot.  Rows read at its position P carry CSN (P, 0); the changes
@@ -648,7 +673,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 			snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", sc->slot, (int)getpid());
 			rc = sl_pg_repl_create_slot(tmp, tmpname, true, snapshot, sizeof snapshot, &consistent, err, errlen);
 			if (rc == SL_OK)
-				rc = run_backfill(&s, snapshot, consistent);
+				rc = run_backfill(&s, snapshot, consistent, true);
 			sl_pg_repl_close(tmp);
 		}
 		if (rc < 0) {

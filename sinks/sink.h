@@ -61,7 +61,9 @@ struct sl_sink_ops {
 	/* Makes everything written so far durable. */
 	int (*flush)(void *ctx, char *err, size_t errlen);
 	/* Removes the output of an interrupted backfill of table t that used the
-	 * snapshot at snapshot_pos, so that a redo leaves no duplicates visible. */
+	 * snapshot at snapshot_pos, so that a redo leaves no duplicates visible:
+	 * files holding only records with CSN (snapshot_pos, 0), the rows, or
+	 * (snapshot_pos - 1, 0), the TRUNCATE marker that starts a re-backfill. */
 	int (*discard_backfill)(void *ctx, const struct sl_table *t, uint64_t snapshot_pos,
 				char *err, size_t errlen);
 	/* Discards anything not flushed (no partial output stays visible) and frees ctx. */

@@ -336,15 +336,32 @@ static int publish(struct done_file *d, char *err, size_t errlen)
 /* What sweep_tree removes: the regular files whose name match() accepts. */
 struct sweep {
 	bool (*match)(const char *name, const struct sweep *sw);
-	const char *prefix;  /* for match_prefix */
-	size_t plen;
+	const char *csn_a;   /* for match_backfill: the re-backfill marker's CSN */
+	const char *csn_b;   /* ... and the backfill rows' CSN */
 	const char *what;    /* names the files in the debug log */
 	uint64_t removed;
 };
 
-static bool match_prefix(const char *name, const struct sweep *sw)
+/* True if a file spanning first..last CSN holds only one backfill run's
+ * records: its rows (CSN b = snapshot position, sequence 0) and possibly the
+ * TRUNCATE marker before them (CSN a = the position just before). */
+static bool backfill_span(const char *first, const char *last, const char *a, const char *b)
 {
-	return strncmp(name, sw->prefix, sw->plen) == 0;
+	return (!strcmp(first, a) || !strcmp(first, b)) && (!strcmp(last, a) || !strcmp(last, b));
+}
+
+/* Matches "<first>_<last>_..." file names of one backfill run. */
+static bool match_backfill(const char *name, const struct sweep *sw)
+{
+	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+
+	if (strlen(name) < 2 * SL_CSN_LEN + 2 || name[SL_CSN_LEN] != '_' || name[2 * SL_CSN_LEN + 1] != '_')
+		return false;
+	memcpy(first, name, SL_CSN_LEN);
+	first[SL_CSN_LEN] = '\0';
+	memcpy(last, name + SL_CSN_LEN + 1, SL_CSN_LEN);
+	last[SL_CSN_LEN] = '\0';
+	return backfill_span(first, last, sw->csn_a, sw->csn_b);
 }
 
 static bool span_of(const char *p, size_t n, const char *set)
@@ -598,19 +615,19 @@ static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t sna
 			       char *err, size_t errlen)
 {
 	struct avro_dir *ad = ctx;
-	char csn[SL_CSN_LEN + 1], prefix[2 * SL_CSN_LEN + 3];
+	char csn[SL_CSN_LEN + 1], marker[SL_CSN_LEN + 1];
 	struct done_file **dp;
 	struct obj *o;
 	struct sl_buf path;
-	struct sweep sw = { .match = match_prefix, .what = "backfill file" };
+	struct sweep sw = { .match = match_backfill, .what = "backfill file" };
 	int rc;
 
 	sl_csn_format(csn, snapshot_pos, 0);
-	snprintf(prefix, sizeof prefix, "%s_%s_", csn, csn);
+	sl_csn_format(marker, snapshot_pos - 1, 0);
 
 	/* Unflushed output of that backfill would get that name too: drop it. */
 	o = obj_find(ad, t->object);
-	if (o && o->w && !strcmp(o->first_csn, csn) && !strcmp(o->last_csn, csn)) {
+	if (o && o->w && backfill_span(o->first_csn, o->last_csn, marker, csn)) {
 		char *tmp = strdup(sl_ocf_path(o->w));
 		open_list_del(ad, o);
 		sl_ocf_abort(o->w);
@@ -621,7 +638,7 @@ static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t sna
 	}
 	for (dp = &ad->done; *dp;) {
 		struct done_file *d = *dp;
-		if (!strcmp(d->object, t->object) && !strcmp(d->first_csn, csn) && !strcmp(d->last_csn, csn)) {
+		if (!strcmp(d->object, t->object) && backfill_span(d->first_csn, d->last_csn, marker, csn)) {
 			unlink(d->tmp_path);
 			*dp = d->next;
 			free_done(d);
@@ -639,8 +656,8 @@ static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t sna
 		snprintf(err, errlen, "table \"%s\": out of memory", t->object);
 		return -1;
 	}
-	sw.prefix = prefix;
-	sw.plen = strlen(prefix);
+	sw.csn_a = marker;
+	sw.csn_b = csn;
 	rc = sweep_tree(&path, &sw, err, errlen);
 	sl_buf_free(&path);
 	return rc;

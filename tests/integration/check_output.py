@@ -126,7 +126,8 @@ def check_record(rec, where, errors, stream=None, obj=None):
         if rec["read_method"] in BACKFILL_METHODS:
             if parts[1] != 0:
                 errors.append(f"{where}: backfill row with CSN sequence {parts[1]} (want 0)")
-            if ct != "INSERT":
+            # backfill rows are INSERTs; a re-backfill starts with a TRUNCATE marker
+            if ct not in ("INSERT", "TRUNCATE"):
                 errors.append(f"{where}: backfill row with change_type {ct!r}")
         elif parts[1] < 1:
             errors.append(f"{where}: CDC change with CSN sequence {parts[1]} (want >= 1)")

@@ -860,6 +860,7 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
             last_backfill[tuple(r["payload"][k] for k in key_columns)] = csn(r)
     last = {}            # key -> last counter seen
     renamed = {}         # (position, seq) of an UPDATE-INSERT -> counter of the key it renames
+    before_marker = {}   # key -> counter seen before the last re-backfill marker
     problems = []
     for r in recs:
         ct = change_type(r)
@@ -867,6 +868,11 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
         cs = csn(r)
         pos, sq = csn_position(cs), csn_seq(cs)
         if ct == "TRUNCATE":
+            if r["read_method"].endswith("backfill"):
+                # a re-backfill marker: the snapshot's rows replace the state;
+                # a row may carry a later counter (changes missed while a slot
+                # was lost) but never an earlier one than already seen
+                before_marker.update(last)
             last.clear()
             continue
         key = tuple(p[k] for k in key_columns)
@@ -881,6 +887,9 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
             continue
         c = p[counter]
         if r["read_method"].endswith("backfill"):
+            if key not in last and before_marker.get(key, c) > c:
+                problems.append(f"key {key}: backfill row at {cs} has counter {c}, "
+                                f"older than {before_marker[key]} seen before the re-backfill")
             if key in last and last[key] != c:
                 problems.append(f"key {key}: backfill row at {cs} has counter {c}, "
                                 f"but the changes before it reached {last[key]}")

@@ -415,12 +415,16 @@ static void test_discard_backfill(void **state)
 	/* CDC rows after the snapshot, and a backfill from another snapshot */
 	write_order(ctx, g_orders, snap + 1, 1, 100, TS0);
 	flush(ctx);
-	write_order(ctx, g_orders, snap - 1, 0, 200, TS0);
+	write_order(ctx, g_orders, snap - 8, 0, 200, TS0);
+	flush(ctx);
+	/* a re-backfill file: the marker at (snap - 1, 0), then rows at (snap, 0) */
+	write_order(ctx, g_orders, snap - 1, 0, 300, TS0 + INT64_C(7200000000));
+	write_order(ctx, g_orders, snap, 0, 301, TS0 + INT64_C(7200000000));
 	flush(ctx);
 	/* an unflushed file of the same backfill */
 	write_order(ctx, g_orders, snap, 0, 9, TS0);
 	l = tl_list_files(g_dir, &n);
-	assert_int_equal(n, 6);  /* 5 visible + 1 temporary */
+	assert_int_equal(n, 7);  /* 6 visible + 1 temporary */
 	tl_free_list(l, n);
 
 	assert_int_equal(sl_avro_dir_ops.discard_backfill(ctx, g_orders, snap, err, sizeof err), 0);
@@ -429,7 +433,7 @@ static void test_discard_backfill(void **state)
 	assert_int_equal(n, 3);
 	/* customers' backfill, the CDC file, and the other snapshot's backfill remain */
 	assert_non_null(strstr(l[0], "s1/public_customers/"));
-	assert_non_null(strstr(l[1], "/0000000016B374D7-0000000000_0000000016B374D7-0000000000_"));
+	assert_non_null(strstr(l[1], "/0000000016B374D0-0000000000_0000000016B374D0-0000000000_"));
 	assert_non_null(strstr(l[2], "/0000000016B374D9-0000000001_0000000016B374D9-0000000001_"));
 	tl_free_list(l, n);
 	/* a table never written: nothing to do */
