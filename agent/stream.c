@@ -56,7 +56,7 @@ struct stream {
 	int64_t last_status_ms;
 	/* backfill row state */
 	uint64_t bf_position;
-	int64_t bf_ts_us;
+	int64_t bf_ts_us;        /* server time just before the snapshot's slot was created */
 	struct sl_buf keybuf;
 	/* counters */
 	uint64_t changes;
@@ -240,7 +240,7 @@ static int run_backfill(struct stream *s, const char *snapshot, uint64_t pos, bo
 	c = sl_pg_connect(s->sc->source, false, s->err, s->errlen);
 	if (!c)
 		return SL_EFAIL;
-	rc = sl_pg_backfill_begin(c, snapshot, &s->bf_ts_us, s->err, s->errlen);
+	rc = sl_pg_backfill_begin(c, snapshot, s->err, s->errlen);
 	if (rc < 0)
 		goto out;
 	s->bf_position = pos;
@@ -632,6 +632,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		rc = SL_EFAIL;
 		goto out;
 	}
+	if ((rc = sl_pg_server_time_us(s.meta, &s.bf_ts_us, err, errlen)) < 0)
+		goto out;
 	if (create) {
 		rc = sl_pg_repl_create_slot(s.repl, sc->slot, false, snapshot, sizeof snapshot, &consistent, err, errlen);
 		if (rc < 0)
@@ -671,6 +673,10 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 				goto out;
 			}
 			snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", sc->slot, (int)getpid());
+			if ((rc = sl_pg_server_time_us(s.meta, &s.bf_ts_us, err, errlen)) < 0) {
+				sl_pg_repl_close(tmp);
+				goto out;
+			}
 			rc = sl_pg_repl_create_slot(tmp, tmpname, true, snapshot, sizeof snapshot, &consistent, err, errlen);
 			if (rc == SL_OK)
 				rc = run_backfill(&s, snapshot, consistent, true);

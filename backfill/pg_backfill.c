@@ -25,13 +25,12 @@ static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresu
 	snprintf(err, errlen, "%s: %.*s", what, l, m);
 }
 
-int sl_pg_backfill_begin(PGconn *c, const char *snapshot, int64_t *snapshot_ts_us, char *err, size_t errlen)
+int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errlen)
 {
 	PGresult *res;
 	char *lit;
 	struct sl_buf sql;
 	int rc = SL_EFAIL;
-	int64_t ts;
 
 	res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -50,14 +49,6 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, int64_t *snapshot_ts_u
 		pg_err(err, errlen, "could not import the slot's snapshot", c, res);
 		goto out;
 	}
-	PQclear(res);
-	res = PQexec(c, "SELECT (extract(epoch FROM now()) * 1000000)::bigint");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK ||
-	    sl_parse_i64(PQgetvalue(res, 0, 0), INT64_MIN, INT64_MAX, &ts) < 0) {
-		pg_err(err, errlen, "could not read the snapshot time", c, res);
-		goto out;
-	}
-	*snapshot_ts_us = ts;
 	rc = SL_OK;
 out:
 	PQclear(res);

@@ -20,9 +20,8 @@
 typedef int (*sl_backfill_row_fn)(void *payload, const struct sl_table *t, const struct sl_value *vals);
 
 /* BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT.
- * *snapshot_ts_us receives the transaction's start time (Unix micros), used
- * as the source time of backfill rows.  SL_OK or SL_EFAIL with err. */
-int sl_pg_backfill_begin(PGconn *c, const char *snapshot, int64_t *snapshot_ts_us, char *err, size_t errlen);
+ * SL_OK or SL_EFAIL with err. */
+int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errlen);
 
 /* Streams every row of t to fn.  *rows receives the count.  Returns SL_OK,
  * SL_EFAIL with err, or the callback's -1 as SL_EFAIL (err left to it). */

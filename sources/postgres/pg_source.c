@@ -365,6 +365,20 @@ out:
 	return rc;
 }
 
+int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint");
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK ||
+	    sl_parse_i64(PQgetvalue(res, 0, 0), INT64_MIN, INT64_MAX, out) < 0) {
+		pg_err(err, errlen, "could not read the server's clock", c, res);
+		rc = SL_EFAIL;
+	}
+	PQclear(res);
+	return rc;
+}
+
 int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen)
 {
 	PGresult *res = PQexec(c, "SELECT pg_current_wal_lsn()");

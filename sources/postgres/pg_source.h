@@ -54,6 +54,9 @@ struct sl_pg_slot_info {
 	int64_t safe_wal_size;        /* -1 if NULL */
 };
 int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, char *err, size_t errlen);
+/* The server's clock_timestamp() in Unix microseconds: taken just before a
+ * slot is created, it is the source time of that snapshot's backfill rows. */
+int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen);
 /* pg_current_wal_lsn() */
 int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen);
 

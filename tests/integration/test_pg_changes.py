@@ -76,6 +76,10 @@ class ChangesTest(PgTestCase):
         bf = [r for r in recs if r["read_method"] == "postgresql-backfill"]
         cdc = sorted((r for r in recs if r["read_method"] != "postgresql-backfill"), key=csn)
         self.assertEqual(sorted(r["payload"]["id"] for r in bf), [1, 2])
+        # the snapshot's time is taken before its slot: no change streamed
+        # after the snapshot has an earlier commit time
+        self.assertLessEqual(max(r["source_timestamp"] for r in bf),
+                             min(r["source_timestamp"] for r in cdc))
 
         expected = [
             ("ins", "INSERT", 3), ("ins", "INSERT", 4),
