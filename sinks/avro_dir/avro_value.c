@@ -11,7 +11,10 @@
  */
 #include "sinks/avro_dir/avro_value.h"
 
+#include "common/log.h"
+
 #include <errno.h>
+#include <inttypes.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -645,8 +648,12 @@ int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struc
 		if (rc < 0)
 			goto bad;
 		if (rc == 1) {
-			if (st)
-				st->decimal_nan_nulls++;
+			/* Not silent: warn on the 1st, 2nd, 4th, 8th, ... occurrence. */
+			uint64_t nth = st ? ++st->decimal_nan_nulls : 1;
+			if ((nth & (nth - 1)) == 0)
+				sl_warn("column \"%s\" (numeric(%d,%d)): NaN cannot be an Avro decimal and is "
+					"written as null (%" PRIu64 " so far)", col->name, col->precision,
+					col->scale, nth);
 			if (sl_avro_put_byte(b, 0) < 0)
 				goto oom;
 			return 0;
