@@ -75,6 +75,21 @@ class RecoveryTest(PgTestCase):
         recs = records_for(self.read(s), "public", "rec_lost")
         self.assertTableMatches(recs, "public", "rec_lost", ["id"])
 
+    def test_slot_ahead_of_checkpoint_is_position_lost(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE rec_ahead (id int PRIMARY KEY)")
+        s = self.sluice(stream="recahead", tables="public.rec_ahead")
+        self.catch_up(s)
+        pg.execute("INSERT INTO rec_ahead VALUES (1)")
+        # another reader consumes the slot past what sluice made durable
+        pg.execute("SELECT pg_replication_slot_advance('sluice_recahead', pg_current_wal_lsn())")
+        r = s.run("run", "--until-caught-up", timeout=60)
+        self.assertEqual(r.rc, 4, r.describe())
+        self.assertIn('slot "sluice_recahead" has confirmed position', r.stderr)
+        self.assertIn("ahead of", r.stderr)
+        self.assertEqual(records_for(self.read(s), "public", "rec_ahead"), [],
+                         "nothing was written past the gap")
+
     def interrupted_backfill(self, how, stream):
         pg = self.pg
         table = f"rec_{stream}"
