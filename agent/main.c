@@ -185,6 +185,11 @@ static int cmd_run(int argc, char **argv)
 		sl_config_free(cfg);
 		return 2;
 	}
+	if (cfg->metrics_listen && *cfg->metrics_listen)
+		sl_warn("metrics_listen = %s: the metrics endpoint is not built yet, so nothing listens; "
+			"use `sluice status` meanwhile", cfg->metrics_listen);
+	if (cfg->alert_webhook)
+		sl_warn("alert_webhook is set, but webhook alerts are not built yet");
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
