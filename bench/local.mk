@@ -1,6 +1,6 @@
 # bench: programs that print performance figures.  They are built with the
 # rest (noinst) but never run by make check: run them by hand, e.g.
 #   bench/avro_encode [rows]
-noinst_PROGRAMS = %D%/avro_encode
+noinst_PROGRAMS += %D%/avro_encode
 %C%_avro_encode_SOURCES = %D%/avro_encode.c
 %C%_avro_encode_LDADD = $(SINKS_LIBS) $(SCHEMA_LIBS) libslcommon.a

@@ -737,6 +737,8 @@ def read_avro_tree(path, testcase=None, codec=None, keep=None, workers=1):
     AssertionError) on any breach.  Returns the records in path order (or
     keep(record) for each, when keep is given)."""
     results, errors = check_output.check_tree(path, codec=codec, keep=keep, workers=workers)
+    if not errors:
+        errors = avro_c_crosscheck(path, results)
     if errors:
         msg = f"output tree {path} breaks the contract ({len(errors)} problems):\n  " + \
               "\n  ".join(errors[:40])
@@ -747,6 +749,44 @@ def read_avro_tree(path, testcase=None, codec=None, keep=None, workers=1):
     for _rel, kept in results:
         out.extend(kept)
     return out
+
+
+def avro_c_reader():
+    """The avro-c reader built with sluice (tests/tools/avro_read)."""
+    return os.environ.get("SLUICE_AVRO_READ") or \
+        os.path.join(os.path.dirname(os.path.abspath(sluice_bin())), "tests", "tools", "avro_read")
+
+
+def avro_c_crosscheck(root, results):
+    """Reads every file again with avro-c (the second, independent reader) and
+    checks it sees the same records as Python: the same count, and where the
+    Python records are whole, the same uuid and CSN in the same order.
+    Returns a list of problems."""
+    reader = avro_c_reader()
+    if not os.access(reader, os.X_OK):
+        return [f"avro-c reader {reader} not found (build sluice, or set SLUICE_AVRO_READ)"]
+    problems = []
+    for i in range(0, len(results), 200):
+        chunk = results[i:i + 200]
+        paths = [os.path.join(root, rel) for rel, _ in chunk]
+        p = subprocess.run([reader] + paths, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            problems.append(f"avro-c could not read every file: {p.stderr.strip()[:2000]}")
+            continue
+        lines = p.stdout.rstrip("\n").split("\n") if p.stdout else []
+        if len(lines) != len(chunk):
+            problems.append(f"avro-c reader printed {len(lines)} lines for {len(chunk)} files")
+            continue
+        for (rel, kept), line in zip(chunk, lines):
+            f = line.split("\t")
+            pairs = list(zip(f[1:-1:2], f[2:-1:2]))
+            if int(f[-1]) != len(kept):
+                problems.append(f"{rel}: avro-c reads {f[-1]} records, Python {len(kept)}")
+            elif kept and isinstance(kept[0], dict) and "uuid" in kept[0]:
+                mine = [(r["uuid"], r["source_metadata"]["change_sequence_number"]) for r in kept]
+                if mine != pairs:
+                    problems.append(f"{rel}: avro-c and Python read different uuids or CSNs")
+    return problems
 
 
 def csn(rec):
