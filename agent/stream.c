@@ -530,7 +530,11 @@ static int stream_loop(struct stream *s)
 			if ((rc = flush_and_ack(s)) < 0)
 				return rc;
 		}
-		if (now - s->last_status_ms >= STATUS_INTERVAL_MS && (rc = send_status(s, false)) < 0)
+		/* Periodic status.  When idle, ask for a keepalive in reply: its
+		 * wal_end is then acknowledged on the next round, so a quiet
+		 * publication on a busy server does not hold WAL. */
+		if (now - s->last_status_ms >= STATUS_INTERVAL_MS &&
+		    (rc = send_status(s, !s->in_tx && !s->sink->pending(s->sinkctx))) < 0)
 			return rc;
 	}
 }
