@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent/config.h"
 #include "agent/stream.h"
@@ -56,6 +57,11 @@ static const char usage_run[] =
 	"  -u, --until-caught-up finish any backfill, stream until everything up to the\n"
 	"                        source's WAL position at start-up is durable and\n"
 	"                        acknowledged, then exit 0\n"
+	"\n"
+	"A runtime failure (a restarted server, a dropped connection, a full disk) is\n"
+	"retried from the last checkpoint with backoff (1 s doubling to 30 s; at most\n"
+	"5 retries with --until-caught-up).  Configuration errors, missing\n"
+	"prerequisites and a lost position are not retried.\n"
 	"\n"
 	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
 	"signal cancels at once, acknowledging nothing that is not durable.\n";
@@ -159,11 +165,37 @@ struct worker {
 	char err[SL_ERRLEN * 2];
 };
 
+/* A runtime failure (a lost connection, a restarted server, a full disk) is
+ * retried from the last checkpoint with backoff, 1 s doubling to 30 s: the
+ * same path as a restart after a crash, so nothing is lost or skipped.
+ * Configuration, prerequisite and lost-position errors are not retried.
+ * With --until-caught-up a stream gives up after MAX_CAUGHT_UP_RETRIES. */
+#define MAX_BACKOFF_S 30
+#define MAX_CAUGHT_UP_RETRIES 5
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
+	int delay = 1, tries = 0;
 
-	w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
+	for (;;) {
+		int64_t t0 = sl_mono_ms();
+		w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
+		if (w->rc != SL_EFAIL || sl_signal_count > 0)
+			break;
+		if (w->ro.until_caught_up && ++tries > MAX_CAUGHT_UP_RETRIES)
+			break;
+		if (sl_mono_ms() - t0 > 60000)
+			delay = 1;  /* it ran well for a while: start the backoff over */
+		sl_warn("%s; retrying from the last checkpoint in %d s", w->err, delay);
+		for (int i = 0; i < delay * 10 && sl_signal_count == 0; i++) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		if (sl_signal_count > 0)
+			break;
+		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
+	}
 	return NULL;
 }
 
