@@ -727,13 +727,30 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 		return SL_ECONFIG;
 	}
 	if (!strcmp(sc->destination->type, "avro_dir")) {
-		if (sl_mkdir_p(sc->destination->path) < 0 || access(sc->destination->path, W_OK) < 0) {
-			snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable: %s", sc->destination->name,
-				 sc->destination->path, strerror(errno));
+		/* The path, or the nearest folder above it that exists (where it
+		 * would be created), must be writable.  Nothing is created. */
+		char dir[4096];
+		bool exists = access(sc->destination->path, F_OK) == 0;
+		snprintf(dir, sizeof dir, "%s", sc->destination->path);
+		while (access(dir, F_OK) != 0) {
+			char *slash = strrchr(dir, '/');
+			if (!slash) {
+				snprintf(dir, sizeof dir, ".");
+				break;
+			}
+			if (slash == dir) {
+				dir[1] = '\0';
+				break;
+			}
+			*slash = '\0';
+		}
+		if (access(dir, W_OK) != 0) {
+			snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable (\"%s\": %s)",
+				 sc->destination->name, sc->destination->path, dir, strerror(errno));
 			return SL_EFAIL;
 		}
-		printf("stream %s: destination %s: path %s is writable\n", sc->name, sc->destination->name,
-		       sc->destination->path);
+		printf("stream %s: destination %s: path %s %s\n", sc->name, sc->destination->name,
+		       sc->destination->path, exists ? "is writable" : "can be created");
 	}
 	c = sl_pg_connect(sc->source, false, err, errlen);
 	if (!c)
