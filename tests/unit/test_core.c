@@ -218,6 +218,64 @@ static void test_pgoutput_malformed(void **state)
 	sl_pgoutput_free(d);
 }
 
+/* Random mutations of valid messages: the decoder must return 0 or -1 and
+ * never read out of bounds (run under --enable-sanitizers to see that). */
+static void test_pgoutput_mutations(void **state)
+{
+	struct sl_buf msgs[6], m;
+	const char *row[] = { "1", "2.50", "x" };
+	unsigned seed = 12345;
+	char err[256];
+	int ok = 0;
+	(void)state;
+
+	for (int i = 0; i < 6; i++)
+		sl_buf_init(&msgs[i], 0);
+	sl_buf_init(&m, 0);
+	build_relation(&msgs[0], 7, "public", "t");
+	w8(&msgs[1], 'B'); w64(&msgs[1], 100); w64(&msgs[1], 1); w32(&msgs[1], 9);
+	w8(&msgs[2], 'I'); w32(&msgs[2], 7); w8(&msgs[2], 'N'); wtuple(&msgs[2], 3, row);
+	w8(&msgs[3], 'U'); w32(&msgs[3], 7); w8(&msgs[3], 'O'); wtuple(&msgs[3], 3, row);
+	w8(&msgs[3], 'N'); wtuple(&msgs[3], 3, row);
+	w8(&msgs[4], 'T'); w32(&msgs[4], 2); w8(&msgs[4], 0); w32(&msgs[4], 7); w32(&msgs[4], 7);
+	w8(&msgs[5], 'M'); w8(&msgs[5], 1); w64(&msgs[5], 5); wstr(&msgs[5], "p"); w32(&msgs[5], 2);
+	sl_buf_append(&msgs[5], "hi", 2);
+
+	for (int iter = 0; iter < 200000; iter++) {
+		struct sl_pgoutput *d = sl_pgoutput_new(NULL, NULL);
+		struct sl_pgo_event ev;
+		struct sl_change c;
+		/* a relation and a begin first, so changes reach the tuple parser */
+		assert_int_equal(decode(d, &msgs[0], &ev), 0);
+		assert_int_equal(decode(d, &msgs[1], &ev), 0);
+		const struct sl_buf *src = &msgs[rand_r(&seed) % 6];
+		sl_buf_reset(&m);
+		sl_buf_append(&m, src->data, src->len);
+		int nmut = 1 + rand_r(&seed) % 4;
+		for (int k = 0; k < nmut && m.len > 0; k++) {
+			size_t at = (size_t)rand_r(&seed) % m.len;
+			switch (rand_r(&seed) % 3) {
+			case 0: m.data[at] = (char)rand_r(&seed); break;      /* flip a byte */
+			case 1: m.len = at; break;                             /* truncate */
+			default: m.data[at] = (char)0xff; break;               /* huge lengths */
+			}
+		}
+		int rc = sl_pgoutput_decode(d, (const unsigned char *)m.data, m.len, &ev, err, sizeof err);
+		assert_true(rc == 0 || rc == -1);
+		if (rc == 0) {
+			ok++;
+			if (ev.kind == SL_PGO_CHANGE && ev.nchanges == 0)
+				while (sl_pgoutput_truncate_next(d, &c) == 1)
+					assert_int_equal(c.op, SL_OP_TRUNCATE);
+		}
+		sl_pgoutput_free(d);
+	}
+	assert_true(ok > 0);
+	for (int i = 0; i < 6; i++)
+		sl_buf_free(&msgs[i]);
+	sl_buf_free(&m);
+}
+
 static void test_copy_text_row(void **state)
 {
 	char row[] = "1\t\\N\ta\\tb\\\\c\\nd\t\\x41\\101\t\t\\N\n";
@@ -417,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_pgoutput_transaction),
 		cmocka_unit_test(test_pgoutput_schema_change),
 		cmocka_unit_test(test_pgoutput_malformed),
+		cmocka_unit_test(test_pgoutput_mutations),
 		cmocka_unit_test(test_copy_text_row),
 		cmocka_unit_test(test_csn_and_lsn),
 		cmocka_unit_test(test_uuid_deterministic),
