@@ -126,6 +126,26 @@ class ChangesTest(PgTestCase):
         self.assertTableMatches(recs, "public", "dml", ["id"])
         self.assertNoCounterGaps(recs, "public", "dml", ["id"])
 
+    def test_unchanged_toast_value(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE toast_t (id int PRIMARY KEY, n int, big text); "
+                   "ALTER TABLE toast_t ALTER COLUMN big SET STORAGE EXTERNAL")
+        s = self.sluice(stream="toast", tables="public.toast_t")
+        self.catch_up(s)
+        big = "".join(f"{i:08x}" for i in range(3000))   # 24 kB, stored out of line
+        Tx(pg, f"INSERT INTO toast_t VALUES (1, 0, '{big}')")
+        Tx(pg, "UPDATE toast_t SET n = 1 WHERE id = 1")          # big not sent: unchanged
+        Tx(pg, "UPDATE toast_t SET big = NULL, n = 2 WHERE id = 1")  # really NULL
+        self.catch_up(s)
+        recs = sorted(records_for(self.read(s), "public", "toast_t"), key=csn)
+        self.assertEqual([ct(r) for r in recs], ["INSERT", "UPDATE-INSERT", "UPDATE-INSERT"])
+        self.assertEqual(recs[0]["payload"]["big"], big)
+        self.assertIsNone(recs[1]["payload"]["big"])
+        self.assertEqual(recs[1]["source_metadata"]["unchanged_columns"], ["big"])
+        self.assertIsNone(recs[2]["payload"]["big"])
+        self.assertEqual(recs[2]["source_metadata"]["unchanged_columns"], [])
+        self.assertTableMatches(recs, "public", "toast_t", ["id"])
+
     def test_replica_identity_full(self):
         pg = self.pg
         pg.execute("CREATE TABLE full_t (id int PRIMARY KEY, v text, n numeric(6,1)); "
