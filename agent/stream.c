@@ -16,9 +16,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/checkpoint.h"
@@ -31,7 +33,7 @@
 
 volatile sig_atomic_t sl_signal_count;
 
-#define STATUS_INTERVAL_MS 10000
+#define STATUS_INTERVAL_MS 10000  /* at most; shorter when wal_sender_timeout is short */
 #define CAUGHT_UP_POLL_MS 500
 
 struct stream {
@@ -54,6 +56,17 @@ struct stream {
 	int64_t last_written_ts_us;
 	bool in_tx;
 	int64_t last_status_ms;
+	int64_t status_interval_ms;   /* min(10 s, wal_sender_timeout / 3) */
+	/* While streaming, the main thread holds mu except inside sink calls; the
+	 * heartbeat thread takes it then, and sends status updates so that a sink
+	 * that blocks (a slow disk, a stalled warehouse) cannot make the server
+	 * drop the connection for wal_sender_timeout. */
+	pthread_mutex_t mu;
+	pthread_cond_t hb_cv;
+	pthread_t hb;
+	bool hb_started;
+	bool hb_stop;
+	int64_t fault_flush_delay_ms; /* test hook: SLUICE_FAULT_FLUSH_DELAY_MS */
 	/* backfill row state */
 	uint64_t bf_position;
 	int64_t bf_ts_us;        /* server time just before the snapshot's slot was created */
@@ -117,7 +130,15 @@ static int flush_and_ack(struct stream *s)
 
 	if (s->sink->pending(s->sinkctx)) {
 		int64_t t0 = sl_mono_ms();
-		if (s->sink->flush(s->sinkctx, s->err, s->errlen) < 0)
+		int frc;
+		pthread_mutex_unlock(&s->mu);
+		if (s->fault_flush_delay_ms > 0) {
+			struct timespec ts = { s->fault_flush_delay_ms / 1000, (s->fault_flush_delay_ms % 1000) * 1000000 };
+			nanosleep(&ts, NULL);
+		}
+		frc = s->sink->flush(s->sinkctx, s->err, s->errlen);
+		pthread_mutex_lock(&s->mu);
+		if (frc < 0)
 			return SL_EFAIL;
 		sl_debug("stream \"%s\": flushed in %" PRId64 " ms", s->sc->name, sl_mono_ms() - t0);
 	}
@@ -140,9 +161,14 @@ static int flush_and_ack(struct stream *s)
 
 static int write_change(struct stream *s, struct sl_change *c)
 {
+	int rc;
+
 	c->read_ts_us = sl_now_us();
 	sl_change_set_uuid(c, s->sc->name, NULL, 0);
-	if (s->sink->write(s->sinkctx, c, s->err, s->errlen) < 0)
+	pthread_mutex_unlock(&s->mu);  /* a write may close and fsync a full file */
+	rc = s->sink->write(s->sinkctx, c, s->err, s->errlen);
+	pthread_mutex_lock(&s->mu);
+	if (rc < 0)
 		return SL_EFAIL;
 	s->changes++;
 	return SL_OK;
@@ -490,7 +516,7 @@ static int stream_loop(struct stream *s)
 				return SL_OK;
 			}
 		}
-		timeout = (int)(s->last_status_ms + STATUS_INTERVAL_MS - now);
+		timeout = (int)(s->last_status_ms + s->status_interval_ms - now);
 		if (timeout < 0)
 			timeout = 0;
 		if (s->opts->until_caught_up && timeout > CAUGHT_UP_POLL_MS)
@@ -526,17 +552,75 @@ static int stream_loop(struct stream *s)
 		now = sl_mono_ms();
 		if (!s->in_tx && (s->sink->flush_due(s->sinkctx, now) ||
 				  (!s->sink->pending(s->sinkctx) && s->keepalive_lsn > s->durable_lsn &&
-				   now - s->last_status_ms >= STATUS_INTERVAL_MS))) {
+				   now - s->last_status_ms >= s->status_interval_ms))) {
 			if ((rc = flush_and_ack(s)) < 0)
 				return rc;
 		}
 		/* Periodic status.  When idle, ask for a keepalive in reply: its
 		 * wal_end is then acknowledged on the next round, so a quiet
 		 * publication on a busy server does not hold WAL. */
-		if (now - s->last_status_ms >= STATUS_INTERVAL_MS &&
+		if (now - s->last_status_ms >= s->status_interval_ms &&
 		    (rc = send_status(s, !s->in_tx && !s->sink->pending(s->sinkctx))) < 0)
 			return rc;
 	}
+}
+
+static void *heartbeat_main(void *arg)
+{
+	struct stream *s = arg;
+	char err[SL_ERRLEN];
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->hb_stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&s->hb_cv, &s->mu, &until);
+		if (s->hb_stop)
+			break;
+		/* Here the main thread is inside a sink call (or between reads). */
+		if (sl_mono_ms() - s->last_status_ms >= s->status_interval_ms) {
+			uint64_t w = s->written_lsn > s->durable_lsn ? s->written_lsn : s->durable_lsn;
+			if (sl_pg_repl_send_status(s->repl, w, s->durable_lsn, false, err, sizeof err) == SL_OK) {
+				s->last_status_ms = sl_mono_ms();
+				sl_debug("stream \"%s\": sent a status update while the sink was busy", s->sc->name);
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Runs the streaming loop with the heartbeat thread beside it. */
+static int stream_with_heartbeat(struct stream *s)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	s->hb_started = pthread_create(&s->hb, NULL, heartbeat_main, s) == 0;
+	if (!s->hb_started)
+		sl_warn("stream \"%s\": could not start the heartbeat thread; a blocked sink may "
+			"time out the replication connection", s->sc->name);
+	rc = stream_loop(s);
+	s->hb_stop = true;
+	pthread_cond_signal(&s->hb_cv);
+	pthread_mutex_unlock(&s->mu);
+	if (s->hb_started)
+		pthread_join(s->hb, NULL);
+	return rc;
+}
+
+/* The server's wal_sender_timeout decides how often status must be sent. */
+static void set_status_interval(struct stream *s)
+{
+	PGresult *res = PQexec(s->meta, "SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'");
+	int64_t ms;
+
+	s->status_interval_ms = STATUS_INTERVAL_MS;
+	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	    sl_parse_i64(PQgetvalue(res, 0, 0), 0, INT32_MAX, &ms) == 0 && ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
+		s->status_interval_ms = ms / 3 > 200 ? ms / 3 : 200;
+	PQclear(res);
 }
 
 static void stream_free(struct stream *s)
@@ -549,6 +633,8 @@ static void stream_free(struct stream *s)
 	sl_pg_tables_free(s->tables, s->ntables);
 	sl_ckpt_free(&s->ck);
 	sl_buf_free(&s->keybuf);
+	pthread_cond_destroy(&s->hb_cv);
+	pthread_mutex_destroy(&s->mu);
 }
 
 static int open_sink(struct stream *s)
@@ -591,6 +677,15 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	s.errlen = errlen;
 	sl_buf_init(&s.keybuf, 0);
 	s.last_status_ms = sl_mono_ms();
+	s.status_interval_ms = STATUS_INTERVAL_MS;
+	pthread_mutex_init(&s.mu, NULL);
+	pthread_cond_init(&s.hb_cv, NULL);
+	{
+		const char *f = getenv("SLUICE_FAULT_FLUSH_DELAY_MS");
+		if (f && sl_parse_i64(f, 0, 3600000, &s.fault_flush_delay_ms) == 0 && s.fault_flush_delay_ms > 0)
+			sl_warn("test hook SLUICE_FAULT_FLUSH_DELAY_MS: every flush is delayed by %" PRId64 " ms",
+				s.fault_flush_delay_ms);
+	}
 
 	if (sc->source->kind != SL_SOURCE_POSTGRES) {
 		snprintf(err, errlen, "stream \"%s\": source \"%s\" is a mysql source, which is not supported yet",
@@ -622,6 +717,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	}
 	if ((rc = sl_pg_check_prereqs(s.meta, err, errlen)) < 0)
 		goto out;
+	set_status_interval(&s);
 	if ((rc = prepare_tables(&s)) < 0)
 		goto out;
 	if ((rc = sl_pg_ensure_publication(s.meta, sc->publication, s.tables, s.ntables, err, errlen)) < 0)
@@ -699,7 +795,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 	sl_lsn_format(s.durable_lsn, lsn);
 	sl_info("stream \"%s\": streaming from slot \"%s\" at %s", sc->name, sc->slot, lsn);
-	rc = stream_loop(&s);
+	rc = stream_with_heartbeat(&s);
 	if (rc == SL_OK)
 		sl_info("stream \"%s\": stopped after %" PRIu64 " changes and %" PRIu64 " backfill rows",
 			sc->name, s.changes, s.backfill_rows);

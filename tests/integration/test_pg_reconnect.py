@@ -8,7 +8,7 @@ import os
 import signal
 import unittest
 
-from harness import PG_BIN, PgTestCase, records_for, wait_until
+from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, wait_until
 
 
 class ReconnectTest(PgTestCase):
@@ -48,3 +48,37 @@ class ReconnectTest(PgTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SlowSinkTest(PgTestCase):
+    """A sink that blocks for longer than wal_sender_timeout: the heartbeat
+    thread keeps sending status updates, so the server does not drop the
+    replication connection, and nothing is acknowledged early."""
+    pg_settings = {"wal_sender_timeout": "3s"}
+
+    def test_blocked_flush_does_not_time_out(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE slow (id int PRIMARY KEY, v text)")
+        s = self.sluice(stream="slow", tables="public.slow", max_file_seconds=1)
+        self.catch_up(s)
+        # every flush now blocks for 8 s, well past the 3 s timeout
+        p = s.start("run", env={"SLUICE_FAULT_FLUSH_DELAY_MS": "8000"})
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
+        before = pg.slot_info(s.slot)["confirmed_flush_lsn"]
+        for i in range(1, 51):
+            pg.execute("INSERT INTO slow VALUES (%s, 'v')", (i,))
+        end = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
+        # while the first flush blocks, nothing new is acknowledged
+        wait_until(lambda: "every flush is delayed" in p.stderr_text(), 10, "the hook")
+        self.assertEqual(pg.slot_info(s.slot)["confirmed_flush_lsn"], before)
+        wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] >= end, 60,
+                   "the slot to be acknowledged after the slow flush", interval=0.5)
+        self.assertTrue(p.alive(), p.stderr_text())
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertNotIn("retrying", r.stderr, "the connection was dropped")
+        with open(pg.logfile, errors="replace") as f:
+            self.assertNotIn("replication timeout", f.read())
+        recs = records_for(self.read(s), "public", "slow")
+        self.assertTableMatches(recs, "public", "slow", ["id"])
