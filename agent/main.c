@@ -85,8 +85,8 @@ static const char usage_backfill[] =
 static void on_signal(int sig)
 {
 	(void)sig;
-	if (sl_signal_count < 100)
-		sl_signal_count++;
+	if (atomic_load(&sl_signal_count) < 100)
+		atomic_fetch_add(&sl_signal_count, 1);
 }
 
 static int load_config(const char *path, struct sl_config **out)

@@ -31,7 +31,7 @@
 #include "sinks/sink.h"
 #include "sources/postgres/pg_source.h"
 
-volatile sig_atomic_t sl_signal_count;
+atomic_int sl_signal_count;
 
 #define STATUS_INTERVAL_MS 10000  /* at most; shorter when wal_sender_timeout is short */
 #define CAUGHT_UP_POLL_MS 500

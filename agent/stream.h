@@ -6,13 +6,14 @@
 #ifndef SLUICE_AGENT_STREAM_H
 #define SLUICE_AGENT_STREAM_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "agent/config.h"
 
-/* Signal state, set only by the handlers in main.c: 1 = drain, 2+ = cancel. */
-extern volatile sig_atomic_t sl_signal_count;
+/* Signal state, set only by the handler in main.c: 1 = drain, 2+ = cancel.
+ * A lock-free atomic, so the handler and every stream thread may use it. */
+extern atomic_int sl_signal_count;
 
 struct sl_run_opts {
 	bool until_caught_up;
