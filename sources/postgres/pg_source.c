@@ -21,6 +21,17 @@
 #define SESSION_OPTIONS "-c datestyle=ISO,YMD -c intervalstyle=postgres -c timezone=UTC " \
 			"-c extra_float_digits=3 -c bytea_output=hex"
 
+/* Copies a libpq error into err, without the trailing newline. */
+static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
+{
+	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
+	int l = (int)strlen(m);
+
+	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
+		l--;
+	snprintf(err, errlen, "%s: %.*s", what, l, m);
+}
+
 PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen)
 {
 	const char *keys[16], *vals[16];
@@ -52,28 +63,15 @@ PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char
 		return NULL;
 	}
 	if (PQstatus(c) != CONNECTION_OK) {
-		char *m = PQerrorMessage(c);
-		size_t l = strlen(m);
-		while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
-			m[--l] = '\0';
-		snprintf(err, errlen, "could not connect to source \"%s\" (%s:%d, database \"%s\"%s): %s",
+		char what[512];
+		snprintf(what, sizeof what, "could not connect to source \"%s\" (%s:%d, database \"%s\"%s)",
 			 cfg->name, cfg->host, cfg->port, cfg->dbname ? cfg->dbname : "",
-			 replication ? ", replication" : "", m);
+			 replication ? ", replication" : "");
+		pg_err(err, errlen, what, c, NULL);
 		PQfinish(c);
 		return NULL;
 	}
 	return c;
-}
-
-/* Copies a libpq error into err, without the trailing newline. */
-static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
-{
-	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
-	int l = (int)strlen(m);
-
-	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
-		l--;
-	snprintf(err, errlen, "%s: %.*s", what, l, m);
 }
 
 static bool sqlstate_is(PGresult *res, const char *state)
@@ -373,6 +371,39 @@ int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen)
 	if (PQresultStatus(res) != PGRES_TUPLES_OK ||
 	    sl_parse_i64(PQgetvalue(res, 0, 0), INT64_MIN, INT64_MAX, out) < 0) {
 		pg_err(err, errlen, "could not read the server's clock", c, res);
+		rc = SL_EFAIL;
+	}
+	PQclear(res);
+	return rc;
+}
+
+int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, size_t errlen)
+{
+	char oid[16];
+	const char *params[1] = { oid };
+	PGresult *res;
+	int rc = SL_OK;
+
+	snprintf(oid, sizeof oid, "%u", t->relid);
+	res = PQexecParams(c, "SELECT has_table_privilege($1::oid, 'SELECT')", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		pg_err(err, errlen, "could not check SELECT privileges", c, res);
+		rc = SL_EFAIL;
+	} else {
+		*ok = !strcmp(PQgetvalue(res, 0, 0), "t");
+	}
+	PQclear(res);
+	return rc;
+}
+
+int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, "SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'");
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    sl_parse_i64(PQgetvalue(res, 0, 0), 0, INT32_MAX, out) < 0) {
+		pg_err(err, errlen, "could not read wal_sender_timeout", c, res);
 		rc = SL_EFAIL;
 	}
 	PQclear(res);
