@@ -114,13 +114,21 @@ static int save_ckpt(struct stream *s)
 	return sl_ckpt_save(&s->ck, s->err, s->errlen) < 0 ? SL_EFAIL : SL_OK;
 }
 
-static int send_status(struct stream *s, bool reply)
+/* Sends a status update: written up to max(written, durable), flushed up to
+ * durable.  Called with mu held, by the main thread or the heartbeat. */
+static int send_status_to(struct stream *s, bool reply, char *err, size_t errlen)
 {
 	uint64_t w = s->written_lsn > s->durable_lsn ? s->written_lsn : s->durable_lsn;
-	int rc = sl_pg_repl_send_status(s->repl, w, s->durable_lsn, reply, s->err, s->errlen);
+	int rc = sl_pg_repl_send_status(s->repl, w, s->durable_lsn, reply, err, errlen);
 
-	s->last_status_ms = sl_mono_ms();
+	if (rc == SL_OK)
+		s->last_status_ms = sl_mono_ms();
 	return rc;
+}
+
+static int send_status(struct stream *s, bool reply)
+{
+	return send_status_to(s, reply, s->err, s->errlen);
 }
 
 /* Makes everything written durable, then records and acknowledges it. */
@@ -153,8 +161,7 @@ static int flush_and_ack(struct stream *s)
 		if (save_ckpt(s) < 0)
 			return SL_EFAIL;
 		s->durable_lsn = pos;
-		if (s->repl)
-			return send_status(s, false);
+		return send_status(s, false);
 	}
 	return SL_OK;
 }
@@ -176,26 +183,32 @@ static int write_change(struct stream *s, struct sl_change *c)
 
 /* ---- backfill ---- */
 
+/* A backfill record of t at position pos (sequence 0); the caller sets values and uuid. */
+static void init_backfill_change(struct stream *s, struct sl_change *c, const struct sl_table *t,
+				 enum sl_op op, uint64_t pos)
+{
+	memset(c, 0, sizeof *c);
+	c->table = t;
+	c->op = op;
+	c->read_method = "postgresql-backfill";
+	c->position = pos;
+	sl_csn_format(c->csn, pos, 0);
+	c->source_ts_us = s->bf_ts_us;
+	c->read_ts_us = sl_now_us();
+}
+
 static int backfill_row(void *payload, const struct sl_table *t, const struct sl_value *vals)
 {
 	struct stream *s = payload;
 	struct sl_change c;
 	bool haskey = false;
 
-	if (cancelled() || draining()) {
+	if (draining()) {  /* a first or a second signal */
 		snprintf(s->err, s->errlen, "backfill of \"%s\".\"%s\" interrupted by a signal", t->ns, t->name);
 		return -1;
 	}
-	memset(&c, 0, sizeof c);
-	c.table = t;
-	c.op = SL_OP_INSERT;
+	init_backfill_change(s, &c, t, SL_OP_INSERT, s->bf_position);
 	c.values = vals;
-	c.read_method = "postgresql-backfill";
-	c.position = s->bf_position;
-	c.seq = 0;
-	sl_csn_format(c.csn, c.position, 0);
-	c.source_ts_us = s->bf_ts_us;
-	c.read_ts_us = sl_now_us();
 	/* Every row of a snapshot shares its CSN; the key (or the whole row when
 	 * there is no key) makes the uuid unique and still deterministic. */
 	for (int pass = 0; pass < 2 && !haskey; pass++) {
@@ -241,14 +254,7 @@ static int write_backfill_marker(struct stream *s, const struct sl_table *t, uin
 {
 	struct sl_change c;
 
-	memset(&c, 0, sizeof c);
-	c.table = t;
-	c.op = SL_OP_TRUNCATE;
-	c.read_method = "postgresql-backfill";
-	c.position = pos - 1;
-	sl_csn_format(c.csn, c.position, 0);
-	c.source_ts_us = s->bf_ts_us;
-	c.read_ts_us = sl_now_us();
+	init_backfill_change(s, &c, t, SL_OP_TRUNCATE, pos - 1);
 	sl_change_set_uuid(&c, s->sc->name, NULL, 0);
 	return s->sink->write(s->sinkctx, &c, s->err, s->errlen) < 0 ? SL_EFAIL : SL_OK;
 }
@@ -337,6 +343,16 @@ static bool backfill_needed(struct stream *s)
 
 /* ---- prepare ---- */
 
+/* Merge mode needs a primary key to merge on. */
+static int check_merge_key(const struct sl_stream_config *sc, const struct sl_table *t, char *err, size_t errlen)
+{
+	if (sc->write_mode != SL_WRITE_MERGE || sl_table_has_key(t))
+		return SL_OK;
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be replicated "
+		 "in append mode only", sc->name, t->ns, t->name);
+	return SL_EPREREQ;
+}
+
 static int prepare_tables(struct stream *s)
 {
 	int rc = sl_pg_list_tables(s->meta, s->sc->tables, s->sc->exclude_tables, &s->tables, &s->ntables,
@@ -362,17 +378,8 @@ static int prepare_tables(struct stream *s)
 		}
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
-		if (s->sc->write_mode == SL_WRITE_MERGE) {
-			bool haskey = false;
-			for (int k = 0; k < s->tables[i]->ncols; k++)
-				haskey |= s->tables[i]->cols[k].is_key;
-			if (!haskey) {
-				snprintf(s->err, s->errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, "
-					 "so it can be replicated in append mode only", s->sc->name,
-					 s->tables[i]->ns, s->tables[i]->name);
-				return SL_EPREREQ;
-			}
-		}
+		if ((rc = check_merge_key(s->sc, s->tables[i], s->err, s->errlen)) < 0)
+			return rc;
 	}
 	return SL_OK;
 }
@@ -579,13 +586,9 @@ static void *heartbeat_main(void *arg)
 		if (s->hb_stop)
 			break;
 		/* Here the main thread is inside a sink call (or between reads). */
-		if (sl_mono_ms() - s->last_status_ms >= s->status_interval_ms) {
-			uint64_t w = s->written_lsn > s->durable_lsn ? s->written_lsn : s->durable_lsn;
-			if (sl_pg_repl_send_status(s->repl, w, s->durable_lsn, false, err, sizeof err) == SL_OK) {
-				s->last_status_ms = sl_mono_ms();
-				sl_debug("stream \"%s\": sent a status update while the sink was busy", s->sc->name);
-			}
-		}
+		if (sl_mono_ms() - s->last_status_ms >= s->status_interval_ms &&
+		    send_status_to(s, false, err, sizeof err) == SL_OK)
+			sl_debug("stream \"%s\": sent a status update while the sink was busy", s->sc->name);
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -610,17 +613,32 @@ static int stream_with_heartbeat(struct stream *s)
 	return rc;
 }
 
-/* The server's wal_sender_timeout decides how often status must be sent. */
+/* The server's wal_sender_timeout decides how often status must be sent:
+ * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms. */
 static void set_status_interval(struct stream *s)
 {
-	PGresult *res = PQexec(s->meta, "SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'");
+	char err[SL_ERRLEN];
 	int64_t ms;
 
 	s->status_interval_ms = STATUS_INTERVAL_MS;
-	if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
-	    sl_parse_i64(PQgetvalue(res, 0, 0), 0, INT32_MAX, &ms) == 0 && ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
+	if (sl_pg_wal_sender_timeout_ms(s->meta, &ms, err, sizeof err) < 0) {
+		sl_warn("stream \"%s\": %s; sending status every %d ms", s->sc->name, err, STATUS_INTERVAL_MS);
+		return;
+	}
+	if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
 		s->status_interval_ms = ms / 3 > 200 ? ms / 3 : 200;
-	PQclear(res);
+}
+
+/* Creates a slot that exports a snapshot, and takes the server's time just
+ * before, as the source time of that snapshot's backfill rows. */
+static int create_snapshot_slot(struct stream *s, struct sl_pg_repl *r, const char *name, bool temporary,
+				char *snapshot, size_t snaplen, uint64_t *consistent)
+{
+	int rc = sl_pg_server_time_us(s->meta, &s->bf_ts_us, s->err, s->errlen);
+
+	if (rc < 0)
+		return rc;
+	return sl_pg_repl_create_slot(r, name, temporary, snapshot, snaplen, consistent, s->err, s->errlen);
 }
 
 static void stream_free(struct stream *s)
@@ -690,11 +708,13 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	if (sc->source->kind != SL_SOURCE_POSTGRES) {
 		snprintf(err, errlen, "stream \"%s\": source \"%s\" is a mysql source, which is not supported yet",
 			 sc->name, sc->source->name);
-		return SL_ECONFIG;
+		rc = SL_ECONFIG;
+		goto out;
 	}
 	if (sl_mkdir_p(cfg->state_dir) < 0) {
 		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
-		return SL_EFAIL;
+		rc = SL_EFAIL;
+		goto out;
 	}
 	if (sl_ckpt_load(&s.ck, cfg->state_dir, sc->name, err, errlen) < 0) {
 		rc = SL_EFAIL;
@@ -732,10 +752,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		rc = SL_EFAIL;
 		goto out;
 	}
-	if ((rc = sl_pg_server_time_us(s.meta, &s.bf_ts_us, err, errlen)) < 0)
-		goto out;
 	if (create) {
-		rc = sl_pg_repl_create_slot(s.repl, sc->slot, false, snapshot, sizeof snapshot, &consistent, err, errlen);
+		rc = create_snapshot_slot(&s, s.repl, sc->slot, false, snapshot, sizeof snapshot, &consistent);
 		if (rc < 0)
 			goto out;
 		sl_lsn_format(consistent, lsn);
@@ -773,11 +791,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 				goto out;
 			}
 			snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", sc->slot, (int)getpid());
-			if ((rc = sl_pg_server_time_us(s.meta, &s.bf_ts_us, err, errlen)) < 0) {
-				sl_pg_repl_close(tmp);
-				goto out;
-			}
-			rc = sl_pg_repl_create_slot(tmp, tmpname, true, snapshot, sizeof snapshot, &consistent, err, errlen);
+			rc = create_snapshot_slot(&s, tmp, tmpname, true, snapshot, sizeof snapshot, &consistent);
 			if (rc == SL_OK)
 				rc = run_backfill(&s, snapshot, consistent, true);
 			sl_pg_repl_close(tmp);
@@ -864,30 +878,19 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 		goto out;
 	}
 	for (int i = 0; i < ntables; i++) {
-		char oid[16];
-		const char *p[1] = { oid };
-		PGresult *res;
-		bool key = false;
-		snprintf(oid, sizeof oid, "%u", tables[i]->relid);
-		res = PQexecParams(c, "SELECT has_table_privilege($1::oid, 'SELECT')", 1, NULL, p, NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK || strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		bool may = false;
+		if ((rc = sl_pg_can_select(c, tables[i], &may, err, errlen)) < 0)
+			goto out;
+		if (!may) {
 			snprintf(err, errlen, "stream \"%s\": role \"%s\" may not SELECT from \"%s\".\"%s\" "
 				 "(GRANT SELECT ON ... TO %s)", sc->name, PQuser(c), tables[i]->ns, tables[i]->name, PQuser(c));
-			PQclear(res);
 			rc = SL_EPREREQ;
 			goto out;
 		}
-		PQclear(res);
-		for (int k = 0; k < tables[i]->ncols; k++)
-			key |= tables[i]->cols[k].is_key;
-		if (!key && sc->write_mode == SL_WRITE_MERGE) {
-			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be "
-				 "replicated in append mode only", sc->name, tables[i]->ns, tables[i]->name);
-			rc = SL_EPREREQ;
+		if ((rc = check_merge_key(sc, tables[i], err, errlen)) < 0)
 			goto out;
-		}
 		printf("stream %s: table %s.%s: %d columns%s\n", sc->name, tables[i]->ns, tables[i]->name,
-		       tables[i]->ncols, key ? "" : ", no primary key (append mode only)");
+		       tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
 	if ((rc = sl_pg_slot_info(c, sc->slot, &si, err, errlen)) < 0)
 		goto out;

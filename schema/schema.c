@@ -278,6 +278,14 @@ void sl_table_free(struct sl_table *t)
 	free(t);
 }
 
+bool sl_table_has_key(const struct sl_table *t)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].is_key)
+			return true;
+	return false;
+}
+
 bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b)
 {
 	if (a->ncols != b->ncols || strcmp(a->ns, b->ns) || strcmp(a->name, b->name))

@@ -121,6 +121,8 @@ int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid,
 			const char *type_name, bool is_key);
 int sl_table_finish(struct sl_table *t);
 void sl_table_free(struct sl_table *t);
+/* True if at least one column is part of the primary key. */
+bool sl_table_has_key(const struct sl_table *t);
 /* True if both describe the same columns (names, types, modifiers, keys). */
 bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b);
 

@@ -57,6 +57,10 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 /* The server's clock_timestamp() in Unix microseconds: taken just before a
  * slot is created, it is the source time of that snapshot's backfill rows. */
 int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen);
+/* Sets *ok to whether the session's role may SELECT from t. */
+int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, size_t errlen);
+/* The server's wal_sender_timeout in milliseconds (0: disabled). */
+int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errlen);
 /* pg_current_wal_lsn() */
 int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen);
 
