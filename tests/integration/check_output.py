@@ -248,8 +248,11 @@ def check_tree(root, codec=None, keep=None, workers=1):
     files, errors = list_tree(root)
     jobs = [(root, rel, codec, keep) for rel in files]
     if workers > 1 and len(jobs) > 1:
+        # forkserver, not fork: a pool forked from a process that has had
+        # threads (a workload thread, a sampler) can inherit a lock held at
+        # fork time and hang forever in the child.
         import multiprocessing
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("forkserver").Pool(workers) as pool:
             out = pool.map(_check_file_job, jobs, chunksize=1)
     else:
         out = [_check_file_job(j) for j in jobs]
