@@ -53,25 +53,33 @@ struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, co
 	return nt;
 }
 
-static int get_lsn(json_t *o, const char *key, uint64_t *out)
+/* Reads position key of o (absent: *out zeroed, *present false). */
+static int get_pos(const struct sl_source_desc *desc, json_t *o, const char *key, struct sl_position *out,
+		   bool *present)
 {
 	json_t *v = json_object_get(o, key);
-	if (!v) {
-		*out = 0;
+
+	memset(out, 0, sizeof *out);
+	if (present)
+		*present = v != NULL;
+	if (!v)
 		return 0;
-	}
-	return json_is_string(v) ? sl_lsn_parse(json_string_value(v), out) : -1;
+	return json_is_string(v) ? desc->pos_decode(json_string_value(v), out) : -1;
 }
 
-int sl_ckpt_load(struct sl_checkpoint *ck, const char *state_dir, const char *stream, char *err, size_t errlen)
+int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, const char *state_dir,
+		 const char *stream, char *err, size_t errlen)
 {
 	struct sl_buf b;
 	char *text = NULL;
 	json_t *root = NULL, *tabs, *v;
 	json_error_t jerr;
+	json_int_t format;
+	const char *pos_key, *snap_key;
 	int rc;
 
 	memset(ck, 0, sizeof *ck);
+	ck->desc = desc;
 	sl_buf_init(&b, 0);
 	sl_buf_printf(&b, "%s/%s.checkpoint.json", state_dir, stream);
 	ck->path = sl_buf_detach(&b);
@@ -92,14 +100,46 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const char *state_dir, const char *st
 		json_decref(root);
 		return -1;
 	}
+	v = json_object_get(root, "format");
+	format = v ? (json_is_integer(v) ? json_integer_value(v) : -1) : 1;
+	if (format == 1) {
+		/* sluice 0.1: PostgreSQL only, LSNs as "X/Y". */
+		if (strcmp(desc->kind, "postgres") != 0) {
+			snprintf(err, errlen, "checkpoint \"%s\" was written for a postgres source, but the stream's "
+				 "source is %s; remove it to start the stream over", ck->path, desc->kind);
+			json_decref(root);
+			return -1;
+		}
+		ck->has_position = json_is_true(json_object_get(root, "slot_created"));
+		ck->reset = json_is_true(json_object_get(root, "reset_slot"));
+		pos_key = "durable_lsn";
+		snap_key = "snapshot_lsn";
+	} else if (format == 2) {
+		const char *kind = json_string_value(json_object_get(root, "source"));
+		if (!kind)
+			goto corrupt;
+		if (strcmp(kind, desc->kind) != 0) {
+			snprintf(err, errlen, "checkpoint \"%s\" was written for a %s source, but the stream's source "
+				 "is %s; remove it to start the stream over", ck->path, kind, desc->kind);
+			json_decref(root);
+			return -1;
+		}
+		ck->has_position = json_is_true(json_object_get(root, "has_position"));
+		ck->reset = json_is_true(json_object_get(root, "reset"));
+		pos_key = "durable";
+		snap_key = "snapshot";
+	} else {
+		snprintf(err, errlen, "checkpoint \"%s\" has format %lld, which this sluice does not know "
+			 "(written by a newer version?); it was not changed", ck->path, (long long)format);
+		json_decref(root);
+		return -1;
+	}
 	ck->exists = true;
 	v = json_object_get(root, "slot");
 	snprintf(ck->slot, sizeof ck->slot, "%s", json_is_string(v) ? json_string_value(v) : "");
-	ck->slot_created = json_is_true(json_object_get(root, "slot_created"));
-	ck->reset_slot = json_is_true(json_object_get(root, "reset_slot"));
 	ck->last_source_ts_us = json_integer_value(json_object_get(root, "last_source_ts_us"));
 	ck->updated_us = json_integer_value(json_object_get(root, "updated_us"));
-	if (get_lsn(root, "durable_lsn", &ck->durable_lsn) < 0)
+	if (get_pos(desc, root, pos_key, &ck->durable, NULL) < 0)
 		goto corrupt;
 	tabs = json_object_get(root, "tables");
 	if (tabs) {
@@ -128,7 +168,7 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const char *state_dir, const char *st
 				goto corrupt;
 			e->state = (enum sl_bf_state)s;
 			e->rows = (uint64_t)json_integer_value(json_object_get(t, "rows"));
-			if (get_lsn(t, "snapshot_lsn", &e->snapshot_lsn) < 0)
+			if (get_pos(desc, t, snap_key, &e->snapshot, NULL) < 0)
 				goto corrupt;
 			v = json_object_get(t, "schema_key");
 			snprintf(e->schema_key, sizeof e->schema_key, "%s", json_is_string(v) ? json_string_value(v) : "");
@@ -147,22 +187,32 @@ oom:
 	return -1;
 }
 
+/* Sets key of o to the encoded position p. */
+static int set_pos(const struct sl_source_desc *desc, json_t *o, const char *key, const struct sl_position *p)
+{
+	char text[2 * SL_POS_TEXT_MAX + 64];
+
+	if (desc->pos_encode(p, text, sizeof text) < 0)
+		return -1;
+	return json_object_set_new(o, key, json_string(text));
+}
+
 int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 {
 	json_t *root = json_object(), *tabs = json_object();
-	char lsn[18];
 	char *text;
 	int rc;
 
 	if (!root || !tabs)
 		goto oom;
 	ck->updated_us = sl_now_us();
-	sl_lsn_format(ck->durable_lsn, lsn);
-	json_object_set_new(root, "format", json_integer(1));
+	json_object_set_new(root, "format", json_integer(2));
+	json_object_set_new(root, "source", json_string(ck->desc->kind));
 	json_object_set_new(root, "slot", json_string(ck->slot));
-	json_object_set_new(root, "slot_created", json_boolean(ck->slot_created));
-	json_object_set_new(root, "reset_slot", json_boolean(ck->reset_slot));
-	json_object_set_new(root, "durable_lsn", json_string(lsn));
+	json_object_set_new(root, "has_position", json_boolean(ck->has_position));
+	json_object_set_new(root, "reset", json_boolean(ck->reset));
+	if (set_pos(ck->desc, root, "durable", &ck->durable) < 0)
+		goto oom;
 	json_object_set_new(root, "last_source_ts_us", json_integer(ck->last_source_ts_us));
 	json_object_set_new(root, "updated_us", json_integer(ck->updated_us));
 	for (int i = 0; i < ck->ntables; i++) {
@@ -171,8 +221,10 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 		if (!t)
 			goto oom;
 		json_object_set_new(t, "backfill", json_string(state_names[e->state]));
-		sl_lsn_format(e->snapshot_lsn, lsn);
-		json_object_set_new(t, "snapshot_lsn", json_string(lsn));
+		if (set_pos(ck->desc, t, "snapshot", &e->snapshot) < 0) {
+			json_decref(t);
+			goto oom;
+		}
 		json_object_set_new(t, "rows", json_integer((json_int_t)e->rows));
 		json_object_set_new(t, "schema_key", json_string(e->schema_key));
 		json_object_set_new(tabs, e->name, t);

@@ -5,7 +5,18 @@
  * atomically (temporary file, fsync, rename, fsync of the directory).  It
  * holds the durable source position (everything up to it is in the sink and
  * may be acknowledged), the backfill state of every table, and the table
- * schema versions seen.
+ * schema versions seen.  Positions are stored as their source kind encodes
+ * them (struct sl_source_desc), with the kind named in the file:
+ *
+ *   {"format": 2, "source": "postgres", "slot": "sluice_s1",
+ *    "has_position": true, "reset": false, "durable": "0/16B3748",
+ *    "last_source_ts_us": ..., "updated_us": ...,
+ *    "tables": {"public.t": {"backfill": "done", "snapshot": "0/16B3700",
+ *                            "rows": 10, "schema_key": "..."}}}
+ *
+ * Format 1 (sluice 0.1, PostgreSQL only: "durable_lsn", "slot_created",
+ * "reset_slot", "snapshot_lsn") still loads, for a postgres source; the next
+ * save writes format 2.
  */
 #ifndef SLUICE_AGENT_CHECKPOINT_H
 #define SLUICE_AGENT_CHECKPOINT_H
@@ -21,28 +32,32 @@ enum sl_bf_state { SL_BF_PENDING = 0, SL_BF_RUNNING, SL_BF_DONE, SL_BF_SKIPPED }
 struct sl_ckpt_table {
 	char *name;               /* "schema.table" (owned) */
 	enum sl_bf_state state;
-	uint64_t snapshot_lsn;    /* the snapshot of the running or finished backfill */
+	struct sl_position snapshot; /* the snapshot of the running or finished backfill */
 	uint64_t rows;            /* rows written by the finished backfill */
 	char schema_key[17];      /* last schema version written */
 };
 
 struct sl_checkpoint {
 	char *path;               /* owned */
+	const struct sl_source_desc *desc; /* the source kind whose positions these are */
 	bool exists;              /* loaded from disk (false: a new stream) */
-	char slot[64];
-	bool slot_created;        /* the stream has had its slot */
-	bool reset_slot;          /* `sluice backfill` asked for a new slot and a full backfill */
-	uint64_t durable_lsn;     /* everything before is durable in the sink */
+	char slot[64];            /* postgres: the slot it belongs to ("" otherwise) */
+	bool has_position;        /* the stream has had a log position (its slot was created) */
+	bool reset;               /* `sluice backfill` asked for a new position and a full backfill */
+	struct sl_position durable; /* everything before is durable in the sink (with has_position) */
 	int64_t last_source_ts_us;/* source time of the last durable change (0 unknown) */
 	int64_t updated_us;       /* when this checkpoint was written */
 	int ntables;
 	struct sl_ckpt_table *tables;
 };
 
-/* Loads "<state_dir>/<stream>.checkpoint.json".  A missing file gives an empty
- * checkpoint with exists = false.  Returns 0, or -1 with err (a corrupt file
- * is an error, never silently reset). */
-int sl_ckpt_load(struct sl_checkpoint *ck, const char *state_dir, const char *stream, char *err, size_t errlen);
+/* Loads "<state_dir>/<stream>.checkpoint.json" for a stream whose source
+ * kind is desc.  A missing file gives an empty checkpoint with exists =
+ * false.  Returns 0, or -1 with err: a corrupt file, or one written for
+ * another source kind, is an error that says how to recover, never silently
+ * reset. */
+int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, const char *state_dir,
+		 const char *stream, char *err, size_t errlen);
 /* Writes the checkpoint atomically.  0 or -1 with err. */
 int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen);
 void sl_ckpt_free(struct sl_checkpoint *ck);

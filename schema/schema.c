@@ -45,6 +45,13 @@ void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t 
 	out[SL_CSN_LEN] = '\0';
 }
 
+void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq)
+{
+	c->csn_pos = csn_pos;
+	c->seq = seq;
+	sl_csn_format(c->csn, csn_pos, seq);
+}
+
 /* Feeds one name piece to the hash, with a NUL after it as a separator. */
 static void sha1_piece(struct sha1_ctx *h, const void *p, size_t n, bool nul)
 {

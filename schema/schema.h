@@ -45,6 +45,74 @@ struct sl_column {
 	bool is_key;         /* part of the primary key */
 };
 
+enum sl_source_kind { SL_SOURCE_POSTGRES = 0, SL_SOURCE_MYSQL };
+
+/* ---- positions ----
+ *
+ * A position in a source's log.  It is opaque outside the source kind that
+ * made it: that kind's struct sl_source_desc compares positions, derives the
+ * CSN's position part and encodes them for the checkpoint.  It is a plain
+ * value: copy it freely.  PostgreSQL uses w[0] (an LSN); a binlog source uses
+ * both words (file sequence number, offset) and text (the GTID).
+ */
+#define SL_POS_TEXT_MAX 128
+
+struct sl_position {
+	uint64_t w[2];                  /* source-defined words */
+	char text[SL_POS_TEXT_MAX];     /* source-defined, NUL-terminated, "" if unused */
+};
+
+/* The type of a source position field in source_metadata (see sl_source_desc). */
+enum sl_meta_type {
+	SL_META_STRING = 0,     /* Avro "string" */
+	SL_META_LONG,           /* Avro "long" */
+	SL_META_OPT_STRING,     /* Avro ["null", "string"], default null */
+};
+
+struct sl_meta_field {
+	const char *name;
+	enum sl_meta_type type;
+};
+
+/* One source position field's value: s/len for the string types (s NULL
+ * for a null SL_META_OPT_STRING), i for SL_META_LONG. */
+struct sl_meta_value {
+	const char *s;
+	size_t len;
+	int64_t i;
+};
+
+#define SL_META_MAX 4       /* at most this many source position fields */
+#define SL_META_BUF 256     /* text buffer for meta_values() */
+
+/*
+ * What a source kind tells the rest of sluice about its positions and its
+ * records.  Each source kind has one static descriptor, and every table
+ * version it makes points to it (sl_table.src), so a sink can write a record
+ * without knowing which source produced it.
+ */
+struct sl_source_desc {
+	const char *kind;                 /* "postgres", "mysql": the config's source type */
+	const char *ns_field;             /* source_metadata's name for the namespace: "schema" | "database" */
+	const char *read_method_cdc;      /* "postgresql-cdc-wal", "mysql-cdc-binlog" */
+	const char *read_method_backfill; /* "postgresql-backfill", "mysql-backfill-fulldump" */
+	/* <0, 0 or >0 as a is before, at or after b in the log. */
+	int (*pos_compare)(const struct sl_position *a, const struct sl_position *b);
+	/* The CSN's position part: a 64-bit number that orders transactions as
+	 * their positions do (see sl_csn_format). */
+	uint64_t (*pos_csn)(const struct sl_position *p);
+	/* Text for the checkpoint and messages, and back.  encode returns 0, or
+	 * -1 if out is too small; decode returns 0, or -1 if text is not a
+	 * position of this kind. */
+	int (*pos_encode)(const struct sl_position *p, char *out, size_t outlen);
+	int (*pos_decode)(const char *text, struct sl_position *out);
+	/* The source position fields of source_metadata, in record order, and
+	 * their values for position p (text goes into buf, SL_META_BUF bytes). */
+	int nmeta;
+	const struct sl_meta_field *meta;
+	void (*meta_values)(const struct sl_position *p, struct sl_meta_value *out, char *buf, size_t buflen);
+};
+
 struct sl_table {
 	char *ns;            /* PostgreSQL schema, or MySQL database (owned) */
 	char *name;          /* table name (owned) */
@@ -53,9 +121,8 @@ struct sl_table {
 	struct sl_column *cols;  /* owned array of ncols */
 	char schema_key[17]; /* 16 lowercase hex digits: hash of the column list */
 	uint32_t relid;      /* source relation id (PostgreSQL OID), 0 if unknown */
+	const struct sl_source_desc *src; /* the source kind that described it (static) */
 };
-
-enum sl_source_kind { SL_SOURCE_POSTGRES = 0, SL_SOURCE_MYSQL };
 
 enum sl_op {
 	SL_OP_INSERT = 0,
@@ -87,23 +154,27 @@ struct sl_change {
 	 * (or only its key columns, others SL_V_NULL) for DELETE / UPDATE-DELETE.
 	 * NULL for TRUNCATE. */
 	const struct sl_value *values;
-	const char *read_method;       /* "postgresql-cdc-wal", "postgresql-backfill", ... */
-	char csn[SL_CSN_LEN + 1];      /* see sl_csn_format() */
-	uint64_t position;             /* PostgreSQL: commit LSN (backfill: snapshot LSN) */
-	uint32_t seq;                  /* place in the transaction, 0 for backfill rows */
+	const char *read_method;       /* table->src's read_method_cdc or read_method_backfill */
+	char csn[SL_CSN_LEN + 1];      /* see sl_change_set_csn() */
+	/* The position of the change's transaction (backfill rows: the snapshot's
+	 * position).  Its source_metadata fields come from table->src->meta_values. */
+	const struct sl_position *pos;
+	uint64_t csn_pos;              /* the CSN's position part, usually table->src->pos_csn(pos) */
+	uint32_t seq;                  /* place in the transaction from 1; 0 for backfill rows */
 	int64_t source_ts_us;          /* Unix microseconds: commit time, or snapshot time */
 	int64_t read_ts_us;            /* Unix microseconds: when sluice read it */
 	uint64_t tx_id;                /* source transaction id (xid), 0 for backfill */
 	unsigned char uuid[16];        /* deterministic UUIDv5, see sl_change_set_uuid() */
-	/* MySQL only (later): binlog file, position and GTID. */
-	const char *log_file;
-	uint64_t log_position;
-	const char *gtid;
 };
 
-/* Writes the CSN for a position and sequence: 16 uppercase hex digits, '-',
- * 10 decimal digits.  Later changes get larger CSNs in plain string order. */
+/* Writes the CSN for a position part and sequence: 16 uppercase hex digits,
+ * '-', 10 decimal digits.  Later changes get larger CSNs in plain string
+ * order.  The position part is the source kind's pos_csn(): PostgreSQL's
+ * commit LSN; a binlog source's file sequence number in the high 32 bits and
+ * the offset of the transaction's first event in the low 32. */
 void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t seq);
+/* Sets c->csn_pos, c->seq and c->csn. */
+void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq);
 
 /* Sets c->uuid to the UUIDv5 of stream, schema.table and CSN (plus, when
  * extra is not NULL, extra bytes such as a backfill row's key, because every

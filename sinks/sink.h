@@ -1,12 +1,31 @@
 /*
  * sinks/sink.h: the interface every destination implements.
  *
- * A sink is a table of function pointers plus an opaque context.  The agent
- * calls write() for each change in source order, and flush() at transaction
- * boundaries when flush_due() says so, when draining, and when caught up.
- * Nothing written is durable until flush() returns 0: only then may the agent
- * checkpoint and acknowledge the source position.  A sink never knows which
- * source produced a change beyond enum sl_source_kind.
+ * A sink is a table of function pointers plus an opaque context, one per
+ * stream, used by one thread (the stream's writer; the reader thread that
+ * talks to the source never waits on a sink, see agent/pipeline.h).  The
+ * agent calls:
+ *
+ *   write()      for each change, in source order.  It may send or write data
+ *                out, but makes nothing durable the agent could rely on.  The
+ *                change, its table version and its values are valid only
+ *                during the call: a sink that needs them later copies what it
+ *                needs.
+ *   mark()       at every transaction end, and at keepalive positions between
+ *                transactions: everything written so far is at or before pos.
+ *   flush()      at a transaction boundary when flush_due() says so, when the
+ *                stream drains, when a backfill table is done, and when caught
+ *                up.  It makes everything written durable (files fsynced and
+ *                renamed, an HTTP 2xx) and reports the last mark it covers.
+ *                Only that position is checkpointed and acknowledged to the
+ *                source.
+ *
+ * A network sink (ClickHouse) plugs in the same way: write() appends to a
+ * batch, flush() sends it and returns on 2xx; while it waits, the reader
+ * thread keeps reading into the bounded queue and keeps the source's
+ * connection alive.  A sink never learns which source produced a change
+ * beyond what the change's table version carries (its source descriptor:
+ * position fields and names); positions are opaque to it.
  *
  * Return codes: 0 success, -1 failure with a message in err.
  */
@@ -43,7 +62,6 @@ struct sl_dest_config {
 struct sl_sink_stream {
 	const char *name;             /* stream name */
 	enum sl_write_mode mode;
-	enum sl_source_kind source_kind;
 };
 
 struct sl_sink_ops {
@@ -51,21 +69,27 @@ struct sl_sink_ops {
 	/* Opens the sink.  *ctx receives the context, freed by close(). */
 	int (*open)(void **ctx, const struct sl_dest_config *dc, const struct sl_sink_stream *st,
 		    char *err, size_t errlen);
-	/* Writes one change.  May write data out, but makes nothing durable. */
+	/* Writes one change (see above). */
 	int (*write)(void *ctx, const struct sl_change *c, char *err, size_t errlen);
+	/* Everything written so far is at or before pos (copied). */
+	void (*mark)(void *ctx, const struct sl_position *pos);
 	/* True when buffered data has reached a size or age limit and the agent
 	 * should flush at the next transaction boundary.  now_ms is sl_mono_ms(). */
 	bool (*flush_due)(void *ctx, int64_t now_ms);
 	/* True when anything was written since the last flush. */
 	bool (*pending)(void *ctx);
-	/* Makes everything written so far durable. */
-	int (*flush)(void *ctx, char *err, size_t errlen);
-	/* Removes the output of an interrupted backfill of table t that used the
-	 * snapshot at snapshot_pos, so that a redo leaves no duplicates visible:
-	 * files holding only records with CSN (snapshot_pos, 0), the rows, or
-	 * (snapshot_pos - 1, 0), the TRUNCATE marker that starts a re-backfill. */
-	int (*discard_backfill)(void *ctx, const struct sl_table *t, uint64_t snapshot_pos,
-				char *err, size_t errlen);
+	/* Makes everything written so far durable.  Returns 1 with *durable set
+	 * to the last mark (everything before it is now durable), 0 when no mark
+	 * was given since open (nothing to report), or -1 with a message in err;
+	 * after a failure the agent stops and restarts from its checkpoint. */
+	int (*flush)(void *ctx, struct sl_position *durable, char *err, size_t errlen);
+	/* Discards what the sink holds of table t from an interrupted backfill
+	 * run: records whose CSNs all lie in [csn_first, csn_last] (the run's
+	 * re-backfill marker and its rows), flushed or not, so that a redo leaves
+	 * no duplicate rows visible.  Output that also holds records outside the
+	 * range may stay: records delivered again carry the same uuid. */
+	int (*discard_backfill)(void *ctx, const struct sl_table *t, const char *csn_first,
+				const char *csn_last, char *err, size_t errlen);
 	/* Discards anything not flushed (no partial output stays visible) and frees ctx. */
 	void (*close)(void *ctx);
 };

@@ -1,11 +1,59 @@
 /*
- * sources/source.h: what every source shares: its connection profile.
- * The PostgreSQL source lives in sources/postgres/, MySQL comes later.
+ * sources/source.h: the interface every source implements, and its
+ * connection profile.
+ *
+ * A source is a table of functions (struct sl_source_ops) plus an opaque
+ * context, one per stream.  The agent reaches a database only through it; it
+ * never sees a connection, a protocol message or a position's insides.  The
+ * PostgreSQL source (sources/postgres/) reads a logical replication slot with
+ * pgoutput; a MySQL/MariaDB source reads the binlog as a replica.  How each
+ * fits the calls below:
+ *
+ *   call               PostgreSQL                          MySQL / MariaDB binlog
+ *   ----------------   ---------------------------------   ---------------------------------
+ *   check              wal_level, REPLICATION, SELECT,     log_bin, binlog_format=ROW,
+ *                      the slot                            binlog_row_image, grants, purge
+ *   open / tables      a catalog connection; pg_class      a connection; information_schema
+ *   prepare            ensure the publication; look up     look up the checkpoint's binlog
+ *                      the slot against the checkpoint     file (or GTID) on the server
+ *   snapshot(create)   CREATE_REPLICATION_SLOT ...         START TRANSACTION WITH CONSISTENT
+ *                      EXPORT_SNAPSHOT (the stream's       SNAPSHOT; binlog_snapshot_file/pos
+ *                      slot, aligned with the snapshot)    becomes the stream's position
+ *   snapshot(!create)  the same with a TEMPORARY slot      the same (the stream keeps its own
+ *                                                          position)
+ *   snapshot_read      COPY (SELECT ...) TO STDOUT in the  SELECT in the snapshot's
+ *                      imported snapshot                   transaction
+ *   start              START_REPLICATION from the          COM_BINLOG_DUMP(_GTID) from the
+ *                      durable LSN                         durable file/offset or GTID set
+ *   next               XLogData / keepalive messages,      row events, XID, ROTATE, heartbeat
+ *                      decoded by pgoutput.c               events
+ *   ack                standby status update (flush LSN)   nothing to send: the binlog is not
+ *                                                          held for replicas; the position is
+ *                                                          only checkpointed
+ *   probe              pg_replication_slots                SHOW BINARY LOGS, expiry settings
+ *
+ * Positions (struct sl_position in schema/schema.h) are opaque to the agent;
+ * the source kind's struct sl_source_desc compares them, derives the CSN and
+ * encodes them for the checkpoint.  PostgreSQL positions are LSNs; binlog
+ * positions are (file sequence number, offset) with the GTID as text.
+ *
+ * Threads: a source context is used by one thread at a time (the stream's
+ * reading thread).  check and probe open their own connections.
+ *
+ * Return codes: SL_OK (0), or a negative enum sl_status with a message in
+ * err that names the source, table or column concerned and never a secret:
+ * SL_EPREREQ for a missing prerequisite (wal_level, grants, a missing key in
+ * merge mode), SL_ELOST for a lost position (with the recovery step),
+ * SL_ECONFIG for a configuration mistake found at the source (no table
+ * matches), SL_EFAIL otherwise (retried from the checkpoint by the agent).
  */
 #ifndef SLUICE_SOURCES_SOURCE_H
 #define SLUICE_SOURCES_SOURCE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "schema/schema.h"
 
@@ -24,5 +72,151 @@ struct sl_source_config {
 	uint32_t server_id;      /* mysql */
 	char *ssl_mode;          /* mysql */
 };
+
+/* What a source knows of the stream it serves. */
+struct sl_source_stream {
+	const char *name;              /* stream name */
+	const char *config_path;       /* for recovery hints in messages */
+	char *const *tables;           /* include globs "schema.table", NULL-terminated */
+	char *const *exclude_tables;   /* exclude globs, NULL-terminated */
+	bool merge;                    /* write_mode = merge: every table needs a key */
+	const char *slot;              /* postgres: the replication slot */
+	const char *publication;       /* postgres: the publication */
+};
+
+/* The checkpoint's view of the stream's position, for prepare(). */
+struct sl_source_resume {
+	bool has_position;             /* the stream has had a log position (a slot was created) */
+	bool reset;                    /* `sluice backfill` asked for a new position and a full backfill */
+	struct sl_position durable;    /* everything before it is durable (valid with has_position) */
+	const char *checkpoint_path;   /* for messages */
+};
+
+/* What prepare() decided. */
+struct sl_source_plan {
+	bool need_position;            /* there is no position to resume from: create one with
+					* snapshot(create = true), and backfill every table */
+	int64_t status_interval_ms;    /* how often ack() must at least be called (0: no need) */
+};
+
+/* A snapshot for backfill, aligned to a position: every change committed
+ * before pos is in it and none after.  Rows read from it carry CSN
+ * (pos_csn(pos), 0). */
+struct sl_snapshot_info {
+	struct sl_position pos;
+	int64_t ts_us;                 /* source time just before the snapshot, Unix microseconds */
+};
+
+/* Called once per snapshot row; vals (t->ncols typed values) are valid during
+ * the call.  Returns 0 to go on, or -1 to stop (the callback sets its own
+ * error, which the source leaves alone). */
+typedef int (*sl_row_fn)(void *payload, const struct sl_table *t, const struct sl_value *vals);
+
+enum sl_event_kind {
+	SL_EV_TIMEOUT = 0,   /* nothing arrived within the timeout */
+	SL_EV_BEGIN,         /* a transaction starts: pos (its position, written into its records), ts_us, tx_id */
+	SL_EV_CHANGE,        /* one change of the open transaction: change */
+	SL_EV_COMMIT,        /* the transaction ends: pos is where to resume after it, what ack() takes */
+	SL_EV_SCHEMA,        /* a table was described anew: table; changed when its columns differ */
+	SL_EV_KEEPALIVE,     /* pos: nothing before it is still to come; reply_requested */
+	SL_EV_END,           /* the server ended the stream */
+};
+
+struct sl_event {
+	enum sl_event_kind kind;
+	struct sl_position pos;        /* BEGIN, COMMIT, KEEPALIVE */
+	int64_t ts_us;                 /* BEGIN, COMMIT: commit time, Unix microseconds */
+	uint64_t tx_id;                /* BEGIN */
+	bool reply_requested;          /* KEEPALIVE: the server wants an ack() soon */
+	/* SCHEMA: the new version.  When changed, retired is the version it
+	 * replaces: ownership passes to the caller, who frees it with
+	 * sl_table_free() once no change it read still uses it. */
+	const struct sl_table *table;
+	bool changed;
+	struct sl_table *retired;
+	/* CHANGE: table, op, values, csn_pos, seq, csn, source_ts_us and tx_id
+	 * are set; pos, read_method, read_ts_us and uuid are the caller's.  The
+	 * values are valid until the next call. */
+	struct sl_change change;
+};
+
+/* The stream's position holder as the server sees it, for status and alerts. */
+struct sl_source_status {
+	bool exists;                   /* the slot exists */
+	bool active;                   /* a reader is attached */
+	char state[32];                /* wal_status: reserved, extended, unreserved, lost ("" unknown) */
+	char confirmed[64];            /* the server's confirmed position, as text ("" unknown) */
+	char restart[64];              /* the oldest position the server keeps for it */
+	int64_t lag_bytes;             /* server head - confirmed; -1 unknown */
+	int64_t retained_bytes;        /* server head - restart; -1 unknown */
+	int64_t safe_bytes;            /* log the server may still write before it drops the position; -1 unknown */
+};
+
+struct sl_source_ops {
+	const char *type;                       /* the config's source type: "postgres" */
+	const struct sl_source_desc *desc;      /* positions and records of this kind */
+
+	/* `sluice check`: every read-only probe run depends on (connection,
+	 * log settings, privileges, tables, keys in merge mode, the position
+	 * holder).  Prints one line per check to out.  Changes nothing. */
+	int (*check)(const struct sl_source_config *cfg, const struct sl_source_stream *st, FILE *out,
+		     char *err, size_t errlen);
+	/* The position holder's state, on a connection of its own; works
+	 * whether or not an agent runs the stream. */
+	int (*probe)(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		     struct sl_source_status *out, char *err, size_t errlen);
+
+	/* Opens the source for one stream (a catalog connection); *ctx is freed
+	 * by close().  cfg and st must outlive ctx. */
+	int (*open)(void **ctx, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		    char *err, size_t errlen);
+	/* Ends streaming, closes every connection and frees ctx (and the table
+	 * versions it still owns). */
+	void (*close)(void *ctx);
+
+	/* The selected tables with their columns and keys: *out is a malloc'd
+	 * array of *n table versions that the caller frees (sl_table_free() each,
+	 * then free()).  SL_ECONFIG when nothing matches; SL_EPREREQ when merge
+	 * mode meets a table without a key. */
+	int (*tables)(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen);
+	/* Makes the log position usable for the stream and checks the
+	 * checkpoint's position against it: SL_ELOST when it cannot be resumed
+	 * (the slot is missing or lost, or the server already confirmed beyond
+	 * it), with the recovery step in err.  Fills *plan. */
+	int (*prepare)(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
+		       char *err, size_t errlen);
+	/* The server's current log position (for --until-caught-up). */
+	int (*current_position)(void *ctx, struct sl_position *out, char *err, size_t errlen);
+
+	/* Takes a snapshot for backfill.  With create, the stream has no
+	 * position yet: the snapshot creates it (the stream's slot), so the
+	 * stream starts at info->pos.  Otherwise the snapshot is taken beside the
+	 * stream's own position, which is at or before info->pos.  *snap is the
+	 * source's handle, valid until snapshot_close().  With create, the
+	 * snapshot must be read completely before start(). */
+	int (*snapshot)(void *ctx, bool create, void **snap, struct sl_snapshot_info *info,
+			char *err, size_t errlen);
+	/* Reads every row of t in the snapshot, in typed values, calling fn for
+	 * each; *rows receives the count.  A failing fn stops the read: -1 with
+	 * err left to fn. */
+	int (*snapshot_read)(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
+			     uint64_t *rows, char *err, size_t errlen);
+	void (*snapshot_close)(void *ctx, void *snap);
+
+	/* Starts streaming from position from (everything before it is durable). */
+	int (*start)(void *ctx, const struct sl_position *from, char *err, size_t errlen);
+	/* Waits up to timeout_ms for the next event.  The event and everything
+	 * it points to are valid until the next call. */
+	int (*next)(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen);
+	/* Tells the server that everything before durable is durable (it never
+	 * goes backwards), and keeps the connection alive.  want_reply asks the
+	 * server for a keepalive in reply (an idle stream then learns a position
+	 * it may acknowledge).  Cheap: the agent calls it at least every
+	 * plan.status_interval_ms, also while the sink is slow. */
+	int (*ack)(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen);
+};
+
+/* The registry: the ops for a source kind, or NULL. */
+const struct sl_source_ops *sl_source_lookup(enum sl_source_kind kind);
 
 #endif

@@ -1,0 +1,917 @@
+/*
+ * agent/pipeline.c: the reader/writer pipeline of one stream (see
+ * pipeline.h).
+ *
+ * Queue records are events: a struct qev header, then a position (BEGIN,
+ * COMMIT, KEEPALIVE, BF_START) or the values of a row and their bytes
+ * (CHANGE, BF_ROW).  The reader copies a change's values into the record, so
+ * the source may reuse its buffers as soon as the push returns; the writer
+ * hands the sink pointers into the record, valid until it pops it.
+ *
+ * Shared state (mu): the writer's failure and message, the durable position
+ * it published (with a sequence number the reader polls without the lock),
+ * and the last barrier it completed.  Everything else belongs to one thread:
+ * the reader's positions and ack bookkeeping, the writer's transaction and
+ * backfill state, the sink and (while the pipe runs) the checkpoint.
+ */
+#include "agent/pipeline.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/queue.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define DEFAULT_STATUS_INTERVAL_MS 10000
+#define WAIT_SLICE_MS 1000         /* no wait lasts longer, so signals are seen at once */
+#define WRITER_IDLE_MS 200         /* the writer looks at the clock this often when idle */
+#define PUBLISH_EVERY 256          /* changes published at least this often inside a transaction */
+#define STOP_GRACE_MS 5000         /* how long sl_pipe_stop waits for a writer to end */
+
+enum qkind {
+	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
+	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER,
+};
+
+struct qev {
+	uint8_t kind;
+	uint8_t op;                /* CHANGE, BF_ROW */
+	uint8_t flag;              /* SCHEMA: changed; BF_START: marker */
+	uint8_t pad;
+	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE: checkpoint index */
+	uint32_t seq;              /* CHANGE */
+	uint32_t pad2;
+	const struct sl_table *table;
+	struct sl_table *retired;  /* SCHEMA */
+	uint64_t u;                /* CHANGE: csn_pos; BEGIN: tx_id; BF_DONE: rows; BARRIER: id */
+	int64_t ts_us;             /* CHANGE, BF_ROW: read time; BEGIN, COMMIT: commit time; BF_START: snapshot time */
+};
+
+_Static_assert(sizeof(struct qev) % 8 == 0, "qev keeps what follows it aligned");
+_Static_assert(sizeof(struct sl_value) % 8 == 0, "values keep their bytes aligned");
+
+struct sl_pipe {
+	struct sl_pipe_config pc;
+	struct sl_queue *q;
+	pthread_t writer;
+	bool started;
+	int64_t interval_ms;
+
+	/* shared */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;                  /* CLOCK_MONOTONIC: a barrier done, a failure */
+	bool failed;
+	int fail_rc;
+	char fail_err[SL_ERRLEN * 2];
+	bool has_durable;
+	struct sl_position durable;
+	_Atomic uint64_t durable_seq;
+	uint64_t barrier_done;
+	atomic_bool abort;
+	_Atomic uint64_t n_changes, n_backfill_rows, n_flushes;
+
+	/* reader */
+	const struct sl_source_ops *src;    /* while streaming: acks during waits */
+	void *srcctx;
+	bool r_in_tx;
+	bool r_has_pushed;
+	struct sl_position r_pushed;        /* last COMMIT or KEEPALIVE pushed */
+	uint64_t r_acked_seq;
+	int64_t r_last_ack_ms;
+	bool r_force_reply;                 /* the next ack asks for a reply */
+	uint64_t r_barrier;
+	int r_unpublished;
+
+	/* writer */
+	bool w_in_tx;
+	struct sl_position w_tx_pos;
+	int64_t w_tx_ts;
+	uint64_t w_tx_id;
+	bool w_has_mark;
+	struct sl_position w_mark;
+	int64_t w_mark_ts;                  /* source time of the last committed transaction */
+	int64_t w_last_ckpt_ms;
+	struct sl_position w_bf_pos;
+	int64_t w_bf_ts;
+	uint64_t w_bf_csn;
+	struct sl_buf w_key;
+	char w_err[SL_ERRLEN * 2];
+};
+
+static bool cancelled(const struct sl_pipe *p)
+{
+	return p->pc.signals && atomic_load(p->pc.signals) >= 2;
+}
+
+static bool draining(const struct sl_pipe *p)
+{
+	return p->pc.signals && atomic_load(p->pc.signals) >= 1;
+}
+
+static int pos_cmp(const struct sl_pipe *p, const struct sl_position *a, const struct sl_position *b)
+{
+	return p->pc.desc->pos_compare(a, b);
+}
+
+/* Which bytes of a value a copy must carry along. */
+static bool value_data(const struct sl_value *v, const char **data, size_t *len)
+{
+	if (v->kind != SL_V_TEXT)
+		return false;
+	*data = v->p;
+	*len = v->len;
+	return true;
+}
+
+static struct timespec deadline_ms(int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+/* ------------------------------------------------------------------ */
+/* writer                                                               */
+
+/* Records the writer's failure (the first one wins) and wakes the reader. */
+static void writer_fail(struct sl_pipe *p, int rc)
+{
+	pthread_mutex_lock(&p->mu);
+	if (!p->failed) {
+		p->failed = true;
+		p->fail_rc = rc;
+		snprintf(p->fail_err, sizeof p->fail_err, "%s", p->w_err);
+	}
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	sl_queue_close(p->q);
+}
+
+static int save_ckpt(struct sl_pipe *p)
+{
+	if (sl_ckpt_save(p->pc.ck, p->w_err, sizeof p->w_err) < 0)
+		return SL_EFAIL;
+	p->w_last_ckpt_ms = sl_mono_ms();
+	return SL_OK;
+}
+
+static void publish_durable(struct sl_pipe *p, const struct sl_position *pos)
+{
+	pthread_mutex_lock(&p->mu);
+	p->durable = *pos;
+	p->has_durable = true;
+	atomic_fetch_add(&p->durable_seq, 1);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Flushes the sink; checkpoints and publishes the position it reports when
+ * that is new. */
+static int do_flush(struct sl_pipe *p)
+{
+	struct sl_checkpoint *ck = p->pc.ck;
+	struct sl_position d;
+	int64_t t0 = sl_mono_ms();
+	int rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
+
+	if (rc < 0)
+		return SL_EFAIL;
+	atomic_fetch_add(&p->n_flushes, 1);
+	sl_debug("stream \"%s\": flushed in %" PRId64 " ms", p->pc.stream, sl_mono_ms() - t0);
+	if (rc == 1 && (!ck->has_position || pos_cmp(p, &d, &ck->durable) > 0)) {
+		ck->durable = d;
+		if (p->w_mark_ts)
+			ck->last_source_ts_us = p->w_mark_ts;
+		if (save_ckpt(p) < 0)
+			return SL_EFAIL;
+		publish_durable(p, &d);
+	}
+	return SL_OK;
+}
+
+static void mark(struct sl_pipe *p, const struct sl_position *pos)
+{
+	if (p->w_has_mark && pos_cmp(p, pos, &p->w_mark) <= 0)
+		return;
+	p->w_mark = *pos;
+	p->w_has_mark = true;
+	p->pc.sink->mark(p->pc.sinkctx, pos);
+}
+
+/* True when a keepalive mark is ahead of the checkpoint, nothing waits in
+ * the sink, and the checkpoint is older than a status interval: a flush then
+ * costs nothing but the checkpoint, and keeps an idle stream from holding
+ * the source's log. */
+static bool idle_advance_due(struct sl_pipe *p, int64_t now)
+{
+	const struct sl_checkpoint *ck = p->pc.ck;
+
+	return !p->w_in_tx && p->w_has_mark && !p->pc.sink->pending(p->pc.sinkctx) &&
+	       (!ck->has_position || pos_cmp(p, &p->w_mark, &ck->durable) > 0) &&
+	       now - p->w_last_ckpt_ms >= p->interval_ms;
+}
+
+/* The extra bytes of a backfill row's uuid: every row of a snapshot shares
+ * its CSN, so the key (or the whole row when there is no key) makes the uuid
+ * unique and still deterministic.  Length-prefixed, so ("a","bc") and
+ * ("ab","c") differ. */
+static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const struct sl_value *vals)
+{
+	bool haskey = false;
+
+	for (int pass = 0; pass < 2 && !haskey; pass++) {
+		sl_buf_reset(kb);
+		for (int i = 0; i < t->ncols; i++) {
+			const char *d;
+			size_t n;
+			if (pass == 0 && !t->cols[i].is_key)
+				continue;
+			haskey = true;
+			if (value_data(&vals[i], &d, &n)) {
+				unsigned char len[4];
+				sl_put_u32(len, (uint32_t)n);
+				sl_buf_append(kb, len, sizeof len);
+				sl_buf_append(kb, d, n);
+			} else {
+				sl_buf_putc(kb, 'N');
+			}
+		}
+	}
+}
+
+static int write_change(struct sl_pipe *p, struct sl_change *c)
+{
+	if (p->pc.sink->write(p->pc.sinkctx, c, p->w_err, sizeof p->w_err) < 0)
+		return SL_EFAIL;
+	return SL_OK;
+}
+
+static int handle(struct sl_pipe *p, struct qev *ev)
+{
+	struct sl_checkpoint *ck = p->pc.ck;
+	struct sl_change c;
+	int rc;
+
+	switch ((enum qkind)ev->kind) {
+	case Q_BEGIN:
+		p->w_in_tx = true;
+		memcpy(&p->w_tx_pos, ev + 1, sizeof p->w_tx_pos);
+		p->w_tx_ts = ev->ts_us;
+		p->w_tx_id = ev->u;
+		return SL_OK;
+	case Q_CHANGE:
+		memset(&c, 0, sizeof c);
+		c.table = ev->table;
+		c.op = (enum sl_op)ev->op;
+		c.values = ev->n >= 0 ? (const struct sl_value *)(ev + 1) : NULL;
+		c.read_method = p->pc.desc->read_method_cdc;
+		c.pos = &p->w_tx_pos;
+		sl_change_set_csn(&c, ev->u, ev->seq);
+		c.source_ts_us = p->w_tx_ts;
+		c.read_ts_us = ev->ts_us;
+		c.tx_id = p->w_tx_id;
+		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
+		if ((rc = write_change(p, &c)) < 0)
+			return rc;
+		atomic_fetch_add(&p->n_changes, 1);
+		return SL_OK;
+	case Q_COMMIT:
+		p->w_in_tx = false;
+		p->w_mark_ts = ev->ts_us;
+		mark(p, (const struct sl_position *)(ev + 1));
+		if (p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
+			return do_flush(p);
+		return SL_OK;
+	case Q_KEEPALIVE:
+		if (p->w_in_tx)
+			return SL_OK;
+		mark(p, (const struct sl_position *)(ev + 1));
+		if (idle_advance_due(p, sl_mono_ms()))
+			return do_flush(p);
+		return SL_OK;
+	case Q_SCHEMA:
+		if (ev->flag)
+			sl_info("stream \"%s\": table \"%s\".\"%s\" changed its columns (schema version %s)",
+				p->pc.stream, ev->table->ns, ev->table->name, ev->table->schema_key);
+		sl_table_free(ev->retired);
+		ev->retired = NULL;
+		return SL_OK;
+	case Q_BF_START: {
+		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+		if (e->state == SL_BF_RUNNING) {
+			/* An interrupted run: remove its output before redoing the table. */
+			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
+			sl_csn_format(first, old - 1, 0);
+			sl_csn_format(last, old, 0);
+			sl_info("stream \"%s\": redoing the interrupted backfill of %s (snapshot CSN %s)",
+				p->pc.stream, e->name, last);
+			if (p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
+							 sizeof p->w_err) < 0)
+				return SL_EFAIL;
+		}
+		e->state = SL_BF_RUNNING;
+		e->snapshot = *pos;
+		e->rows = 0;
+		if ((rc = save_ckpt(p)) < 0)
+			return rc;
+		p->w_bf_pos = *pos;
+		p->w_bf_ts = ev->ts_us;
+		p->w_bf_csn = p->pc.desc->pos_csn(pos);
+		if (!ev->flag)
+			return SL_OK;
+		/* The marker that starts a re-backfill: a TRUNCATE at CSN
+		 * (P - 1, 0), after every change the snapshot at P holds and before
+		 * its rows, so a reader that applies records in CSN order replaces
+		 * the table's state with the snapshot (rows deleted while no change
+		 * was followed, after a lost slot, go too). */
+		memset(&c, 0, sizeof c);
+		c.table = ev->table;
+		c.op = SL_OP_TRUNCATE;
+		c.read_method = p->pc.desc->read_method_backfill;
+		c.pos = &p->w_bf_pos;
+		sl_change_set_csn(&c, p->w_bf_csn - 1, 0);
+		c.source_ts_us = p->w_bf_ts;
+		c.read_ts_us = sl_now_us();
+		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
+		return write_change(p, &c);
+	}
+	case Q_BF_ROW:
+		memset(&c, 0, sizeof c);
+		c.table = ev->table;
+		c.op = SL_OP_INSERT;
+		c.values = (const struct sl_value *)(ev + 1);
+		c.read_method = p->pc.desc->read_method_backfill;
+		c.pos = &p->w_bf_pos;
+		sl_change_set_csn(&c, p->w_bf_csn, 0);
+		c.source_ts_us = p->w_bf_ts;
+		c.read_ts_us = ev->ts_us;
+		backfill_key(&p->w_key, ev->table, c.values);
+		sl_change_set_uuid(&c, p->pc.stream, p->w_key.data, p->w_key.len);
+		if ((rc = write_change(p, &c)) < 0)
+			return rc;
+		atomic_fetch_add(&p->n_backfill_rows, 1);
+		return SL_OK;
+	case Q_BF_DONE: {
+		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		if ((rc = do_flush(p)) < 0)
+			return rc;
+		e->state = SL_BF_DONE;
+		e->rows = ev->u;
+		snprintf(e->schema_key, sizeof e->schema_key, "%s", ev->table->schema_key);
+		return save_ckpt(p);
+	}
+	case Q_BARRIER:
+		if ((rc = do_flush(p)) < 0)
+			return rc;
+		pthread_mutex_lock(&p->mu);
+		p->barrier_done = ev->u;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		return SL_OK;
+	}
+	snprintf(p->w_err, sizeof p->w_err, "stream \"%s\": unknown pipeline event %u", p->pc.stream, ev->kind);
+	return SL_EFAIL;
+}
+
+static void *writer_main(void *arg)
+{
+	struct sl_pipe *p = arg;
+
+	for (;;) {
+		struct qev *ev;
+		size_t len;
+		int rc;
+
+		if (atomic_load(&p->abort))
+			break;
+		ev = sl_queue_peek(p->q, WRITER_IDLE_MS, &len);
+		if (!ev) {
+			int64_t now = sl_mono_ms();
+			if (sl_queue_closed(p->q))
+				break;
+			/* Idle: a file that reached its age, or an idle stream's keepalive. */
+			if (!p->w_in_tx && (p->pc.sink->flush_due(p->pc.sinkctx, now) || idle_advance_due(p, now)) &&
+			    (rc = do_flush(p)) < 0) {
+				writer_fail(p, rc);
+				break;
+			}
+			continue;
+		}
+		rc = handle(p, ev);
+		sl_queue_pop(p->q);
+		if (rc < 0) {
+			writer_fail(p, rc);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* reader                                                               */
+
+/* The writer's failure, or a cancel, as the reader's error. */
+static int reader_check(struct sl_pipe *p)
+{
+	int rc = SL_OK;
+
+	if (cancelled(p)) {
+		snprintf(p->pc.err, p->pc.errlen, "stream \"%s\": cancelled by a second signal; nothing "
+			 "unflushed was acknowledged", p->pc.stream);
+		return SL_EFAIL;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (p->failed) {
+		snprintf(p->pc.err, p->pc.errlen, "%s", p->fail_err);
+		rc = p->fail_rc;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return rc;
+}
+
+bool sl_pipe_durable(struct sl_pipe *p, struct sl_position *out, uint64_t *seq)
+{
+	bool has;
+
+	pthread_mutex_lock(&p->mu);
+	has = p->has_durable;
+	if (has)
+		*out = p->durable;
+	if (seq)
+		*seq = atomic_load(&p->durable_seq);
+	pthread_mutex_unlock(&p->mu);
+	return has;
+}
+
+/* Acknowledges the durable position to the source while streaming: when it
+ * advanced, when force, or when a status interval passed.  An idle stream
+ * (everything pushed is durable) asks for a reply. */
+static int reader_ack(struct sl_pipe *p, bool force)
+{
+	struct sl_position d;
+	uint64_t seq = atomic_load(&p->durable_seq);
+	int64_t now = sl_mono_ms();
+	bool idle, reply;
+
+	if (!p->src)
+		return SL_OK;
+	if (!force && seq == p->r_acked_seq && now - p->r_last_ack_ms < p->interval_ms)
+		return SL_OK;
+	if (!sl_pipe_durable(p, &d, &seq))
+		return SL_OK;
+	idle = !p->r_in_tx && (!p->r_has_pushed || pos_cmp(p, &d, &p->r_pushed) >= 0);
+	reply = p->r_force_reply || (idle && now - p->r_last_ack_ms >= p->interval_ms);
+	if (p->src->ack(p->srcctx, &d, reply, p->pc.err, p->pc.errlen) < 0)
+		return SL_EFAIL;
+	p->r_force_reply = false;
+	p->r_acked_seq = seq;
+	p->r_last_ack_ms = now;
+	return SL_OK;
+}
+
+/* Room for an event of n bytes; waits (acknowledging meanwhile) while the
+ * queue is full.  NULL with the error in pc.err. */
+static struct qev *reserve(struct sl_pipe *p, size_t n)
+{
+	for (;;) {
+		int slice = p->interval_ms < WAIT_SLICE_MS ? (int)p->interval_ms : WAIT_SLICE_MS;
+		bool oom;
+		struct qev *ev;
+
+		if (reader_check(p) < 0)
+			return NULL;
+		ev = sl_queue_reserve(p->q, n, slice, &oom);
+		if (ev) {
+			memset(ev, 0, sizeof *ev);
+			return ev;
+		}
+		if (oom) {
+			snprintf(p->pc.err, p->pc.errlen, "stream \"%s\": out of memory queueing a change of %zu bytes",
+				 p->pc.stream, n);
+			return NULL;
+		}
+		if (sl_queue_closed(p->q)) {
+			if (reader_check(p) == SL_OK)
+				snprintf(p->pc.err, p->pc.errlen, "stream \"%s\": the pipeline was stopped", p->pc.stream);
+			return NULL;
+		}
+		/* The queue is full: the writer is slow.  Keep the source alive. */
+		if (reader_ack(p, false) < 0)
+			return NULL;
+	}
+}
+
+static int failed_rc(struct sl_pipe *p)
+{
+	int rc = reader_check(p);
+
+	return rc < 0 ? rc : SL_EFAIL;
+}
+
+static void push_done(struct sl_pipe *p, size_t n, bool publish)
+{
+	sl_queue_commit(p->q, n);
+	if (publish || ++p->r_unpublished >= PUBLISH_EVERY) {
+		sl_queue_publish(p->q);
+		p->r_unpublished = 0;
+	}
+}
+
+static int push_pos(struct sl_pipe *p, enum qkind kind, const struct sl_position *pos, int64_t ts, uint64_t u)
+{
+	size_t n = sizeof(struct qev) + sizeof *pos;
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = (uint8_t)kind;
+	ev->ts_us = ts;
+	ev->u = u;
+	memcpy(ev + 1, pos, sizeof *pos);
+	push_done(p, n, kind != Q_BEGIN);
+	return SL_OK;
+}
+
+/* Pushes a row event: header, values, then their bytes. */
+static int push_row(struct sl_pipe *p, enum qkind kind, const struct sl_table *t, enum sl_op op,
+		    const struct sl_value *vals, uint64_t csn_pos, uint32_t seq)
+{
+	int nv = vals ? t->ncols : -1;
+	size_t n = sizeof(struct qev), data = 0;
+	struct sl_value *out;
+	struct qev *ev;
+	char *dst;
+
+	for (int i = 0; i < nv; i++) {
+		const char *d;
+		size_t l;
+		if (value_data(&vals[i], &d, &l))
+			data += l;
+	}
+	if (nv > 0)
+		n += (size_t)nv * sizeof *vals;
+	n += data;
+	ev = reserve(p, n);
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = (uint8_t)kind;
+	ev->op = (uint8_t)op;
+	ev->n = nv;
+	ev->seq = seq;
+	ev->table = t;
+	ev->u = csn_pos;
+	ev->ts_us = sl_now_us();
+	out = (struct sl_value *)(ev + 1);
+	dst = (char *)(out + (nv > 0 ? nv : 0));
+	for (int i = 0; i < nv; i++) {
+		const char *d;
+		size_t l;
+		out[i] = vals[i];
+		if (value_data(&vals[i], &d, &l)) {
+			memcpy(dst, d, l);
+			out[i].p = dst;
+			dst += l;
+		}
+	}
+	push_done(p, n, false);
+	return SL_OK;
+}
+
+int sl_pipe_begin(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us, uint64_t tx_id)
+{
+	p->r_in_tx = true;
+	return push_pos(p, Q_BEGIN, pos, ts_us, tx_id);
+}
+
+int sl_pipe_change(struct sl_pipe *p, const struct sl_change *c)
+{
+	return push_row(p, Q_CHANGE, c->table, c->op, c->op == SL_OP_TRUNCATE ? NULL : c->values, c->csn_pos,
+			c->seq);
+}
+
+int sl_pipe_commit(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us)
+{
+	int rc = push_pos(p, Q_COMMIT, pos, ts_us, 0);
+
+	p->r_in_tx = false;
+	if (rc == SL_OK) {
+		p->r_pushed = *pos;
+		p->r_has_pushed = true;
+	}
+	return rc;
+}
+
+int sl_pipe_keepalive(struct sl_pipe *p, const struct sl_position *pos)
+{
+	int rc;
+
+	if (p->r_in_tx || (p->r_has_pushed && pos_cmp(p, pos, &p->r_pushed) <= 0))
+		return SL_OK;
+	rc = push_pos(p, Q_KEEPALIVE, pos, 0, 0);
+	if (rc == SL_OK) {
+		p->r_pushed = *pos;
+		p->r_has_pushed = true;
+	}
+	return rc;
+}
+
+int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, struct sl_table *retired)
+{
+	struct qev *ev = reserve(p, sizeof *ev);
+
+	if (!ev) {
+		sl_table_free(retired);  /* nothing can use it any more */
+		return failed_rc(p);
+	}
+	ev->kind = Q_SCHEMA;
+	ev->flag = changed;
+	ev->table = t;
+	ev->retired = retired;
+	push_done(p, sizeof *ev, true);
+	return SL_OK;
+}
+
+int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
+			   const struct sl_snapshot_info *info, bool marker)
+{
+	size_t n = sizeof(struct qev) + sizeof info->pos;
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_BF_START;
+	ev->n = idx;
+	ev->flag = marker;
+	ev->table = t;
+	ev->ts_us = info->ts_us;
+	memcpy(ev + 1, &info->pos, sizeof info->pos);
+	push_done(p, n, true);
+	return SL_OK;
+}
+
+int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals)
+{
+	return push_row(p, Q_BF_ROW, t, SL_OP_INSERT, vals, 0, 0);
+}
+
+int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows)
+{
+	struct qev *ev = reserve(p, sizeof *ev);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_BF_DONE;
+	ev->n = idx;
+	ev->u = rows;
+	ev->table = t;
+	push_done(p, sizeof *ev, true);
+	return SL_OK;
+}
+
+int sl_pipe_sync(struct sl_pipe *p)
+{
+	struct qev *ev = reserve(p, sizeof(struct qev));
+	uint64_t id = ++p->r_barrier;
+	int rc = SL_OK;
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_BARRIER;
+	ev->u = id;
+	push_done(p, sizeof *ev, true);
+	for (;;) {
+		int slice = p->interval_ms < WAIT_SLICE_MS ? (int)p->interval_ms : WAIT_SLICE_MS;
+		struct timespec until = deadline_ms(slice);
+		bool done, failed;
+
+		pthread_mutex_lock(&p->mu);
+		if (p->barrier_done < id && !p->failed)
+			pthread_cond_timedwait(&p->cv, &p->mu, &until);
+		done = p->barrier_done >= id;
+		failed = p->failed;
+		pthread_mutex_unlock(&p->mu);
+		if (done)
+			break;
+		if (failed || cancelled(p))
+			return failed_rc(p);
+		if ((rc = reader_ack(p, false)) < 0)
+			return rc;
+	}
+	return reader_ack(p, false);
+}
+
+int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
+		   const struct sl_pipe_stream_opts *o)
+{
+	char *err = p->pc.err;
+	size_t errlen = p->pc.errlen;
+	struct sl_event ev;
+	bool seen = false;
+	struct sl_position last;   /* the last position where nothing is open */
+	int rc;
+
+	p->src = src;
+	p->srcctx = srcctx;
+	p->r_last_ack_ms = sl_mono_ms();
+	memset(&last, 0, sizeof last);
+	if ((rc = reader_ack(p, true)) < 0)
+		goto out;
+	for (;;) {
+		int64_t now;
+		int timeout;
+
+		if ((rc = reader_check(p)) < 0)
+			goto out;
+		if (draining(p)) {
+			sl_info("stream \"%s\": draining", p->pc.stream);
+			if ((rc = sl_pipe_sync(p)) == SL_OK)
+				rc = reader_ack(p, true);
+			goto out;
+		}
+		if (o->until_caught_up && !p->r_in_tx && seen && pos_cmp(p, &last, &o->target) >= 0) {
+			struct sl_position d;
+			char text[2 * SL_POS_TEXT_MAX];
+			if ((rc = sl_pipe_sync(p)) < 0 || (rc = reader_ack(p, true)) < 0)
+				goto out;
+			if (sl_pipe_durable(p, &d, NULL) && pos_cmp(p, &d, &o->target) >= 0) {
+				if (p->pc.desc->pos_encode(&d, text, sizeof text) < 0)
+					snprintf(text, sizeof text, "?");
+				sl_info("stream \"%s\": caught up at %s", p->pc.stream, text);
+				goto out;
+			}
+		}
+		if ((rc = reader_ack(p, false)) < 0)
+			goto out;
+		now = sl_mono_ms();
+		timeout = (int)(p->r_last_ack_ms + p->interval_ms - now);
+		if (timeout < 0)
+			timeout = 0;
+		if (timeout > (o->until_caught_up ? 500 : WAIT_SLICE_MS))
+			timeout = o->until_caught_up ? 500 : WAIT_SLICE_MS;
+		if ((rc = src->next(srcctx, timeout, &ev, err, errlen)) < 0)
+			goto out;
+		switch (ev.kind) {
+		case SL_EV_TIMEOUT:
+			sl_queue_publish(p->q);
+			if (o->until_caught_up) {
+				/* Ask the server where it is: its keepalive ends the wait. */
+				p->r_force_reply = true;
+				if ((rc = reader_ack(p, true)) < 0)
+					goto out;
+			}
+			break;
+		case SL_EV_BEGIN:
+			rc = sl_pipe_begin(p, &ev.pos, ev.ts_us, ev.tx_id);
+			break;
+		case SL_EV_CHANGE:
+			rc = sl_pipe_change(p, &ev.change);
+			break;
+		case SL_EV_COMMIT:
+			rc = sl_pipe_commit(p, &ev.pos, ev.ts_us);
+			last = ev.pos;
+			seen = true;
+			break;
+		case SL_EV_SCHEMA:
+			rc = sl_pipe_schema(p, ev.table, ev.changed, ev.retired);
+			break;
+		case SL_EV_KEEPALIVE:
+			if (!p->r_in_tx) {
+				rc = sl_pipe_keepalive(p, &ev.pos);
+				if (!seen || pos_cmp(p, &ev.pos, &last) > 0)
+					last = ev.pos;
+				seen = true;
+				sl_queue_publish(p->q);
+			}
+			if (rc == SL_OK && ev.reply_requested)
+				rc = reader_ack(p, true);
+			break;
+		case SL_EV_END:
+			snprintf(err, errlen, "stream \"%s\": the server ended the replication stream", p->pc.stream);
+			rc = SL_EFAIL;
+			break;
+		}
+		if (rc < 0)
+			goto out;
+	}
+out:
+	sl_queue_publish(p->q);
+	p->src = NULL;
+	p->srcctx = NULL;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* lifecycle                                                            */
+
+int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
+{
+	char *err = pc->err;
+	size_t errlen = pc->errlen;
+	struct sl_pipe *p = calloc(1, sizeof *p);
+	pthread_condattr_t ca;
+
+	*out = NULL;
+	if (!p || !(p->q = sl_queue_new(pc->queue_bytes))) {
+		free(p);
+		snprintf(err, errlen, "stream \"%s\": out of memory", pc->stream);
+		return SL_EFAIL;
+	}
+	p->pc = *pc;
+	p->interval_ms = pc->status_interval_ms > 0 ? pc->status_interval_ms : DEFAULT_STATUS_INTERVAL_MS;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&p->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&p->durable_seq, 0);
+	atomic_init(&p->abort, false);
+	sl_buf_init(&p->w_key, 0);
+	p->w_last_ckpt_ms = sl_mono_ms();
+	if (pc->ck->has_position) {
+		p->durable = pc->ck->durable;
+		p->has_durable = true;
+	}
+	if (pthread_create(&p->writer, NULL, writer_main, p) != 0) {
+		snprintf(err, errlen, "stream \"%s\": could not start the writer thread: %s", pc->stream,
+			 strerror(errno));
+		sl_queue_free(p->q);
+		sl_buf_free(&p->w_key);
+		pthread_cond_destroy(&p->cv);
+		pthread_mutex_destroy(&p->mu);
+		free(p);
+		return SL_EFAIL;
+	}
+	p->started = true;
+	*out = p;
+	return SL_OK;
+}
+
+int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
+{
+	char *err;
+	size_t errlen;
+	struct timespec until;
+	int rc = SL_OK;
+	size_t len;
+	struct qev *ev;
+
+	*abandoned = false;
+	if (!p)
+		return SL_OK;
+	err = p->pc.err;
+	errlen = p->pc.errlen;
+	if (flush)
+		rc = sl_pipe_sync(p);
+	if (!flush || rc < 0)
+		atomic_store(&p->abort, true);
+	sl_queue_close(p->q);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STOP_GRACE_MS / 1000;
+	if (p->started && pthread_timedjoin_np(p->writer, NULL, &until) != 0) {
+		*abandoned = true;
+		snprintf(err, errlen, "stream \"%s\": the sink did not stop within %d s", p->pc.stream,
+			 STOP_GRACE_MS / 1000);
+		return SL_EFAIL;
+	}
+	/* Table versions retired by events the writer never reached. */
+	while ((ev = sl_queue_peek(p->q, 0, &len)) != NULL) {
+		if (ev->kind == Q_SCHEMA)
+			sl_table_free(ev->retired);
+		sl_queue_pop(p->q);
+	}
+	if (rc == SL_OK && p->failed) {
+		snprintf(err, errlen, "%s", p->fail_err);
+		rc = p->fail_rc;
+	}
+	sl_queue_free(p->q);
+	sl_buf_free(&p->w_key);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
+	return rc;
+}
+
+void sl_pipe_get_stats(struct sl_pipe *p, struct sl_pipe_stats *out)
+{
+	out->changes = atomic_load(&p->n_changes);
+	out->backfill_rows = atomic_load(&p->n_backfill_rows);
+	out->flushes = atomic_load(&p->n_flushes);
+	out->queue_bytes = sl_queue_bytes(p->q);
+	out->queue_peak_bytes = sl_queue_peak_bytes(p->q);
+}

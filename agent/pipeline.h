@@ -1,0 +1,136 @@
+/*
+ * agent/pipeline.h: the pipeline of one stream: read, queue, write, flush,
+ * checkpoint, acknowledge.
+ *
+ *   reader thread (the stream's own)          writer thread (started here)
+ *   ---------------------------------          ---------------------------------
+ *   source next() / snapshot rows  --queue-->  sink write(), mark(), flush()
+ *   source ack(durable)  <----- durable ------  checkpoint save
+ *
+ * The reader pushes events into a queue bounded in bytes (agent/queue.h) and
+ * never calls the sink.  The writer owns the sink and, once the pipeline
+ * runs, the checkpoint: it flushes at transaction boundaries when the sink
+ * says a flush is due (or when asked), saves the checkpoint with the position
+ * the sink reported durable, and publishes that position.  The reader
+ * acknowledges only that position to the source, never a lower one than
+ * before, and at least every status interval: also while the queue is full
+ * and it waits for room (backpressure), so a sink that takes minutes per
+ * flush never costs the source connection.
+ *
+ * Events keep their order: backfill rows, control events (a backfill table
+ * starts or is done, a barrier) and changes are processed by the writer in
+ * the order the reader pushed them.  Checkpoint changes that must follow
+ * written data (a table's backfill is done) are control events for that
+ * reason.
+ *
+ * Table versions: an event refers to a table version by pointer.  The reader
+ * keeps every version alive until the writer is past the events that use it:
+ * a version retired by the source travels with its SCHEMA event and is freed
+ * by the writer there; the stream's own table list outlives the pipeline.
+ *
+ * Signals: *signals counts SIGTERM/SIGINT.  On 1 the reader drains (pushes a
+ * barrier, waits for it to be flushed and checkpointed, acknowledges, and
+ * returns SL_OK); on 2 or more every wait ends at once and nothing more is
+ * flushed or acknowledged.
+ *
+ * Every function returns SL_OK or a negative enum sl_status with a message in
+ * err; a failure of the writer (a failed flush) is reported by the reader's
+ * next call.
+ */
+#ifndef SLUICE_AGENT_PIPELINE_H
+#define SLUICE_AGENT_PIPELINE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/checkpoint.h"
+#include "schema/schema.h"
+#include "sinks/sink.h"
+#include "sources/source.h"
+
+struct sl_pipe;
+
+struct sl_pipe_config {
+	const char *stream;                     /* stream name, for messages and uuids */
+	const struct sl_source_desc *desc;      /* the source kind's positions */
+	const struct sl_sink_ops *sink;
+	void *sinkctx;                          /* owned by the caller; used by the writer only */
+	struct sl_checkpoint *ck;               /* owned by the caller; the writer's while the pipe runs */
+	size_t queue_bytes;                     /* 0: SL_QUEUE_DEFAULT_CAP */
+	int64_t status_interval_ms;             /* ack at least this often (0: 10 s) */
+	const atomic_int *signals;              /* 1: drain, 2+: cancel */
+	char *err;                              /* the reader's error buffer: every reader-side */
+	size_t errlen;                          /* call below writes its message here */
+};
+
+/* Starts the writer thread.  *out is freed by sl_pipe_stop(). */
+int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc);
+
+/*
+ * Stops the pipeline.  With flush, everything pushed is written, flushed
+ * and checkpointed first (a drain); without, nothing more is (a cancel or a
+ * failure).  Returns the writer's status.  When the writer does not stop
+ * within a few seconds (a sink blocked in a flush, after a cancel), it is
+ * left running and *abandoned is set: the caller must then not free the
+ * sink or the checkpoint, and should end the process.
+ */
+int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned);
+
+/* ---- the reader's side ---- */
+
+/* Pushes an event.  These may wait for room in the queue (calling the
+ * keepalive callback meanwhile) and fail when the writer failed or on a
+ * second signal. */
+int sl_pipe_begin(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us, uint64_t tx_id);
+int sl_pipe_change(struct sl_pipe *p, const struct sl_change *c);
+int sl_pipe_commit(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us);
+int sl_pipe_keepalive(struct sl_pipe *p, const struct sl_position *pos);
+/* A new version of a table (logged when changed); retired, if not NULL, is
+ * freed by the writer once every change before this event is written. */
+int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, struct sl_table *retired);
+
+/* Backfill of checkpoint table entry idx from a snapshot at info: the
+ * writer discards an interrupted earlier run of that table (state running)
+ * from the sink, marks it running at this snapshot and saves the checkpoint.
+ * With marker, a TRUNCATE record at CSN (pos_csn - 1, 0) comes first. */
+int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
+			   const struct sl_snapshot_info *info, bool marker);
+/* One snapshot row of t (values copied). */
+int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals);
+/* The table is complete: the writer flushes, marks it done with rows and
+ * saves the checkpoint. */
+int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows);
+
+/* Pushes a barrier and waits until the writer has flushed, checkpointed and
+ * published everything before it.  Returns SL_OK, the writer's failure, or
+ * SL_EFAIL on a second signal. */
+int sl_pipe_sync(struct sl_pipe *p);
+
+/* The last position the writer made durable and checkpointed; false when
+ * none was published yet.  *seq (may be NULL) changes whenever it does. */
+bool sl_pipe_durable(struct sl_pipe *p, struct sl_position *out, uint64_t *seq);
+
+/* Runs the reader's streaming loop: the source's events into the queue,
+ * acknowledging durable positions, until drained (first signal), caught up
+ * (with until_caught_up: everything up to target is durable and
+ * acknowledged), cancelled or failed.  The source must be started. */
+struct sl_pipe_stream_opts {
+	bool until_caught_up;
+	struct sl_position target;              /* with until_caught_up */
+};
+int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
+		   const struct sl_pipe_stream_opts *o);
+
+/* Counters, any thread. */
+struct sl_pipe_stats {
+	uint64_t changes;          /* changes written */
+	uint64_t backfill_rows;    /* backfill rows written */
+	uint64_t flushes;
+	size_t queue_bytes;        /* now */
+	size_t queue_peak_bytes;
+};
+void sl_pipe_get_stats(struct sl_pipe *p, struct sl_pipe_stats *out);
+
+#endif

@@ -1,0 +1,446 @@
+/*
+ * tests/unit/test_pipeline.c: the pipeline (agent/pipeline.c) and its queue
+ * (agent/queue.c), driven by a fake source with binlog-shaped positions and a
+ * fake sink (fake_source.c), without any server:
+ *
+ *   - the queue keeps order and content across chunks, passes a record
+ *     larger than its cap, and stays within its cap;
+ *   - nothing is acknowledged beyond what the sink reported durable;
+ *   - a failed flush acknowledges nothing more, and a second run resumes
+ *     from the checkpoint and delivers every change;
+ *   - SIGTERM drains (everything flushed, checkpointed and acknowledged);
+ *     a second signal cancels at once, even while a flush blocks;
+ *   - a 1,000,000-change transaction passes through a 1 MB queue;
+ *   - a sink that takes 30 s per flush: memory stays under the queue cap and
+ *     status updates keep going out.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/checkpoint.h"
+#include "agent/pipeline.h"
+#include "agent/queue.h"
+#include "common/util.h"
+#include "tests/unit/fake_source.h"
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* ---- the queue ---- */
+
+struct qtest {
+	struct sl_queue *q;
+	int n;
+	size_t big;
+	int bad;
+};
+
+static size_t rec_size(int i, size_t big)
+{
+	return i % 97 == 0 ? big : (size_t)(1 + (i * 7919) % 3000);
+}
+
+static void *consumer(void *arg)
+{
+	struct qtest *t = arg;
+
+	for (int i = 0; i < t->n;) {
+		size_t len;
+		unsigned char *r = sl_queue_peek(t->q, 1000, &len);
+		if (!r)
+			continue;
+		if (len != rec_size(i, t->big) || r[0] != (unsigned char)i || r[len - 1] != (unsigned char)(i * 3))
+			t->bad++;
+		sl_queue_pop(t->q);
+		i++;
+	}
+	return NULL;
+}
+
+static void test_queue_order_and_cap(void **state)
+{
+	struct qtest t = { .n = 3000, .big = (size_t)3 << 20 };
+	pthread_t th;
+	(void)state;
+
+	/* A cap of 1 MB: records of 3 MB must still pass, one at a time. */
+	t.q = sl_queue_new((size_t)1 << 20);
+	assert_non_null(t.q);
+	assert_int_equal(pthread_create(&th, NULL, consumer, &t), 0);
+	for (int i = 0; i < t.n; i++) {
+		size_t len = rec_size(i, t.big);
+		unsigned char *r;
+		bool oom;
+		while (!(r = sl_queue_reserve(t.q, len, 100, &oom)))
+			assert_false(oom);
+		memset(r, 0x5a, len);
+		r[0] = (unsigned char)i;
+		r[len - 1] = (unsigned char)(i * 3);
+		sl_queue_commit(t.q, len);
+		if (i % 10 == 0)
+			sl_queue_publish(t.q);
+	}
+	sl_queue_publish(t.q);
+	pthread_join(th, NULL);
+	assert_int_equal(t.bad, 0);
+	/* At most the cap, or one chunk plus the one big record. */
+	assert_true(sl_queue_peak_bytes(t.q) <= SL_QUEUE_CHUNK + t.big + 8);
+	sl_queue_close(t.q);
+	{
+		bool oom;
+		assert_null(sl_queue_reserve(t.q, 10, 0, &oom));
+		assert_false(oom);
+		assert_true(sl_queue_closed(t.q));
+	}
+	sl_queue_free(t.q);
+}
+
+static void test_queue_full_times_out(void **state)
+{
+	struct sl_queue *q = sl_queue_new(SL_QUEUE_CHUNK * 2);
+	int64_t t0;
+	bool oom;
+	int n = 0;
+	(void)state;
+
+	/* Nobody consumes: the producer fills the cap, then waits and gives up. */
+	for (;;) {
+		void *r = sl_queue_reserve(q, 60000, 200, &oom);
+		if (!r)
+			break;
+		sl_queue_commit(q, 60000);
+		n++;
+		assert_true(n < 100);
+	}
+	assert_false(oom);
+	assert_true(sl_queue_bytes(q) <= SL_QUEUE_CHUNK * 2);
+	t0 = sl_mono_ms();
+	assert_null(sl_queue_reserve(q, 60000, 300, &oom));
+	assert_true(sl_mono_ms() - t0 >= 250);
+	sl_queue_free(q);
+}
+
+/* ---- the pipeline ---- */
+
+struct run {
+	struct fake_world *w;
+	char dir[64];
+	atomic_int signals;
+	bool until_caught_up;
+	size_t queue_bytes;
+	int rc;                 /* sl_pipe_stream */
+	int stop_rc;            /* sl_pipe_stop */
+	bool abandoned;
+	int64_t stream_returned_ms;
+	struct sl_pipe_stats stats;
+	char err[1024];
+};
+
+static void run_init(struct run *r, struct fake_world *w)
+{
+	memset(r, 0, sizeof *r);
+	r->w = w;
+	snprintf(r->dir, sizeof r->dir, "/tmp/sluice-pipe-XXXXXX");
+	assert_non_null(mkdtemp(r->dir));
+	atomic_init(&r->signals, 0);
+	r->until_caught_up = true;
+}
+
+static void run_cleanup(struct run *r)
+{
+	char path[128];
+
+	snprintf(path, sizeof path, "%s/s1.checkpoint.json", r->dir);
+	unlink(path);
+	rmdir(r->dir);
+}
+
+/* One run of the stream: load the checkpoint, start the pipe, stream, stop. */
+static void *run_main(void *arg)
+{
+	struct run *r = arg;
+	struct fake_world *w = r->w;
+	struct sl_checkpoint ck;
+	struct sl_pipe_config pc;
+	struct sl_pipe_stream_opts o;
+	struct sl_pipe *p = NULL;
+	void *src, *sink;
+
+	r->rc = r->stop_rc = SL_EFAIL;
+	if (sl_ckpt_load(&ck, &fake_desc, r->dir, "s1", r->err, sizeof r->err) < 0)
+		return NULL;
+	if (!ck.has_position) {
+		ck.has_position = true;
+		ck.durable = fake_pos(1, 4);
+		if (sl_ckpt_save(&ck, r->err, sizeof r->err) < 0)
+			goto out;
+	}
+	src = fake_source_new(w);
+	sink = fake_sink_new(w);
+	memset(&pc, 0, sizeof pc);
+	pc.stream = "s1";
+	pc.desc = &fake_desc;
+	pc.sink = &fake_sink_ops;
+	pc.sinkctx = sink;
+	pc.ck = &ck;
+	pc.queue_bytes = r->queue_bytes;
+	pc.status_interval_ms = w->status_interval_ms;
+	pc.signals = &r->signals;
+	pc.err = r->err;
+	pc.errlen = sizeof r->err;
+	if (sl_pipe_start(&p, &pc) < 0)
+		goto out2;
+	fake_source_ops.start(src, &ck.durable, r->err, sizeof r->err);
+	memset(&o, 0, sizeof o);
+	o.until_caught_up = r->until_caught_up;
+	if (w->ntx != UINT64_MAX && w->ntx > 0)
+		o.target = fake_tx_end(w, w->ntx - 1);
+	r->rc = sl_pipe_stream(p, &fake_source_ops, src, &o);
+	r->stream_returned_ms = sl_mono_ms();
+	sl_pipe_get_stats(p, &r->stats);
+	r->stop_rc = sl_pipe_stop(p, r->rc == SL_OK, &r->abandoned);
+out2:
+	if (!r->abandoned)
+		fake_sink_ops.close(sink);
+	fake_source_ops.close(src);
+out:
+	if (!r->abandoned)
+		sl_ckpt_free(&ck);
+	return NULL;
+}
+
+/* Every change of transactions [0, ntx) is durable in the sink at least
+ * once, and duplicates are identical (same CSN, same uuid). */
+static void assert_all_delivered(struct fake_world *w, uint64_t ntx)
+{
+	uint64_t want = ntx * w->changes_per_tx, distinct = 0;
+	char **lines = calloc(w->ndurable_lines + 1, sizeof *lines);
+
+	for (size_t i = 0; i < w->ndurable_lines; i++)
+		lines[i] = w->durable_lines[i];
+	qsort(lines, w->ndurable_lines, sizeof *lines,
+	      (int (*)(const void *, const void *))(void *)strcmp);
+	for (size_t i = 0; i < w->ndurable_lines; i++) {
+		if (i > 0 && !strncmp(lines[i], lines[i - 1], SL_CSN_LEN)) {
+			/* a repeat must be byte-identical */
+			assert_string_equal(lines[i], lines[i - 1]);
+			continue;
+		}
+		distinct++;
+	}
+	free(lines);
+	assert_int_equal(distinct, want);
+}
+
+static void test_acks_only_durable(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_position end;
+	(void)state;
+
+	fake_world_init(&w, 500, 5);
+	run_init(&r, &w);
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(r.stop_rc, SL_OK);
+	assert_int_equal(w.ack_violations, 0);
+	assert_true(w.acks > 0);
+	/* The last ack is the end of the last transaction. */
+	end = fake_tx_end(&w, 499);
+	assert_int_equal(fake_desc.pos_compare(&w.acked, &end), 0);
+	assert_int_equal(fake_desc.pos_compare(&w.durable, &end), 0);
+	assert_all_delivered(&w, 500);
+	/* CSNs are built from binlog-shaped positions: file 1, offset 4. */
+	{
+		char **lines = w.durable_lines;
+		bool found = false;
+		for (size_t i = 0; i < w.ndurable_lines && !found; i++)
+			found = !strncmp(lines[i], "0000000100000004-0000000001 I ", 30);
+		assert_true(found);
+	}
+	assert_int_equal(r.stats.changes, 2500);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+static void test_failed_flush_retries_from_checkpoint(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_position after_first;
+	struct sl_checkpoint ck;
+	char err[256];
+	(void)state;
+
+	fake_world_init(&w, 1000, 5);
+	w.fail_flush_at = 2;
+	run_init(&r, &w);
+	run_main(&r);
+	assert_int_equal(r.rc, SL_EFAIL);
+	assert_non_null(strstr(r.err, "fails as the test asked"));
+	assert_int_equal(w.ack_violations, 0);
+	/* Only the first flush became durable, and the checkpoint says so. */
+	assert_true(w.has_durable);
+	after_first = w.durable;
+	assert_true(w.durable_records > 0 && w.durable_records < 5000);
+	assert_int_equal(sl_ckpt_load(&ck, &fake_desc, r.dir, "s1", err, sizeof err), 0);
+	assert_int_equal(fake_desc.pos_compare(&ck.durable, &after_first), 0);
+	sl_ckpt_free(&ck);
+
+	/* The retry starts from the checkpoint and delivers everything. */
+	w.fail_flush_at = 0;
+	r.err[0] = '\0';
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(fake_desc.pos_compare(&w.start_pos, &after_first), 0);
+	assert_int_equal(w.ack_violations, 0);
+	assert_all_delivered(&w, 1000);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+static void test_drain_on_signal(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	pthread_t th;
+	(void)state;
+
+	fake_world_init(&w, UINT64_MAX, 3);
+	run_init(&r, &w);
+	r.until_caught_up = false;
+	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
+	sleep_ms(300);
+	atomic_store(&r.signals, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(r.stop_rc, SL_OK);
+	assert_int_equal(w.ack_violations, 0);
+	/* Drained: everything pushed was flushed, and that was acknowledged. */
+	assert_true(w.durable_records > 0);
+	assert_true(w.has_acked);
+	assert_int_equal(fake_desc.pos_compare(&w.acked, &w.durable), 0);
+	assert_int_equal(w.durable_records % 3, 0);  /* whole transactions only */
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+static void test_cancel_on_second_signal(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	pthread_t th;
+	int64_t t0;
+	(void)state;
+
+	fake_world_init(&w, UINT64_MAX, 3);
+	atomic_store(&w.flush_delay_ms, 3000);
+	run_init(&r, &w);
+	r.until_caught_up = false;
+	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
+	sleep_ms(500);       /* the first flush is under way and blocks */
+	atomic_store(&r.signals, 1);
+	sleep_ms(200);
+	t0 = sl_mono_ms();
+	atomic_store(&r.signals, 2);
+	pthread_join(th, NULL);
+	/* The stream gave up at once, not after the flush. */
+	assert_true(r.stream_returned_ms - t0 < 1500);
+	assert_int_equal(r.rc, SL_EFAIL);
+	assert_non_null(strstr(r.err, "cancelled"));
+	assert_int_equal(w.ack_violations, 0);
+	assert_false(r.abandoned);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+static void test_million_change_transaction(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	(void)state;
+
+	fake_world_init(&w, 1, 1000000);
+	w.counts_only = true;
+	w.value_bytes = 100;
+	run_init(&r, &w);
+	r.queue_bytes = (size_t)1 << 20;
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(w.durable_records, 1000000);
+	assert_int_equal(r.stats.changes, 1000000);
+	/* 1,000,000 changes of ~200 bytes each went through 1 MB of queue. */
+	print_message("queue peak %zu bytes for 1000000 changes\n", r.stats.queue_peak_bytes);
+	assert_true(r.stats.queue_peak_bytes <= ((size_t)1 << 20) + SL_QUEUE_CHUNK);
+	assert_int_equal(w.ack_violations, 0);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+static void test_slow_sink_keeps_status_going(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	pthread_t th;
+	uint64_t acks_before, acks_after;
+	const int flush_ms = 30000;
+	(void)state;
+
+	fake_world_init(&w, UINT64_MAX, 3);
+	atomic_store(&w.flush_delay_ms, flush_ms);
+	run_init(&r, &w);
+	r.until_caught_up = false;
+	r.queue_bytes = (size_t)2 << 20;
+	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
+	sleep_ms(1000);      /* the first flush started and blocks for 30 s */
+	pthread_mutex_lock(&w.mu);
+	acks_before = w.acks;
+	pthread_mutex_unlock(&w.mu);
+	sleep_ms(flush_ms - 3000);
+	pthread_mutex_lock(&w.mu);
+	acks_after = w.acks;
+	pthread_mutex_unlock(&w.mu);
+	atomic_store(&w.flush_delay_ms, 0);
+	sleep_ms(2500);      /* the slow flush ends */
+	atomic_store(&r.signals, 1);
+	pthread_join(th, NULL);
+	/* A status update every 200 ms while the sink was stuck: 26 s of them. */
+	print_message("%" PRIu64 " status updates during 26 s of a blocked flush; queue peak %zu bytes\n",
+		      acks_after - acks_before, r.stats.queue_peak_bytes);
+	assert_true(acks_after - acks_before >= 26000 / 200 * 8 / 10);
+	assert_true(r.stats.queue_peak_bytes <= ((size_t)2 << 20) + SL_QUEUE_CHUNK);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(w.ack_violations, 0);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_queue_order_and_cap),
+		cmocka_unit_test(test_queue_full_times_out),
+		cmocka_unit_test(test_acks_only_durable),
+		cmocka_unit_test(test_failed_flush_retries_from_checkpoint),
+		cmocka_unit_test(test_drain_on_signal),
+		cmocka_unit_test(test_cancel_on_second_signal),
+		cmocka_unit_test(test_million_change_transaction),
+		cmocka_unit_test(test_slow_sink_keeps_status_going),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
