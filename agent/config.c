@@ -153,6 +153,8 @@ static const struct key_desc agent_keys[] = {
 	  .validate = valid_hostport, FIELD(struct sl_config, metrics_listen) },
 	{ .name = "alert_webhook", .type = KT_STRING, .flags = F_EMPTY_NULL, .validate = valid_url,
 	  FIELD(struct sl_config, alert_webhook) },
+	{ .name = "queue_bytes", .type = KT_BYTES, .def = "8MB", .min = 256 * KIB, .max = UINT64_C(1) << 40,
+	  FIELD(struct sl_config, queue_bytes) },
 };
 
 static const struct key_desc source_keys[] = {

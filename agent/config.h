@@ -42,6 +42,7 @@ struct sl_config {
 	enum sl_log_level log_level;          /* default info */
 	char *metrics_listen;                 /* default "127.0.0.1:9187"; "" disables */
 	char *alert_webhook;                  /* NULL if unset */
+	uint64_t queue_bytes;                 /* each stream's queue between reading and writing; default 8MB */
 	int nsources, ndestinations, nstreams;
 	struct sl_source_config *sources;
 	struct sl_dest_config *destinations;

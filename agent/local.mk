@@ -1,4 +1,12 @@
-sluice_SOURCES = %D%/main.c %D%/stream.c %D%/stream.h %D%/checkpoint.c %D%/checkpoint.h %D%/config.h
-sluice_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(JANSSON_CFLAGS)
-sluice_LDADD = $(AGENTCFG_LIBS) $(SINKS_LIBS) $(BACKFILL_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a \
-	$(INIH_LIBS) $(JANSSON_LIBS) $(LIBPQ_LIBS) -lpthread
+# agent: the top floor.  Everything but main() is a library, so that unit
+# tests link the pipeline, the queue and the checkpoint store without a server.
+noinst_LIBRARIES += libslagent.a
+libslagent_a_SOURCES = %D%/stream.c %D%/stream.h %D%/pipeline.c %D%/pipeline.h \
+	%D%/queue.c %D%/queue.h %D%/backfill.c %D%/backfill.h \
+	%D%/commands.c %D%/commands.h %D%/checkpoint.c %D%/checkpoint.h %D%/config.h
+libslagent_a_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+AGENT_LIBS = libslagent.a $(JANSSON_LIBS) -lpthread
+
+sluice_SOURCES = %D%/main.c
+sluice_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+sluice_LDADD = $(AGENT_LIBS) $(AGENTCFG_LIBS) $(SINKS_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/commands.h"
 #include "agent/config.h"
 #include "agent/stream.h"
 #include "common/log.h"

@@ -1,7 +1,8 @@
 /*
- * agent/stream.h: runs one stream: prepares the source (publication, slot),
- * backfills, then follows the replication stream into the sink, checkpointing
- * and acknowledging only what the sink made durable.
+ * agent/stream.h: runs one stream: prepares the source (tables, log
+ * position) and the sink, backfills, then follows the source's log into the
+ * sink through the pipeline, checkpointing and acknowledging only what the
+ * sink made durable.
  */
 #ifndef SLUICE_AGENT_STREAM_H
 #define SLUICE_AGENT_STREAM_H
@@ -10,6 +11,7 @@
 #include <stdbool.h>
 
 #include "agent/config.h"
+#include "sources/source.h"
 
 /* Signal state, set only by the handler in main.c: 1 = drain, 2+ = cancel.
  * A lock-free atomic, so the handler and every stream thread may use it. */
@@ -24,18 +26,11 @@ struct sl_run_opts {
 int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_run_opts *o,
 		  char *err, size_t errlen);
 
-/* `sluice check`: validates the stream's source and destination without
- * changing anything.  Prints one line per check to stdout. */
-int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen);
-
-/* `sluice status`: appends the stream's status as a JSON object to *out
- * (jansson json_t *), and reports whether any alert is firing. */
-int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *out_json,
-		     char *err, size_t errlen);
-
-/* `sluice backfill`: marks tables (all, or the one named "schema.table") for a
- * new backfill on the next run. */
-int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
-			       char *err, size_t errlen);
+/* The source operations of the stream's source, or NULL (SL_ECONFIG) with a
+ * message in err when that kind is not built. */
+const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, char *err, size_t errlen);
+/* What the source knows of the stream (pointers into cfg and sc). */
+void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_config *sc,
+			   struct sl_source_stream *out);
 
 #endif

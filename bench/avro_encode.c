@@ -34,6 +34,7 @@
 #include "common/buf.h"
 #include "common/util.h"
 #include "schema/schema.h"
+#include "sources/source.h"
 #include "sinks/avro_dir/avro_enc.h"
 #include "sinks/avro_dir/ocf.h"
 
@@ -44,6 +45,7 @@
 struct pool {
 	struct sl_table *t;
 	struct sl_change *changes;   /* POOL_ROWS */
+	struct sl_position *pos;     /* POOL_ROWS: each change's transaction position */
 	struct sl_value *values;     /* POOL_ROWS * NCOLS */
 	struct sl_buf text;          /* every value's text, back to back */
 	size_t *offs;                /* POOL_ROWS * NCOLS offsets into text */
@@ -89,6 +91,7 @@ static int make_pool(struct pool *p)
 	static const char *const words[] = { "alder", "birch", "cedar", "douglas", "elm", "fir",
 					     "ginkgo", "hazel", "iris", "juniper", "kiwi", "linden" };
 	struct sl_table *t = sl_table_new("public", "bench_t");
+	const struct sl_source_ops *pg = sl_source_lookup(SL_SOURCE_POSTGRES);
 	uint64_t seed = UINT64_C(0x9E3779B97F4A7C15), lsn = UINT64_C(0x16B374D8);
 	int64_t ts0 = INT64_C(1706708700000000);  /* 2024-01-31 13:45:00 UTC */
 	char s[128];
@@ -101,8 +104,10 @@ static int make_pool(struct pool *p)
 	    sl_table_add_column(t, "score", 701, -1, "double precision", false) < 0 ||
 	    sl_table_finish(t) < 0)
 		return -1;
+	t->src = pg->desc;   /* records carry PostgreSQL's position fields (lsn) */
 	p->t = t;
 	p->changes = calloc(POOL_ROWS, sizeof *p->changes);
+	p->pos = calloc(POOL_ROWS, sizeof *p->pos);
 	p->values = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->values);
 	p->offs = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->offs);
 	sl_buf_init(&p->text, 0);
@@ -166,12 +171,12 @@ static int make_pool(struct pool *p)
 		}
 		if (i % TX_ROWS == 0)
 			lsn += 0x1000 + rnd(&seed) % 0x10000;
-		c->position = lsn;
-		c->seq = (uint32_t)(i % TX_ROWS) + 1;
+		p->pos[i].w[0] = lsn;
+		c->pos = &p->pos[i];
 		c->tx_id = 4242 + i / TX_ROWS;
 		c->source_ts_us = ts0 + (int64_t)(i / TX_ROWS) * 1000;
 		c->read_ts_us = ts0 + (int64_t)i * 3;
-		sl_csn_format(c->csn, c->position, c->seq);
+		sl_change_set_csn(c, lsn, (uint32_t)(i % TX_ROWS) + 1);
 		sl_change_set_uuid(c, "bench", NULL, 0);
 	}
 	return 0;
@@ -180,6 +185,7 @@ static int make_pool(struct pool *p)
 static void free_pool(struct pool *p)
 {
 	free(p->changes);
+	free(p->pos);
 	free(p->values);
 	free(p->offs);
 	sl_buf_free(&p->text);
@@ -310,7 +316,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "avro_encode: out of memory building the rows\n");
 		goto out;
 	}
-	e = sl_avro_enc_new(p.t, SL_SOURCE_POSTGRES, "bench", NULL, err, sizeof err);
+	e = sl_avro_enc_new(p.t, "bench", NULL, err, sizeof err);
 	if (!e) {
 		fprintf(stderr, "avro_encode: %s\n", err);
 		goto out;

@@ -1,32 +1,57 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the whole test suite: installs what is missing, builds,
 # runs the unit tests (make check) and the integration tests against
-# throwaway PostgreSQL servers.  Exits non-zero on any failure.
+# throwaway PostgreSQL servers, then the unit tests and a short integration
+# subset again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# Exits non-zero on any failure.
+#
+#   scripts/test.sh [-k PATTERN ...]     integration tests matching PATTERN only
+#   SLUICE_SANITIZERS=0 scripts/test.sh  skip the sanitizer pass
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh"
 "$top/scripts/build.sh"
 build=${SLUICE_BUILD_DIR:-$top/_build}
 
+# Runs make check in build dir $1; prints a summary; returns its status.
+unit_tests() {
+	local dir=$1 label=$2 rc=0 pass=0 fail=0 skip=0
+	( cd "$dir" && make -s -j"$(nproc)" check >/dev/null 2>&1 ) || rc=$?
+	for f in $(find "$dir/tests" -name '*.log' 2>/dev/null); do
+		pass=$((pass + $(grep -c '^ok ' "$f" || true)))
+		fail=$((fail + $(grep -c '^not ok ' "$f" || true)))
+		skip=$((skip + $(grep -c '^ok .*# SKIP' "$f" || true)))
+	done
+	if [ "$rc" -ne 0 ]; then
+		echo "$label unit tests failed:"
+		cat "$dir/test-suite.log" || true
+		for f in $(find "$dir/tests" -name '*.log' 2>/dev/null); do
+			grep -q '^not ok \|^ERROR\|Bail out' "$f" && { echo "--- $f"; tail -60 "$f"; }
+		done
+	fi
+	echo "$label unit: $((pass - skip)) passed, $fail failed, $skip skipped"
+	return "$rc"
+}
+
 unit_rc=0
-( cd "$build" && make -s -j"$(nproc)" check >/dev/null 2>&1 ) || unit_rc=$?
-unit_pass=$(grep -h '^# PASS:' "$build/test-suite.log" 2>/dev/null | awk '{print $3}' | head -1)
-# Summarise per-test TAP results from the automake logs.
-pass=0; fail=0; skip=0
-for f in $(find "$build/tests" -name '*.log' 2>/dev/null); do
-	pass=$((pass + $(grep -c '^ok ' "$f" || true)))
-	fail=$((fail + $(grep -c '^not ok ' "$f" || true)))
-	skip=$((skip + $(grep -c '^ok .*# SKIP' "$f" || true)))
-done
-if [ "$unit_rc" -ne 0 ]; then
-	echo "unit tests failed:"
-	cat "$build/test-suite.log" || true
-fi
-echo "unit: $((pass - skip)) passed, $fail failed, $skip skipped"
+unit_tests "$build" "" || unit_rc=$?
 
 int_rc=0
 SLUICE_BIN="$build/sluice" /usr/bin/python3 "$top/tests/integration/run.py" "$@" || int_rc=$?
 
-if [ "$unit_rc" -ne 0 ] || [ "$int_rc" -ne 0 ]; then
+san_rc=0
+if [ "${SLUICE_SANITIZERS:-1}" != 0 ]; then
+	san=$top/_build-asan
+	SLUICE_BUILD_DIR=$san SLUICE_CONFIGURE_FLAGS=--enable-sanitizers "$top/scripts/build.sh"
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	unit_tests "$san" "asan+ubsan" || san_rc=$?
+	# A short subset: every change type, restart and drain, every data type.
+	# (The large-transaction RSS bound does not hold under ASan's quarantine.)
+	SLUICE_BIN="$san/sluice" /usr/bin/python3 "$top/tests/integration/run.py" \
+		-k test_pg_changes -k test_pg_restart -k test_pg_types || san_rc=$?
+fi
+
+if [ "$unit_rc" -ne 0 ] || [ "$int_rc" -ne 0 ] || [ "$san_rc" -ne 0 ]; then
 	exit 1
 fi

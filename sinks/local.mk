@@ -6,5 +6,5 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.c \
 	%D%/avro_dir/avro_enc.c %D%/avro_dir/avro_enc.h \
 	%D%/avro_dir/ocf.c %D%/avro_dir/ocf.h \
 	%D%/avro_dir/avro_dir.c %D%/avro_dir/avro_dir.h
-libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBDEFLATE_CFLAGS) $(SNAPPY_CFLAGS) $(JANSSON_CFLAGS) $(AVRO_CFLAGS)
-SINKS_LIBS = libslsinks.a $(AVRO_LIBS) $(LIBDEFLATE_LIBS) $(SNAPPY_LIBS) $(JANSSON_LIBS) $(UUID_LIBS)
+libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBDEFLATE_CFLAGS) $(SNAPPY_CFLAGS)
+SINKS_LIBS = libslsinks.a $(LIBDEFLATE_LIBS) $(SNAPPY_LIBS)

@@ -96,6 +96,9 @@ struct sl_source_resume {
 struct sl_source_plan {
 	bool need_position;            /* there is no position to resume from: create one with
 					* snapshot(create = true), and backfill every table */
+	bool adopt;                    /* the checkpoint has no position, but the server keeps one
+					* for the stream (a slot made outside sluice): start there */
+	struct sl_position start;      /* with adopt */
 	int64_t status_interval_ms;    /* how often ack() must at least be called (0: no need) */
 };
 

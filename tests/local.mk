@@ -8,3 +8,11 @@ noinst_PROGRAMS += tests/tools/avro_read
 tests_tools_avro_read_SOURCES = tests/tools/avro_read.c
 tests_tools_avro_read_CPPFLAGS = $(AM_CPPFLAGS) $(AVRO_CFLAGS)
 tests_tools_avro_read_LDADD = $(AVRO_LIBS)
+
+# Without cmocka no unit test is built: make check must not pass with zero tests.
+if !HAVE_CMOCKA
+check-local:
+	@echo "make check: cmocka was not found by configure, so no unit test was built;" >&2; \
+	 echo "install libcmocka-dev (scripts/deps.sh does) and run configure again" >&2; \
+	 exit 1
+endif

@@ -60,7 +60,6 @@ struct done_file {
 struct avro_dir {
 	char *root;                    /* <path>/<stream> */
 	char *stream;
-	enum sl_source_kind kind;
 	struct sl_ocf_codec *codec;    /* shared by every open file */
 	uint64_t max_file_bytes;
 	int64_t max_file_ms;
@@ -70,6 +69,8 @@ struct avro_dir {
 	struct obj *open_head, *open_tail;
 	struct done_file *done, **done_tail;
 	bool pending;
+	bool has_mark;                 /* mark(): everything written is at or before mark */
+	struct sl_position mark;
 	struct sl_avro_stats stats;
 };
 
@@ -336,18 +337,17 @@ static int publish(struct done_file *d, char *err, size_t errlen)
 /* What sweep_tree removes: the regular files whose name match() accepts. */
 struct sweep {
 	bool (*match)(const char *name, const struct sweep *sw);
-	const char *csn_a;   /* for match_backfill: the re-backfill marker's CSN */
-	const char *csn_b;   /* ... and the backfill rows' CSN */
+	const char *csn_a;   /* for match_backfill: the first CSN of the range */
+	const char *csn_b;   /* ... and the last */
 	const char *what;    /* names the files in the debug log */
 	uint64_t removed;
 };
 
-/* True if a file spanning first..last CSN holds only one backfill run's
- * records: its rows (CSN b = snapshot position, sequence 0) and possibly the
- * TRUNCATE marker before them (CSN a = the position just before). */
+/* True if a file spanning first..last CSN holds only records with CSNs in
+ * [a, b] (CSNs are fixed-width, so string order is CSN order). */
 static bool backfill_span(const char *first, const char *last, const char *a, const char *b)
 {
-	return (!strcmp(first, a) || !strcmp(first, b)) && (!strcmp(last, a) || !strcmp(last, b));
+	return strcmp(first, a) >= 0 && strcmp(last, b) <= 0;
 }
 
 /* Matches "<first>_<last>_..." file names of one backfill run. */
@@ -502,7 +502,6 @@ static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_
 	ad = calloc(1, sizeof *ad);
 	if (!ad)
 		goto oom;
-	ad->kind = st->source_kind;
 	ad->max_file_bytes = dc->max_file_bytes ? dc->max_file_bytes : DEFAULT_MAX_FILE_BYTES;
 	ad->max_file_ms = dc->max_file_seconds > INT64_MAX / 1000 ? INT64_MAX
 								   : (int64_t)dc->max_file_seconds * 1000;
@@ -549,7 +548,7 @@ static int ad_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		if (o->w && finish_file(ad, o, err, errlen) < 0)
 			return -1;
 		sl_avro_enc_free(o->enc);
-		o->enc = sl_avro_enc_new(t, ad->kind, ad->stream, &ad->stats, err, errlen);
+		o->enc = sl_avro_enc_new(t, ad->stream, &ad->stats, err, errlen);
 		if (!o->enc)
 			return -1;
 	}
@@ -581,7 +580,15 @@ static bool ad_pending(void *ctx)
 	return ((struct avro_dir *)ctx)->pending;
 }
 
-static int ad_flush(void *ctx, char *err, size_t errlen)
+static void ad_mark(void *ctx, const struct sl_position *pos)
+{
+	struct avro_dir *ad = ctx;
+
+	ad->mark = *pos;
+	ad->has_mark = true;
+}
+
+static int ad_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
 {
 	struct avro_dir *ad = ctx;
 
@@ -608,24 +615,24 @@ static int ad_flush(void *ctx, char *err, size_t errlen)
 		ad->stats.files_closed++;
 	}
 	ad->pending = false;
-	return 0;
+	if (!ad->has_mark)
+		return 0;
+	*durable = ad->mark;
+	return 1;
 }
 
-static int ad_discard_backfill(void *ctx, const struct sl_table *t, uint64_t snapshot_pos,
-			       char *err, size_t errlen)
+static int ad_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first,
+			       const char *csn_last, char *err, size_t errlen)
 {
 	struct avro_dir *ad = ctx;
-	char csn[SL_CSN_LEN + 1], marker[SL_CSN_LEN + 1];
+	const char *marker = csn_first, *csn = csn_last;
 	struct done_file **dp;
 	struct obj *o;
 	struct sl_buf path;
 	struct sweep sw = { .match = match_backfill, .what = "backfill file" };
 	int rc;
 
-	sl_csn_format(csn, snapshot_pos, 0);
-	sl_csn_format(marker, snapshot_pos - 1, 0);
-
-	/* Unflushed output of that backfill would get that name too: drop it. */
+	/* Unflushed files of that backfill: drop them too. */
 	o = obj_find(ad, t->object);
 	if (o && o->w && backfill_span(o->first_csn, o->last_csn, marker, csn)) {
 		char *tmp = strdup(sl_ocf_path(o->w));
@@ -709,6 +716,7 @@ const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",
 	.open = ad_open,
 	.write = ad_write,
+	.mark = ad_mark,
 	.flush_due = ad_flush_due,
 	.pending = ad_pending,
 	.flush = ad_flush,

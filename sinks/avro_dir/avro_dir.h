@@ -21,11 +21,12 @@
  *
  * flush_due() is true when the oldest open file is max_file_seconds old, or
  * when a finished file (rotated by size, or ended by a schema change) waits
- * to be renamed.  discard_backfill() removes the visible files named
- * "<CSN(pos, 0)>_<CSN(pos, 0)>_*" under <path>/<stream>/<object>/, and drops
- * unflushed files of that object whose first and last CSN are both that CSN
- * (they would get that name); files that mix backfill and CDC rows are kept.
- * merge mode is refused by open() for now.
+ * to be renamed.  flush() reports the last position given to mark().
+ * discard_backfill(first, last) removes the visible files of the table's
+ * object whose name's first and last CSN both lie in [first, last], and drops
+ * unflushed files of that object whose CSNs do (they would get such a name);
+ * files that also hold other records are kept.  merge mode is refused by
+ * open() for now.
  */
 #ifndef SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
 #define SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H

@@ -16,7 +16,7 @@ struct span {
 };
 
 struct sl_avro_enc {
-	enum sl_source_kind kind;
+	const struct sl_source_desc *src;
 	char schema_key[17];
 	int ncols;
 	struct sl_avro_stats *stats;
@@ -30,7 +30,6 @@ struct sl_avro_enc {
 	struct span ops[SL_OP_TRUNCATE + 1];
 };
 
-static const char hexup[] = "0123456789ABCDEF";
 /* "00" to "ff": the two lowercase hex digits of every byte value. */
 static const char hexpairs[513] =
 	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
@@ -42,9 +41,8 @@ static const char hexpairs[513] =
 	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
 	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
-struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kind kind,
-				    const char *stream, struct sl_avro_stats *stats,
-				    char *err, size_t errlen)
+struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream,
+				    struct sl_avro_stats *stats, char *err, size_t errlen)
 {
 	struct sl_avro_enc *e = calloc(1, sizeof *e);
 	int nkeys = 0;
@@ -53,14 +51,14 @@ struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kin
 		snprintf(err, errlen, "avro encoder of \"%s\": out of memory", t->object);
 		return NULL;
 	}
-	e->kind = kind;
+	e->src = t->src;
 	memcpy(e->schema_key, t->schema_key, sizeof e->schema_key);
 	e->schema_key[16] = '\0';
 	e->ncols = t->ncols;
 	e->stats = stats;
 	sl_buf_init(&e->schema, 0);
 	sl_buf_init(&e->pre, 0);
-	if (sl_avro_schema_json(&e->schema, t, kind, err, errlen) < 0)
+	if (sl_avro_schema_json(&e->schema, t, err, errlen) < 0)
 		goto fail;
 
 	e->object.off = e->pre.len;
@@ -152,32 +150,33 @@ static void put_uuid(struct sl_buf *out, const unsigned char u[16])
 	sl_avro_put_raw(out, s, sizeof s);
 }
 
-/* Appends x in uppercase hex without leading zeros (at least one digit). */
-static size_t hex32(char *dst, uint32_t x)
+/* The source position fields of source_metadata, as t->src declares them. */
+static void put_meta(struct sl_buf *out, const struct sl_source_desc *src, const struct sl_position *pos)
 {
-	char tmp[8];
-	size_t n = 0, k = 0;
+	struct sl_meta_value v[SL_META_MAX];
+	char buf[SL_META_BUF];
+	static const struct sl_position none;
 
-	do {
-		tmp[n++] = hexup[x & 15];
-		x >>= 4;
-	} while (x);
-	while (n)
-		dst[k++] = tmp[--n];
-	return k;
-}
-
-/* The LSN as an Avro string, formatted as PostgreSQL does ("16/B374D848"). */
-static void put_lsn(struct sl_buf *out, uint64_t lsn)
-{
-	char s[18];
-	size_t n = 1;
-
-	n += hex32(s + n, (uint32_t)(lsn >> 32));
-	s[n++] = '/';
-	n += hex32(s + n, (uint32_t)lsn);
-	s[0] = (char)((n - 1) * 2);
-	sl_avro_put_raw(out, s, n);
+	memset(v, 0, sizeof v);
+	src->meta_values(pos ? pos : &none, v, buf, sizeof buf);
+	for (int i = 0; i < src->nmeta && i < SL_META_MAX; i++) {
+		switch (src->meta[i].type) {
+		case SL_META_STRING:
+			sl_avro_put_bytes(out, v[i].s ? v[i].s : "", v[i].s ? v[i].len : 0);
+			break;
+		case SL_META_LONG:
+			sl_avro_put_long(out, v[i].i);
+			break;
+		case SL_META_OPT_STRING:
+			if (v[i].s) {
+				sl_avro_put_byte(out, 2);
+				sl_avro_put_bytes(out, v[i].s, v[i].len);
+			} else {
+				sl_avro_put_byte(out, 0);
+			}
+			break;
+		}
+	}
 }
 
 int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct sl_change *c,
@@ -236,18 +235,7 @@ int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct s
 				sl_avro_put_str(out, t->cols[i].name);
 	}
 	sl_avro_put_long(out, 0);
-	if (e->kind == SL_SOURCE_MYSQL) {
-		sl_avro_put_str(out, c->log_file ? c->log_file : "");
-		sl_avro_put_long(out, (int64_t)c->log_position);
-		if (c->gtid) {
-			sl_avro_put_byte(out, 2);
-			sl_avro_put_str(out, c->gtid);
-		} else {
-			sl_avro_put_byte(out, 0);
-		}
-	} else {
-		put_lsn(out, c->position);
-	}
+	put_meta(out, e->src, c->pos);
 
 	/* payload */
 	if (!values) {

@@ -17,14 +17,13 @@
 
 struct sl_avro_enc;
 
-/* Makes the encoder for table version t, written from a source of kind `kind`
- * for stream `stream`.  The encoder copies what it needs: t and stream may be
+/* Makes the encoder for table version t (whose t->src describes its source's
+ * position fields) for stream `stream`.  The encoder copies what it needs: t and stream may be
  * freed afterwards.  stats (may be NULL) receives decimal_nan_nulls and must
  * outlive the encoder.  Returns the encoder (freed with sl_avro_enc_free), or
  * NULL with a message in err. */
-struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kind kind,
-				    const char *stream, struct sl_avro_stats *stats,
-				    char *err, size_t errlen);
+struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream,
+				    struct sl_avro_stats *stats, char *err, size_t errlen);
 void sl_avro_enc_free(struct sl_avro_enc *e);
 
 /* The schema JSON (see avro_schema.h) the encoder writes; owned by e, valid
@@ -36,7 +35,8 @@ const char *sl_avro_enc_schema_key(const struct sl_avro_enc *e);
 /* Appends the record for change c to out.  c->table must be the table version
  * the encoder was made for (same schema key and column count), and c->op one
  * of enum sl_op, else it is an error.  For a TRUNCATE, and when c->values is NULL, every payload field is
- * null.  c->read_method NULL is written as "", and so is a NULL log_file.
+ * null.  c->read_method NULL is written as "".  The source position fields
+ * come from c->pos through t->src->meta_values.
  * Returns 0, or -1 with a message in err (a value that does not parse names
  * its column); on failure out is left as it was on entry. */
 int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct sl_change *c,

@@ -133,9 +133,10 @@ static void put_column_type(struct sl_buf *out, const struct sl_column *c)
 	}
 }
 
-int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, enum sl_source_kind kind,
-			char *err, size_t errlen)
+int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen)
 {
+	const struct sl_source_desc *src = t->src;
+
 	static const char head[] =
 		"\",\"namespace\":\"sluice\",\"fields\":["
 		"{\"name\":\"uuid\",\"type\":{\"type\":\"string\",\"logicalType\":\"uuid\"}},"
@@ -155,18 +156,28 @@ int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, enum sl_so
 		"{\"name\":\"primary_keys\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},"
 		"{\"name\":\"change_sequence_number\",\"type\":\"string\"},"
 		"{\"name\":\"tx_id\",\"type\":[\"null\",\"long\"],\"default\":null},"
-		"{\"name\":\"unchanged_columns\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},";
+		"{\"name\":\"unchanged_columns\",\"type\":{\"type\":\"array\",\"items\":\"string\"}}";
 	sl_buf_puts(out, "{\"type\":\"record\",\"name\":\"");
 	sl_avro_put_record_name(out, t->object);
+	if (!src) {
+		snprintf(err, errlen, "avro schema of \"%s\": the table has no source descriptor", t->object);
+		return -1;
+	}
 	sl_buf_puts(out, head);
-	sl_buf_puts(out, kind == SL_SOURCE_MYSQL ? "{\"name\":\"database\"," : "{\"name\":\"schema\",");
+	sl_buf_puts(out, "{\"name\":");
+	sl_json_put_string(out, src->ns_field, strlen(src->ns_field));
+	sl_buf_putc(out, ',');
 	sl_buf_puts(out, meta_common);
-	if (kind == SL_SOURCE_MYSQL)
-		sl_buf_puts(out, "{\"name\":\"log_file\",\"type\":\"string\"},"
-				 "{\"name\":\"log_position\",\"type\":\"long\"},"
-				 "{\"name\":\"gtid\",\"type\":[\"null\",\"string\"],\"default\":null}");
-	else
-		sl_buf_puts(out, "{\"name\":\"lsn\",\"type\":\"string\"}");
+	for (int i = 0; i < src->nmeta; i++) {
+		const struct sl_meta_field *m = &src->meta[i];
+		sl_buf_puts(out, ",{\"name\":");
+		sl_json_put_string(out, m->name, strlen(m->name));
+		switch (m->type) {
+		case SL_META_STRING: sl_buf_puts(out, ",\"type\":\"string\"}"); break;
+		case SL_META_LONG: sl_buf_puts(out, ",\"type\":\"long\"}"); break;
+		case SL_META_OPT_STRING: sl_buf_puts(out, ",\"type\":[\"null\",\"string\"],\"default\":null}"); break;
+		}
+	}
 	sl_buf_puts(out, "]}},{\"name\":\"payload\",\"type\":{\"type\":\"record\",\"name\":\"payload\",\"fields\":[");
 	for (int i = 0; i < t->ncols; i++) {
 		const struct sl_column *c = &t->cols[i];

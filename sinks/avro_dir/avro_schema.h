@@ -12,8 +12,9 @@
 #include "common/buf.h"
 #include "schema/schema.h"
 
-/* Appends the schema JSON for table t (a finished table version) written from
- * a source of kind `kind` to out.  The record name is t->object made a valid
+/* Appends the schema JSON for table t (a finished table version) to out;
+ * t->src names the namespace field and the source position fields of
+ * source_metadata.  The record name is t->object made a valid
  * Avro name (anything outside [A-Za-z0-9_] becomes '_', a leading digit gets a
  * '_' prefix, and the names of the nested records "source_metadata" and
  * "payload" get a '_' suffix), in namespace "sluice".  Each payload field
@@ -21,8 +22,7 @@
  * a type name, "sluice.source_type".  Every string is JSON escaped; bytes
  * that are not valid UTF-8 become U+FFFD.  Returns 0, or -1 with a message in
  * err (out of memory; out is then failed). */
-int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, enum sl_source_kind kind,
-			char *err, size_t errlen);
+int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen);
 
 /* Appends s (n bytes) to out as a quoted JSON string, escaping quotes,
  * backslashes and control characters and replacing invalid UTF-8 with

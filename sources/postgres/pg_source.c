@@ -1,646 +1,624 @@
 /*
- * sources/postgres/pg_source.c: PostgreSQL connections, catalog queries,
- * publication and slot management, and the replication stream.
+ * sources/postgres/pg_source.c: the PostgreSQL source behind struct
+ * sl_source_ops (sources/source.h): positions are LSNs, the stream's position
+ * holder is a logical replication slot, backfill reads COPY in a snapshot
+ * exported by a slot, and streaming reads pgoutput.
+ *
+ * Positions: w[0] is the LSN; the CSN's position part is the LSN itself.  A
+ * transaction's records carry its commit LSN (pgoutput's final_lsn) and its
+ * end is the commit's end LSN, which is what ack() confirms.  The
+ * checkpoint holds LSNs as PostgreSQL prints them ("16/B374D848").
  */
-#include "sources/postgres/pg_source.h"
+#include "sources/postgres/pg_internal.h"
 
-#include <errno.h>
-#include <fnmatch.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sources/postgres/pg_backfill.h"
 
-/* Session settings that fix the text format of every value we parse. */
-#define SESSION_OPTIONS "-c datestyle=ISO,YMD -c intervalstyle=postgres -c timezone=UTC " \
-			"-c extra_float_digits=3 -c bytea_output=hex"
+#define STATUS_INTERVAL_MS 10000  /* at most; shorter when wal_sender_timeout is short */
 
-/* Copies a libpq error into err, without the trailing newline. */
-static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
+/* ---- positions ---- */
+
+static int pg_pos_compare(const struct sl_position *a, const struct sl_position *b)
 {
-	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
-	int l = (int)strlen(m);
-
-	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
-		l--;
-	snprintf(err, errlen, "%s: %.*s", what, l, m);
+	return a->w[0] < b->w[0] ? -1 : a->w[0] > b->w[0];
 }
 
-PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen)
+static uint64_t pg_pos_csn(const struct sl_position *p)
 {
-	const char *keys[16], *vals[16];
-	char port[16], timeout[16];
-	int n = 0;
-	PGconn *c;
+	return p->w[0];
+}
 
-	snprintf(port, sizeof port, "%d", cfg->port);
-	snprintf(timeout, sizeof timeout, "%d", cfg->connect_timeout > 0 ? cfg->connect_timeout : 10);
-#define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
-	KV("host", cfg->host);
-	KV("port", port);
-	KV("user", cfg->user);
-	KV("dbname", cfg->dbname);
-	KV("password", cfg->password);
-	KV("sslmode", cfg->sslmode);
-	KV("sslrootcert", cfg->sslrootcert);
-	KV("connect_timeout", timeout);
-	KV("application_name", "sluice");
-	KV("client_encoding", "UTF8");
-	KV("options", SESSION_OPTIONS);
-	if (replication)
-		KV("replication", "database");
-#undef KV
-	keys[n] = vals[n] = NULL;
-	c = PQconnectdbParams(keys, vals, 0);
-	if (!c) {
-		snprintf(err, errlen, "could not connect to source \"%s\": out of memory", cfg->name);
-		return NULL;
+static int pg_pos_encode(const struct sl_position *p, char *out, size_t outlen)
+{
+	if (outlen < 18)
+		return -1;
+	sl_lsn_format(p->w[0], out);
+	return 0;
+}
+
+static int pg_pos_decode(const char *text, struct sl_position *out)
+{
+	memset(out, 0, sizeof *out);
+	return sl_lsn_parse(text, &out->w[0]);
+}
+
+/* Appends x in uppercase hex without leading zeros. */
+static size_t hex32(char *dst, uint32_t x)
+{
+	static const char hexup[] = "0123456789ABCDEF";
+	char tmp[8];
+	size_t n = 0, k = 0;
+
+	do {
+		tmp[n++] = hexup[x & 15];
+		x >>= 4;
+	} while (x);
+	while (n)
+		dst[k++] = tmp[--n];
+	return k;
+}
+
+static const struct sl_meta_field pg_meta[] = {
+	{ "lsn", SL_META_STRING },
+};
+
+/* The LSN as PostgreSQL prints it, for every record: hand-rolled, not snprintf. */
+static void pg_meta_values(const struct sl_position *p, struct sl_meta_value *out, char *buf, size_t buflen)
+{
+	size_t n = 0;
+
+	if (buflen >= 18) {
+		n = hex32(buf, (uint32_t)(p->w[0] >> 32));
+		buf[n++] = '/';
+		n += hex32(buf + n, (uint32_t)p->w[0]);
 	}
-	if (PQstatus(c) != CONNECTION_OK) {
-		char what[512];
-		snprintf(what, sizeof what, "could not connect to source \"%s\" (%s:%d, database \"%s\"%s)",
-			 cfg->name, cfg->host, cfg->port, cfg->dbname ? cfg->dbname : "",
-			 replication ? ", replication" : "");
-		pg_err(err, errlen, what, c, NULL);
-		PQfinish(c);
-		return NULL;
+	out[0].s = buf;
+	out[0].len = n;
+}
+
+const struct sl_source_desc sl_pg_desc = {
+	.kind = "postgres",
+	.ns_field = "schema",
+	.read_method_cdc = "postgresql-cdc-wal",
+	.read_method_backfill = "postgresql-backfill",
+	.pos_compare = pg_pos_compare,
+	.pos_csn = pg_pos_csn,
+	.pos_encode = pg_pos_encode,
+	.pos_decode = pg_pos_decode,
+	.nmeta = 1,
+	.meta = pg_meta,
+	.meta_values = pg_meta_values,
+};
+
+static struct sl_position lsn_pos(uint64_t lsn)
+{
+	struct sl_position p;
+
+	memset(&p, 0, sizeof p);
+	p.w[0] = lsn;
+	return p;
+}
+
+/* ---- the context ---- */
+
+struct pg_src {
+	const struct sl_source_config *cfg;
+	const struct sl_source_stream *st;
+	PGconn *meta;                   /* catalog connection */
+	struct sl_pg_repl *repl;        /* the stream's replication connection */
+	struct sl_table **tables;       /* the caller's table list (borrowed) */
+	int ntables;
+	int64_t status_interval_ms;
+	/* streaming: the decoded message and the changes it still holds */
+	struct sl_pg_repl_event rev;
+	int next_change;                /* index into rev.pgo.changes of the next change to hand out */
+	bool truncating;                /* rev holds a TRUNCATE: hand out its tables */
+};
+
+struct pg_snap {
+	PGconn *conn;                   /* the importing transaction */
+	struct sl_pg_repl *tmp;         /* the temporary slot's connection, or NULL */
+};
+
+/* The catalog's primary key for a table, for pgoutput's Relation messages
+ * (under REPLICA IDENTITY FULL pgoutput flags every column). */
+static bool key_lookup(void *payload, const char *ns, const char *name, int ncols, char *const *names, bool *is_key)
+{
+	struct pg_src *s = payload;
+
+	for (int i = 0; i < s->ntables; i++) {
+		const struct sl_table *t = s->tables[i];
+		bool any = false;
+		if (strcmp(t->ns, ns) || strcmp(t->name, name))
+			continue;
+		for (int c = 0; c < ncols; c++) {
+			is_key[c] = false;
+			for (int k = 0; k < t->ncols; k++)
+				if (t->cols[k].is_key && !strcmp(t->cols[k].name, names[c]))
+					is_key[c] = any = true;
+		}
+		return any;
 	}
-	return c;
-}
-
-static bool sqlstate_is(PGresult *res, const char *state)
-{
-	const char *s = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	return s && !strcmp(s, state);
-}
-
-int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(c, "SELECT current_setting('wal_level'), "
-				  "(SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user)");
-	int rc = SL_OK;
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not read wal_level", c, res);
-		rc = SL_EFAIL;
-	} else if (strcmp(PQgetvalue(res, 0, 0), "logical") != 0) {
-		snprintf(err, errlen, "source prerequisite not met: wal_level is \"%s\", logical replication needs "
-			 "wal_level = logical (set it in postgresql.conf and restart the server)",
-			 PQgetvalue(res, 0, 0));
-		rc = SL_EPREREQ;
-	} else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
-		snprintf(err, errlen, "source prerequisite not met: role \"%s\" lacks the REPLICATION attribute "
-			 "(ALTER ROLE ... WITH REPLICATION)", PQuser(c));
-		rc = SL_EPREREQ;
-	}
-	PQclear(res);
-	return rc;
-}
-
-void sl_pg_tables_free(struct sl_table **t, int n)
-{
-	if (!t)
-		return;
-	for (int i = 0; i < n; i++)
-		sl_table_free(t[i]);
-	free(t);
-}
-
-static bool matches(char *const *globs, const char *name)
-{
-	for (; globs && *globs; globs++)
-		if (fnmatch(*globs, name, 0) == 0)
-			return true;
 	return false;
 }
 
-static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *err, size_t errlen)
+static int pg_open(void **ctx, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		   char *err, size_t errlen)
 {
-	const char *params[1] = { oid };
-	PGresult *res = PQexecParams(c,
-		"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
-		"       coalesce(a.attnum = ANY(i.indkey), false) "
-		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
-		"WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
-		"ORDER BY a.attnum", 1, NULL, params, NULL, NULL, 0);
-	int rc = SL_OK;
+	struct pg_src *s = calloc(1, sizeof *s);
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not read the columns of a table", c, res);
-		rc = SL_EFAIL;
-		goto out;
+	*ctx = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
 	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		uint64_t typ;
-		int64_t mod;
-		if (sl_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX, &typ) < 0 ||
-		    sl_parse_i64(PQgetvalue(res, i, 2), INT32_MIN, INT32_MAX, &mod) < 0 ||
-		    sl_table_add_column(t, PQgetvalue(res, i, 0), (uint32_t)typ, (int32_t)mod,
-					PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0) {
-			snprintf(err, errlen, "could not describe table \"%s\".\"%s\"", t->ns, t->name);
-			rc = SL_EFAIL;
-			goto out;
-		}
+	s->cfg = cfg;
+	s->st = st;
+	s->status_interval_ms = STATUS_INTERVAL_MS;
+	s->meta = sl_pg_connect(cfg, false, err, errlen);
+	if (!s->meta) {
+		free(s);
+		return SL_EFAIL;
 	}
-	if (sl_table_finish(t) < 0) {
-		snprintf(err, errlen, "out of memory describing \"%s\".\"%s\"", t->ns, t->name);
-		rc = SL_EFAIL;
-	}
-out:
-	PQclear(res);
-	return rc;
+	*ctx = s;
+	return SL_OK;
 }
 
-int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
-		      struct sl_table ***out, int *n, char *err, size_t errlen)
+static void pg_close(void *ctx)
 {
-	PGresult *res = PQexec(c,
-		"SELECT c.oid, n.nspname, c.relname FROM pg_class c "
-		"JOIN pg_namespace n ON n.oid = c.relnamespace "
-		"WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
-		"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-		"AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%' "
-		"ORDER BY n.nspname, c.relname");
-	struct sl_table **tabs = NULL;
-	struct sl_buf full;
-	int cnt = 0, rc = SL_OK;
+	struct pg_src *s = ctx;
 
-	sl_buf_init(&full, 0);
+	if (!s)
+		return;
+	sl_pg_repl_close(s->repl);
+	if (s->meta)
+		PQfinish(s->meta);
+	free(s);
+}
+
+/* Merge mode needs a primary key to merge on. */
+static int check_merge_key(const struct sl_source_stream *st, const struct sl_table *t, char *err, size_t errlen)
+{
+	if (!st->merge || sl_table_has_key(t))
+		return SL_OK;
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be replicated "
+		 "in append mode only", st->name, t->ns, t->name);
+	return SL_EPREREQ;
+}
+
+/* Lists the stream's tables; SL_ECONFIG when nothing matches. */
+static int list_tables(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		       struct sl_table ***out, int *n, char *err, size_t errlen)
+{
+	int rc = sl_pg_list_tables(c, st->tables, st->exclude_tables, out, n, err, errlen);
+	struct sl_buf b;
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < *n; i++)
+		(*out)[i]->src = &sl_pg_desc;
+	if (*n > 0)
+		return SL_OK;
+	sl_buf_init(&b, 4096);
+	for (char *const *g = st->tables; *g; g++)
+		sl_buf_printf(&b, "%s%s", g == st->tables ? "" : ", ", *g);
+	snprintf(err, errlen, "stream \"%s\": no table on source \"%s\" matches tables = %s", st->name, cfg->name,
+		 b.data ? b.data : "");
+	sl_buf_free(&b);
+	sl_pg_tables_free(*out, *n);
 	*out = NULL;
 	*n = 0;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not list tables", c, res);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	tabs = calloc((size_t)PQntuples(res) + 1, sizeof *tabs);
-	if (!tabs) {
-		snprintf(err, errlen, "out of memory listing tables");
-		rc = SL_EFAIL;
-		goto out;
-	}
-	for (int i = 0; i < PQntuples(res); i++) {
-		const char *ns = PQgetvalue(res, i, 1), *name = PQgetvalue(res, i, 2);
-		uint64_t oid;
-		sl_buf_reset(&full);
-		sl_buf_printf(&full, "%s.%s", ns, name);
-		if (sl_buf_failed(&full) || !matches(include, full.data) || matches(exclude, full.data))
-			continue;
-		tabs[cnt] = sl_table_new(ns, name);
-		if (!tabs[cnt] || sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &oid) < 0) {
-			snprintf(err, errlen, "out of memory listing tables");
-			rc = SL_EFAIL;
-			goto out;
-		}
-		tabs[cnt]->relid = (uint32_t)oid;
-		cnt++;
-		rc = describe_table(c, PQgetvalue(res, i, 0), tabs[cnt - 1], err, errlen);
-		if (rc < 0)
-			goto out;
-	}
-	*out = tabs;
-	*n = cnt;
-	tabs = NULL;
-out:
-	sl_pg_tables_free(tabs, cnt);
-	sl_buf_free(&full);
-	PQclear(res);
-	return rc;
+	return SL_ECONFIG;
 }
 
-/* Appends "ns"."name" quoted with PQescapeIdentifier. */
-static int append_qualified(struct sl_buf *b, PGconn *c, const struct sl_table *t)
+static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen)
 {
-	char *a = PQescapeIdentifier(c, t->ns, strlen(t->ns));
-	char *n = PQescapeIdentifier(c, t->name, strlen(t->name));
-	int rc = (a && n) ? sl_buf_printf(b, "%s.%s", a, n) : -1;
+	struct pg_src *s = ctx;
+	int rc = list_tables(s->meta, s->cfg, s->st, out, n, err, errlen);
 
-	PQfreemem(a);
-	PQfreemem(n);
-	return rc;
-}
-
-int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
-			     char *err, size_t errlen)
-{
-	const char *params[1] = { pub };
-	PGresult *res = NULL;
-	struct sl_buf sql, missing;
-	char *qpub = PQescapeIdentifier(c, pub, strlen(pub));
-	int rc = SL_OK, nmissing = 0;
-	bool exists;
-
-	sl_buf_init(&sql, 0);
-	sl_buf_init(&missing, 0);
-	if (!qpub) {
-		pg_err(err, errlen, "could not quote the publication name", c, NULL);
-		return SL_EFAIL;
-	}
-	res = PQexecParams(c, "SELECT count(*) FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not look up the publication", c, res);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	exists = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
-	PQclear(res);
-	res = NULL;
-
-	if (exists) {
-		res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
-				   1, NULL, params, NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			pg_err(err, errlen, "could not list the tables of the publication", c, res);
-			rc = SL_EFAIL;
-			goto out;
-		}
-		for (int i = 0; i < n; i++) {
-			bool found = false;
-			for (int j = 0; j < PQntuples(res) && !found; j++)
-				found = !strcmp(PQgetvalue(res, j, 0), tables[i]->ns) &&
-					!strcmp(PQgetvalue(res, j, 1), tables[i]->name);
-			if (found)
-				continue;
-			sl_buf_puts(&missing, nmissing++ ? ", " : "");
-			append_qualified(&missing, c, tables[i]);
-		}
-		PQclear(res);
-		res = NULL;
-		if (nmissing == 0)
-			goto out;
-		sl_buf_printf(&sql, "ALTER PUBLICATION %s ADD TABLE %s", qpub, missing.data);
-	} else {
-		sl_buf_printf(&sql, "CREATE PUBLICATION %s FOR TABLE ", qpub);
-		for (int i = 0; i < n; i++) {
-			sl_buf_puts(&sql, i ? ", " : "");
-			append_qualified(&sql, c, tables[i]);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < *n; i++) {
+		if ((rc = check_merge_key(s->st, (*out)[i], err, errlen)) < 0) {
+			sl_pg_tables_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			return rc;
 		}
 	}
-	if (sl_buf_failed(&sql) || sl_buf_failed(&missing)) {
-		snprintf(err, errlen, "out of memory building the publication statement");
-		rc = SL_EFAIL;
-		goto out;
-	}
-	res = PQexec(c, sql.data);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		char what[256];
-		snprintf(what, sizeof what, "could not %s publication \"%s\"", exists ? "add tables to" : "create", pub);
-		pg_err(err, errlen, what, c, res);
-		if (sqlstate_is(res, "42501")) {
-			size_t l = strlen(err);
-			snprintf(err + l, errlen - l, " (create it as its owner or a superuser: %s)", sql.data);
-			rc = SL_EPREREQ;
-		} else {
-			rc = SL_EFAIL;
-		}
-		goto out;
-	}
-	sl_info("%s publication \"%s\"", exists ? "added missing tables to" : "created", pub);
-out:
-	PQclear(res);
-	PQfreemem(qpub);
-	sl_buf_free(&sql);
-	sl_buf_free(&missing);
-	return rc;
+	s->tables = *out;
+	s->ntables = *n;
+	return SL_OK;
 }
 
-static int parse_lsn_or_zero(const char *s, uint64_t *out)
+/* The server's wal_sender_timeout decides how often status must be sent:
+ * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms. */
+static void set_status_interval(struct pg_src *s)
 {
-	if (!s || !*s) {
-		*out = 0;
-		return 0;
-	}
-	return sl_lsn_parse(s, out);
-}
+	char err[SL_ERRLEN];
+	int64_t ms;
 
-int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, char *err, size_t errlen)
-{
-	const char *params[1] = { slot };
-	PGresult *res = PQexecParams(c,
-		"SELECT active, slot_type = 'logical', coalesce(plugin, ''), coalesce(database, ''), "
-		"       coalesce(wal_status, ''), confirmed_flush_lsn, restart_lsn, "
-		"       pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, "
-		"       pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, safe_wal_size "
-		"FROM pg_replication_slots WHERE slot_name = $1", 1, NULL, params, NULL, NULL, 0);
-	int rc = SL_OK;
-	int64_t v;
-
-	memset(out, 0, sizeof *out);
-	out->lag_bytes = out->retained_bytes = out->safe_wal_size = -1;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not read pg_replication_slots", c, res);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	if (PQntuples(res) == 0)
-		goto out;
-	out->exists = true;
-	out->active = !strcmp(PQgetvalue(res, 0, 0), "t");
-	out->logical = !strcmp(PQgetvalue(res, 0, 1), "t");
-	snprintf(out->plugin, sizeof out->plugin, "%s", PQgetvalue(res, 0, 2));
-	snprintf(out->database, sizeof out->database, "%s", PQgetvalue(res, 0, 3));
-	snprintf(out->wal_status, sizeof out->wal_status, "%s", PQgetvalue(res, 0, 4));
-	if (parse_lsn_or_zero(PQgetvalue(res, 0, 5), &out->confirmed_flush_lsn) < 0 ||
-	    parse_lsn_or_zero(PQgetvalue(res, 0, 6), &out->restart_lsn) < 0) {
-		snprintf(err, errlen, "could not parse the positions of slot \"%s\"", slot);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	if (!PQgetisnull(res, 0, 7) && sl_parse_i64(PQgetvalue(res, 0, 7), INT64_MIN, INT64_MAX, &v) == 0)
-		out->lag_bytes = v;
-	if (!PQgetisnull(res, 0, 8) && sl_parse_i64(PQgetvalue(res, 0, 8), INT64_MIN, INT64_MAX, &v) == 0)
-		out->retained_bytes = v;
-	if (!PQgetisnull(res, 0, 9) && sl_parse_i64(PQgetvalue(res, 0, 9), INT64_MIN, INT64_MAX, &v) == 0)
-		out->safe_wal_size = v;
-out:
-	PQclear(res);
-	return rc;
-}
-
-int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(c, "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint");
-	int rc = SL_OK;
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK ||
-	    sl_parse_i64(PQgetvalue(res, 0, 0), INT64_MIN, INT64_MAX, out) < 0) {
-		pg_err(err, errlen, "could not read the server's clock", c, res);
-		rc = SL_EFAIL;
-	}
-	PQclear(res);
-	return rc;
-}
-
-int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, size_t errlen)
-{
-	char oid[16];
-	const char *params[1] = { oid };
-	PGresult *res;
-	int rc = SL_OK;
-
-	snprintf(oid, sizeof oid, "%u", t->relid);
-	res = PQexecParams(c, "SELECT has_table_privilege($1::oid, 'SELECT')", 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not check SELECT privileges", c, res);
-		rc = SL_EFAIL;
-	} else {
-		*ok = !strcmp(PQgetvalue(res, 0, 0), "t");
-	}
-	PQclear(res);
-	return rc;
-}
-
-int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(c, "SELECT setting FROM pg_settings WHERE name = 'wal_sender_timeout'");
-	int rc = SL_OK;
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    sl_parse_i64(PQgetvalue(res, 0, 0), 0, INT32_MAX, out) < 0) {
-		pg_err(err, errlen, "could not read wal_sender_timeout", c, res);
-		rc = SL_EFAIL;
-	}
-	PQclear(res);
-	return rc;
-}
-
-int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen)
-{
-	PGresult *res = PQexec(c, "SELECT pg_current_wal_lsn()");
-	int rc = SL_OK;
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		pg_err(err, errlen, "could not read the current WAL position", c, res);
-		rc = SL_EFAIL;
-	} else if (sl_lsn_parse(PQgetvalue(res, 0, 0), out) < 0) {
-		snprintf(err, errlen, "could not parse WAL position \"%s\"", PQgetvalue(res, 0, 0));
-		rc = SL_EFAIL;
-	}
-	PQclear(res);
-	return rc;
-}
-
-/* ---- replication stream ---- */
-
-struct sl_pg_repl {
-	PGconn *conn;
-	struct sl_pgoutput *dec;
-	char *copybuf;           /* last PQgetCopyData buffer, freed on the next read */
-	bool streaming;
-	int batch;               /* messages read since the last wait for the socket */
-};
-
-/* The walsender sends each message as it is decoded, so a busy stream arrives
- * as a trickle of small segments and reading it message by message costs a
- * poll() and a recv() per change.  When the last wait yielded fewer than this
- * many messages, sluice lets data gather for COALESCE_US before reading:
- * at most one millisecond of added latency, and far fewer system calls. */
-#define COALESCE_BELOW 64
-#define COALESCE_US 1000
-
-struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_key_lookup lookup,
-				   void *payload, char *err, size_t errlen)
-{
-	struct sl_pg_repl *r = calloc(1, sizeof *r);
-
-	if (!r) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	r->conn = sl_pg_connect(cfg, true, err, errlen);
-	r->dec = sl_pgoutput_new(lookup, payload);
-	if (!r->conn || !r->dec) {
-		if (r->conn && !r->dec)
-			snprintf(err, errlen, "out of memory");
-		sl_pg_repl_close(r);
-		return NULL;
-	}
-	return r;
-}
-
-void sl_pg_repl_close(struct sl_pg_repl *r)
-{
-	if (!r)
+	s->status_interval_ms = STATUS_INTERVAL_MS;
+	if (sl_pg_wal_sender_timeout_ms(s->meta, &ms, err, sizeof err) < 0) {
+		sl_warn("stream \"%s\": %s; sending status every %d ms", s->st->name, err, STATUS_INTERVAL_MS);
 		return;
-	if (r->copybuf)
-		PQfreemem(r->copybuf);
-	if (r->conn) {
-		if (r->streaming && PQputCopyEnd(r->conn, NULL) == 1)
-			PQflush(r->conn);
-		PQfinish(r->conn);
 	}
-	sl_pgoutput_free(r->dec);
-	free(r);
+	if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
+		s->status_interval_ms = ms / 3 > 200 ? ms / 3 : 200;
 }
 
-struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r)
+static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
+		      char *err, size_t errlen)
 {
-	return r->dec;
-}
+	struct pg_src *s = ctx;
+	const struct sl_source_stream *st = s->st;
+	struct sl_pg_slot_info si;
+	char a[18], b[18];
+	int rc;
 
-int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
-			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
-			   char *err, size_t errlen)
-{
-	struct sl_buf sql;
-	PGresult *res;
-	int rc = SL_OK;
-
-	sl_buf_init(&sql, 0);
-	/* Slot names are [a-z0-9_] (checked by the config), so quoting is plain. */
-	sl_buf_printf(&sql, "CREATE_REPLICATION_SLOT \"%s\" %sLOGICAL pgoutput EXPORT_SNAPSHOT",
-		      slot, temporary ? "TEMPORARY " : "");
-	res = PQexec(r->conn, sql.data);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 4) {
-		char what[160];
-		snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
-		pg_err(err, errlen, what, r->conn, res);
-		rc = sqlstate_is(res, "42501") ? SL_EPREREQ : SL_EFAIL;
-		goto out;
-	}
-	if (sl_lsn_parse(PQgetvalue(res, 0, 1), consistent_lsn) < 0) {
-		snprintf(err, errlen, "could not parse the consistent point \"%s\" of slot \"%s\"",
-			 PQgetvalue(res, 0, 1), slot);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	snprintf(snapshot, snaplen, "%s", PQgetvalue(res, 0, 2));
-out:
-	PQclear(res);
-	sl_buf_free(&sql);
-	return rc;
-}
-
-int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
-		     uint64_t start_lsn, char *err, size_t errlen)
-{
-	struct sl_buf sql;
-	PGresult *res;
-	char lsn[18];
-	int rc = SL_OK;
-
-	sl_lsn_format(start_lsn, lsn);
-	sl_buf_init(&sql, 0);
-	sl_buf_printf(&sql, "START_REPLICATION SLOT \"%s\" LOGICAL %s (proto_version '1', "
-		      "publication_names '\"%s\"', messages 'true')", slot, lsn, publication);
-	res = PQexec(r->conn, sql.data);
-	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
-		char what[160];
-		snprintf(what, sizeof what, "could not start replication from slot \"%s\"", slot);
-		pg_err(err, errlen, what, r->conn, res);
-		rc = SL_EFAIL;
-	} else {
-		r->streaming = true;
-	}
-	PQclear(res);
-	sl_buf_free(&sql);
-	return rc;
-}
-
-int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
-		    char *err, size_t errlen)
-{
-	int len;
-
-	if (r->copybuf) {
-		PQfreemem(r->copybuf);
-		r->copybuf = NULL;
-	}
-	ev->kind = SL_PGR_TIMEOUT;
-	for (int attempt = 0; attempt < 2; attempt++) {
-		len = PQgetCopyData(r->conn, &r->copybuf, 1);
-		if (len > 0) {
-			r->batch++;
-			break;
+	memset(plan, 0, sizeof *plan);
+	if ((rc = sl_pg_check_prereqs(s->meta, err, errlen)) < 0)
+		return rc;
+	set_status_interval(s);
+	plan->status_interval_ms = s->status_interval_ms;
+	if ((rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
+		return rc;
+	if ((rc = sl_pg_slot_info(s->meta, st->slot, &si, err, errlen)) < 0)
+		return rc;
+	if (!si.exists) {
+		if (resume->has_position && !resume->reset) {
+			sl_lsn_format(resume->durable.w[0], a);
+			snprintf(err, errlen,
+				 "stream \"%s\": replication slot \"%s\" does not exist on source \"%s\", but the checkpoint "
+				 "\"%s\" says changes up to %s were already read from it; changes after that position may "
+				 "be gone. sluice will not skip them silently. To recover, re-backfill every table with "
+				 "`sluice backfill -c %s --stream %s` (a new slot is created on the next run)",
+				 st->name, st->slot, s->cfg->name, resume->checkpoint_path, a, st->config_path, st->name);
+			return SL_ELOST;
 		}
-		if (len == -1) {
-			PGresult *res = PQgetResult(r->conn);
-			r->streaming = false;
-			if (res && PQresultStatus(res) != PGRES_COMMAND_OK) {
-				pg_err(err, errlen, "replication stream ended with an error", r->conn, res);
-				PQclear(res);
-				return SL_EFAIL;
-			}
-			PQclear(res);
-			ev->kind = SL_PGR_END;
-			return SL_OK;
-		}
-		if (len == -2) {
-			pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
-			return SL_EFAIL;
-		}
-		if (attempt == 1 || timeout_ms == 0)
-			return SL_OK;
-		{
-			struct pollfd pfd = { .fd = PQsocket(r->conn), .events = POLLIN };
-			int pr = poll(&pfd, 1, timeout_ms);
-			if (pr < 0 && errno != EINTR) {
-				snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
-				return SL_EFAIL;
-			}
-			if (pr <= 0)
-				return SL_OK; /* timeout or signal */
-			if (r->batch < COALESCE_BELOW) {
-				struct timespec ts = { 0, COALESCE_US * 1000 };
-				nanosleep(&ts, NULL);
-			}
-			r->batch = 0;
-			if (PQconsumeInput(r->conn) == 0) {
-				pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
-				return SL_EFAIL;
-			}
-		}
-	}
-	if (len <= 0)
+		plan->need_position = true;
 		return SL_OK;
-	{
-		const unsigned char *m = (const unsigned char *)r->copybuf;
-		switch (m[0]) {
-		case 'k':
-			if (len < 18) {
-				snprintf(err, errlen, "malformed keepalive message (%d bytes)", len);
-				return SL_EFAIL;
-			}
-			ev->kind = SL_PGR_KEEPALIVE;
-			ev->wal_end = sl_get_u64(m + 1);
-			ev->reply_requested = m[17] != 0;
-			return SL_OK;
-		case 'w':
-			if (len < 25) {
-				snprintf(err, errlen, "malformed XLogData message (%d bytes)", len);
-				return SL_EFAIL;
-			}
-			ev->kind = SL_PGR_DATA;
-			ev->wal_end = sl_get_u64(m + 9);
-			return sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen) < 0
-				       ? SL_EFAIL : SL_OK;
-		default:
-			snprintf(err, errlen, "unexpected replication message type 0x%02x", m[0]);
-			return SL_EFAIL;
-		}
 	}
-}
-
-int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t flush_lsn,
-			   bool reply_requested, char *err, size_t errlen)
-{
-	unsigned char msg[34];
-
-	msg[0] = 'r';
-	sl_put_u64(msg + 1, write_lsn);
-	sl_put_u64(msg + 9, flush_lsn);
-	sl_put_u64(msg + 17, flush_lsn);
-	sl_put_u64(msg + 25, (uint64_t)(sl_now_us() - SL_PG_EPOCH_OFFSET_US));
-	msg[33] = reply_requested ? 1 : 0;
-	if (PQputCopyData(r->conn, (const char *)msg, sizeof msg) != 1 || PQflush(r->conn) != 0) {
-		pg_err(err, errlen, "could not send a standby status update", r->conn, NULL);
+	if (!si.logical || strcmp(si.plugin, "pgoutput") != 0) {
+		snprintf(err, errlen, "stream \"%s\": slot \"%s\" exists but is not a logical pgoutput slot (plugin \"%s\")",
+			 st->name, st->slot, si.plugin);
+		return SL_EPREREQ;
+	}
+	if (strcmp(si.database, s->cfg->dbname) != 0) {
+		snprintf(err, errlen, "stream \"%s\": slot \"%s\" belongs to database \"%s\", not \"%s\"",
+			 st->name, st->slot, si.database, s->cfg->dbname);
+		return SL_EPREREQ;
+	}
+	if (!strcmp(si.wal_status, "lost")) {
+		snprintf(err, errlen,
+			 "stream \"%s\": replication slot \"%s\" is lost (wal_status = lost): the server removed WAL it "
+			 "still needed, so changes are gone. Drop the slot (SELECT pg_drop_replication_slot('%s')) and "
+			 "re-backfill with `sluice backfill -c %s --stream %s`",
+			 st->name, st->slot, st->slot, st->config_path, st->name);
+		return SL_ELOST;
+	}
+	if (si.active) {
+		snprintf(err, errlen, "stream \"%s\": replication slot \"%s\" is in use by another process",
+			 st->name, st->slot);
 		return SL_EFAIL;
+	}
+	if (resume->reset) {
+		snprintf(err, errlen,
+			 "stream \"%s\": a full re-backfill with a new slot was requested, but slot \"%s\" exists; "
+			 "drop it first (SELECT pg_drop_replication_slot('%s'))", st->name, st->slot, st->slot);
+		return SL_EPREREQ;
+	}
+	if (resume->has_position && si.confirmed_flush_lsn > resume->durable.w[0]) {
+		sl_lsn_format(si.confirmed_flush_lsn, a);
+		sl_lsn_format(resume->durable.w[0], b);
+		snprintf(err, errlen,
+			 "stream \"%s\": slot \"%s\" has confirmed position %s, ahead of %s in checkpoint \"%s\": changes "
+			 "between them were acknowledged by another reader or the checkpoint is stale. Re-backfill with "
+			 "`sluice backfill -c %s --stream %s`, or restore the right checkpoint",
+			 st->name, st->slot, a, b, resume->checkpoint_path, st->config_path, st->name);
+		return SL_ELOST;
+	}
+	if (!resume->has_position) {
+		/* A slot made outside sluice (or before a crash that lost the first
+		 * checkpoint): start at its position; backfill covers the rest. */
+		plan->adopt = true;
+		plan->start = lsn_pos(si.confirmed_flush_lsn);
 	}
 	return SL_OK;
 }
+
+static int pg_current_position(void *ctx, struct sl_position *out, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	uint64_t lsn;
+	int rc = sl_pg_current_lsn(s->meta, &lsn, err, errlen);
+
+	if (rc == SL_OK)
+		*out = lsn_pos(lsn);
+	return rc;
+}
+
+static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_info *info, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	struct pg_snap *snap = calloc(1, sizeof *snap);
+	struct sl_pg_repl *r;
+	char name[128], tmpname[64];
+	uint64_t consistent;
+	int rc;
+
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	if (!snap) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	/* The server's time just before the slot: the source time of the rows. */
+	if ((rc = sl_pg_server_time_us(s->meta, &info->ts_us, err, errlen)) < 0)
+		goto fail;
+	if (create) {
+		/* The stream's own slot; its connection streams later. */
+		if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen))) {
+			rc = SL_EFAIL;
+			goto fail;
+		}
+		r = s->repl;
+		rc = sl_pg_repl_create_slot(r, s->st->slot, false, name, sizeof name, &consistent, err, errlen);
+	} else {
+		/* The stream's slot exists: a fresh snapshot from a temporary slot.
+		 * Rows read at its position P carry CSN (P, 0); the changes the
+		 * stream's slot delivers again from before P carry smaller CSNs, so
+		 * "highest CSN wins" converges on the source's state. */
+		if (!(snap->tmp = sl_pg_repl_open(s->cfg, NULL, NULL, err, errlen))) {
+			rc = SL_EFAIL;
+			goto fail;
+		}
+		snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", s->st->slot, (int)getpid());
+		rc = sl_pg_repl_create_slot(snap->tmp, tmpname, true, name, sizeof name, &consistent, err, errlen);
+	}
+	if (rc < 0)
+		goto fail;
+	info->pos = lsn_pos(consistent);
+	/* Import the snapshot at once: it dies at the next command on the
+	 * connection that exported it. */
+	if (!(snap->conn = sl_pg_connect(s->cfg, false, err, errlen))) {
+		rc = SL_EFAIL;
+		goto fail;
+	}
+	if ((rc = sl_pg_backfill_begin(snap->conn, name, err, errlen)) < 0)
+		goto fail;
+	*out = snap;
+	return SL_OK;
+fail:
+	if (snap->conn)
+		PQfinish(snap->conn);
+	sl_pg_repl_close(snap->tmp);
+	free(snap);
+	return rc;
+}
+
+static int pg_snapshot_read(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
+			    uint64_t *rows, char *err, size_t errlen)
+{
+	struct pg_snap *sn = snap;
+
+	(void)ctx;
+	return sl_pg_backfill_table(sn->conn, t, fn, payload, rows, err, errlen);
+}
+
+static void pg_snapshot_close(void *ctx, void *snap)
+{
+	struct pg_snap *sn = snap;
+
+	(void)ctx;
+	if (!sn)
+		return;
+	if (sn->conn) {
+		sl_pg_backfill_end(sn->conn);
+		PQfinish(sn->conn);
+	}
+	sl_pg_repl_close(sn->tmp);
+	free(sn);
+}
+
+static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+
+	if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen)))
+		return SL_EFAIL;
+	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
+}
+
+/* Hands out the next change of the decoded message held in s->rev, if any. */
+static bool pending_change(struct pg_src *s, struct sl_event *ev)
+{
+	struct sl_pgo_event *pe = &s->rev.pgo;
+
+	if (s->truncating) {
+		if (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
+			ev->kind = SL_EV_CHANGE;
+			return true;
+		}
+		s->truncating = false;
+		return false;
+	}
+	if (s->next_change < pe->nchanges) {
+		ev->change = pe->changes[s->next_change++];
+		ev->kind = SL_EV_CHANGE;
+		return true;
+	}
+	return false;
+}
+
+static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	struct sl_pgo_event *pe = &s->rev.pgo;
+	int rc;
+
+	memset(ev, 0, offsetof(struct sl_event, change));
+	if (pending_change(s, ev))
+		return SL_OK;
+	for (;;) {
+		s->next_change = 0;
+		pe->nchanges = 0;
+		if ((rc = sl_pg_repl_next(s->repl, timeout_ms, &s->rev, err, errlen)) < 0)
+			return rc;
+		switch (s->rev.kind) {
+		case SL_PGR_TIMEOUT:
+			ev->kind = SL_EV_TIMEOUT;
+			return SL_OK;
+		case SL_PGR_END:
+			ev->kind = SL_EV_END;
+			return SL_OK;
+		case SL_PGR_KEEPALIVE:
+			ev->kind = SL_EV_KEEPALIVE;
+			ev->pos = lsn_pos(s->rev.wal_end);
+			ev->reply_requested = s->rev.reply_requested;
+			return SL_OK;
+		case SL_PGR_DATA:
+			break;
+		}
+		switch (pe->kind) {
+		case SL_PGO_BEGIN:
+			ev->kind = SL_EV_BEGIN;
+			ev->pos = lsn_pos(pe->final_lsn);
+			ev->ts_us = pe->commit_ts_us;
+			ev->tx_id = pe->xid;
+			return SL_OK;
+		case SL_PGO_COMMIT:
+			ev->kind = SL_EV_COMMIT;
+			ev->pos = lsn_pos(pe->end_lsn);
+			ev->ts_us = pe->commit_ts_us;
+			return SL_OK;
+		case SL_PGO_RELATION:
+			ev->kind = SL_EV_SCHEMA;
+			ev->table = pe->table;
+			ev->changed = pe->schema_changed;
+			ev->retired = pe->retired;
+			return SL_OK;
+		case SL_PGO_CHANGE:
+			s->truncating = pe->nchanges == 0;
+			if (pending_change(s, ev))
+				return SL_OK;
+			break;  /* a TRUNCATE of no relation we know */
+		case SL_PGO_MESSAGE:
+		case SL_PGO_NONE:
+			break;
+		}
+		/* Nothing to report: read what else is already here, without waiting. */
+		timeout_ms = 0;
+	}
+}
+
+static int pg_ack(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+
+	if (!s->repl)
+		return SL_OK;
+	return sl_pg_repl_send_status(s->repl, durable->w[0], durable->w[0], want_reply, err, errlen);
+}
+
+/* ---- check and probe: connections of their own ---- */
+
+static int pg_check(const struct sl_source_config *cfg, const struct sl_source_stream *st, FILE *out,
+		    char *err, size_t errlen)
+{
+	struct sl_table **tables = NULL;
+	struct sl_pg_slot_info si;
+	int ntables = 0, rc;
+	PGconn *c = sl_pg_connect(cfg, false, err, errlen);
+
+	if (!c)
+		return SL_EFAIL;
+	fprintf(out, "stream %s: source %s: connected\n", st->name, cfg->name);
+	if ((rc = sl_pg_check_prereqs(c, err, errlen)) < 0)
+		goto out;
+	fprintf(out, "stream %s: source %s: wal_level = logical, role may replicate\n", st->name, cfg->name);
+	if ((rc = list_tables(c, cfg, st, &tables, &ntables, err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < ntables; i++) {
+		bool may = false;
+		if ((rc = sl_pg_can_select(c, tables[i], &may, err, errlen)) < 0)
+			goto out;
+		if (!may) {
+			snprintf(err, errlen, "stream \"%s\": role \"%s\" may not SELECT from \"%s\".\"%s\" "
+				 "(GRANT SELECT ON ... TO %s)", st->name, PQuser(c), tables[i]->ns, tables[i]->name, PQuser(c));
+			rc = SL_EPREREQ;
+			goto out;
+		}
+		if ((rc = check_merge_key(st, tables[i], err, errlen)) < 0)
+			goto out;
+		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
+			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
+	}
+	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
+		goto out;
+	if (si.exists && !strcmp(si.wal_status, "lost")) {
+		snprintf(err, errlen, "stream \"%s\": replication slot \"%s\" is lost", st->name, st->slot);
+		rc = SL_ELOST;
+		goto out;
+	}
+	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, si.exists ? "exists" : "will be created");
+	rc = SL_OK;
+out:
+	sl_pg_tables_free(tables, ntables);
+	PQfinish(c);
+	return rc;
+}
+
+static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		    struct sl_source_status *out, char *err, size_t errlen)
+{
+	struct sl_pg_slot_info si;
+	PGconn *c = sl_pg_connect(cfg, false, err, errlen);
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
+	if (!c)
+		return SL_EFAIL;
+	rc = sl_pg_slot_info(c, st->slot, &si, err, errlen);
+	PQfinish(c);
+	if (rc < 0)
+		return rc;
+	out->exists = si.exists;
+	if (!si.exists)
+		return SL_OK;
+	out->active = si.active;
+	snprintf(out->state, sizeof out->state, "%s", si.wal_status);
+	sl_lsn_format(si.confirmed_flush_lsn, out->confirmed);
+	sl_lsn_format(si.restart_lsn, out->restart);
+	out->lag_bytes = si.lag_bytes;
+	out->retained_bytes = si.retained_bytes;
+	out->safe_bytes = si.safe_wal_size;
+	return SL_OK;
+}
+
+const struct sl_source_ops sl_pg_source_ops = {
+	.type = "postgres",
+	.desc = &sl_pg_desc,
+	.check = pg_check,
+	.probe = pg_probe,
+	.open = pg_open,
+	.close = pg_close,
+	.tables = pg_tables,
+	.prepare = pg_prepare,
+	.current_position = pg_current_position,
+	.snapshot = pg_snapshot,
+	.snapshot_read = pg_snapshot_read,
+	.snapshot_close = pg_snapshot_close,
+	.start = pg_start,
+	.next = pg_next,
+	.ack = pg_ack,
+};

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "sources/postgres/pg_internal.h"
 
 struct relentry {
 	uint32_t relid;
@@ -38,8 +39,6 @@ struct sl_pgoutput {
 	void *payload;
 	struct relentry *rels;      /* current versions, unsorted (few tables) */
 	int nrels, arels;
-	struct sl_table **retired;  /* old versions, kept until free */
-	int nretired, aretired;
 	struct sl_value *vold, *vnew;
 	int avals;
 	bool in_tx;
@@ -145,10 +144,7 @@ void sl_pgoutput_free(struct sl_pgoutput *d)
 		return;
 	for (int i = 0; i < d->nrels; i++)
 		sl_table_free(d->rels[i].table);
-	for (int i = 0; i < d->nretired; i++)
-		sl_table_free(d->retired[i]);
 	free(d->rels);
-	free(d->retired);
 	free(d->vold);
 	free(d->vnew);
 	free(d->trunc_relids);
@@ -212,6 +208,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 	if (!t)
 		goto oom;
 	t->relid = relid;
+	t->src = &sl_pg_desc;
 	for (int i = 0; i < ncols; i++) {
 		uint8_t flags = rd_u8(r, "column flags");
 		const char *cname = rd_str(r, "column name");
@@ -250,15 +247,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 		goto out;
 	}
 	if (e) {
-		if (d->nretired == d->aretired) {
-			int na = d->aretired ? d->aretired * 2 : 8;
-			struct sl_table **nr = realloc(d->retired, sizeof *nr * (size_t)na);
-			if (!nr)
-				goto oom;
-			d->retired = nr;
-			d->aretired = na;
-		}
-		d->retired[d->nretired++] = e->table;
+		ev->retired = e->table;
 		e->table = t;
 		ev->schema_changed = true;
 	} else {
@@ -361,10 +350,8 @@ static void fill_change(struct sl_pgoutput *d, struct sl_change *c, const struct
 	c->table = t;
 	c->op = op;
 	c->values = vals;
-	c->read_method = "postgresql-cdc-wal";
-	c->position = d->final_lsn;
-	c->seq = ++d->seq;
-	sl_csn_format(c->csn, c->position, c->seq);
+	c->read_method = sl_pg_desc.read_method_cdc;
+	sl_change_set_csn(c, d->final_lsn, ++d->seq);
 	c->source_ts_us = d->commit_ts_us;
 	c->tx_id = d->xid;
 }

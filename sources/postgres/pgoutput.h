@@ -5,8 +5,9 @@
  * The decoder keeps the relation cache (OID -> table schema version).  A
  * Relation message that describes the same columns as the cached version
  * keeps that version; a different one creates a new version (a schema change)
- * and retires the old one, which stays allocated until the decoder is freed so
- * that pointers handed out earlier stay valid.
+ * and hands the old one to the caller in the event (retired): changes read
+ * earlier may still point to it, so the caller frees it once they are
+ * written.  Memory therefore stays bounded by the tables in use.
  *
  * Values in decoded changes point into the message buffer passed to
  * sl_pgoutput_decode() and into the decoder's own scratch arrays: they are
@@ -51,8 +52,9 @@ struct sl_pgo_event {
 	/* RELATION */
 	const struct sl_table *table;
 	bool schema_changed;     /* a different column list than the previous version */
-	/* CHANGE: filled sl_change records (csn, position, seq, tx_id, source_ts, op,
-	 * values, table, read_method set; read_ts and uuid left to the caller).
+	struct sl_table *retired; /* with schema_changed: the previous version, now the caller's to free */
+	/* CHANGE: filled sl_change records (csn, csn_pos, seq, tx_id, source_ts, op,
+	 * values, table, read_method set; pos, read_ts and uuid left to the caller).
 	 * TRUNCATE events give one change per truncated table through
 	 * sl_pgoutput_truncate_next(). */
 	int nchanges;

@@ -1,9 +1,14 @@
-# Unit tests of common/, schema/, the pgoutput decoder, COPY decoding and checkpoints.
+# Unit tests of common/, schema/, the pgoutput decoder, COPY decoding and
+# checkpoints (test_core), and of the pipeline and its queue with a fake
+# source and sink (test_pipeline).
 if HAVE_CMOCKA
-check_PROGRAMS += tests/unit/test_core
-TESTS += tests/unit/test_core
-tests_unit_test_core_SOURCES = tests/unit/test_core.c agent/checkpoint.c agent/checkpoint.h
+check_PROGRAMS += tests/unit/test_core tests/unit/test_pipeline
+TESTS += tests/unit/test_core tests/unit/test_pipeline
+tests_unit_test_core_SOURCES = tests/unit/test_core.c
 tests_unit_test_core_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBPQ_CFLAGS) $(JANSSON_CFLAGS)
-tests_unit_test_core_LDADD = $(BACKFILL_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a \
-	$(CMOCKA_LIBS) $(JANSSON_LIBS) $(LIBPQ_LIBS)
+tests_unit_test_core_LDADD = $(AGENT_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+
+tests_unit_test_pipeline_SOURCES = tests/unit/test_pipeline.c tests/unit/fake_source.c tests/unit/fake_source.h
+tests_unit_test_pipeline_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_pipeline_LDADD = $(AGENT_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif

@@ -1,12 +1,13 @@
 /*
- * backfill/pg_backfill.c: snapshot-aligned table reads with COPY TO STDOUT.
+ * sources/postgres/pg_backfill.c: snapshot-aligned table reads with COPY TO
+ * STDOUT.
  *
  * COPY's text format: fields separated by tab, rows end in newline, NULL is
  * \N, and backslash escapes \b \f \n \r \t \v \\, octal \ooo and hex \xhh.
  * Unescaping only shrinks the data, so rows are decoded in place in libpq's
  * buffer: no copy, and memory stays at one row.
  */
-#include "backfill/pg_backfill.h"
+#include "sources/postgres/pg_backfill.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +15,7 @@
 
 #include "common/buf.h"
 #include "common/util.h"
-
-static void pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
-{
-	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
-	int l = (int)strlen(m);
-
-	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
-		l--;
-	snprintf(err, errlen, "%s: %.*s", what, l, m);
-}
+#include "sources/postgres/pg_internal.h"
 
 int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errlen)
 {
@@ -34,7 +26,7 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 
 	res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		pg_err(err, errlen, "could not begin the backfill transaction", c, res);
+		sl_pg_err(err, errlen, "could not begin the backfill transaction", c, res);
 		PQclear(res);
 		return SL_EFAIL;
 	}
@@ -46,7 +38,7 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 	res = PQexec(c, sql.data);
 	sl_buf_free(&sql);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		pg_err(err, errlen, "could not import the slot's snapshot", c, res);
+		sl_pg_err(err, errlen, "could not import the slot's snapshot", c, res);
 		goto out;
 	}
 	rc = SL_OK;
@@ -146,7 +138,7 @@ int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
 	return col == ncols ? 0 : -1;
 }
 
-int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn fn, void *payload,
+int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
 			 uint64_t *rows, char *err, size_t errlen)
 {
 	struct sl_buf sql;
@@ -160,17 +152,15 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn
 	sl_buf_init(&sql, 0);
 	sl_buf_puts(&sql, "COPY (SELECT ");
 	for (int i = 0; i < t->ncols; i++) {
-		char *q = PQescapeIdentifier(c, t->cols[i].name, strlen(t->cols[i].name));
-		sl_buf_printf(&sql, "%s%s", i ? ", " : "", q ? q : "");
-		PQfreemem(q);
+		if (i)
+			sl_buf_puts(&sql, ", ");
+		if (sl_pg_append_ident(&sql, c, t->cols[i].name) < 0)
+			goto quote_fail;
 	}
-	{
-		char *qn = PQescapeIdentifier(c, t->ns, strlen(t->ns));
-		char *qt = PQescapeIdentifier(c, t->name, strlen(t->name));
-		sl_buf_printf(&sql, " FROM ONLY %s.%s) TO STDOUT", qn ? qn : "", qt ? qt : "");
-		PQfreemem(qn);
-		PQfreemem(qt);
-	}
+	sl_buf_puts(&sql, " FROM ONLY ");
+	if (sl_pg_append_qualified(&sql, c, t) < 0)
+		goto quote_fail;
+	sl_buf_puts(&sql, ") TO STDOUT");
 	vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
 	if (sl_buf_failed(&sql) || !vals) {
 		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
@@ -180,7 +170,7 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn
 	if (PQresultStatus(res) != PGRES_COPY_OUT) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
-		pg_err(err, errlen, what, c, res);
+		sl_pg_err(err, errlen, what, c, res);
 		goto out;
 	}
 	PQclear(res);
@@ -198,18 +188,21 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn
 		count++;
 	}
 	if (len == -2) {
-		pg_err(err, errlen, "could not read the backfill rows", c, NULL);
+		sl_pg_err(err, errlen, "could not read the backfill rows", c, NULL);
 		goto out;
 	}
 	res = PQgetResult(c);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
-		pg_err(err, errlen, what, c, res);
+		sl_pg_err(err, errlen, what, c, res);
 		goto out;
 	}
 	*rows = count;
 	rc = SL_OK;
+	goto out;
+quote_fail:
+	sl_pg_err(err, errlen, "could not quote an identifier for the backfill query", c, NULL);
 	goto out;
 drain:
 	/* Stop early: the connection is abandoned by the caller on failure. */

@@ -1,23 +1,22 @@
 /*
- * backfill/pg_backfill.h: reads a PostgreSQL table inside an exported
- * snapshot, streaming rows with COPY ... TO STDOUT in bounded memory.
+ * sources/postgres/pg_backfill.h: reads a PostgreSQL table inside an exported
+ * snapshot, streaming rows with COPY ... TO STDOUT in bounded memory (the
+ * source's snapshot_read).
  *
  * The caller hands in an open (non-replication) connection; backfill starts a
  * REPEATABLE READ transaction on it that imports the snapshot, so every table
  * is read as of the slot's consistent point.
  */
-#ifndef SLUICE_BACKFILL_PG_BACKFILL_H
-#define SLUICE_BACKFILL_PG_BACKFILL_H
+#ifndef SLUICE_SOURCES_POSTGRES_PG_BACKFILL_H
+#define SLUICE_SOURCES_POSTGRES_PG_BACKFILL_H
 
 #include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "schema/schema.h"
+#include "sources/source.h"
 
-/* Called once per row; vals has t->ncols entries, valid during the call.
- * Returns 0 to go on, or -1 to stop (the callback sets its own error). */
-typedef int (*sl_backfill_row_fn)(void *payload, const struct sl_table *t, const struct sl_value *vals);
 
 /* BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT.
  * SL_OK or SL_EFAIL with err. */
@@ -25,7 +24,7 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 
 /* Streams every row of t to fn.  *rows receives the count.  Returns SL_OK,
  * SL_EFAIL with err, or the callback's -1 as SL_EFAIL (err left to it). */
-int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn fn, void *payload,
+int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
 			 uint64_t *rows, char *err, size_t errlen);
 
 /* Ends the snapshot transaction. */

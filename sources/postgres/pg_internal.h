@@ -1,22 +1,41 @@
 /*
- * sources/postgres/pg_source.h: the PostgreSQL source: connections, catalog
- * queries (tables, keys, publication, slot), and the logical replication
- * stream with its standby status updates.
+ * sources/postgres/pg_internal.h: the PostgreSQL source's own parts, shared
+ * by the files of this folder only (the rest of sluice sees the source
+ * through sources/source.h and sl_pg_source_ops): connections and catalog
+ * queries (pg_catalog.c), the replication connection (pg_repl.c), the
+ * snapshot reader (pg_backfill.c) and the pgoutput decoder (pgoutput.h).
  *
  * All functions return SL_OK, or a negative enum sl_status with a message in
  * err: SL_EPREREQ for missing prerequisites (wal_level, privileges), SL_ELOST
  * for a lost position, SL_EFAIL otherwise.  Messages never contain secrets.
  */
-#ifndef SLUICE_SOURCES_POSTGRES_PG_SOURCE_H
-#define SLUICE_SOURCES_POSTGRES_PG_SOURCE_H
+#ifndef SLUICE_SOURCES_POSTGRES_PG_INTERNAL_H
+#define SLUICE_SOURCES_POSTGRES_PG_INTERNAL_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/buf.h"
 #include "schema/schema.h"
 #include "sources/postgres/pgoutput.h"
 #include "sources/source.h"
+
+/* The source's operations and its position descriptor (pg_source.c). */
+extern const struct sl_source_ops sl_pg_source_ops;
+extern const struct sl_source_desc sl_pg_desc;
+
+/* Copies a libpq error (of res, or of the connection when res is NULL) into
+ * err as "what: message", on one line. */
+void sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res);
+/* True when res failed with SQLSTATE state. */
+bool sl_pg_sqlstate_is(PGresult *res, const char *state);
+
+/* Appends name quoted with PQescapeIdentifier, or "ns"."name" of t.
+ * Return -1 when quoting fails (the connection's error says why) or b
+ * failed: never an empty name in SQL. */
+int sl_pg_append_ident(struct sl_buf *b, PGconn *c, const char *name);
+int sl_pg_append_qualified(struct sl_buf *b, PGconn *c, const struct sl_table *t);
 
 /* Opens a connection.  replication=true opens a logical replication
  * connection (replication=database).  Sessions use UTF8, ISO dates, UTC and

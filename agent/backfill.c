@@ -1,0 +1,112 @@
+/*
+ * agent/backfill.c: backfill orchestration (see backfill.h).
+ */
+#include "agent/backfill.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+static const struct sl_table *find_table(struct sl_table *const *tables, int n, const char *full)
+{
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(tables[i]->ns);
+		if (!strncmp(full, tables[i]->ns, l) && full[l] == '.' && !strcmp(full + l + 1, tables[i]->name))
+			return tables[i];
+	}
+	return NULL;
+}
+
+int sl_backfill_plan(struct sl_backfill_plan *plan, const struct sl_checkpoint *ck,
+		     struct sl_table *const *tables, int ntables, const char *stream)
+{
+	memset(plan, 0, sizeof *plan);
+	if (ck->ntables == 0)
+		return 0;
+	plan->items = calloc((size_t)ck->ntables, sizeof *plan->items);
+	if (!plan->items)
+		return -1;
+	for (int i = 0; i < ck->ntables; i++) {
+		const struct sl_ckpt_table *e = &ck->tables[i];
+		const struct sl_table *t;
+		if (e->state != SL_BF_PENDING && e->state != SL_BF_RUNNING)
+			continue;
+		t = find_table(tables, ntables, e->name);
+		if (!t) {
+			sl_warn("stream \"%s\": table %s is in the checkpoint but no longer selected; skipping its backfill",
+				stream, e->name);
+			continue;
+		}
+		plan->items[plan->n].idx = i;
+		plan->items[plan->n].table = t;
+		plan->n++;
+	}
+	return 0;
+}
+
+void sl_backfill_plan_free(struct sl_backfill_plan *plan)
+{
+	free(plan->items);
+	memset(plan, 0, sizeof *plan);
+}
+
+struct row_ctx {
+	struct sl_pipe *pipe;
+	const atomic_int *signals;
+	const struct sl_table *t;
+	bool interrupted;
+	char *err;
+	size_t errlen;
+};
+
+static int on_row(void *payload, const struct sl_table *t, const struct sl_value *vals)
+{
+	struct row_ctx *r = payload;
+
+	if (r->signals && atomic_load(r->signals) >= 1) {  /* a first or a second signal */
+		snprintf(r->err, r->errlen, "backfill of \"%s\".\"%s\" interrupted by a signal", t->ns, t->name);
+		r->interrupted = true;
+		return -1;
+	}
+	/* The pipe's message, if any, is already in err (pc.err). */
+	return sl_pipe_backfill_row(r->pipe, t, vals) < 0 ? -1 : 0;
+}
+
+int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
+		    void *snap, const struct sl_snapshot_info *info, bool marker, struct sl_pipe *pipe,
+		    const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
+		    bool *interrupted, char *err, size_t errlen)
+{
+	struct row_ctx r = { .pipe = pipe, .signals = signals, .err = err, .errlen = errlen };
+	char pos[2 * SL_POS_TEXT_MAX];
+	int rc;
+
+	*interrupted = false;
+	if (src->desc->pos_encode(&info->pos, pos, sizeof pos) < 0)
+		snprintf(pos, sizeof pos, "?");
+	for (int i = 0; i < plan->n; i++) {
+		const struct sl_backfill_item *it = &plan->items[i];
+		const char *name = ck->tables[it->idx].name;
+		uint64_t rows = 0;
+		int64_t t0 = sl_mono_ms();
+
+		if ((rc = sl_pipe_backfill_start(pipe, it->idx, it->table, info, marker)) < 0)
+			return rc;
+		sl_info("stream \"%s\": backfilling %s at %s", stream, name, pos);
+		r.t = it->table;
+		rc = src->snapshot_read(srcctx, snap, it->table, on_row, &r, &rows, err, errlen);
+		if (rc < 0) {
+			*interrupted = r.interrupted;
+			return rc;
+		}
+		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, rows)) < 0)
+			return rc;
+		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.1f s", stream, name, rows,
+			(double)(sl_mono_ms() - t0) / 1000.0);
+	}
+	return SL_OK;
+}

@@ -1,0 +1,232 @@
+/*
+ * agent/commands.c: the commands that inspect or prepare a stream without
+ * running it: `sluice check`, `sluice status` and `sluice backfill`.  Each
+ * reaches the source through its interface (check and probe open their own
+ * connections), so they work whether or not an agent runs the stream.
+ */
+#include "agent/commands.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/checkpoint.h"
+#include "agent/stream.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sinks/sink.h"
+
+int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
+{
+	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
+	struct sl_source_stream sst;
+
+	if (!src)
+		return SL_ECONFIG;
+	if (!sl_sink_lookup(sc->destination->type)) {
+		snprintf(err, errlen, "destination \"%s\": type %s is not supported yet", sc->destination->name,
+			 sc->destination->type);
+		return SL_ECONFIG;
+	}
+	if (!strcmp(sc->destination->type, "avro_dir")) {
+		/* The path, or the nearest folder above it that exists (where it
+		 * would be created), must be writable.  Nothing is created. */
+		char dir[4096];
+		bool exists = access(sc->destination->path, F_OK) == 0;
+		snprintf(dir, sizeof dir, "%s", sc->destination->path);
+		while (access(dir, F_OK) != 0) {
+			char *slash = strrchr(dir, '/');
+			if (!slash) {
+				snprintf(dir, sizeof dir, ".");
+				break;
+			}
+			if (slash == dir) {
+				dir[1] = '\0';
+				break;
+			}
+			*slash = '\0';
+		}
+		if (access(dir, W_OK) != 0) {
+			snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable (\"%s\": %s)",
+				 sc->destination->name, sc->destination->path, dir, strerror(errno));
+			return SL_EFAIL;
+		}
+		printf("stream %s: destination %s: path %s %s\n", sc->name, sc->destination->name,
+		       sc->destination->path, exists ? "is writable" : "can be created");
+	}
+	sl_stream_source_view(cfg, sc, &sst);
+	return src->check(sc->source, &sst, stdout, err, errlen);
+}
+
+static void add_alert(json_t *alerts, const char *name, const char *severity, const char *text)
+{
+	json_t *a = json_object();
+	json_object_set_new(a, "alert", json_string(name));
+	json_object_set_new(a, "severity", json_string(severity));
+	json_object_set_new(a, "message", json_string(text));
+	json_array_append_new(alerts, a);
+}
+
+/* The source's view of the position holder, with the alerts its figures raise. */
+static void status_slot(const struct sl_stream_config *sc, const struct sl_source_status *si,
+			const struct sl_checkpoint *ck, json_t *o, json_t *alerts)
+{
+	json_t *slot = json_object();
+	char msg[256];
+
+	json_object_set_new(slot, "exists", json_boolean(si->exists));
+	if (si->exists) {
+		json_object_set_new(slot, "confirmed_flush_lsn", json_string(si->confirmed));
+		json_object_set_new(slot, "restart_lsn", json_string(si->restart));
+		json_object_set_new(slot, "active", json_boolean(si->active));
+		json_object_set_new(slot, "wal_status", json_string(si->state));
+		json_object_set_new(slot, "lag_bytes", json_integer(si->lag_bytes));
+		json_object_set_new(slot, "retained_wal_bytes", json_integer(si->retained_bytes));
+		json_object_set_new(slot, "safe_wal_size", si->safe_bytes >= 0 ? json_integer(si->safe_bytes) : json_null());
+		if (!strcmp(si->state, "lost"))
+			add_alert(alerts, "slot_lost", "critical", "the replication slot is lost: re-backfill needed");
+		if (sc->lag_critical_bytes && si->lag_bytes >= (int64_t)sc->lag_critical_bytes) {
+			snprintf(msg, sizeof msg, "slot lag %" PRId64 " bytes >= lag_critical_bytes %" PRIu64,
+				 si->lag_bytes, sc->lag_critical_bytes);
+			add_alert(alerts, "lag", "critical", msg);
+		} else if (sc->lag_warn_bytes && si->lag_bytes >= (int64_t)sc->lag_warn_bytes) {
+			snprintf(msg, sizeof msg, "slot lag %" PRId64 " bytes >= lag_warn_bytes %" PRIu64,
+				 si->lag_bytes, sc->lag_warn_bytes);
+			add_alert(alerts, "lag", "warning", msg);
+		}
+		if (sc->retained_wal_warn_bytes && si->retained_bytes >= (int64_t)sc->retained_wal_warn_bytes) {
+			snprintf(msg, sizeof msg, "slot retains %" PRId64 " bytes of WAL >= retained_wal_warn_bytes %" PRIu64,
+				 si->retained_bytes, sc->retained_wal_warn_bytes);
+			add_alert(alerts, "retained_wal", "warning", msg);
+		}
+	} else if (ck->exists && ck->has_position) {
+		add_alert(alerts, "slot_missing", "critical", "the replication slot is missing: re-backfill needed");
+	}
+	json_object_set_new(o, "slot_status", slot);
+}
+
+int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *out_json, char *err, size_t errlen)
+{
+	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
+	json_t *o = out_json, *tabs, *alerts;
+	struct sl_checkpoint ck;
+	struct sl_source_stream sst;
+	struct sl_source_status si;
+	char pos[2 * SL_POS_TEXT_MAX];
+
+	if (!src)
+		return SL_ECONFIG;
+	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
+		return SL_EFAIL;
+	tabs = json_object();
+	alerts = json_array();
+	json_object_set_new(o, "stream", json_string(sc->name));
+	json_object_set_new(o, "source", json_string(sc->source->name));
+	json_object_set_new(o, "destination", json_string(sc->destination->name));
+	json_object_set_new(o, "slot", sc->slot ? json_string(sc->slot) : json_null());
+	json_object_set_new(o, "checkpoint", ck.exists ? json_string(ck.path) : json_null());
+	if (src->desc->pos_encode(&ck.durable, pos, sizeof pos) < 0)
+		snprintf(pos, sizeof pos, "?");
+	json_object_set_new(o, "durable_position", ck.exists ? json_string(pos) : json_null());
+	/* The name this field had when PostgreSQL was the only source. */
+	json_object_set_new(o, "durable_lsn", ck.exists ? json_string(pos) : json_null());
+	json_object_set_new(o, "last_source_time_us", ck.last_source_ts_us ? json_integer(ck.last_source_ts_us) : json_null());
+	for (int i = 0; i < ck.ntables; i++) {
+		json_t *t = json_object();
+		json_object_set_new(t, "backfill", json_string(sl_bf_state_name(ck.tables[i].state)));
+		json_object_set_new(t, "rows", json_integer((json_int_t)ck.tables[i].rows));
+		json_object_set_new(tabs, ck.tables[i].name, t);
+	}
+	json_object_set_new(o, "tables", tabs);
+	sl_stream_source_view(cfg, sc, &sst);
+	if (src->probe(sc->source, &sst, &si, err, errlen) == SL_OK) {
+		status_slot(sc, &si, &ck, o, alerts);
+	} else {
+		json_object_set_new(o, "source_error", json_string(err));
+		add_alert(alerts, "source_unreachable", "critical", err);
+	}
+	if (ck.exists && ck.last_source_ts_us && sc->freshness_warn_seconds) {
+		int64_t age = (sl_now_us() - ck.last_source_ts_us) / 1000000;
+		json_object_set_new(o, "freshness_seconds", json_integer(age));
+	}
+	json_object_set_new(o, "alerts", alerts);
+	sl_ckpt_free(&ck);
+	return SL_OK;
+}
+
+int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
+			       char *err, size_t errlen)
+{
+	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
+	struct sl_checkpoint ck;
+	struct sl_source_stream sst;
+	struct sl_source_status si;
+	int rc = SL_OK, found = 0;
+
+	if (!src)
+		return SL_ECONFIG;
+	if (sl_mkdir_p(cfg->state_dir) < 0) {
+		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
+		return SL_EFAIL;
+	}
+	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
+		return SL_EFAIL;
+	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");
+	sl_stream_source_view(cfg, sc, &sst);
+	if ((rc = src->probe(sc->source, &sst, &si, err, errlen)) < 0)
+		goto out;
+	if (!si.exists || !strcmp(si.state, "lost")) {
+		if (table) {
+			snprintf(err, errlen, "stream \"%s\": slot \"%s\" is %s, so every table must be backfilled "
+				 "again: run without --table", sc->name, sc->slot, si.exists ? "lost" : "missing");
+			rc = SL_ECONFIG;
+			goto out;
+		}
+		if (si.exists) {
+			snprintf(err, errlen, "stream \"%s\": slot \"%s\" is lost; drop it first "
+				 "(SELECT pg_drop_replication_slot('%s'))", sc->name, sc->slot, sc->slot);
+			rc = SL_EPREREQ;
+			goto out;
+		}
+		ck.reset = ck.has_position;
+		ck.has_position = false;
+	}
+	for (int i = 0; i < ck.ntables; i++) {
+		if (table && strcmp(ck.tables[i].name, table) != 0)
+			continue;
+		found++;
+		if (ck.tables[i].state != SL_BF_RUNNING)
+			ck.tables[i].state = SL_BF_PENDING;
+	}
+	if (table && !found) {
+		struct sl_ckpt_table *e;
+		const char *dot = strchr(table, '.');
+		char ns[256];
+		if (!dot || (size_t)(dot - table) >= sizeof ns) {
+			snprintf(err, errlen, "--table must be SCHEMA.TABLE, not \"%s\"", table);
+			rc = SL_ECONFIG;
+			goto out;
+		}
+		snprintf(ns, sizeof ns, "%.*s", (int)(dot - table), table);
+		e = sl_ckpt_table(&ck, ns, dot + 1);
+		if (!e) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			goto out;
+		}
+		e->state = SL_BF_PENDING;
+	}
+	if (sl_ckpt_save(&ck, err, errlen) < 0) {
+		rc = SL_EFAIL;
+		goto out;
+	}
+	printf("stream %s: %s marked for backfill on the next run\n", sc->name, table ? table : "every table");
+out:
+	sl_ckpt_free(&ck);
+	return rc;
+}

@@ -1,0 +1,27 @@
+/*
+ * agent/commands.h: `sluice check`, `sluice status` and `sluice backfill`
+ * for one stream.  Each returns an enum sl_status with the message in err.
+ */
+#ifndef SLUICE_AGENT_COMMANDS_H
+#define SLUICE_AGENT_COMMANDS_H
+
+#include <stddef.h>
+
+#include "agent/config.h"
+
+/* `sluice check`: validates the stream's source and destination without
+ * changing anything.  Prints one line per check to stdout. */
+int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen);
+
+/* `sluice status`: sets the stream's status fields on the JSON object
+ * out_json (a jansson json_t *): checkpoint, the source's position holder,
+ * backfill state per table, and the alerts that fire. */
+int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *out_json,
+		     char *err, size_t errlen);
+
+/* `sluice backfill`: marks tables (all, or the one named "schema.table") for a
+ * new backfill on the next run; when the slot is gone, asks for a new one. */
+int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
+			       char *err, size_t errlen);
+
+#endif

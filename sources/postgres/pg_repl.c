@@ -1,0 +1,251 @@
+/*
+ * sources/postgres/pg_repl.c: the logical replication connection: slot
+ * creation with an exported snapshot, START_REPLICATION, reading XLogData
+ * and keepalive messages, and standby status updates.
+ */
+#include "sources/postgres/pg_internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+
+/* ---- replication stream ---- */
+
+struct sl_pg_repl {
+	PGconn *conn;
+	struct sl_pgoutput *dec;
+	char *copybuf;           /* last PQgetCopyData buffer, freed on the next read */
+	bool streaming;
+	int batch;               /* messages read since the last wait for the socket */
+};
+
+/* The walsender sends each message as it is decoded, so a busy stream arrives
+ * as a trickle of small segments and reading it message by message costs a
+ * poll() and a recv() per change.  When the last wait yielded fewer than this
+ * many messages, sluice lets data gather for COALESCE_US before reading:
+ * at most one millisecond of added latency, and far fewer system calls. */
+#define COALESCE_BELOW 64
+#define COALESCE_US 1000
+
+struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_key_lookup lookup,
+				   void *payload, char *err, size_t errlen)
+{
+	struct sl_pg_repl *r = calloc(1, sizeof *r);
+
+	if (!r) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->conn = sl_pg_connect(cfg, true, err, errlen);
+	r->dec = sl_pgoutput_new(lookup, payload);
+	if (!r->conn || !r->dec) {
+		if (r->conn && !r->dec)
+			snprintf(err, errlen, "out of memory");
+		sl_pg_repl_close(r);
+		return NULL;
+	}
+	return r;
+}
+
+void sl_pg_repl_close(struct sl_pg_repl *r)
+{
+	if (!r)
+		return;
+	if (r->copybuf)
+		PQfreemem(r->copybuf);
+	if (r->conn) {
+		if (r->streaming && PQputCopyEnd(r->conn, NULL) == 1)
+			PQflush(r->conn);
+		PQfinish(r->conn);
+	}
+	sl_pgoutput_free(r->dec);
+	free(r);
+}
+
+struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r)
+{
+	return r->dec;
+}
+
+int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
+			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
+			   char *err, size_t errlen)
+{
+	struct sl_buf sql;
+	PGresult *res;
+	int rc = SL_OK;
+
+	sl_buf_init(&sql, 0);
+	/* Slot names are [a-z0-9_] (checked by the config), so quoting is plain. */
+	sl_buf_printf(&sql, "CREATE_REPLICATION_SLOT \"%s\" %sLOGICAL pgoutput EXPORT_SNAPSHOT",
+		      slot, temporary ? "TEMPORARY " : "");
+	res = PQexec(r->conn, sql.data);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 4) {
+		char what[160];
+		snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
+		sl_pg_err(err, errlen, what, r->conn, res);
+		rc = sl_pg_sqlstate_is(res, "42501") ? SL_EPREREQ : SL_EFAIL;
+		goto out;
+	}
+	if (sl_lsn_parse(PQgetvalue(res, 0, 1), consistent_lsn) < 0) {
+		snprintf(err, errlen, "could not parse the consistent point \"%s\" of slot \"%s\"",
+			 PQgetvalue(res, 0, 1), slot);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	snprintf(snapshot, snaplen, "%s", PQgetvalue(res, 0, 2));
+out:
+	PQclear(res);
+	sl_buf_free(&sql);
+	return rc;
+}
+
+int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
+		     uint64_t start_lsn, char *err, size_t errlen)
+{
+	struct sl_buf sql;
+	PGresult *res = NULL;
+	char lsn[18];
+	int rc = SL_OK;
+
+	sl_lsn_format(start_lsn, lsn);
+	sl_buf_init(&sql, 0);
+	/* publication_names is a string literal holding a list of identifiers:
+	 * the name is quoted as an identifier (double quotes doubled), and that
+	 * text as a literal (single quotes doubled; the replication grammar gives
+	 * backslashes no meaning).  Slot names are [a-z0-9_] (the config checks). */
+	sl_buf_printf(&sql, "START_REPLICATION SLOT \"%s\" LOGICAL %s (proto_version '1', "
+		      "publication_names '\"", slot, lsn);
+	for (const char *c = publication; *c; c++) {
+		if (*c == '"' || *c == '\'')
+			sl_buf_putc(&sql, *c);
+		sl_buf_putc(&sql, *c);
+	}
+	sl_buf_puts(&sql, "\"', messages 'true')");
+	if (sl_buf_failed(&sql)) {
+		snprintf(err, errlen, "out of memory building START_REPLICATION");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	res = PQexec(r->conn, sql.data);
+	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
+		char what[160];
+		snprintf(what, sizeof what, "could not start replication from slot \"%s\"", slot);
+		sl_pg_err(err, errlen, what, r->conn, res);
+		rc = SL_EFAIL;
+	} else {
+		r->streaming = true;
+	}
+out:
+	PQclear(res);
+	sl_buf_free(&sql);
+	return rc;
+}
+
+int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
+		    char *err, size_t errlen)
+{
+	int len;
+
+	if (r->copybuf) {
+		PQfreemem(r->copybuf);
+		r->copybuf = NULL;
+	}
+	ev->kind = SL_PGR_TIMEOUT;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		len = PQgetCopyData(r->conn, &r->copybuf, 1);
+		if (len > 0) {
+			r->batch++;
+			break;
+		}
+		if (len == -1) {
+			PGresult *res = PQgetResult(r->conn);
+			r->streaming = false;
+			if (res && PQresultStatus(res) != PGRES_COMMAND_OK) {
+				sl_pg_err(err, errlen, "replication stream ended with an error", r->conn, res);
+				PQclear(res);
+				return SL_EFAIL;
+			}
+			PQclear(res);
+			ev->kind = SL_PGR_END;
+			return SL_OK;
+		}
+		if (len == -2) {
+			sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
+			return SL_EFAIL;
+		}
+		if (attempt == 1 || timeout_ms == 0)
+			return SL_OK;
+		{
+			struct pollfd pfd = { .fd = PQsocket(r->conn), .events = POLLIN };
+			int pr = poll(&pfd, 1, timeout_ms);
+			if (pr < 0 && errno != EINTR) {
+				snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+				return SL_EFAIL;
+			}
+			if (pr <= 0)
+				return SL_OK; /* timeout or signal */
+			if (r->batch < COALESCE_BELOW) {
+				struct timespec ts = { 0, COALESCE_US * 1000 };
+				nanosleep(&ts, NULL);
+			}
+			r->batch = 0;
+			if (PQconsumeInput(r->conn) == 0) {
+				sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
+				return SL_EFAIL;
+			}
+		}
+	}
+	if (len <= 0)
+		return SL_OK;
+	{
+		const unsigned char *m = (const unsigned char *)r->copybuf;
+		switch (m[0]) {
+		case 'k':
+			if (len < 18) {
+				snprintf(err, errlen, "malformed keepalive message (%d bytes)", len);
+				return SL_EFAIL;
+			}
+			ev->kind = SL_PGR_KEEPALIVE;
+			ev->wal_end = sl_get_u64(m + 1);
+			ev->reply_requested = m[17] != 0;
+			return SL_OK;
+		case 'w':
+			if (len < 25) {
+				snprintf(err, errlen, "malformed XLogData message (%d bytes)", len);
+				return SL_EFAIL;
+			}
+			ev->kind = SL_PGR_DATA;
+			ev->wal_end = sl_get_u64(m + 9);
+			return sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen) < 0
+				       ? SL_EFAIL : SL_OK;
+		default:
+			snprintf(err, errlen, "unexpected replication message type 0x%02x", m[0]);
+			return SL_EFAIL;
+		}
+	}
+}
+
+int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t flush_lsn,
+			   bool reply_requested, char *err, size_t errlen)
+{
+	unsigned char msg[34];
+
+	msg[0] = 'r';
+	sl_put_u64(msg + 1, write_lsn);
+	sl_put_u64(msg + 9, flush_lsn);
+	sl_put_u64(msg + 17, flush_lsn);
+	sl_put_u64(msg + 25, (uint64_t)(sl_now_us() - SL_PG_EPOCH_OFFSET_US));
+	msg[33] = reply_requested ? 1 : 0;
+	if (PQputCopyData(r->conn, (const char *)msg, sizeof msg) != 1 || PQflush(r->conn) != 0) {
+		sl_pg_err(err, errlen, "could not send a standby status update", r->conn, NULL);
+		return SL_EFAIL;
+	}
+	return SL_OK;
+}
