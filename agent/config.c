@@ -4,25 +4,17 @@
  *
  * Loading runs in two phases:
  *
- * 1. Parse.  libinih reads the file through our own reader callback,
- *    cfg_reader(), which hands it one line per call.  That gives us the
- *    line number of every key, and lets us work around three properties of
- *    Debian's libinih (built with its defaults):
- *    - its line buffer is fixed (INI_MAX_LINE = 200 bytes).  A longer line
- *      would be split and the rest parsed as a line of its own, so the
- *      reader refuses it instead ("line too long");
- *    - a non-blank line that starts with whitespace continues the previous
- *      key's value (Python configparser style), so an indented
- *      "key = value" would silently become part of another value.  The
- *      reader strips leading whitespace, which turns continuation off: each
- *      line stands on its own;
- *    - section names are truncated to 49 bytes, shorter than
- *      "destination." plus a 64-character NAME.  The reader therefore parses
- *      section headers itself, and the section argument of the handler is
- *      ignored.
- *    The handler collects each key into the current section after checking
- *    that the key is known and not repeated, and after expanding ${NAME}
- *    environment references.
+ * 1. Read.  A small INI reader of our own (read_file(), parse_line()) takes
+ *    the file one line at a time into a growable buffer, so a line may be of
+ *    any length.  It follows the rules of libinih, which sluice used before,
+ *    as Debian builds it: comments start with ';' or '#' at the start of a
+ *    line, an inline comment with a ';' after whitespace; "key: value" works
+ *    like "key = value"; whitespace around keys and values is dropped.  And
+ *    it keeps sluice's stricter rules: no continuation lines (an indented
+ *    line stands on its own), a NUL byte is an error, a UTF-8 byte order mark
+ *    is skipped.  Each key is checked (known for its kind of section, not
+ *    repeated), its ${NAME} references expanded, and it is collected into
+ *    the current section.
  *
  * 2. Apply.  Each section kind has one table of key descriptors (name, value
  *    type, bounds, default, types it applies to, required-ness, target
@@ -39,7 +31,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ini.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,11 +278,10 @@ struct section {
 struct loader {
 	const char *path;
 	FILE *f;
-	int line;                /* number of lines handed to inih so far */
+	int line;                /* number of lines read so far */
 	char *err;
 	size_t errlen;
 	bool failed;             /* err holds the first error */
-	int err_line;            /* its line, 0 if none */
 	struct section *secs;
 	size_t nsecs, asecs;
 	long cur;                /* index of the current section, -1 before the first */
@@ -305,7 +295,6 @@ static void set_errv(struct loader *L, int line, const char *fmt, va_list ap)
 	if (L->failed)
 		return;
 	L->failed = true;
-	L->err_line = line;
 	if (line > 0)
 		n = snprintf(L->err, L->errlen, "%s:%d: ", L->path, line);
 	else
@@ -800,9 +789,8 @@ static struct entry *find_entry(const struct section *sec, const char *key)
 	return NULL;
 }
 
-/* Parses a section header line (leading whitespace already gone; not
- * modified, inih parses it after us) and makes it the current section.
- * 0, or -1 with the error set. */
+/* Parses a section header line (whitespace around it already gone) and
+ * makes it the current section.  0, or -1 with the error set. */
 static int start_section(struct loader *L, const char *line)
 {
 	const char *close = strchr(line, ']'), *p, *b, *e;
@@ -815,7 +803,7 @@ static int start_section(struct loader *L, const char *line)
 		return set_err(L, L->line, "syntax error: section header without \"]\"");
 	for (p = close + 1; is_blank(*p); p++)
 		;
-	if (*p && *p != '\n' && *p != ';' && *p != '#')
+	if (*p && *p != ';' && *p != '#')
 		return set_err(L, L->line, "syntax error: text after the section header");
 	for (b = line + 1; is_blank(*b); b++)
 		;
@@ -873,117 +861,73 @@ out:
 	return rc;
 }
 
-/*
- * The ini_reader: an fgets() look-alike that hands inih exactly one line per
- * call, so L->line is the line of whatever inih reports next.  It refuses a
- * line that would not fit inih's buffer of num bytes (the content plus
- * "\r\n" and the NUL), and a NUL byte.  It drops a UTF-8 byte order mark and
- * leading whitespace (so inih never treats a line as a continuation), and
- * parses section headers itself (inih truncates long section names).
- * Returns NULL at the end of the file or after any error.
- */
-static char *cfg_reader(char *str, int num, void *stream)
+/* isspace() of the C locale. */
+static bool is_space(char c)
 {
-	struct loader *L = stream;
-	size_t room, n = 0, len;
-	bool got = false, nul = false;
-	char *p;
-	int c;
-
-	if (L->failed)
-		return NULL;
-	if (num < 4) {
-		set_err(L, 0, "libinih passed a line buffer of only %d bytes", num);
-		return NULL;
-	}
-	room = (size_t)num - 2;      /* content and a possible '\r'; then '\n' and NUL */
-	while ((c = getc(L->f)) != EOF) {
-		got = true;
-		if (c == '\n')
-			break;
-		if (c == '\0')
-			nul = true;
-		if (n < room)
-			str[n] = (char)c;
-		n++;
-	}
-	if (ferror(L->f)) {
-		set_err(L, 0, "cannot read: %s", strerror(errno));
-		return NULL;
-	}
-	if (!got)
-		return NULL;
-	L->line++;
-	len = n;
-	if (len > 0 && len <= room && str[len - 1] == '\r')
-		len--;
-	if (len > (size_t)num - 3) {
-		set_err(L, L->line, "line too long (at most %d characters)", num - 3);
-		return NULL;
-	}
-	if (nul) {
-		set_err(L, L->line, "NUL byte in line");
-		return NULL;
-	}
-	str[n] = '\n';
-	str[n + 1] = '\0';
-	p = str;
-	if (L->line == 1 && strncmp(p, "\xEF\xBB\xBF", 3) == 0)
-		p += 3;
-	while (is_blank(*p))
-		p++;
-	memmove(str, p, strlen(p) + 1);
-	if (str[0] == '[' && start_section(L, str) < 0)
-		return NULL;
-	return str;
+	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
-/* The ini_handler: called once per "key = value" line.  Returns 1, or 0 after
- * setting the error (inih then stops asking for lines: the reader returns NULL). */
-static int cfg_handler(void *user, const char *section, const char *key, const char *value)
+static char *lskip(char *s)
 {
-	struct loader *L = user;
+	while (is_space(*s))
+		s++;
+	return s;
+}
+
+static char *rstrip(char *s)
+{
+	char *e = s + strlen(s);
+
+	while (e > s && is_space(e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* The first character of s that is in chars (when chars is not NULL), or
+ * the ';' of an inline comment (a ';' right after whitespace), or the end of
+ * s.  These are libinih's rules, kept so that no file changes meaning. */
+static char *find_chars_or_comment(char *s, const char *chars)
+{
+	bool was_space = false;
+
+	while (*s && (!chars || !strchr(chars, *s)) && !(was_space && *s == ';')) {
+		was_space = is_space(*s);
+		s++;
+	}
+	return s;
+}
+
+/* One "key = value" line: checks that the key is known in the current
+ * section and not repeated, expands ${NAME}, and adds the entry.  0, or -1
+ * with the error set. */
+static int add_key(struct loader *L, const char *key, const char *value)
+{
 	struct section *sec;
 	struct entry *e;
 	char *expanded = NULL;
 	bool from_env;
 
-	(void)section;  /* truncated by inih past 49 bytes: the reader tracks sections */
-	if (L->failed)
-		return 0;
-	if (!*key) {
-		set_err(L, L->line, "syntax error: expected \"[section]\", \"key = value\" or a comment");
-		return 0;
-	}
-	if (L->cur < 0) {
-		set_err(L, L->line, "key \"%s\" outside of any section", key);
-		return 0;
-	}
+	if (L->cur < 0)
+		return set_err(L, L->line, "key \"%s\" outside of any section", key);
 	sec = &L->secs[L->cur];
 	if (!kind_has_key(&kinds[sec->kind], key)) {
 		if (strcmp(key, "password") == 0)
-			set_err(L, L->line, "unknown key \"password\" in [%s]: put the password in an "
-				"environment variable or a file, and name it with password_env or "
-				"password_file", sec->title);
-		else
-			set_err(L, L->line, "unknown key \"%s\" in [%s]", key, sec->title);
-		return 0;
+			return set_err(L, L->line, "unknown key \"password\" in [%s]: put the password "
+				       "in an environment variable or a file, and name it with "
+				       "password_env or password_file", sec->title);
+		return set_err(L, L->line, "unknown key \"%s\" in [%s]", key, sec->title);
 	}
-	e = find_entry(sec, key);
-	if (e) {
-		set_err(L, L->line, "duplicate key \"%s\" in [%s] (first on line %d)", key, sec->title,
-			e->line);
-		return 0;
-	}
+	if ((e = find_entry(sec, key)))
+		return set_err(L, L->line, "duplicate key \"%s\" in [%s] (first on line %d)", key,
+			       sec->title, e->line);
 	if (expand_env(L, key, value, &expanded, &from_env) < 0)
-		return 0;
+		return -1;
 	if (sec->n == sec->alloc) {
 		size_t na = sec->alloc ? sec->alloc * 2 : 8;
 		struct entry *ne = realloc(sec->e, na * sizeof *ne);
 		if (!ne) {
 			free_secret(expanded);
-			oom(L);
-			return 0;
+			return oom(L);
 		}
 		sec->e = ne;
 		sec->alloc = na;
@@ -995,11 +939,84 @@ static int cfg_handler(void *user, const char *section, const char *key, const c
 	e->line = L->line;
 	e->expanded = from_env;
 	sec->n++;
-	if (!e->key || !e->raw) {
-		oom(L);
+	if (!e->key || !e->raw)
+		return oom(L);
+	return 0;
+}
+
+/* Parses one line (without its line end; modified in place).  0, or -1
+ * with the error set. */
+static int parse_line(struct loader *L, char *line)
+{
+	char *start = line, *end, *key, *value;
+
+	if (L->line == 1 && strncmp(start, "\xEF\xBB\xBF", 3) == 0)
+		start += 3;
+	start = lskip(rstrip(start));
+	if (*start == '\0' || *start == ';' || *start == '#')
 		return 0;
+	if (*start == '[')
+		return start_section(L, start);
+	end = find_chars_or_comment(start, "=:");
+	if (*end != '=' && *end != ':')
+		return set_err(L, L->line, "syntax error: expected \"[section]\", \"key = value\" or "
+			       "a comment");
+	*end = '\0';
+	key = rstrip(start);
+	value = end + 1;
+	*find_chars_or_comment(value, NULL) = '\0';
+	value = lskip(value);
+	rstrip(value);
+	if (*key == '\0')
+		return set_err(L, L->line, "syntax error: expected \"[section]\", \"key = value\" or "
+			       "a comment");
+	return add_key(L, key, value);
+}
+
+/* Reads the file line by line, of any length, into the sections.  A NUL
+ * byte anywhere in a line is an error.  0, or -1 with the error set. */
+static int read_file(struct loader *L)
+{
+	struct sl_buf line;
+	int rc = -1;
+
+	sl_buf_init(&line, 0);
+	for (;;) {
+		bool got = false, nul = false;
+		int c;
+
+		sl_buf_reset(&line);
+		while ((c = getc(L->f)) != EOF) {
+			got = true;
+			if (c == '\n')
+				break;
+			if (c == '\0')
+				nul = true;
+			sl_buf_putc(&line, (char)c);
+		}
+		if (ferror(L->f)) {
+			set_err(L, 0, "cannot read: %s", strerror(errno));
+			goto out;
+		}
+		if (!got)
+			break;
+		L->line++;
+		sl_buf_append(&line, "", 0);  /* NUL-terminated, also when empty */
+		if (sl_buf_failed(&line)) {
+			oom(L);
+			goto out;
+		}
+		if (nul) {
+			set_err(L, L->line, "NUL byte in line");
+			goto out;
+		}
+		if (parse_line(L, line.data) < 0)
+			goto out;
 	}
-	return 1;
+	rc = 0;
+out:
+	sl_buf_free(&line);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1498,7 +1515,6 @@ struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
 		.path = path, .err = err, .errlen = errlen, .cur = -1,
 	};
 	struct sl_config *cfg = NULL;
-	int rc;
 
 	if (!err || errlen == 0) {
 		L.err = scratch;
@@ -1510,17 +1526,7 @@ struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
 		set_err(&L, 0, "cannot open: %s", strerror(errno));
 		goto out;
 	}
-	rc = ini_parse_stream(cfg_reader, &L, cfg_handler, &L);
-	if (rc == -2) {
-		oom(&L);
-		goto out;
-	}
-	if (rc > 0 && (!L.failed || rc < L.err_line)) {
-		/* A line inih could not parse, before any error of ours. */
-		L.failed = false;
-		set_err(&L, rc, "syntax error: expected \"[section]\", \"key = value\" or a comment");
-	}
-	if (L.failed)
+	if (read_file(&L) < 0)
 		goto out;
 	if (!(cfg = calloc(1, sizeof *cfg)) || !(cfg->path = strdup(path))) {
 		oom(&L);

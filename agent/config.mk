@@ -3,5 +3,4 @@
 # The program links it with: sluice_LDADD += $(AGENTCFG_LIBS) libslcommon.a
 noinst_LIBRARIES += libslagentcfg.a
 libslagentcfg_a_SOURCES = %D%/config.c %D%/config.h
-libslagentcfg_a_CPPFLAGS = $(AM_CPPFLAGS) $(INIH_CFLAGS)
-AGENTCFG_LIBS = libslagentcfg.a $(INIH_LIBS)
+AGENTCFG_LIBS = libslagentcfg.a

@@ -5,7 +5,8 @@ tests/integration/test_pg_config.py: the command line's exit codes.
      exactly as agent/config.c words it) and bad usage;
   3  `sluice check` against a server with wal_level=replica;
   4  the stream's slot was dropped behind sluice's back;
-and a password never shows in any output.
+a password never shows in any output; and a tables line of any length
+works end to end.
 """
 
 import os
@@ -128,6 +129,29 @@ class SlotAndSecretsTest(PgTestCase):
         r = s2.run("check", env=env, timeout=60)
         self.assertNotEqual(r.rc, 0, r.describe())
         self.assertNotIn(canary, r.stdout + r.stderr, r.describe())
+
+
+class LongLinesTest(PgTestCase):
+
+    def test_long_tables_line(self):
+        """A tables list over 200 characters (libinih's old line limit): every table is streamed."""
+        pg = self.pg
+        names = [f"long_table_name_number_{i:02d}_for_the_line" for i in range(12)]
+        for i, t in enumerate(names):
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY)")
+            pg.execute(f"INSERT INTO {t} VALUES ({i})")
+        pg.execute("CREATE TABLE long_table_left_out (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO long_table_left_out VALUES (99)")
+        tables = ", ".join(f"public.{t}" for t in names)
+        self.assertGreater(len("tables = " + tables), 200)
+        s = self.sluice(stream="longline", tables=tables)
+        self.assertIn("tables = " + tables, s.config_text().splitlines())
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f"stream longline: destination out: path {s.out} can be created\n", r.stdout)
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertEqual(sorted(r["source_metadata"]["table"] for r in recs), sorted(names))
 
 
 class PrerequisitesTest(unittest.TestCase):

@@ -3,7 +3,7 @@ if HAVE_CMOCKA
 check_PROGRAMS += %D%/test_config
 TESTS += %D%/test_config
 %C%_test_config_SOURCES = %D%/test_config.c
-%C%_test_config_CPPFLAGS = $(AM_CPPFLAGS) $(INIH_CFLAGS) $(CMOCKA_CFLAGS)
+%C%_test_config_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 %C%_test_config_LDADD = $(AGENTCFG_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
 

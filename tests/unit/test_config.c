@@ -13,7 +13,6 @@
 #include <cmocka.h>
 
 #include <ftw.h>
-#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/config.h"
+#include "common/buf.h"
 #include "common/util.h"
 
 #define CANARY "canary-Zq7-pw-3f9a"
@@ -526,7 +526,7 @@ static void test_sections(void **state)
 	EXPECT_ERR(f, MINIMAL "[agent] x\n", ":12: syntax error: text after the section header");
 	EXPECT_ERR(f, MINIMAL "[agent\n", ":12: syntax error: section header without \"]\"");
 
-	/* A 64-character name, longer than inih's own section buffer, with
+	/* A 64-character name (longer than libinih's section buffer was), with
 	 * blanks and a comment around it. */
 	snprintf(ini, sizeof ini,
 		 "[source.%s]\ntype = postgres\nuser = u\ndbname = d\n"
@@ -845,37 +845,82 @@ static void test_password_file(void **state)
 	EXPECT_ERR(f, ini, want);
 }
 
-static void test_line_too_long(void **state)
+/* Lines of any length (libinih, used before, refused more than 197
+ * characters): nothing is split, cut or refused for its length. */
+static void test_long_lines(void **state)
 {
 	struct fx *f = *state;
-	int max = INI_MAX_LINE - 3;  /* what fits in inih's buffer with "\r\n" and NUL */
-	char line[512], ini[2048], want[256];
+	const size_t big = 1 << 20;
+	char line[2048], ini[4096];
+	struct sl_buf b;
 	struct sl_config *cfg;
+	char *mb;
 	int n;
 
-	assert_true((size_t)max + 2 < sizeof line);
-	/* Exactly max characters: accepted, also with CR LF. */
+	/* A tables list of 12 long names (over 200 characters) keeps all 12. */
+	n = snprintf(line, sizeof line, "tables = ");
+	for (int i = 0; i < 12; i++)
+		n += snprintf(line + n, sizeof line - (size_t)n, "%sanalytics_%02d.customer_order_line_%02d",
+			      i ? ", " : "", i, i);
+	assert_true(n > 200);
+	snprintf(ini, sizeof ini, "[source.shop]\ntype = postgres\nuser = sluice\ndbname = shop\n"
+		 "[destination.lake]\ntype = avro_dir\npath = ./out\n"
+		 "[stream.orders]\nsource = shop\ndestination = lake\n%s\n", line);
+	cfg = LOAD_OK(f, ini);
+	for (int i = 0; i < 12; i++) {
+		char want[64];
+		snprintf(want, sizeof want, "analytics_%02d.customer_order_line_%02d", i, i);
+		assert_non_null(cfg->streams[0].tables[i]);
+		assert_string_equal(cfg->streams[0].tables[i], want);
+	}
+	assert_null(cfg->streams[0].tables[12]);
+	sl_config_free(cfg);
+
+	/* Where the old limit was (197 characters) and past it, with CR LF: one
+	 * entry, whole.  The next line is a line of its own (line 13). */
 	n = snprintf(line, sizeof line, "exclude_tables = public.");
-	memset(line + n, 'x', (size_t)(max - n));
-	line[max] = '\0';
+	memset(line + n, 'x', 400 - (size_t)n);
+	line[400] = '\0';
 	snprintf(ini, sizeof ini, MINIMAL "%s\r\n", line);
 	cfg = LOAD_OK(f, ini);
-	assert_int_equal(strlen(cfg->streams[0].exclude_tables[0]), (size_t)(max - 17));
+	assert_int_equal(strlen(cfg->streams[0].exclude_tables[0]), 400 - 17);
+	assert_null(cfg->streams[0].exclude_tables[1]);
 	sl_config_free(cfg);
-	/* One more: refused, not split in two. */
-	line[max] = 'x';
-	line[max + 1] = '\0';
 	snprintf(ini, sizeof ini, MINIMAL "%s\nlog_level = x\n", line);
-	snprintf(want, sizeof want, ":12: line too long (at most %d characters)", max);
-	EXPECT_ERR(f, ini, want);
+	EXPECT_ERR(f, ini, ":13: unknown key \"log_level\" in [stream.orders]");
 	/* Also as the last line, without a newline. */
 	snprintf(ini, sizeof ini, MINIMAL "%s", line);
-	EXPECT_ERR(f, ini, want);
-	/* A comment line counts too. */
+	cfg = LOAD_OK(f, ini);
+	assert_int_equal(strlen(cfg->streams[0].exclude_tables[0]), 400 - 17);
+	sl_config_free(cfg);
+	/* A long comment line is a comment. */
 	line[0] = ';';
 	snprintf(ini, sizeof ini, "%s\n" MINIMAL, line);
-	snprintf(want, sizeof want, ":1: line too long (at most %d characters)", max);
-	EXPECT_ERR(f, ini, want);
+	cfg = LOAD_OK(f, ini);
+	assert_null(cfg->streams[0].exclude_tables[0]);
+	sl_config_free(cfg);
+
+	/* A 1 MB value, with CR LF and an inline comment after it. */
+	assert_non_null(mb = malloc(big + 1));
+	mb[0] = '/';
+	memset(mb + 1, 'd', big - 1);
+	mb[big] = '\0';
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "[agent]\r\nstate_dir = %s ; comment\r\nlog_level = debug\r\n%s", mb,
+		      MINIMAL);
+	assert_false(sl_buf_failed(&b));
+	cfg = LOAD_OK(f, b.data);
+	assert_int_equal(strlen(cfg->state_dir), big);
+	assert_memory_equal(cfg->state_dir, mb, big);
+	assert_int_equal(cfg->log_level, SL_LOG_DEBUG);
+	sl_config_free(cfg);
+	/* An error on the line after it names the right line. */
+	sl_buf_reset(&b);
+	sl_buf_printf(&b, "[agent]\nstate_dir = %s\nlog_level = loud\n%s", mb, MINIMAL);
+	EXPECT_ERR(f, b.data, ":3: bad value \"loud\" for key \"log_level\": must be one of debug, "
+		   "info, warn, warning, error");
+	sl_buf_free(&b);
+	free(mb);
 }
 
 static void test_syntax(void **state)
@@ -886,7 +931,7 @@ static void test_syntax(void **state)
 
 	EXPECT_ERR(f, MINIMAL "this is not a key\n",
 		   ":12: syntax error: expected \"[section]\", \"key = value\" or a comment");
-	/* inih's syntax error comes first even if a later line has an error of ours. */
+	/* The first error wins: a later line is not even read. */
 	EXPECT_ERR(f, MINIMAL "oops\ncolour = blue\n",
 		   ":12: syntax error: expected \"[section]\", \"key = value\" or a comment");
 	EXPECT_ERR(f, MINIMAL "= value\n",
@@ -967,7 +1012,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_env, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_password_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_line_too_long, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_lines, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syntax, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 	};
