@@ -5,6 +5,10 @@
  * "FILE:LINE: message" (or "FILE: message" when no line applies).  Secrets are
  * resolved at load time (password_env, password_file) and never appear in an
  * error message.
+ *
+ * The agent owns [agent], the stream keys and, for now, the destination
+ * keys; sources/source_conf.h owns the [source.NAME] keys.  Everything in
+ * struct sl_config belongs to it and is freed by sl_config_free().
  */
 #ifndef SLUICE_AGENT_CONFIG_H
 #define SLUICE_AGENT_CONFIG_H
