@@ -7,7 +7,9 @@
  *   stream_keys), with the PostgreSQL-only stream keys slot and publication
  *   for now;
  * - [source.NAME]: sources/source_conf.c (sl_source_keys);
- * - [destination.NAME]: this file (dest_keys), for now.
+ * - [destination.NAME]: "type" is read here; every other key belongs to the
+ *   sink that implements the type (sl_sink_ops.keys, found through the
+ *   registry), which gets its own struct (sl_dest_config.conf).
  * The rules and the messages of every key come from one engine,
  * common/keytab.c.
  *
@@ -28,8 +30,8 @@
  * 2. Apply.  Each section goes through its key table into struct sl_config;
  *    the rows that decide which others apply (a section's type, a stream's
  *    source and destination) come first.  Then come the cross-checks: stream
- *    references, default slot names, slots shared between streams, lag
- *    thresholds.
+ *    references, write_mode against what the destination's sink supports,
+ *    default slot names, slots shared between streams, lag thresholds.
  *
  * Errors stop at the first problem and read "FILE:LINE: message" (see
  * common/keytab.h for the rules that keep secrets out of messages).
@@ -171,44 +173,10 @@ static const struct sl_keydesc agent_keys[] = {
 	  .validate = valid_url, FIELD(struct sl_config, alert_webhook) },
 };
 
-/* Type numbers of destinations, for the applies masks. */
-enum { DEST_AVRO_DIR = 0, DEST_CLICKHOUSE };
-#define T_AVRO (1u << DEST_AVRO_DIR)
-#define T_CH (1u << DEST_CLICKHOUSE)
-#define KIB UINT64_C(1024)
-
-static const char *const dest_type_names[] = { "avro_dir", "clickhouse" };
-static const struct sl_keychoice dest_types[] = {
-	{ "avro_dir", DEST_AVRO_DIR }, { "clickhouse", DEST_CLICKHOUSE }, { NULL, 0 },
-};
-static const struct sl_keychoice codecs[] = {
-	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
-	{ NULL, 0 },
-};
-
+/* Only the type: the sink that implements it owns the other keys. */
 static const struct sl_keydesc dest_keys[] = {
-	{ .name = "type", .type = SL_KT_CHOICE, .flags = SL_KF_REQUIRED, .choices = dest_types,
+	{ .name = "type", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
 	  FIELD(struct sl_dest_config, type) },
-	{ .name = "path", .type = SL_KT_STRING, .applies = T_AVRO, .flags = SL_KF_REQUIRED,
-	  FIELD(struct sl_dest_config, path) },
-	{ .name = "codec", .type = SL_KT_ENUM, .applies = T_AVRO, .choices = codecs,
-	  .def = "deflate", FIELD(struct sl_dest_config, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .applies = T_AVRO, .def = "1",
-	  .min = 1, .max = 9, FIELD(struct sl_dest_config, compression_level) },
-	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .applies = T_AVRO, .def = "64MB",
-	  .min = KIB, .max = UINT64_MAX, FIELD(struct sl_dest_config, max_file_bytes) },
-	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .applies = T_AVRO, .def = "60",
-	  .min = 1, .max = DAY_S, FIELD(struct sl_dest_config, max_file_seconds) },
-	{ .name = "url", .type = SL_KT_STRING, .applies = T_CH, .flags = SL_KF_REQUIRED,
-	  .validate = valid_url, FIELD(struct sl_dest_config, url) },
-	{ .name = "database", .type = SL_KT_STRING, .applies = T_CH, .def = "default",
-	  FIELD(struct sl_dest_config, database) },
-	{ .name = "user", .type = SL_KT_STRING, .applies = T_CH,
-	  FIELD(struct sl_dest_config, user) },
-	{ .name = "password_env", .type = SL_KT_SECRET_ENV, .applies = T_CH,
-	  .excludes = "password_file", FIELD(struct sl_dest_config, password) },
-	{ .name = "password_file", .type = SL_KT_SECRET_FILE, .applies = T_CH,
-	  .excludes = "password_env", FIELD(struct sl_dest_config, password) },
 };
 
 /* Stream rows apply by the kind of the stream's source. */
@@ -240,11 +208,10 @@ static const struct sl_keydesc stream_keys[] = {
 	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, freshness_warn_seconds) },
 };
 
-_Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(dest_keys) <= 64 &&
-	       ARRAY_LEN(stream_keys) <= 64, "too many rows for sl_keytab_apply()");
+_Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,
+	       "too many rows for sl_keytab_apply()");
 /* SL_KT_ENUM stores through the field size; these are the sizes used. */
-_Static_assert(sizeof(enum sl_log_level) == 4 && sizeof(enum sl_write_mode) == 4 &&
-	       sizeof(enum sl_codec) == 4, "enum size");
+_Static_assert(sizeof(enum sl_log_level) == 4 && sizeof(enum sl_write_mode) == 4, "enum size");
 
 /* ---------------------------------------------------------------------- */
 /* Loader state                                                           */
@@ -360,8 +327,9 @@ static bool valid_section_name(const char *s)
 	return n >= 1 && n <= NAME_MAX_LEN;
 }
 
-/* True if key exists in a section of this kind (whether it applies to the
- * section's type is checked in phase 2, once the type is known). */
+/* True if key exists in a section of this kind: for destinations, "type"
+ * or a key of any sink (whether it applies to this section's type is
+ * checked in phase 2, once the type is known). */
 static bool key_known(enum sect kind, const char *key)
 {
 	switch (kind) {
@@ -372,7 +340,14 @@ static bool key_known(enum sect kind, const char *key)
 	case S_STREAM:
 		return sl_keytab_has(stream_keys, ARRAY_LEN(stream_keys), key);
 	case S_DEST:
-		return sl_keytab_has(dest_keys, ARRAY_LEN(dest_keys), key);
+		if (sl_keytab_has(dest_keys, ARRAY_LEN(dest_keys), key))
+			return true;
+		for (size_t i = 0; i < sl_sink_count(); i++) {
+			const struct sl_sink_ops *ops = sl_sink_at(i);
+			if (sl_keytab_has(ops->keys, ops->nkeys, key))
+				return true;
+		}
+		return false;
 	}
 	return false;
 }
@@ -580,26 +555,57 @@ static int apply_source(struct loader *L, const struct section *sec, struct sl_s
 	return sl_keytab_apply(&L->er, sl_source_keys, sl_source_nkeys, &sec->ini, src, &how);
 }
 
+/* A key of [destination.NAME] that the type's sink does not have: it
+ * belongs to other sinks (phase 1 refused keys that no sink has). */
+static int dest_unknown(struct sl_keyerr *er, const struct sl_ini_section *sec,
+			const struct sl_ini_entry *e, const char *types,
+			const struct sl_keyapply *how)
+{
+	char others[256];
+	size_t n = 0;
+
+	(void)types;  /* the sink's own table knows no other types */
+	others[0] = '\0';
+	for (size_t i = 0; i < sl_sink_count() && n < sizeof others; i++) {
+		const struct sl_sink_ops *ops = sl_sink_at(i);
+		if (!sl_keytab_has(ops->keys, ops->nkeys, e->key))
+			continue;
+		snprintf(others + n, sizeof others - n, "%s%s", n ? " or " : "", ops->type);
+		n += strlen(others + n);
+	}
+	if (n == 0)
+		return sl_keyerr_set(er, e->line, "unknown key \"%s\" in [%s]", e->key, sec->title);
+	return sl_keyerr_set(er, e->line, "key \"%s\" applies only to type %s, not to %s", e->key,
+			     others, how->type_name);
+}
+
 static int apply_dest(struct loader *L, const struct section *sec, struct sl_dest_config *dc)
 {
 	static const char *const skip[] = { "type", NULL };
-	struct sl_keyapply how = {
-		.type_names = dest_type_names, .ntypes = ARRAY_LEN(dest_type_names), .skip = skip,
-	};
+	struct sl_keyapply how = { .typed = true, .skip = skip, .unknown = dest_unknown };
 	const struct sl_ini_entry *e;
-	int t = 0;
+	const struct sl_sink_ops *ops;
+	char types[256];
 
 	if (!(dc->name = xstrdup(L, sec->name)))
 		return -1;
 	if (sl_keytab_apply_one(&L->er, dest_keys, ARRAY_LEN(dest_keys), &sec->ini, "type", dc,
 				&e) < 0)
 		return -1;
-	for (const struct sl_keychoice *c = dest_types; c->name; c++)
-		if (strcmp(c->name, dc->type) == 0)
-			t = c->value;
-	how.mask = 1u << t;
-	how.type_name = dest_type_names[t];
-	return sl_keytab_apply(&L->er, dest_keys, ARRAY_LEN(dest_keys), &sec->ini, dc, &how);
+	if (!(ops = sl_sink_lookup(dc->type))) {
+		sl_sink_types(types, sizeof types);
+		return set_err(L, e->line, "bad value \"%s\" for key \"type\": no sink implements this "
+			       "destination type (supported: %s)", e->raw, types);
+	}
+	dc->ops = ops;
+	if (!(dc->conf = calloc(1, ops->conf_size ? ops->conf_size : 1)))
+		return oom(L);
+	how.type_name = ops->type;
+	if (sl_keytab_apply(&L->er, ops->keys, ops->nkeys, &sec->ini, dc->conf, &how) < 0)
+		return -1;
+	if (ops->conf_check && ops->conf_check(dc->conf, &sec->ini, &L->er) < 0)
+		return set_err(L, sec->ini.line, "bad configuration in [%s]", sec->ini.title);
+	return 0;
 }
 
 /* A key of [stream.NAME] whose rows apply only to streams from another kind
@@ -675,6 +681,13 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 	if (sl_keytab_apply(&L->er, stream_keys, ARRAY_LEN(stream_keys), &sec->ini, st, &how) < 0)
 		return -1;
 
+	/* What the sink supports: merge mode is the only capability so far. */
+	if (st->write_mode == SL_WRITE_MERGE && !(st->destination->ops->caps & SL_SINK_CAP_MERGE)) {
+		e = sl_ini_find(&sec->ini, "write_mode");
+		return set_err(L, e ? e->line : sec->ini.line, "destination \"%s\" (%s) does not "
+			       "support write_mode = merge; use write_mode = append",
+			       st->destination->name, st->destination->type);
+	}
 	if (st->source->kind == SL_SOURCE_POSTGRES) {
 		if (!st->slot && default_slot(L, sec, st) < 0)
 			return -1;
@@ -825,6 +838,12 @@ out:
 
 static void free_dest(struct sl_dest_config *dc)
 {
+	if (dc->conf) {
+		if (dc->ops->conf_free)
+			dc->ops->conf_free(dc->conf);
+		sl_keytab_free(dc->ops->keys, dc->ops->nkeys, dc->conf);
+		free(dc->conf);
+	}
 	sl_keytab_free(dest_keys, ARRAY_LEN(dest_keys), dc);
 	free(dc->name);
 }

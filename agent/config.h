@@ -6,9 +6,11 @@
  * resolved at load time (password_env, password_file) and never appear in an
  * error message.
  *
- * The agent owns [agent], the stream keys and, for now, the destination
- * keys; sources/source_conf.h owns the [source.NAME] keys.  Everything in
- * struct sl_config belongs to it and is freed by sl_config_free().
+ * The agent owns [agent] and the stream keys; sources/source_conf.h owns the
+ * [source.NAME] keys; each sink owns the keys of its [destination.NAME]
+ * sections (sinks/sink.h), so a destination's settings are in
+ * sl_dest_config.conf, a struct only its sink reads.  Everything in struct
+ * sl_config belongs to it and is freed by sl_config_free().
  */
 #ifndef SLUICE_AGENT_CONFIG_H
 #define SLUICE_AGENT_CONFIG_H

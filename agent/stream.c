@@ -655,23 +655,16 @@ static void stream_free(struct stream *s)
 	pthread_mutex_destroy(&s->mu);
 }
 
+/* The config resolved the sink and refused what it does not support
+ * (sl_config_load() checks write_mode against ops->caps). */
 static int open_sink(struct stream *s)
 {
-	s->sink = sl_sink_lookup(s->sc->destination->type);
-	if (!s->sink) {
-		snprintf(s->err, s->errlen, "destination \"%s\": type %s is not supported yet",
-			 s->sc->destination->name, s->sc->destination->type);
-		return SL_ECONFIG;
-	}
-	if (s->sc->write_mode == SL_WRITE_MERGE) {
-		snprintf(s->err, s->errlen, "stream \"%s\": write_mode = merge is not implemented yet for %s "
-			 "destinations; use write_mode = append", s->sc->name, s->sc->destination->type);
-		return SL_ECONFIG;
-	}
+	s->sink = s->sc->destination->ops;
 	s->sinkst.name = s->sc->name;
 	s->sinkst.mode = s->sc->write_mode;
 	s->sinkst.source_kind = s->sc->source->kind;
-	if (s->sink->open(&s->sinkctx, s->sc->destination, &s->sinkst, s->err, s->errlen) < 0) {
+	s->sinkst.destination = s->sc->destination->name;
+	if (s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen) < 0) {
 		s->sinkctx = NULL;
 		return SL_EFAIL;
 	}
@@ -831,36 +824,13 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 		snprintf(err, errlen, "stream \"%s\": mysql sources are not supported yet", sc->name);
 		return SL_ECONFIG;
 	}
-	if (!sl_sink_lookup(sc->destination->type)) {
-		snprintf(err, errlen, "destination \"%s\": type %s is not supported yet", sc->destination->name,
-			 sc->destination->type);
-		return SL_ECONFIG;
-	}
-	if (!strcmp(sc->destination->type, "avro_dir")) {
-		/* The path, or the nearest folder above it that exists (where it
-		 * would be created), must be writable.  Nothing is created. */
-		char dir[4096];
-		bool exists = access(sc->destination->path, F_OK) == 0;
-		snprintf(dir, sizeof dir, "%s", sc->destination->path);
-		while (access(dir, F_OK) != 0) {
-			char *slash = strrchr(dir, '/');
-			if (!slash) {
-				snprintf(dir, sizeof dir, ".");
-				break;
-			}
-			if (slash == dir) {
-				dir[1] = '\0';
-				break;
-			}
-			*slash = '\0';
-		}
-		if (access(dir, W_OK) != 0) {
-			snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable (\"%s\": %s)",
-				 sc->destination->name, sc->destination->path, dir, strerror(errno));
-			return SL_EFAIL;
-		}
-		printf("stream %s: destination %s: path %s %s\n", sc->name, sc->destination->name,
-		       sc->destination->path, exists ? "is writable" : "can be created");
+	if (sc->destination->ops->check) {
+		struct sl_sink_stream st = {
+			.name = sc->name, .mode = sc->write_mode, .source_kind = sc->source->kind,
+			.destination = sc->destination->name,
+		};
+		if ((rc = sc->destination->ops->check(sc->destination->conf, &st, stdout, err, errlen)) < 0)
+			return rc;
 	}
 	c = sl_pg_connect(sc->source, false, err, errlen);
 	if (!c)

@@ -2,7 +2,9 @@
 tests/integration/test_pg_config.py: the command line's exit codes.
 
   2  bad configuration files (the message names FILE:LINE and the reason,
-     exactly as agent/config.c words it) and bad usage;
+     exactly as agent/config.c and the key tables word it) and bad usage,
+     including a destination type no sink implements and merge mode on a
+     sink that does not support it;
   3  `sluice check` against a server with wal_level=replica;
   4  the stream's slot was dropped behind sluice's back;
 a password never shows in any output; and a tables line of any length
@@ -85,6 +87,18 @@ class ConfigErrorTest(unittest.TestCase):
         n = self.line_of(lines, "source = nosuch")
         self.expect(lines, n, 'unknown source "nosuch" in [stream.s1] (there is no [source.nosuch] section)')
 
+    def test_unknown_destination_type(self):
+        lines = [("type = clickhouse" if l == "type = avro_dir" else l) for l in self.base]
+        n = self.line_of(lines, "type = clickhouse")
+        self.expect(lines, n, 'bad value "clickhouse" for key "type": no sink implements this destination type '
+                    '(supported: avro_dir)')
+
+    def test_merge_refused_for_avro_dir(self):
+        lines = [("write_mode = merge" if l == "write_mode = append" else l) for l in self.base]
+        n = self.line_of(lines, "write_mode = merge")
+        self.expect(lines, n, 'destination "out" (avro_dir) does not support write_mode = merge; '
+                    'use write_mode = append')
+
     def test_missing_file_and_bad_usage(self):
         r = self.s.run("check", config=os.path.join(self.s.workdir, "nonexistent.ini"), timeout=30)
         self.assertEqual(r.rc, 2, r.describe())
@@ -148,6 +162,7 @@ class LongLinesTest(PgTestCase):
         self.assertIn("tables = " + tables, s.config_text().splitlines())
         r = s.run("check", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
+        # the avro_dir sink's own check, moved out of the agent, says the same as before
         self.assertIn(f"stream longline: destination out: path {s.out} can be created\n", r.stdout)
         self.catch_up(s)
         recs = self.read(s)
