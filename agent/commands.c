@@ -28,36 +28,13 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 
 	if (!src)
 		return SL_ECONFIG;
-	if (!sl_sink_lookup(sc->destination->type)) {
-		snprintf(err, errlen, "destination \"%s\": type %s is not supported yet", sc->destination->name,
-			 sc->destination->type);
-		return SL_ECONFIG;
-	}
-	if (!strcmp(sc->destination->type, "avro_dir")) {
-		/* The path, or the nearest folder above it that exists (where it
-		 * would be created), must be writable.  Nothing is created. */
-		char dir[4096];
-		bool exists = access(sc->destination->path, F_OK) == 0;
-		snprintf(dir, sizeof dir, "%s", sc->destination->path);
-		while (access(dir, F_OK) != 0) {
-			char *slash = strrchr(dir, '/');
-			if (!slash) {
-				snprintf(dir, sizeof dir, ".");
-				break;
-			}
-			if (slash == dir) {
-				dir[1] = '\0';
-				break;
-			}
-			*slash = '\0';
-		}
-		if (access(dir, W_OK) != 0) {
-			snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable (\"%s\": %s)",
-				 sc->destination->name, sc->destination->path, dir, strerror(errno));
-			return SL_EFAIL;
-		}
-		printf("stream %s: destination %s: path %s %s\n", sc->name, sc->destination->name,
-		       sc->destination->path, exists ? "is writable" : "can be created");
+	if (sc->destination->ops->check) {
+		struct sl_sink_stream st = {
+			.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
+		};
+		int rc = sc->destination->ops->check(sc->destination->conf, &st, stdout, err, errlen);
+		if (rc < 0)
+			return rc;
 	}
 	sl_stream_source_view(cfg, sc, &sst);
 	return src->check(sc->source, &sst, stdout, err, errlen);

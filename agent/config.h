@@ -5,6 +5,12 @@
  * "FILE:LINE: message" (or "FILE: message" when no line applies).  Secrets are
  * resolved at load time (password_env, password_file) and never appear in an
  * error message.
+ *
+ * The agent owns [agent] and the stream keys; sources/source_conf.h owns the
+ * [source.NAME] keys; each sink owns the keys of its [destination.NAME]
+ * sections (sinks/sink.h), so a destination's settings are in
+ * sl_dest_config.conf, a struct only its sink reads.  Everything in struct
+ * sl_config belongs to it and is freed by sl_config_free().
  */
 #ifndef SLUICE_AGENT_CONFIG_H
 #define SLUICE_AGENT_CONFIG_H

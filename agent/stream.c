@@ -83,22 +83,15 @@ const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, 
 	return src;
 }
 
+/* The config resolved the sink and refused what it does not support
+ * (sl_config_load() checks write_mode against ops->caps). */
 static int open_sink(struct stream *s)
 {
-	s->sink = sl_sink_lookup(s->sc->destination->type);
-	if (!s->sink) {
-		snprintf(s->err, s->errlen, "destination \"%s\": type %s is not supported yet",
-			 s->sc->destination->name, s->sc->destination->type);
-		return SL_ECONFIG;
-	}
-	if (s->sc->write_mode == SL_WRITE_MERGE) {
-		snprintf(s->err, s->errlen, "stream \"%s\": write_mode = merge is not implemented yet for %s "
-			 "destinations; use write_mode = append", s->sc->name, s->sc->destination->type);
-		return SL_ECONFIG;
-	}
+	s->sink = s->sc->destination->ops;
 	s->sinkst.name = s->sc->name;
 	s->sinkst.mode = s->sc->write_mode;
-	if (s->sink->open(&s->sinkctx, s->sc->destination, &s->sinkst, s->err, s->errlen) < 0) {
+	s->sinkst.destination = s->sc->destination->name;
+	if (s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen) < 0) {
 		s->sinkctx = NULL;
 		return SL_EFAIL;
 	}

@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
 	libpq-dev libmariadb-dev libavro-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev libsnappy-dev
-	libinih-dev nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
+	nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
 	postgresql-15 postgresql-client-15
 	python3-avro python3-snappy python3-psycopg2
 	procps

@@ -2,7 +2,7 @@
 # source (sources/postgres/: catalog, replication connection, pgoutput
 # decoder, COPY snapshot reader).
 noinst_LIBRARIES += libslsources.a
-libslsources_a_SOURCES = %D%/source.h %D%/registry.c \
+libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/source_conf.h \
 	%D%/postgres/pg_internal.h %D%/postgres/pg_source.c \
 	%D%/postgres/pg_catalog.c %D%/postgres/pg_repl.c \
 	%D%/postgres/pg_backfill.c %D%/postgres/pg_backfill.h \

@@ -474,9 +474,11 @@ static int remove_leftovers(struct avro_dir *ad, char *err, size_t errlen)
 	return rc;
 }
 
-static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_sink_stream *st,
-		   char *err, size_t errlen)
+static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st, char *err,
+		   size_t errlen)
 {
+	const struct sl_avro_dir_conf *dc = conf;
+	const char *dest = st->destination ? st->destination : "";
 	struct avro_dir *ad;
 	struct sl_buf b;
 
@@ -486,7 +488,7 @@ static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_
 		return -1;
 	}
 	if (!dc->path || !*dc->path) {
-		snprintf(err, errlen, "destination \"%s\": path is not set", dc->name ? dc->name : "");
+		snprintf(err, errlen, "destination \"%s\": path is not set", dest);
 		return -1;
 	}
 	if (!st->name || !*st->name || strchr(st->name, '/') || !strcmp(st->name, ".") ||
@@ -496,7 +498,7 @@ static int ad_open(void **ctx, const struct sl_dest_config *dc, const struct sl_
 	}
 	if (dc->codec == SL_CODEC_DEFLATE && (dc->compression_level < 1 || dc->compression_level > 9)) {
 		snprintf(err, errlen, "destination \"%s\": compression_level %d is not in 1-9",
-			 dc->name ? dc->name : "", dc->compression_level);
+			 dest, dc->compression_level);
 		return -1;
 	}
 	ad = calloc(1, sizeof *ad);
@@ -712,8 +714,80 @@ void sl_avro_dir_get_stats(void *ctx, struct sl_avro_stats *out)
 	*out = ((struct avro_dir *)ctx)->stats;
 }
 
+/* `sluice check`: the path, or the nearest folder above it that exists
+ * (where open() would create it), must be writable.  Nothing is created. */
+static int ad_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err,
+		    size_t errlen)
+{
+	const struct sl_avro_dir_conf *dc = conf;
+	const char *dest = st->destination ? st->destination : "";
+	bool exists = access(dc->path, F_OK) == 0;
+	char *dir = strdup(dc->path);
+	int rc = SL_EFAIL;
+
+	if (!dir) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		goto out;
+	}
+	while (access(dir, F_OK) != 0) {
+		char *slash = strrchr(dir, '/');
+
+		if (!slash) {
+			free(dir);
+			if (!(dir = strdup("."))) {
+				snprintf(err, errlen, "avro_dir sink: out of memory");
+				goto out;
+			}
+			break;
+		}
+		if (slash == dir) {
+			dir[1] = '\0';
+			break;
+		}
+		*slash = '\0';
+	}
+	if (access(dir, W_OK) != 0) {
+		snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable (\"%s\": %s)",
+			 dest, dc->path, dir, strerror(errno));
+		goto out;
+	}
+	fprintf(out, "stream %s: destination %s: path %s %s\n", st->name, dest, dc->path,
+		exists ? "is writable" : "can be created");
+	rc = SL_OK;
+out:
+	free(dir);
+	return rc;
+}
+
+static const struct sl_keychoice codecs[] = {
+	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
+	{ NULL, 0 },
+};
+
+/* The keys of [destination.NAME] with type = avro_dir (doc/configuration.md). */
+static const struct sl_keydesc ad_keys[] = {
+	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
+	  FIELD(struct sl_avro_dir_conf, path) },
+	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate",
+	  FIELD(struct sl_avro_dir_conf, codec) },
+	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = 9,
+	  FIELD(struct sl_avro_dir_conf, compression_level) },
+	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024,
+	  .max = UINT64_MAX, FIELD(struct sl_avro_dir_conf, max_file_bytes) },
+	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
+	  FIELD(struct sl_avro_dir_conf, max_file_seconds) },
+};
+
+/* SL_KT_ENUM stores through the field's size. */
+_Static_assert(sizeof(enum sl_codec) == 4, "enum size");
+
 const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",
+	.caps = 0,  /* no merge mode yet */
+	.keys = ad_keys,
+	.nkeys = sizeof ad_keys / sizeof ad_keys[0],
+	.conf_size = sizeof(struct sl_avro_dir_conf),
+	.check = ad_check,
 	.open = ad_open,
 	.write = ad_write,
 	.mark = ad_mark,

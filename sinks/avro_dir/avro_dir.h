@@ -26,13 +26,32 @@
  * object whose name's first and last CSN both lie in [first, last], and drops
  * unflushed files of that object whose CSNs do (they would get such a name);
  * files that also hold other records are kept.  merge mode is refused by
- * open() for now.
+ * open() for now (and the sink does not claim SL_SINK_CAP_MERGE, so the
+ * configuration refuses it first).
+ *
+ * Its configuration, [destination.NAME] with type = avro_dir, fills a struct
+ * sl_avro_dir_conf through the sink's key table (sl_avro_dir_ops.keys; doc/
+ * configuration.md lists the keys).  check() verifies that path, or the
+ * nearest folder above it that exists, is writable, and creates nothing.
  */
 #ifndef SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
 #define SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
 
+#include <stdint.h>
+
 #include "sinks/avro_dir/avro_value.h"
+#include "sinks/avro_dir/ocf.h"
 #include "sinks/sink.h"
+
+/* The configuration of one avro_dir destination.  path belongs to it (the
+ * key table frees it). */
+struct sl_avro_dir_conf {
+	char *path;                  /* root of the file tree; required */
+	enum sl_codec codec;         /* default deflate */
+	int compression_level;       /* deflate level 1-9, default 1 */
+	uint64_t max_file_bytes;     /* at least 1KB, default 64MB; 0 in a hand-made conf: 64MB */
+	uint64_t max_file_seconds;   /* 1-86400, default 60 */
+};
 
 /* The sink's operations; sl_sink_lookup("avro_dir") returns this table. */
 extern const struct sl_sink_ops sl_avro_dir_ops;

@@ -26,7 +26,9 @@
 #include <stdint.h>
 
 #include "common/buf.h"
-#include "sinks/sink.h"
+
+/* Avro block codecs: the avro.codec of a file. */
+enum sl_codec { SL_CODEC_NULL = 0, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY };
 
 /* Default target size of a block's encoded (uncompressed) records. */
 #define SL_OCF_BLOCK_TARGET ((size_t)64 * 1024)

@@ -2,10 +2,13 @@
 tests/integration/test_pg_config.py: the command line's exit codes.
 
   2  bad configuration files (the message names FILE:LINE and the reason,
-     exactly as agent/config.c words it) and bad usage;
+     exactly as agent/config.c and the key tables word it) and bad usage,
+     including a destination type no sink implements and merge mode on a
+     sink that does not support it;
   3  `sluice check` against a server with wal_level=replica;
   4  the stream's slot was dropped behind sluice's back;
-and a password never shows in any output.
+a password never shows in any output; and a tables line of any length
+works end to end.
 """
 
 import os
@@ -84,6 +87,18 @@ class ConfigErrorTest(unittest.TestCase):
         n = self.line_of(lines, "source = nosuch")
         self.expect(lines, n, 'unknown source "nosuch" in [stream.s1] (there is no [source.nosuch] section)')
 
+    def test_unknown_destination_type(self):
+        lines = [("type = clickhouse" if l == "type = avro_dir" else l) for l in self.base]
+        n = self.line_of(lines, "type = clickhouse")
+        self.expect(lines, n, 'bad value "clickhouse" for key "type": no sink implements this destination type '
+                    '(supported: avro_dir)')
+
+    def test_merge_refused_for_avro_dir(self):
+        lines = [("write_mode = merge" if l == "write_mode = append" else l) for l in self.base]
+        n = self.line_of(lines, "write_mode = merge")
+        self.expect(lines, n, 'destination "out" (avro_dir) does not support write_mode = merge; '
+                    'use write_mode = append')
+
     def test_missing_file_and_bad_usage(self):
         r = self.s.run("check", config=os.path.join(self.s.workdir, "nonexistent.ini"), timeout=30)
         self.assertEqual(r.rc, 2, r.describe())
@@ -128,6 +143,30 @@ class SlotAndSecretsTest(PgTestCase):
         r = s2.run("check", env=env, timeout=60)
         self.assertNotEqual(r.rc, 0, r.describe())
         self.assertNotIn(canary, r.stdout + r.stderr, r.describe())
+
+
+class LongLinesTest(PgTestCase):
+
+    def test_long_tables_line(self):
+        """A tables list over 200 characters (libinih's old line limit): every table is streamed."""
+        pg = self.pg
+        names = [f"long_table_name_number_{i:02d}_for_the_line" for i in range(12)]
+        for i, t in enumerate(names):
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY)")
+            pg.execute(f"INSERT INTO {t} VALUES ({i})")
+        pg.execute("CREATE TABLE long_table_left_out (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO long_table_left_out VALUES (99)")
+        tables = ", ".join(f"public.{t}" for t in names)
+        self.assertGreater(len("tables = " + tables), 200)
+        s = self.sluice(stream="longline", tables=tables)
+        self.assertIn("tables = " + tables, s.config_text().splitlines())
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        # the avro_dir sink's own check, moved out of the agent, says the same as before
+        self.assertIn(f"stream longline: destination out: path {s.out} can be created\n", r.stdout)
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertEqual(sorted(r["source_metadata"]["table"] for r in recs), sorted(names))
 
 
 class PrerequisitesTest(unittest.TestCase):

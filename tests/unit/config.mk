@@ -1,8 +1,17 @@
-# tests for config: agent/config.c (cmocka, TAP through the driver in Makefile.am)
+# tests for config: agent/config.c and the key-table engine common/keytab.c (cmocka, TAP through the driver in Makefile.am)
 if HAVE_CMOCKA
 check_PROGRAMS += %D%/test_config
 TESTS += %D%/test_config
 %C%_test_config_SOURCES = %D%/test_config.c
-%C%_test_config_CPPFLAGS = $(AM_CPPFLAGS) $(INIH_CFLAGS) $(CMOCKA_CFLAGS)
-%C%_test_config_LDADD = $(AGENTCFG_LIBS) libslcommon.a $(CMOCKA_LIBS)
+%C%_test_config_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+%C%_test_config_LDADD = $(AGENTCFG_LIBS) $(CMOCKA_LIBS)
+endif
+
+# The key-table engine and the secret helpers on their own: common/ only.
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_keytab
+TESTS += %D%/test_keytab
+%C%_test_keytab_SOURCES = %D%/test_keytab.c
+%C%_test_keytab_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+%C%_test_keytab_LDADD = libslcommon.a $(CMOCKA_LIBS)
 endif

@@ -84,14 +84,12 @@ static int per_test_teardown(void **state)
 static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_secs)
 {
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
-	struct sl_dest_config dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, SL_SOURCE_POSTGRES };
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, SL_SOURCE_POSTGRES, "lake" };
 	char err[512];
 	void *ctx;
 
 	memset(&dc, 0, sizeof dc);
-	dc.name = (char *)"lake";
-	dc.type = (char *)"avro_dir";
 	dc.path = g_dir;
 	dc.codec = codec;
 	dc.compression_level = 1;
@@ -213,8 +211,8 @@ static void test_registry(void **state)
 
 static void test_merge_refused(void **state)
 {
-	struct sl_dest_config dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, SL_SOURCE_POSTGRES };
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, SL_SOURCE_POSTGRES, "lake" };
 	char err[512];
 	void *ctx = (void *)1;
 

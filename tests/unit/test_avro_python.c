@@ -66,8 +66,8 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	};
 	struct sl_table *t = tl_table("public", "py_t", cols, 16);
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
-	struct sl_dest_config dc;
-	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, SL_SOURCE_POSTGRES };
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, SL_SOURCE_POSTGRES, "lake" };
 	struct sl_value v[16];
 	struct sl_change c;
 	void *ctx;

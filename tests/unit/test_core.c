@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include "agent/checkpoint.h"
-#include "backfill/pg_backfill.h"
+#include "sources/postgres/pg_backfill.h"
+#include "sources/postgres/pg_internal.h"
 #include "common/buf.h"
 #include "common/util.h"
 #include "schema/schema.h"
@@ -186,6 +187,16 @@ static void test_pgoutput_schema_change(void **state)
 	assert_true(ev.schema_changed);
 	assert_string_not_equal(ev.table->schema_key, key1);
 	assert_int_equal(ev.table->cols[0].type, SL_T_INT64);
+	/* The old version goes to the caller, who frees it once nothing uses it:
+	 * the decoder keeps only current versions, so memory stays bounded. */
+	assert_non_null(ev.retired);
+	assert_string_equal(ev.retired->schema_key, key1);
+	assert_true(ev.retired != ev.table);
+	sl_table_free(ev.retired);
+	/* The same new version again: nothing retired. */
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_false(ev.schema_changed);
+	assert_null(ev.retired);
 	sl_buf_free(&b);
 	sl_pgoutput_free(d);
 }
@@ -416,6 +427,15 @@ static void test_buf(void **state)
 	free(p);
 }
 
+static struct sl_position lsnpos(uint64_t lsn)
+{
+	struct sl_position p;
+
+	memset(&p, 0, sizeof p);
+	p.w[0] = lsn;
+	return p;
+}
+
 static void test_checkpoint_roundtrip(void **state)
 {
 	char dir[] = "/tmp/sluice-ckpt-XXXXXX", err[512];
@@ -426,46 +446,113 @@ static void test_checkpoint_roundtrip(void **state)
 	(void)state;
 
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(sl_ckpt_load(&ck, dir, "s1", err, sizeof err), 0);
+	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
 	assert_false(ck.exists);
 	snprintf(ck.slot, sizeof ck.slot, "sluice_s1");
-	ck.slot_created = true;
-	ck.durable_lsn = UINT64_C(0x1600000ABC);
+	ck.has_position = true;
+	ck.durable = lsnpos(UINT64_C(0x1600000ABC));
 	ck.last_source_ts_us = 1234567;
 	e = sl_ckpt_table(&ck, "we.ird", "a\"b");
 	e->state = SL_BF_RUNNING;
-	e->snapshot_lsn = 0x42;
+	e->snapshot = lsnpos(0x42);
 	e = sl_ckpt_table(&ck, "public", "t");
 	e->state = SL_BF_DONE;
 	e->rows = 1000000;
 	assert_int_equal(sl_ckpt_save(&ck, err, sizeof err), 0);
 
-	assert_int_equal(sl_ckpt_load(&ck2, dir, "s1", err, sizeof err), 0);
+	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
 	assert_true(ck2.exists);
 	assert_string_equal(ck2.slot, "sluice_s1");
-	assert_true(ck2.slot_created);
-	assert_true(ck2.durable_lsn == UINT64_C(0x1600000ABC));
+	assert_true(ck2.has_position);
+	assert_false(ck2.reset);
+	assert_true(ck2.durable.w[0] == UINT64_C(0x1600000ABC));
 	assert_true(ck2.last_source_ts_us == 1234567);
 	assert_int_equal(ck2.ntables, 2);
 	e = sl_ckpt_table(&ck2, "we.ird", "a\"b");
 	assert_int_equal(e->state, SL_BF_RUNNING);
-	assert_true(e->snapshot_lsn == 0x42);
+	assert_true(e->snapshot.w[0] == 0x42);
 	e = sl_ckpt_table(&ck2, "public", "t");
 	assert_int_equal(e->state, SL_BF_DONE);
 	assert_true(e->rows == 1000000);
 	assert_int_equal(ck2.ntables, 2);
 	sl_ckpt_free(&ck2);
 
+	/* The file names its format and its source kind, with LSNs as text. */
+	{
+		char *text = NULL;
+		size_t len;
+		assert_int_equal(sl_read_file(ck.path, &text, &len, err, sizeof err), 0);
+		assert_non_null(strstr(text, "\"format\": 2"));
+		assert_non_null(strstr(text, "\"source\": \"postgres\""));
+		assert_non_null(strstr(text, "\"durable\": \"16/ABC\""));
+		assert_non_null(strstr(text, "\"snapshot\": \"0/42\""));
+		free(text);
+	}
+
 	/* A corrupt file is an error, never a silent reset. */
 	snprintf(path, sizeof path, "%s", ck.path);
 	f = fopen(path, "w");
 	fputs("{\"durable_lsn\": 12", f);
 	fclose(f);
-	assert_int_equal(sl_ckpt_load(&ck2, dir, "s1", err, sizeof err), -1);
+	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), -1);
 	assert_non_null(strstr(err, "is corrupt"));
 	sl_ckpt_free(&ck2);
 	unlink(path);
 	sl_ckpt_free(&ck);
+	rmdir(dir);
+}
+
+/* A checkpoint exactly as sluice 0.1 wrote it still loads; the next save
+ * writes format 2.  Another source kind, or an unknown format, is refused
+ * with a message that says what to do. */
+static void test_checkpoint_format1(void **state)
+{
+	char dir[] = "/tmp/sluice-ckpt-XXXXXX", err[512], path[600];
+	struct sl_checkpoint ck;
+	struct sl_ckpt_table *e;
+	struct sl_source_desc other = sl_pg_desc;
+	FILE *f;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/s1.checkpoint.json", dir);
+	f = fopen(path, "w");
+	fputs("{\n  \"durable_lsn\": \"16/B374D848\",\n  \"format\": 1,\n  \"last_source_ts_us\": 1700000000000000,\n"
+	      "  \"reset_slot\": false,\n  \"slot\": \"sluice_s1\",\n  \"slot_created\": true,\n"
+	      "  \"tables\": {\n    \"public.orders\": {\n      \"backfill\": \"done\",\n      \"rows\": 42,\n"
+	      "      \"schema_key\": \"0123456789abcdef\",\n      \"snapshot_lsn\": \"0/16B3748\"\n    }\n  },\n"
+	      "  \"updated_us\": 1700000000000001\n}\n", f);
+	fclose(f);
+	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
+	assert_true(ck.exists);
+	assert_true(ck.has_position);
+	assert_false(ck.reset);
+	assert_true(ck.durable.w[0] == UINT64_C(0x16B374D848));
+	assert_string_equal(ck.slot, "sluice_s1");
+	e = sl_ckpt_table(&ck, "public", "orders");
+	assert_int_equal(e->state, SL_BF_DONE);
+	assert_true(e->rows == 42);
+	assert_true(e->snapshot.w[0] == UINT64_C(0x16B3748));
+	assert_string_equal(e->schema_key, "0123456789abcdef");
+	assert_int_equal(sl_ckpt_save(&ck, err, sizeof err), 0);
+	sl_ckpt_free(&ck);
+	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
+	assert_true(ck.durable.w[0] == UINT64_C(0x16B374D848));
+	sl_ckpt_free(&ck);
+
+	/* Written for postgres, read for another kind: refused, nothing changed. */
+	other.kind = "mysql";
+	assert_int_equal(sl_ckpt_load(&ck, &other, dir, "s1", err, sizeof err), -1);
+	assert_non_null(strstr(err, "was written for a postgres source, but the stream's source is mysql"));
+	sl_ckpt_free(&ck);
+
+	f = fopen(path, "w");
+	fputs("{\"format\": 9, \"source\": \"postgres\"}", f);
+	fclose(f);
+	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), -1);
+	assert_non_null(strstr(err, "has format 9"));
+	sl_ckpt_free(&ck);
+	unlink(path);
 	rmdir(dir);
 }
 
@@ -483,6 +570,7 @@ int main(void)
 		cmocka_unit_test(test_type_map),
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_checkpoint_roundtrip),
+		cmocka_unit_test(test_checkpoint_format1),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
