@@ -1,6 +1,6 @@
 # sinks: the sink interface, the registry and the avro_dir sink.
 noinst_LIBRARIES += libslsinks.a
-libslsinks_a_SOURCES = %D%/sink.h %D%/registry.c \
+libslsinks_a_SOURCES = %D%/sink.h %D%/registry.c %D%/lookup.c \
 	%D%/avro_dir/avro_value.c %D%/avro_dir/avro_value.h \
 	%D%/avro_dir/avro_schema.c %D%/avro_dir/avro_schema.h \
 	%D%/avro_dir/avro_enc.c %D%/avro_dir/avro_enc.h \

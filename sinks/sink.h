@@ -122,8 +122,9 @@ struct sl_sink_ops {
 	void (*close)(void *ctx);
 };
 
-/* The registry (sinks/registry.c). */
-/* Returns the ops for a destination type, or NULL. */
+/* The registry: the sinks of this build, NULL-terminated (sinks/registry.c). */
+extern const struct sl_sink_ops *const sl_sinks[];
+/* Returns the ops for a destination type, or NULL (sinks/lookup.c). */
 const struct sl_sink_ops *sl_sink_lookup(const char *type);
 /* The number of sinks, and the i-th (NULL past the end): to go through all. */
 size_t sl_sink_count(void);

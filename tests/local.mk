@@ -9,6 +9,14 @@ tests_tools_avro_read_SOURCES = tests/tools/avro_read.c
 tests_tools_avro_read_CPPFLAGS = $(AM_CPPFLAGS) $(AVRO_CFLAGS)
 tests_tools_avro_read_LDADD = $(AVRO_LIBS)
 
+# sluice_test: sluice with test-only sinks added to its sink registry
+# (slow_avro_dir, whose flushes take as long as a test asks).  The product
+# binary has none of them.
+noinst_PROGRAMS += tests/tools/sluice_test
+tests_tools_sluice_test_SOURCES = agent/main.c tests/tools/test_registry.c tests/tools/slow_sink.c
+tests_tools_sluice_test_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
+tests_tools_sluice_test_LDADD = $(sluice_LDADD)
+
 # Without cmocka no unit test is built: make check must not pass with zero tests.
 if !HAVE_CMOCKA
 check-local:

@@ -53,6 +53,13 @@ def sluice_bin():
     return os.environ.get("SLUICE_BIN", os.path.join(REPO, "_build", "sluice"))
 
 
+def sluice_test_bin():
+    """tests/tools/sluice_test, built beside sluice: sluice with test-only
+    sinks (slow_avro_dir) in its sink registry."""
+    return os.environ.get("SLUICE_TEST_BIN") or \
+        os.path.join(os.path.dirname(os.path.abspath(sluice_bin())), "tests", "tools", "sluice_test")
+
+
 def pg_available():
     """Returns None when PostgreSQL 15 and psycopg2 are usable, else the reason."""
     for b in ("initdb", "pg_ctl", "postgres"):
@@ -666,16 +673,19 @@ class Sluice:
             argv[2:2] = ["-c", config or self.config_path]
         return argv
 
-    def start(self, *args, config=None, env=None, raw=False, sample_hwm=False):
+    def start(self, *args, config=None, env=None, raw=False, sample_hwm=False, binary=None):
         """Starts `sluice ARGS` (with -c CONFIG inserted after the command
-        unless raw) in the background; returns a SluiceProc."""
-        if not os.access(self.binary, os.X_OK):
-            raise FileNotFoundError(f"sluice binary not found: {self.binary} (set SLUICE_BIN)")
+        unless raw) in the background; returns a SluiceProc.  binary
+        replaces the sluice binary for this run (e.g. sluice_test_bin())."""
+        binary = binary or self.binary
+        if not os.access(binary, os.X_OK):
+            raise FileNotFoundError(f"sluice binary not found: {binary} (set SLUICE_BIN)")
         self._nrun += 1
         out_path = os.path.join(self.workdir, f"run{self._nrun}.out")
         err_path = os.path.join(self.workdir, f"run{self._nrun}.err")
         fo, fe = open(out_path, "wb"), open(err_path, "wb")
         argv = [self.binary] + list(args) if raw else self.argv(*args, config=config)
+        argv[0] = binary
         e = dict(os.environ)
         e.update(env or {})
         p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=self.workdir,

@@ -6,9 +6,11 @@ output still equals the source with no counter gaps.
 
 import os
 import signal
+import sys
+import time
 import unittest
 
-from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, wait_until
+from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, sluice_test_bin, wait_until
 
 
 class ReconnectTest(PgTestCase):
@@ -51,9 +53,12 @@ if __name__ == "__main__":
 
 
 class SlowSinkTest(PgTestCase):
-    """A sink that blocks for longer than wal_sender_timeout: the heartbeat
-    thread keeps sending status updates, so the server does not drop the
-    replication connection, and nothing is acknowledged early."""
+    """A sink whose flushes block for longer than wal_sender_timeout (the
+    test-only slow_avro_dir sink of tests/tools/sluice_test).  While the sink
+    blocks, the reader keeps reading the server's stream into the bounded
+    queue, and when the queue is full it keeps sending status updates, so the
+    server does not drop the replication connection; memory stays bounded;
+    and nothing is acknowledged before the flush completes."""
     pg_settings = {"wal_sender_timeout": "3s"}
 
     def test_blocked_flush_does_not_time_out(self):
@@ -61,18 +66,57 @@ class SlowSinkTest(PgTestCase):
         pg.execute("CREATE TABLE slow (id int PRIMARY KEY, v text)")
         s = self.sluice(stream="slow", tables="public.slow", max_file_seconds=1)
         self.catch_up(s)
-        # every flush now blocks for 8 s, well past the 3 s timeout
-        p = s.start("run", env={"SLUICE_FAULT_FLUSH_DELAY_MS": "8000"})
+        # every flush now blocks for 12 s, well past the 3 s timeout
+        secs = s.sections()
+        secs["destination.out"]["type"] = "slow_avro_dir"
+        secs["destination.out"]["flush_delay"] = "12s"
+        slow_config = os.path.join(s.workdir, "slow.ini")
+        with open(slow_config, "w") as f:
+            for sec, kv in secs.items():
+                f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
+        p = s.start("run", config=slow_config, binary=sluice_test_bin(), sample_hwm=True)
         wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
+        self.assertIn("every flush is delayed by 12 s", p.stderr_text())
         before = pg.slot_info(s.slot)["confirmed_flush_lsn"]
         for i in range(1, 51):
             pg.execute("INSERT INTO slow VALUES (%s, 'v')", (i,))
+        first_end = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
+        time.sleep(1.5)   # the first flush (files are due after 1 s) is now blocked
+
+        def walsender():
+            return pg.sql("SELECT sent_lsn::text, reply_time, client_port FROM pg_stat_replication "
+                          "WHERE application_name = 'sluice'")[0]
+
+        def unread(port):   # bytes the kernel holds for sluice's socket that it has not read
+            for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+                with open(name) as f:
+                    for line in list(f)[1:]:
+                        fields = line.split()
+                        if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                            return int(fields[4].split(":")[1], 16)
+            raise AssertionError(f"no socket with local port {port}")
+
+        # 5,000 rows (~1.5 MB of WAL, less than the 8 MB queue): the reader
+        # takes all of it while the sink is blocked.
+        pg.execute("INSERT INTO slow SELECT g, repeat('x', 200) FROM generate_series(51, 5050) g")
+        mid = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
+        time.sleep(2.5)
+        sent, reply0, port = walsender()
+        self.assertGreaterEqual(lsn_to_int(sent), mid, "the server could not send: the reader stopped reading")
+        self.assertLess(unread(port), 64 * 1024, "sluice left the stream unread while the sink blocked")
+        self.assertEqual(pg.slot_info(s.slot)["confirmed_flush_lsn"], before, "acknowledged before the flush")
+        # 40,000 more (~12 MB, more than the queue holds): the reader fills the
+        # queue and waits, and status updates keep going out.
+        pg.execute("INSERT INTO slow SELECT g, repeat('y', 200) FROM generate_series(5051, 45050) g")
         end = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
-        # while the first flush blocks, nothing new is acknowledged
-        wait_until(lambda: "every flush is delayed" in p.stderr_text(), 10, "the hook")
-        self.assertEqual(pg.slot_info(s.slot)["confirmed_flush_lsn"], before)
-        wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] >= end, 60,
-                   "the slot to be acknowledged after the slow flush", interval=0.5)
+        time.sleep(3.5)
+        _, reply1, _ = walsender()
+        self.assertGreater(reply1, reply0, "no status update reached the server during the slow flush")
+        self.assertEqual(pg.slot_info(s.slot)["confirmed_flush_lsn"], before, "acknowledged before the flush")
+        wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] >= first_end, 30,
+                   "the first flush to be acknowledged", interval=0.5)
+        wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] >= end, 180,
+                   "the slot to be acknowledged after the slow flushes", interval=0.5)
         self.assertTrue(p.alive(), p.stderr_text())
         p.signal(signal.SIGTERM)
         r = p.wait_result(60)
@@ -80,5 +124,8 @@ class SlowSinkTest(PgTestCase):
         self.assertNotIn("retrying", r.stderr, "the connection was dropped")
         with open(pg.logfile, errors="replace") as f:
             self.assertNotIn("replication timeout", f.read())
+        # Memory stayed bounded: the 8 MB queue held the reader back.
+        print(f"    peak RSS (VmHWM) {r.hwm_kb / 1024:.1f} MB with the default 8 MB queue", file=sys.stderr)
+        self.assertLess(r.hwm_kb, 48 * 1024)
         recs = records_for(self.read(s), "public", "slow")
         self.assertTableMatches(recs, "public", "slow", ["id"])
