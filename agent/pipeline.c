@@ -190,6 +190,8 @@ static int do_flush(struct sl_pipe *p)
 
 	if (rc < 0)
 		return SL_EFAIL;
+	if (atomic_load(&p->abort))
+		return SL_OK;  /* stopping: a new run may own the checkpoint already */
 	atomic_fetch_add(&p->n_flushes, 1);
 	sl_debug("stream \"%s\": flushed in %" PRId64 " ms", p->pc.stream, sl_mono_ms() - t0);
 	if (rc == 1 && (!ck->has_position || pos_cmp(p, &d, &ck->durable) > 0)) {
@@ -881,13 +883,20 @@ int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
 	if (!flush || rc < 0)
 		atomic_store(&p->abort, true);
 	sl_queue_close(p->q);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += STOP_GRACE_MS / 1000;
-	if (p->started && pthread_timedjoin_np(p->writer, NULL, &until) != 0) {
-		*abandoned = true;
-		snprintf(err, errlen, "stream \"%s\": the sink did not stop within %d s", p->pc.stream,
-			 STOP_GRACE_MS / 1000);
-		return SL_EFAIL;
+	if (cancelled(p)) {
+		/* A second signal: do not wait for a sink that may block for long. */
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += STOP_GRACE_MS / 1000;
+		if (p->started && pthread_timedjoin_np(p->writer, NULL, &until) != 0) {
+			*abandoned = true;
+			snprintf(err, errlen, "stream \"%s\": the sink did not stop within %d s", p->pc.stream,
+				 STOP_GRACE_MS / 1000);
+			return SL_EFAIL;
+		}
+	} else if (p->started) {
+		/* Otherwise wait for the sink call under way: a retry must not start
+		 * while the old writer still holds the sink or the checkpoint. */
+		pthread_join(p->writer, NULL);
 	}
 	/* Table versions retired by events the writer never reached. */
 	while ((ev = sl_queue_peek(p->q, 0, &len)) != NULL) {

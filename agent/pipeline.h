@@ -71,10 +71,11 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc);
 /*
  * Stops the pipeline.  With flush, everything pushed is written, flushed
  * and checkpointed first (a drain); without, nothing more is (a cancel or a
- * failure).  Returns the writer's status.  When the writer does not stop
- * within a few seconds (a sink blocked in a flush, after a cancel), it is
- * left running and *abandoned is set: the caller must then not free the
- * sink or the checkpoint, and should end the process.
+ * failure), and the writer finishes only the sink call under way, without
+ * checkpointing it.  Returns the writer's status.  After a second signal,
+ * when the writer does not stop within a few seconds (a sink blocked in a
+ * flush), it is left running and *abandoned is set: the caller must then not
+ * free the sink or the checkpoint, and should end the process.
  */
 int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned);
 
