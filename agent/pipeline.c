@@ -130,20 +130,6 @@ static bool value_data(const struct sl_value *v, const char **data, size_t *len)
 	return true;
 }
 
-static struct timespec deadline_ms(int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
 /* ------------------------------------------------------------------ */
 /* writer                                                               */
 
@@ -699,7 +685,7 @@ int sl_pipe_sync(struct sl_pipe *p)
 	push_done(p, sizeof *ev, true);
 	for (;;) {
 		int slice = p->interval_ms < WAIT_SLICE_MS ? (int)p->interval_ms : WAIT_SLICE_MS;
-		struct timespec until = deadline_ms(slice);
+		struct timespec until = sl_mono_deadline(slice);
 		bool done, failed;
 
 		pthread_mutex_lock(&p->mu);

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/util.h"
+
 #define HDR 8  /* each record starts with its length, a uint64_t */
 
 struct chunk {
@@ -65,21 +67,6 @@ static struct chunk *chunk_new(size_t size)
 	c->size = size;
 	c->wpos = 0;
 	return c;
-}
-
-/* Absolute CLOCK_MONOTONIC time timeout_ms from now. */
-static struct timespec deadline(int timeout_ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
 }
 
 struct sl_queue *sl_queue_new(size_t cap)
@@ -162,7 +149,7 @@ void *sl_queue_reserve(struct sl_queue *q, size_t n, int timeout_ms, bool *oom)
 	pthread_mutex_lock(&q->mu);
 	while (!atomic_load(&q->closed) && q->nchunks > 1 && q->bytes + size > q->cap) {
 		if (!waited) {
-			until = deadline(timeout_ms);
+			until = sl_mono_deadline(timeout_ms);
 			waited = true;
 		}
 		q->producer_waiting = true;
@@ -250,7 +237,7 @@ void *sl_queue_peek(struct sl_queue *q, int timeout_ms, size_t *len)
 		}
 		if (timeout_ms <= 0 || waited)
 			return NULL;
-		until = deadline(timeout_ms);
+		until = sl_mono_deadline(timeout_ms);
 		waited = true;
 		pthread_mutex_lock(&q->mu);
 		atomic_store(&q->consumer_waiting, true);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define SL_ERRLEN 512
 
@@ -18,6 +19,9 @@
 int64_t sl_now_us(void);
 /* Monotonic clock, milliseconds. */
 int64_t sl_mono_ms(void);
+/* The CLOCK_MONOTONIC time ms milliseconds from now, for
+ * pthread_cond_timedwait on a condition variable made with that clock. */
+struct timespec sl_mono_deadline(int ms);
 
 /* Formats an LSN as PostgreSQL does ("16/B374D848") into out (>= 18 bytes). */
 void sl_lsn_format(uint64_t lsn, char out[static 18]);
