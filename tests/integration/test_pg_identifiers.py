@@ -55,6 +55,26 @@ class HostileIdentifiersTest(PgTestCase):
         self.assertEqual({r["source_metadata"]["schema"] for r in recs}, {SCHEMA})
         self.assertEqual(pg.one("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename = 't'"), 1)
 
+    def test_hostile_publication_name(self):
+        """A publication name with both kinds of quote: created, passed to
+        START_REPLICATION (a literal holding an identifier list), streamed."""
+        pg = self.pg
+        pg.execute("CREATE TABLE pubq (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO pubq VALUES (1, 'a')")
+        pub = """my"pub'x"""
+        s = self.sluice(stream="pubq", tables="public.pubq", extra={"stream": {"publication": pub}})
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.catch_up(s)
+        self.assertEqual(pg.one("SELECT count(*) FROM pg_publication WHERE pubname = %s", (pub,)), 1)
+        pg.execute("INSERT INTO pubq VALUES (2, 'b')")
+        pg.execute("UPDATE pubq SET v = 'c' WHERE id = 1")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "pubq")
+        self.assertEqual(sorted(r["source_metadata"]["change_type"] for r in recs),
+                         ["INSERT", "INSERT", "UPDATE-INSERT"])
+        self.assertTableMatches(recs, "public", "pubq", ["id"])
+
 
 if __name__ == "__main__":
     unittest.main()

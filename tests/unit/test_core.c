@@ -427,6 +427,23 @@ static void test_buf(void **state)
 	free(p);
 }
 
+/* A failed PQescapeIdentifier (here: no connection) is an error, never an
+ * empty name in the SQL; the buffer is left as it was. */
+static void test_quote_failure(void **state)
+{
+	struct sl_buf b;
+	struct sl_table *t = sl_table_new("public", "t");
+	(void)state;
+
+	sl_buf_init(&b, 0);
+	sl_buf_puts(&b, "SELECT ");
+	assert_int_equal(sl_pg_append_ident(&b, NULL, "x"), -1);
+	assert_int_equal(sl_pg_append_qualified(&b, NULL, t), -1);
+	assert_string_equal(b.data, "SELECT ");
+	sl_buf_free(&b);
+	sl_table_free(t);
+}
+
 static struct sl_position lsnpos(uint64_t lsn)
 {
 	struct sl_position p;
@@ -569,6 +586,7 @@ int main(void)
 		cmocka_unit_test(test_avro_names),
 		cmocka_unit_test(test_type_map),
 		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_quote_failure),
 		cmocka_unit_test(test_checkpoint_roundtrip),
 		cmocka_unit_test(test_checkpoint_format1),
 	};
