@@ -36,6 +36,7 @@
 #include "schema/schema.h"
 #include "sinks/avro_dir/avro_enc.h"
 #include "sinks/avro_dir/ocf.h"
+#include "sources/postgres/pg_text.h"
 
 #define POOL_ROWS 65536
 #define NCOLS 6
@@ -93,12 +94,14 @@ static int make_pool(struct pool *p)
 	int64_t ts0 = INT64_C(1706708700000000);  /* 2024-01-31 13:45:00 UTC */
 	char s[128];
 
-	if (!t || sl_table_add_column(t, "id", 20, -1, "bigint", true) < 0 ||
-	    sl_table_add_column(t, "qty", 23, -1, "integer", false) < 0 ||
-	    sl_table_add_column(t, "name", 25, -1, "text", false) < 0 ||
-	    sl_table_add_column(t, "amount", 1700, ((12 << 16) | 2) + 4, "numeric(12,2)", false) < 0 ||
-	    sl_table_add_column(t, "updated_at", 1184, -1, "timestamp with time zone", false) < 0 ||
-	    sl_table_add_column(t, "score", 701, -1, "double precision", false) < 0 ||
+	if (!t || sl_table_add_column(t, "id", SL_T_INT64, 0, 0, SL_PG_INT8, -1, "bigint", true) < 0 ||
+	    sl_table_add_column(t, "qty", SL_T_INT32, 0, 0, SL_PG_INT4, -1, "integer", false) < 0 ||
+	    sl_table_add_column(t, "name", SL_T_STRING, 0, 0, SL_PG_TEXT, -1, "text", false) < 0 ||
+	    sl_table_add_column(t, "amount", SL_T_DECIMAL, 12, 2, SL_PG_NUMERIC, ((12 << 16) | 2) + 4,
+				"numeric(12,2)", false) < 0 ||
+	    sl_table_add_column(t, "updated_at", SL_T_TIMESTAMPTZ, 0, 0, SL_PG_TIMESTAMPTZ, -1,
+				"timestamp with time zone", false) < 0 ||
+	    sl_table_add_column(t, "score", SL_T_DOUBLE, 0, 0, SL_PG_FLOAT8, -1, "double precision", false) < 0 ||
 	    sl_table_finish(t) < 0)
 		return -1;
 	p->t = t;

@@ -3,4 +3,4 @@
 #   bench/avro_encode [rows]
 noinst_PROGRAMS += %D%/avro_encode
 %C%_avro_encode_SOURCES = %D%/avro_encode.c
-%C%_avro_encode_LDADD = $(SINKS_LIBS) $(SCHEMA_LIBS) libslcommon.a
+%C%_avro_encode_LDADD = $(SINKS_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a

@@ -1,6 +1,6 @@
 /*
- * schema/schema.c: table schema versions, change sequence numbers, record
- * uuids, and the PostgreSQL type mapping.
+ * schema/schema.c: table schema versions, change sequence numbers and record
+ * uuids.
  */
 #include "schema/schema.h"
 
@@ -11,15 +11,6 @@
 #include <nettle/sha1.h>
 
 #include "common/buf.h"
-
-/* PostgreSQL built-in type OIDs (src/include/catalog/pg_type.dat). */
-enum {
-	PG_BOOL = 16, PG_BYTEA = 17, PG_INT8 = 20, PG_INT2 = 21, PG_INT4 = 23,
-	PG_TEXT = 25, PG_JSON = 114, PG_FLOAT4 = 700, PG_FLOAT8 = 701,
-	PG_BPCHAR = 1042, PG_VARCHAR = 1043, PG_DATE = 1082, PG_TIME = 1083,
-	PG_TIMESTAMP = 1114, PG_TIMESTAMPTZ = 1184, PG_NUMERIC = 1700,
-	PG_UUID = 2950, PG_JSONB = 3802,
-};
 
 /* The namespace of every record uuid: UUIDv5 needs one; this one is fixed
  * forever, since changing it would change every uuid sluice ever wrote. */
@@ -89,43 +80,6 @@ const char *sl_op_name(enum sl_op op)
 	return "UNKNOWN";
 }
 
-enum sl_type sl_pg_type_map(uint32_t oid, int32_t typmod, int *precision, int *scale)
-{
-	switch (oid) {
-	case PG_BOOL: return SL_T_BOOL;
-	case PG_INT2: case PG_INT4: return SL_T_INT32;
-	case PG_INT8: return SL_T_INT64;
-	case PG_FLOAT4: return SL_T_FLOAT;
-	case PG_FLOAT8: return SL_T_DOUBLE;
-	case PG_BYTEA: return SL_T_BYTES;
-	case PG_DATE: return SL_T_DATE;
-	case PG_TIME: return SL_T_TIME;
-	case PG_TIMESTAMP: return SL_T_TIMESTAMP;
-	case PG_TIMESTAMPTZ: return SL_T_TIMESTAMPTZ;
-	case PG_UUID: return SL_T_UUID;
-	case PG_JSON: case PG_JSONB: return SL_T_JSON;
-	case PG_NUMERIC:
-		/* typmod = ((precision << 16) | (scale & 0x7ff)) + VARHDRSZ; PG15
-		 * allows scales outside 0..precision, which Avro decimal cannot hold. */
-		if (typmod >= 4) {
-			int32_t t = typmod - 4;
-			int p = (t >> 16) & 0xffff;
-			int s = t & 0x7ff;
-			if (s & 0x400)
-				s -= 0x800; /* sign-extend the 11-bit scale */
-			if (p >= 1 && s >= 0 && s <= p) {
-				*precision = p;
-				*scale = s;
-				return SL_T_DECIMAL;
-			}
-		}
-		return SL_T_STRING;
-	case PG_TEXT: case PG_VARCHAR: case PG_BPCHAR:
-	default:
-		return SL_T_STRING;
-	}
-}
-
 struct sl_table *sl_table_new(const char *ns, const char *name)
 {
 	struct sl_table *t = calloc(1, sizeof *t);
@@ -141,8 +95,8 @@ struct sl_table *sl_table_new(const char *ns, const char *name)
 	return t;
 }
 
-int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid, int32_t typmod,
-			const char *type_name, bool is_key)
+int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type, int precision, int scale,
+			uint32_t src_type, int32_t src_typmod, const char *type_name, bool is_key)
 {
 	struct sl_column *cols = realloc(t->cols, sizeof *cols * (size_t)(t->ncols + 1));
 	struct sl_column *c;
@@ -159,10 +113,14 @@ int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid,
 		free(c->type_name);
 		return -1;
 	}
-	c->type_oid = type_oid;
-	c->typmod = typmod;
+	c->src_type = src_type;
+	c->src_typmod = src_typmod;
 	c->is_key = is_key;
-	c->type = sl_pg_type_map(type_oid, typmod, &c->precision, &c->scale);
+	c->type = type;
+	if (type == SL_T_DECIMAL) {
+		c->precision = precision;
+		c->scale = scale;
+	}
 	t->ncols++;
 	return 0;
 }
@@ -254,8 +212,8 @@ int sl_table_finish(struct sl_table *t)
 		const struct sl_column *c = &t->cols[i];
 		unsigned char k = c->is_key;
 		h = fnv1a(h, c->name, strlen(c->name) + 1);
-		h = fnv1a(h, &c->type_oid, sizeof c->type_oid);
-		h = fnv1a(h, &c->typmod, sizeof c->typmod);
+		h = fnv1a(h, &c->src_type, sizeof c->src_type);
+		h = fnv1a(h, &c->src_typmod, sizeof c->src_typmod);
 		h = fnv1a(h, &k, 1);
 	}
 	snprintf(t->schema_key, sizeof t->schema_key, "%016" PRIx64, h);
@@ -292,8 +250,8 @@ bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b)
 		return false;
 	for (int i = 0; i < a->ncols; i++) {
 		const struct sl_column *x = &a->cols[i], *y = &b->cols[i];
-		if (strcmp(x->name, y->name) || x->type_oid != y->type_oid ||
-		    x->typmod != y->typmod || x->is_key != y->is_key)
+		if (strcmp(x->name, y->name) || x->src_type != y->src_type ||
+		    x->src_typmod != y->src_typmod || x->is_key != y->is_key)
 			return false;
 	}
 	return true;

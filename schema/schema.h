@@ -39,8 +39,8 @@ struct sl_column {
 	enum sl_type type;
 	int precision;       /* SL_T_DECIMAL only */
 	int scale;           /* SL_T_DECIMAL only */
-	uint32_t type_oid;   /* source type (PostgreSQL type OID) */
-	int32_t typmod;      /* source type modifier, -1 if none */
+	uint32_t src_type;   /* the source's type id (PostgreSQL: type OID) */
+	int32_t src_typmod;  /* the source's type modifier, -1 if none */
 	char *type_name;     /* source type name as the catalog shows it, e.g. "numeric(10,2)" (owned, may be NULL) */
 	bool is_key;         /* part of the primary key */
 };
@@ -115,19 +115,19 @@ const char *sl_op_name(enum sl_op op);
 
 /* Table schema lifecycle.  sl_table_new copies ns and name; columns are
  * added with sl_table_add_column (copies name and type_name), then
- * sl_table_finish derives avro names, the object name and the schema key. */
+ * sl_table_finish derives avro names, the object name and the schema key.
+ * The source maps its own type to type (with precision and scale for
+ * SL_T_DECIMAL, ignored otherwise); src_type and src_typmod are the source's
+ * type id and modifier as it reports them, and with the names and key flags
+ * they make the schema key. */
 struct sl_table *sl_table_new(const char *ns, const char *name);
-int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid, int32_t typmod,
-			const char *type_name, bool is_key);
+int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type, int precision, int scale,
+			uint32_t src_type, int32_t src_typmod, const char *type_name, bool is_key);
 int sl_table_finish(struct sl_table *t);
 void sl_table_free(struct sl_table *t);
 /* True if at least one column is part of the primary key. */
 bool sl_table_has_key(const struct sl_table *t);
 /* True if both describe the same columns (names, types, modifiers, keys). */
 bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b);
-
-/* Maps a PostgreSQL type OID and typmod to an output type; sets precision and
- * scale for SL_T_DECIMAL. */
-enum sl_type sl_pg_type_map(uint32_t oid, int32_t typmod, int *precision, int *scale);
 
 #endif

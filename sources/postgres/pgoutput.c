@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "sources/postgres/pg_text.h"
 
 struct relentry {
 	uint32_t relid;
@@ -217,9 +218,12 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 		const char *cname = rd_str(r, "column name");
 		uint32_t oid = rd_u32(r, "column type");
 		int32_t typmod = (int32_t)rd_u32(r, "column type modifier");
+		int precision = 0, scale = 0;
+		enum sl_type type;
 		if (r->bad)
 			goto out;
-		if (sl_table_add_column(t, cname, oid, typmod, NULL, flags & 1) < 0)
+		type = sl_pg_type_map(oid, typmod, &precision, &scale);
+		if (sl_table_add_column(t, cname, type, precision, scale, oid, typmod, NULL, flags & 1) < 0)
 			goto oom;
 	}
 	/* The catalog's primary key beats the replica identity flags, which mark

@@ -9,16 +9,48 @@
 #include <string.h>
 #include <unistd.h>
 
+/* doc/types.md's PostgreSQL -> output type table, for the OIDs above. */
+static enum sl_type map_type(uint32_t oid, int32_t typmod, int *precision, int *scale)
+{
+	switch (oid) {
+	case T_BOOL: return SL_T_BOOL;
+	case T_INT2: case T_INT4: return SL_T_INT32;
+	case T_INT8: return SL_T_INT64;
+	case T_FLOAT4: return SL_T_FLOAT;
+	case T_FLOAT8: return SL_T_DOUBLE;
+	case T_BYTEA: return SL_T_BYTES;
+	case T_DATE: return SL_T_DATE;
+	case T_TIME: return SL_T_TIME;
+	case T_TIMESTAMP: return SL_T_TIMESTAMP;
+	case T_TIMESTAMPTZ: return SL_T_TIMESTAMPTZ;
+	case T_UUID: return SL_T_UUID;
+	case T_JSON: case T_JSONB: return SL_T_JSON;
+	case T_NUMERIC:
+		/* numeric(p,s) with 0 <= s <= p, as numeric_typmod() makes it */
+		if (typmod >= 4 && ((typmod - 4) >> 16) >= 1 && ((typmod - 4) & 0xffff) <= ((typmod - 4) >> 16)) {
+			*precision = (typmod - 4) >> 16;
+			*scale = (typmod - 4) & 0xffff;
+			return SL_T_DECIMAL;
+		}
+		return SL_T_STRING;
+	default:
+		return SL_T_STRING;
+	}
+}
+
 struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col *cols, int n)
 {
 	struct sl_table *t = sl_table_new(ns, name);
 
 	if (!t)
 		abort();
-	for (int i = 0; i < n; i++)
-		if (sl_table_add_column(t, cols[i].name, cols[i].oid, cols[i].typmod, cols[i].type_name,
-					cols[i].key) < 0)
+	for (int i = 0; i < n; i++) {
+		int p = 0, s = 0;
+		enum sl_type type = map_type(cols[i].oid, cols[i].typmod, &p, &s);
+		if (sl_table_add_column(t, cols[i].name, type, p, s, cols[i].oid, cols[i].typmod,
+					cols[i].type_name, cols[i].key) < 0)
 			abort();
+	}
 	if (sl_table_finish(t) < 0)
 		abort();
 	return t;

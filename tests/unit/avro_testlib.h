@@ -35,7 +35,9 @@ struct tl_col {
 	bool key;
 };
 
-/* Builds and finishes a table; aborts the test program on failure. */
+/* Builds and finishes a table; aborts the test program on failure.  Each
+ * column's output type follows doc/types.md's PostgreSQL mapping, restated in
+ * avro_testlib.c so that the sink tests do not depend on the source's code. */
 struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col *cols, int n);
 
 /* Test-local Avro long encoding (zigzag varint), written independently of

@@ -20,6 +20,7 @@
 #include "common/buf.h"
 #include "common/util.h"
 #include "schema/schema.h"
+#include "sources/postgres/pg_text.h"
 #include "sources/postgres/pgoutput.h"
 
 /* ---- a pgoutput message writer for the tests ---- */
@@ -90,6 +91,10 @@ static void test_pgoutput_transaction(void **state)
 	assert_int_equal(ev.table->cols[1].scale, 2);
 	assert_true(ev.table->cols[0].is_key);
 	assert_false(ev.schema_changed);
+	assert_int_equal(ev.table->cols[1].src_type, 1700);
+	assert_int_equal(ev.table->cols[1].src_typmod, ((12 << 16) | 2) + 4);
+	/* the schema key of this column list, as sluice has always computed it */
+	assert_string_equal(ev.table->schema_key, "8e8fd44dd575fe00");
 
 	sl_buf_reset(&b);
 	w8(&b, 'B');
@@ -328,7 +333,7 @@ static void test_uuid_deterministic(void **state)
 	(void)state;
 
 	assert_non_null(t);
-	assert_int_equal(sl_table_add_column(t, "id", 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	memset(&a, 0, sizeof a);
 	a.table = t;
@@ -363,10 +368,10 @@ static void test_avro_names(void **state)
 	struct sl_table *t = sl_table_new("we ird", "a\"b");
 	(void)state;
 
-	assert_int_equal(sl_table_add_column(t, "select", 25, -1, NULL, false), 0);
-	assert_int_equal(sl_table_add_column(t, "1st col", 25, -1, NULL, false), 0);
-	assert_int_equal(sl_table_add_column(t, "1st_col", 25, -1, NULL, false), 0);
-	assert_int_equal(sl_table_add_column(t, "a/b", 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "select", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "1st col", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "1st_col", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "a/b", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	assert_string_equal(t->cols[0].avro_name, "select");
 	assert_string_equal(t->cols[1].avro_name, "_1st_col");
