@@ -30,6 +30,7 @@
 #include "common/util.h"
 #include "sinks/sink.h"
 #include "sources/postgres/pg_source.h"
+#include "sources/postgres/pg_text.h"
 
 atomic_int sl_signal_count;
 
@@ -71,6 +72,10 @@ struct stream {
 	uint64_t bf_position;
 	int64_t bf_ts_us;        /* server time just before the snapshot's slot was created */
 	struct sl_buf keybuf;
+	struct sl_value *bf_vals;   /* a row's typed values, bf_nvals allocated */
+	int bf_nvals;
+	struct sl_buf bf_scratch;   /* their decoded bytes, uuids and decimal digits */
+	struct sl_pg_text_stats bf_text_stats;
 	/* counters */
 	uint64_t changes;
 	uint64_t backfill_rows;
@@ -197,7 +202,7 @@ static void init_backfill_change(struct stream *s, struct sl_change *c, const st
 	c->read_ts_us = sl_now_us();
 }
 
-static int backfill_row(void *payload, const struct sl_table *t, const struct sl_value *vals)
+static int backfill_row(void *payload, const struct sl_table *t, const struct sl_text_value *text)
 {
 	struct stream *s = payload;
 	struct sl_change c;
@@ -207,8 +212,19 @@ static int backfill_row(void *payload, const struct sl_table *t, const struct sl
 		snprintf(s->err, s->errlen, "backfill of \"%s\".\"%s\" interrupted by a signal", t->ns, t->name);
 		return -1;
 	}
+	if (t->ncols > s->bf_nvals) {
+		struct sl_value *nv = realloc(s->bf_vals, sizeof *nv * (size_t)t->ncols);
+		if (!nv) {
+			snprintf(s->err, s->errlen, "out of memory backfilling \"%s\".\"%s\"", t->ns, t->name);
+			return -1;
+		}
+		s->bf_vals = nv;
+		s->bf_nvals = t->ncols;
+	}
+	if (sl_pg_text_row(t, text, s->bf_vals, &s->bf_scratch, &s->bf_text_stats, s->err, s->errlen) < 0)
+		return -1;
 	init_backfill_change(s, &c, t, SL_OP_INSERT, s->bf_position);
-	c.values = vals;
+	c.values = s->bf_vals;
 	/* Every row of a snapshot shares its CSN; the key (or the whole row when
 	 * there is no key) makes the uuid unique and still deterministic. */
 	for (int pass = 0; pass < 2 && !haskey; pass++) {
@@ -217,16 +233,12 @@ static int backfill_row(void *payload, const struct sl_table *t, const struct sl
 			if (pass == 0 && !t->cols[i].is_key)
 				continue;
 			haskey = true;
-			if (vals[i].kind == SL_V_TEXT) {
-				/* length-prefixed, so ("a","bc") and ("ab","c") differ */
-				unsigned char len[4];
-				sl_put_u32(len, vals[i].len);
-				sl_buf_append(&s->keybuf, len, sizeof len);
-				sl_buf_append(&s->keybuf, vals[i].p, vals[i].len);
-			} else {
-				sl_buf_putc(&s->keybuf, 'N');
-			}
+			sl_value_key_bytes(&s->keybuf, &s->bf_vals[i]);
 		}
+	}
+	if (sl_buf_failed(&s->keybuf)) {
+		snprintf(s->err, s->errlen, "out of memory deriving the uuid of a row of \"%s\".\"%s\"", t->ns, t->name);
+		return -1;
 	}
 	sl_change_set_uuid(&c, s->sc->name, s->keybuf.data, s->keybuf.len);
 	if (s->sink->write(s->sinkctx, &c, s->err, s->errlen) < 0)
@@ -651,6 +663,8 @@ static void stream_free(struct stream *s)
 	sl_pg_tables_free(s->tables, s->ntables);
 	sl_ckpt_free(&s->ck);
 	sl_buf_free(&s->keybuf);
+	sl_buf_free(&s->bf_scratch);
+	free(s->bf_vals);
 	pthread_cond_destroy(&s->hb_cv);
 	pthread_mutex_destroy(&s->mu);
 }
@@ -694,6 +708,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	s.err = err;
 	s.errlen = errlen;
 	sl_buf_init(&s.keybuf, 0);
+	sl_buf_init(&s.bf_scratch, 0);
 	s.last_status_ms = sl_mono_ms();
 	s.status_interval_ms = STATUS_INTERVAL_MS;
 	pthread_mutex_init(&s.mu, NULL);

@@ -71,7 +71,7 @@ static int hexval(char ch)
 	return -1;
 }
 
-int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
+int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncols)
 {
 	char *end = row + len, *in = row;
 	int col = 0;
@@ -130,11 +130,11 @@ int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
 				break;
 		}
 		if (out) {
-			vals[col].kind = SL_V_TEXT;
+			vals[col].kind = SL_TV_TEXT;
 			vals[col].p = start;
 			vals[col].len = (uint32_t)(out - start);
 		} else {
-			vals[col].kind = SL_V_NULL;
+			vals[col].kind = SL_TV_NULL;
 			vals[col].p = NULL;
 			vals[col].len = 0;
 		}
@@ -150,7 +150,7 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn
 			 uint64_t *rows, char *err, size_t errlen)
 {
 	struct sl_buf sql;
-	struct sl_value *vals = NULL;
+	struct sl_text_value *vals = NULL;
 	PGresult *res = NULL;
 	char *row = NULL;
 	int rc = SL_EFAIL, len;

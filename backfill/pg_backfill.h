@@ -15,9 +15,11 @@
 
 #include "schema/schema.h"
 
-/* Called once per row; vals has t->ncols entries, valid during the call.
- * Returns 0 to go on, or -1 to stop (the callback sets its own error). */
-typedef int (*sl_backfill_row_fn)(void *payload, const struct sl_table *t, const struct sl_value *vals);
+/* Called once per row; vals has t->ncols entries in COPY's text format
+ * (PostgreSQL's output format of each type, unescaped), valid during the
+ * call: converting them to typed values is the caller's job.  Returns 0 to go
+ * on, or -1 to stop (the callback sets its own error). */
+typedef int (*sl_backfill_row_fn)(void *payload, const struct sl_table *t, const struct sl_text_value *vals);
 
 /* BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT.
  * SL_OK or SL_EFAIL with err. */
@@ -32,8 +34,9 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_backfill_row_fn
 void sl_pg_backfill_end(PGconn *c);
 
 /* Decodes one COPY text-format row in place (row is modified): splits at tabs,
- * turns \N into NULL and resolves backslash escapes.  Returns 0, or -1 if
- * the row does not have ncols fields. */
-int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols);
+ * turns \N into SL_TV_NULL and resolves backslash escapes; the other fields
+ * are SL_TV_TEXT pointing into row.  Returns 0, or -1 if the row does not
+ * have ncols fields. */
+int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncols);
 
 #endif

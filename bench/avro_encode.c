@@ -3,13 +3,16 @@
  *
  * It builds synthetic CDC changes of the project benchmark's shape, a table
  * with six columns (bigint key, int, text of about 20 bytes, numeric(12,2),
- * timestamptz, float8) as pgoutput delivers them: text values, 60% inserts,
- * 30% update-inserts, 10% deletes carrying only the key, 5000 rows per
- * transaction.  A pool of POOL_ROWS distinct changes is prepared up front
- * (CSN, UUID and value text included, so none of that is timed) and cycled
- * through.  Then it times, over the same rows:
+ * timestamptz, float8): 60% inserts, 30% update-inserts, 10% deletes carrying
+ * only the key, 5000 rows per transaction.  A pool of POOL_ROWS distinct rows
+ * is prepared up front, each both as pgoutput delivers it (text) and as typed
+ * values built directly from the same numbers (CSN and UUID included, so none
+ * of that is timed); the conversion of every pooled text row is checked to
+ * give exactly the typed row.  The pool is cycled through.  Then it times,
+ * over the same rows:
  *
- *   encoder        sl_avro_enc_record alone, into a buffer reset every 64 KiB
+ *   encoder        sl_avro_enc_record alone on typed values, into a buffer
+ *                  reset every 64 KiB
  *   ocf null       encoder + object container file, codec null
  *   ocf deflate 1  ... codec deflate, level 1 (the default)
  *   ocf deflate 6  ... codec deflate, level 6
@@ -44,10 +47,13 @@
 
 struct pool {
 	struct sl_table *t;
-	struct sl_change *changes;   /* POOL_ROWS */
+	struct sl_change *changes;   /* POOL_ROWS, with typed values */
 	struct sl_value *values;     /* POOL_ROWS * NCOLS */
+	struct sl_text_value *texts; /* POOL_ROWS * NCOLS: the same rows as text */
 	struct sl_buf text;          /* every value's text, back to back */
 	size_t *offs;                /* POOL_ROWS * NCOLS offsets into text */
+	struct sl_buf digits;        /* the decimal digits of the typed values */
+	size_t *doffs;               /* POOL_ROWS offsets into digits */
 };
 
 static double now_s(void)
@@ -92,7 +98,11 @@ static int make_pool(struct pool *p)
 	struct sl_table *t = sl_table_new("public", "bench_t");
 	uint64_t seed = UINT64_C(0x9E3779B97F4A7C15), lsn = UINT64_C(0x16B374D8);
 	int64_t ts0 = INT64_C(1706708700000000);  /* 2024-01-31 13:45:00 UTC */
-	char s[128];
+	struct sl_value *vals;
+	struct sl_value conv[NCOLS];
+	struct sl_buf scratch;
+	char s[128], err[SL_ERRLEN];
+	int rc = -1;
 
 	if (!t || sl_table_add_column(t, "id", SL_T_INT64, 0, 0, SL_PG_INT8, -1, "bigint", true) < 0 ||
 	    sl_table_add_column(t, "qty", SL_T_INT32, 0, 0, SL_PG_INT4, -1, "integer", false) < 0 ||
@@ -107,9 +117,12 @@ static int make_pool(struct pool *p)
 	p->t = t;
 	p->changes = calloc(POOL_ROWS, sizeof *p->changes);
 	p->values = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->values);
+	p->texts = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->texts);
 	p->offs = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->offs);
+	p->doffs = calloc(POOL_ROWS, sizeof *p->doffs);
 	sl_buf_init(&p->text, 0);
-	if (!p->changes || !p->values || !p->offs)
+	sl_buf_init(&p->digits, 0);
+	if (!p->changes || !p->values || !p->texts || !p->offs || !p->doffs)
 		return -1;
 
 	for (size_t i = 0; i < POOL_ROWS; i++) {
@@ -117,18 +130,35 @@ static int make_pool(struct pool *p)
 		int64_t id = 1000000 + (int64_t)i, us = ts0 + (int64_t)i * 1237;
 		time_t secs = (time_t)(us / 1000000);
 		struct tm tm;
-		int frac = (int)(us % 1000000), n;
+		int frac = (int)(us % 1000000), n, qty;
+		bool neg;
+		unsigned long long units;
+		unsigned cents;
+		double score;
 
+		vals = &p->values[v];
 		snprintf(s, sizeof s, "%lld", (long long)id);
 		add_text(p, v + 0, s);
-		snprintf(s, sizeof s, "%d", (int)(rnd(&seed) % 1000));
+		vals[0] = (struct sl_value){ .kind = SL_V_INT, .i = id };
+		qty = (int)(rnd(&seed) % 1000);
+		snprintf(s, sizeof s, "%d", qty);
 		add_text(p, v + 1, s);
+		vals[1] = (struct sl_value){ .kind = SL_V_INT, .i = qty };
 		snprintf(s, sizeof s, "%s %s %06u", words[rnd(&seed) % 12], words[rnd(&seed) % 12],
 			 (unsigned)(rnd(&seed) % 1000000));
 		add_text(p, v + 2, s);
-		snprintf(s, sizeof s, "%s%llu.%02u", rnd(&seed) % 10 ? "" : "-",
-			 (unsigned long long)(rnd(&seed) % 10000000), (unsigned)(rnd(&seed) % 100));
+		vals[2] = (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)strlen(s) };  /* p below */
+		neg = rnd(&seed) % 10 == 0;
+		units = (unsigned long long)(rnd(&seed) % 10000000);
+		cents = (unsigned)(rnd(&seed) % 100);
+		snprintf(s, sizeof s, "%s%llu.%02u", neg ? "-" : "", units, cents);
 		add_text(p, v + 3, s);
+		/* the unscaled value's digits, without leading zeros */
+		n = snprintf(s, sizeof s, "%llu", units * 100 + cents);
+		p->doffs[i] = p->digits.len;
+		sl_buf_append(&p->digits, s, (size_t)n);
+		vals[3] = (struct sl_value){ .kind = SL_V_DECIMAL, .neg = neg && units * 100 + cents != 0,
+					     .scale = 2, .len = (uint32_t)n };  /* p below */
 		gmtime_r(&secs, &tm);
 		n = snprintf(s, sizeof s, "%04d-%02d-%02d %02d:%02d:%02d.%06d", tm.tm_year + 1900,
 			     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
@@ -138,23 +168,28 @@ static int make_pool(struct pool *p)
 			n--;
 		snprintf(s + n, sizeof s - (size_t)n, "+00");
 		add_text(p, v + 4, s);
-		shortest_double(s, sizeof s, (double)(rnd(&seed) >> 11) / 9007199254740992.0 * 1000.0);
+		vals[4] = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = us };
+		score = (double)(rnd(&seed) >> 11) / 9007199254740992.0 * 1000.0;
+		shortest_double(s, sizeof s, score);
 		add_text(p, v + 5, s);
+		vals[5] = (struct sl_value){ .kind = SL_V_DOUBLE, .d = score };
 	}
-	if (sl_buf_failed(&p->text))
+	if (sl_buf_failed(&p->text) || sl_buf_failed(&p->digits))
 		return -1;
 
+	sl_buf_init(&scratch, 0);
 	for (size_t i = 0; i < POOL_ROWS; i++) {
 		struct sl_change *c = &p->changes[i];
-		struct sl_value *vals = &p->values[i * NCOLS];
+		struct sl_text_value *tv = &p->texts[i * NCOLS];
 		unsigned kind = (unsigned)(i % 10);
 
+		vals = &p->values[i * NCOLS];
 		for (int k = 0; k < NCOLS; k++) {
 			const char *txt = p->text.data + p->offs[i * NCOLS + (size_t)k];
-			vals[k].p = txt;
-			vals[k].len = (uint32_t)strlen(txt);
-			vals[k].kind = SL_V_TEXT;
+			tv[k] = (struct sl_text_value){ txt, (uint32_t)strlen(txt), SL_TV_TEXT };
 		}
+		vals[2].p = tv[2].p;
+		vals[3].p = p->digits.data + p->doffs[i];
 		c->table = t;
 		c->values = vals;
 		c->read_method = "postgresql-cdc-wal";
@@ -164,8 +199,22 @@ static int make_pool(struct pool *p)
 			c->op = SL_OP_UPDATE_INSERT;
 		} else {
 			c->op = SL_OP_DELETE;  /* REPLICA IDENTITY DEFAULT: the key only */
-			for (int k = 1; k < NCOLS; k++)
-				vals[k] = (struct sl_value){ NULL, 0, SL_V_NULL };
+			for (int k = 1; k < NCOLS; k++) {
+				vals[k] = (struct sl_value){ .kind = SL_V_NULL };
+				tv[k] = (struct sl_text_value){ NULL, 0, SL_TV_NULL };
+			}
+		}
+		/* The typed row must be exactly what the source makes of the text. */
+		if (sl_pg_text_row(t, tv, conv, &scratch, NULL, err, sizeof err) < 0) {
+			fprintf(stderr, "avro_encode: pool row %zu: %s\n", i, err);
+			goto out;
+		}
+		for (int k = 0; k < NCOLS; k++) {
+			if (!sl_value_equal(&conv[k], &vals[k])) {
+				fprintf(stderr, "avro_encode: pool row %zu, column %d: the text converts to another value\n",
+					i, k);
+				goto out;
+			}
 		}
 		if (i % TX_ROWS == 0)
 			lsn += 0x1000 + rnd(&seed) % 0x10000;
@@ -177,15 +226,21 @@ static int make_pool(struct pool *p)
 		sl_csn_format(c->csn, c->position, c->seq);
 		sl_change_set_uuid(c, "bench", NULL, 0);
 	}
-	return 0;
+	rc = 0;
+out:
+	sl_buf_free(&scratch);
+	return rc;
 }
 
 static void free_pool(struct pool *p)
 {
 	free(p->changes);
 	free(p->values);
+	free(p->texts);
 	free(p->offs);
+	free(p->doffs);
 	sl_buf_free(&p->text);
+	sl_buf_free(&p->digits);
 	sl_table_free(p->t);
 }
 

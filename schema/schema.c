@@ -1,6 +1,6 @@
 /*
- * schema/schema.c: table schema versions, change sequence numbers and record
- * uuids.
+ * schema/schema.c: table schema versions, change sequence numbers, record
+ * uuids, and the comparison and canonical encoding of typed values.
  */
 #include "schema/schema.h"
 
@@ -11,6 +11,7 @@
 #include <nettle/sha1.h>
 
 #include "common/buf.h"
+#include "common/util.h"
 
 /* The namespace of every record uuid: UUIDv5 needs one; this one is fixed
  * forever, since changing it would change every uuid sluice ever wrote. */
@@ -78,6 +79,94 @@ const char *sl_op_name(enum sl_op op)
 	case SL_OP_TRUNCATE: return "TRUNCATE";
 	}
 	return "UNKNOWN";
+}
+
+bool sl_value_equal(const struct sl_value *a, const struct sl_value *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case SL_V_NULL:
+	case SL_V_UNCHANGED:
+		return true;
+	case SL_V_BOOL:
+		return a->b == b->b;
+	case SL_V_INT:
+	case SL_V_DATE:
+	case SL_V_TIME:
+	case SL_V_TIMESTAMP:
+		return a->i == b->i;
+	case SL_V_UINT:
+		return a->u == b->u;
+	case SL_V_FLOAT:
+		return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+	case SL_V_DOUBLE:
+		return memcmp(&a->d, &b->d, sizeof a->d) == 0;
+	case SL_V_DECIMAL:
+		if (a->neg != b->neg || a->scale != b->scale)
+			return false;
+		/* fall through */
+	case SL_V_BYTES:
+	case SL_V_STRING:
+	case SL_V_JSON:
+	case SL_V_UUID:
+		return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
+	}
+	return false;
+}
+
+int sl_value_key_bytes(struct sl_buf *b, const struct sl_value *v)
+{
+	unsigned char h[1 + 1 + 2 + 8];
+	size_t n = 0;
+	uint32_t u32;
+	uint64_t u64;
+
+	h[n++] = v->kind;
+	switch (v->kind) {
+	case SL_V_NULL:
+	case SL_V_UNCHANGED:
+		break;
+	case SL_V_BOOL:
+		h[n++] = v->b ? 1 : 0;
+		break;
+	case SL_V_INT:
+	case SL_V_UINT:
+	case SL_V_DATE:
+	case SL_V_TIME:
+	case SL_V_TIMESTAMP:
+		sl_put_u64(h + n, v->u);
+		n += 8;
+		break;
+	case SL_V_FLOAT:
+		memcpy(&u32, &v->f, sizeof u32);
+		sl_put_u32(h + n, u32);
+		n += 4;
+		break;
+	case SL_V_DOUBLE:
+		memcpy(&u64, &v->d, sizeof u64);
+		sl_put_u64(h + n, u64);
+		n += 8;
+		break;
+	case SL_V_DECIMAL:
+		h[n++] = v->neg ? 1 : 0;
+		h[n++] = (unsigned char)((uint16_t)v->scale >> 8);
+		h[n++] = (unsigned char)(uint16_t)v->scale;
+		/* then the digit count and the digits, as for the kinds below */
+		/* fall through */
+	case SL_V_BYTES:
+	case SL_V_STRING:
+	case SL_V_JSON:
+	case SL_V_UUID:
+		sl_put_u32(h + n, v->len);
+		n += 4;
+		if (sl_buf_append(b, h, n) < 0)
+			return -1;
+		return sl_buf_append(b, v->p, v->len);
+	default:
+		return -1;
+	}
+	return sl_buf_append(b, h, n);
 }
 
 struct sl_table *sl_table_new(const char *ns, const char *name)

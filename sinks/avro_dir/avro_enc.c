@@ -258,7 +258,7 @@ int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct s
 		}
 	} else {
 		for (int i = 0; i < t->ncols; i++) {
-			if (sl_avro_put_value(out, &t->cols[i], &values[i], e->stats, err, errlen) < 0)
+			if (sl_avro_put_value(out, &t->cols[i], &values[i], err, errlen) < 0)
 				goto fail;
 		}
 	}

@@ -19,9 +19,9 @@ struct sl_avro_enc;
 
 /* Makes the encoder for table version t, written from a source of kind `kind`
  * for stream `stream`.  The encoder copies what it needs: t and stream may be
- * freed afterwards.  stats (may be NULL) receives decimal_nan_nulls and must
- * outlive the encoder.  Returns the encoder (freed with sl_avro_enc_free), or
- * NULL with a message in err. */
+ * freed afterwards.  stats (may be NULL) must outlive the encoder; the
+ * encoder itself counts nothing in it at present.  Returns the encoder (freed
+ * with sl_avro_enc_free), or NULL with a message in err. */
 struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, enum sl_source_kind kind,
 				    const char *stream, struct sl_avro_stats *stats,
 				    char *err, size_t errlen);
@@ -37,8 +37,8 @@ const char *sl_avro_enc_schema_key(const struct sl_avro_enc *e);
  * the encoder was made for (same schema key and column count), and c->op one
  * of enum sl_op, else it is an error.  For a TRUNCATE, and when c->values is NULL, every payload field is
  * null.  c->read_method NULL is written as "", and so is a NULL log_file.
- * Returns 0, or -1 with a message in err (a value that does not parse names
- * its column); on failure out is left as it was on entry. */
+ * Returns 0, or -1 with a message in err (a value that does not fit its
+ * column names the column); on failure out is left as it was on entry. */
 int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct sl_change *c,
 		       char *err, size_t errlen);
 

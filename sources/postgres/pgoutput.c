@@ -17,6 +17,7 @@
  *   M  flags u8 (1 = transactional), lsn u64, prefix cstring, len u32, bytes
  *   tuple: ncols u16, per column kind u8: 'n' null, 'u' unchanged TOAST,
  *          't' text (len u32 + bytes), 'b' binary (len u32 + bytes)
+ * Text values become typed values with sl_pg_text_row (pg_text.h).
  * R and Y messages carry XLogData start 0/0, so they never move positions.
  */
 #include "sources/postgres/pgoutput.h"
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/util.h"
 #include "sources/postgres/pg_text.h"
 
@@ -41,7 +43,13 @@ struct sl_pgoutput {
 	int nrels, arels;
 	struct sl_table **retired;  /* old versions, kept until free */
 	int nretired, aretired;
+	/* A change's old and new tuples: as read (text pointing into the
+	 * message), then typed; each typed tuple has its own scratch for the
+	 * bytes, uuids and decimal digits it decodes. */
+	struct sl_text_value *told, *tnew;
 	struct sl_value *vold, *vnew;
+	struct sl_buf sold, snew;
+	struct sl_pg_text_stats text_stats;
 	int avals;
 	bool in_tx;
 	uint64_t final_lsn;
@@ -137,6 +145,8 @@ struct sl_pgoutput *sl_pgoutput_new(sl_pgo_key_lookup lookup, void *payload)
 		return NULL;
 	d->lookup = lookup;
 	d->payload = payload;
+	sl_buf_init(&d->sold, 0);
+	sl_buf_init(&d->snew, 0);
 	return d;
 }
 
@@ -150,8 +160,12 @@ void sl_pgoutput_free(struct sl_pgoutput *d)
 		sl_table_free(d->retired[i]);
 	free(d->rels);
 	free(d->retired);
+	free(d->told);
+	free(d->tnew);
 	free(d->vold);
 	free(d->vnew);
+	sl_buf_free(&d->sold);
+	sl_buf_free(&d->snew);
 	free(d->trunc_relids);
 	free(d);
 }
@@ -175,12 +189,26 @@ const struct sl_table *sl_pgoutput_table(const struct sl_pgoutput *d, uint32_t r
 	return e ? e->table : NULL;
 }
 
+const struct sl_pg_text_stats *sl_pgoutput_text_stats(const struct sl_pgoutput *d)
+{
+	return &d->text_stats;
+}
+
 static int grow_vals(struct sl_pgoutput *d, int n)
 {
+	struct sl_text_value *ta, *tb;
 	struct sl_value *a, *b;
 
 	if (n <= d->avals)
 		return 0;
+	ta = realloc(d->told, sizeof *ta * (size_t)n);
+	if (!ta)
+		return -1;
+	d->told = ta;
+	tb = realloc(d->tnew, sizeof *tb * (size_t)n);
+	if (!tb)
+		return -1;
+	d->tnew = tb;
 	a = realloc(d->vold, sizeof *a * (size_t)n);
 	if (!a)
 		return -1;
@@ -293,8 +321,9 @@ out:
 	return rc;
 }
 
-/* Reads a tuple into vals (ncols entries of the relation). */
-static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_value *vals)
+/* Reads a tuple into vals (ncols entries of the relation), as text that
+ * points into the message. */
+static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_text_value *vals)
 {
 	uint16_t n = rd_u16(r, "tuple column count");
 
@@ -311,12 +340,12 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_valu
 		uint32_t len;
 		switch (kind) {
 		case 'n':
-			vals[i].kind = SL_V_NULL;
+			vals[i].kind = SL_TV_NULL;
 			vals[i].p = NULL;
 			vals[i].len = 0;
 			break;
 		case 'u':
-			vals[i].kind = SL_V_UNCHANGED;
+			vals[i].kind = SL_TV_UNCHANGED;
 			vals[i].p = NULL;
 			vals[i].len = 0;
 			break;
@@ -326,7 +355,7 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_valu
 				rd_fail(r, "column value");
 				return -1;
 			}
-			vals[i].kind = SL_V_TEXT;
+			vals[i].kind = SL_TV_TEXT;
 			vals[i].p = (const char *)r->p;
 			vals[i].len = len;
 			r->p += len;
@@ -377,9 +406,17 @@ static bool value_equal(const struct sl_value *a, const struct sl_value *b)
 {
 	if (b->kind == SL_V_UNCHANGED || a->kind == SL_V_UNCHANGED)
 		return true; /* an unchanged TOAST value did not change */
-	if (a->kind != b->kind)
-		return false;
-	return a->kind != SL_V_TEXT || (a->len == b->len && !memcmp(a->p, b->p, a->len));
+	return sl_value_equal(a, b);
+}
+
+/* Reads a tuple of t and converts it into typed values (see struct
+ * sl_pgoutput: text, typed values, scratch).  Returns 0 or -1 with err set. */
+static int read_typed_tuple(struct sl_pgoutput *d, struct reader *r, const struct sl_table *t,
+			    struct sl_text_value *text, struct sl_value *vals, struct sl_buf *scratch)
+{
+	if (read_tuple(r, t, text) < 0)
+		return -1;
+	return sl_pg_text_row(t, text, vals, scratch, &d->text_stats, r->err, r->errlen);
 }
 
 int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
@@ -444,7 +481,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput insert: expected 'N'");
 			return -1;
 		}
-		if (read_tuple(&r, t, d->vnew) < 0)
+		if (read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew) < 0)
 			return -1;
 		ev->kind = SL_PGO_CHANGE;
 		ev->nchanges = 1;
@@ -458,7 +495,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 			return -1;
 		k = rd_u8(&r, "tuple marker");
 		if (k == 'K' || k == 'O') {
-			if (read_tuple(&r, t, d->vold) < 0)
+			if (read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold) < 0)
 				return -1;
 			have_old = true;
 			k = rd_u8(&r, "tuple marker");
@@ -468,12 +505,15 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput update: expected 'N'");
 			return -1;
 		}
-		if (read_tuple(&r, t, d->vnew) < 0)
+		if (read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew) < 0)
 			return -1;
 		if (have_old) {
 			for (int i = 0; i < t->ncols; i++) {
-				/* Fill unchanged TOAST values from a full old row when we have one. */
-				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind == SL_V_TEXT)
+				/* Fill unchanged TOAST values from a full old row when we
+				 * have one; the copy points into the old tuple's scratch
+				 * or the message, both valid until the next call. */
+				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind != SL_V_UNCHANGED &&
+				    d->vold[i].kind != SL_V_NULL)
 					d->vnew[i] = d->vold[i];
 				if (t->cols[i].is_key && !value_equal(&d->vold[i], &d->vnew[i]))
 					key_changed = true;
@@ -496,7 +536,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput delete: expected 'K' or 'O'");
 			return -1;
 		}
-		if (read_tuple(&r, t, d->vold) < 0)
+		if (read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold) < 0)
 			return -1;
 		ev->kind = SL_PGO_CHANGE;
 		ev->nchanges = 1;

@@ -191,20 +191,73 @@ void tl_change(struct sl_change *c, const struct sl_table *t, enum sl_op op,
 	sl_change_set_uuid(c, "s1", NULL, 0);
 }
 
-struct sl_value tl_text(const char *s)
-{
-	struct sl_value v = { s, (uint32_t)strlen(s), SL_V_TEXT };
-	return v;
-}
-
 struct sl_value tl_null(void)
 {
-	struct sl_value v = { NULL, 0, SL_V_NULL };
-	return v;
+	return (struct sl_value){ .kind = SL_V_NULL };
 }
 
 struct sl_value tl_unchanged(void)
 {
-	struct sl_value v = { NULL, 0, SL_V_UNCHANGED };
-	return v;
+	return (struct sl_value){ .kind = SL_V_UNCHANGED };
+}
+
+struct sl_value tl_bool(bool b)
+{
+	return (struct sl_value){ .kind = SL_V_BOOL, .b = b };
+}
+
+struct sl_value tl_int(int64_t i)
+{
+	return (struct sl_value){ .kind = SL_V_INT, .i = i };
+}
+
+struct sl_value tl_float(float f)
+{
+	return (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
+}
+
+struct sl_value tl_double(double d)
+{
+	return (struct sl_value){ .kind = SL_V_DOUBLE, .d = d };
+}
+
+struct sl_value tl_dec(bool neg, const char *digits, int scale)
+{
+	return (struct sl_value){ .kind = SL_V_DECIMAL, .neg = neg, .scale = (int16_t)scale,
+				  .len = (uint32_t)strlen(digits), .p = digits };
+}
+
+struct sl_value tl_bytes(const void *p, size_t n)
+{
+	return (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)n, .p = p };
+}
+
+struct sl_value tl_str(const char *s)
+{
+	return (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)strlen(s), .p = s };
+}
+
+struct sl_value tl_json(const char *s)
+{
+	return (struct sl_value){ .kind = SL_V_JSON, .len = (uint32_t)strlen(s), .p = s };
+}
+
+struct sl_value tl_date(int64_t days)
+{
+	return (struct sl_value){ .kind = SL_V_DATE, .i = days };
+}
+
+struct sl_value tl_time(int64_t us)
+{
+	return (struct sl_value){ .kind = SL_V_TIME, .i = us };
+}
+
+struct sl_value tl_ts(int64_t us)
+{
+	return (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = us };
+}
+
+struct sl_value tl_uuid(const unsigned char *u)
+{
+	return (struct sl_value){ .kind = SL_V_UUID, .len = 16, .p = (const char *)u };
 }

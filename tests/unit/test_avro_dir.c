@@ -104,16 +104,16 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 
 static void write_order(void *ctx, const struct sl_table *t, uint64_t pos, uint32_t seq, int id, int64_t ts)
 {
-	char idt[32], amt[32];
+	char amt[32];
 	struct sl_value v[3];
 	struct sl_change c;
 	char err[512];
 
-	snprintf(idt, sizeof idt, "%d", id);
-	snprintf(amt, sizeof amt, "%d.%02d", id, id % 100);
-	v[0] = tl_text(idt);
-	v[1] = tl_text(amt);
-	v[2] = tl_text("a note");
+	/* amount id.(id % 100), as unscaled digits */
+	snprintf(amt, sizeof amt, "%d", id * 100 + id % 100);
+	v[0] = tl_int(id);
+	v[1] = tl_dec(false, amt, 2);
+	v[2] = tl_str("a note");
 	tl_change(&c, t, SL_OP_INSERT, v, pos, seq, ts);
 	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
 		fail_msg("write: %s", err);
@@ -121,13 +121,12 @@ static void write_order(void *ctx, const struct sl_table *t, uint64_t pos, uint3
 
 static void write_customer(void *ctx, uint64_t pos, uint32_t seq, int64_t id, const char *name, int64_t ts)
 {
-	char idt[32], err[512];
+	char err[512];
 	struct sl_value v[2];
 	struct sl_change c;
 
-	snprintf(idt, sizeof idt, "%lld", (long long)id);
-	v[0] = tl_text(idt);
-	v[1] = tl_text(name);
+	v[0] = tl_int(id);
+	v[1] = tl_str(name);
 	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, pos, seq, ts);
 	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
 		fail_msg("write: %s", err);
@@ -637,14 +636,14 @@ static void test_leftovers_only_ours(void **state)
 static void test_bad_value(void **state)
 {
 	void *ctx = open_sink(SL_CODEC_NULL, 64 << 20, 60);
-	struct sl_value v[2] = { tl_text("1"), tl_text("12.345") };
+	struct sl_value v[2] = { tl_int(1), tl_dec(false, "12345", 3) };  /* 12.345 */
 	struct sl_change c;
 	char err[512];
 
 	(void)state;
 	tl_change(&c, g_orders, SL_OP_INSERT, v, 1, 1, TS0);
 	assert_int_equal(sl_avro_dir_ops.write(ctx, &c, err, sizeof err), -1);
-	assert_string_equal(err, "column \"amount\": invalid numeric value \"12.345\"");
+	assert_string_equal(err, "column \"amount\": a decimal value of scale 3 does not fit decimal(10,2)");
 	sl_avro_dir_ops.close(ctx);
 }
 
