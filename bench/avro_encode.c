@@ -1,5 +1,6 @@
 /*
- * bench/avro_encode.c: how much CPU the avro_dir write path costs per row.
+ * bench/avro_encode.c: how much CPU the avro_dir write path costs per row,
+ * and, apart from it, what converting PostgreSQL's text to typed values costs.
  *
  * It builds synthetic CDC changes of the project benchmark's shape, a table
  * with six columns (bigint key, int, text of about 20 bytes, numeric(12,2),
@@ -11,6 +12,9 @@
  * give exactly the typed row.  The pool is cycled through.  Then it times,
  * over the same rows:
  *
+ *   pg text->typed sl_pg_text_row alone (the source's share, not the sink's)
+ *   text+encoder   sl_pg_text_row, then sl_avro_enc_record: the whole CPU
+ *                  path from pgoutput text to Avro bytes
  *   encoder        sl_avro_enc_record alone on typed values, into a buffer
  *                  reset every 64 KiB
  *   ocf null       encoder + object container file, codec null
@@ -20,9 +24,10 @@
  *
  * The files go to a temporary folder under $TMPDIR (or /tmp), are not
  * fsynced, and are removed afterwards.  For each case it prints wall-clock
- * microseconds per row, MB/s of encoded (uncompressed) Avro data, and the
- * output size.  It prints figures only and never fails on speed; it exits
- * non-zero only if something does not work.
+ * microseconds per row, MB/s of encoded (uncompressed) Avro data (of text
+ * read, for the conversion alone), and the output size.  It prints figures
+ * only and never fails on speed; it exits non-zero only if something does not
+ * work.
  *
  *   bench/avro_encode [rows]        (default 1000000)
  */
@@ -244,14 +249,65 @@ static void free_pool(struct pool *p)
 	sl_table_free(p->t);
 }
 
-static void report(const char *name, long rows, double secs, uint64_t in_bytes, uint64_t out_bytes)
+static void report(const char *name, long rows, double secs, uint64_t in_bytes, uint64_t out_bytes,
+		   const char *what)
 {
-	printf("%-14s %7.3f us/row %8.1f MB/s   %6.1f MB encoded", name, secs / (double)rows * 1e6,
-	       (double)in_bytes / secs / 1e6, (double)in_bytes / 1e6);
+	printf("%-14s %7.3f us/row %8.1f MB/s   %6.1f MB %s", name, secs / (double)rows * 1e6,
+	       (double)in_bytes / secs / 1e6, (double)in_bytes / 1e6, what);
 	if (out_bytes)
 		printf(" -> %6.1f MB file (%.2fx)", (double)out_bytes / 1e6,
 		       (double)in_bytes / (double)out_bytes);
 	printf("\n");
+}
+
+/* The source's share: PostgreSQL text to typed values, row by row, into one
+ * reused array and scratch buffer as the pgoutput decoder does.  With e, each
+ * converted row is then encoded (the whole CPU path, text to Avro). */
+static int bench_convert(const struct pool *p, struct sl_avro_enc *e, long rows)
+{
+	struct sl_value vals[NCOLS];
+	struct sl_pg_text_stats st;
+	struct sl_buf scratch, b;
+	struct sl_change c;
+	uint64_t text_bytes = 0, total = 0;
+	char err[SL_ERRLEN];
+	double t0;
+	int rc = -1;
+
+	memset(&st, 0, sizeof st);
+	sl_buf_init(&scratch, 0);
+	sl_buf_init(&b, 0);
+	for (size_t i = 0; i < POOL_ROWS * NCOLS; i++)
+		text_bytes += p->texts[i].len;
+	t0 = now_s();
+	for (long i = 0; i < rows; i++) {
+		size_t r = (size_t)(i % POOL_ROWS);
+		if (sl_pg_text_row(p->t, &p->texts[r * NCOLS], vals, &scratch, &st, err, sizeof err) < 0)
+			goto out;
+		if (!e)
+			continue;
+		c = p->changes[r];
+		c.values = vals;
+		if (sl_avro_enc_record(e, &b, &c, err, sizeof err) < 0)
+			goto out;
+		if (b.len >= SL_OCF_BLOCK_TARGET) {
+			total += b.len;
+			sl_buf_reset(&b);
+		}
+	}
+	total += b.len;
+	if (e)
+		report("text+encoder", rows, now_s() - t0, total, 0, "encoded");
+	else
+		report("pg text->typed", rows, now_s() - t0,
+		       (uint64_t)((double)text_bytes * (double)rows / POOL_ROWS), 0, "of text");
+	rc = 0;
+out:
+	if (rc < 0)
+		fprintf(stderr, "avro_encode: %s\n", err);
+	sl_buf_free(&scratch);
+	sl_buf_free(&b);
+	return rc;
 }
 
 /* The encoder alone; the buffer is reset once it holds a block's worth.
@@ -278,7 +334,7 @@ static int bench_encoder(const struct pool *p, struct sl_avro_enc *e, long rows,
 	}
 	total += b.len;
 	if (!quiet)
-		report("encoder", rows, now_s() - t0, total, 0);
+		report("encoder", rows, now_s() - t0, total, 0, "encoded");
 	sl_buf_free(&b);
 	return 0;
 }
@@ -329,7 +385,7 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 		snprintf(err, sizeof err, "could not stat \"%s\": %s", path.data, strerror(errno));
 		goto out;
 	}
-	report(name, rows, secs, total, (uint64_t)sb.st_size);
+	report(name, rows, secs, total, (uint64_t)sb.st_size, "encoded");
 	rc = 0;
 out:
 	if (rc < 0)
@@ -379,7 +435,8 @@ int main(int argc, char **argv)
 	/* Warm-up: touch the pool and the code once before timing. */
 	if (bench_encoder(&p, e, POOL_ROWS, true) < 0)
 		goto out;
-	if (bench_encoder(&p, e, rows, false) < 0 ||
+	if (bench_convert(&p, NULL, rows) < 0 || bench_convert(&p, e, rows) < 0 ||
+	    bench_encoder(&p, e, rows, false) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf null", SL_CODEC_NULL, 0) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 1", SL_CODEC_DEFLATE, 1) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 6", SL_CODEC_DEFLATE, 6) < 0 ||
