@@ -120,16 +120,6 @@ static int pos_cmp(const struct sl_pipe *p, const struct sl_position *a, const s
 	return p->pc.desc->pos_compare(a, b);
 }
 
-/* Which bytes of a value a copy must carry along. */
-static bool value_data(const struct sl_value *v, const char **data, size_t *len)
-{
-	if (v->kind != SL_V_TEXT)
-		return false;
-	*data = v->p;
-	*len = v->len;
-	return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* writer                                                               */
 
@@ -215,30 +205,15 @@ static bool idle_advance_due(struct sl_pipe *p, int64_t now)
 
 /* The extra bytes of a backfill row's uuid: every row of a snapshot shares
  * its CSN, so the key (or the whole row when there is no key) makes the uuid
- * unique and still deterministic.  Length-prefixed, so ("a","bc") and
- * ("ab","c") differ. */
+ * unique and still deterministic (sl_value_key_bytes: typed, self-delimiting). */
 static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const struct sl_value *vals)
 {
-	bool haskey = false;
+	bool haskey = sl_table_has_key(t);
 
-	for (int pass = 0; pass < 2 && !haskey; pass++) {
-		sl_buf_reset(kb);
-		for (int i = 0; i < t->ncols; i++) {
-			const char *d;
-			size_t n;
-			if (pass == 0 && !t->cols[i].is_key)
-				continue;
-			haskey = true;
-			if (value_data(&vals[i], &d, &n)) {
-				unsigned char len[4];
-				sl_put_u32(len, (uint32_t)n);
-				sl_buf_append(kb, len, sizeof len);
-				sl_buf_append(kb, d, n);
-			} else {
-				sl_buf_putc(kb, 'N');
-			}
-		}
-	}
+	sl_buf_reset(kb);
+	for (int i = 0; i < t->ncols; i++)
+		if (!haskey || t->cols[i].is_key)
+			sl_value_key_bytes(kb, &vals[i]);
 }
 
 static int write_change(struct sl_pipe *p, struct sl_change *c)
@@ -546,12 +521,9 @@ static int push_row(struct sl_pipe *p, enum qkind kind, const struct sl_table *t
 	struct qev *ev;
 	char *dst;
 
-	for (int i = 0; i < nv; i++) {
-		const char *d;
-		size_t l;
-		if (value_data(&vals[i], &d, &l))
-			data += l;
-	}
+	for (int i = 0; i < nv; i++)
+		if (sl_value_has_bytes(&vals[i]))
+			data += vals[i].len;
 	if (nv > 0)
 		n += (size_t)nv * sizeof *vals;
 	n += data;
@@ -568,13 +540,11 @@ static int push_row(struct sl_pipe *p, enum qkind kind, const struct sl_table *t
 	out = (struct sl_value *)(ev + 1);
 	dst = (char *)(out + (nv > 0 ? nv : 0));
 	for (int i = 0; i < nv; i++) {
-		const char *d;
-		size_t l;
 		out[i] = vals[i];
-		if (value_data(&vals[i], &d, &l)) {
-			memcpy(dst, d, l);
+		if (sl_value_has_bytes(&vals[i])) {
+			memcpy(dst, vals[i].p, vals[i].len);
 			out[i].p = dst;
-			dst += l;
+			dst += vals[i].len;
 		}
 	}
 	push_done(p, n, false);

@@ -1,15 +1,22 @@
 /*
- * bench/avro_encode.c: how much CPU the avro_dir write path costs per row.
+ * bench/avro_encode.c: how much CPU the avro_dir write path costs per row,
+ * and, apart from it, what converting PostgreSQL's text to typed values costs.
  *
  * It builds synthetic CDC changes of the project benchmark's shape, a table
  * with six columns (bigint key, int, text of about 20 bytes, numeric(12,2),
- * timestamptz, float8) as pgoutput delivers them: text values, 60% inserts,
- * 30% update-inserts, 10% deletes carrying only the key, 5000 rows per
- * transaction.  A pool of POOL_ROWS distinct changes is prepared up front
- * (CSN, UUID and value text included, so none of that is timed) and cycled
- * through.  Then it times, over the same rows:
+ * timestamptz, float8): 60% inserts, 30% update-inserts, 10% deletes carrying
+ * only the key, 5000 rows per transaction.  A pool of POOL_ROWS distinct rows
+ * is prepared up front, each both as pgoutput delivers it (text) and as typed
+ * values built directly from the same numbers (CSN and UUID included, so none
+ * of that is timed); the conversion of every pooled text row is checked to
+ * give exactly the typed row.  The pool is cycled through.  Then it times,
+ * over the same rows:
  *
- *   encoder        sl_avro_enc_record alone, into a buffer reset every 64 KiB
+ *   pg text->typed sl_pg_text_row alone (the source's share, not the sink's)
+ *   text+encoder   sl_pg_text_row, then sl_avro_enc_record: the whole CPU
+ *                  path from pgoutput text to Avro bytes
+ *   encoder        sl_avro_enc_record alone on typed values, into a buffer
+ *                  reset every 64 KiB
  *   ocf null       encoder + object container file, codec null
  *   ocf deflate 1  ... codec deflate, level 1 (the default)
  *   ocf deflate 6  ... codec deflate, level 6
@@ -17,9 +24,10 @@
  *
  * The files go to a temporary folder under $TMPDIR (or /tmp), are not
  * fsynced, and are removed afterwards.  For each case it prints wall-clock
- * microseconds per row, MB/s of encoded (uncompressed) Avro data, and the
- * output size.  It prints figures only and never fails on speed; it exits
- * non-zero only if something does not work.
+ * microseconds per row, MB/s of encoded (uncompressed) Avro data (of text
+ * read, for the conversion alone), and the output size.  It prints figures
+ * only and never fails on speed; it exits non-zero only if something does not
+ * work.
  *
  *   bench/avro_encode [rows]        (default 1000000)
  */
@@ -37,6 +45,7 @@
 #include "sources/source.h"
 #include "sinks/avro_dir/avro_enc.h"
 #include "sinks/avro_dir/ocf.h"
+#include "sources/postgres/pg_text.h"
 
 #define POOL_ROWS 65536
 #define NCOLS 6
@@ -44,11 +53,14 @@
 
 struct pool {
 	struct sl_table *t;
-	struct sl_change *changes;   /* POOL_ROWS */
+	struct sl_change *changes;   /* POOL_ROWS, with typed values */
 	struct sl_position *pos;     /* POOL_ROWS: each change's transaction position */
 	struct sl_value *values;     /* POOL_ROWS * NCOLS */
+	struct sl_text_value *texts; /* POOL_ROWS * NCOLS: the same rows as text */
 	struct sl_buf text;          /* every value's text, back to back */
 	size_t *offs;                /* POOL_ROWS * NCOLS offsets into text */
+	struct sl_buf digits;        /* the decimal digits of the typed values */
+	size_t *doffs;               /* POOL_ROWS offsets into digits */
 };
 
 static double now_s(void)
@@ -94,14 +106,20 @@ static int make_pool(struct pool *p)
 	const struct sl_source_ops *pg = sl_source_lookup(SL_SOURCE_POSTGRES);
 	uint64_t seed = UINT64_C(0x9E3779B97F4A7C15), lsn = UINT64_C(0x16B374D8);
 	int64_t ts0 = INT64_C(1706708700000000);  /* 2024-01-31 13:45:00 UTC */
-	char s[128];
+	struct sl_value *vals;
+	struct sl_value conv[NCOLS];
+	struct sl_buf scratch;
+	char s[128], err[SL_ERRLEN];
+	int rc = -1;
 
-	if (!t || sl_table_add_column(t, "id", 20, -1, "bigint", true) < 0 ||
-	    sl_table_add_column(t, "qty", 23, -1, "integer", false) < 0 ||
-	    sl_table_add_column(t, "name", 25, -1, "text", false) < 0 ||
-	    sl_table_add_column(t, "amount", 1700, ((12 << 16) | 2) + 4, "numeric(12,2)", false) < 0 ||
-	    sl_table_add_column(t, "updated_at", 1184, -1, "timestamp with time zone", false) < 0 ||
-	    sl_table_add_column(t, "score", 701, -1, "double precision", false) < 0 ||
+	if (!t || sl_table_add_column(t, "id", SL_T_INT64, 0, 0, SL_PG_INT8, -1, "bigint", true) < 0 ||
+	    sl_table_add_column(t, "qty", SL_T_INT32, 0, 0, SL_PG_INT4, -1, "integer", false) < 0 ||
+	    sl_table_add_column(t, "name", SL_T_STRING, 0, 0, SL_PG_TEXT, -1, "text", false) < 0 ||
+	    sl_table_add_column(t, "amount", SL_T_DECIMAL, 12, 2, SL_PG_NUMERIC, ((12 << 16) | 2) + 4,
+				"numeric(12,2)", false) < 0 ||
+	    sl_table_add_column(t, "updated_at", SL_T_TIMESTAMPTZ, 0, 0, SL_PG_TIMESTAMPTZ, -1,
+				"timestamp with time zone", false) < 0 ||
+	    sl_table_add_column(t, "score", SL_T_DOUBLE, 0, 0, SL_PG_FLOAT8, -1, "double precision", false) < 0 ||
 	    sl_table_finish(t) < 0)
 		return -1;
 	t->src = pg->desc;   /* records carry PostgreSQL's position fields (lsn) */
@@ -109,9 +127,12 @@ static int make_pool(struct pool *p)
 	p->changes = calloc(POOL_ROWS, sizeof *p->changes);
 	p->pos = calloc(POOL_ROWS, sizeof *p->pos);
 	p->values = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->values);
+	p->texts = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->texts);
 	p->offs = calloc((size_t)POOL_ROWS * NCOLS, sizeof *p->offs);
+	p->doffs = calloc(POOL_ROWS, sizeof *p->doffs);
 	sl_buf_init(&p->text, 0);
-	if (!p->changes || !p->values || !p->offs)
+	sl_buf_init(&p->digits, 0);
+	if (!p->changes || !p->values || !p->texts || !p->offs || !p->doffs)
 		return -1;
 
 	for (size_t i = 0; i < POOL_ROWS; i++) {
@@ -119,18 +140,35 @@ static int make_pool(struct pool *p)
 		int64_t id = 1000000 + (int64_t)i, us = ts0 + (int64_t)i * 1237;
 		time_t secs = (time_t)(us / 1000000);
 		struct tm tm;
-		int frac = (int)(us % 1000000), n;
+		int frac = (int)(us % 1000000), n, qty;
+		bool neg;
+		unsigned long long units;
+		unsigned cents;
+		double score;
 
+		vals = &p->values[v];
 		snprintf(s, sizeof s, "%lld", (long long)id);
 		add_text(p, v + 0, s);
-		snprintf(s, sizeof s, "%d", (int)(rnd(&seed) % 1000));
+		vals[0] = (struct sl_value){ .kind = SL_V_INT, .i = id };
+		qty = (int)(rnd(&seed) % 1000);
+		snprintf(s, sizeof s, "%d", qty);
 		add_text(p, v + 1, s);
+		vals[1] = (struct sl_value){ .kind = SL_V_INT, .i = qty };
 		snprintf(s, sizeof s, "%s %s %06u", words[rnd(&seed) % 12], words[rnd(&seed) % 12],
 			 (unsigned)(rnd(&seed) % 1000000));
 		add_text(p, v + 2, s);
-		snprintf(s, sizeof s, "%s%llu.%02u", rnd(&seed) % 10 ? "" : "-",
-			 (unsigned long long)(rnd(&seed) % 10000000), (unsigned)(rnd(&seed) % 100));
+		vals[2] = (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)strlen(s) };  /* p below */
+		neg = rnd(&seed) % 10 == 0;
+		units = (unsigned long long)(rnd(&seed) % 10000000);
+		cents = (unsigned)(rnd(&seed) % 100);
+		snprintf(s, sizeof s, "%s%llu.%02u", neg ? "-" : "", units, cents);
 		add_text(p, v + 3, s);
+		/* the unscaled value's digits, without leading zeros */
+		n = snprintf(s, sizeof s, "%llu", units * 100 + cents);
+		p->doffs[i] = p->digits.len;
+		sl_buf_append(&p->digits, s, (size_t)n);
+		vals[3] = (struct sl_value){ .kind = SL_V_DECIMAL, .neg = neg && units * 100 + cents != 0,
+					     .scale = 2, .len = (uint32_t)n };  /* p below */
 		gmtime_r(&secs, &tm);
 		n = snprintf(s, sizeof s, "%04d-%02d-%02d %02d:%02d:%02d.%06d", tm.tm_year + 1900,
 			     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
@@ -140,23 +178,28 @@ static int make_pool(struct pool *p)
 			n--;
 		snprintf(s + n, sizeof s - (size_t)n, "+00");
 		add_text(p, v + 4, s);
-		shortest_double(s, sizeof s, (double)(rnd(&seed) >> 11) / 9007199254740992.0 * 1000.0);
+		vals[4] = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = us };
+		score = (double)(rnd(&seed) >> 11) / 9007199254740992.0 * 1000.0;
+		shortest_double(s, sizeof s, score);
 		add_text(p, v + 5, s);
+		vals[5] = (struct sl_value){ .kind = SL_V_DOUBLE, .d = score };
 	}
-	if (sl_buf_failed(&p->text))
+	if (sl_buf_failed(&p->text) || sl_buf_failed(&p->digits))
 		return -1;
 
+	sl_buf_init(&scratch, 0);
 	for (size_t i = 0; i < POOL_ROWS; i++) {
 		struct sl_change *c = &p->changes[i];
-		struct sl_value *vals = &p->values[i * NCOLS];
+		struct sl_text_value *tv = &p->texts[i * NCOLS];
 		unsigned kind = (unsigned)(i % 10);
 
+		vals = &p->values[i * NCOLS];
 		for (int k = 0; k < NCOLS; k++) {
 			const char *txt = p->text.data + p->offs[i * NCOLS + (size_t)k];
-			vals[k].p = txt;
-			vals[k].len = (uint32_t)strlen(txt);
-			vals[k].kind = SL_V_TEXT;
+			tv[k] = (struct sl_text_value){ txt, (uint32_t)strlen(txt), SL_TV_TEXT };
 		}
+		vals[2].p = tv[2].p;
+		vals[3].p = p->digits.data + p->doffs[i];
 		c->table = t;
 		c->values = vals;
 		c->read_method = "postgresql-cdc-wal";
@@ -166,8 +209,22 @@ static int make_pool(struct pool *p)
 			c->op = SL_OP_UPDATE_INSERT;
 		} else {
 			c->op = SL_OP_DELETE;  /* REPLICA IDENTITY DEFAULT: the key only */
-			for (int k = 1; k < NCOLS; k++)
-				vals[k] = (struct sl_value){ NULL, 0, SL_V_NULL };
+			for (int k = 1; k < NCOLS; k++) {
+				vals[k] = (struct sl_value){ .kind = SL_V_NULL };
+				tv[k] = (struct sl_text_value){ NULL, 0, SL_TV_NULL };
+			}
+		}
+		/* The typed row must be exactly what the source makes of the text. */
+		if (sl_pg_text_row(t, tv, conv, &scratch, NULL, err, sizeof err) < 0) {
+			fprintf(stderr, "avro_encode: pool row %zu: %s\n", i, err);
+			goto out;
+		}
+		for (int k = 0; k < NCOLS; k++) {
+			if (!sl_value_equal(&conv[k], &vals[k])) {
+				fprintf(stderr, "avro_encode: pool row %zu, column %d: the text converts to another value\n",
+					i, k);
+				goto out;
+			}
 		}
 		if (i % TX_ROWS == 0)
 			lsn += 0x1000 + rnd(&seed) % 0x10000;
@@ -179,7 +236,10 @@ static int make_pool(struct pool *p)
 		sl_change_set_csn(c, lsn, (uint32_t)(i % TX_ROWS) + 1);
 		sl_change_set_uuid(c, "bench", NULL, 0);
 	}
-	return 0;
+	rc = 0;
+out:
+	sl_buf_free(&scratch);
+	return rc;
 }
 
 static void free_pool(struct pool *p)
@@ -187,19 +247,73 @@ static void free_pool(struct pool *p)
 	free(p->changes);
 	free(p->pos);
 	free(p->values);
+	free(p->texts);
 	free(p->offs);
+	free(p->doffs);
 	sl_buf_free(&p->text);
+	sl_buf_free(&p->digits);
 	sl_table_free(p->t);
 }
 
-static void report(const char *name, long rows, double secs, uint64_t in_bytes, uint64_t out_bytes)
+static void report(const char *name, long rows, double secs, uint64_t in_bytes, uint64_t out_bytes,
+		   const char *what)
 {
-	printf("%-14s %7.3f us/row %8.1f MB/s   %6.1f MB encoded", name, secs / (double)rows * 1e6,
-	       (double)in_bytes / secs / 1e6, (double)in_bytes / 1e6);
+	printf("%-14s %7.3f us/row %8.1f MB/s   %6.1f MB %s", name, secs / (double)rows * 1e6,
+	       (double)in_bytes / secs / 1e6, (double)in_bytes / 1e6, what);
 	if (out_bytes)
 		printf(" -> %6.1f MB file (%.2fx)", (double)out_bytes / 1e6,
 		       (double)in_bytes / (double)out_bytes);
 	printf("\n");
+}
+
+/* The source's share: PostgreSQL text to typed values, row by row, into one
+ * reused array and scratch buffer as the pgoutput decoder does.  With e, each
+ * converted row is then encoded (the whole CPU path, text to Avro). */
+static int bench_convert(const struct pool *p, struct sl_avro_enc *e, long rows)
+{
+	struct sl_value vals[NCOLS];
+	struct sl_pg_text_stats st;
+	struct sl_buf scratch, b;
+	struct sl_change c;
+	uint64_t text_bytes = 0, total = 0;
+	char err[SL_ERRLEN];
+	double t0;
+	int rc = -1;
+
+	memset(&st, 0, sizeof st);
+	sl_buf_init(&scratch, 0);
+	sl_buf_init(&b, 0);
+	for (size_t i = 0; i < POOL_ROWS * NCOLS; i++)
+		text_bytes += p->texts[i].len;
+	t0 = now_s();
+	for (long i = 0; i < rows; i++) {
+		size_t r = (size_t)(i % POOL_ROWS);
+		if (sl_pg_text_row(p->t, &p->texts[r * NCOLS], vals, &scratch, &st, err, sizeof err) < 0)
+			goto out;
+		if (!e)
+			continue;
+		c = p->changes[r];
+		c.values = vals;
+		if (sl_avro_enc_record(e, &b, &c, err, sizeof err) < 0)
+			goto out;
+		if (b.len >= SL_OCF_BLOCK_TARGET) {
+			total += b.len;
+			sl_buf_reset(&b);
+		}
+	}
+	total += b.len;
+	if (e)
+		report("text+encoder", rows, now_s() - t0, total, 0, "encoded");
+	else
+		report("pg text->typed", rows, now_s() - t0,
+		       (uint64_t)((double)text_bytes * (double)rows / POOL_ROWS), 0, "of text");
+	rc = 0;
+out:
+	if (rc < 0)
+		fprintf(stderr, "avro_encode: %s\n", err);
+	sl_buf_free(&scratch);
+	sl_buf_free(&b);
+	return rc;
 }
 
 /* The encoder alone; the buffer is reset once it holds a block's worth.
@@ -226,7 +340,7 @@ static int bench_encoder(const struct pool *p, struct sl_avro_enc *e, long rows,
 	}
 	total += b.len;
 	if (!quiet)
-		report("encoder", rows, now_s() - t0, total, 0);
+		report("encoder", rows, now_s() - t0, total, 0, "encoded");
 	sl_buf_free(&b);
 	return 0;
 }
@@ -277,7 +391,7 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 		snprintf(err, sizeof err, "could not stat \"%s\": %s", path.data, strerror(errno));
 		goto out;
 	}
-	report(name, rows, secs, total, (uint64_t)sb.st_size);
+	report(name, rows, secs, total, (uint64_t)sb.st_size, "encoded");
 	rc = 0;
 out:
 	if (rc < 0)
@@ -316,7 +430,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "avro_encode: out of memory building the rows\n");
 		goto out;
 	}
-	e = sl_avro_enc_new(p.t, "bench", NULL, err, sizeof err);
+	e = sl_avro_enc_new(p.t, "bench", err, sizeof err);
 	if (!e) {
 		fprintf(stderr, "avro_encode: %s\n", err);
 		goto out;
@@ -327,7 +441,8 @@ int main(int argc, char **argv)
 	/* Warm-up: touch the pool and the code once before timing. */
 	if (bench_encoder(&p, e, POOL_ROWS, true) < 0)
 		goto out;
-	if (bench_encoder(&p, e, rows, false) < 0 ||
+	if (bench_convert(&p, NULL, rows) < 0 || bench_convert(&p, e, rows) < 0 ||
+	    bench_encoder(&p, e, rows, false) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf null", SL_CODEC_NULL, 0) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 1", SL_CODEC_DEFLATE, 1) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 6", SL_CODEC_DEFLATE, 6) < 0 ||

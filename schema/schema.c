@@ -1,6 +1,6 @@
 /*
  * schema/schema.c: table schema versions, change sequence numbers, record
- * uuids, and the PostgreSQL type mapping.
+ * uuids, and the comparison and canonical encoding of typed values.
  */
 #include "schema/schema.h"
 
@@ -11,15 +11,7 @@
 #include <nettle/sha1.h>
 
 #include "common/buf.h"
-
-/* PostgreSQL built-in type OIDs (src/include/catalog/pg_type.dat). */
-enum {
-	PG_BOOL = 16, PG_BYTEA = 17, PG_INT8 = 20, PG_INT2 = 21, PG_INT4 = 23,
-	PG_TEXT = 25, PG_JSON = 114, PG_FLOAT4 = 700, PG_FLOAT8 = 701,
-	PG_BPCHAR = 1042, PG_VARCHAR = 1043, PG_DATE = 1082, PG_TIME = 1083,
-	PG_TIMESTAMP = 1114, PG_TIMESTAMPTZ = 1184, PG_NUMERIC = 1700,
-	PG_UUID = 2950, PG_JSONB = 3802,
-};
+#include "common/util.h"
 
 /* The namespace of every record uuid: UUIDv5 needs one; this one is fixed
  * forever, since changing it would change every uuid sluice ever wrote. */
@@ -96,41 +88,92 @@ const char *sl_op_name(enum sl_op op)
 	return "UNKNOWN";
 }
 
-enum sl_type sl_pg_type_map(uint32_t oid, int32_t typmod, int *precision, int *scale)
+bool sl_value_equal(const struct sl_value *a, const struct sl_value *b)
 {
-	switch (oid) {
-	case PG_BOOL: return SL_T_BOOL;
-	case PG_INT2: case PG_INT4: return SL_T_INT32;
-	case PG_INT8: return SL_T_INT64;
-	case PG_FLOAT4: return SL_T_FLOAT;
-	case PG_FLOAT8: return SL_T_DOUBLE;
-	case PG_BYTEA: return SL_T_BYTES;
-	case PG_DATE: return SL_T_DATE;
-	case PG_TIME: return SL_T_TIME;
-	case PG_TIMESTAMP: return SL_T_TIMESTAMP;
-	case PG_TIMESTAMPTZ: return SL_T_TIMESTAMPTZ;
-	case PG_UUID: return SL_T_UUID;
-	case PG_JSON: case PG_JSONB: return SL_T_JSON;
-	case PG_NUMERIC:
-		/* typmod = ((precision << 16) | (scale & 0x7ff)) + VARHDRSZ; PG15
-		 * allows scales outside 0..precision, which Avro decimal cannot hold. */
-		if (typmod >= 4) {
-			int32_t t = typmod - 4;
-			int p = (t >> 16) & 0xffff;
-			int s = t & 0x7ff;
-			if (s & 0x400)
-				s -= 0x800; /* sign-extend the 11-bit scale */
-			if (p >= 1 && s >= 0 && s <= p) {
-				*precision = p;
-				*scale = s;
-				return SL_T_DECIMAL;
-			}
-		}
-		return SL_T_STRING;
-	case PG_TEXT: case PG_VARCHAR: case PG_BPCHAR:
-	default:
-		return SL_T_STRING;
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case SL_V_NULL:
+	case SL_V_UNCHANGED:
+		return true;
+	case SL_V_BOOL:
+		return a->b == b->b;
+	case SL_V_INT:
+	case SL_V_DATE:
+	case SL_V_TIME:
+	case SL_V_TIMESTAMP:
+		return a->i == b->i;
+	case SL_V_UINT:
+		return a->u == b->u;
+	case SL_V_FLOAT:
+		return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+	case SL_V_DOUBLE:
+		return memcmp(&a->d, &b->d, sizeof a->d) == 0;
+	case SL_V_DECIMAL:
+		if (a->neg != b->neg || a->scale != b->scale)
+			return false;
+		/* fall through */
+	case SL_V_BYTES:
+	case SL_V_STRING:
+	case SL_V_JSON:
+	case SL_V_UUID:
+		return a->len == b->len && (a->len == 0 || memcmp(a->p, b->p, a->len) == 0);
 	}
+	return false;
+}
+
+int sl_value_key_bytes(struct sl_buf *b, const struct sl_value *v)
+{
+	unsigned char h[1 + 1 + 2 + 8];
+	size_t n = 0;
+	uint32_t u32;
+	uint64_t u64;
+
+	h[n++] = v->kind;
+	switch (v->kind) {
+	case SL_V_NULL:
+	case SL_V_UNCHANGED:
+		break;
+	case SL_V_BOOL:
+		h[n++] = v->b ? 1 : 0;
+		break;
+	case SL_V_INT:
+	case SL_V_UINT:
+	case SL_V_DATE:
+	case SL_V_TIME:
+	case SL_V_TIMESTAMP:
+		sl_put_u64(h + n, v->u);
+		n += 8;
+		break;
+	case SL_V_FLOAT:
+		memcpy(&u32, &v->f, sizeof u32);
+		sl_put_u32(h + n, u32);
+		n += 4;
+		break;
+	case SL_V_DOUBLE:
+		memcpy(&u64, &v->d, sizeof u64);
+		sl_put_u64(h + n, u64);
+		n += 8;
+		break;
+	case SL_V_DECIMAL:
+		h[n++] = v->neg ? 1 : 0;
+		h[n++] = (unsigned char)((uint16_t)v->scale >> 8);
+		h[n++] = (unsigned char)(uint16_t)v->scale;
+		/* then the digit count and the digits, as for the kinds below */
+		/* fall through */
+	case SL_V_BYTES:
+	case SL_V_STRING:
+	case SL_V_JSON:
+	case SL_V_UUID:
+		sl_put_u32(h + n, v->len);
+		n += 4;
+		if (sl_buf_append(b, h, n) < 0)
+			return -1;
+		return sl_buf_append(b, v->p, v->len);
+	default:
+		return -1;
+	}
+	return sl_buf_append(b, h, n);
 }
 
 struct sl_table *sl_table_new(const char *ns, const char *name)
@@ -148,8 +191,8 @@ struct sl_table *sl_table_new(const char *ns, const char *name)
 	return t;
 }
 
-int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid, int32_t typmod,
-			const char *type_name, bool is_key)
+int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type, int precision, int scale,
+			uint32_t src_type, int32_t src_typmod, const char *type_name, bool is_key)
 {
 	struct sl_column *cols = realloc(t->cols, sizeof *cols * (size_t)(t->ncols + 1));
 	struct sl_column *c;
@@ -166,10 +209,14 @@ int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid,
 		free(c->type_name);
 		return -1;
 	}
-	c->type_oid = type_oid;
-	c->typmod = typmod;
+	c->src_type = src_type;
+	c->src_typmod = src_typmod;
 	c->is_key = is_key;
-	c->type = sl_pg_type_map(type_oid, typmod, &c->precision, &c->scale);
+	c->type = type;
+	if (type == SL_T_DECIMAL) {
+		c->precision = precision;
+		c->scale = scale;
+	}
 	t->ncols++;
 	return 0;
 }
@@ -261,8 +308,8 @@ int sl_table_finish(struct sl_table *t)
 		const struct sl_column *c = &t->cols[i];
 		unsigned char k = c->is_key;
 		h = fnv1a(h, c->name, strlen(c->name) + 1);
-		h = fnv1a(h, &c->type_oid, sizeof c->type_oid);
-		h = fnv1a(h, &c->typmod, sizeof c->typmod);
+		h = fnv1a(h, &c->src_type, sizeof c->src_type);
+		h = fnv1a(h, &c->src_typmod, sizeof c->src_typmod);
 		h = fnv1a(h, &k, 1);
 	}
 	snprintf(t->schema_key, sizeof t->schema_key, "%016" PRIx64, h);
@@ -299,8 +346,8 @@ bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b)
 		return false;
 	for (int i = 0; i < a->ncols; i++) {
 		const struct sl_column *x = &a->cols[i], *y = &b->cols[i];
-		if (strcmp(x->name, y->name) || x->type_oid != y->type_oid ||
-		    x->typmod != y->typmod || x->is_key != y->is_key)
+		if (strcmp(x->name, y->name) || x->src_type != y->src_type ||
+		    x->src_typmod != y->src_typmod || x->is_key != y->is_key)
 			return false;
 	}
 	return true;

@@ -3,10 +3,11 @@
  *
  * A table schema version describes the columns of one source table as sluice
  * writes them.  A change record is one row event (or a TRUNCATE) with its
- * position metadata.  Column values travel as text in PostgreSQL's output
- * format (what pgoutput and COPY ... TO STDOUT produce); sinks convert them to
- * their typed form.  Values point into memory owned by whoever produced the
- * change and are valid only for the duration of the sink's write call.
+ * position metadata.  Column values travel typed (struct sl_value): each
+ * source converts its wire form (pgoutput text, COPY text, binlog row images)
+ * into them, and each sink encodes them; no sink parses a source's format.
+ * Values point into memory owned by whoever produced the change and are valid
+ * only for the duration of the sink's write call.
  */
 #ifndef SLUICE_SCHEMA_SCHEMA_H
 #define SLUICE_SCHEMA_SCHEMA_H
@@ -15,20 +16,42 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How a column is typed in the output (see doc/types.md). */
+struct sl_buf;  /* common/buf.h */
+
+/* How a column is typed in the output (see doc/types.md), and the value
+ * kinds (enum sl_value_kind) it accepts.  Every column also accepts SL_V_NULL
+ * and SL_V_UNCHANGED; any other kind is an error for a sink.
+ *
+ *   type              value kind       notes
+ *   SL_T_STRING       SL_V_STRING
+ *   SL_T_BOOL         SL_V_BOOL
+ *   SL_T_INT32        SL_V_INT         within int32 range
+ *   SL_T_INT64        SL_V_INT
+ *   SL_T_FLOAT        SL_V_FLOAT       NaN and infinities allowed
+ *   SL_T_DOUBLE       SL_V_DOUBLE      NaN and infinities allowed
+ *   SL_T_DECIMAL      SL_V_DECIMAL     scale = the column's scale, at most
+ *                                      precision digits
+ *   SL_T_BYTES        SL_V_BYTES
+ *   SL_T_DATE         SL_V_DATE        within int32 range
+ *   SL_T_TIME         SL_V_TIME
+ *   SL_T_TIMESTAMP    SL_V_TIMESTAMP
+ *   SL_T_TIMESTAMPTZ  SL_V_TIMESTAMP   already converted to UTC
+ *   SL_T_UUID         SL_V_UUID
+ *   SL_T_JSON         SL_V_JSON
+ */
 enum sl_type {
 	SL_T_STRING = 0,   /* text, varchar, char, and everything not listed below */
-	SL_T_BOOL,         /* bool: text "t" / "f" */
+	SL_T_BOOL,         /* bool */
 	SL_T_INT32,        /* int2, int4 */
 	SL_T_INT64,        /* int8 */
-	SL_T_FLOAT,        /* float4: text may be "NaN", "Infinity", "-Infinity" */
+	SL_T_FLOAT,        /* float4 */
 	SL_T_DOUBLE,       /* float8 */
 	SL_T_DECIMAL,      /* numeric(p,s) with 0 <= s <= p: Avro bytes/decimal */
-	SL_T_BYTES,        /* bytea: text "\x0a0b..." (hex output format) */
-	SL_T_DATE,         /* date: "2024-01-31", "0044-03-15 BC", "infinity" */
-	SL_T_TIME,         /* time: "13:45:00.123456" -> time-micros */
-	SL_T_TIMESTAMP,    /* timestamp: "2024-01-31 13:45:00.123456" -> timestamp-micros */
-	SL_T_TIMESTAMPTZ,  /* timestamptz: "2024-01-31 13:45:00.123456+00" -> timestamp-micros */
+	SL_T_BYTES,        /* bytea */
+	SL_T_DATE,         /* date -> days since 1970-01-01 */
+	SL_T_TIME,         /* time -> time-micros */
+	SL_T_TIMESTAMP,    /* timestamp -> timestamp-micros, the value read as UTC */
+	SL_T_TIMESTAMPTZ,  /* timestamptz -> timestamp-micros, converted to UTC */
 	SL_T_UUID,         /* uuid -> string with logicalType uuid */
 	SL_T_JSON,         /* json, jsonb -> string */
 };
@@ -39,8 +62,8 @@ struct sl_column {
 	enum sl_type type;
 	int precision;       /* SL_T_DECIMAL only */
 	int scale;           /* SL_T_DECIMAL only */
-	uint32_t type_oid;   /* source type (PostgreSQL type OID) */
-	int32_t typmod;      /* source type modifier, -1 if none */
+	uint32_t src_type;   /* the source's type id (PostgreSQL: type OID) */
+	int32_t src_typmod;  /* the source's type modifier, -1 if none */
 	char *type_name;     /* source type name as the catalog shows it, e.g. "numeric(10,2)" (owned, may be NULL) */
 	bool is_key;         /* part of the primary key */
 };
@@ -132,17 +155,72 @@ enum sl_op {
 	SL_OP_TRUNCATE,
 };
 
+/* A typed value.  p/len point into memory owned by the producer of the change
+ * (see the top of this file); kind says which other members mean anything. */
 enum sl_value_kind {
-	SL_V_NULL = 0,
-	SL_V_TEXT,       /* p/len hold the value in the source's text output format */
-	SL_V_UNCHANGED,  /* unchanged TOASTed value: not sent by the source */
+	SL_V_NULL = 0,     /* SQL NULL */
+	SL_V_UNCHANGED,    /* not sent by the source because it did not change (PostgreSQL's unchanged TOAST value) */
+	SL_V_BOOL,         /* b */
+	SL_V_INT,          /* i: signed 64-bit */
+	SL_V_UINT,         /* u: unsigned 64-bit */
+	SL_V_FLOAT,        /* f */
+	SL_V_DOUBLE,       /* d */
+	SL_V_DECIMAL,      /* p/len: the unscaled value's decimal digits, ASCII, no sign, no leading zeros ("0" for zero); neg; scale */
+	SL_V_BYTES,        /* p/len */
+	SL_V_STRING,       /* p/len: text (UTF-8 for PostgreSQL) */
+	SL_V_JSON,         /* p/len: JSON text */
+	SL_V_DATE,         /* i: days since 1970-01-01, proleptic Gregorian */
+	SL_V_TIME,         /* i: microseconds since midnight */
+	SL_V_TIMESTAMP,    /* i: microseconds since 1970-01-01 00:00:00 UTC */
+	SL_V_UUID,         /* p: 16 bytes, len 16 */
 };
 
 struct sl_value {
-	const char *p;
-	uint32_t len;
-	uint8_t kind;    /* enum sl_value_kind */
+	uint8_t kind;      /* enum sl_value_kind */
+	bool neg;          /* SL_V_DECIMAL: negative (never set for zero by sluice's sources) */
+	int16_t scale;     /* SL_V_DECIMAL: digits after the decimal point; sources set the column's
+			    * scale (a sink pads a smaller one with zeros and refuses a larger one) */
+	uint32_t len;      /* bytes at p */
+	union { bool b; int64_t i; uint64_t u; float f; double d; const char *p; };
 };
+
+/* The most digits a decimal value may have (PostgreSQL's numeric(1000,s)). */
+#define SL_DECIMAL_MAX_DIGITS 1000
+
+/* A value as a source's text protocol carries it, before conversion (pgoutput
+ * tuples, COPY text): p/len hold the text for SL_TV_TEXT. */
+enum sl_text_kind { SL_TV_NULL = 0, SL_TV_UNCHANGED, SL_TV_TEXT };
+struct sl_text_value { const char *p; uint32_t len; uint8_t kind; };
+
+/* True if a and b are the same value: the same kind and the same content
+ * (floats compare by their bits, so NaN equals NaN and -0 differs from 0;
+ * decimals by sign, scale and digits). */
+bool sl_value_equal(const struct sl_value *a, const struct sl_value *b);
+
+/* True when v's payload is v->len bytes at v->p (DECIMAL, BYTES, STRING,
+ * JSON, UUID): what a copy of the value must carry along. */
+static inline bool sl_value_has_bytes(const struct sl_value *v)
+{
+	return v->kind == SL_V_DECIMAL || v->kind == SL_V_BYTES || v->kind == SL_V_STRING ||
+	       v->kind == SL_V_JSON || v->kind == SL_V_UUID;
+}
+
+/* Appends to b the canonical encoding of v that a backfill row's uuid is
+ * derived from (see sl_change_set_uuid): the same value gives the same bytes
+ * whatever source produced it, and the encoding is self-delimiting, so a
+ * sequence of values is unambiguous.  It is the kind byte, then:
+ *   SL_V_INT, SL_V_UINT, SL_V_DATE, SL_V_TIME, SL_V_TIMESTAMP:
+ *                      8 bytes, big-endian (two's complement for signed)
+ *   SL_V_FLOAT:        the 4 bytes of the IEEE 754 bits, big-endian
+ *   SL_V_DOUBLE:       the 8 bytes of the IEEE 754 bits, big-endian
+ *   SL_V_BOOL:         1 byte, 0 or 1
+ *   SL_V_DECIMAL:      neg (1 byte, 0 or 1), scale (2 bytes, big-endian),
+ *                      the digit count (4 bytes, big-endian), the digits
+ *   SL_V_BYTES, SL_V_STRING, SL_V_JSON, SL_V_UUID:
+ *                      the length (4 bytes, big-endian), the bytes
+ *   SL_V_NULL, SL_V_UNCHANGED: nothing more.
+ * Returns 0, or -1 if the buffer failed or the kind is unknown. */
+int sl_value_key_bytes(struct sl_buf *b, const struct sl_value *v);
 
 /* A fixed-width change sequence number: "<16 hex digits of position>-<10 digit sequence>". */
 #define SL_CSN_LEN 27
@@ -186,19 +264,19 @@ const char *sl_op_name(enum sl_op op);
 
 /* Table schema lifecycle.  sl_table_new copies ns and name; columns are
  * added with sl_table_add_column (copies name and type_name), then
- * sl_table_finish derives avro names, the object name and the schema key. */
+ * sl_table_finish derives avro names, the object name and the schema key.
+ * The source maps its own type to type (with precision and scale for
+ * SL_T_DECIMAL, ignored otherwise); src_type and src_typmod are the source's
+ * type id and modifier as it reports them, and with the names and key flags
+ * they make the schema key. */
 struct sl_table *sl_table_new(const char *ns, const char *name);
-int sl_table_add_column(struct sl_table *t, const char *name, uint32_t type_oid, int32_t typmod,
-			const char *type_name, bool is_key);
+int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type, int precision, int scale,
+			uint32_t src_type, int32_t src_typmod, const char *type_name, bool is_key);
 int sl_table_finish(struct sl_table *t);
 void sl_table_free(struct sl_table *t);
 /* True if at least one column is part of the primary key. */
 bool sl_table_has_key(const struct sl_table *t);
 /* True if both describe the same columns (names, types, modifiers, keys). */
 bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b);
-
-/* Maps a PostgreSQL type OID and typmod to an output type; sets precision and
- * scale for SL_T_DECIMAL. */
-enum sl_type sl_pg_type_map(uint32_t oid, int32_t typmod, int *precision, int *scale);
 
 #endif

@@ -550,7 +550,7 @@ static int ad_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		if (o->w && finish_file(ad, o, err, errlen) < 0)
 			return -1;
 		sl_avro_enc_free(o->enc);
-		o->enc = sl_avro_enc_new(t, ad->stream, &ad->stats, err, errlen);
+		o->enc = sl_avro_enc_new(t, ad->stream, err, errlen);
 		if (!o->enc)
 			return -1;
 	}

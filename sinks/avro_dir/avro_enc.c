@@ -19,7 +19,6 @@ struct sl_avro_enc {
 	const struct sl_source_desc *src;
 	char schema_key[17];
 	int ncols;
-	struct sl_avro_stats *stats;
 	struct sl_buf schema;   /* schema JSON */
 	struct sl_buf pre;      /* pre-encoded constant fields */
 	struct span object;     /* object string */
@@ -41,8 +40,7 @@ static const char hexpairs[513] =
 	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
 	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
 
-struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream,
-				    struct sl_avro_stats *stats, char *err, size_t errlen)
+struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream, char *err, size_t errlen)
 {
 	struct sl_avro_enc *e = calloc(1, sizeof *e);
 	int nkeys = 0;
@@ -55,7 +53,6 @@ struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream
 	memcpy(e->schema_key, t->schema_key, sizeof e->schema_key);
 	e->schema_key[16] = '\0';
 	e->ncols = t->ncols;
-	e->stats = stats;
 	sl_buf_init(&e->schema, 0);
 	sl_buf_init(&e->pre, 0);
 	if (sl_avro_schema_json(&e->schema, t, err, errlen) < 0)
@@ -246,7 +243,7 @@ int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct s
 		}
 	} else {
 		for (int i = 0; i < t->ncols; i++) {
-			if (sl_avro_put_value(out, &t->cols[i], &values[i], e->stats, err, errlen) < 0)
+			if (sl_avro_put_value(out, &t->cols[i], &values[i], err, errlen) < 0)
 				goto fail;
 		}
 	}

@@ -17,13 +17,11 @@
 
 struct sl_avro_enc;
 
-/* Makes the encoder for table version t (whose t->src describes its source's
- * position fields) for stream `stream`.  The encoder copies what it needs: t and stream may be
- * freed afterwards.  stats (may be NULL) receives decimal_nan_nulls and must
- * outlive the encoder.  Returns the encoder (freed with sl_avro_enc_free), or
- * NULL with a message in err. */
-struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream,
-				    struct sl_avro_stats *stats, char *err, size_t errlen);
+/* Makes the encoder for table version t (whose t->src describes its
+ * source's position fields) for stream `stream`.  The encoder copies what it
+ * needs: t and stream may be freed afterwards.  Returns the encoder (freed
+ * with sl_avro_enc_free), or NULL with a message in err. */
+struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream, char *err, size_t errlen);
 void sl_avro_enc_free(struct sl_avro_enc *e);
 
 /* The schema JSON (see avro_schema.h) the encoder writes; owned by e, valid

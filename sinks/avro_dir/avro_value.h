@@ -1,13 +1,11 @@
 /*
  * sinks/avro_dir/avro_value.h: Avro binary encoding of primitive values, and
- * the conversion of one column value from PostgreSQL's text output format
- * (see enum sl_type in schema/schema.h) to its Avro binary encoding as the
+ * of one typed column value (struct sl_value, schema/schema.h) as the
  * nullable union ["null", T] that every payload field uses.
  *
  * Everything appends to a struct sl_buf and allocates nothing besides what
- * the buffer itself grows by.  The text parsers are exposed so that other
- * sinks and tests can use the same rules (BC years, infinity clamping, time
- * zone offsets).
+ * the buffer itself grows by.  Values arrive typed: the sink never parses a
+ * source's text.
  */
 #ifndef SLUICE_SINKS_AVRO_DIR_AVRO_VALUE_H
 #define SLUICE_SINKS_AVRO_DIR_AVRO_VALUE_H
@@ -25,22 +23,10 @@
 struct sl_avro_stats {
 	uint64_t records;           /* records encoded and written */
 	uint64_t files_closed;      /* container files completed and made visible */
-	/* DECIMAL values "NaN": an Avro decimal cannot hold NaN, so the value is
-	 * written as the union's null branch and counted here. */
-	uint64_t decimal_nan_nulls;
 };
 
-/* Clamping of PostgreSQL's infinite dates and timestamps: Avro readers such as
- * Python's datetime only hold years 1-9999, so "infinity" becomes the last
- * representable instant and "-infinity" the first. */
-#define SL_AVRO_DATE_INFINITY      INT32_C(2932896)                /* 9999-12-31 */
-#define SL_AVRO_DATE_NEG_INFINITY  INT32_C(-719162)                /* 0001-01-01 */
-#define SL_AVRO_TS_INFINITY        INT64_C(253402300799999999)     /* 9999-12-31 23:59:59.999999 */
-#define SL_AVRO_TS_NEG_INFINITY    INT64_C(-62135596800000000)     /* 0001-01-01 00:00:00 */
-
-/* numeric(p,s) allows p <= 1000; the unscaled value of 1000 digits needs 416
- * bytes of two's complement. */
-#define SL_AVRO_DECIMAL_MAX_DIGITS 1000
+/* A decimal has at most SL_DECIMAL_MAX_DIGITS (1000) digits; the unscaled
+ * value of 1000 digits needs 416 bytes of two's complement. */
 #define SL_AVRO_DECIMAL_MAX_BYTES  420
 
 /* ---- primitive encoders: each returns 0, or -1 when the buffer failed ---- */
@@ -100,35 +86,24 @@ static inline int sl_avro_put_bool(struct sl_buf *b, bool v)
 int sl_avro_put_float(struct sl_buf *b, float f);
 int sl_avro_put_double(struct sl_buf *b, double d);
 
-/* ---- text parsers: each returns 0, or -1 if the text is not valid ---- */
-
-/* "2024-01-31", "0044-03-15 BC" (year N BC is astronomical year 1-N), years
- * past 9999, "infinity" / "-infinity" (clamped, see above) -> days since
- * 1970-01-01 in the proleptic Gregorian calendar. */
-int sl_avro_parse_date(const char *p, size_t len, int32_t *days);
-/* "13:45:00", "13:45:00.5", "24:00:00" -> microseconds since midnight. */
-int sl_avro_parse_time(const char *p, size_t len, int64_t *us);
-/* "2024-01-31 13:45:00[.ffffff][ BC]" -> microseconds since the Unix epoch,
- * taken as UTC.  With with_tz, an offset follows the time ("+00", "-08",
- * "+05:30", "+05:30:15"; " BC" comes after it) and the result is converted to
- * UTC.  "infinity" / "-infinity" are clamped, see above. */
-int sl_avro_parse_timestamp(const char *p, size_t len, bool with_tz, int64_t *us);
-/* numeric text ("-123.45", "0.5", "100") of a numeric(precision, scale)
- * column -> the unscaled value as minimal big-endian two's complement in out,
- * its length in *outlen.  Returns 0, 1 for "NaN" (nothing written), or -1 if
- * the text is not a number, has more than scale fraction digits or more than
- * precision digits, or precision exceeds SL_AVRO_DECIMAL_MAX_DIGITS. */
-int sl_avro_parse_decimal(const char *p, size_t len, int precision, int scale,
+/* The unscaled decimal value of ndigits ASCII digits followed by pad zeros,
+ * negated if neg, as minimal big-endian two's complement in out; its length
+ * in *outlen.  Returns 0, or -1 if a character is not a digit or there are
+ * more than SL_DECIMAL_MAX_DIGITS digits (leading zeros not counted). */
+int sl_avro_decimal_bytes(const char *digits, size_t ndigits, size_t pad, bool neg,
 			  unsigned char out[static SL_AVRO_DECIMAL_MAX_BYTES], size_t *outlen);
 
 /* Appends the Avro encoding of value v of column col as the union
- * ["null", T]: SL_V_NULL and SL_V_UNCHANGED give the null branch (the caller
- * lists unchanged columns in source_metadata.unchanged_columns), a decimal
- * "NaN" gives the null branch and increments st->decimal_nan_nulls (st may be
- * NULL).  Returns 0, or -1 with a message in err naming the column and quoting
- * at most 64 bytes of the value; on failure b is left as it was on entry
- * (unless b had already failed). */
+ * ["null", T].  The value's kind must fit the column's type as the table in
+ * schema/schema.h says: SL_V_NULL and SL_V_UNCHANGED give the null branch
+ * (the caller lists unchanged columns in source_metadata.unchanged_columns);
+ * a decimal with a smaller scale than the column's is padded with zeros.
+ * A uuid is written as its canonical 36-character lowercase text.  Returns
+ * 0, or -1 with a message in err naming the column (a kind that does not
+ * fit the type, an integer or date out of range, a decimal with a larger
+ * scale than the column's or more digits than its precision); on failure b
+ * is left as it was on entry (unless b had already failed). */
 int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struct sl_value *v,
-		      struct sl_avro_stats *st, char *err, size_t errlen);
+		      char *err, size_t errlen);
 
 #endif

@@ -16,6 +16,7 @@
 #include "common/buf.h"
 #include "common/util.h"
 #include "sources/postgres/pg_internal.h"
+#include "sources/postgres/pg_text.h"
 
 int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errlen)
 {
@@ -63,7 +64,7 @@ static int hexval(char ch)
 	return -1;
 }
 
-int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
+int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncols)
 {
 	char *end = row + len, *in = row;
 	int col = 0;
@@ -122,11 +123,11 @@ int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
 				break;
 		}
 		if (out) {
-			vals[col].kind = SL_V_TEXT;
+			vals[col].kind = SL_TV_TEXT;
 			vals[col].p = start;
 			vals[col].len = (uint32_t)(out - start);
 		} else {
-			vals[col].kind = SL_V_NULL;
+			vals[col].kind = SL_TV_NULL;
 			vals[col].p = NULL;
 			vals[col].len = 0;
 		}
@@ -139,10 +140,11 @@ int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols)
 }
 
 int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
-			 uint64_t *rows, char *err, size_t errlen)
+			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen)
 {
-	struct sl_buf sql;
-	struct sl_value *vals = NULL;
+	struct sl_buf sql, scratch;
+	struct sl_text_value *vals = NULL;
+	struct sl_value *typed = NULL;
 	PGresult *res = NULL;
 	char *row = NULL;
 	int rc = SL_EFAIL, len;
@@ -150,6 +152,7 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 
 	*rows = 0;
 	sl_buf_init(&sql, 0);
+	sl_buf_init(&scratch, 0);
 	sl_buf_puts(&sql, "COPY (SELECT ");
 	for (int i = 0; i < t->ncols; i++) {
 		if (i)
@@ -162,7 +165,8 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 		goto quote_fail;
 	sl_buf_puts(&sql, ") TO STDOUT");
 	vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
-	if (sl_buf_failed(&sql) || !vals) {
+	typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *typed);
+	if (sl_buf_failed(&sql) || !vals || !typed) {
 		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
 		goto out;
 	}
@@ -181,7 +185,14 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 				 t->ns, t->name, t->ncols);
 			goto drain;
 		}
-		if (fn(payload, t, vals) < 0)
+		if (sl_pg_text_row(t, vals, typed, &scratch, st, err, errlen) < 0) {
+			/* err names the column and the value; name the table too */
+			char msg[SL_ERRLEN];
+			snprintf(msg, sizeof msg, "%s", err);
+			snprintf(err, errlen, "table \"%s\".\"%s\": %s", t->ns, t->name, msg);
+			goto drain;
+		}
+		if (fn(payload, t, typed) < 0)
 			goto drain;
 		PQfreemem(row);
 		row = NULL;
@@ -212,6 +223,8 @@ out:
 		PQfreemem(row);
 	PQclear(res);
 	free(vals);
+	free(typed);
 	sl_buf_free(&sql);
+	sl_buf_free(&scratch);
 	return rc;
 }

@@ -15,24 +15,28 @@
 #include <stdint.h>
 
 #include "schema/schema.h"
+#include "sources/postgres/pg_text.h"
 #include "sources/source.h"
-
 
 /* BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT.
  * SL_OK or SL_EFAIL with err. */
 int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errlen);
 
-/* Streams every row of t to fn.  *rows receives the count.  Returns SL_OK,
- * SL_EFAIL with err, or the callback's -1 as SL_EFAIL (err left to it). */
+/* Streams every row of t to fn, converted to typed values (pg_text.h; NaN
+ * decimals are counted in st, which may be NULL).  *rows receives the count.
+ * Returns SL_OK, SL_EFAIL with err (a value that does not convert names the
+ * table, the column and the value), or the callback's -1 as SL_EFAIL (err
+ * left to it). */
 int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
-			 uint64_t *rows, char *err, size_t errlen);
+			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen);
 
 /* Ends the snapshot transaction. */
 void sl_pg_backfill_end(PGconn *c);
 
 /* Decodes one COPY text-format row in place (row is modified): splits at tabs,
- * turns \N into NULL and resolves backslash escapes.  Returns 0, or -1 if
- * the row does not have ncols fields. */
-int sl_copy_text_row(char *row, size_t len, struct sl_value *vals, int ncols);
+ * turns \N into SL_TV_NULL and resolves backslash escapes; the other fields
+ * are SL_TV_TEXT pointing into row.  Returns 0, or -1 if the row does not
+ * have ncols fields. */
+int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncols);
 
 #endif

@@ -17,6 +17,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sources/postgres/pg_text.h"
 
 /* Session settings that fix the text format of every value we parse. */
 #define SESSION_OPTIONS "-c datestyle=ISO,YMD -c intervalstyle=postgres -c timezone=UTC " \
@@ -139,19 +140,24 @@ static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *
 	for (int i = 0; i < PQntuples(res); i++) {
 		uint64_t typ;
 		int64_t mod;
+		int precision = 0, scale = 0;
+		enum sl_type type;
 		if (sl_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX, &typ) < 0 ||
-		    sl_parse_i64(PQgetvalue(res, i, 2), INT32_MIN, INT32_MAX, &mod) < 0 ||
-		    sl_table_add_column(t, PQgetvalue(res, i, 0), (uint32_t)typ, (int32_t)mod,
-					PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0) {
-			snprintf(err, errlen, "could not describe table \"%s\".\"%s\"", t->ns, t->name);
-			rc = SL_EFAIL;
-			goto out;
-		}
+		    sl_parse_i64(PQgetvalue(res, i, 2), INT32_MIN, INT32_MAX, &mod) < 0)
+			goto bad;
+		type = sl_pg_type_map((uint32_t)typ, (int32_t)mod, &precision, &scale);
+		if (sl_table_add_column(t, PQgetvalue(res, i, 0), type, precision, scale, (uint32_t)typ,
+					(int32_t)mod, PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0)
+			goto bad;
 	}
 	if (sl_table_finish(t) < 0) {
 		snprintf(err, errlen, "out of memory describing \"%s\".\"%s\"", t->ns, t->name);
 		rc = SL_EFAIL;
 	}
+	goto out;
+bad:
+	snprintf(err, errlen, "could not describe table \"%s\".\"%s\"", t->ns, t->name);
+	rc = SL_EFAIL;
 out:
 	PQclear(res);
 	return rc;

@@ -39,8 +39,8 @@ int sl_pg_append_qualified(struct sl_buf *b, PGconn *c, const struct sl_table *t
 
 /* Opens a connection.  replication=true opens a logical replication
  * connection (replication=database).  Sessions use UTF8, ISO dates, UTC and
- * hex bytea output, which is the text format the sinks parse.  Returns NULL
- * with a message in err. */
+ * hex bytea output, which is the text format pg_text.h converts to typed
+ * values.  Returns NULL with a message in err. */
 PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen);
 
 /* Checks wal_level = logical and that the user may replicate. */

@@ -117,6 +117,7 @@ struct pg_src {
 	struct sl_table **tables;       /* the caller's table list (borrowed) */
 	int ntables;
 	int64_t status_interval_ms;
+	struct sl_pg_text_stats bf_stats;  /* values converted by backfill reads */
 	/* streaming: the decoded message and the changes it still holds */
 	struct sl_pg_repl_event rev;
 	int next_change;                /* index into rev.pgo.changes of the next change to hand out */
@@ -408,10 +409,10 @@ fail:
 static int pg_snapshot_read(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
 			    uint64_t *rows, char *err, size_t errlen)
 {
+	struct pg_src *s = ctx;
 	struct pg_snap *sn = snap;
 
-	(void)ctx;
-	return sl_pg_backfill_table(sn->conn, t, fn, payload, rows, err, errlen);
+	return sl_pg_backfill_table(sn->conn, t, fn, payload, &s->bf_stats, rows, err, errlen);
 }
 
 static void pg_snapshot_close(void *ctx, void *snap)

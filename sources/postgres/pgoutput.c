@@ -17,6 +17,7 @@
  *   M  flags u8 (1 = transactional), lsn u64, prefix cstring, len u32, bytes
  *   tuple: ncols u16, per column kind u8: 'n' null, 'u' unchanged TOAST,
  *          't' text (len u32 + bytes), 'b' binary (len u32 + bytes)
+ * Text values become typed values with sl_pg_text_row (pg_text.h).
  * R and Y messages carry XLogData start 0/0, so they never move positions.
  */
 #include "sources/postgres/pgoutput.h"
@@ -26,8 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/util.h"
 #include "sources/postgres/pg_internal.h"
+#include "sources/postgres/pg_text.h"
 
 struct relentry {
 	uint32_t relid;
@@ -39,7 +42,13 @@ struct sl_pgoutput {
 	void *payload;
 	struct relentry *rels;      /* current versions, unsorted (few tables) */
 	int nrels, arels;
+	/* A change's old and new tuples: as read (text pointing into the
+	 * message), then typed; each typed tuple has its own scratch for the
+	 * bytes, uuids and decimal digits it decodes. */
+	struct sl_text_value *told, *tnew;
 	struct sl_value *vold, *vnew;
+	struct sl_buf sold, snew;
+	struct sl_pg_text_stats text_stats;
 	int avals;
 	bool in_tx;
 	uint64_t final_lsn;
@@ -135,6 +144,8 @@ struct sl_pgoutput *sl_pgoutput_new(sl_pgo_key_lookup lookup, void *payload)
 		return NULL;
 	d->lookup = lookup;
 	d->payload = payload;
+	sl_buf_init(&d->sold, 0);
+	sl_buf_init(&d->snew, 0);
 	return d;
 }
 
@@ -145,8 +156,12 @@ void sl_pgoutput_free(struct sl_pgoutput *d)
 	for (int i = 0; i < d->nrels; i++)
 		sl_table_free(d->rels[i].table);
 	free(d->rels);
+	free(d->told);
+	free(d->tnew);
 	free(d->vold);
 	free(d->vnew);
+	sl_buf_free(&d->sold);
+	sl_buf_free(&d->snew);
 	free(d->trunc_relids);
 	free(d);
 }
@@ -170,12 +185,26 @@ const struct sl_table *sl_pgoutput_table(const struct sl_pgoutput *d, uint32_t r
 	return e ? e->table : NULL;
 }
 
+const struct sl_pg_text_stats *sl_pgoutput_text_stats(const struct sl_pgoutput *d)
+{
+	return &d->text_stats;
+}
+
 static int grow_vals(struct sl_pgoutput *d, int n)
 {
+	struct sl_text_value *ta, *tb;
 	struct sl_value *a, *b;
 
 	if (n <= d->avals)
 		return 0;
+	ta = realloc(d->told, sizeof *ta * (size_t)n);
+	if (!ta)
+		return -1;
+	d->told = ta;
+	tb = realloc(d->tnew, sizeof *tb * (size_t)n);
+	if (!tb)
+		return -1;
+	d->tnew = tb;
 	a = realloc(d->vold, sizeof *a * (size_t)n);
 	if (!a)
 		return -1;
@@ -214,9 +243,12 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 		const char *cname = rd_str(r, "column name");
 		uint32_t oid = rd_u32(r, "column type");
 		int32_t typmod = (int32_t)rd_u32(r, "column type modifier");
+		int precision = 0, scale = 0;
+		enum sl_type type;
 		if (r->bad)
 			goto out;
-		if (sl_table_add_column(t, cname, oid, typmod, NULL, flags & 1) < 0)
+		type = sl_pg_type_map(oid, typmod, &precision, &scale);
+		if (sl_table_add_column(t, cname, type, precision, scale, oid, typmod, NULL, flags & 1) < 0)
 			goto oom;
 	}
 	/* The catalog's primary key beats the replica identity flags, which mark
@@ -278,8 +310,9 @@ out:
 	return rc;
 }
 
-/* Reads a tuple into vals (ncols entries of the relation). */
-static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_value *vals)
+/* Reads a tuple into vals (ncols entries of the relation), as text that
+ * points into the message. */
+static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_text_value *vals)
 {
 	uint16_t n = rd_u16(r, "tuple column count");
 
@@ -296,12 +329,12 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_valu
 		uint32_t len;
 		switch (kind) {
 		case 'n':
-			vals[i].kind = SL_V_NULL;
+			vals[i].kind = SL_TV_NULL;
 			vals[i].p = NULL;
 			vals[i].len = 0;
 			break;
 		case 'u':
-			vals[i].kind = SL_V_UNCHANGED;
+			vals[i].kind = SL_TV_UNCHANGED;
 			vals[i].p = NULL;
 			vals[i].len = 0;
 			break;
@@ -311,7 +344,7 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_valu
 				rd_fail(r, "column value");
 				return -1;
 			}
-			vals[i].kind = SL_V_TEXT;
+			vals[i].kind = SL_TV_TEXT;
 			vals[i].p = (const char *)r->p;
 			vals[i].len = len;
 			r->p += len;
@@ -360,9 +393,17 @@ static bool value_equal(const struct sl_value *a, const struct sl_value *b)
 {
 	if (b->kind == SL_V_UNCHANGED || a->kind == SL_V_UNCHANGED)
 		return true; /* an unchanged TOAST value did not change */
-	if (a->kind != b->kind)
-		return false;
-	return a->kind != SL_V_TEXT || (a->len == b->len && !memcmp(a->p, b->p, a->len));
+	return sl_value_equal(a, b);
+}
+
+/* Reads a tuple of t and converts it into typed values (see struct
+ * sl_pgoutput: text, typed values, scratch).  Returns 0 or -1 with err set. */
+static int read_typed_tuple(struct sl_pgoutput *d, struct reader *r, const struct sl_table *t,
+			    struct sl_text_value *text, struct sl_value *vals, struct sl_buf *scratch)
+{
+	if (read_tuple(r, t, text) < 0)
+		return -1;
+	return sl_pg_text_row(t, text, vals, scratch, &d->text_stats, r->err, r->errlen);
 }
 
 int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
@@ -427,7 +468,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput insert: expected 'N'");
 			return -1;
 		}
-		if (read_tuple(&r, t, d->vnew) < 0)
+		if (read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew) < 0)
 			return -1;
 		ev->kind = SL_PGO_CHANGE;
 		ev->nchanges = 1;
@@ -441,7 +482,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 			return -1;
 		k = rd_u8(&r, "tuple marker");
 		if (k == 'K' || k == 'O') {
-			if (read_tuple(&r, t, d->vold) < 0)
+			if (read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold) < 0)
 				return -1;
 			have_old = true;
 			k = rd_u8(&r, "tuple marker");
@@ -451,12 +492,15 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput update: expected 'N'");
 			return -1;
 		}
-		if (read_tuple(&r, t, d->vnew) < 0)
+		if (read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew) < 0)
 			return -1;
 		if (have_old) {
 			for (int i = 0; i < t->ncols; i++) {
-				/* Fill unchanged TOAST values from a full old row when we have one. */
-				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind == SL_V_TEXT)
+				/* Fill unchanged TOAST values from a full old row when we
+				 * have one; the copy points into the old tuple's scratch
+				 * or the message, both valid until the next call. */
+				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind != SL_V_UNCHANGED &&
+				    d->vold[i].kind != SL_V_NULL)
 					d->vnew[i] = d->vold[i];
 				if (t->cols[i].is_key && !value_equal(&d->vold[i], &d->vnew[i]))
 					key_changed = true;
@@ -479,7 +523,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput delete: expected 'K' or 'O'");
 			return -1;
 		}
-		if (read_tuple(&r, t, d->vold) < 0)
+		if (read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold) < 0)
 			return -1;
 		ev->kind = SL_PGO_CHANGE;
 		ev->nchanges = 1;

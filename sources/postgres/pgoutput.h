@@ -9,8 +9,9 @@
  * earlier may still point to it, so the caller frees it once they are
  * written.  Memory therefore stays bounded by the tables in use.
  *
- * Values in decoded changes point into the message buffer passed to
- * sl_pgoutput_decode() and into the decoder's own scratch arrays: they are
+ * Values in decoded changes are typed (the column text converted by
+ * sl_pg_text_row); they point into the message buffer passed to
+ * sl_pgoutput_decode() and into the decoder's own scratch buffers: they are
  * valid until the next call.
  */
 #ifndef SLUICE_SOURCES_POSTGRES_PGOUTPUT_H
@@ -21,6 +22,7 @@
 #include <stdint.h>
 
 #include "schema/schema.h"
+#include "sources/postgres/pg_text.h"
 
 enum sl_pgo_kind {
 	SL_PGO_NONE = 0,   /* nothing to report (e.g. a Type or Origin message) */
@@ -74,7 +76,8 @@ void sl_pgoutput_free(struct sl_pgoutput *d);
 
 /* Decodes one pgoutput message (the XLogData payload, starting with the
  * message type byte).  Returns 0 with *ev filled, or -1 with a message in err
- * (a malformed message, or a change for a relation never described). */
+ * (a malformed message, a change for a relation never described, or a value
+ * whose text does not convert, see sl_pg_text_row). */
 int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen);
 
@@ -84,6 +87,10 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
 
 /* True while a transaction is open (between BEGIN and COMMIT). */
 bool sl_pgoutput_in_tx(const struct sl_pgoutput *d);
+
+/* The decoder's counters of the text conversion (decimal NaNs written as
+ * null), valid until sl_pgoutput_free. */
+const struct sl_pg_text_stats *sl_pgoutput_text_stats(const struct sl_pgoutput *d);
 
 /* The current version of a relation, or NULL. */
 const struct sl_table *sl_pgoutput_table(const struct sl_pgoutput *d, uint32_t relid);

@@ -3,11 +3,42 @@
  */
 #include "tests/unit/avro_testlib.h"
 
+#include "sources/source.h"
+
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* doc/types.md's PostgreSQL -> output type table, for the OIDs above. */
+static enum sl_type map_type(uint32_t oid, int32_t typmod, int *precision, int *scale)
+{
+	switch (oid) {
+	case T_BOOL: return SL_T_BOOL;
+	case T_INT2: case T_INT4: return SL_T_INT32;
+	case T_INT8: return SL_T_INT64;
+	case T_FLOAT4: return SL_T_FLOAT;
+	case T_FLOAT8: return SL_T_DOUBLE;
+	case T_BYTEA: return SL_T_BYTES;
+	case T_DATE: return SL_T_DATE;
+	case T_TIME: return SL_T_TIME;
+	case T_TIMESTAMP: return SL_T_TIMESTAMP;
+	case T_TIMESTAMPTZ: return SL_T_TIMESTAMPTZ;
+	case T_UUID: return SL_T_UUID;
+	case T_JSON: case T_JSONB: return SL_T_JSON;
+	case T_NUMERIC:
+		/* numeric(p,s) with 0 <= s <= p, as numeric_typmod() makes it */
+		if (typmod >= 4 && ((typmod - 4) >> 16) >= 1 && ((typmod - 4) & 0xffff) <= ((typmod - 4) >> 16)) {
+			*precision = (typmod - 4) >> 16;
+			*scale = (typmod - 4) & 0xffff;
+			return SL_T_DECIMAL;
+		}
+		return SL_T_STRING;
+	default:
+		return SL_T_STRING;
+	}
+}
 
 struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col *cols, int n)
 {
@@ -15,12 +46,16 @@ struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col 
 
 	if (!t)
 		abort();
-	for (int i = 0; i < n; i++)
-		if (sl_table_add_column(t, cols[i].name, cols[i].oid, cols[i].typmod, cols[i].type_name,
-					cols[i].key) < 0)
+	for (int i = 0; i < n; i++) {
+		int p = 0, s = 0;
+		enum sl_type type = map_type(cols[i].oid, cols[i].typmod, &p, &s);
+		if (sl_table_add_column(t, cols[i].name, type, p, s, cols[i].oid, cols[i].typmod,
+					cols[i].type_name, cols[i].key) < 0)
 			abort();
+	}
 	if (sl_table_finish(t) < 0)
 		abort();
+	t->src = sl_source_lookup(SL_SOURCE_POSTGRES)->desc;
 	return t;
 }
 
@@ -150,29 +185,89 @@ void tl_change(struct sl_change *c, const struct sl_table *t, enum sl_op op,
 	c->op = op;
 	c->values = values;
 	c->read_method = seq == 0 ? "postgresql-backfill" : "postgresql-cdc-wal";
-	sl_csn_format(c->csn, pos, seq);
-	c->position = pos;
-	c->seq = seq;
+	/* Positions must outlive the change: a ring of them serves the tests,
+	 * none of which holds this many changes at once. */
+	static struct sl_position ring[1 << 16];
+	static size_t next;
+	struct sl_position *p = &ring[next++ & ((1 << 16) - 1)];
+
+	memset(p, 0, sizeof *p);
+	p->w[0] = pos;
+	c->pos = p;
+	sl_change_set_csn(c, pos, seq);
 	c->source_ts_us = source_ts_us;
 	c->read_ts_us = source_ts_us + 1500;
 	c->tx_id = seq == 0 ? 0 : 4242;
 	sl_change_set_uuid(c, "s1", NULL, 0);
 }
 
-struct sl_value tl_text(const char *s)
-{
-	struct sl_value v = { s, (uint32_t)strlen(s), SL_V_TEXT };
-	return v;
-}
-
 struct sl_value tl_null(void)
 {
-	struct sl_value v = { NULL, 0, SL_V_NULL };
-	return v;
+	return (struct sl_value){ .kind = SL_V_NULL };
 }
 
 struct sl_value tl_unchanged(void)
 {
-	struct sl_value v = { NULL, 0, SL_V_UNCHANGED };
-	return v;
+	return (struct sl_value){ .kind = SL_V_UNCHANGED };
+}
+
+struct sl_value tl_bool(bool b)
+{
+	return (struct sl_value){ .kind = SL_V_BOOL, .b = b };
+}
+
+struct sl_value tl_int(int64_t i)
+{
+	return (struct sl_value){ .kind = SL_V_INT, .i = i };
+}
+
+struct sl_value tl_float(float f)
+{
+	return (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
+}
+
+struct sl_value tl_double(double d)
+{
+	return (struct sl_value){ .kind = SL_V_DOUBLE, .d = d };
+}
+
+struct sl_value tl_dec(bool neg, const char *digits, int scale)
+{
+	return (struct sl_value){ .kind = SL_V_DECIMAL, .neg = neg, .scale = (int16_t)scale,
+				  .len = (uint32_t)strlen(digits), .p = digits };
+}
+
+struct sl_value tl_bytes(const void *p, size_t n)
+{
+	return (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)n, .p = p };
+}
+
+struct sl_value tl_str(const char *s)
+{
+	return (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)strlen(s), .p = s };
+}
+
+struct sl_value tl_json(const char *s)
+{
+	return (struct sl_value){ .kind = SL_V_JSON, .len = (uint32_t)strlen(s), .p = s };
+}
+
+struct sl_value tl_date(int64_t days)
+{
+	return (struct sl_value){ .kind = SL_V_DATE, .i = days };
+}
+
+struct sl_value tl_time(int64_t us)
+{
+	return (struct sl_value){ .kind = SL_V_TIME, .i = us };
+}
+
+struct sl_value tl_ts(int64_t us)
+{
+	return (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = us };
+}
+
+struct sl_value tl_uuid(const unsigned char *u)
+{
+	return (struct sl_value){ .kind = SL_V_UUID, .len = 16, .p = (const char *)u };
 }

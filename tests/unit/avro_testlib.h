@@ -1,7 +1,7 @@
 /*
  * tests/unit/avro_testlib.h: helpers shared by the Avro unit tests: table
- * construction from PostgreSQL type OIDs, temporary folders, file listing,
- * and an independent Avro varint writer for expected values.
+ * construction from PostgreSQL type OIDs, typed values, temporary folders,
+ * file listing, and an independent Avro varint writer for expected values.
  */
 #ifndef SLUICE_TESTS_AVRO_TESTLIB_H
 #define SLUICE_TESTS_AVRO_TESTLIB_H
@@ -35,7 +35,9 @@ struct tl_col {
 	bool key;
 };
 
-/* Builds and finishes a table; aborts the test program on failure. */
+/* Builds and finishes a table; aborts the test program on failure.  Each
+ * column's output type follows doc/types.md's PostgreSQL mapping, restated in
+ * avro_testlib.c so that the sink tests do not depend on the source's code. */
 struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col *cols, int n);
 
 /* Test-local Avro long encoding (zigzag varint), written independently of
@@ -56,13 +58,27 @@ void tl_free_list(char **list, size_t n);
  * NULL on failure. */
 unsigned char *tl_read_file(const char *path, size_t *len);
 
-/* A change with text values; values must hold table->ncols entries. */
+/* A change with typed values; values must hold table->ncols entries. */
 void tl_change(struct sl_change *c, const struct sl_table *t, enum sl_op op,
 	       const struct sl_value *values, uint64_t pos, uint32_t seq, int64_t source_ts_us);
 
-/* SL_V_TEXT value from a C string, NULL value, unchanged value. */
-struct sl_value tl_text(const char *s);
+/* Typed values.  Pointers are kept, not copied: the caller's strings must
+ * outlive the value. */
 struct sl_value tl_null(void);
 struct sl_value tl_unchanged(void);
+struct sl_value tl_bool(bool b);
+struct sl_value tl_int(int64_t i);
+struct sl_value tl_float(float f);
+struct sl_value tl_double(double d);
+/* digits: the unscaled value's digits, as struct sl_value documents them. */
+struct sl_value tl_dec(bool neg, const char *digits, int scale);
+struct sl_value tl_bytes(const void *p, size_t n);
+struct sl_value tl_str(const char *s);
+struct sl_value tl_json(const char *s);
+struct sl_value tl_date(int64_t days);
+struct sl_value tl_time(int64_t us);
+struct sl_value tl_ts(int64_t us);
+/* u: 16 bytes. */
+struct sl_value tl_uuid(const unsigned char *u);
 
 #endif

@@ -1,5 +1,6 @@
 # Unit tests of common/, schema/, the pgoutput decoder, COPY decoding and
-# checkpoints (test_core), and of the pipeline and its queue with a fake
+# checkpoints (test_core), of the PostgreSQL text conversion (test_pg_text),
+# and of the pipeline and its queue with a fake
 # source and sink (test_pipeline).
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_core tests/unit/test_pipeline
@@ -11,4 +12,13 @@ tests_unit_test_core_LDADD = $(AGENT_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslc
 tests_unit_test_pipeline_SOURCES = tests/unit/test_pipeline.c tests/unit/fake_source.c tests/unit/fake_source.h
 tests_unit_test_pipeline_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pipeline_LDADD = $(AGENT_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif
+
+# PostgreSQL text -> typed values (sources/postgres/pg_text.c).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_pg_text
+TESTS += tests/unit/test_pg_text
+tests_unit_test_pg_text_SOURCES = tests/unit/test_pg_text.c
+tests_unit_test_pg_text_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_pg_text_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif

@@ -69,7 +69,8 @@ static void meta_values(const struct sl_position *p, struct sl_meta_value *out, 
 	out[0].s = buf;
 	out[0].len = n > 0 ? (size_t)n : 0;
 	out[1].i = (int64_t)p->w[1];
-	out[2].s = NULL;
+	out[2].s = p->text[0] ? p->text : NULL;
+	out[2].len = strlen(p->text);
 }
 
 const struct sl_source_desc fake_desc = {
@@ -121,8 +122,8 @@ void fake_world_init(struct fake_world *w, uint64_t ntx, uint32_t changes_per_tx
 	w->value_bytes = 40;
 	w->status_interval_ms = 200;
 	w->table = sl_table_new("shop", "orders");
-	sl_table_add_column(w->table, "id", 20, -1, "bigint", true);
-	sl_table_add_column(w->table, "payload", 25, -1, "text", false);
+	sl_table_add_column(w->table, "id", SL_T_INT64, 0, 0, 1, -1, "bigint", true);
+	sl_table_add_column(w->table, "payload", SL_T_STRING, 0, 0, 2, -1, "text", false);
 	sl_table_finish(w->table);
 	w->table->src = &fake_desc;
 }
@@ -140,7 +141,6 @@ void fake_world_free(struct fake_world *w)
 
 struct fake_ctx {
 	struct fake_world *w;
-	char id[32];
 	char payload[4096];
 	struct sl_value vals[2];
 };
@@ -214,12 +214,11 @@ static int fs_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		struct sl_change *ch = &ev->change;
 		memset(ch, 0, sizeof *ch);
 		ev->kind = SL_EV_CHANGE;
-		snprintf(c->id, sizeof c->id, "%" PRIu64, tx * 1000000 + k);
 		memset(c->payload, 'a' + (int)(tx % 26), w->value_bytes);
-		c->vals[0].kind = SL_V_TEXT;
-		c->vals[0].p = c->id;
-		c->vals[0].len = (uint32_t)strlen(c->id);
-		c->vals[1].kind = SL_V_TEXT;
+		memset(c->vals, 0, sizeof c->vals);
+		c->vals[0].kind = SL_V_INT;
+		c->vals[0].i = (int64_t)(tx * 1000000 + k);
+		c->vals[1].kind = SL_V_STRING;
 		c->vals[1].p = c->payload;
 		c->vals[1].len = w->value_bytes;
 		ch->table = w->table;
@@ -314,8 +313,8 @@ static int fk_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 	sl_buf_printf(&b, "%s %s ", c->csn, c->op == SL_OP_TRUNCATE ? "T" : "I");
 	for (int i = 0; i < 16; i++)
 		sl_buf_printf(&b, "%02x", c->uuid[i]);
-	if (c->values && c->values[0].kind == SL_V_TEXT)
-		sl_buf_printf(&b, " %.*s", (int)c->values[0].len, c->values[0].p);
+	if (c->values && c->values[0].kind == SL_V_INT)
+		sl_buf_printf(&b, " %" PRId64 " %.*s", c->values[0].i, (int)c->values[1].len, c->values[1].p);
 	if (s->npending == s->apending) {
 		s->apending = s->apending ? s->apending * 2 : 64;
 		s->pending = realloc(s->pending, s->apending * sizeof *s->pending);

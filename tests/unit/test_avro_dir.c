@@ -85,7 +85,7 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 {
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, SL_SOURCE_POSTGRES, "lake" };
+	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake" };
 	char err[512];
 	void *ctx;
 
@@ -102,16 +102,16 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 
 static void write_order(void *ctx, const struct sl_table *t, uint64_t pos, uint32_t seq, int id, int64_t ts)
 {
-	char idt[32], amt[32];
+	char amt[32];
 	struct sl_value v[3];
 	struct sl_change c;
 	char err[512];
 
-	snprintf(idt, sizeof idt, "%d", id);
-	snprintf(amt, sizeof amt, "%d.%02d", id, id % 100);
-	v[0] = tl_text(idt);
-	v[1] = tl_text(amt);
-	v[2] = tl_text("a note");
+	/* amount id.(id % 100), as unscaled digits */
+	snprintf(amt, sizeof amt, "%d", id * 100 + id % 100);
+	v[0] = tl_int(id);
+	v[1] = tl_dec(false, amt, 2);
+	v[2] = tl_str("a note");
 	tl_change(&c, t, SL_OP_INSERT, v, pos, seq, ts);
 	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
 		fail_msg("write: %s", err);
@@ -119,13 +119,12 @@ static void write_order(void *ctx, const struct sl_table *t, uint64_t pos, uint3
 
 static void write_customer(void *ctx, uint64_t pos, uint32_t seq, int64_t id, const char *name, int64_t ts)
 {
-	char idt[32], err[512];
+	char err[512];
 	struct sl_value v[2];
 	struct sl_change c;
 
-	snprintf(idt, sizeof idt, "%lld", (long long)id);
-	v[0] = tl_text(idt);
-	v[1] = tl_text(name);
+	v[0] = tl_int(id);
+	v[1] = tl_str(name);
 	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, pos, seq, ts);
 	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
 		fail_msg("write: %s", err);
@@ -133,10 +132,22 @@ static void write_customer(void *ctx, uint64_t pos, uint32_t seq, int64_t id, co
 
 static void flush(void *ctx)
 {
+	struct sl_position d;
 	char err[512];
 
-	if (sl_avro_dir_ops.flush(ctx, err, sizeof err) != 0)
+	if (sl_avro_dir_ops.flush(ctx, &d, err, sizeof err) < 0)
 		fail_msg("flush: %s", err);
+}
+
+/* discard_backfill of the run whose snapshot has CSN position part pos:
+ * its marker (pos - 1, 0) through its rows (pos, 0). */
+static int discard(void *ctx, const struct sl_table *t, uint64_t pos, char *err, size_t errlen)
+{
+	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+
+	sl_csn_format(first, pos - 1, 0);
+	sl_csn_format(last, pos, 0);
+	return sl_avro_dir_ops.discard_backfill(ctx, t, first, last, err, errlen);
 }
 
 /* Counts the .avro files and the temporary files under the tree. */
@@ -212,7 +223,7 @@ static void test_registry(void **state)
 static void test_merge_refused(void **state)
 {
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, SL_SOURCE_POSTGRES, "lake" };
+	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake" };
 	char err[512];
 	void *ctx = (void *)1;
 
@@ -394,6 +405,35 @@ static void test_close_without_flush(void **state)
 	assert_int_equal(hid, 0);
 }
 
+/* flush() reports the last position given to mark(), and nothing before a
+ * mark: that is the only position the agent acknowledges. */
+static void test_flush_reports_mark(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_NULL, 64 << 20, 60);
+	struct sl_position a, b, d;
+	char err[512];
+
+	(void)state;
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	a.w[0] = 0x100;
+	b.w[0] = 0x200;
+	write_order(ctx, g_orders, 0x90, 1, 1, TS0);
+	assert_int_equal(sl_avro_dir_ops.flush(ctx, &d, err, sizeof err), 0);  /* no mark yet */
+	write_order(ctx, g_orders, 0x100, 1, 2, TS0);
+	sl_avro_dir_ops.mark(ctx, &a);
+	write_order(ctx, g_orders, 0x200, 1, 3, TS0);
+	sl_avro_dir_ops.mark(ctx, &b);
+	memset(&d, 0, sizeof d);
+	assert_int_equal(sl_avro_dir_ops.flush(ctx, &d, err, sizeof err), 1);
+	assert_true(d.w[0] == 0x200);
+	/* nothing new written: the same mark again */
+	memset(&d, 0, sizeof d);
+	assert_int_equal(sl_avro_dir_ops.flush(ctx, &d, err, sizeof err), 1);
+	assert_true(d.w[0] == 0x200);
+	sl_avro_dir_ops.close(ctx);
+}
+
 static void test_discard_backfill(void **state)
 {
 	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
@@ -425,7 +465,7 @@ static void test_discard_backfill(void **state)
 	assert_int_equal(n, 7);  /* 6 visible + 1 temporary */
 	tl_free_list(l, n);
 
-	assert_int_equal(sl_avro_dir_ops.discard_backfill(ctx, g_orders, snap, err, sizeof err), 0);
+	assert_int_equal(discard(ctx, g_orders, snap, err, sizeof err), 0);
 	flush(ctx);
 	l = tl_list_files(g_dir, &n);
 	assert_int_equal(n, 3);
@@ -435,7 +475,7 @@ static void test_discard_backfill(void **state)
 	assert_non_null(strstr(l[2], "/0000000016B374D9-0000000001_0000000016B374D9-0000000001_"));
 	tl_free_list(l, n);
 	/* a table never written: nothing to do */
-	assert_int_equal(sl_avro_dir_ops.discard_backfill(ctx, g_orders_v2, 1, err, sizeof err), 0);
+	assert_int_equal(discard(ctx, g_orders_v2, 1, err, sizeof err), 0);
 	sl_avro_dir_ops.close(ctx);
 }
 
@@ -532,7 +572,7 @@ static void test_leftovers_after_kill(void **state)
 	if (pid == 0) {
 		void *c = open_sink(SL_CODEC_DEFLATE, 4096, 60);
 		write_order(c, g_orders, 0x8000, 1, 1, TS0);
-		sl_avro_dir_ops.flush(c, want, sizeof want);
+		flush(c);
 		for (int i = 2; i <= 300; i++)  /* several rotated files, one still open */
 			write_order(c, g_orders, 0x8000, (uint32_t)i, i, TS0 + INT64_C(7200000000));
 		write_customer(c, 0x8000, 301, 1, "x", TS0);
@@ -635,14 +675,14 @@ static void test_leftovers_only_ours(void **state)
 static void test_bad_value(void **state)
 {
 	void *ctx = open_sink(SL_CODEC_NULL, 64 << 20, 60);
-	struct sl_value v[2] = { tl_text("1"), tl_text("12.345") };
+	struct sl_value v[2] = { tl_int(1), tl_dec(false, "12345", 3) };  /* 12.345 */
 	struct sl_change c;
 	char err[512];
 
 	(void)state;
 	tl_change(&c, g_orders, SL_OP_INSERT, v, 1, 1, TS0);
 	assert_int_equal(sl_avro_dir_ops.write(ctx, &c, err, sizeof err), -1);
-	assert_string_equal(err, "column \"amount\": invalid numeric value \"12.345\"");
+	assert_string_equal(err, "column \"amount\": a decimal value of scale 3 does not fit decimal(10,2)");
 	sl_avro_dir_ops.close(ctx);
 }
 
@@ -655,6 +695,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_schema_change, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_close_without_flush, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_flush_reports_mark, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_bounded_memory, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_after_kill, per_test_setup, per_test_teardown),

@@ -2,10 +2,10 @@
  * tests/unit/test_avro_enc.c: the schema JSON and the direct record encoder.
  *
  * The schema is compared with a golden text written from the record layout
- * in DESIGN.md.  Records are checked for byte identity against avro-c's
- * generic value API, fed with values typed by hand (not parsed by the code
- * under test), and serialised with avro_value_write.  A last test prints the
- * cost per 16-column row of both.
+ * in DESIGN.md.  Records of typed values are checked for byte identity
+ * against avro-c's generic value API, fed with the same values by hand, and
+ * serialised with avro_value_write.  A last test prints the cost per
+ * 16-column row of both.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +24,7 @@
 #include "sinks/avro_dir/avro_enc.h"
 #include "sinks/avro_dir/avro_schema.h"
 #include "tests/unit/avro_testlib.h"
+#include "tests/unit/fake_source.h"
 
 /* ---------- golden schema ---------- */
 
@@ -69,7 +70,7 @@ static void test_schema_golden_pg(void **state)
 	c2[1].typmod = numeric_typmod(10, 2);
 	t = tl_table("public", "t1", c2, 2);
 	sl_buf_init(&b, 0);
-	assert_int_equal(sl_avro_schema_json(&b, t, SL_SOURCE_POSTGRES, err, sizeof err), 0);
+	assert_int_equal(sl_avro_schema_json(&b, t, err, sizeof err), 0);
 	assert_string_equal(b.data, want);
 	sl_buf_free(&b);
 	sl_table_free(t);
@@ -122,8 +123,11 @@ static void test_schema_golden_mysql_and_types(void **state)
 	char err[256];
 
 	(void)state;
+	/* A binlog-shaped source: its descriptor names the namespace field
+	 * "database" and its position fields log_file, log_position, gtid. */
+	t->src = &fake_desc;
 	sl_buf_init(&b, 0);
-	assert_int_equal(sl_avro_schema_json(&b, t, SL_SOURCE_MYSQL, err, sizeof err), 0);
+	assert_int_equal(sl_avro_schema_json(&b, t, err, sizeof err), 0);
 	assert_non_null(strstr(b.data, want_meta));
 	for (size_t i = 0; i < sizeof want_fields / sizeof want_fields[0]; i++)
 		if (!strstr(b.data, want_fields[i]))
@@ -152,7 +156,7 @@ static void test_schema_escaping(void **state)
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(sl_avro_schema_json(&b, t, SL_SOURCE_POSTGRES, err, sizeof err), 0);
+	assert_int_equal(sl_avro_schema_json(&b, t, err, sizeof err), 0);
 	root = json_loadb(b.data, b.len, 0, &jerr);
 	if (!root)
 		fail_msg("schema is not JSON: %s", jerr.text);
@@ -181,7 +185,7 @@ static void test_schema_escaping(void **state)
 	/* An object named like a nested record gets a suffix. */
 	t = tl_table("source", "metadata", cols + 2, 1);
 	sl_buf_init(&b, 0);
-	assert_int_equal(sl_avro_schema_json(&b, t, SL_SOURCE_POSTGRES, err, sizeof err), 0);
+	assert_int_equal(sl_avro_schema_json(&b, t, err, sizeof err), 0);
 	assert_non_null(strstr(b.data, "{\"type\":\"record\",\"name\":\"source_metadata_\","));
 	if (avro_schema_from_json_length(b.data, b.len, &as) != 0)
 		fail_msg("avro-c rejects the schema: %s", avro_strerror());
@@ -431,6 +435,10 @@ static struct sl_table *full_table(void)
 	return tl_table("public", "everything", cols, NCOLS);
 }
 
+static const unsigned char uuid_bytes[16] = {
+	0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8, 0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11,
+};
+
 static const unsigned char huge_bytes[] = {
 	0x17, 0xc6, 0xe3, 0xbf, 0xd7, 0x0f, 0xde, 0xea, 0xec, 0x41, 0x71, 0x72, 0xdc, 0xba, 0xc0,
 };
@@ -456,34 +464,34 @@ static void test_identity_pg(void **state)
 
 	(void)state;
 	memset(&st, 0, sizeof st);
-	e = sl_avro_enc_new(t, SL_SOURCE_POSTGRES, "orders_stream", &st, err, sizeof err);
+	e = sl_avro_enc_new(t, "orders_stream", err, sizeof err);
 	assert_non_null(e);
 	sj = sl_avro_enc_schema(e, &sjl);
 	ref_init(&r, sj, sjl);
 	p = get(&r.rec, "payload");
 
 	/* 1. INSERT with every type */
-	v[C_ID] = tl_text("7");
-	v[C_CODE] = tl_text("A-1");
-	v[C_FLAG] = tl_text("t");
-	v[C_SMALL] = tl_text("-32768");
-	v[C_BIG] = tl_text("-9000000000");
-	v[C_R] = tl_text("1.5");
-	v[C_D] = tl_text("-0.1");
-	v[C_AMOUNT] = tl_text("-505.00");
-	v[C_HUGE] = tl_text("12345678901234567890123456.7890123456");
-	v[C_BLOB] = tl_text("\\x0a0bff");
-	v[C_DAY] = tl_text("2024-01-31");
-	v[C_TOD] = tl_text("13:45:00.5");
-	v[C_TS] = tl_text("2024-01-31 13:45:00.123456");
-	v[C_TSTZ] = tl_text("2024-01-31 13:45:00-08");
-	v[C_U] = tl_text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
-	v[C_J] = tl_text("{\"k\": [1, 2]}");
-	v[C_JS] = tl_text("{\"x\":1}");
-	v[C_NAME] = tl_text("h\xc3\xa9llo");
-	v[C_ARR] = tl_text("{a,b,\"c d\"}");
-	v[C_WEIRD] = tl_text("v");
-	v[C_FIRST] = tl_text("");
+	v[C_ID] = tl_int(7);
+	v[C_CODE] = tl_str("A-1");
+	v[C_FLAG] = tl_bool(true);
+	v[C_SMALL] = tl_int(-32768);
+	v[C_BIG] = tl_int(INT64_C(-9000000000));
+	v[C_R] = tl_float(1.5f);
+	v[C_D] = tl_double(-0.1);
+	v[C_AMOUNT] = tl_dec(true, "50500", 2);                              /* -505.00 */
+	v[C_HUGE] = tl_dec(false, "123456789012345678901234567890123456", 10);
+	v[C_BLOB] = tl_bytes("\x0a\x0b\xff", 3);
+	v[C_DAY] = tl_date(19753);                                          /* 2024-01-31 */
+	v[C_TOD] = tl_time(INT64_C(49500500000));                           /* 13:45:00.5 */
+	v[C_TS] = tl_ts(INT64_C(1706708700123456));                         /* 2024-01-31 13:45:00.123456 */
+	v[C_TSTZ] = tl_ts(INT64_C(1706737500000000));                       /* 2024-01-31 13:45:00-08 */
+	v[C_U] = tl_uuid(uuid_bytes);
+	v[C_J] = tl_json("{\"k\": [1, 2]}");
+	v[C_JS] = tl_json("{\"x\":1}");
+	v[C_NAME] = tl_str("h\xc3\xa9llo");
+	v[C_ARR] = tl_str("{a,b,\"c d\"}");
+	v[C_WEIRD] = tl_str("v");
+	v[C_FIRST] = tl_str("");
 	tl_change(&c, t, SL_OP_INSERT, v, pos, 1, ts);
 	c.tx_id = 4242;
 	uuid_text(c.uuid, uu);
@@ -523,11 +531,11 @@ static void test_identity_pg(void **state)
 		v[i] = tl_null();
 	v[C_BLOB] = tl_unchanged();
 	v[C_J] = tl_unchanged();
-	v[C_AMOUNT] = tl_text("0.5");
-	v[C_DAY] = tl_text("0044-03-15 BC");
-	v[C_TS] = tl_text("infinity");
-	v[C_TSTZ] = tl_text("-infinity");
-	v[C_TOD] = tl_text("24:00:00");
+	v[C_AMOUNT] = tl_dec(false, "50", 2);                               /* 0.50 */
+	v[C_DAY] = tl_date(-735160);                                        /* 0044-03-15 BC */
+	v[C_TS] = tl_ts(INT64_C(253402300799999999));                       /* infinity, clamped */
+	v[C_TSTZ] = tl_ts(INT64_C(-62135596800000000));                     /* -infinity, clamped */
+	v[C_TOD] = tl_time(INT64_C(86400000000));                           /* 24:00:00 */
 	tl_change(&c, t, SL_OP_UPDATE_INSERT, v, UINT64_C(0xAB00000001), 42, ts + 1);
 	c.tx_id = UINT64_C(1) << 40;
 	uuid_text(c.uuid, uu);
@@ -553,8 +561,8 @@ static void test_identity_pg(void **state)
 	/* 3. DELETE with only the key, no xid */
 	for (int i = 0; i < NCOLS; i++)
 		v[i] = tl_null();
-	v[C_ID] = tl_text("-7");
-	v[C_CODE] = tl_text("B");
+	v[C_ID] = tl_int(-7);
+	v[C_CODE] = tl_str("B");
 	tl_change(&c, t, SL_OP_DELETE, v, pos, 3, ts);
 	c.tx_id = 0;
 	uuid_text(c.uuid, uu);
@@ -588,13 +596,14 @@ static void test_identity_pg(void **state)
 		p_null(&p, t->cols[i].avro_name);
 	compare(&r, e, &c);
 
-	/* 5. UPDATE-DELETE with one unchanged column and a decimal NaN */
+	/* 5. UPDATE-DELETE with one unchanged column, a decimal NaN (which the
+	 * source hands over as null) and a decimal of a smaller scale than the
+	 * column's (-505 at scale 0 is -505.00) */
 	for (int i = 0; i < NCOLS; i++)
 		v[i] = tl_null();
-	v[C_ID] = tl_text("8");
-	v[C_CODE] = tl_text("C");
-	v[C_AMOUNT] = tl_text("NaN");
-	v[C_HUGE] = tl_text("NaN");
+	v[C_ID] = tl_int(8);
+	v[C_CODE] = tl_str("C");
+	v[C_AMOUNT] = tl_dec(true, "505", 0);
 	v[C_WEIRD] = tl_unchanged();
 	tl_change(&c, t, SL_OP_UPDATE_DELETE, v, pos, 5, ts);
 	uuid_text(c.uuid, uu);
@@ -607,13 +616,14 @@ static void test_identity_pg(void **state)
 		p_null(&p, t->cols[i].avro_name);
 	p_int(&p, "id", 8);
 	p_str(&p, "code", "C");
+	p_bytes(&p, "amount", "\xff\x3a\xbc", 3);
 	compare(&r, e, &c);
-	assert_int_equal(st.decimal_nan_nulls, 2);
+	assert_true(st.records == 0 && st.files_closed == 0);  /* the encoder counts nothing */
 
 	/* 6. a backfill row: sequence 0, no xid */
 	for (int i = 0; i < NCOLS; i++)
 		v[i] = tl_null();
-	v[C_ID] = tl_text("9");
+	v[C_ID] = tl_int(9);
 	tl_change(&c, t, SL_OP_INSERT, v, pos, 0, ts);
 	uuid_text(c.uuid, uu);
 	m.read_method = "postgresql-backfill";
@@ -645,6 +655,7 @@ static void test_identity_mysql_nokey(void **state)
 	struct ref r;
 	struct sl_value v[2];
 	struct sl_change c;
+	struct sl_position pos = fake_pos(3, 4711);
 	struct meta m;
 	avro_value_t p;
 	char err[256], uu[37];
@@ -652,37 +663,35 @@ static void test_identity_mysql_nokey(void **state)
 	size_t sjl;
 
 	(void)state;
-	e = sl_avro_enc_new(t, SL_SOURCE_MYSQL, "s", NULL, err, sizeof err);
+	t->src = &fake_desc;   /* binlog-shaped positions (tests/unit/fake_source.c) */
+	e = sl_avro_enc_new(t, "s", err, sizeof err);
 	assert_non_null(e);
 	sj = sl_avro_enc_schema(e, &sjl);
 	ref_init(&r, sj, sjl);
 	p = get(&r.rec, "payload");
 
-	v[0] = tl_text("x");
-	v[1] = tl_text("5");
+	v[0] = tl_str("x");
+	v[1] = tl_int(5);
 	tl_change(&c, t, SL_OP_INSERT, v, 4711, 2, 0);
 	c.read_method = "mysql-cdc-binlog";
-	c.log_file = "mysql-bin.000003";
-	c.log_position = 4711;
-	c.gtid = "0-1-20";
+	snprintf(pos.text, sizeof pos.text, "0-1-20");
+	c.pos = &pos;
 	uuid_text(c.uuid, uu);
 	m = (struct meta){
 		.uuid = uu, .read_ts = 1500, .source_ts = 0, .object = "shop_log",
 		.read_method = "mysql-cdc-binlog", .stream = "s", .schema_key = t->schema_key,
 		.sort0 = "0000000000001267", .sort1 = "0000000002", .ns = "shop", .table = "log",
 		.change_type = "INSERT", .pks = NULL, .csn = "0000000000001267-0000000002",
-		.tx_id = 4242, .log_file = "mysql-bin.000003", .log_position = 4711, .gtid = "0-1-20",
+		.tx_id = 4242, .log_file = "fake-bin.000003", .log_position = 4711, .gtid = "0-1-20",
 	};
 	ref_meta(&r, &m, true);
 	p_str(&p, "note", "x");
 	p_long(&p, "n", 5);
 	compare(&r, e, &c);
 
-	/* no GTID, no log file */
-	c.gtid = NULL;
-	c.log_file = NULL;
+	/* no GTID */
+	pos.text[0] = '\0';
 	m.gtid = NULL;
-	m.log_file = "";
 	ref_meta(&r, &m, true);
 	compare(&r, e, &c);
 
@@ -702,20 +711,29 @@ static void test_enc_errors(void **state)
 	char err[256];
 
 	(void)state;
-	e = sl_avro_enc_new(t, SL_SOURCE_POSTGRES, "s", NULL, err, sizeof err);
+	e = sl_avro_enc_new(t, "s", err, sizeof err);
 	assert_non_null(e);
 	for (int i = 0; i < NCOLS; i++)
 		v[i] = tl_null();
-	v[C_DAY] = tl_text("2024-02-30");
+	v[C_DAY] = tl_str("2024-01-31");  /* a string where a date belongs */
 	tl_change(&c, t, SL_OP_INSERT, v, 1, 1, 0);
 	sl_buf_init(&b, 0);
 	sl_buf_puts(&b, "prefix");
 	assert_int_equal(sl_avro_enc_record(e, &b, &c, err, sizeof err), -1);
-	assert_string_equal(err, "column \"day\": invalid date value \"2024-02-30\"");
+	assert_string_equal(err, "column \"day\": a value of kind string does not fit type date");
 	assert_int_equal(b.len, 6);  /* left as it was */
+	/* so is a value out of its type's range, after earlier fields were written */
+	v[C_DAY] = tl_null();
+	v[C_FLAG] = tl_bool(false);
+	v[C_SMALL] = tl_int(INT64_C(3000000000));
+	assert_int_equal(sl_avro_enc_record(e, &b, &c, err, sizeof err), -1);
+	assert_string_equal(err, "column \"small\": integer value 3000000000 is out of range for int32");
+	assert_int_equal(b.len, 6);
+	v[C_SMALL] = tl_null();
+	v[C_FLAG] = tl_null();
 	/* a change of another table version is refused */
 	t2 = tl_table("public", "everything", one, 1);
-	v[0] = tl_text("1");
+	v[0] = tl_int(1);
 	tl_change(&c, t2, SL_OP_INSERT, v, 1, 1, 0);
 	assert_int_equal(sl_avro_enc_record(e, &b, &c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "schema key"));
@@ -767,6 +785,12 @@ static void test_timing(void **state)
 		"0.875", "1234.56", "2024-01-31 13:45:00.123456+00", "2024-01-31 13:45:00.5",
 		"2024-01-31", "t", "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11", "{\"gift\": false}", "17",
 	};
+	const struct sl_value typed[16] = {
+		tl_int(123456789), tl_str(texts[1]), tl_str(texts[2]), tl_str(texts[3]), tl_int(3),
+		tl_int(42), tl_double(1.25), tl_double(0.875), tl_dec(false, "123456", 2),
+		tl_ts(INT64_C(1706708700123456)), tl_ts(INT64_C(1706708700500000)), tl_date(19753),
+		tl_bool(true), tl_uuid(uuid_bytes), tl_json(texts[14]), tl_int(17),
+	};
 	struct sl_table *t = tl_table("public", "orders", cols, 16);
 	struct sl_value v[16];
 	struct sl_change c;
@@ -785,9 +809,9 @@ static void test_timing(void **state)
 
 	(void)state;
 	for (int i = 0; i < 16; i++)
-		v[i] = tl_text(texts[i]);
+		v[i] = typed[i];
 	tl_change(&c, t, SL_OP_INSERT, v, UINT64_C(0x16B374D8), 1, INT64_C(1706708700000000));
-	e = sl_avro_enc_new(t, SL_SOURCE_POSTGRES, "s", NULL, err, sizeof err);
+	e = sl_avro_enc_new(t, "s", err, sizeof err);
 	assert_non_null(e);
 	sl_buf_init(&b, 0);
 	t0 = now_s();
@@ -800,7 +824,7 @@ static void test_timing(void **state)
 	}
 	direct = (now_s() - t0) / n * 1e6;
 
-	/* avro-c: values already typed (its best case: no text parsing at all). */
+	/* avro-c: the same typed values. */
 	sj = sl_avro_enc_schema(e, &sjl);
 	ref_init(&r, sj, sjl);
 	p = get(&r.rec, "payload");
@@ -838,8 +862,8 @@ static void test_timing(void **state)
 			fail_msg("avro-c: %s", avro_strerror());
 	}
 	generic = (now_s() - t0) / n * 1e6;
-	printf("# encoder timing, 16-column row: direct %.3f us/row (from text), "
-	       "avro-c generic %.3f us/row (pre-typed values)\n", direct, generic);
+	printf("# encoder timing, 16-column row of typed values: direct %.3f us/row, "
+	       "avro-c generic %.3f us/row\n", direct, generic);
 	avro_writer_free(w);
 	free(mem);
 	ref_free(&r);

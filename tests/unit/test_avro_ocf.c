@@ -119,12 +119,12 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 {
 	struct sl_ocf_writer *w;
 	struct sl_ocf_codec *oc = codec_of(codec, level);
-	char err[256], name[400], num[32], amount[32], ts[64];
+	char err[256], name[400], amount[32];
 	struct sl_value v[4];
 	struct sl_change c;
 	uint64_t last_size = 0;
 
-	*enc = sl_avro_enc_new(t, SL_SOURCE_POSTGRES, "s", NULL, err, sizeof err);
+	*enc = sl_avro_enc_new(t, "s", err, sizeof err);
 	assert_non_null(*enc);
 	*schema = sl_avro_enc_schema(*enc, schema_len);
 	if (sl_ocf_open(&w, path, *schema, *schema_len, oc, 0, err, sizeof err) != 0)
@@ -136,13 +136,13 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 		for (size_t k = 0; k < nl; k++)
 			name[k] = (char)('a' + (i + (int)k) % 26);
 		name[nl] = '\0';
-		snprintf(num, sizeof num, "%lld", (long long)i * 1000003);
-		snprintf(amount, sizeof amount, "%s%d.%02d", i % 3 ? "" : "-", i, i % 100);
-		snprintf(ts, sizeof ts, "2024-01-%02d 13:45:%02d.%06d+00", 1 + i % 28, i % 60, i);
-		v[0] = tl_text(num);
-		v[1] = i % 11 == 0 ? tl_null() : tl_text(name);
-		v[2] = tl_text(amount);
-		v[3] = tl_text(ts);
+		/* amount: [-]i.(i % 100), as unscaled digits; ts: 2024-01-(1 + i % 28)
+		 * 13:45:(i % 60).i UTC (2024-01-01 is day 19723) */
+		snprintf(amount, sizeof amount, "%d", i * 100 + i % 100);
+		v[0] = tl_int((int64_t)i * 1000003);
+		v[1] = i % 11 == 0 ? tl_null() : tl_str(name);
+		v[2] = tl_dec(i % 3 == 0 && i > 0, amount, 2);
+		v[3] = tl_ts(((int64_t)(19723 + i % 28) * 86400 + 13 * 3600 + 45 * 60 + i % 60) * 1000000 + i);
 		tl_change(&c, t, i % 5 == 4 ? SL_OP_DELETE : SL_OP_INSERT, v, 0x1000 + (uint64_t)i, 1, 0);
 		if (sl_avro_enc_record(*enc, b, &c, err, sizeof err) != 0)
 			fail_msg("encode: %s", err);

@@ -67,7 +67,9 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	struct sl_table *t = tl_table("public", "py_t", cols, 16);
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, SL_SOURCE_POSTGRES, "lake" };
+	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake" };
+	static const unsigned char uuid[16] = { 0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8,
+						0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11 };
 	struct sl_value v[16];
 	struct sl_change c;
 	void *ctx;
@@ -81,22 +83,22 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	dc.max_file_seconds = 60;
 	if (ops->open(&ctx, &dc, &st, err, errlen) != 0)
 		goto out;
-	v[0] = tl_text("1");
-	v[1] = tl_text("-505.00");
-	v[2] = tl_text("12345678901234567890123456.7890123456");
-	v[3] = tl_text("2024-01-02 03:04:05.123456+00");
-	v[4] = tl_text("2024-01-02 03:04:05.5");
-	v[5] = tl_text("2024-01-31");
-	v[6] = tl_text("13:45:00.5");
-	v[7] = tl_text("\\x0a0bff");
-	v[8] = tl_text("1.5");
-	v[9] = tl_text("-0.1");
-	v[10] = tl_text("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11");
-	v[11] = tl_text("{\"k\": [1, 2]}");
-	v[12] = tl_text("h\xc3\xa9llo");
-	v[13] = tl_text("t");
-	v[14] = tl_text("-9000000000");
-	v[15] = tl_text("odd");
+	v[0] = tl_int(1);
+	v[1] = tl_dec(true, "50500", 2);                                    /* -505.00 */
+	v[2] = tl_dec(false, "123456789012345678901234567890123456", 10);  /* 12345678901234567890123456.7890123456 */
+	v[3] = tl_ts(INT64_C(1704164645123456));                           /* 2024-01-02 03:04:05.123456+00 */
+	v[4] = tl_ts(INT64_C(1704164645500000));                           /* 2024-01-02 03:04:05.5 */
+	v[5] = tl_date(19753);                                             /* 2024-01-31 */
+	v[6] = tl_time(INT64_C(49500500000));                              /* 13:45:00.5 */
+	v[7] = tl_bytes("\x0a\x0b\xff", 3);
+	v[8] = tl_float(1.5f);
+	v[9] = tl_double(-0.1);
+	v[10] = tl_uuid(uuid);
+	v[11] = tl_json("{\"k\": [1, 2]}");
+	v[12] = tl_str("h\xc3\xa9llo");
+	v[13] = tl_bool(true);
+	v[14] = tl_int(INT64_C(-9000000000));
+	v[15] = tl_str("odd");
 	tl_change(&c, t, SL_OP_INSERT, v, UINT64_C(0x16B374D8), 1, INT64_C(1706708700000000));
 	c.tx_id = 777;
 	if (ops->write(ctx, &c, err, errlen) != 0)
@@ -104,12 +106,12 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	/* second row: +05:30 offset, infinity clamps, nulls, unchanged TOAST */
 	for (int i = 0; i < 16; i++)
 		v[i] = tl_null();
-	v[0] = tl_text("2");
-	v[1] = tl_text("0.5");
-	v[3] = tl_text("2024-01-31 13:45:00+05:30");
-	v[4] = tl_text("infinity");
-	v[5] = tl_text("-infinity");
-	v[7] = tl_text("\\x");
+	v[0] = tl_int(2);
+	v[1] = tl_dec(false, "5", 1);                 /* 0.5: padded to the column's scale, 0.50 */
+	v[3] = tl_ts(INT64_C(1706688900000000));      /* 2024-01-31 13:45:00+05:30 */
+	v[4] = tl_ts(INT64_C(253402300799999999));    /* infinity, clamped */
+	v[5] = tl_date(-719162);                      /* -infinity, clamped */
+	v[7] = tl_bytes("", 0);
 	v[12] = tl_unchanged();
 	tl_change(&c, t, SL_OP_UPDATE_INSERT, v, UINT64_C(0x16B374D8), 2, INT64_C(1706708700000000));
 	c.tx_id = 777;
@@ -118,13 +120,16 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	/* third: a delete with only the key */
 	for (int i = 1; i < 16; i++)
 		v[i] = tl_null();
-	v[0] = tl_text("3");
+	v[0] = tl_int(3);
 	tl_change(&c, t, SL_OP_DELETE, v, UINT64_C(0x16B374D8), 3, INT64_C(1706708700000000));
 	c.tx_id = 777;
 	if (ops->write(ctx, &c, err, errlen) != 0)
 		goto close;
-	if (ops->flush(ctx, err, errlen) != 0)
-		goto close;
+	{
+		struct sl_position d;
+		if (ops->flush(ctx, &d, err, errlen) < 0)
+			goto close;
+	}
 	rc = 0;
 close:
 	ops->close(ctx);

@@ -1,6 +1,7 @@
 /*
- * tests/unit/test_core.c: unit tests for common/, schema/, the pgoutput
- * decoder, the COPY text decoder and the checkpoint store.  pgoutput messages
+ * tests/unit/test_core.c: unit tests for common/, schema/ (typed values and
+ * their canonical key bytes included), the pgoutput decoder with its typed
+ * values, the COPY text decoder and the checkpoint store.  pgoutput messages
  * are built here by a small encoder that follows the protocol documentation,
  * so the decoder is checked against the documented layout, not against itself.
  */
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,10 @@ static void test_pgoutput_transaction(void **state)
 	assert_int_equal(ev.table->cols[1].scale, 2);
 	assert_true(ev.table->cols[0].is_key);
 	assert_false(ev.schema_changed);
+	assert_int_equal(ev.table->cols[1].src_type, 1700);
+	assert_int_equal(ev.table->cols[1].src_typmod, ((12 << 16) | 2) + 4);
+	/* the schema key of this column list, as sluice has always computed it */
+	assert_string_equal(ev.table->schema_key, "8e8fd44dd575fe00");
 
 	sl_buf_reset(&b);
 	w8(&b, 'B');
@@ -110,8 +116,17 @@ static void test_pgoutput_transaction(void **state)
 	assert_int_equal(ev.changes[0].op, SL_OP_INSERT);
 	assert_string_equal(ev.changes[0].csn, "00000000016E75D0-0000000001");
 	assert_int_equal(ev.changes[0].tx_id, 777);
-	assert_int_equal(ev.changes[0].values[1].len, 5);
-	assert_memory_equal(ev.changes[0].values[1].p, "10.50", 5);
+	/* typed values: 1, 10.50 (digits 1050 at scale 2), "hello" */
+	assert_int_equal(ev.changes[0].values[0].kind, SL_V_INT);
+	assert_true(ev.changes[0].values[0].i == 1);
+	assert_int_equal(ev.changes[0].values[1].kind, SL_V_DECIMAL);
+	assert_int_equal(ev.changes[0].values[1].len, 4);
+	assert_memory_equal(ev.changes[0].values[1].p, "1050", 4);
+	assert_int_equal(ev.changes[0].values[1].scale, 2);
+	assert_false(ev.changes[0].values[1].neg);
+	assert_int_equal(ev.changes[0].values[2].kind, SL_V_STRING);
+	assert_int_equal(ev.changes[0].values[2].len, 5);
+	assert_memory_equal(ev.changes[0].values[2].p, "hello", 5);
 	assert_string_equal(ev.changes[0].read_method, "postgresql-cdc-wal");
 
 	/* An update that changes the key: UPDATE-DELETE (old key), then UPDATE-INSERT. */
@@ -121,11 +136,15 @@ static void test_pgoutput_transaction(void **state)
 	assert_int_equal(ev.nchanges, 2);
 	assert_int_equal(ev.changes[0].op, SL_OP_UPDATE_DELETE);
 	assert_string_equal(ev.changes[0].csn, "00000000016E75D0-0000000002");
-	assert_memory_equal(ev.changes[0].values[0].p, "1", 1);
+	assert_int_equal(ev.changes[0].values[0].kind, SL_V_INT);
+	assert_true(ev.changes[0].values[0].i == 1);
 	assert_int_equal(ev.changes[0].values[1].kind, SL_V_NULL);
 	assert_int_equal(ev.changes[1].op, SL_OP_UPDATE_INSERT);
 	assert_string_equal(ev.changes[1].csn, "00000000016E75D0-0000000003");
-	assert_memory_equal(ev.changes[1].values[0].p, "2", 1);
+	assert_true(ev.changes[1].values[0].i == 2);
+	assert_int_equal(ev.changes[1].values[1].kind, SL_V_DECIMAL);
+	assert_true(ev.changes[1].values[1].neg);
+	assert_memory_equal(ev.changes[1].values[1].p, "325", 3);
 	assert_int_equal(ev.changes[1].values[2].kind, SL_V_UNCHANGED);
 
 	/* An update without an old tuple: one UPDATE-INSERT. */
@@ -158,6 +177,86 @@ static void test_pgoutput_transaction(void **state)
 	assert_int_equal(ev.kind, SL_PGO_COMMIT);
 	assert_true(ev.end_lsn == 0x16E7600);
 	assert_false(sl_pgoutput_in_tx(d));
+
+	sl_buf_free(&b);
+	sl_pgoutput_free(d);
+}
+
+/* Typed values in decoded changes: unchanged TOAST values filled from a full
+ * old row (pointing into the old tuple's own memory), keys compared as
+ * values, decimal NaN counted, and text that does not convert refused. */
+static void test_pgoutput_typed(void **state)
+{
+	struct sl_pgoutput *d = sl_pgoutput_new(NULL, NULL);
+	struct sl_pgo_event ev;
+	struct sl_buf b;
+	char err[256];
+	const char *old_full[] = { "1", "-10.50", "hello" };
+	const char *new_toast[] = { "1", "\x01", "\x01" };
+	const char *old_key[] = { "1", NULL, NULL };
+	const char *new_same_key[] = { "+1", "2", "x" };
+	const char *new_other_key[] = { "2", "2", "x" };
+	const char *nan_row[] = { "3", "NaN", "n" };
+	const char *bad_row[] = { "x", "1", "n" };
+	const struct sl_value *v;
+	(void)state;
+
+	sl_buf_init(&b, 0);
+	build_relation(&b, 16384, "public", "t");
+	assert_int_equal(decode(d, &b, &ev), 0);
+	sl_buf_reset(&b);
+	w8(&b, 'B'); w64(&b, 0x100); w64(&b, 1); w32(&b, 5);
+	assert_int_equal(decode(d, &b, &ev), 0);
+
+	/* REPLICA IDENTITY FULL: the old row is whole, the new one leaves two
+	 * TOASTed columns out; they take the old row's values. */
+	sl_buf_reset(&b);
+	w8(&b, 'U'); w32(&b, 16384); w8(&b, 'O'); wtuple(&b, 3, old_full); w8(&b, 'N'); wtuple(&b, 3, new_toast);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(ev.nchanges, 1);
+	assert_int_equal(ev.changes[0].op, SL_OP_UPDATE_INSERT);
+	v = ev.changes[0].values;
+	assert_true(v[0].kind == SL_V_INT && v[0].i == 1);
+	assert_int_equal(v[1].kind, SL_V_DECIMAL);
+	assert_true(v[1].neg);
+	assert_int_equal(v[1].len, 4);
+	assert_memory_equal(v[1].p, "1050", 4);
+	assert_int_equal(v[2].kind, SL_V_STRING);
+	assert_int_equal(v[2].len, 5);
+	assert_memory_equal(v[2].p, "hello", 5);
+
+	/* The key is compared as a value: "+1" is 1, so no UPDATE-DELETE. */
+	sl_buf_reset(&b);
+	w8(&b, 'U'); w32(&b, 16384); w8(&b, 'K'); wtuple(&b, 3, old_key); w8(&b, 'N'); wtuple(&b, 3, new_same_key);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(ev.nchanges, 1);
+	assert_int_equal(ev.changes[0].op, SL_OP_UPDATE_INSERT);
+	assert_memory_equal(ev.changes[0].values[1].p, "200", 3);  /* 2 at scale 2 */
+	sl_buf_reset(&b);
+	w8(&b, 'U'); w32(&b, 16384); w8(&b, 'K'); wtuple(&b, 3, old_key); w8(&b, 'N'); wtuple(&b, 3, new_other_key);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(ev.nchanges, 2);
+	assert_int_equal(ev.changes[0].op, SL_OP_UPDATE_DELETE);
+	assert_true(ev.changes[0].values[0].i == 1);
+	assert_true(ev.changes[1].values[0].i == 2);
+
+	/* NaN in numeric(12,2) is null, and counted. */
+	assert_true(sl_pgoutput_text_stats(d)->decimal_nan_nulls == 0);
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 16384); w8(&b, 'N'); wtuple(&b, 3, nan_row);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(ev.changes[0].values[1].kind, SL_V_NULL);
+	assert_true(sl_pgoutput_text_stats(d)->decimal_nan_nulls == 1);
+
+	/* Text that does not convert stops the decoding, naming the column. */
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 16384); w8(&b, 'N'); wtuple(&b, 3, bad_row);
+	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err), -1);
+	assert_string_equal(err, "column \"id\": invalid integer value \"x\"");
+	sl_buf_reset(&b);
+	w8(&b, 'D'); w32(&b, 16384); w8(&b, 'O'); wtuple(&b, 3, bad_row);
+	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err), -1);
+	assert_string_equal(err, "column \"id\": invalid integer value \"x\"");
 
 	sl_buf_free(&b);
 	sl_pgoutput_free(d);
@@ -290,21 +389,21 @@ static void test_pgoutput_mutations(void **state)
 static void test_copy_text_row(void **state)
 {
 	char row[] = "1\t\\N\ta\\tb\\\\c\\nd\t\\x41\\101\t\t\\N\n";
-	struct sl_value v[6];
+	struct sl_text_value v[6];
 	char bad[] = "1\t2\n";
 	(void)state;
 
 	assert_int_equal(sl_copy_text_row(row, strlen(row), v, 6), 0);
-	assert_int_equal(v[0].kind, SL_V_TEXT);
+	assert_int_equal(v[0].kind, SL_TV_TEXT);
 	assert_memory_equal(v[0].p, "1", 1);
-	assert_int_equal(v[1].kind, SL_V_NULL);
+	assert_int_equal(v[1].kind, SL_TV_NULL);
 	assert_int_equal(v[2].len, 7);
 	assert_memory_equal(v[2].p, "a\tb\\c\nd", 7);
 	assert_int_equal(v[3].len, 2);
 	assert_memory_equal(v[3].p, "AA", 2);
-	assert_int_equal(v[4].kind, SL_V_TEXT);
+	assert_int_equal(v[4].kind, SL_TV_TEXT);
 	assert_int_equal(v[4].len, 0);
-	assert_int_equal(v[5].kind, SL_V_NULL);
+	assert_int_equal(v[5].kind, SL_TV_NULL);
 	assert_int_equal(sl_copy_text_row(bad, strlen(bad), v, 3), -1);
 }
 
@@ -339,7 +438,7 @@ static void test_uuid_deterministic(void **state)
 	(void)state;
 
 	assert_non_null(t);
-	assert_int_equal(sl_table_add_column(t, "id", 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	memset(&a, 0, sizeof a);
 	a.table = t;
@@ -374,10 +473,10 @@ static void test_avro_names(void **state)
 	struct sl_table *t = sl_table_new("we ird", "a\"b");
 	(void)state;
 
-	assert_int_equal(sl_table_add_column(t, "select", 25, -1, NULL, false), 0);
-	assert_int_equal(sl_table_add_column(t, "1st col", 25, -1, NULL, false), 0);
-	assert_int_equal(sl_table_add_column(t, "1st_col", 25, -1, NULL, false), 0);
-	assert_int_equal(sl_table_add_column(t, "a/b", 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "select", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "1st col", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "1st_col", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "a/b", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	assert_string_equal(t->cols[0].avro_name, "select");
 	assert_string_equal(t->cols[1].avro_name, "_1st_col");
@@ -388,22 +487,104 @@ static void test_avro_names(void **state)
 	sl_table_free(t);
 }
 
-static void test_type_map(void **state)
+/* The canonical key bytes of each value kind, written out by hand from the
+ * layout documented in schema.h. */
+static void test_value_key_bytes(void **state)
 {
-	int p = 0, s = 0;
+	static const unsigned char u[16] = { 0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8,
+					     0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11 };
+	const struct {
+		struct sl_value v;
+		const char *want;
+		size_t n;
+	} cases[] = {
+		{ { .kind = SL_V_NULL }, "\x00", 1 },
+		{ { .kind = SL_V_UNCHANGED }, "\x01", 1 },
+		{ { .kind = SL_V_BOOL, .b = true }, "\x02\x01", 2 },
+		{ { .kind = SL_V_BOOL, .b = false }, "\x02\x00", 2 },
+		{ { .kind = SL_V_INT, .i = -2 }, "\x03\xff\xff\xff\xff\xff\xff\xff\xfe", 9 },
+		{ { .kind = SL_V_INT, .i = INT64_C(0x0102030405060708) }, "\x03\x01\x02\x03\x04\x05\x06\x07\x08", 9 },
+		{ { .kind = SL_V_UINT, .u = UINT64_MAX }, "\x04\xff\xff\xff\xff\xff\xff\xff\xff", 9 },
+		{ { .kind = SL_V_FLOAT, .f = 1.5f }, "\x05\x3f\xc0\x00\x00", 5 },
+		{ { .kind = SL_V_DOUBLE, .d = -0.1 }, "\x06\xbf\xb9\x99\x99\x99\x99\x99\x9a", 9 },
+		{ { .kind = SL_V_DECIMAL, .neg = true, .scale = 2, .len = 4, .p = "1050" },
+		  "\x07\x01\x00\x02\x00\x00\x00\x04" "1050", 12 },
+		{ { .kind = SL_V_DECIMAL, .scale = 300, .len = 1, .p = "0" }, "\x07\x00\x01\x2c\x00\x00\x00\x01" "0", 9 },
+		{ { .kind = SL_V_BYTES, .len = 3, .p = "a\0b" }, "\x08\x00\x00\x00\x03" "a\0b", 8 },
+		{ { .kind = SL_V_STRING, .len = 0, .p = "" }, "\x09\x00\x00\x00\x00", 5 },
+		{ { .kind = SL_V_STRING, .len = 2, .p = "h\xc3" }, "\x09\x00\x00\x00\x02h\xc3", 7 },
+		{ { .kind = SL_V_JSON, .len = 2, .p = "{}" }, "\x0a\x00\x00\x00\x02{}", 7 },
+		{ { .kind = SL_V_DATE, .i = 19753 }, "\x0b\x00\x00\x00\x00\x00\x00\x4d\x29", 9 },
+		{ { .kind = SL_V_TIME, .i = INT64_C(86400000000) }, "\x0c\x00\x00\x00\x14\x1d\xd7\x60\x00", 9 },
+		{ { .kind = SL_V_TIMESTAMP, .i = -1 }, "\x0d\xff\xff\xff\xff\xff\xff\xff\xff", 9 },
+		{ { .kind = SL_V_UUID, .len = 16, .p = (const char *)u },
+		  "\x0e\x00\x00\x00\x10\xa0\xee\xbc\x99\x9c\x0b\x4e\xf8\xbb\x6d\x6b\xb9\xbd\x38\x0a\x11", 21 },
+	};
+	struct sl_value a, c;
+	struct sl_buf b, b2;
 	(void)state;
 
-	assert_int_equal(sl_pg_type_map(1700, ((38 << 16) | 10) + 4, &p, &s), SL_T_DECIMAL);
-	assert_int_equal(p, 38);
-	assert_int_equal(s, 10);
-	assert_int_equal(sl_pg_type_map(1700, -1, &p, &s), SL_T_STRING);
-	/* numeric(3,-2) and numeric(2,5) cannot be Avro decimals */
-	assert_int_equal(sl_pg_type_map(1700, ((3 << 16) | (0x7fe)) + 4, &p, &s), SL_T_STRING);
-	assert_int_equal(sl_pg_type_map(1700, ((2 << 16) | 5) + 4, &p, &s), SL_T_STRING);
-	assert_int_equal(sl_pg_type_map(1184, -1, &p, &s), SL_T_TIMESTAMPTZ);
-	assert_int_equal(sl_pg_type_map(2950, -1, &p, &s), SL_T_UUID);
-	assert_int_equal(sl_pg_type_map(3802, -1, &p, &s), SL_T_JSON);
-	assert_int_equal(sl_pg_type_map(1007, -1, &p, &s), SL_T_STRING); /* int4[] */
+	sl_buf_init(&b, 0);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		sl_buf_reset(&b);
+		assert_int_equal(sl_value_key_bytes(&b, &cases[i].v), 0);
+		if (b.len != cases[i].n || memcmp(b.data, cases[i].want, cases[i].n) != 0)
+			fail_msg("case %zu (kind %u): wrong key bytes", i, cases[i].v.kind);
+	}
+	sl_buf_reset(&b);
+	a = (struct sl_value){ .kind = 99 };
+	assert_int_equal(sl_value_key_bytes(&b, &a), -1);
+	/* length prefixes keep ("a", "bc") and ("ab", "c") apart */
+	sl_buf_init(&b2, 0);
+	a = (struct sl_value){ .kind = SL_V_STRING, .len = 1, .p = "a" };
+	c = (struct sl_value){ .kind = SL_V_STRING, .len = 2, .p = "bc" };
+	sl_value_key_bytes(&b, &a);
+	sl_value_key_bytes(&b, &c);
+	a.len = 2;
+	a.p = "ab";
+	c.len = 1;
+	c.p = "c";
+	sl_value_key_bytes(&b2, &a);
+	sl_value_key_bytes(&b2, &c);
+	assert_true(b.len == b2.len && memcmp(b.data, b2.data, b.len) != 0);
+	sl_buf_free(&b);
+	sl_buf_free(&b2);
+}
+
+static void test_value_equal(void **state)
+{
+	struct sl_value a, b;
+	(void)state;
+
+	a = (struct sl_value){ .kind = SL_V_DOUBLE, .d = NAN };
+	b = a;
+	assert_true(sl_value_equal(&a, &b));              /* NaN is itself, by its bits */
+	a.d = 0.0;
+	b.d = -0.0;
+	assert_false(sl_value_equal(&a, &b));             /* and -0 is not 0 */
+	a = (struct sl_value){ .kind = SL_V_INT, .i = 5 };
+	b = (struct sl_value){ .kind = SL_V_DATE, .i = 5 };
+	assert_false(sl_value_equal(&a, &b));             /* kinds differ */
+	b.kind = SL_V_INT;
+	assert_true(sl_value_equal(&a, &b));
+	a = (struct sl_value){ .kind = SL_V_DECIMAL, .scale = 2, .len = 3, .p = "150" };
+	b = a;
+	assert_true(sl_value_equal(&a, &b));
+	b.scale = 1;
+	assert_false(sl_value_equal(&a, &b));
+	b.scale = 2;
+	b.neg = true;
+	assert_false(sl_value_equal(&a, &b));
+	a = (struct sl_value){ .kind = SL_V_STRING, .len = 2, .p = "ab" };
+	b = (struct sl_value){ .kind = SL_V_STRING, .len = 2, .p = "abc" };
+	assert_true(sl_value_equal(&a, &b));
+	b.len = 3;
+	assert_false(sl_value_equal(&a, &b));
+	a = (struct sl_value){ .kind = SL_V_NULL };
+	b = (struct sl_value){ .kind = SL_V_NULL };
+	assert_true(sl_value_equal(&a, &b));
+	b.kind = SL_V_UNCHANGED;
+	assert_false(sl_value_equal(&a, &b));
 }
 
 static void test_buf(void **state)
@@ -577,6 +758,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pgoutput_transaction),
+		cmocka_unit_test(test_pgoutput_typed),
 		cmocka_unit_test(test_pgoutput_schema_change),
 		cmocka_unit_test(test_pgoutput_malformed),
 		cmocka_unit_test(test_pgoutput_mutations),
@@ -584,7 +766,8 @@ int main(void)
 		cmocka_unit_test(test_csn_and_lsn),
 		cmocka_unit_test(test_uuid_deterministic),
 		cmocka_unit_test(test_avro_names),
-		cmocka_unit_test(test_type_map),
+		cmocka_unit_test(test_value_key_bytes),
+		cmocka_unit_test(test_value_equal),
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_quote_failure),
 		cmocka_unit_test(test_checkpoint_roundtrip),
