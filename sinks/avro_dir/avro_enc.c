@@ -29,17 +29,6 @@ struct sl_avro_enc {
 	struct span ops[SL_OP_TRUNCATE + 1];
 };
 
-/* "00" to "ff": the two lowercase hex digits of every byte value. */
-static const char hexpairs[513] =
-	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
-
 struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream, char *err, size_t errlen)
 {
 	struct sl_avro_enc *e = calloc(1, sizeof *e);
@@ -126,24 +115,13 @@ static inline void put_span(struct sl_buf *out, const struct sl_avro_enc *e, str
 	sl_avro_put_raw(out, e->pre.data + s.off, s.len);
 }
 
-/* The uuid as a 36-character Avro string, 8-4-4-4-12 lowercase hex: a table
- * lookup per byte, unrolled, since every record has one. */
+/* The record uuid as a 36-character Avro string. */
 static void put_uuid(struct sl_buf *out, const unsigned char u[16])
 {
-	char s[37], *d = s + 1;
+	char s[37];
 
-#define PAIR(i) (memcpy(d, hexpairs + 2 * u[i], 2), d += 2)
 	s[0] = 36 * 2;  /* zigzag length 36, one varint byte */
-	PAIR(0); PAIR(1); PAIR(2); PAIR(3);
-	*d++ = '-';
-	PAIR(4); PAIR(5);
-	*d++ = '-';
-	PAIR(6); PAIR(7);
-	*d++ = '-';
-	PAIR(8); PAIR(9);
-	*d++ = '-';
-	PAIR(10); PAIR(11); PAIR(12); PAIR(13); PAIR(14); PAIR(15);
-#undef PAIR
+	sl_avro_uuid_text(s + 1, u);
 	sl_avro_put_raw(out, s, sizeof s);
 }
 

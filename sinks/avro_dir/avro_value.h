@@ -82,6 +82,10 @@ static inline int sl_avro_put_bool(struct sl_buf *b, bool v)
 	return sl_avro_put_byte(b, v ? 1 : 0);
 }
 
+/* The 36 characters of a uuid's canonical text, 8-4-4-4-12 lowercase hex
+ * (no NUL). */
+void sl_avro_uuid_text(char out[static 36], const unsigned char u[static 16]);
+
 /* Avro float and double: IEEE 754 bits, little-endian. */
 int sl_avro_put_float(struct sl_buf *b, float f);
 int sl_avro_put_double(struct sl_buf *b, double d);
