@@ -377,6 +377,8 @@ static void test_pgoutput_mutations(void **state)
 			if (ev.kind == SL_PGO_CHANGE && ev.nchanges == 0)
 				while (sl_pgoutput_truncate_next(d, &c) == 1)
 					assert_int_equal(c.op, SL_OP_TRUNCATE);
+			if (ev.kind == SL_PGO_RELATION)
+				sl_table_free(ev.retired);  /* the caller's, once handed out */
 		}
 		sl_pgoutput_free(d);
 	}
