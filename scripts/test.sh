@@ -33,7 +33,29 @@ unit_tests() {
 	return "$rc"
 }
 
+# Without cmocka no unit test can be built: make check must fail and say why,
+# never pass with zero tests.  A pkg-config that hides cmocka shows it.
+no_cmocka() {
+	local d rc=0
+	d=$(mktemp -d)
+	mkdir "$d/bin" "$d/build"
+	printf '#!/bin/sh\nfor a in "$@"; do case "$a" in cmocka*) exit 1;; esac; done\nexec pkg-config "$@"\n' \
+		>"$d/bin/pkg-config"
+	chmod +x "$d/bin/pkg-config"
+	if ( cd "$d/build" && PKG_CONFIG="$d/bin/pkg-config" "$top/configure" -q && make check-local ) \
+		>"$d/out" 2>&1; then
+		echo "make check passed without cmocka"; rc=1
+	elif ! grep -q "cmocka was not found by configure" "$d/out"; then
+		echo "make check without cmocka did not say why:"; cat "$d/out"; rc=1
+	else
+		echo "build: make check without cmocka fails and says why"
+	fi
+	rm -rf "$d"
+	return "$rc"
+}
+
 unit_rc=0
+no_cmocka || unit_rc=$?
 unit_tests "$build" "" || unit_rc=$?
 
 int_rc=0
