@@ -221,49 +221,113 @@ int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type,
 	return 0;
 }
 
-/* Avro names are [A-Za-z_][A-Za-z0-9_]*: replace anything else with '_',
- * prefix names that start with a digit, and make duplicates unique. */
-static char *avro_name_for(const struct sl_table *t, int upto, const char *src)
+static bool is_alpha(char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+static bool is_alnum(char c)
+{
+	return is_alpha(c) || (c >= '0' && c <= '9');
+}
+
+/* True if s is a valid Avro name: [A-Za-z_][A-Za-z0-9_]*. */
+static bool valid_avro_name(const char *s)
+{
+	if (!is_alpha(*s) && *s != '_')
+		return false;
+	for (; *s; s++)
+		if (!is_alnum(*s) && *s != '_')
+			return false;
+	return true;
+}
+
+static bool name_taken(const struct sl_table *t, const char *name)
+{
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].avro_name && !strcmp(t->cols[i].avro_name, name))
+			return true;
+	return false;
+}
+
+/* The Avro field name of a column whose name is not a valid Avro name: every
+ * byte outside [A-Za-z0-9] (the underscore included), and a leading digit,
+ * becomes '_' and two lowercase hex digits ("a-b" -> "a_2db", "1st" ->
+ * "_31st").  Every '_' of the result starts such an escape, so two such
+ * columns never get the same name; if the result is another column's valid
+ * name (a contrived pair), _2, _3, ... is appended. */
+static char *escaped_avro_name(const struct sl_table *t, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct sl_buf b;
+	size_t len;
+
+	sl_buf_init(&b, 0);
+	for (const char *p = src; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+		if (is_alpha((char)ch) || (is_alnum((char)ch) && p != src)) {
+			sl_buf_putc(&b, (char)ch);
+		} else {
+			sl_buf_putc(&b, '_');
+			sl_buf_putc(&b, hex[ch >> 4]);
+			sl_buf_putc(&b, hex[ch & 15]);
+		}
+	}
+	if (b.len == 0)
+		sl_buf_putc(&b, '_');  /* an empty name (never from a catalog) */
+	len = b.len;
+	for (int n = 2; !sl_buf_failed(&b) && name_taken(t, b.data); n++) {
+		b.len = len;
+		sl_buf_printf(&b, "_%d", n);
+	}
+	return sl_buf_detach(&b);
+}
+
+/* Field names that stay put: a column whose name is a valid Avro name keeps
+ * it, whatever other columns come and go; the others get their escaped form
+ * (escaped_avro_name), which depends on nothing but the name, unless it
+ * meets another column's valid name. */
+static int assign_avro_names(struct sl_table *t)
+{
+	for (int i = 0; i < t->ncols; i++) {
+		free(t->cols[i].avro_name);
+		t->cols[i].avro_name = NULL;
+	}
+	for (int i = 0; i < t->ncols; i++)
+		if (valid_avro_name(t->cols[i].name) && !(t->cols[i].avro_name = strdup(t->cols[i].name)))
+			return -1;
+	for (int i = 0; i < t->ncols; i++)
+		if (!t->cols[i].avro_name && !(t->cols[i].avro_name = escaped_avro_name(t, t->cols[i].name)))
+			return -1;
+	return 0;
+}
+
+/* Appends one name of the object with '%' and the bytes unsafe in a path
+ * ('/', control characters, DEL) as %XX; with double_underscore, '_' is
+ * written "__"; with escape_lead_underscore, a leading '_' is "%5F". */
+static void put_object_part(struct sl_buf *b, const char *s, bool double_underscore, bool escape_lead_underscore)
+{
+	for (const char *p = s; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+		if (ch == '_' && double_underscore)
+			sl_buf_puts(b, "__");
+		else if (ch == '%' || ch == '/' || ch < 0x20 || ch == 0x7f ||
+			 (ch == '_' && p == s && escape_lead_underscore))
+			sl_buf_printf(b, "%%%02X", ch);
+		else
+			sl_buf_putc(b, (char)ch);
+	}
+}
+
+char *sl_object_name(const char *ns, const char *name)
 {
 	struct sl_buf b;
-	char *base;
 
-	sl_buf_init(&b, 4096);
-	if (!(*src >= 'A' && *src <= 'Z') && !(*src >= 'a' && *src <= 'z') && *src != '_')
-		sl_buf_putc(&b, '_');
-	for (const char *p = src; *p; p++) {
-		char ch = *p;
-		bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-			  (ch >= '0' && ch <= '9') || ch == '_';
-		sl_buf_putc(&b, ok ? ch : '_');
-	}
-	base = sl_buf_detach(&b);
-	if (!base)
-		return NULL;
-	for (int n = 2;; n++) {
-		bool clash = false;
-		char *cand;
-		for (int i = 0; i < upto && !clash; i++)
-			clash = !strcmp(t->cols[i].avro_name, base);
-		if (!clash)
-			return base;
-		sl_buf_init(&b, 4096);
-		sl_buf_printf(&b, "%s_%d", base, n);
-		cand = sl_buf_detach(&b);
-		if (!cand) {
-			free(base);
-			return NULL;
-		}
-		/* Only accept the candidate if it is itself free; else try the next n. */
-		clash = false;
-		for (int i = 0; i < upto && !clash; i++)
-			clash = !strcmp(t->cols[i].avro_name, cand);
-		if (!clash) {
-			free(base);
-			return cand;
-		}
-		free(cand);
-	}
+	sl_buf_init(&b, 0);
+	put_object_part(&b, ns, true, false);
+	sl_buf_putc(&b, '_');
+	put_object_part(&b, name, false, true);
+	return sl_buf_detach(&b);
 }
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
@@ -279,28 +343,13 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 
 int sl_table_finish(struct sl_table *t)
 {
-	struct sl_buf b;
 	uint64_t h = UINT64_C(0xcbf29ce484222325);
 
-	for (int i = 0; i < t->ncols; i++) {
-		free(t->cols[i].avro_name);
-		t->cols[i].avro_name = NULL;
-	}
-	for (int i = 0; i < t->ncols; i++) {
-		t->cols[i].avro_name = avro_name_for(t, i, t->cols[i].name);
-		if (!t->cols[i].avro_name)
-			return -1;
-	}
-	/* The object names a folder, so it must not contain '/'. */
-	sl_buf_init(&b, 4096);
-	sl_buf_printf(&b, "%s_%s", t->ns, t->name);
-	free(t->object);
-	t->object = sl_buf_detach(&b);
-	if (!t->object)
+	if (assign_avro_names(t) < 0)
 		return -1;
-	for (char *p = t->object; *p; p++)
-		if (*p == '/')
-			*p = '_';
+	free(t->object);
+	if (!(t->object = sl_object_name(t->ns, t->name)))
+		return -1;
 
 	h = fnv1a(h, t->ns, strlen(t->ns) + 1);
 	h = fnv1a(h, t->name, strlen(t->name) + 1);

@@ -58,7 +58,7 @@ enum sl_type {
 
 struct sl_column {
 	char *name;          /* source column name (owned) */
-	char *avro_name;     /* a valid, unique Avro field name derived from name (owned) */
+	char *avro_name;     /* a valid, unique Avro field name: name itself when valid, else escaped (owned; see sl_table_finish) */
 	enum sl_type type;
 	int precision;       /* SL_T_DECIMAL only */
 	int scale;           /* SL_T_DECIMAL only */
@@ -270,6 +270,13 @@ const char *sl_op_name(enum sl_op op);
  * type id and modifier as it reports them, and with the names and key flags
  * they make the schema key. */
 struct sl_table *sl_table_new(const char *ns, const char *name);
+/* The object name of ns.name: "<ns>_<name>", one-to-one and safe as a
+ * folder name.  Common names stay as they are (public.order_items ->
+ * public_order_items); '_' in the namespace is doubled (sales_q1.eu ->
+ * sales__q1_eu), a leading '_' of the name is "%5F", and '%', '/' and
+ * control characters are %XX.  Returns a malloc'd string, NULL when out of
+ * memory. */
+char *sl_object_name(const char *ns, const char *name);
 int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type, int precision, int scale,
 			uint32_t src_type, int32_t src_typmod, const char *type_name, bool is_key);
 int sl_table_finish(struct sl_table *t);

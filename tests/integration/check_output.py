@@ -98,8 +98,9 @@ def check_record(rec, where, errors, stream=None, obj=None):
         errors.append(f"{where}: source_metadata lacks {missing}")
         return
     ns = sm.get("schema", sm.get("database"))
-    if rec["object"] != f"{ns}_{sm['table']}":
-        errors.append(f"{where}: object {rec['object']!r} is not <schema>_<table> = {ns}_{sm['table']!r}")
+    want_obj = object_name(ns, sm["table"])
+    if rec["object"] != want_obj:
+        errors.append(f"{where}: object {rec['object']!r} is not <schema>_<table> = {want_obj!r}")
     if obj is not None and rec["object"] != obj:
         errors.append(f"{where}: object {rec['object']!r} is not the folder's {obj!r}")
     ct = sm["change_type"]
@@ -231,6 +232,24 @@ def list_tree(root):
             else:
                 errors.append(f"{rel}: visible file that is not .avro (leaked temporary file?)")
     return files, errors
+
+
+def object_name(ns, table):
+    """The object name of ns.table by the documented rule (doc/configuration.md,
+    schema.h): '_' doubled in the namespace, a leading '_' of the table written
+    %5F, and '%', '/' and control characters written %XX: one-to-one, and
+    common names unchanged."""
+    def part(s, double_underscore, escape_lead):
+        out = bytearray()
+        for i, ch in enumerate(s.encode("utf-8", "surrogateescape")):
+            if ch == 0x5F and double_underscore:
+                out += b"__"
+            elif ch in (0x25, 0x2F) or ch < 0x20 or ch == 0x7F or (ch == 0x5F and i == 0 and escape_lead):
+                out += b"%%%02X" % ch
+            else:
+                out.append(ch)
+        return out
+    return (part(ns, True, False) + b"_" + part(table, False, True)).decode("utf-8", "surrogateescape")
 
 
 def _check_file_job(args):

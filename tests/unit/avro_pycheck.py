@@ -26,19 +26,19 @@ EXPECTED_PAYLOADS = [
         'd': datetime.date(2024, 1, 31), 't': datetime.time(13, 45, 0, 500000),
         'b': b'\x0a\x0b\xff', 'f4': 1.5, 'f8': -0.1,
         'u': 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'j': '{"k": [1, 2]}',
-        'name': 'h\u00e9llo', 'flag': True, 'i8': -9000000000, 'Odd__Name_': 'odd',
+        'name': 'h\u00e9llo', 'flag': True, 'i8': -9000000000, 'Odd_20_22Name_22': 'odd',
     },
     {
         'id': 2, 'amount': D('0.50'), 'big': None,
         'ts': datetime.datetime(2024, 1, 31, 8, 15, 0, tzinfo=UTC),
         'lts': datetime.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
         'd': datetime.date(1, 1, 1), 't': None, 'b': b'', 'f4': None, 'f8': None,
-        'u': None, 'j': None, 'name': None, 'flag': None, 'i8': None, 'Odd__Name_': None,
+        'u': None, 'j': None, 'name': None, 'flag': None, 'i8': None, 'Odd_20_22Name_22': None,
     },
     {
         'id': 3, 'amount': None, 'big': None, 'ts': None, 'lts': None, 'd': None, 't': None,
         'b': None, 'f4': None, 'f8': None, 'u': None, 'j': None, 'name': None, 'flag': None,
-        'i8': None, 'Odd__Name_': None,
+        'i8': None, 'Odd_20_22Name_22': None,
     },
 ]
 CHANGE_TYPES = ['INSERT', 'UPDATE-INSERT', 'DELETE']
@@ -73,7 +73,7 @@ def check_stream(root, stream, codec):
         amount = [f for f in payload_fields if f['name'] == 'amount'][0]
         if amount['type'][1] != {'type': 'bytes', 'logicalType': 'decimal', 'precision': 10, 'scale': 2}:
             problems.append(f'{stream}: amount type {amount["type"]!r}')
-        odd = [f for f in payload_fields if f['name'] == 'Odd__Name_'][0]
+        odd = [f for f in payload_fields if f['name'] == 'Odd_20_22Name_22'][0]
         if odd['sluice.column'] != 'Odd "Name"':
             problems.append(f'{stream}: sluice.column {odd["sluice.column"]!r}')
         records = list(rd)

@@ -479,14 +479,86 @@ static void test_avro_names(void **state)
 	assert_int_equal(sl_table_add_column(t, "1st col", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
 	assert_int_equal(sl_table_add_column(t, "1st_col", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
 	assert_int_equal(sl_table_add_column(t, "a/b", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+	assert_int_equal(sl_table_add_column(t, "café", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
 	assert_int_equal(sl_table_finish(t), 0);
+	/* valid names are kept; the others are escaped byte by byte */
 	assert_string_equal(t->cols[0].avro_name, "select");
-	assert_string_equal(t->cols[1].avro_name, "_1st_col");
-	assert_string_equal(t->cols[2].avro_name, "_1st_col_2");
-	assert_string_equal(t->cols[3].avro_name, "a_b");
+	assert_string_equal(t->cols[1].avro_name, "_31st_20col");
+	assert_string_equal(t->cols[2].avro_name, "_31st_5fcol");
+	assert_string_equal(t->cols[3].avro_name, "a_2fb");
+	assert_string_equal(t->cols[4].avro_name, "caf_c3_a9");
 	assert_string_equal(t->object, "we ird_a\"b");
 	assert_int_equal(strlen(t->schema_key), 16);
 	sl_table_free(t);
+}
+
+/* A column keeps its field name for as long as it exists: dropping or
+ * adding other columns, whose names clean up to the same text, moves
+ * nothing. */
+static void test_avro_names_stable(void **state)
+{
+	const char *sets[][3] = {
+		{ "a-b", "a_b", "a b" },
+		{ "a_b", "a b", NULL },
+		{ "a b", "a-b", NULL },
+		{ "a_b", NULL, NULL },
+	};
+	const char *want[][2] = { { "a-b", "a_2db" }, { "a_b", "a_b" }, { "a b", "a_20b" } };
+	(void)state;
+
+	for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+		struct sl_table *t = sl_table_new("public", "t");
+		int n = 0;
+		for (; n < 3 && sets[k][n]; n++)
+			assert_int_equal(sl_table_add_column(t, sets[k][n], SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+		assert_int_equal(sl_table_finish(t), 0);
+		for (int i = 0; i < n; i++)
+			for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+				if (!strcmp(t->cols[i].name, want[w][0]))
+					assert_string_equal(t->cols[i].avro_name, want[w][1]);
+		sl_table_free(t);
+	}
+	/* the contrived pair: an escaped name that another column holds as is */
+	{
+		struct sl_table *t = sl_table_new("public", "t");
+		assert_int_equal(sl_table_add_column(t, "a-b", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+		assert_int_equal(sl_table_add_column(t, "a_2db", SL_T_STRING, 0, 0, 25, -1, NULL, false), 0);
+		assert_int_equal(sl_table_finish(t), 0);
+		assert_string_equal(t->cols[1].avro_name, "a_2db");
+		assert_string_equal(t->cols[0].avro_name, "a_2db_2");
+		sl_table_free(t);
+	}
+}
+
+/* The object name is one-to-one: pairs that used to meet now differ, and
+ * common names stay as they are. */
+static void test_object_names(void **state)
+{
+	const char *cases[][3] = {
+		{ "public", "order_items", "public_order_items" },
+		{ "sales_q1", "eu", "sales__q1_eu" },
+		{ "sales", "q1_eu", "sales_q1_eu" },
+		{ "a", "b_c", "a_b_c" },
+		{ "a_b", "c", "a__b_c" },
+		{ "a", "__c", "a_%5F_c" },
+		{ "a_", "c", "a___c" },
+		{ "we ird", "a\"b", "we ird_a\"b" },
+		{ "x/y", "50%", "x%2Fy_50%25" },
+		{ "s", "tab\tnl\n", "s_tab%09nl%0A" },
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *o = sl_object_name(cases[i][0], cases[i][1]);
+		assert_non_null(o);
+		assert_string_equal(o, cases[i][2]);
+		for (size_t j = 0; j < i; j++) {
+			char *q = sl_object_name(cases[j][0], cases[j][1]);
+			assert_string_not_equal(o, q);
+			free(q);
+		}
+		free(o);
+	}
 }
 
 /* The canonical key bytes of each value kind, written out by hand from the
@@ -768,6 +840,8 @@ int main(void)
 		cmocka_unit_test(test_csn_and_lsn),
 		cmocka_unit_test(test_uuid_deterministic),
 		cmocka_unit_test(test_avro_names),
+		cmocka_unit_test(test_avro_names_stable),
+		cmocka_unit_test(test_object_names),
 		cmocka_unit_test(test_value_key_bytes),
 		cmocka_unit_test(test_value_equal),
 		cmocka_unit_test(test_buf),
