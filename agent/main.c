@@ -109,6 +109,8 @@ static int load_config(const char *path, struct sl_config **out)
 
 static int exit_code(int status)
 {
+	if (status == SL_EDATA)
+		return 1;
 	return status < 0 ? -status : 0;
 }
 

@@ -75,5 +75,7 @@ enum sl_status {
 	SL_ECONFIG = -2,   /* usage or configuration error (exit 2) */
 	SL_EPREREQ = -3,   /* source prerequisites not met (exit 3) */
 	SL_ELOST = -4,     /* position lost (exit 4) */
+	SL_EDATA = -5,     /* a value the source sent cannot be converted: it would fail
+			    * again, so it is not retried (exit 1) */
 };
 #endif

@@ -9,6 +9,7 @@
  */
 #include "sources/postgres/pg_backfill.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,8 +190,10 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 			/* err names the column and the value; name the table too */
 			char msg[SL_ERRLEN];
 			snprintf(msg, sizeof msg, "%s", err);
-			snprintf(err, errlen, "table \"%s\".\"%s\": %s", t->ns, t->name, msg);
-			goto drain;
+			snprintf(err, errlen, "table \"%s\".\"%s\", backfill row %" PRIu64 ": %s", t->ns, t->name,
+				 count + 1, msg);
+			rc = SL_EDATA;  /* would fail the same way again: not retried */
+			goto out;
 		}
 		if (fn(payload, t, typed) < 0)
 			goto drain;

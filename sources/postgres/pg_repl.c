@@ -223,8 +223,14 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 			}
 			ev->kind = SL_PGR_DATA;
 			ev->wal_end = sl_get_u64(m + 9);
-			return sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen) < 0
-				       ? SL_EFAIL : SL_OK;
+			switch (sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen)) {
+			case 0:
+				return SL_OK;
+			case SL_PGO_EVALUE:
+				return SL_EDATA;   /* would fail the same way again: not retried */
+			default:
+				return SL_EFAIL;
+			}
 		default:
 			snprintf(err, errlen, "unexpected replication message type 0x%02x", m[0]);
 			return SL_EFAIL;

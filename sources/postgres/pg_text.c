@@ -23,9 +23,9 @@
 
 #define US_PER_SEC INT64_C(1000000)
 #define US_PER_DAY (INT64_C(86400) * US_PER_SEC)
-/* Keeps days * US_PER_DAY well inside int64 (PostgreSQL's own limit is
- * 294276 AD, about 106 million days). */
-#define MAX_TS_DAYS INT64_C(106000000)
+/* PostgreSQL's timestamps end in 294276 AD, about 107 million days; a year
+ * has at most 9 digits here, so days stay far inside int64 before the
+ * microsecond arithmetic, which is done in 128 bits. */
 
 enum sl_type sl_pg_type_map(uint32_t oid, int32_t typmod, int *precision, int *scale)
 {
@@ -291,9 +291,18 @@ int sl_pg_parse_timestamp(const char *p, size_t len, bool with_tz, int64_t *us)
 	bc = eat_bc(p, len, &i);
 	if (i != len || ymd_days(y, m, d, bc, &days) < 0)
 		return -1;
-	if (days > MAX_TS_DAYS || days < -MAX_TS_DAYS)
-		return -1;
-	*us = days * US_PER_DAY + tod - off * US_PER_SEC;
+	{
+		__int128 v = (__int128)days * US_PER_DAY + tod - (__int128)off * US_PER_SEC;
+		if (v > INT64_MAX) {
+			*us = INT64_MAX;
+			return 1;
+		}
+		if (v < INT64_MIN) {
+			*us = INT64_MIN;
+			return 1;
+		}
+		*us = (int64_t)v;
+	}
 	return 0;
 }
 
@@ -685,8 +694,19 @@ static int convert(const struct sl_column *col, const char *p, size_t len, struc
 	case SL_T_TIMESTAMP:
 	case SL_T_TIMESTAMPTZ: {
 		int64_t us;
-		if (sl_pg_parse_timestamp(p, len, col->type == SL_T_TIMESTAMPTZ, &us) < 0)
+		int rc = sl_pg_parse_timestamp(p, len, col->type == SL_T_TIMESTAMPTZ, &us);
+		if (rc < 0)
 			return -1;
+		if (rc == 1) {
+			/* Past what 64-bit microseconds since 1970 hold: the last
+			 * 30 years of PostgreSQL's range.  Not silent. */
+			uint64_t nth = st ? ++st->timestamp_clamps : 1;
+			if ((nth & (nth - 1)) == 0)
+				sl_warn("column \"%s\": timestamp %.*s is beyond the last instant 64-bit "
+					"microseconds since 1970 can hold (294247-01-10 04:00:54.775807 UTC) "
+					"and is written as that instant (%" PRIu64 " so far)", col->name,
+					(int)(len > 64 ? 64 : len), p, nth);
+		}
 		*o = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = us };
 		return 0;
 	}

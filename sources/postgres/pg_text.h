@@ -50,6 +50,10 @@ struct sl_pg_text_stats {
 	 * becomes SL_V_NULL, counted here, with a warning on the 1st, 2nd, 4th,
 	 * 8th, ... occurrence. */
 	uint64_t decimal_nan_nulls;
+	/* Timestamps past 294247-01-10 04:00:54.775807 UTC (the end of 64-bit
+	 * microseconds since 1970; PostgreSQL goes on to 294276): written as that
+	 * instant, counted here, warned like NaNs. */
+	uint64_t timestamp_clamps;
 };
 
 /* Converts the ncols text values of one row of t into typed values.  Strings
@@ -72,7 +76,9 @@ int sl_pg_parse_time(const char *p, size_t len, int64_t *us);
 /* "2024-01-31 13:45:00[.ffffff][ BC]" -> microseconds since the Unix epoch,
  * taken as UTC.  With with_tz, an offset follows the time ("+00", "-08",
  * "+05:30", "+05:30:15"; " BC" comes after it) and the result is converted to
- * UTC.  "infinity" / "-infinity" are clamped, see above. */
+ * UTC.  "infinity" / "-infinity" are clamped, see above.  Returns 1 (with
+ * *us = INT64_MAX) for an instant past what int64 microseconds hold, which
+ * PostgreSQL's last 30 years are. */
 int sl_pg_parse_timestamp(const char *p, size_t len, bool with_tz, int64_t *us);
 /* numeric text ("-123.45", "0.5", "100") of a numeric(precision, scale)
  * column -> the unscaled value's digits at the column's scale, without

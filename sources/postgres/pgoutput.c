@@ -397,18 +397,28 @@ static bool value_equal(const struct sl_value *a, const struct sl_value *b)
 }
 
 /* Reads a tuple of t and converts it into typed values (see struct
- * sl_pgoutput: text, typed values, scratch).  Returns 0 or -1 with err set. */
+ * sl_pgoutput: text, typed values, scratch).  Returns 0, -1 with err set
+ * (malformed), or SL_PGO_EVALUE with err naming the table, the transaction's
+ * commit LSN, the column and the value (it does not convert). */
 static int read_typed_tuple(struct sl_pgoutput *d, struct reader *r, const struct sl_table *t,
 			    struct sl_text_value *text, struct sl_value *vals, struct sl_buf *scratch)
 {
+	char msg[SL_ERRLEN], lsn[18];
+
 	if (read_tuple(r, t, text) < 0)
 		return -1;
-	return sl_pg_text_row(t, text, vals, scratch, &d->text_stats, r->err, r->errlen);
+	if (sl_pg_text_row(t, text, vals, scratch, &d->text_stats, msg, sizeof msg) == 0)
+		return 0;
+	sl_lsn_format(d->final_lsn, lsn);
+	snprintf(r->err, r->errlen, "table \"%s\".\"%s\", transaction committed at LSN %s: %s",
+		 t->ns, t->name, lsn, msg);
+	return SL_PGO_EVALUE;
 }
 
 int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen)
 {
+	int rc;
 	struct reader r = { msg, msg + len, err, errlen, false };
 	const struct sl_table *t;
 	uint8_t type, k;
@@ -468,8 +478,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput insert: expected 'N'");
 			return -1;
 		}
-		if (read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew) < 0)
-			return -1;
+		if ((rc = read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew)) < 0)
+			return rc;
 		ev->kind = SL_PGO_CHANGE;
 		ev->nchanges = 1;
 		fill_change(d, &ev->changes[0], t, SL_OP_INSERT, d->vnew);
@@ -482,8 +492,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 			return -1;
 		k = rd_u8(&r, "tuple marker");
 		if (k == 'K' || k == 'O') {
-			if (read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold) < 0)
-				return -1;
+			if ((rc = read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold)) < 0)
+				return rc;
 			have_old = true;
 			k = rd_u8(&r, "tuple marker");
 		}
@@ -492,8 +502,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput update: expected 'N'");
 			return -1;
 		}
-		if (read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew) < 0)
-			return -1;
+		if ((rc = read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew)) < 0)
+			return rc;
 		if (have_old) {
 			for (int i = 0; i < t->ncols; i++) {
 				/* Fill unchanged TOAST values from a full old row when we
@@ -523,8 +533,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				snprintf(err, errlen, "malformed pgoutput delete: expected 'K' or 'O'");
 			return -1;
 		}
-		if (read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold) < 0)
-			return -1;
+		if ((rc = read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold)) < 0)
+			return rc;
 		ev->kind = SL_PGO_CHANGE;
 		ev->nchanges = 1;
 		fill_change(d, &ev->changes[0], t, SL_OP_DELETE, d->vold);

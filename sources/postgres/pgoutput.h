@@ -74,10 +74,14 @@ struct sl_pgoutput;
 struct sl_pgoutput *sl_pgoutput_new(sl_pgo_key_lookup lookup, void *payload);
 void sl_pgoutput_free(struct sl_pgoutput *d);
 
+/* sl_pgoutput_decode's return for a value whose text does not convert. */
+#define SL_PGO_EVALUE (-2)
+
 /* Decodes one pgoutput message (the XLogData payload, starting with the
- * message type byte).  Returns 0 with *ev filled, or -1 with a message in err
- * (a malformed message, a change for a relation never described, or a value
- * whose text does not convert, see sl_pg_text_row). */
+ * message type byte).  Returns 0 with *ev filled, -1 with a message in err
+ * (a malformed message, a change for a relation never described), or
+ * SL_PGO_EVALUE when a value's text does not convert (sl_pg_text_row), with
+ * err naming the table, the commit LSN, the column and the value. */
 int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen);
 

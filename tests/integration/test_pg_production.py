@@ -7,10 +7,44 @@ selects, key changes that leave a TOASTed value unchanged, and values at the
 edge of every type's range.
 """
 
+import json
 import os
 import unittest
 
+import avro.datafile
+import avro.io
+import avro.schema
+
 from harness import PgTestCase, csn, qident, records_for
+
+INT64_MAX = 2**63 - 1
+
+
+def strip_logical(o):
+    if isinstance(o, dict):
+        if "logicalType" in o and o.get("logicalType") != "decimal":
+            return strip_logical(o["type"])
+        return {k: strip_logical(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [strip_logical(x) for x in o]
+    return o
+
+
+def read_raw(root):
+    """Every record under root, with dates, times and timestamps as the
+    plain ints the files hold (Python's datetime cannot hold BC years or
+    years after 9999)."""
+    out = []
+    for d, _, names in os.walk(root):
+        for n in sorted(names):
+            if not n.endswith(".avro"):
+                continue
+            with open(os.path.join(d, n), "rb") as f:
+                r = avro.datafile.DataFileReader(f, avro.io.DatumReader())
+                ws = json.loads(r.get_meta("avro.schema"))
+                r.datum_reader.writers_schema = avro.schema.parse(json.dumps(strip_logical(ws)))
+                out.extend(r)
+    return out
 
 
 def files_of(root, obj):
@@ -49,6 +83,98 @@ class ObjectNameTest(PgTestCase):
         recs = self.read(s)
         self.assertTableMatches(recs, "a", "b_c", ["id"])
         self.assertTableMatches(recs, "a_b", "c", ["id"])
+
+
+# Every type's minimum and maximum as PostgreSQL accepts them, as SQL
+# literals; the expected values in the files are computed by the server.
+EDGE_DDL = """
+CREATE TABLE edge_t (
+  id int PRIMARY KEY,
+  d date, ts timestamp, tz timestamptz, t time,
+  i2 int2, i4 int4, i8 int8, f4 float4, f8 float8,
+  n numeric(1000,0), s numeric(1000,1000), b bool, u uuid
+)"""
+EDGE_ROWS = [
+    (1, "'4714-11-24 BC'", "'4714-11-24 00:00:00 BC'", "'4714-11-24 00:00:00+00 BC'", "'00:00:00'",
+     "-32768", "-2147483648", "-9223372036854775808", "'-3.4028235e38'", "'-1.7976931348623157e308'",
+     "('-' || repeat('9', 1000))::numeric", "('-0.' || repeat('9', 1000))::numeric", "false", "'00000000-0000-0000-0000-000000000000'"),
+    (2, "'5874897-12-31'", "'294276-12-31 23:59:59.999999'", "'294276-12-31 23:59:59.999999+00'", "'24:00:00'",
+     "32767", "2147483647", "9223372036854775807", "'3.4028235e38'", "'1.7976931348623157e308'",
+     "repeat('9', 1000)::numeric", "('0.' || repeat('9', 1000))::numeric", "true", "'ffffffff-ffff-ffff-ffff-ffffffffffff'"),
+    (3, "'infinity'", "'infinity'", "'infinity'", "'23:59:59.999999'",
+     "0", "0", "0", "'1.4e-45'", "'4.9e-324'", "0", "0", "true", "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"),
+    (4, "'-infinity'", "'-infinity'", "'-infinity'", "'00:00:00.000001'",
+     "1", "-1", "-1", "'-Infinity'", "'NaN'", "1", "('0.' || repeat('0', 999) || '1')::numeric", "false",
+     "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"),
+]
+
+
+class ValueEdgeTest(PgTestCase):
+
+    def expected(self):
+        """Per id: the raw values the files must hold, from the server."""
+        rows = self.pg.sql("""
+            SELECT id,
+              CASE WHEN d = 'infinity' THEN 2932896 WHEN d = '-infinity' THEN -719162
+                   ELSE d - date '1970-01-01' END,
+              CASE WHEN ts = 'infinity' THEN 253402300799999999 WHEN ts = '-infinity' THEN -62135596800000000
+                   ELSE (extract(epoch FROM ts) * 1000000)::numeric END,
+              CASE WHEN tz = 'infinity' THEN 253402300799999999 WHEN tz = '-infinity' THEN -62135596800000000
+                   ELSE (extract(epoch FROM tz) * 1000000)::numeric END,
+              (extract(epoch FROM t) * 1000000)::bigint,
+              i2, i4, i8, n::text, s::text, b, u::text
+            FROM edge_t""")
+        out = {}
+        for r in rows:
+            i, d, ts, tz, t, i2, i4, i8, n, sc, b, u = r
+            # past int64 microseconds: the documented clamp
+            out[i] = {"d": int(d), "ts": min(int(ts), INT64_MAX), "tz": min(int(tz), INT64_MAX), "t": t,
+                      "i2": i2, "i4": i4, "i8": i8, "n": n, "s": sc, "b": b, "u": u}
+        return out
+
+    def check(self, recs, offset):
+        import decimal
+        mine = (lambda i: i < 100) if offset == 0 else (lambda i: i >= 100)
+        want = {i - offset: w for i, w in self.expected().items() if mine(i)}
+        got = {r["payload"]["id"] - offset: r["payload"] for r in recs if mine(r["payload"]["id"])}
+        self.assertEqual(sorted(got), sorted(want))
+        for i, w in want.items():
+            g = got[i]
+            for k in ("d", "ts", "tz", "t", "i2", "i4", "i8", "b", "u"):
+                self.assertEqual(g[k], w[k], f"id {i} column {k}")
+            for k in ("n", "s"):
+                self.assertEqual(g[k], decimal.Decimal(w[k]), f"id {i} column {k}")
+                self.assertEqual(g[k].as_tuple().exponent, decimal.Decimal(w[k]).as_tuple().exponent)
+        # floats: exact bits, specials kept
+        import math
+        import struct
+        f = {r["payload"]["id"] - offset: (r["payload"]["f4"], r["payload"]["f8"]) for r in recs
+             if mine(r["payload"]["id"])}
+        self.assertEqual(struct.pack("<f", f[1][0]), struct.pack("<f", -3.4028235e38))
+        self.assertEqual(f[1][1], -1.7976931348623157e308)
+        self.assertEqual(f[2][1], 1.7976931348623157e308)
+        self.assertEqual(struct.pack("<f", f[3][0]), struct.pack("<f", 1.4e-45))
+        self.assertEqual(f[3][1], 5e-324)
+        self.assertEqual(f[4][0], float("-inf"))
+        self.assertTrue(math.isnan(f[4][1]))
+
+    def test_every_type_at_its_limits(self):
+        pg = self.pg
+        pg.execute(EDGE_DDL)
+        cols = "id, d, ts, tz, t, i2, i4, i8, f4, f8, n, s, b, u"
+        values = ",\n".join("(" + ", ".join(str(x) for x in r) + ")" for r in EDGE_ROWS)
+        pg.execute(f"INSERT INTO edge_t ({cols}) VALUES {values}")
+        s = self.sluice(stream="edge", tables="public.edge_t")
+        r = self.catch_up(s)
+        self.check(read_raw(s.out), 0)
+        # the clamp is not silent
+        self.assertIn("is beyond the last instant 64-bit microseconds since 1970 can hold", r.stderr)
+        # the same values through CDC
+        pg.execute(f"INSERT INTO edge_t ({cols}) SELECT id + 100, d, ts, tz, t, i2, i4, i8, f4, f8, n, s, b, u "
+                   "FROM edge_t")
+        r = self.catch_up(s)
+        self.assertIn("is beyond the last instant", r.stderr)
+        self.check(read_raw(s.out), 100)
 
 
 if __name__ == "__main__":

@@ -248,15 +248,18 @@ static void test_pgoutput_typed(void **state)
 	assert_int_equal(ev.changes[0].values[1].kind, SL_V_NULL);
 	assert_true(sl_pgoutput_text_stats(d)->decimal_nan_nulls == 1);
 
-	/* Text that does not convert stops the decoding, naming the column. */
+	/* Text that does not convert stops the decoding for good (not a
+	 * retryable failure), naming the table, the LSN and the column. */
 	sl_buf_reset(&b);
 	w8(&b, 'I'); w32(&b, 16384); w8(&b, 'N'); wtuple(&b, 3, bad_row);
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err), -1);
-	assert_string_equal(err, "column \"id\": invalid integer value \"x\"");
+	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err),
+			 SL_PGO_EVALUE);
+	assert_non_null(strstr(err, ": column \"id\": invalid integer value \"x\""));
 	sl_buf_reset(&b);
 	w8(&b, 'D'); w32(&b, 16384); w8(&b, 'O'); wtuple(&b, 3, bad_row);
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err), -1);
-	assert_string_equal(err, "column \"id\": invalid integer value \"x\"");
+	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err),
+			 SL_PGO_EVALUE);
+	assert_non_null(strstr(err, ": column \"id\": invalid integer value \"x\""));
 
 	sl_buf_free(&b);
 	sl_pgoutput_free(d);
@@ -296,6 +299,36 @@ static void test_pgoutput_schema_change(void **state)
 	assert_int_equal(decode(d, &b, &ev), 0);
 	assert_false(ev.schema_changed);
 	assert_null(ev.retired);
+	sl_buf_free(&b);
+	sl_pgoutput_free(d);
+}
+
+/* A value whose text does not convert is SL_PGO_EVALUE (not retried),
+ * with a message naming the table, the commit LSN, the column and the
+ * value. */
+static void test_pgoutput_bad_value(void **state)
+{
+	struct sl_pgoutput *d = sl_pgoutput_new(NULL, NULL);
+	struct sl_pgo_event ev;
+	struct sl_buf b;
+	char err[512] = "";
+	const char *row[] = { "1", "10.505", "x" };   /* amount is numeric(12,2) */
+	(void)state;
+
+	sl_buf_init(&b, 0);
+	build_relation(&b, 5, "shop", "orders");
+	assert_int_equal(decode(d, &b, &ev), 0);
+	sl_buf_reset(&b);
+	w8(&b, 'B'); w64(&b, UINT64_C(0x16B374D8)); w64(&b, 1); w32(&b, 9);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 5); w8(&b, 'N'); wtuple(&b, 3, row);
+	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err),
+			 SL_PGO_EVALUE);
+	assert_non_null(strstr(err, "table \"shop\".\"orders\""));
+	assert_non_null(strstr(err, "LSN 0/16B374D8"));
+	assert_non_null(strstr(err, "column \"amount\""));
+	assert_non_null(strstr(err, "10.505"));
 	sl_buf_free(&b);
 	sl_pgoutput_free(d);
 }
@@ -371,7 +404,7 @@ static void test_pgoutput_mutations(void **state)
 			}
 		}
 		int rc = sl_pgoutput_decode(d, (const unsigned char *)m.data, m.len, &ev, err, sizeof err);
-		assert_true(rc == 0 || rc == -1);
+		assert_true(rc == 0 || rc == -1 || rc == SL_PGO_EVALUE);
 		if (rc == 0) {
 			ok++;
 			if (ev.kind == SL_PGO_CHANGE && ev.nchanges == 0)
@@ -834,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_pgoutput_transaction),
 		cmocka_unit_test(test_pgoutput_typed),
 		cmocka_unit_test(test_pgoutput_schema_change),
+		cmocka_unit_test(test_pgoutput_bad_value),
 		cmocka_unit_test(test_pgoutput_malformed),
 		cmocka_unit_test(test_pgoutput_mutations),
 		cmocka_unit_test(test_copy_text_row),

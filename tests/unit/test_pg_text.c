@@ -714,6 +714,7 @@ static void test_date(void **state)
 	CHECK_DATE("4713-01-01 BC", (int64_t)(jdn(-4712, 1, 1) - 2440588));
 	CHECK_DATE("5874897-12-31", (int64_t)5874897 * 365 + 5874897 / 4 - 5874897 / 100 + 5874897 / 400 -
 		   719162 - 1);
+	CHECK_DATE("4714-11-24 BC", -2440588);  /* PostgreSQL's first date: Julian day 0 */
 	CHECK_DATE("infinity", 2932896);
 	CHECK_DATE("-infinity", -719162);
 	assert_int_equal(SL_PG_DATE_INFINITY, 2932896);
@@ -803,6 +804,34 @@ static void test_timestamp(void **state)
 	check_bad(SL_T_TIMESTAMP, 0, 0, "2024-01-31 13:45");
 	check_bad(SL_T_TIMESTAMP, 0, 0, "Infinity");
 
+	/* PostgreSQL's range: from 4714-11-24 BC (exact) to 294276-12-31, whose
+	 * last 30 years are past int64 microseconds and clamp (counted). */
+	CHECK_TS(SL_T_TIMESTAMP, "4714-11-24 00:00:00 BC", INT64_C(-210866803200000000));
+	CHECK_TS(SL_T_TIMESTAMPTZ, "4714-11-24 00:00:00+00 BC", INT64_C(-210866803200000000));
+	CHECK_TS(SL_T_TIMESTAMP, "294247-01-10 04:00:54.775807", INT64_MAX);
+	{
+		static const char *const past[] = {
+			"294247-01-10 04:00:54.775808", "294276-12-31 23:59:59.999999",
+		};
+		struct sl_pg_text_stats st = { 0 };
+		for (size_t k = 0; k < 2; k++) {
+			int64_t us = 0;
+			assert_int_equal(sl_pg_parse_timestamp(past[k], strlen(past[k]), false, &us), 1);
+			assert_true(us == INT64_MAX);
+		}
+		for (size_t k = 0; k < 2; k++) {
+			struct sl_value got;
+			struct sl_buf b;
+			char err[256];
+			sl_buf_init(&b, 0);
+			assert_int_equal(conv(SL_T_TIMESTAMPTZ, 0, 0, "294276-12-31 23:59:59.999999+00", 31, &got,
+					      &b, &st, err, sizeof err), 0);
+			assert_int_equal(got.kind, SL_V_TIMESTAMP);
+			assert_true(got.i == INT64_MAX);
+			sl_buf_free(&b);
+		}
+		assert_int_equal(st.timestamp_clamps, 2);
+	}
 	CHECK_TS(SL_T_TIMESTAMPTZ, "2024-01-31 13:45:00+00", base);
 	CHECK_TS(SL_T_TIMESTAMPTZ, "2024-01-31 13:45:00.123456+00", base + 123456);
 	CHECK_TS(SL_T_TIMESTAMPTZ, "2024-01-31 13:45:00-08", base + INT64_C(8) * 3600 * 1000000);
