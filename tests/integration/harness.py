@@ -854,7 +854,9 @@ def rebuild(records, key_columns, table=None):
     required when records hold more than one).  Exact repeats are dropped by
     uuid (see dedup), the rest applied in CSN order: INSERT and UPDATE-INSERT
     upsert the payload (columns listed in unchanged_columns keep their old
-    value), DELETE and UPDATE-DELETE remove the key, TRUNCATE removes every
+    value: the key's own row, or after a key change the row that the
+    UPDATE-DELETE at the previous sequence number of the same transaction
+    removed), DELETE and UPDATE-DELETE remove the key, TRUNCATE removes every
     row seen so far.
     """
     if table is not None:
@@ -863,10 +865,12 @@ def rebuild(records, key_columns, table=None):
     if len(tables) > 1:
         raise AssertionError(f"rebuild() over several tables {sorted(tables)}: pass table=")
     state = {}
+    moved = None   # (CSN position, sequence, row) of the last UPDATE-DELETE
     for r in dedup(records):
         sm = r["source_metadata"]
         ct = sm["change_type"]
         p = r["payload"]
+        pos, seq = csn(r).split("-")
         if ct == "TRUNCATE":
             state.clear()
             continue
@@ -874,14 +878,21 @@ def rebuild(records, key_columns, table=None):
         if ct in ("INSERT", "UPDATE-INSERT"):
             row = dict(p)
             for c in sm.get("unchanged_columns") or ():
-                if key not in state:
+                if key in state:
+                    row[c] = state[key][c]
+                elif moved and ct == "UPDATE-INSERT" and moved[0] == pos and int(moved[1]) + 1 == int(seq):
+                    # a key change: the row came from the key the UPDATE-DELETE
+                    # just before it (same transaction, previous sequence) removed
+                    row[c] = moved[2][c]
+                else:
                     raise AssertionError(f"{csn(r)}: unchanged column {c} for a key never seen: {key}")
-                row[c] = state[key][c]
             state[key] = row
         elif ct in ("DELETE", "UPDATE-DELETE"):
             if any(v is None for v in key):
                 raise AssertionError(f"{csn(r)}: {ct} without its key: {p}")
-            state.pop(key, None)
+            old = state.pop(key, None)
+            if ct == "UPDATE-DELETE" and old is not None:
+                moved = (pos, seq, old)
         else:
             raise AssertionError(f"unknown change_type {ct}")
     return state

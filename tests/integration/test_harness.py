@@ -228,6 +228,20 @@ class RebuildTest(unittest.TestCase):
                 make_rec(0x2000, 1, "UPDATE-INSERT", dict(row(1, 1), amount=None), unchanged=["amount"])]
         self.assertEqual(harness.rebuild(recs, ["id"])[(1,)]["amount"], decimal.Decimal("9.99"))
 
+    def test_unchanged_columns_follow_a_key_change(self):
+        # UPDATE-DELETE of key 1, then UPDATE-INSERT of key 5 at the next
+        # sequence number of the same transaction: 5 takes 1's amount
+        recs = [make_rec(0x1000, 1, "INSERT", row(1, 0, "9.99")),
+                make_rec(0x2000, 1, "UPDATE-DELETE", dict(row(1, 0), amount=None)),
+                make_rec(0x2000, 2, "UPDATE-INSERT", dict(row(5, 1), amount=None), unchanged=["amount"])]
+        state = harness.rebuild(recs, ["id"])
+        self.assertEqual(list(state), [(5,)])
+        self.assertEqual(state[(5,)]["amount"], decimal.Decimal("9.99"))
+        # not adjacent (another transaction): an error, not a guess
+        bad = recs[:2] + [make_rec(0x3000, 1, "UPDATE-INSERT", dict(row(5, 1), amount=None), unchanged=["amount"])]
+        with self.assertRaisesRegex(AssertionError, "key never seen"):
+            harness.rebuild(bad, ["id"])
+
     def test_same_uuid_different_content_is_an_error(self):
         a = make_rec(0x1000, 1, "INSERT", row(1))
         b = dict(a, payload=row(1, 5))
