@@ -11,13 +11,11 @@
 #include "common/log.h"
 #include "common/util.h"
 
-static const struct sl_table *find_table(struct sl_table *const *tables, int n, const char *full)
+static const struct sl_table *find_table(struct sl_table *const *tables, int n, const struct sl_ckpt_table *e)
 {
-	for (int i = 0; i < n; i++) {
-		size_t l = strlen(tables[i]->ns);
-		if (!strncmp(full, tables[i]->ns, l) && full[l] == '.' && !strcmp(full + l + 1, tables[i]->name))
+	for (int i = 0; i < n; i++)
+		if (!strcmp(e->ns, tables[i]->ns) && !strcmp(e->table, tables[i]->name))
 			return tables[i];
-	}
 	return NULL;
 }
 
@@ -35,7 +33,7 @@ int sl_backfill_plan(struct sl_backfill_plan *plan, const struct sl_checkpoint *
 		const struct sl_table *t;
 		if (e->state != SL_BF_PENDING && e->state != SL_BF_RUNNING)
 			continue;
-		t = find_table(tables, ntables, e->name);
+		t = find_table(tables, ntables, e);
 		if (!t) {
 			sl_warn("stream \"%s\": table %s is in the checkpoint but no longer selected; skipping its backfill",
 				stream, e->name);

@@ -9,7 +9,8 @@
 #include "common/buf.h"
 #include "common/util.h"
 
-static const char *const state_names[] = { "pending", "running", "done", "skipped" };
+static const char *const state_names[] = { "pending", "running", "done", "skipped", "dropped" };
+#define NSTATES ((int)(sizeof state_names / sizeof state_names[0]))
 
 const char *sl_bf_state_name(enum sl_bf_state s)
 {
@@ -18,8 +19,11 @@ const char *sl_bf_state_name(enum sl_bf_state s)
 
 void sl_ckpt_free(struct sl_checkpoint *ck)
 {
-	for (int i = 0; i < ck->ntables; i++)
+	for (int i = 0; i < ck->ntables; i++) {
 		free(ck->tables[i].name);
+		free(ck->tables[i].ns);
+		free(ck->tables[i].table);
+	}
 	free(ck->tables);
 	free(ck->path);
 	memset(ck, 0, sizeof *ck);
@@ -37,7 +41,7 @@ struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, co
 	if (!full)
 		return NULL;
 	for (int i = 0; i < ck->ntables; i++)
-		if (!strcmp(ck->tables[i].name, full)) {
+		if (!strcmp(ck->tables[i].ns, ns) && !strcmp(ck->tables[i].table, name)) {
 			free(full);
 			return &ck->tables[i];
 		}
@@ -47,9 +51,18 @@ struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, co
 		return NULL;
 	}
 	ck->tables = nt;
-	nt = &ck->tables[ck->ntables++];
+	nt = &ck->tables[ck->ntables];
 	memset(nt, 0, sizeof *nt);
 	nt->name = full;
+	nt->ns = strdup(ns);
+	nt->table = strdup(name);
+	if (!nt->ns || !nt->table) {
+		free(nt->name);
+		free(nt->ns);
+		free(nt->table);
+		return NULL;
+	}
+	ck->ntables++;
 	return nt;
 }
 
@@ -150,24 +163,34 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 		json_object_foreach(tabs, key, t) {
 			struct sl_ckpt_table *e;
 			const char *st = json_string_value(json_object_get(t, "backfill"));
+			const char *tns = json_string_value(json_object_get(t, "schema"));
+			const char *tname = json_string_value(json_object_get(t, "table"));
 			const char *dot = strchr(key, '.');
 			char nsbuf[256];
 			int s;
-			if (!dot || (size_t)(dot - key) >= sizeof nsbuf || !st)
+			if (!st)
 				goto corrupt;
-			snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(dot - key), key);
-			/* Schema names may hold dots too: store and look up by the full key. */
-			e = sl_ckpt_table(ck, nsbuf, dot + 1);
+			if (!tns || !tname) {
+				/* Written before the parts were recorded: split at the first dot. */
+				if (!dot || (size_t)(dot - key) >= sizeof nsbuf)
+					goto corrupt;
+				snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(dot - key), key);
+				tns = nsbuf;
+				tname = dot + 1;
+			}
+			e = sl_ckpt_table(ck, tns, tname);
 			if (!e)
 				goto oom;
 			if (strcmp(e->name, key) != 0)
 				goto corrupt;
-			for (s = 0; s < 4 && strcmp(state_names[s], st); s++)
+			for (s = 0; s < NSTATES && strcmp(state_names[s], st); s++)
 				;
-			if (s == 4)
+			if (s == NSTATES)
 				goto corrupt;
 			e->state = (enum sl_bf_state)s;
 			e->rows = (uint64_t)json_integer_value(json_object_get(t, "rows"));
+			e->id = (uint64_t)json_integer_value(json_object_get(t, "id"));
+			e->shape = (uint64_t)json_integer_value(json_object_get(t, "shape"));
 			if (get_pos(desc, t, snap_key, &e->snapshot, NULL) < 0)
 				goto corrupt;
 			v = json_object_get(t, "schema_key");
@@ -221,11 +244,15 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 		if (!t)
 			goto oom;
 		json_object_set_new(t, "backfill", json_string(state_names[e->state]));
+		json_object_set_new(t, "schema", json_string(e->ns));
+		json_object_set_new(t, "table", json_string(e->table));
 		if (set_pos(ck->desc, t, "snapshot", &e->snapshot) < 0) {
 			json_decref(t);
 			goto oom;
 		}
 		json_object_set_new(t, "rows", json_integer((json_int_t)e->rows));
+		json_object_set_new(t, "id", json_integer((json_int_t)e->id));
+		json_object_set_new(t, "shape", json_integer((json_int_t)e->shape));
 		json_object_set_new(t, "schema_key", json_string(e->schema_key));
 		json_object_set_new(tabs, e->name, t);
 	}

@@ -12,7 +12,8 @@
  *    "has_position": true, "reset": false, "durable": "0/16B3748",
  *    "last_source_ts_us": ..., "updated_us": ...,
  *    "tables": {"public.t": {"backfill": "done", "snapshot": "0/16B3700",
- *                            "rows": 10, "schema_key": "..."}}}
+ *                            "rows": 10, "schema_key": "...", "id": 16385,
+ *                            "shape": 0}}}
  *
  * Format 1 (sluice 0.1, PostgreSQL only: "durable_lsn", "slot_created",
  * "reset_slot", "snapshot_lsn") still loads, for a postgres source; the next
@@ -27,12 +28,17 @@
 
 #include "schema/schema.h"
 
-enum sl_bf_state { SL_BF_PENDING = 0, SL_BF_RUNNING, SL_BF_DONE, SL_BF_SKIPPED };
+/* A table's backfill state.  DROPPED: the table is gone from the source (or
+ * renamed); its object got a TRUNCATE marker and nothing more is written. */
+enum sl_bf_state { SL_BF_PENDING = 0, SL_BF_RUNNING, SL_BF_DONE, SL_BF_SKIPPED, SL_BF_DROPPED };
 
 struct sl_ckpt_table {
-	char *name;               /* "schema.table" (owned) */
+	char *name;               /* "schema.table" (owned): the key in the file and in messages */
+	char *ns, *table;         /* the two parts (owned) */
 	enum sl_bf_state state;
 	struct sl_position snapshot; /* the snapshot of the running or finished backfill */
+	uint64_t id;              /* the source's identity of the table (PostgreSQL OID); 0 unknown */
+	uint64_t shape;           /* sl_table.shape when last backfilled */
 	uint64_t rows;            /* rows written by the finished backfill */
 	char schema_key[17];      /* last schema version written */
 };

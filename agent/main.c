@@ -184,6 +184,12 @@ static void *worker_main(void *arg)
 	for (;;) {
 		int64_t t0 = sl_mono_ms();
 		w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
+		if (w->rc == SL_ERESTART && sl_signal_count == 0) {
+			/* Not a failure: its tables changed; take them in at once. */
+			sl_info("%s; restarting the stream to take it in", w->err);
+			w->rc = SL_OK;
+			continue;
+		}
 		if (w->rc != SL_EFAIL || sl_signal_count > 0)
 			break;
 		if (w->ro.until_caught_up && ++tries > MAX_CAUGHT_UP_RETRIES)

@@ -37,7 +37,7 @@
 
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
-	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER,
+	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER, Q_DROP,
 };
 
 struct qev {
@@ -52,6 +52,8 @@ struct qev {
 	struct sl_table *retired;  /* SCHEMA */
 	uint64_t u;                /* CHANGE: csn_pos; BEGIN: tx_id; BF_DONE: rows; BARRIER: id */
 	int64_t ts_us;             /* CHANGE, BF_ROW: read time; BEGIN, COMMIT: commit time; BF_START: snapshot time */
+	/* BEGIN, COMMIT, KEEPALIVE, BF_START, DROP: a struct sl_position follows;
+	 * CHANGE, BF_ROW: the values and their bytes */
 };
 
 _Static_assert(sizeof(struct qev) % 8 == 0, "qev keeps what follows it aligned");
@@ -101,6 +103,7 @@ struct sl_pipe {
 	struct sl_position w_bf_pos;
 	int64_t w_bf_ts;
 	uint64_t w_bf_csn;
+	uint64_t w_bf_rows;                 /* rows of the table being backfilled so far */
 	struct sl_buf w_key;
 	char w_err[SL_ERRLEN * 2];
 };
@@ -204,9 +207,11 @@ static bool idle_advance_due(struct sl_pipe *p, int64_t now)
 }
 
 /* The extra bytes of a backfill row's uuid: every row of a snapshot shares
- * its CSN, so the key (or the whole row when there is no key) makes the uuid
- * unique and still deterministic (sl_value_key_bytes: typed, self-delimiting). */
-static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const struct sl_value *vals)
+ * its CSN, so the key makes the uuid unique and still deterministic
+ * (sl_value_key_bytes: typed, self-delimiting).  A table without a key may
+ * hold identical rows: the whole row and its place in the read (ordinal,
+ * from 1) tell them apart. */
+static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const struct sl_value *vals, uint64_t ordinal)
 {
 	bool haskey = sl_table_has_key(t);
 
@@ -214,6 +219,11 @@ static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const stru
 	for (int i = 0; i < t->ncols; i++)
 		if (!haskey || t->cols[i].is_key)
 			sl_value_key_bytes(kb, &vals[i]);
+	if (!haskey) {
+		unsigned char o[8];
+		sl_put_u64(o, ordinal);
+		sl_buf_append(kb, o, sizeof o);
+	}
 }
 
 static int write_change(struct sl_pipe *p, struct sl_change *c)
@@ -296,6 +306,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		p->w_bf_pos = *pos;
 		p->w_bf_ts = ev->ts_us;
 		p->w_bf_csn = p->pc.desc->pos_csn(pos);
+		p->w_bf_rows = 0;
 		if (!ev->flag)
 			return SL_OK;
 		/* The marker that starts a re-backfill: a TRUNCATE at CSN
@@ -324,7 +335,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		sl_change_set_csn(&c, p->w_bf_csn, 0);
 		c.source_ts_us = p->w_bf_ts;
 		c.read_ts_us = ev->ts_us;
-		backfill_key(&p->w_key, ev->table, c.values);
+		backfill_key(&p->w_key, ev->table, c.values, ++p->w_bf_rows);
 		sl_change_set_uuid(&c, p->pc.stream, p->w_key.data, p->w_key.len);
 		if ((rc = write_change(p, &c)) < 0)
 			return rc;
@@ -337,6 +348,22 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		e->state = SL_BF_DONE;
 		e->rows = ev->u;
 		snprintf(e->schema_key, sizeof e->schema_key, "%s", ev->table->schema_key);
+		return save_ckpt(p);
+	}
+	case Q_DROP: {
+		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+		memset(&c, 0, sizeof c);
+		c.table = ev->table;
+		c.op = SL_OP_TRUNCATE;
+		c.read_method = p->pc.desc->read_method_backfill;
+		c.pos = pos;
+		sl_change_set_csn(&c, p->pc.desc->pos_csn(pos), 0);
+		c.source_ts_us = c.read_ts_us = sl_now_us();
+		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
+		if ((rc = write_change(p, &c)) < 0 || (rc = do_flush(p)) < 0)
+			return rc;
+		e->state = SL_BF_DROPPED;
 		return save_ckpt(p);
 	}
 	case Q_BARRIER:
@@ -619,6 +646,21 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 	ev->table = t;
 	ev->ts_us = info->ts_us;
 	memcpy(ev + 1, &info->pos, sizeof info->pos);
+	push_done(p, n, true);
+	return SL_OK;
+}
+
+int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos)
+{
+	size_t n = sizeof(struct qev) + sizeof *pos;
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_DROP;
+	ev->n = idx;
+	ev->table = t;
+	memcpy(ev + 1, pos, sizeof *pos);
 	push_done(p, n, true);
 	return SL_OK;
 }

@@ -104,6 +104,12 @@ int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const stru
  * saves the checkpoint. */
 int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows);
 
+/* Checkpoint table entry idx names a table the source no longer has (dropped,
+ * or renamed): the writer writes a TRUNCATE marker for t (a version of it
+ * without columns) at CSN (pos_csn(pos), 0), after every change the table
+ * had, marks the entry dropped and saves the checkpoint. */
+int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos);
+
 /* Pushes a barrier and waits until the writer has flushed, checkpointed and
  * published everything before it.  Returns SL_OK, the writer's failure, or
  * SL_EFAIL on a second signal. */

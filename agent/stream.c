@@ -16,6 +16,7 @@
 #include "agent/stream.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ struct stream {
 	struct sl_sink_stream sinkst;
 	struct sl_table **tables;
 	int ntables;
+	struct sl_table **gone;  /* column-less versions of dropped tables, for their markers */
+	int ngone;
 	struct sl_checkpoint ck;
 	struct sl_pipe *pipe;
 	bool abandoned;          /* the writer is stuck in the sink: leave sink and checkpoint alone */
@@ -103,17 +106,105 @@ static int save_ckpt(struct stream *s)
 	return sl_ckpt_save(&s->ck, s->err, s->errlen) < 0 ? SL_EFAIL : SL_OK;
 }
 
-/* Registers every selected table in the checkpoint (new ones are pending). */
-static int register_tables(struct stream *s)
+/* True if the stream's tables setting still selects "ns.table". */
+static bool still_selected(const struct sl_stream_config *sc, const struct sl_ckpt_table *e)
 {
+	bool in = false;
+
+	for (char **g = sc->tables; *g && !in; g++)
+		in = fnmatch(*g, e->name, 0) == 0;
+	for (char **g = sc->exclude_tables; in && g && *g; g++)
+		in = fnmatch(*g, e->name, 0) != 0;
+	return in;
+}
+
+/*
+ * Brings the checkpoint's tables in line with what the source lists:
+ * - a table new to the stream gets a pending entry (skipped without backfill);
+ * - a table whose identity changed (dropped and created again under the same
+ *   name: a new OID) or whose shape changed (partitions attached or
+ *   detached: rows came or went without changes) is backfilled again, its
+ *   rows preceded by a marker that clears what the output held;
+ * - an entry written before identities were recorded takes the table's;
+ * - an entry whose table the source no longer lists, though the stream still
+ *   selects its name, was dropped or renamed: its index goes into drops[],
+ *   for a TRUNCATE marker (a renamed table is a new object under its new
+ *   name).
+ * Returns SL_OK or SL_EFAIL (out of memory).
+ */
+static int register_tables(struct stream *s, int **drops, int *ndrops)
+{
+	*drops = NULL;
+	*ndrops = 0;
 	for (int i = 0; i < s->ntables; i++) {
-		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, s->tables[i]->ns, s->tables[i]->name);
+		const struct sl_table *t = s->tables[i];
+		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, t->ns, t->name);
 		if (!e) {
 			snprintf(s->err, s->errlen, "out of memory");
 			return SL_EFAIL;
 		}
+		if (e->id && e->id != t->relid && e->state != SL_BF_PENDING) {
+			sl_info("stream \"%s\": table %s is not the table it was (dropped and created again, or another "
+				"table renamed to its name): it is backfilled as new", s->sc->name, e->name);
+			e->state = SL_BF_PENDING;
+		} else if (e->id && e->shape != t->shape && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED)) {
+			sl_info("stream \"%s\": the partitions of %s changed, so rows came or went without changes: "
+				"it is backfilled again", s->sc->name, e->name);
+			e->state = SL_BF_PENDING;
+		} else if (e->state == SL_BF_DROPPED) {
+			e->state = SL_BF_PENDING;  /* a table of that name is back */
+		}
+		e->id = t->relid;
+		e->shape = t->shape;
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
+	}
+	for (int i = 0; i < s->ck.ntables; i++) {
+		struct sl_ckpt_table *e = &s->ck.tables[i];
+		bool listed = false;
+		if (e->state == SL_BF_DROPPED || !still_selected(s->sc, e))
+			continue;
+		for (int k = 0; k < s->ntables && !listed; k++)
+			listed = !strcmp(e->ns, s->tables[k]->ns) && !strcmp(e->table, s->tables[k]->name);
+		if (listed)
+			continue;
+		if (!*drops && !(*drops = calloc((size_t)s->ck.ntables, sizeof **drops))) {
+			snprintf(s->err, s->errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		(*drops)[(*ndrops)++] = i;
+	}
+	return SL_OK;
+}
+
+/* Writes the TRUNCATE marker of every dropped table (see register_tables):
+ * a version of it without columns, at the source's current position, which
+ * comes after every change it had. */
+static int mark_drops(struct stream *s, const int *drops, int ndrops)
+{
+	struct sl_position now;
+	int rc;
+
+	if (ndrops == 0)
+		return SL_OK;
+	if ((rc = s->src->current_position(s->srcctx, &now, s->err, s->errlen)) < 0)
+		return rc;
+	for (int i = 0; i < ndrops; i++) {
+		const struct sl_ckpt_table *e = &s->ck.tables[drops[i]];
+		struct sl_table *t = sl_table_new(e->ns, e->table), **nd;
+		if (!t || sl_table_finish(t) < 0 ||
+		    !(nd = realloc(s->gone, sizeof *nd * (size_t)(s->ngone + 1)))) {
+			sl_table_free(t);
+			snprintf(s->err, s->errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		t->src = s->src->desc;
+		s->gone = nd;
+		s->gone[s->ngone++] = t;
+		sl_info("stream \"%s\": table %s is gone from the source (dropped or renamed): its rows are "
+			"cleared by a TRUNCATE marker", s->sc->name, e->name);
+		if ((rc = sl_pipe_drop_marker(s->pipe, drops[i], t, &now)) < 0)
+			return rc;
 	}
 	return SL_OK;
 }
@@ -155,6 +246,9 @@ static void stream_free(struct stream *s)
 	for (int i = 0; i < s->ntables; i++)
 		sl_table_free(s->tables[i]);
 	free(s->tables);
+	for (int i = 0; i < s->ngone; i++)
+		sl_table_free(s->gone[i]);
+	free(s->gone);
 	sl_ckpt_free(&s->ck);
 }
 
@@ -171,6 +265,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	struct sl_position from;
 	char text[2 * SL_POS_TEXT_MAX];
 	void *snap = NULL;
+	int *drops = NULL, ndrops = 0;
 	bool created = false, had_checkpoint, interrupted = false;
 	int rc;
 
@@ -206,7 +301,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	}
 	if ((rc = s.src->tables(s.srcctx, &s.tables, &s.ntables, err, errlen)) < 0)
 		goto out;
-	if ((rc = register_tables(&s)) < 0)
+	if ((rc = register_tables(&s, &drops, &ndrops)) < 0)
 		goto out;
 	memset(&resume, 0, sizeof resume);
 	resume.has_position = s.ck.exists && s.ck.has_position;
@@ -251,6 +346,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	pc.err = err;
 	pc.errlen = errlen;
 	if ((rc = sl_pipe_start(&s.pipe, &pc)) < 0)
+		goto out;
+	if ((rc = mark_drops(&s, drops, ndrops)) < 0)
 		goto out;
 
 	if (bf.n > 0) {
@@ -300,7 +397,16 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	else
 		sl_info("stream \"%s\": streaming from %s", sc->name, text);
 	rc = sl_pipe_stream(s.pipe, s.src, s.srcctx, &so);
-	if (rc == SL_OK) {
+	if (rc == SL_ERESTART) {
+		/* The tables changed: keep what is written, then start over from
+		 * the checkpoint (the caller runs the stream again at once). */
+		bool abandoned;
+		int src = sl_pipe_stop(s.pipe, true, &abandoned);
+		s.pipe = NULL;
+		s.abandoned = abandoned;
+		if (src < 0)
+			rc = src;
+	} else if (rc == SL_OK) {
 		struct sl_pipe_stats st;
 		bool abandoned;
 		sl_pipe_get_stats(s.pipe, &st);
@@ -314,6 +420,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 out:
 	if (snap)
 		s.src->snapshot_close(s.srcctx, snap);
+	free(drops);
 	sl_backfill_plan_free(&bf);
 	stream_free(&s);
 	return rc;

@@ -77,5 +77,8 @@ enum sl_status {
 	SL_ELOST = -4,     /* position lost (exit 4) */
 	SL_EDATA = -5,     /* a value the source sent cannot be converted: it would fail
 			    * again, so it is not retried (exit 1) */
+	SL_ERESTART = -6,  /* not a failure: the stream's tables changed (a table created,
+			    * dropped, re-created, renamed, a partition attached); the
+			    * stream restarts at once from its checkpoint to take them in */
 };
 #endif

@@ -144,6 +144,15 @@ struct sl_table {
 	struct sl_column *cols;  /* owned array of ncols */
 	char schema_key[17]; /* 16 lowercase hex digits: hash of the column list */
 	uint32_t relid;      /* source relation id (PostgreSQL OID), 0 if unknown */
+	/* The source's fingerprint of the rows the table spans beyond itself
+	 * (PostgreSQL: its leaf partitions; 0 for a plain table).  When it
+	 * changes, rows came or went without a change record (a partition was
+	 * attached or detached), so the table is backfilled again. */
+	uint64_t shape;
+	unsigned src_flags;  /* source-defined (PostgreSQL: SL_PG_PARTITIONED) */
+	/* Updates and deletes cannot name their row (PostgreSQL: no primary key
+	 * and no replica identity, or REPLICA IDENTITY NOTHING). */
+	bool no_row_identity;
 	const struct sl_source_desc *src; /* the source kind that described it (static) */
 };
 

@@ -161,7 +161,9 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 		if (sl_pg_append_ident(&sql, c, t->cols[i].name) < 0)
 			goto quote_fail;
 	}
-	sl_buf_puts(&sql, " FROM ONLY ");
+	/* A partitioned table's rows are its partitions': no ONLY there.  An
+	 * ordinary table's inheritance children are tables of their own. */
+	sl_buf_puts(&sql, t->src_flags & SL_PG_PARTITIONED ? " FROM " : " FROM ONLY ");
 	if (sl_pg_append_qualified(&sql, c, t) < 0)
 		goto quote_fail;
 	sl_buf_puts(&sql, ") TO STDOUT");

@@ -121,6 +121,18 @@ static bool matches(char *const *globs, const char *name)
 	return false;
 }
 
+bool sl_pg_selects(char *const *include, char *const *exclude, const char *ns, const char *name)
+{
+	struct sl_buf full;
+	bool yes;
+
+	sl_buf_init(&full, 0);
+	sl_buf_printf(&full, "%s.%s", ns, name);
+	yes = !sl_buf_failed(&full) && matches(include, full.data) && !matches(exclude, full.data);
+	sl_buf_free(&full);
+	return yes;
+}
+
 static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *err, size_t errlen)
 {
 	const char *params[1] = { oid };
@@ -163,19 +175,78 @@ out:
 	return rc;
 }
 
+/*
+ * Every ordinary and partitioned table, with what selection needs: its
+ * partition ancestors (for a partition), whether updates and deletes can
+ * name a row (a replica identity: FULL, or the primary key or the chosen
+ * index that DEFAULT or USING INDEX points to; for a partitioned table, every
+ * leaf must have one), and the leaves of a partitioned table.
+ */
+static const char list_sql[] =
+	"SELECT c.oid, n.nspname, c.relname, c.relkind, c.relispartition, "
+	"  CASE WHEN c.relispartition THEN (SELECT string_agg(a.relid::oid::text, ',') "
+	"       FROM pg_partition_ancestors(c.oid) a WHERE a.relid::oid <> c.oid) END, "
+	"  CASE WHEN c.relkind = 'p' THEN NOT EXISTS ("
+	"       SELECT 1 FROM pg_partition_tree(c.oid) pt JOIN pg_class l ON l.oid = pt.relid "
+	"       WHERE pt.isleaf AND NOT (l.relreplident = 'f' OR EXISTS (SELECT 1 FROM pg_index i "
+	"         WHERE i.indrelid = l.oid AND ((l.relreplident = 'd' AND i.indisprimary) OR "
+	"         (l.relreplident = 'i' AND i.indisreplident))))) "
+	"  ELSE c.relreplident = 'f' OR EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid "
+	"       AND ((c.relreplident = 'd' AND i.indisprimary) OR (c.relreplident = 'i' AND i.indisreplident))) "
+	"  END, "
+	"  CASE WHEN c.relkind = 'p' THEN (SELECT string_agg(pt.relid::oid::text, ',' ORDER BY pt.relid::oid) "
+	"       FROM pg_partition_tree(c.oid) pt WHERE pt.isleaf) END "
+	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+	"WHERE c.relkind IN ('r', 'p') "
+	"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
+	"AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%' "
+	"ORDER BY n.nspname, c.relname";
+
+/* True if the comma-separated OID list holds one of the n OIDs in oids. */
+static bool list_has_any(const char *list, const uint32_t *oids, int n)
+{
+	while (list && *list) {
+		uint64_t v = 0;
+		for (; *list >= '0' && *list <= '9'; list++)
+			v = v * 10 + (uint64_t)(*list - '0');
+		for (int i = 0; i < n; i++)
+			if (oids[i] == v)
+				return true;
+		if (*list == ',')
+			list++;
+		else
+			break;
+	}
+	return false;
+}
+
+/* FNV-1a of a text: the shape of a partitioned table is its leaf OID list. */
+static uint64_t text_hash(const char *s)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
 int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 		      struct sl_table ***out, int *n, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(c,
-		"SELECT c.oid, n.nspname, c.relname FROM pg_class c "
-		"JOIN pg_namespace n ON n.oid = c.relnamespace "
-		"WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition "
-		"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
-		"AND n.nspname NOT LIKE 'pg\\_toast%' AND n.nspname NOT LIKE 'pg\\_temp\\_%' "
-		"ORDER BY n.nspname, c.relname");
+	return sl_pg_select_tables(c, include, exclude, true, out, n, err, errlen);
+}
+
+int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, bool describe,
+			struct sl_table ***out, int *n, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, list_sql);
 	struct sl_table **tabs = NULL;
+	uint32_t *sel = NULL;      /* OIDs of the rows the globs select */
+	int *rows = NULL;
 	struct sl_buf full;
-	int cnt = 0, rc = SL_OK;
+	int cnt = 0, nsel = 0, rc = SL_OK;
 
 	sl_buf_init(&full, 0);
 	*out = NULL;
@@ -186,28 +257,50 @@ int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 		goto out;
 	}
 	tabs = calloc((size_t)PQntuples(res) + 1, sizeof *tabs);
-	if (!tabs) {
+	sel = calloc((size_t)PQntuples(res) + 1, sizeof *sel);
+	rows = calloc((size_t)PQntuples(res) + 1, sizeof *rows);
+	if (!tabs || !sel || !rows) {
 		snprintf(err, errlen, "out of memory listing tables");
 		rc = SL_EFAIL;
 		goto out;
 	}
+	/* What the globs select. */
 	for (int i = 0; i < PQntuples(res); i++) {
-		const char *ns = PQgetvalue(res, i, 1), *name = PQgetvalue(res, i, 2);
 		uint64_t oid;
 		sl_buf_reset(&full);
-		sl_buf_printf(&full, "%s.%s", ns, name);
+		sl_buf_printf(&full, "%s.%s", PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
 		if (sl_buf_failed(&full) || !matches(include, full.data) || matches(exclude, full.data))
 			continue;
-		tabs[cnt] = sl_table_new(ns, name);
-		if (!tabs[cnt] || sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &oid) < 0) {
+		if (sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &oid) < 0) {
+			snprintf(err, errlen, "could not parse the OID of \"%s\"", full.data);
+			rc = SL_EFAIL;
+			goto out;
+		}
+		rows[nsel] = i;
+		sel[nsel++] = (uint32_t)oid;
+	}
+	/* A partition whose ancestor is selected is part of that ancestor: its
+	 * rows are backfilled, and its changes published, as the ancestor's. */
+	for (int k = 0; k < nsel; k++) {
+		int i = rows[k];
+		const char *ns = PQgetvalue(res, i, 1), *name = PQgetvalue(res, i, 2);
+		struct sl_table *t;
+		if (!strcmp(PQgetvalue(res, i, 4), "t") && list_has_any(PQgetvalue(res, i, 5), sel, nsel))
+			continue;
+		t = tabs[cnt] = sl_table_new(ns, name);
+		if (!t) {
 			snprintf(err, errlen, "out of memory listing tables");
 			rc = SL_EFAIL;
 			goto out;
 		}
-		tabs[cnt]->relid = (uint32_t)oid;
 		cnt++;
-		rc = describe_table(c, PQgetvalue(res, i, 0), tabs[cnt - 1], err, errlen);
-		if (rc < 0)
+		t->relid = sel[k];
+		t->no_row_identity = strcmp(PQgetvalue(res, i, 6), "t") != 0;
+		if (!strcmp(PQgetvalue(res, i, 3), "p")) {
+			t->src_flags |= SL_PG_PARTITIONED;
+			t->shape = text_hash(PQgetvalue(res, i, 7));
+		}
+		if (describe && (rc = describe_table(c, PQgetvalue(res, i, 0), t, err, errlen)) < 0)
 			goto out;
 	}
 	*out = tabs;
@@ -215,6 +308,8 @@ int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 	tabs = NULL;
 out:
 	sl_pg_tables_free(tabs, cnt);
+	free(sel);
+	free(rows);
 	sl_buf_free(&full);
 	PQclear(res);
 	return rc;
@@ -236,6 +331,56 @@ int sl_pg_append_qualified(struct sl_buf *b, PGconn *c, const struct sl_table *t
 	return sl_pg_append_ident(b, c, t->name);
 }
 
+/* True when t's name is among the rows (schemaname, tablename) of res. */
+static bool listed(PGresult *res, const struct sl_table *t)
+{
+	for (int j = 0; j < PQntuples(res); j++)
+		if (!strcmp(PQgetvalue(res, j, 0), t->ns) && !strcmp(PQgetvalue(res, j, 1), t->name))
+			return true;
+	return false;
+}
+
+/* For a partition t missing from the publication's table list: the name of
+ * an ancestor that is listed instead (so t's changes are published as that
+ * ancestor's), into out; false when none is. */
+static bool published_through(PGconn *c, PGresult *pubtabs, const struct sl_table *t, char *out, size_t outlen)
+{
+	char oid[16];
+	const char *params[1] = { oid };
+	PGresult *res;
+	bool found = false;
+
+	snprintf(oid, sizeof oid, "%u", t->relid);
+	res = PQexecParams(c, "SELECT n.nspname, c.relname FROM pg_partition_ancestors($1::oid) a "
+			      "JOIN pg_class c ON c.oid = a.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+			      "WHERE a.relid <> $1::oid", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+		for (int i = 0; i < PQntuples(res) && !found; i++) {
+			for (int j = 0; j < PQntuples(pubtabs) && !found; j++) {
+				if (strcmp(PQgetvalue(res, i, 0), PQgetvalue(pubtabs, j, 0)) ||
+				    strcmp(PQgetvalue(res, i, 1), PQgetvalue(pubtabs, j, 1)))
+					continue;
+				snprintf(out, outlen, "%s.%s", PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+				found = true;
+			}
+		}
+	}
+	PQclear(res);
+	return found;
+}
+
+/* Appends t to a FOR TABLE / ADD TABLE list: ONLY for an ordinary table, so
+ * that inheritance children it has are not published with it (a child the
+ * stream selects is listed on its own); a partitioned table publishes its
+ * partitions through itself (publish_via_partition_root). */
+static int append_pub_table(struct sl_buf *b, PGconn *c, const struct sl_table *t, bool first)
+{
+	sl_buf_puts(b, first ? "" : ", ");
+	if (!(t->src_flags & SL_PG_PARTITIONED))
+		sl_buf_puts(b, "ONLY ");
+	return sl_pg_append_qualified(b, c, t);
+}
+
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen)
 {
@@ -244,7 +389,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 	struct sl_buf sql, missing;
 	char *qpub = PQescapeIdentifier(c, pub, strlen(pub));
 	int rc = SL_OK, nmissing = 0;
-	bool exists;
+	bool exists = false, partitioned = false;
 
 	sl_buf_init(&sql, 0);
 	sl_buf_init(&missing, 0);
@@ -252,55 +397,101 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
 		return SL_EFAIL;
 	}
-	res = PQexecParams(c, "SELECT count(*) FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not look up the publication", c, res);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	exists = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
-	PQclear(res);
-	res = NULL;
-
-	if (exists) {
-		res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
-				   1, NULL, params, NULL, NULL, 0);
+	for (int i = 0; i < n; i++)
+		partitioned |= (tables[i]->src_flags & SL_PG_PARTITIONED) != 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		res = PQexecParams(c, "SELECT pubviaroot, pubinsert AND pubupdate AND pubdelete, "
+				      "CASE WHEN NOT pubinsert THEN 'insert' WHEN NOT pubupdate THEN 'update' "
+				      "     WHEN NOT pubdelete THEN 'delete' END "
+				      "FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
+			sl_pg_err(err, errlen, "could not look up the publication", c, res);
 			rc = SL_EFAIL;
 			goto out;
 		}
-		for (int i = 0; i < n; i++) {
-			bool found = false;
-			for (int j = 0; j < PQntuples(res) && !found; j++)
-				found = !strcmp(PQgetvalue(res, j, 0), tables[i]->ns) &&
-					!strcmp(PQgetvalue(res, j, 1), tables[i]->name);
-			if (found)
-				continue;
-			sl_buf_puts(&missing, nmissing++ ? ", " : "");
-			if (sl_pg_append_qualified(&missing, c, tables[i]) < 0)
-				goto quote_fail;
+		exists = PQntuples(res) == 1;
+		if (exists) {
+			if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
+				snprintf(err, errlen, "publication \"%s\" does not publish %ss, so the stream would miss "
+					 "them: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate'), or "
+					 "give the stream a publication of its own (publication = ...)", pub,
+					 PQgetvalue(res, 0, 2), qpub);
+				rc = SL_EPREREQ;
+				goto out;
+			}
+			if (partitioned && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+				snprintf(err, errlen, "publication \"%s\" publishes the changes of partitions under the "
+					 "partitions' own names (publish_via_partition_root = false), but the stream selects "
+					 "a partitioned table, whose changes must arrive under its own name: run "
+					 "ALTER PUBLICATION %s SET (publish_via_partition_root = true) if nothing else reads "
+					 "the publication, or give the stream a publication of its own (publication = ...)",
+					 pub, qpub);
+				rc = SL_EPREREQ;
+				goto out;
+			}
+			break;
 		}
 		PQclear(res);
 		res = NULL;
-		if (nmissing == 0)
-			goto out;
-		sl_buf_printf(&sql, "ALTER PUBLICATION %s ADD TABLE %s", qpub, missing.data);
-	} else {
+		sl_buf_reset(&sql);
 		sl_buf_printf(&sql, "CREATE PUBLICATION %s FOR TABLE ", qpub);
-		for (int i = 0; i < n; i++) {
-			sl_buf_puts(&sql, i ? ", " : "");
-			if (sl_pg_append_qualified(&sql, c, tables[i]) < 0)
+		for (int i = 0; i < n; i++)
+			if (append_pub_table(&sql, c, tables[i], i == 0) < 0)
 				goto quote_fail;
+		sl_buf_puts(&sql, " WITH (publish_via_partition_root = true)");
+		if (sl_buf_failed(&sql))
+			goto quote_fail;
+		res = PQexec(c, sql.data);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+			sl_info("created publication \"%s\"", pub);
+			goto out;
 		}
+		/* Another stream sharing the publication created it meanwhile:
+		 * look again and add what is missing. */
+		if (attempt == 0 && (sl_pg_sqlstate_is(res, "42710") || sl_pg_sqlstate_is(res, "23505"))) {
+			PQclear(res);
+			res = NULL;
+			continue;
+		}
+		goto exec_fail;
 	}
-	if (sl_buf_failed(&sql) || sl_buf_failed(&missing)) {
-		snprintf(err, errlen, "out of memory building the publication statement");
+	PQclear(res);
+	res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
+			   1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
 		rc = SL_EFAIL;
 		goto out;
 	}
+	for (int i = 0; i < n; i++) {
+		char via[300];
+		if (listed(res, tables[i]))
+			continue;
+		if (published_through(c, res, tables[i], via, sizeof via)) {
+			snprintf(err, errlen, "publication \"%s\" publishes the changes of partition \"%s\".\"%s\" as "
+				 "changes of %s (publish_via_partition_root), but the stream selects the partition on its "
+				 "own: select %s instead, or give the stream a publication of its own (publication = ...)",
+				 pub, tables[i]->ns, tables[i]->name, via, via);
+			rc = SL_EPREREQ;
+			goto out;
+		}
+		if (append_pub_table(&missing, c, tables[i], nmissing++ == 0) < 0)
+			goto quote_fail;
+	}
+	PQclear(res);
+	res = NULL;
+	if (nmissing == 0)
+		goto out;
+	sl_buf_reset(&sql);
+	sl_buf_printf(&sql, "ALTER PUBLICATION %s ADD TABLE %s", qpub, missing.data);
+	if (sl_buf_failed(&sql) || sl_buf_failed(&missing))
+		goto quote_fail;
 	res = PQexec(c, sql.data);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		goto exec_fail;
+	sl_info("added missing tables to publication \"%s\"", pub);
+	goto out;
+exec_fail: {
 		char what[256];
 		snprintf(what, sizeof what, "could not %s publication \"%s\"", exists ? "add tables to" : "create", pub);
 		sl_pg_err(err, errlen, what, c, res);
@@ -313,8 +504,6 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		}
 		goto out;
 	}
-	sl_info("%s publication \"%s\"", exists ? "added missing tables to" : "created", pub);
-	goto out;
 quote_fail:
 	if (sl_buf_failed(&sql) || sl_buf_failed(&missing))
 		snprintf(err, errlen, "out of memory building the publication statement");

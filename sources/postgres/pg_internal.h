@@ -46,13 +46,26 @@ PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char
 /* Checks wal_level = logical and that the user may replicate. */
 int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen);
 
+/* sl_table.src_flags: a partitioned table (its rows are its partitions'). */
+#define SL_PG_PARTITIONED 0x1u
+
 /* Lists the tables whose "schema.table" matches one of include[] and none of
  * exclude[] (fnmatch globs; NULL-terminated arrays), with their columns and
- * primary keys from the catalog.  *out is a malloc'd array of *n tables that
+ * primary keys from the catalog.  Ordinary and partitioned tables and
+ * partitions are listed, except a partition whose ancestor is selected too
+ * (its rows and changes are the ancestor's).  Each table's relid,
+ * src_flags (SL_PG_PARTITIONED), shape (its leaves) and no_row_identity are
+ * set.  *out is a malloc'd array of *n tables that
  * the caller frees with sl_pg_tables_free(). */
 int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 		      struct sl_table ***out, int *n, char *err, size_t errlen);
 void sl_pg_tables_free(struct sl_table **t, int n);
+/* True if "ns.name" matches one of include[] and none of exclude[]. */
+bool sl_pg_selects(char *const *include, char *const *exclude, const char *ns, const char *name);
+/* The same selection; without describe, the tables have no columns (one
+ * query in all: for noticing that the selection changed). */
+int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, bool describe,
+			struct sl_table ***out, int *n, char *err, size_t errlen);
 
 /* Creates the publication for tables if missing, or adds tables missing from
  * an existing one.  SL_EPREREQ when the user may not. */

@@ -23,6 +23,10 @@
 #include "sources/postgres/pg_backfill.h"
 
 #define STATUS_INTERVAL_MS 10000  /* at most; shorter when wal_sender_timeout is short */
+/* How often a streaming source looks at the catalog for tables that came,
+ * went, were re-created or renamed, or partitions attached or detached
+ * (most of which the replication stream does not show). */
+#define CATALOG_CHECK_MS 15000
 
 /* ---- positions ---- */
 
@@ -122,6 +126,7 @@ struct pg_src {
 	struct sl_pg_repl_event rev;
 	int next_change;                /* index into rev.pgo.changes of the next change to hand out */
 	bool truncating;                /* rev holds a TRUNCATE: hand out its tables */
+	int64_t last_catalog_ms;        /* the last catalog check */
 };
 
 struct pg_snap {
@@ -137,16 +142,17 @@ static bool key_lookup(void *payload, const char *ns, const char *name, int ncol
 
 	for (int i = 0; i < s->ntables; i++) {
 		const struct sl_table *t = s->tables[i];
-		bool any = false;
 		if (strcmp(t->ns, ns) || strcmp(t->name, name))
 			continue;
 		for (int c = 0; c < ncols; c++) {
 			is_key[c] = false;
 			for (int k = 0; k < t->ncols; k++)
 				if (t->cols[k].is_key && !strcmp(t->cols[k].name, names[c]))
-					is_key[c] = any = true;
+					is_key[c] = true;
 		}
-		return any;
+		/* A table the catalog knows has the catalog's key, none included:
+		 * REPLICA IDENTITY FULL flags every column, which is no key. */
+		return true;
 	}
 	return false;
 }
@@ -185,9 +191,23 @@ static void pg_close(void *ctx)
 	free(s);
 }
 
-/* Merge mode needs a primary key to merge on. */
-static int check_merge_key(const struct sl_source_stream *st, const struct sl_table *t, char *err, size_t errlen)
+/* Merge mode needs a primary key to merge on; and a table whose updates and
+ * deletes cannot name their row must not go into a publication that
+ * publishes them: the application's UPDATE and DELETE on it would fail from
+ * then on ("cannot update table ... because it does not have a replica
+ * identity and publishes updates").  sluice never makes an application
+ * statement fail, so it refuses the table and says how to fix it. */
+static int check_table(const struct sl_source_stream *st, const struct sl_table *t, char *err, size_t errlen)
 {
+	if (t->no_row_identity) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no replica identity (no primary key, "
+			 "or REPLICA IDENTITY NOTHING%s): published for logical replication, the application's UPDATE "
+			 "and DELETE on it would fail. Fix one of: add a primary key; run ALTER TABLE %s.%s REPLICA "
+			 "IDENTITY FULL; or leave it out of the stream (exclude_tables = %s.%s)", st->name, t->ns,
+			 t->name, t->src_flags & SL_PG_PARTITIONED ? ", on a partition" : "", t->ns, t->name,
+			 t->ns, t->name);
+		return SL_EPREREQ;
+	}
 	if (!st->merge || sl_table_has_key(t))
 		return SL_OK;
 	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be replicated "
@@ -228,7 +248,7 @@ static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 	if (rc < 0)
 		return rc;
 	for (int i = 0; i < *n; i++) {
-		if ((rc = check_merge_key(s->st, (*out)[i], err, errlen)) < 0) {
+		if ((rc = check_table(s->st, (*out)[i], err, errlen)) < 0) {
 			sl_pg_tables_free(*out, *n);
 			*out = NULL;
 			*n = 0;
@@ -436,6 +456,7 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 
 	if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen)))
 		return SL_EFAIL;
+	s->last_catalog_ms = sl_mono_ms();
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
 }
 
@@ -460,6 +481,76 @@ static bool pending_change(struct pg_src *s, struct sl_event *ev)
 	return false;
 }
 
+/* The selected table with relid, or NULL. */
+static const struct sl_table *selected(const struct pg_src *s, uint32_t relid)
+{
+	for (int i = 0; i < s->ntables; i++)
+		if (s->tables[i]->relid == relid)
+			return s->tables[i];
+	return NULL;
+}
+
+/* A Relation message: 0 to follow the relation, 1 when the stream does not
+ * select it (its changes are skipped; a publication shared with other
+ * streams, FOR ALL TABLES, or inheritance children bring such tables), or
+ * SL_ERESTART when it is a selected table the stream does not know yet (new,
+ * created again, or renamed), which only a restart backfills. */
+static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
+{
+	const struct sl_table *known = selected(s, t->relid);
+
+	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
+		return 0;
+	if (known) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
+			 s->st->name, known->ns, known->name, t->ns, t->name);
+		return SL_ERESTART;
+	}
+	if (sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new (or was created again) and is "
+			 "selected", s->st->name, t->ns, t->name);
+		return SL_ERESTART;
+	}
+	sl_pgoutput_ignore(sl_pg_repl_decoder(s->repl), t->relid);
+	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\": its publication carries it, but the "
+		"stream does not select it", s->st->name, t->ns, t->name);
+	return 1;
+}
+
+/* SL_ERESTART, with err saying why, when the catalog's selection differs
+ * from the stream's tables (by OID, name, partitions and identity). */
+static int catalog_check(struct pg_src *s, char *err, size_t errlen)
+{
+	struct sl_table **now = NULL;
+	int n = 0, rc = sl_pg_select_tables(s->meta, s->st->tables, s->st->exclude_tables, false, &now, &n,
+					    err, errlen);
+
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < n && rc == SL_OK; i++) {
+		const struct sl_table *t = now[i], *k = selected(s, t->relid);
+		if (!k || strcmp(k->ns, t->ns) || strcmp(k->name, t->name)) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new, was created again or "
+				 "renamed", s->st->name, t->ns, t->name);
+			rc = SL_ERESTART;
+		} else if (k->shape != t->shape) {
+			snprintf(err, errlen, "stream \"%s\": the partitions of \"%s\".\"%s\" changed", s->st->name,
+				 t->ns, t->name);
+			rc = SL_ERESTART;
+		} else if (k->no_row_identity != t->no_row_identity) {
+			snprintf(err, errlen, "stream \"%s\": the replica identity of \"%s\".\"%s\" changed",
+				 s->st->name, t->ns, t->name);
+			rc = SL_ERESTART;
+		}
+	}
+	if (rc == SL_OK && n != s->ntables) {
+		snprintf(err, errlen, "stream \"%s\": a selected table was dropped or renamed", s->st->name);
+		rc = SL_ERESTART;
+	}
+	sl_pg_tables_free(now, n);
+	return rc;
+}
+
 static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen)
 {
 	struct pg_src *s = ctx;
@@ -469,6 +560,11 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 	memset(ev, 0, offsetof(struct sl_event, change));
 	if (pending_change(s, ev))
 		return SL_OK;
+	if (!sl_pgoutput_in_tx(sl_pg_repl_decoder(s->repl)) && sl_mono_ms() - s->last_catalog_ms >= CATALOG_CHECK_MS) {
+		s->last_catalog_ms = sl_mono_ms();
+		if ((rc = catalog_check(s, err, errlen)) != SL_OK)
+			return rc;
+	}
 	for (;;) {
 		s->next_change = 0;
 		pe->nchanges = 0;
@@ -502,6 +598,12 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 			ev->ts_us = pe->commit_ts_us;
 			return SL_OK;
 		case SL_PGO_RELATION:
+			if ((rc = on_relation(s, pe->table, err, errlen)) != 0) {
+				sl_table_free(pe->retired);  /* no change of it goes on */
+				if (rc < 0)
+					return rc;
+				break;
+			}
 			ev->kind = SL_EV_SCHEMA;
 			ev->table = pe->table;
 			ev->changed = pe->schema_changed;
@@ -558,7 +660,7 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 			rc = SL_EPREREQ;
 			goto out;
 		}
-		if ((rc = check_merge_key(st, tables[i], err, errlen)) < 0)
+		if ((rc = check_table(st, tables[i], err, errlen)) < 0)
 			goto out;
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");

@@ -35,6 +35,7 @@
 struct relentry {
 	uint32_t relid;
 	struct sl_table *table;
+	bool ignored;            /* the caller does not follow it (sl_pgoutput_ignore) */
 };
 
 struct sl_pgoutput {
@@ -51,6 +52,7 @@ struct sl_pgoutput {
 	struct sl_pg_text_stats text_stats;
 	int avals;
 	bool in_tx;
+	uint64_t ignored_changes;
 	uint64_t final_lsn;
 	int64_t commit_ts_us;
 	uint32_t xid;
@@ -293,6 +295,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 		}
 		d->rels[d->nrels].relid = relid;
 		d->rels[d->nrels].table = t;
+		d->rels[d->nrels].ignored = false;
 		d->nrels++;
 		ev->schema_changed = false;
 	}
@@ -361,6 +364,30 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_text
 		}
 	}
 	return r->bad ? -1 : 0;
+}
+
+void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (e)
+		e->ignored = true;
+}
+
+uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d)
+{
+	return d->ignored_changes;
+}
+
+/* True (and counted) when relid's change is to be skipped unread. */
+static bool skip_change(struct sl_pgoutput *d, uint32_t relid)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (!e || !e->ignored)
+		return false;
+	d->ignored_changes++;
+	return true;
 }
 
 static const struct sl_table *rel_for_change(struct sl_pgoutput *d, struct reader *r, uint32_t relid)
@@ -470,6 +497,10 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 		return decode_relation(d, &r, ev);
 	case 'I':
 		relid = rd_u32(&r, "relation id");
+		if (!r.bad && skip_change(d, relid)) {
+			ev->kind = SL_PGO_NONE;
+			return 0;
+		}
 		t = rel_for_change(d, &r, relid);
 		if (!t)
 			return -1;
@@ -487,6 +518,10 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 	case 'U': {
 		bool have_old = false, key_changed = false;
 		relid = rd_u32(&r, "relation id");
+		if (!r.bad && skip_change(d, relid)) {
+			ev->kind = SL_PGO_NONE;
+			return 0;
+		}
 		t = rel_for_change(d, &r, relid);
 		if (!t)
 			return -1;
@@ -524,6 +559,10 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 	}
 	case 'D':
 		relid = rd_u32(&r, "relation id");
+		if (!r.bad && skip_change(d, relid)) {
+			ev->kind = SL_PGO_NONE;
+			return 0;
+		}
 		t = rel_for_change(d, &r, relid);
 		if (!t)
 			return -1;
@@ -597,7 +636,7 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out)
 
 	while (d->itrunc < d->ntrunc) {
 		e = find_rel(d, d->trunc_relids[d->itrunc++]);
-		if (!e)
+		if (!e || e->ignored)
 			continue;
 		fill_change(d, out, e->table, SL_OP_TRUNCATE, NULL);
 		return 1;

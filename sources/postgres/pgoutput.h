@@ -89,6 +89,13 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
  * out one TRUNCATE change per relation: returns 1 with *out filled, 0 when done. */
 int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
 
+/* Marks relation relid (already described) as one the caller does not
+ * follow: its changes are skipped unread (SL_PGO_NONE) and counted, and it is
+ * left out of TRUNCATE events. */
+void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid);
+/* Changes skipped so far. */
+uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d);
+
 /* True while a transaction is open (between BEGIN and COMMIT). */
 bool sl_pgoutput_in_tx(const struct sl_pgoutput *d);
 
