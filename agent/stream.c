@@ -201,8 +201,9 @@ static int mark_drops(struct stream *s, const int *drops, int ndrops)
 		t->src = s->src->desc;
 		s->gone = nd;
 		s->gone[s->ngone++] = t;
-		sl_info("stream \"%s\": table %s is gone from the source (dropped or renamed): its rows are "
-			"cleared by a TRUNCATE marker", s->sc->name, e->name);
+		sl_info("stream \"%s\": table %s is no longer one of the stream's tables (dropped, renamed, or "
+			"attached to a selected partitioned table): its rows are cleared by a TRUNCATE marker",
+			s->sc->name, e->name);
 		if ((rc = sl_pipe_drop_marker(s->pipe, drops[i], t, &now)) < 0)
 			return rc;
 	}

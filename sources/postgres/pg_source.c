@@ -490,33 +490,6 @@ static const struct sl_table *selected(const struct pg_src *s, uint32_t relid)
 	return NULL;
 }
 
-/* A Relation message: 0 to follow the relation, 1 when the stream does not
- * select it (its changes are skipped; a publication shared with other
- * streams, FOR ALL TABLES, or inheritance children bring such tables), or
- * SL_ERESTART when it is a selected table the stream does not know yet (new,
- * created again, or renamed), which only a restart backfills. */
-static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
-{
-	const struct sl_table *known = selected(s, t->relid);
-
-	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
-		return 0;
-	if (known) {
-		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
-			 s->st->name, known->ns, known->name, t->ns, t->name);
-		return SL_ERESTART;
-	}
-	if (sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
-		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new (or was created again) and is "
-			 "selected", s->st->name, t->ns, t->name);
-		return SL_ERESTART;
-	}
-	sl_pgoutput_ignore(sl_pg_repl_decoder(s->repl), t->relid);
-	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\": its publication carries it, but the "
-		"stream does not select it", s->st->name, t->ns, t->name);
-	return 1;
-}
-
 /* SL_ERESTART, with err saying why, when the catalog's selection differs
  * from the stream's tables (by OID, name, partitions and identity). */
 static int catalog_check(struct pg_src *s, char *err, size_t errlen)
@@ -549,6 +522,36 @@ static int catalog_check(struct pg_src *s, char *err, size_t errlen)
 	}
 	sl_pg_tables_free(now, n);
 	return rc;
+}
+
+/* A Relation message: 0 to follow the relation, 1 when the stream does not
+ * select it (its changes are skipped; a publication shared with other
+ * streams, FOR ALL TABLES, or inheritance children bring such tables), or
+ * SL_ERESTART when it is a selected table the stream does not know yet (new,
+ * created again, or renamed), which only a restart backfills. */
+static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
+{
+	const struct sl_table *known = selected(s, t->relid);
+
+	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
+		return 0;
+	if (known) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
+			 s->st->name, known->ns, known->name, t->ns, t->name);
+		return SL_ERESTART;
+	}
+	if (sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
+		/* Its name is selected, but it may well be covered by a selected
+		 * ancestor (a partition): only a catalog that selects differently
+		 * from the stream's tables is a reason to restart. */
+		int rc = catalog_check(s, err, errlen);
+		if (rc != SL_OK)
+			return rc;
+	}
+	sl_pgoutput_ignore(sl_pg_repl_decoder(s->repl), t->relid);
+	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\": its publication carries it, but the "
+		"stream does not select it", s->st->name, t->ns, t->name);
+	return 1;
 }
 
 static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen)
