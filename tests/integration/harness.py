@@ -1094,12 +1094,41 @@ def values_equal(kind, expected, actual):
     return None if ok else "differs"
 
 
+_AVRO_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def avro_field_name(column, columns):
+    """The payload field name of a column, by the documented rule
+    (doc/types.md): a valid Avro name is kept; any other is escaped byte by
+    byte (bytes outside [A-Za-z0-9], the underscore included, and a leading
+    digit become '_' and two lowercase hex digits), with _2, _3, ... only
+    when that meets another column's valid name."""
+    if _AVRO_NAME.match(column):
+        return column
+    out = ""
+    for i, b in enumerate(column.encode("utf-8")):
+        ch = chr(b)
+        if ch.isascii() and (ch.isalpha() or (ch.isdigit() and i > 0)):
+            out += ch
+        else:
+            out += f"_{b:02x}"
+    taken = {c for c in columns if _AVRO_NAME.match(c)}
+    name, n = out or "_", 2
+    while name in taken:
+        name = f"{out}_{n}"
+        n += 1
+    return name
+
+
 def state_diff(pg, schema, table, key_columns, state, limit=20):
     """Compares rebuilt state with the source table, exactly, column by column.
     Returns a list of differences (empty when equal)."""
     kinds = dict(column_kinds(pg, schema, table))
     exp = expected_rows(pg, schema, table, key_columns)
     diffs = []
+    # payload fields are named by the Avro rule: back to column names
+    names = {avro_field_name(c, kinds): c for c in kinds}
+    state = {key: {names.get(f, f): v for f, v in row.items()} for key, row in state.items()}
     # normalise the rebuilt state's keys the same way
     got = {tuple(normalize(kinds[k], v) for k, v in zip(key_columns, key)): row for key, row in state.items()}
     for key in sorted(set(exp) - set(got), key=repr)[:limit]:

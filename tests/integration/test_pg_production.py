@@ -89,6 +89,37 @@ def changes(recs):
     return [r["source_metadata"]["change_type"] for r in recs]
 
 
+class FieldNameTest(PgTestCase):
+
+    def test_field_names_stay_with_their_columns(self):
+        """Columns whose names clean up to the same text: dropping one moves
+        no field name to another, in the files before and after."""
+        pg = self.pg
+        pg.execute('CREATE TABLE fn (id int PRIMARY KEY, "a-b" text, "a b" text, a_b text)')
+        pg.execute("INSERT INTO fn VALUES (1, 'dash', 'space', 'under')")
+        s = self.sluice(stream="fn", tables="public.fn")
+        self.catch_up(s)
+        pg.execute('ALTER TABLE fn DROP COLUMN "a-b"')
+        pg.execute("INSERT INTO fn VALUES (2, 'space2', 'under2')")
+        pg.execute("UPDATE fn SET a_b = a_b || '!' WHERE id = 1")
+        self.catch_up(s)
+        schemas = []
+        for d, _, names in os.walk(s.out):
+            for n in sorted(names):
+                with open(os.path.join(d, n), "rb") as f:
+                    r = avro.datafile.DataFileReader(f, avro.io.DatumReader())
+                    ws = json.loads(r.get_meta("avro.schema"))
+                    payload = [f for f in ws["fields"] if f["name"] == "payload"][0]["type"]["fields"]
+                    schemas.append({p["sluice.column"]: p["name"] for p in payload})
+        self.assertEqual(len({json.dumps(x, sort_keys=True) for x in schemas}), 2, schemas)
+        for sc in schemas:
+            self.assertEqual(sc["a b"], "a_20b")
+            self.assertEqual(sc["a_b"], "a_b")
+            if "a-b" in sc:
+                self.assertEqual(sc["a-b"], "a_2db")
+        self.assertTableMatches(self.read(s), "public", "fn", ["id"])
+
+
 class PartitionTest(PgTestCase):
 
     def test_partitioned_root(self):
