@@ -173,6 +173,28 @@ static int pg_open(void **ctx, const struct sl_source_config *cfg, const struct 
 	return SL_OK;
 }
 
+int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, const char *path,
+			     struct sl_table **tables, int ntables, char *err, size_t errlen)
+{
+	struct pg_src *s = calloc(1, sizeof *s);
+
+	*ctx = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	s->st = st;
+	s->tables = tables;
+	s->ntables = ntables;
+	s->status_interval_ms = STATUS_INTERVAL_MS;
+	if (!(s->repl = sl_pg_repl_open_replay(path, key_lookup, s, err, errlen))) {
+		free(s);
+		return SL_EFAIL;
+	}
+	*ctx = s;
+	return SL_OK;
+}
+
 static void pg_close(void *ctx)
 {
 	struct pg_src *s = ctx;
