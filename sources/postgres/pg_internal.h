@@ -118,6 +118,12 @@ int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporar
 int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
 		     uint64_t start_lsn, char *err, size_t errlen);
 
+/* Sets the silence limit (0: none, the default): sl_pg_repl_next() fails
+ * when it waits and nothing at all (no data, no keepalive) arrived for
+ * silence_ms, and status updates ask for a reply once a third of it passed
+ * without a message. */
+void sl_pg_repl_set_timeout(struct sl_pg_repl *r, int64_t silence_ms);
+
 /* Waits up to timeout_ms for the next message and decodes it. */
 int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
 		    char *err, size_t errlen);

@@ -10,10 +10,19 @@
  * sl_pg_repl_record() and read back by sl_pg_repl_open_replay(), both below:
  * the replay tests (tests/unit/test_pg_replay.c) run the production parser,
  * decoder and pipeline over frames recorded from a real server.
+ *
+ * A silent peer: a network that drops packets without a trace gives no
+ * error, only silence.  A live walsender always answers a status update
+ * that asks for a reply, and sends keepalives on its own, so when nothing at
+ * all arrived for the silence limit while we waited, sl_pg_repl_next() fails
+ * the stream (the agent retries from its checkpoint).  Status updates ask
+ * for a reply once a third of the limit passed in silence, so that a busy
+ * walsender (decoding WAL it does not publish) still answers in time.
  */
 #include "sources/postgres/pg_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +41,9 @@ struct sl_pg_repl {
 	bool streaming;
 	int batch;               /* messages read since the last wait for the socket */
 	FILE *record;            /* every frame read is also appended here (not owned) */
+	/* the silence rule (sl_pg_repl_set_timeout): 0 = none */
+	int64_t silence_ms;
+	int64_t last_rx_ms;      /* when the last frame arrived (or streaming started) */
 	/* replay mode (tests only): the whole recording, and where the next frame is */
 	char *replay;
 	size_t replay_len, replay_off;
@@ -158,6 +170,7 @@ int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publica
 		rc = SL_EFAIL;
 	} else {
 		r->streaming = true;
+		r->last_rx_ms = sl_mono_ms();
 	}
 out:
 	PQclear(res);
@@ -206,6 +219,7 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 		int n = PQgetCopyData(r->conn, &r->copybuf, 1);
 		if (n > 0) {
 			r->batch++;
+			r->last_rx_ms = sl_mono_ms();
 			*m = (const unsigned char *)r->copybuf;
 			*len = n;
 			return SL_OK;
@@ -233,6 +247,12 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 			int pr = poll(&pfd, 1, timeout_ms);
 			if (pr < 0 && errno != EINTR) {
 				snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+				return SL_EFAIL;
+			}
+			if (pr == 0 && r->silence_ms > 0 && sl_mono_ms() - r->last_rx_ms >= r->silence_ms) {
+				snprintf(err, errlen, "no message from the server on the replication connection for "
+					 "%" PRId64 " s, not even a keepalive (receive_timeout): the connection is taken "
+					 "as dead", (sl_mono_ms() - r->last_rx_ms) / 1000);
 				return SL_EFAIL;
 			}
 			if (pr <= 0)
@@ -307,6 +327,8 @@ int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t fl
 
 	if (r->replay)
 		return SL_OK;  /* nobody to tell */
+	if (r->silence_ms > 0 && sl_mono_ms() - r->last_rx_ms >= r->silence_ms / 3)
+		reply_requested = true;  /* a sign of life before the silence limit */
 	msg[0] = 'r';
 	sl_put_u64(msg + 1, write_lsn);
 	sl_put_u64(msg + 9, flush_lsn);
@@ -318,6 +340,11 @@ int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t fl
 		return SL_EFAIL;
 	}
 	return SL_OK;
+}
+
+void sl_pg_repl_set_timeout(struct sl_pg_repl *r, int64_t silence_ms)
+{
+	r->silence_ms = silence_ms > 0 ? silence_ms : 0;
 }
 
 /* ---- recordings ---- */

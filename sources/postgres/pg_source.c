@@ -23,6 +23,8 @@
 #include "sources/postgres/pg_backfill.h"
 
 #define STATUS_INTERVAL_MS 10000  /* at most; shorter when wal_sender_timeout is short */
+#define MIN_SILENCE_MS 30000      /* the automatic receive timeout is at least this */
+#define DEFAULT_WST_MS 60000      /* wal_sender_timeout when it cannot be read */
 
 /* ---- positions ---- */
 
@@ -117,6 +119,7 @@ struct pg_src {
 	struct sl_table **tables;       /* the caller's table list (borrowed) */
 	int ntables;
 	int64_t status_interval_ms;
+	int64_t silence_ms;             /* the stream fails after this long without a message */
 	struct sl_pg_text_stats bf_stats;  /* values converted by backfill reads */
 	/* streaming: the decoded message and the changes it still holds */
 	struct sl_pg_repl_event rev;
@@ -263,19 +266,35 @@ static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 }
 
 /* The server's wal_sender_timeout decides how often status must be sent:
- * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms. */
+ * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms.
+ * It also sets the receive timeout: receive_timeout when configured, else
+ * twice wal_sender_timeout and at least MIN_SILENCE_MS (a live walsender
+ * answers every status update that asks for a reply, and pings on its own
+ * after half its timeout).  Status goes out at least every third of the
+ * receive timeout too, so an idle stream hears from the server in time. */
 static void set_status_interval(struct pg_src *s)
 {
 	char err[SL_ERRLEN];
-	int64_t ms;
+	int64_t ms, wst = DEFAULT_WST_MS;
 
 	s->status_interval_ms = STATUS_INTERVAL_MS;
 	if (sl_pg_wal_sender_timeout_ms(s->meta, &ms, err, sizeof err) < 0) {
 		sl_warn("stream \"%s\": %s; sending status every %d ms", s->st->name, err, STATUS_INTERVAL_MS);
-		return;
+	} else {
+		wst = ms;
+		if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
+			s->status_interval_ms = ms / 3;
 	}
-	if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
-		s->status_interval_ms = ms / 3 > 200 ? ms / 3 : 200;
+	if (s->cfg->receive_timeout > 0)
+		s->silence_ms = (int64_t)s->cfg->receive_timeout * 1000;
+	else
+		s->silence_ms = 2 * wst > MIN_SILENCE_MS ? 2 * wst : MIN_SILENCE_MS;
+	if (s->silence_ms / 3 < s->status_interval_ms)
+		s->status_interval_ms = s->silence_ms / 3;
+	if (s->status_interval_ms < 200)
+		s->status_interval_ms = 200;
+	sl_debug("stream \"%s\": status every %" PRId64 " ms, receive timeout %" PRId64 " ms", s->st->name,
+		 s->status_interval_ms, s->silence_ms);
 }
 
 static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
@@ -458,6 +477,7 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 
 	if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen)))
 		return SL_EFAIL;
+	sl_pg_repl_set_timeout(s->repl, s->silence_ms);
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
 }
 
