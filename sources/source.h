@@ -69,6 +69,8 @@ struct sl_source_config {
 	char *sslmode;           /* postgres sslmode; NULL: libpq default */
 	char *sslrootcert;
 	int connect_timeout;     /* seconds, default 10 */
+	int receive_timeout;     /* seconds a stream may stay silent before it is taken as dead;
+				  * 0: the source's own rule (postgres: 2 x wal_sender_timeout, at least 30 s) */
 	uint32_t server_id;      /* mysql */
 	char *ssl_mode;          /* mysql */
 };

@@ -51,6 +51,8 @@ const struct sl_keydesc sl_source_keys[] = {
 	  FIELD(struct sl_source_config, sslrootcert) },
 	{ .name = "connect_timeout", .type = SL_KT_SECONDS, .def = "10", .min = 1, .max = 3600,
 	  FIELD(struct sl_source_config, connect_timeout) },
+	{ .name = "receive_timeout", .type = SL_KT_SECONDS, .def = "0", .min = 0, .max = 3600,
+	  FIELD(struct sl_source_config, receive_timeout) },
 	{ .name = "server_id", .type = SL_KT_INT, .applies = T_MY, .flags = SL_KF_REQUIRED,
 	  .min = 1, .max = UINT32_MAX, FIELD(struct sl_source_config, server_id) },
 	{ .name = "ssl_mode", .type = SL_KT_CHOICE, .applies = T_MY, .choices = my_ssl_modes,

@@ -2,12 +2,21 @@
 include $(srcdir)/tests/unit/core.mk
 include $(srcdir)/tests/unit/avro.mk
 include $(srcdir)/tests/unit/config.mk
+include $(srcdir)/tests/unit/replay.mk
 
 # The avro-c reader the integration tests use as a second, independent reader.
 noinst_PROGRAMS += tests/tools/avro_read
 tests_tools_avro_read_SOURCES = tests/tools/avro_read.c
 tests_tools_avro_read_CPPFLAGS = $(AM_CPPFLAGS) $(AVRO_CFLAGS)
 tests_tools_avro_read_LDADD = $(AVRO_LIBS)
+
+# The recorder of the replay tests (tests/replay/record.py runs it): records
+# a live pgoutput stream, frame by frame, through the source's own
+# replication connection.
+noinst_PROGRAMS += tests/tools/pg_record
+tests_tools_pg_record_SOURCES = tests/tools/pg_record.c
+tests_tools_pg_record_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
+tests_tools_pg_record_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a
 
 # sluice_test: sluice with test-only sinks added to its sink registry
 # (slow_avro_dir, whose flushes take as long as a test asks).  The product

@@ -19,6 +19,15 @@
 #include "common/util.h"
 #include "sources/postgres/pg_text.h"
 
+/* TCP keepalives and a bound on unacknowledged data, so that no connection
+ * (catalog queries, COPY, the replication stream) waits forever on a peer
+ * that vanished without a FIN or RST: an idle dead peer is found after
+ * about 15 + 3 x 5 s, unanswered data after 30 s (doc/operations.md). */
+#define TCP_KEEPALIVES_IDLE "15"
+#define TCP_KEEPALIVES_INTERVAL "5"
+#define TCP_KEEPALIVES_COUNT "3"
+#define TCP_USER_TIMEOUT_MS "30000"
+
 /* Session settings that fix the text format of every value we parse. */
 #define SESSION_OPTIONS "-c datestyle=ISO,YMD -c intervalstyle=postgres -c timezone=UTC " \
 			"-c extra_float_digits=3 -c bytea_output=hex"
@@ -35,7 +44,7 @@ void sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *
 
 PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen)
 {
-	const char *keys[16], *vals[16];
+	const char *keys[24], *vals[24];
 	char port[16], timeout[16];
 	int n = 0;
 	PGconn *c;
@@ -51,6 +60,11 @@ PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char
 	KV("sslmode", cfg->sslmode);
 	KV("sslrootcert", cfg->sslrootcert);
 	KV("connect_timeout", timeout);
+	KV("keepalives", "1");
+	KV("keepalives_idle", TCP_KEEPALIVES_IDLE);
+	KV("keepalives_interval", TCP_KEEPALIVES_INTERVAL);
+	KV("keepalives_count", TCP_KEEPALIVES_COUNT);
+	KV("tcp_user_timeout", TCP_USER_TIMEOUT_MS);
 	KV("application_name", "sluice");
 	KV("client_encoding", "UTF8");
 	KV("options", SESSION_OPTIONS);

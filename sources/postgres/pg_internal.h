@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/buf.h"
 #include "schema/schema.h"
@@ -130,6 +131,12 @@ int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporar
 int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
 		     uint64_t start_lsn, char *err, size_t errlen);
 
+/* Sets the silence limit (0: none, the default): sl_pg_repl_next() fails
+ * when it waits and nothing at all (no data, no keepalive) arrived for
+ * silence_ms, and status updates ask for a reply once a third of it passed
+ * without a message. */
+void sl_pg_repl_set_timeout(struct sl_pg_repl *r, int64_t silence_ms);
+
 /* Waits up to timeout_ms for the next message and decodes it. */
 int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
 		    char *err, size_t errlen);
@@ -138,5 +145,34 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
  * and applied) up to flush_lsn. */
 int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t flush_lsn,
 			   bool reply_requested, char *err, size_t errlen);
+
+/* ---- recordings of the stream, for the replay tests ----
+ *
+ * A recording is the 8 bytes SL_PG_RECORDING_MAGIC, then every CopyData
+ * frame the server sent ('w' XLogData and 'k' keepalive, headers included),
+ * each as a big-endian u32 length and the frame's bytes.  The recorder
+ * (tests/tools/pg_record.c) and the replay tests use these two calls only. */
+#define SL_PG_RECORDING_MAGIC "SLPGREC1"
+
+/* From now on, appends every frame sl_pg_repl_next() reads to out (not
+ * owned; the caller closes it), after writing the magic. */
+int sl_pg_repl_record(struct sl_pg_repl *r, FILE *out, char *err, size_t errlen);
+
+/* Tests only: a stream that replays the recording at path instead of
+ * connecting.  sl_pg_repl_start() then starts nothing, sl_pg_repl_next()
+ * parses and decodes the recorded frames in order, exactly as it does a
+ * server's, without waiting, and reports SL_PGR_END after the last one;
+ * status updates go nowhere.  NULL with err when the file is unreadable or
+ * not a recording. */
+struct sl_pg_repl *sl_pg_repl_open_replay(const char *path, sl_pgo_key_lookup lookup, void *payload,
+					  char *err, size_t errlen);
+
+/* Tests only (pg_source.c): a source context for stream st that streams the
+ * recording at path (sl_pg_repl_open_replay) through sl_pg_source_ops'
+ * start, next and ack, with no server at all.  tables (borrowed, alive until
+ * close) stand for the catalog: their key columns are the primary keys the
+ * decoder's key lookup reports.  Free it with sl_pg_source_ops.close. */
+int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, const char *path,
+			     struct sl_table **tables, int ntables, char *err, size_t errlen);
 
 #endif

@@ -2,10 +2,27 @@
  * sources/postgres/pg_repl.c: the logical replication connection: slot
  * creation with an exported snapshot, START_REPLICATION, reading XLogData
  * and keepalive messages, and standby status updates.
+ *
+ * Reading is two steps: next_frame() gets one CopyData frame (from libpq, or
+ * from a recording in replay mode), and sl_pg_repl_next() parses it and hands
+ * its pgoutput payload to the decoder.  A recording (SL_PG_RECORDING_MAGIC,
+ * then each frame as a big-endian u32 length and its bytes) is written by
+ * sl_pg_repl_record() and read back by sl_pg_repl_open_replay(), both below:
+ * the replay tests (tests/unit/test_pg_replay.c) run the production parser,
+ * decoder and pipeline over frames recorded from a real server.
+ *
+ * A silent peer: a network that drops packets without a trace gives no
+ * error, only silence.  A live walsender always answers a status update
+ * that asks for a reply, and sends keepalives on its own, so when nothing at
+ * all arrived for the silence limit while we waited, sl_pg_repl_next() fails
+ * the stream (the agent retries from its checkpoint).  Status updates ask
+ * for a reply once a third of the limit passed in silence, so that a busy
+ * walsender (decoding WAL it does not publish) still answers in time.
  */
 #include "sources/postgres/pg_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +35,18 @@
 /* ---- replication stream ---- */
 
 struct sl_pg_repl {
-	PGconn *conn;
+	PGconn *conn;            /* NULL in replay mode */
 	struct sl_pgoutput *dec;
 	char *copybuf;           /* last PQgetCopyData buffer, freed on the next read */
 	bool streaming;
 	int batch;               /* messages read since the last wait for the socket */
+	FILE *record;            /* every frame read is also appended here (not owned) */
+	/* the silence rule (sl_pg_repl_set_timeout): 0 = none */
+	int64_t silence_ms;
+	int64_t last_rx_ms;      /* when the last frame arrived (or streaming started) */
+	/* replay mode (tests only): the whole recording, and where the next frame is */
+	char *replay;
+	size_t replay_len, replay_off;
 };
 
 /* The walsender sends each message as it is decoded, so a busy stream arrives
@@ -65,6 +89,7 @@ void sl_pg_repl_close(struct sl_pg_repl *r)
 		PQfinish(r->conn);
 	}
 	sl_pgoutput_free(r->dec);
+	free(r->replay);
 	free(r);
 }
 
@@ -114,6 +139,10 @@ int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publica
 	char lsn[18];
 	int rc = SL_OK;
 
+	if (r->replay) {
+		r->streaming = true;  /* the recording holds what the server sent from its start */
+		return SL_OK;
+	}
 	sl_lsn_format(start_lsn, lsn);
 	sl_buf_init(&sql, 0);
 	/* publication_names is a string literal holding a list of identifiers:
@@ -141,6 +170,7 @@ int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publica
 		rc = SL_EFAIL;
 	} else {
 		r->streaming = true;
+		r->last_rx_ms = sl_mono_ms();
 	}
 out:
 	PQclear(res);
@@ -148,23 +178,53 @@ out:
 	return rc;
 }
 
-int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
-		    char *err, size_t errlen)
+/* A frame of the recording, or end (len 0 and *end) when it is used up. */
+static int replay_frame(struct sl_pg_repl *r, const unsigned char **m, int *len, bool *end,
+			char *err, size_t errlen)
 {
-	int len;
+	const unsigned char *p = (const unsigned char *)r->replay + r->replay_off;
+	size_t left = r->replay_len - r->replay_off;
+	uint32_t n;
 
+	if (left == 0) {
+		r->streaming = false;
+		*end = true;
+		return SL_OK;
+	}
+	if (left < 4 || (n = sl_get_u32(p)) == 0 || n > INT32_MAX || left - 4 < n) {
+		snprintf(err, errlen, "replication recording truncated or corrupt at byte %zu", r->replay_off);
+		return SL_EFAIL;
+	}
+	*m = p + 4;
+	*len = (int)n;
+	r->replay_off += 4 + (size_t)n;
+	return SL_OK;
+}
+
+/* Waits up to timeout_ms for the next CopyData frame of the stream: *len > 0
+ * with *m pointing to it (valid until the next call), *len == 0 when nothing
+ * came, or *end when the server ended the stream. */
+static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char **m, int *len, bool *end,
+		      char *err, size_t errlen)
+{
+	*len = 0;
+	*end = false;
 	if (r->copybuf) {
 		PQfreemem(r->copybuf);
 		r->copybuf = NULL;
 	}
-	ev->kind = SL_PGR_TIMEOUT;
+	if (r->replay)
+		return replay_frame(r, m, len, end, err, errlen);
 	for (int attempt = 0; attempt < 2; attempt++) {
-		len = PQgetCopyData(r->conn, &r->copybuf, 1);
-		if (len > 0) {
+		int n = PQgetCopyData(r->conn, &r->copybuf, 1);
+		if (n > 0) {
 			r->batch++;
-			break;
+			r->last_rx_ms = sl_mono_ms();
+			*m = (const unsigned char *)r->copybuf;
+			*len = n;
+			return SL_OK;
 		}
-		if (len == -1) {
+		if (n == -1) {
 			PGresult *res = PQgetResult(r->conn);
 			r->streaming = false;
 			if (res && PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -173,10 +233,10 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 				return SL_EFAIL;
 			}
 			PQclear(res);
-			ev->kind = SL_PGR_END;
+			*end = true;
 			return SL_OK;
 		}
-		if (len == -2) {
+		if (n == -2) {
 			sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
 			return SL_EFAIL;
 		}
@@ -187,6 +247,12 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 			int pr = poll(&pfd, 1, timeout_ms);
 			if (pr < 0 && errno != EINTR) {
 				snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+				return SL_EFAIL;
+			}
+			if (pr == 0 && r->silence_ms > 0 && sl_mono_ms() - r->last_rx_ms >= r->silence_ms) {
+				snprintf(err, errlen, "no message from the server on the replication connection for "
+					 "%" PRId64 " s, not even a keepalive (receive_timeout): the connection is taken "
+					 "as dead", (sl_mono_ms() - r->last_rx_ms) / 1000);
 				return SL_EFAIL;
 			}
 			if (pr <= 0)
@@ -202,39 +268,61 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 			}
 		}
 	}
+	return SL_OK;
+}
+
+int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
+		    char *err, size_t errlen)
+{
+	const unsigned char *m = NULL;
+	bool end;
+	int len, rc;
+
+	ev->kind = SL_PGR_TIMEOUT;
+	if ((rc = next_frame(r, timeout_ms, &m, &len, &end, err, errlen)) < 0)
+		return rc;
+	if (end) {
+		ev->kind = SL_PGR_END;
+		return SL_OK;
+	}
 	if (len <= 0)
 		return SL_OK;
-	{
-		const unsigned char *m = (const unsigned char *)r->copybuf;
-		switch (m[0]) {
-		case 'k':
-			if (len < 18) {
-				snprintf(err, errlen, "malformed keepalive message (%d bytes)", len);
-				return SL_EFAIL;
-			}
-			ev->kind = SL_PGR_KEEPALIVE;
-			ev->wal_end = sl_get_u64(m + 1);
-			ev->reply_requested = m[17] != 0;
-			return SL_OK;
-		case 'w':
-			if (len < 25) {
-				snprintf(err, errlen, "malformed XLogData message (%d bytes)", len);
-				return SL_EFAIL;
-			}
-			ev->kind = SL_PGR_DATA;
-			ev->wal_end = sl_get_u64(m + 9);
-			switch (sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen)) {
-			case 0:
-				return SL_OK;
-			case SL_PGO_EVALUE:
-				return SL_EDATA;   /* would fail the same way again: not retried */
-			default:
-				return SL_EFAIL;
-			}
-		default:
-			snprintf(err, errlen, "unexpected replication message type 0x%02x", m[0]);
+	if (r->record) {
+		unsigned char n[4];
+		sl_put_u32(n, (uint32_t)len);
+		if (fwrite(n, 1, 4, r->record) != 4 || fwrite(m, 1, (size_t)len, r->record) != (size_t)len) {
+			snprintf(err, errlen, "could not write the replication recording: %s", strerror(errno));
 			return SL_EFAIL;
 		}
+	}
+	switch (m[0]) {
+	case 'k':
+		if (len < 18) {
+			snprintf(err, errlen, "malformed keepalive message (%d bytes)", len);
+			return SL_EFAIL;
+		}
+		ev->kind = SL_PGR_KEEPALIVE;
+		ev->wal_end = sl_get_u64(m + 1);
+		ev->reply_requested = m[17] != 0;
+		return SL_OK;
+	case 'w':
+		if (len < 25) {
+			snprintf(err, errlen, "malformed XLogData message (%d bytes)", len);
+			return SL_EFAIL;
+		}
+		ev->kind = SL_PGR_DATA;
+		ev->wal_end = sl_get_u64(m + 9);
+		switch (sl_pgoutput_decode(r->dec, m + 25, (size_t)len - 25, &ev->pgo, err, errlen)) {
+		case 0:
+			return SL_OK;
+		case SL_PGO_EVALUE:
+			return SL_EDATA;   /* would fail the same way again: not retried */
+		default:
+			return SL_EFAIL;
+		}
+	default:
+		snprintf(err, errlen, "unexpected replication message type 0x%02x", m[0]);
+		return SL_EFAIL;
 	}
 }
 
@@ -243,6 +331,10 @@ int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t fl
 {
 	unsigned char msg[34];
 
+	if (r->replay)
+		return SL_OK;  /* nobody to tell */
+	if (r->silence_ms > 0 && sl_mono_ms() - r->last_rx_ms >= r->silence_ms / 3)
+		reply_requested = true;  /* a sign of life before the silence limit */
 	msg[0] = 'r';
 	sl_put_u64(msg + 1, write_lsn);
 	sl_put_u64(msg + 9, flush_lsn);
@@ -254,4 +346,49 @@ int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t fl
 		return SL_EFAIL;
 	}
 	return SL_OK;
+}
+
+void sl_pg_repl_set_timeout(struct sl_pg_repl *r, int64_t silence_ms)
+{
+	r->silence_ms = silence_ms > 0 ? silence_ms : 0;
+}
+
+/* ---- recordings ---- */
+
+int sl_pg_repl_record(struct sl_pg_repl *r, FILE *out, char *err, size_t errlen)
+{
+	if (fwrite(SL_PG_RECORDING_MAGIC, 1, 8, out) != 8) {
+		snprintf(err, errlen, "could not write the replication recording: %s", strerror(errno));
+		return SL_EFAIL;
+	}
+	r->record = out;
+	return SL_OK;
+}
+
+struct sl_pg_repl *sl_pg_repl_open_replay(const char *path, sl_pgo_key_lookup lookup, void *payload,
+					  char *err, size_t errlen)
+{
+	struct sl_pg_repl *r = calloc(1, sizeof *r);
+	char *data = NULL;
+	size_t len = 0;
+
+	if (!r || !(r->dec = sl_pgoutput_new(lookup, payload))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (sl_read_file(path, &data, &len, err, errlen) < 0)
+		goto fail;
+	if (len < 8 || memcmp(data, SL_PG_RECORDING_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "\"%s\" is not a replication recording (it does not start with \"%s\")", path,
+			 SL_PG_RECORDING_MAGIC);
+		goto fail;
+	}
+	r->replay = data;
+	r->replay_len = len;
+	r->replay_off = 8;
+	return r;
+fail:
+	free(data);
+	sl_pg_repl_close(r);
+	return NULL;
 }

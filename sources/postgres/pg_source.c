@@ -27,6 +27,8 @@
  * went, were re-created or renamed, or partitions attached or detached
  * (most of which the replication stream does not show). */
 #define CATALOG_CHECK_MS 15000
+#define MIN_SILENCE_MS 30000      /* the automatic receive timeout is at least this */
+#define DEFAULT_WST_MS 60000      /* wal_sender_timeout when it cannot be read */
 
 /* ---- positions ---- */
 
@@ -121,6 +123,7 @@ struct pg_src {
 	struct sl_table **tables;       /* the caller's table list (borrowed) */
 	int ntables;
 	int64_t status_interval_ms;
+	int64_t silence_ms;             /* the stream fails after this long without a message */
 	struct sl_pg_text_stats bf_stats;  /* values converted by backfill reads */
 	/* streaming: the decoded message and the changes it still holds */
 	struct sl_pg_repl_event rev;
@@ -172,6 +175,28 @@ static int pg_open(void **ctx, const struct sl_source_config *cfg, const struct 
 	s->status_interval_ms = STATUS_INTERVAL_MS;
 	s->meta = sl_pg_connect(cfg, false, err, errlen);
 	if (!s->meta) {
+		free(s);
+		return SL_EFAIL;
+	}
+	*ctx = s;
+	return SL_OK;
+}
+
+int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, const char *path,
+			     struct sl_table **tables, int ntables, char *err, size_t errlen)
+{
+	struct pg_src *s = calloc(1, sizeof *s);
+
+	*ctx = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	s->st = st;
+	s->tables = tables;
+	s->ntables = ntables;
+	s->status_interval_ms = STATUS_INTERVAL_MS;
+	if (!(s->repl = sl_pg_repl_open_replay(path, key_lookup, s, err, errlen))) {
 		free(s);
 		return SL_EFAIL;
 	}
@@ -261,19 +286,35 @@ static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 }
 
 /* The server's wal_sender_timeout decides how often status must be sent:
- * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms. */
+ * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms.
+ * It also sets the receive timeout: receive_timeout when configured, else
+ * twice wal_sender_timeout and at least MIN_SILENCE_MS (a live walsender
+ * answers every status update that asks for a reply, and pings on its own
+ * after half its timeout).  Status goes out at least every third of the
+ * receive timeout too, so an idle stream hears from the server in time. */
 static void set_status_interval(struct pg_src *s)
 {
 	char err[SL_ERRLEN];
-	int64_t ms;
+	int64_t ms, wst = DEFAULT_WST_MS;
 
 	s->status_interval_ms = STATUS_INTERVAL_MS;
 	if (sl_pg_wal_sender_timeout_ms(s->meta, &ms, err, sizeof err) < 0) {
 		sl_warn("stream \"%s\": %s; sending status every %d ms", s->st->name, err, STATUS_INTERVAL_MS);
-		return;
+	} else {
+		wst = ms;
+		if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
+			s->status_interval_ms = ms / 3;
 	}
-	if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
-		s->status_interval_ms = ms / 3 > 200 ? ms / 3 : 200;
+	if (s->cfg->receive_timeout > 0)
+		s->silence_ms = (int64_t)s->cfg->receive_timeout * 1000;
+	else
+		s->silence_ms = 2 * wst > MIN_SILENCE_MS ? 2 * wst : MIN_SILENCE_MS;
+	if (s->silence_ms / 3 < s->status_interval_ms)
+		s->status_interval_ms = s->silence_ms / 3;
+	if (s->status_interval_ms < 200)
+		s->status_interval_ms = 200;
+	sl_debug("stream \"%s\": status every %" PRId64 " ms, receive timeout %" PRId64 " ms", s->st->name,
+		 s->status_interval_ms, s->silence_ms);
 }
 
 static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
@@ -457,6 +498,7 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen)))
 		return SL_EFAIL;
 	s->last_catalog_ms = sl_mono_ms();
+	sl_pg_repl_set_timeout(s->repl, s->silence_ms);
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
 }
 
@@ -540,7 +582,7 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
 			 s->st->name, known->ns, known->name, t->ns, t->name);
 		return SL_ERESTART;
 	}
-	if (sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
+	if (s->meta && sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
 		/* Its name is selected, but it may well be covered by a selected
 		 * ancestor (a partition): only a catalog that selects differently
 		 * from the stream's tables is a reason to restart. */
@@ -563,7 +605,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 	memset(ev, 0, offsetof(struct sl_event, change));
 	if (pending_change(s, ev))
 		return SL_OK;
-	if (!sl_pgoutput_in_tx(sl_pg_repl_decoder(s->repl)) && sl_mono_ms() - s->last_catalog_ms >= CATALOG_CHECK_MS) {
+	if (s->meta && !sl_pgoutput_in_tx(sl_pg_repl_decoder(s->repl)) &&
+	    sl_mono_ms() - s->last_catalog_ms >= CATALOG_CHECK_MS) {
 		s->last_catalog_ms = sl_mono_ms();
 		if ((rc = catalog_check(s, err, errlen)) != SL_OK)
 			return rc;

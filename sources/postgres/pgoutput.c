@@ -551,6 +551,11 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 					key_changed = true;
 			}
 		}
+		/* A table without a key is identified by its whole row
+		 * (REPLICA IDENTITY FULL): the old row goes out too, so an
+		 * append-only reader can tell which of identical rows changed. */
+		if (have_old && !sl_table_has_key(t))
+			key_changed = true;
 		ev->kind = SL_PGO_CHANGE;
 		if (key_changed)
 			fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_DELETE, d->vold);

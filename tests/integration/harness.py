@@ -27,6 +27,7 @@ import decimal
 import math
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -253,6 +254,257 @@ class PortInUse(Exception):
     pass
 
 
+# --------------------------------------------------------------------------
+# a server behind its own network: faults on the link
+
+_netns_reason = []   # cached result of netns_available()
+
+
+def netns_available():
+    """None when NetNs can be used here (root, iproute2, network namespaces
+    and veth in the kernel), else the reason.  Checked once per process."""
+    if _netns_reason:
+        return _netns_reason[0]
+    reason = None
+    if os.geteuid() != 0:
+        reason = "network fault tests need root (ip netns, veth, iptables)"
+    elif not shutil.which("ip"):
+        reason = "iproute2 is missing (apt-get install iproute2; scripts/deps.sh installs it)"
+    else:
+        name = f"sluice-probe-{os.getpid()}"
+        p = subprocess.run(["ip", "netns", "add", name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        if p.returncode != 0:
+            reason = f"ip netns is unavailable: {p.stdout.strip()}"
+        else:
+            subprocess.run(["ip", "netns", "del", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _netns_reason.append(reason)
+    return reason
+
+
+def _ip(*args, check=True, ns=None):
+    argv = (["ip", "netns", "exec", ns] if ns else []) + list(args)
+    p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, timeout=30)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"netns: {' '.join(argv)} exited {p.returncode}: {p.stdout.strip()}")
+    return p
+
+
+class NetNs:
+    """A private network namespace joined to this one by a veth pair, so
+    that a throwaway server (PostgreSQL, MySQL, ClickHouse) can run behind a
+    link the test breaks at will, as a container would be.
+
+        ns = NetNs()                        # or: with NetNs() as ns:
+        server argv: ns.wrap(argv)          # runs inside the namespace
+        clients connect to ns.ns_addr       # the host side is ns.host_addr
+        ns.cut()        the link goes down: sends fail, nothing arrives
+        ns.blackhole()  every packet dropped silently (no RST, no ICMP)
+        ns.delay(100)   each direction delayed 100 ms (200 ms round trips)
+        ns.restore()    any of those undone
+        ns.close()      the namespace, the veth pair and any helper process
+                        go; also at exit, and when a test fails
+
+    Local (Unix socket) connections do not cross the link, so a test can
+    keep its own workload and checks going while the network is broken.
+    Needs root, iproute2 and (for blackhole and delay) iptables or the
+    kernel's sch_netem; netns_available() says why it cannot be used.  Each
+    instance has a fresh /30 in 10.200.0.0/16 and names that carry the
+    creating process's pid, so parallel test runs do not collide.
+    """
+
+    def __init__(self):
+        reason = netns_available()
+        if reason:
+            raise RuntimeError(reason)
+        self._closed = False
+        self._delayer = None
+        self.faults = set()
+        tag = f"{os.getpid() & 0xffff:04x}{random.getrandbits(16):04x}"
+        self.name = f"sluice-{os.getpid()}-{tag}"
+        self.host_if, self.ns_if = f"slh{tag}", f"sln{tag}"
+        _gc_stale_netns()
+        _register(self)
+        try:
+            self._setup()
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self):
+        return f"<NetNs {self.name} {self.host_addr}<->{self.ns_addr}>"
+
+    def _pick_subnet(self):
+        used = _ip("ip", "-4", "-o", "addr", "show").stdout
+        for _ in range(100):
+            base = random.randrange(0, 1 << 14) * 4
+            a, b = base >> 8, base & 0xff
+            host, inner = f"10.200.{a}.{b + 1}", f"10.200.{a}.{b + 2}"
+            if f" {host}/" not in used and f" {inner}/" not in used:
+                self.subnet = f"10.200.{a}.{b}/30"
+                return host, inner
+        raise RuntimeError("netns: no free /30 in 10.200.0.0/16")
+
+    def _setup(self):
+        _ip("ip", "netns", "add", self.name)
+        _ip("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        _ip("ip", "link", "set", self.ns_if, "netns", self.name)
+        self.host_addr, self.ns_addr = self._pick_subnet()
+        _ip("ip", "addr", "add", f"{self.host_addr}/30", "dev", self.host_if)
+        _ip("ip", "link", "set", self.host_if, "up")
+        _ip("ip", "addr", "add", f"{self.ns_addr}/30", "dev", self.ns_if, ns=self.name)
+        _ip("ip", "link", "set", self.ns_if, "up", ns=self.name)
+        _ip("ip", "link", "set", "lo", "up", ns=self.name)
+        # While the link is down its connected route is gone: this one then
+        # answers "no route to host" at once, instead of the default route
+        # taking the packets out of the machine.
+        _ip("ip", "route", "add", "unreachable", self.subnet, "metric", _FALLBACK_METRIC)
+
+    def wrap(self, argv):
+        """argv run inside the namespace."""
+        return ["ip", "netns", "exec", self.name] + list(argv)
+
+    def nsrun(self, *argv, check=True):
+        """Runs a command inside the namespace; returns the CompletedProcess."""
+        return _ip(*argv, check=check, ns=self.name)
+
+    # -- faults
+
+    def unavailable(self, fault):
+        """None when fault ("cut", "blackhole", "delay") can be made here,
+        else the reason (for skipTest)."""
+        if fault == "cut" or shutil.which("iptables") or self._netem_ok():
+            return None
+        return f"{fault} needs iptables (apt-get install iptables; scripts/deps.sh installs it) or sch_netem"
+
+    def cut(self):
+        """Takes the link down (both ends lose carrier): the kernel drops
+        what is sent, and nothing arrives, until restore()."""
+        _ip("ip", "link", "set", self.host_if, "down")
+        self.faults.add("cut")
+
+    def _rules(self, op, target):
+        """Adds (-I) or deletes (-D) iptables rules in the namespace that
+        send every packet crossing the link to target, both ways."""
+        for chain, flag in (("INPUT", "-i"), ("OUTPUT", "-o")):
+            self.nsrun("iptables", "-w", op, chain, flag, self.ns_if, "-j", *target, check=op == "-I")
+
+    def blackhole(self):
+        """Drops every packet on the link silently, in both directions,
+        until restore(): a peer that vanished without a word (iptables DROP
+        inside the namespace, or netem loss 100% without iptables)."""
+        if shutil.which("iptables"):
+            self._rules("-I", ["DROP"])
+            self.faults.add("blackhole")
+        elif self._netem_ok():
+            for dev, ns in ((self.host_if, None), (self.ns_if, self.name)):
+                _ip("tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss", "100%", ns=ns)
+            self.faults.add("netem")
+        else:
+            raise RuntimeError("netns: blackhole needs iptables (apt-get install iptables) or sch_netem")
+
+    def delay(self, ms):
+        """Delays every packet by ms in each direction (round trips take
+        2 x ms) until restore(): tc netem when the kernel has it, else
+        iptables NFQUEUE and tests/integration/netdelay.py inside the
+        namespace."""
+        if self._netem_ok():
+            for dev, ns in ((self.host_if, None), (self.ns_if, self.name)):
+                _ip("tc", "qdisc", "replace", "dev", dev, "root", "netem", "delay", f"{ms}ms", ns=ns)
+            self.faults.add("netem")
+            return
+        if not shutil.which("iptables"):
+            raise RuntimeError("netns: delay needs sch_netem in the kernel, or iptables (apt-get install iptables)")
+        self._delayer = subprocess.Popen(
+            self.wrap([sys.executable, os.path.join(HERE, "netdelay.py"), "--queue", "0", "--delay-ms", str(ms)]),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self._delayer.stdout.readline().strip()
+        if line != "ready":
+            err = self._delayer.stderr.read() if self._delayer.poll() is not None else ""
+            self._stop_delayer()
+            raise RuntimeError(f"netns: the packet delayer did not start: {line} {err}".strip())
+        self.faults.add("delay")
+        self._rules("-I", ["NFQUEUE", "--queue-num", "0"])
+
+    def restore(self):
+        """Undoes every fault: the link is up, nothing dropped or delayed."""
+        if "cut" in self.faults:
+            _ip("ip", "link", "set", self.host_if, "up")
+        if "blackhole" in self.faults:
+            self._rules("-D", ["DROP"])
+        if "delay" in self.faults:
+            self._rules("-D", ["NFQUEUE", "--queue-num", "0"])
+            self._stop_delayer()
+        if "netem" in self.faults:
+            _ip("tc", "qdisc", "del", "dev", self.host_if, "root", check=False)
+            self.nsrun("tc", "qdisc", "del", "dev", self.ns_if, "root", check=False)
+        self.faults.clear()
+
+    def _netem_ok(self):
+        """True when the kernel has sch_netem (checked on this link once)."""
+        if not hasattr(self, "_netem"):
+            p = _ip("tc", "qdisc", "add", "dev", self.host_if, "root", "netem", "delay", "0ms", check=False)
+            self._netem = p.returncode == 0
+            if self._netem:
+                _ip("tc", "qdisc", "del", "dev", self.host_if, "root", check=False)
+        return self._netem
+
+    def _stop_delayer(self):
+        d, self._delayer = self._delayer, None
+        if d is not None:
+            if d.poll() is None:
+                d.kill()
+            d.wait()
+            for f in (d.stdout, d.stderr):
+                f.close()
+
+    def close(self):
+        """Removes the namespace and the veth pair (and ends the delayer).
+        Processes still inside are the caller's to stop first."""
+        if self._closed:
+            return
+        self._closed = True
+        _unregister(self)
+        try:
+            self._stop_delayer()
+        finally:
+            _ip("ip", "netns", "del", self.name, check=False)
+            if getattr(self, "subnet", None):
+                _ip("ip", "route", "del", "unreachable", self.subnet, "metric", _FALLBACK_METRIC, check=False)
+            # the pair goes with the namespace; this is for a half-made setup
+            if os.path.exists(f"/sys/class/net/{self.host_if}"):
+                _ip("ip", "link", "del", self.host_if, check=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+_FALLBACK_METRIC = "4242"   # marks NetNs's unreachable routes
+
+
+def _gc_stale_netns():
+    """Removes what harness processes that died without cleaning up (kill
+    -9) left: namespaces named sluice-PID-* whose PID is gone and that hold
+    no process, and NetNs fallback routes whose veth no longer exists."""
+    p = _ip("ip", "netns", "list", check=False)
+    for line in p.stdout.splitlines():
+        m = re.match(r"^(sluice-(\d+)-[0-9a-f]{8})\b", line)
+        if not m or _pid_alive(int(m.group(2))):
+            continue
+        if not _ip("ip", "netns", "pids", m.group(1), check=False).stdout.strip():
+            _ip("ip", "netns", "del", m.group(1), check=False)
+    addrs = _ip("ip", "-4", "-o", "addr", "show", check=False).stdout
+    for line in _ip("ip", "-4", "route", "show", check=False).stdout.splitlines():
+        m = re.match(r"^unreachable (10\.200\.(\d+)\.(\d+)/30) metric " + _FALLBACK_METRIC + r"\b", line)
+        if m and f" 10.200.{m.group(2)}.{int(m.group(3)) + 1}/30 " not in addrs:
+            _ip("ip", "route", "del", "unreachable", m.group(1), "metric", _FALLBACK_METRIC, check=False)
+
+
 PG_DEFAULT_SETTINGS = {
     "wal_level": "logical",
     "max_replication_slots": "20",
@@ -268,16 +520,26 @@ class PgServer(ServerBase):
     """A throwaway PostgreSQL 15 cluster for logical replication.
 
     settings override PG_DEFAULT_SETTINGS (e.g. {"wal_level": "replica"}).
-    Use as a context manager, or call start() and close().
+    With netns (a NetNs), the server runs inside that namespace and listens
+    on its address (host), so the test can break the network between it and
+    sluice; the harness's own connections (connect(), sql()) use the Unix
+    socket and keep working meanwhile.  Use as a context manager, or call
+    start() and close().
     """
     kind = "pg"
     run_as = "postgres"
 
-    def __init__(self, settings=None, keep=False):
+    def __init__(self, settings=None, keep=False, netns=None):
         self.settings = dict(PG_DEFAULT_SETTINGS)
         self.settings.update(settings or {})
+        self.netns = netns
         self._conn = None
         super().__init__(keep=keep)
+
+    @property
+    def host(self):
+        """The address sluice connects to."""
+        return self.netns.ns_addr if self.netns else "127.0.0.1"
 
     @property
     def datadir(self):
@@ -294,12 +556,15 @@ class PgServer(ServerBase):
             f.write("\n# sluice test harness\n"
                     "host all all 127.0.0.1/32 trust\n"
                     "host replication all 127.0.0.1/32 trust\n")
+            if self.netns:
+                f.write(f"host all all {self.netns.host_addr}/32 trust\n"
+                        f"host replication all {self.netns.host_addr}/32 trust\n")
 
     def _write_conf(self):
         # An include at the end of postgresql.conf, rewritten at every start:
         # its settings win over the defaults initdb wrote above it.
         s = dict(self.settings)
-        s.update({"listen_addresses": "127.0.0.1", "port": str(self.port),
+        s.update({"listen_addresses": self.host, "port": str(self.port),
                   "unix_socket_directories": self.tmpdir})
         path = os.path.join(self.datadir, "sluice_harness.conf")
         with open(path, "w") as f:
@@ -317,8 +582,12 @@ class PgServer(ServerBase):
 
     def _start(self):
         self._write_conf()
-        p = self.run_cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", self.datadir, "-l", self.logfile,
-                          "-w", "-t", "60", "start"], check=False)
+        argv = self.cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", self.datadir, "-l", self.logfile,
+                         "-w", "-t", "60", "start"])
+        if self.netns:
+            argv = self.netns.wrap(argv)
+        p = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=120, text=True)
         if p.returncode != 0:
             log = self.log_tail()
             if "could not bind" in log or "Address already in use" in log:
@@ -369,7 +638,11 @@ class PgServer(ServerBase):
 
     @property
     def dsn(self):
-        return f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres"
+        """The harness's own connections: TCP on loopback, or the Unix
+        socket when the server is behind a NetNs (then it does not cross
+        the link the test breaks)."""
+        host = self.tmpdir if self.netns else "127.0.0.1"
+        return f"host={host} port={self.port} user=postgres dbname=postgres"
 
     def connect(self, autocommit=True):
         """A new psycopg2 connection (session time zone UTC, json left as text)."""
@@ -636,7 +909,8 @@ class Sluice:
         secs["agent"] = collections.OrderedDict(
             state_dir=self.state_dir, log_level=self.log_level, metrics_listen="")
         secs["source.pg"] = collections.OrderedDict(
-            type="postgres", host="127.0.0.1", port=str(self.pg.port if self.pg else 5432),
+            type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
+            port=str(self.pg.port if self.pg else 5432),
             user="postgres", dbname="postgres")
         secs["destination.out"] = collections.OrderedDict(
             type="avro_dir", path=self.out, codec=self.codec,

@@ -313,8 +313,8 @@ class KeylessTest(PgTestCase):
 
     def test_replica_identity_full_without_key(self):
         """REPLICA IDENTITY FULL and no key: replicated; the records name no
-        primary key in backfill and CDC alike, and identical rows get
-        distinct uuids."""
+        primary key in backfill and CDC alike, identical rows get distinct
+        uuids, and an update gives the old row (UPDATE-DELETE) and the new."""
         pg = self.pg
         pg.execute("CREATE TABLE twins (a int, b text)")
         pg.execute("ALTER TABLE twins REPLICA IDENTITY FULL")
@@ -329,6 +329,11 @@ class KeylessTest(PgTestCase):
         bf = [r for r in recs if r["read_method"] == "postgresql-backfill"]
         self.assertEqual(len(bf), 3)
         self.assertEqual(len({r["uuid"] for r in bf}), 3, "identical rows, distinct uuids")
+        # Without a key the whole row is the identity: the update names the
+        # row it replaced, then the new one, at one position.
+        upd = [(r["source_metadata"]["change_type"], r["payload"]["a"], r["payload"]["b"]) for r in recs
+               if r["source_metadata"]["change_type"].startswith("UPDATE")]
+        self.assertEqual(upd, [("UPDATE-DELETE", 2, "x"), ("UPDATE-INSERT", 2, "w")])
 
 
 class ToastKeyChangeTest(PgTestCase):

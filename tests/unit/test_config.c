@@ -167,6 +167,7 @@ static void test_defaults(void **state)
 	assert_null(s->sslmode);
 	assert_null(s->sslrootcert);
 	assert_int_equal(s->connect_timeout, 10);
+	assert_int_equal(s->receive_timeout, 0);  /* automatic */
 	assert_int_equal(s->server_id, 0);
 	assert_null(s->ssl_mode);
 
@@ -237,6 +238,7 @@ static void test_full(void **state)
 		"sslmode = verify-full\n"
 		"sslrootcert = /etc/ssl/root.crt\n"
 		"connect_timeout = 2m\n"
+		"receive_timeout = 90\n"
 		"; mysql: server_id = 4242, ssl_mode = ...\n"
 		"[source.maria]\n"
 		"type = mysql\n"
@@ -284,6 +286,7 @@ static void test_full(void **state)
 	assert_string_equal(cfg->sources[0].sslmode, "verify-full");
 	assert_string_equal(cfg->sources[0].sslrootcert, "/etc/ssl/root.crt");
 	assert_int_equal(cfg->sources[0].connect_timeout, 120);
+	assert_int_equal(cfg->sources[0].receive_timeout, 90);
 	assert_string_equal(cfg->sources[1].name, "maria");
 	assert_int_equal(cfg->sources[1].kind, SL_SOURCE_MYSQL);
 	assert_int_equal(cfg->sources[1].port, 3306);
