@@ -3,6 +3,7 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
  * 3 source prerequisites not met, 4 position lost.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -65,7 +66,8 @@ static const char usage_run[] =
 	"prerequisites and a lost position are not retried.\n"
 	"\n"
 	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
-	"signal cancels at once, acknowledging nothing that is not durable.\n";
+	"signal cancels at once, acknowledging nothing that is not durable.  SIGHUP is\n"
+	"logged and ignored: restart sluice to apply a new configuration.\n";
 
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--json]\n"
@@ -82,13 +84,6 @@ static const char usage_backfill[] =
 	"`sluice run`.  If the stream's slot is missing, a new slot is created on the\n"
 	"next run and every table is backfilled: this is how a stream recovers after\n"
 	"exit code 4.\n";
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	if (atomic_load(&sl_signal_count) < 100)
-		atomic_fetch_add(&sl_signal_count, 1);
-}
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -162,6 +157,7 @@ struct worker {
 	struct sl_config *cfg;
 	struct sl_stream_config *sc;
 	struct sl_run_opts ro;
+	atomic_int *finished;    /* cmd_run's count of workers that have returned */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -197,17 +193,42 @@ static void *worker_main(void *arg)
 			break;
 		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
 	}
+	atomic_fetch_add(w->finished, 1);
 	return NULL;
+}
+
+/* The signals of a running agent.  Every thread blocks them and main takes
+ * them with sigtimedwait() while it waits for the workers, so no handler
+ * runs: SIGTERM and SIGINT count towards sl_signal_count (1 drains, 2
+ * cancels), SIGHUP is logged and otherwise ignored (there is no reload). */
+static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
+{
+	while (atomic_load(finished) < n) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		int sig = sigtimedwait(sigs, NULL, &ts);
+
+		if (sig == SIGTERM || sig == SIGINT) {
+			int count = atomic_fetch_add(&sl_signal_count, 1) + 1;
+			if (count == 1)
+				sl_info("received %s: draining (flush, checkpoint, acknowledge); a second signal cancels",
+					sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			else if (count == 2)
+				sl_info("received %s again: cancelling", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		} else if (sig == SIGHUP) {
+			sl_warn("received SIGHUP: configuration reload is not supported; restart sluice to apply "
+				"a new configuration");
+		}
+	}
 }
 
 static int cmd_run(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
 	struct worker *ws = NULL;
-	struct sigaction sa;
 	struct opts o;
 	int rc, n = 0, worst = 0;
-	sigset_t block, old;
+	atomic_int finished;
+	sigset_t sigs;
 
 	if ((rc = parse_opts(argc, argv, &o, usage_run)) != 0)
 		return rc < 0 ? 0 : rc;
@@ -223,11 +244,6 @@ static int cmd_run(int argc, char **argv)
 			"use `sluice status` meanwhile", cfg->metrics_listen);
 	if (cfg->alert_webhook)
 		sl_warn("alert_webhook is set, but webhook alerts are not built yet");
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
@@ -235,11 +251,14 @@ static int cmd_run(int argc, char **argv)
 		sl_config_free(cfg);
 		return 1;
 	}
-	/* Workers run with signals blocked, so the handler runs in main. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	/* Blocked in every thread from here on: main takes them with
+	 * sigtimedwait() (wait_for_workers). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	atomic_init(&finished, 0);
 	for (int i = 0; i < cfg->nstreams; i++) {
 		struct worker *w = &ws[n];
 		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
@@ -247,6 +266,7 @@ static int cmd_run(int argc, char **argv)
 		w->cfg = cfg;
 		w->sc = &cfg->streams[i];
 		w->ro.until_caught_up = o.until_caught_up;
+		w->finished = &finished;
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
 			fprintf(stderr, "sluice: could not start a thread for stream \"%s\"\n", w->sc->name);
 			worst = 1;
@@ -254,7 +274,7 @@ static int cmd_run(int argc, char **argv)
 		}
 		n++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	wait_for_workers(&sigs, &finished, n);
 	for (int i = 0; i < n; i++) {
 		pthread_join(ws[i].th, NULL);
 		if (ws[i].rc < 0) {
@@ -409,7 +429,32 @@ static int cmd_backfill(int argc, char **argv)
 	return exit_code(rc);
 }
 
-int main(int argc, char **argv)
+/* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
+ * is a failure: exit 1 (or the command's own failure code) and say so on
+ * stderr.  stdout is fully buffered into a file, so the error often shows
+ * only at the final flush or close. */
+static int finish_stdout(int rc)
+{
+	int failed = ferror(stdout), e = 0;
+
+	if (fflush(stdout) != 0) {
+		failed = 1;
+		e = errno;
+	}
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		e = errno;
+	}
+	if (!failed)
+		return rc;
+	if (e)
+		fprintf(stderr, "sluice: could not write to standard output: %s\n", strerror(e));
+	else
+		fprintf(stderr, "sluice: could not write to standard output\n");
+	return rc ? rc : 1;
+}
+
+static int dispatch(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
@@ -431,4 +476,9 @@ int main(int argc, char **argv)
 		return cmd_backfill(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	return finish_stdout(dispatch(argc, argv));
 }

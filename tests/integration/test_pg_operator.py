@@ -1,0 +1,70 @@
+"""
+tests/integration/test_pg_operator.py: the operator's edge cases of a
+running agent and of the commands around it:
+
+- SIGHUP is logged and ignored (no reload), the agent goes on streaming;
+- `status`, `check` and `version` exit 1 and say so when stdout cannot be
+  written (/dev/full);
+"""
+
+import os
+import signal
+import subprocess
+import unittest
+
+from harness import PgTestCase, read_avro_tree, wait_until
+
+
+def run_to_full(s, *args):
+    """Runs `sluice ARGS` with stdout on /dev/full; returns (rc, stderr)."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(s.argv(*args), stdin=subprocess.DEVNULL, stdout=full, stderr=subprocess.PIPE,
+                           cwd=s.workdir, text=True, timeout=60)
+    return p.returncode, p.stderr
+
+
+class SignalsAndOutputTest(PgTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.pg.execute("CREATE TABLE op_t (id int PRIMARY KEY, v text)")
+        cls.pg.execute("INSERT INTO op_t SELECT g, 'v' || g FROM generate_series(1, 10) g")
+
+    def test_sighup_is_logged_and_ignored(self):
+        pg = self.pg
+        s = self.sluice(stream="ophup", tables="public.op_t", max_file_seconds=1)
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.signal(signal.SIGHUP)
+        wait_until(lambda: "SIGHUP" in p.stderr_text() or not p.alive(), 30, "the SIGHUP log line")
+        self.assertTrue(p.alive(), f"SIGHUP ended the agent:\n{p.result().describe() if not p.alive() else ''}")
+        self.assertIn("received SIGHUP: configuration reload is not supported; restart sluice to apply a new "
+                      "configuration", p.stderr_text())
+        # it still streams
+        pg.execute("INSERT INTO op_t VALUES (1000, 'after hup')")
+        wait_until(lambda: 1000 in read_avro_tree(s.out, self, keep=lambda r: r["payload"].get("id"))
+                   or not p.alive(), 60, "the change made after SIGHUP to be written")
+        self.assertTrue(p.alive())
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        pg.execute("DELETE FROM op_t WHERE id = 1000")
+
+    def test_unwritable_stdout_fails(self):
+        s = self.sluice(stream="opfull", tables="public.op_t")
+        self.catch_up(s)
+        for args in (("version",), ("status",), ("status", "--json"), ("check",)):
+            with self.subTest(args=args):
+                rc, err = run_to_full(s, *args)
+                self.assertEqual(rc, 1, f"sluice {' '.join(args)} > /dev/full: exit {rc}\n{err}")
+                self.assertIn("sluice: could not write to standard output: No space left on device", err)
+        # and the same commands do exit 0 when stdout works
+        for args in (("version",), ("status",), ("check",)):
+            r = s.run(*args, timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+
+
+if __name__ == "__main__":
+    unittest.main()
