@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/checkpoint.h"
+#include "agent/lock.h"
 #include "agent/stream.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -136,21 +137,15 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	return SL_OK;
 }
 
-int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
-			       char *err, size_t errlen)
+/* sl_stream_request_backfill() under the stream's lock. */
+static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_source_ops *src,
+			    const char *table, char *err, size_t errlen)
 {
-	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
 	struct sl_checkpoint ck;
 	struct sl_source_stream sst;
 	struct sl_source_status si;
 	int rc = SL_OK, found = 0;
 
-	if (!src)
-		return SL_ECONFIG;
-	if (sl_mkdir_p(cfg->state_dir) < 0) {
-		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
-		return SL_EFAIL;
-	}
 	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
 		return SL_EFAIL;
 	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");
@@ -205,5 +200,28 @@ int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *s
 	printf("stream %s: %s marked for backfill on the next run\n", sc->name, table ? table : "every table");
 out:
 	sl_ckpt_free(&ck);
+	return rc;
+}
+
+int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
+			       char *err, size_t errlen)
+{
+	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
+	struct sl_stream_lock lk;
+	int rc;
+
+	if (!src)
+		return SL_ECONFIG;
+	/* The running agent owns the checkpoint: edit it only while no agent runs the stream. */
+	if ((rc = sl_stream_lock_take(&lk, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		if (rc == SL_ECONFIG) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen - l, "; stop that agent first: sluice backfill changes the stream's "
+				 "checkpoint, which a running agent owns");
+		}
+		return rc;
+	}
+	rc = request_backfill(cfg, sc, src, table, err, errlen);
+	sl_stream_lock_release(&lk);
 	return rc;
 }

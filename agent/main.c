@@ -15,6 +15,7 @@
 
 #include "agent/commands.h"
 #include "agent/config.h"
+#include "agent/lock.h"
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -158,6 +159,7 @@ struct worker {
 	struct sl_stream_config *sc;
 	struct sl_run_opts ro;
 	atomic_int *finished;    /* cmd_run's count of workers that have returned */
+	struct sl_stream_lock lock; /* held from before the first attempt to the end */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -226,7 +228,7 @@ static int cmd_run(int argc, char **argv)
 	struct sl_config *cfg = NULL;
 	struct worker *ws = NULL;
 	struct opts o;
-	int rc, n = 0, worst = 0;
+	int rc, n = 0, started = 0, worst = 0;
 	atomic_int finished;
 	sigset_t sigs;
 
@@ -251,6 +253,29 @@ static int cmd_run(int argc, char **argv)
 		sl_config_free(cfg);
 		return 1;
 	}
+	for (int i = 0; i < cfg->nstreams; i++)
+		ws[i].lock.fd = -1;
+	/* Every stream's lock first: a second agent for one of them stops here,
+	 * before it touches any stream. */
+	for (int i = 0; i < cfg->nstreams; i++) {
+		struct worker *w = &ws[n];
+		char err[SL_ERRLEN * 2];
+		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
+			continue;
+		w->cfg = cfg;
+		w->sc = &cfg->streams[i];
+		w->ro.until_caught_up = o.until_caught_up;
+		rc = sl_stream_lock_take(&w->lock, cfg->state_dir, w->sc->name, err, sizeof err);
+		if (rc < 0) {
+			if (rc == SL_ECONFIG)
+				sl_error("%s; only one agent at a time may run a stream: stop the other one first", err);
+			else
+				sl_error("%s", err);
+			worst = exit_code(rc);
+			goto out;
+		}
+		n++;
+	}
 	/* Blocked in every thread from here on: main takes them with
 	 * sigtimedwait() (wait_for_workers). */
 	sigemptyset(&sigs);
@@ -259,23 +284,17 @@ static int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	atomic_init(&finished, 0);
-	for (int i = 0; i < cfg->nstreams; i++) {
-		struct worker *w = &ws[n];
-		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
-			continue;
-		w->cfg = cfg;
-		w->sc = &cfg->streams[i];
-		w->ro.until_caught_up = o.until_caught_up;
+	for (started = 0; started < n; started++) {
+		struct worker *w = &ws[started];
 		w->finished = &finished;
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
 			fprintf(stderr, "sluice: could not start a thread for stream \"%s\"\n", w->sc->name);
 			worst = 1;
 			break;
 		}
-		n++;
 	}
-	wait_for_workers(&sigs, &finished, n);
-	for (int i = 0; i < n; i++) {
+	wait_for_workers(&sigs, &finished, started);
+	for (int i = 0; i < started; i++) {
 		pthread_join(ws[i].th, NULL);
 		if (ws[i].rc < 0) {
 			sl_error("%s", ws[i].err);
@@ -283,6 +302,9 @@ static int cmd_run(int argc, char **argv)
 				worst = exit_code(ws[i].rc);
 		}
 	}
+out:
+	for (int i = 0; i < n; i++)
+		sl_stream_lock_release(&ws[i].lock);
 	free(ws);
 	sl_config_free(cfg);
 	return worst;

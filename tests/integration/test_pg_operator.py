@@ -5,6 +5,9 @@ running agent and of the commands around it:
 - SIGHUP is logged and ignored (no reload), the agent goes on streaming;
 - `status`, `check` and `version` exit 1 and say so when stdout cannot be
   written (/dev/full);
+- a second agent on the same state_dir and stream exits at once (exit 2)
+  and names the lock file and the pid of the first; `sluice backfill`
+  refuses while an agent runs the stream;
 """
 
 import os
@@ -64,6 +67,56 @@ class SignalsAndOutputTest(PgTestCase):
         for args in (("version",), ("status",), ("check",)):
             r = s.run(*args, timeout=60)
             self.assertEqual(r.rc, 0, r.describe())
+
+
+
+def hidden_files(root):
+    found = []
+    for d, _, names in os.walk(root):
+        found += [os.path.join(d, n) for n in names if n.startswith(".")]
+    return found
+
+
+class LockTest(PgTestCase):
+
+    def test_second_agent_exits_at_once(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE lock_t (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO lock_t SELECT g, 'v' || g FROM generate_series(1, 10) g")
+        # a long max_file_seconds keeps the first agent's file open (hidden, temporary)
+        s = self.sluice(stream="oplock", tables="public.lock_t", max_file_seconds=3600)
+        first = s.start("run")
+        wait_until(lambda: "streaming from slot" in first.stderr_text() or not first.alive(), 60, "streaming")
+        pg.execute("INSERT INTO lock_t VALUES (100, 'in an open file')")
+        wait_until(lambda: hidden_files(s.out) or not first.alive(), 60, "an open temporary file")
+        self.assertTrue(first.alive(), first.result().describe() if not first.alive() else "")
+        open_files = hidden_files(s.out)
+        lock = os.path.join(s.state_dir, "oplock.lock")
+
+        second = s.start("run")
+        r = second.wait_result(10)
+        self.assertEqual(r.rc, 2, f"a second agent on the same stream exits 2:\n{r.describe()}")
+        self.assertLess(r.wall_s, 5, "it exits at once")
+        self.assertIn(f'stream "oplock" is in use by another sluice (pid {first.pid}), which holds the lock '
+                      f'"{lock}"; only one agent at a time may run a stream: stop the other one first', r.stderr)
+        # it touched nothing of the first one's
+        self.assertTrue(first.alive())
+        for f in open_files:
+            self.assertTrue(os.path.exists(f), f"the second agent removed the first one's open file {f}")
+        # and sluice backfill waits its turn too
+        r = s.run("backfill", "--stream", "oplock", timeout=30)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn(f'stream "oplock" is in use by another sluice (pid {first.pid}), which holds the lock '
+                      f'"{lock}"; stop that agent first', r.stderr)
+        with open(lock) as f:
+            self.assertEqual(f.read().strip(), str(first.pid), "the lock file holds the holder's pid")
+
+        first.signal(signal.SIGTERM)
+        r = first.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        # once the first one is gone, the lock is free again
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "public", "lock_t", ["id"])
 
 
 if __name__ == "__main__":
