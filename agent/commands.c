@@ -59,12 +59,15 @@ static void status_slot(const struct sl_stream_config *sc, const struct sl_sourc
 
 	json_object_set_new(slot, "exists", json_boolean(si->exists));
 	if (si->exists) {
-		json_object_set_new(slot, "confirmed_flush_lsn", json_string(si->confirmed));
-		json_object_set_new(slot, "restart_lsn", json_string(si->restart));
+		/* What the server does not know (a lost slot keeps no restart
+		 * position; a slot being created has no confirmed one yet) is null. */
+		json_object_set_new(slot, "confirmed_flush_lsn", si->confirmed[0] ? json_string(si->confirmed) : json_null());
+		json_object_set_new(slot, "restart_lsn", si->restart[0] ? json_string(si->restart) : json_null());
 		json_object_set_new(slot, "active", json_boolean(si->active));
-		json_object_set_new(slot, "wal_status", json_string(si->state));
-		json_object_set_new(slot, "lag_bytes", json_integer(si->lag_bytes));
-		json_object_set_new(slot, "retained_wal_bytes", json_integer(si->retained_bytes));
+		json_object_set_new(slot, "wal_status", si->state[0] ? json_string(si->state) : json_null());
+		json_object_set_new(slot, "lag_bytes", si->lag_bytes >= 0 ? json_integer(si->lag_bytes) : json_null());
+		json_object_set_new(slot, "retained_wal_bytes",
+				    si->retained_bytes >= 0 ? json_integer(si->retained_bytes) : json_null());
 		json_object_set_new(slot, "safe_wal_size", si->safe_bytes >= 0 ? json_integer(si->safe_bytes) : json_null());
 		if (!strcmp(si->state, "lost"))
 			add_alert(alerts, "slot_lost", "critical", "the replication slot is lost: re-backfill needed");
@@ -96,11 +99,16 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	struct sl_source_stream sst;
 	struct sl_source_status si;
 	char pos[2 * SL_POS_TEXT_MAX];
+	int rc;
 
 	if (!src)
 		return SL_ECONFIG;
-	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
-		return SL_EFAIL;
+	if ((rc = sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		sl_stream_source_view(cfg, sc, &sst);
+		sl_stream_ckpt_hint(&sst, ck.path, rc, err, errlen);
+		sl_ckpt_free(&ck);
+		return rc;
+	}
 	tabs = json_object();
 	alerts = json_array();
 	json_object_set_new(o, "stream", json_string(sc->name));
@@ -137,35 +145,63 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	return SL_OK;
 }
 
+/* Loads the stream's checkpoint for `sluice backfill`.  A corrupt one (the
+ * stream's position is unknown) is kept aside as "<path>.corrupt" when every
+ * table is to be backfilled: the stream then starts over without one. */
+static int load_for_backfill(struct sl_checkpoint *ck, struct sl_config *cfg, struct sl_stream_config *sc,
+			     const struct sl_source_ops *src, const struct sl_source_stream *sst, const char *table,
+			     char *err, size_t errlen)
+{
+	int rc = sl_ckpt_load(ck, src->desc, cfg->state_dir, sc->name, err, errlen);
+
+	if (rc == SL_ELOST && !table) {
+		if (sl_ckpt_set_aside(ck, err, errlen) < 0)
+			return SL_EFAIL;
+		printf("stream %s: checkpoint %s is corrupt; kept it as %s.corrupt\n", sc->name, ck->path, ck->path);
+		sl_ckpt_free(ck);
+		rc = sl_ckpt_load(ck, src->desc, cfg->state_dir, sc->name, err, errlen);
+	}
+	if (rc == SL_ELOST)
+		sl_stream_ckpt_hint(sst, ck->path, rc, err, errlen);
+	return rc;
+}
+
 /* sl_stream_request_backfill() under the stream's lock. */
 static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_source_ops *src,
 			    const char *table, char *err, size_t errlen)
 {
 	struct sl_checkpoint ck;
 	struct sl_source_stream sst;
-	struct sl_source_status si;
+	struct sl_source_resume resume;
+	struct sl_buf cmd;
+	bool renew = false;
 	int rc = SL_OK, found = 0;
 
-	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
-		return SL_EFAIL;
-	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");
+	sl_buf_init(&cmd, 0);
 	sl_stream_source_view(cfg, sc, &sst);
-	if ((rc = src->probe(sc->source, &sst, &si, err, errlen)) < 0)
+	if ((rc = load_for_backfill(&ck, cfg, sc, src, &sst, table, err, errlen)) < 0)
 		goto out;
-	if (!si.exists || !strcmp(si.state, "lost")) {
-		if (table) {
-			snprintf(err, errlen, "stream \"%s\": slot \"%s\" is %s, so every table must be backfilled "
-				 "again: run without --table", sc->name, sc->slot, si.exists ? "lost" : "missing");
-			rc = SL_ECONFIG;
-			goto out;
-		}
-		if (si.exists) {
-			snprintf(err, errlen, "stream \"%s\": slot \"%s\" is lost; drop it first "
-				 "(SELECT pg_drop_replication_slot('%s'))", sc->name, sc->slot, sc->slot);
-			rc = SL_EPREREQ;
-			goto out;
-		}
-		ck.reset = ck.has_position;
+	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");
+	memset(&resume, 0, sizeof resume);
+	resume.has_position = ck.exists && ck.has_position;
+	resume.reset = ck.reset;
+	resume.durable = ck.durable;
+	resume.checkpoint_path = ck.path;
+	/* A position that cannot be resumed is renewed: the source removes what
+	 * is left of it (one table alone cannot be backfilled then, so nothing
+	 * is removed for --table). */
+	if ((rc = src->discard_position(sc->source, &sst, &resume, table != NULL, &renew, stdout, err, errlen)) < 0)
+		goto out;
+	if (renew && table) {
+		sl_source_backfill_command(&cmd, &sst);
+		snprintf(err, errlen, "stream \"%s\": its position on source \"%s\" cannot be resumed, so every table "
+			 "must be backfilled again: run `%s` (without --table)", sc->name, sc->source->name,
+			 sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);
+		rc = SL_ECONFIG;
+		goto out;
+	}
+	if (renew) {
+		ck.reset = ck.has_position || ck.reset;
 		ck.has_position = false;
 	}
 	for (int i = 0; i < ck.ntables; i++) {
@@ -198,7 +234,11 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 		goto out;
 	}
 	printf("stream %s: %s marked for backfill on the next run\n", sc->name, table ? table : "every table");
+	if (renew)
+		printf("stream %s: the next run creates a new position (slot %s) and backfills every table from it\n",
+		       sc->name, sc->slot ? sc->slot : "");
 out:
+	sl_buf_free(&cmd);
 	sl_ckpt_free(&ck);
 	return rc;
 }

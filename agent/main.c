@@ -339,6 +339,21 @@ static int cmd_check(int argc, char **argv)
 	return worst;
 }
 
+/* A status string, or "unknown" for null. */
+static const char *text_or_unknown(json_t *v)
+{
+	return json_is_string(v) ? json_string_value(v) : "unknown";
+}
+
+/* "N bytes", or "unknown" for null. */
+static const char *bytes_or_unknown(json_t *v, char *buf, size_t len)
+{
+	if (!json_is_integer(v))
+		return "unknown";
+	snprintf(buf, len, "%lld bytes", (long long)json_integer_value(v));
+	return buf;
+}
+
 static void print_status_text(json_t *s)
 {
 	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
@@ -350,15 +365,15 @@ static void print_status_text(json_t *s)
 	v = json_object_get(s, "durable_lsn");
 	printf("  durable position:  %s\n", json_is_string(v) ? json_string_value(v) : "(never run)");
 	if (slot && json_is_true(json_object_get(slot, "exists"))) {
+		char lag[32], retained[32];
 		printf("  slot %s: confirmed %s, restart %s, %s, wal_status %s\n",
 		       json_string_value(json_object_get(s, "slot")),
-		       json_string_value(json_object_get(slot, "confirmed_flush_lsn")),
-		       json_string_value(json_object_get(slot, "restart_lsn")),
+		       text_or_unknown(json_object_get(slot, "confirmed_flush_lsn")),
+		       text_or_unknown(json_object_get(slot, "restart_lsn")),
 		       json_is_true(json_object_get(slot, "active")) ? "active" : "inactive",
-		       json_string_value(json_object_get(slot, "wal_status")));
-		printf("  lag: %lld bytes, retained WAL: %lld bytes\n",
-		       (long long)json_integer_value(json_object_get(slot, "lag_bytes")),
-		       (long long)json_integer_value(json_object_get(slot, "retained_wal_bytes")));
+		       text_or_unknown(json_object_get(slot, "wal_status")));
+		printf("  lag: %s, retained WAL: %s\n", bytes_or_unknown(json_object_get(slot, "lag_bytes"), lag, sizeof lag),
+		       bytes_or_unknown(json_object_get(slot, "retained_wal_bytes"), retained, sizeof retained));
 	} else if (slot) {
 		printf("  slot %s: does not exist\n", json_string_value(json_object_get(s, "slot")));
 	} else {

@@ -24,6 +24,7 @@
 #include "agent/backfill.h"
 #include "agent/checkpoint.h"
 #include "agent/pipeline.h"
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/sink.h"
@@ -71,6 +72,23 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;
+}
+
+void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, int rc, char *err, size_t errlen)
+{
+	struct sl_buf b;
+	size_t l = strlen(err);
+
+	if (rc != SL_ELOST || !path)
+		return;
+	sl_buf_init(&b, 0);
+	sl_buf_puts(&b, ". To recover, run `");
+	sl_source_backfill_command(&b, sst);
+	sl_buf_printf(&b, "`, which keeps the corrupt file as \"%s.corrupt\", then start sluice again: it backfills "
+		      "every table (or put back a good copy of the checkpoint)", path);
+	if (!sl_buf_failed(&b))
+		snprintf(err + l, errlen - l, "%s", b.data);
+	sl_buf_free(&b);
 }
 
 const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, char *err, size_t errlen)
@@ -188,8 +206,11 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
 		return SL_EFAIL;
 	}
-	if (sl_ckpt_load(&s.ck, s.src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
-		return SL_EFAIL;
+	if ((rc = sl_ckpt_load(&s.ck, s.src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		sl_stream_ckpt_hint(&s.sst, s.ck.path, rc, err, errlen);
+		sl_ckpt_free(&s.ck);
+		return rc;  /* none of these is worth a retry */
+	}
 	if (sc->slot && s.ck.exists && s.ck.slot[0] && strcmp(s.ck.slot, sc->slot) != 0) {
 		snprintf(err, errlen, "stream \"%s\": the checkpoint \"%s\" belongs to slot \"%s\", but the config names "
 			 "slot \"%s\"", sc->name, s.ck.path, s.ck.slot, sc->slot);

@@ -31,6 +31,8 @@
  *                                                          held for replicas; the position is
  *                                                          only checkpointed
  *   probe              pg_replication_slots                SHOW BINARY LOGS, expiry settings
+ *   discard_position   drop a slot that cannot be resumed  nothing to drop: report a purged
+ *                      (lost, or ahead of the checkpoint)  binlog file or GTID as renewed
  *
  * Positions (struct sl_position in schema/schema.h) are opaque to the agent;
  * the source kind's struct sl_source_desc compares them, derives the CSN and
@@ -168,6 +170,22 @@ struct sl_source_ops {
 	 * whether or not an agent runs the stream. */
 	int (*probe)(const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		     struct sl_source_status *out, char *err, size_t errlen);
+	/* `sluice backfill` of every table, on a connection of its own, while
+	 * no agent runs the stream: checks the stream's position holder against
+	 * the checkpoint's position (resume) as prepare() does.  When that
+	 * position cannot be resumed (PostgreSQL: the slot is missing or lost,
+	 * has confirmed beyond the checkpoint, or is left over from an earlier
+	 * request for a new one), sets *renew and, unless dry_run, removes what
+	 * is left of it on the server (drops the slot), printing one line per
+	 * action to out: the next run then creates a new position and backfills
+	 * every table, with no step by hand.  Otherwise *renew is false and
+	 * nothing changes.  SL_EFAIL when another reader holds the position (an
+	 * active slot); SL_EPREREQ when it is not the stream's to drop.  A MySQL
+	 * source has nothing to remove: *renew when the binlog file or GTID set
+	 * of the checkpoint was purged. */
+	int (*discard_position)(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+				const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,
+				char *err, size_t errlen);
 
 	/* Opens the source for one stream (a catalog connection); *ctx is freed
 	 * by close().  cfg and st must outlive ctx. */
@@ -221,5 +239,14 @@ struct sl_source_ops {
 
 /* The registry: the ops for a source kind, or NULL. */
 const struct sl_source_ops *sl_source_lookup(enum sl_source_kind kind);
+
+/* ---- helpers every source kind shares (sources/source_util.c) ---- */
+
+struct sl_buf;
+/* Appends the command that recovers the stream after a lost position,
+ * "sluice backfill -c FILE --stream NAME", with FILE and NAME quoted for a
+ * shell when needed, so that a message can give it to be run as it is.
+ * Returns the buffer's status (0 or -1). */
+int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *st);
 
 #endif

@@ -71,6 +71,7 @@ struct sl_pg_slot_info {
 	int64_t lag_bytes;            /* current WAL - confirmed_flush_lsn, -1 unknown */
 	int64_t retained_bytes;       /* current WAL - restart_lsn, -1 unknown */
 	int64_t safe_wal_size;        /* -1 if NULL */
+	int active_pid;               /* the process reading it, 0 if none */
 };
 int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, char *err, size_t errlen);
 /* The server's clock_timestamp() in Unix microseconds: taken just before a
@@ -82,6 +83,23 @@ int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, s
 int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errlen);
 /* pg_current_wal_lsn() */
 int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen);
+
+/* The stream's slot against its checkpoint (pg_slot.c).  prepare(): makes
+ * the plan (create a slot, adopt one, or resume), drops a slot left over
+ * from an earlier request for a new one, and refuses, with the one command
+ * that recovers (exit 4), a slot that cannot be resumed: missing, lost, or
+ * confirmed beyond the checkpoint.  SL_EPREREQ for a slot that is not a
+ * logical pgoutput slot of the stream's database. */
+int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		       const struct sl_source_resume *resume, struct sl_source_plan *plan, char *err, size_t errlen);
+/* `sluice check`: the same without a checkpoint: a lost slot is SL_ELOST
+ * with the recovery command.  *exists tells whether the slot exists. */
+int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		     bool *exists, char *err, size_t errlen);
+/* The discard_position operation (sources/source.h). */
+int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+			   const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,
+			   char *err, size_t errlen);
 
 /* The replication stream. */
 struct sl_pg_repl;
