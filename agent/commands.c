@@ -16,6 +16,7 @@
 
 #include "agent/checkpoint.h"
 #include "agent/lock.h"
+#include "agent/runstate.h"
 #include "agent/stream.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -129,6 +130,12 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_object_set_new(tabs, ck.tables[i].name, t);
 	}
 	json_object_set_new(o, "tables", tabs);
+	{
+		long pid = sl_stream_lock_holder(cfg->state_dir, sc->name);
+		json_t *w = sl_runstate_wait_read(cfg->state_dir, sc->name);
+		json_object_set_new(o, "agent_pid", pid > 0 ? json_integer(pid) : json_null());
+		json_object_set_new(o, "waiting", w ? w : json_null());
+	}
 	sl_stream_source_view(cfg, sc, &sst);
 	if (src->probe(sc->source, &sst, &si, err, errlen) == SL_OK) {
 		status_slot(sc, &si, &ck, o, alerts);

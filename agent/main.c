@@ -354,6 +354,27 @@ static const char *bytes_or_unknown(json_t *v, char *buf, size_t len)
 	return buf;
 }
 
+/* "  waiting: creating replication slot "x" for 25 s, blocked by pid 77
+ * (transaction open for 40 s, idle in transaction)" */
+static void print_waiting(json_t *w)
+{
+	json_t *b;
+	size_t i;
+
+	if (!json_is_object(w))
+		return;
+	printf("  waiting: %s for %lld s", text_or_unknown(json_object_get(w, "action")),
+	       (long long)json_integer_value(json_object_get(w, "waited_seconds")));
+	json_array_foreach(json_object_get(w, "blocked_by"), i, b) {
+		json_t *age = json_object_get(b, "transaction_seconds");
+		printf("%s pid %lld (", i ? "," : ", blocked by", (long long)json_integer_value(json_object_get(b, "pid")));
+		if (json_is_integer(age))
+			printf("transaction open for %lld s, ", (long long)json_integer_value(age));
+		printf("%s)", text_or_unknown(json_object_get(b, "state")));
+	}
+	printf("\n");
+}
+
 static void print_status_text(json_t *s)
 {
 	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
@@ -362,8 +383,14 @@ static void print_status_text(json_t *s)
 
 	printf("stream %s (source %s -> destination %s)\n", json_string_value(json_object_get(s, "stream")),
 	       json_string_value(json_object_get(s, "source")), json_string_value(json_object_get(s, "destination")));
+	v = json_object_get(s, "agent_pid");
+	if (json_is_integer(v))
+		printf("  agent: running (pid %lld)\n", (long long)json_integer_value(v));
+	else
+		printf("  agent: not running\n");
 	v = json_object_get(s, "durable_lsn");
 	printf("  durable position:  %s\n", json_is_string(v) ? json_string_value(v) : "(never run)");
+	print_waiting(json_object_get(s, "waiting"));
 	if (slot && json_is_true(json_object_get(slot, "exists"))) {
 		char lag[32], retained[32];
 		printf("  slot %s: confirmed %s, restart %s, %s, wal_status %s\n",

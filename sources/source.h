@@ -75,6 +75,40 @@ struct sl_source_config {
 	char *ssl_mode;          /* mysql */
 };
 
+/* A wait on the server that may last long and that sluice cannot shorten
+ * by itself.  PostgreSQL: CREATE_REPLICATION_SLOT waits, silently, for every
+ * transaction that was open when it started; MySQL: FLUSH TABLES WITH READ
+ * LOCK waits for long queries.  Blockers are the server sessions it waits
+ * for, as far as the server tells. */
+struct sl_source_blocker {
+	int64_t pid;                   /* server process (PostgreSQL backend pid, MySQL thread id) */
+	int64_t xact_age_s;            /* how long its transaction has been open; -1 unknown */
+	const char *state;             /* "idle in transaction", "active", ... ("" unknown) */
+	const char *user;              /* ("" unknown) */
+	const char *application;       /* ("" unknown) */
+};
+
+struct sl_source_wait {
+	const char *action;            /* what waits: "creating replication slot \"sluice_s1\"" */
+	int64_t waited_ms;             /* for how long so far */
+	const char *detail;            /* one line, as logged: what it waits for, what ends it */
+	int nblockers;
+	const struct sl_source_blocker *blockers;
+};
+
+/* What the agent gives a source for such waits.  Every member may be NULL.
+ * A source that waits polls stop() at least every few hundred milliseconds
+ * and, when it returns true (the agent got a signal), cancels the
+ * operation on the server, leaves nothing half made, and returns SL_EFAIL.
+ * It logs what it waits for every 10 s, and reports it to waiting() each time
+ * (the agent shows it in `sluice status`); waiting(NULL) when the wait ends,
+ * however it ends, if it was reported. */
+struct sl_source_hooks {
+	void *payload;
+	bool (*stop)(void *payload);
+	void (*waiting)(void *payload, const struct sl_source_wait *w);
+};
+
 /* What a source knows of the stream it serves. */
 struct sl_source_stream {
 	const char *name;              /* stream name */
@@ -84,6 +118,8 @@ struct sl_source_stream {
 	bool merge;                    /* write_mode = merge: every table needs a key */
 	const char *slot;              /* postgres: the replication slot */
 	const char *publication;       /* postgres: the publication */
+	const struct sl_source_hooks *hooks;  /* for long waits (open, tables, prepare, snapshot,
+					       * start); NULL in check and probe */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */

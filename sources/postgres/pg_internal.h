@@ -124,12 +124,40 @@ struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_ke
 void sl_pg_repl_close(struct sl_pg_repl *r);
 struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r);
 
-/* CREATE_REPLICATION_SLOT ... LOGICAL pgoutput EXPORT_SNAPSHOT.  The exported
- * snapshot (snapshot, at most 64 bytes) stays valid only until the next
- * command on this connection: import it elsewhere before sl_pg_repl_start(). */
-int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
-			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
+/* Called about every SL_PG_TICK_MS while a slot is being created, with the
+ * walsender's pid and how long it has waited; returns true to cancel. */
+typedef bool (*sl_pg_slot_tick)(void *payload, int walsender_pid, int64_t waited_ms);
+#define SL_PG_TICK_MS 200
+#define SL_PG_CANCEL_WAIT_MS 5000   /* how long a cancelled command may take to end */
+
+/* CREATE_REPLICATION_SLOT ... LOGICAL pgoutput EXPORT_SNAPSHOT, sent
+ * asynchronously: it may wait for long (for every transaction open when it
+ * started), so tick (may be NULL) is called between short polls and can
+ * cancel it; a cancelled creation leaves no slot and returns SL_EFAIL.  The
+ * exported snapshot (snapshot, at most 64 bytes) stays valid only until the
+ * next command on this connection: import it elsewhere before
+ * sl_pg_repl_start(). */
+int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary, sl_pg_slot_tick tick,
+			   void *payload, char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
 			   char *err, size_t errlen);
+
+/* What a slot creation waits for (pg_wait.c): every 10 s (the first time
+ * after 2 s) it logs the sessions that block the walsender, from
+ * pg_stat_activity and pg_blocking_pids() on the catalog connection, and
+ * reports them to the stream's hooks; the hooks' stop() cancels.  Use
+ * sl_pg_slot_wait_tick as the tick of sl_pg_repl_create_slot() with the
+ * struct as payload, and call sl_pg_slot_wait_end() after it. */
+struct sl_pg_slot_wait {
+	PGconn *meta;                    /* the catalog connection, idle meanwhile */
+	const struct sl_source_stream *st;
+	const char *slot;
+	int64_t next_report_ms;          /* waited_ms of the next report */
+	bool reported;
+};
+void sl_pg_slot_wait_init(struct sl_pg_slot_wait *w, PGconn *meta, const struct sl_source_stream *st,
+			  const char *slot);
+bool sl_pg_slot_wait_tick(void *payload, int walsender_pid, int64_t waited_ms);
+void sl_pg_slot_wait_end(struct sl_pg_slot_wait *w);
 
 /* START_REPLICATION with proto_version 1, the publication and messages on. */
 int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,

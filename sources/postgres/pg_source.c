@@ -290,6 +290,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 	struct pg_src *s = ctx;
 	struct pg_snap *snap = calloc(1, sizeof *snap);
 	struct sl_pg_repl *r;
+	struct sl_pg_slot_wait wait;
 	char name[128], tmpname[64];
 	uint64_t consistent;
 	int rc;
@@ -310,7 +311,10 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 			goto fail;
 		}
 		r = s->repl;
-		rc = sl_pg_repl_create_slot(r, s->st->slot, false, name, sizeof name, &consistent, err, errlen);
+		sl_pg_slot_wait_init(&wait, s->meta, s->st, s->st->slot);
+		rc = sl_pg_repl_create_slot(r, s->st->slot, false, sl_pg_slot_wait_tick, &wait, name, sizeof name,
+					    &consistent, err, errlen);
+		sl_pg_slot_wait_end(&wait);
 	} else {
 		/* The stream's slot exists: a fresh snapshot from a temporary slot.
 		 * Rows read at its position P carry CSN (P, 0); the changes the
@@ -321,7 +325,10 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 			goto fail;
 		}
 		snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", s->st->slot, (int)getpid());
-		rc = sl_pg_repl_create_slot(snap->tmp, tmpname, true, name, sizeof name, &consistent, err, errlen);
+		sl_pg_slot_wait_init(&wait, s->meta, s->st, tmpname);
+		rc = sl_pg_repl_create_slot(snap->tmp, tmpname, true, sl_pg_slot_wait_tick, &wait, name, sizeof name,
+					    &consistent, err, errlen);
+		sl_pg_slot_wait_end(&wait);
 	}
 	if (rc < 0)
 		goto fail;
