@@ -173,6 +173,52 @@ static int load_for_backfill(struct sl_checkpoint *ck, struct sl_config *cfg, st
 	return rc;
 }
 
+#define LIST_AT_MOST 50  /* tables named in a message */
+
+/* `--table T` must name a table the stream selects now: SL_ECONFIG (exit 2)
+ * otherwise, with the tables it does select. */
+static int check_table_selected(struct sl_stream_config *sc, const struct sl_source_ops *src,
+				const struct sl_source_stream *sst, const char *table, char *err, size_t errlen)
+{
+	struct sl_table **tables = NULL;
+	struct sl_buf full, list;
+	void *ctx = NULL;
+	int n = 0, rc;
+	bool found = false;
+
+	sl_buf_init(&full, 0);
+	sl_buf_init(&list, 0);
+	if ((rc = src->open(&ctx, sc->source, sst, err, errlen)) < 0)
+		goto out;
+	if ((rc = src->tables(ctx, &tables, &n, err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		sl_buf_reset(&full);
+		sl_buf_printf(&full, "%s.%s", tables[i]->ns, tables[i]->name);
+		if (!sl_buf_failed(&full) && !strcmp(full.data, table))
+			found = true;
+		if (i < LIST_AT_MOST)
+			sl_buf_printf(&list, "%s%s", i ? ", " : "", full.data ? full.data : "?");
+	}
+	if (n > LIST_AT_MOST)
+		sl_buf_printf(&list, " and %d more", n - LIST_AT_MOST);
+	if (!found) {
+		snprintf(err, errlen, "stream \"%s\": --table %s names no table the stream selects (it does not exist "
+			 "on source \"%s\", or tables/exclude_tables leave it out); the stream selects %s", sc->name, table,
+			 sc->source->name, sl_buf_failed(&list) || !list.data ? "no table" : list.data);
+		rc = SL_ECONFIG;
+	}
+out:
+	for (int i = 0; i < n; i++)
+		sl_table_free(tables[i]);
+	free(tables);
+	if (ctx)
+		src->close(ctx);
+	sl_buf_free(&full);
+	sl_buf_free(&list);
+	return rc;
+}
+
 /* sl_stream_request_backfill() under the stream's lock. */
 static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_source_ops *src,
 			    const char *table, char *err, size_t errlen)
@@ -185,7 +231,10 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 	int rc = SL_OK, found = 0;
 
 	sl_buf_init(&cmd, 0);
+	memset(&ck, 0, sizeof ck);
 	sl_stream_source_view(cfg, sc, &sst);
+	if (table && (rc = check_table_selected(sc, src, &sst, table, err, errlen)) < 0)
+		goto out;
 	if ((rc = load_for_backfill(&ck, cfg, sc, src, &sst, table, err, errlen)) < 0)
 		goto out;
 	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");

@@ -8,6 +8,8 @@ running agent and of the commands around it:
 - a second agent on the same state_dir and stream exits at once (exit 2)
   and names the lock file and the pid of the first; `sluice backfill`
   refuses while an agent runs the stream;
+- `sluice backfill --table` with a table the stream does not select fails
+  (exit 2) and lists the tables it does select;
 """
 
 import os
@@ -117,6 +119,32 @@ class LockTest(PgTestCase):
         # once the first one is gone, the lock is free again
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "public", "lock_t", ["id"])
+
+
+
+class BackfillTableTest(PgTestCase):
+
+    def test_backfill_of_a_table_not_selected(self):
+        pg = self.pg
+        for t in ("bt_a", "bt_b", "bt_other"):
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY)")
+            pg.execute(f"INSERT INTO {t} VALUES (1)")
+        s = self.sluice(stream="opbt", tables="public.bt_*", extra={"stream": {"exclude_tables": "public.bt_other"}})
+        self.catch_up(s)
+        ckpt = os.path.join(s.state_dir, "opbt.checkpoint.json")
+        before = open(ckpt).read()
+        for table in ("public.bt_nope", "public.bt_other", "bt_a", "other.bt_a"):
+            with self.subTest(table=table):
+                r = s.run("backfill", "--stream", "opbt", "--table", table, timeout=60)
+                self.assertEqual(r.rc, 2, r.describe())
+                self.assertIn(f'sluice: stream "opbt": --table {table} names no table the stream selects (it does '
+                              f'not exist on source "pg", or tables/exclude_tables leave it out); the stream selects '
+                              f'public.bt_a, public.bt_b\n', r.stderr)
+                self.assertEqual(r.stdout, "")
+        self.assertEqual(open(ckpt).read(), before, "the checkpoint was not changed")
+        r = s.run("backfill", "--stream", "opbt", "--table", "public.bt_b", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream opbt: public.bt_b marked for backfill on the next run", r.stdout)
 
 
 if __name__ == "__main__":
