@@ -284,5 +284,11 @@ struct sl_buf;
  * shell when needed, so that a message can give it to be run as it is.
  * Returns the buffer's status (0 or -1). */
 int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *st);
+/* The rule of `tables` that no database decides: an entry without glob
+ * characters (*, ?, [ or \) names one table, and must match one of the n
+ * tables selected on source (the source's name, for the message); a glob may
+ * match none.  SL_ECONFIG naming the first entry that matches nothing. */
+int sl_source_check_exact(const struct sl_source_stream *st, const char *source, struct sl_table *const *tables,
+			  int n, char *err, size_t errlen);
 
 #endif

@@ -206,18 +206,22 @@ static int list_tables(PGconn *c, const struct sl_source_config *cfg, const stru
 		return rc;
 	for (int i = 0; i < *n; i++)
 		(*out)[i]->src = &sl_pg_desc;
+	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0)
+		goto fail;
 	if (*n > 0)
 		return SL_OK;
+	rc = SL_ECONFIG;
 	sl_buf_init(&b, 4096);
 	for (char *const *g = st->tables; *g; g++)
 		sl_buf_printf(&b, "%s%s", g == st->tables ? "" : ", ", *g);
 	snprintf(err, errlen, "stream \"%s\": no table on source \"%s\" matches tables = %s", st->name, cfg->name,
 		 b.data ? b.data : "");
 	sl_buf_free(&b);
+fail:
 	sl_pg_tables_free(*out, *n);
 	*out = NULL;
 	*n = 0;
-	return SL_ECONFIG;
+	return rc;
 }
 
 static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen)

@@ -10,6 +10,8 @@ running agent and of the commands around it:
   refuses while an agent runs the stream;
 - `sluice backfill --table` with a table the stream does not select fails
   (exit 2) and lists the tables it does select;
+- an exact name in `tables` (no glob characters) that matches no table is
+  an error (exit 2) in check and run, even when other entries match;
 """
 
 import os
@@ -145,6 +147,37 @@ class BackfillTableTest(PgTestCase):
         r = s.run("backfill", "--stream", "opbt", "--table", "public.bt_b", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
         self.assertIn("stream opbt: public.bt_b marked for backfill on the next run", r.stdout)
+
+
+
+class ExactTablesTest(PgTestCase):
+
+    def test_exact_entry_matching_nothing_is_an_error(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE ex_a (id int PRIMARY KEY)")
+        pg.execute("CREATE TABLE ex_b (id int PRIMARY KEY)")
+        cases = [
+            ("public.ex_a, public.ex_typo", "public.ex_typo"),
+            ("public.ex_*, public.ex_typo", "public.ex_typo"),
+            ("public.ex_typo", "public.ex_typo"),
+            ("public.ex_a, Public.ex_b", "Public.ex_b"),          # names are case-sensitive
+            ("public.ex_a, public.ex_b", "public.ex_b"),          # excluded below
+        ]
+        for i, (tables, entry) in enumerate(cases):
+            with self.subTest(tables=tables):
+                extra = {"stream": {"exclude_tables": "public.ex_b"}} if i == 4 else None
+                s = self.sluice(stream=f"opex{i}", tables=tables, extra=extra)
+                for cmd in (("check",), ("run", "--until-caught-up")):
+                    r = s.run(*cmd, timeout=60)
+                    self.assertEqual(r.rc, 2, r.describe())
+                    self.assertIn(f'stream "opex{i}": tables entry "{entry}" names no table on source "pg" (it does '
+                                  f'not exist there, or exclude_tables leaves it out); an entry without *, ? or [ '
+                                  f'must name a table', r.stderr)
+                self.assertIsNone(pg.slot_info(f"sluice_opex{i}"), "run stopped before making anything")
+        # a glob may match nothing
+        s = self.sluice(stream="opexok", tables="public.ex_a, public.zz_*")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
 
 
 if __name__ == "__main__":
