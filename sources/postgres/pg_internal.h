@@ -59,6 +59,12 @@ void sl_pg_tables_free(struct sl_table **t, int n);
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen);
 
+/* `sluice check`: whether the role can create the stream's publication
+ * for tables, or add the ones it lacks (pg_privs.c).  Prints one line to
+ * out; SL_EPREREQ with the statement the owner should run when it may not. */
+int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct sl_table *const *tables, int n,
+			    FILE *out, char *err, size_t errlen);
+
 struct sl_pg_slot_info {
 	bool exists;
 	bool active;

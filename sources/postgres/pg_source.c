@@ -512,6 +512,8 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
+	if ((rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
+		goto out;
 	if ((rc = sl_pg_slot_check(c, cfg, st, &slot_exists, err, errlen)) < 0)
 		goto out;
 	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, slot_exists ? "exists" : "will be created");

@@ -12,9 +12,13 @@ running agent and of the commands around it:
   (exit 2) and lists the tables it does select;
 - an exact name in `tables` (no glob characters) that matches no table is
   an error (exit 2) in check and run, even when other entries match;
+- `check` fails (exit 3) when the role could not create the publication, or
+  add the tables it lacks, and gives the statement the owner should run;
+  run as the owner, that statement makes check pass.
 """
 
 import os
+import re
 import signal
 import subprocess
 import unittest
@@ -178,6 +182,83 @@ class ExactTablesTest(PgTestCase):
         s = self.sluice(stream="opexok", tables="public.ex_a, public.zz_*")
         r = s.run("check", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
+
+
+
+class PublicationPrivilegesTest(PgTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        pg = cls.pg
+        pg.execute("CREATE ROLE pub_limited LOGIN REPLICATION")
+        for t in ("pa_a", "pa_b"):
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY)")
+            pg.execute(f"INSERT INTO {t} VALUES (1)")
+            pg.execute(f"GRANT SELECT ON {t} TO pub_limited")
+
+    def limited(self, stream):
+        return self.sluice(stream=stream, tables="public.pa_a, public.pa_b",
+                           extra={"source": {"user": "pub_limited"}})
+
+    def statement(self, r):
+        m = re.search(r"to run: (.*)$", r.stderr, re.M)
+        self.assertIsNotNone(m, r.describe())
+        return m.group(1)
+
+    def test_role_may_not_create_the_publication(self):
+        pg = self.pg
+        s = self.limited("oppriv1")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        want = ('sluice: stream "oppriv1": role "pub_limited" may not create publication "sluice_oppriv1" (it lacks '
+                'the CREATE privilege on database "postgres" and it does not own public.pa_a, public.pa_b), so '
+                'sluice run would fail; ask a superuser, or the owner of the tables, to run: '
+                'CREATE PUBLICATION "sluice_oppriv1" FOR TABLE "public"."pa_a", "public"."pa_b"\n')
+        self.assertIn(want, r.stderr)
+        pg.execute(self.statement(r))           # the owner runs exactly that
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream oppriv1: publication sluice_oppriv1: exists and publishes every table", r.stdout)
+        self.catch_up(s)
+        self.assertEqual(len(self.read(s)), 2)
+
+    def test_role_may_not_add_tables(self):
+        pg = self.pg
+        s = self.limited("oppriv2")
+        pg.execute("CREATE PUBLICATION sluice_oppriv2 FOR TABLE pa_a")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('sluice: stream "oppriv2": role "pub_limited" may not add tables to publication "sluice_oppriv2" '
+                      '(it does not own the publication and it does not own public.pa_b), so sluice run would fail; '
+                      'ask a superuser, or the owner of the tables and of the publication, to run: '
+                      'ALTER PUBLICATION "sluice_oppriv2" ADD TABLE "public"."pa_b"\n', r.stderr)
+        pg.execute(self.statement(r))
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+
+    def test_owner_may(self):
+        pg = self.pg
+        pg.execute("CREATE ROLE pub_owner LOGIN REPLICATION")
+        pg.execute("GRANT CREATE ON DATABASE postgres TO pub_owner")
+        pg.execute("CREATE TABLE pa_own (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO pa_own VALUES (7)")
+        pg.execute("ALTER TABLE pa_own OWNER TO pub_owner")
+        s = self.sluice(stream="oppriv3", tables="public.pa_own", extra={"source": {"user": "pub_owner"}})
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream oppriv3: publication sluice_oppriv3: sluice run creates it", r.stdout)
+        self.catch_up(s)   # and it does
+        self.assertEqual(pg.one("SELECT count(*) FROM pg_publication WHERE pubname = 'sluice_oppriv3'"), 1)
+        # a table of another owner added to the stream later: check says who must add it
+        pg.execute("CREATE TABLE pa_own2 (id int PRIMARY KEY)")
+        pg.execute("GRANT SELECT ON pa_own2 TO pub_owner")
+        s.tables = "public.pa_own, public.pa_own2"
+        s.write_config()
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("(it does not own public.pa_own2)", r.stderr)
+        self.assertIn('to run: ALTER PUBLICATION "sluice_oppriv3" ADD TABLE "public"."pa_own2"\n', r.stderr)
 
 
 if __name__ == "__main__":
