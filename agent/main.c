@@ -35,17 +35,21 @@ static const char usage_main[] =
 	"  version                               print the version\n"
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,\n"
-	"3 source prerequisites not met, 4 position lost (operator action needed).\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error (also:\n"
+	"another agent runs the stream), 3 source prerequisites not met, 4 position\n"
+	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
+	"command that recovers).\n";
 
 static const char usage_check[] =
 	"usage: sluice check -c FILE\n"
 	"\n"
 	"Validates FILE, then for every stream connects to its source and checks\n"
 	"wal_level, the REPLICATION attribute, SELECT on each selected table, primary\n"
-	"keys (merge mode), the slot, and that the destination path is writable.\n"
-	"Changes nothing.  Exit 0 when everything is in order, 2 for a bad config,\n"
-	"3 when a source prerequisite is missing, 4 when a slot is lost.\n";
+	"keys (merge mode), that the role may create the publication or add the tables\n"
+	"it lacks, the slot, and that the destination path is writable.  Changes\n"
+	"nothing.  Exit 0 when everything is in order, 2 for a bad config (or a tables\n"
+	"entry without glob characters that names no table), 3 when a source\n"
+	"prerequisite is missing, 4 when a slot is lost.\n";
 
 static const char usage_run[] =
 	"usage: sluice run -c FILE [--stream NAME] [--until-caught-up]\n"
@@ -64,7 +68,10 @@ static const char usage_run[] =
 	"A runtime failure (a restarted server, a dropped connection, a full disk) is\n"
 	"retried from the last checkpoint with backoff (1 s doubling to 30 s; at most\n"
 	"5 retries with --until-caught-up).  Configuration errors, missing\n"
-	"prerequisites and a lost position are not retried.\n"
+	"prerequisites, a lost position and a corrupt checkpoint are not retried.\n"
+	"\n"
+	"Each stream is locked (<state_dir>/<stream>.lock) while it runs: a second\n"
+	"agent for the same stream and state_dir exits 2 at once.\n"
 	"\n"
 	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
 	"signal cancels at once, acknowledging nothing that is not durable.  SIGHUP is\n"
@@ -73,18 +80,22 @@ static const char usage_run[] =
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--json]\n"
 	"\n"
-	"Prints, per stream: the durable position from the checkpoint, the slot's\n"
-	"confirmed position, lag and retained WAL, the backfill state of every table,\n"
-	"and the alerts that fire for the configured thresholds.  Exit 0, or 1 when an\n"
-	"alert is firing.\n";
+	"Prints, per stream: whether an agent runs it, what it waits for (a slot\n"
+	"being created waits for open transactions), the durable position from the\n"
+	"checkpoint, the slot's confirmed position, lag and retained WAL (\"unknown\",\n"
+	"null in --json, when the server has no figure), the backfill state of every\n"
+	"table, and the alerts that fire for the configured thresholds.  Exit 0, or 1\n"
+	"when an alert is firing or stdout cannot be written.\n";
 
 static const char usage_backfill[] =
 	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"\n"
-	"Marks every table of the stream (or one) to be backfilled again on the next\n"
-	"`sluice run`.  If the stream's slot is missing, a new slot is created on the\n"
-	"next run and every table is backfilled: this is how a stream recovers after\n"
-	"exit code 4.\n";
+	"Marks every table of the stream (or one it selects) to be backfilled again on\n"
+	"the next `sluice run`.  When the stream's slot cannot be resumed (missing,\n"
+	"lost, or ahead of the checkpoint), it drops what is left of it, and the next\n"
+	"run creates a new slot and backfills every table; a corrupt checkpoint is kept\n"
+	"as <checkpoint>.corrupt and the stream starts over.  This is how a stream\n"
+	"recovers after exit code 4.  Refused (exit 2) while an agent runs the stream.\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
