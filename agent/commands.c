@@ -246,7 +246,8 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 	/* A position that cannot be resumed is renewed: the source removes what
 	 * is left of it (one table alone cannot be backfilled then, so nothing
 	 * is removed for --table). */
-	if ((rc = src->discard_position(sc->source, &sst, &resume, table != NULL, &renew, stdout, err, errlen)) < 0)
+	if (src->discard_position &&
+	    (rc = src->discard_position(sc->source, &sst, &resume, table != NULL, &renew, stdout, err, errlen)) < 0)
 		goto out;
 	if (renew && table) {
 		sl_source_backfill_command(&cmd, &sst);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/commands.h"
 #include "agent/config.h"
@@ -207,13 +208,15 @@ static void *worker_main(void *arg)
 		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
 	}
 	atomic_fetch_add(w->finished, 1);
+	kill(getpid(), SIGUSR1);  /* wakes main's sigtimedwait() at once */
 	return NULL;
 }
 
 /* The signals of a running agent.  Every thread blocks them and main takes
  * them with sigtimedwait() while it waits for the workers, so no handler
  * runs: SIGTERM and SIGINT count towards sl_signal_count (1 drains, 2
- * cancels), SIGHUP is logged and otherwise ignored (there is no reload). */
+ * cancels), SIGHUP is logged and otherwise ignored (there is no reload), and
+ * SIGUSR1 is how a worker that returns wakes main. */
 static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
 {
 	while (atomic_load(finished) < n) {
@@ -293,6 +296,7 @@ static int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	atomic_init(&finished, 0);
 	for (started = 0; started < n; started++) {
