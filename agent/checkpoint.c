@@ -1,6 +1,7 @@
 /* agent/checkpoint.c: the per-stream checkpoint file (JSON through jansson). */
 #include "agent/checkpoint.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,8 @@
 
 #include "common/buf.h"
 #include "common/util.h"
+
+#define CORRUPT_SUFFIX ".corrupt"
 
 static const char *const state_names[] = { "pending", "running", "done", "skipped", "dropped" };
 #define NSTATES ((int)(sizeof state_names / sizeof state_names[0]))
@@ -98,20 +101,26 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 	ck->path = sl_buf_detach(&b);
 	if (!ck->path) {
 		snprintf(err, errlen, "out of memory");
-		return -1;
+		return SL_EFAIL;
 	}
 	rc = sl_read_file(ck->path, &text, NULL, err, errlen);
 	if (rc == 1)
-		return 0;
-	if (rc < 0)
-		return -1;
+		return SL_OK;
+	if (rc < 0) {
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, " (the checkpoint of stream \"%s\"; check the permissions of state_dir "
+			 "\"%s\")", stream, state_dir);
+		return SL_ECONFIG;
+	}
 	root = json_loads(text, 0, &jerr);
 	free(text);
 	if (!root || !json_is_object(root)) {
-		snprintf(err, errlen, "checkpoint \"%s\" is corrupt (line %d: %s); it was not changed, "
-			 "restore it or remove it to start the stream over", ck->path, jerr.line, jerr.text);
+		if (root)
+			snprintf(jerr.text, sizeof jerr.text, "not a JSON object");
+		snprintf(err, errlen, "checkpoint \"%s\" is corrupt (line %d: %s), so the position of stream \"%s\" "
+			 "is unknown; the file was not changed", ck->path, root ? 1 : jerr.line, jerr.text, stream);
 		json_decref(root);
-		return -1;
+		return SL_ELOST;
 	}
 	v = json_object_get(root, "format");
 	format = v ? (json_is_integer(v) ? json_integer_value(v) : -1) : 1;
@@ -121,7 +130,7 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 			snprintf(err, errlen, "checkpoint \"%s\" was written for a postgres source, but the stream's "
 				 "source is %s; remove it to start the stream over", ck->path, desc->kind);
 			json_decref(root);
-			return -1;
+			return SL_ECONFIG;
 		}
 		ck->has_position = json_is_true(json_object_get(root, "slot_created"));
 		ck->reset = json_is_true(json_object_get(root, "reset_slot"));
@@ -135,7 +144,7 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 			snprintf(err, errlen, "checkpoint \"%s\" was written for a %s source, but the stream's source "
 				 "is %s; remove it to start the stream over", ck->path, kind, desc->kind);
 			json_decref(root);
-			return -1;
+			return SL_ECONFIG;
 		}
 		ck->has_position = json_is_true(json_object_get(root, "has_position"));
 		ck->reset = json_is_true(json_object_get(root, "reset"));
@@ -145,7 +154,7 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 		snprintf(err, errlen, "checkpoint \"%s\" has format %lld, which this sluice does not know "
 			 "(written by a newer version?); it was not changed", ck->path, (long long)format);
 		json_decref(root);
-		return -1;
+		return SL_ECONFIG;
 	}
 	ck->exists = true;
 	v = json_object_get(root, "slot");
@@ -198,16 +207,36 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 		}
 	}
 	json_decref(root);
-	return 0;
+	return SL_OK;
 corrupt:
-	snprintf(err, errlen, "checkpoint \"%s\" is corrupt (unexpected content); it was not changed, "
-		 "restore it or remove it to start the stream over", ck->path);
+	snprintf(err, errlen, "checkpoint \"%s\" is corrupt (unexpected content), so the position of stream \"%s\" "
+		 "is unknown; the file was not changed", ck->path, stream);
 	json_decref(root);
-	return -1;
+	return SL_ELOST;
 oom:
 	snprintf(err, errlen, "out of memory reading checkpoint \"%s\"", ck->path);
 	json_decref(root);
-	return -1;
+	return SL_EFAIL;
+}
+
+int sl_ckpt_set_aside(const struct sl_checkpoint *ck, char *err, size_t errlen)
+{
+	struct sl_buf b;
+	char *to;
+	int rc = 0;
+
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s%s", ck->path, CORRUPT_SUFFIX);
+	if (!(to = sl_buf_detach(&b))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (rename(ck->path, to) < 0 || sl_fsync_dir_of(to, false) < 0) {
+		snprintf(err, errlen, "could not rename checkpoint \"%s\" to \"%s\": %s", ck->path, to, strerror(errno));
+		rc = -1;
+	}
+	free(to);
+	return rc;
 }
 
 /* Sets key of o to the encoded position p. */

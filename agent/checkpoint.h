@@ -59,11 +59,19 @@ struct sl_checkpoint {
 
 /* Loads "<state_dir>/<stream>.checkpoint.json" for a stream whose source
  * kind is desc.  A missing file gives an empty checkpoint with exists =
- * false.  Returns 0, or -1 with err: a corrupt file, or one written for
- * another source kind, is an error that says how to recover, never silently
- * reset. */
+ * false.  Returns 0, or a negative enum sl_status with err; none of them is
+ * worth retrying, and the file is never changed or silently reset:
+ *   SL_ELOST    the file is corrupt: the stream's position is unknown (the
+ *               caller adds how to recover: sl_ckpt_set_aside(), or restore it)
+ *   SL_ECONFIG  the file cannot be read (permissions), was written for
+ *               another source kind, or has a format this sluice does not know
+ *   SL_EFAIL    out of memory */
 int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, const char *state_dir,
 		 const char *stream, char *err, size_t errlen);
+/* Renames the checkpoint file of ck (loaded or not) to "<path>.corrupt"
+ * (replacing an older one), so that the stream starts without one.  0, or
+ * -1 with err. */
+int sl_ckpt_set_aside(const struct sl_checkpoint *ck, char *err, size_t errlen);
 /* Writes the checkpoint atomically.  0 or -1 with err. */
 int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen);
 void sl_ckpt_free(struct sl_checkpoint *ck);

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "agent/checkpoint.h"
+#include "agent/lock.h"
+#include "agent/runstate.h"
 #include "agent/stream.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -58,12 +60,15 @@ static void status_slot(const struct sl_stream_config *sc, const struct sl_sourc
 
 	json_object_set_new(slot, "exists", json_boolean(si->exists));
 	if (si->exists) {
-		json_object_set_new(slot, "confirmed_flush_lsn", json_string(si->confirmed));
-		json_object_set_new(slot, "restart_lsn", json_string(si->restart));
+		/* What the server does not know (a lost slot keeps no restart
+		 * position; a slot being created has no confirmed one yet) is null. */
+		json_object_set_new(slot, "confirmed_flush_lsn", si->confirmed[0] ? json_string(si->confirmed) : json_null());
+		json_object_set_new(slot, "restart_lsn", si->restart[0] ? json_string(si->restart) : json_null());
 		json_object_set_new(slot, "active", json_boolean(si->active));
-		json_object_set_new(slot, "wal_status", json_string(si->state));
-		json_object_set_new(slot, "lag_bytes", json_integer(si->lag_bytes));
-		json_object_set_new(slot, "retained_wal_bytes", json_integer(si->retained_bytes));
+		json_object_set_new(slot, "wal_status", si->state[0] ? json_string(si->state) : json_null());
+		json_object_set_new(slot, "lag_bytes", si->lag_bytes >= 0 ? json_integer(si->lag_bytes) : json_null());
+		json_object_set_new(slot, "retained_wal_bytes",
+				    si->retained_bytes >= 0 ? json_integer(si->retained_bytes) : json_null());
 		json_object_set_new(slot, "safe_wal_size", si->safe_bytes >= 0 ? json_integer(si->safe_bytes) : json_null());
 		if (!strcmp(si->state, "lost"))
 			add_alert(alerts, "slot_lost", "critical", "the replication slot is lost: re-backfill needed");
@@ -95,11 +100,16 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	struct sl_source_stream sst;
 	struct sl_source_status si;
 	char pos[2 * SL_POS_TEXT_MAX];
+	int rc;
 
 	if (!src)
 		return SL_ECONFIG;
-	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
-		return SL_EFAIL;
+	if ((rc = sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		sl_stream_source_view(cfg, sc, &sst);
+		sl_stream_ckpt_hint(&sst, ck.path, rc, err, errlen);
+		sl_ckpt_free(&ck);
+		return rc;
+	}
 	tabs = json_object();
 	alerts = json_array();
 	json_object_set_new(o, "stream", json_string(sc->name));
@@ -120,6 +130,12 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_object_set_new(tabs, ck.tables[i].name, t);
 	}
 	json_object_set_new(o, "tables", tabs);
+	{
+		long pid = sl_stream_lock_holder(cfg->state_dir, sc->name);
+		json_t *w = sl_runstate_wait_read(cfg->state_dir, sc->name);
+		json_object_set_new(o, "agent_pid", pid > 0 ? json_integer(pid) : json_null());
+		json_object_set_new(o, "waiting", w ? w : json_null());
+	}
 	sl_stream_source_view(cfg, sc, &sst);
 	if (src->probe(sc->source, &sst, &si, err, errlen) == SL_OK) {
 		status_slot(sc, &si, &ck, o, alerts);
@@ -136,41 +152,113 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	return SL_OK;
 }
 
-int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
-			       char *err, size_t errlen)
+/* Loads the stream's checkpoint for `sluice backfill`.  A corrupt one (the
+ * stream's position is unknown) is kept aside as "<path>.corrupt" when every
+ * table is to be backfilled: the stream then starts over without one. */
+static int load_for_backfill(struct sl_checkpoint *ck, struct sl_config *cfg, struct sl_stream_config *sc,
+			     const struct sl_source_ops *src, const struct sl_source_stream *sst, const char *table,
+			     char *err, size_t errlen)
 {
-	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
+	int rc = sl_ckpt_load(ck, src->desc, cfg->state_dir, sc->name, err, errlen);
+
+	if (rc == SL_ELOST && !table) {
+		if (sl_ckpt_set_aside(ck, err, errlen) < 0)
+			return SL_EFAIL;
+		printf("stream %s: checkpoint %s is corrupt; kept it as %s.corrupt\n", sc->name, ck->path, ck->path);
+		sl_ckpt_free(ck);
+		rc = sl_ckpt_load(ck, src->desc, cfg->state_dir, sc->name, err, errlen);
+	}
+	if (rc == SL_ELOST)
+		sl_stream_ckpt_hint(sst, ck->path, rc, err, errlen);
+	return rc;
+}
+
+#define LIST_AT_MOST 50  /* tables named in a message */
+
+/* `--table T` must name a table the stream selects now: SL_ECONFIG (exit 2)
+ * otherwise, with the tables it does select. */
+static int check_table_selected(struct sl_stream_config *sc, const struct sl_source_ops *src,
+				const struct sl_source_stream *sst, const char *table, char *err, size_t errlen)
+{
+	struct sl_table **tables = NULL;
+	struct sl_buf full, list;
+	void *ctx = NULL;
+	int n = 0, rc;
+	bool found = false;
+
+	sl_buf_init(&full, 0);
+	sl_buf_init(&list, 0);
+	if ((rc = src->open(&ctx, sc->source, sst, err, errlen)) < 0)
+		goto out;
+	if ((rc = src->tables(ctx, &tables, &n, err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		sl_buf_reset(&full);
+		sl_buf_printf(&full, "%s.%s", tables[i]->ns, tables[i]->name);
+		if (!sl_buf_failed(&full) && !strcmp(full.data, table))
+			found = true;
+		if (i < LIST_AT_MOST)
+			sl_buf_printf(&list, "%s%s", i ? ", " : "", full.data ? full.data : "?");
+	}
+	if (n > LIST_AT_MOST)
+		sl_buf_printf(&list, " and %d more", n - LIST_AT_MOST);
+	if (!found) {
+		snprintf(err, errlen, "stream \"%s\": --table %s names no table the stream selects (it does not exist "
+			 "on source \"%s\", or tables/exclude_tables leave it out); the stream selects %s", sc->name, table,
+			 sc->source->name, sl_buf_failed(&list) || !list.data ? "no table" : list.data);
+		rc = SL_ECONFIG;
+	}
+out:
+	for (int i = 0; i < n; i++)
+		sl_table_free(tables[i]);
+	free(tables);
+	if (ctx)
+		src->close(ctx);
+	sl_buf_free(&full);
+	sl_buf_free(&list);
+	return rc;
+}
+
+/* sl_stream_request_backfill() under the stream's lock. */
+static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_source_ops *src,
+			    const char *table, char *err, size_t errlen)
+{
 	struct sl_checkpoint ck;
 	struct sl_source_stream sst;
-	struct sl_source_status si;
+	struct sl_source_resume resume;
+	struct sl_buf cmd;
+	bool renew = false;
 	int rc = SL_OK, found = 0;
 
-	if (!src)
-		return SL_ECONFIG;
-	if (sl_mkdir_p(cfg->state_dir) < 0) {
-		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
-		return SL_EFAIL;
-	}
-	if (sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
-		return SL_EFAIL;
-	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");
+	sl_buf_init(&cmd, 0);
+	memset(&ck, 0, sizeof ck);
 	sl_stream_source_view(cfg, sc, &sst);
-	if ((rc = src->probe(sc->source, &sst, &si, err, errlen)) < 0)
+	if (table && (rc = check_table_selected(sc, src, &sst, table, err, errlen)) < 0)
 		goto out;
-	if (!si.exists || !strcmp(si.state, "lost")) {
-		if (table) {
-			snprintf(err, errlen, "stream \"%s\": slot \"%s\" is %s, so every table must be backfilled "
-				 "again: run without --table", sc->name, sc->slot, si.exists ? "lost" : "missing");
-			rc = SL_ECONFIG;
-			goto out;
-		}
-		if (si.exists) {
-			snprintf(err, errlen, "stream \"%s\": slot \"%s\" is lost; drop it first "
-				 "(SELECT pg_drop_replication_slot('%s'))", sc->name, sc->slot, sc->slot);
-			rc = SL_EPREREQ;
-			goto out;
-		}
-		ck.reset = ck.has_position;
+	if ((rc = load_for_backfill(&ck, cfg, sc, src, &sst, table, err, errlen)) < 0)
+		goto out;
+	snprintf(ck.slot, sizeof ck.slot, "%s", sc->slot ? sc->slot : "");
+	memset(&resume, 0, sizeof resume);
+	resume.has_position = ck.exists && ck.has_position;
+	resume.reset = ck.reset;
+	resume.durable = ck.durable;
+	resume.checkpoint_path = ck.path;
+	/* A position that cannot be resumed is renewed: the source removes what
+	 * is left of it (one table alone cannot be backfilled then, so nothing
+	 * is removed for --table). */
+	if (src->discard_position &&
+	    (rc = src->discard_position(sc->source, &sst, &resume, table != NULL, &renew, stdout, err, errlen)) < 0)
+		goto out;
+	if (renew && table) {
+		sl_source_backfill_command(&cmd, &sst);
+		snprintf(err, errlen, "stream \"%s\": its position on source \"%s\" cannot be resumed, so every table "
+			 "must be backfilled again: run `%s` (without --table)", sc->name, sc->source->name,
+			 sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);
+		rc = SL_ECONFIG;
+		goto out;
+	}
+	if (renew) {
+		ck.reset = ck.has_position || ck.reset;
 		ck.has_position = false;
 	}
 	for (int i = 0; i < ck.ntables; i++) {
@@ -203,7 +291,34 @@ int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *s
 		goto out;
 	}
 	printf("stream %s: %s marked for backfill on the next run\n", sc->name, table ? table : "every table");
+	if (renew)
+		printf("stream %s: the next run creates a new position (slot %s) and backfills every table from it\n",
+		       sc->name, sc->slot ? sc->slot : "");
 out:
+	sl_buf_free(&cmd);
 	sl_ckpt_free(&ck);
+	return rc;
+}
+
+int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
+			       char *err, size_t errlen)
+{
+	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
+	struct sl_stream_lock lk;
+	int rc;
+
+	if (!src)
+		return SL_ECONFIG;
+	/* The running agent owns the checkpoint: edit it only while no agent runs the stream. */
+	if ((rc = sl_stream_lock_take(&lk, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		if (rc == SL_ECONFIG) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen - l, "; stop that agent first: sluice backfill changes the stream's "
+				 "checkpoint, which a running agent owns");
+		}
+		return rc;
+	}
+	rc = request_backfill(cfg, sc, src, table, err, errlen);
+	sl_stream_lock_release(&lk);
 	return rc;
 }

@@ -3,6 +3,7 @@
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
  * 3 source prerequisites not met, 4 position lost.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -11,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/commands.h"
 #include "agent/config.h"
+#include "agent/lock.h"
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -33,17 +36,21 @@ static const char usage_main[] =
 	"  version                               print the version\n"
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
-	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,\n"
-	"3 source prerequisites not met, 4 position lost (operator action needed).\n";
+	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error (also:\n"
+	"another agent runs the stream), 3 source prerequisites not met, 4 position\n"
+	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
+	"command that recovers).\n";
 
 static const char usage_check[] =
 	"usage: sluice check -c FILE\n"
 	"\n"
 	"Validates FILE, then for every stream connects to its source and checks\n"
 	"wal_level, the REPLICATION attribute, SELECT on each selected table, primary\n"
-	"keys (merge mode), the slot, and that the destination path is writable.\n"
-	"Changes nothing.  Exit 0 when everything is in order, 2 for a bad config,\n"
-	"3 when a source prerequisite is missing, 4 when a slot is lost.\n";
+	"keys (merge mode), that the role may create the publication or add the tables\n"
+	"it lacks, the slot, and that the destination path is writable.  Changes\n"
+	"nothing.  Exit 0 when everything is in order, 2 for a bad config (or a tables\n"
+	"entry without glob characters that names no table), 3 when a source\n"
+	"prerequisite is missing, 4 when a slot is lost.\n";
 
 static const char usage_run[] =
 	"usage: sluice run -c FILE [--stream NAME] [--until-caught-up]\n"
@@ -62,33 +69,34 @@ static const char usage_run[] =
 	"A runtime failure (a restarted server, a dropped connection, a full disk) is\n"
 	"retried from the last checkpoint with backoff (1 s doubling to 30 s; at most\n"
 	"5 retries with --until-caught-up).  Configuration errors, missing\n"
-	"prerequisites and a lost position are not retried.\n"
+	"prerequisites, a lost position and a corrupt checkpoint are not retried.\n"
+	"\n"
+	"Each stream is locked (<state_dir>/<stream>.lock) while it runs: a second\n"
+	"agent for the same stream and state_dir exits 2 at once.\n"
 	"\n"
 	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
-	"signal cancels at once, acknowledging nothing that is not durable.\n";
+	"signal cancels at once, acknowledging nothing that is not durable.  SIGHUP is\n"
+	"logged and ignored: restart sluice to apply a new configuration.\n";
 
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--json]\n"
 	"\n"
-	"Prints, per stream: the durable position from the checkpoint, the slot's\n"
-	"confirmed position, lag and retained WAL, the backfill state of every table,\n"
-	"and the alerts that fire for the configured thresholds.  Exit 0, or 1 when an\n"
-	"alert is firing.\n";
+	"Prints, per stream: whether an agent runs it, what it waits for (a slot\n"
+	"being created waits for open transactions), the durable position from the\n"
+	"checkpoint, the slot's confirmed position, lag and retained WAL (\"unknown\",\n"
+	"null in --json, when the server has no figure), the backfill state of every\n"
+	"table, and the alerts that fire for the configured thresholds.  Exit 0, or 1\n"
+	"when an alert is firing or stdout cannot be written.\n";
 
 static const char usage_backfill[] =
 	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"\n"
-	"Marks every table of the stream (or one) to be backfilled again on the next\n"
-	"`sluice run`.  If the stream's slot is missing, a new slot is created on the\n"
-	"next run and every table is backfilled: this is how a stream recovers after\n"
-	"exit code 4.\n";
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	if (atomic_load(&sl_signal_count) < 100)
-		atomic_fetch_add(&sl_signal_count, 1);
-}
+	"Marks every table of the stream (or one it selects) to be backfilled again on\n"
+	"the next `sluice run`.  When the stream's slot cannot be resumed (missing,\n"
+	"lost, or ahead of the checkpoint), it drops what is left of it, and the next\n"
+	"run creates a new slot and backfills every table; a corrupt checkpoint is kept\n"
+	"as <checkpoint>.corrupt and the stream starts over.  This is how a stream\n"
+	"recovers after exit code 4.  Refused (exit 2) while an agent runs the stream.\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -164,6 +172,8 @@ struct worker {
 	struct sl_config *cfg;
 	struct sl_stream_config *sc;
 	struct sl_run_opts ro;
+	atomic_int *finished;    /* cmd_run's count of workers that have returned */
+	struct sl_stream_lock lock; /* held from before the first attempt to the end */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -205,17 +215,44 @@ static void *worker_main(void *arg)
 			break;
 		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
 	}
+	atomic_fetch_add(w->finished, 1);
+	kill(getpid(), SIGUSR1);  /* wakes main's sigtimedwait() at once */
 	return NULL;
+}
+
+/* The signals of a running agent.  Every thread blocks them and main takes
+ * them with sigtimedwait() while it waits for the workers, so no handler
+ * runs: SIGTERM and SIGINT count towards sl_signal_count (1 drains, 2
+ * cancels), SIGHUP is logged and otherwise ignored (there is no reload), and
+ * SIGUSR1 is how a worker that returns wakes main. */
+static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
+{
+	while (atomic_load(finished) < n) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		int sig = sigtimedwait(sigs, NULL, &ts);
+
+		if (sig == SIGTERM || sig == SIGINT) {
+			int count = atomic_fetch_add(&sl_signal_count, 1) + 1;
+			if (count == 1)
+				sl_info("received %s: draining (flush, checkpoint, acknowledge); a second signal cancels",
+					sig == SIGTERM ? "SIGTERM" : "SIGINT");
+			else if (count == 2)
+				sl_info("received %s again: cancelling", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		} else if (sig == SIGHUP) {
+			sl_warn("received SIGHUP: configuration reload is not supported; restart sluice to apply "
+				"a new configuration");
+		}
+	}
 }
 
 static int cmd_run(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
 	struct worker *ws = NULL;
-	struct sigaction sa;
 	struct opts o;
-	int rc, n = 0, worst = 0;
-	sigset_t block, old;
+	int rc, n = 0, started = 0, worst = 0;
+	atomic_int finished;
+	sigset_t sigs;
 
 	if ((rc = parse_opts(argc, argv, &o, usage_run)) != 0)
 		return rc < 0 ? 0 : rc;
@@ -231,11 +268,6 @@ static int cmd_run(int argc, char **argv)
 			"use `sluice status` meanwhile", cfg->metrics_listen);
 	if (cfg->alert_webhook)
 		sl_warn("alert_webhook is set, but webhook alerts are not built yet");
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
@@ -243,27 +275,49 @@ static int cmd_run(int argc, char **argv)
 		sl_config_free(cfg);
 		return 1;
 	}
-	/* Workers run with signals blocked, so the handler runs in main. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	for (int i = 0; i < cfg->nstreams; i++)
+		ws[i].lock.fd = -1;
+	/* Every stream's lock first: a second agent for one of them stops here,
+	 * before it touches any stream. */
 	for (int i = 0; i < cfg->nstreams; i++) {
 		struct worker *w = &ws[n];
+		char err[SL_ERRLEN * 2];
 		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
 			continue;
 		w->cfg = cfg;
 		w->sc = &cfg->streams[i];
 		w->ro.until_caught_up = o.until_caught_up;
+		rc = sl_stream_lock_take(&w->lock, cfg->state_dir, w->sc->name, err, sizeof err);
+		if (rc < 0) {
+			if (rc == SL_ECONFIG)
+				sl_error("%s; only one agent at a time may run a stream: stop the other one first", err);
+			else
+				sl_error("%s", err);
+			worst = exit_code(rc);
+			goto out;
+		}
+		n++;
+	}
+	/* Blocked in every thread from here on: main takes them with
+	 * sigtimedwait() (wait_for_workers). */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	atomic_init(&finished, 0);
+	for (started = 0; started < n; started++) {
+		struct worker *w = &ws[started];
+		w->finished = &finished;
 		if (pthread_create(&w->th, NULL, worker_main, w) != 0) {
 			fprintf(stderr, "sluice: could not start a thread for stream \"%s\"\n", w->sc->name);
 			worst = 1;
 			break;
 		}
-		n++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	for (int i = 0; i < n; i++) {
+	wait_for_workers(&sigs, &finished, started);
+	for (int i = 0; i < started; i++) {
 		pthread_join(ws[i].th, NULL);
 		if (ws[i].rc < 0) {
 			sl_error("%s", ws[i].err);
@@ -271,6 +325,9 @@ static int cmd_run(int argc, char **argv)
 				worst = exit_code(ws[i].rc);
 		}
 	}
+out:
+	for (int i = 0; i < n; i++)
+		sl_stream_lock_release(&ws[i].lock);
 	free(ws);
 	sl_config_free(cfg);
 	return worst;
@@ -305,6 +362,42 @@ static int cmd_check(int argc, char **argv)
 	return worst;
 }
 
+/* A status string, or "unknown" for null. */
+static const char *text_or_unknown(json_t *v)
+{
+	return json_is_string(v) ? json_string_value(v) : "unknown";
+}
+
+/* "N bytes", or "unknown" for null. */
+static const char *bytes_or_unknown(json_t *v, char *buf, size_t len)
+{
+	if (!json_is_integer(v))
+		return "unknown";
+	snprintf(buf, len, "%lld bytes", (long long)json_integer_value(v));
+	return buf;
+}
+
+/* "  waiting: creating replication slot "x" for 25 s, blocked by pid 77
+ * (transaction open for 40 s, idle in transaction)" */
+static void print_waiting(json_t *w)
+{
+	json_t *b;
+	size_t i;
+
+	if (!json_is_object(w))
+		return;
+	printf("  waiting: %s for %lld s", text_or_unknown(json_object_get(w, "action")),
+	       (long long)json_integer_value(json_object_get(w, "waited_seconds")));
+	json_array_foreach(json_object_get(w, "blocked_by"), i, b) {
+		json_t *age = json_object_get(b, "transaction_seconds");
+		printf("%s pid %lld (", i ? "," : ", blocked by", (long long)json_integer_value(json_object_get(b, "pid")));
+		if (json_is_integer(age))
+			printf("transaction open for %lld s, ", (long long)json_integer_value(age));
+		printf("%s)", text_or_unknown(json_object_get(b, "state")));
+	}
+	printf("\n");
+}
+
 static void print_status_text(json_t *s)
 {
 	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
@@ -313,18 +406,24 @@ static void print_status_text(json_t *s)
 
 	printf("stream %s (source %s -> destination %s)\n", json_string_value(json_object_get(s, "stream")),
 	       json_string_value(json_object_get(s, "source")), json_string_value(json_object_get(s, "destination")));
+	v = json_object_get(s, "agent_pid");
+	if (json_is_integer(v))
+		printf("  agent: running (pid %lld)\n", (long long)json_integer_value(v));
+	else
+		printf("  agent: not running\n");
 	v = json_object_get(s, "durable_lsn");
 	printf("  durable position:  %s\n", json_is_string(v) ? json_string_value(v) : "(never run)");
+	print_waiting(json_object_get(s, "waiting"));
 	if (slot && json_is_true(json_object_get(slot, "exists"))) {
+		char lag[32], retained[32];
 		printf("  slot %s: confirmed %s, restart %s, %s, wal_status %s\n",
 		       json_string_value(json_object_get(s, "slot")),
-		       json_string_value(json_object_get(slot, "confirmed_flush_lsn")),
-		       json_string_value(json_object_get(slot, "restart_lsn")),
+		       text_or_unknown(json_object_get(slot, "confirmed_flush_lsn")),
+		       text_or_unknown(json_object_get(slot, "restart_lsn")),
 		       json_is_true(json_object_get(slot, "active")) ? "active" : "inactive",
-		       json_string_value(json_object_get(slot, "wal_status")));
-		printf("  lag: %lld bytes, retained WAL: %lld bytes\n",
-		       (long long)json_integer_value(json_object_get(slot, "lag_bytes")),
-		       (long long)json_integer_value(json_object_get(slot, "retained_wal_bytes")));
+		       text_or_unknown(json_object_get(slot, "wal_status")));
+		printf("  lag: %s, retained WAL: %s\n", bytes_or_unknown(json_object_get(slot, "lag_bytes"), lag, sizeof lag),
+		       bytes_or_unknown(json_object_get(slot, "retained_wal_bytes"), retained, sizeof retained));
 	} else if (slot) {
 		printf("  slot %s: does not exist\n", json_string_value(json_object_get(s, "slot")));
 	} else {
@@ -417,7 +516,32 @@ static int cmd_backfill(int argc, char **argv)
 	return exit_code(rc);
 }
 
-int main(int argc, char **argv)
+/* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
+ * is a failure: exit 1 (or the command's own failure code) and say so on
+ * stderr.  stdout is fully buffered into a file, so the error often shows
+ * only at the final flush or close. */
+static int finish_stdout(int rc)
+{
+	int failed = ferror(stdout), e = 0;
+
+	if (fflush(stdout) != 0) {
+		failed = 1;
+		e = errno;
+	}
+	if (fclose(stdout) != 0 && !failed) {
+		failed = 1;
+		e = errno;
+	}
+	if (!failed)
+		return rc;
+	if (e)
+		fprintf(stderr, "sluice: could not write to standard output: %s\n", strerror(e));
+	else
+		fprintf(stderr, "sluice: could not write to standard output\n");
+	return rc ? rc : 1;
+}
+
+static int dispatch(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
@@ -439,4 +563,9 @@ int main(int argc, char **argv)
 		return cmd_backfill(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	return finish_stdout(dispatch(argc, argv));
 }

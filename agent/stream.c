@@ -25,6 +25,8 @@
 #include "agent/backfill.h"
 #include "agent/checkpoint.h"
 #include "agent/pipeline.h"
+#include "agent/runstate.h"
+#include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/sink.h"
@@ -39,6 +41,7 @@ struct stream {
 	const struct sl_source_ops *src;
 	void *srcctx;
 	struct sl_source_stream sst;
+	struct sl_source_hooks hooks;   /* sst.hooks: signals and long waits */
 	const struct sl_sink_ops *sink;
 	void *sinkctx;
 	struct sl_sink_stream sinkst;
@@ -47,6 +50,7 @@ struct stream {
 	struct sl_table **gone;  /* column-less versions of dropped tables, for their markers */
 	int ngone;
 	struct sl_checkpoint ck;
+	char **known;            /* sst.known_tables: the names ck follows (pointers into ck) */
 	struct sl_pipe *pipe;
 	bool abandoned;          /* the writer is stuck in the sink: leave sink and checkpoint alone */
 	char *err;
@@ -74,6 +78,23 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;
+}
+
+void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, int rc, char *err, size_t errlen)
+{
+	struct sl_buf b;
+	size_t l = strlen(err);
+
+	if (rc != SL_ELOST || !path)
+		return;
+	sl_buf_init(&b, 0);
+	sl_buf_puts(&b, ". To recover, run `");
+	sl_source_backfill_command(&b, sst);
+	sl_buf_printf(&b, "`, which keeps the corrupt file as \"%s.corrupt\", then start sluice again: it backfills "
+		      "every table (or put back a good copy of the checkpoint)", path);
+	if (!sl_buf_failed(&b))
+		snprintf(err + l, errlen - l, "%s", b.data);
+	sl_buf_free(&b);
 }
 
 const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, char *err, size_t errlen)
@@ -226,6 +247,36 @@ static void restart_history(struct stream *s, const struct sl_snapshot_info *inf
 	s->ck.durable = info->pos;
 }
 
+/* The source's long waits end at the first signal. */
+static bool hook_stop(void *payload)
+{
+	(void)payload;
+	return draining();
+}
+
+/* A long wait, for `sluice status` (the source logs it itself). */
+static void hook_waiting(void *payload, const struct sl_source_wait *w)
+{
+	struct stream *s = payload;
+	char err[SL_ERRLEN];
+
+	if (!w) {
+		sl_runstate_wait_clear(s->cfg->state_dir, s->sc->name);
+		return;
+	}
+	if (sl_runstate_wait_write(s->cfg->state_dir, s->sc->name, w, err, sizeof err) < 0)
+		sl_warn("stream \"%s\": could not record the wait for sluice status: %s", s->sc->name, err);
+}
+
+/* A step that failed because a signal cut a wait short is a clean stop. */
+static int stopped_by_signal(struct stream *s, int rc, const char *what)
+{
+	if (rc == SL_OK || !draining())
+		return rc;
+	sl_info("stream \"%s\": stopped by a signal while %s (%s)", s->sc->name, what, s->err);
+	return SL_OK;
+}
+
 static void pos_text(const struct stream *s, const struct sl_position *p, char *out, size_t len)
 {
 	if (s->src->desc->pos_encode(p, out, len) < 0)
@@ -250,6 +301,7 @@ static void stream_free(struct stream *s)
 	for (int i = 0; i < s->ngone; i++)
 		sl_table_free(s->gone[i]);
 	free(s->gone);
+	free(s->known);
 	sl_ckpt_free(&s->ck);
 }
 
@@ -280,12 +332,20 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	if (!(s.src = sl_stream_source(sc, err, errlen)))
 		return SL_ECONFIG;
 	sl_stream_source_view(cfg, sc, &s.sst);
+	s.hooks.payload = &s;
+	s.hooks.stop = hook_stop;
+	s.hooks.waiting = hook_waiting;
+	s.sst.hooks = &s.hooks;
 	if (sl_mkdir_p(cfg->state_dir) < 0) {
 		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
 		return SL_EFAIL;
 	}
-	if (sl_ckpt_load(&s.ck, s.src->desc, cfg->state_dir, sc->name, err, errlen) < 0)
-		return SL_EFAIL;
+	if ((rc = sl_ckpt_load(&s.ck, s.src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		sl_stream_ckpt_hint(&s.sst, s.ck.path, rc, err, errlen);
+		sl_ckpt_free(&s.ck);
+		return rc;  /* none of these is worth a retry */
+	}
+	sl_runstate_wait_clear(cfg->state_dir, sc->name);  /* left by an agent that was killed */
 	if (sc->slot && s.ck.exists && s.ck.slot[0] && strcmp(s.ck.slot, sc->slot) != 0) {
 		snprintf(err, errlen, "stream \"%s\": the checkpoint \"%s\" belongs to slot \"%s\", but the config names "
 			 "slot \"%s\"", sc->name, s.ck.path, s.ck.slot, sc->slot);
@@ -294,6 +354,16 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	}
 	snprintf(s.ck.slot, sizeof s.ck.slot, "%s", sc->slot ? sc->slot : "");
 	had_checkpoint = s.ck.exists;
+	/* Tables followed before may have been dropped since: their exact
+	 * names in `tables` are no typo. */
+	if (!(s.known = calloc((size_t)s.ck.ntables + 1, sizeof *s.known))) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	for (int i = 0; i < s.ck.ntables; i++)
+		s.known[i] = s.ck.tables[i].name;
+	s.sst.known_tables = s.known;
 	if ((rc = open_sink(&s)) < 0)
 		goto out;
 	if ((rc = s.src->open(&s.srcctx, sc->source, &s.sst, err, errlen)) < 0) {
@@ -316,8 +386,10 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	so.until_caught_up = o->until_caught_up;
 
 	if (plan.need_position) {
-		if ((rc = s.src->snapshot(s.srcctx, true, &snap, &info, err, errlen)) < 0)
+		if ((rc = s.src->snapshot(s.srcctx, true, &snap, &info, err, errlen)) < 0) {
+			rc = stopped_by_signal(&s, rc, "creating the stream's position");
 			goto out;
+		}
 		created = true;
 		pos_text(&s, &info.pos, text, sizeof text);
 		sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot ? sc->slot : "",
@@ -352,8 +424,10 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 
 	if (bf.n > 0) {
-		if (!snap && (rc = s.src->snapshot(s.srcctx, false, &snap, &info, err, errlen)) < 0)
+		if (!snap && (rc = s.src->snapshot(s.srcctx, false, &snap, &info, err, errlen)) < 0) {
+			rc = stopped_by_signal(&s, rc, "taking a snapshot for backfill");
 			goto out;
+		}
 		rc = sl_backfill_run(&bf, s.src, s.srcctx, snap, &info, had_checkpoint || !created, s.pipe, &s.ck,
 				     sc->name, &sl_signal_count, &interrupted, err, errlen);
 		if (rc == SL_OK)

@@ -29,6 +29,10 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 /* The source operations of the stream's source, or NULL (SL_ECONFIG) with a
  * message in err when that kind is not built. */
 const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, char *err, size_t errlen);
+/* Appends to err, after a failed sl_ckpt_load() that returned rc, how to
+ * recover: for a corrupt checkpoint (SL_ELOST) at path, the backfill command
+ * that sets it aside and starts the stream over. */
+void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, int rc, char *err, size_t errlen);
 /* What the source knows of the stream (pointers into cfg and sc). */
 void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_config *sc,
 			   struct sl_source_stream *out);

@@ -122,3 +122,19 @@ char *sl_buf_detach(struct sl_buf *b)
 	sl_buf_init(b, b->cap);
 	return p;
 }
+
+int sl_buf_put_shell_word(struct sl_buf *b, const char *s)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@%+,-";
+
+	if (*s && strspn(s, safe) == strlen(s))
+		return sl_buf_puts(b, s);
+	sl_buf_putc(b, '\'');
+	for (; *s; s++) {
+		if (*s == '\'')
+			sl_buf_puts(b, "'\\''");
+		else
+			sl_buf_putc(b, *s);
+	}
+	return sl_buf_putc(b, '\'');
+}

@@ -38,6 +38,11 @@ int sl_buf_printf(struct sl_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
+/* Appends s as one word for a POSIX shell: as it is when it holds only
+ * characters no shell treats specially, else in single quotes (a quote
+ * inside written '\''), so that a command shown in a message can be pasted
+ * and run as it is. */
+int sl_buf_put_shell_word(struct sl_buf *b, const char *s);
 /* Hands the data to the caller, who frees it with free(); the buffer is left
  * empty.  Returns NULL if the buffer failed (and frees its data). */
 char *sl_buf_detach(struct sl_buf *b);

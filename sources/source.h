@@ -31,6 +31,8 @@
  *                                                          held for replicas; the position is
  *                                                          only checkpointed
  *   probe              pg_replication_slots                SHOW BINARY LOGS, expiry settings
+ *   discard_position   drop a slot that cannot be resumed  nothing to drop: report a purged
+ *                      (lost, or ahead of the checkpoint)  binlog file or GTID as renewed
  *
  * Positions (struct sl_position in schema/schema.h) are opaque to the agent;
  * the source kind's struct sl_source_desc compares them, derives the CSN and
@@ -75,6 +77,40 @@ struct sl_source_config {
 	char *ssl_mode;          /* mysql */
 };
 
+/* A wait on the server that may last long and that sluice cannot shorten
+ * by itself.  PostgreSQL: CREATE_REPLICATION_SLOT waits, silently, for every
+ * transaction that was open when it started; MySQL: FLUSH TABLES WITH READ
+ * LOCK waits for long queries.  Blockers are the server sessions it waits
+ * for, as far as the server tells. */
+struct sl_source_blocker {
+	int64_t pid;                   /* server process (PostgreSQL backend pid, MySQL thread id) */
+	int64_t xact_age_s;            /* how long its transaction has been open; -1 unknown */
+	const char *state;             /* "idle in transaction", "active", ... ("" unknown) */
+	const char *user;              /* ("" unknown) */
+	const char *application;       /* ("" unknown) */
+};
+
+struct sl_source_wait {
+	const char *action;            /* what waits: "creating replication slot \"sluice_s1\"" */
+	int64_t waited_ms;             /* for how long so far */
+	const char *detail;            /* one line, as logged: what it waits for, what ends it */
+	int nblockers;
+	const struct sl_source_blocker *blockers;
+};
+
+/* What the agent gives a source for such waits.  Every member may be NULL.
+ * A source that waits polls stop() at least every few hundred milliseconds
+ * and, when it returns true (the agent got a signal), cancels the
+ * operation on the server, leaves nothing half made, and returns SL_EFAIL.
+ * It logs what it waits for every 10 s, and reports it to waiting() each time
+ * (the agent shows it in `sluice status`); waiting(NULL) when the wait ends,
+ * however it ends, if it was reported. */
+struct sl_source_hooks {
+	void *payload;
+	bool (*stop)(void *payload);
+	void (*waiting)(void *payload, const struct sl_source_wait *w);
+};
+
 /* What a source knows of the stream it serves. */
 struct sl_source_stream {
 	const char *name;              /* stream name */
@@ -84,6 +120,10 @@ struct sl_source_stream {
 	bool merge;                    /* write_mode = merge: every table needs a key */
 	const char *slot;              /* postgres: the replication slot */
 	const char *publication;       /* postgres: the publication */
+	const struct sl_source_hooks *hooks;  /* for long waits (open, tables, prepare, snapshot,
+					       * start); NULL in check and probe */
+	char *const *known_tables;     /* "schema.table" of every table the stream's checkpoint
+					* has followed, NULL-terminated; NULL when none (check) */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */
@@ -170,6 +210,22 @@ struct sl_source_ops {
 	 * whether or not an agent runs the stream. */
 	int (*probe)(const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		     struct sl_source_status *out, char *err, size_t errlen);
+	/* `sluice backfill` of every table, on a connection of its own, while
+	 * no agent runs the stream: checks the stream's position holder against
+	 * the checkpoint's position (resume) as prepare() does.  When that
+	 * position cannot be resumed (PostgreSQL: the slot is missing or lost,
+	 * has confirmed beyond the checkpoint, or is left over from an earlier
+	 * request for a new one), sets *renew and, unless dry_run, removes what
+	 * is left of it on the server (drops the slot), printing one line per
+	 * action to out: the next run then creates a new position and backfills
+	 * every table, with no step by hand.  Otherwise *renew is false and
+	 * nothing changes.  SL_EFAIL when another reader holds the position (an
+	 * active slot); SL_EPREREQ when it is not the stream's to drop.  A MySQL
+	 * source has nothing to remove: *renew when the binlog file or GTID set
+	 * of the checkpoint was purged. */
+	int (*discard_position)(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+				const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,
+				char *err, size_t errlen);
 
 	/* Opens the source for one stream (a catalog connection); *ctx is freed
 	 * by close().  cfg and st must outlive ctx. */
@@ -223,5 +279,22 @@ struct sl_source_ops {
 
 /* The registry: the ops for a source kind, or NULL. */
 const struct sl_source_ops *sl_source_lookup(enum sl_source_kind kind);
+
+/* ---- helpers every source kind shares (sources/source_util.c) ---- */
+
+struct sl_buf;
+/* Appends the command that recovers the stream after a lost position,
+ * "sluice backfill -c FILE --stream NAME", with FILE and NAME quoted for a
+ * shell when needed, so that a message can give it to be run as it is.
+ * Returns the buffer's status (0 or -1). */
+int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *st);
+/* The rule of `tables` that no database decides: an entry without glob
+ * characters (*, ?, [ or \) names one table, and must match one of the n
+ * tables selected on source (the source's name, for the message); a glob may
+ * match none.  A table the stream followed before (st->known_tables) may be
+ * gone: it was dropped, and its entry is no typo.  SL_ECONFIG naming the
+ * first entry that matches nothing. */
+int sl_source_check_exact(const struct sl_source_stream *st, const char *source, struct sl_table *const *tables,
+			  int n, char *err, size_t errlen);
 
 #endif

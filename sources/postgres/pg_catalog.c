@@ -548,7 +548,7 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 		"SELECT active, slot_type = 'logical', coalesce(plugin, ''), coalesce(database, ''), "
 		"       coalesce(wal_status, ''), confirmed_flush_lsn, restart_lsn, "
 		"       pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint, "
-		"       pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, safe_wal_size "
+		"       pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint, safe_wal_size, active_pid "
 		"FROM pg_replication_slots WHERE slot_name = $1", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
 	int64_t v;
@@ -580,6 +580,8 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 		out->retained_bytes = v;
 	if (!PQgetisnull(res, 0, 9) && sl_parse_i64(PQgetvalue(res, 0, 9), INT64_MIN, INT64_MAX, &v) == 0)
 		out->safe_wal_size = v;
+	if (!PQgetisnull(res, 0, 10) && sl_parse_i64(PQgetvalue(res, 0, 10), 0, INT32_MAX, &v) == 0)
+		out->active_pid = (int)v;
 out:
 	PQclear(res);
 	return rc;

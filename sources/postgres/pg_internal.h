@@ -73,6 +73,12 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen);
 
+/* `sluice check`: whether the role can create the stream's publication
+ * for tables, or add the ones it lacks (pg_privs.c).  Prints one line to
+ * out; SL_EPREREQ with the statement the owner should run when it may not. */
+int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct sl_table *const *tables, int n,
+			    FILE *out, char *err, size_t errlen);
+
 struct sl_pg_slot_info {
 	bool exists;
 	bool active;
@@ -85,6 +91,7 @@ struct sl_pg_slot_info {
 	int64_t lag_bytes;            /* current WAL - confirmed_flush_lsn, -1 unknown */
 	int64_t retained_bytes;       /* current WAL - restart_lsn, -1 unknown */
 	int64_t safe_wal_size;        /* -1 if NULL */
+	int active_pid;               /* the process reading it, 0 if none */
 };
 int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, char *err, size_t errlen);
 /* The server's clock_timestamp() in Unix microseconds: taken just before a
@@ -96,6 +103,23 @@ int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, s
 int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errlen);
 /* pg_current_wal_lsn() */
 int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen);
+
+/* The stream's slot against its checkpoint (pg_slot.c).  prepare(): makes
+ * the plan (create a slot, adopt one, or resume), drops a slot left over
+ * from an earlier request for a new one, and refuses, with the one command
+ * that recovers (exit 4), a slot that cannot be resumed: missing, lost, or
+ * confirmed beyond the checkpoint.  SL_EPREREQ for a slot that is not a
+ * logical pgoutput slot of the stream's database. */
+int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		       const struct sl_source_resume *resume, struct sl_source_plan *plan, char *err, size_t errlen);
+/* `sluice check`: the same without a checkpoint: a lost slot is SL_ELOST
+ * with the recovery command.  *exists tells whether the slot exists. */
+int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		     bool *exists, char *err, size_t errlen);
+/* The discard_position operation (sources/source.h). */
+int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+			   const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,
+			   char *err, size_t errlen);
 
 /* The replication stream. */
 struct sl_pg_repl;
@@ -120,12 +144,40 @@ struct sl_pg_repl *sl_pg_repl_open(const struct sl_source_config *cfg, sl_pgo_ke
 void sl_pg_repl_close(struct sl_pg_repl *r);
 struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r);
 
-/* CREATE_REPLICATION_SLOT ... LOGICAL pgoutput EXPORT_SNAPSHOT.  The exported
- * snapshot (snapshot, at most 64 bytes) stays valid only until the next
- * command on this connection: import it elsewhere before sl_pg_repl_start(). */
-int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
-			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
+/* Called about every SL_PG_TICK_MS while a slot is being created, with the
+ * walsender's pid and how long it has waited; returns true to cancel. */
+typedef bool (*sl_pg_slot_tick)(void *payload, int walsender_pid, int64_t waited_ms);
+#define SL_PG_TICK_MS 200
+#define SL_PG_CANCEL_WAIT_MS 5000   /* how long a cancelled command may take to end */
+
+/* CREATE_REPLICATION_SLOT ... LOGICAL pgoutput EXPORT_SNAPSHOT, sent
+ * asynchronously: it may wait for long (for every transaction open when it
+ * started), so tick (may be NULL) is called between short polls and can
+ * cancel it; a cancelled creation leaves no slot and returns SL_EFAIL.  The
+ * exported snapshot (snapshot, at most 64 bytes) stays valid only until the
+ * next command on this connection: import it elsewhere before
+ * sl_pg_repl_start(). */
+int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary, sl_pg_slot_tick tick,
+			   void *payload, char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
 			   char *err, size_t errlen);
+
+/* What a slot creation waits for (pg_wait.c): every 10 s (the first time
+ * after 2 s) it logs the sessions that block the walsender, from
+ * pg_stat_activity and pg_blocking_pids() on the catalog connection, and
+ * reports them to the stream's hooks; the hooks' stop() cancels.  Use
+ * sl_pg_slot_wait_tick as the tick of sl_pg_repl_create_slot() with the
+ * struct as payload, and call sl_pg_slot_wait_end() after it. */
+struct sl_pg_slot_wait {
+	PGconn *meta;                    /* the catalog connection, idle meanwhile */
+	const struct sl_source_stream *st;
+	const char *slot;
+	int64_t next_report_ms;          /* waited_ms of the next report */
+	bool reported;
+};
+void sl_pg_slot_wait_init(struct sl_pg_slot_wait *w, PGconn *meta, const struct sl_source_stream *st,
+			  const char *slot);
+bool sl_pg_slot_wait_tick(void *payload, int walsender_pid, int64_t waited_ms);
+void sl_pg_slot_wait_end(struct sl_pg_slot_wait *w);
 
 /* START_REPLICATION with proto_version 1, the publication and messages on. */
 int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,

@@ -98,21 +98,104 @@ struct sl_pgoutput *sl_pg_repl_decoder(struct sl_pg_repl *r)
 	return r->dec;
 }
 
-int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary,
-			   char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
+/* Asks the server to cancel the command under way on c.  0, or -1 with err. */
+static int cancel_request(PGconn *c, char *err, size_t errlen)
+{
+	PGcancel *cn = PQgetCancel(c);
+	char msg[256] = "";
+	int ok;
+
+	if (!cn) {
+		snprintf(err, errlen, "could not cancel: no cancel handle for the connection");
+		return -1;
+	}
+	ok = PQcancel(cn, msg, (int)sizeof msg);
+	PQfreeCancel(cn);
+	if (!ok) {
+		snprintf(err, errlen, "could not cancel: %s", msg);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * CREATE_REPLICATION_SLOT returns only once the slot's snapshot is
+ * consistent: the walsender waits for every transaction that was running
+ * when it started (wait event Lock/transactionid on each one's xid), however
+ * long, and says nothing meanwhile.  So the command is sent asynchronously
+ * and its socket polled in short slices; tick is called between slices and
+ * may ask for a cancel, which the server answers with an error: the slot,
+ * still ephemeral until the command succeeds, is dropped by the server.
+ */
+int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporary, sl_pg_slot_tick tick,
+			   void *payload, char *snapshot, size_t snaplen, uint64_t *consistent_lsn,
 			   char *err, size_t errlen)
 {
 	struct sl_buf sql;
-	PGresult *res;
+	PGresult *res = NULL, *extra;
+	int64_t t0 = sl_mono_ms(), cancelled_at = 0;
 	int rc = SL_OK;
 
 	sl_buf_init(&sql, 0);
 	/* Slot names are [a-z0-9_] (checked by the config), so quoting is plain. */
 	sl_buf_printf(&sql, "CREATE_REPLICATION_SLOT \"%s\" %sLOGICAL pgoutput EXPORT_SNAPSHOT",
 		      slot, temporary ? "TEMPORARY " : "");
-	res = PQexec(r->conn, sql.data);
+	if (sl_buf_failed(&sql)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if (!PQsendQuery(r->conn, sql.data)) {
+		char what[160];
+		snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
+		sl_pg_err(err, errlen, what, r->conn, NULL);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = PQsocket(r->conn), .events = POLLIN };
+		int pr;
+
+		if (!PQconsumeInput(r->conn)) {
+			char what[160];
+			snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
+			sl_pg_err(err, errlen, what, r->conn, NULL);
+			rc = SL_EFAIL;
+			goto out;
+		}
+		if (!PQisBusy(r->conn))
+			break;
+		if (cancelled_at && sl_mono_ms() - cancelled_at > SL_PG_CANCEL_WAIT_MS) {
+			snprintf(err, errlen, "creating replication slot \"%s\" was cancelled, but the server did not "
+				 "answer within %d s", slot, SL_PG_CANCEL_WAIT_MS / 1000);
+			rc = SL_EFAIL;
+			goto out;
+		}
+		if (!cancelled_at && tick && tick(payload, PQbackendPID(r->conn), sl_mono_ms() - t0)) {
+			if (cancel_request(r->conn, err, errlen) < 0) {
+				rc = SL_EFAIL;
+				goto out;
+			}
+			cancelled_at = sl_mono_ms();
+		}
+		pr = poll(&pfd, 1, SL_PG_TICK_MS);
+		if (pr < 0 && errno != EINTR) {
+			snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+			rc = SL_EFAIL;
+			goto out;
+		}
+	}
+	res = PQgetResult(r->conn);
+	while ((extra = PQgetResult(r->conn)))  /* the connection is idle again after the last one */
+		PQclear(extra);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) < 4) {
 		char what[160];
+		if (cancelled_at && sl_pg_sqlstate_is(res, "57014")) {
+			snprintf(err, errlen, "creating replication slot \"%s\" was cancelled; the server made no slot",
+				 slot);
+			rc = SL_EFAIL;
+			goto out;
+		}
 		snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
 		sl_pg_err(err, errlen, what, r->conn, res);
 		rc = sl_pg_sqlstate_is(res, "42501") ? SL_EPREREQ : SL_EFAIL;

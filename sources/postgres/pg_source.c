@@ -251,18 +251,22 @@ static int list_tables(PGconn *c, const struct sl_source_config *cfg, const stru
 		return rc;
 	for (int i = 0; i < *n; i++)
 		(*out)[i]->src = &sl_pg_desc;
+	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0)
+		goto fail;
 	if (*n > 0)
 		return SL_OK;
+	rc = SL_ECONFIG;
 	sl_buf_init(&b, 4096);
 	for (char *const *g = st->tables; *g; g++)
 		sl_buf_printf(&b, "%s%s", g == st->tables ? "" : ", ", *g);
 	snprintf(err, errlen, "stream \"%s\": no table on source \"%s\" matches tables = %s", st->name, cfg->name,
 		 b.data ? b.data : "");
 	sl_buf_free(&b);
+fail:
 	sl_pg_tables_free(*out, *n);
 	*out = NULL;
 	*n = 0;
-	return SL_ECONFIG;
+	return rc;
 }
 
 static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen)
@@ -322,8 +326,6 @@ static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct s
 {
 	struct pg_src *s = ctx;
 	const struct sl_source_stream *st = s->st;
-	struct sl_pg_slot_info si;
-	char a[18], b[18];
 	int rc;
 
 	memset(plan, 0, sizeof *plan);
@@ -333,68 +335,8 @@ static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct s
 	plan->status_interval_ms = s->status_interval_ms;
 	if ((rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
 		return rc;
-	if ((rc = sl_pg_slot_info(s->meta, st->slot, &si, err, errlen)) < 0)
-		return rc;
-	if (!si.exists) {
-		if (resume->has_position && !resume->reset) {
-			sl_lsn_format(resume->durable.w[0], a);
-			snprintf(err, errlen,
-				 "stream \"%s\": replication slot \"%s\" does not exist on source \"%s\", but the checkpoint "
-				 "\"%s\" says changes up to %s were already read from it; changes after that position may "
-				 "be gone. sluice will not skip them silently. To recover, re-backfill every table with "
-				 "`sluice backfill -c %s --stream %s` (a new slot is created on the next run)",
-				 st->name, st->slot, s->cfg->name, resume->checkpoint_path, a, st->config_path, st->name);
-			return SL_ELOST;
-		}
-		plan->need_position = true;
-		return SL_OK;
-	}
-	if (!si.logical || strcmp(si.plugin, "pgoutput") != 0) {
-		snprintf(err, errlen, "stream \"%s\": slot \"%s\" exists but is not a logical pgoutput slot (plugin \"%s\")",
-			 st->name, st->slot, si.plugin);
-		return SL_EPREREQ;
-	}
-	if (strcmp(si.database, s->cfg->dbname) != 0) {
-		snprintf(err, errlen, "stream \"%s\": slot \"%s\" belongs to database \"%s\", not \"%s\"",
-			 st->name, st->slot, si.database, s->cfg->dbname);
-		return SL_EPREREQ;
-	}
-	if (!strcmp(si.wal_status, "lost")) {
-		snprintf(err, errlen,
-			 "stream \"%s\": replication slot \"%s\" is lost (wal_status = lost): the server removed WAL it "
-			 "still needed, so changes are gone. Drop the slot (SELECT pg_drop_replication_slot('%s')) and "
-			 "re-backfill with `sluice backfill -c %s --stream %s`",
-			 st->name, st->slot, st->slot, st->config_path, st->name);
-		return SL_ELOST;
-	}
-	if (si.active) {
-		snprintf(err, errlen, "stream \"%s\": replication slot \"%s\" is in use by another process",
-			 st->name, st->slot);
-		return SL_EFAIL;
-	}
-	if (resume->reset) {
-		snprintf(err, errlen,
-			 "stream \"%s\": a full re-backfill with a new slot was requested, but slot \"%s\" exists; "
-			 "drop it first (SELECT pg_drop_replication_slot('%s'))", st->name, st->slot, st->slot);
-		return SL_EPREREQ;
-	}
-	if (resume->has_position && si.confirmed_flush_lsn > resume->durable.w[0]) {
-		sl_lsn_format(si.confirmed_flush_lsn, a);
-		sl_lsn_format(resume->durable.w[0], b);
-		snprintf(err, errlen,
-			 "stream \"%s\": slot \"%s\" has confirmed position %s, ahead of %s in checkpoint \"%s\": changes "
-			 "between them were acknowledged by another reader or the checkpoint is stale. Re-backfill with "
-			 "`sluice backfill -c %s --stream %s`, or restore the right checkpoint",
-			 st->name, st->slot, a, b, resume->checkpoint_path, st->config_path, st->name);
-		return SL_ELOST;
-	}
-	if (!resume->has_position) {
-		/* A slot made outside sluice (or before a crash that lost the first
-		 * checkpoint): start at its position; backfill covers the rest. */
-		plan->adopt = true;
-		plan->start = lsn_pos(si.confirmed_flush_lsn);
-	}
-	return SL_OK;
+	/* The slot against the checkpoint (pg_slot.c). */
+	return sl_pg_slot_prepare(s->meta, s->cfg, st, resume, plan, err, errlen);
 }
 
 static int pg_current_position(void *ctx, struct sl_position *out, char *err, size_t errlen)
@@ -413,6 +355,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 	struct pg_src *s = ctx;
 	struct pg_snap *snap = calloc(1, sizeof *snap);
 	struct sl_pg_repl *r;
+	struct sl_pg_slot_wait wait;
 	char name[128], tmpname[64];
 	uint64_t consistent;
 	int rc;
@@ -433,7 +376,10 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 			goto fail;
 		}
 		r = s->repl;
-		rc = sl_pg_repl_create_slot(r, s->st->slot, false, name, sizeof name, &consistent, err, errlen);
+		sl_pg_slot_wait_init(&wait, s->meta, s->st, s->st->slot);
+		rc = sl_pg_repl_create_slot(r, s->st->slot, false, sl_pg_slot_wait_tick, &wait, name, sizeof name,
+					    &consistent, err, errlen);
+		sl_pg_slot_wait_end(&wait);
 	} else {
 		/* The stream's slot exists: a fresh snapshot from a temporary slot.
 		 * Rows read at its position P carry CSN (P, 0); the changes the
@@ -444,7 +390,10 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 			goto fail;
 		}
 		snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", s->st->slot, (int)getpid());
-		rc = sl_pg_repl_create_slot(snap->tmp, tmpname, true, name, sizeof name, &consistent, err, errlen);
+		sl_pg_slot_wait_init(&wait, s->meta, s->st, tmpname);
+		rc = sl_pg_repl_create_slot(snap->tmp, tmpname, true, sl_pg_slot_wait_tick, &wait, name, sizeof name,
+					    &consistent, err, errlen);
+		sl_pg_slot_wait_end(&wait);
 	}
 	if (rc < 0)
 		goto fail;
@@ -684,7 +633,7 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 		    char *err, size_t errlen)
 {
 	struct sl_table **tables = NULL;
-	struct sl_pg_slot_info si;
+	bool slot_exists = false;
 	int ntables = 0, rc;
 	PGconn *c = sl_pg_connect(cfg, false, err, errlen);
 
@@ -711,14 +660,11 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
-	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
+	if ((rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
 		goto out;
-	if (si.exists && !strcmp(si.wal_status, "lost")) {
-		snprintf(err, errlen, "stream \"%s\": replication slot \"%s\" is lost", st->name, st->slot);
-		rc = SL_ELOST;
+	if ((rc = sl_pg_slot_check(c, cfg, st, &slot_exists, err, errlen)) < 0)
 		goto out;
-	}
-	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, si.exists ? "exists" : "will be created");
+	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, slot_exists ? "exists" : "will be created");
 	rc = SL_OK;
 out:
 	sl_pg_tables_free(tables, ntables);
@@ -746,8 +692,10 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 		return SL_OK;
 	out->active = si.active;
 	snprintf(out->state, sizeof out->state, "%s", si.wal_status);
-	sl_lsn_format(si.confirmed_flush_lsn, out->confirmed);
-	sl_lsn_format(si.restart_lsn, out->restart);
+	if (si.confirmed_flush_lsn)  /* NULL while the slot is being created */
+		sl_lsn_format(si.confirmed_flush_lsn, out->confirmed);
+	if (si.restart_lsn)          /* NULL once the slot is lost */
+		sl_lsn_format(si.restart_lsn, out->restart);
 	out->lag_bytes = si.lag_bytes;
 	out->retained_bytes = si.retained_bytes;
 	out->safe_bytes = si.safe_wal_size;
@@ -759,6 +707,7 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.desc = &sl_pg_desc,
 	.check = pg_check,
 	.probe = pg_probe,
+	.discard_position = sl_pg_discard_position,
 	.open = pg_open,
 	.close = pg_close,
 	.tables = pg_tables,

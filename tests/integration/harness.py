@@ -523,16 +523,19 @@ class PgServer(ServerBase):
     With netns (a NetNs), the server runs inside that namespace and listens
     on its address (host), so the test can break the network between it and
     sluice; the harness's own connections (connect(), sql()) use the Unix
-    socket and keep working meanwhile.  Use as a context manager, or call
+    socket and keep working meanwhile.  initdb_args are added to initdb's
+    (e.g. ["--wal-segsize=1"] for 1 MB WAL segments, so that a test can
+    drive a slot to `lost` quickly).  Use as a context manager, or call
     start() and close().
     """
     kind = "pg"
     run_as = "postgres"
 
-    def __init__(self, settings=None, keep=False, netns=None):
+    def __init__(self, settings=None, keep=False, netns=None, initdb_args=()):
         self.settings = dict(PG_DEFAULT_SETTINGS)
         self.settings.update(settings or {})
         self.netns = netns
+        self.initdb_args = list(initdb_args)
         self._conn = None
         super().__init__(keep=keep)
 
@@ -551,7 +554,7 @@ class PgServer(ServerBase):
 
     def _setup(self):
         self.run_cmd([os.path.join(PG_BIN, "initdb"), "-D", self.datadir, "-U", "postgres",
-                      "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"])
+                      "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"] + self.initdb_args)
         with open(os.path.join(self.datadir, "pg_hba.conf"), "a") as f:
             f.write("\n# sluice test harness\n"
                     "host all all 127.0.0.1/32 trust\n"
@@ -1460,8 +1463,10 @@ import unittest  # noqa: E402
 
 class PgTestCase(unittest.TestCase):
     """A test class with its own PostgreSQL server (pg), started once for the
-    class and always closed.  Skips when PostgreSQL 15 is not installed."""
+    class and always closed.  Skips when PostgreSQL 15 is not installed.
+    pg_settings and pg_initdb_args go to PgServer."""
     pg_settings = None
+    pg_initdb_args = ()
     pg = None
 
     @classmethod
@@ -1469,7 +1474,7 @@ class PgTestCase(unittest.TestCase):
         reason = pg_available()
         if reason:
             raise unittest.SkipTest(reason)
-        cls.pg = PgServer(cls.pg_settings)
+        cls.pg = PgServer(cls.pg_settings, initdb_args=cls.pg_initdb_args)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
 

@@ -88,7 +88,7 @@ int main(int argc, char **argv)
 
 	if (!(r = sl_pg_repl_open(&cfg, NULL, NULL, err, sizeof err)))
 		goto fail;
-	if (sl_pg_repl_create_slot(r, slot, true, snapshot, sizeof snapshot, &consistent, err, sizeof err) < 0)
+	if (sl_pg_repl_create_slot(r, slot, true, NULL, NULL, snapshot, sizeof snapshot, &consistent, err, sizeof err) < 0)
 		goto fail;
 	sl_lsn_format(consistent, lsn_text);
 	printf("ready %s\n", lsn_text);

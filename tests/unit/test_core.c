@@ -694,6 +694,27 @@ static void test_value_equal(void **state)
 	assert_false(sl_value_equal(&a, &b));
 }
 
+/* Commands in messages can be pasted into a shell as they are. */
+static void test_buf_shell_word(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "/etc/sluice/a-b_c.ini", "/etc/sluice/a-b_c.ini" },
+		{ "my file.ini", "'my file.ini'" },
+		{ "it's", "'it'\\''s'" },
+		{ "$HOME/x;rm", "'$HOME/x;rm'" },
+		{ "", "''" },
+	};
+	struct sl_buf b;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		sl_buf_init(&b, 0);
+		assert_int_equal(sl_buf_put_shell_word(&b, cases[i][0]), 0);
+		assert_string_equal(b.data, cases[i][1]);
+		sl_buf_free(&b);
+	}
+}
+
 static void test_buf(void **state)
 {
 	struct sl_buf b;
@@ -799,8 +820,21 @@ static void test_checkpoint_roundtrip(void **state)
 	f = fopen(path, "w");
 	fputs("{\"durable_lsn\": 12", f);
 	fclose(f);
-	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), -1);
+	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), SL_ELOST);
 	assert_non_null(strstr(err, "is corrupt"));
+	sl_ckpt_free(&ck2);
+	/* Valid JSON of the wrong shape is corrupt too. */
+	f = fopen(path, "w");
+	fputs("[1, 2]", f);
+	fclose(f);
+	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), SL_ELOST);
+	assert_non_null(strstr(err, "is corrupt (line 1: not a JSON object)"));
+	/* Set aside, it leaves the stream without a checkpoint. */
+	assert_int_equal(sl_ckpt_set_aside(&ck2, err, sizeof err), 0);
+	sl_ckpt_free(&ck2);
+	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), SL_OK);
+	assert_false(ck2.exists);
+	snprintf(path, sizeof path, "%s.corrupt", ck.path);
 	sl_ckpt_free(&ck2);
 	unlink(path);
 	sl_ckpt_free(&ck);
@@ -847,14 +881,14 @@ static void test_checkpoint_format1(void **state)
 
 	/* Written for postgres, read for another kind: refused, nothing changed. */
 	other.kind = "mysql";
-	assert_int_equal(sl_ckpt_load(&ck, &other, dir, "s1", err, sizeof err), -1);
+	assert_int_equal(sl_ckpt_load(&ck, &other, dir, "s1", err, sizeof err), SL_ECONFIG);
 	assert_non_null(strstr(err, "was written for a postgres source, but the stream's source is mysql"));
 	sl_ckpt_free(&ck);
 
 	f = fopen(path, "w");
 	fputs("{\"format\": 9, \"source\": \"postgres\"}", f);
 	fclose(f);
-	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), -1);
+	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), SL_ECONFIG);
 	assert_non_null(strstr(err, "has format 9"));
 	sl_ckpt_free(&ck);
 	unlink(path);
@@ -879,6 +913,7 @@ int main(void)
 		cmocka_unit_test(test_value_key_bytes),
 		cmocka_unit_test(test_value_equal),
 		cmocka_unit_test(test_buf),
+		cmocka_unit_test(test_buf_shell_word),
 		cmocka_unit_test(test_quote_failure),
 		cmocka_unit_test(test_checkpoint_roundtrip),
 		cmocka_unit_test(test_checkpoint_format1),

@@ -1,0 +1,49 @@
+/*
+ * sources/source_util.c: helpers every source kind shares (see the end of
+ * source.h): the recovery command that messages name, and the rules of the
+ * stream's table selection that do not depend on the database.
+ */
+#include "sources/source.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+
+int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *st)
+{
+	sl_buf_puts(b, "sluice backfill -c ");
+	sl_buf_put_shell_word(b, st->config_path ? st->config_path : "FILE");
+	sl_buf_puts(b, " --stream ");
+	return sl_buf_put_shell_word(b, st->name);
+}
+
+int sl_source_check_exact(const struct sl_source_stream *st, const char *source, struct sl_table *const *tables,
+			  int n, char *err, size_t errlen)
+{
+	struct sl_buf full;
+	int rc = SL_OK;
+
+	sl_buf_init(&full, 0);
+	for (char *const *e = st->tables; e && *e && rc == SL_OK; e++) {
+		bool found = false;
+		if (strpbrk(*e, "*?[\\"))
+			continue;  /* a glob: it may match nothing */
+		for (char *const *k = st->known_tables; k && *k && !found; k++)
+			found = !strcmp(*k, *e);  /* followed before: dropped since */
+		for (int i = 0; i < n && !found; i++) {
+			sl_buf_reset(&full);
+			sl_buf_printf(&full, "%s.%s", tables[i]->ns, tables[i]->name);
+			found = !sl_buf_failed(&full) && !strcmp(full.data, *e);
+		}
+		if (!found) {
+			snprintf(err, errlen, "stream \"%s\": tables entry \"%s\" names no table on source \"%s\" (it "
+				 "does not exist there, or exclude_tables leaves it out); an entry without *, ? or [ must "
+				 "name a table", st->name, *e, source);
+			rc = SL_ECONFIG;
+		}
+	}
+	sl_buf_free(&full);
+	return rc;
+}
