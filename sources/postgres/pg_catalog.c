@@ -395,6 +395,75 @@ static int append_pub_table(struct sl_buf *b, PGconn *c, const struct sl_table *
 	return sl_pg_append_qualified(b, c, t);
 }
 
+int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *tables, int n, bool *exists,
+			  char *err, size_t errlen)
+{
+	const char *params[1] = { pub };
+	PGresult *res;
+	char *q;
+	bool partitioned = false;
+	int rc = SL_OK;
+
+	*exists = false;
+	for (int i = 0; i < n; i++)
+		partitioned |= (tables[i]->src_flags & SL_PG_PARTITIONED) != 0;
+	res = PQexecParams(c, "SELECT pubviaroot, pubinsert AND pubupdate AND pubdelete, "
+			      "CASE WHEN NOT pubinsert THEN 'insert' WHEN NOT pubupdate THEN 'update' "
+			      "     WHEN NOT pubdelete THEN 'delete' END "
+			      "FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		sl_pg_err(err, errlen, "could not look up the publication", c, res);
+		PQclear(res);
+		return SL_EFAIL;
+	}
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		return SL_OK;
+	}
+	*exists = true;
+	if (!(q = PQescapeIdentifier(c, pub, strlen(pub)))) {
+		sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
+		rc = SL_EFAIL;
+	} else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
+		snprintf(err, errlen, "publication \"%s\" does not publish %ss, so the stream would miss "
+			 "them: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate'), or "
+			 "give the stream a publication of its own (publication = ...)", pub,
+			 PQgetvalue(res, 0, 2), q);
+		rc = SL_EPREREQ;
+	} else if (partitioned && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		snprintf(err, errlen, "publication \"%s\" publishes the changes of partitions under the "
+			 "partitions' own names (publish_via_partition_root = false), but the stream selects "
+			 "a partitioned table, whose changes must arrive under its own name: run "
+			 "ALTER PUBLICATION %s SET (publish_via_partition_root = true) if nothing else reads "
+			 "the publication, or give the stream a publication of its own (publication = ...)",
+			 pub, q);
+		rc = SL_EPREREQ;
+	}
+	PQfreemem(q);
+	PQclear(res);
+	if (rc < 0)
+		return rc;
+	res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
+			   1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
+		PQclear(res);
+		return SL_EFAIL;
+	}
+	for (int i = 0; i < n && rc == SL_OK; i++) {
+		char via[300];
+		if (listed(res, tables[i]) || !published_through(c, res, tables[i], via, sizeof via))
+			continue;
+		snprintf(err, errlen, "publication \"%s\" publishes the changes of partition \"%s\".\"%s\" as "
+			 "changes of %s (publish_via_partition_root), but the stream selects the partition on its "
+			 "own: select %s instead, or give the stream a publication of its own (publication = ...)",
+			 pub, tables[i]->ns, tables[i]->name, via, via);
+		rc = SL_EPREREQ;
+	}
+	PQclear(res);
+	return rc;
+}
+
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen)
 {
@@ -403,7 +472,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 	struct sl_buf sql, missing;
 	char *qpub = PQescapeIdentifier(c, pub, strlen(pub));
 	int rc = SL_OK, nmissing = 0;
-	bool exists = false, partitioned = false;
+	bool exists = false;
 
 	sl_buf_init(&sql, 0);
 	sl_buf_init(&missing, 0);
@@ -411,42 +480,11 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
 		return SL_EFAIL;
 	}
-	for (int i = 0; i < n; i++)
-		partitioned |= (tables[i]->src_flags & SL_PG_PARTITIONED) != 0;
 	for (int attempt = 0; attempt < 2; attempt++) {
-		res = PQexecParams(c, "SELECT pubviaroot, pubinsert AND pubupdate AND pubdelete, "
-				      "CASE WHEN NOT pubinsert THEN 'insert' WHEN NOT pubupdate THEN 'update' "
-				      "     WHEN NOT pubdelete THEN 'delete' END "
-				      "FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			sl_pg_err(err, errlen, "could not look up the publication", c, res);
-			rc = SL_EFAIL;
+		if ((rc = sl_pg_publication_fit(c, pub, tables, n, &exists, err, errlen)) < 0)
 			goto out;
-		}
-		exists = PQntuples(res) == 1;
-		if (exists) {
-			if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
-				snprintf(err, errlen, "publication \"%s\" does not publish %ss, so the stream would miss "
-					 "them: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate'), or "
-					 "give the stream a publication of its own (publication = ...)", pub,
-					 PQgetvalue(res, 0, 2), qpub);
-				rc = SL_EPREREQ;
-				goto out;
-			}
-			if (partitioned && strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
-				snprintf(err, errlen, "publication \"%s\" publishes the changes of partitions under the "
-					 "partitions' own names (publish_via_partition_root = false), but the stream selects "
-					 "a partitioned table, whose changes must arrive under its own name: run "
-					 "ALTER PUBLICATION %s SET (publish_via_partition_root = true) if nothing else reads "
-					 "the publication, or give the stream a publication of its own (publication = ...)",
-					 pub, qpub);
-				rc = SL_EPREREQ;
-				goto out;
-			}
+		if (exists)
 			break;
-		}
-		PQclear(res);
-		res = NULL;
 		sl_buf_reset(&sql);
 		sl_buf_printf(&sql, "CREATE PUBLICATION %s FOR TABLE ", qpub);
 		for (int i = 0; i < n; i++)
@@ -469,7 +507,6 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		}
 		goto exec_fail;
 	}
-	PQclear(res);
 	res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
 			   1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -477,21 +514,9 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		rc = SL_EFAIL;
 		goto out;
 	}
-	for (int i = 0; i < n; i++) {
-		char via[300];
-		if (listed(res, tables[i]))
-			continue;
-		if (published_through(c, res, tables[i], via, sizeof via)) {
-			snprintf(err, errlen, "publication \"%s\" publishes the changes of partition \"%s\".\"%s\" as "
-				 "changes of %s (publish_via_partition_root), but the stream selects the partition on its "
-				 "own: select %s instead, or give the stream a publication of its own (publication = ...)",
-				 pub, tables[i]->ns, tables[i]->name, via, via);
-			rc = SL_EPREREQ;
-			goto out;
-		}
-		if (append_pub_table(&missing, c, tables[i], nmissing++ == 0) < 0)
+	for (int i = 0; i < n; i++)
+		if (!listed(res, tables[i]) && append_pub_table(&missing, c, tables[i], nmissing++ == 0) < 0)
 			goto quote_fail;
-	}
 	PQclear(res);
 	res = NULL;
 	if (nmissing == 0)

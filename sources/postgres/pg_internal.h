@@ -70,6 +70,13 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 
 /* Creates the publication for tables if missing, or adds tables missing from
  * an existing one.  SL_EPREREQ when the user may not. */
+/* Whether publication pub (when it exists: *exists) can carry the n tables
+ * as the stream needs them: it publishes inserts, updates and deletes, it
+ * has publish_via_partition_root when a partitioned table is selected, and
+ * it does not publish a selected partition through an ancestor.  SL_EPREREQ
+ * with the statement to run when not; changes nothing. */
+int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *tables, int n, bool *exists,
+			  char *err, size_t errlen);
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen);
 

@@ -633,7 +633,7 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 		    char *err, size_t errlen)
 {
 	struct sl_table **tables = NULL;
-	bool slot_exists = false;
+	bool slot_exists = false, pub_exists = false;
 	int ntables = 0, rc;
 	PGconn *c = sl_pg_connect(cfg, false, err, errlen);
 
@@ -660,7 +660,8 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
-	if ((rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
+	if ((rc = sl_pg_publication_fit(c, st->publication, tables, ntables, &pub_exists, err, errlen)) < 0 ||
+	    (rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
 		goto out;
 	if ((rc = sl_pg_slot_check(c, cfg, st, &slot_exists, err, errlen)) < 0)
 		goto out;

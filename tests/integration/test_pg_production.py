@@ -207,10 +207,24 @@ class PartitionTest(PgTestCase):
         s = self.sluice(stream="prs", tables="public.pr", extra={"stream": {"publication": "pr_pub"}})
         for cmd in (("check",), ("run", "--until-caught-up")):
             r = s.run(*cmd)
-            if cmd[0] == "check":
-                continue  # check does not look at publications yet (see the operator issue)
             self.assertEqual(r.rc, 3, r.describe())
-            self.assertIn("publish_via_partition_root = true", r.stderr)
+            self.assertIn('ALTER PUBLICATION "pr_pub" SET (publish_via_partition_root = true)', r.stderr)
+        # a partition selected alone while the publication carries its root
+        # through publish_via_partition_root: refused by both, too
+        pg.execute("CREATE PUBLICATION pr_root FOR TABLE pr WITH (publish_via_partition_root = true)")
+        leaf = self.sluice(stream="prleaf", tables="public.pr_a", extra={"stream": {"publication": "pr_root"}})
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = leaf.run(*cmd)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('"public"."pr_a" as changes of public.pr', r.stderr)
+        # an insert-only publication misses updates and deletes
+        pg.execute("CREATE TABLE plain_t (id int PRIMARY KEY)")
+        pg.execute("CREATE PUBLICATION ins_only FOR TABLE plain_t WITH (publish = 'insert')")
+        io = self.sluice(stream="insonly", tables="public.plain_t", extra={"stream": {"publication": "ins_only"}})
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = io.run(*cmd)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn("does not publish updates", r.stderr)
         pg.execute("ALTER PUBLICATION pr_pub SET (publish_via_partition_root = true)")
         pg.execute("INSERT INTO pr VALUES (1)")
         self.catch_up(s)
