@@ -210,6 +210,9 @@ static void pg_close(void *ctx)
 
 	if (!s)
 		return;
+	if (s->repl && sl_pgoutput_ignored(sl_pg_repl_decoder(s->repl)) > 0)
+		sl_info("stream \"%s\": skipped %" PRIu64 " changes of tables that the publication carries but the "
+			"stream does not select", s->st->name, sl_pgoutput_ignored(sl_pg_repl_decoder(s->repl)));
 	sl_pg_repl_close(s->repl);
 	if (s->meta)
 		PQfinish(s->meta);
