@@ -27,6 +27,9 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 {
 	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
 	struct sl_source_stream sst;
+	struct sl_source_resume resume;
+	struct sl_checkpoint ck;
+	int rc;
 
 	if (!src)
 		return SL_ECONFIG;
@@ -34,12 +37,25 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 		struct sl_sink_stream st = {
 			.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
 		};
-		int rc = sc->destination->ops->check(sc->destination->conf, &st, stdout, err, errlen);
-		if (rc < 0)
+		if ((rc = sc->destination->ops->check(sc->destination->conf, &st, stdout, err, errlen)) < 0)
 			return rc;
 	}
 	sl_stream_source_view(cfg, sc, &sst);
-	return src->check(sc->source, &sst, stdout, err, errlen);
+	/* The position holder is judged against the checkpoint, as run judges it. */
+	if ((rc = sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		sl_stream_ckpt_hint(&sst, ck.path, rc, err, errlen);
+		sl_ckpt_free(&ck);
+		return rc;
+	}
+	memset(&resume, 0, sizeof resume);
+	resume.has_position = ck.exists && ck.has_position;
+	resume.reset = ck.reset;
+	resume.durable = ck.durable;
+	resume.checkpoint_path = ck.path;
+	if ((rc = sl_stream_ckpt_slot(&ck, sc, err, errlen)) == SL_OK)
+		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
+	sl_ckpt_free(&ck);
+	return rc;
 }
 
 static void add_alert(json_t *alerts, const char *name, const char *severity, const char *text)

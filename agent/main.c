@@ -44,13 +44,19 @@ static const char usage_main[] =
 static const char usage_check[] =
 	"usage: sluice check -c FILE\n"
 	"\n"
-	"Validates FILE, then for every stream connects to its source and checks\n"
-	"wal_level, the REPLICATION attribute, SELECT on each selected table, primary\n"
-	"keys (merge mode), that the role may create the publication or add the tables\n"
-	"it lacks, the slot, and that the destination path is writable.  Changes\n"
-	"nothing.  Exit 0 when everything is in order, 2 for a bad config (or a tables\n"
-	"entry without glob characters that names no table), 3 when a source\n"
-	"prerequisite is missing, 4 when a slot is lost.\n";
+	"Validates FILE, then for every stream connects to its source and checks what\n"
+	"`sluice run` depends on, with run's exit codes and words: wal_level, the\n"
+	"REPLICATION attribute, USAGE on each selected table's schema and SELECT on the\n"
+	"table, replica identities and primary keys (merge mode), that the role may\n"
+	"create the publication or add the tables it lacks and that an existing one\n"
+	"fits, the slot against the stream's checkpoint, and that the destination is\n"
+	"writable.  Changes nothing.  Exit 0 when everything is in order, 2 for a bad\n"
+	"config (or a tables entry without glob characters that names no table), 3\n"
+	"when a source prerequisite is missing (the message gives the GRANT or the\n"
+	"statement to run), 4 when the stream's position is lost.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     check only this stream\n";
 
 static const char usage_run[] =
 	"usage: sluice run -c FILE [--stream NAME] [--until-caught-up]\n"

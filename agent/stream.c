@@ -80,6 +80,15 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->publication = sc->publication;
 }
 
+int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen)
+{
+	if (!sc->slot || !ck->exists || !ck->slot[0] || !strcmp(ck->slot, sc->slot))
+		return SL_OK;
+	snprintf(err, errlen, "stream \"%s\": the checkpoint \"%s\" belongs to slot \"%s\", but the config names "
+		 "slot \"%s\"", sc->name, ck->path, ck->slot, sc->slot);
+	return SL_ECONFIG;
+}
+
 void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, int rc, char *err, size_t errlen)
 {
 	struct sl_buf b;
@@ -346,12 +355,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		return rc;  /* none of these is worth a retry */
 	}
 	sl_runstate_wait_clear(cfg->state_dir, sc->name);  /* left by an agent that was killed */
-	if (sc->slot && s.ck.exists && s.ck.slot[0] && strcmp(s.ck.slot, sc->slot) != 0) {
-		snprintf(err, errlen, "stream \"%s\": the checkpoint \"%s\" belongs to slot \"%s\", but the config names "
-			 "slot \"%s\"", sc->name, s.ck.path, s.ck.slot, sc->slot);
-		rc = SL_ECONFIG;
+	if ((rc = sl_stream_ckpt_slot(&s.ck, sc, err, errlen)) < 0)
 		goto out;
-	}
 	snprintf(s.ck.slot, sizeof s.ck.slot, "%s", sc->slot ? sc->slot : "");
 	had_checkpoint = s.ck.exists;
 	/* Tables followed before may have been dropped since: their exact

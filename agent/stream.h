@@ -13,6 +13,8 @@
 #include "agent/config.h"
 #include "sources/source.h"
 
+struct sl_checkpoint;
+
 /* Signal state, set only by the handler in main.c: 1 = drain, 2+ = cancel.
  * A lock-free atomic, so the handler and every stream thread may use it. */
 extern atomic_int sl_signal_count;
@@ -33,6 +35,9 @@ const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, 
  * recover: for a corrupt checkpoint (SL_ELOST) at path, the backfill command
  * that sets it aside and starts the stream over. */
 void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, int rc, char *err, size_t errlen);
+/* SL_ECONFIG when the checkpoint ck belongs to another slot than the
+ * stream's config names; 0 otherwise. */
+int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen);
 /* What the source knows of the stream (pointers into cfg and sc). */
 void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_config *sc,
 			   struct sl_source_stream *out);

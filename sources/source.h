@@ -203,9 +203,11 @@ struct sl_source_ops {
 
 	/* `sluice check`: every read-only probe run depends on (connection,
 	 * log settings, privileges, tables, keys in merge mode, the position
-	 * holder).  Prints one line per check to out.  Changes nothing. */
-	int (*check)(const struct sl_source_config *cfg, const struct sl_source_stream *st, FILE *out,
-		     char *err, size_t errlen);
+	 * holder judged against the checkpoint's view in resume, as prepare()
+	 * judges it), with the statuses and words run would give.  Prints one
+	 * line per check to out.  Changes nothing. */
+	int (*check)(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		     const struct sl_source_resume *resume, FILE *out, char *err, size_t errlen);
 	/* The position holder's state, on a connection of its own; works
 	 * whether or not an agent runs the stream. */
 	int (*probe)(const struct sl_source_config *cfg, const struct sl_source_stream *st,

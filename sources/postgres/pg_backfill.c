@@ -28,9 +28,9 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 
 	res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		sl_pg_err(err, errlen, "could not begin the backfill transaction", c, res);
+		rc = sl_pg_err(err, errlen, "could not begin the backfill transaction", c, res);
 		PQclear(res);
-		return SL_EFAIL;
+		return rc;
 	}
 	PQclear(res);
 	lit = PQescapeLiteral(c, snapshot, strlen(snapshot));

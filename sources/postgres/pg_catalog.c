@@ -32,14 +32,62 @@
 #define SESSION_OPTIONS "-c datestyle=ISO,YMD -c intervalstyle=postgres -c timezone=UTC " \
 			"-c extra_float_digits=3 -c bytea_output=hex"
 
-void sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
+static _Thread_local int last_err_status = SL_EFAIL;
+
+/* Connection-time failures come without a SQLSTATE: their words tell. */
+static bool auth_failure(PGconn *c, const char *m)
+{
+	static const char *const words[] = {
+		"password authentication failed", "no pg_hba.conf entry", "authentication failed",
+		"does not exist",               /* role or database */
+		"is not permitted to log in", "permission denied for database",
+		"must be superuser or replication role", "must have the REPLICATION attribute",
+		"no password supplied", "password is required",
+	};
+
+	if (!c || PQstatus(c) != CONNECTION_BAD)
+		return false;
+	if (PQconnectionNeedsPassword(c))
+		return true;
+	for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strstr(m, words[i]))
+			return true;
+	return false;
+}
+
+int sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res)
 {
 	const char *m = res ? PQresultErrorMessage(res) : PQerrorMessage(c);
-	int l = (int)strlen(m);
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	size_t n;
+	int rc = SL_EFAIL;
 
-	while (l > 0 && (m[l - 1] == '\n' || m[l - 1] == ' '))
-		l--;
-	snprintf(err, errlen, "%s: %.*s", what, l, m);
+	if (state && (!strcmp(state, "42501") || !strncmp(state, "28", 2)))
+		rc = SL_EPREREQ;
+	else if (!res && auth_failure(c, m))
+		rc = SL_EPREREQ;
+	snprintf(err, errlen, "%s: %s", what, m);
+	/* libpq's words span lines (ERROR, DETAIL, HINT; one per host tried):
+	 * one line, for logs that are read one line at a time */
+	for (char *p = err; *p; p++)
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			*p = ' ';
+	for (char *p = err; (p = strstr(p, "  "));)
+		memmove(p, p + 1, strlen(p + 1) + 1);
+	n = strlen(err);
+	while (n > 0 && err[n - 1] == ' ')
+		err[--n] = '\0';
+	if (rc == SL_EPREREQ && n + 1 < errlen)
+		snprintf(err + n, errlen - n, "%s", state && !strcmp(state, "42501")
+			 ? " (a missing privilege is not retried: `sluice check` lists the GRANT statements the role needs)"
+			 : " (a failed login is not retried: fix the role, its password or pg_hba.conf)");
+	last_err_status = rc;
+	return rc;
+}
+
+int sl_pg_err_status(void)
+{
+	return last_err_status;
 }
 
 PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char *err, size_t errlen)
@@ -49,6 +97,7 @@ PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char
 	int n = 0;
 	PGconn *c;
 
+	last_err_status = SL_EFAIL;
 	snprintf(port, sizeof port, "%d", cfg->port);
 	snprintf(timeout, sizeof timeout, "%d", cfg->connect_timeout > 0 ? cfg->connect_timeout : 10);
 #define KV(k, v) do { const char *v_ = (v); if (v_) { keys[n] = (k); vals[n] = v_; n++; } } while (0)
@@ -102,8 +151,7 @@ int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
 	int rc = SL_OK;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not read wal_level", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not read wal_level", c, res);
 	} else if (strcmp(PQgetvalue(res, 0, 0), "logical") != 0) {
 		snprintf(err, errlen, "source prerequisite not met: wal_level is \"%s\", logical replication needs "
 			 "wal_level = logical (set it in postgresql.conf and restart the server)",
@@ -159,8 +207,7 @@ static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *
 	int rc = SL_OK;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not read the columns of a table", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not read the columns of a table", c, res);
 		goto out;
 	}
 	for (int i = 0; i < PQntuples(res); i++) {
@@ -266,8 +313,7 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 	*out = NULL;
 	*n = 0;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not list tables", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not list tables", c, res);
 		goto out;
 	}
 	tabs = calloc((size_t)PQntuples(res) + 1, sizeof *tabs);
@@ -412,9 +458,9 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 			      "     WHEN NOT pubdelete THEN 'delete' END "
 			      "FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not look up the publication", c, res);
+		rc = sl_pg_err(err, errlen, "could not look up the publication", c, res);
 		PQclear(res);
-		return SL_EFAIL;
+		return rc;
 	}
 	if (PQntuples(res) != 1) {
 		PQclear(res);
@@ -422,8 +468,7 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 	}
 	*exists = true;
 	if (!(q = PQescapeIdentifier(c, pub, strlen(pub)))) {
-		sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
 	} else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
 		snprintf(err, errlen, "publication \"%s\" does not publish %ss, so the stream would miss "
 			 "them: ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate'), or "
@@ -446,9 +491,9 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 	res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
 			   1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
+		rc = sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
 		PQclear(res);
-		return SL_EFAIL;
+		return rc;
 	}
 	for (int i = 0; i < n && rc == SL_OK; i++) {
 		char via[300];
@@ -477,8 +522,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 	sl_buf_init(&sql, 0);
 	sl_buf_init(&missing, 0);
 	if (!qpub) {
-		sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
-		return SL_EFAIL;
+		return sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
 	}
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = sl_pg_publication_fit(c, pub, tables, n, &exists, err, errlen)) < 0)
@@ -510,8 +554,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 	res = PQexecParams(c, "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1",
 			   1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not list the tables of the publication", c, res);
 		goto out;
 	}
 	for (int i = 0; i < n; i++)
@@ -581,8 +624,7 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 	memset(out, 0, sizeof *out);
 	out->lag_bytes = out->retained_bytes = out->safe_wal_size = -1;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not read pg_replication_slots", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not read pg_replication_slots", c, res);
 		goto out;
 	}
 	if (PQntuples(res) == 0)
@@ -619,29 +661,76 @@ int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen)
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK ||
 	    sl_parse_i64(PQgetvalue(res, 0, 0), INT64_MIN, INT64_MAX, out) < 0) {
-		sl_pg_err(err, errlen, "could not read the server's clock", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not read the server's clock", c, res);
 	}
 	PQclear(res);
 	return rc;
 }
 
-int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, size_t errlen)
+int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct sl_buf *grants, char *err,
+		      size_t errlen)
 {
-	char oid[16];
-	const char *params[1] = { oid };
-	PGresult *res;
+	struct sl_buf oids;
+	const char *params[1];
+	PGresult *res = NULL;
 	int rc = SL_OK;
 
-	snprintf(oid, sizeof oid, "%u", t->relid);
-	res = PQexecParams(c, "SELECT has_table_privilege($1::oid, 'SELECT')", 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not check SELECT privileges", c, res);
+	sl_buf_init(&oids, 0);
+	sl_buf_putc(&oids, '{');
+	for (int i = 0; i < n; i++)
+		sl_buf_printf(&oids, "%s%u", i ? "," : "", tables[i]->relid);
+	sl_buf_putc(&oids, '}');
+	if (sl_buf_failed(&oids)) {
+		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
-	} else {
-		*ok = !strcmp(PQgetvalue(res, 0, 0), "t");
+		goto out;
 	}
+	params[0] = oids.data;
+	/* Schema USAGE first: without it SELECT on a table is of no use, and
+	 * has_table_privilege() does not look at the schema. */
+	res = PQexecParams(c, "SELECT n.nspname, c.relname, has_schema_privilege(n.oid, 'USAGE'), "
+			      "       has_table_privilege(c.oid, 'SELECT') "
+			      "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+			      "WHERE c.oid = ANY($1::oid[]) ORDER BY n.nspname, c.relname", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = sl_pg_err(err, errlen, "could not check the role's privileges on the tables", c, res);
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(res); i++) {
+		const char *ns = PQgetvalue(res, i, 0);
+		struct sl_table t = { .ns = (char *)ns, .name = PQgetvalue(res, i, 1) };
+		if (strcmp(PQgetvalue(res, i, 2), "t") != 0) {
+			/* once per schema: the rows come sorted by schema */
+			if (i == 0 || strcmp(PQgetvalue(res, i - 1, 0), ns) != 0) {
+				sl_buf_puts(grants, grants->len ? "; " : "");
+				sl_buf_puts(grants, "GRANT USAGE ON SCHEMA ");
+				if (sl_pg_append_ident(grants, c, ns) < 0)
+					goto quote_fail;
+				sl_buf_puts(grants, " TO ");
+				if (sl_pg_append_ident(grants, c, PQuser(c)) < 0)
+					goto quote_fail;
+			}
+		}
+		if (strcmp(PQgetvalue(res, i, 3), "t") != 0) {
+			sl_buf_puts(grants, grants->len ? "; " : "");
+			sl_buf_puts(grants, "GRANT SELECT ON ");
+			if (sl_pg_append_qualified(grants, c, &t) < 0)
+				goto quote_fail;
+			sl_buf_puts(grants, " TO ");
+			if (sl_pg_append_ident(grants, c, PQuser(c)) < 0)
+				goto quote_fail;
+		}
+	}
+	if (sl_buf_failed(grants)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+	}
+	goto out;
+quote_fail:
+	rc = sl_pg_err(err, errlen, "could not quote a name for a GRANT statement", c, NULL);
+out:
 	PQclear(res);
+	sl_buf_free(&oids);
 	return rc;
 }
 
@@ -652,8 +741,7 @@ int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errle
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    sl_parse_i64(PQgetvalue(res, 0, 0), 0, INT32_MAX, out) < 0) {
-		sl_pg_err(err, errlen, "could not read wal_sender_timeout", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not read wal_sender_timeout", c, res);
 	}
 	PQclear(res);
 	return rc;
@@ -665,8 +753,7 @@ int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen)
 	int rc = SL_OK;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not read the current WAL position", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not read the current WAL position", c, res);
 	} else if (sl_lsn_parse(PQgetvalue(res, 0, 0), out) < 0) {
 		snprintf(err, errlen, "could not parse WAL position \"%s\"", PQgetvalue(res, 0, 0));
 		rc = SL_EFAIL;

@@ -27,8 +27,13 @@ extern const struct sl_source_ops sl_pg_source_ops;
 extern const struct sl_source_desc sl_pg_desc;
 
 /* Copies a libpq error (of res, or of the connection when res is NULL) into
- * err as "what: message", on one line. */
-void sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res);
+ * err as "what: message", on one line, and classifies it: SL_EPREREQ for
+ * what an operator must fix (insufficient privilege, SQLSTATE 42501; a
+ * failed authentication, class 28, or its connection-time words), with a
+ * hint; SL_EFAIL (worth a retry) otherwise.  sl_pg_err_status() gives the
+ * status of the last call on this thread, for a failed sl_pg_connect(). */
+int sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *res);
+int sl_pg_err_status(void);
 /* True when res failed with SQLSTATE state. */
 bool sl_pg_sqlstate_is(PGresult *res, const char *state);
 
@@ -82,7 +87,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 
 /* `sluice check`: whether the role can create the stream's publication
  * for tables, or add the ones it lacks (pg_privs.c).  Prints one line to
- * out; SL_EPREREQ with the statement the owner should run when it may not. */
+ * out (none when NULL: run asks the same); SL_EPREREQ with the statement the owner should run when it may not. */
 int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct sl_table *const *tables, int n,
 			    FILE *out, char *err, size_t errlen);
 
@@ -104,8 +109,10 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 /* The server's clock_timestamp() in Unix microseconds: taken just before a
  * slot is created, it is the source time of that snapshot's backfill rows. */
 int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen);
-/* Sets *ok to whether the session's role may SELECT from t. */
-int sl_pg_can_select(PGconn *c, const struct sl_table *t, bool *ok, char *err, size_t errlen);
+/* Appends to grants ("; "-separated) the GRANT statements the role lacks
+ * to read the n tables: USAGE on each schema, SELECT on each table. */
+int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct sl_buf *grants, char *err,
+		      size_t errlen);
 /* The server's wal_sender_timeout in milliseconds (0: disabled). */
 int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errlen);
 /* pg_current_wal_lsn() */
@@ -119,10 +126,11 @@ int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen);
  * logical pgoutput slot of the stream's database. */
 int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		       const struct sl_source_resume *resume, struct sl_source_plan *plan, char *err, size_t errlen);
-/* `sluice check`: the same without a checkpoint: a lost slot is SL_ELOST
- * with the recovery command.  *exists tells whether the slot exists. */
+/* `sluice check`: the same judgement, changing nothing: a missing, lost,
+ * foreign or (with no agent reading it) ahead slot gives the status and the
+ * words prepare() gives.  *exists tells whether the slot exists. */
 int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
-		     bool *exists, char *err, size_t errlen);
+		     const struct sl_source_resume *resume, bool *exists, char *err, size_t errlen);
 /* The discard_position operation (sources/source.h). */
 int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_source_stream *st,
 			   const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,

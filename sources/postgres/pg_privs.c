@@ -44,8 +44,7 @@ static int read_state(PGconn *c, const char *pub, struct sl_table *const *tables
 		"       coalesce((SELECT pg_has_role(pubowner, 'USAGE') FROM pg_publication WHERE pubname = $1), false)",
 		1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-		sl_pg_err(err, errlen, "could not check the publication privileges", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not check the publication privileges", c, res);
 		goto out;
 	}
 	*superuser = !strcmp(PQgetvalue(res, 0, 0), "t");
@@ -75,8 +74,7 @@ static int read_state(PGconn *c, const char *pub, struct sl_table *const *tables
 		"FROM unnest($2::oid[]) AS t(oid) JOIN pg_class c ON c.oid = t.oid "
 		"JOIN pg_namespace n ON n.oid = c.relnamespace", 2, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		sl_pg_err(err, errlen, "could not check the publication's tables", c, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not check the publication's tables", c, res);
 		goto out;
 	}
 	for (int i = 0; i < n; i++) {
@@ -136,12 +134,12 @@ int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct
 	for (int i = 0; i < n; i++)
 		nmissing += tabs[i].missing;
 	if (exists && nmissing == 0) {
-		fprintf(out, "stream %s: publication %s: exists and publishes every table\n", st->name, st->publication);
+		if (out)
+			fprintf(out, "stream %s: publication %s: exists and publishes every table\n", st->name, st->publication);
 		goto out;
 	}
 	if (!(qpub = PQescapeIdentifier(c, st->publication, strlen(st->publication)))) {
-		sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
 		goto out;
 	}
 	sl_buf_printf(&sql, exists ? "ALTER PUBLICATION %s ADD TABLE " : "CREATE PUBLICATION %s FOR TABLE ", qpub);
@@ -180,18 +178,18 @@ int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct
 		goto out;
 	}
 	if (!ok) {
-		snprintf(err, errlen, "stream \"%s\": role \"%s\" may not %s publication \"%s\" (%s), so sluice run would "
-			 "fail; ask a superuser, or the owner of the tables%s, to run: %s", st->name, PQuser(c),
+		snprintf(err, errlen, "stream \"%s\": role \"%s\" may not %s publication \"%s\" (%s), so the stream cannot "
+			 "start; ask a superuser, or the owner of the tables%s, to run: %s", st->name, PQuser(c),
 			 exists ? "add tables to" : "create", st->publication, why.data,
 			 exists ? " and of the publication" : "", sql.data);
 		rc = SL_EPREREQ;
 		goto out;
 	}
 	names(&list, tabs, n, true, false);
-	if (exists)
+	if (out && exists)
 		fprintf(out, "stream %s: publication %s: exists; sluice run adds %s\n", st->name, st->publication,
 			list.data ? list.data : "");
-	else
+	else if (out)
 		fprintf(out, "stream %s: publication %s: sluice run creates it\n", st->name, st->publication);
 out:
 	PQfreemem(qpub);

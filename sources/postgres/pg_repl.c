@@ -148,8 +148,7 @@ int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporar
 	if (!PQsendQuery(r->conn, sql.data)) {
 		char what[160];
 		snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
-		sl_pg_err(err, errlen, what, r->conn, NULL);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, what, r->conn, NULL);
 		goto out;
 	}
 	for (;;) {
@@ -159,8 +158,7 @@ int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporar
 		if (!PQconsumeInput(r->conn)) {
 			char what[160];
 			snprintf(what, sizeof what, "could not create replication slot \"%s\"", slot);
-			sl_pg_err(err, errlen, what, r->conn, NULL);
-			rc = SL_EFAIL;
+			rc = sl_pg_err(err, errlen, what, r->conn, NULL);
 			goto out;
 		}
 		if (!PQisBusy(r->conn))
@@ -249,8 +247,7 @@ int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publica
 	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
 		char what[160];
 		snprintf(what, sizeof what, "could not start replication from slot \"%s\"", slot);
-		sl_pg_err(err, errlen, what, r->conn, res);
-		rc = SL_EFAIL;
+		rc = sl_pg_err(err, errlen, what, r->conn, res);
 	} else {
 		r->streaming = true;
 		r->last_rx_ms = sl_mono_ms();
@@ -311,17 +308,16 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 			PGresult *res = PQgetResult(r->conn);
 			r->streaming = false;
 			if (res && PQresultStatus(res) != PGRES_COMMAND_OK) {
-				sl_pg_err(err, errlen, "replication stream ended with an error", r->conn, res);
+				int rc = sl_pg_err(err, errlen, "replication stream ended with an error", r->conn, res);
 				PQclear(res);
-				return SL_EFAIL;
+				return rc;
 			}
 			PQclear(res);
 			*end = true;
 			return SL_OK;
 		}
 		if (n == -2) {
-			sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
-			return SL_EFAIL;
+			return sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
 		}
 		if (attempt == 1 || timeout_ms == 0)
 			return SL_OK;
@@ -346,8 +342,7 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 			}
 			r->batch = 0;
 			if (PQconsumeInput(r->conn) == 0) {
-				sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
-				return SL_EFAIL;
+				return sl_pg_err(err, errlen, "could not read from the replication stream", r->conn, NULL);
 			}
 		}
 	}
@@ -425,8 +420,7 @@ int sl_pg_repl_send_status(struct sl_pg_repl *r, uint64_t write_lsn, uint64_t fl
 	sl_put_u64(msg + 25, (uint64_t)(sl_now_us() - SL_PG_EPOCH_OFFSET_US));
 	msg[33] = reply_requested ? 1 : 0;
 	if (PQputCopyData(r->conn, (const char *)msg, sizeof msg) != 1 || PQflush(r->conn) != 0) {
-		sl_pg_err(err, errlen, "could not send a standby status update", r->conn, NULL);
-		return SL_EFAIL;
+		return sl_pg_err(err, errlen, "could not send a standby status update", r->conn, NULL);
 	}
 	return SL_OK;
 }

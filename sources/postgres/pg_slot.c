@@ -33,7 +33,6 @@ enum verdict {
 	SLOT_FOREIGN,    /* not a logical pgoutput slot of the stream's database */
 };
 
-/* resume is NULL for `sluice check`, which reads no checkpoint. */
 static enum verdict judge(const struct sl_pg_slot_info *si, const char *dbname, const struct sl_source_resume *resume)
 {
 	if (!si->exists)
@@ -186,7 +185,7 @@ int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const stru
 }
 
 int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct sl_source_stream *st,
-		     bool *exists, char *err, size_t errlen)
+		     const struct sl_source_resume *resume, bool *exists, char *err, size_t errlen)
 {
 	struct sl_pg_slot_info si;
 	enum verdict v;
@@ -195,9 +194,13 @@ int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct
 	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
 		return rc;
 	*exists = si.exists;
-	v = judge(&si, cfg->dbname, NULL);
-	if (v == SLOT_LOST || v == SLOT_FOREIGN)
-		return explain(v, &si, cfg, st, NULL, err, errlen);
+	v = judge(&si, cfg->dbname, resume);
+	/* An agent that reads the slot acknowledges right after it saves its
+	 * checkpoint, so the file read before may be behind: no verdict then. */
+	if (v == SLOT_AHEAD && si.active)
+		return SL_OK;
+	if (v == SLOT_LOST || v == SLOT_FOREIGN || v == SLOT_MISSING || v == SLOT_AHEAD)
+		return explain(v, &si, cfg, st, resume, err, errlen);
 	return SL_OK;
 }
 
@@ -214,7 +217,7 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 
 	*renew = false;
 	if (!c)
-		return SL_EFAIL;
+		return sl_pg_err_status();
 	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
 		goto out;
 	v = judge(&si, cfg->dbname, resume);

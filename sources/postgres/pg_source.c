@@ -176,7 +176,7 @@ static int pg_open(void **ctx, const struct sl_source_config *cfg, const struct 
 	s->meta = sl_pg_connect(cfg, false, err, errlen);
 	if (!s->meta) {
 		free(s);
-		return SL_EFAIL;
+		return sl_pg_err_status();
 	}
 	*ctx = s;
 	return SL_OK;
@@ -272,6 +272,28 @@ fail:
 	return rc;
 }
 
+/* What run needs of the selected tables, checked before it touches
+ * anything, by check and run alike: the role may read each (USAGE on its
+ * schema, SELECT on it: SL_EPREREQ with every GRANT missing), and each is
+ * fit for the stream (check_table). */
+static int check_tables(PGconn *c, const struct sl_source_stream *st, struct sl_table *const *tables, int n,
+			char *err, size_t errlen)
+{
+	struct sl_buf grants;
+	int rc;
+
+	sl_buf_init(&grants, 0);
+	if ((rc = sl_pg_read_grants(c, tables, n, &grants, err, errlen)) == SL_OK && grants.len > 0) {
+		snprintf(err, errlen, "stream \"%s\": role \"%s\" may not read every selected table; as the owner of the "
+			 "tables (or a superuser) run: %s", st->name, PQuser(c), grants.data);
+		rc = SL_EPREREQ;
+	}
+	sl_buf_free(&grants);
+	for (int i = 0; i < n && rc == SL_OK; i++)
+		rc = check_table(st, tables[i], err, errlen);
+	return rc;
+}
+
 static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen)
 {
 	struct pg_src *s = ctx;
@@ -279,13 +301,11 @@ static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 
 	if (rc < 0)
 		return rc;
-	for (int i = 0; i < *n; i++) {
-		if ((rc = check_table(s->st, (*out)[i], err, errlen)) < 0) {
-			sl_pg_tables_free(*out, *n);
-			*out = NULL;
-			*n = 0;
-			return rc;
-		}
+	if ((rc = check_tables(s->meta, s->st, *out, *n, err, errlen)) < 0) {
+		sl_pg_tables_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+		return rc;
 	}
 	s->tables = *out;
 	s->ntables = *n;
@@ -336,7 +356,10 @@ static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct s
 		return rc;
 	set_status_interval(s);
 	plan->status_interval_ms = s->status_interval_ms;
-	if ((rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
+	/* What check says of the publication, run says in the same words,
+	 * before it tries to create or change it. */
+	if ((rc = sl_pg_check_publication(s->meta, st, s->tables, s->ntables, NULL, err, errlen)) < 0 ||
+	    (rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
 		return rc;
 	/* The slot against the checkpoint (pg_slot.c). */
 	return sl_pg_slot_prepare(s->meta, s->cfg, st, resume, plan, err, errlen);
@@ -375,7 +398,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 	if (create) {
 		/* The stream's own slot; its connection streams later. */
 		if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen))) {
-			rc = SL_EFAIL;
+			rc = sl_pg_err_status();
 			goto fail;
 		}
 		r = s->repl;
@@ -389,7 +412,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 		 * stream's slot delivers again from before P carry smaller CSNs, so
 		 * "highest CSN wins" converges on the source's state. */
 		if (!(snap->tmp = sl_pg_repl_open(s->cfg, NULL, NULL, err, errlen))) {
-			rc = SL_EFAIL;
+			rc = sl_pg_err_status();
 			goto fail;
 		}
 		snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", s->st->slot, (int)getpid());
@@ -404,7 +427,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 	/* Import the snapshot at once: it dies at the next command on the
 	 * connection that exported it. */
 	if (!(snap->conn = sl_pg_connect(s->cfg, false, err, errlen))) {
-		rc = SL_EFAIL;
+		rc = sl_pg_err_status();
 		goto fail;
 	}
 	if ((rc = sl_pg_backfill_begin(snap->conn, name, err, errlen)) < 0)
@@ -448,7 +471,7 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	struct pg_src *s = ctx;
 
 	if (!s->repl && !(s->repl = sl_pg_repl_open(s->cfg, key_lookup, s, err, errlen)))
-		return SL_EFAIL;
+		return sl_pg_err_status();
 	s->last_catalog_ms = sl_mono_ms();
 	sl_pg_repl_set_timeout(s->repl, s->silence_ms);
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
@@ -632,8 +655,8 @@ static int pg_ack(void *ctx, const struct sl_position *durable, bool want_reply,
 
 /* ---- check and probe: connections of their own ---- */
 
-static int pg_check(const struct sl_source_config *cfg, const struct sl_source_stream *st, FILE *out,
-		    char *err, size_t errlen)
+static int pg_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		    const struct sl_source_resume *resume, FILE *out, char *err, size_t errlen)
 {
 	struct sl_table **tables = NULL;
 	bool slot_exists = false, pub_exists = false;
@@ -641,32 +664,23 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 	PGconn *c = sl_pg_connect(cfg, false, err, errlen);
 
 	if (!c)
-		return SL_EFAIL;
+		return sl_pg_err_status();
 	fprintf(out, "stream %s: source %s: connected\n", st->name, cfg->name);
 	if ((rc = sl_pg_check_prereqs(c, err, errlen)) < 0)
 		goto out;
 	fprintf(out, "stream %s: source %s: wal_level = logical, role may replicate\n", st->name, cfg->name);
 	if ((rc = list_tables(c, cfg, st, &tables, &ntables, err, errlen)) < 0)
 		goto out;
+	if ((rc = check_tables(c, st, tables, ntables, err, errlen)) < 0)
+		goto out;
 	for (int i = 0; i < ntables; i++) {
-		bool may = false;
-		if ((rc = sl_pg_can_select(c, tables[i], &may, err, errlen)) < 0)
-			goto out;
-		if (!may) {
-			snprintf(err, errlen, "stream \"%s\": role \"%s\" may not SELECT from \"%s\".\"%s\" "
-				 "(GRANT SELECT ON ... TO %s)", st->name, PQuser(c), tables[i]->ns, tables[i]->name, PQuser(c));
-			rc = SL_EPREREQ;
-			goto out;
-		}
-		if ((rc = check_table(st, tables[i], err, errlen)) < 0)
-			goto out;
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
 	if ((rc = sl_pg_publication_fit(c, st->publication, tables, ntables, &pub_exists, err, errlen)) < 0 ||
 	    (rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
 		goto out;
-	if ((rc = sl_pg_slot_check(c, cfg, st, &slot_exists, err, errlen)) < 0)
+	if ((rc = sl_pg_slot_check(c, cfg, st, resume, &slot_exists, err, errlen)) < 0)
 		goto out;
 	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, slot_exists ? "exists" : "will be created");
 	rc = SL_OK;
@@ -686,7 +700,7 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 	memset(out, 0, sizeof *out);
 	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
 	if (!c)
-		return SL_EFAIL;
+		return sl_pg_err_status();
 	rc = sl_pg_slot_info(c, st->slot, &si, err, errlen);
 	PQfinish(c);
 	if (rc < 0)

@@ -213,7 +213,7 @@ class PublicationPrivilegesTest(PgTestCase):
         self.assertEqual(r.rc, 3, r.describe())
         want = ('sluice: stream "oppriv1": role "pub_limited" may not create publication "sluice_oppriv1" (it lacks '
                 'the CREATE privilege on database "postgres" and it does not own public.pa_a, public.pa_b), so '
-                'sluice run would fail; ask a superuser, or the owner of the tables, to run: '
+                'the stream cannot start; ask a superuser, or the owner of the tables, to run: '
                 'CREATE PUBLICATION "sluice_oppriv1" FOR TABLE "public"."pa_a", "public"."pa_b"\n')
         self.assertIn(want, r.stderr)
         pg.execute(self.statement(r))           # the owner runs exactly that
@@ -230,7 +230,7 @@ class PublicationPrivilegesTest(PgTestCase):
         r = s.run("check", timeout=60)
         self.assertEqual(r.rc, 3, r.describe())
         self.assertIn('sluice: stream "oppriv2": role "pub_limited" may not add tables to publication "sluice_oppriv2" '
-                      '(it does not own the publication and it does not own public.pa_b), so sluice run would fail; '
+                      '(it does not own the publication and it does not own public.pa_b), so the stream cannot start; '
                       'ask a superuser, or the owner of the tables and of the publication, to run: '
                       'ALTER PUBLICATION "sluice_oppriv2" ADD TABLE "public"."pa_b"\n', r.stderr)
         pg.execute(self.statement(r))

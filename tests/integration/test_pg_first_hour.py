@@ -1,0 +1,140 @@
+"""
+tests/integration/test_pg_first_hour.py: what a newcomer meets in the first
+hour, with a non-superuser role where privileges matter.
+
+`check` predicts `run`: for every case below, `sluice check` and
+`sluice run --until-caught-up` give the same exit code and the same words,
+and after the fix the message gives, both pass:
+
+- no publication, and a role that may not create it;
+- a table added to the config that the role may not add to the publication;
+- no USAGE on a schema other than public (run used to retry "permission
+  denied for schema" forever);
+- no SELECT on a table, revoked after the stream ran;
+- a checkpoint whose slot was dropped (check used to say "will be created");
+- write_mode = merge on a sink that cannot merge;
+- a role that does not exist (a failed login is not retried).
+"""
+
+import re
+import unittest
+
+from harness import PgTestCase
+
+
+class CheckPredictsRunTest(PgTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        pg = cls.pg
+        pg.execute("CREATE ROLE fh_user LOGIN REPLICATION")
+        pg.execute("CREATE SCHEMA sales")
+        pg.execute("CREATE TABLE sales.orders (id int PRIMARY KEY, amount numeric(10,2))")
+        pg.execute("INSERT INTO sales.orders SELECT g, g * 1.5 FROM generate_series(1, 7) g")
+        for t in ("fh_a", "fh_b", "fh_c"):
+            pg.execute(f"CREATE TABLE public.{t} (id int PRIMARY KEY, v text)")
+            pg.execute(f"INSERT INTO public.{t} SELECT g, 'v' || g FROM generate_series(1, 5) g")
+            pg.execute(f"GRANT SELECT ON public.{t} TO fh_user")
+
+    def limited(self, name, tables, publication=None):
+        ex = {"source": {"user": "fh_user"}}
+        if publication:
+            ex["stream"] = {"publication": publication}
+        return self.sluice(stream=name, tables=tables, extra=ex)
+
+    def agree(self, s, rc, words):
+        """check and run --until-caught-up both exit rc and say the same
+        thing, which contains words; returns that message."""
+        c = s.run("check", timeout=120)
+        self.assertEqual(c.rc, rc, c.describe())
+        m = re.search(r"^sluice: (.*)$", c.stderr, re.M)
+        self.assertIsNotNone(m, c.describe())
+        said = m.group(1)
+        self.assertIn(words, said)
+        r = s.run("run", "--until-caught-up", timeout=120)
+        self.assertEqual(r.rc, rc, r.describe())
+        self.assertIn(said, r.stderr, "run said something else than check")
+        self.assertNotIn("retrying", r.stderr, "an operator error was retried")
+        return said
+
+    def grants_in(self, said):
+        m = re.search(r"run: (.*?)(?: \(|$)", said)
+        self.assertIsNotNone(m, said)
+        return [g.strip() for g in m.group(1).split(";")]
+
+    def test_no_publication_and_role_may_not_create_it(self):
+        s = self.limited("fh1", "public.fh_a")
+        said = self.agree(s, 3, 'role "fh_user" may not create publication "sluice_fh1"')
+        for stmt in self.grants_in(said):
+            self.pg.execute(stmt)                  # the owner runs exactly that
+        self.assertEqual(s.run("check").rc, 0)
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "public", "fh_a", ["id"])
+
+    def test_table_added_that_the_role_may_not_add(self):
+        pg = self.pg
+        pg.execute("CREATE PUBLICATION fh2_pub FOR TABLE public.fh_b")
+        s = self.limited("fh2", "public.fh_b", publication="fh2_pub")
+        self.catch_up(s)
+        s.tables = "public.fh_b, public.fh_c"
+        s.write_config()
+        said = self.agree(s, 3, 'may not add tables to publication "fh2_pub"')
+        self.assertIn('ALTER PUBLICATION "fh2_pub" ADD TABLE "public"."fh_c"', said)
+        for stmt in self.grants_in(said):
+            pg.execute(stmt)
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "public", "fh_b", ["id"])
+        self.assertTableMatches(recs, "public", "fh_c", ["id"])
+
+    def test_schema_without_usage(self):
+        pg = self.pg
+        pg.execute("CREATE PUBLICATION fh3_pub FOR TABLE sales.orders")
+        pg.execute("GRANT SELECT ON sales.orders TO fh_user")   # but no USAGE on sales
+        s = self.limited("fh3", "sales.orders", publication="fh3_pub")
+        said = self.agree(s, 3, 'role "fh_user" may not read every selected table')
+        self.assertEqual(self.grants_in(said), ['GRANT USAGE ON SCHEMA "sales" TO "fh_user"'])
+        pg.execute(self.grants_in(said)[0])
+        self.assertEqual(s.run("check").rc, 0)
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "sales", "orders", ["id"])
+
+    def test_select_revoked_after_the_stream_ran(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE public.fh_r (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO public.fh_r VALUES (1), (2)")
+        pg.execute("GRANT SELECT ON public.fh_r TO fh_user")
+        pg.execute("CREATE PUBLICATION fh4_pub FOR TABLE public.fh_r")
+        s = self.limited("fh4", "public.fh_r", publication="fh4_pub")
+        self.catch_up(s)
+        pg.execute("REVOKE SELECT ON public.fh_r FROM fh_user")
+        said = self.agree(s, 3, "may not read every selected table")
+        self.assertEqual(self.grants_in(said), ['GRANT SELECT ON "public"."fh_r" TO "fh_user"'])
+        pg.execute(self.grants_in(said)[0])
+        pg.execute("INSERT INTO public.fh_r VALUES (3)")
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "public", "fh_r", ["id"])
+
+    def test_checkpoint_whose_slot_was_dropped(self):
+        pg = self.pg
+        s = self.sluice(stream="fh5", tables="public.fh_a")
+        self.catch_up(s)
+        pg.execute("SELECT pg_drop_replication_slot('sluice_fh5')")
+        said = self.agree(s, 4, 'replication slot "sluice_fh5" does not exist on source')
+        m = re.search(r"run `(sluice backfill [^`]*)`", said)
+        self.assertIsNotNone(m, said)
+        self.assertIn("--stream fh5", m.group(1))
+
+    def test_merge_on_a_sink_that_cannot_merge(self):
+        s = self.sluice(stream="fh6", tables="public.fh_a", extra={"stream": {"write_mode": "merge"}})
+        self.agree(s, 2, "write_mode = merge")
+
+    def test_role_that_does_not_exist(self):
+        s = self.sluice(stream="fh7", tables="public.fh_a", extra={"source": {"user": "fh_nosuch"}})
+        said = self.agree(s, 3, 'role "fh_nosuch" does not exist')
+        self.assertIn("a failed login is not retried", said)
+
+
+if __name__ == "__main__":
+    unittest.main()
