@@ -27,10 +27,11 @@ static const char usage_main[] =
 	"usage: sluice COMMAND [OPTIONS]\n"
 	"\n"
 	"commands:\n"
-	"  check    -c FILE                      validate the config and the source prerequisites\n"
+	"  check    -c FILE [--stream NAME]      validate the config and the source prerequisites\n"
 	"  run      -c FILE [--stream NAME] [--until-caught-up]\n"
 	"                                        backfill, then stream changes until stopped\n"
-	"  status   -c FILE [--json]             positions, lag, backfill state per table, alerts\n"
+	"  status   -c FILE [--stream NAME] [--json]\n"
+	"                                        positions, lag, backfill state per table, alerts\n"
 	"  backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"                                        request a (re-)backfill on the next run\n"
 	"  version                               print the version\n"
@@ -42,7 +43,7 @@ static const char usage_main[] =
 	"command that recovers).\n";
 
 static const char usage_check[] =
-	"usage: sluice check -c FILE\n"
+	"usage: sluice check -c FILE [--stream NAME]\n"
 	"\n"
 	"Validates FILE, then for every stream connects to its source and checks what\n"
 	"`sluice run` depends on, with run's exit codes and words: wal_level, the\n"
@@ -85,14 +86,18 @@ static const char usage_run[] =
 	"logged and ignored: restart sluice to apply a new configuration.\n";
 
 static const char usage_status[] =
-	"usage: sluice status -c FILE [--json]\n"
+	"usage: sluice status -c FILE [--stream NAME] [--json]\n"
 	"\n"
 	"Prints, per stream: whether an agent runs it, what it waits for (a slot\n"
 	"being created waits for open transactions), the durable position from the\n"
 	"checkpoint, the slot's confirmed position, lag and retained WAL (\"unknown\",\n"
 	"null in --json, when the server has no figure), the backfill state of every\n"
 	"table, and the alerts that fire for the configured thresholds.  Exit 0, or 1\n"
-	"when an alert is firing or stdout cannot be written.\n";
+	"when an alert is firing or stdout cannot be written.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     only this stream (exit 2 when FILE has no such stream)\n"
+	"  -j, --json            the same as JSON, for scripts\n";
 
 static const char usage_backfill[] =
 	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
@@ -102,7 +107,11 @@ static const char usage_backfill[] =
 	"lost, or ahead of the checkpoint), it drops what is left of it, and the next\n"
 	"run creates a new slot and backfills every table; a corrupt checkpoint is kept\n"
 	"as <checkpoint>.corrupt and the stream starts over.  This is how a stream\n"
-	"recovers after exit code 4.  Refused (exit 2) while an agent runs the stream.\n";
+	"recovers after exit code 4.  Refused (exit 2) while an agent runs the stream.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     the stream\n"
+	"  -t, --table S.T       only this table, which the stream must select\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -121,6 +130,16 @@ static int load_config(const char *path, struct sl_config **out)
 	return 0;
 }
 
+/* 0 when name is NULL or names a stream of cfg; else 2, with cfg freed. */
+static int known_stream(struct sl_config *cfg, const char *name)
+{
+	if (!name || sl_config_stream(cfg, name))
+		return 0;
+	fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, name);
+	sl_config_free(cfg);
+	return 2;
+}
+
 static int exit_code(int status)
 {
 	if (status == SL_EDATA)
@@ -133,7 +152,18 @@ struct opts {
 	bool until_caught_up, json, help;
 };
 
-static int parse_opts(int argc, char **argv, struct opts *o, const char *usage)
+static bool known(const struct option *lo, const char *name, size_t len)
+{
+	for (; lo->name; lo++)
+		if (strlen(lo->name) == len && !strncmp(lo->name, name, len))
+			return true;
+	return false;
+}
+
+/* Parses the options of command cmd, which takes those in takes (their
+ * short letters; every command takes --help): another option is a usage
+ * error (exit 2) that names it.  Returns 0, 2, or -1 after --help. */
+static int parse_opts(int argc, char **argv, struct opts *o, const char *cmd, const char *takes, const char *usage)
 {
 	static const struct option lo[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -148,7 +178,16 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char *usage)
 
 	memset(o, 0, sizeof *o);
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "c:s:t:ujh", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":c:s:t:ujh", lo, NULL)) != -1) {
+		if (ch != 'h' && ch != '?' && ch != ':' && !strchr(takes, ch)) {
+			const char *name = NULL;
+			for (int i = 0; lo[i].name; i++)
+				if (lo[i].val == ch)
+					name = lo[i].name;
+			fprintf(stderr, "sluice %s: --%s is not an option of this command\n\n%s", cmd, name, usage);
+			return 2;
+		}
 		switch (ch) {
 		case 'c': o->config = optarg; break;
 		case 's': o->stream = optarg; break;
@@ -156,14 +195,26 @@ static int parse_opts(int argc, char **argv, struct opts *o, const char *usage)
 		case 'u': o->until_caught_up = true; break;
 		case 'j': o->json = true; break;
 		case 'h': o->help = true; break;
-		default:
-			fputs(usage, stderr);
+		case ':':
+		default: {
+			/* the word as given for a long option, the letter for a short one */
+			const char *word = argv[optind - 1], *eq = strchr(word, '=');
+			char shortopt[3] = { '-', (char)optopt, '\0' };
+			if (strncmp(word, "--", 2) != 0)
+				word = shortopt;
+			if (ch == ':')
+				fprintf(stderr, "sluice %s: a value is needed after %s\n\n%s", cmd, word, usage);
+			else if (word != shortopt && eq && known(lo, word + 2, (size_t)(eq - word - 2)))
+				fprintf(stderr, "sluice %s: --%.*s takes no value\n\n%s", cmd, (int)(eq - word - 2), word + 2,
+					usage);
+			else
+				fprintf(stderr, "sluice %s: unknown option %s\n\n%s", cmd, word, usage);
+		}
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "sluice: unexpected argument \"%s\"\n", argv[optind]);
-		fputs(usage, stderr);
+		fprintf(stderr, "sluice %s: unexpected argument \"%s\"\n\n%s", cmd, argv[optind], usage);
 		return 2;
 	}
 	if (o->help) {
@@ -260,15 +311,12 @@ static int cmd_run(int argc, char **argv)
 	atomic_int finished;
 	sigset_t sigs;
 
-	if ((rc = parse_opts(argc, argv, &o, usage_run)) != 0)
+	if ((rc = parse_opts(argc, argv, &o, "run", "csu", usage_run)) != 0)
 		return rc < 0 ? 0 : rc;
 	if ((rc = load_config(o.config, &cfg)) != 0)
 		return rc;
-	if (o.stream && !sl_config_stream(cfg, o.stream)) {
-		fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, o.stream);
-		sl_config_free(cfg);
-		return 2;
-	}
+	if ((rc = known_stream(cfg, o.stream)) != 0)
+		return rc;
 	if (cfg->metrics_listen && *cfg->metrics_listen)
 		sl_warn("metrics_listen = %s: the metrics endpoint is not built yet, so nothing listens; "
 			"use `sluice status` meanwhile", cfg->metrics_listen);
@@ -346,9 +394,9 @@ static int cmd_check(int argc, char **argv)
 	char err[SL_ERRLEN * 2];
 	int rc, worst = 0;
 
-	if ((rc = parse_opts(argc, argv, &o, usage_check)) != 0)
+	if ((rc = parse_opts(argc, argv, &o, "check", "cs", usage_check)) != 0)
 		return rc < 0 ? 0 : rc;
-	if ((rc = load_config(o.config, &cfg)) != 0)
+	if ((rc = load_config(o.config, &cfg)) != 0 || (rc = known_stream(cfg, o.stream)) != 0)
 		return rc;
 	printf("config %s: ok (%d sources, %d destinations, %d streams)\n", cfg->path, cfg->nsources,
 	       cfg->ndestinations, cfg->nstreams);
@@ -457,9 +505,9 @@ static int cmd_status(int argc, char **argv)
 	int rc, worst = 0;
 	bool firing = false;
 
-	if ((rc = parse_opts(argc, argv, &o, usage_status)) != 0)
+	if ((rc = parse_opts(argc, argv, &o, "status", "csj", usage_status)) != 0)
 		return rc < 0 ? 0 : rc;
-	if ((rc = load_config(o.config, &cfg)) != 0)
+	if ((rc = load_config(o.config, &cfg)) != 0 || (rc = known_stream(cfg, o.stream)) != 0)
 		return rc;
 	all = json_array();
 	for (int i = 0; i < cfg->nstreams; i++) {
@@ -501,7 +549,7 @@ static int cmd_backfill(int argc, char **argv)
 	char err[SL_ERRLEN * 2];
 	int rc;
 
-	if ((rc = parse_opts(argc, argv, &o, usage_backfill)) != 0)
+	if ((rc = parse_opts(argc, argv, &o, "backfill", "cst", usage_backfill)) != 0)
 		return rc < 0 ? 0 : rc;
 	if (!o.stream) {
 		fprintf(stderr, "sluice: backfill needs --stream NAME\n");
@@ -509,12 +557,9 @@ static int cmd_backfill(int argc, char **argv)
 	}
 	if ((rc = load_config(o.config, &cfg)) != 0)
 		return rc;
+	if ((rc = known_stream(cfg, o.stream)) != 0)
+		return rc;
 	sc = sl_config_stream(cfg, o.stream);
-	if (!sc) {
-		fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, o.stream);
-		sl_config_free(cfg);
-		return 2;
-	}
 	rc = sl_stream_request_backfill(cfg, sc, o.table, err, sizeof err);
 	if (rc < 0)
 		fprintf(stderr, "sluice: %s\n", err);

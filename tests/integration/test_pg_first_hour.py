@@ -14,6 +14,9 @@ and after the fix the message gives, both pass:
 - a checkpoint whose slot was dropped (check used to say "will be created");
 - write_mode = merge on a sink that cannot merge;
 - a role that does not exist (a failed login is not retried).
+
+A strict CLI: an option a command does not take, an unknown option and a
+stream the config does not have are usage errors (exit 2) that name them.
 """
 
 import re
@@ -134,6 +137,39 @@ class CheckPredictsRunTest(PgTestCase):
         s = self.sluice(stream="fh7", tables="public.fh_a", extra={"source": {"user": "fh_nosuch"}})
         said = self.agree(s, 3, 'role "fh_nosuch" does not exist')
         self.assertIn("a failed login is not retried", said)
+
+
+class StrictCliTest(PgTestCase):
+
+    def test_options_a_command_does_not_take(self):
+        s = self.sluice(stream="cli", tables="public.cli_t")
+        cases = [
+            (("check", "--json"), "sluice check: --json is not an option of this command"),
+            (("run", "--table", "public.cli_t"), "sluice run: --table is not an option of this command"),
+            (("status", "--until-caught-up"), "sluice status: --until-caught-up is not an option of this command"),
+            (("backfill", "--stream", "cli", "--json"), "sluice backfill: --json is not an option of this command"),
+            (("status", "--bogus"), "sluice status: unknown option --bogus"),
+            (("status", "-x"), "sluice status: unknown option -x"),
+            (("status", "--json=yes"), "sluice status: --json takes no value"),
+            (("run", "--stream"), "sluice run: a value is needed after --stream"),
+            (("check", "extra"), 'sluice check: unexpected argument "extra"'),
+        ]
+        for args, words in cases:
+            r = s.run(*args)
+            self.assertEqual(r.rc, 2, r.describe())
+            self.assertEqual(r.stderr.splitlines()[0], words)
+            self.assertIn("usage: sluice " + args[0], r.stderr)
+            self.assertEqual(r.stdout, "")
+
+    def test_a_stream_the_config_does_not_have(self):
+        s = self.sluice(stream="cli2", tables="public.cli_t")
+        for cmd in ("status", "check", "run", "backfill"):
+            r = s.run(cmd, "--stream", "nosuch")
+            self.assertEqual(r.rc, 2, r.describe())
+            self.assertIn('no stream named "nosuch"', r.stderr)
+        r = s.run("status", "--help")
+        self.assertEqual(r.rc, 0)
+        self.assertIn("--stream NAME", r.stdout)
 
 
 if __name__ == "__main__":
