@@ -96,11 +96,13 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 			return rc;
 		sl_info("stream \"%s\": backfilling %s at %s", stream, name, pos);
 		r.t = it->table;
+		sl_log_set_table(name);   /* until it is read, or for the error that stops it */
 		rc = src->snapshot_read(srcctx, snap, it->table, on_row, &r, &rows, err, errlen);
 		if (rc < 0) {
 			*interrupted = r.interrupted;
 			return rc;
 		}
+		sl_log_set_table(NULL);
 		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, rows)) < 0)
 			return rc;
 		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.1f s", stream, name, rows,

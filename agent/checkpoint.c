@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/util.h"
 
 #define CORRUPT_SUFFIX ".corrupt"
@@ -232,7 +233,7 @@ int sl_ckpt_set_aside(const struct sl_checkpoint *ck, char *err, size_t errlen)
 		return -1;
 	}
 	if (rename(ck->path, to) < 0 || sl_fsync_dir_of(to, false) < 0) {
-		snprintf(err, errlen, "could not rename checkpoint \"%s\" to \"%s\": %s", ck->path, to, strerror(errno));
+		snprintf(err, errlen, "could not rename checkpoint \"%s\" to \"%s\": %s", ck->path, to, sl_strerror(errno));
 		rc = -1;
 	}
 	free(to);

@@ -48,6 +48,7 @@
 
 #include "common/buf.h"
 #include "common/keytab.h"
+#include "common/log.h"
 #include "common/secret.h"
 #include "common/util.h"
 #include "sources/source_conf.h"
@@ -161,11 +162,17 @@ static const struct sl_keychoice write_modes[] = {
 	{ "append", SL_WRITE_APPEND }, { "merge", SL_WRITE_MERGE }, { NULL, 0 },
 };
 
+static const struct sl_keychoice log_formats[] = {
+	{ "text", SL_LOG_TEXT }, { "json", SL_LOG_JSON }, { NULL, 0 },
+};
+
 static const struct sl_keydesc agent_keys[] = {
 	{ .name = "state_dir", .type = SL_KT_STRING, .def = "./state",
 	  FIELD(struct sl_config, state_dir) },
 	{ .name = "log_level", .type = SL_KT_ENUM, .choices = log_levels, .def = "info",
 	  FIELD(struct sl_config, log_level) },
+	{ .name = "log_format", .type = SL_KT_ENUM, .choices = log_formats, .def = "text",
+	  FIELD(struct sl_config, log_format) },
 	{ .name = "metrics_listen", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_OK,
 	  .def = "127.0.0.1:9187", .validate = valid_hostport,
 	  FIELD(struct sl_config, metrics_listen) },
@@ -213,7 +220,8 @@ static const struct sl_keydesc stream_keys[] = {
 _Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,
 	       "too many rows for sl_keytab_apply()");
 /* SL_KT_ENUM stores through the field size; these are the sizes used. */
-_Static_assert(sizeof(enum sl_log_level) == 4 && sizeof(enum sl_write_mode) == 4, "enum size");
+_Static_assert(sizeof(enum sl_log_level) == 4 && sizeof(enum sl_log_format) == 4 &&
+	       sizeof(enum sl_write_mode) == 4, "enum size");
 
 /* ---------------------------------------------------------------------- */
 /* Loader state                                                           */
@@ -507,7 +515,7 @@ static int read_file(struct loader *L)
 			sl_buf_putc(&line, (char)c);
 		}
 		if (ferror(L->f)) {
-			set_err(L, 0, "cannot read: %s", strerror(errno));
+			set_err(L, 0, "cannot read: %s", sl_strerror(errno));
 			goto out;
 		}
 		if (!got)
@@ -814,7 +822,7 @@ struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
 		sl_keyerr_init(&L.er, path, err, errlen);
 	L.f = fopen(path, "r");
 	if (!L.f) {
-		set_err(&L, 0, "cannot open: %s", strerror(errno));
+		set_err(&L, 0, "cannot open: %s", sl_strerror(errno));
 		goto out;
 	}
 	if (read_file(&L) < 0)

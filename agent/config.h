@@ -46,6 +46,7 @@ struct sl_config {
 	/* [agent] */
 	char *state_dir;                      /* default "./state" */
 	enum sl_log_level log_level;          /* default info */
+	enum sl_log_format log_format;        /* default text */
 	char *metrics_listen;                 /* default "127.0.0.1:9187"; "" disables */
 	char *alert_webhook;                  /* NULL if unset */
 	uint64_t queue_bytes;                 /* each stream's queue between reading and writing; default 8MB */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/util.h"
 
 static char *lock_path(const char *state_dir, const char *stream)
@@ -51,7 +52,7 @@ int sl_stream_lock_take(struct sl_stream_lock *lk, const char *state_dir, const 
 	lk->fd = -1;
 	lk->path = NULL;
 	if (sl_mkdir_p(state_dir) < 0) {
-		snprintf(err, errlen, "could not create state_dir \"%s\": %s", state_dir, strerror(errno));
+		snprintf(err, errlen, "could not create state_dir \"%s\": %s", state_dir, sl_strerror(errno));
 		return SL_EFAIL;
 	}
 	if (!(lk->path = lock_path(state_dir, stream))) {
@@ -61,7 +62,7 @@ int sl_stream_lock_take(struct sl_stream_lock *lk, const char *state_dir, const 
 	fd = open(lk->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		snprintf(err, errlen, "stream \"%s\": could not open the lock file \"%s\": %s", stream, lk->path,
-			 strerror(errno));
+			 sl_strerror(errno));
 		rc = SL_EFAIL;
 		goto fail;
 	}
@@ -77,7 +78,7 @@ int sl_stream_lock_take(struct sl_stream_lock *lk, const char *state_dir, const 
 			rc = SL_ECONFIG;
 		} else {
 			snprintf(err, errlen, "stream \"%s\": could not lock \"%s\": %s", stream, lk->path,
-				 strerror(errno));
+				 sl_strerror(errno));
 			rc = SL_EFAIL;
 		}
 		goto fail;
@@ -85,7 +86,7 @@ int sl_stream_lock_take(struct sl_stream_lock *lk, const char *state_dir, const 
 	n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, text, (size_t)n, 0) != n) {
 		snprintf(err, errlen, "stream \"%s\": could not write the lock file \"%s\": %s", stream, lk->path,
-			 strerror(errno));
+			 sl_strerror(errno));
 		rc = SL_EFAIL;
 		goto fail;
 	}

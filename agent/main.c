@@ -127,6 +127,7 @@ static int load_config(const char *path, struct sl_config **out)
 		return 2;
 	}
 	sl_log_min_level = (*out)->log_level;
+	sl_log_format = (*out)->log_format;
 	return 0;
 }
 
@@ -241,6 +242,8 @@ struct worker {
  * Configuration, prerequisite and lost-position errors are not retried.
  * With --until-caught-up a stream gives up after MAX_CAUGHT_UP_RETRIES. */
 #define MAX_BACKOFF_S 30
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define MAX_CAUGHT_UP_RETRIES 5
 
 static void *worker_main(void *arg)
@@ -248,8 +251,11 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	int delay = 1, tries = 0;
 
+	sl_log_set_stream(w->sc->name);
 	for (;;) {
 		int64_t t0 = sl_mono_ms();
+		sl_log_clear_error();
+		sl_log_set_table(NULL);
 		w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
 		if (w->rc == SL_ERESTART && sl_signal_count == 0) {
 			/* Not a failure: its tables changed; take them in at once. */
@@ -271,6 +277,13 @@ static void *worker_main(void *arg)
 		if (sl_signal_count > 0)
 			break;
 		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
+	}
+	/* Said at once, not when the other streams end: they keep running. */
+	if (w->rc < 0) {
+		sl_error("%s", w->err);
+		sl_info("the stream stopped%s (exit code %d); the agent exits when every stream has stopped, with "
+			"the highest exit code", w->rc == SL_EFAIL && w->ro.until_caught_up && sl_signal_count == 0
+				? " after " STR(MAX_CAUGHT_UP_RETRIES) " retries" : "", exit_code(w->rc));
 	}
 	atomic_fetch_add(w->finished, 1);
 	kill(getpid(), SIGUSR1);  /* wakes main's sigtimedwait() at once */
@@ -317,11 +330,6 @@ static int cmd_run(int argc, char **argv)
 		return rc;
 	if ((rc = known_stream(cfg, o.stream)) != 0)
 		return rc;
-	if (cfg->metrics_listen && *cfg->metrics_listen)
-		sl_warn("metrics_listen = %s: the metrics endpoint is not built yet, so nothing listens; "
-			"use `sluice status` meanwhile", cfg->metrics_listen);
-	if (cfg->alert_webhook)
-		sl_warn("alert_webhook is set, but webhook alerts are not built yet");
 	signal(SIGPIPE, SIG_IGN);
 
 	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
@@ -371,13 +379,12 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	wait_for_workers(&sigs, &finished, started);
+	/* The process ends when every stream has; its exit code is the highest
+	 * of theirs (each was logged when its stream stopped). */
 	for (int i = 0; i < started; i++) {
 		pthread_join(ws[i].th, NULL);
-		if (ws[i].rc < 0) {
-			sl_error("%s", ws[i].err);
-			if (exit_code(ws[i].rc) > worst)
-				worst = exit_code(ws[i].rc);
-		}
+		if (exit_code(ws[i].rc) > worst)
+			worst = exit_code(ws[i].rc);
 	}
 out:
 	for (int i = 0; i < n; i++)
@@ -586,7 +593,7 @@ static int finish_stdout(int rc)
 	if (!failed)
 		return rc;
 	if (e)
-		fprintf(stderr, "sluice: could not write to standard output: %s\n", strerror(e));
+		fprintf(stderr, "sluice: could not write to standard output: %s\n", sl_strerror(e));
 	else
 		fprintf(stderr, "sluice: could not write to standard output\n");
 	return rc ? rc : 1;

@@ -72,6 +72,7 @@ struct sl_pipe {
 	bool failed;
 	int fail_rc;
 	char fail_err[SL_ERRLEN * 2];
+	struct sl_log_error fail_note;      /* the SQLSTATE or errno behind fail_err */
 	bool has_durable;
 	struct sl_position durable;
 	_Atomic uint64_t durable_seq;
@@ -134,6 +135,7 @@ static void writer_fail(struct sl_pipe *p, int rc)
 		p->failed = true;
 		p->fail_rc = rc;
 		snprintf(p->fail_err, sizeof p->fail_err, "%s", p->w_err);
+		sl_log_error_get(&p->fail_note);
 	}
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
@@ -383,6 +385,7 @@ static void *writer_main(void *arg)
 {
 	struct sl_pipe *p = arg;
 
+	sl_log_set_stream(p->pc.stream);
 	for (;;) {
 		struct qev *ev;
 		size_t len;
@@ -429,6 +432,7 @@ static int reader_check(struct sl_pipe *p)
 	pthread_mutex_lock(&p->mu);
 	if (p->failed) {
 		snprintf(p->pc.err, p->pc.errlen, "%s", p->fail_err);
+		sl_log_error_set(&p->fail_note);
 		rc = p->fail_rc;
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -849,7 +853,7 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 	}
 	if (pthread_create(&p->writer, NULL, writer_main, p) != 0) {
 		snprintf(err, errlen, "stream \"%s\": could not start the writer thread: %s", pc->stream,
-			 strerror(errno));
+			 sl_strerror(errno));
 		sl_queue_free(p->q);
 		sl_buf_free(&p->w_key);
 		pthread_cond_destroy(&p->cv);
@@ -904,6 +908,7 @@ int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
 	}
 	if (rc == SL_OK && p->failed) {
 		snprintf(err, errlen, "%s", p->fail_err);
+		sl_log_error_set(&p->fail_note);
 		rc = p->fail_rc;
 	}
 	sl_queue_free(p->q);

@@ -346,7 +346,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	s.hooks.waiting = hook_waiting;
 	s.sst.hooks = &s.hooks;
 	if (sl_mkdir_p(cfg->state_dir) < 0) {
-		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, strerror(errno));
+		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, sl_strerror(errno));
 		return SL_EFAIL;
 	}
 	if ((rc = sl_ckpt_load(&s.ck, s.src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {

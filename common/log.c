@@ -1,4 +1,4 @@
-/* common/log.c: leveled logging to stderr with a UTC timestamp. */
+/* common/log.c: leveled logging to stderr, as text or JSON lines (log.h). */
 #include "common/log.h"
 
 #include <stdarg.h>
@@ -9,26 +9,164 @@
 #include <time.h>
 
 enum sl_log_level sl_log_min_level = SL_LOG_INFO;
+enum sl_log_format sl_log_format = SL_LOG_TEXT;
 
 static const char *const level_names[] = { "debug", "info", "warning", "error" };
 
+static _Thread_local const char *cur_stream;
+static _Thread_local char cur_table_buf[256];
+static _Thread_local const char *cur_table;
+static _Thread_local struct sl_log_error cur_error;
+
+void sl_log_set_stream(const char *stream)
+{
+	cur_stream = stream;
+}
+
+const char *sl_log_stream(void)
+{
+	return cur_stream;
+}
+
+void sl_log_set_table(const char *table)
+{
+	cur_table = NULL;
+	if (table) {
+		snprintf(cur_table_buf, sizeof cur_table_buf, "%s", table);
+		cur_table = cur_table_buf;
+	}
+}
+
+void sl_log_note_sqlstate(const char *sqlstate)
+{
+	snprintf(cur_error.sqlstate, sizeof cur_error.sqlstate, "%s", sqlstate ? sqlstate : "");
+	cur_error.errnum = 0;
+}
+
+void sl_log_note_errno(int e)
+{
+	cur_error.sqlstate[0] = '\0';
+	cur_error.errnum = e;
+}
+
+const char *sl_strerror(int e)
+{
+	sl_log_note_errno(e);
+	return strerror(e);
+}
+
+void sl_log_clear_error(void)
+{
+	memset(&cur_error, 0, sizeof cur_error);
+}
+
+void sl_log_error_get(struct sl_log_error *out)
+{
+	*out = cur_error;
+}
+
+void sl_log_error_set(const struct sl_log_error *in)
+{
+	cur_error = *in;
+}
+
+/* Appends s to line (of size len, used *n) as the body of a JSON string:
+ * quotes, backslashes and control characters escaped.  The message's bytes
+ * are UTF-8 already (server messages, names); they pass as they are. */
+static void put_json(char *line, size_t len, size_t *n, const char *s)
+{
+	for (; *s && *n + 7 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			line[(*n)++] = '\\';
+			line[(*n)++] = (char)c;
+		} else if (c < 0x20) {
+			*n += (size_t)snprintf(line + *n, len - *n, "\\u%04x", c);
+		} else {
+			line[(*n)++] = (char)c;
+		}
+	}
+	line[*n] = '\0';
+}
+
+static void put_raw(char *line, size_t len, size_t *n, const char *s)
+{
+	int k = snprintf(line + *n, len - *n, "%s", s);
+
+	if (k > 0)
+		*n = *n + (size_t)k < len ? *n + (size_t)k : len - 1;
+}
+
+/* One line: the message's line breaks and tabs become single spaces. */
+static void one_line(char *msg)
+{
+	char *w = msg;
+
+	for (char *r = msg; *r; r++) {
+		char c = *r == '\n' || *r == '\r' || *r == '\t' ? ' ' : *r;
+		if (c == ' ' && (w == msg || w[-1] == ' ') && (*r == '\n' || *r == '\r' || *r == '\t'))
+			continue;
+		*w++ = c;
+	}
+	while (w > msg && w[-1] == ' ')
+		w--;
+	*w = '\0';
+}
+
 void sl_log_write(enum sl_log_level lvl, const char *fmt, ...)
 {
-	char line[4096], ts[32];
+	char msg[4096], line[8192], ts[32], tail[64];
 	struct timeval tv;
 	struct tm tm;
 	va_list ap;
-	int n;
+	size_t n = 0;
 
 	gettimeofday(&tv, NULL);
 	gmtime_r(&tv.tv_sec, &tm);
 	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	n = snprintf(line, sizeof line, "%s.%03dZ sluice %s: ", ts, (int)(tv.tv_usec / 1000),
-		     level_names[lvl]);
+	snprintf(tail, sizeof tail, ".%03dZ", (int)(tv.tv_usec / 1000));
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof line)
-		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	one_line(msg);
+	if (sl_log_format == SL_LOG_JSON) {
+		put_raw(line, sizeof line, &n, "{\"ts\":\"");
+		put_raw(line, sizeof line, &n, ts);
+		put_raw(line, sizeof line, &n, tail);
+		put_raw(line, sizeof line, &n, "\",\"level\":\"");
+		put_raw(line, sizeof line, &n, level_names[lvl]);
+		if (cur_stream) {
+			put_raw(line, sizeof line, &n, "\",\"stream\":\"");
+			put_json(line, sizeof line, &n, cur_stream);
+		}
+		if (cur_table) {
+			put_raw(line, sizeof line, &n, "\",\"table\":\"");
+			put_json(line, sizeof line, &n, cur_table);
+		}
+		put_raw(line, sizeof line, &n, "\",\"msg\":\"");
+		put_json(line, sizeof line, &n, msg);
+		put_raw(line, sizeof line, &n, "\"");
+		if (lvl >= SL_LOG_WARN && cur_error.sqlstate[0]) {
+			put_raw(line, sizeof line, &n, ",\"sqlstate\":\"");
+			put_json(line, sizeof line, &n, cur_error.sqlstate);
+			put_raw(line, sizeof line, &n, "\"");
+		} else if (lvl >= SL_LOG_WARN && cur_error.errnum) {
+			char e[32];
+			snprintf(e, sizeof e, ",\"errno\":%d", cur_error.errnum);
+			put_raw(line, sizeof line, &n, e);
+		}
+		put_raw(line, sizeof line, &n, "}");
+	} else {
+		char who[300] = "";
+		if (cur_stream) {
+			snprintf(who, sizeof who, "stream \"%s\"", cur_stream);
+			if (strstr(msg, who))
+				who[0] = '\0';   /* the message names it already */
+			else
+				snprintf(who, sizeof who, "stream \"%s\": ", cur_stream);
+		}
+		snprintf(line, sizeof line, "%s%s sluice %s: %s%s", ts, tail, level_names[lvl], who, msg);
+	}
 	fprintf(stderr, "%s\n", line);
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 
 void sl_secret_free(char *s)
 {
@@ -131,11 +132,11 @@ int sl_secret_from_file(const char *key, const char *path, const char *shown, ch
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);  /* a FIFO must not block */
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot open %s \"%s\": %s", key, shown, strerror(errno));
+		snprintf(err, errlen, "cannot open %s \"%s\": %s", key, shown, sl_strerror(errno));
 		goto out;
 	}
 	if (fstat(fd, &stt) < 0) {
-		snprintf(err, errlen, "cannot stat %s \"%s\": %s", key, shown, strerror(errno));
+		snprintf(err, errlen, "cannot stat %s \"%s\": %s", key, shown, sl_strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(stt.st_mode)) {
@@ -163,7 +164,7 @@ int sl_secret_from_file(const char *key, const char *path, const char *shown, ch
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			snprintf(err, errlen, "cannot read %s \"%s\": %s", key, shown, strerror(errno));
+			snprintf(err, errlen, "cannot read %s \"%s\": %s", key, shown, sl_strerror(errno));
 			goto out;
 		}
 		if (r == 0)

@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
+
 int64_t sl_now_us(void)
 {
 	struct timespec ts;
@@ -185,7 +187,7 @@ int sl_write_file_atomic(const char *path, const void *data, size_t len, char *e
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		snprintf(err, errlen, "could not create \"%s\": %s", tmp, strerror(errno));
+		snprintf(err, errlen, "could not create \"%s\": %s", tmp, sl_strerror(errno));
 		return -1;
 	}
 	while (len > 0) {
@@ -193,28 +195,28 @@ int sl_write_file_atomic(const char *path, const void *data, size_t len, char *e
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			snprintf(err, errlen, "could not write \"%s\": %s", tmp, strerror(errno));
+			snprintf(err, errlen, "could not write \"%s\": %s", tmp, sl_strerror(errno));
 			goto fail;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
 	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "could not fsync \"%s\": %s", tmp, strerror(errno));
+		snprintf(err, errlen, "could not fsync \"%s\": %s", tmp, sl_strerror(errno));
 		goto fail;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		snprintf(err, errlen, "could not close \"%s\": %s", tmp, strerror(errno));
+		snprintf(err, errlen, "could not close \"%s\": %s", tmp, sl_strerror(errno));
 		goto fail;
 	}
 	fd = -1;
 	if (rename(tmp, path) < 0) {
-		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", tmp, path, strerror(errno));
+		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", tmp, path, sl_strerror(errno));
 		goto fail;
 	}
 	if (sl_fsync_dir_of(path, false) < 0) {
-		snprintf(err, errlen, "could not fsync the directory of \"%s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "could not fsync the directory of \"%s\": %s", path, sl_strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -234,7 +236,7 @@ int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t er
 	if (!f) {
 		if (errno == ENOENT)
 			return 1;
-		snprintf(err, errlen, "could not open \"%s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "could not open \"%s\": %s", path, sl_strerror(errno));
 		return -1;
 	}
 	for (;;) {
@@ -255,7 +257,7 @@ int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t er
 			break;
 	}
 	if (ferror(f)) {
-		snprintf(err, errlen, "could not read \"%s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "could not read \"%s\": %s", path, sl_strerror(errno));
 		free(data);
 		fclose(f);
 		return -1;

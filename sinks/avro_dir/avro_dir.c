@@ -196,11 +196,11 @@ static int mkdirs_durable(const char *path, char *err, size_t errlen)
 		if (mkdir(b.data, 0755) == 0) {
 			if (sl_fsync_dir_of(b.data, false) < 0) {
 				snprintf(err, errlen, "could not fsync the parent of \"%s\": %s", b.data,
-					 strerror(errno));
+					 sl_strerror(errno));
 				goto out;
 			}
 		} else if (errno != EEXIST) {
-			snprintf(err, errlen, "could not create folder \"%s\": %s", b.data, strerror(errno));
+			snprintf(err, errlen, "could not create folder \"%s\": %s", b.data, sl_strerror(errno));
 			goto out;
 		}
 		b.data[i] = saved;
@@ -327,7 +327,7 @@ static int publish(struct done_file *d, char *err, size_t errlen)
 				return 0;
 		}
 		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", d->tmp_path, path,
-			 strerror(errno));
+			 sl_strerror(errno));
 		return -1;
 	}
 	snprintf(err, errlen, "could not find a free file name in \"%s\"", d->dir);
@@ -398,7 +398,7 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 	if (!dir) {
 		if (errno == ENOENT)
 			return 0;
-		snprintf(err, errlen, "could not open folder \"%s\": %s", path->data, strerror(errno));
+		snprintf(err, errlen, "could not open folder \"%s\": %s", path->data, sl_strerror(errno));
 		return -1;
 	}
 	while (rc == 0 && (errno = 0, de = readdir(dir)) != NULL) {
@@ -416,7 +416,7 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 			/* Some file systems leave d_type out. */
 			struct stat sb;
 			if (lstat(path->data, &sb) < 0) {
-				snprintf(err, errlen, "could not stat \"%s\": %s", path->data, strerror(errno));
+				snprintf(err, errlen, "could not stat \"%s\": %s", path->data, sl_strerror(errno));
 				rc = -1;
 				break;
 			}
@@ -426,7 +426,7 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 			rc = sweep_tree(path, sw, err, errlen);
 		} else if (type == DT_REG && sw->match(de->d_name, sw)) {
 			if (unlink(path->data) < 0) {
-				snprintf(err, errlen, "could not remove \"%s\": %s", path->data, strerror(errno));
+				snprintf(err, errlen, "could not remove \"%s\": %s", path->data, sl_strerror(errno));
 				rc = -1;
 			} else {
 				sl_debug("removed %s \"%s\"", sw->what, path->data);
@@ -438,14 +438,14 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 	if (rc == 0 && errno != 0) {
 		path->len = base;
 		path->data[base] = '\0';
-		snprintf(err, errlen, "could not read folder \"%s\": %s", path->data, strerror(errno));
+		snprintf(err, errlen, "could not read folder \"%s\": %s", path->data, sl_strerror(errno));
 		rc = -1;
 	}
 	closedir(dir);
 	path->len = base;
 	path->data[base] = '\0';
 	if (removed && sl_fsync_dir_of(path->data, true) < 0 && rc == 0) {
-		snprintf(err, errlen, "could not fsync folder \"%s\": %s", path->data, strerror(errno));
+		snprintf(err, errlen, "could not fsync folder \"%s\": %s", path->data, sl_strerror(errno));
 		rc = -1;
 	}
 	return rc;
@@ -606,7 +606,7 @@ static int ad_flush(void *ctx, struct sl_position *durable, char *err, size_t er
 		if (!d->next || strcmp(d->next->dir, d->dir) != 0) {
 			if (sl_fsync_dir_of(d->dir, true) < 0) {
 				snprintf(err, errlen, "could not fsync folder \"%s\": %s", d->dir,
-					 strerror(errno));
+					 sl_strerror(errno));
 				return -1;
 			}
 		}
@@ -686,7 +686,7 @@ static void ad_close(void *ctx)
 				char *tmp = strdup(sl_ocf_path(o->w));
 				sl_ocf_abort(o->w);
 				if (tmp && unlink(tmp) < 0)
-					sl_warn("could not remove \"%s\": %s", tmp, strerror(errno));
+					sl_warn("could not remove \"%s\": %s", tmp, sl_strerror(errno));
 				free(tmp);
 			}
 			sl_avro_enc_free(o->enc);
@@ -698,7 +698,7 @@ static void ad_close(void *ctx)
 	while (ad->done) {
 		struct done_file *d = ad->done;
 		if (unlink(d->tmp_path) < 0)
-			sl_warn("could not remove \"%s\": %s", d->tmp_path, strerror(errno));
+			sl_warn("could not remove \"%s\": %s", d->tmp_path, sl_strerror(errno));
 		ad->done = d->next;
 		free_done(d);
 	}
@@ -748,7 +748,7 @@ static int ad_check(const void *conf, const struct sl_sink_stream *st, FILE *out
 	}
 	if (access(dir, W_OK) != 0) {
 		snprintf(err, errlen, "destination \"%s\": path \"%s\" is not writable (\"%s\": %s)",
-			 dest, dc->path, dir, strerror(errno));
+			 dest, dc->path, dir, sl_strerror(errno));
 		goto out;
 	}
 	fprintf(out, "stream %s: destination %s: path %s %s\n", st->name, dest, dc->path,

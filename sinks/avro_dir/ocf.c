@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro_dir/avro_value.h"
 
@@ -171,7 +172,7 @@ int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema
 	}
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
-		snprintf(err, errlen, "could not create \"%s\": %s", path, strerror(errno));
+		snprintf(err, errlen, "could not create \"%s\": %s", path, sl_strerror(errno));
 		goto fail;
 	}
 	*out = w;
@@ -194,7 +195,7 @@ static int flush_out(struct sl_ocf_writer *w, char *err, size_t errlen)
 	if (w->out.len == 0)
 		return 0;
 	if (writev_all(w->fd, &iov, 1) < 0) {
-		snprintf(err, errlen, "could not write \"%s\": %s", w->path, strerror(errno));
+		snprintf(err, errlen, "could not write \"%s\": %s", w->path, sl_strerror(errno));
 		return -1;
 	}
 	w->written += w->out.len;
@@ -260,7 +261,7 @@ static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
 			{ w->sync, sizeof w->sync },
 		};
 		if (writev_all(w->fd, iov, 3) < 0) {
-			snprintf(err, errlen, "could not write \"%s\": %s", w->path, strerror(errno));
+			snprintf(err, errlen, "could not write \"%s\": %s", w->path, sl_strerror(errno));
 			return -1;
 		}
 	}
@@ -328,11 +329,11 @@ int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen)
 	if (write_block(w, err, errlen) < 0)
 		rc = -1;
 	if (rc == 0 && sync && fsync(w->fd) < 0) {
-		snprintf(err, errlen, "could not fsync \"%s\": %s", w->path, strerror(errno));
+		snprintf(err, errlen, "could not fsync \"%s\": %s", w->path, sl_strerror(errno));
 		rc = -1;
 	}
 	if (close(w->fd) < 0 && rc == 0) {
-		snprintf(err, errlen, "could not close \"%s\": %s", w->path, strerror(errno));
+		snprintf(err, errlen, "could not close \"%s\": %s", w->path, sl_strerror(errno));
 		rc = -1;
 	}
 	w->fd = -1;

@@ -82,6 +82,7 @@ int sl_pg_err(char *err, size_t errlen, const char *what, PGconn *c, PGresult *r
 			 ? " (a missing privilege is not retried: `sluice check` lists the GRANT statements the role needs)"
 			 : " (a failed login is not retried: fix the role, its password or pg_hba.conf)");
 	last_err_status = rc;
+	sl_log_note_sqlstate(state);
 	return rc;
 }
 
@@ -574,16 +575,15 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 	sl_info("added missing tables to publication \"%s\"", pub);
 	goto out;
 exec_fail: {
-		char what[256];
-		snprintf(what, sizeof what, "could not %s publication \"%s\"", exists ? "add tables to" : "create", pub);
-		sl_pg_err(err, errlen, what, c, res);
-		if (sl_pg_sqlstate_is(res, "42501")) {
-			size_t l = strlen(err);
-			snprintf(err + l, errlen - l, " (create it as its owner or a superuser: %s)", sql.data);
-			rc = SL_EPREREQ;
-		} else {
-			rc = SL_EFAIL;
-		}
+		struct sl_buf what;
+		sl_buf_init(&what, 0);
+		sl_buf_printf(&what, "could not %s publication \"%s\"", exists ? "add tables to" : "create", pub);
+		if (sl_pg_sqlstate_is(res, "42501"))
+			sl_buf_printf(&what, " (as the owner of the tables%s, or a superuser, run: %s)",
+				      exists ? " and of the publication" : "", sql.data);
+		rc = sl_pg_err(err, errlen, sl_buf_failed(&what) ? "could not change the publication" : what.data,
+			       c, res);
+		sl_buf_free(&what);
 		goto out;
 	}
 quote_fail:

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/util.h"
 
 /* ---- replication stream ---- */
@@ -178,7 +179,7 @@ int sl_pg_repl_create_slot(struct sl_pg_repl *r, const char *slot, bool temporar
 		}
 		pr = poll(&pfd, 1, SL_PG_TICK_MS);
 		if (pr < 0 && errno != EINTR) {
-			snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+			snprintf(err, errlen, "poll on the replication connection failed: %s", sl_strerror(errno));
 			rc = SL_EFAIL;
 			goto out;
 		}
@@ -325,7 +326,7 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 			struct pollfd pfd = { .fd = PQsocket(r->conn), .events = POLLIN };
 			int pr = poll(&pfd, 1, timeout_ms);
 			if (pr < 0 && errno != EINTR) {
-				snprintf(err, errlen, "poll on the replication connection failed: %s", strerror(errno));
+				snprintf(err, errlen, "poll on the replication connection failed: %s", sl_strerror(errno));
 				return SL_EFAIL;
 			}
 			if (pr == 0 && r->silence_ms > 0 && sl_mono_ms() - r->last_rx_ms >= r->silence_ms) {
@@ -369,7 +370,7 @@ int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_even
 		unsigned char n[4];
 		sl_put_u32(n, (uint32_t)len);
 		if (fwrite(n, 1, 4, r->record) != 4 || fwrite(m, 1, (size_t)len, r->record) != (size_t)len) {
-			snprintf(err, errlen, "could not write the replication recording: %s", strerror(errno));
+			snprintf(err, errlen, "could not write the replication recording: %s", sl_strerror(errno));
 			return SL_EFAIL;
 		}
 	}
@@ -435,7 +436,7 @@ void sl_pg_repl_set_timeout(struct sl_pg_repl *r, int64_t silence_ms)
 int sl_pg_repl_record(struct sl_pg_repl *r, FILE *out, char *err, size_t errlen)
 {
 	if (fwrite(SL_PG_RECORDING_MAGIC, 1, 8, out) != 8) {
-		snprintf(err, errlen, "could not write the replication recording: %s", strerror(errno));
+		snprintf(err, errlen, "could not write the replication recording: %s", sl_strerror(errno));
 		return SL_EFAIL;
 	}
 	r->record = out;

@@ -17,12 +17,18 @@ and after the fix the message gives, both pass:
 
 A strict CLI: an option a command does not take, an unknown option and a
 stream the config does not have are usage errors (exit 2) that name them.
+
+Failures surface at once, as JSON lines when asked: one stream that stops
+(exit 4) is logged while the others go on, a retried error carries its
+SQLSTATE, and the agent exits with the highest exit code of its streams.
 """
 
+import json
 import re
+import signal
 import unittest
 
-from harness import PgTestCase
+from harness import PgTestCase, read_avro_tree, wait_until
 
 
 class CheckPredictsRunTest(PgTestCase):
@@ -170,6 +176,63 @@ class StrictCliTest(PgTestCase):
         r = s.run("status", "--help")
         self.assertEqual(r.rc, 0)
         self.assertIn("--stream NAME", r.stdout)
+
+
+class FailuresAndLogsTest(PgTestCase):
+
+    def test_a_failed_stream_is_said_at_once_and_the_others_go_on(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE lf_t (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO lf_t VALUES (1), (2)")
+        # a role whose every transaction is read-only: CREATE PUBLICATION fails
+        # with SQLSTATE 25006, a runtime error that is retried
+        pg.execute("CREATE ROLE lf_ro SUPERUSER LOGIN REPLICATION")
+        pg.execute("ALTER ROLE lf_ro SET default_transaction_read_only = on")
+        s = self.sluice(stream="lf_good", tables="public.lf_t", max_file_seconds=1,
+                        extra={"agent": {"log_format": "json"}})
+        text = s.config_text() + (
+            f"\n[source.ro]\ntype = postgres\nhost = {pg.host}\nport = {pg.port}\nuser = lf_ro\n"
+            "dbname = postgres\n\n"
+            "[stream.lf_bad]\nsource = pg\ndestination = out\ntables = public.lf_t\n\n"
+            "[stream.lf_ro]\nsource = ro\ndestination = out\ntables = public.lf_t\n")
+        s.write_config(text)
+        r = s.run("run", "--stream", "lf_bad", "--until-caught-up")
+        self.assertEqual(r.rc, 0, r.describe())
+        pg.execute("SELECT pg_drop_replication_slot('sluice_lf_bad')")
+
+        p = s.start("run")
+        self.addCleanup(lambda: p.signal(signal.SIGKILL))
+
+        def lines():
+            return [json.loads(l) for l in p.stderr_text().splitlines() if l.strip()]
+        wait_until(lambda: any(l["level"] == "error" and l.get("stream") == "lf_bad" for l in lines())
+                   or not p.alive(), 60, "the failed stream's error")
+        self.assertTrue(p.alive(), "one stream's failure ended the agent")
+        err = [l for l in lines() if l["level"] == "error" and l.get("stream") == "lf_bad"]
+        self.assertEqual(len(err), 1)
+        self.assertIn('replication slot "sluice_lf_bad" does not exist', err[0]["msg"])
+        # the good stream goes on
+        wait_until(lambda: any("streaming from slot" in l["msg"] for l in lines() if l.get("stream") == "lf_good"),
+                   60, "the good stream to stream")
+        pg.execute("INSERT INTO lf_t VALUES (3)")
+        wait_until(lambda: 3 in read_avro_tree(s.out, self, keep=lambda rec: rec["payload"]["id"])
+                   or not p.alive(), 60, "the good stream's change")
+        # the retried one says why, with its SQLSTATE
+        wait_until(lambda: any(l.get("stream") == "lf_ro" and l.get("sqlstate") == "25006" for l in lines()),
+                   60, "the read-only stream's retry")
+        retry = [l for l in lines() if l.get("stream") == "lf_ro" and l.get("sqlstate")][0]
+        self.assertEqual(retry["level"], "warning")
+        self.assertIn("read-only transaction", retry["msg"])
+        self.assertIn("retrying", retry["msg"])
+        p.signal(signal.SIGTERM)
+        res = p.wait_result(60)
+        self.assertEqual(res.rc, 4, "the highest exit code of the streams (4 > 1 > 0)\n" + res.describe())
+        for l in lines():
+            self.assertEqual(set(l) - {"ts", "level", "stream", "table", "msg", "sqlstate", "errno"}, set(), l)
+            self.assertRegex(l["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            self.assertIn(l["level"], ("debug", "info", "warning", "error"))
+            self.assertNotIn("\n", l["msg"])
+        self.assertTrue(all("stream" in l for l in lines() if "stream \"" in l["msg"]))
 
 
 if __name__ == "__main__":
