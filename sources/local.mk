@@ -9,6 +9,10 @@ libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/sourc
 	%D%/postgres/pg_backfill.c %D%/postgres/pg_backfill.h \
 	%D%/postgres/pg_text.c %D%/postgres/pg_text.h \
 	%D%/postgres/pgoutput.c %D%/postgres/pgoutput.h \
+	%D%/mysql/binlog_event.c %D%/mysql/binlog_event.h \
+	%D%/mysql/row_image.c %D%/mysql/row_image.h \
+	%D%/mysql/mysql_charset.c %D%/mysql/mysql_charset.h \
+	%D%/mysql/mysql_json.c %D%/mysql/mysql_json.h \
 	%D%/mysql/gtid.c %D%/mysql/gtid.h
 libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(ZLIB_CFLAGS)
 SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS) $(ZLIB_LIBS)
