@@ -31,8 +31,9 @@
  * The text is the one MySQL prints for the value: objects as
  * {"k": v, "k2": v2} (keys in stored order), arrays as [v, v2], doubles as
  * MySQL writes them (the shortest form that reads back the same value;
- * "1.0" for integral values up to 10^15, "1e16" beyond; exponents without
- * '+'), decimals as plain numbers, dates and times as quoted strings with
+ * fixed notation while the decimal point falls within 15 digits of the
+ * first digit and 14 zeros after the point, "1.0" for integral values such
+ * as 1e14 but "1e15" and "1e-16" beyond; exponents without '+'), decimals as plain numbers, dates and times as quoted strings with
  * six fraction digits ("2015-01-15 23:24:25.000000", "-12:30:00.000000",
  * dates "2015-01-15"), other opaque values as "base64:typeNN:<base64>".
  */

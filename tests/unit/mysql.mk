@@ -10,8 +10,9 @@ MYSQL_TEST_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(ZLIB_LIBS) $(C
 MYSQL_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS) -DSLUICE_SRCDIR='"$(abs_top_srcdir)"'
 MYSQL_ENC = %D%/mysql_enc.c %D%/mysql_enc.h
 
-check_PROGRAMS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows
-TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows
+check_PROGRAMS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows \
+	%D%/test_mysql_json
+TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_mysql_json
 
 %C%_test_mysql_gtid_SOURCES = %D%/test_mysql_gtid.c
 %C%_test_mysql_gtid_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
@@ -24,5 +25,9 @@ TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows
 %C%_test_mysql_rows_SOURCES = %D%/test_mysql_rows.c $(MYSQL_ENC)
 %C%_test_mysql_rows_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
 %C%_test_mysql_rows_LDADD = $(MYSQL_TEST_LDADD)
+
+%C%_test_mysql_json_SOURCES = %D%/test_mysql_json.c $(MYSQL_ENC)
+%C%_test_mysql_json_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_json_LDADD = $(MYSQL_TEST_LDADD)
 endif
 EXTRA_DIST += %D%/data
