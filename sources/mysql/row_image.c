@@ -967,6 +967,13 @@ int sl_mysql_rows_next(struct sl_mysql_rowdec *d, struct sl_binlog_rows *rows, c
 		if (rc < 0)
 			return rc;
 	}
+	if (p == rows->rows) {
+		/* Images without columns take no bytes: the rows could not be
+		 * told apart, and no server writes them. */
+		snprintf(err, errlen, "malformed rows event for table \"%s\".\"%s\": a row without columns",
+			 tm->db, tm->table);
+		return -1;
+	}
 	rows->rows = p;
 	return 1;
 }

@@ -11,8 +11,9 @@ MYSQL_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS) -DSLUICE_SR
 MYSQL_ENC = %D%/mysql_enc.c %D%/mysql_enc.h
 
 check_PROGRAMS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows \
-	%D%/test_mysql_json
-TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_mysql_json
+	%D%/test_mysql_json %D%/test_mysql_capture
+TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_mysql_json \
+	%D%/test_mysql_capture
 
 %C%_test_mysql_gtid_SOURCES = %D%/test_mysql_gtid.c
 %C%_test_mysql_gtid_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
@@ -29,5 +30,9 @@ TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_
 %C%_test_mysql_json_SOURCES = %D%/test_mysql_json.c $(MYSQL_ENC)
 %C%_test_mysql_json_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
 %C%_test_mysql_json_LDADD = $(MYSQL_TEST_LDADD)
+
+%C%_test_mysql_capture_SOURCES = %D%/test_mysql_capture.c
+%C%_test_mysql_capture_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_capture_LDADD = $(MYSQL_TEST_LDADD)
 endif
 EXTRA_DIST += %D%/data
