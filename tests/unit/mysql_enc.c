@@ -22,14 +22,14 @@ static void ok(struct sl_buf *b)
 void me_le(struct sl_buf *b, uint64_t v, int n)
 {
 	for (int i = 0; i < n; i++)
-		sl_buf_putc(b, (char)(v >> (8 * i)));
+		sl_buf_putc(b, i < 8 ? (char)(v >> (8 * i)) : 0);  /* wider: zero bytes */
 	ok(b);
 }
 
 void me_be(struct sl_buf *b, uint64_t v, int n)
 {
 	for (int i = n - 1; i >= 0; i--)
-		sl_buf_putc(b, (char)(v >> (8 * i)));
+		sl_buf_putc(b, i < 8 ? (char)(v >> (8 * i)) : 0);
 	ok(b);
 }
 
@@ -156,6 +156,10 @@ void me_decimal(struct sl_buf *b, const char *text, int p, int s)
 	}
 	dot = strchr(t, '.');
 	nint = dot ? (int)(dot - t) : (int)strlen(t);
+	while (nint > 0 && *t == '0') {  /* "0.5" in DECIMAL(5,5) has no integer digits */
+		t++;
+		nint--;
+	}
 	nfrac = dot ? (int)strlen(dot + 1) : 0;
 	/* the integer digits right-aligned in intg digits, the fraction
 	 * left-aligned in s digits */
