@@ -280,6 +280,14 @@ struct vctx {
 
 static int verr(struct vctx *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The column's name for messages: the output column's, else the table map's. */
+static const char *col_name(const struct vctx *v)
+{
+	if (v->col->name)
+		return v->col->name;
+	return v->mc->name.p ? v->mc->name.p : "?";
+}
+
 /* A value error: names the table and the column. */
 static int verr(struct vctx *v, const char *fmt, ...)
 {
@@ -290,7 +298,7 @@ static int verr(struct vctx *v, const char *fmt, ...)
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
 	snprintf(v->err, v->errlen, "table \"%s\".\"%s\" column \"%s\" (%s): %s", v->tm->db, v->tm->table,
-		 v->col->name, sl_mysql_type_name(v->mc, tn, sizeof tn), what);
+		 col_name(v), sl_mysql_type_name(v->mc, tn, sizeof tn), what);
 	return SL_MYSQL_EVALUE;
 }
 
@@ -305,7 +313,7 @@ static int truncated(struct vctx *v)
 	char tn[48];
 
 	snprintf(v->err, v->errlen, "malformed rows event for table \"%s\".\"%s\": the image ends inside column \"%s\" (%s)",
-		 v->tm->db, v->tm->table, v->col->name, sl_mysql_type_name(v->mc, tn, sizeof tn));
+		 v->tm->db, v->tm->table, col_name(v), sl_mysql_type_name(v->mc, tn, sizeof tn));
 	return -1;
 }
 
@@ -324,7 +332,7 @@ static void set_direct(struct vctx *v, uint8_t kind, const void *p, size_t len)
 static int oom(struct vctx *v)
 {
 	snprintf(v->err, v->errlen, "table \"%s\".\"%s\" column \"%s\": out of memory or over the buffer cap",
-		 v->tm->db, v->tm->table, v->col->name);
+		 v->tm->db, v->tm->table, col_name(v));
 	return -1;
 }
 
@@ -373,7 +381,7 @@ static int bad_date(struct vctx *v, bool zero, int64_t y, int m, int d)
 
 	if ((nth & (nth - 1)) == 0)
 		sl_warn("table \"%s\".\"%s\" column \"%s\": %s date %04" PRId64 "-%02d-%02d written as null "
-			"(%" PRIu64 " so far)", v->tm->db, v->tm->table, v->col->name, zero ? "zero" : "invalid",
+			"(%" PRIu64 " so far)", v->tm->db, v->tm->table, col_name(v), zero ? "zero" : "invalid",
 			y, m, d, nth);
 	*v->out = (struct sl_value){ .kind = SL_V_NULL };
 	return 0;
