@@ -530,6 +530,9 @@ static int decode_body(struct sl_binlog_reader *r, struct sl_binlog_event *ev, c
 		ev->kind = SL_BLK_INCIDENT;
 		return 0;
 	}
+	case SL_BL_PREVIOUS_GTIDS:
+		ev->kind = SL_BLK_PREVIOUS_GTIDS;
+		return 0;
 	default:
 		ev->kind = SL_BLK_OTHER;
 		return 0;

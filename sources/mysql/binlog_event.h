@@ -63,6 +63,8 @@
  *   38 XA_PREPARE          one_phase u8, format_id u32, gtrid_len u32,
  *                          bqual_len u32, the bytes
  *   26 INCIDENT            incident u16, message length u8, message
+ *   35 PREVIOUS_GTIDS      MySQL: the GTID set executed before this binlog
+ *                          file, in the binary form of gtid.h
  *
  * Events a reader cannot skip without losing changes and that this decoder
  * does not read are refused with an error that names them: MariaDB's
@@ -131,6 +133,7 @@ enum sl_bl_kind {
 	SL_BLK_ANNOTATE,             /* MariaDB ANNOTATE_ROWS, MySQL ROWS_QUERY */
 	SL_BLK_XA_PREPARE,
 	SL_BLK_INCIDENT,
+	SL_BLK_PREVIOUS_GTIDS,       /* MySQL: body is a binary GTID set (sl_mysql_gtid_set_decode) */
 };
 
 struct sl_binlog_header {

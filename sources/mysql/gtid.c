@@ -537,6 +537,87 @@ int sl_mysql_gtid_set_format(const struct sl_mysql_gtid_set *s, struct sl_buf *o
 	return sl_buf_failed(out) ? -1 : 0;
 }
 
+static void put_le64(struct sl_buf *out, uint64_t v)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)(v >> (8 * i));
+	sl_buf_append(out, b, 8);
+}
+
+static uint64_t get_le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+int sl_mysql_gtid_set_encode(const struct sl_mysql_gtid_set *s, struct sl_buf *out)
+{
+	put_le64(out, s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		sl_buf_append(out, s->sids[i].uuid, 16);
+		put_le64(out, s->sids[i].n);
+		for (size_t k = 0; k < s->sids[i].n; k++) {
+			put_le64(out, s->sids[i].iv[k].first);
+			put_le64(out, s->sids[i].iv[k].last + 1);
+		}
+	}
+	return sl_buf_failed(out) ? -1 : 0;
+}
+
+int sl_mysql_gtid_set_decode(struct sl_mysql_gtid_set *s, const unsigned char *p, size_t len, char *err,
+			     size_t errlen)
+{
+	const unsigned char *end = p + len;
+	uint64_t nsids;
+
+	sl_mysql_gtid_set_clear(s);
+	if (len < 8)
+		goto truncated;
+	nsids = get_le64(p);
+	p += 8;
+	if (nsids >> 56) {
+		snprintf(err, errlen, "binary GTID set: the tagged format is not supported");
+		return -1;
+	}
+	for (uint64_t i = 0; i < nsids; i++) {
+		const unsigned char *uuid;
+		uint64_t niv;
+		if ((size_t)(end - p) < 24)
+			goto truncated;
+		uuid = p;
+		niv = get_le64(p + 16);
+		p += 24;
+		if (niv > (size_t)(end - p) / 16)
+			goto truncated;
+		for (uint64_t k = 0; k < niv; k++) {
+			uint64_t first = get_le64(p), stop = get_le64(p + 8);
+			p += 16;
+			if (stop <= first || stop - 1 > SL_MYSQL_GNO_MAX || first < 1) {
+				snprintf(err, errlen, "binary GTID set: bad interval %llu-%llu", (unsigned long long)first,
+					 (unsigned long long)stop);
+				goto fail;
+			}
+			if (sl_mysql_gtid_set_add_interval(s, uuid, first, stop - 1, err, errlen) < 0)
+				goto fail;
+		}
+	}
+	if (p != end) {
+		snprintf(err, errlen, "binary GTID set: %zu bytes after the set", (size_t)(end - p));
+		goto fail;
+	}
+	return 0;
+truncated:
+	snprintf(err, errlen, "binary GTID set: truncated");
+fail:
+	sl_mysql_gtid_set_clear(s);
+	return -1;
+}
+
 /* True if every interval of a lies inside b's intervals (both normalised). */
 static bool sid_subset(const struct sl_mysql_gtid_sid *a, const struct sl_mysql_gtid_sid *b)
 {

@@ -126,6 +126,15 @@ int sl_mysql_gtid_set_add(struct sl_mysql_gtid_set *s, const unsigned char uuid[
 			  char *err, size_t errlen);
 int sl_mysql_gtid_set_add_interval(struct sl_mysql_gtid_set *s, const unsigned char uuid[static 16],
 				   uint64_t first, uint64_t last, char *err, size_t errlen);
+/* The binary form of a GTID set that COM_BINLOG_DUMP_GTID sends and
+ * PREVIOUS_GTIDS events carry (little-endian): n_sids u64, then per UUID
+ * the 16 bytes, n_intervals u64 and per interval start u64 and end u64
+ * (end exclusive).  Encoding appends to out (0, or -1 if out failed);
+ * decoding replaces s (0, or -1 with err for bytes that are not a set, or
+ * the tagged form of MySQL 8.4). */
+int sl_mysql_gtid_set_encode(const struct sl_mysql_gtid_set *s, struct sl_buf *out);
+int sl_mysql_gtid_set_decode(struct sl_mysql_gtid_set *s, const unsigned char *p, size_t len, char *err,
+			     size_t errlen);
 bool sl_mysql_gtid_set_contains(const struct sl_mysql_gtid_set *s, const unsigned char uuid[static 16],
 				uint64_t gno);
 /* True if every GTID of a is in b. */

@@ -445,6 +445,22 @@ static void test_heartbeat_annotate_xa_incident(void **state)
 	assert_int_equal(ev.u.incident.incident, 1);
 	assert_int_equal(ev.u.incident.message_len, 9);
 
+	/* PREVIOUS_GTIDS: the body is a binary GTID set */
+	{
+		struct sl_mysql_gtid_set set;
+		sl_mysql_gtid_set_init(&set);
+		sl_buf_reset(&b);
+		me_le(&b, 1, 8);
+		me_bytes(&b, "\x3e\x11\xfa\x47\x71\xca\x11\xe1\x9e\x33\xc8\x0a\xa9\x42\x95\x62", 16);
+		me_le(&b, 1, 8); me_le(&b, 1, 8); me_le(&b, 101, 8);
+		assert_int_equal(decode(&r, SL_BL_PREVIOUS_GTIDS, 650, &b, true, &ev, err, sizeof err), 0);
+		assert_int_equal(ev.kind, SL_BLK_PREVIOUS_GTIDS);
+		assert_int_equal(sl_mysql_gtid_set_decode(&set, ev.body, ev.body_len, err, sizeof err), 0);
+		assert_true(sl_mysql_gtid_set_contains(&set, (const unsigned char *)"\x3e\x11\xfa\x47\x71\xca\x11"
+						       "\xe1\x9e\x33\xc8\x0a\xa9\x42\x95\x62", 100));
+		sl_mysql_gtid_set_free(&set);
+	}
+
 	/* events a CDC reader does not need are framed and reported as other */
 	sl_buf_reset(&b);
 	me_le(&b, 2, 1); me_le(&b, 17, 8);

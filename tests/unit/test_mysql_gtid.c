@@ -277,6 +277,62 @@ static void test_mysql_set_add_contains_compare(void **state)
 	sl_mysql_gtid_set_free(&b);
 }
 
+static void test_mysql_set_binary(void **state)
+{
+	static const char text[] = U1 ":1-5:7," U2 ":3-9223372036854775807";
+	struct sl_mysql_gtid_set a, b;
+	struct sl_buf bin;
+	char err[256], *t;
+
+	(void)state;
+	sl_mysql_gtid_set_init(&a);
+	sl_mysql_gtid_set_init(&b);
+	sl_buf_init(&bin, 0);
+	assert_int_equal(sl_mysql_gtid_set_parse(&a, text, strlen(text), err, sizeof err), 0);
+	assert_int_equal(sl_mysql_gtid_set_encode(&a, &bin), 0);
+	/* n_sids, then uuid, n_intervals, [start, end) pairs */
+	assert_int_equal(bin.len, 8 + (16 + 8 + 2 * 16) + (16 + 8 + 16));
+	assert_int_equal((unsigned char)bin.data[0], 2);
+	assert_int_equal((unsigned char)bin.data[8], 0x3e);
+	assert_int_equal((unsigned char)bin.data[24], 2);          /* two intervals */
+	assert_int_equal((unsigned char)bin.data[32], 1);          /* 1 */
+	assert_int_equal((unsigned char)bin.data[40], 6);          /* up to 6, exclusive */
+	assert_int_equal((unsigned char)bin.data[48], 7);
+	assert_int_equal((unsigned char)bin.data[56], 8);
+	assert_int_equal((unsigned char)bin.data[bin.len - 1], 0x80); /* 2^63 */
+	assert_int_equal(sl_mysql_gtid_set_decode(&b, (const unsigned char *)bin.data, bin.len, err, sizeof err), 0);
+	assert_int_equal(sl_mysql_gtid_set_compare(&a, &b), SL_GTID_EQUAL);
+	t = fmt_set(&b);
+	assert_string_equal(t, text);
+	free(t);
+	/* every truncation fails and leaves the set empty */
+	for (size_t n = 0; n < bin.len; n++) {
+		assert_int_equal(sl_mysql_gtid_set_decode(&b, (const unsigned char *)bin.data, n, err, sizeof err), -1);
+		assert_int_equal(b.n, 0);
+	}
+	/* an interval that ends before it starts; trailing bytes; the tagged form */
+	bin.data[40] = 1;
+	assert_int_equal(sl_mysql_gtid_set_decode(&b, (const unsigned char *)bin.data, bin.len, err, sizeof err), -1);
+	assert_non_null(strstr(err, "bad interval 1-1"));
+	bin.data[40] = 6;
+	sl_buf_append(&bin, "x", 1);
+	assert_int_equal(sl_mysql_gtid_set_decode(&b, (const unsigned char *)bin.data, bin.len, err, sizeof err), -1);
+	assert_non_null(strstr(err, "1 bytes after the set"));
+	bin.data[7] = 1;
+	assert_int_equal(sl_mysql_gtid_set_decode(&b, (const unsigned char *)bin.data, bin.len, err, sizeof err), -1);
+	assert_non_null(strstr(err, "tagged format"));
+	/* the empty set */
+	sl_buf_reset(&bin);
+	sl_mysql_gtid_set_clear(&a);
+	assert_int_equal(sl_mysql_gtid_set_encode(&a, &bin), 0);
+	assert_int_equal(bin.len, 8);
+	assert_int_equal(sl_mysql_gtid_set_decode(&b, (const unsigned char *)bin.data, bin.len, err, sizeof err), 0);
+	assert_int_equal(b.n, 0);
+	sl_buf_free(&bin);
+	sl_mysql_gtid_set_free(&a);
+	sl_mysql_gtid_set_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_mysql_uuid),
 		cmocka_unit_test(test_mysql_set_parse_format),
 		cmocka_unit_test(test_mysql_set_add_contains_compare),
+		cmocka_unit_test(test_mysql_set_binary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
