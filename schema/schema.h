@@ -38,6 +38,7 @@ struct sl_buf;  /* common/buf.h */
  *   SL_T_TIMESTAMPTZ  SL_V_TIMESTAMP   already converted to UTC
  *   SL_T_UUID         SL_V_UUID
  *   SL_T_JSON         SL_V_JSON
+ *   SL_T_UINT64       SL_V_UINT        MySQL BIGINT UNSIGNED: the full 0 .. 2^64-1
  */
 enum sl_type {
 	SL_T_STRING = 0,   /* text, varchar, char, and everything not listed below */
@@ -54,6 +55,8 @@ enum sl_type {
 	SL_T_TIMESTAMPTZ,  /* timestamptz -> timestamp-micros, converted to UTC */
 	SL_T_UUID,         /* uuid -> string with logicalType uuid */
 	SL_T_JSON,         /* json, jsonb -> string */
+	SL_T_UINT64,       /* unsigned 64-bit (MySQL BIGINT UNSIGNED): a sink without an unsigned
+			    * type writes it exactly, e.g. avro_dir as decimal(20,0) */
 };
 
 struct sl_column {

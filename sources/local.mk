@@ -1,6 +1,7 @@
-# sources: the source interface (source.h), the registry, and the PostgreSQL
+# sources: the source interface (source.h), the registry, the PostgreSQL
 # source (sources/postgres/: catalog, replication connection, pgoutput
-# decoder, COPY snapshot reader).
+# decoder, COPY snapshot reader), and the MySQL/MariaDB binlog decoding
+# library (sources/mysql/: event framing, row images, GTIDs).
 noinst_LIBRARIES += libslsources.a
 libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/source_conf.h \
 	%D%/source_util.c \
@@ -9,6 +10,11 @@ libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/sourc
 	%D%/postgres/pg_privs.c \
 	%D%/postgres/pg_backfill.c %D%/postgres/pg_backfill.h \
 	%D%/postgres/pg_text.c %D%/postgres/pg_text.h \
-	%D%/postgres/pgoutput.c %D%/postgres/pgoutput.h
-libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS)
-SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS)
+	%D%/postgres/pgoutput.c %D%/postgres/pgoutput.h \
+	%D%/mysql/binlog_event.c %D%/mysql/binlog_event.h \
+	%D%/mysql/row_image.c %D%/mysql/row_image.h \
+	%D%/mysql/mysql_charset.c %D%/mysql/mysql_charset.h \
+	%D%/mysql/mysql_json.c %D%/mysql/mysql_json.h \
+	%D%/mysql/gtid.c %D%/mysql/gtid.h
+libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(ZLIB_CFLAGS)
+SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS) $(ZLIB_LIBS)

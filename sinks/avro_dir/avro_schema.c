@@ -129,6 +129,10 @@ static void put_column_type(struct sl_buf *out, const struct sl_column *c)
 		break;
 	case SL_T_UUID: sl_buf_puts(out, "{\"type\":\"string\",\"logicalType\":\"uuid\"}"); break;
 	case SL_T_JSON: sl_buf_puts(out, "{\"type\":\"string\",\"sqlType\":\"JSON\"}"); break;
+	case SL_T_UINT64:
+		/* Avro has no unsigned long: every 64-bit unsigned value fits decimal(20,0). */
+		sl_buf_puts(out, "{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":20,\"scale\":0}");
+		break;
 	default: sl_buf_puts(out, "\"string\""); break;
 	}
 }

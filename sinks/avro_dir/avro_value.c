@@ -254,6 +254,7 @@ static const char *type_label(enum sl_type t)
 	case SL_T_TIMESTAMPTZ: return "timestamptz";
 	case SL_T_UUID: return "uuid";
 	case SL_T_JSON: return "json";
+	case SL_T_UINT64: return "uint64";
 	}
 	return "unknown";
 }
@@ -296,6 +297,7 @@ static const uint8_t kind_of_type[] = {
 	[SL_T_TIMESTAMPTZ] = SL_V_TIMESTAMP,
 	[SL_T_UUID] = SL_V_UUID,
 	[SL_T_JSON] = SL_V_JSON,
+	[SL_T_UINT64] = SL_V_UINT,
 };
 
 int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struct sl_value *v,
@@ -375,6 +377,19 @@ int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struc
 			return -1;
 		}
 		rc = put_branch_bytes(b, dec, n);
+		break;
+	}
+	case SL_T_UINT64: {
+		/* decimal(20,0): the value big-endian, with a leading zero byte
+		 * when its top bit is set (two's complement, minimal length). */
+		unsigned char be[9];
+		size_t k = 0;
+		be[0] = 0;
+		for (int i = 0; i < 8; i++)
+			be[1 + i] = (unsigned char)(v->u >> (56 - 8 * i));
+		while (k < 8 && be[k] == 0x00 && !(be[k + 1] & 0x80))
+			k++;
+		rc = put_branch_bytes(b, be + k, 9 - k);
 		break;
 	}
 	case SL_T_UUID:

@@ -533,6 +533,7 @@ static const char *type_label(enum sl_type t)
 	case SL_T_TIMESTAMPTZ: return "timestamptz";
 	case SL_T_UUID: return "uuid";
 	case SL_T_JSON: return "json";
+	case SL_T_UINT64: return "unsigned bigint";
 	}
 	return "unknown";
 }
@@ -750,7 +751,7 @@ int sl_pg_text_row(const struct sl_table *t, const struct sl_text_value *in, str
 		case SL_TV_TEXT:
 			if (convert(col, p, len, &out[i], scratch, st) == 0)
 				continue;
-			if ((unsigned)col->type > SL_T_JSON)
+			if ((unsigned)col->type > SL_T_UINT64)
 				snprintf(err, errlen, "column \"%s\": unknown output type %d", col->name, (int)col->type);
 			else
 				snprintf(err, errlen, "column \"%s\": invalid %s value \"%.*s\"%s", col->name,

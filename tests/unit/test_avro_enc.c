@@ -137,6 +137,26 @@ static void test_schema_golden_mysql_and_types(void **state)
 	sl_table_free(t);
 }
 
+/* An unsigned 64-bit column (MySQL BIGINT UNSIGNED) is decimal(20,0). */
+static void test_schema_uint64(void **state)
+{
+	struct sl_table *t = sl_table_new("shop", "u");
+	struct sl_buf b;
+	char err[256];
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(sl_table_add_column(t, "bu", SL_T_UINT64, 0, 0, 8, -1, "bigint(20) unsigned", true), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	t->src = &fake_desc;
+	sl_buf_init(&b, 0);
+	assert_int_equal(sl_avro_schema_json(&b, t, err, sizeof err), 0);
+	assert_non_null(strstr(b.data, "{\"name\":\"bu\",\"type\":[\"null\",{\"type\":\"bytes\","
+				       "\"logicalType\":\"decimal\",\"precision\":20,\"scale\":0}],"));
+	sl_buf_free(&b);
+	sl_table_free(t);
+}
+
 /* Names with quotes, backslashes, control characters and bad UTF-8 give
  * valid JSON that keeps the original name in "sluice.column". */
 static void test_schema_escaping(void **state)
@@ -877,6 +897,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_schema_golden_pg),
 		cmocka_unit_test(test_schema_golden_mysql_and_types),
+		cmocka_unit_test(test_schema_uint64),
 		cmocka_unit_test(test_schema_escaping),
 		cmocka_unit_test(test_identity_pg),
 		cmocka_unit_test(test_identity_mysql_nokey),

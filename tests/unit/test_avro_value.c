@@ -447,6 +447,44 @@ static void test_bytes(void **state)
 	CHECK(SL_T_BYTES, 0, 0, tl_bytes("\0\0", 2), 0x02, 0x04, 0x00, 0x00);
 }
 
+/* MySQL's BIGINT UNSIGNED: decimal(20,0) bytes, the same bytes the decimal
+ * path gives for the same digits, up to 2^64-1 without a lost bit. */
+static void test_uint64(void **state)
+{
+	const struct {
+		uint64_t u;
+		const char *digits;
+	} cases[] = {
+		{ 0, "0" }, { 1, "1" }, { 127, "127" }, { 128, "128" }, { 255, "255" },
+		{ UINT64_C(9223372036854775807), "9223372036854775807" },
+		{ UINT64_C(9223372036854775808), "9223372036854775808" },
+		{ UINT64_C(18446744073709551615), "18446744073709551615" },
+	};
+	char err[256];
+
+	(void)state;
+	CHECK(SL_T_UINT64, 0, 0, ((struct sl_value){ .kind = SL_V_UINT, .u = 0 }), 0x02, 0x02, 0x00);
+	CHECK(SL_T_UINT64, 0, 0, ((struct sl_value){ .kind = SL_V_UINT, .u = 128 }), 0x02, 0x04, 0x00, 0x80);
+	CHECK(SL_T_UINT64, 0, 0, ((struct sl_value){ .kind = SL_V_UINT, .u = UINT64_MAX }), 0x02, 0x12,
+	      0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff);
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		struct sl_column cu = mkcol(SL_T_UINT64, 0, 0), cd = mkcol(SL_T_DECIMAL, 20, 0);
+		struct sl_value vu = { .kind = SL_V_UINT, .u = cases[i].u };
+		struct sl_value vd = tl_dec(false, cases[i].digits, 0);
+		struct sl_buf bu, bd;
+		sl_buf_init(&bu, 0);
+		sl_buf_init(&bd, 0);
+		assert_int_equal(sl_avro_put_value(&bu, &cu, &vu, err, sizeof err), 0);
+		assert_int_equal(sl_avro_put_value(&bd, &cd, &vd, err, sizeof err), 0);
+		assert_int_equal(bu.len, bd.len);
+		assert_memory_equal(bu.data, bd.data, bu.len);
+		sl_buf_free(&bu);
+		sl_buf_free(&bd);
+	}
+	check_bad_err(SL_T_UINT64, 0, 0, tl_int(1), err, sizeof err);
+	assert_string_equal(err, "column \"col_x\": a value of kind integer does not fit type uint64");
+}
+
 /* Every type refuses every kind but its own, naming the column and leaving
  * the buffer as it was. */
 static void test_kind_mismatch(void **state)
@@ -461,6 +499,7 @@ static void test_kind_mismatch(void **state)
 		{ SL_T_DECIMAL, SL_V_DECIMAL }, { SL_T_BYTES, SL_V_BYTES }, { SL_T_DATE, SL_V_DATE },
 		{ SL_T_TIME, SL_V_TIME }, { SL_T_TIMESTAMP, SL_V_TIMESTAMP },
 		{ SL_T_TIMESTAMPTZ, SL_V_TIMESTAMP }, { SL_T_UUID, SL_V_UUID }, { SL_T_JSON, SL_V_JSON },
+		{ SL_T_UINT64, SL_V_UINT },
 	};
 	const struct sl_value values[] = {
 		tl_bool(true), tl_int(1), { .kind = SL_V_UINT, .u = 1 }, tl_float(1), tl_double(1),
@@ -530,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_decimal_random),
 		cmocka_unit_test(test_date_time_ts),
 		cmocka_unit_test(test_bytes),
+		cmocka_unit_test(test_uint64),
 		cmocka_unit_test(test_kind_mismatch),
 		cmocka_unit_test(test_not_nul_terminated),
 	};

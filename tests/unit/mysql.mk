@@ -1,0 +1,38 @@
+# Unit tests of the MySQL/MariaDB binlog decoding library (sources/mysql/):
+# GTID positions and sets (test_mysql_gtid), event framing and table maps
+# (test_mysql_binlog), row images and values (test_mysql_rows), binary JSON
+# (test_mysql_json), and events captured from a real MariaDB 10.11
+# (test_mysql_capture, reading tests/unit/data/mariadb-10.11/).  The events
+# are built by a test-side encoder (mysql_enc.c) written independently of
+# the decoder.
+if HAVE_CMOCKA
+MYSQL_TEST_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(ZLIB_LIBS) $(CMOCKA_LIBS)
+MYSQL_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS) -DSLUICE_SRCDIR='"$(abs_top_srcdir)"'
+MYSQL_ENC = %D%/mysql_enc.c %D%/mysql_enc.h
+
+check_PROGRAMS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows \
+	%D%/test_mysql_json %D%/test_mysql_capture
+TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_mysql_json \
+	%D%/test_mysql_capture
+
+%C%_test_mysql_gtid_SOURCES = %D%/test_mysql_gtid.c
+%C%_test_mysql_gtid_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_gtid_LDADD = $(MYSQL_TEST_LDADD)
+
+%C%_test_mysql_binlog_SOURCES = %D%/test_mysql_binlog.c $(MYSQL_ENC)
+%C%_test_mysql_binlog_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_binlog_LDADD = $(MYSQL_TEST_LDADD)
+
+%C%_test_mysql_rows_SOURCES = %D%/test_mysql_rows.c $(MYSQL_ENC)
+%C%_test_mysql_rows_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_rows_LDADD = $(MYSQL_TEST_LDADD)
+
+%C%_test_mysql_json_SOURCES = %D%/test_mysql_json.c $(MYSQL_ENC)
+%C%_test_mysql_json_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_json_LDADD = $(MYSQL_TEST_LDADD)
+
+%C%_test_mysql_capture_SOURCES = %D%/test_mysql_capture.c
+%C%_test_mysql_capture_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
+%C%_test_mysql_capture_LDADD = $(MYSQL_TEST_LDADD)
+endif
+EXTRA_DIST += %D%/data
