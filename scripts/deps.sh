@@ -11,6 +11,7 @@ PACKAGES=(
 	postgresql-15 postgresql-client-15
 	python3-avro python3-snappy python3-psycopg2
 	procps
+	systemd                 # systemd-analyze verifies the unit in contrib/systemd
 	iproute2 iptables       # the network fault tests: ip netns, veth, tc; DROP and NFQUEUE rules
 )
 
