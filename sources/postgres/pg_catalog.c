@@ -667,6 +667,15 @@ int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen)
 	return rc;
 }
 
+int sl_pg_oid_array(struct sl_buf *b, struct sl_table *const *tables, int n)
+{
+	sl_buf_putc(b, '{');
+	for (int i = 0; i < n; i++)
+		sl_buf_printf(b, "%s%u", i ? "," : "", tables[i]->relid);
+	sl_buf_putc(b, '}');
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct sl_buf *grants, char *err,
 		      size_t errlen)
 {
@@ -676,11 +685,7 @@ int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct s
 	int rc = SL_OK;
 
 	sl_buf_init(&oids, 0);
-	sl_buf_putc(&oids, '{');
-	for (int i = 0; i < n; i++)
-		sl_buf_printf(&oids, "%s%u", i ? "," : "", tables[i]->relid);
-	sl_buf_putc(&oids, '}');
-	if (sl_buf_failed(&oids)) {
+	if (sl_pg_oid_array(&oids, tables, n) < 0) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
 		goto out;

@@ -109,6 +109,8 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 /* The server's clock_timestamp() in Unix microseconds: taken just before a
  * slot is created, it is the source time of that snapshot's backfill rows. */
 int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen);
+/* "{oid,oid,...}" of the n tables, for an oid[] parameter; -1 out of memory. */
+int sl_pg_oid_array(struct sl_buf *b, struct sl_table *const *tables, int n);
 /* Appends to grants ("; "-separated) the GRANT statements the role lacks
  * to read the n tables: USAGE on each schema, SELECT on each table. */
 int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct sl_buf *grants, char *err,
