@@ -94,6 +94,16 @@ static const char *valid_table_glob(const char *s)
 	return NULL;
 }
 
+/* key_columns entries: SCHEMA.TABLE.COLUMN, three non-empty parts. */
+static const char *valid_key_column(const char *s)
+{
+	const char *first = strchr(s, '.'), *last = strrchr(s, '.');
+
+	if (!first || first == s || first == last || last == first + 1 || last[1] == '\0' || strpbrk(s, "*?["))
+		return "each entry must be SCHEMA.TABLE.COLUMN, without globs, such as public.events.id";
+	return NULL;
+}
+
 /* A port: 1-65535, digits only. */
 static bool parse_port(const char *s)
 {
@@ -198,6 +208,8 @@ static const struct sl_keydesc stream_keys[] = {
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, tables) },
 	{ .name = "exclude_tables", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, exclude_tables) },
+	{ .name = "key_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
+	  .validate = valid_key_column, FIELD(struct sl_stream_config, key_columns) },
 	{ .name = "backfill", .type = SL_KT_ENUM, .choices = backfill_modes, .def = "auto",
 	  FIELD(struct sl_stream_config, backfill) },
 	{ .name = "write_mode", .type = SL_KT_ENUM, .choices = write_modes, .def = "append",

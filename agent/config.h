@@ -31,6 +31,7 @@ struct sl_stream_config {
 	struct sl_dest_config *destination;   /* resolved, points into sl_config */
 	char **tables;                        /* include globs "schema.table", NULL-terminated */
 	char **exclude_tables;                /* exclude globs, NULL-terminated (may be empty) */
+	char **key_columns;                   /* "schema.table.column" overrides of the tables' keys */
 	bool backfill;                        /* backfill = auto (true) | none (false) */
 	enum sl_write_mode write_mode;
 	char *slot;                           /* default "sluice_<stream>" */

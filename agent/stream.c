@@ -75,6 +75,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->config_path = cfg->path;
 	out->tables = sc->tables;
 	out->exclude_tables = sc->exclude_tables;
+	out->key_columns = sc->key_columns;
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;

@@ -117,6 +117,8 @@ struct sl_source_stream {
 	const char *config_path;       /* for recovery hints in messages */
 	char *const *tables;           /* include globs "schema.table", NULL-terminated */
 	char *const *exclude_tables;   /* exclude globs, NULL-terminated */
+	char *const *key_columns;      /* "schema.table.column": the key of a table, replacing its
+					* own (sl_source_apply_key_columns), NULL-terminated or NULL */
 	bool merge;                    /* write_mode = merge: every table needs a key */
 	const char *slot;              /* postgres: the replication slot */
 	const char *publication;       /* postgres: the publication */
@@ -296,6 +298,13 @@ int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *
  * match none.  A table the stream followed before (st->known_tables) may be
  * gone: it was dropped, and its entry is no typo.  SL_ECONFIG naming the
  * first entry that matches nothing. */
+/* Gives each of the n tables named in st->key_columns the key those
+ * entries list, in place of its own (a table's key columns are the ones
+ * named, in the table's column order).  An entry that names a table the
+ * stream does not select, or a column the table does not have, is
+ * SL_ECONFIG.  Tables it changes are finished again (new schema key). */
+int sl_source_apply_key_columns(const struct sl_source_stream *st, struct sl_table **tables, int n, char *err,
+				size_t errlen);
 int sl_source_check_exact(const struct sl_source_stream *st, const char *source, struct sl_table *const *tables,
 			  int n, char *err, size_t errlen);
 

@@ -202,7 +202,9 @@ static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *
 	PGresult *res = PQexecParams(c,
 		"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
 		"       coalesce(a.attnum = ANY(i.indkey), false) "
-		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
+		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indexrelid = ("
+		"  SELECT x.indexrelid FROM pg_index x WHERE x.indrelid = a.attrelid "
+		"  AND (x.indisprimary OR x.indisreplident) ORDER BY x.indisprimary DESC LIMIT 1) "
 		"WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
 		"ORDER BY a.attnum", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
@@ -242,7 +244,8 @@ out:
  * partition ancestors (for a partition), whether updates and deletes can
  * name a row (a replica identity: FULL, or the primary key or the chosen
  * index that DEFAULT or USING INDEX points to; for a partitioned table, every
- * leaf must have one), and the leaves of a partitioned table.
+ * leaf must have one), the leaves of a partitioned table, and the replica
+ * identity setting.
  */
 static const char list_sql[] =
 	"SELECT c.oid, n.nspname, c.relname, c.relkind, c.relispartition, "
@@ -257,7 +260,8 @@ static const char list_sql[] =
 	"       AND ((c.relreplident = 'd' AND i.indisprimary) OR (c.relreplident = 'i' AND i.indisreplident))) "
 	"  END, "
 	"  CASE WHEN c.relkind = 'p' THEN (SELECT string_agg(pt.relid::oid::text, ',' ORDER BY pt.relid::oid) "
-	"       FROM pg_partition_tree(c.oid) pt WHERE pt.isleaf) END "
+	"       FROM pg_partition_tree(c.oid) pt WHERE pt.isleaf) END, "
+	"  c.relreplident "
 	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
 	"WHERE c.relkind IN ('r', 'p') "
 	"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
@@ -357,6 +361,8 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 		cnt++;
 		t->relid = sel[k];
 		t->no_row_identity = strcmp(PQgetvalue(res, i, 6), "t") != 0;
+		if (!strcmp(PQgetvalue(res, i, 8), "f"))
+			t->src_flags |= SL_PG_IDENTITY_FULL;
 		if (!strcmp(PQgetvalue(res, i, 3), "p")) {
 			t->src_flags |= SL_PG_PARTITIONED;
 			t->shape = text_hash(PQgetvalue(res, i, 7));

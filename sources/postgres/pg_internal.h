@@ -54,13 +54,15 @@ int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen);
 
 /* sl_table.src_flags: a partitioned table (its rows are its partitions'). */
 #define SL_PG_PARTITIONED 0x1u
+#define SL_PG_IDENTITY_FULL 0x2u   /* REPLICA IDENTITY FULL: the whole row names it */
 
 /* Lists the tables whose "schema.table" matches one of include[] and none of
  * exclude[] (fnmatch globs; NULL-terminated arrays), with their columns and
- * primary keys from the catalog.  Ordinary and partitioned tables and
+ * keys from the catalog: the primary key, or else the replica identity's
+ * unique index (REPLICA IDENTITY USING INDEX).  Ordinary and partitioned tables and
  * partitions are listed, except a partition whose ancestor is selected too
  * (its rows and changes are the ancestor's).  Each table's relid,
- * src_flags (SL_PG_PARTITIONED), shape (its leaves) and no_row_identity are
+ * src_flags (SL_PG_PARTITIONED, SL_PG_IDENTITY_FULL), shape (its leaves) and no_row_identity are
  * set.  *out is a malloc'd array of *n tables that
  * the caller frees with sl_pg_tables_free(). */
 int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,

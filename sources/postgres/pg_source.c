@@ -238,8 +238,10 @@ static int check_table(const struct sl_source_stream *st, const struct sl_table 
 	}
 	if (!st->merge || sl_table_has_key(t))
 		return SL_OK;
-	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be replicated "
-		 "in append mode only", st->name, t->ns, t->name);
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so write_mode = merge cannot "
+		 "mirror it: name its key in the stream's key_columns (key_columns = %s.%s.COLUMN, ...), give it a "
+		 "primary key or a unique index as its replica identity (ALTER TABLE ... REPLICA IDENTITY USING INDEX), "
+		 "or use write_mode = append", st->name, t->ns, t->name, t->ns, t->name);
 	return SL_EPREREQ;
 }
 
@@ -254,8 +256,23 @@ static int list_tables(PGconn *c, const struct sl_source_config *cfg, const stru
 		return rc;
 	for (int i = 0; i < *n; i++)
 		(*out)[i]->src = &sl_pg_desc;
-	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0)
+	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0 ||
+	    (rc = sl_source_apply_key_columns(st, *out, *n, err, errlen)) < 0)
 		goto fail;
+	/* Merge mode needs a key: under REPLICA IDENTITY FULL the whole row is
+	 * one (identical rows then merge into one). */
+	for (int i = 0; i < *n && st->merge; i++) {
+		struct sl_table *t = (*out)[i];
+		if (sl_table_has_key(t) || !(t->src_flags & SL_PG_IDENTITY_FULL))
+			continue;
+		for (int k = 0; k < t->ncols; k++)
+			t->cols[k].is_key = true;
+		if (sl_table_finish(t) < 0) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			goto fail;
+		}
+	}
 	if (*n > 0)
 		return SL_OK;
 	rc = SL_ECONFIG;
