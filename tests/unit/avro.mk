@@ -46,4 +46,10 @@ TESTS += %D%/test_ch_codec
 %C%_test_ch_codec_CPPFLAGS = $(AVRO_TEST_CPPFLAGS)
 %C%_test_ch_codec_LDADD = $(AVRO_TEST_LDADD)
 
+check_PROGRAMS += %D%/test_ch_sink
+TESTS += %D%/test_ch_sink
+%C%_test_ch_sink_SOURCES = %D%/test_ch_sink.c %D%/fake_http.c %D%/fake_http.h $(AVRO_TESTLIB)
+%C%_test_ch_sink_CPPFLAGS = $(AVRO_TEST_CPPFLAGS) $(ZLIB_CFLAGS)
+%C%_test_ch_sink_LDADD = $(AVRO_TEST_LDADD) $(ZLIB_LIBS) -lpthread
 endif
+EXTRA_DIST += %D%/golden
