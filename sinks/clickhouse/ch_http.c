@@ -95,7 +95,7 @@ int ch_http_new(struct ch_http **out, const struct ch_http_conf *c, char *err, s
 	if (h->c.backoff_min_ms <= 0)
 		h->c.backoff_min_ms = 100;
 	if (h->c.backoff_max_ms <= 0)
-		h->c.backoff_max_ms = 10000;
+		h->c.backoff_max_ms = 5000;
 	sl_buf_init(&h->gz, 0);
 	sl_buf_init(&h->url, 0);
 	n = strlen(c->url);

@@ -37,7 +37,7 @@ struct ch_http_conf {
 	bool gzip;                  /* gzip request bodies of at least CH_GZIP_MIN bytes */
 	int64_t retry_ms;           /* how long ch_http_run() keeps trying */
 	int64_t backoff_min_ms;     /* first pause between tries (0: 100 ms) */
-	int64_t backoff_max_ms;     /* longest pause (0: 10 s) */
+	int64_t backoff_max_ms;     /* longest pause (0: 5 s) */
 };
 
 /* Smaller bodies are sent as they are: gzip would not pay for itself. */

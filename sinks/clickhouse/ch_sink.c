@@ -289,6 +289,7 @@ struct chtab {
 	/* merge mode */
 	struct keymap keys;
 	struct held *trunc;            /* the batch's latest TRUNCATE, or NULL */
+	uint64_t floor;                /* the version of the latest TRUNCATE written: older changes are gone */
 	/* bookkeeping */
 	uint64_t pend_rows, pend_bytes;
 	bool on_list;
@@ -433,12 +434,12 @@ static void moved_clear(struct chsink *s)
 /* ------------------------------------------------------------------ */
 /* requests                                                             */
 
-/* Runs the statement in s->sql (with retries); its result is in s->resp.
- * Returns 0, or -1 with a message in err (a refusal as data is a failure
- * here: statements carry no rows). */
-static int run_sql(struct chsink *s, const char *what, char *err, size_t errlen)
+/* Runs the statement in s->sql (with retries) with URL parameters params
+ * (may be NULL); its result is in s->resp.  Returns 0, or -1 with a message
+ * in err (a refusal as data is a failure here: statements carry no rows). */
+static int run_sql_params(struct chsink *s, const char *params, const char *what, char *err, size_t errlen)
 {
-	struct ch_req rq = { .params = CH_PARAMS_READ };
+	struct ch_req rq = { .params = params };
 	int rc;
 
 	if (sl_buf_failed(&s->sql)) {
@@ -449,6 +450,11 @@ static int run_sql(struct chsink *s, const char *what, char *err, size_t errlen)
 	rq.len = s->sql.len;
 	rc = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
 	return rc == CH_RUN_OK ? 0 : -1;
+}
+
+static int run_sql(struct chsink *s, const char *what, char *err, size_t errlen)
+{
+	return run_sql_params(s, CH_PARAMS_READ, what, err, errlen);
 }
 
 /* The destination's columns of a table (describe result in s->resp). */
@@ -609,6 +615,32 @@ static int keep_keynames(struct chtab *t, const struct ch_dest_col *cols, int n)
 	return 0;
 }
 
+/* Merge mode: the version of the table's latest TRUNCATE (its sentinel),
+ * the first time the table is written in this run.  Changes older than it,
+ * which a replay can bring after it (a re-backfill's marker is followed by
+ * the changes since the checkpoint), must not come back. */
+static int read_floor(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+{
+	struct ch_rb_reader r;
+	uint64_t v = 0;
+
+	if (!s->merge || t->floor || t->nkeynames == 0)
+		return 0;
+	sl_buf_reset(&s->sql);
+	ch_sql_truncate_floor(&s->sql, s->conf->database, t->object, (const char *const *)t->keynames,
+			      t->nkeynames);
+	if (run_sql(s, "reading the table's last TRUNCATE", err, errlen) < 0)
+		return -1;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	if (ch_rb_get_u64(&r, &v) < 0) {
+		snprintf(err, errlen, "clickhouse: could not read the version ClickHouse sent");
+		return -1;
+	}
+	t->floor = v;
+	return 0;
+}
+
 static int create_view(struct chsink *s, const char *object, bool drop_first, char *err, size_t errlen)
 {
 	if (drop_first) {
@@ -650,7 +682,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
 		t->exists = exists;
 		if (exists && (describe(s, t->object, &dest, &ndest, err, errlen) < 0 ||
-			       keep_keynames(t, dest, ndest) < 0))
+			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0))
 			goto out;
 		rc = 0;
 		goto done;
@@ -696,6 +728,8 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		snprintf(err, errlen, "clickhouse: out of memory");
 		goto out;
 	}
+	if (read_floor(s, t, err, errlen) < 0)
+		goto out;
 	t->exists = true;
 	rc = 0;
 done:
@@ -855,6 +889,7 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 		while (r.p < r.end) {
 			struct ch_rowmeta m = { 0 };
 			static const unsigned char no_uuid[16];
+			static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
 			bool deleted = false;
 			struct held *h;
 			for (int i = 0; i < l->ncols; i++) {
@@ -883,7 +918,7 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 					goto out;
 			}
 			m.uuid = no_uuid;
-			m.csn = "";
+			m.csn = no_csn;
 			m.op = SL_OP_INSERT;
 			h = held_make(&m, vals, l->nsrc, s->key2.data, s->key2.len, NULL, 0);
 			if (!h)
@@ -962,6 +997,10 @@ static int send_table(struct chsink *s, struct chtab *t, char *err, size_t errle
 		snprintf(what, sizeof what, "clearing \"%s\".\"%s\" for a TRUNCATE", s->conf->database, t->object);
 		if (run_sql(s, what, err, errlen) < 0)
 			return -1;
+		sl_buf_reset(&s->sql);
+		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, &t->trunc->m);
+		if (run_sql(s, what, err, errlen) < 0)
+			return -1;
 		free(t->trunc);
 		t->trunc = NULL;
 	}
@@ -992,6 +1031,8 @@ done:
 static int send_all(struct chsink *s, char *err, size_t errlen)
 {
 	struct chtab *t;
+	int64_t t0 = sl_mono_ms();
+	bool any = s->pending != NULL;
 
 	while ((t = s->pending) != NULL) {
 		if (send_table(s, t, err, errlen) < 0)
@@ -1007,6 +1048,11 @@ static int send_all(struct chsink *s, char *err, size_t errlen)
 		sl_buf_reset(&s->dl);
 	}
 	s->dl_in_flush = 0;
+	if (any)
+		sl_debug("clickhouse: batch sent in %" PRId64 " ms; so far %" PRIu64 " rows inserted in %" PRIu64
+			 " inserts, %" PRIu64 " lookups, %" PRIu64 " unchanged values filled, %" PRIu64 " missing, %"
+			 PRIu64 " dead letters", sl_mono_ms() - t0, s->stats.rows_inserted, s->stats.inserts,
+			 s->stats.lookups, s->stats.unchanged_filled, s->stats.unchanged_missing, s->stats.dead_letters);
 	return 0;
 }
 
@@ -1059,6 +1105,15 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	bool unchanged = false, moved_here = false;
 	int rc = -1;
 
+	if (m->version < t->floor) {
+		/* Older than a TRUNCATE already written: a replay of a change the
+		 * TRUNCATE erased (CSN order says it is gone). */
+		if (s->stats.below_truncate++ == 0)
+			sl_info("clickhouse: table \"%s\": skipping changes older than its last TRUNCATE (the first: "
+				"%s), which a replay brings again", t->object, c->csn);
+		moved_clear(s);
+		return 0;
+	}
 	if (c->op == SL_OP_TRUNCATE) {
 		/* Everything before it in the batch is cleared by it. */
 		int64_t bytes = 0;
@@ -1070,6 +1125,7 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 		free(t->trunc);
 		if (!(t->trunc = held_make(m, NULL, 0, NULL, 0, NULL, 0)))
 			goto oom;
+		t->floor = m->version;
 		account(s, t, 1, (int64_t)t->trunc->size);
 		moved_clear(s);
 		return 0;
@@ -1420,10 +1476,11 @@ void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
 /* ------------------------------------------------------------------ */
 /* sluice check                                                         */
 
-/* One statement for check(): a single attempt; the result in s->resp. */
+/* One statement for check(): a single attempt, no URL setting (a user in
+ * readonly mode may not change any); the result in s->resp. */
 static int check_sql(struct chsink *s, const char *what, char *err, size_t errlen)
 {
-	return run_sql(s, what, err, errlen);
+	return run_sql_params(s, NULL, what, err, errlen);
 }
 
 /* `sluice check`: the server answers, the user may write, the database

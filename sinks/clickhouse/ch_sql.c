@@ -306,6 +306,48 @@ int ch_sql_tombstones(struct sl_buf *b, const char *db, const char *object, cons
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *object, const struct ch_layout *l,
+			     const struct ch_rowmeta *m)
+{
+	bool first = true;
+
+	sl_buf_puts(b, "INSERT INTO ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " ");
+	ch_layout_column_list(b, l, true);
+	sl_buf_puts(b, " SELECT ");
+	for (int i = 0; i < l->ncols; i++) {
+		if (l->cols[i].src >= 0)
+			continue;
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		meta_literal(b, l, &l->cols[i], m);
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
+			  int nkeys)
+{
+	sl_buf_puts(b, "SELECT max(`_version`) FROM ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " WHERE (");
+	for (int k = 0; k < nkeys; k++) {
+		sl_buf_puts(b, k ? ", " : "");
+		ch_quote_ident(b, keys[k]);
+	}
+	sl_buf_puts(b, ") = (");
+	for (int k = 0; k < nkeys; k++) {
+		sl_buf_puts(b, k ? ", " : "");
+		sl_buf_puts(b, "defaultValueOfArgumentType(");
+		ch_quote_ident(b, keys[k]);
+		sl_buf_putc(b, ')');
+	}
+	/* a tuple of one is a plain value: (x) = (y) holds for any count */
+	sl_buf_puts(b, ") AND `_change_type` = 'TRUNCATE' FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 /* A key column's type in an external table's structure: no commas. */
 static void structure_type(struct sl_buf *b, const struct ch_type *t)
 {

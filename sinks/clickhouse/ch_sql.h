@@ -82,6 +82,17 @@ int ch_sql_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, b
 int ch_sql_tombstones(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
 		      int nkeys, const struct ch_layout *l, const struct ch_rowmeta *m);
 
+/* The TRUNCATE's sentinel: one more tombstone, at the key whose columns all
+ * hold their type's default value (0, ''), which every TRUNCATE writes, so
+ * that the latest TRUNCATE's version can be found through the primary key
+ * even when the table was empty (ch_sql_truncate_floor).  Tombstoning that
+ * key is right in any case: a row of it older than the TRUNCATE is gone. */
+int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *object, const struct ch_layout *l,
+			     const struct ch_rowmeta *m);
+/* The version of the table's latest TRUNCATE, 0 if none (RowBinary UInt64). */
+int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
+			  int nkeys);
+
 /* A lookup of the current rows of some keys: SELECT * FROM the table FINAL
  * whose key is in the external table CH_KEYS_TABLE, RowBinary, into query;
  * the external table's structure ("k0 Int64, k1 String") into structure.

@@ -77,6 +77,7 @@ struct sl_ch_stats {
 	uint64_t unchanged_filled;   /* unchanged values filled in (batch or destination) */
 	uint64_t unchanged_missing;  /* unchanged values no row could fill: written as NULL, listed */
 	uint64_t spills;             /* batches sent from write() inside a transaction */
+	uint64_t below_truncate;     /* merge: replayed changes older than the table's last TRUNCATE, skipped */
 	uint64_t requests;           /* HTTP requests, retries included */
 	uint64_t retries;
 	uint64_t bytes_sent;         /* request bodies as sent */

@@ -63,6 +63,7 @@ struct fake_ch {
 	struct sl_buf inserted;        /* bodies of the inserts answered 200 */
 	int inserts;                   /* insert requests, answered anyhow */
 	struct sl_buf last_insert_query;
+	uint64_t floor;                /* the version of the table's last TRUNCATE */
 };
 
 static void put_u64(struct sl_buf *b, uint64_t v)
@@ -145,8 +146,10 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 		/* a mutation */
 	} else if (starts(sql, "SELECT count() FROM system.mutations")) {
 		put_u64(&rs->body, 0);
+	} else if (starts(sql, "SELECT max(`_version`) FROM")) {
+		put_u64(&rs->body, ch->floor);
 	} else if (starts(sql, "INSERT INTO")) {
-		/* tombstones */
+		/* tombstones, and the TRUNCATE's sentinel */
 	} else if (starts(sql, "SELECT version()")) {
 		sl_buf_puts(&rs->body, "18.16.1\n");
 	} else if (starts(sql, "SELECT name, value FROM system.settings")) {
@@ -407,8 +410,43 @@ static void test_merge_batch(void **state)
 	flush_ok(f, 0x3010);
 	sl_clickhouse_get_stats(f->sink, &st);
 	assert_int_equal(st.rows_inserted, 5);
-	/* the transcript of both batches */
 	golden(f, "ch_merge_truncate.http");  /* the second batch */
+
+	/* a replay of a change older than the TRUNCATE does not bring it back */
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, f->t, SL_OP_INSERT, a1, 0x2F00, 1, 1700000000900000);
+	write_ok(f, &c);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	mark(f, 0x3020);
+	flush_ok(f, 0x3020);
+	assert_int_equal(fake_http_count(f->ch.srv), 0);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 1);
+}
+
+/* After a restart the floor comes from ClickHouse (the TRUNCATE's sentinel):
+ * a replayed change older than it is skipped, a newer one is written. */
+static void test_merge_floor_after_restart(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct sl_value v[4] = { tl_int(3), tl_str("x"), tl_null(), tl_null() };
+
+	f->ch.db_exists = f->ch.table_exists = f->ch.view_exists = true;
+	f->ch.floor = (UINT64_C(0x3000) << 8) | 2;
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x2FFF, 9, 1);
+	write_ok(f, &c);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x3000, 3, 1);
+	write_ok(f, &c);
+	assert_true(sl_clickhouse_ops.pending(f->sink));
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 1);
+	assert_non_null(strstr(fake_http_transcript(f->ch.srv),
+			       "SELECT max(`_version`) FROM `db`.`public_items` WHERE (`id`) = "
+			       "(defaultValueOfArgumentType(`id`)) AND `_change_type` = 'TRUNCATE' FORMAT RowBinary"));
 }
 
 static void test_merge_first_batch(void **state)
@@ -711,6 +749,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_append_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_first_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
