@@ -24,6 +24,7 @@ exits non-zero only if something does not work:
     (clock_timestamp() at the insert; one clock, one machine): p50, p99, max.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/clickhouse_ingest.py [--changes N] [--rate N] [--seconds S]
+      [--compression auto|gzip|none] [--no-latency]
 """
 
 import argparse
@@ -206,6 +207,9 @@ def main():
     ap.add_argument("--batch", type=int, default=5000, help="rows per transaction of the load (default 5000)")
     ap.add_argument("--rate", type=int, default=2000, help="transactions per second for the latency run")
     ap.add_argument("--seconds", type=float, default=20, help="length of each latency run")
+    ap.add_argument("--compression", default="auto", choices=("auto", "gzip", "none"),
+                    help="the destination's compression key (auto: none on loopback)")
+    ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
@@ -235,7 +239,7 @@ def main():
         results = {}
         for mode in ("append", "merge"):
             s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
-                          slot=f"bench_{mode}", publication="sluice_bench")
+                          slot=f"bench_{mode}", publication="sluice_bench", dest={"compression": a.compression})
             try:
                 r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
                 if r.rc != 0:
@@ -253,7 +257,7 @@ def main():
             if live != want and mode == "merge":
                 print(f"clickhouse_ingest: merge mode holds {live} live rows, the source {want}", file=sys.stderr)
                 return 1
-            print(f"sluice {mode:6}: {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
+            print(f"sluice {mode:6} (compression {a.compression}): {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
                   f"CPU {r.cpu_s:.2f}s ({r.cpu_s / changes * 1e6:.2f}s per million)  peak RSS "
                   f"{r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, {live} live)")
 
@@ -285,7 +289,7 @@ def main():
 
         # 3. latency at a steady rate
         pg.execute("CREATE TABLE lat_t (id bigint PRIMARY KEY, committed_us bigint)")
-        for mode in ("merge", "append"):
+        for mode in () if a.no_latency else ("merge", "append"):
             lat, total, behind, r = latency_run(pg, ch, a.sluice_bin, mode, a.rate, a.seconds)
             if len(lat) < total:
                 print(f"clickhouse_ingest: latency ({mode}): only {len(lat)} of {total} rows seen", file=sys.stderr)
