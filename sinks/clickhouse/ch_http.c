@@ -202,6 +202,32 @@ static int gzip_body(struct ch_http *h, const void *p, size_t len)
 	return 0;
 }
 
+/* libcurl errors that another try cannot mend: the server's certificate
+ * refused, a TLS file that cannot be read, a URL or protocol libcurl
+ * refuses.  Every other one (refused or reset connections, timeouts, name
+ * resolution, a TLS handshake cut short) may be the server restarting. */
+static bool curl_fatal(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_NOT_BUILT_IN:
+	case CURLE_OUT_OF_MEMORY:
+		return true;
+	default:
+		return false;
+	}
+}
+
 int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 {
 	curl_mime *mime = NULL;
@@ -214,6 +240,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 	sl_buf_reset(&rs->body);
 	rs->status = 0;
 	rs->code = 0;
+	rs->fatal = false;
 	rs->error[0] = '\0';
 	h->errbuf[0] = '\0';
 	h->cur = rs;
@@ -227,6 +254,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 		char *q = curl_easy_escape(h->curl, rq->query, (int)strlen(rq->query));
 		if (!q) {
 			snprintf(rs->error, sizeof rs->error, "out of memory");
+			rs->fatal = true;
 			goto out;
 		}
 		sl_buf_puts(&h->url, rq->params ? "&query=" : "query=");
@@ -237,6 +265,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 		char *s = curl_easy_escape(h->curl, rq->ext_structure, (int)strlen(rq->ext_structure));
 		if (!s) {
 			snprintf(rs->error, sizeof rs->error, "out of memory");
+			rs->fatal = true;
 			goto out;
 		}
 		sl_buf_printf(&h->url, "&%s_structure=%s&%s_format=RowBinary", rq->ext_name, s, rq->ext_name);
@@ -244,6 +273,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 	}
 	if (sl_buf_failed(&h->url)) {
 		snprintf(rs->error, sizeof rs->error, "out of memory");
+		rs->fatal = true;
 		goto out;
 	}
 	curl_easy_setopt(h->curl, CURLOPT_URL, h->url.data);
@@ -255,6 +285,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 		    curl_mime_filename(part, rq->ext_name) != CURLE_OK ||
 		    curl_mime_data(part, rq->ext_data, rq->ext_len) != CURLE_OK) {
 			snprintf(rs->error, sizeof rs->error, "out of memory");
+			rs->fatal = true;
 			goto out;
 		}
 		curl_easy_setopt(h->curl, CURLOPT_MIMEPOST, mime);
@@ -265,6 +296,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 		if (h->z_ready && len >= CH_GZIP_MIN) {
 			if (gzip_body(h, body, len) < 0) {
 				snprintf(rs->error, sizeof rs->error, "could not compress the body");
+				rs->fatal = true;
 				goto out;
 			}
 			body = h->gz.data;
@@ -283,6 +315,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 	cc = curl_easy_perform(h->curl);
 	if (cc != CURLE_OK) {
 		snprintf(rs->error, sizeof rs->error, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+		rs->fatal = curl_fatal(cc);
 		goto out;
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &rs->status);
@@ -341,7 +374,7 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 		int64_t now, wait;
 
 		if (ch_http_do(h, rq, rs) < 0) {
-			cls = CH_ERR_RETRY;
+			cls = rs->fatal ? CH_ERR_FATAL : CH_ERR_RETRY;
 			snprintf(why, sizeof why, "%s", rs->error);
 		} else if (rs->status >= 200 && rs->status <= 299) {
 			return CH_RUN_OK;

@@ -71,6 +71,7 @@ struct ch_resp {
 	int code;                   /* ClickHouse's exception code, 0 if none */
 	struct sl_buf body;         /* the response body; init with ch_resp_init, free with ch_resp_free */
 	char error[256];            /* what failed when status is 0 */
+	bool fatal;                 /* status 0 and no retry can help (a certificate refused, a bad URL) */
 };
 
 void ch_resp_init(struct ch_resp *r);

@@ -48,7 +48,7 @@ CONFIG = """<?xml version="1.0"?>
     </logger>
     <listen_host>127.0.0.1</listen_host>
     <http_port>{http_port}</http_port>
-    <tcp_port>{tcp_port}</tcp_port>
+    <tcp_port>{tcp_port}</tcp_port>{tls}
     <path>{dir}/data/</path>
     <tmp_path>{dir}/tmp/</tmp_path>
     <user_files_path>{dir}/user_files/</user_files_path>
@@ -100,6 +100,20 @@ USERS = """<?xml version="1.0"?>
 </yandex>
 """
 
+TLS = """
+    <https_port>{https_port}</https_port>
+    <openSSL>
+        <server>
+            <certificateFile>{dir}/tls/server.pem</certificateFile>
+            <privateKeyFile>{dir}/tls/server.key</privateKeyFile>
+            <verificationMode>none</verificationMode>
+            <loadDefaultCAFile>false</loadDefaultCAFile>
+            <cacheSessions>true</cacheSessions>
+            <disableProtocols>sslv2,sslv3</disableProtocols>
+            <preferServerCiphers>true</preferServerCiphers>
+        </server>
+    </openSSL>"""
+
 # The password of the "sluice" user of every test server (a canary: it must
 # never show up in sluice's output).
 CH_PASSWORD = "ch-canary-7c1e9b"
@@ -119,11 +133,47 @@ class ClickHouseError(Exception):
         self.text = text
 
 
+def openssl_available():
+    """None when the openssl command can make test certificates, else the reason."""
+    import shutil
+    return None if shutil.which("openssl") else "openssl not found (apt-get install openssl)"
+
+
 class ClickHouseServer(ServerBase):
-    """A throwaway ClickHouse server (18.16 in Debian 12) on loopback ports."""
+    """A throwaway ClickHouse server (18.16 in Debian 12) on loopback ports.
+    With tls, it also serves HTTPS on https_port with a certificate for
+    "localhost" only, signed by a CA of its own (ca_file)."""
     kind = "clickhouse"
 
+    def __init__(self, tls=False, keep=False):
+        self.tls = tls
+        super().__init__(keep=keep)
+
+    def _make_certs(self):
+        d = os.path.join(self.tmpdir, "tls")
+        os.makedirs(d, exist_ok=True)
+
+        def ossl(*args):
+            subprocess.run(["openssl"] + list(args), cwd=d, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=sluice test CA")
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=localhost")
+        with open(os.path.join(d, "ext.cnf"), "w") as f:
+            f.write("subjectAltName=DNS:localhost\n")
+        ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
+        self.ca_file = os.path.join(d, "ca.pem")
+
+    def https_url(self, host="localhost"):
+        return f"https://{host}:{self.https_port}"
+
     def _setup(self):
+        self.https_port = None
+        self.ca_file = None
+        if self.tls:
+            self._make_certs()
         for d in ("log", "data", "tmp", "user_files", "format_schemas"):
             os.makedirs(os.path.join(self.tmpdir, d), exist_ok=True)
         with open(os.path.join(self.tmpdir, "users.xml"), "w") as f:
@@ -139,8 +189,10 @@ class ClickHouseServer(ServerBase):
     def _start(self):
         if not self._same_port or not self.tcp_port:
             self.tcp_port = free_port()
+            self.https_port = free_port() if self.tls else None
+        tls = TLS.format(dir=self.tmpdir, https_port=self.https_port) if self.tls else ""
         with open(os.path.join(self.tmpdir, "config.xml"), "w") as f:
-            f.write(CONFIG.format(dir=self.tmpdir, http_port=self.port, tcp_port=self.tcp_port))
+            f.write(CONFIG.format(dir=self.tmpdir, http_port=self.port, tcp_port=self.tcp_port, tls=tls))
         errlog = os.path.join(self.tmpdir, "log", "server.err.log")
         err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
         out = open(os.path.join(self.tmpdir, "log", "stdout.log"), "ab")
@@ -487,16 +539,17 @@ class ChTestCase(unittest.TestCase):
     pg_settings = None
     pg = None
     ch = None
+    ch_tls = False     # the ClickHouse server also serves HTTPS (needs openssl)
 
     @classmethod
     def setUpClass(cls):
-        reason = pg_available() or clickhouse_available()
+        reason = pg_available() or clickhouse_available() or (openssl_available() if cls.ch_tls else None)
         if reason:
             raise unittest.SkipTest(reason)
         cls.pg = PgServer(cls.pg_settings)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
-        cls.ch = ClickHouseServer()
+        cls.ch = ClickHouseServer(tls=cls.ch_tls)
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
 

@@ -306,6 +306,47 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertTrue(all(r["_unchanged_columns"] == [] for r in rows))
 
 
+class ClickHouseTlsTest(ChTestCase):
+    ch_tls = True
+
+    def test_certificate_verified(self):
+        """https: the server's certificate is checked against ca_file and the
+        host name; an unknown CA or another host name is refused at once
+        (not retried); tls_verify = false accepts it."""
+        self.pg.execute("CREATE TABLE tl (id int PRIMARY KEY, v text); INSERT INTO tl VALUES (1, 'a'), (2, 'b')")
+        url = self.ch.https_url("localhost")
+        good = self.sluice(stream="tls_ok", tables="public.tl", database="tls",
+                           dest={"url": url, "ca_file": self.ch.ca_file})
+        r = good.run("check", env=self.env())
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f"answers at {url} as user", r.stdout)
+        self.catch_up(good)
+        self.assertChMatches(good, "public", "tl", ["id"], append=True)
+
+        cases = (
+            ("tls_host", {"url": self.ch.https_url("127.0.0.1"), "ca_file": self.ch.ca_file},
+             "no alternative certificate subject name matches target host name '127.0.0.1'"),
+            ("tls_ca", {"url": url}, "unable to get local issuer certificate"),
+        )
+        for stream, dest, why in cases:
+            with self.subTest(stream=stream):
+                s = self.sluice(stream=stream, tables="public.tl", database="tls2", dest=dest)
+                r = s.run("check", env=self.env(), timeout=30)
+                self.assertNotEqual(r.rc, 0, r.describe())
+                self.assertIn(why, r.stderr)
+                # streaming: the first write fails at once, with no retry of its own
+                p = s.start("run", env=self.env())
+                try:
+                    wait_until(lambda: why in p.stderr_text(), 20, "the stream to fail on the certificate")
+                finally:
+                    p.kill9()
+                self.assertNotIn("ms (attempt", p.stderr_text())
+        off = self.sluice(stream="tls_off", tables="public.tl", database="tls3",
+                          dest={"url": self.ch.https_url("127.0.0.1"), "tls_verify": "false"})
+        r = off.run("check", env=self.env())
+        self.assertEqual(r.rc, 0, r.describe())
+
+
 class Workload(threading.Thread):
     """Small random transactions on table kt: inserts, updates that add one
     to counter, deletes, key changes; stops on stop()."""
