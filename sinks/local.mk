@@ -7,6 +7,7 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.c %D%/lookup.c \
 	%D%/avro_dir/ocf.c %D%/avro_dir/ocf.h \
 	%D%/avro_dir/avro_dir.c %D%/avro_dir/avro_dir.h \
 	%D%/clickhouse/clickhouse.h %D%/clickhouse/ch_sink.c \
+	%D%/clickhouse/ch_conf.c %D%/clickhouse/ch_conf.h \
 	%D%/clickhouse/ch_rowbin.c %D%/clickhouse/ch_rowbin.h \
 	%D%/clickhouse/ch_layout.c %D%/clickhouse/ch_layout.h \
 	%D%/clickhouse/ch_sql.c %D%/clickhouse/ch_sql.h \
