@@ -265,6 +265,33 @@ class ClickHouseChangesTest(ChTestCase):
                       '(dropped or renamed at the source)', p.stderr_text())
         self.assertEqual(ch_count(self.ch, "sc_m", "public_sc", "id = 101"), 0)
 
+    def test_dropped_and_created_again(self):
+        """Merge mode: a table dropped at the source is cleared (its marker,
+        a table version without columns, tombstones every row); one dropped
+        and created again is backfilled as new, after a marker that clears
+        the old rows."""
+        pg = self.pg
+        for t in ("rc", "gone"):
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="ident", tables="public.rc, public.gone", database="ident", write_mode="merge")
+        self.catch_up(s)
+        p = s.start("run", env=self.env())
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
+        pg.execute("DROP TABLE rc")
+        pg.execute("CREATE TABLE rc (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rc SELECT g, 'new' FROM generate_series(100, 104) g")
+        pg.execute("DROP TABLE gone")
+        wait_until(lambda: "restarting the stream" in p.stderr_text() or not p.alive(), 60, "the restart")
+        pg.execute("INSERT INTO rc VALUES (105, 'later')")
+        self.assertTrue(p.alive(), p.stderr_text())
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "rc", ["id"])
+        self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
+        self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
+
     def test_unchanged_toast_merge(self):
         """A large value left out of an UPDATE (unchanged TOAST) survives:
         filled from the same batch, from ClickHouse, and across key
