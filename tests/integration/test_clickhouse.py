@@ -292,6 +292,36 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
         self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
 
+    def test_interrupted_backfill_append(self):
+        """kill -9 in the middle of a backfill whose rows already reached
+        ClickHouse (small batches are sent as they fill): the redo deletes the
+        interrupted run's rows (ALTER TABLE ... DELETE by _csn range) and
+        writes the table again from a new snapshot, each row once."""
+        pg = self.pg
+        pg.execute("CREATE TABLE bf (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO bf SELECT g, md5(g::text) FROM generate_series(1, 400000) g")
+        s = self.sluice(stream="bf", tables="public.bf", database="bf", dest={"batch_rows": "2000"})
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(lambda: self.ch.table_exists("bf", "public_bf") and
+                       ch_count(self.ch, "bf", "public_bf") > 0, 60, "the first backfill rows in ClickHouse")
+        finally:
+            p.kill9()
+        first = ch_count(self.ch, "bf", "public_bf")
+        first_csn = self.ch.scalar("SELECT any(_csn) FROM bf.public_bf")
+        self.assertLess(first, 400000, "the backfill finished before the kill")
+        pg.wait_slot_inactive(s.slot)
+        r = self.catch_up(s)
+        self.assertIn("removed the rows of an interrupted backfill", r.stderr)
+        self.assertEqual(ch_count(self.ch, "bf", "public_bf", f"_csn = '{first_csn}'"), 0)
+        # the redo's rows, each once, after its marker (a TRUNCATE record at the snapshot's position - 1)
+        rows = self.ch.query("SELECT count(), uniqExact(id), uniqExact(_csn), any(_csn) FROM bf.public_bf FINAL "
+                             "WHERE _change_type = 'INSERT' FORMAT TSV").decode().split()
+        self.assertEqual(rows[:3], ["400000", "400000", "1"], f"{first} rows before the kill")
+        marker = self.ch.scalar("SELECT groupArray(_csn) FROM bf.public_bf FINAL WHERE _change_type = 'TRUNCATE'")
+        pos = int(rows[3].split("-")[0], 16)
+        self.assertEqual(marker, f"['{pos - 1:016X}-0000000000']")
+
     def test_unchanged_toast_merge(self):
         """A large value left out of an UPDATE (unchanged TOAST) survives:
         filled from the same batch, from ClickHouse, and across key

@@ -64,6 +64,8 @@ struct fake_ch {
 	int inserts;                   /* insert requests, answered anyhow */
 	struct sl_buf last_insert_query;
 	uint64_t floor;                /* the version of the table's last TRUNCATE */
+	const char *table_engine;      /* NULL: ReplacingMergeTree */
+	const char *view_engine;       /* NULL: View */
 };
 
 static void put_u64(struct sl_buf *b, uint64_t v)
@@ -124,11 +126,11 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	} else if (starts(sql, "SELECT name, engine FROM system.tables")) {
 		if (ch->table_exists) {
 			put_str(&rs->body, "public_items");
-			put_str(&rs->body, "ReplacingMergeTree");
+			put_str(&rs->body, ch->table_engine ? ch->table_engine : "ReplacingMergeTree");
 		}
 		if (ch->view_exists) {
 			put_str(&rs->body, "public_items_current");
-			put_str(&rs->body, "View");
+			put_str(&rs->body, ch->view_engine ? ch->view_engine : "View");
 		}
 	} else if (starts(sql, "CREATE TABLE")) {
 		ch->table_exists = true;
@@ -712,6 +714,34 @@ static void test_discard_backfill(void **state)
 	assert_int_equal(fake_http_count(f->ch.srv), 0);
 }
 
+/* Names sluice did not make: a table of another engine, or a table where
+ * the merge view would go. */
+static void test_foreign_tables(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_change c;
+
+	f->ch.db_exists = f->ch.table_exists = true;
+	f->ch.table_engine = "MergeTree";
+	open_sink(f, false);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "clickhouse: table \"public_items\" exists in database \"db\" with engine MergeTree, "
+			    "so sluice did not make it (its tables are ReplacingMergeTree): write this stream to another "
+			    "database");
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	f->ch.table_engine = NULL;
+	f->ch.view_exists = true;
+	f->ch.view_engine = "ReplacingMergeTree";
+	open_sink(f, true);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "clickhouse: the view of table \"public_items\" would be \"public_items_current\", "
+			    "but database \"db\" has a table of that name (engine ReplacingMergeTree): rename it, or write "
+			    "this stream to another database");
+}
+
 static void test_check(void **state)
 {
 	struct fx *f = *state;
@@ -759,6 +789,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_schema_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_due_and_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 	};
 
