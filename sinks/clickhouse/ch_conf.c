@@ -57,6 +57,7 @@ void ch_http_conf_of(const struct sl_ch_conf *c, struct ch_http_conf *hc, int64_
 	hc->timeout_ms = (long)c->timeout * 1000;
 	hc->gzip = use_gzip(c);
 	hc->retry_ms = retry_ms;
+	hc->response_cap = c->response_cap;
 }
 
 /* ------------------------------------------------------------------ */

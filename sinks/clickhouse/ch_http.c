@@ -19,9 +19,6 @@
 #include "common/util.h"
 #include "sinks/clickhouse/ch_sql.h"
 
-/* A response larger than this is an error (a lookup reads at most a batch
- * of rows back). */
-#define RESP_CAP ((size_t)1 << 30)
 
 struct ch_http {
 	CURL *curl;
@@ -34,13 +31,14 @@ struct ch_http {
 	struct sl_buf url;
 	char errbuf[CURL_ERROR_SIZE];
 	struct ch_resp *cur;        /* the response being read */
+	size_t cap;                 /* the largest response body */
 	struct ch_http_stats stats;
 };
 
 void ch_resp_init(struct ch_resp *r)
 {
 	memset(r, 0, sizeof *r);
-	sl_buf_init(&r->body, RESP_CAP);
+	sl_buf_init(&r->body, CH_RESP_CAP);
 }
 
 void ch_resp_free(struct ch_resp *r)
@@ -52,8 +50,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct ch_http *h = arg;
 
-	if (sl_buf_append(&h->cur->body, p, size * n) < 0)
+	if (h->cur->body.len + size * n > h->cap || sl_buf_append(&h->cur->body, p, size * n) < 0) {
+		h->cur->overflow = true;
 		return 0;  /* CURLE_WRITE_ERROR */
+	}
 	return size * n;
 }
 
@@ -96,6 +96,7 @@ int ch_http_new(struct ch_http **out, const struct ch_http_conf *c, char *err, s
 		h->c.backoff_min_ms = 100;
 	if (h->c.backoff_max_ms <= 0)
 		h->c.backoff_max_ms = 5000;
+	h->cap = c->response_cap ? c->response_cap : CH_RESP_CAP;
 	sl_buf_init(&h->gz, 0);
 	sl_buf_init(&h->url, 0);
 	n = strlen(c->url);
@@ -241,6 +242,7 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 	rs->status = 0;
 	rs->code = 0;
 	rs->fatal = false;
+	rs->overflow = false;
 	rs->error[0] = '\0';
 	h->errbuf[0] = '\0';
 	h->cur = rs;
@@ -314,8 +316,11 @@ int ch_http_do(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs)
 	h->stats.requests++;
 	cc = curl_easy_perform(h->curl);
 	if (cc != CURLE_OK) {
-		snprintf(rs->error, sizeof rs->error, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
-		rs->fatal = curl_fatal(cc);
+		if (rs->overflow)
+			snprintf(rs->error, sizeof rs->error, "the response is larger than %zu bytes", h->cap);
+		else
+			snprintf(rs->error, sizeof rs->error, "%s", h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+		rs->fatal = rs->overflow || curl_fatal(cc);
 		goto out;
 	}
 	curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &rs->status);

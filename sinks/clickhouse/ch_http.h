@@ -38,6 +38,7 @@ struct ch_http_conf {
 	int64_t retry_ms;           /* how long ch_http_run() keeps trying */
 	int64_t backoff_min_ms;     /* first pause between tries (0: 100 ms) */
 	int64_t backoff_max_ms;     /* longest pause (0: 5 s) */
+	size_t response_cap;        /* largest response body (0: CH_RESP_CAP) */
 };
 
 /* Smaller bodies are sent as they are: gzip would not pay for itself. */
@@ -72,7 +73,12 @@ struct ch_resp {
 	struct sl_buf body;         /* the response body; init with ch_resp_init, free with ch_resp_free */
 	char error[256];            /* what failed when status is 0 */
 	bool fatal;                 /* status 0 and no retry can help (a certificate refused, a bad URL) */
+	bool overflow;              /* the body was larger than the cap (then fatal too) */
 };
+
+/* The largest response body read by default; a larger one fails the
+ * request (and sets overflow). */
+#define CH_RESP_CAP ((size_t)256 << 20)
 
 void ch_resp_init(struct ch_resp *r);
 void ch_resp_free(struct ch_resp *r);

@@ -43,7 +43,8 @@
 #include "sinks/clickhouse/ch_rowbin.h"
 #include "sinks/clickhouse/ch_sql.h"
 
-#define LOOKUP_KEYS 1000            /* keys per lookup request */
+#define LOOKUP_KEYS 1000            /* keys per lookup request (halved while their rows overflow a response) */
+#define LOOKUP_KEEP_BYTES (16u << 20) /* a response buffer larger than this is freed after a lookup */
 #define DEAD_LETTERS_MAX 1000       /* rows refused in one flush before the flush fails */
 #define MUTATION_WAIT_MS 30000      /* how long discard_backfill waits for its DELETE */
 
@@ -836,42 +837,37 @@ static int held_replace(struct chsink *s, struct chtab *t, size_t i, const struc
 static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errlen)
 {
 	const struct ch_layout *l = t->lay;
-	struct keymap found = { 0 };
+	struct keymap found = { 0 }, asked = { 0 };
 	struct sl_value *vals = NULL;
 	char *scratch = NULL;
-	size_t next = 0;
 	int rc = -1;
 
 	if (!(vals = calloc((size_t)l->ncols + 1, sizeof *vals)) ||
 	    !(scratch = malloc((size_t)(l->ncols + 1) * CH_RB_SCRATCH)))
 		goto oom;
-	/* Distinct fill keys, LOOKUP_KEYS at a time. */
-	while (next < t->keys.n) {
-		struct keymap asked = { 0 };
+	/* The distinct fill keys, LOOKUP_KEYS at a time; fewer when the rows
+	 * of a request do not fit in a response (large TOAST values). */
+	for (size_t i = 0; i < t->keys.n; i++) {
+		const struct held *h = t->keys.rows[i];
+		struct held *probe;
+		if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0)
+			continue;
+		probe = held_make(&h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
+		if (!probe || keymap_add(&asked, probe) < 0) {
+			free(probe);
+			goto oom;
+		}
+	}
+	for (size_t next = 0, per = LOOKUP_KEYS; next < asked.n;) {
 		struct ch_req rq = { .params = CH_PARAMS_READ, .ext_name = CH_KEYS_TABLE };
 		struct ch_rb_reader r;
 		char what[300];
-		size_t nkeys = 0;
+		size_t nkeys = asked.n - next < per ? asked.n - next : per;
+		int run;
 
 		sl_buf_reset(&s->key);
-		for (; next < t->keys.n && nkeys < LOOKUP_KEYS; next++) {
-			const struct held *h = t->keys.rows[next];
-			struct held *probe;
-			if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0 ||
-			    keymap_find(&found, h->fill, h->filllen) >= 0)
-				continue;
-			probe = held_make(&h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
-			if (!probe || keymap_add(&asked, probe) < 0) {
-				free(probe);
-				keymap_free(&asked);
-				goto oom;
-			}
-			sl_buf_append(&s->key, h->fill, h->filllen);
-			nkeys++;
-		}
-		keymap_free(&asked);
-		if (nkeys == 0)
-			break;
+		for (size_t k = 0; k < nkeys; k++)
+			sl_buf_append(&s->key, asked.rows[next + k]->key, asked.rows[next + k]->keylen);
 		sl_buf_reset(&s->sql);
 		sl_buf_reset(&s->sql2);
 		if (ch_sql_lookup(&s->sql, &s->sql2, s->conf->database, l) < 0 || sl_buf_failed(&s->key))
@@ -882,8 +878,16 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 		rq.ext_len = s->key.len;
 		snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
 			 t->object);
-		if (ch_http_run(s->http, &rq, &s->resp, what, err, errlen) != CH_RUN_OK)
+		run = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
+		if (run != CH_RUN_OK && s->resp.overflow && per > 1) {
+			per /= 2;
+			sl_debug("clickhouse: %s: the rows of %zu keys do not fit in a response; asking for %zu at a time",
+				 what, nkeys, per);
+			continue;
+		}
+		if (run != CH_RUN_OK)
 			goto out;
+		next += nkeys;
 		s->stats.lookups++;
 		r.p = (const unsigned char *)s->resp.body.data;
 		r.end = r.p + s->resp.body.len;
@@ -968,8 +972,12 @@ oom:
 	snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
 out:
 	keymap_free(&found);
+	keymap_free(&asked);
 	free(vals);
 	free(scratch);
+	/* Large TOAST values can make a response big: do not keep its memory. */
+	if (s->resp.body.alloc > LOOKUP_KEEP_BYTES)
+		sl_buf_free(&s->resp.body);
 	return rc;
 }
 

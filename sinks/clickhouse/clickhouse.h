@@ -62,6 +62,8 @@ struct sl_ch_conf {
 	int tls_verify;              /* bool, default true */
 	int compression;             /* enum sl_ch_compression, default auto */
 	char *dead_letter_path;      /* NULL: <database>.<stream>.dead-letter.jsonl */
+	size_t response_cap;         /* not a key: the largest response read; 0 (always, from the
+				      * file): 256 MiB.  Tests make it small. */
 };
 
 /* The sink's operations; sl_sink_lookup("clickhouse") returns this table. */

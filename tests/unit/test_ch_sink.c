@@ -66,6 +66,9 @@ struct fake_ch {
 	uint64_t floor;                /* the version of the table's last TRUNCATE */
 	const char *table_engine;      /* NULL: ReplacingMergeTree */
 	const char *view_engine;       /* NULL: View */
+	bool by_key;                   /* lookups answer row_of[key] for each key asked */
+	struct sl_buf row_of[16];
+	int lookups;
 };
 
 static void put_u64(struct sl_buf *b, uint64_t v)
@@ -111,7 +114,24 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 				sl_buf_append(&ch->inserted, rq->body, rq->len);
 			}
 		} else if (strstr(q, "FROM " CH_KEYS_TABLE)) {
-			sl_buf_append(&rs->body, ch->lookup.data, ch->lookup.len);
+			ch->lookups++;
+			if (ch->by_key) {
+				/* the rows of the keys asked for (Int64 keys in the part's data) */
+				const char *mark = "filename=\"" CH_KEYS_TABLE "\"\r\n\r\n";
+				const unsigned char *d = memmem(rq->body, rq->len, mark, strlen(mark));
+				const unsigned char *e;
+				d += strlen(mark);
+				e = memmem(d, rq->len - (size_t)(d - rq->body), "\r\n--", 4);
+				for (; d + 8 <= e; d += 8) {
+					uint64_t id = 0;
+					for (int i = 7; i >= 0; i--)
+						id = id << 8 | d[i];
+					if (id < 16)
+						sl_buf_append(&rs->body, ch->row_of[id].data, ch->row_of[id].len);
+				}
+			} else {
+				sl_buf_append(&rs->body, ch->lookup.data, ch->lookup.len);
+			}
 		} else {
 			rs->status = 400;
 		}
@@ -714,6 +734,49 @@ static void test_discard_backfill(void **state)
 	assert_int_equal(fake_http_count(f->ch.srv), 0);
 }
 
+/* Large TOAST values: when the rows of a lookup do not fit in a response,
+ * the lookup asks for fewer keys at a time, down to one. */
+static void test_lookup_split(void **state)
+{
+	struct fx *f = *state;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct sl_ch_stats st;
+	char big[3][1000];
+
+	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	for (int k = 1; k <= 3; k++) {
+		memset(big[k - 1], 'a' + k, sizeof big[k - 1] - 1);
+		big[k - 1][sizeof big[k - 1] - 1] = '\0';
+		struct sl_value row[4] = { tl_int(k), tl_str("n"), tl_str(big[k - 1]), tl_null() };
+		struct ch_rowmeta m;
+		char metabuf[SL_META_BUF];
+		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, (uint32_t)k, 1);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		sl_buf_init(&f->ch.row_of[k], 0);
+		assert_int_equal(ch_layout_put_row(&f->ch.row_of[k], l, &m, row, false, f->err, sizeof f->err), 0);
+	}
+	ch_layout_free(l);
+	f->ch.by_key = true;
+	f->conf.response_cap = 2 * f->ch.row_of[1].len - 10;   /* one row fits, two do not */
+	open_sink(f, true);
+	for (int k = 1; k <= 3; k++) {
+		struct sl_value v[4] = { tl_int(k), tl_str("updated"), tl_unchanged(), tl_null() };
+		tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x2000, (uint32_t)k, 2);
+		write_ok(f, &c);
+	}
+	mark(f, 0x2010);
+	flush_ok(f, 0x2010);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.lookups, 3);
+	assert_int_equal(st.unchanged_filled, 3);
+	assert_int_equal(f->ch.lookups, 9 + 3);   /* 1000, 500, 250, ..., 7, 3 keys overflowed; then 1, 1, 1 */
+	for (int k = 0; k < 3; k++)
+		assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big[k], sizeof big[k] - 1));
+	for (int k = 1; k <= 3; k++)
+		sl_buf_free(&f->ch.row_of[k]);
+}
+
 /* Names sluice did not make: a table of another engine, or a table where
  * the merge view would go. */
 static void test_foreign_tables(void **state)
@@ -789,6 +852,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_schema_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_due_and_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 	};
