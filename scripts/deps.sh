@@ -9,6 +9,7 @@ PACKAGES=(
 	libpq-dev libmariadb-dev libavro-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev libsnappy-dev
 	nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
 	postgresql-15 postgresql-client-15
+	clickhouse-server openssl
 	python3-avro python3-snappy python3-psycopg2
 	procps
 	systemd                 # systemd-analyze verifies the unit in contrib/systemd

@@ -7,7 +7,8 @@ python3-snappy and python3-psycopg2.
 
   ServerBase   a private temporary directory, a free loopback port, start,
                stop and close (always: context manager and atexit).  A
-               MariaDbServer or ClickHouseServer is added by subclassing it.
+               MariaDbServer is added by subclassing it, as ClickHouseServer
+               is (ch_harness.py).
   PgServer     a PostgreSQL 15 cluster set up for logical replication.
   Sluice       writes a config file into its own temporary directory and runs
                the binary ($SLUICE_BIN, default <repo>/_build/sluice).

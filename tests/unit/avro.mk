@@ -35,3 +35,21 @@ TESTS += %D%/test_avro_value %D%/test_avro_enc %D%/test_avro_ocf %D%/test_avro_d
 %C%_test_avro_python_LDADD = $(AVRO_TEST_LDADD)
 endif
 EXTRA_DIST += %D%/avro_pycheck.py
+
+# tests for the clickhouse sink without a server: the merge version, RowBinary,
+# layouts and SQL, errors, dead-letter lines (test_ch_codec); the sink against
+# a local HTTP server that records every request (test_ch_sink).
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_ch_codec
+TESTS += %D%/test_ch_codec
+%C%_test_ch_codec_SOURCES = %D%/test_ch_codec.c $(AVRO_TESTLIB)
+%C%_test_ch_codec_CPPFLAGS = $(AVRO_TEST_CPPFLAGS)
+%C%_test_ch_codec_LDADD = $(AVRO_TEST_LDADD)
+
+check_PROGRAMS += %D%/test_ch_sink
+TESTS += %D%/test_ch_sink
+%C%_test_ch_sink_SOURCES = %D%/test_ch_sink.c %D%/fake_http.c %D%/fake_http.h $(AVRO_TESTLIB)
+%C%_test_ch_sink_CPPFLAGS = $(AVRO_TEST_CPPFLAGS) $(ZLIB_CFLAGS)
+%C%_test_ch_sink_LDADD = $(AVRO_TEST_LDADD) $(ZLIB_LIBS) -lpthread
+endif
+EXTRA_DIST += %D%/golden
