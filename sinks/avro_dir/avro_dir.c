@@ -28,8 +28,8 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "sinks/avro_dir/avro_enc.h"
-#include "sinks/avro_dir/ocf.h"
+#include "sinks/avro/avro_enc.h"
+#include "sinks/avro/ocf.h"
 
 #define DEFAULT_MAX_FILE_BYTES ((uint64_t)64 << 20)
 /* A file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */

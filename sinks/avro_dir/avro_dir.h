@@ -39,8 +39,8 @@
 
 #include <stdint.h>
 
-#include "sinks/avro_dir/avro_value.h"
-#include "sinks/avro_dir/ocf.h"
+#include "sinks/avro/avro_value.h"
+#include "sinks/avro/ocf.h"
 #include "sinks/sink.h"
 
 /* The configuration of one avro_dir destination.  path belongs to it (the
