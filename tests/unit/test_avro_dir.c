@@ -150,11 +150,37 @@ static int discard(void *ctx, const struct sl_table *t, uint64_t pos, char *err,
 	return sl_avro_dir_ops.discard_backfill(ctx, t, first, last, err, errlen);
 }
 
+/* True for the tree's own metadata: manifests and schema files. */
+static bool is_meta(const char *rel)
+{
+	const char *base = strrchr(rel, '/');
+
+	base = base ? base + 1 : rel;
+	return strstr(rel, "/_manifests/") != NULL || !strcmp(base, ".schema.avsc");
+}
+
+/* The data files (and temporary files) under the tree, sorted: like
+ * tl_list_files, without the metadata. */
+static char **list_files(const char *root, size_t *n)
+{
+	char **l = tl_list_files(root, n);
+	size_t k = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		if (is_meta(l[i]))
+			free(l[i]);
+		else
+			l[k++] = l[i];
+	}
+	*n = k;
+	return l;
+}
+
 /* Counts the .avro files and the temporary files under the tree. */
 static void count_files(size_t *visible, size_t *hidden)
 {
 	size_t n;
-	char **l = tl_list_files(g_dir, &n);
+	char **l = list_files(g_dir, &n);
 
 	*visible = *hidden = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -272,7 +298,7 @@ static void test_layout(void **state)
 	assert_int_equal(vis, 2);
 	assert_int_equal(hid, 0);
 
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(regcomp(&re, "^s1/public_customers/2024/01/31/13/45/"
 				 "0000000016B374D8-0000000002_0000000016B374D8-0000000004_[0-9a-f]{8}\\.avro$",
@@ -299,7 +325,7 @@ static void test_layout(void **state)
 	/* the next flush period opens new files, in the folder of their own first record */
 	write_order(ctx, g_orders, 0x16B38000, 1, 4, INT64_C(1704067199000000)); /* 2023-12-31 23:59:59 */
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 3);
 	assert_non_null(strstr(l[1], "s1/public_orders/2023/12/31/23/59/0000000016B38000-0000000001_"));
 	tl_free_list(l, n);
@@ -327,7 +353,7 @@ static void test_rotation(void **state)
 	assert_true(hid > 1);
 	assert_true(sl_avro_dir_ops.flush_due(ctx, sl_mono_ms()));
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_true(n > 3);
 	for (size_t i = 0; i < n; i++) {
 		char want[128], path[1024];
@@ -366,7 +392,7 @@ static void test_schema_change(void **state)
 	write_order(ctx, g_orders_v2, 0x6000, 3, 3, TS0);
 	write_order(ctx, g_orders_v2, 0x6000, 4, 4, TS0);
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(read_file(l[0], first, last, &fields), 2);
 	assert_string_equal(first, "0000000000006000-0000000001");
@@ -378,7 +404,7 @@ static void test_schema_change(void **state)
 	/* back to the old version: another new file */
 	write_order(ctx, g_orders, 0x6000, 5, 5, TS0);
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 3);
 	tl_free_list(l, n);
 	sl_avro_dir_ops.close(ctx);
@@ -461,13 +487,13 @@ static void test_discard_backfill(void **state)
 	flush(ctx);
 	/* an unflushed file of the same backfill */
 	write_order(ctx, g_orders, snap, 0, 9, TS0);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 7);  /* 6 visible + 1 temporary */
 	tl_free_list(l, n);
 
 	assert_int_equal(discard(ctx, g_orders, snap, err, sizeof err), 0);
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 3);
 	/* customers' backfill, the CDC file, and the other snapshot's backfill remain */
 	assert_non_null(strstr(l[0], "s1/public_customers/"));
