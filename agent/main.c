@@ -1,5 +1,5 @@
 /*
- * agent/main.c: the command line: check, run, status, backfill, version.
+ * agent/main.c: the command line: check, run, status, backfill, verify, version.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
  * 3 source prerequisites not met, 4 position lost.
  */
@@ -20,9 +20,10 @@
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sinks/avro_tree/tree.h"
 
 static const char usage_main[] =
-	"sluice: change data capture from PostgreSQL to Avro files\n"
+	"sluice: change data capture from PostgreSQL to Avro files (a folder or S3)\n"
 	"\n"
 	"usage: sluice COMMAND [OPTIONS]\n"
 	"\n"
@@ -33,6 +34,8 @@ static const char usage_main[] =
 	"  status   -c FILE [--json]             positions, lag, backfill state per table, alerts\n"
 	"  backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"                                        request a (re-)backfill on the next run\n"
+	"  verify   -c FILE --stream NAME        check the output against its manifests:\n"
+	"                                        nothing missing, damaged or twice\n"
 	"  version                               print the version\n"
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
@@ -97,6 +100,21 @@ static const char usage_backfill[] =
 	"run creates a new slot and backfills every table; a corrupt checkpoint is kept\n"
 	"as <checkpoint>.corrupt and the stream starts over.  This is how a stream\n"
 	"recovers after exit code 4.  Refused (exit 2) while an agent runs the stream.\n";
+
+static const char usage_verify[] =
+	"usage: sluice verify -c FILE --stream NAME\n"
+	"\n"
+	"Reads the stream's manifests (<stream>/_manifests/ in the destination) and\n"
+	"every data file they list back from the destination (a folder or a bucket),\n"
+	"and reports each problem on its own line: a missing manifest or a break in\n"
+	"their chain of positions (a gap or an overlap), a listed file that is\n"
+	"missing, has another size, cannot be read to its end, or holds another\n"
+	"record count or CSN range than its manifest says, and records present twice\n"
+	"(the same uuid).  Files no manifest lists are noted, not counted.  Changes\n"
+	"nothing; it may run while an agent runs the stream.\n"
+	"Exit 0 when everything checks, 1 when it found problems or could not read\n"
+	"the destination, 2 for a bad config, 3 when the destination refuses the\n"
+	"credentials or its bucket does not exist.\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -516,6 +534,39 @@ static int cmd_backfill(int argc, char **argv)
 	return exit_code(rc);
 }
 
+static int cmd_verify(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct sl_stream_config *sc;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	int rc;
+
+	if ((rc = parse_opts(argc, argv, &o, usage_verify)) != 0)
+		return rc < 0 ? 0 : rc;
+	if (!o.stream) {
+		fprintf(stderr, "sluice: verify needs --stream NAME\n");
+		return 2;
+	}
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	sc = sl_config_stream(cfg, o.stream);
+	if (!sc) {
+		fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, o.stream);
+		sl_config_free(cfg);
+		return 2;
+	}
+	rc = sl_stream_verify(cfg, sc, err, sizeof err);
+	sl_config_free(cfg);
+	if (rc == SL_EVERIFY)
+		return 1;  /* the problems are on stdout */
+	if (rc < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? exit_code(rc) : 1;
+	}
+	return 0;
+}
+
 /* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
  * is a failure: exit 1 (or the command's own failure code) and say so on
  * stderr.  stdout is fully buffered into a file, so the error often shows
@@ -561,6 +612,8 @@ static int dispatch(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "backfill"))
 		return cmd_backfill(argc - 1, argv + 1);
+	if (!strcmp(cmd, "verify"))
+		return cmd_verify(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
 }
