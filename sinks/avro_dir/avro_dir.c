@@ -339,11 +339,12 @@ static int ds_file_write(void *file, const struct iovec *iov, int iovcnt, char *
 	return 0;
 }
 
-static int ds_file_finish(void *st, struct sl_store_file *f, char *err, size_t errlen)
+static int ds_file_finish(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen)
 {
 	int rc = 0;
 
 	(void)st;
+	(void)key;
 	if (fsync(f->fd) < 0) {
 		snprintf(err, errlen, "could not fsync \"%s\": %s", f->tmp_path, strerror(errno));
 		rc = -1;

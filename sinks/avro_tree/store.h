@@ -51,9 +51,11 @@ struct sl_store_ops {
 	 * write, with the file as arg). */
 	int (*file_write)(void *file, const struct iovec *iov, int iovcnt, char *err, size_t errlen);
 	/* Every byte is written: makes the content stable where the store can
-	 * without publishing it (avro_dir: fsync).  The file stays the
-	 * store's until file_publish or file_discard. */
-	int (*file_finish)(void *st, struct sl_store_file *f, char *err, size_t errlen);
+	 * without publishing it (avro_dir: fsync; s3: the parts of a multipart
+	 * upload).  key is the key file_publish will most likely be given (it
+	 * differs only after SL_STORE_EXISTS).  The file stays the store's
+	 * until file_publish or file_discard. */
+	int (*file_finish)(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen);
 	/* Makes the finished file visible under key, atomically, and durable
 	 * once sync() returns.  Returns SL_STORE_EXISTS, leaving the file as
 	 * it was, when key exists already (a store that cannot tell may

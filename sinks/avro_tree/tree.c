@@ -51,6 +51,7 @@ struct obj {
 /* A finished file: complete and stable in the store, waiting for flush(). */
 struct done_file {
 	struct sl_store_file *f;
+	char *key;                     /* the key it is to be published under */
 	char *dir;
 	char *object;
 	char schema_key[17];
@@ -246,9 +247,20 @@ static int open_file(struct sl_tree *t, struct obj *o, const struct sl_change *c
 
 static void free_done(struct done_file *d)
 {
+	free(d->key);
 	free(d->dir);
 	free(d->object);
 	free(d);
+}
+
+/* "<dir>/<first>_<last>_<8 hex>.avro" into a fresh string, or NULL. */
+static char *data_key(const char *dir, const char *first, const char *last)
+{
+	struct sl_buf k;
+
+	sl_buf_init(&k, 0);
+	sl_buf_printf(&k, "%s/%s_%s_%08x.avro", dir, first, last, rand32());
+	return sl_buf_detach(&k);
 }
 
 /* Finishes o's open file: last block, then the store makes it stable; the
@@ -263,12 +275,13 @@ static int finish_file(struct sl_tree *t, struct obj *o, char *err, size_t errle
 	open_list_del(t, o);
 	rc = sl_ocf_close(o->w, true, err, errlen);
 	o->w = NULL;
-	if (rc == 0)
-		rc = t->store.ops->file_finish(t->store.ctx, o->f, err, errlen);
-	if (rc == 0 && (!d || !(d->dir = strdup(o->dir)) || !(d->object = strdup(o->object)))) {
+	if (rc == 0 && (!d || !(d->dir = strdup(o->dir)) || !(d->object = strdup(o->object)) ||
+			!(d->key = data_key(o->dir, o->first_csn, o->last_csn)))) {
 		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
 		rc = -1;
 	}
+	if (rc == 0)
+		rc = t->store.ops->file_finish(t->store.ctx, o->f, d->key, err, errlen);
 	if (rc < 0) {
 		t->store.ops->file_discard(t->store.ctx, o->f);
 		o->f = NULL;
@@ -298,36 +311,32 @@ static void drop_open_file(struct sl_tree *t, struct obj *o)
 	o->f = NULL;
 }
 
-/* Publishes a finished file as "<dir>/<first>_<last>_<8 hex>.avro", never
- * over an existing file; *key receives its key (malloc'd).  Returns 0, or a
- * negative status with a message in err. */
+/* Publishes a finished file under its key, or, when that is taken, under
+ * another "<dir>/<first>_<last>_<8 hex>.avro": never over an existing file.
+ * *key receives the key (malloc'd).  Returns 0, or a negative status with a
+ * message in err. */
 static int publish(struct sl_tree *t, struct done_file *d, char **key, char *err, size_t errlen)
 {
-	struct sl_buf k;
-
-	sl_buf_init(&k, 0);
 	for (int attempt = 0; attempt < 8; attempt++) {
 		int rc;
 
-		sl_buf_reset(&k);
-		sl_buf_printf(&k, "%s/%s_%s_%08x.avro", d->dir, d->first_csn, d->last_csn, rand32());
-		if (sl_buf_failed(&k)) {
-			snprintf(err, errlen, "table \"%s\": out of memory", d->object);
-			sl_buf_free(&k);
-			return -1;
+		if (attempt > 0) {
+			free(d->key);
+			if (!(d->key = data_key(d->dir, d->first_csn, d->last_csn))) {
+				snprintf(err, errlen, "table \"%s\": out of memory", d->object);
+				return -1;
+			}
 		}
-		rc = t->store.ops->file_publish(t->store.ctx, d->f, k.data, err, errlen);
+		rc = t->store.ops->file_publish(t->store.ctx, d->f, d->key, err, errlen);
 		if (rc == SL_STORE_EXISTS)
 			continue;
-		if (rc < 0) {
-			sl_buf_free(&k);
+		if (rc < 0)
 			return rc;
-		}
 		d->f = NULL;
-		*key = sl_buf_detach(&k);
+		*key = d->key;
+		d->key = NULL;
 		return 0;
 	}
-	sl_buf_free(&k);
 	snprintf(err, errlen, "could not find a free file name in %s", d->dir);
 	return -1;
 }
