@@ -1069,7 +1069,8 @@ class S3Server:
     close() removes it.  client() is an independent boto3 client."""
 
     def __init__(self, buckets=("lake",), key_id="AKIDSLUICETEST", secret="sluice-test-secret-5c1e",
-                 region="us-east-1", keep=False):
+                 region="us-east-1", keep=False, part_delay_ms=0):
+        self.part_delay_ms = part_delay_ms
         self.buckets = list(buckets)
         self.bucket = self.buckets[0]
         self.key_id = key_id
@@ -1096,7 +1097,7 @@ class S3Server:
     def start(self, timeout=30):
         argv = ["node", os.path.join(S3SERVER_DIR, "s3server.js"), "--port", str(self.port),
                 "--dir", self.data, "--key", f"{self.key_id}:{self.secret}", "--region", self.region,
-                "--log", self.log]
+                "--log", self.log, "--part-delay-ms", str(self.part_delay_ms)]
         for b in self.buckets:
             argv += ["--bucket", b]
         out = open(os.path.join(self.base, "server.out"), "ab")

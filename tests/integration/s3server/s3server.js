@@ -10,10 +10,12 @@
 //     403 SignatureDoesNotMatch, an unknown key as 403 InvalidAccessKeyId;
 //   - ListMultipartUploads (GET /bucket?uploads) and AbortMultipartUpload
 //     (DELETE /bucket/key?uploadId=...), over s3rver's own store of uploads;
-//   - every request is appended to --log as "METHOD path?query status".
+//   - every request is appended to --log as "METHOD path?query status";
+//   - --part-delay-ms N holds each UploadPart N ms before it is stored, so a
+//     test can stop sluice in the middle of a multipart upload.
 //
 // usage: node s3server.js --port P --dir D --bucket B [--bucket B2] --key ID:SECRET
-//        [--region us-east-1] [--log FILE]
+//        [--region us-east-1] [--log FILE] [--part-delay-ms N]
 // Prints "ready <port>" on stdout once it listens.
 'use strict';
 
@@ -23,7 +25,7 @@ const path = require('path');
 const S3rver = require('s3rver');
 
 function parseArgs(argv) {
-  const o = { buckets: [], keys: new Map(), region: 'us-east-1', port: 0, dir: null, log: null };
+  const o = { buckets: [], keys: new Map(), region: 'us-east-1', port: 0, dir: null, log: null, partDelay: 0 };
   for (let i = 2; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
     if (k === '--port') o.port = Number(v);
@@ -32,6 +34,7 @@ function parseArgs(argv) {
     else if (k === '--key') { const c = v.indexOf(':'); o.keys.set(v.slice(0, c), v.slice(c + 1)); }
     else if (k === '--region') o.region = v;
     else if (k === '--log') o.log = v;
+    else if (k === '--part-delay-ms') o.partDelay = Number(v);
     else throw new Error(`unknown option ${k}`);
   }
   if (!o.dir) throw new Error('--dir is required');
@@ -155,6 +158,8 @@ async function front(ctx, next) {
       ctx.status = 204;
       return;
     }
+    if (req.method === 'PUT' && key && url.searchParams.has('partNumber') && opts.partDelay > 0)
+      await new Promise(resolve => setTimeout(resolve, opts.partDelay));
     return await next();
   } finally {
     if (logFd !== null) fs.writeSync(logFd, `${req.method} ${req.url} ${ctx.status}\n`);
