@@ -451,6 +451,7 @@ static int load_chain(struct sl_tree *t, char *err, size_t errlen)
 	struct sl_buf key, body;
 	struct sl_manifest m;
 	uint64_t seq = 0;
+	bool from_list = false;
 	int rc;
 
 	sl_buf_init(&key, 0);
@@ -470,28 +471,22 @@ static int load_chain(struct sl_tree *t, char *err, size_t errlen)
 			seq = (uint64_t)json_integer_value(v);
 		json_decref(j);
 	}
-	if (seq > 0) {
-		memset(&m, 0, sizeof m);
-		rc = read_manifest(t, seq, &m, err, errlen);
-		sl_manifest_free(&m);
-		if (rc < 0)
-			goto out;
-		if (rc == SL_STORE_NOT_FOUND)
-			seq = 0;  /* the pointer names a manifest that is gone: list them */
-	}
+list:
 	if (seq == 0) {
+		/* No pointer (or a stale one): the listing is the whole truth. */
 		struct max_seq ms = { 0 };
 		sl_buf_reset(&key);
 		sl_buf_printf(&key, "%s/" SL_MANIFEST_DIR, t->stream);
 		if ((rc = t->store.ops->list(t->store.ctx, key.data, note_manifest, &ms, err, errlen)) < 0)
 			goto out;
 		seq = ms.seq;
+		from_list = true;
 	}
-	for (;;) {
+	while (seq > 0) {
 		memset(&m, 0, sizeof m);
-		if (seq > 0 && (rc = read_manifest(t, seq, &m, err, errlen)) < 0)
+		if ((rc = read_manifest(t, seq, &m, err, errlen)) < 0)
 			goto out;
-		if (seq > 0 && rc == 0) {
+		if (rc == 0) {
 			sl_buf_reset(&key);
 			sl_manifest_key(&key, t->stream, seq);
 			free(t->last_key);
@@ -505,15 +500,14 @@ static int load_chain(struct sl_tree *t, char *err, size_t errlen)
 			t->seq = seq;
 		}
 		sl_manifest_free(&m);
-		/* Is there a later one? */
-		memset(&m, 0, sizeof m);
-		rc = read_manifest(t, t->seq + 1, &m, err, errlen);
-		sl_manifest_free(&m);
-		if (rc < 0)
-			goto out;
-		if (rc == SL_STORE_NOT_FOUND)
+		if (rc == SL_STORE_NOT_FOUND && !from_list && t->seq == 0) {
+			seq = 0;  /* the pointer names a manifest that is gone: list them */
+			goto list;
+		}
+		/* The pointer may lag one behind a crash: look for a later one. */
+		if (rc == SL_STORE_NOT_FOUND || from_list)
 			break;
-		seq = t->seq + 1;
+		seq++;
 	}
 	if (t->seq > 0)
 		sl_debug("stream \"%s\": the newest manifest is %s", t->stream, t->last_key);

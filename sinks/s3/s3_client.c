@@ -179,7 +179,6 @@ static void xml_escape(struct sl_buf *out, const char *s)
 		case '&': sl_buf_puts(out, "&amp;"); break;
 		case '<': sl_buf_puts(out, "&lt;"); break;
 		case '>': sl_buf_puts(out, "&gt;"); break;
-		case '"': sl_buf_puts(out, "&quot;"); break;
 		default: sl_buf_putc(out, *s);
 		}
 	}
