@@ -1153,13 +1153,22 @@ class S3Server:
         self.close()
         return False
 
-    def requests(self):
-        """The requests the server answered so far: [(method, target, status)]."""
+    def requests(self, timing=False):
+        """The requests the server answered so far: [(method, target, status)],
+        or with timing [(method, target, status, milliseconds, body bytes)]."""
+        out = []
         try:
             with open(self.log) as f:
-                return [tuple(l.rstrip("\n").rsplit(" ", 2)) for l in f if l.strip()]
+                for line in f:
+                    if not line.strip():
+                        continue
+                    method, rest = line.rstrip("\n").split(" ", 1)
+                    target, status, ms, size = rest.rsplit(" ", 3)
+                    out.append((method, target, status, float(ms), int(size)) if timing else
+                               (method, target, status))
         except FileNotFoundError:
-            return []
+            pass
+        return out
 
     def client(self, key_id=None, secret=None):
         import boto3

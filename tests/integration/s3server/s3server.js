@@ -10,7 +10,9 @@
 //     403 SignatureDoesNotMatch, an unknown key as 403 InvalidAccessKeyId;
 //   - ListMultipartUploads (GET /bucket?uploads) and AbortMultipartUpload
 //     (DELETE /bucket/key?uploadId=...), over s3rver's own store of uploads;
-//   - every request is appended to --log as "METHOD path?query status";
+//   - every request is appended to --log as "METHOD path?query status ms
+//     bytes": its status, the milliseconds from its first byte to the end of
+//     the answer, and its body's size (Content-Length);
 //   - --part-delay-ms N holds each UploadPart N ms before it is stored, so a
 //     test can stop sluice in the middle of a multipart upload.
 //
@@ -120,6 +122,7 @@ const logFd = opts.log ? fs.openSync(opts.log, 'a') : null;
 
 async function front(ctx, next) {
   const req = ctx.req;
+  const t0 = process.hrtime.bigint();
   try {
     const bad = checkSigV4(req);
     if (bad) return s3error(ctx, ...bad);
@@ -162,7 +165,10 @@ async function front(ctx, next) {
       await new Promise(resolve => setTimeout(resolve, opts.partDelay));
     return await next();
   } finally {
-    if (logFd !== null) fs.writeSync(logFd, `${req.method} ${req.url} ${ctx.status}\n`);
+    if (logFd !== null) {
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      fs.writeSync(logFd, `${req.method} ${req.url} ${ctx.status} ${ms.toFixed(3)} ${req.headers['content-length'] || 0}\n`);
+    }
   }
 }
 
