@@ -50,10 +50,13 @@ static const char usage_check[] =
 	"Validates FILE, then for every stream connects to its source and checks\n"
 	"wal_level, the REPLICATION attribute, SELECT on each selected table, primary\n"
 	"keys (merge mode), that the role may create the publication or add the tables\n"
-	"it lacks, the slot, and that the destination path is writable.  Changes\n"
-	"nothing.  Exit 0 when everything is in order, 2 for a bad config (or a tables\n"
-	"entry without glob characters that names no table), 3 when a source\n"
-	"prerequisite is missing, 4 when a slot is lost.\n";
+	"it lacks, the slot, and the destination: an avro_dir path must be writable;\n"
+	"for s3, a small object is written under <prefix>/<stream>/ and deleted, which\n"
+	"proves the credentials and the bucket (nothing else changes).  Exit 0 when\n"
+	"everything is in order, 2 for a bad config (or a tables entry without glob\n"
+	"characters that names no table), 3 when a source prerequisite is missing or\n"
+	"the destination refuses the credentials or lacks its bucket, 4 when a slot is\n"
+	"lost.\n";
 
 static const char usage_run[] =
 	"usage: sluice run -c FILE [--stream NAME] [--until-caught-up]\n"
