@@ -211,6 +211,7 @@ struct verify {
 	size_t nfiles, files_alloc;
 	struct uset uuids;
 	uint64_t problems, notes, records, duplicates;
+	uint64_t file_problems;      /* of problems: about one data file */
 	bool oom;
 };
 
@@ -227,6 +228,9 @@ static void problem(struct verify *v, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', v->out);
 }
+
+/* A problem with one data file. */
+#define fproblem(v, ...) do { (v)->file_problems++; problem((v), __VA_ARGS__); } while (0)
 
 static void note(struct verify *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(struct verify *v, const char *fmt, ...)
@@ -482,13 +486,13 @@ static void read_file(struct verify *v, uint32_t idx, const char *path)
 	int rc;
 
 	if (avro_file_reader(path, &rd) != 0) {
-		problem(v, "%s cannot be read: %s", e->key, avro_strerror());
+		fproblem(v, "%s cannot be read: %s", e->key, avro_strerror());
 		return;
 	}
 	ws = avro_file_reader_get_writer_schema(rd);
 	iface = avro_generic_class_from_schema(ws);
 	if (!iface || avro_generic_value_new(iface, &val) != 0) {
-		problem(v, "%s: its schema cannot be used: %s", e->key, avro_strerror());
+		fproblem(v, "%s: its schema cannot be used: %s", e->key, avro_strerror());
 		if (iface)
 			avro_value_iface_decref(iface);
 		avro_schema_decref(ws);
@@ -512,7 +516,7 @@ static void read_file(struct verify *v, uint32_t idx, const char *path)
 		}
 		if (avro_value_get_by_name(&val, "uuid", &f, NULL) != 0 || avro_value_get_string(&f, &s, &len) != 0 ||
 		    !parse_uuid(s, len ? len - 1 : 0, u)) {
-			problem(v, "%s: record %" PRIu64 " has no readable uuid", e->key, n);
+			fproblem(v, "%s: record %" PRIu64 " has no readable uuid", e->key, n);
 			continue;
 		}
 		seen = uset_add(&v->uuids, u, idx + 1);
@@ -528,12 +532,12 @@ static void read_file(struct verify *v, uint32_t idx, const char *path)
 		}
 	}
 	if (rc != EOF)
-		problem(v, "%s cannot be read to its end (truncated or damaged after record %" PRIu64 "): %s",
+		fproblem(v, "%s cannot be read to its end (truncated or damaged after record %" PRIu64 "): %s",
 			e->key, n, avro_strerror());
 	else if (n != mf->records)
-		problem(v, "%s holds %" PRIu64 " records, its manifest says %" PRIu64, e->key, n, mf->records);
+		fproblem(v, "%s holds %" PRIu64 " records, its manifest says %" PRIu64, e->key, n, mf->records);
 	else if (n > 0 && (strcmp(first, mf->first_csn) != 0 || strcmp(last, mf->last_csn) != 0))
-		problem(v, "%s holds CSNs %s to %s, its manifest says %s to %s", e->key, first, last,
+		fproblem(v, "%s holds CSNs %s to %s, its manifest says %s to %s", e->key, first, last,
 			mf->first_csn, mf->last_csn);
 	v->records += n;
 	avro_value_decref(&val);
@@ -553,16 +557,16 @@ static int check_files(struct verify *v, char *err, size_t errlen)
 		if (e->removed)
 			continue;
 		if (!e->listed) {
-			problem(v, "%s is missing (listed by manifest %" PRId64 ")", e->key, e->manifest);
+			fproblem(v, "%s is missing (listed by manifest %" PRId64 ")", e->key, e->manifest);
 			continue;
 		}
 		if (e->size != e->mf->bytes) {
-			problem(v, "%s has %" PRIu64 " bytes, its manifest says %" PRIu64, e->key, e->size, e->mf->bytes);
+			fproblem(v, "%s has %" PRIu64 " bytes, its manifest says %" PRIu64, e->key, e->size, e->mf->bytes);
 			continue;
 		}
 		rc = v->store.ops->fetch(v->store.ctx, e->key, &path, &temporary, err, errlen);
 		if (rc == SL_STORE_NOT_FOUND) {
-			problem(v, "%s is missing (listed by manifest %" PRId64 ")", e->key, e->manifest);
+			fproblem(v, "%s is missing (listed by manifest %" PRId64 ")", e->key, e->manifest);
 			continue;
 		}
 		if (rc < 0)
@@ -647,9 +651,15 @@ int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *e
 		fprintf(out, "problem: ... and %" PRIu64 " more\n", v.problems - MAX_LINES);
 	if (v.duplicates > 20)
 		fprintf(out, "problem: %" PRIu64 " records in all are present more than once\n", v.duplicates);
-	fprintf(out, "stream %s: %zu manifests, %zu files, %" PRIu64 " records in %s: %s\n", stream, v.nmans,
-		v.nfiles, v.records, store.ops->describe(store.ctx),
-		v.problems ? "PROBLEMS FOUND" : "complete, nothing missing, nothing twice");
+	if (v.problems)
+		fprintf(out, "stream %s: %zu manifests, %zu files, %" PRIu64 " records in %s: PROBLEMS FOUND: %" PRIu64
+			" with the manifests or their chain, %" PRIu64 " with files, %" PRIu64 " records present twice\n",
+			stream, v.nmans, v.nfiles, v.records, store.ops->describe(store.ctx),
+			v.problems - v.file_problems - (v.duplicates < 20 ? v.duplicates : 20), v.file_problems,
+			v.duplicates);
+	else
+		fprintf(out, "stream %s: %zu manifests, %zu files, %" PRIu64 " records in %s: complete, nothing "
+			"missing, nothing twice\n", stream, v.nmans, v.nfiles, v.records, store.ops->describe(store.ctx));
 	rc = v.problems ? SL_EVERIFY : SL_OK;
 	goto out;
 fail:

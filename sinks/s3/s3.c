@@ -556,6 +556,13 @@ static int abort_stale(struct s3_store *st, const char *stream, char *err, size_
 	rc = sl_s3_mpu_list(st->s3, p.data, note_upload, &sa, err, errlen);
 	if (sa.oom)
 		snprintf(err, errlen, "s3 sink: out of memory");
+	if (rc == -1 && strstr(err, ": HTTP 501")) {
+		/* A server without ListMultipartUploads: nothing to abort that we
+		 * can find; its own expiry of incomplete uploads has to do. */
+		sl_warn("%s; incomplete uploads a crash left under %s cannot be found and aborted: set the bucket's "
+			"rule for incomplete multipart uploads", err, p.data);
+		rc = 0;
+	}
 	for (size_t i = 0; rc == 0 && i < sa.n; i++) {
 		rc = sl_s3_mpu_abort(st->s3, sa.keys[i], sa.ids[i], err, errlen);
 		if (rc == 0)

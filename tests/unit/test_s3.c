@@ -312,6 +312,38 @@ static void test_put(void **state)
 		      "x-amz-content-sha256: 5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03\n"
 		      "\nhello\n");
 	sl_s3_free(s);
+
+	/* Temporary credentials: the session token is sent, and signed. */
+	{
+		struct sl_s3_client_conf c;
+		char ep[64];
+
+		reset();
+		snprintf(ep, sizeof ep, "http://127.0.0.1:%u", g.port);
+		memset(&c, 0, sizeof c);
+		c.endpoint = ep;
+		c.bucket = "lake";
+		c.region = "eu-west-1";
+		c.path_style = true;
+		c.access_key_id = "ASIATEST";
+		c.secret_access_key = SECRET;
+		c.session_token = "tok+en/1";
+		c.tls_verify = true;
+		c.user_agent = "sluice-test";
+		assert_int_equal(sl_s3_new(&s, &c, err, sizeof err), 0);
+		answer(200, "", NULL);
+		assert_int_equal(sl_s3_delete(s, "k", err, sizeof err), 0);
+		expect_req(0, "DELETE /lake/k\n"
+			      "accept: */*\n"
+			      "authorization: AWS4-HMAC-SHA256 Credential=ASIATEST/DATE/eu-west-1/s3/aws4_request, "
+			      "SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token, Signature=SIG\n"
+			      "host: 127.0.0.1:PORT\n"
+			      "user-agent: sluice-test\n"
+			      "x-amz-content-sha256: " EMPTY_SHA "\n"
+			      "x-amz-security-token: tok+en/1\n"
+			      "\n");
+		sl_s3_free(s);
+	}
 }
 
 /* A file of 5 MiB of 'a' and 1 MiB of 'b'. */
