@@ -91,7 +91,7 @@ class ConfigErrorTest(unittest.TestCase):
         lines = [("type = clickhouse" if l == "type = avro_dir" else l) for l in self.base]
         n = self.line_of(lines, "type = clickhouse")
         self.expect(lines, n, 'bad value "clickhouse" for key "type": no sink implements this destination type '
-                    '(supported: avro_dir)')
+                    '(supported: avro_dir, s3)')
 
     def test_merge_refused_for_avro_dir(self):
         lines = [("write_mode = merge" if l == "write_mode = append" else l) for l in self.base]
