@@ -1,6 +1,7 @@
 /*
  * agent/commands.c: the commands that inspect or prepare a stream without
- * running it: `sluice check`, `sluice status` and `sluice backfill`.  Each
+ * running it: `sluice check`, `sluice verify`, `sluice status` and `sluice
+ * backfill`.  Each
  * reaches the source through its interface (check and probe open their own
  * connections), so they work whether or not an agent runs the stream.
  */
@@ -36,6 +37,7 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	if (sc->destination->ops->check) {
 		struct sl_sink_stream st = {
 			.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
+			.state_dir = cfg->state_dir,
 		};
 		if ((rc = sc->destination->ops->check(sc->destination->conf, &st, stdout, err, errlen)) < 0)
 			return rc;
@@ -56,6 +58,21 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
 	sl_ckpt_free(&ck);
 	return rc;
+}
+
+int sl_stream_verify(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
+{
+	struct sl_sink_stream st = {
+		.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
+		.state_dir = cfg->state_dir,
+	};
+
+	if (!sc->destination->ops->verify) {
+		snprintf(err, errlen, "stream \"%s\": destination \"%s\" (type %s) keeps no manifests to verify against",
+			 sc->name, sc->destination->name, sc->destination->type);
+		return SL_ECONFIG;
+	}
+	return sc->destination->ops->verify(sc->destination->conf, &st, stdout, err, errlen);
 }
 
 static void add_alert(json_t *alerts, const char *name, const char *severity, const char *text)

@@ -1,5 +1,5 @@
 /*
- * agent/main.c: the command line: check, run, status, backfill, version.
+ * agent/main.c: the command line: check, run, status, backfill, verify, version.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
  * 3 source prerequisites not met, 4 position lost.
  */
@@ -20,9 +20,10 @@
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sinks/avro_tree/tree.h"
 
 static const char usage_main[] =
-	"sluice: change data capture from PostgreSQL to Avro files\n"
+	"sluice: change data capture from PostgreSQL to Avro files (a folder or S3)\n"
 	"\n"
 	"usage: sluice COMMAND [OPTIONS]\n"
 	"\n"
@@ -34,6 +35,8 @@ static const char usage_main[] =
 	"                                        positions, lag, backfill state per table, alerts\n"
 	"  backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"                                        request a (re-)backfill on the next run\n"
+	"  verify   -c FILE --stream NAME        check the output against its manifests:\n"
+	"                                        nothing missing, damaged or twice\n"
 	"  version                               print the version\n"
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
@@ -50,11 +53,15 @@ static const char usage_check[] =
 	"REPLICATION attribute, USAGE on each selected table's schema and SELECT on the\n"
 	"table, replica identities and primary keys (merge mode), that the role may\n"
 	"create the publication or add the tables it lacks and that an existing one\n"
-	"fits, the slot against the stream's checkpoint, and that the destination is\n"
-	"writable.  Changes nothing.  Exit 0 when everything is in order, 2 for a bad\n"
-	"config (or a tables entry without glob characters that names no table), 3\n"
-	"when a source prerequisite is missing (the message gives the GRANT or the\n"
-	"statement to run), 4 when the stream's position is lost.\n"
+	"fits, the slot against the stream's checkpoint, and the destination: an\n"
+	"avro_dir path must be writable; for s3, a small object is written under\n"
+	"<prefix>/<stream>/ and deleted, which proves the credentials and the bucket;\n"
+	"ClickHouse must answer, let the user write and have (or let it create) the\n"
+	"database.  Changes nothing else.  Exit 0 when everything is in order, 2 for a\n"
+	"bad config (or a tables entry without glob characters that names no table),\n"
+	"3 when a source prerequisite is missing (the message gives the GRANT or the\n"
+	"statement to run) or the destination refuses the credentials or lacks its\n"
+	"bucket, 4 when the stream's position is lost.\n"
 	"\n"
 	"  -c, --config FILE     the configuration file\n"
 	"  -s, --stream NAME     check only this stream\n";
@@ -112,6 +119,24 @@ static const char usage_backfill[] =
 	"  -c, --config FILE     the configuration file\n"
 	"  -s, --stream NAME     the stream\n"
 	"  -t, --table S.T       only this table, which the stream must select\n";
+
+static const char usage_verify[] =
+	"usage: sluice verify -c FILE --stream NAME\n"
+	"\n"
+	"Reads the stream's manifests (<stream>/_manifests/ in the destination) and\n"
+	"every data file they list back from the destination (a folder or a bucket),\n"
+	"and reports each problem on its own line: a missing manifest or a break in\n"
+	"their chain of positions (a gap or an overlap), a listed file that is\n"
+	"missing, has another size, cannot be read to its end, or holds another\n"
+	"record count or CSN range than its manifest says, and records present twice\n"
+	"(the same uuid).  Files no manifest lists are noted, not counted.  Changes\n"
+	"nothing; it may run while an agent runs the stream.\n"
+	"Exit 0 when everything checks, 1 when it found problems or could not read\n"
+	"the destination, 2 for a bad config, 3 when the destination refuses the\n"
+	"credentials or its bucket does not exist.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     the stream\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -574,6 +599,36 @@ static int cmd_backfill(int argc, char **argv)
 	return exit_code(rc);
 }
 
+static int cmd_verify(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct sl_stream_config *sc;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	int rc;
+
+	if ((rc = parse_opts(argc, argv, &o, "verify", "cs", usage_verify)) != 0)
+		return rc < 0 ? 0 : rc;
+	if (!o.stream) {
+		fprintf(stderr, "sluice: verify needs --stream NAME\n");
+		return 2;
+	}
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	if ((rc = known_stream(cfg, o.stream)) != 0)
+		return rc;
+	sc = sl_config_stream(cfg, o.stream);
+	rc = sl_stream_verify(cfg, sc, err, sizeof err);
+	sl_config_free(cfg);
+	if (rc == SL_EVERIFY)
+		return 1;  /* the problems are on stdout */
+	if (rc < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? exit_code(rc) : 1;
+	}
+	return 0;
+}
+
 /* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
  * is a failure: exit 1 (or the command's own failure code) and say so on
  * stderr.  stdout is fully buffered into a file, so the error often shows
@@ -619,6 +674,8 @@ static int dispatch(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "backfill"))
 		return cmd_backfill(argc - 1, argv + 1);
+	if (!strcmp(cmd, "verify"))
+		return cmd_verify(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
 }

@@ -160,6 +160,15 @@ static void publish_durable(struct sl_pipe *p, const struct sl_position *pos)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* What a sink's failure means for the stream: an operator error
+ * (SL_EPREREQ: the destination refuses the credentials, its bucket does not
+ * exist) stops it with exit 3; anything else is a runtime failure, retried
+ * from the checkpoint. */
+static int sink_status(int rc)
+{
+	return rc == SL_EPREREQ ? SL_EPREREQ : SL_EFAIL;
+}
+
 /* Flushes the sink; checkpoints and publishes the position it reports when
  * that is new. */
 static int do_flush(struct sl_pipe *p)
@@ -170,7 +179,7 @@ static int do_flush(struct sl_pipe *p)
 	int rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
 
 	if (rc < 0)
-		return SL_EFAIL;
+		return sink_status(rc);
 	if (atomic_load(&p->abort))
 		return SL_OK;  /* stopping: a new run may own the checkpoint already */
 	atomic_fetch_add(&p->n_flushes, 1);
@@ -230,9 +239,9 @@ static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const stru
 
 static int write_change(struct sl_pipe *p, struct sl_change *c)
 {
-	if (p->pc.sink->write(p->pc.sinkctx, c, p->w_err, sizeof p->w_err) < 0)
-		return SL_EFAIL;
-	return SL_OK;
+	int rc = p->pc.sink->write(p->pc.sinkctx, c, p->w_err, sizeof p->w_err);
+
+	return rc < 0 ? sink_status(rc) : SL_OK;
 }
 
 static int handle(struct sl_pipe *p, struct qev *ev)
@@ -296,9 +305,9 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			sl_csn_format(last, old, 0);
 			sl_info("stream \"%s\": redoing the interrupted backfill of %s (snapshot CSN %s)",
 				p->pc.stream, e->name, last);
-			if (p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							 sizeof p->w_err) < 0)
-				return SL_EFAIL;
+			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
+							       sizeof p->w_err)) < 0)
+				return sink_status(rc);
 		}
 		e->state = SL_BF_RUNNING;
 		e->snapshot = *pos;

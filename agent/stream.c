@@ -121,13 +121,19 @@ const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, 
  * (sl_config_load() checks write_mode against ops->caps). */
 static int open_sink(struct stream *s)
 {
+	int rc;
+
 	s->sink = s->sc->destination->ops;
 	s->sinkst.name = s->sc->name;
 	s->sinkst.mode = s->sc->write_mode;
 	s->sinkst.destination = s->sc->destination->name;
-	if (s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen) < 0) {
+	s->sinkst.state_dir = s->cfg->state_dir;
+	rc = s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen);
+	if (rc < 0) {
 		s->sinkctx = NULL;
-		return SL_EFAIL;
+		/* A sink's operator errors (SL_EPREREQ: access refused, no bucket)
+		 * are not retried; everything else is a runtime failure. */
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? rc : SL_EFAIL;
 	}
 	return SL_OK;
 }

@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/clickhouse/clickhouse.h"
+#include "sinks/s3/s3.h"
 
 #define CANARY "canary-Zq7-pw-3f9a"
 #define MiB (UINT64_C(1) << 20)
@@ -1071,19 +1072,19 @@ static void test_dest_types(void **state)
 {
 	struct fx *f = *state;
 
-	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = s3\n",
+	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = gcs\n",
 		   ":13: bad value \"s3\" for key \"type\": no sink implements this "
-		   "destination type (supported: avro_dir, clickhouse)");
+		   "destination type (supported: avro_dir, clickhouse, s3)");
 	EXPECT_ERR(f, "[destination.w]\n\ntype = Avro_Dir\n" MINIMAL,
 		   ":3: bad value \"Avro_Dir\" for key \"type\": no sink implements this "
-		   "destination type (supported: avro_dir, clickhouse)");
+		   "destination type (supported: avro_dir, clickhouse, s3)");
 	EXPECT_ERR(f, "[destination.w]\ntype =\n" MINIMAL,
 		   ":2: bad value \"\" for key \"type\": must not be empty");
 	/* Quoted as written, not as expanded. */
-	setenv("SLUICE_TEST_TYPE", "s3", 1);
+	setenv("SLUICE_TEST_TYPE", "gcs", 1);
 	EXPECT_ERR(f, "[destination.w]\ntype = ${SLUICE_TEST_TYPE}\n" MINIMAL,
 		   ":2: bad value \"${SLUICE_TEST_TYPE}\" for key \"type\": no sink implements "
-		   "this destination type (supported: avro_dir, clickhouse)");
+		   "this destination type (supported: avro_dir, clickhouse, s3)");
 	unsetenv("SLUICE_TEST_TYPE");
 }
 
@@ -1185,6 +1186,95 @@ static void test_merge_refused(void **state)
 	sl_config_free(cfg);
 }
 
+/* [destination.NAME] with type = s3: its keys, defaults, credentials from
+ * the environment or from files (never quoted), and the rules across keys. */
+#define S3_HEAD MINIMAL "[destination.b]\ntype = s3\nbucket = lake\n"  /* lines 12-14 */
+static void test_s3_keys(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	const struct sl_s3_conf *c;
+	char ini[2048], want[2048], kf[600], sf[600];
+
+	setenv("SLUICE_TEST_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("SLUICE_TEST_SECRET", CANARY, 1);
+	cfg = LOAD_OK(f, S3_HEAD "endpoint = http://127.0.0.1:9000\nprefix = cdc/x\npath_style = true\n"
+		      "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		      "part_size = 5MB\ncodec = snappy\nmax_file_seconds = 5\n");
+	assert_int_equal(cfg->ndestinations, 2);
+	assert_string_equal(cfg->destinations[1].type, "s3");
+	assert_ptr_equal(cfg->destinations[1].ops, &sl_s3_ops);
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->endpoint, "http://127.0.0.1:9000");
+	assert_string_equal(c->bucket, "lake");
+	assert_string_equal(c->prefix, "cdc/x");
+	assert_string_equal(c->region, "us-east-1");
+	assert_true(c->path_style);
+	assert_true(c->tls_verify);
+	assert_null(c->session_token);
+	assert_null(c->ca_file);
+	assert_null(c->spool_dir);
+	assert_string_equal(c->access_key_id, "AKIDEXAMPLE");
+	assert_string_equal(c->secret_access_key, CANARY);
+	assert_int_equal(c->part_size, 5 << 20);
+	assert_int_equal(c->codec, SL_CODEC_SNAPPY);
+	assert_int_equal(c->max_file_bytes, 64 << 20);
+	assert_int_equal(c->max_file_seconds, 5);
+	sl_config_free(cfg);
+	/* defaults */
+	cfg = LOAD_OK(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n");
+	c = cfg->destinations[1].conf;
+	assert_null(c->endpoint);
+	assert_null(c->prefix);
+	assert_false(c->path_style);
+	assert_int_equal(c->part_size, 16 << 20);
+	assert_int_equal(c->codec, SL_CODEC_DEFLATE);
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, S3_HEAD "secret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":12: [destination.b] needs access_key_id_env or access_key_id_file (required for type s3)");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\n",
+		   ":12: [destination.b] needs secret_access_key_env or secret_access_key_file (required for type s3)");
+	EXPECT_ERR(f, MINIMAL "[destination.b]\ntype = s3\naccess_key_id_env = SLUICE_TEST_KEY_ID\n"
+		   "secret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":12: missing required key \"bucket\" in [destination.b] (required for type s3)");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "part_size = 4MB\n", ":17: bad value \"4MB\" for key \"part_size\": must be from 5MB to 5GB");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "path_style = maybe\n",
+		   ":17: bad value \"maybe\" for key \"path_style\": must be one of true, false, yes, no, on, off");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "endpoint = 127.0.0.1:9000\n",
+		   ":17: bad value \"127.0.0.1:9000\" for key \"endpoint\": not an http:// or https:// URL");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "max_file_bytes = 1TB\npart_size = 5MB\n",
+		   ":18: max_file_bytes would need more than 10000 parts of part_size: raise part_size");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "path = /x\n", ":17: key \"path\" applies only to type avro_dir, not to s3");
+	unsetenv("SLUICE_TEST_SECRET");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":16: environment variable \"SLUICE_TEST_SECRET\" named by secret_access_key_env is not set");
+
+	/* from files: mode 0600 or less, and never quoted */
+	write_file(f, "key_id", "AKIDFILE\n", 0600, kf, sizeof kf);
+	write_file(f, "secret", CANARY "\n", 0644, sf, sizeof sf);
+	snprintf(ini, sizeof ini, S3_HEAD "access_key_id_file = %s\nsecret_access_key_file = %s\n", kf, sf);
+	snprintf(want, sizeof want, ":16: secret_access_key_file \"%s\" has mode 0644, which gives group or "
+		 "others access; it must be readable by its owner only: run chmod 600 \"%s\"", sf, sf);
+	EXPECT_ERR(f, ini, want);
+	assert_int_equal(chmod(sf, 0600), 0);
+	cfg = LOAD_OK(f, ini);
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->access_key_id, "AKIDFILE");
+	assert_string_equal(c->secret_access_key, CANARY);
+	sl_config_free(cfg);
+	snprintf(ini, sizeof ini, S3_HEAD "access_key_id_file = %s\naccess_key_id_env = SLUICE_TEST_KEY_ID\n"
+		 "secret_access_key_file = %s\n", kf, sf);
+	EXPECT_ERR(f, ini, ":16: access_key_id_file and access_key_id_env cannot both be set in [destination.b] "
+		   "(access_key_id_file on line 15)");
+	unsetenv("SLUICE_TEST_KEY_ID");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1212,6 +1302,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_avro_dir_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dest_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clickhouse_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_s3_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_refused, setup, teardown),
 	};
 
