@@ -6,7 +6,7 @@ libslagent_a_SOURCES = %D%/stream.c %D%/stream.h %D%/pipeline.c %D%/pipeline.h \
 	%D%/commands.c %D%/commands.h %D%/checkpoint.c %D%/checkpoint.h %D%/config.h \
 	%D%/lock.c %D%/lock.h %D%/runstate.c %D%/runstate.h
 libslagent_a_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
-AGENT_LIBS = libslagent.a $(JANSSON_LIBS) -lpthread
+AGENT_LIBS = libslagent.a $(OPS_LIBS) $(JANSSON_LIBS) -lpthread
 
 sluice_SOURCES = %D%/main.c
 sluice_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
