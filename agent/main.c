@@ -17,6 +17,7 @@
 #include "agent/commands.h"
 #include "agent/config.h"
 #include "agent/lock.h"
+#include "agent/monitor.h"
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -174,6 +175,8 @@ struct worker {
 	struct sl_run_opts ro;
 	atomic_int *finished;    /* cmd_run's count of workers that have returned */
 	struct sl_stream_lock lock; /* held from before the first attempt to the end */
+	struct sl_monitor *mon;
+	struct sl_ops_stream *ops;  /* the stream's metrics, or NULL */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -193,6 +196,8 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		int64_t t0 = sl_mono_ms();
+		if (w->ops)
+			sl_ops_attempt(w->ops);
 		w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
 		if (w->rc == SL_ERESTART && sl_signal_count == 0) {
 			/* Not a failure: its tables changed; take them in at once. */
@@ -206,6 +211,10 @@ static void *worker_main(void *arg)
 			break;
 		if (sl_mono_ms() - t0 > 60000)
 			delay = 1;  /* it ran well for a while: start the backoff over */
+		if (w->ops) {
+			sl_ops_failed(w->ops, w->err, true);
+			sl_monitor_write_run(w->mon, w->sc);
+		}
 		sl_warn("%s; retrying from the last checkpoint in %d s", w->err, delay);
 		for (int i = 0; i < delay * 10 && sl_signal_count == 0; i++) {
 			struct timespec ts = { 0, 100 * 1000 * 1000 };
@@ -214,6 +223,13 @@ static void *worker_main(void *arg)
 		if (sl_signal_count > 0)
 			break;
 		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
+	}
+	if (w->ops) {
+		if (w->rc < 0)
+			sl_ops_failed(w->ops, w->err, false);
+		else
+			sl_ops_set_state(w->ops, SL_OPS_STOPPED);
+		sl_monitor_write_run(w->mon, w->sc);
 	}
 	atomic_fetch_add(w->finished, 1);
 	kill(getpid(), SIGUSR1);  /* wakes main's sigtimedwait() at once */
@@ -225,11 +241,22 @@ static void *worker_main(void *arg)
  * runs: SIGTERM and SIGINT count towards sl_signal_count (1 drains, 2
  * cancels), SIGHUP is logged and otherwise ignored (there is no reload), and
  * SIGUSR1 is how a worker that returns wakes main. */
-static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
+static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n, struct sl_monitor *mon)
 {
+	bool tty = isatty(STDERR_FILENO) == 1;
+	int64_t next_line = 0;
+
 	while (atomic_load(finished) < n) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 		int sig = sigtimedwait(sigs, NULL, &ts);
+
+		/* On a terminal, a live line of backfill progress. */
+		if (tty && sl_mono_ms() >= next_line) {
+			char line[400];
+			sl_monitor_progress(mon, line, sizeof line);
+			sl_log_status_line(line);
+			next_line = sl_mono_ms() + 1000;
+		}
 
 		if (sig == SIGTERM || sig == SIGINT) {
 			int count = atomic_fetch_add(&sl_signal_count, 1) + 1;
@@ -243,12 +270,16 @@ static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
 				"a new configuration");
 		}
 	}
+	if (tty)
+		sl_log_status_line(NULL);
 }
 
 static int cmd_run(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
 	struct worker *ws = NULL;
+	struct sl_stream_config **run = NULL;
+	struct sl_monitor *mon = NULL;
 	struct opts o;
 	int rc, n = 0, started = 0, worst = 0;
 	atomic_int finished;
@@ -263,15 +294,13 @@ static int cmd_run(int argc, char **argv)
 		sl_config_free(cfg);
 		return 2;
 	}
-	if (cfg->metrics_listen && *cfg->metrics_listen)
-		sl_warn("metrics_listen = %s: the metrics endpoint is not built yet, so nothing listens; "
-			"use `sluice status` meanwhile", cfg->metrics_listen);
-	if (cfg->alert_webhook)
-		sl_warn("alert_webhook is set, but webhook alerts are not built yet");
 	signal(SIGPIPE, SIG_IGN);
 
 	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
-	if (!ws) {
+	run = calloc((size_t)cfg->nstreams, sizeof *run);
+	if (!ws || !run) {
+		free(ws);
+		free(run);
 		sl_config_free(cfg);
 		return 1;
 	}
@@ -306,6 +335,23 @@ static int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	/* Metrics, /healthz, the webhook and a probe per stream, on threads of
+	 * their own (which inherit the blocked signals). */
+	{
+		char err[SL_ERRLEN * 2];
+		for (int i = 0; i < n; i++)
+			run[i] = ws[i].sc;
+		if (!(mon = sl_monitor_start(cfg, run, n, err, sizeof err))) {
+			sl_error("%s", err);
+			worst = 1;
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			ws[i].mon = mon;
+			ws[i].ops = ws[i].ro.ops = sl_monitor_stream(mon, ws[i].sc);
+		}
+		sl_monitor_probe_start(mon);
+	}
 	atomic_init(&finished, 0);
 	for (started = 0; started < n; started++) {
 		struct worker *w = &ws[started];
@@ -316,7 +362,7 @@ static int cmd_run(int argc, char **argv)
 			break;
 		}
 	}
-	wait_for_workers(&sigs, &finished, started);
+	wait_for_workers(&sigs, &finished, started, mon);
 	for (int i = 0; i < started; i++) {
 		pthread_join(ws[i].th, NULL);
 		if (ws[i].rc < 0) {
@@ -326,8 +372,10 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 out:
+	sl_monitor_stop(mon);
 	for (int i = 0; i < n; i++)
 		sl_stream_lock_release(&ws[i].lock);
+	free(run);
 	free(ws);
 	sl_config_free(cfg);
 	return worst;

@@ -1,6 +1,7 @@
 /* common/log.c: leveled logging to stderr with a UTC timestamp. */
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,23 @@
 #include <time.h>
 
 enum sl_log_level sl_log_min_level = SL_LOG_INFO;
+
+/* The terminal's status line (sl_log_status_line), and the lock that keeps
+ * it and log lines from interleaving. */
+static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
+static char status_text[512];
+
+void sl_log_status_line(const char *text)
+{
+	pthread_mutex_lock(&status_mu);
+	if (status_text[0] || (text && *text))
+		fputs("\r\033[K", stderr);
+	snprintf(status_text, sizeof status_text, "%s", text ? text : "");
+	if (status_text[0])
+		fputs(status_text, stderr);
+	fflush(stderr);
+	pthread_mutex_unlock(&status_mu);
+}
 
 static const char *const level_names[] = { "debug", "info", "warning", "error" };
 
@@ -29,7 +47,12 @@ void sl_log_write(enum sl_log_level lvl, const char *fmt, ...)
 	if (n > 0 && (size_t)n < sizeof line)
 		vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "%s\n", line);
+	pthread_mutex_lock(&status_mu);
+	if (status_text[0])
+		fprintf(stderr, "\r\033[K%s\n%s", line, status_text);
+	else
+		fprintf(stderr, "%s\n", line);
+	pthread_mutex_unlock(&status_mu);
 }
 
 int sl_log_level_parse(const char *s, enum sl_log_level *out)

@@ -70,7 +70,7 @@ extern const double sl_ops_flush_bounds[SL_OPS_FLUSH_BUCKETS];
 /* What the probe saw of the stream's position holder, source-agnostic. */
 struct sl_ops_sample {
 	bool ok;                           /* the source answered */
-	char error[256];                   /* with !ok */
+	char error[512];                   /* with !ok */
 	bool exists, active;
 	char state[32];                    /* wal_status ("" unknown) */
 	char confirmed[64], restart[64];   /* positions as text ("" unknown) */

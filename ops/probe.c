@@ -272,13 +272,13 @@ struct sl_probe *sl_probe_start(struct sl_ops_stream *os, const struct sl_probe_
 	return p;
 }
 
-void sl_probe_stop(struct sl_probe *p)
+bool sl_probe_stop(struct sl_probe *p)
 {
 	struct timespec until = sl_mono_deadline(STOP_WAIT_MS);
 	bool done;
 
 	if (!p)
-		return;
+		return true;
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
 	pthread_cond_broadcast(&p->cv);
@@ -290,7 +290,7 @@ void sl_probe_stop(struct sl_probe *p)
 		/* A sample stuck on an unresponsive source: its connection's own
 		 * timeouts end it; the process is about to exit, so leave it. */
 		pthread_detach(p->th);
-		return;
+		return false;
 	}
 	pthread_join(p->th, NULL);
 	if (p->h.tick)
@@ -300,4 +300,5 @@ void sl_probe_stop(struct sl_probe *p)
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
+	return true;
 }

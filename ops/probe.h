@@ -61,7 +61,10 @@ struct sl_probe;
 struct sl_probe *sl_probe_start(struct sl_ops_stream *os, const struct sl_probe_hooks *h,
 				const struct sl_probe_config *c, struct sl_webhook *wh, char *err, size_t errlen);
 /* Stops the thread (waiting at most a few seconds for a sample under way),
- * runs the last tick and frees p.  NULL is ignored. */
-void sl_probe_stop(struct sl_probe *p);
+ * runs the last tick and frees p; true.  False when the thread is stuck in a
+ * sample (an unresponsive source): it is left running and p is not freed,
+ * so the caller must not free what the hooks use either (the process is
+ * about to exit).  NULL is ignored (true). */
+bool sl_probe_stop(struct sl_probe *p);
 
 #endif
