@@ -21,6 +21,7 @@
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/metrics.h"
 
 static const char usage_main[] =
 	"sluice: change data capture from PostgreSQL to Avro files\n"
@@ -31,7 +32,8 @@ static const char usage_main[] =
 	"  check    -c FILE                      validate the config and the source prerequisites\n"
 	"  run      -c FILE [--stream NAME] [--until-caught-up]\n"
 	"                                        backfill, then stream changes until stopped\n"
-	"  status   -c FILE [--json]             positions, lag, backfill state per table, alerts\n"
+	"  status   -c FILE [--stream NAME] [--json]\n"
+	"                                        state, positions, lag, backfill progress, alerts\n"
 	"  backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"                                        request a (re-)backfill on the next run\n"
 	"  version                               print the version\n"
@@ -80,14 +82,27 @@ static const char usage_run[] =
 	"logged and ignored: restart sluice to apply a new configuration.\n";
 
 static const char usage_status[] =
-	"usage: sluice status -c FILE [--json]\n"
+	"usage: sluice status -c FILE [--stream NAME] [--json]\n"
 	"\n"
-	"Prints, per stream: whether an agent runs it, what it waits for (a slot\n"
-	"being created waits for open transactions), the durable position from the\n"
-	"checkpoint, the slot's confirmed position, lag and retained WAL (\"unknown\",\n"
-	"null in --json, when the server has no figure), the backfill state of every\n"
-	"table, and the alerts that fire for the configured thresholds.  Exit 0, or 1\n"
-	"when an alert is firing or stdout cannot be written.\n";
+	"Prints, per stream (or only NAME): its state (starting, backfilling,\n"
+	"streaming, retrying, stopped, failed), whether an agent runs it and what it\n"
+	"waits for (a slot being created waits for open transactions), the last error\n"
+	"with its time and the retries, the durable position from the checkpoint, the\n"
+	"slot's confirmed position, lag and retained WAL (\"unknown\", null in --json,\n"
+	"when the server has no figure), freshness, each table's backfill state and,\n"
+	"while it runs, its progress (rows, estimate, %, ETA), and the alerts that\n"
+	"fire, with their recent history.  While an agent runs the stream, also what\n"
+	"only the agent knows (queue, last flush, heartbeats, its alerts), from the\n"
+	"run file it keeps in state_dir.  Works whether or not an agent runs.\n"
+	"\n"
+	"  -c, --config FILE   the configuration file\n"
+	"  -s, --stream NAME   only this stream (exit 2 when there is none of that name)\n"
+	"  -j, --json          the same as JSON\n"
+	"\n"
+	"Exit 0: every status determined and no alert fires; 1: an alert fires (or\n"
+	"stdout cannot be written); 2: usage or configuration error; 5: some status\n"
+	"could not be determined (a source that cannot be reached, a checkpoint that\n"
+	"cannot be read); 5 wins over 1.\n";
 
 static const char usage_backfill[] =
 	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
@@ -446,10 +461,85 @@ static void print_waiting(json_t *w)
 	printf("\n");
 }
 
+/* "12 s ago" / "3 min ago" for a Unix-microsecond time; "never" for null. */
+static const char *ago(json_t *us, char *buf, size_t len)
+{
+	int64_t d;
+
+	if (!json_is_integer(us))
+		return "never";
+	d = (sl_now_us() - (int64_t)json_integer_value(us)) / 1000000;
+	if (d < 0)
+		d = 0;
+	if (d < 120)
+		snprintf(buf, len, "%lld s ago", (long long)d);
+	else if (d < 7200)
+		snprintf(buf, len, "%lld min ago", (long long)(d / 60));
+	else
+		snprintf(buf, len, "%lld h ago", (long long)(d / 3600));
+	return buf;
+}
+
+static void print_table_line(const char *name, json_t *v)
+{
+	json_t *pr = json_object_get(v, "progress"), *ch = json_object_get(v, "changes");
+	const char *st = json_string_value(json_object_get(v, "backfill"));
+
+	printf("  table %s: backfill %s", name, st ? st : "?");
+	if (pr && json_is_string(json_object_get(pr, "state")) &&
+	    strcmp(json_string_value(json_object_get(pr, "state")), "done") != 0) {
+		json_t *est = json_object_get(pr, "estimated_rows"), *pct = json_object_get(pr, "percent"),
+		       *eta = json_object_get(pr, "eta_seconds");
+		printf(" (%s now: %lld", json_string_value(json_object_get(pr, "state")),
+		       (long long)json_integer_value(json_object_get(pr, "rows")));
+		if (json_is_integer(est))
+			printf("/%lld rows", (long long)json_integer_value(est));
+		else
+			printf(" rows, estimate unknown");
+		if (json_is_integer(pct))
+			printf(", %lld%%", (long long)json_integer_value(pct));
+		if (json_is_integer(eta))
+			printf(", ETA %lld s", (long long)json_integer_value(eta));
+		printf(")");
+	} else {
+		printf(" (%lld rows)", (long long)json_integer_value(json_object_get(v, "rows")));
+	}
+	if (json_is_object(ch))
+		printf("; changes: %lld inserts, %lld updates, %lld deletes, %lld truncates",
+		       (long long)json_integer_value(json_object_get(ch, "insert")),
+		       (long long)json_integer_value(json_object_get(ch, "update")),
+		       (long long)json_integer_value(json_object_get(ch, "delete")),
+		       (long long)json_integer_value(json_object_get(ch, "truncate")));
+	printf("\n");
+}
+
+static void print_agent(json_t *a)
+{
+	json_t *hb = json_object_get(a, "heartbeats");
+	char b1[32];
+
+	printf("  queue: %lld bytes (peak %lld); last flush: %s; %lld flushes\n",
+	       (long long)json_integer_value(json_object_get(a, "queue_bytes")),
+	       (long long)json_integer_value(json_object_get(a, "queue_peak_bytes")),
+	       ago(json_object_get(a, "last_flush_us"), b1, sizeof b1),
+	       (long long)json_integer_value(json_object_get(a, "flushes")));
+	if (json_integer_value(json_object_get(hb, "interval_seconds")) > 0) {
+		if (json_is_true(json_object_get(hb, "on")))
+			printf("  heartbeats: every %lld s, %lld sent, %lld came back\n",
+			       (long long)json_integer_value(json_object_get(hb, "interval_seconds")),
+			       (long long)json_integer_value(json_object_get(hb, "sent")),
+			       (long long)json_integer_value(json_object_get(hb, "received")));
+		else
+			printf("  heartbeats: off: %s\n", text_or_unknown(json_object_get(hb, "note")));
+	}
+}
+
 static void print_status_text(json_t *s)
 {
 	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
+	json_t *agent = json_object_get(s, "agent"), *le = json_object_get(s, "last_error");
 	const char *key;
+	char b1[32];
 	size_t i;
 
 	printf("stream %s (source %s -> destination %s)\n", json_string_value(json_object_get(s, "stream")),
@@ -459,6 +549,14 @@ static void print_status_text(json_t *s)
 		printf("  agent: running (pid %lld)\n", (long long)json_integer_value(v));
 	else
 		printf("  agent: not running\n");
+	printf("  state: %s", text_or_unknown(json_object_get(s, "state")));
+	if (json_is_object(agent))
+		printf(" (since %s)", ago(json_object_get(agent, "state_since_us"), b1, sizeof b1));
+	printf("\n");
+	if (json_is_object(le))
+		printf("  last error (%s, %lld retries): %s\n", ago(json_object_get(le, "at_us"), b1, sizeof b1),
+		       (long long)json_integer_value(json_object_get(s, "retries")),
+		       text_or_unknown(json_object_get(le, "message")));
 	v = json_object_get(s, "durable_lsn");
 	printf("  durable position:  %s\n", json_is_string(v) ? json_string_value(v) : "(never run)");
 	print_waiting(json_object_get(s, "waiting"));
@@ -480,15 +578,33 @@ static void print_status_text(json_t *s)
 	if ((v = json_object_get(s, "freshness_seconds")))
 		printf("  freshness: %lld s since the source time of the last durable change\n",
 		       (long long)json_integer_value(v));
+	if (json_is_object(agent))
+		print_agent(agent);
 	json_object_foreach(json_object_get(s, "tables"), key, v)
-		printf("  table %s: backfill %s (%lld rows)\n", key, json_string_value(json_object_get(v, "backfill")),
-		       (long long)json_integer_value(json_object_get(v, "rows")));
+		print_table_line(key, v);
 	if (json_array_size(alerts) == 0)
 		printf("  alerts: none\n");
 	json_array_foreach(alerts, i, v)
 		printf("  ALERT %s (%s): %s\n", json_string_value(json_object_get(v, "alert")),
 		       json_string_value(json_object_get(v, "severity")), json_string_value(json_object_get(v, "message")));
+	{
+		json_t *h = json_object_get(s, "alert_history");
+		size_t n = json_array_size(h);
+		for (i = n > 5 ? n - 5 : 0; i < n; i++) {
+			json_t *e = json_array_get(h, i);
+			printf("  alert history: %s %s %s\n", ago(json_object_get(e, "at_us"), b1, sizeof b1),
+			       text_or_unknown(json_object_get(e, "alert")), text_or_unknown(json_object_get(e, "status")));
+		}
+	}
+	json_array_foreach(json_object_get(s, "undetermined"), i, v)
+		printf("  UNDETERMINED: %s\n", json_string_value(v));
 }
+
+/* `sluice status` exit codes (doc/operations.md): */
+#define STATUS_OK 0            /* every stream's status was determined, and no alert fires */
+#define STATUS_ALERT 1         /* an alert fires (and everything was determined) */
+#define STATUS_UNKNOWN 5       /* some status could not be determined (a source that cannot be probed,
+				* a checkpoint that cannot be read, an agent whose view is missing) */
 
 static int cmd_status(int argc, char **argv)
 {
@@ -496,13 +612,18 @@ static int cmd_status(int argc, char **argv)
 	struct opts o;
 	char err[SL_ERRLEN * 2];
 	json_t *all;
-	int rc, worst = 0;
-	bool firing = false;
+	int rc;
+	bool firing = false, unknown = false;
 
 	if ((rc = parse_opts(argc, argv, &o, usage_status)) != 0)
 		return rc < 0 ? 0 : rc;
 	if ((rc = load_config(o.config, &cfg)) != 0)
 		return rc;
+	if (o.stream && !sl_config_stream(cfg, o.stream)) {
+		fprintf(stderr, "sluice: %s: no stream named \"%s\"\n", cfg->path, o.stream);
+		sl_config_free(cfg);
+		return 2;
+	}
 	all = json_array();
 	for (int i = 0; i < cfg->nstreams; i++) {
 		json_t *s = json_object();
@@ -513,11 +634,12 @@ static int cmd_status(int argc, char **argv)
 		rc = sl_stream_status(cfg, &cfg->streams[i], s, err, sizeof err);
 		if (rc < 0) {
 			fprintf(stderr, "sluice: %s\n", err);
-			worst = 1;
+			unknown = true;
 			json_decref(s);
 			continue;
 		}
 		firing |= json_array_size(json_object_get(s, "alerts")) > 0;
+		unknown |= !json_is_true(json_object_get(s, "determined"));
 		if (!o.json)
 			print_status_text(s);
 		json_array_append_new(all, s);
@@ -532,7 +654,7 @@ static int cmd_status(int argc, char **argv)
 	}
 	json_decref(all);
 	sl_config_free(cfg);
-	return worst ? worst : (firing ? 1 : 0);
+	return unknown ? STATUS_UNKNOWN : firing ? STATUS_ALERT : STATUS_OK;
 }
 
 static int cmd_backfill(int argc, char **argv)
