@@ -472,7 +472,7 @@ class StatusTest(PgTestCase):
         pg.execute("ANALYZE bp_t")
         est = int(pg.one("SELECT reltuples FROM pg_class WHERE relname = 'bp_t'"))
         s = self.sluice(stream="bp", tables="public.bp_t", binary=sluice_test_bin(),
-                        extra={"destination": {"type": "slow_avro_dir"}})
+                        extra={"destination": {"type": "slow_avro_dir"}, "agent": {"probe_interval": "1"}})
         block = os.path.join(s.workdir, "sink-down")
         s.extra["destination"]["flush_block_file"] = block
         s.write_config()
@@ -493,9 +493,9 @@ class StatusTest(PgTestCase):
                     except OSError:
                         break
             self.assertIn(want, seen, seen.decode(errors="replace")[-2000:])
-            r = s.run("status", "--json", timeout=60)
-            st = json.loads(r.stdout)["streams"][0]
-            self.assertEqual(st["state"], "backfilling")
+            # the run file is written at every probe (probe_interval = 1)
+            st = wait_until(lambda: [x for x in json.loads(s.run("status", "--json", timeout=60).stdout)["streams"]
+                                     if x["state"] == "backfilling"], 30, "status to say backfilling")[0]
             pr = st["tables"]["public.bp_t"]["progress"]
             self.assertEqual((pr["state"], pr["rows"], pr["estimated_rows"], pr["percent"]), ("running", ROWS, est, 99))
             r = s.run("status", timeout=60)
@@ -505,6 +505,8 @@ class StatusTest(PgTestCase):
             wait_until(lambda: json.loads(s.run("status", "--json").stdout)["streams"][0]["state"] == "streaming",
                        60, "streaming")
         finally:
+            if os.path.exists(block):
+                os.unlink(block)
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
             os.close(master)
