@@ -42,7 +42,8 @@ static const char usage_main[] =
 	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error (also:\n"
 	"another agent runs the stream), 3 source prerequisites not met, 4 position\n"
 	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
-	"command that recovers).\n";
+	"command that recovers).  status: 1 an alert fires, 5 some status could not\n"
+	"be determined.\n";
 
 static const char usage_check[] =
 	"usage: sluice check -c FILE\n"
@@ -79,7 +80,13 @@ static const char usage_run[] =
 	"\n"
 	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
 	"signal cancels at once, acknowledging nothing that is not durable.  SIGHUP is\n"
-	"logged and ignored: restart sluice to apply a new configuration.\n";
+	"logged and ignored: restart sluice to apply a new configuration.\n"
+	"\n"
+	"While it runs, a probe per stream reads the slot's lag and retained WAL on a\n"
+	"connection of its own every probe_interval and raises alerts (logged, on\n"
+	"/metrics, POSTed to alert_webhook); /metrics and /healthz are served on\n"
+	"metrics_listen; heartbeat_interval writes heartbeats through the slot.  On a\n"
+	"terminal, a live line shows backfill progress.\n";
 
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--stream NAME] [--json]\n"
