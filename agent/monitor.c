@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ struct mon_stream {
 	struct sl_ops_stream *os;
 	void *session;                 /* the source's probe session, or NULL */
 	struct sl_probe *probe;
+	pthread_mutex_t write_mu;      /* the probe and the worker both write the run file */
 };
 
 struct sl_monitor {
@@ -229,10 +231,12 @@ void sl_monitor_write_run(struct sl_monitor *m, const struct sl_stream_config *s
 
 	if (!ms)
 		return;
+	pthread_mutex_lock(&ms->write_mu);
 	j = run_json(m, ms);
 	text = j ? json_dumps(j, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
 	if (text && sl_runstate_run_write(m->cfg->state_dir, sc->name, text, err, sizeof err) < 0)
 		sl_debug("stream \"%s\": could not write the run file for sluice status: %s", sc->name, err);
+	pthread_mutex_unlock(&ms->write_mu);
 	free(text);
 	json_decref(j);
 }
@@ -259,6 +263,7 @@ struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_conf
 		char e2[SL_ERRLEN];
 		ms->m = m;
 		ms->sc = streams[i];
+		pthread_mutex_init(&ms->write_mu, NULL);
 		ms->src = sl_stream_source(ms->sc, e2, sizeof e2);
 		sl_stream_source_view(cfg, ms->sc, &ms->sst);
 		if (!(ms->os = sl_ops_stream_add(m->ops, ms->sc->name))) {
@@ -367,6 +372,8 @@ void sl_monitor_stop(struct sl_monitor *m)
 	sl_webhook_stop(m->wh, 3000);
 	if (stuck)
 		return;  /* a probe still uses the registry: the process ends soon */
+	for (int i = 0; i < m->n; i++)
+		pthread_mutex_destroy(&m->streams[i].write_mu);
 	free(m->streams);
 	sl_ops_free(m->ops);
 	free(m);

@@ -79,6 +79,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;
+	out->heartbeats = sc->heartbeat_interval > 0;
 }
 
 void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, int rc, char *err, size_t errlen)

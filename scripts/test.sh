@@ -69,12 +69,15 @@ if [ "${SLUICE_SANITIZERS:-1}" != 0 ]; then
 	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 	unit_tests "$san" "asan+ubsan" || san_rc=$?
 	# A short subset: every change type, restart and drain, every data type,
-	# and the operator's paths (signals, the lock, slot-creation waits, the
-	# exit-4 recoveries), which are quick.
+	# the operator's paths (signals, the lock, slot-creation waits, the
+	# exit-4 recoveries), and the operations layer's quick tests (metrics,
+	# the stalled-sink alerts and webhook, status), which are quick.
 	# (The large-transaction RSS bound does not hold under ASan's quarantine.)
 	SLUICE_BIN="$san/sluice" /usr/bin/python3 "$top/tests/integration/run.py" \
 		-k test_pg_changes -k test_pg_restart -k test_pg_types -k test_pg_operator \
-		-k test_pg_slot_wait -k LostSlotTest -k test_corrupt_checkpoint -k test_slot_ahead || san_rc=$?
+		-k test_pg_slot_wait -k LostSlotTest -k test_corrupt_checkpoint -k test_slot_ahead \
+		-k MetricsTest -k StalledSinkTest -k test_stream_option_and_help -k test_backfill_progress \
+		-k test_heartbeats_not_permitted || san_rc=$?
 fi
 
 if [ "$unit_rc" -ne 0 ] || [ "$int_rc" -ne 0 ] || [ "$san_rc" -ne 0 ]; then

@@ -125,6 +125,8 @@ struct sl_source_stream {
 					       * start); NULL in check and probe */
 	char *const *known_tables;     /* "schema.table" of every table the stream's checkpoint
 					* has followed, NULL-terminated; NULL when none (check) */
+	bool heartbeats;               /* heartbeats are configured: check says whether the
+					* source permits them */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */

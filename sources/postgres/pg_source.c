@@ -664,6 +664,15 @@ static int pg_ack(void *ctx, const struct sl_position *durable, bool want_reply,
 
 /* ---- check and probe: connections of their own ---- */
 
+struct pg_probe {
+	const struct sl_source_config *cfg;
+	const struct sl_source_stream *st;
+	PGconn *c;
+	bool hb_checked;                /* heartbeats were found permitted */
+};
+
+static int heartbeat_permitted(struct pg_probe *p, char *err, size_t errlen);
+
 static int pg_check(const struct sl_source_config *cfg, const struct sl_source_stream *st, FILE *out,
 		    char *err, size_t errlen)
 {
@@ -701,6 +710,16 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 	if ((rc = sl_pg_slot_check(c, cfg, st, &slot_exists, err, errlen)) < 0)
 		goto out;
 	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, slot_exists ? "exists" : "will be created");
+	if (st->heartbeats) {
+		/* Optional: without them the agent runs all the same, so no failure. */
+		struct pg_probe hp = { .cfg = cfg, .st = st, .c = c };
+		char why[SL_ERRLEN];
+		int hrc = heartbeat_permitted(&hp, why, sizeof why);
+		if (hrc == SL_OK)
+			fprintf(out, "stream %s: heartbeats: permitted\n", st->name);
+		else
+			fprintf(out, "stream %s: heartbeats: the agent will run without them: %s\n", st->name, why);
+	}
 	rc = SL_OK;
 out:
 	sl_pg_tables_free(tables, ntables);
@@ -726,13 +745,6 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 }
 
 /* ---- the probe thread's session and heartbeats ---- */
-
-struct pg_probe {
-	const struct sl_source_config *cfg;
-	const struct sl_source_stream *st;
-	PGconn *c;
-	bool hb_checked;                /* heartbeats were found permitted */
-};
 
 static int pg_probe_open(void **pctx, const struct sl_source_config *cfg, const struct sl_source_stream *st,
 			 char *err, size_t errlen)

@@ -386,11 +386,14 @@ class HeartbeatTest(PgTestCase):
         s = self.sluice(stream="hbnp", tables="public.hb_np",
                         extra={"source": {"user": "hb_role"}, "agent": {"probe_interval": "1"},
                                "stream": {"heartbeat_interval": "1"}})
-        p = s.start("run")
-        wait_streaming(p)
         why = ('role "hb_role" may not execute pg_logical_emit_message on source "pg": run GRANT EXECUTE ON '
                'FUNCTION pg_logical_emit_message(boolean, text, text) TO hb_role, or set heartbeat_interval = 0 '
                'for stream "hbnp"')
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream hbnp: heartbeats: the agent will run without them: " + why + "\n", r.stdout)
+        p = s.start("run")
+        wait_streaming(p)
         wait_until(lambda: why in p.stderr_text(), 30, "the warning")
         self.assertIn('stream "hbnp": heartbeats are off for this run: ' + why, p.stderr_text())
         wait_until(lambda: json.loads(s.run("status", "--json").stdout)["streams"][0]["agent"]["heartbeats"]["note"],
