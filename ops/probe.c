@@ -157,10 +157,14 @@ static void cycle(struct sl_probe *p)
 	}
 	in.dead_letters = atomic_load(&os->dead_letters);
 	failing = atomic_load(&os->failing_since_us);
+	/* Failing: from the first failure of a run of failures, while the
+	 * stream is not running well (a stream that streams for a few seconds
+	 * between failures keeps its run of failures, and resolves only once it
+	 * streams for three probes in a row). */
 	in.down_s = 0;
 	if (st == SL_OPS_FAILED)
 		in.down_s = (int64_t)p->c.limits.down_warn_s;
-	else if (failing > 0)
+	else if (failing > 0 && (st == SL_OPS_RETRYING || st == SL_OPS_STARTING))
 		in.down_s = (now - failing) / 1000000;
 
 	pthread_mutex_lock(&os->mu);

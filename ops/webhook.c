@@ -195,6 +195,15 @@ struct sl_webhook *sl_webhook_start(const char *url, struct sl_ops *ops, char *e
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	/* Before any thread of ours uses libcurl: its global setup is not
+	 * thread-safe in every build (it is reference-counted, so other users
+	 * of libcurl in the process are not disturbed). */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "could not initialise libcurl for alert_webhook");
+		free(w->url);
+		free(w);
+		return NULL;
+	}
 	w->ops = ops;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_init(&ca);
@@ -203,6 +212,7 @@ struct sl_webhook *sl_webhook_start(const char *url, struct sl_ops *ops, char *e
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&w->th, NULL, sender_main, w) != 0) {
 		snprintf(err, errlen, "could not start the webhook thread: %s", strerror(errno));
+		curl_global_cleanup();
 		pthread_cond_destroy(&w->cv);
 		pthread_mutex_destroy(&w->mu);
 		free(w->url);
@@ -252,4 +262,5 @@ void sl_webhook_stop(struct sl_webhook *w, int grace_ms)
 	pthread_mutex_destroy(&w->mu);
 	free(w->url);
 	free(w);
+	curl_global_cleanup();
 }

@@ -169,7 +169,10 @@ class StalledSinkTest(PgTestCase):
         self.addCleanup(hook.close)
         port = metrics_port()
         s = self.sluice(stream="stall", tables="public.st_t", max_file_seconds=1, binary=sluice_test_bin(),
-                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url},
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url,
+                                         # the smallest queue: it fills at once, and the replication
+                                         # loop then waits for room (it only acknowledges)
+                                         "queue_bytes": "256KB"},
                                "destination": {"type": "slow_avro_dir"},
                                "stream": {"lag_warn_bytes": "2MB", "lag_critical_bytes": "6MB"}})
         block = os.path.join(s.workdir, "sink-down")
