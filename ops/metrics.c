@@ -328,6 +328,29 @@ static void probe_view(struct sl_ops_stream *s, struct probe_view *v)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* The probe's figures exported as they are: -1 (unknown) is left out. */
+static int64_t get_lag(const struct probe_view *v) { return v->sample.lag_bytes; }
+static int64_t get_retained(const struct probe_view *v) { return v->sample.retained_bytes; }
+static int64_t get_safe(const struct probe_view *v) { return v->sample.safe_bytes; }
+static int64_t get_active(const struct probe_view *v) { return v->sample.active; }
+static int64_t get_ttp(const struct probe_view *v) { return v->sample.time_to_purge_s; }
+
+static const struct slot_gauge {
+	const char *name, *help;
+	bool slot;                            /* only while the slot exists */
+	int64_t (*get)(const struct probe_view *v);
+} slot_gauges[] = {
+	{ "sluice_source_lag_bytes", "The source's log head minus the position the stream confirmed to it "
+	  "(PostgreSQL: pg_current_wal_lsn() - confirmed_flush_lsn).", true, get_lag },
+	{ "sluice_slot_retained_wal_bytes", "Log the source keeps for the stream's position "
+	  "(PostgreSQL: pg_current_wal_lsn() - restart_lsn).", true, get_retained },
+	{ "sluice_slot_safe_wal_bytes", "Log the server may still write before it removes what the slot needs "
+	  "(PostgreSQL: safe_wal_size; absent without max_slot_wal_keep_size).", true, get_safe },
+	{ "sluice_slot_active", "1 when a reader is attached to the slot.", true, get_active },
+	{ "sluice_log_time_to_purge_seconds", "Time until the source purges the oldest log file the stream still "
+	  "needs (binlog sources).", false, get_ttp },
+};
+
 static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_view *views)
 {
 	int64_t now = sl_now_us();
@@ -384,21 +407,16 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 		sample_d(b, "sluice_backfill_progress_ratio", s->name, p, r);
 	}
 
-	family(b, "sluice_source_lag_bytes", "gauge", "The source's log head minus the position the stream "
-	       "confirmed to it (PostgreSQL: pg_current_wal_lsn() - confirmed_flush_lsn).");
-	i = 0;
-	EACH_STREAM(ops, s) {
-		struct probe_view *v = &views[i++];
-		if (v->has && v->sample.exists && v->sample.lag_bytes >= 0)
-			sample_i(b, "sluice_source_lag_bytes", s->name, NULL, v->sample.lag_bytes);
-	}
-	family(b, "sluice_slot_retained_wal_bytes", "gauge", "Log the source keeps for the stream's position "
-	       "(PostgreSQL: pg_current_wal_lsn() - restart_lsn).");
-	i = 0;
-	EACH_STREAM(ops, s) {
-		struct probe_view *v = &views[i++];
-		if (v->has && v->sample.exists && v->sample.retained_bytes >= 0)
-			sample_i(b, "sluice_slot_retained_wal_bytes", s->name, NULL, v->sample.retained_bytes);
+	for (size_t k = 0; k < sizeof slot_gauges / sizeof slot_gauges[0]; k++) {
+		const struct slot_gauge *g = &slot_gauges[k];
+		family(b, g->name, "gauge", g->help);
+		i = 0;
+		EACH_STREAM(ops, s) {
+			struct probe_view *v = &views[i++];
+			int64_t x = v->has && (v->sample.exists || !g->slot) ? g->get(v) : -1;
+			if (x >= 0)
+				sample_i(b, g->name, s->name, NULL, x);
+		}
 	}
 	family(b, "sluice_slot_retained_wal_growth_bytes_per_minute", "gauge", "How fast the retained log grows, "
 	       "over the last five minutes of probes.");
@@ -408,21 +426,6 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 		if (v->has && v->growth_known)
 			sample_d(b, "sluice_slot_retained_wal_growth_bytes_per_minute", s->name, NULL, v->growth);
 	}
-	family(b, "sluice_slot_safe_wal_bytes", "gauge", "Log the server may still write before it removes what the "
-	       "slot needs (PostgreSQL: safe_wal_size; absent without max_slot_wal_keep_size).");
-	i = 0;
-	EACH_STREAM(ops, s) {
-		struct probe_view *v = &views[i++];
-		if (v->has && v->sample.exists && v->sample.safe_bytes >= 0)
-			sample_i(b, "sluice_slot_safe_wal_bytes", s->name, NULL, v->sample.safe_bytes);
-	}
-	family(b, "sluice_slot_active", "gauge", "1 when a reader is attached to the slot.");
-	i = 0;
-	EACH_STREAM(ops, s) {
-		struct probe_view *v = &views[i++];
-		if (v->has && v->sample.exists)
-			sample_u(b, "sluice_slot_active", s->name, NULL, v->sample.active);
-	}
 	family(b, "sluice_slot_wal_status", "gauge", "1 with the slot's wal_status (reserved, extended, unreserved, "
 	       "lost) as a label.");
 	i = 0;
@@ -431,14 +434,6 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 		const char *p[] = { "wal_status", v->sample.state, NULL };
 		if (v->has && v->sample.exists && v->sample.state[0])
 			sample_u(b, "sluice_slot_wal_status", s->name, p, 1);
-	}
-	family(b, "sluice_log_time_to_purge_seconds", "gauge", "Time until the source purges the oldest log file "
-	       "the stream still needs (binlog sources).");
-	i = 0;
-	EACH_STREAM(ops, s) {
-		struct probe_view *v = &views[i++];
-		if (v->has && v->sample.time_to_purge_s >= 0)
-			sample_i(b, "sluice_log_time_to_purge_seconds", s->name, NULL, v->sample.time_to_purge_s);
 	}
 	family(b, "sluice_freshness_seconds", "gauge", "Now minus the source time of the last durable change (or "
 	       "heartbeat, when heartbeats are on).");
