@@ -29,6 +29,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/metrics.h"
 #include "sinks/sink.h"
 #include "sources/source.h"
 
@@ -79,6 +80,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;
+	out->heartbeats = sc->heartbeat_interval > 0;
 }
 
 int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen)
@@ -293,6 +295,24 @@ static int stopped_by_signal(struct stream *s, int rc, const char *what)
 	return SL_OK;
 }
 
+/* The tables about to be backfilled, for status and the progress line. */
+static void note_backfill(struct stream *s, const struct sl_backfill_plan *bf)
+{
+	struct sl_ops_stream *os = s->opts->ops;
+
+	if (!os)
+		return;
+	sl_ops_set_state(os, SL_OPS_BACKFILLING);
+	for (int i = 0; i < bf->n; i++) {
+		struct sl_ops_table *t = sl_ops_table(os, bf->items[i].table->ns, bf->items[i].table->name);
+		if (!t)
+			continue;
+		atomic_store(&t->est_rows, bf->items[i].table->est_rows);
+		atomic_store(&t->bf_run_rows, 0);
+		atomic_store(&t->bf_state, SL_OPS_BF_PENDING);
+	}
+}
+
 static void pos_text(const struct stream *s, const struct sl_position *p, char *out, size_t len)
 {
 	if (s->src->desc->pos_encode(p, out, len) < 0)
@@ -362,6 +382,11 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		return rc;  /* none of these is worth a retry */
 	}
 	sl_runstate_wait_clear(cfg->state_dir, sc->name);  /* left by an agent that was killed */
+	if (o->ops) {
+		atomic_store(&o->ops->expect_position, s.ck.exists && s.ck.has_position && !s.ck.reset);
+		if (s.ck.last_source_ts_us && !atomic_load(&o->ops->durable_source_ts_us))
+			atomic_store(&o->ops->durable_source_ts_us, s.ck.last_source_ts_us);
+	}
 	if ((rc = sl_stream_ckpt_slot(&s.ck, sc, err, errlen)) < 0)
 		goto out;
 	snprintf(s.ck.slot, sizeof s.ck.slot, "%s", sc->slot ? sc->slot : "");
@@ -407,6 +432,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot ? sc->slot : "",
 			text);
 		restart_history(&s, &info);
+		if (o->ops)
+			atomic_store(&o->ops->expect_position, true);
 	} else if (plan.adopt) {
 		s.ck.has_position = true;
 		s.ck.durable = plan.start;
@@ -428,6 +455,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	pc.queue_bytes = cfg->queue_bytes;
 	pc.status_interval_ms = plan.status_interval_ms;
 	pc.signals = &sl_signal_count;
+	pc.ops = o->ops;
 	pc.err = err;
 	pc.errlen = errlen;
 	if ((rc = sl_pipe_start(&s.pipe, &pc)) < 0)
@@ -436,6 +464,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 
 	if (bf.n > 0) {
+		note_backfill(&s, &bf);
 		if (!snap && (rc = s.src->snapshot(s.srcctx, false, &snap, &info, err, errlen)) < 0) {
 			rc = stopped_by_signal(&s, rc, "taking a snapshot for backfill");
 			goto out;
@@ -478,6 +507,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	}
 	if ((rc = s.src->start(s.srcctx, &from, err, errlen)) < 0)
 		goto out;
+	if (o->ops)
+		sl_ops_set_state(o->ops, SL_OPS_STREAMING);
 	pos_text(&s, &from, text, sizeof text);
 	if (sc->slot)
 		sl_info("stream \"%s\": streaming from slot \"%s\" at %s", sc->name, sc->slot, text);
@@ -507,6 +538,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 out:
 	if (snap)
 		s.src->snapshot_close(s.srcctx, snap);
+	if (o->ops)
+		sl_ops_source_run_end(o->ops);
 	free(drops);
 	sl_backfill_plan_free(&bf);
 	stream_free(&s);

@@ -206,6 +206,7 @@ struct sl_table *sl_table_new(const char *ns, const char *name)
 		return NULL;
 	t->ns = strdup(ns);
 	t->name = strdup(name);
+	t->est_rows = -1;
 	if (!t->ns || !t->name) {
 		sl_table_free(t);
 		return NULL;

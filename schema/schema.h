@@ -157,6 +157,8 @@ struct sl_table {
 	 * and no replica identity, or REPLICA IDENTITY NOTHING). */
 	bool no_row_identity;
 	const struct sl_source_desc *src; /* the source kind that described it (static) */
+	int64_t est_rows;    /* the source's estimate of its rows (PostgreSQL: reltuples), -1 unknown;
+			      * for backfill progress only */
 };
 
 enum sl_op {

@@ -261,7 +261,10 @@ static const char list_sql[] =
 	"  END, "
 	"  CASE WHEN c.relkind = 'p' THEN (SELECT string_agg(pt.relid::oid::text, ',' ORDER BY pt.relid::oid) "
 	"       FROM pg_partition_tree(c.oid) pt WHERE pt.isleaf) END, "
-	"  c.relreplident "
+	"  c.relreplident, "
+	"  CASE WHEN c.relkind = 'p' THEN (SELECT sum(l.reltuples)::bigint FROM pg_partition_tree(c.oid) pt "
+	"       JOIN pg_class l ON l.oid = pt.relid WHERE pt.isleaf HAVING min(l.reltuples) >= 0) "
+	"  WHEN c.reltuples >= 0 THEN c.reltuples::bigint END "
 	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
 	"WHERE c.relkind IN ('r', 'p') "
 	"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
@@ -367,6 +370,8 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 			t->src_flags |= SL_PG_PARTITIONED;
 			t->shape = text_hash(PQgetvalue(res, i, 7));
 		}
+		if (PQgetisnull(res, i, 9) || sl_parse_i64(PQgetvalue(res, i, 9), 0, INT64_MAX, &t->est_rows) < 0)
+			t->est_rows = -1;  /* never analyzed: unknown */
 		if (describe && (rc = describe_table(c, PQgetvalue(res, i, 0), t, err, errlen)) < 0)
 			goto out;
 	}

@@ -22,6 +22,9 @@
 #include "sources/postgres/pgoutput.h"
 #include "sources/source.h"
 
+/* The prefix of the stream's heartbeat messages (pg_logical_emit_message). */
+#define SL_PG_HEARTBEAT_PREFIX "sluice.heartbeat"
+
 /* The source's operations and its position descriptor (pg_source.c). */
 extern const struct sl_source_ops sl_pg_source_ops;
 extern const struct sl_source_desc sl_pg_desc;

@@ -66,6 +66,7 @@ struct sl_pgo_event {
 	const char *content;
 	uint32_t content_len;
 	bool transactional;
+	uint64_t message_lsn;    /* where it was written */
 };
 
 struct sl_pgoutput;

@@ -168,7 +168,7 @@ class RecoveryTest(PgTestCase):
                       f'corrupt file as "{ckpt}.corrupt", then start sluice again: it backfills every table (or put '
                       f'back a good copy of the checkpoint)\n', r.stderr)
         r2 = s.run("status", timeout=30)
-        self.assertEqual(r2.rc, 1, r2.describe())
+        self.assertEqual(r2.rc, 5, f"a corrupt checkpoint: the status cannot be determined\n{r2.describe()}")
         self.assertIn("is corrupt", r2.stderr)
         p = follow_recovery(self, s, r)
         self.assertIn(f"stream reccorrupt: checkpoint {ckpt} is corrupt; kept it as {ckpt}.corrupt", p.stdout)
