@@ -266,7 +266,7 @@ static void test_registry(void **state)
 	assert_ptr_equal(sl_sink_lookup("avro_dir"), &sl_avro_dir_ops);
 	assert_string_equal(sl_avro_dir_ops.type, "avro_dir");
 	assert_non_null(sl_sink_lookup("clickhouse"));
-	assert_null(sl_sink_lookup("s3"));
+	assert_non_null(sl_sink_lookup("s3"));
 	assert_null(sl_sink_lookup("nope"));
 	assert_null(sl_sink_lookup(NULL));
 }

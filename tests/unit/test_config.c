@@ -1073,7 +1073,7 @@ static void test_dest_types(void **state)
 	struct fx *f = *state;
 
 	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = gcs\n",
-		   ":13: bad value \"s3\" for key \"type\": no sink implements this "
+		   ":13: bad value \"gcs\" for key \"type\": no sink implements this "
 		   "destination type (supported: avro_dir, clickhouse, s3)");
 	EXPECT_ERR(f, "[destination.w]\n\ntype = Avro_Dir\n" MINIMAL,
 		   ":3: bad value \"Avro_Dir\" for key \"type\": no sink implements this "
