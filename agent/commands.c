@@ -102,10 +102,30 @@ static void status_slot(const struct sl_stream_config *sc, const struct sl_sourc
 				 si->retained_bytes, sc->retained_wal_warn_bytes);
 			add_alert(alerts, "retained_wal", "warning", msg);
 		}
+	} else if (ck->exists && ck->has_position && si->head[0]) {
+		add_alert(alerts, "position_lost", "critical",
+			  "the binlog the stream's position needs is gone from the server: re-backfill needed");
 	} else if (ck->exists && ck->has_position) {
 		add_alert(alerts, "slot_missing", "critical", "the replication slot is missing: re-backfill needed");
 	}
 	json_object_set_new(o, "slot_status", slot);
+	if (si->head[0]) {
+		/* a binlog source: the log the server keeps, and how long it keeps it */
+		json_t *bl = json_object();
+		json_object_set_new(bl, "head", json_string(si->head));
+		json_object_set_new(bl, "files", si->log_files >= 0 ? json_integer(si->log_files) : json_null());
+		json_object_set_new(bl, "bytes", si->log_bytes >= 0 ? json_integer(si->log_bytes) : json_null());
+		json_object_set_new(bl, "expire_seconds", si->retention_s >= 0 ? json_integer(si->retention_s) : json_null());
+		json_object_set_new(bl, "needed_file", si->restart[0] ? json_string(si->restart) : json_null());
+		json_object_set_new(bl, "needed_file_age_seconds",
+				    si->needed_age_s >= 0 ? json_integer(si->needed_age_s) : json_null());
+		json_object_set_new(o, "binlog", bl);
+		if (si->retention_s > 0 && si->needed_age_s >= 0 && si->needed_age_s * 4 >= si->retention_s * 3) {
+			snprintf(msg, sizeof msg, "the binlog file the stream needs (%s) stopped growing %" PRId64 " s ago; "
+				 "it expires after %" PRId64 " s", si->restart, si->needed_age_s, si->retention_s);
+			add_alert(alerts, "binlog_expiry", "warning", msg);
+		}
+	}
 }
 
 int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *out_json, char *err, size_t errlen)
@@ -153,6 +173,7 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_object_set_new(o, "waiting", w ? w : json_null());
 	}
 	sl_stream_source_view(cfg, sc, &sst);
+	sst.durable = ck.exists && ck.has_position ? &ck.durable : NULL;
 	if (src->probe(sc->source, &sst, &si, err, errlen) == SL_OK) {
 		status_slot(sc, &si, &ck, o, alerts);
 	} else {

@@ -9,7 +9,8 @@ PACKAGES=(
 	libpq-dev libmariadb-dev libavro-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev libsnappy-dev
 	nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
 	postgresql-15 postgresql-client-15
-	python3-avro python3-snappy python3-psycopg2
+	mariadb-server mariadb-client  # the MySQL/MariaDB source's tests and benchmark (mariadbd, mariadb-binlog)
+	python3-avro python3-snappy python3-psycopg2 python3-mysqldb
 	procps
 	iproute2 iptables       # the network fault tests: ip netns, veth, tc; DROP and NFQUEUE rules
 )

@@ -124,6 +124,7 @@ struct sl_source_stream {
 					       * start); NULL in check and probe */
 	char *const *known_tables;     /* "schema.table" of every table the stream's checkpoint
 					* has followed, NULL-terminated; NULL when none (check) */
+	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */
@@ -195,6 +196,15 @@ struct sl_source_status {
 	int64_t lag_bytes;             /* server head - confirmed; -1 unknown */
 	int64_t retained_bytes;        /* server head - restart; -1 unknown */
 	int64_t safe_bytes;            /* log the server may still write before it drops the position; -1 unknown */
+	/* Binlog sources: the log the server keeps (-1, "" unknown or not applicable).  Without a
+	 * slot, exists/active/state describe the stream's checkpoint position on the server
+	 * ("available" or "lost"), confirmed is that position, restart the binlog file it needs. */
+	int64_t log_files;             /* binlog files the server keeps */
+	int64_t log_bytes;             /* their total size */
+	int64_t retention_s;           /* when they expire (binlog_expire_logs_seconds); 0: never */
+	int64_t needed_age_s;          /* since the oldest binlog file the stream needs stopped growing
+					* (0: it is the current one): it expires at retention_s */
+	char head[SL_POS_TEXT_MAX + 32]; /* the server's log head */
 };
 
 struct sl_source_ops {

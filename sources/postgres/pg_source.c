@@ -699,6 +699,7 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 
 	memset(out, 0, sizeof *out);
 	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
+	out->log_files = out->log_bytes = out->retention_s = out->needed_age_s = -1;
 	if (!c)
 		return sl_pg_err_status();
 	rc = sl_pg_slot_info(c, st->slot, &si, err, errlen);

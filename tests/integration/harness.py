@@ -911,10 +911,14 @@ class Sluice:
         secs = collections.OrderedDict()
         secs["agent"] = collections.OrderedDict(
             state_dir=self.state_dir, log_level=self.log_level, metrics_listen="")
-        secs["source.pg"] = collections.OrderedDict(
-            type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
-            port=str(self.pg.port if self.pg else 5432),
-            user="postgres", dbname="postgres")
+        if self.pg is not None and hasattr(self.pg, "source_section"):
+            # another kind of server (harness_mysql.MariaDbServer) writes its own profile
+            secs["source.pg"] = collections.OrderedDict(self.pg.source_section())
+        else:
+            secs["source.pg"] = collections.OrderedDict(
+                type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
+                port=str(self.pg.port if self.pg else 5432),
+                user="postgres", dbname="postgres")
         secs["destination.out"] = collections.OrderedDict(
             type="avro_dir", path=self.out, codec=self.codec,
             compression_level=str(self.compression_level),
@@ -1086,7 +1090,7 @@ def change_type(rec):
 
 def table_of(rec):
     sm = rec["source_metadata"]
-    return (sm["schema"], sm["table"])
+    return (sm["schema"] if "schema" in sm else sm["database"], sm["table"])
 
 
 def records_for(records, schema, table):
