@@ -761,6 +761,38 @@ static struct sl_position resume_pos(struct my_src *s)
 	return p;
 }
 
+/* Another replica registered with the stream's server_id (SHOW SLAVE HOSTS,
+ * when the user may run it): connecting would end that one's dump, and it
+ * would end ours, over and over.  An entry that is this stream's own (an
+ * agent killed a moment ago, whose connection the server has not dropped
+ * yet) is no obstacle. */
+static int server_id_free(struct my_src *s, char *err, size_t errlen)
+{
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	char e2[SL_ERRLEN];
+	int rc = SL_OK;
+
+	if (sl_my_query(s->meta, "SHOW SLAVE HOSTS", &res, e2, sizeof e2) < 0) {
+		sl_debug("stream \"%s\": cannot list the server's replicas: %s", s->st->name, e2);
+		return SL_OK;
+	}
+	while (res && (row = mysql_fetch_row(res)) && rc == SL_OK) {
+		if (!row[0] || strtoul(row[0], NULL, 10) != s->cfg->server_id)
+			continue;
+		if (row[1] && !strcmp(row[1], s->report_host))
+			continue;
+		snprintf(err, errlen, "stream \"%s\": another replica (\"%s\") is connected to source \"%s\" with "
+			 "server_id = %" PRIu32 "; each stream needs a server_id of its own (two replicas with one "
+			 "server_id end each other's connection)", s->st->name, row[1] ? row[1] : "", s->cfg->name,
+			 s->cfg->server_id);
+		rc = SL_ECONFIG;
+	}
+	if (res)
+		mysql_free_result(res);
+	return rc;
+}
+
 static int my_start(void *ctx, const struct sl_position *from, char *err, size_t errlen)
 {
 	struct my_src *s = ctx;
@@ -790,6 +822,8 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 	sl_binlog_reader_init(&s->rd, SL_BL_CHECKSUM_CRC32, s->file);
 	if (s->replay)
 		return SL_OK;
+	if ((rc = server_id_free(s, err, errlen)) < 0)
+		return rc;
 	memset(&o, 0, sizeof o);
 	o.server_id = s->cfg->server_id;
 	o.report_host = s->report_host;
@@ -856,7 +890,23 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 					   true, &fresh, &n, err, errlen)) < 0) {
 		return rc;
 	}
-	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) == SL_MY_DIFFERENT)
+	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) == SL_MY_PREFIX && !tm->has_names) {
+		/* a column was added since: without names in the binlog, the
+		 * catalog's first columns are the best description */
+		while (fresh[0].ncols > (int)tm->ncols) {
+			struct sl_my_table *f = &fresh[0];
+			struct sl_my_col *c = &f->cols[--f->ncols];
+			free(c->name);
+			for (uint32_t k = 0; k < c->nvstore; k++)
+				free((char *)c->vstore[k].p);
+			free(c->vstore);
+		}
+		if ((rc = sl_my_table_build(&fresh[0], err, errlen)) < 0) {
+			sl_my_tables_free(fresh, n);
+			return rc;
+		}
+	}
+	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) != SL_MY_MATCH)
 		n = -1;  /* the catalog is ahead of the binlog */
 	if (n != 1 && tm) {
 		struct sl_my_table from_map;
@@ -887,9 +937,15 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 		sl_my_tables_free(fresh, n);
 		return 0;
 	}
+	/* the maps that completed their columns from the old description */
+	for (int k = 0; k < MAX_MAPS; k++)
+		if (s->maps[k].t == t && &s->maps[k].tm != tm)
+			s->maps[k].rawlen = 0;
 	if (t->version && sl_table_same_columns(t->version, fresh[0].version)) {
 		/* the same output columns; keep the description (charsets, strings) fresh */
 		struct sl_table *v = t->version;
+		t->version = NULL;
+		sl_table_free(fresh[0].version);
 		fresh[0].version = NULL;
 		sl_my_table_free(t);
 		*t = fresh[0];
