@@ -570,7 +570,7 @@ static int oldest_gtid_list(MYSQL *c, const char *file, char *out, size_t outlen
 	if (rc < 0)
 		return rc;
 	while (res && (row = mysql_fetch_row(res))) {
-		if (row[1] && !strcmp(row[1], "Gtid_list") && row[5]) {
+		if (row[2] && !strcmp(row[2], "Gtid_list") && row[5]) {
 			const char *a = strchr(row[5], '['), *e = a ? strchr(a, ']') : NULL;
 			if (a && e)
 				snprintf(out, outlen, "%.*s", (int)(e - a - 1), a + 1);
