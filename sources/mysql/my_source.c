@@ -332,8 +332,8 @@ static struct my_src *new_src(const struct sl_source_config *cfg, const struct s
 	s->heartbeat_ms = HEARTBEAT_MS;
 	s->silence_ms = cfg && cfg->receive_timeout > 0 ? (int64_t)cfg->receive_timeout * 1000
 							: HEARTBEAT_MS * SILENCE_FACTOR;
-	if (s->silence_ms / 2 < s->heartbeat_ms)
-		s->heartbeat_ms = s->silence_ms / 2 > 100 ? s->silence_ms / 2 : 100;
+	/* dead after 2.5 heartbeat periods of silence */
+	s->heartbeat_ms = s->silence_ms * 2 / 5 > 100 ? s->silence_ms * 2 / 5 : 100;
 	if (gethostname(host, sizeof host) != 0)
 		snprintf(host, sizeof host, "?");
 	host[sizeof host - 1] = '\0';
