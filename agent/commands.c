@@ -140,15 +140,22 @@ static void status_slot(const struct sl_source_status *si, json_t *o)
 		json_object_set_new(slot, "retained_wal_bytes",
 				    si->retained_bytes >= 0 ? json_integer(si->retained_bytes) : json_null());
 		json_object_set_new(slot, "safe_wal_size", si->safe_bytes >= 0 ? json_integer(si->safe_bytes) : json_null());
-		if (si->log_known) {
-			json_object_set_new(slot, "log_files", json_integer(si->log_files));
-			json_object_set_new(slot, "log_bytes", json_integer(si->log_bytes));
-			json_object_set_new(slot, "oldest_needed_age_seconds", json_integer(si->oldest_needed_age_s));
-			json_object_set_new(slot, "time_to_purge_seconds",
-					    si->time_to_purge_s >= 0 ? json_integer(si->time_to_purge_s) : json_null());
-		}
 	}
 	json_object_set_new(o, "slot_status", slot);
+	if (si->log_known) {
+		/* a binlog source: the log the server keeps, and how long it keeps it */
+		json_t *bl = json_object();
+		json_object_set_new(bl, "head", si->head[0] ? json_string(si->head) : json_null());
+		json_object_set_new(bl, "files", si->log_files >= 0 ? json_integer(si->log_files) : json_null());
+		json_object_set_new(bl, "bytes", si->log_bytes >= 0 ? json_integer(si->log_bytes) : json_null());
+		json_object_set_new(bl, "expire_seconds", si->retention_s >= 0 ? json_integer(si->retention_s) : json_null());
+		json_object_set_new(bl, "needed_file", si->restart[0] ? json_string(si->restart) : json_null());
+		json_object_set_new(bl, "needed_file_age_seconds",
+				    si->oldest_needed_age_s >= 0 ? json_integer(si->oldest_needed_age_s) : json_null());
+		json_object_set_new(bl, "time_to_purge_seconds",
+				    si->time_to_purge_s >= 0 ? json_integer(si->time_to_purge_s) : json_null());
+		json_object_set_new(o, "binlog", bl);
+	}
 }
 
 /* Adds the agent's firing alerts to alerts, where status did not raise the
@@ -302,6 +309,7 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	if (ck.exists && ck.last_source_ts_us)
 		json_object_set_new(o, "freshness_seconds", json_integer((sl_now_us() - ck.last_source_ts_us) / 1000000));
 	sl_stream_source_view(cfg, sc, &sst);
+	sst.durable = ck.exists && ck.has_position ? &ck.durable : NULL;
 	memset(&si, 0, sizeof si);
 	probe_ok = src->probe(sc->source, &sst, &si, err, errlen) == SL_OK;
 	if (probe_ok) {

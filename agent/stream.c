@@ -429,8 +429,10 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		}
 		created = true;
 		pos_text(&s, &info.pos, text, sizeof text);
-		sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot ? sc->slot : "",
-			text);
+		if (sc->slot)
+			sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot, text);
+		else
+			sl_info("stream \"%s\": took a new position at %s", sc->name, text);
 		restart_history(&s, &info);
 		if (o->ops)
 			atomic_store(&o->ops->expect_position, true);

@@ -13,7 +13,8 @@ PACKAGES=(
 	nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
 	postgresql-15 postgresql-client-15
 	clickhouse-server openssl
-	python3-avro python3-snappy python3-psycopg2
+	mariadb-server mariadb-client  # the MySQL/MariaDB source's tests and benchmark (mariadbd, mariadb-binlog)
+	python3-avro python3-snappy python3-psycopg2 python3-mysqldb
 	python3-boto3           # the s3 tests read objects back with an independent client
 	procps
 	systemd                 # systemd-analyze verifies the unit in contrib/systemd

@@ -129,6 +129,7 @@ struct sl_source_stream {
 					* has followed, NULL-terminated; NULL when none (check) */
 	bool heartbeats;               /* heartbeats are configured: check says whether the
 					* source permits them */
+	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */
@@ -209,7 +210,12 @@ struct sl_source_status {
 	int64_t log_files;             /* log files the server keeps */
 	int64_t log_bytes;             /* their total size */
 	int64_t oldest_needed_age_s;   /* age of the oldest file the stream still needs */
-	int64_t time_to_purge_s;       /* until the server's expiry purges that file; -1 never */
+	int64_t time_to_purge_s;       /* until the server's expiry purges that file; -1 never or unknown */
+	int64_t retention_s;           /* when the files expire (binlog_expire_logs_seconds); 0 never,
+					* -1 unknown.  Without a slot, exists/active/state describe the
+					* stream's checkpoint position on the server ("available" or
+					* "lost"), confirmed is that position, restart the file it needs */
+	char head[SL_POS_TEXT_MAX + 32]; /* the server's log head */
 };
 
 /* Counters a source keeps of what it skipped or adjusted, for metrics:

@@ -917,10 +917,14 @@ class Sluice:
         secs = collections.OrderedDict()
         secs["agent"] = collections.OrderedDict(
             state_dir=self.state_dir, log_level=self.log_level, metrics_listen="")
-        secs["source.pg"] = collections.OrderedDict(
-            type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
-            port=str(self.pg.port if self.pg else 5432),
-            user="postgres", dbname="postgres")
+        if self.pg is not None and hasattr(self.pg, "source_section"):
+            # another kind of server (harness_mysql.MariaDbServer) writes its own profile
+            secs["source.pg"] = collections.OrderedDict(self.pg.source_section())
+        else:
+            secs["source.pg"] = collections.OrderedDict(
+                type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
+                port=str(self.pg.port if self.pg else 5432),
+                user="postgres", dbname="postgres")
         if self.s3 is not None:
             secs["destination.out"] = collections.OrderedDict(
                 type="s3", endpoint=self.s3.endpoint, bucket=self.s3.bucket, prefix=self.prefix,
@@ -1291,7 +1295,7 @@ def change_type(rec):
 
 def table_of(rec):
     sm = rec["source_metadata"]
-    return (sm["schema"], sm["table"])
+    return (sm["schema"] if "schema" in sm else sm["database"], sm["table"])
 
 
 def records_for(records, schema, table):
