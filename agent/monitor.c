@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/checkpoint.h"
 #include "agent/runstate.h"
 #include "agent/stream.h"
 #include "common/log.h"
@@ -77,7 +78,17 @@ static int hook_sample(void *payload, struct sl_ops_sample *out)
 			ms->session = NULL;
 		}
 	} else {
-		rc = ms->src->probe(ms->sc->source, &ms->sst, &si, err, sizeof err);
+		/* A source without a probe session (a binlog source) measures
+		 * from the stream's durable position: the checkpoint's, which
+		 * the writer replaces atomically. */
+		struct sl_checkpoint ck;
+		struct sl_source_stream sst = ms->sst;
+		memset(&ck, 0, sizeof ck);
+		if (sl_ckpt_load(&ck, ms->src->desc, ms->m->cfg->state_dir, ms->sc->name, err, sizeof err) == 0 &&
+		    ck.exists && ck.has_position && !ck.reset)
+			sst.durable = &ck.durable;
+		rc = ms->src->probe(ms->sc->source, &sst, &si, err, sizeof err);
+		sl_ckpt_free(&ck);
 	}
 	if (rc < 0) {
 		snprintf(out->error, sizeof out->error, "%s", err);

@@ -98,6 +98,7 @@ struct sl_pipe {
 	/* writer */
 	bool w_in_tx;
 	struct sl_position w_tx_pos;
+	uint64_t w_dead_letters;       /* the sink's dead letters counted into the metrics so far */
 	int64_t w_tx_ts;
 	uint64_t w_tx_id;
 	bool w_has_mark;
@@ -207,8 +208,16 @@ static int do_flush(struct sl_pipe *p)
 		publish_durable(p, &d);
 		advanced = true;
 	}
-	if (p->pc.ops)
+	if (p->pc.ops) {
 		sl_ops_flushed(p->pc.ops, dur_us, advanced, advanced ? ck->last_source_ts_us : 0);
+		if (p->pc.sink->dead_letters) {
+			/* the sink counts since it was opened; the metric since the agent started */
+			uint64_t dl = p->pc.sink->dead_letters(p->pc.sinkctx);
+			if (dl > p->w_dead_letters)
+				atomic_fetch_add(&p->pc.ops->dead_letters, dl - p->w_dead_letters);
+			p->w_dead_letters = dl;
+		}
+	}
 	return SL_OK;
 }
 

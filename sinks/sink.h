@@ -131,6 +131,11 @@ struct sl_sink_ops {
 	 * range may stay: records delivered again carry the same uuid. */
 	int (*discard_backfill)(void *ctx, const struct sl_table *t, const char *csn_first,
 				const char *csn_last, char *err, size_t errlen);
+	/* Optional (NULL: none): the changes set aside as dead letters since
+	 * open, because the destination refused them as data.  The writer
+	 * reads it after each flush, for sluice_dead_letter_total and the
+	 * dead_letters alert. */
+	uint64_t (*dead_letters)(void *ctx);
 	/* Discards anything not flushed (no partial output stays visible) and frees ctx. */
 	void (*close)(void *ctx);
 };

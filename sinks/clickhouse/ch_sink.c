@@ -1441,6 +1441,11 @@ void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
 	out->bytes_raw = hs.bytes_raw;
 }
 
+static uint64_t ch_dead_letters(void *ctx)
+{
+	return ((struct chsink *)ctx)->stats.dead_letters;
+}
+
 const struct sl_sink_ops sl_clickhouse_ops = {
 	.type = "clickhouse",
 	.caps = SL_SINK_CAP_MERGE,
@@ -1455,5 +1460,6 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.pending = ch_pending,
 	.flush = ch_flush,
 	.discard_backfill = ch_discard_backfill,
+	.dead_letters = ch_dead_letters,
 	.close = ch_close,
 };

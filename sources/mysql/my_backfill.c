@@ -303,7 +303,7 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 			bad_date(stats, db, table, col, false, t->year, (int)t->month, (int)t->day, v);
 			return 0;
 		}
-		days = sl_mysql_days_from_civil(t->year, (int)t->month, (int)t->day);
+		days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
 		if (out->type == SL_T_DATE)
 			*v = (struct sl_value){ .kind = SL_V_DATE, .i = days };
 		else
@@ -318,7 +318,7 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 			bad_date(stats, db, table, col, true, 0, 0, 0, v);
 			return 0;
 		}
-		days = sl_mysql_days_from_civil(t->year, (int)t->month, (int)t->day);
+		days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
 		*v = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = days * US_PER_DAY +
 					((int64_t)t->hour * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
 					(int64_t)t->second_part };

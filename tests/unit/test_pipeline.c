@@ -474,6 +474,7 @@ static void test_metrics_counts(void **state)
 	(void)state;
 
 	fake_world_init(&w, 300, 7);
+	w.dead_every = 10;
 	run_init(&r, &w);
 	r.ops = sl_ops_stream_add(ops, "s1");
 	run_main(&r);
@@ -490,6 +491,8 @@ static void test_metrics_counts(void **state)
 	assert_int_equal(atomic_load(&r.ops->flushes), w.flushes);
 	assert_int_equal(atomic_load(&r.ops->flush_buckets[SL_OPS_FLUSH_BUCKETS - 1]), w.flushes);
 	assert_true(atomic_load(&r.ops->durable_advanced_us) > 0);
+	/* the sink's dead letters, read after each flush: every 10th change */
+	assert_int_equal(atomic_load(&r.ops->dead_letters), 300 * 7 / 10);
 	run_cleanup(&r);
 	fake_world_free(&w);
 	sl_ops_free(ops);
