@@ -310,6 +310,7 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_object_set_new(o, "freshness_seconds", json_integer((sl_now_us() - ck.last_source_ts_us) / 1000000));
 	sl_stream_source_view(cfg, sc, &sst);
 	sst.durable = ck.exists && ck.has_position ? &ck.durable : NULL;
+	sst.durable_ts_us = sst.durable ? ck.last_source_ts_us : 0;
 	memset(&si, 0, sizeof si);
 	probe_ok = src->probe(sc->source, &sst, &si, err, errlen) == SL_OK;
 	if (probe_ok) {

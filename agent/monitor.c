@@ -85,8 +85,10 @@ static int hook_sample(void *payload, struct sl_ops_sample *out)
 		struct sl_source_stream sst = ms->sst;
 		memset(&ck, 0, sizeof ck);
 		if (sl_ckpt_load(&ck, ms->src->desc, ms->m->cfg->state_dir, ms->sc->name, err, sizeof err) == 0 &&
-		    ck.exists && ck.has_position && !ck.reset)
+		    ck.exists && ck.has_position && !ck.reset) {
 			sst.durable = &ck.durable;
+			sst.durable_ts_us = ck.last_source_ts_us;
+		}
 		rc = ms->src->probe(ms->sc->source, &sst, &si, err, sizeof err);
 		sl_ckpt_free(&ck);
 	}

@@ -130,6 +130,7 @@ struct sl_source_stream {
 	bool heartbeats;               /* heartbeats are configured: check says whether the
 					* source permits them */
 	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
+	int64_t durable_ts_us;         /* probe: the source time of the last durable change, 0 unknown */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */

@@ -1860,9 +1860,20 @@ static int my_probe(const struct sl_source_config *cfg, const struct sl_source_s
 			out->lag_bytes = lag < 0 ? 0 : lag;
 			out->retained_bytes = kept;
 			/* The file the stream still needs stopped growing when the
-			 * next began; the current file is never purged.  When an
-			 * older file was closed is not known from SQL: unknown. */
-			out->oldest_needed_age_s = need == n - 1 ? 0 : -1;
+			 * next began; the current file is never purged.  SQL does
+			 * not say when an older file was closed, but it was still
+			 * open when the last durable change was committed: its age
+			 * is at most the time since then, so the time left before
+			 * expiry is at least retention - that (an estimate on the
+			 * safe side: an alert comes early, never late). */
+			if (need == n - 1) {
+				out->oldest_needed_age_s = 0;
+			} else if (st->durable_ts_us > 0) {
+				int64_t age = (sl_now_us() - st->durable_ts_us) / 1000000;
+				out->oldest_needed_age_s = age < 0 ? 0 : age;
+				if (ret > 0)
+					out->time_to_purge_s = ret > age ? ret - age : 0;
+			}
 		}
 	}
 out:
