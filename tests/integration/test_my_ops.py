@@ -377,7 +377,7 @@ class MyFreshnessTest(MyOpsTestCase):
         my.execute("CREATE DATABASE fr")
         my.execute("CREATE TABLE fr.t (id int PRIMARY KEY, v varchar(20))")
         port = metrics_port()
-        s = self.sluice(stream="fr", tables="fr.t", binary=sluice_test_bin(), max_file_seconds=1,
+        s = self.sluice(stream="fr", tables="fr.t", binary=sluice_test_bin(), max_file_seconds=1,  # fr.other: not selected
                         extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"},
                                "source": {"receive_timeout": "5"},
                                "stream": {"freshness_warn_seconds": "10"},
@@ -406,7 +406,26 @@ class MyFreshnessTest(MyOpsTestCase):
         r = s.run("status", "--json", timeout=60)
         hb = json.loads(r.stdout)["streams"][0]["agent"]["heartbeats"]
         self.assertTrue(hb["on"], hb)
+        self.assertEqual(hb["from"], "server")
         self.assertGreater(hb["received"], 5)
+        r = s.run("status", timeout=60)
+        self.assertRegex(r.stdout, r"\n  heartbeats: the server's own, \d+ came back\n")
+
+        # busy elsewhere: a table the stream does not select is written every
+        # 0.2 s, so the server sends no heartbeat event; the commits of that
+        # table keep the stream fresh
+        my.execute("CREATE TABLE fr.other (id int AUTO_INCREMENT PRIMARY KEY, v varchar(20))")
+        worst = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 15:
+            my.execute("INSERT INTO fr.other (v) VALUES ('busy')")
+            m = metrics(port)
+            f = metric(m, "sluice_freshness_seconds", stream="fr")
+            worst = max(worst, f)
+            self.assertEqual(metric(m, "sluice_alert_firing", stream="fr", alert="freshness"), 0)
+            time.sleep(0.2)
+        print(f"busy server, quiet table: freshness at most {worst:.1f} s over 15 s", end=" ")
+        self.assertLess(worst, 10)
 
         # stuck: a change the sink cannot make durable; the source is idle again
         open(block, "w").close()
