@@ -17,7 +17,9 @@ side of test_clickhouse.py:
     and the append rows reduced per key in CSN order equal it too, with no
     counter gap;
   - ClickHouse stopped for a while under load, then started again: nothing
-    lost, the stream not restarted, the binlog connection kept.
+    lost, the stream not restarted, the binlog connection kept;
+  - a column added in the binlog flows through, a dropped one stops the
+    stream naming the table and column; hostile identifiers.
 
 Every expected value is read from MariaDB with its own SELECT
 (ch_harness.my_source_rows_for_ch); ClickHouse is read with the harness's
@@ -244,6 +246,58 @@ class MyChChangesTest(MyChTestCase):
         self.ch.query("OPTIMIZE TABLE mg.app_mg FINAL")
         self.assertChMatches(s, "app", "mg", ["id"])
         self.assertChMatches(s, "app", "mg2", ["id"])
+
+
+class MyChSchemaTest(MyChTestCase):
+
+    def test_column_added_then_dropped(self):
+        """ADD COLUMN in the binlog flows through to ClickHouse (both modes);
+        DROP COLUMN stops the stream, naming the table and the column."""
+        my = self.my
+        my.execute("CREATE DATABASE sc")
+        my.execute("CREATE TABLE sc.t (id int PRIMARY KEY, v varchar(40), counter int NOT NULL)")
+        my.execute("INSERT INTO sc.t SELECT seq, md5(seq), 0 FROM mysql.seq_1_to_20")
+        sm = self.sluice(stream="sc_m", tables="sc.t", database="sc_m", write_mode="merge")
+        sa = self.sluice(stream="sc_a", tables="sc.t", database="sc_a")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        my.execute("ALTER TABLE sc.t ADD COLUMN extra decimal(8,3)")
+        my.execute("INSERT INTO sc.t VALUES (100, 'new', 0, 1.5)")
+        my.execute("UPDATE sc.t SET extra = 2.25, counter = counter + 1 WHERE id = 1")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        got = self.assertChMatches(sm, "sc", "t", ["id"])
+        self.assertIn("extra", got[0])
+        self.assertChMatches(sa, "sc", "t", ["id"], append=True)
+        self.assertEqual(self.ch.columns("sc_a", "sc_t")[-1][:2], ("extra", "Nullable(Decimal(8, 3))"))
+        my.execute("ALTER TABLE sc.t DROP COLUMN v")
+        my.execute("INSERT INTO sc.t VALUES (101, 0, 7)")
+        p = sm.start("run", env=self.env())
+        try:
+            wait_until(lambda: "no longer in the source table" in p.stderr_text() or not p.alive(), 60,
+                       "the stream to stop on the dropped column")
+        finally:
+            p.kill9()
+        self.assertIn('table "sc_t": column "v" is in ClickHouse but no longer in the source table '
+                      '(dropped or renamed at the source)', p.stderr_text())
+        self.assertEqual(ch_count(self.ch, "sc_m", "sc_t", "id = 101"), 0)
+
+    def test_hostile_identifiers(self):
+        """A database, a table and columns that need quoting on both sides;
+        a column named like a metadata column."""
+        my = self.my
+        my.execute("CREATE DATABASE `we ird`")
+        my.execute("CREATE TABLE `we ird`.`a``b\\c;DROP TABLE t` (id int PRIMARY KEY, `select` text, "
+                   "`_version` int, `x.y` int, `_log_file` varchar(5))")
+        my.execute("INSERT INTO `we ird`.`a``b\\c;DROP TABLE t` VALUES (1, 's', 7, 8, 'f'), (2, NULL, NULL, 9, NULL)")
+        s = self.sluice(stream="hostile", tables="we ird.*", database="hos`tile db", write_mode="merge")
+        self.catch_up(s)
+        my.execute("UPDATE `we ird`.`a``b\\c;DROP TABLE t` SET `_version` = 70 WHERE id = 1")
+        my.execute("DELETE FROM `we ird`.`a``b\\c;DROP TABLE t` WHERE id = 2")
+        self.catch_up(s)
+        got = self.assertChMatches(s, "we ird", "a`b\\c;DROP TABLE t", ["id"])
+        self.assertEqual([(r["__version"], r["__log_file"]) for r in got], [(70, b"f")])
+        self.assertTrue(self.ch.table_exists("hos`tile db", "we ird_a`b\\c;DROP TABLE t"))
 
 
 class MyWorkload(threading.Thread):
