@@ -461,6 +461,7 @@ class MyChOutageTest(MyChTestCase):
         for t in ("kt", "kt2"):
             my.execute(f"CREATE TABLE out_db.{t} (id int PRIMARY KEY, v varchar(40), counter int NOT NULL)")
             my.execute(f"INSERT INTO out_db.{t} SELECT seq, md5(seq), 0 FROM mysql.seq_1_to_500")
+        my.execute("CREATE TABLE out_db.pad (id int AUTO_INCREMENT PRIMARY KEY, pad text)")
         # the smallest queue: it fills during the outage, and the reader then waits for room
         s = self.sluice(stream="out", tables="out_db.*", database="outage", write_mode="merge",
                         extra={"agent": {"queue_bytes": "256KB"}})
@@ -477,7 +478,12 @@ class MyChOutageTest(MyChTestCase):
         dumper = wait_until(dump_threads, 30, "the binlog dump thread")
         self.ch.pause()
         t0 = time.monotonic()
-        time.sleep(15)   # longer than receive_timeout (12.5 s) and net_write_timeout
+        # 24 MB of binlog while ClickHouse is down: far more than the queue
+        # and the sockets' buffers hold, so the server's dump thread waits
+        # to write (longer than net_write_timeout) while sluice waits for room
+        for _ in range(8):
+            my.execute("INSERT INTO out_db.pad (pad) SELECT repeat('p', 1000) FROM mysql.seq_1_to_3000")
+        time.sleep(max(0.0, 15 - (time.monotonic() - t0)))   # longer than receive_timeout (12.5 s)
         self.assertTrue(p.alive(), "sluice exited while ClickHouse was down")
         self.ch.resume()
         print(f"    ClickHouse down for {time.monotonic() - t0:.1f}s, workload at {wl.tx} transactions",
@@ -487,19 +493,19 @@ class MyChOutageTest(MyChTestCase):
         t1 = time.monotonic()
         wait_until(lambda: self._matches(s), 120, "ClickHouse to catch up after the outage", interval=0.5)
         print(f"    caught up {time.monotonic() - t1:.1f}s after the workload stopped", file=sys.stderr)
-        self.assertEqual(dump_threads(), dumper, "the binlog connection was not kept")
+        self.assertEqual(dump_threads(), dumper, "the binlog connection was not kept:\n" + p.stderr_text()[-4000:])
         p.signal(signal.SIGTERM)
         r = p.wait_result(60)
         self.assertEqual(r.rc, 0, r.describe())
         self.assertIn("failed (Failed to connect to 127.0.0.1", r.stderr)
         self.assertNotIn("retrying from the last checkpoint", r.stderr)
         self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
-        for t in ("kt", "kt2"):
+        for t in ("kt", "kt2", "pad"):
             self.assertChMatches(s, "out_db", t, ["id"])
 
     def _matches(self, s):
         try:
-            for t in ("kt", "kt2"):
+            for t in ("kt", "kt2", "pad"):
                 self.assertChMatches(s, "out_db", t, ["id"])
             return True
         except AssertionError:
