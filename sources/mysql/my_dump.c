@@ -45,10 +45,6 @@
 #include "sources/mysql/my_internal.h"
 
 #include <errno.h>
-
-/* The dump session's net_write_timeout: how long the server waits for this
- * reader to take more bytes (see above). */
-#define DUMP_WRITE_TIMEOUT_S 3600
 #include <ma_pvio.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -59,6 +55,10 @@
 
 #include "common/log.h"
 #include "common/util.h"
+
+/* The dump session's net_write_timeout: how long the server waits for this
+ * reader to take more bytes (see above). */
+#define DUMP_WRITE_TIMEOUT_S 3600
 
 struct sl_my_dump {
 	MYSQL *c;
