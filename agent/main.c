@@ -616,7 +616,10 @@ static void print_agent(json_t *a)
 	       (long long)json_integer_value(json_object_get(a, "queue_peak_bytes")),
 	       ago(json_object_get(a, "last_flush_us"), b1, sizeof b1),
 	       (long long)json_integer_value(json_object_get(a, "flushes")));
-	if (json_integer_value(json_object_get(hb, "interval_seconds")) > 0) {
+	if (!strcmp(json_string_value(json_object_get(hb, "from")) ?: "", "server")) {
+		printf("  heartbeats: the server's own, %lld came back\n",
+		       (long long)json_integer_value(json_object_get(hb, "received")));
+	} else if (json_integer_value(json_object_get(hb, "interval_seconds")) > 0) {
 		if (json_is_true(json_object_get(hb, "on")))
 			printf("  heartbeats: every %lld s, %lld sent, %lld came back\n",
 			       (long long)json_integer_value(json_object_get(hb, "interval_seconds")),

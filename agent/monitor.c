@@ -91,6 +91,14 @@ static int hook_sample(void *payload, struct sl_ops_sample *out)
 		}
 		rc = ms->src->probe(ms->sc->source, &sst, &si, err, sizeof err);
 		sl_ckpt_free(&ck);
+		/* The server holds nothing for a binlog reader, so the probe
+		 * cannot see one: the reader is this agent's stream, attached
+		 * while it backfills or streams (slot_inactive then means what
+		 * it means for a slot: no reader for that long). */
+		if (rc == 0 && si.exists) {
+			int st = atomic_load(&ms->os->state);
+			si.active = st == SL_OPS_STREAMING || st == SL_OPS_BACKFILLING;
+		}
 	}
 	if (rc < 0) {
 		snprintf(out->error, sizeof out->error, "%s", err);
@@ -176,6 +184,8 @@ static json_t *run_json(struct sl_monitor *m, struct mon_stream *ms)
 			    json_integer((json_int_t)(atomic_load(&os->skipped[0]) + atomic_load(&os->skipped[1]))));
 	hb = json_object();
 	json_object_set_new(hb, "interval_seconds", json_integer((json_int_t)ms->sc->heartbeat_interval));
+	/* "sluice" writes them (heartbeat_interval); "server": the source's log brings its own */
+	json_object_set_new(hb, "from", json_string(ms->src && ms->src->log_heartbeats ? "server" : "sluice"));
 	json_object_set_new(hb, "on", json_boolean(atomic_load(&os->heartbeat_on)));
 	json_object_set_new(hb, "sent", json_integer((json_int_t)atomic_load(&os->heartbeats_sent)));
 	json_object_set_new(hb, "received", json_integer((json_int_t)atomic_load(&os->heartbeats_seen)));
@@ -325,7 +335,10 @@ void sl_monitor_probe_start(struct sl_monitor *m)
 		pc.limits.inactive_warn_s = ms->sc->slot_inactive_warn_seconds;
 		pc.limits.purge_warn_s = ms->sc->log_purge_warn_seconds;
 		pc.limits.down_warn_s = ms->sc->stream_down_warn_seconds;
-		if (pc.heartbeat_ms > 0) {
+		if (ms->src->log_heartbeats) {
+			/* the server's own heartbeats come through the stream: nothing to write */
+			atomic_store(&ms->os->heartbeat_on, true);
+		} else if (pc.heartbeat_ms > 0) {
 			if (ms->src->heartbeat && ms->src->probe_open) {
 				h.heartbeat = hook_heartbeat;
 				atomic_store(&ms->os->heartbeat_on, true);

@@ -331,6 +331,18 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			p->w_mark_ts = ev->ts_us;
 			if (p->pc.ops)
 				atomic_fetch_add(&p->pc.ops->heartbeats_seen, 1);
+			/* At a position already durable, with nothing waiting in the
+			 * sink (a binlog heartbeat on an idle stream: the position
+			 * does not move), its time is durable now: no flush needed,
+			 * and the checkpoint takes it at its next save. */
+			if (ck->has_position && !p->pc.sink->pending(p->pc.sinkctx) &&
+			    pos_cmp(p, (const struct sl_position *)(ev + 1), &ck->durable) <= 0 &&
+			    (!p->w_has_mark || pos_cmp(p, &p->w_mark, &ck->durable) <= 0)) {
+				if (ev->ts_us > ck->last_source_ts_us)
+					ck->last_source_ts_us = ev->ts_us;
+				if (p->pc.ops)
+					sl_ops_heartbeat_durable(p->pc.ops, ev->ts_us);
+			}
 		}
 		mark(p, (const struct sl_position *)(ev + 1));
 		if (idle_advance_due(p, sl_mono_ms()))

@@ -175,6 +175,14 @@ void sl_ops_flushed(struct sl_ops_stream *s, int64_t dur_us, bool durable, int64
 	}
 }
 
+void sl_ops_heartbeat_durable(struct sl_ops_stream *s, int64_t source_ts_us)
+{
+	int64_t cur = atomic_load(&s->durable_source_ts_us);
+
+	while (source_ts_us > cur && !atomic_compare_exchange_weak(&s->durable_source_ts_us, &cur, source_ts_us))
+		;
+}
+
 void sl_ops_source_counts(struct sl_ops_stream *s, const struct sl_ops_source_counts *c)
 {
 	atomic_store(&s->skipped[1], c->skipped);

@@ -178,6 +178,10 @@ void sl_ops_recovered(struct sl_ops_stream *s);
 /* A flush that took dur_us; durable says whether the durable position moved,
  * with the source time of the last change it covers (0 unknown). */
 void sl_ops_flushed(struct sl_ops_stream *s, int64_t dur_us, bool durable, int64_t source_ts_us);
+/* A heartbeat whose position is already durable (a binlog heartbeat at the
+ * stream's position, nothing waiting in the sink): its source time is
+ * durable at once, with no flush.  Only ever moves the time forward. */
+void sl_ops_heartbeat_durable(struct sl_ops_stream *s, int64_t source_ts_us);
 
 /* The source's counters of the current run (they start at 0 in every run),
  * and the end of a run: its counts go into the base. */

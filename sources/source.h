@@ -31,7 +31,8 @@
  *                                                          held for replicas; the position is
  *                                                          only checkpointed
  *   probe              pg_replication_slots                SHOW BINARY LOGS, expiry settings
- *   heartbeat          pg_logical_emit_message(false, ...)  (the server's own heartbeat events)
+ *   heartbeat          pg_logical_emit_message(false, ...)  none: the server's own HEARTBEAT events
+ *                                                          (log_heartbeats)
  *   discard_position   drop a slot that cannot be resumed  nothing to drop: report a purged
  *                      (lost, or ahead of the checkpoint)  binlog file or GTID as renewed
  *
@@ -329,6 +330,14 @@ struct sl_source_ops {
 	/* The stream's counters (struct sl_source_counters), from the reading
 	 * thread: cheap, called about once a second. */
 	void (*counters)(void *ctx, struct sl_source_counters *out);
+	/* The source's log brings heartbeats of its own, without heartbeat():
+	 * a binlog server sends a HEARTBEAT event after each heartbeat period
+	 * with nothing to send, and next() returns it (and the end of a
+	 * transaction of tables the stream does not select) as an
+	 * SL_EV_KEEPALIVE with heartbeat set and a time before which
+	 * everything committed is behind its position.  Freshness is then
+	 * measured end to end, always. */
+	bool log_heartbeats;
 };
 
 /* The registry: the ops for a source kind, or NULL. */

@@ -10,6 +10,13 @@
  *   the checksum ..."); MariaDB only sends its GTID events to a replica
  *   that set @mariadb_slave_capability = 4 (MARIA_SLAVE_CAPABILITY_GTID),
  *   and replaces them with dummy QUERY events otherwise.
+ * - The dump thread writes with the session's net_write_timeout (60 s by
+ *   default): a replica that stops reading for that long, once the
+ *   sockets' buffers are full, loses its connection (error 2013 on its
+ *   side).  sluice's reader stops reading while its queue is full, that is
+ *   while the destination is down or slow, so the dump session sets a long
+ *   one (DUMP_WRITE_TIMEOUT_S): the stream then waits for the destination
+ *   with its connection kept, as a PostgreSQL stream keeps its slot's.
  * - @master_heartbeat_period (nanoseconds) makes the server send a
  *   HEARTBEAT event whenever it had nothing to send for that long, so a
  *   connection that stays silent for a few periods is dead.
@@ -48,6 +55,10 @@
 
 #include "common/log.h"
 #include "common/util.h"
+
+/* The dump session's net_write_timeout: how long the server waits for this
+ * reader to take more bytes (see above). */
+#define DUMP_WRITE_TIMEOUT_S 3600
 
 struct sl_my_dump {
 	MYSQL *c;
@@ -204,6 +215,8 @@ int sl_my_dump_open(struct sl_my_dump **out, const struct sl_source_config *cfg,
 			   "@source_binlog_checksum = @@global.binlog_checksum")) < 0)
 		goto fail;
 	if (srv->mariadb && (rc = exec_fmt(d->c, err, errlen, "SET @mariadb_slave_capability = 4")) < 0)
+		goto fail;
+	if ((rc = exec_fmt(d->c, err, errlen, "SET SESSION net_write_timeout = %d", DUMP_WRITE_TIMEOUT_S)) < 0)
 		goto fail;
 	if (o->heartbeat_ms > 0 &&
 	    (rc = exec_fmt(d->c, err, errlen, "SET @master_heartbeat_period = %" PRId64,

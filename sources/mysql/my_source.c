@@ -1226,8 +1226,17 @@ static bool end_group(struct my_src *s, struct sl_event *ev)
 		ev->ts_us = s->tx_ts_us;
 		reported = true;
 	} else if (sl_mono_ms() - s->last_keepalive_ms >= KEEPALIVE_EVERY_MS || s->reply_wanted) {
+		/* A transaction of tables the stream does not select.  Whatever
+		 * committed before it started is before it in the binlog, so its
+		 * time serves as a heartbeat's: a busy server whose selected
+		 * tables are quiet sends no heartbeat events, yet the stream is
+		 * fresh. */
 		ev->kind = SL_EV_KEEPALIVE;
 		ev->pos = resume_pos(s);
+		if (s->tx_ts_us > 0) {
+			ev->heartbeat = true;
+			ev->ts_us = s->tx_ts_us;
+		}
 		reported = true;
 	}
 	if (reported) {
@@ -1726,7 +1735,14 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 				return SL_EFAIL;
 			}
 			if (!m->t) {
-				s->skipped++;
+				/* a table the stream does not select: its rows are counted, not decoded */
+				uint64_t nrows;
+				char why[300];
+				if (sl_mysql_rows_count(&s->rows, &m->tm, &nrows, why, sizeof why) < 0) {
+					sl_debug("stream \"%s\": %s; counted as one skipped change", s->st->name, why);
+					nrows = 1;
+				}
+				s->skipped += nrows;
 				break;
 			}
 			if (!s->in_tx)
@@ -1736,13 +1752,21 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 			break;
 		}
 		case SL_BLK_HEARTBEAT:
-			/* nothing else is coming for now: the server's position is ours */
+			/* Nothing else is coming for now: the server's position is
+			 * ours.  The server sends a heartbeat only after a heartbeat
+			 * period with nothing to send, so everything committed before
+			 * it arrived is before that position: it travels through the
+			 * pipeline as a heartbeat with its arrival time, and freshness
+			 * is measured end to end on an idle stream (source.h,
+			 * log_heartbeats). */
 			if (!s->in_tx && !s->xa_in) {
 				const struct sl_binlog_heartbeat *hb = &s->ev.u.heartbeat;
 				if (hb->file_len == strlen(s->file) && !memcmp(hb->file, s->file, hb->file_len) &&
 				    hb->position > s->pos && s->ev.h.log_pos > 0)
 					s->pos = hb->position;
 				ev->kind = SL_EV_KEEPALIVE;
+				ev->heartbeat = true;
+				ev->ts_us = sl_now_us();
 				ev->pos = resume_pos(s);
 				s->reply_wanted = false;
 				s->last_reported = ev->pos;
@@ -1763,6 +1787,14 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 			break;
 		}
 	}
+}
+
+static void my_counters(void *ctx, struct sl_source_counters *out)
+{
+	const struct my_src *s = ctx;
+
+	memset(out, 0, sizeof *out);
+	out->skipped_changes = s->skipped;
 }
 
 static int my_ack(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen)
@@ -1931,4 +1963,6 @@ const struct sl_source_ops sl_my_source_ops = {
 	.start = my_start,
 	.next = my_next,
 	.ack = my_ack,
+	.counters = my_counters,
+	.log_heartbeats = true,
 };

@@ -906,6 +906,96 @@ static int decode_image(struct sl_mysql_rowdec *d, const struct sl_binlog_table_
 	return 0;
 }
 
+/* The bytes a value of column mc takes at p, as decode_value reads them
+ * (keep the two in step): 0 with *n, or -1 when it runs past end or the
+ * type is one decode_value cannot read either. */
+static int value_size(const struct sl_mysql_column *mc, const unsigned char *p, const unsigned char *end, size_t *n)
+{
+	size_t prefix = 0;
+
+	switch (mc->real_type) {
+	case SL_MYSQL_TINY: case SL_MYSQL_YEAR: *n = 1; break;
+	case SL_MYSQL_SHORT: *n = 2; break;
+	case SL_MYSQL_INT24: case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_TIME: *n = 3; break;
+	case SL_MYSQL_LONG: case SL_MYSQL_FLOAT: case SL_MYSQL_TIMESTAMP: *n = 4; break;
+	case SL_MYSQL_LONGLONG: case SL_MYSQL_DOUBLE: case SL_MYSQL_DATETIME: *n = 8; break;
+	case SL_MYSQL_NEWDECIMAL: *n = sl_mysql_decimal_size(mc->precision, mc->scale); break;
+	case SL_MYSQL_DATETIME2: *n = 5 + (mc->fsp + 1u) / 2; break;
+	case SL_MYSQL_TIMESTAMP2: *n = 4 + (mc->fsp + 1u) / 2; break;
+	case SL_MYSQL_TIME2: *n = 3 + (mc->fsp + 1u) / 2; break;
+	case SL_MYSQL_ENUM: case SL_MYSQL_SET: *n = mc->pack_len; break;
+	case SL_MYSQL_BIT: *n = (mc->nbits + 7u) / 8; break;
+	case SL_MYSQL_NULL: *n = 0; break;
+	case SL_MYSQL_STRING: case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING:
+		prefix = mc->max_len < 256 ? 1 : 2;
+		break;
+	case SL_MYSQL_BLOB: case SL_MYSQL_JSON: case SL_MYSQL_GEOMETRY: case SL_MYSQL_VECTOR:
+		prefix = mc->pack_len;
+		break;
+	default:
+		return -1;
+	}
+	if (prefix) {
+		if ((size_t)(end - p) < prefix)
+			return -1;
+		*n = prefix + (size_t)le_n(p, prefix);
+		if (*n < prefix)
+			return -1;
+	}
+	return (size_t)(end - p) < *n ? -1 : 0;
+}
+
+/* Steps over one image at *p, as decode_image reads it. */
+static int skip_image(const struct sl_binlog_table_map *tm, const unsigned char *present, const unsigned char **p,
+		      const unsigned char *end)
+{
+	uint32_t npresent = 0, k = 0;
+	const unsigned char *nulls = *p;
+
+	for (uint32_t i = 0; i < tm->ncols; i++)
+		npresent += bit_set(present, i);
+	if ((size_t)(end - *p) < (npresent + 7) / 8)
+		return -1;
+	*p += (npresent + 7) / 8;
+	for (uint32_t i = 0; i < tm->ncols; i++) {
+		size_t n = 0;
+		if (!bit_set(present, i) || bit_set(nulls, k++))
+			continue;
+		if (value_size(&tm->cols[i], *p, end, &n) < 0)
+			return -1;
+		*p += n;
+	}
+	return 0;
+}
+
+int sl_mysql_rows_count(const struct sl_binlog_rows *rows, const struct sl_binlog_table_map *tm, uint64_t *n,
+			char *err, size_t errlen)
+{
+	const unsigned char *p = rows->rows, *start;
+
+	*n = 0;
+	if (rows->table_id != tm->table_id || rows->ncols != tm->ncols) {
+		snprintf(err, errlen, "rows event for table id %" PRIu64 " with %" PRIu32 " columns does not match the "
+			 "table map of \"%s\".\"%s\" (table id %" PRIu64 ", %" PRIu32 " columns)", rows->table_id,
+			 rows->ncols, tm->db, tm->table, tm->table_id, tm->ncols);
+		return -1;
+	}
+	while (p < rows->end) {
+		start = p;
+		if ((rows->op != SL_BL_ROWS_WRITE && skip_image(tm, rows->present, &p, rows->end) < 0) ||
+		    (rows->op != SL_BL_ROWS_DELETE &&
+		     skip_image(tm, rows->op == SL_BL_ROWS_UPDATE ? rows->present_after : rows->present, &p,
+				rows->end) < 0) ||
+		    p == start) {
+			snprintf(err, errlen, "malformed rows event for table \"%s\".\"%s\": row %" PRIu64 " cannot be "
+				 "sized", tm->db, tm->table, *n + 1);
+			return -1;
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
 int sl_mysql_rows_next(struct sl_mysql_rowdec *d, struct sl_binlog_rows *rows, const struct sl_binlog_table_map *tm,
 		       const struct sl_column *cols, struct sl_value *before, struct sl_value *after, char *err,
 		       size_t errlen)

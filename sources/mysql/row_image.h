@@ -138,6 +138,15 @@ int sl_mysql_rows_next(struct sl_mysql_rowdec *d, struct sl_binlog_rows *rows, c
 		       const struct sl_column *cols, struct sl_value *before, struct sl_value *after, char *err,
 		       size_t errlen);
 
+/* The number of rows in rows (from rows->rows to its end) without decoding
+ * their values: each image is sized from table map tm alone, so it needs
+ * no output columns, no catalog and no character set (the rows of a table
+ * the stream does not select, which are only counted).  rows is not
+ * advanced.  Returns 0 with *n, or -1 for a malformed event or a column
+ * type that cannot be sized (err says which table). */
+int sl_mysql_rows_count(const struct sl_binlog_rows *rows, const struct sl_binlog_table_map *tm, uint64_t *n,
+			char *err, size_t errlen);
+
 /* MySQL's packed decimal (see above) of precision p and scale s at bin
  * (size from sl_mysql_decimal_size; avail bytes there): the unscaled
  * value's digits, without leading zeros ("0" for zero), into digits (room

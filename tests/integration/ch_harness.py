@@ -469,7 +469,7 @@ def ch_column(name):
 
 
 METADATA = ("_uuid", "_source_timestamp", "_read_timestamp", "_change_type", "_csn", "_version",
-            "_is_deleted", "_tx_id", "_unchanged_columns", "_lsn")
+            "_is_deleted", "_tx_id", "_unchanged_columns", "_lsn", "_log_file", "_log_position", "_gtid")
 
 
 def ch_state_diff(expected, kinds, got_rows, key_columns, limit=20):
@@ -583,10 +583,14 @@ class ChTestCase(unittest.TestCase):
         self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr, "the ClickHouse password appeared in the output")
         return r
 
+    def source_rows(self, schema, table, key_columns):
+        """The source table as ClickHouse must hold it: ({key: row}, {column: kind})."""
+        return source_rows_for_ch(self.pg, schema, table, key_columns)
+
     def assertChMatches(self, s, schema, table, key_columns, append=False):
         """The table's merge view equals the source table exactly; with
         append, the state its change rows rebuild does."""
-        expected, kinds = source_rows_for_ch(self.pg, schema, table, key_columns)
+        expected, kinds = self.source_rows(schema, table, key_columns)
         obj = ch_object(schema, table)
         if append:
             state, problems = rebuild_append(self.ch.rows(s.ch_database, obj, final=True), key_columns)
@@ -600,3 +604,89 @@ class ChTestCase(unittest.TestCase):
             self.fail(f"{schema}.{table}: ClickHouse differs from the source ({len(diffs)} shown):\n  " +
                       "\n  ".join(diffs[:30]))
         return got
+
+
+# --------------------------------------------------------------------------
+# a MariaDB source
+
+def my_ch_expected(kind, v, precision=None, scale=None):
+    """A MariaDB value as MySQLdb returns it (harness_mysql.my_column_kinds'
+    kinds and expressions) as sluice writes it to ClickHouse, in
+    rowbinary_rows' terms (doc/clickhouse.md, doc/types-mysql.md)."""
+    if v is None:
+        return None
+    if kind in ("int", "uint"):
+        return int(v)
+    if kind == "bool":
+        return 1 if any(bytes(v)) else 0
+    if kind == "decimal":
+        v = v.quantize(decimal.Decimal(1).scaleb(-scale), context=decimal.Context(prec=100))
+        return format(v, "f").encode() if precision > 38 else v
+    if kind == "float4":
+        return struct.pack("<f", v)
+    if kind == "float8":
+        return struct.pack("<d", v)
+    if kind == "date":
+        return (v - EPOCH_DATE).days
+    if kind == "time":
+        return v // datetime.timedelta(microseconds=1)
+    if kind in ("timestamp", "timestamptz"):
+        return _micros(v.replace(tzinfo=UTC) - EPOCH)
+    if kind == "bytes":
+        return bytes(v)
+    return v.encode() if isinstance(v, str) else bytes(v)
+
+
+def my_source_rows_for_ch(my, db, table, key_columns):
+    """{key tuple: {ClickHouse column: expected value}} of a MariaDB table,
+    read with its own SELECT (the harness's connection, time_zone UTC), and
+    {ClickHouse column: kind}."""
+    from harness_mysql import my_column_kinds
+    kinds = my_column_kinds(my, db, table)
+    prec = {n: (p, s) for n, p, s in my.sql(
+        "SELECT COLUMN_NAME, NUMERIC_PRECISION, NUMERIC_SCALE FROM information_schema.COLUMNS "
+        "WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s", (db, table))}
+    q = "SELECT " + ", ".join(e for _, _, e in kinds) + " FROM `" + db.replace("`", "``") + "`.`" + \
+        table.replace("`", "``") + "`"
+    out = {}
+    for row in my.sql(q):
+        conv = {ch_column(n): my_ch_expected(k, v, *prec[n]) for (n, k, _), v in zip(kinds, row)}
+        key = tuple(conv[ch_column(k)] for k in key_columns)
+        if key in out:
+            raise AssertionError(f"{db}.{table}: key {key} is not unique")
+        out[key] = conv
+    return out, {ch_column(n): ("int" if k == "uint" else k) for n, k, _ in kinds}
+
+
+class MyChTestCase(ChTestCase):
+    """ChTestCase with a MariaDB source: self.my (also self.pg, which the
+    harness's Sluice takes as the source) and a ClickHouse server."""
+    my_settings = None
+    my = None
+
+    @classmethod
+    def setUpClass(cls):
+        from harness_mysql import MariaDbServer, mariadb_available
+        reason = mariadb_available() or clickhouse_available()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.my = cls.pg = MariaDbServer(cls.my_settings)
+        cls.addClassCleanup(cls.my.close)
+        cls.my.start()
+        cls.ch = ClickHouseServer()
+        cls.addClassCleanup(cls.ch.close)
+        cls.ch.start()
+
+    _server_ids = 0
+
+    def sluice(self, database="replica", write_mode="append", dest=None, **kw):
+        """As ChTestCase.sluice, with a server_id of its own for each stream
+        (two streams with one server_id end each other's connection)."""
+        MyChTestCase._server_ids += 1
+        extra = {k: dict(v) for k, v in kw.pop("extra", {}).items()}
+        extra.setdefault("source", {}).setdefault("server_id", str(self.my.server_id_for_sluice +
+                                                                    MyChTestCase._server_ids))
+        return super().sluice(database=database, write_mode=write_mode, dest=dest, extra=extra, **kw)
+
+    def source_rows(self, schema, table, key_columns):
+        return my_source_rows_for_ch(self.my, schema, table, key_columns)

@@ -193,12 +193,21 @@ static int fs_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 	pthread_mutex_lock(&w->mu);
 	tx = w->next_tx;
 	if (tx >= w->ntx) {
+		bool hb = w->idle_heartbeats && w->ntx > 0 && w->ntx != UINT64_MAX;
+		if (hb)
+			w->heartbeats++;
 		pthread_mutex_unlock(&w->mu);
 		if (timeout_ms > 0) {
 			struct timespec ts = { 0, (long)(timeout_ms > 50 ? 50 : timeout_ms) * 1000000L };
 			nanosleep(&ts, NULL);
 		}
 		ev->kind = SL_EV_TIMEOUT;
+		if (hb) {
+			ev->kind = SL_EV_KEEPALIVE;
+			ev->heartbeat = true;
+			ev->ts_us = sl_now_us();
+			ev->pos = fake_tx_end(w, w->ntx - 1);
+		}
 		return SL_OK;
 	}
 	if (w->next_change == 0 && !w->commit_next) {

@@ -45,6 +45,9 @@ struct fake_world {
 	uint32_t tx_per_file;         /* rotate after this many transactions */
 	uint32_t value_bytes;         /* size of the text column */
 	struct sl_table *table;       /* id (key), payload */
+	bool idle_heartbeats;         /* after the script: heartbeats at its end, as a binlog
+				       * server sends them (the position does not move) */
+	uint64_t heartbeats;          /* heartbeats returned */
 	/* source state */
 	uint64_t next_tx;             /* the next transaction to play */
 	uint32_t next_change;         /* within it; 0: BEGIN next */

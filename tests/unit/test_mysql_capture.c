@@ -54,6 +54,7 @@ struct ctx {
 	int nmaps;
 	struct sl_mysql_rowdec dec;
 	struct sl_buf out;
+	uint64_t rows_counted;   /* rows sl_mysql_rows_count found (and decoded) */
 };
 
 static void free_cols(struct tmap *m)
@@ -269,6 +270,7 @@ static int one_event(struct ctx *c, const unsigned char *p, size_t len, char *er
 		struct tmap *m = NULL;
 		struct sl_value before[32], after[32];
 		static const char *ops[] = { "WRITE", "UPDATE", "DELETE" };
+		uint64_t counted = 0, decoded = 0;
 		rc = sl_binlog_rows_parse(&c->r, &ev, &rows, err, errlen);
 		if (rc < 0)
 			return rc;
@@ -281,7 +283,12 @@ static int one_event(struct ctx *c, const unsigned char *p, size_t len, char *er
 		}
 		sl_buf_printf(b, "%s_ROWS_V%d %s.%s flags=%u\n", ops[rows.op], rows.version, m->tm.db, m->tm.table,
 			      rows.flags);
+		/* the count without decoding (a table the stream does not
+		 * select) must be the number of rows decoded */
+		if (sl_mysql_rows_count(&rows, &m->tm, &counted, err, errlen) < 0)
+			return -1;
 		while ((rc = sl_mysql_rows_next(&c->dec, &rows, &m->tm, m->cols, before, after, err, errlen)) == 1) {
+			decoded++;
 			if (rows.op != SL_BL_ROWS_WRITE)
 				put_row(b, "before", before, m->tm.ncols);
 			if (rows.op != SL_BL_ROWS_DELETE)
@@ -289,6 +296,12 @@ static int one_event(struct ctx *c, const unsigned char *p, size_t len, char *er
 		}
 		if (rc < 0)
 			return rc;
+		if (counted != decoded) {
+			snprintf(err, errlen, "%s.%s: %" PRIu64 " rows counted, %" PRIu64 " decoded", m->tm.db,
+				 m->tm.table, counted, decoded);
+			return -1;
+		}
+		c->rows_counted += counted;
 		break;
 	}
 	default:
@@ -343,6 +356,8 @@ static void test_captured_files(void **state)
 		assert_int_equal(c.r.checksum, SL_BL_CHECKSUM_CRC32);
 		free(data);
 	}
+	/* every type of the capture was sized without decoding */
+	assert_true(c.rows_counted >= 10);
 	/* The stream's artificial rotate and a heartbeat, both with checksums. */
 	{
 		size_t len;

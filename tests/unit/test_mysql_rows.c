@@ -848,6 +848,18 @@ static void test_images(void **state)
 	rows.present = &all;
 	rows.rows = (const unsigned char *)row.data;
 	rows.end = rows.rows + row.len;
+	{
+		/* counted without decoding, from the table map alone; a
+		 * truncated event cannot be counted */
+		uint64_t n = 0;
+		struct sl_binlog_rows cut = rows;
+		assert_int_equal(sl_mysql_rows_count(&rows, &tm, &n, err, sizeof err), 0);
+		assert_int_equal(n, 2);
+		assert_ptr_equal(rows.rows, row.data);
+		cut.end--;
+		assert_int_equal(sl_mysql_rows_count(&cut, &tm, &n, err, sizeof err), -1);
+		assert_non_null(strstr(err, "\"shop\".\"t3\": row 2 cannot be sized"));
+	}
 	assert_int_equal(sl_mysql_rows_next(&dec, &rows, &tm, oc, before, after, err, sizeof err), 1);
 	assert_int_equal(after[0].i, 1);
 	assert_int_equal(after[1].kind, SL_V_STRING);
@@ -868,6 +880,11 @@ static void test_images(void **state)
 	rows.present_after = &name;
 	rows.rows = (const unsigned char *)row.data;
 	rows.end = rows.rows + row.len;
+	{
+		uint64_t n = 0;
+		assert_int_equal(sl_mysql_rows_count(&rows, &tm, &n, err, sizeof err), 0);
+		assert_int_equal(n, 1);
+	}
 	assert_int_equal(sl_mysql_rows_next(&dec, &rows, &tm, oc, before, after, err, sizeof err), 1);
 	assert_int_equal(before[0].kind, SL_V_INT);
 	assert_int_equal(before[0].i, 7);

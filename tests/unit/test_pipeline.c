@@ -498,6 +498,54 @@ static void test_metrics_counts(void **state)
 	sl_ops_free(ops);
 }
 
+/* A binlog heartbeat repeats the stream's position (nothing new to read):
+ * once that position is durable and nothing waits in the sink, the
+ * heartbeat's time is durable at once, without a flush, so an idle stream
+ * stays fresh (sluice_freshness_seconds). */
+static void test_heartbeat_at_durable_position(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_ops *ops = sl_ops_new();
+	pthread_t th;
+	int64_t t_mid = 0, ts = 0;
+	(void)state;
+
+	fake_world_init(&w, 5, 200);   /* 1000 changes: the fake sink flushes at the last commit */
+	w.idle_heartbeats = true;
+	run_init(&r, &w);
+	r.until_caught_up = false;
+	r.ops = sl_ops_stream_add(ops, "s1");
+	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
+	for (int i = 0; i < 800 && atomic_load(&r.ops->heartbeats_seen) < 10; i++) {
+		struct timespec d = { 0, 25 * 1000000L };
+		if (!t_mid && atomic_load(&r.ops->heartbeats_seen) >= 5)
+			t_mid = sl_now_us();
+		nanosleep(&d, NULL);
+	}
+	ts = atomic_load(&r.ops->durable_source_ts_us);
+	atomic_store(&r.signals, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(r.stop_rc, SL_OK);
+	assert_true(atomic_load(&r.ops->heartbeats_seen) >= 10);
+	/* every transaction is durable, and so is a heartbeat's time: the
+	 * commits are from 2023, the heartbeats from now */
+	{
+		struct sl_position end = fake_tx_end(&w, 4);
+		assert_int_equal(fake_desc.pos_compare(&w.durable, &end), 0);
+	}
+	assert_all_delivered(&w, 5);
+	/* later heartbeats at the same position count too, not only the
+	 * first one the idle flush took */
+	assert_true(t_mid > 0);
+	assert_true(ts >= t_mid);
+	assert_true(ts <= sl_now_us());
+	run_cleanup(&r);
+	fake_world_free(&w);
+	sl_ops_free(ops);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -510,6 +558,7 @@ int main(void)
 		cmocka_unit_test(test_cancel_on_second_signal),
 		cmocka_unit_test(test_million_change_transaction),
 		cmocka_unit_test(test_slow_sink_keeps_status_going),
+		cmocka_unit_test(test_heartbeat_at_durable_position),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,452 @@
+"""
+tests/integration/test_my_ops.py: the operations layer against a real
+MariaDB, the binlog side of test_pg_ops.py:
+
+  - /metrics counters equal the workload exactly (changes per table and op,
+    backfill rows, changes of tables the stream does not select), and
+    `sluice status --json` has the same counts;
+  - the sink stalled: the lag alerts reach the webhook within 15 s (the
+    latency is printed), /healthz 503, then recovery; a running stream is
+    never `slot_inactive` (a binlog source has no slot to attach to);
+  - `sluice status --json` of a MariaDB stream: the `binlog` object checked
+    against the server (SHOW MASTER STATUS, SHOW BINARY LOGS, the expiry
+    variable, the binlog files' own times);
+  - the time-to-purge alert: the stream's durable position left in an older
+    binlog file with binlog_expire_logs_seconds = 3600: `log_purge_soon`
+    fires in `sluice status` and in a running agent's /metrics when
+    log_purge_warn_seconds is above the time left, and not when below;
+  - freshness measured end to end with the server's binlog heartbeats: an
+    idle stream stays fresh (no alert), a stuck pipeline turns stale and
+    the freshness alert fires, then resolves.
+"""
+
+import json
+import os
+import signal
+import time
+
+from harness import sluice_test_bin, wait_until
+from harness_mysql import MyTestCase
+from opsutil import WebhookReceiver, metric, metrics, metrics_port, scrape
+
+
+def wait_streaming(p, timeout=60):
+    wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), timeout, "streaming")
+    assert p.alive(), p.stderr_text()
+
+
+def checkpoint(s):
+    """The stream's checkpoint file as JSON (None before the first)."""
+    try:
+        with open(os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def durable_file_pos(s):
+    """(binlog file, offset) of the checkpoint's durable position."""
+    ck = checkpoint(s)
+    if not ck or not ck.get("durable"):
+        return None
+    d = ck["durable"]
+    text = d if isinstance(d, str) else d.get("text") or d.get("position")
+    f, rest = text.split(":", 1)
+    return f, int(rest.split(" ")[0])
+
+
+def binlog_sizes(my):
+    return [(r[0], int(r[1])) for r in my.sql("SHOW BINARY LOGS")]
+
+
+def lag_from_server(my, file, offset):
+    """The bytes of binlog after (file, offset), from SHOW BINARY LOGS."""
+    logs = binlog_sizes(my)
+    names = [n for n, _ in logs]
+    i = names.index(file)
+    return logs[i][1] - offset + sum(sz for _, sz in logs[i + 1:])
+
+
+def wait_durable_head(my, s, timeout=60):
+    """Until the checkpoint's durable position is the server's head."""
+    head = my.master_status()
+    wait_until(lambda: durable_file_pos(s) == head, timeout, f"the checkpoint to reach {head}", interval=0.2)
+
+
+class MyOpsTestCase(MyTestCase):
+
+    def sluice(self, **kw):
+        """A stream with a server_id of its own."""
+        MyOpsTestCase._ids = getattr(MyOpsTestCase, "_ids", 0) + 1
+        extra = {k: dict(v) for k, v in kw.pop("extra", {}).items()}
+        extra.setdefault("source", {}).setdefault("server_id", str(self.my.server_id_for_sluice + MyOpsTestCase._ids))
+        return super().sluice(extra=extra, **kw)
+
+
+class MyMetricsTest(MyOpsTestCase):
+
+    def test_counters_match_the_workload(self):
+        my = self.my
+        my.execute("CREATE DATABASE ops")
+        for t in ("mt_a", "mt_b", "mt_other"):
+            my.execute(f"CREATE TABLE ops.{t} (id int PRIMARY KEY, v varchar(20))")
+        BF_A, BF_B = 30, 20
+        my.execute(f"INSERT INTO ops.mt_a SELECT seq, 'a' FROM mysql.seq_1_to_{BF_A}")
+        my.execute(f"INSERT INTO ops.mt_b SELECT seq, 'b' FROM mysql.seq_1_to_{BF_B}")
+        port = metrics_port()
+        s = self.sluice(stream="mt", tables="ops.mt_a, ops.mt_b", max_file_seconds=1,
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"},
+                               "stream": {"slot_inactive_warn_seconds": "3"}})
+        p = s.start("run")
+        wait_streaming(p)
+
+        want = {t: dict(insert=0, update=0, update_delete=0, delete=0, truncate=0) for t in ("ops.mt_a", "ops.mt_b")}
+        want["ops.mt_a"]["insert"] += my.execute("INSERT INTO ops.mt_a SELECT seq, 'new' FROM mysql.seq_101_to_107")
+        want["ops.mt_a"]["update"] += my.execute("UPDATE ops.mt_a SET v = 'u' WHERE id BETWEEN 1 AND 5")
+        n = my.execute("UPDATE ops.mt_a SET id = 606 WHERE id = 6")       # a key change: old row, then new
+        want["ops.mt_a"]["update_delete"] += n
+        want["ops.mt_a"]["update"] += n
+        want["ops.mt_a"]["delete"] += my.execute("DELETE FROM ops.mt_a WHERE id BETWEEN 10 AND 13")
+        want["ops.mt_b"]["insert"] += my.execute("INSERT INTO ops.mt_b SELECT seq, 'nb' FROM mysql.seq_101_to_103")
+        want["ops.mt_b"]["update"] += my.execute("UPDATE ops.mt_b SET v = 'u' WHERE id IN (1, 2)")
+        want["ops.mt_b"]["delete"] += my.execute("DELETE FROM ops.mt_b WHERE id = 3")
+        my.execute("TRUNCATE TABLE ops.mt_b")
+        want["ops.mt_b"]["truncate"] += 1
+        # a transaction over a selected and an unselected table
+        c = my.connect(autocommit=False)
+        cur = c.cursor()
+        want["ops.mt_a"]["insert"] += cur.execute("INSERT INTO ops.mt_a VALUES (900, 'tx')")
+        skipped = cur.execute("INSERT INTO ops.mt_other SELECT seq, 'o' FROM mysql.seq_1_to_4")
+        c.commit()
+        c.close()
+        skipped += my.execute("UPDATE ops.mt_other SET v = 'x' WHERE id <= 2")
+        skipped += my.execute("DELETE FROM ops.mt_other WHERE id = 4")
+        self.assertEqual((want["ops.mt_a"], want["ops.mt_b"], skipped),
+                         (dict(insert=8, update=6, update_delete=1, delete=4, truncate=0),
+                          dict(insert=3, update=2, update_delete=0, delete=1, truncate=1), 7))
+        wait_durable_head(my, s)
+
+        m = metrics(port)
+        for table, ops in want.items():
+            for op, n in ops.items():
+                self.assertEqual(metric(m, "sluice_changes_total", stream="mt", table=table, op=op), n, f"{table} {op}")
+        self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="ops.mt_a"), BF_A)
+        self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="ops.mt_b"), BF_B)
+        self.assertEqual(metric(m, "sluice_backfill_progress_ratio", stream="mt", table="ops.mt_a"), 1)
+        wait_until(lambda: metric(metrics(port), "sluice_skipped_changes_total", stream="mt") == skipped, 10,
+                   "the skipped changes to be counted")
+        self.assertEqual(metric(m, "sluice_stream_state", stream="mt", state="streaming"), 1)
+        self.assertEqual(metric(m, "sluice_stream_up", stream="mt"), 1)
+        self.assertEqual(metric(m, "sluice_reconnects_total", stream="mt"), 0)
+
+        # the probe's figures are the server's: nothing behind, the binlog file available
+        wait_until(lambda: metric(metrics(port), "sluice_source_lag_bytes", stream="mt") == 0, 15, "a probe")
+        m = metrics(port)
+        self.assertEqual(metric(m, "sluice_slot_wal_status", stream="mt", wal_status="available"), 1)
+        head_file = my.master_status()[0]
+        self.assertEqual(metric(m, "sluice_slot_retained_wal_bytes", stream="mt"),
+                         dict(binlog_sizes(my))[head_file])
+
+        # the output holds exactly the same changes
+        recs = self.read(s)
+        kinds = {"INSERT": "insert", "UPDATE-INSERT": "update", "UPDATE-DELETE": "update_delete",
+                 "DELETE": "delete", "TRUNCATE": "truncate"}
+        for table in want:
+            got = dict.fromkeys(kinds.values(), 0)
+            for r in recs:
+                sm = r["source_metadata"]
+                if r["read_method"] == "mysql-cdc-binlog" and f"{sm['database']}.{sm['table']}" == table:
+                    got[kinds[sm["change_type"]]] += 1
+            self.assertEqual(got, want[table], table)
+
+        # a running binlog stream is not "inactive" (slot_inactive_warn_seconds = 3, probes every second)
+        time.sleep(6)
+        m = metrics(port)
+        self.assertEqual(metric(m, "sluice_alert_firing", stream="mt", alert="slot_inactive"), 0)
+        self.assertEqual(metric(m, "sluice_slot_active", stream="mt"), 1)
+        self.assertEqual(scrape(port, "/healthz"), (200, "stream mt: streaming\n"))
+        r = s.run("status", "--json", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        st = json.loads(r.stdout)["streams"][0]
+        self.assertEqual(st["state"], "streaming")
+        self.assertEqual(st["agent"]["pid"], p.pid)
+        self.assertEqual(st["alerts"], [])
+        self.assertEqual(st["tables"]["ops.mt_a"]["changes"]["insert"], 8)
+        self.assertEqual(st["tables"]["ops.mt_b"]["changes"]["truncate"], 1)
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f'stream "mt": skipped {skipped} changes of tables that the stream does not select', r.stderr)
+
+
+class MyStalledSinkTest(MyOpsTestCase):
+    """The sink stops (the test sink's flush waits while a file exists): the
+    binlog lag grows, lag_warning and lag_critical reach the webhook within
+    15 s, /healthz turns 503 and recovers with the sink."""
+
+    def test_lag_alert_while_sink_is_down(self):
+        my = self.my
+        my.execute("CREATE DATABASE st")
+        my.execute("CREATE TABLE st.st_t (id int AUTO_INCREMENT PRIMARY KEY, pad text)")
+        hook = WebhookReceiver()
+        self.addCleanup(hook.close)
+        port = metrics_port()
+        s = self.sluice(stream="stall", tables="st.st_t", max_file_seconds=1, binary=sluice_test_bin(),
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url,
+                                         "queue_bytes": "256KB"},
+                               "destination": {"type": "slow_avro_dir"},
+                               "stream": {"lag_warn_bytes": "2MB", "lag_critical_bytes": "6MB"}})
+        block = os.path.join(s.workdir, "sink-down")
+        s.extra["destination"]["flush_block_file"] = block
+        s.write_config()
+        p = s.start("run")
+        wait_streaming(p)
+        my.execute("INSERT INTO st.st_t (pad) VALUES ('first')")
+        wait_durable_head(my, s)
+        self.assertEqual(scrape(port, "/healthz")[0], 200)
+
+        open(block, "w").close()          # the destination goes down
+        durable = durable_file_pos(s)
+        my.execute("INSERT INTO st.st_t (pad) VALUES ('x')")
+        crossed = {}
+        for _ in range(60):
+            my.execute("INSERT INTO st.st_t (pad) SELECT repeat('y', 1000) FROM mysql.seq_1_to_1000")
+            self.assertEqual(durable_file_pos(s), durable, "the checkpoint moved while the sink was down")
+            lag = lag_from_server(my, *durable)
+            now = time.monotonic()
+            if lag >= 2 << 20:
+                crossed.setdefault("lag_warning", now)
+            if lag >= 6 << 20:
+                crossed.setdefault("lag_critical", now)
+                break
+        self.assertIn("lag_critical", crossed, "the lag never reached 6 MB")
+        latencies = {}
+        for alert in ("lag_warning", "lag_critical"):
+            got = wait_until(lambda: hook.find(alert, "firing", "stall"), 30, f"the {alert} webhook")
+            latencies[alert] = got[0] - crossed[alert]
+            self.assertEqual(got[1]["status"], "firing")
+            self.assertIn(f"sluice stream stall: {alert} fires", got[1]["text"])
+        print(f"\n    alert latency (threshold crossed -> webhook received): "
+              f"lag_warning {latencies['lag_warning']:.1f} s, lag_critical {latencies['lag_critical']:.1f} s", end=" ")
+        for alert, lat in latencies.items():
+            self.assertLessEqual(lat, 15.0, f"{alert} took {lat:.1f} s")
+        status, body = scrape(port, "/healthz")
+        self.assertEqual(status, 503, body)
+        self.assertIn("stream stall: streaming; critical alert lag_critical: lag ", body)
+        m = metrics(port)
+        self.assertEqual(metric(m, "sluice_alert_firing", stream="stall", alert="lag_critical"), 1)
+        lag_metric = metric(m, "sluice_source_lag_bytes", stream="stall")
+        self.assertGreaterEqual(lag_metric, 6 << 20)
+        self.assertLessEqual(lag_metric, lag_from_server(my, *durable))
+        r = s.run("status", "--json", timeout=60)
+        self.assertEqual(r.rc, 1, r.describe())
+        st = json.loads(r.stdout)["streams"][0]
+        self.assertTrue(st["determined"])
+        self.assertEqual(st["slot_status"]["lag_bytes"], lag_from_server(my, *durable))
+        self.assertIn("lag_critical", [a["alert"] for a in st["alerts"]])
+
+        os.unlink(block)                  # the destination is back
+        wait_until(lambda: hook.find("lag_critical", "resolved", "stall"), 90, "lag_critical to resolve")
+        wait_until(lambda: scrape(port, "/healthz")[0] == 200, 60, "/healthz to recover")
+        self.assertEqual(scrape(port, "/healthz")[1], "stream stall: streaming\n")
+        self.assertIn('stream "stall": alert lag_critical resolved', p.stderr_text())
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(90).rc, 0)
+
+
+class MyBinlogStatusTest(MyOpsTestCase):
+    my_settings = {"binlog_expire_logs_seconds": "3600"}
+
+    def status(self, s, rc=None):
+        r = s.run("status", "--json", timeout=60)
+        if rc is not None:
+            self.assertEqual(r.rc, rc, r.describe())
+        return r, json.loads(r.stdout)["streams"][0]
+
+    def test_binlog_object_and_time_to_purge(self):
+        my = self.my
+        my.execute("CREATE DATABASE bl")
+        my.execute("CREATE TABLE bl.t (id int PRIMARY KEY, v varchar(20))")
+        my.execute("INSERT INTO bl.t VALUES (1, 'a')")
+        s = self.sluice(stream="bl", tables="bl.t", binary=sluice_test_bin(),
+                        extra={"stream": {"log_purge_warn_seconds": "4000"}})
+        self.catch_up(s)
+        # the durable position is the head: the current file is never purged
+        r, st = self.status(s, rc=0)
+        b = st["binlog"]
+        head_file, head_pos = my.master_status()
+        logs = binlog_sizes(my)
+        self.assertEqual(b["head"].split(" ")[0], f"{head_file}:{head_pos}")
+        self.assertEqual(b["files"], len(logs))
+        self.assertEqual(b["bytes"], sum(sz for _, sz in logs))
+        self.assertEqual(b["expire_seconds"], int(my.one("SELECT @@binlog_expire_logs_seconds")))
+        self.assertEqual(b["expire_seconds"], 3600)
+        self.assertEqual(b["needed_file"], head_file)
+        self.assertEqual(b["needed_file_age_seconds"], 0)
+        self.assertIsNone(b["time_to_purge_seconds"])
+        self.assertEqual(st["slot_status"]["wal_status"], "available")
+        self.assertEqual(st["slot_status"]["lag_bytes"], 0)
+
+        # a change made durable, sluice stopped; then the server rotates and writes on
+        t_before = time.time()
+        my.execute("INSERT INTO bl.t VALUES (2, 'b')")
+        t_after = time.time()
+        self.catch_up(s)
+        needed = my.master_status()[0]
+        self.assertEqual(durable_file_pos(s), my.master_status())
+        time.sleep(2.5)
+        my.execute("FLUSH BINARY LOGS")
+        closed = os.stat(os.path.join(my.tmpdir, "binlog", needed)).st_mtime
+        my.execute("INSERT INTO bl.t VALUES (3, 'c')")
+        my.execute("FLUSH BINARY LOGS")
+        my.execute("INSERT INTO bl.t VALUES (4, 'd')")
+        time.sleep(1.5)
+
+        r, st = self.status(s, rc=1)
+        now = time.time()
+        b = st["binlog"]
+        logs = binlog_sizes(my)
+        self.assertEqual(b["needed_file"], needed)
+        self.assertNotEqual(b["head"].split(":")[0], needed)
+        self.assertEqual(b["files"], len(logs))
+        self.assertEqual(b["bytes"], sum(sz for _, sz in logs))
+        age, left = b["needed_file_age_seconds"], b["time_to_purge_seconds"]
+        # on the safe side: at least the file's real age (it stopped growing
+        # when it was closed), at most the time since the last durable commit
+        self.assertGreaterEqual(age, int(now - closed) - 1)
+        self.assertLessEqual(age, int(now - t_before) + 1)
+        self.assertEqual(left, 3600 - age)
+        self.assertLessEqual(left, 3600 - int(now - closed) + 1)
+        self.assertEqual(st["slot_status"]["lag_bytes"], lag_from_server(my, *durable_file_pos(s)))
+        alerts = {a["alert"]: a for a in st["alerts"]}
+        self.assertIn("log_purge_soon", alerts, st["alerts"])
+        self.assertEqual(alerts["log_purge_soon"]["source"], "status")
+        self.assertIn("(log_purge_warn_seconds 4000)", alerts["log_purge_soon"]["message"])
+        print(f"\n    needed binlog closed {now - closed:.1f} s ago, last durable commit {now - t_after:.1f} s ago: "
+              f"age {age} s, time to purge {left} s of 3600", end=" ")
+
+        # the threshold below the time left: no alert
+        s.extra["stream"]["log_purge_warn_seconds"] = "3000"
+        s.write_config()
+        r, st = self.status(s, rc=0)
+        self.assertEqual(st["alerts"], [])
+
+        # a running agent whose sink cannot make the new changes durable: the
+        # position stays in the old file, and the probe sees the same
+        port = metrics_port()
+        s.extra["stream"]["log_purge_warn_seconds"] = "4000"
+        s.extra["agent"] = {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"}
+        s.extra["destination"] = {"type": "slow_avro_dir", "flush_block_file": os.path.join(s.workdir, "down")}
+        s.write_config()
+        open(os.path.join(s.workdir, "down"), "w").close()
+        p = s.start("run")
+        wait_until(lambda: metric(metrics(port), "sluice_alert_firing", stream="bl", alert="log_purge_soon") == 1,
+                   20, "log_purge_soon in /metrics")
+        m = metrics(port)
+        ttp = metric(m, "sluice_log_time_to_purge_seconds", stream="bl")
+        now = time.time()
+        self.assertLessEqual(ttp, 3600 - int(now - closed) + 1)
+        self.assertGreaterEqual(ttp, 3600 - int(now - t_before) - 1)
+        self.assertEqual(durable_file_pos(s)[0], needed)
+        p.kill9()
+        s.extra["stream"]["log_purge_warn_seconds"] = "3000"
+        s.write_config()
+        p = s.start("run")
+        wait_until(lambda: metric(metrics(port), "sluice_log_time_to_purge_seconds", stream="bl") is not None, 20,
+                   "a probe")
+        time.sleep(3)
+        m = metrics(port)
+        self.assertEqual(metric(m, "sluice_alert_firing", stream="bl", alert="log_purge_soon"), 0)
+        self.assertGreater(metric(m, "sluice_log_time_to_purge_seconds", stream="bl"), 3000)
+        os.unlink(os.path.join(s.workdir, "down"))
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+        # caught up: the needed file is the head again
+        r, st = self.status(s, rc=0)
+        self.assertEqual(st["binlog"]["needed_file"], my.master_status()[0])
+        self.assertIsNone(st["binlog"]["time_to_purge_seconds"])
+
+
+class MyFreshnessTest(MyOpsTestCase):
+    """The server's binlog heartbeats (every 2 s of silence with
+    receive_timeout = 5) travel through the pipeline like a change: an idle
+    stream stays fresh, a stuck one does not."""
+
+    def test_idle_is_fresh_stuck_is_not(self):
+        my = self.my
+        my.execute("CREATE DATABASE fr")
+        my.execute("CREATE TABLE fr.t (id int PRIMARY KEY, v varchar(20))")
+        port = metrics_port()
+        s = self.sluice(stream="fr", tables="fr.t", binary=sluice_test_bin(), max_file_seconds=1,  # fr.other: not selected
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"},
+                               "source": {"receive_timeout": "5"},
+                               "stream": {"freshness_warn_seconds": "10"},
+                               "destination": {"type": "slow_avro_dir"}})
+        block = os.path.join(s.workdir, "sink-down")
+        s.extra["destination"]["flush_block_file"] = block
+        s.write_config()
+        p = s.start("run")
+        wait_streaming(p)
+        my.execute("INSERT INTO fr.t VALUES (1, 'a')")
+        # idle for 25 s: heartbeats keep it fresh
+        worst = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 25:
+            m = metrics(port)
+            f = metric(m, "sluice_freshness_seconds", stream="fr")
+            if f is not None and time.monotonic() - t0 > 5:
+                worst = max(worst, f)
+            self.assertEqual(metric(m, "sluice_alert_firing", stream="fr", alert="freshness"), 0, p.stderr_text()[-3000:])
+            time.sleep(1)
+        m = metrics(port)
+        self.assertGreater(metric(m, "sluice_heartbeats_received_total", stream="fr"), 5)
+        self.assertEqual(metric(m, "sluice_heartbeats_sent_total", stream="fr"), 0)
+        print(f"\n    idle binlog stream: freshness at most {worst:.1f} s over 20 s", end=" ")
+        self.assertLess(worst, 10)
+        r = s.run("status", "--json", timeout=60)
+        hb = json.loads(r.stdout)["streams"][0]["agent"]["heartbeats"]
+        self.assertTrue(hb["on"], hb)
+        self.assertEqual(hb["from"], "server")
+        self.assertGreater(hb["received"], 5)
+        r = s.run("status", timeout=60)
+        self.assertRegex(r.stdout, r"\n  heartbeats: the server's own, \d+ came back\n")
+
+        # busy elsewhere: a table the stream does not select is written every
+        # 0.2 s, so the server sends no heartbeat event; the commits of that
+        # table keep the stream fresh
+        my.execute("CREATE TABLE fr.other (id int AUTO_INCREMENT PRIMARY KEY, v varchar(20))")
+        worst = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 15:
+            my.execute("INSERT INTO fr.other (v) VALUES ('busy')")
+            m = metrics(port)
+            f = metric(m, "sluice_freshness_seconds", stream="fr")
+            worst = max(worst, f)
+            self.assertEqual(metric(m, "sluice_alert_firing", stream="fr", alert="freshness"), 0)
+            time.sleep(0.2)
+        print(f"busy server, quiet table: freshness at most {worst:.1f} s over 15 s", end=" ")
+        self.assertLess(worst, 10)
+
+        # stuck: a change the sink cannot make durable; the source is idle again
+        open(block, "w").close()
+        my.execute("INSERT INTO fr.t VALUES (2, 'b')")
+        t_stuck = time.monotonic()
+        got = wait_until(lambda: metric(metrics(port), "sluice_alert_firing", stream="fr", alert="freshness") == 1,
+                         40, "the freshness alert")
+        took = time.monotonic() - t_stuck
+        print(f"freshness alert {took:.1f} s after the pipeline stuck (freshness_warn_seconds 10)", end=" ")
+        self.assertTrue(got)
+        self.assertGreaterEqual(metric(metrics(port), "sluice_freshness_seconds", stream="fr"), 10)
+        self.assertIn('stream "fr": alert freshness (warning) fires: the last durable change or heartbeat is',
+                      p.stderr_text())
+        os.unlink(block)
+        wait_until(lambda: metric(metrics(port), "sluice_alert_firing", stream="fr", alert="freshness") == 0, 60,
+                   "freshness to resolve")
+        self.assertLess(metric(metrics(port), "sluice_freshness_seconds", stream="fr"), 10)
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
