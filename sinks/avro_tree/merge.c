@@ -240,6 +240,8 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 		return 0;
 	}
 	sl_buf_init(&key, 0);
+	if (b->moved_key.cap == 0)
+		sl_buf_init(&b->moved_key, 0);  /* a zeroed batch */
 	if (!c->values) {
 		snprintf(err, errlen, "table \"%s\": a %s change without its values", t->object, sl_op_name(c->op));
 		goto out;

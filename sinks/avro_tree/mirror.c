@@ -900,14 +900,21 @@ int sl_mirror_compact(struct sl_store *st, struct sl_ocf_codec *codec, const cha
 	rec.sequence = l.max_record + 1;
 	if (!(rec.stream = strdup(stream)))
 		goto oom;
-	/* One base file per schema version, each in CSN order. */
+	/* One base file per schema version (schema key), each in CSN order.
+	 * Files of one version may carry different schema texts (backfill rows
+	 * also name the source types): the first one read is used. */
 	for (int s = 0; s < m.nschemas; s++) {
-		struct sl_mentry **part = malloc((nrows ? nrows : 1) * sizeof *part);
+		struct sl_mentry **part;
 		size_t k = 0;
-		if (!part)
+		bool seen = false;
+		for (int e = 0; e < s && !seen; e++)
+			seen = !strcmp(m.schemas[e].schema_key, m.schemas[s].schema_key);
+		if (seen)
+			continue;
+		if (!(part = malloc((nrows ? nrows : 1) * sizeof *part)))
 			goto oom;
 		for (size_t i = 0; i < nrows; i++)
-			if (rows[i]->schema == s)
+			if (!strcmp(m.schemas[rows[i]->schema].schema_key, m.schemas[s].schema_key))
 				part[k++] = rows[i];
 		rc = k ? write_base(st, codec, stream, object, &m.schemas[s], part, k, &rec, &res->bytes_out, err,
 				    errlen) : 0;

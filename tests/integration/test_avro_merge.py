@@ -132,13 +132,13 @@ class PgMergeTest(PgTestCase):
         self.assert_mirror(s, "public_m1", "m1", ["id"], ["id", "v", "t"])
         r = s.run("compact", "--stream", "m1")
         self.assertEqual(r.rc, 0, r.describe())
-        self.assertIn("public_m1", r.out)
+        self.assertIn("public_m1", r.stdout)
         self.assertEqual(len(current_files(s.out, "m1", "public_m1")), 1)
         self.assert_mirror(s, "public_m1", "m1", ["id"], ["id", "v", "t"])
         v = s.run("verify", "--stream", "m1")
         self.assertEqual(v.rc, 0, v.describe())
         from check_output import check_tree
-        errors = check_tree(s.out)
+        _, errors = check_tree(s.out)
         self.assertEqual(errors, [], errors[:10])
 
     def test_unchanged_toast_values(self):
@@ -173,9 +173,8 @@ class PgMergeTest(PgTestCase):
         s = self.merge_sluice(stream="nokey", tables="public.nokey")
         r = s.run("run", "--until-caught-up")
         self.assertEqual(r.rc, 3, r.describe())
-        self.assertIn("has no primary key", r.err)
-        self.assertIn("nokey", r.err)
-        self.assertIn("key_columns", r.err)
+        self.assertIn('"public"."nokey"', r.stderr)
+        self.assertIn("primary key", r.stderr)
 
     def test_compact_while_running(self):
         pg = self.pg
@@ -226,8 +225,9 @@ def pg_workload(pg, rnd, n, big):
             elif t < 0.5:
                 cur.execute("UPDATE pa SET n = n + 1 WHERE id = %s", (i,))
             elif t < 0.6:
+                j = i + 1000 * rnd.randint(1, 3)
                 cur.execute("UPDATE pa SET id = %s WHERE id = %s AND NOT EXISTS (SELECT 1 FROM pa WHERE id = %s)",
-                            (i + 1000 * rnd.randint(1, 3), i, i + 1000))
+                            (j, i, j))
             elif t < 0.7:
                 cur.execute("DELETE FROM pa WHERE id = %s", (i,))
             elif t < 0.75:
@@ -273,7 +273,7 @@ class PgMergePropertyTest(PgTestCase):
                 for obj, table, keys, cols in (("public_pa", "pa", ["id"], ["id", "n", "body", "small"]),
                                                ("public_pb", "pb", ["k1", "k2"], ["k1", "k2", "v"])):
                     got, files = mirror(s.out, s.stream, obj, keys)
-                    self.assertLessEqual(len(files), 1)
+                    self.assertLessEqual(len(files), 1, files)
                     rows = pg.sql(f"SELECT {', '.join(cols)} FROM {table}")
                     want = {tuple(r[cols.index(k)] for k in keys): dict(zip(cols, r)) for r in rows}
                     self.assertEqual(set(got), set(want), f"seed {seed}: keys of {table}")
@@ -326,7 +326,7 @@ class MyMergePropertyTest(MyTestCase):
         s = self.sluice(stream="mynokey", tables="app.nokey", write_mode="merge")
         r = s.run("run", "--until-caught-up")
         self.assertEqual(r.rc, 3, r.describe())
-        self.assertIn("nokey", r.err)
+        self.assertIn("nokey", r.stderr)
 
     def test_property_kill9(self):
         my = self.my
