@@ -685,6 +685,11 @@ static int dir_store_new(struct sl_store *out, const char *path, char *err, size
 	return 0;
 }
 
+int sl_avro_dir_store(struct sl_store *out, const char *path, char *err, size_t errlen)
+{
+	return dir_store_new(out, path, err, errlen);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The sink                                                               */
 

@@ -58,4 +58,8 @@ extern const struct sl_sink_ops sl_avro_dir_ops;
  * sl_avro_dir_ops.open returned. */
 void sl_avro_dir_get_stats(void *ctx, struct sl_avro_stats *out);
 
+/* The folder store of path (store.h), closed with its ops->close: for
+ * reading a tree back (tests).  Returns 0, or -1 with a message in err. */
+int sl_avro_dir_store(struct sl_store *out, const char *path, char *err, size_t errlen);
+
 #endif
