@@ -22,7 +22,7 @@ import unittest
 import avro.datafile
 import avro.io
 
-from harness import PgTestCase, qident
+from harness import PgTestCase, S3Server, s3_available
 from harness_mysql import MyTestCase
 
 SEEDS = [int(s) for s in os.environ.get("SLUICE_TEST_SEED", "11,23,37").split(",")]
@@ -210,6 +210,46 @@ class PgMergeTest(PgTestCase):
         v = s.run("verify", "--stream", "busy")
         self.assertEqual(v.rc, 0, v.describe())
         self.assertGreater(ncompact, 2)
+
+
+class S3MergeTest(PgTestCase):
+    """The same tree in S3: merge mode, compaction and verify."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = s3_available()
+        if reason:
+            raise unittest.SkipTest(reason)
+        super().setUpClass()
+        cls.s3 = S3Server(buckets=("lake",))
+        cls.addClassCleanup(cls.s3.close)
+        cls.s3.start()
+
+    def test_s3_merge_and_compact(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE s3m (id int PRIMARY KEY, v int, body text)")
+        pg.execute("ALTER TABLE s3m ALTER body SET STORAGE EXTERNAL")
+        rnd = random.Random(9)
+        pg.execute("INSERT INTO s3m SELECT g, 0, %s FROM generate_series(1, 30) g",
+                   ("".join(rnd.choice("0123456789abcdef") for _ in range(9000)),))
+        s = self.sluice(stream="s3m", tables="public.s3m", write_mode="merge", s3=self.s3, prefix="cdc")
+        s.catch_up(self)
+        pg.execute("UPDATE s3m SET v = v + 1 WHERE id <= 10")
+        pg.execute("DELETE FROM s3m WHERE id > 25")
+        s.catch_up(self)
+        pg.execute("BEGIN; UPDATE s3m SET id = 100 WHERE id = 1; UPDATE s3m SET v = 7 WHERE id = 2; COMMIT")
+        s.catch_up(self)
+        r = s.run("compact", "--stream", "s3m")
+        self.assertEqual(r.rc, 0, r.describe())
+        tree = s.output_tree()
+        got, files = mirror(tree, "s3m", "public_s3m", ["id"])
+        self.assertEqual(len(files), 1, files)
+        rows = pg.sql("SELECT id, v, body FROM s3m")
+        self.assertEqual(set(got), {(r[0],) for r in rows})
+        for i, v, body in rows:
+            self.assertEqual((got[(i,)][0]["v"], got[(i,)][0]["body"]), (v, body), i)
+        vr = s.run("verify", "--stream", "s3m")
+        self.assertEqual(vr.rc, 0, vr.describe())
 
 
 def pg_workload(pg, rnd, n, big):
