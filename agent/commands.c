@@ -76,6 +76,39 @@ int sl_stream_verify(struct sl_config *cfg, struct sl_stream_config *sc, char *e
 	return sc->destination->ops->verify(sc->destination->conf, &st, stdout, err, errlen);
 }
 
+int sl_stream_compact(struct sl_config *cfg, struct sl_stream_config *sc, const char *table, char *err,
+		      size_t errlen)
+{
+	struct sl_sink_stream st = {
+		.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
+		.state_dir = cfg->state_dir,
+	};
+	const char *dot = table ? strchr(table, '.') : NULL;
+	char *ns = NULL, *object = NULL;
+	int rc;
+
+	if (sc->write_mode != SL_WRITE_MERGE || !sc->destination->ops->compact) {
+		snprintf(err, errlen, "stream \"%s\": only merge-mode output in a file destination is compacted (its "
+			 "write_mode is %s, destination \"%s\" is of type %s)", sc->name,
+			 sc->write_mode == SL_WRITE_MERGE ? "merge" : "append", sc->destination->name,
+			 sc->destination->type);
+		return SL_ECONFIG;
+	}
+	if (table && (!dot || dot == table || !dot[1])) {
+		snprintf(err, errlen, "--table \"%s\" is not SCHEMA.TABLE", table);
+		return SL_ECONFIG;
+	}
+	if (table && (!(ns = strndup(table, (size_t)(dot - table))) || !(object = sl_object_name(ns, dot + 1)))) {
+		free(ns);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sc->destination->ops->compact(sc->destination->conf, &st, object, stdout, err, errlen);
+	free(ns);
+	free(object);
+	return rc;
+}
+
 /* The alerts one look at the source raises, by the agent's rules
  * (ops/alerts.c) with the stream's thresholds: a single sample, so each
  * alert starts fresh and is evaluated as often as its fire_after asks.

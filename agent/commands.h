@@ -20,6 +20,13 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
  * problems, or another status with the message in err. */
 int sl_stream_verify(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen);
 
+/* `sluice compact`: folds the stream's merge-mode output (of table, a
+ * "SCHEMA.TABLE", or of every table when NULL) into a new base per table
+ * through its sink, printing a line per table to stdout.  SL_ECONFIG when
+ * the stream is not in merge mode or its destination cannot compact. */
+int sl_stream_compact(struct sl_config *cfg, struct sl_stream_config *sc, const char *table, char *err,
+		      size_t errlen);
+
 /* `sluice status`: sets the stream's status fields on the JSON object
  * out_json (a jansson json_t *): checkpoint, the source's position holder,
  * backfill state per table, and the alerts that fire. */

@@ -1,5 +1,6 @@
 /*
- * agent/main.c: the command line: check, run, status, backfill, verify, version.
+ * agent/main.c: the command line: check, run, status, backfill, verify, compact,
+ * version.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
  * 3 source prerequisites not met, 4 position lost.
  */
@@ -39,6 +40,8 @@ static const char usage_main[] =
 	"                                        request a (re-)backfill on the next run\n"
 	"  verify   -c FILE --stream NAME        check the output against its manifests:\n"
 	"                                        nothing missing, damaged or twice\n"
+	"  compact  -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
+	"                                        fold merge-mode files into a new base\n"
 	"  version                               print the version\n"
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
@@ -155,6 +158,28 @@ static const char usage_verify[] =
 	"\n"
 	"  -c, --config FILE     the configuration file\n"
 	"  -s, --stream NAME     the stream\n";
+
+static const char usage_compact[] =
+	"usage: sluice compact -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
+	"\n"
+	"For a stream with write_mode = merge and a file destination (avro_dir, s3):\n"
+	"folds the current files of each table (or of one) into a new base that holds\n"
+	"only the table's current rows (the record with the highest CSN per key, no\n"
+	"deleted row, nothing older than the latest TRUNCATE, which it keeps), then\n"
+	"records the replacement in <stream>/<object>/.compact-N.json and .base.json\n"
+	"and only then removes the replaced files.  It may run while an agent runs\n"
+	"the stream: files the agent publishes meanwhile stay as they are.  Two\n"
+	"compactions of a stream never overlap: it waits for the lock\n"
+	"<state_dir>/<stream>.compact.lock (the agent's automatic compaction skips\n"
+	"its turn while it is held).  Prints one line per table.\n"
+	"Exit 0 when done, 1 when it failed (the files are then as they were, or a\n"
+	"new base is there beside them: the next compaction folds it), 2 usage or\n"
+	"configuration error (also: the stream is not in merge mode), 3 when the\n"
+	"destination refuses the credentials or its bucket does not exist.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     the stream\n"
+	"  -t, --table S.T       only this table\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -804,6 +829,34 @@ static int cmd_verify(int argc, char **argv)
 	return 0;
 }
 
+static int cmd_compact(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct sl_stream_config *sc;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	int rc;
+
+	if ((rc = parse_opts(argc, argv, &o, "compact", "cst", usage_compact)) != 0)
+		return rc < 0 ? 0 : rc;
+	if (!o.stream) {
+		fprintf(stderr, "sluice: compact needs --stream NAME\n");
+		return 2;
+	}
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	if ((rc = known_stream(cfg, o.stream)) != 0)
+		return rc;
+	sc = sl_config_stream(cfg, o.stream);
+	rc = sl_stream_compact(cfg, sc, o.table, err, sizeof err);
+	sl_config_free(cfg);
+	if (rc < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? exit_code(rc) : 1;
+	}
+	return 0;
+}
+
 /* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
  * is a failure: exit 1 (or the command's own failure code) and say so on
  * stderr.  stdout is fully buffered into a file, so the error often shows
@@ -851,6 +904,8 @@ static int dispatch(int argc, char **argv)
 		return cmd_backfill(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return cmd_verify(argc - 1, argv + 1);
+	if (!strcmp(cmd, "compact"))
+		return cmd_compact(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
 }

@@ -106,6 +106,13 @@ struct sl_sink_ops {
 	int (*verify)(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err,
 		      size_t errlen);
 
+	/* Optional, for `sluice compact` (merge mode): folds the output of
+	 * object (NULL: of every object) into a new base, printing a line per
+	 * object to out; safe while an agent writes the stream.  Returns 0, or a
+	 * negative enum sl_status with the message in err. */
+	int (*compact)(const void *conf, const struct sl_sink_stream *st, const char *object, FILE *out, char *err,
+		       size_t errlen);
+
 	/* Opens the sink for stream st with its configuration conf (borrowed: it
 	 * outlives the context).  *ctx receives the context, freed by close(). */
 	int (*open)(void **ctx, const void *conf, const struct sl_sink_stream *st, char *err,

@@ -387,3 +387,89 @@ void sl_ocf_abort(struct sl_ocf_writer *w)
 		close(w->fd);
 	free_writer(w);
 }
+
+/* ---------------------------------------------------------------------- */
+/* Reading a header back                                                  */
+
+/* Reads one zigzag varint long from f.  0, or -1 at the end or when bad. */
+static int read_long(FILE *f, int64_t *out)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		int c = getc(f);
+		if (c == EOF)
+			return -1;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80)) {
+			*out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Reads a length-prefixed byte string of at most max bytes into b (reset first). */
+static int read_bytes(FILE *f, struct sl_buf *b, int64_t max)
+{
+	int64_t n;
+
+	sl_buf_reset(b);
+	if (read_long(f, &n) < 0 || n < 0 || n > max || sl_buf_reserve(b, (size_t)n + 1) < 0)
+		return -1;
+	if (n && fread(b->data, 1, (size_t)n, f) != (size_t)n)
+		return -1;
+	b->len = (size_t)n;
+	b->data[n] = '\0';
+	return 0;
+}
+
+int sl_ocf_read_schema(const char *path, struct sl_buf *out, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char magic[4];
+	struct sl_buf k, v;
+	int rc = -1;
+
+	if (!f) {
+		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
+		return -1;
+	}
+	sl_buf_init(&k, 0);
+	sl_buf_init(&v, 0);
+	if (fread(magic, 1, 4, f) != 4 || memcmp(magic, "Obj\x01", 4) != 0)
+		goto bad;
+	for (;;) {
+		int64_t count, size;
+		if (read_long(f, &count) < 0)
+			goto bad;
+		if (count == 0)
+			break;
+		if (count < 0) {
+			count = -count;
+			if (read_long(f, &size) < 0)
+				goto bad;
+		}
+		for (int64_t i = 0; i < count; i++) {
+			if (read_bytes(f, &k, 1 << 20) < 0 || read_bytes(f, &v, (int64_t)1 << 30) < 0)
+				goto bad;
+			if (!strcmp(k.data, "avro.schema")) {
+				sl_buf_reset(out);
+				sl_buf_append(out, v.data, v.len);
+				rc = sl_buf_failed(out) ? -1 : 0;
+				if (rc < 0)
+					snprintf(err, errlen, "\"%s\": out of memory", path);
+				goto out;
+			}
+		}
+	}
+	snprintf(err, errlen, "\"%s\": its header has no avro.schema", path);
+	goto out;
+bad:
+	snprintf(err, errlen, "\"%s\": not an Avro object container file, or its header is damaged", path);
+out:
+	sl_buf_free(&k);
+	sl_buf_free(&v);
+	fclose(f);
+	return rc;
+}

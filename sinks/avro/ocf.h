@@ -99,4 +99,10 @@ int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen);
  * removes the file. */
 void sl_ocf_abort(struct sl_ocf_writer *w);
 
+/* The reader's half: reads the avro.schema of the container file at path,
+ * exactly as its header holds it (logicalType, precision and the sluice
+ * properties kept), into out (reset first).  Returns 0, or -1 with a message
+ * in err naming the file. */
+int sl_ocf_read_schema(const char *path, struct sl_buf *out, char *err, size_t errlen);
+
 #endif

@@ -685,6 +685,11 @@ static int dir_store_new(struct sl_store *out, const char *path, char *err, size
 	return 0;
 }
 
+int sl_avro_dir_store(struct sl_store *out, const char *path, char *err, size_t errlen)
+{
+	return dir_store_new(out, path, err, errlen);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The sink                                                               */
 
@@ -701,10 +706,6 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	int rc;
 
 	*ctx = NULL;
-	if (st->mode == SL_WRITE_MERGE) {
-		snprintf(err, errlen, "avro_dir merge mode is not implemented yet");
-		return -1;
-	}
 	if (!dc->path || !*dc->path) {
 		snprintf(err, errlen, "destination \"%s\": path is not set", dest);
 		return -1;
@@ -734,6 +735,9 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	tc.compression_level = dc->compression_level;
 	tc.max_file_bytes = dc->max_file_bytes;
 	tc.max_file_seconds = dc->max_file_seconds;
+	tc.merge = st->mode == SL_WRITE_MERGE;
+	tc.compact_after_files = dc->compact_after_files;
+	tc.state_dir = st->state_dir;
 	if ((rc = sl_tree_open(&tree, store, &tc, st->name, err, errlen)) < 0)
 		return rc;
 	*ctx = tree;
@@ -755,6 +759,26 @@ static int ad_verify(const void *conf, const struct sl_sink_stream *st, FILE *ou
 	if (dir_store_new(&store, dc->path, err, errlen) < 0)
 		return SL_EFAIL;
 	rc = sl_tree_verify(store, st->name, out, err, errlen);
+	store.ops->close(store.ctx);
+	return rc;
+}
+
+/* `sluice compact` of an avro_dir destination. */
+static int ad_compact(const void *conf, const struct sl_sink_stream *st, const char *object, FILE *out, char *err,
+		      size_t errlen)
+{
+	const struct sl_avro_dir_conf *dc = conf;
+	struct sl_tree_conf tc;
+	struct sl_store store;
+	int rc;
+
+	if (dir_store_new(&store, dc->path, err, errlen) < 0)
+		return SL_EFAIL;
+	memset(&tc, 0, sizeof tc);
+	tc.codec = dc->codec;
+	tc.compression_level = dc->compression_level;
+	tc.state_dir = st->state_dir;
+	rc = sl_tree_compact(store, &tc, st->name, object, out, err, errlen);
 	store.ops->close(store.ctx);
 	return rc;
 }
@@ -821,6 +845,8 @@ static const struct sl_keydesc ad_keys[] = {
 	  .max = UINT64_MAX, FIELD(struct sl_avro_dir_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
 	  FIELD(struct sl_avro_dir_conf, max_file_seconds) },
+	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
+	  FIELD(struct sl_avro_dir_conf, compact_after_files) },
 };
 
 /* SL_KT_ENUM stores through the field's size. */
@@ -828,12 +854,13 @@ _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
 
 const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",
-	.caps = 0,  /* no merge mode yet */
+	.caps = SL_SINK_CAP_MERGE,
 	.keys = ad_keys,
 	.nkeys = sizeof ad_keys / sizeof ad_keys[0],
 	.conf_size = sizeof(struct sl_avro_dir_conf),
 	.check = ad_check,
 	.verify = ad_verify,
+	.compact = ad_compact,
 	.open = ad_open,
 	.write = sl_tree_write,
 	.mark = sl_tree_mark,

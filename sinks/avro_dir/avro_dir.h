@@ -19,8 +19,9 @@
  * Such a file holds rows that were never acknowledged, so the source sends
  * them again.  Only one agent may write a stream's folder at a time.
  *
- * merge mode is refused by open() for now (and the sink does not claim
- * SL_SINK_CAP_MERGE, so the configuration refuses it first).
+ * In merge mode (write_mode = merge) the tree writes one record per key per
+ * flushed file and compacts (sinks/avro_tree/mirror.h); compact() serves
+ * `sluice compact`.
  *
  * Its configuration, [destination.NAME] with type = avro_dir, fills a struct
  * sl_avro_dir_conf through the sink's key table (sl_avro_dir_ops.keys; doc/
@@ -46,6 +47,7 @@ struct sl_avro_dir_conf {
 	int compression_level;       /* deflate level 1-9, default 1 */
 	uint64_t max_file_bytes;     /* at least 1KB, default 64MB; 0 in a hand-made conf: 64MB */
 	uint64_t max_file_seconds;   /* 1-86400, default 60 */
+	uint64_t compact_after_files; /* merge mode: automatic compaction, default 64, 0 off */
 };
 
 /* The sink's operations; sl_sink_lookup("avro_dir") returns this table. */
@@ -55,5 +57,9 @@ extern const struct sl_sink_ops sl_avro_dir_ops;
  * visible, and decimal NaNs written as null) into *out.  ctx is the context
  * sl_avro_dir_ops.open returned. */
 void sl_avro_dir_get_stats(void *ctx, struct sl_avro_stats *out);
+
+/* The folder store of path (store.h), closed with its ops->close: for
+ * reading a tree back (tests).  Returns 0, or -1 with a message in err. */
+int sl_avro_dir_store(struct sl_store *out, const char *path, char *err, size_t errlen);
 
 #endif

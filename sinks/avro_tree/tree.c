@@ -28,6 +28,8 @@
 #include "common/util.h"
 #include "sinks/avro/avro_enc.h"
 #include "sinks/avro_tree/manifest.h"
+#include "sinks/avro_tree/merge.h"
+#include "sinks/avro_tree/mirror.h"
 
 struct sl_tree;
 
@@ -44,6 +46,11 @@ struct obj {
 	int64_t opened_ms;
 	char schema_written[17];       /* schema key of the schema file written in this run, "" none */
 	bool touched;                  /* a file of it was published by the flush under way */
+	/* merge mode */
+	struct sl_mbatch batch;        /* the batch's last change of each key */
+	struct sl_table *mtab;         /* a copy of the table version enc was made for */
+	struct sl_mschema cur;         /* enc's schema, parsed: the types unchanged values must have */
+	uint64_t since_compact;        /* files published since the last compaction */
 	struct obj *hnext;             /* hash chain */
 	struct obj *oprev, *onext;     /* open-file list, oldest first */
 };
@@ -81,6 +88,12 @@ struct sl_tree {
 	char *last_key;
 	struct sl_manifest_pos last_to;
 	struct sl_avro_stats stats;
+	/* merge mode */
+	bool merge;
+	uint64_t compact_after;
+	char *state_dir;
+	int64_t batch_ms;              /* when the oldest held change came, 0: none held */
+	uint64_t unchanged_missing;    /* rows whose unchanged values nothing could fill */
 };
 
 static uint32_t rand32(void)
@@ -519,6 +532,414 @@ out:
 }
 
 /* ---------------------------------------------------------------------- */
+/* Merge mode                                                             */
+
+/* A copy of table version tab: the changes' own version may be freed once
+ * write() returns, and a batch is encoded at flush time. */
+static struct sl_table *table_copy(const struct sl_table *tab)
+{
+	struct sl_table *c = sl_table_new(tab->ns, tab->name);
+
+	if (!c)
+		return NULL;
+	for (int i = 0; i < tab->ncols; i++) {
+		const struct sl_column *col = &tab->cols[i];
+		if (sl_table_add_column(c, col->name, col->type, col->precision, col->scale, col->src_type,
+					col->src_typmod, col->type_name, col->is_key) < 0)
+			goto fail;
+	}
+	if (sl_table_finish(c) < 0)
+		goto fail;
+	/* The version's own names and key, whatever finish derived. */
+	for (int i = 0; i < tab->ncols; i++) {
+		char *n = strdup(tab->cols[i].avro_name);
+		if (!n)
+			goto fail;
+		free(c->cols[i].avro_name);
+		c->cols[i].avro_name = n;
+	}
+	memcpy(c->schema_key, tab->schema_key, sizeof c->schema_key);
+	c->relid = tab->relid;
+	c->shape = tab->shape;
+	c->src_flags = tab->src_flags;
+	c->no_row_identity = tab->no_row_identity;
+	c->src = tab->src;
+	return c;
+fail:
+	sl_table_free(c);
+	return NULL;
+}
+
+/* The fill keys a lookup wants: sorted, for bsearch. */
+struct want {
+	const struct sl_mrow **rows;
+	size_t n;
+};
+
+static int cmp_fill(const void *a, const void *b)
+{
+	const struct sl_mrow *x = *(const struct sl_mrow *const *)a, *y = *(const struct sl_mrow *const *)b;
+	size_t n = x->filllen < y->filllen ? x->filllen : y->filllen;
+	int c = memcmp(x->fill, y->fill, n);
+
+	return c ? c : (x->filllen > y->filllen) - (x->filllen < y->filllen);
+}
+
+static bool wanted(void *arg, const void *key, size_t len)
+{
+	const struct want *w = arg;
+	struct sl_mrow probe;
+	const struct sl_mrow *pp = &probe;
+
+	probe.fill = (unsigned char *)key;
+	probe.filllen = len;
+	return bsearch(&pp, w->rows, w->n, sizeof *w->rows, cmp_fill) != NULL;
+}
+
+/* True if row r still has unchanged values to fill from the mirror. */
+static bool needs_fill(const struct sl_mrow *r)
+{
+	if (!r->fill || !r->vals)
+		return false;
+	for (int i = 0; i < r->ncols; i++)
+		if (r->vals[i].kind == SL_V_UNCHANGED)
+			return true;
+	return false;
+}
+
+/* Reads the rows of the fill keys of rows[] from the object's mirror into m
+ * (m stays empty when no row needs one). */
+static int lookup(struct sl_tree *t, struct obj *o, struct sl_mrow **rows, size_t n, struct sl_mirror *m,
+		  char *err, size_t errlen)
+{
+	struct want w = { NULL, 0 };
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		w.n += needs_fill(rows[i]);
+	if (w.n == 0)
+		return 0;
+	if (!(w.rows = malloc(w.n * sizeof *w.rows))) {
+		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+		return -1;
+	}
+	w.n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (needs_fill(rows[i]))
+			w.rows[w.n++] = rows[i];
+	qsort(w.rows, w.n, sizeof *w.rows, cmp_fill);
+	m->want = wanted;
+	m->want_arg = &w;
+	rc = sl_mirror_load(m, &t->store, t->stream, o->object, err, errlen);
+	m->want = NULL;
+	free(w.rows);
+	return rc;
+}
+
+/* Encodes r with the payload fields in fill[i] (Avro binary of the whole
+ * field, NULL: r's own value) into the open file. */
+static int put_filled(struct obj *o, const struct sl_mrow *r, const unsigned char **fill, const size_t *flen,
+		      char *err, size_t errlen)
+{
+	const struct sl_table *tab = o->mtab;
+	struct sl_value *vals = malloc(((size_t)tab->ncols + 1) * sizeof *vals);
+	size_t *off = malloc(((size_t)tab->ncols + 1) * sizeof *off);
+	struct sl_buf rec, pl, out;
+	struct sl_change c;
+	int rc = -1;
+
+	sl_buf_init(&rec, 0);
+	sl_buf_init(&pl, 0);
+	sl_buf_init(&out, 0);
+	if (!vals || !off)
+		goto oom;
+	memcpy(vals, r->vals, (size_t)tab->ncols * sizeof *vals);
+	for (int i = 0; i < tab->ncols; i++)
+		if (fill[i])
+			vals[i].kind = SL_V_NULL;  /* filled: not listed as unchanged */
+	sl_mrow_change(r, tab, &c);
+	c.values = vals;
+	if (sl_avro_enc_record(o->enc, &rec, &c, err, errlen) < 0)
+		goto out;
+	for (int i = 0; i < tab->ncols; i++) {
+		off[i] = pl.len;
+		if (sl_avro_put_value(&pl, &tab->cols[i], &vals[i], err, errlen) < 0)
+			goto out;
+	}
+	off[tab->ncols] = pl.len;
+	if (sl_buf_failed(&rec) || sl_buf_failed(&pl) || pl.len > rec.len)
+		goto oom;
+	/* The record ends with its payload: its fields, one after another. */
+	sl_buf_append(&out, rec.data, rec.len - pl.len);
+	for (int i = 0; i < tab->ncols; i++) {
+		if (fill[i])
+			sl_buf_append(&out, fill[i], flen[i]);
+		else
+			sl_buf_append(&out, pl.data + off[i], off[i + 1] - off[i]);
+	}
+	if (sl_buf_failed(&out))
+		goto oom;
+	rc = sl_ocf_append(o->w, out.data, out.len, err, errlen);
+	goto out;
+oom:
+	snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+out:
+	free(vals);
+	free(off);
+	sl_buf_free(&rec);
+	sl_buf_free(&pl);
+	sl_buf_free(&out);
+	return rc;
+}
+
+/* Writes r into o's open file, filling its unchanged values from m. */
+static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, const struct sl_mirror *m,
+		   const unsigned char **fill, size_t *flen, char *err, size_t errlen)
+{
+	const struct sl_mentry *e = NULL;
+	struct sl_change c;
+	int nfill = 0, missing = 0;
+
+	if (needs_fill(r)) {
+		e = sl_mirror_find(m, r->fill, r->filllen);
+		for (int i = 0; i < r->ncols; i++) {
+			fill[i] = NULL;
+			if (r->vals[i].kind != SL_V_UNCHANGED)
+				continue;
+			if (e && i < o->cur.nfields &&
+			    sl_mirror_field(m, e, o->mtab->cols[i].name, o->cur.types[i], &fill[i], &flen[i]) == 0)
+				nfill++;
+			else
+				missing++;
+		}
+		if (missing)
+			t->unchanged_missing++;
+		if (missing && (t->unchanged_missing & (t->unchanged_missing - 1)) == 0)
+			sl_warn("stream \"%s\": table \"%s\": change %s left %d value%s unchanged, and neither the batch "
+				"nor the files written before have the row to take them from: written as null and listed "
+				"in unchanged_columns (%" PRIu64 " such rows so far)", t->stream, o->object, r->csn, missing,
+				missing == 1 ? "" : "s", t->unchanged_missing);
+		if (nfill)
+			return put_filled(o, r, fill, flen, err, errlen);
+	}
+	sl_mrow_change(r, o->mtab, &c);
+	if (sl_avro_enc_record(o->enc, sl_ocf_record_buf(o->w), &c, err, errlen) < 0)
+		return -1;
+	return sl_ocf_record_done(o->w, err, errlen);
+}
+
+/* Writes o's batch as files (in CSN order, rotated at max_file_bytes) that
+ * wait on the done list, and empties it. */
+static int emit_batch(struct sl_tree *t, struct obj *o, char *err, size_t errlen)
+{
+	struct sl_mirror m;
+	struct sl_mrow **rows;
+	const unsigned char **fill = NULL;
+	size_t n, *flen = NULL;
+	int rc = -1;
+
+	if (o->batch.n == 0 && !o->batch.trunc)
+		return 0;
+	memset(&m, 0, sizeof m);
+	if (!(rows = sl_mbatch_sorted(&o->batch, &n)) ||
+	    !(fill = calloc((size_t)o->mtab->ncols + 1, sizeof *fill)) ||
+	    !(flen = calloc((size_t)o->mtab->ncols + 1, sizeof *flen))) {
+		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+		goto out;
+	}
+	if (lookup(t, o, rows, n, &m, err, errlen) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct sl_change c;
+		sl_mrow_change(rows[i], o->mtab, &c);
+		if (!o->w && (rc = open_file(t, o, &c, err, errlen)) < 0)
+			goto out;
+		rc = -1;
+		if (put_row(t, o, rows[i], &m, fill, flen, err, errlen) < 0)
+			goto out;
+		memcpy(o->last_csn, rows[i]->csn, sizeof o->last_csn);
+		t->stats.records++;
+		if (sl_ocf_size(o->w) >= t->max_file_bytes && (rc = finish_file(t, o, err, errlen)) < 0)
+			goto out;
+	}
+	if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
+		goto out;
+	sl_mbatch_clear(&o->batch);
+	rc = 0;
+out:
+	if (rc < 0 && o->w)
+		drop_open_file(t, o);
+	sl_mirror_free(&m);
+	free(rows);
+	free(fill);
+	free(flen);
+	return rc;
+}
+
+/* Makes o's encoder and table copy those of tab. */
+static int merge_version(struct sl_tree *t, struct obj *o, const struct sl_table *tab, char *err, size_t errlen)
+{
+	const char *schema;
+	size_t len;
+	char why[256];
+
+	sl_avro_enc_free(o->enc);
+	sl_table_free(o->mtab);
+	sl_mschema_free(&o->cur);
+	o->mtab = NULL;
+	if (!(o->enc = sl_avro_enc_new(tab, t->stream, err, errlen)))
+		return -1;
+	if (!(o->mtab = table_copy(tab))) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		return -1;
+	}
+	schema = sl_avro_enc_schema(o->enc, &len);
+	if (sl_mschema_parse(&o->cur, schema, len, why, sizeof why) < 0) {
+		snprintf(err, errlen, "table \"%s\": %s", tab->object, why);
+		return -1;
+	}
+	return 0;
+}
+
+static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change *c, char *err, size_t errlen)
+{
+	const struct sl_table *tab = c->table;
+	int rc;
+
+	if (c->op != SL_OP_TRUNCATE && !sl_table_has_key(tab)) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so write_mode = merge "
+			 "cannot mirror it in %s: name its key in the stream's key_columns (key_columns = %s.%s.COLUMN), "
+			 "give it a primary key or a replica identity, or use write_mode = append", t->stream, tab->ns,
+			 tab->name, t->store.ops->describe(t->store.ctx), tab->ns, tab->name);
+		return SL_EPREREQ;
+	}
+	if (!o->enc || strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key) != 0) {
+		/* A new table version: the batch of the old one goes to a file first. */
+		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
+			return rc;
+		if (merge_version(t, o, tab, err, errlen) < 0)
+			return -1;
+	}
+	if (sl_mbatch_put(&o->batch, c, err, errlen) < 0)
+		return -1;
+	if (!t->batch_ms)
+		t->batch_ms = sl_mono_ms();
+	t->pending = true;
+	return 0;
+}
+
+/* The bytes all batches hold. */
+static uint64_t batch_bytes(const struct sl_tree *t)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct obj *o = t->buckets[i]; o; o = o->hnext)
+			sum += o->batch.bytes;
+	return sum;
+}
+
+/* Writes every batch into files waiting for publication. */
+static int emit_all(struct sl_tree *t, char *err, size_t errlen)
+{
+	int rc;
+
+	for (size_t i = 0; i < t->nbuckets; i++)
+		for (struct obj *o = t->buckets[i]; o; o = o->hnext)
+			if ((rc = emit_batch(t, o, err, errlen)) < 0)
+				return rc;
+	t->batch_ms = 0;
+	return 0;
+}
+
+/* After a flush: compacts the objects that reached compact_after files,
+ * unless another compaction (sluice compact) runs.  A failure is logged: the
+ * files stay as they are and the next flush tries again. */
+static void auto_compact(struct sl_tree *t)
+{
+	char err[SL_ERRLEN];
+	int fd = -1;
+	bool busy = false;
+
+	if (!t->merge || !t->compact_after)
+		return;
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct obj *o = t->buckets[i]; o; o = o->hnext) {
+			struct sl_compact_result res;
+			int64_t t0;
+
+			if (o->since_compact < t->compact_after)
+				continue;
+			if (fd < 0 && !busy && sl_mirror_lock(t->state_dir, t->stream, false, &fd, &busy, err, sizeof err) < 0) {
+				sl_warn("stream \"%s\": no automatic compaction: %s", t->stream, err);
+				return;
+			}
+			if (busy) {
+				sl_debug("stream \"%s\": another compaction runs; \"%s\" waits", t->stream, o->object);
+				return;
+			}
+			t0 = sl_mono_ms();
+			if (sl_mirror_compact(&t->store, t->codec, t->stream, o->object, 2, &res, err, sizeof err) < 0) {
+				sl_warn("stream \"%s\": compacting \"%s\" failed (its files stay as they are): %s", t->stream,
+					o->object, err);
+				continue;
+			}
+			o->since_compact = 0;
+			if (res.record[0])
+				sl_info("stream \"%s\": compacted \"%s\": %zu files, %" PRIu64 " records into %zu base file%s, "
+					"%" PRIu64 " rows, %" PRIu64 " bytes, in %" PRId64 " ms", t->stream, o->object,
+					res.files_in, res.records_in, res.files_out, res.files_out == 1 ? "" : "s",
+					res.rows_out, res.bytes_out, sl_mono_ms() - t0);
+		}
+	}
+	sl_mirror_unlock(fd);
+}
+
+int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
+		    FILE *out, char *err, size_t errlen)
+{
+	struct sl_ocf_codec *codec = NULL;
+	char **objects = NULL;
+	size_t nobjects = 0;
+	int fd = -1, rc;
+	bool busy;
+
+	if ((rc = sl_mirror_lock(conf->state_dir, stream, true, &fd, &busy, err, errlen)) < 0)
+		return rc;
+	if ((rc = sl_ocf_codec_new(&codec, conf->codec, conf->compression_level, err, errlen)) < 0)
+		goto out;
+	if (object) {
+		if (!(objects = calloc(1, sizeof *objects)) || !(objects[0] = strdup(object))) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+			goto out;
+		}
+		nobjects = 1;
+	} else if ((rc = sl_mirror_objects(&store, stream, &objects, &nobjects, err, errlen)) < 0) {
+		goto out;
+	}
+	for (size_t i = 0; i < nobjects; i++) {
+		struct sl_compact_result res;
+		if ((rc = sl_mirror_compact(&store, codec, stream, objects[i], 1, &res, err, errlen)) < 0)
+			goto out;
+		if (res.record[0])
+			fprintf(out, "stream %s: %s: %zu files, %" PRIu64 " records -> %zu base file%s, %" PRIu64
+				" rows, %" PRIu64 " bytes (%s)\n", stream, objects[i], res.files_in, res.records_in,
+				res.files_out, res.files_out == 1 ? "" : "s", res.rows_out, res.bytes_out, res.record);
+		else
+			fprintf(out, "stream %s: %s: no files to compact\n", stream, objects[i]);
+	}
+	if (nobjects == 0)
+		fprintf(out, "stream %s: no files to compact in %s\n", stream, store.ops->describe(store.ctx));
+	rc = 0;
+out:
+	sl_mirror_free_keys(objects, nobjects);
+	sl_ocf_codec_free(codec);
+	sl_mirror_unlock(fd);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
 /* The sink operations                                                    */
 
 int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tree_conf *conf,
@@ -539,6 +960,12 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 	t->max_file_ms = conf->max_file_seconds > INT64_MAX / 1000 ? INT64_MAX
 								    : (int64_t)conf->max_file_seconds * 1000;
 	t->done_tail = &t->done;
+	t->merge = conf->merge;
+	t->compact_after = conf->compact_after_files;
+	if (conf->state_dir && !(t->state_dir = strdup(conf->state_dir))) {
+		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
+		goto fail;
+	}
 	t->nbuckets = 16;
 	t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
 	t->stream = strdup(stream);
@@ -570,6 +997,8 @@ int sl_tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen
 	}
 	if (tab->src)
 		t->desc = tab->src;
+	if (t->merge)
+		return merge_write(t, o, c, err, errlen);
 	if (!o->enc || strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key) != 0) {
 		/* A new table version starts a new file. */
 		if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
@@ -599,6 +1028,8 @@ bool sl_tree_flush_due(void *ctx, int64_t now_ms)
 
 	if (t->done)
 		return true;  /* a file reached max_file_bytes or a schema change closed one */
+	if (t->merge)
+		return t->batch_ms && (now_ms - t->batch_ms >= t->max_file_ms || batch_bytes(t) >= t->max_file_bytes);
 	return t->open_head && now_ms - t->open_head->opened_ms >= t->max_file_ms;
 }
 
@@ -659,6 +1090,8 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 	int rc;
 
 	memset(&m, 0, sizeof m);
+	if (t->merge && (rc = emit_all(t, err, errlen)) < 0)
+		return rc;
 	while (t->open_head) {
 		if ((rc = finish_file(t, t->open_head, err, errlen)) < 0)
 			return rc;
@@ -681,8 +1114,10 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 		memcpy(mf.last_csn, d->last_csn, sizeof mf.last_csn);
 		rc = sl_manifest_add_file(&m, &mf);
 		free(key);
-		if ((o = obj_find(t, d->object)))
+		if ((o = obj_find(t, d->object))) {
 			o->touched = true;
+			o->since_compact++;
+		}
 		t->done = d->next;
 		if (!t->done)
 			t->done_tail = &t->done;
@@ -715,6 +1150,7 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 			goto out;
 	}
 	t->pending = false;
+	auto_compact(t);
 	rc = 0;
 	if (t->has_mark) {
 		*durable = t->mark;
@@ -852,6 +1288,9 @@ void sl_tree_close(void *ctx)
 			if (o->w)
 				drop_open_file(t, o);
 			sl_avro_enc_free(o->enc);
+			sl_mbatch_free(&o->batch);
+			sl_table_free(o->mtab);
+			sl_mschema_free(&o->cur);
 			free(o->dir);
 			free(o->object);
 			free(o);
@@ -870,6 +1309,7 @@ void sl_tree_close(void *ctx)
 	free(t->stream);
 	free(t->last_key);
 	free(t->last_to.pos);
+	free(t->state_dir);
 	free(t);
 }
 

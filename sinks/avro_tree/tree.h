@@ -24,6 +24,14 @@
  * manifest that lists them as removed; files that also hold other records
  * are kept.
  *
+ * In merge mode (conf->merge) write() folds the changes of each object into
+ * a batch (merge.h: the last change of each key, deletes kept, a TRUNCATE
+ * clearing what came before it), and flush() writes each batch as a file in
+ * CSN order, after filling unchanged TOAST values that the batch could not
+ * from the object's mirror (mirror.h); then it compacts objects that reached
+ * compact_after_files, after the manifest, so the position it reports was
+ * durable before.
+ *
  * The store (store.h) does the storage: a tree owns its store and closes it.
  * A tree is used by one thread at a time (the stream's writer).
  */
@@ -48,6 +56,15 @@ struct sl_tree_conf {
 	int compression_level;       /* deflate 1-9 */
 	uint64_t max_file_bytes;     /* 0: SL_TREE_DEFAULT_MAX_FILE_BYTES */
 	uint64_t max_file_seconds;
+	/* Merge mode (mirror.h, merge.h): one record per key per flushed file. */
+	bool merge;
+	/* Merge mode: compact an object once this many of its files were
+	 * published since the agent started or since its last compaction (0:
+	 * never automatically). */
+	uint64_t compact_after_files;
+	/* Where the stream's compaction lock lives (the agent's state_dir);
+	 * NULL: no lock. */
+	const char *state_dir;
 };
 
 struct sl_tree;
@@ -68,6 +85,14 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 int sl_tree_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first,
 			     const char *csn_last, char *err, size_t errlen);
 void sl_tree_close(void *ctx);
+
+/* `sluice compact`: folds the current files of object (NULL: of every
+ * object) of stream on store (borrowed) into a new base each (mirror.h),
+ * holding the stream's compaction lock in conf->state_dir, and prints one
+ * line per object to out.  Safe while an agent writes the stream.  Returns
+ * 0, or a negative enum sl_status with a message in err. */
+int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
+		    FILE *out, char *err, size_t errlen);
 
 /* Counters: records written, files published. */
 void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out);

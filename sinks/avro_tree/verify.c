@@ -10,6 +10,11 @@
  *     whose record count or first and last CSN differ from the manifest;
  *   - records present twice (the same uuid in two places).
  *
+ * Merge mode's compaction records ("<stream>/<object>/.compact-N.json",
+ * mirror.h) count as manifests outside the chain: their "files" (the new
+ * base) are checked like the others, and their "removed" (the files the
+ * base replaced) are accounted for.
+ *
  * Files that no manifest lists (written by a run that stopped before its
  * manifest; their records were written again afterwards) and files listed as
  * removed that are still there are noted, not counted as problems.
@@ -41,7 +46,8 @@ struct entry {
 	char *key;
 	uint64_t size;               /* listed size */
 	bool listed;                 /* present in the store */
-	int64_t manifest;            /* sequence of the manifest listing it, or 0 */
+	int64_t manifest;            /* sequence of the manifest listing it, or 0 (-1: a compaction record) */
+	const char *by;              /* the compaction record listing it, when manifest is -1 */
 	bool removed;                /* a manifest lists it as removed */
 	const struct sl_manifest_file *mf;  /* its manifest entry */
 	struct entry *next;
@@ -207,6 +213,10 @@ struct verify {
 	size_t nseqs, seqs_alloc;
 	struct sl_manifest *mans;    /* the readable manifests, by sequence */
 	size_t nmans;
+	char **recs;                 /* the keys of merge mode's compaction records */
+	size_t nrecs, recs_alloc;
+	struct sl_manifest *recm;    /* those records, read */
+	size_t nrecm;
 	struct entry **files;        /* the files to check, in manifest order */
 	size_t nfiles, files_alloc;
 	struct uset uuids;
@@ -260,6 +270,20 @@ static int note_key(void *arg, const char *key, uint64_t size)
 	e->listed = true;
 	e->size = size;
 	base = base ? base + 1 : key;
+	if (!strncmp(base, ".compact-", 9) && strlen(base) > 14 && !strcmp(base + strlen(base) - 5, ".json")) {
+		if (v->nrecs == v->recs_alloc) {
+			size_t na = v->recs_alloc ? v->recs_alloc * 2 : 16;
+			char **nr = realloc(v->recs, na * sizeof *nr);
+			if (!nr) {
+				v->oom = true;
+				return -1;
+			}
+			v->recs = nr;
+			v->recs_alloc = na;
+		}
+		v->recs[v->nrecs++] = e->key;
+		return 0;
+	}
 	if (strstr(key, "/" SL_MANIFEST_DIR "/") && sl_manifest_name(base, &seq)) {
 		if (v->nseqs == v->seqs_alloc) {
 			size_t na = v->seqs_alloc ? v->seqs_alloc * 2 : 64;
@@ -435,6 +459,83 @@ static int check_latest(struct verify *v, char *err, size_t errlen)
 }
 
 /* Collects the files the manifests list, and those they remove. */
+/* Reads the compaction records. */
+static int load_records(struct verify *v, char *err, size_t errlen)
+{
+	struct sl_buf body;
+	char why[256];
+	int rc = 0;
+
+	if (!v->nrecs)
+		return 0;
+	if (!(v->recm = calloc(v->nrecs, sizeof *v->recm))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	sl_buf_init(&body, 0);
+	for (size_t i = 0; i < v->nrecs && rc == 0; i++) {
+		sl_buf_reset(&body);
+		rc = v->store.ops->get(v->store.ctx, v->recs[i], &body, err, errlen);
+		if (rc == SL_STORE_NOT_FOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		if (sl_manifest_decode(&v->recm[v->nrecm], body.data ? body.data : "", body.len, why, sizeof why) < 0)
+			problem(v, "compaction record %s cannot be read: %s", v->recs[i], why);
+		else
+			v->nrecm++;
+	}
+	sl_buf_free(&body);
+	return rc;
+}
+
+static int add_check(struct verify *v, struct entry *e)
+{
+	if (v->nfiles == v->files_alloc) {
+		size_t na = v->files_alloc ? v->files_alloc * 2 : 256;
+		struct entry **nf = realloc(v->files, na * sizeof *nf);
+		if (!nf)
+			return -1;
+		v->files = nf;
+		v->files_alloc = na;
+	}
+	v->files[v->nfiles++] = e;
+	return 0;
+}
+
+/* The files of compaction records: bases to check, replaced files gone. */
+static int collect_records(struct verify *v)
+{
+	for (size_t i = 0; i < v->nrecm; i++) {
+		struct sl_manifest *m = &v->recm[i];
+
+		for (size_t k = 0; k < m->nfiles; k++) {
+			struct entry *e = map_get(&v->keys, m->files[k].path, true);
+			if (!e)
+				return -1;
+			if (e->manifest) {
+				problem(v, "%s is listed twice (by a manifest and compaction record %s)", e->key,
+					v->recs[i]);
+				continue;
+			}
+			e->manifest = -1;
+			e->by = v->recs[i];
+			e->mf = &m->files[k];
+			if (add_check(v, e) < 0)
+				return -1;
+		}
+		for (size_t k = 0; k < m->nremoved; k++) {
+			struct entry *e = map_get(&v->keys, m->removed[k], true);
+			if (!e)
+				return -1;
+			e->removed = true;
+		}
+	}
+	return 0;
+}
+
 static int collect_files(struct verify *v)
 {
 	for (size_t i = 0; i < v->nmans; i++) {
@@ -557,7 +658,10 @@ static int check_files(struct verify *v, char *err, size_t errlen)
 		if (e->removed)
 			continue;
 		if (!e->listed) {
-			fproblem(v, "%s is missing (listed by manifest %" PRId64 ")", e->key, e->manifest);
+			if (e->manifest < 0)
+				fproblem(v, "%s is missing (the base of compaction record %s)", e->key, e->by);
+			else
+				fproblem(v, "%s is missing (listed by manifest %" PRId64 ")", e->key, e->manifest);
 			continue;
 		}
 		if (e->size != e->mf->bytes) {
@@ -590,7 +694,8 @@ static void check_unlisted(struct verify *v)
 			if (!e->listed || !sl_tree_data_name(base ? base + 1 : e->key, NULL, NULL))
 				continue;
 			if (e->removed) {
-				note(v, "%s, removed with an interrupted backfill, is still there", e->key);
+				note(v, "%s, removed with an interrupted backfill or replaced by a compaction, is still there",
+				     e->key);
 			} else if (!e->manifest) {
 				unlisted++;
 				note(v, "%s is in no manifest", e->key);
@@ -640,7 +745,9 @@ int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *e
 	check_chain(&v);
 	if ((rc = check_latest(&v, err, errlen)) < 0)
 		goto fail;
-	if (collect_files(&v) < 0) {
+	if ((rc = load_records(&v, err, errlen)) < 0)
+		goto fail;
+	if (collect_files(&v) < 0 || collect_records(&v) < 0) {
 		v.oom = true;
 		goto fail;
 	}
@@ -671,6 +778,10 @@ out:
 	for (size_t i = 0; i < v.nmans; i++)
 		sl_manifest_free(&v.mans[i]);
 	free(v.mans);
+	for (size_t i = 0; i < v.nrecm; i++)
+		sl_manifest_free(&v.recm[i]);
+	free(v.recm);
+	free(v.recs);
 	free(v.seqs);
 	free(v.files);
 	free(v.uuids.s);

@@ -591,10 +591,6 @@ static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss
 	int rc;
 
 	*ctx = NULL;
-	if (ss->mode == SL_WRITE_MERGE) {
-		snprintf(err, errlen, "s3 merge mode is not implemented yet");
-		return -1;
-	}
 	if (!ss->name || !*ss->name || strchr(ss->name, '/')) {
 		snprintf(err, errlen, "stream name \"%s\" cannot name a key prefix", ss->name ? ss->name : "");
 		return -1;
@@ -615,6 +611,9 @@ static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss
 	tc.compression_level = c->compression_level;
 	tc.max_file_bytes = c->max_file_bytes;
 	tc.max_file_seconds = c->max_file_seconds;
+	tc.merge = ss->mode == SL_WRITE_MERGE;
+	tc.compact_after_files = c->compact_after_files;
+	tc.state_dir = ss->state_dir;
 	if ((rc = sl_tree_open(&tree, store, &tc, ss->name, err, errlen)) < 0)
 		return rc;
 	sl_s3_set_max_attempts(st->s3, 0);
@@ -678,6 +677,29 @@ static int s3_verify(const void *conf, const struct sl_sink_stream *ss, FILE *ou
 	store.ops = &s3_store_ops;
 	store.ctx = st;
 	rc = sl_tree_verify(store, ss->name, out, err, errlen);
+	s3_close(st);
+	return rc;
+}
+
+/* `sluice compact` of an s3 destination. */
+static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const char *object, FILE *out, char *err,
+		      size_t errlen)
+{
+	const struct sl_s3_conf *c = conf;
+	struct sl_tree_conf tc;
+	struct s3_store *st;
+	struct sl_store store;
+	int rc;
+
+	if ((rc = s3_store_new(&st, c, ss, 3, err, errlen)) < 0)
+		return rc;
+	store.ops = &s3_store_ops;
+	store.ctx = st;
+	memset(&tc, 0, sizeof tc);
+	tc.codec = c->codec;
+	tc.compression_level = c->compression_level;
+	tc.state_dir = ss->state_dir;
+	rc = sl_tree_compact(store, &tc, ss->name, object, out, err, errlen);
 	s3_close(st);
 	return rc;
 }
@@ -752,6 +774,8 @@ static const struct sl_keydesc s3_keys[] = {
 	{ .name = "part_size", .type = SL_KT_BYTES, .def = "16MB", .min = SL_S3_MIN_PART, .max = (uint64_t)5 << 30,
 	  FIELD(struct sl_s3_conf, part_size) },
 	{ .name = "spool_dir", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(struct sl_s3_conf, spool_dir) },
+	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
+	  FIELD(struct sl_s3_conf, compact_after_files) },
 };
 
 /* SL_KT_ENUM stores through the field's size. */
@@ -759,13 +783,14 @@ _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
 
 const struct sl_sink_ops sl_s3_ops = {
 	.type = "s3",
-	.caps = 0,  /* append mode only, as avro_dir */
+	.caps = SL_SINK_CAP_MERGE,
 	.keys = s3_keys,
 	.nkeys = sizeof s3_keys / sizeof s3_keys[0],
 	.conf_size = sizeof(struct sl_s3_conf),
 	.conf_check = s3_conf_check,
 	.check = s3_check,
 	.verify = s3_verify,
+	.compact = s3_compact,
 	.open = s3_open,
 	.write = sl_tree_write,
 	.mark = sl_tree_mark,

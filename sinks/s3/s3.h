@@ -62,6 +62,7 @@ struct sl_s3_conf {
 	uint64_t max_file_seconds;
 	uint64_t part_size;          /* default 16MB, at least 5MB */
 	char *spool_dir;             /* NULL: the agent's state_dir */
+	uint64_t compact_after_files; /* merge mode: automatic compaction, default 64, 0 off */
 };
 
 extern const struct sl_sink_ops sl_s3_ops;

@@ -964,7 +964,7 @@ class Sluice:
 
     def argv(self, *args, config=None):
         argv = [self.binary] + list(args)
-        if args and args[0] in ("check", "run", "status", "backfill", "verify") and "-c" not in args:
+        if args and args[0] in ("check", "run", "status", "backfill", "verify", "compact") and "-c" not in args:
             argv[2:2] = ["-c", config or self.config_path]
         return argv
 

@@ -79,8 +79,9 @@ def _installed_template():
     """A data directory made by mariadb-install-db once per process; each
     server copies it (installing takes seconds, copying a fraction)."""
     with _template_lock:
-        if "dir" in _template:
+        if "dir" in _template and os.path.isdir(os.path.join(_template["dir"], "data")):
             return _template["dir"]
+        # (harness.close_all(), e.g. test_harness.py's, removes it: make it again)
         d = tempfile.mkdtemp(prefix="sluice-mariadb-template-")
         tmp = os.path.join(d, "tmp")
         os.mkdir(tmp)

@@ -93,12 +93,6 @@ class ConfigErrorTest(unittest.TestCase):
         self.expect(lines, n, 'bad value "gcs" for key "type": no sink implements this destination type '
                     '(supported: avro_dir, clickhouse, s3)')
 
-    def test_merge_refused_for_avro_dir(self):
-        lines = [("write_mode = merge" if l == "write_mode = append" else l) for l in self.base]
-        n = self.line_of(lines, "write_mode = merge")
-        self.expect(lines, n, 'destination "out" (avro_dir) does not support write_mode = merge; '
-                    'use write_mode = append')
-
     def test_missing_file_and_bad_usage(self):
         r = self.s.run("check", config=os.path.join(self.s.workdir, "nonexistent.ini"), timeout=30)
         self.assertEqual(r.rc, 2, r.describe())

@@ -30,6 +30,8 @@
 #include "sinks/avro/avro_enc.h"
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/avro_tree/manifest.h"
+#include "sinks/avro_tree/merge.h"
+#include "sinks/avro_tree/mirror.h"
 #include "sinks/sink.h"
 #include "tests/unit/avro_testlib.h"
 
@@ -271,21 +273,178 @@ static void test_registry(void **state)
 	assert_null(sl_sink_lookup(NULL));
 }
 
-static void test_merge_refused(void **state)
+/* Merge mode's per-batch folding (merge.h): the last change of a key wins,
+ * deletes stay as deleted rows, a TRUNCATE clears what came before it, and
+ * an unchanged value comes from the key's row in the batch or, after a key
+ * change, from the old key's row; else the row names the key to fill from. */
+static void test_merge_batch_fold(void **state)
+{
+	struct sl_mbatch b;
+	struct sl_mrow **rows;
+	struct sl_value v[2];
+	struct sl_change c;
+	size_t n;
+	char err[512];
+
+	(void)state;
+	memset(&b, 0, sizeof b);
+	v[0] = tl_int(1);
+	v[1] = tl_str("one");
+	tl_change(&c, g_customers, SL_OP_INSERT, v, 10, 1, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	v[1] = tl_unchanged();
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 10, 2, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	/* key change 1 -> 2: the UPDATE-INSERT takes "one" from the old key's row */
+	v[1] = tl_null();
+	tl_change(&c, g_customers, SL_OP_UPDATE_DELETE, v, 10, 3, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	v[0] = tl_int(2);
+	v[1] = tl_unchanged();
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 10, 4, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	/* key 3: nothing in the batch, so it waits for the mirror */
+	v[0] = tl_int(3);
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 11, 1, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	rows = sl_mbatch_sorted(&b, &n);
+	assert_int_equal(n, 3);
+	assert_int_equal(rows[0]->op, SL_OP_UPDATE_DELETE);  /* key 1, deleted */
+	assert_true(rows[0]->deleted);
+	assert_int_equal(rows[1]->op, SL_OP_UPDATE_INSERT);  /* key 2 */
+	assert_int_equal(rows[1]->vals[1].kind, SL_V_STRING);
+	assert_memory_equal(rows[1]->vals[1].p, "one", 3);
+	assert_null(rows[1]->fill);
+	assert_int_equal(rows[2]->vals[1].kind, SL_V_UNCHANGED);  /* key 3 */
+	assert_non_null(rows[2]->fill);
+	assert_memory_equal(rows[2]->fill, rows[2]->key, rows[2]->keylen);
+	free(rows);
+	/* a TRUNCATE clears the batch and stays as its marker */
+	tl_change(&c, g_customers, SL_OP_TRUNCATE, NULL, 12, 1, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	v[0] = tl_int(4);
+	v[1] = tl_str("four");
+	tl_change(&c, g_customers, SL_OP_INSERT, v, 12, 2, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	rows = sl_mbatch_sorted(&b, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0]->op, SL_OP_TRUNCATE);
+	assert_int_equal(rows[1]->op, SL_OP_INSERT);
+	free(rows);
+	sl_mbatch_free(&b);
+}
+
+static void *open_merge_sink(uint64_t compact_after)
 {
 	struct sl_avro_dir_conf dc;
 	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake", NULL };
 	char err[512];
-	void *ctx = (void *)1;
+	void *ctx;
 
-	(void)state;
+	st.state_dir = g_dir;
 	memset(&dc, 0, sizeof dc);
 	dc.path = g_dir;
 	dc.codec = SL_CODEC_DEFLATE;
 	dc.compression_level = 1;
-	assert_int_equal(sl_avro_dir_ops.open(&ctx, &dc, &st, err, sizeof err), -1);
-	assert_null(ctx);
-	assert_string_equal(err, "avro_dir merge mode is not implemented yet");
+	dc.max_file_bytes = 64 << 20;
+	dc.max_file_seconds = 60;
+	dc.compact_after_files = compact_after;
+	if (sl_avro_dir_ops.open(&ctx, &dc, &st, err, sizeof err) != 0)
+		fail_msg("open: %s", err);
+	return ctx;
+}
+
+static void put_customer(void *ctx, enum sl_op op, uint64_t pos, uint32_t seq, int64_t id, struct sl_value name)
+{
+	struct sl_value v[2] = { tl_int(id), name };
+	struct sl_change c;
+	char err[512];
+
+	tl_change(&c, g_customers, op, v, pos, seq, TS0);
+	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
+		fail_msg("write: %s", err);
+}
+
+static size_t count_data_files(void)
+{
+	size_t n, vis = 0;
+	char **l = tl_list_files(g_dir, &n);
+
+	for (size_t i = 0; i < n; i++) {
+		const char *b = strrchr(l[i], '/');
+		vis += b && b[1] != '.' && strstr(b, ".avro");
+	}
+	tl_free_list(l, n);
+	return vis;
+}
+
+/* Three flushes, then compaction (by sluice compact and automatically): one
+ * base with the current rows, the unchanged value filled from the files,
+ * and verify passes. */
+static void test_merge_compact(void **state)
+{
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake", NULL };
+	struct sl_store store;
+	struct sl_mirror m;
+	struct sl_buf key;
+	const struct sl_mentry *e;
+	const unsigned char *p;
+	size_t len;
+	char err[512];
+	FILE *out;
+	void *ctx;
+
+	(void)state;
+	st.state_dir = g_dir;
+	ctx = open_merge_sink(3);
+	for (int i = 1; i <= 5; i++)
+		put_customer(ctx, SL_OP_INSERT, 10, (uint32_t)i, i, tl_str("first"));
+	flush(ctx);
+	put_customer(ctx, SL_OP_DELETE, 11, 1, 2, tl_null());
+	put_customer(ctx, SL_OP_UPDATE_INSERT, 11, 2, 3, tl_str("third"));
+	flush(ctx);
+	assert_int_equal(count_data_files(), 2);
+	/* key 4's name is unchanged and not in the batch: from the files */
+	put_customer(ctx, SL_OP_UPDATE_INSERT, 12, 1, 4, tl_unchanged());
+	flush(ctx);  /* the third file: compacted automatically */
+	sl_avro_dir_ops.close(ctx);
+	assert_int_equal(count_data_files(), 1);
+
+	memset(&dc, 0, sizeof dc);
+	dc.path = g_dir;
+	dc.codec = SL_CODEC_DEFLATE;
+	dc.compression_level = 1;
+	out = tmpfile();
+	assert_int_equal(sl_avro_dir_ops.compact(&dc, &st, "public_customers", out, err, sizeof err), 0);
+	assert_int_equal(sl_avro_dir_ops.verify(&dc, &st, out, err, sizeof err), 0);
+	fclose(out);
+	assert_int_equal(count_data_files(), 1);
+
+	/* the mirror: keys 1, 3, 4, 5; 3 is "third", 4 kept "first" */
+	assert_int_equal(sl_avro_dir_store(&store, g_dir, err, sizeof err), 0);
+	memset(&m, 0, sizeof m);
+	assert_int_equal(sl_mirror_load(&m, &store, "s1", "public_customers", err, sizeof err), 0);
+	sl_buf_init(&key, 0);
+	for (int i = 1; i <= 5; i++) {
+		struct sl_value k = tl_int(i);
+		sl_buf_reset(&key);
+		assert_int_equal(sl_avro_put_value(&key, &g_customers->cols[0], &k, err, sizeof err), 0);
+		e = sl_mirror_find(&m, key.data, key.len);
+		if (i == 2) {
+			assert_null(e);
+			continue;
+		}
+		assert_non_null(e);
+		assert_int_equal(sl_mirror_field(&m, e, "name", "[\"null\",\"string\"]", &p, &len), 0);
+		if (i == 3)
+			assert_memory_equal(p + 2, "third", 5);
+		else
+			assert_memory_equal(p + 2, "first", 5);
+	}
+	sl_buf_free(&key);
+	sl_mirror_free(&m);
+	store.ops->close(store.ctx);
 }
 
 static void test_layout(void **state)
@@ -1166,7 +1325,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_registry, per_test_setup, per_test_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_refused, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_batch_fold, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_schema_change, per_test_setup, per_test_teardown),

@@ -1021,9 +1021,9 @@ static void test_avro_dir_keys(void **state)
 	char ini[1024];
 
 	assert_string_equal(sl_avro_dir_ops.type, "avro_dir");
-	assert_int_equal(sl_avro_dir_ops.nkeys, 5);
+	assert_int_equal(sl_avro_dir_ops.nkeys, 6);
 	assert_int_equal(sl_avro_dir_ops.conf_size, sizeof(struct sl_avro_dir_conf));
-	assert_int_equal(sl_avro_dir_ops.caps & SL_SINK_CAP_MERGE, 0);
+	assert_int_equal(sl_avro_dir_ops.caps & SL_SINK_CAP_MERGE, SL_SINK_CAP_MERGE);
 
 	/* Defaults; the type line may come after the keys. */
 	cfg = LOAD_OK(f, "[destination.d]\npath = /x\ntype = avro_dir\n" MINIMAL);
@@ -1034,6 +1034,7 @@ static void test_avro_dir_keys(void **state)
 	assert_int_equal(ad->compression_level, 1);
 	assert_int_equal(ad->max_file_bytes, 64 * MiB);
 	assert_int_equal(ad->max_file_seconds, 60);
+	assert_int_equal(ad->compact_after_files, 64);
 	sl_config_free(cfg);
 
 	/* The bounds, inclusive. */
@@ -1167,20 +1168,16 @@ static void test_clickhouse_keys(void **state)
 	EXPECT_ERR(f, ini, ":15: key \"path\" applies only to type avro_dir, not to clickhouse");
 }
 
-/* write_mode = merge is refused at load time for a sink without
- * SL_SINK_CAP_MERGE, on the write_mode line. */
+/* write_mode = merge loads for avro_dir, which declares SL_SINK_CAP_MERGE
+ * (a sink without it is refused on the write_mode line, agent/config.c). */
 static void test_merge_refused(void **state)
 {
 	struct fx *f = *state;
 	struct sl_config *cfg;
 
-	EXPECT_ERR(f, MINIMAL "backfill = none\nwrite_mode = merge\n",
-		   ":13: destination \"lake\" (avro_dir) does not support write_mode = merge; use "
-		   "write_mode = append");
-	EXPECT_ERR(f, "[stream.s]\nwrite_mode = merge\nsource = shop\ndestination = lake\n"
-		   "tables = a.b\n" MINIMAL,
-		   ":2: destination \"lake\" (avro_dir) does not support write_mode = merge; use "
-		   "write_mode = append");
+	cfg = LOAD_OK(f, MINIMAL "backfill = none\nwrite_mode = merge\n");
+	assert_int_equal(cfg->streams[0].write_mode, SL_WRITE_MERGE);
+	sl_config_free(cfg);
 	cfg = LOAD_OK(f, MINIMAL "write_mode = append\n");
 	assert_int_equal(cfg->streams[0].write_mode, SL_WRITE_APPEND);
 	sl_config_free(cfg);

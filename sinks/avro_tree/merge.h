@@ -1,0 +1,95 @@
+/*
+ * sinks/avro_tree/merge.h: merge mode's per-batch folding for the Avro file
+ * tree.  Between two flushes, each object (table) keeps only the latest
+ * change of each primary key, copied (struct sl_mrow), plus its latest
+ * TRUNCATE, which clears every row held before it.  Deletes are kept as
+ * deleted rows (DELETE, UPDATE-DELETE): a file must carry them, so that a
+ * reader drops the key.
+ *
+ * Unchanged TOAST values (SL_V_UNCHANGED, PostgreSQL): an UPDATE-INSERT
+ * takes them from the row the UPDATE-DELETE just before it removed (a key
+ * change: the old key's row), else from the key's row held in the batch.
+ * When the batch has no such row, the row keeps SL_V_UNCHANGED and names in
+ * `fill` the key whose row in the mirror (the files already published,
+ * mirror.h) fills them when the batch is written.
+ *
+ * The key of a row is the Avro binary encoding of its key columns' payload
+ * fields, one after another: the same bytes a reader of a published file
+ * gets by re-encoding those fields (mirror.c), so keys compare across the
+ * batch and the files.
+ *
+ * A batch is used by one thread.  Memory: one copy of each held row.
+ */
+#ifndef SLUICE_SINKS_AVRO_TREE_MERGE_H
+#define SLUICE_SINKS_AVRO_TREE_MERGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "schema/schema.h"
+
+/* A held change: one allocation with its values, their bytes and its keys. */
+struct sl_mrow {
+	size_t size;                   /* bytes of the allocation */
+	enum sl_op op;
+	char csn[SL_CSN_LEN + 1];
+	struct sl_position pos;
+	uint64_t csn_pos;
+	uint32_t seq;
+	int64_t source_ts_us, read_ts_us;
+	uint64_t tx_id;
+	unsigned char uuid[16];
+	const char *read_method;       /* static: the source descriptor's */
+	int ncols;
+	struct sl_value *vals;         /* ncols values; NULL for a TRUNCATE */
+	unsigned char *key;            /* the key's bytes (see above) */
+	size_t keylen;
+	unsigned char *fill;           /* the key whose mirror row fills SL_V_UNCHANGED values, or NULL */
+	size_t filllen;
+	bool deleted;                  /* DELETE, UPDATE-DELETE */
+};
+
+struct sl_mbatch {
+	struct sl_mrow **rows;         /* held rows, first-seen order */
+	size_t n, alloc;
+	uint32_t *slots;               /* open addressing: row index + 1, 0 empty */
+	size_t nslots;
+	struct sl_mrow *trunc;         /* the batch's latest TRUNCATE, or NULL */
+	uint64_t bytes;                /* held bytes */
+	/* The UPDATE-DELETE just written: its UPDATE-INSERT comes next. */
+	bool moved_set;
+	uint64_t moved_pos;
+	uint32_t moved_seq;
+	struct sl_buf moved_key;
+	struct sl_mrow *moved_row;     /* the old key's held row, or NULL */
+	uint64_t filled;               /* unchanged values filled from the batch */
+};
+
+/* Appends the key bytes of values (of table t) to out.  Returns 0, or -1
+ * with a message in err naming the table and the column. */
+int sl_mrow_key(const struct sl_table *t, const struct sl_value *vals, struct sl_buf *out, char *err,
+		size_t errlen);
+
+/* Folds change c into b.  c must be of a table with a key (TRUNCATE aside).
+ * Returns 0, or -1 with a message in err. */
+int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, size_t errlen);
+
+/* The held rows and the TRUNCATE in CSN order, in a new array (free() it;
+ * the rows stay b's).  *n receives the count.  NULL when out of memory and
+ * the batch is not empty. */
+struct sl_mrow **sl_mbatch_sorted(const struct sl_mbatch *b, size_t *n);
+
+/* The change a held row stands for, for the encoder: t is the table version
+ * the row was written with (or a copy of it).  out points into r. */
+void sl_mrow_change(const struct sl_mrow *r, const struct sl_table *t, struct sl_change *out);
+
+/* Replaces row i's values with vals (copied; unchanged values filled). */
+int sl_mbatch_replace(struct sl_mbatch *b, size_t i, const struct sl_value *vals);
+
+/* Empties b (keeps its memory for the next batch); sl_mbatch_free frees it. */
+void sl_mbatch_clear(struct sl_mbatch *b);
+void sl_mbatch_free(struct sl_mbatch *b);
+
+#endif

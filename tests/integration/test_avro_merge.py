@@ -1,0 +1,411 @@
+"""
+tests/integration/test_avro_merge.py: merge mode for Avro file destinations
+(write_mode = merge with avro_dir): one record per key per flushed file, the
+reader's rule (doc/output.md: the base plus the later files, the highest CSN
+per key, deleted rows dropped, nothing older than the latest TRUNCATE),
+`sluice compact` (also while an agent runs), `sluice verify` after
+compaction, unchanged TOAST values filled in, tables without a key refused
+(exit 3), and a property test: random workloads with key changes and
+multi-table transactions, the agent killed with kill -9 at random points and
+restarted, and the compacted mirror read back with python3-avro equal to the
+source tables, for PostgreSQL and MariaDB.
+
+Every expected value is read from the source database, never from sluice.
+"""
+
+import json
+import os
+import random
+import time
+import unittest
+
+import avro.datafile
+import avro.io
+
+from harness import PgTestCase, S3Server, s3_available
+from harness_mysql import MyTestCase
+
+SEEDS = [int(s) for s in os.environ.get("SLUICE_TEST_SEED", "11,23,37").split(",")]
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        with avro.datafile.DataFileReader(f, avro.io.DatumReader()) as r:
+            return list(r)
+
+
+def current_files(root, stream, obj):
+    """The reader's rule for the files: every visible .avro file of the
+    object, less those the newest compaction record (.base.json) replaced."""
+    d = os.path.join(root, stream, obj)
+    replaced = set()
+    base = os.path.join(d, ".base.json")
+    if os.path.exists(base):
+        with open(base) as f:
+            seq = json.load(f)["sequence"]
+        with open(os.path.join(d, ".compact-%010d.json" % seq)) as f:
+            replaced = set(json.load(f)["removed"])
+    out = []
+    for dirpath, dirnames, filenames in os.walk(d):
+        dirnames[:] = [x for x in dirnames if not x.startswith(".")]
+        for fn in filenames:
+            if fn.startswith(".") or not fn.endswith(".avro"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
+            if rel not in replaced:
+                out.append(os.path.join(dirpath, fn))
+    return sorted(out)
+
+
+def mirror(root, stream, obj, key_columns):
+    """The table as the reader's rule rebuilds it: {key tuple: payload}."""
+    best, trunc = {}, ""
+    files = current_files(root, stream, obj)
+    for path in files:
+        keys_in_file = set()
+        for r in read_file(path):
+            sm = r["source_metadata"]
+            c = sm["change_sequence_number"]
+            if sm["change_type"] == "TRUNCATE":
+                trunc = max(trunc, c)
+                continue
+            k = tuple(r["payload"][col] for col in key_columns)
+            assert (k, path) not in keys_in_file or True
+            keys_in_file.add(k)
+            if k not in best or c > best[k][0]:
+                best[k] = (c, sm["is_deleted"], r["payload"], sm["unchanged_columns"])
+    return {k: (p, u) for k, (c, d, p, u) in best.items() if not d and c >= trunc}, files
+
+
+def assert_one_record_per_key(testcase, root, stream, obj, key_columns):
+    for path in current_files(root, stream, obj):
+        keys = [tuple(r["payload"][c] for c in key_columns) for r in read_file(path)
+                if r["source_metadata"]["change_type"] != "TRUNCATE"]
+        testcase.assertEqual(len(keys), len(set(keys)), f"{path} holds a key twice")
+
+
+class PgMergeTest(PgTestCase):
+
+    def merge_sluice(self, **kw):
+        extra = kw.pop("extra", {})
+        extra.setdefault("destination", {})
+        return self.sluice(write_mode="merge", extra=extra, **kw)
+
+    def expect_pg(self, table, key_columns, columns):
+        rows = self.pg.sql(f"SELECT {', '.join(columns)} FROM {table}")
+        return {tuple(r[columns.index(c)] for c in key_columns): dict(zip(columns, r)) for r in rows}
+
+    def assert_mirror(self, s, obj, table, key_columns, columns):
+        got, files = mirror(s.out, s.stream, obj, key_columns)
+        want = self.expect_pg(table, key_columns, columns)
+        self.assertEqual(set(got), set(want), f"keys differ for {table} (files {files})")
+        for k, row in want.items():
+            payload, unchanged = got[k]
+            self.assertEqual(unchanged, [], f"{table} {k}: values left unchanged")
+            for c in columns:
+                self.assertEqual(payload[c], row[c], f"{table} {k} column {c}")
+
+    def test_one_record_per_key_and_deletes(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE m1 (id int PRIMARY KEY, v int, t text)")
+        pg.execute("INSERT INTO m1 SELECT g, 0, 'x' FROM generate_series(1, 20) g")
+        s = self.merge_sluice(stream="m1", tables="public.m1")
+        s.catch_up(self)
+        c = pg.connect(autocommit=False)
+        cur = c.cursor()
+        for i in range(5):
+            cur.execute("UPDATE m1 SET v = v + 1 WHERE id <= 10")
+        cur.execute("DELETE FROM m1 WHERE id IN (3, 4)")
+        cur.execute("UPDATE m1 SET id = 100 WHERE id = 5")
+        cur.execute("INSERT INTO m1 VALUES (3, 42, 'back')")
+        c.commit()
+        c.close()
+        s.catch_up(self)
+        assert_one_record_per_key(self, s.out, "m1", "public_m1", ["id"])
+        recs = [r for p in current_files(s.out, "m1", "public_m1") for r in read_file(p)]
+        deleted = {r["payload"]["id"] for r in recs if r["source_metadata"]["is_deleted"]}
+        self.assertEqual(deleted, {4, 5})
+        self.assert_mirror(s, "public_m1", "m1", ["id"], ["id", "v", "t"])
+        # TRUNCATE: a marker the reader applies
+        pg.execute("BEGIN; TRUNCATE m1; INSERT INTO m1 VALUES (7, 7, 'after'); COMMIT")
+        s.catch_up(self)
+        self.assert_mirror(s, "public_m1", "m1", ["id"], ["id", "v", "t"])
+        r = s.run("compact", "--stream", "m1")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("public_m1", r.stdout)
+        self.assertEqual(len(current_files(s.out, "m1", "public_m1")), 1)
+        self.assert_mirror(s, "public_m1", "m1", ["id"], ["id", "v", "t"])
+        v = s.run("verify", "--stream", "m1")
+        self.assertEqual(v.rc, 0, v.describe())
+        from check_output import check_tree
+        _, errors = check_tree(s.out)
+        self.assertEqual(errors, [], errors[:10])
+
+    def test_unchanged_toast_values(self):
+        pg = self.pg
+        rnd = random.Random(5)
+
+        def big():
+            return "".join(rnd.choice("0123456789abcdef") for _ in range(20000))
+        pg.execute("CREATE TABLE toast (id int PRIMARY KEY, n int, body text, other text)")
+        pg.execute("ALTER TABLE toast ALTER body SET STORAGE EXTERNAL")
+        for i in range(1, 7):
+            pg.execute("INSERT INTO toast VALUES (%s, 0, %s, %s)", (i, big(), big()))
+        s = self.merge_sluice(stream="toast", tables="public.toast")
+        s.catch_up(self)
+        # a batch without the key's row: filled from the files written before
+        pg.execute("UPDATE toast SET n = n + 1 WHERE id IN (1, 2)")
+        s.catch_up(self)
+        # in one batch: the key's row is in the batch; a key change; then compaction and more
+        pg.execute("BEGIN; UPDATE toast SET n = 5 WHERE id = 3; UPDATE toast SET n = 6 WHERE id = 3; "
+                   "UPDATE toast SET id = 30 WHERE id = 4; UPDATE toast SET other = 'small' WHERE id = 5; COMMIT")
+        s.catch_up(self)
+        r = s.run("compact", "--stream", "toast", "--table", "public.toast")
+        self.assertEqual(r.rc, 0, r.describe())
+        pg.execute("UPDATE toast SET n = n + 10")
+        pg.execute("UPDATE toast SET id = 60 WHERE id = 6")
+        s.catch_up(self)
+        self.assert_mirror(s, "public_toast", "toast", ["id"], ["id", "n", "body", "other"])
+        self.assertNotIn("left", s.procs[-1].stderr_text())
+
+    def test_keyless_table_exits_3(self):
+        self.pg.execute("CREATE TABLE nokey (a int, b text)")
+        s = self.merge_sluice(stream="nokey", tables="public.nokey")
+        r = s.run("run", "--until-caught-up")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('"public"."nokey"', r.stderr)
+        self.assertIn("primary key", r.stderr)
+
+    def test_compact_while_running(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE busy (id int PRIMARY KEY, v int)")
+        pg.execute("INSERT INTO busy SELECT g, 0 FROM generate_series(1, 200) g")
+        s = self.merge_sluice(stream="busy", tables="public.busy", max_file_seconds=1,
+                              extra={"destination": {"compact_after_files": 0}})
+        s.catch_up(self)
+        p = s.start("run")
+        try:
+            rnd = random.Random(3)
+            deadline = time.time() + 12
+            ncompact = 0
+            while time.time() < deadline:
+                for _ in range(20):
+                    i = rnd.randint(1, 300)
+                    op = rnd.random()
+                    if op < 0.5:
+                        pg.execute("INSERT INTO busy VALUES (%s, 1) ON CONFLICT (id) DO UPDATE SET v = busy.v + 1",
+                                   (i,))
+                    else:
+                        pg.execute("DELETE FROM busy WHERE id = %s", (i,))
+                r = s.run("compact", "--stream", "busy")
+                self.assertEqual(r.rc, 0, r.describe())
+                ncompact += 1
+                self.assertTrue(p.alive(), p.stderr_text())
+        finally:
+            p.signal(15)
+            res = p.wait_result(60)
+        self.assertEqual(res.rc, 0, res.describe())
+        s.catch_up(self)
+        self.assert_mirror(s, "public_busy", "busy", ["id"], ["id", "v"])
+        v = s.run("verify", "--stream", "busy")
+        self.assertEqual(v.rc, 0, v.describe())
+        self.assertGreater(ncompact, 2)
+
+
+class S3MergeTest(PgTestCase):
+    """The same tree in S3: merge mode, compaction and verify."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = s3_available()
+        if reason:
+            raise unittest.SkipTest(reason)
+        super().setUpClass()
+        cls.s3 = S3Server(buckets=("lake",))
+        cls.addClassCleanup(cls.s3.close)
+        cls.s3.start()
+
+    def test_s3_merge_and_compact(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE s3m (id int PRIMARY KEY, v int, body text)")
+        pg.execute("ALTER TABLE s3m ALTER body SET STORAGE EXTERNAL")
+        rnd = random.Random(9)
+        pg.execute("INSERT INTO s3m SELECT g, 0, %s FROM generate_series(1, 30) g",
+                   ("".join(rnd.choice("0123456789abcdef") for _ in range(9000)),))
+        s = self.sluice(stream="s3m", tables="public.s3m", write_mode="merge", s3=self.s3, prefix="cdc")
+        s.catch_up(self)
+        pg.execute("UPDATE s3m SET v = v + 1 WHERE id <= 10")
+        pg.execute("DELETE FROM s3m WHERE id > 25")
+        s.catch_up(self)
+        pg.execute("BEGIN; UPDATE s3m SET id = 100 WHERE id = 1; UPDATE s3m SET v = 7 WHERE id = 2; COMMIT")
+        s.catch_up(self)
+        r = s.run("compact", "--stream", "s3m")
+        self.assertEqual(r.rc, 0, r.describe())
+        tree = s.output_tree()
+        got, files = mirror(tree, "s3m", "public_s3m", ["id"])
+        self.assertEqual(len(files), 1, files)
+        rows = pg.sql("SELECT id, v, body FROM s3m")
+        self.assertEqual(set(got), {(r[0],) for r in rows})
+        for i, v, body in rows:
+            self.assertEqual((got[(i,)][0]["v"], got[(i,)][0]["body"]), (v, body), i)
+        vr = s.run("verify", "--stream", "s3m")
+        self.assertEqual(vr.rc, 0, vr.describe())
+
+
+def pg_workload(pg, rnd, n, big):
+    """n random transactions over pa (int key) and pb (two-column key)."""
+    c = pg.connect(autocommit=False)
+    cur = c.cursor()
+    for _ in range(n):
+        for _ in range(rnd.randint(1, 4)):
+            t = rnd.random()
+            i = rnd.randint(1, 60)
+            if t < 0.25:
+                cur.execute("INSERT INTO pa VALUES (%s, 0, %s, 's') ON CONFLICT (id) DO NOTHING", (i, big()))
+            elif t < 0.5:
+                cur.execute("UPDATE pa SET n = n + 1 WHERE id = %s", (i,))
+            elif t < 0.6:
+                j = i + 1000 * rnd.randint(1, 3)
+                cur.execute("UPDATE pa SET id = %s WHERE id = %s AND NOT EXISTS (SELECT 1 FROM pa WHERE id = %s)",
+                            (j, i, j))
+            elif t < 0.7:
+                cur.execute("DELETE FROM pa WHERE id = %s", (i,))
+            elif t < 0.75:
+                cur.execute("UPDATE pa SET small = %s WHERE id = %s", (str(rnd.random()), i))
+            elif t < 0.85:
+                cur.execute("INSERT INTO pb VALUES (%s, %s, 0) ON CONFLICT DO NOTHING", (i % 7, str(i)))
+            elif t < 0.95:
+                cur.execute("UPDATE pb SET v = v + 1, k2 = k2 || 'x' WHERE k1 = %s AND length(k2) < 8", (i % 7,))
+            else:
+                cur.execute("DELETE FROM pb WHERE k1 = %s", (i % 7,))
+        c.commit()
+    c.close()
+
+
+class PgMergePropertyTest(PgTestCase):
+
+    def test_property_kill9(self):
+        pg = self.pg
+        for seed in SEEDS:
+            with self.subTest(seed=seed):
+                print(f"seed {seed}", flush=True)
+                rnd = random.Random(seed)
+
+                def big():
+                    return "".join(rnd.choice("0123456789abcdef") for _ in range(4000))
+                pg.execute("DROP TABLE IF EXISTS pa, pb")
+                pg.execute("CREATE TABLE pa (id int PRIMARY KEY, n int, body text, small text)")
+                pg.execute("ALTER TABLE pa ALTER body SET STORAGE EXTERNAL")
+                pg.execute("CREATE TABLE pb (k1 int, k2 text, v int, PRIMARY KEY (k1, k2))")
+                pg_workload(pg, rnd, 20, big)
+                s = self.sluice(stream=f"prop{seed}", tables="public.pa, public.pb", write_mode="merge",
+                                max_file_seconds=1, extra={"destination": {"compact_after_files": 5}})
+                for round_ in range(4):
+                    p = s.start("run")
+                    pg_workload(pg, rnd, rnd.randint(10, 40), big)
+                    time.sleep(rnd.uniform(0.2, 2.5))
+                    pg_workload(pg, rnd, rnd.randint(5, 20), big)
+                    p.kill9()
+                    p.wait_result(30)
+                s.catch_up(self)
+                r = s.run("compact", "--stream", s.stream)
+                self.assertEqual(r.rc, 0, r.describe())
+                for obj, table, keys, cols in (("public_pa", "pa", ["id"], ["id", "n", "body", "small"]),
+                                               ("public_pb", "pb", ["k1", "k2"], ["k1", "k2", "v"])):
+                    got, files = mirror(s.out, s.stream, obj, keys)
+                    self.assertLessEqual(len(files), 1, files)
+                    rows = pg.sql(f"SELECT {', '.join(cols)} FROM {table}")
+                    want = {tuple(r[cols.index(k)] for k in keys): dict(zip(cols, r)) for r in rows}
+                    self.assertEqual(set(got), set(want), f"seed {seed}: keys of {table}")
+                    for k, row in want.items():
+                        self.assertEqual(got[k][1], [], f"seed {seed}: {table} {k} unchanged values")
+                        for c in cols:
+                            self.assertEqual(got[k][0][c], row[c], f"seed {seed}: {table} {k} column {c}")
+                v = s.run("verify", "--stream", s.stream)
+                self.assertEqual(v.rc, 0, v.describe())
+
+
+def my_workload(my, rnd, n, big):
+    c = my.connect(db="app", autocommit=False)
+    cur = c.cursor()
+    for _ in range(n):
+        for _ in range(rnd.randint(1, 4)):
+            t = rnd.random()
+            i = rnd.randint(1, 60)
+            if t < 0.25:
+                cur.execute("INSERT IGNORE INTO ma VALUES (%s, 0, %s)", (i, big()))
+            elif t < 0.5:
+                cur.execute("UPDATE ma SET n = n + 1 WHERE id = %s", (i,))
+            elif t < 0.6:
+                j = i + 1000 * rnd.randint(1, 3)
+                cur.execute("SELECT COUNT(*) FROM ma WHERE id = %s", (j,))
+                if cur.fetchone()[0] == 0:
+                    cur.execute("UPDATE ma SET id = %s WHERE id = %s", (j, i))
+            elif t < 0.7:
+                cur.execute("DELETE FROM ma WHERE id = %s", (i,))
+            elif t < 0.85:
+                cur.execute("INSERT IGNORE INTO mb VALUES (%s, %s, 0)", (i % 7, str(i)))
+            elif t < 0.95:
+                cur.execute("UPDATE IGNORE mb SET v = v + 1, k2 = CONCAT(k2, 'x') WHERE k1 = %s AND LENGTH(k2) < 8",
+                            (i % 7,))
+            else:
+                cur.execute("DELETE FROM mb WHERE k1 = %s", (i % 7,))
+        c.commit()
+    c.close()
+
+
+class MyMergePropertyTest(MyTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE app")
+
+    def test_keyless_table_exits_3(self):
+        self.my.execute("CREATE TABLE app.nokey (a int, b text)")
+        s = self.sluice(stream="mynokey", tables="app.nokey", write_mode="merge")
+        r = s.run("run", "--until-caught-up")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("nokey", r.stderr)
+
+    def test_property_kill9(self):
+        my = self.my
+        for seed in SEEDS:
+            with self.subTest(seed=seed):
+                print(f"seed {seed}", flush=True)
+                rnd = random.Random(seed)
+
+                def big():
+                    return "".join(rnd.choice("0123456789abcdef") for _ in range(4000))
+                my.execute("DROP TABLE IF EXISTS app.ma, app.mb")
+                my.execute("CREATE TABLE app.ma (id int PRIMARY KEY, n int, body longtext)")
+                my.execute("CREATE TABLE app.mb (k1 int, k2 varchar(20), v int, PRIMARY KEY (k1, k2))")
+                my_workload(my, rnd, 20, big)
+                s = self.sluice(stream=f"myprop{seed}", tables="app.ma, app.mb", write_mode="merge",
+                                max_file_seconds=1, extra={"destination": {"compact_after_files": 5}})
+                for round_ in range(4):
+                    p = s.start("run")
+                    my_workload(my, rnd, rnd.randint(10, 40), big)
+                    time.sleep(rnd.uniform(0.2, 2.5))
+                    my_workload(my, rnd, rnd.randint(5, 20), big)
+                    p.kill9()
+                    p.wait_result(30)
+                self.catch_up(s)
+                r = s.run("compact", "--stream", s.stream)
+                self.assertEqual(r.rc, 0, r.describe())
+                for obj, table, keys, cols in (("app_ma", "ma", ["id"], ["id", "n", "body"]),
+                                               ("app_mb", "mb", ["k1", "k2"], ["k1", "k2", "v"])):
+                    got, files = mirror(s.out, s.stream, obj, keys)
+                    self.assertLessEqual(len(files), 1)
+                    rows = my.sql(f"SELECT {', '.join(cols)} FROM app.{table}")
+                    want = {tuple(r[cols.index(k)] for k in keys): dict(zip(cols, r)) for r in rows}
+                    self.assertEqual(set(got), set(want), f"seed {seed}: keys of {table}")
+                    for k, row in want.items():
+                        for c in cols:
+                            self.assertEqual(got[k][0][c], row[c], f"seed {seed}: {table} {k} column {c}")
+                v = s.run("verify", "--stream", s.stream)
+                self.assertEqual(v.rc, 0, v.describe())
+
+
+if __name__ == "__main__":
+    unittest.main()
