@@ -805,6 +805,16 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			if (rc == SL_OK && ev.reply_requested)
 				rc = reader_ack(p, true);
 			break;
+		case SL_EV_WATERMARK:
+			/* Between transactions: its position, like a keepalive's, is
+			 * one where nothing before it is still to come. */
+			if (!p->r_in_tx) {
+				rc = sl_pipe_keepalive(p, &ev.pos);
+				if (!seen || pos_cmp(p, &ev.pos, &last) > 0)
+					last = ev.pos;
+				seen = true;
+			}
+			break;
 		case SL_EV_END:
 			snprintf(err, errlen, "stream \"%s\": the server ended the replication stream", p->pc.stream);
 			rc = SL_EFAIL;

@@ -615,7 +615,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 	case 'M': {
 		uint8_t flags = rd_u8(&r, "message flags");
 		uint32_t clen;
-		rd_u64(&r, "message LSN");
+		ev->message_lsn = rd_u64(&r, "message LSN");
 		ev->prefix = rd_str(&r, "message prefix");
 		clen = rd_u32(&r, "message length");
 		if (r.bad || (size_t)(r.end - r.p) < clen) {
