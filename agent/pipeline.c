@@ -44,7 +44,7 @@ enum qkind {
 struct qev {
 	uint8_t kind;
 	uint8_t op;                /* CHANGE, BF_ROW */
-	uint8_t flag;              /* SCHEMA: changed; BF_START: marker */
+	uint8_t flag;              /* SCHEMA: changed; BF_START, JOB_START: 1 marker, 2 resume */
 	uint8_t pad;
 	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE, BF_PROGRESS,
 				    * JOB_START: checkpoint index */
@@ -109,6 +109,9 @@ struct sl_pipe {
 	int64_t w_bf_ts;
 	uint64_t w_bf_csn;
 	uint64_t w_bf_rows;                 /* rows of the table being backfilled so far */
+	bool w_bf_hold;                     /* backfill rows since the last progress: flush only at the
+					     * next progress (or when the table is done), so that what is
+					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
 	char w_err[SL_ERRLEN * 2];
 };
@@ -223,7 +226,7 @@ static bool idle_advance_due(struct sl_pipe *p, int64_t now)
 {
 	const struct sl_checkpoint *ck = p->pc.ck;
 
-	return !p->w_in_tx && p->w_has_mark && !p->pc.sink->pending(p->pc.sinkctx) &&
+	return !p->w_in_tx && !p->w_bf_hold && p->w_has_mark && !p->pc.sink->pending(p->pc.sinkctx) &&
 	       (!ck->has_position || pos_cmp(p, &p->w_mark, &ck->durable) > 0) &&
 	       now - p->w_last_ckpt_ms >= p->interval_ms;
 }
@@ -308,6 +311,25 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_BF_START: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+		bool marker = ev->flag & 1, resume = (ev->flag & 2) && e->state == SL_BF_RUNNING && e->resume_key;
+		if (resume) {
+			/* The rows up to the resume key are durable (with the
+			 * marker, if any): read the rest in this snapshot. */
+			sl_info("stream \"%s\": resuming the interrupted backfill of %s after %" PRIu64 " rows "
+				"(%" PRIu64 " chunks)", p->pc.stream, e->name, e->rows, e->chunks);
+			e->method = SL_BF_SNAPSHOT;
+			e->snapshot = *pos;
+			free(e->pend.key);
+			memset(&e->pend, 0, sizeof e->pend);
+			if ((rc = save_ckpt(p)) < 0)
+				return rc;
+			p->w_bf_pos = *pos;
+			p->w_bf_ts = ev->ts_us;
+			p->w_bf_csn = p->pc.desc->pos_csn(pos);
+			p->w_bf_rows = e->rows;
+			p->w_bf_hold = true;
+			return SL_OK;
+		}
 		if (e->state == SL_BF_RUNNING) {
 			/* An interrupted run: remove its output before redoing the table. */
 			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
@@ -333,7 +355,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		p->w_bf_ts = ev->ts_us;
 		p->w_bf_csn = p->pc.desc->pos_csn(pos);
 		p->w_bf_rows = 0;
-		if (!ev->flag)
+		p->w_bf_hold = true;
+		if (!marker)
 			return SL_OK;
 		/* The marker that starts a re-backfill: a TRUNCATE at CSN
 		 * (P - 1, 0), after every change the snapshot at P holds and before
@@ -369,6 +392,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		return SL_OK;
 	case Q_BF_DONE: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		p->w_bf_hold = false;
 		if ((rc = do_flush(p)) < 0)
 			return rc;
 		e->state = SL_BF_DONE;
@@ -384,6 +408,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		memcpy(&p->w_bf_pos, ev + 1, sizeof p->w_bf_pos);
 		p->w_bf_ts = ev->ts_us;
 		p->w_bf_csn = p->pc.desc->pos_csn(&p->w_bf_pos);
+		p->w_bf_hold = true;
 		return SL_OK;
 	case Q_BF_PROGRESS: {
 		/* Durable with the next flush; flushed now when one is due, so
@@ -399,6 +424,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		e->pend.rows = ev->u;
 		e->pend.chunks = (uint64_t)ev->ts_us;
 		e->pend.set = true;
+		if (e->method == SL_BF_WATERMARK)
+			p->w_bf_hold = false;  /* a chunk's rows are written: changes follow */
 		if (!p->w_in_tx && p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
 			return do_flush(p);
 		return SL_OK;
@@ -496,7 +523,8 @@ static void *writer_main(void *arg)
 			if (sl_queue_closed(p->q))
 				break;
 			/* Idle: a file that reached its age, or an idle stream's keepalive. */
-			if (!p->w_in_tx && (p->pc.sink->flush_due(p->pc.sinkctx, now) || idle_advance_due(p, now)) &&
+			if (!p->w_in_tx && !p->w_bf_hold &&
+			    (p->pc.sink->flush_due(p->pc.sinkctx, now) || idle_advance_due(p, now)) &&
 			    (rc = do_flush(p)) < 0) {
 				writer_fail(p, rc);
 				break;
@@ -734,7 +762,7 @@ int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, st
 }
 
 int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
-			   const struct sl_snapshot_info *info, bool marker)
+			   const struct sl_snapshot_info *info, bool marker, bool resume)
 {
 	size_t n = sizeof(struct qev) + sizeof info->pos;
 	struct qev *ev = reserve(p, n);
@@ -743,7 +771,7 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 		return failed_rc(p);
 	ev->kind = Q_BF_START;
 	ev->n = idx;
-	ev->flag = marker;
+	ev->flag = (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0));
 	ev->table = t;
 	ev->ts_us = info->ts_us;
 	memcpy(ev + 1, &info->pos, sizeof info->pos);

@@ -95,9 +95,12 @@ int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, st
 /* Backfill of checkpoint table entry idx from a snapshot at info: the
  * writer discards an interrupted earlier run of that table (state running)
  * from the sink, marks it running at this snapshot and saves the checkpoint.
- * With marker, a TRUNCATE record at CSN (pos_csn - 1, 0) comes first. */
+ * With marker, a TRUNCATE record at CSN (pos_csn - 1, 0) comes first.  With
+ * resume, an interrupted run whose rows up to its resume key are durable is
+ * kept instead (no discard, no marker): the rows pushed next are the rest
+ * of the table, after that key, and the entry keeps its counts. */
 int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
-			   const struct sl_snapshot_info *info, bool marker);
+			   const struct sl_snapshot_info *info, bool marker, bool resume);
 /* One snapshot row of t (values copied). */
 int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals);
 /* The table is complete: the writer flushes, marks it done with rows and

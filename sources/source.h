@@ -89,6 +89,8 @@ struct sl_source_config {
 				  * 0: the source's own rule (postgres: 2 x wal_sender_timeout, at least 30 s) */
 	uint32_t server_id;      /* mysql */
 	char *ssl_mode;          /* mysql */
+	int backfill_connections;   /* connections a backfill snapshot is read over, default 2 */
+	int backfill_chunk_rows;    /* rows per backfill chunk, default 10000 */
 };
 
 /* A wait on the server that may last long and that sluice cannot shorten
@@ -139,6 +141,7 @@ struct sl_source_stream {
 	char *const *known_tables;     /* "schema.table" of every table the stream's checkpoint
 					* has followed, NULL-terminated; NULL when none (check) */
 	int backfill_connections;      /* connections a snapshot reads over (0: 1) */
+	int backfill_chunk_rows;       /* rows per chunk (0: the source's default) */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */
@@ -323,9 +326,10 @@ struct sl_source_ops {
 	void (*snapshot_close)(void *ctx, void *snap);
 	/* Optional.  Reads the rows of t in the snapshot as snapshot_read does,
 	 * in chunks of about o->chunk_rows rows over the snapshot's connections
-	 * (st->backfill_connections), reporting progress in key order through
-	 * o->progress; rows of the same snapshot come in any order.  A table
-	 * without a key is read in ranges of pages and reports no progress. */
+	 * (st->backfill_connections), in key order chunk after chunk (rows
+	 * within a chunk in any order), calling o->progress at the end of each
+	 * chunk.  A table without a key is read in ranges of pages, in any
+	 * order, and reports no progress. */
 	int (*snapshot_read_chunked)(void *ctx, void *snap, const struct sl_table *t, const struct sl_chunked_read *o,
 				     sl_row_fn fn, void *payload, uint64_t *rows, char *err, size_t errlen);
 

@@ -10,12 +10,15 @@
  *   AND ROW(key) <= ROW(b)) TO STDOUT`.  The snapshot's connections each
  *   run one COPY at a time; one thread reads them all, without blocking
  *   (libpq's asynchronous COPY), so the server works on several ranges at
- *   once while this thread converts rows.  Ranges complete out of order;
- *   progress is reported for the longest run of complete ranges from the
- *   start, which is what a resumed backfill may skip.  A table without a
- *   primary key is split into ranges of pages (`ctid >= '(a,0)' AND ctid <
- *   '(b,0)'`, a TID range scan), which hold in one snapshot only and so
- *   report no progress.
+ *   once while this thread converts rows.  Ranges complete out of order,
+ *   but their rows are handed on in range order: the rows of a range that
+ *   comes after an incomplete one are held (as COPY lines, at most 2 x
+ *   connections ranges ahead) until it is complete.  Progress is reported
+ *   at the end of each range, so every row up to it was handed on and none
+ *   after it: what a resumed backfill may skip, exactly.  A table without
+ *   a primary key is split into ranges of pages (`ctid >= '(a,0)' AND
+ *   ctid < '(b,0)'`, a TID range scan), handed on as they come, which hold
+ *   in one snapshot only and so report no progress.
  *
  * - While streaming (read_chunk): the next limit rows after a key, in key
  *   order, in a REPEATABLE READ transaction of its own on a connection of
@@ -229,6 +232,8 @@ struct chunk {
 	int64_t page_lo;   /* keyless: pages [page_lo, page_hi); page_hi -1: to the end */
 	int64_t page_hi;
 	bool done;
+	struct sl_buf held; /* rows that came before the chunks ahead of it were complete */
+	uint64_t nheld;
 };
 
 struct plan {
@@ -241,6 +246,7 @@ static void plan_free(struct plan *p)
 	for (int i = 0; i < p->n; i++) {
 		free(p->c[i].lo);
 		free(p->c[i].hi);
+		sl_buf_free(&p->c[i].held);
 	}
 	free(p->c);
 	memset(p, 0, sizeof *p);
@@ -257,6 +263,7 @@ static int plan_add(struct plan *p, const char *lo, const char *hi, int64_t page
 	memset(nc, 0, sizeof *nc);
 	nc->page_lo = page_lo;
 	nc->page_hi = page_hi;
+	sl_buf_init(&nc->held, 0);
 	if ((lo && !(nc->lo = strdup(lo))) || (hi && !(nc->hi = strdup(hi)))) {
 		free(nc->lo);
 		return -1;
@@ -498,6 +505,41 @@ static int one_row(struct reader *rd, char *row, int len, char *err, size_t errl
 	return SL_OK;
 }
 
+/* A row of chunk ch that arrived while a chunk before it was incomplete:
+ * kept (its length, then its bytes) until that chunk is. */
+static int hold_row(struct chunk *ch, const char *row, int len, char *err, size_t errlen)
+{
+	uint32_t n = (uint32_t)len;
+
+	sl_buf_append(&ch->held, &n, sizeof n);
+	sl_buf_append(&ch->held, row, (size_t)len);
+	if (sl_buf_failed(&ch->held)) {
+		snprintf(err, errlen, "out of memory holding the rows of a backfill chunk");
+		return SL_EFAIL;
+	}
+	ch->nheld++;
+	return SL_OK;
+}
+
+/* Hands on the rows ch held, in the order they came. */
+static int release_rows(struct reader *rd, struct chunk *ch, char *err, size_t errlen)
+{
+	size_t off = 0;
+	int rc = SL_OK;
+
+	while (rc == SL_OK && off + sizeof(uint32_t) <= ch->held.len) {
+		uint32_t n;
+		memcpy(&n, ch->held.data + off, sizeof n);
+		off += sizeof n;
+		rc = one_row(rd, ch->held.data + off, (int)n, err, errlen);
+		off += n;
+	}
+	sl_buf_free(&ch->held);
+	sl_buf_init(&ch->held, 0);
+	ch->nheld = 0;
+	return rc;
+}
+
 /* Reads the end of a COPY on c: its command result. */
 static int copy_end(PGconn *c, const struct sl_table *t, char *err, size_t errlen)
 {
@@ -524,8 +566,9 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 	struct reader rd = { .t = t, .fn = fn, .payload = payload, .st = st };
 	struct sl_buf sql;
 	int *busy = calloc((size_t)nconns, sizeof *busy);   /* chunk index + 1 on each connection, 0 idle */
+	bool *copying = calloc((size_t)nconns, sizeof *copying);  /* its COPY started sending rows */
 	struct pollfd *pfd = calloc((size_t)nconns, sizeof *pfd);
-	int next = 0, prefix = 0, active = 0, rc = SL_OK;
+	int next = 0, prefix = 0, active = 0, rc = SL_OK, window = 2 * nconns;
 	uint64_t chunk_rows = o->chunk_rows ? o->chunk_rows : 10000;
 
 	*rows = 0;
@@ -533,7 +576,7 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 	sl_buf_init(&rd.scratch, 0);
 	rd.vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *rd.vals);
 	rd.typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *rd.typed);
-	if (!busy || !pfd || !rd.vals || !rd.typed) {
+	if (!busy || !copying || !pfd || !rd.vals || !rd.typed) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
 		goto out;
@@ -549,8 +592,11 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 	for (;;) {
 		bool moved = false;
 		int npoll = 0;
-		/* Start chunks on idle connections. */
-		for (int i = 0; i < nconns && next < plan.n; i++) {
+		/* Start chunks on idle connections, at most window ahead of
+		 * the first incomplete one (whose rows go on at once; the
+		 * others' wait, so that rows go on in key order, chunk after
+		 * chunk, and progress is exact). */
+		for (int i = 0; i < nconns && next < plan.n && (!k || next < prefix + window); i++) {
 			if (busy[i])
 				continue;
 			if (chunk_sql(&sql, conns[i], t, k, &plan.c[next]) < 0) {
@@ -572,11 +618,35 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 		/* Take what has arrived, a bounded number of rows per connection
 		 * in turn. */
 		for (int i = 0; i < nconns; i++) {
-			for (int n = 0; busy[i] && n < 256; n++) {
+			if (busy[i] && !copying[i]) {
+				/* The COPY's start: its COPY_OUT result, once it came. */
+				PGresult *res;
+				if (!PQconsumeInput(conns[i])) {
+					rc = sl_pg_err(err, errlen, "could not read the backfill rows", conns[i], NULL);
+					goto out;
+				}
+				if (PQisBusy(conns[i]))
+					continue;
+				res = PQgetResult(conns[i]);
+				if (PQresultStatus(res) != PGRES_COPY_OUT) {
+					char what[256];
+					snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
+					rc = sl_pg_err(err, errlen, what, conns[i], res);
+					PQclear(res);
+					goto out;
+				}
+				PQclear(res);
+				copying[i] = true;
+				moved = true;
+			}
+			for (int n = 0; busy[i] && copying[i] && n < 256; n++) {
 				char *row = NULL;
 				int len = PQgetCopyData(conns[i], &row, 1);
 				if (len > 0) {
-					rc = one_row(&rd, row, len, err, errlen);
+					if (!k || busy[i] - 1 == prefix)
+						rc = one_row(&rd, row, len, err, errlen);
+					else
+						rc = hold_row(&plan.c[busy[i] - 1], row, len, err, errlen);
 					PQfreemem(row);
 					if (rc < 0)
 						goto out;
@@ -594,6 +664,7 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 					goto out;
 				plan.c[busy[i] - 1].done = true;
 				busy[i] = 0;
+				copying[i] = false;
 				active--;
 				moved = true;
 				while (prefix < plan.n && plan.c[prefix].done) {
@@ -603,6 +674,9 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 						goto out;
 					}
 					prefix++;
+					if (k && prefix < plan.n &&
+					    (rc = release_rows(&rd, &plan.c[prefix], err, errlen)) < 0)
+						goto out;
 				}
 			}
 		}
@@ -631,6 +705,7 @@ int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *
 out:
 	/* On failure the caller abandons the snapshot's connections. */
 	free(busy);
+	free(copying);
 	free(pfd);
 	free(rd.vals);
 	free(rd.typed);
@@ -809,11 +884,17 @@ out:
 	return rc;
 }
 
+/* A non-transactional message is not flushed by itself (before
+ * PostgreSQL 17 there is no flush argument), and the walsender sends only
+ * flushed WAL: on a quiet server the watermark would wait for the WAL
+ * writer.  txid_current() gives the statement's transaction an id, so its
+ * commit flushes the WAL up to it (with synchronous_commit on); the
+ * transaction changes nothing, and pgoutput sends no empty transaction. */
 int sl_pg_emit_watermark(PGconn *c, const char *text, uint64_t *lsn, char *err, size_t errlen)
 {
 	const char *params[1] = { text };
-	PGresult *res = PQexecParams(c, "SELECT pg_logical_emit_message(false, '" SL_PG_WATERMARK_PREFIX "', $1)::text",
-				     1, NULL, params, NULL, NULL, 0);
+	PGresult *res = PQexecParams(c, "SELECT pg_logical_emit_message(false, '" SL_PG_WATERMARK_PREFIX "', $1)::text, "
+				     "txid_current()", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
 
 	*lsn = 0;
