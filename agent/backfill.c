@@ -149,7 +149,7 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		sl_log_set_table(NULL);
 		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows)) < 0)
 			return rc;
-		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.1f s (%.0f rows/s)", stream, name,
+		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.2f s (%.0f rows/s)", stream, name,
 			rows, (double)(sl_mono_ms() - t0) / 1000.0,
 			(double)rows * 1000.0 / (double)(sl_mono_ms() - t0 > 0 ? sl_mono_ms() - t0 : 1));
 	}

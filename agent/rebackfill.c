@@ -338,8 +338,8 @@ static int take_requests(struct sl_rebackfill *rb)
 			continue;
 		}
 		if (!sl_rebackfill_can(rb->c.src, t)) {
-			sl_info("stream \"%s\": %s has no key to read it in chunks while streaming: the stream restarts "
-				"to backfill it from a snapshot", rb->c.stream, tables[i]);
+			snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": backfill of %s requested, which has no key to "
+				 "read it in chunks while streaming: it is read from a snapshot", rb->c.stream, tables[i]);
 			restart = true;
 			continue;
 		}
@@ -433,7 +433,7 @@ static int open_chunk(struct sl_rebackfill *rb)
 		if ((rc = sl_pipe_backfill_done(rb->c.pipe, j->idx, j->t, j->rows)) < 0)
 			return rc;
 		sl_info("stream \"%s\": backfilled %s while streaming: %" PRIu64 " rows in %" PRIu64 " chunks, "
-			"%.1f s (%.0f rows/s)", rb->c.stream, entry_name(rb, j->idx), j->rows, j->chunks,
+			"%.2f s (%.0f rows/s)", rb->c.stream, entry_name(rb, j->idx), j->rows, j->chunks,
 			(double)ms / 1000.0, (double)(j->rows - j->rows0) * 1000.0 / (double)(ms > 0 ? ms : 1));
 		job_done(rb);
 		return SL_OK;

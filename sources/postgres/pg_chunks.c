@@ -281,11 +281,15 @@ static int table_size(PGconn *c, const struct sl_table *t, int64_t *pages, doubl
 	int rc = SL_OK;
 
 	snprintf(oid, sizeof oid, "%u", t->relid);
-	res = PQexecParams(c, "SELECT coalesce(sum(pg_relation_size(pt.relid)), 0) / "
-			      "       current_setting('block_size')::bigint, "
+	/* pg_partition_tree() lists nothing for a table that is neither
+	 * partitioned nor a partition: the table itself is then the leaf. */
+	res = PQexecParams(c, "SELECT (coalesce(sum(pg_relation_size(pt.relid)), 0) / "
+			      "        current_setting('block_size')::bigint)::bigint, "
 			      "       coalesce(sum(greatest(l.reltuples, 0)), 0)::float8 "
-			      "FROM pg_partition_tree($1::oid) pt JOIN pg_class l ON l.oid = pt.relid "
-			      "WHERE pt.isleaf", 1, NULL, params, NULL, NULL, 0);
+			      "FROM (SELECT relid FROM pg_partition_tree($1::oid) WHERE isleaf "
+			      "      UNION SELECT $1::oid::regclass WHERE (SELECT relkind FROM pg_class "
+			      "      WHERE oid = $1::oid) <> 'p') pt JOIN pg_class l ON l.oid = pt.relid",
+			   1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read the size of \"%s\".\"%s\"", t->ns, t->name);
