@@ -282,8 +282,11 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 		if (table && strcmp(ck.tables[i].name, table) != 0)
 			continue;
 		found++;
-		if (ck.tables[i].state != SL_BF_RUNNING)
+		if (ck.tables[i].state != SL_BF_RUNNING) {
 			ck.tables[i].state = SL_BF_PENDING;
+			/* one table: read while streaming; every table: from a snapshot */
+			ck.tables[i].method = table ? SL_BF_WATERMARK : SL_BF_SNAPSHOT;
+		}
 	}
 	if (table && !found) {
 		struct sl_ckpt_table *e;
@@ -302,6 +305,7 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 			goto out;
 		}
 		e->state = SL_BF_PENDING;
+		e->method = SL_BF_WATERMARK;
 	}
 	if (sl_ckpt_save(&ck, err, errlen) < 0) {
 		rc = SL_EFAIL;

@@ -53,7 +53,7 @@ struct sl_rebackfill {
 	char run[48];                   /* what makes this run's watermarks its own */
 	int64_t retry_at_ms;
 	int64_t polled_ms;
-	uint32_t seen[SEEN_TX];         /* the last transactions the stream returned */
+	uint64_t seen[SEEN_TX];         /* the last transactions the stream returned */
 	size_t nseen, seen_at;
 	struct sl_buf text;
 };
@@ -369,7 +369,7 @@ static bool seen_tx(void *payload, uint64_t tx_id)
 	const struct sl_rebackfill *rb = payload;
 
 	for (size_t i = 0; i < rb->nseen; i++)
-		if (rb->seen[i] == (uint32_t)tx_id)
+		if (rb->seen[i] == tx_id)
 			return true;
 	return false;
 }
@@ -398,7 +398,7 @@ static const char *wm_text(struct sl_rebackfill *rb, const char *what)
 static int open_chunk(struct sl_rebackfill *rb)
 {
 	struct job *j = &rb->jobs[0];
-	struct sl_chunk_check chk = { .payload = rb, .seen = seen_tx };
+	struct sl_chunk_check chk = { .payload = rb, .seen = seen_tx, .recent = rb->seen, .nrecent = rb->nseen };
 	struct sl_position at;
 	char *low = NULL, *last = NULL;
 	const char *high;
@@ -489,7 +489,7 @@ static int hook_event(void *payload, const struct sl_event *ev)
 
 	switch (ev->kind) {
 	case SL_EV_BEGIN:
-		rb->seen[rb->seen_at] = (uint32_t)ev->tx_id;
+		rb->seen[rb->seen_at] = ev->tx_id;
 		rb->seen_at = (rb->seen_at + 1) % SEEN_TX;
 		if (rb->nseen < SEEN_TX)
 			rb->nseen++;

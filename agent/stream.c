@@ -173,11 +173,14 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 	*ndrops = 0;
 	for (int i = 0; i < s->ntables; i++) {
 		const struct sl_table *t = s->tables[i];
+		int before = s->ck.ntables;
 		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, t->ns, t->name);
+		enum sl_bf_state was;
 		if (!e) {
 			snprintf(s->err, s->errlen, "out of memory");
 			return SL_EFAIL;
 		}
+		was = s->ck.ntables > before ? SL_BF_DONE : e->state;   /* a new entry: made pending here */
 		if (e->id && e->id != t->relid && e->state != SL_BF_PENDING) {
 			sl_info("stream \"%s\": table %s is not the table it was (dropped and created again, or another "
 				"table renamed to its name): it is backfilled as new", s->sc->name, e->name);
@@ -193,6 +196,8 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 		e->shape = t->shape;
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
+		if (e->state == SL_BF_PENDING && was != SL_BF_PENDING && s->ck.has_position)
+			e->method = SL_BF_WATERMARK;   /* the stream runs: read it while streaming */
 	}
 	for (int i = 0; i < s->ck.ntables; i++) {
 		struct sl_ckpt_table *e = &s->ck.tables[i];
@@ -254,6 +259,7 @@ static void restart_history(struct stream *s, const struct sl_snapshot_info *inf
 		if (e->state == SL_BF_DONE)
 			e->state = SL_BF_PENDING;
 		sl_ckpt_set_resume(e, NULL);  /* rows of the old history: the table is read anew */
+		e->method = SL_BF_SNAPSHOT;   /* in the new position's snapshot */
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
 	}
@@ -345,8 +351,10 @@ static int take_requests(struct stream *s, char ***paths, int *npaths)
 			continue;
 		}
 		sl_info("stream \"%s\": backfill of %s requested (%s)", s->sc->name, tables[i], (*paths)[i]);
-		if (e->state != SL_BF_RUNNING)
+		if (e->state != SL_BF_RUNNING) {
 			e->state = SL_BF_PENDING;
+			e->method = SL_BF_WATERMARK;
+		}
 	}
 	for (int i = 0; i < *npaths; i++)
 		free(tables[i]);
@@ -365,8 +373,10 @@ static void remove_requests(struct stream *s, char **paths, int n)
 /*
  * Splits the backfill plan: the tables read while streaming (the watermark
  * method: the stream already has its position, the source can, the table
- * has a key, and it is not a snapshot backfill to resume) go to wm, the
- * others stay in bf, to be read from a snapshot before streaming.
+ * has a key, and its entry says so: a table added to a running stream, or
+ * one re-backfilled alone) go to wm, the others (a stream's initial
+ * backfill, all tables after a new position) stay in bf, to be read from a
+ * snapshot before streaming.
  */
 static void split_plan(const struct stream *s, struct sl_backfill_plan *bf, struct sl_backfill_plan *wm,
 		       bool created)
@@ -375,8 +385,7 @@ static void split_plan(const struct stream *s, struct sl_backfill_plan *bf, stru
 
 	for (int i = 0; i < bf->n; i++) {
 		struct sl_backfill_item *it = &bf->items[i];
-		bool snapshot_resume = it->running && it->method == SL_BF_SNAPSHOT;
-		if (!created && sl_rebackfill_can(s->src, it->table) && !snapshot_resume)
+		if (!created && sl_rebackfill_can(s->src, it->table) && it->method == SL_BF_WATERMARK)
 			wm->items[wm->n++] = *it;
 		else
 			bf->items[keep++] = *it;

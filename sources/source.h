@@ -242,6 +242,12 @@ struct sl_chunked_read {
 struct sl_chunk_check {
 	void *payload;
 	bool (*seen)(void *payload, uint64_t tx_id);
+	/* The transactions next() returned last (any order, may be NULL): a
+	 * snapshot also misses one that is newer than every transaction it
+	 * knows (PostgreSQL: at or after its xmax), which seen() cannot be
+	 * asked about. */
+	const uint64_t *recent;
+	size_t nrecent;
 };
 
 /* The stream's position holder as the server sees it, for status and alerts. */

@@ -726,7 +726,8 @@ out:
  * the stream already returned (see the top of this file). */
 static int snapshot_misses(PGconn *c, const struct sl_chunk_check *chk, bool *missed, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(c, "SELECT x::text FROM pg_snapshot_xip(pg_current_snapshot()) AS x");
+	PGresult *res = PQexec(c, "SELECT x::text FROM pg_snapshot_xip(pg_current_snapshot()) AS x "
+				  "UNION ALL SELECT 'xmax ' || pg_snapshot_xmax(pg_current_snapshot())::text");
 	int rc = SL_OK;
 
 	*missed = false;
@@ -734,11 +735,21 @@ static int snapshot_misses(PGconn *c, const struct sl_chunk_check *chk, bool *mi
 		rc = sl_pg_err(err, errlen, "could not read the chunk's snapshot", c, res);
 		goto out;
 	}
-	for (int i = 0; i < PQntuples(res) && chk && chk->seen && !*missed; i++) {
+	for (int i = 0; i < PQntuples(res) && chk && !*missed; i++) {
+		const char *v = PQgetvalue(res, i, 0);
+		bool xmax = !strncmp(v, "xmax ", 5);
 		uint64_t x;
-		if (sl_parse_u64(PQgetvalue(res, i, 0), UINT64_MAX, &x) == 0 &&
-		    chk->seen(chk->payload, (uint32_t)x))   /* pgoutput's xids are the low 32 bits */
-			*missed = true;
+		if (sl_parse_u64(xmax ? v + 5 : v, UINT64_MAX, &x) < 0)
+			continue;
+		if (!xmax) {
+			/* in progress in the snapshot; pgoutput's xids are the low 32 bits */
+			*missed = chk->seen && chk->seen(chk->payload, (uint32_t)x);
+			continue;
+		}
+		/* At or after xmax: not yet complete when the snapshot was
+		 * taken (xids compare modulo 2^32). */
+		for (size_t k = 0; k < chk->nrecent && !*missed; k++)
+			*missed = (int32_t)((uint32_t)chk->recent[k] - (uint32_t)x) >= 0;
 	}
 out:
 	PQclear(res);
@@ -778,6 +789,10 @@ int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 				 "keys", t->ns, t->name, after);
 			goto out;
 		}
+		/* Parameters are C strings: end each value where its separator
+		 * (or the copy's final NUL) was, now that all are split. */
+		for (int i = 0; i < k->n; i++)
+			((char *)kv[i].p)[kv[i].len] = '\0';
 		sl_buf_puts(&sql, " WHERE ");
 		if (append_key_row(&sql, c, t, k) < 0)
 			goto quote_fail;
