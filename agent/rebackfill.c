@@ -52,6 +52,7 @@ struct sl_rebackfill {
 	uint64_t seq;                   /* chunks opened by this run */
 	char run[48];                   /* what makes this run's watermarks its own */
 	int64_t retry_at_ms;
+	int64_t opened_ms, read_ms;     /* when the open chunk was opened, and read */
 	int64_t polled_ms;
 	uint64_t seen[SEEN_TX];         /* the last transactions the stream returned */
 	size_t nseen, seen_at;
@@ -406,6 +407,7 @@ static int open_chunk(struct sl_rebackfill *rb)
 	int rc;
 
 	rb->seq++;
+	rb->opened_ms = sl_mono_ms();
 	if (!wm_text(rb, "low") || !(low = strdup(rb->text.data)) || !(high = wm_text(rb, "high")) ||
 	    sl_bf_chunk_open(rb->chunk, j->t, low, high) < 0) {
 		free(low);
@@ -430,7 +432,9 @@ static int open_chunk(struct sl_rebackfill *rb)
 	if (rows == 0) {
 		int64_t ms = sl_mono_ms() - j->t0_ms;
 		sl_bf_chunk_abandon(rb->chunk);
-		if ((rc = sl_pipe_backfill_done(rb->c.pipe, j->idx, j->t, j->rows)) < 0)
+		/* Done once durable (and the figure below covers the writer). */
+		if ((rc = sl_pipe_backfill_done(rb->c.pipe, j->idx, j->t, j->rows)) < 0 ||
+		    (rc = sl_pipe_sync(rb->c.pipe)) < 0)
 			return rc;
 		sl_info("stream \"%s\": backfilled %s while streaming: %" PRIu64 " rows in %" PRIu64 " chunks, "
 			"%.2f s (%.0f rows/s)", rb->c.stream, entry_name(rb, j->idx), j->rows, j->chunks,
@@ -440,6 +444,7 @@ static int open_chunk(struct sl_rebackfill *rb)
 	}
 	free(rb->last);
 	rb->last = last;
+	rb->read_ms = sl_mono_ms();
 	if (!(high = wm_text(rb, "high")))
 		rc = SL_EFAIL;
 	else
@@ -475,6 +480,10 @@ static int close_chunk(struct sl_rebackfill *rb, const struct sl_position *pos)
 		j->rows++;
 	}
 	j->chunks++;
+	sl_debug("stream \"%s\": chunk %" PRIu64 " of %s: %" PRIu64 " rows read in %" PRId64 " ms, %" PRIu64
+		 " changes applied, its high watermark %" PRId64 " ms later", rb->c.stream, j->chunks,
+		 entry_name(rb, j->idx), sl_bf_chunk_read_rows(rb->chunk), rb->read_ms - rb->opened_ms,
+		 sl_bf_chunk_applied(rb->chunk), sl_mono_ms() - rb->read_ms);
 	if ((rc = sl_pipe_backfill_progress(rb->c.pipe, j->idx, rb->last, j->rows, j->chunks)) < 0)
 		return rc;
 	free(j->after);

@@ -223,9 +223,9 @@ struct sl_chunked_read {
 	const char *after;             /* a key text: read only the rows with a key after it;
 					* NULL: every row */
 	uint64_t chunk_rows;           /* about this many rows per chunk */
-	/* Called in key order as the rows of the table are delivered: every row
-	 * with a key up to upto (a key text, inclusive) was passed to fn, and
-	 * rows rows in all so far.  Never called for a table without a key
+	/* Called at the end of each chunk, in key order: every row with a key
+	 * up to upto (a key text, inclusive) was passed to fn and none after
+	 * it, rows rows in all so far.  Never called for a table without a key
 	 * (such a table is read in ranges of pages, which do not resume).
 	 * Returns 0, or -1 to stop the read (its own error). */
 	int (*progress)(void *payload, const char *upto, uint64_t rows);

@@ -906,14 +906,15 @@ out:
 /* A non-transactional message is not flushed by itself (before
  * PostgreSQL 17 there is no flush argument), and the walsender sends only
  * flushed WAL: on a quiet server the watermark would wait for the WAL
- * writer.  txid_current() gives the statement's transaction an id, so its
- * commit flushes the WAL up to it (with synchronous_commit on); the
- * transaction changes nothing, and pgoutput sends no empty transaction. */
+ * writer (wal_writer_delay, 200 ms).  txid_current() gives the statement's
+ * transaction an id, so its commit flushes the WAL up to it, with
+ * synchronous_commit on for this transaction alone; the transaction
+ * changes nothing, and pgoutput sends no empty transaction. */
 int sl_pg_emit_watermark(PGconn *c, const char *text, uint64_t *lsn, char *err, size_t errlen)
 {
 	const char *params[1] = { text };
 	PGresult *res = PQexecParams(c, "SELECT pg_logical_emit_message(false, '" SL_PG_WATERMARK_PREFIX "', $1)::text, "
-				     "txid_current()", 1, NULL, params, NULL, NULL, 0);
+				     "txid_current(), set_config('synchronous_commit', 'on', true)", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
 
 	*lsn = 0;
