@@ -1,6 +1,7 @@
 /*
  * agent/commands.c: the commands that inspect or prepare a stream without
- * running it: `sluice check`, `sluice status` and `sluice backfill`.  Each
+ * running it: `sluice check`, `sluice verify`, `sluice status` and `sluice
+ * backfill`.  Each
  * reaches the source through its interface (check and probe open their own
  * connections), so they work whether or not an agent runs the stream.
  */
@@ -22,6 +23,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/alerts.h"
 #include "sinks/sink.h"
 
 int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
@@ -37,6 +39,7 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	if (sc->destination->ops->check) {
 		struct sl_sink_stream st = {
 			.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
+			.state_dir = cfg->state_dir,
 		};
 		if ((rc = sc->destination->ops->check(sc->destination->conf, &st, stdout, err, errlen)) < 0)
 			return rc;
@@ -59,21 +62,72 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	return rc;
 }
 
-static void add_alert(json_t *alerts, const char *name, const char *severity, const char *text)
+int sl_stream_verify(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
 {
-	json_t *a = json_object();
-	json_object_set_new(a, "alert", json_string(name));
-	json_object_set_new(a, "severity", json_string(severity));
-	json_object_set_new(a, "message", json_string(text));
-	json_array_append_new(alerts, a);
+	struct sl_sink_stream st = {
+		.name = sc->name, .mode = sc->write_mode, .destination = sc->destination->name,
+		.state_dir = cfg->state_dir,
+	};
+
+	if (!sc->destination->ops->verify) {
+		snprintf(err, errlen, "stream \"%s\": destination \"%s\" (type %s) keeps no manifests to verify against",
+			 sc->name, sc->destination->name, sc->destination->type);
+		return SL_ECONFIG;
+	}
+	return sc->destination->ops->verify(sc->destination->conf, &st, stdout, err, errlen);
 }
 
-/* The source's view of the position holder, with the alerts its figures raise. */
-static void status_slot(const struct sl_stream_config *sc, const struct sl_source_status *si,
-			const struct sl_checkpoint *ck, json_t *o, json_t *alerts)
+/* The alerts one look at the source raises, by the agent's rules
+ * (ops/alerts.c) with the stream's thresholds: a single sample, so each
+ * alert starts fresh and is evaluated as often as its fire_after asks.
+ * What only a running agent can tell (how long the slot was inactive,
+ * whether the durable position is stalled, growth) stays unknown here; the
+ * agent's own alerts come from its run file. */
+static void status_alerts(const struct sl_stream_config *sc, bool probe_ok, const char *probe_error,
+			  const struct sl_source_status *si, const struct sl_checkpoint *ck, json_t *alerts)
+{
+	struct sl_alert al[SL_AL_COUNT];
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert_inputs in;
+	struct sl_alert_limits lim;
+	int n = 0;
+	int64_t now = sl_now_us();
+
+	memset(al, 0, sizeof al);
+	memset(&in, 0, sizeof in);
+	memset(&lim, 0, sizeof lim);
+	in.probe_ok = probe_ok;
+	in.probe_error = probe_error;
+	in.exists = si->exists;
+	in.expected = ck->exists && ck->has_position && !ck->reset;
+	in.state = si->state;
+	in.lag_bytes = si->lag_bytes;
+	in.retained_bytes = si->retained_bytes;
+	in.inactive_s = -1;
+	in.time_to_purge_s = si->log_known ? si->time_to_purge_s : -1;
+	in.freshness_s = -1;
+	in.stalled_s = -1;
+	lim.lag_warn_bytes = sc->lag_warn_bytes;
+	lim.lag_critical_bytes = sc->lag_critical_bytes;
+	lim.retained_warn_bytes = sc->retained_wal_warn_bytes;
+	lim.retained_critical_bytes = sc->retained_wal_critical_bytes;
+	lim.purge_warn_s = sc->log_purge_warn_seconds;
+	for (int pass = 0; pass < 2; pass++)
+		sl_alerts_evaluate(al, &in, &lim, &sl_alert_default_policy, now, tr, &n);
+	for (int id = 0; id < SL_AL_COUNT; id++) {
+		const struct sl_alert_def *d = sl_alert_def((enum sl_alert_id)id);
+		if (!al[id].firing)
+			continue;
+		json_array_append_new(alerts, json_pack("{s:s, s:s, s:s, s:s}", "alert", d->name, "severity",
+							sl_alert_severity_name(d->severity), "message", al[id].message,
+							"source", "status"));
+	}
+}
+
+/* The source's view of the position holder. */
+static void status_slot(const struct sl_source_status *si, json_t *o)
 {
 	json_t *slot = json_object();
-	char msg[256];
 
 	json_object_set_new(slot, "exists", json_boolean(si->exists));
 	if (si->exists) {
@@ -87,36 +141,136 @@ static void status_slot(const struct sl_stream_config *sc, const struct sl_sourc
 		json_object_set_new(slot, "retained_wal_bytes",
 				    si->retained_bytes >= 0 ? json_integer(si->retained_bytes) : json_null());
 		json_object_set_new(slot, "safe_wal_size", si->safe_bytes >= 0 ? json_integer(si->safe_bytes) : json_null());
-		if (!strcmp(si->state, "lost"))
-			add_alert(alerts, "slot_lost", "critical", "the replication slot is lost: re-backfill needed");
-		if (sc->lag_critical_bytes && si->lag_bytes >= (int64_t)sc->lag_critical_bytes) {
-			snprintf(msg, sizeof msg, "slot lag %" PRId64 " bytes >= lag_critical_bytes %" PRIu64,
-				 si->lag_bytes, sc->lag_critical_bytes);
-			add_alert(alerts, "lag", "critical", msg);
-		} else if (sc->lag_warn_bytes && si->lag_bytes >= (int64_t)sc->lag_warn_bytes) {
-			snprintf(msg, sizeof msg, "slot lag %" PRId64 " bytes >= lag_warn_bytes %" PRIu64,
-				 si->lag_bytes, sc->lag_warn_bytes);
-			add_alert(alerts, "lag", "warning", msg);
-		}
-		if (sc->retained_wal_warn_bytes && si->retained_bytes >= (int64_t)sc->retained_wal_warn_bytes) {
-			snprintf(msg, sizeof msg, "slot retains %" PRId64 " bytes of WAL >= retained_wal_warn_bytes %" PRIu64,
-				 si->retained_bytes, sc->retained_wal_warn_bytes);
-			add_alert(alerts, "retained_wal", "warning", msg);
-		}
-	} else if (ck->exists && ck->has_position) {
-		add_alert(alerts, "slot_missing", "critical", "the replication slot is missing: re-backfill needed");
 	}
 	json_object_set_new(o, "slot_status", slot);
+	if (si->log_known) {
+		/* a binlog source: the log the server keeps, and how long it keeps it */
+		json_t *bl = json_object();
+		json_object_set_new(bl, "head", si->head[0] ? json_string(si->head) : json_null());
+		json_object_set_new(bl, "files", si->log_files >= 0 ? json_integer(si->log_files) : json_null());
+		json_object_set_new(bl, "bytes", si->log_bytes >= 0 ? json_integer(si->log_bytes) : json_null());
+		json_object_set_new(bl, "expire_seconds", si->retention_s >= 0 ? json_integer(si->retention_s) : json_null());
+		json_object_set_new(bl, "needed_file", si->restart[0] ? json_string(si->restart) : json_null());
+		json_object_set_new(bl, "needed_file_age_seconds",
+				    si->oldest_needed_age_s >= 0 ? json_integer(si->oldest_needed_age_s) : json_null());
+		json_object_set_new(bl, "time_to_purge_seconds",
+				    si->time_to_purge_s >= 0 ? json_integer(si->time_to_purge_s) : json_null());
+		json_object_set_new(o, "binlog", bl);
+	}
+}
+
+/* Adds the agent's firing alerts to alerts, where status did not raise the
+ * same one itself (the agent's entry has since_us). */
+static void merge_agent_alerts(json_t *alerts, json_t *agent_alerts)
+{
+	size_t i, k;
+	json_t *a, *b;
+
+	json_array_foreach(agent_alerts, i, a) {
+		const char *name = json_string_value(json_object_get(a, "alert"));
+		bool dup = false;
+		json_array_foreach(alerts, k, b) {
+			if (name && !strcmp(name, json_string_value(json_object_get(b, "alert")) ?: "")) {
+				json_object_set(b, "since_us", json_object_get(a, "since_us"));
+				json_object_set_new(b, "source", json_string("agent"));
+				dup = true;
+			}
+		}
+		if (!dup) {
+			json_t *c = json_deep_copy(a);
+			json_object_set_new(c, "source", json_string("agent"));
+			json_array_append_new(alerts, c);
+		}
+	}
+}
+
+/* Backfill progress of a table as the agent reports it: rows, estimate,
+ * percent and ETA (null when unknown). */
+static json_t *progress(json_t *bf, int64_t now)
+{
+	json_int_t rows = json_integer_value(json_object_get(bf, "rows"));
+	json_t *est = json_object_get(bf, "estimated_rows"), *t0 = json_object_get(bf, "started_us");
+	const char *st = json_string_value(json_object_get(bf, "state"));
+	json_t *pct = json_null(), *eta = json_null();
+
+	if (st && !strcmp(st, "running") && json_is_integer(est) && json_integer_value(est) > 0) {
+		json_int_t e = json_integer_value(est);
+		int p = (int)((double)rows * 100.0 / (double)e);
+		json_decref(pct);
+		pct = json_integer(p > 99 ? 99 : p);
+		if (json_is_integer(t0) && rows > 0 && now > json_integer_value(t0)) {
+			double rate = (double)rows / ((double)(now - json_integer_value(t0)) / 1e6);
+			json_decref(eta);
+			eta = json_integer(rows < e ? (json_int_t)((double)(e - rows) / rate) : 0);
+		}
+	} else if (st && !strcmp(st, "done")) {
+		json_decref(pct);
+		pct = json_integer(100);
+	}
+	return json_pack("{s:O?, s:I, s:O?, s:o, s:o}", "state", json_object_get(bf, "state"), "rows", rows,
+			 "estimated_rows", est, "percent", pct, "eta_seconds", eta);
+}
+
+/* What the agent's run file adds: its state, errors, queue, flushes,
+ * heartbeats, alerts and their history, and each table's counters and
+ * backfill progress.  live: the process that wrote it still holds the
+ * stream's lock. */
+static void status_run(json_t *o, json_t *run, bool live, json_t *tabs, json_t *alerts)
+{
+	int64_t now = sl_now_us();
+	const char *key;
+	json_t *v;
+
+	if (!run) {
+		json_object_set_new(o, "state", json_string("stopped"));
+		json_object_set_new(o, "agent", json_null());
+		json_object_set_new(o, "last_error", json_null());
+		return;
+	}
+	json_object_set(o, "last_error", json_object_get(run, "last_error"));
+	json_object_set(o, "retries", json_object_get(run, "retries"));
+	json_object_set(o, "alert_history", json_object_get(run, "alert_history"));
+	if (!live) {
+		/* A run that ended: how (a kill -9 leaves "streaming" behind: stopped). */
+		const char *st = json_string_value(json_object_get(run, "state"));
+		json_object_set_new(o, "state", json_string(st && !strcmp(st, "failed") ? "failed" : "stopped"));
+		json_object_set_new(o, "agent", json_null());
+		return;
+	}
+	json_object_set(o, "state", json_object_get(run, "state"));
+	{
+		json_t *a = json_deep_copy(run);
+		json_object_del(a, "tables");
+		json_object_del(a, "alert_history");
+		json_object_set_new(o, "agent", a);
+	}
+	if (json_is_integer(json_object_get(run, "freshness_seconds")))
+		json_object_set(o, "freshness_seconds", json_object_get(run, "freshness_seconds"));
+	merge_agent_alerts(alerts, json_object_get(run, "alerts_firing"));
+	json_object_foreach(json_object_get(run, "tables"), key, v) {
+		json_t *t = json_object_get(tabs, key), *bf = json_object_get(v, "backfill");
+		if (!t) {
+			t = json_object();
+			json_object_set_new(t, "backfill", json_string("pending"));
+			json_object_set_new(t, "rows", json_integer(0));
+			json_object_set_new(tabs, key, t);
+		}
+		json_object_set(t, "changes", json_object_get(v, "changes"));
+		if (bf)
+			json_object_set_new(t, "progress", progress(bf, now));
+	}
 }
 
 int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *out_json, char *err, size_t errlen)
 {
 	const struct sl_source_ops *src = sl_stream_source(sc, err, errlen);
-	json_t *o = out_json, *tabs, *alerts;
+	json_t *o = out_json, *tabs, *alerts, *undetermined, *run;
 	struct sl_checkpoint ck;
 	struct sl_source_stream sst;
 	struct sl_source_status si;
 	char pos[2 * SL_POS_TEXT_MAX];
+	bool probe_ok, alive = false, live;
+	long pid;
 	int rc;
 
 	if (!src)
@@ -129,6 +283,7 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	}
 	tabs = json_object();
 	alerts = json_array();
+	undetermined = json_array();
 	json_object_set_new(o, "stream", json_string(sc->name));
 	json_object_set_new(o, "source", json_string(sc->source->name));
 	json_object_set_new(o, "destination", json_string(sc->destination->name));
@@ -146,25 +301,38 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_object_set_new(t, "rows", json_integer((json_int_t)ck.tables[i].rows));
 		json_object_set_new(tabs, ck.tables[i].name, t);
 	}
-	json_object_set_new(o, "tables", tabs);
+	pid = sl_stream_lock_holder(cfg->state_dir, sc->name);
 	{
-		long pid = sl_stream_lock_holder(cfg->state_dir, sc->name);
 		json_t *w = sl_runstate_wait_read(cfg->state_dir, sc->name);
 		json_object_set_new(o, "agent_pid", pid > 0 ? json_integer(pid) : json_null());
 		json_object_set_new(o, "waiting", w ? w : json_null());
 	}
+	if (ck.exists && ck.last_source_ts_us)
+		json_object_set_new(o, "freshness_seconds", json_integer((sl_now_us() - ck.last_source_ts_us) / 1000000));
 	sl_stream_source_view(cfg, sc, &sst);
-	if (src->probe(sc->source, &sst, &si, err, errlen) == SL_OK) {
-		status_slot(sc, &si, &ck, o, alerts);
+	sst.durable = ck.exists && ck.has_position ? &ck.durable : NULL;
+	sst.durable_ts_us = sst.durable ? ck.last_source_ts_us : 0;
+	memset(&si, 0, sizeof si);
+	probe_ok = src->probe(sc->source, &sst, &si, err, errlen) == SL_OK;
+	if (probe_ok) {
+		status_slot(&si, o);
 	} else {
 		json_object_set_new(o, "source_error", json_string(err));
-		add_alert(alerts, "source_unreachable", "critical", err);
+		json_array_append_new(undetermined, json_pack("s+", "the source could not be probed: ", err));
 	}
-	if (ck.exists && ck.last_source_ts_us && sc->freshness_warn_seconds) {
-		int64_t age = (sl_now_us() - ck.last_source_ts_us) / 1000000;
-		json_object_set_new(o, "freshness_seconds", json_integer(age));
-	}
+	status_alerts(sc, probe_ok, err, &si, &ck, alerts);
+	/* The agent's own view, while the agent that wrote it holds the lock. */
+	run = sl_runstate_run_read(cfg->state_dir, sc->name, &alive);
+	live = alive && pid > 0 && run && json_integer_value(json_object_get(run, "pid")) == pid;
+	if (pid > 0 && !live)
+		json_array_append_new(undetermined, json_pack("s", "an agent runs the stream, but its run file is missing "
+							      "or not its own yet"));
+	status_run(o, run, live, tabs, alerts);
+	json_decref(run);
+	json_object_set_new(o, "tables", tabs);
 	json_object_set_new(o, "alerts", alerts);
+	json_object_set_new(o, "determined", json_boolean(json_array_size(undetermined) == 0));
+	json_object_set_new(o, "undetermined", undetermined);
 	sl_ckpt_free(&ck);
 	return SL_OK;
 }

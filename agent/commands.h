@@ -1,5 +1,6 @@
 /*
- * agent/commands.h: `sluice check`, `sluice status` and `sluice backfill`
+ * agent/commands.h: `sluice check`, `sluice verify`, `sluice status` and
+ * `sluice backfill`
  * for one stream.  Each returns an enum sl_status with the message in err.
  */
 #ifndef SLUICE_AGENT_COMMANDS_H
@@ -12,6 +13,12 @@
 /* `sluice check`: validates the stream's source and destination without
  * changing anything.  Prints one line per check to stdout. */
 int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen);
+
+/* `sluice verify`: reads the stream's output back through its sink and
+ * checks it against the manifests, printing what it finds to stdout.
+ * Returns SL_OK, SL_EVERIFY (sinks/avro_tree/tree.h) when it found
+ * problems, or another status with the message in err. */
+int sl_stream_verify(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen);
 
 /* `sluice status`: sets the stream's status fields on the JSON object
  * out_json (a jansson json_t *): checkpoint, the source's position holder,

@@ -94,6 +94,16 @@ static const char *valid_table_glob(const char *s)
 	return NULL;
 }
 
+/* key_columns entries: SCHEMA.TABLE.COLUMN, three non-empty parts. */
+static const char *valid_key_column(const char *s)
+{
+	const char *first = strchr(s, '.'), *last = strrchr(s, '.');
+
+	if (!first || first == s || first == last || last == first + 1 || last[1] == '\0' || strpbrk(s, "*?["))
+		return "each entry must be SCHEMA.TABLE.COLUMN, without globs, such as public.events.id";
+	return NULL;
+}
+
 /* A port: 1-65535, digits only. */
 static bool parse_port(const char *s)
 {
@@ -180,6 +190,8 @@ static const struct sl_keydesc agent_keys[] = {
 	  .validate = valid_url, FIELD(struct sl_config, alert_webhook) },
 	{ .name = "queue_bytes", .type = SL_KT_BYTES, .def = "8MB", .min = UINT64_C(256) * 1024,
 	  .max = UINT64_C(1) << 40, FIELD(struct sl_config, queue_bytes) },
+	{ .name = "probe_interval", .type = SL_KT_SECONDS, .def = "5", .min = 1, .max = 300,
+	  FIELD(struct sl_config, probe_interval) },
 };
 
 /* Only the type: the sink that implements it owns the other keys. */
@@ -198,6 +210,8 @@ static const struct sl_keydesc stream_keys[] = {
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, tables) },
 	{ .name = "exclude_tables", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, exclude_tables) },
+	{ .name = "key_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
+	  .validate = valid_key_column, FIELD(struct sl_stream_config, key_columns) },
 	{ .name = "backfill", .type = SL_KT_ENUM, .choices = backfill_modes, .def = "auto",
 	  FIELD(struct sl_stream_config, backfill) },
 	{ .name = "write_mode", .type = SL_KT_ENUM, .choices = write_modes, .def = "append",
@@ -215,6 +229,18 @@ static const struct sl_keydesc stream_keys[] = {
 	  .max = UINT64_MAX, FIELD(struct sl_stream_config, retained_wal_warn_bytes) },
 	{ .name = "freshness_warn_seconds", .type = SL_KT_SECONDS, .def = "300", .min = 0,
 	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, freshness_warn_seconds) },
+	{ .name = "retained_wal_critical_bytes", .type = SL_KT_BYTES, .def = "0", .min = 0,
+	  .max = UINT64_MAX, FIELD(struct sl_stream_config, retained_wal_critical_bytes) },
+	{ .name = "retained_wal_growth_warn_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 0,
+	  .max = UINT64_MAX, FIELD(struct sl_stream_config, retained_wal_growth_warn_bytes) },
+	{ .name = "slot_inactive_warn_seconds", .type = SL_KT_SECONDS, .def = "120", .min = 0,
+	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, slot_inactive_warn_seconds) },
+	{ .name = "log_purge_warn_seconds", .type = SL_KT_SECONDS, .def = "24h", .min = 0,
+	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, log_purge_warn_seconds) },
+	{ .name = "stream_down_warn_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 0,
+	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, stream_down_warn_seconds) },
+	{ .name = "heartbeat_interval", .type = SL_KT_SECONDS, .def = "0", .min = 0,
+	  .max = 3600, FIELD(struct sl_stream_config, heartbeat_interval) },
 };
 
 _Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,
@@ -711,6 +737,14 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 			e = sl_ini_find(&sec->ini, "lag_warn_bytes");
 		return set_err(L, e ? e->line : sec->ini.line, "lag_critical_bytes is lower than "
 			       "lag_warn_bytes in [%s]", sec->ini.title);
+	}
+	if (st->retained_wal_warn_bytes && st->retained_wal_critical_bytes &&
+	    st->retained_wal_critical_bytes < st->retained_wal_warn_bytes) {
+		e = sl_ini_find(&sec->ini, "retained_wal_critical_bytes");
+		if (!e)
+			e = sl_ini_find(&sec->ini, "retained_wal_warn_bytes");
+		return set_err(L, e ? e->line : sec->ini.line, "retained_wal_critical_bytes is lower than "
+			       "retained_wal_warn_bytes in [%s]", sec->ini.title);
 	}
 	return 0;
 }

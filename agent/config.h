@@ -31,6 +31,7 @@ struct sl_stream_config {
 	struct sl_dest_config *destination;   /* resolved, points into sl_config */
 	char **tables;                        /* include globs "schema.table", NULL-terminated */
 	char **exclude_tables;                /* exclude globs, NULL-terminated (may be empty) */
+	char **key_columns;                   /* "schema.table.column" overrides of the tables' keys */
 	bool backfill;                        /* backfill = auto (true) | none (false) */
 	enum sl_write_mode write_mode;
 	char *slot;                           /* default "sluice_<stream>" */
@@ -39,6 +40,12 @@ struct sl_stream_config {
 	uint64_t lag_critical_bytes;          /* default 2GB */
 	uint64_t retained_wal_warn_bytes;     /* default 1GB */
 	uint64_t freshness_warn_seconds;      /* default 300 */
+	uint64_t retained_wal_critical_bytes; /* default 0 (off) */
+	uint64_t retained_wal_growth_warn_bytes; /* per minute; default 64MB */
+	uint64_t slot_inactive_warn_seconds;  /* default 120 */
+	uint64_t log_purge_warn_seconds;      /* binlog sources; default 24h */
+	uint64_t stream_down_warn_seconds;    /* default 60 */
+	uint64_t heartbeat_interval;          /* seconds; 0 (default): no heartbeats */
 };
 
 struct sl_config {
@@ -50,6 +57,7 @@ struct sl_config {
 	char *metrics_listen;                 /* default "127.0.0.1:9187"; "" disables */
 	char *alert_webhook;                  /* NULL if unset */
 	uint64_t queue_bytes;                 /* each stream's queue between reading and writing; default 8MB */
+	uint64_t probe_interval;              /* seconds between lag probes; default 5 */
 	int nsources, ndestinations, nstreams;
 	struct sl_source_config *sources;
 	struct sl_dest_config *destinations;

@@ -5,9 +5,9 @@ libslagent_a_SOURCES = %D%/stream.c %D%/stream.h %D%/pipeline.c %D%/pipeline.h \
 	%D%/queue.c %D%/queue.h %D%/backfill.c %D%/backfill.h %D%/backfill_chunk.c %D%/backfill_chunk.h \
 	%D%/rebackfill.c %D%/rebackfill.h \
 	%D%/commands.c %D%/commands.h %D%/checkpoint.c %D%/checkpoint.h %D%/config.h \
-	%D%/lock.c %D%/lock.h %D%/runstate.c %D%/runstate.h
-libslagent_a_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)
-AGENT_LIBS = libslagent.a $(JANSSON_LIBS) -lpthread
+	%D%/lock.c %D%/lock.h %D%/runstate.c %D%/runstate.h %D%/monitor.c %D%/monitor.h
+libslagent_a_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS)
+AGENT_LIBS = libslagent.a $(OPS_LIBS) $(JANSSON_LIBS) -lpthread
 
 sluice_SOURCES = %D%/main.c
 sluice_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS)

@@ -1,5 +1,5 @@
 /*
- * agent/main.c: the command line: check, run, status, backfill, version.
+ * agent/main.c: the command line: check, run, status, backfill, verify, version.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
  * 3 source prerequisites not met, 4 position lost.
  */
@@ -17,12 +17,15 @@
 #include "agent/commands.h"
 #include "agent/config.h"
 #include "agent/lock.h"
+#include "agent/monitor.h"
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/metrics.h"
+#include "sinks/avro_tree/tree.h"
 
 static const char usage_main[] =
-	"sluice: change data capture from PostgreSQL to Avro files\n"
+	"sluice: change data capture from PostgreSQL to Avro files (a folder or S3)\n"
 	"\n"
 	"usage: sluice COMMAND [OPTIONS]\n"
 	"\n"
@@ -31,17 +34,20 @@ static const char usage_main[] =
 	"  run      -c FILE [--stream NAME] [--until-caught-up]\n"
 	"                                        backfill, then stream changes until stopped\n"
 	"  status   -c FILE [--stream NAME] [--json]\n"
-	"                                        positions, lag, backfill state per table, alerts\n"
+	"                                        state, positions, lag, backfill progress, alerts\n"
 	"  backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
 	"                                        request a (re-)backfill: of one table from the\n"
 	"                                        running agent, else on the next run\n"
+	"  verify   -c FILE --stream NAME        check the output against its manifests:\n"
+	"                                        nothing missing, damaged or twice\n"
 	"  version                               print the version\n"
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error (also:\n"
 	"another agent runs the stream), 3 source prerequisites not met, 4 position\n"
 	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
-	"command that recovers).\n";
+	"command that recovers).  status: 1 an alert fires, 5 some status could not\n"
+	"be determined.\n";
 
 static const char usage_check[] =
 	"usage: sluice check -c FILE [--stream NAME]\n"
@@ -51,11 +57,15 @@ static const char usage_check[] =
 	"REPLICATION attribute, USAGE on each selected table's schema and SELECT on the\n"
 	"table, replica identities and primary keys (merge mode), that the role may\n"
 	"create the publication or add the tables it lacks and that an existing one\n"
-	"fits, the slot against the stream's checkpoint, and that the destination is\n"
-	"writable.  Changes nothing.  Exit 0 when everything is in order, 2 for a bad\n"
-	"config (or a tables entry without glob characters that names no table), 3\n"
-	"when a source prerequisite is missing (the message gives the GRANT or the\n"
-	"statement to run), 4 when the stream's position is lost.\n"
+	"fits, the slot against the stream's checkpoint, and the destination: an\n"
+	"avro_dir path must be writable; for s3, a small object is written under\n"
+	"<prefix>/<stream>/ and deleted, which proves the credentials and the bucket;\n"
+	"ClickHouse must answer, let the user write and have (or let it create) the\n"
+	"database.  Changes nothing else.  Exit 0 when everything is in order, 2 for a\n"
+	"bad config (or a tables entry without glob characters that names no table),\n"
+	"3 when a source prerequisite is missing (the message gives the GRANT or the\n"
+	"statement to run) or the destination refuses the credentials or lacks its\n"
+	"bucket, 4 when the stream's position is lost.\n"
 	"\n"
 	"  -c, --config FILE     the configuration file\n"
 	"  -s, --stream NAME     check only this stream\n";
@@ -84,21 +94,36 @@ static const char usage_run[] =
 	"\n"
 	"SIGTERM or SIGINT drains (flush, checkpoint, acknowledge, exit 0); a second\n"
 	"signal cancels at once, acknowledging nothing that is not durable.  SIGHUP is\n"
-	"logged and ignored: restart sluice to apply a new configuration.\n";
+	"logged and ignored: restart sluice to apply a new configuration.\n"
+	"\n"
+	"While it runs, a probe per stream reads the slot's lag and retained WAL on a\n"
+	"connection of its own every probe_interval and raises alerts (logged, on\n"
+	"/metrics, POSTed to alert_webhook); /metrics and /healthz are served on\n"
+	"metrics_listen; heartbeat_interval writes heartbeats through the slot.  On a\n"
+	"terminal, a live line shows backfill progress.\n";
 
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--stream NAME] [--json]\n"
 	"\n"
-	"Prints, per stream: whether an agent runs it, what it waits for (a slot\n"
-	"being created waits for open transactions), the durable position from the\n"
-	"checkpoint, the slot's confirmed position, lag and retained WAL (\"unknown\",\n"
-	"null in --json, when the server has no figure), the backfill state of every\n"
-	"table, and the alerts that fire for the configured thresholds.  Exit 0, or 1\n"
-	"when an alert is firing or stdout cannot be written.\n"
+	"Prints, per stream (or only NAME): its state (starting, backfilling,\n"
+	"streaming, retrying, stopped, failed), whether an agent runs it and what it\n"
+	"waits for (a slot being created waits for open transactions), the last error\n"
+	"with its time and the retries, the durable position from the checkpoint, the\n"
+	"slot's confirmed position, lag and retained WAL (\"unknown\", null in --json,\n"
+	"when the server has no figure), freshness, each table's backfill state and,\n"
+	"while it runs, its progress (rows, estimate, %, ETA), and the alerts that\n"
+	"fire, with their recent history.  While an agent runs the stream, also what\n"
+	"only the agent knows (queue, last flush, heartbeats, its alerts), from the\n"
+	"run file it keeps in state_dir.  Works whether or not an agent runs.\n"
 	"\n"
 	"  -c, --config FILE     the configuration file\n"
-	"  -s, --stream NAME     only this stream (exit 2 when FILE has no such stream)\n"
-	"  -j, --json            the same as JSON, for scripts\n";
+	"  -s, --stream NAME     only this stream (exit 2 when there is none of that name)\n"
+	"  -j, --json            the same as JSON\n"
+	"\n"
+	"Exit 0: every status determined and no alert fires; 1: an alert fires (or\n"
+	"stdout cannot be written); 2: usage or configuration error; 5: some status\n"
+	"could not be determined (a source that cannot be reached, a checkpoint that\n"
+	"cannot be read); 5 wins over 1.\n";
 
 static const char usage_backfill[] =
 	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
@@ -119,6 +144,24 @@ static const char usage_backfill[] =
 	"  -c, --config FILE     the configuration file\n"
 	"  -s, --stream NAME     the stream\n"
 	"  -t, --table S.T       only this table, which the stream must select\n";
+
+static const char usage_verify[] =
+	"usage: sluice verify -c FILE --stream NAME\n"
+	"\n"
+	"Reads the stream's manifests (<stream>/_manifests/ in the destination) and\n"
+	"every data file they list back from the destination (a folder or a bucket),\n"
+	"and reports each problem on its own line: a missing manifest or a break in\n"
+	"their chain of positions (a gap or an overlap), a listed file that is\n"
+	"missing, has another size, cannot be read to its end, or holds another\n"
+	"record count or CSN range than its manifest says, and records present twice\n"
+	"(the same uuid).  Files no manifest lists are noted, not counted.  Changes\n"
+	"nothing; it may run while an agent runs the stream.\n"
+	"Exit 0 when everything checks, 1 when it found problems or could not read\n"
+	"the destination, 2 for a bad config, 3 when the destination refuses the\n"
+	"credentials or its bucket does not exist.\n"
+	"\n"
+	"  -c, --config FILE     the configuration file\n"
+	"  -s, --stream NAME     the stream\n";
 
 static int load_config(const char *path, struct sl_config **out)
 {
@@ -239,6 +282,8 @@ struct worker {
 	struct sl_run_opts ro;
 	atomic_int *finished;    /* cmd_run's count of workers that have returned */
 	struct sl_stream_lock lock; /* held from before the first attempt to the end */
+	struct sl_monitor *mon;
+	struct sl_ops_stream *ops;  /* the stream's metrics, or NULL */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -263,6 +308,8 @@ static void *worker_main(void *arg)
 		int64_t t0 = sl_mono_ms();
 		sl_log_clear_error();
 		sl_log_set_table(NULL);
+		if (w->ops)
+			sl_ops_attempt(w->ops);
 		w->rc = sl_stream_run(w->cfg, w->sc, &w->ro, w->err, sizeof w->err);
 		if (w->rc == SL_ERESTART && sl_signal_count == 0) {
 			/* Not a failure: its tables changed; take them in at once. */
@@ -276,6 +323,10 @@ static void *worker_main(void *arg)
 			break;
 		if (sl_mono_ms() - t0 > 60000)
 			delay = 1;  /* it ran well for a while: start the backoff over */
+		if (w->ops) {
+			sl_ops_failed(w->ops, w->err, true);
+			sl_monitor_write_run(w->mon, w->sc);
+		}
 		sl_warn("%s; retrying from the last checkpoint in %d s", w->err, delay);
 		for (int i = 0; i < delay * 10 && sl_signal_count == 0; i++) {
 			struct timespec ts = { 0, 100 * 1000 * 1000 };
@@ -292,6 +343,13 @@ static void *worker_main(void *arg)
 			"the highest exit code", w->rc == SL_EFAIL && w->ro.until_caught_up && sl_signal_count == 0
 				? " after " STR(MAX_CAUGHT_UP_RETRIES) " retries" : "", exit_code(w->rc));
 	}
+	if (w->ops) {
+		if (w->rc < 0)
+			sl_ops_failed(w->ops, w->err, false);
+		else
+			sl_ops_set_state(w->ops, SL_OPS_STOPPED);
+		sl_monitor_write_run(w->mon, w->sc);
+	}
 	atomic_fetch_add(w->finished, 1);
 	kill(getpid(), SIGUSR1);  /* wakes main's sigtimedwait() at once */
 	return NULL;
@@ -302,11 +360,22 @@ static void *worker_main(void *arg)
  * runs: SIGTERM and SIGINT count towards sl_signal_count (1 drains, 2
  * cancels), SIGHUP is logged and otherwise ignored (there is no reload), and
  * SIGUSR1 is how a worker that returns wakes main. */
-static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
+static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n, struct sl_monitor *mon)
 {
+	bool tty = isatty(STDERR_FILENO) == 1;
+	int64_t next_line = 0;
+
 	while (atomic_load(finished) < n) {
 		struct timespec ts = { 0, 100 * 1000 * 1000 };
 		int sig = sigtimedwait(sigs, NULL, &ts);
+
+		/* On a terminal, a live line of backfill progress. */
+		if (tty && sl_mono_ms() >= next_line) {
+			char line[400];
+			sl_monitor_progress(mon, line, sizeof line);
+			sl_log_status_line(line);
+			next_line = sl_mono_ms() + 1000;
+		}
 
 		if (sig == SIGTERM || sig == SIGINT) {
 			int count = atomic_fetch_add(&sl_signal_count, 1) + 1;
@@ -320,12 +389,16 @@ static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n)
 				"a new configuration");
 		}
 	}
+	if (tty)
+		sl_log_status_line(NULL);
 }
 
 static int cmd_run(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
 	struct worker *ws = NULL;
+	struct sl_stream_config **run = NULL;
+	struct sl_monitor *mon = NULL;
 	struct opts o;
 	int rc, n = 0, started = 0, worst = 0;
 	atomic_int finished;
@@ -340,7 +413,10 @@ static int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
-	if (!ws) {
+	run = calloc((size_t)cfg->nstreams, sizeof *run);
+	if (!ws || !run) {
+		free(ws);
+		free(run);
 		sl_config_free(cfg);
 		return 1;
 	}
@@ -375,6 +451,23 @@ static int cmd_run(int argc, char **argv)
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	/* Metrics, /healthz, the webhook and a probe per stream, on threads of
+	 * their own (which inherit the blocked signals). */
+	{
+		char err[SL_ERRLEN * 2];
+		for (int i = 0; i < n; i++)
+			run[i] = ws[i].sc;
+		if (!(mon = sl_monitor_start(cfg, run, n, err, sizeof err))) {
+			sl_error("%s", err);
+			worst = 1;
+			goto out;
+		}
+		for (int i = 0; i < n; i++) {
+			ws[i].mon = mon;
+			ws[i].ops = ws[i].ro.ops = sl_monitor_stream(mon, ws[i].sc);
+		}
+		sl_monitor_probe_start(mon);
+	}
 	atomic_init(&finished, 0);
 	for (started = 0; started < n; started++) {
 		struct worker *w = &ws[started];
@@ -385,7 +478,7 @@ static int cmd_run(int argc, char **argv)
 			break;
 		}
 	}
-	wait_for_workers(&sigs, &finished, started);
+	wait_for_workers(&sigs, &finished, started, mon);
 	/* The process ends when every stream has; its exit code is the highest
 	 * of theirs (each was logged when its stream stopped). */
 	for (int i = 0; i < started; i++) {
@@ -394,8 +487,10 @@ static int cmd_run(int argc, char **argv)
 			worst = exit_code(ws[i].rc);
 	}
 out:
+	sl_monitor_stop(mon);
 	for (int i = 0; i < n; i++)
 		sl_stream_lock_release(&ws[i].lock);
+	free(run);
 	free(ws);
 	sl_config_free(cfg);
 	return worst;
@@ -466,10 +561,85 @@ static void print_waiting(json_t *w)
 	printf("\n");
 }
 
+/* "12 s ago" / "3 min ago" for a Unix-microsecond time; "never" for null. */
+static const char *ago(json_t *us, char *buf, size_t len)
+{
+	int64_t d;
+
+	if (!json_is_integer(us))
+		return "never";
+	d = (sl_now_us() - (int64_t)json_integer_value(us)) / 1000000;
+	if (d < 0)
+		d = 0;
+	if (d < 120)
+		snprintf(buf, len, "%lld s ago", (long long)d);
+	else if (d < 7200)
+		snprintf(buf, len, "%lld min ago", (long long)(d / 60));
+	else
+		snprintf(buf, len, "%lld h ago", (long long)(d / 3600));
+	return buf;
+}
+
+static void print_table_line(const char *name, json_t *v)
+{
+	json_t *pr = json_object_get(v, "progress"), *ch = json_object_get(v, "changes");
+	const char *st = json_string_value(json_object_get(v, "backfill"));
+
+	printf("  table %s: backfill %s", name, st ? st : "?");
+	if (pr && json_is_string(json_object_get(pr, "state")) &&
+	    strcmp(json_string_value(json_object_get(pr, "state")), "done") != 0) {
+		json_t *est = json_object_get(pr, "estimated_rows"), *pct = json_object_get(pr, "percent"),
+		       *eta = json_object_get(pr, "eta_seconds");
+		printf(" (%s now: %lld", json_string_value(json_object_get(pr, "state")),
+		       (long long)json_integer_value(json_object_get(pr, "rows")));
+		if (json_is_integer(est))
+			printf("/%lld rows", (long long)json_integer_value(est));
+		else
+			printf(" rows, estimate unknown");
+		if (json_is_integer(pct))
+			printf(", %lld%%", (long long)json_integer_value(pct));
+		if (json_is_integer(eta))
+			printf(", ETA %lld s", (long long)json_integer_value(eta));
+		printf(")");
+	} else {
+		printf(" (%lld rows)", (long long)json_integer_value(json_object_get(v, "rows")));
+	}
+	if (json_is_object(ch))
+		printf("; changes: %lld inserts, %lld updates, %lld deletes, %lld truncates",
+		       (long long)json_integer_value(json_object_get(ch, "insert")),
+		       (long long)json_integer_value(json_object_get(ch, "update")),
+		       (long long)json_integer_value(json_object_get(ch, "delete")),
+		       (long long)json_integer_value(json_object_get(ch, "truncate")));
+	printf("\n");
+}
+
+static void print_agent(json_t *a)
+{
+	json_t *hb = json_object_get(a, "heartbeats");
+	char b1[32];
+
+	printf("  queue: %lld bytes (peak %lld); last flush: %s; %lld flushes\n",
+	       (long long)json_integer_value(json_object_get(a, "queue_bytes")),
+	       (long long)json_integer_value(json_object_get(a, "queue_peak_bytes")),
+	       ago(json_object_get(a, "last_flush_us"), b1, sizeof b1),
+	       (long long)json_integer_value(json_object_get(a, "flushes")));
+	if (json_integer_value(json_object_get(hb, "interval_seconds")) > 0) {
+		if (json_is_true(json_object_get(hb, "on")))
+			printf("  heartbeats: every %lld s, %lld sent, %lld came back\n",
+			       (long long)json_integer_value(json_object_get(hb, "interval_seconds")),
+			       (long long)json_integer_value(json_object_get(hb, "sent")),
+			       (long long)json_integer_value(json_object_get(hb, "received")));
+		else
+			printf("  heartbeats: off: %s\n", text_or_unknown(json_object_get(hb, "note")));
+	}
+}
+
 static void print_status_text(json_t *s)
 {
 	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
+	json_t *agent = json_object_get(s, "agent"), *le = json_object_get(s, "last_error");
 	const char *key;
+	char b1[32];
 	size_t i;
 
 	printf("stream %s (source %s -> destination %s)\n", json_string_value(json_object_get(s, "stream")),
@@ -479,6 +649,14 @@ static void print_status_text(json_t *s)
 		printf("  agent: running (pid %lld)\n", (long long)json_integer_value(v));
 	else
 		printf("  agent: not running\n");
+	printf("  state: %s", text_or_unknown(json_object_get(s, "state")));
+	if (json_is_object(agent))
+		printf(" (since %s)", ago(json_object_get(agent, "state_since_us"), b1, sizeof b1));
+	printf("\n");
+	if (json_is_object(le))
+		printf("  last error (%s, %lld retries): %s\n", ago(json_object_get(le, "at_us"), b1, sizeof b1),
+		       (long long)json_integer_value(json_object_get(s, "retries")),
+		       text_or_unknown(json_object_get(le, "message")));
 	v = json_object_get(s, "durable_lsn");
 	printf("  durable position:  %s\n", json_is_string(v) ? json_string_value(v) : "(never run)");
 	print_waiting(json_object_get(s, "waiting"));
@@ -500,15 +678,33 @@ static void print_status_text(json_t *s)
 	if ((v = json_object_get(s, "freshness_seconds")))
 		printf("  freshness: %lld s since the source time of the last durable change\n",
 		       (long long)json_integer_value(v));
+	if (json_is_object(agent))
+		print_agent(agent);
 	json_object_foreach(json_object_get(s, "tables"), key, v)
-		printf("  table %s: backfill %s (%lld rows)\n", key, json_string_value(json_object_get(v, "backfill")),
-		       (long long)json_integer_value(json_object_get(v, "rows")));
+		print_table_line(key, v);
 	if (json_array_size(alerts) == 0)
 		printf("  alerts: none\n");
 	json_array_foreach(alerts, i, v)
 		printf("  ALERT %s (%s): %s\n", json_string_value(json_object_get(v, "alert")),
 		       json_string_value(json_object_get(v, "severity")), json_string_value(json_object_get(v, "message")));
+	{
+		json_t *h = json_object_get(s, "alert_history");
+		size_t n = json_array_size(h);
+		for (i = n > 5 ? n - 5 : 0; i < n; i++) {
+			json_t *e = json_array_get(h, i);
+			printf("  alert history: %s %s %s\n", ago(json_object_get(e, "at_us"), b1, sizeof b1),
+			       text_or_unknown(json_object_get(e, "alert")), text_or_unknown(json_object_get(e, "status")));
+		}
+	}
+	json_array_foreach(json_object_get(s, "undetermined"), i, v)
+		printf("  UNDETERMINED: %s\n", json_string_value(v));
 }
+
+/* `sluice status` exit codes (doc/operations.md): */
+#define STATUS_OK 0            /* every stream's status was determined, and no alert fires */
+#define STATUS_ALERT 1         /* an alert fires (and everything was determined) */
+#define STATUS_UNKNOWN 5       /* some status could not be determined (a source that cannot be probed,
+				* a checkpoint that cannot be read, an agent whose view is missing) */
 
 static int cmd_status(int argc, char **argv)
 {
@@ -516,8 +712,8 @@ static int cmd_status(int argc, char **argv)
 	struct opts o;
 	char err[SL_ERRLEN * 2];
 	json_t *all;
-	int rc, worst = 0;
-	bool firing = false;
+	int rc;
+	bool firing = false, unknown = false;
 
 	if ((rc = parse_opts(argc, argv, &o, "status", "csj", usage_status)) != 0)
 		return rc < 0 ? 0 : rc;
@@ -533,11 +729,12 @@ static int cmd_status(int argc, char **argv)
 		rc = sl_stream_status(cfg, &cfg->streams[i], s, err, sizeof err);
 		if (rc < 0) {
 			fprintf(stderr, "sluice: %s\n", err);
-			worst = 1;
+			unknown = true;
 			json_decref(s);
 			continue;
 		}
 		firing |= json_array_size(json_object_get(s, "alerts")) > 0;
+		unknown |= !json_is_true(json_object_get(s, "determined"));
 		if (!o.json)
 			print_status_text(s);
 		json_array_append_new(all, s);
@@ -552,7 +749,7 @@ static int cmd_status(int argc, char **argv)
 	}
 	json_decref(all);
 	sl_config_free(cfg);
-	return worst ? worst : (firing ? 1 : 0);
+	return unknown ? STATUS_UNKNOWN : firing ? STATUS_ALERT : STATUS_OK;
 }
 
 static int cmd_backfill(int argc, char **argv)
@@ -579,6 +776,36 @@ static int cmd_backfill(int argc, char **argv)
 		fprintf(stderr, "sluice: %s\n", err);
 	sl_config_free(cfg);
 	return exit_code(rc);
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+	struct sl_config *cfg = NULL;
+	struct sl_stream_config *sc;
+	struct opts o;
+	char err[SL_ERRLEN * 2];
+	int rc;
+
+	if ((rc = parse_opts(argc, argv, &o, "verify", "cs", usage_verify)) != 0)
+		return rc < 0 ? 0 : rc;
+	if (!o.stream) {
+		fprintf(stderr, "sluice: verify needs --stream NAME\n");
+		return 2;
+	}
+	if ((rc = load_config(o.config, &cfg)) != 0)
+		return rc;
+	if ((rc = known_stream(cfg, o.stream)) != 0)
+		return rc;
+	sc = sl_config_stream(cfg, o.stream);
+	rc = sl_stream_verify(cfg, sc, err, sizeof err);
+	sl_config_free(cfg);
+	if (rc == SL_EVERIFY)
+		return 1;  /* the problems are on stdout */
+	if (rc < 0) {
+		fprintf(stderr, "sluice: %s\n", err);
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? exit_code(rc) : 1;
+	}
+	return 0;
 }
 
 /* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
@@ -626,6 +853,8 @@ static int dispatch(int argc, char **argv)
 		return cmd_status(argc - 1, argv + 1);
 	if (!strcmp(cmd, "backfill"))
 		return cmd_backfill(argc - 1, argv + 1);
+	if (!strcmp(cmd, "verify"))
+		return cmd_verify(argc - 1, argv + 1);
 	fprintf(stderr, "sluice: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
 }

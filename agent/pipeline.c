@@ -28,12 +28,15 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/metrics.h"
 
 #define DEFAULT_STATUS_INTERVAL_MS 10000
 #define WAIT_SLICE_MS 1000         /* no wait lasts longer, so signals are seen at once */
 #define WRITER_IDLE_MS 200         /* the writer looks at the clock this often when idle */
 #define PUBLISH_EVERY 256          /* changes published at least this often inside a transaction */
 #define STOP_GRACE_MS 5000         /* how long sl_pipe_stop waits for a writer to end */
+#define COUNTERS_EVERY_MS 1000     /* the reader publishes the source's counters this often */
+#define OPS_CACHE 16               /* table versions -> metrics tables, direct-mapped */
 
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
@@ -99,6 +102,7 @@ struct sl_pipe {
 	/* writer */
 	bool w_in_tx;
 	struct sl_position w_tx_pos;
+	uint64_t w_dead_letters;       /* the sink's dead letters counted into the metrics so far */
 	int64_t w_tx_ts;
 	uint64_t w_tx_id;
 	bool w_has_mark;
@@ -114,6 +118,11 @@ struct sl_pipe {
 					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
 	char w_err[SL_ERRLEN * 2];
+	/* the writer's map from table versions to their metrics (pc.ops): a
+	 * version's address is stable until a SCHEMA event retires it, which
+	 * clears the map */
+	struct { const struct sl_table *t; struct sl_ops_table *m; } w_ops[OPS_CACHE];
+	int64_t r_counters_ms;              /* reader: the source's counters last published */
 };
 
 static bool cancelled(const struct sl_pipe *p)
@@ -167,22 +176,37 @@ static void publish_durable(struct sl_pipe *p, const struct sl_position *pos)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* What a sink's failure means for the stream: an operator error
+ * (SL_EPREREQ: the destination refuses the credentials, its bucket does not
+ * exist) stops it with exit 3; anything else is a runtime failure, retried
+ * from the checkpoint. */
+static int sink_status(int rc)
+{
+	return rc == SL_EPREREQ ? SL_EPREREQ : SL_EFAIL;
+}
+
 /* Flushes the sink; checkpoints and publishes the position it reports when
  * that is new. */
 static int do_flush(struct sl_pipe *p)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
 	struct sl_position d;
-	int64_t t0 = sl_mono_ms();
-	int rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
+	struct timespec t0, t1;
+	int rc;
+	int64_t dur_us;
+	bool advanced = false;
 	bool promoted = false;
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dur_us = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
 	if (rc < 0)
-		return SL_EFAIL;
+		return sink_status(rc);
 	if (atomic_load(&p->abort))
 		return SL_OK;  /* stopping: a new run may own the checkpoint already */
 	atomic_fetch_add(&p->n_flushes, 1);
-	sl_debug("stream \"%s\": flushed in %" PRId64 " ms", p->pc.stream, sl_mono_ms() - t0);
+	sl_debug("stream \"%s\": flushed in %" PRId64 " ms", p->pc.stream, dur_us / 1000);
 	/* Backfill progress written before this flush is durable now. */
 	for (int i = 0; i < ck->ntables; i++) {
 		struct sl_ckpt_table *e = &ck->tables[i];
@@ -203,8 +227,19 @@ static int do_flush(struct sl_pipe *p)
 		if (save_ckpt(p) < 0)
 			return SL_EFAIL;
 		publish_durable(p, &d);
+		advanced = true;
 	} else if (promoted && save_ckpt(p) < 0) {
 		return SL_EFAIL;
+	}
+	if (p->pc.ops) {
+		sl_ops_flushed(p->pc.ops, dur_us, advanced, advanced ? ck->last_source_ts_us : 0);
+		if (p->pc.sink->dead_letters) {
+			/* the sink counts since it was opened; the metric since the agent started */
+			uint64_t dl = p->pc.sink->dead_letters(p->pc.sinkctx);
+			if (dl > p->w_dead_letters)
+				atomic_fetch_add(&p->pc.ops->dead_letters, dl - p->w_dead_letters);
+			p->w_dead_letters = dl;
+		}
 	}
 	return SL_OK;
 }
@@ -251,16 +286,31 @@ static void backfill_key(struct sl_buf *kb, const struct sl_table *t, const stru
 	}
 }
 
+/* The metrics of table version t (NULL without pc.ops, or out of memory). */
+static struct sl_ops_table *ops_table(struct sl_pipe *p, const struct sl_table *t)
+{
+	unsigned h = (unsigned)(((uintptr_t)t >> 4) % OPS_CACHE);
+
+	if (p->w_ops[h].t == t)
+		return p->w_ops[h].m;
+	if (!p->pc.ops)
+		return NULL;
+	p->w_ops[h].t = t;
+	p->w_ops[h].m = sl_ops_table(p->pc.ops, t->ns, t->name);
+	return p->w_ops[h].m;
+}
+
 static int write_change(struct sl_pipe *p, struct sl_change *c)
 {
-	if (p->pc.sink->write(p->pc.sinkctx, c, p->w_err, sizeof p->w_err) < 0)
-		return SL_EFAIL;
-	return SL_OK;
+	int rc = p->pc.sink->write(p->pc.sinkctx, c, p->w_err, sizeof p->w_err);
+
+	return rc < 0 ? sink_status(rc) : SL_OK;
 }
 
 static int handle(struct sl_pipe *p, struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
+	struct sl_ops_table *m;
 	struct sl_change c;
 	int rc;
 
@@ -286,6 +336,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		if ((rc = write_change(p, &c)) < 0)
 			return rc;
 		atomic_fetch_add(&p->n_changes, 1);
+		if ((m = ops_table(p, ev->table)) != NULL)
+			sl_ops_count_change(m, c.op);
 		return SL_OK;
 	case Q_COMMIT:
 		p->w_in_tx = false;
@@ -297,6 +349,12 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_KEEPALIVE:
 		if (p->w_in_tx)
 			return SL_OK;
+		if (ev->ts_us > 0) {
+			/* a heartbeat: everything written before ts_us is before it */
+			p->w_mark_ts = ev->ts_us;
+			if (p->pc.ops)
+				atomic_fetch_add(&p->pc.ops->heartbeats_seen, 1);
+		}
 		mark(p, (const struct sl_position *)(ev + 1));
 		if (idle_advance_due(p, sl_mono_ms()))
 			return do_flush(p);
@@ -307,6 +365,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 				p->pc.stream, ev->table->ns, ev->table->name, ev->table->schema_key);
 		sl_table_free(ev->retired);
 		ev->retired = NULL;
+		memset(p->w_ops, 0, sizeof p->w_ops);  /* a freed version's address may come back */
 		return SL_OK;
 	case Q_BF_START: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
@@ -328,6 +387,11 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			p->w_bf_csn = p->pc.desc->pos_csn(pos);
 			p->w_bf_rows = e->rows;
 			p->w_bf_hold = true;
+			if ((m = ops_table(p, ev->table)) != NULL) {
+				atomic_store(&m->est_rows, ev->table->est_rows);
+				atomic_store(&m->bf_started_us, sl_now_us());
+				atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+			}
 			return SL_OK;
 		}
 		if (e->state == SL_BF_RUNNING) {
@@ -338,9 +402,9 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			sl_csn_format(last, old, 0);
 			sl_info("stream \"%s\": redoing the interrupted backfill of %s (snapshot CSN %s)",
 				p->pc.stream, e->name, last);
-			if (p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							 sizeof p->w_err) < 0)
-				return SL_EFAIL;
+			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
+							       sizeof p->w_err)) < 0)
+				return sink_status(rc);
 		}
 		e->state = SL_BF_RUNNING;
 		e->method = SL_BF_SNAPSHOT;
@@ -356,6 +420,12 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		p->w_bf_csn = p->pc.desc->pos_csn(pos);
 		p->w_bf_rows = 0;
 		p->w_bf_hold = true;
+		if ((m = ops_table(p, ev->table)) != NULL) {
+			atomic_store(&m->bf_run_rows, 0);
+			atomic_store(&m->est_rows, ev->table->est_rows);
+			atomic_store(&m->bf_started_us, sl_now_us());
+			atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+		}
 		if (!marker)
 			return SL_OK;
 		/* The marker that starts a re-backfill: a TRUNCATE at CSN
@@ -389,6 +459,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		if ((rc = write_change(p, &c)) < 0)
 			return rc;
 		atomic_fetch_add(&p->n_backfill_rows, 1);
+		if ((m = ops_table(p, ev->table)) != NULL)
+			sl_ops_count_backfill_row(m);
 		return SL_OK;
 	case Q_BF_DONE: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
@@ -401,7 +473,11 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		free(e->pend.key);
 		memset(&e->pend, 0, sizeof e->pend);
 		snprintf(e->schema_key, sizeof e->schema_key, "%s", ev->table->schema_key);
-		return save_ckpt(p);
+		if ((rc = save_ckpt(p)) == SL_OK && (m = ops_table(p, ev->table)) != NULL) {
+			atomic_store(&m->bf_done_us, sl_now_us());
+			atomic_store(&m->bf_state, SL_OPS_BF_DONE);
+		}
+		return rc;
 	}
 	case Q_BF_AT:
 		/* The rows that follow are a chunk's, at its high watermark. */
@@ -443,12 +519,19 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
 			sl_csn_format(first, old - 1, 0);
 			sl_csn_format(last, old, 0);
-			if (p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							 sizeof p->w_err) < 0)
-				return SL_EFAIL;
+			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
+							       sizeof p->w_err)) < 0)
+				return sink_status(rc);
 		}
 		e->state = SL_BF_RUNNING;
 		e->method = SL_BF_WATERMARK;
+		if ((m = ops_table(p, ev->table)) != NULL) {
+			if (!resume)
+				atomic_store(&m->bf_run_rows, 0);
+			atomic_store(&m->est_rows, ev->table->est_rows);
+			atomic_store(&m->bf_started_us, sl_now_us());
+			atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+		}
 		e->snapshot = *pos;
 		free(e->pend.key);
 		memset(&e->pend, 0, sizeof e->pend);
@@ -474,7 +557,9 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		}
 		/* Durable before the job counts as started: a request is
 		 * forgotten only then, and a resumed job never lacks its marker. */
-		return do_flush(p) < 0 ? SL_EFAIL : save_ckpt(p);
+		if ((rc = do_flush(p)) < 0)
+			return rc;
+		return save_ckpt(p);
 	}
 	case Q_DROP: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
@@ -733,12 +818,20 @@ int sl_pipe_commit(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_
 
 int sl_pipe_keepalive(struct sl_pipe *p, const struct sl_position *pos)
 {
+	return sl_pipe_heartbeat(p, pos, 0);
+}
+
+int sl_pipe_heartbeat(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us)
+{
+	bool behind = p->r_has_pushed && pos_cmp(p, pos, &p->r_pushed) <= 0;
 	int rc;
 
-	if (p->r_in_tx || (p->r_has_pushed && pos_cmp(p, pos, &p->r_pushed) <= 0))
+	if (p->r_in_tx || (behind && ts_us <= 0))
 		return SL_OK;
-	rc = push_pos(p, Q_KEEPALIVE, pos, 0, 0);
-	if (rc == SL_OK) {
+	/* A heartbeat at or before a position already pushed still carries its
+	 * time: everything before it is before that later position too. */
+	rc = push_pos(p, Q_KEEPALIVE, behind ? &p->r_pushed : pos, ts_us, 0);
+	if (rc == SL_OK && !behind) {
 		p->r_pushed = *pos;
 		p->r_has_pushed = true;
 	}
@@ -898,6 +991,25 @@ int sl_pipe_sync(struct sl_pipe *p)
 	return reader_ack(p, false);
 }
 
+/* The source's counters and the queue's size, for metrics (reader). */
+static void publish_counters(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx, int64_t now)
+{
+	p->r_counters_ms = now;
+	if (!p->pc.ops)
+		return;
+	if (src->counters) {
+		struct sl_source_counters sc;
+		struct sl_ops_source_counts oc;
+		src->counters(srcctx, &sc);
+		oc.skipped = sc.skipped_changes;
+		oc.clamps = sc.timestamp_clamps;
+		oc.nan_nulls = sc.decimal_nan_nulls;
+		sl_ops_source_counts(p->pc.ops, &oc);
+	}
+	atomic_store(&p->pc.ops->queue_bytes, sl_queue_bytes(p->q));
+	atomic_store(&p->pc.ops->queue_peak_bytes, sl_queue_peak_bytes(p->q));
+}
+
 int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
 		   const struct sl_pipe_stream_opts *o)
 {
@@ -944,6 +1056,8 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 		if ((rc = reader_ack(p, false)) < 0)
 			goto out;
 		now = sl_mono_ms();
+		if (now - p->r_counters_ms >= COUNTERS_EVERY_MS)
+			publish_counters(p, src, srcctx, now);
 		timeout = (int)(p->r_last_ack_ms + p->interval_ms - now);
 		if (timeout < 0)
 			timeout = 0;
@@ -979,7 +1093,7 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			break;
 		case SL_EV_KEEPALIVE:
 			if (!p->r_in_tx) {
-				rc = sl_pipe_keepalive(p, &ev.pos);
+				rc = sl_pipe_heartbeat(p, &ev.pos, ev.heartbeat ? ev.ts_us : 0);
 				if (!seen || pos_cmp(p, &ev.pos, &last) > 0)
 					last = ev.pos;
 				seen = true;
@@ -1008,6 +1122,7 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 	}
 out:
 	sl_queue_publish(p->q);
+	publish_counters(p, src, srcctx, sl_mono_ms());
 	p->src = NULL;
 	p->srcctx = NULL;
 	return rc;

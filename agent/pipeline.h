@@ -51,6 +51,7 @@
 #include "sources/source.h"
 
 struct sl_pipe;
+struct sl_ops_stream;
 
 struct sl_pipe_config {
 	const char *stream;                     /* stream name, for messages and uuids */
@@ -61,6 +62,7 @@ struct sl_pipe_config {
 	size_t queue_bytes;                     /* 0: SL_QUEUE_DEFAULT_CAP */
 	int64_t status_interval_ms;             /* ack at least this often (0: 10 s) */
 	const atomic_int *signals;              /* 1: drain, 2+: cancel */
+	struct sl_ops_stream *ops;              /* the stream's metrics (ops/metrics.h), or NULL */
 	char *err;                              /* the reader's error buffer: every reader-side */
 	size_t errlen;                          /* call below writes its message here */
 };
@@ -88,6 +90,10 @@ int sl_pipe_begin(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_u
 int sl_pipe_change(struct sl_pipe *p, const struct sl_change *c);
 int sl_pipe_commit(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us);
 int sl_pipe_keepalive(struct sl_pipe *p, const struct sl_position *pos);
+/* A keepalive that is one of the stream's heartbeats, written at ts_us: its
+ * time becomes the source time of what is made durable with it (ts_us 0:
+ * a plain keepalive). */
+int sl_pipe_heartbeat(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us);
 /* A new version of a table (logged when changed); retired, if not NULL, is
  * freed by the writer once every change before this event is written. */
 int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, struct sl_table *retired);

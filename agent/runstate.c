@@ -94,3 +94,49 @@ done:
 	free(path);
 	return out;
 }
+
+static char *run_path(const char *state_dir, const char *stream)
+{
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s/%s.run.json", state_dir, stream);
+	return sl_buf_detach(&b);
+}
+
+int sl_runstate_run_write(const char *state_dir, const char *stream, const char *text, char *err, size_t errlen)
+{
+	char *path = run_path(state_dir, stream);
+	int rc;
+
+	if (!path) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = sl_write_file_atomic(path, text, strlen(text), err, errlen);
+	free(path);
+	return rc;
+}
+
+void *sl_runstate_run_read(const char *state_dir, const char *stream, bool *alive)
+{
+	char *path = run_path(state_dir, stream), *text = NULL, err[SL_ERRLEN];
+	json_t *root = NULL;
+	json_int_t pid;
+
+	*alive = false;
+	if (!path || sl_read_file(path, &text, NULL, err, sizeof err) != 0)
+		goto done;
+	root = json_loads(text, 0, NULL);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		root = NULL;
+		goto done;
+	}
+	pid = json_integer_value(json_object_get(root, "pid"));
+	*alive = pid > 0 && !(kill((pid_t)pid, 0) < 0 && errno == ESRCH);
+done:
+	free(text);
+	free(path);
+	return root;
+}

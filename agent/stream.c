@@ -31,6 +31,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/metrics.h"
 #include "sinks/sink.h"
 #include "sources/source.h"
 
@@ -78,11 +79,13 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->config_path = cfg->path;
 	out->tables = sc->tables;
 	out->exclude_tables = sc->exclude_tables;
+	out->key_columns = sc->key_columns;
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;
 	out->backfill_connections = sc->source->backfill_connections;
 	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
+	out->heartbeats = sc->heartbeat_interval > 0;
 }
 
 int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen)
@@ -125,13 +128,19 @@ const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, 
  * (sl_config_load() checks write_mode against ops->caps). */
 static int open_sink(struct stream *s)
 {
+	int rc;
+
 	s->sink = s->sc->destination->ops;
 	s->sinkst.name = s->sc->name;
 	s->sinkst.mode = s->sc->write_mode;
 	s->sinkst.destination = s->sc->destination->name;
-	if (s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen) < 0) {
+	s->sinkst.state_dir = s->cfg->state_dir;
+	rc = s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen);
+	if (rc < 0) {
 		s->sinkctx = NULL;
-		return SL_EFAIL;
+		/* A sink's operator errors (SL_EPREREQ: access refused, no bucket)
+		 * are not retried; everything else is a runtime failure. */
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? rc : SL_EFAIL;
 	}
 	return SL_OK;
 }
@@ -296,6 +305,24 @@ static int stopped_by_signal(struct stream *s, int rc, const char *what)
 		return rc;
 	sl_info("stream \"%s\": stopped by a signal while %s (%s)", s->sc->name, what, s->err);
 	return SL_OK;
+}
+
+/* The tables about to be backfilled, for status and the progress line. */
+static void note_backfill(struct stream *s, const struct sl_backfill_plan *bf)
+{
+	struct sl_ops_stream *os = s->opts->ops;
+
+	if (!os)
+		return;
+	sl_ops_set_state(os, SL_OPS_BACKFILLING);
+	for (int i = 0; i < bf->n; i++) {
+		struct sl_ops_table *t = sl_ops_table(os, bf->items[i].table->ns, bf->items[i].table->name);
+		if (!t)
+			continue;
+		atomic_store(&t->est_rows, bf->items[i].table->est_rows);
+		atomic_store(&t->bf_run_rows, 0);
+		atomic_store(&t->bf_state, SL_OPS_BF_PENDING);
+	}
 }
 
 static void pos_text(const struct stream *s, const struct sl_position *p, char *out, size_t len)
@@ -468,6 +495,11 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		return rc;  /* none of these is worth a retry */
 	}
 	sl_runstate_wait_clear(cfg->state_dir, sc->name);  /* left by an agent that was killed */
+	if (o->ops) {
+		atomic_store(&o->ops->expect_position, s.ck.exists && s.ck.has_position && !s.ck.reset);
+		if (s.ck.last_source_ts_us && !atomic_load(&o->ops->durable_source_ts_us))
+			atomic_store(&o->ops->durable_source_ts_us, s.ck.last_source_ts_us);
+	}
 	if ((rc = sl_stream_ckpt_slot(&s.ck, sc, err, errlen)) < 0)
 		goto out;
 	snprintf(s.ck.slot, sizeof s.ck.slot, "%s", sc->slot ? sc->slot : "");
@@ -512,9 +544,13 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		}
 		created = true;
 		pos_text(&s, &info.pos, text, sizeof text);
-		sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot ? sc->slot : "",
-			text);
+		if (sc->slot)
+			sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot, text);
+		else
+			sl_info("stream \"%s\": took a new position at %s", sc->name, text);
 		restart_history(&s, &info);
+		if (o->ops)
+			atomic_store(&o->ops->expect_position, true);
 	} else if (plan.adopt) {
 		s.ck.has_position = true;
 		s.ck.durable = plan.start;
@@ -539,6 +575,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	pc.queue_bytes = cfg->queue_bytes;
 	pc.status_interval_ms = plan.status_interval_ms;
 	pc.signals = &sl_signal_count;
+	pc.ops = o->ops;
 	pc.err = err;
 	pc.errlen = errlen;
 	if ((rc = sl_pipe_start(&s.pipe, &pc)) < 0)
@@ -547,6 +584,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 
 	if (bf.n > 0) {
+		note_backfill(&s, &bf);
 		if (!snap && (rc = s.src->snapshot(s.srcctx, false, &snap, &info, err, errlen)) < 0) {
 			rc = stopped_by_signal(&s, rc, "taking a snapshot for backfill");
 			goto out;
@@ -600,6 +638,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		sl_rebackfill_hooks(s.rb, &hooks);
 		so.hooks = &hooks;
 	}
+	if (o->ops)
+		sl_ops_set_state(o->ops, SL_OPS_STREAMING);
 	pos_text(&s, &from, text, sizeof text);
 	if (sc->slot)
 		sl_info("stream \"%s\": streaming from slot \"%s\" at %s", sc->name, sc->slot, text);
@@ -629,6 +669,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 out:
 	if (snap)
 		s.src->snapshot_close(s.srcctx, snap);
+	if (o->ops)
+		sl_ops_source_run_end(o->ops);
 	free(drops);
 	sl_backfill_plan_free(&bf);
 	sl_backfill_plan_free(&wm);

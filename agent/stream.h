@@ -19,8 +19,11 @@ struct sl_checkpoint;
  * A lock-free atomic, so the handler and every stream thread may use it. */
 extern atomic_int sl_signal_count;
 
+struct sl_ops_stream;
+
 struct sl_run_opts {
 	bool until_caught_up;
+	struct sl_ops_stream *ops;     /* the stream's metrics (ops/metrics.h), or NULL */
 };
 
 /* Runs a stream until it is drained, cancelled, caught up (with

@@ -43,8 +43,8 @@
 #include "common/util.h"
 #include "schema/schema.h"
 #include "sources/source.h"
-#include "sinks/avro_dir/avro_enc.h"
-#include "sinks/avro_dir/ocf.h"
+#include "sinks/avro/avro_enc.h"
+#include "sinks/avro/ocf.h"
 #include "sources/postgres/pg_text.h"
 
 #define POOL_ROWS 65536

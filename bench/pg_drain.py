@@ -17,14 +17,22 @@ It prints both wall times and change rates, the ratio sluice/pg_recvlogical,
 sluice's CPU seconds (user+sys) per million changes and its peak RSS.  It
 never fails on speed; it exits non-zero only if something does not work.
 
+With --metrics, sluice serves /metrics on a free port and the benchmark
+scrapes it every --scrape-every seconds while sluice drains, so the figures
+include the endpoint's cost; the last scrape's change counters are checked
+against the load.
+
   SLUICE_BIN=/tmp/build/sluice /usr/bin/python3 bench/pg_drain.py [--changes N] [--batch N] [--verify]
+                                                              [--metrics] [--scrape-every S] [--skip-recvlogical]
 """
 
 import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -86,6 +94,9 @@ def main():
     ap.add_argument("--verify", action="store_true",
                     help="read sluice's output back with python avro and count the changes (slow)")
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--metrics", action="store_true", help="serve /metrics and scrape it while draining")
+    ap.add_argument("--scrape-every", type=float, default=1.0)
+    ap.add_argument("--skip-recvlogical", action="store_true", help="measure sluice only")
     a = ap.parse_args()
 
     reason = harness.pg_available()
@@ -110,20 +121,41 @@ def main():
         print(f"pg_drain: loaded {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; "
               f"{a.batch} rows per transaction) in {load_s:.1f}s; {wal_bytes / 2**20:.0f} MiB of WAL")
 
+        port = harness.free_port()
         s = Sluice(pg, stream="bench", tables="public.bench_t", codec=a.codec, compression_level=1,
                    max_file_bytes="64MB", max_file_seconds=60, backfill="none", binary=a.sluice_bin,
-                   log_level="warn")
+                   log_level="warn",
+                   extra={"agent": {"metrics_listen": f"127.0.0.1:{port}"}} if a.metrics else None)
         try:
             # pg_recvlogical first, then sluice, over the same WAL
             rl_out = os.path.join(s.workdir, "recvlogical.bin")
-            rl = run_measured([recvlogical, "-d", pg.dsn, "--slot", "recv_bench", "--start",
-                               "-o", "proto_version=1", "-o", "publication_names=sluice_bench",
-                               "--endpos", int_to_lsn(end_lsn), "--no-loop", "-f", rl_out],
-                              s.workdir, "recvlogical", a.timeout)
-            if rl.rc != 0:
-                print(f"pg_drain: pg_recvlogical failed:\n{rl.describe()}", file=sys.stderr)
-                return 1
+            rl = None
+            if not a.skip_recvlogical:
+                rl = run_measured([recvlogical, "-d", pg.dsn, "--slot", "recv_bench", "--start",
+                                   "-o", "proto_version=1", "-o", "publication_names=sluice_bench",
+                                   "--endpos", int_to_lsn(end_lsn), "--no-loop", "-f", rl_out],
+                                  s.workdir, "recvlogical", a.timeout)
+                if rl.rc != 0:
+                    print(f"pg_drain: pg_recvlogical failed:\n{rl.describe()}", file=sys.stderr)
+                    return 1
+            scrapes, last = [0], [""]
+            done = threading.Event()
+
+            def scraper():
+                while not done.wait(a.scrape_every):
+                    try:
+                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+                            last[0] = resp.read().decode()
+                            scrapes[0] += 1
+                    except OSError:
+                        pass
+            th = threading.Thread(target=scraper, daemon=True)
+            if a.metrics:
+                th.start()
             r = s.run("run", "--until-caught-up", timeout=a.timeout, sample_hwm=True)
+            done.set()
+            if a.metrics:
+                th.join()
             if r.rc != 0:
                 print(f"pg_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
                 return 1
@@ -134,11 +166,22 @@ def main():
                         nfiles += 1
                         out_bytes += os.path.getsize(os.path.join(d, f))
             slot = pg.slot_info("sluice_bench")
-            print(f"pg_recvlogical: {rl.wall_s:7.2f}s  {changes / rl.wall_s:10.0f} changes/s  "
-                  f"({os.path.getsize(rl_out) / 2**20:.0f} MiB of pgoutput)")
+            if rl:
+                print(f"pg_recvlogical: {rl.wall_s:7.2f}s  {changes / rl.wall_s:10.0f} changes/s  "
+                      f"({os.path.getsize(rl_out) / 2**20:.0f} MiB of pgoutput)")
             print(f"sluice:         {r.wall_s:7.2f}s  {changes / r.wall_s:10.0f} changes/s  "
                   f"({nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec})")
-            print(f"ratio sluice/pg_recvlogical (wall time): {r.wall_s / rl.wall_s:.2f}")
+            if rl:
+                print(f"ratio sluice/pg_recvlogical (wall time): {r.wall_s / rl.wall_s:.2f}")
+            if a.metrics:
+                counted = {}
+                for line in last[0].splitlines():
+                    if line.startswith("sluice_changes_total{"):
+                        op = line.split('op="')[1].split('"')[0]
+                        counted[op] = counted.get(op, 0) + int(line.rsplit(" ", 1)[1])
+                print(f"metrics: {scrapes[0]} scrapes of /metrics while draining; last one counted "
+                      f"{counted.get('insert', 0)} inserts, {counted.get('update', 0)} updates, "
+                      f"{counted.get('delete', 0)} deletes")
             print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s = {r.cpu_s / changes * 1e6:.2f}s per million changes")
             print(f"sluice peak RSS: {r.hwm_kb / 1024:.1f} MiB (VmHWM; wait4 ru_maxrss {r.maxrss_kb / 1024:.1f} MiB, "
                   f"which on Linux starts at the parent's RSS)")

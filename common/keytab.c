@@ -152,6 +152,49 @@ static int parse_digits(const char **s, uint64_t *out)
 	return 0;
 }
 
+int sl_key_parse_duration_ms(const char *s, uint64_t *out)
+{
+	uint64_t whole, frac = 0, mul;
+	int ndec = 0;
+	int rc = parse_digits(&s, &whole);
+
+	if (rc < 0)
+		return rc;
+	if (*s == '.') {
+		s++;
+		if (!is_digit(*s))
+			return -1;
+		for (; is_digit(*s); s++) {
+			if (++ndec > 3)
+				return -1;  /* finer than a millisecond */
+			frac = frac * 10 + (uint64_t)(*s - '0');
+		}
+		for (int i = ndec; i < 3; i++)
+			frac *= 10;
+	}
+	while (*s == ' ')
+		s++;
+	if (strcasecmp(s, "ms") == 0) {
+		if (ndec)
+			return -1;
+		*out = whole;
+		return 0;
+	}
+	if (*s == '\0' || strcasecmp(s, "s") == 0)
+		mul = 1000;
+	else if (strcasecmp(s, "m") == 0)
+		mul = 60 * 1000;
+	else if (strcasecmp(s, "h") == 0)
+		mul = 3600 * 1000;
+	else
+		return -1;
+	/* whole * mul + frac * mul / 1000, where frac is in thousandths */
+	if (whole > UINT64_MAX / mul || whole * mul > UINT64_MAX - frac * (mul / 1000))
+		return -2;
+	*out = whole * mul + frac * (mul / 1000);
+	return 0;
+}
+
 static const struct {
 	const char *suffix;
 	uint64_t mul;
@@ -410,6 +453,40 @@ static int store_seconds(struct sl_keyerr *er, const struct sl_keydesc *d, const
 	return 0;
 }
 
+/* Writes a millisecond count as seconds for messages: "0.5", "3600". */
+static void format_ms(char *out, size_t len, uint64_t ms)
+{
+	if (ms % 1000 == 0)
+		snprintf(out, len, "%llu", (unsigned long long)(ms / 1000));
+	else if (ms % 100 == 0)
+		snprintf(out, len, "%llu.%01llu", (unsigned long long)(ms / 1000),
+			 (unsigned long long)(ms % 1000 / 100));
+	else if (ms % 10 == 0)
+		snprintf(out, len, "%llu.%02llu", (unsigned long long)(ms / 1000),
+			 (unsigned long long)(ms % 1000 / 10));
+	else
+		snprintf(out, len, "%llu.%03llu", (unsigned long long)(ms / 1000),
+			 (unsigned long long)(ms % 1000));
+}
+
+static int store_mseconds(struct sl_keyerr *er, const struct sl_keydesc *d, const char *text,
+			  const char *raw, int line, void *field)
+{
+	uint64_t v = 0;
+	char lo[32], hi[32];
+	int rc = sl_key_parse_duration_ms(text, &v);
+
+	if (rc == -1)
+		return bad_value(er, line, d, raw, "not a duration (seconds with up to three "
+				 "decimals, or a number with the suffix ms, s, m or h)");
+	format_ms(lo, sizeof lo, d->min);
+	format_ms(hi, sizeof hi, d->max);
+	if (rc == -2 || v < d->min || v > d->max)
+		return bad_value(er, line, d, raw, "must be from %s to %s seconds", lo, hi);
+	store_uint(field, d->size, v);
+	return 0;
+}
+
 static int store_list(struct sl_keyerr *er, const struct sl_keydesc *d, const char *text,
 		      const char *raw, bool expanded, int line, void *field)
 {
@@ -487,6 +564,8 @@ static int store_value(struct sl_keyerr *er, const struct sl_keydesc *d, const c
 		return store_bytes(er, d, text, raw, line, field);
 	case SL_KT_SECONDS:
 		return store_seconds(er, d, text, raw, line, field);
+	case SL_KT_MSECONDS:
+		return store_mseconds(er, d, text, raw, line, field);
 	case SL_KT_LIST:
 		return store_list(er, d, text, raw, expanded, line, field);
 	case SL_KT_SECRET_ENV:

@@ -93,6 +93,8 @@ enum sl_keytype {
 	SL_KT_INT,          /* integer field of 1-8 bytes: decimal digits, min..max */
 	SL_KT_BYTES,        /* integer field: a byte size with an optional suffix, min..max */
 	SL_KT_SECONDS,      /* integer field: a duration with an optional s/m/h suffix, min..max */
+	SL_KT_MSECONDS,     /* integer field: a duration in milliseconds: seconds with up to three
+			     * decimals, or a number with a ms/s/m/h suffix; min..max in ms */
 	SL_KT_LIST,         /* char **: comma-separated, NULL-terminated */
 	SL_KT_SECRET_ENV,   /* char *: the secret in the environment variable the value names */
 	SL_KT_SECRET_FILE,  /* char *: the secret in the file the value names (mode 0600 or less) */
@@ -193,6 +195,12 @@ const struct sl_keydesc *sl_keytab_find(const struct sl_keydesc *keys, size_t nk
 int sl_key_parse_bytes(const char *s, uint64_t *out);
 /* "90", "90s", "5m", "1h" (case-insensitive).  Returns like sl_key_parse_bytes(). */
 int sl_key_parse_duration(const char *s, uint64_t *out);
+/* "0.5", "0.25s", "500ms", "2", "1m", "1h" (case-insensitive): a duration
+ * with millisecond resolution, stored in milliseconds.  A number without a
+ * suffix, or with s, m or h, may have up to three decimals ("0.125");
+ * "ms" takes a whole number.  Returns 0, -1 (not a duration, or finer than a
+ * millisecond) or -2 (too large). */
+int sl_key_parse_duration_ms(const char *s, uint64_t *out);
 /* Writes v with the largest unit that divides it ("1KB", "64MB") or as bytes. */
 void sl_key_format_bytes(char *out, size_t len, uint64_t v);
 /* Splits "a, b ,c" at commas into {"a", "b", "c", NULL}, trimming each entry;

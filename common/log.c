@@ -1,6 +1,7 @@
 /* common/log.c: leveled logging to stderr, as text or JSON lines (log.h). */
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,23 @@
 
 enum sl_log_level sl_log_min_level = SL_LOG_INFO;
 enum sl_log_format sl_log_format = SL_LOG_TEXT;
+
+/* The terminal's status line (sl_log_status_line), and the lock that keeps
+ * it and log lines from interleaving. */
+static pthread_mutex_t status_mu = PTHREAD_MUTEX_INITIALIZER;
+static char status_text[512];
+
+void sl_log_status_line(const char *text)
+{
+	pthread_mutex_lock(&status_mu);
+	if (status_text[0] || (text && *text))
+		fputs("\r\033[K", stderr);
+	snprintf(status_text, sizeof status_text, "%s", text ? text : "");
+	if (status_text[0])
+		fputs(status_text, stderr);
+	fflush(stderr);
+	pthread_mutex_unlock(&status_mu);
+}
 
 static const char *const level_names[] = { "debug", "info", "warning", "error" };
 
@@ -167,7 +185,12 @@ void sl_log_write(enum sl_log_level lvl, const char *fmt, ...)
 		}
 		snprintf(line, sizeof line, "%s%s sluice %s: %s%s", ts, tail, level_names[lvl], who, msg);
 	}
-	fprintf(stderr, "%s\n", line);
+	pthread_mutex_lock(&status_mu);
+	if (status_text[0])
+		fprintf(stderr, "\r\033[K%s\n%s", line, status_text);
+	else
+		fprintf(stderr, "%s\n", line);
+	pthread_mutex_unlock(&status_mu);
 }
 
 int sl_log_level_parse(const char *s, enum sl_log_level *out)

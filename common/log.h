@@ -26,6 +26,10 @@ extern enum sl_log_format sl_log_format;
 
 void sl_log_write(enum sl_log_level lvl, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* A status line kept at the bottom of a terminal (stderr): log lines are
+ * written above it, and it is drawn again after each.  NULL or "" removes
+ * it.  Only for a stderr that is a terminal (the caller checks isatty). */
+void sl_log_status_line(const char *text);
 /* Parses "debug", "info", "warn"/"warning", "error"; returns 0 or -1. */
 int sl_log_level_parse(const char *s, enum sl_log_level *out);
 

@@ -269,3 +269,50 @@ int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t er
 		*len = n;
 	return 0;
 }
+
+int sl_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int sl_uuid_parse(const char *s, size_t len, unsigned char out[static 16])
+{
+	size_t i = 0;
+
+	if (len != 36)
+		return -1;
+	for (int k = 0; k < 16; k++) {
+		int hi, lo;
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return -1;
+			i++;
+		}
+		hi = sl_hexval(s[i]);
+		lo = sl_hexval(s[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[k] = (unsigned char)(hi << 4 | lo);
+		i += 2;
+	}
+	return 0;
+}
+
+int64_t sl_days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	/* Howard Hinnant's days_from_civil */
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}

@@ -31,6 +31,14 @@ int sl_lsn_parse(const char *s, uint64_t *out);
 /* Checked parsing: the whole string must be a number in [min, max]. 0 or -1. */
 int sl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 int sl_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar, with
+ * astronomical years (1 BC is 0). */
+int64_t sl_days_from_civil(int64_t y, int m, int d);
+/* The value of a hex digit, or -1. */
+int sl_hexval(char c);
+/* A UUID's 36-character text form (8-4-4-4-12 hex digits, either case)
+ * into 16 bytes; 0, or -1 when it is not one. */
+int sl_uuid_parse(const char *s, size_t len, unsigned char out[static 16]);
 
 /* Writes data to path atomically: "<path>.tmp", fsync, rename, fsync of the
  * directory.  Returns 0, or -1 with a message in err. */

@@ -76,6 +76,28 @@ void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *ext
 	c->uuid[8] = (uint8_t)((c->uuid[8] & 0x3f) | 0x80);
 }
 
+const char *sl_type_name(enum sl_type t)
+{
+	switch (t) {
+	case SL_T_STRING: return "string";
+	case SL_T_BOOL: return "bool";
+	case SL_T_INT32: return "int32";
+	case SL_T_INT64: return "int64";
+	case SL_T_FLOAT: return "float";
+	case SL_T_DOUBLE: return "double";
+	case SL_T_DECIMAL: return "decimal";
+	case SL_T_BYTES: return "bytes";
+	case SL_T_DATE: return "date";
+	case SL_T_TIME: return "time";
+	case SL_T_TIMESTAMP: return "timestamp";
+	case SL_T_TIMESTAMPTZ: return "timestamptz";
+	case SL_T_UUID: return "uuid";
+	case SL_T_JSON: return "json";
+	case SL_T_UINT64: return "uint64";
+	}
+	return "unknown";
+}
+
 const char *sl_op_name(enum sl_op op)
 {
 	switch (op) {
@@ -184,6 +206,7 @@ struct sl_table *sl_table_new(const char *ns, const char *name)
 		return NULL;
 	t->ns = strdup(ns);
 	t->name = strdup(name);
+	t->est_rows = -1;
 	if (!t->ns || !t->name) {
 		sl_table_free(t);
 		return NULL;

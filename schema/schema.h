@@ -157,6 +157,8 @@ struct sl_table {
 	 * and no replica identity, or REPLICA IDENTITY NOTHING). */
 	bool no_row_identity;
 	const struct sl_source_desc *src; /* the source kind that described it (static) */
+	int64_t est_rows;    /* the source's estimate of its rows (PostgreSQL: reltuples), -1 unknown;
+			      * for backfill progress only */
 };
 
 enum sl_op {
@@ -273,6 +275,8 @@ void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *ext
 
 /* Returns the canonical text of an op: "INSERT", "UPDATE-INSERT", ... */
 const char *sl_op_name(enum sl_op op);
+/* The type's name in messages ("int64", "timestamptz"): no source's name for it. */
+const char *sl_type_name(enum sl_type t);
 
 /* Table schema lifecycle.  sl_table_new copies ns and name; columns are
  * added with sl_table_add_column (copies name and type_name), then

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # scripts/deps.sh: installs the Debian 12 packages sluice needs to build, test
 # and run its demo, when any is missing.  Runs apt-get update first.  Needs root
-# (or sudo) only when something has to be installed.
+# (or sudo) only when something has to be installed.  Then installs the local
+# S3 server of the tests (s3rver, pinned by tests/integration/s3server/
+# package-lock.json) from npm into tests/integration/s3server/node_modules,
+# never globally.
 set -euo pipefail
 
 PACKAGES=(
@@ -9,7 +12,10 @@ PACKAGES=(
 	libpq-dev libmariadb-dev libavro-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev libsnappy-dev
 	nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
 	postgresql-15 postgresql-client-15
-	python3-avro python3-snappy python3-psycopg2
+	clickhouse-server openssl
+	mariadb-server mariadb-client  # the MySQL/MariaDB source's tests and benchmark (mariadbd, mariadb-binlog)
+	python3-avro python3-snappy python3-psycopg2 python3-mysqldb
+	python3-boto3           # the s3 tests read objects back with an independent client
 	procps
 	systemd                 # systemd-analyze verifies the unit in contrib/systemd
 	iproute2 iptables       # the network fault tests: ip netns, veth, tc; DROP and NFQUEUE rules
@@ -21,14 +27,29 @@ for p in "${PACKAGES[@]}"; do
 		missing+=("$p")
 	fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+# node and npm run the local S3 server; a machine may have them from
+# elsewhere (nodesource's nodejs ships npm), so look for the commands.
+if ! command -v node >/dev/null 2>&1; then
+	missing+=(nodejs)
 fi
-echo "installing: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-	SUDO="sudo"
+if ! command -v npm >/dev/null 2>&1; then
+	missing+=(npm)
 fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "installing: ${missing[*]}"
+	SUDO=""
+	if [ "$(id -u)" -ne 0 ]; then
+		SUDO="sudo"
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The tests' S3 server, into the project's own folder.
+s3dir=$(cd "$(dirname "$0")/.." && pwd)/tests/integration/s3server
+if [ ! -f "$s3dir/node_modules/s3rver/package.json" ] ||
+	[ "$s3dir/package-lock.json" -nt "$s3dir/node_modules/.package-lock.json" ]; then
+	echo "installing s3rver into $s3dir/node_modules"
+	(cd "$s3dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

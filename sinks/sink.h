@@ -33,6 +33,10 @@
  * line in sinks/registry.c; nothing in agent/ changes.
  *
  * Return codes: 0 success, -1 failure with a message in err, unless stated.
+ * open(), write(), flush() and discard_backfill() may also return another
+ * negative enum sl_status (common/util.h): SL_EPREREQ for a failure only an
+ * operator can fix (the destination refuses the credentials, its bucket does
+ * not exist), which the agent does not retry (exit 3).
  */
 #ifndef SLUICE_SINKS_SINK_H
 #define SLUICE_SINKS_SINK_H
@@ -63,6 +67,7 @@ struct sl_sink_stream {
 	const char *name;             /* stream name */
 	enum sl_write_mode mode;
 	const char *destination;      /* the destination profile's NAME, for messages; may be NULL */
+	const char *state_dir;        /* the agent's state_dir, where a sink may spool; may be NULL */
 };
 
 /* ops->caps: what a sink supports beyond append mode. */
@@ -92,6 +97,14 @@ struct sl_sink_ops {
 	 * the message in err. */
 	int (*check)(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err,
 		     size_t errlen);
+	/* Optional, for `sluice verify`: reads back what the stream wrote with
+	 * conf and checks it against its manifests, printing what it finds to
+	 * out.  Returns 0 when everything checks, SL_EVERIFY
+	 * (sinks/avro_tree/tree.h) when it found problems (printed to out), or
+	 * another negative enum sl_status with the message in err when it
+	 * could not finish. */
+	int (*verify)(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err,
+		      size_t errlen);
 
 	/* Opens the sink for stream st with its configuration conf (borrowed: it
 	 * outlives the context).  *ctx receives the context, freed by close(). */
@@ -118,6 +131,11 @@ struct sl_sink_ops {
 	 * range may stay: records delivered again carry the same uuid. */
 	int (*discard_backfill)(void *ctx, const struct sl_table *t, const char *csn_first,
 				const char *csn_last, char *err, size_t errlen);
+	/* Optional (NULL: none): the changes set aside as dead letters since
+	 * open, because the destination refused them as data.  The writer
+	 * reads it after each flush, for sluice_dead_letter_total and the
+	 * dead_letters alert. */
+	uint64_t (*dead_letters)(void *ctx);
 	/* Discards anything not flushed (no partial output stays visible) and frees ctx. */
 	void (*close)(void *ctx);
 };

@@ -1,7 +1,8 @@
 # sources: the source interface (source.h), the registry, the PostgreSQL
 # source (sources/postgres/: catalog, replication connection, pgoutput
 # decoder, COPY snapshot reader), and the MySQL/MariaDB binlog decoding
-# library (sources/mysql/: event framing, row images, GTIDs).
+# library and source (sources/mysql/: event framing, row images, GTIDs, the
+# binlog client, catalog, snapshot reader and the source's operations).
 noinst_LIBRARIES += libslsources.a
 libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/source_conf.h \
 	%D%/source_util.c \
@@ -15,6 +16,8 @@ libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/sourc
 	%D%/mysql/row_image.c %D%/mysql/row_image.h \
 	%D%/mysql/mysql_charset.c %D%/mysql/mysql_charset.h \
 	%D%/mysql/mysql_json.c %D%/mysql/mysql_json.h \
-	%D%/mysql/gtid.c %D%/mysql/gtid.h
-libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(ZLIB_CFLAGS)
-SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS) $(ZLIB_LIBS)
+	%D%/mysql/gtid.c %D%/mysql/gtid.h \
+	%D%/mysql/my_internal.h %D%/mysql/my_source.c %D%/mysql/my_conn.c %D%/mysql/my_catalog.c \
+	%D%/mysql/my_ddl.c %D%/mysql/my_dump.c %D%/mysql/my_backfill.c
+libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(MARIADB_CFLAGS) $(ZLIB_CFLAGS)
+SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS) $(MARIADB_LIBS) $(ZLIB_LIBS)

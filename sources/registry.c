@@ -4,6 +4,7 @@
  */
 #include <stddef.h>
 
+#include "sources/mysql/my_internal.h"
 #include "sources/postgres/pg_internal.h"
 #include "sources/source.h"
 
@@ -13,7 +14,7 @@ const struct sl_source_ops *sl_source_lookup(enum sl_source_kind kind)
 	case SL_SOURCE_POSTGRES:
 		return &sl_pg_source_ops;
 	case SL_SOURCE_MYSQL:
-		return NULL;  /* not built yet */
+		return &sl_my_source_ops;
 	}
 	return NULL;
 }

@@ -39,6 +39,7 @@
  *                                                          held for replicas; the position is
  *                                                          only checkpointed
  *   probe              pg_replication_slots                SHOW BINARY LOGS, expiry settings
+ *   heartbeat          pg_logical_emit_message(false, ...)  (the server's own heartbeat events)
  *   discard_position   drop a slot that cannot be resumed  nothing to drop: report a purged
  *                      (lost, or ahead of the checkpoint)  binlog file or GTID as renewed
  *
@@ -133,6 +134,8 @@ struct sl_source_stream {
 	const char *config_path;       /* for recovery hints in messages */
 	char *const *tables;           /* include globs "schema.table", NULL-terminated */
 	char *const *exclude_tables;   /* exclude globs, NULL-terminated */
+	char *const *key_columns;      /* "schema.table.column": the key of a table, replacing its
+					* own (sl_source_apply_key_columns), NULL-terminated or NULL */
 	bool merge;                    /* write_mode = merge: every table needs a key */
 	const char *slot;              /* postgres: the replication slot */
 	const char *publication;       /* postgres: the publication */
@@ -142,6 +145,10 @@ struct sl_source_stream {
 					* has followed, NULL-terminated; NULL when none (check) */
 	int backfill_connections;      /* connections a snapshot reads over (0: 1) */
 	int backfill_chunk_rows;       /* rows per chunk (0: the source's default) */
+	bool heartbeats;               /* heartbeats are configured: check says whether the
+					* source permits them */
+	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
+	int64_t durable_ts_us;         /* probe: the source time of the last durable change, 0 unknown */
 };
 
 /* The checkpoint's view of the stream's position, for prepare(). */
@@ -181,7 +188,8 @@ enum sl_event_kind {
 	SL_EV_CHANGE,        /* one change of the open transaction: change */
 	SL_EV_COMMIT,        /* the transaction ends: pos is where to resume after it, what ack() takes */
 	SL_EV_SCHEMA,        /* a table was described anew: table; changed when its columns differ */
-	SL_EV_KEEPALIVE,     /* pos: nothing before it is still to come; reply_requested */
+	SL_EV_KEEPALIVE,     /* pos: nothing before it is still to come; reply_requested; a heartbeat
+			      * of the stream's own (heartbeat) has ts_us, when it was written */
 	SL_EV_END,           /* the server ended the stream */
 	SL_EV_WATERMARK,     /* a watermark written by emit_watermark (any stream's, any run's):
 			      * watermark (its text) and pos (where the log has it).  Always
@@ -193,10 +201,12 @@ enum sl_event_kind {
 struct sl_event {
 	enum sl_event_kind kind;
 	struct sl_position pos;        /* BEGIN, COMMIT, KEEPALIVE */
-	int64_t ts_us;                 /* BEGIN, COMMIT: commit time, Unix microseconds */
+	int64_t ts_us;                 /* BEGIN, COMMIT: commit time; heartbeat KEEPALIVE: when it was
+					* written; Unix microseconds */
 	uint64_t tx_id;                /* BEGIN */
 	bool reply_requested;          /* KEEPALIVE: the server wants an ack() soon */
 	const char *watermark;         /* WATERMARK: its text (NUL-terminated, valid until the next call) */
+	bool heartbeat;                /* KEEPALIVE: one of the stream's heartbeats came back */
 	/* SCHEMA: the new version.  When changed, retired is the version it
 	 * replaces: ownership passes to the caller, who frees it with
 	 * sl_table_free() once no change it read still uses it. */
@@ -260,6 +270,26 @@ struct sl_source_status {
 	int64_t lag_bytes;             /* server head - confirmed; -1 unknown */
 	int64_t retained_bytes;        /* server head - restart; -1 unknown */
 	int64_t safe_bytes;            /* log the server may still write before it drops the position; -1 unknown */
+	/* Binlog sources (the figures a PostgreSQL slot has not): valid with
+	 * log_known.  Zeroed (as after a memset), they read as unknown. */
+	bool log_known;
+	int64_t log_files;             /* log files the server keeps */
+	int64_t log_bytes;             /* their total size */
+	int64_t oldest_needed_age_s;   /* age of the oldest file the stream still needs */
+	int64_t time_to_purge_s;       /* until the server's expiry purges that file; -1 never or unknown */
+	int64_t retention_s;           /* when the files expire (binlog_expire_logs_seconds); 0 never,
+					* -1 unknown.  Without a slot, exists/active/state describe the
+					* stream's checkpoint position on the server ("available" or
+					* "lost"), confirmed is that position, restart the file it needs */
+	char head[SL_POS_TEXT_MAX + 32]; /* the server's log head */
+};
+
+/* Counters a source keeps of what it skipped or adjusted, for metrics:
+ * they start at 0 when the source is opened and only grow. */
+struct sl_source_counters {
+	uint64_t skipped_changes;      /* changes of tables the stream does not select */
+	uint64_t timestamp_clamps;     /* timestamps beyond what the output holds, clamped */
+	uint64_t decimal_nan_nulls;    /* NaN in decimal columns, written as null */
 };
 
 struct sl_source_ops {
@@ -365,6 +395,28 @@ struct sl_source_ops {
 	 * it may acknowledge).  Cheap: the agent calls it at least every
 	 * plan.status_interval_ms, also while the sink is slow. */
 	int (*ack)(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen);
+
+	/* ---- optional (NULL when a source has none) ---- */
+
+	/* The agent's probe thread (ops/probe.c): a session of its own, kept
+	 * open between samples, on a connection of its own.  probe_open
+	 * connects; probe_sample fills out as probe() does; probe_close frees
+	 * the session (also after a failed sample: the next sample opens a new
+	 * one).  Without them the agent calls probe() at every sample. */
+	int (*probe_open)(void **pctx, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+			  char *err, size_t errlen);
+	int (*probe_sample)(void *pctx, struct sl_source_status *out, char *err, size_t errlen);
+	void (*probe_close)(void *pctx);
+	/* Writes a heartbeat into the source's log through the probe session
+	 * (PostgreSQL: a non-transactional pg_logical_emit_message), which the
+	 * stream reads back as an SL_EV_KEEPALIVE with heartbeat set and the
+	 * time it was written, so that freshness is measured end to end and an
+	 * idle stream on a busy server keeps acknowledging.  SL_EPREREQ when
+	 * the role may not (err says what to grant); SL_EFAIL otherwise. */
+	int (*heartbeat)(void *pctx, char *err, size_t errlen);
+	/* The stream's counters (struct sl_source_counters), from the reading
+	 * thread: cheap, called about once a second. */
+	void (*counters)(void *ctx, struct sl_source_counters *out);
 };
 
 /* The registry: the ops for a source kind, or NULL. */
@@ -384,6 +436,13 @@ int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *
  * match none.  A table the stream followed before (st->known_tables) may be
  * gone: it was dropped, and its entry is no typo.  SL_ECONFIG naming the
  * first entry that matches nothing. */
+/* Gives each of the n tables named in st->key_columns the key those
+ * entries list, in place of its own (a table's key columns are the ones
+ * named, in the table's column order).  An entry that names a table the
+ * stream does not select, or a column the table does not have, is
+ * SL_ECONFIG.  Tables it changes are finished again (new schema key). */
+int sl_source_apply_key_columns(const struct sl_source_stream *st, struct sl_table **tables, int n, char *err,
+				size_t errlen);
 int sl_source_check_exact(const struct sl_source_stream *st, const char *source, struct sl_table *const *tables,
 			  int n, char *err, size_t errlen);
 

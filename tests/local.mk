@@ -4,6 +4,7 @@ include $(srcdir)/tests/unit/avro.mk
 include $(srcdir)/tests/unit/config.mk
 include $(srcdir)/tests/unit/replay.mk
 include $(srcdir)/tests/unit/mysql.mk
+include $(srcdir)/tests/unit/ops.mk
 
 # The avro-c reader the integration tests use as a second, independent reader.
 noinst_PROGRAMS += tests/tools/avro_read
@@ -34,3 +35,9 @@ check-local:
 	 echo "install libcmocka-dev (scripts/deps.sh does) and run configure again" >&2; \
 	 exit 1
 endif
+
+# The recorder of the MySQL replay test (tests/replay/mysql/record.py runs it).
+noinst_PROGRAMS += tests/tools/my_record
+tests_tools_my_record_SOURCES = tests/tools/my_record.c
+tests_tools_my_record_CPPFLAGS = $(AM_CPPFLAGS) $(MARIADB_CFLAGS)
+tests_tools_my_record_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a

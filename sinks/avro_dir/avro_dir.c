@@ -1,15 +1,17 @@
 /*
- * sinks/avro_dir/avro_dir.c: the avro_dir sink (see avro_dir.h for the
- * layout and the durability rules).
+ * sinks/avro_dir/avro_dir.c: the avro_dir sink: the Avro file tree
+ * (sinks/avro_tree/tree.h) kept in a local folder.  This file is the folder
+ * store (sinks/avro_tree/store.h) and the sink's configuration; the tree
+ * does the rest.
  *
- * State: one struct obj per object (table) seen, found through a small hash
- * table, holding the encoder of its current table version and its open file.
- * Open files are also on a list in opening order, so the oldest one (for
- * flush_due) is at its head.  Finished files wait on the `done` list, already
- * fsynced and closed, until flush() renames them.  Memory is bounded by the
- * number of tables: per open file one block buffer, and a few path strings
- * per finished file; the compressor and its output buffer are shared by all
- * files (struct sl_ocf_codec).
+ * A data file is written as "<folder>/.<first_csn>_<8 hex>.avro.tmp" in its
+ * final folder, fsynced when finished, and renamed to its final name (never
+ * over an existing file) when published; the folders renamed into are
+ * fsynced before the flush reports anything durable.  Small files
+ * (manifests, schema files) are written as "<folder>/.put-<8 hex>.tmp",
+ * fsynced, renamed over the old one and their folder fsynced.  Every folder
+ * the store creates has its parent fsynced, so that it survives a crash
+ * along with what is put in it.
  */
 #include "sinks/avro_dir/avro_dir.h"
 
@@ -22,56 +24,29 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "sinks/avro_dir/avro_enc.h"
-#include "sinks/avro_dir/ocf.h"
+#include "sinks/avro_tree/tree.h"
 
-#define DEFAULT_MAX_FILE_BYTES ((uint64_t)64 << 20)
-/* A file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
+/* A data file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
 #define TMP_SUFFIX ".avro.tmp"
 
-struct obj {
-	char *object;
-	struct sl_avro_enc *enc;       /* current table version, NULL until first use */
-	struct sl_ocf_writer *w;       /* open file, or NULL */
-	char *dir;                     /* final folder of the open file */
-	char first_csn[SL_CSN_LEN + 1];
-	char last_csn[SL_CSN_LEN + 1];
-	int64_t opened_ms;
-	struct obj *hnext;             /* hash chain */
-	struct obj *oprev, *onext;     /* open-file list, oldest first */
+struct dir_store {
+	char *path;                    /* the destination's path */
+	char *desc;                    /* "folder \"<path>\"" */
+	char **sync_dirs;              /* folders renamed into since the last sync() */
+	size_t nsync, sync_alloc;
 };
 
-/* A finished file: complete and fsynced, waiting for flush() to rename it. */
-struct done_file {
+struct sl_store_file {
+	int fd;                        /* -1 once finished */
 	char *tmp_path;
-	char *dir;
-	char *object;
-	char first_csn[SL_CSN_LEN + 1];
-	char last_csn[SL_CSN_LEN + 1];
-	struct done_file *next;
-};
-
-struct avro_dir {
-	char *root;                    /* <path>/<stream> */
-	char *stream;
-	struct sl_ocf_codec *codec;    /* shared by every open file */
-	uint64_t max_file_bytes;
-	int64_t max_file_ms;
-	struct obj **buckets;
-	size_t nbuckets, nobjs;
-	struct obj *last;              /* the object of the previous write */
-	struct obj *open_head, *open_tail;
-	struct done_file *done, **done_tail;
-	bool pending;
-	bool has_mark;                 /* mark(): everything written is at or before mark */
-	struct sl_position mark;
-	struct sl_avro_stats stats;
+	char *dir_path;                /* its folder */
 };
 
 static uint32_t rand32(void)
@@ -84,93 +59,6 @@ static uint32_t rand32(void)
 		r = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid();
 	}
 	return r;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
-/* Finds the state of object name, or NULL. */
-static struct obj *obj_find(const struct avro_dir *ad, const char *name)
-{
-	struct obj *o = ad->buckets[hash_str(name) & (ad->nbuckets - 1)];
-
-	while (o && strcmp(o->object, name))
-		o = o->hnext;
-	return o;
-}
-
-/* Finds the state of object name, creating it if needed; NULL if out of memory. */
-static struct obj *obj_get(struct avro_dir *ad, const char *name)
-{
-	struct obj *o;
-	size_t b;
-
-	if (ad->last && !strcmp(ad->last->object, name))
-		return ad->last;
-	b = hash_str(name) & (ad->nbuckets - 1);
-	for (o = ad->buckets[b]; o; o = o->hnext)
-		if (!strcmp(o->object, name))
-			return ad->last = o;
-	if (ad->nobjs >= ad->nbuckets) {
-		size_t nb = ad->nbuckets * 2;
-		struct obj **nt = calloc(nb, sizeof *nt);
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < ad->nbuckets; i++) {
-			struct obj *next;
-			for (o = ad->buckets[i]; o; o = next) {
-				size_t k = hash_str(o->object) & (nb - 1);
-				next = o->hnext;
-				o->hnext = nt[k];
-				nt[k] = o;
-			}
-		}
-		free(ad->buckets);
-		ad->buckets = nt;
-		ad->nbuckets = nb;
-		b = hash_str(name) & (nb - 1);
-	}
-	o = calloc(1, sizeof *o);
-	if (!o || !(o->object = strdup(name))) {
-		free(o);
-		return NULL;
-	}
-	o->hnext = ad->buckets[b];
-	ad->buckets[b] = o;
-	ad->nobjs++;
-	return ad->last = o;
-}
-
-static void open_list_add(struct avro_dir *ad, struct obj *o)
-{
-	o->onext = NULL;
-	o->oprev = ad->open_tail;
-	if (ad->open_tail)
-		ad->open_tail->onext = o;
-	else
-		ad->open_head = o;
-	ad->open_tail = o;
-}
-
-static void open_list_del(struct avro_dir *ad, struct obj *o)
-{
-	if (o->oprev)
-		o->oprev->onext = o->onext;
-	else
-		ad->open_head = o->onext;
-	if (o->onext)
-		o->onext->oprev = o->oprev;
-	else
-		ad->open_tail = o->oprev;
-	o->oprev = o->onext = NULL;
 }
 
 /* mkdir -p that fsyncs the parent of every folder it creates, so that a new
@@ -211,159 +99,6 @@ out:
 	return rc;
 }
 
-/* Opens a new file for o, whose first record is c. */
-static int open_file(struct avro_dir *ad, struct obj *o, const struct sl_change *c,
-		     char *err, size_t errlen)
-{
-	struct sl_buf p;
-	struct tm tm;
-	time_t secs;
-	int64_t ts = c->source_ts_us;
-	const char *schema;
-	size_t schema_len;
-	int rc = -1;
-
-	/* Floor division, so that times before 1970 land in the right second. */
-	secs = (time_t)(ts >= 0 ? ts / 1000000 : -((-ts + 999999) / 1000000));
-	if (!gmtime_r(&secs, &tm)) {
-		snprintf(err, errlen, "table \"%s\": source time %lld is out of range", o->object,
-			 (long long)ts);
-		return -1;
-	}
-	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/%s/%04d/%02d/%02d/%02d/%02d", ad->root, o->object, tm.tm_year + 1900,
-		      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
-	free(o->dir);
-	o->dir = sl_buf_detach(&p);
-	if (!o->dir) {
-		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
-		return -1;
-	}
-	if (mkdirs_durable(o->dir, err, errlen) < 0)
-		return -1;
-	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/.%s_%08x" TMP_SUFFIX, o->dir, c->csn, rand32());
-	if (sl_buf_failed(&p)) {
-		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
-		goto out;
-	}
-	schema = sl_avro_enc_schema(o->enc, &schema_len);
-	if (sl_ocf_open(&o->w, p.data, schema, schema_len, ad->codec, 0, err, errlen) < 0)
-		goto out;
-	memcpy(o->first_csn, c->csn, sizeof o->first_csn);
-	memcpy(o->last_csn, c->csn, sizeof o->last_csn);
-	o->opened_ms = sl_mono_ms();
-	open_list_add(ad, o);
-	rc = 0;
-out:
-	sl_buf_free(&p);
-	return rc;
-}
-
-/* Finishes o's open file: last block, fsync, close; the file then waits on
- * the done list for flush() to rename it.  On failure the file is removed. */
-static int finish_file(struct avro_dir *ad, struct obj *o, char *err, size_t errlen)
-{
-	struct done_file *d = calloc(1, sizeof *d);
-	char *tmp = strdup(sl_ocf_path(o->w));
-	int rc;
-
-	open_list_del(ad, o);
-	rc = sl_ocf_close(o->w, true, err, errlen);
-	o->w = NULL;
-	if (rc == 0 && (!d || !tmp || !(d->dir = strdup(o->dir)) || !(d->object = strdup(o->object)))) {
-		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
-		rc = -1;
-	}
-	if (rc < 0) {
-		if (tmp)
-			unlink(tmp);
-		free(tmp);
-		if (d) {
-			free(d->dir);
-			free(d->object);
-			free(d);
-		}
-		return -1;
-	}
-	d->tmp_path = tmp;
-	memcpy(d->first_csn, o->first_csn, sizeof d->first_csn);
-	memcpy(d->last_csn, o->last_csn, sizeof d->last_csn);
-	*ad->done_tail = d;
-	ad->done_tail = &d->next;
-	return 0;
-}
-
-static void free_done(struct done_file *d)
-{
-	free(d->tmp_path);
-	free(d->dir);
-	free(d->object);
-	free(d);
-}
-
-/* Renames a finished file to "<first>_<last>_<8 hex>.avro" without ever
- * replacing an existing file.  Returns 0, or -1 with a message in err. */
-static int publish(struct done_file *d, char *err, size_t errlen)
-{
-	char path[4096];
-
-	for (int attempt = 0; attempt < 8; attempt++) {
-		int n = snprintf(path, sizeof path, "%s/%s_%s_%08x.avro", d->dir, d->first_csn,
-				 d->last_csn, rand32());
-		if (n < 0 || (size_t)n >= sizeof path) {
-			snprintf(err, errlen, "file name in \"%s\" is too long", d->dir);
-			return -1;
-		}
-		if (renameat2(AT_FDCWD, d->tmp_path, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
-			return 0;
-		if (errno == EEXIST)
-			continue;
-		if (errno == EINVAL || errno == ENOSYS) {
-			/* The file system lacks RENAME_NOREPLACE: check, then rename. */
-			if (access(path, F_OK) == 0)
-				continue;
-			if (rename(d->tmp_path, path) == 0)
-				return 0;
-		}
-		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", d->tmp_path, path,
-			 sl_strerror(errno));
-		return -1;
-	}
-	snprintf(err, errlen, "could not find a free file name in \"%s\"", d->dir);
-	return -1;
-}
-
-/* What sweep_tree removes: the regular files whose name match() accepts. */
-struct sweep {
-	bool (*match)(const char *name, const struct sweep *sw);
-	const char *csn_a;   /* for match_backfill: the first CSN of the range */
-	const char *csn_b;   /* ... and the last */
-	const char *what;    /* names the files in the debug log */
-	uint64_t removed;
-};
-
-/* True if a file spanning first..last CSN holds only records with CSNs in
- * [a, b] (CSNs are fixed-width, so string order is CSN order). */
-static bool backfill_span(const char *first, const char *last, const char *a, const char *b)
-{
-	return strcmp(first, a) >= 0 && strcmp(last, b) <= 0;
-}
-
-/* Matches "<first>_<last>_..." file names of one backfill run. */
-static bool match_backfill(const char *name, const struct sweep *sw)
-{
-	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
-
-	if (strlen(name) < 2 * SL_CSN_LEN + 2 || name[SL_CSN_LEN] != '_' || name[2 * SL_CSN_LEN + 1] != '_')
-		return false;
-	memcpy(first, name, SL_CSN_LEN);
-	first[SL_CSN_LEN] = '\0';
-	memcpy(last, name + SL_CSN_LEN + 1, SL_CSN_LEN);
-	last[SL_CSN_LEN] = '\0';
-	return backfill_span(first, last, sw->csn_a, sw->csn_b);
-}
-
 static bool span_of(const char *p, size_t n, const char *set)
 {
 	for (size_t i = 0; i < n; i++)
@@ -372,22 +107,86 @@ static bool span_of(const char *p, size_t n, const char *set)
 	return true;
 }
 
-/* True for exactly the names open_file gives files being written:
- * ".<16 uppercase hex>-<10 digits>_<8 lowercase hex>.avro.tmp". */
-static bool is_temp_name(const char *name, const struct sweep *sw)
+/* "<path>/<key>" into a fresh buffer; NULL when out of memory. */
+static char *full_path(const struct dir_store *ds, const char *key)
 {
-	(void)sw;
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s/%s", ds->path, key);
+	return sl_buf_detach(&b);
+}
+
+/* The folder part of path (malloc'd), or NULL. */
+static char *folder_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+}
+
+/* True for exactly the names data files get while they are written:
+ * ".<16 uppercase hex>-<10 digits>_<8 lowercase hex>.avro.tmp", and small
+ * files while they are put: ".put-<8 lowercase hex>.tmp". */
+static bool is_temp_name(const char *name)
+{
+	if (!strncmp(name, ".put-", 5))
+		return span_of(name + 5, 8, "0123456789abcdef") && !strcmp(name + 13, ".tmp");
 	return name[0] == '.' && span_of(name + 1, 16, "0123456789ABCDEF") && name[17] == '-' &&
 	       span_of(name + 18, 10, "0123456789") && name[28] == '_' &&
 	       span_of(name + 29, 8, "0123456789abcdef") && strcmp(name + 37, TMP_SUFFIX) == 0;
 }
 
+/* Writes every iovec fully, retrying on EINTR and short writes.  Returns 0
+ * or -1 (errno set). */
+static int writev_all(int fd, const struct iovec *iov_in, int n)
+{
+	struct iovec iov[8];
+	struct iovec *p = iov;
+
+	if (n > 8) {
+		for (int i = 0; i < n; i++)
+			if (writev_all(fd, &iov_in[i], 1) < 0)
+				return -1;
+		return 0;
+	}
+	memcpy(iov, iov_in, (size_t)n * sizeof *iov);
+	while (n > 0) {
+		ssize_t k = writev(fd, p, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		while (n > 0 && (size_t)k >= p->iov_len) {
+			k -= (ssize_t)p->iov_len;
+			p++;
+			n--;
+		}
+		if (n > 0) {
+			p->iov_base = (char *)p->iov_base + k;
+			p->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+/* What walk_tree does with each regular file. */
+struct walk {
+	/* Called with the file's path and name; returns 0 to go on, 1 to
+	 * unlink the file, -1 to stop (with a message in err). */
+	int (*visit)(struct walk *w, const char *path, const char *name, const struct stat *sb,
+		     char *err, size_t errlen);
+	void *arg;
+	const char *what;    /* names removed files in the debug log */
+	uint64_t removed;
+};
+
 /* Walks the folder path (a buffer it appends to and restores) and the
- * folders below it without following symbolic links, unlinking the regular
- * files sw->match() accepts and counting them in sw->removed; fsyncs every
- * folder it removed something from.  A missing folder is not an error.
- * Returns 0, or -1 with a message in err. */
-static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t errlen)
+ * folders below it without following symbolic links; fsyncs every folder it
+ * removed something from.  A missing folder is not an error.  Returns 0, or
+ * -1 with a message in err. */
+static int walk_tree(struct sl_buf *path, struct walk *w, char *err, size_t errlen)
 {
 	DIR *dir = opendir(path->data);
 	struct dirent *de;
@@ -396,13 +195,15 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 	int rc = 0;
 
 	if (!dir) {
-		if (errno == ENOENT)
+		if (errno == ENOENT || errno == ENOTDIR)
 			return 0;
 		snprintf(err, errlen, "could not open folder \"%s\": %s", path->data, sl_strerror(errno));
 		return -1;
 	}
 	while (rc == 0 && (errno = 0, de = readdir(dir)) != NULL) {
-		unsigned char type = de->d_type;
+		struct stat sb;
+		int v;
+
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		path->len = base;
@@ -412,25 +213,29 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 			rc = -1;
 			break;
 		}
-		if (type == DT_UNKNOWN) {
-			/* Some file systems leave d_type out. */
-			struct stat sb;
-			if (lstat(path->data, &sb) < 0) {
-				snprintf(err, errlen, "could not stat \"%s\": %s", path->data, sl_strerror(errno));
-				rc = -1;
-				break;
-			}
-			type = S_ISDIR(sb.st_mode) ? DT_DIR : S_ISREG(sb.st_mode) ? DT_REG : DT_LNK;
+		if (lstat(path->data, &sb) < 0) {
+			if (errno == ENOENT)
+				continue;
+			snprintf(err, errlen, "could not stat \"%s\": %s", path->data, sl_strerror(errno));
+			rc = -1;
+			break;
 		}
-		if (type == DT_DIR) {
-			rc = sweep_tree(path, sw, err, errlen);
-		} else if (type == DT_REG && sw->match(de->d_name, sw)) {
+		if (S_ISDIR(sb.st_mode)) {
+			rc = walk_tree(path, w, err, errlen);
+			continue;
+		}
+		if (!S_ISREG(sb.st_mode))
+			continue;
+		v = w->visit(w, path->data, de->d_name, &sb, err, errlen);
+		if (v < 0) {
+			rc = -1;
+		} else if (v == 1) {
 			if (unlink(path->data) < 0) {
 				snprintf(err, errlen, "could not remove \"%s\": %s", path->data, sl_strerror(errno));
 				rc = -1;
 			} else {
-				sl_debug("removed %s \"%s\"", sw->what, path->data);
-				sw->removed++;
+				sl_debug("removed %s \"%s\"", w->what, path->data);
+				w->removed++;
 				removed = true;
 			}
 		}
@@ -451,36 +256,449 @@ static int sweep_tree(struct sl_buf *path, struct sweep *sw, char *err, size_t e
 	return rc;
 }
 
-/* Removes the temporary files a crashed run left under the stream's folder
- * (they are never complete: a finished file is renamed by flush() before its
- * rows are acknowledged, so the source sends those rows again).  Returns 0,
- * or -1 with a message in err. */
-static int remove_leftovers(struct avro_dir *ad, char *err, size_t errlen)
+static int visit_leftover(struct walk *w, const char *path, const char *name, const struct stat *sb,
+			  char *err, size_t errlen)
 {
-	struct sweep sw = { .match = is_temp_name, .what = "leftover temporary file" };
+	(void)w;
+	(void)path;
+	(void)sb;
+	(void)err;
+	(void)errlen;
+	return is_temp_name(name) ? 1 : 0;
+}
+
+/* Removes the temporary files a crashed run left under the stream's folder
+ * (they are never complete, or never acknowledged: the source sends their
+ * rows again).  Returns 0, or -1 with a message in err. */
+static int remove_leftovers(const char *root, const char *stream, char *err, size_t errlen)
+{
+	struct walk w = { .visit = visit_leftover, .what = "leftover temporary file" };
 	struct sl_buf path;
 	int rc;
 
 	sl_buf_init(&path, 0);
-	if (sl_buf_puts(&path, ad->root) < 0) {
+	if (sl_buf_puts(&path, root) < 0) {
 		snprintf(err, errlen, "avro_dir sink: out of memory");
 		return -1;
 	}
-	rc = sweep_tree(&path, &sw, err, errlen);
+	rc = walk_tree(&path, &w, err, errlen);
 	sl_buf_free(&path);
-	if (sw.removed > 0)
+	if (w.removed > 0)
 		sl_info("stream \"%s\": removed %" PRIu64 " leftover temporary file%s under \"%s\"",
-			ad->stream, sw.removed, sw.removed == 1 ? "" : "s", ad->root);
+			stream, w.removed, w.removed == 1 ? "" : "s", root);
 	return rc;
 }
+
+/* ---------------------------------------------------------------------- */
+/* The folder store                                                       */
+
+static int ds_file_new(void *st, const char *dir, const char *first_csn, struct sl_store_file **out,
+		       char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	struct sl_store_file *f = calloc(1, sizeof *f);
+	struct sl_buf p;
+
+	*out = NULL;
+	if (!f || !(f->dir_path = full_path(ds, dir))) {
+		free(f);
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	f->fd = -1;
+	if (mkdirs_durable(f->dir_path, err, errlen) < 0)
+		goto fail;
+	sl_buf_init(&p, 0);
+	sl_buf_printf(&p, "%s/.%s_%08x" TMP_SUFFIX, f->dir_path, first_csn, rand32());
+	if (!(f->tmp_path = sl_buf_detach(&p))) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		goto fail;
+	}
+	f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		snprintf(err, errlen, "could not create \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		goto fail;
+	}
+	*out = f;
+	return 0;
+fail:
+	free(f->tmp_path);
+	free(f->dir_path);
+	free(f);
+	return -1;
+}
+
+static int ds_file_write(void *file, const struct iovec *iov, int iovcnt, char *err, size_t errlen)
+{
+	struct sl_store_file *f = file;
+
+	if (writev_all(f->fd, iov, iovcnt) < 0) {
+		snprintf(err, errlen, "could not write \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int ds_file_finish(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	(void)st;
+	(void)key;
+	if (fsync(f->fd) < 0) {
+		snprintf(err, errlen, "could not fsync \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		rc = -1;
+	}
+	if (close(f->fd) < 0 && rc == 0) {
+		snprintf(err, errlen, "could not close \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		rc = -1;
+	}
+	f->fd = -1;
+	return rc;
+}
+
+static void free_file(struct sl_store_file *f)
+{
+	free(f->tmp_path);
+	free(f->dir_path);
+	free(f);
+}
+
+/* Remembers dir (taken over) for the next sync(); consecutive files often
+ * share a folder, which is then fsynced once. */
+static int note_sync(struct dir_store *ds, char *dir)
+{
+	if (ds->nsync > 0 && !strcmp(ds->sync_dirs[ds->nsync - 1], dir)) {
+		free(dir);
+		return 0;
+	}
+	if (ds->nsync == ds->sync_alloc) {
+		size_t na = ds->sync_alloc ? ds->sync_alloc * 2 : 16;
+		char **nd = realloc(ds->sync_dirs, na * sizeof *nd);
+		if (!nd) {
+			free(dir);
+			return -1;
+		}
+		ds->sync_dirs = nd;
+		ds->sync_alloc = na;
+	}
+	ds->sync_dirs[ds->nsync++] = dir;
+	return 0;
+}
+
+static int ds_file_publish(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	char *path = full_path(ds, key), *dir;
+
+	if (!path) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	if (renameat2(AT_FDCWD, f->tmp_path, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+		int e = errno;
+		if (e == EEXIST) {
+			free(path);
+			return SL_STORE_EXISTS;
+		}
+		/* A file system without RENAME_NOREPLACE: check, then rename. */
+		if ((e == EINVAL || e == ENOSYS) && access(path, F_OK) == 0) {
+			free(path);
+			return SL_STORE_EXISTS;
+		}
+		if (!((e == EINVAL || e == ENOSYS) && rename(f->tmp_path, path) == 0)) {
+			snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path, path,
+				 sl_strerror(e == EINVAL || e == ENOSYS ? errno : e));
+			free(path);
+			return -1;
+		}
+	}
+	dir = folder_of(path);
+	free(path);
+	if (!dir || note_sync(ds, dir) < 0) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	free_file(f);
+	return 0;
+}
+
+static void ds_file_discard(void *st, struct sl_store_file *f)
+{
+	(void)st;
+	if (!f)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	if (unlink(f->tmp_path) < 0 && errno != ENOENT)
+		sl_warn("could not remove \"%s\": %s", f->tmp_path, sl_strerror(errno));
+	free_file(f);
+}
+
+static int ds_sync(void *st, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	int rc = 0;
+
+	for (size_t i = 0; i < ds->nsync; i++) {
+		if (rc == 0 && sl_fsync_dir_of(ds->sync_dirs[i], true) < 0) {
+			snprintf(err, errlen, "could not fsync folder \"%s\": %s", ds->sync_dirs[i],
+				 sl_strerror(errno));
+			rc = -1;
+		}
+		free(ds->sync_dirs[i]);
+	}
+	ds->nsync = 0;
+	return rc;
+}
+
+static int ds_put(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	char *path = full_path(ds, key), *dir = NULL, *tmp = NULL;
+	const char *p = data;
+	struct sl_buf b;
+	int fd = -1, rc = -1;
+
+	if (!path || !(dir = folder_of(path)))
+		goto oom;
+	if (mkdirs_durable(dir, err, errlen) < 0)
+		goto out;
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s/.put-%08x.tmp", dir, rand32());
+	if (!(tmp = sl_buf_detach(&b)))
+		goto oom;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "could not create \"%s\": %s", tmp, sl_strerror(errno));
+		goto out;
+	}
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			snprintf(err, errlen, "could not write \"%s\": %s", tmp, sl_strerror(errno));
+			goto out;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	if (fsync(fd) < 0) {
+		snprintf(err, errlen, "could not fsync \"%s\": %s", tmp, sl_strerror(errno));
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		snprintf(err, errlen, "could not close \"%s\": %s", tmp, sl_strerror(errno));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", tmp, path, sl_strerror(errno));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	if (sl_fsync_dir_of(dir, true) < 0) {
+		snprintf(err, errlen, "could not fsync folder \"%s\": %s", dir, sl_strerror(errno));
+		goto out;
+	}
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "avro_dir sink: out of memory");
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp)
+		unlink(tmp);
+	free(tmp);
+	free(dir);
+	free(path);
+	return rc;
+}
+
+static int ds_get(void *st, const char *key, struct sl_buf *out, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	char *path = full_path(ds, key), *data = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!path) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	rc = sl_read_file(path, &data, &len, err, errlen);
+	free(path);
+	if (rc == 1)
+		return SL_STORE_NOT_FOUND;
+	if (rc < 0)
+		return -1;
+	rc = sl_buf_append(out, data, len) < 0 ? -1 : 0;
+	if (rc < 0)
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+	free(data);
+	return rc;
+}
+
+struct list_walk {
+	size_t root_len;                /* strlen(path) + 1: where a key starts */
+	sl_store_list_fn fn;
+	void *arg;
+};
+
+static int visit_list(struct walk *w, const char *path, const char *name, const struct stat *sb,
+		      char *err, size_t errlen)
+{
+	struct list_walk *lw = w->arg;
+
+	if (is_temp_name(name))
+		return 0;
+	if (lw->fn(lw->arg, path + lw->root_len, (uint64_t)sb->st_size) < 0) {
+		if (!err[0])
+			snprintf(err, errlen, "listing stopped at \"%s\"", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int ds_list(void *st, const char *prefix, sl_store_list_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	struct list_walk lw = { strlen(ds->path) + 1, fn, arg };
+	struct walk w = { .visit = visit_list, .arg = &lw, .what = "" };
+	struct sl_buf path;
+	int rc;
+
+	err[0] = '\0';
+	sl_buf_init(&path, 0);
+	sl_buf_printf(&path, "%s/%s", ds->path, prefix);
+	if (sl_buf_failed(&path)) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	rc = walk_tree(&path, &w, err, errlen);
+	sl_buf_free(&path);
+	return rc;
+}
+
+static int ds_remove(void *st, const char *key, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	char *path = full_path(ds, key);
+	int rc = 0;
+
+	if (!path) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	if (unlink(path) < 0) {
+		if (errno != ENOENT) {
+			snprintf(err, errlen, "could not remove \"%s\": %s", path, sl_strerror(errno));
+			rc = -1;
+		}
+	} else if (sl_fsync_dir_of(path, false) < 0) {
+		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", path, sl_strerror(errno));
+		rc = -1;
+	}
+	free(path);
+	return rc;
+}
+
+static int ds_fetch(void *st, const char *key, char **path, bool *temporary, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+
+	*temporary = false;
+	if (!(*path = full_path(ds, key))) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	if (access(*path, R_OK) != 0) {
+		int e = errno;
+		if (e == ENOENT) {
+			free(*path);
+			*path = NULL;
+			return SL_STORE_NOT_FOUND;
+		}
+		snprintf(err, errlen, "cannot read \"%s\": %s", *path, sl_strerror(e));
+		free(*path);
+		*path = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static const char *ds_describe(void *st)
+{
+	return ((struct dir_store *)st)->desc;
+}
+
+static void ds_close(void *st)
+{
+	struct dir_store *ds = st;
+
+	if (!ds)
+		return;
+	for (size_t i = 0; i < ds->nsync; i++)
+		free(ds->sync_dirs[i]);
+	free(ds->sync_dirs);
+	free(ds->desc);
+	free(ds->path);
+	free(ds);
+}
+
+static const struct sl_store_ops dir_store_ops = {
+	.file_new = ds_file_new,
+	.file_write = ds_file_write,
+	.file_finish = ds_file_finish,
+	.file_publish = ds_file_publish,
+	.file_discard = ds_file_discard,
+	.sync = ds_sync,
+	.put = ds_put,
+	.get = ds_get,
+	.list = ds_list,
+	.remove = ds_remove,
+	.fetch = ds_fetch,
+	.describe = ds_describe,
+	.close = ds_close,
+};
+
+/* Makes the folder store for path (the destination's path). */
+static int dir_store_new(struct sl_store *out, const char *path, char *err, size_t errlen)
+{
+	struct dir_store *ds = calloc(1, sizeof *ds);
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "folder \"%s\"", path);
+	if (!ds || !(ds->path = strdup(path)) || !(ds->desc = sl_buf_detach(&b))) {
+		sl_buf_free(&b);
+		ds_close(ds);
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	out->ops = &dir_store_ops;
+	out->ctx = ds;
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The sink                                                               */
 
 static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st, char *err,
 		   size_t errlen)
 {
 	const struct sl_avro_dir_conf *dc = conf;
 	const char *dest = st->destination ? st->destination : "";
-	struct avro_dir *ad;
+	struct sl_tree_conf tc;
+	struct sl_store store;
+	struct sl_tree *tree;
 	struct sl_buf b;
+	char *root;
+	int rc;
 
 	*ctx = NULL;
 	if (st->mode == SL_WRITE_MERGE) {
@@ -501,217 +719,44 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 			 dest, dc->compression_level);
 		return -1;
 	}
-	ad = calloc(1, sizeof *ad);
-	if (!ad)
-		goto oom;
-	ad->max_file_bytes = dc->max_file_bytes ? dc->max_file_bytes : DEFAULT_MAX_FILE_BYTES;
-	ad->max_file_ms = dc->max_file_seconds > INT64_MAX / 1000 ? INT64_MAX
-								   : (int64_t)dc->max_file_seconds * 1000;
-	ad->done_tail = &ad->done;
-	ad->nbuckets = 16;
-	ad->buckets = calloc(ad->nbuckets, sizeof *ad->buckets);
-	ad->stream = strdup(st->name);
 	sl_buf_init(&b, 0);
 	sl_buf_printf(&b, "%s/%s", dc->path, st->name);
-	ad->root = sl_buf_detach(&b);
-	if (!ad->buckets || !ad->stream || !ad->root)
-		goto oom;
-	if (sl_ocf_codec_new(&ad->codec, dc->codec, dc->compression_level, err, errlen) < 0)
-		goto fail;
-	if (mkdirs_durable(ad->root, err, errlen) < 0 || remove_leftovers(ad, err, errlen) < 0)
-		goto fail;
-	*ctx = ad;
+	if (!(root = sl_buf_detach(&b))) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	rc = mkdirs_durable(root, err, errlen) < 0 || remove_leftovers(root, st->name, err, errlen) < 0 ? -1 : 0;
+	free(root);
+	if (rc < 0 || dir_store_new(&store, dc->path, err, errlen) < 0)
+		return -1;
+	memset(&tc, 0, sizeof tc);
+	tc.codec = dc->codec;
+	tc.compression_level = dc->compression_level;
+	tc.max_file_bytes = dc->max_file_bytes;
+	tc.max_file_seconds = dc->max_file_seconds;
+	if ((rc = sl_tree_open(&tree, store, &tc, st->name, err, errlen)) < 0)
+		return rc;
+	*ctx = tree;
 	return 0;
-oom:
-	snprintf(err, errlen, "avro_dir sink: out of memory");
-fail:
-	if (ad) {
-		sl_ocf_codec_free(ad->codec);
-		free(ad->buckets);
-		free(ad->stream);
-		free(ad->root);
-		free(ad);
-	}
-	return -1;
-}
-
-static int ad_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
-{
-	struct avro_dir *ad = ctx;
-	const struct sl_table *t = c->table;
-	struct obj *o = obj_get(ad, t->object);
-
-	if (!o) {
-		snprintf(err, errlen, "table \"%s\": out of memory", t->object);
-		return -1;
-	}
-	if (!o->enc || strcmp(sl_avro_enc_schema_key(o->enc), t->schema_key) != 0) {
-		/* A new table version starts a new file. */
-		if (o->w && finish_file(ad, o, err, errlen) < 0)
-			return -1;
-		sl_avro_enc_free(o->enc);
-		o->enc = sl_avro_enc_new(t, ad->stream, err, errlen);
-		if (!o->enc)
-			return -1;
-	}
-	if (!o->w && open_file(ad, o, c, err, errlen) < 0)
-		return -1;
-	if (sl_avro_enc_record(o->enc, sl_ocf_record_buf(o->w), c, err, errlen) < 0)
-		return -1;
-	if (sl_ocf_record_done(o->w, err, errlen) < 0)
-		return -1;
-	memcpy(o->last_csn, c->csn, sizeof o->last_csn);
-	ad->stats.records++;
-	ad->pending = true;
-	if (sl_ocf_size(o->w) >= ad->max_file_bytes)
-		return finish_file(ad, o, err, errlen);
-	return 0;
-}
-
-static bool ad_flush_due(void *ctx, int64_t now_ms)
-{
-	struct avro_dir *ad = ctx;
-
-	if (ad->done)
-		return true;  /* a file reached max_file_bytes or a schema change closed one */
-	return ad->open_head && now_ms - ad->open_head->opened_ms >= ad->max_file_ms;
-}
-
-static bool ad_pending(void *ctx)
-{
-	return ((struct avro_dir *)ctx)->pending;
-}
-
-static void ad_mark(void *ctx, const struct sl_position *pos)
-{
-	struct avro_dir *ad = ctx;
-
-	ad->mark = *pos;
-	ad->has_mark = true;
-}
-
-static int ad_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
-{
-	struct avro_dir *ad = ctx;
-
-	while (ad->open_head) {
-		if (finish_file(ad, ad->open_head, err, errlen) < 0)
-			return -1;
-	}
-	while (ad->done) {
-		struct done_file *d = ad->done;
-		if (publish(d, err, errlen) < 0)
-			return -1;
-		/* Consecutive files often share a folder: fsync it once for them. */
-		if (!d->next || strcmp(d->next->dir, d->dir) != 0) {
-			if (sl_fsync_dir_of(d->dir, true) < 0) {
-				snprintf(err, errlen, "could not fsync folder \"%s\": %s", d->dir,
-					 sl_strerror(errno));
-				return -1;
-			}
-		}
-		ad->done = d->next;
-		if (!ad->done)
-			ad->done_tail = &ad->done;
-		free_done(d);
-		ad->stats.files_closed++;
-	}
-	ad->pending = false;
-	if (!ad->has_mark)
-		return 0;
-	*durable = ad->mark;
-	return 1;
-}
-
-static int ad_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first,
-			       const char *csn_last, char *err, size_t errlen)
-{
-	struct avro_dir *ad = ctx;
-	const char *marker = csn_first, *csn = csn_last;
-	struct done_file **dp;
-	struct obj *o;
-	struct sl_buf path;
-	struct sweep sw = { .match = match_backfill, .what = "backfill file" };
-	int rc;
-
-	/* Unflushed files of that backfill: drop them too. */
-	o = obj_find(ad, t->object);
-	if (o && o->w && backfill_span(o->first_csn, o->last_csn, marker, csn)) {
-		char *tmp = strdup(sl_ocf_path(o->w));
-		open_list_del(ad, o);
-		sl_ocf_abort(o->w);
-		o->w = NULL;
-		if (tmp)
-			unlink(tmp);
-		free(tmp);
-	}
-	for (dp = &ad->done; *dp;) {
-		struct done_file *d = *dp;
-		if (!strcmp(d->object, t->object) && backfill_span(d->first_csn, d->last_csn, marker, csn)) {
-			unlink(d->tmp_path);
-			*dp = d->next;
-			free_done(d);
-		} else {
-			dp = &d->next;
-		}
-	}
-	ad->done_tail = &ad->done;
-	while (*ad->done_tail)
-		ad->done_tail = &(*ad->done_tail)->next;
-
-	sl_buf_init(&path, 0);
-	sl_buf_printf(&path, "%s/%s", ad->root, t->object);
-	if (sl_buf_failed(&path)) {
-		snprintf(err, errlen, "table \"%s\": out of memory", t->object);
-		return -1;
-	}
-	sw.csn_a = marker;
-	sw.csn_b = csn;
-	rc = sweep_tree(&path, &sw, err, errlen);
-	sl_buf_free(&path);
-	return rc;
-}
-
-static void ad_close(void *ctx)
-{
-	struct avro_dir *ad = ctx;
-
-	if (!ad)
-		return;
-	for (size_t i = 0; i < ad->nbuckets; i++) {
-		struct obj *o, *next;
-		for (o = ad->buckets[i]; o; o = next) {
-			next = o->hnext;
-			if (o->w) {
-				char *tmp = strdup(sl_ocf_path(o->w));
-				sl_ocf_abort(o->w);
-				if (tmp && unlink(tmp) < 0)
-					sl_warn("could not remove \"%s\": %s", tmp, sl_strerror(errno));
-				free(tmp);
-			}
-			sl_avro_enc_free(o->enc);
-			free(o->dir);
-			free(o->object);
-			free(o);
-		}
-	}
-	while (ad->done) {
-		struct done_file *d = ad->done;
-		if (unlink(d->tmp_path) < 0)
-			sl_warn("could not remove \"%s\": %s", d->tmp_path, sl_strerror(errno));
-		ad->done = d->next;
-		free_done(d);
-	}
-	sl_ocf_codec_free(ad->codec);
-	free(ad->buckets);
-	free(ad->stream);
-	free(ad->root);
-	free(ad);
 }
 
 void sl_avro_dir_get_stats(void *ctx, struct sl_avro_stats *out)
 {
-	*out = ((struct avro_dir *)ctx)->stats;
+	sl_tree_get_stats(ctx, out);
+}
+
+/* `sluice verify` of an avro_dir destination. */
+static int ad_verify(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen)
+{
+	const struct sl_avro_dir_conf *dc = conf;
+	struct sl_store store;
+	int rc;
+
+	if (dir_store_new(&store, dc->path, err, errlen) < 0)
+		return SL_EFAIL;
+	rc = sl_tree_verify(store, st->name, out, err, errlen);
+	store.ops->close(store.ctx);
+	return rc;
 }
 
 /* `sluice check`: the path, or the nearest folder above it that exists
@@ -788,12 +833,13 @@ const struct sl_sink_ops sl_avro_dir_ops = {
 	.nkeys = sizeof ad_keys / sizeof ad_keys[0],
 	.conf_size = sizeof(struct sl_avro_dir_conf),
 	.check = ad_check,
+	.verify = ad_verify,
 	.open = ad_open,
-	.write = ad_write,
-	.mark = ad_mark,
-	.flush_due = ad_flush_due,
-	.pending = ad_pending,
-	.flush = ad_flush,
-	.discard_backfill = ad_discard_backfill,
-	.close = ad_close,
+	.write = sl_tree_write,
+	.mark = sl_tree_mark,
+	.flush_due = sl_tree_flush_due,
+	.pending = sl_tree_pending,
+	.flush = sl_tree_flush,
+	.discard_backfill = sl_tree_discard_backfill,
+	.close = sl_tree_close,
 };

@@ -1,46 +1,41 @@
 /*
  * sinks/avro_dir/avro_dir.h: the avro_dir sink, Avro object container files in
- * a directory tree:
+ * a directory tree: the file tree of sinks/avro_tree/tree.h (layout,
+ * rotation, manifests, schema files) kept in the folder `path`:
  *
  *   <path>/<stream>/<object>/<YYYY>/<MM>/<DD>/<HH>/<mm>/<first_csn>_<last_csn>_<8 hex>.avro
+ *   <path>/<stream>/<object>/.schema.avsc
+ *   <path>/<stream>/_manifests/.<sequence>.json, .latest.json
  *
- * The time folders are the UTC source time of the file's first record.  Each
- * object has at most one open file; a new table-schema version, or the file
- * reaching max_file_bytes, finishes it and starts another.  A file is written
- * as ".<first_csn>_<8 hex>.avro.tmp" in its final folder.  Finished files are
- * fsynced at once but renamed to their final name only by flush(), which
- * also fsyncs their folders: so nothing becomes visible before the agent may
- * acknowledge it, a visible file is always complete, and close() without
- * flush() leaves no visible output behind.
+ * A file is written as ".<first_csn>_<8 hex>.avro.tmp" in its final folder.
+ * Finished files are fsynced at once but renamed to their final name only by
+ * flush(), which also fsyncs their folders: so nothing becomes visible before
+ * the agent may acknowledge it, a visible file is always complete, and
+ * close() without flush() leaves no visible output behind.
  *
- * open() removes every temporary file (a name of exactly that pattern) that
- * a crashed run left anywhere under <path>/<stream>/, logs how many at info
- * level, and fsyncs the folders it removed them from.  Such a file holds rows
- * that were never acknowledged, so the source sends them again.  Only one
- * agent may write a stream's folder at a time.
+ * open() removes every temporary file (a name of exactly that pattern, or
+ * ".put-<8 hex>.tmp") that a crashed run left anywhere under <path>/<stream>/,
+ * logs how many at info level, and fsyncs the folders it removed them from.
+ * Such a file holds rows that were never acknowledged, so the source sends
+ * them again.  Only one agent may write a stream's folder at a time.
  *
- * flush_due() is true when the oldest open file is max_file_seconds old, or
- * when a finished file (rotated by size, or ended by a schema change) waits
- * to be renamed.  flush() reports the last position given to mark().
- * discard_backfill(first, last) removes the visible files of the table's
- * object whose name's first and last CSN both lie in [first, last], and drops
- * unflushed files of that object whose CSNs do (they would get such a name);
- * files that also hold other records are kept.  merge mode is refused by
- * open() for now (and the sink does not claim SL_SINK_CAP_MERGE, so the
- * configuration refuses it first).
+ * merge mode is refused by open() for now (and the sink does not claim
+ * SL_SINK_CAP_MERGE, so the configuration refuses it first).
  *
  * Its configuration, [destination.NAME] with type = avro_dir, fills a struct
  * sl_avro_dir_conf through the sink's key table (sl_avro_dir_ops.keys; doc/
  * configuration.md lists the keys).  check() verifies that path, or the
  * nearest folder above it that exists, is writable, and creates nothing.
+ * verify() reads the stream's manifests and files back (sl_tree_verify).
  */
 #ifndef SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
 #define SLUICE_SINKS_AVRO_DIR_AVRO_DIR_H
 
 #include <stdint.h>
 
-#include "sinks/avro_dir/avro_value.h"
-#include "sinks/avro_dir/ocf.h"
+#include "sinks/avro/avro_value.h"
+#include "sinks/avro/ocf.h"
+#include "sinks/avro_tree/tree.h"
 #include "sinks/sink.h"
 
 /* The configuration of one avro_dir destination.  path belongs to it (the

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -255,38 +257,9 @@ enum sl_gtid_order sl_mariadb_gtid_pos_compare(const struct sl_mariadb_gtid_pos 
 
 /* ---- MySQL ---- */
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int sl_mysql_uuid_parse(const char *s, size_t len, unsigned char out[static 16])
 {
-	size_t i = 0;
-
-	if (len != 36)
-		return -1;
-	for (int k = 0; k < 16; k++) {
-		int hi, lo;
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-')
-				return -1;
-			i++;
-		}
-		hi = hexval(s[i]);
-		lo = hexval(s[i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[k] = (unsigned char)(hi << 4 | lo);
-		i += 2;
-	}
-	return 0;
+	return sl_uuid_parse(s, len, out);
 }
 
 void sl_mysql_uuid_format(const unsigned char uuid[static 16], char out[static 37])

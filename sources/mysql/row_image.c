@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "sources/mysql/mysql_json.h"
 
 #define US_PER_SEC INT64_C(1000000)
@@ -115,28 +116,6 @@ const char *sl_mysql_type_name(const struct sl_mysql_column *c, char *buf, size_
 	return buf;
 }
 
-static const char *out_label(enum sl_type t)
-{
-	switch (t) {
-	case SL_T_STRING: return "string";
-	case SL_T_BOOL: return "bool";
-	case SL_T_INT32: return "int32";
-	case SL_T_INT64: return "int64";
-	case SL_T_FLOAT: return "float";
-	case SL_T_DOUBLE: return "double";
-	case SL_T_DECIMAL: return "decimal";
-	case SL_T_BYTES: return "bytes";
-	case SL_T_DATE: return "date";
-	case SL_T_TIME: return "time";
-	case SL_T_TIMESTAMP: return "timestamp";
-	case SL_T_TIMESTAMPTZ: return "timestamptz";
-	case SL_T_UUID: return "uuid";
-	case SL_T_JSON: return "json";
-	case SL_T_UINT64: return "uint64";
-	}
-	return "unknown";
-}
-
 /* ---- numbers and dates ---- */
 
 size_t sl_mysql_decimal_size(int p, int s)
@@ -225,19 +204,6 @@ int sl_mysql_decimal_bin(const unsigned char *bin, size_t avail, int p, int s, c
 	return 0;
 }
 
-int64_t sl_mysql_days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	/* Howard Hinnant's days_from_civil */
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 static int days_in_month(int64_t y, int m)
 {
 	static const int dm[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
@@ -304,7 +270,7 @@ static int verr(struct vctx *v, const char *fmt, ...)
 
 static int mismatch(struct vctx *v)
 {
-	return verr(v, "cannot be written as %s", out_label(v->col->type));
+	return verr(v, "cannot be written as %s", sl_type_name(v->col->type));
 }
 
 /* A malformed image: the event lacks bytes the column needs. */
@@ -370,8 +336,8 @@ static int put_int(struct vctx *v, bool is_unsigned, int64_t sv, uint64_t uv)
 		return mismatch(v);
 	}
 	if (is_unsigned)
-		return verr(v, "value %" PRIu64 " is out of range for %s", uv, out_label(v->col->type));
-	return verr(v, "value %" PRId64 " is out of range for %s", sv, out_label(v->col->type));
+		return verr(v, "value %" PRIu64 " is out of range for %s", uv, sl_type_name(v->col->type));
+	return verr(v, "value %" PRId64 " is out of range for %s", sv, sl_type_name(v->col->type));
 }
 
 /* A zero or invalid date: null, counted, warned on the 1st, 2nd, 4th, ... */
@@ -399,7 +365,7 @@ static int check_date(struct vctx *v, int64_t y, int m, int d, int64_t *days)
 		bad_date(v, false, y, m, d);
 		return 0;
 	}
-	*days = sl_mysql_days_from_civil(y, m, d);
+	*days = sl_days_from_civil(y, m, d);
 	return 1;
 }
 

@@ -149,7 +149,4 @@ int sl_mysql_decimal_bin(const unsigned char *bin, size_t avail, int p, int s, c
 /* Bytes of a packed DECIMAL(p,s). */
 size_t sl_mysql_decimal_size(int p, int s);
 
-/* Days from 1970-01-01 to y-m-d (proleptic Gregorian, astronomical years). */
-int64_t sl_mysql_days_from_civil(int64_t y, int m, int d);
-
 #endif

@@ -202,7 +202,9 @@ static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *
 	PGresult *res = PQexecParams(c,
 		"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
 		"       coalesce(a.attnum = ANY(i.indkey), false) "
-		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
+		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indexrelid = ("
+		"  SELECT x.indexrelid FROM pg_index x WHERE x.indrelid = a.attrelid "
+		"  AND (x.indisprimary OR x.indisreplident) ORDER BY x.indisprimary DESC LIMIT 1) "
 		"WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
 		"ORDER BY a.attnum", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
@@ -242,7 +244,8 @@ out:
  * partition ancestors (for a partition), whether updates and deletes can
  * name a row (a replica identity: FULL, or the primary key or the chosen
  * index that DEFAULT or USING INDEX points to; for a partitioned table, every
- * leaf must have one), and the leaves of a partitioned table.
+ * leaf must have one), the leaves of a partitioned table, and the replica
+ * identity setting.
  */
 static const char list_sql[] =
 	"SELECT c.oid, n.nspname, c.relname, c.relkind, c.relispartition, "
@@ -257,7 +260,11 @@ static const char list_sql[] =
 	"       AND ((c.relreplident = 'd' AND i.indisprimary) OR (c.relreplident = 'i' AND i.indisreplident))) "
 	"  END, "
 	"  CASE WHEN c.relkind = 'p' THEN (SELECT string_agg(pt.relid::oid::text, ',' ORDER BY pt.relid::oid) "
-	"       FROM pg_partition_tree(c.oid) pt WHERE pt.isleaf) END "
+	"       FROM pg_partition_tree(c.oid) pt WHERE pt.isleaf) END, "
+	"  c.relreplident, "
+	"  CASE WHEN c.relkind = 'p' THEN (SELECT sum(l.reltuples)::bigint FROM pg_partition_tree(c.oid) pt "
+	"       JOIN pg_class l ON l.oid = pt.relid WHERE pt.isleaf HAVING min(l.reltuples) >= 0) "
+	"  WHEN c.reltuples >= 0 THEN c.reltuples::bigint END "
 	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
 	"WHERE c.relkind IN ('r', 'p') "
 	"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
@@ -357,10 +364,14 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 		cnt++;
 		t->relid = sel[k];
 		t->no_row_identity = strcmp(PQgetvalue(res, i, 6), "t") != 0;
+		if (!strcmp(PQgetvalue(res, i, 8), "f"))
+			t->src_flags |= SL_PG_IDENTITY_FULL;
 		if (!strcmp(PQgetvalue(res, i, 3), "p")) {
 			t->src_flags |= SL_PG_PARTITIONED;
 			t->shape = text_hash(PQgetvalue(res, i, 7));
 		}
+		if (PQgetisnull(res, i, 9) || sl_parse_i64(PQgetvalue(res, i, 9), 0, INT64_MAX, &t->est_rows) < 0)
+			t->est_rows = -1;  /* never analyzed: unknown */
 		if (describe && (rc = describe_table(c, PQgetvalue(res, i, 0), t, err, errlen)) < 0)
 			goto out;
 	}
@@ -667,6 +678,15 @@ int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen)
 	return rc;
 }
 
+int sl_pg_oid_array(struct sl_buf *b, struct sl_table *const *tables, int n)
+{
+	sl_buf_putc(b, '{');
+	for (int i = 0; i < n; i++)
+		sl_buf_printf(b, "%s%u", i ? "," : "", tables[i]->relid);
+	sl_buf_putc(b, '}');
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct sl_buf *grants, char *err,
 		      size_t errlen)
 {
@@ -676,11 +696,7 @@ int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct s
 	int rc = SL_OK;
 
 	sl_buf_init(&oids, 0);
-	sl_buf_putc(&oids, '{');
-	for (int i = 0; i < n; i++)
-		sl_buf_printf(&oids, "%s%u", i ? "," : "", tables[i]->relid);
-	sl_buf_putc(&oids, '}');
-	if (sl_buf_failed(&oids)) {
+	if (sl_pg_oid_array(&oids, tables, n) < 0) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
 		goto out;

@@ -22,6 +22,9 @@
 #include "sources/postgres/pgoutput.h"
 #include "sources/source.h"
 
+/* The prefix of the stream's heartbeat messages (pg_logical_emit_message). */
+#define SL_PG_HEARTBEAT_PREFIX "sluice.heartbeat"
+
 /* The source's operations and its position descriptor (pg_source.c). */
 extern const struct sl_source_ops sl_pg_source_ops;
 extern const struct sl_source_desc sl_pg_desc;
@@ -54,13 +57,15 @@ int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen);
 
 /* sl_table.src_flags: a partitioned table (its rows are its partitions'). */
 #define SL_PG_PARTITIONED 0x1u
+#define SL_PG_IDENTITY_FULL 0x2u   /* REPLICA IDENTITY FULL: the whole row names it */
 
 /* Lists the tables whose "schema.table" matches one of include[] and none of
  * exclude[] (fnmatch globs; NULL-terminated arrays), with their columns and
- * primary keys from the catalog.  Ordinary and partitioned tables and
+ * keys from the catalog: the primary key, or else the replica identity's
+ * unique index (REPLICA IDENTITY USING INDEX).  Ordinary and partitioned tables and
  * partitions are listed, except a partition whose ancestor is selected too
  * (its rows and changes are the ancestor's).  Each table's relid,
- * src_flags (SL_PG_PARTITIONED), shape (its leaves) and no_row_identity are
+ * src_flags (SL_PG_PARTITIONED, SL_PG_IDENTITY_FULL), shape (its leaves) and no_row_identity are
  * set.  *out is a malloc'd array of *n tables that
  * the caller frees with sl_pg_tables_free(). */
 int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
@@ -109,6 +114,8 @@ int sl_pg_slot_info(PGconn *c, const char *slot, struct sl_pg_slot_info *out, ch
 /* The server's clock_timestamp() in Unix microseconds: taken just before a
  * slot is created, it is the source time of that snapshot's backfill rows. */
 int sl_pg_server_time_us(PGconn *c, int64_t *out, char *err, size_t errlen);
+/* "{oid,oid,...}" of the n tables, for an oid[] parameter; -1 out of memory. */
+int sl_pg_oid_array(struct sl_buf *b, struct sl_table *const *tables, int n);
 /* Appends to grants ("; "-separated) the GRANT statements the role lacks
  * to read the n tables: USAGE on each schema, SELECT on each table. */
 int sl_pg_read_grants(PGconn *c, struct sl_table *const *tables, int n, struct sl_buf *grants, char *err,
@@ -140,7 +147,7 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 
 /* The prefix of the logical decoding messages that carry backfill
  * watermarks (non-transactional, pg_logical_emit_message). */
-#define SL_PG_WATERMARK_PREFIX "sluice-watermark"
+#define SL_PG_WATERMARK_PREFIX "sluice.watermark"
 
 /* A table's primary key columns in the key index's order: indexes into
  * t->cols. */

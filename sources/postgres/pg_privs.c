@@ -54,11 +54,7 @@ static int read_state(PGconn *c, const char *pub, struct sl_table *const *tables
 	PQclear(res);
 	res = NULL;
 
-	sl_buf_putc(&oids, '{');
-	for (int i = 0; i < n; i++)
-		sl_buf_printf(&oids, "%s%u", i ? "," : "", tables[i]->relid);
-	sl_buf_putc(&oids, '}');
-	if (sl_buf_failed(&oids)) {
+	if (sl_pg_oid_array(&oids, tables, n) < 0) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
 		goto out;

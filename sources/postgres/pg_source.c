@@ -252,8 +252,10 @@ static int check_table(const struct sl_source_stream *st, const struct sl_table 
 	}
 	if (!st->merge || sl_table_has_key(t))
 		return SL_OK;
-	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be replicated "
-		 "in append mode only", st->name, t->ns, t->name);
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so write_mode = merge cannot "
+		 "mirror it: name its key in the stream's key_columns (key_columns = %s.%s.COLUMN, ...), give it a "
+		 "primary key or a unique index as its replica identity (ALTER TABLE ... REPLICA IDENTITY USING INDEX), "
+		 "or use write_mode = append", st->name, t->ns, t->name, t->ns, t->name);
 	return SL_EPREREQ;
 }
 
@@ -268,8 +270,23 @@ static int list_tables(PGconn *c, const struct sl_source_config *cfg, const stru
 		return rc;
 	for (int i = 0; i < *n; i++)
 		(*out)[i]->src = &sl_pg_desc;
-	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0)
+	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0 ||
+	    (rc = sl_source_apply_key_columns(st, *out, *n, err, errlen)) < 0)
 		goto fail;
+	/* Merge mode needs a key: under REPLICA IDENTITY FULL the whole row is
+	 * one (identical rows then merge into one). */
+	for (int i = 0; i < *n && st->merge; i++) {
+		struct sl_table *t = (*out)[i];
+		if (sl_table_has_key(t) || !(t->src_flags & SL_PG_IDENTITY_FULL))
+			continue;
+		for (int k = 0; k < t->ncols; k++)
+			t->cols[k].is_key = true;
+		if (sl_table_finish(t) < 0) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			goto fail;
+		}
+	}
 	if (*n > 0)
 		return SL_OK;
 	rc = SL_ECONFIG;
@@ -675,6 +692,35 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
 	return 1;
 }
 
+/* Heartbeats (pg_probe_heartbeat below) are non-transactional logical
+ * messages with prefix SL_PG_HEARTBEAT_PREFIX and content "<slot>
+ * <unix-us>": each slot of the database decodes every one, so a stream takes
+ * only its own.  The walsender sends a non-transactional message as soon as
+ * it decodes it, between transactions: every transaction that committed
+ * before it was sent before it, so its LSN is a position the stream may
+ * acknowledge, like a keepalive's, and its time is the source time that
+ * everything before it was written by. */
+static bool heartbeat_event(struct pg_src *s, const struct sl_pgo_event *pe, struct sl_event *ev)
+{
+	size_t slen = strlen(s->st->slot ? s->st->slot : "");
+	char num[24];
+	int64_t us;
+
+	if (pe->transactional || !pe->prefix || strcmp(pe->prefix, SL_PG_HEARTBEAT_PREFIX) != 0 || !slen ||
+	    pe->content_len <= slen + 1 || pe->content_len - slen - 1 >= sizeof num ||
+	    memcmp(pe->content, s->st->slot, slen) != 0 || pe->content[slen] != ' ')
+		return false;
+	memcpy(num, pe->content + slen + 1, pe->content_len - slen - 1);
+	num[pe->content_len - slen - 1] = '\0';
+	if (sl_parse_i64(num, 1, INT64_MAX, &us) < 0)
+		return false;
+	ev->kind = SL_EV_KEEPALIVE;
+	ev->pos = lsn_pos(pe->message_lsn);
+	ev->ts_us = us;
+	ev->heartbeat = true;
+	return true;
+}
+
 static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen)
 {
 	struct pg_src *s = ctx;
@@ -740,6 +786,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 				return SL_OK;
 			break;  /* a TRUNCATE of no relation we know */
 		case SL_PGO_MESSAGE:
+			if (heartbeat_event(s, pe, ev))
+				return SL_OK;
 			/* A backfill watermark (of any stream): a non-transactional
 			 * message, sent as the server decodes it, between
 			 * transactions. */
@@ -775,6 +823,15 @@ static int pg_ack(void *ctx, const struct sl_position *durable, bool want_reply,
 
 /* ---- check and probe: connections of their own ---- */
 
+struct pg_probe {
+	const struct sl_source_config *cfg;
+	const struct sl_source_stream *st;
+	PGconn *c;
+	bool hb_checked;                /* heartbeats were found permitted */
+};
+
+static int heartbeat_permitted(struct pg_probe *p, char *err, size_t errlen);
+
 static int pg_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		    const struct sl_source_resume *resume, FILE *out, char *err, size_t errlen)
 {
@@ -803,6 +860,16 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 	if ((rc = sl_pg_slot_check(c, cfg, st, resume, &slot_exists, err, errlen)) < 0)
 		goto out;
 	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, slot_exists ? "exists" : "will be created");
+	if (st->heartbeats) {
+		/* Optional: without them the agent runs all the same, so no failure. */
+		struct pg_probe hp = { .cfg = cfg, .st = st, .c = c };
+		char why[SL_ERRLEN];
+		int hrc = heartbeat_permitted(&hp, why, sizeof why);
+		if (hrc == SL_OK)
+			fprintf(out, "stream %s: heartbeats: permitted\n", st->name);
+		else
+			fprintf(out, "stream %s: heartbeats: the agent will run without them: %s\n", st->name, why);
+	}
 	rc = SL_OK;
 out:
 	sl_pg_tables_free(tables, ntables);
@@ -810,10 +877,11 @@ out:
 	return rc;
 }
 
+static int slot_status(PGconn *c, const char *slot, struct sl_source_status *out, char *err, size_t errlen);
+
 static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		    struct sl_source_status *out, char *err, size_t errlen)
 {
-	struct sl_pg_slot_info si;
 	PGconn *c = sl_pg_connect(cfg, false, err, errlen);
 	int rc;
 
@@ -821,9 +889,53 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
 	if (!c)
 		return sl_pg_err_status();
-	rc = sl_pg_slot_info(c, st->slot, &si, err, errlen);
+	rc = slot_status(c, st->slot, out, err, errlen);
 	PQfinish(c);
-	if (rc < 0)
+	return rc;
+}
+
+/* ---- the probe thread's session and heartbeats ---- */
+
+static int pg_probe_open(void **pctx, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+			 char *err, size_t errlen)
+{
+	struct pg_probe *p = calloc(1, sizeof *p);
+
+	*pctx = NULL;
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	p->cfg = cfg;
+	p->st = st;
+	if (!(p->c = sl_pg_connect(cfg, false, err, errlen))) {
+		free(p);
+		return SL_EFAIL;
+	}
+	*pctx = p;
+	return SL_OK;
+}
+
+static void pg_probe_close(void *pctx)
+{
+	struct pg_probe *p = pctx;
+
+	if (!p)
+		return;
+	if (p->c)
+		PQfinish(p->c);
+	free(p);
+}
+
+/* The slot's row as struct sl_source_status. */
+static int slot_status(PGconn *c, const char *slot, struct sl_source_status *out, char *err, size_t errlen)
+{
+	struct sl_pg_slot_info si;
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
+	if ((rc = sl_pg_slot_info(c, slot, &si, err, errlen)) < 0)
 		return rc;
 	out->exists = si.exists;
 	if (!si.exists)
@@ -838,6 +950,84 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 	out->retained_bytes = si.retained_bytes;
 	out->safe_bytes = si.safe_wal_size;
 	return SL_OK;
+}
+
+static int pg_probe_sample(void *pctx, struct sl_source_status *out, char *err, size_t errlen)
+{
+	struct pg_probe *p = pctx;
+
+	return slot_status(p->c, p->st->slot, out, err, errlen);
+}
+
+/* Whether the role may write heartbeats: a standby cannot write at all, and
+ * pg_logical_emit_message must be executable by the role. */
+static int heartbeat_permitted(struct pg_probe *p, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(p->c, "SELECT pg_is_in_recovery(), "
+				     "has_function_privilege('pg_logical_emit_message(boolean, text, text)', 'EXECUTE')");
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		sl_pg_err(err, errlen, "could not check whether heartbeats may be written", p->c, res);
+		rc = SL_EFAIL;
+	} else if (!strcmp(PQgetvalue(res, 0, 0), "t")) {
+		snprintf(err, errlen, "source \"%s\" is a standby (in recovery), where pg_logical_emit_message cannot "
+			 "write; set heartbeat_interval = 0 for stream \"%s\"", p->cfg->name, p->st->name);
+		rc = SL_EPREREQ;
+	} else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
+		snprintf(err, errlen, "role \"%s\" may not execute pg_logical_emit_message on source \"%s\": run GRANT "
+			 "EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO %s, or set "
+			 "heartbeat_interval = 0 for stream \"%s\"", PQuser(p->c), p->cfg->name, PQuser(p->c), p->st->name);
+		rc = SL_EPREREQ;
+	}
+	PQclear(res);
+	return rc;
+}
+
+static int pg_heartbeat(void *pctx, char *err, size_t errlen)
+{
+	struct pg_probe *p = pctx;
+	struct sl_buf content;
+	const char *params[1];
+	PGresult *res;
+	int rc = SL_OK;
+
+	if (!p->hb_checked) {
+		if ((rc = heartbeat_permitted(p, err, errlen)) < 0)
+			return rc;
+		p->hb_checked = true;
+	}
+	sl_buf_init(&content, 0);
+	sl_buf_printf(&content, "%s %" PRId64, p->st->slot, sl_now_us());
+	if (sl_buf_failed(&content)) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	params[0] = content.data;
+	res = PQexecParams(p->c, "SELECT pg_logical_emit_message(false, '" SL_PG_HEARTBEAT_PREFIX "', $1)", 1, NULL,
+			   params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		sl_pg_err(err, errlen, "could not write a heartbeat (pg_logical_emit_message)", p->c, res);
+		rc = sl_pg_sqlstate_is(res, "42501") ? SL_EPREREQ : SL_EFAIL;
+	}
+	PQclear(res);
+	sl_buf_free(&content);
+	return rc;
+}
+
+static void pg_counters(void *ctx, struct sl_source_counters *out)
+{
+	struct pg_src *s = ctx;
+
+	memset(out, 0, sizeof *out);
+	out->timestamp_clamps = s->bf_stats.timestamp_clamps;
+	out->decimal_nan_nulls = s->bf_stats.decimal_nan_nulls;
+	if (s->repl) {
+		const struct sl_pg_text_stats *ts = sl_pgoutput_text_stats(sl_pg_repl_decoder(s->repl));
+		out->skipped_changes = sl_pgoutput_ignored(sl_pg_repl_decoder(s->repl));
+		out->timestamp_clamps += ts->timestamp_clamps;
+		out->decimal_nan_nulls += ts->decimal_nan_nulls;
+	}
 }
 
 const struct sl_source_ops sl_pg_source_ops = {
@@ -860,4 +1050,9 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.start = pg_start,
 	.next = pg_next,
 	.ack = pg_ack,
+	.probe_open = pg_probe_open,
+	.probe_sample = pg_probe_sample,
+	.probe_close = pg_probe_close,
+	.heartbeat = pg_heartbeat,
+	.counters = pg_counters,
 };

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 
 #define US_PER_SEC INT64_C(1000000)
 #define US_PER_DAY (INT64_C(86400) * US_PER_SEC)
@@ -94,20 +95,6 @@ static int digits_n(const char *p, size_t len, size_t *i, int n, int *out)
 	return 0;
 }
 
-/* Days from 1970-01-01 to y-m-d of the proleptic Gregorian calendar, with
- * astronomical years (1 BC is 0).  Howard Hinnant's days_from_civil. */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
 static bool is_leap(int64_t y)
 {
 	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -155,7 +142,7 @@ static int ymd_days(int64_t y, int m, int d, bool bc, int64_t *days)
 		y = 1 - y;
 	if (m < 1 || m > 12 || d < 1 || d > days_in_month(y, m))
 		return -1;
-	*days = days_from_civil(y, m, d);
+	*days = sl_days_from_civil(y, m, d);
 	return 0;
 }
 
@@ -505,17 +492,6 @@ static int copy_float_text(const char *p, size_t len, char *tmp, size_t tmplen)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static const char *type_label(enum sl_type t)
 {
 	switch (t) {
@@ -540,25 +516,7 @@ static const char *type_label(enum sl_type t)
 
 int sl_pg_parse_uuid(const char *p, size_t len, unsigned char out[static 16])
 {
-	size_t i = 0;
-
-	if (len != 36)
-		return -1;
-	for (int k = 0; k < 16; k++) {
-		int hi, lo;
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (p[i] != '-')
-				return -1;
-			i++;
-		}
-		hi = hexval(p[i]);
-		lo = hexval(p[i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[k] = (unsigned char)(hi << 4 | lo);
-		i += 2;
-	}
-	return 0;
+	return sl_uuid_parse(p, len, out);
 }
 
 /* "\x0a0b" -> n bytes at dst (room for (len - 2) / 2).  Returns 0 or -1. */
@@ -568,7 +526,7 @@ static int parse_bytea_hex(const char *p, size_t len, unsigned char *dst, size_t
 		return -1;
 	*n = (len - 2) / 2;
 	for (size_t k = 0; k < *n; k++) {
-		int hi = hexval(p[2 + 2 * k]), lo = hexval(p[3 + 2 * k]);
+		int hi = sl_hexval(p[2 + 2 * k]), lo = sl_hexval(p[3 + 2 * k]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		dst[k] = (unsigned char)(hi << 4 | lo);

@@ -516,7 +516,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 		fill_change(d, &ev->changes[0], t, SL_OP_INSERT, d->vnew);
 		return 0;
 	case 'U': {
-		bool have_old = false, key_changed = false;
+		bool have_old = false, old_full = false, key_changed = false;
 		relid = rd_u32(&r, "relation id");
 		if (!r.bad && skip_change(d, relid)) {
 			ev->kind = SL_PGO_NONE;
@@ -530,6 +530,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 			if ((rc = read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold)) < 0)
 				return rc;
 			have_old = true;
+			old_full = k == 'O';
 			k = rd_u8(&r, "tuple marker");
 		}
 		if (k != 'N') {
@@ -547,7 +548,11 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t l
 				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind != SL_V_UNCHANGED &&
 				    d->vold[i].kind != SL_V_NULL)
 					d->vnew[i] = d->vold[i];
-				if (t->cols[i].is_key && !value_equal(&d->vold[i], &d->vnew[i]))
+				/* An old key ('K') holds the replica identity's columns
+				 * only, the others null: a key column outside it
+				 * (key_columns) is compared only in a full old row. */
+				if (t->cols[i].is_key && (old_full || d->vold[i].kind != SL_V_NULL) &&
+				    !value_equal(&d->vold[i], &d->vnew[i]))
 					key_changed = true;
 			}
 		}

@@ -62,11 +62,11 @@ struct sl_pgo_event {
 	int nchanges;
 	struct sl_change changes[SL_PGO_MAX_CHANGES];
 	/* MESSAGE */
-	uint64_t message_lsn;    /* where the message is in the WAL */
 	const char *prefix;
 	const char *content;
 	uint32_t content_len;
 	bool transactional;
+	uint64_t message_lsn;    /* where it was written */
 };
 
 struct sl_pgoutput;

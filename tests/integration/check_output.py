@@ -9,8 +9,10 @@ breach it finds:
   layout   <path>/<stream>/<object>/YYYY/MM/DD/HH/mm/<first>_<last>_<8hex>.avro;
            the time folders are the UTC source time of the file's first record;
            first/last are the CSNs of the first and last record in the file;
-           nothing else is visible: files whose name starts with '.' are
-           temporary and ignored, any other non-.avro file is an error.
+           nothing else is visible: files whose name starts with '.'
+           (temporary files, and the tree's manifests and .schema.avsc
+           files, which `sluice verify` checks) are ignored, any other
+           non-.avro file is an error.
   records  every record has the Datastream-style fields; uuid is a UUIDv5;
            sort_keys are the two CSN parts; object is "<schema>_<table>" and
            matches the folder; stream_name matches the folder; backfill rows

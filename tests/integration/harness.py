@@ -7,7 +7,8 @@ python3-snappy and python3-psycopg2.
 
   ServerBase   a private temporary directory, a free loopback port, start,
                stop and close (always: context manager and atexit).  A
-               MariaDbServer or ClickHouseServer is added by subclassing it.
+               MariaDbServer is added by subclassing it, as ClickHouseServer
+               is (ch_harness.py).
   PgServer     a PostgreSQL 15 cluster set up for logical replication.
   Sluice       writes a config file into its own temporary directory and runs
                the binary ($SLUICE_BIN, default <repo>/_build/sluice).
@@ -28,6 +29,7 @@ import math
 import os
 import pwd
 import random
+import select
 import re
 import shutil
 import signal
@@ -871,8 +873,12 @@ class Sluice:
 
     def __init__(self, pg, stream="s1", tables="public.*", codec="deflate", compression_level=1,
                  max_file_bytes="64MB", max_file_seconds=60, backfill="auto", write_mode="append",
-                 state_dir=None, out=None, extra=None, binary=None, log_level="info"):
+                 state_dir=None, out=None, extra=None, binary=None, log_level="info", s3=None,
+                 prefix="cdc"):
         self.pg = pg
+        self.s3 = s3              # an S3Server: the destination is type s3 on it
+        self.prefix = prefix
+        self._ncopy = 0
         self.binary = binary or sluice_bin()
         self.workdir = tempfile.mkdtemp(prefix="sluice-run-")
         self.keep = bool(os.environ.get("SLUICE_KEEP_TMP"))
@@ -911,14 +917,26 @@ class Sluice:
         secs = collections.OrderedDict()
         secs["agent"] = collections.OrderedDict(
             state_dir=self.state_dir, log_level=self.log_level, metrics_listen="")
-        secs["source.pg"] = collections.OrderedDict(
-            type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
-            port=str(self.pg.port if self.pg else 5432),
-            user="postgres", dbname="postgres")
-        secs["destination.out"] = collections.OrderedDict(
-            type="avro_dir", path=self.out, codec=self.codec,
-            compression_level=str(self.compression_level),
-            max_file_bytes=str(self.max_file_bytes), max_file_seconds=str(self.max_file_seconds))
+        if self.pg is not None and hasattr(self.pg, "source_section"):
+            # another kind of server (harness_mysql.MariaDbServer) writes its own profile
+            secs["source.pg"] = collections.OrderedDict(self.pg.source_section())
+        else:
+            secs["source.pg"] = collections.OrderedDict(
+                type="postgres", host=self.pg.host if self.pg else "127.0.0.1",
+                port=str(self.pg.port if self.pg else 5432),
+                user="postgres", dbname="postgres")
+        if self.s3 is not None:
+            secs["destination.out"] = collections.OrderedDict(
+                type="s3", endpoint=self.s3.endpoint, bucket=self.s3.bucket, prefix=self.prefix,
+                region=self.s3.region, path_style="true",
+                access_key_id_env="SLUICE_TEST_S3_KEY_ID", secret_access_key_env="SLUICE_TEST_S3_SECRET",
+                codec=self.codec, compression_level=str(self.compression_level),
+                max_file_bytes=str(self.max_file_bytes), max_file_seconds=str(self.max_file_seconds))
+        else:
+            secs["destination.out"] = collections.OrderedDict(
+                type="avro_dir", path=self.out, codec=self.codec,
+                compression_level=str(self.compression_level),
+                max_file_bytes=str(self.max_file_bytes), max_file_seconds=str(self.max_file_seconds))
         secs[f"stream.{self.stream}"] = collections.OrderedDict(
             source="pg", destination="out", tables=self.tables, backfill=self.backfill,
             write_mode=self.write_mode)
@@ -946,7 +964,7 @@ class Sluice:
 
     def argv(self, *args, config=None):
         argv = [self.binary] + list(args)
-        if args and args[0] in ("check", "run", "status", "backfill") and "-c" not in args:
+        if args and args[0] in ("check", "run", "status", "backfill", "verify") and "-c" not in args:
             argv[2:2] = ["-c", config or self.config_path]
         return argv
 
@@ -964,6 +982,9 @@ class Sluice:
         argv = [self.binary] + list(args) if raw else self.argv(*args, config=config)
         argv[0] = binary
         e = dict(os.environ)
+        if self.s3 is not None:
+            e["SLUICE_TEST_S3_KEY_ID"] = self.s3.key_id
+            e["SLUICE_TEST_S3_SECRET"] = self.s3.secret
         e.update(env or {})
         p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=self.workdir,
                        env=e, start_new_session=True)
@@ -989,8 +1010,19 @@ class Sluice:
         return r
 
     def read(self, testcase=None, codec=None):
-        """All records of the output tree (see read_avro_tree)."""
-        return read_avro_tree(self.out, testcase, codec=codec if codec is not None else self.codec)
+        """All records of the output tree (see read_avro_tree); for an s3
+        destination, of a fresh copy of <prefix>/ downloaded with boto3."""
+        return read_avro_tree(self.output_tree(), testcase, codec=codec if codec is not None else self.codec)
+
+    def output_tree(self):
+        """A local folder laid out as the destination's path: the avro_dir
+        path itself, or a fresh download of everything under the s3 prefix."""
+        if self.s3 is None:
+            return self.out
+        self._ncopy += 1
+        dest = os.path.join(self.workdir, f"s3copy{self._ncopy}")
+        self.s3.download(self.prefix.strip("/") + "/", dest)
+        return dest
 
     def close(self):
         if self._closed:
@@ -1013,6 +1045,183 @@ class Sluice:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+# --------------------------------------------------------------------------
+# a local S3 server
+
+S3SERVER_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3server")
+
+
+def s3_available():
+    """None when the local S3 server can run, else why not."""
+    if not shutil.which("node"):
+        return "node is not installed (scripts/deps.sh installs nodejs and npm)"
+    if not os.path.isdir(os.path.join(S3SERVER_DIR, "node_modules", "s3rver")):
+        return f"s3rver is not installed in {S3SERVER_DIR}/node_modules (scripts/deps.sh installs it)"
+    try:
+        import boto3  # noqa: F401
+    except ImportError:
+        return "python3-boto3 is not installed (scripts/deps.sh installs it)"
+    return None
+
+
+class S3Server:
+    """A throwaway S3 server: s3rver behind tests/integration/s3server/
+    s3server.js (SigV4 checked, multipart listing and abort added), on a free
+    loopback port, its store in a private temporary directory, with one
+    access key and the given buckets.  stop() and start() keep the store;
+    close() removes it.  client() is an independent boto3 client."""
+
+    def __init__(self, buckets=("lake",), key_id="AKIDSLUICETEST", secret="sluice-test-secret-5c1e",
+                 region="us-east-1", keep=False, part_delay_ms=0):
+        self.part_delay_ms = part_delay_ms
+        self.buckets = list(buckets)
+        self.bucket = self.buckets[0]
+        self.key_id = key_id
+        self.secret = secret
+        self.region = region
+        self.keep = keep or bool(os.environ.get("SLUICE_KEEP_TMP"))
+        self.base = tempfile.mkdtemp(prefix="sluice-s3-")
+        self.data = os.path.join(self.base, "data")
+        self.log = os.path.join(self.base, "requests.log")
+        os.makedirs(self.data)
+        self.port = free_port()
+        self.proc = None
+        self._client = None
+        _register(self)
+
+    @property
+    def endpoint(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout=30):
+        argv = ["node", os.path.join(S3SERVER_DIR, "s3server.js"), "--port", str(self.port),
+                "--dir", self.data, "--key", f"{self.key_id}:{self.secret}", "--region", self.region,
+                "--log", self.log, "--part-delay-ms", str(self.part_delay_ms)]
+        for b in self.buckets:
+            argv += ["--bucket", b]
+        out = open(os.path.join(self.base, "server.out"), "ab")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=out,
+                                     start_new_session=True)
+        out.close()
+        line = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if r:
+                line = self.proc.stdout.readline()
+                break
+            if self.proc.poll() is not None:
+                break
+        if not line.startswith(b"ready"):
+            self.stop()
+            raise RuntimeError(f"the S3 server did not start: {self.server_log()}")
+        return self
+
+    def server_log(self):
+        try:
+            with open(os.path.join(self.base, "server.out"), errors="replace") as f:
+                return f.read()[-3000:]
+        except OSError:
+            return ""
+
+    def stop(self, sig=signal.SIGKILL):
+        """Stops the server (by default as a crash would: SIGKILL); the store stays."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait(timeout=30)
+            if self.proc.stdout:
+                self.proc.stdout.close()
+            self.proc = None
+
+    def close(self):
+        self.stop()
+        _unregister(self)
+        if not self.keep:
+            shutil.rmtree(self.base, ignore_errors=True)
+        else:
+            print(f"harness: kept {self.base}", file=sys.stderr)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def requests(self, timing=False):
+        """The requests the server answered so far: [(method, target, status)],
+        or with timing [(method, target, status, milliseconds, body bytes)]."""
+        out = []
+        try:
+            with open(self.log) as f:
+                for line in f:
+                    if not line.strip():
+                        continue
+                    method, rest = line.rstrip("\n").split(" ", 1)
+                    target, status, ms, size = rest.rsplit(" ", 3)
+                    out.append((method, target, status, float(ms), int(size)) if timing else
+                               (method, target, status))
+        except FileNotFoundError:
+            pass
+        return out
+
+    def client(self, key_id=None, secret=None):
+        import boto3
+        from botocore.config import Config
+        if key_id is None and self._client is not None:
+            return self._client
+        c = boto3.client("s3", endpoint_url=self.endpoint, region_name=self.region,
+                         aws_access_key_id=key_id or self.key_id, aws_secret_access_key=secret or self.secret,
+                         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
+        if key_id is None:
+            self._client = c
+        return c
+
+    def objects(self, prefix=""):
+        """{key: size} of every object under prefix (boto3, all pages)."""
+        out = {}
+        for page in self.client().get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for o in page.get("Contents", []):
+                out[o["Key"]] = o["Size"]
+        return out
+
+    def get(self, key):
+        return self.client().get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def uploads(self, prefix=""):
+        """Incomplete multipart uploads, [(key, upload id)], as the server's store holds them."""
+        d = os.path.join(self.data, self.bucket, "._S3rver_uploads")
+        out = []
+        for uid in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            try:
+                with open(os.path.join(d, uid, "key")) as f:
+                    k = f.read()
+            except OSError:
+                continue
+            if k.startswith(prefix):
+                out.append((k, uid))
+        return out
+
+    def download(self, prefix, dest):
+        """Downloads every object under prefix into dest, as relative paths."""
+        os.makedirs(dest, exist_ok=True)
+        for key in self.objects(prefix):
+            rel = key[len(prefix):]
+            path = os.path.join(dest, *rel.split("/"))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(self.get(key))
+        return dest
 
 
 # --------------------------------------------------------------------------
@@ -1086,7 +1295,7 @@ def change_type(rec):
 
 def table_of(rec):
     sm = rec["source_metadata"]
-    return (sm["schema"], sm["table"])
+    return (sm["schema"] if "schema" in sm else sm["database"], sm["table"])
 
 
 def records_for(records, schema, table):

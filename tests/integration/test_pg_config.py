@@ -88,10 +88,10 @@ class ConfigErrorTest(unittest.TestCase):
         self.expect(lines, n, 'unknown source "nosuch" in [stream.s1] (there is no [source.nosuch] section)')
 
     def test_unknown_destination_type(self):
-        lines = [("type = clickhouse" if l == "type = avro_dir" else l) for l in self.base]
-        n = self.line_of(lines, "type = clickhouse")
-        self.expect(lines, n, 'bad value "clickhouse" for key "type": no sink implements this destination type '
-                    '(supported: avro_dir)')
+        lines = [("type = gcs" if l == "type = avro_dir" else l) for l in self.base]
+        n = self.line_of(lines, "type = gcs")
+        self.expect(lines, n, 'bad value "gcs" for key "type": no sink implements this destination type '
+                    '(supported: avro_dir, clickhouse, s3)')
 
     def test_merge_refused_for_avro_dir(self):
         lines = [("write_mode = merge" if l == "write_mode = append" else l) for l in self.base]

@@ -24,6 +24,7 @@ SQLSTATE, and the agent exits with the highest exit code of its streams.
 """
 
 import json
+import os
 import re
 import signal
 import unittest
@@ -232,7 +233,52 @@ class FailuresAndLogsTest(PgTestCase):
             self.assertRegex(l["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
             self.assertIn(l["level"], ("debug", "info", "warning", "error"))
             self.assertNotIn("\n", l["msg"])
-        self.assertTrue(all("stream" in l for l in lines() if "stream \"" in l["msg"]))
+        unnamed = [l for l in lines() if "stream \"" in l["msg"] and "stream" not in l]
+        self.assertEqual(unnamed, [], "lines about a stream that do not name it")
+
+
+
+class ReaderSideTest(PgTestCase):
+    """The reader's side of the output: each object's current-schema file
+    (.schema.avsc) is the Avro schema of its newest table version, as in the
+    newest file's header, so a loader takes it without scanning files."""
+
+    def newest_header_schema(self, folder):
+        import avro.datafile
+        import avro.io
+        files = []
+        for d, _dirs, names in os.walk(folder):
+            files += [os.path.join(d, n) for n in names if n.endswith(".avro")]
+        # file names start with their first CSN: the newest sorts last
+        newest = max(files, key=os.path.basename)
+        with open(newest, "rb") as f, avro.datafile.DataFileReader(f, avro.io.DatumReader()) as r:
+            return json.loads(r.meta["avro.schema"].decode())
+
+    def test_schema_file_follows_the_newest_version(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE rs_t (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rs_t SELECT g, 'v' || g FROM generate_series(1, 3) g")
+        s = self.sluice(stream="rs", tables="public.rs_t", max_file_seconds=1)
+        self.catch_up(s)
+        folder = os.path.join(s.out, "rs", "public_rs_t")
+        with open(os.path.join(folder, ".schema.avsc")) as f:
+            first = json.load(f)
+        self.assertEqual(first, self.newest_header_schema(folder))
+        payload = [f for f in first["fields"] if f["name"] == "payload"][0]["type"]
+        self.assertEqual([f["name"] for f in payload["fields"]], ["id", "v"])
+        # a column added: a new version, a new file, and the schema file follows
+        pg.execute("ALTER TABLE rs_t ADD COLUMN note varchar(20)")
+        pg.execute("INSERT INTO rs_t VALUES (4, 'v4', 'added')")
+        self.catch_up(s)
+        with open(os.path.join(folder, ".schema.avsc")) as f:
+            second = json.load(f)
+        self.assertEqual(second, self.newest_header_schema(folder))
+        payload = [f for f in second["fields"] if f["name"] == "payload"][0]["type"]
+        self.assertEqual([f["name"] for f in payload["fields"]], ["id", "v", "note"])
+        # the records of the newest file read with it
+        recs = read_avro_tree(s.out, self)
+        self.assertEqual(sorted(r["payload"]["id"] for r in recs), [1, 2, 3, 4])
+        self.assertEqual([r["payload"].get("note") for r in recs if r["payload"]["id"] == 4], ["added"])
 
 
 if __name__ == "__main__":

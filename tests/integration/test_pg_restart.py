@@ -57,6 +57,10 @@ class RestartTest(PgTestCase):
             slot = pg.slot_info(s.slot)
             self.assertGreater(slot["confirmed_flush_lsn"], last_tx,
                                "confirmed_flush_lsn is not past the last transaction made before the run")
+        # the manifests account for every file and record, with no gap
+        v = s.run("verify", "--stream", "restart")
+        self.assertEqual(v.rc, 0, v.describe())
+        self.assertIn("complete, nothing missing, nothing twice", v.stdout)
         # one backfill only: a restart resumes, it does not backfill again
         bf = [r for r in recs if r["read_method"] == "postgresql-backfill"]
         self.assertEqual(len(bf), nbackfill)

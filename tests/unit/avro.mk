@@ -1,5 +1,6 @@
 # tests for avro: value conversion, schema and record encoding, container
-# files, the avro_dir sink, and a read-back with Debian's Python Avro reader.
+# files, the avro_dir sink (with manifests and verify), a read-back with
+# Debian's Python Avro reader, and the s3 sink and its client.
 if HAVE_CMOCKA
 # The tables are PostgreSQL's (their records carry lsn); binlog-shaped
 # position fields come from the fake source descriptor (fake_source.c).
@@ -29,9 +30,35 @@ TESTS += %D%/test_avro_value %D%/test_avro_enc %D%/test_avro_ocf %D%/test_avro_d
 %C%_test_avro_dir_CPPFLAGS = $(AVRO_TEST_CPPFLAGS)
 %C%_test_avro_dir_LDADD = $(AVRO_TEST_LDADD)
 
+# The S3 client's exact requests against a local libmicrohttpd server, and
+# the s3 sink over it.
+check_PROGRAMS += %D%/test_s3
+TESTS += %D%/test_s3
+%C%_test_s3_SOURCES = %D%/test_s3.c $(AVRO_TESTLIB)
+%C%_test_s3_CPPFLAGS = $(AVRO_TEST_CPPFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS)
+%C%_test_s3_LDADD = $(AVRO_TEST_LDADD) $(MHD_LIBS) -lpthread
+
 # Not cmocka: it prints its own TAP, so that a missing python3-avro is a SKIP.
 %C%_test_avro_python_SOURCES = %D%/test_avro_python.c $(AVRO_TESTLIB)
 %C%_test_avro_python_CPPFLAGS = $(AVRO_TEST_CPPFLAGS) -DSLUICE_SRCDIR='"$(abs_top_srcdir)"'
 %C%_test_avro_python_LDADD = $(AVRO_TEST_LDADD)
 endif
 EXTRA_DIST += %D%/avro_pycheck.py
+
+# tests for the clickhouse sink without a server: the merge version, RowBinary,
+# layouts and SQL, errors, dead-letter lines (test_ch_codec); the sink against
+# a local HTTP server that records every request (test_ch_sink).
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_ch_codec
+TESTS += %D%/test_ch_codec
+%C%_test_ch_codec_SOURCES = %D%/test_ch_codec.c $(AVRO_TESTLIB)
+%C%_test_ch_codec_CPPFLAGS = $(AVRO_TEST_CPPFLAGS)
+%C%_test_ch_codec_LDADD = $(AVRO_TEST_LDADD)
+
+check_PROGRAMS += %D%/test_ch_sink
+TESTS += %D%/test_ch_sink
+%C%_test_ch_sink_SOURCES = %D%/test_ch_sink.c %D%/fake_http.c %D%/fake_http.h $(AVRO_TESTLIB)
+%C%_test_ch_sink_CPPFLAGS = $(AVRO_TEST_CPPFLAGS) $(ZLIB_CFLAGS)
+%C%_test_ch_sink_LDADD = $(AVRO_TEST_LDADD) $(ZLIB_LIBS) -lpthread
+endif
+EXTRA_DIST += %D%/golden

@@ -56,11 +56,17 @@ except ImportError:
 def check_stream(root, stream, codec):
     problems = []
     files = []
+    meta = []
     for d, _, fs in os.walk(os.path.join(root, stream)):
         for f in fs:
-            files.append(os.path.relpath(os.path.join(d, f), os.path.join(root, stream)))
+            rel = os.path.relpath(os.path.join(d, f), os.path.join(root, stream))
+            (meta if f.startswith('.') else files).append(rel)
     if len(files) != 1:
         return [f'{stream}: expected one file, found {files}']
+    # besides it only the manifest, its pointer and the object's schema file
+    want_meta = ['_manifests/.0000000001.json', '_manifests/.latest.json', 'public_py_t/.schema.avsc']
+    if sorted(meta) != want_meta:
+        problems.append(f'{stream}: hidden files {sorted(meta)}, want {want_meta}')
     rel = files[0]
     if not PATH.match(rel):
         problems.append(f'{stream}: unexpected path {rel}')
@@ -78,6 +84,13 @@ def check_stream(root, stream, codec):
             problems.append(f'{stream}: sluice.column {odd["sluice.column"]!r}')
         records = list(rd)
         rd.close()
+    # the current-schema file holds the very schema of the newest file
+    try:
+        with open(os.path.join(root, stream, 'public_py_t', '.schema.avsc'), 'rb') as fh:
+            if fh.read() != rd.meta['avro.schema']:
+                problems.append(f'{stream}: public_py_t/.schema.avsc differs from the file\'s schema')
+    except OSError as e:
+        problems.append(f'{stream}: {e}')
     if len(records) != 3:
         return problems + [f'{stream}: {len(records)} records, want 3']
     for i, r in enumerate(records):

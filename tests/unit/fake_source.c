@@ -285,6 +285,7 @@ struct fake_sink {
 	char **pending;
 	size_t npending, apending;
 	uint64_t pending_count;
+	uint64_t written, dead;
 };
 
 void *fake_sink_new(struct fake_world *w)
@@ -305,6 +306,8 @@ static int fk_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 	struct sl_buf b;
 
 	(void)err; (void)errlen;
+	if (w->dead_every && ++s->written % w->dead_every == 0)
+		s->dead++;
 	if (w->counts_only) {
 		s->pending_count++;
 		return 0;
@@ -400,6 +403,11 @@ static void fk_close(void *ctx)
 	free(s);
 }
 
+static uint64_t fk_dead_letters(void *ctx)
+{
+	return ((struct fake_sink *)ctx)->dead;
+}
+
 const struct sl_sink_ops fake_sink_ops = {
 	.type = "fake",
 	.write = fk_write,
@@ -408,5 +416,6 @@ const struct sl_sink_ops fake_sink_ops = {
 	.pending = fk_pending,
 	.flush = fk_flush,
 	.discard_backfill = fk_discard,
+	.dead_letters = fk_dead_letters,
 	.close = fk_close,
 };

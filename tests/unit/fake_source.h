@@ -63,6 +63,7 @@ struct fake_world {
 	atomic_int flush_delay_ms;    /* each flush sleeps this long (0: none) */
 	int fail_flush_at;            /* the Nth flush fails (0: never) */
 	bool counts_only;             /* keep no records, only counts */
+	uint32_t dead_every;          /* every Nth change written counts as a dead letter (0: none) */
 	uint64_t flushes;
 	bool has_durable;
 	struct sl_position durable;   /* what the sink reported durable last */

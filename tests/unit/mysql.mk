@@ -36,3 +36,17 @@ TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_
 %C%_test_mysql_capture_LDADD = $(MYSQL_TEST_LDADD)
 endif
 EXTRA_DIST += %D%/data
+
+# The MySQL replay test: a binlog stream recorded from a real MariaDB 10.11
+# (tests/replay/mysql/, made by record.py there with tests/tools/my_record)
+# through the MySQL source, the decoder and the pipeline, compared with a
+# reviewed expected output and with the server's final state.  No server needed.
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_my_replay
+TESTS += %D%/test_my_replay
+%C%_test_my_replay_SOURCES = %D%/test_my_replay.c
+%C%_test_my_replay_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(MARIADB_CFLAGS)
+%C%_test_my_replay_LDADD = $(AGENT_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif
+EXTRA_DIST += tests/replay/mysql
+CLEANFILES += my_replay.actual.txt

@@ -3,7 +3,9 @@
  * visibility only after flush, rotation by size, a new file per schema
  * version, close without flush, discard_backfill, the registry, merge mode,
  * bounded memory over a million-row transaction, and the removal at open of
- * the temporary files a killed run left behind.
+ * the temporary files a killed run left behind; manifests (their chain across
+ * flushes and restarts, what they list), the current-schema files, and
+ * `sluice verify` on a good tree and on damaged ones.
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -22,9 +24,12 @@
 
 #include <avro.h>
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "common/util.h"
+#include "sinks/avro/avro_enc.h"
 #include "sinks/avro_dir/avro_dir.h"
+#include "sinks/avro_tree/manifest.h"
 #include "sinks/sink.h"
 #include "tests/unit/avro_testlib.h"
 
@@ -85,7 +90,7 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 {
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake" };
+	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake", NULL };
 	char err[512];
 	void *ctx;
 
@@ -113,6 +118,25 @@ static void write_order(void *ctx, const struct sl_table *t, uint64_t pos, uint3
 	v[1] = tl_dec(false, amt, 2);
 	v[2] = tl_str("a note");
 	tl_change(&c, t, SL_OP_INSERT, v, pos, seq, ts);
+	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
+		fail_msg("write: %s", err);
+}
+
+/* A backfill row (sequence 0) of orders: its uuid also covers the key, as
+ * the pipeline's backfill rows' do. */
+static void write_bf_order(void *ctx, uint64_t pos, int id)
+{
+	char amt[32], err[512];
+	struct sl_value v[2];
+	struct sl_change c;
+	unsigned char key[4] = { (unsigned char)(id >> 24), (unsigned char)(id >> 16),
+				 (unsigned char)(id >> 8), (unsigned char)id };
+
+	snprintf(amt, sizeof amt, "%d", id * 100);
+	v[0] = tl_int(id);
+	v[1] = tl_dec(false, amt, 2);
+	tl_change(&c, g_orders, SL_OP_INSERT, v, pos, 0, TS0);
+	sl_change_set_uuid(&c, "s1", key, sizeof key);
 	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
 		fail_msg("write: %s", err);
 }
@@ -150,11 +174,37 @@ static int discard(void *ctx, const struct sl_table *t, uint64_t pos, char *err,
 	return sl_avro_dir_ops.discard_backfill(ctx, t, first, last, err, errlen);
 }
 
+/* True for the tree's own metadata: manifests and schema files. */
+static bool is_meta(const char *rel)
+{
+	const char *base = strrchr(rel, '/');
+
+	base = base ? base + 1 : rel;
+	return strstr(rel, "/_manifests/") != NULL || !strcmp(base, ".schema.avsc");
+}
+
+/* The data files (and temporary files) under the tree, sorted: like
+ * tl_list_files, without the metadata. */
+static char **list_files(const char *root, size_t *n)
+{
+	char **l = tl_list_files(root, n);
+	size_t k = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		if (is_meta(l[i]))
+			free(l[i]);
+		else
+			l[k++] = l[i];
+	}
+	*n = k;
+	return l;
+}
+
 /* Counts the .avro files and the temporary files under the tree. */
 static void count_files(size_t *visible, size_t *hidden)
 {
 	size_t n;
-	char **l = tl_list_files(g_dir, &n);
+	char **l = list_files(g_dir, &n);
 
 	*visible = *hidden = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -215,7 +265,8 @@ static void test_registry(void **state)
 	(void)state;
 	assert_ptr_equal(sl_sink_lookup("avro_dir"), &sl_avro_dir_ops);
 	assert_string_equal(sl_avro_dir_ops.type, "avro_dir");
-	assert_null(sl_sink_lookup("clickhouse"));
+	assert_non_null(sl_sink_lookup("clickhouse"));
+	assert_non_null(sl_sink_lookup("s3"));
 	assert_null(sl_sink_lookup("nope"));
 	assert_null(sl_sink_lookup(NULL));
 }
@@ -223,7 +274,7 @@ static void test_registry(void **state)
 static void test_merge_refused(void **state)
 {
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake" };
+	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake", NULL };
 	char err[512];
 	void *ctx = (void *)1;
 
@@ -272,7 +323,7 @@ static void test_layout(void **state)
 	assert_int_equal(vis, 2);
 	assert_int_equal(hid, 0);
 
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(regcomp(&re, "^s1/public_customers/2024/01/31/13/45/"
 				 "0000000016B374D8-0000000002_0000000016B374D8-0000000004_[0-9a-f]{8}\\.avro$",
@@ -299,7 +350,7 @@ static void test_layout(void **state)
 	/* the next flush period opens new files, in the folder of their own first record */
 	write_order(ctx, g_orders, 0x16B38000, 1, 4, INT64_C(1704067199000000)); /* 2023-12-31 23:59:59 */
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 3);
 	assert_non_null(strstr(l[1], "s1/public_orders/2023/12/31/23/59/0000000016B38000-0000000001_"));
 	tl_free_list(l, n);
@@ -327,7 +378,7 @@ static void test_rotation(void **state)
 	assert_true(hid > 1);
 	assert_true(sl_avro_dir_ops.flush_due(ctx, sl_mono_ms()));
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_true(n > 3);
 	for (size_t i = 0; i < n; i++) {
 		char want[128], path[1024];
@@ -366,7 +417,7 @@ static void test_schema_change(void **state)
 	write_order(ctx, g_orders_v2, 0x6000, 3, 3, TS0);
 	write_order(ctx, g_orders_v2, 0x6000, 4, 4, TS0);
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(read_file(l[0], first, last, &fields), 2);
 	assert_string_equal(first, "0000000000006000-0000000001");
@@ -378,7 +429,7 @@ static void test_schema_change(void **state)
 	/* back to the old version: another new file */
 	write_order(ctx, g_orders, 0x6000, 5, 5, TS0);
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 3);
 	tl_free_list(l, n);
 	sl_avro_dir_ops.close(ctx);
@@ -461,13 +512,13 @@ static void test_discard_backfill(void **state)
 	flush(ctx);
 	/* an unflushed file of the same backfill */
 	write_order(ctx, g_orders, snap, 0, 9, TS0);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 7);  /* 6 visible + 1 temporary */
 	tl_free_list(l, n);
 
 	assert_int_equal(discard(ctx, g_orders, snap, err, sizeof err), 0);
 	flush(ctx);
-	l = tl_list_files(g_dir, &n);
+	l = list_files(g_dir, &n);
 	assert_int_equal(n, 3);
 	/* customers' backfill, the CDC file, and the other snapshot's backfill remain */
 	assert_non_null(strstr(l[0], "s1/public_customers/"));
@@ -686,6 +737,431 @@ static void test_bad_value(void **state)
 	sl_avro_dir_ops.close(ctx);
 }
 
+/* Reads g_dir/rel as JSON (the test fails if it cannot). */
+static json_t *read_json(const char *rel)
+{
+	char path[1024];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof path, "%s/%s", g_dir, rel);
+	j = json_load_file(path, 0, &je);
+	if (!j)
+		fail_msg("%s: %s", rel, je.text);
+	return j;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static long long jint(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_integer(v))
+		fail_msg("\"%s\" is not an integer", key);
+	return (long long)json_integer_value(v);
+}
+
+static void mark_at(void *ctx, uint64_t lsn)
+{
+	struct sl_position p;
+
+	memset(&p, 0, sizeof p);
+	p.w[0] = lsn;
+	sl_avro_dir_ops.mark(ctx, &p);
+}
+
+/* Checks that manifest file entry f describes the data file it names as it
+ * is: size, record count, first and last CSN, object. */
+static void check_listed(json_t *f, const char *object)
+{
+	char path[1024], first[28], last[28];
+	struct stat sb;
+	const char *rel = jstr(f, "path");
+
+	assert_non_null(rel);
+	snprintf(path, sizeof path, "%s/%s", g_dir, rel);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(jint(f, "bytes"), (long long)sb.st_size);
+	assert_int_equal(jint(f, "records"), read_file(rel, first, last, NULL));
+	assert_string_equal(jstr(f, "first_csn"), first);
+	assert_string_equal(jstr(f, "last_csn"), last);
+	assert_string_equal(jstr(f, "object"), object);
+	assert_int_equal(strlen(jstr(f, "schema_key")), 16);
+}
+
+/* Runs the sink's verify into a buffer; returns its status, *out the text. */
+static int run_verify(char **out)
+{
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake", NULL };
+	char err[512] = "";
+	size_t len = 0;
+	FILE *f = open_memstream(out, &len);
+	int rc;
+
+	memset(&dc, 0, sizeof dc);
+	dc.path = g_dir;
+	rc = sl_avro_dir_ops.verify(&dc, &st, f, err, sizeof err);
+	fclose(f);
+	if (rc != 0 && rc != SL_EVERIFY)
+		fail_msg("verify failed: %s", err);
+	return rc;
+}
+
+/* Each flush that publishes files writes the next manifest of the chain:
+ * it lists exactly those files as they are, starts where the previous one
+ * ended and ends at the flushed mark; a restart goes on with the chain, also
+ * without .latest.json.  Each object gets its schema file. */
+static void test_manifests(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	json_t *m, *files, *f;
+	size_t n;
+	char **l, *text, want[64];
+	struct sl_avro_enc *enc;
+	unsigned char *schema;
+	size_t slen, elen;
+	const char *es;
+	char err[256];
+
+	(void)state;
+	write_order(ctx, g_orders, 0x16B374D8, 1, 1, TS0);
+	write_customer(ctx, 0x16B374D8, 2, 10, "ann", TS0);
+	write_order(ctx, g_orders, 0x16B374D8, 3, 2, TS0);
+	mark_at(ctx, 0x16B37500);
+	flush(ctx);
+	m = read_json("s1/_manifests/.0000000001.json");
+	assert_int_equal(jint(m, "format"), 1);
+	assert_int_equal(jint(m, "sequence"), 1);
+	assert_string_equal(jstr(m, "stream"), "s1");
+	assert_string_equal(jstr(m, "source"), "postgres");
+	assert_true(json_is_null(json_object_get(m, "previous")));
+	assert_true(json_is_null(json_object_get(m, "from")));
+	assert_string_equal(jstr(json_object_get(m, "to"), "position"), "0/16B37500");
+	assert_string_equal(jstr(json_object_get(m, "to"), "csn"), "0000000016B37500");
+	files = json_object_get(m, "files");
+	assert_int_equal(json_array_size(files), 2);
+	/* in publishing order: the orders file was opened first */
+	check_listed(json_array_get(files, 0), "public_orders");
+	check_listed(json_array_get(files, 1), "public_customers");
+	assert_int_equal(jint(json_array_get(files, 0), "records"), 2);
+	assert_int_equal(json_array_size(json_object_get(m, "removed")), 0);
+	json_decref(m);
+	m = read_json("s1/_manifests/.latest.json");
+	assert_int_equal(jint(m, "sequence"), 1);
+	json_decref(m);
+	/* the schema file holds the encoder's schema, as the file header does */
+	enc = sl_avro_enc_new(g_orders, "s1", err, sizeof err);
+	assert_non_null(enc);
+	es = sl_avro_enc_schema(enc, &elen);
+	snprintf(want, sizeof want, "%s/s1/public_orders/.schema.avsc", g_dir);
+	schema = tl_read_file(want, &slen);
+	assert_non_null(schema);
+	assert_int_equal(slen, elen);
+	assert_memory_equal(schema, es, elen);
+	free(schema);
+	sl_avro_enc_free(enc);
+
+	/* a second flush chains on; an empty flush writes no manifest */
+	write_order(ctx, g_orders, 0x16B38000, 1, 3, TS0);
+	mark_at(ctx, 0x16B38100);
+	flush(ctx);
+	mark_at(ctx, 0x16B38200);
+	flush(ctx);
+	m = read_json("s1/_manifests/.0000000002.json");
+	assert_string_equal(jstr(m, "previous"), "s1/_manifests/.0000000001.json");
+	assert_string_equal(jstr(json_object_get(m, "from"), "position"), "0/16B37500");
+	assert_string_equal(jstr(json_object_get(m, "to"), "position"), "0/16B38100");
+	assert_int_equal(json_array_size(json_object_get(m, "files")), 1);
+	check_listed(json_array_get(json_object_get(m, "files"), 0), "public_orders");
+	json_decref(m);
+	sl_avro_dir_ops.close(ctx);
+
+	/* a restart goes on from the newest manifest ... */
+	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	write_order(ctx, g_orders, 0x16B39000, 1, 4, TS0);
+	mark_at(ctx, 0x16B39100);
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	m = read_json("s1/_manifests/.0000000003.json");
+	assert_string_equal(jstr(m, "previous"), "s1/_manifests/.0000000002.json");
+	assert_string_equal(jstr(json_object_get(m, "from"), "position"), "0/16B38100");
+	json_decref(m);
+	/* ... and finds it by listing when the pointer is gone or lags */
+	snprintf(want, sizeof want, "%s/s1/_manifests/.latest.json", g_dir);
+	assert_int_equal(unlink(want), 0);
+	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	write_order(ctx, g_orders, 0x16B3A000, 1, 5, TS0);
+	mark_at(ctx, 0x16B3A100);
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	assert_int_equal(sl_write_file_atomic(want, "{\"sequence\": 2}\n", 16, err, sizeof err), 0);
+	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	write_order(ctx, g_orders, 0x16B3B000, 1, 6, TS0);
+	mark_at(ctx, 0x16B3B100);
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	m = read_json("s1/_manifests/.0000000005.json");
+	assert_string_equal(jstr(m, "previous"), "s1/_manifests/.0000000004.json");
+	assert_string_equal(jstr(json_object_get(m, "from"), "position"), "0/16B3A100");
+	json_decref(m);
+
+	/* every data file is listed by exactly one manifest */
+	l = list_files(g_dir, &n);
+	assert_int_equal(n, 6);
+	for (size_t i = 0; i < n; i++) {
+		int found = 0;
+		for (int k = 1; k <= 5; k++) {
+			char rel[64];
+			size_t j;
+			snprintf(rel, sizeof rel, "s1/_manifests/.%010d.json", k);
+			m = read_json(rel);
+			json_array_foreach(json_object_get(m, "files"), j, f)
+				found += !strcmp(jstr(f, "path"), l[i]);
+			json_decref(m);
+		}
+		if (found != 1)
+			fail_msg("%s is listed %d times", l[i], found);
+	}
+	tl_free_list(l, n);
+	assert_int_equal(run_verify(&text), 0);
+	if (!strstr(text, "stream s1: 5 manifests, 6 files, 7 records in folder"))
+		fail_msg("verify said: %s", text);
+	free(text);
+}
+
+/* Round trip of the manifest codec, and names. */
+static void test_manifest_codec(void **state)
+{
+	struct sl_manifest m, back;
+	struct sl_manifest_file f;
+	struct sl_buf b;
+	char err[256];
+	uint64_t seq;
+
+	(void)state;
+	memset(&m, 0, sizeof m);
+	memset(&f, 0, sizeof f);
+	m.sequence = 42;
+	m.stream = strdup("s\"1");
+	m.previous = strdup("s\"1/_manifests/.0000000041.json");
+	m.source = strdup("postgres");
+	assert_int_equal(sl_manifest_set_pos(&m.from, "0/10", "0000000000000010"), 0);
+	assert_int_equal(sl_manifest_set_pos(&m.to, "0/20", "0000000000000020"), 0);
+	f.path = "s\"1/o/2024/01/31/13/45/x.avro";
+	f.object = "o";
+	snprintf(f.schema_key, sizeof f.schema_key, "0123456789abcdef");
+	f.records = 7;
+	f.bytes = 1234;
+	sl_csn_format(f.first_csn, 0x10, 1);
+	sl_csn_format(f.last_csn, 0x20, 3);
+	assert_int_equal(sl_manifest_add_file(&m, &f), 0);
+	assert_int_equal(sl_manifest_add_removed(&m, "s\"1/o/old.avro"), 0);
+	sl_buf_init(&b, 0);
+	assert_int_equal(sl_manifest_encode(&m, &b, err, sizeof err), 0);
+	assert_int_equal(sl_manifest_decode(&back, b.data, b.len, err, sizeof err), 0);
+	assert_int_equal(back.sequence, 42);
+	assert_string_equal(back.stream, "s\"1");
+	assert_string_equal(back.previous, m.previous);
+	assert_string_equal(back.from.pos, "0/10");
+	assert_string_equal(back.to.csn, "0000000000000020");
+	assert_int_equal(back.nfiles, 1);
+	assert_string_equal(back.files[0].path, f.path);
+	assert_int_equal(back.files[0].records, 7);
+	assert_int_equal(back.files[0].bytes, 1234);
+	assert_string_equal(back.files[0].first_csn, f.first_csn);
+	assert_string_equal(back.files[0].last_csn, f.last_csn);
+	assert_int_equal(back.nremoved, 1);
+	assert_string_equal(back.removed[0], "s\"1/o/old.avro");
+	sl_manifest_free(&back);
+	/* what decode refuses */
+	assert_int_equal(sl_manifest_decode(&back, "{", 1, err, sizeof err), -1);
+	assert_int_equal(sl_manifest_decode(&back, "{\"format\": 2}", 13, err, sizeof err), -1);
+	assert_string_equal(err, "format 2 is not 1");
+	sl_buf_free(&b);
+	sl_manifest_free(&m);
+	assert_true(sl_manifest_name(".0000000042.json", &seq));
+	assert_int_equal(seq, 42);
+	assert_false(sl_manifest_name(".latest.json", &seq));
+	assert_false(sl_manifest_name("0000000042.json", &seq));
+	assert_false(sl_manifest_name(".0000000000.json", &seq));
+}
+
+/* Four flushes of orders and customers; returns nothing, leaves the tree. */
+static void write_good_tree(void)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+
+	for (int k = 0; k < 4; k++) {
+		for (int i = 0; i < 10; i++)
+			write_order(ctx, g_orders, 0x1000 + (uint64_t)k * 0x100, (uint32_t)i + 1, k * 10 + i, TS0);
+		write_customer(ctx, 0x1000 + (uint64_t)k * 0x100, 11, k, "c", TS0);
+		mark_at(ctx, 0x1000 + (uint64_t)k * 0x100 + 0x80);
+		flush(ctx);
+	}
+	sl_avro_dir_ops.close(ctx);
+}
+
+/* The n-th data file (sorted) of the tree, as a full path. */
+static void nth_file(size_t i, char *path, size_t len)
+{
+	size_t n;
+	char **l = list_files(g_dir, &n);
+
+	assert_true(i < n);
+	snprintf(path, len, "%s/%s", g_dir, l[i]);
+	tl_free_list(l, n);
+}
+
+static void expect_verify(const char *want)
+{
+	char *text;
+
+	assert_int_equal(run_verify(&text), SL_EVERIFY);
+	if (!strstr(text, want))
+		fail_msg("expected \"%s\" in:\n%s", want, text);
+	if (!strstr(text, "PROBLEMS FOUND"))
+		fail_msg("no summary in:\n%s", text);
+	free(text);
+}
+
+static void test_verify_deleted_file(void **state)
+{
+	char path[1024];
+
+	(void)state;
+	write_good_tree();
+	nth_file(3, path, sizeof path);
+	assert_int_equal(unlink(path), 0);
+	expect_verify(" is missing (listed by manifest ");
+}
+
+static void test_verify_truncated_file(void **state)
+{
+	char path[1024];
+	struct stat sb;
+
+	(void)state;
+	write_good_tree();
+	nth_file(2, path, sizeof path);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, sb.st_size - 20), 0);
+	expect_verify(" bytes, its manifest says ");
+}
+
+/* The same size, damaged content: the reader cannot read it to its end. */
+static void test_verify_damaged_file(void **state)
+{
+	char path[1024];
+	struct stat sb;
+	FILE *f;
+
+	(void)state;
+	write_good_tree();
+	nth_file(2, path, sizeof path);
+	assert_int_equal(stat(path, &sb), 0);
+	f = fopen(path, "r+");
+	assert_non_null(f);
+	fseek(f, sb.st_size - 30, SEEK_SET);
+	fputs("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", f);
+	fclose(f);
+	expect_verify(" cannot be read to its end");
+}
+
+static void test_verify_deleted_manifest(void **state)
+{
+	char path[1024];
+
+	(void)state;
+	write_good_tree();
+	snprintf(path, sizeof path, "%s/s1/_manifests/.0000000002.json", g_dir);
+	assert_int_equal(unlink(path), 0);
+	expect_verify("manifest 2 is missing");
+	expect_verify("positions from 0/1080 to 0/1180 are in no manifest");
+	expect_verify(" is in no manifest");
+}
+
+static void test_verify_deleted_last_manifest(void **state)
+{
+	char path[1024];
+
+	(void)state;
+	write_good_tree();
+	snprintf(path, sizeof path, "%s/s1/_manifests/.0000000004.json", g_dir);
+	assert_int_equal(unlink(path), 0);
+	expect_verify("manifest 4, which s1/_manifests/.latest.json names as the newest, is missing");
+}
+
+static void test_verify_count_mismatch(void **state)
+{
+	char path[1024], err[256];
+	json_t *m, *f;
+	char *text;
+
+	(void)state;
+	write_good_tree();
+	snprintf(path, sizeof path, "%s/s1/_manifests/.0000000003.json", g_dir);
+	m = read_json("s1/_manifests/.0000000003.json");
+	f = json_array_get(json_object_get(m, "files"), 0);
+	json_object_set_new(f, "records", json_integer(json_integer_value(json_object_get(f, "records")) + 1));
+	text = json_dumps(m, 0);
+	assert_int_equal(sl_write_file_atomic(path, text, strlen(text), err, sizeof err), 0);
+	free(text);
+	json_decref(m);
+	expect_verify(" records, its manifest says ");
+}
+
+/* The same change written again after a restart: present twice. */
+static void test_verify_duplicates(void **state)
+{
+	void *ctx;
+
+	(void)state;
+	write_good_tree();
+	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	write_order(ctx, g_orders, 0x1300, 5, 35, TS0);
+	mark_at(ctx, 0x1400);
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	expect_verify(" is also in ");
+}
+
+/* discard_backfill lists what it removes in a manifest first; verify then
+ * expects those files gone. */
+static void test_discard_manifest(void **state)
+{
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	const uint64_t snap = UINT64_C(0x16B374D8);
+	char err[512], *text;
+	json_t *m;
+
+	(void)state;
+	for (int i = 0; i < 5; i++)
+		write_bf_order(ctx, snap, i);
+	mark_at(ctx, snap);
+	flush(ctx);
+	assert_int_equal(discard(ctx, g_orders, snap, err, sizeof err), 0);
+	m = read_json("s1/_manifests/.0000000002.json");
+	assert_int_equal(json_array_size(json_object_get(m, "files")), 0);
+	assert_int_equal(json_array_size(json_object_get(m, "removed")), 1);
+	/* an empty range: from = to = where the chain was */
+	assert_string_equal(jstr(json_object_get(m, "from"), "position"), "0/16B374D8");
+	assert_string_equal(jstr(json_object_get(m, "to"), "position"), "0/16B374D8");
+	json_decref(m);
+	for (int i = 0; i < 5; i++)
+		write_bf_order(ctx, snap, i);
+	mark_at(ctx, snap + 1);
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	if (run_verify(&text) != 0)
+		fail_msg("verify: %s", text);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -701,6 +1177,16 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_leftovers_after_kill, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_leftovers_only_ours, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_value, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_manifests, per_test_setup, per_test_teardown),
+		cmocka_unit_test(test_manifest_codec),
+		cmocka_unit_test_setup_teardown(test_verify_deleted_file, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_truncated_file, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_damaged_file, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_deleted_manifest, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_deleted_last_manifest, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_count_mismatch, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_duplicates, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_discard_manifest, per_test_setup, per_test_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -21,8 +21,8 @@
 #include <jansson.h>
 
 #include "common/buf.h"
-#include "sinks/avro_dir/avro_enc.h"
-#include "sinks/avro_dir/avro_schema.h"
+#include "sinks/avro/avro_enc.h"
+#include "sinks/avro/avro_schema.h"
 #include "tests/unit/avro_testlib.h"
 #include "tests/unit/fake_source.h"
 

@@ -67,7 +67,7 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	struct sl_table *t = tl_table("public", "py_t", cols, 16);
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake" };
+	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake", NULL };
 	static const unsigned char uuid[16] = { 0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8,
 						0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11 };
 	struct sl_value v[16];

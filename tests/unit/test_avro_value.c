@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
-#include "sinks/avro_dir/avro_value.h"
+#include "sinks/avro/avro_value.h"
 #include "tests/unit/avro_testlib.h"
 
 static struct sl_column mkcol(enum sl_type type, int p, int s)

@@ -25,6 +25,8 @@
 #include "common/buf.h"
 #include "common/util.h"
 #include "sinks/avro_dir/avro_dir.h"
+#include "sinks/clickhouse/clickhouse.h"
+#include "sinks/s3/s3.h"
 
 #define CANARY "canary-Zq7-pw-3f9a"
 #define MiB (UINT64_C(1) << 20)
@@ -590,9 +592,9 @@ static void test_not_applicable(void **state)
 		   ":5: key \"server_id\" applies only to type mysql, not to postgres");
 	EXPECT_ERR(f, "[source.s]\ntype = mysql\nuser = u\nserver_id = 5\ndbname = d\n" MINIMAL,
 		   ":5: key \"dbname\" applies only to type postgres, not to mysql");
-	/* The clickhouse keys went away with the sink-owned tables: no sink has them. */
+	/* A key of another sink's table. */
 	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\nurl = http://h\n" MINIMAL,
-		   ":4: unknown key \"url\" in [destination.d]");
+		   ":4: key \"url\" applies only to type clickhouse, not to avro_dir");
 	EXPECT_ERR(f, MINIMAL "[source.m]\ntype = mysql\nuser = u\nserver_id = 1\n"
 		   "[stream.m]\nsource = m\ndestination = lake\ntables = a.b\nslot = s\n",
 		   ":20: key \"slot\" applies only to streams from a postgres source, and source \"m\" "
@@ -765,9 +767,9 @@ static void test_password_env(void **state)
 		 src, MINIMAL);
 	EXPECT_ERR(f, ini, ":6: password_file and password_env cannot both be set in [source.s] "
 		   "(password_file on line 5)");
-	/* Before: 'applies only to type clickhouse'; no sink has a password yet. */
+	/* avro_dir has no password; clickhouse has. */
 	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\npassword_env = SLUICE_TEST_PW\n"
-		   MINIMAL, ":4: unknown key \"password_env\" in [destination.d]");
+		   MINIMAL, ":4: key \"password_env\" applies only to type clickhouse, not to avro_dir");
 
 	/* The canary, through ${NAME}, in a value that is refused, must not leak. */
 	snprintf(ini, sizeof ini, "%spassword_env = ${SLUICE_TEST_PW}X\n%s", src, MINIMAL);
@@ -1070,22 +1072,99 @@ static void test_dest_types(void **state)
 {
 	struct fx *f = *state;
 
-	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = clickhouse\nurl = http://127.0.0.1:8123\n",
-		   ":14: unknown key \"url\" in [destination.w]");
-	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = clickhouse\n",
-		   ":13: bad value \"clickhouse\" for key \"type\": no sink implements this "
-		   "destination type (supported: avro_dir)");
+	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = gcs\n",
+		   ":13: bad value \"gcs\" for key \"type\": no sink implements this "
+		   "destination type (supported: avro_dir, clickhouse, s3)");
 	EXPECT_ERR(f, "[destination.w]\n\ntype = Avro_Dir\n" MINIMAL,
 		   ":3: bad value \"Avro_Dir\" for key \"type\": no sink implements this "
-		   "destination type (supported: avro_dir)");
+		   "destination type (supported: avro_dir, clickhouse, s3)");
 	EXPECT_ERR(f, "[destination.w]\ntype =\n" MINIMAL,
 		   ":2: bad value \"\" for key \"type\": must not be empty");
 	/* Quoted as written, not as expanded. */
-	setenv("SLUICE_TEST_TYPE", "s3", 1);
+	setenv("SLUICE_TEST_TYPE", "gcs", 1);
 	EXPECT_ERR(f, "[destination.w]\ntype = ${SLUICE_TEST_TYPE}\n" MINIMAL,
 		   ":2: bad value \"${SLUICE_TEST_TYPE}\" for key \"type\": no sink implements "
-		   "this destination type (supported: avro_dir)");
+		   "this destination type (supported: avro_dir, clickhouse, s3)");
 	unsetenv("SLUICE_TEST_TYPE");
+}
+
+/* [destination.NAME] with type = clickhouse: its keys, defaults, bounds and
+ * secrets; merge mode allowed. */
+static void test_clickhouse_keys(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	const struct sl_ch_conf *c;
+	const char *wh = "[destination.wh]\ntype = clickhouse\n";   /* lines 12, 13 */
+	char ini[2048];
+
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://127.0.0.1:8123\n", wh);
+	cfg = LOAD_OK(f, ini);
+	assert_ptr_equal(cfg->destinations[1].ops, &sl_clickhouse_ops);
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->url, "http://127.0.0.1:8123");
+	assert_string_equal(c->database, "default");
+	assert_string_equal(c->user, "default");
+	assert_null(c->password);
+	assert_int_equal(c->batch_rows, 100000);
+	assert_int_equal(c->batch_bytes, 16 << 20);
+	assert_int_equal(c->batch_ms, 500);
+	assert_int_equal(c->timeout, 60);
+	assert_int_equal(c->connect_timeout, 10);
+	assert_int_equal(c->retry_seconds, 60);
+	assert_null(c->ca_file);
+	assert_int_equal(c->tls_verify, 1);
+	assert_int_equal(c->compression, SL_CH_GZIP_AUTO);
+	assert_null(c->dead_letter_path);
+	sl_config_free(cfg);
+
+	setenv("SLUICE_TEST_CHPW", CANARY, 1);
+	snprintf(ini, sizeof ini, MINIMAL "%surl = https://ch.example.com:8443/ch/\ndatabase = replica\n"
+		 "user = writer\npassword_env = SLUICE_TEST_CHPW\nbatch_rows = 5000\nbatch_bytes = 4MB\n"
+		 "batch_seconds = 250ms\ntimeout = 2m\nconnect_timeout = 3\nretry_seconds = 0\n"
+		 "ca_file = /etc/ssl/ch.pem\ntls_verify = false\ncompression = gzip\n"
+		 "dead_letter_path = /var/lib/sluice/dead.jsonl\n"
+		 "[stream.m]\nsource = shop\ndestination = wh\ntables = a.b\nwrite_mode = merge\n", wh);
+	cfg = LOAD_OK(f, ini);
+	unsetenv("SLUICE_TEST_CHPW");
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->url, "https://ch.example.com:8443/ch/");
+	assert_string_equal(c->database, "replica");
+	assert_string_equal(c->user, "writer");
+	assert_string_equal(c->password, CANARY);
+	assert_int_equal(c->batch_rows, 5000);
+	assert_int_equal(c->batch_bytes, 4 << 20);
+	assert_int_equal(c->batch_ms, 250);
+	assert_int_equal(c->timeout, 120);
+	assert_int_equal(c->retry_seconds, 0);
+	assert_string_equal(c->ca_file, "/etc/ssl/ch.pem");
+	assert_int_equal(c->tls_verify, 0);
+	assert_int_equal(c->compression, SL_CH_GZIP);
+	assert_string_equal(c->dead_letter_path, "/var/lib/sluice/dead.jsonl");
+	assert_int_equal(cfg->streams[1].write_mode, SL_WRITE_MERGE);
+	sl_config_free(cfg);
+
+	snprintf(ini, sizeof ini, MINIMAL "%s", wh);
+	EXPECT_ERR(f, ini, ":12: missing required key \"url\" in [destination.wh] (required for type clickhouse)");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = ftp://h\n", wh);
+	EXPECT_ERR(f, ini, ":14: bad value \"ftp://h\" for key \"url\": must be an http:// or https:// URL");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://u:secret@h:8123\n", wh);
+	EXPECT_ERR(f, ini, ":14: bad value \"http://u:secret@h:8123\" for key \"url\": must not hold a user or "
+		   "password (use user, and password_env or password_file)");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h/?database=x\n", wh);
+	EXPECT_ERR(f, ini, ":14: bad value \"http://h/?database=x\" for key \"url\": must not have a query "
+		   "string or a fragment");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\nbatch_seconds = 0.001\n", wh);
+	EXPECT_ERR(f, ini, ":15: bad value \"0.001\" for key \"batch_seconds\": must be from 0.01 to 3600 seconds");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\nbatch_rows = 2000000\n", wh);
+	EXPECT_ERR(f, ini, ":15: bad value \"2000000\" for key \"batch_rows\": must be from 1 to 1000000");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ncompression = zstd\n", wh);
+	EXPECT_ERR(f, ini, ":15: bad value \"zstd\" for key \"compression\": must be one of auto, gzip, none");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\npassword = x\n", wh);
+	EXPECT_ERR(f, ini, ":15: unknown key \"password\" in [destination.wh]: put the password in an environment "
+		   "variable or a file, and name it with password_env or password_file");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\npath = /x\n", wh);
+	EXPECT_ERR(f, ini, ":15: key \"path\" applies only to type avro_dir, not to clickhouse");
 }
 
 /* write_mode = merge is refused at load time for a sink without
@@ -1105,6 +1184,95 @@ static void test_merge_refused(void **state)
 	cfg = LOAD_OK(f, MINIMAL "write_mode = append\n");
 	assert_int_equal(cfg->streams[0].write_mode, SL_WRITE_APPEND);
 	sl_config_free(cfg);
+}
+
+/* [destination.NAME] with type = s3: its keys, defaults, credentials from
+ * the environment or from files (never quoted), and the rules across keys. */
+#define S3_HEAD MINIMAL "[destination.b]\ntype = s3\nbucket = lake\n"  /* lines 12-14 */
+static void test_s3_keys(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	const struct sl_s3_conf *c;
+	char ini[2048], want[2048], kf[600], sf[600];
+
+	setenv("SLUICE_TEST_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("SLUICE_TEST_SECRET", CANARY, 1);
+	cfg = LOAD_OK(f, S3_HEAD "endpoint = http://127.0.0.1:9000\nprefix = cdc/x\npath_style = true\n"
+		      "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		      "part_size = 5MB\ncodec = snappy\nmax_file_seconds = 5\n");
+	assert_int_equal(cfg->ndestinations, 2);
+	assert_string_equal(cfg->destinations[1].type, "s3");
+	assert_ptr_equal(cfg->destinations[1].ops, &sl_s3_ops);
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->endpoint, "http://127.0.0.1:9000");
+	assert_string_equal(c->bucket, "lake");
+	assert_string_equal(c->prefix, "cdc/x");
+	assert_string_equal(c->region, "us-east-1");
+	assert_true(c->path_style);
+	assert_true(c->tls_verify);
+	assert_null(c->session_token);
+	assert_null(c->ca_file);
+	assert_null(c->spool_dir);
+	assert_string_equal(c->access_key_id, "AKIDEXAMPLE");
+	assert_string_equal(c->secret_access_key, CANARY);
+	assert_int_equal(c->part_size, 5 << 20);
+	assert_int_equal(c->codec, SL_CODEC_SNAPPY);
+	assert_int_equal(c->max_file_bytes, 64 << 20);
+	assert_int_equal(c->max_file_seconds, 5);
+	sl_config_free(cfg);
+	/* defaults */
+	cfg = LOAD_OK(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n");
+	c = cfg->destinations[1].conf;
+	assert_null(c->endpoint);
+	assert_null(c->prefix);
+	assert_false(c->path_style);
+	assert_int_equal(c->part_size, 16 << 20);
+	assert_int_equal(c->codec, SL_CODEC_DEFLATE);
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, S3_HEAD "secret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":12: [destination.b] needs access_key_id_env or access_key_id_file (required for type s3)");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\n",
+		   ":12: [destination.b] needs secret_access_key_env or secret_access_key_file (required for type s3)");
+	EXPECT_ERR(f, MINIMAL "[destination.b]\ntype = s3\naccess_key_id_env = SLUICE_TEST_KEY_ID\n"
+		   "secret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":12: missing required key \"bucket\" in [destination.b] (required for type s3)");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "part_size = 4MB\n", ":17: bad value \"4MB\" for key \"part_size\": must be from 5MB to 5GB");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "path_style = maybe\n",
+		   ":17: bad value \"maybe\" for key \"path_style\": must be one of true, false, yes, no, on, off");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "endpoint = 127.0.0.1:9000\n",
+		   ":17: bad value \"127.0.0.1:9000\" for key \"endpoint\": not an http:// or https:// URL");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "max_file_bytes = 1TB\npart_size = 5MB\n",
+		   ":18: max_file_bytes would need more than 10000 parts of part_size: raise part_size");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "path = /x\n", ":17: key \"path\" applies only to type avro_dir, not to s3");
+	unsetenv("SLUICE_TEST_SECRET");
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":16: environment variable \"SLUICE_TEST_SECRET\" named by secret_access_key_env is not set");
+
+	/* from files: mode 0600 or less, and never quoted */
+	write_file(f, "key_id", "AKIDFILE\n", 0600, kf, sizeof kf);
+	write_file(f, "secret", CANARY "\n", 0644, sf, sizeof sf);
+	snprintf(ini, sizeof ini, S3_HEAD "access_key_id_file = %s\nsecret_access_key_file = %s\n", kf, sf);
+	snprintf(want, sizeof want, ":16: secret_access_key_file \"%s\" has mode 0644, which gives group or "
+		 "others access; it must be readable by its owner only: run chmod 600 \"%s\"", sf, sf);
+	EXPECT_ERR(f, ini, want);
+	assert_int_equal(chmod(sf, 0600), 0);
+	cfg = LOAD_OK(f, ini);
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->access_key_id, "AKIDFILE");
+	assert_string_equal(c->secret_access_key, CANARY);
+	sl_config_free(cfg);
+	snprintf(ini, sizeof ini, S3_HEAD "access_key_id_file = %s\naccess_key_id_env = SLUICE_TEST_KEY_ID\n"
+		 "secret_access_key_file = %s\n", kf, sf);
+	EXPECT_ERR(f, ini, ":16: access_key_id_file and access_key_id_env cannot both be set in [destination.b] "
+		   "(access_key_id_file on line 15)");
+	unsetenv("SLUICE_TEST_KEY_ID");
 }
 
 int main(void)
@@ -1133,6 +1301,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_avro_dir_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dest_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clickhouse_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_s3_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_refused, setup, teardown),
 	};
 

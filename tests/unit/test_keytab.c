@@ -33,6 +33,7 @@ struct widget_conf {
 	char *finish;          /* a choice, stored as text */
 	uint64_t budget;
 	uint32_t ttl;
+	uint64_t linger_ms;    /* a duration in milliseconds */
 	char **tags;
 	char *note;            /* empty means not set */
 	char *token;           /* secret */
@@ -66,6 +67,8 @@ static const struct sl_keydesc widget_keys[] = {
 	  FIELD(struct widget_conf, budget) },
 	{ .name = "ttl", .type = SL_KT_SECONDS, .def = "5m", .min = 0, .max = 86400,
 	  FIELD(struct widget_conf, ttl) },
+	{ .name = "linger", .type = SL_KT_MSECONDS, .def = "0.25", .min = 10, .max = 3600 * 1000,
+	  FIELD(struct widget_conf, linger_ms) },
 	{ .name = "tags", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
 	  .validate = no_spaces, FIELD(struct widget_conf, tags) },
 	{ .name = "note", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL,
@@ -160,6 +163,7 @@ static void test_defaults(void **state)
 	assert_string_equal(f->w.finish, "matt");
 	assert_int_equal(f->w.budget, 1 << 20);
 	assert_int_equal(f->w.ttl, 300);
+	assert_int_equal(f->w.linger_ms, 250);
 	assert_non_null(f->w.tags);
 	assert_null(f->w.tags[0]);
 	assert_null(f->w.note);
@@ -178,6 +182,7 @@ static void test_values(void **state)
 	add(f, "finish", "gloss", 7);
 	add(f, "budget", "1 GiB", 8);
 	add(f, "ttl", "2h", 9);
+	add(f, "linger", "1.5 s", 9);
 	add(f, "tags", " a ,b,\tc ", 10);
 	add(f, "note", "hello world", 11);
 	add(f, "token_env", "SLUICE_TEST_TOKEN", 12);
@@ -190,6 +195,7 @@ static void test_values(void **state)
 	assert_string_equal(f->w.finish, "gloss");
 	assert_int_equal(f->w.budget, UINT64_C(1) << 30);
 	assert_int_equal(f->w.ttl, 7200);
+	assert_int_equal(f->w.linger_ms, 1500);
 	assert_string_equal(f->w.tags[0], "a");
 	assert_string_equal(f->w.tags[1], "b");
 	assert_string_equal(f->w.tags[2], "c");
@@ -309,6 +315,10 @@ static void test_bad_values(void **state)
 		{ "budget", "1023", "must be from 1KB to 1GB" },
 		{ "budget", "2GB", "must be from 1KB to 1GB" },
 		{ "ttl", "86401", "must be from 0 to 86400 seconds" },
+		{ "linger", "5ms", "must be from 0.01 to 3600 seconds" },
+		{ "linger", "2h", "must be from 0.01 to 3600 seconds" },
+		{ "linger", "0.0005", "not a duration (seconds with up to three decimals, or a number "
+		  "with the suffix ms, s, m or h)" },
 		{ "tags", "a,,b", "empty entry in the list" },
 		{ "tags", "a, b c", "must not contain spaces (\"b c\" is not)" },
 		{ "label", "a b", "must not contain spaces" },
@@ -407,6 +417,26 @@ static void test_parsers(void **state)
 	assert_int_equal(sl_key_parse_duration("5M", &v), 0);
 	assert_int_equal(v, 300);
 	assert_int_equal(sl_key_parse_duration("5d", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms("0.5", &v), 0);
+	assert_int_equal(v, 500);
+	assert_int_equal(sl_key_parse_duration_ms("0.125s", &v), 0);
+	assert_int_equal(v, 125);
+	assert_int_equal(sl_key_parse_duration_ms("250ms", &v), 0);
+	assert_int_equal(v, 250);
+	assert_int_equal(sl_key_parse_duration_ms("2", &v), 0);
+	assert_int_equal(v, 2000);
+	assert_int_equal(sl_key_parse_duration_ms("1.5M", &v), 0);
+	assert_int_equal(v, 90000);
+	assert_int_equal(sl_key_parse_duration_ms("1h", &v), 0);
+	assert_int_equal(v, 3600000);
+	assert_int_equal(sl_key_parse_duration_ms("1.5ms", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms("0.0001", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms(".5", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms("1.", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms("-1", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms("5d", &v), -1);
+	assert_int_equal(sl_key_parse_duration_ms("18446744073709551615", &v), -2);
+	assert_int_equal(sl_key_parse_duration_ms("18446744073709551615ms", &v), 0);
 	sl_key_format_bytes(out, sizeof out, 1024);
 	assert_string_equal(out, "1KB");
 	sl_key_format_bytes(out, sizeof out, UINT64_C(3) << 40);

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "common/util.h"
 #include "schema/schema.h"
 #include "sources/mysql/binlog_event.h"
 #include "sources/mysql/mysql_charset.h"
@@ -345,7 +346,7 @@ static void test_floats(void **state)
 
 static int64_t days(int y, int m, int d)
 {
-	return sl_mysql_days_from_civil(y, m, d);
+	return sl_days_from_civil(y, m, d);
 }
 
 static void check_date(int y, int m, int d, int64_t want_days)

@@ -12,7 +12,8 @@
  *     a second signal cancels at once, even while a flush blocks;
  *   - a 1,000,000-change transaction passes through a 1 MB queue;
  *   - a sink that takes 30 s per flush: memory stays under the queue cap and
- *     status updates keep going out.
+ *     status updates keep going out;
+ *   - the writer's metrics: changes per table and operation, flushes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include "agent/pipeline.h"
 #include "agent/queue.h"
 #include "common/util.h"
+#include "ops/metrics.h"
 #include "tests/unit/fake_source.h"
 
 static void sleep_ms(int ms)
@@ -147,6 +149,7 @@ struct run {
 	bool abandoned;
 	int64_t stream_returned_ms;
 	struct sl_pipe_stats stats;
+	struct sl_ops_stream *ops;  /* metrics, or NULL */
 	char err[1024];
 };
 
@@ -200,6 +203,7 @@ static void *run_main(void *arg)
 	pc.queue_bytes = r->queue_bytes;
 	pc.status_interval_ms = w->status_interval_ms;
 	pc.signals = &r->signals;
+	pc.ops = r->ops;
 	pc.err = r->err;
 	pc.errlen = sizeof r->err;
 	if (sl_pipe_start(&p, &pc) < 0)
@@ -458,9 +462,46 @@ static void test_slow_sink_keeps_status_going(void **state)
 	fake_world_free(&w);
 }
 
+/* The pipeline's writer counts every change it writes per table and
+ * operation, times every flush, and records the durable position's source
+ * time, without a lock on its path (ops/metrics.h). */
+static void test_metrics_counts(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_ops *ops = sl_ops_new();
+	struct sl_ops_table *t;
+	(void)state;
+
+	fake_world_init(&w, 300, 7);
+	w.dead_every = 10;
+	run_init(&r, &w);
+	r.ops = sl_ops_stream_add(ops, "s1");
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(r.stop_rc, SL_OK);
+	t = atomic_load(&r.ops->tables);
+	assert_non_null(t);
+	assert_string_equal(t->name, "shop.orders");
+	assert_null(atomic_load(&t->next));
+	assert_int_equal(atomic_load(&t->changes[SL_OP_INSERT]), 300 * 7);
+	assert_int_equal(atomic_load(&t->changes[SL_OP_DELETE]), 0);
+	/* every flush the sink saw (the last one at stop), each in +Inf */
+	assert_true(w.flushes > 0);
+	assert_int_equal(atomic_load(&r.ops->flushes), w.flushes);
+	assert_int_equal(atomic_load(&r.ops->flush_buckets[SL_OPS_FLUSH_BUCKETS - 1]), w.flushes);
+	assert_true(atomic_load(&r.ops->durable_advanced_us) > 0);
+	/* the sink's dead letters, read after each flush: every 10th change */
+	assert_int_equal(atomic_load(&r.ops->dead_letters), 300 * 7 / 10);
+	run_cleanup(&r);
+	fake_world_free(&w);
+	sl_ops_free(ops);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_metrics_counts),
 		cmocka_unit_test(test_queue_order_and_cap),
 		cmocka_unit_test(test_queue_full_times_out),
 		cmocka_unit_test(test_acks_only_durable),

@@ -1,9 +1,9 @@
 /*
- * sinks/avro_dir/avro_schema.c: builds the Avro schema JSON of one table
+ * sinks/avro/avro_schema.c: builds the Avro schema JSON of one table
  * version.  The field order here and the encoder's order in avro_enc.c must
  * agree; tests/unit/test_avro_enc.c checks them against avro-c.
  */
-#include "sinks/avro_dir/avro_schema.h"
+#include "sinks/avro/avro_schema.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * sinks/avro_dir/ocf.h: an Avro object container file writer that writes the
+ * sinks/avro/ocf.h: an Avro object container file writer that writes the
  * framing itself, because avro-c re-serialises the schema it parsed and drops
  * logicalType, precision and scale from the header.  The file is:
  *
@@ -13,17 +13,23 @@
  * uncompressed block, as the Avro specification requires.  Records are
  * appended already encoded.
  *
+ * A writer writes either to a file it creates (sl_ocf_open) or through an
+ * output callback (sl_ocf_open_out), which is how the sinks' file tree hands
+ * the bytes to a storage backend (a local file, or an S3 spool).
+ *
  * The compression state lives in a struct sl_ocf_codec that the writers of
  * one sink share: compressing is synchronous, so one compressor and one
  * output buffer serve any number of open files, and memory per open file is
  * only its block buffer.  A codec and its writers must be used by one thread
  * at a time.
  */
-#ifndef SLUICE_SINKS_AVRO_DIR_OCF_H
-#define SLUICE_SINKS_AVRO_DIR_OCF_H
+#ifndef SLUICE_SINKS_AVRO_OCF_H
+#define SLUICE_SINKS_AVRO_OCF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "common/buf.h"
 
@@ -53,6 +59,21 @@ int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema
 		size_t schema_len, struct sl_ocf_codec *codec, size_t block_target,
 		char *err, size_t errlen);
 
+/* Where a writer opened with sl_ocf_open_out sends its bytes: write() must
+ * take all iovcnt buffers (in order) or fail with a message in err, -1. */
+struct sl_ocf_out {
+	int (*write)(void *arg, const struct iovec *iov, int iovcnt, char *err, size_t errlen);
+	void *arg;
+};
+
+/* Like sl_ocf_open, but the container goes to out (copied) instead of a
+ * file; name is only for messages (sl_ocf_path returns it).  Nothing is
+ * written before the first block or sl_ocf_close.  sl_ocf_close's sync is
+ * ignored: making the bytes durable is the output's business. */
+int sl_ocf_open_out(struct sl_ocf_writer **out, const struct sl_ocf_out *o, const char *name,
+		    const char *schema_json, size_t schema_len, struct sl_ocf_codec *codec,
+		    size_t block_target, char *err, size_t errlen);
+
 /* The buffer the next record is encoded into: append exactly one datum to it,
  * then call sl_ocf_record_done.  On an encoding error, leave the buffer as it
  * was (the encoders do) and do not call sl_ocf_record_done. */
@@ -68,7 +89,7 @@ int sl_ocf_append(struct sl_ocf_writer *w, const void *datum, size_t len, char *
 uint64_t sl_ocf_size(const struct sl_ocf_writer *w);
 /* Records appended so far. */
 uint64_t sl_ocf_count(const struct sl_ocf_writer *w);
-/* The path the writer was opened with. */
+/* The path (or name) the writer was opened with. */
 const char *sl_ocf_path(const struct sl_ocf_writer *w);
 
 /* Writes the last block and, if sync, fsyncs; closes the file and frees w

@@ -1,14 +1,14 @@
 /*
- * sinks/avro_dir/avro_enc.c: direct Avro binary encoding of whole records.
+ * sinks/avro/avro_enc.c: direct Avro binary encoding of whole records.
  * The field order follows sl_avro_schema_json() exactly.
  */
-#include "sinks/avro_dir/avro_enc.h"
+#include "sinks/avro/avro_enc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinks/avro_dir/avro_schema.h"
+#include "sinks/avro/avro_schema.h"
 
 /* A slice of e->pre, the pre-encoded constant parts of every record. */
 struct span {

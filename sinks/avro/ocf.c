@@ -1,5 +1,5 @@
 /*
- * sinks/avro_dir/ocf.c: Avro object container file writer (see ocf.h).
+ * sinks/avro/ocf.c: Avro object container file writer (see ocf.h).
  *
  * Memory per writer: the block buffer (about block_target plus one record)
  * and the small output buffer.  Per codec, shared by its writers: one
@@ -8,7 +8,7 @@
  * the target for one huge record is released afterwards, so memory stays
  * bounded by the target, not by the largest row ever seen.
  */
-#include "sinks/avro_dir/ocf.h"
+#include "sinks/avro/ocf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
-#include "sinks/avro_dir/avro_value.h"
+#include "sinks/avro/avro_value.h"
 
 struct sl_ocf_codec {
 	enum sl_codec codec;
@@ -33,7 +33,8 @@ struct sl_ocf_codec {
 };
 
 struct sl_ocf_writer {
-	int fd;
+	int fd;                 /* the file, or -1 when writing through out_cb */
+	struct sl_ocf_out out_cb;
 	char *path;
 	struct sl_ocf_codec *codec;  /* borrowed */
 	size_t block_target;
@@ -41,7 +42,7 @@ struct sl_ocf_writer {
 	struct sl_buf block;    /* encoded records of the block being filled */
 	uint64_t block_count;   /* records in block */
 	struct sl_buf out;      /* bytes waiting for write(2) */
-	uint64_t written;       /* bytes written to fd */
+	uint64_t written;       /* bytes handed to the file or the output */
 	uint64_t records;
 };
 
@@ -65,6 +66,19 @@ static int writev_all(int fd, struct iovec *iov, int n)
 			iov->iov_base = (char *)iov->iov_base + k;
 			iov->iov_len -= (size_t)k;
 		}
+	}
+	return 0;
+}
+
+/* Hands n iovecs to the file or the output callback.  Returns 0, or -1 with
+ * a message in err.  The iovecs may be consumed. */
+static int emit(struct sl_ocf_writer *w, struct iovec *iov, int n, char *err, size_t errlen)
+{
+	if (w->fd < 0)
+		return w->out_cb.write(w->out_cb.arg, iov, n, err, errlen);
+	if (writev_all(w->fd, iov, n) < 0) {
+		snprintf(err, errlen, "could not write \"%s\": %s", w->path, sl_strerror(errno));
+		return -1;
 	}
 	return 0;
 }
@@ -138,18 +152,18 @@ void sl_ocf_codec_free(struct sl_ocf_codec *c)
 	free(c);
 }
 
-int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema_json,
-		size_t schema_len, struct sl_ocf_codec *codec, size_t block_target,
-		char *err, size_t errlen)
+/* Makes a writer with its header in the output buffer (nothing written yet). */
+static struct sl_ocf_writer *writer_new(const char *path, const char *schema_json, size_t schema_len,
+					struct sl_ocf_codec *codec, size_t block_target, char *err,
+					size_t errlen)
 {
 	struct sl_ocf_writer *w = calloc(1, sizeof *w);
 	const char *cn = codec_name(codec->codec);
 
-	*out = NULL;
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
 		snprintf(err, errlen, "avro file \"%s\": out of memory", path);
-		return -1;
+		return NULL;
 	}
 	w->fd = -1;
 	w->codec = codec;
@@ -168,18 +182,42 @@ int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema
 	sl_buf_append(&w->out, w->sync, sizeof w->sync);
 	if (sl_buf_failed(&w->out)) {
 		snprintf(err, errlen, "avro file \"%s\": out of memory", path);
-		goto fail;
+		sl_ocf_abort(w);
+		return NULL;
 	}
+	return w;
+}
+
+int sl_ocf_open(struct sl_ocf_writer **out, const char *path, const char *schema_json,
+		size_t schema_len, struct sl_ocf_codec *codec, size_t block_target,
+		char *err, size_t errlen)
+{
+	struct sl_ocf_writer *w = writer_new(path, schema_json, schema_len, codec, block_target, err, errlen);
+
+	*out = NULL;
+	if (!w)
+		return -1;
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (w->fd < 0) {
 		snprintf(err, errlen, "could not create \"%s\": %s", path, sl_strerror(errno));
-		goto fail;
+		sl_ocf_abort(w);
+		return -1;
 	}
 	*out = w;
 	return 0;
-fail:
-	sl_ocf_abort(w);
-	return -1;
+}
+
+int sl_ocf_open_out(struct sl_ocf_writer **out, const struct sl_ocf_out *o, const char *name,
+		    const char *schema_json, size_t schema_len, struct sl_ocf_codec *codec,
+		    size_t block_target, char *err, size_t errlen)
+{
+	struct sl_ocf_writer *w = writer_new(name, schema_json, schema_len, codec, block_target, err, errlen);
+
+	*out = w;
+	if (!w)
+		return -1;
+	w->out_cb = *o;
+	return 0;
 }
 
 struct sl_buf *sl_ocf_record_buf(struct sl_ocf_writer *w)
@@ -194,10 +232,8 @@ static int flush_out(struct sl_ocf_writer *w, char *err, size_t errlen)
 
 	if (w->out.len == 0)
 		return 0;
-	if (writev_all(w->fd, &iov, 1) < 0) {
-		snprintf(err, errlen, "could not write \"%s\": %s", w->path, sl_strerror(errno));
+	if (emit(w, &iov, 1, err, errlen) < 0)
 		return -1;
-	}
 	w->written += w->out.len;
 	sl_buf_reset(&w->out);
 	return 0;
@@ -260,10 +296,8 @@ static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
 			{ (void *)(uintptr_t)cdata, clen },
 			{ w->sync, sizeof w->sync },
 		};
-		if (writev_all(w->fd, iov, 3) < 0) {
-			snprintf(err, errlen, "could not write \"%s\": %s", w->path, sl_strerror(errno));
+		if (emit(w, iov, 3, err, errlen) < 0)
 			return -1;
-		}
 	}
 	w->written += w->out.len + clen + sizeof w->sync;
 	sl_buf_reset(&w->out);
@@ -328,6 +362,10 @@ int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen)
 
 	if (write_block(w, err, errlen) < 0)
 		rc = -1;
+	if (w->fd < 0) {
+		free_writer(w);
+		return rc;
+	}
 	if (rc == 0 && sync && fsync(w->fd) < 0) {
 		snprintf(err, errlen, "could not fsync \"%s\": %s", w->path, sl_strerror(errno));
 		rc = -1;

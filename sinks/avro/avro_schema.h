@@ -1,13 +1,13 @@
 /*
- * sinks/avro_dir/avro_schema.h: the Avro schema (JSON text) of the records
+ * sinks/avro/avro_schema.h: the Avro schema (JSON text) of the records
  * sluice writes for one table version: Datastream's event layout with the
  * table's columns as the nullable fields of `payload`.  The same text goes,
  * byte for byte, into each container file's avro.schema header, so the
  * logical types (decimal, date, time-micros, timestamp-micros, uuid) reach
  * every reader.
  */
-#ifndef SLUICE_SINKS_AVRO_DIR_AVRO_SCHEMA_H
-#define SLUICE_SINKS_AVRO_DIR_AVRO_SCHEMA_H
+#ifndef SLUICE_SINKS_AVRO_AVRO_SCHEMA_H
+#define SLUICE_SINKS_AVRO_AVRO_SCHEMA_H
 
 #include "common/buf.h"
 #include "schema/schema.h"

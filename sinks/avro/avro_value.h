@@ -1,5 +1,5 @@
 /*
- * sinks/avro_dir/avro_value.h: Avro binary encoding of primitive values, and
+ * sinks/avro/avro_value.h: Avro binary encoding of primitive values, and
  * of one typed column value (struct sl_value, schema/schema.h) as the
  * nullable union ["null", T] that every payload field uses.
  *
@@ -7,8 +7,8 @@
  * the buffer itself grows by.  Values arrive typed: the sink never parses a
  * source's text.
  */
-#ifndef SLUICE_SINKS_AVRO_DIR_AVRO_VALUE_H
-#define SLUICE_SINKS_AVRO_DIR_AVRO_VALUE_H
+#ifndef SLUICE_SINKS_AVRO_AVRO_VALUE_H
+#define SLUICE_SINKS_AVRO_AVRO_VALUE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
 /*
- * sinks/avro_dir/avro_value.c: typed values to Avro binary.
+ * sinks/avro/avro_value.c: typed values to Avro binary.
  *
  * Values arrive typed (schema/schema.h); this only checks that a value's kind
  * fits its column's type and encodes it.  Decimals arrive as decimal digits
  * and become the unscaled value's big-endian two's complement here, exactly
  * (never through floating point).
  */
-#include "sinks/avro_dir/avro_value.h"
+#include "sinks/avro/avro_value.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,19 +1,19 @@
 /*
- * sinks/avro_dir/avro_enc.h: the direct record encoder.  It appends one whole
+ * sinks/avro/avro_enc.h: the direct record encoder.  It appends one whole
  * record (a struct sl_change in the layout of avro_schema.h) in Avro binary to
  * a struct sl_buf, without going through avro-c's generic values and without
  * any heap allocation per row: everything that depends only on the table
  * version and the stream (object, schema key, names, the primary-key list) is
  * encoded once when the encoder is made.
  */
-#ifndef SLUICE_SINKS_AVRO_DIR_AVRO_ENC_H
-#define SLUICE_SINKS_AVRO_DIR_AVRO_ENC_H
+#ifndef SLUICE_SINKS_AVRO_AVRO_ENC_H
+#define SLUICE_SINKS_AVRO_AVRO_ENC_H
 
 #include <stddef.h>
 
 #include "common/buf.h"
 #include "schema/schema.h"
-#include "sinks/avro_dir/avro_value.h"
+#include "sinks/avro/avro_value.h"
 
 struct sl_avro_enc;
 

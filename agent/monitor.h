@@ -1,0 +1,41 @@
+/*
+ * agent/monitor.h: the operations layer of `sluice run`, wired to the
+ * configuration and the sources: the metrics registry (ops/metrics.h),
+ * /metrics and /healthz on metrics_listen, the alert webhook, one probe
+ * thread per stream (on a connection of its own, through the source's probe
+ * session and heartbeat calls), and each stream's run file for `sluice
+ * status` (agent/runstate.h).
+ */
+#ifndef SLUICE_AGENT_MONITOR_H
+#define SLUICE_AGENT_MONITOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/config.h"
+#include "ops/metrics.h"
+
+struct sl_monitor;
+
+/* Starts the registry, the endpoint and the webhook for the streams of cfg
+ * that run (names, n of them; each must outlive the monitor).  The probes
+ * start with sl_monitor_probe_start().  A metrics_listen that cannot be
+ * bound is logged once as a warning (with the key to change) and the agent
+ * goes on without the endpoint.  NULL with err when out of memory. */
+struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_config *const *streams, int n,
+				    char *err, size_t errlen);
+/* Starts the probe thread of every stream. */
+void sl_monitor_probe_start(struct sl_monitor *m);
+/* The metrics of stream sc (NULL when m is NULL). */
+struct sl_ops_stream *sl_monitor_stream(struct sl_monitor *m, const struct sl_stream_config *sc);
+/* Writes the run file of stream sc now (after its run ended, say). */
+void sl_monitor_write_run(struct sl_monitor *m, const struct sl_stream_config *sc);
+/* One line of backfill progress for a terminal ("" when no stream
+ * backfills): "backfill orders public.t: 12345/100000 rows (12%), ETA 40 s". */
+void sl_monitor_progress(struct sl_monitor *m, char *out, size_t len);
+/* Stops the probes (writing each run file a last time), the endpoint and
+ * the webhook (which gets a few seconds to deliver what is queued), and
+ * frees m.  NULL is ignored. */
+void sl_monitor_stop(struct sl_monitor *m);
+
+#endif

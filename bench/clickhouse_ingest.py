@@ -1,0 +1,304 @@
+#!/usr/bin/python3
+"""
+bench/clickhouse_ingest.py: how fast sluice writes PostgreSQL changes into
+ClickHouse, and how soon a commit becomes visible there.
+
+A throwaway PostgreSQL 15 and a throwaway ClickHouse (Debian 12: 18.16) from
+the test harness.  Three measurements, printed; it never fails on speed, and
+exits non-zero only if something does not work:
+
+ 1. Throughput.  --changes changes (default 1,000,000: 60% inserts, 30%
+    updates, 10% deletes, in transactions of --batch rows) are loaded after
+    two slots were created, then drained with `sluice run --until-caught-up`
+    (backfill = none) into an append-mode and a merge-mode database, one
+    after the other.  Changes per second, sluice's CPU and peak RSS.
+ 2. The ceiling.  The rows sluice wrote in append mode are read back as a
+    RowBinary file (and as JSONEachRow, for comparison), and uploaded with a
+    plain `curl --data-binary` into an empty table of the same layout: what
+    the server itself takes, with no source and no encoding in front of it.
+ 3. Latency.  A steady --rate transactions per second (default 2,000; one
+    single-row INSERT each) for --seconds seconds while `sluice run` streams
+    in merge mode and in append mode with the default batch settings; a
+    poller reads new rows from ClickHouse every 10 ms.  Commit-to-visible
+    latency is the time a row was first seen minus its commit time
+    (clock_timestamp() at the insert; one clock, one machine): p50, p99, max.
+
+  SLUICE_BIN=_build/sluice /usr/bin/python3 bench/clickhouse_ingest.py [--changes N] [--rate N] [--seconds S]
+      [--compression auto|gzip|none] [--no-latency]
+"""
+
+import argparse
+import gzip
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+import harness  # noqa: E402
+from harness import PgServer, Sluice  # noqa: E402
+import ch_harness  # noqa: E402
+from ch_harness import CH_PASSWORD, ClickHouseServer, rowbinary_rows  # noqa: E402
+
+TABLE_DDL = """
+CREATE TABLE bench_t (
+  id bigint PRIMARY KEY,
+  qty int NOT NULL,
+  name text NOT NULL,
+  amount numeric(12,2) NOT NULL,
+  updated_at timestamptz NOT NULL,
+  active bool NOT NULL
+)"""
+
+
+def load(pg, changes, batch):
+    n_ins = changes * 6 // 10
+    n_upd = changes * 3 // 10
+    n_del = changes - n_ins - n_upd
+    t0 = time.monotonic()
+    for lo in range(1, n_ins + 1, batch):
+        hi = min(lo + batch - 1, n_ins)
+        pg.execute("INSERT INTO bench_t SELECT g, g %% 1000, 'name-' || g, (g %% 100000) / 100.0, "
+                   "now(), g %% 2 = 0 FROM generate_series(%s, %s) g", (lo, hi))
+    for lo in range(1, n_upd + 1, batch):
+        hi = min(lo + batch - 1, n_upd)
+        pg.execute("UPDATE bench_t SET qty = qty + 1, amount = amount + 1, updated_at = now() "
+                   "WHERE id BETWEEN %s AND %s", (lo, hi))
+    for hi in range(n_ins, n_ins - n_del, -batch):
+        lo = max(hi - batch + 1, n_ins - n_del + 1)
+        pg.execute("DELETE FROM bench_t WHERE id BETWEEN %s AND %s", (lo, hi))
+    return n_ins, n_upd, n_del, time.monotonic() - t0
+
+
+def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publication=None, dest=None):
+    extra = {"destination": {"type": "clickhouse", "path": None, "codec": None, "compression_level": None,
+                             "max_file_bytes": None, "max_file_seconds": None, "url": ch.url,
+                             "database": database, "user": "sluice", "password_env": "SLUICE_TEST_CH_PASSWORD"}}
+    extra["destination"].update(dest or {})
+    if slot:
+        extra["stream"] = {"slot": slot, "publication": publication}
+    return Sluice(pg, stream=stream, tables=tables, backfill="none", write_mode=mode, extra=extra,
+                  binary=binary, log_level="warn")
+
+
+def timed_curl(url, query, path, gz=False):
+    argv = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-H", "Expect:", "-u", f"sluice:{CH_PASSWORD}",
+            "--data-binary", f"@{path}", f"{url}/?query={query}"]
+    if gz:
+        argv[1:1] = ["-H", "Content-Encoding: gzip"]
+    t0 = time.monotonic()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    dt = time.monotonic() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"curl failed: {p.stdout[:500]}")
+    return dt
+
+
+class Driver(threading.Thread):
+    """Single-row INSERT transactions at a steady rate."""
+
+    def __init__(self, pg, rate, seconds, first_id, step):
+        super().__init__(daemon=True)
+        self.pg, self.rate, self.seconds = pg, rate, seconds
+        self.next_id, self.step = first_id, step
+        self.done = 0
+        self.behind = 0.0
+        self.error = None
+
+    def run(self):
+        try:
+            conn = self.pg.connect()
+            cur = conn.cursor()
+            t0 = time.monotonic()
+            n = int(self.rate * self.seconds)
+            for i in range(n):
+                due = t0 + i / self.rate
+                now = time.monotonic()
+                if due > now:
+                    time.sleep(due - now)
+                else:
+                    self.behind = max(self.behind, now - due)
+                cur.execute("INSERT INTO lat_t VALUES (%s, (extract(epoch FROM clock_timestamp()) * 1e6)::bigint)",
+                            (self.next_id,))
+                self.next_id += self.step
+                self.done += 1
+            conn.close()
+        except Exception as e:
+            self.error = e
+
+
+def latency_run(pg, ch, binary, mode, rate, seconds):
+    """Streams lat_t with `sluice run` while rate tx/s commit; returns
+    (latencies in ms, transactions, sluice stderr tail)."""
+    db = f"lat_{mode}"
+    s = ch_sluice(pg, ch, f"lat_{mode}", db, mode, binary, "public.lat_t")
+    env = {"SLUICE_TEST_CH_PASSWORD": CH_PASSWORD}
+    try:
+        r = s.run("run", "--until-caught-up", env=env, timeout=120)   # slot, tables
+        if r.rc != 0:
+            raise RuntimeError(r.describe())
+        p = s.start("run", env=env)
+        time.sleep(1.0)
+        seen = {}
+        stop = threading.Event()
+
+        def poll():
+            # by CSN: batches arrive in commit order, ids need not
+            last = ""
+            obj = "public_lat_t"
+            types = None
+            while not stop.is_set():
+                try:
+                    if types is None:   # the table appears with the first row
+                        cols = {n: t for n, t, _ in ch.columns(db, obj)}
+                        if not cols:
+                            time.sleep(0.01)
+                            continue
+                        types = [cols["id"], cols["committed_us"], cols["_csn"]]
+                    out = ch.query(f"SELECT id, committed_us, _csn FROM `{db}`.`{obj}` WHERE _csn > '{last}' "
+                                   f"FORMAT RowBinary")
+                except Exception:
+                    time.sleep(0.01)
+                    continue
+                now_us = time.time() * 1e6
+                for rid, cus, csn in rowbinary_rows(out, types):
+                    if rid not in seen:
+                        seen[rid] = (now_us - cus) / 1000.0
+                    last = max(last, csn.decode())
+                time.sleep(0.01)
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        base = pg.one("SELECT coalesce(max(id), 0) FROM lat_t") + 1
+        drivers = [Driver(pg, rate / 2, seconds, base + k, 2) for k in range(2)]
+        for d in drivers:
+            d.start()
+        for d in drivers:
+            d.join()
+            if d.error:
+                raise d.error
+        total = sum(d.done for d in drivers)
+        deadline = time.monotonic() + 60
+        while len([k for k in seen if k >= base]) < total and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stop.set()
+        poller.join(5)
+        p.signal(15)
+        r = p.wait_result(60)
+        lat = [v for k, v in seen.items() if k >= base]
+        behind = max(d.behind for d in drivers)
+        return lat, total, behind, r
+    finally:
+        s.close()
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--changes", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=5000, help="rows per transaction of the load (default 5000)")
+    ap.add_argument("--rate", type=int, default=2000, help="transactions per second for the latency run")
+    ap.add_argument("--seconds", type=float, default=20, help="length of each latency run")
+    ap.add_argument("--compression", default="auto", choices=("auto", "gzip", "none"),
+                    help="the destination's compression key (auto: none on loopback)")
+    ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
+    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--timeout", type=float, default=1800)
+    a = ap.parse_args()
+
+    reason = harness.pg_available() or ch_harness.clickhouse_available()
+    if reason:
+        print(f"clickhouse_ingest: skipped: {reason}")
+        return 0
+    if not os.access(a.sluice_bin, os.X_OK):
+        print(f"clickhouse_ingest: no sluice binary at {a.sluice_bin} (set SLUICE_BIN)", file=sys.stderr)
+        return 2
+    env = {"SLUICE_TEST_CH_PASSWORD": CH_PASSWORD}
+
+    with PgServer() as pg, ClickHouseServer() as ch:
+        version = ch.scalar("SELECT version()")
+        print(f"clickhouse_ingest: PostgreSQL 15, ClickHouse {version}, {os.cpu_count()} CPUs")
+        # 1. throughput
+        pg.execute(TABLE_DDL)
+        pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
+        for mode in ("append", "merge"):
+            pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{mode}', 'pgoutput')")
+        n_ins, n_upd, n_del, load_s = load(pg, a.changes, a.batch)
+        pg.wait_wal_flushed()
+        changes = n_ins + n_upd + n_del
+        print(f"load: {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; {a.batch} rows per "
+              f"transaction) in {load_s:.1f}s")
+        results = {}
+        for mode in ("append", "merge"):
+            s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
+                          slot=f"bench_{mode}", publication="sluice_bench", dest={"compression": a.compression})
+            try:
+                r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+                if r.rc != 0:
+                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    return 1
+                results[mode] = r
+            finally:
+                s.close()
+            rows = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t"))
+            if mode == "append" and rows < changes:
+                print(f"clickhouse_ingest: append mode wrote {rows} rows for {changes} changes", file=sys.stderr)
+                return 1
+            live = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t FINAL WHERE _is_deleted = 0"))
+            want = pg.one("SELECT count(*) FROM bench_t")
+            if live != want and mode == "merge":
+                print(f"clickhouse_ingest: merge mode holds {live} live rows, the source {want}", file=sys.stderr)
+                return 1
+            print(f"sluice {mode:6} (compression {a.compression}): {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
+                  f"CPU {r.cpu_s:.2f}s ({r.cpu_s / changes * 1e6:.2f}s per million)  peak RSS "
+                  f"{r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, {live} live)")
+
+        # 2. the ceiling: the same rows, pre-built, through curl
+        tmp = ch.tmpdir
+        rb = os.path.join(tmp, "rows.rowbinary")
+        js = os.path.join(tmp, "rows.json")
+        with open(rb, "wb") as f:
+            f.write(ch.query("SELECT * FROM bench_append.public_bench_t FORMAT RowBinary"))
+        with open(js, "wb") as f:
+            f.write(ch.query("SELECT * FROM bench_append.public_bench_t FORMAT JSONEachRow",
+                             params={"output_format_json_quote_64bit_integers": "0"}))
+        for path in (rb, js):
+            with open(path, "rb") as fi, gzip.open(path + ".gz", "wb", compresslevel=1) as fo:
+                fo.write(fi.read())
+        n = int(ch.scalar("SELECT count() FROM bench_append.public_bench_t"))
+        print(f"ceiling: {n} rows as RowBinary {os.path.getsize(rb) / 2**20:.0f} MiB "
+              f"(gzip {os.path.getsize(rb + '.gz') / 2**20:.0f} MiB), as JSONEachRow "
+              f"{os.path.getsize(js) / 2**20:.0f} MiB (gzip {os.path.getsize(js + '.gz') / 2**20:.0f} MiB)")
+        for label, path, fmt, gz in (("RowBinary", rb, "RowBinary", False),
+                                     ("RowBinary gzip", rb + ".gz", "RowBinary", True),
+                                     ("JSONEachRow", js, "JSONEachRow", False),
+                                     ("JSONEachRow gzip", js + ".gz", "JSONEachRow", True)):
+            ch.query("DROP TABLE IF EXISTS bench_append.ceiling")
+            ch.query("CREATE TABLE bench_append.ceiling AS bench_append.public_bench_t")
+            dt = timed_curl(ch.url, f"INSERT%20INTO%20bench_append.ceiling%20FORMAT%20{fmt}", path, gz)
+            got = int(ch.scalar("SELECT count() FROM bench_append.ceiling"))
+            print(f"curl {label:17}: {dt:6.2f}s  {got / dt:9.0f} rows/s")
+
+        # 3. latency at a steady rate
+        pg.execute("CREATE TABLE lat_t (id bigint PRIMARY KEY, committed_us bigint)")
+        for mode in () if a.no_latency else ("merge", "append"):
+            lat, total, behind, r = latency_run(pg, ch, a.sluice_bin, mode, a.rate, a.seconds)
+            if len(lat) < total:
+                print(f"clickhouse_ingest: latency ({mode}): only {len(lat)} of {total} rows seen", file=sys.stderr)
+                return 1
+            print(f"latency {mode:6} at {a.rate} tx/s for {a.seconds:.0f}s ({total} transactions; driver at most "
+                  f"{behind * 1000:.0f} ms behind): p50 {statistics.median(lat):.0f} ms, p99 {pct(lat, 0.99):.0f} ms, "
+                  f"max {max(lat):.0f} ms; sluice CPU {r.cpu_s:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

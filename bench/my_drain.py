@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""
+bench/my_drain.py: how fast sluice drains a MariaDB binlog backlog, next to
+mariadb-binlog decoding the identical binlog.
+
+A throwaway MariaDB gets the 6-column table of bench/pg_drain.py; sluice
+takes its position first (backfill = none), then the load runs: 1,000,000
+changes by default, 60% inserts, 30% updates, 10% deletes, in transactions of
+--batch rows.  Then, one after the other, over the same binlog range:
+
+  mariadb-binlog --read-from-remote-server -v --base64-output=decode-rows
+                 --start-position=<sluice's> <first file> --to-last-log > FILE
+  sluice run -c FILE --until-caught-up     (codec deflate, level 1)
+
+It prints both wall times and change rates, the ratio, CPU microseconds per
+change and peak RSS of each.  It never fails on speed; it exits non-zero
+only if something does not work.
+
+  SLUICE_BIN=_build/sluice /usr/bin/python3 bench/my_drain.py [--changes N] [--batch N] [--verify]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+import harness  # noqa: E402
+import harness_mysql  # noqa: E402
+from harness import Sluice, SluiceProc  # noqa: E402
+
+TABLE_DDL = """
+CREATE TABLE bench.bench_t (
+  id bigint PRIMARY KEY,
+  qty int NOT NULL,
+  name text NOT NULL,
+  amount decimal(12,2) NOT NULL,
+  updated_at timestamp(6) NOT NULL,
+  active bool NOT NULL
+)"""
+
+
+def run_measured(argv, workdir, name, timeout, stdout_path=None):
+    fo = open(stdout_path or os.path.join(workdir, f"{name}.out"), "wb")
+    fe = open(os.path.join(workdir, f"{name}.err"), "wb")
+    p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=workdir, start_new_session=True)
+    p._setup(fo.name, fe.name, argv, (fo, fe), sample_hwm=True)
+    try:
+        return p.wait_result(timeout)
+    finally:
+        if p.returncode is None:
+            p.kill9()
+
+
+def load(my, changes, batch):
+    n_ins = changes * 6 // 10
+    n_upd = changes * 3 // 10
+    n_del = changes - n_ins - n_upd
+    t0 = time.monotonic()
+    for lo in range(1, n_ins + 1, batch):
+        hi = min(lo + batch - 1, n_ins)
+        my.execute(f"INSERT INTO bench.bench_t SELECT seq, seq % 1000, CONCAT('name-', seq), (seq % 100000) / 100.0, "
+                   f"NOW(6), seq % 2 = 0 FROM bench.seq_{lo}_to_{hi}")
+    for lo in range(1, n_upd + 1, batch):
+        hi = min(lo + batch - 1, n_upd)
+        my.execute("UPDATE bench.bench_t SET qty = qty + 1, amount = amount + 1, updated_at = NOW(6) "
+                   "WHERE id BETWEEN %s AND %s", (lo, hi))
+    for hi in range(n_ins, n_ins - n_del, -batch):
+        lo = max(hi - batch + 1, n_ins - n_del + 1)
+        my.execute("DELETE FROM bench.bench_t WHERE id BETWEEN %s AND %s", (lo, hi))
+    return n_ins, n_upd, n_del, time.monotonic() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--changes", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
+    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy"))
+    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--verify", action="store_true", help="read sluice's output back and count the changes (slow)")
+    ap.add_argument("--timeout", type=float, default=1800)
+    a = ap.parse_args()
+
+    reason = harness_mysql.mariadb_available()
+    mbl = shutil.which("mariadb-binlog")
+    if reason or not mbl:
+        print(f"my_drain: skipped: {reason or 'mariadb-binlog not found (apt-get install mariadb-client)'}")
+        return 0
+    with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
+        my.execute("CREATE DATABASE bench")
+        my.execute(TABLE_DDL)
+        s = Sluice(my, stream="bench", tables="bench.bench_t", codec=a.codec, compression_level=1,
+                   max_file_bytes="64MB", max_file_seconds=60, backfill="none", binary=a.sluice_bin,
+                   log_level="warn")
+        try:
+            r0 = s.run("run", "--until-caught-up", timeout=120)   # takes the position before the load
+            if r0.rc != 0:
+                print(f"my_drain: sluice failed:\n{r0.describe()}", file=sys.stderr)
+                return 1
+            with open(os.path.join(s.state_dir, "bench.checkpoint.json")) as f:
+                start = json.load(f)["durable"]
+            start_file, start_pos = start.split(" ")[0].rsplit(":", 1)
+            n_ins, n_upd, n_del, load_s = load(my, a.changes, a.batch)
+            changes = n_ins + n_upd + n_del
+            end_file, end_pos = my.master_status()
+            size = sum(int(r[1]) for r in my.sql("SHOW BINARY LOGS"))
+            print(f"my_drain: loaded {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; "
+                  f"{a.batch} rows per transaction) in {load_s:.1f}s; {size / 2**20:.0f} MiB of binlog "
+                  f"({start_file}:{start_pos} to {end_file}:{end_pos})")
+
+            mb_out = os.path.join(s.workdir, "mariadb-binlog.txt")
+            mb = run_measured([mbl, "--read-from-remote-server", f"--socket={my.socket}", "--user=root", "-v",
+                               "--base64-output=decode-rows", f"--start-position={start_pos}", "--to-last-log",
+                               start_file], s.workdir, "mariadb-binlog", a.timeout, stdout_path=mb_out)
+            if mb.rc != 0:
+                print(f"my_drain: mariadb-binlog failed:\n{mb.describe()}", file=sys.stderr)
+                return 1
+            r = s.run("run", "--until-caught-up", timeout=a.timeout, sample_hwm=True)
+            if r.rc != 0:
+                print(f"my_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
+                return 1
+            out_bytes = nfiles = 0
+            for d, _, files in os.walk(s.out):
+                for f in files:
+                    if f.endswith(".avro"):
+                        nfiles += 1
+                        out_bytes += os.path.getsize(os.path.join(d, f))
+            print(f"mariadb-binlog: {mb.wall_s:7.2f}s  {changes / mb.wall_s:10.0f} changes/s  "
+                  f"cpu {mb.cpu_s / changes * 1e6:5.2f} us/change  peak RSS {mb.hwm_kb / 1024:.1f} MiB  "
+                  f"({os.path.getsize(mb_out) / 2**20:.0f} MiB of text)")
+            print(f"sluice:         {r.wall_s:7.2f}s  {changes / r.wall_s:10.0f} changes/s  "
+                  f"cpu {r.cpu_s / changes * 1e6:5.2f} us/change  peak RSS {r.hwm_kb / 1024:.1f} MiB  "
+                  f"({nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec})")
+            print(f"ratio sluice/mariadb-binlog (wall time): {r.wall_s / mb.wall_s:.2f} "
+                  f"(sluice is {mb.wall_s / r.wall_s:.2f}x as fast)")
+            print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s")
+            if a.verify:
+                recs = harness.read_avro_tree(s.out, codec=a.codec, keep=_op, workers=2)
+                counts = {}
+                for op in recs:
+                    counts[op] = counts.get(op, 0) + 1
+                want = {"INSERT": n_ins, "UPDATE-INSERT": n_upd, "DELETE": n_del}
+                print(f"verify: {counts} (want {want})")
+                if counts != want:
+                    return 1
+        finally:
+            s.close()
+    return 0
+
+
+def _op(rec):
+    return rec["source_metadata"]["change_type"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+/*
+ * ops/alerts.c: alert conditions and their hysteresis (see alerts.h).
+ */
+#include "ops/alerts.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* fire_after overrides the policy where one sample is not enough: a single
+ * failed connection is not yet an unreachable source. */
+static const struct {
+	struct sl_alert_def def;
+	int fire_after;
+} defs[SL_AL_COUNT] = {
+	[SL_AL_LAG_WARNING] = { { "lag_warning", SL_ALERT_WARNING }, 0 },
+	[SL_AL_LAG_CRITICAL] = { { "lag_critical", SL_ALERT_CRITICAL }, 0 },
+	[SL_AL_RETAINED_WARNING] = { { "retained_wal_warning", SL_ALERT_WARNING }, 0 },
+	[SL_AL_RETAINED_CRITICAL] = { { "retained_wal_critical", SL_ALERT_CRITICAL }, 0 },
+	[SL_AL_WAL_GROWTH] = { { "retained_wal_growth", SL_ALERT_WARNING }, 0 },
+	[SL_AL_WAL_UNRESERVED] = { { "wal_unreserved", SL_ALERT_CRITICAL }, 0 },
+	[SL_AL_SLOT_LOST] = { { "slot_lost", SL_ALERT_CRITICAL }, 0 },
+	[SL_AL_SLOT_MISSING] = { { "slot_missing", SL_ALERT_CRITICAL }, 0 },
+	[SL_AL_SLOT_INACTIVE] = { { "slot_inactive", SL_ALERT_WARNING }, 0 },
+	[SL_AL_FRESHNESS] = { { "freshness", SL_ALERT_WARNING }, 0 },
+	[SL_AL_LOG_PURGE] = { { "log_purge_soon", SL_ALERT_CRITICAL }, 0 },
+	[SL_AL_DEAD_LETTERS] = { { "dead_letters", SL_ALERT_WARNING }, 0 },
+	[SL_AL_SOURCE_UNREACHABLE] = { { "source_unreachable", SL_ALERT_CRITICAL }, 2 },
+	[SL_AL_STREAM_DOWN] = { { "stream_down", SL_ALERT_CRITICAL }, 0 },
+};
+
+const struct sl_alert_policy sl_alert_default_policy = { .fire_after = 1, .resolve_after = 3, .band_pct = 10 };
+
+const struct sl_alert_def *sl_alert_def(enum sl_alert_id id)
+{
+	return id < SL_AL_COUNT ? &defs[id].def : NULL;
+}
+
+const char *sl_alert_severity_name(enum sl_alert_severity s)
+{
+	return s == SL_ALERT_CRITICAL ? "critical" : "warning";
+}
+
+int sl_alert_step(struct sl_alert *a, enum sl_alert_cond c, const struct sl_alert_policy *p, int64_t now_us)
+{
+	int fire_after = p->fire_after < 1 ? 1 : p->fire_after;
+	int resolve_after = p->resolve_after < 1 ? 1 : p->resolve_after;
+
+	switch (c) {
+	case SL_COND_UNKNOWN:
+		return 0;
+	case SL_COND_BETWEEN:
+		a->breach_run = a->clear_run = 0;
+		return 0;
+	case SL_COND_BREACH:
+		a->clear_run = 0;
+		if (a->breach_run < fire_after)
+			a->breach_run++;
+		if (!a->firing && a->breach_run >= fire_after) {
+			a->firing = true;
+			a->since_us = now_us;
+			return 1;
+		}
+		return 0;
+	case SL_COND_CLEAR:
+		a->breach_run = 0;
+		if (a->clear_run < resolve_after)
+			a->clear_run++;
+		if (a->firing && a->clear_run >= resolve_after) {
+			a->firing = false;
+			a->since_us = now_us;
+			return -1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+enum sl_alert_cond sl_alert_threshold(int64_t v, uint64_t threshold, unsigned band_pct)
+{
+	uint64_t clear_below;
+
+	if (v < 0 || threshold == 0)
+		return SL_COND_UNKNOWN;
+	if ((uint64_t)v >= threshold)
+		return SL_COND_BREACH;
+	if (band_pct > 100)
+		band_pct = 100;
+	clear_below = threshold / 100 * (100 - band_pct) + threshold % 100 * (100 - band_pct) / 100;
+	return (uint64_t)v < clear_below ? SL_COND_CLEAR : SL_COND_BETWEEN;
+}
+
+/* "v <= threshold" (a time left that runs out): the mirror of
+ * sl_alert_threshold, with the band above the threshold. */
+static enum sl_alert_cond below(int64_t v, uint64_t threshold, unsigned band_pct)
+{
+	if (v < 0 || threshold == 0)
+		return SL_COND_UNKNOWN;
+	if ((uint64_t)v <= threshold)
+		return SL_COND_BREACH;
+	return (uint64_t)v > threshold + threshold / 100 * band_pct ? SL_COND_CLEAR : SL_COND_BETWEEN;
+}
+
+static enum sl_alert_cond flag(bool breach)
+{
+	return breach ? SL_COND_BREACH : SL_COND_CLEAR;
+}
+
+/* The condition of alert id for in, with its message written into msg when
+ * it breaches. */
+static enum sl_alert_cond condition(enum sl_alert_id id, const struct sl_alert_inputs *in,
+				    const struct sl_alert_limits *lim, unsigned band, char *msg, size_t len)
+{
+	bool slot = in->probe_ok && in->exists;
+	const char *st = in->state ? in->state : "";
+	enum sl_alert_cond c = SL_COND_UNKNOWN;
+
+	switch (id) {
+	case SL_AL_LAG_WARNING:
+	case SL_AL_LAG_CRITICAL: {
+		uint64_t t = id == SL_AL_LAG_WARNING ? lim->lag_warn_bytes : lim->lag_critical_bytes;
+		if (!slot)
+			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+		c = sl_alert_threshold(in->lag_bytes, t, band);
+		snprintf(msg, len, "lag %" PRId64 " bytes (the source's log head minus the confirmed position) >= %s %"
+			 PRIu64, in->lag_bytes, id == SL_AL_LAG_WARNING ? "lag_warn_bytes" : "lag_critical_bytes", t);
+		return c;
+	}
+	case SL_AL_RETAINED_WARNING:
+	case SL_AL_RETAINED_CRITICAL: {
+		uint64_t t = id == SL_AL_RETAINED_WARNING ? lim->retained_warn_bytes : lim->retained_critical_bytes;
+		if (!slot)
+			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+		c = sl_alert_threshold(in->retained_bytes, t, band);
+		snprintf(msg, len, "the slot retains %" PRId64 " bytes of log >= %s %" PRIu64, in->retained_bytes,
+			 id == SL_AL_RETAINED_WARNING ? "retained_wal_warn_bytes" : "retained_wal_critical_bytes", t);
+		return c;
+	}
+	case SL_AL_WAL_GROWTH:
+		if (!slot || !in->growth_known)
+			return in->probe_ok && !in->exists ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+		c = sl_alert_threshold(in->growth_bytes_per_min < 0 ? 0 : (int64_t)in->growth_bytes_per_min,
+				       lim->growth_warn_bytes_per_min, band);
+		snprintf(msg, len, "retained log grows by %.0f bytes per minute >= retained_wal_growth_warn_bytes %"
+			 PRIu64 " (now %" PRId64 " bytes)", in->growth_bytes_per_min, lim->growth_warn_bytes_per_min,
+			 in->retained_bytes);
+		return c;
+	case SL_AL_WAL_UNRESERVED:
+		if (!slot)
+			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+		if (!*st)
+			return SL_COND_UNKNOWN;
+		snprintf(msg, len, "wal_status is %s: the server will remove log the slot still needs at its next "
+			 "checkpoint (safe_wal_size exhausted)", st);
+		return flag(!strcmp(st, "unreserved") || !strcmp(st, "lost"));
+	case SL_AL_SLOT_LOST:
+		if (!slot)
+			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+		snprintf(msg, len, "the slot is lost (wal_status = lost): changes after its position are gone; "
+			 "re-backfill needed");
+		return *st ? flag(!strcmp(st, "lost")) : SL_COND_UNKNOWN;
+	case SL_AL_SLOT_MISSING:
+		if (!in->probe_ok)
+			return SL_COND_UNKNOWN;
+		snprintf(msg, len, "the slot does not exist, but the checkpoint has a position in it: re-backfill needed");
+		return flag(in->expected && !in->exists);
+	case SL_AL_SLOT_INACTIVE:
+		if (!slot)
+			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+		c = sl_alert_threshold(in->inactive_s, lim->inactive_warn_s, 0);
+		snprintf(msg, len, "no reader has been attached to the slot for %" PRId64 " s (slot_inactive_warn_seconds %"
+			 PRIu64 ")", in->inactive_s, lim->inactive_warn_s);
+		return c;
+	case SL_AL_FRESHNESS:
+		if (in->heartbeats) {
+			c = sl_alert_threshold(in->freshness_s, lim->freshness_warn_s, band);
+			snprintf(msg, len, "the last durable change or heartbeat is %" PRId64 " s old "
+				 "(freshness_warn_seconds %" PRIu64 ")", in->freshness_s, lim->freshness_warn_s);
+		} else {
+			c = sl_alert_threshold(in->stalled_s < 0 ? 0 : in->stalled_s, lim->freshness_warn_s, band);
+			snprintf(msg, len, "nothing new has been made durable for %" PRId64 " s while the source's log is "
+				 "ahead (freshness_warn_seconds %" PRIu64 "; last durable change %" PRId64 " s old)",
+				 in->stalled_s, lim->freshness_warn_s, in->freshness_s);
+		}
+		return c;
+	case SL_AL_LOG_PURGE:
+		if (!in->probe_ok)
+			return SL_COND_UNKNOWN;
+		c = below(in->time_to_purge_s, lim->purge_warn_s, band);
+		snprintf(msg, len, "the oldest log file the stream still needs is purged in %" PRId64 " s "
+			 "(log_purge_warn_seconds %" PRIu64 ")", in->time_to_purge_s, lim->purge_warn_s);
+		return c;
+	case SL_AL_DEAD_LETTERS:
+		snprintf(msg, len, "%" PRIu64 " changes were set aside as dead letters", in->dead_letters);
+		return flag(in->dead_letters > 0);
+	case SL_AL_SOURCE_UNREACHABLE:
+		snprintf(msg, len, "the probe cannot reach the source: %s", in->probe_error ? in->probe_error : "?");
+		return flag(!in->probe_ok);
+	case SL_AL_STREAM_DOWN:
+		c = sl_alert_threshold(in->down_s, lim->down_warn_s, 0);
+		snprintf(msg, len, "the stream has been failing for %" PRId64 " s: %s", in->down_s,
+			 in->down_error ? in->down_error : "?");
+		return c;
+	case SL_AL_COUNT:
+		break;
+	}
+	return SL_COND_UNKNOWN;
+}
+
+void sl_alerts_evaluate(struct sl_alert *alerts, const struct sl_alert_inputs *in, const struct sl_alert_limits *lim,
+			const struct sl_alert_policy *pol, int64_t now_us, struct sl_alert_transition *out, int *n)
+{
+	*n = 0;
+	for (int id = 0; id < SL_AL_COUNT; id++) {
+		struct sl_alert *a = &alerts[id];
+		struct sl_alert_policy p = *pol;
+		char msg[sizeof a->message];
+		enum sl_alert_cond c;
+		int t;
+
+		msg[0] = '\0';
+		c = condition((enum sl_alert_id)id, in, lim, pol->band_pct, msg, sizeof msg);
+		if (defs[id].fire_after > p.fire_after)
+			p.fire_after = defs[id].fire_after;
+		if (c == SL_COND_BREACH)
+			snprintf(a->message, sizeof a->message, "%s", msg);
+		t = sl_alert_step(a, c, &p, now_us);
+		if (t != 0) {
+			out[*n].id = (enum sl_alert_id)id;
+			out[*n].firing = t > 0;
+			out[*n].message = a->message;
+			(*n)++;
+		}
+	}
+}

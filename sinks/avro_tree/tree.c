@@ -1,0 +1,879 @@
+/*
+ * sinks/avro_tree/tree.c: the Avro file tree (see tree.h for the layout and
+ * the durability rules, store.h for the storage).
+ *
+ * State: one struct obj per object (table) seen, found through a small hash
+ * table, holding the encoder of its current table version and its open file.
+ * Open files are also on a list in opening order, so the oldest one (for
+ * flush_due) is at its head.  Finished files wait on the `done` list, stable
+ * in the store, until flush() publishes them.  Memory is bounded by the
+ * number of tables: per open file one block buffer, and a few strings per
+ * finished file; the compressor and its output buffer are shared by all
+ * files (struct sl_ocf_codec), and the bytes themselves are the store's.
+ */
+#include "sinks/avro_tree/tree.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sinks/avro/avro_enc.h"
+#include "sinks/avro_tree/manifest.h"
+
+struct sl_tree;
+
+struct obj {
+	struct sl_tree *tree;
+	char *object;
+	struct sl_avro_enc *enc;       /* current table version, NULL until first use */
+	struct sl_ocf_writer *w;       /* open container, or NULL */
+	struct sl_store_file *f;       /* where w's bytes go */
+	uint64_t bytes;                /* bytes handed to f */
+	char *dir;                     /* folder key of the open file */
+	char first_csn[SL_CSN_LEN + 1];
+	char last_csn[SL_CSN_LEN + 1];
+	int64_t opened_ms;
+	char schema_written[17];       /* schema key of the schema file written in this run, "" none */
+	bool touched;                  /* a file of it was published by the flush under way */
+	struct obj *hnext;             /* hash chain */
+	struct obj *oprev, *onext;     /* open-file list, oldest first */
+};
+
+/* A finished file: complete and stable in the store, waiting for flush(). */
+struct done_file {
+	struct sl_store_file *f;
+	char *key;                     /* the key it is to be published under */
+	char *dir;
+	char *object;
+	char schema_key[17];
+	char first_csn[SL_CSN_LEN + 1];
+	char last_csn[SL_CSN_LEN + 1];
+	uint64_t records, bytes;
+	struct done_file *next;
+};
+
+struct sl_tree {
+	struct sl_store store;
+	char *stream;
+	struct sl_ocf_codec *codec;    /* shared by every open file */
+	uint64_t max_file_bytes;
+	int64_t max_file_ms;
+	struct obj **buckets;
+	size_t nbuckets, nobjs;
+	struct obj *last;              /* the object of the previous write */
+	struct obj *open_head, *open_tail;
+	struct done_file *done, **done_tail;
+	bool pending;
+	bool has_mark;                 /* mark(): everything written is at or before mark */
+	struct sl_position mark;
+	const struct sl_source_desc *desc;  /* of the changes written: encodes positions */
+	/* The manifest chain: the newest manifest written (seq 0: none yet). */
+	uint64_t seq;
+	char *last_key;
+	struct sl_manifest_pos last_to;
+	struct sl_avro_stats stats;
+};
+
+static uint32_t rand32(void)
+{
+	uint32_t r;
+
+	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)getpid();
+	}
+	return r;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+/* Finds the state of object name, or NULL. */
+static struct obj *obj_find(const struct sl_tree *t, const char *name)
+{
+	struct obj *o = t->buckets[hash_str(name) & (t->nbuckets - 1)];
+
+	while (o && strcmp(o->object, name))
+		o = o->hnext;
+	return o;
+}
+
+/* Finds the state of object name, creating it if needed; NULL if out of memory. */
+static struct obj *obj_get(struct sl_tree *t, const char *name)
+{
+	struct obj *o;
+	size_t b;
+
+	if (t->last && !strcmp(t->last->object, name))
+		return t->last;
+	if ((o = obj_find(t, name)))
+		return t->last = o;
+	if (t->nobjs >= t->nbuckets) {
+		size_t nb = t->nbuckets * 2;
+		struct obj **nt = calloc(nb, sizeof *nt);
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < t->nbuckets; i++) {
+			struct obj *next;
+			for (o = t->buckets[i]; o; o = next) {
+				size_t k = hash_str(o->object) & (nb - 1);
+				next = o->hnext;
+				o->hnext = nt[k];
+				nt[k] = o;
+			}
+		}
+		free(t->buckets);
+		t->buckets = nt;
+		t->nbuckets = nb;
+	}
+	b = hash_str(name) & (t->nbuckets - 1);
+	o = calloc(1, sizeof *o);
+	if (!o || !(o->object = strdup(name))) {
+		free(o);
+		return NULL;
+	}
+	o->tree = t;
+	o->hnext = t->buckets[b];
+	t->buckets[b] = o;
+	t->nobjs++;
+	return t->last = o;
+}
+
+static void open_list_add(struct sl_tree *t, struct obj *o)
+{
+	o->onext = NULL;
+	o->oprev = t->open_tail;
+	if (t->open_tail)
+		t->open_tail->onext = o;
+	else
+		t->open_head = o;
+	t->open_tail = o;
+}
+
+static void open_list_del(struct sl_tree *t, struct obj *o)
+{
+	if (o->oprev)
+		o->oprev->onext = o->onext;
+	else
+		t->open_head = o->onext;
+	if (o->onext)
+		o->onext->oprev = o->oprev;
+	else
+		t->open_tail = o->oprev;
+	o->oprev = o->onext = NULL;
+}
+
+/* The container writer's output: counts the bytes and hands them to the store. */
+static int obj_out(void *arg, const struct iovec *iov, int iovcnt, char *err, size_t errlen)
+{
+	struct obj *o = arg;
+
+	for (int i = 0; i < iovcnt; i++)
+		o->bytes += iov[i].iov_len;
+	return o->tree->store.ops->file_write(o->f, iov, iovcnt, err, errlen);
+}
+
+/* Opens a new file for o, whose first record is c. */
+static int open_file(struct sl_tree *t, struct obj *o, const struct sl_change *c, char *err, size_t errlen)
+{
+	struct sl_buf p;
+	struct tm tm;
+	time_t secs;
+	int64_t ts = c->source_ts_us;
+	const char *schema;
+	size_t schema_len;
+	struct sl_ocf_out out = { obj_out, o };
+	int rc;
+
+	/* Floor division, so that times before 1970 land in the right second. */
+	secs = (time_t)(ts >= 0 ? ts / 1000000 : -((-ts + 999999) / 1000000));
+	if (!gmtime_r(&secs, &tm)) {
+		snprintf(err, errlen, "table \"%s\": source time %lld is out of range", o->object,
+			 (long long)ts);
+		return -1;
+	}
+	sl_buf_init(&p, 0);
+	sl_buf_printf(&p, "%s/%s/%04d/%02d/%02d/%02d/%02d", t->stream, o->object, tm.tm_year + 1900,
+		      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min);
+	free(o->dir);
+	o->dir = sl_buf_detach(&p);
+	if (!o->dir) {
+		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+		return -1;
+	}
+	if ((rc = t->store.ops->file_new(t->store.ctx, o->dir, c->csn, &o->f, err, errlen)) < 0) {
+		o->f = NULL;
+		return rc;
+	}
+	o->bytes = 0;
+	schema = sl_avro_enc_schema(o->enc, &schema_len);
+	sl_buf_init(&p, 0);
+	sl_buf_printf(&p, "%s/%s", o->dir, c->csn);
+	if (sl_buf_failed(&p) ||
+	    sl_ocf_open_out(&o->w, &out, p.data, schema, schema_len, t->codec, 0, err, errlen) < 0) {
+		if (sl_buf_failed(&p))
+			snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+		sl_buf_free(&p);
+		t->store.ops->file_discard(t->store.ctx, o->f);
+		o->f = NULL;
+		o->w = NULL;
+		return -1;
+	}
+	sl_buf_free(&p);
+	memcpy(o->first_csn, c->csn, sizeof o->first_csn);
+	memcpy(o->last_csn, c->csn, sizeof o->last_csn);
+	o->opened_ms = sl_mono_ms();
+	open_list_add(t, o);
+	return 0;
+}
+
+static void free_done(struct done_file *d)
+{
+	free(d->key);
+	free(d->dir);
+	free(d->object);
+	free(d);
+}
+
+/* "<dir>/<first>_<last>_<8 hex>.avro" into a fresh string, or NULL. */
+static char *data_key(const char *dir, const char *first, const char *last)
+{
+	struct sl_buf k;
+
+	sl_buf_init(&k, 0);
+	sl_buf_printf(&k, "%s/%s_%s_%08x.avro", dir, first, last, rand32());
+	return sl_buf_detach(&k);
+}
+
+/* Finishes o's open file: last block, then the store makes it stable; the
+ * file then waits on the done list for flush() to publish it.  On failure
+ * the file is discarded. */
+static int finish_file(struct sl_tree *t, struct obj *o, char *err, size_t errlen)
+{
+	struct done_file *d = calloc(1, sizeof *d);
+	uint64_t records = sl_ocf_count(o->w);
+	int rc;
+
+	open_list_del(t, o);
+	rc = sl_ocf_close(o->w, true, err, errlen);
+	o->w = NULL;
+	if (rc == 0 && (!d || !(d->dir = strdup(o->dir)) || !(d->object = strdup(o->object)) ||
+			!(d->key = data_key(o->dir, o->first_csn, o->last_csn)))) {
+		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = t->store.ops->file_finish(t->store.ctx, o->f, d->key, err, errlen);
+	if (rc < 0) {
+		t->store.ops->file_discard(t->store.ctx, o->f);
+		o->f = NULL;
+		if (d)
+			free_done(d);
+		return rc;
+	}
+	d->f = o->f;
+	o->f = NULL;
+	d->records = records;
+	d->bytes = o->bytes;
+	snprintf(d->schema_key, sizeof d->schema_key, "%s", sl_avro_enc_schema_key(o->enc));
+	memcpy(d->first_csn, o->first_csn, sizeof d->first_csn);
+	memcpy(d->last_csn, o->last_csn, sizeof d->last_csn);
+	*t->done_tail = d;
+	t->done_tail = &d->next;
+	return 0;
+}
+
+/* Drops o's open file, leaving nothing behind. */
+static void drop_open_file(struct sl_tree *t, struct obj *o)
+{
+	open_list_del(t, o);
+	sl_ocf_abort(o->w);
+	o->w = NULL;
+	t->store.ops->file_discard(t->store.ctx, o->f);
+	o->f = NULL;
+}
+
+/* Publishes a finished file under its key, or, when that is taken, under
+ * another "<dir>/<first>_<last>_<8 hex>.avro": never over an existing file.
+ * *key receives the key (malloc'd).  Returns 0, or a negative status with a
+ * message in err. */
+static int publish(struct sl_tree *t, struct done_file *d, char **key, char *err, size_t errlen)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		int rc;
+
+		if (attempt > 0) {
+			free(d->key);
+			if (!(d->key = data_key(d->dir, d->first_csn, d->last_csn))) {
+				snprintf(err, errlen, "table \"%s\": out of memory", d->object);
+				return -1;
+			}
+		}
+		rc = t->store.ops->file_publish(t->store.ctx, d->f, d->key, err, errlen);
+		if (rc == SL_STORE_EXISTS)
+			continue;
+		if (rc < 0)
+			return rc;
+		d->f = NULL;
+		*key = d->key;
+		d->key = NULL;
+		return 0;
+	}
+	snprintf(err, errlen, "could not find a free file name in %s", d->dir);
+	return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Manifests                                                              */
+
+/* Writes manifest m (its sequence, previous and from are set here from the
+ * chain) and the pointer to it; the chain then ends at m.  Returns 0, or a
+ * negative status with a message in err. */
+static int write_manifest(struct sl_tree *t, struct sl_manifest *m, char *err, size_t errlen)
+{
+	struct sl_buf key, body;
+	char *prev = NULL;
+	int rc = -1;
+
+	sl_buf_init(&key, 0);
+	sl_buf_init(&body, 0);
+	m->sequence = t->seq + 1;
+	m->written_at_us = sl_now_us();
+	if (t->last_key && !(prev = strdup(t->last_key)))
+		goto oom;
+	free(m->previous);
+	m->previous = prev;
+	if (sl_manifest_set_pos(&m->from, t->last_to.pos, t->last_to.csn) < 0)
+		goto oom;
+	if (!m->stream && !(m->stream = strdup(t->stream)))
+		goto oom;
+	if (!m->source && t->desc && !(m->source = strdup(t->desc->kind)))
+		goto oom;
+	sl_manifest_key(&key, t->stream, m->sequence);
+	if (sl_buf_failed(&key))
+		goto oom;
+	if (sl_manifest_encode(m, &body, err, errlen) < 0)
+		goto out;
+	if ((rc = t->store.ops->put(t->store.ctx, key.data, body.data, body.len, err, errlen)) < 0)
+		goto out;
+	/* The pointer to it: a restart finds the chain's end without a listing. */
+	sl_buf_reset(&body);
+	sl_buf_printf(&body, "{\"sequence\": %" PRIu64 "}\n", m->sequence);
+	sl_buf_reset(&key);
+	sl_buf_printf(&key, "%s/" SL_MANIFEST_DIR "/" SL_MANIFEST_LATEST, t->stream);
+	if (sl_buf_failed(&key) || sl_buf_failed(&body))
+		goto oom;
+	if ((rc = t->store.ops->put(t->store.ctx, key.data, body.data, body.len, err, errlen)) < 0)
+		goto out;
+	free(t->last_key);
+	t->last_key = NULL;
+	sl_buf_reset(&key);
+	sl_manifest_key(&key, t->stream, m->sequence);
+	if (!(t->last_key = sl_buf_detach(&key)) ||
+	    sl_manifest_set_pos(&t->last_to, m->to.pos, m->to.csn) < 0)
+		goto oom;
+	t->seq = m->sequence;
+	sl_debug("stream \"%s\": manifest %" PRIu64 " lists %zu files", t->stream, m->sequence, m->nfiles);
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "stream \"%s\": out of memory writing a manifest", t->stream);
+	rc = -1;
+out:
+	sl_buf_free(&key);
+	sl_buf_free(&body);
+	return rc;
+}
+
+/* Reads manifest seq into m.  Returns 0, SL_STORE_NOT_FOUND, or an error. */
+static int read_manifest(struct sl_tree *t, uint64_t seq, struct sl_manifest *m, char *err, size_t errlen)
+{
+	struct sl_buf key, body;
+	char why[256];
+	int rc;
+
+	sl_buf_init(&key, 0);
+	sl_buf_init(&body, 0);
+	sl_manifest_key(&key, t->stream, seq);
+	if (sl_buf_failed(&key)) {
+		snprintf(err, errlen, "stream \"%s\": out of memory", t->stream);
+		return -1;
+	}
+	rc = t->store.ops->get(t->store.ctx, key.data, &body, err, errlen);
+	if (rc == 0 && sl_manifest_decode(m, body.data ? body.data : "", body.len, why, sizeof why) < 0) {
+		snprintf(err, errlen, "manifest %s in %s cannot be read: %s; move it away to go on (sluice "
+			 "verify then reports the gap)", key.data, t->store.ops->describe(t->store.ctx), why);
+		rc = -1;
+	}
+	sl_buf_free(&key);
+	sl_buf_free(&body);
+	return rc;
+}
+
+struct max_seq {
+	uint64_t seq;
+};
+
+static int note_manifest(void *arg, const char *key, uint64_t size)
+{
+	struct max_seq *ms = arg;
+	const char *base = strrchr(key, '/');
+	uint64_t seq;
+
+	(void)size;
+	if (sl_manifest_name(base ? base + 1 : key, &seq) && seq > ms->seq)
+		ms->seq = seq;
+	return 0;
+}
+
+/* Finds the newest manifest: the pointer's, or the highest listed, and then
+ * any written after it (the pointer lags one behind after a crash). */
+static int load_chain(struct sl_tree *t, char *err, size_t errlen)
+{
+	struct sl_buf key, body;
+	struct sl_manifest m;
+	uint64_t seq = 0;
+	bool from_list = false;
+	int rc;
+
+	sl_buf_init(&key, 0);
+	sl_buf_init(&body, 0);
+	sl_buf_printf(&key, "%s/" SL_MANIFEST_DIR "/" SL_MANIFEST_LATEST, t->stream);
+	if (sl_buf_failed(&key)) {
+		snprintf(err, errlen, "stream \"%s\": out of memory", t->stream);
+		return -1;
+	}
+	rc = t->store.ops->get(t->store.ctx, key.data, &body, err, errlen);
+	if (rc < 0)
+		goto out;
+	if (rc == 0) {
+		json_t *j = json_loadb(body.data ? body.data : "", body.len, 0, NULL);
+		json_t *v = json_object_get(j, "sequence");
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			seq = (uint64_t)json_integer_value(v);
+		json_decref(j);
+	}
+list:
+	if (seq == 0) {
+		/* No pointer (or a stale one): the listing is the whole truth. */
+		struct max_seq ms = { 0 };
+		sl_buf_reset(&key);
+		sl_buf_printf(&key, "%s/" SL_MANIFEST_DIR, t->stream);
+		if ((rc = t->store.ops->list(t->store.ctx, key.data, note_manifest, &ms, err, errlen)) < 0)
+			goto out;
+		seq = ms.seq;
+		from_list = true;
+	}
+	while (seq > 0) {
+		memset(&m, 0, sizeof m);
+		if ((rc = read_manifest(t, seq, &m, err, errlen)) < 0)
+			goto out;
+		if (rc == 0) {
+			sl_buf_reset(&key);
+			sl_manifest_key(&key, t->stream, seq);
+			free(t->last_key);
+			t->last_key = sl_buf_detach(&key);
+			if (!t->last_key || sl_manifest_set_pos(&t->last_to, m.to.pos, m.to.csn) < 0) {
+				sl_manifest_free(&m);
+				snprintf(err, errlen, "stream \"%s\": out of memory", t->stream);
+				rc = -1;
+				goto out;
+			}
+			t->seq = seq;
+		}
+		sl_manifest_free(&m);
+		if (rc == SL_STORE_NOT_FOUND && !from_list && t->seq == 0) {
+			seq = 0;  /* the pointer names a manifest that is gone: list them */
+			goto list;
+		}
+		/* The pointer may lag one behind a crash: look for a later one. */
+		if (rc == SL_STORE_NOT_FOUND || from_list)
+			break;
+		seq++;
+	}
+	if (t->seq > 0)
+		sl_debug("stream \"%s\": the newest manifest is %s", t->stream, t->last_key);
+	rc = 0;
+out:
+	sl_buf_free(&key);
+	sl_buf_free(&body);
+	return rc < 0 ? rc : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The sink operations                                                    */
+
+int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tree_conf *conf,
+		 const char *stream, char *err, size_t errlen)
+{
+	struct sl_tree *t;
+	int rc = -1;
+
+	*out = NULL;
+	t = calloc(1, sizeof *t);
+	if (!t) {
+		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
+		store.ops->close(store.ctx);
+		return -1;
+	}
+	t->store = store;
+	t->max_file_bytes = conf->max_file_bytes ? conf->max_file_bytes : SL_TREE_DEFAULT_MAX_FILE_BYTES;
+	t->max_file_ms = conf->max_file_seconds > INT64_MAX / 1000 ? INT64_MAX
+								    : (int64_t)conf->max_file_seconds * 1000;
+	t->done_tail = &t->done;
+	t->nbuckets = 16;
+	t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
+	t->stream = strdup(stream);
+	if (!t->buckets || !t->stream) {
+		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
+		goto fail;
+	}
+	if (sl_ocf_codec_new(&t->codec, conf->codec, conf->compression_level, err, errlen) < 0)
+		goto fail;
+	if ((rc = load_chain(t, err, errlen)) < 0)
+		goto fail;
+	*out = t;
+	return 0;
+fail:
+	sl_tree_close(t);
+	return rc < 0 ? rc : -1;
+}
+
+int sl_tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
+{
+	struct sl_tree *t = ctx;
+	const struct sl_table *tab = c->table;
+	struct obj *o = obj_get(t, tab->object);
+	int rc;
+
+	if (!o) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		return -1;
+	}
+	if (tab->src)
+		t->desc = tab->src;
+	if (!o->enc || strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key) != 0) {
+		/* A new table version starts a new file. */
+		if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
+			return rc;
+		sl_avro_enc_free(o->enc);
+		o->enc = sl_avro_enc_new(tab, t->stream, err, errlen);
+		if (!o->enc)
+			return -1;
+	}
+	if (!o->w && (rc = open_file(t, o, c, err, errlen)) < 0)
+		return rc;
+	if (sl_avro_enc_record(o->enc, sl_ocf_record_buf(o->w), c, err, errlen) < 0)
+		return -1;
+	if (sl_ocf_record_done(o->w, err, errlen) < 0)
+		return -1;
+	memcpy(o->last_csn, c->csn, sizeof o->last_csn);
+	t->stats.records++;
+	t->pending = true;
+	if (sl_ocf_size(o->w) >= t->max_file_bytes)
+		return finish_file(t, o, err, errlen);
+	return 0;
+}
+
+bool sl_tree_flush_due(void *ctx, int64_t now_ms)
+{
+	struct sl_tree *t = ctx;
+
+	if (t->done)
+		return true;  /* a file reached max_file_bytes or a schema change closed one */
+	return t->open_head && now_ms - t->open_head->opened_ms >= t->max_file_ms;
+}
+
+bool sl_tree_pending(void *ctx)
+{
+	return ((struct sl_tree *)ctx)->pending;
+}
+
+void sl_tree_mark(void *ctx, const struct sl_position *pos)
+{
+	struct sl_tree *t = ctx;
+
+	t->mark = *pos;
+	t->has_mark = true;
+}
+
+/* Writes "<stream>/<object>/.schema.avsc" for every object a file of which
+ * this flush published, when its version differs from the one written last
+ * in this run. */
+static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
+{
+	struct sl_buf key;
+	int rc = 0;
+
+	sl_buf_init(&key, 0);
+	for (size_t i = 0; i < t->nbuckets && rc == 0; i++) {
+		for (struct obj *o = t->buckets[i]; o && rc == 0; o = o->hnext) {
+			const char *schema, *skey;
+			size_t len;
+
+			if (!o->touched || !o->enc)
+				continue;
+			o->touched = false;
+			skey = sl_avro_enc_schema_key(o->enc);
+			if (!strcmp(o->schema_written, skey))
+				continue;
+			schema = sl_avro_enc_schema(o->enc, &len);
+			sl_buf_reset(&key);
+			sl_buf_printf(&key, "%s/%s/" SL_SCHEMA_FILE, t->stream, o->object);
+			if (sl_buf_failed(&key)) {
+				snprintf(err, errlen, "table \"%s\": out of memory", o->object);
+				rc = -1;
+				break;
+			}
+			rc = t->store.ops->put(t->store.ctx, key.data, schema, len, err, errlen);
+			if (rc == 0)
+				snprintf(o->schema_written, sizeof o->schema_written, "%s", skey);
+		}
+	}
+	sl_buf_free(&key);
+	return rc;
+}
+
+int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	struct sl_tree *t = ctx;
+	struct sl_manifest m;
+	int rc;
+
+	memset(&m, 0, sizeof m);
+	while (t->open_head) {
+		if ((rc = finish_file(t, t->open_head, err, errlen)) < 0)
+			return rc;
+	}
+	while (t->done) {
+		struct done_file *d = t->done;
+		struct sl_manifest_file mf;
+		struct obj *o;
+		char *key = NULL;
+
+		if ((rc = publish(t, d, &key, err, errlen)) < 0)
+			goto out;
+		memset(&mf, 0, sizeof mf);
+		mf.path = key;
+		mf.object = d->object;
+		memcpy(mf.schema_key, d->schema_key, sizeof mf.schema_key);
+		mf.records = d->records;
+		mf.bytes = d->bytes;
+		memcpy(mf.first_csn, d->first_csn, sizeof mf.first_csn);
+		memcpy(mf.last_csn, d->last_csn, sizeof mf.last_csn);
+		rc = sl_manifest_add_file(&m, &mf);
+		free(key);
+		if ((o = obj_find(t, d->object)))
+			o->touched = true;
+		t->done = d->next;
+		if (!t->done)
+			t->done_tail = &t->done;
+		free_done(d);
+		t->stats.files_closed++;
+		if (rc < 0) {
+			snprintf(err, errlen, "stream \"%s\": out of memory", t->stream);
+			goto out;
+		}
+	}
+	if (t->store.ops->sync && (rc = t->store.ops->sync(t->store.ctx, err, errlen)) < 0)
+		goto out;
+	if ((rc = write_schemas(t, err, errlen)) < 0)
+		goto out;
+	if (m.nfiles > 0) {
+		char pos[SL_POS_TEXT_MAX * 2], csn[17];
+
+		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0) {
+			snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark));
+			rc = sl_manifest_set_pos(&m.to, pos, csn);
+		} else {
+			/* No position yet: the range stays where it was. */
+			rc = sl_manifest_set_pos(&m.to, t->last_to.pos, t->last_to.csn);
+		}
+		if (rc < 0) {
+			snprintf(err, errlen, "stream \"%s\": out of memory", t->stream);
+			goto out;
+		}
+		if ((rc = write_manifest(t, &m, err, errlen)) < 0)
+			goto out;
+	}
+	t->pending = false;
+	rc = 0;
+	if (t->has_mark) {
+		*durable = t->mark;
+		rc = 1;
+	}
+out:
+	sl_manifest_free(&m);
+	return rc;
+}
+
+bool sl_tree_data_name(const char *base, char *first, char *last)
+{
+	size_t n = strlen(base);
+
+	if (n != 2 * SL_CSN_LEN + 2 + 8 + 5 || base[SL_CSN_LEN] != '_' || base[2 * SL_CSN_LEN + 1] != '_' ||
+	    strcmp(base + n - 5, ".avro") != 0)
+		return false;
+	for (size_t i = 2 * SL_CSN_LEN + 2; i < n - 5; i++)
+		if (!strchr("0123456789abcdef", base[i]) || !base[i])
+			return false;
+	if (first) {
+		memcpy(first, base, SL_CSN_LEN);
+		first[SL_CSN_LEN] = '\0';
+	}
+	if (last) {
+		memcpy(last, base + SL_CSN_LEN + 1, SL_CSN_LEN);
+		last[SL_CSN_LEN] = '\0';
+	}
+	return true;
+}
+
+/* True if a file spanning first..last CSN holds only records with CSNs in
+ * [a, b] (CSNs are fixed-width, so string order is CSN order). */
+static bool backfill_span(const char *first, const char *last, const char *a, const char *b)
+{
+	return strcmp(first, a) >= 0 && strcmp(last, b) <= 0;
+}
+
+struct discard_scan {
+	const char *a, *b;
+	struct sl_manifest *m;
+	bool oom;
+};
+
+static int note_discard(void *arg, const char *key, uint64_t size)
+{
+	struct discard_scan *ds = arg;
+	const char *base = strrchr(key, '/');
+	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+
+	(void)size;
+	if (!sl_tree_data_name(base ? base + 1 : key, first, last) || !backfill_span(first, last, ds->a, ds->b))
+		return 0;
+	if (sl_manifest_add_removed(ds->m, key) < 0) {
+		ds->oom = true;
+		return -1;
+	}
+	return 0;
+}
+
+int sl_tree_discard_backfill(void *ctx, const struct sl_table *tab, const char *csn_first,
+			     const char *csn_last, char *err, size_t errlen)
+{
+	struct sl_tree *t = ctx;
+	struct discard_scan ds = { csn_first, csn_last, NULL, false };
+	struct done_file **dp;
+	struct sl_manifest m;
+	struct sl_buf prefix;
+	struct obj *o;
+	int rc;
+
+	/* Unflushed files of that backfill: drop them. */
+	o = obj_find(t, tab->object);
+	if (o && o->w && backfill_span(o->first_csn, o->last_csn, csn_first, csn_last))
+		drop_open_file(t, o);
+	for (dp = &t->done; *dp;) {
+		struct done_file *d = *dp;
+		if (!strcmp(d->object, tab->object) && backfill_span(d->first_csn, d->last_csn, csn_first, csn_last)) {
+			t->store.ops->file_discard(t->store.ctx, d->f);
+			*dp = d->next;
+			free_done(d);
+		} else {
+			dp = &d->next;
+		}
+	}
+	t->done_tail = &t->done;
+	while (*t->done_tail)
+		t->done_tail = &(*t->done_tail)->next;
+
+	/* Published ones: listed as removed in a manifest first, then removed. */
+	memset(&m, 0, sizeof m);
+	ds.m = &m;
+	sl_buf_init(&prefix, 0);
+	sl_buf_printf(&prefix, "%s/%s", t->stream, tab->object);
+	if (sl_buf_failed(&prefix)) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		return -1;
+	}
+	rc = t->store.ops->list(t->store.ctx, prefix.data, note_discard, &ds, err, errlen);
+	if (ds.oom)
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+	if (rc < 0 || m.nremoved == 0)
+		goto out;
+	if ((rc = sl_manifest_set_pos(&m.to, t->last_to.pos, t->last_to.csn)) < 0) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		goto out;
+	}
+	if ((rc = write_manifest(t, &m, err, errlen)) < 0)
+		goto out;
+	for (size_t i = 0; i < m.nremoved && rc == 0; i++) {
+		rc = t->store.ops->remove(t->store.ctx, m.removed[i], err, errlen);
+		if (rc == 0)
+			sl_debug("removed backfill file \"%s\"", m.removed[i]);
+	}
+	if (rc == 0)
+		sl_info("stream \"%s\": removed %zu file%s of the interrupted backfill of \"%s\" from %s",
+			t->stream, m.nremoved, m.nremoved == 1 ? "" : "s", tab->object,
+			t->store.ops->describe(t->store.ctx));
+out:
+	sl_buf_free(&prefix);
+	sl_manifest_free(&m);
+	return rc < 0 ? rc : 0;
+}
+
+void sl_tree_close(void *ctx)
+{
+	struct sl_tree *t = ctx;
+
+	if (!t)
+		return;
+	for (size_t i = 0; t->buckets && i < t->nbuckets; i++) {
+		struct obj *o, *next;
+		for (o = t->buckets[i]; o; o = next) {
+			next = o->hnext;
+			if (o->w)
+				drop_open_file(t, o);
+			sl_avro_enc_free(o->enc);
+			free(o->dir);
+			free(o->object);
+			free(o);
+		}
+	}
+	while (t->done) {
+		struct done_file *d = t->done;
+		t->store.ops->file_discard(t->store.ctx, d->f);
+		t->done = d->next;
+		free_done(d);
+	}
+	if (t->store.ops)
+		t->store.ops->close(t->store.ctx);
+	sl_ocf_codec_free(t->codec);
+	free(t->buckets);
+	free(t->stream);
+	free(t->last_key);
+	free(t->last_to.pos);
+	free(t);
+}
+
+void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out)
+{
+	*out = ((struct sl_tree *)ctx)->stats;
+}

@@ -1,0 +1,87 @@
+/*
+ * sinks/avro_tree/tree.h: the file tree every Avro file destination writes
+ * (avro_dir into a folder, s3 into a bucket), behind the sink interface:
+ *
+ *   <root>/<stream>/<object>/<YYYY>/<MM>/<DD>/<HH>/<mm>/<first_csn>_<last_csn>_<8 hex>.avro
+ *   <root>/<stream>/<object>/.schema.avsc        the object's newest Avro schema
+ *   <root>/<stream>/_manifests/.<sequence>.json  one per flush (manifest.h)
+ *   <root>/<stream>/_manifests/.latest.json      the newest manifest's sequence
+ *
+ * The time folders are the UTC source time of the file's first record.  Each
+ * object has at most one open file; a new table-schema version, or the file
+ * reaching max_file_bytes, finishes it and starts another.  Finished files
+ * wait, complete and stable in the store, until flush() publishes them: so
+ * nothing becomes visible before the agent may acknowledge it, a visible file
+ * is always complete, and close() without flush() leaves no visible output.
+ *
+ * flush() then writes the schema file of every object whose schema version
+ * changed in this run, and a manifest listing the files it published, and
+ * only then reports the last position given to mark().  flush_due() is true
+ * when the oldest open file is max_file_seconds old, or when a finished file
+ * waits to be published.  discard_backfill(first, last) drops unflushed files
+ * of the table's object whose CSNs lie in [first, last], and removes the
+ * published ones whose name's first and last CSN both do, after writing a
+ * manifest that lists them as removed; files that also hold other records
+ * are kept.
+ *
+ * The store (store.h) does the storage: a tree owns its store and closes it.
+ * A tree is used by one thread at a time (the stream's writer).
+ */
+#ifndef SLUICE_SINKS_AVRO_TREE_TREE_H
+#define SLUICE_SINKS_AVRO_TREE_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "schema/schema.h"
+#include "sinks/avro/avro_value.h"
+#include "sinks/avro/ocf.h"
+#include "sinks/avro_tree/store.h"
+
+#define SL_TREE_DEFAULT_MAX_FILE_BYTES ((uint64_t)64 << 20)
+
+/* The keys every Avro file destination shares (doc/configuration.md). */
+struct sl_tree_conf {
+	enum sl_codec codec;
+	int compression_level;       /* deflate 1-9 */
+	uint64_t max_file_bytes;     /* 0: SL_TREE_DEFAULT_MAX_FILE_BYTES */
+	uint64_t max_file_seconds;
+};
+
+struct sl_tree;
+
+/* Opens the tree of stream `stream` on store (taken over: closed by
+ * sl_tree_close, or here on failure) and finds the newest manifest, so that
+ * the chain goes on.  Returns 0 with the tree in *out, or a negative enum
+ * sl_status with a message in err. */
+int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tree_conf *conf,
+		 const char *stream, char *err, size_t errlen);
+
+/* The sink operations (sinks/sink.h), with the tree as ctx. */
+int sl_tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen);
+void sl_tree_mark(void *ctx, const struct sl_position *pos);
+bool sl_tree_flush_due(void *ctx, int64_t now_ms);
+bool sl_tree_pending(void *ctx);
+int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen);
+int sl_tree_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first,
+			     const char *csn_last, char *err, size_t errlen);
+void sl_tree_close(void *ctx);
+
+/* Counters: records written, files published. */
+void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out);
+
+/* True if base (a file name) is a data file's "<first>_<last>_<8 hex>.avro";
+ * first and last (SL_CSN_LEN + 1 bytes each, may be NULL) receive its CSNs. */
+bool sl_tree_data_name(const char *base, char *first, char *last);
+
+/* `sluice verify` (verify.c): reads stream's manifests and data files from
+ * store (borrowed) and prints what it finds to out.  Returns 0 when
+ * everything checks, SL_EVERIFY when it found problems (each printed), or
+ * another negative enum sl_status with a message in err when it could not
+ * finish. */
+#define SL_EVERIFY (-7)
+int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
+
+#endif

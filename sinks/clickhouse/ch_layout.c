@@ -1,0 +1,443 @@
+/*
+ * sinks/clickhouse/ch_layout.c: table layouts, the merge version, and rows
+ * (see ch_layout.h).
+ */
+#include "sinks/clickhouse/ch_layout.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sinks/clickhouse/ch_sql.h"
+
+int ch_version(uint64_t pos, uint32_t seq, uint64_t *out)
+{
+	if (pos >= CH_VERSION_POS_LIMIT)
+		return -1;
+	*out = pos << CH_VERSION_SEQ_BITS |
+	       (seq < (1u << CH_VERSION_SEQ_BITS) - 1 ? seq : (1u << CH_VERSION_SEQ_BITS) - 1);
+	return 0;
+}
+
+static const char *const meta_names[CH_M_FIXED] = {
+	[CH_M_UUID] = "_uuid",
+	[CH_M_SOURCE_TS] = "_source_timestamp",
+	[CH_M_READ_TS] = "_read_timestamp",
+	[CH_M_CHANGE_TYPE] = "_change_type",
+	[CH_M_CSN] = "_csn",
+	[CH_M_VERSION] = "_version",
+	[CH_M_IS_DELETED] = "_is_deleted",
+	[CH_M_TX_ID] = "_tx_id",
+	[CH_M_UNCHANGED] = "_unchanged_columns",
+};
+
+static const enum ch_ctype meta_types[CH_M_FIXED] = {
+	[CH_M_UUID] = CH_STRING,
+	[CH_M_SOURCE_TS] = CH_INT64,
+	[CH_M_READ_TS] = CH_INT64,
+	[CH_M_CHANGE_TYPE] = CH_STRING,
+	[CH_M_CSN] = CH_STRING,
+	[CH_M_VERSION] = CH_UINT64,
+	[CH_M_IS_DELETED] = CH_UINT8,
+	[CH_M_TX_ID] = CH_UINT64,
+	[CH_M_UNCHANGED] = CH_ARRAY_STRING,
+};
+
+const char *ch_meta_name(int m)
+{
+	return m >= 0 && m < CH_M_FIXED ? meta_names[m] : NULL;
+}
+
+char *ch_column_name(const char *name)
+{
+	size_t n = strlen(name);
+	char *s = malloc(n + 2);
+
+	if (!s)
+		return NULL;
+	if (name[0] == '_') {
+		s[0] = '_';
+		memcpy(s + 1, name, n + 1);
+	} else {
+		memcpy(s, name, n + 1);
+	}
+	return s;
+}
+
+void ch_layout_free(struct ch_layout *l)
+{
+	if (!l)
+		return;
+	for (int i = 0; i < l->ncols; i++)
+		free(l->cols[i].name);
+	free(l->cols);
+	free(l->of_src);
+	free(l->keys);
+	free(l->object);
+	free(l);
+}
+
+/* Rebuilds of_src, of_meta and keys from cols. */
+static void index_layout(struct ch_layout *l)
+{
+	int k = 0;
+
+	for (int m = 0; m < CH_M_POS + SL_META_MAX; m++)
+		l->of_meta[m] = -1;
+	for (int i = 0; i < l->ncols; i++) {
+		if (l->cols[i].src >= 0)
+			l->of_src[l->cols[i].src] = i;
+		else
+			l->of_meta[l->cols[i].meta] = i;
+	}
+	/* keys in source order */
+	for (int s = 0; s < l->nsrc; s++) {
+		int c = l->of_src[s];
+		if (l->cols[c].key)
+			l->keys[k++] = c;
+	}
+	l->nkeys = k;
+}
+
+int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, char *err, size_t errlen)
+{
+	const struct sl_source_desc *d = t->src;
+	int nmeta = d ? d->nmeta : 0;
+	struct ch_layout *l;
+	int n = 0;
+
+	*out = NULL;
+	if (nmeta > SL_META_MAX)
+		nmeta = SL_META_MAX;
+	if (merge && t->ncols > 0 && !sl_table_has_key(t)) {
+		snprintf(err, errlen, "table \"%s\".\"%s\" has no primary key: write_mode = merge needs one "
+			 "(use write_mode = append for it)", t->ns, t->name);
+		return -1;
+	}
+	l = calloc(1, sizeof *l);
+	if (!l)
+		goto oom;
+	l->merge = merge;
+	l->desc = d;
+	l->nsrc = t->ncols;
+	l->nmeta_pos = nmeta;
+	memcpy(l->schema_key, t->schema_key, sizeof l->schema_key);
+	l->cols = calloc((size_t)(t->ncols + CH_M_FIXED + nmeta), sizeof *l->cols);
+	l->of_src = calloc((size_t)t->ncols + 1, sizeof *l->of_src);
+	l->keys = calloc((size_t)t->ncols + 1, sizeof *l->keys);
+	l->object = strdup(t->object ? t->object : "");
+	if (!l->cols || !l->of_src || !l->keys || !l->object)
+		goto oom;
+	for (int i = 0; i < t->ncols; i++, n++) {
+		const struct sl_column *sc = &t->cols[i];
+		struct ch_col *c = &l->cols[n];
+		bool key = merge && sc->is_key;
+		c->src = i;
+		c->meta = -1;
+		c->key = key;
+		if (!(c->name = ch_column_name(sc->name)))
+			goto oom;
+		if (ch_type_of_column(&c->type, sc, !key) < 0) {
+			snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" has an unknown type %d",
+				 t->ns, t->name, sc->name, (int)sc->type);
+			l->ncols = n + 1;
+			goto fail;
+		}
+	}
+	for (int m = 0; m < CH_M_FIXED + nmeta; m++, n++) {
+		struct ch_col *c = &l->cols[n];
+		c->src = -1;
+		c->meta = m;
+		c->type.sl = SL_T_STRING;
+		if (m < CH_M_FIXED) {
+			c->name = strdup(meta_names[m]);
+			c->type.ch = meta_types[m];
+			c->key = !merge && (m == CH_M_CSN || m == CH_M_UUID);
+		} else {
+			const struct sl_meta_field *f = &d->meta[m - CH_M_FIXED];
+			size_t len = strlen(f->name);
+			if ((c->name = malloc(len + 2))) {
+				c->name[0] = '_';
+				memcpy(c->name + 1, f->name, len + 1);
+			}
+			c->type.ch = f->type == SL_META_LONG ? CH_INT64 : CH_STRING;
+			c->type.nullable = f->type == SL_META_OPT_STRING;
+		}
+		if (!c->name) {
+			l->ncols = n + 1;
+			goto oom;
+		}
+	}
+	l->ncols = n;
+	index_layout(l);
+	*out = l;
+	return 0;
+oom:
+	snprintf(err, errlen, "table \"%s\".\"%s\": out of memory", t->ns, t->name);
+fail:
+	ch_layout_free(l);
+	return -1;
+}
+
+/* Type texts compared without spaces: "Decimal(12, 2)" and "Decimal(12,2)". */
+static bool same_type(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a == ' ')
+			a++;
+		while (*b == ' ')
+			b++;
+		if (*a != *b)
+			return false;
+		if (!*a)
+			return true;
+		a++;
+		b++;
+	}
+}
+
+static int find_col(const struct ch_layout *l, const char *name)
+{
+	for (int i = 0; i < l->ncols; i++)
+		if (!strcmp(l->cols[i].name, name))
+			return i;
+	return -1;
+}
+
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest, int **add, int *nadd,
+		    char *err, size_t errlen)
+{
+	const char *mode = l->merge ? "merge" : "append";
+	const char *other = l->merge ? "append" : "merge";
+	bool *seen = calloc((size_t)l->ncols + 1, sizeof *seen);
+	struct ch_col *ordered = NULL;
+	struct sl_buf ty;
+	int rc = -1, n = 0;
+
+	*add = NULL;
+	*nadd = 0;
+	sl_buf_init(&ty, 0);
+	if (!seen)
+		goto out;
+	for (int j = 0; j < ndest; j++) {
+		int i = find_col(l, dest[j].name);
+		const struct ch_col *c;
+		if (i < 0) {
+			if (dest[j].name[0] == '_' && dest[j].name[1] != '_')
+				snprintf(err, errlen, "table \"%s\": column \"%s\" in ClickHouse is not one sluice "
+					 "writes for this stream (a table of another source kind, or not made by "
+					 "sluice)", l->object, dest[j].name);
+			else
+				snprintf(err, errlen, "table \"%s\": column \"%s\" is in ClickHouse but no longer in "
+					 "the source table (dropped or renamed at the source); only added columns "
+					 "are applied for now", l->object, dest[j].name);
+			rc = CH_MATCH_CONFLICT;
+			goto out;
+		}
+		c = &l->cols[i];
+		seen[i] = true;
+		sl_buf_reset(&ty);
+		if (ch_type_sql(&ty, &c->type) < 0)
+			goto out;
+		if (!same_type(ty.data, dest[j].type)) {
+			if (c->src >= 0 && l->merge != c->type.nullable && c->key != dest[j].in_sorting_key)
+				snprintf(err, errlen, "table \"%s\": column \"%s\" is %s in ClickHouse and the stream "
+					 "needs %s: the table was made for write_mode = %s (or the primary key "
+					 "changed); a %s-mode stream needs a table of its own (another database)",
+					 l->object, c->name, dest[j].type, ty.data, other, mode);
+			else
+				snprintf(err, errlen, "table \"%s\": column \"%s\" has type %s in ClickHouse, but the "
+					 "source table now needs %s (its type changed at the source)", l->object,
+					 c->name, dest[j].type, ty.data);
+			rc = CH_MATCH_CONFLICT;
+			goto out;
+		}
+		if (c->key != dest[j].in_sorting_key) {
+			snprintf(err, errlen, "table \"%s\": ClickHouse sorts it %s column \"%s\", so it was made "
+				 "for write_mode = %s (or the primary key changed); a %s-mode stream needs a table "
+				 "of its own (another database)", l->object,
+				 dest[j].in_sorting_key ? "by" : "without", c->name,
+				 dest[j].in_sorting_key == l->merge ? mode : other, mode);
+			rc = CH_MATCH_CONFLICT;
+			goto out;
+		}
+	}
+	for (int i = 0; i < l->ncols; i++) {
+		if (seen[i])
+			continue;
+		if (l->cols[i].src < 0 || l->cols[i].key) {
+			if (l->cols[i].src < 0)
+				snprintf(err, errlen, "table \"%s\": ClickHouse lacks the metadata column \"%s\" (a "
+					 "table of another source kind, or not made by sluice)", l->object,
+					 l->cols[i].name);
+			else
+				snprintf(err, errlen, "table \"%s\": the primary key changed at the source (new key "
+					 "column \"%s\"); ClickHouse cannot change a table's sorting key", l->object,
+					 l->cols[i].name);
+			rc = CH_MATCH_CONFLICT;
+			goto out;
+		}
+		if (!*add && !(*add = calloc((size_t)l->ncols, sizeof **add)))
+			goto out;
+		(*add)[(*nadd)++] = i;
+	}
+	if (*nadd > 0) {
+		rc = CH_MATCH_ADD;
+		goto out;
+	}
+	/* The same columns: take the destination's order. */
+	if (!(ordered = calloc((size_t)l->ncols, sizeof *ordered)))
+		goto out;
+	for (int j = 0; j < ndest; j++)
+		ordered[n++] = l->cols[find_col(l, dest[j].name)];
+	free(l->cols);
+	l->cols = ordered;
+	ordered = NULL;
+	index_layout(l);
+	rc = CH_MATCH_SAME;
+out:
+	if (rc < 0 || rc == CH_MATCH_CONFLICT) {
+		free(*add);
+		*add = NULL;
+		*nadd = 0;
+		if (rc < 0)
+			snprintf(err, errlen, "table \"%s\": out of memory", l->object);
+	}
+	free(ordered);
+	free(seen);
+	sl_buf_free(&ty);
+	return rc;
+}
+
+int ch_layout_column_list(struct sl_buf *b, const struct ch_layout *l, bool meta_only)
+{
+	bool first = true;
+
+	sl_buf_putc(b, '(');
+	for (int i = 0; i < l->ncols; i++) {
+		if (meta_only && l->cols[i].src >= 0)
+			continue;
+		if (!first)
+			sl_buf_puts(b, ", ");
+		first = false;
+		ch_quote_ident(b, l->cols[i].name);
+	}
+	sl_buf_putc(b, ')');
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, char *buf, char *err, size_t errlen)
+{
+	const struct sl_source_desc *d = c->table->src;
+
+	memset(m, 0, sizeof *m);
+	if (ch_version(c->csn_pos, c->seq, &m->version) < 0) {
+		snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its position part %016llX is beyond the "
+			 "%d bits the merge version keeps for positions (see doc/clickhouse.md, \"The version\")",
+			 c->table->ns, c->table->name, c->csn, (unsigned long long)c->csn_pos,
+			 64 - CH_VERSION_SEQ_BITS);
+		return -1;
+	}
+	m->uuid = c->uuid;
+	m->source_ts_us = c->source_ts_us;
+	m->read_ts_us = c->read_ts_us;
+	m->tx_id = c->tx_id;
+	m->csn = c->csn;
+	m->op = c->op;
+	if (d && c->pos) {
+		m->nmeta = d->nmeta > SL_META_MAX ? SL_META_MAX : d->nmeta;
+		d->meta_values(c->pos, m->meta, buf, SL_META_BUF);
+	}
+	return 0;
+}
+
+static int put_meta(struct sl_buf *b, const struct ch_layout *l, const struct ch_col *c,
+		    const struct ch_rowmeta *m, const struct sl_value *vals)
+{
+	char u[36];
+
+	switch (c->meta) {
+	case CH_M_UUID:
+		ch_uuid_text(u, m->uuid);
+		return ch_rb_put_str(b, u, sizeof u);
+	case CH_M_SOURCE_TS:
+		return ch_rb_put_i64(b, m->source_ts_us);
+	case CH_M_READ_TS:
+		return ch_rb_put_i64(b, m->read_ts_us);
+	case CH_M_CHANGE_TYPE: {
+		const char *s = sl_op_name(m->op);
+		return ch_rb_put_str(b, s, strlen(s));
+	}
+	case CH_M_CSN:
+		return ch_rb_put_str(b, m->csn, SL_CSN_LEN);
+	case CH_M_VERSION:
+		return ch_rb_put_u64(b, m->version);
+	case CH_M_IS_DELETED:
+		return ch_rb_put_u8(b, m->op == SL_OP_DELETE || m->op == SL_OP_UPDATE_DELETE ||
+					   m->op == SL_OP_TRUNCATE);
+	case CH_M_TX_ID:
+		return ch_rb_put_u64(b, m->tx_id);
+	case CH_M_UNCHANGED: {
+		uint64_t n = 0;
+		for (int s = 0; vals && s < l->nsrc; s++)
+			n += vals[s].kind == SL_V_UNCHANGED;
+		if (ch_rb_put_uleb(b, n) < 0)
+			return -1;
+		for (int s = 0; n && s < l->nsrc; s++) {
+			const char *name = l->cols[l->of_src[s]].name;
+			if (vals[s].kind == SL_V_UNCHANGED && ch_rb_put_str(b, name, strlen(name)) < 0)
+				return -1;
+		}
+		return 0;
+	}
+	default: {
+		int i = c->meta - CH_M_POS;
+		const struct sl_meta_value *v = &m->meta[i];
+		if (i < 0 || i >= m->nmeta) {
+			/* no position (a hand-made change): empty or null */
+			if (c->type.ch == CH_INT64)
+				return ch_rb_put_i64(b, 0);
+			return c->type.nullable ? ch_rb_put_u8(b, 1) : ch_rb_put_str(b, "", 0);
+		}
+		if (c->type.ch == CH_INT64)
+			return ch_rb_put_i64(b, v->i);
+		if (c->type.nullable) {
+			if (!v->s)
+				return ch_rb_put_u8(b, 1);
+			if (ch_rb_put_u8(b, 0) < 0)
+				return -1;
+		}
+		return ch_rb_put_str(b, v->s ? v->s : "", v->s ? v->len : 0);
+	}
+	}
+}
+
+int ch_layout_put_row(struct sl_buf *b, const struct ch_layout *l, const struct ch_rowmeta *m,
+		      const struct sl_value *vals, bool meta_only, char *err, size_t errlen)
+{
+	static const struct sl_value null_value = { .kind = SL_V_NULL };
+	size_t start = b->len;
+
+	for (int i = 0; i < l->ncols; i++) {
+		const struct ch_col *c = &l->cols[i];
+		if (c->src >= 0) {
+			if (meta_only)
+				continue;
+			if (ch_rb_put_value(b, &c->type, vals ? &vals[c->src] : &null_value, c->name, err,
+					    errlen) < 0)
+				goto fail;
+		} else if (put_meta(b, l, c, m, vals) < 0) {
+			snprintf(err, errlen, "table \"%s\": out of memory or over the buffer cap encoding a row",
+				 l->object);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	if (!sl_buf_failed(b)) {
+		b->len = start;
+		if (b->data)
+			b->data[start] = '\0';
+	}
+	return -1;
+}

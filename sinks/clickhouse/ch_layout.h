@@ -1,0 +1,161 @@
+/*
+ * sinks/clickhouse/ch_layout.h: how one table version lies in a ClickHouse
+ * table: its columns, their types and order, the metadata columns, the
+ * sorting key, and how a change becomes a RowBinary row.  Also the merge
+ * version (_version) derived from a change's CSN.
+ *
+ * A layout is made from a table version (ch_layout_new) with its columns in
+ * creation order: the payload columns in source order, then the metadata
+ * columns.  Once the destination table exists, ch_layout_match() puts the
+ * columns in the destination's order (so that an insert may leave out its
+ * column list) or says what differs.  A layout copies everything it needs:
+ * it never points into the table version, which the agent frees when a
+ * newer version replaces it.
+ *
+ * Column names (doc/clickhouse.md): a payload column keeps its source name,
+ * except that a name starting with "_" gets one more "_" in front, so no
+ * payload column can take the name of a metadata column (all of which are
+ * "_" and a letter).  The mapping is one-to-one.
+ */
+#ifndef SLUICE_SINKS_CLICKHOUSE_CH_LAYOUT_H
+#define SLUICE_SINKS_CLICKHOUSE_CH_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "schema/schema.h"
+#include "sinks/clickhouse/ch_rowbin.h"
+
+/* ---- the merge version ----
+ *
+ * _version = position part << 8 | min(sequence, 255), for position parts
+ * below 2^56 (doc/clickhouse.md, "The version"):
+ *  - two changes at different positions are ordered by position, whatever
+ *    their sequence numbers (each position owns 256 consecutive versions);
+ *  - at one position, sequence numbers 0-254 are ordered exactly: backfill
+ *    rows (0) come before the changes of a transaction committed at the
+ *    snapshot's own position (1, 2, ...);
+ *  - sequence numbers of 255 and more, within one transaction, share a
+ *    version: ReplacingMergeTree keeps the last row inserted among equal
+ *    versions, and the sink inserts a transaction's changes in order and
+ *    keeps only the last change of a key within a batch, so the later
+ *    change still wins, replays included;
+ *  - a position part of 2^56 or more cannot be ordered and is refused.
+ */
+#define CH_VERSION_SEQ_BITS 8
+#define CH_VERSION_POS_LIMIT (UINT64_C(1) << (64 - CH_VERSION_SEQ_BITS))
+
+/* The version of a change at position part pos with sequence seq.  Returns
+ * 0 with *out set, or -1 when pos is CH_VERSION_POS_LIMIT or more. */
+int ch_version(uint64_t pos, uint32_t seq, uint64_t *out);
+
+/* ---- metadata columns ---- */
+
+enum ch_meta {
+	CH_M_UUID = 0,          /* _uuid String: the record's uuid, canonical text */
+	CH_M_SOURCE_TS,         /* _source_timestamp Int64: commit (or snapshot) time, µs */
+	CH_M_READ_TS,           /* _read_timestamp Int64: when sluice read it, µs */
+	CH_M_CHANGE_TYPE,       /* _change_type String: INSERT, UPDATE-INSERT, ... */
+	CH_M_CSN,               /* _csn String: the change sequence number */
+	CH_M_VERSION,           /* _version UInt64: ch_version() of the CSN */
+	CH_M_IS_DELETED,        /* _is_deleted UInt8 */
+	CH_M_TX_ID,             /* _tx_id UInt64 */
+	CH_M_UNCHANGED,         /* _unchanged_columns Array(String) */
+	CH_M_POS,               /* the source position fields: CH_M_POS + i */
+};
+#define CH_M_FIXED CH_M_POS   /* metadata columns besides the position fields */
+
+/* The metadata column name of enum ch_meta m (m < CH_M_POS). */
+const char *ch_meta_name(int m);
+
+struct ch_col {
+	char *name;             /* the ClickHouse column name (owned) */
+	struct ch_type type;
+	int src;                /* payload: the source column's index; -1 for metadata */
+	int meta;               /* metadata: enum ch_meta (CH_M_POS + i); -1 for payload */
+	bool key;               /* in the sorting key */
+};
+
+struct ch_layout {
+	bool merge;             /* merge mode: key columns not Nullable, sorted by key */
+	int ncols;
+	struct ch_col *cols;    /* creation order, or the destination's once matched */
+	int nsrc;               /* the table version's columns (0 for a TRUNCATE marker's) */
+	int *of_src;            /* source column i -> index in cols */
+	int nkeys;
+	int *keys;              /* the primary-key source columns (indexes into cols), in source order */
+	int of_meta[CH_M_POS + SL_META_MAX];   /* metadata column -> index in cols */
+	int nmeta_pos;          /* source position fields */
+	const struct sl_source_desc *desc;     /* static */
+	char schema_key[17];
+	char *object;           /* the table's object name (owned) */
+};
+
+/* The ClickHouse name of source column name: malloc'd, NULL when out of
+ * memory. */
+char *ch_column_name(const char *name);
+
+/* Makes the layout of table version t for mode merge.  A merge-mode layout
+ * needs a primary key.  Returns 0 with *out (free with ch_layout_free), or
+ * -1 with a message in err. */
+int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, char *err, size_t errlen);
+void ch_layout_free(struct ch_layout *l);
+
+/* A column of the destination table as system.columns lists it. */
+struct ch_dest_col {
+	char *name;
+	char *type;
+	bool in_sorting_key;
+};
+
+enum ch_match {
+	CH_MATCH_SAME = 0,      /* the destination has exactly l's columns: l now follows its order */
+	CH_MATCH_ADD,           /* the destination lacks some payload columns (*add lists them) */
+	CH_MATCH_CONFLICT,      /* anything else: the message says what */
+};
+
+/* Compares l with the destination's columns (in their order).  On SAME,
+ * reorders l's columns to the destination's order.  On ADD, *add (malloc'd,
+ * *nadd entries, indexes into l->cols) lists the payload columns to add,
+ * none of them a key column.  On CONFLICT, err names the table (by
+ * l->object), the column and the change: a column the destination has and
+ * the version lacks (dropped or renamed at the source), a changed type, a
+ * changed key, or a table made for the other write mode.  Returns the enum,
+ * or -1 when out of memory. */
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest, int **add, int *nadd,
+		    char *err, size_t errlen);
+
+/* Appends "(`a`, `b`, ...)" for the layout's columns in order, or for the
+ * metadata columns only (meta_only). */
+int ch_layout_column_list(struct sl_buf *b, const struct ch_layout *l, bool meta_only);
+
+/* What a row carries besides its payload. */
+struct ch_rowmeta {
+	const unsigned char *uuid;      /* 16 bytes */
+	int64_t source_ts_us;
+	int64_t read_ts_us;
+	uint64_t tx_id;
+	uint64_t version;
+	const char *csn;                /* SL_CSN_LEN characters */
+	enum sl_op op;
+	int nmeta;                      /* position fields (the layout's nmeta_pos) */
+	struct sl_meta_value meta[SL_META_MAX];
+};
+
+/* Fills m from change c (its position fields' text goes into buf,
+ * SL_META_BUF bytes, which must outlive m).  Returns 0, or -1 with a
+ * message when the version cannot be derived. */
+int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, char *buf, char *err, size_t errlen);
+
+/* Appends one row in the layout's column order: payload values vals
+ * (l->nsrc of them; NULL writes every payload column as NULL), the
+ * metadata from m.  SL_V_UNCHANGED values are written as NULL and listed in
+ * _unchanged_columns.  With meta_only, only the metadata columns (in
+ * ch_layout_column_list(meta_only) order).  Returns 0, or -1 with a message
+ * in err; b is then left as it was. */
+int ch_layout_put_row(struct sl_buf *b, const struct ch_layout *l, const struct ch_rowmeta *m,
+		      const struct sl_value *vals, bool meta_only, char *err, size_t errlen);
+
+#endif

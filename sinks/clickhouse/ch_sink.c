@@ -1,0 +1,1465 @@
+/*
+ * sinks/clickhouse/ch_sink.c: the clickhouse sink (see clickhouse.h and
+ * doc/clickhouse.md).
+ *
+ * State: one struct chtab per table seen, found through a small hash table,
+ * holding the layout of its current table version and its part of the
+ * batch.  In append mode that part is RowBinary rows, encoded as they come
+ * (and metadata-only rows for TRUNCATE records).  In merge mode it is the
+ * latest change of each key (struct held: its values and metadata, copied),
+ * in the order the keys were first seen, plus the latest TRUNCATE; rows are
+ * encoded at send time, after unchanged TOAST values were filled in.  Tables
+ * with something to send are on a list.  Memory is bounded by batch_bytes
+ * (the agent flushes once it is reached, and write() sends the batch itself
+ * inside a transaction that grows beyond it) and by the number of tables.
+ *
+ * Unchanged TOAST values (merge mode): an UPDATE that leaves a large value
+ * out (SL_V_UNCHANGED) takes it from the key's row held in the batch; after
+ * a key change, from the row the UPDATE-DELETE just before it removed;
+ * otherwise it is marked to be filled from ClickHouse: at send time one
+ * lookup per table and up to LOOKUP_KEYS keys (SELECT ... FINAL, keys sent
+ * as an external table) reads the current rows, before the batch's own rows
+ * are inserted.  A value no row can fill is written as NULL and listed in
+ * _unchanged_columns, with a warning.
+ */
+#include "sinks/clickhouse/clickhouse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sinks/clickhouse/ch_conf.h"
+#include "sinks/clickhouse/ch_deadletter.h"
+#include "sinks/clickhouse/ch_http.h"
+#include "sinks/clickhouse/ch_layout.h"
+#include "sinks/clickhouse/ch_rowbin.h"
+#include "sinks/clickhouse/ch_sql.h"
+
+#define LOOKUP_KEYS 1000            /* keys per lookup request (halved while their rows overflow a response) */
+#define LOOKUP_KEEP_BYTES (16u << 20) /* a response buffer larger than this is freed after a lookup */
+#define DEAD_LETTERS_MAX 1000       /* rows refused in one flush before the flush fails */
+#define MUTATION_WAIT_MS 30000      /* how long discard_backfill waits for its DELETE */
+
+/* ------------------------------------------------------------------ */
+/* rows                                                                 */
+
+/* Rows in RowBinary with the offset of each. */
+struct rowbuf {
+	struct sl_buf b;
+	size_t *off;
+	size_t n, alloc;
+};
+
+static void rowbuf_init(struct rowbuf *r)
+{
+	memset(r, 0, sizeof *r);
+	sl_buf_init(&r->b, 0);
+}
+
+static void rowbuf_reset(struct rowbuf *r)
+{
+	sl_buf_reset(&r->b);
+	r->n = 0;
+}
+
+static void rowbuf_free(struct rowbuf *r)
+{
+	sl_buf_free(&r->b);
+	free(r->off);
+	memset(r, 0, sizeof *r);
+}
+
+/* Notes that a row starts at the buffer's current end.  0 or -1. */
+static int rowbuf_mark(struct rowbuf *r)
+{
+	if (r->n == r->alloc) {
+		size_t na = r->alloc ? r->alloc * 2 : 256;
+		size_t *no = realloc(r->off, na * sizeof *no);
+		if (!no)
+			return -1;
+		r->off = no;
+		r->alloc = na;
+	}
+	r->off[r->n++] = r->b.len;
+	return 0;
+}
+
+static size_t rowbuf_end(const struct rowbuf *r, size_t i)
+{
+	return i + 1 < r->n ? r->off[i + 1] : r->b.len;
+}
+
+/* A change kept in merge mode: one allocation holding the struct, the
+ * values, their bytes, the key and the metadata's text. */
+struct held {
+	size_t size;                   /* bytes of the allocation */
+	struct ch_rowmeta m;           /* pointers into the allocation */
+	struct sl_value *vals;         /* the layout's nsrc values */
+	unsigned char *key;            /* RowBinary of the key columns */
+	size_t keylen;
+	unsigned char *fill;           /* the key whose ClickHouse row fills SL_V_UNCHANGED values, or NULL */
+	size_t filllen;
+	bool deleted;                  /* DELETE, UPDATE-DELETE */
+};
+
+static size_t align8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* Copies a row: metadata m, nsrc values (NULL: none), key and fill key.
+ * NULL when out of memory. */
+static struct held *held_make(const struct ch_rowmeta *m, const struct sl_value *vals, int nsrc,
+			      const void *key, size_t keylen, const void *fill, size_t filllen)
+{
+	size_t size = align8(sizeof(struct held)) + (size_t)nsrc * sizeof(struct sl_value) + 16 + SL_CSN_LEN + 1 +
+		      keylen + filllen;
+	struct held *h;
+	char *p;
+
+	for (int i = 0; vals && i < nsrc; i++)
+		if (sl_value_has_bytes(&vals[i]))
+			size += vals[i].len;
+	for (int i = 0; i < m->nmeta; i++)
+		if (m->meta[i].s)
+			size += m->meta[i].len;
+	h = malloc(size);
+	if (!h)
+		return NULL;
+	memset(h, 0, sizeof *h);
+	h->size = size;
+	h->m = *m;
+	h->vals = (struct sl_value *)((char *)h + align8(sizeof(struct held)));
+	p = (char *)(h->vals + nsrc);
+	for (int i = 0; i < nsrc; i++) {
+		if (!vals) {
+			memset(&h->vals[i], 0, sizeof h->vals[i]);
+			continue;
+		}
+		h->vals[i] = vals[i];
+		if (sl_value_has_bytes(&vals[i])) {
+			if (vals[i].len)
+				memcpy(p, vals[i].p, vals[i].len);
+			h->vals[i].p = p;
+			p += vals[i].len;
+		}
+	}
+	memcpy(p, m->uuid, 16);
+	h->m.uuid = (unsigned char *)p;
+	p += 16;
+	memcpy(p, m->csn, SL_CSN_LEN);
+	p[SL_CSN_LEN] = '\0';
+	h->m.csn = p;
+	p += SL_CSN_LEN + 1;
+	for (int i = 0; i < m->nmeta; i++) {
+		if (!m->meta[i].s)
+			continue;
+		memcpy(p, m->meta[i].s, m->meta[i].len);
+		h->m.meta[i].s = p;
+		p += m->meta[i].len;
+	}
+	h->key = (unsigned char *)p;
+	h->keylen = keylen;
+	if (keylen)
+		memcpy(p, key, keylen);
+	p += keylen;
+	if (fill) {
+		h->fill = (unsigned char *)p;
+		h->filllen = filllen;
+		memcpy(p, fill, filllen);
+	}
+	h->deleted = m->op == SL_OP_DELETE || m->op == SL_OP_UPDATE_DELETE;
+	return h;
+}
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h ^ (h >> 29);
+}
+
+/* Rows by key: the rows in first-seen order, and an open-addressing index
+ * (slot value: the row's index + 1, 0 for empty). */
+struct keymap {
+	struct held **rows;
+	size_t n, alloc;
+	uint32_t *slots;
+	size_t nslots;
+};
+
+static void keymap_clear(struct keymap *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->rows[i]);
+	k->n = 0;
+	if (k->slots)
+		memset(k->slots, 0, k->nslots * sizeof *k->slots);
+}
+
+static void keymap_free(struct keymap *k)
+{
+	keymap_clear(k);
+	free(k->rows);
+	free(k->slots);
+	memset(k, 0, sizeof *k);
+}
+
+/* The index of key's row, or -1. */
+static ssize_t keymap_find(const struct keymap *k, const void *key, size_t len)
+{
+	size_t mask, i;
+
+	if (!k->nslots)
+		return -1;
+	mask = k->nslots - 1;
+	for (i = hash_bytes(key, len) & mask; k->slots[i]; i = (i + 1) & mask) {
+		const struct held *h = k->rows[k->slots[i] - 1];
+		if (h->keylen == len && memcmp(h->key, key, len) == 0)
+			return (ssize_t)k->slots[i] - 1;
+	}
+	return -1;
+}
+
+static int keymap_grow(struct keymap *k)
+{
+	size_t ns = k->nslots ? k->nslots * 2 : 1024, mask = ns - 1;
+	uint32_t *slots = calloc(ns, sizeof *slots);
+
+	if (!slots)
+		return -1;
+	for (size_t r = 0; r < k->n; r++) {
+		size_t i = hash_bytes(k->rows[r]->key, k->rows[r]->keylen) & mask;
+		while (slots[i])
+			i = (i + 1) & mask;
+		slots[i] = (uint32_t)(r + 1);
+	}
+	free(k->slots);
+	k->slots = slots;
+	k->nslots = ns;
+	return 0;
+}
+
+/* Adds h, a key not in the map yet.  0 or -1 (h is then not taken). */
+static int keymap_add(struct keymap *k, struct held *h)
+{
+	size_t mask, i;
+
+	if ((k->n + 1) * 2 > k->nslots && keymap_grow(k) < 0)
+		return -1;
+	if (k->n == k->alloc) {
+		size_t na = k->alloc ? k->alloc * 2 : 256;
+		struct held **nr = realloc(k->rows, na * sizeof *nr);
+		if (!nr)
+			return -1;
+		k->rows = nr;
+		k->alloc = na;
+	}
+	mask = k->nslots - 1;
+	for (i = hash_bytes(h->key, h->keylen) & mask; k->slots[i]; i = (i + 1) & mask)
+		;
+	k->rows[k->n] = h;
+	k->slots[i] = (uint32_t)(++k->n);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* state                                                                */
+
+struct chtab {
+	char *object;
+	struct ch_layout *lay;         /* the current table version's, NULL until its first write */
+	bool exists;                   /* ClickHouse has the table (false: only markers came, for none) */
+	char **keynames;               /* the table's sorting-key columns in ClickHouse (merge: the key) */
+	int nkeynames;
+	/* append mode */
+	struct rowbuf rows;            /* whole rows */
+	struct rowbuf mrows;           /* metadata-only rows: TRUNCATE records */
+	/* merge mode */
+	struct keymap keys;
+	struct held *trunc;            /* the batch's latest TRUNCATE, or NULL */
+	uint64_t floor;                /* the version of the latest TRUNCATE written: older changes are gone */
+	/* bookkeeping */
+	uint64_t pend_rows, pend_bytes;
+	bool on_list;
+	struct chtab *hnext;           /* hash chain */
+	struct chtab *pnext;           /* tables with something to send */
+};
+
+struct chsink {
+	const struct sl_ch_conf *conf;
+	char *stream;
+	char *dl_path;
+	bool merge;
+	struct ch_http *http;
+	struct ch_resp resp;
+	struct sl_buf sql, sql2, key, key2;
+	struct rowbuf enc;             /* merge mode: rows encoded at send time */
+	struct chtab **buckets;
+	size_t nbuckets, ntabs;
+	struct chtab *last;
+	struct chtab *pending;         /* tables with something to send */
+	uint64_t pend_rows, pend_bytes;
+	int64_t first_ms;              /* when the batch's oldest row was written; 0: empty */
+	bool db_ready;
+	bool has_mark;
+	struct sl_position mark;
+	/* The UPDATE-DELETE just written, for the UPDATE-INSERT of a key change. */
+	struct {
+		bool set;
+		struct chtab *tab;
+		uint64_t pos;
+		uint32_t seq;
+		struct held *row;          /* the old key's row in the batch before it, or NULL */
+		struct sl_buf key;         /* the old key */
+	} moved;
+	struct sl_buf dl;              /* dead-letter lines not yet in the file */
+	uint64_t dl_in_flush;
+	uint64_t missing_logged;
+	char metabuf[SL_META_BUF];
+	struct sl_ch_stats stats;
+};
+
+/* ------------------------------------------------------------------ */
+/* tables                                                               */
+
+static struct chtab *tab_get(struct chsink *s, const char *object)
+{
+	struct chtab *t;
+	size_t b;
+
+	if (s->last && !strcmp(s->last->object, object))
+		return s->last;
+	b = hash_bytes(object, strlen(object)) & (s->nbuckets - 1);
+	for (t = s->buckets[b]; t; t = t->hnext)
+		if (!strcmp(t->object, object))
+			return s->last = t;
+	if (s->ntabs >= s->nbuckets) {
+		size_t nb = s->nbuckets * 2;
+		struct chtab **nt = calloc(nb, sizeof *nt);
+		if (!nt)
+			return NULL;
+		for (size_t i = 0; i < s->nbuckets; i++) {
+			struct chtab *next;
+			for (t = s->buckets[i]; t; t = next) {
+				size_t k = hash_bytes(t->object, strlen(t->object)) & (nb - 1);
+				next = t->hnext;
+				t->hnext = nt[k];
+				nt[k] = t;
+			}
+		}
+		free(s->buckets);
+		s->buckets = nt;
+		s->nbuckets = nb;
+		b = hash_bytes(object, strlen(object)) & (nb - 1);
+	}
+	t = calloc(1, sizeof *t);
+	if (!t || !(t->object = strdup(object))) {
+		free(t);
+		return NULL;
+	}
+	rowbuf_init(&t->rows);
+	rowbuf_init(&t->mrows);
+	t->hnext = s->buckets[b];
+	s->buckets[b] = t;
+	s->ntabs++;
+	return s->last = t;
+}
+
+static struct chtab *tab_find(const struct chsink *s, const char *object)
+{
+	struct chtab *t = s->buckets[hash_bytes(object, strlen(object)) & (s->nbuckets - 1)];
+
+	while (t && strcmp(t->object, object))
+		t = t->hnext;
+	return t;
+}
+
+static void free_keynames(struct chtab *t)
+{
+	for (int i = 0; i < t->nkeynames; i++)
+		free(t->keynames[i]);
+	free(t->keynames);
+	t->keynames = NULL;
+	t->nkeynames = 0;
+}
+
+static void tab_free(struct chtab *t)
+{
+	ch_layout_free(t->lay);
+	free_keynames(t);
+	rowbuf_free(&t->rows);
+	rowbuf_free(&t->mrows);
+	keymap_free(&t->keys);
+	free(t->trunc);
+	free(t->object);
+	free(t);
+}
+
+/* Accounts for rows and bytes added to (or, negative, taken from) t's batch. */
+static void account(struct chsink *s, struct chtab *t, int64_t rows, int64_t bytes)
+{
+	t->pend_rows = (uint64_t)((int64_t)t->pend_rows + rows);
+	t->pend_bytes = (uint64_t)((int64_t)t->pend_bytes + bytes);
+	s->pend_rows = (uint64_t)((int64_t)s->pend_rows + rows);
+	s->pend_bytes = (uint64_t)((int64_t)s->pend_bytes + bytes);
+	if (!t->on_list && t->pend_rows > 0) {
+		t->on_list = true;
+		t->pnext = s->pending;
+		s->pending = t;
+	}
+	if (s->pend_rows > 0 && !s->first_ms)
+		s->first_ms = sl_mono_ms();
+}
+
+static void moved_clear(struct chsink *s)
+{
+	free(s->moved.row);
+	s->moved.row = NULL;
+	s->moved.set = false;
+	s->moved.tab = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* requests                                                             */
+
+/* Runs the statement in s->sql (with retries) with URL parameters params
+ * (may be NULL); its result is in s->resp.  Returns 0, or -1 with a message
+ * in err (a refusal as data is a failure here: statements carry no rows). */
+static int run_sql_params(struct chsink *s, const char *params, const char *what, char *err, size_t errlen)
+{
+	struct ch_req rq = { .params = params };
+	int rc;
+
+	if (sl_buf_failed(&s->sql)) {
+		snprintf(err, errlen, "clickhouse: out of memory building a statement");
+		return -1;
+	}
+	rq.body = s->sql.data;
+	rq.len = s->sql.len;
+	rc = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
+	return rc == CH_RUN_OK ? 0 : -1;
+}
+
+static int run_sql(struct chsink *s, const char *what, char *err, size_t errlen)
+{
+	return run_sql_params(s, CH_PARAMS_READ, what, err, errlen);
+}
+
+/* The destination's columns of a table (describe result in s->resp). */
+static int parse_describe(struct chsink *s, struct ch_dest_col **out, int *n, char *err, size_t errlen)
+{
+	struct ch_rb_reader r = { (const unsigned char *)s->resp.body.data,
+				  (const unsigned char *)s->resp.body.data + s->resp.body.len };
+	struct ch_dest_col *cols = NULL;
+	int count = 0, alloc = 0;
+
+	*out = NULL;
+	*n = 0;
+	while (r.p < r.end) {
+		const unsigned char *name, *type;
+		size_t nn, nt;
+		unsigned key;
+		if (ch_rb_get_str(&r, &name, &nn) < 0 || ch_rb_get_str(&r, &type, &nt) < 0 ||
+		    ch_rb_get_u8(&r, &key) < 0)
+			goto bad;
+		if (count == alloc) {
+			int na = alloc ? alloc * 2 : 32;
+			struct ch_dest_col *nc = realloc(cols, (size_t)na * sizeof *nc);
+			if (!nc)
+				goto oom;
+			cols = nc;
+			alloc = na;
+		}
+		cols[count].name = strndup((const char *)name, nn);
+		cols[count].type = strndup((const char *)type, nt);
+		cols[count].in_sorting_key = key != 0;
+		count++;
+		if (!cols[count - 1].name || !cols[count - 1].type)
+			goto oom;
+	}
+	*out = cols;
+	*n = count;
+	return 0;
+bad:
+	snprintf(err, errlen, "clickhouse: could not read the column list ClickHouse sent");
+	goto fail;
+oom:
+	snprintf(err, errlen, "clickhouse: out of memory");
+fail:
+	for (int i = 0; i < count; i++) {
+		free(cols[i].name);
+		free(cols[i].type);
+	}
+	free(cols);
+	return -1;
+}
+
+static void free_dest(struct ch_dest_col *cols, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(cols[i].name);
+		free(cols[i].type);
+	}
+	free(cols);
+}
+
+static int describe(struct chsink *s, const char *object, struct ch_dest_col **cols, int *n, char *err,
+		    size_t errlen)
+{
+	sl_buf_reset(&s->sql);
+	ch_sql_describe(&s->sql, s->conf->database, object);
+	if (run_sql(s, "reading a table's columns", err, errlen) < 0)
+		return -1;
+	return parse_describe(s, cols, n, err, errlen);
+}
+
+/* Checks the engines of the table and of its view, when they exist:
+ * *table_exists and *view_exists tell.  A name taken by something sluice
+ * did not make is an error. */
+static int check_engines(struct chsink *s, const char *object, bool *table_exists, bool *view_exists,
+			 char *err, size_t errlen)
+{
+	struct ch_rb_reader r;
+
+	*table_exists = *view_exists = false;
+	sl_buf_reset(&s->sql);
+	ch_sql_engines(&s->sql, s->conf->database, object);
+	if (run_sql(s, "reading table engines", err, errlen) < 0)
+		return -1;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	while (r.p < r.end) {
+		const unsigned char *name, *engine;
+		size_t nn, ne;
+		bool is_view;
+		if (ch_rb_get_str(&r, &name, &nn) < 0 || ch_rb_get_str(&r, &engine, &ne) < 0) {
+			snprintf(err, errlen, "clickhouse: could not read the table list ClickHouse sent");
+			return -1;
+		}
+		is_view = !(nn == strlen(object) && memcmp(name, object, nn) == 0);
+		if (is_view) {
+			if (ne != 4 || memcmp(engine, "View", 4) != 0) {
+				snprintf(err, errlen, "clickhouse: the view of table \"%s\" would be \"%s%s\", but "
+					 "database \"%s\" has a table of that name (engine %.*s): rename it, or "
+					 "write this stream to another database", object, object, CH_VIEW_SUFFIX,
+					 s->conf->database, (int)ne, (const char *)engine);
+				return -1;
+			}
+			*view_exists = true;
+		} else {
+			static const char want[] = "ReplacingMergeTree";
+			size_t k = sizeof want - 1;
+			if (ne < k || memcmp(engine + ne - k, want, k) != 0) {
+				snprintf(err, errlen, "clickhouse: table \"%s\" exists in database \"%s\" with engine "
+					 "%.*s, so sluice did not make it (its tables are ReplacingMergeTree): "
+					 "write this stream to another database", object, s->conf->database,
+					 (int)ne, (const char *)engine);
+				return -1;
+			}
+			*table_exists = true;
+		}
+	}
+	return 0;
+}
+
+static int ensure_database(struct chsink *s, char *err, size_t errlen)
+{
+	uint64_t n = 0;
+	struct ch_rb_reader r;
+
+	if (s->db_ready)
+		return 0;
+	sl_buf_reset(&s->sql);
+	ch_sql_database_exists(&s->sql, s->conf->database);
+	if (run_sql(s, "looking for the database", err, errlen) < 0)
+		return -1;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	if (ch_rb_get_u64(&r, &n) < 0) {
+		snprintf(err, errlen, "clickhouse: could not read the database list ClickHouse sent");
+		return -1;
+	}
+	if (n == 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_create_database(&s->sql, s->conf->database);
+		if (run_sql(s, "creating the database", err, errlen) < 0)
+			return -1;
+		sl_info("clickhouse: created database \"%s\"", s->conf->database);
+	}
+	s->db_ready = true;
+	return 0;
+}
+
+/* Keeps the names of the destination's sorting-key columns. */
+static int keep_keynames(struct chtab *t, const struct ch_dest_col *cols, int n)
+{
+	free_keynames(t);
+	t->keynames = calloc((size_t)n + 1, sizeof *t->keynames);
+	if (!t->keynames)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (cols[i].in_sorting_key && !(t->keynames[t->nkeynames++] = strdup(cols[i].name)))
+			return -1;
+	return 0;
+}
+
+/* Merge mode: the version of the table's latest TRUNCATE (its sentinel),
+ * the first time the table is written in this run.  Changes older than it,
+ * which a replay can bring after it (a re-backfill's marker is followed by
+ * the changes since the checkpoint), must not come back. */
+static int read_floor(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+{
+	struct ch_rb_reader r;
+	uint64_t v = 0;
+
+	if (!s->merge || t->floor || t->nkeynames == 0)
+		return 0;
+	sl_buf_reset(&s->sql);
+	ch_sql_truncate_floor(&s->sql, s->conf->database, t->object, (const char *const *)t->keynames,
+			      t->nkeynames);
+	if (run_sql(s, "reading the table's last TRUNCATE", err, errlen) < 0)
+		return -1;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	if (ch_rb_get_u64(&r, &v) < 0) {
+		snprintf(err, errlen, "clickhouse: could not read the version ClickHouse sent");
+		return -1;
+	}
+	t->floor = v;
+	return 0;
+}
+
+static int create_view(struct chsink *s, const char *object, bool drop_first, char *err, size_t errlen)
+{
+	if (drop_first) {
+		sl_buf_reset(&s->sql);
+		ch_sql_drop_view(&s->sql, s->conf->database, object);
+		if (run_sql(s, "dropping a view to make it again", err, errlen) < 0)
+			return -1;
+	}
+	sl_buf_reset(&s->sql);
+	ch_sql_create_view(&s->sql, s->conf->database, object);
+	return run_sql(s, "creating a view", err, errlen);
+}
+
+static int send_table(struct chsink *s, struct chtab *t, char *err, size_t errlen);
+
+/* Makes ClickHouse's table fit table version tv, the first time a change of
+ * that version comes: creates the database, the table (and in merge mode its
+ * view), or adds the columns the version added; anything else is an error
+ * that names the table and the change.  Rows of the previous version are
+ * sent first.  A column-less version (the TRUNCATE marker of a dropped
+ * table) changes nothing: it needs only the table's key, if the table
+ * exists. */
+static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, char *err, size_t errlen)
+{
+	struct ch_layout *l = NULL;
+	struct ch_dest_col *dest = NULL;
+	int ndest = 0, *add = NULL, nadd = 0, rc = -1, m;
+	bool exists, view;
+
+	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
+		return 0;
+	if (t->pend_rows > 0 && send_table(s, t, err, errlen) < 0)
+		return -1;
+	if (ch_layout_new(&l, tv, s->merge, err, errlen) < 0)
+		return -1;
+	if (ensure_database(s, err, errlen) < 0 || check_engines(s, t->object, &exists, &view, err, errlen) < 0)
+		goto out;
+	if (tv->ncols == 0) {
+		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
+		t->exists = exists;
+		if (exists && (describe(s, t->object, &dest, &ndest, err, errlen) < 0 ||
+			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0))
+			goto out;
+		rc = 0;
+		goto done;
+	}
+	if (!exists) {
+		sl_buf_reset(&s->sql);
+		ch_sql_create_table(&s->sql, s->conf->database, l);
+		if (run_sql(s, "creating a table", err, errlen) < 0)
+			goto out;
+		sl_info("clickhouse: created table \"%s\".\"%s\" for \"%s\".\"%s\" (%s mode)", s->conf->database,
+			t->object, tv->ns, tv->name, s->merge ? "merge" : "append");
+	}
+	if (s->merge && (!view || !exists) && create_view(s, t->object, false, err, errlen) < 0)
+		goto out;
+	for (int pass = 0;; pass++) {
+		free_dest(dest, ndest);
+		dest = NULL;
+		if (describe(s, t->object, &dest, &ndest, err, errlen) < 0)
+			goto out;
+		free(add);
+		add = NULL;
+		m = ch_layout_match(l, dest, ndest, &add, &nadd, err, errlen);
+		if (m < 0 || m == CH_MATCH_CONFLICT)
+			goto out;
+		if (m == CH_MATCH_SAME)
+			break;
+		if (pass > 0) {
+			snprintf(err, errlen, "clickhouse: table \"%s\": added columns did not appear", t->object);
+			goto out;
+		}
+		sl_buf_reset(&s->sql);
+		ch_sql_add_columns(&s->sql, s->conf->database, l, add, nadd);
+		if (run_sql(s, "adding columns", err, errlen) < 0)
+			goto out;
+		for (int i = 0; i < nadd; i++)
+			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
+				l->cols[add[i]].name);
+		/* A view keeps the columns it was made with. */
+		if (s->merge && create_view(s, t->object, true, err, errlen) < 0)
+			goto out;
+	}
+	if (keep_keynames(t, dest, ndest) < 0) {
+		snprintf(err, errlen, "clickhouse: out of memory");
+		goto out;
+	}
+	if (read_floor(s, t, err, errlen) < 0)
+		goto out;
+	t->exists = true;
+	rc = 0;
+done:
+	ch_layout_free(t->lay);
+	t->lay = l;
+	l = NULL;
+out:
+	ch_layout_free(l);
+	free_dest(dest, ndest);
+	free(add);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* sending                                                              */
+
+static int dead_letter(struct chsink *s, struct chtab *t, const struct rowbuf *rb, size_t i, bool meta_only,
+		       const char *why, char *err, size_t errlen)
+{
+	int code = s->resp.code;
+
+	if (++s->dl_in_flush > DEAD_LETTERS_MAX) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": ClickHouse refused more than %d rows in one flush "
+			 "(was the table changed by hand?); the last: %s", t->object, DEAD_LETTERS_MAX, why);
+		return -1;
+	}
+	if (ch_dl_line(&s->dl, s->stream, s->conf->database, t->lay, meta_only, rb->b.data + rb->off[i],
+		       rowbuf_end(rb, i) - rb->off[i], code, why, sl_now_us()) < 0) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": could not write a refused row as a dead letter "
+			 "(%s)", t->object, why);
+		return -1;
+	}
+	s->stats.dead_letters++;
+	if ((s->stats.dead_letters & (s->stats.dead_letters - 1)) == 0)
+		sl_warn("clickhouse: table \"%s\": ClickHouse refused a row; it went to the dead-letter file \"%s\" "
+			"(%" PRIu64 " so far): %s", t->object, s->dl_path, s->stats.dead_letters, why);
+	return 0;
+}
+
+/* Inserts rows [lo, hi) of rb.  A refusal as data splits the range in two
+ * until the refused rows stand alone; each goes to the dead-letter file. */
+static int insert_range(struct chsink *s, struct chtab *t, const struct rowbuf *rb, bool meta_only, size_t lo,
+			size_t hi, const char *query, const char *what, char *err, size_t errlen)
+{
+	struct ch_req rq = { .query = query };
+	int rc;
+
+	rq.body = rb->b.data + rb->off[lo];
+	rq.len = rowbuf_end(rb, hi - 1) - rb->off[lo];
+	rc = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
+	if (rc == CH_RUN_OK) {
+		s->stats.inserts++;
+		s->stats.rows_inserted += hi - lo;
+		return 0;
+	}
+	if (rc == CH_RUN_FAILED)
+		return -1;
+	if (hi - lo == 1) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", err);
+		return dead_letter(s, t, rb, lo, meta_only, why, err, errlen);
+	}
+	if (insert_range(s, t, rb, meta_only, lo, lo + (hi - lo) / 2, query, what, err, errlen) < 0)
+		return -1;
+	return insert_range(s, t, rb, meta_only, lo + (hi - lo) / 2, hi, query, what, err, errlen);
+}
+
+static int insert_rows(struct chsink *s, struct chtab *t, const struct rowbuf *rb, bool meta_only, char *err,
+		       size_t errlen)
+{
+	char what[300];
+
+	if (rb->n == 0)
+		return 0;
+	sl_buf_reset(&s->sql2);
+	ch_sql_insert(&s->sql2, s->conf->database, t->lay, meta_only);
+	if (sl_buf_failed(&s->sql2)) {
+		snprintf(err, errlen, "clickhouse: out of memory");
+		return -1;
+	}
+	snprintf(what, sizeof what, "insert into \"%s\".\"%s\"", s->conf->database, t->object);
+	return insert_range(s, t, rb, meta_only, 0, rb->n, s->sql2.data, what, err, errlen);
+}
+
+/* Merge mode: replaces row i of the batch by a copy with values vals and fill key. */
+static int held_replace(struct chsink *s, struct chtab *t, size_t i, const struct sl_value *vals, const void *fill,
+			size_t filllen)
+{
+	struct held *o = t->keys.rows[i];
+	struct held *h = held_make(&o->m, vals, t->lay->nsrc, o->key, o->keylen, fill, filllen);
+
+	if (!h)
+		return -1;
+	h->deleted = o->deleted;
+	account(s, t, 0, (int64_t)h->size - (int64_t)o->size);
+	t->keys.rows[i] = h;
+	free(o);
+	return 0;
+}
+
+/* Merge mode: fills the unchanged values the batch could not, from the rows
+ * ClickHouse holds now (before this batch is inserted). */
+static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+{
+	const struct ch_layout *l = t->lay;
+	struct keymap found = { 0 }, asked = { 0 };
+	struct sl_value *vals = NULL;
+	char *scratch = NULL;
+	int rc = -1;
+
+	if (!(vals = calloc((size_t)l->ncols + 1, sizeof *vals)) ||
+	    !(scratch = malloc((size_t)(l->ncols + 1) * CH_RB_SCRATCH)))
+		goto oom;
+	/* The distinct fill keys, LOOKUP_KEYS at a time; fewer when the rows
+	 * of a request do not fit in a response (large TOAST values). */
+	for (size_t i = 0; i < t->keys.n; i++) {
+		const struct held *h = t->keys.rows[i];
+		struct held *probe;
+		if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0)
+			continue;
+		probe = held_make(&h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
+		if (!probe || keymap_add(&asked, probe) < 0) {
+			free(probe);
+			goto oom;
+		}
+	}
+	for (size_t next = 0, per = LOOKUP_KEYS; next < asked.n;) {
+		struct ch_req rq = { .params = CH_PARAMS_READ, .ext_name = CH_KEYS_TABLE };
+		struct ch_rb_reader r;
+		char what[300];
+		size_t nkeys = asked.n - next < per ? asked.n - next : per;
+		int run;
+
+		sl_buf_reset(&s->key);
+		for (size_t k = 0; k < nkeys; k++)
+			sl_buf_append(&s->key, asked.rows[next + k]->key, asked.rows[next + k]->keylen);
+		sl_buf_reset(&s->sql);
+		sl_buf_reset(&s->sql2);
+		if (ch_sql_lookup(&s->sql, &s->sql2, s->conf->database, l) < 0 || sl_buf_failed(&s->key))
+			goto oom;
+		rq.query = s->sql.data;
+		rq.ext_structure = s->sql2.data;
+		rq.ext_data = s->key.data;
+		rq.ext_len = s->key.len;
+		snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
+			 t->object);
+		run = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
+		if (run != CH_RUN_OK && s->resp.overflow && per > 1) {
+			per /= 2;
+			sl_debug("clickhouse: %s: the rows of %zu keys do not fit in a response; asking for %zu at a time",
+				 what, nkeys, per);
+			continue;
+		}
+		if (run != CH_RUN_OK)
+			goto out;
+		next += nkeys;
+		s->stats.lookups++;
+		r.p = (const unsigned char *)s->resp.body.data;
+		r.end = r.p + s->resp.body.len;
+		while (r.p < r.end) {
+			struct ch_rowmeta m = { 0 };
+			static const unsigned char no_uuid[16];
+			static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
+			bool deleted = false;
+			struct held *h;
+			for (int i = 0; i < l->ncols; i++) {
+				const struct ch_col *c = &l->cols[i];
+				int bad;
+				if (c->src >= 0) {
+					bad = ch_rb_get_value(&r, &c->type, &vals[c->src], scratch + (size_t)i * CH_RB_SCRATCH);
+				} else if (c->meta == CH_M_IS_DELETED) {
+					unsigned d;
+					bad = ch_rb_get_u8(&r, &d);
+					deleted = d != 0;
+				} else {
+					bad = ch_rb_skip(&r, &c->type);
+				}
+				if (bad < 0) {
+					snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
+					goto out;
+				}
+			}
+			if (deleted)
+				continue;
+			sl_buf_reset(&s->key2);
+			for (int k = 0; k < l->nkeys; k++) {
+				const struct ch_col *c = &l->cols[l->keys[k]];
+				if (ch_rb_put_value(&s->key2, &c->type, &vals[c->src], c->name, err, errlen) < 0)
+					goto out;
+			}
+			m.uuid = no_uuid;
+			m.csn = no_csn;
+			m.op = SL_OP_INSERT;
+			h = held_make(&m, vals, l->nsrc, s->key2.data, s->key2.len, NULL, 0);
+			if (!h)
+				goto oom;
+			if (keymap_find(&found, h->key, h->keylen) >= 0) {
+				free(h);
+			} else if (keymap_add(&found, h) < 0) {
+				free(h);
+				goto oom;
+			}
+		}
+	}
+	/* Fill the rows. */
+	for (size_t i = 0; i < t->keys.n; i++) {
+		const struct held *h = t->keys.rows[i];
+		ssize_t f;
+		int missing = 0;
+		if (!h->fill)
+			continue;
+		f = keymap_find(&found, h->fill, h->filllen);
+		memcpy(vals, h->vals, (size_t)l->nsrc * sizeof *vals);
+		for (int c = 0; c < l->nsrc; c++) {
+			if (vals[c].kind != SL_V_UNCHANGED)
+				continue;
+			if (f >= 0) {
+				vals[c] = found.rows[f]->vals[c];
+				s->stats.unchanged_filled++;
+			} else {
+				missing++;
+				s->stats.unchanged_missing++;
+			}
+		}
+		if (missing)
+			s->missing_logged++;
+		if (missing && (s->missing_logged & (s->missing_logged - 1)) == 0)
+			sl_warn("clickhouse: table \"%s\": change %s left %d value%s unchanged, and neither the batch "
+				"nor ClickHouse has the row to take them from: written as NULL and listed in "
+				"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m.csn, missing,
+				missing == 1 ? "" : "s", s->missing_logged);
+		if (held_replace(s, t, i, vals, NULL, 0) < 0)
+			goto oom;
+	}
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
+out:
+	keymap_free(&found);
+	keymap_free(&asked);
+	free(vals);
+	free(scratch);
+	/* Large TOAST values can make a response big: do not keep its memory. */
+	if (s->resp.body.alloc > LOOKUP_KEEP_BYTES)
+		sl_buf_free(&s->resp.body);
+	return rc;
+}
+
+/* Sends t's part of the batch. */
+static int send_table(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+{
+	bool fill = false;
+	int rc = -1;
+
+	if (t->pend_rows == 0)
+		return 0;
+	if (!s->merge) {
+		if (insert_rows(s, t, &t->rows, false, err, errlen) < 0 ||
+		    insert_rows(s, t, &t->mrows, true, err, errlen) < 0)
+			return -1;
+		rowbuf_reset(&t->rows);
+		rowbuf_reset(&t->mrows);
+		rc = 0;
+		goto done;
+	}
+	if (t->trunc) {
+		char what[300];
+		const char *const *keys = (const char *const *)t->keynames;
+		sl_buf_reset(&s->sql);
+		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, &t->trunc->m);
+		snprintf(what, sizeof what, "clearing \"%s\".\"%s\" for a TRUNCATE", s->conf->database, t->object);
+		if (run_sql(s, what, err, errlen) < 0)
+			return -1;
+		sl_buf_reset(&s->sql);
+		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, &t->trunc->m);
+		if (run_sql(s, what, err, errlen) < 0)
+			return -1;
+		free(t->trunc);
+		t->trunc = NULL;
+	}
+	for (size_t i = 0; i < t->keys.n && !fill; i++)
+		fill = t->keys.rows[i]->fill != NULL;
+	if (fill && lookup_fill(s, t, err, errlen) < 0)
+		return -1;
+	rowbuf_reset(&s->enc);
+	for (size_t i = 0; i < t->keys.n; i++) {
+		const struct held *h = t->keys.rows[i];
+		if (rowbuf_mark(&s->enc) < 0 ||
+		    ch_layout_put_row(&s->enc.b, t->lay, &h->m, h->vals, false, err, errlen) < 0) {
+			if (!err[0] || sl_buf_failed(&s->enc.b))
+				snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
+			return -1;
+		}
+	}
+	if (insert_rows(s, t, &s->enc, false, err, errlen) < 0)
+		return -1;
+	keymap_clear(&t->keys);
+	rc = 0;
+done:
+	account(s, t, -(int64_t)t->pend_rows, -(int64_t)t->pend_bytes);
+	return rc;
+}
+
+/* Sends every table's part of the batch, then the dead letters. */
+static int send_all(struct chsink *s, char *err, size_t errlen)
+{
+	struct chtab *t;
+	int64_t t0 = sl_mono_ms();
+	bool any = s->pending != NULL;
+
+	while ((t = s->pending) != NULL) {
+		if (send_table(s, t, err, errlen) < 0)
+			return -1;
+		s->pending = t->pnext;
+		t->pnext = NULL;
+		t->on_list = false;
+	}
+	s->first_ms = 0;
+	if (s->dl.len > 0) {
+		if (ch_dl_write(s->dl_path, s->dl.data, s->dl.len, err, errlen) < 0)
+			return -1;
+		sl_buf_reset(&s->dl);
+	}
+	s->dl_in_flush = 0;
+	if (any)
+		sl_debug("clickhouse: batch sent in %" PRId64 " ms; so far %" PRIu64 " rows inserted in %" PRIu64
+			 " inserts, %" PRIu64 " lookups, %" PRIu64 " unchanged values filled, %" PRIu64 " missing, %"
+			 PRIu64 " dead letters", sl_mono_ms() - t0, s->stats.rows_inserted, s->stats.inserts,
+			 s->stats.lookups, s->stats.unchanged_filled, s->stats.unchanged_missing, s->stats.dead_letters);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* writing                                                              */
+
+/* The key of a merge-mode row: its key columns in RowBinary. */
+static int row_key(struct chsink *s, const struct ch_layout *l, const struct sl_value *vals, struct sl_buf *out,
+		   char *err, size_t errlen)
+{
+	sl_buf_reset(out);
+	for (int k = 0; k < l->nkeys; k++) {
+		const struct ch_col *c = &l->cols[l->keys[k]];
+		if (ch_rb_put_value(out, &c->type, &vals[c->src], c->name, err, errlen) < 0)
+			return -1;
+	}
+	(void)s;
+	return 0;
+}
+
+static int write_append(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
+			char *err, size_t errlen)
+{
+	bool marker = c->op == SL_OP_TRUNCATE;
+	struct rowbuf *rb = marker ? &t->mrows : &t->rows;
+	size_t before = rb->b.len;
+
+	if (rowbuf_mark(rb) < 0)
+		goto oom;
+	if (ch_layout_put_row(&rb->b, t->lay, m, marker ? NULL : c->values, marker, err, errlen) < 0) {
+		rb->n--;
+		return -1;
+	}
+	account(s, t, 1, (int64_t)(rb->b.len - before));
+	return 0;
+oom:
+	snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
+	return -1;
+}
+
+static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
+		       char *err, size_t errlen)
+{
+	const struct ch_layout *l = t->lay;
+	struct sl_value *vals = NULL;
+	const void *fill = NULL;
+	size_t filllen = 0;
+	struct held *h = NULL, *src = NULL;
+	ssize_t prev;
+	bool unchanged = false, moved_here = false;
+	int rc = -1;
+
+	if (m->version < t->floor) {
+		/* Older than a TRUNCATE already written: a replay of a change the
+		 * TRUNCATE erased (CSN order says it is gone). */
+		if (s->stats.below_truncate++ == 0)
+			sl_info("clickhouse: table \"%s\": skipping changes older than its last TRUNCATE (the first: "
+				"%s), which a replay brings again", t->object, c->csn);
+		moved_clear(s);
+		return 0;
+	}
+	if (c->op == SL_OP_TRUNCATE) {
+		/* Everything before it in the batch is cleared by it. */
+		int64_t bytes = 0;
+		for (size_t i = 0; i < t->keys.n; i++)
+			bytes += (int64_t)t->keys.rows[i]->size;
+		account(s, t, -(int64_t)t->keys.n - (t->trunc ? 1 : 0),
+			-bytes - (t->trunc ? (int64_t)t->trunc->size : 0));
+		keymap_clear(&t->keys);
+		free(t->trunc);
+		if (!(t->trunc = held_make(m, NULL, 0, NULL, 0, NULL, 0)))
+			goto oom;
+		t->floor = m->version;
+		account(s, t, 1, (int64_t)t->trunc->size);
+		moved_clear(s);
+		return 0;
+	}
+	if (row_key(s, l, c->values, &s->key, err, errlen) < 0)
+		goto out;
+	if (sl_buf_failed(&s->key))
+		goto oom;
+	prev = keymap_find(&t->keys, s->key.data, s->key.len);
+	if (!(vals = malloc(((size_t)l->nsrc + 1) * sizeof *vals)))
+		goto oom;
+	memcpy(vals, c->values, (size_t)l->nsrc * sizeof *vals);
+	for (int i = 0; i < l->nsrc; i++)
+		unchanged |= vals[i].kind == SL_V_UNCHANGED;
+
+	if (c->op == SL_OP_DELETE || c->op == SL_OP_UPDATE_DELETE) {
+		for (int i = 0; i < l->nsrc; i++)
+			if (vals[i].kind == SL_V_UNCHANGED)
+				vals[i].kind = SL_V_NULL;
+		if (c->op == SL_OP_UPDATE_DELETE) {
+			/* Keep the old key's row for the UPDATE-INSERT that follows. */
+			moved_clear(s);
+			s->moved.set = true;
+			s->moved.tab = t;
+			s->moved.pos = c->csn_pos;
+			s->moved.seq = c->seq;
+			sl_buf_reset(&s->moved.key);
+			sl_buf_append(&s->moved.key, s->key.data, s->key.len);
+			if (prev >= 0) {
+				s->moved.row = held_make(&t->keys.rows[prev]->m, t->keys.rows[prev]->vals, l->nsrc,
+							 t->keys.rows[prev]->key, t->keys.rows[prev]->keylen,
+							 t->keys.rows[prev]->fill, t->keys.rows[prev]->filllen);
+				if (!s->moved.row)
+					goto oom;
+				s->moved.row->deleted = t->keys.rows[prev]->deleted;
+			}
+			if (sl_buf_failed(&s->moved.key))
+				goto oom;
+			moved_here = true;
+		}
+	} else if (unchanged) {
+		/* Where the unchanged values come from: the old key's row after a
+		 * key change, the key's row in the batch, or ClickHouse. */
+		if (s->moved.set && s->moved.tab == t && s->moved.pos == c->csn_pos && s->moved.seq + 1 == c->seq) {
+			if (s->moved.row && !s->moved.row->deleted)
+				src = s->moved.row;
+			else {
+				fill = s->moved.key.data;
+				filllen = s->moved.key.len;
+			}
+		} else if (prev >= 0 && !t->keys.rows[prev]->deleted) {
+			src = t->keys.rows[prev];
+		} else {
+			fill = s->key.data;
+			filllen = s->key.len;
+		}
+		if (src) {
+			bool pending = false;
+			for (int i = 0; i < l->nsrc; i++) {
+				if (vals[i].kind != SL_V_UNCHANGED)
+					continue;
+				vals[i] = src->vals[i];
+				if (vals[i].kind == SL_V_UNCHANGED)
+					pending = true;
+				else
+					s->stats.unchanged_filled++;
+			}
+			if (pending && src->fill) {
+				fill = src->fill;
+				filllen = src->filllen;
+			}
+		}
+	}
+	if (!(h = held_make(m, vals, l->nsrc, s->key.data, s->key.len, fill, filllen)))
+		goto oom;
+	if (prev >= 0) {
+		struct held *o = t->keys.rows[prev];
+		account(s, t, 0, (int64_t)h->size - (int64_t)o->size);
+		t->keys.rows[prev] = h;
+		free(o);
+	} else {
+		if (keymap_add(&t->keys, h) < 0)
+			goto oom;
+		account(s, t, 1, (int64_t)h->size);
+	}
+	h = NULL;
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
+out:
+	if (!moved_here)
+		moved_clear(s);
+	free(h);
+	free(vals);
+	return rc;
+}
+
+static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
+{
+	struct chsink *s = ctx;
+	const struct sl_table *tv = c->table;
+	struct chtab *t = tab_get(s, tv->object);
+	struct ch_rowmeta m;
+	int rc;
+
+	if (!t) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
+		return -1;
+	}
+	if (prepare_version(s, t, tv, err, errlen) < 0)
+		return -1;
+	if (!t->exists) {
+		moved_clear(s);
+		return 0;  /* a marker for a table ClickHouse never had */
+	}
+	if (c->op != SL_OP_TRUNCATE && (!c->values || tv->ncols != t->lay->nsrc)) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": a %s change without its values", tv->object,
+			 sl_op_name(c->op));
+		return -1;
+	}
+	if (ch_rowmeta_of_change(&m, c, s->metabuf, err, errlen) < 0)
+		return -1;
+	rc = s->merge ? write_merge(s, t, c, &m, err, errlen) : write_append(s, t, c, &m, err, errlen);
+	if (rc < 0)
+		return -1;
+	s->stats.rows++;
+	/* A transaction beyond the batch's limits: send it in parts (never
+	 * between an UPDATE-DELETE and its UPDATE-INSERT). */
+	if (!s->moved.set && (s->pend_rows >= s->conf->batch_rows || s->pend_bytes >= s->conf->batch_bytes)) {
+		s->stats.spills++;
+		return send_all(s, err, errlen);
+	}
+	return 0;
+}
+
+static void ch_mark(void *ctx, const struct sl_position *pos)
+{
+	struct chsink *s = ctx;
+
+	s->mark = *pos;
+	s->has_mark = true;
+}
+
+static bool ch_flush_due(void *ctx, int64_t now_ms)
+{
+	struct chsink *s = ctx;
+
+	if (s->pend_rows == 0)
+		return false;
+	return s->pend_rows >= s->conf->batch_rows || s->pend_bytes >= s->conf->batch_bytes ||
+	       now_ms - s->first_ms >= (int64_t)s->conf->batch_ms;
+}
+
+static bool ch_pending(void *ctx)
+{
+	return ((struct chsink *)ctx)->pend_rows > 0;
+}
+
+static int ch_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	struct chsink *s = ctx;
+
+	if (send_all(s, err, errlen) < 0)
+		return -1;
+	if (!s->has_mark)
+		return 0;
+	*durable = s->mark;
+	return 1;
+}
+
+static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char *csn_first, const char *csn_last,
+			       char *err, size_t errlen)
+{
+	struct chsink *s = ctx;
+	struct chtab *t;
+	bool exists, view;
+	char what[300];
+	int64_t deadline;
+
+	if (s->merge)
+		return 0;  /* the redo writes every row again: newer versions win */
+	t = tab_find(s, tv->object);
+	if (t && t->pend_rows > 0 && send_table(s, t, err, errlen) < 0)
+		return -1;
+	if (ensure_database(s, err, errlen) < 0 || check_engines(s, tv->object, &exists, &view, err, errlen) < 0)
+		return -1;
+	if (!exists)
+		return 0;
+	sl_buf_reset(&s->sql);
+	ch_sql_delete_csn_range(&s->sql, s->conf->database, tv->object, csn_first, csn_last);
+	snprintf(what, sizeof what, "deleting an interrupted backfill from \"%s\".\"%s\"", s->conf->database,
+		 tv->object);
+	if (run_sql(s, what, err, errlen) < 0)
+		return -1;
+	deadline = sl_mono_ms() + MUTATION_WAIT_MS;
+	for (;;) {
+		struct ch_rb_reader r;
+		uint64_t left = 0;
+		struct timespec ts = { 0, 100 * 1000000L };
+		sl_buf_reset(&s->sql);
+		ch_sql_mutations_left(&s->sql, s->conf->database, tv->object);
+		if (run_sql(s, "waiting for a mutation", err, errlen) < 0)
+			return -1;
+		r.p = (const unsigned char *)s->resp.body.data;
+		r.end = r.p + s->resp.body.len;
+		if (ch_rb_get_u64(&r, &left) < 0 || left == 0)
+			break;
+		if (sl_mono_ms() > deadline) {
+			sl_warn("clickhouse: %s: the DELETE is still running after %d s; going on (the rows it removes "
+				"are older than any the backfill writes)", what, MUTATION_WAIT_MS / 1000);
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+	sl_info("clickhouse: removed the rows of an interrupted backfill (%s to %s) from \"%s\".\"%s\"", csn_first,
+		csn_last, s->conf->database, tv->object);
+	return 0;
+}
+
+static void ch_close(void *ctx)
+{
+	struct chsink *s = ctx;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nbuckets; i++) {
+		struct chtab *t, *next;
+		for (t = s->buckets[i]; t; t = next) {
+			next = t->hnext;
+			tab_free(t);
+		}
+	}
+	free(s->buckets);
+	moved_clear(s);
+	sl_buf_free(&s->moved.key);
+	ch_http_free(s->http);
+	ch_resp_free(&s->resp);
+	sl_buf_free(&s->sql);
+	sl_buf_free(&s->sql2);
+	sl_buf_free(&s->key);
+	sl_buf_free(&s->key2);
+	sl_buf_free(&s->dl);
+	rowbuf_free(&s->enc);
+	free(s->stream);
+	free(s->dl_path);
+	free(s);
+}
+
+static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st, char *err, size_t errlen)
+{
+	const struct sl_ch_conf *c = conf;
+	struct ch_http_conf hc;
+	struct chsink *s;
+
+	*ctx = NULL;
+	if (!c->url || !c->database || !c->batch_rows || !c->batch_bytes) {
+		snprintf(err, errlen, "destination \"%s\": url, database or a batch limit is not set",
+			 st->destination ? st->destination : "");
+		return -1;
+	}
+	s = calloc(1, sizeof *s);
+	if (!s)
+		goto oom;
+	s->conf = c;
+	s->merge = st->mode == SL_WRITE_MERGE;
+	ch_resp_init(&s->resp);
+	sl_buf_init(&s->sql, 0);
+	sl_buf_init(&s->sql2, 0);
+	sl_buf_init(&s->key, 0);
+	sl_buf_init(&s->key2, 0);
+	sl_buf_init(&s->dl, 0);
+	sl_buf_init(&s->moved.key, 0);
+	rowbuf_init(&s->enc);
+	s->nbuckets = 16;
+	s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
+	s->stream = strdup(st->name ? st->name : "");
+	s->dl_path = c->dead_letter_path ? strdup(c->dead_letter_path) :
+					   ch_default_dl_path(c->database, s->stream ? s->stream : "");
+	if (!s->buckets || !s->stream || !s->dl_path)
+		goto oom;
+	ch_http_conf_of(c, &hc, (int64_t)c->retry_seconds * 1000);
+	if (ch_http_new(&s->http, &hc, err, errlen) < 0)
+		goto fail;
+	*ctx = s;
+	return 0;
+oom:
+	snprintf(err, errlen, "clickhouse sink: out of memory");
+fail:
+	ch_close(s);
+	return -1;
+}
+
+void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
+{
+	struct chsink *s = ctx;
+	struct ch_http_stats hs;
+
+	*out = s->stats;
+	ch_http_get_stats(s->http, &hs);
+	out->requests = hs.requests;
+	out->retries = hs.retries;
+	out->bytes_sent = hs.bytes_sent;
+	out->bytes_raw = hs.bytes_raw;
+}
+
+static uint64_t ch_dead_letters(void *ctx)
+{
+	return ((struct chsink *)ctx)->stats.dead_letters;
+}
+
+const struct sl_sink_ops sl_clickhouse_ops = {
+	.type = "clickhouse",
+	.caps = SL_SINK_CAP_MERGE,
+	.keys = ch_conf_keys,
+	.nkeys = CH_CONF_NKEYS,
+	.conf_size = sizeof(struct sl_ch_conf),
+	.check = ch_check,
+	.open = ch_open,
+	.write = ch_write,
+	.mark = ch_mark,
+	.flush_due = ch_flush_due,
+	.pending = ch_pending,
+	.flush = ch_flush,
+	.discard_backfill = ch_discard_backfill,
+	.dead_letters = ch_dead_letters,
+	.close = ch_close,
+};

@@ -1,0 +1,481 @@
+/*
+ * sinks/clickhouse/ch_sql.c: the SQL the ClickHouse sink sends, and the
+ * reading of ClickHouse's errors (see ch_sql.h).
+ *
+ * Version notes, 18.16 against 23.x-25.x (each verified on 18.16.1; the
+ * later forms are ClickHouse's documented behaviour):
+ *  - ReplacingMergeTree takes one argument, the version column (an
+ *    is_deleted argument came in 23.2), so deletions are a column that the
+ *    view filters.
+ *  - No DateTime64, no Date32, no Bool, no UUID layout we rely on: times are
+ *    Int64 microseconds, dates Int32 days, booleans UInt8, uuids text.
+ *  - Nullable columns cannot be in a sorting key (allow_nullable_key came in
+ *    20.x), so merge-mode key columns are not Nullable.
+ *  - "ADD COLUMN IF NOT EXISTS" and "CREATE OR REPLACE VIEW" do not parse in
+ *    18.16: the sink compares columns first and adds only missing ones, and
+ *    drops and re-creates the view.
+ *  - A view's "*" is expanded when the view is created (in every version).
+ *  - Errors: 18.16 has no X-ClickHouse-Exception-Code header and answers a
+ *    parse error with 500 and an unknown table with 404, so the exception
+ *    code in the body decides.
+ *  - The URL of a request may not exceed 16 KB in 18.16: an insert into a
+ *    table with a very long column list leaves the list out.
+ *  - FINAL with a WHERE on a column that is not in the sorting key: 18.16
+ *    filters after collapsing (later versions only move conditions to
+ *    PREWHERE with optimize_move_to_prewhere_if_final, off by default); the
+ *    lookups here also read _version and _is_deleted and decide themselves.
+ */
+#include "sinks/clickhouse/ch_sql.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest insert query put in the URL with its column list (the URL-encoded
+ * form stays well below 18.16's 16 KB). */
+#define INSERT_QUERY_MAX 4000
+
+static int quote(struct sl_buf *b, const char *s, size_t n, char q)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	sl_buf_putc(b, q);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\\' || c == (unsigned char)q) {
+			sl_buf_putc(b, '\\');
+			sl_buf_putc(b, (char)c);
+		} else if (c < 0x20 || c == 0x7f) {
+			char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 0xf] };
+			sl_buf_append(b, e, sizeof e);
+		} else {
+			sl_buf_putc(b, (char)c);
+		}
+	}
+	sl_buf_putc(b, q);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_quote_ident(struct sl_buf *b, const char *name)
+{
+	return quote(b, name, strlen(name), '`');
+}
+
+int ch_quote_str(struct sl_buf *b, const char *s, size_t n)
+{
+	return quote(b, s, n, '\'');
+}
+
+int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *suffix)
+{
+	size_t n = strlen(object), m = suffix ? strlen(suffix) : 0;
+	char *full = malloc(n + m + 1);
+
+	if (!full) {
+		b->failed = true;
+		return -1;
+	}
+	memcpy(full, object, n);
+	if (m)
+		memcpy(full + n, suffix, m);
+	full[n + m] = '\0';
+	ch_quote_ident(b, db);
+	sl_buf_putc(b, '.');
+	ch_quote_ident(b, full);
+	free(full);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_create_database(struct sl_buf *b, const char *db)
+{
+	sl_buf_puts(b, "CREATE DATABASE IF NOT EXISTS ");
+	return ch_quote_ident(b, db);
+}
+
+int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout *l)
+{
+	bool first = true;
+
+	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
+	ch_qname(b, db, l->object, NULL);
+	sl_buf_puts(b, " (");
+	for (int i = 0; i < l->ncols; i++) {
+		sl_buf_puts(b, i ? ", " : "");
+		ch_quote_ident(b, l->cols[i].name);
+		sl_buf_putc(b, ' ');
+		ch_type_sql(b, &l->cols[i].type);
+	}
+	sl_buf_puts(b, ") ENGINE = ");
+	if (l->merge) {
+		sl_buf_puts(b, "ReplacingMergeTree(`_version`) ORDER BY (");
+		for (int k = 0; k < l->nkeys; k++) {
+			sl_buf_puts(b, first ? "" : ", ");
+			first = false;
+			ch_quote_ident(b, l->cols[l->keys[k]].name);
+		}
+		sl_buf_putc(b, ')');
+	} else {
+		sl_buf_puts(b, "ReplacingMergeTree ORDER BY (`_csn`, `_uuid`)");
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_create_view(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "CREATE VIEW IF NOT EXISTS ");
+	ch_qname(b, db, object, CH_VIEW_SUFFIX);
+	sl_buf_puts(b, " AS SELECT * FROM ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " FINAL WHERE `_is_deleted` = 0");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_drop_view(struct sl_buf *b, const char *db, const char *object)
+{
+	/* DROP TABLE drops a view in every version; DROP VIEW is newer. */
+	sl_buf_puts(b, "DROP TABLE IF EXISTS ");
+	return ch_qname(b, db, object, CH_VIEW_SUFFIX);
+}
+
+int ch_sql_add_columns(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *add, int nadd)
+{
+	sl_buf_puts(b, "ALTER TABLE ");
+	ch_qname(b, db, l->object, NULL);
+	for (int i = 0; i < nadd; i++) {
+		const struct ch_col *c = &l->cols[add[i]];
+		sl_buf_puts(b, i ? ", ADD COLUMN " : " ADD COLUMN ");
+		ch_quote_ident(b, c->name);
+		sl_buf_putc(b, ' ');
+		ch_type_sql(b, &c->type);
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_describe(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "SELECT name, type, toUInt8(is_in_sorting_key) FROM system.columns WHERE database = ");
+	ch_quote_str(b, db, strlen(db));
+	sl_buf_puts(b, " AND table = ");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_puts(b, " FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_engines(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "SELECT name, engine FROM system.tables WHERE database = ");
+	ch_quote_str(b, db, strlen(db));
+	sl_buf_puts(b, " AND (name = ");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_puts(b, " OR name = concat(");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_puts(b, ", '" CH_VIEW_SUFFIX "')) FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_database_exists(struct sl_buf *b, const char *db)
+{
+	sl_buf_puts(b, "SELECT count() FROM system.databases WHERE name = ");
+	ch_quote_str(b, db, strlen(db));
+	sl_buf_puts(b, " FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_user_settings(struct sl_buf *b)
+{
+	sl_buf_puts(b, "SELECT name, value FROM system.settings WHERE name IN ('readonly', 'allow_ddl') "
+		    "FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_version(struct sl_buf *b)
+{
+	sl_buf_puts(b, "SELECT version() FORMAT TSV");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, bool meta_only)
+{
+	size_t start = b->len;
+
+	sl_buf_puts(b, "INSERT INTO ");
+	ch_qname(b, db, l->object, NULL);
+	sl_buf_putc(b, ' ');
+	ch_layout_column_list(b, l, meta_only);
+	if (!meta_only && b->len - start > INSERT_QUERY_MAX) {
+		/* Too long for a URL: the rows follow the table's own order. */
+		b->len = start;
+		b->failed = false;
+		sl_buf_puts(b, "INSERT INTO ");
+		ch_qname(b, db, l->object, NULL);
+	}
+	sl_buf_puts(b, " FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+/* A literal of a metadata value, for the tombstones' SELECT. */
+static void meta_literal(struct sl_buf *b, const struct ch_layout *l, const struct ch_col *c,
+			 const struct ch_rowmeta *m)
+{
+	char u[36];
+	int i;
+
+	switch (c->meta) {
+	case CH_M_UUID:
+		ch_uuid_text(u, m->uuid);
+		ch_quote_str(b, u, sizeof u);
+		return;
+	case CH_M_SOURCE_TS:
+		sl_buf_printf(b, "toInt64(%" PRId64 ")", m->source_ts_us);
+		return;
+	case CH_M_READ_TS:
+		sl_buf_printf(b, "toInt64(%" PRId64 ")", m->read_ts_us);
+		return;
+	case CH_M_CHANGE_TYPE:
+		sl_buf_puts(b, "'TRUNCATE'");
+		return;
+	case CH_M_CSN:
+		ch_quote_str(b, m->csn, SL_CSN_LEN);
+		return;
+	case CH_M_VERSION:
+		sl_buf_printf(b, "toUInt64(%" PRIu64 ")", m->version);
+		return;
+	case CH_M_IS_DELETED:
+		sl_buf_puts(b, "toUInt8(1)");
+		return;
+	case CH_M_TX_ID:
+		sl_buf_printf(b, "toUInt64(%" PRIu64 ")", m->tx_id);
+		return;
+	case CH_M_UNCHANGED:
+		sl_buf_puts(b, "CAST([] AS Array(String))");
+		return;
+	}
+	i = c->meta - CH_M_POS;
+	if (i < 0 || i >= m->nmeta)
+		sl_buf_puts(b, c->type.ch == CH_INT64 ? "toInt64(0)" : c->type.nullable ? "NULL" : "''");
+	else if (c->type.ch == CH_INT64)
+		sl_buf_printf(b, "toInt64(%" PRId64 ")", m->meta[i].i);
+	else if (!m->meta[i].s)
+		sl_buf_puts(b, "NULL");
+	else
+		ch_quote_str(b, m->meta[i].s, m->meta[i].len);
+	(void)l;
+}
+
+int ch_sql_tombstones(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
+		      int nkeys, const struct ch_layout *l, const struct ch_rowmeta *m)
+{
+	bool first = true;
+
+	sl_buf_puts(b, "INSERT INTO ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " (");
+	for (int k = 0; k < nkeys; k++) {
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		ch_quote_ident(b, keys[k]);
+	}
+	for (int i = 0; i < l->ncols; i++) {
+		if (l->cols[i].src >= 0)
+			continue;
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		ch_quote_ident(b, l->cols[i].name);
+	}
+	sl_buf_puts(b, ") SELECT ");
+	first = true;
+	for (int k = 0; k < nkeys; k++) {
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		ch_quote_ident(b, keys[k]);
+	}
+	for (int i = 0; i < l->ncols; i++) {
+		if (l->cols[i].src >= 0)
+			continue;
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		meta_literal(b, l, &l->cols[i], m);
+	}
+	sl_buf_puts(b, " FROM ");
+	ch_qname(b, db, object, NULL);
+	/* A row whose latest version is at or after the TRUNCATE stays; should
+	 * a server filter before collapsing, it only adds tombstones older than
+	 * a key's latest version, which change nothing. */
+	sl_buf_printf(b, " FINAL WHERE `_version` < %" PRIu64 " AND `_is_deleted` = 0", m->version);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *object, const struct ch_layout *l,
+			     const struct ch_rowmeta *m)
+{
+	bool first = true;
+
+	sl_buf_puts(b, "INSERT INTO ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " ");
+	ch_layout_column_list(b, l, true);
+	sl_buf_puts(b, " SELECT ");
+	for (int i = 0; i < l->ncols; i++) {
+		if (l->cols[i].src >= 0)
+			continue;
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		meta_literal(b, l, &l->cols[i], m);
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
+			  int nkeys)
+{
+	sl_buf_puts(b, "SELECT max(`_version`) FROM ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " WHERE (");
+	for (int k = 0; k < nkeys; k++) {
+		sl_buf_puts(b, k ? ", " : "");
+		ch_quote_ident(b, keys[k]);
+	}
+	sl_buf_puts(b, ") = (");
+	for (int k = 0; k < nkeys; k++) {
+		sl_buf_puts(b, k ? ", " : "");
+		sl_buf_puts(b, "defaultValueOfArgumentType(");
+		ch_quote_ident(b, keys[k]);
+		sl_buf_putc(b, ')');
+	}
+	/* a tuple of one is a plain value: (x) = (y) holds for any count */
+	sl_buf_puts(b, ") AND `_change_type` = 'TRUNCATE' FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+/* A key column's type in an external table's structure: no commas. */
+static void structure_type(struct sl_buf *b, const struct ch_type *t)
+{
+	if (t->ch == CH_DECIMAL)
+		sl_buf_printf(b, "Decimal%d(%d)", t->precision <= 9 ? 32 : t->precision <= 18 ? 64 : 128,
+			      t->scale);
+	else
+		ch_type_sql(b, t);
+}
+
+int ch_sql_lookup(struct sl_buf *query, struct sl_buf *structure, const char *db, const struct ch_layout *l)
+{
+	sl_buf_puts(query, "SELECT * FROM ");
+	ch_qname(query, db, l->object, NULL);
+	sl_buf_puts(query, " FINAL WHERE (");
+	for (int k = 0; k < l->nkeys; k++) {
+		const struct ch_col *c = &l->cols[l->keys[k]];
+		sl_buf_puts(query, k ? ", " : "");
+		ch_quote_ident(query, c->name);
+		sl_buf_printf(structure, "%sk%d ", k ? ", " : "", k);
+		structure_type(structure, &c->type);
+	}
+	sl_buf_puts(query, ") IN (SELECT ");
+	for (int k = 0; k < l->nkeys; k++)
+		sl_buf_printf(query, "%sk%d", k ? ", " : "", k);
+	sl_buf_puts(query, " FROM " CH_KEYS_TABLE ") FORMAT RowBinary");
+	return sl_buf_failed(query) || sl_buf_failed(structure) ? -1 : 0;
+}
+
+int ch_sql_delete_csn_range(struct sl_buf *b, const char *db, const char *object, const char *first,
+			    const char *last)
+{
+	sl_buf_puts(b, "ALTER TABLE ");
+	ch_qname(b, db, object, NULL);
+	sl_buf_puts(b, " DELETE WHERE `_csn` >= ");
+	ch_quote_str(b, first, strlen(first));
+	sl_buf_puts(b, " AND `_csn` <= ");
+	ch_quote_str(b, last, strlen(last));
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_mutations_left(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "SELECT count() FROM system.mutations WHERE database = ");
+	ch_quote_str(b, db, strlen(db));
+	sl_buf_puts(b, " AND table = ");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_puts(b, " AND is_done = 0 FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* errors                                                               */
+
+int ch_exception_code(const char *body, size_t len)
+{
+	size_t i = 0;
+	int code = 0;
+
+	while (i < len && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t'))
+		i++;
+	if (len - i < 7 || memcmp(body + i, "Code: ", 6) != 0)
+		return 0;
+	for (i += 6; i < len && body[i] >= '0' && body[i] <= '9' && code < 100000; i++)
+		code = code * 10 + (body[i] - '0');
+	return code;
+}
+
+/* Exception codes (ClickHouse's src/Common/ErrorCodes.cpp) that say the data
+ * did not parse or does not fit: a row at fault. */
+static const int data_codes[] = {
+	6,    /* CANNOT_PARSE_TEXT */
+	26,   /* CANNOT_PARSE_QUOTED_STRING */
+	27,   /* CANNOT_PARSE_INPUT_ASSERTION_FAILED */
+	32,   /* ATTEMPT_TO_READ_AFTER_EOF */
+	33,   /* CANNOT_READ_ALL_DATA */
+	38,   /* CANNOT_PARSE_DATE */
+	41,   /* CANNOT_PARSE_DATETIME */
+	53,   /* TYPE_MISMATCH */
+	69,   /* ARGUMENT_OUT_OF_BOUND */
+	70,   /* CANNOT_CONVERT_TYPE */
+	72,   /* CANNOT_PARSE_NUMBER */
+	117,  /* INCORRECT_DATA */
+	128,  /* TOO_LARGE_ARRAY_SIZE */
+	131,  /* TOO_LARGE_STRING_SIZE */
+	349,  /* CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN */
+	407,  /* DECIMAL_OVERFLOW */
+};
+
+/* Codes of a server that is busy, short of memory, restarting or between
+ * replicas: another try later may pass. */
+static const int retry_codes[] = {
+	159,  /* TIMEOUT_EXCEEDED */
+	202,  /* TOO_MANY_SIMULTANEOUS_QUERIES */
+	203,  /* NO_FREE_CONNECTION */
+	209,  /* SOCKET_TIMEOUT */
+	210,  /* NETWORK_ERROR */
+	241,  /* MEMORY_LIMIT_EXCEEDED */
+	242,  /* TABLE_IS_READ_ONLY (a replica lost its coordinator) */
+	252,  /* TOO_MANY_PARTS */
+	319,  /* UNKNOWN_STATUS_OF_INSERT */
+	425,  /* SYSTEM_ERROR */
+	999,  /* KEEPER_EXCEPTION */
+	1000, /* POCO_EXCEPTION (mostly network errors between servers) */
+};
+
+static bool in(const int *set, size_t n, int code)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == code)
+			return true;
+	return false;
+}
+
+enum ch_errclass ch_classify(long status, int code)
+{
+	if (code && in(data_codes, sizeof data_codes / sizeof *data_codes, code))
+		return CH_ERR_DATA;
+	if (code && in(retry_codes, sizeof retry_codes / sizeof *retry_codes, code))
+		return CH_ERR_RETRY;
+	/* Any other code (authentication, grants, unknown database or table,
+	 * syntax, settings) needs someone to act.  A code this list does not
+	 * know is treated so too: the flush fails, and the agent retries the
+	 * stream from its checkpoint with its own backoff. */
+	if (code)
+		return CH_ERR_FATAL;
+	/* No exception code: a proxy, a load balancer, a server starting up. */
+	if (status >= 500 || status == 408 || status == 429 || status == 0)
+		return CH_ERR_RETRY;
+	return CH_ERR_FATAL;
+}

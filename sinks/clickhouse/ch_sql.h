@@ -1,0 +1,127 @@
+/*
+ * sinks/clickhouse/ch_sql.h: every SQL statement the ClickHouse sink sends,
+ * the URL parameters it sets, and how it reads ClickHouse's errors.  This is
+ * the one place that knows which ClickHouse versions do what: everything
+ * here is accepted by 18.16 and by current releases (23.x-25.x), and the
+ * comments in ch_sql.c say why each choice was made (doc/clickhouse.md,
+ * "Versions").
+ *
+ * Each builder appends to a struct sl_buf and returns 0, or -1 when the
+ * buffer failed (out of memory): the caller checks once.  Identifiers are
+ * always quoted (ch_quote_ident), string values always escaped
+ * (ch_quote_str): table and column names come from the source's catalog and
+ * may hold anything.
+ */
+#ifndef SLUICE_SINKS_CLICKHOUSE_CH_SQL_H
+#define SLUICE_SINKS_CLICKHOUSE_CH_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "sinks/clickhouse/ch_layout.h"
+
+/* The view of a merge-mode table: `<table>_current`. */
+#define CH_VIEW_SUFFIX "_current"
+/* The external table (HTTP "external data") that carries the keys of a lookup. */
+#define CH_KEYS_TABLE "sluice_keys"
+/* URL parameters of a request whose result is read: the whole result is
+ * computed before the status line, so an error is an error status, never a
+ * 200 with an exception at the end of a truncated body. */
+#define CH_PARAMS_READ "wait_end_of_query=1"
+
+/* `name`, with backslash escapes for "\", "`" and bytes below 0x20 or 0x7f
+ * (ClickHouse reads \xHH in quoted identifiers; doubling a backtick only
+ * works in some versions, the backslash in all). */
+int ch_quote_ident(struct sl_buf *b, const char *name);
+/* 'text', escaped the same way for "\" and "'". */
+int ch_quote_str(struct sl_buf *b, const char *s, size_t n);
+/* `db`.`object<suffix>` (suffix may be NULL). */
+int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *suffix);
+
+/* ---- statements (sent as the body of a POST, except the inserts) ---- */
+
+int ch_sql_create_database(struct sl_buf *b, const char *db);
+/* CREATE TABLE IF NOT EXISTS with the layout's columns; ENGINE
+ * ReplacingMergeTree(_version) ORDER BY the primary key (merge), or
+ * ReplacingMergeTree ORDER BY (_csn, _uuid) (append: a change delivered
+ * twice collapses into one row). */
+int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout *l);
+/* CREATE VIEW IF NOT EXISTS `<object>_current` AS SELECT * FROM <table>
+ * FINAL WHERE _is_deleted = 0. */
+int ch_sql_create_view(struct sl_buf *b, const char *db, const char *object);
+/* Drops the view (so it can be made again with the columns the table has
+ * now: a view keeps the columns "*" meant when it was created). */
+int ch_sql_drop_view(struct sl_buf *b, const char *db, const char *object);
+/* ALTER TABLE ... ADD COLUMN for l->cols[add[i]], i < nadd. */
+int ch_sql_add_columns(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *add, int nadd);
+
+/* The columns of a table: name, type, is_in_sorting_key (RowBinary),
+ * in the table's order. */
+int ch_sql_describe(struct sl_buf *b, const char *db, const char *object);
+/* name and engine of the table and of its view, if they exist (RowBinary). */
+int ch_sql_engines(struct sl_buf *b, const char *db, const char *object);
+/* The databases called db: count() (RowBinary UInt64). */
+int ch_sql_database_exists(struct sl_buf *b, const char *db);
+/* The user's readonly and allow_ddl settings: name, value (RowBinary). */
+int ch_sql_user_settings(struct sl_buf *b);
+/* The server's version, as text. */
+int ch_sql_version(struct sl_buf *b);
+
+/* The query of an insert into the layout's table in RowBinary, for the
+ * "query" URL parameter: with the column list (meta_only: the metadata
+ * columns only), or without one when the list would make the URL too long
+ * (the rows are then in the table's own order, see ch_layout_match). */
+int ch_sql_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, bool meta_only);
+
+/* Tombstones for a TRUNCATE in merge mode: for every live key of the table
+ * whose version is below m->version, a row with that key, _is_deleted = 1,
+ * _change_type TRUNCATE and m's metadata; other columns take their
+ * defaults.  keys names the sorting-key columns (nkeys of them); l gives the
+ * metadata columns. */
+int ch_sql_tombstones(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
+		      int nkeys, const struct ch_layout *l, const struct ch_rowmeta *m);
+
+/* The TRUNCATE's sentinel: one more tombstone, at the key whose columns all
+ * hold their type's default value (0, ''), which every TRUNCATE writes, so
+ * that the latest TRUNCATE's version can be found through the primary key
+ * even when the table was empty (ch_sql_truncate_floor).  Tombstoning that
+ * key is right in any case: a row of it older than the TRUNCATE is gone. */
+int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *object, const struct ch_layout *l,
+			     const struct ch_rowmeta *m);
+/* The version of the table's latest TRUNCATE, 0 if none (RowBinary UInt64). */
+int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
+			  int nkeys);
+
+/* A lookup of the current rows of some keys: SELECT * FROM the table FINAL
+ * whose key is in the external table CH_KEYS_TABLE, RowBinary, into query;
+ * the external table's structure ("k0 Int64, k1 String") into structure.
+ * Key columns of type Decimal(P,S) are described as DecimalNN(S), whose
+ * name has no comma (the structure is a comma-separated list).  Returns 0,
+ * or -1. */
+int ch_sql_lookup(struct sl_buf *query, struct sl_buf *structure, const char *db, const struct ch_layout *l);
+
+/* ALTER TABLE ... DELETE WHERE _csn BETWEEN first AND last (a mutation). */
+int ch_sql_delete_csn_range(struct sl_buf *b, const char *db, const char *object, const char *first,
+			    const char *last);
+/* The table's unfinished mutations: count() (RowBinary UInt64). */
+int ch_sql_mutations_left(struct sl_buf *b, const char *db, const char *object);
+
+/* ---- errors ---- */
+
+/* How the sink treats a failed request. */
+enum ch_errclass {
+	CH_ERR_RETRY = 0,   /* worth another try after a pause: the server is busy, down or restarting */
+	CH_ERR_DATA,        /* the rows are at fault: a smaller batch may pass, a single row never will */
+	CH_ERR_FATAL,       /* no retry helps: credentials, grants, a missing table, a syntax error */
+};
+
+/* ClickHouse's exception code in an error body ("Code: 60, e.displayText()
+ * = ..." in 18.16, "Code: 60. DB::Exception: ..." later), or 0. */
+int ch_exception_code(const char *body, size_t len);
+/* The class of an HTTP response with status (not 2xx) and exception code
+ * (0 when none was found).  18.16 answers a parse error with 500 and an
+ * unknown table with 404, so the code decides first, the status after. */
+enum ch_errclass ch_classify(long status, int code);
+
+#endif

@@ -1,0 +1,555 @@
+/*
+ * sources/mysql/my_backfill.c: snapshots aligned to a binlog position, and
+ * reading them as typed values equal to what the binlog decoder gives for
+ * the same stored values (see my_internal.h).
+ *
+ * The snapshot: START TRANSACTION WITH CONSISTENT SNAPSHOT, then MariaDB's
+ * status variables binlog_snapshot_file / binlog_snapshot_position, which
+ * name the binlog position of exactly that snapshot, without any lock.
+ * MySQL has no such variables: there, FLUSH TABLES WITH READ LOCK stops
+ * commits while the snapshot starts and SHOW MASTER STATUS is read, then
+ * UNLOCK TABLES (the RELOAD privilege; the lock waits for running queries,
+ * so it is taken only for that moment).  SLUICE_MYSQL_SNAPSHOT=lock forces
+ * that method on MariaDB too (tests).
+ *
+ * Rows are read with the binary protocol (prepared statements), so numbers
+ * and temporal values come typed, never as text to parse: FLOAT and DOUBLE
+ * bit for bit, DATETIME and TIME as their parts.  The session reads strings
+ * unconverted (character_set_results NULL), in each column's own charset,
+ * and they are converted to UTF-8 by the same code the binlog decoder
+ * uses (mysql_charset.h); TIMESTAMPs come in UTC (time_zone +00:00).  What
+ * differs between a SELECT and a row image is handled here as the decoder
+ * handles it: BINARY(n) values come padded (the decoder pads them), CHAR
+ * values without trailing spaces (the binlog has none), GEOMETRY with its
+ * SRID (dropped), zero and invalid dates (null, counted, warned).
+ */
+#include "sources/mysql/my_internal.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define US_PER_SEC INT64_C(1000000)
+#define US_PER_DAY (INT64_C(86400) * US_PER_SEC)
+
+struct sl_my_snap {
+	MYSQL *c;
+	struct sl_mysql_conv conv;
+};
+
+static int days_in_month(int64_t y, int m)
+{
+	static const int dm[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+
+	return m == 2 && leap ? 29 : dm[m - 1];
+}
+
+int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *cfg,
+			const struct sl_source_stream *st, const struct sl_my_server *srv,
+			struct sl_snapshot_info *info, char *err, size_t errlen)
+{
+	struct sl_my_snap *s = calloc(1, sizeof *s);
+	struct sl_my_server s2;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	char file[SL_BL_FILE_MAX + 1] = "", pos[32] = "", gtid[SL_POS_TEXT_MAX] = "", ts[40];
+	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
+	bool lock = !srv->mariadb || (m && !strcmp(m, "lock")), locked = false, dropped;
+	int rc;
+
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	sl_mysql_conv_init(&s->conv);
+	if (!(s->c = sl_my_connect(cfg, 0, &s2, err, errlen))) {
+		rc = sl_my_err_status();
+		goto fail;
+	}
+	/* the source time of the rows: just before the snapshot */
+	if ((rc = sl_my_query_value(s->c, "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)", ts, sizeof ts, NULL,
+				    err, errlen)) < 0)
+		goto fail;
+	info->ts_us = strtoll(ts, NULL, 10);
+	if ((rc = sl_my_exec(s->c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", err, errlen)) < 0)
+		goto fail;
+	if (lock) {
+		sl_info("stream \"%s\": taking the snapshot's position under FLUSH TABLES WITH READ LOCK", st->name);
+		if ((rc = sl_my_exec(s->c, "FLUSH TABLES WITH READ LOCK", err, errlen)) < 0)
+			goto fail;
+		locked = true;
+	}
+	if ((rc = sl_my_exec(s->c, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY", err, errlen)) < 0)
+		goto fail;
+	if (!lock) {
+		if ((rc = sl_my_query(s->c, "SHOW STATUS LIKE 'binlog_snapshot_%'", &res, err, errlen)) < 0)
+			goto fail;
+		while (res && (row = mysql_fetch_row(res))) {
+			if (row[0] && row[1] && !strcasecmp(row[0], "Binlog_snapshot_file"))
+				snprintf(file, sizeof file, "%s", row[1]);
+			else if (row[0] && row[1] && !strcasecmp(row[0], "Binlog_snapshot_position"))
+				snprintf(pos, sizeof pos, "%s", row[1]);
+		}
+		if (res)
+			mysql_free_result(res);
+		res = NULL;
+	} else {
+		if ((rc = sl_my_query(s->c, "SHOW MASTER STATUS", &res, err, errlen)) < 0)
+			goto fail;
+		if (res && (row = mysql_fetch_row(res)) && row[0] && row[1]) {
+			snprintf(file, sizeof file, "%s", row[0]);
+			snprintf(pos, sizeof pos, "%s", row[1]);
+			if (!srv->mariadb && mysql_num_fields(res) >= 5 && row[4]) {
+				size_t k = 0;
+				for (const char *p = row[4]; *p && k + 1 < sizeof gtid; p++)
+					if (*p != '\n' && *p != ' ')
+						gtid[k++] = *p;
+				gtid[k] = '\0';
+			}
+		}
+		if (res)
+			mysql_free_result(res);
+		res = NULL;
+		if ((rc = sl_my_exec(s->c, "UNLOCK TABLES", err, errlen)) < 0)
+			goto fail;
+		locked = false;
+	}
+	if (!file[0] || !pos[0]) {
+		snprintf(err, errlen, "stream \"%s\": source \"%s\" did not name the binlog position of the snapshot "
+			 "(is log_bin on?)", st->name, cfg->name);
+		rc = SL_EPREREQ;
+		goto fail;
+	}
+	if (srv->mariadb) {
+		struct sl_buf q;
+		sl_buf_init(&q, 0);
+		sl_buf_puts(&q, "SELECT BINLOG_GTID_POS(");
+		sl_my_append_literal(&q, file);
+		sl_buf_printf(&q, ", %s)", pos);
+		rc = sl_buf_failed(&q) ? SL_EFAIL : sl_my_query_value(s->c, q.data, gtid, sizeof gtid, NULL, err, errlen);
+		sl_buf_free(&q);
+		if (rc < 0)
+			goto fail;
+	}
+	info->pos = sl_my_pos(file, strtoull(pos, NULL, 10), gtid, &dropped);
+	if (dropped)
+		sl_warn("stream \"%s\": the GTID state at the snapshot is too long to keep: the stream resumes by binlog "
+			"file and offset", st->name);
+	*out = s;
+	return SL_OK;
+fail:
+	if (locked)
+		mysql_query(s->c, "UNLOCK TABLES");
+	if (s->c)
+		mysql_close(s->c);
+	sl_mysql_conv_free(&s->conv);
+	free(s);
+	return rc;
+}
+
+void sl_my_snapshot_close(struct sl_my_snap *s)
+{
+	if (!s)
+		return;
+	if (s->c) {
+		mysql_query(s->c, "COMMIT");
+		mysql_close(s->c);
+	}
+	sl_mysql_conv_free(&s->conv);
+	free(s);
+}
+
+/* ---- values ---- */
+
+static int verr(char *err, size_t errlen, const char *db, const char *table, const struct sl_my_col *col,
+		const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int verr(char *err, size_t errlen, const char *db, const char *table, const struct sl_my_col *col,
+		const char *fmt, ...)
+{
+	char what[256], tn[48];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	snprintf(err, errlen, "table \"%s\".\"%s\" column \"%s\" (%s): %s", db, table, col->name,
+		 sl_mysql_type_name(&col->mc, tn, sizeof tn), what);
+	return SL_MYSQL_EVALUE;
+}
+
+/* A zero or invalid date: null, counted and warned as the binlog decoder does. */
+static void bad_date(struct sl_mysql_row_stats *stats, const char *db, const char *table, const struct sl_my_col *col,
+		     bool zero, int64_t y, int m, int d, struct sl_value *v)
+{
+	uint64_t nth = zero ? ++stats->zero_dates : ++stats->invalid_dates;
+
+	if ((nth & (nth - 1)) == 0)
+		sl_warn("table \"%s\".\"%s\" column \"%s\": %s date %04" PRId64 "-%02d-%02d written as null "
+			"(%" PRIu64 " so far)", db, table, col->name, zero ? "zero" : "invalid", y, m, d, nth);
+	*v = (struct sl_value){ .kind = SL_V_NULL };
+}
+
+/* Digits of a decimal's text ("-0012.50") as the decoder writes them. */
+static int put_decimal(const char *p, size_t n, int scale, struct sl_buf *scratch, struct sl_value *v)
+{
+	size_t off = scratch->len, k = 0, lead;
+	bool neg = false, point = false;
+	int frac = 0;
+
+	if (k < n && (p[k] == '-' || p[k] == '+'))
+		neg = p[k++] == '-';
+	for (; k < n; k++) {
+		if (p[k] == '.') {
+			point = true;
+			continue;
+		}
+		if (p[k] < '0' || p[k] > '9')
+			return -1;
+		if (point)
+			frac++;
+		if (point && frac > scale)
+			return -1;
+		sl_buf_putc(scratch, p[k]);
+	}
+	for (; frac < scale; frac++)
+		sl_buf_putc(scratch, '0');
+	if (sl_buf_failed(scratch))
+		return -1;
+	lead = off;
+	while (lead < scratch->len && scratch->data[lead] == '0')
+		lead++;
+	if (lead == scratch->len) {
+		scratch->len = off;
+		sl_buf_putc(scratch, '0');
+		neg = false;
+		lead = off;
+	}
+	*v = (struct sl_value){ .kind = SL_V_DECIMAL, .neg = neg, .scale = (int16_t)scale,
+				.len = (uint32_t)(scratch->len - lead), .p = (const char *)(uintptr_t)lead };
+	return 0;
+}
+
+int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, const MYSQL_BIND *b,
+		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
+		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen)
+{
+	const struct sl_mysql_column *mc = &col->mc;
+	const MYSQL_TIME *t = b->buffer;
+	unsigned long len = b->length ? *b->length : 0;
+	const char *p = b->buffer;
+
+	if (*b->is_null) {
+		*v = (struct sl_value){ .kind = SL_V_NULL };
+		return 0;
+	}
+	switch (mc->real_type) {
+	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
+	case SL_MYSQL_YEAR: {
+		bool uns = b->is_unsigned;
+		uint64_t u = *(const uint64_t *)b->buffer;
+		int64_t s = (int64_t)u;
+		switch (out->type) {
+		case SL_T_INT32:
+			if (uns ? u > INT32_MAX : (s < INT32_MIN || s > INT32_MAX))
+				return verr(err, errlen, db, table, col, "value out of range for int32");
+			*v = (struct sl_value){ .kind = SL_V_INT, .i = s };
+			return 0;
+		case SL_T_INT64:
+			if (uns && u > INT64_MAX)
+				return verr(err, errlen, db, table, col, "value out of range for int64");
+			*v = (struct sl_value){ .kind = SL_V_INT, .i = s };
+			return 0;
+		case SL_T_UINT64:
+			if (!uns && s < 0)
+				return verr(err, errlen, db, table, col, "negative value for uint64");
+			*v = (struct sl_value){ .kind = SL_V_UINT, .u = u };
+			return 0;
+		default:
+			return verr(err, errlen, db, table, col, "cannot be written as this output type");
+		}
+	}
+	case SL_MYSQL_FLOAT:
+		if (out->type == SL_T_FLOAT)
+			*v = (struct sl_value){ .kind = SL_V_FLOAT, .f = *(const float *)b->buffer };
+		else
+			*v = (struct sl_value){ .kind = SL_V_DOUBLE, .d = *(const float *)b->buffer };
+		return 0;
+	case SL_MYSQL_DOUBLE:
+		*v = (struct sl_value){ .kind = SL_V_DOUBLE, .d = *(const double *)b->buffer };
+		return 0;
+	case SL_MYSQL_NEWDECIMAL:
+		if (out->type != SL_T_DECIMAL)
+			break;
+		if (put_decimal(p, len, mc->scale, scratch, v) < 0)
+			return verr(err, errlen, db, table, col, "\"%.*s\" is not a decimal(%u,%u)", (int)len, p,
+				    mc->precision, mc->scale);
+		return 1;  /* p is an offset into scratch */
+	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2: {
+		int64_t days;
+		if (t->year == 0 && t->month == 0 && t->day == 0) {
+			bad_date(stats, db, table, col, true, 0, 0, 0, v);
+			return 0;
+		}
+		if (t->month < 1 || t->month > 12 || t->day < 1 || (int)t->day > days_in_month(t->year, (int)t->month)) {
+			bad_date(stats, db, table, col, false, t->year, (int)t->month, (int)t->day, v);
+			return 0;
+		}
+		days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
+		if (out->type == SL_T_DATE)
+			*v = (struct sl_value){ .kind = SL_V_DATE, .i = days };
+		else
+			*v = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = days * US_PER_DAY +
+						((int64_t)t->hour * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
+						(int64_t)t->second_part };
+		return 0;
+	}
+	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2: {
+		int64_t days;
+		if (t->year == 0 && t->month == 0 && t->day == 0) {
+			bad_date(stats, db, table, col, true, 0, 0, 0, v);
+			return 0;
+		}
+		days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
+		*v = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = days * US_PER_DAY +
+					((int64_t)t->hour * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
+					(int64_t)t->second_part };
+		return 0;
+	}
+	case SL_MYSQL_TIME: case SL_MYSQL_TIME2: {
+		int64_t us = (((int64_t)t->day * 24 + t->hour) * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
+			     (int64_t)t->second_part;
+		*v = (struct sl_value){ .kind = SL_V_TIME, .i = t->neg ? -us : us };
+		return 0;
+	}
+	case SL_MYSQL_BIT:
+		if (out->type == SL_T_BOOL) {
+			bool on = false;
+			for (unsigned long k = 0; k < len; k++)
+				on = on || p[k];
+			*v = (struct sl_value){ .kind = SL_V_BOOL, .b = on };
+			return 0;
+		}
+		if (out->type != SL_T_BYTES)
+			break;
+		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)len, .p = p };
+		return 0;
+	case SL_MYSQL_GEOMETRY:
+		if (out->type != SL_T_BYTES)
+			break;
+		if (len < 4)
+			return verr(err, errlen, db, table, col, "%lu bytes, too short for the 4-byte SRID", len);
+		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)(len - 4), .p = p + 4 };
+		return 0;
+	default: {
+		/* strings, BLOBs, ENUM, SET, JSON: bytes, or text in the column's charset */
+		bool copied;
+		size_t off = scratch->len;
+		char why[200];
+		if (out->type == SL_T_BYTES) {
+			*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)len, .p = p };
+			return 0;
+		}
+		if (out->type != SL_T_STRING && out->type != SL_T_JSON)
+			break;
+		if (mc->real_type != SL_MYSQL_JSON && mc->charset &&
+		    (mc->charset->kind == SL_CS_BINARY || mc->charset->kind == SL_CS_UNSUPPORTED))
+			break;
+		if (sl_mysql_to_utf8(conv, mc->real_type == SL_MYSQL_JSON ? NULL : mc->charset, p, len, scratch, &copied,
+				     why, sizeof why) < 0)
+			return verr(err, errlen, db, table, col, "%s", why);
+		if (copied) {
+			*v = (struct sl_value){ .kind = out->type == SL_T_JSON ? SL_V_JSON : SL_V_STRING,
+						.len = (uint32_t)(scratch->len - off), .p = (const char *)(uintptr_t)off };
+			return 1;
+		}
+		*v = (struct sl_value){ .kind = out->type == SL_T_JSON ? SL_V_JSON : SL_V_STRING, .len = (uint32_t)len,
+					.p = p };
+		return 0;
+	}
+	}
+	return verr(err, errlen, db, table, col, "cannot be written as this output type");
+}
+
+/* One column's result binding and its storage. */
+struct rcol {
+	union { uint64_t u; double d; float f; MYSQL_TIME t; } fixed;
+	unsigned char *buf;
+	unsigned long cap, len;
+	my_bool is_null, error;
+	bool variable;
+};
+
+static enum enum_field_types bind_type(const struct sl_mysql_column *mc, bool *variable)
+{
+	*variable = false;
+	switch (mc->real_type) {
+	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
+	case SL_MYSQL_YEAR:
+		return MYSQL_TYPE_LONGLONG;
+	case SL_MYSQL_FLOAT: return MYSQL_TYPE_FLOAT;
+	case SL_MYSQL_DOUBLE: return MYSQL_TYPE_DOUBLE;
+	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: return MYSQL_TYPE_DATE;
+	case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2: return MYSQL_TYPE_DATETIME;
+	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2: return MYSQL_TYPE_TIMESTAMP;
+	case SL_MYSQL_TIME: case SL_MYSQL_TIME2: return MYSQL_TYPE_TIME;
+	default:
+		*variable = true;
+		return MYSQL_TYPE_BLOB;
+	}
+}
+
+static void bind_col(MYSQL_BIND *b, struct rcol *r, const struct sl_mysql_column *mc)
+{
+	bool variable;
+
+	memset(b, 0, sizeof *b);
+	b->buffer_type = bind_type(mc, &variable);
+	r->variable = variable;
+	b->is_null = &r->is_null;
+	b->error = &r->error;
+	b->length = &r->len;
+	b->is_unsigned = mc->is_unsigned == 1;
+	if (variable) {
+		b->buffer = r->buf;
+		b->buffer_length = r->cap;
+	} else {
+		b->buffer = &r->fixed;
+		b->buffer_length = sizeof r->fixed;
+	}
+}
+
+int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t, sl_row_fn fn,
+			void *payload, uint64_t *rows, struct sl_mysql_row_stats *stats, char *err, size_t errlen)
+{
+	MYSQL_STMT *stmt = NULL;
+	MYSQL_BIND *binds = NULL;
+	struct rcol *rc_ = NULL;
+	struct sl_value *vals = NULL;
+	uint8_t *fix = NULL;
+	struct sl_buf q, scratch;
+	char what[600];
+	int n = mt->ncols, rc = SL_OK;
+
+	*rows = 0;
+	sl_buf_init(&q, 0);
+	sl_buf_init(&scratch, 0);
+	snprintf(what, sizeof what, "reading table \"%s\".\"%s\" in the snapshot", mt->db, mt->name);
+	if (n != t->ncols) {
+		snprintf(err, errlen, "%s: the table has %d columns, its version %d", what, n, t->ncols);
+		return SL_EFAIL;
+	}
+	sl_buf_puts(&q, "SELECT ");
+	for (int i = 0; i < n; i++) {
+		if (i)
+			sl_buf_puts(&q, ", ");
+		sl_my_append_ident(&q, mt->cols[i].name);
+	}
+	sl_buf_puts(&q, " FROM ");
+	sl_my_append_qualified(&q, mt->db, mt->name);
+	binds = calloc((size_t)n, sizeof *binds);
+	rc_ = calloc((size_t)n, sizeof *rc_);
+	vals = calloc((size_t)n, sizeof *vals);
+	fix = calloc((size_t)n, 1);
+	if (sl_buf_failed(&q) || !binds || !rc_ || !vals || !fix) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		rc_[i].cap = 256;
+		if (!(rc_[i].buf = malloc(rc_[i].cap))) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			goto out;
+		}
+		bind_col(&binds[i], &rc_[i], &mt->cols[i].mc);
+	}
+	if (!(stmt = mysql_stmt_init(s->c))) {
+		rc = sl_my_err(err, errlen, what, s->c);
+		goto out;
+	}
+	if (mysql_stmt_prepare(stmt, q.data, q.len) != 0 || mysql_stmt_execute(stmt) != 0 ||
+	    mysql_stmt_bind_result(stmt, binds) != 0) {
+		rc = sl_my_stmt_err(err, errlen, what, stmt);
+		goto out;
+	}
+	for (;;) {
+		int f = mysql_stmt_fetch(stmt);
+		bool rebind = false;
+		if (f == MYSQL_NO_DATA)
+			break;
+		if (f == 1) {
+			rc = sl_my_stmt_err(err, errlen, what, stmt);
+			goto out;
+		}
+		if (f == MYSQL_DATA_TRUNCATED) {
+			for (int i = 0; i < n; i++) {
+				if (!rc_[i].variable || !rc_[i].error || rc_[i].len <= rc_[i].cap)
+					continue;
+				unsigned char *nb = realloc(rc_[i].buf, rc_[i].len);
+				if (!nb) {
+					snprintf(err, errlen, "%s: out of memory for a value of %lu bytes", what, rc_[i].len);
+					rc = SL_EFAIL;
+					goto out;
+				}
+				rc_[i].buf = nb;
+				rc_[i].cap = rc_[i].len;
+				binds[i].buffer = nb;
+				binds[i].buffer_length = rc_[i].cap;
+				if (mysql_stmt_fetch_column(stmt, &binds[i], (unsigned)i, 0) != 0) {
+					rc = sl_my_stmt_err(err, errlen, what, stmt);
+					goto out;
+				}
+				rebind = true;
+			}
+		}
+		sl_buf_reset(&scratch);
+		for (int i = 0; i < n; i++) {
+			int r = sl_my_bind_value(&mt->cols[i], &t->cols[i], &binds[i], &scratch, &s->conv, stats, mt->db,
+						 mt->name, &vals[i], err, errlen);
+			if (r < 0) {
+				rc = r == SL_MYSQL_EVALUE ? SL_EDATA : SL_EFAIL;
+				goto out;
+			}
+			fix[i] = r == 1;
+		}
+		if (sl_buf_failed(&scratch)) {
+			snprintf(err, errlen, "%s: out of memory", what);
+			rc = SL_EFAIL;
+			goto out;
+		}
+		for (int i = 0; i < n; i++)
+			if (fix[i])
+				vals[i].p = scratch.data + (uintptr_t)vals[i].p;
+		if (rebind && mysql_stmt_bind_result(stmt, binds) != 0) {
+			rc = sl_my_stmt_err(err, errlen, what, stmt);
+			goto out;
+		}
+		if (fn(payload, t, vals) < 0) {
+			rc = SL_EFAIL;
+			goto out;
+		}
+		(*rows)++;
+	}
+out:
+	if (stmt)
+		mysql_stmt_close(stmt);
+	for (int i = 0; rc_ && i < n; i++)
+		free(rc_[i].buf);
+	free(rc_);
+	free(binds);
+	free(vals);
+	free(fix);
+	sl_buf_free(&q);
+	sl_buf_free(&scratch);
+	return rc;
+}

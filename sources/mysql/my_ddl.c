@@ -1,0 +1,306 @@
+/*
+ * sources/mysql/my_ddl.c: reads just enough of a statement from a binlog
+ * QUERY event to know whether it changes tables, and which: in ROW format
+ * the binlog carries rows for DML, but DDL (CREATE, ALTER, DROP, RENAME,
+ * TRUNCATE) as statement text.  The source re-reads the catalog for the
+ * tables a DDL names, and turns a TRUNCATE into TRUNCATE records.
+ *
+ * The tokenizer knows identifiers (plain and `quoted`), string literals,
+ * numbers, punctuation and comments (/ * * /, -- and #); the text of an
+ * executable comment / *!NNNNN ... * / counts as code.  A statement it
+ * cannot read is SL_MY_STMT_UNKNOWN_DDL: the caller then checks every table.
+ */
+#include "sources/mysql/my_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+enum tk { TK_END = 0, TK_WORD, TK_QUOTED, TK_STRING, TK_PUNCT };
+
+struct lexer {
+	const char *p, *end;
+	enum tk kind;
+	char text[256];     /* the token: a word, an identifier unquoted, or the punctuation character */
+	bool overflow;      /* the identifier was longer than text */
+};
+
+static bool word_char(unsigned char c)
+{
+	return isalnum(c) || c == '_' || c == '$' || c >= 0x80;
+}
+
+static void skip_space(struct lexer *l)
+{
+	for (;;) {
+		while (l->p < l->end && (isspace((unsigned char)*l->p) || *l->p == ';'))
+			l->p++;
+		if (l->p + 1 < l->end && l->p[0] == '/' && l->p[1] == '*') {
+			if (l->p + 2 < l->end && l->p[2] == '!') {
+				/* an executable comment: its text is code */
+				l->p += 3;
+				while (l->p < l->end && isdigit((unsigned char)*l->p))
+					l->p++;
+				continue;
+			}
+			l->p += 2;
+			while (l->p + 1 < l->end && !(l->p[0] == '*' && l->p[1] == '/'))
+				l->p++;
+			l->p = l->p + 1 < l->end ? l->p + 2 : l->end;
+			continue;
+		}
+		if (l->p + 1 < l->end && l->p[0] == '*' && l->p[1] == '/') {
+			l->p += 2;  /* the end of an executable comment */
+			continue;
+		}
+		if ((l->p + 2 < l->end && l->p[0] == '-' && l->p[1] == '-' && isspace((unsigned char)l->p[2])) ||
+		    (l->p < l->end && l->p[0] == '#')) {
+			while (l->p < l->end && *l->p != '\n')
+				l->p++;
+			continue;
+		}
+		return;
+	}
+}
+
+static void next(struct lexer *l)
+{
+	size_t n = 0;
+
+	l->overflow = false;
+	l->text[0] = '\0';
+	skip_space(l);
+	if (l->p >= l->end) {
+		l->kind = TK_END;
+		return;
+	}
+	if (*l->p == '`') {
+		l->p++;
+		while (l->p < l->end) {
+			if (*l->p == '`') {
+				if (l->p + 1 < l->end && l->p[1] == '`') {
+					l->p++;
+				} else {
+					l->p++;
+					break;
+				}
+			}
+			if (n + 1 < sizeof l->text)
+				l->text[n++] = *l->p;
+			else
+				l->overflow = true;
+			l->p++;
+		}
+		l->text[n] = '\0';
+		l->kind = TK_QUOTED;
+		return;
+	}
+	if (*l->p == '\'' || *l->p == '"') {
+		char q = *l->p++;
+		while (l->p < l->end && *l->p != q) {
+			if (*l->p == '\\' && l->p + 1 < l->end)
+				l->p++;
+			l->p++;
+		}
+		if (l->p < l->end)
+			l->p++;
+		l->kind = TK_STRING;
+		return;
+	}
+	if (word_char((unsigned char)*l->p)) {
+		while (l->p < l->end && word_char((unsigned char)*l->p)) {
+			if (n + 1 < sizeof l->text)
+				l->text[n++] = *l->p;
+			else
+				l->overflow = true;
+			l->p++;
+		}
+		l->text[n] = '\0';
+		l->kind = TK_WORD;
+		return;
+	}
+	l->text[0] = *l->p++;
+	l->text[1] = '\0';
+	l->kind = TK_PUNCT;
+}
+
+static bool is(const struct lexer *l, const char *kw)
+{
+	return l->kind == TK_WORD && !strcasecmp(l->text, kw);
+}
+
+static bool accept(struct lexer *l, const char *kw)
+{
+	if (!is(l, kw))
+		return false;
+	next(l);
+	return true;
+}
+
+static bool punct(const struct lexer *l, char c)
+{
+	return l->kind == TK_PUNCT && l->text[0] == c;
+}
+
+/* Reads [db.]name into out; false when the tokens are no name. */
+static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name *out)
+{
+	if ((l->kind != TK_WORD && l->kind != TK_QUOTED) || l->overflow)
+		return false;
+	snprintf(out->table, sizeof out->table, "%s", l->text);
+	snprintf(out->db, sizeof out->db, "%s", default_db ? default_db : "");
+	next(l);
+	if (punct(l, '.')) {
+		next(l);
+		if ((l->kind != TK_WORD && l->kind != TK_QUOTED) || l->overflow)
+			return false;
+		snprintf(out->db, sizeof out->db, "%s", out->table);
+		snprintf(out->table, sizeof out->table, "%s", l->text);
+		next(l);
+	}
+	return true;
+}
+
+static void add(struct sl_my_name *names, int max, int *n, const struct sl_my_name *x)
+{
+	if (*n < max)
+		names[*n] = *x;
+	(*n)++;
+}
+
+enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default_db, struct sl_my_name *names,
+				int max, int *n)
+{
+	struct lexer l = { .p = sql, .end = sql + len };
+	struct sl_my_name x;
+
+	*n = 0;
+	next(&l);
+	if (is(&l, "BEGIN") || is(&l, "COMMIT") || is(&l, "ROLLBACK") || is(&l, "SAVEPOINT") || is(&l, "RELEASE") ||
+	    is(&l, "XA"))
+		return SL_MY_STMT_TX;
+	if (accept(&l, "TRUNCATE")) {
+		accept(&l, "TABLE");
+		if (!read_name(&l, default_db, &x))
+			return SL_MY_STMT_UNKNOWN_DDL;
+		add(names, max, n, &x);
+		return SL_MY_STMT_TRUNCATE;
+	}
+	if (accept(&l, "RENAME")) {
+		if (!accept(&l, "TABLE") && !accept(&l, "TABLES"))
+			return SL_MY_STMT_OTHER;   /* RENAME USER */
+		for (;;) {
+			if (!read_name(&l, default_db, &x))
+				return SL_MY_STMT_UNKNOWN_DDL;
+			add(names, max, n, &x);
+			if (!accept(&l, "TO") || !read_name(&l, default_db, &x))
+				return SL_MY_STMT_UNKNOWN_DDL;
+			add(names, max, n, &x);
+			if (!punct(&l, ','))
+				break;
+			next(&l);
+		}
+		return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+	}
+	if (accept(&l, "CREATE")) {
+		if (accept(&l, "OR"))
+			accept(&l, "REPLACE");
+		if (is(&l, "DATABASE") || is(&l, "SCHEMA"))
+			return SL_MY_STMT_DB_DDL;
+		if (accept(&l, "TEMPORARY"))
+			return SL_MY_STMT_OTHER;   /* not in the binlog as rows */
+		if (accept(&l, "UNIQUE") || accept(&l, "FULLTEXT") || accept(&l, "SPATIAL") || is(&l, "INDEX")) {
+			if (!accept(&l, "INDEX"))
+				return SL_MY_STMT_UNKNOWN_DDL;
+			while (l.kind != TK_END && !is(&l, "ON"))
+				next(&l);
+			if (!accept(&l, "ON") || !read_name(&l, default_db, &x))
+				return SL_MY_STMT_UNKNOWN_DDL;
+			add(names, max, n, &x);
+			return SL_MY_STMT_TABLE_DDL;
+		}
+		if (!accept(&l, "TABLE"))
+			return SL_MY_STMT_OTHER;   /* VIEW, PROCEDURE, USER, SEQUENCE, ... */
+		if (accept(&l, "IF")) {
+			accept(&l, "NOT");
+			accept(&l, "EXISTS");
+		}
+		if (!read_name(&l, default_db, &x))
+			return SL_MY_STMT_UNKNOWN_DDL;
+		add(names, max, n, &x);
+		return SL_MY_STMT_TABLE_DDL;
+	}
+	if (accept(&l, "ALTER")) {
+		accept(&l, "ONLINE");
+		accept(&l, "IGNORE");
+		if (is(&l, "DATABASE") || is(&l, "SCHEMA"))
+			return SL_MY_STMT_DB_DDL;
+		if (!accept(&l, "TABLE"))
+			return SL_MY_STMT_OTHER;   /* ALTER USER, VIEW, EVENT, ... */
+		if (accept(&l, "IF"))
+			accept(&l, "EXISTS");
+		if (!read_name(&l, default_db, &x))
+			return SL_MY_STMT_UNKNOWN_DDL;
+		add(names, max, n, &x);
+		/* ALTER TABLE t ... RENAME [TO | AS] t2 */
+		while (l.kind != TK_END) {
+			if (accept(&l, "RENAME")) {
+				if (is(&l, "COLUMN") || is(&l, "INDEX") || is(&l, "KEY") || is(&l, "CONSTRAINT"))
+					continue;
+				if (!accept(&l, "TO"))
+					accept(&l, "AS");
+				if (read_name(&l, default_db, &x))
+					add(names, max, n, &x);
+				continue;
+			}
+			next(&l);
+		}
+		return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+	}
+	if (accept(&l, "DROP")) {
+		if (is(&l, "DATABASE") || is(&l, "SCHEMA"))
+			return SL_MY_STMT_DB_DDL;
+		if (accept(&l, "INDEX")) {
+			while (l.kind != TK_END && !is(&l, "ON"))
+				next(&l);
+			if (!accept(&l, "ON") || !read_name(&l, default_db, &x))
+				return SL_MY_STMT_UNKNOWN_DDL;
+			add(names, max, n, &x);
+			return SL_MY_STMT_TABLE_DDL;
+		}
+		if (accept(&l, "TEMPORARY"))
+			return SL_MY_STMT_OTHER;
+		if (!accept(&l, "TABLE") && !accept(&l, "TABLES"))
+			return SL_MY_STMT_OTHER;   /* VIEW, USER, ... */
+		if (accept(&l, "IF"))
+			accept(&l, "EXISTS");
+		for (;;) {
+			if (!read_name(&l, default_db, &x))
+				return SL_MY_STMT_UNKNOWN_DDL;
+			add(names, max, n, &x);
+			if (!punct(&l, ','))
+				break;
+			next(&l);
+		}
+		return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+	}
+	if (is(&l, "GRANT") || is(&l, "REVOKE") || is(&l, "SET") || is(&l, "FLUSH") || is(&l, "ANALYZE") ||
+	    is(&l, "OPTIMIZE") || is(&l, "REPAIR") || is(&l, "CHECK") || is(&l, "INSTALL") || is(&l, "UNINSTALL") ||
+	    is(&l, "DO") || is(&l, "CALL") || is(&l, "KILL") || is(&l, "SHUTDOWN") || is(&l, "PURGE") ||
+	    is(&l, "RESET") || l.kind == TK_END)
+		return SL_MY_STMT_OTHER;
+	/* INSERT / UPDATE / DELETE / REPLACE logged as statements (a session in
+	 * STATEMENT or MIXED format): changes the source cannot read. */
+	if (accept(&l, "INSERT") || accept(&l, "REPLACE") || accept(&l, "UPDATE") || accept(&l, "DELETE") ||
+	    accept(&l, "LOAD")) {
+		while (accept(&l, "LOW_PRIORITY") || accept(&l, "DELAYED") || accept(&l, "HIGH_PRIORITY") ||
+		       accept(&l, "IGNORE") || accept(&l, "QUICK") || accept(&l, "INTO") || accept(&l, "FROM") ||
+		       accept(&l, "DATA") || accept(&l, "CONCURRENT") || accept(&l, "LOCAL"))
+			;
+		if (read_name(&l, default_db, &x))
+			add(names, max, n, &x);
+		return SL_MY_STMT_DML;
+	}
+	return SL_MY_STMT_UNKNOWN_DDL;
+}

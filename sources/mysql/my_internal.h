@@ -1,0 +1,281 @@
+/*
+ * sources/mysql/my_internal.h: the MySQL / MariaDB source's own parts,
+ * shared by the files of this folder only (the rest of sluice sees the
+ * source through sources/source.h and sl_my_source_ops):
+ *
+ *   my_conn.c      connections, errors, queries, quoting, the server's
+ *                  settings and privileges (check and run share them)
+ *   my_catalog.c   the selected tables and their columns from
+ *                  information_schema, as table versions, and the match of
+ *                  a binlog TABLE_MAP against them
+ *   my_ddl.c       which tables a DDL statement of the binlog touches
+ *   my_dump.c      the binlog dump connection: COM_REGISTER_SLAVE,
+ *                  COM_BINLOG_DUMP(_GTID), events with a timeout; and the
+ *                  recordings of the replay tests
+ *   my_backfill.c  snapshots and reading them as typed values
+ *   my_source.c    the operations, positions, and the event loop
+ *
+ * Positions (struct sl_position): w[0] is the binlog file's sequence number
+ * (the digits after its last '.'), w[1] the offset in it, and text holds
+ * the file name, then a tab and a GTID when there is one.  A resume
+ * position (the end of a transaction, a keepalive, a snapshot) carries the
+ * GTID *state* there (MariaDB: the domain-server-seq list; MySQL: the
+ * executed GTID set); a transaction's position (what its records carry)
+ * carries that transaction's own GTID.
+ *
+ * All functions return SL_OK, or a negative enum sl_status with a message
+ * in err: SL_EPREREQ for what an operator must fix (settings, privileges,
+ * a failed login), SL_ELOST for a lost position, SL_ECONFIG for a
+ * configuration mistake found at the server, SL_EDATA for data that cannot
+ * be converted, SL_EFAIL otherwise.  Messages never contain secrets.
+ */
+#ifndef SLUICE_SOURCES_MYSQL_MY_INTERNAL_H
+#define SLUICE_SOURCES_MYSQL_MY_INTERNAL_H
+
+#include <mysql.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/buf.h"
+#include "schema/schema.h"
+#include "sources/mysql/binlog_event.h"
+#include "sources/mysql/gtid.h"
+#include "sources/mysql/row_image.h"
+#include "sources/source.h"
+
+extern const struct sl_source_ops sl_my_source_ops;
+extern const struct sl_source_desc sl_my_desc;
+
+/* ---- positions (my_source.c) ---- */
+
+/* A position at offset in file with gtid ("" or NULL: none).  The GTID is
+ * left out, with *dropped set (may be NULL), when it does not fit. */
+struct sl_position sl_my_pos(const char *file, uint64_t offset, const char *gtid, bool *dropped);
+/* The file name of p into out (SL_POS_TEXT_MAX bytes). */
+void sl_my_pos_file(const struct sl_position *p, char *out);
+/* The GTID part of p ("" when none); points into p. */
+const char *sl_my_pos_gtid(const struct sl_position *p);
+/* The sequence number of a binlog file name (the digits after its last
+ * '.'); -1 when it has none. */
+int64_t sl_my_file_seq(const char *file, size_t len);
+
+/* ---- connections and queries (my_conn.c) ---- */
+
+/* What the server is. */
+struct sl_my_server {
+	bool mariadb;
+	unsigned long version;      /* mysql_get_server_version(): 101106 */
+	char version_text[64];
+	uint32_t server_id;         /* @@server_id */
+};
+
+/* Opens a connection with the profile's host, port, user, password and
+ * TLS settings, connect_timeout and, when read_timeout_s > 0, that read
+ * timeout.  The session reads everything as stored: character_set_results
+ * binary (no conversion: text is converted by the source, from each
+ * column's charset, exactly as the binlog's), time_zone +00:00 (TIMESTAMP
+ * values in UTC), sql_mode without ANSI_QUOTES.  NULL with err: a failed
+ * login or a refused connection for lack of privileges is SL_EPREREQ
+ * (sl_my_err_status()). */
+MYSQL *sl_my_connect(const struct sl_source_config *cfg, int read_timeout_s, struct sl_my_server *srv,
+		     char *err, size_t errlen);
+int sl_my_err_status(void);
+
+/* Copies the connection's last error into err as "what: message (errno
+ * N)" and classifies it: SL_EPREREQ for a failed login and missing
+ * privileges (with a hint), SL_ELOST for error 1236 (the caller adds the
+ * recovery), SL_EFAIL otherwise. */
+int sl_my_err(char *err, size_t errlen, const char *what, MYSQL *c);
+/* The same for a statement handle. */
+int sl_my_stmt_err(char *err, size_t errlen, const char *what, MYSQL_STMT *st);
+
+/* Runs a statement that returns no rows. */
+int sl_my_exec(MYSQL *c, const char *sql, char *err, size_t errlen);
+/* Runs a query and returns its whole result (*res, freed with
+ * mysql_free_result); an empty result set is not an error. */
+int sl_my_query(MYSQL *c, const char *sql, MYSQL_RES **res, char *err, size_t errlen);
+/* The first column of the first row as text into out ("" for NULL); *found
+ * tells whether there was a row (may be NULL). */
+int sl_my_query_value(MYSQL *c, const char *sql, char *out, size_t outlen, bool *found, char *err,
+		      size_t errlen);
+
+/* Appends name as a quoted identifier (backticks doubled), or `db`.`table`. */
+int sl_my_append_ident(struct sl_buf *b, const char *name);
+int sl_my_append_qualified(struct sl_buf *b, const char *db, const char *table);
+/* Appends s as a quoted string literal ('' and \\ doubled). */
+int sl_my_append_literal(struct sl_buf *b, const char *s);
+
+/* The settings the source needs (log_bin, binlog_format=ROW,
+ * binlog_row_image=FULL, a server_id other than the source's own, the
+ * privileges REPLICATION SLAVE, BINLOG MONITOR / REPLICATION CLIENT and
+ * SELECT): SL_EPREREQ with what to change; check and run share the words.
+ * out (may be NULL) gets one line per check, and warnings (short binlog
+ * retention, binlog_row_metadata not FULL). */
+int sl_my_check_prereqs(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
+			const struct sl_source_stream *st, FILE *out, char *err, size_t errlen);
+
+/* One line of SHOW BINARY LOGS. */
+struct sl_my_binlog_file {
+	char name[SL_BL_FILE_MAX + 1];
+	uint64_t size;
+};
+/* SHOW BINARY LOGS: *out (malloc'd, *n entries, oldest first). */
+int sl_my_binlogs(MYSQL *c, struct sl_my_binlog_file **out, int *n, char *err, size_t errlen);
+/* The server's head: SHOW MASTER STATUS (file, position) and its GTID
+ * state (MariaDB @@gtid_binlog_pos, MySQL @@gtid_executed; "" when none). */
+int sl_my_head(MYSQL *c, const struct sl_my_server *srv, struct sl_position *out, char *err, size_t errlen);
+/* The binlog retention in seconds (binlog_expire_logs_seconds, or
+ * expire_logs_days); 0: never expires. */
+int sl_my_retention_s(MYSQL *c, int64_t *out, char *err, size_t errlen);
+
+/* ---- the catalog (my_catalog.c) ---- */
+
+/* One column as the catalog (or a table map) describes it: enough to build
+ * the output column and to decode its binlog values and its backfill
+ * values the same way. */
+struct sl_my_col {
+	char *name;
+	struct sl_mysql_column mc;      /* type, real_type, decoded metadata, is_unsigned, charset,
+					 * json, values (pointing into vstore), is_key */
+	const struct sl_mysql_charset *values_cs;   /* the charset of the ENUM/SET strings in values */
+	struct sl_mysql_str *vstore;    /* ENUM / SET strings (owned, each NUL-terminated) */
+	uint32_t nvstore;
+	bool generated;                 /* a generated column */
+};
+
+/* A selected table: its current version and its columns' descriptions. */
+struct sl_my_table {
+	char *db, *name;
+	int ncols;
+	struct sl_my_col *cols;
+	struct sl_table *version;       /* built from cols (owned by the source until retired) */
+};
+
+void sl_my_table_free(struct sl_my_table *t);
+/* Builds t->version from t's columns (src = sl_my_desc). */
+int sl_my_table_build(struct sl_my_table *t, char *err, size_t errlen);
+/* A copy of a table version (for the caller of tables()). */
+struct sl_table *sl_my_table_copy(const struct sl_table *t);
+
+/* True if "db.name" matches one of include[] and none of exclude[]. */
+bool sl_my_selects(char *const *include, char *const *exclude, const char *db, const char *name);
+/* The selected base tables with their columns and primary keys (with
+ * describe; without, names only).  only_db/only_table (may be NULL)
+ * restrict the query to one table.  *out is a malloc'd array of *n. */
+int sl_my_list_tables(MYSQL *c, bool mariadb, char *const *include, char *const *exclude, const char *only_db,
+		      const char *only_table, bool describe, struct sl_my_table **out, int *n, char *err,
+		      size_t errlen);
+void sl_my_tables_free(struct sl_my_table *t, int n);
+
+/* How a table map compares with a table's description. */
+enum sl_my_match {
+	SL_MY_MATCH = 0,     /* the same columns: decode with the table's version */
+	SL_MY_PREFIX,        /* the map has fewer columns, and they are the table's first ones
+			      * (a column was added since, and the catalog is ahead) */
+	SL_MY_DIFFERENT,     /* the map does not describe the table */
+};
+enum sl_my_match sl_my_map_match(const struct sl_binlog_table_map *tm, const struct sl_my_table *t, char *why,
+				 size_t whylen);
+/* Completes a parsed table map from the table's description where the
+ * binlog's metadata lacks it (names, signedness, charsets, ENUM and SET
+ * strings, MariaDB's JSON, keys), for decoding. */
+void sl_my_map_complete(struct sl_binlog_table_map *tm, const struct sl_my_table *t);
+/* A table description from a table map with FULL metadata (names, keys),
+ * with what the map lacks (MariaDB JSON) taken from like (may be NULL). */
+int sl_my_table_from_map(struct sl_my_table *out, const struct sl_binlog_table_map *tm,
+			 const struct sl_my_table *like, char *err, size_t errlen);
+
+/* ---- DDL statements (my_ddl.c) ---- */
+
+enum sl_my_stmt {
+	SL_MY_STMT_OTHER = 0,     /* nothing the source must act on (GRANT, CREATE USER, ...) */
+	SL_MY_STMT_TX,            /* BEGIN, COMMIT, ROLLBACK, SAVEPOINT, XA ... */
+	SL_MY_STMT_TRUNCATE,      /* TRUNCATE [TABLE] t */
+	SL_MY_STMT_TABLE_DDL,     /* CREATE / ALTER / DROP / RENAME TABLE, CREATE / DROP INDEX */
+	SL_MY_STMT_DB_DDL,        /* CREATE / DROP / ALTER DATABASE */
+	SL_MY_STMT_UNKNOWN_DDL,   /* a statement the source cannot read: every table is checked */
+	SL_MY_STMT_DML,           /* INSERT / UPDATE / DELETE as a statement (not ROW format): the
+				   * table it names, when it could be read */
+};
+
+struct sl_my_name { char db[256]; char table[256]; };
+
+/* Classifies a statement of a QUERY event and lists the tables it names
+ * (up to max, qualified with default_db when unqualified). */
+enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default_db, struct sl_my_name *names,
+				int max, int *n);
+
+/* ---- the dump connection (my_dump.c) ---- */
+
+struct sl_my_dump;
+
+struct sl_my_dump_opts {
+	uint32_t server_id;
+	const char *report_host;     /* what SHOW SLAVE HOSTS shows for it */
+	const char *file;            /* start file ("" with a GTID start) */
+	uint64_t offset;
+	const char *gtid;            /* non-empty: start after this GTID state */
+	int64_t heartbeat_ms;        /* 0: none */
+	bool non_block;              /* the server ends the stream at its head (EOF) */
+};
+
+/* Opens the dump connection (a connection of its own, registered as a
+ * replica with opts' server_id) and starts the dump.  err on failure: the
+ * server's refusal, classified by sl_my_err (1236: SL_ELOST). */
+int sl_my_dump_open(struct sl_my_dump **out, const struct sl_source_config *cfg, const struct sl_my_server *srv,
+		    const struct sl_my_dump_opts *o, int64_t silence_ms, char *err, size_t errlen);
+void sl_my_dump_close(struct sl_my_dump *d);
+
+enum sl_my_read { SL_MY_TIMEOUT = 0, SL_MY_EVENT, SL_MY_EOF };
+/* Waits up to timeout_ms for the next event: *ev and *len (the event, after
+ * the OK byte) stay valid until the next call.  Fails when the server sent
+ * nothing at all for the silence limit (a dead connection), with the
+ * server's error (1236: SL_ELOST; another replica with the same server_id:
+ * SL_ECONFIG). */
+int sl_my_dump_read(struct sl_my_dump *d, int timeout_ms, enum sl_my_read *what, const unsigned char **ev,
+		    size_t *len, char *err, size_t errlen);
+/* The server's thread id of the dump connection (0 for a replay). */
+unsigned long sl_my_dump_thread(const struct sl_my_dump *d);
+
+/* Recordings for the replay tests: the 8 bytes SL_MY_RECORDING_MAGIC, then
+ * every event read (each as a big-endian u32 length and the event's bytes,
+ * checksum included). */
+#define SL_MY_RECORDING_MAGIC "SLMYREC1"
+int sl_my_dump_record(struct sl_my_dump *d, FILE *out, char *err, size_t errlen);
+/* Tests only: a dump that replays a recording; SL_MY_EOF after the last event. */
+int sl_my_dump_open_replay(struct sl_my_dump **out, const char *path, char *err, size_t errlen);
+
+/* ---- backfill (my_backfill.c) ---- */
+
+struct sl_my_snap;
+/* Opens a snapshot on a connection of its own: START TRANSACTION WITH
+ * CONSISTENT SNAPSHOT and the binlog position it sees (MariaDB's
+ * binlog_snapshot_file/position, no lock), or under FLUSH TABLES WITH READ
+ * LOCK (MySQL, or when SLUICE_MYSQL_SNAPSHOT=lock), released at once. */
+int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *cfg,
+			const struct sl_source_stream *st, const struct sl_my_server *srv,
+			struct sl_snapshot_info *info, char *err, size_t errlen);
+/* Reads every row of t (described by mt) in the snapshot, as typed values
+ * equal to what the binlog decoder gives for the same values. */
+int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t, sl_row_fn fn,
+			void *payload, uint64_t *rows, struct sl_mysql_row_stats *stats, char *err, size_t errlen);
+void sl_my_snapshot_close(struct sl_my_snap *s);
+
+/* Converts one value of the binary protocol (bind) for column mc into v,
+ * by the binlog decoder's rules (exposed for tests).  scratch receives
+ * converted text.  Returns 0, SL_MYSQL_EVALUE or -1. */
+int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, const MYSQL_BIND *bind,
+		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
+		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen);
+
+/* ---- tests ---- */
+
+/* Tests only (my_source.c): a source context for stream st that streams
+ * the recording at path through sl_my_source_ops' start, next and ack, with
+ * no server.  tables (n, borrowed) stand for the catalog.  Free it with
+ * sl_my_source_ops.close. */
+int sl_my_source_open_replay(void **ctx, const struct sl_source_stream *st, const char *path,
+			     struct sl_my_table *tables, int n, char *err, size_t errlen);
+
+#endif

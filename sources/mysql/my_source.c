@@ -1,0 +1,1934 @@
+/*
+ * sources/mysql/my_source.c: the MySQL / MariaDB source behind struct
+ * sl_source_ops (sources/source.h): the stream is the server's binlog, read
+ * as a replica (my_dump.c) and decoded by the binlog library
+ * (binlog_event.h, row_image.h); backfill reads a consistent snapshot
+ * (my_backfill.c); the catalog is information_schema (my_catalog.c).
+ *
+ * Positions (my_internal.h): (file number, offset) with the file name and a
+ * GTID in the text.  The CSN's position part is the file number in the
+ * high 32 bits and the offset of the transaction's first event in the low
+ * 32, so plain string order is binlog order across rotations.  A
+ * transaction's records carry its own position and GTID; its end (what the
+ * checkpoint keeps) carries the position after its last event and the GTID
+ * state there.  A stream resumes from the checkpoint by GTID when it has a
+ * GTID state (MariaDB @slave_connect_state; MySQL COM_BINLOG_DUMP_GTID),
+ * otherwise from the file and offset: always at a transaction boundary.
+ *
+ * Transactions: an event group starts with a GTID event (or QUERY BEGIN)
+ * and ends with XID, QUERY COMMIT / ROLLBACK, or, for a group flagged
+ * standalone (DDL), after its statement.  BEGIN is reported with the first
+ * change of a selected table; a group without one ends in a keepalive, so
+ * the checkpoint moves on when the stream's tables are quiet.  XA
+ * transactions are held until XA COMMIT: the prepared group's events wait
+ * in a temporary file, and while one waits, end positions do not move past
+ * its start (a restart reads it again).
+ */
+#include "sources/mysql/my_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define HEARTBEAT_MS 5000           /* the server's heartbeat period */
+#define SILENCE_FACTOR 5 / 2        /* a connection silent for 2.5 heartbeats is dead */
+#define KEEPALIVE_EVERY_MS 200      /* keepalives for groups of other tables, at most this often */
+#define MAX_MAPS 64                 /* table maps kept by table id */
+
+/* ---- positions ---- */
+
+int64_t sl_my_file_seq(const char *file, size_t len)
+{
+	size_t i = len;
+	int64_t v = 0;
+
+	while (i > 0 && file[i - 1] >= '0' && file[i - 1] <= '9')
+		i--;
+	if (i == len || i == 0 || file[i - 1] != '.' || len - i > 9)
+		return -1;
+	for (; i < len; i++)
+		v = v * 10 + (file[i] - '0');
+	return v;
+}
+
+struct sl_position sl_my_pos(const char *file, uint64_t offset, const char *gtid, bool *dropped)
+{
+	struct sl_position p;
+	size_t fl = strlen(file), gl = gtid ? strlen(gtid) : 0;
+	int64_t seq = sl_my_file_seq(file, fl);
+
+	memset(&p, 0, sizeof p);
+	p.w[0] = seq < 0 ? 0 : (uint64_t)seq;
+	p.w[1] = offset;
+	if (fl >= SL_POS_TEXT_MAX)
+		fl = SL_POS_TEXT_MAX - 1;
+	memcpy(p.text, file, fl);
+	if (dropped)
+		*dropped = false;
+	if (gl > 0) {
+		if (fl + 1 + gl < SL_POS_TEXT_MAX) {
+			p.text[fl] = '\t';
+			memcpy(p.text + fl + 1, gtid, gl);
+		} else if (dropped) {
+			*dropped = true;
+		}
+	}
+	return p;
+}
+
+void sl_my_pos_file(const struct sl_position *p, char *out)
+{
+	size_t n = strcspn(p->text, "\t");
+
+	memcpy(out, p->text, n);
+	out[n] = '\0';
+}
+
+const char *sl_my_pos_gtid(const struct sl_position *p)
+{
+	const char *t = strchr(p->text, '\t');
+
+	return t ? t + 1 : "";
+}
+
+static int my_pos_compare(const struct sl_position *a, const struct sl_position *b)
+{
+	if (a->w[0] != b->w[0])
+		return a->w[0] < b->w[0] ? -1 : 1;
+	if (a->w[1] != b->w[1])
+		return a->w[1] < b->w[1] ? -1 : 1;
+	return 0;
+}
+
+static uint64_t my_pos_csn(const struct sl_position *p)
+{
+	return p->w[0] << 32 | (p->w[1] & 0xffffffffu);
+}
+
+/* "mb.000003:1234" or "mb.000003:1234 0-1-20" */
+static int my_pos_encode(const struct sl_position *p, char *out, size_t outlen)
+{
+	char file[SL_POS_TEXT_MAX];
+	const char *g = sl_my_pos_gtid(p);
+	int n;
+
+	sl_my_pos_file(p, file);
+	n = snprintf(out, outlen, "%s:%" PRIu64 "%s%s", file[0] ? file : "?", p->w[1], *g ? " " : "", g);
+	return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+static int my_pos_decode(const char *text, struct sl_position *out)
+{
+	const char *sp = strchr(text, ' '), *colon;
+	char file[SL_POS_TEXT_MAX];
+	size_t hl = sp ? (size_t)(sp - text) : strlen(text);
+	uint64_t off;
+	char num[32];
+
+	memset(out, 0, sizeof *out);
+	colon = memrchr(text, ':', hl);
+	if (!colon || colon == text || (size_t)(colon - text) >= sizeof file || hl - (size_t)(colon - text) - 1 >= sizeof num)
+		return -1;
+	memcpy(file, text, (size_t)(colon - text));
+	file[colon - text] = '\0';
+	memcpy(num, colon + 1, hl - (size_t)(colon - text) - 1);
+	num[hl - (size_t)(colon - text) - 1] = '\0';
+	if (sl_parse_u64(num, UINT32_MAX, &off) < 0 || sl_my_file_seq(file, strlen(file)) < 0)
+		return -1;
+	*out = sl_my_pos(file, off, sp ? sp + 1 : NULL, NULL);
+	return strlen(sl_my_pos_gtid(out)) == (sp ? strlen(sp + 1) : 0) ? 0 : -1;
+}
+
+static const struct sl_meta_field my_meta[] = {
+	{ "log_file", SL_META_STRING },
+	{ "log_position", SL_META_LONG },
+	{ "gtid", SL_META_OPT_STRING },
+};
+
+static void my_meta_values(const struct sl_position *p, struct sl_meta_value *out, char *buf, size_t buflen)
+{
+	size_t n = strcspn(p->text, "\t");
+	const char *g = sl_my_pos_gtid(p);
+
+	(void)buf;
+	(void)buflen;
+	out[0].s = p->text;
+	out[0].len = n;
+	out[1].i = (int64_t)p->w[1];
+	out[2].s = *g ? g : NULL;
+	out[2].len = strlen(g);
+}
+
+const struct sl_source_desc sl_my_desc = {
+	.kind = "mysql",
+	.ns_field = "database",
+	.read_method_cdc = "mysql-cdc-binlog",
+	.read_method_backfill = "mysql-backfill-fulldump",
+	.pos_compare = my_pos_compare,
+	.pos_csn = my_pos_csn,
+	.pos_encode = my_pos_encode,
+	.pos_decode = my_pos_decode,
+	.nmeta = 3,
+	.meta = my_meta,
+	.meta_values = my_meta_values,
+};
+
+/* ---- the context ---- */
+
+struct tmap {
+	uint64_t table_id;
+	bool used;
+	struct sl_binlog_table_map tm;
+	struct sl_my_table *t;          /* the selected table, or NULL: skip its rows */
+	unsigned char *raw;             /* the event body it was parsed from */
+	size_t rawlen, araw;
+};
+
+/* A prepared XA transaction, held until XA COMMIT. */
+struct xa_held {
+	char xid[300];                  /* canonical text of the xid */
+	FILE *events;                   /* its events: u32 length + bytes each */
+	struct sl_position start;       /* resume position before its group */
+	struct xa_held *next;
+};
+
+struct my_src {
+	const struct sl_source_config *cfg;
+	const struct sl_source_stream *st;
+	MYSQL *meta;
+	struct sl_my_server srv;
+	struct sl_my_table *tables;     /* the selected tables (owned) */
+	int ntables;
+	bool replay;
+	int64_t heartbeat_ms, silence_ms;
+	char report_host[64];
+	struct sl_mysql_row_stats bf_stats;
+
+	/* streaming */
+	struct sl_my_dump *dump;
+	struct sl_binlog_reader rd;
+	struct sl_binlog_event ev;
+	char file[SL_BL_FILE_MAX + 1];  /* the current binlog file */
+	uint64_t pos;                   /* the end of the last event read in it */
+	struct sl_position floor;       /* where streaming started: end positions never go below */
+	bool gtid_mode;                 /* positions carry the GTID state */
+	struct sl_mariadb_gtid_pos mstate;
+	struct sl_mysql_gtid_set sstate;
+	char state_text[SL_POS_TEXT_MAX];
+	bool warned_gtid_dropped;
+
+	/* the open event group */
+	bool in_tx, standalone, begun, skip_tx, xa_prepare, truncating;
+	uint64_t tx_start;              /* offset of its first event */
+	char tx_gtid[128];
+	bool tx_has_mgtid, tx_has_sgtid;
+	struct sl_mariadb_gtid tx_mgtid;
+	unsigned char tx_sid[16];
+	uint64_t tx_gno;
+	int64_t tx_ts_us;
+	uint64_t tx_id;
+	uint32_t seq;
+	struct sl_position tx_pos;
+	char tx_xid[300];
+
+	/* table maps and rows */
+	struct tmap maps[MAX_MAPS];
+	struct tmap *rows_map;
+	struct sl_binlog_rows rows;
+	bool rows_pending;
+	struct sl_mysql_rowdec dec;
+	struct sl_value *before, *after;
+	int avals;
+	struct sl_change pend[2];
+	int npend, ipend;
+	struct sl_my_name trunc[16];
+	int ntrunc, itrunc;
+
+	/* XA */
+	struct xa_held *held;           /* prepared, waiting for XA COMMIT */
+	FILE *xa_out;                   /* the events of the XA group being prepared */
+	FILE *xa_in;                    /* the held events being replayed at XA COMMIT */
+	unsigned char *xbuf;
+	size_t axbuf;
+
+	/* keepalives */
+	int64_t last_keepalive_ms;
+	bool reply_wanted;
+	struct sl_position last_reported;
+	bool has_reported;
+	uint64_t skipped;               /* changes of tables the stream does not select */
+	uint64_t schema_events;
+};
+
+static void free_maps(struct my_src *s)
+{
+	for (int i = 0; i < MAX_MAPS; i++) {
+		if (s->maps[i].used)
+			sl_binlog_table_map_free(&s->maps[i].tm);
+		free(s->maps[i].raw);
+		memset(&s->maps[i], 0, sizeof s->maps[i]);
+	}
+}
+
+static void free_held(struct my_src *s)
+{
+	while (s->held) {
+		struct xa_held *h = s->held;
+		s->held = h->next;
+		if (h->events)
+			fclose(h->events);
+		free(h);
+	}
+	if (s->xa_out)
+		fclose(s->xa_out);
+	if (s->xa_in)
+		fclose(s->xa_in);
+	s->xa_out = s->xa_in = NULL;
+}
+
+static void my_close(void *ctx)
+{
+	struct my_src *s = ctx;
+
+	if (!s)
+		return;
+	if (s->skipped)
+		sl_info("stream \"%s\": skipped %" PRIu64 " changes of tables that the stream does not select",
+			s->st->name, s->skipped);
+	sl_my_dump_close(s->dump);
+	free_maps(s);
+	free_held(s);
+	sl_mysql_rowdec_free(&s->dec);
+	sl_mariadb_gtid_pos_free(&s->mstate);
+	sl_mysql_gtid_set_free(&s->sstate);
+	free(s->before);
+	free(s->after);
+	free(s->xbuf);
+	if (!s->replay)
+		sl_my_tables_free(s->tables, s->ntables);
+	if (s->meta)
+		mysql_close(s->meta);
+	free(s);
+}
+
+static struct my_src *new_src(const struct sl_source_config *cfg, const struct sl_source_stream *st)
+{
+	struct my_src *s = calloc(1, sizeof *s);
+	char host[40];
+
+	if (!s)
+		return NULL;
+	s->cfg = cfg;
+	s->st = st;
+	s->heartbeat_ms = HEARTBEAT_MS;
+	s->silence_ms = cfg && cfg->receive_timeout > 0 ? (int64_t)cfg->receive_timeout * 1000
+							: HEARTBEAT_MS * SILENCE_FACTOR;
+	/* dead after 2.5 heartbeat periods of silence */
+	s->heartbeat_ms = s->silence_ms * 2 / 5 > 100 ? s->silence_ms * 2 / 5 : 100;
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "?");
+	host[sizeof host - 1] = '\0';
+	snprintf(s->report_host, sizeof s->report_host, "sluice %.20s@%.30s", st->name, host);
+	sl_mysql_rowdec_init(&s->dec);
+	sl_mariadb_gtid_pos_init(&s->mstate);
+	sl_mysql_gtid_set_init(&s->sstate);
+	return s;
+}
+
+static int my_open(void **ctx, const struct sl_source_config *cfg, const struct sl_source_stream *st, char *err,
+		   size_t errlen)
+{
+	struct my_src *s = new_src(cfg, st);
+
+	*ctx = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	if (!(s->meta = sl_my_connect(cfg, 60, &s->srv, err, errlen))) {
+		int rc = sl_my_err_status();
+		my_close(s);
+		return rc;
+	}
+	*ctx = s;
+	return SL_OK;
+}
+
+int sl_my_source_open_replay(void **ctx, const struct sl_source_stream *st, const char *path,
+			     struct sl_my_table *tables, int n, char *err, size_t errlen)
+{
+	struct my_src *s = new_src(NULL, st);
+
+	*ctx = NULL;
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	s->replay = true;
+	s->srv.mariadb = true;
+	s->tables = tables;
+	s->ntables = n;
+	if (sl_my_dump_open_replay(&s->dump, path, err, errlen) < 0) {
+		my_close(s);
+		return SL_EFAIL;
+	}
+	*ctx = s;
+	return SL_OK;
+}
+
+/* ---- tables ---- */
+
+static struct sl_my_table *known_table(struct my_src *s, const char *db, const char *name)
+{
+	for (int i = 0; i < s->ntables; i++)
+		if (!strcmp(s->tables[i].db, db) && !strcmp(s->tables[i].name, name))
+			return &s->tables[i];
+	return NULL;
+}
+
+/* Merge mode needs a key on every table. */
+static int check_keys(const struct sl_source_stream *st, const struct sl_my_table *t, int n, char *err, size_t errlen)
+{
+	for (int i = 0; i < n && st->merge; i++) {
+		if (!sl_table_has_key(t[i].version)) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be "
+				 "replicated in append mode only", st->name, t[i].db, t[i].name);
+			return SL_EPREREQ;
+		}
+	}
+	return SL_OK;
+}
+
+/* The user may SELECT from every table (a missing privilege: the GRANTs). */
+static int check_select(MYSQL *c, const struct sl_source_stream *st, const struct sl_source_config *cfg,
+			const struct sl_my_table *t, int n, char *err, size_t errlen)
+{
+	struct sl_buf q, grants;
+	int rc = SL_OK;
+
+	sl_buf_init(&q, 0);
+	sl_buf_init(&grants, 0);
+	for (int i = 0; i < n; i++) {
+		sl_buf_reset(&q);
+		sl_buf_puts(&q, "SELECT 1 FROM ");
+		sl_my_append_qualified(&q, t[i].db, t[i].name);
+		sl_buf_puts(&q, " LIMIT 0");
+		if (sl_buf_failed(&q)) {
+			rc = SL_EFAIL;
+			snprintf(err, errlen, "out of memory");
+			break;
+		}
+		if (mysql_real_query(c, q.data, q.len) != 0) {
+			if (mysql_errno(c) == ER_TABLEACCESS_DENIED_ERROR || mysql_errno(c) == ER_COLUMNACCESS_DENIED_ERROR) {
+				sl_buf_printf(&grants, "%sGRANT SELECT ON ", grants.len ? "; " : "");
+				sl_my_append_qualified(&grants, t[i].db, t[i].name);
+				sl_buf_printf(&grants, " TO '%s'", cfg->user ? cfg->user : "?");
+				continue;
+			}
+			char what[600];
+			snprintf(what, sizeof what, "stream \"%s\": reading \"%s\".\"%s\"", st->name, t[i].db, t[i].name);
+			rc = sl_my_err(err, errlen, what, c);
+			break;
+		}
+		MYSQL_RES *res = mysql_store_result(c);
+		if (res)
+			mysql_free_result(res);
+	}
+	if (rc == SL_OK && grants.len) {
+		snprintf(err, errlen, "stream \"%s\": user \"%s\" may not read every selected table; as an administrator "
+			 "run: %s", st->name, cfg->user ? cfg->user : "?", grants.data);
+		rc = SL_EPREREQ;
+	}
+	sl_buf_free(&q);
+	sl_buf_free(&grants);
+	return rc;
+}
+
+/* The stream's tables: SL_ECONFIG when nothing matches. */
+static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
+		       const struct sl_source_stream *st, struct sl_my_table **out, int *n, char *err, size_t errlen)
+{
+	struct sl_table **vs = NULL;
+	struct sl_buf b;
+	int rc = sl_my_list_tables(c, srv->mariadb, st->tables, st->exclude_tables, NULL, NULL, true, out, n, err,
+				   errlen);
+
+	if (rc < 0)
+		return rc;
+	if (*n > 0 && !(vs = calloc((size_t)*n, sizeof *vs))) {
+		rc = SL_EFAIL;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < *n; i++)
+		vs[i] = (*out)[i].version;
+	rc = sl_source_check_exact(st, cfg->name, vs, *n, err, errlen);
+	free(vs);
+	if (rc < 0)
+		goto fail;
+	if (*n == 0) {
+		sl_buf_init(&b, 4096);
+		for (char *const *g = st->tables; g && *g; g++)
+			sl_buf_printf(&b, "%s%s", g == st->tables ? "" : ", ", *g);
+		snprintf(err, errlen, "stream \"%s\": no table on source \"%s\" matches tables = %s", st->name,
+			 cfg->name, b.data ? b.data : "");
+		sl_buf_free(&b);
+		rc = SL_ECONFIG;
+		goto fail;
+	}
+	if ((rc = check_select(c, st, cfg, *out, *n, err, errlen)) < 0 || (rc = check_keys(st, *out, *n, err, errlen)) < 0)
+		goto fail;
+	return SL_OK;
+fail:
+	sl_my_tables_free(*out, *n);
+	*out = NULL;
+	*n = 0;
+	return rc;
+}
+
+static int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	sl_my_tables_free(s->tables, s->ntables);
+	s->tables = NULL;
+	s->ntables = 0;
+	if ((rc = list_tables(s->meta, &s->srv, s->cfg, s->st, &s->tables, &s->ntables, err, errlen)) < 0)
+		return rc;
+	if (!(*out = calloc((size_t)s->ntables, sizeof **out)))
+		goto oom;
+	for (int i = 0; i < s->ntables; i++) {
+		if (!((*out)[i] = sl_my_table_copy(s->tables[i].version)))
+			goto oom;
+		(*n)++;
+	}
+	return SL_OK;
+oom:
+	for (int i = 0; i < *n; i++)
+		sl_table_free((*out)[i]);
+	free(*out);
+	*out = NULL;
+	*n = 0;
+	snprintf(err, errlen, "out of memory");
+	return SL_EFAIL;
+}
+
+/* ---- positions on the server ---- */
+
+/* The message for a position that cannot be resumed: what happened and
+ * the one command that recovers. */
+static int lost(const struct sl_source_stream *st, const struct sl_source_config *cfg,
+		const struct sl_source_resume *resume, const struct sl_position *p, const char *why, char *err,
+		size_t errlen)
+{
+	struct sl_buf b;
+	char pos[2 * SL_POS_TEXT_MAX];
+
+	sl_buf_init(&b, 0);
+	if (my_pos_encode(p, pos, sizeof pos) < 0)
+		snprintf(pos, sizeof pos, "?");
+	sl_buf_printf(&b, "stream \"%s\": the binlog position %s%s%s%s cannot be resumed on source \"%s\": %s; changes "
+		      "after it may be gone, and sluice will not skip them silently. To recover, run `", st->name, pos,
+		      resume && resume->checkpoint_path ? " of checkpoint \"" : "",
+		      resume && resume->checkpoint_path ? resume->checkpoint_path : "",
+		      resume && resume->checkpoint_path ? "\"" : "", cfg ? cfg->name : "?", why);
+	sl_source_backfill_command(&b, st);
+	sl_buf_puts(&b, "`, then start sluice again: it takes a new position and backfills every table");
+	snprintf(err, errlen, "%s", sl_buf_failed(&b) ? "out of memory" : b.data);
+	sl_buf_free(&b);
+	return SL_ELOST;
+}
+
+/* The MariaDB GTID list at the start of the oldest binlog: the GTIDs before
+ * it were purged. */
+static int oldest_gtid_list(MYSQL *c, const char *file, char *out, size_t outlen, char *err, size_t errlen)
+{
+	struct sl_buf q;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	int rc;
+
+	out[0] = '\0';
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "SHOW BINLOG EVENTS IN ");
+	sl_my_append_literal(&q, file);
+	sl_buf_puts(&q, " LIMIT 5");
+	rc = sl_buf_failed(&q) ? SL_EFAIL : sl_my_query(c, q.data, &res, err, errlen);
+	sl_buf_free(&q);
+	if (rc < 0)
+		return rc;
+	while (res && (row = mysql_fetch_row(res))) {
+		if (row[2] && !strcmp(row[2], "Gtid_list") && row[5]) {
+			const char *a = strchr(row[5], '['), *e = a ? strchr(a, ']') : NULL;
+			if (a && e)
+				snprintf(out, outlen, "%.*s", (int)(e - a - 1), a + 1);
+		}
+	}
+	if (res)
+		mysql_free_result(res);
+	return SL_OK;
+}
+
+/* Whether the server still has position p: SL_OK, SL_ELOST with the
+ * message, or another failure. */
+static int judge_position(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
+			  const struct sl_source_stream *st, const struct sl_source_resume *resume,
+			  const struct sl_position *p, char *err, size_t errlen)
+{
+	struct sl_my_binlog_file *logs = NULL;
+	char file[SL_POS_TEXT_MAX], why[1600], list[256];
+	const char *gtid = sl_my_pos_gtid(p);
+	int n = 0, rc, found = -1;
+
+	sl_my_pos_file(p, file);
+	if ((rc = sl_my_binlogs(c, &logs, &n, err, errlen)) < 0)
+		return rc;
+	for (int i = 0; i < n; i++)
+		if (!strcmp(logs[i].name, file))
+			found = i;
+	if (*gtid) {
+		/* A GTID resume needs the GTIDs after the state, wherever they are. */
+		if (srv->mariadb && n > 0) {
+			struct sl_mariadb_gtid_pos have, purged;
+			sl_mariadb_gtid_pos_init(&have);
+			sl_mariadb_gtid_pos_init(&purged);
+			rc = oldest_gtid_list(c, logs[0].name, list, sizeof list, err, errlen);
+			if (rc == SL_OK && list[0] &&
+			    sl_mariadb_gtid_pos_parse(&have, gtid, strlen(gtid), why, sizeof why) == 0 &&
+			    sl_mariadb_gtid_pos_parse(&purged, list, strlen(list), why, sizeof why) == 0) {
+				for (size_t i = 0; i < purged.n && rc == SL_OK; i++) {
+					const struct sl_mariadb_gtid *g = sl_mariadb_gtid_pos_get(&have, purged.v[i].domain);
+					if (!g || g->seq < purged.v[i].seq) {
+						snprintf(why, sizeof why, "the binlogs holding the GTIDs after %s were purged (the "
+							 "oldest binlog, %s, starts after %s)", gtid, logs[0].name, list);
+						rc = lost(st, cfg, resume, p, why, err, errlen);
+					}
+				}
+			}
+			sl_mariadb_gtid_pos_free(&have);
+			sl_mariadb_gtid_pos_free(&purged);
+		} else if (!srv->mariadb) {
+			char purged_text[4096];
+			struct sl_mysql_gtid_set have, purged;
+			sl_mysql_gtid_set_init(&have);
+			sl_mysql_gtid_set_init(&purged);
+			rc = sl_my_query_value(c, "SELECT @@global.gtid_purged", purged_text, sizeof purged_text, NULL, err,
+					       errlen);
+			if (rc == SL_OK && sl_mysql_gtid_set_parse(&have, gtid, strlen(gtid), why, sizeof why) == 0 &&
+			    sl_mysql_gtid_set_parse(&purged, purged_text, strlen(purged_text), why, sizeof why) == 0 &&
+			    !sl_mysql_gtid_set_is_subset(&purged, &have)) {
+				snprintf(why, sizeof why, "GTIDs it has not read were purged (gtid_purged is %.300s)", purged_text);
+				rc = lost(st, cfg, resume, p, why, err, errlen);
+			}
+			sl_mysql_gtid_set_free(&have);
+			sl_mysql_gtid_set_free(&purged);
+		}
+		free(logs);
+		return rc;
+	}
+	if (found < 0) {
+		if (n > 0 && sl_my_file_seq(file, strlen(file)) < sl_my_file_seq(logs[0].name, strlen(logs[0].name)))
+			snprintf(why, sizeof why, "binlog file %s was purged (the oldest binlog is now %s)", file, logs[0].name);
+		else if (n > 0)
+			snprintf(why, sizeof why, "the server has no binlog file %s (its binlogs are %s to %s: another server, "
+				 "or one restored from a backup)", file, logs[0].name, logs[n - 1].name);
+		else
+			snprintf(why, sizeof why, "the server keeps no binlog file");
+		rc = lost(st, cfg, resume, p, why, err, errlen);
+	} else if (p->w[1] > logs[found].size) {
+		snprintf(why, sizeof why, "binlog file %s ends at %" PRIu64 ", before the position", file, logs[found].size);
+		rc = lost(st, cfg, resume, p, why, err, errlen);
+	}
+	free(logs);
+	return rc;
+}
+
+static int my_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan, char *err,
+		      size_t errlen)
+{
+	struct my_src *s = ctx;
+	int rc;
+
+	memset(plan, 0, sizeof *plan);
+	if ((rc = sl_my_check_prereqs(s->meta, &s->srv, s->cfg, s->st, NULL, err, errlen)) < 0)
+		return rc;
+	plan->status_interval_ms = s->heartbeat_ms;
+	if (!resume->has_position || resume->reset) {
+		plan->need_position = true;
+		return SL_OK;
+	}
+	return judge_position(s->meta, &s->srv, s->cfg, s->st, resume, &resume->durable, err, errlen);
+}
+
+static int my_current_position(void *ctx, struct sl_position *out, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+
+	return sl_my_head(s->meta, &s->srv, out, err, errlen);
+}
+
+/* ---- snapshots ---- */
+
+static int my_snapshot(void *ctx, bool create, void **snap, struct sl_snapshot_info *info, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	struct sl_my_snap *sn;
+	int rc;
+
+	(void)create;  /* the stream's position is only the checkpoint's: nothing to create on the server */
+	*snap = NULL;
+	if ((rc = sl_my_snapshot_open(&sn, s->cfg, s->st, &s->srv, info, err, errlen)) < 0)
+		return rc;
+	*snap = sn;
+	return SL_OK;
+}
+
+static int my_snapshot_read(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
+			    uint64_t *rows, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	const struct sl_my_table *mt = known_table(s, t->ns, t->name);
+
+	if (!mt) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is not one of the stream's tables", s->st->name,
+			 t->ns, t->name);
+		return SL_EFAIL;
+	}
+	return sl_my_snapshot_read(snap, mt, t, fn, payload, rows, &s->bf_stats, err, errlen);
+}
+
+static void my_snapshot_close(void *ctx, void *snap)
+{
+	(void)ctx;
+	sl_my_snapshot_close(snap);
+}
+
+/* ---- streaming ---- */
+
+static void state_text_update(struct my_src *s)
+{
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	if (s->srv.mariadb)
+		sl_mariadb_gtid_pos_format(&s->mstate, &b);
+	else
+		sl_mysql_gtid_set_format(&s->sstate, &b);
+	snprintf(s->state_text, sizeof s->state_text, "%s", sl_buf_failed(&b) || !b.data ? "" : b.data);
+	if (!sl_buf_failed(&b) && b.len >= sizeof s->state_text) {
+		s->state_text[0] = '\0';
+		if (!s->warned_gtid_dropped) {
+			s->warned_gtid_dropped = true;
+			sl_warn("stream \"%s\": the GTID state is too long to keep (%zu bytes): the stream resumes by binlog "
+				"file and offset", s->st->name, b.len);
+		}
+	}
+	sl_buf_free(&b);
+}
+
+/* The position after everything read so far, for resuming. */
+static struct sl_position resume_pos(struct my_src *s)
+{
+	struct sl_position p = sl_my_pos(s->file, s->pos, s->gtid_mode ? s->state_text : NULL, NULL);
+
+	if (s->held) {
+		/* a prepared XA transaction waits: a restart must read it again */
+		struct xa_held *h = s->held;
+		for (struct xa_held *x = s->held; x; x = x->next)
+			if (my_pos_compare(&x->start, &h->start) < 0)
+				h = x;
+		if (my_pos_compare(&h->start, &p) < 0)
+			p = h->start;
+	}
+	if (my_pos_compare(&p, &s->floor) < 0) {
+		/* a GTID resume restarts at a file's beginning: never report less than the start */
+		char file[SL_POS_TEXT_MAX];
+		sl_my_pos_file(&s->floor, file);
+		p = sl_my_pos(file, s->floor.w[1], s->gtid_mode ? s->state_text : NULL, NULL);
+	}
+	return p;
+}
+
+/* Another replica registered with the stream's server_id (SHOW SLAVE HOSTS,
+ * when the user may run it): connecting would end that one's dump, and it
+ * would end ours, over and over.  An entry that is this stream's own (an
+ * agent killed a moment ago, whose connection the server has not dropped
+ * yet) is no obstacle. */
+static int server_id_free(struct my_src *s, char *err, size_t errlen)
+{
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	char e2[SL_ERRLEN];
+	int rc = SL_OK;
+
+	if (sl_my_query(s->meta, "SHOW SLAVE HOSTS", &res, e2, sizeof e2) < 0) {
+		sl_debug("stream \"%s\": cannot list the server's replicas: %s", s->st->name, e2);
+		return SL_OK;
+	}
+	while (res && (row = mysql_fetch_row(res)) && rc == SL_OK) {
+		if (!row[0] || strtoul(row[0], NULL, 10) != s->cfg->server_id)
+			continue;
+		if (row[1] && !strcmp(row[1], s->report_host))
+			continue;
+		snprintf(err, errlen, "stream \"%s\": another replica (\"%s\") is connected to source \"%s\" with "
+			 "server_id = %" PRIu32 "; each stream needs a server_id of its own (two replicas with one "
+			 "server_id end each other's connection)", s->st->name, row[1] ? row[1] : "", s->cfg->name,
+			 s->cfg->server_id);
+		rc = SL_ECONFIG;
+	}
+	if (res)
+		mysql_free_result(res);
+	return rc;
+}
+
+static int my_start(void *ctx, const struct sl_position *from, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	struct sl_my_dump_opts o;
+	const char *gtid = sl_my_pos_gtid(from);
+	char file[SL_POS_TEXT_MAX];
+	int rc;
+
+	sl_my_pos_file(from, file);
+	snprintf(s->file, sizeof s->file, "%s", file);
+	s->pos = from->w[1];
+	s->floor = *from;
+	s->gtid_mode = *gtid != '\0';
+	sl_mariadb_gtid_pos_clear(&s->mstate);
+	sl_mysql_gtid_set_clear(&s->sstate);
+	if (s->gtid_mode) {
+		char why[256];
+		rc = s->srv.mariadb ? sl_mariadb_gtid_pos_parse(&s->mstate, gtid, strlen(gtid), why, sizeof why)
+				    : sl_mysql_gtid_set_parse(&s->sstate, gtid, strlen(gtid), why, sizeof why);
+		if (rc < 0) {
+			snprintf(err, errlen, "stream \"%s\": the checkpoint's GTID state \"%s\" is not valid: %s",
+				 s->st->name, gtid, why);
+			return SL_EFAIL;
+		}
+		state_text_update(s);
+	}
+	sl_binlog_reader_init(&s->rd, SL_BL_CHECKSUM_CRC32, s->file);
+	if (s->replay)
+		return SL_OK;
+	if ((rc = server_id_free(s, err, errlen)) < 0)
+		return rc;
+	memset(&o, 0, sizeof o);
+	o.server_id = s->cfg->server_id;
+	o.report_host = s->report_host;
+	o.file = file;
+	o.offset = from->w[1];
+	o.gtid = s->gtid_mode ? gtid : NULL;
+	o.heartbeat_ms = s->heartbeat_ms;
+	sl_my_dump_close(s->dump);
+	s->dump = NULL;
+	rc = sl_my_dump_open(&s->dump, s->cfg, &s->srv, &o, s->silence_ms, err, errlen);
+	if (rc == SL_ELOST) {
+		char why[SL_ERRLEN];
+		snprintf(why, sizeof why, "the server refused it (%s)", err);
+		return lost(s->st, s->cfg, NULL, from, why, err, errlen);
+	}
+	return rc;
+}
+
+/* Where the current event is, for messages: "mb.000002:1234". */
+static const char *here(const struct my_src *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:%" PRIu64, s->file, s->ev.start ? s->ev.start : s->pos);
+	return buf;
+}
+
+static struct tmap *map_by_id(struct my_src *s, uint64_t id)
+{
+	for (int i = 0; i < MAX_MAPS; i++)
+		if (s->maps[i].used && s->maps[i].table_id == id)
+			return &s->maps[i];
+	return NULL;
+}
+
+static int grow_vals(struct my_src *s, int n)
+{
+	if (n <= s->avals)
+		return 0;
+	struct sl_value *b = realloc(s->before, sizeof *b * (size_t)n), *a;
+	if (!b)
+		return -1;
+	s->before = b;
+	if (!(a = realloc(s->after, sizeof *a * (size_t)n)))
+		return -1;
+	s->after = a;
+	s->avals = n;
+	return 0;
+}
+
+/* A new version for table t from the catalog (or from the map when the
+ * catalog no longer describes what the binlog holds and the map names its
+ * columns).  Returns 1 with *retired set when the version changed, 0 when
+ * not, or a failure. */
+static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
+		      struct sl_table **retired, char *err, size_t errlen)
+{
+	struct sl_my_table *fresh = NULL;
+	int n = 0, rc;
+	char why[300], at[600];
+
+	*retired = NULL;
+	if (s->replay) {
+		n = 0;
+	} else if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL, t->db, t->name,
+					   true, &fresh, &n, err, errlen)) < 0) {
+		return rc;
+	}
+	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) == SL_MY_PREFIX && !tm->has_names) {
+		/* a column was added since: without names in the binlog, the
+		 * catalog's first columns are the best description */
+		while (fresh[0].ncols > (int)tm->ncols) {
+			struct sl_my_table *f = &fresh[0];
+			struct sl_my_col *c = &f->cols[--f->ncols];
+			free(c->name);
+			for (uint32_t k = 0; k < c->nvstore; k++)
+				free((char *)c->vstore[k].p);
+			free(c->vstore);
+		}
+		if ((rc = sl_my_table_build(&fresh[0], err, errlen)) < 0) {
+			sl_my_tables_free(fresh, n);
+			return rc;
+		}
+	}
+	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) != SL_MY_MATCH)
+		n = -1;  /* the catalog is ahead of the binlog */
+	if (n != 1 && tm) {
+		struct sl_my_table from_map;
+		if (!tm->has_names) {
+			sl_my_tables_free(fresh, n < 0 ? 1 : n);
+			snprintf(err, errlen, "stream \"%s\": at %s, table \"%s\".\"%s\" has columns that the catalog no "
+				 "longer describes (it changed again since), and binlog_row_metadata is not FULL, so its "
+				 "columns cannot be named. Set binlog_row_metadata=FULL on the server; then run `sluice "
+				 "backfill` for the stream to start over from a new position", s->st->name,
+				 here(s, at, sizeof at), t->db, t->name);
+			return SL_EDATA;
+		}
+		if ((rc = sl_my_table_from_map(&from_map, tm, t, err, errlen)) < 0) {
+			sl_my_tables_free(fresh, n < 0 ? 1 : n);
+			return rc;
+		}
+		sl_my_tables_free(fresh, n < 0 ? 1 : n);
+		fresh = calloc(1, sizeof *fresh);
+		if (!fresh) {
+			sl_my_table_free(&from_map);
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		fresh[0] = from_map;
+		n = 1;
+	}
+	if (n != 1) {
+		sl_my_tables_free(fresh, n);
+		return 0;
+	}
+	/* the maps that completed their columns from the old description */
+	for (int k = 0; k < MAX_MAPS; k++)
+		if (s->maps[k].t == t && &s->maps[k].tm != tm)
+			s->maps[k].rawlen = 0;
+	if (t->version && sl_table_same_columns(t->version, fresh[0].version)) {
+		/* the same output columns; keep the description (charsets, strings) fresh */
+		struct sl_table *v = t->version;
+		t->version = NULL;
+		sl_table_free(fresh[0].version);
+		fresh[0].version = NULL;
+		sl_my_table_free(t);
+		*t = fresh[0];
+		t->version = v;
+		free(fresh);
+		return 0;
+	}
+	*retired = t->version;
+	t->version = NULL;
+	sl_my_table_free(t);
+	*t = fresh[0];
+	free(fresh);
+	s->schema_events++;
+	return 1;
+}
+
+/* A TABLE_MAP: which table it maps, whether the stream follows it, and
+ * whether its columns are still the version's.  Returns 1 with a schema
+ * event in ev, 0, or a failure. */
+static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
+{
+	const struct sl_binlog_event *e = &s->ev;
+	uint64_t id = 0;
+	struct tmap *m;
+	struct sl_my_table *t;
+	struct sl_table *retired = NULL;
+	char why[300], at[600];
+	int rc = 0, slot = -1;
+
+	/* the table id: 6 bytes (or 4) at the start of the body */
+	if (e->body_len < 6)
+		return SL_OK;
+	for (int i = 5; i >= 0; i--)
+		id = id << 8 | e->body[i];
+	m = map_by_id(s, id);
+	if (m && m->rawlen == e->body_len && !memcmp(m->raw, e->body, e->body_len))
+		return SL_OK;   /* the same map as before: the same decision */
+	if (!m) {
+		for (int i = 0; i < MAX_MAPS && slot < 0; i++)
+			if (!s->maps[i].used)
+				slot = i;
+		if (slot < 0) {
+			/* evict the oldest: table ids only grow */
+			slot = 0;
+			for (int i = 1; i < MAX_MAPS; i++)
+				if (s->maps[i].table_id < s->maps[slot].table_id)
+					slot = i;
+		}
+		m = &s->maps[slot];
+		if (!m->used)
+			sl_binlog_table_map_init(&m->tm);
+		m->used = true;
+	}
+	m->rawlen = 0;
+	m->t = NULL;
+	if (sl_binlog_table_map_parse(&m->tm, &s->rd, e, err, errlen) < 0) {
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, " (at %s)", here(s, at, sizeof at));
+		return SL_EFAIL;
+	}
+	m->table_id = m->tm.table_id;
+	if (e->body_len > m->araw) {
+		unsigned char *r = realloc(m->raw, e->body_len);
+		if (!r) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		m->raw = r;
+		m->araw = e->body_len;
+	}
+	memcpy(m->raw, e->body, e->body_len);
+	t = known_table(s, m->tm.db, m->tm.table);
+	if (!t) {
+		if (!s->replay && sl_my_selects(s->st->tables, s->st->exclude_tables, m->tm.db, m->tm.table)) {
+			/* a table the stream selects but does not know: created since */
+			struct sl_my_table *now = NULL;
+			int n = 0;
+			if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL, m->tm.db,
+						    m->tm.table, false, &now, &n, err, errlen)) < 0)
+				return rc;
+			sl_my_tables_free(now, n);
+			if (n > 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, m->tm.db,
+					 m->tm.table);
+				return SL_ERESTART;
+			}
+		}
+		m->rawlen = e->body_len;
+		return SL_OK;
+	}
+	switch (sl_my_map_match(&m->tm, t, why, sizeof why)) {
+	case SL_MY_MATCH:
+		break;
+	case SL_MY_PREFIX:
+	case SL_MY_DIFFERENT:
+		/* The binlog's columns are not the version's: describe again. */
+		rc = redescribe(s, t, &m->tm, &retired, err, errlen);
+		if (rc < 0)
+			return rc;
+		if (sl_my_map_match(&m->tm, t, why, sizeof why) != SL_MY_MATCH) {
+			sl_table_free(retired);
+			snprintf(err, errlen, "stream \"%s\": at %s, the rows of table \"%s\".\"%s\" do not match its "
+				 "columns: %s", s->st->name, here(s, at, sizeof at), t->db, t->name, why);
+			return SL_EDATA;
+		}
+		break;
+	}
+	sl_my_map_complete(&m->tm, t);
+	m->t = t;
+	m->rawlen = e->body_len;
+	if (grow_vals(s, t->ncols) < 0) {
+		sl_table_free(retired);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	if (rc > 0 || retired) {
+		ev->kind = SL_EV_SCHEMA;
+		ev->table = t->version;
+		ev->changed = true;
+		ev->retired = retired;
+		return 1;
+	}
+	return SL_OK;
+}
+
+static bool key_equal(const struct sl_value *a, const struct sl_value *b)
+{
+	if (a->kind == SL_V_UNCHANGED || b->kind == SL_V_UNCHANGED)
+		return true;
+	return sl_value_equal(a, b);
+}
+
+static void fill(struct my_src *s, struct sl_change *c, const struct sl_table *t, enum sl_op op,
+		 const struct sl_value *vals)
+{
+	memset(c, 0, sizeof *c);
+	c->table = t;
+	c->op = op;
+	c->values = vals;
+	c->read_method = sl_my_desc.read_method_cdc;
+	sl_change_set_csn(c, my_pos_csn(&s->tx_pos), ++s->seq);
+	c->source_ts_us = s->tx_ts_us;
+	c->tx_id = s->tx_id;
+}
+
+/* Decodes the next row of the pending rows event into changes.  Returns 1
+ * with changes in pend, 0 when the event has no more rows, or a failure. */
+static int next_row(struct my_src *s, char *err, size_t errlen)
+{
+	struct tmap *m = s->rows_map;
+	const struct sl_table *t = m->t->version;
+	char at[600];
+	int rc;
+
+	rc = sl_mysql_rows_next(&s->dec, &s->rows, &m->tm, t->cols, s->before, s->after, err, errlen);
+	if (rc <= 0) {
+		if (rc < 0) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen - l, " (at %s)", here(s, at, sizeof at));
+			return rc == SL_MYSQL_EVALUE ? SL_EDATA : SL_EFAIL;
+		}
+		s->rows_pending = false;
+		return 0;
+	}
+	s->npend = s->ipend = 0;
+	switch (s->rows.op) {
+	case SL_BL_ROWS_WRITE:
+		for (int i = 0; i < t->ncols; i++) {
+			if (s->after[i].kind == SL_V_UNCHANGED) {
+				snprintf(err, errlen, "stream \"%s\": at %s, an insert into \"%s\".\"%s\" lacks column \"%s\" "
+					 "(a session with binlog_row_image=MINIMAL or NOBLOB): its value is unknown. Set "
+					 "binlog_row_image=FULL for every session", s->st->name, here(s, at, sizeof at),
+					 t->ns, t->name, t->cols[i].name);
+				return SL_EDATA;
+			}
+		}
+		fill(s, &s->pend[s->npend++], t, SL_OP_INSERT, s->after);
+		break;
+	case SL_BL_ROWS_DELETE:
+		for (int i = 0; i < t->ncols; i++)
+			if (s->before[i].kind == SL_V_UNCHANGED)
+				s->before[i].kind = SL_V_NULL;  /* a partial image: the key only */
+		fill(s, &s->pend[s->npend++], t, SL_OP_DELETE, s->before);
+		break;
+	case SL_BL_ROWS_UPDATE: {
+		bool key_changed = !sl_table_has_key(t);  /* a keyless row is named by its whole old row */
+		for (int i = 0; i < t->ncols; i++) {
+			if (s->after[i].kind == SL_V_UNCHANGED && s->before[i].kind != SL_V_UNCHANGED)
+				s->after[i] = s->before[i];
+			if (t->cols[i].is_key && !key_equal(&s->before[i], &s->after[i]))
+				key_changed = true;
+		}
+		if (key_changed) {
+			for (int i = 0; i < t->ncols; i++)
+				if (s->before[i].kind == SL_V_UNCHANGED)
+					s->before[i].kind = SL_V_NULL;
+			fill(s, &s->pend[s->npend++], t, SL_OP_UPDATE_DELETE, s->before);
+		}
+		fill(s, &s->pend[s->npend++], t, SL_OP_UPDATE_INSERT, s->after);
+		break;
+	}
+	}
+	return 1;
+}
+
+/* BEGIN of the open group, once, before its first change. */
+static bool begin_once(struct my_src *s, struct sl_event *ev)
+{
+	if (s->begun)
+		return false;
+	s->begun = true;
+	s->tx_pos = sl_my_pos(s->file, s->tx_start, s->tx_gtid, NULL);
+	ev->kind = SL_EV_BEGIN;
+	ev->pos = s->tx_pos;
+	ev->ts_us = s->tx_ts_us;
+	ev->tx_id = s->tx_id;
+	return true;
+}
+
+static bool pending_change(struct my_src *s, struct sl_event *ev)
+{
+	if (s->ipend < s->npend) {
+		ev->kind = SL_EV_CHANGE;
+		ev->change = s->pend[s->ipend++];
+		return true;
+	}
+	return false;
+}
+
+static void start_group(struct my_src *s, uint64_t start)
+{
+	s->in_tx = true;
+	s->standalone = false;
+	s->begun = false;
+	s->skip_tx = false;
+	s->xa_prepare = false;
+	s->tx_start = start;
+	s->tx_gtid[0] = '\0';
+	s->tx_has_mgtid = s->tx_has_sgtid = false;
+	s->tx_ts_us = (int64_t)s->ev.h.timestamp * 1000000;
+	s->tx_id = 0;
+	s->seq = 0;
+	s->tx_xid[0] = '\0';
+}
+
+static void xid_text(char *out, size_t outlen, const struct sl_binlog_xa_xid *x)
+{
+	size_t n = 0;
+
+	n += (size_t)snprintf(out + n, outlen - n, "X'");
+	for (uint32_t i = 0; i < x->gtrid_len && n + 3 < outlen; i++)
+		n += (size_t)snprintf(out + n, outlen - n, "%02x", x->data[i]);
+	n += (size_t)snprintf(out + n, outlen - n, "',X'");
+	for (uint32_t i = 0; i < x->bqual_len && n + 3 < outlen; i++)
+		n += (size_t)snprintf(out + n, outlen - n, "%02x", x->data[x->gtrid_len + i]);
+	snprintf(out + n, outlen - n, "',%" PRIu32, x->format_id);
+}
+
+/* Ends the open group: updates the GTID state and reports COMMIT (when the
+ * group had changes) or, now and then, a keepalive.  Returns true with ev
+ * filled. */
+static bool end_group(struct my_src *s, struct sl_event *ev)
+{
+	bool reported = false;
+
+	if (s->gtid_mode && !s->skip_tx) {
+		if (s->tx_has_mgtid)
+			sl_mariadb_gtid_pos_add(&s->mstate, &s->tx_mgtid, NULL, 0);
+		else if (s->tx_has_sgtid)
+			sl_mysql_gtid_set_add(&s->sstate, s->tx_sid, s->tx_gno, NULL, 0);
+		if (s->tx_has_mgtid || s->tx_has_sgtid)
+			state_text_update(s);
+	}
+	s->in_tx = false;
+	if (s->begun) {
+		ev->kind = SL_EV_COMMIT;
+		ev->pos = resume_pos(s);
+		ev->ts_us = s->tx_ts_us;
+		reported = true;
+	} else if (sl_mono_ms() - s->last_keepalive_ms >= KEEPALIVE_EVERY_MS || s->reply_wanted) {
+		ev->kind = SL_EV_KEEPALIVE;
+		ev->pos = resume_pos(s);
+		reported = true;
+	}
+	if (reported) {
+		s->last_keepalive_ms = sl_mono_ms();
+		s->reply_wanted = false;
+		s->last_reported = ev->pos;
+		s->has_reported = true;
+	}
+	s->begun = false;
+	return reported;
+}
+
+/* Writes the current event to the held XA transaction's file. */
+static int hold_event(struct my_src *s, char *err, size_t errlen)
+{
+	unsigned char h[4];
+	const unsigned char *raw = s->ev.body - SL_BL_HEADER_LEN;
+
+	sl_put_u32(h, s->ev.h.event_size);
+	if (fwrite(h, 1, 4, s->xa_out) != 4 || fwrite(raw, 1, s->ev.h.event_size, s->xa_out) != s->ev.h.event_size) {
+		snprintf(err, errlen, "stream \"%s\": could not hold an XA transaction's events: %s", s->st->name,
+			 sl_strerror(errno));
+		return SL_EFAIL;
+	}
+	return SL_OK;
+}
+
+/* The next held event of an XA transaction being committed: 1, 0 at the
+ * end, or a failure. */
+static int held_event(struct my_src *s, const unsigned char **p, size_t *len, char *err, size_t errlen)
+{
+	unsigned char h[4];
+	uint32_t n;
+
+	if (fread(h, 1, 4, s->xa_in) != 4)
+		return 0;
+	n = sl_get_u32(h);
+	if (n > s->axbuf) {
+		unsigned char *b = realloc(s->xbuf, n);
+		if (!b) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		s->xbuf = b;
+		s->axbuf = n;
+	}
+	if (fread(s->xbuf, 1, n, s->xa_in) != n) {
+		snprintf(err, errlen, "stream \"%s\": a held XA transaction's events are truncated", s->st->name);
+		return SL_EFAIL;
+	}
+	*p = s->xbuf;
+	*len = n;
+	return 1;
+}
+
+static struct xa_held *take_held(struct my_src *s, const char *xid)
+{
+	for (struct xa_held **pp = &s->held; *pp; pp = &(*pp)->next) {
+		if (!strcasecmp((*pp)->xid, xid)) {
+			struct xa_held *h = *pp;
+			*pp = h->next;
+			return h;
+		}
+	}
+	return NULL;
+}
+
+/* The tables a DDL statement touched: new versions, restarts. */
+static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
+		  char *err, size_t errlen)
+{
+	struct sl_my_table *now = NULL;
+	int nnow = 0, rc;
+
+	if (s->replay)
+		return SL_OK;
+	if (kind == SL_MY_STMT_TABLE_DDL) {
+		for (int i = 0; i < n; i++) {
+			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
+			struct sl_table *retired = NULL;
+			bool selected = sl_my_selects(s->st->tables, s->st->exclude_tables, names[i].db, names[i].table);
+			if (!t && !selected)
+				continue;
+			if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL,
+						    names[i].db, names[i].table, false, &now, &nnow, err, errlen)) < 0)
+				return rc;
+			sl_my_tables_free(now, nnow);
+			if (t && nnow == 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was dropped or renamed", s->st->name,
+					 t->db, t->name);
+				return SL_ERESTART;
+			}
+			if (!t && nnow > 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, names[i].db,
+					 names[i].table);
+				return SL_ERESTART;
+			}
+			if (!t)
+				continue;
+			if ((rc = redescribe(s, t, NULL, &retired, err, errlen)) < 0)
+				return rc;
+			if (rc > 0) {
+				ev->kind = SL_EV_SCHEMA;
+				ev->table = t->version;
+				ev->changed = true;
+				ev->retired = retired;
+				/* the maps of the old version are stale */
+				for (int k = 0; k < MAX_MAPS; k++)
+					if (s->maps[k].t == t)
+						s->maps[k].rawlen = 0;
+				return 1;
+			}
+		}
+		return SL_OK;
+	}
+	/* a database changed, or a statement that cannot be read: the selection again */
+	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
+				    &now, &nnow, err, errlen)) < 0)
+		return rc;
+	rc = SL_OK;
+	if (nnow != s->ntables) {
+		snprintf(err, errlen, "stream \"%s\": the selected tables changed (a table was created, dropped or renamed)",
+			 s->st->name);
+		rc = SL_ERESTART;
+	}
+	for (int i = 0; i < nnow && rc == SL_OK; i++) {
+		if (!known_table(s, now[i].db, now[i].name)) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, now[i].db,
+				 now[i].name);
+			rc = SL_ERESTART;
+		}
+	}
+	sl_my_tables_free(now, nnow);
+	return rc;
+}
+
+/* A QUERY event.  Returns 1 with ev filled, 0, or a failure. */
+static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
+{
+	const struct sl_binlog_query *q = &s->ev.u.query;
+	struct sl_my_name names[16];
+	char db[256], at[600];
+	int n = 0, rc;
+	enum sl_my_stmt kind;
+
+	snprintf(db, sizeof db, "%.*s", (int)q->db_len, q->db ? q->db : "");
+	kind = sl_my_ddl_parse(q->sql, q->sql_len, db, names, 16, &n);
+	if (kind == SL_MY_STMT_TX) {
+		if (q->sql_len >= 5 && !strncasecmp(q->sql, "BEGIN", 5)) {
+			if (!s->in_tx)
+				start_group(s, s->ev.start);
+			return SL_OK;
+		}
+		if ((q->sql_len >= 6 && !strncasecmp(q->sql, "COMMIT", 6)) ||
+		    (q->sql_len >= 8 && !strncasecmp(q->sql, "ROLLBACK", 8) && !(q->sql_len > 8 && q->sql[8] == ' '))) {
+			/* MyISAM groups end in COMMIT; a ROLLBACK ends a group whose
+			 * non-transactional changes did happen */
+			if (s->in_tx && end_group(s, ev))
+				return 1;
+			return SL_OK;
+		}
+		if (q->sql_len >= 9 && !strncasecmp(q->sql, "XA COMMIT", 9)) {
+			char xid[300];
+			struct xa_held *h;
+			/* the xid: from the GTID event (MariaDB), else from the text */
+			if (s->tx_xid[0])
+				snprintf(xid, sizeof xid, "%s", s->tx_xid);
+			else
+				snprintf(xid, sizeof xid, "%.*s", (int)(q->sql_len > 10 ? q->sql_len - 10 : 0), q->sql + 10);
+			if (!(h = take_held(s, xid))) {
+				sl_debug("stream \"%s\": XA COMMIT of %s, which prepared no change the stream reads", s->st->name,
+					 xid);
+			} else {
+				s->xa_in = h->events;
+				h->events = NULL;
+				rewind(s->xa_in);
+				free(h);
+			}
+			if (!s->in_tx)
+				start_group(s, s->ev.start);
+			s->standalone = true;
+			return SL_OK;
+		}
+		if (q->sql_len >= 11 && !strncasecmp(q->sql, "XA ROLLBACK", 11)) {
+			char xid[300];
+			struct xa_held *h;
+			if (s->tx_xid[0])
+				snprintf(xid, sizeof xid, "%s", s->tx_xid);
+			else
+				snprintf(xid, sizeof xid, "%.*s", (int)(q->sql_len > 12 ? q->sql_len - 12 : 0), q->sql + 12);
+			if ((h = take_held(s, xid))) {
+				fclose(h->events);
+				free(h);
+			}
+		}
+		if (s->in_tx && s->standalone && !s->xa_prepare && end_group(s, ev))
+			return 1;
+		return SL_OK;
+	}
+	if (!s->in_tx)
+		start_group(s, s->ev.start);  /* a statement alone (no GTID event) */
+	switch (kind) {
+	case SL_MY_STMT_TRUNCATE:
+		for (int i = 0; i < n && i < 16; i++) {
+			if (known_table(s, names[i].db, names[i].table))
+				s->trunc[s->ntrunc++] = names[i];
+		}
+		if (s->ntrunc) {
+			s->truncating = true;
+			s->itrunc = 0;
+		}
+		break;
+	case SL_MY_STMT_TABLE_DDL:
+	case SL_MY_STMT_DB_DDL:
+	case SL_MY_STMT_UNKNOWN_DDL:
+		if ((rc = on_ddl(s, kind, names, n, ev, err, errlen)) != 0) {
+			if (rc > 0)
+				s->standalone = true;
+			return rc;
+		}
+		break;
+	case SL_MY_STMT_DML: {
+		bool ours = n == 0;
+		for (int i = 0; i < n && i < 16 && !ours; i++)
+			ours = known_table(s, names[i].db, names[i].table) != NULL;
+		if (ours) {
+			snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = "
+				 "STATEMENT or MIXED in that session): \"%.200s\". sluice reads ROW events only: set "
+				 "binlog_format=ROW for every session, then run `sluice backfill` for the stream", s->st->name,
+				 here(s, at, sizeof at), q->sql);
+			return SL_EPREREQ;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	if (s->truncating)
+		return SL_OK;
+	/* DDL is a group of its own */
+	if (s->in_tx && end_group(s, ev))
+		return 1;
+	return SL_OK;
+}
+
+/* Reads the next event into s->ev (from a held XA transaction first).
+ * Returns 1 with an event, 0 on timeout, 2 at the end, or a failure. */
+static int read_event(struct my_src *s, int timeout_ms, bool *held, char *err, size_t errlen)
+{
+	const unsigned char *p;
+	size_t len;
+	enum sl_my_read what;
+	int rc;
+
+	*held = false;
+	if (s->xa_in) {
+		if ((rc = held_event(s, &p, &len, err, errlen)) < 0)
+			return rc;
+		if (rc == 0) {
+			fclose(s->xa_in);
+			s->xa_in = NULL;
+			return 3;   /* the held events are done */
+		}
+		*held = true;
+	} else {
+		if ((rc = sl_my_dump_read(s->dump, timeout_ms, &what, &p, &len, err, errlen)) < 0) {
+			if (rc == SL_ELOST) {
+				char why[SL_ERRLEN];
+				struct sl_position at = sl_my_pos(s->file, s->pos, s->gtid_mode ? s->state_text : NULL, NULL);
+				snprintf(why, sizeof why, "the server stopped the stream (%s)", err);
+				return lost(s->st, s->cfg, NULL, &at, why, err, errlen);
+			}
+			if (rc == SL_ECONFIG) {
+				size_t l = strlen(err);
+				snprintf(err + l, errlen - l, ": another replica (or another sluice stream) connected with "
+					 "server_id = %" PRIu32 "; each stream needs a server_id of its own", s->cfg->server_id);
+			}
+			return rc;
+		}
+		if (what == SL_MY_TIMEOUT)
+			return 0;
+		if (what == SL_MY_EOF)
+			return 2;
+	}
+	if (sl_binlog_decode(&s->rd, p, len, &s->ev, err, errlen) < 0) {
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, " (binlog %s after offset %" PRIu64 ")", s->file, s->pos);
+		return SL_EFAIL;
+	}
+	return 1;
+}
+
+static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	bool held;
+	int rc;
+
+	memset(ev, 0, offsetof(struct sl_event, change));
+	if (pending_change(s, ev))
+		return SL_OK;
+	for (;;) {
+		if (s->rows_pending) {
+			if (!s->begun && begin_once(s, ev))
+				return SL_OK;
+			if ((rc = next_row(s, err, errlen)) < 0)
+				return rc;
+			if (rc > 0 && pending_change(s, ev))
+				return SL_OK;
+			continue;
+		}
+		if (s->truncating) {
+			if (!s->begun && begin_once(s, ev))
+				return SL_OK;
+			if (s->itrunc < s->ntrunc) {
+				struct sl_my_table *t = known_table(s, s->trunc[s->itrunc].db, s->trunc[s->itrunc].table);
+				s->itrunc++;
+				if (t) {
+					fill(s, &s->pend[0], t->version, SL_OP_TRUNCATE, NULL);
+					ev->kind = SL_EV_CHANGE;
+					ev->change = s->pend[0];
+					return SL_OK;
+				}
+				continue;
+			}
+			s->truncating = false;
+			s->ntrunc = 0;
+			if (s->in_tx && end_group(s, ev))
+				return SL_OK;
+			continue;
+		}
+		rc = read_event(s, timeout_ms, &held, err, errlen);
+		timeout_ms = 0;
+		if (rc < 0)
+			return rc;
+		if (rc == 3) {
+			/* the held XA transaction was read: the XA COMMIT group ends */
+			if (s->in_tx && end_group(s, ev))
+				return SL_OK;
+			continue;
+		}
+		if (rc == 2) {
+			ev->kind = SL_EV_END;
+			return SL_OK;
+		}
+		if (rc == 0) {
+			/* quiet: tell the pipeline where the stream is */
+			if (!s->in_tx && !s->xa_in) {
+				struct sl_position p = resume_pos(s);
+				if (s->reply_wanted || !s->has_reported || my_pos_compare(&p, &s->last_reported) > 0) {
+					ev->kind = SL_EV_KEEPALIVE;
+					ev->pos = p;
+					s->reply_wanted = false;
+					s->last_reported = p;
+					s->has_reported = true;
+					s->last_keepalive_ms = sl_mono_ms();
+					return SL_OK;
+				}
+			}
+			ev->kind = SL_EV_TIMEOUT;
+			return SL_OK;
+		}
+		/* positions: the end of each real event, never backwards */
+		if (!held && s->ev.end > 0 && s->ev.kind != SL_BLK_HEARTBEAT && !(s->ev.h.flags & SL_BL_F_ARTIFICIAL) &&
+		    s->ev.end > s->pos && s->ev.kind != SL_BLK_ROTATE)
+			s->pos = s->ev.end;
+		if (s->xa_out && !held && s->ev.kind != SL_BLK_HEARTBEAT) {
+			/* the group of a prepared XA transaction: held until XA COMMIT */
+			if (s->ev.kind == SL_BLK_TABLE_MAP || s->ev.kind == SL_BLK_ROWS) {
+				if ((rc = hold_event(s, err, errlen)) < 0)
+					return rc;
+				continue;
+			}
+		}
+		switch (s->ev.kind) {
+		case SL_BLK_ROTATE: {
+			const struct sl_binlog_rotate *r = &s->ev.u.rotate;
+			if (r->file_len == 0 || r->file_len > SL_BL_FILE_MAX)
+				break;
+			if (strlen(s->file) != r->file_len || memcmp(s->file, r->file, r->file_len) != 0 ||
+			    r->position > s->pos) {
+				bool same = strlen(s->file) == r->file_len && !memcmp(s->file, r->file, r->file_len);
+				memcpy(s->file, r->file, r->file_len);
+				s->file[r->file_len] = '\0';
+				if (!same || r->position > s->pos)
+					s->pos = r->position;
+			}
+			break;
+		}
+		case SL_BLK_MARIADB_GTID: {
+			const struct sl_binlog_mariadb_gtid *g = &s->ev.u.mariadb_gtid;
+			start_group(s, s->ev.start);
+			s->standalone = (g->flags & SL_MARIADB_FL_STANDALONE) != 0;
+			s->tx_has_mgtid = true;
+			s->tx_mgtid = (struct sl_mariadb_gtid){ .domain = g->domain_id, .server = g->server_id, .seq = g->seq_no };
+			snprintf(s->tx_gtid, sizeof s->tx_gtid, "%" PRIu32 "-%" PRIu32 "-%" PRIu64, g->domain_id, g->server_id,
+				 g->seq_no);
+			s->tx_id = g->seq_no;
+			if (g->has_xid)
+				xid_text(s->tx_xid, sizeof s->tx_xid, &g->xid);
+			if (s->gtid_mode && sl_mariadb_gtid_pos_contains(&s->mstate, &s->tx_mgtid))
+				s->skip_tx = true;
+			if ((g->flags & SL_MARIADB_FL_PREPARED_XA) && !s->skip_tx) {
+				/* XA PREPARE: hold the group's events until XA COMMIT */
+				struct xa_held *h = calloc(1, sizeof *h);
+				if (!h || !(h->events = tmpfile())) {
+					free(h);
+					snprintf(err, errlen, "stream \"%s\": could not hold an XA transaction: %s", s->st->name,
+						 sl_strerror(errno));
+					return SL_EFAIL;
+				}
+				snprintf(h->xid, sizeof h->xid, "%s", s->tx_xid);
+				h->start = sl_my_pos(s->file, s->ev.start, s->gtid_mode ? s->state_text : NULL, NULL);
+				h->next = s->held;
+				s->held = h;
+				s->xa_out = h->events;
+				s->xa_prepare = true;
+			}
+			break;
+		}
+		case SL_BLK_MYSQL_GTID: {
+			const struct sl_binlog_mysql_gtid *g = &s->ev.u.mysql_gtid;
+			char u[37];
+			start_group(s, s->ev.start);
+			if (g->has_commit_ts && g->immediate_commit_ts)
+				s->tx_ts_us = (int64_t)g->immediate_commit_ts;
+			if (!g->anonymous) {
+				s->tx_has_sgtid = true;
+				memcpy(s->tx_sid, g->sid, 16);
+				s->tx_gno = g->gno;
+				s->tx_id = g->gno;
+				sl_mysql_uuid_format(g->sid, u);
+				snprintf(s->tx_gtid, sizeof s->tx_gtid, "%s:%" PRIu64, u, g->gno);
+				if (s->gtid_mode && sl_mysql_gtid_set_contains(&s->sstate, g->sid, g->gno))
+					s->skip_tx = true;
+			}
+			/* DDL follows without BEGIN: the group ends after it */
+			s->standalone = true;
+			break;
+		}
+		case SL_BLK_QUERY:
+			if (s->skip_tx)
+				break;
+			if (!held && s->ev.u.query.sql_len >= 5 && !strncasecmp(s->ev.u.query.sql, "BEGIN", 5) && s->in_tx)
+				s->standalone = false;  /* MySQL: GTID, then BEGIN ... XID */
+			if (s->xa_out && s->ev.u.query.sql_len >= 6 && !strncasecmp(s->ev.u.query.sql, "XA END", 6))
+				break;
+			if ((rc = on_query(s, ev, err, errlen)) != 0) {
+				if (rc < 0)
+					return rc;
+				return SL_OK;
+			}
+			break;
+		case SL_BLK_XID:
+			if (s->in_tx && end_group(s, ev))
+				return SL_OK;
+			break;
+		case SL_BLK_XA_PREPARE:
+			if (s->xa_out) {
+				fflush(s->xa_out);
+				s->xa_out = NULL;
+			} else if (!s->xa_prepare && s->ev.u.xa_prepare.one_phase) {
+				/* XA COMMIT ... ONE PHASE: an ordinary commit */
+			} else if (!s->xa_prepare && !s->skip_tx) {
+				sl_warn("stream \"%s\": an XA PREPARE at %s without a GTID event: its changes are read at once",
+					s->st->name, here(s, (char[600]){ 0 }, 600));
+			}
+			s->xa_prepare = false;
+			if (s->in_tx && end_group(s, ev))
+				return SL_OK;
+			break;
+		case SL_BLK_TABLE_MAP:
+			if (s->skip_tx)
+				break;
+			if ((rc = on_table_map(s, ev, err, errlen)) != 0) {
+				if (rc < 0)
+					return rc;
+				return SL_OK;
+			}
+			break;
+		case SL_BLK_ROWS: {
+			struct tmap *m;
+			if (s->skip_tx)
+				break;
+			if (sl_binlog_rows_parse(&s->rd, &s->ev, &s->rows, err, errlen) < 0) {
+				char at[600];
+				size_t l = strlen(err);
+				snprintf(err + l, errlen - l, " (at %s)", here(s, at, sizeof at));
+				return SL_EFAIL;
+			}
+			m = map_by_id(s, s->rows.table_id);
+			if (!m || !m->rawlen) {
+				char at[600];
+				snprintf(err, errlen, "stream \"%s\": at %s, a rows event for table id %" PRIu64 " without its "
+					 "table map", s->st->name, here(s, at, sizeof at), s->rows.table_id);
+				return SL_EFAIL;
+			}
+			if (!m->t) {
+				s->skipped++;
+				break;
+			}
+			if (!s->in_tx)
+				start_group(s, s->ev.start);
+			s->rows_map = m;
+			s->rows_pending = true;
+			break;
+		}
+		case SL_BLK_HEARTBEAT:
+			/* nothing else is coming for now: the server's position is ours */
+			if (!s->in_tx && !s->xa_in) {
+				const struct sl_binlog_heartbeat *hb = &s->ev.u.heartbeat;
+				if (hb->file_len == strlen(s->file) && !memcmp(hb->file, s->file, hb->file_len) &&
+				    hb->position > s->pos && s->ev.h.log_pos > 0)
+					s->pos = hb->position;
+				ev->kind = SL_EV_KEEPALIVE;
+				ev->pos = resume_pos(s);
+				s->reply_wanted = false;
+				s->last_reported = ev->pos;
+				s->has_reported = true;
+				s->last_keepalive_ms = sl_mono_ms();
+				return SL_OK;
+			}
+			break;
+		case SL_BLK_INCIDENT: {
+			char at[600];
+			snprintf(err, errlen, "stream \"%s\": at %s, the server logged an incident (%u: %.*s): changes may be "
+				 "missing from the binlog there. Run `sluice backfill` for the stream", s->st->name,
+				 here(s, at, sizeof at), s->ev.u.incident.incident, (int)s->ev.u.incident.message_len,
+				 s->ev.u.incident.message ? s->ev.u.incident.message : "");
+			return SL_ELOST;
+		}
+		default:
+			break;
+		}
+	}
+}
+
+static int my_ack(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+
+	(void)durable;
+	(void)err;
+	(void)errlen;
+	/* A binlog is not held for a replica: the checkpoint is all. */
+	if (want_reply)
+		s->reply_wanted = true;
+	return SL_OK;
+}
+
+/* ---- check, probe, discard ---- */
+
+static int my_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		    const struct sl_source_resume *resume, FILE *out, char *err, size_t errlen)
+{
+	struct sl_my_server srv;
+	struct sl_my_table *t = NULL;
+	int n = 0, rc;
+	MYSQL *c = sl_my_connect(cfg, 60, &srv, err, errlen);
+
+	if (!c)
+		return sl_my_err_status();
+	fprintf(out, "stream %s: source %s: connected\n", st->name, cfg->name);
+	if ((rc = sl_my_check_prereqs(c, &srv, cfg, st, out, err, errlen)) < 0)
+		goto out;
+	if ((rc = list_tables(c, &srv, cfg, st, &t, &n, err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < n; i++)
+		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, t[i].db, t[i].name, t[i].ncols,
+			sl_table_has_key(t[i].version) ? "" : ", no primary key (append mode only)");
+	if (resume && resume->has_position && !resume->reset) {
+		if ((rc = judge_position(c, &srv, cfg, st, resume, &resume->durable, err, errlen)) < 0)
+			goto out;
+		char pos[2 * SL_POS_TEXT_MAX];
+		if (my_pos_encode(&resume->durable, pos, sizeof pos) < 0)
+			snprintf(pos, sizeof pos, "?");
+		fprintf(out, "stream %s: binlog position %s: available\n", st->name, pos);
+	} else {
+		fprintf(out, "stream %s: binlog position: taken at the first run, with a snapshot for backfill\n", st->name);
+	}
+	rc = SL_OK;
+out:
+	sl_my_tables_free(t, n);
+	mysql_close(c);
+	return rc;
+}
+
+static int my_probe(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		    struct sl_source_status *out, char *err, size_t errlen)
+{
+	struct sl_my_server srv;
+	struct sl_my_binlog_file *logs = NULL;
+	struct sl_position head;
+	int n = 0, rc, need = -1;
+	int64_t ret;
+	MYSQL *c;
+
+	memset(out, 0, sizeof *out);
+	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
+	out->log_files = out->log_bytes = out->retention_s = out->oldest_needed_age_s = -1;
+	out->time_to_purge_s = -1;
+	if (!(c = sl_my_connect(cfg, 30, &srv, err, errlen)))
+		return sl_my_err_status();
+	if ((rc = sl_my_binlogs(c, &logs, &n, err, errlen)) < 0 || (rc = sl_my_head(c, &srv, &head, err, errlen)) < 0 ||
+	    (rc = sl_my_retention_s(c, &ret, err, errlen)) < 0)
+		goto out;
+	out->log_files = n;
+	out->log_bytes = 0;
+	for (int i = 0; i < n; i++)
+		out->log_bytes += (int64_t)logs[i].size;
+	out->retention_s = ret;
+	out->log_known = true;
+	my_pos_encode(&head, out->head, sizeof out->head);
+	if (st->durable) {
+		char file[SL_POS_TEXT_MAX];
+		sl_my_pos_file(st->durable, file);
+		my_pos_encode(st->durable, out->confirmed, sizeof out->confirmed);
+		snprintf(out->restart, sizeof out->restart, "%.63s", file);
+		for (int i = 0; i < n; i++)
+			if (!strcmp(logs[i].name, file))
+				need = i;
+		out->exists = need >= 0;
+		snprintf(out->state, sizeof out->state, "%s", need >= 0 ? "available" : "lost");
+		if (need >= 0) {
+			int64_t lag = (int64_t)logs[need].size - (int64_t)st->durable->w[1], kept = 0;
+			for (int i = need + 1; i < n; i++)
+				lag += (int64_t)logs[i].size;
+			for (int i = need; i < n; i++)
+				kept += (int64_t)logs[i].size;
+			out->lag_bytes = lag < 0 ? 0 : lag;
+			out->retained_bytes = kept;
+			/* The file the stream still needs stopped growing when the
+			 * next began; the current file is never purged.  SQL does
+			 * not say when an older file was closed, but it was still
+			 * open when the last durable change was committed: its age
+			 * is at most the time since then, so the time left before
+			 * expiry is at least retention - that (an estimate on the
+			 * safe side: an alert comes early, never late). */
+			if (need == n - 1) {
+				out->oldest_needed_age_s = 0;
+			} else if (st->durable_ts_us > 0) {
+				int64_t age = (sl_now_us() - st->durable_ts_us) / 1000000;
+				out->oldest_needed_age_s = age < 0 ? 0 : age;
+				if (ret > 0)
+					out->time_to_purge_s = ret > age ? ret - age : 0;
+			}
+		}
+	}
+out:
+	free(logs);
+	mysql_close(c);
+	return rc;
+}
+
+static int my_discard_position(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+			       const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,
+			       char *err, size_t errlen)
+{
+	struct sl_my_server srv;
+	char msg[SL_ERRLEN * 2];
+	MYSQL *c;
+	int rc;
+
+	*renew = false;
+	if (!resume || !resume->has_position || resume->reset)
+		return SL_OK;
+	if (!(c = sl_my_connect(cfg, 30, &srv, err, errlen)))
+		return sl_my_err_status();
+	rc = judge_position(c, &srv, cfg, st, resume, &resume->durable, msg, sizeof msg);
+	mysql_close(c);
+	if (rc == SL_ELOST) {
+		*renew = true;
+		if (!dry_run) {
+			char pos[2 * SL_POS_TEXT_MAX];
+			if (my_pos_encode(&resume->durable, pos, sizeof pos) < 0)
+				snprintf(pos, sizeof pos, "?");
+			fprintf(out, "stream %s: binlog position %s cannot be resumed (purged or not on the server)\n",
+				st->name, pos);
+		}
+		return SL_OK;
+	}
+	if (rc < 0)
+		snprintf(err, errlen, "%s", msg);
+	return rc;
+}
+
+const struct sl_source_ops sl_my_source_ops = {
+	.type = "mysql",
+	.desc = &sl_my_desc,
+	.check = my_check,
+	.probe = my_probe,
+	.discard_position = my_discard_position,
+	.open = my_open,
+	.close = my_close,
+	.tables = my_tables,
+	.prepare = my_prepare,
+	.current_position = my_current_position,
+	.snapshot = my_snapshot,
+	.snapshot_read = my_snapshot_read,
+	.snapshot_close = my_snapshot_close,
+	.start = my_start,
+	.next = my_next,
+	.ack = my_ack,
+};

@@ -1,0 +1,602 @@
+"""
+tests/integration/ch_harness.py: a throwaway ClickHouse server for the
+integration tests, and the means to read what sluice wrote into it.
+
+  ClickHouseServer  clickhouse-server with a config in a private temporary
+                    directory, free loopback ports, started in the
+                    background and stopped by its own pid (the server writes
+                    no pid file); pause() and resume() stop it and start it
+                    again on the same port with its data.
+  ChTestCase        a test class with a PostgreSQL server (pg) and a
+                    ClickHouse server (ch); skips, saying why, when either is
+                    missing.
+  rowbinary_rows    an independent reader of ClickHouse's RowBinary output
+                    for the types sluice creates.
+  ch_expected, assert_ch_table_matches: the source table's rows as the
+                    ClickHouse table must hold them (doc/clickhouse.md), and
+                    an exact comparison.
+
+Only the Python standard library talks to ClickHouse (urllib, HTTP POST).
+"""
+
+import datetime
+import decimal
+import os
+import re
+import signal
+import struct
+import subprocess
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from harness import (PgServer, PortInUse, ServerBase, Sluice, _pid_alive, column_kinds, free_port,
+                     pg_available, wait_until, UTC)
+
+CH_SERVER = os.environ.get("SLUICE_CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+
+CONFIG = """<?xml version="1.0"?>
+<yandex>
+    <logger>
+        <level>information</level>
+        <log>{dir}/log/server.log</log>
+        <errorlog>{dir}/log/server.err.log</errorlog>
+        <size>100M</size>
+        <count>1</count>
+    </logger>
+    <listen_host>127.0.0.1</listen_host>
+    <http_port>{http_port}</http_port>
+    <tcp_port>{tcp_port}</tcp_port>{tls}
+    <path>{dir}/data/</path>
+    <tmp_path>{dir}/tmp/</tmp_path>
+    <user_files_path>{dir}/user_files/</user_files_path>
+    <format_schema_path>{dir}/format_schemas/</format_schema_path>
+    <users_config>{dir}/users.xml</users_config>
+    <default_profile>default</default_profile>
+    <default_database>default</default_database>
+    <mark_cache_size>268435456</mark_cache_size>
+    <uncompressed_cache_size>268435456</uncompressed_cache_size>
+    <timezone>UTC</timezone>
+</yandex>
+"""
+
+USERS = """<?xml version="1.0"?>
+<yandex>
+    <profiles>
+        <default>
+            <max_memory_usage>2000000000</max_memory_usage>
+        </default>
+        <readonly>
+            <readonly>1</readonly>
+        </readonly>
+    </profiles>
+    <users>
+        <default>
+            <password></password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </default>
+        <sluice>
+            <password>{password}</password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </sluice>
+        <reader>
+            <password></password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>readonly</profile>
+            <quota>default</quota>
+        </reader>
+    </users>
+    <quotas>
+        <default>
+            <interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval>
+        </default>
+    </quotas>
+</yandex>
+"""
+
+TLS = """
+    <https_port>{https_port}</https_port>
+    <openSSL>
+        <server>
+            <certificateFile>{dir}/tls/server.pem</certificateFile>
+            <privateKeyFile>{dir}/tls/server.key</privateKeyFile>
+            <verificationMode>none</verificationMode>
+            <loadDefaultCAFile>false</loadDefaultCAFile>
+            <cacheSessions>true</cacheSessions>
+            <disableProtocols>sslv2,sslv3</disableProtocols>
+            <preferServerCiphers>true</preferServerCiphers>
+        </server>
+    </openSSL>"""
+
+# The password of the "sluice" user of every test server (a canary: it must
+# never show up in sluice's output).
+CH_PASSWORD = "ch-canary-7c1e9b"
+
+
+def clickhouse_available():
+    """None when clickhouse-server can run, else the reason."""
+    if not os.access(CH_SERVER, os.X_OK):
+        return f"clickhouse-server not found ({CH_SERVER}; apt-get install clickhouse-server)"
+    return None
+
+
+class ClickHouseError(Exception):
+    def __init__(self, status, text):
+        super().__init__(f"HTTP {status}: {text[:500]}")
+        self.status = status
+        self.text = text
+
+
+def openssl_available():
+    """None when the openssl command can make test certificates, else the reason."""
+    import shutil
+    return None if shutil.which("openssl") else "openssl not found (apt-get install openssl)"
+
+
+class ClickHouseServer(ServerBase):
+    """A throwaway ClickHouse server (18.16 in Debian 12) on loopback ports.
+    With tls, it also serves HTTPS on https_port with a certificate for
+    "localhost" only, signed by a CA of its own (ca_file)."""
+    kind = "clickhouse"
+
+    def __init__(self, tls=False, keep=False):
+        self.tls = tls
+        super().__init__(keep=keep)
+
+    def _make_certs(self):
+        d = os.path.join(self.tmpdir, "tls")
+        os.makedirs(d, exist_ok=True)
+
+        def ossl(*args):
+            subprocess.run(["openssl"] + list(args), cwd=d, check=True, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=sluice test CA")
+        ossl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=localhost")
+        with open(os.path.join(d, "ext.cnf"), "w") as f:
+            f.write("subjectAltName=DNS:localhost\n")
+        ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
+        self.ca_file = os.path.join(d, "ca.pem")
+
+    def https_url(self, host="localhost"):
+        return f"https://{host}:{self.https_port}"
+
+    def _setup(self):
+        self.https_port = None
+        self.ca_file = None
+        if self.tls:
+            self._make_certs()
+        for d in ("log", "data", "tmp", "user_files", "format_schemas"):
+            os.makedirs(os.path.join(self.tmpdir, d), exist_ok=True)
+        with open(os.path.join(self.tmpdir, "users.xml"), "w") as f:
+            f.write(USERS.format(password=CH_PASSWORD))
+        self.proc = None
+        self.tcp_port = None
+        self._same_port = False
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def _start(self):
+        if not self._same_port or not self.tcp_port:
+            self.tcp_port = free_port()
+            self.https_port = free_port() if self.tls else None
+        tls = TLS.format(dir=self.tmpdir, https_port=self.https_port) if self.tls else ""
+        with open(os.path.join(self.tmpdir, "config.xml"), "w") as f:
+            f.write(CONFIG.format(dir=self.tmpdir, http_port=self.port, tcp_port=self.tcp_port, tls=tls))
+        errlog = os.path.join(self.tmpdir, "log", "server.err.log")
+        err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
+        out = open(os.path.join(self.tmpdir, "log", "stdout.log"), "ab")
+        self.proc = subprocess.Popen([CH_SERVER, f"--config-file={self.tmpdir}/config.xml"],
+                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                     cwd=self.tmpdir, start_new_session=True)
+        out.close()
+
+        def up():
+            if self.proc.poll() is not None:
+                log = self.log_tail(errlog, err_before)
+                if "Address already in use" in log:
+                    raise PortInUse(log)
+                raise RuntimeError(f"clickhouse-server exited with {self.proc.returncode}:\n{log}")
+            with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as r:
+                return r.read() == b"Ok.\n"
+        try:
+            wait_until(up, 60, "clickhouse-server to answer /ping")
+        except TimeoutError:
+            raise RuntimeError(f"clickhouse-server did not answer:\n{self.log_tail(errlog, err_before)}")
+
+    def log_tail(self, path=None, start=0, n=40):
+        path = path or os.path.join(self.tmpdir, "log", "server.err.log")
+        try:
+            with open(path, errors="replace") as f:
+                f.seek(start)
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def _stop(self, mode):
+        p, self.proc = self.proc, None
+        if p is None or p.poll() is not None:
+            return
+        try:
+            p.send_signal(signal.SIGKILL if mode == "immediate" else signal.SIGTERM)
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=30)
+        except ProcessLookupError:
+            pass
+        wait_until(lambda: not _pid_alive(p.pid), 30, "clickhouse-server to exit")
+
+    def pause(self, mode="immediate"):
+        """Stops the server, keeping its data and its ports: SIGKILL by
+        default (a crash; 18.16 takes 15 s or more to stop on SIGTERM while
+        a client keeps a connection open), or SIGTERM with mode="fast"."""
+        self.stop(mode)
+
+    def resume(self):
+        """Starts the server again on the same ports."""
+        self._same_port = True
+        try:
+            if not self.running:
+                self.running = True
+                try:
+                    self._start()
+                except BaseException:
+                    self.stop()
+                    raise
+        finally:
+            self._same_port = False
+
+    # -- client side
+
+    def query(self, sql, data=None, user="default", password="", params=None, timeout=120):
+        """Runs one statement; returns the response body (bytes).  With data,
+        sql goes in the URL and data is the body (an insert)."""
+        q = dict(params or {})
+        if data is not None:
+            q["query"] = sql
+            body = data
+        else:
+            body = sql.encode()
+        url = f"{self.url}/?{urllib.parse.urlencode(q)}" if q else f"{self.url}/"
+        req = urllib.request.Request(url, data=body, method="POST")
+        req.add_header("X-ClickHouse-User", user)
+        if password:
+            req.add_header("X-ClickHouse-Key", password)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.read()
+        except urllib.error.HTTPError as e:
+            raise ClickHouseError(e.code, e.read().decode("utf-8", "replace")) from None
+
+    def scalar(self, sql):
+        return self.query(sql + " FORMAT TSV").decode().strip()
+
+    def columns(self, db, table):
+        """[(name, type, in_sorting_key)] of a table, in its column order."""
+        out = self.query("SELECT name, type, toUInt8(is_in_sorting_key) FROM system.columns WHERE database = "
+                         f"{quote_str(db)} AND table = {quote_str(table)} FORMAT RowBinary")
+        return [(n.decode(), t.decode(), k) for n, t, k in
+                rowbinary_rows(out, ["String", "String", "UInt8"])]
+
+    def table_exists(self, db, table):
+        return self.scalar(f"SELECT count() FROM system.tables WHERE database = {quote_str(db)} "
+                           f"AND name = {quote_str(table)}") == "1"
+
+    def rows(self, db, table, where="", final=False, order_by=None):
+        """Every row of a table (or view) as a list of {column: value},
+        decoded from RowBinary by the column types."""
+        cols = self.columns(db, table)
+        if not cols:
+            raise AssertionError(f"{db}.{table} does not exist in ClickHouse")
+        sql = f"SELECT * FROM {quote_ident(db)}.{quote_ident(table)}"
+        if final:
+            sql += " FINAL"
+        if where:
+            sql += f" WHERE {where}"
+        if order_by:
+            sql += f" ORDER BY {order_by}"
+        out = self.query(sql + " FORMAT RowBinary")
+        names = [c[0] for c in cols]
+        return [dict(zip(names, r)) for r in rowbinary_rows(out, [c[1] for c in cols])]
+
+
+def quote_ident(name):
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def quote_str(s):
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def ch_object(schema, table):
+    """The ClickHouse table of schema.table: its object name, by the rule of
+    schema/schema.h (underscores in the schema doubled, '%', '/' and control
+    characters as %XX, a leading '_' of the table as %5F)."""
+    def esc(s, first_table=False):
+        out = ""
+        for i, ch in enumerate(s):
+            b = ch.encode()
+            if ch in "%/" or ord(ch) < 0x20 or ord(ch) == 0x7f or (first_table and i == 0 and ch == "_"):
+                out += "".join(f"%{x:02X}" for x in b)
+            else:
+                out += ch
+        return out
+    return esc(schema).replace("_", "__") + "_" + esc(table, True)
+
+
+# --------------------------------------------------------------------------
+# RowBinary, read independently of sluice's decoder
+
+def _uleb(buf, pos):
+    v = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return v, pos
+
+
+def _read(buf, pos, t):
+    if t.startswith("Nullable("):
+        if buf[pos]:
+            return None, pos + 1
+        return _read(buf, pos + 1, t[9:-1])
+    if t.startswith("Array("):
+        n, pos = _uleb(buf, pos)
+        out = []
+        for _ in range(n):
+            v, pos = _read(buf, pos, t[6:-1])
+            out.append(v)
+        return out, pos
+    m = re.match(r"^Decimal\((\d+),\s*(\d+)\)$", t)
+    if m:
+        p, s = int(m.group(1)), int(m.group(2))
+        width = 4 if p <= 9 else 8 if p <= 18 else 16
+        v = int.from_bytes(buf[pos:pos + width], "little", signed=True)
+        return decimal.Decimal(v).scaleb(-s), pos + width
+    fixed = {"UInt8": "<B", "Int32": "<i", "Int64": "<q", "UInt64": "<Q", "Float32": "<f", "Float64": "<d"}
+    if t in fixed:
+        fmt = fixed[t]
+        n = struct.calcsize(fmt)
+        if t.startswith("Float"):
+            return buf[pos:pos + n], pos + n   # the bits: compared exactly
+        return struct.unpack_from(fmt, buf, pos)[0], pos + n
+    if t == "String":
+        n, pos = _uleb(buf, pos)
+        return bytes(buf[pos:pos + n]), pos + n
+    raise ValueError(f"rowbinary_rows: type {t} not supported")
+
+
+def rowbinary_rows(buf, types):
+    """Decodes RowBinary rows of the given ClickHouse types.  Floats come
+    back as their little-endian bits (bytes), Decimals as decimal.Decimal
+    with the column's scale, Strings as bytes."""
+    rows, pos = [], 0
+    while pos < len(buf):
+        row = []
+        for t in types:
+            v, pos = _read(buf, pos, t)
+            row.append(v)
+        rows.append(tuple(row))
+    return rows
+
+
+# --------------------------------------------------------------------------
+# expected values
+
+EPOCH_DATE = datetime.date(1970, 1, 1)
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _micros(td):
+    return (td.days * 86400 + td.seconds) * 1000000 + td.microseconds
+
+
+def ch_expected(kind, v, oid=None, typmod=None):
+    """A PostgreSQL value (as harness.expected_rows reads it) as sluice
+    writes it to ClickHouse (doc/clickhouse.md), in rowbinary_rows' terms."""
+    if v is None:
+        return None
+    if kind == "bool":
+        return 1 if v else 0
+    if kind == "int":
+        return v
+    if kind == "float4":
+        return struct.pack("<f", v)
+    if kind == "float8":
+        return struct.pack("<d", v)
+    if kind == "decimal":
+        p = ((typmod - 4) >> 16) & 0xFFFF
+        if p > 38:
+            return str(v).encode()   # text with exactly the scale's digits
+        return v
+    if kind == "bytes":
+        return bytes(v)
+    if kind == "date":
+        return (v - EPOCH_DATE).days
+    if kind == "time":
+        return ((v.hour * 60 + v.minute) * 60 + v.second) * 1000000 + v.microsecond
+    if kind in ("timestamp", "timestamptz"):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=UTC)
+        return _micros(v - EPOCH)
+    if kind == "uuid":
+        return str(v).lower().encode()
+    return v.encode() if isinstance(v, str) else v
+
+
+def ch_value_equal(kind, expected, actual):
+    if kind == "decimal" and isinstance(expected, decimal.Decimal) and isinstance(actual, decimal.Decimal):
+        return expected == actual and expected.as_tuple().exponent == actual.as_tuple().exponent
+    return expected == actual
+
+
+def source_rows_for_ch(pg, schema, table, key_columns):
+    """{key tuple: {ClickHouse column name: expected value}} of the source table."""
+    from harness import expected_rows
+    kinds = column_kinds(pg, schema, table, with_oids=True)
+    typmods = dict(pg.sql(
+        "SELECT a.attname, a.atttypmod FROM pg_attribute a WHERE a.attrelid = "
+        "(quote_ident(%s) || '.' || quote_ident(%s))::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+        (schema, table)))
+    rows = expected_rows(pg, schema, table, key_columns)
+    out = {}
+    for _key, row in rows.items():
+        conv = {}
+        for name, kind, oid in kinds:
+            conv[ch_column(name)] = ch_expected(kind, row[name], oid, typmods[name])
+        out[tuple(conv[ch_column(k)] for k in key_columns)] = conv
+    return out, {ch_column(n): k for n, k, _ in kinds}
+
+
+def ch_column(name):
+    """The ClickHouse column of a source column (a leading '_' doubled)."""
+    return "_" + name if name.startswith("_") else name
+
+
+METADATA = ("_uuid", "_source_timestamp", "_read_timestamp", "_change_type", "_csn", "_version",
+            "_is_deleted", "_tx_id", "_unchanged_columns", "_lsn")
+
+
+def ch_state_diff(expected, kinds, got_rows, key_columns, limit=20):
+    """Differences between expected ({key: row}) and rows read from
+    ClickHouse (payload columns only)."""
+    keys = [ch_column(k) for k in key_columns]
+    got = {}
+    diffs = []
+    for r in got_rows:
+        key = tuple(r[k] for k in keys)
+        if key in got:
+            diffs.append(f"key {key} appears twice in ClickHouse")
+        got[key] = {c: v for c, v in r.items() if c not in METADATA}
+    for key in sorted(set(expected) - set(got), key=repr)[:limit]:
+        diffs.append(f"missing in ClickHouse: {key}")
+    for key in sorted(set(got) - set(expected), key=repr)[:limit]:
+        diffs.append(f"extra in ClickHouse (not in source): {key} = {got[key]}")
+    for key in sorted(set(expected) & set(got), key=repr):
+        e, g = expected[key], got[key]
+        if set(e) != set(g):
+            diffs.append(f"{key}: columns {sorted(g)} are not the source's {sorted(e)}")
+            continue
+        for c in e:
+            if not ch_value_equal(kinds[c], e[c], g[c]):
+                diffs.append(f"{key}.{c}: source {e[c]!r} vs ClickHouse {g[c]!r} ({kinds[c]})")
+        if len(diffs) > limit:
+            break
+    return diffs
+
+
+def rebuild_append(rows, key_columns):
+    """The table state an append-mode ClickHouse table implies: its rows in
+    CSN order applied one by one (TRUNCATE clears; an unchanged value comes
+    from the key's row, or after a key change from the old key's).  Returns
+    ({key: payload}, [problems])."""
+    keys = [ch_column(k) for k in key_columns]
+    meta = {c for c in rows[0] if c.startswith("_") and not c.startswith("__")} if rows else set()
+    state, problems, moved = {}, [], None
+    for r in sorted(rows, key=lambda r: r["_csn"]):
+        ct = r["_change_type"].decode()
+        payload = {c: v for c, v in r.items() if c not in meta}
+        key = tuple(r[k] for k in keys)
+        csn = r["_csn"].decode()
+        if ct == "TRUNCATE":
+            state.clear()
+        elif ct in ("INSERT", "UPDATE-INSERT"):
+            for c in r["_unchanged_columns"]:
+                c = c.decode()
+                if key in state:
+                    payload[c] = state[key][c]
+                elif moved and moved[0] == csn.split("-")[0] and int(moved[1]) + 1 == int(csn.split("-")[1]):
+                    payload[c] = moved[2][c]
+                else:
+                    problems.append(f"{csn}: unchanged {c} of a key never seen: {key}")
+            state[key] = payload
+        else:
+            old = state.pop(key, None)
+            if ct == "UPDATE-DELETE" and old is not None:
+                moved = (csn.split("-")[0], csn.split("-")[1], old)
+    return state, problems
+
+
+
+class ChTestCase(unittest.TestCase):
+    """A test class with a PostgreSQL server (pg) and a ClickHouse server
+    (ch), both started once for the class and always closed."""
+    pg_settings = None
+    pg = None
+    ch = None
+    ch_tls = False     # the ClickHouse server also serves HTTPS (needs openssl)
+
+    @classmethod
+    def setUpClass(cls):
+        reason = pg_available() or clickhouse_available() or (openssl_available() if cls.ch_tls else None)
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.pg = PgServer(cls.pg_settings)
+        cls.addClassCleanup(cls.pg.close)
+        cls.pg.start()
+        cls.ch = ClickHouseServer(tls=cls.ch_tls)
+        cls.addClassCleanup(cls.ch.close)
+        cls.ch.start()
+
+    def sluice(self, database="replica", write_mode="append", dest=None, **kw):
+        """A Sluice on this class's servers writing to ClickHouse database
+        `database`, closed when the test ends.  dest adds or overrides keys
+        of the destination section."""
+        d = {"type": "clickhouse", "path": None, "codec": None, "compression_level": None,
+             "max_file_bytes": None, "max_file_seconds": None, "url": self.ch.url,
+             "database": database, "user": "sluice", "password_env": "SLUICE_TEST_CH_PASSWORD"}
+        d.update(dest or {})
+        extra = kw.pop("extra", {})
+        extra = {k: dict(v) for k, v in extra.items()}
+        extra.setdefault("destination", {}).update(d)
+        s = Sluice(self.pg, write_mode=write_mode, extra=extra, **kw)
+        s.ch_database = database
+        self.addCleanup(s.close)
+        return s
+
+    def env(self):
+        return {"SLUICE_TEST_CH_PASSWORD": CH_PASSWORD}
+
+    def catch_up(self, s, timeout=240, env=None):
+        if self.pg.running:
+            self.pg.wait_wal_flushed()
+        e = self.env()
+        e.update(env or {})
+        r = s.run("run", "--until-caught-up", timeout=timeout, env=e)
+        if r.rc != 0:
+            self.fail(f"sluice run --until-caught-up failed:\n{r.describe()}")
+        self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr, "the ClickHouse password appeared in the output")
+        return r
+
+    def assertChMatches(self, s, schema, table, key_columns, append=False):
+        """The table's merge view equals the source table exactly; with
+        append, the state its change rows rebuild does."""
+        expected, kinds = source_rows_for_ch(self.pg, schema, table, key_columns)
+        obj = ch_object(schema, table)
+        if append:
+            state, problems = rebuild_append(self.ch.rows(s.ch_database, obj, final=True), key_columns)
+            if problems:
+                self.fail(f"{schema}.{table}: the append rows do not rebuild:\n  " + "\n  ".join(problems[:20]))
+            got = list(state.values())
+        else:
+            got = self.ch.rows(s.ch_database, obj + "_current")
+        diffs = ch_state_diff(expected, kinds, got, key_columns)
+        if diffs:
+            self.fail(f"{schema}.{table}: ClickHouse differs from the source ({len(diffs)} shown):\n  " +
+                      "\n  ".join(diffs[:30]))
+        return got

@@ -1,0 +1,183 @@
+// tests/integration/s3server/s3server.js: the local S3 server of the
+// integration tests and the benchmark: s3rver 3.7.1 (from npm, installed
+// into node_modules/ beside this file by scripts/deps.sh), with what it lacks
+// for sluice's tests added in front of it:
+//
+//   - AWS Signature Version 4 is checked on every request that carries an
+//     Authorization header (s3rver accepts any V4 signature): the canonical
+//     request is rebuilt from the raw request line and headers as the AWS
+//     documentation describes, so a signing mistake shows up as
+//     403 SignatureDoesNotMatch, an unknown key as 403 InvalidAccessKeyId;
+//   - ListMultipartUploads (GET /bucket?uploads) and AbortMultipartUpload
+//     (DELETE /bucket/key?uploadId=...), over s3rver's own store of uploads;
+//   - every request is appended to --log as "METHOD path?query status ms
+//     bytes": its status, the milliseconds from its first byte to the end of
+//     the answer, and its body's size (Content-Length);
+//   - --part-delay-ms N holds each UploadPart N ms before it is stored, so a
+//     test can stop sluice in the middle of a multipart upload.
+//
+// usage: node s3server.js --port P --dir D --bucket B [--bucket B2] --key ID:SECRET
+//        [--region us-east-1] [--log FILE] [--part-delay-ms N]
+// Prints "ready <port>" on stdout once it listens.
+'use strict';
+
+const crypto = require('crypto');
+const fs = require('fs');
+const path = require('path');
+const S3rver = require('s3rver');
+
+function parseArgs(argv) {
+  const o = { buckets: [], keys: new Map(), region: 'us-east-1', port: 0, dir: null, log: null, partDelay: 0 };
+  for (let i = 2; i < argv.length; i += 2) {
+    const k = argv[i], v = argv[i + 1];
+    if (k === '--port') o.port = Number(v);
+    else if (k === '--dir') o.dir = v;
+    else if (k === '--bucket') o.buckets.push(v);
+    else if (k === '--key') { const c = v.indexOf(':'); o.keys.set(v.slice(0, c), v.slice(c + 1)); }
+    else if (k === '--region') o.region = v;
+    else if (k === '--log') o.log = v;
+    else if (k === '--part-delay-ms') o.partDelay = Number(v);
+    else throw new Error(`unknown option ${k}`);
+  }
+  if (!o.dir) throw new Error('--dir is required');
+  return o;
+}
+
+const opts = parseArgs(process.argv);
+
+function xmlEscape(s) {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+function s3error(ctx, status, code, message) {
+  ctx.status = status;
+  ctx.type = 'application/xml';
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${code}</Code><Message>${xmlEscape(message)}</Message></Error>`;
+}
+
+const hmac = (key, data) => crypto.createHmac('sha256', key).update(data).digest();
+const sha256hex = data => crypto.createHash('sha256').update(data).digest('hex');
+
+// Checks a header-signed request; returns null when it is good, else [status, code, message].
+function checkSigV4(req) {
+  const auth = req.headers['authorization'];
+  if (!auth) return null;
+  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.exec(auth);
+  if (!m) return [400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed'];
+  const [, keyId, date, region, service, signedHeaders, signature] = m;
+  const secret = opts.keys.get(keyId);
+  if (secret === undefined) return [403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.'];
+  if (region !== opts.region) return [400, 'AuthorizationHeaderMalformed', `the region '${region}' is wrong; expecting '${opts.region}'`];
+  if (service !== 's3') return [400, 'AuthorizationHeaderMalformed', `the service '${service}' is wrong`];
+  const amzDate = req.headers['x-amz-date'];
+  if (!amzDate || amzDate.slice(0, 8) !== date) return [403, 'AccessDenied', 'x-amz-date is missing or does not match the credential date'];
+  const payload = req.headers['x-amz-content-sha256'];
+  if (!payload) return [400, 'InvalidRequest', 'Missing required header for this request: x-amz-content-sha256'];
+  const names = signedHeaders.split(';');
+  if (!names.includes('host') || !names.includes('x-amz-date') || !names.includes('x-amz-content-sha256'))
+    return [403, 'AccessDenied', 'host, x-amz-date and x-amz-content-sha256 must be signed'];
+  const q = req.url.indexOf('?');
+  const rawPath = q < 0 ? req.url : req.url.slice(0, q);
+  const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
+  const pairs = rawQuery === '' ? [] : rawQuery.split('&').map(p => {
+    const e = p.indexOf('=');
+    return e < 0 ? [p, ''] : [p.slice(0, e), p.slice(e + 1)];
+  });
+  pairs.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  const canonicalQuery = pairs.map(([k, v]) => `${k}=${v}`).join('&');
+  const canonicalHeaders = names.map(n => {
+    const v = req.headers[n];
+    if (v === undefined) return null;
+    return `${n}:${String(v).trim().replace(/\s+/g, ' ')}\n`;
+  });
+  if (canonicalHeaders.includes(null)) return [403, 'AccessDenied', 'a signed header is missing'];
+  const canonical = [req.method, rawPath, canonicalQuery, canonicalHeaders.join(''), signedHeaders, payload].join('\n');
+  const scope = `${date}/${region}/${service}/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256hex(canonical)].join('\n');
+  const kDate = hmac('AWS4' + secret, date);
+  const key = hmac(hmac(hmac(kDate, region), service), 'aws4_request');
+  const want = hmac(key, toSign).toString('hex');
+  if (want !== signature)
+    return [403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.'];
+  return null;
+}
+
+function uploadsDir(store, bucket) {
+  return store.getResourcePath(bucket, undefined, 'uploads');
+}
+
+const server = new S3rver({
+  port: opts.port,
+  address: '127.0.0.1',
+  directory: opts.dir,
+  silent: true,
+  configureBuckets: opts.buckets.map(name => ({ name })),
+  allowMismatchedSignatures: false,
+});
+// s3rver's own check knows only its dummy key: every key of ours is valid there.
+const AWSAccount = require('s3rver/lib/models/account');
+for (const [id, secret] of opts.keys) AWSAccount.DUMMY_ACCOUNT.createKeyPair(id, secret);
+
+const logFd = opts.log ? fs.openSync(opts.log, 'a') : null;
+
+async function front(ctx, next) {
+  const req = ctx.req;
+  const t0 = process.hrtime.bigint();
+  try {
+    const bad = checkSigV4(req);
+    if (bad) return s3error(ctx, ...bad);
+    const url = new URL(req.url, 'http://x');
+    const segs = url.pathname.split('/').filter((s, i) => i > 0);
+    const bucket = decodeURIComponent(segs[0] || '');
+    const key = segs.slice(1).map(decodeURIComponent).join('/');
+    if (bucket && !fs.existsSync(server.store.getBucketPath(bucket)) &&
+        (url.searchParams.has('uploads') || url.searchParams.has('uploadId')))
+      return s3error(ctx, 404, 'NoSuchBucket', 'The specified bucket does not exist');
+    if (req.method === 'GET' && bucket && !key && url.searchParams.has('uploads')) {
+      // ListMultipartUploads: every upload, one page (the tests have few).
+      const prefix = url.searchParams.get('prefix') || '';
+      const dir = uploadsDir(server.store, bucket);
+      const ups = [];
+      for (const id of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+        let k;
+        try { k = fs.readFileSync(path.join(dir, id, 'key'), 'utf8'); } catch (e) { continue; }
+        if (k.startsWith(prefix)) ups.push([k, id]);
+      }
+      ups.sort();
+      ctx.type = 'application/xml';
+      ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<ListMultipartUploadsResult>' +
+        `<Bucket>${xmlEscape(bucket)}</Bucket><Prefix>${xmlEscape(prefix)}</Prefix><IsTruncated>false</IsTruncated>` +
+        ups.map(([k, id]) => `<Upload><Key>${xmlEscape(k)}</Key><UploadId>${id}</UploadId></Upload>`).join('') +
+        '</ListMultipartUploadsResult>';
+      return;
+    }
+    if (req.method === 'DELETE' && key && url.searchParams.has('uploadId')) {
+      // AbortMultipartUpload
+      const id = url.searchParams.get('uploadId');
+      const d = path.join(uploadsDir(server.store, bucket), path.basename(id));
+      if (!/^[0-9a-f]+$/.test(id) || !fs.existsSync(d))
+        return s3error(ctx, 404, 'NoSuchUpload', 'The specified upload does not exist.');
+      fs.rmSync(d, { recursive: true, force: true });
+      ctx.status = 204;
+      return;
+    }
+    if (req.method === 'PUT' && key && url.searchParams.has('partNumber') && opts.partDelay > 0)
+      await new Promise(resolve => setTimeout(resolve, opts.partDelay));
+    return await next();
+  } finally {
+    if (logFd !== null) {
+      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      fs.writeSync(logFd, `${req.method} ${req.url} ${ctx.status} ${ms.toFixed(3)} ${req.headers['content-length'] || 0}\n`);
+    }
+  }
+}
+
+server.middleware.unshift(front);
+server.run((err, addr) => {
+  if (err) {
+    console.error(`s3server: ${err.message}`);
+    process.exit(1);
+  }
+  process.stdout.write(`ready ${addr.port}\n`);
+});
+for (const sig of ['SIGTERM', 'SIGINT']) process.on(sig, () => server.close(() => process.exit(0)));

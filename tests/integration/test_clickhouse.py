@@ -1,0 +1,589 @@
+"""
+tests/integration/test_clickhouse.py: PostgreSQL -> sluice -> ClickHouse
+(the throwaway 18.16 server of ch_harness.py).
+
+  - every type of test_pg_types.py reads back exactly, through backfill and
+    CDC, in both write modes;
+  - append mode has every change, once;
+  - merge mode: `<table>_current` equals the source table after inserts,
+    updates, deletes, key changes and TRUNCATE;
+  - kill -9 of sluice at random points under a workload, and restarts: the
+    merge view equals the source, and the append rows rebuild it with no
+    counter gap (replays converge);
+  - ClickHouse stopped for a while under load, then started again: nothing
+    lost, the stream is not restarted, and the replication connection does
+    not time out;
+  - a column added mid-stream flows through; a dropped one stops the stream
+    with a message naming the table and the column;
+  - unchanged TOAST values survive in merge mode: filled from the batch, from
+    ClickHouse, and across key changes;
+  - sluice check, hostile identifiers, the password never printed.
+
+The kill test prints its seed; SLUICE_TEST_SEED=<seed> repeats it.
+"""
+
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+import unittest
+
+from ch_harness import (CH_PASSWORD, ChTestCase, ch_column, ch_object, quote_ident, rebuild_append,
+                        source_rows_for_ch)
+from harness import csn_seq, qident, wait_until
+
+import test_pg_types as T
+
+
+def ch_count(ch, db, table, where="", final=False):
+    sql = f"SELECT count() FROM {quote_ident(db)}.{quote_ident(table)}"
+    if final:
+        sql += " FINAL"
+    if where:
+        sql += f" WHERE {where}"
+    return int(ch.scalar(sql))
+
+
+def counter_problems(rows, key_columns, counter="counter"):
+    """Each UPDATE-INSERT raises the key's counter by one (the row moves on
+    a key change); a gap means a lost change."""
+    keys = [ch_column(k) for k in key_columns]
+    last, renamed, problems = {}, {}, []
+    for r in sorted(rows, key=lambda r: r["_csn"]):
+        ct = r["_change_type"].decode()
+        key = tuple(r[k] for k in keys)
+        pos, seq = r["_csn"].decode().split("-")
+        if ct == "TRUNCATE":
+            last.clear()
+        elif ct == "INSERT":
+            last[key] = r[counter]
+        elif ct == "UPDATE-DELETE":
+            renamed[(pos, int(seq) + 1)] = last.pop(key, None)
+        elif ct == "DELETE":
+            last.pop(key, None)
+        elif ct == "UPDATE-INSERT":
+            prev = renamed.pop((pos, int(seq))) if (pos, int(seq)) in renamed else last.get(key)
+            if prev is not None and r[counter] != prev + 1:
+                problems.append(f"key {key}: counter {prev} -> {r[counter]} at {pos}-{seq}")
+            last[key] = r[counter]
+    return problems
+
+
+class ClickHouseTypesTest(ChTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.pg.execute(T.TYPES_DDL)
+        cls.pg.execute(T.insert_sql(T.ROWS))
+
+    def test_every_type_both_modes(self):
+        """Backfill, then the same rows again through CDC: every value reads
+        back from ClickHouse exactly, in append and in merge mode."""
+        sa = self.sluice(stream="ty_a", tables="public.types_t", database="types_append")
+        sm = self.sluice(stream="ty_m", tables="public.types_t", database="types_merge", write_mode="merge")
+        self.catch_up(sa)
+        self.catch_up(sm)
+        self.assertChMatches(sm, "public", "types_t", ["id"])
+        self.assertChMatches(sa, "public", "types_t", ["id"], append=True)
+        self.pg.execute(T.insert_sql(T.ROWS, id_offset=100))
+        self.catch_up(sa)
+        self.catch_up(sm)
+        self.assertChMatches(sm, "public", "types_t", ["id"])
+        self.assertChMatches(sa, "public", "types_t", ["id"], append=True)
+        obj = ch_object("public", "types_t")
+        # append: one row per change (6 backfilled, 6 through CDC)
+        rows = self.ch.rows("types_append", obj, final=True)
+        self.assertEqual(len(rows), 2 * len(T.ROWS))
+        self.assertEqual(sum(csn_seq(r["_csn"].decode()) == 0 for r in rows), len(T.ROWS))
+        self.assertEqual({r["_change_type"] for r in rows}, {b"INSERT"})
+        types = {n: t for n, t, _ in self.ch.columns("types_merge", obj)}
+        self.assertEqual(types["id"], "Int32")                    # a merge key is not Nullable
+        self.assertEqual(types["c_int2"], "Nullable(Int32)")
+        self.assertEqual(types["c_int8"], "Nullable(Int64)")
+        self.assertEqual(types["c_num"], "Nullable(Decimal(12, 2))")
+        self.assertEqual(types["c_numfree"], "Nullable(String)")
+        self.assertEqual(types["c_f4"], "Nullable(Float32)")
+        self.assertEqual(types["c_bool"], "Nullable(UInt8)")
+        self.assertEqual(types["c_date"], "Nullable(Int32)")
+        self.assertEqual(types["c_ts"], "Nullable(Int64)")
+        self.assertEqual(types["c_uuid"], "Nullable(String)")
+        self.assertEqual(types["_version"], "UInt64")
+        self.assertEqual(types["_lsn"], "String")
+        engines = dict(l.split("\t") for l in self.ch.query(
+            "SELECT name, engine_full FROM system.tables WHERE database = 'types_merge' FORMAT TSV")
+            .decode().splitlines())
+        self.assertTrue(engines[obj].startswith("ReplacingMergeTree(_version) ORDER BY id"), engines)
+        self.assertEqual(engines[obj + "_current"], "")   # a view
+
+    def test_check(self):
+        """sluice check: one line per check, nothing created, no password."""
+        s = self.sluice(stream="chk", tables="public.types_t", database="check_db", write_mode="merge")
+        r = s.run("check", env=self.env())
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f"stream chk: destination out: ClickHouse 18.16.1 answers at {self.ch.url} as user "
+                      f"\"sluice\"", r.stdout)
+        self.assertIn("stream chk: destination out: database \"check_db\" does not exist and will be created",
+                      r.stdout)
+        self.assertIn("rows ClickHouse refuses go to \"check_db.chk.dead-letter.jsonl\"", r.stdout)
+        self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
+        self.assertEqual(self.ch.scalar("SELECT count() FROM system.databases WHERE name = 'check_db'"), "0")
+        # a read-only user, and a wrong password, are refused
+        s2 = self.sluice(stream="chk2", tables="public.types_t", dest={"user": "reader", "password_env": None})
+        r = s2.run("check")
+        self.assertNotEqual(r.rc, 0, r.describe())
+        self.assertIn("user \"reader\" is read-only in ClickHouse", r.stderr)
+        r = s.run("check", env={"SLUICE_TEST_CH_PASSWORD": "wrong-password"})
+        self.assertNotEqual(r.rc, 0, r.describe())
+        self.assertIn("does not answer as user \"sluice\"", r.stderr)
+        self.assertIn("Code: 193", r.stderr)
+        self.assertNotIn("wrong-password", r.stdout + r.stderr)
+
+    def test_hostile_identifiers(self):
+        """A schema, a table and columns that need quoting; a column named
+        like a metadata column."""
+        pg = self.pg
+        pg.execute('CREATE SCHEMA "we ird"; CREATE TABLE "we ird"."a`b\\c;DROP TABLE t" '
+                   '(id int PRIMARY KEY, "select" text, "_version" int, "x.y" int)')
+        pg.execute('INSERT INTO "we ird"."a`b\\c;DROP TABLE t" VALUES (1, \'s\', 7, 8), (2, NULL, NULL, 9)')
+        s = self.sluice(stream="hostile", tables="we ird.*", database="hos`tile db", write_mode="merge")
+        self.catch_up(s)
+        pg.execute('UPDATE "we ird"."a`b\\c;DROP TABLE t" SET "_version" = 70 WHERE id = 1; '
+                   'DELETE FROM "we ird"."a`b\\c;DROP TABLE t" WHERE id = 2')
+        self.catch_up(s)
+        got = self.assertChMatches(s, "we ird", "a`b\\c;DROP TABLE t", ["id"])
+        self.assertEqual([r["__version"] for r in got], [70])
+        self.assertTrue(self.ch.table_exists("hos`tile db", "we ird_a`b\\c;DROP TABLE t"))
+
+
+class ClickHouseChangesTest(ChTestCase):
+
+    def make_table(self, name, rows=200):
+        self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v text, counter int NOT NULL)")
+        self.pg.execute(f"INSERT INTO {name} SELECT g, md5(g::text), 0 FROM generate_series(1, {rows}) g")
+
+    def workload(self, name):
+        """Inserts, updates, deletes, key changes, several changes of one key
+        in one transaction, a TRUNCATE; returns the number of changes."""
+        pg = self.pg
+        n = 0
+        n += pg.execute(f"INSERT INTO {name} SELECT g, md5(g::text), 0 FROM generate_series(201, 300) g")
+        n += pg.execute(f"UPDATE {name} SET counter = counter + 1, v = 'u1' WHERE id % 3 = 0")
+        n += pg.execute(f"DELETE FROM {name} WHERE id % 7 = 0")
+        n += 2 * pg.execute(f"UPDATE {name} SET id = id + 1000, counter = counter + 1 WHERE id % 11 = 1")
+        with pg.connect(autocommit=False) as conn, conn.cursor() as cur:
+            cur.execute(f"INSERT INTO {name} VALUES (5000, 'a', 0)")
+            cur.execute(f"UPDATE {name} SET counter = counter + 1, v = 'b' WHERE id = 5000")
+            cur.execute(f"UPDATE {name} SET counter = counter + 1, v = 'c' WHERE id = 5000")
+            cur.execute(f"DELETE FROM {name} WHERE id = 5000")
+            cur.execute(f"INSERT INTO {name} VALUES (5000, 'd', 0)")
+            cur.execute(f"UPDATE {name} SET id = 5001, counter = counter + 1 WHERE id = 5000")
+        conn.close()
+        n += 7
+        return n
+
+    def test_append_every_change(self):
+        self.make_table("ap")
+        s = self.sluice(stream="ap", tables="public.ap", database="ap")
+        self.catch_up(s)
+        n = self.workload("ap")
+        self.catch_up(s)
+        self.pg.execute("TRUNCATE ap; INSERT INTO ap SELECT g, 'after', 0 FROM generate_series(1, 50) g")
+        n += 51
+        self.pg.execute("UPDATE ap SET counter = counter + 1 WHERE id <= 10")
+        n += 10
+        self.catch_up(s)
+        rows = self.ch.rows("ap", "public_ap", final=True)
+        self.assertEqual(len(rows), 200 + n, "every change once, and nothing else")
+        self.assertEqual(len({(r["_csn"], r["_uuid"]) for r in rows}), len(rows))
+        by_type = {}
+        for r in rows:
+            by_type[r["_change_type"]] = by_type.get(r["_change_type"], 0) + 1
+            self.assertEqual(r["_is_deleted"], 1 if r["_change_type"] in (b"DELETE", b"UPDATE-DELETE",
+                                                                         b"TRUNCATE") else 0)
+        self.assertEqual(by_type[b"TRUNCATE"], 1)
+        self.assertGreater(by_type[b"UPDATE-DELETE"], 10)
+        state, problems = rebuild_append(rows, ["id"])
+        self.assertEqual(problems, [])
+        self.assertEqual(counter_problems(rows, ["id"]), [])
+        expected, _kinds = source_rows_for_ch(self.pg, "public", "ap", ["id"])
+        self.assertEqual(state, expected)
+        # versions order every change of a key as its CSN does
+        for r in rows:
+            pos, seq = r["_csn"].decode().split("-")
+            self.assertEqual(r["_version"], int(pos, 16) << 8 | min(int(seq), 255))
+
+    def test_merge_changes_and_truncate(self):
+        self.make_table("mg")
+        s = self.sluice(stream="mg", tables="public.mg", database="mg", write_mode="merge")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "mg", ["id"])
+        self.workload("mg")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "mg", ["id"])
+        # TRUNCATE, with rows after it in the same transaction and in the next
+        self.pg.execute("BEGIN; TRUNCATE mg; INSERT INTO mg VALUES (1, 'one', 0), (2, 'two', 0); COMMIT")
+        self.pg.execute("INSERT INTO mg SELECT g, 'later', 0 FROM generate_series(3, 40) g")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "mg", ["id"])
+        self.assertEqual(ch_count(self.ch, "mg", "public_mg_current"), 40)
+        # the table keeps the versions: deleted keys are rows with _is_deleted = 1
+        self.assertGreater(ch_count(self.ch, "mg", "public_mg", "_is_deleted = 1", final=True), 100)
+        self.ch.query("OPTIMIZE TABLE mg.public_mg FINAL")
+        self.assertChMatches(s, "public", "mg", ["id"])
+
+    def test_column_added_then_dropped(self):
+        """ADD COLUMN flows through (ALTER TABLE ... ADD COLUMN, the view made
+        again); DROP COLUMN stops the stream, naming the table and column."""
+        self.make_table("sc", rows=20)
+        sm = self.sluice(stream="sc_m", tables="public.sc", database="sc_m", write_mode="merge")
+        sa = self.sluice(stream="sc_a", tables="public.sc", database="sc_a")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        self.pg.execute("ALTER TABLE sc ADD COLUMN extra numeric(8,3)")
+        self.pg.execute("INSERT INTO sc VALUES (100, 'new', 0, 1.5)")
+        self.pg.execute("UPDATE sc SET extra = 2.25, counter = counter + 1 WHERE id = 1")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        got = self.assertChMatches(sm, "public", "sc", ["id"])
+        self.assertIn("extra", got[0])
+        self.assertChMatches(sa, "public", "sc", ["id"], append=True)
+        self.assertEqual([c[0] for c in self.ch.columns("sc_a", "public_sc")][-1], "extra")
+        self.pg.execute("ALTER TABLE sc DROP COLUMN v")
+        self.pg.execute("INSERT INTO sc VALUES (101, 0, 7)")
+        self.pg.wait_wal_flushed()
+        p = sm.start("run", env=self.env())
+        try:
+            wait_until(lambda: "no longer in the source table" in p.stderr_text(), 60,
+                       "the stream to stop on the dropped column")
+        finally:
+            p.kill9()
+        self.assertIn('table "public_sc": column "v" is in ClickHouse but no longer in the source table '
+                      '(dropped or renamed at the source)', p.stderr_text())
+        self.assertEqual(ch_count(self.ch, "sc_m", "public_sc", "id = 101"), 0)
+
+    def test_dropped_and_created_again(self):
+        """Merge mode: a table dropped at the source is cleared (its marker,
+        a table version without columns, tombstones every row); one dropped
+        and created again is backfilled as new, after a marker that clears
+        the old rows."""
+        pg = self.pg
+        for t in ("rc", "gone"):
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="ident", tables="public.rc, public.gone", database="ident", write_mode="merge")
+        self.catch_up(s)
+        p = s.start("run", env=self.env())
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
+        pg.execute("DROP TABLE rc")
+        pg.execute("CREATE TABLE rc (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rc SELECT g, 'new' FROM generate_series(100, 104) g")
+        pg.execute("DROP TABLE gone")
+        wait_until(lambda: "restarting the stream" in p.stderr_text() or not p.alive(), 60, "the restart")
+        pg.execute("INSERT INTO rc VALUES (105, 'later')")
+        self.assertTrue(p.alive(), p.stderr_text())
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "rc", ["id"])
+        self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
+        self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
+
+    def test_interrupted_backfill_append(self):
+        """kill -9 in the middle of a backfill whose rows already reached
+        ClickHouse (small batches are sent as they fill): the redo deletes the
+        interrupted run's rows (ALTER TABLE ... DELETE by _csn range) and
+        writes the table again from a new snapshot, each row once."""
+        pg = self.pg
+        pg.execute("CREATE TABLE bf (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO bf SELECT g, md5(g::text) FROM generate_series(1, 200000) g")
+        s = self.sluice(stream="bf", tables="public.bf", database="bf", dest={"batch_rows": "1000"})
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(lambda: self.ch.table_exists("bf", "public_bf") and
+                       ch_count(self.ch, "bf", "public_bf") > 0, 60, "the first backfill rows in ClickHouse")
+        finally:
+            p.kill9()
+        first = ch_count(self.ch, "bf", "public_bf")
+        first_csn = self.ch.scalar("SELECT any(_csn) FROM bf.public_bf")
+        self.assertLess(first, 200000, "the backfill finished before the kill")
+        pg.wait_slot_inactive(s.slot)
+        s.extra["destination"]["batch_rows"] = None   # the redo in big batches
+        s.write_config()
+        r = self.catch_up(s)
+        self.assertIn("removed the rows of an interrupted backfill", r.stderr)
+        self.assertEqual(ch_count(self.ch, "bf", "public_bf", f"_csn = '{first_csn}'"), 0)
+        # the redo's rows, each once, after its marker (a TRUNCATE record at the snapshot's position - 1)
+        rows = self.ch.query("SELECT count(), uniqExact(id), uniqExact(_csn), any(_csn) FROM bf.public_bf FINAL "
+                             "WHERE _change_type = 'INSERT' FORMAT TSV").decode().split()
+        self.assertEqual(rows[:3], ["200000", "200000", "1"], f"{first} rows before the kill")
+        marker = self.ch.scalar("SELECT groupArray(_csn) FROM bf.public_bf FINAL WHERE _change_type = 'TRUNCATE'")
+        pos = int(rows[3].split("-")[0], 16)
+        self.assertEqual(marker, f"['{pos - 1:016X}-0000000000']")
+
+    def test_unchanged_toast_merge(self):
+        """A large value left out of an UPDATE (unchanged TOAST) survives:
+        filled from the same batch, from ClickHouse, and across key
+        changes in both."""
+        pg = self.pg
+        pg.execute("CREATE TABLE toast_t (id int PRIMARY KEY, n int, big text); "
+                   "ALTER TABLE toast_t ALTER COLUMN big SET STORAGE EXTERNAL")
+        big = lambda i: "".join(f"{(i * 7919 + k) * 2654435761 % 4294967296:08x}" for k in range(1500))  # noqa: E731
+        for i in range(1, 7):
+            pg.execute(f"INSERT INTO toast_t VALUES ({i}, 0, '{big(i)}')")
+        s = self.sluice(stream="toast", tables="public.toast_t", database="toast", write_mode="merge",
+                        log_level="debug")
+        self.catch_up(s)
+        # from ClickHouse: rows written by an earlier run
+        pg.execute("UPDATE toast_t SET n = 1 WHERE id = 1")
+        # from ClickHouse, after a key change
+        pg.execute("UPDATE toast_t SET id = 20, n = 2 WHERE id = 2")
+        # within one batch: an insert then updates, and a key change of it
+        pg.execute(f"INSERT INTO toast_t VALUES (7, 0, '{big(7)}')")
+        pg.execute("UPDATE toast_t SET n = 3 WHERE id = 7")
+        pg.execute("UPDATE toast_t SET id = 70, n = 4 WHERE id = 7")
+        pg.execute("UPDATE toast_t SET n = 5 WHERE id = 70")
+        # two key changes of one row in one transaction
+        pg.execute("BEGIN; UPDATE toast_t SET id = 30 WHERE id = 3; UPDATE toast_t SET id = 31, n = 6 "
+                   "WHERE id = 30; COMMIT")
+        # really set to NULL
+        pg.execute("UPDATE toast_t SET big = NULL, n = 7 WHERE id = 4")
+        r = self.catch_up(s)
+        self.assertNotIn("written as NULL", r.stderr)
+        sent = [l for l in r.stderr.splitlines() if "clickhouse: batch sent" in l]
+        self.assertTrue(sent, r.stderr[-3000:])
+        # rows 1, 2 (key change) and 3 (two key changes) from ClickHouse, 7 and 70 from the batch
+        m = re.search(r" (\d+) lookups, (\d+) unchanged values filled, (\d+) missing", sent[-1])
+        self.assertTrue(m and int(m.group(1)) >= 1 and m.group(2) == "6" and m.group(3) == "0", sent[-1])
+        self.assertChMatches(s, "public", "toast_t", ["id"])
+        rows = self.ch.rows("toast", "public_toast_t_current")
+        self.assertTrue(all(len(r["big"] or b"") in (0, 12000) for r in rows))
+        self.assertEqual(sum(r["big"] is None for r in rows), 1)
+        self.assertTrue(all(r["_unchanged_columns"] == [] for r in rows))
+
+
+class ClickHouseTlsTest(ChTestCase):
+    ch_tls = True
+
+    def test_certificate_verified(self):
+        """https: the server's certificate is checked against ca_file and the
+        host name; an unknown CA or another host name is refused at once
+        (not retried); tls_verify = false accepts it."""
+        self.pg.execute("CREATE TABLE tl (id int PRIMARY KEY, v text); INSERT INTO tl VALUES (1, 'a'), (2, 'b')")
+        url = self.ch.https_url("localhost")
+        good = self.sluice(stream="tls_ok", tables="public.tl", database="tls",
+                           dest={"url": url, "ca_file": self.ch.ca_file})
+        r = good.run("check", env=self.env())
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f"answers at {url} as user", r.stdout)
+        self.catch_up(good)
+        self.assertChMatches(good, "public", "tl", ["id"], append=True)
+
+        cases = (
+            ("tls_host", {"url": self.ch.https_url("127.0.0.1"), "ca_file": self.ch.ca_file},
+             "no alternative certificate subject name matches target host name '127.0.0.1'"),
+            ("tls_ca", {"url": url}, "unable to get local issuer certificate"),
+        )
+        for stream, dest, why in cases:
+            with self.subTest(stream=stream):
+                s = self.sluice(stream=stream, tables="public.tl", database="tls2", dest=dest)
+                r = s.run("check", env=self.env(), timeout=30)
+                self.assertNotEqual(r.rc, 0, r.describe())
+                self.assertIn(why, r.stderr)
+                # streaming: the first write fails at once, with no retry of its own
+                p = s.start("run", env=self.env())
+                try:
+                    wait_until(lambda: why in p.stderr_text(), 20, "the stream to fail on the certificate")
+                finally:
+                    p.kill9()
+                self.assertNotIn("ms (attempt", p.stderr_text())
+        off = self.sluice(stream="tls_off", tables="public.tl", database="tls3",
+                          dest={"url": self.ch.https_url("127.0.0.1"), "tls_verify": "false"})
+        r = off.run("check", env=self.env())
+        self.assertEqual(r.rc, 0, r.describe())
+
+
+class Workload(threading.Thread):
+    """Small random transactions on table kt: inserts, updates that add one
+    to counter, deletes, key changes; stops on stop()."""
+
+    def __init__(self, pg, seed, table="kt", preload=2000):
+        super().__init__(daemon=True)
+        self.pg, self.table = pg, table
+        self.rng = random.Random(seed)
+        self.stop_event = threading.Event()
+        self.live = list(range(1, preload + 1))
+        self.next_id = preload + 1
+        self.tx = 0
+        self.error = None
+
+    def pick(self):
+        return self.live[self.rng.randrange(len(self.live))]
+
+    def run(self):
+        conn = None
+        t = self.table
+        try:
+            conn = self.pg.connect(autocommit=False)
+            cur = conn.cursor()
+            while not self.stop_event.is_set():
+                for _ in range(self.rng.randint(1, 4)):
+                    x = self.rng.random()
+                    if x < 0.3 or len(self.live) < 100:
+                        cur.execute(f"INSERT INTO {t} VALUES (%s, md5(random()::text), 0)", (self.next_id,))
+                        self.live.append(self.next_id)
+                        self.next_id += 1
+                    elif x < 0.85:
+                        cur.execute(f"UPDATE {t} SET counter = counter + 1, v = md5(random()::text) "
+                                    f"WHERE id = %s", (self.pick(),))
+                    elif x < 0.93:
+                        k = self.pick()
+                        cur.execute(f"DELETE FROM {t} WHERE id = %s", (k,))
+                        self.live.remove(k)
+                    else:
+                        k = self.pick()
+                        cur.execute(f"UPDATE {t} SET id = %s, counter = counter + 1 WHERE id = %s",
+                                    (self.next_id, k))
+                        self.live.remove(k)
+                        self.live.append(self.next_id)
+                        self.next_id += 1
+                conn.commit()
+                self.tx += 1
+                time.sleep(0.002)
+        except Exception as e:
+            self.error = e
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def finish(self):
+        self.stop_event.set()
+        self.join(60)
+        if self.error:
+            raise self.error
+
+
+class ClickHouseKillTest(ChTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.pg.execute("CREATE TABLE kt (id int PRIMARY KEY, v text, counter int NOT NULL)")
+        cls.pg.execute("INSERT INTO kt SELECT g, md5(g::text), 0 FROM generate_series(1, 2000) g")
+
+    def test_kill9_replays_converge(self):
+        """kill -9 of two agents (merge and append) at random points under a
+        workload, restarts, one TRUNCATE: the merge view equals the source,
+        the append rows rebuild it with no counter gap."""
+        seed = int(os.environ.get("SLUICE_TEST_SEED") or random.SystemRandom().randrange(1 << 31))
+        print(f"\n    clickhouse kill test seed {seed} (SLUICE_TEST_SEED={seed} to repeat)", file=sys.stderr)
+        rng = random.Random(seed)
+        pg = self.pg
+        # small batches, so that kills land between inserts as well as in them
+        dest = {"batch_seconds": "0.1", "batch_rows": "500"}
+        sm = self.sluice(stream="km", tables="public.kt", database="km", write_mode="merge", dest=dest)
+        sa = self.sluice(stream="ka", tables="public.kt", database="ka", dest=dest)
+        wl = Workload(pg, seed)
+        wl.start()
+        self.addCleanup(wl.stop_event.set)
+        procs = {s: s.start("run", env=self.env()) for s in (sm, sa)}
+        for i in range(4):
+            time.sleep(rng.uniform(0.2, 2.0))
+            victim = rng.choice((sm, sa)) if i else sm
+            p = procs[victim]
+            if not p.alive():
+                self.fail(f"sluice exited before kill {i + 1}:\n{p.result().describe()}")
+            p.kill9()
+            print(f"    kill -9 #{i + 1} of {victim.stream} (workload at {wl.tx} transactions)", file=sys.stderr)
+            pg.wait_slot_inactive(victim.slot)
+            procs[victim] = victim.start("run", env=self.env())
+            if i == 1:
+                # a TRUNCATE between two workload transactions
+                wl.stop_event.set()
+                wl.join(30)
+                pg.execute("TRUNCATE kt; INSERT INTO kt SELECT g, 'fresh', 0 FROM generate_series(1, 500) g")
+                wl = Workload(pg, seed + 1, preload=0)
+                wl.live = list(range(1, 501))
+                wl.next_id = 100000
+                wl.start()
+        time.sleep(rng.uniform(0.5, 1.5))
+        wl.finish()
+        for s, p in procs.items():
+            if not p.alive():
+                self.fail(f"sluice exited on its own:\n{p.result().describe()}")
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(60)
+            self.assertEqual(r.rc, 0, f"SIGTERM must drain and exit 0:\n{r.describe()}")
+            self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
+            pg.wait_slot_inactive(s.slot)
+            self.catch_up(s)
+        print(f"    workload: {wl.tx} transactions after the TRUNCATE", file=sys.stderr)
+        self.assertChMatches(sm, "public", "kt", ["id"])
+        rows = self.ch.rows("ka", "public_kt", final=True)
+        state, problems = rebuild_append(rows, ["id"])
+        self.assertEqual(problems, [])
+        self.assertEqual(counter_problems(rows, ["id"]), [])
+        expected, _kinds = source_rows_for_ch(pg, "public", "kt", ["id"])
+        self.assertEqual(len(state), len(expected))
+        self.assertTrue(state == expected, "the append rows do not rebuild the source table")
+        raw = ch_count(self.ch, "ka", "public_kt")
+        print(f"    append: {len(rows)} changes ({raw - len(rows)} repeats not merged yet)", file=sys.stderr)
+
+
+class ClickHouseOutageTest(ChTestCase):
+    # A short wal_sender_timeout: a stream that stopped answering would be cut.
+    pg_settings = {"wal_sender_timeout": "4s"}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.pg.execute("CREATE TABLE kt (id int PRIMARY KEY, v text, counter int NOT NULL)")
+        cls.pg.execute("INSERT INTO kt SELECT g, md5(g::text), 0 FROM generate_series(1, 2000) g")
+
+    def test_clickhouse_down_under_load(self):
+        pg = self.pg
+        s = self.sluice(stream="out", tables="public.kt", database="outage", write_mode="merge")
+        self.catch_up(s)
+        wl = Workload(pg, 7)
+        wl.start()
+        self.addCleanup(wl.stop_event.set)
+        p = s.start("run", env=self.env())
+        time.sleep(1.5)
+        walsender = pg.one("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (s.slot,))
+        self.ch.pause()
+        t0 = time.monotonic()
+        time.sleep(10)   # 2.5 times wal_sender_timeout
+        self.assertTrue(p.alive(), "sluice exited while ClickHouse was down")
+        self.ch.resume()
+        print(f"    ClickHouse down for {time.monotonic() - t0:.1f}s, workload at {wl.tx} transactions",
+              file=sys.stderr)
+        time.sleep(1.5)
+        wl.finish()
+        pg.wait_wal_flushed()
+        t1 = time.monotonic()
+        wait_until(lambda: self._matches(s), 120, "ClickHouse to catch up after the outage", interval=0.5)
+        print(f"    caught up {time.monotonic() - t1:.1f}s after the workload stopped", file=sys.stderr)
+        self.assertEqual(pg.one("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (s.slot,)),
+                         walsender, "the replication connection was not kept")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("failed (Failed to connect to 127.0.0.1", r.stderr)
+        self.assertNotIn("retrying from the last checkpoint", r.stderr)
+        self.assertNotIn("replication timeout", pg.log_tail(400))
+        self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
+        self.assertChMatches(s, "public", "kt", ["id"])
+
+    def _matches(self, s):
+        try:
+            self.assertChMatches(s, "public", "kt", ["id"])
+            return True
+        except AssertionError:
+            return False
+
+
+if __name__ == "__main__":
+    unittest.main()

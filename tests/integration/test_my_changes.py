@@ -1,0 +1,208 @@
+"""
+tests/integration/test_my_changes.py: what the MySQL/MariaDB source emits
+for inserts, updates, deletes, key changes, TRUNCATE, several tables in one
+transaction, tables without a key, columns added mid-stream, binlog
+rotation; the CSN order across it all; a backfill under concurrent writes
+with nothing missed or doubled; tables the stream does not select; two
+streams with one server_id.
+"""
+
+import threading
+import time
+import unittest
+
+from harness import csn, csn_position, csn_seq, records_for
+from harness_mysql import MyTestCase, binlog_pos_value
+
+
+def ct(r):
+    return r["source_metadata"]["change_type"]
+
+
+class ChangesTest(MyTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE app")
+
+    def test_dml_key_change_truncate_positions(self):
+        my = self.my
+        my.execute("CREATE TABLE app.dml (id int PRIMARY KEY, v varchar(20), counter int NOT NULL DEFAULT 0)")
+        my.execute("CREATE TABLE app.other (k int PRIMARY KEY, w text)")
+        my.execute("INSERT INTO app.dml VALUES (1, 'one', 0), (2, 'two', 0)")
+        s = self.sluice(stream="dml", tables="app.dml, app.other")
+        self.catch_up(s)
+
+        def tx(*stmts):
+            f0, p0 = my.master_status()
+            c = my.connect(autocommit=False)
+            cur = c.cursor()
+            for st in stmts:
+                cur.execute(st)
+            c.commit()
+            c.close()
+            f1, p1 = my.master_status()
+            return binlog_pos_value(f0, p0), binlog_pos_value(f1, p1)
+
+        txs = [
+            ("ins", tx("INSERT INTO app.dml VALUES (3, 'three', 0)", "INSERT INTO app.dml VALUES (4, 'four', 0)")),
+            ("upd", tx("UPDATE app.dml SET v = 'uno', counter = counter + 1 WHERE id = 1")),
+            ("del", tx("DELETE FROM app.dml WHERE id = 2")),
+            ("pk", tx("UPDATE app.dml SET id = 30, counter = counter + 1 WHERE id = 3")),
+            ("multi", tx("INSERT INTO app.other VALUES (1, 'x')", "UPDATE app.dml SET v = NULL WHERE id = 4",
+                         "INSERT INTO app.other VALUES (2, 'y')")),
+        ]
+        my.execute("FLUSH BINARY LOGS")   # a rotation between transactions
+        txs.append(("rot", tx("INSERT INTO app.dml VALUES (5, 'five', 0)")))
+        txs.append(("trunc", tx("TRUNCATE TABLE app.other")))
+        txs.append(("after", tx("INSERT INTO app.other VALUES (3, 'z')")))
+        self.catch_up(s)
+        recs = self.read(s)
+        cdc = sorted((r for r in recs if r["read_method"] == "mysql-cdc-binlog"), key=csn)
+        got = [(ct(r), r["source_metadata"]["table"], r["payload"].get("id", r["payload"].get("k"))) for r in cdc]
+        self.assertEqual(got, [
+            ("INSERT", "dml", 3), ("INSERT", "dml", 4),
+            ("UPDATE-INSERT", "dml", 1),
+            ("DELETE", "dml", 2),
+            ("UPDATE-DELETE", "dml", 3), ("UPDATE-INSERT", "dml", 30),
+            ("INSERT", "other", 1), ("UPDATE-INSERT", "dml", 4), ("INSERT", "other", 2),
+            ("INSERT", "dml", 5),
+            ("TRUNCATE", "other", None),
+            ("INSERT", "other", 3),
+        ])
+        # per transaction: one position inside its binlog range, sequence 1, 2, ...
+        i = 0
+        for name, (lo, hi) in txs:
+            n = {"ins": 2, "upd": 1, "del": 1, "pk": 2, "multi": 3, "rot": 1, "trunc": 1, "after": 1}[name]
+            part = cdc[i:i + n]
+            i += n
+            self.assertEqual(len({csn_position(csn(r)) for r in part}), 1, name)
+            pos = csn_position(csn(part[0]))
+            self.assertTrue(lo <= pos < hi, f"{name}: {pos:x} outside [{lo:x}, {hi:x})")
+            self.assertEqual([csn_seq(csn(r)) for r in part], list(range(1, n + 1)), name)
+            self.assertEqual(len({r["source_metadata"]["gtid"] for r in part}), 1)
+            self.assertEqual(len({r["source_metadata"]["tx_id"] for r in part}), 1)
+        # the rotation shows in the CSN's high half, and plain order holds across it
+        self.assertGreater(csn_position(csn(cdc[9])) >> 32, csn_position(csn(cdc[8])) >> 32)
+        self.assertEqual([csn(r) for r in cdc], sorted(csn(r) for r in cdc))
+        self.assertNotEqual(cdc[9]["source_metadata"]["log_file"], cdc[8]["source_metadata"]["log_file"])
+        # images
+        by = {(ct(r), r["payload"].get("id")): r for r in cdc if r["source_metadata"]["table"] == "dml"}
+        self.assertEqual(by[("UPDATE-INSERT", 1)]["payload"], {"id": 1, "v": "uno", "counter": 1})
+        self.assertEqual(by[("DELETE", 2)]["payload"], {"id": 2, "v": "two", "counter": 0})
+        self.assertTrue(by[("DELETE", 2)]["source_metadata"]["is_deleted"])
+        self.assertEqual(by[("UPDATE-DELETE", 3)]["payload"], {"id": 3, "v": "three", "counter": 0})
+        self.assertEqual(by[("UPDATE-INSERT", 30)]["payload"], {"id": 30, "v": "three", "counter": 1})
+        self.assertTableMatches(recs, "app", "dml", ["id"])
+        self.assertTableMatches(recs, "app", "other", ["k"])
+
+    def test_keyless_and_added_column_and_unselected(self):
+        my = self.my
+        my.execute("CREATE TABLE app.nokey (a int, b varchar(10))")
+        my.execute("CREATE TABLE app.alt (id int PRIMARY KEY, a varchar(10))")
+        my.execute("CREATE TABLE app.unsel (id int PRIMARY KEY)")
+        s = self.sluice(stream="alt", tables="app.nokey, app.alt")
+        self.catch_up(s)
+        my.execute("INSERT INTO app.nokey VALUES (1, 'x'), (1, 'x'), (2, NULL)")
+        my.execute("UPDATE app.nokey SET b = 'y' WHERE a = 2")
+        my.execute("INSERT INTO app.alt VALUES (1, 'a1')")
+        my.execute("INSERT INTO app.unsel VALUES (1)")
+        my.execute("ALTER TABLE app.alt ADD COLUMN b int DEFAULT 7")
+        my.execute("INSERT INTO app.alt VALUES (2, 'a2', 20)")
+        my.execute("UPDATE app.alt SET b = 10 WHERE id = 1")
+        self.catch_up(s)
+        recs = self.read(s)
+        nk = sorted(records_for(recs, "app", "nokey"), key=csn)
+        self.assertEqual([ct(r) for r in nk], ["INSERT", "INSERT", "INSERT", "UPDATE-DELETE", "UPDATE-INSERT"])
+        self.assertEqual(nk[3]["payload"], {"a": 2, "b": None})
+        self.assertEqual(nk[4]["payload"], {"a": 2, "b": "y"})
+        self.assertEqual(nk[0]["source_metadata"]["primary_keys"], [])
+        alt = sorted(records_for(recs, "app", "alt"), key=csn)
+        self.assertEqual([r["payload"] for r in alt], [{"id": 1, "a": "a1"}, {"id": 2, "a": "a2", "b": 20},
+                                                       {"id": 1, "a": "a1", "b": 10}])
+        self.assertNotEqual(alt[0]["schema_key"], alt[1]["schema_key"])
+        self.assertTableMatches(recs, "app", "alt", ["id"])
+        self.assertEqual(records_for(recs, "app", "unsel"), [])
+
+    def test_backfill_under_concurrent_writes(self):
+        """Writes run while the snapshot is taken and read: every change
+        lands once, before the snapshot's CSN (in it) or after (streamed)."""
+        my = self.my
+        my.execute("CREATE TABLE app.busy (id int PRIMARY KEY, counter int NOT NULL, pad varchar(100))")
+        my.execute("INSERT INTO app.busy SELECT seq, 0, REPEAT('p', 50) FROM app.seq_1_to_20000")
+        stop = threading.Event()
+        errors = []
+
+        def workload():
+            try:
+                c = my.connect()
+                cur = c.cursor()
+                i = 0
+                while not stop.is_set():
+                    i += 1
+                    cur.execute("UPDATE app.busy SET counter = counter + 1 WHERE id = %s", ((i * 7919) % 20000 + 1,))
+                    if i % 5 == 0:
+                        cur.execute("INSERT INTO app.busy VALUES (%s, 0, 'new')", (100000 + i,))
+                    if i % 11 == 0:
+                        cur.execute("DELETE FROM app.busy WHERE id = %s", (100000 + i - 5,))
+                c.close()
+            except Exception as e:  # noqa
+                errors.append(e)
+        t = threading.Thread(target=workload, daemon=True)
+        t.start()
+        try:
+            time.sleep(0.3)
+            s = self.sluice(stream="busy", tables="app.busy")
+            p = s.start("run")
+            time.sleep(2.5)
+        finally:
+            stop.set()
+            t.join(30)
+        self.assertEqual(errors, [])
+        p.signal(15)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.catch_up(s)
+        recs = self.read(s, workers=2)
+        self.assertGreater(sum(1 for r in recs if r["read_method"] == "mysql-cdc-binlog"), 0)
+        self.assertTableMatches(recs, "app", "busy", ["id"])
+        self.assertNoCounterGaps(recs, "app", "busy", ["id"])
+
+
+class ServerIdTest(MyTestCase):
+
+    def test_two_streams_one_server_id(self):
+        """Two streams with one server_id: the server ends the first one's
+        connection when the second connects; the first then stops with exit
+        code 2 and says why, instead of reconnecting and ending the other's
+        (and, where the user may run SHOW SLAVE HOSTS, the second refuses
+        to start instead).  The remaining one goes on."""
+        my = self.my
+        my.execute("CREATE DATABASE sid")
+        my.execute("CREATE TABLE sid.t (id int PRIMARY KEY)")
+        a = self.sluice(stream="a", tables="sid.t")
+        b = self.sluice(stream="b", tables="sid.t")
+        pa = a.start("run")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "streaming from" not in pa.stderr_text():
+            time.sleep(0.1)
+        pb = b.start("run")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and pa.alive() and pb.alive():
+            my.execute("INSERT INTO sid.t VALUES (%s)", (int(time.monotonic() * 1000) % 1000000000,))
+            time.sleep(0.2)
+        stopped, other = (pa, pb) if not pa.alive() else (pb, pa)
+        r = stopped.wait_result(10)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn(f"server_id = {my.server_id_for_sluice}", r.stderr)
+        self.assertIn("each stream needs a server_id of its own", r.stderr)
+        time.sleep(1)
+        self.assertTrue(other.alive(), other.stderr_text())
+        other.signal(15)
+        self.assertEqual(other.wait_result(60).rc, 0)
+        self.assertTableMatches(self.read(b if other is pb else a), "sid", "t", ["id"])
+
+
+if __name__ == "__main__":
+    unittest.main()

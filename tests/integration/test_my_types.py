@@ -1,0 +1,150 @@
+"""
+tests/integration/test_my_types.py: every MySQL/MariaDB type sluice
+supports, with edge values, through backfill and through the binlog, read
+back from the Avro files exactly as the source holds it; and the same row
+stored before the snapshot (backfill, read with the binary protocol) and
+after it (the binlog's row image) gives identical Avro values, type for type
+and charset for charset.  Run with binlog_row_metadata=FULL (the table map
+describes the columns) and NO_LOG (MariaDB's default: information_schema
+does).
+"""
+
+import os
+import subprocess
+import sys
+
+from harness import csn, csn_position, csn_seq, records_for, HERE
+from harness_mysql import MyTestCase, binlog_pos_value
+
+DDL = """
+CREATE TABLE types_db.types_t (
+  id int PRIMARY KEY,
+  c_tiny tinyint, c_utiny tinyint unsigned, c_small smallint, c_usmall smallint unsigned,
+  c_medium mediumint, c_umedium mediumint unsigned, c_int int, c_uint int unsigned,
+  c_big bigint, c_ubig bigint unsigned,
+  c_dec decimal(65,30), c_dec2 decimal(10,2),
+  c_float float, c_double double,
+  c_bit1 bit(1), c_bit10 bit(10),
+  c_date date, c_dt datetime(6), c_dt0 datetime, c_ts timestamp(6) NULL DEFAULT NULL, c_time time(6), c_year year,
+  c_char char(5), c_varchar varchar(50), c_text text,
+  c_latin1 varchar(30) CHARACTER SET latin1, c_latin1_text text CHARACTER SET latin1,
+  c_binary binary(4), c_varbinary varbinary(20), c_blob blob,
+  c_enum enum('sad','ok','happy'), c_set set('a','b','c'), c_latin1_enum enum('é','ü') CHARACTER SET latin1,
+  c_json json, c_geo point
+)"""
+
+COLS = ("id, c_tiny, c_utiny, c_small, c_usmall, c_medium, c_umedium, c_int, c_uint, c_big, c_ubig, c_dec, c_dec2, "
+        "c_float, c_double, c_bit1, c_bit10, c_date, c_dt, c_dt0, c_ts, c_time, c_year, c_char, c_varchar, c_text, "
+        "c_latin1, c_latin1_text, c_binary, c_varbinary, c_blob, c_enum, c_set, c_latin1_enum, c_json, c_geo")
+
+D65 = "9" * 35 + "." + "9" * 30
+ROWS = [
+    # lower edges
+    (1, "-128", "0", "-32768", "0", "-8388608", "0", "-2147483648", "0", "-9223372036854775808", "0",
+     f"'-{D65}'", "-99999999.99", "-3.40282e38", "-1.7976931348623157e308", "b'0'", "b'0000000000'",
+     "'0001-01-01'", "'0001-01-01 00:00:00.000000'", "'0001-01-01 00:00:00'", "'1970-01-01 00:00:01.000000'",
+     "'00:00:00'", "1901", "''", "''", "''", "''", "''", "x'00000000'", "''", "''", "'sad'", "''", "'é'", "'[]'",
+     "POINT(0, 0)"),
+    # upper edges
+    (2, "127", "255", "32767", "65535", "8388607", "16777215", "2147483647", "4294967295", "9223372036854775807",
+     "18446744073709551615", f"'{D65}'", "99999999.99", "3.40282e38", "1.7976931348623157e308", "b'1'",
+     "b'1111111111'", "'9999-12-31'", "'9999-12-31 23:59:59.999999'", "'9999-12-31 23:59:59'",
+     "'2038-01-19 03:14:07.999999'", "'23:59:59.999999'", "2155", "'abcde'", "'utf8mb4 \U0001F600 \u2713 \u00e9'",
+     "REPEAT('long text ', 1000)", "'caf\u00e9 \u20ac \u00df'", "'\u00dcn\u00efc\u00f8d\u00e9 in latin1 \u00bf'",
+     "x'01000000'", "x'00ff00'", "REPEAT(x'ab01', 3000)", "'happy'", "'a,b,c'", "'\u00fc'",
+     "'{\"k\": [1, 2.5, \"x\"], \"n\": null}'", "POINT(1.5, -2.25)"),
+    # small and ordinary values
+    (3, "0", "1", "-1", "1", "0", "1", "-1", "1", "-1", "1", "'0.000000000000000000000000000001'", "-0.01",
+     "1.5", "0.1", "b'1'", "b'0000000001'", "'2024-02-29'", "'2024-02-29 13:45:00.123456'",
+     "'2024-02-29 13:45:00'", "'2024-02-29 13:45:00.5'", "'12:34:56.5'", "0", "'ab  '", "'trailing  '",
+     "'multi\nline\ttab \"q\" \\\\'", "'\u00e0'", "'x'", "'ab'", "x'00'", "x''", "'ok'", "'b'", "NULL", "'\"str\"'",
+     "POINT(-180, 90)"),
+    # every column NULL
+    (4,) + ("NULL",) * 35,
+]
+assert all(len(r) == 36 for r in ROWS), [len(r) for r in ROWS]
+
+
+def insert_sql(rows, id_offset=0):
+    vals = ["(" + ", ".join([str(r[0] + id_offset)] + list(r[1:])) + ")" for r in rows]
+    return f"INSERT INTO types_db.types_t ({COLS}) VALUES " + ",\n".join(vals)
+
+
+class TypesTest(MyTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE types_db")
+        cls.my.execute(DDL)
+        cls.my.execute(insert_sql(ROWS))
+
+    def test_backfill_then_binlog_every_type(self):
+        my = self.my
+        s = self.sluice(stream="types", tables="types_db.types_t")
+        f0, p0 = my.master_status()
+        self.catch_up(s)
+        f1, p1 = my.master_status()
+        recs = records_for(self.read(s), "types_db", "types_t")
+        self.assertEqual(len(recs), len(ROWS))
+        self.assertEqual({r["read_method"] for r in recs}, {"mysql-backfill-fulldump"})
+        csns = {csn(r) for r in recs}
+        self.assertEqual(len(csns), 1)
+        snap = csns.pop()
+        self.assertEqual(csn_seq(snap), 0)
+        self.assertTrue(binlog_pos_value(f0, p0) <= csn_position(snap) <= binlog_pos_value(f1, p1))
+        for r in recs:
+            sm = r["source_metadata"]
+            self.assertEqual((sm["database"], sm["table"], sm["primary_keys"], sm["is_deleted"]),
+                             ("types_db", "types_t", ["id"], False))
+            self.assertEqual(r["object"], "types__db_types_t")
+            self.assertEqual(sm["log_file"], f0)
+        self.assertTableMatches(recs, "types_db", "types_t", ["id"])
+
+        # the same values again, through the binlog, in one transaction
+        f0, p0 = my.master_status()
+        my.execute(insert_sql(ROWS, id_offset=100))
+        self.catch_up(s)
+        recs = records_for(self.read(s), "types_db", "types_t")
+        cdc = sorted((r for r in recs if r["read_method"] == "mysql-cdc-binlog"), key=csn)
+        self.assertEqual([r["payload"]["id"] for r in cdc], [r[0] + 100 for r in ROWS])
+        self.assertEqual({r["source_metadata"]["change_type"] for r in cdc}, {"INSERT"})
+        self.assertEqual(len({csn_position(csn(r)) for r in cdc}), 1)
+        self.assertEqual([csn_seq(csn(r)) for r in cdc], list(range(1, len(ROWS) + 1)))
+        self.assertEqual(csn_position(csn(cdc[0])), binlog_pos_value(f0, p0),
+                         "the CSN's position is the transaction's first event")
+        self.assertEqual(cdc[0]["source_metadata"]["log_position"], p0)
+        self.assertTrue(cdc[0]["source_metadata"]["gtid"])
+        self.assertTableMatches(recs, "types_db", "types_t", ["id"])
+
+        # backfill and binlog decoding agree, value for value
+        bf = {r["payload"]["id"]: r for r in recs if r["read_method"] == "mysql-backfill-fulldump"}
+        for r in cdc:
+            a = dict(bf[r["payload"]["id"] - 100]["payload"])
+            b = dict(r["payload"])
+            a.pop("id")
+            b.pop("id")
+            self.assertEqual(a, b, f"row {r['payload']['id'] - 100}: backfill and binlog differ")
+            self.assertEqual({k: type(v) for k, v in a.items()}, {k: type(v) for k, v in b.items()})
+            self.assertEqual(bf[r["payload"]["id"] - 100]["schema_key"], r["schema_key"])
+
+        p = subprocess.run([sys.executable, os.path.join(HERE, "check_output.py"), s.out, "--codec", "deflate"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout)
+
+        # updates and deletes of every type
+        my.execute("UPDATE types_db.types_t SET c_text = 'changed', c_int = c_int + 1 WHERE id = 103")
+        my.execute("DELETE FROM types_db.types_t WHERE id = 102")
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "types_db", "types_t", ["id"])
+
+
+class TypesNoMetadataTest(TypesTest):
+    """The same with binlog_row_metadata=NO_LOG: signedness, charsets, ENUM
+    and SET strings and JSON come from information_schema."""
+    my_settings = {"binlog_row_metadata": "NO_LOG"}
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()

@@ -1,0 +1,526 @@
+"""
+tests/integration/test_pg_ops.py: the operations layer against a real
+PostgreSQL: /metrics counters equal the workload exactly, alerts fire from
+the probe within 15 s while the sink is stalled (webhook received, /healthz
+503, then recovery), a slot driven to `unreserved` then `lost`, heartbeats
+that keep an idle slot from holding WAL, and `sluice status` (states, last
+error, retries, exit codes, --json, --stream).
+
+The figures measured (alert latency, retained WAL) are printed.
+"""
+
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, sluice_test_bin, wait_until
+from opsutil import WebhookReceiver, metric, metrics, metrics_port, scrape
+
+
+def wal_lsn(pg):
+    return lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
+
+
+def slot_lag(pg, slot):
+    return pg.one("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn)::bigint "
+                  "FROM pg_replication_slots WHERE slot_name = %s", (slot,))
+
+
+def wait_confirmed(pg, slot, target, timeout=60):
+    wait_until(lambda: (pg.slot_info(slot) or {}).get("confirmed_flush_lsn", 0) >= target, timeout,
+               f"slot {slot} to confirm {target:X}", interval=0.2)
+
+
+def wait_streaming(p, timeout=60):
+    wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), timeout, "streaming")
+    assert p.alive(), p.stderr_text()
+
+
+class MetricsTest(PgTestCase):
+
+    def test_counters_match_the_workload(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE mt_a (id int PRIMARY KEY, v text)")
+        pg.execute("CREATE TABLE mt_b (id int PRIMARY KEY, v text)")
+        pg.execute("CREATE TABLE mt_vals (id int PRIMARY KEY, ts timestamptz, amount numeric(10,2))")
+        pg.execute("CREATE TABLE mt_other (id int PRIMARY KEY, v text)")
+        # a publication that carries a table the stream does not select
+        pg.execute("CREATE PUBLICATION sluice_mt FOR ALL TABLES")
+        BF_A, BF_B = 30, 20
+        pg.execute(f"INSERT INTO mt_a SELECT g, 'a' FROM generate_series(1, {BF_A}) g")
+        pg.execute(f"INSERT INTO mt_b SELECT g, 'b' FROM generate_series(1, {BF_B}) g")
+        port = metrics_port()
+        s = self.sluice(stream="mt", tables="public.mt_a, public.mt_b, public.mt_vals", max_file_seconds=1,
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}"}})
+        p = s.start("run")
+        wait_streaming(p)
+
+        # the workload, and what it must count
+        want = {t: dict(insert=0, update=0, update_delete=0, delete=0, truncate=0)
+                for t in ("public.mt_a", "public.mt_b", "public.mt_vals")}
+        pg.execute("INSERT INTO mt_a SELECT g, 'new' FROM generate_series(101, 107) g")
+        want["public.mt_a"]["insert"] += 7
+        pg.execute("UPDATE mt_a SET v = 'u' WHERE id BETWEEN 1 AND 5")
+        want["public.mt_a"]["update"] += 5
+        pg.execute("UPDATE mt_a SET id = 606 WHERE id = 6")          # a key change: old row, then new
+        want["public.mt_a"]["update_delete"] += 1
+        want["public.mt_a"]["update"] += 1
+        pg.execute("DELETE FROM mt_a WHERE id BETWEEN 10 AND 13")
+        want["public.mt_a"]["delete"] += 4
+        pg.execute("INSERT INTO mt_b SELECT g, 'nb' FROM generate_series(101, 103) g")
+        want["public.mt_b"]["insert"] += 3
+        pg.execute("UPDATE mt_b SET v = 'u' WHERE id IN (1, 2)")
+        want["public.mt_b"]["update"] += 2
+        pg.execute("DELETE FROM mt_b WHERE id = 3")
+        want["public.mt_b"]["delete"] += 1
+        pg.execute("TRUNCATE mt_b")
+        want["public.mt_b"]["truncate"] += 1
+        # two timestamps past 64-bit microseconds (clamped), three NaN decimals (null)
+        pg.execute("INSERT INTO mt_vals VALUES (1, '294270-01-01 00:00:00+00', 1), (2, '294271-06-01 00:00:00+00', 2)")
+        pg.execute("INSERT INTO mt_vals SELECT g, now(), 'NaN' FROM generate_series(3, 5) g")
+        want["public.mt_vals"]["insert"] += 5
+        CLAMPS, NANS = 2, 3
+        # changes of the table the stream does not select: skipped, counted
+        pg.execute("INSERT INTO mt_other SELECT g, 'o' FROM generate_series(1, 4) g")
+        pg.execute("UPDATE mt_other SET v = 'x' WHERE id <= 2")
+        SKIPPED = 6
+        target = wal_lsn(pg)
+        pg.wait_wal_flushed()
+        wait_confirmed(pg, s.slot, target)
+
+        m = metrics(port)
+        for table, ops in want.items():
+            for op, n in ops.items():
+                self.assertEqual(metric(m, "sluice_changes_total", stream="mt", table=table, op=op), n,
+                                 f"{table} {op}")
+        self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="public.mt_a"), BF_A)
+        self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="public.mt_b"), BF_B)
+        self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="public.mt_vals"), 0)
+        self.assertEqual(metric(m, "sluice_backfill_progress_ratio", stream="mt", table="public.mt_a"), 1)
+        self.assertEqual(metric(m, "sluice_skipped_changes_total", stream="mt"), SKIPPED)
+        self.assertEqual(metric(m, "sluice_timestamp_clamps_total", stream="mt"), CLAMPS)
+        self.assertEqual(metric(m, "sluice_decimal_nan_nulls_total", stream="mt"), NANS)
+        self.assertEqual(metric(m, "sluice_stream_state", stream="mt", state="streaming"), 1)
+        self.assertEqual(metric(m, "sluice_stream_up", stream="mt"), 1)
+        self.assertEqual(metric(m, "sluice_dead_letter_total", stream="mt"), 0)
+        self.assertEqual(metric(m, "sluice_reconnects_total", stream="mt"), 0)
+        self.assertEqual(metric(m, "sluice_alert_firing", stream="mt", alert="lag_warning"), 0)
+        # the histogram: cumulative buckets that end in the count
+        buckets = sorted((float("inf") if dict(k[1])["le"] == "+Inf" else float(dict(k[1])["le"]), v)
+                         for k, v in m.items() if k[0] == "sluice_sink_flush_seconds_bucket")
+        self.assertEqual(len(buckets), 12)
+        self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
+        count = metric(m, "sluice_sink_flush_seconds_count", stream="mt")
+        self.assertGreater(count, 0)
+        self.assertEqual(buckets[-1][1], count)
+        # the probe's figures are the server's
+        slot = pg.slot_info(s.slot)
+        wait_until(lambda: metric(metrics(port), "sluice_slot_active", stream="mt") == 1, 15, "a probe")
+        self.assertIsNotNone(metric(metrics(port), "sluice_source_lag_bytes", stream="mt"))
+        self.assertEqual(metric(metrics(port), "sluice_slot_wal_status", stream="mt", wal_status=slot["wal_status"]), 1)
+
+        # the output holds exactly the same changes (mt_vals aside: Python's
+        # datetime cannot read the clamped year 294247)
+        shutil.rmtree(os.path.join(s.out, "mt", "public_mt_vals"))
+        del want["public.mt_vals"]
+        recs = self.read(s)
+        kinds = {"INSERT": "insert", "UPDATE-INSERT": "update", "UPDATE-DELETE": "update_delete",
+                 "DELETE": "delete", "TRUNCATE": "truncate"}
+        for table in want:
+            got = dict.fromkeys(kinds.values(), 0)
+            for r in records_for(recs, "public", table.split(".")[1]):
+                if r["read_method"] == "postgresql-cdc-wal":
+                    got[kinds[r["source_metadata"]["change_type"]]] += 1
+            self.assertEqual(got, want[table], table)
+
+        status, body = scrape(port, "/healthz")
+        self.assertEqual((status, body), (200, "stream mt: streaming\n"))
+        self.assertEqual(scrape(port, "/nothing")[0], 404)
+        r = s.run("status", "--json", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        st = json.loads(r.stdout)["streams"][0]
+        self.assertEqual(st["state"], "streaming")
+        self.assertEqual(st["agent"]["pid"], p.pid)
+        self.assertEqual(st["tables"]["public.mt_a"]["changes"]["insert"], 7)
+        self.assertEqual(st["tables"]["public.mt_b"]["changes"]["truncate"], 1)
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+        # after the agent: stopped, and the endpoint is gone
+        r = s.run("status", "--json", timeout=60)
+        self.assertEqual(json.loads(r.stdout)["streams"][0]["state"], "stopped")
+
+
+class StalledSinkTest(PgTestCase):
+    """The sink stops (the test sink's flush waits while a file exists): lag
+    grows, the probe fires lag_warning and lag_critical within 15 s, the
+    webhook receives them, /healthz turns 503 and recovers with the sink."""
+
+    def test_lag_alert_while_sink_is_down(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE st_t (id serial PRIMARY KEY, pad text)")
+        hook = WebhookReceiver()
+        self.addCleanup(hook.close)
+        port = metrics_port()
+        s = self.sluice(stream="stall", tables="public.st_t", max_file_seconds=1, binary=sluice_test_bin(),
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url,
+                                         # the smallest queue: it fills at once, and the replication
+                                         # loop then waits for room (it only acknowledges)
+                                         "queue_bytes": "256KB"},
+                               "destination": {"type": "slow_avro_dir"},
+                               "stream": {"lag_warn_bytes": "2MB", "lag_critical_bytes": "6MB"}})
+        block = os.path.join(s.workdir, "sink-down")
+        s.extra["destination"]["flush_block_file"] = block
+        s.write_config()
+        p = s.start("run")
+        wait_streaming(p)
+        self.assertEqual(scrape(port, "/healthz")[0], 200)
+
+        open(block, "w").close()          # the destination goes down
+        pg.execute("INSERT INTO st_t (pad) VALUES ('x')")
+        # the writer is now stuck in a flush; write until the lag crosses each threshold
+        crossed = {}
+        for _ in range(60):
+            pg.execute("INSERT INTO st_t (pad) SELECT repeat('y', 1000) FROM generate_series(1, 1000)")
+            lag = slot_lag(pg, s.slot)
+            now = time.monotonic()
+            if lag >= 2 << 20:
+                crossed.setdefault("lag_warning", now)
+            if lag >= 6 << 20:
+                crossed.setdefault("lag_critical", now)
+                break
+        self.assertIn("lag_critical", crossed, "the lag never reached 6 MB")
+        latencies = {}
+        for alert in ("lag_warning", "lag_critical"):
+            got = wait_until(lambda: hook.find(alert, "firing", "stall"), 30, f"the {alert} webhook")
+            latencies[alert] = got[0] - crossed[alert]
+            payload = got[1]
+            self.assertEqual(payload["status"], "firing")
+            self.assertIn(f"sluice stream stall: {alert} fires", payload["text"])
+        print(f"\n    alert latency (threshold crossed -> webhook received): "
+              f"lag_warning {latencies['lag_warning']:.1f} s, lag_critical {latencies['lag_critical']:.1f} s",
+              end=" ")
+        for alert, lat in latencies.items():
+            self.assertLessEqual(lat, 15.0, f"{alert} took {lat:.1f} s")
+        status, body = scrape(port, "/healthz")
+        self.assertEqual(status, 503, body)
+        self.assertIn("stream stall: streaming; critical alert lag_critical: lag ", body)
+        m = metrics(port)
+        self.assertEqual(metric(m, "sluice_alert_firing", stream="stall", alert="lag_critical"), 1)
+        self.assertGreaterEqual(metric(m, "sluice_source_lag_bytes", stream="stall"), 6 << 20)
+        self.assertGreaterEqual(metric(m, "sluice_webhook_sent_total"), 2)
+        # status: the same alerts, exit 1 (an alert fires, everything determined)
+        r = s.run("status", "--json", timeout=60)
+        self.assertEqual(r.rc, 1, r.describe())
+        st = json.loads(r.stdout)["streams"][0]
+        self.assertTrue(st["determined"])
+        self.assertIn("lag_critical", [a["alert"] for a in st["alerts"]])
+        self.assertIn("lag_critical", [h["alert"] for h in st["alert_history"]])
+
+        os.unlink(block)                  # the destination is back
+        wait_until(lambda: hook.find("lag_critical", "resolved", "stall"), 90, "lag_critical to resolve")
+        wait_until(lambda: scrape(port, "/healthz")[0] == 200, 60, "/healthz to recover")
+        self.assertEqual(scrape(port, "/healthz")[1], "stream stall: streaming\n")
+        self.assertTrue(p.alive(), p.stderr_text())
+        self.assertIn('stream "stall": alert lag_critical (critical) fires', p.stderr_text())
+        self.assertIn('stream "stall": alert lag_critical resolved', p.stderr_text())
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(90).rc, 0)
+
+
+class SlotAtRiskTest(PgTestCase):
+    """1 MB WAL segments and max_slot_wal_keep_size = 3MB: with the sink
+    down the slot holds WAL until it is `unreserved` (the alert fires), and a
+    checkpoint makes it `lost` (the agent exits 4 with the way back)."""
+    pg_initdb_args = ("--wal-segsize=1",)
+    pg_settings = {"max_slot_wal_keep_size": "3MB", "min_wal_size": "2MB", "max_wal_size": "256MB",
+                   "checkpoint_timeout": "1h"}
+
+    def test_unreserved_then_lost(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE ur_t (id serial PRIMARY KEY, pad text)")
+        pg.execute("CREATE TABLE ur_pad (pad text)")
+        hook = WebhookReceiver()
+        self.addCleanup(hook.close)
+        port = metrics_port()
+        s = self.sluice(stream="risk", tables="public.ur_t", max_file_seconds=1, binary=sluice_test_bin(),
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url},
+                               "destination": {"type": "slow_avro_dir"}})
+        block = os.path.join(s.workdir, "sink-down")
+        s.extra["destination"]["flush_block_file"] = block
+        s.write_config()
+        p = s.start("run")
+        wait_streaming(p)
+        pg.execute("CHECKPOINT")
+        open(block, "w").close()
+        pg.execute("INSERT INTO ur_t (pad) VALUES ('x')")   # the writer blocks in this flush
+        time.sleep(2)
+        seen = None
+        for _ in range(40):
+            pg.execute("INSERT INTO ur_pad SELECT repeat(md5(g::text), 16) FROM generate_series(1, 2000) g")
+            pg.execute("SELECT pg_switch_wal()")
+            if pg.slot_info(s.slot)["wal_status"] == "unreserved":
+                seen = time.monotonic()
+                break
+        self.assertIsNotNone(seen, f"the slot did not become unreserved: {pg.slot_info(s.slot)}")
+        got = wait_until(lambda: hook.find("wal_unreserved", "firing", "risk"), 30, "the wal_unreserved webhook")
+        print(f"\n    wal_unreserved: webhook {got[0] - seen:.1f} s after the slot was seen unreserved", end=" ")
+        self.assertLessEqual(got[0] - seen, 15.0)
+        self.assertEqual(metric(metrics(port), "sluice_alert_firing", stream="risk", alert="wal_unreserved"), 1)
+        self.assertEqual(scrape(port, "/healthz")[0], 503)
+
+        # a checkpoint removes the WAL: lost, the walsender is ended
+        pg.execute("CHECKPOINT")
+        wait_until(lambda: pg.slot_info(s.slot)["wal_status"] == "lost", 30, "the slot to be lost")
+        wait_until(lambda: hook.find("slot_lost", "firing", "risk"), 30, "the slot_lost webhook")
+        os.unlink(block)                  # let the stuck flush end, so the stream can stop
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 4, r.describe())
+        self.assertIn('replication slot "sluice_risk" is lost (wal_status = lost)', r.stderr)
+        self.assertIn(f"To recover, run `sluice backfill -c {s.config_path} --stream risk`", r.stderr)
+        # status after the agent: failed, with that error
+        r2 = s.run("status", "--json", timeout=60)
+        st = json.loads(r2.stdout)["streams"][0]
+        self.assertEqual(st["state"], "failed")
+        self.assertIn("is lost", st["last_error"]["message"])
+        self.assertEqual(r2.rc, 1, r2.describe())
+        self.assertIn("slot_lost", [a["alert"] for a in st["alerts"]])
+
+
+class HeartbeatTest(PgTestCase):
+    """A stream whose tables are quiet while the server writes a lot of WAL
+    elsewhere: the slot's retained WAL returns under 64 MB, with heartbeats
+    off and on; with heartbeats on, they come back through the stream and
+    keep its freshness low.  SLUICE_HEARTBEAT_WAL_MB sets the amount of WAL
+    (default 1024: 1 GB, a few seconds here with fsync off).  The WAL
+    written between two status updates (10 s) is held until the next one,
+    so the peak while writing is reported, and the bound is checked once the
+    write is over: the slot must let go of the WAL, not hold it."""
+    pg_settings = {"max_wal_size": "4GB", "checkpoint_timeout": "30s"}
+    LIMIT = 64 << 20
+
+    def run_quiet(self, name, heartbeat):
+        pg = self.pg
+        mb = int(os.environ.get("SLUICE_HEARTBEAT_WAL_MB", "1024"))
+        pg.execute(f"CREATE TABLE hb_pub_{name} (id int PRIMARY KEY)")
+        pg.execute(f"CREATE TABLE hb_other_{name} (id int, pad text)")
+        port = metrics_port()
+        s = self.sluice(stream=f"hb{name}", tables=f"public.hb_pub_{name}",
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"},
+                               "stream": {"heartbeat_interval": str(heartbeat), "freshness_warn_seconds": "30"}})
+        p = s.start("run")
+        wait_streaming(p)
+        peak = [0]
+        stop = threading.Event()
+        conn = pg.connect()
+
+        def sample():
+            with conn.cursor() as cur:
+                while not stop.is_set():
+                    cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint "
+                                "FROM pg_replication_slots WHERE slot_name = %s", (s.slot,))
+                    peak[0] = max(peak[0], cur.fetchone()[0] or 0)
+                    stop.wait(0.5)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        start = wal_lsn(pg)
+        t0 = time.monotonic()
+        # 1 MB of WAL per 1000 rows of 1 kB (with full_page_writes off)
+        while wal_lsn(pg) - start < mb << 20:
+            pg.execute(f"INSERT INTO hb_other_{name} SELECT g, repeat('x', 1000) FROM generate_series(1, 20000) g")
+        wrote = wal_lsn(pg) - start
+        took = time.monotonic() - t0
+        pg.execute("CHECKPOINT")
+
+        def retained():
+            return pg.one("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint "
+                          "FROM pg_replication_slots WHERE slot_name = %s", (s.slot,))
+        wait_until(lambda: retained() < self.LIMIT, 90, f"retained WAL under 64 MB (now {retained()})", interval=1)
+        final = retained()
+        stop.set()
+        th.join()
+        conn.close()
+        print(f"\n    heartbeats {'every %d s' % heartbeat if heartbeat else 'off'}: wrote {wrote >> 20} MB of WAL "
+              f"to an unpublished table in {took:.0f} s; retained WAL peak {peak[0] / 2**20:.1f} MB while writing, "
+              f"{final / 2**20:.2f} MB after", end=" ")
+        self.assertLess(final, self.LIMIT)
+        m = metrics(port)
+        run = json.load(open(os.path.join(s.state_dir, f"hb{name}.run.json")))
+        self.assertNotIn("freshness", [h["alert"] for h in run["alert_history"]], run["alert_history"])
+        self.assertEqual(metric(m, "sluice_alert_firing", stream=f"hb{name}", alert="freshness"), 0)
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+        return m
+
+    def test_heartbeats_off(self):
+        m = self.run_quiet("off", 0)
+        self.assertEqual(metric(m, "sluice_heartbeats_sent_total", stream="hboff"), 0)
+        self.assertEqual(metric(m, "sluice_heartbeats_received_total", stream="hboff"), 0)
+
+    def test_heartbeats_on(self):
+        m = self.run_quiet("on", 1)
+        sent = metric(m, "sluice_heartbeats_sent_total", stream="hbon")
+        back = metric(m, "sluice_heartbeats_received_total", stream="hbon")
+        self.assertGreater(sent, 0)
+        self.assertGreater(back, 0)
+        self.assertLessEqual(back, sent)
+        # end to end: the last heartbeat made durable is recent (heartbeats every
+        # second, an idle stream checkpoints at least every 10 s)
+        fresh = metric(m, "sluice_freshness_seconds", stream="hbon")
+        self.assertIsNotNone(fresh)
+        self.assertLess(fresh, 20)
+
+    def test_heartbeats_not_permitted_are_explained(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE hb_np (id int PRIMARY KEY)")
+        pg.execute("CREATE ROLE hb_role LOGIN REPLICATION")
+        pg.execute("GRANT SELECT ON hb_np TO hb_role")
+        pg.execute("CREATE PUBLICATION sluice_hbnp FOR TABLE hb_np")
+        pg.execute("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC")
+        self.addCleanup(lambda: pg.execute(
+            "GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO PUBLIC"))
+        s = self.sluice(stream="hbnp", tables="public.hb_np",
+                        extra={"source": {"user": "hb_role"}, "agent": {"probe_interval": "1"},
+                               "stream": {"heartbeat_interval": "1"}})
+        why = ('role "hb_role" may not execute pg_logical_emit_message on source "pg": run GRANT EXECUTE ON '
+               'FUNCTION pg_logical_emit_message(boolean, text, text) TO hb_role, or set heartbeat_interval = 0 '
+               'for stream "hbnp"')
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream hbnp: heartbeats: the agent will run without them: " + why + "\n", r.stdout)
+        p = s.start("run")
+        wait_streaming(p)
+        wait_until(lambda: why in p.stderr_text(), 30, "the warning")
+        self.assertIn('stream "hbnp": heartbeats are off for this run: ' + why, p.stderr_text())
+        wait_until(lambda: json.loads(s.run("status", "--json").stdout)["streams"][0]["agent"]["heartbeats"]["note"],
+                   30, "status to show it")
+        r = s.run("status", timeout=60)
+        self.assertIn("  heartbeats: off: " + why + "\n", r.stdout)
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+
+
+class StatusTest(PgTestCase):
+
+    def test_stream_option_and_help(self):
+        self.pg.execute("CREATE TABLE so_t (id int PRIMARY KEY)")
+        s = self.sluice(stream="so", tables="public.so_t")
+        r = s.run("status", "--stream", "nosuch", timeout=30)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertEqual(r.stderr, f'sluice: {s.config_path}: no stream named "nosuch"\n')
+        r = s.run("status", "--help", raw=True)
+        self.assertEqual(r.rc, 0)
+        self.assertIn("--stream NAME", r.stdout)
+        self.catch_up(s)
+        r = s.run("status", "--stream", "so", "--json", timeout=30)
+        self.assertEqual(r.rc, 0, r.describe())
+        st = json.loads(r.stdout)["streams"]
+        self.assertEqual([x["stream"] for x in st], ["so"])
+        self.assertEqual(st[0]["state"], "stopped")
+        self.assertIsNone(st[0]["agent"])
+        self.assertTrue(st[0]["determined"])
+
+    def test_retrying_stream_is_not_healthy(self):
+        """The source goes away under a running agent: the stream retries,
+        status says so with the last error and the retry count (exit 5: the
+        source cannot be probed), /healthz is 503, stream_down fires; then
+        the source comes back and everything recovers."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rt_t (id int PRIMARY KEY)")
+        port = metrics_port()
+        s = self.sluice(stream="rt", tables="public.rt_t",
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"},
+                               "stream": {"stream_down_warn_seconds": "5"}})
+        p = s.start("run")
+        wait_streaming(p)
+        pg._conn.close()
+        pg._conn = None
+        pg.run_cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", pg.datadir, "-m", "immediate", "-w", "stop"])
+        try:
+            wait_until(lambda: json.loads(s.run("status", "--json", timeout=60).stdout)["streams"][0].get("retries", 0)
+                       >= 2, 90, "two retries")
+            r = s.run("status", "--json", timeout=60)
+            self.assertEqual(r.rc, 5, r.describe())
+            st = json.loads(r.stdout)["streams"][0]
+            self.assertIn(st["state"], ("retrying", "starting"))
+            self.assertFalse(st["determined"])
+            self.assertGreaterEqual(st["retries"], 2)
+            self.assertIsInstance(st["last_error"]["at_us"], int)
+            self.assertIn("connect", st["last_error"]["message"])
+            r = s.run("status", timeout=60)
+            self.assertRegex(r.stdout, r"  last error \(\d+ s ago, \d+ retries\): .*connect")
+            self.assertRegex(r.stdout, r"  state: (retrying|starting) \(since")
+            self.assertEqual(scrape(port, "/healthz")[0], 503)
+            wait_until(lambda: metric(metrics(port), "sluice_alert_firing", stream="rt", alert="stream_down") == 1,
+                       60, "stream_down")
+            self.assertGreaterEqual(metric(metrics(port), "sluice_reconnects_total", stream="rt"), 2)
+        finally:
+            pg.run_cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", pg.datadir, "-l", pg.logfile, "-w", "-t", "60", "start"])
+        wait_until(lambda: scrape(port, "/healthz") == (200, "stream rt: streaming\n"), 90, "recovery")
+        r = s.run("status", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("  state: streaming", r.stdout)
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+
+    def test_backfill_progress(self):
+        """A backfill held at its end by the test sink: status shows the rows
+        read against the server's estimate, and `run` on a terminal shows a
+        live progress line."""
+        pg = self.pg
+        ROWS = 3000
+        pg.execute("CREATE TABLE bp_t (id int PRIMARY KEY, v text)")
+        pg.execute(f"INSERT INTO bp_t SELECT g, 'v' FROM generate_series(1, {ROWS}) g")
+        pg.execute("ANALYZE bp_t")
+        est = int(pg.one("SELECT reltuples FROM pg_class WHERE relname = 'bp_t'"))
+        s = self.sluice(stream="bp", tables="public.bp_t", binary=sluice_test_bin(),
+                        extra={"destination": {"type": "slow_avro_dir"}, "agent": {"probe_interval": "1"}})
+        block = os.path.join(s.workdir, "sink-down")
+        s.extra["destination"]["flush_block_file"] = block
+        s.write_config()
+        open(block, "w").close()
+        # stderr on a terminal
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([sluice_test_bin(), "run", "-c", s.config_path], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=slave, cwd=s.workdir, start_new_session=True)
+        os.close(slave)
+        seen = b""
+        try:
+            deadline = time.monotonic() + 30
+            want = f"backfill bp public.bp_t: {ROWS}/{est} rows (99%)".encode()
+            while want not in seen and time.monotonic() < deadline:
+                if select.select([master], [], [], 0.5)[0]:
+                    try:
+                        seen += os.read(master, 65536)
+                    except OSError:
+                        break
+            self.assertIn(want, seen, seen.decode(errors="replace")[-2000:])
+            # the run file is written at every probe (probe_interval = 1)
+            st = wait_until(lambda: [x for x in json.loads(s.run("status", "--json", timeout=60).stdout)["streams"]
+                                     if x["state"] == "backfilling"], 30, "status to say backfilling")[0]
+            pr = st["tables"]["public.bp_t"]["progress"]
+            self.assertEqual((pr["state"], pr["rows"], pr["estimated_rows"], pr["percent"]), ("running", ROWS, est, 99))
+            r = s.run("status", timeout=60)
+            self.assertRegex(r.stdout, rf"  table public.bp_t: backfill running \(running now: {ROWS}/{est} rows, "
+                                       rf"99%, ETA \d+ s\)")
+            os.unlink(block)
+            wait_until(lambda: json.loads(s.run("status", "--json").stdout)["streams"][0]["state"] == "streaming",
+                       60, "streaming")
+        finally:
+            if os.path.exists(block):
+                os.unlink(block)
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+            os.close(master)
+        self.assertEqual(proc.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,322 @@
+"""
+tests/integration/test_s3.py: the s3 destination against a local S3 server
+(s3rver behind tests/integration/s3server/s3server.js, which checks SigV4),
+with the bucket read back by an independent client (boto3) and the state
+rebuilt from the records compared with the source table:
+
+- backfill and CDC land as objects whose keys are the avro_dir paths under
+  the prefix, with a manifest per flush and a schema file per object, and
+  `sluice verify` and `sluice check` pass;
+- kill -9 in the middle of a multipart upload of a large backfill file: no
+  partial object is visible, the next start aborts the stale upload, nothing
+  is lost;
+- the S3 server killed under load and started again: nothing is acknowledged
+  while it is down (backpressure), then sluice catches up; nothing is lost;
+- a refused key, a wrong secret and a missing bucket are exit 3 with a clear
+  message, and no credential appears in any output;
+- `sluice verify` catches a deleted object, a deleted manifest and a
+  truncated object.
+"""
+
+import json
+import os
+import re
+import threading
+import time
+import unittest
+
+from harness import (PgTestCase, S3Server, change_type, records_for, s3_available, wait_until)
+
+CANARY = "canary-s3-Wq8-secret-d41e"
+
+
+def make_table(pg, name, rows, pad=0):
+    pg.execute(f"DROP TABLE IF EXISTS {name}")
+    pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v text, counter int NOT NULL DEFAULT 0)")
+    if rows:
+        pg.execute(f"INSERT INTO {name} SELECT g, repeat(md5(g::text), %s) || g, 0 "
+                   f"FROM generate_series(1, %s) g", (max(1, pad // 32), rows))
+
+
+def churn(pg, name, base, n):
+    """n transactions: inserts from base, updates (+1 on counter), deletes."""
+    for i in range(n):
+        pg.execute(f"INSERT INTO {name} (id, v) VALUES (%s, 'new')", (base + i,))
+        pg.execute(f"UPDATE {name} SET counter = counter + 1, v = v || '+' WHERE id = %s", (base + i // 2,))
+        if i % 5 == 4:
+            pg.execute(f"DELETE FROM {name} WHERE id = %s", (base + i - 3,))
+
+
+class S3TestCase(PgTestCase):
+    s3_kw = {}
+
+    @classmethod
+    def setUpClass(cls):
+        reason = s3_available()
+        if reason:
+            raise unittest.SkipTest(reason)
+        super().setUpClass()
+        cls.s3 = S3Server(buckets=("lake",), **cls.s3_kw)
+        cls.addClassCleanup(cls.s3.close)
+        cls.s3.start()
+
+    def s3sluice(self, **kw):
+        kw.setdefault("s3", self.s3)
+        kw.setdefault("prefix", "cdc/" + kw.get("stream", "s1"))
+        return self.sluice(**kw)
+
+    def data_keys(self, s):
+        """{key: size} of the stream's data objects."""
+        pre = f"{s.prefix}/{s.stream}/"
+        return {k: v for k, v in self.s3.objects(pre).items()
+                if k.endswith(".avro") and "/_manifests/" not in k}
+
+    def manifests(self, s):
+        pre = f"{s.prefix}/{s.stream}/_manifests/"
+        out = []
+        for k in sorted(self.s3.objects(pre)):
+            if re.search(r"/\.\d{10}\.json$", k):
+                out.append(json.loads(self.s3.get(k)))
+        return out
+
+    def verify(self, s):
+        return s.run("verify", "--stream", s.stream)
+
+
+class S3FlowTest(S3TestCase):
+
+    def test_backfill_and_cdc(self):
+        pg, s3 = self.pg, self.s3
+        make_table(pg, "flow", 3000)
+        s = self.s3sluice(stream="flow", tables="public.flow", max_file_seconds=1)
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn('bucket "lake" at ' + s3.endpoint, r.stdout)
+        self.assertRegex(r.stdout, r"wrote and deleted cdc/flow/flow/\.sluice-check-[0-9a-f]{8}")
+        self.assertFalse([k for k in s3.objects("cdc/flow/") if "sluice-check" in k],
+                         "check leaves its probe object behind")
+        self.catch_up(s)
+        churn(pg, "flow", 10000, 60)
+        self.catch_up(s)
+        churn(pg, "flow", 20000, 40)
+        self.catch_up(s)
+
+        recs = records_for(s.read(self), "public", "flow")
+        self.assertTableMatches(recs, "public", "flow", ["id"])
+        self.assertNoCounterGaps(recs, "public", "flow", ["id"])
+        # The keys are exactly the avro_dir paths below the prefix.
+        keys = self.data_keys(s)
+        self.assertTrue(keys)
+        for k in keys:
+            self.assertRegex(k, r"^cdc/flow/flow/public_flow/\d{4}/\d{2}/\d{2}/\d{2}/\d{2}/"
+                                r"[0-9A-F]{16}-\d{10}_[0-9A-F]{16}-\d{10}_[0-9a-f]{8}\.avro$")
+        # Every object is in exactly one manifest, as it is; the manifests chain.
+        mans = self.manifests(s)
+        listed = {}
+        prev = None
+        for m in mans:
+            self.assertEqual(m["stream"], "flow")
+            if prev is None:
+                self.assertIsNone(m["from"])
+                self.assertIsNone(m["previous"])
+            else:
+                self.assertEqual(m["from"], prev["to"])
+                self.assertEqual(m["previous"], f"flow/_manifests/.{prev['sequence']:010d}.json")
+                self.assertEqual(m["sequence"], prev["sequence"] + 1)
+            for f in m["files"]:
+                self.assertNotIn(f["path"], listed)
+                listed[f["path"]] = f
+            prev = m
+        self.assertEqual(sorted("cdc/flow/" + p for p in listed), sorted(keys))
+        for p, f in listed.items():
+            self.assertEqual(f["bytes"], keys["cdc/flow/" + p])
+        self.assertEqual(sum(f["records"] for f in listed.values()), len(recs))
+        # The last manifest ends at the slot's confirmed position or before it.
+        slot = pg.slot_info(s.slot)
+        self.assertLessEqual(int(prev["to"]["csn"], 16), slot["confirmed_flush_lsn"])
+        # The schema file is the newest file's schema.
+        newest = max(keys, key=lambda k: k.rsplit("/", 1)[1])
+        data = s3.get(newest)
+        schema = s3.get("cdc/flow/flow/public_flow/.schema.avsc")
+        self.assertIn(schema, data[:len(schema) + 64])
+        r = self.verify(s)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertRegex(r.stdout, rf"stream flow: {len(mans)} manifests, {len(keys)} files, {len(recs)} records "
+                                r"in bucket \"lake\".*: complete, nothing missing, nothing twice")
+
+    def test_verify_catches_damage(self):
+        pg, s3 = self.pg, self.s3
+        make_table(pg, "dmg", 500)
+        s = self.s3sluice(stream="dmg", tables="public.dmg", max_file_seconds=1)
+        self.catch_up(s)
+        for k in range(3):
+            churn(pg, "dmg", 1000 * (k + 1), 20)
+            self.catch_up(s)
+        r = self.verify(s)
+        self.assertEqual(r.rc, 0, r.describe())
+        keys = sorted(self.data_keys(s))
+        self.assertGreaterEqual(len(keys), 4)
+        c = s3.client()
+        # a deleted object
+        c.delete_object(Bucket="lake", Key=keys[1])
+        r = self.verify(s)
+        self.assertEqual(r.rc, 1, r.describe())
+        self.assertIn(f"problem: {keys[1][len('cdc/dmg/'):]} is missing (listed by manifest ", r.stdout)
+        self.assertIn("PROBLEMS FOUND", r.stdout)
+        # a truncated object
+        body = s3.get(keys[2])
+        c.put_object(Bucket="lake", Key=keys[2], Body=body[:len(body) // 2])
+        r = self.verify(s)
+        self.assertEqual(r.rc, 1, r.describe())
+        self.assertIn(f"problem: {keys[2][len('cdc/dmg/'):]} has {len(body) // 2} bytes, its manifest says "
+                      f"{len(body)}", r.stdout)
+        # a deleted manifest
+        c.delete_object(Bucket="lake", Key="cdc/dmg/dmg/_manifests/.0000000002.json")
+        r = self.verify(s)
+        self.assertEqual(r.rc, 1, r.describe())
+        self.assertIn("problem: manifest 2 is missing (the chain goes from 1 to 3)", r.stdout)
+        self.assertIn("are in no manifest (a gap before dmg/_manifests/.0000000003.json)", r.stdout)
+
+
+class S3MultipartKillTest(S3TestCase):
+    # Each part waits 700 ms on the server: time to kill sluice in between.
+    s3_kw = {"part_delay_ms": 700}
+
+    def test_kill_mid_multipart(self):
+        pg, s3 = self.pg, self.s3
+        make_table(pg, "big", 60000, pad=256)   # about 17 MB of Avro without compression
+        s = self.s3sluice(stream="big", tables="public.big", codec="null", max_file_seconds=3600,
+                          extra={"destination": {"part_size": "5MB"}})
+        p = s.start("run")
+        # Wait for the first part of the backfill file to be stored, then kill.
+        wait_until(lambda: any(m == "PUT" and "partNumber=" in t and st == "200" for m, t, st in s3.requests())
+                   or not p.alive(), 120, "a part of the backfill file uploaded")
+        self.assertTrue(p.alive(), p.result().describe())
+        p.kill9()
+        stale = s3.uploads("cdc/big/")
+        self.assertEqual(len(stale), 1, stale)
+        self.assertRegex(stale[0][0], r"^cdc/big/big/public_big/.*\.avro$")
+        self.assertEqual(self.data_keys(s), {}, "an object became visible before its upload completed")
+
+        r = self.catch_up(s)
+        self.assertIn(f'stream "big": aborted 1 incomplete upload under cdc/big/big/', r.stderr)
+        self.assertEqual(s3.uploads("cdc/big/"), [])
+        keys = self.data_keys(s)
+        self.assertEqual(len(keys), 1)
+        self.assertGreater(list(keys.values())[0], 10 << 20)
+        # It went up in parts of 5 MB and was completed.
+        reqs = s3.requests()
+        self.assertTrue(any(m == "POST" and t.endswith("?uploads=") for m, t, st in reqs))
+        self.assertTrue(any(m == "POST" and "?uploadId=" in t and st == "200" for m, t, st in reqs))
+        recs = records_for(s.read(self), "public", "big")
+        # the redone backfill: its TRUNCATE marker, then every row once
+        self.assertEqual([change_type(r) for r in recs].count("TRUNCATE"), 1)
+        self.assertEqual(len(recs), 60001)
+        self.assertTableMatches(recs, "public", "big", ["id"])
+        r = self.verify(s)
+        self.assertEqual(r.rc, 0, r.describe())
+
+
+class S3OutageTest(S3TestCase):
+
+    def test_server_down_under_load(self):
+        pg, s3 = self.pg, self.s3
+        make_table(pg, "out", 2000)
+        s = self.s3sluice(stream="out", tables="public.out", max_file_seconds=1)
+        self.catch_up(s)
+        stop = threading.Event()
+        errors = []
+
+        def workload():
+            i = 0
+            try:
+                while not stop.is_set():
+                    churn(pg, "out", 100000 + i * 10, 10)
+                    i += 1
+                    time.sleep(0.05)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        th = threading.Thread(target=workload, daemon=True)
+        p = s.start("run")
+        th.start()
+        try:
+            time.sleep(3)
+            s3.stop()                              # killed, as a crash would
+            time.sleep(2)
+            before = pg.slot_info(s.slot)["confirmed_flush_lsn"]
+            time.sleep(8)
+            during = pg.slot_info(s.slot)["confirmed_flush_lsn"]
+            self.assertTrue(p.alive(), p.result().describe())
+            s3.start()
+            time.sleep(4)
+        finally:
+            stop.set()
+            th.join(60)
+        self.assertFalse(errors, errors)
+        # Nothing was acknowledged while nothing could be made durable.
+        self.assertEqual(before, during)
+        p.signal(15)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("retrying in", r.stderr)
+        self.catch_up(s)
+        self.assertGreater(pg.slot_info(s.slot)["confirmed_flush_lsn"], during)
+        recs = records_for(s.read(self), "public", "out")
+        self.assertTableMatches(recs, "public", "out", ["id"])
+        self.assertNoCounterGaps(recs, "public", "out", ["id"])
+        r = self.verify(s)
+        self.assertEqual(r.rc, 0, r.describe())
+
+
+class S3OperatorErrorTest(S3TestCase):
+
+    def assertNoSecrets(self, r, *secrets):
+        for text in (r.stdout, r.stderr):
+            for sec in secrets:
+                self.assertNotIn(sec, text)
+
+    def test_refused_credentials(self):
+        make_table(self.pg, "den", 10)
+        s = self.s3sluice(stream="den", tables="public.den")
+        # A secret that does not match the key.
+        env = {"SLUICE_TEST_S3_SECRET": CANARY}
+        r = s.run("check", env=env)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("access refused (HTTP 403 SignatureDoesNotMatch", r.stderr)
+        self.assertIn("the secret does not match it", r.stderr)
+        self.assertNoSecrets(r, CANARY, self.s3.secret)
+        r = s.run("run", "--until-caught-up", env=env, timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('bucket "lake" at ' + self.s3.endpoint, r.stderr)
+        self.assertIn("access refused (HTTP 403 SignatureDoesNotMatch", r.stderr)
+        self.assertNotIn("retrying", r.stderr)
+        self.assertNoSecrets(r, CANARY, self.s3.secret)
+        # A key the server does not know.
+        env = {"SLUICE_TEST_S3_KEY_ID": "AKIDUNKNOWN0000", "SLUICE_TEST_S3_SECRET": CANARY}
+        r = s.run("run", "--until-caught-up", env=env, timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("access refused (HTTP 403 InvalidAccessKeyId", r.stderr)
+        self.assertIn("it is unknown to the server", r.stderr)
+        self.assertNoSecrets(r, CANARY, "AKIDUNKNOWN0000", self.s3.secret)
+        # Nothing was written, and the slot confirmed nothing.
+        self.assertEqual(self.data_keys(s), {})
+
+    def test_missing_bucket(self):
+        make_table(self.pg, "nob", 10)
+        s = self.s3sluice(stream="nob", tables="public.nob", extra={"destination": {"bucket": "no-such-bucket"}})
+        r = s.run("check")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('bucket "no-such-bucket"', r.stderr)
+        self.assertIn("the bucket does not exist (HTTP 404 NoSuchBucket", r.stderr)
+        r = s.run("run", "--until-caught-up", timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("the bucket does not exist", r.stderr)
+        self.assertNoSecrets(r, self.s3.secret)
+        r = s.run("verify", "--stream", "nob")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("the bucket does not exist", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,861 @@
+/*
+ * tests/unit/test_ch_sink.c: the clickhouse sink against a local HTTP server
+ * that plays a small ClickHouse (fake_http.c and the handler below) and
+ * records every request.
+ *
+ * The exact requests of a batch (method, path and query string, headers
+ * other than dates, body) are compared with recorded expectations in
+ * tests/unit/golden/ch_*.http: the first write of a table (database and
+ * table made, columns read), the inserts of an append-mode batch, and a
+ * merge-mode batch with a key change, unchanged TOAST values filled from the
+ * batch and from ClickHouse (the lookup, keys sent as an external table),
+ * and a TRUNCATE.  Run with SLUICE_UPDATE_GOLDEN=1 to write them again after
+ * a deliberate change, and read the diff.
+ *
+ * Then, checked one by one: retries with backoff on 503, a refusal that no
+ * retry helps, retries running out, a refused row isolated by halving and
+ * written to the dead-letter file, gzip bodies, a column added and a column
+ * dropped at the source, flush_due and a batch sent inside a transaction,
+ * the interrupted-backfill DELETE, and `sluice check`.
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "common/buf.h"
+#include "common/util.h"
+#include "sinks/clickhouse/ch_layout.h"
+#include "sinks/clickhouse/ch_rowbin.h"
+#include "sinks/clickhouse/ch_sql.h"
+#include "sinks/clickhouse/clickhouse.h"
+#include "tests/unit/avro_testlib.h"
+#include "tests/unit/fake_http.h"
+
+#define PASSWORD "pw-canary-3e81"
+
+/* ------------------------------------------------------------------ */
+/* a small ClickHouse                                                   */
+
+struct fake_ch {
+	struct fake_http *srv;
+	bool db_exists, table_exists, view_exists, altered;
+	struct sl_buf describe;        /* the table's columns, RowBinary */
+	struct sl_buf describe_altered;
+	int fail_503;                  /* the next inserts answer 503 */
+	bool fatal;                    /* inserts answer 404, Code: 60 */
+	const char *refuse;            /* inserts whose body holds this answer Code: 27 */
+	bool readonly;
+	struct sl_buf lookup;          /* the answer to a lookup */
+	struct sl_buf inserted;        /* bodies of the inserts answered 200 */
+	int inserts;                   /* insert requests, answered anyhow */
+	struct sl_buf last_insert_query;
+	uint64_t floor;                /* the version of the table's last TRUNCATE */
+	const char *table_engine;      /* NULL: ReplacingMergeTree */
+	const char *view_engine;       /* NULL: View */
+	bool by_key;                   /* lookups answer row_of[key] for each key asked */
+	struct sl_buf row_of[16];
+	int lookups;
+};
+
+static void put_u64(struct sl_buf *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		sl_buf_putc(b, (char)(v >> (8 * i)));
+}
+
+static void put_str(struct sl_buf *b, const char *s)
+{
+	ch_rb_put_str(b, s, strlen(s));
+}
+
+static bool starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_resp *rs)
+{
+	struct fake_ch *ch = arg;
+	char *q = fake_http_param(rq->target, "query");
+	char *sql;
+
+	if (q) {
+		if (starts(q, "INSERT INTO")) {
+			ch->inserts++;
+			sl_buf_reset(&ch->last_insert_query);
+			sl_buf_puts(&ch->last_insert_query, q);
+			if (ch->fail_503 > 0) {
+				ch->fail_503--;
+				rs->status = 503;
+				sl_buf_puts(&rs->body, "Service Unavailable\n");
+			} else if (ch->fatal) {
+				rs->status = 404;
+				sl_buf_puts(&rs->body, "Code: 60, e.displayText() = DB::Exception: Table db.public_items "
+					    "doesn't exist., e.what() = DB::Exception\n");
+			} else if (ch->refuse && memmem(rq->body, rq->len, ch->refuse, strlen(ch->refuse))) {
+				rs->status = 500;
+				sl_buf_puts(&rs->body, "Code: 27, e.displayText() = DB::Exception: Cannot parse input: "
+					    "(at row 1), e.what() = DB::Exception\n");
+			} else {
+				sl_buf_append(&ch->inserted, rq->body, rq->len);
+			}
+		} else if (strstr(q, "FROM " CH_KEYS_TABLE)) {
+			ch->lookups++;
+			if (ch->by_key) {
+				/* the rows of the keys asked for (Int64 keys in the part's data) */
+				const char *mark = "filename=\"" CH_KEYS_TABLE "\"\r\n\r\n";
+				const unsigned char *d = memmem(rq->body, rq->len, mark, strlen(mark));
+				const unsigned char *e;
+				d += strlen(mark);
+				e = memmem(d, rq->len - (size_t)(d - rq->body), "\r\n--", 4);
+				for (; d + 8 <= e; d += 8) {
+					uint64_t id = 0;
+					for (int i = 7; i >= 0; i--)
+						id = id << 8 | d[i];
+					if (id < 16)
+						sl_buf_append(&rs->body, ch->row_of[id].data, ch->row_of[id].len);
+				}
+			} else {
+				sl_buf_append(&rs->body, ch->lookup.data, ch->lookup.len);
+			}
+		} else {
+			rs->status = 400;
+		}
+		free(q);
+		return;
+	}
+	sql = strndup((const char *)rq->body, rq->len);
+	if (starts(sql, "SELECT count() FROM system.databases")) {
+		put_u64(&rs->body, ch->db_exists);
+	} else if (starts(sql, "CREATE DATABASE")) {
+		ch->db_exists = true;
+	} else if (starts(sql, "SELECT name, engine FROM system.tables")) {
+		if (ch->table_exists) {
+			put_str(&rs->body, "public_items");
+			put_str(&rs->body, ch->table_engine ? ch->table_engine : "ReplacingMergeTree");
+		}
+		if (ch->view_exists) {
+			put_str(&rs->body, "public_items_current");
+			put_str(&rs->body, ch->view_engine ? ch->view_engine : "View");
+		}
+	} else if (starts(sql, "CREATE TABLE")) {
+		ch->table_exists = true;
+	} else if (starts(sql, "CREATE VIEW")) {
+		ch->view_exists = true;
+	} else if (starts(sql, "DROP TABLE")) {
+		ch->view_exists = false;
+	} else if (starts(sql, "SELECT name, type, toUInt8(is_in_sorting_key)")) {
+		const struct sl_buf *d = ch->altered ? &ch->describe_altered : &ch->describe;
+		if (ch->table_exists)
+			sl_buf_append(&rs->body, d->data, d->len);
+	} else if (starts(sql, "ALTER TABLE") && strstr(sql, " ADD COLUMN ")) {
+		ch->altered = true;
+	} else if (starts(sql, "ALTER TABLE") && strstr(sql, " DELETE WHERE ")) {
+		/* a mutation */
+	} else if (starts(sql, "SELECT count() FROM system.mutations")) {
+		put_u64(&rs->body, 0);
+	} else if (starts(sql, "SELECT max(`_version`) FROM")) {
+		put_u64(&rs->body, ch->floor);
+	} else if (starts(sql, "INSERT INTO")) {
+		/* tombstones, and the TRUNCATE's sentinel */
+	} else if (starts(sql, "SELECT version()")) {
+		sl_buf_puts(&rs->body, "18.16.1\n");
+	} else if (starts(sql, "SELECT name, value FROM system.settings")) {
+		put_str(&rs->body, "readonly");
+		put_str(&rs->body, ch->readonly ? "1" : "0");
+		put_str(&rs->body, "allow_ddl");
+		put_str(&rs->body, "1");
+	} else {
+		rs->status = 400;
+		sl_buf_puts(&rs->body, "Code: 62, e.displayText() = DB::Exception: Syntax error\n");
+	}
+	free(sql);
+}
+
+/* The columns ClickHouse lists for a table made from layout l, plus extra
+ * (name, type) pairs at the end. */
+static void describe_layout(struct sl_buf *out, const struct ch_layout *l, const char *const *extra)
+{
+	struct sl_buf ty;
+
+	sl_buf_init(&ty, 0);
+	for (int i = 0; i < l->ncols; i++) {
+		sl_buf_reset(&ty);
+		ch_type_sql(&ty, &l->cols[i].type);
+		put_str(out, l->cols[i].name);
+		put_str(out, ty.data);
+		sl_buf_putc(out, l->cols[i].key ? 1 : 0);
+	}
+	for (; extra && extra[0]; extra += 2) {
+		put_str(out, extra[0]);
+		put_str(out, extra[1]);
+		sl_buf_putc(out, 0);
+	}
+	sl_buf_free(&ty);
+}
+
+/* ------------------------------------------------------------------ */
+/* fixture                                                              */
+
+struct fx {
+	struct fake_ch ch;
+	struct sl_ch_conf conf;
+	struct sl_table *t;          /* public.items: id bigint key, name text, note text, amount numeric(10,2) */
+	void *sink;
+	char *dir;
+	char dl_path[512];
+	char err[1024];
+};
+
+static const struct tl_col item_cols[] = {
+	{ "id", T_INT8, -1, "bigint", true },
+	{ "name", T_TEXT, -1, "text", false },
+	{ "note", T_TEXT, -1, "text", false },
+	{ "amount", T_NUMERIC, 0, "numeric(10,2)", false },
+};
+
+static struct sl_table *items_table(int ncols)
+{
+	struct tl_col cols[8];
+	static const struct tl_col added = { "extra", T_INT4, -1, "integer", false };
+
+	memcpy(cols, item_cols, sizeof item_cols);
+	cols[3].typmod = numeric_typmod(10, 2);
+	cols[4] = added;
+	return tl_table("public", "items", cols, ncols);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+
+	sl_buf_init(&f->ch.describe, 0);
+	sl_buf_init(&f->ch.describe_altered, 0);
+	sl_buf_init(&f->ch.lookup, 0);
+	sl_buf_init(&f->ch.inserted, 0);
+	sl_buf_init(&f->ch.last_insert_query, 0);
+	f->ch.srv = fake_http_start(handle, &f->ch);
+	f->dir = tl_mkdtemp("chsink");
+	snprintf(f->dl_path, sizeof f->dl_path, "%s/dead.jsonl", f->dir);
+	f->conf.url = (char *)fake_http_url(f->ch.srv);
+	f->conf.database = (char *)"db";
+	f->conf.user = (char *)"sluice";
+	f->conf.password = (char *)PASSWORD;
+	f->conf.batch_rows = 1000;
+	f->conf.batch_bytes = 1 << 20;
+	f->conf.batch_ms = 60000;
+	f->conf.timeout = 5;
+	f->conf.connect_timeout = 2;
+	f->conf.retry_seconds = 5;
+	f->conf.tls_verify = 1;
+	f->conf.compression = SL_CH_GZIP_NONE;
+	f->conf.dead_letter_path = f->dl_path;
+	f->t = items_table(4);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->sink)
+		sl_clickhouse_ops.close(f->sink);
+	fake_http_stop(f->ch.srv);
+	sl_buf_free(&f->ch.describe);
+	sl_buf_free(&f->ch.describe_altered);
+	sl_buf_free(&f->ch.lookup);
+	sl_buf_free(&f->ch.inserted);
+	sl_buf_free(&f->ch.last_insert_query);
+	sl_table_free(f->t);
+	tl_rm_rf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Opens the sink in mode merge and lets the fake server describe the table
+ * it will make. */
+static void open_sink(struct fx *f, bool merge)
+{
+	struct sl_sink_stream st = { .name = "s1", .mode = merge ? SL_WRITE_MERGE : SL_WRITE_APPEND,
+				     .destination = "wh" };
+	struct ch_layout *l;
+
+	assert_int_equal(ch_layout_new(&l, f->t, merge, f->err, sizeof f->err), 0);
+	sl_buf_reset(&f->ch.describe);
+	describe_layout(&f->ch.describe, l, NULL);
+	ch_layout_free(l);
+	if (sl_clickhouse_ops.open(&f->sink, &f->conf, &st, f->err, sizeof f->err) != 0)
+		fail_msg("open: %s", f->err);
+}
+
+static void write_ok(struct fx *f, const struct sl_change *c)
+{
+	if (sl_clickhouse_ops.write(f->sink, c, f->err, sizeof f->err) != 0)
+		fail_msg("write: %s", f->err);
+}
+
+static void flush_ok(struct fx *f, uint64_t want_mark)
+{
+	struct sl_position d;
+
+	memset(&d, 0, sizeof d);
+	if (sl_clickhouse_ops.flush(f->sink, &d, f->err, sizeof f->err) != 1)
+		fail_msg("flush: %s", f->err);
+	assert_int_equal(d.w[0], want_mark);
+}
+
+static void mark(struct fx *f, uint64_t lsn)
+{
+	struct sl_position p;
+
+	memset(&p, 0, sizeof p);
+	p.w[0] = lsn;
+	sl_clickhouse_ops.mark(f->sink, &p);
+}
+
+static void golden(struct fx *f, const char *name)
+{
+	if (fake_http_golden(name, fake_http_transcript(f->ch.srv)) != 0)
+		fail_msg("the requests differ from tests/unit/golden/%s", name);
+	assert_null(strstr(fake_http_transcript(f->ch.srv), PASSWORD));
+}
+
+/* ------------------------------------------------------------------ */
+/* exact requests                                                       */
+
+static void test_append_batch(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value v1[4] = { tl_int(1), tl_str("apple"), tl_str("first"), tl_dec(false, "1250", 2) };
+	struct sl_value v2[4] = { tl_int(1), tl_str("apple"), tl_unchanged(), tl_dec(true, "5", 1) };
+	struct sl_value v3[4] = { tl_int(2), tl_null(), tl_null(), tl_null() };
+	struct sl_change c;
+
+	open_sink(f, false);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x16B374D848, 1, 1700000000000000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v2, 0x16B374D848, 2, 1700000000000000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_DELETE, v3, 0x16B374D900, 1, 1700000000500000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x16B374DA00, 1, 1700000001000000);
+	write_ok(f, &c);
+	assert_true(sl_clickhouse_ops.pending(f->sink));
+	mark(f, 0x16B374DA10);
+	flush_ok(f, 0x16B374DA10);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	golden(f, "ch_append.http");
+
+	/* nothing pending: the mark is durable at once, nothing is sent */
+	fake_http_clear(f->ch.srv);
+	mark(f, 0x16B374DB00);
+	flush_ok(f, 0x16B374DB00);
+	assert_int_equal(fake_http_count(f->ch.srv), 0);
+}
+
+/* Merge mode: one row per key and batch; unchanged values from the batch,
+ * from the old key after a key change, and from ClickHouse. */
+static void test_merge_batch(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	struct ch_layout *l;
+	struct sl_ch_stats st;
+
+	/* ClickHouse holds key 10 with note "from ClickHouse" */
+	{
+		struct sl_value row[4] = { tl_int(10), tl_str("ten"), tl_str("from ClickHouse"), tl_dec(false, "100", 2) };
+		struct ch_rowmeta m;
+		char metabuf[SL_META_BUF];
+		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
+		ch_layout_free(l);
+	}
+	open_sink(f, true);
+	struct sl_value a1[4] = { tl_int(3), tl_str("three"), tl_str("big toast"), tl_dec(false, "300", 2) };
+	struct sl_value a2[4] = { tl_int(3), tl_str("three!"), tl_unchanged(), tl_dec(false, "301", 2) };
+	struct sl_value a3[4] = { tl_int(3), tl_str("three!!"), tl_unchanged(), tl_dec(false, "302", 2) };
+	struct sl_value k1[4] = { tl_int(10), tl_null(), tl_null(), tl_null() };                 /* UPDATE-DELETE 10 */
+	struct sl_value k2[4] = { tl_int(11), tl_str("eleven"), tl_unchanged(), tl_dec(false, "1100", 2) };
+	struct sl_value d1[4] = { tl_int(5), tl_null(), tl_null(), tl_null() };
+	tl_change(&c, f->t, SL_OP_INSERT, a1, 0x2000, 1, 1700000000000000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, a2, 0x2000, 2, 1700000000000000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, k1, 0x2100, 1, 1700000000100000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, k2, 0x2100, 2, 1700000000100000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_DELETE, d1, 0x2200, 1, 1700000000200000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, a3, 0x2300, 1, 1700000000300000);
+	write_ok(f, &c);
+	mark(f, 0x2310);
+	flush_ok(f, 0x2310);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.lookups, 1);
+	assert_int_equal(st.unchanged_filled, 3);   /* a2 and a3 from the batch, k2 from ClickHouse */
+	assert_int_equal(st.unchanged_missing, 0);
+	assert_int_equal(st.rows_inserted, 4);      /* keys 3, 10 (deleted), 11, 5 (deleted) */
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "from ClickHouse", 15));
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "big toast", 9));
+
+	/* a TRUNCATE clears the table first; rows after it follow */
+	fake_http_clear(f->ch.srv);
+	struct sl_value n1[4] = { tl_int(3), tl_str("again"), tl_null(), tl_null() };
+	tl_change(&c, f->t, SL_OP_INSERT, a1, 0x3000, 1, 1700000001000000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x3000, 2, 1700000001000000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_INSERT, n1, 0x3000, 3, 1700000001000000);
+	write_ok(f, &c);
+	mark(f, 0x3010);
+	flush_ok(f, 0x3010);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.rows_inserted, 5);
+	golden(f, "ch_merge_truncate.http");  /* the second batch */
+
+	/* a replay of a change older than the TRUNCATE does not bring it back */
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, f->t, SL_OP_INSERT, a1, 0x2F00, 1, 1700000000900000);
+	write_ok(f, &c);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	mark(f, 0x3020);
+	flush_ok(f, 0x3020);
+	assert_int_equal(fake_http_count(f->ch.srv), 0);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 1);
+}
+
+/* After a restart the floor comes from ClickHouse (the TRUNCATE's sentinel):
+ * a replayed change older than it is skipped, a newer one is written. */
+static void test_merge_floor_after_restart(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct sl_value v[4] = { tl_int(3), tl_str("x"), tl_null(), tl_null() };
+
+	f->ch.db_exists = f->ch.table_exists = f->ch.view_exists = true;
+	f->ch.floor = (UINT64_C(0x3000) << 8) | 2;
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x2FFF, 9, 1);
+	write_ok(f, &c);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x3000, 3, 1);
+	write_ok(f, &c);
+	assert_true(sl_clickhouse_ops.pending(f->sink));
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 1);
+	assert_non_null(strstr(fake_http_transcript(f->ch.srv),
+			       "SELECT max(`_version`) FROM `db`.`public_items` WHERE (`id`) = "
+			       "(defaultValueOfArgumentType(`id`)) AND `_change_type` = 'TRUNCATE' FORMAT RowBinary"));
+}
+
+static void test_merge_first_batch(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	struct ch_layout *l;
+
+	{
+		struct sl_value row[4] = { tl_int(10), tl_str("ten"), tl_str("from ClickHouse"), tl_dec(false, "100", 2) };
+		struct ch_rowmeta m;
+		char metabuf[SL_META_BUF];
+		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
+		ch_layout_free(l);
+	}
+	open_sink(f, true);
+	struct sl_value k1[4] = { tl_int(10), tl_null(), tl_null(), tl_null() };
+	struct sl_value k2[4] = { tl_int(11), tl_str("eleven"), tl_unchanged(), tl_dec(false, "1100", 2) };
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, k1, 0x2100, 1, 1700000000100000);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, k2, 0x2100, 2, 1700000000100000);
+	write_ok(f, &c);
+	mark(f, 0x2110);
+	flush_ok(f, 0x2110);
+	golden(f, "ch_merge.http");
+}
+
+/* ------------------------------------------------------------------ */
+/* failures                                                             */
+
+static void write_rows(struct fx *f, int n, const char *bad_at)
+{
+	struct sl_change c;
+	char names[16][16];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(names[i], sizeof names[i], "%s%d", bad_at && i == 2 ? bad_at : "row", i);
+		struct sl_value v[4] = { tl_int(i + 1), tl_str(names[i]), tl_null(), tl_dec(false, "1", 2) };
+		tl_change(&c, f->t, SL_OP_INSERT, v, 0x5000 + (uint64_t)i * 0x100, 1, 1700000000000000);
+		write_ok(f, &c);
+	}
+	mark(f, 0x5000 + (uint64_t)n * 0x100);
+}
+
+static void test_retry_on_503(void **state)
+{
+	struct fx *f = *state;
+	struct sl_ch_stats st;
+
+	open_sink(f, false);
+	write_rows(f, 3, NULL);
+	f->ch.fail_503 = 2;
+	flush_ok(f, 0x5300);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(f->ch.inserts, 3);
+	assert_int_equal(st.retries, 2);
+	assert_int_equal(st.inserts, 1);
+	assert_int_equal(st.rows_inserted, 3);
+}
+
+static void test_fatal_error(void **state)
+{
+	struct fx *f = *state;
+	struct sl_position d;
+
+	open_sink(f, false);
+	write_rows(f, 3, NULL);
+	f->ch.fatal = true;
+	assert_int_equal(sl_clickhouse_ops.flush(f->sink, &d, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "clickhouse: insert into \"db\".\"public_items\" failed: HTTP 404: Code: 60, "
+			    "e.displayText() = DB::Exception: Table db.public_items doesn't exist., e.what() = "
+			    "DB::Exception");
+	assert_int_equal(f->ch.inserts, 1);   /* no retry */
+}
+
+static void test_retries_run_out(void **state)
+{
+	struct fx *f = *state;
+	struct sl_position d;
+	time_t t0 = time(NULL);
+
+	f->conf.retry_seconds = 1;
+	open_sink(f, false);
+	write_rows(f, 2, NULL);
+	f->ch.fail_503 = 1000;
+	assert_int_equal(sl_clickhouse_ops.flush(f->sink, &d, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "clickhouse: insert into \"db\".\"public_items\" failed after "));
+	assert_non_null(strstr(f->err, "attempts in 1 s: HTTP 503: Service Unavailable"));
+	assert_true(f->ch.inserts >= 3);
+	assert_true(time(NULL) - t0 <= 3);
+}
+
+static void test_connection_refused(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_in a;
+	socklen_t alen = sizeof a;
+	char url[64];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	/* a port that is bound but does not listen: connections are refused */
+	memset(&a, 0, sizeof a);
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+	f->conf.url = url;
+	f->conf.retry_seconds = 1;
+	open_sink(f, false);
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_change c;
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "clickhouse: looking for the database failed after "));
+	assert_non_null(strstr(f->err, "attempts in 1 s: "));
+	assert_null(strstr(f->err, PASSWORD));
+	close(fd);
+}
+
+static void test_dead_letter(void **state)
+{
+	struct fx *f = *state;
+	struct sl_ch_stats st;
+	unsigned char *text;
+	size_t len;
+
+	open_sink(f, false);
+	write_rows(f, 5, "BAD");
+	f->ch.refuse = "BAD";
+	flush_ok(f, 0x5500);
+	sl_clickhouse_get_stats(f->sink, &st);
+	/* [0,5) refused; [0,2) in; [2,5) refused; [2,3) refused alone: dead; [3,5) in */
+	assert_int_equal(f->ch.inserts, 5);
+	assert_int_equal(st.dead_letters, 1);
+	assert_int_equal(st.rows_inserted, 4);
+	text = tl_read_file(f->dl_path, &len);
+	assert_non_null(text);
+	assert_non_null(strstr((char *)text, "\"stream\":\"s1\",\"database\":\"db\",\"table\":\"public_items\","
+			       "\"code\":27,\"reason\":\"clickhouse: insert into \\\"db\\\".\\\"public_items\\\": "
+			       "HTTP 500: Code: 27, e.displayText() = DB::Exception: Cannot parse input: (at row 1), "
+			       "e.what() = DB::Exception\",\"row\":{\"id\":3,\"name\":\"BAD2\",\"note\":null,"
+			       "\"amount\":\"0.01\","));
+	assert_int_equal(strchr((char *)text, '\n') - (char *)text + 1, (long)len);  /* one line */
+	free(text);
+}
+
+static void test_gzip(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	char note[3000];
+
+	memset(note, 'n', sizeof note - 1);
+	note[sizeof note - 1] = '\0';
+	f->conf.compression = SL_CH_GZIP;
+	open_sink(f, false);
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_str(note), tl_null() };
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x110);
+	flush_ok(f, 0x110);
+	assert_non_null(strstr(fake_http_transcript(f->ch.srv), "\nContent-Encoding: gzip\n"));
+	/* what ClickHouse would read: inflate the body the server got */
+	{
+		z_stream z;
+		unsigned char out[8192];
+		memset(&z, 0, sizeof z);
+		assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+		z.next_in = (Bytef *)f->ch.inserted.data;
+		z.avail_in = (uInt)f->ch.inserted.len;
+		z.next_out = out;
+		z.avail_out = sizeof out;
+		assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+		assert_true(f->ch.inserted.len < 400);
+		assert_non_null(memmem(out, z.total_out, note, sizeof note - 1));
+		inflateEnd(&z);
+	}
+}
+
+/* A column added at the source: ALTER TABLE ADD COLUMN.  A dropped one
+ * stops the stream, naming the table and the column. */
+static void test_schema_changes(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5), *t3 = items_table(3);
+	struct ch_layout *l;
+	struct sl_change c;
+	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
+
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe_altered, l, extra);
+	ch_layout_free(l);
+	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
+	struct sl_value v3[3] = { tl_int(3), tl_str("z"), tl_null() };
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
+	write_ok(f, &c);
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x210);
+	flush_ok(f, 0x210);
+	golden(f, "ch_add_column.http");
+	tl_change(&c, t3, SL_OP_INSERT, v3, 0x300, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "table \"public_items\": column \"amount\" is in ClickHouse but no longer in the "
+			    "source table (dropped or renamed at the source); only added columns are applied for now");
+	sl_table_free(t2);
+	sl_table_free(t3);
+}
+
+static void test_flush_due_and_spill(void **state)
+{
+	struct fx *f = *state;
+	struct sl_ch_stats st;
+	struct timespec ts = { 0, 30 * 1000000L };
+
+	f->conf.batch_rows = 3;
+	f->conf.batch_ms = 20;
+	open_sink(f, false);
+	write_rows(f, 2, NULL);
+	assert_false(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms()));
+	nanosleep(&ts, NULL);
+	assert_true(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms()));
+	assert_int_equal(f->ch.inserts, 0);
+	/* the third row reaches batch_rows: sent from write() (a large transaction) */
+	struct sl_value v[4] = { tl_int(9), tl_str("x"), tl_null(), tl_null() };
+	struct sl_change c;
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x9000, 1, 1);
+	write_ok(f, &c);
+	assert_int_equal(f->ch.inserts, 1);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	assert_false(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms() + 100000));
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.spills, 1);
+	assert_int_equal(st.rows_inserted, 3);
+}
+
+static void test_discard_backfill(void **state)
+{
+	struct fx *f = *state;
+
+	open_sink(f, false);
+	write_rows(f, 1, NULL);
+	fake_http_clear(f->ch.srv);
+	/* pending rows of the table are sent first, then deleted with the run */
+	if (sl_clickhouse_ops.discard_backfill(f->sink, f->t, "0000000000004FFF-0000000000",
+					       "0000000000005000-0000000000", f->err, sizeof f->err) != 0)
+		fail_msg("discard: %s", f->err);
+	golden(f, "ch_discard.http");
+	sl_clickhouse_ops.close(f->sink);
+	/* merge mode: nothing to do */
+	f->sink = NULL;
+	open_sink(f, true);
+	fake_http_clear(f->ch.srv);
+	assert_int_equal(sl_clickhouse_ops.discard_backfill(f->sink, f->t, "0000000000004FFF-0000000000",
+							    "0000000000005000-0000000000", f->err, sizeof f->err), 0);
+	assert_int_equal(fake_http_count(f->ch.srv), 0);
+}
+
+/* Large TOAST values: when the rows of a lookup do not fit in a response,
+ * the lookup asks for fewer keys at a time, down to one. */
+static void test_lookup_split(void **state)
+{
+	struct fx *f = *state;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct sl_ch_stats st;
+	char big[3][1000];
+
+	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	for (int k = 1; k <= 3; k++) {
+		memset(big[k - 1], 'a' + k, sizeof big[k - 1] - 1);
+		big[k - 1][sizeof big[k - 1] - 1] = '\0';
+		struct sl_value row[4] = { tl_int(k), tl_str("n"), tl_str(big[k - 1]), tl_null() };
+		struct ch_rowmeta m;
+		char metabuf[SL_META_BUF];
+		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, (uint32_t)k, 1);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		sl_buf_init(&f->ch.row_of[k], 0);
+		assert_int_equal(ch_layout_put_row(&f->ch.row_of[k], l, &m, row, false, f->err, sizeof f->err), 0);
+	}
+	ch_layout_free(l);
+	f->ch.by_key = true;
+	f->conf.response_cap = 2 * f->ch.row_of[1].len - 10;   /* one row fits, two do not */
+	open_sink(f, true);
+	for (int k = 1; k <= 3; k++) {
+		struct sl_value v[4] = { tl_int(k), tl_str("updated"), tl_unchanged(), tl_null() };
+		tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x2000, (uint32_t)k, 2);
+		write_ok(f, &c);
+	}
+	mark(f, 0x2010);
+	flush_ok(f, 0x2010);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.lookups, 3);
+	assert_int_equal(st.unchanged_filled, 3);
+	assert_int_equal(f->ch.lookups, 9 + 3);   /* 1000, 500, 250, ..., 7, 3 keys overflowed; then 1, 1, 1 */
+	for (int k = 0; k < 3; k++)
+		assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big[k], sizeof big[k] - 1));
+	for (int k = 1; k <= 3; k++)
+		sl_buf_free(&f->ch.row_of[k]);
+}
+
+/* Names sluice did not make: a table of another engine, or a table where
+ * the merge view would go. */
+static void test_foreign_tables(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_change c;
+
+	f->ch.db_exists = f->ch.table_exists = true;
+	f->ch.table_engine = "MergeTree";
+	open_sink(f, false);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "clickhouse: table \"public_items\" exists in database \"db\" with engine MergeTree, "
+			    "so sluice did not make it (its tables are ReplacingMergeTree): write this stream to another "
+			    "database");
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	f->ch.table_engine = NULL;
+	f->ch.view_exists = true;
+	f->ch.view_engine = "ReplacingMergeTree";
+	open_sink(f, true);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "clickhouse: the view of table \"public_items\" would be \"public_items_current\", "
+			    "but database \"db\" has a table of that name (engine ReplacingMergeTree): rename it, or write "
+			    "this stream to another database");
+}
+
+static void test_check(void **state)
+{
+	struct fx *f = *state;
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "wh" };
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *fp = open_memstream(&out, &outlen);
+
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
+	fclose(fp);
+	char want[2048];
+	snprintf(want, sizeof want,
+		 "stream s1: destination wh: ClickHouse 18.16.1 answers at %s as user \"sluice\"\n"
+		 "stream s1: destination wh: database \"db\" does not exist and will be created; user \"sluice\" may "
+		 "create tables and insert (merge mode: ReplacingMergeTree(_version) tables and <table>_current views)\n"
+		 "stream s1: destination wh: rows ClickHouse refuses go to \"%s\"\n", f->conf.url, f->dl_path);
+	assert_string_equal(out, want);
+	free(out);
+	/* read-only: nothing was created */
+	assert_null(strstr(fake_http_transcript(f->ch.srv), "CREATE"));
+	assert_false(f->ch.db_exists);
+	/* a read-only user is refused */
+	f->ch.readonly = true;
+	fp = open_memstream(&out, &outlen);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EFAIL);
+	fclose(fp);
+	free(out);
+	assert_string_equal(f->err, "destination \"wh\": user \"sluice\" is read-only in ClickHouse (readonly is "
+			    "set): sluice needs to insert and to create tables");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_append_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_first_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connection_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dead_letter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_due_and_spill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_tables, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
+	};
+
+	return cmocka_run_group_tests_name("clickhouse sink", tests, NULL, NULL);
+}

@@ -1,0 +1,490 @@
+/*
+ * tests/unit/test_ops.c: the alerts' hysteresis, the Prometheus exposition
+ * of the registry, /healthz's verdict and the webhook payload (ops/).
+ *
+ * Expected texts are written out here from the exposition format's rules
+ * (https://prometheus.io/docs/instrumenting/exposition_formats/), not taken
+ * from the code's output.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/buf.h"
+#include "ops/alerts.h"
+#include "ops/metrics.h"
+#include "ops/webhook.h"
+
+static const struct sl_alert_policy pol = { .fire_after = 1, .resolve_after = 3, .band_pct = 10 };
+
+static void test_threshold_band(void **state)
+{
+	(void)state;
+	assert_int_equal(sl_alert_threshold(-1, 1000, 10), SL_COND_UNKNOWN);
+	assert_int_equal(sl_alert_threshold(5000, 0, 10), SL_COND_UNKNOWN);
+	assert_int_equal(sl_alert_threshold(1000, 1000, 10), SL_COND_BREACH);
+	assert_int_equal(sl_alert_threshold(1001, 1000, 10), SL_COND_BREACH);
+	assert_int_equal(sl_alert_threshold(999, 1000, 10), SL_COND_BETWEEN);
+	assert_int_equal(sl_alert_threshold(900, 1000, 10), SL_COND_BETWEEN);
+	assert_int_equal(sl_alert_threshold(899, 1000, 10), SL_COND_CLEAR);
+	assert_int_equal(sl_alert_threshold(0, 1000, 10), SL_COND_CLEAR);
+	/* no band: just under is clear */
+	assert_int_equal(sl_alert_threshold(999, 1000, 0), SL_COND_CLEAR);
+	/* large thresholds do not overflow: 2GB with a 10 % band */
+	assert_int_equal(sl_alert_threshold(INT64_C(1932735283), UINT64_C(2147483648), 10), SL_COND_BETWEEN);
+	assert_int_equal(sl_alert_threshold(INT64_C(1932735282), UINT64_C(2147483648), 10), SL_COND_CLEAR);
+}
+
+static void test_step_fires_once_and_resolves_after_three_clears(void **state)
+{
+	struct sl_alert a;
+
+	(void)state;
+	memset(&a, 0, sizeof a);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 1), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_BREACH, &pol, 2), 1);
+	assert_true(a.firing);
+	assert_int_equal(a.since_us, 2);
+	assert_int_equal(sl_alert_step(&a, SL_COND_BREACH, &pol, 3), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 4), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 5), 0);
+	/* the band restarts the count of clear samples */
+	assert_int_equal(sl_alert_step(&a, SL_COND_BETWEEN, &pol, 6), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 7), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 8), 0);
+	/* unknown figures change nothing */
+	assert_int_equal(sl_alert_step(&a, SL_COND_UNKNOWN, &pol, 9), 0);
+	assert_true(a.firing);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 10), -1);
+	assert_false(a.firing);
+	assert_int_equal(a.since_us, 10);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &pol, 11), 0);
+}
+
+static void test_step_fire_after_two(void **state)
+{
+	struct sl_alert_policy p2 = { .fire_after = 2, .resolve_after = 1, .band_pct = 0 };
+	struct sl_alert a;
+
+	(void)state;
+	memset(&a, 0, sizeof a);
+	assert_int_equal(sl_alert_step(&a, SL_COND_BREACH, &p2, 1), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &p2, 2), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_BREACH, &p2, 3), 0);
+	assert_int_equal(sl_alert_step(&a, SL_COND_BREACH, &p2, 4), 1);
+	assert_int_equal(sl_alert_step(&a, SL_COND_CLEAR, &p2, 5), -1);
+}
+
+static struct sl_alert_inputs quiet_inputs(void)
+{
+	struct sl_alert_inputs in;
+
+	memset(&in, 0, sizeof in);
+	in.probe_ok = true;
+	in.exists = true;
+	in.expected = true;
+	in.state = "reserved";
+	in.lag_bytes = 100;
+	in.retained_bytes = 1000;
+	in.inactive_s = 0;
+	in.time_to_purge_s = -1;
+	in.freshness_s = 2;
+	in.stalled_s = -1;
+	return in;
+}
+
+static const struct sl_alert_limits limits = {
+	.lag_warn_bytes = 256u << 20, .lag_critical_bytes = UINT64_C(2) << 30,
+	.retained_warn_bytes = UINT64_C(1) << 30, .retained_critical_bytes = 0,
+	.growth_warn_bytes_per_min = 64u << 20, .freshness_warn_s = 300, .inactive_warn_s = 60,
+	.purge_warn_s = 3600, .down_warn_s = 60,
+};
+
+static int eval(struct sl_alert *al, const struct sl_alert_inputs *in, int64_t now, struct sl_alert_transition *tr)
+{
+	int n = -1;
+
+	sl_alerts_evaluate(al, in, &limits, &pol, now, tr, &n);
+	return n;
+}
+
+static void test_evaluate_lag_hysteresis(void **state)
+{
+	struct sl_alert al[SL_AL_COUNT];
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert_inputs in = quiet_inputs();
+	int n;
+
+	(void)state;
+	memset(al, 0, sizeof al);
+	assert_int_equal(eval(al, &in, 1, tr), 0);
+	in.lag_bytes = (256 << 20) + 1;
+	n = eval(al, &in, 2, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_LAG_WARNING);
+	assert_true(tr[0].firing);
+	assert_string_equal(tr[0].message,
+			    "lag 268435457 bytes (the source's log head minus the confirmed position) >= lag_warn_bytes 268435456");
+	/* hovering around the threshold: inside the band, no transition */
+	for (int i = 0; i < 10; i++) {
+		in.lag_bytes = i % 2 ? (256 << 20) + 5 : (256 << 20) - 5;
+		assert_int_equal(eval(al, &in, 3 + i, tr), 0);
+	}
+	assert_true(al[SL_AL_LAG_WARNING].firing);
+	/* well below: resolves at the third clear sample */
+	in.lag_bytes = 0;
+	assert_int_equal(eval(al, &in, 20, tr), 0);
+	assert_int_equal(eval(al, &in, 21, tr), 0);
+	n = eval(al, &in, 22, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_LAG_WARNING);
+	assert_false(tr[0].firing);
+	/* critical and warning fire together past the critical threshold */
+	in.lag_bytes = INT64_C(3) << 30;
+	n = eval(al, &in, 30, tr);
+	assert_int_equal(n, 2);
+	assert_int_equal(tr[0].id, SL_AL_LAG_WARNING);
+	assert_int_equal(tr[1].id, SL_AL_LAG_CRITICAL);
+}
+
+static void test_evaluate_slot_states(void **state)
+{
+	struct sl_alert al[SL_AL_COUNT];
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert_inputs in = quiet_inputs();
+	int n;
+
+	(void)state;
+	memset(al, 0, sizeof al);
+	in.state = "extended";
+	assert_int_equal(eval(al, &in, 1, tr), 0);
+	in.state = "unreserved";
+	n = eval(al, &in, 2, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_WAL_UNRESERVED);
+	assert_string_equal(sl_alert_def(tr[0].id)->name, "wal_unreserved");
+	assert_int_equal(sl_alert_def(tr[0].id)->severity, SL_ALERT_CRITICAL);
+	in.state = "lost";
+	in.retained_bytes = -1;
+	n = eval(al, &in, 3, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_SLOT_LOST);
+	assert_true(al[SL_AL_WAL_UNRESERVED].firing);
+	/* the slot goes: missing, because the checkpoint has a position in it */
+	in.exists = false;
+	in.state = "";
+	n = eval(al, &in, 4, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_SLOT_MISSING);
+	/* an unreachable source fires only at its second failed probe, and
+	 * leaves the slot's alerts as they are */
+	in.probe_ok = false;
+	in.probe_error = "connection refused";
+	assert_int_equal(eval(al, &in, 5, tr), 0);
+	n = eval(al, &in, 6, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_SOURCE_UNREACHABLE);
+	assert_string_equal(tr[0].message, "the probe cannot reach the source: connection refused");
+	assert_true(al[SL_AL_SLOT_MISSING].firing);
+}
+
+static void test_evaluate_freshness_and_down(void **state)
+{
+	struct sl_alert al[SL_AL_COUNT];
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert_inputs in = quiet_inputs();
+	int n;
+
+	(void)state;
+	memset(al, 0, sizeof al);
+	/* without heartbeats an old last change is no alert while nothing is stalled */
+	in.freshness_s = 100000;
+	assert_int_equal(eval(al, &in, 1, tr), 0);
+	in.stalled_s = 301;
+	n = eval(al, &in, 2, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_FRESHNESS);
+	/* with heartbeats the freshness itself counts */
+	memset(al, 0, sizeof al);
+	in.stalled_s = -1;
+	in.heartbeats = true;
+	in.freshness_s = 299;
+	assert_int_equal(eval(al, &in, 3, tr), 0);
+	in.freshness_s = 300;
+	n = eval(al, &in, 4, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_FRESHNESS);
+	/* a stream failing for a minute */
+	in.down_s = 59;
+	in.down_error = "connection lost";
+	assert_int_equal(eval(al, &in, 5, tr), 0);
+	in.down_s = 60;
+	n = eval(al, &in, 6, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_STREAM_DOWN);
+	assert_string_equal(tr[0].message, "the stream has been failing for 60 s: connection lost");
+	/* binlog purge: fires at or under the limit, clears above the band */
+	in.time_to_purge_s = 3600;
+	n = eval(al, &in, 7, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_LOG_PURGE);
+	in.dead_letters = 1;
+	n = eval(al, &in, 8, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_DEAD_LETTERS);
+}
+
+static void test_escape_label(void **state)
+{
+	struct sl_buf b;
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	sl_ops_escape_label(&b, "a\"b\\c\nd");
+	assert_string_equal(b.data, "a\\\"b\\\\c\\nd");
+	sl_buf_free(&b);
+}
+
+/* Whether text has line, whole. */
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; (p = strstr(p, line)) != NULL; p++)
+		if ((p == text || p[-1] == '\n') && p[n] == '\n')
+			return true;
+	return false;
+}
+
+/* Every line is a comment (# HELP / # TYPE) or NAME[{k="v",...}] VALUE, and
+ * each sample's family was declared by HELP and TYPE before it, once. */
+static void check_grammar(const char *text)
+{
+	char fam[128] = "";
+	const char *p = text;
+	int helps = 0;
+
+	while (*p) {
+		const char *e = strchr(p, '\n');
+		char line[1024];
+		assert_non_null(e);
+		assert_true((size_t)(e - p) < sizeof line);
+		memcpy(line, p, (size_t)(e - p));
+		line[e - p] = '\0';
+		if (!strncmp(line, "# HELP ", 7)) {
+			char *sp = strchr(line + 7, ' ');
+			assert_non_null(sp);
+			snprintf(fam, sizeof fam, "%.*s", (int)(sp - line - 7), line + 7);
+			helps++;
+		} else if (!strncmp(line, "# TYPE ", 7)) {
+			assert_int_equal(strncmp(line + 7, fam, strlen(fam)), 0);
+		} else {
+			size_t k = 0;
+			while (line[k] == '_' || line[k] == ':' || (line[k] >= 'a' && line[k] <= 'z') ||
+			       (line[k] >= 'A' && line[k] <= 'Z') || (line[k] >= '0' && line[k] <= '9'))
+				k++;
+			assert_true(k > 0);
+			/* the family, or its histogram parts */
+			assert_int_equal(strncmp(line, fam, strlen(fam)), 0);
+			if (line[k] == '{') {
+				char *close = strrchr(line, '}');
+				assert_non_null(close);
+				k = (size_t)(close - line) + 1;
+			}
+			assert_int_equal(line[k], ' ');
+			{
+				char *end;
+				strtod(line + k + 1, &end);
+				if (strcmp(line + k + 1, "+Inf") != 0)
+					assert_int_equal(*end, '\0');
+			}
+		}
+		p = e + 1;
+	}
+	assert_true(helps > 20);
+}
+
+static void test_render(void **state)
+{
+	struct sl_ops *ops = sl_ops_new();
+	struct sl_ops_stream *s;
+	struct sl_ops_table *t, *t2;
+	struct sl_buf b;
+
+	(void)state;
+	assert_non_null(ops);
+	s = sl_ops_stream_add(ops, "orders");
+	assert_non_null(s);
+	t = sl_ops_table(s, "public", "order\"s");
+	t2 = sl_ops_table(s, "public", "order\"s");
+	assert_ptr_equal(t, t2);
+	for (int i = 0; i < 7; i++)
+		sl_ops_count_change(t, SL_OP_INSERT);
+	for (int i = 0; i < 3; i++)
+		sl_ops_count_change(t, SL_OP_UPDATE_INSERT);
+	sl_ops_count_change(t, SL_OP_DELETE);
+	for (int i = 0; i < 4; i++)
+		sl_ops_count_backfill_row(t);
+	atomic_store(&t->est_rows, 8);
+	atomic_store(&t->bf_state, SL_OPS_BF_RUNNING);
+	sl_ops_set_state(s, SL_OPS_STREAMING);
+	sl_ops_flushed(s, 3000, true, 0);      /* 3 ms */
+	sl_ops_flushed(s, 2000000, false, 0);  /* 2 s */
+	pthread_mutex_lock(&s->mu);
+	s->has_sample = true;
+	s->sample.ok = true;
+	s->sample.exists = true;
+	s->sample.active = true;
+	snprintf(s->sample.state, sizeof s->sample.state, "reserved");
+	s->sample.lag_bytes = 4096;
+	s->sample.retained_bytes = 81920;
+	s->sample.safe_bytes = -1;
+	s->sample.time_to_purge_s = -1;
+	s->alerts[SL_AL_LAG_WARNING].firing = true;
+	pthread_mutex_unlock(&s->mu);
+	{
+		struct sl_ops_source_counts c = { .skipped = 5, .clamps = 1, .nan_nulls = 2 };
+		sl_ops_source_counts(s, &c);
+		sl_ops_source_run_end(s);
+		c.skipped = 2;
+		sl_ops_source_counts(s, &c);
+	}
+
+	sl_buf_init(&b, 0);
+	assert_int_equal(sl_ops_render(ops, &b), 0);
+	check_grammar(b.data);
+	assert_true(has_line(b.data, "# TYPE sluice_changes_total counter"));
+	assert_true(has_line(b.data, "sluice_changes_total{stream=\"orders\",table=\"public.order\\\"s\",op=\"insert\"} 7"));
+	assert_true(has_line(b.data, "sluice_changes_total{stream=\"orders\",table=\"public.order\\\"s\",op=\"update\"} 3"));
+	assert_true(has_line(b.data, "sluice_changes_total{stream=\"orders\",table=\"public.order\\\"s\",op=\"delete\"} 1"));
+	assert_true(has_line(b.data, "sluice_changes_total{stream=\"orders\",table=\"public.order\\\"s\",op=\"truncate\"} 0"));
+	assert_true(has_line(b.data, "sluice_backfill_rows_total{stream=\"orders\",table=\"public.order\\\"s\"} 4"));
+	assert_true(has_line(b.data, "sluice_backfill_rows_estimated{stream=\"orders\",table=\"public.order\\\"s\"} 8"));
+	assert_true(has_line(b.data, "sluice_backfill_progress_ratio{stream=\"orders\",table=\"public.order\\\"s\"} 0.500000"));
+	assert_true(has_line(b.data, "sluice_stream_state{stream=\"orders\",state=\"streaming\"} 1"));
+	assert_true(has_line(b.data, "sluice_stream_state{stream=\"orders\",state=\"retrying\"} 0"));
+	assert_true(has_line(b.data, "sluice_source_lag_bytes{stream=\"orders\"} 4096"));
+	assert_true(has_line(b.data, "sluice_slot_retained_wal_bytes{stream=\"orders\"} 81920"));
+	assert_true(has_line(b.data, "sluice_slot_wal_status{stream=\"orders\",wal_status=\"reserved\"} 1"));
+	assert_null(strstr(b.data, "sluice_slot_safe_wal_bytes{"));  /* unknown: no sample */
+	/* the histogram: cumulative buckets, sum and count */
+	assert_true(has_line(b.data, "# TYPE sluice_sink_flush_seconds histogram"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_bucket{stream=\"orders\",le=\"0.001\"} 0"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_bucket{stream=\"orders\",le=\"0.005\"} 1"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_bucket{stream=\"orders\",le=\"1\"} 1"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_bucket{stream=\"orders\",le=\"5\"} 2"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_bucket{stream=\"orders\",le=\"+Inf\"} 2"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_sum{stream=\"orders\"} 2.003000"));
+	assert_true(has_line(b.data, "sluice_sink_flush_seconds_count{stream=\"orders\"} 2"));
+	assert_true(has_line(b.data, "sluice_skipped_changes_total{stream=\"orders\"} 7"));
+	assert_true(has_line(b.data, "sluice_timestamp_clamps_total{stream=\"orders\"} 2"));
+	assert_true(has_line(b.data, "sluice_decimal_nan_nulls_total{stream=\"orders\"} 4"));
+	assert_true(has_line(b.data, "sluice_alert_firing{stream=\"orders\",alert=\"lag_warning\"} 1"));
+	assert_true(has_line(b.data, "sluice_alert_firing{stream=\"orders\",alert=\"wal_unreserved\"} 0"));
+	assert_true(has_line(b.data, "sluice_dead_letter_total{stream=\"orders\"} 0"));
+	assert_true(has_line(b.data, "sluice_webhook_sent_total 0"));
+	sl_buf_free(&b);
+	sl_ops_free(ops);
+}
+
+static void test_health(void **state)
+{
+	struct sl_ops *ops = sl_ops_new();
+	struct sl_ops_stream *a = sl_ops_stream_add(ops, "a"), *b = sl_ops_stream_add(ops, "b");
+	struct sl_buf body;
+
+	(void)state;
+	sl_ops_set_state(a, SL_OPS_STREAMING);
+	sl_ops_set_state(b, SL_OPS_BACKFILLING);
+	sl_buf_init(&body, 0);
+	assert_int_equal(sl_ops_health(ops, &body), 200);
+	assert_string_equal(body.data, "stream a: streaming\nstream b: backfilling\n");
+	sl_buf_reset(&body);
+	/* a warning does not make it unhealthy; a critical alert does */
+	a->alerts[SL_AL_LAG_WARNING].firing = true;
+	assert_int_equal(sl_ops_health(ops, &body), 200);
+	sl_buf_reset(&body);
+	a->alerts[SL_AL_LAG_CRITICAL].firing = true;
+	snprintf(a->alerts[SL_AL_LAG_CRITICAL].message, sizeof a->alerts[0].message, "lag big");
+	assert_int_equal(sl_ops_health(ops, &body), 503);
+	assert_string_equal(body.data, "stream a: streaming; critical alert lag_critical: lag big [unhealthy]\n"
+			    "stream b: backfilling\n");
+	sl_buf_reset(&body);
+	a->alerts[SL_AL_LAG_CRITICAL].firing = false;
+	sl_ops_failed(b, "connection lost", true);
+	assert_int_equal(sl_ops_health(ops, &body), 503);
+	assert_string_equal(body.data, "stream a: streaming\n"
+			    "stream b: retrying (last error: connection lost) [unhealthy]\n");
+	sl_buf_free(&body);
+	sl_ops_free(ops);
+}
+
+static void test_webhook_payload(void **state)
+{
+	struct sl_alert_event ev = {
+		.stream = "orders", .id = SL_AL_LAG_CRITICAL, .firing = true, .message = "lag 5 bytes",
+		.starts_us = INT64_C(1700000000123456), .host = "db1",
+	};
+	char *text;
+	json_t *j, *a;
+
+	(void)state;
+	text = sl_webhook_payload(&ev);
+	assert_non_null(text);
+	j = json_loads(text, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(json_string_value(json_object_get(j, "text")),
+			    "[FIRING] sluice stream orders: lag_critical fires (critical): lag 5 bytes");
+	assert_string_equal(json_string_value(json_object_get(j, "version")), "4");
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "firing");
+	a = json_array_get(json_object_get(j, "alerts"), 0);
+	assert_non_null(a);
+	assert_string_equal(json_string_value(json_object_get(a, "status")), "firing");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a, "labels"), "alertname")), "lag_critical");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a, "labels"), "stream")), "orders");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a, "labels"), "severity")), "critical");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a, "labels"), "instance")), "db1");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(a, "annotations"), "description")),
+			    "lag 5 bytes");
+	/* 1700000000 is 2023-11-14T22:13:20Z */
+	assert_string_equal(json_string_value(json_object_get(a, "startsAt")), "2023-11-14T22:13:20.123456Z");
+	assert_string_equal(json_string_value(json_object_get(a, "endsAt")), "0001-01-01T00:00:00Z");
+	json_decref(j);
+	free(text);
+
+	ev.firing = false;
+	ev.ends_us = INT64_C(1700000060000000);
+	text = sl_webhook_payload(&ev);
+	j = json_loads(text, 0, NULL);
+	assert_string_equal(json_string_value(json_object_get(j, "status")), "resolved");
+	assert_string_equal(json_string_value(json_object_get(j, "text")),
+			    "[RESOLVED] sluice stream orders: lag_critical resolved (critical): lag 5 bytes");
+	a = json_array_get(json_object_get(j, "alerts"), 0);
+	assert_string_equal(json_string_value(json_object_get(a, "endsAt")), "2023-11-14T22:14:20.000000Z");
+	json_decref(j);
+	free(text);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_threshold_band),
+		cmocka_unit_test(test_step_fires_once_and_resolves_after_three_clears),
+		cmocka_unit_test(test_step_fire_after_two),
+		cmocka_unit_test(test_evaluate_lag_hysteresis),
+		cmocka_unit_test(test_evaluate_slot_states),
+		cmocka_unit_test(test_evaluate_freshness_and_down),
+		cmocka_unit_test(test_escape_label),
+		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_health),
+		cmocka_unit_test(test_webhook_payload),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
