@@ -524,13 +524,18 @@ int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *s
 	/* The running agent owns the checkpoint: edit it only while no agent
 	 * runs the stream.  While one does, one table is requested from it. */
 	if ((rc = sl_stream_lock_take(&lk, cfg->state_dir, sc->name, err, errlen)) < 0) {
-		if (rc == SL_ECONFIG && table)
+		if (rc == SL_ECONFIG && table && src->emit_watermark && src->read_chunk)
 			return request_from_agent(cfg, sc, src, table, err, errlen);
 		if (rc == SL_ECONFIG) {
 			size_t l = strlen(err);
-			snprintf(err + l, errlen - l, "; stop that agent first to backfill every table (a new position "
-				 "for the stream), or name one table with --table: the running agent backfills it while it "
-				 "streams");
+			if (src->emit_watermark && src->read_chunk)
+				snprintf(err + l, errlen - l, "; stop that agent first to backfill every table (a new "
+					 "position for the stream), or name one table with --table: the running agent "
+					 "backfills it while it streams");
+			else
+				snprintf(err + l, errlen - l, "; stop that agent first: a %s source cannot backfill while "
+					 "it streams, and sluice backfill changes the stream's checkpoint, which a running "
+					 "agent owns", src->type);
 		}
 		return rc;
 	}
