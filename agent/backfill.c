@@ -41,6 +41,14 @@ int sl_backfill_plan(struct sl_backfill_plan *plan, const struct sl_checkpoint *
 		}
 		plan->items[plan->n].idx = i;
 		plan->items[plan->n].table = t;
+		plan->items[plan->n].running = e->state == SL_BF_RUNNING;
+		plan->items[plan->n].method = e->method;
+		if (e->state == SL_BF_RUNNING && e->resume_key && sl_table_has_key(t)) {
+			if (!(plan->items[plan->n].after = strdup(e->resume_key)))
+				return -1;
+			plan->items[plan->n].rows0 = e->rows;
+			plan->items[plan->n].chunks0 = e->chunks;
+		}
 		plan->n++;
 	}
 	return 0;
@@ -48,6 +56,8 @@ int sl_backfill_plan(struct sl_backfill_plan *plan, const struct sl_checkpoint *
 
 void sl_backfill_plan_free(struct sl_backfill_plan *plan)
 {
+	for (int i = 0; i < plan->n; i++)
+		free(plan->items[i].after);
 	free(plan->items);
 	memset(plan, 0, sizeof *plan);
 }
@@ -56,6 +66,8 @@ struct row_ctx {
 	struct sl_pipe *pipe;
 	const atomic_int *signals;
 	const struct sl_table *t;
+	const struct sl_backfill_item *it;
+	uint64_t chunks;       /* chunks complete so far, with the item's earlier ones */
 	bool interrupted;
 	char *err;
 	size_t errlen;
@@ -74,9 +86,37 @@ static int on_row(void *payload, const struct sl_table *t, const struct sl_value
 	return sl_pipe_backfill_row(r->pipe, t, vals) < 0 ? -1 : 0;
 }
 
+/* The chunked read's progress: every row up to upto was pushed; the writer
+ * checkpoints it once those rows are durable. */
+static int on_progress(void *payload, const char *upto, uint64_t rows)
+{
+	struct row_ctx *r = payload;
+
+	r->chunks++;
+	return sl_pipe_backfill_progress(r->pipe, r->it->idx, upto, r->it->rows0 + rows, r->chunks) < 0 ? -1 : 0;
+}
+
+/* Reads one table of the plan, in chunks when the source can. */
+static int read_table(const struct sl_source_ops *src, void *srcctx, void *snap, const struct sl_backfill_item *it,
+		      uint64_t chunk_rows, struct row_ctx *r, uint64_t *rows, char *err, size_t errlen)
+{
+	struct sl_chunked_read o;
+
+	r->t = it->table;
+	r->it = it;
+	r->chunks = it->chunks0;
+	if (!src->snapshot_read_chunked)
+		return src->snapshot_read(srcctx, snap, it->table, on_row, r, rows, err, errlen);
+	memset(&o, 0, sizeof o);
+	o.after = it->after;
+	o.chunk_rows = chunk_rows;
+	o.progress = on_progress;
+	return src->snapshot_read_chunked(srcctx, snap, it->table, &o, on_row, r, rows, err, errlen);
+}
+
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
-		    void *snap, const struct sl_snapshot_info *info, bool marker, struct sl_pipe *pipe,
-		    const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
+		    void *snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
+		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
 		    bool *interrupted, char *err, size_t errlen)
 {
 	struct row_ctx r = { .pipe = pipe, .signals = signals, .err = err, .errlen = errlen };
@@ -92,21 +132,29 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		uint64_t rows = 0;
 		int64_t t0 = sl_mono_ms();
 
-		if ((rc = sl_pipe_backfill_start(pipe, it->idx, it->table, info, marker)) < 0)
+		if ((rc = sl_pipe_backfill_start(pipe, it->idx, it->table, info, marker && !it->after,
+						 it->after != NULL)) < 0)
 			return rc;
-		sl_info("stream \"%s\": backfilling %s at %s", stream, name, pos);
-		r.t = it->table;
+		if (it->after)
+			sl_info("stream \"%s\": backfilling %s at %s, resuming after its last durable chunk (%" PRIu64
+				" rows, %" PRIu64 " chunks durable)", stream, name, pos, it->rows0, it->chunks0);
+		else
+			sl_info("stream \"%s\": backfilling %s at %s", stream, name, pos);
 		sl_log_set_table(name);   /* until it is read, or for the error that stops it */
-		rc = src->snapshot_read(srcctx, snap, it->table, on_row, &r, &rows, err, errlen);
+		rc = read_table(src, srcctx, snap, it, chunk_rows, &r, &rows, err, errlen);
 		if (rc < 0) {
 			*interrupted = r.interrupted;
 			return rc;
 		}
 		sl_log_set_table(NULL);
-		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, rows)) < 0)
+		/* Done once durable: the figure below then covers the writer too
+		 * (encoding, compression, flush). */
+		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows)) < 0 ||
+		    (rc = sl_pipe_sync(pipe)) < 0)
 			return rc;
-		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.1f s", stream, name, rows,
-			(double)(sl_mono_ms() - t0) / 1000.0);
+		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.2f s (%.0f rows/s)", stream, name,
+			rows, (double)(sl_mono_ms() - t0) / 1000.0,
+			(double)rows * 1000.0 / (double)(sl_mono_ms() - t0 > 0 ? sl_mono_ms() - t0 : 1));
 	}
 	return SL_OK;
 }

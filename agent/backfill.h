@@ -24,6 +24,11 @@
 struct sl_backfill_item {
 	int idx;                        /* index into the checkpoint's tables */
 	const struct sl_table *table;
+	char *after;                    /* an interrupted snapshot backfill's resume key: the rows up to
+					 * it are durable (owned; NULL: read from the start) */
+	uint64_t rows0, chunks0;        /* rows and chunks durable before (with after) */
+	bool running;                   /* the entry is running (interrupted) */
+	enum sl_bf_method method;       /* how it was being read */
 };
 
 struct sl_backfill_plan {
@@ -32,19 +37,24 @@ struct sl_backfill_plan {
 };
 
 /* The tables of ck that are pending or running and still selected (in
- * tables[]), in checkpoint order.  A running one was interrupted and is
- * redone.  Returns 0, or -1 when out of memory. */
+ * tables[]), in checkpoint order.  A running one was interrupted: it
+ * resumes after its resume key when it has one (a snapshot backfill read
+ * in chunks with some of them durable), else it is redone.  Returns 0, or
+ * -1 when out of memory. */
 int sl_backfill_plan(struct sl_backfill_plan *plan, const struct sl_checkpoint *ck,
 		     struct sl_table *const *tables, int ntables, const char *stream);
 void sl_backfill_plan_free(struct sl_backfill_plan *plan);
 
-/* Reads every table of plan from snapshot snap (at info) into the pipe.
- * With marker, each table's rows are preceded by a re-backfill marker.  On
+/* Reads every table of plan from snapshot snap (at info) into the pipe,
+ * in chunks of chunk_rows over the snapshot's connections when the source
+ * reads in chunks (each chunk's end checkpointed as its rows become
+ * durable), else in one piece.  With marker, each table's rows are preceded
+ * by a re-backfill marker (not when it resumes).  On
  * a first signal the read stops: SL_EFAIL with err saying so, and
  * *interrupted set.  The checkpoint (ck) is only read, for table names. */
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
-		    void *snap, const struct sl_snapshot_info *info, bool marker, struct sl_pipe *pipe,
-		    const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
+		    void *snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
+		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
 		    bool *interrupted, char *err, size_t errlen);
 
 #endif

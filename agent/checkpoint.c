@@ -16,9 +16,27 @@
 static const char *const state_names[] = { "pending", "running", "done", "skipped", "dropped" };
 #define NSTATES ((int)(sizeof state_names / sizeof state_names[0]))
 
+static const char *const method_names[] = { "snapshot", "watermark" };
+
 const char *sl_bf_state_name(enum sl_bf_state s)
 {
 	return state_names[s];
+}
+
+const char *sl_bf_method_name(enum sl_bf_method m)
+{
+	return method_names[m];
+}
+
+int sl_ckpt_set_resume(struct sl_ckpt_table *e, const char *key)
+{
+	char *k = NULL;
+
+	if (key && !(k = strdup(key)))
+		return -1;
+	free(e->resume_key);
+	e->resume_key = k;
+	return 0;
 }
 
 void sl_ckpt_free(struct sl_checkpoint *ck)
@@ -27,6 +45,8 @@ void sl_ckpt_free(struct sl_checkpoint *ck)
 		free(ck->tables[i].name);
 		free(ck->tables[i].ns);
 		free(ck->tables[i].table);
+		free(ck->tables[i].resume_key);
+		free(ck->tables[i].pend.key);
 	}
 	free(ck->tables);
 	free(ck->path);
@@ -205,6 +225,20 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 				goto corrupt;
 			v = json_object_get(t, "schema_key");
 			snprintf(e->schema_key, sizeof e->schema_key, "%s", json_is_string(v) ? json_string_value(v) : "");
+			v = json_object_get(t, "method");
+			e->method = SL_BF_SNAPSHOT;
+			if (v && json_is_string(v) && !strcmp(json_string_value(v), method_names[SL_BF_WATERMARK]))
+				e->method = SL_BF_WATERMARK;
+			else if (v && (!json_is_string(v) || strcmp(json_string_value(v), method_names[SL_BF_SNAPSHOT])))
+				goto corrupt;
+			v = json_object_get(t, "resume_key");
+			if (v && !json_is_null(v)) {
+				if (!json_is_string(v))
+					goto corrupt;
+				if (sl_ckpt_set_resume(e, json_string_value(v)) < 0)
+					goto oom;
+			}
+			e->chunks = (uint64_t)json_integer_value(json_object_get(t, "chunks"));
 		}
 	}
 	json_decref(root);
@@ -284,6 +318,11 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 		json_object_set_new(t, "id", json_integer((json_int_t)e->id));
 		json_object_set_new(t, "shape", json_integer((json_int_t)e->shape));
 		json_object_set_new(t, "schema_key", json_string(e->schema_key));
+		json_object_set_new(t, "method", json_string(method_names[e->method]));
+		if (e->resume_key)
+			json_object_set_new(t, "resume_key", json_string(e->resume_key));
+		if (e->chunks)
+			json_object_set_new(t, "chunks", json_integer((json_int_t)e->chunks));
 		json_object_set_new(tabs, e->name, t);
 	}
 	json_object_set_new(root, "tables", tabs);

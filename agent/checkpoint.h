@@ -13,7 +13,17 @@
  *    "last_source_ts_us": ..., "updated_us": ...,
  *    "tables": {"public.t": {"backfill": "done", "snapshot": "0/16B3700",
  *                            "rows": 10, "schema_key": "...", "id": 16385,
- *                            "shape": 0}}}
+ *                            "shape": 0, "method": "snapshot"},
+ *               "public.u": {"backfill": "running", "method": "watermark",
+ *                            "resume_key": "42", "chunks": 3, "rows": 30000,
+ *                            ...}}}
+ *
+ * A running backfill read in chunks keeps, in resume_key, the key of the
+ * last row of the longest run of its chunks from the start whose rows are
+ * durable (a source's key text, see sources/source.h); the next run reads
+ * only the rows after it.  "method" says how the table is (or was last)
+ * read: "snapshot" (in a snapshot taken before streaming) or "watermark"
+ * (in chunks while streaming).
  *
  * Format 1 (sluice 0.1, PostgreSQL only: "durable_lsn", "slot_created",
  * "reset_slot", "snapshot_lsn") still loads, for a postgres source; the next
@@ -32,6 +42,11 @@
  * renamed); its object got a TRUNCATE marker and nothing more is written. */
 enum sl_bf_state { SL_BF_PENDING = 0, SL_BF_RUNNING, SL_BF_DONE, SL_BF_SKIPPED, SL_BF_DROPPED };
 
+/* How a table is backfilled: in a snapshot before streaming (every row at
+ * the snapshot's position), or in chunks while streaming (the watermark
+ * method, each chunk's rows at its high watermark). */
+enum sl_bf_method { SL_BF_SNAPSHOT = 0, SL_BF_WATERMARK };
+
 struct sl_ckpt_table {
 	char *name;               /* "schema.table" (owned): the key in the file and in messages */
 	char *ns, *table;         /* the two parts (owned) */
@@ -39,8 +54,19 @@ struct sl_ckpt_table {
 	struct sl_position snapshot; /* the snapshot of the running or finished backfill */
 	uint64_t id;              /* the source's identity of the table (PostgreSQL OID); 0 unknown */
 	uint64_t shape;           /* sl_table.shape when last backfilled */
-	uint64_t rows;            /* rows written by the finished backfill */
+	uint64_t rows;            /* rows written by the finished backfill (running: durable so far) */
 	char schema_key[17];      /* last schema version written */
+	enum sl_bf_method method; /* how the running or last backfill reads the table */
+	char *resume_key;         /* running: rows up to this key (a source's key text) are durable;
+				   * NULL: none yet (owned) */
+	uint64_t chunks;          /* running: chunks durable so far */
+	/* The writer's, never saved: progress written to the sink but not yet
+	 * flushed; the next flush makes it durable and moves it above. */
+	struct {
+		bool set;
+		char *key;        /* owned */
+		uint64_t rows, chunks;
+	} pend;
 };
 
 struct sl_checkpoint {
@@ -78,5 +104,8 @@ void sl_ckpt_free(struct sl_checkpoint *ck);
 /* Finds or adds the entry for "schema.table" (new entries are PENDING).  NULL when out of memory. */
 struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, const char *name);
 const char *sl_bf_state_name(enum sl_bf_state s);
+const char *sl_bf_method_name(enum sl_bf_method m);
+/* Sets e's durable resume key (copied; NULL clears it).  -1 when out of memory. */
+int sl_ckpt_set_resume(struct sl_ckpt_table *e, const char *key);
 
 #endif

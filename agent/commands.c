@@ -17,6 +17,7 @@
 
 #include "agent/checkpoint.h"
 #include "agent/lock.h"
+#include "agent/rebackfill.h"
 #include "agent/runstate.h"
 #include "agent/stream.h"
 #include "common/buf.h"
@@ -482,8 +483,11 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 		if (table && strcmp(ck.tables[i].name, table) != 0)
 			continue;
 		found++;
-		if (ck.tables[i].state != SL_BF_RUNNING)
+		if (ck.tables[i].state != SL_BF_RUNNING) {
 			ck.tables[i].state = SL_BF_PENDING;
+			/* one table: read while streaming; every table: from a snapshot */
+			ck.tables[i].method = table ? SL_BF_WATERMARK : SL_BF_SNAPSHOT;
+		}
 	}
 	if (table && !found) {
 		struct sl_ckpt_table *e;
@@ -502,6 +506,7 @@ static int request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, 
 			goto out;
 		}
 		e->state = SL_BF_PENDING;
+		e->method = SL_BF_WATERMARK;
 	}
 	if (sl_ckpt_save(&ck, err, errlen) < 0) {
 		rc = SL_EFAIL;
@@ -517,6 +522,29 @@ out:
 	return rc;
 }
 
+/* While an agent runs the stream: a request it takes within a few seconds
+ * (agent/rebackfill.h), or the next run takes if it is stopping. */
+static int request_from_agent(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_source_ops *src,
+			      const char *table, char *err, size_t errlen)
+{
+	struct sl_source_stream sst;
+	long pid = sl_stream_lock_holder(cfg->state_dir, sc->name);
+	int rc;
+
+	sl_stream_source_view(cfg, sc, &sst);
+	if ((rc = check_table_selected(sc, src, &sst, table, err, errlen)) < 0)
+		return rc;
+	if (sl_bf_request_write(cfg->state_dir, sc->name, table, err, errlen) < 0)
+		return SL_EFAIL;
+	if (pid > 0)
+		printf("stream %s: %s requested for backfill from the running agent (pid %ld): it re-reads the table "
+		       "while it streams\n", sc->name, table, pid);
+	else
+		printf("stream %s: %s requested for backfill: the running agent, or the next run, re-reads the table "
+		       "while it streams\n", sc->name, table);
+	return SL_OK;
+}
+
 int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *sc, const char *table,
 			       char *err, size_t errlen)
 {
@@ -526,12 +554,21 @@ int sl_stream_request_backfill(struct sl_config *cfg, struct sl_stream_config *s
 
 	if (!src)
 		return SL_ECONFIG;
-	/* The running agent owns the checkpoint: edit it only while no agent runs the stream. */
+	/* The running agent owns the checkpoint: edit it only while no agent
+	 * runs the stream.  While one does, one table is requested from it. */
 	if ((rc = sl_stream_lock_take(&lk, cfg->state_dir, sc->name, err, errlen)) < 0) {
+		if (rc == SL_ECONFIG && table && src->emit_watermark && src->read_chunk)
+			return request_from_agent(cfg, sc, src, table, err, errlen);
 		if (rc == SL_ECONFIG) {
 			size_t l = strlen(err);
-			snprintf(err + l, errlen - l, "; stop that agent first: sluice backfill changes the stream's "
-				 "checkpoint, which a running agent owns");
+			if (src->emit_watermark && src->read_chunk)
+				snprintf(err + l, errlen - l, "; stop that agent first to backfill every table (a new "
+					 "position for the stream), or name one table with --table: the running agent "
+					 "backfills it while it streams");
+			else
+				snprintf(err + l, errlen - l, "; stop that agent first: a %s source cannot backfill while "
+					 "it streams, and sluice backfill changes the stream's checkpoint, which a running "
+					 "agent owns", src->type);
 		}
 		return rc;
 	}

@@ -41,22 +41,26 @@
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
 	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER, Q_DROP,
+	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START,
 };
 
 struct qev {
 	uint8_t kind;
 	uint8_t op;                /* CHANGE, BF_ROW */
-	uint8_t flag;              /* SCHEMA: changed; BF_START: marker */
+	uint8_t flag;              /* SCHEMA: changed; BF_START, JOB_START: 1 marker, 2 resume */
 	uint8_t pad;
-	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE: checkpoint index */
+	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE, BF_PROGRESS,
+				    * JOB_START: checkpoint index */
 	uint32_t seq;              /* CHANGE */
 	uint32_t pad2;
 	const struct sl_table *table;
 	struct sl_table *retired;  /* SCHEMA */
-	uint64_t u;                /* CHANGE: csn_pos; BEGIN: tx_id; BF_DONE: rows; BARRIER: id */
-	int64_t ts_us;             /* CHANGE, BF_ROW: read time; BEGIN, COMMIT: commit time; BF_START: snapshot time */
-	/* BEGIN, COMMIT, KEEPALIVE, BF_START, DROP: a struct sl_position follows;
-	 * CHANGE, BF_ROW: the values and their bytes */
+	uint64_t u;                /* CHANGE: csn_pos; BEGIN: tx_id; BF_DONE, BF_PROGRESS: rows; BARRIER: id */
+	int64_t ts_us;             /* CHANGE, BF_ROW: read time; BEGIN, COMMIT: commit time; BF_START, BF_AT:
+				    * snapshot time; BF_PROGRESS: chunks */
+	/* BEGIN, COMMIT, KEEPALIVE, BF_START, DROP, BF_AT, JOB_START: a struct
+	 * sl_position follows; CHANGE, BF_ROW: the values and their bytes;
+	 * BF_PROGRESS: a NUL-terminated key text */
 };
 
 _Static_assert(sizeof(struct qev) % 8 == 0, "qev keeps what follows it aligned");
@@ -109,6 +113,9 @@ struct sl_pipe {
 	int64_t w_bf_ts;
 	uint64_t w_bf_csn;
 	uint64_t w_bf_rows;                 /* rows of the table being backfilled so far */
+	bool w_bf_hold;                     /* backfill rows since the last progress: flush only at the
+					     * next progress (or when the table is done), so that what is
+					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
 	char w_err[SL_ERRLEN * 2];
 	/* the writer's map from table versions to their metrics (pc.ops): a
@@ -188,6 +195,7 @@ static int do_flush(struct sl_pipe *p)
 	int rc;
 	int64_t dur_us;
 	bool advanced = false;
+	bool promoted = false;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
@@ -199,6 +207,19 @@ static int do_flush(struct sl_pipe *p)
 		return SL_OK;  /* stopping: a new run may own the checkpoint already */
 	atomic_fetch_add(&p->n_flushes, 1);
 	sl_debug("stream \"%s\": flushed in %" PRId64 " ms", p->pc.stream, dur_us / 1000);
+	/* Backfill progress written before this flush is durable now. */
+	for (int i = 0; i < ck->ntables; i++) {
+		struct sl_ckpt_table *e = &ck->tables[i];
+		if (!e->pend.set)
+			continue;
+		free(e->resume_key);
+		e->resume_key = e->pend.key;
+		e->pend.key = NULL;
+		e->rows = e->pend.rows;
+		e->chunks = e->pend.chunks;
+		e->pend.set = false;
+		promoted = true;
+	}
 	if (rc == 1 && (!ck->has_position || pos_cmp(p, &d, &ck->durable) > 0)) {
 		ck->durable = d;
 		if (p->w_mark_ts)
@@ -207,6 +228,8 @@ static int do_flush(struct sl_pipe *p)
 			return SL_EFAIL;
 		publish_durable(p, &d);
 		advanced = true;
+	} else if (promoted && save_ckpt(p) < 0) {
+		return SL_EFAIL;
 	}
 	if (p->pc.ops) {
 		sl_ops_flushed(p->pc.ops, dur_us, advanced, advanced ? ck->last_source_ts_us : 0);
@@ -238,7 +261,7 @@ static bool idle_advance_due(struct sl_pipe *p, int64_t now)
 {
 	const struct sl_checkpoint *ck = p->pc.ck;
 
-	return !p->w_in_tx && p->w_has_mark && !p->pc.sink->pending(p->pc.sinkctx) &&
+	return !p->w_in_tx && !p->w_bf_hold && p->w_has_mark && !p->pc.sink->pending(p->pc.sinkctx) &&
 	       (!ck->has_position || pos_cmp(p, &p->w_mark, &ck->durable) > 0) &&
 	       now - p->w_last_ckpt_ms >= p->interval_ms;
 }
@@ -359,6 +382,30 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_BF_START: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+		bool marker = ev->flag & 1, resume = (ev->flag & 2) && e->state == SL_BF_RUNNING && e->resume_key;
+		if (resume) {
+			/* The rows up to the resume key are durable (with the
+			 * marker, if any): read the rest in this snapshot. */
+			sl_info("stream \"%s\": resuming the interrupted backfill of %s after %" PRIu64 " rows "
+				"(%" PRIu64 " chunks)", p->pc.stream, e->name, e->rows, e->chunks);
+			e->method = SL_BF_SNAPSHOT;
+			e->snapshot = *pos;
+			free(e->pend.key);
+			memset(&e->pend, 0, sizeof e->pend);
+			if ((rc = save_ckpt(p)) < 0)
+				return rc;
+			p->w_bf_pos = *pos;
+			p->w_bf_ts = ev->ts_us;
+			p->w_bf_csn = p->pc.desc->pos_csn(pos);
+			p->w_bf_rows = e->rows;
+			p->w_bf_hold = true;
+			if ((m = ops_table(p, ev->table)) != NULL) {
+				atomic_store(&m->est_rows, ev->table->est_rows);
+				atomic_store(&m->bf_started_us, sl_now_us());
+				atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+			}
+			return SL_OK;
+		}
 		if (e->state == SL_BF_RUNNING) {
 			/* An interrupted run: remove its output before redoing the table. */
 			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
@@ -372,21 +419,26 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 				return sink_status(rc);
 		}
 		e->state = SL_BF_RUNNING;
+		e->method = SL_BF_SNAPSHOT;
 		e->snapshot = *pos;
-		e->rows = 0;
+		e->rows = e->chunks = 0;
+		sl_ckpt_set_resume(e, NULL);
+		free(e->pend.key);
+		memset(&e->pend, 0, sizeof e->pend);
 		if ((rc = save_ckpt(p)) < 0)
 			return rc;
 		p->w_bf_pos = *pos;
 		p->w_bf_ts = ev->ts_us;
 		p->w_bf_csn = p->pc.desc->pos_csn(pos);
 		p->w_bf_rows = 0;
+		p->w_bf_hold = true;
 		if ((m = ops_table(p, ev->table)) != NULL) {
 			atomic_store(&m->bf_run_rows, 0);
 			atomic_store(&m->est_rows, ev->table->est_rows);
 			atomic_store(&m->bf_started_us, sl_now_us());
 			atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
 		}
-		if (!ev->flag)
+		if (!marker)
 			return SL_OK;
 		/* The marker that starts a re-backfill: a TRUNCATE at CSN
 		 * (P - 1, 0), after every change the snapshot at P holds and before
@@ -424,16 +476,102 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		return SL_OK;
 	case Q_BF_DONE: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		p->w_bf_hold = false;
 		if ((rc = do_flush(p)) < 0)
 			return rc;
 		e->state = SL_BF_DONE;
 		e->rows = ev->u;
+		sl_ckpt_set_resume(e, NULL);
+		free(e->pend.key);
+		memset(&e->pend, 0, sizeof e->pend);
 		snprintf(e->schema_key, sizeof e->schema_key, "%s", ev->table->schema_key);
 		if ((rc = save_ckpt(p)) == SL_OK && (m = ops_table(p, ev->table)) != NULL) {
 			atomic_store(&m->bf_done_us, sl_now_us());
 			atomic_store(&m->bf_state, SL_OPS_BF_DONE);
 		}
 		return rc;
+	}
+	case Q_BF_AT:
+		/* The rows that follow are a chunk's, at its high watermark. */
+		memcpy(&p->w_bf_pos, ev + 1, sizeof p->w_bf_pos);
+		p->w_bf_ts = ev->ts_us;
+		p->w_bf_csn = p->pc.desc->pos_csn(&p->w_bf_pos);
+		p->w_bf_hold = true;
+		return SL_OK;
+	case Q_BF_PROGRESS: {
+		/* Durable with the next flush; flushed now when one is due, so
+		 * that a long backfill is checkpointed as it goes. */
+		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		char *key = strdup((const char *)(ev + 1));
+		if (!key) {
+			snprintf(p->w_err, sizeof p->w_err, "out of memory");
+			return SL_EFAIL;
+		}
+		free(e->pend.key);
+		e->pend.key = key;
+		e->pend.rows = ev->u;
+		e->pend.chunks = (uint64_t)ev->ts_us;
+		e->pend.set = true;
+		if (e->method == SL_BF_WATERMARK)
+			p->w_bf_hold = false;  /* a chunk's rows are written: changes follow */
+		if (!p->w_in_tx && p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
+			return do_flush(p);
+		return SL_OK;
+	}
+	case Q_JOB_START: {
+		/* A backfill in chunks while streaming starts, or resumes after
+		 * its resume key (flag 2); with a marker (flag 1) first. */
+		struct sl_ckpt_table *e = &ck->tables[ev->n];
+		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+		bool marker = ev->flag & 1, resume = ev->flag & 2;
+		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key) {
+			/* A snapshot backfill interrupted before any of it was
+			 * durable: remove what it wrote, as a redo would. */
+			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
+			sl_csn_format(first, old - 1, 0);
+			sl_csn_format(last, old, 0);
+			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
+							       sizeof p->w_err)) < 0)
+				return sink_status(rc);
+		}
+		e->state = SL_BF_RUNNING;
+		e->method = SL_BF_WATERMARK;
+		if ((m = ops_table(p, ev->table)) != NULL) {
+			if (!resume)
+				atomic_store(&m->bf_run_rows, 0);
+			atomic_store(&m->est_rows, ev->table->est_rows);
+			atomic_store(&m->bf_started_us, sl_now_us());
+			atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+		}
+		e->snapshot = *pos;
+		free(e->pend.key);
+		memset(&e->pend, 0, sizeof e->pend);
+		if (!resume) {
+			e->rows = e->chunks = 0;
+			sl_ckpt_set_resume(e, NULL);
+		}
+		if (marker) {
+			/* The re-backfill marker, at the stream's position: after
+			 * every change already written, before every change and
+			 * chunk to come. */
+			memset(&c, 0, sizeof c);
+			c.table = ev->table;
+			c.op = SL_OP_TRUNCATE;
+			c.read_method = p->pc.desc->read_method_backfill;
+			c.pos = pos;
+			sl_change_set_csn(&c, p->pc.desc->pos_csn(pos), 0);
+			c.source_ts_us = ev->ts_us;
+			c.read_ts_us = sl_now_us();
+			sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
+			if ((rc = write_change(p, &c)) < 0)
+				return rc;
+		}
+		/* Durable before the job counts as started: a request is
+		 * forgotten only then, and a resumed job never lacks its marker. */
+		if ((rc = do_flush(p)) < 0)
+			return rc;
+		return save_ckpt(p);
 	}
 	case Q_DROP: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
@@ -482,7 +620,8 @@ static void *writer_main(void *arg)
 			if (sl_queue_closed(p->q))
 				break;
 			/* Idle: a file that reached its age, or an idle stream's keepalive. */
-			if (!p->w_in_tx && (p->pc.sink->flush_due(p->pc.sinkctx, now) || idle_advance_due(p, now)) &&
+			if (!p->w_in_tx && !p->w_bf_hold &&
+			    (p->pc.sink->flush_due(p->pc.sinkctx, now) || idle_advance_due(p, now)) &&
 			    (rc = do_flush(p)) < 0) {
 				writer_fail(p, rc);
 				break;
@@ -728,7 +867,7 @@ int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, st
 }
 
 int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
-			   const struct sl_snapshot_info *info, bool marker)
+			   const struct sl_snapshot_info *info, bool marker, bool resume)
 {
 	size_t n = sizeof(struct qev) + sizeof info->pos;
 	struct qev *ev = reserve(p, n);
@@ -737,7 +876,7 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 		return failed_rc(p);
 	ev->kind = Q_BF_START;
 	ev->n = idx;
-	ev->flag = marker;
+	ev->flag = (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0));
 	ev->table = t;
 	ev->ts_us = info->ts_us;
 	memcpy(ev + 1, &info->pos, sizeof info->pos);
@@ -763,6 +902,59 @@ int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, co
 int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals)
 {
 	return push_row(p, Q_BF_ROW, t, SL_OP_INSERT, vals, 0, 0);
+}
+
+int sl_pipe_backfill_at(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us)
+{
+	return push_pos(p, Q_BF_AT, pos, ts_us, 0);
+}
+
+int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint64_t rows, uint64_t chunks)
+{
+	size_t klen = strlen(key) + 1, n = sizeof(struct qev) + ((klen + 7) & ~(size_t)7);
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_BF_PROGRESS;
+	ev->n = idx;
+	ev->u = rows;
+	ev->ts_us = (int64_t)chunks;
+	memcpy(ev + 1, key, klen);
+	push_done(p, n, true);
+	return SL_OK;
+}
+
+int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		      int64_t ts_us, bool marker, bool resume)
+{
+	size_t n = sizeof(struct qev) + sizeof *pos;
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_JOB_START;
+	ev->n = idx;
+	ev->flag = (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0));
+	ev->table = t;
+	ev->ts_us = ts_us;
+	memcpy(ev + 1, pos, sizeof *pos);
+	push_done(p, n, true);
+	return SL_OK;
+}
+
+bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out)
+{
+	if (p->r_has_pushed) {
+		*out = p->r_pushed;
+		return true;
+	}
+	return sl_pipe_durable(p, out, NULL);
+}
+
+bool sl_pipe_in_tx(const struct sl_pipe *p)
+{
+	return p->r_in_tx;
 }
 
 int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows)
@@ -858,7 +1050,10 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 				rc = reader_ack(p, true);
 			goto out;
 		}
-		if (o->until_caught_up && !p->r_in_tx && seen && pos_cmp(p, &last, &o->target) >= 0) {
+		if (!p->r_in_tx && o->hooks && o->hooks->idle && (rc = o->hooks->idle(o->hooks->payload)) < 0)
+			goto out;
+		if (o->until_caught_up && !p->r_in_tx && seen && pos_cmp(p, &last, &o->target) >= 0 &&
+		    !(o->hooks && o->hooks->busy && o->hooks->busy(o->hooks->payload))) {
 			struct sl_position d;
 			char text[2 * SL_POS_TEXT_MAX];
 			if ((rc = sl_pipe_sync(p)) < 0 || (rc = reader_ack(p, true)) < 0)
@@ -881,6 +1076,8 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 		if (timeout > (o->until_caught_up ? 500 : WAIT_SLICE_MS))
 			timeout = o->until_caught_up ? 500 : WAIT_SLICE_MS;
 		if ((rc = src->next(srcctx, timeout, &ev, err, errlen)) < 0)
+			goto out;
+		if (o->hooks && o->hooks->event && (rc = o->hooks->event(o->hooks->payload, &ev)) < 0)
 			goto out;
 		switch (ev.kind) {
 		case SL_EV_TIMEOUT:
@@ -916,6 +1113,16 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			}
 			if (rc == SL_OK && ev.reply_requested)
 				rc = reader_ack(p, true);
+			break;
+		case SL_EV_WATERMARK:
+			/* Between transactions: its position, like a keepalive's, is
+			 * one where nothing before it is still to come. */
+			if (!p->r_in_tx) {
+				rc = sl_pipe_keepalive(p, &ev.pos);
+				if (!seen || pos_cmp(p, &ev.pos, &last) > 0)
+					last = ev.pos;
+				seen = true;
+			}
 			break;
 		case SL_EV_END:
 			snprintf(err, errlen, "stream \"%s\": the server ended the replication stream", p->pc.stream);

@@ -101,14 +101,39 @@ int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, st
 /* Backfill of checkpoint table entry idx from a snapshot at info: the
  * writer discards an interrupted earlier run of that table (state running)
  * from the sink, marks it running at this snapshot and saves the checkpoint.
- * With marker, a TRUNCATE record at CSN (pos_csn - 1, 0) comes first. */
+ * With marker, a TRUNCATE record at CSN (pos_csn - 1, 0) comes first.  With
+ * resume, an interrupted run whose rows up to its resume key are durable is
+ * kept instead (no discard, no marker): the rows pushed next are the rest
+ * of the table, after that key, and the entry keeps its counts. */
 int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
-			   const struct sl_snapshot_info *info, bool marker);
+			   const struct sl_snapshot_info *info, bool marker, bool resume);
 /* One snapshot row of t (values copied). */
 int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals);
 /* The table is complete: the writer flushes, marks it done with rows and
  * saves the checkpoint. */
 int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows);
+
+/* The backfill rows pushed next (sl_pipe_backfill_row) are a chunk's, at
+ * pos (CSN (pos_csn(pos), 0)) with source time ts_us. */
+int sl_pipe_backfill_at(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us);
+/* Progress of the backfill of checkpoint table entry idx: every row with a
+ * key up to key (a source's key text) was pushed, rows rows and chunks
+ * chunks in all.  The writer checkpoints it with the flush that makes those
+ * rows durable (and flushes at once when the sink says a flush is due). */
+int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint64_t rows, uint64_t chunks);
+/* A backfill in chunks while streaming (the watermark method) of checkpoint
+ * table entry idx starts at the stream's position pos (source time ts_us):
+ * the writer marks it running (keeping its resume key with resume),
+ * writes a re-backfill marker at CSN (pos_csn(pos), 0) with marker, then
+ * flushes and saves the checkpoint.  An interrupted snapshot backfill of the
+ * table with nothing durable is discarded from the sink first. */
+int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		      int64_t ts_us, bool marker, bool resume);
+/* The reader's position: the last transaction end or keepalive pushed, or
+ * else the durable position; false when there is neither. */
+bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out);
+/* True while the reader is inside a transaction. */
+bool sl_pipe_in_tx(const struct sl_pipe *p);
 
 /* Checkpoint table entry idx names a table the source no longer has (dropped,
  * or renamed): the writer writes a TRUNCATE marker for t (a version of it
@@ -129,9 +154,22 @@ bool sl_pipe_durable(struct sl_pipe *p, struct sl_position *out, uint64_t *seq);
  * acknowledging durable positions, until drained (first signal), caught up
  * (with until_caught_up: everything up to target is durable and
  * acknowledged), cancelled or failed.  The source must be started. */
+struct sl_pipe_hooks {
+	void *payload;
+	/* Every event next() returns, before the pipeline handles it (it may
+	 * push events of its own first: a chunk's rows at its high watermark). */
+	int (*event)(void *payload, const struct sl_event *ev);
+	/* Between transactions, before each next(): it may push events and use
+	 * the source (read a chunk).  SL_ERESTART restarts the stream. */
+	int (*idle)(void *payload);
+	/* True while work remains that until_caught_up must wait for. */
+	bool (*busy)(void *payload);
+};
+
 struct sl_pipe_stream_opts {
 	bool until_caught_up;
 	struct sl_position target;              /* with until_caught_up */
+	const struct sl_pipe_hooks *hooks;      /* may be NULL */
 };
 int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
 		   const struct sl_pipe_stream_opts *o);

@@ -21,10 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/backfill.h"
 #include "agent/checkpoint.h"
 #include "agent/pipeline.h"
+#include "agent/rebackfill.h"
 #include "agent/runstate.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -53,6 +55,7 @@ struct stream {
 	struct sl_checkpoint ck;
 	char **known;            /* sst.known_tables: the names ck follows (pointers into ck) */
 	struct sl_pipe *pipe;
+	struct sl_rebackfill *rb;       /* backfill while streaming, when the source can */
 	bool abandoned;          /* the writer is stuck in the sink: leave sink and checkpoint alone */
 	char *err;
 	size_t errlen;
@@ -80,6 +83,8 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
 	out->slot = sc->slot;
 	out->publication = sc->publication;
+	out->backfill_connections = sc->source->backfill_connections;
+	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
 	out->heartbeats = sc->heartbeat_interval > 0;
 }
 
@@ -177,11 +182,14 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 	*ndrops = 0;
 	for (int i = 0; i < s->ntables; i++) {
 		const struct sl_table *t = s->tables[i];
+		int before = s->ck.ntables;
 		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, t->ns, t->name);
+		enum sl_bf_state was;
 		if (!e) {
 			snprintf(s->err, s->errlen, "out of memory");
 			return SL_EFAIL;
 		}
+		was = s->ck.ntables > before ? SL_BF_DONE : e->state;   /* a new entry: made pending here */
 		if (e->id && e->id != t->relid && e->state != SL_BF_PENDING) {
 			sl_info("stream \"%s\": table %s is not the table it was (dropped and created again, or another "
 				"table renamed to its name): it is backfilled as new", s->sc->name, e->name);
@@ -197,6 +205,8 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 		e->shape = t->shape;
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
+		if (e->state == SL_BF_PENDING && was != SL_BF_PENDING && s->ck.has_position)
+			e->method = SL_BF_WATERMARK;   /* the stream runs: read it while streaming */
 	}
 	for (int i = 0; i < s->ck.ntables; i++) {
 		struct sl_ckpt_table *e = &s->ck.tables[i];
@@ -257,6 +267,8 @@ static void restart_history(struct stream *s, const struct sl_snapshot_info *inf
 		struct sl_ckpt_table *e = &s->ck.tables[i];
 		if (e->state == SL_BF_DONE)
 			e->state = SL_BF_PENDING;
+		sl_ckpt_set_resume(e, NULL);  /* rows of the old history: the table is read anew */
+		e->method = SL_BF_SNAPSHOT;   /* in the new position's snapshot */
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
 	}
@@ -325,6 +337,8 @@ static void stream_free(struct stream *s)
 		sl_pipe_stop(s->pipe, false, &s->abandoned);
 		s->pipe = NULL;
 	}
+	sl_rebackfill_free(s->rb);
+	s->rb = NULL;
 	if (s->abandoned)
 		return;  /* the writer still runs in the sink: the process ends soon */
 	if (s->sinkctx)
@@ -341,6 +355,102 @@ static void stream_free(struct stream *s)
 	sl_ckpt_free(&s->ck);
 }
 
+/*
+ * The backfill requests `sluice backfill --table` left for the stream
+ * (agent/rebackfill.h): each named table that the stream selects and that
+ * is not being backfilled is marked pending.  *paths receives the request
+ * files, to be removed once the checkpoint that holds them is saved.
+ */
+static int take_requests(struct stream *s, char ***paths, int *npaths)
+{
+	char **tables;
+
+	if (sl_bf_request_list(s->cfg->state_dir, s->sc->name, paths, &tables, npaths, s->err, s->errlen) < 0)
+		return SL_EFAIL;
+	for (int i = 0; i < *npaths; i++) {
+		struct sl_ckpt_table *e = NULL;
+		for (int k = 0; k < s->ck.ntables && !e; k++)
+			if (!strcmp(s->ck.tables[k].name, tables[i]))
+				e = &s->ck.tables[k];
+		if (!e || e->state == SL_BF_DROPPED) {
+			sl_warn("stream \"%s\": backfill request \"%s\" names %s, which the stream does not select; it is "
+				"removed", s->sc->name, (*paths)[i], tables[i]);
+			continue;
+		}
+		sl_info("stream \"%s\": backfill of %s requested (%s)", s->sc->name, tables[i], (*paths)[i]);
+		if (e->state != SL_BF_RUNNING) {
+			e->state = SL_BF_PENDING;
+			e->method = SL_BF_WATERMARK;
+		}
+	}
+	for (int i = 0; i < *npaths; i++)
+		free(tables[i]);
+	free(tables);
+	return SL_OK;
+}
+
+static void remove_requests(struct stream *s, char **paths, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (unlink(paths[i]) < 0 && errno != ENOENT)
+			sl_warn("stream \"%s\": could not remove the backfill request \"%s\": %s", s->sc->name, paths[i],
+				sl_strerror(errno));
+}
+
+/*
+ * Splits the backfill plan: the tables read while streaming (the watermark
+ * method: the stream already has its position, the source can, the table
+ * has a key, and its entry says so: a table added to a running stream, or
+ * one re-backfilled alone) go to wm, the others (a stream's initial
+ * backfill, all tables after a new position) stay in bf, to be read from a
+ * snapshot before streaming.
+ */
+static void split_plan(const struct stream *s, struct sl_backfill_plan *bf, struct sl_backfill_plan *wm,
+		       bool created)
+{
+	int keep = 0;
+
+	for (int i = 0; i < bf->n; i++) {
+		struct sl_backfill_item *it = &bf->items[i];
+		if (!created && sl_rebackfill_can(s->src, it->table) && it->method == SL_BF_WATERMARK)
+			wm->items[wm->n++] = *it;
+		else
+			bf->items[keep++] = *it;
+	}
+	bf->n = keep;
+}
+
+/* Starts backfill while streaming: the jobs of wm, and requests to come. */
+static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
+{
+	struct sl_rebackfill_config rc;
+	int r;
+
+	if (!s->src->emit_watermark || !s->src->read_chunk)
+		return SL_OK;
+	memset(&rc, 0, sizeof rc);
+	rc.stream = s->sc->name;
+	rc.state_dir = s->cfg->state_dir;
+	rc.src = s->src;
+	rc.srcctx = s->srcctx;
+	rc.pipe = s->pipe;
+	rc.ck = &s->ck;
+	rc.tables = s->tables;
+	rc.ntables = s->ntables;
+	rc.chunk_rows = (uint64_t)s->sst.backfill_chunk_rows;
+	rc.err = s->err;
+	rc.errlen = s->errlen;
+	if ((r = sl_rebackfill_new(&s->rb, &rc)) < 0)
+		return r;
+	for (int i = 0; i < wm->n; i++) {
+		const struct sl_backfill_item *it = &wm->items[i];
+		bool resume = it->running && it->method == SL_BF_WATERMARK;
+		if ((r = sl_rebackfill_add(s->rb, it->idx, it->table, resume, it->after, it->rows0, it->chunks0)) < 0)
+			return r;
+	}
+	return SL_OK;
+}
+
 int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_run_opts *o,
 		  char *err, size_t errlen)
 {
@@ -348,7 +458,10 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	struct sl_source_resume resume;
 	struct sl_source_plan plan;
 	struct sl_snapshot_info info;
-	struct sl_backfill_plan bf = { 0 };
+	struct sl_backfill_plan bf = { 0 }, wm = { 0 };
+	struct sl_pipe_hooks hooks;
+	char **requests = NULL;
+	int nrequests = 0;
 	struct sl_pipe_config pc;
 	struct sl_pipe_stream_opts so;
 	struct sl_position from;
@@ -411,6 +524,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 	if ((rc = register_tables(&s, &drops, &ndrops)) < 0)
 		goto out;
+	if ((rc = take_requests(&s, &requests, &nrequests)) < 0)
+		goto out;
 	memset(&resume, 0, sizeof resume);
 	resume.has_position = s.ck.exists && s.ck.has_position;
 	resume.reset = s.ck.reset;
@@ -442,11 +557,14 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	}
 	if ((rc = save_ckpt(&s)) < 0)
 		goto out;
-	if (sl_backfill_plan(&bf, &s.ck, s.tables, s.ntables, sc->name) < 0) {
+	remove_requests(&s, requests, nrequests);  /* the checkpoint holds them now */
+	if (sl_backfill_plan(&bf, &s.ck, s.tables, s.ntables, sc->name) < 0 ||
+	    (bf.n > 0 && !(wm.items = calloc((size_t)bf.n, sizeof *wm.items)))) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
 		goto out;
 	}
+	split_plan(&s, &bf, &wm, created);
 
 	memset(&pc, 0, sizeof pc);
 	pc.stream = sc->name;
@@ -471,18 +589,23 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 			rc = stopped_by_signal(&s, rc, "taking a snapshot for backfill");
 			goto out;
 		}
-		rc = sl_backfill_run(&bf, s.src, s.srcctx, snap, &info, had_checkpoint || !created, s.pipe, &s.ck,
-				     sc->name, &sl_signal_count, &interrupted, err, errlen);
+		rc = sl_backfill_run(&bf, s.src, s.srcctx, snap, &info, had_checkpoint || !created,
+				     (uint64_t)s.sst.backfill_chunk_rows, s.pipe, &s.ck, sc->name, &sl_signal_count,
+				     &interrupted, err, errlen);
 		if (rc == SL_OK)
 			rc = sl_pipe_sync(s.pipe);
 		s.src->snapshot_close(s.srcctx, snap);
 		snap = NULL;
 		if (rc < 0) {
 			if (interrupted && !cancelled()) {
-				/* Keep the tables read completely; the interrupted one
-				 * stays running and is redone (its output discarded). */
+				/* Keep the tables read completely (each was flushed
+				 * and checkpointed when done) and the chunks of the
+				 * interrupted one up to its resume key; drop what
+				 * is not durable, so that the next run, which
+				 * resumes after that key (or redoes a table without
+				 * one), writes no row twice. */
 				bool abandoned;
-				rc = sl_pipe_stop(s.pipe, true, &abandoned);
+				rc = sl_pipe_stop(s.pipe, false, &abandoned);
 				s.pipe = NULL;
 				s.abandoned = abandoned;
 				if (rc == SL_OK)
@@ -507,8 +630,14 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		rc = SL_EFAIL;
 		goto out;
 	}
+	if ((rc = start_rebackfill(&s, &wm)) < 0)
+		goto out;
 	if ((rc = s.src->start(s.srcctx, &from, err, errlen)) < 0)
 		goto out;
+	if (s.rb) {
+		sl_rebackfill_hooks(s.rb, &hooks);
+		so.hooks = &hooks;
+	}
 	if (o->ops)
 		sl_ops_set_state(o->ops, SL_OPS_STREAMING);
 	pos_text(&s, &from, text, sizeof text);
@@ -544,6 +673,10 @@ out:
 		sl_ops_source_run_end(o->ops);
 	free(drops);
 	sl_backfill_plan_free(&bf);
+	sl_backfill_plan_free(&wm);
+	for (int i = 0; i < nrequests; i++)
+		free(requests[i]);
+	free(requests);
 	stream_free(&s);
 	return rc;
 }

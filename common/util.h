@@ -88,5 +88,6 @@ enum sl_status {
 	SL_ERESTART = -6,  /* not a failure: the stream's tables changed (a table created,
 			    * dropped, re-created, renamed, a partition attached); the
 			    * stream restarts at once from its checkpoint to take them in */
+	SL_EAGAIN = -7,    /* not a failure: nothing was done, try again in a moment */
 };
 #endif

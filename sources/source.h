@@ -23,6 +23,14 @@
  *                                                          position)
  *   snapshot_read      COPY (SELECT ...) TO STDOUT in the  SELECT in the snapshot's
  *                      imported snapshot                   transaction
+ *   snapshot_read_     key-range (ctid-range without a     key ranges over several
+ *   chunked            key) COPYs over several connections connections in the snapshot
+ *                      that imported the snapshot
+ *   emit_watermark     pg_logical_emit_message(false, ...) a row written into a small watermark
+ *                      (nothing to create)                 table (`sluice check` verifies it)
+ *   read_chunk         SELECT ... WHERE key > $after ORDER SELECT ... WHERE key > ? ORDER BY
+ *                      BY key LIMIT n in a REPEATABLE READ key LIMIT n in a consistent
+ *                      transaction of its own              snapshot of its own
  *   start              START_REPLICATION from the          COM_BINLOG_DUMP(_GTID) from the
  *                      durable LSN                         durable file/offset or GTID set
  *   next               XLogData / keepalive messages,      row events, XID, ROTATE, heartbeat
@@ -40,6 +48,12 @@
  * the source kind's struct sl_source_desc compares them, derives the CSN and
  * encodes them for the checkpoint.  PostgreSQL positions are LSNs; binlog
  * positions are (file sequence number, offset) with the GTID as text.
+ *
+ * The last three are optional (NULL when a source lacks them): without
+ * snapshot_read_chunked a table is read with snapshot_read in one piece,
+ * and without emit_watermark and read_chunk a table is backfilled again only
+ * from a fresh snapshot before streaming (snapshot(!create)), never while
+ * the stream runs (see "backfill in chunks" below).
  *
  * Threads: a source context is used by one thread at a time (the stream's
  * reading thread).  check and probe open their own connections.
@@ -77,6 +91,8 @@ struct sl_source_config {
 				  * 0: the source's own rule (postgres: 2 x wal_sender_timeout, at least 30 s) */
 	uint32_t server_id;      /* mysql */
 	char *ssl_mode;          /* mysql */
+	int backfill_connections;   /* connections a backfill snapshot is read over, default 2 */
+	int backfill_chunk_rows;    /* rows per backfill chunk, default 10000 */
 };
 
 /* A wait on the server that may last long and that sluice cannot shorten
@@ -128,6 +144,8 @@ struct sl_source_stream {
 					       * start); NULL in check and probe */
 	char *const *known_tables;     /* "schema.table" of every table the stream's checkpoint
 					* has followed, NULL-terminated; NULL when none (check) */
+	int backfill_connections;      /* connections a snapshot reads over (0: 1) */
+	int backfill_chunk_rows;       /* rows per chunk (0: the source's default) */
 	bool heartbeats;               /* heartbeats are configured: check says whether the
 					* source permits them */
 	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
@@ -174,6 +192,11 @@ enum sl_event_kind {
 	SL_EV_KEEPALIVE,     /* pos: nothing before it is still to come; reply_requested; a heartbeat
 			      * of the stream's own (heartbeat) has ts_us, when it was written */
 	SL_EV_END,           /* the server ended the stream */
+	SL_EV_WATERMARK,     /* a watermark written by emit_watermark (any stream's, any run's):
+			      * watermark (its text) and pos (where the log has it).  Always
+			      * between transactions: every transaction committed before it in
+			      * the log was returned before it, none after; pos, like a
+			      * keepalive's, may be acknowledged once what came before is durable */
 };
 
 struct sl_event {
@@ -183,6 +206,7 @@ struct sl_event {
 					* written; Unix microseconds */
 	uint64_t tx_id;                /* BEGIN */
 	bool reply_requested;          /* KEEPALIVE: the server wants an ack() soon */
+	const char *watermark;         /* WATERMARK: its text (NUL-terminated, valid until the next call) */
 	bool heartbeat;                /* KEEPALIVE: one of the stream's heartbeats came back */
 	/* SCHEMA: the new version.  When changed, retired is the version it
 	 * replaces: ownership passes to the caller, who frees it with
@@ -194,6 +218,47 @@ struct sl_event {
 	 * are set; pos, read_method, read_ts_us and uuid are the caller's.  The
 	 * values are valid until the next call. */
 	struct sl_change change;
+};
+
+/* ---- backfill in chunks ----
+ *
+ * Keys: a chunk reader orders a table by its primary key and hands the
+ * agent the key of a row as a text of its own making (a "key text": the
+ * source alone reads it back; the agent stores it in the checkpoint to
+ * resume after it, and never looks inside).  Key texts are valid UTF-8
+ * without NUL bytes.
+ */
+
+/* How snapshot_read_chunked reads a table in the snapshot. */
+struct sl_chunked_read {
+	const char *after;             /* a key text: read only the rows with a key after it;
+					* NULL: every row */
+	uint64_t chunk_rows;           /* about this many rows per chunk */
+	/* Called at the end of each chunk, in key order: every row with a key
+	 * up to upto (a key text, inclusive) was passed to fn and none after
+	 * it, rows rows in all so far.  Never called for a table without a key
+	 * (such a table is read in ranges of pages, which do not resume).
+	 * Returns 0, or -1 to stop the read (its own error). */
+	int (*progress)(void *payload, const char *upto, uint64_t rows);
+};
+
+/* What read_chunk tells of the transactions its snapshot holds.  A chunk's
+ * rows must include every transaction that next() has already returned:
+ * otherwise a change the stream wrote before the chunk opened would be
+ * undone by the chunk's older row.  seen() says whether next() returned
+ * the transaction tx_id; a source whose snapshot misses one of those (it
+ * committed in the log but was not yet visible: PostgreSQL writes a commit
+ * record before it makes the transaction visible) reads nothing and returns
+ * SL_EAGAIN, and the agent tries again a moment later. */
+struct sl_chunk_check {
+	void *payload;
+	bool (*seen)(void *payload, uint64_t tx_id);
+	/* The transactions next() returned last (any order, may be NULL): a
+	 * snapshot also misses one that is newer than every transaction it
+	 * knows (PostgreSQL: at or after its xmax), which seen() cannot be
+	 * asked about. */
+	const uint64_t *recent;
+	size_t nrecent;
 };
 
 /* The stream's position holder as the server sees it, for status and alerts. */
@@ -296,6 +361,29 @@ struct sl_source_ops {
 	int (*snapshot_read)(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
 			     uint64_t *rows, char *err, size_t errlen);
 	void (*snapshot_close)(void *ctx, void *snap);
+	/* Optional.  Reads the rows of t in the snapshot as snapshot_read does,
+	 * in chunks of about o->chunk_rows rows over the snapshot's connections
+	 * (st->backfill_connections), in key order chunk after chunk (rows
+	 * within a chunk in any order), calling o->progress at the end of each
+	 * chunk.  A table without a key is read in ranges of pages, in any
+	 * order, and reports no progress. */
+	int (*snapshot_read_chunked)(void *ctx, void *snap, const struct sl_table *t, const struct sl_chunked_read *o,
+				     sl_row_fn fn, void *payload, uint64_t *rows, char *err, size_t errlen);
+
+	/* Backfill while streaming (optional, both or neither).  emit_watermark
+	 * writes text into the log, where next() returns it as SL_EV_WATERMARK
+	 * (with the same text) at its place; *at receives that place when the
+	 * source knows it (else zeroed).  read_chunk reads, in a consistent
+	 * snapshot of its own taken now, at most limit rows of t (a table with a
+	 * key) whose key comes after the key text after (NULL: from the first),
+	 * in key order, calling fn for each; *rows receives the count and *last
+	 * (malloc'd, the caller frees; NULL when no row) the key text of the
+	 * last row.  SL_EAGAIN (nothing read) when the snapshot misses a
+	 * transaction chk->seen() reports (see struct sl_chunk_check). */
+	int (*emit_watermark)(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen);
+	int (*read_chunk)(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
+			  const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows,
+			  char **last, char *err, size_t errlen);
 
 	/* Starts streaming from position from (everything before it is durable). */
 	int (*start)(void *ctx, const struct sl_position *from, char *err, size_t errlen);

@@ -143,6 +143,42 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 			   const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out,
 			   char *err, size_t errlen);
 
+/* ---- chunks (pg_chunks.c) ---- */
+
+/* The prefix of the logical decoding messages that carry backfill
+ * watermarks (non-transactional, pg_logical_emit_message). */
+#define SL_PG_WATERMARK_PREFIX "sluice.watermark"
+
+/* A table's primary key columns in the key index's order: indexes into
+ * t->cols. */
+struct sl_pg_keys {
+	uint32_t relid;
+	int n;
+	int *cols;
+};
+/* Reads the primary key's column order of t (a table with a key) from the
+ * catalog on c; the table's own column order when the catalog no longer
+ * agrees with t.  *out is freed with sl_pg_keys_free. */
+int sl_pg_keys_lookup(PGconn *c, const struct sl_table *t, struct sl_pg_keys **out, char *err, size_t errlen);
+void sl_pg_keys_free(struct sl_pg_keys *k);
+/* The key text (sources/source.h) of the row vals (t's columns as text)
+ * into b.  -1 when out of memory or a key column is not text. */
+int sl_pg_key_text(struct sl_buf *b, const struct sl_pg_keys *k, const struct sl_text_value *vals);
+
+/* snapshot_read_chunked over nconns connections that imported the
+ * snapshot (conns[0] also plans). */
+int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *t, const struct sl_chunked_read *o,
+		       sl_row_fn fn, void *payload, struct sl_pg_text_stats *st, uint64_t *rows,
+		       char *err, size_t errlen);
+/* read_chunk on connection c (idle, outside a transaction), with t's key
+ * columns k. */
+int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_keys *k, const char *after,
+		     uint64_t limit, const struct sl_chunk_check *chk, sl_row_fn fn, void *payload,
+		     struct sl_pg_text_stats *st, uint64_t *rows, char **last, char *err, size_t errlen);
+/* pg_logical_emit_message(false, SL_PG_WATERMARK_PREFIX, text) on c;
+ * *lsn receives the message's position. */
+int sl_pg_emit_watermark(PGconn *c, const char *text, uint64_t *lsn, char *err, size_t errlen);
+
 /* The replication stream. */
 struct sl_pg_repl;
 

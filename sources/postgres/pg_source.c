@@ -130,10 +130,16 @@ struct pg_src {
 	int next_change;                /* index into rev.pgo.changes of the next change to hand out */
 	bool truncating;                /* rev holds a TRUNCATE: hand out its tables */
 	int64_t last_catalog_ms;        /* the last catalog check */
+	struct sl_buf wm;               /* the text of the last watermark handed out */
+	/* backfill while streaming */
+	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
+	struct sl_pg_keys **keys;       /* key column orders read so far */
+	int nkeys;
 };
 
 struct pg_snap {
-	PGconn *conn;                   /* the importing transaction */
+	PGconn **conns;                 /* the importing transactions (nconns) */
+	int nconns;
 	struct sl_pg_repl *tmp;         /* the temporary slot's connection, or NULL */
 };
 
@@ -173,6 +179,7 @@ static int pg_open(void **ctx, const struct sl_source_config *cfg, const struct 
 	s->cfg = cfg;
 	s->st = st;
 	s->status_interval_ms = STATUS_INTERVAL_MS;
+	sl_buf_init(&s->wm, 0);
 	s->meta = sl_pg_connect(cfg, false, err, errlen);
 	if (!s->meta) {
 		free(s);
@@ -196,6 +203,7 @@ int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, cons
 	s->tables = tables;
 	s->ntables = ntables;
 	s->status_interval_ms = STATUS_INTERVAL_MS;
+	sl_buf_init(&s->wm, 0);
 	if (!(s->repl = sl_pg_repl_open_replay(path, key_lookup, s, err, errlen))) {
 		free(s);
 		return SL_EFAIL;
@@ -216,6 +224,12 @@ static void pg_close(void *ctx)
 	sl_pg_repl_close(s->repl);
 	if (s->meta)
 		PQfinish(s->meta);
+	if (s->chunkc)
+		PQfinish(s->chunkc);
+	for (int i = 0; i < s->nkeys; i++)
+		sl_pg_keys_free(s->keys[i]);
+	free(s->keys);
+	sl_buf_free(&s->wm);
 	free(s);
 }
 
@@ -401,7 +415,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 	struct sl_pg_slot_wait wait;
 	char name[128], tmpname[64];
 	uint64_t consistent;
-	int rc;
+	int rc, nconns;
 
 	*out = NULL;
 	memset(info, 0, sizeof *info);
@@ -441,19 +455,32 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 	if (rc < 0)
 		goto fail;
 	info->pos = lsn_pos(consistent);
-	/* Import the snapshot at once: it dies at the next command on the
-	 * connection that exported it. */
-	if (!(snap->conn = sl_pg_connect(s->cfg, false, err, errlen))) {
-		rc = sl_pg_err_status();
+	/* Import the snapshot at once, on every connection that reads it: it
+	 * dies at the next command on the connection that exported it. */
+	nconns = s->st->backfill_connections > 0 ? s->st->backfill_connections : 1;
+	if (!(snap->conns = calloc((size_t)nconns, sizeof *snap->conns))) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
 		goto fail;
 	}
-	if ((rc = sl_pg_backfill_begin(snap->conn, name, err, errlen)) < 0)
-		goto fail;
+	for (snap->nconns = 0; snap->nconns < nconns; snap->nconns++) {
+		PGconn *c = sl_pg_connect(s->cfg, false, err, errlen);
+		if (!c) {
+			rc = sl_pg_err_status();
+			goto fail;
+		}
+		snap->conns[snap->nconns] = c;
+		if ((rc = sl_pg_backfill_begin(c, name, err, errlen)) < 0) {
+			snap->nconns++;
+			goto fail;
+		}
+	}
 	*out = snap;
 	return SL_OK;
 fail:
-	if (snap->conn)
-		PQfinish(snap->conn);
+	for (int i = 0; i < snap->nconns; i++)
+		PQfinish(snap->conns[i]);
+	free(snap->conns);
 	sl_pg_repl_close(snap->tmp);
 	free(snap);
 	return rc;
@@ -465,7 +492,16 @@ static int pg_snapshot_read(void *ctx, void *snap, const struct sl_table *t, sl_
 	struct pg_src *s = ctx;
 	struct pg_snap *sn = snap;
 
-	return sl_pg_backfill_table(sn->conn, t, fn, payload, &s->bf_stats, rows, err, errlen);
+	return sl_pg_backfill_table(sn->conns[0], t, fn, payload, &s->bf_stats, rows, err, errlen);
+}
+
+static int pg_snapshot_read_chunked(void *ctx, void *snap, const struct sl_table *t, const struct sl_chunked_read *o,
+				    sl_row_fn fn, void *payload, uint64_t *rows, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	struct pg_snap *sn = snap;
+
+	return sl_pg_read_chunked(sn->conns, sn->nconns, t, o, fn, payload, &s->bf_stats, rows, err, errlen);
 }
 
 static void pg_snapshot_close(void *ctx, void *snap)
@@ -475,12 +511,80 @@ static void pg_snapshot_close(void *ctx, void *snap)
 	(void)ctx;
 	if (!sn)
 		return;
-	if (sn->conn) {
-		sl_pg_backfill_end(sn->conn);
-		PQfinish(sn->conn);
+	for (int i = 0; i < sn->nconns; i++) {
+		/* A connection left in the middle of a COPY (a failed read) is
+		 * closed as it is: its transaction ends with it. */
+		if (PQtransactionStatus(sn->conns[i]) == PQTRANS_INTRANS)
+			sl_pg_backfill_end(sn->conns[i]);
+		PQfinish(sn->conns[i]);
 	}
+	free(sn->conns);
 	sl_pg_repl_close(sn->tmp);
 	free(sn);
+}
+
+/* ---- backfill while streaming ---- */
+
+static int pg_emit_watermark(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	uint64_t lsn;
+	int rc = sl_pg_emit_watermark(s->meta, text, &lsn, err, errlen);
+
+	if (rc == SL_OK)
+		*at = lsn_pos(lsn);
+	return rc;
+}
+
+/* t's key columns in the primary key's order (read once per table). */
+static int table_keys(struct pg_src *s, const struct sl_table *t, const struct sl_pg_keys **out, char *err,
+		      size_t errlen)
+{
+	struct sl_pg_keys *k, **nk;
+	int rc;
+
+	for (int i = 0; i < s->nkeys; i++)
+		if (s->keys[i]->relid == t->relid) {
+			*out = s->keys[i];
+			return SL_OK;
+		}
+	if ((rc = sl_pg_keys_lookup(s->meta, t, &k, err, errlen)) < 0)
+		return rc;
+	if (!(nk = realloc(s->keys, sizeof *nk * (size_t)(s->nkeys + 1)))) {
+		sl_pg_keys_free(k);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	s->keys = nk;
+	s->keys[s->nkeys++] = k;
+	*out = k;
+	return SL_OK;
+}
+
+static int pg_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
+			 const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows,
+			 char **last, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	const struct sl_pg_keys *k;
+	int rc;
+
+	*rows = 0;
+	*last = NULL;
+	if (!sl_table_has_key(t)) {
+		snprintf(err, errlen, "table \"%s\".\"%s\" has no primary key to read it in chunks", t->ns, t->name);
+		return SL_EFAIL;
+	}
+	if ((rc = table_keys(s, t, &k, err, errlen)) < 0)
+		return rc;
+	if (!s->chunkc && !(s->chunkc = sl_pg_connect(s->cfg, false, err, errlen)))
+		return sl_pg_err_status();
+	rc = sl_pg_read_chunk(s->chunkc, t, k, after, limit, chk, fn, payload, &s->bf_stats, rows, last, err, errlen);
+	if (rc < 0 && rc != SL_EAGAIN && rc != SL_EDATA && PQstatus(s->chunkc) != CONNECTION_OK) {
+		PQfinish(s->chunkc);   /* a new one next time */
+		s->chunkc = NULL;
+	}
+	return rc;
 }
 
 static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t errlen)
@@ -684,6 +788,21 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		case SL_PGO_MESSAGE:
 			if (heartbeat_event(s, pe, ev))
 				return SL_OK;
+			/* A backfill watermark (of any stream): a non-transactional
+			 * message, sent as the server decodes it, between
+			 * transactions. */
+			if (!pe->transactional && !strcmp(pe->prefix, SL_PG_WATERMARK_PREFIX)) {
+				sl_buf_reset(&s->wm);
+				sl_buf_append(&s->wm, pe->content, pe->content_len);
+				if (sl_buf_failed(&s->wm)) {
+					snprintf(err, errlen, "out of memory reading a watermark");
+					return SL_EFAIL;
+				}
+				ev->kind = SL_EV_WATERMARK;
+				ev->watermark = s->wm.data ? s->wm.data : "";
+				ev->pos = lsn_pos(pe->message_lsn);
+				return SL_OK;
+			}
 			break;
 		case SL_PGO_NONE:
 			break;
@@ -925,6 +1044,9 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.snapshot = pg_snapshot,
 	.snapshot_read = pg_snapshot_read,
 	.snapshot_close = pg_snapshot_close,
+	.snapshot_read_chunked = pg_snapshot_read_chunked,
+	.emit_watermark = pg_emit_watermark,
+	.read_chunk = pg_read_chunk,
 	.start = pg_start,
 	.next = pg_next,
 	.ack = pg_ack,

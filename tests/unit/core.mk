@@ -14,6 +14,15 @@ tests_unit_test_pipeline_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pipeline_LDADD = $(AGENT_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
 
+# The watermark window of a backfill chunk (agent/backfill_chunk.c).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_backfill_chunk
+TESTS += tests/unit/test_backfill_chunk
+tests_unit_test_backfill_chunk_SOURCES = tests/unit/test_backfill_chunk.c
+tests_unit_test_backfill_chunk_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_backfill_chunk_LDADD = $(AGENT_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif
+
 # PostgreSQL text -> typed values (sources/postgres/pg_text.c).
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_pg_text

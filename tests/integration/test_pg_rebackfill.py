@@ -1,0 +1,390 @@
+"""
+tests/integration/test_pg_rebackfill.py: the chunked backfill.
+
+- `sluice backfill --table` while the agent streams, under a random
+  workload (inserts, updates, deletes, key changes), with kill -9 of the
+  agent in the middle of the re-backfill: the restarted agent resumes after
+  the last durable chunk, and the rebuilt output equals the source;
+- a table added to the stream's `tables` later is backfilled while the
+  stream goes on (the watermark method), under a workload on that table;
+- the initial backfill killed with kill -9 resumes after its last durable
+  chunk instead of starting over: every key once, the rows of the first run
+  exactly those the checkpoint said were durable;
+- `sluice backfill --table` of a running agent is taken within seconds, its
+  request file removed; without --table it is still refused;
+- a table without a key is read in ranges of pages over two connections,
+  and a request to backfill it restarts the stream to read it from a
+  snapshot.
+
+The seed of the workload is printed; rerun with SLUICE_TEST_SEED=<seed>.
+"""
+
+import collections
+import json
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+import unittest
+
+from harness import PgTestCase, csn, records_for, sluice_test_bin, wait_until
+
+
+def backfill_rows(recs):
+    return [r for r in recs if r["read_method"] == "postgresql-backfill"
+            and r["source_metadata"]["change_type"] == "INSERT"]
+
+
+def markers(recs):
+    return [r for r in recs if r["source_metadata"]["change_type"] == "TRUNCATE"]
+
+
+def checkpoint(s):
+    path = os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def ckpt_table(s, name):
+    ck = checkpoint(s)
+    return (ck or {}).get("tables", {}).get(name, {})
+
+
+def running(s, name, method, chunks):
+    """The checkpoint has table name running by method, at least chunks
+    of it durable."""
+    e = ckpt_table(s, name)
+    return e.get("backfill") == "running" and e.get("method") == method and e.get("chunks", 0) >= chunks
+
+
+def requests_left(s):
+    return [n for n in os.listdir(s.state_dir) if ".backfill-request." in n]
+
+
+class Workload(threading.Thread):
+    """Small random transactions on one table (id PRIMARY KEY, v, counter):
+    inserts, updates, deletes and key changes (UPDATE SET id)."""
+
+    def __init__(self, pg, table, ids, seed):
+        super().__init__(daemon=True)
+        self.pg = pg
+        self.table = table
+        self.rng = random.Random(seed)
+        self.live = list(ids)
+        self.next_id = max(ids) + 1 if ids else 1
+        self.stop_event = threading.Event()
+        self.tx = 0
+        self.error = None
+
+    def pick(self):
+        return self.live[self.rng.randrange(len(self.live))]
+
+    def forget(self, k):
+        i = self.live.index(k)
+        self.live[i] = self.live[-1]
+        self.live.pop()
+
+    def run(self):
+        conn = None
+        t = self.table
+        try:
+            conn = self.pg.connect(autocommit=False)
+            cur = conn.cursor()
+            while not self.stop_event.is_set():
+                for _ in range(self.rng.randint(1, 4)):
+                    x = self.rng.random()
+                    if x < 0.25 or len(self.live) < 100:
+                        k = self.next_id
+                        self.next_id += 1
+                        cur.execute(f"INSERT INTO {t} (id, v, counter) VALUES (%s, md5(random()::text), 0)", (k,))
+                        self.live.append(k)
+                    elif x < 0.75:
+                        cur.execute(f"UPDATE {t} SET counter = counter + 1, v = md5(random()::text) WHERE id = %s",
+                                    (self.pick(),))
+                    elif x < 0.9:
+                        k = self.pick()
+                        cur.execute(f"DELETE FROM {t} WHERE id = %s", (k,))
+                        self.forget(k)
+                    else:
+                        # a key change, to a key before or after every chunk
+                        k, n = self.pick(), self.next_id
+                        self.next_id += 1
+                        if self.rng.random() < 0.5:
+                            n = -n
+                        cur.execute(f"UPDATE {t} SET id = %s, counter = counter + 1 WHERE id = %s", (n, k))
+                        self.forget(k)
+                        self.live.append(n)
+                conn.commit()
+                self.tx += 1
+                time.sleep(0.002)
+        except Exception as e:  # reported by finish()
+            self.error = e
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def finish(self):
+        self.stop_event.set()
+        self.join(60)
+        if self.error:
+            raise self.error
+
+
+def seed():
+    v = os.environ.get("SLUICE_TEST_SEED")
+    s = int(v) if v else random.randrange(1 << 30)
+    print(f"\n  seed {s} (SLUICE_TEST_SEED={s} repeats it)", file=sys.stderr, flush=True)
+    return s
+
+
+class RebackfillTest(PgTestCase):
+    chunk_rows = 500
+
+    def make_table(self, name, rows):
+        self.pg.execute(f"DROP TABLE IF EXISTS {name}")
+        self.pg.execute(f"CREATE TABLE {name} (id bigint PRIMARY KEY, v text, counter int NOT NULL, "
+                        f"pad text)")
+        self.pg.execute(f"INSERT INTO {name} SELECT g, md5(g::text), 0, repeat('p', 50) "
+                        f"FROM generate_series(1, {rows}) g")
+
+    def agent(self, stream, tables, **kw):
+        extra = {"source": {"backfill_chunk_rows": self.chunk_rows, "backfill_connections": 2}}
+        return self.sluice(stream=stream, tables=tables, max_file_seconds=1, extra=extra, **kw)
+
+    def start_slow(self, s):
+        """Runs s with every flush delayed by 1 s (the test sink
+        slow_avro_dir of tests/tools/sluice_test, on the same output), so
+        that a backfill is still running when the test kills it."""
+        secs = s.sections()
+        secs["destination.out"]["type"] = "slow_avro_dir"
+        secs["destination.out"]["flush_delay"] = "1s"
+        path = os.path.join(s.workdir, "slow.ini")
+        with open(path, "w") as f:
+            for sec, kv in secs.items():
+                f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
+        return s.start("run", config=path, binary=sluice_test_bin())
+
+    def start_streaming(self, s, slow=False):
+        p = self.start_slow(s) if slow else s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        return p
+
+    def stop(self, p):
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        return r
+
+    def test_rebackfill_under_workload_with_kill(self):
+        pg = self.pg
+        self.make_table("rbw", 60000)
+        self.chunk_rows = 100
+        s = self.agent("rbw", "public.rbw")
+        p = self.start_streaming(s, slow=True)
+        w = Workload(pg, "rbw", range(1, 60001), seed())
+        w.start()
+        try:
+            wait_until(lambda: w.tx > 50, 60, "the workload to run")
+            r = s.run("backfill", "--stream", "rbw", "--table", "public.rbw", timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+            self.assertIn(f"stream rbw: public.rbw requested for backfill from the running agent (pid {p.pid})",
+                          r.stdout)
+            # kill -9 once some chunks are durable, before the last one
+            wait_until(lambda: running(s, "public.rbw", "watermark", 2) or not p.alive(), 120,
+                       "durable chunks of the re-backfill")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            p.kill9()
+            p.wait_result(30)
+            e = ckpt_table(s, "public.rbw")
+            self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
+            durable_chunks, durable_rows = e["chunks"], e["rows"]
+            self.assertIn("resume_key", e)
+            self.assertIn("backfilling public.rbw while streaming (watermark method, chunks of 100 rows)",
+                          p.stderr_text())
+            pg.wait_slot_inactive(s.slot)
+            p = s.start("run")
+            wait_until(lambda: "backfilled public.rbw while streaming" in p.stderr_text() or not p.alive(), 240,
+                       "the resumed re-backfill to finish")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            self.assertIn(f"resuming the backfill of public.rbw while streaming after its last durable chunk "
+                          f"({durable_rows} rows, {durable_chunks} chunks durable)", p.stderr_text())
+            time.sleep(1)
+        finally:
+            w.finish()
+        self.stop(p)
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "rbw")
+        self.assertTableMatches(recs, "public", "rbw", ["id"])
+        ms = markers(recs)
+        self.assertEqual(len(ms), 1, "one re-backfill marker")
+        initial = {csn(r) for r in backfill_rows(recs) if csn(r) < csn(ms[0])}
+        self.assertEqual(len(initial), 1, "one initial snapshot")
+        chunks = {csn(r) for r in backfill_rows(recs) if csn(r) > csn(ms[0])}
+        self.assertGreater(len(chunks), durable_chunks, "the re-backfill's chunks, each at its high watermark")
+        e = ckpt_table(s, "public.rbw")
+        self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
+        self.assertNotIn("resume_key", e)
+
+    def test_table_added_to_the_config_is_backfilled_while_streaming(self):
+        pg = self.pg
+        self.make_table("add_a", 100)
+        s = self.agent("addt", "public.add_a")
+        self.catch_up(s)
+        self.make_table("add_b", 20000)
+        s.tables = "public.add_a, public.add_b"
+        s.write_config()
+        p = self.start_streaming(s)
+        w = Workload(pg, "add_b", range(1, 20001), seed())
+        w.start()
+        try:
+            wait_until(lambda: "backfilled public.add_b while streaming" in p.stderr_text() or not p.alive(), 240,
+                       "the new table's backfill")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            time.sleep(1)
+        finally:
+            w.finish()
+        self.assertIn("backfilling public.add_b while streaming (watermark method", p.stderr_text())
+        self.assertNotIn("backfilling public.add_b at", p.stderr_text(), "not from a snapshot before streaming")
+        self.stop(p)
+        self.catch_up(s)
+        recs = self.read(s)
+        a, b = records_for(recs, "public", "add_a"), records_for(recs, "public", "add_b")
+        self.assertTableMatches(a, "public", "add_a", ["id"])
+        self.assertTableMatches(b, "public", "add_b", ["id"])
+        self.assertEqual(markers(a), [])
+        self.assertEqual(len(markers(b)), 1)
+        self.assertEqual(ckpt_table(s, "public.add_b")["backfill"], "done")
+
+    def test_initial_backfill_resumes_after_kill(self):
+        pg = self.pg
+        self.make_table("ini", 300000)
+        s = self.agent("ini", "public.ini", max_file_bytes="1MB")
+        p = self.start_slow(s)
+        wait_until(lambda: running(s, "public.ini", "snapshot", 3) or not p.alive(), 120,
+                   "durable chunks of the initial backfill")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.kill9()
+        p.wait_result(30)
+        e = ckpt_table(s, "public.ini")
+        self.assertEqual((e["backfill"], e["method"]), ("running", "snapshot"), e)
+        durable_rows, durable_chunks = e["rows"], e["chunks"]
+        self.assertLess(durable_rows, 300000, "killed before the end")
+        self.assertEqual(e["resume_key"], str(durable_rows), "chunks end at keys 1..N: the key of the last row")
+        pg.wait_slot_inactive(s.slot)
+        pg.execute("UPDATE ini SET counter = 1 WHERE id % 997 = 0")
+        r = self.catch_up(s)
+        self.assertIn(f"backfilling public.ini at ", r.stderr)
+        self.assertIn(f", resuming after its last durable chunk ({durable_rows} rows, {durable_chunks} chunks "
+                      f"durable)", r.stderr)
+        self.assertNotIn("redoing the interrupted backfill", r.stderr)
+        self.assertIn(f"backfilled public.ini: {300000 - durable_rows} rows read in", r.stderr)
+        recs = records_for(self.read(s), "public", "ini")
+        bf = backfill_rows(recs)
+        ids = collections.Counter(r["payload"]["id"] for r in bf)
+        self.assertEqual(len(bf), 300000, "every row backfilled once")
+        self.assertEqual(set(ids), set(range(1, 300001)))
+        by_csn = collections.Counter(csn(r) for r in bf)
+        self.assertEqual(len(by_csn), 2, "the first run's snapshot and the resumed one")
+        first = min(by_csn)
+        self.assertEqual(by_csn[first], durable_rows, "the first run's rows are exactly the durable chunks")
+        self.assertEqual(max(r["payload"]["id"] for r in bf if csn(r) == first), durable_rows)
+        self.assertEqual(markers(recs), [])
+        self.assertTableMatches(recs, "public", "ini", ["id"])
+        e = ckpt_table(s, "public.ini")
+        self.assertEqual((e["backfill"], e["rows"]), ("done", 300000))
+
+    def test_backfill_request_while_running(self):
+        pg = self.pg
+        self.make_table("req_a", 3000)
+        self.make_table("req_b", 50)
+        s = self.agent("req", "public.req_a, public.req_b")
+        p = self.start_streaming(s)
+        pg.execute("UPDATE req_a SET v = 'new' WHERE id <= 10")
+        r = s.run("backfill", "--stream", "req", "--table", "public.req_a", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        t0 = time.monotonic()
+        wait_until(lambda: "backfill of public.req_a requested" in p.stderr_text() or not p.alive(), 10,
+                   "the agent to take the request")
+        self.assertLess(time.monotonic() - t0, 5)
+        wait_until(lambda: "backfilled public.req_a while streaming: 3000 rows in 6 chunks" in p.stderr_text()
+                   or not p.alive(), 60, "the re-backfill")
+        self.assertEqual(requests_left(s), [], "the request file is removed")
+        r = s.run("backfill", "--stream", "req", timeout=60)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn("stop that agent first to backfill every table", r.stderr)
+        r = s.run("backfill", "--stream", "req", "--table", "public.nope", timeout=60)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn("--table public.nope names no table the stream selects", r.stderr)
+        self.stop(p)
+        self.catch_up(s)
+        recs = self.read(s)
+        a, b = records_for(recs, "public", "req_a"), records_for(recs, "public", "req_b")
+        self.assertEqual(len(markers(a)), 1)
+        self.assertEqual(markers(b), [])
+        ms = csn(markers(a)[0])
+        self.assertEqual(len([r for r in backfill_rows(a) if csn(r) > ms]), 3000)
+        self.assertEqual(len({csn(r) for r in backfill_rows(a) if csn(r) > ms}), 6, "6 chunks of 500 rows")
+        self.assertEqual(len(backfill_rows(b)), 50)
+        self.assertTableMatches(a, "public", "req_a", ["id"])
+        self.assertTableMatches(b, "public", "req_b", ["id"])
+        self.assertEqual(sorted(r["payload"]["v"] for r in backfill_rows(a) if csn(r) > ms
+                                and r["payload"]["id"] <= 10), ["new"] * 10)
+
+    def test_request_when_no_agent_runs(self):
+        self.make_table("off_a", 1200)
+        s = self.agent("off", "public.off_a")
+        self.catch_up(s)
+        r = s.run("backfill", "--stream", "off", "--table", "public.off_a", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream off: public.off_a marked for backfill on the next run", r.stdout)
+        r = self.catch_up(s)
+        self.assertIn("backfilled public.off_a while streaming: 1200 rows in 3 chunks", r.stderr)
+        recs = records_for(self.read(s), "public", "off_a")
+        self.assertEqual(len(markers(recs)), 1)
+        self.assertEqual(len(backfill_rows(recs)), 2400)
+        self.assertTableMatches(recs, "public", "off_a", ["id"])
+
+    def test_keyless_table_in_page_ranges(self):
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS nokey")
+        pg.execute("CREATE TABLE nokey (a int, b text)")
+        pg.execute("ALTER TABLE nokey REPLICA IDENTITY FULL")
+        # 3000 distinct rows, and 1000 that repeat one row
+        pg.execute("INSERT INTO nokey SELECT g, 'r' || g FROM generate_series(1, 3000) g")
+        pg.execute("INSERT INTO nokey SELECT 0, 'same' FROM generate_series(1, 1000)")
+        pg.execute("ANALYZE nokey")
+        s = self.agent("nokey", "public.nokey", log_level="debug")
+        p = self.start_streaming(s)
+        err = p.stderr_text()
+        m = re.search(r'table "public"\."nokey": (\d+) chunks over 2 connections', err)
+        self.assertIsNotNone(m, err)
+        self.assertGreater(int(m.group(1)), 1, "several page ranges")
+        self.assertIn("backfilled public.nokey: 4000 rows read in", err)
+        r = s.run("backfill", "--stream", "nokey", "--table", "public.nokey", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        wait_until(lambda: "which has no key to read it in chunks while streaming: it is read from a snapshot; "
+                   "restarting the stream" in p.stderr_text() or not p.alive(), 30, "the restart")
+        wait_until(lambda: p.stderr_text().count("backfilled public.nokey: 4000 rows read in") == 2
+                   or not p.alive(), 60, "the snapshot re-backfill")
+        self.assertEqual(requests_left(s), [])
+        self.stop(p)
+        recs = records_for(self.read(s), "public", "nokey")
+        ms = markers(recs)
+        self.assertEqual(len(ms), 1)
+        for rows in ([r for r in backfill_rows(recs) if csn(r) < csn(ms[0])],
+                     [r for r in backfill_rows(recs) if csn(r) > csn(ms[0])]):
+            got = collections.Counter((r["payload"]["a"], r["payload"]["b"]) for r in rows)
+            want = collections.Counter({(g, f"r{g}"): 1 for g in range(1, 3001)})
+            want[(0, "same")] = 1000
+            self.assertEqual(got, want)
+
+
+if __name__ == "__main__":
+    unittest.main()
