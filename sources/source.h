@@ -148,6 +148,8 @@ struct sl_source_stream {
 	int backfill_chunk_rows;       /* rows per chunk (0: the source's default) */
 	bool heartbeats;               /* heartbeats are configured: check says whether the
 					* source permits them */
+	int64_t heartbeat_ms;          /* heartbeat_interval in ms (0: off); a source whose log
+					* brings its own heartbeats asks for them at least this often */
 	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
 	int64_t durable_ts_us;         /* probe: the source time of the last durable change, 0 unknown */
 };

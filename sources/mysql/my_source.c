@@ -334,6 +334,9 @@ static struct my_src *new_src(const struct sl_source_config *cfg, const struct s
 							: HEARTBEAT_MS * SILENCE_FACTOR;
 	/* dead after 2.5 heartbeat periods of silence */
 	s->heartbeat_ms = s->silence_ms * 2 / 5 > 100 ? s->silence_ms * 2 / 5 : 100;
+	/* heartbeat_interval asks for the server's heartbeats at least this often */
+	if (st && st->heartbeat_ms > 0 && st->heartbeat_ms < s->heartbeat_ms)
+		s->heartbeat_ms = st->heartbeat_ms;
 	if (gethostname(host, sizeof host) != 0)
 		snprintf(host, sizeof host, "?");
 	host[sizeof host - 1] = '\0';
