@@ -135,6 +135,10 @@ static int my_pos_decode(const char *text, struct sl_position *out)
 	char num[32];
 
 	memset(out, 0, sizeof *out);
+	/* no position (a table whose backfill was skipped has no snapshot):
+	 * what my_pos_encode writes for it */
+	if (!strcmp(text, "?:0"))
+		return 0;
 	colon = memrchr(text, ':', hl);
 	if (!colon || colon == text || (size_t)(colon - text) >= sizeof file || hl - (size_t)(colon - text) - 1 >= sizeof num)
 		return -1;

@@ -125,6 +125,22 @@ class ChangesTest(MyTestCase):
         self.assertTableMatches(recs, "app", "alt", ["id"])
         self.assertEqual(records_for(recs, "app", "unsel"), [])
 
+    def test_backfill_none_restarts(self):
+        """backfill = none: no snapshot rows, and the checkpoint (whose
+        tables have no snapshot position) is read again by the next run."""
+        my = self.my
+        my.execute("CREATE TABLE app.nobf (id int PRIMARY KEY, v varchar(10))")
+        my.execute("INSERT INTO app.nobf VALUES (1, 'before')")
+        s = self.sluice(stream="nobf", tables="app.nobf", backfill="none")
+        self.catch_up(s)
+        my.execute("INSERT INTO app.nobf VALUES (2, 'after')")
+        self.catch_up(s)
+        my.execute("UPDATE app.nobf SET v = 'again' WHERE id = 2")
+        self.catch_up(s)
+        recs = sorted(records_for(self.read(s), "app", "nobf"), key=csn)
+        self.assertEqual([(ct(r), r["payload"]) for r in recs],
+                         [("INSERT", {"id": 2, "v": "after"}), ("UPDATE-INSERT", {"id": 2, "v": "again"})])
+
     def test_backfill_under_concurrent_writes(self):
         """Writes run while the snapshot is taken and read: every change
         lands once, before the snapshot's CSN (in it) or after (streamed)."""
