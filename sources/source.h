@@ -127,6 +127,18 @@ struct sl_source_hooks {
 	void *payload;
 	bool (*stop)(void *payload);
 	void (*waiting)(void *payload, const struct sl_source_wait *w);
+	/* While streaming (a source whose tables have no identity of their own,
+	 * such as a binlog's): the name ns.table the stream follows was given
+	 * another table by the DDL at position at (RENAME TABLE ... TO it), or
+	 * the DDL at ended it while a table of that name exists again (dropped
+	 * and created again before the stream read the DROP).  Returns 0 when
+	 * the table's backfill already comes after at (nothing to do: the
+	 * stream reads the statement again after a restart); 1 when it does
+	 * not, and then, with backfill, the agent has durably asked for the
+	 * table to be backfilled again on the stream's next start, so the
+	 * source ends the stream with SL_ERESTART; or a failure (err). */
+	int (*replaced)(void *payload, const char *ns, const char *table, const struct sl_position *at, bool backfill,
+			char *err, size_t errlen);
 };
 
 /* What a source knows of the stream it serves. */

@@ -199,7 +199,12 @@ enum sl_my_stmt {
 				   * table it names, when it could be read */
 };
 
-struct sl_my_name { char db[256]; char table[256]; };
+/* What a DDL statement does to a name: changes the table it names (ALTER,
+ * CREATE, an index), ends it (DROP, the old name of a RENAME), or gives it a
+ * table that existed before under another name (the new name of a RENAME). */
+enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
+
+struct sl_my_name { char db[256]; char table[256]; enum sl_my_role role; };
 
 /* Classifies a statement of a QUERY event and lists the tables it names
  * (up to max, qualified with default_db when unqualified). */

@@ -1321,6 +1321,34 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 	if (s->replay)
 		return SL_OK;
 	if (kind == SL_MY_STMT_TABLE_DDL) {
+		/* The catalog is read now, not as of the statement: the table a
+		 * name has now may have come after the statement.  The roles the
+		 * statement gives its names (my_ddl.c) tell what the catalog
+		 * cannot: which followed table ended here, and which name was
+		 * given a table with rows of its own. */
+		struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
+		/* first the names given another table (RENAME ... TO a followed
+		 * name): its rows are another table's, which the stream never read */
+		for (int i = 0; i < n; i++) {
+			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
+			if (names[i].role != SL_MY_BINDS || !t)
+				continue;
+			if (!s->st->hooks || !s->st->hooks->replaced) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was replaced by another "
+					 "table (RENAME TABLE); run `sluice backfill -c %s --stream %s --table %s.%s`",
+					 s->st->name, t->db, t->name, s->st->config_path ? s->st->config_path : "FILE",
+					 s->st->name, t->db, t->name);
+				return SL_EPREREQ;
+			}
+			rc = s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, true, err, errlen);
+			if (rc < 0)
+				return rc;
+			if (rc > 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was replaced by another "
+					 "table (RENAME TABLE): it is backfilled again", s->st->name, t->db, t->name);
+				return SL_ERESTART;
+			}
+		}
 		for (int i = 0; i < n; i++) {
 			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
 			struct sl_table *retired = NULL;
@@ -1343,6 +1371,23 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			}
 			if (!t)
 				continue;
+			if (names[i].role == SL_MY_BINDS)
+				continue;  /* above */
+			if (names[i].role == SL_MY_ENDS) {
+				/* dropped (or renamed away) while a table of that name
+				 * exists again: the rows the stream wrote for it end here */
+				rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
+					s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, false, err, errlen);
+				if (rc < 0)
+					return rc;
+				if (rc == 0)
+					continue;  /* backfilled after this statement */
+				if (s->ntrunc < (int)(sizeof s->trunc / sizeof s->trunc[0])) {
+					s->trunc[s->ntrunc++] = names[i];
+					s->truncating = true;
+					s->itrunc = 0;
+				}
+			}
 			if ((rc = redescribe(s, t, NULL, &retired, err, errlen)) < 0)
 				return rc;
 			if (rc > 0) {

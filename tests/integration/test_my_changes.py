@@ -19,6 +19,21 @@ def ct(r):
     return r["source_metadata"]["change_type"]
 
 
+def rebuild_rows(recs, obj):
+    """{key: payload} of one object, applied in CSN order (TRUNCATE clears)."""
+    state = {}
+    for r in sorted((r for r in recs if r["object"] == obj), key=csn):
+        keys = r["source_metadata"]["primary_keys"]
+        k = tuple(r["payload"][c] for c in keys)
+        if ct(r) == "TRUNCATE":
+            state = {}
+        elif ct(r) in ("DELETE", "UPDATE-DELETE"):
+            state.pop(k, None)
+        else:
+            state[k] = r["payload"]
+    return state
+
+
 class ChangesTest(MyTestCase):
 
     @classmethod
@@ -124,6 +139,58 @@ class ChangesTest(MyTestCase):
         self.assertNotEqual(alt[0]["schema_key"], alt[1]["schema_key"])
         self.assertTableMatches(recs, "app", "alt", ["id"])
         self.assertEqual(records_for(recs, "app", "unsel"), [])
+
+    def test_tables_dropped_renamed_and_swapped(self):
+        """The catalog sluice reads is today's, not the statement's: a table
+        dropped and created again before sluice reads the DROP, and a
+        gh-ost/pt-online-schema-change swap (RENAME TABLE t TO t_old,
+        t_new TO t, where t_new was never selected) must still give the
+        source's rows exactly.  Also a table renamed away and one dropped
+        for good."""
+        my = self.my
+        my.execute("CREATE TABLE app.dr (id int PRIMARY KEY, v varchar(10))")
+        my.execute("INSERT INTO app.dr VALUES (1, 'a'), (2, 'b')")
+        my.execute("CREATE TABLE app.sw (id int PRIMARY KEY, a int)")
+        my.execute("INSERT INTO app.sw VALUES (1, 1), (2, 2), (3, 3)")
+        my.execute("CREATE TABLE app.gone (id int PRIMARY KEY)")
+        my.execute("INSERT INTO app.gone VALUES (1)")
+        my.execute("CREATE TABLE app.away (id int PRIMARY KEY)")
+        my.execute("INSERT INTO app.away VALUES (1)")
+        s = self.sluice(stream="swap", tables="app.dr, app.sw, app.gone, app.away", max_file_seconds=1)
+        self.catch_up(s)
+        # sluice is stopped: everything below is read from the binlog after
+        # the catalog already shows the end state
+        my.execute("INSERT INTO app.dr VALUES (3, 'c')")
+        my.execute("DROP TABLE app.dr")
+        my.execute("CREATE TABLE app.dr (id bigint PRIMARY KEY, w int, v varchar(10))")
+        my.execute("INSERT INTO app.dr VALUES (10, 1, 'x')")
+        # the online schema change: a shadow table, filled, then swapped in
+        my.execute("CREATE TABLE app._sw_gho (id int PRIMARY KEY, a int, b int DEFAULT 5)")
+        my.execute("INSERT INTO app._sw_gho (id, a) SELECT id, a FROM app.sw")
+        my.execute("UPDATE app.sw SET a = 20 WHERE id = 2")
+        my.execute("UPDATE app._sw_gho SET a = 20 WHERE id = 2")
+        my.execute("RENAME TABLE app.sw TO app._sw_del, app._sw_gho TO app.sw")
+        my.execute("INSERT INTO app.sw VALUES (4, 4, 4)")
+        my.execute("UPDATE app.sw SET a = 10 WHERE id = 1")
+        my.execute("DROP TABLE app._sw_del")
+        my.execute("DROP TABLE app.gone")
+        my.execute("ALTER TABLE app.away RENAME TO app.elsewhere")
+        r = self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "dr", ["id"])
+        self.assertTableMatches(recs, "app", "sw", ["id"])
+        self.assertEqual(rebuild_rows(recs, "app_gone"), {})
+        self.assertEqual(rebuild_rows(recs, "app_away"), {})
+        self.assertEqual(records_for(recs, "app", "elsewhere"), [])
+        self.assertIn("was replaced by another table", r.stderr)
+        # the next run reads nothing again and backfills nothing again
+        n = len(recs)
+        self.catch_up(s)
+        self.assertEqual(len(self.read(s)), n)
+        # and goes on streaming the swapped-in table
+        my.execute("DELETE FROM app.sw WHERE id = 3")
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "app", "sw", ["id"])
 
     def test_backfill_none_restarts(self):
         """backfill = none: no snapshot rows, and the checkpoint (whose
