@@ -147,6 +147,7 @@ struct sl_my_col {
 /* A selected table: its current version and its columns' descriptions. */
 struct sl_my_table {
 	char *db, *name;
+	bool versioned;                 /* MariaDB WITH SYSTEM VERSIONING */
 	int ncols;
 	struct sl_my_col *cols;
 	struct sl_table *version;       /* built from cols (owned by the source until retired) */

@@ -492,6 +492,20 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 		rc = SL_ECONFIG;
 		goto fail;
 	}
+	for (int i = 0; i < *n; i++) {
+		/* Its binlog rows carry the history (a DELETE is an UPDATE of
+		 * row_end, an UPDATE also writes the old row as history) and the
+		 * hidden row_start and row_end: read as a table, the mirror would
+		 * be wrong. */
+		if ((*out)[i].versioned) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is system-versioned (WITH SYSTEM "
+				 "VERSIONING), which sluice does not read: its binlog rows carry the table's history. "
+				 "Leave it out of the stream (exclude_tables = %s.%s)", st->name, (*out)[i].db,
+				 (*out)[i].name, (*out)[i].db, (*out)[i].name);
+			rc = SL_EPREREQ;
+			goto fail;
+		}
+	}
 	if ((rc = check_select(c, st, cfg, *out, *n, err, errlen)) < 0 || (rc = check_keys(st, *out, *n, err, errlen)) < 0)
 		goto fail;
 	return SL_OK;
@@ -896,6 +910,14 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 	} else if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL, t->db, t->name,
 					   true, &fresh, &n, err, errlen)) < 0) {
 		return rc;
+	}
+	if (n == 1 && fresh[0].versioned) {
+		/* ALTER TABLE ... ADD SYSTEM VERSIONING: see list_tables */
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" became system-versioned (ADD SYSTEM "
+			 "VERSIONING), which sluice does not read: its binlog rows carry the table's history. Leave it "
+			 "out of the stream (exclude_tables = %s.%s)", s->st->name, t->db, t->name, t->db, t->name);
+		sl_my_tables_free(fresh, n);
+		return SL_EPREREQ;
 	}
 	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) == SL_MY_PREFIX && !tm->has_names) {
 		/* a column was added since: without names in the binlog, the

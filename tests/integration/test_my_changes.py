@@ -11,7 +11,7 @@ import threading
 import time
 import unittest
 
-from harness import csn, csn_position, csn_seq, records_for
+from harness import csn, csn_position, csn_seq, records_for, wait_until
 from harness_mysql import MyTestCase, binlog_pos_value
 
 
@@ -191,6 +191,43 @@ class ChangesTest(MyTestCase):
         my.execute("DELETE FROM app.sw WHERE id = 3")
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "app", "sw", ["id"])
+
+    def test_system_versioned_table_is_refused(self):
+        """A system-versioned table's binlog rows carry its history (a
+        DELETE is an UPDATE of the hidden row_end): `check` and `run` refuse
+        it by name (exit 3) rather than write a wrong mirror, excluding it
+        works, and a followed table that becomes versioned stops the stream
+        with the same words."""
+        my = self.my
+        my.execute("CREATE DATABASE ver")
+        my.execute("CREATE TABLE ver.plain (id int PRIMARY KEY, a int)")
+        my.execute("CREATE TABLE ver.hist (id int PRIMARY KEY, a int) WITH SYSTEM VERSIONING")
+        my.execute("INSERT INTO ver.plain VALUES (1, 1)")
+        s = self.sluice(stream="ver", tables="ver.*")
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('table "ver"."hist" is system-versioned (WITH SYSTEM VERSIONING)', r.stderr)
+            self.assertIn("exclude_tables = ver.hist", r.stderr)
+        s.extra.setdefault("stream", {})["exclude_tables"] = "ver.hist"
+        s.write_config()
+        self.catch_up(s)
+        my.execute("INSERT INTO ver.plain VALUES (2, 2)")
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "ver", "plain", ["id"])
+        p = s.start("run")
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+        my.execute("ALTER TABLE ver.plain ADD SYSTEM VERSIONING")
+        my.execute("DELETE FROM ver.plain WHERE id = 1")
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('table "ver"."plain" became system-versioned', r.stderr)
+        r = s.run("run", "--until-caught-up")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('table "ver"."plain" is system-versioned', r.stderr)
+        # nothing after the ALTER was written: the mirror is as before it
+        state = rebuild_rows(self.read(s), "ver_plain")
+        self.assertEqual(sorted(state), [(1,), (2,)])
 
     def test_backfill_none_restarts(self):
         """backfill = none: no snapshot rows, and the checkpoint (whose
