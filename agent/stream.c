@@ -316,7 +316,8 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 	} else if (sl_bf_request_write(s->cfg->state_dir, s->sc->name, name.data, err, errlen) < 0) {
 		rc = SL_EFAIL;
 	} else {
-		sl_info("stream \"%s\": %s was replaced by another table: backfilling it again", s->sc->name, name.data);
+		sl_info("stream \"%s\": %s was given rows without row events: backfilling it again", s->sc->name,
+			name.data);
 	}
 	sl_buf_free(&name);
 	return rc;

@@ -129,7 +129,8 @@ struct sl_source_hooks {
 	void (*waiting)(void *payload, const struct sl_source_wait *w);
 	/* While streaming (a source whose tables have no identity of their own,
 	 * such as a binlog's): the name ns.table the stream follows was given
-	 * another table by the DDL at position at (RENAME TABLE ... TO it), or
+	 * rows without row events by the DDL at position at (RENAME TABLE ...
+	 * TO it, a partition truncated, dropped or exchanged), or
 	 * the DDL at ended it while a table of that name exists again (dropped
 	 * and created again before the stream read the DROP).  Returns 0 when
 	 * the table's backfill already comes after at (nothing to do: the

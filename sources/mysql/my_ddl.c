@@ -246,8 +246,28 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		if (!read_name(&l, default_db, &x))
 			return SL_MY_STMT_UNKNOWN_DDL;
 		add(names, max, n, &x);
-		/* ALTER TABLE t ... RENAME [TO | AS] t2 */
+		/* ALTER TABLE t ... RENAME [TO | AS] t2; and the partition
+		 * operations that remove or bring rows without row events:
+		 * TRUNCATE / DROP PARTITION, EXCHANGE PARTITION p WITH TABLE t2 */
 		while (l.kind != TK_END) {
+			if (accept(&l, "TRUNCATE") || accept(&l, "DROP")) {
+				if (is(&l, "PARTITION") && *n > 0 && max > 0)
+					names[0].role = SL_MY_BINDS;
+				continue;
+			}
+			if (accept(&l, "EXCHANGE")) {
+				if (!accept(&l, "PARTITION"))
+					continue;
+				if (*n > 0 && max > 0)
+					names[0].role = SL_MY_BINDS;
+				while (l.kind != TK_END && !is(&l, "WITH"))
+					next(&l);
+				if (accept(&l, "WITH") && accept(&l, "TABLE") && read_name(&l, default_db, &x)) {
+					x.role = SL_MY_BINDS;
+					add(names, max, n, &x);
+				}
+				continue;
+			}
 			if (accept(&l, "RENAME")) {
 				if (is(&l, "COLUMN") || is(&l, "INDEX") || is(&l, "KEY") || is(&l, "CONSTRAINT"))
 					continue;

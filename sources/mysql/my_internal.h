@@ -201,8 +201,10 @@ enum sl_my_stmt {
 };
 
 /* What a DDL statement does to a name: changes the table it names (ALTER,
- * CREATE, an index), ends it (DROP, the old name of a RENAME), or gives it a
- * table that existed before under another name (the new name of a RENAME). */
+ * CREATE, an index), ends it (DROP, the old name of a RENAME), or gives it
+ * rows the binlog has no row events for (the new name of a RENAME, which
+ * names a table that existed before under another name; a partition
+ * truncated, dropped or exchanged). */
 enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
 
 struct sl_my_name { char db[256]; char table[256]; enum sl_my_role role; };

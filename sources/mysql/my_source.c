@@ -1349,15 +1349,17 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 		 * cannot: which followed table ended here, and which name was
 		 * given a table with rows of its own. */
 		struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
-		/* first the names given another table (RENAME ... TO a followed
-		 * name): its rows are another table's, which the stream never read */
+		/* first the names given rows without row events (RENAME ... TO a
+		 * followed name, a partition truncated, dropped or exchanged): the
+		 * stream never read them */
 		for (int i = 0; i < n; i++) {
 			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
 			if (names[i].role != SL_MY_BINDS || !t)
 				continue;
 			if (!s->st->hooks || !s->st->hooks->replaced) {
-				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was replaced by another "
-					 "table (RENAME TABLE); run `sluice backfill -c %s --stream %s --table %s.%s`",
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
+					 "events (a table renamed into it, or a partition truncated, dropped or exchanged); run "
+					 "`sluice backfill -c %s --stream %s --table %s.%s`",
 					 s->st->name, t->db, t->name, s->st->config_path ? s->st->config_path : "FILE",
 					 s->st->name, t->db, t->name);
 				return SL_EPREREQ;
@@ -1366,8 +1368,9 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			if (rc < 0)
 				return rc;
 			if (rc > 0) {
-				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was replaced by another "
-					 "table (RENAME TABLE): it is backfilled again", s->st->name, t->db, t->name);
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
+					 "events (a table renamed into it, or a partition truncated, dropped or exchanged): it is "
+					 "backfilled again", s->st->name, t->db, t->name);
 				return SL_ERESTART;
 			}
 		}

@@ -182,7 +182,7 @@ class ChangesTest(MyTestCase):
         self.assertEqual(rebuild_rows(recs, "app_gone"), {})
         self.assertEqual(rebuild_rows(recs, "app_away"), {})
         self.assertEqual(records_for(recs, "app", "elsewhere"), [])
-        self.assertIn("was replaced by another table", r.stderr)
+        self.assertIn("was given rows without row events", r.stderr)
         # the next run reads nothing again and backfills nothing again
         n = len(recs)
         self.catch_up(s)
@@ -191,6 +191,37 @@ class ChangesTest(MyTestCase):
         my.execute("DELETE FROM app.sw WHERE id = 3")
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "app", "sw", ["id"])
+
+    def test_partitions_truncated_dropped_exchanged(self):
+        """ALTER TABLE ... TRUNCATE / DROP / EXCHANGE PARTITION remove or
+        bring rows without row events: the tables are backfilled again and
+        equal the source.  ADD and REORGANIZE PARTITION keep the rows."""
+        my = self.my
+        my.execute("CREATE TABLE app.pt (id int PRIMARY KEY, v varchar(10)) PARTITION BY RANGE (id) ("
+                   "PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), "
+                   "PARTITION p2 VALUES LESS THAN (30), PARTITION p3 VALUES LESS THAN (40))")
+        my.execute("INSERT INTO app.pt SELECT seq, CONCAT('v', seq) FROM app.seq_1_to_35")
+        my.execute("CREATE TABLE app.px (id int PRIMARY KEY, v varchar(10))")
+        my.execute("INSERT INTO app.px VALUES (25, 'x25'), (26, 'x26')")
+        s = self.sluice(stream="parts", tables="app.pt, app.px")
+        self.catch_up(s)
+        my.execute("UPDATE app.pt SET v = 'changed' WHERE id IN (1, 12, 31)")
+        my.execute("ALTER TABLE app.pt TRUNCATE PARTITION p0")
+        my.execute("ALTER TABLE app.pt ADD PARTITION (PARTITION p4 VALUES LESS THAN (50))")
+        my.execute("INSERT INTO app.pt VALUES (45, 'new')")
+        my.execute("ALTER TABLE app.pt REORGANIZE PARTITION p3, p4 INTO (PARTITION p34 VALUES LESS THAN (50))")
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "pt", ["id"])
+        my.execute("ALTER TABLE app.pt DROP PARTITION p1")
+        my.execute("ALTER TABLE app.pt EXCHANGE PARTITION p2 WITH TABLE app.px")
+        my.execute("INSERT INTO app.px VALUES (100, 'after')")
+        r = self.catch_up(s)
+        self.assertIn("was given rows without row events", r.stderr)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "pt", ["id"])
+        self.assertTableMatches(recs, "app", "px", ["id"])
+        self.assertEqual(len(my.sql("SELECT * FROM app.px")), 11)   # p2's rows, and 100
 
     def test_system_versioned_table_is_refused(self):
         """A system-versioned table's binlog rows carry its history (a

@@ -52,6 +52,17 @@ static void test_roles(void **state)
 	      (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
 	check("CREATE INDEX i ON x.t (a)", SL_MY_STMT_TABLE_DDL, (struct want[]){ { "x", "t", SL_MY_TOUCHES } }, 1);
 	check("TRUNCATE TABLE t", SL_MY_STMT_TRUNCATE, (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
+	/* partitions: rows go or come without row events */
+	check("ALTER TABLE t TRUNCATE PARTITION p0, p1", SL_MY_STMT_TABLE_DDL,
+	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
+	check("ALTER TABLE `t` DROP PARTITION p0", SL_MY_STMT_TABLE_DDL,
+	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
+	check("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE x.t2 WITHOUT VALIDATION", SL_MY_STMT_TABLE_DDL,
+	      (struct want[]){ { "app", "t", SL_MY_BINDS }, { "x", "t2", SL_MY_BINDS } }, 2);
+	check("ALTER TABLE t DROP COLUMN c, ADD PARTITION (PARTITION p9 VALUES LESS THAN (90))",
+	      SL_MY_STMT_TABLE_DDL, (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
+	check("ALTER TABLE t REORGANIZE PARTITION p0 INTO (PARTITION a VALUES LESS THAN (5), PARTITION b "
+	      "VALUES LESS THAN (10))", SL_MY_STMT_TABLE_DDL, (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
 	check("DROP TEMPORARY TABLE t", SL_MY_STMT_OTHER, NULL, 0);
 	check("RENAME USER a TO b", SL_MY_STMT_OTHER, NULL, 0);
 	check("DROP DATABASE app", SL_MY_STMT_DB_DDL, NULL, 0);
