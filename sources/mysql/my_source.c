@@ -214,6 +214,7 @@ struct my_src {
 	int ntables;
 	bool replay;
 	int64_t heartbeat_ms, silence_ms;
+	bool cascades_said;             /* warn_cascades ran (once per source context) */
 	char report_host[64];
 	struct sl_mysql_row_stats bf_stats;
 
@@ -460,6 +461,84 @@ static int check_select(MYSQL *c, const struct sl_source_stream *st, const struc
 	return rc;
 }
 
+/* The ON DELETE / ON UPDATE actions of one constraint line of SHOW CREATE
+ * TABLE that change the referencing rows ("ON DELETE CASCADE, ON UPDATE SET
+ * NULL"), into what; false when none. */
+static bool fk_actions(const char *line, char *what, size_t len)
+{
+	static const char *const acts[] = { "CASCADE", "SET NULL", "SET DEFAULT" };
+	static const char *const ons[] = { "ON DELETE ", "ON UPDATE " };
+
+	what[0] = '\0';
+	for (int o = 0; o < 2; o++) {
+		const char *p = strstr(line, ons[o]);
+		if (!p)
+			continue;
+		p += strlen(ons[o]);
+		for (int k = 0; k < 3; k++)
+			if (!strncmp(p, acts[k], strlen(acts[k])))
+				snprintf(what + strlen(what), len - strlen(what), "%s%s%s", what[0] ? ", " : "", ons[o],
+					 acts[k]);
+	}
+	return what[0] != '\0';
+}
+
+/* Foreign keys whose ON DELETE / ON UPDATE action changes rows of a
+ * followed table: InnoDB applies those inside the engine, and the binlog
+ * has no row event for them.  Said in check (out) or logged (out NULL);
+ * never an error: it is only a help.  (SHOW CREATE TABLE, which SELECT
+ * allows; information_schema.REFERENTIAL_CONSTRAINTS shows a role with only
+ * SELECT nothing.) */
+static void warn_cascades(MYSQL *c, const struct sl_source_stream *st, const struct sl_my_table *t, int n, FILE *out)
+{
+	struct sl_buf q;
+	char err[SL_ERRLEN];
+
+	sl_buf_init(&q, 0);
+	for (int i = 0; i < n; i++) {
+		MYSQL_RES *res = NULL;
+		MYSQL_ROW row;
+
+		sl_buf_reset(&q);
+		sl_buf_puts(&q, "SHOW CREATE TABLE ");
+		if (sl_my_append_ident(&q, t[i].db) < 0 || sl_buf_putc(&q, '.') < 0 ||
+		    sl_my_append_ident(&q, t[i].name) < 0 || sl_buf_failed(&q))
+			break;
+		if (sl_my_query(c, q.data, &res, err, sizeof err) < 0) {
+			sl_debug("stream \"%s\": could not read the foreign keys of %s.%s: %s", st->name, t[i].db,
+				 t[i].name, err);
+			continue;
+		}
+		row = res ? mysql_fetch_row(res) : NULL;
+		for (const char *line = row && row[1] ? row[1] : NULL; line && *line;) {
+			const char *end = strchr(line, '\n');
+			size_t ll = end ? (size_t)(end - line) : strlen(line);
+			char text[1024], what[100], name[300];
+			const char *q1, *q2;
+
+			snprintf(text, sizeof text, "%.*s", (int)(ll < sizeof text ? ll : sizeof text - 1), line);
+			line = end ? end + 1 : NULL;
+			if (!strstr(text, "FOREIGN KEY") || !fk_actions(text, what, sizeof what))
+				continue;
+			/* CONSTRAINT `name` FOREIGN KEY (...) REFERENCES ... */
+			q1 = strchr(text, '`');
+			q2 = q1 ? strchr(q1 + 1, '`') : NULL;
+			snprintf(name, sizeof name, "%.*s", q1 && q2 ? (int)(q2 - q1 - 1) : 1, q1 && q2 ? q1 + 1 : "?");
+			if (out)
+				fprintf(out, "stream %s: table %s.%s: warning: foreign key %s (%s) changes its rows without "
+					"binlog row events; those changes do not reach the destination (doc/mysql.md, "
+					"Foreign keys)\n", st->name, t[i].db, t[i].name, name, what);
+			else
+				sl_warn("stream \"%s\": table %s.%s: foreign key %s (%s) changes its rows without binlog "
+					"row events; those changes do not reach the destination (doc/mysql.md, Foreign keys)",
+					st->name, t[i].db, t[i].name, name, what);
+		}
+		if (res)
+			mysql_free_result(res);
+	}
+	sl_buf_free(&q);
+}
+
 /* The stream's tables: SL_ECONFIG when nothing matches. */
 static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
 		       const struct sl_source_stream *st, struct sl_my_table **out, int *n, char *err, size_t errlen)
@@ -528,6 +607,10 @@ static int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 	s->ntables = 0;
 	if ((rc = list_tables(s->meta, &s->srv, s->cfg, s->st, &s->tables, &s->ntables, err, errlen)) < 0)
 		return rc;
+	if (!s->cascades_said) {
+		warn_cascades(s->meta, s->st, s->tables, s->ntables, NULL);
+		s->cascades_said = true;
+	}
 	if (!(*out = calloc((size_t)s->ntables, sizeof **out)))
 		goto oom;
 	for (int i = 0; i < s->ntables; i++) {
@@ -1907,6 +1990,7 @@ static int my_check(const struct sl_source_config *cfg, const struct sl_source_s
 	for (int i = 0; i < n; i++)
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, t[i].db, t[i].name, t[i].ncols,
 			sl_table_has_key(t[i].version) ? "" : ", no primary key (append mode only)");
+	warn_cascades(c, st, t, n, out);
 	if (resume && resume->has_position && !resume->reset) {
 		if ((rc = judge_position(c, &srv, cfg, st, resume, &resume->durable, err, errlen)) < 0)
 			goto out;
