@@ -8,7 +8,11 @@ tests/integration/test_*.py), prints one line per test and ends with
 It exits 1 if any test failed or errored, else 0.  Tests that need
 PostgreSQL 15 skip, with the reason, when its binaries are missing.
 
-  SLUICE_BIN=/path/to/sluice /usr/bin/python3 tests/integration/run.py [-k PATTERN] [-x]
+  SLUICE_BIN=/path/to/sluice /usr/bin/python3 tests/integration/run.py [-k PATTERN] [-x] [-j N]
+
+-j N (or SLUICE_TEST_JOBS=N) runs the test modules in N processes at once,
+each module whole in one of them (most tests wait on servers far more than
+they compute); their lines are printed as they come, prefixed [1].. [N].
 
 Environment: SLUICE_BIN (default <repo>/_build/sluice), SLUICE_PG_BIN
 (default /usr/lib/postgresql/15/bin), SLUICE_TEST_SEED (kill test),
@@ -34,6 +38,7 @@ except ImportError:
     sys.exit(1)
 
 import argparse  # noqa: E402
+import re  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
@@ -143,10 +148,97 @@ class Result(unittest.TestResult):
         self.stream.write("unexpected success\n")
 
 
+# Seconds each module took in CI (tests only): the shards are balanced by them.
+WEIGHTS = {
+    "test_my_ops": 89, "test_pg_ops": 78, "test_pg_network": 63, "test_pg_rebackfill": 61,
+    "test_avro_merge": 50, "test_my_clickhouse": 47, "test_pg_large_tx": 46, "test_clickhouse": 44,
+    "test_my_large_tx": 41, "test_s3": 39, "test_pg_recovery": 39, "test_pg_reconnect": 35,
+    "test_my_rebackfill": 40, "test_my_recovery": 13, "test_pg_idle": 12, "test_my_changes": 12,
+    "test_pg_kill": 9,
+}
+
+
+def run_sharded(a, modules):
+    """Runs the modules in a.jobs child processes; prints their lines as
+    they come; returns the exit status."""
+    import subprocess
+    import tempfile
+    shards = [[] for _ in range(a.jobs)]
+    load = [0.0] * a.jobs
+    for m in sorted(modules, key=lambda m: (-WEIGHTS.get(m, 5), m)):
+        i = load.index(min(load))
+        shards[i].append(m)
+        load[i] += WEIGHTS.get(m, 5) + 2   # + the servers' start
+    shards = [sh for sh in shards if sh]
+    tmp = tempfile.mkdtemp(prefix="sluice-shards-")
+    procs = []
+    t0 = time.monotonic()
+    for i, sh in enumerate(shards):
+        argv = [sys.executable, os.path.abspath(__file__), "--modules", ",".join(sh)]
+        for p in a.patterns or []:
+            argv += ["-k", p]
+        if a.failfast:
+            argv.append("-x")
+        out = open(os.path.join(tmp, f"{i + 1}.out"), "w+")
+        procs.append((i + 1, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                              env=dict(os.environ, SLUICE_TEST_JOBS="1")), out, [0, ""]))
+    totals = [0, 0, 0]
+
+    def drain(final):
+        for n, p, out, st in procs:
+            out.flush()
+            with open(out.name) as f:
+                f.seek(st[0])
+                text = f.read()
+                st[0] = f.tell()
+            text = st[1] + text
+            lines = text.split("\n")
+            st[1] = "" if final else lines.pop()
+            for line in lines:
+                if final and not line:
+                    continue
+                m = re.match(r"integration: (\d+) passed, (\d+) failed, (\d+) skipped", line)
+                if m:
+                    for k in range(3):
+                        totals[k] += int(m.group(k + 1))
+                    st.append("summary")
+                print(f"[{n}] {line}")
+        sys.stdout.flush()
+
+    try:
+        while any(p.poll() is None for _, p, _, _ in procs):
+            drain(False)
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        for _, p, _, _ in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for _, p, _, _ in procs:
+            p.wait()
+        drain(True)
+        print("integration: interrupted; the shards' servers were cleaned up")
+        print(f"integration: {totals[0]} passed, {totals[1] + 1} failed, {totals[2]} skipped")
+        return 1
+    drain(True)
+    for n, p, out, st in procs:
+        out.close()
+        if "summary" not in st or p.returncode not in (0, 1):
+            print(f"integration: shard [{n}] ended with status {p.returncode} and no summary")
+            totals[1] += 1
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+    print(f"integration: total time {time.monotonic() - t0:.0f}s in {len(procs)} processes")
+    print(f"integration: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
+    return 1 if totals[1] else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description="run sluice's integration tests")
     ap.add_argument("-k", action="append", dest="patterns", help="only tests matching this substring or glob")
     ap.add_argument("-x", "--failfast", action="store_true")
+    ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("SLUICE_TEST_JOBS") or 1),
+                    help="test modules run in this many processes at once (default 1, or SLUICE_TEST_JOBS)")
+    ap.add_argument("--modules", help=argparse.SUPPRESS)   # a shard's modules, comma-separated
     a = ap.parse_args()
 
     # SIGTERM/SIGHUP: exit through atexit so servers and temp dirs are cleaned
@@ -175,6 +267,13 @@ def main():
     if a.patterns:
         loader.testNamePatterns = [p if any(c in p for c in "*?[") else f"*{p}*" for p in a.patterns]
     suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    if a.modules is not None:
+        keep = set(a.modules.split(","))
+        suite = unittest.TestSuite(t for t in iter_tests(suite) if type(t).__module__ in keep)
+    elif a.jobs > 1:
+        modules = {type(t).__module__ for t in iter_tests(suite) if hasattr(t, "_testMethodName")}
+        if len(modules) > 1:
+            return run_sharded(a, modules)
     sizes = {}
     for t in iter_tests(suite):
         if hasattr(t, "_testMethodName"):
