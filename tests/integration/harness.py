@@ -609,6 +609,16 @@ class PgServer(ServerBase):
             except Exception:
                 pass
             self._conn = None
+        pid = self.postmaster_pid()
+        if pid and not self._is_our_postmaster(pid):
+            # a postmaster killed earlier left its pid file, and the pid may
+            # be another process's by now (pid_max is often 32768): pg_ctl
+            # would signal that process
+            try:
+                os.unlink(os.path.join(self.datadir, "postmaster.pid"))
+            except OSError:
+                pass
+            return
         p = self.run_cmd([os.path.join(PG_BIN, "pg_ctl"), "-D", self.datadir, "-m", mode,
                           "-w", "-t", "60", "stop"], check=False)
         if p.returncode != 0:
@@ -620,6 +630,17 @@ class PgServer(ServerBase):
                     wait_until(lambda: not _pid_alive(pid), 30, "postmaster to exit")
                 except ProcessLookupError:
                     pass
+
+    def _is_our_postmaster(self, pid):
+        """pid is a live postgres whose data directory is ours."""
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            return False
+        return bool(argv) and os.path.basename(argv[0]) in (b"postgres", b"postmaster") and \
+            os.fsencode(os.path.realpath(self.datadir)) in [os.fsencode(os.path.realpath(os.fsdecode(a)))
+                                                           for a in argv[1:] if a]
 
     def postmaster_pid(self):
         try:
