@@ -323,7 +323,7 @@ static const struct sl_table *latest(const struct sl_rebackfill *rb, const struc
 static int take_requests(struct sl_rebackfill *rb)
 {
 	char **paths, **tables;
-	int n, rc = SL_OK, started = 0;
+	int n, rc = SL_OK, started = 0, ready = -1;
 	bool restart = false;
 
 	if (sl_bf_request_list(rb->c.state_dir, rb->c.stream, &paths, &tables, &n, rb->c.err, rb->c.errlen) < 0) {
@@ -346,6 +346,20 @@ static int take_requests(struct sl_rebackfill *rb)
 		}
 		if (queued(rb, idx)) {
 			sl_info("stream \"%s\": %s is being backfilled already", rb->c.stream, tables[i]);
+			continue;
+		}
+		if (ready < 0) {
+			/* can the source write watermarks now (MySQL: its table)? */
+			char e[SL_ERRLEN * 2];
+			int r = rb->c.src->watermark_ready && rb->c.srccfg && rb->c.sst
+					? rb->c.src->watermark_ready(rb->c.srccfg, rb->c.sst, e, sizeof e) : SL_OK;
+			ready = !(r == SL_EPREREQ || r == SL_ECONFIG);
+			if (!ready)
+				snprintf(rb->c.err, rb->c.errlen, "%s. So the backfill of %s requested is read from a snapshot",
+					 e, tables[i]);
+		}
+		if (!ready) {
+			restart = true;
 			continue;
 		}
 		sl_info("stream \"%s\": backfill of %s requested (%s)", rb->c.stream, tables[i], paths[i]);
