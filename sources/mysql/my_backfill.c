@@ -530,9 +530,7 @@ static bool token_ok(enum key_kind k, const char *p, size_t n)
 	return true;
 }
 
-/* Appends the token of one key column's value (b as fetched; en, the
- * column's +0 for ENUM and SET). */
-static void key_token(struct sl_buf *out, const struct sl_my_col *col, const MYSQL_BIND *b, const MYSQL_BIND *en)
+void sl_my_key_token(struct sl_buf *out, const struct sl_my_col *col, const MYSQL_BIND *b, const MYSQL_BIND *en)
 {
 	const struct sl_mysql_column *mc = &col->mc;
 	const MYSQL_TIME *t = b->buffer;
@@ -788,8 +786,8 @@ int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt
 			for (int k = 0; k < how->nkeys; k++) {
 				if (k)
 					sl_buf_putc(how->key, '\t');
-				key_token(how->key, &mt->cols[how->keys[k]], &binds[how->keys[k]],
-					  enums[k] >= 0 ? &binds[enums[k]] : NULL);
+				sl_my_key_token(how->key, &mt->cols[how->keys[k]], &binds[how->keys[k]],
+						enums[k] >= 0 ? &binds[enums[k]] : NULL);
 			}
 			if (sl_buf_failed(how->key)) {
 				snprintf(err, errlen, "%s: out of memory", what);

@@ -290,6 +290,10 @@ void sl_my_snapshot_close(struct sl_my_snap *s);
  * order when those are not t's key columns; out has room for t->ncols.
  * Returns their count. */
 int sl_my_key_columns(const struct sl_table *t, const char *const *pk_order, int npk, int *out);
+/* Appends the token of one key column's value to a key text: b as fetched
+ * (bound as sl_my_snapshot_read binds it), en the column's "+ 0" (ENUM and
+ * SET: the index or bitmap, bound as an unsigned LONGLONG; else NULL). */
+void sl_my_key_token(struct sl_buf *out, const struct sl_my_col *col, const MYSQL_BIND *b, const MYSQL_BIND *en);
 /* Appends the condition "key after the key text after" for the key
  * columns keys (of mt, nkeys) as SQL: (k1 > v1) OR (k1 = v1 AND k2 > v2)
  * OR ...  -1 when after is not a key text of those columns (or out of
