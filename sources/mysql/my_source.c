@@ -2344,6 +2344,12 @@ static int my_read_chunk(void *ctx, const struct sl_table *t, const char *after,
 		goto drop;
 	if (s->has_returned && my_pos_compare(&info.pos, &s->returned) < 0) {
 		/* a transaction the stream returned is not visible yet */
+		char sf[SL_POS_TEXT_MAX], rf[SL_POS_TEXT_MAX];
+		sl_my_pos_file(&info.pos, sf);
+		sl_my_pos_file(&s->returned, rf);
+		sl_debug("stream \"%s\": the snapshot for a chunk of %s.%s is at %s:%" PRIu64 ", before the end of the "
+			 "last transaction returned (%s:%" PRIu64 "): read again", s->st->name, t->ns, t->name, sf,
+			 info.pos.w[1], rf, s->returned.w[1]);
 		rc = sl_my_snap_end(s->chunk, err, errlen) < 0 ? SL_EFAIL : SL_EAGAIN;
 		if (rc == SL_EFAIL)
 			goto drop;

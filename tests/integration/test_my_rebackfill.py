@@ -446,6 +446,26 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(my.one("SELECT COUNT(*) FROM sluice.nogrant"), 0, "check changes nothing")
 
 
+class FilteredBinlogTest(MyTestCase):
+    """binlog_ignore_db leaves out the watermark table's database: its
+    watermarks would never reach the stream."""
+    my_settings = {"binlog_ignore_db": "sluice"}
+
+    def test_check_refuses_a_filtered_watermark_table(self):
+        my = self.my
+        my.execute("CREATE DATABASE app")
+        my.execute("CREATE DATABASE sluice")
+        my.execute(WM_DDL)
+        my.execute(f"GRANT INSERT, UPDATE ON sluice.watermarks TO '{SLUICE_USER}'@'127.0.0.1'")
+        my.execute("CREATE TABLE app.f (id int PRIMARY KEY)")
+        s = self.sluice(stream="f", tables="app.f")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("stream \"f\": the server's binlog leaves out database `sluice` of the watermark table "
+                      "`sluice`.`watermarks` (binlog_do_db = \"\", binlog_ignore_db = \"sluice\"), so watermarks "
+                      "would never reach the stream", r.stderr)
+
+
 class RebackfillMinimalTest(RebackfillCases, MyTestCase):
     """binlog_row_metadata = MINIMAL: the binlog does not name the watermark
     table's columns; its watermark is read as the second column."""
