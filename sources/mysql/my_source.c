@@ -135,6 +135,8 @@ static int my_pos_decode(const char *text, struct sl_position *out)
 	char num[32];
 
 	memset(out, 0, sizeof *out);
+	if (!strcmp(text, "?:0"))
+		return 0;   /* the zero position (none yet: a table's snapshot before it is taken), as encoded */
 	colon = memrchr(text, ':', hl);
 	if (!colon || colon == text || (size_t)(colon - text) >= sizeof file || hl - (size_t)(colon - text) - 1 >= sizeof num)
 		return -1;
