@@ -2217,9 +2217,16 @@ static int my_emit_watermark(void *ctx, const char *text, struct sl_position *at
 	switch (mysql_errno(s->wmc)) {
 	case ER_NO_SUCH_TABLE: case ER_BAD_DB_ERROR: case ER_BAD_FIELD_ERROR: case ER_TABLEACCESS_DENIED_ERROR:
 	case ER_COLUMNACCESS_DENIED_ERROR: case ER_DBACCESS_DENIED_ERROR: {
-		/* say what to run */
+		/* say what to run; a restart reads the table from a snapshot
+		 * before streaming instead (the agent asks watermark_ready) */
 		bool absent;
 		rc = wm_verify(s->wmc, s->cfg, s->st, &absent, err, errlen);
+		if (rc == SL_EPREREQ) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen - l, "; so the table being backfilled while streaming is read from a "
+				 "snapshot before streaming");
+			return SL_ERESTART;
+		}
 		if (rc == SL_OK) {
 			rc = SL_EFAIL;
 			snprintf(err, errlen, "stream \"%s\": could not write a watermark into \"%s\".\"%s\"", s->st->name,

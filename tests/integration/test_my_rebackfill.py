@@ -408,9 +408,28 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertIn("Without it, stop the agent and run this command again: the next run reads app.nowm from a "
                       "snapshot before streaming", r.stderr)
         self.assertEqual(requests_left(s), [])
+        # a request that reaches the agent all the same (written as `sluice
+        # backfill` writes it): the agent restarts the stream and reads the
+        # table from a snapshot before streaming.  A change first, so that
+        # the snapshot's position (the CSN of its rows) is not the first one's.
+        my.execute("UPDATE app.nowm SET counter = 1 WHERE id = 5")
+        tmp = os.path.join(s.state_dir, "nowm.backfill-request.1.1.tmp")
+        with open(tmp, "w") as f:
+            f.write("app.nowm\n")
+        os.rename(tmp, tmp[:-4])
+        wait_until(lambda: p.stderr_text().count("backfilled app.nowm: 1200 rows read in") == 2
+                   or not p.alive(), 60, "the snapshot backfill after the request")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        err = p.stderr_text()
+        self.assertIn("is missing, or user sluice may not see it: backfill while streaming needs it. As an "
+                      "administrator run: CREATE DATABASE IF NOT EXISTS `sluice`; ", err)
+        self.assertIn("So the backfill of app.nowm requested is read from a snapshot; restarting the stream to "
+                      "take it in", err)
+        self.assertIn("So 1 table to backfill is read from a snapshot before streaming instead of while streaming",
+                      err)
+        self.assertEqual(requests_left(s), [])
         self.stop(p)
-        # a change, so that the next snapshot's position (the CSN of its rows)
-        # is not the first one's
+        # again with no agent running: marked, then read from a snapshot
         my.execute("UPDATE app.nowm SET counter = 1 WHERE id = 7")
         r = s.run("backfill", "--stream", "nowm", "--table", "app.nowm", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
@@ -420,8 +439,8 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                       "streaming", r.stderr)
         self.assertIn("backfilled app.nowm: 1200 rows read in", r.stderr)
         recs = records_for(self.read(s), "app", "nowm")
-        self.assertEqual(len(markers(recs)), 1)
-        self.assertEqual(len(backfill_rows(recs)), 2400)
+        self.assertEqual(len(markers(recs)), 2)
+        self.assertEqual(len(backfill_rows(recs)), 3600)
         self.assertTableMatches(recs, "app", "nowm", ["id"])
 
     def test_check_without_the_grant(self):
