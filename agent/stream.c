@@ -86,6 +86,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->backfill_connections = sc->source->backfill_connections;
 	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
 	out->heartbeats = sc->heartbeat_interval > 0;
+	out->heartbeat_ms = (int64_t)sc->heartbeat_interval * 1000;
 }
 
 int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen)
@@ -282,6 +283,44 @@ static bool hook_stop(void *payload)
 {
 	(void)payload;
 	return draining();
+}
+
+/* A followed table was replaced (see struct sl_source_hooks).  The
+ * checkpoint is read from its file: the writer thread owns the one in
+ * memory, and the file holds what is durable. */
+static int hook_replaced(void *payload, const char *ns, const char *table, const struct sl_position *at,
+			 bool backfill, char *err, size_t errlen)
+{
+	struct stream *s = payload;
+	struct sl_checkpoint ck;
+	const struct sl_ckpt_table *e = NULL;
+	struct sl_buf name;
+	int rc;
+
+	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
+		return rc;
+	for (int i = 0; i < ck.ntables && !e; i++)
+		if (!strcmp(ck.tables[i].ns, ns) && !strcmp(ck.tables[i].table, table))
+			e = &ck.tables[i];
+	/* a backfill to come, or one whose snapshot is after the statement */
+	rc = e && (e->state == SL_BF_PENDING || e->state == SL_BF_RUNNING ||
+		   (e->state == SL_BF_DONE && s->src->desc->pos_compare(&e->snapshot, at) > 0)) ? 0 : 1;
+	sl_ckpt_free(&ck);
+	if (rc == 0 || !backfill)
+		return rc;
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", ns, table);
+	if (sl_buf_failed(&name)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+	} else if (sl_bf_request_write(s->cfg->state_dir, s->sc->name, name.data, err, errlen) < 0) {
+		rc = SL_EFAIL;
+	} else {
+		sl_info("stream \"%s\": %s was given rows without row events: backfilling it again", s->sc->name,
+			name.data);
+	}
+	sl_buf_free(&name);
+	return rc;
 }
 
 /* A long wait, for `sluice status` (the source logs it itself). */
@@ -500,6 +539,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	s.hooks.payload = &s;
 	s.hooks.stop = hook_stop;
 	s.hooks.waiting = hook_waiting;
+	s.hooks.replaced = hook_replaced;
 	s.sst.hooks = &s.hooks;
 	if (sl_mkdir_p(cfg->state_dir) < 0) {
 		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, sl_strerror(errno));

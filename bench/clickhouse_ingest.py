@@ -11,7 +11,9 @@ exits non-zero only if something does not work:
     updates, 10% deletes, in transactions of --batch rows) are loaded after
     two slots were created, then drained with `sluice run --until-caught-up`
     (backfill = none) into an append-mode and a merge-mode database, one
-    after the other.  Changes per second, sluice's CPU and peak RSS.
+    after the other.  Changes per second, sluice's CPU and peak RSS.  Then
+    the table itself by the initial backfill in both modes: the sink's rate
+    without logical decoding in front of it (which bounds the change rate).
  2. The ceiling.  The rows sluice wrote in append mode are read back as a
     RowBinary file (and as JSONEachRow, for comparison), and uploaded with a
     plain `curl --data-binary` into an empty table of the same layout: what
@@ -75,14 +77,15 @@ def load(pg, changes, batch):
     return n_ins, n_upd, n_del, time.monotonic() - t0
 
 
-def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publication=None, dest=None):
+def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publication=None, dest=None,
+              backfill="none"):
     extra = {"destination": {"type": "clickhouse", "path": None, "codec": None, "compression_level": None,
                              "max_file_bytes": None, "max_file_seconds": None, "url": ch.url,
                              "database": database, "user": "sluice", "password_env": "SLUICE_TEST_CH_PASSWORD"}}
     extra["destination"].update(dest or {})
     if slot:
         extra["stream"] = {"slot": slot, "publication": publication}
-    return Sluice(pg, stream=stream, tables=tables, backfill="none", write_mode=mode, extra=extra,
+    return Sluice(pg, stream=stream, tables=tables, backfill=backfill, write_mode=mode, extra=extra,
                   binary=binary, log_level="warn")
 
 
@@ -260,6 +263,26 @@ def main():
             print(f"sluice {mode:6} (compression {a.compression}): {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
                   f"CPU {r.cpu_s:.2f}s ({r.cpu_s / changes * 1e6:.2f}s per million)  peak RSS "
                   f"{r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, {live} live)")
+
+        # 1b. the sink without logical decoding in front of it: the table's
+        # rows by the initial backfill (COPY over 2 connections)
+        nrows = pg.one("SELECT count(*) FROM bench_t")
+        for mode in ("append", "merge"):
+            s = ch_sluice(pg, ch, f"bf_{mode}", f"bf_{mode}", mode, a.sluice_bin, "public.bench_t",
+                          dest={"compression": a.compression}, backfill="auto")
+            try:
+                r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+                if r.rc != 0:
+                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    return 1
+            finally:
+                s.close()
+            rows = int(ch.scalar(f"SELECT count() FROM bf_{mode}.public_bench_t"))
+            if rows != nrows:
+                print(f"clickhouse_ingest: the backfill wrote {rows} rows of {nrows}", file=sys.stderr)
+                return 1
+            print(f"sluice {mode:6} backfill of {nrows} rows: {r.wall_s:6.2f}s  {nrows / r.wall_s:9.0f} rows/s  "
+                  f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB")
 
         # 2. the ceiling: the same rows, pre-built, through curl
         tmp = ch.tmpdir

@@ -4,3 +4,7 @@
 noinst_PROGRAMS += %D%/avro_encode
 %C%_avro_encode_SOURCES = %D%/avro_encode.c
 %C%_avro_encode_LDADD = $(SINKS_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a
+
+noinst_PROGRAMS += %D%/s3_put
+%C%_s3_put_SOURCES = %D%/s3_put.c
+%C%_s3_put_LDADD = $(SINKS_LIBS) libslcommon.a

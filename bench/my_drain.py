@@ -13,7 +13,9 @@ changes by default, 60% inserts, 30% updates, 10% deletes, in transactions of
   sluice run -c FILE --until-caught-up     (codec deflate, level 1)
 
 It prints both wall times and change rates, the ratio, CPU microseconds per
-change and peak RSS of each.  It never fails on speed; it exits non-zero
+change and peak RSS of each; and the server's dump rate alone
+(mariadb-binlog --raw copying the same range without decoding), the floor
+for any client.  It never fails on speed; it exits non-zero
 only if something does not work.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/my_drain.py [--changes N] [--batch N] [--verify]
@@ -121,6 +123,12 @@ def main():
             if mb.rc != 0:
                 print(f"my_drain: mariadb-binlog failed:\n{mb.describe()}", file=sys.stderr)
                 return 1
+            # the server's dump rate alone: the same binlog copied raw, no decoding
+            raw_dir = os.path.join(s.workdir, "raw")
+            os.mkdir(raw_dir)
+            raw = run_measured([mbl, "--read-from-remote-server", f"--socket={my.socket}", "--user=root", "--raw",
+                                f"--result-file={raw_dir}/", f"--start-position={start_pos}", "--to-last-log",
+                                start_file], s.workdir, "mariadb-binlog-raw", a.timeout)
             r = s.run("run", "--until-caught-up", timeout=a.timeout, sample_hwm=True)
             if r.rc != 0:
                 print(f"my_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
@@ -140,6 +148,13 @@ def main():
             print(f"ratio sluice/mariadb-binlog (wall time): {r.wall_s / mb.wall_s:.2f} "
                   f"(sluice is {mb.wall_s / r.wall_s:.2f}x as fast)")
             print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s")
+            if raw.rc == 0:
+                print(f"server dump alone (mariadb-binlog --raw, no decoding): {raw.wall_s:.2f}s  "
+                      f"{changes / raw.wall_s:10.0f} changes/s  cpu {raw.cpu_s:.2f}s: the floor for any "
+                      f"client; sluice takes {r.wall_s / raw.wall_s:.2f}x it, mariadb-binlog -v "
+                      f"{mb.wall_s / raw.wall_s:.2f}x")
+            else:
+                print(f"server dump alone: mariadb-binlog --raw failed:\n{raw.describe()}")
             if a.verify:
                 recs = harness.read_avro_tree(s.out, codec=a.codec, keep=_op, workers=2)
                 counts = {}

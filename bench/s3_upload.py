@@ -21,6 +21,11 @@ It prints:
     the time the server spent on them (first byte to answer), and the
     ratio sluice/curl (the goal: at least 0.8);
   - curl's wall time for its uploads;
+  - sluice's S3 client alone (bench/s3_put: the destination's own upload
+    code, a PUT per file, multipart in 16 MB parts above that) uploading the
+    same files after curl, with no pipeline running, the fair comparison
+    of the two clients (during the end-to-end run the uploads share the CPU
+    with PostgreSQL's decoding and sluice's encoding);
   - sluice's peak RSS (VmHWM, sampled; the goal: under 64 MB).
 It never fails on speed; it exits non-zero only if something does not work.
 
@@ -49,6 +54,10 @@ CREATE TABLE bench_s3 (
   at timestamptz NOT NULL,
   note text
 )"""
+
+
+S3_PUT = os.path.join(os.path.dirname(os.path.abspath(os.environ.get("SLUICE_BIN", os.path.join(REPO, "_build", "sluice")))),
+                      "bench", "s3_put")
 
 
 def data_requests(reqs, prefix):
@@ -111,6 +120,18 @@ def main():
                                 "-T", p, f"{s3.endpoint}/{s3.bucket}/{k}"], check=True)
             curl_wall = time.monotonic() - t1
             cu_bytes, cu_secs = data_requests(s3.requests(timing=True), "/lake/curl/")
+
+            # sluice's S3 client alone (bench/s3_put, the destination's own
+            # code: a PUT each, multipart in 16 MB parts above that), on the
+            # same files, sequentially, with no pipeline running, as curl
+            cl_bytes, cl_secs, cl_wall = 0, 0.0, 0.0
+            if os.access(S3_PUT, os.X_OK):
+                env = dict(os.environ, S3_KEY_ID=s3.key_id, S3_SECRET=s3.secret)
+                t2 = time.monotonic()
+                subprocess.run([S3_PUT, s3.endpoint, s3.bucket, s3.region, "client/", str(16 * 1024 * 1024)]
+                               + [p for p, _ in files], env=env, check=True, capture_output=True)
+                cl_wall = time.monotonic() - t2
+                cl_bytes, cl_secs = data_requests(s3.requests(timing=True), "/lake/client/")
             for p, _ in files:
                 os.unlink(p)
             os.rmdir(tmp)
@@ -129,6 +150,14 @@ def main():
           f"{(sl_rate / cu_rate) if cu_rate else 0:.2f} (goal >= 0.8)")
     print(f"s3_upload: curl wall time for its {len(files)} uploads: {curl_wall:.2f} s "
           f"({cu_bytes / mb / curl_wall:.1f} MB/s, one process per file)")
+    if cl_secs:
+        cl_rate = cl_bytes / mb / cl_secs
+        print(f"s3_upload: sluice's S3 client alone (bench/s3_put, same files, no pipeline running): "
+              f"{cl_rate:.1f} MB/s on the server ({cl_bytes / mb:.1f} MB in {cl_secs:.2f} s of requests), "
+              f"client/curl = {cl_rate / cu_rate if cu_rate else 0:.2f} (goal >= 0.8); wall {cl_wall:.2f} s "
+              f"({cl_bytes / mb / cl_wall:.1f} MB/s, one process)")
+    else:
+        print(f"s3_upload: {S3_PUT} not built: no figure for sluice's client alone")
     print(f"s3_upload: sluice peak RSS {r.hwm_kb / 1024:.1f} MB (VmHWM; goal < 64 MB), "
           f"CPU {r.cpu_s:.2f} s")
 

@@ -131,6 +131,19 @@ struct sl_source_hooks {
 	void *payload;
 	bool (*stop)(void *payload);
 	void (*waiting)(void *payload, const struct sl_source_wait *w);
+	/* While streaming (a source whose tables have no identity of their own,
+	 * such as a binlog's): the name ns.table the stream follows was given
+	 * rows without row events by the DDL at position at (RENAME TABLE ...
+	 * TO it, a partition truncated, dropped or exchanged), or
+	 * the DDL at ended it while a table of that name exists again (dropped
+	 * and created again before the stream read the DROP).  Returns 0 when
+	 * the table's backfill already comes after at (nothing to do: the
+	 * stream reads the statement again after a restart); 1 when it does
+	 * not, and then, with backfill, the agent has durably asked for the
+	 * table to be backfilled again on the stream's next start, so the
+	 * source ends the stream with SL_ERESTART; or a failure (err). */
+	int (*replaced)(void *payload, const char *ns, const char *table, const struct sl_position *at, bool backfill,
+			char *err, size_t errlen);
 };
 
 /* What a source knows of the stream it serves. */
@@ -152,6 +165,8 @@ struct sl_source_stream {
 	int backfill_chunk_rows;       /* rows per chunk (0: the source's default) */
 	bool heartbeats;               /* heartbeats are configured: check says whether the
 					* source permits them */
+	int64_t heartbeat_ms;          /* heartbeat_interval in ms (0: off); a source whose log
+					* brings its own heartbeats asks for them at least this often */
 	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
 	int64_t durable_ts_us;         /* probe: the source time of the last durable change, 0 unknown */
 };

@@ -277,7 +277,7 @@ static int describe_column(struct sl_my_col *c, const char *data_type, const cha
 	return 0;
 }
 
-static int add_table(struct sl_my_table **t, int *n, int *a, const char *db, const char *name)
+static int add_table(struct sl_my_table **t, int *n, int *a, const char *db, const char *name, bool versioned)
 {
 	if (*n == *a) {
 		int na = *a ? *a * 2 : 16;
@@ -292,6 +292,7 @@ static int add_table(struct sl_my_table **t, int *n, int *a, const char *db, con
 		free((*t)[*n].db);
 		return -1;
 	}
+	(*t)[*n].versioned = versioned;
 	(*n)++;
 	return 0;
 }
@@ -409,7 +410,7 @@ int sl_my_list_tables(MYSQL *c, bool mariadb, char *const *include, char *const 
 	*out = NULL;
 	*n = 0;
 	sl_buf_init(&q, 0);
-	sl_buf_puts(&q, "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES");
+	sl_buf_puts(&q, "SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES");
 	where_tables(&q, only_db, only_table);
 	sl_buf_puts(&q, " AND TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')");
 	if (sl_buf_failed(&q))
@@ -419,7 +420,7 @@ int sl_my_list_tables(MYSQL *c, bool mariadb, char *const *include, char *const 
 	while (res && (row = mysql_fetch_row(res))) {
 		if (!row[0] || !row[1] || !sl_my_selects(include, exclude, row[0], row[1]))
 			continue;
-		if (add_table(&t, &nt, &at, row[0], row[1]) < 0)
+		if (add_table(&t, &nt, &at, row[0], row[1], row[2] && !strcmp(row[2], "SYSTEM VERSIONED")) < 0)
 			goto oom;
 	}
 	if (res)

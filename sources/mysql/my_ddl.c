@@ -150,6 +150,7 @@ static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name
 		return false;
 	snprintf(out->table, sizeof out->table, "%s", l->text);
 	snprintf(out->db, sizeof out->db, "%s", default_db ? default_db : "");
+	out->role = SL_MY_TOUCHES;
 	next(l);
 	if (punct(l, '.')) {
 		next(l);
@@ -193,9 +194,11 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		for (;;) {
 			if (!read_name(&l, default_db, &x))
 				return SL_MY_STMT_UNKNOWN_DDL;
+			x.role = SL_MY_ENDS;
 			add(names, max, n, &x);
 			if (!accept(&l, "TO") || !read_name(&l, default_db, &x))
 				return SL_MY_STMT_UNKNOWN_DDL;
+			x.role = SL_MY_BINDS;
 			add(names, max, n, &x);
 			if (!punct(&l, ','))
 				break;
@@ -243,15 +246,39 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		if (!read_name(&l, default_db, &x))
 			return SL_MY_STMT_UNKNOWN_DDL;
 		add(names, max, n, &x);
-		/* ALTER TABLE t ... RENAME [TO | AS] t2 */
+		/* ALTER TABLE t ... RENAME [TO | AS] t2; and the partition
+		 * operations that remove or bring rows without row events:
+		 * TRUNCATE / DROP PARTITION, EXCHANGE PARTITION p WITH TABLE t2 */
 		while (l.kind != TK_END) {
+			if (accept(&l, "TRUNCATE") || accept(&l, "DROP")) {
+				if (is(&l, "PARTITION") && *n > 0 && max > 0)
+					names[0].role = SL_MY_BINDS;
+				continue;
+			}
+			if (accept(&l, "EXCHANGE")) {
+				if (!accept(&l, "PARTITION"))
+					continue;
+				if (*n > 0 && max > 0)
+					names[0].role = SL_MY_BINDS;
+				while (l.kind != TK_END && !is(&l, "WITH"))
+					next(&l);
+				if (accept(&l, "WITH") && accept(&l, "TABLE") && read_name(&l, default_db, &x)) {
+					x.role = SL_MY_BINDS;
+					add(names, max, n, &x);
+				}
+				continue;
+			}
 			if (accept(&l, "RENAME")) {
 				if (is(&l, "COLUMN") || is(&l, "INDEX") || is(&l, "KEY") || is(&l, "CONSTRAINT"))
 					continue;
 				if (!accept(&l, "TO"))
 					accept(&l, "AS");
-				if (read_name(&l, default_db, &x))
+				if (read_name(&l, default_db, &x)) {
+					if (*n > 0 && max > 0)
+						names[0].role = SL_MY_ENDS;
+					x.role = SL_MY_BINDS;
 					add(names, max, n, &x);
+				}
 				continue;
 			}
 			next(&l);
@@ -278,6 +305,7 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		for (;;) {
 			if (!read_name(&l, default_db, &x))
 				return SL_MY_STMT_UNKNOWN_DDL;
+			x.role = SL_MY_ENDS;
 			add(names, max, n, &x);
 			if (!punct(&l, ','))
 				break;

@@ -147,6 +147,7 @@ struct sl_my_col {
 /* A selected table: its current version and its columns' descriptions. */
 struct sl_my_table {
 	char *db, *name;
+	bool versioned;                 /* MariaDB WITH SYSTEM VERSIONING */
 	int ncols;
 	struct sl_my_col *cols;
 	struct sl_table *version;       /* built from cols (owned by the source until retired) */
@@ -199,7 +200,14 @@ enum sl_my_stmt {
 				   * table it names, when it could be read */
 };
 
-struct sl_my_name { char db[256]; char table[256]; };
+/* What a DDL statement does to a name: changes the table it names (ALTER,
+ * CREATE, an index), ends it (DROP, the old name of a RENAME), or gives it
+ * rows the binlog has no row events for (the new name of a RENAME, which
+ * names a table that existed before under another name; a partition
+ * truncated, dropped or exchanged). */
+enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
+
+struct sl_my_name { char db[256]; char table[256]; enum sl_my_role role; };
 
 /* Classifies a statement of a QUERY event and lists the tables it names
  * (up to max, qualified with default_db when unqualified). */

@@ -135,8 +135,10 @@ static int my_pos_decode(const char *text, struct sl_position *out)
 	char num[32];
 
 	memset(out, 0, sizeof *out);
+	/* no position (a table whose backfill was skipped, or not yet taken,
+	 * has no snapshot): what my_pos_encode writes for it */
 	if (!strcmp(text, "?:0"))
-		return 0;   /* the zero position (none yet: a table's snapshot before it is taken), as encoded */
+		return 0;
 	colon = memrchr(text, ':', hl);
 	if (!colon || colon == text || (size_t)(colon - text) >= sizeof file || hl - (size_t)(colon - text) - 1 >= sizeof num)
 		return -1;
@@ -213,6 +215,7 @@ struct my_src {
 	int ntables;
 	bool replay;
 	int64_t heartbeat_ms, silence_ms;
+	bool cascades_said;             /* warn_cascades ran (once per source context) */
 	char report_host[64];
 	struct sl_mysql_row_stats bf_stats;
 
@@ -414,6 +417,9 @@ static struct my_src *new_src(const struct sl_source_config *cfg, const struct s
 							: HEARTBEAT_MS * SILENCE_FACTOR;
 	/* dead after 2.5 heartbeat periods of silence */
 	s->heartbeat_ms = s->silence_ms * 2 / 5 > 100 ? s->silence_ms * 2 / 5 : 100;
+	/* heartbeat_interval asks for the server's heartbeats at least this often */
+	if (st && st->heartbeat_ms > 0 && st->heartbeat_ms < s->heartbeat_ms)
+		s->heartbeat_ms = st->heartbeat_ms;
 	if (gethostname(host, sizeof host) != 0)
 		snprintf(host, sizeof host, "?");
 	host[sizeof host - 1] = '\0';
@@ -542,6 +548,84 @@ static int check_select(MYSQL *c, const struct sl_source_stream *st, const struc
 	return rc;
 }
 
+/* The ON DELETE / ON UPDATE actions of one constraint line of SHOW CREATE
+ * TABLE that change the referencing rows ("ON DELETE CASCADE, ON UPDATE SET
+ * NULL"), into what; false when none. */
+static bool fk_actions(const char *line, char *what, size_t len)
+{
+	static const char *const acts[] = { "CASCADE", "SET NULL", "SET DEFAULT" };
+	static const char *const ons[] = { "ON DELETE ", "ON UPDATE " };
+
+	what[0] = '\0';
+	for (int o = 0; o < 2; o++) {
+		const char *p = strstr(line, ons[o]);
+		if (!p)
+			continue;
+		p += strlen(ons[o]);
+		for (int k = 0; k < 3; k++)
+			if (!strncmp(p, acts[k], strlen(acts[k])))
+				snprintf(what + strlen(what), len - strlen(what), "%s%s%s", what[0] ? ", " : "", ons[o],
+					 acts[k]);
+	}
+	return what[0] != '\0';
+}
+
+/* Foreign keys whose ON DELETE / ON UPDATE action changes rows of a
+ * followed table: InnoDB applies those inside the engine, and the binlog
+ * has no row event for them.  Said in check (out) or logged (out NULL);
+ * never an error: it is only a help.  (SHOW CREATE TABLE, which SELECT
+ * allows; information_schema.REFERENTIAL_CONSTRAINTS shows a role with only
+ * SELECT nothing.) */
+static void warn_cascades(MYSQL *c, const struct sl_source_stream *st, const struct sl_my_table *t, int n, FILE *out)
+{
+	struct sl_buf q;
+	char err[SL_ERRLEN];
+
+	sl_buf_init(&q, 0);
+	for (int i = 0; i < n; i++) {
+		MYSQL_RES *res = NULL;
+		MYSQL_ROW row;
+
+		sl_buf_reset(&q);
+		sl_buf_puts(&q, "SHOW CREATE TABLE ");
+		if (sl_my_append_ident(&q, t[i].db) < 0 || sl_buf_putc(&q, '.') < 0 ||
+		    sl_my_append_ident(&q, t[i].name) < 0 || sl_buf_failed(&q))
+			break;
+		if (sl_my_query(c, q.data, &res, err, sizeof err) < 0) {
+			sl_debug("stream \"%s\": could not read the foreign keys of %s.%s: %s", st->name, t[i].db,
+				 t[i].name, err);
+			continue;
+		}
+		row = res ? mysql_fetch_row(res) : NULL;
+		for (const char *line = row && row[1] ? row[1] : NULL; line && *line;) {
+			const char *end = strchr(line, '\n');
+			size_t ll = end ? (size_t)(end - line) : strlen(line);
+			char text[1024], what[100], name[300];
+			const char *q1, *q2;
+
+			snprintf(text, sizeof text, "%.*s", (int)(ll < sizeof text ? ll : sizeof text - 1), line);
+			line = end ? end + 1 : NULL;
+			if (!strstr(text, "FOREIGN KEY") || !fk_actions(text, what, sizeof what))
+				continue;
+			/* CONSTRAINT `name` FOREIGN KEY (...) REFERENCES ... */
+			q1 = strchr(text, '`');
+			q2 = q1 ? strchr(q1 + 1, '`') : NULL;
+			snprintf(name, sizeof name, "%.*s", q1 && q2 ? (int)(q2 - q1 - 1) : 1, q1 && q2 ? q1 + 1 : "?");
+			if (out)
+				fprintf(out, "stream %s: table %s.%s: warning: foreign key %s (%s) changes its rows without "
+					"binlog row events; those changes do not reach the destination (doc/mysql.md, "
+					"Foreign keys)\n", st->name, t[i].db, t[i].name, name, what);
+			else
+				sl_warn("stream \"%s\": table %s.%s: foreign key %s (%s) changes its rows without binlog "
+					"row events; those changes do not reach the destination (doc/mysql.md, Foreign keys)",
+					st->name, t[i].db, t[i].name, name, what);
+		}
+		if (res)
+			mysql_free_result(res);
+	}
+	sl_buf_free(&q);
+}
+
 /* The stream's tables: SL_ECONFIG when nothing matches. */
 static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
 		       const struct sl_source_stream *st, struct sl_my_table **out, int *n, char *err, size_t errlen)
@@ -577,6 +661,20 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 		rc = SL_ECONFIG;
 		goto fail;
 	}
+	for (int i = 0; i < *n; i++) {
+		/* Its binlog rows carry the history (a DELETE is an UPDATE of
+		 * row_end, an UPDATE also writes the old row as history) and the
+		 * hidden row_start and row_end: read as a table, the mirror would
+		 * be wrong. */
+		if ((*out)[i].versioned) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is system-versioned (WITH SYSTEM "
+				 "VERSIONING), which sluice does not read: its binlog rows carry the table's history. "
+				 "Leave it out of the stream (exclude_tables = %s.%s)", st->name, (*out)[i].db,
+				 (*out)[i].name, (*out)[i].db, (*out)[i].name);
+			rc = SL_EPREREQ;
+			goto fail;
+		}
+	}
 	if ((rc = check_select(c, st, cfg, *out, *n, err, errlen)) < 0 || (rc = check_keys(st, *out, *n, err, errlen)) < 0)
 		goto fail;
 	return SL_OK;
@@ -599,6 +697,10 @@ static int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 	s->ntables = 0;
 	if ((rc = list_tables(s->meta, &s->srv, s->cfg, s->st, &s->tables, &s->ntables, err, errlen)) < 0)
 		return rc;
+	if (!s->cascades_said) {
+		warn_cascades(s->meta, s->st, s->tables, s->ntables, NULL);
+		s->cascades_said = true;
+	}
 	if (!(*out = calloc((size_t)s->ntables, sizeof **out)))
 		goto oom;
 	for (int i = 0; i < s->ntables; i++) {
@@ -981,6 +1083,14 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 	} else if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL, t->db, t->name,
 					   true, &fresh, &n, err, errlen)) < 0) {
 		return rc;
+	}
+	if (n == 1 && fresh[0].versioned) {
+		/* ALTER TABLE ... ADD SYSTEM VERSIONING: see list_tables */
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" became system-versioned (ADD SYSTEM "
+			 "VERSIONING), which sluice does not read: its binlog rows carry the table's history. Leave it "
+			 "out of the stream (exclude_tables = %s.%s)", s->st->name, t->db, t->name, t->db, t->name);
+		sl_my_tables_free(fresh, n);
+		return SL_EPREREQ;
 	}
 	if (tm && n == 1 && sl_my_map_match(tm, &fresh[0], why, sizeof why) == SL_MY_PREFIX && !tm->has_names) {
 		/* a column was added since: without names in the binlog, the
@@ -1484,6 +1594,37 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 	if (s->replay)
 		return SL_OK;
 	if (kind == SL_MY_STMT_TABLE_DDL) {
+		/* The catalog is read now, not as of the statement: the table a
+		 * name has now may have come after the statement.  The roles the
+		 * statement gives its names (my_ddl.c) tell what the catalog
+		 * cannot: which followed table ended here, and which name was
+		 * given a table with rows of its own. */
+		struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
+		/* first the names given rows without row events (RENAME ... TO a
+		 * followed name, a partition truncated, dropped or exchanged): the
+		 * stream never read them */
+		for (int i = 0; i < n; i++) {
+			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
+			if (names[i].role != SL_MY_BINDS || !t)
+				continue;
+			if (!s->st->hooks || !s->st->hooks->replaced) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
+					 "events (a table renamed into it, or a partition truncated, dropped or exchanged); run "
+					 "`sluice backfill -c %s --stream %s --table %s.%s`",
+					 s->st->name, t->db, t->name, s->st->config_path ? s->st->config_path : "FILE",
+					 s->st->name, t->db, t->name);
+				return SL_EPREREQ;
+			}
+			rc = s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, true, err, errlen);
+			if (rc < 0)
+				return rc;
+			if (rc > 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
+					 "events (a table renamed into it, or a partition truncated, dropped or exchanged): it is "
+					 "backfilled again", s->st->name, t->db, t->name);
+				return SL_ERESTART;
+			}
+		}
 		for (int i = 0; i < n; i++) {
 			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
 			struct sl_table *retired = NULL;
@@ -1506,6 +1647,23 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			}
 			if (!t)
 				continue;
+			if (names[i].role == SL_MY_BINDS)
+				continue;  /* above */
+			if (names[i].role == SL_MY_ENDS) {
+				/* dropped (or renamed away) while a table of that name
+				 * exists again: the rows the stream wrote for it end here */
+				rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
+					s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, false, err, errlen);
+				if (rc < 0)
+					return rc;
+				if (rc == 0)
+					continue;  /* backfilled after this statement */
+				if (s->ntrunc < (int)(sizeof s->trunc / sizeof s->trunc[0])) {
+					s->trunc[s->ntrunc++] = names[i];
+					s->truncating = true;
+					s->itrunc = 0;
+				}
+			}
 			if ((rc = redescribe(s, t, NULL, &retired, err, errlen)) < 0)
 				return rc;
 			if (rc > 0) {
@@ -2410,6 +2568,7 @@ static int my_check(const struct sl_source_config *cfg, const struct sl_source_s
 	for (int i = 0; i < n; i++)
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, t[i].db, t[i].name, t[i].ncols,
 			sl_table_has_key(t[i].version) ? "" : ", no primary key (append mode only)");
+	warn_cascades(c, st, t, n, out);
 	{
 		/* backfill while streaming: the watermark table (its absence is no
 		 * error: streaming and the initial backfill do without) */

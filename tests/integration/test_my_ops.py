@@ -367,6 +367,38 @@ class MyBinlogStatusTest(MyOpsTestCase):
         self.assertIsNone(st["binlog"]["time_to_purge_seconds"])
 
 
+class MyHeartbeatIntervalTest(MyOpsTestCase):
+    """heartbeat_interval on a binlog stream asks the server for its
+    heartbeat events that often (the default period with the default
+    receive_timeout is 5 s), and sluice writes nothing into the server."""
+
+    def test_heartbeat_interval_sets_the_period(self):
+        my = self.my
+        my.execute("CREATE DATABASE hb")
+        my.execute("CREATE TABLE hb.t (id int PRIMARY KEY)")
+        port = metrics_port()
+        s = self.sluice(stream="hb", tables="hb.t",
+                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"},
+                               "stream": {"heartbeat_interval": "1"}})
+        p = s.start("run")
+        wait_streaming(p)
+        pos0 = my.master_status()
+        n0 = metric(metrics(port), "sluice_heartbeats_received_total", stream="hb") or 0
+        time.sleep(10)
+        m = metrics(port)
+        got = metric(m, "sluice_heartbeats_received_total", stream="hb") - n0
+        # one a second while idle (5 s apart without heartbeat_interval: 2 at most)
+        self.assertGreaterEqual(got, 7, p.stderr_text()[-3000:])
+        self.assertLessEqual(got, 12)
+        self.assertEqual(metric(m, "sluice_heartbeats_sent_total", stream="hb"), 0)
+        # nothing was written into the server's binlog
+        self.assertEqual(my.master_status(), pos0)
+        r = s.run("status", "--json", timeout=60)
+        hb = json.loads(r.stdout)["streams"][0]["agent"]["heartbeats"]
+        self.assertEqual((hb["from"], hb["interval_seconds"], hb["sent"]), ("server", 1, 0), hb)
+        print(f"\n    {got:.0f} heartbeats in 10 s idle with heartbeat_interval = 1", end=" ")
+
+
 class MyFreshnessTest(MyOpsTestCase):
     """The server's binlog heartbeats (every 2 s of silence with
     receive_timeout = 5) travel through the pipeline like a change: an idle

@@ -5,7 +5,8 @@ The SQL, the pg_hba.conf lines and the configuration are read out of the
 guide (the blocks marked `<!-- deploy-test: NAME -->`) and used as they are;
 the test replaces only the paths, the port and the password.  Then:
 
-- `sluice check` passes and `sluice run` replicates both tables, with a
+- `sluice check` passes and `sluice run` replicates both tables (logging no
+  warning, on the first run or the next), with a
   non-superuser role that has exactly the documented grants, over a
   scram-sha-256 connection allowed by the documented pg_hba.conf line;
 - the role may do no more: a wrong password is refused (exit 3, not
@@ -15,6 +16,7 @@ the test replaces only the paths, the port and the password.  Then:
   `systemd-analyze verify` accepts it without a warning.
 """
 
+import json
 import os
 import re
 import shutil
@@ -117,11 +119,17 @@ class DeployGuideTest(PgTestCase):
         r = s.run("check")
         self.assertEqual(r.rc, 0, r.describe())
         self.assertIn("all checks passed", r.stdout)
-        self.catch_up(s)
+        first = self.catch_up(s)
         app.execute("UPDATE sales.orders SET total = total + 1 WHERE id <= 10")
         app.execute("DELETE FROM sales.orders WHERE id > 95")
         app.execute("INSERT INTO sales.customers VALUES (21, 'new customer')")
-        self.catch_up(s)
+        second = self.catch_up(s)
+        # a healthy deployment logs no warning, on the first run or any later
+        # one (nothing the operator cannot act on, run after run)
+        for run in (first, second):
+            lines = [json.loads(l) for l in run.stderr.splitlines() if l.strip()]
+            self.assertTrue(lines, run.describe())
+            self.assertEqual([l for l in lines if l["level"] in ("warning", "error")], [], run.describe())
         recs = read_avro_tree(s.out, self)
         self.assertEqual({r["object"] for r in recs}, {"sales_orders", "sales_customers"})
         assert_table_matches(self, app, records_for(recs, "sales", "orders"), "sales", "orders", ["id"])

@@ -1,7 +1,7 @@
 # Unit tests of the MySQL/MariaDB binlog decoding library (sources/mysql/):
 # GTID positions and sets (test_mysql_gtid), event framing and table maps
 # (test_mysql_binlog), row images and values (test_mysql_rows), binary JSON
-# (test_mysql_json), and events captured from a real MariaDB 10.11
+# (test_mysql_json), the DDL statement classifier (test_mysql_ddl), and events captured from a real MariaDB 10.11
 # (test_mysql_capture, reading tests/unit/data/mariadb-10.11/).  The events
 # are built by a test-side encoder (mysql_enc.c) written independently of
 # the decoder.
@@ -11,9 +11,13 @@ MYSQL_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS) -DSLUICE_SR
 MYSQL_ENC = %D%/mysql_enc.c %D%/mysql_enc.h
 
 check_PROGRAMS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows \
-	%D%/test_mysql_json %D%/test_mysql_capture
+	%D%/test_mysql_json %D%/test_mysql_capture %D%/test_mysql_ddl
 TESTS += %D%/test_mysql_gtid %D%/test_mysql_binlog %D%/test_mysql_rows %D%/test_mysql_json \
-	%D%/test_mysql_capture
+	%D%/test_mysql_capture %D%/test_mysql_ddl
+
+%C%_test_mysql_ddl_SOURCES = %D%/test_mysql_ddl.c
+%C%_test_mysql_ddl_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS) $(MARIADB_CFLAGS)
+%C%_test_mysql_ddl_LDADD = $(MYSQL_TEST_LDADD)
 
 %C%_test_mysql_gtid_SOURCES = %D%/test_mysql_gtid.c
 %C%_test_mysql_gtid_CPPFLAGS = $(MYSQL_TEST_CPPFLAGS)
