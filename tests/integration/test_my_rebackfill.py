@@ -388,6 +388,45 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(max(keys.values()), 1)
         self.assertTableMatches(recs, "app", "ck", ["s", "d", "u", "e"])
 
+    def test_tables_swapped_in_are_backfilled_while_streaming(self):
+        """A table renamed into a followed name (the online schema change's
+        swap) holds rows the stream never read: with the watermark table it
+        is backfilled while streaming, once, also when it is empty (the
+        backfill is complete as of its last watermark, after the RENAME, so
+        reading the RENAME again asks for nothing more)."""
+        my = self.my
+        my.execute("CREATE TABLE app.sw1 (id int PRIMARY KEY, a int)")
+        my.execute("INSERT INTO app.sw1 VALUES (1, 1), (2, 2), (3, 3)")
+        my.execute("CREATE TABLE app.sw2 (id int PRIMARY KEY, a int)")
+        my.execute("INSERT INTO app.sw2 VALUES (1, 1)")
+        s = self.agent("swapw", "app.sw1, app.sw2")
+        self.catch_up(s)
+        my.execute("CREATE TABLE app._sw1_gho (id int PRIMARY KEY, a int, b int DEFAULT 5)")
+        my.execute("INSERT INTO app._sw1_gho (id, a) SELECT id, a FROM app.sw1")
+        my.execute("UPDATE app._sw1_gho SET a = 20 WHERE id = 2")
+        my.execute("RENAME TABLE app.sw1 TO app._sw1_del, app._sw1_gho TO app.sw1")
+        my.execute("INSERT INTO app.sw1 VALUES (4, 4, 4)")
+        my.execute("CREATE TABLE app._sw2_new (id int PRIMARY KEY, a int)")   # empty
+        my.execute("RENAME TABLE app.sw2 TO app._sw2_del, app._sw2_new TO app.sw2")
+        r = self.catch_up(s)
+        self.assertEqual(r.stderr.count("was given rows without row events: backfilling it again"), 2, r.stderr)
+        self.assertIn("backfilled app.sw1 while streaming: 4 rows in 1 chunks", r.stderr)
+        self.assertIn("backfilled app.sw2 while streaming: 0 rows in 0 chunks", r.stderr)
+        self.assertNotIn("backfilling app.sw1 at", r.stderr, "not from a snapshot")
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "sw1", ["id"])
+        self.assertTableMatches(recs, "app", "sw2", ["id"])
+        # the next run reads nothing again and backfills nothing again
+        n = len(recs)
+        r = self.catch_up(s)
+        self.assertNotIn("was given rows without row events", r.stderr)
+        self.assertEqual(len(self.read(s)), n)
+        my.execute("INSERT INTO app.sw2 VALUES (7, 7)")
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "sw1", ["id"])
+        self.assertTableMatches(recs, "app", "sw2", ["id"])
+
     def test_without_the_watermark_table(self):
         my = self.my
         self.make_table("nowm", 1200)
