@@ -14,12 +14,15 @@ test_pg_rebackfill.py does for PostgreSQL.
 - keys of several columns and types (latin1 text in a case-insensitive
   collation, DATETIME(6), BIGINT UNSIGNED, ENUM) are read chunk after
   chunk in key order, each row once;
+- tables swapped in by RENAME (an online schema change; one of them
+  empty) are backfilled while streaming, once;
 - watermark rows never reach the output, and the watermark table is never
   one of the stream's tables, even when `tables` matches it;
 - without the watermark table: `sluice check` warns (exit 0), a request to
   a running agent is refused (exit 3) with the DDL and the GRANT, and a
   table marked for backfill is read from a snapshot before streaming;
-  with the table but without the grant, `sluice check` exits 3 naming it.
+  with the table but without the grant, `sluice check` exits 3 naming it,
+  and with binlog_ignore_db leaving out its database, too.
 
 Each runs with binlog_row_metadata=FULL (RebackfillTest) and the first
 three again with MINIMAL (RebackfillMinimalTest: the watermark table's
