@@ -149,7 +149,7 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		sl_log_set_table(NULL);
 		/* Done once durable: the figure below then covers the writer too
 		 * (encoding, compression, flush). */
-		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows)) < 0 ||
+		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows, NULL)) < 0 ||
 		    (rc = sl_pipe_sync(pipe)) < 0)
 			return rc;
 		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.2f s (%.0f rows/s)", stream, name,

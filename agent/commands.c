@@ -534,6 +534,14 @@ static int request_from_agent(struct sl_config *cfg, struct sl_stream_config *sc
 	sl_stream_source_view(cfg, sc, &sst);
 	if ((rc = check_table_selected(sc, src, &sst, table, err, errlen)) < 0)
 		return rc;
+	if (src->watermark_ready && (rc = src->watermark_ready(sc->source, &sst, err, errlen)) < 0) {
+		/* the agent could not read it while streaming (MySQL: no watermark table) */
+		size_t l = strlen(err);
+		if (rc == SL_EPREREQ)
+			snprintf(err + l, errlen - l, ". Without it, stop the agent and run this command again: the next run "
+				 "reads %s from a snapshot before streaming", table);
+		return rc;
+	}
 	if (sl_bf_request_write(cfg->state_dir, sc->name, table, err, errlen) < 0)
 		return SL_EFAIL;
 	if (pid > 0)

@@ -481,6 +481,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			return rc;
 		e->state = SL_BF_DONE;
 		e->rows = ev->u;
+		if (ev->flag & 1)   /* a backfill while streaming: complete as of this position */
+			memcpy(&e->snapshot, ev + 1, sizeof e->snapshot);
 		sl_ckpt_set_resume(e, NULL);
 		free(e->pend.key);
 		memset(&e->pend, 0, sizeof e->pend);
@@ -957,17 +959,22 @@ bool sl_pipe_in_tx(const struct sl_pipe *p)
 	return p->r_in_tx;
 }
 
-int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows)
+int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows,
+			  const struct sl_position *at)
 {
-	struct qev *ev = reserve(p, sizeof *ev);
+	size_t n = sizeof(struct qev) + (at ? sizeof *at : 0);
+	struct qev *ev = reserve(p, n);
 
 	if (!ev)
 		return failed_rc(p);
 	ev->kind = Q_BF_DONE;
 	ev->n = idx;
 	ev->u = rows;
+	ev->flag = at ? 1 : 0;
 	ev->table = t;
-	push_done(p, sizeof *ev, true);
+	if (at)
+		memcpy(ev + 1, at, sizeof *at);
+	push_done(p, n, true);
 	return SL_OK;
 }
 

@@ -110,8 +110,13 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 /* One snapshot row of t (values copied). */
 int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals);
 /* The table is complete: the writer flushes, marks it done with rows and
- * saves the checkpoint. */
-int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows);
+ * saves the checkpoint.  at (a backfill while streaming; NULL for a
+ * snapshot's) replaces the entry's snapshot position: the rows were read
+ * in snapshots up to there, so the backfill holds what the log had before
+ * it, whatever the marker's earlier position (stream.c's hook_replaced
+ * compares a DDL statement with it). */
+int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, uint64_t rows,
+			  const struct sl_position *at);
 
 /* The backfill rows pushed next (sl_pipe_backfill_row) are a chunk's, at
  * pos (CSN (pos_csn(pos), 0)) with source time ts_us. */

@@ -48,6 +48,7 @@ struct sl_rebackfill {
 	int njobs;
 	struct sl_bf_chunk *chunk;
 	bool waiting;                   /* a chunk's high watermark is written: wait for it */
+	bool finishing;                 /* the chunk read no row: wait for its low watermark, then done */
 	char *last;                     /* the open chunk's last key (owned) */
 	uint64_t seq;                   /* chunks opened by this run */
 	char run[48];                   /* what makes this run's watermarks its own */
@@ -323,7 +324,7 @@ static const struct sl_table *latest(const struct sl_rebackfill *rb, const struc
 static int take_requests(struct sl_rebackfill *rb)
 {
 	char **paths, **tables;
-	int n, rc = SL_OK, started = 0;
+	int n, rc = SL_OK, started = 0, ready = -1;
 	bool restart = false;
 
 	if (sl_bf_request_list(rb->c.state_dir, rb->c.stream, &paths, &tables, &n, rb->c.err, rb->c.errlen) < 0) {
@@ -346,6 +347,20 @@ static int take_requests(struct sl_rebackfill *rb)
 		}
 		if (queued(rb, idx)) {
 			sl_info("stream \"%s\": %s is being backfilled already", rb->c.stream, tables[i]);
+			continue;
+		}
+		if (ready < 0) {
+			/* can the source write watermarks now (MySQL: its table)? */
+			char e[SL_ERRLEN * 2];
+			int r = rb->c.src->watermark_ready && rb->c.srccfg && rb->c.sst
+					? rb->c.src->watermark_ready(rb->c.srccfg, rb->c.sst, e, sizeof e) : SL_OK;
+			ready = !(r == SL_EPREREQ || r == SL_ECONFIG);
+			if (!ready)
+				snprintf(rb->c.err, rb->c.errlen, "%s. So the backfill of %s requested is read from a snapshot",
+					 e, tables[i]);
+		}
+		if (!ready) {
+			restart = true;
 			continue;
 		}
 		sl_info("stream \"%s\": backfill of %s requested (%s)", rb->c.stream, tables[i], paths[i]);
@@ -430,16 +445,10 @@ static int open_chunk(struct sl_rebackfill *rb)
 		return rc;
 	}
 	if (rows == 0) {
-		int64_t ms = sl_mono_ms() - j->t0_ms;
-		sl_bf_chunk_abandon(rb->chunk);
-		/* Done once durable (and the figure below covers the writer). */
-		if ((rc = sl_pipe_backfill_done(rb->c.pipe, j->idx, j->t, j->rows)) < 0 ||
-		    (rc = sl_pipe_sync(rb->c.pipe)) < 0)
-			return rc;
-		sl_info("stream \"%s\": backfilled %s while streaming: %" PRIu64 " rows in %" PRIu64 " chunks, "
-			"%.2f s (%.0f rows/s)", rb->c.stream, entry_name(rb, j->idx), j->rows, j->chunks,
-			(double)ms / 1000.0, (double)(j->rows - j->rows0) * 1000.0 / (double)(ms > 0 ? ms : 1));
-		job_done(rb);
+		/* No row is left: the job is done at this chunk's low watermark,
+		 * once the stream reads it (finish_job). */
+		rb->finishing = true;
+		rb->waiting = true;
 		return SL_OK;
 	}
 	free(rb->last);
@@ -454,6 +463,28 @@ static int open_chunk(struct sl_rebackfill *rb)
 		return rc;
 	}
 	rb->waiting = true;
+	return SL_OK;
+}
+
+/* The running job read every row: it is done, complete as of pos (the
+ * low watermark of the chunk that found no row left: every row was read
+ * in a snapshot before it). */
+static int finish_job(struct sl_rebackfill *rb, const struct sl_position *pos)
+{
+	struct job *j = &rb->jobs[0];
+	int64_t ms = sl_mono_ms() - j->t0_ms;
+	int rc;
+
+	rb->waiting = rb->finishing = false;
+	sl_bf_chunk_abandon(rb->chunk);
+	/* Done once durable (and the figure below covers the writer). */
+	if ((rc = sl_pipe_backfill_done(rb->c.pipe, j->idx, j->t, j->rows, pos)) < 0 ||
+	    (rc = sl_pipe_sync(rb->c.pipe)) < 0)
+		return rc;
+	sl_info("stream \"%s\": backfilled %s while streaming: %" PRIu64 " rows in %" PRIu64 " chunks, "
+		"%.2f s (%.0f rows/s)", rb->c.stream, entry_name(rb, j->idx), j->rows, j->chunks,
+		(double)ms / 1000.0, (double)(j->rows - j->rows0) * 1000.0 / (double)(ms > 0 ? ms : 1));
+	job_done(rb);
 	return SL_OK;
 }
 
@@ -519,7 +550,7 @@ static int hook_event(void *payload, const struct sl_event *ev)
 			if (i == 0 && rb->waiting) {
 				/* Its rows have the old columns: read them again. */
 				sl_bf_chunk_abandon(rb->chunk);
-				rb->waiting = false;
+				rb->waiting = rb->finishing = false;
 			}
 			rb->jobs[i].t = ev->table;
 		}
@@ -534,6 +565,7 @@ static int hook_event(void *payload, const struct sl_event *ev)
 			rb->waiting = false;   /* read it again */
 			return SL_OK;
 		case SL_BF_WM_LOW:
+			return rb->finishing ? finish_job(rb, &ev->pos) : SL_OK;
 		case SL_BF_WM_OTHER:
 			return SL_OK;
 		}

@@ -47,6 +47,8 @@ struct sl_rebackfill_config {
 	const char *state_dir;                  /* for requests */
 	const struct sl_source_ops *src;        /* with emit_watermark and read_chunk */
 	void *srcctx;
+	const struct sl_source_config *srccfg;  /* for src->watermark_ready */
+	const struct sl_source_stream *sst;
 	struct sl_pipe *pipe;
 	const struct sl_checkpoint *ck;         /* table names only: the writer owns the rest */
 	struct sl_table *const *tables;         /* the stream's table versions (outlive rb) */

@@ -442,16 +442,30 @@ static void remove_requests(struct stream *s, char **paths, int n)
  * has a key, and its entry says so: a table added to a running stream, or
  * one re-backfilled alone) go to wm, the others (a stream's initial
  * backfill, all tables after a new position) stay in bf, to be read from a
- * snapshot before streaming.
+ * snapshot before streaming.  When the source cannot write watermarks now
+ * (MySQL: no watermark table), every table stays in bf, with a warning.
  */
 static void split_plan(const struct stream *s, struct sl_backfill_plan *bf, struct sl_backfill_plan *wm,
 		       bool created)
 {
-	int keep = 0;
+	int keep = 0, want = 0;
+	bool ready = true;
 
+	for (int i = 0; i < bf->n; i++)
+		want += !created && sl_rebackfill_can(s->src, bf->items[i].table) &&
+			bf->items[i].method == SL_BF_WATERMARK;
+	if (want > 0 && s->src->watermark_ready) {
+		char e[SL_ERRLEN * 2];
+		int rc = s->src->watermark_ready(s->sc->source, &s->sst, e, sizeof e);
+		if (rc == SL_EPREREQ || rc == SL_ECONFIG) {
+			ready = false;
+			sl_warn("%s. So %d table%s to backfill %s read from a snapshot before streaming instead of while "
+				"streaming", e, want, want == 1 ? "" : "s", want == 1 ? "is" : "are");
+		}
+	}
 	for (int i = 0; i < bf->n; i++) {
 		struct sl_backfill_item *it = &bf->items[i];
-		if (!created && sl_rebackfill_can(s->src, it->table) && it->method == SL_BF_WATERMARK)
+		if (ready && !created && sl_rebackfill_can(s->src, it->table) && it->method == SL_BF_WATERMARK)
 			wm->items[wm->n++] = *it;
 		else
 			bf->items[keep++] = *it;
@@ -474,6 +488,8 @@ static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
 	rc.srcctx = s->srcctx;
 	rc.pipe = s->pipe;
 	rc.ck = &s->ck;
+	rc.srccfg = s->sc->source;
+	rc.sst = &s->sst;
 	rc.tables = s->tables;
 	rc.ntables = s->ntables;
 	rc.chunk_rows = (uint64_t)s->sst.backfill_chunk_rows;

@@ -30,7 +30,9 @@
  *                      (nothing to create)                 table (`sluice check` verifies it)
  *   read_chunk         SELECT ... WHERE key > $after ORDER SELECT ... WHERE key > ? ORDER BY
  *                      BY key LIMIT n in a REPEATABLE READ key LIMIT n in a consistent
- *                      transaction of its own              snapshot of its own
+ *                      transaction of its own; misses:     snapshot of its own; misses: its
+ *                      an xid seen() knows in progress     binlog_snapshot_position before the
+ *                                                          end of what next() returned
  *   start              START_REPLICATION from the          COM_BINLOG_DUMP(_GTID) from the
  *                      durable LSN                         durable file/offset or GTID set
  *   next               XLogData / keepalive messages,      row events, XID, ROTATE, heartbeat
@@ -91,6 +93,8 @@ struct sl_source_config {
 				  * 0: the source's own rule (postgres: 2 x wal_sender_timeout, at least 30 s) */
 	uint32_t server_id;      /* mysql */
 	char *ssl_mode;          /* mysql */
+	char *watermark_table;   /* mysql: "db.table" that backfill while streaming writes its
+				  * watermarks into (default sluice.watermarks) */
 	int backfill_connections;   /* connections a backfill snapshot is read over, default 2 */
 	int backfill_chunk_rows;    /* rows per backfill chunk, default 10000 */
 };
@@ -264,7 +268,11 @@ struct sl_chunked_read {
  * the transaction tx_id; a source whose snapshot misses one of those (it
  * committed in the log but was not yet visible: PostgreSQL writes a commit
  * record before it makes the transaction visible) reads nothing and returns
- * SL_EAGAIN, and the agent tries again a moment later. */
+ * SL_EAGAIN, and the agent tries again a moment later.  A source whose
+ * snapshot names its own log position may judge by position instead (MySQL:
+ * read_chunk runs on the reading thread between transactions, so the
+ * source knows where the last transaction next() returned ends, and a
+ * snapshot whose binlog position is before that misses it). */
 struct sl_chunk_check {
 	void *payload;
 	bool (*seen)(void *payload, uint64_t tx_id);
@@ -394,11 +402,24 @@ struct sl_source_ops {
 	 * in key order, calling fn for each; *rows receives the count and *last
 	 * (malloc'd, the caller frees; NULL when no row) the key text of the
 	 * last row.  SL_EAGAIN (nothing read) when the snapshot misses a
-	 * transaction chk->seen() reports (see struct sl_chunk_check). */
+	 * transaction chk->seen() reports (see struct sl_chunk_check).
+	 * emit_watermark returns SL_ERESTART when watermark_ready (below) would
+	 * now say no: the stream restarts and reads the table from a snapshot. */
 	int (*emit_watermark)(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen);
 	int (*read_chunk)(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
 			  const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows,
 			  char **last, char *err, size_t errlen);
+	/* Optional, with emit_watermark: whether emit_watermark can write
+	 * for stream st now, on a connection of its own (MySQL: the watermark
+	 * table exists, has its columns, may be written by the user, and the
+	 * binlog is not filtered for it).  SL_EPREREQ with what is missing and
+	 * what to run; SL_OK; another failure when it cannot tell.  Without
+	 * it, emit_watermark always can.  The agent asks before it backfills
+	 * a table while streaming (and reads the table from a snapshot before
+	 * streaming when the source cannot), and `sluice backfill --table`
+	 * asks before it sends a request to a running agent. */
+	int (*watermark_ready)(const struct sl_source_config *cfg, const struct sl_source_stream *st, char *err,
+			       size_t errlen);
 
 	/* Starts streaming from position from (everything before it is durable). */
 	int (*start)(void *ctx, const struct sl_position *from, char *err, size_t errlen);

@@ -55,12 +55,14 @@ const struct sl_keydesc sl_source_keys[] = {
 	  FIELD(struct sl_source_config, receive_timeout) },
 	{ .name = "backfill_connections", .type = SL_KT_INT, .applies = T_PG, .def = "2", .min = 1, .max = 32,
 	  FIELD(struct sl_source_config, backfill_connections) },
-	{ .name = "backfill_chunk_rows", .type = SL_KT_INT, .applies = T_PG, .def = "10000", .min = 100, .max = 10000000,
+	{ .name = "backfill_chunk_rows", .type = SL_KT_INT, .applies = T_PG | T_MY, .def = "10000", .min = 100, .max = 10000000,
 	  FIELD(struct sl_source_config, backfill_chunk_rows) },
 	{ .name = "server_id", .type = SL_KT_INT, .applies = T_MY, .flags = SL_KF_REQUIRED,
 	  .min = 1, .max = UINT32_MAX, FIELD(struct sl_source_config, server_id) },
 	{ .name = "ssl_mode", .type = SL_KT_CHOICE, .applies = T_MY, .choices = my_ssl_modes,
 	  FIELD(struct sl_source_config, ssl_mode) },
+	{ .name = "watermark_table", .type = SL_KT_STRING, .applies = T_MY, .def = "sluice.watermarks",
+	  FIELD(struct sl_source_config, watermark_table) },
 };
 
 const size_t sl_source_nkeys = ARRAY_LEN(sl_source_keys);

@@ -50,21 +50,13 @@ static int days_in_month(int64_t y, int m)
 	return m == 2 && leap ? 29 : dm[m - 1];
 }
 
-int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *cfg,
-			const struct sl_source_stream *st, const struct sl_my_server *srv,
-			struct sl_snapshot_info *info, char *err, size_t errlen)
+int sl_my_snap_connect(struct sl_my_snap **out, const struct sl_source_config *cfg, char *err, size_t errlen)
 {
 	struct sl_my_snap *s = calloc(1, sizeof *s);
 	struct sl_my_server s2;
-	MYSQL_RES *res = NULL;
-	MYSQL_ROW row;
-	char file[SL_BL_FILE_MAX + 1] = "", pos[32] = "", gtid[SL_POS_TEXT_MAX] = "", ts[40];
-	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
-	bool lock = !srv->mariadb || (m && !strcmp(m, "lock")), locked = false, dropped;
 	int rc;
 
 	*out = NULL;
-	memset(info, 0, sizeof *info);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return SL_EFAIL;
@@ -72,17 +64,38 @@ int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *
 	sl_mysql_conv_init(&s->conv);
 	if (!(s->c = sl_my_connect(cfg, 0, &s2, err, errlen))) {
 		rc = sl_my_err_status();
-		goto fail;
+		sl_mysql_conv_free(&s->conv);
+		free(s);
+		return rc;
 	}
+	if ((rc = sl_my_exec(s->c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", err, errlen)) < 0) {
+		sl_my_snapshot_close(s);
+		return rc;
+	}
+	*out = s;
+	return SL_OK;
+}
+
+int sl_my_snap_begin(struct sl_my_snap *s, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		     const struct sl_my_server *srv, bool quiet, struct sl_snapshot_info *info, char *err, size_t errlen)
+{
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	char file[SL_BL_FILE_MAX + 1] = "", pos[32] = "", gtid[SL_POS_TEXT_MAX] = "", ts[40];
+	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
+	bool lock = !srv->mariadb || (m && !strcmp(m, "lock")), locked = false, dropped;
+	int rc;
+
+	memset(info, 0, sizeof *info);
 	/* the source time of the rows: just before the snapshot */
 	if ((rc = sl_my_query_value(s->c, "SELECT CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)", ts, sizeof ts, NULL,
 				    err, errlen)) < 0)
 		goto fail;
 	info->ts_us = strtoll(ts, NULL, 10);
-	if ((rc = sl_my_exec(s->c, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ", err, errlen)) < 0)
-		goto fail;
 	if (lock) {
-		sl_info("stream \"%s\": taking the snapshot's position under FLUSH TABLES WITH READ LOCK", st->name);
+		if (!quiet)
+			sl_info("stream \"%s\": taking the snapshot's position under FLUSH TABLES WITH READ LOCK",
+				st->name);
 		if ((rc = sl_my_exec(s->c, "FLUSH TABLES WITH READ LOCK", err, errlen)) < 0)
 			goto fail;
 		locked = true;
@@ -128,7 +141,7 @@ int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *
 		rc = SL_EPREREQ;
 		goto fail;
 	}
-	if (srv->mariadb) {
+	if (srv->mariadb && !quiet) {
 		struct sl_buf q;
 		sl_buf_init(&q, 0);
 		sl_buf_puts(&q, "SELECT BINLOG_GTID_POS(");
@@ -143,16 +156,41 @@ int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *
 	if (dropped)
 		sl_warn("stream \"%s\": the GTID state at the snapshot is too long to keep: the stream resumes by binlog "
 			"file and offset", st->name);
-	*out = s;
 	return SL_OK;
 fail:
 	if (locked)
 		mysql_query(s->c, "UNLOCK TABLES");
-	if (s->c)
-		mysql_close(s->c);
-	sl_mysql_conv_free(&s->conv);
-	free(s);
+	mysql_query(s->c, "ROLLBACK");
 	return rc;
+}
+
+int sl_my_snap_end(struct sl_my_snap *s, char *err, size_t errlen)
+{
+	return sl_my_exec(s->c, "COMMIT", err, errlen);
+}
+
+void sl_my_snap_rollback(struct sl_my_snap *s)
+{
+	mysql_query(s->c, "ROLLBACK");
+}
+
+int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *cfg,
+			const struct sl_source_stream *st, const struct sl_my_server *srv,
+			struct sl_snapshot_info *info, char *err, size_t errlen)
+{
+	struct sl_my_snap *s;
+	int rc;
+
+	*out = NULL;
+	memset(info, 0, sizeof *info);
+	if ((rc = sl_my_snap_connect(&s, cfg, err, errlen)) < 0)
+		return rc;
+	if ((rc = sl_my_snap_begin(s, cfg, st, srv, false, info, err, errlen)) < 0) {
+		sl_my_snapshot_close(s);
+		return rc;
+	}
+	*out = s;
+	return SL_OK;
 }
 
 void sl_my_snapshot_close(struct sl_my_snap *s)
@@ -427,8 +465,193 @@ static void bind_col(MYSQL_BIND *b, struct rcol *r, const struct sl_mysql_column
 	}
 }
 
+/* ---- key texts ----
+ *
+ * A key text (sources/source.h) of a MySQL table is one token per key
+ * column, in the key's order, joined by tabs; a token is what the server
+ * sent for the column, written so that it goes back into SQL as a literal
+ * that compares exactly as the column's value does:
+ *
+ *   integers, YEAR     decimal digits, "-" for a negative value
+ *   DECIMAL            the server's text ("-12.50")
+ *   FLOAT, DOUBLE      the value as a double, "%.17e" (exact)
+ *   DATE               "2024-01-31"; DATETIME, TIMESTAMP (UTC, the session's
+ *                      zone) "2024-01-31 12:00:00.000000"; TIME "-838:59:59.000000"
+ *   BIT                the bits as an unsigned number
+ *   ENUM, SET          the index / bitmap as a number (they sort by it)
+ *   strings, BLOBs     the bytes, as stored, in hex (lower case)
+ *
+ * In SQL: numbers as they are, temporal values quoted, BIT / ENUM / SET as
+ * numbers, strings as X'..' with the column's charset as introducer
+ * (_latin1 X'..'), so that the column's collation decides the comparison.
+ */
+
+enum key_kind { KK_INT, KK_DECIMAL, KK_FLOAT, KK_TEMPORAL, KK_NUMBER, KK_ENUM, KK_BYTES };
+
+static enum key_kind key_kind(const struct sl_mysql_column *mc)
+{
+	switch (mc->real_type) {
+	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
+	case SL_MYSQL_YEAR:
+		return KK_INT;
+	case SL_MYSQL_NEWDECIMAL: case SL_MYSQL_DECIMAL:
+		return KK_DECIMAL;
+	case SL_MYSQL_FLOAT: case SL_MYSQL_DOUBLE:
+		return KK_FLOAT;
+	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2:
+	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2: case SL_MYSQL_TIME: case SL_MYSQL_TIME2:
+		return KK_TEMPORAL;
+	case SL_MYSQL_BIT:
+		return KK_NUMBER;
+	case SL_MYSQL_ENUM: case SL_MYSQL_SET:
+		return KK_ENUM;
+	default:
+		return KK_BYTES;
+	}
+}
+
+/* Whether a token of kind k is well formed (so that it goes into SQL as
+ * it is). */
+static bool token_ok(enum key_kind k, const char *p, size_t n)
+{
+	static const char *const allowed[] = {
+		[KK_INT] = "-0123456789", [KK_DECIMAL] = "-.0123456789", [KK_FLOAT] = "-+.0123456789e",
+		[KK_TEMPORAL] = "-: .0123456789", [KK_NUMBER] = "0123456789", [KK_ENUM] = "0123456789",
+		[KK_BYTES] = "0123456789abcdef",
+	};
+
+	if (n == 0 && k != KK_BYTES)
+		return false;
+	if (k == KK_BYTES && n % 2)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!p[i] || !strchr(allowed[k], p[i]))
+			return false;
+	return true;
+}
+
+void sl_my_key_token(struct sl_buf *out, const struct sl_my_col *col, const MYSQL_BIND *b, const MYSQL_BIND *en)
+{
+	const struct sl_mysql_column *mc = &col->mc;
+	const MYSQL_TIME *t = b->buffer;
+	unsigned long len = b->length ? *b->length : 0;
+	const unsigned char *p = b->buffer;
+
+	switch (key_kind(mc)) {
+	case KK_INT:
+		if (b->is_unsigned)
+			sl_buf_printf(out, "%" PRIu64, *(const uint64_t *)b->buffer);
+		else
+			sl_buf_printf(out, "%" PRId64, *(const int64_t *)b->buffer);
+		return;
+	case KK_DECIMAL:
+		sl_buf_append(out, b->buffer, len);
+		return;
+	case KK_FLOAT:
+		sl_buf_printf(out, "%.17e", mc->real_type == SL_MYSQL_FLOAT ? (double)*(const float *)b->buffer
+									  : *(const double *)b->buffer);
+		return;
+	case KK_TEMPORAL:
+		if (mc->real_type == SL_MYSQL_TIME || mc->real_type == SL_MYSQL_TIME2)
+			sl_buf_printf(out, "%s%u:%02u:%02u.%06lu", t->neg ? "-" : "", t->day * 24 + t->hour, t->minute,
+				      t->second, (unsigned long)t->second_part);
+		else if (mc->real_type == SL_MYSQL_DATE || mc->real_type == SL_MYSQL_NEWDATE)
+			sl_buf_printf(out, "%04u-%02u-%02u", t->year, t->month, t->day);
+		else
+			sl_buf_printf(out, "%04u-%02u-%02u %02u:%02u:%02u.%06lu", t->year, t->month, t->day, t->hour,
+				      t->minute, t->second, (unsigned long)t->second_part);
+		return;
+	case KK_NUMBER: {
+		uint64_t v = 0;
+		for (unsigned long i = 0; i < len; i++)
+			v = v << 8 | p[i];
+		sl_buf_printf(out, "%" PRIu64, v);
+		return;
+	}
+	case KK_ENUM:
+		sl_buf_printf(out, "%" PRIu64, en ? *(const uint64_t *)en->buffer : 0);
+		return;
+	case KK_BYTES:
+		for (unsigned long i = 0; i < len; i++)
+			sl_buf_printf(out, "%02x", p[i]);
+		return;
+	}
+}
+
+int sl_my_key_columns(const struct sl_table *t, const char *const *pk_order, int npk, int *out)
+{
+	int n = 0, nkey = 0;
+
+	for (int i = 0; i < t->ncols; i++)
+		nkey += t->cols[i].is_key;
+	for (int k = 0; k < npk; k++) {
+		int found = -1;
+		for (int i = 0; i < t->ncols && found < 0; i++)
+			if (t->cols[i].is_key && !strcmp(t->cols[i].name, pk_order[k]))
+				found = i;
+		if (found < 0)
+			break;
+		out[n++] = found;
+	}
+	if (n == nkey && npk == nkey)
+		return n;
+	/* not the primary key (key_columns names another, or the catalog
+	 * changed): the table's own order is a total order on the key too */
+	n = 0;
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].is_key)
+			out[n++] = i;
+	return n;
+}
+
+int sl_my_key_after(struct sl_buf *b, const struct sl_my_table *mt, const int *keys, int nkeys, const char *after)
+{
+	sl_buf_puts(b, "(");
+	for (int i = 0; i < nkeys; i++) {
+		/* (k1 > v1) OR (k1 = v1 AND k2 > v2) OR ...: a range on the key's index */
+		const char *q = after;
+		if (i)
+			sl_buf_puts(b, " OR (");
+		for (int j = 0; j <= i; j++) {
+			const struct sl_my_col *col = &mt->cols[keys[j]];
+			enum key_kind k = key_kind(&col->mc);
+			size_t n = strcspn(q, "\t");
+			if (!token_ok(k, q, n) || (j < nkeys - 1 ? q[n] != '\t' : q[n] != '\0'))
+				return -1;
+			if (j)
+				sl_buf_puts(b, " AND ");
+			sl_my_append_ident(b, col->name);
+			sl_buf_puts(b, j == i ? " > " : " = ");
+			switch (k) {
+			case KK_TEMPORAL:
+				sl_buf_printf(b, "'%.*s'", (int)n, q);
+				break;
+			case KK_BYTES:
+				if (!col->mc.charset || col->mc.charset->kind == SL_CS_BINARY)
+					sl_buf_printf(b, "X'%.*s'", (int)n, q);
+				else
+					sl_buf_printf(b, "_%s X'%.*s'", !strcmp(col->mc.charset->name, "utf8mb3") ? "utf8"
+						      : col->mc.charset->name, (int)n, q);
+				break;
+			default:
+				sl_buf_append(b, q, n);
+			}
+			q += n + (q[n] ? 1 : 0);
+		}
+		sl_buf_puts(b, ")");
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t, sl_row_fn fn,
 			void *payload, uint64_t *rows, struct sl_mysql_row_stats *stats, char *err, size_t errlen)
+{
+	return sl_my_snapshot_read_where(s, mt, t, NULL, fn, payload, rows, stats, err, errlen);
+}
+
+int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t,
+			      const struct sl_my_read_how *how, sl_row_fn fn, void *payload, uint64_t *rows,
+			      struct sl_mysql_row_stats *stats, char *err, size_t errlen)
 {
 	MYSQL_STMT *stmt = NULL;
 	MYSQL_BIND *binds = NULL;
@@ -437,7 +660,8 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 	uint8_t *fix = NULL;
 	struct sl_buf q, scratch;
 	char what[600];
-	int n = mt->ncols, rc = SL_OK;
+	int n = mt->ncols, nx = 0, rc = SL_OK;
+	int enums[64];   /* the result column of each key column's +0 (ENUM, SET), or -1 */
 
 	*rows = 0;
 	sl_buf_init(&q, 0);
@@ -453,8 +677,24 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 			sl_buf_puts(&q, ", ");
 		sl_my_append_ident(&q, mt->cols[i].name);
 	}
+	if (how && how->nkeys > 64) {
+		snprintf(err, errlen, "%s: a key of %d columns", what, how->nkeys);
+		return SL_EFAIL;
+	}
+	for (int k = 0; how && k < how->nkeys; k++) {
+		enums[k] = -1;
+		if (key_kind(&mt->cols[how->keys[k]].mc) == KK_ENUM) {
+			sl_buf_puts(&q, ", ");
+			sl_my_append_ident(&q, mt->cols[how->keys[k]].name);
+			sl_buf_puts(&q, " + 0");
+			enums[k] = n + nx++;
+		}
+	}
 	sl_buf_puts(&q, " FROM ");
 	sl_my_append_qualified(&q, mt->db, mt->name);
+	if (how && how->tail)
+		sl_buf_puts(&q, how->tail);
+	n += nx;
 	binds = calloc((size_t)n, sizeof *binds);
 	rc_ = calloc((size_t)n, sizeof *rc_);
 	vals = calloc((size_t)n, sizeof *vals);
@@ -471,7 +711,18 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 			rc = SL_EFAIL;
 			goto out;
 		}
-		bind_col(&binds[i], &rc_[i], &mt->cols[i].mc);
+		if (i < mt->ncols) {
+			bind_col(&binds[i], &rc_[i], &mt->cols[i].mc);
+		} else {
+			memset(&binds[i], 0, sizeof binds[i]);
+			binds[i].buffer_type = MYSQL_TYPE_LONGLONG;
+			binds[i].buffer = &rc_[i].fixed;
+			binds[i].buffer_length = sizeof rc_[i].fixed;
+			binds[i].is_null = &rc_[i].is_null;
+			binds[i].error = &rc_[i].error;
+			binds[i].length = &rc_[i].len;
+			binds[i].is_unsigned = true;
+		}
 	}
 	if (!(stmt = mysql_stmt_init(s->c))) {
 		rc = sl_my_err(err, errlen, what, s->c);
@@ -513,7 +764,7 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 			}
 		}
 		sl_buf_reset(&scratch);
-		for (int i = 0; i < n; i++) {
+		for (int i = 0; i < mt->ncols; i++) {
 			int r = sl_my_bind_value(&mt->cols[i], &t->cols[i], &binds[i], &scratch, &s->conv, stats, mt->db,
 						 mt->name, &vals[i], err, errlen);
 			if (r < 0) {
@@ -527,9 +778,23 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 			rc = SL_EFAIL;
 			goto out;
 		}
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < mt->ncols; i++)
 			if (fix[i])
 				vals[i].p = scratch.data + (uintptr_t)vals[i].p;
+		if (how && how->key) {
+			sl_buf_reset(how->key);
+			for (int k = 0; k < how->nkeys; k++) {
+				if (k)
+					sl_buf_putc(how->key, '\t');
+				sl_my_key_token(how->key, &mt->cols[how->keys[k]], &binds[how->keys[k]],
+						enums[k] >= 0 ? &binds[enums[k]] : NULL);
+			}
+			if (sl_buf_failed(how->key)) {
+				snprintf(err, errlen, "%s: out of memory", what);
+				rc = SL_EFAIL;
+				goto out;
+			}
+		}
 		if (rebind && mysql_stmt_bind_result(stmt, binds) != 0) {
 			rc = sl_my_stmt_err(err, errlen, what, stmt);
 			goto out;

@@ -264,11 +264,49 @@ struct sl_my_snap;
 int sl_my_snapshot_open(struct sl_my_snap **out, const struct sl_source_config *cfg,
 			const struct sl_source_stream *st, const struct sl_my_server *srv,
 			struct sl_snapshot_info *info, char *err, size_t errlen);
+/* The parts of sl_my_snapshot_open, for a connection that takes one
+ * snapshot after another (backfill while streaming): a connection of its
+ * own (closed with sl_my_snapshot_close); a snapshot on it with its binlog
+ * position (quiet: no log line, and no GTID state in info->pos on
+ * MariaDB); the snapshot's end. */
+int sl_my_snap_connect(struct sl_my_snap **out, const struct sl_source_config *cfg, char *err, size_t errlen);
+int sl_my_snap_begin(struct sl_my_snap *s, const struct sl_source_config *cfg, const struct sl_source_stream *st,
+		     const struct sl_my_server *srv, bool quiet, struct sl_snapshot_info *info, char *err, size_t errlen);
+int sl_my_snap_end(struct sl_my_snap *s, char *err, size_t errlen);
+void sl_my_snap_rollback(struct sl_my_snap *s);
 /* Reads every row of t (described by mt) in the snapshot, as typed values
  * equal to what the binlog decoder gives for the same values. */
 int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t, sl_row_fn fn,
 			void *payload, uint64_t *rows, struct sl_mysql_row_stats *stats, char *err, size_t errlen);
+/* How sl_my_snapshot_read_where reads: tail (NULL: none) follows "SELECT
+ * cols FROM db.t" (" WHERE ... ORDER BY ... LIMIT n"); with key, the key
+ * text of the last row read (keys: the nkeys key columns, at most 64, in
+ * the key's order; see my_backfill.c for the format). */
+struct sl_my_read_how {
+	const char *tail;
+	const int *keys;
+	int nkeys;
+	struct sl_buf *key;
+};
+int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t,
+			      const struct sl_my_read_how *how, sl_row_fn fn, void *payload, uint64_t *rows,
+			      struct sl_mysql_row_stats *stats, char *err, size_t errlen);
 void sl_my_snapshot_close(struct sl_my_snap *s);
+
+/* The key columns of t (indexes into t->cols) in the order pk_order names
+ * them (the primary key index's order, npk names), or in the table's
+ * order when those are not t's key columns; out has room for t->ncols.
+ * Returns their count. */
+int sl_my_key_columns(const struct sl_table *t, const char *const *pk_order, int npk, int *out);
+/* Appends the token of one key column's value to a key text: b as fetched
+ * (bound as sl_my_snapshot_read binds it), en the column's "+ 0" (ENUM and
+ * SET: the index or bitmap, bound as an unsigned LONGLONG; else NULL). */
+void sl_my_key_token(struct sl_buf *out, const struct sl_my_col *col, const MYSQL_BIND *b, const MYSQL_BIND *en);
+/* Appends the condition "key after the key text after" for the key
+ * columns keys (of mt, nkeys) as SQL: (k1 > v1) OR (k1 = v1 AND k2 > v2)
+ * OR ...  -1 when after is not a key text of those columns (or out of
+ * memory). */
+int sl_my_key_after(struct sl_buf *b, const struct sl_my_table *mt, const int *keys, int nkeys, const char *after);
 
 /* Converts one value of the binary protocol (bind) for column mc into v,
  * by the binlog decoder's rules (exposed for tests).  scratch receives

@@ -135,8 +135,8 @@ static int my_pos_decode(const char *text, struct sl_position *out)
 	char num[32];
 
 	memset(out, 0, sizeof *out);
-	/* no position (a table whose backfill was skipped has no snapshot):
-	 * what my_pos_encode writes for it */
+	/* no position (a table whose backfill was skipped, or not yet taken,
+	 * has no snapshot): what my_pos_encode writes for it */
 	if (!strcmp(text, "?:0"))
 		return 0;
 	colon = memrchr(text, ':', hl);
@@ -195,6 +195,7 @@ struct tmap {
 	struct sl_my_table *t;          /* the selected table, or NULL: skip its rows */
 	unsigned char *raw;             /* the event body it was parsed from */
 	size_t rawlen, araw;
+	bool wm;                        /* the watermark table: its rows are watermarks */
 };
 
 /* A prepared XA transaction, held until XA COMMIT. */
@@ -272,7 +273,79 @@ struct my_src {
 	bool has_reported;
 	uint64_t skipped;               /* changes of tables the stream does not select */
 	uint64_t schema_events;
+
+	/* backfill while streaming */
+	char wm_db[256], wm_table[256]; /* the watermark table ("" none: watermark_table not valid) */
+	MYSQL *wmc;                     /* emit_watermark's connection */
+	struct sl_my_snap *chunk;       /* read_chunk's connection */
+	struct sl_buf wm_text;          /* the watermark of the open group, then the one returned */
+	bool wm_pending;                /* the open group wrote a watermark */
+	bool wm_ready;                  /* a watermark to return at the next call */
+	struct sl_position wm_pos;
+	bool has_returned;              /* returned: a transaction was returned (COMMIT) */
+	struct sl_position returned;    /* (file number, offset) where the last one returned ends */
+	struct pk_order *pks;           /* primary key orders read for read_chunk */
+	int npks;
 };
+
+/* The primary key's column order of a table, read for read_chunk. */
+struct pk_order {
+	char *db, *name;
+	char **cols;
+	int n;
+};
+
+static void free_pks(struct my_src *s)
+{
+	for (int i = 0; i < s->npks; i++) {
+		for (int k = 0; k < s->pks[i].n; k++)
+			free(s->pks[i].cols[k]);
+		free(s->pks[i].cols);
+		free(s->pks[i].db);
+		free(s->pks[i].name);
+	}
+	free(s->pks);
+	s->pks = NULL;
+	s->npks = 0;
+}
+
+/* watermark_table = "db.table" into db and table (256 bytes each): -1 when
+ * it is not DATABASE.TABLE. */
+static int wm_name(const char *v, char *db, char *table)
+{
+	const char *dot = v ? strchr(v, '.') : NULL;
+
+	if (!dot || dot == v || !dot[1] || strchr(dot + 1, '.') || (size_t)(dot - v) >= 256 || strlen(dot + 1) >= 256)
+		return -1;
+	snprintf(db, 256, "%.*s", (int)(dot - v), v);
+	snprintf(table, 256, "%s", dot + 1);
+	return 0;
+}
+
+static bool is_wm(const struct my_src *s, const char *db, const char *name)
+{
+	return s->wm_db[0] && !strcmp(s->wm_db, db) && !strcmp(s->wm_table, name);
+}
+
+/* Whether the stream selects db.name: never the watermark table, whose
+ * rows are watermarks, not changes. */
+static bool selects(const struct my_src *s, const char *db, const char *name)
+{
+	return !is_wm(s, db, name) && sl_my_selects(s->st->tables, s->st->exclude_tables, db, name);
+}
+
+/* Drops table db.name (the watermark table) from a list of n tables. */
+static void drop_table(struct sl_my_table *t, int *n, const char *db, const char *name)
+{
+	for (int i = 0; i < *n; i++) {
+		if (strcmp(t[i].db, db) || strcmp(t[i].name, name))
+			continue;
+		sl_my_table_free(&t[i]);
+		memmove(&t[i], &t[i + 1], sizeof *t * (size_t)(*n - i - 1));
+		(*n)--;
+		i--;
+	}
+}
 
 static void free_maps(struct my_src *s)
 {
@@ -318,6 +391,11 @@ static void my_close(void *ctx)
 	free(s->before);
 	free(s->after);
 	free(s->xbuf);
+	if (s->wmc)
+		mysql_close(s->wmc);
+	sl_my_snapshot_close(s->chunk);
+	sl_buf_free(&s->wm_text);
+	free_pks(s);
 	if (!s->replay)
 		sl_my_tables_free(s->tables, s->ntables);
 	if (s->meta)
@@ -349,6 +427,9 @@ static struct my_src *new_src(const struct sl_source_config *cfg, const struct s
 	sl_mysql_rowdec_init(&s->dec);
 	sl_mariadb_gtid_pos_init(&s->mstate);
 	sl_mysql_gtid_set_init(&s->sstate);
+	sl_buf_init(&s->wm_text, 0);
+	if (wm_name(cfg ? cfg->watermark_table : "sluice.watermarks", s->wm_db, s->wm_table) < 0)
+		s->wm_db[0] = s->wm_table[0] = '\0';
 	return s;
 }
 
@@ -361,6 +442,12 @@ static int my_open(void **ctx, const struct sl_source_config *cfg, const struct 
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return SL_EFAIL;
+	}
+	if (!s->wm_db[0]) {
+		snprintf(err, errlen, "source \"%s\": watermark_table = \"%s\" is not DATABASE.TABLE", cfg->name,
+			 cfg->watermark_table ? cfg->watermark_table : "");
+		my_close(s);
+		return SL_ECONFIG;
 	}
 	if (!(s->meta = sl_my_connect(cfg, 60, &s->srv, err, errlen))) {
 		int rc = sl_my_err_status();
@@ -547,9 +634,12 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 	struct sl_buf b;
 	int rc = sl_my_list_tables(c, srv->mariadb, st->tables, st->exclude_tables, NULL, NULL, true, out, n, err,
 				   errlen);
+	char wdb[256], wt[256];
 
 	if (rc < 0)
 		return rc;
+	if (wm_name(cfg->watermark_table, wdb, wt) == 0)
+		drop_table(*out, n, wdb, wt);   /* its rows are watermarks, never changes */
 	if (*n > 0 && !(vs = calloc((size_t)*n, sizeof *vs))) {
 		rc = SL_EFAIL;
 		snprintf(err, errlen, "out of memory");
@@ -1129,9 +1219,14 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 		m->araw = e->body_len;
 	}
 	memcpy(m->raw, e->body, e->body_len);
+	m->wm = is_wm(s, m->tm.db, m->tm.table);
+	if (m->wm) {
+		m->rawlen = e->body_len;
+		return SL_OK;
+	}
 	t = known_table(s, m->tm.db, m->tm.table);
 	if (!t) {
-		if (!s->replay && sl_my_selects(s->st->tables, s->st->exclude_tables, m->tm.db, m->tm.table)) {
+		if (!s->replay && selects(s, m->tm.db, m->tm.table)) {
 			/* a table the stream selects but does not know: created since */
 			struct sl_my_table *now = NULL;
 			int n = 0;
@@ -1316,8 +1411,70 @@ static void xid_text(char *out, size_t outlen, const struct sl_binlog_xa_xid *x)
 	snprintf(out + n, outlen - n, "',%" PRIu32, x->format_id);
 }
 
+/* The watermark the last group wrote, as an event. */
+static void take_watermark(struct my_src *s, struct sl_event *ev)
+{
+	ev->kind = SL_EV_WATERMARK;
+	ev->watermark = s->wm_text.data;
+	ev->pos = s->wm_pos;
+	s->wm_ready = false;
+}
+
+/* The rows of the watermark table in the pending rows event: the text of
+ * the last one written (its second column, by position: the binlog may not
+ * name the columns) becomes the group's watermark.  Never changes. */
+static int watermark_rows(struct my_src *s, struct tmap *m, char *err, size_t errlen)
+{
+	int n = (int)m->tm.ncols, rc;
+	struct sl_column *cols;
+	char at[600];
+
+	if (n < 2) {
+		sl_debug("stream \"%s\": at %s, the watermark table has %d columns: its rows are ignored", s->st->name,
+			 here(s, at, sizeof at), n);
+		return SL_OK;
+	}
+	if (!(cols = calloc((size_t)n, sizeof *cols)) || grow_vals(s, n) < 0) {
+		free(cols);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct sl_mysql_column *mc = &m->tm.cols[i];
+		switch (mc->real_type) {
+		case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING: case SL_MYSQL_STRING: case SL_MYSQL_BLOB:
+		case SL_MYSQL_TINY_BLOB: case SL_MYSQL_MEDIUM_BLOB: case SL_MYSQL_LONG_BLOB:
+			cols[i].type = SL_T_BYTES;   /* the bytes, whatever the charset */
+			break;
+		default:
+			cols[i].type = sl_mysql_type_map(mc, &cols[i].precision, &cols[i].scale);
+		}
+	}
+	while ((rc = sl_mysql_rows_next(&s->dec, &s->rows, &m->tm, cols, s->before, s->after, err, errlen)) > 0) {
+		const struct sl_value *v = &s->after[1];
+		if (s->rows.op == SL_BL_ROWS_DELETE || (v->kind != SL_V_BYTES && v->kind != SL_V_STRING) ||
+		    memchr(v->p, '\0', v->len))
+			continue;
+		sl_buf_reset(&s->wm_text);
+		if (sl_buf_append(&s->wm_text, v->p, v->len) < 0) {
+			free(cols);
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		s->wm_pending = true;
+	}
+	free(cols);
+	if (rc < 0) {
+		sl_warn("stream \"%s\": at %s, a row of the watermark table \"%s\".\"%s\" could not be read (%s): it is "
+			"ignored", s->st->name, here(s, at, sizeof at), s->wm_db, s->wm_table, err);
+		err[0] = '\0';
+	}
+	return SL_OK;
+}
+
 /* Ends the open group: updates the GTID state and reports COMMIT (when the
- * group had changes) or, now and then, a keepalive.  Returns true with ev
+ * group had changes), a watermark it wrote or, now and then, a keepalive;
+ * a watermark after a COMMIT comes at the next call.  Returns true with ev
  * filled. */
 static bool end_group(struct my_src *s, struct sl_event *ev)
 {
@@ -1332,10 +1489,21 @@ static bool end_group(struct my_src *s, struct sl_event *ev)
 			state_text_update(s);
 	}
 	s->in_tx = false;
+	if (s->wm_pending) {
+		/* a watermark: after the group, before the next */
+		s->wm_pending = false;
+		s->wm_ready = true;
+		s->wm_pos = resume_pos(s);
+	}
 	if (s->begun) {
 		ev->kind = SL_EV_COMMIT;
 		ev->pos = resume_pos(s);
 		ev->ts_us = s->tx_ts_us;
+		reported = true;
+		s->returned = sl_my_pos(s->file, s->pos, NULL, NULL);
+		s->has_returned = true;
+	} else if (s->wm_ready) {
+		take_watermark(s, ev);
 		reported = true;
 	} else if (sl_mono_ms() - s->last_keepalive_ms >= KEEPALIVE_EVERY_MS || s->reply_wanted) {
 		/* A transaction of tables the stream does not select.  Whatever
@@ -1460,7 +1628,7 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 		for (int i = 0; i < n; i++) {
 			struct sl_my_table *t = known_table(s, names[i].db, names[i].table);
 			struct sl_table *retired = NULL;
-			bool selected = sl_my_selects(s->st->tables, s->st->exclude_tables, names[i].db, names[i].table);
+			bool selected = selects(s, names[i].db, names[i].table);
 			if (!t && !selected)
 				continue;
 			if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL,
@@ -1516,6 +1684,8 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
 				    &now, &nnow, err, errlen)) < 0)
 		return rc;
+	if (s->wm_db[0])
+		drop_table(now, &nnow, s->wm_db, s->wm_table);
 	rc = SL_OK;
 	if (nnow != s->ntables) {
 		snprintf(err, errlen, "stream \"%s\": the selected tables changed (a table was created, dropped or renamed)",
@@ -1698,6 +1868,10 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 	memset(ev, 0, offsetof(struct sl_event, change));
 	if (pending_change(s, ev))
 		return SL_OK;
+	if (s->wm_ready) {
+		take_watermark(s, ev);
+		return SL_OK;
+	}
 	for (;;) {
 		if (s->rows_pending) {
 			if (!s->begun && begin_once(s, ev))
@@ -1894,6 +2068,13 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 					 "table map", s->st->name, here(s, at, sizeof at), s->rows.table_id);
 				return SL_EFAIL;
 			}
+			if (m->wm) {
+				if (!s->in_tx)
+					start_group(s, s->ev.start);
+				if ((rc = watermark_rows(s, m, err, errlen)) < 0)
+					return rc;
+				break;
+			}
 			if (!m->t) {
 				/* a table the stream does not select: its rows are counted, not decoded */
 				uint64_t nrows;
@@ -1970,6 +2151,403 @@ static int my_ack(void *ctx, const struct sl_position *durable, bool want_reply,
 	return SL_OK;
 }
 
+/* ---- backfill while streaming ----
+ *
+ * Watermarks are rows of a small table of the operator's making
+ * (watermark_table, default sluice.watermarks; doc/mysql.md has its DDL):
+ * one row per stream, overwritten by each watermark (INSERT ... ON
+ * DUPLICATE KEY UPDATE, in autocommit on a connection of its own), so the
+ * table stays tiny and each watermark is a transaction of its own in the
+ * binlog.  next() knows the table by name in its table maps and returns
+ * the text of its rows' second column as SL_EV_WATERMARK after the
+ * transaction; its rows are never changes, and the table is never one of
+ * the stream's, whatever `tables` says.
+ *
+ * A chunk is read in a consistent snapshot of its own (the same snapshot
+ * as the initial backfill's: START TRANSACTION WITH CONSISTENT SNAPSHOT and
+ * MariaDB's binlog_snapshot_file/position, or MySQL's FLUSH TABLES WITH
+ * READ LOCK for a moment), whose binlog position is exact: every
+ * transaction before it in the binlog is in the snapshot, none after.  A
+ * transaction is in the binlog before it is visible, so the stream may
+ * have returned one that a snapshot taken just after misses; read_chunk
+ * runs on the reading thread between transactions, so the source knows
+ * where the last transaction it returned ends, and a snapshot whose
+ * position is before that reads nothing (SL_EAGAIN).
+ */
+
+static const char wm_ddl[] =
+	"CREATE TABLE %s (stream VARBINARY(255) NOT NULL PRIMARY KEY, watermark VARBINARY(1024) NOT NULL) "
+	"ENGINE=InnoDB";
+
+/* "`db`.`table`" of the watermark table into b. */
+static const char *wm_qualified(struct sl_buf *b, const char *db, const char *table)
+{
+	sl_buf_reset(b);
+	sl_my_append_qualified(b, db, table);
+	return sl_buf_failed(b) ? "?" : b->data;
+}
+
+/* Whether emit_watermark can write the watermark table of cfg on c: it
+ * exists with the columns (stream, watermark, ...), the user may INSERT
+ * and UPDATE it (zero-row statements in a transaction rolled back: nothing
+ * changes), and the binlog is not filtered for its database.  SL_EPREREQ
+ * with what to run (*absent when the table does not exist). */
+static int wm_verify(MYSQL *c, const struct sl_source_config *cfg, const struct sl_source_stream *st, bool *absent,
+		     char *err, size_t errlen)
+{
+	char db[256], table[256], what[700];
+	struct sl_buf q, name, missing;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	const char *user = cfg->user ? cfg->user : "?";
+	int rc = SL_OK, ncols = 0;
+	bool names_ok = true;
+
+	*absent = false;
+	if (wm_name(cfg->watermark_table, db, table) < 0) {
+		snprintf(err, errlen, "source \"%s\": watermark_table = \"%s\" is not DATABASE.TABLE", cfg->name,
+			 cfg->watermark_table ? cfg->watermark_table : "");
+		return SL_ECONFIG;
+	}
+	sl_buf_init(&q, 0);
+	sl_buf_init(&name, 0);
+	sl_buf_init(&missing, 0);
+	wm_qualified(&name, db, table);
+	snprintf(what, sizeof what, "stream \"%s\": reading the columns of the watermark table %s", st->name, name.data);
+	sl_buf_puts(&q, "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ");
+	sl_my_append_literal(&q, db);
+	sl_buf_puts(&q, " AND TABLE_NAME = ");
+	sl_my_append_literal(&q, table);
+	sl_buf_puts(&q, " ORDER BY ORDINAL_POSITION");
+	if (sl_buf_failed(&q) || sl_buf_failed(&name)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if ((rc = sl_my_query(c, q.data, &res, err, errlen)) < 0)
+		goto out;
+	while (res && (row = mysql_fetch_row(res))) {
+		if (ncols == 0 && (!row[0] || strcasecmp(row[0], "stream")))
+			names_ok = false;
+		if (ncols == 1 && (!row[0] || strcasecmp(row[0], "watermark")))
+			names_ok = false;
+		ncols++;
+	}
+	if (res)
+		mysql_free_result(res);
+	res = NULL;
+	if (ncols == 0) {
+		*absent = true;
+		snprintf(err, errlen, "stream \"%s\": the watermark table %s (watermark_table of source \"%s\") is "
+			 "missing, or user %s may not see it: backfill while streaming needs it. As an administrator "
+			 "run: CREATE DATABASE IF NOT EXISTS `%s`; ", st->name, name.data, cfg->name, user, db);
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, wm_ddl, name.data);
+		l = strlen(err);
+		snprintf(err + l, errlen - l, "; GRANT INSERT, UPDATE ON %s TO '%s'", name.data, user);
+		rc = SL_EPREREQ;
+		goto out;
+	}
+	if (!names_ok || ncols < 2) {
+		snprintf(err, errlen, "stream \"%s\": the watermark table %s does not have the columns (stream, "
+			 "watermark, ...) in that order; drop it and create it as: ", st->name, name.data);
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, wm_ddl, name.data);
+		rc = SL_EPREREQ;
+		goto out;
+	}
+	/* the privileges, by statements that change no row */
+	if ((rc = sl_my_exec(c, "START TRANSACTION", err, errlen)) < 0)
+		goto out;
+	for (int k = 0; k < 2; k++) {
+		sl_buf_reset(&q);
+		if (k == 0)
+			sl_buf_printf(&q, "INSERT INTO %s (stream, watermark) SELECT 'x', 'x' FROM DUAL WHERE 1 = 0", name.data);
+		else
+			sl_buf_printf(&q, "UPDATE %s SET watermark = 'x' WHERE 1 = 0", name.data);
+		if (sl_buf_failed(&q)) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			break;
+		}
+		if (mysql_real_query(c, q.data, q.len) != 0) {
+			unsigned e = mysql_errno(c);
+			if (e == ER_TABLEACCESS_DENIED_ERROR || e == ER_COLUMNACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR) {
+				sl_buf_printf(&missing, "%s%s", missing.len ? ", " : "", k == 0 ? "INSERT" : "UPDATE");
+				continue;
+			}
+			snprintf(what, sizeof what, "stream \"%s\": trying the watermark table %s", st->name, name.data);
+			rc = sl_my_err(err, errlen, what, c);
+			break;
+		}
+		MYSQL_RES *r = mysql_store_result(c);
+		if (r)
+			mysql_free_result(r);
+	}
+	mysql_query(c, "ROLLBACK");
+	if (rc < 0)
+		goto out;
+	if (missing.len) {
+		snprintf(err, errlen, "stream \"%s\": user %s may not write the watermark table %s (backfill while "
+			 "streaming writes its watermarks there); as an administrator run: GRANT %s ON %s TO '%s'",
+			 st->name, user, name.data, missing.data, name.data, user);
+		rc = SL_EPREREQ;
+		goto out;
+	}
+	/* binlog filters: the table's rows must reach the binlog */
+	if ((rc = sl_my_query(c, "SHOW MASTER STATUS", &res, err, errlen)) < 0)
+		goto out;
+	if (res && mysql_num_fields(res) >= 4 && (row = mysql_fetch_row(res))) {
+		const char *doo = row[2] ? row[2] : "", *ign = row[3] ? row[3] : "";
+		bool in_do = false, in_ign = false;
+		for (int k = 0; k < 2; k++) {
+			const char *p = k == 0 ? doo : ign;
+			while (*p) {
+				size_t n = strcspn(p, ",");
+				if (n == strlen(db) && !strncmp(p, db, n))
+					*(k == 0 ? &in_do : &in_ign) = true;
+				p += n + (p[n] ? 1 : 0);
+			}
+		}
+		if ((*doo && !in_do) || in_ign) {
+			snprintf(err, errlen, "stream \"%s\": the server's binlog leaves out database `%s` of the watermark "
+				 "table %s (binlog_do_db = \"%s\", binlog_ignore_db = \"%s\"), so watermarks would never "
+				 "reach the stream: log that database, or set watermark_table to a table of a logged one",
+				 st->name, db, name.data, doo, ign);
+			rc = SL_EPREREQ;
+		}
+	}
+	if (res)
+		mysql_free_result(res);
+	res = NULL;
+out:
+	if (res)
+		mysql_free_result(res);
+	sl_buf_free(&q);
+	sl_buf_free(&name);
+	sl_buf_free(&missing);
+	return rc;
+}
+
+static int my_watermark_ready(const struct sl_source_config *cfg, const struct sl_source_stream *st, char *err,
+			      size_t errlen)
+{
+	struct sl_my_server srv;
+	bool absent;
+	MYSQL *c = sl_my_connect(cfg, 30, &srv, err, errlen);
+	int rc;
+
+	if (!c)
+		return sl_my_err_status();
+	rc = wm_verify(c, cfg, st, &absent, err, errlen);
+	mysql_close(c);
+	return rc;
+}
+
+static int my_emit_watermark(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	struct sl_my_server srv;
+	struct sl_buf q;
+	int rc;
+
+	memset(at, 0, sizeof *at);
+	if (!s->wmc && !(s->wmc = sl_my_connect(s->cfg, 30, &srv, err, errlen)))
+		return sl_my_err_status();
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "INSERT INTO ");
+	sl_my_append_qualified(&q, s->wm_db, s->wm_table);
+	sl_buf_puts(&q, " (stream, watermark) VALUES (");
+	sl_my_append_literal(&q, s->st->name);
+	sl_buf_puts(&q, ", ");
+	sl_my_append_literal(&q, text);
+	sl_buf_puts(&q, ") ON DUPLICATE KEY UPDATE watermark = VALUES(watermark)");
+	if (sl_buf_failed(&q)) {
+		sl_buf_free(&q);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	if (mysql_real_query(s->wmc, q.data, q.len) == 0) {
+		sl_buf_free(&q);
+		return SL_OK;
+	}
+	sl_buf_free(&q);
+	switch (mysql_errno(s->wmc)) {
+	case ER_NO_SUCH_TABLE: case ER_BAD_DB_ERROR: case ER_BAD_FIELD_ERROR: case ER_TABLEACCESS_DENIED_ERROR:
+	case ER_COLUMNACCESS_DENIED_ERROR: case ER_DBACCESS_DENIED_ERROR: {
+		/* say what to run; a restart reads the table from a snapshot
+		 * before streaming instead (the agent asks watermark_ready) */
+		bool absent;
+		rc = wm_verify(s->wmc, s->cfg, s->st, &absent, err, errlen);
+		if (rc == SL_EPREREQ) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen - l, "; so the table being backfilled while streaming is read from a "
+				 "snapshot before streaming");
+			return SL_ERESTART;
+		}
+		if (rc == SL_OK) {
+			rc = SL_EFAIL;
+			snprintf(err, errlen, "stream \"%s\": could not write a watermark into \"%s\".\"%s\"", s->st->name,
+				 s->wm_db, s->wm_table);
+		}
+		return rc;
+	}
+	default: {
+		char what[600];
+		snprintf(what, sizeof what, "stream \"%s\": writing a watermark into \"%s\".\"%s\"", s->st->name, s->wm_db,
+			 s->wm_table);
+		rc = sl_my_err(err, errlen, what, s->wmc);
+		mysql_close(s->wmc);   /* a new connection next time */
+		s->wmc = NULL;
+		return rc;
+	}
+	}
+}
+
+/* The primary key's column names of mt in index order (read once per table). */
+static int pk_order(struct my_src *s, const struct sl_my_table *mt, const struct pk_order **out, char *err,
+		    size_t errlen)
+{
+	struct pk_order *np, *k;
+	struct sl_buf q;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	int rc;
+
+	for (int i = 0; i < s->npks; i++)
+		if (!strcmp(s->pks[i].db, mt->db) && !strcmp(s->pks[i].name, mt->name)) {
+			*out = &s->pks[i];
+			return SL_OK;
+		}
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = ");
+	sl_my_append_literal(&q, mt->db);
+	sl_buf_puts(&q, " AND TABLE_NAME = ");
+	sl_my_append_literal(&q, mt->name);
+	sl_buf_puts(&q, " AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX");
+	rc = sl_buf_failed(&q) ? SL_EFAIL : sl_my_query(s->meta, q.data, &res, err, errlen);
+	sl_buf_free(&q);
+	if (rc < 0)
+		return rc;
+	if (!(np = realloc(s->pks, sizeof *np * (size_t)(s->npks + 1))))
+		goto oom;
+	s->pks = np;
+	k = &s->pks[s->npks];
+	memset(k, 0, sizeof *k);
+	if (!(k->db = strdup(mt->db)) || !(k->name = strdup(mt->name)) ||
+	    !(k->cols = calloc(res ? mysql_num_rows(res) + 1 : 1, sizeof *k->cols))) {
+		free(k->db);
+		free(k->name);
+		goto oom;
+	}
+	s->npks++;
+	while (res && (row = mysql_fetch_row(res)))
+		if (row[0] && (k->cols[k->n] = strdup(row[0])))
+			k->n++;
+	if (res)
+		mysql_free_result(res);
+	*out = k;
+	return SL_OK;
+oom:
+	if (res)
+		mysql_free_result(res);
+	snprintf(err, errlen, "out of memory");
+	return SL_EFAIL;
+}
+
+static int my_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
+			 const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows, char **last,
+			 char *err, size_t errlen)
+{
+	struct my_src *s = ctx;
+	const struct sl_my_table *mt = known_table(s, t->ns, t->name);
+	const struct pk_order *pk;
+	struct sl_my_read_how how;
+	struct sl_snapshot_info info;
+	struct sl_buf tail, key;
+	int *keys = NULL, nkeys, rc;
+
+	(void)chk;  /* judged by position: see above */
+	*rows = 0;
+	*last = NULL;
+	if (!mt || !sl_table_has_key(t)) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" %s", s->st->name, t->ns, t->name,
+			 mt ? "has no primary key to read it in chunks" : "is not one of the stream's tables");
+		return SL_EFAIL;
+	}
+	if ((rc = pk_order(s, mt, &pk, err, errlen)) < 0)
+		return rc;
+	if (!(keys = calloc((size_t)t->ncols, sizeof *keys))) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	nkeys = sl_my_key_columns(t, (const char *const *)pk->cols, pk->n, keys);
+	sl_buf_init(&tail, 0);
+	sl_buf_init(&key, 0);
+	if (after) {
+		sl_buf_puts(&tail, " WHERE ");
+		if (sl_my_key_after(&tail, mt, keys, nkeys, after) < 0) {
+			snprintf(err, errlen, "table \"%s\".\"%s\": the backfill's resume key \"%s\" is not one of its keys",
+				 t->ns, t->name, after);
+			rc = SL_EFAIL;
+			goto out;
+		}
+	}
+	sl_buf_puts(&tail, " ORDER BY ");
+	for (int i = 0; i < nkeys; i++) {
+		if (i)
+			sl_buf_puts(&tail, ", ");
+		sl_my_append_ident(&tail, mt->cols[keys[i]].name);
+	}
+	sl_buf_printf(&tail, " LIMIT %" PRIu64, limit);
+	if (sl_buf_failed(&tail)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if (!s->chunk && (rc = sl_my_snap_connect(&s->chunk, s->cfg, err, errlen)) < 0)
+		goto out;
+	if ((rc = sl_my_snap_begin(s->chunk, s->cfg, s->st, &s->srv, true, &info, err, errlen)) < 0)
+		goto drop;
+	if (s->has_returned && my_pos_compare(&info.pos, &s->returned) < 0) {
+		/* a transaction the stream returned is not visible yet */
+		char sf[SL_POS_TEXT_MAX], rf[SL_POS_TEXT_MAX];
+		sl_my_pos_file(&info.pos, sf);
+		sl_my_pos_file(&s->returned, rf);
+		sl_debug("stream \"%s\": the snapshot for a chunk of %s.%s is at %s:%" PRIu64 ", before the end of the "
+			 "last transaction returned (%s:%" PRIu64 "): read again", s->st->name, t->ns, t->name, sf,
+			 info.pos.w[1], rf, s->returned.w[1]);
+		rc = sl_my_snap_end(s->chunk, err, errlen) < 0 ? SL_EFAIL : SL_EAGAIN;
+		if (rc == SL_EFAIL)
+			goto drop;
+		goto out;
+	}
+	how = (struct sl_my_read_how){ .tail = tail.data, .keys = keys, .nkeys = nkeys, .key = &key };
+	rc = sl_my_snapshot_read_where(s->chunk, mt, t, &how, fn, payload, rows, &s->bf_stats, err, errlen);
+	if (rc < 0) {
+		sl_my_snap_rollback(s->chunk);
+		if (rc == SL_EDATA)
+			goto out;
+		goto drop;
+	}
+	if ((rc = sl_my_snap_end(s->chunk, err, errlen)) < 0)
+		goto drop;
+	if (*rows > 0 && !(*last = sl_buf_detach(&key))) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+	}
+	goto out;
+drop:
+	sl_my_snapshot_close(s->chunk);   /* a new connection next time */
+	s->chunk = NULL;
+out:
+	free(keys);
+	sl_buf_free(&tail);
+	sl_buf_free(&key);
+	return rc;
+}
+
+
 /* ---- check, probe, discard ---- */
 
 static int my_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,
@@ -1991,6 +2569,23 @@ static int my_check(const struct sl_source_config *cfg, const struct sl_source_s
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, t[i].db, t[i].name, t[i].ncols,
 			sl_table_has_key(t[i].version) ? "" : ", no primary key (append mode only)");
 	warn_cascades(c, st, t, n, out);
+	{
+		/* backfill while streaming: the watermark table (its absence is no
+		 * error: streaming and the initial backfill do without) */
+		char e2[SL_ERRLEN * 2];
+		bool absent;
+		rc = wm_verify(c, cfg, st, &absent, e2, sizeof e2);
+		if (rc == SL_OK) {
+			fprintf(out, "stream %s: watermark table %s: ready for backfill while streaming\n", st->name,
+				cfg->watermark_table);
+		} else if (rc == SL_EPREREQ && absent) {
+			fprintf(out, "stream %s: source %s: warning: %s. Until it exists, a table is backfilled again only from "
+				"a snapshot before streaming (the stream restarts for it)\n", st->name, cfg->name, e2);
+		} else {
+			snprintf(err, errlen, "%s", e2);
+			goto out;
+		}
+	}
 	if (resume && resume->has_position && !resume->reset) {
 		if ((rc = judge_position(c, &srv, cfg, st, resume, &resume->durable, err, errlen)) < 0)
 			goto out;
@@ -2124,6 +2719,9 @@ const struct sl_source_ops sl_my_source_ops = {
 	.start = my_start,
 	.next = my_next,
 	.ack = my_ack,
+	.emit_watermark = my_emit_watermark,
+	.read_chunk = my_read_chunk,
+	.watermark_ready = my_watermark_ready,
 	.counters = my_counters,
 	.log_heartbeats = true,
 };

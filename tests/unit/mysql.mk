@@ -54,3 +54,13 @@ TESTS += %D%/test_my_replay
 endif
 EXTRA_DIST += tests/replay/mysql
 CLEANFILES += my_replay.actual.txt
+
+# The key texts of the MySQL source's backfill while streaming
+# (sources/mysql/my_backfill.c): tokens, key order, the "after" condition.
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_my_keys
+TESTS += %D%/test_my_keys
+%C%_test_my_keys_SOURCES = %D%/test_my_keys.c
+%C%_test_my_keys_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(MARIADB_CFLAGS)
+%C%_test_my_keys_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif

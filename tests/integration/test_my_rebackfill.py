@@ -1,0 +1,537 @@
+"""
+tests/integration/test_my_rebackfill.py: backfill while streaming from
+MariaDB (the watermark method, with the watermark table), as
+test_pg_rebackfill.py does for PostgreSQL.
+
+- `sluice backfill --table` while the agent streams, under a random
+  workload (inserts, updates, deletes, key changes), with kill -9 of the
+  agent in the middle of the re-backfill: the restarted agent resumes after
+  the last durable chunk, and the rebuilt output equals the source;
+- a table added to the stream's `tables` later is backfilled while the
+  stream goes on, under a workload on that table;
+- a request to a running agent is taken within seconds, its request file
+  removed; chunk counts and values exact;
+- keys of several columns and types (latin1 text in a case-insensitive
+  collation, DATETIME(6), BIGINT UNSIGNED, ENUM) are read chunk after
+  chunk in key order, each row once;
+- tables swapped in by RENAME (an online schema change; one of them
+  empty) are backfilled while streaming, once;
+- watermark rows never reach the output, and the watermark table is never
+  one of the stream's tables, even when `tables` matches it;
+- without the watermark table: `sluice check` warns (exit 0), a request to
+  a running agent is refused (exit 3) with the DDL and the GRANT, and a
+  table marked for backfill is read from a snapshot before streaming;
+  with the table but without the grant, `sluice check` exits 3 naming it,
+  and with binlog_ignore_db leaving out its database, too.
+
+Each runs with binlog_row_metadata=FULL (RebackfillTest) and the first
+three again with MINIMAL (RebackfillMinimalTest: the watermark table's
+columns are read by position).  The seed of the workload is printed; rerun
+with SLUICE_TEST_SEED=<seed>.
+"""
+
+import collections
+import json
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+import unittest
+
+from harness import csn, records_for, sluice_test_bin, wait_until
+from harness_mysql import MyTestCase, SLUICE_USER
+
+WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
+          "watermark VARBINARY(1024) NOT NULL) ENGINE=InnoDB")
+
+
+def backfill_rows(recs):
+    return [r for r in recs if r["read_method"] == "mysql-backfill-fulldump"
+            and r["source_metadata"]["change_type"] == "INSERT"]
+
+
+def markers(recs):
+    return [r for r in recs if r["source_metadata"]["change_type"] == "TRUNCATE"]
+
+
+def checkpoint(s):
+    path = os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def ckpt_table(s, name):
+    return ((checkpoint(s) or {}).get("tables") or {}).get(name, {})
+
+
+def running(s, name, method, chunks):
+    e = ckpt_table(s, name)
+    return e.get("backfill") == "running" and e.get("method") == method and e.get("chunks", 0) >= chunks
+
+
+def requests_left(s):
+    return [n for n in os.listdir(s.state_dir) if ".backfill-request." in n]
+
+
+def tables_in(recs):
+    return {(r["source_metadata"].get("database"), r["source_metadata"].get("table")) for r in recs}
+
+
+def seed():
+    v = os.environ.get("SLUICE_TEST_SEED")
+    s = int(v) if v else random.randrange(1 << 30)
+    print(f"\n  seed {s} (SLUICE_TEST_SEED={s} repeats it)", file=sys.stderr, flush=True)
+    return s
+
+
+class Workload(threading.Thread):
+    """Small random transactions on one table (id PRIMARY KEY, v, counter):
+    inserts, updates, deletes and key changes (UPDATE SET id)."""
+
+    def __init__(self, my, table, ids, seed):
+        super().__init__(daemon=True)
+        self.my = my
+        self.table = table
+        self.rng = random.Random(seed)
+        self.live = list(ids)
+        self.next_id = max(ids) + 1 if ids else 1
+        self.stop_event = threading.Event()
+        self.tx = 0
+        self.error = None
+
+    def pick(self):
+        return self.live[self.rng.randrange(len(self.live))]
+
+    def forget(self, k):
+        i = self.live.index(k)
+        self.live[i] = self.live[-1]
+        self.live.pop()
+
+    def run(self):
+        conn = None
+        t = self.table
+        try:
+            conn = self.my.connect(autocommit=False)
+            cur = conn.cursor()
+            while not self.stop_event.is_set():
+                for _ in range(self.rng.randint(1, 4)):
+                    x = self.rng.random()
+                    if x < 0.25 or len(self.live) < 100:
+                        k = self.next_id
+                        self.next_id += 1
+                        cur.execute(f"INSERT INTO {t} (id, v, counter) VALUES (%s, md5(rand()), 0)", (k,))
+                        self.live.append(k)
+                    elif x < 0.75:
+                        cur.execute(f"UPDATE {t} SET counter = counter + 1, v = md5(rand()) WHERE id = %s",
+                                    (self.pick(),))
+                    elif x < 0.9:
+                        k = self.pick()
+                        cur.execute(f"DELETE FROM {t} WHERE id = %s", (k,))
+                        self.forget(k)
+                    else:
+                        # a key change, to a key before or after every chunk
+                        k, n = self.pick(), self.next_id
+                        self.next_id += 1
+                        if self.rng.random() < 0.5:
+                            n = -n
+                        cur.execute(f"UPDATE {t} SET id = %s, counter = counter + 1 WHERE id = %s", (n, k))
+                        self.forget(k)
+                        self.live.append(n)
+                conn.commit()
+                self.tx += 1
+                time.sleep(0.002)
+        except Exception as e:  # reported by finish()
+            self.error = e
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def finish(self):
+        self.stop_event.set()
+        self.join(60)
+        if self.error:
+            raise self.error
+
+
+class RebackfillCases:
+    """The tests each server setting runs (mixed into a MyTestCase)."""
+    chunk_rows = 500
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        my = cls.my
+        my.execute("CREATE DATABASE app")
+        my.execute("CREATE DATABASE sluice")
+        my.execute(WM_DDL)
+        my.execute(f"GRANT INSERT, UPDATE ON sluice.watermarks TO '{SLUICE_USER}'@'127.0.0.1'")
+
+    def make_table(self, name, rows):
+        self.my.execute(f"DROP TABLE IF EXISTS app.{name}")
+        self.my.execute(f"CREATE TABLE app.{name} (id bigint PRIMARY KEY, v varchar(40), counter int NOT NULL, "
+                        f"pad varchar(60))")
+        if rows:
+            self.my.execute(f"INSERT INTO app.{name} SELECT seq, md5(seq), 0, repeat('p', 50) "
+                            f"FROM app.seq_1_to_{rows}")
+
+    def agent(self, stream, tables, source=None, **kw):
+        extra = {"source": dict({"backfill_chunk_rows": self.chunk_rows}, **(source or {}))}
+        return self.sluice(stream=stream, tables=tables, max_file_seconds=1, extra=extra, **kw)
+
+    def start_slow(self, s):
+        """Runs s with every flush delayed by 1 s (tests/tools/sluice_test's
+        slow_avro_dir on the same output), so that a backfill is still
+        running when the test kills it."""
+        secs = s.sections()
+        secs["destination.out"]["type"] = "slow_avro_dir"
+        secs["destination.out"]["flush_delay"] = "1s"
+        path = os.path.join(s.workdir, "slow.ini")
+        with open(path, "w") as f:
+            for sec, kv in secs.items():
+                f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
+        return s.start("run", config=path, binary=sluice_test_bin())
+
+    def start_streaming(self, s, slow=False):
+        p = self.start_slow(s) if slow else s.start("run")
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        return p
+
+    def stop(self, p):
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        return r
+
+    def assertNoWatermarks(self, recs):
+        self.assertNotIn(("sluice", "watermarks"), tables_in(recs), "watermark rows are never changes")
+        for r in recs:
+            for v in r["payload"].values() if isinstance(r.get("payload"), dict) else ():
+                self.assertFalse(isinstance(v, (str, bytes)) and (v[:7] in ("sluice:", b"sluice:")), r)
+
+    # -- the tests
+
+    def test_rebackfill_under_workload_with_kill(self):
+        my = self.my
+        self.make_table("rbw", 150000)
+        self.chunk_rows = 100
+        s = self.agent("rbw", "app.rbw", log_level=os.environ.get("SLUICE_TEST_LOG", "info"))
+        p = self.start_streaming(s, slow=True)
+        w = Workload(my, "app.rbw", range(1, 150001), seed())
+        w.start()
+        try:
+            wait_until(lambda: w.tx > 50, 60, "the workload to run")
+            r = s.run("backfill", "--stream", "rbw", "--table", "app.rbw", timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+            self.assertIn(f"stream rbw: app.rbw requested for backfill from the running agent (pid {p.pid})",
+                          r.stdout)
+            wait_until(lambda: running(s, "app.rbw", "watermark", 2) or not p.alive(), 120,
+                       "durable chunks of the re-backfill")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            p.kill9()
+            p.wait_result(30)
+            e = ckpt_table(s, "app.rbw")
+            self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
+            durable_chunks, durable_rows = e["chunks"], e["rows"]
+            self.assertIn("resume_key", e)
+            self.assertIn("backfilling app.rbw while streaming (watermark method, chunks of 100 rows)",
+                          p.stderr_text())
+            p = s.start("run")
+            wait_until(lambda: "backfilled app.rbw while streaming" in p.stderr_text() or not p.alive(), 240,
+                       "the resumed re-backfill to finish")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            self.assertIn(f"resuming the backfill of app.rbw while streaming after its last durable chunk "
+                          f"({durable_rows} rows, {durable_chunks} chunks durable)", p.stderr_text())
+            time.sleep(1)
+        finally:
+            w.finish()
+        self.stop(p)
+        self.catch_up(s)
+        all_recs = self.read(s)
+        self.assertNoWatermarks(all_recs)
+        self.assertEqual(tables_in(all_recs), {("app", "rbw")})
+        recs = records_for(all_recs, "app", "rbw")
+        self.assertTableMatches(recs, "app", "rbw", ["id"])
+        ms = markers(recs)
+        self.assertEqual(len(ms), 1, "one re-backfill marker")
+        initial = {csn(r) for r in backfill_rows(recs) if csn(r) < csn(ms[0])}
+        self.assertEqual(len(initial), 1, "one initial snapshot")
+        chunks = {csn(r) for r in backfill_rows(recs) if csn(r) > csn(ms[0])}
+        self.assertGreater(len(chunks), durable_chunks, "the re-backfill's chunks, each at its high watermark")
+        e = ckpt_table(s, "app.rbw")
+        self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
+        self.assertNotIn("resume_key", e)
+
+    def test_table_added_to_the_config_is_backfilled_while_streaming(self):
+        my = self.my
+        self.make_table("add_a", 100)
+        s = self.agent("addt", "app.add_a")
+        self.catch_up(s)
+        self.make_table("add_b", 5000)
+        s.tables = "app.add_a, app.add_b"
+        s.write_config()
+        p = self.start_streaming(s)
+        w = Workload(my, "app.add_b", range(1, 5001), seed())
+        w.start()
+        try:
+            wait_until(lambda: "backfilled app.add_b while streaming" in p.stderr_text() or not p.alive(), 240,
+                       "the new table's backfill")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            time.sleep(1)
+        finally:
+            w.finish()
+        self.assertIn("backfilling app.add_b while streaming (watermark method", p.stderr_text())
+        self.assertNotIn("backfilling app.add_b at", p.stderr_text(), "not from a snapshot before streaming")
+        self.stop(p)
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertNoWatermarks(recs)
+        a, b = records_for(recs, "app", "add_a"), records_for(recs, "app", "add_b")
+        self.assertTableMatches(a, "app", "add_a", ["id"])
+        self.assertTableMatches(b, "app", "add_b", ["id"])
+        self.assertEqual(markers(a), [])
+        self.assertEqual(len(markers(b)), 1)
+        self.assertEqual(ckpt_table(s, "app.add_b")["backfill"], "done")
+
+    def test_backfill_request_while_running(self):
+        my = self.my
+        self.make_table("req_a", 3000)
+        self.make_table("req_b", 50)
+        # `tables` matches the watermark table too: it is never one of the stream's
+        s = self.agent("req", "app.req_a, app.req_b, sluice.*")
+        p = self.start_streaming(s)
+        my.execute("UPDATE app.req_a SET v = 'new' WHERE id <= 10")
+        r = s.run("backfill", "--stream", "req", "--table", "app.req_a", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        t0 = time.monotonic()
+        wait_until(lambda: "backfill of app.req_a requested" in p.stderr_text() or not p.alive(), 10,
+                   "the agent to take the request")
+        self.assertLess(time.monotonic() - t0, 5)
+        wait_until(lambda: "backfilled app.req_a while streaming: 3000 rows in 6 chunks" in p.stderr_text()
+                   or not p.alive(), 60, "the re-backfill")
+        self.assertEqual(requests_left(s), [], "the request file is removed")
+        r = s.run("backfill", "--stream", "req", timeout=60)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn("stop that agent first to backfill every table", r.stderr)
+        self.stop(p)
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertNoWatermarks(recs)
+        self.assertEqual(tables_in(recs), {("app", "req_a"), ("app", "req_b")})
+        a, b = records_for(recs, "app", "req_a"), records_for(recs, "app", "req_b")
+        self.assertEqual(len(markers(a)), 1)
+        self.assertEqual(markers(b), [])
+        ms = csn(markers(a)[0])
+        after = [r for r in backfill_rows(a) if csn(r) > ms]
+        self.assertEqual(sorted(r["payload"]["id"] for r in after), list(range(1, 3001)), "each row once")
+        self.assertEqual(len({csn(r) for r in after}), 6, "6 chunks of 500 rows")
+        self.assertEqual(len(backfill_rows(b)), 50)
+        self.assertTableMatches(a, "app", "req_a", ["id"])
+        self.assertTableMatches(b, "app", "req_b", ["id"])
+        self.assertEqual(sorted(r["payload"]["v"] for r in after if r["payload"]["id"] <= 10), ["new"] * 10)
+        # the watermark table holds one row for the stream: the last watermark,
+        # the low one of the chunk that found no row left
+        rows = my.sql("SELECT stream, watermark FROM sluice.watermarks WHERE stream = 'req'")
+        self.assertEqual(len(rows), 1)
+        self.assertRegex(rows[0][1].decode(), r"^sluice:req:\d+\.\d+:\d+:low$")
+
+
+class RebackfillTest(RebackfillCases, MyTestCase):
+    """binlog_row_metadata = FULL (the harness's default)."""
+
+    def test_composite_keys_of_several_types(self):
+        my = self.my
+        my.execute("DROP TABLE IF EXISTS app.ck")
+        my.execute("CREATE TABLE app.ck (s varchar(20) CHARACTER SET latin1 COLLATE latin1_swedish_ci NOT NULL, "
+                   "d datetime(6) NOT NULL, u bigint unsigned NOT NULL, e enum('z', 'a', 'm') NOT NULL, "
+                   "v varchar(20), PRIMARY KEY (s, d, u, e))")
+        rng = random.Random(7)
+        words = ["a", "A ", "b", "\u00e9t\u00e9", "Zed", "zee", "m'x", "back\\slash", "tab\tx", ""]
+        rows = set()
+        while len(rows) < 1800:
+            rows.add((rng.choice(words) + str(rng.randrange(3)), f"2024-0{rng.randrange(1, 4)}-01 00:00:0"
+                      f"{rng.randrange(3)}.{rng.randrange(10) * 100000:06d}",
+                      rng.choice([0, 1, 2 ** 63, 2 ** 64 - 1]), rng.choice(["z", "a", "m"])))
+        # keys equal under the collation are one key: keep the first
+        seen, uniq = set(), []
+        for r in sorted(rows):
+            k = (r[0].lower().rstrip(" "), r[1], r[2], r[3])
+            if k not in seen:
+                seen.add(k)
+                uniq.append(r)
+        c = my.connect(autocommit=False)
+        cur = c.cursor()
+        cur.executemany("INSERT INTO app.ck (s, d, u, e, v) VALUES (%s, %s, %s, %s, 'x')", uniq)
+        c.commit()
+        c.close()
+        n = my.one("SELECT COUNT(*) FROM app.ck")
+        self.assertEqual(n, len(uniq))
+        self.chunk_rows = 100
+        s = self.agent("ck", "app.ck")
+        p = self.start_streaming(s)
+        r = s.run("backfill", "--stream", "ck", "--table", "app.ck", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        chunks = (n + 99) // 100
+        wait_until(lambda: f"backfilled app.ck while streaming: {n} rows in {chunks} chunks" in p.stderr_text()
+                   or not p.alive(), 120, "the re-backfill")
+        self.stop(p)
+        recs = records_for(self.read(s), "app", "ck")
+        ms = markers(recs)
+        self.assertEqual(len(ms), 1)
+        after = [r for r in backfill_rows(recs) if csn(r) > csn(ms[0])]
+        keys = collections.Counter((r["payload"]["s"], r["payload"]["d"], r["payload"]["u"], r["payload"]["e"])
+                                   for r in after)
+        self.assertEqual(len(after), n, "each row once")
+        self.assertEqual(max(keys.values()), 1)
+        self.assertTableMatches(recs, "app", "ck", ["s", "d", "u", "e"])
+
+    def test_tables_swapped_in_are_backfilled_while_streaming(self):
+        """A table renamed into a followed name (the online schema change's
+        swap) holds rows the stream never read: with the watermark table it
+        is backfilled while streaming, once, also when it is empty (the
+        backfill is complete as of its last watermark, after the RENAME, so
+        reading the RENAME again asks for nothing more)."""
+        my = self.my
+        my.execute("CREATE TABLE app.sw1 (id int PRIMARY KEY, a int)")
+        my.execute("INSERT INTO app.sw1 VALUES (1, 1), (2, 2), (3, 3)")
+        my.execute("CREATE TABLE app.sw2 (id int PRIMARY KEY, a int)")
+        my.execute("INSERT INTO app.sw2 VALUES (1, 1)")
+        s = self.agent("swapw", "app.sw1, app.sw2")
+        self.catch_up(s)
+        my.execute("CREATE TABLE app._sw1_gho (id int PRIMARY KEY, a int, b int DEFAULT 5)")
+        my.execute("INSERT INTO app._sw1_gho (id, a) SELECT id, a FROM app.sw1")
+        my.execute("UPDATE app._sw1_gho SET a = 20 WHERE id = 2")
+        my.execute("RENAME TABLE app.sw1 TO app._sw1_del, app._sw1_gho TO app.sw1")
+        my.execute("INSERT INTO app.sw1 VALUES (4, 4, 4)")
+        my.execute("CREATE TABLE app._sw2_new (id int PRIMARY KEY, a int)")   # empty
+        my.execute("RENAME TABLE app.sw2 TO app._sw2_del, app._sw2_new TO app.sw2")
+        r = self.catch_up(s)
+        self.assertEqual(r.stderr.count("was given rows without row events: backfilling it again"), 2, r.stderr)
+        self.assertIn("backfilled app.sw1 while streaming: 4 rows in 1 chunks", r.stderr)
+        self.assertIn("backfilled app.sw2 while streaming: 0 rows in 0 chunks", r.stderr)
+        self.assertNotIn("backfilling app.sw1 at", r.stderr, "not from a snapshot")
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "sw1", ["id"])
+        self.assertTableMatches(recs, "app", "sw2", ["id"])
+        # the next run reads nothing again and backfills nothing again
+        n = len(recs)
+        r = self.catch_up(s)
+        self.assertNotIn("was given rows without row events", r.stderr)
+        self.assertEqual(len(self.read(s)), n)
+        my.execute("INSERT INTO app.sw2 VALUES (7, 7)")
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "sw1", ["id"])
+        self.assertTableMatches(recs, "app", "sw2", ["id"])
+
+    def test_without_the_watermark_table(self):
+        my = self.my
+        self.make_table("nowm", 1200)
+        s = self.agent("nowm", "app.nowm", source={"watermark_table": "sluice.missing"})
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream nowm: source pg: warning: stream \"nowm\": the watermark table `sluice`.`missing` "
+                      "(watermark_table of source \"pg\") is missing, or user sluice may not see it: backfill "
+                      "while streaming needs it. As an administrator run: CREATE DATABASE IF NOT EXISTS `sluice`; "
+                      "CREATE TABLE `sluice`.`missing` (stream VARBINARY(255) NOT NULL PRIMARY KEY, watermark "
+                      "VARBINARY(1024) NOT NULL) ENGINE=InnoDB; GRANT INSERT, UPDATE ON `sluice`.`missing` TO "
+                      "'sluice'", r.stdout + r.stderr)
+        p = self.start_streaming(s)
+        r = s.run("backfill", "--stream", "nowm", "--table", "app.nowm", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("the watermark table `sluice`.`missing` (watermark_table of source \"pg\") is missing",
+                      r.stderr)
+        self.assertIn("Without it, stop the agent and run this command again: the next run reads app.nowm from a "
+                      "snapshot before streaming", r.stderr)
+        self.assertEqual(requests_left(s), [])
+        # a request that reaches the agent all the same (written as `sluice
+        # backfill` writes it): the agent restarts the stream and reads the
+        # table from a snapshot before streaming.  A change first, so that
+        # the snapshot's position (the CSN of its rows) is not the first one's.
+        my.execute("UPDATE app.nowm SET counter = 1 WHERE id = 5")
+        tmp = os.path.join(s.state_dir, "nowm.backfill-request.1.1.tmp")
+        with open(tmp, "w") as f:
+            f.write("app.nowm\n")
+        os.rename(tmp, tmp[:-4])
+        wait_until(lambda: p.stderr_text().count("backfilled app.nowm: 1200 rows read in") == 2
+                   or not p.alive(), 60, "the snapshot backfill after the request")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        err = p.stderr_text()
+        self.assertIn("is missing, or user sluice may not see it: backfill while streaming needs it. As an "
+                      "administrator run: CREATE DATABASE IF NOT EXISTS `sluice`; ", err)
+        self.assertIn("So the backfill of app.nowm requested is read from a snapshot; restarting the stream to "
+                      "take it in", err)
+        self.assertIn("So 1 table to backfill is read from a snapshot before streaming instead of while streaming",
+                      err)
+        self.assertEqual(requests_left(s), [])
+        self.stop(p)
+        # again with no agent running: marked, then read from a snapshot
+        my.execute("UPDATE app.nowm SET counter = 1 WHERE id = 7")
+        r = s.run("backfill", "--stream", "nowm", "--table", "app.nowm", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream nowm: app.nowm marked for backfill on the next run", r.stdout)
+        r = self.catch_up(s)
+        self.assertIn("So 1 table to backfill is read from a snapshot before streaming instead of while "
+                      "streaming", r.stderr)
+        self.assertIn("backfilled app.nowm: 1200 rows read in", r.stderr)
+        recs = records_for(self.read(s), "app", "nowm")
+        self.assertEqual(len(markers(recs)), 2)
+        self.assertEqual(len(backfill_rows(recs)), 3600)
+        self.assertTableMatches(recs, "app", "nowm", ["id"])
+
+    def test_check_without_the_grant(self):
+        my = self.my
+        my.execute("CREATE TABLE sluice.nogrant (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
+                   "watermark VARBINARY(1024) NOT NULL)")
+        self.make_table("ng", 10)
+        s = self.agent("ng", "app.ng", source={"watermark_table": "sluice.nogrant"})
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("stream \"ng\": user sluice may not write the watermark table `sluice`.`nogrant` (backfill "
+                      "while streaming writes its watermarks there); as an administrator run: GRANT INSERT, "
+                      "UPDATE ON `sluice`.`nogrant` TO 'sluice'", r.stderr)
+        my.execute(f"GRANT INSERT ON sluice.nogrant TO '{SLUICE_USER}'@'127.0.0.1'")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("as an administrator run: GRANT UPDATE ON `sluice`.`nogrant` TO 'sluice'", r.stderr)
+        my.execute(f"GRANT UPDATE ON sluice.nogrant TO '{SLUICE_USER}'@'127.0.0.1'")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("stream ng: watermark table sluice.nogrant: ready for backfill while streaming", r.stdout)
+        self.assertEqual(my.one("SELECT COUNT(*) FROM sluice.nogrant"), 0, "check changes nothing")
+
+
+class FilteredBinlogTest(MyTestCase):
+    """binlog_ignore_db leaves out the watermark table's database: its
+    watermarks would never reach the stream."""
+    my_settings = {"binlog_ignore_db": "sluice"}
+
+    def test_check_refuses_a_filtered_watermark_table(self):
+        my = self.my
+        my.execute("CREATE DATABASE app")
+        my.execute("CREATE DATABASE sluice")
+        my.execute(WM_DDL)
+        my.execute(f"GRANT INSERT, UPDATE ON sluice.watermarks TO '{SLUICE_USER}'@'127.0.0.1'")
+        my.execute("CREATE TABLE app.f (id int PRIMARY KEY)")
+        s = self.sluice(stream="f", tables="app.f")
+        r = s.run("check", timeout=60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("stream \"f\": the server's binlog leaves out database `sluice` of the watermark table "
+                      "`sluice`.`watermarks` (binlog_do_db = \"\", binlog_ignore_db = \"sluice\"), so watermarks "
+                      "would never reach the stream", r.stderr)
+
+
+class RebackfillMinimalTest(RebackfillCases, MyTestCase):
+    """binlog_row_metadata = MINIMAL: the binlog does not name the watermark
+    table's columns; its watermark is read as the second column."""
+    my_settings = {"binlog_row_metadata": "MINIMAL"}
+
+
+if __name__ == "__main__":
+    unittest.main()
