@@ -368,7 +368,7 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 	}
 	schema = sl_avro_enc_schema(e, &schema_len);
 	t0 = now_s();
-	if (sl_ocf_codec_new(&oc, codec, level, err, sizeof err) < 0 ||
+	if (sl_ocf_codec_new(&oc, codec, level, 0, err, sizeof err) < 0 ||
 	    sl_ocf_open(&w, path.data, schema, schema_len, oc, 0, err, sizeof err) < 0)
 		goto out;
 	for (long i = 0; i < rows; i++) {

@@ -906,7 +906,8 @@ int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, cons
 
 	if ((rc = sl_mirror_lock(conf->state_dir, stream, true, &fd, &busy, err, errlen)) < 0)
 		return rc;
-	if ((rc = sl_ocf_codec_new(&codec, conf->codec, conf->compression_level, err, errlen)) < 0)
+	if ((rc = sl_ocf_codec_new(&codec, conf->codec, conf->compression_level, conf->compression_threads,
+				     err, errlen)) < 0)
 		goto out;
 	if (object) {
 		if (!(objects = calloc(1, sizeof *objects)) || !(objects[0] = strdup(object))) {
@@ -973,7 +974,8 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
 		goto fail;
 	}
-	if (sl_ocf_codec_new(&t->codec, conf->codec, conf->compression_level, err, errlen) < 0)
+	if (sl_ocf_codec_new(&t->codec, conf->codec, conf->compression_level, conf->compression_threads,
+			     err, errlen) < 0)
 		goto fail;
 	if ((rc = load_chain(t, err, errlen)) < 0)
 		goto fail;

@@ -57,7 +57,7 @@ static struct sl_ocf_codec *codec_of(enum sl_codec codec, int level)
 	struct sl_ocf_codec *c;
 	char err[256];
 
-	if (sl_ocf_codec_new(&c, codec, level, err, sizeof err) != 0)
+	if (sl_ocf_codec_new(&c, codec, level, 0, err, sizeof err) != 0)
 		fail_msg("codec: %s", err);
 	return c;
 }
@@ -390,15 +390,15 @@ static void test_errors(void **state)
 	assert_non_null(strstr(err, "No such file or directory"));
 
 	/* deflate levels outside 1-9, and unknown codecs, are refused */
-	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 10, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 10, 0, err, sizeof err), -1);
 	assert_null(bad);
 	assert_string_equal(err, "deflate level 10 is not in 1-9");
-	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 0, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 0, 0, err, sizeof err), -1);
 	assert_string_equal(err, "deflate level 0 is not in 1-9");
-	assert_int_equal(sl_ocf_codec_new(&bad, (enum sl_codec)42, 1, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_codec_new(&bad, (enum sl_codec)42, 1, 0, err, sizeof err), -1);
 	assert_string_equal(err, "unknown avro codec 42");
 	/* level is ignored for codecs other than deflate */
-	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_SNAPPY, 99, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_SNAPPY, 99, 0, err, sizeof err), 0);
 	sl_ocf_codec_free(bad);
 	sl_ocf_codec_free(NULL);
 
