@@ -40,6 +40,7 @@
 
 static char *g_dir;
 static struct sl_table *g_orders, *g_customers, *g_orders_v2;
+static int g_threads;  /* compression_threads of the sinks open_sink opens */
 
 static int setup(void **state)
 {
@@ -100,6 +101,7 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 	dc.path = g_dir;
 	dc.codec = codec;
 	dc.compression_level = 1;
+	dc.compression_threads = g_threads;
 	dc.max_file_bytes = max_bytes;
 	dc.max_file_seconds = max_secs;
 	if (ops->open(&ctx, &dc, &st, err, sizeof err) != 0)
@@ -561,6 +563,59 @@ static void test_rotation(void **state)
 	assert_string_equal(last, "0000000000005000-0000000300");
 	tl_free_list(l, n);
 	sl_avro_dir_ops.close(ctx);
+}
+
+static int run_verify(char **out);
+
+/* With compression threads: two tables interleaved, rotated by size, the
+ * blocks of several files in flight at once.  Before the flush nothing is
+ * visible; after it every record is there, each table's files follow on
+ * without gaps, no file is over the size limit by more than a record, and
+ * verify (which reads every file with avro-c) finds the tree sound. */
+static void test_threads_rotation(void **state)
+{
+	void *ctx;
+	size_t n, vis, hid, vis0 = 0;
+	char **l, first[28], last[28], prev[2][28] = { "", "" }, *text = NULL;
+	int total[2] = { 0, 0 };
+
+	(void)state;
+	for (int threads = 1; threads <= 2; threads++) {
+		g_threads = threads;
+		ctx = open_sink(SL_CODEC_DEFLATE, 64 << 10, 3600);
+		g_threads = 0;
+		for (int i = 1; i <= 20000; i++) {
+			uint64_t pos = 0x5000 + (uint64_t)threads * 0x1000;
+			write_order(ctx, g_orders, pos, (uint32_t)(2 * i - 1), i, TS0);
+			write_customer(ctx, pos, (uint32_t)(2 * i), i, "a customer with a longer name", TS0);
+		}
+		count_files(&vis, &hid);
+		assert_int_equal(vis, vis0);
+		assert_true(hid > 2);
+		flush(ctx);
+		sl_avro_dir_ops.close(ctx);
+		count_files(&vis0, &hid);
+		assert_int_equal(hid, 0);
+	}
+	l = list_files(g_dir, &n);
+	assert_true(n > 4);
+	for (size_t i = 0; i < n; i++) {
+		char path[1024];
+		struct stat sb;
+		int t = strstr(l[i], "public_orders") ? 0 : 1;
+		int k = read_file(l[i], first, last, NULL);
+		total[t] += k;
+		assert_true(strcmp(first, prev[t]) > 0);
+		memcpy(prev[t], last, sizeof prev[t]);
+		snprintf(path, sizeof path, "%s/%s", g_dir, l[i]);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_true(sb.st_size < (64 << 10) + 200);
+	}
+	assert_int_equal(total[0], 40000);
+	assert_int_equal(total[1], 40000);
+	tl_free_list(l, n);
+	assert_int_equal(run_verify(&text), 0);
+	free(text);
 }
 
 static void test_schema_change(void **state)
@@ -1329,6 +1384,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_threads_rotation, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_schema_change, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_close_without_flush, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_reports_mark, per_test_setup, per_test_teardown),
