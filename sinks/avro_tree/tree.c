@@ -8,8 +8,11 @@
  * flush_due) is at its head.  Finished files wait on the `done` list, stable
  * in the store, until flush() publishes them.  Memory is bounded by the
  * number of tables: per open file one block buffer, and a few strings per
- * finished file; the compressor and its output buffer are shared by all
- * files (struct sl_ocf_codec), and the bytes themselves are the store's.
+ * finished file; the compressor and its output buffer, or the compression
+ * threads and their few blocks in flight, are shared by all files (struct
+ * sl_ocf_codec), and the bytes themselves are the store's.  Closing a file
+ * (sl_ocf_close) waits for its blocks in flight, so a finished file is
+ * complete before the store makes it stable.
  */
 #include "sinks/avro_tree/tree.h"
 
