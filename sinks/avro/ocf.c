@@ -623,6 +623,8 @@ static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
 
 int sl_ocf_record_done(struct sl_ocf_writer *w, char *err, size_t errlen)
 {
+	if (w->failed)
+		return failed(w, err, errlen);
 	w->block_count++;
 	w->records++;
 	if (w->block.len >= w->block_target)

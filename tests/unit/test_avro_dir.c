@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -616,6 +617,60 @@ static void test_threads_rotation(void **state)
 	tl_free_list(l, n);
 	assert_int_equal(run_verify(&text), 0);
 	free(text);
+}
+
+/* A block that a compression thread compressed but that cannot be written
+ * (the file size limit: EFBIG) fails the stream's next write or its flush,
+ * naming the file, and nothing is published: no data file visible, no
+ * manifest, so no position is reported durable. */
+static void test_threads_failed_write_not_durable(void **state)
+{
+	struct rlimit old, lim;
+	struct sl_position d;
+	void (*oldsig)(int);
+	char err[512] = "";
+	int rc = 0, i;
+	size_t n;
+	char **l;
+	void *ctx;
+
+	(void)state;
+	g_threads = 1;
+	ctx = open_sink(SL_CODEC_DEFLATE, (uint64_t)1 << 40, 3600);
+	g_threads = 0;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 256 << 10;
+	oldsig = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (i = 1; i <= 300000 && rc == 0; i++) {
+		char amt[32];
+		struct sl_value v[3];
+		struct sl_change c;
+		snprintf(amt, sizeof amt, "%d", i * 100 + i % 100);
+		v[0] = tl_int(i);
+		v[1] = tl_dec(false, amt, 2);
+		v[2] = tl_str("a note that makes the rows a little longer");
+		tl_change(&c, g_orders, SL_OP_INSERT, v, 0x7000, (uint32_t)i, TS0);
+		rc = sl_avro_dir_ops.write(ctx, &c, err, sizeof err);
+	}
+	if (rc == 0)
+		rc = sl_avro_dir_ops.flush(ctx, &d, err, sizeof err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, oldsig);
+	printf("# failed at row %d: %s\n", i - 1, err);
+	assert_true(rc < 0);
+	assert_non_null(strstr(err, "File too large"));
+	assert_non_null(strstr(err, "public_orders"));
+	/* the stream fails and is retried: the sink is closed */
+	sl_avro_dir_ops.close(ctx);
+	l = tl_list_files(g_dir, &n);
+	for (size_t k = 0; k < n; k++) {
+		const char *base = strrchr(l[k], '/') ? strrchr(l[k], '/') + 1 : l[k];
+		if (base[0] != '.' || strstr(l[k], "_manifests/"))
+			fail_msg("%s is visible after a failed flush", l[k]);
+	}
+	tl_free_list(l, n);
 }
 
 static void test_schema_change(void **state)
@@ -1385,6 +1440,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_threads_rotation, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_threads_failed_write_not_durable, per_test_setup,
+						per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_schema_change, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_close_without_flush, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_reports_mark, per_test_setup, per_test_teardown),
