@@ -112,6 +112,7 @@ struct sl_pipe {
 	struct sl_position w_bf_pos;
 	int64_t w_bf_ts;
 	uint64_t w_bf_csn;
+	char w_bf_csn_text[SL_CSN_LEN + 1];  /* the CSN of every row of the backfill: (w_bf_csn, 0) */
 	uint64_t w_bf_rows;                 /* rows of the table being backfilled so far */
 	bool w_bf_hold;                     /* backfill rows since the last progress: flush only at the
 					     * next progress (or when the table is done), so that what is
@@ -397,6 +398,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			p->w_bf_pos = *pos;
 			p->w_bf_ts = ev->ts_us;
 			p->w_bf_csn = p->pc.desc->pos_csn(pos);
+			sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
 			p->w_bf_rows = e->rows;
 			p->w_bf_hold = true;
 			if ((m = ops_table(p, ev->table)) != NULL) {
@@ -430,6 +432,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		p->w_bf_pos = *pos;
 		p->w_bf_ts = ev->ts_us;
 		p->w_bf_csn = p->pc.desc->pos_csn(pos);
+		sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
 		p->w_bf_rows = 0;
 		p->w_bf_hold = true;
 		if ((m = ops_table(p, ev->table)) != NULL) {
@@ -463,7 +466,9 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		c.values = (const struct sl_value *)(ev + 1);
 		c.read_method = p->pc.desc->read_method_backfill;
 		c.pos = &p->w_bf_pos;
-		sl_change_set_csn(&c, p->w_bf_csn, 0);
+		/* sl_change_set_csn(&c, p->w_bf_csn, 0), formatted once */
+		c.csn_pos = p->w_bf_csn;
+		memcpy(c.csn, p->w_bf_csn_text, sizeof c.csn);
 		c.source_ts_us = p->w_bf_ts;
 		c.read_ts_us = ev->ts_us;
 		backfill_key(&p->w_key, ev->table, c.values, ++p->w_bf_rows);
@@ -498,6 +503,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		memcpy(&p->w_bf_pos, ev + 1, sizeof p->w_bf_pos);
 		p->w_bf_ts = ev->ts_us;
 		p->w_bf_csn = p->pc.desc->pos_csn(&p->w_bf_pos);
+		sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
 		p->w_bf_hold = true;
 		return SL_OK;
 	case Q_BF_PROGRESS: {

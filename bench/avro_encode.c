@@ -21,6 +21,9 @@
  *   ocf deflate 1  ... codec deflate, level 1 (the default)
  *   ocf deflate 6  ... codec deflate, level 6
  *   ocf snappy     ... codec snappy
+ *   ocf ... N thr  the same with N compression threads: the wall time is
+ *                  the writing thread's, whose CPU (cpu us/row, the whole
+ *                  process's) the workers share
  *
  * The files go to a temporary folder under $TMPDIR (or /tmp), are not
  * fsynced, and are removed afterwards.  For each case it prints wall-clock
@@ -345,9 +348,18 @@ static int bench_encoder(const struct pool *p, struct sl_avro_enc *e, long rows,
 	return 0;
 }
 
-/* Encoder plus container file, written to dir and removed afterwards. */
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Encoder plus container file, written to dir and removed afterwards; with
+ * threads compression threads. */
 static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir,
-		     const char *name, enum sl_codec codec, int level)
+		     const char *name, enum sl_codec codec, int level, int threads)
 {
 	struct sl_ocf_writer *w;
 	struct sl_ocf_codec *oc = NULL;
@@ -357,18 +369,19 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 	size_t schema_len;
 	uint64_t total = 0;
 	char err[SL_ERRLEN];
-	double t0, secs;
+	double t0, c0, secs;
 	int rc = -1;
 
 	sl_buf_init(&path, 0);
-	sl_buf_printf(&path, "%s/bench-%d-%d.avro", dir, (int)codec, level);
+	sl_buf_printf(&path, "%s/bench-%d-%d-%d.avro", dir, (int)codec, level, threads);
 	if (sl_buf_failed(&path)) {
 		fprintf(stderr, "avro_encode: out of memory\n");
 		return -1;
 	}
 	schema = sl_avro_enc_schema(e, &schema_len);
 	t0 = now_s();
-	if (sl_ocf_codec_new(&oc, codec, level, err, sizeof err) < 0 ||
+	c0 = cpu_s();
+	if (sl_ocf_codec_new(&oc, codec, level, threads, err, sizeof err) < 0 ||
 	    sl_ocf_open(&w, path.data, schema, schema_len, oc, 0, err, sizeof err) < 0)
 		goto out;
 	for (long i = 0; i < rows; i++) {
@@ -392,6 +405,7 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 		goto out;
 	}
 	report(name, rows, secs, total, (uint64_t)sb.st_size, "encoded");
+	printf("%-14s %7.3f cpu us/row\n", "", (cpu_s() - c0) / (double)rows * 1e6);
 	rc = 0;
 out:
 	if (rc < 0)
@@ -443,10 +457,13 @@ int main(int argc, char **argv)
 		goto out;
 	if (bench_convert(&p, NULL, rows) < 0 || bench_convert(&p, e, rows) < 0 ||
 	    bench_encoder(&p, e, rows, false) < 0 ||
-	    bench_ocf(&p, e, rows, dir.data, "ocf null", SL_CODEC_NULL, 0) < 0 ||
-	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 1", SL_CODEC_DEFLATE, 1) < 0 ||
-	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 6", SL_CODEC_DEFLATE, 6) < 0 ||
-	    bench_ocf(&p, e, rows, dir.data, "ocf snappy", SL_CODEC_SNAPPY, 0) < 0)
+	    bench_ocf(&p, e, rows, dir.data, "ocf null", SL_CODEC_NULL, 0, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 1", SL_CODEC_DEFLATE, 1, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf deflate 6", SL_CODEC_DEFLATE, 6, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf snappy", SL_CODEC_SNAPPY, 0, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf defl 1 1thr", SL_CODEC_DEFLATE, 1, 1) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf defl 1 2thr", SL_CODEC_DEFLATE, 1, 2) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf snappy 1thr", SL_CODEC_SNAPPY, 0, 1) < 0)
 		goto out;
 	rc = 0;
 out:

@@ -12,7 +12,8 @@ while is).  Then, one after the other:
         table's blocks, into /dev/null: the server's side of a backfill and
         nothing else
   sluice run --until-caught-up on a new stream (backfill = auto, codec
-        deflate level 1 unless --codec): creates the slot, backfills the
+        deflate level 1 unless --codec, [destination] compression_threads
+        as --compression-threads, else the default): creates the slot, backfills the
         table over [source] backfill_connections connections, streams the
         (empty) rest and exits
   re-backfill  `sluice backfill --table public.bench_t` on that stream, then
@@ -27,7 +28,8 @@ peak RSS.  The backfill's own time is taken from sluice's log ("backfilled
 speed; it exits non-zero only if something does not work.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/pg_backfill.py [--rows N]
-      [--connections N] [--codec null|deflate|snappy] [--repeat N]
+      [--connections N] [--codec null|deflate|snappy] [--compression-threads N]
+      [--repeat N]
 """
 
 import argparse
@@ -99,6 +101,8 @@ def main():
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--connections", type=int, default=2, help="backfill_connections and COPY processes")
     ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy"))
+    ap.add_argument("--compression-threads", type=int, default=None,
+                    help="[destination] compression_threads (default: the sink's default)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each (the best is printed)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--legacy", action="store_true",
@@ -129,6 +133,8 @@ def main():
         for i in range(a.repeat):
             stream = f"bf{i}"
             extra = {} if a.legacy else {"source": {"backfill_connections": a.connections}}
+            if a.compression_threads is not None:
+                extra["destination"] = {"compression_threads": a.compression_threads}
             s = Sluice(pg, stream=stream, tables="public.bench_t", codec=a.codec, compression_level=1,
                        max_file_bytes="64MB", max_file_seconds=60, backfill="auto", binary=a.sluice_bin,
                        log_level="info", extra=extra)
@@ -156,11 +162,13 @@ def main():
                 s.close()
             pg.execute(f"SELECT pg_drop_replication_slot('sluice_{stream}')")
         bf_s, r, out_bytes, rb = best
+        threads = "default" if a.compression_threads is None else a.compression_threads
         copy_rate = a.rows / best_copy
         bf_rate = a.rows / bf_s
         print(f"COPY x{a.connections} into /dev/null: {best_copy:7.2f}s  {copy_rate:10.0f} rows/s")
         print(f"sluice backfill:           {bf_s:7.2f}s  {bf_rate:10.0f} rows/s  "
-              f"(whole run {r.wall_s:.2f}s; {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec})")
+              f"(whole run {r.wall_s:.2f}s; {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec}, "
+              f"compression_threads {threads})")
         print(f"ratio sluice/COPY (rows/s): {bf_rate / copy_rate:.2f}  (goal >= 0.8)")
         print(f"sluice CPU (user+sys, whole run): {r.cpu_s:.2f}s = {r.cpu_s / a.rows * 1e6:.2f} CPU-us per row")
         print(f"sluice peak RSS: {r.hwm_kb / 1024:.1f} MiB (VmHWM)")

@@ -56,20 +56,42 @@ void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *ext
 {
 	/* RFC 4122 name-based UUID, version 5: SHA-1 over the namespace and the
 	 * name "<stream>\0<schema>.<table>\0<csn>[\0<extra>]", truncated to 16
-	 * bytes with the version and variant bits set.  The name is streamed into
-	 * the hash piece by piece, so nothing is allocated per row. */
+	 * bytes with the version and variant bits set.  Called for every row:
+	 * the name is put together on the stack and hashed in one update (one
+	 * too long for the buffer is streamed in piece by piece), so nothing is
+	 * allocated. */
+	size_t ls = strlen(stream), lns = strlen(c->table->ns), lt = strlen(c->table->name);
+	size_t n = ls + 1 + lns + 1 + lt + 1 + SL_CSN_LEN + (extra ? 1 + extra_len : 0);
+	uint8_t name[512], *p = name, digest[SHA1_DIGEST_SIZE];
 	struct sha1_ctx h;
-	uint8_t digest[SHA1_DIGEST_SIZE];
 
 	sha1_init(&h);
 	sha1_update(&h, sizeof sluice_uuid_ns, sluice_uuid_ns);
-	sha1_piece(&h, stream, strlen(stream), true);
-	sha1_piece(&h, c->table->ns, strlen(c->table->ns), false);
-	sha1_piece(&h, ".", 1, false);
-	sha1_piece(&h, c->table->name, strlen(c->table->name), true);
-	sha1_piece(&h, c->csn, SL_CSN_LEN, extra != NULL);
-	if (extra)
-		sha1_piece(&h, extra, extra_len, false);
+	if (n <= sizeof name) {
+		memcpy(p, stream, ls + 1);
+		p += ls + 1;
+		memcpy(p, c->table->ns, lns);
+		p += lns;
+		*p++ = '.';
+		memcpy(p, c->table->name, lt + 1);
+		p += lt + 1;
+		memcpy(p, c->csn, SL_CSN_LEN);
+		p += SL_CSN_LEN;
+		if (extra) {
+			*p++ = '\0';
+			memcpy(p, extra, extra_len);
+			p += extra_len;
+		}
+		sha1_update(&h, n, name);
+	} else {
+		sha1_piece(&h, stream, ls, true);
+		sha1_piece(&h, c->table->ns, lns, false);
+		sha1_piece(&h, ".", 1, false);
+		sha1_piece(&h, c->table->name, lt, true);
+		sha1_piece(&h, c->csn, SL_CSN_LEN, extra != NULL);
+		if (extra)
+			sha1_piece(&h, extra, extra_len, false);
+	}
 	sha1_digest(&h, sizeof digest, digest);
 	memcpy(c->uuid, digest, 16);
 	c->uuid[6] = (uint8_t)((c->uuid[6] & 0x0f) | 0x50);

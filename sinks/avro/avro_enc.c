@@ -27,6 +27,11 @@ struct sl_avro_enc {
 	struct span pks;        /* primary_keys array */
 	/* change_type string and is_deleted boolean, per op */
 	struct span ops[SL_OP_TRUNCATE + 1];
+	/* The position fields of source_metadata encoded for meta_pos: every
+	 * row of a transaction or of a backfill has the same. */
+	bool meta_ok;
+	struct sl_position meta_pos;
+	struct sl_buf meta;
 };
 
 struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream, char *err, size_t errlen)
@@ -44,6 +49,7 @@ struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream
 	e->ncols = t->ncols;
 	sl_buf_init(&e->schema, 0);
 	sl_buf_init(&e->pre, 0);
+	sl_buf_init(&e->meta, 0);
 	if (sl_avro_schema_json(&e->schema, t, err, errlen) < 0)
 		goto fail;
 
@@ -96,6 +102,7 @@ void sl_avro_enc_free(struct sl_avro_enc *e)
 		return;
 	sl_buf_free(&e->schema);
 	sl_buf_free(&e->pre);
+	sl_buf_free(&e->meta);
 	free(e);
 }
 
@@ -125,15 +132,14 @@ static void put_uuid(struct sl_buf *out, const unsigned char u[16])
 	sl_avro_put_raw(out, s, sizeof s);
 }
 
-/* The source position fields of source_metadata, as t->src declares them. */
-static void put_meta(struct sl_buf *out, const struct sl_source_desc *src, const struct sl_position *pos)
+/* The source position fields of source_metadata, as src declares them. */
+static void encode_meta(struct sl_buf *out, const struct sl_source_desc *src, const struct sl_position *pos)
 {
 	struct sl_meta_value v[SL_META_MAX];
 	char buf[SL_META_BUF];
-	static const struct sl_position none;
 
 	memset(v, 0, sizeof v);
-	src->meta_values(pos ? pos : &none, v, buf, sizeof buf);
+	src->meta_values(pos, v, buf, sizeof buf);
 	for (int i = 0; i < src->nmeta && i < SL_META_MAX; i++) {
 		switch (src->meta[i].type) {
 		case SL_META_STRING:
@@ -152,6 +158,32 @@ static void put_meta(struct sl_buf *out, const struct sl_source_desc *src, const
 			break;
 		}
 	}
+}
+
+static bool same_pos(const struct sl_position *a, const struct sl_position *b)
+{
+	return a->w[0] == b->w[0] && a->w[1] == b->w[1] && strcmp(a->text, b->text) == 0;
+}
+
+/* The position fields of pos, encoded again only when pos is not the one
+ * encoded last (meta_values is a function of the position). */
+static void put_meta(struct sl_avro_enc *e, struct sl_buf *out, const struct sl_position *pos)
+{
+	static const struct sl_position none;
+
+	if (!pos)
+		pos = &none;
+	if (!e->meta_ok || !same_pos(pos, &e->meta_pos)) {
+		sl_buf_reset(&e->meta);
+		encode_meta(&e->meta, e->src, pos);
+		e->meta_ok = !sl_buf_failed(&e->meta);
+		if (!e->meta_ok) {
+			encode_meta(out, e->src, pos);
+			return;
+		}
+		e->meta_pos = *pos;
+	}
+	sl_avro_put_raw(out, e->meta.data, e->meta.len);
 }
 
 int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct sl_change *c,
@@ -210,7 +242,7 @@ int sl_avro_enc_record(struct sl_avro_enc *e, struct sl_buf *out, const struct s
 				sl_avro_put_str(out, t->cols[i].name);
 	}
 	sl_avro_put_long(out, 0);
-	put_meta(out, e->src, c->pos);
+	put_meta(e, out, c->pos);
 
 	/* payload */
 	if (!values) {

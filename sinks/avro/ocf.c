@@ -2,17 +2,37 @@
  * sinks/avro/ocf.c: Avro object container file writer (see ocf.h).
  *
  * Memory per writer: the block buffer (about block_target plus one record)
- * and the small output buffer.  Per codec, shared by its writers: one
- * compressed-block buffer and, for deflate, one libdeflate compressor (about
- * 200 KiB at level 1, 650 KiB at levels 2-9).  A buffer that grew far past
- * the target for one huge record is released afterwards, so memory stays
- * bounded by the target, not by the largest row ever seen.
+ * and the small output buffer.  Per codec, shared by its writers: inline,
+ * one compressed-block buffer and, for deflate, one libdeflate compressor
+ * (about 200 KiB at level 1, 650 KiB at levels 2-9); with compression
+ * threads, one compressor per thread and, per job slot (OCF_JOBS_PER_THREAD
+ * per thread), an input and an output block buffer.  A buffer that grew far
+ * past the target for one huge record is released afterwards, so memory
+ * stays bounded by the target, not by the largest row ever seen.
+ *
+ * Compression threads.  The codec's owner (the one thread that uses the
+ * codec and its writers) hands a full block to a free slot of the codec's
+ * ring of jobs by swapping buffers with it, and goes on encoding the next
+ * block.  Workers take queued slots in ring order and compress them,
+ * touching nothing but the slot's buffers; the slot's state changes under
+ * the codec's mutex.  Only the owner writes blocks out, and only from the
+ * head of the ring: slots are filled in the order blocks fill up, so every
+ * file gets its blocks in order, and the output callbacks run on the owner's
+ * thread as they do inline.  The owner writes out done slots whenever it
+ * hands over a block, and waits for the head when every slot is in flight:
+ * at most njobs blocks are in flight.  sl_ocf_close waits until every slot
+ * of its writer is written before it writes the last block and syncs, so a
+ * closed file holds all its records.  A failure in a slot (compressing, or
+ * writing it out) is kept in its writer and returned, naming the file, by
+ * that writer's next call, at the latest its sl_ocf_close.
  */
 #include "sinks/avro/ocf.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libdeflate.h>
+#include <pthread.h>
+#include <signal.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,10 +46,51 @@
 #include "common/util.h"
 #include "sinks/avro/avro_value.h"
 
+/* Job slots per compression thread: one being compressed, one queued behind
+ * it, so that a worker never waits for the owner to write a block out. */
+#define OCF_JOBS_PER_THREAD 2
+
+enum job_state { JOB_FREE, JOB_QUEUED, JOB_BUSY, JOB_DONE };
+
+/* A block handed to the workers. */
+struct ocf_job {
+	struct sl_ocf_writer *w;  /* owner only; NULL once its writer was aborted */
+	struct sl_buf in;         /* the block's encoded records */
+	uint64_t count;           /* records in it */
+	size_t release;           /* free the buffers when they grew past this */
+	/* Written by the worker that took the job, read by the owner once done. */
+	struct sl_buf out;        /* the compressed block */
+	size_t clen;
+	bool failed;
+	char err[160];            /* why, not naming the file */
+	enum job_state state;     /* under the codec's mutex */
+};
+
+struct ocf_worker {
+	struct sl_ocf_codec *c;
+	struct libdeflate_compressor *deflater;  /* deflate only */
+	pthread_t thread;
+	bool started;
+};
+
 struct sl_ocf_codec {
 	enum sl_codec codec;
-	struct libdeflate_compressor *deflater;  /* deflate only */
-	struct sl_buf scratch;                   /* the block being compressed */
+	struct libdeflate_compressor *deflater;  /* inline deflate only */
+	struct sl_buf scratch;                   /* inline: the block being compressed */
+	/* Compression threads (nworkers 0: compress inline). */
+	int nworkers;
+	struct ocf_worker *workers;
+	struct ocf_job *jobs;
+	unsigned njobs;
+	unsigned head;            /* owner only: the oldest slot in flight */
+	unsigned inflight;        /* owner only: slots in flight from head on */
+	pthread_mutex_t mu;
+	pthread_cond_t work;      /* a job was queued, or stop */
+	pthread_cond_t done;      /* a job is done */
+	/* Under mu: */
+	unsigned next;            /* the oldest queued slot */
+	unsigned queued;          /* queued slots from next on */
+	bool stop;
 };
 
 struct sl_ocf_writer {
@@ -44,6 +105,11 @@ struct sl_ocf_writer {
 	struct sl_buf out;      /* bytes waiting for write(2) */
 	uint64_t written;       /* bytes handed to the file or the output */
 	uint64_t records;
+	/* With compression threads: */
+	unsigned jobs;          /* slots of this writer in flight */
+	uint64_t job_bytes;     /* their uncompressed bytes */
+	bool failed;            /* a slot failed: err says why */
+	char err[512];
 };
 
 /* Writes every iovec fully, retrying on EINTR and short writes.  The iovecs
@@ -112,7 +178,147 @@ static const char *codec_name(enum sl_codec c)
 	return "null";
 }
 
-int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level,
+/* Compresses the n bytes at data with codec (deflate with d) into out (reset
+ * first), *clen bytes: raw deflate, or the snappy block and the big-endian
+ * CRC-32 of the uncompressed data.  Safe on any thread for its own d and
+ * out.  Returns 0, or -1 with a message in err that does not name the file. */
+static int compress_block(enum sl_codec codec, struct libdeflate_compressor *d, const void *data, size_t n,
+			  struct sl_buf *out, size_t *clen, char *err, size_t errlen)
+{
+	sl_buf_reset(out);
+	if (codec == SL_CODEC_DEFLATE) {
+		/* The bound makes the call unable to run out of room. */
+		size_t bound = libdeflate_deflate_compress_bound(d, n);
+		if (sl_buf_reserve(out, bound) < 0)
+			goto oom;
+		*clen = libdeflate_deflate_compress(d, data, n, out->data, bound);
+		if (*clen == 0) {
+			snprintf(err, errlen, "deflate failed on a block of %zu bytes", n);
+			return -1;
+		}
+		return 0;
+	}
+	size_t cap = snappy_max_compressed_length(n);
+	if (sl_buf_reserve(out, cap + 4) < 0)
+		goto oom;
+	*clen = cap;
+	if (snappy_compress(data, n, out->data, clen) != SNAPPY_OK) {
+		snprintf(err, errlen, "snappy_compress failed on a block of %zu bytes", n);
+		return -1;
+	}
+	/* The standard CRC-32 (as zlib's crc32), of the uncompressed data. */
+	sl_put_u32((unsigned char *)out->data + *clen, libdeflate_crc32(0, data, n));
+	*clen += 4;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory compressing a block of %zu bytes", n);
+	return -1;
+}
+
+static void *worker_main(void *arg)
+{
+	struct ocf_worker *wk = arg;
+	struct sl_ocf_codec *c = wk->c;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		struct ocf_job *j;
+
+		while (!c->stop && c->queued == 0)
+			pthread_cond_wait(&c->work, &c->mu);
+		if (c->stop)
+			break;
+		j = &c->jobs[c->next];
+		c->next = (c->next + 1) % c->njobs;
+		c->queued--;
+		j->state = JOB_BUSY;
+		pthread_mutex_unlock(&c->mu);
+		j->failed = compress_block(c->codec, wk->deflater, j->in.data, j->in.len, &j->out, &j->clen,
+					   j->err, sizeof j->err) < 0;
+		pthread_mutex_lock(&c->mu);
+		j->state = JOB_DONE;
+		pthread_cond_signal(&c->done);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* Stops and joins the workers and frees what they and the slots hold. */
+static void workers_free(struct sl_ocf_codec *c)
+{
+	if (!c->workers)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = true;
+	pthread_cond_broadcast(&c->work);
+	pthread_mutex_unlock(&c->mu);
+	for (int i = 0; i < c->nworkers; i++) {
+		if (c->workers[i].started)
+			pthread_join(c->workers[i].thread, NULL);
+		if (c->workers[i].deflater)
+			libdeflate_free_compressor(c->workers[i].deflater);
+	}
+	for (unsigned i = 0; i < c->njobs; i++) {
+		sl_buf_free(&c->jobs[i].in);
+		sl_buf_free(&c->jobs[i].out);
+	}
+	free(c->jobs);
+	free(c->workers);
+	c->workers = NULL;
+	pthread_cond_destroy(&c->done);
+	pthread_cond_destroy(&c->work);
+	pthread_mutex_destroy(&c->mu);
+}
+
+/* Starts n workers for c.  Returns 0, or -1 with a message in err. */
+static int workers_start(struct sl_ocf_codec *c, int n, int level, char *err, size_t errlen)
+{
+	sigset_t all, old;
+	int rc = 0;
+
+	c->njobs = (unsigned)n * OCF_JOBS_PER_THREAD;
+	c->workers = calloc((size_t)n, sizeof *c->workers);
+	c->jobs = calloc(c->njobs, sizeof *c->jobs);
+	if (!c->workers || !c->jobs) {
+		free(c->workers);
+		free(c->jobs);
+		c->workers = NULL;
+		snprintf(err, errlen, "avro codec: out of memory");
+		return -1;
+	}
+	c->nworkers = n;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->work, NULL);
+	pthread_cond_init(&c->done, NULL);
+	for (unsigned i = 0; i < c->njobs; i++) {
+		sl_buf_init(&c->jobs[i].in, 0);
+		sl_buf_init(&c->jobs[i].out, 0);
+	}
+	for (int i = 0; i < n; i++) {
+		c->workers[i].c = c;
+		if (c->codec == SL_CODEC_DEFLATE && !(c->workers[i].deflater = libdeflate_alloc_compressor(level))) {
+			snprintf(err, errlen, "avro codec: out of memory making a deflate compressor");
+			workers_free(c);
+			return -1;
+		}
+	}
+	/* Signals are the main thread's business (it waits for them). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < n && rc == 0; i++) {
+		rc = pthread_create(&c->workers[i].thread, NULL, worker_main, &c->workers[i]);
+		c->workers[i].started = rc == 0;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		snprintf(err, errlen, "avro codec: could not start a compression thread: %s", sl_strerror(rc));
+		workers_free(c);
+		return -1;
+	}
+	return 0;
+}
+
+int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level, int threads,
 		     char *err, size_t errlen)
 {
 	struct sl_ocf_codec *c;
@@ -124,6 +330,10 @@ int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level,
 	}
 	if (codec == SL_CODEC_DEFLATE && (level < 1 || level > 9)) {
 		snprintf(err, errlen, "deflate level %d is not in 1-9", level);
+		return -1;
+	}
+	if (threads < 0 || threads > SL_OCF_MAX_THREADS) {
+		snprintf(err, errlen, "compression threads %d is not in 0-%d", threads, SL_OCF_MAX_THREADS);
 		return -1;
 	}
 	c = calloc(1, sizeof *c);
@@ -138,6 +348,11 @@ int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level,
 		free(c);
 		return -1;
 	}
+	/* codec null has nothing to compress: its blocks are written inline. */
+	if (codec != SL_CODEC_NULL && threads > 0 && workers_start(c, threads, level, err, errlen) < 0) {
+		sl_ocf_codec_free(c);
+		return -1;
+	}
 	*out = c;
 	return 0;
 }
@@ -146,10 +361,16 @@ void sl_ocf_codec_free(struct sl_ocf_codec *c)
 {
 	if (!c)
 		return;
+	workers_free(c);
 	if (c->deflater)
 		libdeflate_free_compressor(c->deflater);
 	sl_buf_free(&c->scratch);
 	free(c);
+}
+
+int sl_ocf_codec_threads(const struct sl_ocf_codec *c)
+{
+	return c->workers ? c->nworkers : 0;
 }
 
 /* Makes a writer with its header in the output buffer (nothing written yet). */
@@ -239,57 +460,18 @@ static int flush_out(struct sl_ocf_writer *w, char *err, size_t errlen)
 	return 0;
 }
 
-/* Compresses the block into the codec's scratch buffer (or not, for codec
- * null), then writes any pending header bytes, the count, the size, the data
- * and the sync marker with one writev.  With no records pending it only
- * writes pending header bytes.  Returns 0, or -1 with a message in err. */
-static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
+/* Writes any pending header bytes, a block's count and size, its clen bytes
+ * of (compressed) data and the sync marker with one writev, without copying
+ * the data.  Returns 0, or -1 with a message in err. */
+static int emit_block(struct sl_ocf_writer *w, uint64_t count, const void *cdata, size_t clen,
+		      char *err, size_t errlen)
 {
-	const unsigned char *data = (const unsigned char *)w->block.data;
-	size_t n = w->block.len, clen = n;
-	const void *cdata = data;
-	struct sl_ocf_codec *c = w->codec;
-
-	if (w->block_count == 0)
-		return flush_out(w, err, errlen);
-	if (sl_buf_failed(&w->block)) {
-		snprintf(err, errlen, "avro file \"%s\": block buffer out of memory", w->path);
+	sl_avro_put_long(&w->out, (int64_t)count);
+	sl_avro_put_long(&w->out, (int64_t)clen);
+	if (sl_buf_failed(&w->out)) {
+		snprintf(err, errlen, "avro file \"%s\": out of memory", w->path);
 		return -1;
 	}
-	if (c->codec == SL_CODEC_DEFLATE) {
-		/* The bound makes the call unable to run out of room. */
-		size_t bound = libdeflate_deflate_compress_bound(c->deflater, n);
-		sl_buf_reset(&c->scratch);
-		if (sl_buf_reserve(&c->scratch, bound) < 0)
-			goto oom;
-		clen = libdeflate_deflate_compress(c->deflater, data, n, c->scratch.data, bound);
-		if (clen == 0) {
-			snprintf(err, errlen, "avro file \"%s\": deflate failed on a block of %zu bytes",
-				 w->path, n);
-			return -1;
-		}
-		cdata = c->scratch.data;
-	} else if (c->codec == SL_CODEC_SNAPPY) {
-		size_t cap = snappy_max_compressed_length(n);
-		sl_buf_reset(&c->scratch);
-		if (sl_buf_reserve(&c->scratch, cap + 4) < 0)
-			goto oom;
-		clen = cap;
-		if (snappy_compress((const char *)data, n, c->scratch.data, &clen) != SNAPPY_OK) {
-			snprintf(err, errlen, "avro file \"%s\": snappy_compress failed", w->path);
-			return -1;
-		}
-		/* The standard CRC-32 (as zlib's crc32), of the uncompressed data. */
-		sl_put_u32((unsigned char *)c->scratch.data + clen, libdeflate_crc32(0, data, n));
-		clen += 4;
-		cdata = c->scratch.data;
-	}
-	/* Pending header bytes, count and size go out with the data and the
-	 * sync marker in one writev, without copying the data. */
-	sl_avro_put_long(&w->out, (int64_t)w->block_count);
-	sl_avro_put_long(&w->out, (int64_t)clen);
-	if (sl_buf_failed(&w->out))
-		goto oom;
 	{
 		struct iovec iov[3] = {
 			{ w->out.data, w->out.len },
@@ -301,6 +483,116 @@ static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
 	}
 	w->written += w->out.len + clen + sizeof w->sync;
 	sl_buf_reset(&w->out);
+	return 0;
+}
+
+/* A failure kept in w by a job: into err. */
+static int failed(struct sl_ocf_writer *w, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "%s", w->err);
+	return -1;
+}
+
+/* Writes out the head slot of the ring if it is done; with wait, waits for
+ * it first.  A failure goes into the slot's writer.  Returns true if a slot
+ * was taken off the ring. */
+static bool reap(struct sl_ocf_codec *c, bool wait)
+{
+	struct ocf_job *j;
+	struct sl_ocf_writer *w;
+	bool done;
+
+	if (c->inflight == 0)
+		return false;
+	j = &c->jobs[c->head];
+	pthread_mutex_lock(&c->mu);
+	while (wait && j->state != JOB_DONE)
+		pthread_cond_wait(&c->done, &c->mu);
+	done = j->state == JOB_DONE;
+	pthread_mutex_unlock(&c->mu);
+	if (!done)
+		return false;
+	/* The worker is done with j: it is the owner's until queued again. */
+	if ((w = j->w) != NULL) {
+		w->jobs--;
+		w->job_bytes -= j->in.len;
+		/* Once one block of a file failed, the file is lost: its later
+		 * blocks are dropped. */
+		if (!w->failed && j->failed) {
+			snprintf(w->err, sizeof w->err, "avro file \"%s\": %s", w->path, j->err);
+			w->failed = true;
+		} else if (!w->failed &&
+			   emit_block(w, j->count, j->out.data, j->clen, w->err, sizeof w->err) < 0) {
+			w->failed = true;
+		}
+	}
+	j->w = NULL;
+	j->state = JOB_FREE;
+	if (j->in.alloc > j->release)
+		sl_buf_free(&j->in);
+	if (j->out.alloc > j->release)
+		sl_buf_free(&j->out);
+	c->head = (c->head + 1) % c->njobs;
+	c->inflight--;
+	return true;
+}
+
+/* Hands w's block to a free slot of the ring (waiting for the head when none
+ * is free), after writing out the slots that are done.  Returns 0, or -1
+ * with a message in err when one of w's earlier blocks failed. */
+static int submit(struct sl_ocf_writer *w, char *err, size_t errlen)
+{
+	struct sl_ocf_codec *c = w->codec;
+	struct ocf_job *j;
+	struct sl_buf tmp;
+
+	while (reap(c, false))
+		;
+	while (c->inflight == c->njobs)
+		reap(c, true);
+	if (w->failed)
+		return failed(w, err, errlen);
+	j = &c->jobs[(c->head + c->inflight) % c->njobs];
+	/* The slot's (empty) buffer becomes the writer's next block buffer. */
+	tmp = j->in;
+	j->in = w->block;
+	w->block = tmp;
+	sl_buf_reset(&w->block);
+	j->count = w->block_count;
+	j->release = 4 * w->block_target;
+	j->w = w;
+	j->failed = false;
+	w->jobs++;
+	w->job_bytes += j->in.len;
+	w->block_count = 0;
+	c->inflight++;
+	pthread_mutex_lock(&c->mu);
+	j->state = JOB_QUEUED;
+	c->queued++;
+	pthread_cond_signal(&c->work);
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+/* Compresses the block on this thread into the codec's scratch buffer (or
+ * not, for codec null) and writes it out. */
+static int write_block_inline(struct sl_ocf_writer *w, char *err, size_t errlen)
+{
+	struct sl_ocf_codec *c = w->codec;
+	const void *cdata = w->block.data;
+	size_t clen = w->block.len;
+	char msg[160];
+
+	if (c->codec != SL_CODEC_NULL) {
+		if (compress_block(c->codec, c->deflater, w->block.data, w->block.len, &c->scratch, &clen,
+				   msg, sizeof msg) < 0) {
+			snprintf(err, errlen, "avro file \"%s\": %s", w->path, msg);
+			return -1;
+		}
+		cdata = c->scratch.data;
+	}
+	if (emit_block(w, w->block_count, cdata, clen, err, errlen) < 0)
+		return -1;
 	w->block_count = 0;
 	sl_buf_reset(&w->block);
 	/* Give back memory that one oversized record made the buffers grab. */
@@ -309,14 +601,30 @@ static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
 	if (c->scratch.alloc > 4 * w->block_target)
 		sl_buf_free(&c->scratch);
 	return 0;
-oom:
-	snprintf(err, errlen, "avro file \"%s\": out of memory compressing a block of %zu bytes",
-		 w->path, n);
-	return -1;
+}
+
+/* Writes the block being filled: compressed by a worker when the codec has
+ * workers, else here.  Does nothing when it holds no records.  Returns 0, or
+ * -1 with a message in err. */
+static int write_block(struct sl_ocf_writer *w, char *err, size_t errlen)
+{
+	if (w->failed)
+		return failed(w, err, errlen);
+	if (w->block_count == 0)
+		return 0;
+	if (sl_buf_failed(&w->block)) {
+		snprintf(err, errlen, "avro file \"%s\": block buffer out of memory", w->path);
+		return -1;
+	}
+	if (w->codec->workers)
+		return submit(w, err, errlen);
+	return write_block_inline(w, err, errlen);
 }
 
 int sl_ocf_record_done(struct sl_ocf_writer *w, char *err, size_t errlen)
 {
+	if (w->failed)
+		return failed(w, err, errlen);
 	w->block_count++;
 	w->records++;
 	if (w->block.len >= w->block_target)
@@ -335,7 +643,7 @@ int sl_ocf_append(struct sl_ocf_writer *w, const void *datum, size_t len, char *
 
 uint64_t sl_ocf_size(const struct sl_ocf_writer *w)
 {
-	return w->written + w->out.len + w->block.len;
+	return w->written + w->out.len + w->job_bytes + w->block.len;
 }
 
 uint64_t sl_ocf_count(const struct sl_ocf_writer *w)
@@ -360,8 +668,16 @@ int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen)
 {
 	int rc = 0;
 
+	/* The last block, then everything of w still in flight, then any
+	 * header bytes not written yet (a file without records). */
 	if (write_block(w, err, errlen) < 0)
 		rc = -1;
+	while (w->jobs > 0)
+		reap(w->codec, true);
+	if (rc == 0 && w->failed)
+		rc = failed(w, err, errlen);
+	if (rc == 0)
+		rc = flush_out(w, err, errlen);
 	if (w->fd < 0) {
 		free_writer(w);
 		return rc;
@@ -381,8 +697,19 @@ int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen)
 
 void sl_ocf_abort(struct sl_ocf_writer *w)
 {
+	struct sl_ocf_codec *c;
+
 	if (!w)
 		return;
+	/* Its slots in flight are dropped when they come to the head. */
+	c = w->codec;
+	for (unsigned i = 0; w->jobs > 0 && i < c->inflight; i++) {
+		struct ocf_job *j = &c->jobs[(c->head + i) % c->njobs];
+		if (j->w == w) {
+			j->w = NULL;
+			w->jobs--;
+		}
+	}
 	if (w->fd >= 0)
 		close(w->fd);
 	free_writer(w);

@@ -18,10 +18,16 @@
  * the bytes to a storage backend (a local file, or an S3 spool).
  *
  * The compression state lives in a struct sl_ocf_codec that the writers of
- * one sink share: compressing is synchronous, so one compressor and one
- * output buffer serve any number of open files, and memory per open file is
- * only its block buffer.  A codec and its writers must be used by one thread
- * at a time.
+ * one sink share, so memory per open file is only its block buffer.  Inline
+ * (threads 0), compressing is synchronous: one compressor and one output
+ * buffer serve any number of open files.  With compression threads, a full
+ * block goes to a worker while the caller encodes the next; blocks are
+ * written out in order by the caller's thread (the output callbacks run on
+ * it as inline), at most 2 per thread are in flight, sl_ocf_close returns
+ * only once every block of its file is written, and a failure of a block in
+ * flight is returned, naming the file, by the next call on its writer.  A
+ * codec and its writers must be used by one thread at a time (the workers
+ * are the codec's own).
  */
 #ifndef SLUICE_SINKS_AVRO_OCF_H
 #define SLUICE_SINKS_AVRO_OCF_H
@@ -42,13 +48,21 @@ enum sl_codec { SL_CODEC_NULL = 0, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY };
 struct sl_ocf_codec;
 struct sl_ocf_writer;
 
+/* The most compression threads a codec may have. */
+#define SL_OCF_MAX_THREADS 64
+
 /* Makes the compression state for codec; level is the deflate level 1-9
- * (ignored for the other codecs).  Free it with sl_ocf_codec_free after every
- * writer using it is closed.  Returns 0 and the codec in *out, or -1 with a
- * message in err. */
-int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level,
+ * (ignored for the other codecs); threads the compression threads to start
+ * (0: compress on the caller's thread; ignored for codec null, which has
+ * nothing to compress).  Free it with sl_ocf_codec_free after every writer
+ * using it is closed or aborted.  Returns 0 and the codec in *out, or -1 with
+ * a message in err. */
+int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level, int threads,
 		     char *err, size_t errlen);
+/* Stops the codec's threads and frees it. */
 void sl_ocf_codec_free(struct sl_ocf_codec *c);
+/* The compression threads the codec runs (0: inline). */
+int sl_ocf_codec_threads(const struct sl_ocf_codec *c);
 
 /* Creates path (it must not exist; mode 0644) and writes the header into the
  * writer's buffer.  schema_json (schema_len bytes) is copied into the header
@@ -78,25 +92,30 @@ int sl_ocf_open_out(struct sl_ocf_writer **out, const struct sl_ocf_out *o, cons
  * then call sl_ocf_record_done.  On an encoding error, leave the buffer as it
  * was (the encoders do) and do not call sl_ocf_record_done. */
 struct sl_buf *sl_ocf_record_buf(struct sl_ocf_writer *w);
-/* Counts the record just appended; writes the block out when it reached the
- * target size.  Returns 0, or -1 with a message in err. */
+/* Counts the record just appended; writes the block out (or hands it to a
+ * compression thread) when it reached the target size.  Returns 0, or -1
+ * with a message in err: also when an earlier block of this file failed in
+ * a compression thread or while being written out. */
 int sl_ocf_record_done(struct sl_ocf_writer *w, char *err, size_t errlen);
 /* Convenience: copies one encoded datum and calls sl_ocf_record_done. */
 int sl_ocf_append(struct sl_ocf_writer *w, const void *datum, size_t len, char *err, size_t errlen);
 
-/* Bytes written to the file so far plus the encoded bytes of the block being
- * filled (an upper bound on the size after the next block is written). */
+/* Bytes written to the file so far plus the encoded (uncompressed) bytes of
+ * the blocks in flight and of the block being filled: about an upper bound
+ * on the size once they are written. */
 uint64_t sl_ocf_size(const struct sl_ocf_writer *w);
 /* Records appended so far. */
 uint64_t sl_ocf_count(const struct sl_ocf_writer *w);
 /* The path (or name) the writer was opened with. */
 const char *sl_ocf_path(const struct sl_ocf_writer *w);
 
-/* Writes the last block and, if sync, fsyncs; closes the file and frees w
- * (also on failure).  Returns 0, or -1 with a message in err. */
+/* Writes the last block, waits until every block of the file in flight is
+ * written and, if sync, fsyncs; closes the file and frees w (also on
+ * failure).  Returns 0, or -1 with a message in err (the first failure of
+ * any block of the file). */
 int sl_ocf_close(struct sl_ocf_writer *w, bool sync, char *err, size_t errlen);
-/* Closes the file without writing anything more and frees w; the caller
- * removes the file. */
+/* Closes the file without writing anything more and frees w; its blocks in
+ * flight are dropped.  The caller removes the file. */
 void sl_ocf_abort(struct sl_ocf_writer *w);
 
 /* The reader's half: reads the avro.schema of the container file at path,

@@ -733,6 +733,7 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	memset(&tc, 0, sizeof tc);
 	tc.codec = dc->codec;
 	tc.compression_level = dc->compression_level;
+	tc.compression_threads = dc->compression_threads;
 	tc.max_file_bytes = dc->max_file_bytes;
 	tc.max_file_seconds = dc->max_file_seconds;
 	tc.merge = st->mode == SL_WRITE_MERGE;
@@ -777,6 +778,7 @@ static int ad_compact(const void *conf, const struct sl_sink_stream *st, const c
 	memset(&tc, 0, sizeof tc);
 	tc.codec = dc->codec;
 	tc.compression_level = dc->compression_level;
+	tc.compression_threads = dc->compression_threads;
 	tc.state_dir = st->state_dir;
 	rc = sl_tree_compact(store, &tc, st->name, object, out, err, errlen);
 	store.ops->close(store.ctx);
@@ -841,6 +843,8 @@ static const struct sl_keydesc ad_keys[] = {
 	  FIELD(struct sl_avro_dir_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = 9,
 	  FIELD(struct sl_avro_dir_conf, compression_level) },
+	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
+	  FIELD(struct sl_avro_dir_conf, compression_threads) },
 	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024,
 	  .max = UINT64_MAX, FIELD(struct sl_avro_dir_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,

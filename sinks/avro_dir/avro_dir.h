@@ -45,6 +45,7 @@ struct sl_avro_dir_conf {
 	char *path;                  /* root of the file tree; required */
 	enum sl_codec codec;         /* default deflate */
 	int compression_level;       /* deflate level 1-9, default 1 */
+	int compression_threads;     /* 0-64, default 1; 0: compress on the writer thread */
 	uint64_t max_file_bytes;     /* at least 1KB, default 64MB; 0 in a hand-made conf: 64MB */
 	uint64_t max_file_seconds;   /* 1-86400, default 60 */
 	uint64_t compact_after_files; /* merge mode: automatic compaction, default 64, 0 off */

@@ -8,8 +8,11 @@
  * flush_due) is at its head.  Finished files wait on the `done` list, stable
  * in the store, until flush() publishes them.  Memory is bounded by the
  * number of tables: per open file one block buffer, and a few strings per
- * finished file; the compressor and its output buffer are shared by all
- * files (struct sl_ocf_codec), and the bytes themselves are the store's.
+ * finished file; the compressor and its output buffer, or the compression
+ * threads and their few blocks in flight, are shared by all files (struct
+ * sl_ocf_codec), and the bytes themselves are the store's.  Closing a file
+ * (sl_ocf_close) waits for its blocks in flight, so a finished file is
+ * complete before the store makes it stable.
  */
 #include "sinks/avro_tree/tree.h"
 
@@ -906,7 +909,8 @@ int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, cons
 
 	if ((rc = sl_mirror_lock(conf->state_dir, stream, true, &fd, &busy, err, errlen)) < 0)
 		return rc;
-	if ((rc = sl_ocf_codec_new(&codec, conf->codec, conf->compression_level, err, errlen)) < 0)
+	if ((rc = sl_ocf_codec_new(&codec, conf->codec, conf->compression_level, conf->compression_threads,
+				     err, errlen)) < 0)
 		goto out;
 	if (object) {
 		if (!(objects = calloc(1, sizeof *objects)) || !(objects[0] = strdup(object))) {
@@ -973,7 +977,8 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
 		goto fail;
 	}
-	if (sl_ocf_codec_new(&t->codec, conf->codec, conf->compression_level, err, errlen) < 0)
+	if (sl_ocf_codec_new(&t->codec, conf->codec, conf->compression_level, conf->compression_threads,
+			     err, errlen) < 0)
 		goto fail;
 	if ((rc = load_chain(t, err, errlen)) < 0)
 		goto fail;

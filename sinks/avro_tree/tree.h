@@ -54,6 +54,7 @@
 struct sl_tree_conf {
 	enum sl_codec codec;
 	int compression_level;       /* deflate 1-9 */
+	int compression_threads;     /* threads compressing blocks, 0: the writer's own (ocf.h) */
 	uint64_t max_file_bytes;     /* 0: SL_TREE_DEFAULT_MAX_FILE_BYTES */
 	uint64_t max_file_seconds;
 	/* Merge mode (mirror.h, merge.h): one record per key per flushed file. */

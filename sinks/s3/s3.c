@@ -609,6 +609,7 @@ static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss
 	memset(&tc, 0, sizeof tc);
 	tc.codec = c->codec;
 	tc.compression_level = c->compression_level;
+	tc.compression_threads = c->compression_threads;
 	tc.max_file_bytes = c->max_file_bytes;
 	tc.max_file_seconds = c->max_file_seconds;
 	tc.merge = ss->mode == SL_WRITE_MERGE;
@@ -698,6 +699,7 @@ static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const c
 	memset(&tc, 0, sizeof tc);
 	tc.codec = c->codec;
 	tc.compression_level = c->compression_level;
+	tc.compression_threads = c->compression_threads;
 	tc.state_dir = ss->state_dir;
 	rc = sl_tree_compact(store, &tc, ss->name, object, out, err, errlen);
 	s3_close(st);
@@ -767,6 +769,8 @@ static const struct sl_keydesc s3_keys[] = {
 	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = 9,
 	  FIELD(struct sl_s3_conf, compression_level) },
+	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
+	  FIELD(struct sl_s3_conf, compression_threads) },
 	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024, .max = (uint64_t)5 << 40,
 	  FIELD(struct sl_s3_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,

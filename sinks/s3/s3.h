@@ -58,6 +58,7 @@ struct sl_s3_conf {
 	bool tls_verify;             /* default true */
 	enum sl_codec codec;
 	int compression_level;
+	int compression_threads;     /* 0-64, default 1; 0: compress on the writer thread */
 	uint64_t max_file_bytes;
 	uint64_t max_file_seconds;
 	uint64_t part_size;          /* default 16MB, at least 5MB */

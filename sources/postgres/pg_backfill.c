@@ -73,9 +73,14 @@ int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncol
 	if (len > 0 && end[-1] == '\n')
 		end--;
 	for (;;) {
-		char *start = in, *out = in;
+		char *start = in, *out;
 		if (col >= ncols)
 			return -1;
+		/* Most fields hold no backslash: they stay where they are,
+		 * without a byte copied. */
+		while (in < end && *in != '\t' && *in != '\\')
+			in++;
+		out = in;
 		while (in < end && *in != '\t') {
 			char ch = *in++;
 			if (ch != '\\' || in >= end) {

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """tests/unit/avro_pycheck.py DIR: reads the avro_dir output that
-test_avro_python wrote under DIR (streams s_null, s_deflate, s_snappy) with
-the Apache reference Avro reader and checks every decoded value against the
-values below, written down by hand.  Prints TAP; exits non-zero on failure.
+test_avro_python wrote under DIR (streams s_null, s_deflate, s_snappy, and
+the same written by compression threads) with the Apache reference Avro
+reader and checks every decoded value against the values below, written
+down by hand.  Streams b_*: many rows in many blocks and files, every row
+there and in order (check_bulk).  Prints TAP; exits non-zero on failure.
 A stream whose codec this Python cannot read (snappy without python3-snappy)
 is reported as a SKIP."""
 import datetime
@@ -129,9 +131,48 @@ def check_stream(root, stream, codec):
     return problems
 
 
+BULK_ROWS = 30000
+
+
+def check_bulk(root, stream, codec):
+    """Every row of test_avro_python's write_bulk, in order, across files
+    taken in name order (the first CSN leads the name)."""
+    problems = []
+    files = sorted(os.path.relpath(os.path.join(d, f), os.path.join(root, stream))
+                   for d, _, fs in os.walk(os.path.join(root, stream)) for f in fs
+                   if not f.startswith('.') and f.endswith('.avro'))
+    if len(files) < 2:
+        problems.append(f'{stream}: expected several files, found {files}')
+    want = 1
+    blocks = 0
+    for rel in files:
+        with open(os.path.join(root, stream, rel), 'rb') as fh:
+            data = fh.read()
+            fh.seek(0)
+            rd = avro.datafile.DataFileReader(fh, avro.io.DatumReader())
+            if rd.meta['avro.codec'] != codec.encode():
+                problems.append(f'{stream}: {rel}: codec {rd.meta["avro.codec"]!r}')
+            blocks += data.count(rd.sync_marker) - 1
+            for r in rd:
+                i = r['payload']['id']
+                note = f'note {want} ' * (want % 7)
+                if i != want or r['payload']['note'] != note:
+                    problems.append(f'{stream}: {rel}: row {i!r} ({r["payload"]["note"]!r}) where {want} was due')
+                    return problems
+                want += 1
+            rd.close()
+    if want != BULK_ROWS + 1:
+        problems.append(f'{stream}: {want - 1} rows, want {BULK_ROWS}')
+    if blocks < 10:
+        problems.append(f'{stream}: only {blocks} blocks')
+    return problems
+
+
 def main():
     root = sys.argv[1]
-    cases = [('s_null', 'null'), ('s_deflate', 'deflate'), ('s_snappy', 'snappy')]
+    cases = [('s_null', 'null'), ('s_deflate', 'deflate'), ('s_snappy', 'snappy'),
+             ('s_deflate_threads', 'deflate'), ('s_snappy_threads', 'snappy'),
+             ('b_deflate_threads', 'deflate'), ('b_snappy_threads', 'snappy')]
     print(f'1..{len(cases)}')
     failed = 0
     for n, (stream, codec) in enumerate(cases, 1):
@@ -139,16 +180,17 @@ def main():
             print(f'ok {n} # SKIP /usr/bin/python3 lacks the snappy module (python3-snappy)')
             continue
         try:
-            problems = check_stream(root, stream, codec)
+            check = check_bulk if stream.startswith('b_') else check_stream
+            problems = check(root, stream, codec)
         except Exception as e:  # a reader exception is a failure, with its text
             problems = [f'{stream}: {type(e).__name__}: {e}']
         for p in problems[:30]:
             print(f'# {p}')
         if problems:
             failed += 1
-            print(f'not ok {n} - Python avro reads the {codec} file with the expected values')
+            print(f'not ok {n} - Python avro reads the {codec} files of {stream} with the expected values')
         else:
-            print(f'ok {n} - Python avro reads the {codec} file with the expected values')
+            print(f'ok {n} - Python avro reads the {codec} files of {stream} with the expected values')
     sys.exit(1 if failed else 0)
 
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +41,7 @@
 
 static char *g_dir;
 static struct sl_table *g_orders, *g_customers, *g_orders_v2;
+static int g_threads;  /* compression_threads of the sinks open_sink opens */
 
 static int setup(void **state)
 {
@@ -100,6 +102,7 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 	dc.path = g_dir;
 	dc.codec = codec;
 	dc.compression_level = 1;
+	dc.compression_threads = g_threads;
 	dc.max_file_bytes = max_bytes;
 	dc.max_file_seconds = max_secs;
 	if (ops->open(&ctx, &dc, &st, err, sizeof err) != 0)
@@ -561,6 +564,113 @@ static void test_rotation(void **state)
 	assert_string_equal(last, "0000000000005000-0000000300");
 	tl_free_list(l, n);
 	sl_avro_dir_ops.close(ctx);
+}
+
+static int run_verify(char **out);
+
+/* With compression threads: two tables interleaved, rotated by size, the
+ * blocks of several files in flight at once.  Before the flush nothing is
+ * visible; after it every record is there, each table's files follow on
+ * without gaps, no file is over the size limit by more than a record, and
+ * verify (which reads every file with avro-c) finds the tree sound. */
+static void test_threads_rotation(void **state)
+{
+	void *ctx;
+	size_t n, vis, hid, vis0 = 0;
+	char **l, first[28], last[28], prev[2][28] = { "", "" }, *text = NULL;
+	int total[2] = { 0, 0 };
+
+	(void)state;
+	for (int threads = 1; threads <= 2; threads++) {
+		g_threads = threads;
+		ctx = open_sink(SL_CODEC_DEFLATE, 64 << 10, 3600);
+		g_threads = 0;
+		for (int i = 1; i <= 20000; i++) {
+			uint64_t pos = 0x5000 + (uint64_t)threads * 0x1000;
+			write_order(ctx, g_orders, pos, (uint32_t)(2 * i - 1), i, TS0);
+			write_customer(ctx, pos, (uint32_t)(2 * i), i, "a customer with a longer name", TS0);
+		}
+		count_files(&vis, &hid);
+		assert_int_equal(vis, vis0);
+		assert_true(hid > 2);
+		flush(ctx);
+		sl_avro_dir_ops.close(ctx);
+		count_files(&vis0, &hid);
+		assert_int_equal(hid, 0);
+	}
+	l = list_files(g_dir, &n);
+	assert_true(n > 4);
+	for (size_t i = 0; i < n; i++) {
+		char path[1024];
+		struct stat sb;
+		int t = strstr(l[i], "public_orders") ? 0 : 1;
+		int k = read_file(l[i], first, last, NULL);
+		total[t] += k;
+		assert_true(strcmp(first, prev[t]) > 0);
+		memcpy(prev[t], last, sizeof prev[t]);
+		snprintf(path, sizeof path, "%s/%s", g_dir, l[i]);
+		assert_int_equal(stat(path, &sb), 0);
+		assert_true(sb.st_size < (64 << 10) + 200);
+	}
+	assert_int_equal(total[0], 40000);
+	assert_int_equal(total[1], 40000);
+	tl_free_list(l, n);
+	assert_int_equal(run_verify(&text), 0);
+	free(text);
+}
+
+/* A block that a compression thread compressed but that cannot be written
+ * (the file size limit: EFBIG) fails the stream's next write or its flush,
+ * naming the file, and nothing is published: no data file visible, no
+ * manifest, so no position is reported durable. */
+static void test_threads_failed_write_not_durable(void **state)
+{
+	struct rlimit old, lim;
+	struct sl_position d;
+	void (*oldsig)(int);
+	char err[512] = "";
+	int rc = 0, i;
+	size_t n;
+	char **l;
+	void *ctx;
+
+	(void)state;
+	g_threads = 1;
+	ctx = open_sink(SL_CODEC_DEFLATE, (uint64_t)1 << 40, 3600);
+	g_threads = 0;
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = 256 << 10;
+	oldsig = signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	for (i = 1; i <= 300000 && rc == 0; i++) {
+		char amt[32];
+		struct sl_value v[3];
+		struct sl_change c;
+		snprintf(amt, sizeof amt, "%d", i * 100 + i % 100);
+		v[0] = tl_int(i);
+		v[1] = tl_dec(false, amt, 2);
+		v[2] = tl_str("a note that makes the rows a little longer");
+		tl_change(&c, g_orders, SL_OP_INSERT, v, 0x7000, (uint32_t)i, TS0);
+		rc = sl_avro_dir_ops.write(ctx, &c, err, sizeof err);
+	}
+	if (rc == 0)
+		rc = sl_avro_dir_ops.flush(ctx, &d, err, sizeof err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, oldsig);
+	printf("# failed at row %d: %s\n", i - 1, err);
+	assert_true(rc < 0);
+	assert_non_null(strstr(err, "File too large"));
+	assert_non_null(strstr(err, "public_orders"));
+	/* the stream fails and is retried: the sink is closed */
+	sl_avro_dir_ops.close(ctx);
+	l = tl_list_files(g_dir, &n);
+	for (size_t k = 0; k < n; k++) {
+		const char *base = strrchr(l[k], '/') ? strrchr(l[k], '/') + 1 : l[k];
+		if (base[0] != '.' || strstr(l[k], "_manifests/"))
+			fail_msg("%s is visible after a failed flush", l[k]);
+	}
+	tl_free_list(l, n);
 }
 
 static void test_schema_change(void **state)
@@ -1329,6 +1439,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_threads_rotation, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_threads_failed_write_not_durable, per_test_setup,
+						per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_schema_change, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_close_without_flush, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_flush_reports_mark, per_test_setup, per_test_teardown),

@@ -4,6 +4,9 @@
  * returns is serialised again and compared byte for byte with what was
  * written.  The header is parsed here independently, to check that the schema
  * text is exactly the one given (with its logical types) and the codec name.
+ * With compression threads, files must be the same bytes as inline (but for
+ * the random sync marker), with blocks in order however many are in flight;
+ * a failed block is reported by its writer's next call and by its close.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <avro.h>
 #include <cmocka.h>
@@ -24,6 +28,10 @@
 #include "tests/unit/avro_testlib.h"
 
 static char *g_dir;
+/* Compression threads of the codecs codec_of makes, and the block target of
+ * the files write_file writes (0: the default). */
+static int g_threads;
+static size_t g_block_target;
 
 static int setup(void **state)
 {
@@ -57,8 +65,9 @@ static struct sl_ocf_codec *codec_of(enum sl_codec codec, int level)
 	struct sl_ocf_codec *c;
 	char err[256];
 
-	if (sl_ocf_codec_new(&c, codec, level, err, sizeof err) != 0)
+	if (sl_ocf_codec_new(&c, codec, level, g_threads, err, sizeof err) != 0)
 		fail_msg("codec: %s", err);
+	assert_int_equal(sl_ocf_codec_threads(c), codec == SL_CODEC_NULL ? 0 : g_threads);
 	return c;
 }
 
@@ -144,9 +153,9 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 	if (via_out) {
 		struct sl_ocf_out o = { out_to_buf, via_out };
 		sl_buf_reset(via_out);
-		if (sl_ocf_open_out(&w, &o, path, *schema, *schema_len, oc, 0, err, sizeof err) != 0)
+		if (sl_ocf_open_out(&w, &o, path, *schema, *schema_len, oc, g_block_target, err, sizeof err) != 0)
 			fail_msg("open: %s", err);
-	} else if (sl_ocf_open(&w, path, *schema, *schema_len, oc, 0, err, sizeof err) != 0) {
+	} else if (sl_ocf_open(&w, path, *schema, *schema_len, oc, g_block_target, err, sizeof err) != 0) {
 		fail_msg("open: %s", err);
 	}
 	*lens = calloc((size_t)n + 1, sizeof **lens);
@@ -168,7 +177,8 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 			fail_msg("encode: %s", err);
 		sl_buf_append(recs, b->data + before, b->len - before);
 		(*lens)[i] = b->len - before;
-		assert_int_equal(sl_ocf_record_done(w, err, sizeof err), 0);
+		if (sl_ocf_record_done(w, err, sizeof err) != 0)
+			fail_msg("record %d: %s", i, err);
 		/* without compression the size only grows */
 		if (codec == SL_CODEC_NULL)
 			assert_true(sl_ocf_size(w) > last_size);
@@ -343,7 +353,7 @@ static void test_huge_record(void **state)
 		memset(s, 'q', big);
 		for (size_t k = 0; k < big; k += 4099)
 			s[k] = (char)('a' + k % 26);
-		snprintf(path, sizeof path, "%s/huge-%zu.avro", g_dir, ci);
+		snprintf(path, sizeof path, "%s/huge-%zu-%d.avro", g_dir, ci, g_threads);
 		assert_int_equal(sl_ocf_open(&w, path, schema, sizeof schema - 1, oc, 0, err, sizeof err), 0);
 		sl_buf_init(&recs, 0);
 		for (int i = 0; i < 3; i++) {
@@ -390,15 +400,15 @@ static void test_errors(void **state)
 	assert_non_null(strstr(err, "No such file or directory"));
 
 	/* deflate levels outside 1-9, and unknown codecs, are refused */
-	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 10, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 10, 0, err, sizeof err), -1);
 	assert_null(bad);
 	assert_string_equal(err, "deflate level 10 is not in 1-9");
-	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 0, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 0, 0, err, sizeof err), -1);
 	assert_string_equal(err, "deflate level 0 is not in 1-9");
-	assert_int_equal(sl_ocf_codec_new(&bad, (enum sl_codec)42, 1, err, sizeof err), -1);
+	assert_int_equal(sl_ocf_codec_new(&bad, (enum sl_codec)42, 1, 0, err, sizeof err), -1);
 	assert_string_equal(err, "unknown avro codec 42");
 	/* level is ignored for codecs other than deflate */
-	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_SNAPPY, 99, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_SNAPPY, 99, 0, err, sizeof err), 0);
 	sl_ocf_codec_free(bad);
 	sl_ocf_codec_free(NULL);
 
@@ -426,6 +436,329 @@ static void test_errors(void **state)
 	sl_ocf_codec_free(oc);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Compression threads                                                    */
+
+/* Reads path into memory with every occurrence of its sync marker zeroed:
+ * what must be the same, byte for byte, for the same records written with
+ * the same codec, inline or by compression threads. */
+static unsigned char *read_unsynced(const char *path, size_t *len)
+{
+	unsigned char *data = tl_read_file(path, len), *p, sync[16];
+	const char *hs, *hc;
+	size_t slen, clen;
+	const unsigned char *sp;
+
+	assert_non_null(data);
+	parse_header(data, *len, &hs, &slen, &hc, &clen, &sp);
+	memcpy(sync, sp, 16);
+	for (p = data; (p = memmem(p, *len - (size_t)(p - data), sync, 16)) != NULL; p += 16)
+		memset(p, 0, 16);
+	return data;
+}
+
+/* Writes the same n records inline and with threads compression threads,
+ * reads both back with avro-c (every record, in order), and compares the
+ * two files' bytes. */
+static void same_as_inline(enum sl_codec codec, int level, int threads, size_t block_target, int n)
+{
+	struct sl_table *t = sample_table();
+	struct sl_avro_enc *enc;
+	struct sl_buf recs;
+	size_t *lens, sjl, la, lb;
+	const char *sj;
+	unsigned char *a, *b;
+	char pa[512], pb[512];
+
+	g_block_target = block_target;
+	snprintf(pa, sizeof pa, "%s/inline-%d-%d-%zu.avro", g_dir, (int)codec, level, block_target);
+	snprintf(pb, sizeof pb, "%s/threads%d-%d-%d-%zu.avro", g_dir, threads, (int)codec, level, block_target);
+	remove(pa);
+	remove(pb);
+	g_threads = 0;
+	sl_buf_init(&recs, 0);
+	write_file(pa, codec, level, n, &recs, &lens, &sj, &sjl, &enc, t);
+	sl_avro_enc_free(enc);
+	free(lens);
+	sl_buf_free(&recs);
+	g_threads = threads;
+	sl_buf_init(&recs, 0);
+	write_file(pb, codec, level, n, &recs, &lens, &sj, &sjl, &enc, t);
+	g_threads = 0;
+	g_block_target = 0;
+	read_back(pb, n, &recs, lens);
+	a = read_unsynced(pa, &la);
+	b = read_unsynced(pb, &lb);
+	if (la != lb || memcmp(a, b, la) != 0)
+		fail_msg("%s and %s differ (%zu and %zu bytes)", pa, pb, la, lb);
+	free(a);
+	free(b);
+	free(lens);
+	sl_buf_free(&recs);
+	sl_avro_enc_free(enc);
+	sl_table_free(t);
+}
+
+/* Many small blocks (a 200-byte target: one or two records each, thousands
+ * of blocks through a ring of 2 per thread) and the default 64 KiB blocks,
+ * with each codec and 1 to 3 threads. */
+static void test_threads_same_bytes(void **state)
+{
+	(void)state;
+	for (int threads = 1; threads <= 3; threads++) {
+		same_as_inline(SL_CODEC_DEFLATE, 1, threads, 200, 5000);
+		same_as_inline(SL_CODEC_DEFLATE, 1, threads, 0, 20000);
+		same_as_inline(SL_CODEC_DEFLATE, 6, threads, 0, 5000);
+		same_as_inline(SL_CODEC_SNAPPY, 0, threads, 200, 5000);
+		same_as_inline(SL_CODEC_SNAPPY, 0, threads, 0, 20000);
+		same_as_inline(SL_CODEC_NULL, 0, threads, 200, 2000);
+	}
+	/* one record, none at all */
+	same_as_inline(SL_CODEC_DEFLATE, 1, 2, 0, 1);
+	same_as_inline(SL_CODEC_DEFLATE, 1, 2, 0, 0);
+}
+
+/* Through an output callback (the way the file tree writes to its store). */
+static void test_threads_output_callback(void **state)
+{
+	struct sl_buf b;
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	via_out = &b;
+	g_threads = 2;
+	roundtrip(SL_CODEC_DEFLATE, 1, "deflate", 3000);
+	roundtrip(SL_CODEC_SNAPPY, 0, "snappy", 3000);
+	g_threads = 0;
+	via_out = NULL;
+	sl_buf_free(&b);
+}
+
+static void test_threads_huge_record(void **state)
+{
+	g_threads = 2;
+	test_huge_record(state);
+	g_threads = 0;
+}
+
+/* Records for writer k of test_threads_shared_codec: a long string. */
+static size_t shared_rec(struct sl_buf *one, int k, int i)
+{
+	char s[600];
+	size_t n = (size_t)((i * 37 + k * 101) % 500) + 1;
+
+	for (size_t x = 0; x < n; x++)
+		s[x] = (char)('a' + (i + k + (int)x / 7) % 26);
+	sl_buf_reset(one);
+	sl_avro_put_bytes(one, s, n);
+	return one->len;
+}
+
+/* Three files share one codec with one thread (a ring of 2 slots), records
+ * interleaved as a sink's tables are: a writer often has to write another
+ * file's block out to get a slot.  A fourth file is aborted with blocks in
+ * flight; they are dropped without touching the others. */
+static void test_threads_shared_codec(void **state)
+{
+	static const char schema[] = "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"s\",\"type\":\"string\"}]}";
+	enum sl_codec codecs[] = { SL_CODEC_DEFLATE, SL_CODEC_SNAPPY };
+	const int n = 3000;
+
+	(void)state;
+	for (size_t ci = 0; ci < 2; ci++) {
+		struct sl_ocf_writer *w[4];
+		struct sl_ocf_codec *oc;
+		struct sl_buf recs[3], one;
+		size_t *lens[3];
+		char path[4][512], err[512];
+
+		g_threads = 1;
+		oc = codec_of(codecs[ci], 1);
+		g_threads = 0;
+		sl_buf_init(&one, 0);
+		for (int k = 0; k < 4; k++) {
+			snprintf(path[k], sizeof path[k], "%s/shared-%zu-%d.avro", g_dir, ci, k);
+			remove(path[k]);
+			if (sl_ocf_open(&w[k], path[k], schema, sizeof schema - 1, oc, 300 + 500 * (size_t)k, err,
+					sizeof err) != 0)
+				fail_msg("open: %s", err);
+			if (k < 3) {
+				sl_buf_init(&recs[k], 0);
+				lens[k] = calloc((size_t)n, sizeof *lens[k]);
+			}
+		}
+		for (int i = 0; i < n; i++) {
+			for (int k = 0; k < 4; k++) {
+				size_t len;
+				if (k == 3 && i > n / 2)
+					continue;
+				len = shared_rec(&one, k, i);
+				if (k < 3) {
+					lens[k][i] = len;
+					sl_buf_append(&recs[k], one.data, len);
+				}
+				if (sl_ocf_append(w[k], one.data, len, err, sizeof err) != 0)
+					fail_msg("append: %s", err);
+			}
+			if (i == n / 2)
+				sl_ocf_abort(w[3]);
+		}
+		for (int k = 0; k < 3; k++) {
+			if (sl_ocf_close(w[k], true, err, sizeof err) != 0)
+				fail_msg("close: %s", err);
+			read_back(path[k], n, &recs[k], lens[k]);
+			sl_buf_free(&recs[k]);
+			free(lens[k]);
+		}
+		sl_buf_free(&one);
+		sl_ocf_codec_free(oc);
+	}
+}
+
+/* An output that fails from its fail_at-th call on, and counts its calls. */
+struct failing_out {
+	int calls, fail_at;
+	struct sl_buf *got;
+};
+
+static int failing_write(void *arg, const struct iovec *iov, int iovcnt, char *err, size_t errlen)
+{
+	struct failing_out *f = arg;
+
+	if (++f->calls >= f->fail_at) {
+		snprintf(err, errlen, "could not write \"spool/x.avro\": No space left on device");
+		return -1;
+	}
+	for (int i = 0; f->got && i < iovcnt; i++)
+		sl_buf_append(f->got, iov[i].iov_base, iov[i].iov_len);
+	return 0;
+}
+
+/* A block that fails while it is written out (the output fails) fails its
+ * writer: the error comes back, naming the file, from the writer's next
+ * call or at the latest from its close, which never reports the file
+ * complete; later calls keep failing.  Another file on the same codec is
+ * not affected. */
+static void test_threads_write_error(void **state)
+{
+	static const char schema[] = "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"s\",\"type\":\"string\"}]}";
+
+	(void)state;
+	for (int threads = 0; threads <= 2; threads++) {
+		for (int fail_at = 1; fail_at <= 6; fail_at++) {
+			struct failing_out bad = { 0, fail_at, NULL }, good = { 0, 1 << 30, NULL };
+			struct sl_ocf_out ob = { failing_write, &bad }, og = { failing_write, &good };
+			struct sl_ocf_writer *wb, *wg;
+			struct sl_ocf_codec *oc;
+			struct sl_buf one, gb, recs;
+			size_t lens[200];
+			char err[512], path[512];
+			int failures = 0, first = -1;
+
+			g_threads = threads;
+			oc = codec_of(SL_CODEC_DEFLATE, 1);
+			g_threads = 0;
+			sl_buf_init(&one, 0);
+			sl_buf_init(&gb, 0);
+			sl_buf_init(&recs, 0);
+			good.got = &gb;
+			assert_int_equal(sl_ocf_open_out(&wb, &ob, "lake/t/bad.avro", schema, sizeof schema - 1, oc,
+							 256, err, sizeof err), 0);
+			assert_int_equal(sl_ocf_open_out(&wg, &og, "lake/t/good.avro", schema, sizeof schema - 1, oc,
+							 256, err, sizeof err), 0);
+			for (int i = 0; i < 200; i++) {
+				size_t len = shared_rec(&one, 0, i);
+				err[0] = '\0';
+				if (sl_ocf_append(wb, one.data, len, err, sizeof err) != 0) {
+					/* the output's own message, which names the file */
+					assert_string_equal(err, "could not write \"spool/x.avro\": No space left on device");
+					if (failures++ == 0)
+						first = i;
+				}
+				lens[i] = len;
+				sl_buf_append(&recs, one.data, len);
+				assert_int_equal(sl_ocf_append(wg, one.data, len, err, sizeof err), 0);
+			}
+			/* with threads, from the first failure on every call fails
+			 * (inline, each block that fills fails) */
+			assert_true(failures > 0 && first < 100);
+			if (threads > 0)
+				assert_int_equal(failures, 200 - first);
+			err[0] = '\0';
+			assert_int_equal(sl_ocf_close(wb, true, err, sizeof err), -1);
+			assert_non_null(strstr(err, "spool/x.avro"));
+			assert_int_equal(sl_ocf_close(wg, true, err, sizeof err), 0);
+			snprintf(path, sizeof path, "%s/good-%d-%d.avro", g_dir, threads, fail_at);
+			if (sl_write_file_atomic(path, gb.data, gb.len, err, sizeof err) != 0)
+				fail_msg("write: %s", err);
+			read_back(path, 200, &recs, lens);
+			sl_buf_free(&one);
+			sl_buf_free(&gb);
+			sl_buf_free(&recs);
+			sl_ocf_codec_free(oc);
+		}
+	}
+}
+
+/* An output that records how many bytes it took, and is slow. */
+static int slow_write(void *arg, const struct iovec *iov, int iovcnt, char *err, size_t errlen)
+{
+	struct timespec ts = { 0, 200 * 1000 };
+
+	(void)err;
+	(void)errlen;
+	nanosleep(&ts, NULL);
+	for (int i = 0; i < iovcnt; i++)
+		sl_buf_append(arg, iov[i].iov_base, iov[i].iov_len);
+	return 0;
+}
+
+/* sl_ocf_close returns only once every block in flight is written: at that
+ * moment the output holds the whole file (records and all), which is what
+ * the file tree then makes durable. */
+static void test_threads_close_waits(void **state)
+{
+	static const char schema[] = "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"s\",\"type\":\"string\"}]}";
+
+	(void)state;
+	for (int threads = 1; threads <= 4; threads++) {
+		struct sl_buf got, one, recs;
+		struct sl_ocf_out o = { slow_write, &got };
+		struct sl_ocf_writer *w;
+		struct sl_ocf_codec *oc;
+		size_t lens[500];
+		uint64_t size_before;
+		char err[512], path[512];
+
+		g_threads = threads;
+		oc = codec_of(SL_CODEC_DEFLATE, 9);
+		g_threads = 0;
+		sl_buf_init(&got, 0);
+		sl_buf_init(&one, 0);
+		sl_buf_init(&recs, 0);
+		assert_int_equal(sl_ocf_open_out(&w, &o, "x.avro", schema, sizeof schema - 1, oc, 512, err,
+						 sizeof err), 0);
+		for (int i = 0; i < 500; i++) {
+			lens[i] = shared_rec(&one, 1, i);
+			sl_buf_append(&recs, one.data, lens[i]);
+			assert_int_equal(sl_ocf_append(w, one.data, lens[i], err, sizeof err), 0);
+		}
+		/* blocks are in flight: the output has less than the size says */
+		size_before = sl_ocf_size(w);
+		assert_true(got.len < size_before);
+		assert_int_equal(sl_ocf_close(w, true, err, sizeof err), 0);
+		snprintf(path, sizeof path, "%s/waits-%d.avro", g_dir, threads);
+		remove(path);
+		if (sl_write_file_atomic(path, got.data, got.len, err, sizeof err) != 0)
+			fail_msg("write: %s", err);
+		read_back(path, 500, &recs, lens);
+		sl_buf_free(&got);
+		sl_buf_free(&one);
+		sl_buf_free(&recs);
+		sl_ocf_codec_free(oc);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +771,12 @@ int main(void)
 		cmocka_unit_test(test_small_files),
 		cmocka_unit_test(test_huge_record),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_threads_same_bytes),
+		cmocka_unit_test(test_threads_output_callback),
+		cmocka_unit_test(test_threads_huge_record),
+		cmocka_unit_test(test_threads_shared_codec),
+		cmocka_unit_test(test_threads_write_error),
+		cmocka_unit_test(test_threads_close_waits),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -44,7 +44,8 @@ static int run(const char *const argv[], bool quiet)
 }
 
 /* The rows avro_pycheck.py expects, one table with every type. */
-static int write_stream(const char *dir, const char *stream, enum sl_codec codec, char *err, size_t errlen)
+static int write_stream(const char *dir, const char *stream, enum sl_codec codec, int threads, char *err,
+			size_t errlen)
 {
 	const struct tl_col cols[] = {
 		{ "id", T_INT4, -1, "integer", true },
@@ -79,6 +80,7 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	dc.path = (char *)dir;
 	dc.codec = codec;
 	dc.compression_level = 6;
+	dc.compression_threads = threads;
 	dc.max_file_bytes = 1 << 20;
 	dc.max_file_seconds = 60;
 	if (ops->open(&ctx, &dc, &st, err, errlen) != 0)
@@ -138,6 +140,58 @@ out:
 	return rc;
 }
 
+/* BULK_ROWS rows of public.bulk_t (id, note) in one transaction, through
+ * many blocks and files (1 MB files), for avro_pycheck.py's check_bulk: id i
+ * has note "note <i> " repeated i % 7 times. */
+#define BULK_ROWS 30000
+static int write_bulk(const char *dir, const char *stream, enum sl_codec codec, int threads, char *err,
+		      size_t errlen)
+{
+	const struct tl_col cols[] = {
+		{ "id", T_INT8, -1, "bigint", true },
+		{ "note", T_TEXT, -1, "text", false },
+	};
+	struct sl_table *t = tl_table("public", "bulk_t", cols, 2);
+	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake", NULL };
+	struct sl_position d;
+	struct sl_value v[2];
+	struct sl_change c;
+	char note[200];
+	void *ctx;
+	int rc = -1;
+
+	memset(&dc, 0, sizeof dc);
+	dc.path = (char *)dir;
+	dc.codec = codec;
+	dc.compression_level = 1;
+	dc.compression_threads = threads;
+	dc.max_file_bytes = 1 << 20;
+	dc.max_file_seconds = 3600;
+	if (ops->open(&ctx, &dc, &st, err, errlen) != 0)
+		goto out;
+	for (int i = 1; i <= BULK_ROWS; i++) {
+		size_t n = 0;
+		for (int k = 0; k < i % 7; k++)
+			n += (size_t)snprintf(note + n, sizeof note - n, "note %d ", i);
+		note[n] = '\0';
+		v[0] = tl_int(i);
+		v[1] = tl_str(note);
+		tl_change(&c, t, SL_OP_INSERT, v, UINT64_C(0x16B374D8), (uint32_t)i, INT64_C(1706708700000000));
+		if (ops->write(ctx, &c, err, errlen) != 0)
+			goto close;
+	}
+	if (ops->flush(ctx, &d, err, errlen) < 0)
+		goto close;
+	rc = 0;
+close:
+	ops->close(ctx);
+out:
+	sl_table_free(t);
+	return rc;
+}
+
 int main(void)
 {
 	const char *srcdir = getenv("SLUICE_TOP_SRCDIR");
@@ -153,9 +207,14 @@ int main(void)
 		return 0;
 	}
 	dir = tl_mkdtemp("pycheck");
-	if (write_stream(dir, "s_null", SL_CODEC_NULL, err, sizeof err) != 0 ||
-	    write_stream(dir, "s_deflate", SL_CODEC_DEFLATE, err, sizeof err) != 0 ||
-	    write_stream(dir, "s_snappy", SL_CODEC_SNAPPY, err, sizeof err) != 0) {
+	/* s_*_threads: the blocks compressed by compression threads */
+	if (write_stream(dir, "s_null", SL_CODEC_NULL, 0, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_deflate", SL_CODEC_DEFLATE, 0, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_snappy", SL_CODEC_SNAPPY, 0, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_deflate_threads", SL_CODEC_DEFLATE, 2, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_snappy_threads", SL_CODEC_SNAPPY, 2, err, sizeof err) != 0 ||
+	    write_bulk(dir, "b_deflate_threads", SL_CODEC_DEFLATE, 2, err, sizeof err) != 0 ||
+	    write_bulk(dir, "b_snappy_threads", SL_CODEC_SNAPPY, 1, err, sizeof err) != 0) {
 		printf("1..1\nnot ok 1 - writing the files failed: %s\n", err);
 		tl_rm_rf(dir);
 		free(dir);

@@ -1021,7 +1021,7 @@ static void test_avro_dir_keys(void **state)
 	char ini[1024];
 
 	assert_string_equal(sl_avro_dir_ops.type, "avro_dir");
-	assert_int_equal(sl_avro_dir_ops.nkeys, 6);
+	assert_int_equal(sl_avro_dir_ops.nkeys, 7);
 	assert_int_equal(sl_avro_dir_ops.conf_size, sizeof(struct sl_avro_dir_conf));
 	assert_int_equal(sl_avro_dir_ops.caps & SL_SINK_CAP_MERGE, SL_SINK_CAP_MERGE);
 
@@ -1032,6 +1032,7 @@ static void test_avro_dir_keys(void **state)
 	assert_string_equal(ad->path, "/x");
 	assert_int_equal(ad->codec, SL_CODEC_DEFLATE);
 	assert_int_equal(ad->compression_level, 1);
+	assert_int_equal(ad->compression_threads, 1);
 	assert_int_equal(ad->max_file_bytes, 64 * MiB);
 	assert_int_equal(ad->max_file_seconds, 60);
 	assert_int_equal(ad->compact_after_files, 64);
@@ -1039,25 +1040,29 @@ static void test_avro_dir_keys(void **state)
 
 	/* The bounds, inclusive. */
 	snprintf(ini, sizeof ini, "%scodec = null\ncompression_level = 9\nmax_file_bytes = 1KB\n"
-		 "max_file_seconds = 86400\n%s", d, MINIMAL);
+		 "max_file_seconds = 86400\ncompression_threads = 64\n%s", d, MINIMAL);
 	cfg = LOAD_OK(f, ini);
 	ad = cfg->destinations[0].conf;
 	assert_int_equal(ad->codec, SL_CODEC_NULL);
 	assert_int_equal(ad->compression_level, 9);
+	assert_int_equal(ad->compression_threads, 64);
 	assert_int_equal(ad->max_file_bytes, 1024);
 	assert_int_equal(ad->max_file_seconds, 86400);
 	sl_config_free(cfg);
 	snprintf(ini, sizeof ini, "%scompression_level = 1\nmax_file_seconds = 1\n"
-		 "max_file_bytes = 16777215TB\n%s", d, MINIMAL);
+		 "max_file_bytes = 16777215TB\ncompression_threads = 0\n%s", d, MINIMAL);
 	cfg = LOAD_OK(f, ini);
 	ad = cfg->destinations[0].conf;
 	assert_int_equal(ad->compression_level, 1);
+	assert_int_equal(ad->compression_threads, 0);
 	assert_int_equal(ad->max_file_seconds, 1);
 	assert_int_equal(ad->max_file_bytes, UINT64_C(16777215) << 40);
 	sl_config_free(cfg);
 
 	snprintf(ini, sizeof ini, "%scompression_level = 0\n%s", d, MINIMAL);
 	EXPECT_ERR(f, ini, ":4: bad value \"0\" for key \"compression_level\": must be from 1 to 9");
+	snprintf(ini, sizeof ini, "%scompression_threads = 65\n%s", d, MINIMAL);
+	EXPECT_ERR(f, ini, ":4: bad value \"65\" for key \"compression_threads\": must be from 0 to 64");
 	snprintf(ini, sizeof ini, "%smax_file_bytes = 1 KB\nmax_file_seconds = 86401\n%s", d, MINIMAL);
 	EXPECT_ERR(f, ini, ":5: bad value \"86401\" for key \"max_file_seconds\": must be from 1 to "
 		   "86400 seconds");

@@ -440,6 +440,18 @@ static void test_copy_text_row(void **state)
 	assert_int_equal(v[4].len, 0);
 	assert_int_equal(v[5].kind, SL_TV_NULL);
 	assert_int_equal(sl_copy_text_row(bad, strlen(bad), v, 3), -1);
+	/* \N after other bytes is an N; a backslash that ends the row is kept;
+	 * a field without escapes before one with them */
+	{
+		char r2[] = "plain\tab\\Ncd\tx\\\n";
+		assert_int_equal(sl_copy_text_row(r2, strlen(r2), v, 3), 0);
+		assert_int_equal(v[0].len, 5);
+		assert_memory_equal(v[0].p, "plain", 5);
+		assert_int_equal(v[1].len, 5);
+		assert_memory_equal(v[1].p, "abNcd", 5);
+		assert_int_equal(v[2].len, 2);
+		assert_memory_equal(v[2].p, "x\\", 2);
+	}
 }
 
 static void test_csn_and_lsn(void **state)
@@ -499,6 +511,25 @@ static void test_uuid_deterministic(void **state)
 	assert_memory_not_equal(a.uuid, b.uuid, 16);
 	sl_change_set_uuid(&b, "s1", "1:1", 3);
 	assert_memory_not_equal(a.uuid, b.uuid, 16);
+	/* Names that fill the 512-byte buffer exactly (extra 472 bytes), one
+	 * byte more (hashed in pieces), and far more: Python's values too. */
+	{
+		static const unsigned char want[3][16] = {
+			{ 0x4b, 0x90, 0x07, 0xb6, 0x32, 0x31, 0x5c, 0xaf, 0x95, 0x71, 0x72, 0x1c, 0x25, 0x8d, 0x75, 0x8a },
+			{ 0x06, 0x1d, 0x1c, 0xb4, 0x1b, 0xcf, 0x5a, 0xb8, 0x9a, 0x71, 0x19, 0x8c, 0xbc, 0xf2, 0x06, 0xf9 },
+			{ 0x2e, 0x32, 0xe1, 0xc2, 0x24, 0x58, 0x5d, 0x4a, 0x9e, 0x9b, 0x26, 0x25, 0x2e, 0xf1, 0x44, 0x8a },
+		};
+		static const size_t lens[3] = { 472, 473, 1000 };
+		char extra[1000];
+
+		for (int i = 0; i < 1000; i++)
+			extra[i] = (char)('a' + i % 26);
+		sl_csn_format(b.csn, 0x10, 0);
+		for (int k = 0; k < 3; k++) {
+			sl_change_set_uuid(&b, "s1", extra, lens[k]);
+			assert_memory_equal(b.uuid, want[k], 16);
+		}
+	}
 	(void)s;
 	sl_table_free(t);
 }
