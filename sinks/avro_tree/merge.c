@@ -18,18 +18,6 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h ^ (h >> 29);
-}
-
 int sl_mrow_key(const struct sl_table *t, const struct sl_value *vals, struct sl_buf *out, char *err,
 		size_t errlen)
 {
@@ -107,46 +95,23 @@ static struct sl_mrow *mrow_make(const struct sl_change *c, const struct sl_mrow
 	return r;
 }
 
-static ssize_t find(const struct sl_mbatch *b, const void *key, size_t len)
+static const void *row_key(const void *arr, size_t i, size_t *len)
 {
-	size_t mask, i;
+	const struct sl_mrow *r = ((struct sl_mrow *const *)arr)[i];
 
-	if (!b->nslots)
-		return -1;
-	mask = b->nslots - 1;
-	for (i = hash_bytes(key, len) & mask; b->slots[i]; i = (i + 1) & mask) {
-		const struct sl_mrow *r = b->rows[b->slots[i] - 1];
-		if (r->keylen == len && memcmp(r->key, key, len) == 0)
-			return (ssize_t)b->slots[i] - 1;
-	}
-	return -1;
+	*len = r->keylen;
+	return r->key;
 }
 
-static int grow(struct sl_mbatch *b)
+static ssize_t find(const struct sl_mbatch *b, const void *key, size_t len)
 {
-	size_t ns = b->nslots ? b->nslots * 2 : 256, mask = ns - 1;
-	uint32_t *slots = calloc(ns, sizeof *slots);
-
-	if (!slots)
-		return -1;
-	for (size_t r = 0; r < b->n; r++) {
-		size_t i = hash_bytes(b->rows[r]->key, b->rows[r]->keylen) & mask;
-		while (slots[i])
-			i = (i + 1) & mask;
-		slots[i] = (uint32_t)(r + 1);
-	}
-	free(b->slots);
-	b->slots = slots;
-	b->nslots = ns;
-	return 0;
+	return sl_keyslots_find(&b->index, key, len, row_key, b->rows);
 }
 
 /* Adds r, a key not held yet.  0 or -1 (r is then not taken). */
 static int add(struct sl_mbatch *b, struct sl_mrow *r)
 {
-	size_t mask, i;
-
-	if ((b->n + 1) * 2 > b->nslots && grow(b) < 0)
+	if (sl_keyslots_reserve(&b->index, b->n, row_key, b->rows) < 0)
 		return -1;
 	if (b->n == b->alloc) {
 		size_t na = b->alloc ? b->alloc * 2 : 64;
@@ -156,11 +121,9 @@ static int add(struct sl_mbatch *b, struct sl_mrow *r)
 		b->rows = nr;
 		b->alloc = na;
 	}
-	mask = b->nslots - 1;
-	for (i = hash_bytes(r->key, r->keylen) & mask; b->slots[i]; i = (i + 1) & mask)
-		;
 	b->rows[b->n] = r;
-	b->slots[i] = (uint32_t)(++b->n);
+	sl_keyslots_put(&b->index, r->key, r->keylen, b->n);
+	b->n++;
 	b->bytes += r->size;
 	return 0;
 }
@@ -177,8 +140,7 @@ void sl_mbatch_clear(struct sl_mbatch *b)
 	for (size_t i = 0; i < b->n; i++)
 		free(b->rows[i]);
 	b->n = 0;
-	if (b->slots)
-		memset(b->slots, 0, b->nslots * sizeof *b->slots);
+	sl_keyslots_clear(&b->index);
 	free(b->trunc);
 	b->trunc = NULL;
 	b->bytes = 0;
@@ -189,7 +151,7 @@ void sl_mbatch_free(struct sl_mbatch *b)
 {
 	sl_mbatch_clear(b);
 	free(b->rows);
-	free(b->slots);
+	sl_keyslots_free(&b->index);
 	sl_buf_free(&b->moved_key);
 	memset(b, 0, sizeof *b);
 }

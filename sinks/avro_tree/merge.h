@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/keyslots.h"
 #include "schema/schema.h"
 
 /* A held change: one allocation with its values, their bytes and its keys. */
@@ -54,8 +55,7 @@ struct sl_mrow {
 struct sl_mbatch {
 	struct sl_mrow **rows;         /* held rows, first-seen order */
 	size_t n, alloc;
-	uint32_t *slots;               /* open addressing: row index + 1, 0 empty */
-	size_t nslots;
+	struct sl_keyslots index;      /* rows by key */
 	struct sl_mrow *trunc;         /* the batch's latest TRUNCATE, or NULL */
 	uint64_t bytes;                /* held bytes */
 	/* The UPDATE-DELETE just written: its UPDATE-INSERT comes next. */

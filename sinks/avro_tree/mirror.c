@@ -96,50 +96,17 @@ out:
 /* ---------------------------------------------------------------------- */
 /* The map of winners                                                     */
 
-static uint64_t hash_bytes(const void *p, size_t n)
+static const void *entry_key(const void *arr, size_t i, size_t *len)
 {
-	const unsigned char *s = p;
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	const struct sl_mentry *e = ((struct sl_mentry *const *)arr)[i];
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h ^ (h >> 29);
+	*len = e->keylen;
+	return e->key;
 }
 
 static ssize_t find(const struct sl_mirror *m, const void *key, size_t len)
 {
-	size_t mask, i;
-
-	if (!m->nslots)
-		return -1;
-	mask = m->nslots - 1;
-	for (i = hash_bytes(key, len) & mask; m->slots[i]; i = (i + 1) & mask) {
-		const struct sl_mentry *e = m->e[m->slots[i] - 1];
-		if (e->keylen == len && !memcmp(e->key, key, len))
-			return (ssize_t)m->slots[i] - 1;
-	}
-	return -1;
-}
-
-static int grow(struct sl_mirror *m)
-{
-	size_t ns = m->nslots ? m->nslots * 2 : 1024, mask = ns - 1;
-	uint32_t *slots = calloc(ns, sizeof *slots);
-
-	if (!slots)
-		return -1;
-	for (size_t r = 0; r < m->n; r++) {
-		size_t i = hash_bytes(m->e[r]->key, m->e[r]->keylen) & mask;
-		while (slots[i])
-			i = (i + 1) & mask;
-		slots[i] = (uint32_t)(r + 1);
-	}
-	free(m->slots);
-	m->slots = slots;
-	m->nslots = ns;
-	return 0;
+	return sl_keyslots_find(&m->index, key, len, entry_key, m->e);
 }
 
 static void entry_free(struct sl_mentry *e)
@@ -151,7 +118,6 @@ static void entry_free(struct sl_mentry *e)
 static int put_entry(struct sl_mirror *m, struct sl_mentry *e)
 {
 	ssize_t at = find(m, e->key, e->keylen);
-	size_t mask, i;
 
 	if (at >= 0) {
 		if (strcmp(e->csn, m->e[at]->csn) > 0) {
@@ -162,7 +128,9 @@ static int put_entry(struct sl_mirror *m, struct sl_mentry *e)
 		}
 		return 0;
 	}
-	if ((m->n + 1) * 2 > m->nslots && grow(m) < 0)
+	if (m->index.min == 0)
+		m->index.min = 1024;
+	if (sl_keyslots_reserve(&m->index, m->n, entry_key, m->e) < 0)
 		goto oom;
 	if (m->n == m->alloc) {
 		size_t na = m->alloc ? m->alloc * 2 : 256;
@@ -172,11 +140,9 @@ static int put_entry(struct sl_mirror *m, struct sl_mentry *e)
 		m->e = ne;
 		m->alloc = na;
 	}
-	mask = m->nslots - 1;
-	for (i = hash_bytes(e->key, e->keylen) & mask; m->slots[i]; i = (i + 1) & mask)
-		;
 	m->e[m->n] = e;
-	m->slots[i] = (uint32_t)(++m->n);
+	sl_keyslots_put(&m->index, e->key, e->keylen, m->n);
+	m->n++;
 	return 0;
 oom:
 	entry_free(e);
@@ -188,7 +154,7 @@ void sl_mirror_free(struct sl_mirror *m)
 	for (size_t i = 0; i < m->n; i++)
 		entry_free(m->e[i]);
 	free(m->e);
-	free(m->slots);
+	sl_keyslots_free(&m->index);
 	entry_free(m->trunc);
 	for (int i = 0; i < m->nschemas; i++)
 		sl_mschema_free(&m->schemas[i]);

@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/keyslots.h"
 #include "schema/schema.h"
 #include "sinks/avro/ocf.h"
 #include "sinks/avro_tree/store.h"
@@ -70,8 +71,7 @@ struct sl_mentry {
 struct sl_mirror {
 	struct sl_mentry **e;          /* entries, in first-seen order */
 	size_t n, alloc;
-	uint32_t *slots;
-	size_t nslots;
+	struct sl_keyslots index;      /* entries by key */
 	struct sl_mentry *trunc;       /* the latest TRUNCATE marker, or NULL */
 	struct sl_mschema *schemas;
 	int nschemas;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/keyslots.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/clickhouse/ch_conf.h"
@@ -180,85 +181,49 @@ static struct held *held_make(const struct ch_rowmeta *m, const struct sl_value 
 	return h;
 }
 
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h ^ (h >> 29);
-}
-
-/* Rows by key: the rows in first-seen order, and an open-addressing index
- * (slot value: the row's index + 1, 0 for empty). */
+/* Rows by key: the rows in first-seen order, and their index. */
 struct keymap {
 	struct held **rows;
 	size_t n, alloc;
-	uint32_t *slots;
-	size_t nslots;
+	struct sl_keyslots index;
 };
+
+static const void *held_key(const void *arr, size_t i, size_t *len)
+{
+	const struct held *h = ((struct held *const *)arr)[i];
+
+	*len = h->keylen;
+	return h->key;
+}
 
 static void keymap_clear(struct keymap *k)
 {
 	for (size_t i = 0; i < k->n; i++)
 		free(k->rows[i]);
 	k->n = 0;
-	if (k->slots)
-		memset(k->slots, 0, k->nslots * sizeof *k->slots);
+	sl_keyslots_clear(&k->index);
 }
 
 static void keymap_free(struct keymap *k)
 {
 	keymap_clear(k);
 	free(k->rows);
-	free(k->slots);
+	sl_keyslots_free(&k->index);
 	memset(k, 0, sizeof *k);
 }
 
 /* The index of key's row, or -1. */
 static ssize_t keymap_find(const struct keymap *k, const void *key, size_t len)
 {
-	size_t mask, i;
-
-	if (!k->nslots)
-		return -1;
-	mask = k->nslots - 1;
-	for (i = hash_bytes(key, len) & mask; k->slots[i]; i = (i + 1) & mask) {
-		const struct held *h = k->rows[k->slots[i] - 1];
-		if (h->keylen == len && memcmp(h->key, key, len) == 0)
-			return (ssize_t)k->slots[i] - 1;
-	}
-	return -1;
-}
-
-static int keymap_grow(struct keymap *k)
-{
-	size_t ns = k->nslots ? k->nslots * 2 : 1024, mask = ns - 1;
-	uint32_t *slots = calloc(ns, sizeof *slots);
-
-	if (!slots)
-		return -1;
-	for (size_t r = 0; r < k->n; r++) {
-		size_t i = hash_bytes(k->rows[r]->key, k->rows[r]->keylen) & mask;
-		while (slots[i])
-			i = (i + 1) & mask;
-		slots[i] = (uint32_t)(r + 1);
-	}
-	free(k->slots);
-	k->slots = slots;
-	k->nslots = ns;
-	return 0;
+	return sl_keyslots_find(&k->index, key, len, held_key, k->rows);
 }
 
 /* Adds h, a key not in the map yet.  0 or -1 (h is then not taken). */
 static int keymap_add(struct keymap *k, struct held *h)
 {
-	size_t mask, i;
-
-	if ((k->n + 1) * 2 > k->nslots && keymap_grow(k) < 0)
+	if (k->index.min == 0)
+		k->index.min = 1024;
+	if (sl_keyslots_reserve(&k->index, k->n, held_key, k->rows) < 0)
 		return -1;
 	if (k->n == k->alloc) {
 		size_t na = k->alloc ? k->alloc * 2 : 256;
@@ -268,11 +233,9 @@ static int keymap_add(struct keymap *k, struct held *h)
 		k->rows = nr;
 		k->alloc = na;
 	}
-	mask = k->nslots - 1;
-	for (i = hash_bytes(h->key, h->keylen) & mask; k->slots[i]; i = (i + 1) & mask)
-		;
 	k->rows[k->n] = h;
-	k->slots[i] = (uint32_t)(++k->n);
+	sl_keyslots_put(&k->index, h->key, h->keylen, k->n);
+	k->n++;
 	return 0;
 }
 
@@ -343,7 +306,7 @@ static struct chtab *tab_get(struct chsink *s, const char *object)
 
 	if (s->last && !strcmp(s->last->object, object))
 		return s->last;
-	b = hash_bytes(object, strlen(object)) & (s->nbuckets - 1);
+	b = sl_hash_bytes(object, strlen(object)) & (s->nbuckets - 1);
 	for (t = s->buckets[b]; t; t = t->hnext)
 		if (!strcmp(t->object, object))
 			return s->last = t;
@@ -355,7 +318,7 @@ static struct chtab *tab_get(struct chsink *s, const char *object)
 		for (size_t i = 0; i < s->nbuckets; i++) {
 			struct chtab *next;
 			for (t = s->buckets[i]; t; t = next) {
-				size_t k = hash_bytes(t->object, strlen(t->object)) & (nb - 1);
+				size_t k = sl_hash_bytes(t->object, strlen(t->object)) & (nb - 1);
 				next = t->hnext;
 				t->hnext = nt[k];
 				nt[k] = t;
@@ -364,7 +327,7 @@ static struct chtab *tab_get(struct chsink *s, const char *object)
 		free(s->buckets);
 		s->buckets = nt;
 		s->nbuckets = nb;
-		b = hash_bytes(object, strlen(object)) & (nb - 1);
+		b = sl_hash_bytes(object, strlen(object)) & (nb - 1);
 	}
 	t = calloc(1, sizeof *t);
 	if (!t || !(t->object = strdup(object))) {
@@ -381,7 +344,7 @@ static struct chtab *tab_get(struct chsink *s, const char *object)
 
 static struct chtab *tab_find(const struct chsink *s, const char *object)
 {
-	struct chtab *t = s->buckets[hash_bytes(object, strlen(object)) & (s->nbuckets - 1)];
+	struct chtab *t = s->buckets[sl_hash_bytes(object, strlen(object)) & (s->nbuckets - 1)];
 
 	while (t && strcmp(t->object, object))
 		t = t->hnext;

@@ -21,6 +21,7 @@
 #include "sources/postgres/pg_backfill.h"
 #include "sources/postgres/pg_internal.h"
 #include "common/buf.h"
+#include "common/keyslots.h"
 #include "common/util.h"
 #include "schema/schema.h"
 #include "sources/postgres/pgoutput.h"
@@ -926,6 +927,46 @@ static void test_checkpoint_format1(void **state)
 	rmdir(dir);
 }
 
+/* common/keyslots: every key found at its position, absent ones not,
+ * across growth, a clear, and keys of any length (the empty one too). */
+struct kitem { char key[16]; size_t len; };
+
+static const void *kitem_key(const void *arr, size_t i, size_t *len)
+{
+	const struct kitem *it = &((const struct kitem *)arr)[i];
+
+	*len = it->len;
+	return it->key;
+}
+
+static void test_keyslots(void **state)
+{
+	enum { N = 5000 };
+	static struct kitem items[N];
+	struct sl_keyslots k = { .min = 4 };
+
+	(void)state;
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < N; i++) {
+			/* distinct keys of 2 to 9 bytes, and the empty one */
+			items[i].len = i == 0 ? 0 : (size_t)snprintf(items[i].key, sizeof items[i].key, "%zu%c",
+								     i * 7919, (char)('a' + i % 3));
+			assert_int_equal(sl_keyslots_find(&k, items[i].key, items[i].len, kitem_key, items), -1);
+			assert_int_equal(sl_keyslots_reserve(&k, i, kitem_key, items), 0);
+			sl_keyslots_put(&k, items[i].key, items[i].len, i);
+			assert_true(k.nslots >= (i + 1) * 2);
+		}
+		for (size_t i = 0; i < N; i++)
+			assert_int_equal(sl_keyslots_find(&k, items[i].key, items[i].len, kitem_key, items), (ssize_t)i);
+		assert_int_equal(sl_keyslots_find(&k, "nope", 4, kitem_key, items), -1);
+		assert_int_equal(sl_keyslots_find(&k, items[5].key, items[5].len - 1, kitem_key, items), -1);
+		sl_keyslots_clear(&k);
+		assert_int_equal(sl_keyslots_find(&k, items[7].key, items[7].len, kitem_key, items), -1);
+	}
+	sl_keyslots_free(&k);
+	assert_null(k.slots);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -948,6 +989,7 @@ int main(void)
 		cmocka_unit_test(test_quote_failure),
 		cmocka_unit_test(test_checkpoint_roundtrip),
 		cmocka_unit_test(test_checkpoint_format1),
+		cmocka_unit_test(test_keyslots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

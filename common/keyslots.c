@@ -1,0 +1,87 @@
+/*
+ * common/keyslots.c: an open-addressing index of byte keys (see keyslots.h).
+ */
+#include "common/keyslots.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* FNV-1a, with the high bits folded in (the index uses the low bits). */
+uint64_t sl_hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h ^ (h >> 29);
+}
+
+ssize_t sl_keyslots_find(const struct sl_keyslots *k, const void *key, size_t len, sl_key_of key_of,
+			 const void *arr)
+{
+	size_t mask, i;
+
+	if (!k->nslots)
+		return -1;
+	mask = k->nslots - 1;
+	for (i = sl_hash_bytes(key, len) & mask; k->slots[i]; i = (i + 1) & mask) {
+		size_t l;
+		const void *kk = key_of(arr, k->slots[i] - 1, &l);
+		if (l == len && (len == 0 || memcmp(kk, key, len) == 0))
+			return (ssize_t)k->slots[i] - 1;
+	}
+	return -1;
+}
+
+static void put(uint32_t *slots, size_t mask, const void *key, size_t len, size_t pos)
+{
+	size_t i = sl_hash_bytes(key, len) & mask;
+
+	while (slots[i])
+		i = (i + 1) & mask;
+	slots[i] = (uint32_t)(pos + 1);
+}
+
+int sl_keyslots_reserve(struct sl_keyslots *k, size_t n, sl_key_of key_of, const void *arr)
+{
+	size_t ns;
+	uint32_t *slots;
+
+	if ((n + 1) * 2 <= k->nslots)
+		return 0;
+	ns = k->nslots ? k->nslots * 2 : k->min ? k->min : 256;
+	while ((n + 1) * 2 > ns)
+		ns *= 2;
+	if (n + 1 > UINT32_MAX - 1 || !(slots = calloc(ns, sizeof *slots)))
+		return -1;
+	for (size_t r = 0; r < n; r++) {
+		size_t l;
+		const void *key = key_of(arr, r, &l);
+		put(slots, ns - 1, key, l, r);
+	}
+	free(k->slots);
+	k->slots = slots;
+	k->nslots = ns;
+	return 0;
+}
+
+void sl_keyslots_put(struct sl_keyslots *k, const void *key, size_t len, size_t pos)
+{
+	put(k->slots, k->nslots - 1, key, len, pos);
+}
+
+void sl_keyslots_clear(struct sl_keyslots *k)
+{
+	if (k->slots)
+		memset(k->slots, 0, k->nslots * sizeof *k->slots);
+}
+
+void sl_keyslots_free(struct sl_keyslots *k)
+{
+	free(k->slots);
+	k->slots = NULL;
+	k->nslots = 0;
+}
