@@ -784,6 +784,29 @@ static int cmd_status(int argc, char **argv)
 	return unknown ? STATUS_UNKNOWN : firing ? STATUS_ALERT : STATUS_OK;
 }
 
+/* The start of a command on one stream (backfill, verify, compact): its
+ * options, --stream (required), the config and the stream.  true with
+ * *cfg and *sc set; false with *rc the exit status (nothing to free). */
+static bool stream_command(int argc, char **argv, const char *name, const char *takes, const char *usage,
+			   struct opts *o, struct sl_config **cfg, struct sl_stream_config **sc, int *rc)
+{
+	if ((*rc = parse_opts(argc, argv, o, name, takes, usage)) != 0) {
+		*rc = *rc < 0 ? 0 : *rc;   /* --help: done */
+		return false;
+	}
+	if (!o->stream) {
+		fprintf(stderr, "sluice: %s needs --stream NAME\n", name);
+		*rc = 2;
+		return false;
+	}
+	if ((*rc = load_config(o->config, cfg)) != 0)
+		return false;
+	if ((*rc = known_stream(*cfg, o->stream)) != 0)
+		return false;
+	*sc = sl_config_stream(*cfg, o->stream);
+	return true;
+}
+
 static int cmd_backfill(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
@@ -792,17 +815,8 @@ static int cmd_backfill(int argc, char **argv)
 	char err[SL_ERRLEN * 2];
 	int rc;
 
-	if ((rc = parse_opts(argc, argv, &o, "backfill", "cst", usage_backfill)) != 0)
-		return rc < 0 ? 0 : rc;
-	if (!o.stream) {
-		fprintf(stderr, "sluice: backfill needs --stream NAME\n");
-		return 2;
-	}
-	if ((rc = load_config(o.config, &cfg)) != 0)
+	if (!stream_command(argc, argv, "backfill", "cst", usage_backfill, &o, &cfg, &sc, &rc))
 		return rc;
-	if ((rc = known_stream(cfg, o.stream)) != 0)
-		return rc;
-	sc = sl_config_stream(cfg, o.stream);
 	rc = sl_stream_request_backfill(cfg, sc, o.table, err, sizeof err);
 	if (rc < 0)
 		fprintf(stderr, "sluice: %s\n", err);
@@ -818,17 +832,8 @@ static int cmd_verify(int argc, char **argv)
 	char err[SL_ERRLEN * 2];
 	int rc;
 
-	if ((rc = parse_opts(argc, argv, &o, "verify", "cs", usage_verify)) != 0)
-		return rc < 0 ? 0 : rc;
-	if (!o.stream) {
-		fprintf(stderr, "sluice: verify needs --stream NAME\n");
-		return 2;
-	}
-	if ((rc = load_config(o.config, &cfg)) != 0)
+	if (!stream_command(argc, argv, "verify", "cs", usage_verify, &o, &cfg, &sc, &rc))
 		return rc;
-	if ((rc = known_stream(cfg, o.stream)) != 0)
-		return rc;
-	sc = sl_config_stream(cfg, o.stream);
 	rc = sl_stream_verify(cfg, sc, err, sizeof err);
 	sl_config_free(cfg);
 	if (rc == SL_EVERIFY)
@@ -848,17 +853,8 @@ static int cmd_compact(int argc, char **argv)
 	char err[SL_ERRLEN * 2];
 	int rc;
 
-	if ((rc = parse_opts(argc, argv, &o, "compact", "cst", usage_compact)) != 0)
-		return rc < 0 ? 0 : rc;
-	if (!o.stream) {
-		fprintf(stderr, "sluice: compact needs --stream NAME\n");
-		return 2;
-	}
-	if ((rc = load_config(o.config, &cfg)) != 0)
+	if (!stream_command(argc, argv, "compact", "cst", usage_compact, &o, &cfg, &sc, &rc))
 		return rc;
-	if ((rc = known_stream(cfg, o.stream)) != 0)
-		return rc;
-	sc = sl_config_stream(cfg, o.stream);
 	rc = sl_stream_compact(cfg, sc, o.table, err, sizeof err);
 	sl_config_free(cfg);
 	if (rc < 0) {

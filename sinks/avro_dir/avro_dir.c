@@ -31,6 +31,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sinks/avro_tree/mirror.h"
 #include "sinks/avro_tree/tree.h"
 
 /* A data file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
@@ -726,7 +727,22 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		snprintf(err, errlen, "avro_dir sink: out of memory");
 		return -1;
 	}
-	rc = mkdirs_durable(root, err, errlen) < 0 || remove_leftovers(root, st->name, err, errlen) < 0 ? -1 : 0;
+	rc = mkdirs_durable(root, err, errlen) < 0 ? -1 : 0;
+	if (rc == 0) {
+		/* A `sluice compact` at work writes temporary files too: its
+		 * lock held, they are its, and the next start removes what is
+		 * left of them. */
+		int lock;
+		bool busy;
+		rc = sl_mirror_lock(st->state_dir, st->name, false, &lock, &busy, err, errlen);
+		if (rc == 0 && busy)
+			sl_debug("stream \"%s\": a compaction runs: leftover temporary files are left for the next start",
+				 st->name);
+		else if (rc == 0)
+			rc = remove_leftovers(root, st->name, err, errlen);
+		sl_mirror_unlock(lock);
+		rc = rc < 0 ? -1 : 0;
+	}
 	free(root);
 	if (rc < 0 || dir_store_new(&store, dc->path, err, errlen) < 0)
 		return -1;

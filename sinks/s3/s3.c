@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro_tree/store.h"
+#include "sinks/avro_tree/mirror.h"
 #include "sinks/avro_tree/tree.h"
 #include "sinks/s3/s3_client.h"
 
@@ -600,9 +601,21 @@ static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss
 	 * uploads then retry as long as it takes. */
 	if ((rc = s3_store_new(&st, c, ss, OPEN_ATTEMPTS, err, errlen)) < 0)
 		return rc;
-	if ((rc = abort_stale(st, ss->name, err, errlen)) < 0) {
-		s3_close(st);
-		return rc;
+	{
+		/* A `sluice compact` at work may have a multipart upload open:
+		 * its lock held, the uploads are left for the next start. */
+		int lock;
+		bool busy;
+		rc = sl_mirror_lock(ss->state_dir, ss->name, false, &lock, &busy, err, errlen);
+		if (rc == 0 && busy)
+			sl_debug("stream \"%s\": a compaction runs: stale uploads are left for the next start", ss->name);
+		else if (rc == 0)
+			rc = abort_stale(st, ss->name, err, errlen);
+		sl_mirror_unlock(lock);
+		if (rc < 0) {
+			s3_close(st);
+			return rc;
+		}
 	}
 	store.ops = &s3_store_ops;
 	store.ctx = st;

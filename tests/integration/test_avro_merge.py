@@ -176,6 +176,28 @@ class PgMergeTest(PgTestCase):
         self.assertIn('"public"."nokey"', r.stderr)
         self.assertIn("primary key", r.stderr)
 
+    def test_start_leaves_a_running_compaction_files(self):
+        """An agent that starts while `sluice compact` works (its lock
+        held) does not remove the compaction's temporary files as a crashed
+        run's leftovers; the next start without the lock does."""
+        import fcntl
+        pg = self.pg
+        pg.execute("CREATE TABLE lo (id int PRIMARY KEY)")
+        s = self.merge_sluice(stream="lo", tables="public.lo")
+        s.catch_up(self)
+        folder = os.path.join(s.out, "lo", "public_lo")
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, ".0000000001000000-0000000000_0badc0de.avro.tmp")
+        with open(tmp, "wb") as f:
+            f.write(b"being written")
+        with open(os.path.join(s.state_dir, "lo.compact.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            s.catch_up(self)
+            self.assertTrue(os.path.exists(tmp), "the running compaction's file was removed")
+        r = s.catch_up(self)
+        self.assertFalse(os.path.exists(tmp))
+        self.assertIn("removed 1 leftover temporary file", r.stderr)
+
     def test_compact_while_running(self):
         pg = self.pg
         pg.execute("CREATE TABLE busy (id int PRIMARY KEY, v int)")
