@@ -286,8 +286,19 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
 	}
 	if (accept(&l, "DROP")) {
-		if (is(&l, "DATABASE") || is(&l, "SCHEMA"))
+		if (accept(&l, "DATABASE") || accept(&l, "SCHEMA")) {
+			/* every table of the database ends: the name is the
+			 * database's, with an empty table */
+			if (accept(&l, "IF"))
+				accept(&l, "EXISTS");
+			if (read_name(&l, NULL, &x) && !x.db[0]) {
+				snprintf(x.db, sizeof x.db, "%s", x.table);
+				x.table[0] = '\0';
+				x.role = SL_MY_ENDS;
+				add(names, max, n, &x);
+			}
 			return SL_MY_STMT_DB_DDL;
+		}
 		if (accept(&l, "INDEX")) {
 			while (l.kind != TK_END && !is(&l, "ON"))
 				next(&l);

@@ -1680,6 +1680,30 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 		}
 		return SL_OK;
 	}
+	/* DROP DATABASE: its followed tables that exist again (the database
+	 * and the tables created again before the stream read the statement)
+	 * end here, as for DROP TABLE; the others are found missing below */
+	for (int i = 0; i < n && kind == SL_MY_STMT_DB_DDL; i++) {
+		if (names[i].role != SL_MY_ENDS || names[i].table[0])
+			continue;
+		struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
+		for (int k = 0; k < s->ntables; k++) {
+			struct sl_my_table *t = &s->tables[k];
+			if (strcmp(t->db, names[i].db))
+				continue;
+			rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
+				s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, false, err, errlen);
+			if (rc < 0)
+				return rc;
+			if (rc > 0 && s->ntrunc < (int)(sizeof s->trunc / sizeof s->trunc[0])) {
+				snprintf(s->trunc[s->ntrunc].db, sizeof s->trunc[s->ntrunc].db, "%s", t->db);
+				snprintf(s->trunc[s->ntrunc].table, sizeof s->trunc[s->ntrunc].table, "%s", t->name);
+				s->trunc[s->ntrunc++].role = SL_MY_ENDS;
+				s->truncating = true;
+				s->itrunc = 0;
+			}
+		}
+	}
 	/* a database changed, or a statement that cannot be read: the selection again */
 	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
 				    &now, &nnow, err, errlen)) < 0)

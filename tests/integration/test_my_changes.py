@@ -192,6 +192,26 @@ class ChangesTest(MyTestCase):
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "app", "sw", ["id"])
 
+    def test_database_dropped_and_created_again(self):
+        """DROP DATABASE, then the database and its tables created again,
+        all before sluice reads the DROP: the old rows end at the DROP."""
+        my = self.my
+        my.execute("CREATE DATABASE dd")
+        my.execute("CREATE TABLE dd.t (id int PRIMARY KEY, v varchar(10))")
+        my.execute("INSERT INTO dd.t VALUES (1, 'old'), (2, 'old')")
+        s = self.sluice(stream="dd", tables="dd.*")
+        self.catch_up(s)
+        my.execute("INSERT INTO dd.t VALUES (3, 'old')")
+        my.execute("DROP DATABASE dd")
+        my.execute("CREATE DATABASE dd")
+        my.execute("CREATE TABLE dd.t (id int PRIMARY KEY, v varchar(10))")
+        my.execute("INSERT INTO dd.t VALUES (2, 'new'), (5, 'new')")
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "dd", "t", ["id"])
+        my.execute("UPDATE dd.t SET v = 'newer' WHERE id = 5")
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "dd", "t", ["id"])
+
     def test_partitions_truncated_dropped_exchanged(self):
         """ALTER TABLE ... TRUNCATE / DROP / EXCHANGE PARTITION remove or
         bring rows without row events: the tables are backfilled again and

@@ -65,7 +65,9 @@ static void test_roles(void **state)
 	      "VALUES LESS THAN (10))", SL_MY_STMT_TABLE_DDL, (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
 	check("DROP TEMPORARY TABLE t", SL_MY_STMT_OTHER, NULL, 0);
 	check("RENAME USER a TO b", SL_MY_STMT_OTHER, NULL, 0);
-	check("DROP DATABASE app", SL_MY_STMT_DB_DDL, NULL, 0);
+	check("DROP DATABASE `shop`", SL_MY_STMT_DB_DDL, (struct want[]){ { "shop", "", SL_MY_ENDS } }, 1);
+	check("DROP SCHEMA IF EXISTS shop", SL_MY_STMT_DB_DDL, (struct want[]){ { "shop", "", SL_MY_ENDS } }, 1);
+	check("CREATE DATABASE shop", SL_MY_STMT_DB_DDL, NULL, 0);
 }
 
 int main(void)
