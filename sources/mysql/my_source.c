@@ -1584,22 +1584,55 @@ static struct xa_held *take_held(struct my_src *s, const char *xid)
 	return NULL;
 }
 
+/* Queues a TRUNCATE record of the followed table db.name, written at the
+ * end of the statement being read. */
+static void queue_truncate(struct my_src *s, const char *db, const char *name)
+{
+	struct sl_my_name *x;
+
+	if (s->ntrunc >= (int)(sizeof s->trunc / sizeof s->trunc[0]))
+		return;
+	x = &s->trunc[s->ntrunc++];
+	snprintf(x->db, sizeof x->db, "%.*s", (int)sizeof x->db - 1, db);
+	snprintf(x->table, sizeof x->table, "%.*s", (int)sizeof x->table - 1, name);
+	x->role = SL_MY_ENDS;
+	s->truncating = true;
+	s->itrunc = 0;
+}
+
+/* The followed table t ended at position at (dropped, renamed away, its
+ * database dropped) while a table of its name exists again: the rows the
+ * stream wrote for it end there, with a TRUNCATE record (1), unless its
+ * backfill comes after the statement, read again after a restart (0); or a
+ * failure. */
+static int end_table(struct my_src *s, const struct sl_my_table *t, const struct sl_position *at, char *err,
+		     size_t errlen)
+{
+	int rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
+		s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, at, false, err, errlen);
+
+	if (rc > 0)
+		queue_truncate(s, t->db, t->name);
+	return rc;
+}
+
 /* The tables a DDL statement touched: new versions, restarts. */
 static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
 		  char *err, size_t errlen)
 {
 	struct sl_my_table *now = NULL;
+	struct sl_position at;
 	int nnow = 0, rc;
 
 	if (s->replay)
 		return SL_OK;
+	at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
 	if (kind == SL_MY_STMT_TABLE_DDL) {
 		/* The catalog is read now, not as of the statement: the table a
 		 * name has now may have come after the statement.  The roles the
 		 * statement gives its names (my_ddl.c) tell what the catalog
 		 * cannot: which followed table ended here, and which name was
 		 * given a table with rows of its own. */
-		struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
 		/* first the names given rows without row events (RENAME ... TO a
 		 * followed name, a partition truncated, dropped or exchanged): the
 		 * stream never read them */
@@ -1650,19 +1683,10 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			if (names[i].role == SL_MY_BINDS)
 				continue;  /* above */
 			if (names[i].role == SL_MY_ENDS) {
-				/* dropped (or renamed away) while a table of that name
-				 * exists again: the rows the stream wrote for it end here */
-				rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
-					s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, false, err, errlen);
-				if (rc < 0)
+				if ((rc = end_table(s, t, &at, err, errlen)) < 0)
 					return rc;
 				if (rc == 0)
 					continue;  /* backfilled after this statement */
-				if (s->ntrunc < (int)(sizeof s->trunc / sizeof s->trunc[0])) {
-					s->trunc[s->ntrunc++] = names[i];
-					s->truncating = true;
-					s->itrunc = 0;
-				}
 			}
 			if ((rc = redescribe(s, t, NULL, &retired, err, errlen)) < 0)
 				return rc;
@@ -1686,23 +1710,9 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 	for (int i = 0; i < n && kind == SL_MY_STMT_DB_DDL; i++) {
 		if (names[i].role != SL_MY_ENDS || names[i].table[0])
 			continue;
-		struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
-		for (int k = 0; k < s->ntables; k++) {
-			struct sl_my_table *t = &s->tables[k];
-			if (strcmp(t->db, names[i].db))
-				continue;
-			rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
-				s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, false, err, errlen);
-			if (rc < 0)
+		for (int k = 0; k < s->ntables; k++)
+			if (!strcmp(s->tables[k].db, names[i].db) && (rc = end_table(s, &s->tables[k], &at, err, errlen)) < 0)
 				return rc;
-			if (rc > 0 && s->ntrunc < (int)(sizeof s->trunc / sizeof s->trunc[0])) {
-				snprintf(s->trunc[s->ntrunc].db, sizeof s->trunc[s->ntrunc].db, "%s", t->db);
-				snprintf(s->trunc[s->ntrunc].table, sizeof s->trunc[s->ntrunc].table, "%s", t->name);
-				s->trunc[s->ntrunc++].role = SL_MY_ENDS;
-				s->truncating = true;
-				s->itrunc = 0;
-			}
-		}
 	}
 	/* a database changed, or a statement that cannot be read: the selection again */
 	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
@@ -1796,11 +1806,7 @@ static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	case SL_MY_STMT_TRUNCATE:
 		for (int i = 0; i < n && i < 16; i++) {
 			if (known_table(s, names[i].db, names[i].table))
-				s->trunc[s->ntrunc++] = names[i];
-		}
-		if (s->ntrunc) {
-			s->truncating = true;
-			s->itrunc = 0;
+				queue_truncate(s, names[i].db, names[i].table);
 		}
 		break;
 	case SL_MY_STMT_TABLE_DDL:
