@@ -31,7 +31,6 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "sinks/avro_tree/mirror.h"
 #include "sinks/avro_tree/tree.h"
 
 /* A data file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
@@ -632,6 +631,24 @@ static int ds_fetch(void *st, const char *key, char **path, bool *temporary, cha
 	return 0;
 }
 
+/* The stream's leftover temporary files (store op cleanup). */
+static int ds_cleanup(void *st, const char *stream, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	struct sl_buf root;
+	int rc;
+
+	sl_buf_init(&root, 0);
+	sl_buf_printf(&root, "%s/%s", ds->path, stream);
+	if (sl_buf_failed(&root)) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	rc = remove_leftovers(root.data, stream, err, errlen);
+	sl_buf_free(&root);
+	return rc;
+}
+
 static const char *ds_describe(void *st)
 {
 	return ((struct dir_store *)st)->desc;
@@ -663,6 +680,7 @@ static const struct sl_store_ops dir_store_ops = {
 	.list = ds_list,
 	.remove = ds_remove,
 	.fetch = ds_fetch,
+	.cleanup = ds_cleanup,
 	.describe = ds_describe,
 	.close = ds_close,
 };
@@ -728,21 +746,6 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		return -1;
 	}
 	rc = mkdirs_durable(root, err, errlen) < 0 ? -1 : 0;
-	if (rc == 0) {
-		/* A `sluice compact` at work writes temporary files too: its
-		 * lock held, they are its, and the next start removes what is
-		 * left of them. */
-		int lock;
-		bool busy;
-		rc = sl_mirror_lock(st->state_dir, st->name, false, &lock, &busy, err, errlen);
-		if (rc == 0 && busy)
-			sl_debug("stream \"%s\": a compaction runs: leftover temporary files are left for the next start",
-				 st->name);
-		else if (rc == 0)
-			rc = remove_leftovers(root, st->name, err, errlen);
-		sl_mirror_unlock(lock);
-		rc = rc < 0 ? -1 : 0;
-	}
 	free(root);
 	if (rc < 0 || dir_store_new(&store, dc->path, err, errlen) < 0)
 		return -1;

@@ -83,6 +83,12 @@ struct sl_store_ops {
 	 * true when the caller must unlink it after use.  Returns 0,
 	 * SL_STORE_NOT_FOUND, or an error. */
 	int (*fetch)(void *st, const char *key, char **path, bool *temporary, char *err, size_t errlen);
+	/* Removes what a writer of stream that crashed left behind (temporary
+	 * files, incomplete multipart uploads); nothing of it was ever
+	 * acknowledged.  sl_tree_open calls it, holding the compaction lock,
+	 * so that the files of a `sluice compact` at work are not taken for
+	 * leftovers.  Optional. */
+	int (*cleanup)(void *st, const char *stream, char *err, size_t errlen);
 	/* What the store is, for messages: "folder \"/data/lake\"", "bucket \"lake\"". */
 	const char *(*describe)(void *st);
 	/* Frees the store. */

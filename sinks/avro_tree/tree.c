@@ -946,6 +946,27 @@ out:
 /* ---------------------------------------------------------------------- */
 /* The sink operations                                                    */
 
+/* The store's cleanup of a crashed writer's leftovers, unless a `sluice
+ * compact` at work holds the compaction lock: then they may be its own, and
+ * the next start removes what is left of them. */
+static int cleanup(struct sl_tree *t, char *err, size_t errlen)
+{
+	int lock, rc;
+	bool busy;
+
+	if (!t->store.ops->cleanup)
+		return 0;
+	if ((rc = sl_mirror_lock(t->state_dir, t->stream, false, &lock, &busy, err, errlen)) < 0)
+		return rc;
+	if (busy)
+		sl_debug("stream \"%s\": a compaction runs: what a crashed run left is left for the next start",
+			 t->stream);
+	else
+		rc = t->store.ops->cleanup(t->store.ctx, t->stream, err, errlen);
+	sl_mirror_unlock(lock);
+	return rc;
+}
+
 int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tree_conf *conf,
 		 const char *stream, char *err, size_t errlen)
 {
@@ -980,7 +1001,7 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 	if (sl_ocf_codec_new(&t->codec, conf->codec, conf->compression_level, conf->compression_threads,
 			     err, errlen) < 0)
 		goto fail;
-	if ((rc = load_chain(t, err, errlen)) < 0)
+	if ((rc = cleanup(t, err, errlen)) < 0 || (rc = load_chain(t, err, errlen)) < 0)
 		goto fail;
 	*out = t;
 	return 0;

@@ -27,7 +27,6 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro_tree/store.h"
-#include "sinks/avro_tree/mirror.h"
 #include "sinks/avro_tree/tree.h"
 #include "sinks/s3/s3_client.h"
 
@@ -423,6 +422,8 @@ static void s3_close(void *ctx)
 	free(st);
 }
 
+static int s3_cleanup(void *st, const char *stream, char *err, size_t errlen);
+
 static const struct sl_store_ops s3_store_ops = {
 	.file_new = s3_file_new,
 	.file_write = s3_file_write,
@@ -434,6 +435,7 @@ static const struct sl_store_ops s3_store_ops = {
 	.list = s3_list,
 	.remove = s3_remove,
 	.fetch = s3_fetch,
+	.cleanup = s3_cleanup,
 	.describe = s3_describe,
 	.close = s3_close,
 };
@@ -582,6 +584,12 @@ static int abort_stale(struct s3_store *st, const char *stream, char *err, size_
 	return rc;
 }
 
+/* The stream's incomplete uploads (store op cleanup). */
+static int s3_cleanup(void *st, const char *stream, char *err, size_t errlen)
+{
+	return abort_stale(st, stream, err, errlen);
+}
+
 static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss, char *err, size_t errlen)
 {
 	const struct sl_s3_conf *c = conf;
@@ -601,22 +609,6 @@ static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss
 	 * uploads then retry as long as it takes. */
 	if ((rc = s3_store_new(&st, c, ss, OPEN_ATTEMPTS, err, errlen)) < 0)
 		return rc;
-	{
-		/* A `sluice compact` at work may have a multipart upload open:
-		 * its lock held, the uploads are left for the next start. */
-		int lock;
-		bool busy;
-		rc = sl_mirror_lock(ss->state_dir, ss->name, false, &lock, &busy, err, errlen);
-		if (rc == 0 && busy)
-			sl_debug("stream \"%s\": a compaction runs: stale uploads are left for the next start", ss->name);
-		else if (rc == 0)
-			rc = abort_stale(st, ss->name, err, errlen);
-		sl_mirror_unlock(lock);
-		if (rc < 0) {
-			s3_close(st);
-			return rc;
-		}
-	}
 	store.ops = &s3_store_ops;
 	store.ctx = st;
 	memset(&tc, 0, sizeof tc);
