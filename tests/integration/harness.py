@@ -1422,9 +1422,13 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
     if table is not None:
         records = records_for(records, *table)
     recs = dedup(records)
+
+    def is_backfill(r):
+        return r["read_method"] in ("postgresql-backfill", "mysql-backfill-fulldump")
+
     last_backfill = {}   # key -> CSN of its last backfill row
     for r in recs:
-        if r["read_method"].endswith("backfill"):
+        if is_backfill(r):
             last_backfill[tuple(r["payload"][k] for k in key_columns)] = csn(r)
     last = {}            # key -> last counter seen
     renamed = {}         # (position, seq) of an UPDATE-INSERT -> counter of the key it renames
@@ -1436,7 +1440,7 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
         cs = csn(r)
         pos, sq = csn_position(cs), csn_seq(cs)
         if ct == "TRUNCATE":
-            if r["read_method"].endswith("backfill"):
+            if is_backfill(r):
                 # a re-backfill marker: the snapshot's rows replace the state;
                 # a row may carry a later counter (changes missed while a slot
                 # was lost) but never an earlier one than already seen
@@ -1454,7 +1458,7 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
         if ct not in ("INSERT", "UPDATE-INSERT"):
             continue
         c = p[counter]
-        if r["read_method"].endswith("backfill"):
+        if is_backfill(r):
             if key not in last and before_marker.get(key, c) > c:
                 problems.append(f"key {key}: backfill row at {cs} has counter {c}, "
                                 f"older than {before_marker[key]} seen before the re-backfill")

@@ -270,20 +270,24 @@ class RebuildTest(unittest.TestCase):
         self.assertEqual(len(harness.counter_gaps(recs2, ["id"])), 1)
 
     def test_counter_chain_before_a_later_backfill(self):
-        # a redone backfill at 0x3000: the slot re-delivers changes from before it
-        bf = make_rec(0x3000, 0, "INSERT", row(5, 2), method="postgresql-backfill")
-        recs = [make_rec(0x2000, 1, "UPDATE-INSERT", row(5, 1)), make_rec(0x2800, 1, "UPDATE-INSERT", row(5, 2)),
-                bf, make_rec(0x4000, 1, "UPDATE-INSERT", row(5, 3))]
-        self.assertEqual(harness.counter_gaps(recs, ["id"]), [])
-        # the snapshot disagrees with the changes before it: one went missing
-        recs[1] = make_rec(0x2800, 1, "UPDATE-INSERT", row(5, 3))
-        recs[2] = make_rec(0x3000, 0, "INSERT", row(5, 3), method="postgresql-backfill")
-        recs[3] = make_rec(0x4000, 1, "UPDATE-INSERT", row(5, 4))
-        self.assertEqual(len(harness.counter_gaps(recs, ["id"])), 1)
-        recs[2] = make_rec(0x3000, 0, "INSERT", row(5, 4), method="postgresql-backfill")
-        recs[1] = make_rec(0x2800, 1, "UPDATE-INSERT", row(5, 2))
-        recs[3] = make_rec(0x4000, 1, "UPDATE-INSERT", row(5, 5))
-        self.assertEqual(len(harness.counter_gaps(recs, ["id"])), 1)
+        # a redone backfill at 0x3000: the slot (or the binlog) re-delivers
+        # changes from before it; both sources' backfill rows are recognised
+        for m in ("postgresql-backfill", "mysql-backfill-fulldump"):
+            with self.subTest(read_method=m):
+                bf = make_rec(0x3000, 0, "INSERT", row(5, 2), method=m)
+                recs = [make_rec(0x2000, 1, "UPDATE-INSERT", row(5, 1)),
+                        make_rec(0x2800, 1, "UPDATE-INSERT", row(5, 2)),
+                        bf, make_rec(0x4000, 1, "UPDATE-INSERT", row(5, 3))]
+                self.assertEqual(harness.counter_gaps(recs, ["id"]), [])
+                # the snapshot disagrees with the changes before it: one went missing
+                recs[1] = make_rec(0x2800, 1, "UPDATE-INSERT", row(5, 3))
+                recs[2] = make_rec(0x3000, 0, "INSERT", row(5, 3), method=m)
+                recs[3] = make_rec(0x4000, 1, "UPDATE-INSERT", row(5, 4))
+                self.assertEqual(len(harness.counter_gaps(recs, ["id"])), 1)
+                recs[2] = make_rec(0x3000, 0, "INSERT", row(5, 4), method=m)
+                recs[1] = make_rec(0x2800, 1, "UPDATE-INSERT", row(5, 2))
+                recs[3] = make_rec(0x4000, 1, "UPDATE-INSERT", row(5, 5))
+                self.assertEqual(len(harness.counter_gaps(recs, ["id"])), 1)
 
 
 class CompareTest(unittest.TestCase):
