@@ -225,7 +225,11 @@ static int get_pos(json_t *o, const char *key, struct sl_manifest_pos *p, char *
 
 	if (!v || json_is_null(v))
 		return 0;
-	if (!json_is_object(v) || get_str(v, "position", false, &p->pos, err, errlen) < 0 ||
+	if (!json_is_object(v)) {
+		snprintf(err, errlen, "\"%s\" is not an object", key);
+		return -1;
+	}
+	if (get_str(v, "position", false, &p->pos, err, errlen) < 0 ||
 	    get_fixed(v, "csn", p->csn, 16, err, errlen) < 0) {
 		size_t l = strlen(err);
 		snprintf(err + l, errlen - l, " in \"%s\"", key);
@@ -275,7 +279,11 @@ int sl_manifest_decode(struct sl_manifest *m, const char *text, size_t len, char
 		int r;
 
 		memset(&f, 0, sizeof f);
-		if (!json_is_object(v) || get_str(v, "path", false, &f.path, err, errlen) < 0 ||
+		if (!json_is_object(v)) {
+			snprintf(err, errlen, "files[%zu] is not an object", i);
+			goto out;
+		}
+		if (get_str(v, "path", false, &f.path, err, errlen) < 0 ||
 		    get_str(v, "object", false, &f.object, err, errlen) < 0 ||
 		    get_fixed(v, "schema_key", f.schema_key, 16, err, errlen) < 0 ||
 		    get_uint(v, "records", &f.records, err, errlen) < 0 ||
@@ -283,9 +291,6 @@ int sl_manifest_decode(struct sl_manifest *m, const char *text, size_t len, char
 		    get_fixed(v, "first_csn", f.first_csn, SL_CSN_LEN, err, errlen) < 0 ||
 		    get_fixed(v, "last_csn", f.last_csn, SL_CSN_LEN, err, errlen) < 0) {
 			size_t l = strlen(err);
-			if (!json_is_object(v))
-				snprintf(err, errlen, "not an object");
-			l = strlen(err);
 			snprintf(err + l, errlen - l, " in files[%zu]", i);
 			free(f.path);
 			free(f.object);

@@ -1251,6 +1251,27 @@ static void test_manifest_codec(void **state)
 	assert_int_equal(sl_manifest_decode(&back, "{", 1, err, sizeof err), -1);
 	assert_int_equal(sl_manifest_decode(&back, "{\"format\": 2}", 13, err, sizeof err), -1);
 	assert_string_equal(err, "format 2 is not 1");
+	{
+		/* a member of the wrong kind is named, with where it is */
+		static const struct { const char *from, *to, *why; } bad[] = {
+			{ "\"files\": [", "\"files\": [7, ", "files[0] is not an object" },
+			{ "\"records\": 7", "\"records\": -7", "\"records\" is not a whole number in files[0]" },
+			{ "\"from\": {", "\"from\": 5, \"x\": {", "\"from\" is not an object" },
+		};
+		for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+			const char *at = strstr(b.data, bad[k].from);
+			struct sl_buf t;
+			assert_non_null(at);
+			sl_buf_init(&t, 0);
+			sl_buf_append(&t, b.data, (size_t)(at - b.data));
+			sl_buf_puts(&t, bad[k].to);
+			sl_buf_puts(&t, at + strlen(bad[k].from));
+			snprintf(err, sizeof err, "stale");
+			assert_int_equal(sl_manifest_decode(&back, t.data, t.len, err, sizeof err), -1);
+			assert_string_equal(err, bad[k].why);
+			sl_buf_free(&t);
+		}
+	}
 	sl_buf_free(&b);
 	sl_manifest_free(&m);
 	assert_true(sl_manifest_name(".0000000042.json", &seq));
