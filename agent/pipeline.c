@@ -77,6 +77,7 @@ struct sl_pipe {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;                  /* CLOCK_MONOTONIC: a barrier done, a failure */
 	bool failed;
+	atomic_bool failed_flag;            /* failed, read without the lock by the reader's fast path */
 	int fail_rc;
 	char fail_err[SL_ERRLEN * 2];
 	struct sl_log_error fail_note;      /* the SQLSTATE or errno behind fail_err */
@@ -124,6 +125,8 @@ struct sl_pipe {
 	 * clears the map */
 	struct { const struct sl_table *t; struct sl_ops_table *m; } w_ops[OPS_CACHE];
 	int64_t r_counters_ms;              /* reader: the source's counters last published */
+	int64_t r_rt_off_us;                /* reader: wall clock minus monotonic clock, taken with the
+					     * counters: a change's read time is one clock read */
 };
 
 static bool cancelled(const struct sl_pipe *p)
@@ -150,6 +153,7 @@ static void writer_fail(struct sl_pipe *p, int rc)
 	pthread_mutex_lock(&p->mu);
 	if (!p->failed) {
 		p->failed = true;
+		atomic_store(&p->failed_flag, true);
 		p->fail_rc = rc;
 		snprintf(p->fail_err, sizeof p->fail_err, "%s", p->w_err);
 		sl_log_error_get(&p->fail_note);
@@ -659,6 +663,8 @@ static int reader_check(struct sl_pipe *p)
 			 "unflushed was acknowledged", p->pc.stream);
 		return SL_EFAIL;
 	}
+	if (!atomic_load(&p->failed_flag))
+		return SL_OK;   /* called for every row: no lock while all is well */
 	pthread_mutex_lock(&p->mu);
 	if (p->failed) {
 		snprintf(p->pc.err, p->pc.errlen, "%s", p->fail_err);
@@ -686,11 +692,10 @@ bool sl_pipe_durable(struct sl_pipe *p, struct sl_position *out, uint64_t *seq)
 /* Acknowledges the durable position to the source while streaming: when it
  * advanced, when force, or when a status interval passed.  An idle stream
  * (everything pushed is durable) asks for a reply. */
-static int reader_ack(struct sl_pipe *p, bool force)
+static int reader_ack_at(struct sl_pipe *p, bool force, int64_t now)
 {
 	struct sl_position d;
 	uint64_t seq = atomic_load(&p->durable_seq);
-	int64_t now = sl_mono_ms();
 	bool idle, reply;
 
 	if (!p->src)
@@ -707,6 +712,11 @@ static int reader_ack(struct sl_pipe *p, bool force)
 	p->r_acked_seq = seq;
 	p->r_last_ack_ms = now;
 	return SL_OK;
+}
+
+static int reader_ack(struct sl_pipe *p, bool force)
+{
+	return reader_ack_at(p, force, sl_mono_ms());
 }
 
 /* Room for an event of n bytes; waits (acknowledging meanwhile) while the
@@ -774,7 +784,7 @@ static int push_pos(struct sl_pipe *p, enum qkind kind, const struct sl_position
 
 /* Pushes a row event: header, values, then their bytes. */
 static int push_row(struct sl_pipe *p, enum qkind kind, const struct sl_table *t, enum sl_op op,
-		    const struct sl_value *vals, uint64_t csn_pos, uint32_t seq)
+		    const struct sl_value *vals, uint64_t csn_pos, uint32_t seq, int64_t read_us)
 {
 	int nv = vals ? t->ncols : -1;
 	size_t n = sizeof(struct qev), data = 0;
@@ -797,7 +807,7 @@ static int push_row(struct sl_pipe *p, enum qkind kind, const struct sl_table *t
 	ev->seq = seq;
 	ev->table = t;
 	ev->u = csn_pos;
-	ev->ts_us = sl_now_us();
+	ev->ts_us = read_us ? read_us : sl_now_us();
 	out = (struct sl_value *)(ev + 1);
 	dst = (char *)(out + (nv > 0 ? nv : 0));
 	for (int i = 0; i < nv; i++) {
@@ -821,7 +831,7 @@ int sl_pipe_begin(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_u
 int sl_pipe_change(struct sl_pipe *p, const struct sl_change *c)
 {
 	return push_row(p, Q_CHANGE, c->table, c->op, c->op == SL_OP_TRUNCATE ? NULL : c->values, c->csn_pos,
-			c->seq);
+			c->seq, c->read_ts_us);
 }
 
 int sl_pipe_commit(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us)
@@ -909,7 +919,7 @@ int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, co
 
 int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals)
 {
-	return push_row(p, Q_BF_ROW, t, SL_OP_INSERT, vals, 0, 0);
+	return push_row(p, Q_BF_ROW, t, SL_OP_INSERT, vals, 0, 0, 0);
 }
 
 int sl_pipe_backfill_at(struct sl_pipe *p, const struct sl_position *pos, int64_t ts_us)
@@ -1047,7 +1057,11 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 
 	p->src = src;
 	p->srcctx = srcctx;
-	p->r_last_ack_ms = sl_mono_ms();
+	int64_t clock_us = sl_mono_us();
+	bool clock_fresh = false;  /* clock_us was read after the last event came */
+
+	p->r_last_ack_ms = clock_us / 1000;
+	p->r_rt_off_us = sl_now_us() - clock_us;
 	memset(&last, 0, sizeof last);
 	if ((rc = reader_ack(p, true)) < 0)
 		goto out;
@@ -1078,11 +1092,18 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 				goto out;
 			}
 		}
-		if ((rc = reader_ack(p, false)) < 0)
+		/* One clock read per event: a change read just now (the hot
+		 * path: a backlog) gives its time to what follows it here. */
+		if (!clock_fresh)
+			clock_us = sl_mono_us();
+		clock_fresh = false;
+		now = clock_us / 1000;
+		if ((rc = reader_ack_at(p, false, now)) < 0)
 			goto out;
-		now = sl_mono_ms();
-		if (now - p->r_counters_ms >= COUNTERS_EVERY_MS)
+		if (now - p->r_counters_ms >= COUNTERS_EVERY_MS) {
 			publish_counters(p, src, srcctx, now);
+			p->r_rt_off_us = sl_now_us() - sl_mono_us();  /* follows a step of the wall clock */
+		}
 		timeout = (int)(p->r_last_ack_ms + p->interval_ms - now);
 		if (timeout < 0)
 			timeout = 0;
@@ -1106,6 +1127,9 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			rc = sl_pipe_begin(p, &ev.pos, ev.ts_us, ev.tx_id);
 			break;
 		case SL_EV_CHANGE:
+			clock_us = sl_mono_us();
+			clock_fresh = true;
+			ev.change.read_ts_us = clock_us + p->r_rt_off_us;
 			rc = sl_pipe_change(p, &ev.change);
 			break;
 		case SL_EV_COMMIT:

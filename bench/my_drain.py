@@ -84,6 +84,8 @@ def main():
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
     ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy"))
+    ap.add_argument("--compression-threads", type=int, default=1,
+                    help="[destination] compression_threads (default 1, the config's default)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--verify", action="store_true", help="read sluice's output back and count the changes (slow)")
     ap.add_argument("--timeout", type=float, default=1800)
@@ -99,7 +101,8 @@ def main():
         my.execute(TABLE_DDL)
         s = Sluice(my, stream="bench", tables="bench.bench_t", codec=a.codec, compression_level=1,
                    max_file_bytes="64MB", max_file_seconds=60, backfill="none", binary=a.sluice_bin,
-                   log_level="warn")
+                   log_level="warn",
+                   extra={"destination": {"compression_threads": a.compression_threads}})
         try:
             r0 = s.run("run", "--until-caught-up", timeout=120)   # takes the position before the load
             if r0.rc != 0:
@@ -144,7 +147,8 @@ def main():
                   f"({os.path.getsize(mb_out) / 2**20:.0f} MiB of text)")
             print(f"sluice:         {r.wall_s:7.2f}s  {changes / r.wall_s:10.0f} changes/s  "
                   f"cpu {r.cpu_s / changes * 1e6:5.2f} us/change  peak RSS {r.hwm_kb / 1024:.1f} MiB  "
-                  f"({nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec})")
+                  f"({nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec}, "
+                  f"compression_threads {a.compression_threads})")
             print(f"ratio sluice/mariadb-binlog (wall time): {r.wall_s / mb.wall_s:.2f} "
                   f"(sluice is {mb.wall_s / r.wall_s:.2f}x as fast)")
             print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s")

@@ -19,6 +19,8 @@
 int64_t sl_now_us(void);
 /* Monotonic clock, milliseconds. */
 int64_t sl_mono_ms(void);
+/* CLOCK_MONOTONIC in microseconds. */
+int64_t sl_mono_us(void);
 /* The CLOCK_MONOTONIC time ms milliseconds from now, for
  * pthread_cond_timedwait on a condition variable made with that clock. */
 struct timespec sl_mono_deadline(int ms);

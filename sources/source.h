@@ -233,8 +233,9 @@ struct sl_event {
 	const struct sl_table *table;
 	bool changed;
 	struct sl_table *retired;
-	/* CHANGE: table, op, values, csn_pos, seq, csn, source_ts_us and tx_id
-	 * are set; pos, read_method, read_ts_us and uuid are the caller's.  The
+	/* CHANGE: table, op, values, csn_pos, seq, source_ts_us and tx_id are
+	 * set; csn (the text), pos, read_method, read_ts_us and uuid are the
+	 * caller's.  The
 	 * values are valid until the next call. */
 	struct sl_change change;
 };

@@ -1293,7 +1293,8 @@ static void fill(struct my_src *s, struct sl_change *c, const struct sl_table *t
 	c->op = op;
 	c->values = vals;
 	c->read_method = sl_my_desc.read_method_cdc;
-	sl_change_set_csn(c, my_pos_csn(&s->tx_pos), ++s->seq);
+	c->csn_pos = my_pos_csn(&s->tx_pos);  /* the CSN text is the writer's */
+	c->seq = ++s->seq;
 	c->source_ts_us = s->tx_ts_us;
 	c->tx_id = s->tx_id;
 }

@@ -411,7 +411,8 @@ static void fill_change(struct sl_pgoutput *d, struct sl_change *c, const struct
 	c->op = op;
 	c->values = vals;
 	c->read_method = sl_pg_desc.read_method_cdc;
-	sl_change_set_csn(c, d->final_lsn, ++d->seq);
+	c->csn_pos = d->final_lsn;  /* the CSN text is the writer's */
+	c->seq = ++d->seq;
 	c->source_ts_us = d->commit_ts_us;
 	c->tx_id = d->xid;
 }
