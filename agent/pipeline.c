@@ -88,8 +88,8 @@ struct sl_pipe {
 	atomic_bool abort;
 	_Atomic uint64_t n_changes, n_backfill_rows, n_flushes;
 
-	/* reader */
-	const struct sl_source_ops *src;    /* while streaming: acks during waits */
+	/* reader (its own cache lines: the threads write their fields apart) */
+	_Alignas(64) const struct sl_source_ops *src;    /* while streaming: acks during waits */
 	void *srcctx;
 	bool r_in_tx;
 	bool r_has_pushed;
@@ -99,9 +99,12 @@ struct sl_pipe {
 	bool r_force_reply;                 /* the next ack asks for a reply */
 	uint64_t r_barrier;
 	int r_unpublished;
+	int64_t r_counters_ms;              /* the source's counters last published */
+	int64_t r_rt_off_us;                /* wall clock minus monotonic clock, taken with the
+					     * counters: a change's read time is one clock read */
 
 	/* writer */
-	bool w_in_tx;
+	_Alignas(64) bool w_in_tx;
 	struct sl_position w_tx_pos;
 	uint64_t w_dead_letters;       /* the sink's dead letters counted into the metrics so far */
 	int64_t w_tx_ts;
@@ -124,9 +127,6 @@ struct sl_pipe {
 	 * version's address is stable until a SCHEMA event retires it, which
 	 * clears the map */
 	struct { const struct sl_table *t; struct sl_ops_table *m; } w_ops[OPS_CACHE];
-	int64_t r_counters_ms;              /* reader: the source's counters last published */
-	int64_t r_rt_off_us;                /* reader: wall clock minus monotonic clock, taken with the
-					     * counters: a change's read time is one clock read */
 };
 
 static bool cancelled(const struct sl_pipe *p)

@@ -792,6 +792,8 @@ class SluiceProc(subprocess.Popen):
         self.out_path, self.err_path, self.argv = out_path, err_path, argv
         self._fhs = fhs
         self.t0 = time.monotonic()
+        self.t_end = None         # when it was seen to exit
+        self.measured = sample_hwm
         self.rusage = None
         self.hwm_kb = 0
         self._hwm_stop = threading.Event()
@@ -833,21 +835,25 @@ class SluiceProc(subprocess.Popen):
         if pid == 0:
             return True
         self.returncode = os.waitstatus_to_exitcode(status)
+        self.t_end = time.monotonic()
         self.rusage = ru
         self._hwm_stop.set()
         return False
 
     def wait_result(self, timeout=120):
-        """Waits up to timeout seconds (then SIGKILLs it and raises TimeoutError)."""
+        """Waits up to timeout seconds (then SIGKILLs it and raises TimeoutError).
+        A measured run (sample_hwm) is polled every 2 ms, so that its wall
+        time is exact to that; others back off to 100 ms."""
         deadline = time.monotonic() + timeout
-        interval = 0.005
+        interval = 0.002 if self.measured else 0.005
+        longest = 0.002 if self.measured else 0.1
         while self._poll4(os.WNOHANG):
             if time.monotonic() > deadline:
                 self.kill9()
                 raise TimeoutError(f"sluice did not exit within {timeout}s: {' '.join(self.argv)}\n"
                                    f"--- stderr ---\n{self.stderr_text()[-6000:]}")
             time.sleep(interval)
-            interval = min(interval * 1.5, 0.1)
+            interval = min(interval * 1.5, longest)
         return self.result()
 
     def kill9(self):
@@ -878,7 +884,7 @@ class SluiceProc(subprocess.Popen):
         r = Result(self.returncode, self.stdout_text(), self.stderr_text(),
                    maxrss_kb=ru.ru_maxrss if ru else 0,
                    cpu_s=(ru.ru_utime + ru.ru_stime) if ru else 0.0,
-                   wall_s=time.monotonic() - self.t0, argv=self.argv)
+                   wall_s=(self.t_end or time.monotonic()) - self.t0, argv=self.argv)
         r.hwm_kb = self.hwm_kb
         return r
 
