@@ -14,10 +14,11 @@ exits non-zero only if something does not work:
     after the other.  Changes per second, sluice's CPU and peak RSS.  Then
     the table itself by the initial backfill in both modes: the sink's rate
     without logical decoding in front of it (which bounds the change rate).
- 2. The ceiling.  The rows sluice wrote in append mode are read back as a
-    RowBinary file (and as JSONEachRow, for comparison), and uploaded with a
-    plain `curl --data-binary` into an empty table of the same layout: what
-    the server itself takes, with no source and no encoding in front of it.
+ 2. The ceiling.  The rows sluice wrote in each mode are read back as a
+    RowBinary file (append mode also as JSONEachRow, for comparison), and
+    uploaded with a plain `curl --data-binary` into an empty table of the
+    same layout: what the server itself takes, with no source and no
+    encoding in front of it.
  3. Latency.  A steady --rate transactions per second (default 2,000; one
     single-row INSERT each) for --seconds seconds while `sluice run` streams
     in merge mode and in append mode with the default batch settings; a
@@ -25,8 +26,15 @@ exits non-zero only if something does not work:
     latency is the time a row was first seen minus its commit time
     (clock_timestamp() at the insert; one clock, one machine): p50, p99, max.
 
+ 1c. The same, from a MariaDB binlog (when MariaDB is installed; --no-mysql
+    skips it): the same load into the same table drained into ClickHouse in
+    both modes.  sluice decodes a binlog several times faster than
+    PostgreSQL's walsender decodes WAL (bench/my_drain.py, bench/pg_drain.py),
+    so this is the run whose rate is the sink's own, to hold against the
+    ceiling.
+
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/clickhouse_ingest.py [--changes N] [--rate N] [--seconds S]
-      [--compression auto|gzip|none] [--no-latency]
+      [--compression auto|gzip|none] [--no-latency] [--no-mysql]
 """
 
 import argparse
@@ -45,6 +53,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import harness  # noqa: E402
 from harness import PgServer, Sluice  # noqa: E402
 import ch_harness  # noqa: E402
+import harness_mysql  # noqa: E402
 from ch_harness import CH_PASSWORD, ClickHouseServer, rowbinary_rows  # noqa: E402
 
 TABLE_DDL = """
@@ -87,6 +96,73 @@ def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publica
         extra["stream"] = {"slot": slot, "publication": publication}
     return Sluice(pg, stream=stream, tables=tables, backfill=backfill, write_mode=mode, extra=extra,
                   binary=binary, log_level="warn")
+
+
+MY_TABLE_DDL = """
+CREATE TABLE bench.bench_t (
+  id bigint PRIMARY KEY,
+  qty int NOT NULL,
+  name text NOT NULL,
+  amount decimal(12,2) NOT NULL,
+  updated_at timestamp(6) NOT NULL,
+  active bool NOT NULL
+)"""
+
+
+def my_load(my, changes, batch):
+    n_ins = changes * 6 // 10
+    n_upd = changes * 3 // 10
+    n_del = changes - n_ins - n_upd
+    for lo in range(1, n_ins + 1, batch):
+        hi = min(lo + batch - 1, n_ins)
+        my.execute(f"INSERT INTO bench.bench_t SELECT seq, seq % 1000, CONCAT('name-', seq), (seq % 100000) / 100.0, "
+                   f"NOW(6), seq % 2 = 0 FROM bench.seq_{lo}_to_{hi}")
+    for lo in range(1, n_upd + 1, batch):
+        hi = min(lo + batch - 1, n_upd)
+        my.execute("UPDATE bench.bench_t SET qty = qty + 1, amount = amount + 1, updated_at = NOW(6) "
+                   "WHERE id BETWEEN %s AND %s", (lo, hi))
+    for hi in range(n_ins, n_ins - n_del, -batch):
+        lo = max(hi - batch + 1, n_ins - n_del + 1)
+        my.execute("DELETE FROM bench.bench_t WHERE id BETWEEN %s AND %s", (lo, hi))
+    return n_ins + n_upd + n_del
+
+
+def mysql_throughput(a, ch, env):
+    """1c: the load from a MariaDB binlog into ClickHouse, both modes.
+    Returns 0, or 1 when something does not work."""
+    with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
+        my.execute("CREATE DATABASE bench")
+        my.execute(MY_TABLE_DDL)
+        streams = {}
+        try:
+            for mode in ("append", "merge"):
+                s = ch_sluice(my, ch, f"my_{mode}", f"my_{mode}", mode, a.sluice_bin, "bench.bench_t",
+                              dest={"compression": a.compression})
+                streams[mode] = s
+                r = s.run("run", "--until-caught-up", env=env, timeout=120)   # the position, before the load
+                if r.rc != 0:
+                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    return 1
+            changes = my_load(my, a.changes, a.batch)
+            want = int(my.sql("SELECT count(*) FROM bench.bench_t")[0][0])
+            for mode, s in streams.items():
+                r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+                if r.rc != 0:
+                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    return 1
+                rows = int(ch.scalar(f"SELECT count() FROM my_{mode}.bench_bench_t"))
+                live = int(ch.scalar(f"SELECT count() FROM my_{mode}.bench_bench_t FINAL WHERE _is_deleted = 0"))
+                if (mode == "append" and rows < changes) or (mode == "merge" and live != want):
+                    print(f"clickhouse_ingest: MariaDB {mode}: {rows} rows, {live} live in ClickHouse for "
+                          f"{changes} changes, {want} rows at the source", file=sys.stderr)
+                    return 1
+                print(f"sluice {mode:6} from MariaDB:        {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
+                      f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, "
+                      f"{live} live)")
+        finally:
+            for s in streams.values():
+                s.close()
+    return 0
 
 
 def timed_curl(url, query, path, gz=False):
@@ -213,6 +289,7 @@ def main():
     ap.add_argument("--compression", default="auto", choices=("auto", "gzip", "none"),
                     help="the destination's compression key (auto: none on loopback)")
     ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
+    ap.add_argument("--no-mysql", action="store_true", help="skip the run from a MariaDB binlog")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
@@ -284,31 +361,44 @@ def main():
             print(f"sluice {mode:6} backfill of {nrows} rows: {r.wall_s:6.2f}s  {nrows / r.wall_s:9.0f} rows/s  "
                   f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB")
 
-        # 2. the ceiling: the same rows, pre-built, through curl
+        # 1c. the same load from a MariaDB binlog: the sink's own rate
+        if not a.no_mysql:
+            reason = harness_mysql.mariadb_available()
+            if reason:
+                print(f"MariaDB source: skipped: {reason}")
+            elif mysql_throughput(a, ch, env):
+                return 1
+
+        # 2. the ceiling: the same rows, pre-built, through curl, into an
+        # empty table of each mode's layout
         tmp = ch.tmpdir
-        rb = os.path.join(tmp, "rows.rowbinary")
-        js = os.path.join(tmp, "rows.json")
-        with open(rb, "wb") as f:
-            f.write(ch.query("SELECT * FROM bench_append.public_bench_t FORMAT RowBinary"))
-        with open(js, "wb") as f:
-            f.write(ch.query("SELECT * FROM bench_append.public_bench_t FORMAT JSONEachRow",
-                             params={"output_format_json_quote_64bit_integers": "0"}))
-        for path in (rb, js):
-            with open(path, "rb") as fi, gzip.open(path + ".gz", "wb", compresslevel=1) as fo:
-                fo.write(fi.read())
-        n = int(ch.scalar("SELECT count() FROM bench_append.public_bench_t"))
-        print(f"ceiling: {n} rows as RowBinary {os.path.getsize(rb) / 2**20:.0f} MiB "
-              f"(gzip {os.path.getsize(rb + '.gz') / 2**20:.0f} MiB), as JSONEachRow "
-              f"{os.path.getsize(js) / 2**20:.0f} MiB (gzip {os.path.getsize(js + '.gz') / 2**20:.0f} MiB)")
-        for label, path, fmt, gz in (("RowBinary", rb, "RowBinary", False),
-                                     ("RowBinary gzip", rb + ".gz", "RowBinary", True),
-                                     ("JSONEachRow", js, "JSONEachRow", False),
-                                     ("JSONEachRow gzip", js + ".gz", "JSONEachRow", True)):
-            ch.query("DROP TABLE IF EXISTS bench_append.ceiling")
-            ch.query("CREATE TABLE bench_append.ceiling AS bench_append.public_bench_t")
-            dt = timed_curl(ch.url, f"INSERT%20INTO%20bench_append.ceiling%20FORMAT%20{fmt}", path, gz)
-            got = int(ch.scalar("SELECT count() FROM bench_append.ceiling"))
-            print(f"curl {label:17}: {dt:6.2f}s  {got / dt:9.0f} rows/s")
+        for mode in ("append", "merge"):
+            src = f"bench_{mode}.public_bench_t"
+            rb = os.path.join(tmp, f"{mode}.rowbinary")
+            js = os.path.join(tmp, f"{mode}.json")
+            with open(rb, "wb") as f:
+                f.write(ch.query(f"SELECT * FROM {src} FORMAT RowBinary"))
+            kinds = [("RowBinary", rb, "RowBinary", False), ("RowBinary gzip", rb + ".gz", "RowBinary", True)]
+            if mode == "append":
+                with open(js, "wb") as f:
+                    f.write(ch.query(f"SELECT * FROM {src} FORMAT JSONEachRow",
+                                     params={"output_format_json_quote_64bit_integers": "0"}))
+                kinds += [("JSONEachRow", js, "JSONEachRow", False), ("JSONEachRow gzip", js + ".gz", "JSONEachRow", True)]
+            for _, path, _, gz in kinds:
+                if gz:
+                    with open(path[:-3], "rb") as fi, gzip.open(path, "wb", compresslevel=1) as fo:
+                        fo.write(fi.read())
+            n = int(ch.scalar(f"SELECT count() FROM {src}"))
+            print(f"ceiling ({mode} layout): {n} rows as RowBinary {os.path.getsize(rb) / 2**20:.0f} MiB (gzip "
+                  f"{os.path.getsize(rb + '.gz') / 2**20:.0f} MiB)" +
+                  (f", as JSONEachRow {os.path.getsize(js) / 2**20:.0f} MiB (gzip "
+                   f"{os.path.getsize(js + '.gz') / 2**20:.0f} MiB)" if mode == "append" else ""))
+            for label, path, fmt, gz in kinds:
+                ch.query(f"DROP TABLE IF EXISTS bench_{mode}.ceiling")
+                ch.query(f"CREATE TABLE bench_{mode}.ceiling AS {src}")
+                dt = timed_curl(ch.url, f"INSERT%20INTO%20bench_{mode}.ceiling%20FORMAT%20{fmt}", path, gz)
+                got = int(ch.scalar(f"SELECT count() FROM bench_{mode}.ceiling"))
+                print(f"curl {mode:6} {label:17}: {dt:6.2f}s  {got / dt:9.0f} rows/s")
 
         # 3. latency at a steady rate
         pg.execute("CREATE TABLE lat_t (id bigint PRIMARY KEY, committed_us bigint)")
