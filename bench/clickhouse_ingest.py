@@ -54,6 +54,8 @@ import harness  # noqa: E402
 from harness import PgServer, Sluice  # noqa: E402
 import ch_harness  # noqa: E402
 import harness_mysql  # noqa: E402
+sys.path.insert(0, HERE)
+import my_drain  # noqa: E402  (the MariaDB table and load)
 from ch_harness import CH_PASSWORD, ClickHouseServer, rowbinary_rows  # noqa: E402
 
 TABLE_DDL = """
@@ -98,41 +100,12 @@ def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publica
                   binary=binary, log_level="warn")
 
 
-MY_TABLE_DDL = """
-CREATE TABLE bench.bench_t (
-  id bigint PRIMARY KEY,
-  qty int NOT NULL,
-  name text NOT NULL,
-  amount decimal(12,2) NOT NULL,
-  updated_at timestamp(6) NOT NULL,
-  active bool NOT NULL
-)"""
-
-
-def my_load(my, changes, batch):
-    n_ins = changes * 6 // 10
-    n_upd = changes * 3 // 10
-    n_del = changes - n_ins - n_upd
-    for lo in range(1, n_ins + 1, batch):
-        hi = min(lo + batch - 1, n_ins)
-        my.execute(f"INSERT INTO bench.bench_t SELECT seq, seq % 1000, CONCAT('name-', seq), (seq % 100000) / 100.0, "
-                   f"NOW(6), seq % 2 = 0 FROM bench.seq_{lo}_to_{hi}")
-    for lo in range(1, n_upd + 1, batch):
-        hi = min(lo + batch - 1, n_upd)
-        my.execute("UPDATE bench.bench_t SET qty = qty + 1, amount = amount + 1, updated_at = NOW(6) "
-                   "WHERE id BETWEEN %s AND %s", (lo, hi))
-    for hi in range(n_ins, n_ins - n_del, -batch):
-        lo = max(hi - batch + 1, n_ins - n_del + 1)
-        my.execute("DELETE FROM bench.bench_t WHERE id BETWEEN %s AND %s", (lo, hi))
-    return n_ins + n_upd + n_del
-
-
 def mysql_throughput(a, ch, env):
     """1c: the load from a MariaDB binlog into ClickHouse, both modes.
     Returns 0, or 1 when something does not work."""
     with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
         my.execute("CREATE DATABASE bench")
-        my.execute(MY_TABLE_DDL)
+        my.execute(my_drain.TABLE_DDL)
         streams = {}
         try:
             for mode in ("append", "merge"):
@@ -143,7 +116,8 @@ def mysql_throughput(a, ch, env):
                 if r.rc != 0:
                     print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
                     return 1
-            changes = my_load(my, a.changes, a.batch)
+            n_ins, n_upd, n_del, _ = my_drain.load(my, a.changes, a.batch)
+            changes = n_ins + n_upd + n_del
             want = int(my.sql("SELECT count(*) FROM bench.bench_t")[0][0])
             for mode, s in streams.items():
                 r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
