@@ -105,6 +105,9 @@ struct sl_pipe {
 
 	/* writer */
 	_Alignas(64) bool w_in_tx;
+	bool w_flying;                      /* a flush started (sink flush_start) and not yet waited for */
+	int64_t w_fly_mark_ts;              /* w_mark_ts when it started */
+	int64_t w_fly_t0_us;                /* when it started (monotonic) */
 	struct sl_position w_tx_pos;
 	uint64_t w_dead_letters;       /* the sink's dead letters counted into the metrics so far */
 	int64_t w_tx_ts;
@@ -192,28 +195,21 @@ static int sink_status(int rc)
 
 /* Flushes the sink; checkpoints and publishes the position it reports when
  * that is new. */
-static int do_flush(struct sl_pipe *p)
+/* After a flush returned rc (see sink.h) with *d: the checkpoint moves to
+ * d, with mark_ts as its source time; with promote, backfill progress
+ * written before the flush becomes durable too (a flush in flight carries
+ * none: flush_routine() starts one only when there is none to carry). */
+static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64_t mark_ts, int64_t dur_us,
+		   bool promote)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
-	struct sl_position d;
-	struct timespec t0, t1;
-	int rc;
-	int64_t dur_us;
 	bool advanced = false;
 	bool promoted = false;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	dur_us = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
-	if (rc < 0)
-		return sink_status(rc);
-	if (atomic_load(&p->abort))
-		return SL_OK;  /* stopping: a new run may own the checkpoint already */
 	atomic_fetch_add(&p->n_flushes, 1);
 	sl_debug("stream \"%s\": flushed in %" PRId64 " ms", p->pc.stream, dur_us / 1000);
 	/* Backfill progress written before this flush is durable now. */
-	for (int i = 0; i < ck->ntables; i++) {
+	for (int i = 0; promote && i < ck->ntables; i++) {
 		struct sl_ckpt_table *e = &ck->tables[i];
 		if (!e->pend.set)
 			continue;
@@ -225,13 +221,13 @@ static int do_flush(struct sl_pipe *p)
 		e->pend.set = false;
 		promoted = true;
 	}
-	if (rc == 1 && (!ck->has_position || pos_cmp(p, &d, &ck->durable) > 0)) {
-		ck->durable = d;
-		if (p->w_mark_ts)
-			ck->last_source_ts_us = p->w_mark_ts;
+	if (rc == 1 && (!ck->has_position || pos_cmp(p, d, &ck->durable) > 0)) {
+		ck->durable = *d;
+		if (mark_ts)
+			ck->last_source_ts_us = mark_ts;
 		if (save_ckpt(p) < 0)
 			return SL_EFAIL;
-		publish_durable(p, &d);
+		publish_durable(p, d);
 		advanced = true;
 	} else if (promoted && save_ckpt(p) < 0) {
 		return SL_EFAIL;
@@ -246,6 +242,66 @@ static int do_flush(struct sl_pipe *p)
 			p->w_dead_letters = dl;
 		}
 	}
+	return SL_OK;
+}
+
+/* Waits for the flush in flight, if any, and checkpoints what it made durable. */
+static int complete_flight(struct sl_pipe *p)
+{
+	struct sl_position d;
+	int rc;
+
+	if (!p->w_flying)
+		return SL_OK;
+	p->w_flying = false;
+	rc = p->pc.sink->flush_wait(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
+	if (rc < 0)
+		return sink_status(rc);
+	if (atomic_load(&p->abort))
+		return SL_OK;  /* stopping: a new run may own the checkpoint already */
+	return flushed(p, rc, &d, p->w_fly_mark_ts, sl_mono_us() - p->w_fly_t0_us, false);
+}
+
+/* Makes everything written durable, then checkpoints it. */
+static int do_flush(struct sl_pipe *p)
+{
+	struct sl_position d;
+	int64_t t0;
+	int rc;
+
+	if ((rc = complete_flight(p)) < 0)
+		return rc;
+	t0 = sl_mono_us();
+	rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
+	if (rc < 0)
+		return sink_status(rc);
+	if (atomic_load(&p->abort))
+		return SL_OK;  /* stopping: a new run may own the checkpoint already */
+	return flushed(p, rc, &d, p->w_mark_ts, sl_mono_us() - t0, true);
+}
+
+/* A flush due after a transaction: with a sink that flushes in two steps,
+ * the batch is handed to the sink's thread and the writer goes on with the
+ * next one, after the previous flush in flight was waited for; it is
+ * checkpointed when it is waited for in turn.  A flush that carries
+ * backfill progress is a whole one. */
+static int flush_routine(struct sl_pipe *p)
+{
+	const struct sl_checkpoint *ck = p->pc.ck;
+	int rc;
+
+	if (!p->pc.sink->flush_start || p->w_bf_hold)
+		return do_flush(p);
+	for (int i = 0; i < ck->ntables; i++)
+		if (ck->tables[i].pend.set)
+			return do_flush(p);
+	if ((rc = complete_flight(p)) < 0)
+		return rc;
+	if ((rc = p->pc.sink->flush_start(p->pc.sinkctx, p->w_err, sizeof p->w_err)) < 0)
+		return sink_status(rc);
+	p->w_flying = true;
+	p->w_fly_mark_ts = p->w_mark_ts;
+	p->w_fly_t0_us = sl_mono_us();
 	return SL_OK;
 }
 
@@ -349,7 +405,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		p->w_mark_ts = ev->ts_us;
 		mark(p, (const struct sl_position *)(ev + 1));
 		if (p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
-			return do_flush(p);
+			return flush_routine(p);
 		return SL_OK;
 	case Q_KEEPALIVE:
 		if (p->w_in_tx)
@@ -420,6 +476,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			sl_csn_format(last, old, 0);
 			sl_info("stream \"%s\": redoing the interrupted backfill of %s (snapshot CSN %s)",
 				p->pc.stream, e->name, last);
+			if ((rc = complete_flight(p)) < 0)
+				return rc;
 			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
 							       sizeof p->w_err)) < 0)
 				return sink_status(rc);
@@ -543,6 +601,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
 			sl_csn_format(first, old - 1, 0);
 			sl_csn_format(last, old, 0);
+			if ((rc = complete_flight(p)) < 0)
+				return rc;
 			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
 							       sizeof p->w_err)) < 0)
 				return sink_status(rc);
@@ -626,9 +686,17 @@ static void *writer_main(void *arg)
 
 		if (atomic_load(&p->abort))
 			break;
-		ev = sl_queue_peek(p->q, WRITER_IDLE_MS, &len);
+		/* With a flush in flight, nothing to write is the moment to wait for it. */
+		ev = sl_queue_peek(p->q, p->w_flying ? 0 : WRITER_IDLE_MS, &len);
 		if (!ev) {
 			int64_t now = sl_mono_ms();
+			if (p->w_flying) {
+				if ((rc = complete_flight(p)) < 0) {
+					writer_fail(p, rc);
+					break;
+				}
+				continue;
+			}
 			if (sl_queue_closed(p->q))
 				break;
 			/* Idle: a file that reached its age, or an idle stream's keepalive. */

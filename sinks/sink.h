@@ -131,6 +131,17 @@ struct sl_sink_ops {
 	 * was given since open (nothing to report), or -1 with a message in err;
 	 * after a failure the agent stops and restarts from its checkpoint. */
 	int (*flush)(void *ctx, struct sl_position *durable, char *err, size_t errlen);
+	/* Optional (both NULL: flush() only): a flush in two steps, so that the
+	 * writer goes on while the sink sends.  flush_start() hands everything
+	 * written so far, with the last mark, to the sink's own thread and
+	 * returns at once; flush_wait() waits for that and returns what flush()
+	 * would have returned for it (0 when nothing is in flight).  The agent
+	 * alternates them, and calls flush_wait() before flush(),
+	 * discard_backfill() and close().  Between the two, write() and mark()
+	 * go on into a new batch; a write that needs what is in flight (a new
+	 * table version) waits for it inside the sink. */
+	int (*flush_start)(void *ctx, char *err, size_t errlen);
+	int (*flush_wait)(void *ctx, struct sl_position *durable, char *err, size_t errlen);
 	/* Discards what the sink holds of table t from an interrupted backfill
 	 * run: records whose CSNs all lie in [csn_first, csn_last] (the run's
 	 * re-backfill marker and its rows), flushed or not, so that a redo leaves

@@ -26,6 +26,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +241,39 @@ static int keymap_add(struct keymap *k, struct held *h)
 	return 0;
 }
 
+/* A table's rows of one batch. */
+struct part {
+	struct rowbuf rows;            /* append mode: whole rows */
+	struct rowbuf mrows;           /* append mode: metadata-only rows: TRUNCATE records */
+	struct keymap keys;            /* merge mode: the latest change of each key */
+	struct held *trunc;            /* merge mode: the batch's latest TRUNCATE, or NULL */
+};
+
+static void part_init(struct part *p)
+{
+	memset(p, 0, sizeof *p);
+	rowbuf_init(&p->rows);
+	rowbuf_init(&p->mrows);
+}
+
+static void part_clear(struct part *p)
+{
+	rowbuf_reset(&p->rows);
+	rowbuf_reset(&p->mrows);
+	keymap_clear(&p->keys);
+	free(p->trunc);
+	p->trunc = NULL;
+}
+
+static void part_free(struct part *p)
+{
+	rowbuf_free(&p->rows);
+	rowbuf_free(&p->mrows);
+	keymap_free(&p->keys);
+	free(p->trunc);
+	p->trunc = NULL;
+}
+
 /* ------------------------------------------------------------------ */
 /* state                                                                */
 
@@ -248,12 +283,9 @@ struct chtab {
 	bool exists;                   /* ClickHouse has the table (false: only markers came, for none) */
 	char **keynames;               /* the table's sorting-key columns in ClickHouse (merge: the key) */
 	int nkeynames;
-	/* append mode */
-	struct rowbuf rows;            /* whole rows */
-	struct rowbuf mrows;           /* metadata-only rows: TRUNCATE records */
-	/* merge mode */
-	struct keymap keys;
-	struct held *trunc;            /* the batch's latest TRUNCATE, or NULL */
+	struct part cur;               /* its rows of the batch being written */
+	struct part fly;               /* its rows of the batch in flight (flush_start) */
+	struct chtab *fnext;           /* tables of the batch in flight */
 	uint64_t floor;                /* the version of the latest TRUNCATE written: older changes are gone */
 	/* bookkeeping */
 	uint64_t pend_rows, pend_bytes;
@@ -269,13 +301,14 @@ struct chsink {
 	bool merge;
 	struct ch_http *http;
 	struct ch_resp resp;
-	struct sl_buf sql, sql2, key, key2;
+	struct sl_buf sql, sql2, key, key2, lkeys;
 	struct rowbuf enc;             /* merge mode: rows encoded at send time */
 	struct chtab **buckets;
 	size_t nbuckets, ntabs;
 	struct chtab *last;
 	struct chtab *pending;         /* tables with something to send */
 	uint64_t pend_rows, pend_bytes;
+	uint64_t spill_rows, spill_bytes;  /* a transaction this large is sent from write() */
 	int64_t first_ms;              /* when the batch's oldest row was written; 0: empty */
 	bool db_ready;
 	bool has_mark;
@@ -294,6 +327,25 @@ struct chsink {
 	uint64_t missing_logged;
 	char metabuf[SL_META_BUF];
 	struct sl_ch_stats stats;
+	_Atomic uint64_t w_filled;     /* stats.unchanged_filled counted by write() (the sender counts its own) */
+	/* The batch in flight (flush_start() to flush_wait()): the sender
+	 * thread owns it and, while it runs, the connection, the statement,
+	 * response and lookup buffers, the dead letters and the stats it
+	 * counts; write() goes on into each table's cur.  The writer waits for
+	 * it (wait_flight()) before it uses any of those itself. */
+	struct {
+		pthread_t thread;
+		bool started;
+		pthread_mutex_t mu;
+		pthread_cond_t cv;
+		enum { FLY_IDLE, FLY_RUNNING, FLY_DONE } state;
+		bool stop;
+		int rc;
+		char err[SL_ERRLEN * 2];
+		struct chtab *tabs;        /* by fnext */
+		bool has_mark;
+		struct sl_position mark;
+	} fly;
 };
 
 /* ------------------------------------------------------------------ */
@@ -334,8 +386,8 @@ static struct chtab *tab_get(struct chsink *s, const char *object)
 		free(t);
 		return NULL;
 	}
-	rowbuf_init(&t->rows);
-	rowbuf_init(&t->mrows);
+	part_init(&t->cur);
+	part_init(&t->fly);
 	t->hnext = s->buckets[b];
 	s->buckets[b] = t;
 	s->ntabs++;
@@ -364,10 +416,8 @@ static void tab_free(struct chtab *t)
 {
 	ch_layout_free(t->lay);
 	free_keynames(t);
-	rowbuf_free(&t->rows);
-	rowbuf_free(&t->mrows);
-	keymap_free(&t->keys);
-	free(t->trunc);
+	part_free(&t->cur);
+	part_free(&t->fly);
 	free(t->object);
 	free(t);
 }
@@ -619,7 +669,8 @@ static int create_view(struct chsink *s, const char *object, bool drop_first, ch
 	return run_sql(s, "creating a view", err, errlen);
 }
 
-static int send_table(struct chsink *s, struct chtab *t, char *err, size_t errlen);
+static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen);
+static int wait_flight(struct chsink *s, char *err, size_t errlen);
 
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
@@ -637,7 +688,9 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 
 	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
 		return 0;
-	if (t->pend_rows > 0 && send_table(s, t, err, errlen) < 0)
+	if (wait_flight(s, err, errlen) < 0)   /* its rows use the layout and the connection */
+		return -1;
+	if (t->pend_rows > 0 && send_table(s, t, &t->cur, true, err, errlen) < 0)
 		return -1;
 	if (ch_layout_new(&l, tv, s->merge, err, errlen) < 0)
 		return -1;
@@ -779,25 +832,27 @@ static int insert_rows(struct chsink *s, struct chtab *t, const struct rowbuf *r
 	return insert_range(s, t, rb, meta_only, 0, rb->n, s->sql2.data, what, err, errlen);
 }
 
-/* Merge mode: replaces row i of the batch by a copy with values vals and fill key. */
-static int held_replace(struct chsink *s, struct chtab *t, size_t i, const struct sl_value *vals, const void *fill,
-			size_t filllen)
+/* Merge mode: replaces row i of part pt by a copy with values vals and fill
+ * key; acct: pt is the batch being written, whose size is accounted. */
+static int held_replace(struct chsink *s, struct chtab *t, struct part *pt, size_t i, const struct sl_value *vals,
+			const void *fill, size_t filllen, bool acct)
 {
-	struct held *o = t->keys.rows[i];
+	struct held *o = pt->keys.rows[i];
 	struct held *h = held_make(&o->m, vals, t->lay->nsrc, o->key, o->keylen, fill, filllen);
 
 	if (!h)
 		return -1;
 	h->deleted = o->deleted;
-	account(s, t, 0, (int64_t)h->size - (int64_t)o->size);
-	t->keys.rows[i] = h;
+	if (acct)
+		account(s, t, 0, (int64_t)h->size - (int64_t)o->size);
+	pt->keys.rows[i] = h;
 	free(o);
 	return 0;
 }
 
 /* Merge mode: fills the unchanged values the batch could not, from the rows
  * ClickHouse holds now (before this batch is inserted). */
-static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen)
 {
 	const struct ch_layout *l = t->lay;
 	struct keymap found = { 0 }, asked = { 0 };
@@ -810,8 +865,8 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 		goto oom;
 	/* The distinct fill keys, LOOKUP_KEYS at a time; fewer when the rows
 	 * of a request do not fit in a response (large TOAST values). */
-	for (size_t i = 0; i < t->keys.n; i++) {
-		const struct held *h = t->keys.rows[i];
+	for (size_t i = 0; i < pt->keys.n; i++) {
+		const struct held *h = pt->keys.rows[i];
 		struct held *probe;
 		if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0)
 			continue;
@@ -828,17 +883,17 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 		size_t nkeys = asked.n - next < per ? asked.n - next : per;
 		int run;
 
-		sl_buf_reset(&s->key);
+		sl_buf_reset(&s->lkeys);
 		for (size_t k = 0; k < nkeys; k++)
-			sl_buf_append(&s->key, asked.rows[next + k]->key, asked.rows[next + k]->keylen);
+			sl_buf_append(&s->lkeys, asked.rows[next + k]->key, asked.rows[next + k]->keylen);
 		sl_buf_reset(&s->sql);
 		sl_buf_reset(&s->sql2);
-		if (ch_sql_lookup(&s->sql, &s->sql2, s->conf->database, l) < 0 || sl_buf_failed(&s->key))
+		if (ch_sql_lookup(&s->sql, &s->sql2, s->conf->database, l) < 0 || sl_buf_failed(&s->lkeys))
 			goto oom;
 		rq.query = s->sql.data;
 		rq.ext_structure = s->sql2.data;
-		rq.ext_data = s->key.data;
-		rq.ext_len = s->key.len;
+		rq.ext_data = s->lkeys.data;
+		rq.ext_len = s->lkeys.len;
 		snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
 			 t->object);
 		run = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
@@ -900,8 +955,8 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 		}
 	}
 	/* Fill the rows. */
-	for (size_t i = 0; i < t->keys.n; i++) {
-		const struct held *h = t->keys.rows[i];
+	for (size_t i = 0; i < pt->keys.n; i++) {
+		const struct held *h = pt->keys.rows[i];
 		ssize_t f;
 		int missing = 0;
 		if (!h->fill)
@@ -926,7 +981,7 @@ static int lookup_fill(struct chsink *s, struct chtab *t, char *err, size_t errl
 				"nor ClickHouse has the row to take them from: written as NULL and listed in "
 				"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m.csn, missing,
 				missing == 1 ? "" : "s", s->missing_logged);
-		if (held_replace(s, t, i, vals, NULL, 0) < 0)
+		if (held_replace(s, t, pt, i, vals, NULL, 0, acct) < 0)
 			goto oom;
 	}
 	rc = 0;
@@ -944,45 +999,45 @@ out:
 	return rc;
 }
 
-/* Sends t's part of the batch. */
-static int send_table(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+/* Sends part pt of table t; acct: pt is the batch being written (flush()),
+ * whose rows leave its accounting; else a batch in flight, accounted for
+ * when it left (flush_start()). */
+static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen)
 {
 	bool fill = false;
-	int rc = -1;
 
-	if (t->pend_rows == 0)
+	if (acct && t->pend_rows == 0)
 		return 0;
 	if (!s->merge) {
-		if (insert_rows(s, t, &t->rows, false, err, errlen) < 0 ||
-		    insert_rows(s, t, &t->mrows, true, err, errlen) < 0)
+		if (insert_rows(s, t, &pt->rows, false, err, errlen) < 0 ||
+		    insert_rows(s, t, &pt->mrows, true, err, errlen) < 0)
 			return -1;
-		rowbuf_reset(&t->rows);
-		rowbuf_reset(&t->mrows);
-		rc = 0;
+		rowbuf_reset(&pt->rows);
+		rowbuf_reset(&pt->mrows);
 		goto done;
 	}
-	if (t->trunc) {
+	if (pt->trunc) {
 		char what[300];
 		const char *const *keys = (const char *const *)t->keynames;
 		sl_buf_reset(&s->sql);
-		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, &t->trunc->m);
+		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, &pt->trunc->m);
 		snprintf(what, sizeof what, "clearing \"%s\".\"%s\" for a TRUNCATE", s->conf->database, t->object);
 		if (run_sql(s, what, err, errlen) < 0)
 			return -1;
 		sl_buf_reset(&s->sql);
-		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, &t->trunc->m);
+		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, &pt->trunc->m);
 		if (run_sql(s, what, err, errlen) < 0)
 			return -1;
-		free(t->trunc);
-		t->trunc = NULL;
+		free(pt->trunc);
+		pt->trunc = NULL;
 	}
-	for (size_t i = 0; i < t->keys.n && !fill; i++)
-		fill = t->keys.rows[i]->fill != NULL;
-	if (fill && lookup_fill(s, t, err, errlen) < 0)
+	for (size_t i = 0; i < pt->keys.n && !fill; i++)
+		fill = pt->keys.rows[i]->fill != NULL;
+	if (fill && lookup_fill(s, t, pt, acct, err, errlen) < 0)
 		return -1;
 	rowbuf_reset(&s->enc);
-	for (size_t i = 0; i < t->keys.n; i++) {
-		const struct held *h = t->keys.rows[i];
+	for (size_t i = 0; i < pt->keys.n; i++) {
+		const struct held *h = pt->keys.rows[i];
 		if (rowbuf_mark(&s->enc) < 0 ||
 		    ch_layout_put_row(&s->enc.b, t->lay, &h->m, h->vals, false, err, errlen) < 0) {
 			if (!err[0] || sl_buf_failed(&s->enc.b))
@@ -992,11 +1047,20 @@ static int send_table(struct chsink *s, struct chtab *t, char *err, size_t errle
 	}
 	if (insert_rows(s, t, &s->enc, false, err, errlen) < 0)
 		return -1;
-	keymap_clear(&t->keys);
-	rc = 0;
+	keymap_clear(&pt->keys);
 done:
-	account(s, t, -(int64_t)t->pend_rows, -(int64_t)t->pend_bytes);
-	return rc;
+	if (acct)
+		account(s, t, -(int64_t)t->pend_rows, -(int64_t)t->pend_bytes);
+	return 0;
+}
+
+static void log_sent(struct chsink *s, int64_t t0)
+{
+	sl_debug("clickhouse: batch sent in %" PRId64 " ms; so far %" PRIu64 " rows inserted in %" PRIu64
+		 " inserts, %" PRIu64 " lookups, %" PRIu64 " unchanged values filled, %" PRIu64 " missing, %"
+		 PRIu64 " dead letters", sl_mono_ms() - t0, s->stats.rows_inserted, s->stats.inserts,
+		 s->stats.lookups, s->stats.unchanged_filled + atomic_load_explicit(&s->w_filled, memory_order_relaxed),
+		 s->stats.unchanged_missing, s->stats.dead_letters);
 }
 
 /* Sends every table's part of the batch, then the dead letters. */
@@ -1007,7 +1071,7 @@ static int send_all(struct chsink *s, char *err, size_t errlen)
 	bool any = s->pending != NULL;
 
 	while ((t = s->pending) != NULL) {
-		if (send_table(s, t, err, errlen) < 0)
+		if (send_table(s, t, &t->cur, true, err, errlen) < 0)
 			return -1;
 		s->pending = t->pnext;
 		t->pnext = NULL;
@@ -1021,10 +1085,7 @@ static int send_all(struct chsink *s, char *err, size_t errlen)
 	}
 	s->dl_in_flush = 0;
 	if (any)
-		sl_debug("clickhouse: batch sent in %" PRId64 " ms; so far %" PRIu64 " rows inserted in %" PRIu64
-			 " inserts, %" PRIu64 " lookups, %" PRIu64 " unchanged values filled, %" PRIu64 " missing, %"
-			 PRIu64 " dead letters", sl_mono_ms() - t0, s->stats.rows_inserted, s->stats.inserts,
-			 s->stats.lookups, s->stats.unchanged_filled, s->stats.unchanged_missing, s->stats.dead_letters);
+		log_sent(s, t0);
 	return 0;
 }
 
@@ -1049,7 +1110,7 @@ static int write_append(struct chsink *s, struct chtab *t, const struct sl_chang
 			char *err, size_t errlen)
 {
 	bool marker = c->op == SL_OP_TRUNCATE;
-	struct rowbuf *rb = marker ? &t->mrows : &t->rows;
+	struct rowbuf *rb = marker ? &t->cur.mrows : &t->cur.rows;
 	size_t before = rb->b.len;
 
 	if (rowbuf_mark(rb) < 0)
@@ -1089,16 +1150,16 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	if (c->op == SL_OP_TRUNCATE) {
 		/* Everything before it in the batch is cleared by it. */
 		int64_t bytes = 0;
-		for (size_t i = 0; i < t->keys.n; i++)
-			bytes += (int64_t)t->keys.rows[i]->size;
-		account(s, t, -(int64_t)t->keys.n - (t->trunc ? 1 : 0),
-			-bytes - (t->trunc ? (int64_t)t->trunc->size : 0));
-		keymap_clear(&t->keys);
-		free(t->trunc);
-		if (!(t->trunc = held_make(m, NULL, 0, NULL, 0, NULL, 0)))
+		for (size_t i = 0; i < t->cur.keys.n; i++)
+			bytes += (int64_t)t->cur.keys.rows[i]->size;
+		account(s, t, -(int64_t)t->cur.keys.n - (t->cur.trunc ? 1 : 0),
+			-bytes - (t->cur.trunc ? (int64_t)t->cur.trunc->size : 0));
+		keymap_clear(&t->cur.keys);
+		free(t->cur.trunc);
+		if (!(t->cur.trunc = held_make(m, NULL, 0, NULL, 0, NULL, 0)))
 			goto oom;
 		t->floor = m->version;
-		account(s, t, 1, (int64_t)t->trunc->size);
+		account(s, t, 1, (int64_t)t->cur.trunc->size);
 		moved_clear(s);
 		return 0;
 	}
@@ -1106,7 +1167,7 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 		goto out;
 	if (sl_buf_failed(&s->key))
 		goto oom;
-	prev = keymap_find(&t->keys, s->key.data, s->key.len);
+	prev = keymap_find(&t->cur.keys, s->key.data, s->key.len);
 	if (!(vals = malloc(((size_t)l->nsrc + 1) * sizeof *vals)))
 		goto oom;
 	memcpy(vals, c->values, (size_t)l->nsrc * sizeof *vals);
@@ -1127,12 +1188,12 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 			sl_buf_reset(&s->moved.key);
 			sl_buf_append(&s->moved.key, s->key.data, s->key.len);
 			if (prev >= 0) {
-				s->moved.row = held_make(&t->keys.rows[prev]->m, t->keys.rows[prev]->vals, l->nsrc,
-							 t->keys.rows[prev]->key, t->keys.rows[prev]->keylen,
-							 t->keys.rows[prev]->fill, t->keys.rows[prev]->filllen);
+				s->moved.row = held_make(&t->cur.keys.rows[prev]->m, t->cur.keys.rows[prev]->vals, l->nsrc,
+							 t->cur.keys.rows[prev]->key, t->cur.keys.rows[prev]->keylen,
+							 t->cur.keys.rows[prev]->fill, t->cur.keys.rows[prev]->filllen);
 				if (!s->moved.row)
 					goto oom;
-				s->moved.row->deleted = t->keys.rows[prev]->deleted;
+				s->moved.row->deleted = t->cur.keys.rows[prev]->deleted;
 			}
 			if (sl_buf_failed(&s->moved.key))
 				goto oom;
@@ -1148,8 +1209,8 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 				fill = s->moved.key.data;
 				filllen = s->moved.key.len;
 			}
-		} else if (prev >= 0 && !t->keys.rows[prev]->deleted) {
-			src = t->keys.rows[prev];
+		} else if (prev >= 0 && !t->cur.keys.rows[prev]->deleted) {
+			src = t->cur.keys.rows[prev];
 		} else {
 			fill = s->key.data;
 			filllen = s->key.len;
@@ -1163,7 +1224,7 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 				if (vals[i].kind == SL_V_UNCHANGED)
 					pending = true;
 				else
-					s->stats.unchanged_filled++;
+					atomic_fetch_add_explicit(&s->w_filled, 1, memory_order_relaxed);
 			}
 			if (pending && src->fill) {
 				fill = src->fill;
@@ -1174,12 +1235,12 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	if (!(h = held_make(m, vals, l->nsrc, s->key.data, s->key.len, fill, filllen)))
 		goto oom;
 	if (prev >= 0) {
-		struct held *o = t->keys.rows[prev];
+		struct held *o = t->cur.keys.rows[prev];
 		account(s, t, 0, (int64_t)h->size - (int64_t)o->size);
-		t->keys.rows[prev] = h;
+		t->cur.keys.rows[prev] = h;
 		free(o);
 	} else {
-		if (keymap_add(&t->keys, h) < 0)
+		if (keymap_add(&t->cur.keys, h) < 0)
 			goto oom;
 		account(s, t, 1, (int64_t)h->size);
 	}
@@ -1194,6 +1255,146 @@ out:
 	free(h);
 	free(vals);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* the batch in flight                                                  */
+
+/* Sends the batch in flight (the sender thread). */
+static int send_flight(struct chsink *s, char *err, size_t errlen)
+{
+	struct chtab *t;
+	int64_t t0 = sl_mono_ms();
+	bool any = s->fly.tabs != NULL;
+
+	while ((t = s->fly.tabs) != NULL) {
+		if (send_table(s, t, &t->fly, false, err, errlen) < 0)
+			return -1;
+		part_clear(&t->fly);
+		s->fly.tabs = t->fnext;
+		t->fnext = NULL;
+	}
+	if (s->dl.len > 0) {
+		if (ch_dl_write(s->dl_path, s->dl.data, s->dl.len, err, errlen) < 0)
+			return -1;
+		sl_buf_reset(&s->dl);
+	}
+	s->dl_in_flush = 0;
+	if (any)
+		log_sent(s, t0);
+	return 0;
+}
+
+static void *sender_main(void *arg)
+{
+	struct chsink *s = arg;
+	char err[SL_ERRLEN * 2];
+
+	sl_log_set_stream(s->stream);
+	pthread_mutex_lock(&s->fly.mu);
+	for (;;) {
+		int rc;
+		while (s->fly.state != FLY_RUNNING && !s->fly.stop)
+			pthread_cond_wait(&s->fly.cv, &s->fly.mu);
+		if (s->fly.stop)
+			break;
+		pthread_mutex_unlock(&s->fly.mu);
+		err[0] = '\0';
+		rc = send_flight(s, err, sizeof err);
+		pthread_mutex_lock(&s->fly.mu);
+		s->fly.rc = rc;
+		snprintf(s->fly.err, sizeof s->fly.err, "%s", err);
+		s->fly.state = FLY_DONE;
+		pthread_cond_broadcast(&s->fly.cv);
+	}
+	pthread_mutex_unlock(&s->fly.mu);
+	return NULL;
+}
+
+/* Waits until no batch is in flight; -1 with its error when it failed (the
+ * result stays for flush_wait()). */
+static int wait_flight(struct chsink *s, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (!s->fly.started)
+		return 0;
+	pthread_mutex_lock(&s->fly.mu);
+	while (s->fly.state == FLY_RUNNING)
+		pthread_cond_wait(&s->fly.cv, &s->fly.mu);
+	if (s->fly.state == FLY_DONE && s->fly.rc < 0) {
+		snprintf(err, errlen, "%s", s->fly.err);
+		rc = -1;
+	}
+	pthread_mutex_unlock(&s->fly.mu);
+	return rc;
+}
+
+static int ch_flush_start(void *ctx, char *err, size_t errlen)
+{
+	struct chsink *s = ctx;
+	struct chtab *t;
+
+	if (!s->fly.started) {
+		int e = pthread_create(&s->fly.thread, NULL, sender_main, s);
+		if (e != 0) {
+			snprintf(err, errlen, "clickhouse: could not start the sender thread: %s", sl_strerror(e));
+			return -1;
+		}
+		s->fly.started = true;
+	}
+	pthread_mutex_lock(&s->fly.mu);
+	if (s->fly.state != FLY_IDLE) {
+		pthread_mutex_unlock(&s->fly.mu);
+		snprintf(err, errlen, "clickhouse: a flush started while another was in flight");
+		return -1;
+	}
+	/* The batch leaves: each table's rows move to its part in flight. */
+	while ((t = s->pending) != NULL) {
+		struct part tmp = t->fly;
+		t->fly = t->cur;
+		t->cur = tmp;
+		account(s, t, -(int64_t)t->pend_rows, -(int64_t)t->pend_bytes);
+		s->pending = t->pnext;
+		t->pnext = NULL;
+		t->on_list = false;
+		t->fnext = s->fly.tabs;
+		s->fly.tabs = t;
+	}
+	s->first_ms = 0;
+	s->fly.has_mark = s->has_mark;
+	s->fly.mark = s->mark;
+	s->fly.state = FLY_RUNNING;
+	pthread_cond_broadcast(&s->fly.cv);
+	pthread_mutex_unlock(&s->fly.mu);
+	return 0;
+}
+
+static int ch_flush_wait(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	struct chsink *s = ctx;
+	int rc;
+
+	if (!s->fly.started)
+		return 0;
+	pthread_mutex_lock(&s->fly.mu);
+	while (s->fly.state == FLY_RUNNING)
+		pthread_cond_wait(&s->fly.cv, &s->fly.mu);
+	if (s->fly.state == FLY_IDLE) {
+		pthread_mutex_unlock(&s->fly.mu);
+		return 0;
+	}
+	s->fly.state = FLY_IDLE;
+	rc = s->fly.rc;
+	if (rc < 0)
+		snprintf(err, errlen, "%s", s->fly.err);
+	pthread_mutex_unlock(&s->fly.mu);
+	if (rc < 0)
+		return -1;
+	if (!s->fly.has_mark)
+		return 0;
+	*durable = s->fly.mark;
+	return 1;
 }
 
 static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
@@ -1225,10 +1426,16 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 	if (rc < 0)
 		return -1;
 	s->stats.rows++;
-	/* A transaction beyond the batch's limits: send it in parts (never
-	 * between an UPDATE-DELETE and its UPDATE-INSERT). */
-	if (!s->moved.set && (s->pend_rows >= s->conf->batch_rows || s->pend_bytes >= s->conf->batch_bytes)) {
+	/* A transaction far beyond the batch's limits: send it in parts (never
+	 * between an UPDATE-DELETE and its UPDATE-INSERT).  The limits
+	 * themselves make a flush due at the next transaction end (the agent
+	 * then sends while the writer goes on); a spill is sent here, with the
+	 * writer waiting, so it waits for twice the limits (for rows, at most
+	 * 1,000,000 unless batch_rows is more: one insert stays one block). */
+	if (!s->moved.set && (s->pend_rows >= s->spill_rows || s->pend_bytes >= s->spill_bytes)) {
 		s->stats.spills++;
+		if (wait_flight(s, err, errlen) < 0)
+			return -1;
 		return send_all(s, err, errlen);
 	}
 	return 0;
@@ -1261,6 +1468,13 @@ static int ch_flush(void *ctx, struct sl_position *durable, char *err, size_t er
 {
 	struct chsink *s = ctx;
 
+	if (wait_flight(s, err, errlen) < 0)
+		return -1;
+	if (s->fly.started) {
+		pthread_mutex_lock(&s->fly.mu);
+		s->fly.state = FLY_IDLE;   /* this flush's mark covers the batch that was in flight */
+		pthread_mutex_unlock(&s->fly.mu);
+	}
 	if (send_all(s, err, errlen) < 0)
 		return -1;
 	if (!s->has_mark)
@@ -1280,8 +1494,10 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 
 	if (s->merge)
 		return 0;  /* the redo writes every row again: newer versions win */
+	if (wait_flight(s, err, errlen) < 0)
+		return -1;
 	t = tab_find(s, tv->object);
-	if (t && t->pend_rows > 0 && send_table(s, t, err, errlen) < 0)
+	if (t && t->pend_rows > 0 && send_table(s, t, &t->cur, true, err, errlen) < 0)
 		return -1;
 	if (ensure_database(s, err, errlen) < 0 || check_engines(s, tv->object, &exists, &view, err, errlen) < 0)
 		return -1;
@@ -1324,6 +1540,19 @@ static void ch_close(void *ctx)
 
 	if (!s)
 		return;
+	if (s->fly.started) {
+		/* A batch in flight is sent to its end (its rows are not
+		 * checkpointed: they come again, which both modes absorb). */
+		pthread_mutex_lock(&s->fly.mu);
+		s->fly.stop = true;
+		while (s->fly.state == FLY_RUNNING)
+			pthread_cond_wait(&s->fly.cv, &s->fly.mu);
+		pthread_cond_broadcast(&s->fly.cv);
+		pthread_mutex_unlock(&s->fly.mu);
+		pthread_join(s->fly.thread, NULL);
+	}
+	pthread_mutex_destroy(&s->fly.mu);
+	pthread_cond_destroy(&s->fly.cv);
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		struct chtab *t, *next;
 		for (t = s->buckets[i]; t; t = next) {
@@ -1340,6 +1569,7 @@ static void ch_close(void *ctx)
 	sl_buf_free(&s->sql2);
 	sl_buf_free(&s->key);
 	sl_buf_free(&s->key2);
+	sl_buf_free(&s->lkeys);
 	sl_buf_free(&s->dl);
 	rowbuf_free(&s->enc);
 	free(s->stream);
@@ -1364,11 +1594,18 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		goto oom;
 	s->conf = c;
 	s->merge = st->mode == SL_WRITE_MERGE;
+	s->spill_rows = 2 * (uint64_t)c->batch_rows < 1000000 ? 2 * (uint64_t)c->batch_rows : 1000000;
+	if (s->spill_rows < c->batch_rows)
+		s->spill_rows = c->batch_rows;
+	s->spill_bytes = 2 * (uint64_t)c->batch_bytes;
 	ch_resp_init(&s->resp);
 	sl_buf_init(&s->sql, 0);
 	sl_buf_init(&s->sql2, 0);
 	sl_buf_init(&s->key, 0);
 	sl_buf_init(&s->key2, 0);
+	sl_buf_init(&s->lkeys, 0);
+	pthread_mutex_init(&s->fly.mu, NULL);
+	pthread_cond_init(&s->fly.cv, NULL);
 	sl_buf_init(&s->dl, 0);
 	sl_buf_init(&s->moved.key, 0);
 	rowbuf_init(&s->enc);
@@ -1397,6 +1634,7 @@ void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
 	struct ch_http_stats hs;
 
 	*out = s->stats;
+	out->unchanged_filled += atomic_load(&s->w_filled);
 	ch_http_get_stats(s->http, &hs);
 	out->requests = hs.requests;
 	out->retries = hs.retries;
@@ -1422,6 +1660,8 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.flush_due = ch_flush_due,
 	.pending = ch_pending,
 	.flush = ch_flush,
+	.flush_start = ch_flush_start,
+	.flush_wait = ch_flush_wait,
 	.discard_backfill = ch_discard_backfill,
 	.dead_letters = ch_dead_letters,
 	.close = ch_close,

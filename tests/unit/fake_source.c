@@ -295,6 +295,13 @@ struct fake_sink {
 	size_t npending, apending;
 	uint64_t pending_count;
 	uint64_t written, dead;
+	/* two-step flushes (fake_sink_two_step_ops): the batch in flight */
+	bool flying;
+	char **fly;
+	size_t nfly, afly;
+	uint64_t fly_count;
+	bool fly_has_mark;
+	struct sl_position fly_mark;
 };
 
 void *fake_sink_new(struct fake_world *w)
@@ -355,42 +362,107 @@ static bool fk_pending(void *ctx)
 	return ((struct fake_sink *)ctx)->pending_count > 0;
 }
 
-static int fk_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+/* Makes lines [0, n) (count records) durable, with mark has_mark/m: the
+ * Nth flush of the world, which may sleep first or fail as the test asks. */
+static int make_durable(struct fake_sink *s, char **lines, size_t n, uint64_t count, bool has_mark,
+			const struct sl_position *m, struct sl_position *durable, char *err, size_t errlen)
 {
-	struct fake_sink *s = ctx;
 	struct fake_world *w = s->w;
-	int delay = atomic_load(&w->flush_delay_ms), n;
+	int delay = atomic_load(&w->flush_delay_ms), k;
 
 	if (delay > 0) {
 		struct timespec ts = { delay / 1000, (long)(delay % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&w->mu);
-	n = (int)++w->flushes;
-	if (w->fail_flush_at && n == w->fail_flush_at) {
+	k = (int)++w->flushes;
+	if (w->fail_flush_at && k == w->fail_flush_at) {
 		pthread_mutex_unlock(&w->mu);
-		snprintf(err, errlen, "fake sink: flush %d fails as the test asked", n);
+		snprintf(err, errlen, "fake sink: flush %d fails as the test asked", k);
 		return -1;
 	}
-	w->durable_records += s->pending_count;
-	for (size_t i = 0; i < s->npending; i++) {
+	w->durable_records += count;
+	for (size_t i = 0; i < n; i++) {
 		if (w->ndurable_lines == w->adurable_lines) {
 			w->adurable_lines = w->adurable_lines ? w->adurable_lines * 2 : 256;
 			w->durable_lines = realloc(w->durable_lines, w->adurable_lines * sizeof *w->durable_lines);
 		}
-		w->durable_lines[w->ndurable_lines++] = s->pending[i];
+		w->durable_lines[w->ndurable_lines++] = lines[i];
 	}
-	s->npending = 0;
-	s->pending_count = 0;
-	if (s->has_mark) {
-		w->durable = s->mark;
+	if (has_mark) {
+		w->durable = *m;
 		w->has_durable = true;
 	}
 	pthread_mutex_unlock(&w->mu);
-	if (!s->has_mark)
+	if (!has_mark)
 		return 0;
-	*durable = s->mark;
+	*durable = *m;
 	return 1;
+}
+
+static int fk_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	struct fake_sink *s = ctx;
+	int rc;
+
+	if (s->flying) {
+		snprintf(err, errlen, "fake sink: flush() while a flush is in flight (the agent must wait for it)");
+		return -1;
+	}
+	rc = make_durable(s, s->pending, s->npending, s->pending_count, s->has_mark, &s->mark, durable, err, errlen);
+	if (rc < 0)
+		return rc;
+	s->npending = 0;
+	s->pending_count = 0;
+	return rc;
+}
+
+/* The batch leaves: pending lines move to the flight, made durable only by
+ * fk_flush_wait(). */
+static int fk_flush_start(void *ctx, char *err, size_t errlen)
+{
+	struct fake_sink *s = ctx;
+	char **tmp;
+	size_t atmp;
+
+	if (s->flying) {
+		snprintf(err, errlen, "fake sink: flush_start() while a flush is in flight");
+		return -1;
+	}
+	tmp = s->fly;
+	atmp = s->afly;
+	s->fly = s->pending;
+	s->afly = s->apending;
+	s->nfly = s->npending;
+	s->pending = tmp;
+	s->apending = atmp;
+	s->npending = 0;
+	s->fly_count = s->pending_count;
+	s->pending_count = 0;
+	s->fly_has_mark = s->has_mark;
+	s->fly_mark = s->mark;
+	s->flying = true;
+	pthread_mutex_lock(&s->w->mu);
+	s->w->flush_starts++;
+	pthread_mutex_unlock(&s->w->mu);
+	return 0;
+}
+
+static int fk_flush_wait(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	struct fake_sink *s = ctx;
+	int rc;
+
+	if (!s->flying)
+		return 0;
+	s->flying = false;
+	rc = make_durable(s, s->fly, s->nfly, s->fly_count, s->fly_has_mark, &s->fly_mark, durable, err, errlen);
+	if (rc < 0) {
+		for (size_t i = 0; i < s->nfly; i++)
+			free(s->fly[i]);
+	}
+	s->nfly = 0;
+	return rc;
 }
 
 static int fk_discard(void *ctx, const struct sl_table *t, const char *first, const char *last,
@@ -409,6 +481,9 @@ static void fk_close(void *ctx)
 	for (size_t i = 0; i < s->npending; i++)
 		free(s->pending[i]);
 	free(s->pending);
+	for (size_t i = 0; i < s->nfly; i++)
+		free(s->fly[i]);
+	free(s->fly);
 	free(s);
 }
 
@@ -424,6 +499,20 @@ const struct sl_sink_ops fake_sink_ops = {
 	.flush_due = fk_flush_due,
 	.pending = fk_pending,
 	.flush = fk_flush,
+	.discard_backfill = fk_discard,
+	.dead_letters = fk_dead_letters,
+	.close = fk_close,
+};
+
+const struct sl_sink_ops fake_sink_two_step_ops = {
+	.type = "fake",
+	.write = fk_write,
+	.mark = fk_mark,
+	.flush_due = fk_flush_due,
+	.pending = fk_pending,
+	.flush = fk_flush,
+	.flush_start = fk_flush_start,
+	.flush_wait = fk_flush_wait,
 	.discard_backfill = fk_discard,
 	.dead_letters = fk_dead_letters,
 	.close = fk_close,

@@ -30,6 +30,9 @@
 extern const struct sl_source_desc fake_desc;
 extern const struct sl_source_ops fake_source_ops;
 extern const struct sl_sink_ops fake_sink_ops;
+/* The same sink with flush_start()/flush_wait(): a batch becomes durable
+ * only when it is waited for. */
+extern const struct sl_sink_ops fake_sink_two_step_ops;
 
 /* Makes a fake position. */
 struct sl_position fake_pos(uint32_t file, uint32_t offset);
@@ -68,6 +71,7 @@ struct fake_world {
 	bool counts_only;             /* keep no records, only counts */
 	uint32_t dead_every;          /* every Nth change written counts as a dead letter (0: none) */
 	uint64_t flushes;
+	uint64_t flush_starts;        /* two-step flushes started (fake_sink_two_step_ops) */
 	bool has_durable;
 	struct sl_position durable;   /* what the sink reported durable last */
 	uint64_t durable_records;     /* records made durable (counts) */

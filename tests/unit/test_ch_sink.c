@@ -532,6 +532,74 @@ static void test_retry_on_503(void **state)
 	assert_int_equal(st.rows_inserted, 3);
 }
 
+/* flush_start() hands the batch to the sender thread and returns; writes go
+ * on into the next batch; flush_wait() returns the mark the batch had when
+ * it left, after its insert. */
+static void test_flush_in_two_steps(void **state)
+{
+	struct fx *f = *state;
+	struct sl_ch_stats st;
+	struct sl_position d;
+	struct sl_change c;
+	struct sl_value v[4] = { tl_int(9), tl_str("later"), tl_null(), tl_dec(false, "2", 2) };
+	const char *order[] = { "row0", "row1", "row2", "later" };
+	const char *at = NULL;
+
+	open_sink(f, false);
+	assert_int_equal(sl_clickhouse_ops.flush_wait(f->sink, &d, f->err, sizeof f->err), 0);  /* none in flight */
+	write_rows(f, 3, NULL);   /* marked at 0x5300 */
+	if (sl_clickhouse_ops.flush_start(f->sink, f->err, sizeof f->err) != 0)
+		fail_msg("flush_start: %s", f->err);
+	assert_false(sl_clickhouse_ops.pending(f->sink));
+	assert_false(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms() + 100000));
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x6000, 1, 1700000000000000);
+	write_ok(f, &c);
+	mark(f, 0x6100);
+	assert_true(sl_clickhouse_ops.pending(f->sink));
+	memset(&d, 0, sizeof d);
+	if (sl_clickhouse_ops.flush_wait(f->sink, &d, f->err, sizeof f->err) != 1)
+		fail_msg("flush_wait: %s", f->err);
+	assert_int_equal(d.w[0], 0x5300);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.inserts, 1);
+	assert_int_equal(st.rows_inserted, 3);
+	assert_int_equal(sl_clickhouse_ops.flush_wait(f->sink, &d, f->err, sizeof f->err), 0);  /* collected */
+	flush_ok(f, 0x6100);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.inserts, 2);
+	assert_int_equal(st.rows_inserted, 4);
+	/* the server got the rows in their order, each once */
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		const char *from = at ? at : f->ch.inserted.data;
+		const char *e = f->ch.inserted.data + f->ch.inserted.len;
+		at = memmem(from, (size_t)(e - from), order[i], strlen(order[i]));
+		if (!at)
+			fail_msg("%s is not in the inserts after the row before it", order[i]);
+		assert_null(memmem(at + 1, (size_t)(e - at - 1), order[i], strlen(order[i])));
+	}
+}
+
+/* A batch in flight that ClickHouse refuses: flush_wait() says why. */
+static void test_flush_in_flight_fails(void **state)
+{
+	struct fx *f = *state;
+	struct sl_position d;
+	struct sl_change c;
+	struct sl_value v[4] = { tl_int(9), tl_str("later"), tl_null(), tl_dec(false, "2", 2) };
+
+	open_sink(f, false);
+	write_rows(f, 2, NULL);
+	f->ch.fatal = true;
+	if (sl_clickhouse_ops.flush_start(f->sink, f->err, sizeof f->err) != 0)
+		fail_msg("flush_start: %s", f->err);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x6000, 1, 1700000000000000);
+	write_ok(f, &c);
+	assert_int_equal(sl_clickhouse_ops.flush_wait(f->sink, &d, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "clickhouse: insert into \"db\".\"public_items\" failed: HTTP 404: Code: 60, "
+			    "e.displayText() = DB::Exception: Table db.public_items doesn't exist., e.what() = "
+			    "DB::Exception");
+}
+
 static void test_fatal_error(void **state)
 {
 	struct fx *f = *state;
@@ -699,17 +767,25 @@ static void test_flush_due_and_spill(void **state)
 	nanosleep(&ts, NULL);
 	assert_true(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms()));
 	assert_int_equal(f->ch.inserts, 0);
-	/* the third row reaches batch_rows: sent from write() (a large transaction) */
+	/* the third row reaches batch_rows: a flush is due (at the transaction's
+	 * end); the sixth, twice batch_rows, is sent from write() (a large
+	 * transaction) */
 	struct sl_value v[4] = { tl_int(9), tl_str("x"), tl_null(), tl_null() };
 	struct sl_change c;
-	tl_change(&c, f->t, SL_OP_INSERT, v, 0x9000, 1, 1);
-	write_ok(f, &c);
+	for (uint32_t i = 3; i <= 6; i++) {
+		tl_change(&c, f->t, SL_OP_INSERT, v, 0x9000, i, 1);
+		write_ok(f, &c);
+		if (i < 6) {
+			assert_int_equal(f->ch.inserts, 0);
+			assert_true(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms()));
+		}
+	}
 	assert_int_equal(f->ch.inserts, 1);
 	assert_false(sl_clickhouse_ops.pending(f->sink));
 	assert_false(sl_clickhouse_ops.flush_due(f->sink, sl_mono_ms() + 100000));
 	sl_clickhouse_get_stats(f->sink, &st);
 	assert_int_equal(st.spills, 1);
-	assert_int_equal(st.rows_inserted, 3);
+	assert_int_equal(st.rows_inserted, 6);
 }
 
 static void test_discard_backfill(void **state)
@@ -855,6 +931,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_in_two_steps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_in_flight_fails, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("clickhouse sink", tests, NULL, NULL);

@@ -8,6 +8,8 @@
  *   - nothing is acknowledged beyond what the sink reported durable;
  *   - a failed flush acknowledges nothing more, and a second run resumes
  *     from the checkpoint and delivers every change;
+ *   - the same with a sink that flushes in two steps (flush_start, then
+ *     flush_wait while the writer goes on);
  *   - SIGTERM drains (everything flushed, checkpointed and acknowledged);
  *     a second signal cancels at once, even while a flush blocks;
  *   - a 1,000,000-change transaction passes through a 1 MB queue;
@@ -150,6 +152,7 @@ struct run {
 	int64_t stream_returned_ms;
 	struct sl_pipe_stats stats;
 	struct sl_ops_stream *ops;  /* metrics, or NULL */
+	bool two_step;              /* the sink flushes in two steps (fake_sink_two_step_ops) */
 	char err[1024];
 };
 
@@ -197,7 +200,7 @@ static void *run_main(void *arg)
 	memset(&pc, 0, sizeof pc);
 	pc.stream = "s1";
 	pc.desc = &fake_desc;
-	pc.sink = &fake_sink_ops;
+	pc.sink = r->two_step ? &fake_sink_two_step_ops : &fake_sink_ops;
 	pc.sinkctx = sink;
 	pc.ck = &ck;
 	pc.queue_bytes = r->queue_bytes;
@@ -307,6 +310,59 @@ static void test_failed_flush_retries_from_checkpoint(void **state)
 	sl_ckpt_free(&ck);
 
 	/* The retry starts from the checkpoint and delivers everything. */
+	w.fail_flush_at = 0;
+	r.err[0] = '\0';
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(fake_desc.pos_compare(&w.start_pos, &after_first), 0);
+	assert_int_equal(w.ack_violations, 0);
+	assert_all_delivered(&w, 1000);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+/* A sink that flushes in two steps: the writer goes on while a batch is in
+ * flight, and nothing is acknowledged or checkpointed before its
+ * flush_wait(); a batch that fails in flight fails the run, which resumes
+ * from the checkpoint and delivers everything. */
+static void test_two_step_flush(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_position end, after_first;
+	struct sl_checkpoint ck;
+	char err[256];
+	(void)state;
+
+	fake_world_init(&w, 1000, 5);
+	run_init(&r, &w);
+	r.two_step = true;
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(r.stop_rc, SL_OK);
+	assert_int_equal(w.ack_violations, 0);
+	end = fake_tx_end(&w, 999);
+	assert_int_equal(fake_desc.pos_compare(&w.acked, &end), 0);
+	assert_int_equal(fake_desc.pos_compare(&w.durable, &end), 0);
+	assert_true(w.flush_starts >= 4);   /* one per 1,000 changes, but the last: the drain's whole flush */
+	assert_true(w.flushes >= 5);
+	assert_all_delivered(&w, 1000);
+	run_cleanup(&r);
+	fake_world_free(&w);
+
+	fake_world_init(&w, 1000, 5);
+	w.fail_flush_at = 2;
+	run_init(&r, &w);
+	r.two_step = true;
+	run_main(&r);
+	assert_int_equal(r.rc, SL_EFAIL);
+	assert_non_null(strstr(r.err, "fails as the test asked"));
+	assert_int_equal(w.ack_violations, 0);
+	assert_true(w.has_durable);
+	after_first = w.durable;
+	assert_int_equal(sl_ckpt_load(&ck, &fake_desc, r.dir, "s1", err, sizeof err), 0);
+	assert_int_equal(fake_desc.pos_compare(&ck.durable, &after_first), 0);
+	sl_ckpt_free(&ck);
 	w.fail_flush_at = 0;
 	r.err[0] = '\0';
 	run_main(&r);
@@ -554,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_queue_full_times_out),
 		cmocka_unit_test(test_acks_only_durable),
 		cmocka_unit_test(test_failed_flush_retries_from_checkpoint),
+		cmocka_unit_test(test_two_step_flush),
 		cmocka_unit_test(test_drain_on_signal),
 		cmocka_unit_test(test_cancel_on_second_signal),
 		cmocka_unit_test(test_million_change_transaction),
