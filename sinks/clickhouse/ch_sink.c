@@ -1063,6 +1063,21 @@ static void log_sent(struct chsink *s, int64_t t0)
 		 s->stats.unchanged_missing, s->stats.dead_letters);
 }
 
+/* After a batch was sent (any: it had rows, since t0): its dead letters
+ * go to their file, and a debug line says how it went. */
+static int batch_sent(struct chsink *s, bool any, int64_t t0, char *err, size_t errlen)
+{
+	if (s->dl.len > 0) {
+		if (ch_dl_write(s->dl_path, s->dl.data, s->dl.len, err, errlen) < 0)
+			return -1;
+		sl_buf_reset(&s->dl);
+	}
+	s->dl_in_flush = 0;
+	if (any)
+		log_sent(s, t0);
+	return 0;
+}
+
 /* Sends every table's part of the batch, then the dead letters. */
 static int send_all(struct chsink *s, char *err, size_t errlen)
 {
@@ -1078,15 +1093,7 @@ static int send_all(struct chsink *s, char *err, size_t errlen)
 		t->on_list = false;
 	}
 	s->first_ms = 0;
-	if (s->dl.len > 0) {
-		if (ch_dl_write(s->dl_path, s->dl.data, s->dl.len, err, errlen) < 0)
-			return -1;
-		sl_buf_reset(&s->dl);
-	}
-	s->dl_in_flush = 0;
-	if (any)
-		log_sent(s, t0);
-	return 0;
+	return batch_sent(s, any, t0, err, errlen);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1274,15 +1281,7 @@ static int send_flight(struct chsink *s, char *err, size_t errlen)
 		s->fly.tabs = t->fnext;
 		t->fnext = NULL;
 	}
-	if (s->dl.len > 0) {
-		if (ch_dl_write(s->dl_path, s->dl.data, s->dl.len, err, errlen) < 0)
-			return -1;
-		sl_buf_reset(&s->dl);
-	}
-	s->dl_in_flush = 0;
-	if (any)
-		log_sent(s, t0);
-	return 0;
+	return batch_sent(s, any, t0, err, errlen);
 }
 
 static void *sender_main(void *arg)

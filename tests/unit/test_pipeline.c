@@ -285,18 +285,20 @@ static void test_acks_only_durable(void **state)
 	fake_world_free(&w);
 }
 
-static void test_failed_flush_retries_from_checkpoint(void **state)
+/* The second flush fails: only the first is acknowledged and checkpointed;
+ * a second run starts from the checkpoint and delivers everything. */
+static void failed_flush_resumes(bool two_step)
 {
 	struct fake_world w;
 	struct run r;
 	struct sl_position after_first;
 	struct sl_checkpoint ck;
 	char err[256];
-	(void)state;
 
 	fake_world_init(&w, 1000, 5);
 	w.fail_flush_at = 2;
 	run_init(&r, &w);
+	r.two_step = two_step;
 	run_main(&r);
 	assert_int_equal(r.rc, SL_EFAIL);
 	assert_non_null(strstr(r.err, "fails as the test asked"));
@@ -321,6 +323,12 @@ static void test_failed_flush_retries_from_checkpoint(void **state)
 	fake_world_free(&w);
 }
 
+static void test_failed_flush_retries_from_checkpoint(void **state)
+{
+	(void)state;
+	failed_flush_resumes(false);
+}
+
 /* A sink that flushes in two steps: the writer goes on while a batch is in
  * flight, and nothing is acknowledged or checkpointed before its
  * flush_wait(); a batch that fails in flight fails the run, which resumes
@@ -329,9 +337,7 @@ static void test_two_step_flush(void **state)
 {
 	struct fake_world w;
 	struct run r;
-	struct sl_position end, after_first;
-	struct sl_checkpoint ck;
-	char err[256];
+	struct sl_position end;
 	(void)state;
 
 	fake_world_init(&w, 1000, 5);
@@ -349,29 +355,7 @@ static void test_two_step_flush(void **state)
 	assert_all_delivered(&w, 1000);
 	run_cleanup(&r);
 	fake_world_free(&w);
-
-	fake_world_init(&w, 1000, 5);
-	w.fail_flush_at = 2;
-	run_init(&r, &w);
-	r.two_step = true;
-	run_main(&r);
-	assert_int_equal(r.rc, SL_EFAIL);
-	assert_non_null(strstr(r.err, "fails as the test asked"));
-	assert_int_equal(w.ack_violations, 0);
-	assert_true(w.has_durable);
-	after_first = w.durable;
-	assert_int_equal(sl_ckpt_load(&ck, &fake_desc, r.dir, "s1", err, sizeof err), 0);
-	assert_int_equal(fake_desc.pos_compare(&ck.durable, &after_first), 0);
-	sl_ckpt_free(&ck);
-	w.fail_flush_at = 0;
-	r.err[0] = '\0';
-	run_main(&r);
-	assert_int_equal(r.rc, SL_OK);
-	assert_int_equal(fake_desc.pos_compare(&w.start_pos, &after_first), 0);
-	assert_int_equal(w.ack_violations, 0);
-	assert_all_delivered(&w, 1000);
-	run_cleanup(&r);
-	fake_world_free(&w);
+	failed_flush_resumes(true);
 }
 
 /* Waits until the fake sink has flushed at least n times (10 s at most). */
