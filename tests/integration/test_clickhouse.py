@@ -296,11 +296,14 @@ class ClickHouseChangesTest(ChTestCase):
         """kill -9 in the middle of a backfill whose rows already reached
         ClickHouse (small batches are sent as they fill): the redo deletes the
         interrupted run's rows (ALTER TABLE ... DELETE by _csn range) and
-        writes the table again from a new snapshot, each row once."""
+        writes the table again from a new snapshot, each row once.  The
+        table is one chunk, so that the kill comes before any of it is
+        durable (a kill after a durable chunk resumes instead)."""
         pg = self.pg
         pg.execute("CREATE TABLE bf (id int PRIMARY KEY, v text)")
         pg.execute("INSERT INTO bf SELECT g, md5(g::text) FROM generate_series(1, 200000) g")
-        s = self.sluice(stream="bf", tables="public.bf", database="bf", dest={"batch_rows": "1000"})
+        s = self.sluice(stream="bf", tables="public.bf", database="bf", dest={"batch_rows": "1000"},
+                        extra={"source": {"backfill_chunk_rows": "1000000"}})
         p = s.start("run", env=self.env())
         try:
             wait_until(lambda: self.ch.table_exists("bf", "public_bf") and
