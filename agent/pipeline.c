@@ -193,8 +193,6 @@ static int sink_status(int rc)
 	return rc == SL_EPREREQ ? SL_EPREREQ : SL_EFAIL;
 }
 
-/* Flushes the sink; checkpoints and publishes the position it reports when
- * that is new. */
 /* After a flush returned rc (see sink.h) with *d: the checkpoint moves to
  * d, with mark_ts as its source time; with promote, backfill progress
  * written before the flush becomes durable too (a flush in flight carries
@@ -262,7 +260,8 @@ static int complete_flight(struct sl_pipe *p)
 	return flushed(p, rc, &d, p->w_fly_mark_ts, sl_mono_us() - p->w_fly_t0_us, false);
 }
 
-/* Makes everything written durable, then checkpoints it. */
+/* Flushes the sink (after the flush in flight); checkpoints and publishes
+ * the position it reports when that is new. */
 static int do_flush(struct sl_pipe *p)
 {
 	struct sl_position d;
