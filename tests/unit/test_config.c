@@ -338,6 +338,91 @@ static void test_full(void **state)
 	unsetenv("SLUICE_TEST_PW");
 }
 
+/* Random mutations of a valid config (bytes changed, lines cut, stray
+ * brackets, equals signs, quotes and control bytes): the loader either
+ * loads it or fails with a message that starts with the file's path, and
+ * never crashes, leaks (run under --enable-sanitizers) or prints a secret. */
+static void test_mutations(void **state)
+{
+	static const char base[] =
+		"[agent]\n"
+		"state_dir = ./state\n"
+		"log_level = info\n"
+		"metrics_listen = 127.0.0.1:9187\n"
+		"queue_bytes = 8MB\n"
+		"[source.shop]\n"
+		"type = postgres\n"
+		"host = db.example.com\n"
+		"port = 6432\n"
+		"user = sluice\n"
+		"dbname = shop\n"
+		"password_env = SLUICE_TEST_PW\n"
+		"connect_timeout = 2m\n"
+		"[source.maria]\n"
+		"type = mysql\n"
+		"user = repl\n"
+		"server_id = 4242\n"
+		"[destination.lake]\n"
+		"type = avro_dir\n"
+		"path = ./out\n"
+		"codec = deflate\n"
+		"max_file_bytes = 64MB\n"
+		"max_file_seconds = 60\n"
+		"[destination.wh]\n"
+		"type = clickhouse\n"
+		"url = http://127.0.0.1:8123\n"
+		"database = shop\n"
+		"batch_rows = 1000\n"
+		"batch_seconds = 0.5\n"
+		"[stream.orders]\n"
+		"source = shop\n"
+		"destination = lake\n"
+		"tables = public.orders, public.customer*\n"
+		"exclude_tables = public.customer_tmp\n"
+		"lag_warn_bytes = 1GB\n"
+		"[stream.binlog]\n"
+		"source = maria\n"
+		"destination = wh\n"
+		"tables = shop.*\n"
+		"write_mode = merge\n";
+	static const char stray[] = "[]=;#\"'\\ \t\n\r\x01\xff*.,-0123456789kMGs";
+	struct fx *f = *state;
+	unsigned seed = 4242;
+	char text[sizeof base + 64];
+	int loaded = 0, refused = 0;
+
+	setenv("SLUICE_TEST_PW", CANARY, 1);
+	for (int iter = 0; iter < 3000; iter++) {
+		size_t n = sizeof base - 1;
+		struct sl_config *cfg;
+		memcpy(text, base, n);
+		for (int k = 1 + (int)(rand_r(&seed) % 4); k > 0 && n > 0; k--) {
+			size_t at = (size_t)rand_r(&seed) % n;
+			switch (rand_r(&seed) % 4) {
+			case 0: text[at] = (char)(1 + rand_r(&seed) % 255); break;          /* any byte but NUL */
+			case 1: text[at] = stray[(size_t)rand_r(&seed) % (sizeof stray - 1)]; break;
+			case 2: memmove(text + at, text + at + 1, n - at - 1); n--; break;   /* a byte out */
+			default: n = at; break;                                              /* cut short */
+			}
+		}
+		text[n] = '\0';
+		cfg = load(f, text);   /* asserts that the canary is not in the message */
+		if (cfg) {
+			loaded++;
+			sl_config_free(cfg);
+			continue;
+		}
+		refused++;
+		if (strncmp(f->err, f->path, strlen(f->path)) != 0)
+			fail_msg("mutation %d: the message does not name the file: \"%s\"\n--- config ---\n%s", iter,
+				 f->err, text);
+	}
+	unsetenv("SLUICE_TEST_PW");
+	/* both outcomes happen, or the mutations test nothing */
+	assert_true(loaded > 100);
+	assert_true(refused > 100);
+}
+
 static void test_unknown_key(void **state)
 {
 	struct fx *f = *state;
@@ -1306,6 +1391,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clickhouse_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
