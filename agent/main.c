@@ -332,6 +332,7 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	int delay = 1, tries = 0;
 
+	sl_thread_name("sl-stream");   /* reads the source; its writer is sl-writer */
 	sl_log_set_stream(w->sc->name);
 	for (;;) {
 		int64_t t0 = sl_mono_ms();

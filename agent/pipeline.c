@@ -677,6 +677,7 @@ static void *writer_main(void *arg)
 {
 	struct sl_pipe *p = arg;
 
+	sl_thread_name("sl-writer");
 	sl_log_set_stream(p->pc.stream);
 	for (;;) {
 		struct qev *ev;

@@ -152,6 +152,9 @@ def main():
             print(f"ratio sluice/mariadb-binlog (wall time): {r.wall_s / mb.wall_s:.2f} "
                   f"(sluice is {mb.wall_s / r.wall_s:.2f}x as fast)")
             print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s")
+            if r.thread_cpu:
+                print("sluice CPU by thread (sampled every 10 ms): " +
+                      ", ".join(f"{n} {c:.2f}s" for n, c in sorted(r.thread_cpu.items(), key=lambda x: -x[1])))
             if raw.rc == 0:
                 print(f"server dump alone (mariadb-binlog --raw, no decoding): {raw.wall_s:.2f}s  "
                       f"{changes / raw.wall_s:10.0f} changes/s  cpu {raw.cpu_s:.2f}s: the floor for any "

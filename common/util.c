@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,14 @@ int64_t sl_now_us(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void sl_thread_name(const char *name)
+{
+	char n[16];   /* the kernel keeps 15 bytes */
+
+	snprintf(n, sizeof n, "%s", name);
+	pthread_setname_np(pthread_self(), n);
 }
 
 int64_t sl_mono_us(void)

@@ -19,6 +19,9 @@
 int64_t sl_now_us(void);
 /* Monotonic clock, milliseconds. */
 int64_t sl_mono_ms(void);
+/* Names the calling thread (top -H, ps -L, /proc/PID/task/TID/comm): at
+ * most 15 bytes of name are kept. */
+void sl_thread_name(const char *name);
 /* CLOCK_MONOTONIC in microseconds. */
 int64_t sl_mono_us(void);
 /* The CLOCK_MONOTONIC time ms milliseconds from now, for

@@ -210,6 +210,7 @@ static void *probe_main(void *arg)
 	struct sl_probe *p = arg;
 	int64_t next_probe = sl_mono_ms(), next_hb = next_probe;
 
+	sl_thread_name("sl-probe");
 	sl_log_set_stream(p->os->name);  /* every line of this thread is about its stream */
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {

@@ -150,6 +150,7 @@ static void *sender_main(void *arg)
 {
 	struct sl_webhook *w = arg;
 
+	sl_thread_name("sl-webhook");
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
 		char *body, why[CURL_ERROR_SIZE + 64];

@@ -220,6 +220,7 @@ static void *worker_main(void *arg)
 	struct ocf_worker *wk = arg;
 	struct sl_ocf_codec *c = wk->c;
 
+	sl_thread_name("sl-compress");
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		struct ocf_job *j;

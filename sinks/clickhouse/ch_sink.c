@@ -1289,6 +1289,7 @@ static void *sender_main(void *arg)
 	struct chsink *s = arg;
 	char err[SL_ERRLEN * 2];
 
+	sl_thread_name("sl-ch-send");
 	sl_log_set_stream(s->stream);
 	pthread_mutex_lock(&s->fly.mu);
 	for (;;) {

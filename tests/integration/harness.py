@@ -796,6 +796,7 @@ class SluiceProc(subprocess.Popen):
         self.measured = sample_hwm
         self.rusage = None
         self.hwm_kb = 0
+        self.thread_cpu = {}      # thread name -> CPU seconds, last sampled (sample_hwm)
         self._hwm_stop = threading.Event()
         if sample_hwm:
             threading.Thread(target=self._sample_hwm, daemon=True).start()
@@ -809,6 +810,8 @@ class SluiceProc(subprocess.Popen):
         60 MB it cannot show a sluice below that.  VmHWM of the exec'd image
         has no such floor."""
         path = f"/proc/{self.pid}/status"
+        tck = os.sysconf("SC_CLK_TCK")
+        seen = {}   # tid -> (thread name, CPU seconds so far)
         while not self._hwm_stop.is_set() and self.returncode is None:
             try:
                 with open(path) as f:
@@ -816,8 +819,16 @@ class SluiceProc(subprocess.Popen):
                         if line.startswith("VmHWM:"):
                             self.hwm_kb = max(self.hwm_kb, int(line.split()[1]))
                             break
+                for tid in os.listdir(f"/proc/{self.pid}/task"):
+                    with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
+                        st = f.read()
+                    rest = st[st.rindex(")") + 2:].split()
+                    seen[tid] = (st[st.index("(") + 1:st.rindex(")")], (int(rest[11]) + int(rest[12])) / tck)
             except (OSError, ValueError):
                 pass
+            self.thread_cpu = {}
+            for name, cpu in seen.values():
+                self.thread_cpu[name] = self.thread_cpu.get(name, 0.0) + cpu
             self._hwm_stop.wait(0.01)
 
     def alive(self):
@@ -886,6 +897,7 @@ class SluiceProc(subprocess.Popen):
                    cpu_s=(ru.ru_utime + ru.ru_stime) if ru else 0.0,
                    wall_s=(self.t_end or time.monotonic()) - self.t0, argv=self.argv)
         r.hwm_kb = self.hwm_kb
+        r.thread_cpu = dict(self.thread_cpu)
         return r
 
 

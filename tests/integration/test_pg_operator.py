@@ -63,6 +63,21 @@ class SignalsAndOutputTest(PgTestCase):
         self.assertEqual(r.rc, 0, r.describe())
         pg.execute("DELETE FROM op_t WHERE id = 1000")
 
+    def test_threads_are_named(self):
+        """top -H and ps -L show what each thread does (doc/operations.md)."""
+        s = self.sluice(stream="opthreads", tables="public.op_t", extra={"destination": {"compression_threads": "2"}})
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        names = []
+        for tid in os.listdir(f"/proc/{p.pid}/task"):
+            with open(f"/proc/{p.pid}/task/{tid}/comm") as f:
+                names.append(f.read().strip())
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+        self.assertEqual(sorted(n for n in names if n != "sl-probe"),
+                         ["sl-compress", "sl-compress", "sl-stream", "sl-writer", "sluice"], names)
+
     def test_unwritable_stdout_fails(self):
         s = self.sluice(stream="opfull", tables="public.op_t")
         self.catch_up(s)
