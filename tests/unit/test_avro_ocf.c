@@ -60,15 +60,22 @@ static struct sl_table *sample_table(void)
 }
 
 /* The codec state for codec and level; fails the test if it cannot be made. */
-static struct sl_ocf_codec *codec_of(enum sl_codec codec, int level)
+static struct sl_ocf_codec *codec_with(enum sl_codec codec, int level, int threads)
 {
 	struct sl_ocf_codec *c;
 	char err[256];
 
-	if (sl_ocf_codec_new(&c, codec, level, g_threads, err, sizeof err) != 0)
+	if (sl_ocf_codec_new(&c, codec, level, threads, err, sizeof err) != 0)
 		fail_msg("codec: %s", err);
-	assert_int_equal(sl_ocf_codec_threads(c), codec == SL_CODEC_NULL ? 0 : g_threads);
+	assert_int_equal(sl_ocf_codec_threads(c), codec == SL_CODEC_NULL ? 0 : threads);
 	return c;
+}
+
+/* A codec with g_threads threads (set by the callers of roundtrip,
+ * write_file and test_huge_record). */
+static struct sl_ocf_codec *codec_of(enum sl_codec codec, int level)
+{
+	return codec_with(codec, level, g_threads);
 }
 
 /* Test-local Avro long decoder. */
@@ -572,9 +579,7 @@ static void test_threads_shared_codec(void **state)
 		size_t *lens[3];
 		char path[4][512], err[512];
 
-		g_threads = 1;
-		oc = codec_of(codecs[ci], 1);
-		g_threads = 0;
+		oc = codec_with(codecs[ci], 1, 1);
 		sl_buf_init(&one, 0);
 		for (int k = 0; k < 4; k++) {
 			snprintf(path[k], sizeof path[k], "%s/shared-%zu-%d.avro", g_dir, ci, k);
@@ -655,9 +660,7 @@ static void test_threads_write_error(void **state)
 			char err[512], path[512];
 			int failures = 0, first = -1;
 
-			g_threads = threads;
-			oc = codec_of(SL_CODEC_DEFLATE, 1);
-			g_threads = 0;
+			oc = codec_with(SL_CODEC_DEFLATE, 1, threads);
 			sl_buf_init(&one, 0);
 			sl_buf_init(&gb, 0);
 			sl_buf_init(&recs, 0);
@@ -730,9 +733,7 @@ static void test_threads_close_waits(void **state)
 		uint64_t size_before;
 		char err[512], path[512];
 
-		g_threads = threads;
-		oc = codec_of(SL_CODEC_DEFLATE, 9);
-		g_threads = 0;
+		oc = codec_with(SL_CODEC_DEFLATE, 9, threads);
 		sl_buf_init(&got, 0);
 		sl_buf_init(&one, 0);
 		sl_buf_init(&recs, 0);

@@ -43,6 +43,23 @@ static int run(const char *const argv[], bool quiet)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+/* Opens an avro_dir sink on dir for stream (append mode, 1 MB files). */
+static int open_lake(void **ctx, const char *dir, const char *stream, enum sl_codec codec, int level, int threads,
+		     int file_seconds, char *err, size_t errlen)
+{
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake", NULL };
+
+	memset(&dc, 0, sizeof dc);
+	dc.path = (char *)dir;
+	dc.codec = codec;
+	dc.compression_level = level;
+	dc.compression_threads = threads;
+	dc.max_file_bytes = 1 << 20;
+	dc.max_file_seconds = file_seconds;
+	return sl_sink_lookup("avro_dir")->open(ctx, &dc, &st, err, errlen);
+}
+
 /* The rows avro_pycheck.py expects, one table with every type. */
 static int write_stream(const char *dir, const char *stream, enum sl_codec codec, int threads, char *err,
 			size_t errlen)
@@ -67,8 +84,6 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	};
 	struct sl_table *t = tl_table("public", "py_t", cols, 16);
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
-	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake", NULL };
 	static const unsigned char uuid[16] = { 0xa0, 0xee, 0xbc, 0x99, 0x9c, 0x0b, 0x4e, 0xf8,
 						0xbb, 0x6d, 0x6b, 0xb9, 0xbd, 0x38, 0x0a, 0x11 };
 	struct sl_value v[16];
@@ -76,14 +91,7 @@ static int write_stream(const char *dir, const char *stream, enum sl_codec codec
 	void *ctx;
 	int rc = -1;
 
-	memset(&dc, 0, sizeof dc);
-	dc.path = (char *)dir;
-	dc.codec = codec;
-	dc.compression_level = 6;
-	dc.compression_threads = threads;
-	dc.max_file_bytes = 1 << 20;
-	dc.max_file_seconds = 60;
-	if (ops->open(&ctx, &dc, &st, err, errlen) != 0)
+	if (open_lake(&ctx, dir, stream, codec, 6, threads, 60, err, errlen) != 0)
 		goto out;
 	v[0] = tl_int(1);
 	v[1] = tl_dec(true, "50500", 2);                                    /* -505.00 */
@@ -153,8 +161,6 @@ static int write_bulk(const char *dir, const char *stream, enum sl_codec codec, 
 	};
 	struct sl_table *t = tl_table("public", "bulk_t", cols, 2);
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
-	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake", NULL };
 	struct sl_position d;
 	struct sl_value v[2];
 	struct sl_change c;
@@ -162,14 +168,7 @@ static int write_bulk(const char *dir, const char *stream, enum sl_codec codec, 
 	void *ctx;
 	int rc = -1;
 
-	memset(&dc, 0, sizeof dc);
-	dc.path = (char *)dir;
-	dc.codec = codec;
-	dc.compression_level = 1;
-	dc.compression_threads = threads;
-	dc.max_file_bytes = 1 << 20;
-	dc.max_file_seconds = 3600;
-	if (ops->open(&ctx, &dc, &st, err, errlen) != 0)
+	if (open_lake(&ctx, dir, stream, codec, 1, threads, 3600, err, errlen) != 0)
 		goto out;
 	for (int i = 1; i <= BULK_ROWS; i++) {
 		size_t n = 0;

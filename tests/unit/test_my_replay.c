@@ -448,7 +448,7 @@ static void test_facts(void **state)
 static void test_position_text(void **state)
 {
 	const struct sl_position in[] = {
-		{ 0 },
+		{ { 0 }, "" },
 		sl_my_pos("mb.000001", 4, NULL, NULL),
 		sl_my_pos("mb.000003", 1234, "0-1-20", NULL),
 		sl_my_pos("mysql-bin.999999", UINT32_MAX, "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5", NULL),
