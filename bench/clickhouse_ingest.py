@@ -18,7 +18,10 @@ exits non-zero only if something does not work:
     RowBinary file (append mode also as JSONEachRow, for comparison), and
     uploaded with a plain `curl --data-binary` into an empty table of the
     same layout: what the server itself takes, with no source and no
-    encoding in front of it.
+    encoding in front of it.  Once as one insert, and once as 10 inserts of
+    about 100,000 rows (batch_rows' default) over one connection, the shape
+    of sluice's own inserts.  Every timed run, sluice's and curl's, starts
+    once ClickHouse has no background merge left to run.
  3. Latency.  A steady --rate transactions per second (default 2,000; one
     single-row INSERT each) for --seconds seconds while `sluice run` streams
     in merge mode and in append mode with the default batch settings; a
@@ -110,7 +113,7 @@ def mysql_throughput(a, ch, env):
         try:
             for mode in ("append", "merge"):
                 s = ch_sluice(my, ch, f"my_{mode}", f"my_{mode}", mode, a.sluice_bin, "bench.bench_t",
-                              dest={"compression": a.compression})
+                              dest=dest_keys(a))
                 streams[mode] = s
                 r = s.run("run", "--until-caught-up", env=env, timeout=120)   # the position, before the load
                 if r.rc != 0:
@@ -120,6 +123,7 @@ def mysql_throughput(a, ch, env):
             changes = n_ins + n_upd + n_del
             want = int(my.sql("SELECT count(*) FROM bench.bench_t")[0][0])
             for mode, s in streams.items():
+                settle(ch)
                 r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
                 if r.rc != 0:
                     print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
@@ -133,17 +137,49 @@ def mysql_throughput(a, ch, env):
                 print(f"sluice {mode:6} from MariaDB:        {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
                       f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, "
                       f"{live} live)")
+                print(f"    CPU by thread: {threads(r)}")
         finally:
             for s in streams.values():
                 s.close()
     return 0
 
 
-def timed_curl(url, query, path, gz=False):
-    argv = ["curl", "-sS", "--fail-with-body", "-o", "/dev/null", "-H", "Expect:", "-u", f"sluice:{CH_PASSWORD}",
-            "--data-binary", f"@{path}", f"{url}/?query={query}"]
-    if gz:
-        argv[1:1] = ["-H", "Content-Encoding: gzip"]
+CHUNKS = 10   # the ceiling's inserts of about 100,000 rows (batch_rows' default)
+
+
+def dest_keys(a):
+    """The destination keys the command line sets for the throughput runs."""
+    d = {"compression": a.compression}
+    if a.batch_bytes:
+        d["batch_bytes"] = a.batch_bytes
+    if a.batch_rows:
+        d["batch_rows"] = a.batch_rows
+    return d
+
+
+def threads(r):
+    """A measured run's CPU by thread name, busiest first."""
+    return ", ".join(f"{n} {c:.2f}s" for n, c in sorted(r.thread_cpu.items(), key=lambda x: -x[1])) or "not sampled"
+
+
+def settle(ch, limit=300):
+    """Waits until ClickHouse runs no background merge (up to limit
+    seconds), so that a timed run does not share the CPU with the merges of
+    the parts an earlier run wrote.  Both sluice's runs and curl's get it."""
+    deadline = time.monotonic() + limit
+    quiet = 0
+    while time.monotonic() < deadline and quiet < 3:
+        quiet = quiet + 1 if int(ch.scalar("SELECT count() FROM system.merges")) == 0 else 0
+        time.sleep(0.1)
+
+
+def timed_curl(url, query, paths, gz=False):
+    """Times one curl uploading each file of paths as its own INSERT, one
+    after the other over one connection.  Returns seconds."""
+    argv = ["curl", "-sS", "--fail-with-body"]
+    for i, path in enumerate([paths] if isinstance(paths, str) else paths):
+        argv += (["--next"] if i else []) + ["-o", "/dev/null", "-H", "Expect:", "-u", f"sluice:{CH_PASSWORD}"]
+        argv += (["-H", "Content-Encoding: gzip"] if gz else []) + ["--data-binary", f"@{path}", f"{url}/?query={query}"]
     t0 = time.monotonic()
     p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     dt = time.monotonic() - t0
@@ -262,8 +298,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=20, help="length of each latency run")
     ap.add_argument("--compression", default="auto", choices=("auto", "gzip", "none"),
                     help="the destination's compression key (auto: none on loopback)")
+    ap.add_argument("--batch-bytes", help="the destination's batch_bytes for the throughput runs (default: the config's)")
+    ap.add_argument("--batch-rows", help="the destination's batch_rows for the throughput runs (default: the config's)")
     ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
     ap.add_argument("--no-mysql", action="store_true", help="skip the run from a MariaDB binlog")
+    ap.add_argument("--no-pg", action="store_true",
+                    help="skip the PostgreSQL runs (1, 1b, 3); the ceiling is then built from the MariaDB run's rows")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
@@ -280,86 +320,103 @@ def main():
     with PgServer() as pg, ClickHouseServer() as ch:
         version = ch.scalar("SELECT version()")
         print(f"clickhouse_ingest: PostgreSQL 15, ClickHouse {version}, {os.cpu_count()} CPUs")
-        # 1. throughput
-        pg.execute(TABLE_DDL)
-        pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
-        for mode in ("append", "merge"):
-            pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{mode}', 'pgoutput')")
-        n_ins, n_upd, n_del, load_s = load(pg, a.changes, a.batch)
-        pg.wait_wal_flushed()
-        changes = n_ins + n_upd + n_del
-        print(f"load: {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; {a.batch} rows per "
-              f"transaction) in {load_s:.1f}s")
-        results = {}
-        for mode in ("append", "merge"):
-            s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
-                          slot=f"bench_{mode}", publication="sluice_bench", dest={"compression": a.compression})
-            try:
-                r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
-                if r.rc != 0:
-                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+        if not a.no_pg:
+            # 1. throughput
+            pg.execute(TABLE_DDL)
+            pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
+            for mode in ("append", "merge"):
+                pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{mode}', 'pgoutput')")
+            n_ins, n_upd, n_del, load_s = load(pg, a.changes, a.batch)
+            pg.wait_wal_flushed()
+            changes = n_ins + n_upd + n_del
+            print(f"load: {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; {a.batch} rows per "
+                  f"transaction) in {load_s:.1f}s")
+            results = {}
+            for mode in ("append", "merge"):
+                s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
+                              slot=f"bench_{mode}", publication="sluice_bench", dest=dest_keys(a))
+                try:
+                    settle(ch)
+                    r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+                    if r.rc != 0:
+                        print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                        return 1
+                    results[mode] = r
+                finally:
+                    s.close()
+                rows = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t"))
+                if mode == "append" and rows < changes:
+                    print(f"clickhouse_ingest: append mode wrote {rows} rows for {changes} changes", file=sys.stderr)
                     return 1
-                results[mode] = r
-            finally:
-                s.close()
-            rows = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t"))
-            if mode == "append" and rows < changes:
-                print(f"clickhouse_ingest: append mode wrote {rows} rows for {changes} changes", file=sys.stderr)
-                return 1
-            live = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t FINAL WHERE _is_deleted = 0"))
-            want = pg.one("SELECT count(*) FROM bench_t")
-            if live != want and mode == "merge":
-                print(f"clickhouse_ingest: merge mode holds {live} live rows, the source {want}", file=sys.stderr)
-                return 1
-            print(f"sluice {mode:6} (compression {a.compression}): {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
-                  f"CPU {r.cpu_s:.2f}s ({r.cpu_s / changes * 1e6:.2f}s per million)  peak RSS "
-                  f"{r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, {live} live)")
+                live = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t FINAL WHERE _is_deleted = 0"))
+                want = pg.one("SELECT count(*) FROM bench_t")
+                if live != want and mode == "merge":
+                    print(f"clickhouse_ingest: merge mode holds {live} live rows, the source {want}", file=sys.stderr)
+                    return 1
+                print(f"sluice {mode:6} (compression {a.compression}): {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
+                      f"CPU {r.cpu_s:.2f}s ({r.cpu_s / changes * 1e6:.2f}s per million)  peak RSS "
+                      f"{r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, {live} live)")
 
-        # 1b. the sink without logical decoding in front of it: the table's
-        # rows by the initial backfill (COPY over 2 connections)
-        nrows = pg.one("SELECT count(*) FROM bench_t")
-        for mode in ("append", "merge"):
-            s = ch_sluice(pg, ch, f"bf_{mode}", f"bf_{mode}", mode, a.sluice_bin, "public.bench_t",
-                          dest={"compression": a.compression}, backfill="auto")
-            try:
-                r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
-                if r.rc != 0:
-                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+            # 1b. the sink without logical decoding in front of it: the table's
+            # rows by the initial backfill (COPY over 2 connections)
+            nrows = pg.one("SELECT count(*) FROM bench_t")
+            for mode in ("append", "merge"):
+                s = ch_sluice(pg, ch, f"bf_{mode}", f"bf_{mode}", mode, a.sluice_bin, "public.bench_t",
+                              dest=dest_keys(a), backfill="auto")
+                try:
+                    settle(ch)
+                    r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+                    if r.rc != 0:
+                        print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                        return 1
+                finally:
+                    s.close()
+                rows = int(ch.scalar(f"SELECT count() FROM bf_{mode}.public_bench_t"))
+                if rows != nrows:
+                    print(f"clickhouse_ingest: the backfill wrote {rows} rows of {nrows}", file=sys.stderr)
                     return 1
-            finally:
-                s.close()
-            rows = int(ch.scalar(f"SELECT count() FROM bf_{mode}.public_bench_t"))
-            if rows != nrows:
-                print(f"clickhouse_ingest: the backfill wrote {rows} rows of {nrows}", file=sys.stderr)
-                return 1
-            print(f"sluice {mode:6} backfill of {nrows} rows: {r.wall_s:6.2f}s  {nrows / r.wall_s:9.0f} rows/s  "
-                  f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB")
+                print(f"sluice {mode:6} backfill of {nrows} rows: {r.wall_s:6.2f}s  {nrows / r.wall_s:9.0f} rows/s  "
+                      f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB")
 
         # 1c. the same load from a MariaDB binlog: the sink's own rate
+        my_rows = False
         if not a.no_mysql:
             reason = harness_mysql.mariadb_available()
             if reason:
                 print(f"MariaDB source: skipped: {reason}")
             elif mysql_throughput(a, ch, env):
                 return 1
+            else:
+                my_rows = True
+        if a.no_pg and not my_rows:
+            return 0
 
         # 2. the ceiling: the same rows, pre-built, through curl, into an
         # empty table of each mode's layout
         tmp = ch.tmpdir
         for mode in ("append", "merge"):
-            src = f"bench_{mode}.public_bench_t"
+            src = f"my_{mode}.bench_bench_t" if a.no_pg else f"bench_{mode}.public_bench_t"
             rb = os.path.join(tmp, f"{mode}.rowbinary")
             js = os.path.join(tmp, f"{mode}.json")
             with open(rb, "wb") as f:
                 f.write(ch.query(f"SELECT * FROM {src} FORMAT RowBinary"))
             kinds = [("RowBinary", rb, "RowBinary", False), ("RowBinary gzip", rb + ".gz", "RowBinary", True)]
+            # the same rows as CHUNKS inserts of about batch_rows (100,000)
+            # each, one after the other over one connection: sluice's own
+            # shape of insert (one huge insert is not always the fastest)
+            chunks = []
+            for i in range(CHUNKS):
+                chunks.append(os.path.join(tmp, f"{mode}.{i}.rowbinary"))
+                with open(chunks[-1], "wb") as f:
+                    f.write(ch.query(f"SELECT * FROM {src} WHERE cityHash64(_uuid) % {CHUNKS} = {i} FORMAT RowBinary"))
+            kinds.append((f"RowBinary {CHUNKS} inserts", chunks, "RowBinary", False))
             if mode == "append":
                 with open(js, "wb") as f:
                     f.write(ch.query(f"SELECT * FROM {src} FORMAT JSONEachRow",
                                      params={"output_format_json_quote_64bit_integers": "0"}))
                 kinds += [("JSONEachRow", js, "JSONEachRow", False), ("JSONEachRow gzip", js + ".gz", "JSONEachRow", True)]
             for _, path, _, gz in kinds:
-                if gz:
+                if gz and isinstance(path, str):
                     with open(path[:-3], "rb") as fi, gzip.open(path, "wb", compresslevel=1) as fo:
                         fo.write(fi.read())
             n = int(ch.scalar(f"SELECT count() FROM {src}"))
@@ -368,13 +425,17 @@ def main():
                   (f", as JSONEachRow {os.path.getsize(js) / 2**20:.0f} MiB (gzip "
                    f"{os.path.getsize(js + '.gz') / 2**20:.0f} MiB)" if mode == "append" else ""))
             for label, path, fmt, gz in kinds:
-                ch.query(f"DROP TABLE IF EXISTS bench_{mode}.ceiling")
-                ch.query(f"CREATE TABLE bench_{mode}.ceiling AS {src}")
-                dt = timed_curl(ch.url, f"INSERT%20INTO%20bench_{mode}.ceiling%20FORMAT%20{fmt}", path, gz)
-                got = int(ch.scalar(f"SELECT count() FROM bench_{mode}.ceiling"))
-                print(f"curl {mode:6} {label:17}: {dt:6.2f}s  {got / dt:9.0f} rows/s")
+                db = src.split(".")[0]
+                ch.query(f"DROP TABLE IF EXISTS {db}.ceiling")
+                ch.query(f"CREATE TABLE {db}.ceiling AS {src}")
+                settle(ch)
+                dt = timed_curl(ch.url, f"INSERT%20INTO%20{db}.ceiling%20FORMAT%20{fmt}", path, gz)
+                got = int(ch.scalar(f"SELECT count() FROM {db}.ceiling"))
+                print(f"curl {mode:6} {label:20}: {dt:6.2f}s  {got / dt:9.0f} rows/s")
 
         # 3. latency at a steady rate
+        if a.no_pg:
+            return 0
         pg.execute("CREATE TABLE lat_t (id bigint PRIMARY KEY, committed_us bigint)")
         for mode in () if a.no_latency else ("merge", "append"):
             lat, total, behind, r = latency_run(pg, ch, a.sluice_bin, mode, a.rate, a.seconds)

@@ -16,7 +16,7 @@
 typedef const void *(*sl_key_of)(const void *arr, size_t i, size_t *len);
 
 struct sl_keyslots {
-	uint32_t *slots;        /* a position + 1; 0: empty */
+	uint64_t *slots;        /* the key's hash << 32 | its position + 1; 0: empty */
 	size_t nslots;          /* a power of two, or 0 */
 	size_t min;             /* slots of the first table (0: 256) */
 };
@@ -26,10 +26,9 @@ uint64_t sl_hash_bytes(const void *p, size_t n);
 /* The position of the item whose key is key, or -1. */
 ssize_t sl_keyslots_find(const struct sl_keyslots *k, const void *key, size_t len, sl_key_of key_of,
 			 const void *arr);
-/* Makes room for one more than the n items of arr (the index stays at most
- * half full), re-indexing them when it grows.  0, or -1 out of memory
- * (nothing changed). */
-int sl_keyslots_reserve(struct sl_keyslots *k, size_t n, sl_key_of key_of, const void *arr);
+/* Makes room for one more than the n items indexed (the index stays at
+ * most half full).  0, or -1 out of memory (nothing changed). */
+int sl_keyslots_reserve(struct sl_keyslots *k, size_t n);
 /* Indexes position pos under key, which is not indexed yet (room was
  * reserved). */
 void sl_keyslots_put(struct sl_keyslots *k, const void *key, size_t len, size_t pos);

@@ -111,7 +111,7 @@ static ssize_t find(const struct sl_mbatch *b, const void *key, size_t len)
 /* Adds r, a key not held yet.  0 or -1 (r is then not taken). */
 static int add(struct sl_mbatch *b, struct sl_mrow *r)
 {
-	if (sl_keyslots_reserve(&b->index, b->n, row_key, b->rows) < 0)
+	if (sl_keyslots_reserve(&b->index, b->n) < 0)
 		return -1;
 	if (b->n == b->alloc) {
 		size_t na = b->alloc ? b->alloc * 2 : 64;

@@ -130,7 +130,7 @@ static int put_entry(struct sl_mirror *m, struct sl_mentry *e)
 	}
 	if (m->index.min == 0)
 		m->index.min = 1024;
-	if (sl_keyslots_reserve(&m->index, m->n, entry_key, m->e) < 0)
+	if (sl_keyslots_reserve(&m->index, m->n) < 0)
 		goto oom;
 	if (m->n == m->alloc) {
 		size_t na = m->alloc ? m->alloc * 2 : 256;

@@ -6,9 +6,11 @@
  * holding the layout of its current table version and its part of the
  * batch.  In append mode that part is RowBinary rows, encoded as they come
  * (and metadata-only rows for TRUNCATE records).  In merge mode it is the
- * latest change of each key (struct held: its values and metadata, copied),
- * in the order the keys were first seen, plus the latest TRUNCATE; rows are
- * encoded at send time, after unchanged TOAST values were filled in.  Tables
+ * latest change of each key (struct held), in the order the keys were first
+ * seen, plus the latest TRUNCATE.  A change whose values are all known is
+ * kept as its RowBinary row, encoded as it comes; one that waits for
+ * unchanged TOAST values from ClickHouse keeps its values and metadata,
+ * copied, and is encoded at send time, once they were filled in.  Tables
  * with something to send are on a list.  Memory is bounded by batch_bytes
  * (the agent flushes once it is reached, and write() sends the batch itself
  * inside a transaction that grows beyond it) and by the number of tables.
@@ -100,16 +102,21 @@ static size_t rowbuf_end(const struct rowbuf *r, size_t i)
 	return i + 1 < r->n ? r->off[i + 1] : r->b.len;
 }
 
-/* A change kept in merge mode: one allocation holding the struct, the
- * values, their bytes, the key and the metadata's text. */
+/* A change kept in merge mode, in one allocation, in one of two forms:
+ *  - encoded (row set): its row in RowBinary, ready to send;
+ *  - pending (m set): its metadata and values, copied, for a change that
+ *    waits for unchanged values from ClickHouse (fill: the key whose row
+ *    has them); also the batch's TRUNCATE, and a lookup's keys and rows.
+ * The encoded form takes about half the memory, so a batch of batch_bytes
+ * holds about twice the rows, and the row is encoded once. */
 struct held {
 	size_t size;                   /* bytes of the allocation */
-	struct ch_rowmeta m;           /* pointers into the allocation */
-	struct sl_value *vals;         /* the layout's nsrc values */
 	unsigned char *key;            /* RowBinary of the key columns */
-	size_t keylen;
-	unsigned char *fill;           /* the key whose ClickHouse row fills SL_V_UNCHANGED values, or NULL */
-	size_t filllen;
+	unsigned char *row;            /* encoded: the row, rowlen bytes; else NULL */
+	struct ch_rowmeta *m;          /* pending: the metadata (pointers into the allocation); else NULL */
+	struct sl_value *vals;         /* pending: the layout's nsrc values, or NULL for none */
+	unsigned char *fill;           /* pending: the key whose ClickHouse row fills SL_V_UNCHANGED values, or NULL */
+	uint32_t keylen, rowlen, filllen;
 	bool deleted;                  /* DELETE, UPDATE-DELETE */
 };
 
@@ -118,13 +125,18 @@ static size_t align8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-/* Copies a row: metadata m, nsrc values (NULL: none), key and fill key.
- * NULL when out of memory. */
+static bool op_deletes(enum sl_op op)
+{
+	return op == SL_OP_DELETE || op == SL_OP_UPDATE_DELETE;
+}
+
+/* A row in the pending form: metadata m, nsrc values (NULL: none), key and
+ * fill key, copied.  NULL when out of memory. */
 static struct held *held_make(const struct ch_rowmeta *m, const struct sl_value *vals, int nsrc,
 			      const void *key, size_t keylen, const void *fill, size_t filllen)
 {
-	size_t size = align8(sizeof(struct held)) + (size_t)nsrc * sizeof(struct sl_value) + 16 + SL_CSN_LEN + 1 +
-		      keylen + filllen;
+	size_t size = align8(sizeof(struct held)) + align8(sizeof(struct ch_rowmeta)) +
+		      (size_t)nsrc * sizeof(struct sl_value) + 16 + SL_CSN_LEN + 1 + keylen + filllen;
 	struct held *h;
 	char *p;
 
@@ -139,14 +151,11 @@ static struct held *held_make(const struct ch_rowmeta *m, const struct sl_value 
 		return NULL;
 	memset(h, 0, sizeof *h);
 	h->size = size;
-	h->m = *m;
-	h->vals = (struct sl_value *)((char *)h + align8(sizeof(struct held)));
-	p = (char *)(h->vals + nsrc);
-	for (int i = 0; i < nsrc; i++) {
-		if (!vals) {
-			memset(&h->vals[i], 0, sizeof h->vals[i]);
-			continue;
-		}
+	h->m = (struct ch_rowmeta *)((char *)h + align8(sizeof(struct held)));
+	*h->m = *m;
+	h->vals = vals ? (struct sl_value *)((char *)h->m + align8(sizeof(struct ch_rowmeta))) : NULL;
+	p = (char *)h->m + align8(sizeof(struct ch_rowmeta)) + (size_t)nsrc * sizeof(struct sl_value);
+	for (int i = 0; vals && i < nsrc; i++) {
 		h->vals[i] = vals[i];
 		if (sl_value_has_bytes(&vals[i])) {
 			if (vals[i].len)
@@ -156,31 +165,62 @@ static struct held *held_make(const struct ch_rowmeta *m, const struct sl_value 
 		}
 	}
 	memcpy(p, m->uuid, 16);
-	h->m.uuid = (unsigned char *)p;
+	h->m->uuid = (unsigned char *)p;
 	p += 16;
 	memcpy(p, m->csn, SL_CSN_LEN);
 	p[SL_CSN_LEN] = '\0';
-	h->m.csn = p;
+	h->m->csn = p;
 	p += SL_CSN_LEN + 1;
 	for (int i = 0; i < m->nmeta; i++) {
 		if (!m->meta[i].s)
 			continue;
 		memcpy(p, m->meta[i].s, m->meta[i].len);
-		h->m.meta[i].s = p;
+		h->m->meta[i].s = p;
 		p += m->meta[i].len;
 	}
 	h->key = (unsigned char *)p;
-	h->keylen = keylen;
+	h->keylen = (uint32_t)keylen;
 	if (keylen)
 		memcpy(p, key, keylen);
 	p += keylen;
 	if (fill) {
 		h->fill = (unsigned char *)p;
-		h->filllen = filllen;
+		h->filllen = (uint32_t)filllen;
 		memcpy(p, fill, filllen);
 	}
-	h->deleted = m->op == SL_OP_DELETE || m->op == SL_OP_UPDATE_DELETE;
+	h->deleted = op_deletes(m->op);
 	return h;
+}
+
+/* A row in the encoded form: key and row, copied.  NULL when out of memory. */
+static struct held *held_encoded(const void *key, size_t keylen, const void *row, size_t rowlen, bool deleted)
+{
+	size_t size = align8(sizeof(struct held)) + keylen + rowlen;
+	struct held *h = malloc(size);
+
+	if (!h)
+		return NULL;
+	memset(h, 0, sizeof *h);
+	h->size = size;
+	h->key = (unsigned char *)h + align8(sizeof(struct held));
+	h->keylen = (uint32_t)keylen;
+	memcpy(h->key, key, keylen);
+	h->row = h->key + keylen;
+	h->rowlen = (uint32_t)rowlen;
+	memcpy(h->row, row, rowlen);
+	h->deleted = deleted;
+	return h;
+}
+
+/* A copy of h (nsrc: the layout's values).  NULL when out of memory. */
+static struct held *held_dup(const struct held *h, int nsrc)
+{
+	struct held *c = h->row ? held_encoded(h->key, h->keylen, h->row, h->rowlen, h->deleted)
+				: held_make(h->m, h->vals, h->vals ? nsrc : 0, h->key, h->keylen, h->fill, h->filllen);
+
+	if (c)
+		c->deleted = h->deleted;
+	return c;
 }
 
 /* Rows by key: the rows in first-seen order, and their index. */
@@ -225,7 +265,7 @@ static int keymap_add(struct keymap *k, struct held *h)
 {
 	if (k->index.min == 0)
 		k->index.min = 1024;
-	if (sl_keyslots_reserve(&k->index, k->n, held_key, k->rows) < 0)
+	if (sl_keyslots_reserve(&k->index, k->n) < 0)
 		return -1;
 	if (k->n == k->alloc) {
 		size_t na = k->alloc ? k->alloc * 2 : 256;
@@ -302,6 +342,12 @@ struct chsink {
 	struct ch_http *http;
 	struct ch_resp resp;
 	struct sl_buf sql, sql2, key, key2, lkeys;
+	struct sl_buf row;             /* merge mode: the row write() encodes */
+	struct sl_value *srcvals;      /* merge mode: values read back from an encoded row (held_values) */
+	char *scratch;                 /* their decimals' text, CH_RB_SCRATCH a column */
+	int srcvals_cols;              /* columns srcvals and scratch have room for */
+	struct sl_value *wvals;        /* merge mode: a change's values as write() keeps them */
+	int wvals_n;
 	struct rowbuf enc;             /* merge mode: rows encoded at send time */
 	struct chtab **buckets;
 	size_t nbuckets, ntabs;
@@ -838,7 +884,7 @@ static int held_replace(struct chsink *s, struct chtab *t, struct part *pt, size
 			const void *fill, size_t filllen, bool acct)
 {
 	struct held *o = pt->keys.rows[i];
-	struct held *h = held_make(&o->m, vals, t->lay->nsrc, o->key, o->keylen, fill, filllen);
+	struct held *h = held_make(o->m, vals, t->lay->nsrc, o->key, o->keylen, fill, filllen);
 
 	if (!h)
 		return -1;
@@ -870,7 +916,7 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 		struct held *probe;
 		if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0)
 			continue;
-		probe = held_make(&h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
+		probe = held_make(h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
 		if (!probe || keymap_add(&asked, probe) < 0) {
 			free(probe);
 			goto oom;
@@ -979,7 +1025,7 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 		if (missing && (s->missing_logged & (s->missing_logged - 1)) == 0)
 			sl_warn("clickhouse: table \"%s\": change %s left %d value%s unchanged, and neither the batch "
 				"nor ClickHouse has the row to take them from: written as NULL and listed in "
-				"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m.csn, missing,
+				"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m->csn, missing,
 				missing == 1 ? "" : "s", s->missing_logged);
 		if (held_replace(s, t, pt, i, vals, NULL, 0, acct) < 0)
 			goto oom;
@@ -1020,12 +1066,12 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		char what[300];
 		const char *const *keys = (const char *const *)t->keynames;
 		sl_buf_reset(&s->sql);
-		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, &pt->trunc->m);
+		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, pt->trunc->m);
 		snprintf(what, sizeof what, "clearing \"%s\".\"%s\" for a TRUNCATE", s->conf->database, t->object);
 		if (run_sql(s, what, err, errlen) < 0)
 			return -1;
 		sl_buf_reset(&s->sql);
-		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, &pt->trunc->m);
+		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, pt->trunc->m);
 		if (run_sql(s, what, err, errlen) < 0)
 			return -1;
 		free(pt->trunc);
@@ -1039,7 +1085,8 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 	for (size_t i = 0; i < pt->keys.n; i++) {
 		const struct held *h = pt->keys.rows[i];
 		if (rowbuf_mark(&s->enc) < 0 ||
-		    ch_layout_put_row(&s->enc.b, t->lay, &h->m, h->vals, false, err, errlen) < 0) {
+		    (h->row ? ch_rb_put_raw(&s->enc.b, h->row, h->rowlen)
+			    : ch_layout_put_row(&s->enc.b, t->lay, h->m, h->vals, false, err, errlen)) < 0) {
 			if (!err[0] || sl_buf_failed(&s->enc.b))
 				snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
 			return -1;
@@ -1133,6 +1180,68 @@ oom:
 	return -1;
 }
 
+/* The values of held row h (layout l): a pending row's own, or an encoded
+ * row's read back (valid until the next call, and while h lives).  NULL
+ * with a message when out of memory or the row does not read. */
+static const struct sl_value *held_values(struct chsink *s, const struct ch_layout *l, const struct held *h,
+					  char *err, size_t errlen)
+{
+	struct ch_rb_reader r;
+	const unsigned char *unch = NULL;  /* the _unchanged_columns value */
+
+	if (!h->row)
+		return h->vals;
+	if (s->srcvals_cols < l->ncols + 1) {
+		struct sl_value *v = realloc(s->srcvals, ((size_t)l->ncols + 1) * sizeof *v);
+		char *sc = v ? realloc(s->scratch, ((size_t)l->ncols + 1) * CH_RB_SCRATCH) : NULL;
+		if (v)
+			s->srcvals = v;
+		if (!sc) {
+			snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", l->object);
+			return NULL;
+		}
+		s->scratch = sc;
+		s->srcvals_cols = l->ncols + 1;
+	}
+	r.p = h->row;
+	r.end = h->row + h->rowlen;
+	for (int i = 0; i < l->ncols; i++) {
+		const struct ch_col *c = &l->cols[i];
+		if (c->meta == CH_M_UNCHANGED)
+			unch = r.p;
+		if ((c->src >= 0 ? ch_rb_get_value(&r, &c->type, &s->srcvals[c->src], s->scratch + (size_t)i * CH_RB_SCRATCH)
+				 : ch_rb_skip(&r, &c->type)) < 0)
+			goto bad;
+	}
+	if (unch) {
+		/* Values the row left unknown (written as NULL, named in
+		 * _unchanged_columns, in column order) stay unknown. */
+		uint64_t n;
+		int from = 0;
+		r.p = unch;
+		if (ch_rb_get_uleb(&r, &n) < 0)
+			goto bad;
+		for (uint64_t k = 0; k < n; k++) {
+			const unsigned char *name;
+			size_t len;
+			if (ch_rb_get_str(&r, &name, &len) < 0)
+				goto bad;
+			for (; from < l->nsrc; from++) {
+				const char *cn = l->cols[l->of_src[from]].name;
+				if (strlen(cn) == len && !memcmp(cn, name, len))
+					break;
+			}
+			if (from == l->nsrc)
+				goto bad;
+			s->srcvals[from++].kind = SL_V_UNCHANGED;
+		}
+	}
+	return s->srcvals;
+bad:
+	snprintf(err, errlen, "clickhouse: table \"%s\": a row of the batch does not read back", l->object);
+	return NULL;
+}
+
 static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
 		       char *err, size_t errlen)
 {
@@ -1175,8 +1284,14 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	if (sl_buf_failed(&s->key))
 		goto oom;
 	prev = keymap_find(&t->cur.keys, s->key.data, s->key.len);
-	if (!(vals = malloc(((size_t)l->nsrc + 1) * sizeof *vals)))
-		goto oom;
+	if (s->wvals_n < l->nsrc + 1) {
+		struct sl_value *v = realloc(s->wvals, ((size_t)l->nsrc + 1) * sizeof *v);
+		if (!v)
+			goto oom;
+		s->wvals = v;
+		s->wvals_n = l->nsrc + 1;
+	}
+	vals = s->wvals;
 	memcpy(vals, c->values, (size_t)l->nsrc * sizeof *vals);
 	for (int i = 0; i < l->nsrc; i++)
 		unchanged |= vals[i].kind == SL_V_UNCHANGED;
@@ -1195,12 +1310,8 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 			sl_buf_reset(&s->moved.key);
 			sl_buf_append(&s->moved.key, s->key.data, s->key.len);
 			if (prev >= 0) {
-				s->moved.row = held_make(&t->cur.keys.rows[prev]->m, t->cur.keys.rows[prev]->vals, l->nsrc,
-							 t->cur.keys.rows[prev]->key, t->cur.keys.rows[prev]->keylen,
-							 t->cur.keys.rows[prev]->fill, t->cur.keys.rows[prev]->filllen);
-				if (!s->moved.row)
+				if (!(s->moved.row = held_dup(t->cur.keys.rows[prev], l->nsrc)))
 					goto oom;
-				s->moved.row->deleted = t->cur.keys.rows[prev]->deleted;
 			}
 			if (sl_buf_failed(&s->moved.key))
 				goto oom;
@@ -1224,10 +1335,13 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 		}
 		if (src) {
 			bool pending = false;
+			const struct sl_value *sv = held_values(s, l, src, err, errlen);
+			if (!sv)
+				goto out;
 			for (int i = 0; i < l->nsrc; i++) {
 				if (vals[i].kind != SL_V_UNCHANGED)
 					continue;
-				vals[i] = src->vals[i];
+				vals[i] = sv[i];
 				if (vals[i].kind == SL_V_UNCHANGED)
 					pending = true;
 				else
@@ -1239,7 +1353,18 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 			}
 		}
 	}
-	if (!(h = held_make(m, vals, l->nsrc, s->key.data, s->key.len, fill, filllen)))
+	if (fill) {
+		h = held_make(m, vals, l->nsrc, s->key.data, s->key.len, fill, filllen);
+	} else {
+		sl_buf_reset(&s->row);
+		if (ch_layout_put_row(&s->row, l, m, vals, false, err, errlen) < 0) {
+			if (err[0] && !sl_buf_failed(&s->row))
+				goto out;
+			goto oom;
+		}
+		h = held_encoded(s->key.data, s->key.len, s->row.data, s->row.len, op_deletes(c->op));
+	}
+	if (!h)
 		goto oom;
 	if (prev >= 0) {
 		struct held *o = t->cur.keys.rows[prev];
@@ -1260,7 +1385,6 @@ out:
 	if (!moved_here)
 		moved_clear(s);
 	free(h);
-	free(vals);
 	return rc;
 }
 
@@ -1569,6 +1693,10 @@ static void ch_close(void *ctx)
 	sl_buf_free(&s->sql2);
 	sl_buf_free(&s->key);
 	sl_buf_free(&s->key2);
+	sl_buf_free(&s->row);
+	free(s->srcvals);
+	free(s->wvals);
+	free(s->scratch);
 	sl_buf_free(&s->lkeys);
 	sl_buf_free(&s->dl);
 	rowbuf_free(&s->enc);
@@ -1603,6 +1731,7 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	sl_buf_init(&s->sql2, 0);
 	sl_buf_init(&s->key, 0);
 	sl_buf_init(&s->key2, 0);
+	sl_buf_init(&s->row, 0);
 	sl_buf_init(&s->lkeys, 0);
 	pthread_mutex_init(&s->fly.mu, NULL);
 	pthread_cond_init(&s->fly.cv, NULL);

@@ -957,7 +957,7 @@ static void test_keyslots(void **state)
 			items[i].len = i == 0 ? 0 : (size_t)snprintf(items[i].key, sizeof items[i].key, "%zu%c",
 								     i * 7919, (char)('a' + i % 3));
 			assert_int_equal(sl_keyslots_find(&k, items[i].key, items[i].len, kitem_key, items), -1);
-			assert_int_equal(sl_keyslots_reserve(&k, i, kitem_key, items), 0);
+			assert_int_equal(sl_keyslots_reserve(&k, i), 0);
 			sl_keyslots_put(&k, items[i].key, items[i].len, i);
 			assert_true(k.nslots >= (i + 1) * 2);
 		}
@@ -970,6 +970,56 @@ static void test_keyslots(void **state)
 	}
 	sl_keyslots_free(&k);
 	assert_null(k.slots);
+}
+
+struct khash { uint32_t h; uint32_t i; };
+
+static int khash_cmp(const void *a, const void *b)
+{
+	const struct khash *x = a, *y = b;
+
+	return x->h < y->h ? -1 : x->h > y->h ? 1 : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Two keys whose hashes agree in the 32 bits a slot keeps (found among
+ * 300,000 keys: about 10 such pairs are expected) are still told apart by
+ * their bytes. */
+static void test_keyslots_hash_collision(void **state)
+{
+	enum { N = 300000 };
+	struct khash *hs = malloc(N * sizeof *hs);
+	static struct kitem items[2];
+	struct sl_keyslots k = { 0 };
+	char key[16];
+	size_t a = 0, b = 0;
+
+	(void)state;
+	assert_non_null(hs);
+	for (uint32_t i = 0; i < N; i++) {
+		int n = snprintf(key, sizeof key, "k%u", i);
+		hs[i].h = (uint32_t)sl_hash_bytes(key, (size_t)n);
+		hs[i].i = i;
+	}
+	qsort(hs, N, sizeof *hs, khash_cmp);
+	for (size_t i = 1; i < N && a == b; i++)
+		if (hs[i].h == hs[i - 1].h) {
+			a = hs[i - 1].i;
+			b = hs[i].i;
+		}
+	free(hs);
+	assert_true(a != b);
+	items[0].len = (size_t)snprintf(items[0].key, sizeof items[0].key, "k%zu", a);
+	items[1].len = (size_t)snprintf(items[1].key, sizeof items[1].key, "k%zu", b);
+	assert_int_equal((uint32_t)sl_hash_bytes(items[0].key, items[0].len),
+			 (uint32_t)sl_hash_bytes(items[1].key, items[1].len));
+	assert_int_equal(sl_keyslots_reserve(&k, 0), 0);
+	sl_keyslots_put(&k, items[0].key, items[0].len, 0);
+	assert_int_equal(sl_keyslots_find(&k, items[1].key, items[1].len, kitem_key, items), -1);
+	assert_int_equal(sl_keyslots_reserve(&k, 1), 0);
+	sl_keyslots_put(&k, items[1].key, items[1].len, 1);
+	assert_int_equal(sl_keyslots_find(&k, items[0].key, items[0].len, kitem_key, items), 0);
+	assert_int_equal(sl_keyslots_find(&k, items[1].key, items[1].len, kitem_key, items), 1);
+	sl_keyslots_free(&k);
 }
 
 int main(void)
@@ -995,6 +1045,7 @@ int main(void)
 		cmocka_unit_test(test_checkpoint_roundtrip),
 		cmocka_unit_test(test_checkpoint_format1),
 		cmocka_unit_test(test_keyslots),
+		cmocka_unit_test(test_keyslots_hash_collision),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
