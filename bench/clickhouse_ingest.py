@@ -14,7 +14,8 @@ exits non-zero only if something does not work:
     after the other.  Changes per second, sluice's CPU and peak RSS.  Then
     the table itself by the initial backfill in both modes: the sink's rate
     without logical decoding in front of it (which bounds the change rate).
- 2. The ceiling.  The rows sluice wrote in each mode are read back as a
+ 2. The ceiling.  The rows sluice wrote in each mode (in 1c when it ran,
+    else in 1) are read back as a
     RowBinary file (append mode also as JSONEachRow, for comparison), and
     uploaded with a plain `curl --data-binary` into an empty table of the
     same layout: what the server itself takes, with no source and no
@@ -103,9 +104,10 @@ def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publica
                   binary=binary, log_level="warn")
 
 
-def mysql_throughput(a, ch, env):
-    """1c: the load from a MariaDB binlog into ClickHouse, both modes.
-    Returns 0, or 1 when something does not work."""
+def mysql_throughput(a, ch, env, rates):
+    """1c: the load from a MariaDB binlog into ClickHouse, both modes; each
+    mode's changes per second go into rates.  Returns 0, or 1 when something
+    does not work."""
     with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
         my.execute("CREATE DATABASE bench")
         my.execute(my_drain.TABLE_DDL)
@@ -138,6 +140,7 @@ def mysql_throughput(a, ch, env):
                       f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, "
                       f"{live} live)")
                 print(f"    CPU by thread: {threads(r)}")
+                rates[mode] = changes / r.wall_s
         finally:
             for s in streams.values():
                 s.close()
@@ -302,8 +305,7 @@ def main():
     ap.add_argument("--batch-rows", help="the destination's batch_rows for the throughput runs (default: the config's)")
     ap.add_argument("--no-latency", action="store_true", help="skip the latency runs")
     ap.add_argument("--no-mysql", action="store_true", help="skip the run from a MariaDB binlog")
-    ap.add_argument("--no-pg", action="store_true",
-                    help="skip the PostgreSQL runs (1, 1b, 3); the ceiling is then built from the MariaDB run's rows")
+    ap.add_argument("--no-pg", action="store_true", help="skip the PostgreSQL runs (1, 1b, 3)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
@@ -380,11 +382,12 @@ def main():
 
         # 1c. the same load from a MariaDB binlog: the sink's own rate
         my_rows = False
+        my_rates = {}
         if not a.no_mysql:
             reason = harness_mysql.mariadb_available()
             if reason:
                 print(f"MariaDB source: skipped: {reason}")
-            elif mysql_throughput(a, ch, env):
+            elif mysql_throughput(a, ch, env, my_rates):
                 return 1
             else:
                 my_rows = True
@@ -395,7 +398,8 @@ def main():
         # empty table of each mode's layout
         tmp = ch.tmpdir
         for mode in ("append", "merge"):
-            src = f"my_{mode}.bench_bench_t" if a.no_pg else f"bench_{mode}.public_bench_t"
+            # the rows of the run whose rate is the sink's own (1c), when it ran
+            src = f"my_{mode}.bench_bench_t" if my_rows else f"bench_{mode}.public_bench_t"
             rb = os.path.join(tmp, f"{mode}.rowbinary")
             js = os.path.join(tmp, f"{mode}.json")
             with open(rb, "wb") as f:
@@ -431,7 +435,8 @@ def main():
                 settle(ch)
                 dt = timed_curl(ch.url, f"INSERT%20INTO%20{db}.ceiling%20FORMAT%20{fmt}", path, gz)
                 got = int(ch.scalar(f"SELECT count() FROM {db}.ceiling"))
-                print(f"curl {mode:6} {label:20}: {dt:6.2f}s  {got / dt:9.0f} rows/s")
+                print(f"curl {mode:6} {label:20}: {dt:6.2f}s  {got / dt:9.0f} rows/s" +
+                      (f"  (sluice from MariaDB: {my_rates[mode] / (got / dt):.2f}x)" if mode in my_rates else ""))
 
         # 3. latency at a steady rate
         if a.no_pg:
