@@ -125,10 +125,8 @@ def mysql_throughput(a, ch, env, rates):
             changes = n_ins + n_upd + n_del
             want = int(my.sql("SELECT count(*) FROM bench.bench_t")[0][0])
             for mode, s in streams.items():
-                settle(ch)
-                r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
-                if r.rc != 0:
-                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                r = measured_run(s, ch, env, a)
+                if not r:
                     return 1
                 rows = int(ch.scalar(f"SELECT count() FROM my_{mode}.bench_bench_t"))
                 live = int(ch.scalar(f"SELECT count() FROM my_{mode}.bench_bench_t FINAL WHERE _is_deleted = 0"))
@@ -174,6 +172,17 @@ def settle(ch, limit=300):
     while time.monotonic() < deadline and quiet < 3:
         quiet = quiet + 1 if int(ch.scalar("SELECT count() FROM system.merges")) == 0 else 0
         time.sleep(0.1)
+
+
+def measured_run(s, ch, env, a):
+    """`sluice run --until-caught-up` on s, measured, once ClickHouse has
+    settled.  The result, or None when it failed (said on stderr)."""
+    settle(ch)
+    r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+    if r.rc != 0:
+        print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+        return None
+    return r
 
 
 def timed_curl(url, query, paths, gz=False):
@@ -338,10 +347,8 @@ def main():
                 s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
                               slot=f"bench_{mode}", publication="sluice_bench", dest=dest_keys(a))
                 try:
-                    settle(ch)
-                    r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
-                    if r.rc != 0:
-                        print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    r = measured_run(s, ch, env, a)
+                    if not r:
                         return 1
                     results[mode] = r
                 finally:
@@ -366,10 +373,8 @@ def main():
                 s = ch_sluice(pg, ch, f"bf_{mode}", f"bf_{mode}", mode, a.sluice_bin, "public.bench_t",
                               dest=dest_keys(a), backfill="auto")
                 try:
-                    settle(ch)
-                    r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
-                    if r.rc != 0:
-                        print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    r = measured_run(s, ch, env, a)
+                    if not r:
                         return 1
                 finally:
                     s.close()
