@@ -13,7 +13,9 @@ changes by default, 60% inserts, 30% updates, 10% deletes, in transactions of
   sluice run -c FILE --until-caught-up     (codec deflate, level 1)
 
 It prints both wall times and change rates, the ratio, CPU microseconds per
-change and peak RSS of each; and the server's dump rate alone
+change and peak RSS of each, the server's CPU, the bound the CPUs set
+(the server's CPU plus sluice's, spread over every CPU, is the shortest the
+drain can take); and the server's dump rate alone
 (mariadb-binlog --raw copying the same range without decoding), the floor
 for any client.  It never fails on speed; it exits non-zero
 only if something does not work.
@@ -120,9 +122,11 @@ def main():
                   f"({start_file}:{start_pos} to {end_file}:{end_pos})")
 
             mb_out = os.path.join(s.workdir, "mariadb-binlog.txt")
+            srv0 = harness.server_cpu_s(my.pid())
             mb = run_measured([mbl, "--read-from-remote-server", f"--socket={my.socket}", "--user=root", "-v",
                                "--base64-output=decode-rows", f"--start-position={start_pos}", "--to-last-log",
                                start_file], s.workdir, "mariadb-binlog", a.timeout, stdout_path=mb_out)
+            mb_srv = harness.server_cpu_s(my.pid()) - srv0
             if mb.rc != 0:
                 print(f"my_drain: mariadb-binlog failed:\n{mb.describe()}", file=sys.stderr)
                 return 1
@@ -132,7 +136,9 @@ def main():
             raw = run_measured([mbl, "--read-from-remote-server", f"--socket={my.socket}", "--user=root", "--raw",
                                 f"--result-file={raw_dir}/", f"--start-position={start_pos}", "--to-last-log",
                                 start_file], s.workdir, "mariadb-binlog-raw", a.timeout)
+            srv0 = harness.server_cpu_s(my.pid())
             r = s.run("run", "--until-caught-up", timeout=a.timeout, sample_hwm=True)
+            srv = harness.server_cpu_s(my.pid()) - srv0
             if r.rc != 0:
                 print(f"my_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
                 return 1
@@ -151,7 +157,16 @@ def main():
                   f"compression_threads {a.compression_threads})")
             print(f"ratio sluice/mariadb-binlog (wall time): {r.wall_s / mb.wall_s:.2f} "
                   f"(sluice is {mb.wall_s / r.wall_s:.2f}x as fast)")
-            print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s")
+            print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s; the server's "
+                  f"(mariadbd, sending the binlog): {srv:.2f}s with sluice, {mb_srv:.2f}s with mariadb-binlog")
+            # What the CPUs allow: the server's work plus sluice's, spread
+            # perfectly over every CPU, is the shortest the drain can take.
+            ncpu = os.cpu_count() or 1
+            floor_s = (srv + r.cpu_s) / ncpu
+            need_us = (ncpu * mb.wall_s / 2 - srv) / changes * 1e6
+            print(f"CPU bound: on {ncpu} CPUs sluice's drain cannot take less than {floor_s:.2f}s "
+                  f"({mb.wall_s / floor_s:.2f}x as fast as mariadb-binlog); 2x needs sluice at "
+                  f"{need_us:.2f} CPU-us per change or less")
             if r.thread_cpu:
                 print("sluice CPU by thread (sampled every 10 ms): " +
                       ", ".join(f"{n} {c:.2f}s" for n, c in sorted(r.thread_cpu.items(), key=lambda x: -x[1])))

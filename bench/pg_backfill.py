@@ -23,7 +23,9 @@ while is).  Then, one after the other:
 
 It prints rows/s of each (and of the re-backfill), the ratio (sluice rows/s over COPY rows/s; the goal
 is 0.8 or more), sluice's CPU-µs per row (user+sys of the whole run) and its
-peak RSS.  The backfill's own time is taken from sluice's log ("backfilled
+peak RSS; the server's CPU for the COPY (all PostgreSQL processes); and the
+bound the CPUs set: the server's CPU for reading the table plus sluice's,
+spread over every CPU, is the shortest a backfill can take.  The backfill's own time is taken from sluice's log ("backfilled
 ... in X s"); the whole run's wall time is printed too.  It never fails on
 speed; it exits non-zero only if something does not work.
 
@@ -34,6 +36,7 @@ speed; it exits non-zero only if something does not work.
 
 import argparse
 import os
+import resource
 import re
 import subprocess
 import sys
@@ -59,13 +62,16 @@ CREATE TABLE bench_t (
 
 def copy_two(pg, conns):
     """COPY the table over conns psql processes (block ranges), into
-    /dev/null.  Returns the wall time of the slowest."""
+    /dev/null.  Returns (the wall time of the slowest, the server's CPU
+    seconds, the psql processes' CPU seconds)."""
     blocks = pg.one("SELECT pg_relation_size('bench_t') / current_setting('block_size')::int")
     step = blocks // conns + 1
     procs = []
     psql = os.path.join(harness.PG_BIN, "psql")
     if not os.access(psql, os.X_OK):
         psql = "psql"
+    cpu0 = harness.server_cpu_s(pg.postmaster_pid())
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     for i in range(conns):
         lo, hi = i * step, (i + 1) * step
@@ -77,7 +83,10 @@ def copy_two(pg, conns):
         _, err = p.communicate()
         if p.returncode != 0:
             raise RuntimeError(f"psql COPY failed: {err.decode(errors='replace')}")
-    return time.monotonic() - t0
+    wall = time.monotonic() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (wall, harness.server_cpu_s(pg.postmaster_pid()) - cpu0,
+            ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime)
 
 
 def rebackfill(s, a):
@@ -128,7 +137,7 @@ def main():
         size = pg.one("SELECT pg_relation_size('bench_t')")
         print(f"pg_backfill: loaded {a.rows} rows ({size / 2**20:.0f} MiB) in {time.monotonic() - t0:.1f}s")
 
-        best_copy = min(copy_two(pg, a.connections) for _ in range(a.repeat))
+        best_copy, copy_srv, copy_psql = min(copy_two(pg, a.connections) for _ in range(a.repeat))
         best = None
         for i in range(a.repeat):
             stream = f"bf{i}"
@@ -165,13 +174,24 @@ def main():
         threads = "default" if a.compression_threads is None else a.compression_threads
         copy_rate = a.rows / best_copy
         bf_rate = a.rows / bf_s
-        print(f"COPY x{a.connections} into /dev/null: {best_copy:7.2f}s  {copy_rate:10.0f} rows/s")
+        print(f"COPY x{a.connections} into /dev/null: {best_copy:7.2f}s  {copy_rate:10.0f} rows/s  "
+              f"(server CPU {copy_srv:.2f}s, psql CPU {copy_psql:.2f}s)")
         print(f"sluice backfill:           {bf_s:7.2f}s  {bf_rate:10.0f} rows/s  "
               f"(whole run {r.wall_s:.2f}s; {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec}, "
               f"compression_threads {threads})")
         print(f"ratio sluice/COPY (rows/s): {bf_rate / copy_rate:.2f}  (goal >= 0.8)")
         print(f"sluice CPU (user+sys, whole run): {r.cpu_s:.2f}s = {r.cpu_s / a.rows * 1e6:.2f} CPU-us per row")
         print(f"sluice peak RSS: {r.hwm_kb / 1024:.1f} MiB (VmHWM)")
+        # What the CPUs allow: the server's work to read the table (as the
+        # COPY above measured it) plus sluice's, spread perfectly over every
+        # CPU, is the shortest a backfill can take.
+        ncpu = os.cpu_count() or 1
+        floor_s = (copy_srv + r.cpu_s) / ncpu
+        need_us = (ncpu * a.rows / (0.8 * copy_rate) - copy_srv) / a.rows * 1e6
+        print(f"CPU bound: the server reads the table in {copy_srv:.2f} CPU-s (the COPY above), sluice used "
+              f"{r.cpu_s:.2f}; on {ncpu} CPUs a backfill cannot take less than {floor_s:.2f}s: "
+              f"{a.rows / floor_s:.0f} rows/s, {a.rows / floor_s / copy_rate:.2f}x COPY.  0.8x COPY needs sluice "
+              f"at {need_us:.2f} CPU-us per row or less")
         if rb:
             print(f"sluice re-backfill while streaming: {rb[1]:7.2f}s  {rb[2]:10.0f} rows/s  "
                   f"({rb[0]} chunks; ratio to COPY {rb[2] / copy_rate:.2f})")

@@ -736,6 +736,35 @@ class PgServer(ServerBase):
                    f"slot {name} to become inactive")
 
 
+def server_cpu_s(pid):
+    """CPU seconds (user + system) used so far by server process pid: its
+    own (all threads), its children's that it has reaped, and its live
+    children's (PostgreSQL's backends).  For benchmarks: the difference
+    around a run is what the server spent on it.  None if pid is gone."""
+    tck = os.sysconf("SC_CLK_TCK")
+
+    def fields(path):
+        with open(path) as f:
+            return f.read().rsplit(")", 1)[1].split()
+
+    try:
+        f = fields(f"/proc/{pid}/stat")
+    except OSError:
+        return None
+    # after ")": state ppid ... utime(11) stime(12) cutime(13) cstime(14)
+    total = sum(int(x) for x in f[11:15])
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == pid:
+            continue
+        try:
+            c = fields(f"/proc/{d}/stat")
+        except OSError:
+            continue
+        if int(c[1]) == pid:
+            total += int(c[11]) + int(c[12])
+    return total / tck
+
+
 def _pid_alive(pid):
     """True while pid runs (a zombie waiting for its parent counts as gone)."""
     try:
