@@ -1463,8 +1463,11 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
       it must carry the last counter seen (a snapshot at P holds exactly the
       changes committed before P).
     - A key may start with CDC updates and no earlier row only when a later
-      backfill row covers it: sluice redoes an interrupted backfill from a
-      new snapshot P2 while the slot re-delivers changes from before P2.
+      backfill row covers it, or a later re-backfill marker (a backfill
+      TRUNCATE) replaces the table's state: sluice redoes an interrupted
+      backfill from a new snapshot P2 while the slot re-delivers changes from
+      before P2, and a key those changes update and then delete before P2
+      has no row in either snapshot.
     """
     if table is not None:
         records = records_for(records, *table)
@@ -1474,8 +1477,11 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
         return r["read_method"] in ("postgresql-backfill", "mysql-backfill-fulldump")
 
     last_backfill = {}   # key -> CSN of its last backfill row
+    last_marker = ""     # CSN of the last re-backfill marker
     for r in recs:
-        if is_backfill(r):
+        if is_backfill(r) and change_type(r) == "TRUNCATE":
+            last_marker = max(last_marker, csn(r))
+        elif is_backfill(r):
             last_backfill[tuple(r["payload"][k] for k in key_columns)] = csn(r)
     last = {}            # key -> last counter seen
     renamed = {}         # (position, seq) of an UPDATE-INSERT -> counter of the key it renames
@@ -1521,7 +1527,7 @@ def counter_gaps(records, key_columns, counter="counter", table=None):
             continue
         prev = renamed.pop((pos, sq)) if (pos, sq) in renamed else last.get(key)
         if prev is None:
-            if last_backfill.get(key, "") <= cs:
+            if last_backfill.get(key, "") <= cs and last_marker <= cs:
                 problems.append(f"key {key}: UPDATE-INSERT at {cs} (counter {c}) with no earlier row for it")
         elif c != prev + 1:
             problems.append(f"key {key}: counter {prev} -> {c} at {cs}")
