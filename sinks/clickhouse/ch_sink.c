@@ -1358,9 +1358,9 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	} else {
 		sl_buf_reset(&s->row);
 		if (ch_layout_put_row(&s->row, l, m, vals, false, err, errlen) < 0) {
-			if (err[0] && !sl_buf_failed(&s->row))
-				goto out;
-			goto oom;
+			if (sl_buf_failed(&s->row))
+				goto oom;
+			goto out;      /* a value the column cannot take: err says which */
 		}
 		h = held_encoded(s->key.data, s->key.len, s->row.data, s->row.len, op_deletes(c->op));
 	}

@@ -881,6 +881,31 @@ static void test_foreign_tables(void **state)
 			    "this stream to another database");
 }
 
+/* Merge mode encodes a change as it is written: a value its column cannot
+ * take fails the write, naming the column, and leaves the batch as it was. */
+static void test_merge_refused_value(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value ok[4] = { tl_int(1), tl_str("one"), tl_str("note"), tl_dec(false, "100", 2) };
+	struct sl_value bad[4] = { tl_int(1), tl_str("one!"), tl_unchanged(), tl_dec(false, "1001", 3) };
+	struct sl_change c;
+	struct sl_ch_stats st;
+
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_INSERT, ok, 0x100, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, bad, 0x200, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "column \"amount\": a decimal value of scale 3 does not fit decimal(10,2)"));
+	/* the key's row in the batch is still the INSERT */
+	mark(f, 0x110);
+	flush_ok(f, 0x110);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.rows_inserted, 1);
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "note", 4));
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "one!", 4));
+}
+
 static void test_check(void **state)
 {
 	struct fx *f = *state;
@@ -930,6 +955,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_tables, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_refused_value, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_in_two_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_in_flight_fails, setup, teardown),
