@@ -736,33 +736,35 @@ class PgServer(ServerBase):
                    f"slot {name} to become inactive")
 
 
+def _proc_stat(path):
+    """A /proc stat file (a process's or a thread's): (its name, the fields
+    after the name): state(0) ppid(1) ... utime(11) stime(12) cutime(13)
+    cstime(14), in clock ticks.  Raises OSError or ValueError."""
+    with open(path) as f:
+        st = f.read()
+    end = st.rindex(")")
+    return st[st.index("(") + 1:end], st[end + 2:].split()
+
+
 def server_cpu_s(pid):
     """CPU seconds (user + system) used so far by server process pid: its
     own (all threads), its children's that it has reaped, and its live
     children's (PostgreSQL's backends).  For benchmarks: the difference
     around a run is what the server spent on it.  None if pid is gone."""
-    tck = os.sysconf("SC_CLK_TCK")
-
-    def fields(path):
-        with open(path) as f:
-            return f.read().rsplit(")", 1)[1].split()
-
     try:
-        f = fields(f"/proc/{pid}/stat")
-    except OSError:
+        total = sum(int(x) for x in _proc_stat(f"/proc/{pid}/stat")[1][11:15])
+    except (OSError, ValueError):
         return None
-    # after ")": state ppid ... utime(11) stime(12) cutime(13) cstime(14)
-    total = sum(int(x) for x in f[11:15])
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) == pid:
             continue
         try:
-            c = fields(f"/proc/{d}/stat")
-        except OSError:
+            f = _proc_stat(f"/proc/{d}/stat")[1]
+        except (OSError, ValueError):
             continue
-        if int(c[1]) == pid:
-            total += int(c[11]) + int(c[12])
-    return total / tck
+        if int(f[1]) == pid:
+            total += int(f[11]) + int(f[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _pid_alive(pid):
@@ -774,9 +776,8 @@ def _pid_alive(pid):
     except PermissionError:
         pass
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except (OSError, IndexError):
+        return _proc_stat(f"/proc/{pid}/stat")[1][0] not in ("Z", "X")
+    except (OSError, ValueError, IndexError):
         return False
 
 
@@ -849,10 +850,8 @@ class SluiceProc(subprocess.Popen):
                             self.hwm_kb = max(self.hwm_kb, int(line.split()[1]))
                             break
                 for tid in os.listdir(f"/proc/{self.pid}/task"):
-                    with open(f"/proc/{self.pid}/task/{tid}/stat") as f:
-                        st = f.read()
-                    rest = st[st.rindex(")") + 2:].split()
-                    seen[tid] = (st[st.index("(") + 1:st.rindex(")")], (int(rest[11]) + int(rest[12])) / tck)
+                    name, rest = _proc_stat(f"/proc/{self.pid}/task/{tid}/stat")
+                    seen[tid] = (name, (int(rest[11]) + int(rest[12])) / tck)
             except (OSError, ValueError):
                 pass
             self.thread_cpu = {}
