@@ -137,7 +137,7 @@ def mysql_throughput(a, ch, env, rates):
                 print(f"sluice {mode:6} from MariaDB:        {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
                       f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, "
                       f"{live} live)")
-                print(f"    CPU by thread: {threads(r)}")
+                print(f"    CPU by thread: {my_drain.thread_cpu_text(r)}")
                 rates[mode] = changes / r.wall_s
         finally:
             for s in streams.values():
@@ -156,11 +156,6 @@ def dest_keys(a):
     if a.batch_rows:
         d["batch_rows"] = a.batch_rows
     return d
-
-
-def threads(r):
-    """A measured run's CPU by thread name, busiest first."""
-    return ", ".join(f"{n} {c:.2f}s" for n, c in sorted(r.thread_cpu.items(), key=lambda x: -x[1])) or "not sampled"
 
 
 def settle(ch, limit=300):
@@ -342,7 +337,6 @@ def main():
             changes = n_ins + n_upd + n_del
             print(f"load: {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; {a.batch} rows per "
                   f"transaction) in {load_s:.1f}s")
-            results = {}
             for mode in ("append", "merge"):
                 s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
                               slot=f"bench_{mode}", publication="sluice_bench", dest=dest_keys(a))
@@ -350,7 +344,6 @@ def main():
                     r = measured_run(s, ch, env, a)
                     if not r:
                         return 1
-                    results[mode] = r
                 finally:
                     s.close()
                 rows = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t"))

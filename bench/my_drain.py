@@ -62,6 +62,11 @@ def run_measured(argv, workdir, name, timeout, stdout_path=None):
             p.kill9()
 
 
+def thread_cpu_text(r):
+    """A measured run's CPU by thread name, busiest first."""
+    return ", ".join(f"{n} {c:.2f}s" for n, c in sorted(r.thread_cpu.items(), key=lambda x: -x[1])) or "not sampled"
+
+
 def load(my, changes, batch):
     n_ins = changes * 6 // 10
     n_upd = changes * 3 // 10
@@ -168,8 +173,7 @@ def main():
                   f"({mb.wall_s / floor_s:.2f}x as fast as mariadb-binlog); 2x needs sluice at "
                   f"{need_us:.2f} CPU-us per change or less")
             if r.thread_cpu:
-                print("sluice CPU by thread (sampled every 10 ms): " +
-                      ", ".join(f"{n} {c:.2f}s" for n, c in sorted(r.thread_cpu.items(), key=lambda x: -x[1])))
+                print(f"sluice CPU by thread (sampled every 10 ms): {thread_cpu_text(r)}")
             if raw.rc == 0:
                 print(f"server dump alone (mariadb-binlog --raw, no decoding): {raw.wall_s:.2f}s  "
                       f"{changes / raw.wall_s:10.0f} changes/s  cpu {raw.cpu_s:.2f}s: the floor for any "
