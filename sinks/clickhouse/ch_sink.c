@@ -878,6 +878,27 @@ static int insert_rows(struct chsink *s, struct chtab *t, const struct rowbuf *r
 	return insert_range(s, t, rb, meta_only, 0, rb->n, s->sql2.data, what, err, errlen);
 }
 
+/* Reads one RowBinary row of layout l from r: its payload values into vals
+ * (the layout's nsrc; a decimal's text in scratch, CH_RB_SCRATCH a column),
+ * and where each metadata column's value starts into meta_at (indexed by
+ * enum ch_meta; NULL for a column the layout does not have).  0, or -1 when
+ * the row does not read. */
+static int read_row(struct ch_rb_reader *r, const struct ch_layout *l, struct sl_value *vals, char *scratch,
+		    const unsigned char *meta_at[CH_M_POS + SL_META_MAX])
+{
+	for (int m = 0; m < CH_M_POS + SL_META_MAX; m++)
+		meta_at[m] = NULL;
+	for (int i = 0; i < l->ncols; i++) {
+		const struct ch_col *c = &l->cols[i];
+		if (c->src < 0)
+			meta_at[c->meta] = r->p;
+		if ((c->src >= 0 ? ch_rb_get_value(r, &c->type, &vals[c->src], scratch + (size_t)i * CH_RB_SCRATCH)
+				 : ch_rb_skip(r, &c->type)) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Merge mode: replaces row i of part pt by a copy with values vals and fill
  * key; acct: pt is the batch being written, whose size is accounted. */
 static int held_replace(struct chsink *s, struct chtab *t, struct part *pt, size_t i, const struct sl_value *vals,
@@ -959,24 +980,19 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 			struct ch_rowmeta m = { 0 };
 			static const unsigned char no_uuid[16];
 			static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
-			bool deleted = false;
+			const unsigned char *meta_at[CH_M_POS + SL_META_MAX];
+			struct ch_rb_reader d;
+			unsigned deleted = 0;
 			struct held *h;
-			for (int i = 0; i < l->ncols; i++) {
-				const struct ch_col *c = &l->cols[i];
-				int bad;
-				if (c->src >= 0) {
-					bad = ch_rb_get_value(&r, &c->type, &vals[c->src], scratch + (size_t)i * CH_RB_SCRATCH);
-				} else if (c->meta == CH_M_IS_DELETED) {
-					unsigned d;
-					bad = ch_rb_get_u8(&r, &d);
-					deleted = d != 0;
-				} else {
-					bad = ch_rb_skip(&r, &c->type);
-				}
-				if (bad < 0) {
-					snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
-					goto out;
-				}
+			int bad = read_row(&r, l, vals, scratch, meta_at);
+			if (bad == 0 && meta_at[CH_M_IS_DELETED]) {
+				d.p = meta_at[CH_M_IS_DELETED];
+				d.end = r.end;
+				bad = ch_rb_get_u8(&d, &deleted);
+			}
+			if (bad < 0) {
+				snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
+				goto out;
 			}
 			if (deleted)
 				continue;
@@ -1187,7 +1203,7 @@ static const struct sl_value *held_values(struct chsink *s, const struct ch_layo
 					  char *err, size_t errlen)
 {
 	struct ch_rb_reader r;
-	const unsigned char *unch = NULL;  /* the _unchanged_columns value */
+	const unsigned char *meta_at[CH_M_POS + SL_META_MAX];
 
 	if (!h->row)
 		return h->vals;
@@ -1205,20 +1221,14 @@ static const struct sl_value *held_values(struct chsink *s, const struct ch_layo
 	}
 	r.p = h->row;
 	r.end = h->row + h->rowlen;
-	for (int i = 0; i < l->ncols; i++) {
-		const struct ch_col *c = &l->cols[i];
-		if (c->meta == CH_M_UNCHANGED)
-			unch = r.p;
-		if ((c->src >= 0 ? ch_rb_get_value(&r, &c->type, &s->srcvals[c->src], s->scratch + (size_t)i * CH_RB_SCRATCH)
-				 : ch_rb_skip(&r, &c->type)) < 0)
-			goto bad;
-	}
-	if (unch) {
+	if (read_row(&r, l, s->srcvals, s->scratch, meta_at) < 0)
+		goto bad;
+	if (meta_at[CH_M_UNCHANGED]) {
 		/* Values the row left unknown (written as NULL, named in
 		 * _unchanged_columns, in column order) stay unknown. */
 		uint64_t n;
 		int from = 0;
-		r.p = unch;
+		r.p = meta_at[CH_M_UNCHANGED];
 		if (ch_rb_get_uleb(&r, &n) < 0)
 			goto bad;
 		for (uint64_t k = 0; k < n; k++) {
