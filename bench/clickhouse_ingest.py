@@ -169,11 +169,16 @@ def settle(ch, limit=300):
         time.sleep(0.1)
 
 
-def measured_run(s, ch, env, a):
+def measured_run(s, ch, env, a, close=False):
     """`sluice run --until-caught-up` on s, measured, once ClickHouse has
-    settled.  The result, or None when it failed (said on stderr)."""
+    settled; with close, s is closed afterwards.  The result, or None when it
+    failed (said on stderr)."""
     settle(ch)
-    r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+    try:
+        r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+    finally:
+        if close:
+            s.close()
     if r.rc != 0:
         print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
         return None
@@ -340,12 +345,9 @@ def main():
             for mode in ("append", "merge"):
                 s = ch_sluice(pg, ch, f"bench_{mode}", f"bench_{mode}", mode, a.sluice_bin, "public.bench_t",
                               slot=f"bench_{mode}", publication="sluice_bench", dest=dest_keys(a))
-                try:
-                    r = measured_run(s, ch, env, a)
-                    if not r:
-                        return 1
-                finally:
-                    s.close()
+                r = measured_run(s, ch, env, a, close=True)
+                if not r:
+                    return 1
                 rows = int(ch.scalar(f"SELECT count() FROM bench_{mode}.public_bench_t"))
                 if mode == "append" and rows < changes:
                     print(f"clickhouse_ingest: append mode wrote {rows} rows for {changes} changes", file=sys.stderr)
@@ -365,12 +367,9 @@ def main():
             for mode in ("append", "merge"):
                 s = ch_sluice(pg, ch, f"bf_{mode}", f"bf_{mode}", mode, a.sluice_bin, "public.bench_t",
                               dest=dest_keys(a), backfill="auto")
-                try:
-                    r = measured_run(s, ch, env, a)
-                    if not r:
-                        return 1
-                finally:
-                    s.close()
+                r = measured_run(s, ch, env, a, close=True)
+                if not r:
+                    return 1
                 rows = int(ch.scalar(f"SELECT count() FROM bf_{mode}.public_bench_t"))
                 if rows != nrows:
                     print(f"clickhouse_ingest: the backfill wrote {rows} rows of {nrows}", file=sys.stderr)
