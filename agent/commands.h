@@ -16,7 +16,7 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 
 /* `sluice verify`: reads the stream's output back through its sink and
  * checks it against the manifests, printing what it finds to stdout.
- * Returns SL_OK, SL_EVERIFY (sinks/avro_tree/tree.h) when it found
+ * Returns SL_OK, SL_EVERIFY (common/util.h) when it found
  * problems, or another status with the message in err. */
 int sl_stream_verify(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen);
 

@@ -220,13 +220,6 @@ static int known_stream(struct sl_config *cfg, const char *name)
 	return 2;
 }
 
-static int exit_code(int status)
-{
-	if (status == SL_EDATA)
-		return 1;
-	return status < 0 ? -status : 0;
-}
-
 struct opts {
 	const char *config, *stream, *table;
 	bool until_caught_up, json, help;
@@ -371,7 +364,7 @@ static void *worker_main(void *arg)
 		sl_error("%s", w->err);
 		sl_info("the stream stopped%s (exit code %d); the agent exits when every stream has stopped, with "
 			"the highest exit code", w->rc == SL_EFAIL && w->ro.until_caught_up && sl_signal_count == 0
-				? " after " STR(MAX_CAUGHT_UP_RETRIES) " retries" : "", exit_code(w->rc));
+				? " after " STR(MAX_CAUGHT_UP_RETRIES) " retries" : "", sl_status_exit_code(w->rc));
 	}
 	if (w->ops) {
 		if (w->rc < 0)
@@ -468,7 +461,7 @@ static int cmd_run(int argc, char **argv)
 				sl_error("%s; only one agent at a time may run a stream: stop the other one first", err);
 			else
 				sl_error("%s", err);
-			worst = exit_code(rc);
+			worst = sl_status_exit_code(rc);
 			goto out;
 		}
 		n++;
@@ -513,8 +506,8 @@ static int cmd_run(int argc, char **argv)
 	 * of theirs (each was logged when its stream stopped). */
 	for (int i = 0; i < started; i++) {
 		pthread_join(ws[i].th, NULL);
-		if (exit_code(ws[i].rc) > worst)
-			worst = exit_code(ws[i].rc);
+		if (sl_status_exit_code(ws[i].rc) > worst)
+			worst = sl_status_exit_code(ws[i].rc);
 	}
 out:
 	sl_monitor_stop(mon);
@@ -545,8 +538,8 @@ static int cmd_check(int argc, char **argv)
 		rc = sl_stream_check(cfg, &cfg->streams[i], err, sizeof err);
 		if (rc < 0) {
 			fprintf(stderr, "sluice: %s\n", err);
-			if (exit_code(rc) > worst)
-				worst = exit_code(rc);
+			if (sl_status_exit_code(rc) > worst)
+				worst = sl_status_exit_code(rc);
 		}
 	}
 	sl_config_free(cfg);
@@ -822,7 +815,7 @@ static int cmd_backfill(int argc, char **argv)
 	if (rc < 0)
 		fprintf(stderr, "sluice: %s\n", err);
 	sl_config_free(cfg);
-	return exit_code(rc);
+	return sl_status_exit_code(rc);
 }
 
 static int cmd_verify(int argc, char **argv)
@@ -841,7 +834,7 @@ static int cmd_verify(int argc, char **argv)
 		return 1;  /* the problems are on stdout */
 	if (rc < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
-		return rc == SL_EPREREQ || rc == SL_ECONFIG ? exit_code(rc) : 1;
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? sl_status_exit_code(rc) : 1;
 	}
 	return 0;
 }
@@ -860,7 +853,7 @@ static int cmd_compact(int argc, char **argv)
 	sl_config_free(cfg);
 	if (rc < 0) {
 		fprintf(stderr, "sluice: %s\n", err);
-		return rc == SL_EPREREQ || rc == SL_ECONFIG ? exit_code(rc) : 1;
+		return rc == SL_EPREREQ || rc == SL_ECONFIG ? sl_status_exit_code(rc) : 1;
 	}
 	return 0;
 }

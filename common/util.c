@@ -333,3 +333,23 @@ int64_t sl_days_from_civil(int64_t y, int m, int d)
 	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 	return era * 146097 + doe - 719468;
 }
+
+int sl_status_exit_code(int status)
+{
+	static const struct { int status, code; } table[] = {
+		{ SL_OK, 0 },
+		{ SL_EFAIL, 1 },
+		{ SL_ECONFIG, 2 },
+		{ SL_EPREREQ, 3 },
+		{ SL_ELOST, 4 },
+		{ SL_EDATA, 1 },
+		{ SL_ERESTART, 1 },
+		{ SL_EAGAIN, 1 },
+		{ SL_EVERIFY, 1 },
+	};
+
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+		if (table[i].status == status)
+			return table[i].code;
+	return status > 0 ? 0 : 1;
+}

@@ -107,7 +107,6 @@ bool sl_tree_data_name(const char *base, char *first, char *last);
  * everything checks, SL_EVERIFY when it found problems (each printed), or
  * another negative enum sl_status with a message in err when it could not
  * finish. */
-#define SL_EVERIFY (-7)
 int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
 
 #endif

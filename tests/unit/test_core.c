@@ -1022,9 +1022,27 @@ static void test_keyslots_hash_collision(void **state)
 	sl_keyslots_free(&k);
 }
 
+/* Every status has its own value, and the exit codes are DESIGN.md's. */
+static void test_status_exit_codes(void **state)
+{
+	const int all[] = { SL_OK, SL_EFAIL, SL_ECONFIG, SL_EPREREQ, SL_ELOST,
+			    SL_EDATA, SL_ERESTART, SL_EAGAIN, SL_EVERIFY };
+	const int want[] = { 0, 1, 2, 3, 4, 1, 1, 1, 1 };
+	const size_t n = sizeof all / sizeof all[0];
+
+	(void)state;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = i + 1; j < n; j++)
+			assert_int_not_equal(all[i], all[j]);
+		assert_int_equal(sl_status_exit_code(all[i]), want[i]);
+	}
+	assert_int_equal(sl_status_exit_code(-99), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_status_exit_codes),
 		cmocka_unit_test(test_pgoutput_transaction),
 		cmocka_unit_test(test_pgoutput_typed),
 		cmocka_unit_test(test_pgoutput_schema_change),
