@@ -166,8 +166,14 @@ static void writer_fail(struct sl_pipe *p, int rc)
 	sl_queue_close(p->q);
 }
 
+/* Every checkpoint write of the writer goes through here.  Once the stream
+ * is aborted (stopped without a drain, or cancelled), it writes nothing: main
+ * may have released the stream's lock, and a new run may own the checkpoint
+ * by the time a writer that was left behind gets here. */
 static int save_ckpt(struct sl_pipe *p)
 {
+	if (atomic_load(&p->abort))
+		return SL_OK;
 	if (sl_ckpt_save(p->pc.ck, p->w_err, sizeof p->w_err) < 0)
 		return SL_EFAIL;
 	p->w_last_ckpt_ms = sl_mono_ms();

@@ -370,6 +370,9 @@ static int make_durable(struct fake_sink *s, char **lines, size_t n, uint64_t co
 	struct fake_world *w = s->w;
 	int delay = atomic_load(&w->flush_delay_ms), k;
 
+	pthread_mutex_lock(&w->mu);
+	w->flushes_entered++;
+	pthread_mutex_unlock(&w->mu);
 	if (delay > 0) {
 		struct timespec ts = { delay / 1000, (long)(delay % 1000) * 1000000L };
 		nanosleep(&ts, NULL);

@@ -71,6 +71,7 @@ struct fake_world {
 	bool counts_only;             /* keep no records, only counts */
 	uint32_t dead_every;          /* every Nth change written counts as a dead letter (0: none) */
 	uint64_t flushes;
+	uint64_t flushes_entered;     /* flushes begun (before their delay) */
 	uint64_t flush_starts;        /* two-step flushes started (fake_sink_two_step_ops) */
 	bool has_durable;
 	struct sl_position durable;   /* what the sink reported durable last */

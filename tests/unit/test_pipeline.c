@@ -441,6 +441,95 @@ static void test_cancel_on_second_signal(void **state)
 	fake_world_free(&w);
 }
 
+/* Reads path whole into a malloc'd string (NULL when it cannot). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *s;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	s = calloc(1, (size_t)n + 1);
+	if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+		free(s);
+		s = NULL;
+	}
+	fclose(f);
+	return s;
+}
+
+/* A writer still at work when the stream is stopped without a drain (abort)
+ * never writes the checkpoint again: a new run may own it by then.  Here
+ * the writer is inside the flush of a drop marker when the stop comes; it
+ * used to record the table as dropped after the flush returned. */
+static void test_no_checkpoint_after_abort(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_checkpoint ck;
+	struct sl_pipe_config pc;
+	struct sl_pipe *p = NULL;
+	struct sl_position pos = fake_pos(1, 100);
+	char path[128], *before, *after;
+	void *sink;
+	bool abandoned = false;
+	int64_t deadline;
+	(void)state;
+
+	fake_world_init(&w, 0, 1);
+	run_init(&r, &w);
+	assert_int_equal(sl_ckpt_load(&ck, &fake_desc, r.dir, "s1", r.err, sizeof r.err), 0);
+	ck.has_position = true;
+	ck.durable = fake_pos(1, 4);
+	assert_non_null(sl_ckpt_table(&ck, "shop", "orders"));
+	assert_int_equal(sl_ckpt_save(&ck, r.err, sizeof r.err), 0);
+	snprintf(path, sizeof path, "%s/s1.checkpoint.json", r.dir);
+	before = slurp(path);
+	assert_non_null(before);
+
+	sink = fake_sink_new(&w);
+	memset(&pc, 0, sizeof pc);
+	pc.stream = "s1";
+	pc.desc = &fake_desc;
+	pc.sink = &fake_sink_ops;
+	pc.sinkctx = sink;
+	pc.ck = &ck;
+	pc.status_interval_ms = 1000;
+	pc.signals = &r.signals;
+	pc.err = r.err;
+	pc.errlen = sizeof r.err;
+	atomic_store(&w.flush_delay_ms, 1500);
+	assert_int_equal(sl_pipe_start(&p, &pc), 0);
+	assert_int_equal(sl_pipe_drop_marker(p, 0, w.table, &pos), 0);
+	/* The marker is written, and its flush sleeps. */
+	deadline = sl_mono_ms() + 5000;
+	for (;;) {
+		uint64_t n;
+		pthread_mutex_lock(&w.mu);
+		n = w.flushes_entered;
+		pthread_mutex_unlock(&w.mu);
+		if (n > 0 || sl_mono_ms() > deadline)
+			break;
+		sleep_ms(5);
+	}
+	assert_int_equal(w.flushes_entered, 1);
+	sl_pipe_stop(p, false, &abandoned);
+	assert_false(abandoned);
+	after = slurp(path);
+	assert_non_null(after);
+	assert_string_equal(after, before);
+	free(before);
+	free(after);
+	fake_sink_ops.close(sink);
+	sl_ckpt_free(&ck);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
 static void test_million_change_transaction(void **state)
 {
 	struct fake_world w;
@@ -597,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_two_step_flush),
 		cmocka_unit_test(test_drain_on_signal),
 		cmocka_unit_test(test_cancel_on_second_signal),
+		cmocka_unit_test(test_no_checkpoint_after_abort),
 		cmocka_unit_test(test_million_change_transaction),
 		cmocka_unit_test(test_slow_sink_keeps_status_going),
 		cmocka_unit_test(test_heartbeat_at_durable_position),
