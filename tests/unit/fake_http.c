@@ -425,6 +425,22 @@ char *fake_http_header(const struct fake_http_req *rq, const char *name)
 	return NULL;
 }
 
+/* Writes text to "<path>.actual" for review, and says so. */
+static void golden_actual(const char *path, const char *text)
+{
+	char actual[4200];
+	FILE *fp;
+
+	snprintf(actual, sizeof actual, "%s.actual", path);
+	fp = fopen(actual, "w");
+	if (!fp || fputs(text, fp) < 0 || fclose(fp) != 0) {
+		fprintf(stderr, "# could not write %s: %s\n", actual, strerror(errno));
+		return;
+	}
+	fprintf(stderr, "# wrote what the code gives to %s: review it, and copy it over %s if it is right\n",
+		actual, path);
+}
+
 int fake_http_golden(const char *name, const char *text)
 {
 	const char *top = getenv("SLUICE_TOP_SRCDIR");
@@ -436,17 +452,14 @@ int fake_http_golden(const char *name, const char *text)
 
 	snprintf(path, sizeof path, "%s/tests/unit/golden/%s", top ? top : ".", name);
 	if (getenv("SLUICE_UPDATE_GOLDEN")) {
-		fp = fopen(path, "w");
-		if (!fp || fputs(text, fp) < 0 || fclose(fp) != 0) {
-			fprintf(stderr, "# could not write %s: %s\n", path, strerror(errno));
-			return -1;
-		}
-		fprintf(stderr, "# wrote %s\n", path);
-		return 0;
+		/* Never rewrites the reviewed file: what the code gives goes
+		 * beside it for a person to review and copy, and the test fails. */
+		golden_actual(path, text);
+		return -1;
 	}
 	fp = fopen(path, "r");
 	if (!fp) {
-		fprintf(stderr, "# cannot read %s: %s (SLUICE_UPDATE_GOLDEN=1 writes it)\n", path, strerror(errno));
+		fprintf(stderr, "# cannot read %s: %s (SLUICE_UPDATE_GOLDEN=1 writes what the code gives beside it, as .actual)\n", path, strerror(errno));
 		return -1;
 	}
 	sl_buf_init(&want, 0);
@@ -473,5 +486,6 @@ int fake_http_golden(const char *name, const char *text)
 			line++;
 	}
 	sl_buf_free(&want);
+	golden_actual(path, text);
 	return -1;
 }

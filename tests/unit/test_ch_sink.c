@@ -9,8 +9,9 @@
  * table made, columns read), the inserts of an append-mode batch, and a
  * merge-mode batch with a key change, unchanged TOAST values filled from the
  * batch and from ClickHouse (the lookup, keys sent as an external table),
- * and a TRUNCATE.  Run with SLUICE_UPDATE_GOLDEN=1 to write them again after
- * a deliberate change, and read the diff.
+ * and a TRUNCATE.  A difference (or SLUICE_UPDATE_GOLDEN=1) writes what the
+ * sink sent beside each file as .actual and fails: after a deliberate change,
+ * review the diff and copy it over.
  *
  * Then, checked one by one: retries with backoff on 503, a refusal that no
  * retry helps, retries running out, a refused row isolated by halving and
