@@ -32,7 +32,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from harness import (PgServer, PortInUse, ServerBase, Sluice, _pid_alive, column_kinds, free_port,
+from harness import (PgServer, skip_unless, PortInUse, ServerBase, Sluice, _pid_alive, column_kinds, free_port,
                      pg_available, wait_until, UTC)
 
 CH_SERVER = os.environ.get("SLUICE_CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
@@ -543,9 +543,7 @@ class ChTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = pg_available() or clickhouse_available() or (openssl_available() if cls.ch_tls else None)
-        if reason:
-            raise unittest.SkipTest(reason)
+        skip_unless(pg_available() or clickhouse_available() or (openssl_available() if cls.ch_tls else None))
         cls.pg = PgServer(cls.pg_settings)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
@@ -667,9 +665,7 @@ class MyChTestCase(ChTestCase):
     @classmethod
     def setUpClass(cls):
         from harness_mysql import MariaDbServer, mariadb_available
-        reason = mariadb_available() or clickhouse_available()
-        if reason:
-            raise unittest.SkipTest(reason)
+        skip_unless(mariadb_available() or clickhouse_available())
         cls.my = cls.pg = MariaDbServer(cls.my_settings)
         cls.addClassCleanup(cls.my.close)
         cls.my.start()

@@ -428,9 +428,7 @@ class MyTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = mariadb_available()
-        if reason:
-            raise unittest.SkipTest(reason)
+        harness.skip_unless(mariadb_available())
         cls.my = MariaDbServer(cls.my_settings)
         cls.addClassCleanup(cls.my.close)
         cls.my.start()

@@ -5,8 +5,9 @@ tests/integration/test_*.py), prints one line per test and ends with
 
   integration: N passed, N failed, N skipped
 
-It exits 1 if any test failed or errored, else 0.  Tests that need
-PostgreSQL 15 skip, with the reason, when its binaries are missing.
+It exits 1 if any test failed or errored, or if no test ran at all, else 0.
+Tests that need PostgreSQL 15 (MariaDB, ClickHouse, the S3 server) skip,
+with the reason, when it is missing; with CI=true they fail instead.
 
   SLUICE_BIN=/path/to/sluice /usr/bin/python3 tests/integration/run.py [-k PATTERN] [-x] [-j N]
 
@@ -228,6 +229,9 @@ def run_sharded(a, modules):
     import shutil
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"integration: total time {time.monotonic() - t0:.0f}s in {len(procs)} processes")
+    if totals[0] + totals[1] == 0:
+        print("integration: no test ran (a pattern that matches nothing, or everything skipped): that is a failure")
+        totals[1] += 1
     print(f"integration: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
     return 1 if totals[1] else 0
 
@@ -297,6 +301,9 @@ def main():
         print(tb)
     # loader errors (a test module that does not import) show as failed tests
     print(f"integration: total time {time.monotonic() - t0:.0f}s")
+    if result.n_passed + result.n_failed == 0 and a.modules is None:
+        print("integration: no test ran (a pattern that matches nothing, or everything skipped): that is a failure")
+        result.n_failed += 1
     print(f"integration: {result.n_passed} passed, {result.n_failed} failed, {result.n_skipped} skipped")
     return 1 if result.n_failed else 0
 

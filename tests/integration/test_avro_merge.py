@@ -22,6 +22,7 @@ import unittest
 import avro.datafile
 import avro.io
 
+import harness  # noqa: E402
 from harness import PgTestCase, S3Server, s3_available
 from harness_mysql import MyTestCase
 
@@ -239,9 +240,7 @@ class S3MergeTest(PgTestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = s3_available()
-        if reason:
-            raise unittest.SkipTest(reason)
+        harness.skip_unless(s3_available())
         super().setUpClass()
         cls.s3 = S3Server(buckets=("lake",))
         cls.addClassCleanup(cls.s3.close)

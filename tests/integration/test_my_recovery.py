@@ -21,6 +21,7 @@ import threading
 import time
 import unittest
 
+import harness
 from harness import csn, records_for, wait_until
 from harness_mysql import MyTestCase, MariaDbServer, mariadb_available, SLUICE_USER
 
@@ -258,9 +259,7 @@ class PrereqTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = mariadb_available()
-        if reason:
-            raise unittest.SkipTest(reason)
+        harness.skip_unless(mariadb_available())
         cls.my = MariaDbServer({"binlog_format": "MIXED"})
         cls.addClassCleanup(cls.my.close)
         cls.my.start()

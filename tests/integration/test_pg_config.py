@@ -167,9 +167,7 @@ class PrerequisitesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = harness.pg_available()
-        if reason:
-            raise unittest.SkipTest(reason)
+        harness.skip_unless(harness.pg_available())
         cls.pg = PgServer({"wal_level": "replica"})
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()

@@ -25,6 +25,7 @@ import threading
 import time
 import unittest
 
+import harness
 from harness import (PgTestCase, S3Server, change_type, records_for, s3_available, wait_until)
 
 CANARY = "canary-s3-Wq8-secret-d41e"
@@ -52,9 +53,7 @@ class S3TestCase(PgTestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = s3_available()
-        if reason:
-            raise unittest.SkipTest(reason)
+        harness.skip_unless(s3_available())
         super().setUpClass()
         cls.s3 = S3Server(buckets=("lake",), **cls.s3_kw)
         cls.addClassCleanup(cls.s3.close)
