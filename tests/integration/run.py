@@ -39,6 +39,7 @@ except ImportError:
     sys.exit(1)
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import re  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
@@ -67,6 +68,7 @@ class Result(unittest.TestResult):
         self.n_passed = self.n_failed = self.n_skipped = 0
         self.reports = []
         self._t0 = {}
+        self.module_span = {}   # module: [first start, last stop] (monotonic)
 
     def _holder_count(self, test):
         # _ErrorHolder for setUpClass/tearDownClass: "setUpClass (module.Class)"
@@ -79,6 +81,7 @@ class Result(unittest.TestResult):
     def startTest(self, test):
         super().startTest(test)
         self._t0[test.id()] = time.monotonic()
+        self.module_span.setdefault(type(test).__module__, [self._t0[test.id()], 0.0])
         self.stream.write(f"{test.id()} ... ")
         self.stream.flush()
 
@@ -122,6 +125,9 @@ class Result(unittest.TestResult):
 
     def stopTest(self, test):
         super().stopTest(test)
+        span = self.module_span.get(type(test).__module__)
+        if span:
+            span[1] = time.monotonic()
         failed_sub = getattr(self, "_subtest_failed", set())
         if test.id() in failed_sub:
             failed_sub.discard(test.id())
@@ -149,14 +155,27 @@ class Result(unittest.TestResult):
         self.stream.write("unexpected success\n")
 
 
-# Seconds each module took in CI (tests only): the shards are balanced by them.
-WEIGHTS = {
-    "test_my_ops": 89, "test_pg_ops": 78, "test_pg_network": 63, "test_pg_rebackfill": 61,
-    "test_avro_merge": 50, "test_my_clickhouse": 47, "test_pg_large_tx": 46, "test_clickhouse": 44,
-    "test_my_large_tx": 41, "test_s3": 39, "test_pg_recovery": 39, "test_pg_reconnect": 35,
-    "test_my_rebackfill": 100, "test_my_recovery": 13, "test_pg_idle": 12, "test_my_changes": 12,
-    "test_pg_kill": 9,
-}
+# Seconds each module's tests took in the last full run that passed, written
+# by this runner (record_weights): the shards are balanced by them.
+WEIGHTS_FILE = os.path.join(HERE, "weights.json")
+
+
+def load_weights():
+    try:
+        with open(WEIGHTS_FILE) as f:
+            return {k: float(v) for k, v in json.load(f).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def record_weights(times):
+    """Writes the modules' times of a full run that passed to weights.json
+    (commit it when the balance has moved)."""
+    with open(WEIGHTS_FILE + ".tmp", "w") as f:
+        json.dump({m: round(t) for m, t in sorted(times.items())}, f, indent=1, sort_keys=True)
+        f.write("\n")
+    os.replace(WEIGHTS_FILE + ".tmp", WEIGHTS_FILE)
+    print(f"integration: recorded the modules' times in {WEIGHTS_FILE}")
 
 
 def run_sharded(a, modules):
@@ -164,12 +183,13 @@ def run_sharded(a, modules):
     they come; returns the exit status."""
     import subprocess
     import tempfile
+    weights = load_weights()
     shards = [[] for _ in range(a.jobs)]
     load = [0.0] * a.jobs
-    for m in sorted(modules, key=lambda m: (-WEIGHTS.get(m, 5), m)):
+    for m in sorted(modules, key=lambda m: (-weights.get(m, 5), m)):
         i = load.index(min(load))
         shards[i].append(m)
-        load[i] += WEIGHTS.get(m, 5) + 2   # + the servers' start
+        load[i] += weights.get(m, 5) + 2   # + the servers' start
     shards = [sh for sh in shards if sh]
     tmp = tempfile.mkdtemp(prefix="sluice-shards-")
     procs = []
@@ -184,6 +204,7 @@ def run_sharded(a, modules):
         procs.append((i + 1, subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
                                               env=dict(os.environ, SLUICE_TEST_JOBS="1")), out, [0, ""]))
     totals = [0, 0, 0]
+    times = {}
 
     def drain(final):
         for n, p, out, st in procs:
@@ -203,6 +224,10 @@ def run_sharded(a, modules):
                     for k in range(3):
                         totals[k] += int(m.group(k + 1))
                     st.append("summary")
+                m = re.match(r"integration: module (\S+) took ([0-9.]+)s$", line)
+                if m:
+                    times[m.group(1)] = float(m.group(2))
+                    continue
                 print(f"[{n}] {line}")
         sys.stdout.flush()
 
@@ -232,6 +257,8 @@ def run_sharded(a, modules):
     if totals[0] + totals[1] == 0:
         print("integration: no test ran (a pattern that matches nothing, or everything skipped): that is a failure")
         totals[1] += 1
+    if not a.patterns and not totals[1] and times:
+        record_weights(times)
     print(f"integration: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
     return 1 if totals[1] else 0
 
@@ -301,6 +328,11 @@ def main():
         print(tb)
     # loader errors (a test module that does not import) show as failed tests
     print(f"integration: total time {time.monotonic() - t0:.0f}s")
+    for m, (t_start, t_stop) in sorted(result.module_span.items()):
+        if a.modules is not None:
+            print(f"integration: module {m} took {max(t_stop - t_start, 0):.1f}s")
+    if a.modules is None and not a.patterns and not result.n_failed and result.module_span:
+        record_weights({m: max(t1 - t0_, 0) for m, (t0_, t1) in result.module_span.items()})
     if result.n_passed + result.n_failed == 0 and a.modules is None:
         print("integration: no test ran (a pattern that matches nothing, or everything skipped): that is a failure")
         result.n_failed += 1
