@@ -11,6 +11,10 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/deps.sh"
+# CI builds treat every compiler warning as an error.
+if [ "${CI:-}" = true ]; then
+	export SLUICE_CONFIGURE_FLAGS="${SLUICE_CONFIGURE_FLAGS:-} --enable-werror"
+fi
 "$top/scripts/build.sh"
 build=${SLUICE_BUILD_DIR:-$top/_build}
 
@@ -68,7 +72,7 @@ SLUICE_BIN="$build/sluice" /usr/bin/python3 "$top/tests/integration/run.py" -j "
 san_rc=0
 if [ "${SLUICE_SANITIZERS:-1}" != 0 ]; then
 	san=$top/_build-asan
-	SLUICE_BUILD_DIR=$san SLUICE_CONFIGURE_FLAGS=--enable-sanitizers "$top/scripts/build.sh"
+	SLUICE_BUILD_DIR=$san SLUICE_CONFIGURE_FLAGS="${SLUICE_CONFIGURE_FLAGS:-} --enable-sanitizers" "$top/scripts/build.sh"
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 	unit_tests "$san" "asan+ubsan" || san_rc=$?
