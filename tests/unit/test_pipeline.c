@@ -373,6 +373,23 @@ static void wait_flushes(struct fake_world *w, uint64_t n)
 	fail_msg("the sink was never flushed");
 }
 
+/* Waits (5 s at most) until the sink has begun n flushes. */
+static void wait_flushes_entered(struct fake_world *w, uint64_t n)
+{
+	int64_t deadline = sl_mono_ms() + 5000;
+
+	for (;;) {
+		uint64_t k;
+		pthread_mutex_lock(&w->mu);
+		k = w->flushes_entered;
+		pthread_mutex_unlock(&w->mu);
+		if (k >= n)
+			return;
+		assert_true(sl_mono_ms() < deadline);
+		sleep_ms(5);
+	}
+}
+
 static void test_drain_on_signal(void **state)
 {
 	struct fake_world w;
@@ -422,7 +439,7 @@ static void test_cancel_on_second_signal(void **state)
 	run_init(&r, &w);
 	r.until_caught_up = false;
 	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
-	sleep_ms(500);       /* the first flush is under way and blocks */
+	wait_flushes_entered(&w, 1);  /* the first flush is under way and blocks */
 	pthread_mutex_lock(&w.mu);
 	assert_int_equal(w.flushes, 0);
 	pthread_mutex_unlock(&w.mu);
@@ -477,7 +494,6 @@ static void test_no_checkpoint_after_abort(void **state)
 	char path[128], *before, *after;
 	void *sink;
 	bool abandoned = false;
-	int64_t deadline;
 	(void)state;
 
 	fake_world_init(&w, 0, 1);
@@ -506,17 +522,7 @@ static void test_no_checkpoint_after_abort(void **state)
 	assert_int_equal(sl_pipe_start(&p, &pc), 0);
 	assert_int_equal(sl_pipe_drop_marker(p, 0, w.table, &pos), 0);
 	/* The marker is written, and its flush sleeps. */
-	deadline = sl_mono_ms() + 5000;
-	for (;;) {
-		uint64_t n;
-		pthread_mutex_lock(&w.mu);
-		n = w.flushes_entered;
-		pthread_mutex_unlock(&w.mu);
-		if (n > 0 || sl_mono_ms() > deadline)
-			break;
-		sleep_ms(5);
-	}
-	assert_int_equal(w.flushes_entered, 1);
+	wait_flushes_entered(&w, 1);
 	sl_pipe_stop(p, false, &abandoned);
 	assert_false(abandoned);
 	after = slurp(path);
@@ -559,31 +565,33 @@ static void test_slow_sink_keeps_status_going(void **state)
 	struct run r;
 	pthread_t th;
 	uint64_t acks_before, acks_after;
-	const int flush_ms = 30000;
+	const int flush_ms = 8000, window_ms = 5000;
 	(void)state;
 
 	fake_world_init(&w, UINT64_MAX, 3);
+	w.status_interval_ms = 50;
 	atomic_store(&w.flush_delay_ms, flush_ms);
 	run_init(&r, &w);
 	r.until_caught_up = false;
 	r.queue_bytes = (size_t)2 << 20;
 	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
-	sleep_ms(1000);      /* the first flush started and blocks for 30 s */
+	wait_flushes_entered(&w, 1);  /* the first flush started and blocks for 8 s */
 	pthread_mutex_lock(&w.mu);
 	acks_before = w.acks;
 	pthread_mutex_unlock(&w.mu);
-	sleep_ms(flush_ms - 3000);
+	sleep_ms(window_ms);          /* a measurement window, not a wait for a condition */
 	pthread_mutex_lock(&w.mu);
 	acks_after = w.acks;
+	assert_int_equal(w.flushes, 0);  /* the flush was blocked all along */
 	pthread_mutex_unlock(&w.mu);
 	atomic_store(&w.flush_delay_ms, 0);
-	sleep_ms(2500);      /* the slow flush ends */
+	wait_flushes(&w, 1);          /* the slow flush ends */
 	atomic_store(&r.signals, 1);
 	pthread_join(th, NULL);
-	/* A status update every 200 ms while the sink was stuck: 26 s of them. */
-	print_message("%" PRIu64 " status updates during 26 s of a blocked flush; queue peak %zu bytes\n",
-		      acks_after - acks_before, r.stats.queue_peak_bytes);
-	assert_true(acks_after - acks_before >= 26000 / 200 * 8 / 10);
+	/* A status update every 50 ms while the sink was stuck. */
+	print_message("%" PRIu64 " status updates during %d ms of a blocked flush; queue peak %zu bytes\n",
+		      acks_after - acks_before, window_ms, r.stats.queue_peak_bytes);
+	assert_true(acks_after - acks_before >= (uint64_t)window_ms / 50 * 7 / 10);
 	assert_true(r.stats.queue_peak_bytes <= ((size_t)2 << 20) + SL_QUEUE_CHUNK);
 	assert_int_equal(r.rc, SL_OK);
 	assert_int_equal(w.ack_violations, 0);
