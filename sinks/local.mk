@@ -4,7 +4,7 @@
 # sink (the folder store), the s3 sink (s3/: the S3 store and a small
 # S3 client over libcurl's SigV4), and the clickhouse sink.
 noinst_LIBRARIES += libslsinks.a
-libslsinks_a_SOURCES = %D%/sink.h %D%/registry.c %D%/lookup.c \
+libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
 	%D%/avro/avro_value.c %D%/avro/avro_value.h \
 	%D%/avro/avro_schema.c %D%/avro/avro_schema.h \
 	%D%/avro/avro_enc.c %D%/avro/avro_enc.h \

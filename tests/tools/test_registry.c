@@ -1,17 +1,15 @@
 /*
  * tests/tools/test_registry.c: the sink table of tests/tools/sluice_test:
- * the product's sinks plus the test-only ones (slow_sink.c).  Linked before
- * libslsinks.a, it takes the place of sinks/registry.c in that binary only.
+ * the product's sinks (sinks/registry.h) plus the test-only ones
+ * (slow_sink.c).  Linked before libslsinks.a, it takes the place of
+ * sinks/registry.c in that binary only.
  */
-#include "sinks/avro_dir/avro_dir.h"
-#include "sinks/clickhouse/clickhouse.h"
-#include "sinks/sink.h"
+#include "sinks/registry.h"
 
 extern struct sl_sink_ops sl_slow_sink_ops;
 
 const struct sl_sink_ops *const sl_sinks[] = {
-	&sl_avro_dir_ops,
-	&sl_clickhouse_ops,
+	SL_PRODUCT_SINKS
 	&sl_slow_sink_ops,
 	NULL,
 };
