@@ -76,25 +76,15 @@ if [ "${SLUICE_SANITIZERS:-1}" != 0 ]; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 	unit_tests "$san" "asan+ubsan" || san_rc=$?
-	# A short subset: every change type, restart and drain, every data type
-	# (PostgreSQL and MariaDB), a purged binlog,
-	# the ClickHouse sink's types, changes and unchanged TOAST values,
-	# and the operator's paths (signals, the lock, slot-creation waits, the
-	# exit-4 recoveries), which are quick; and the s3 destination (uploads,
-	# multipart after a kill, refused credentials); and the operations layer's
-	# quick tests (metrics, the stalled-sink alerts and webhook, status), for
-	# PostgreSQL and MariaDB (MetricsTest and StalledSinkTest match both), and
-	# MariaDB into ClickHouse (types, changes) and its binlog status.
+	# A short subset, tagged "sanitizers" in the test modules (harness.tag on
+	# a method, tags on a class, TAGS in a module): every change type, restart
+	# and drain, every data type (PostgreSQL and MariaDB), a purged binlog,
+	# the ClickHouse sink's types, changes and unchanged TOAST values, the
+	# operator's paths (signals, the lock, slot-creation waits, the exit-4
+	# recoveries), the s3 destination (uploads, multipart after a kill,
+	# refused credentials) and the operations layer's quick tests.
 	# (The large-transaction RSS bound does not hold under ASan's quarantine.)
-	SLUICE_BIN="$san/sluice" /usr/bin/python3 "$top/tests/integration/run.py" \
-		-k test_pg_changes -k test_pg_restart -k test_pg_types -k test_pg_operator \
-		-k test_pg_slot_wait -k LostSlotTest -k test_corrupt_checkpoint -k test_slot_ahead \
-		-k ClickHouseTypesTest -k ClickHouseChangesTest -k MyChTypesTest -k MyChChangesTest \
-		-k S3FlowTest -k S3OperatorErrorTest -k S3MultipartKillTest \
-		-k MetricsTest -k StalledSinkTest -k test_stream_option_and_help -k test_backfill_progress \
-		-k test_heartbeats_not_permitted \
-		-k test_my_types -k test_my_changes.ChangesTest.test_dml -k test_my_changes.ChangesTest.test_keyless \
-		-k PurgedTest -k test_restart_by_gtid -k MyBinlogStatusTest || san_rc=$?
+	SLUICE_BIN="$san/sluice" /usr/bin/python3 "$top/tests/integration/run.py" --tag sanitizers || san_rc=$?
 fi
 
 if [ "$unit_rc" -ne 0 ] || [ "$int_rc" -ne 0 ] || [ "$san_rc" -ne 0 ]; then

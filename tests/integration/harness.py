@@ -63,6 +63,15 @@ def sluice_test_bin():
         os.path.join(os.path.dirname(os.path.abspath(sluice_bin())), "tests", "tools", "sluice_test")
 
 
+def tag(*names):
+    """Decorator: tags a test method (run.py --tag NAME selects it).  A
+    class's `tags` and a module's `TAGS` tag all their tests."""
+    def mark(fn):
+        fn.tags = set(getattr(fn, "tags", ())) | set(names)
+        return fn
+    return mark
+
+
 def skip_unless(reason):
     """Nothing when reason is None.  Otherwise the calling test class skips,
     saying why; but in CI (CI=true) a missing server or tool fails the run

@@ -178,6 +178,13 @@ def record_weights(times):
     print(f"integration: recorded the modules' times in {WEIGHTS_FILE}")
 
 
+def test_tags(t):
+    """The tags of test t: its method's, its class's and its module's."""
+    method = getattr(type(t), t._testMethodName, None)
+    return (set(getattr(method, "tags", ())) | set(getattr(type(t), "tags", ()))
+            | set(getattr(sys.modules.get(type(t).__module__), "TAGS", ())))
+
+
 def run_sharded(a, modules):
     """Runs the modules in a.jobs child processes; prints their lines as
     they come; returns the exit status."""
@@ -198,6 +205,8 @@ def run_sharded(a, modules):
         argv = [sys.executable, os.path.abspath(__file__), "--modules", ",".join(sh)]
         for p in a.patterns or []:
             argv += ["-k", p]
+        for tg in a.tags or []:
+            argv += ["--tag", tg]
         if a.failfast:
             argv.append("-x")
         out = open(os.path.join(tmp, f"{i + 1}.out"), "w+")
@@ -257,7 +266,7 @@ def run_sharded(a, modules):
     if totals[0] + totals[1] == 0:
         print("integration: no test ran (a pattern that matches nothing, or everything skipped): that is a failure")
         totals[1] += 1
-    if not a.patterns and not totals[1] and times:
+    if not a.patterns and not a.tags and not totals[1] and times:
         record_weights(times)
     print(f"integration: {totals[0]} passed, {totals[1]} failed, {totals[2]} skipped")
     return 1 if totals[1] else 0
@@ -266,6 +275,8 @@ def run_sharded(a, modules):
 def main():
     ap = argparse.ArgumentParser(description="run sluice's integration tests")
     ap.add_argument("-k", action="append", dest="patterns", help="only tests matching this substring or glob")
+    ap.add_argument("--tag", action="append", dest="tags",
+                    help="only tests with this tag (harness.tag on the method, tags on the class, TAGS in the module)")
     ap.add_argument("-x", "--failfast", action="store_true")
     ap.add_argument("-j", "--jobs", type=int, default=int(os.environ.get("SLUICE_TEST_JOBS") or 1),
                     help="test modules run in this many processes at once (default 1, or SLUICE_TEST_JOBS)")
@@ -298,6 +309,9 @@ def main():
     if a.patterns:
         loader.testNamePatterns = [p if any(c in p for c in "*?[") else f"*{p}*" for p in a.patterns]
     suite = loader.discover(HERE, pattern="test_*.py", top_level_dir=HERE)
+    if a.tags:
+        suite = unittest.TestSuite(t for t in iter_tests(suite) if not hasattr(t, "_testMethodName")
+                                   or set(a.tags) & test_tags(t))
     if a.modules is not None:
         keep = set(a.modules.split(","))
         suite = unittest.TestSuite(t for t in iter_tests(suite) if type(t).__module__ in keep)
@@ -331,7 +345,7 @@ def main():
     for m, (t_start, t_stop) in sorted(result.module_span.items()):
         if a.modules is not None:
             print(f"integration: module {m} took {max(t_stop - t_start, 0):.1f}s")
-    if a.modules is None and not a.patterns and not result.n_failed and result.module_span:
+    if a.modules is None and not a.patterns and not a.tags and not result.n_failed and result.module_span:
         record_weights({m: max(t1 - t0_, 0) for m, (t0_, t1) in result.module_span.items()})
     if result.n_passed + result.n_failed == 0 and a.modules is None:
         print("integration: no test ran (a pattern that matches nothing, or everything skipped): that is a failure")

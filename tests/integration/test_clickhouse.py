@@ -73,6 +73,7 @@ def counter_problems(rows, key_columns, counter="counter"):
 
 
 class ClickHouseTypesTest(ChTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     @classmethod
     def setUpClass(cls):
@@ -160,6 +161,7 @@ class ClickHouseTypesTest(ChTestCase):
 
 
 class ClickHouseChangesTest(ChTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def make_table(self, name, rows=200):
         self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v text, counter int NOT NULL)")

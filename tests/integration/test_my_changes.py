@@ -11,6 +11,7 @@ import threading
 import time
 import unittest
 
+import harness  # noqa: E402
 from harness import csn, csn_position, csn_seq, records_for, wait_until
 from harness_mysql import MyTestCase, binlog_pos_value
 
@@ -41,6 +42,7 @@ class ChangesTest(MyTestCase):
         super().setUpClass()
         cls.my.execute("CREATE DATABASE app")
 
+    @harness.tag("sanitizers")
     def test_dml_key_change_truncate_positions(self):
         my = self.my
         my.execute("CREATE TABLE app.dml (id int PRIMARY KEY, v varchar(20), counter int NOT NULL DEFAULT 0)")
@@ -112,6 +114,7 @@ class ChangesTest(MyTestCase):
         self.assertTableMatches(recs, "app", "dml", ["id"])
         self.assertTableMatches(recs, "app", "other", ["k"])
 
+    @harness.tag("sanitizers")
     def test_keyless_and_added_column_and_unselected(self):
         my = self.my
         my.execute("CREATE TABLE app.nokey (a int, b varchar(10))")

@@ -52,6 +52,7 @@ def ch_count(ch, db, table, where="", final=False):
 
 
 class MyChTypesTest(MyChTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     @classmethod
     def setUpClass(cls):
@@ -145,9 +146,11 @@ class MyChTypesTest(MyChTestCase):
 class MyChTypesNoMetadataTest(MyChTypesTest):
     """The same with binlog_row_metadata=NO_LOG (MariaDB's default)."""
     my_settings = {"binlog_row_metadata": "NO_LOG"}
+    tags = set()       # not in the sanitizer pass (MyChTypesTest is)
 
 
 class MyChChangesTest(MyChTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     @classmethod
     def setUpClass(cls):

@@ -84,6 +84,7 @@ class MyOpsTestCase(MyTestCase):
 
 
 class MyMetricsTest(MyOpsTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def test_counters_match_the_workload(self):
         my = self.my
@@ -183,6 +184,7 @@ class MyStalledSinkTest(MyOpsTestCase):
     """The sink stops (the test sink's flush waits while a file exists): the
     binlog lag grows, lag_warning and lag_critical reach the webhook within
     15 s, /healthz turns 503 and recovers with the sink."""
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def test_lag_alert_while_sink_is_down(self):
         my = self.my
@@ -255,6 +257,7 @@ class MyStalledSinkTest(MyOpsTestCase):
 
 
 class MyBinlogStatusTest(MyOpsTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
     my_settings = {"binlog_expire_logs_seconds": "3600"}
 
     def status(self, s, rc=None):

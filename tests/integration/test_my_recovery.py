@@ -57,6 +57,7 @@ class RestartTest(MyTestCase):
             if i % 3 == 0:
                 self.my.execute(f"UPDATE rs.{table} SET counter = counter + 1 WHERE id = %s", (i - 1,))
 
+    @harness.tag("sanitizers")
     def test_restart_by_gtid(self):
         my = self.my
         my.execute("CREATE TABLE rs.g (id int PRIMARY KEY, counter int NOT NULL)")
@@ -191,6 +192,7 @@ class KillTest(MyTestCase):
 
 
 class PurgedTest(MyTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def _purge_everything_but_the_head(self):
         my = self.my

@@ -16,6 +16,9 @@ import sys
 from harness import csn, csn_position, csn_seq, records_for, HERE
 from harness_mysql import MyTestCase, binlog_pos_value
 
+# Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
+TAGS = {"sanitizers"}
+
 DDL = """
 CREATE TABLE types_db.types_t (
   id int PRIMARY KEY,

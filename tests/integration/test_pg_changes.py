@@ -10,6 +10,9 @@ import unittest
 
 from harness import PgTestCase, csn, csn_position, csn_seq, lsn_value, records_for
 
+# Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
+TAGS = {"sanitizers"}
+
 
 class Tx:
     """Runs statements in one transaction and notes its xid and the WAL range around it."""

@@ -25,6 +25,9 @@ import unittest
 
 from harness import PgTestCase, read_avro_tree, wait_until
 
+# Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
+TAGS = {"sanitizers"}
+
 
 def run_to_full(s, *args):
     """Runs `sluice ARGS` with stdout on /dev/full; returns (rc, stderr)."""

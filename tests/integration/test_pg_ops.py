@@ -20,6 +20,7 @@ import threading
 import time
 import unittest
 
+import harness  # noqa: E402
 from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, sluice_test_bin, wait_until
 from opsutil import WebhookReceiver, metric, metrics, metrics_port, scrape
 
@@ -44,6 +45,7 @@ def wait_streaming(p, timeout=60):
 
 
 class MetricsTest(PgTestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def test_counters_match_the_workload(self):
         pg = self.pg
@@ -161,6 +163,7 @@ class StalledSinkTest(PgTestCase):
     """The sink stops (the test sink's flush waits while a file exists): lag
     grows, the probe fires lag_warning and lag_critical within 15 s, the
     webhook receives them, /healthz turns 503 and recovers with the sink."""
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def test_lag_alert_while_sink_is_down(self):
         pg = self.pg
@@ -377,6 +380,7 @@ class HeartbeatTest(PgTestCase):
         self.assertIsNotNone(fresh)
         self.assertLess(fresh, 20)
 
+    @harness.tag("sanitizers")
     def test_heartbeats_not_permitted_are_explained(self):
         pg = self.pg
         pg.execute("CREATE TABLE hb_np (id int PRIMARY KEY)")
@@ -409,6 +413,7 @@ class HeartbeatTest(PgTestCase):
 
 class StatusTest(PgTestCase):
 
+    @harness.tag("sanitizers")
     def test_stream_option_and_help(self):
         self.pg.execute("CREATE TABLE so_t (id int PRIMARY KEY)")
         s = self.sluice(stream="so", tables="public.so_t")
@@ -470,6 +475,7 @@ class StatusTest(PgTestCase):
         p.signal(signal.SIGTERM)
         self.assertEqual(p.wait_result(60).rc, 0)
 
+    @harness.tag("sanitizers")
     def test_backfill_progress(self):
         """A backfill held at its end by the test sink: status shows the rows
         read against the server's estimate, and `run` on a terminal shows a

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import unittest
 
+import harness  # noqa: E402
 from harness import PgTestCase, csn, records_for, wait_until
 
 
@@ -113,6 +114,7 @@ class RecoveryTest(PgTestCase):
         recs = records_for(self.read(s), "public", "rec_lost")
         self.assertTableMatches(recs, "public", "rec_lost", ["id"])
 
+    @harness.tag("sanitizers")
     def test_slot_ahead_of_checkpoint_is_position_lost(self):
         pg = self.pg
         pg.execute("CREATE TABLE rec_ahead (id int PRIMARY KEY)")
@@ -148,6 +150,7 @@ class RecoveryTest(PgTestCase):
         self.catch_up(s)
         self.assertTableMatches(records_for(self.read(s), "public", "rec_ahead"), "public", "rec_ahead", ["id"])
 
+    @harness.tag("sanitizers")
     def test_corrupt_checkpoint_stops_at_once_and_recovers(self):
         pg = self.pg
         pg.execute("CREATE TABLE rec_corrupt (id int PRIMARY KEY, v text)")
@@ -250,6 +253,7 @@ class RecoveryTest(PgTestCase):
 class LostSlotTest(PgTestCase):
     """A slot driven to wal_status = lost by max_slot_wal_keep_size, with
     1 MB WAL segments so that a few MB of WAL are enough."""
+    tags = {"sanitizers"}   # also run in the sanitizer pass
     pg_initdb_args = ("--wal-segsize=1",)
     pg_settings = {"max_slot_wal_keep_size": "2MB", "min_wal_size": "2MB", "max_wal_size": "32MB"}
 

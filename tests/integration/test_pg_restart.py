@@ -10,6 +10,9 @@ import unittest
 
 from harness import PgTestCase, csn, records_for, wait_until, read_avro_tree
 
+# Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
+TAGS = {"sanitizers"}
+
 
 def workload_step(pg, base, n=20):
     """Inserts n rows with keys base.., updates half of them twice, deletes a quarter."""

@@ -17,6 +17,9 @@ import unittest
 
 from harness import PgTestCase, records_for, wait_until
 
+# Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
+TAGS = {"sanitizers"}
+
 
 class SlotWaitTest(PgTestCase):
 

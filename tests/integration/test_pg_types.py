@@ -12,6 +12,9 @@ import uuid as uuidlib
 
 from harness import PgTestCase, csn, csn_position, csn_seq, records_for, HERE
 
+# Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
+TAGS = {"sanitizers"}
+
 TYPES_DDL = """
 CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
 CREATE TABLE types_t (

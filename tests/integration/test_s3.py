@@ -83,6 +83,7 @@ class S3TestCase(PgTestCase):
 
 
 class S3FlowTest(S3TestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def test_backfill_and_cdc(self):
         pg, s3 = self.pg, self.s3
@@ -178,6 +179,7 @@ class S3FlowTest(S3TestCase):
 
 
 class S3MultipartKillTest(S3TestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
     # Each part waits 700 ms on the server: time to kill sluice in between.
     s3_kw = {"part_delay_ms": 700}
 
@@ -269,6 +271,7 @@ class S3OutageTest(S3TestCase):
 
 
 class S3OperatorErrorTest(S3TestCase):
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def assertNoSecrets(self, r, *secrets):
         for text in (r.stdout, r.stderr):
