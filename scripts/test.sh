@@ -6,10 +6,19 @@
 # Exits non-zero on any failure.
 #
 #   scripts/test.sh [-k PATTERN ...]     integration tests matching PATTERN only
+#   scripts/test.sh --quick              the fast tier (a few minutes): a build with
+#                                        warnings as errors under ASan and UBSan, its
+#                                        unit tests, and the integration tests tagged
+#                                        "quick" (one smoke test per source and sink)
 #   SLUICE_SANITIZERS=0 scripts/test.sh  skip the sanitizer pass
 #   SLUICE_TEST_JOBS=1 scripts/test.sh   integration modules one at a time (default 2)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+if [ "${1:-}" = --quick ]; then
+	quick=1
+	shift
+fi
 "$top/scripts/deps.sh"
 # CI builds treat every compiler warning as an error.
 if [ "${CI:-}" = true ]; then
@@ -58,6 +67,19 @@ no_cmocka() {
 	rm -rf "$d"
 	return "$rc"
 }
+
+if [ "$quick" = 1 ]; then
+	san=$top/_build-asan-werror
+	t0=$(date +%s)
+	SLUICE_BUILD_DIR=$san SLUICE_CONFIGURE_FLAGS="--enable-sanitizers --enable-werror" "$top/scripts/build.sh"
+	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+	export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+	rc=0
+	unit_tests "$san" "asan+ubsan" || rc=$?
+	SLUICE_BIN="$san/sluice" /usr/bin/python3 "$top/tests/integration/run.py" -j 2 --tag quick "$@" || rc=$?
+	echo "quick tier: $(( $(date +%s) - t0 )) s"
+	exit "$rc"
+fi
 
 unit_rc=0
 no_cmocka || unit_rc=$?

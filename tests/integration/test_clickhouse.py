@@ -33,6 +33,7 @@ import unittest
 
 from ch_harness import (CH_PASSWORD, ChTestCase, ch_column, ch_object, quote_ident, rebuild_append,
                         source_rows_for_ch)
+import harness  # noqa: E402
 from harness import csn_seq, qident, wait_until
 
 import test_pg_types as T
@@ -218,6 +219,7 @@ class ClickHouseChangesTest(ChTestCase):
             pos, seq = r["_csn"].decode().split("-")
             self.assertEqual(r["_version"], int(pos, 16) << 8 | min(int(seq), 255))
 
+    @harness.tag("quick")
     def test_merge_changes_and_truncate(self):
         self.make_table("mg")
         s = self.sluice(stream="mg", tables="public.mg", database="mg", write_mode="merge")

@@ -42,7 +42,7 @@ class ChangesTest(MyTestCase):
         super().setUpClass()
         cls.my.execute("CREATE DATABASE app")
 
-    @harness.tag("sanitizers")
+    @harness.tag("sanitizers", "quick")
     def test_dml_key_change_truncate_positions(self):
         my = self.my
         my.execute("CREATE TABLE app.dml (id int PRIMARY KEY, v varchar(20), counter int NOT NULL DEFAULT 0)")

@@ -8,6 +8,7 @@ position with increasing sequence numbers.
 import os
 import unittest
 
+import harness  # noqa: E402
 from harness import PgTestCase, csn, csn_position, csn_seq, lsn_value, records_for
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
@@ -58,6 +59,7 @@ class ChangesTest(PgTestCase):
             self.assertTrue(tx.lsn_before <= lsn_value(lsn) <= tx.lsn_after,
                             f"lsn {lsn} outside the transaction's WAL range")
 
+    @harness.tag("quick")
     def test_insert_update_delete_pk_change_truncate(self):
         pg = self.pg
         pg.execute("CREATE TABLE dml (id int PRIMARY KEY, v text, counter int NOT NULL DEFAULT 0)")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid as uuidlib
 
+import harness  # noqa: E402
 from harness import PgTestCase, csn, csn_position, csn_seq, records_for, HERE
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
@@ -76,6 +77,7 @@ class TypesTest(PgTestCase):
         cls.pg.execute(TYPES_DDL)
         cls.pg.execute(insert_sql(ROWS))
 
+    @harness.tag("quick")
     def test_backfill_then_cdc_every_type(self):
         s = self.sluice(stream="types", tables="public.types_t")
         lsn_before = self.pg.current_lsn()

@@ -85,6 +85,7 @@ class S3TestCase(PgTestCase):
 class S3FlowTest(S3TestCase):
     tags = {"sanitizers"}   # also run in the sanitizer pass
 
+    @harness.tag("quick")
     def test_backfill_and_cdc(self):
         pg, s3 = self.pg, self.s3
         make_table(pg, "flow", 3000)
