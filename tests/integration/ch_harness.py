@@ -7,6 +7,10 @@ integration tests, and the means to read what sluice wrote into it.
                     background and stopped by its own pid (the server writes
                     no pid file); pause() and resume() stop it and start it
                     again on the same port with its data.
+  ClickHouse26Server the same for ClickHouse 26: tests/tools/clickhouse26,
+                    ClickHouse's HTTP interface in front of the chdb engine.
+                    new_clickhouse_server() makes it instead of
+                    clickhouse-server when SLUICE_CH_ENGINE=26.
   ChTestCase        a test class with a PostgreSQL server (pg) and a
                     ClickHouse server (ch); skips, saying why, when either is
                     missing.
@@ -23,6 +27,7 @@ import datetime
 import decimal
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -36,6 +41,12 @@ from harness import (PgServer, PortInUse, ServerBase, Sluice, _pid_alive, column
                      pg_available, wait_until, UTC)
 
 CH_SERVER = os.environ.get("SLUICE_CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+# "26": the tests run against tests/tools/clickhouse26 (ClickHouse 26 as
+# chdb) instead of clickhouse-server.
+CH_ENGINE = os.environ.get("SLUICE_CH_ENGINE", "")
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CH26 = os.path.join(_REPO, "tests", "tools", "clickhouse26")
+CH26_MODULES = os.path.join(_REPO, "tests", "integration", "ch26", "node_modules")
 
 CONFIG = """<?xml version="1.0"?>
 <yandex>
@@ -119,8 +130,22 @@ TLS = """
 CH_PASSWORD = "ch-canary-7c1e9b"
 
 
+def clickhouse26_available():
+    """None when tests/tools/clickhouse26 can run, else the reason."""
+    if not shutil.which("node"):
+        return "node is not installed (scripts/deps.sh installs nodejs and npm)"
+    if not os.path.isfile(os.path.join(CH26_MODULES, "chdb", "package.json")):
+        return f"chdb is not installed in {CH26_MODULES} (scripts/deps.sh installs it)"
+    libs = os.path.join(CH26_MODULES, "@chdb")
+    if not any(n.startswith("lib-") for n in (os.listdir(libs) if os.path.isdir(libs) else [])):
+        return f"chdb has no engine for this platform in {libs} (@chdb/lib-*; scripts/deps.sh installs it)"
+    return None
+
+
 def clickhouse_available():
-    """None when clickhouse-server can run, else the reason."""
+    """None when the ClickHouse server of the tests can run, else the reason."""
+    if CH_ENGINE == "26":
+        return clickhouse26_available()
     if not os.access(CH_SERVER, os.X_OK):
         return f"clickhouse-server not found ({CH_SERVER}; apt-get install clickhouse-server)"
     return None
@@ -310,6 +335,56 @@ class ClickHouseServer(ServerBase):
         out = self.query(sql + " FORMAT RowBinary")
         names = [c[0] for c in cols]
         return [dict(zip(names, r)) for r in rowbinary_rows(out, [c[1] for c in cols])]
+
+
+class ClickHouse26Server(ClickHouseServer):
+    """ClickHouse 26 for the tests: tests/tools/clickhouse26 (the chdb
+    engine behind ClickHouse's HTTP interface) on a loopback port, with its
+    data in the temporary directory and the users of USERS: default,
+    sluice (CH_PASSWORD) and reader (read-only).  It serves no HTTPS."""
+    kind = "clickhouse26"
+
+    def __init__(self, tls=False, keep=False):
+        if tls:
+            raise unittest.SkipTest("the ClickHouse 26 server of the tests (tests/tools/clickhouse26) serves no HTTPS")
+        super().__init__(keep=keep)
+
+    def _setup(self):
+        self.https_port = None
+        self.ca_file = None
+        os.makedirs(os.path.join(self.tmpdir, "log"), exist_ok=True)
+        self.proc = None
+        self._same_port = False
+
+    def _start(self):
+        errlog = os.path.join(self.tmpdir, "log", "server.err.log")
+        err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
+        out = open(errlog, "ab")
+        self.proc = subprocess.Popen(["node", CH26, "--port", str(self.port), "--path",
+                                      os.path.join(self.tmpdir, "data"), "--user", "default",
+                                      "--user", "sluice", "--password", CH_PASSWORD, "--readonly-user", "reader"],
+                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                     cwd=self.tmpdir, start_new_session=True)
+        out.close()
+
+        def up():
+            if self.proc.poll() is not None:
+                log = self.log_tail(errlog, err_before)
+                if "EADDRINUSE" in log:
+                    raise PortInUse(log)
+                raise RuntimeError(f"clickhouse26 exited with {self.proc.returncode}:\n{log}")
+            with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as r:
+                return r.read() == b"Ok.\n"
+        try:
+            wait_until(up, 60, "clickhouse26 to answer /ping")
+        except TimeoutError:
+            raise RuntimeError(f"clickhouse26 did not answer:\n{self.log_tail(errlog, err_before)}")
+
+
+def new_clickhouse_server(tls=False):
+    """The ClickHouse server of the tests: ClickHouse26Server when
+    SLUICE_CH_ENGINE=26, else clickhouse-server."""
+    return ClickHouse26Server(tls=tls) if CH_ENGINE == "26" else ClickHouseServer(tls=tls)
 
 
 def quote_ident(name):
@@ -549,7 +624,7 @@ class ChTestCase(unittest.TestCase):
         cls.pg = PgServer(cls.pg_settings)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
-        cls.ch = ClickHouseServer(tls=cls.ch_tls)
+        cls.ch = new_clickhouse_server(tls=cls.ch_tls)
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
 
@@ -673,7 +748,7 @@ class MyChTestCase(ChTestCase):
         cls.my = cls.pg = MariaDbServer(cls.my_settings)
         cls.addClassCleanup(cls.my.close)
         cls.my.start()
-        cls.ch = ClickHouseServer()
+        cls.ch = new_clickhouse_server()
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
 
