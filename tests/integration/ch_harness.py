@@ -169,6 +169,7 @@ class ClickHouseServer(ServerBase):
     With tls, it also serves HTTPS on https_port with a certificate for
     "localhost" only, signed by a CA of its own (ca_file)."""
     kind = "clickhouse"
+    wrong_password_code = 193    # WRONG_PASSWORD; later versions answer 516 AUTHENTICATION_FAILED
 
     def __init__(self, tls=False, keep=False):
         self.tls = tls
@@ -308,6 +309,10 @@ class ClickHouseServer(ServerBase):
     def scalar(self, sql):
         return self.query(sql + " FORMAT TSV").decode().strip()
 
+    def version(self):
+        """The server's version(): "18.16.1", "26.7.2.1"."""
+        return self.scalar("SELECT version()")
+
     def columns(self, db, table):
         """[(name, type, in_sorting_key)] of a table, in its column order."""
         out = self.query("SELECT name, type, toUInt8(is_in_sorting_key) FROM system.columns WHERE database = "
@@ -343,6 +348,7 @@ class ClickHouse26Server(ClickHouseServer):
     data in the temporary directory and the users of USERS: default,
     sluice (CH_PASSWORD) and reader (read-only).  It serves no HTTPS."""
     kind = "clickhouse26"
+    wrong_password_code = 516
 
     def __init__(self, tls=False, keep=False):
         if tls:
@@ -357,7 +363,8 @@ class ClickHouse26Server(ClickHouseServer):
         self._same_port = False
 
     def _start(self):
-        errlog = os.path.join(self.tmpdir, "log", "server.err.log")
+        # SLUICE_CH26_LOG: a file that keeps the errors of every server
+        errlog = os.environ.get("SLUICE_CH26_LOG") or os.path.join(self.tmpdir, "log", "server.err.log")
         err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
         out = open(errlog, "ab")
         self.proc = subprocess.Popen(["node", CH26, "--port", str(self.port), "--path",
@@ -409,6 +416,12 @@ def ch_object(schema, table):
                 out += ch
         return out
     return esc(schema).replace("_", "__") + "_" + esc(table, True)
+
+
+def merge_engine_re(key):
+    """engine_full of a merge-mode table ordered by key, as 18.16 and later
+    versions spell it ("ORDER BY id", "ORDER BY (id) SETTINGS ...")."""
+    return rf"^ReplacingMergeTree\(_version\) ORDER BY ({key}|\({key}\))( |$)"
 
 
 # --------------------------------------------------------------------------
