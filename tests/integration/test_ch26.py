@@ -7,7 +7,7 @@ engine), without sluice:
   - a ReplacingMergeTree(_version, _is_deleted) table loaded with RowBinary
     bodies, plain and gzip, read back with FINAL; an external table
     (multipart/form-data) as sluice's lookups send it;
-  - settings as URL parameters apply to their query only;
+  - settings as URL parameters apply to their query only; a 200 KB URL;
   - credentials: basic auth, X-ClickHouse-User/-Key, a wrong password and
     an unknown user (403, Code 516), a read-only user;
   - errors: the server's status codes and "Code: N. DB::Exception: ..."
@@ -153,6 +153,11 @@ class ClickHouse26ShimTest(unittest.TestCase):
         self.assertEqual(post(self.ch, "", sql)[2], before)
         self.assertEqual(post(self.ch, "database=system", b"SELECT currentDatabase()")[2], b"system\n")
         self.assertEqual(post(self.ch, "", b"SELECT currentDatabase()")[2], b"default\n")
+
+    def test_4b_long_url(self):
+        """A query of 200 KB in the URL (the server takes URLs up to 1 MiB)."""
+        st, _, out = post(self.ch, urllib.parse.urlencode({"query": f"SELECT length('{'x' * 200000}') FORMAT TSV"}))
+        self.assertEqual((st, out), (200, b"200000\n"))
 
     def test_5_credentials(self):
         basic = "Basic " + base64.b64encode(f"sluice:{CH_PASSWORD}".encode()).decode()
