@@ -154,6 +154,13 @@ class ClickHouse26ShimTest(unittest.TestCase):
         self.assertEqual(post(self.ch, "database=system", b"SELECT currentDatabase()")[2], b"system\n")
         self.assertEqual(post(self.ch, "", b"SELECT currentDatabase()")[2], b"default\n")
 
+    def test_4a_server_defaults(self):
+        """The server's defaults where chdb's differ: mutations run in the
+        background (mutations_sync 0 in ClickHouse's Settings.cpp, 1 in
+        chdb), and a statement needs its SELECT (implicit_select)."""
+        self.assertEqual(post(self.ch, "", b"SELECT getSetting('mutations_sync')")[2], b"0\n")
+        self.assertError(400, 62, "SYNTAX_ERROR", post(self.ch, "", b"1 + 1"))
+
     def test_4b_long_url(self):
         """A query of 200 KB in the URL (the server takes URLs up to 1 MiB)."""
         st, _, out = post(self.ch, urllib.parse.urlencode({"query": f"SELECT length('{'x' * 200000}') FORMAT TSV"}))
