@@ -219,26 +219,33 @@ class ClickHouseServer(ServerBase):
         tls = TLS.format(dir=self.tmpdir, https_port=self.https_port) if self.tls else ""
         with open(os.path.join(self.tmpdir, "config.xml"), "w") as f:
             f.write(CONFIG.format(dir=self.tmpdir, http_port=self.port, tcp_port=self.tcp_port, tls=tls))
-        errlog = os.path.join(self.tmpdir, "log", "server.err.log")
+        self._launch([CH_SERVER, f"--config-file={self.tmpdir}/config.xml"],
+                     os.path.join(self.tmpdir, "log", "stdout.log"), os.path.join(self.tmpdir, "log", "server.err.log"),
+                     "Address already in use")
+
+    def _launch(self, argv, out_path, errlog, in_use):
+        """Starts argv in the background, its output appended to out_path,
+        and waits for /ping.  errlog's new lines explain a failure; in_use
+        among them is a port taken meanwhile (PortInUse)."""
+        name = os.path.basename(argv[0] if argv[0] != "node" else argv[1])
         err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
-        out = open(os.path.join(self.tmpdir, "log", "stdout.log"), "ab")
-        self.proc = subprocess.Popen([CH_SERVER, f"--config-file={self.tmpdir}/config.xml"],
-                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        out = open(out_path, "ab")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                      cwd=self.tmpdir, start_new_session=True)
         out.close()
 
         def up():
             if self.proc.poll() is not None:
                 log = self.log_tail(errlog, err_before)
-                if "Address already in use" in log:
+                if in_use in log:
                     raise PortInUse(log)
-                raise RuntimeError(f"clickhouse-server exited with {self.proc.returncode}:\n{log}")
+                raise RuntimeError(f"{name} exited with {self.proc.returncode}:\n{log}")
             with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as r:
                 return r.read() == b"Ok.\n"
         try:
-            wait_until(up, 60, "clickhouse-server to answer /ping")
+            wait_until(up, 60, f"{name} to answer /ping")
         except TimeoutError:
-            raise RuntimeError(f"clickhouse-server did not answer:\n{self.log_tail(errlog, err_before)}")
+            raise RuntimeError(f"{name} did not answer:\n{self.log_tail(errlog, err_before)}")
 
     def log_tail(self, path=None, start=0, n=40):
         path = path or os.path.join(self.tmpdir, "log", "server.err.log")
@@ -365,27 +372,9 @@ class ClickHouse26Server(ClickHouseServer):
     def _start(self):
         # SLUICE_CH26_LOG: a file that keeps the errors of every server
         errlog = os.environ.get("SLUICE_CH26_LOG") or os.path.join(self.tmpdir, "log", "server.err.log")
-        err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
-        out = open(errlog, "ab")
-        self.proc = subprocess.Popen(["node", CH26, "--port", str(self.port), "--path",
-                                      os.path.join(self.tmpdir, "data"), "--user", "default",
-                                      "--user", "sluice", "--password", CH_PASSWORD, "--readonly-user", "reader"],
-                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                     cwd=self.tmpdir, start_new_session=True)
-        out.close()
-
-        def up():
-            if self.proc.poll() is not None:
-                log = self.log_tail(errlog, err_before)
-                if "EADDRINUSE" in log:
-                    raise PortInUse(log)
-                raise RuntimeError(f"clickhouse26 exited with {self.proc.returncode}:\n{log}")
-            with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as r:
-                return r.read() == b"Ok.\n"
-        try:
-            wait_until(up, 60, "clickhouse26 to answer /ping")
-        except TimeoutError:
-            raise RuntimeError(f"clickhouse26 did not answer:\n{self.log_tail(errlog, err_before)}")
+        self._launch(["node", CH26, "--port", str(self.port), "--path", os.path.join(self.tmpdir, "data"),
+                      "--user", "default", "--user", "sluice", "--password", CH_PASSWORD, "--readonly-user", "reader"],
+                     errlog, errlog, "EADDRINUSE")
 
 
 def new_clickhouse_server(tls=False):
