@@ -4,7 +4,9 @@
 # (or sudo) only when something has to be installed.  Then installs the local
 # S3 server of the tests (s3rver, pinned by tests/integration/s3server/
 # package-lock.json) from npm into tests/integration/s3server/node_modules,
-# never globally.
+# and the ClickHouse 26 engine of tests/tools/clickhouse26 (chdb, pinned by
+# tests/integration/ch26/package-lock.json) into
+# tests/integration/ch26/node_modules, never globally.
 set -euo pipefail
 
 PACKAGES=(
@@ -46,10 +48,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The tests' S3 server, into the project's own folder.
-s3dir=$(cd "$(dirname "$0")/.." && pwd)/tests/integration/s3server
-if [ ! -f "$s3dir/node_modules/s3rver/package.json" ] ||
-	[ "$s3dir/package-lock.json" -nt "$s3dir/node_modules/.package-lock.json" ]; then
-	echo "installing s3rver into $s3dir/node_modules"
-	(cd "$s3dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+# npm_install DIR PACKAGE: installs DIR's package-lock.json into
+# DIR/node_modules when PACKAGE is missing there or the lock file changed.
+npm_install() {
+	if [ ! -f "$1/node_modules/$2/package.json" ] ||
+		[ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]; then
+		echo "installing $2 into $1/node_modules"
+		(cd "$1" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+	fi
+}
+
+# The tests' S3 server and ClickHouse 26 engine (about 550 MB, most of it
+# chdb's libchdb.so), into the project's own folders.
+tests=$(cd "$(dirname "$0")/.." && pwd)/tests/integration
+npm_install "$tests/s3server" s3rver
+npm_install "$tests/ch26" chdb

@@ -7,6 +7,10 @@ integration tests, and the means to read what sluice wrote into it.
                     background and stopped by its own pid (the server writes
                     no pid file); pause() and resume() stop it and start it
                     again on the same port with its data.
+  ClickHouse26Server the same for ClickHouse 26: tests/tools/clickhouse26,
+                    ClickHouse's HTTP interface in front of the chdb engine.
+                    new_clickhouse_server() makes it instead of
+                    clickhouse-server when SLUICE_CH_ENGINE=26.
   ChTestCase        a test class with a PostgreSQL server (pg) and a
                     ClickHouse server (ch); skips, saying why, when either is
                     missing.
@@ -23,6 +27,7 @@ import datetime
 import decimal
 import os
 import re
+import shutil
 import signal
 import struct
 import subprocess
@@ -36,6 +41,12 @@ from harness import (PgServer, skip_unless, PortInUse, ServerBase, Sluice, _pid_
                      pg_available, wait_until, UTC)
 
 CH_SERVER = os.environ.get("SLUICE_CLICKHOUSE_SERVER", "/usr/sbin/clickhouse-server")
+# "26": the tests run against tests/tools/clickhouse26 (ClickHouse 26 as
+# chdb) instead of clickhouse-server.
+CH_ENGINE = os.environ.get("SLUICE_CH_ENGINE", "")
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CH26 = os.path.join(_REPO, "tests", "tools", "clickhouse26")
+CH26_MODULES = os.path.join(_REPO, "tests", "integration", "ch26", "node_modules")
 
 CONFIG = """<?xml version="1.0"?>
 <yandex>
@@ -119,8 +130,22 @@ TLS = """
 CH_PASSWORD = "ch-canary-7c1e9b"
 
 
+def clickhouse26_available():
+    """None when tests/tools/clickhouse26 can run, else the reason."""
+    if not shutil.which("node"):
+        return "node is not installed (scripts/deps.sh installs nodejs and npm)"
+    if not os.path.isfile(os.path.join(CH26_MODULES, "chdb", "package.json")):
+        return f"chdb is not installed in {CH26_MODULES} (scripts/deps.sh installs it)"
+    libs = os.path.join(CH26_MODULES, "@chdb")
+    if not any(n.startswith("lib-") for n in (os.listdir(libs) if os.path.isdir(libs) else [])):
+        return f"chdb has no engine for this platform in {libs} (@chdb/lib-*; scripts/deps.sh installs it)"
+    return None
+
+
 def clickhouse_available():
-    """None when clickhouse-server can run, else the reason."""
+    """None when the ClickHouse server of the tests can run, else the reason."""
+    if CH_ENGINE == "26":
+        return clickhouse26_available()
     if not os.access(CH_SERVER, os.X_OK):
         return f"clickhouse-server not found ({CH_SERVER}; apt-get install clickhouse-server)"
     return None
@@ -144,6 +169,7 @@ class ClickHouseServer(ServerBase):
     With tls, it also serves HTTPS on https_port with a certificate for
     "localhost" only, signed by a CA of its own (ca_file)."""
     kind = "clickhouse"
+    wrong_password_code = 193    # WRONG_PASSWORD; later versions answer 516 AUTHENTICATION_FAILED
 
     def __init__(self, tls=False, keep=False):
         self.tls = tls
@@ -193,26 +219,33 @@ class ClickHouseServer(ServerBase):
         tls = TLS.format(dir=self.tmpdir, https_port=self.https_port) if self.tls else ""
         with open(os.path.join(self.tmpdir, "config.xml"), "w") as f:
             f.write(CONFIG.format(dir=self.tmpdir, http_port=self.port, tcp_port=self.tcp_port, tls=tls))
-        errlog = os.path.join(self.tmpdir, "log", "server.err.log")
+        self._launch([CH_SERVER, f"--config-file={self.tmpdir}/config.xml"],
+                     os.path.join(self.tmpdir, "log", "stdout.log"), os.path.join(self.tmpdir, "log", "server.err.log"),
+                     "Address already in use")
+
+    def _launch(self, argv, out_path, errlog, in_use):
+        """Starts argv in the background, its output appended to out_path,
+        and waits for /ping.  errlog's new lines explain a failure; in_use
+        among them is a port taken meanwhile (PortInUse)."""
+        name = os.path.basename(argv[0] if argv[0] != "node" else argv[1])
         err_before = os.path.getsize(errlog) if os.path.exists(errlog) else 0
-        out = open(os.path.join(self.tmpdir, "log", "stdout.log"), "ab")
-        self.proc = subprocess.Popen([CH_SERVER, f"--config-file={self.tmpdir}/config.xml"],
-                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+        out = open(out_path, "ab")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                      cwd=self.tmpdir, start_new_session=True)
         out.close()
 
         def up():
             if self.proc.poll() is not None:
                 log = self.log_tail(errlog, err_before)
-                if "Address already in use" in log:
+                if in_use in log:
                     raise PortInUse(log)
-                raise RuntimeError(f"clickhouse-server exited with {self.proc.returncode}:\n{log}")
+                raise RuntimeError(f"{name} exited with {self.proc.returncode}:\n{log}")
             with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as r:
                 return r.read() == b"Ok.\n"
         try:
-            wait_until(up, 60, "clickhouse-server to answer /ping")
+            wait_until(up, 60, f"{name} to answer /ping")
         except TimeoutError:
-            raise RuntimeError(f"clickhouse-server did not answer:\n{self.log_tail(errlog, err_before)}")
+            raise RuntimeError(f"{name} did not answer:\n{self.log_tail(errlog, err_before)}")
 
     def log_tail(self, path=None, start=0, n=40):
         path = path or os.path.join(self.tmpdir, "log", "server.err.log")
@@ -283,6 +316,10 @@ class ClickHouseServer(ServerBase):
     def scalar(self, sql):
         return self.query(sql + " FORMAT TSV").decode().strip()
 
+    def version(self):
+        """The server's version(): "18.16.1", "26.7.2.1"."""
+        return self.scalar("SELECT version()")
+
     def columns(self, db, table):
         """[(name, type, in_sorting_key)] of a table, in its column order."""
         out = self.query("SELECT name, type, toUInt8(is_in_sorting_key) FROM system.columns WHERE database = "
@@ -312,6 +349,40 @@ class ClickHouseServer(ServerBase):
         return [dict(zip(names, r)) for r in rowbinary_rows(out, [c[1] for c in cols])]
 
 
+class ClickHouse26Server(ClickHouseServer):
+    """ClickHouse 26 for the tests: tests/tools/clickhouse26 (the chdb
+    engine behind ClickHouse's HTTP interface) on a loopback port, with its
+    data in the temporary directory and the users of USERS: default,
+    sluice (CH_PASSWORD) and reader (read-only).  It serves no HTTPS."""
+    kind = "clickhouse26"
+    wrong_password_code = 516
+
+    def __init__(self, tls=False, keep=False):
+        if tls:
+            raise unittest.SkipTest("the ClickHouse 26 server of the tests (tests/tools/clickhouse26) serves no HTTPS")
+        super().__init__(keep=keep)
+
+    def _setup(self):
+        self.https_port = None
+        self.ca_file = None
+        os.makedirs(os.path.join(self.tmpdir, "log"), exist_ok=True)
+        self.proc = None
+        self._same_port = False
+
+    def _start(self):
+        # SLUICE_CH26_LOG: a file that keeps the errors of every server
+        errlog = os.environ.get("SLUICE_CH26_LOG") or os.path.join(self.tmpdir, "log", "server.err.log")
+        self._launch(["node", CH26, "--port", str(self.port), "--path", os.path.join(self.tmpdir, "data"),
+                      "--user", "default", "--user", "sluice", "--password", CH_PASSWORD, "--readonly-user", "reader"],
+                     errlog, errlog, "EADDRINUSE")
+
+
+def new_clickhouse_server(tls=False):
+    """The ClickHouse server of the tests: ClickHouse26Server when
+    SLUICE_CH_ENGINE=26, else clickhouse-server."""
+    return ClickHouse26Server(tls=tls) if CH_ENGINE == "26" else ClickHouseServer(tls=tls)
+
+
 def quote_ident(name):
     return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
 
@@ -334,6 +405,12 @@ def ch_object(schema, table):
                 out += ch
         return out
     return esc(schema).replace("_", "__") + "_" + esc(table, True)
+
+
+def merge_engine_re(key):
+    """engine_full of a merge-mode table ordered by key, as 18.16 and later
+    versions spell it ("ORDER BY id", "ORDER BY (id) SETTINGS ...")."""
+    return rf"^ReplacingMergeTree\(_version\) ORDER BY ({key}|\({key}\))( |$)"
 
 
 # --------------------------------------------------------------------------
@@ -547,7 +624,7 @@ class ChTestCase(unittest.TestCase):
         cls.pg = PgServer(cls.pg_settings)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
-        cls.ch = ClickHouseServer(tls=cls.ch_tls)
+        cls.ch = new_clickhouse_server(tls=cls.ch_tls)
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
 
@@ -669,7 +746,7 @@ class MyChTestCase(ChTestCase):
         cls.my = cls.pg = MariaDbServer(cls.my_settings)
         cls.addClassCleanup(cls.my.close)
         cls.my.start()
-        cls.ch = ClickHouseServer()
+        cls.ch = new_clickhouse_server()
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
 
