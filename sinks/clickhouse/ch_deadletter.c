@@ -207,17 +207,13 @@ static int json_meta(struct sl_buf *out, struct ch_rb_reader *r, const struct ch
 	}
 }
 
-int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
-	       bool meta_only, const void *row, size_t len, int code, const char *reason, int64_t now_us)
+/* A line's fields up to "reason" (its first 1000 bytes) and the comma
+ * after it. */
+static void line_head(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l, int code,
+		      const char *reason, int64_t now_us)
 {
-	struct ch_rb_reader r = { .p = row, .end = (const unsigned char *)row + len };
-	char *scratch = malloc(CH_RB_SCRATCH);
-	size_t start = out->len, rlen = strlen(reason);
-	bool first = true;
-	int rc = -1;
+	size_t rlen = strlen(reason);
 
-	if (!scratch)
-		return -1;
 	sl_buf_printf(out, "{\"time_us\":%" PRId64 ",\"stream\":", now_us);
 	ch_json_str(out, stream, strlen(stream));
 	sl_buf_puts(out, ",\"database\":");
@@ -226,7 +222,44 @@ int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const str
 	ch_json_str(out, l->object, strlen(l->object));
 	sl_buf_printf(out, ",\"code\":%d,\"reason\":", code);
 	ch_json_str(out, reason, rlen > 1000 ? 1000 : rlen);
+	sl_buf_putc(out, ',');
+}
+
+int ch_dl_values_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
+		      const struct sl_value *vals, const char *csn, const char *change_type, const char *reason,
+		      int64_t now_us)
+{
+	line_head(out, stream, db, l, 0, reason, now_us);
+	sl_buf_puts(out, "\"csn\":");
+	ch_json_str(out, csn, strlen(csn));
+	sl_buf_puts(out, ",\"change_type\":");
+	ch_json_str(out, change_type, strlen(change_type));
 	sl_buf_puts(out, ",\"row\":{");
+	for (int i = 0; i < l->nsrc; i++) {
+		const struct ch_col *c = &l->cols[l->of_src[i]];
+		if (i)
+			sl_buf_putc(out, ',');
+		ch_json_str(out, c->name, strlen(c->name));
+		sl_buf_putc(out, ':');
+		json_value(out, &c->type, &vals[i]);
+	}
+	sl_buf_puts(out, "}}\n");
+	return sl_buf_failed(out) ? -1 : 0;
+}
+
+int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
+	       bool meta_only, const void *row, size_t len, int code, const char *reason, int64_t now_us)
+{
+	struct ch_rb_reader r = { .p = row, .end = (const unsigned char *)row + len };
+	char *scratch = malloc(CH_RB_SCRATCH);
+	size_t start = out->len;
+	bool first = true;
+	int rc = -1;
+
+	if (!scratch)
+		return -1;
+	line_head(out, stream, db, l, code, reason, now_us);
+	sl_buf_puts(out, "\"row\":{");
 	for (int i = 0; i < l->ncols; i++) {
 		const struct ch_col *c = &l->cols[i];
 		if (meta_only && c->src >= 0)
