@@ -1,7 +1,8 @@
 /*
  * sinks/clickhouse/ch_deadletter.h: the dead-letter file of the ClickHouse
- * sink: one JSON line for each row ClickHouse refused as data, so that the
- * stream goes on and the row is kept for someone to look at.
+ * sink: one JSON line for each row ClickHouse refused as data, and for each
+ * merge-mode change whose key does not encode (ch_dl_values_line), so that
+ * the stream goes on and the row is kept for someone to look at.
  *
  *   {"time_us":1732990000000000,"stream":"s1","database":"replica",
  *    "table":"public_orders","code":27,"reason":"Code: 27, ...",
