@@ -390,6 +390,29 @@ class MyMergePropertyTest(MyTestCase):
         self.assertEqual(r.rc, 3, r.describe())
         self.assertIn("nokey", r.stderr)
 
+    def test_unique_key_must_be_not_null(self):
+        """A unique key on nullable columns is no key for merge mode (check
+        and run exit 3 with the fixes); one on NOT NULL columns is."""
+        my = self.my
+        my.execute("CREATE TABLE app.unull (id int, u int UNIQUE, v text)")
+        my.execute("INSERT INTO app.unull VALUES (1, 10, 'a'), (1, NULL, 'dup'), (1, NULL, 'dup')")
+        s = self.sluice(stream="myunull", tables="app.unull", write_mode="merge")
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('table "app"."unull" has no primary key and no unique key on NOT NULL columns', r.stderr)
+            self.assertIn("add a primary key", r.stderr)
+        my.execute("CREATE TABLE app.unn (id int, u int NOT NULL UNIQUE, v text)")
+        my.execute("INSERT INTO app.unn VALUES (1, 10, 'a'), (1, 20, 'b'), (2, 30, 'c')")
+        s = self.sluice(stream="myunn", tables="app.unn", write_mode="merge")
+        s.catch_up(self)
+        my.execute("DELETE FROM app.unn WHERE u = 20")
+        my.execute("UPDATE app.unn SET u = 31 WHERE u = 30")
+        s.catch_up(self)
+        got, _files = mirror(s.out, "myunn", "app_unn", ["u"])
+        self.assertEqual({k: (p["id"], p["v"]) for k, (p, _unchanged) in got.items()},
+                         {(u,): (i, v) for i, u, v in my.sql("SELECT id, u, v FROM app.unn")})
+
     def test_property_kill9(self):
         my = self.my
         for seed in SEEDS:
