@@ -208,8 +208,12 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 		snprintf(err, errlen, "table \"%s\": a %s change without its values", t->object, sl_op_name(c->op));
 		goto out;
 	}
-	if (sl_mrow_key(t, c->values, &key, err, errlen) < 0)
+	if (sl_mrow_key(t, c->values, &key, err, errlen) < 0) {
+		size_t n = strnlen(err, errlen);
+		if (n + 1 < errlen)
+			snprintf(err + n, errlen - n, " (the %s at %s)", sl_op_name(c->op), c->csn);
 		goto out;
+	}
 	prev = find(b, key.data, key.len);
 	if (!(vals = malloc(((size_t)t->ncols + 1) * sizeof *vals)))
 		goto oom;

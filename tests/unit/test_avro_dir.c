@@ -384,6 +384,25 @@ static size_t count_data_files(void)
 /* Three flushes, then compaction (by sluice compact and automatically): one
  * base with the current rows, the unchanged value filled from the files,
  * and verify passes. */
+/* A change whose key has no value cannot be merged: the error names the
+ * table, the column and the change (its type and CSN). */
+static void test_merge_batch_null_key(void **state)
+{
+	struct sl_mbatch b;
+	struct sl_value v[2] = { tl_null(), tl_str("gone") };
+	struct sl_change c;
+	char err[512], want[256];
+
+	(void)state;
+	memset(&b, 0, sizeof b);
+	tl_change(&c, g_customers, SL_OP_DELETE, v, 10, 1, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), -1);
+	snprintf(want, sizeof want, "table \"%s\": key column \"%s\" has no value in merge mode (the DELETE at %s)",
+		 g_customers->object, g_customers->cols[0].name, c.csn);
+	assert_string_equal(err, want);
+	sl_mbatch_free(&b);
+}
+
 static void test_merge_compact(void **state)
 {
 	struct sl_avro_dir_conf dc;
@@ -1457,6 +1476,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_registry, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch_fold, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_batch_null_key, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
