@@ -422,6 +422,13 @@ class KeysThatAreKeysTest(PgTestCase):
             for w in words:
                 self.assertIn(w, r.stderr)
 
+    def make_keyed_twice(self, name, rows):
+        """A table with a primary key (id) and a unique NOT NULL column (u,
+        index NAME_u)."""
+        self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, u int NOT NULL, a text)")
+        self.pg.execute(f"CREATE UNIQUE INDEX {name}_u ON {name} (u)")
+        self.pg.execute(f"INSERT INTO {name} VALUES {rows}")
+
     def test_merge_refuses_replica_identity_full_without_key(self):
         pg = self.pg
         pg.execute("CREATE TABLE dupes (id int, v text)")
@@ -454,9 +461,7 @@ class KeysThatAreKeysTest(PgTestCase):
 
     def test_replica_identity_on_another_index_is_refused(self):
         pg = self.pg
-        pg.execute("CREATE TABLE d6 (id int PRIMARY KEY, u int NOT NULL, a text)")
-        pg.execute("CREATE UNIQUE INDEX d6_u ON d6 (u)")
-        pg.execute("INSERT INTO d6 VALUES (1, 10, 'x'), (2, 20, 'y'), (3, 30, 'z')")
+        self.make_keyed_twice("d6", "(1, 10, 'x'), (2, 20, 'y'), (3, 30, 'z')")
         pg.execute("ALTER TABLE d6 REPLICA IDENTITY USING INDEX d6_u")
         for mode in ("append", "merge"):
             s = self.sluice(stream=f"d6_{mode}", tables="public.d6", write_mode=mode)
@@ -478,9 +483,7 @@ class KeysThatAreKeysTest(PgTestCase):
 
     def test_replica_identity_changed_while_streaming(self):
         pg = self.pg
-        pg.execute("CREATE TABLE d7 (id int PRIMARY KEY, u int NOT NULL, a text)")
-        pg.execute("CREATE UNIQUE INDEX d7_u ON d7 (u)")
-        pg.execute("INSERT INTO d7 VALUES (1, 10, 'x'), (2, 20, 'y')")
+        self.make_keyed_twice("d7", "(1, 10, 'x'), (2, 20, 'y')")
         s = self.sluice(stream="d7", tables="public.d7", max_file_seconds=1)
         p = s.start("run")
         wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
