@@ -488,6 +488,28 @@ class ClickHouseKeysTest(ChTestCase):
             self.assertIn('table "public"."dup" has no unique NOT NULL key', r.stderr)
             self.assertIn("key_columns = public.dup.COLUMN", r.stderr)
 
+    def test_replica_identity_on_another_index(self):
+        """REPLICA IDENTITY USING INDEX on a unique index other than the
+        primary key: refused; keyed by that index (key_columns), deletes and
+        key changes are mirrored exactly."""
+        pg = self.pg
+        pg.execute("CREATE TABLE d6 (id int PRIMARY KEY, u int NOT NULL, a text)")
+        pg.execute("CREATE UNIQUE INDEX d6_u ON d6 (u)")
+        pg.execute("INSERT INTO d6 VALUES (1, 10, 'x'), (2, 20, 'y'), (3, 30, 'z')")
+        pg.execute("ALTER TABLE d6 REPLICA IDENTITY USING INDEX d6_u")
+        s = self.sluice(stream="d6", tables="public.d6", database="d6", write_mode="merge")
+        r = s.run("check", env=self.env())
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("ALTER TABLE public.d6 REPLICA IDENTITY DEFAULT", r.stderr)
+        s = self.sluice(stream="d6u", tables="public.d6", database="d6u", write_mode="merge",
+                        extra={"stream": {"key_columns": "public.d6.u"}})
+        self.catch_up(s)
+        pg.execute("DELETE FROM d6 WHERE id = 3")
+        pg.execute("UPDATE d6 SET id = id + 100")
+        pg.execute("UPDATE d6 SET u = 11 WHERE u = 10")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "d6", ["u"])
+
     def test_null_key_goes_to_the_dead_letter_file(self):
         pg = self.pg
         pg.execute("CREATE TABLE nn (id int, u int NOT NULL UNIQUE, v text)")
