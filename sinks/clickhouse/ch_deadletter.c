@@ -3,6 +3,8 @@
  */
 #include "sinks/clickhouse/ch_deadletter.h"
 
+#include "sinks/avro/avro_schema.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -68,88 +70,6 @@ void ch_json_str(struct sl_buf *out, const char *s, size_t n)
 		}
 	}
 	sl_buf_putc(out, '"');
-}
-
-static void json_float(struct sl_buf *out, double d, int digits)
-{
-	if (isnan(d))
-		sl_buf_puts(out, "\"NaN\"");
-	else if (isinf(d))
-		sl_buf_puts(out, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-	else
-		sl_buf_printf(out, "%.*g", digits, d);
-}
-
-/* A payload value as JSON. */
-static void json_value(struct sl_buf *out, const struct ch_type *t, const struct sl_value *v)
-{
-	static const char hex[] = "0123456789abcdef";
-	char u[36];
-
-	switch (v->kind) {
-	case SL_V_NULL:
-	case SL_V_UNCHANGED:
-		sl_buf_puts(out, "null");
-		return;
-	case SL_V_BOOL:
-		sl_buf_puts(out, v->b ? "true" : "false");
-		return;
-	case SL_V_INT:
-	case SL_V_DATE:
-	case SL_V_TIME:
-	case SL_V_TIMESTAMP:
-		sl_buf_printf(out, "%" PRId64, v->i);
-		return;
-	case SL_V_UINT:
-		sl_buf_printf(out, "%" PRIu64, v->u);
-		return;
-	case SL_V_FLOAT:
-		json_float(out, v->f, 9);
-		return;
-	case SL_V_DOUBLE:
-		json_float(out, v->d, 17);
-		return;
-	case SL_V_DECIMAL: {
-		/* digits with the point placed by the scale */
-		size_t n = v->len, scale = v->scale > 0 ? (size_t)v->scale : 0;
-		sl_buf_putc(out, '"');
-		if (v->neg)
-			sl_buf_putc(out, '-');
-		if (n <= scale) {
-			sl_buf_puts(out, "0.");
-			for (size_t i = n; i < scale; i++)
-				sl_buf_putc(out, '0');
-			sl_buf_append(out, v->p, n);
-		} else {
-			sl_buf_append(out, v->p, n - scale);
-			if (scale) {
-				sl_buf_putc(out, '.');
-				sl_buf_append(out, v->p + n - scale, scale);
-			}
-		}
-		sl_buf_putc(out, '"');
-		return;
-	}
-	case SL_V_BYTES:
-		sl_buf_puts(out, "\"\\\\x");
-		for (uint32_t i = 0; i < v->len; i++) {
-			unsigned char c = (unsigned char)v->p[i];
-			char h[2] = { hex[c >> 4], hex[c & 0xf] };
-			sl_buf_append(out, h, 2);
-		}
-		sl_buf_putc(out, '"');
-		return;
-	case SL_V_STRING:
-	case SL_V_JSON:
-		ch_json_str(out, v->p, v->len);
-		return;
-	case SL_V_UUID:
-		ch_uuid_text(u, (const unsigned char *)v->p);
-		ch_json_str(out, u, sizeof u);
-		return;
-	}
-	(void)t;
-	sl_buf_puts(out, "null");
 }
 
 /* A metadata column's value as JSON, read from r. */
@@ -241,7 +161,7 @@ int ch_dl_values_line(struct sl_buf *out, const char *stream, const char *db, co
 			sl_buf_putc(out, ',');
 		ch_json_str(out, c->name, strlen(c->name));
 		sl_buf_putc(out, ':');
-		json_value(out, &c->type, &vals[i]);
+		sl_json_put_value(out, &vals[i]);
 	}
 	sl_buf_puts(out, "}}\n");
 	return sl_buf_failed(out) ? -1 : 0;
@@ -273,7 +193,7 @@ int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const str
 			struct sl_value v;
 			if (ch_rb_get_value(&r, &c->type, &v, scratch) < 0)
 				goto out;
-			json_value(out, &c->type, &v);
+			sl_json_put_value(out, &v);
 		} else if (json_meta(out, &r, c) < 0) {
 			goto out;
 		}
