@@ -3,16 +3,13 @@
  */
 #include "sinks/clickhouse/ch_deadletter.h"
 
+#include "common/util.h"
 #include "sinks/avro/avro_schema.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The length of the UTF-8 sequence at s (n bytes left), or 0 if it is not
  * one (overlong forms, surrogates and code points past U+10FFFF included). */
@@ -212,34 +209,5 @@ out:
 
 int ch_dl_write(const char *path, const void *lines, size_t len, char *err, size_t errlen)
 {
-	const char *p = lines;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	int rc = -1;
-
-	if (fd < 0) {
-		snprintf(err, errlen, "clickhouse: could not open the dead-letter file \"%s\": %s", path,
-			 strerror(errno));
-		return -1;
-	}
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "clickhouse: could not write the dead-letter file \"%s\": %s", path,
-				 strerror(errno));
-			goto out;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "clickhouse: could not fsync the dead-letter file \"%s\": %s", path,
-			 strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	close(fd);
-	return rc;
+	return sl_dead_letter_append("clickhouse: ", path, lines, len, err, errlen);
 }
