@@ -210,7 +210,9 @@ static const struct sl_keydesc stream_keys[] = {
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, tables) },
 	{ .name = "exclude_tables", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, exclude_tables) },
-	{ .name = "key_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
+	/* MySQL/MariaDB key a table by its primary key (or unique NOT NULL
+	 * key) only: key_columns there would be read by nothing. */
+	{ .name = "key_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "", .applies = T_PG,
 	  .validate = valid_key_column, FIELD(struct sl_stream_config, key_columns) },
 	{ .name = "backfill", .type = SL_KT_ENUM, .choices = backfill_modes, .def = "auto",
 	  FIELD(struct sl_stream_config, backfill) },

@@ -353,3 +353,38 @@ int sl_status_exit_code(int status)
 			return table[i].code;
 	return status > 0 ? 0 : 1;
 }
+
+int sl_dead_letter_append(const char *who, const char *path, const void *lines, size_t len, char *err,
+			  size_t errlen)
+{
+	const char *p = lines;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	int rc = -1;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%scould not open the dead-letter file \"%s\": %s", who, path,
+			 sl_strerror(errno));
+		return -1;
+	}
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			snprintf(err, errlen, "%scould not write the dead-letter file \"%s\": %s", who, path,
+				 sl_strerror(errno));
+			goto out;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (fsync(fd) < 0) {
+		snprintf(err, errlen, "%scould not fsync the dead-letter file \"%s\": %s", who, path,
+			 sl_strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	close(fd);
+	return rc;
+}

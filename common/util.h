@@ -48,6 +48,11 @@ int sl_uuid_parse(const char *s, size_t len, unsigned char out[static 16]);
 /* Writes data to path atomically: "<path>.tmp", fsync, rename, fsync of the
  * directory.  Returns 0, or -1 with a message in err. */
 int sl_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* Appends len bytes of lines to the dead-letter file at path (created with
+ * mode 0600 if missing: rows may hold anything) and fsyncs it.  Returns 0,
+ * or -1 with a message in err, which starts with who ("clickhouse: "). */
+int sl_dead_letter_append(const char *who, const char *path, const void *lines, size_t len, char *err,
+			  size_t errlen);
 /* fsyncs the directory that holds path (or path itself if is_dir). 0 or -1 (errno set). */
 int sl_fsync_dir_of(const char *path, bool is_dir);
 /* mkdir -p with mode 0755; 0 or -1 (errno set). */

@@ -69,6 +69,11 @@ struct sl_column {
 	int32_t src_typmod;  /* the source's type modifier, -1 if none */
 	char *type_name;     /* source type name as the catalog shows it, e.g. "numeric(10,2)" (owned, may be NULL) */
 	bool is_key;         /* part of the primary key */
+	/* Set by a source's catalog (not_null is false in tables read from a
+	 * log's own descriptions, such as pgoutput's Relation messages): */
+	bool not_null;       /* declared NOT NULL */
+	bool in_identity;    /* named by the old row of an update or delete (PostgreSQL: in the replica
+			      * identity, also as a Relation message flags it) */
 };
 
 enum sl_source_kind { SL_SOURCE_POSTGRES = 0, SL_SOURCE_MYSQL };

@@ -5,6 +5,10 @@
  */
 #include "sinks/avro/avro_schema.h"
 
+#include "sinks/avro/avro_value.h"
+
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -205,4 +209,87 @@ int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err,
 		return -1;
 	}
 	return 0;
+}
+
+static void json_float(struct sl_buf *out, double d, int digits)
+{
+	if (isnan(d))
+		sl_buf_puts(out, "\"NaN\"");
+	else if (isinf(d))
+		sl_buf_puts(out, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+	else
+		sl_buf_printf(out, "%.*g", digits, d);
+}
+
+int sl_json_put_value(struct sl_buf *out, const struct sl_value *v)
+{
+	static const char hex[] = "0123456789abcdef";
+	char u[36];
+
+	switch (v->kind) {
+	case SL_V_NULL:
+	case SL_V_UNCHANGED:
+		sl_buf_puts(out, "null");
+		break;
+	case SL_V_BOOL:
+		sl_buf_puts(out, v->b ? "true" : "false");
+		break;
+	case SL_V_INT:
+	case SL_V_DATE:
+	case SL_V_TIME:
+	case SL_V_TIMESTAMP:
+		sl_buf_printf(out, "%" PRId64, v->i);
+		break;
+	case SL_V_UINT:
+		sl_buf_printf(out, "%" PRIu64, v->u);
+		break;
+	case SL_V_FLOAT:
+		json_float(out, v->f, 9);
+		break;
+	case SL_V_DOUBLE:
+		json_float(out, v->d, 17);
+		break;
+	case SL_V_DECIMAL: {
+		/* digits with the point placed by the scale */
+		size_t n = v->len, scale = v->scale > 0 ? (size_t)v->scale : 0;
+		sl_buf_putc(out, '"');
+		if (v->neg)
+			sl_buf_putc(out, '-');
+		if (n <= scale) {
+			sl_buf_puts(out, "0.");
+			for (size_t i = n; i < scale; i++)
+				sl_buf_putc(out, '0');
+			sl_buf_append(out, v->p, n);
+		} else {
+			sl_buf_append(out, v->p, n - scale);
+			if (scale) {
+				sl_buf_putc(out, '.');
+				sl_buf_append(out, v->p + n - scale, scale);
+			}
+		}
+		sl_buf_putc(out, '"');
+		break;
+	}
+	case SL_V_BYTES:
+		sl_buf_puts(out, "\"\\\\x");
+		for (uint32_t i = 0; i < v->len; i++) {
+			unsigned char c = (unsigned char)v->p[i];
+			char h[2] = { hex[c >> 4], hex[c & 0xf] };
+			sl_buf_append(out, h, 2);
+		}
+		sl_buf_putc(out, '"');
+		break;
+	case SL_V_STRING:
+	case SL_V_JSON:
+		sl_json_put_string(out, v->p, v->len);
+		break;
+	case SL_V_UUID:
+		sl_avro_uuid_text(u, (const unsigned char *)v->p);
+		sl_json_put_string(out, u, sizeof u);
+		break;
+	default:
+		sl_buf_puts(out, "null");
+		break;
+	}
+	return sl_buf_failed(out) ? -1 : 0;
 }

@@ -29,6 +29,14 @@ int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err,
  * U+FFFD.  Returns 0, or -1 if the buffer failed. */
 int sl_json_put_string(struct sl_buf *out, const char *s, size_t n);
 
+/* Appends v to out as JSON, as the dead-letter files write a row's values:
+ * NULL (and an unchanged value) as null; integers, days and microseconds as
+ * numbers; floats as numbers, or "NaN", "Infinity", "-Infinity"; decimals as
+ * strings with exactly their scale ("12.50"); bytes as "\\x" and hex;
+ * strings and JSON as JSON strings; uuids as their text.  Returns 0, or -1
+ * if the buffer failed. */
+int sl_json_put_value(struct sl_buf *out, const struct sl_value *v);
+
 /* Appends t->object as an Avro name (see sl_avro_schema_json) to out.
  * Returns 0, or -1 if the buffer failed. */
 int sl_avro_put_record_name(struct sl_buf *out, const char *object);

@@ -886,6 +886,7 @@ const struct sl_sink_ops sl_avro_dir_ops = {
 	.compact = ad_compact,
 	.open = ad_open,
 	.write = sl_tree_write,
+	.dead_letters = sl_tree_dead_letters,
 	.mark = sl_tree_mark,
 	.flush_due = sl_tree_flush_due,
 	.pending = sl_tree_pending,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "sinks/avro/avro_value.h"
 
 static size_t align8(size_t n)
@@ -27,7 +28,7 @@ int sl_mrow_key(const struct sl_table *t, const struct sl_value *vals, struct sl
 		if (vals[i].kind == SL_V_NULL || vals[i].kind == SL_V_UNCHANGED) {
 			snprintf(err, errlen, "table \"%s\": key column \"%s\" has no value in merge mode", t->object,
 				 t->cols[i].name);
-			return -1;
+			return SL_EDATA;
 		}
 		if (sl_avro_put_value(out, &t->cols[i], &vals[i], err, errlen) < 0)
 			return -1;
@@ -208,8 +209,13 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 		snprintf(err, errlen, "table \"%s\": a %s change without its values", t->object, sl_op_name(c->op));
 		goto out;
 	}
-	if (sl_mrow_key(t, c->values, &key, err, errlen) < 0)
+	if ((rc = sl_mrow_key(t, c->values, &key, err, errlen)) < 0) {
+		size_t n = strnlen(err, errlen);
+		if (n + 1 < errlen)
+			snprintf(err + n, errlen - n, " (the %s at %s)", sl_op_name(c->op), c->csn);
 		goto out;
+	}
+	rc = -1;
 	prev = find(b, key.data, key.len);
 	if (!(vals = malloc(((size_t)t->ncols + 1) * sizeof *vals)))
 		goto oom;

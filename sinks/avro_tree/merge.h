@@ -67,13 +67,15 @@ struct sl_mbatch {
 	uint64_t filled;               /* unchanged values filled from the batch */
 };
 
-/* Appends the key bytes of values (of table t) to out.  Returns 0, or -1
- * with a message in err naming the table and the column. */
+/* Appends the key bytes of values (of table t) to out.  Returns 0, or
+ * SL_EDATA (a key column without a value) or -1 with a message in err
+ * naming the table and the column. */
 int sl_mrow_key(const struct sl_table *t, const struct sl_value *vals, struct sl_buf *out, char *err,
 		size_t errlen);
 
 /* Folds change c into b.  c must be of a table with a key (TRUNCATE aside).
- * Returns 0, or -1 with a message in err. */
+ * Returns 0, or SL_EDATA (a key column without a value: the change cannot be
+ * a row, and b is as it was) or -1 with a message in err. */
 int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, size_t errlen);
 
 /* The held rows and the TRUNCATE in CSN order, in a new array (free() it;

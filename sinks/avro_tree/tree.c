@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro/avro_enc.h"
+#include "sinks/avro/avro_schema.h"
 #include "sinks/avro_tree/manifest.h"
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/mirror.h"
@@ -97,6 +98,7 @@ struct sl_tree {
 	char *state_dir;
 	int64_t batch_ms;              /* when the oldest held change came, 0: none held */
 	uint64_t unchanged_missing;    /* rows whose unchanged values nothing could fill */
+	uint64_t dead_letters;         /* changes that could not be rows (merge_dead_letter) */
 };
 
 static uint32_t rand32(void)
@@ -804,6 +806,59 @@ static int merge_version(struct sl_tree *t, struct obj *o, const struct sl_table
 	return 0;
 }
 
+/* A merge-mode change whose key column has no value (a NULL the source's
+ * checks let through) cannot be a row, for a reason of its own: it goes as
+ * one JSON line (ch_deadletter.h's, "code" 0) to "<state_dir>/<stream>.
+ * dead-letter.jsonl", fsynced before its position can be acknowledged, and
+ * the stream goes on.  Without a state_dir, or when the file cannot be
+ * written, the write fails with why. */
+static int merge_dead_letter(struct sl_tree *t, const struct sl_change *c, const char *why, char *err,
+			     size_t errlen)
+{
+	const struct sl_table *tab = c->table;
+	struct sl_buf line, path;
+	int rc = -1;
+
+	if (!t->state_dir) {
+		snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	sl_buf_init(&line, 0);
+	sl_buf_init(&path, 0);
+	sl_buf_printf(&path, "%s/%s.dead-letter.jsonl", t->state_dir, t->stream);
+	sl_buf_printf(&line, "{\"time_us\":%" PRId64 ",\"stream\":", sl_now_us());
+	sl_json_put_string(&line, t->stream, strlen(t->stream));
+	sl_buf_puts(&line, ",\"table\":");
+	sl_json_put_string(&line, tab->object, strlen(tab->object));
+	sl_buf_puts(&line, ",\"code\":0,\"reason\":");
+	sl_json_put_string(&line, why, strlen(why));
+	sl_buf_printf(&line, ",\"csn\":\"%s\",\"change_type\":\"%s\",\"row\":{", c->csn, sl_op_name(c->op));
+	for (int i = 0; i < tab->ncols; i++) {
+		if (i)
+			sl_buf_putc(&line, ',');
+		sl_json_put_string(&line, tab->cols[i].name, strlen(tab->cols[i].name));
+		sl_buf_putc(&line, ':');
+		sl_json_put_value(&line, &c->values[i]);
+	}
+	sl_buf_puts(&line, "}}\n");
+	if (sl_buf_failed(&line) || sl_buf_failed(&path)) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		goto out;
+	}
+	if (sl_dead_letter_append("", path.data, line.data, line.len, err, errlen) < 0)
+		goto out;
+	t->dead_letters++;
+	if ((t->dead_letters & (t->dead_letters - 1)) == 0)
+		sl_warn("stream \"%s\": table \"%s\": the change at %s cannot be written; it went to the dead-letter "
+			"file \"%s\" (%" PRIu64 " such so far): %s", t->stream, tab->object, c->csn, path.data,
+			t->dead_letters, why);
+	rc = 0;
+out:
+	sl_buf_free(&line);
+	sl_buf_free(&path);
+	return rc;
+}
+
 static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change *c, char *err, size_t errlen)
 {
 	const struct sl_table *tab = c->table;
@@ -823,7 +878,12 @@ static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change 
 		if (merge_version(t, o, tab, err, errlen) < 0)
 			return -1;
 	}
-	if (sl_mbatch_put(&o->batch, c, err, errlen) < 0)
+	if ((rc = sl_mbatch_put(&o->batch, c, err, errlen)) == SL_EDATA) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", err);
+		return merge_dead_letter(t, c, why, err, errlen);
+	}
+	if (rc < 0)
 		return -1;
 	if (!t->batch_ms)
 		t->batch_ms = sl_mono_ms();
@@ -1337,6 +1397,11 @@ void sl_tree_close(void *ctx)
 	free(t->last_to.pos);
 	free(t->state_dir);
 	free(t);
+}
+
+uint64_t sl_tree_dead_letters(void *ctx)
+{
+	return ((const struct sl_tree *)ctx)->dead_letters;
 }
 
 void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out)

@@ -95,6 +95,10 @@ void sl_tree_close(void *ctx);
 int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
 		    FILE *out, char *err, size_t errlen);
 
+/* The changes set aside in the dead-letter file (merge mode: a key column
+ * without a value), for the sink's dead_letters operation. */
+uint64_t sl_tree_dead_letters(void *ctx);
+
 /* Counters: records written, files published. */
 void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out);
 

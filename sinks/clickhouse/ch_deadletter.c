@@ -3,14 +3,13 @@
  */
 #include "sinks/clickhouse/ch_deadletter.h"
 
-#include <errno.h>
-#include <fcntl.h>
+#include "common/util.h"
+#include "sinks/avro/avro_schema.h"
+
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The length of the UTF-8 sequence at s (n bytes left), or 0 if it is not
  * one (overlong forms, surrogates and code points past U+10FFFF included). */
@@ -70,88 +69,6 @@ void ch_json_str(struct sl_buf *out, const char *s, size_t n)
 	sl_buf_putc(out, '"');
 }
 
-static void json_float(struct sl_buf *out, double d, int digits)
-{
-	if (isnan(d))
-		sl_buf_puts(out, "\"NaN\"");
-	else if (isinf(d))
-		sl_buf_puts(out, d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-	else
-		sl_buf_printf(out, "%.*g", digits, d);
-}
-
-/* A payload value as JSON. */
-static void json_value(struct sl_buf *out, const struct ch_type *t, const struct sl_value *v)
-{
-	static const char hex[] = "0123456789abcdef";
-	char u[36];
-
-	switch (v->kind) {
-	case SL_V_NULL:
-	case SL_V_UNCHANGED:
-		sl_buf_puts(out, "null");
-		return;
-	case SL_V_BOOL:
-		sl_buf_puts(out, v->b ? "true" : "false");
-		return;
-	case SL_V_INT:
-	case SL_V_DATE:
-	case SL_V_TIME:
-	case SL_V_TIMESTAMP:
-		sl_buf_printf(out, "%" PRId64, v->i);
-		return;
-	case SL_V_UINT:
-		sl_buf_printf(out, "%" PRIu64, v->u);
-		return;
-	case SL_V_FLOAT:
-		json_float(out, v->f, 9);
-		return;
-	case SL_V_DOUBLE:
-		json_float(out, v->d, 17);
-		return;
-	case SL_V_DECIMAL: {
-		/* digits with the point placed by the scale */
-		size_t n = v->len, scale = v->scale > 0 ? (size_t)v->scale : 0;
-		sl_buf_putc(out, '"');
-		if (v->neg)
-			sl_buf_putc(out, '-');
-		if (n <= scale) {
-			sl_buf_puts(out, "0.");
-			for (size_t i = n; i < scale; i++)
-				sl_buf_putc(out, '0');
-			sl_buf_append(out, v->p, n);
-		} else {
-			sl_buf_append(out, v->p, n - scale);
-			if (scale) {
-				sl_buf_putc(out, '.');
-				sl_buf_append(out, v->p + n - scale, scale);
-			}
-		}
-		sl_buf_putc(out, '"');
-		return;
-	}
-	case SL_V_BYTES:
-		sl_buf_puts(out, "\"\\\\x");
-		for (uint32_t i = 0; i < v->len; i++) {
-			unsigned char c = (unsigned char)v->p[i];
-			char h[2] = { hex[c >> 4], hex[c & 0xf] };
-			sl_buf_append(out, h, 2);
-		}
-		sl_buf_putc(out, '"');
-		return;
-	case SL_V_STRING:
-	case SL_V_JSON:
-		ch_json_str(out, v->p, v->len);
-		return;
-	case SL_V_UUID:
-		ch_uuid_text(u, (const unsigned char *)v->p);
-		ch_json_str(out, u, sizeof u);
-		return;
-	}
-	(void)t;
-	sl_buf_puts(out, "null");
-}
-
 /* A metadata column's value as JSON, read from r. */
 static int json_meta(struct sl_buf *out, struct ch_rb_reader *r, const struct ch_col *c)
 {
@@ -207,17 +124,13 @@ static int json_meta(struct sl_buf *out, struct ch_rb_reader *r, const struct ch
 	}
 }
 
-int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
-	       bool meta_only, const void *row, size_t len, int code, const char *reason, int64_t now_us)
+/* A line's fields up to "reason" (its first 1000 bytes) and the comma
+ * after it. */
+static void line_head(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l, int code,
+		      const char *reason, int64_t now_us)
 {
-	struct ch_rb_reader r = { .p = row, .end = (const unsigned char *)row + len };
-	char *scratch = malloc(CH_RB_SCRATCH);
-	size_t start = out->len, rlen = strlen(reason);
-	bool first = true;
-	int rc = -1;
+	size_t rlen = strlen(reason);
 
-	if (!scratch)
-		return -1;
 	sl_buf_printf(out, "{\"time_us\":%" PRId64 ",\"stream\":", now_us);
 	ch_json_str(out, stream, strlen(stream));
 	sl_buf_puts(out, ",\"database\":");
@@ -226,7 +139,44 @@ int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const str
 	ch_json_str(out, l->object, strlen(l->object));
 	sl_buf_printf(out, ",\"code\":%d,\"reason\":", code);
 	ch_json_str(out, reason, rlen > 1000 ? 1000 : rlen);
+	sl_buf_putc(out, ',');
+}
+
+int ch_dl_values_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
+		      const struct sl_value *vals, const char *csn, const char *change_type, const char *reason,
+		      int64_t now_us)
+{
+	line_head(out, stream, db, l, 0, reason, now_us);
+	sl_buf_puts(out, "\"csn\":");
+	ch_json_str(out, csn, strlen(csn));
+	sl_buf_puts(out, ",\"change_type\":");
+	ch_json_str(out, change_type, strlen(change_type));
 	sl_buf_puts(out, ",\"row\":{");
+	for (int i = 0; i < l->nsrc; i++) {
+		const struct ch_col *c = &l->cols[l->of_src[i]];
+		if (i)
+			sl_buf_putc(out, ',');
+		ch_json_str(out, c->name, strlen(c->name));
+		sl_buf_putc(out, ':');
+		sl_json_put_value(out, &vals[i]);
+	}
+	sl_buf_puts(out, "}}\n");
+	return sl_buf_failed(out) ? -1 : 0;
+}
+
+int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
+	       bool meta_only, const void *row, size_t len, int code, const char *reason, int64_t now_us)
+{
+	struct ch_rb_reader r = { .p = row, .end = (const unsigned char *)row + len };
+	char *scratch = malloc(CH_RB_SCRATCH);
+	size_t start = out->len;
+	bool first = true;
+	int rc = -1;
+
+	if (!scratch)
+		return -1;
+	line_head(out, stream, db, l, code, reason, now_us);
+	sl_buf_puts(out, "\"row\":{");
 	for (int i = 0; i < l->ncols; i++) {
 		const struct ch_col *c = &l->cols[i];
 		if (meta_only && c->src >= 0)
@@ -240,7 +190,7 @@ int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const str
 			struct sl_value v;
 			if (ch_rb_get_value(&r, &c->type, &v, scratch) < 0)
 				goto out;
-			json_value(out, &c->type, &v);
+			sl_json_put_value(out, &v);
 		} else if (json_meta(out, &r, c) < 0) {
 			goto out;
 		}
@@ -259,34 +209,5 @@ out:
 
 int ch_dl_write(const char *path, const void *lines, size_t len, char *err, size_t errlen)
 {
-	const char *p = lines;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	int rc = -1;
-
-	if (fd < 0) {
-		snprintf(err, errlen, "clickhouse: could not open the dead-letter file \"%s\": %s", path,
-			 strerror(errno));
-		return -1;
-	}
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			snprintf(err, errlen, "clickhouse: could not write the dead-letter file \"%s\": %s", path,
-				 strerror(errno));
-			goto out;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "clickhouse: could not fsync the dead-letter file \"%s\": %s", path,
-			 strerror(errno));
-		goto out;
-	}
-	rc = 0;
-out:
-	close(fd);
-	return rc;
+	return sl_dead_letter_append("clickhouse: ", path, lines, len, err, errlen);
 }

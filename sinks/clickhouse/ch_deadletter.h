@@ -1,7 +1,8 @@
 /*
  * sinks/clickhouse/ch_deadletter.h: the dead-letter file of the ClickHouse
- * sink: one JSON line for each row ClickHouse refused as data, so that the
- * stream goes on and the row is kept for someone to look at.
+ * sink: one JSON line for each row ClickHouse refused as data, and for each
+ * merge-mode change whose key does not encode (ch_dl_values_line), so that
+ * the stream goes on and the row is kept for someone to look at.
  *
  *   {"time_us":1732990000000000,"stream":"s1","database":"replica",
  *    "table":"public_orders","code":27,"reason":"Code: 27, ...",
@@ -36,6 +37,16 @@
  * is out of memory. */
 int ch_dl_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
 	       bool meta_only, const void *row, size_t len, int code, const char *reason, int64_t now_us);
+
+/* Appends one line (with its "\n") for a change that could not be made a
+ * row at all (merge mode: a key column without a value), from its source
+ * values vals (l->nsrc of them, in source column order), its CSN and its
+ * change type: "code" is 0, "csn" and "change_type" name the change, and
+ * "row" holds the source columns by their ClickHouse names.  Returns 0, or
+ * -1 if out is out of memory. */
+int ch_dl_values_line(struct sl_buf *out, const char *stream, const char *db, const struct ch_layout *l,
+		      const struct sl_value *vals, const char *csn, const char *change_type, const char *reason,
+		      int64_t now_us);
 
 /* Appends s (n bytes) as a JSON string. */
 void ch_json_str(struct sl_buf *out, const char *s, size_t n);

@@ -374,6 +374,7 @@ struct chsink {
 	char metabuf[SL_META_BUF];
 	struct sl_ch_stats stats;
 	_Atomic uint64_t w_filled;     /* stats.unchanged_filled counted by write() (the sender counts its own) */
+	_Atomic uint64_t w_dead;       /* stats.dead_letters counted by write() (key_dead_letter) */
 	/* The batch in flight (flush_start() to flush_wait()): the sender
 	 * thread owns it and, while it runs, the connection, the statement,
 	 * response and lookup buffers, the dead letters and the stats it
@@ -1176,6 +1177,37 @@ static int row_key(struct chsink *s, const struct ch_layout *l, const struct sl_
 	return 0;
 }
 
+/* A merge-mode change whose key does not encode (a key column without a
+ * value: a NULL that the source's checks let through) cannot be a row, for
+ * a reason of its own: it goes to the dead-letter file at once (written and
+ * fsynced by the writer, so before its position is acknowledged), named by
+ * table and CSN, and the stream goes on.  -1 only when that fails. */
+static int key_dead_letter(struct chsink *s, struct chtab *t, const struct sl_change *c, const char *why,
+			   char *err, size_t errlen)
+{
+	struct sl_buf line;
+	uint64_t n;
+	int rc = -1;
+
+	sl_buf_init(&line, 0);
+	if (ch_dl_values_line(&line, s->stream, s->conf->database, t->lay, c->values, c->csn, sl_op_name(c->op),
+			      why, sl_now_us()) < 0) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
+		goto out;
+	}
+	if (ch_dl_write(s->dl_path, line.data, line.len, err, errlen) < 0)
+		goto out;
+	n = atomic_fetch_add_explicit(&s->w_dead, 1, memory_order_relaxed) + 1;
+	if ((n & (n - 1)) == 0)
+		sl_warn("clickhouse: table \"%s\": the change at %s has no usable key, so it cannot be written; it went "
+			"to the dead-letter file \"%s\" (%" PRIu64 " such so far): %s", t->object, c->csn, s->dl_path,
+			n, why);
+	rc = 0;
+out:
+	sl_buf_free(&line);
+	return rc;
+}
+
 static int write_append(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
 			char *err, size_t errlen)
 {
@@ -1289,8 +1321,14 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 		moved_clear(s);
 		return 0;
 	}
-	if (row_key(s, l, c->values, &s->key, err, errlen) < 0)
+	if (row_key(s, l, c->values, &s->key, err, errlen) < 0) {
+		if (sl_buf_failed(&s->key))
+			goto oom;
+		char why[512];
+		snprintf(why, sizeof why, "%s", err);
+		rc = key_dead_letter(s, t, c, why, err, errlen);
 		goto out;
+	}
 	if (sl_buf_failed(&s->key))
 		goto oom;
 	prev = keymap_find(&t->cur.keys, s->key.data, s->key.len);
@@ -1774,6 +1812,7 @@ void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
 
 	*out = s->stats;
 	out->unchanged_filled += atomic_load(&s->w_filled);
+	out->dead_letters += atomic_load(&s->w_dead);
 	ch_http_get_stats(s->http, &hs);
 	out->requests = hs.requests;
 	out->retries = hs.retries;
@@ -1783,7 +1822,9 @@ void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
 
 static uint64_t ch_dead_letters(void *ctx)
 {
-	return ((struct chsink *)ctx)->stats.dead_letters;
+	struct chsink *s = ctx;
+
+	return s->stats.dead_letters + atomic_load(&s->w_dead);
 }
 
 const struct sl_sink_ops sl_clickhouse_ops = {

@@ -802,6 +802,7 @@ const struct sl_sink_ops sl_s3_ops = {
 	.compact = s3_compact,
 	.open = s3_open,
 	.write = sl_tree_write,
+	.dead_letters = sl_tree_dead_letters,
 	.mark = sl_tree_mark,
 	.flush_due = sl_tree_flush_due,
 	.pending = sl_tree_pending,

@@ -490,13 +490,17 @@ static struct sl_my_table *known_table(struct my_src *s, const char *db, const c
 	return NULL;
 }
 
-/* Merge mode needs a key on every table. */
+/* Merge mode needs a key on every table: its primary key, or else a
+ * unique index on NOT NULL columns (which the server reports as PRI). */
 static int check_keys(const struct sl_source_stream *st, const struct sl_my_table *t, int n, char *err, size_t errlen)
 {
 	for (int i = 0; i < n && st->merge; i++) {
 		if (!sl_table_has_key(t[i].version)) {
-			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so it can be "
-				 "replicated in append mode only", st->name, t[i].db, t[i].name);
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key and no unique key "
+				 "on NOT NULL columns, so write_mode = merge cannot mirror it (identical rows would become "
+				 "one). Fix one of: add a primary key (ALTER TABLE %s.%s ADD PRIMARY KEY (...)); make a "
+				 "unique key's columns NOT NULL; or use write_mode = append", st->name, t[i].db, t[i].name,
+				 t[i].db, t[i].name);
 			return SL_EPREREQ;
 		}
 	}

@@ -201,10 +201,14 @@ static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *
 	const char *params[1] = { oid };
 	PGresult *res = PQexecParams(c,
 		"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
-		"       coalesce(a.attnum = ANY(i.indkey), false) "
-		"FROM pg_attribute a LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indexrelid = ("
+		"       coalesce(a.attnum = ANY(i.indkey), false), a.attnotnull, "
+		"       c.relreplident = 'f' OR coalesce(a.attnum = ANY(r.indkey), false) "
+		"FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+		"LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indexrelid = ("
 		"  SELECT x.indexrelid FROM pg_index x WHERE x.indrelid = a.attrelid "
 		"  AND (x.indisprimary OR x.indisreplident) ORDER BY x.indisprimary DESC LIMIT 1) "
+		"LEFT JOIN pg_index r ON r.indrelid = a.attrelid AND ((c.relreplident = 'd' AND r.indisprimary) "
+		"  OR (c.relreplident = 'i' AND r.indisreplident)) "
 		"WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
 		"ORDER BY a.attnum", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
@@ -225,6 +229,8 @@ static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *
 		if (sl_table_add_column(t, PQgetvalue(res, i, 0), type, precision, scale, (uint32_t)typ,
 					(int32_t)mod, PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0)
 			goto bad;
+		t->cols[t->ncols - 1].not_null = !strcmp(PQgetvalue(res, i, 5), "t");
+		t->cols[t->ncols - 1].in_identity = !strcmp(PQgetvalue(res, i, 6), "t");
 	}
 	if (sl_table_finish(t) < 0) {
 		snprintf(err, errlen, "out of memory describing \"%s\".\"%s\"", t->ns, t->name);

@@ -233,12 +233,67 @@ static void pg_close(void *ctx)
 	free(s);
 }
 
-/* Merge mode needs a primary key to merge on; and a table whose updates and
- * deletes cannot name their row must not go into a publication that
- * publishes them: the application's UPDATE and DELETE on it would fail from
- * then on ("cannot update table ... because it does not have a replica
- * identity and publishes updates").  sluice never makes an application
- * statement fail, so it refuses the table and says how to fix it. */
+/* Appends the names of t's columns that are key columns (key) or in its
+ * replica identity (!key), comma-separated. */
+static void put_columns(struct sl_buf *b, const struct sl_table *t, bool key)
+{
+	bool first = true;
+
+	for (int i = 0; i < t->ncols; i++) {
+		if (key ? !t->cols[i].is_key : !t->cols[i].in_identity)
+			continue;
+		sl_buf_printf(b, "%s%s", first ? "" : ", ", t->cols[i].name);
+		first = false;
+	}
+}
+
+/* A key must be one: no key column may hold NULL (key_columns can name a
+ * nullable one; the catalog's keys never are), and the old row of an update
+ * or delete must carry it, that is the replica identity must hold every key
+ * column (or be FULL).  Otherwise a DELETE names no key, and a key change
+ * is not seen (REPLICA IDENTITY USING INDEX on an index other than the
+ * primary key, or key_columns outside the identity). */
+static int check_key(const struct sl_source_stream *st, const struct sl_table *t, char *err, size_t errlen)
+{
+	struct sl_buf key, ident;
+	int rc = SL_OK;
+
+	for (int i = 0; i < t->ncols; i++) {
+		if (t->cols[i].is_key && !t->cols[i].not_null) {
+			snprintf(err, errlen, "stream \"%s\": key column \"%s\" of table \"%s\".\"%s\" (key_columns) is "
+				 "nullable, and a key cannot be NULL. Fix one of: ALTER TABLE %s.%s ALTER COLUMN %s SET "
+				 "NOT NULL; or name unique NOT NULL columns in key_columns", st->name, t->cols[i].name,
+				 t->ns, t->name, t->ns, t->name, t->cols[i].name);
+			return SL_EPREREQ;
+		}
+	}
+	for (int i = 0; i < t->ncols; i++)
+		if (t->cols[i].is_key && !t->cols[i].in_identity)
+			rc = SL_EPREREQ;
+	if (rc == SL_OK)
+		return SL_OK;
+	sl_buf_init(&key, 0);
+	sl_buf_init(&ident, 0);
+	put_columns(&key, t, true);
+	put_columns(&ident, t, false);
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is keyed by (%s), but its replica identity is (%s): "
+		 "a DELETE would not name the row's key, nor an UPDATE show that the key changed. Fix one of: "
+		 "ALTER TABLE %s.%s REPLICA IDENTITY DEFAULT (its primary key) or REPLICA IDENTITY FULL; or key it "
+		 "by its replica identity (key_columns = %s.%s.COLUMN for each of its columns)", st->name, t->ns,
+		 t->name, key.data ? key.data : "", ident.data ? ident.data : "", t->ns, t->name, t->ns, t->name);
+	sl_buf_free(&key);
+	sl_buf_free(&ident);
+	return rc;
+}
+
+/* A table whose updates and deletes cannot name their row must not go into
+ * a publication that publishes them: the application's UPDATE and DELETE on
+ * it would fail from then on ("cannot update table ... because it does not
+ * have a replica identity and publishes updates").  sluice never makes an
+ * application statement fail, so it refuses the table and says how to fix
+ * it.  Merge mode needs a key to merge on (REPLICA IDENTITY FULL is none:
+ * identical rows would merge into one), and every key must be one
+ * (check_key). */
 static int check_table(const struct sl_source_stream *st, const struct sl_table *t, char *err, size_t errlen)
 {
 	if (t->no_row_identity) {
@@ -250,12 +305,14 @@ static int check_table(const struct sl_source_stream *st, const struct sl_table 
 			 t->ns, t->name);
 		return SL_EPREREQ;
 	}
-	if (!st->merge || sl_table_has_key(t))
+	if (sl_table_has_key(t))
+		return check_key(st, t, err, errlen);
+	if (!st->merge)
 		return SL_OK;
-	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so write_mode = merge cannot "
-		 "mirror it: name its key in the stream's key_columns (key_columns = %s.%s.COLUMN, ...), give it a "
-		 "primary key or a unique index as its replica identity (ALTER TABLE ... REPLICA IDENTITY USING INDEX), "
-		 "or use write_mode = append", st->name, t->ns, t->name, t->ns, t->name);
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no unique NOT NULL key, so write_mode = merge "
+		 "cannot mirror it (REPLICA IDENTITY FULL keys no row: identical rows would become one). Fix one of: "
+		 "add a primary key; name unique NOT NULL columns in the stream's key_columns (key_columns = "
+		 "%s.%s.COLUMN, ...); or use write_mode = append", st->name, t->ns, t->name, t->ns, t->name);
 	return SL_EPREREQ;
 }
 
@@ -273,20 +330,6 @@ static int list_tables(PGconn *c, const struct sl_source_config *cfg, const stru
 	if ((rc = sl_source_check_exact(st, cfg->name, *out, *n, err, errlen)) < 0 ||
 	    (rc = sl_source_apply_key_columns(st, *out, *n, err, errlen)) < 0)
 		goto fail;
-	/* Merge mode needs a key: under REPLICA IDENTITY FULL the whole row is
-	 * one (identical rows then merge into one). */
-	for (int i = 0; i < *n && st->merge; i++) {
-		struct sl_table *t = (*out)[i];
-		if (sl_table_has_key(t) || !(t->src_flags & SL_PG_IDENTITY_FULL))
-			continue;
-		for (int k = 0; k < t->ncols; k++)
-			t->cols[k].is_key = true;
-		if (sl_table_finish(t) < 0) {
-			snprintf(err, errlen, "out of memory");
-			rc = SL_EFAIL;
-			goto fail;
-		}
-	}
 	if (*n > 0)
 		return SL_OK;
 	rc = SL_ECONFIG;
@@ -662,17 +705,45 @@ static int catalog_check(struct pg_src *s, char *err, size_t errlen)
 	return rc;
 }
 
+/* A Relation message flags the replica identity's columns (every column
+ * under FULL).  When it no longer holds the table's key (ALTER TABLE ...
+ * REPLICA IDENTITY USING INDEX on another index, while streaming), the
+ * deletes and key changes that follow cannot name their rows: SL_EPREREQ,
+ * before any of them is written (check_key refuses the same at start). */
+static int identity_holds_key(const struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
+{
+	bool full = true, holds = true;
+	struct sl_buf key;
+
+	for (int i = 0; i < t->ncols; i++) {
+		full &= t->cols[i].in_identity;
+		holds &= !t->cols[i].is_key || t->cols[i].in_identity;
+	}
+	if (full || holds)
+		return 0;
+	sl_buf_init(&key, 0);
+	put_columns(&key, t, true);
+	snprintf(err, errlen, "stream \"%s\": the replica identity of table \"%s\".\"%s\" no longer holds its key "
+		 "(%s): its deletes and key changes from here on cannot name their rows. Run ALTER TABLE %s.%s "
+		 "REPLICA IDENTITY DEFAULT (or FULL); the changes made in between cannot be mirrored exactly: leave "
+		 "the table out (exclude_tables) until the stream is past them, then select it again, which "
+		 "backfills it", s->st->name, t->ns, t->name, key.data ? key.data : "", t->ns, t->name);
+	sl_buf_free(&key);
+	return SL_EPREREQ;
+}
+
 /* A Relation message: 0 to follow the relation, 1 when the stream does not
  * select it (its changes are skipped; a publication shared with other
  * streams, FOR ALL TABLES, or inheritance children bring such tables), or
  * SL_ERESTART when it is a selected table the stream does not know yet (new,
- * created again, or renamed), which only a restart backfills. */
+ * created again, or renamed), which only a restart backfills, or
+ * SL_EPREREQ when its replica identity lost its key (identity_holds_key). */
 static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
 {
 	const struct sl_table *known = selected(s, t->relid);
 
 	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
-		return 0;
+		return identity_holds_key(s, t, err, errlen);
 	if (known) {
 		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
 			 s->st->name, known->ns, known->name, t->ns, t->name);

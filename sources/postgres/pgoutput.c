@@ -252,6 +252,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 		type = sl_pg_type_map(oid, typmod, &precision, &scale);
 		if (sl_table_add_column(t, cname, type, precision, scale, oid, typmod, NULL, flags & 1) < 0)
 			goto oom;
+		t->cols[i].in_identity = flags & 1;
 	}
 	/* The catalog's primary key beats the replica identity flags, which mark
 	 * every column under REPLICA IDENTITY FULL. */
@@ -274,6 +275,10 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 	e = find_rel(d, relid);
 	ev->kind = SL_PGO_RELATION;
 	if (e && sl_table_same_columns(e->table, t)) {
+		/* The same columns, but the replica identity may have changed
+		 * (nothing downstream reads in_identity: it is the source's). */
+		for (int i = 0; i < ncols; i++)
+			e->table->cols[i].in_identity = t->cols[i].in_identity;
 		sl_table_free(t);
 		ev->table = e->table;
 		ev->schema_changed = false;

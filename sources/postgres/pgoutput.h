@@ -52,7 +52,7 @@ struct sl_pgo_event {
 	uint64_t commit_lsn;
 	uint64_t end_lsn;
 	/* RELATION */
-	const struct sl_table *table;
+	const struct sl_table *table;  /* its columns' in_identity: the message's replica identity flags */
 	bool schema_changed;     /* a different column list than the previous version */
 	struct sl_table *retired; /* with schema_changed: the previous version, now the caller's to free */
 	/* CHANGE: filled sl_change records (csn, csn_pos, seq, tx_id, source_ts, op,

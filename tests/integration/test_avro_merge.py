@@ -16,6 +16,7 @@ Every expected value is read from the source database, never from sluice.
 import json
 import os
 import random
+import signal
 import time
 import unittest
 
@@ -23,7 +24,7 @@ import avro.datafile
 import avro.io
 
 import harness  # noqa: E402
-from harness import PgTestCase, S3Server, s3_available
+from harness import PgTestCase, S3Server, s3_available, wait_until
 from harness_mysql import MyTestCase
 
 SEEDS = [int(s) for s in os.environ.get("SLUICE_TEST_SEED", "11,23,37").split(",")]
@@ -176,6 +177,35 @@ class PgMergeTest(PgTestCase):
         self.assertEqual(r.rc, 3, r.describe())
         self.assertIn('"public"."nokey"', r.stderr)
         self.assertIn("primary key", r.stderr)
+
+    def test_null_key_goes_to_the_dead_letter_file(self):
+        """A key_columns column made nullable while the agent runs: the row
+        with a NULL key goes to <state_dir>/<stream>.dead-letter.jsonl and
+        the stream goes on."""
+        pg = self.pg
+        pg.execute("CREATE TABLE nn (id int, u int NOT NULL UNIQUE, v text)")
+        pg.execute("ALTER TABLE nn REPLICA IDENTITY FULL")
+        pg.execute("INSERT INTO nn VALUES (1, 10, 'a'), (2, 20, 'b')")
+        s = self.merge_sluice(stream="nn", tables="public.nn", max_file_seconds=1,
+                              extra={"stream": {"key_columns": "public.nn.u"}})
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
+        pg.execute("ALTER TABLE nn ALTER COLUMN u DROP NOT NULL")
+        pg.execute("INSERT INTO nn VALUES (5, NULL, 'x')")
+        pg.execute("INSERT INTO nn VALUES (6, 60, 'y')")
+        wait_until(lambda: not p.alive() or (60,) in mirror(s.out, "nn", "public_nn", ["u"])[0], 60, "the row after")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        got, _files = mirror(s.out, "nn", "public_nn", ["u"])
+        self.assertEqual({(pl["id"], k[0], pl["v"]) for k, (pl, _u) in got.items()},
+                         set(pg.sql("SELECT id, u, v FROM nn WHERE u IS NOT NULL")))
+        with open(os.path.join(s.state_dir, "nn.dead-letter.jsonl")) as f:
+            lines = [json.loads(x) for x in f]
+        self.assertEqual([(x["table"], x["code"], x["change_type"], x["row"]) for x in lines],
+                         [("public_nn", 0, "INSERT", {"id": 5, "u": None, "v": "x"})])
+        self.assertIn('key column "u" has no value in merge mode', lines[0]["reason"])
 
     def test_start_leaves_a_running_compaction_files(self):
         """An agent that starts while `sluice compact` works (its lock
@@ -388,6 +418,29 @@ class MyMergePropertyTest(MyTestCase):
         r = s.run("run", "--until-caught-up")
         self.assertEqual(r.rc, 3, r.describe())
         self.assertIn("nokey", r.stderr)
+
+    def test_unique_key_must_be_not_null(self):
+        """A unique key on nullable columns is no key for merge mode (check
+        and run exit 3 with the fixes); one on NOT NULL columns is."""
+        my = self.my
+        my.execute("CREATE TABLE app.unull (id int, u int UNIQUE, v text)")
+        my.execute("INSERT INTO app.unull VALUES (1, 10, 'a'), (1, NULL, 'dup'), (1, NULL, 'dup')")
+        s = self.sluice(stream="myunull", tables="app.unull", write_mode="merge")
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('table "app"."unull" has no primary key and no unique key on NOT NULL columns', r.stderr)
+            self.assertIn("add a primary key", r.stderr)
+        my.execute("CREATE TABLE app.unn (id int, u int NOT NULL UNIQUE, v text)")
+        my.execute("INSERT INTO app.unn VALUES (1, 10, 'a'), (1, 20, 'b'), (2, 30, 'c')")
+        s = self.sluice(stream="myunn", tables="app.unn", write_mode="merge")
+        s.catch_up(self)
+        my.execute("DELETE FROM app.unn WHERE u = 20")
+        my.execute("UPDATE app.unn SET u = 31 WHERE u = 30")
+        s.catch_up(self)
+        got, _files = mirror(s.out, "myunn", "app_unn", ["u"])
+        self.assertEqual({k: (p["id"], p["v"]) for k, (p, _unchanged) in got.items()},
+                         {(u,): (i, v) for i, u, v in my.sql("SELECT id, u, v FROM app.unn")})
 
     def test_property_kill9(self):
         my = self.my

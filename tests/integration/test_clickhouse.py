@@ -23,6 +23,7 @@ SLUICE_CH_ENGINE=26).
 The kill test prints its seed; SLUICE_TEST_SEED=<seed> repeats it.
 """
 
+import json
 import os
 import random
 import re
@@ -472,6 +473,83 @@ class Workload(threading.Thread):
         self.join(60)
         if self.error:
             raise self.error
+
+
+class ClickHouseKeysTest(ChTestCase):
+    """Merge mode keys that are keys: a keyless REPLICA IDENTITY FULL table
+    is refused, and a row whose key has no value (a NULL that slipped
+    through: NOT NULL dropped while the agent runs) goes to the dead-letter
+    file while the stream goes on."""
+
+    def test_keyless_full_table_is_refused(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE dup (id int, v text)")
+        pg.execute("ALTER TABLE dup REPLICA IDENTITY FULL")
+        pg.execute("INSERT INTO dup VALUES (2, 'dup'), (2, 'dup'), (3, 'dup3')")
+        s = self.sluice(stream="dup", tables="public.dup", database="dup", write_mode="merge")
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd, env=self.env())
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('table "public"."dup" has no unique NOT NULL key', r.stderr)
+            self.assertIn("key_columns = public.dup.COLUMN", r.stderr)
+
+    def test_replica_identity_on_another_index(self):
+        """REPLICA IDENTITY USING INDEX on a unique index other than the
+        primary key: refused; keyed by that index (key_columns), deletes and
+        key changes are mirrored exactly."""
+        pg = self.pg
+        pg.execute("CREATE TABLE d6 (id int PRIMARY KEY, u int NOT NULL, a text)")
+        pg.execute("CREATE UNIQUE INDEX d6_u ON d6 (u)")
+        pg.execute("INSERT INTO d6 VALUES (1, 10, 'x'), (2, 20, 'y'), (3, 30, 'z')")
+        pg.execute("ALTER TABLE d6 REPLICA IDENTITY USING INDEX d6_u")
+        s = self.sluice(stream="d6", tables="public.d6", database="d6", write_mode="merge")
+        r = s.run("check", env=self.env())
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("ALTER TABLE public.d6 REPLICA IDENTITY DEFAULT", r.stderr)
+        s = self.sluice(stream="d6u", tables="public.d6", database="d6u", write_mode="merge",
+                        extra={"stream": {"key_columns": "public.d6.u"}})
+        self.catch_up(s)
+        pg.execute("DELETE FROM d6 WHERE id = 3")
+        pg.execute("UPDATE d6 SET id = id + 100")
+        pg.execute("UPDATE d6 SET u = 11 WHERE u = 10")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "d6", ["u"])
+
+    def test_null_key_goes_to_the_dead_letter_file(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE nn (id int, u int NOT NULL UNIQUE, v text)")
+        pg.execute("ALTER TABLE nn REPLICA IDENTITY FULL")
+        pg.execute("CREATE TABLE nn_other (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO nn VALUES (1, 10, 'a'), (2, 20, 'b')")
+        s = self.sluice(stream="nn", tables="public.nn, public.nn_other", database="nn", write_mode="merge",
+                        dest={"batch_seconds": "0.1"}, extra={"stream": {"key_columns": "public.nn.u"}})
+        p = s.start("run", env=self.env())
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
+        pg.execute("ALTER TABLE nn ALTER COLUMN u DROP NOT NULL")
+        pg.execute("INSERT INTO nn VALUES (5, NULL, 'x')")
+        pg.execute("INSERT INTO nn VALUES (6, 60, 'y')")
+        pg.execute("INSERT INTO nn_other VALUES (1, 'other')")
+        wait_until(lambda: not p.alive() or (self.ch.columns("nn", "public_nn_other_current") and
+                                             len(self.ch.rows("nn", "public_nn_other_current")) == 1),
+                   60, "the other table's row")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("went to the dead-letter file", r.stderr)
+        got = {(x["id"], x["u"], x["v"].decode()) for x in self.ch.rows("nn", "public_nn_current")}
+        self.assertEqual(got, set(pg.sql("SELECT id, u, v FROM nn WHERE u IS NOT NULL")))
+        self.assertChMatches(s, "public", "nn_other", ["id"])
+        with open(os.path.join(s.workdir, "nn.nn.dead-letter.jsonl")) as f:
+            lines = [json.loads(x) for x in f]
+        self.assertEqual([(x["table"], x["code"], x["change_type"], x["row"]) for x in lines],
+                         [("public_nn", 0, "INSERT", {"id": 5, "u": None, "v": "x"})])
+        self.assertRegex(lines[0]["csn"], r"^[0-9A-F]{16}-\d{10}$")
+        self.assertIn('column "u": a null value in a column that cannot be null', lines[0]["reason"])
+        # the next start refuses the nullable key
+        r = s.run("check", env=self.env())
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('key column "u" of table "public"."nn" (key_columns) is nullable', r.stderr)
 
 
 class ClickHouseKillTest(ChTestCase):

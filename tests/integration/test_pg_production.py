@@ -15,7 +15,7 @@ import avro.datafile
 import avro.io
 import avro.schema
 
-from harness import PgTestCase, csn, qident, records_for
+from harness import PgTestCase, csn, qident, records_for, wait_until
 
 INT64_MAX = 2**63 - 1
 
@@ -360,7 +360,7 @@ class KeyOverrideTest(PgTestCase):
 
     def test_key_columns(self):
         pg = self.pg
-        pg.execute("CREATE TABLE kc (a int, b text, c int)")
+        pg.execute("CREATE TABLE kc (a int NOT NULL, b text, c int)")
         pg.execute("ALTER TABLE kc REPLICA IDENTITY FULL")
         pg.execute("INSERT INTO kc VALUES (1, 'x', 10), (2, 'y', 20)")
         s = self.sluice(stream="kc", tables="public.kc", extra={"stream": {"key_columns": "public.kc.a"}})
@@ -407,6 +407,99 @@ class KeyOverrideTest(PgTestCase):
         self.assertEqual([r["source_metadata"]["change_type"] for r in recs if r["read_method"] == "postgresql-cdc-wal"],
                          ["UPDATE-DELETE", "UPDATE-INSERT"])
         self.assertTableMatches(recs, "public", "ri", ["code"])
+
+
+class KeysThatAreKeysTest(PgTestCase):
+    """A key must be one: merge mode refuses a table without a unique NOT
+    NULL key (REPLICA IDENTITY FULL is none), key_columns may not name a
+    nullable column, and the replica identity must hold the key, at start
+    and while streaming."""
+
+    def assert_refused(self, s, *words, cmds=(("check",), ("run", "--until-caught-up"))):
+        for cmd in cmds:
+            r = s.run(*cmd)
+            self.assertEqual(r.rc, 3, r.describe())
+            for w in words:
+                self.assertIn(w, r.stderr)
+
+    def make_keyed_twice(self, name, rows):
+        """A table with a primary key (id) and a unique NOT NULL column (u,
+        index NAME_u)."""
+        self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, u int NOT NULL, a text)")
+        self.pg.execute(f"CREATE UNIQUE INDEX {name}_u ON {name} (u)")
+        self.pg.execute(f"INSERT INTO {name} VALUES {rows}")
+
+    def test_merge_refuses_replica_identity_full_without_key(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE dupes (id int, v text)")
+        pg.execute("ALTER TABLE dupes REPLICA IDENTITY FULL")
+        pg.execute("INSERT INTO dupes VALUES (2, 'dup'), (2, 'dup'), (3, 'dup3')")
+        s = self.sluice(stream="dupes", tables="public.dupes", write_mode="merge")
+        self.assert_refused(s, 'table "public"."dupes" has no unique NOT NULL key', "add a primary key",
+                            "key_columns = public.dupes.COLUMN")
+        # append mode keeps every copy, and a delete of one copy removes one
+        a = self.sluice(stream="dupes_a", tables="public.dupes")
+        self.catch_up(a)
+        pg.execute("DELETE FROM dupes WHERE ctid = (SELECT min(ctid) FROM dupes WHERE id = 2)")
+        self.catch_up(a)
+        rows = sorted((r["source_metadata"]["change_type"], r["payload"]["id"], r["payload"]["v"])
+                      for r in records_for(self.read(a), "public", "dupes"))
+        self.assertEqual(rows, [("DELETE", 2, "dup"), ("INSERT", 2, "dup"), ("INSERT", 2, "dup"),
+                                ("INSERT", 3, "dup3")])
+        self.assertEqual(sorted(pg.sql("SELECT id, v FROM dupes")), [(2, "dup"), (3, "dup3")])
+
+    def test_key_columns_on_a_nullable_column(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE nk (id int, u int UNIQUE, v text)")
+        pg.execute("ALTER TABLE nk REPLICA IDENTITY FULL")
+        pg.execute("INSERT INTO nk VALUES (1, NULL, 'a'), (2, 20, 'b')")
+        for mode in ("merge", "append"):
+            s = self.sluice(stream=f"nk_{mode}", tables="public.nk", write_mode=mode,
+                            extra={"stream": {"key_columns": "public.nk.u"}})
+            self.assert_refused(s, 'key column "u" of table "public"."nk"', "nullable",
+                                "ALTER TABLE public.nk ALTER COLUMN u SET NOT NULL")
+
+    def test_replica_identity_on_another_index_is_refused(self):
+        pg = self.pg
+        self.make_keyed_twice("d6", "(1, 10, 'x'), (2, 20, 'y'), (3, 30, 'z')")
+        pg.execute("ALTER TABLE d6 REPLICA IDENTITY USING INDEX d6_u")
+        for mode in ("append", "merge"):
+            s = self.sluice(stream=f"d6_{mode}", tables="public.d6", write_mode=mode)
+            self.assert_refused(s, 'table "public"."d6" is keyed by (id), but its replica identity is (u)',
+                                "ALTER TABLE public.d6 REPLICA IDENTITY DEFAULT")
+        # keyed by its replica identity, deletes and key changes are exact
+        s = self.sluice(stream="d6_u", tables="public.d6", extra={"stream": {"key_columns": "public.d6.u"}})
+        self.catch_up(s)
+        pg.execute("DELETE FROM d6 WHERE id = 3")
+        pg.execute("UPDATE d6 SET id = id + 100")
+        pg.execute("UPDATE d6 SET u = 11 WHERE u = 10")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "d6")
+        cdc = [(r["source_metadata"]["change_type"], r["payload"]["id"], r["payload"]["u"]) for r in recs
+               if r["read_method"] == "postgresql-cdc-wal"]
+        self.assertEqual(cdc, [("DELETE", None, 30), ("UPDATE-INSERT", 101, 10), ("UPDATE-INSERT", 102, 20),
+                               ("UPDATE-DELETE", None, 10), ("UPDATE-INSERT", 101, 11)])
+        self.assertTableMatches(recs, "public", "d6", ["u"])
+
+    def test_replica_identity_changed_while_streaming(self):
+        pg = self.pg
+        self.make_keyed_twice("d7", "(1, 10, 'x'), (2, 20, 'y')")
+        s = self.sluice(stream="d7", tables="public.d7", max_file_seconds=1)
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
+        pg.execute("UPDATE d7 SET a = 'x2' WHERE id = 1")
+        wait_until(lambda: any(r["read_method"] == "postgresql-cdc-wal"
+                               for r in records_for(self.read(s), "public", "d7")) or not p.alive(), 60, "the update")
+        pg.execute("ALTER TABLE d7 REPLICA IDENTITY USING INDEX d7_u")
+        pg.execute("DELETE FROM d7 WHERE id = 2")
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('the replica identity of table "public"."d7" no longer holds its key (id)', r.stderr)
+        self.assertIn("ALTER TABLE public.d7 REPLICA IDENTITY DEFAULT", r.stderr)
+        # the update is written; the delete, which names no id, is not
+        recs = records_for(self.read(s), "public", "d7")
+        self.assertEqual([(r["source_metadata"]["change_type"], r["payload"]["id"], r["payload"]["a"])
+                          for r in recs if r["read_method"] == "postgresql-cdc-wal"], [("UPDATE-INSERT", 1, "x2")])
 
 
 class ToastKeyChangeTest(PgTestCase):

@@ -381,6 +381,81 @@ static size_t count_data_files(void)
 	return vis;
 }
 
+/* A change whose key has no value cannot be merged: the error names the
+ * table, the column and the change (its type and CSN). */
+static void test_merge_batch_null_key(void **state)
+{
+	struct sl_mbatch b;
+	struct sl_value v[2] = { tl_null(), tl_str("gone") };
+	struct sl_change c;
+	char err[512], want[256];
+
+	(void)state;
+	memset(&b, 0, sizeof b);
+	tl_change(&c, g_customers, SL_OP_DELETE, v, 10, 1, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), SL_EDATA);
+	snprintf(want, sizeof want, "table \"%s\": key column \"%s\" has no value in merge mode (the DELETE at %s)",
+		 g_customers->object, g_customers->cols[0].name, c.csn);
+	assert_string_equal(err, want);
+	sl_mbatch_free(&b);
+}
+
+/* In the sink, such a change goes to the dead-letter file in state_dir,
+ * named by table and CSN, and the stream goes on with the other rows. */
+static void test_merge_null_key_dead_letter(void **state)
+{
+	struct sl_store store;
+	struct sl_mirror m;
+	struct sl_buf key, want, path;
+	struct sl_value v[2] = { tl_null(), tl_str("gone") };
+	struct sl_change c;
+	unsigned char *text;
+	size_t len;
+	char err[512];
+	void *ctx;
+
+	(void)state;
+	ctx = open_merge_sink(0);
+	put_customer(ctx, SL_OP_INSERT, 10, 1, 1, tl_str("one"));
+	tl_change(&c, g_customers, SL_OP_DELETE, v, 11, 1, TS0);
+	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
+		fail_msg("write: %s", err);
+	put_customer(ctx, SL_OP_INSERT, 12, 1, 2, tl_str("two"));
+	flush(ctx);
+	assert_int_equal(sl_avro_dir_ops.dead_letters(ctx), 1);
+	sl_avro_dir_ops.close(ctx);
+
+	sl_buf_init(&want, 0);
+	sl_buf_printf(&want, "\"stream\":\"s1\",\"table\":\"public_customers\",\"code\":0,\"reason\":\"table "
+		      "\\\"public_customers\\\": key column \\\"id\\\" has no value in merge mode (the DELETE at %s)\","
+		      "\"csn\":\"%s\",\"change_type\":\"DELETE\",\"row\":{\"id\":null,\"name\":\"gone\"}}\n", c.csn, c.csn);
+	sl_buf_init(&path, 0);
+	sl_buf_printf(&path, "%s/s1.dead-letter.jsonl", g_dir);
+	assert_false(sl_buf_failed(&want) || sl_buf_failed(&path));
+	text = tl_read_file(path.data, &len);
+	assert_non_null(text);
+	assert_non_null(strstr((char *)text, want.data));
+	assert_int_equal(strchr((char *)text, '\n') - (char *)text + 1, (long)len);  /* one line */
+	free(text);
+
+	/* the mirror holds keys 1 and 2 */
+	assert_int_equal(sl_avro_dir_store(&store, g_dir, err, sizeof err), 0);
+	memset(&m, 0, sizeof m);
+	assert_int_equal(sl_mirror_load(&m, &store, "s1", "public_customers", err, sizeof err), 0);
+	sl_buf_init(&key, 0);
+	for (int i = 1; i <= 2; i++) {
+		struct sl_value k = tl_int(i);
+		sl_buf_reset(&key);
+		assert_int_equal(sl_avro_put_value(&key, &g_customers->cols[0], &k, err, sizeof err), 0);
+		assert_non_null(sl_mirror_find(&m, key.data, key.len));
+	}
+	sl_buf_free(&key);
+	sl_buf_free(&want);
+	sl_buf_free(&path);
+	sl_mirror_free(&m);
+	store.ops->close(store.ctx);
+}
+
 /* Three flushes, then compaction (by sluice compact and automatically): one
  * base with the current rows, the unchanged value filled from the files,
  * and verify passes. */
@@ -1457,6 +1532,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_registry, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch_fold, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_batch_null_key, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_null_key_dead_letter, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),

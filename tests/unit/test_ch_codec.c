@@ -957,7 +957,7 @@ static void test_dead_letter_line(void **state)
 	char want[2048];
 	snprintf(want, sizeof want,
 		 "{\"time_us\":99,\"stream\":\"s1\",\"database\":\"db\",\"table\":\"public_t\",\"code\":27,"
-		 "\"reason\":\"Code: 27, bad\",\"row\":{\"id\":5,\"t\":\"q\\\"\\u000a\xef\xbf\xbd\",\"n\":\"-0.05\","
+		 "\"reason\":\"Code: 27, bad\",\"row\":{\"id\":5,\"t\":\"q\\\"\\n\\ufffd\",\"n\":\"-0.05\","
 		 "\"f\":\"NaN\",\"b\":\"\\\\x00ab\",\"_uuid\":\"%s\",\"_source_timestamp\":1700000000000000,"
 		 "\"_read_timestamp\":1700000000001500,\"_change_type\":\"INSERT\",\"_csn\":\"0000000000002000-0000000001\","
 		 "\"_version\":2097153,\"_is_deleted\":0,\"_tx_id\":4242,\"_unchanged_columns\":[],\"_lsn\":\"0/2000\"}}\n",

@@ -907,6 +907,49 @@ static void test_merge_refused_value(void **state)
 	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "one!", 4));
 }
 
+/* Merge mode: a change whose key has no value (a NULL that the source's
+ * checks let through) cannot be a row; it goes to the dead-letter file,
+ * named by table and CSN, and the stream goes on. */
+static void test_merge_null_key_dead_letter(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value one[4] = { tl_int(1), tl_str("one"), tl_null(), tl_null() };
+	struct sl_value nokey[4] = { tl_null(), tl_str("gone"), tl_null(), tl_null() };
+	struct sl_value two[4] = { tl_int(2), tl_str("two"), tl_null(), tl_null() };
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct sl_buf want;
+	unsigned char *text;
+	size_t len;
+
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_INSERT, one, 0x100, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_DELETE, nokey, 0x200, 1, 1);
+	write_ok(f, &c);
+	sl_buf_init(&want, 0);
+	sl_buf_printf(&want, "\"stream\":\"s1\",\"database\":\"db\",\"table\":\"public_items\",\"code\":0,"
+		      "\"reason\":\"column \\\"id\\\": a null value in a column that cannot be null (a key column of "
+		      "a merge-mode table)\",\"csn\":\"%s\",\"change_type\":\"DELETE\",\"row\":{\"id\":null,"
+		      "\"name\":\"gone\",\"note\":null,\"amount\":null}}\n", c.csn);
+	tl_change(&c, f->t, SL_OP_INSERT, two, 0x300, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x310);
+	flush_ok(f, 0x310);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.rows_inserted, 2);
+	assert_int_equal(st.dead_letters, 1);
+	assert_int_equal(sl_clickhouse_ops.dead_letters(f->sink), 1);
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "gone", 4));
+	text = tl_read_file(f->dl_path, &len);
+	assert_non_null(text);
+	assert_false(sl_buf_failed(&want));
+	assert_non_null(strstr((char *)text, want.data));
+	assert_int_equal(strchr((char *)text, '\n') - (char *)text + 1, (long)len);  /* one line */
+	free(text);
+	sl_buf_free(&want);
+}
+
 static void test_check(void **state)
 {
 	struct fx *f = *state;
@@ -957,6 +1000,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_tables, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_refused_value, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_null_key_dead_letter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_in_two_steps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_in_flight_fails, setup, teardown),

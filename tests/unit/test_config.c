@@ -684,6 +684,10 @@ static void test_not_applicable(void **state)
 		   "[stream.m]\nsource = m\ndestination = lake\ntables = a.b\nslot = s\n",
 		   ":20: key \"slot\" applies only to streams from a postgres source, and source \"m\" "
 		   "is mysql");
+	EXPECT_ERR(f, MINIMAL "[source.m]\ntype = mysql\nuser = u\nserver_id = 1\n"
+		   "[stream.m]\nsource = m\ndestination = lake\ntables = a.b\nkey_columns = a.b.c\n",
+		   ":20: key \"key_columns\" applies only to streams from a postgres source, and source \"m\" "
+		   "is mysql");
 }
 
 static void test_slots(void **state)
