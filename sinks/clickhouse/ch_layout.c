@@ -10,13 +10,94 @@
 
 #include "sinks/clickhouse/ch_sql.h"
 
-int ch_version(uint64_t pos, uint32_t seq, uint64_t *out)
+int ch_version(uint64_t pos, uint32_t seq, uint64_t shift, uint64_t *out)
 {
+	uint64_t base;
+
 	if (pos >= CH_VERSION_POS_LIMIT)
 		return -1;
-	*out = pos << CH_VERSION_SEQ_BITS |
-	       (seq < (1u << CH_VERSION_SEQ_BITS) - 1 ? seq : (1u << CH_VERSION_SEQ_BITS) - 1);
+	base = pos << CH_VERSION_SEQ_BITS;
+	if (shift > UINT64_MAX - base || seq > UINT64_MAX - base - shift)
+		return -1;
+	*out = base + shift + seq;
 	return 0;
+}
+
+/* The index of the first step at pos or after it. */
+static size_t vmap_find(const struct ch_vmap *m, uint64_t pos)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->steps[mid].pos < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t ch_vmap_shift(const struct ch_vmap *m, uint64_t pos)
+{
+	size_t i = vmap_find(m, pos);
+
+	return i > 0 ? m->steps[i - 1].shift : 0;
+}
+
+int ch_vmap_add(struct ch_vmap *m, uint64_t pos, uint64_t shift)
+{
+	size_t i = vmap_find(m, pos);
+
+	if (i < m->n && m->steps[i].pos == pos) {
+		if (m->steps[i].shift == shift)
+			return 0;
+		m->steps[i].shift = shift;
+		return 1;
+	}
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 8;
+		struct ch_vstep *st = realloc(m->steps, cap * sizeof *st);
+		if (!st)
+			return -1;
+		m->steps = st;
+		m->cap = cap;
+	}
+	memmove(m->steps + i + 1, m->steps + i, (m->n - i) * sizeof *m->steps);
+	m->steps[i].pos = pos;
+	m->steps[i].shift = shift;
+	m->n++;
+	return 1;
+}
+
+int ch_vmap_note(struct ch_vmap *m, uint64_t pos, uint32_t seq, struct ch_vstep *step)
+{
+	int rc = 0;
+
+	if (m->open && m->pos == pos) {
+		if (seq > m->top)
+			m->top = seq;
+		return 0;
+	}
+	if (m->open && m->top > CH_VERSION_ROOM) {
+		/* the last position's changes used versions up to
+		 * (pos << 8) + shift + top: the next position starts after them */
+		step->pos = m->pos;
+		step->shift = ch_vmap_shift(m, m->pos) + (m->top - CH_VERSION_ROOM);
+		if (ch_vmap_add(m, step->pos, step->shift) < 0)
+			return -1;
+		rc = 1;
+	}
+	m->open = true;
+	m->pos = pos;
+	m->top = seq;
+	return rc;
+}
+
+void ch_vmap_free(struct ch_vmap *m)
+{
+	free(m->steps);
+	memset(m, 0, sizeof *m);
 }
 
 static const char *const meta_names[CH_M_FIXED] = {
@@ -326,16 +407,25 @@ int ch_layout_column_list(struct sl_buf *b, const struct ch_layout *l, bool meta
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, char *buf, char *err, size_t errlen)
+int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, const struct ch_vmap *vm, char *buf,
+			 char *err, size_t errlen)
 {
 	const struct sl_source_desc *d = c->table->src;
+	uint32_t seq = vm || c->seq < CH_VERSION_ROOM ? c->seq : CH_VERSION_ROOM;
+
+	uint64_t shift = vm ? ch_vmap_shift(vm, c->csn_pos) : 0;
 
 	memset(m, 0, sizeof *m);
-	if (ch_version(c->csn_pos, c->seq, &m->version) < 0) {
-		snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its position part %016llX is beyond the "
-			 "%d bits the merge version keeps for positions (see doc/clickhouse.md, \"The version\")",
-			 c->table->ns, c->table->name, c->csn, (unsigned long long)c->csn_pos,
-			 64 - CH_VERSION_SEQ_BITS);
+	if (ch_version(c->csn_pos, seq, shift, &m->version) < 0) {
+		if (c->csn_pos >= CH_VERSION_POS_LIMIT)
+			snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its position part %016llX is beyond "
+				 "the %d bits the merge version keeps for positions (see doc/clickhouse.md, \"The "
+				 "version\")", c->table->ns, c->table->name, c->csn, (unsigned long long)c->csn_pos,
+				 64 - CH_VERSION_SEQ_BITS);
+		else
+			snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its version, moved up by %llu for "
+				 "earlier long transactions, passes 2^64 - 1 (see doc/clickhouse.md, \"The version\")",
+				 c->table->ns, c->table->name, c->csn, (unsigned long long)shift);
 		return -1;
 	}
 	m->uuid = c->uuid;

@@ -287,6 +287,7 @@ struct part {
 	struct rowbuf mrows;           /* append mode: metadata-only rows: TRUNCATE records */
 	struct keymap keys;            /* merge mode: the latest change of each key */
 	struct held *trunc;            /* merge mode: the batch's latest TRUNCATE, or NULL */
+	struct sl_buf vsteps;          /* merge mode: version map steps to record first (struct ch_vstep) */
 };
 
 static void part_init(struct part *p)
@@ -294,6 +295,7 @@ static void part_init(struct part *p)
 	memset(p, 0, sizeof *p);
 	rowbuf_init(&p->rows);
 	rowbuf_init(&p->mrows);
+	sl_buf_init(&p->vsteps, 0);
 }
 
 static void part_clear(struct part *p)
@@ -303,6 +305,7 @@ static void part_clear(struct part *p)
 	keymap_clear(&p->keys);
 	free(p->trunc);
 	p->trunc = NULL;
+	sl_buf_reset(&p->vsteps);
 }
 
 static void part_free(struct part *p)
@@ -312,6 +315,7 @@ static void part_free(struct part *p)
 	keymap_free(&p->keys);
 	free(p->trunc);
 	p->trunc = NULL;
+	sl_buf_free(&p->vsteps);
 }
 
 /* ------------------------------------------------------------------ */
@@ -327,6 +331,8 @@ struct chtab {
 	struct part fly;               /* its rows of the batch in flight (flush_start) */
 	struct chtab *fnext;           /* tables of the batch in flight */
 	uint64_t floor;                /* the version of the latest TRUNCATE written: older changes are gone */
+	struct ch_vmap vmap;           /* merge mode: its version map (ch_layout.h) */
+	bool vmap_read;                /* the map's steps were read from ClickHouse */
 	/* bookkeeping */
 	uint64_t pend_rows, pend_bytes;
 	bool on_list;
@@ -461,6 +467,7 @@ static void free_keynames(struct chtab *t)
 static void tab_free(struct chtab *t)
 {
 	ch_layout_free(t->lay);
+	ch_vmap_free(&t->vmap);
 	free_keynames(t);
 	part_free(&t->cur);
 	part_free(&t->fly);
@@ -659,6 +666,12 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 			return -1;
 		sl_info("clickhouse: created database \"%s\"", s->conf->database);
 	}
+	if (s->merge) {
+		sl_buf_reset(&s->sql);
+		ch_sql_vmap_create(&s->sql, s->conf->database);
+		if (run_sql(s, "creating the version map", err, errlen) < 0)
+			return -1;
+	}
 	s->db_ready = true;
 	return 0;
 }
@@ -699,6 +712,34 @@ static int read_floor(struct chsink *s, struct chtab *t, char *err, size_t errle
 		return -1;
 	}
 	t->floor = v;
+	return 0;
+}
+
+/* Reads the table's version map (merge mode), once. */
+static int read_vmap(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+{
+	struct ch_rb_reader r;
+
+	if (!s->merge || t->vmap_read)
+		return 0;
+	sl_buf_reset(&s->sql);
+	ch_sql_vmap_read(&s->sql, s->conf->database, t->object);
+	if (run_sql(s, "reading the table's version map", err, errlen) < 0)
+		return -1;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	while (r.p < r.end) {
+		uint64_t pos, shift;
+		if (ch_rb_get_u64(&r, &pos) < 0 || ch_rb_get_u64(&r, &shift) < 0) {
+			snprintf(err, errlen, "clickhouse: could not read the version map ClickHouse sent");
+			return -1;
+		}
+		if (ch_vmap_add(&t->vmap, pos, shift) < 0) {
+			snprintf(err, errlen, "clickhouse: out of memory");
+			return -1;
+		}
+	}
+	t->vmap_read = true;
 	return 0;
 }
 
@@ -746,7 +787,8 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
 		t->exists = exists;
 		if (exists && (describe(s, t->object, &dest, &ndest, err, errlen) < 0 ||
-			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0))
+			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0 ||
+			       read_vmap(s, t, err, errlen) < 0))
 			goto out;
 		rc = 0;
 		goto done;
@@ -792,7 +834,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		snprintf(err, errlen, "clickhouse: out of memory");
 		goto out;
 	}
-	if (read_floor(s, t, err, errlen) < 0)
+	if (read_floor(s, t, err, errlen) < 0 || read_vmap(s, t, err, errlen) < 0)
 		goto out;
 	t->exists = true;
 	rc = 0;
@@ -1077,6 +1119,14 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		rowbuf_reset(&pt->rows);
 		rowbuf_reset(&pt->mrows);
 		goto done;
+	}
+	if (pt->vsteps.len > 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_vmap_insert(&s->sql, s->conf->database, t->object, (const struct ch_vstep *)pt->vsteps.data,
+				   pt->vsteps.len / sizeof(struct ch_vstep));
+		if (run_sql(s, "recording a version map step", err, errlen) < 0)
+			return -1;
+		sl_buf_reset(&pt->vsteps);
 	}
 	if (pt->trunc) {
 		char what[300];
@@ -1554,7 +1604,19 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 			 sl_op_name(c->op));
 		return -1;
 	}
-	if (ch_rowmeta_of_change(&m, c, s->metabuf, err, errlen) < 0)
+	if (s->merge) {
+		/* a position past a long transaction's moves the versions up */
+		struct ch_vstep st;
+		int r = ch_vmap_note(&t->vmap, c->csn_pos, c->seq, &st);
+		if (r < 0 || (r > 0 && sl_buf_append(&t->cur.vsteps, &st, sizeof st) < 0)) {
+			snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
+			return -1;
+		}
+		if (r > 0)
+			sl_debug("clickhouse: table \"%s\": versions after position %016" PRIX64 " move up by %" PRIu64,
+				 t->object, st.pos, st.shift);
+	}
+	if (ch_rowmeta_of_change(&m, c, s->merge ? &t->vmap : NULL, s->metabuf, err, errlen) < 0)
 		return -1;
 	rc = s->merge ? write_merge(s, t, c, &m, err, errlen) : write_append(s, t, c, &m, err, errlen);
 	if (rc < 0)

@@ -326,6 +326,39 @@ int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *objec
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_sql_vmap_create(struct sl_buf *b, const char *db)
+{
+	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
+	ch_qname(b, db, CH_VMAP_TABLE, NULL);
+	sl_buf_puts(b, " (`object` String, `pos` UInt64, `shift` UInt64) ENGINE = ReplacingMergeTree "
+		    "ORDER BY (`object`, `pos`)");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_vmap_read(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "SELECT `pos`, `shift` FROM ");
+	ch_qname(b, db, CH_VMAP_TABLE, NULL);
+	sl_buf_puts(b, " FINAL WHERE `object` = ");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_puts(b, " ORDER BY `pos` FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, const struct ch_vstep *steps,
+		       size_t n)
+{
+	sl_buf_puts(b, "INSERT INTO ");
+	ch_qname(b, db, CH_VMAP_TABLE, NULL);
+	sl_buf_puts(b, " (`object`, `pos`, `shift`) VALUES ");
+	for (size_t i = 0; i < n; i++) {
+		sl_buf_puts(b, i ? ", (" : "(");
+		ch_quote_str(b, object, strlen(object));
+		sl_buf_printf(b, ", %" PRIu64 ", %" PRIu64 ")", steps[i].pos, steps[i].shift);
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
 			  int nkeys)
 {

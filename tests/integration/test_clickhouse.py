@@ -235,6 +235,24 @@ class ClickHouseChangesTest(ChTestCase):
         self.ch.query("OPTIMIZE TABLE mg.public_mg FINAL")
         self.assertChMatches(s, "public", "mg", ["id"])
 
+    def test_merge_truncate_in_long_transaction(self):
+        """A TRUNCATE after more than 255 changes of its transaction, which
+        is sent in parts (batch_rows = 100): the rows of its earlier parts are
+        older than the TRUNCATE and are gone."""
+        self.make_table("lt", rows=3000)
+        s = self.sluice(stream="lt", tables="public.lt", database="lt", write_mode="merge",
+                        dest={"batch_rows": 100})
+        self.catch_up(s)
+        self.pg.execute("BEGIN; UPDATE lt SET counter = counter + 1 WHERE id <= 1000; TRUNCATE lt; "
+                        "INSERT INTO lt VALUES (1, 'one', 7); COMMIT")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "lt", ["id"])
+        self.assertEqual(ch_count(self.ch, "lt", "public_lt_current"), 1)
+        # and a later change still lands on top
+        self.pg.execute("INSERT INTO lt VALUES (2, 'two', 0)")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "lt", ["id"])
+
     def test_column_added_then_dropped(self):
         """ADD COLUMN flows through (ALTER TABLE ... ADD COLUMN, the view made
         again); DROP COLUMN stops the stream, naming the table and column."""

@@ -64,6 +64,9 @@ struct fake_ch {
 	int inserts;                   /* insert requests, answered anyhow */
 	struct sl_buf last_insert_query;
 	uint64_t floor;                /* the version of the table's last TRUNCATE */
+	bool vmap_created;             /* the version map's table was made */
+	struct sl_buf vmap;            /* the version map's steps (pos, shift: RowBinary) */
+	struct sl_buf vsteps;          /* statements that added steps, one a line */
 	const char *table_engine;      /* NULL: ReplacingMergeTree */
 	const char *view_engine;       /* NULL: View */
 	bool by_key;                   /* lookups answer row_of[key] for each key asked */
@@ -152,6 +155,13 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 			put_str(&rs->body, "public_items_current");
 			put_str(&rs->body, ch->view_engine ? ch->view_engine : "View");
 		}
+	} else if (starts(sql, "CREATE TABLE IF NOT EXISTS `db`.`" CH_VMAP_TABLE "`")) {
+		ch->vmap_created = true;
+	} else if (starts(sql, "SELECT `pos`, `shift` FROM `db`.`" CH_VMAP_TABLE "`")) {
+		sl_buf_append(&rs->body, ch->vmap.data, ch->vmap.len);
+	} else if (starts(sql, "INSERT INTO `db`.`" CH_VMAP_TABLE "`")) {
+		sl_buf_append(&ch->vsteps, sql, strlen(sql));
+		sl_buf_putc(&ch->vsteps, '\n');
 	} else if (starts(sql, "CREATE TABLE")) {
 		ch->table_exists = true;
 	} else if (starts(sql, "CREATE VIEW")) {
@@ -248,6 +258,8 @@ static int setup(void **state)
 	sl_buf_init(&f->ch.lookup, 0);
 	sl_buf_init(&f->ch.inserted, 0);
 	sl_buf_init(&f->ch.last_insert_query, 0);
+	sl_buf_init(&f->ch.vmap, 0);
+	sl_buf_init(&f->ch.vsteps, 0);
 	f->ch.srv = fake_http_start(handle, &f->ch);
 	f->dir = tl_mkdtemp("chsink");
 	snprintf(f->dl_path, sizeof f->dl_path, "%s/dead.jsonl", f->dir);
@@ -281,6 +293,8 @@ static int teardown(void **state)
 	sl_buf_free(&f->ch.lookup);
 	sl_buf_free(&f->ch.inserted);
 	sl_buf_free(&f->ch.last_insert_query);
+	sl_buf_free(&f->ch.vmap);
+	sl_buf_free(&f->ch.vsteps);
 	sl_table_free(f->t);
 	tl_rm_rf(f->dir);
 	free(f->dir);
@@ -386,7 +400,7 @@ static void test_merge_batch(void **state)
 		char metabuf[SL_META_BUF];
 		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
-		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
 		ch_layout_free(l);
 	}
@@ -471,6 +485,66 @@ static void test_merge_floor_after_restart(void **state)
 			       "(defaultValueOfArgumentType(`id`)) AND `_change_type` = 'TRUNCATE' FORMAT RowBinary"));
 }
 
+/* A transaction of more than 255 changes, sent in parts, with a TRUNCATE
+ * at its end: the TRUNCATE's version is above every change before it (the
+ * tombstones reach the rows of the earlier parts), the step of the version
+ * map reaches ClickHouse before the next position's rows, and a restarted
+ * sink that reads the map back gives the next position the same versions. */
+static void test_merge_long_transaction(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	char want[256];
+	const char *tr, *step, *next;
+
+	f->conf.batch_rows = 100;       /* parts of 200 rows */
+	open_sink(f, true);
+	for (int i = 1; i <= 300; i++) {
+		struct sl_value v[4] = { tl_int(i), tl_str("x"), tl_null(), tl_null() };
+		tl_change(&c, f->t, SL_OP_INSERT, v, 0x7000, (uint32_t)i, 1700000000000000);
+		write_ok(f, &c);
+	}
+	assert_true(f->ch.inserts >= 1);   /* the first part went before the TRUNCATE */
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x7000, 301, 1700000000000000);
+	write_ok(f, &c);
+	struct sl_value n1[4] = { tl_int(1), tl_str("after"), tl_null(), tl_null() };
+	tl_change(&c, f->t, SL_OP_INSERT, n1, 0x7100, 1, 1700000000100000);
+	write_ok(f, &c);
+	mark(f, 0x7110);
+	flush_ok(f, 0x7110);
+	tr = fake_http_transcript(f->ch.srv);
+	/* tombstones below (0x7000 << 8) + 301, the TRUNCATE's own version */
+	snprintf(want, sizeof want, "`_version` < %llu", (unsigned long long)((UINT64_C(0x7000) << 8) + 301));
+	assert_non_null(strstr(tr, want));
+	/* the step: positions after 0x7000 move up by 301 - 255 */
+	step = strstr(tr, "INSERT INTO `db`.`" CH_VMAP_TABLE "` (`object`, `pos`, `shift`) VALUES ('public_items', "
+			  "28672, 46)");
+	assert_non_null(step);
+	next = strstr(tr, "after");
+	assert_non_null(next);
+	assert_true(step < next);
+
+	/* restarted: the map and the TRUNCATE's sentinel are read back */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	fake_http_clear(f->ch.srv);
+	sl_buf_reset(&f->ch.vmap);
+	{
+		uint64_t st[2] = { 0x7000, 46 };
+		for (int k = 0; k < 2; k++)
+			for (int i = 0; i < 8; i++)
+				sl_buf_putc(&f->ch.vmap, (char)(st[k] >> (8 * i)));
+	}
+	f->ch.floor = (UINT64_C(0x7100) << 8) + 46 + 1;   /* as if a TRUNCATE were at 0x7100-1 */
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_INSERT, n1, 0x7000, 300, 1700000000000000);
+	write_ok(f, &c);
+	assert_false(sl_clickhouse_ops.pending(f->sink));   /* below the TRUNCATE */
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, n1, 0x7100, 2, 1700000000100000);
+	write_ok(f, &c);
+	assert_true(sl_clickhouse_ops.pending(f->sink));    /* (0x7100 << 8) + 46 + 2: above it */
+}
+
 static void test_merge_first_batch(void **state)
 {
 	struct fx *f = *state;
@@ -483,7 +557,7 @@ static void test_merge_first_batch(void **state)
 		char metabuf[SL_META_BUF];
 		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
-		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
 		ch_layout_free(l);
 	}
@@ -828,7 +902,7 @@ static void test_lookup_split(void **state)
 		struct ch_rowmeta m;
 		char metabuf[SL_META_BUF];
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, (uint32_t)k, 1);
-		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		sl_buf_init(&f->ch.row_of[k], 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.row_of[k], l, &m, row, false, f->err, sizeof f->err), 0);
 	}
@@ -944,6 +1018,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_first_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
