@@ -285,8 +285,38 @@ static int find_col(const struct ch_layout *l, const char *name)
 	return -1;
 }
 
-int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest, int **add, int *nadd,
-		    char *err, size_t errlen)
+/* The message for column c, of type have in ClickHouse, where the source
+ * table needs type need; made is the type sluice made it with (NULL: not
+ * known). */
+static void type_changed(char *err, size_t errlen, const char *object, const char *c, const char *have,
+			 const char *need, const char *made)
+{
+	if (!made)
+		snprintf(err, errlen, "table \"%s\": column \"%s\" has type %s in ClickHouse, and the source table "
+			 "needs %s; sluice has no record of the type it made it with, so either side may have "
+			 "changed", object, c, have, need);
+	else if (same_type(made, have))
+		snprintf(err, errlen, "table \"%s\": column \"%s\" changed at the source: ClickHouse has %s, as "
+			 "sluice made it, and the source table now needs %s", object, c, have, need);
+	else if (same_type(made, need))
+		snprintf(err, errlen, "table \"%s\": column \"%s\" was changed in ClickHouse: sluice made it %s, "
+			 "which the source table still needs, and ClickHouse now has %s (ALTER TABLE ... MODIFY "
+			 "COLUMN puts it back)", object, c, need, have);
+	else
+		snprintf(err, errlen, "table \"%s\": column \"%s\" changed on both sides: sluice made it %s, "
+			 "ClickHouse now has %s, and the source table needs %s", object, c, made, have, need);
+}
+
+static const char *made_type(const struct ch_dest_col *wrote, int nwrote, const char *name)
+{
+	for (int i = 0; wrote && i < nwrote; i++)
+		if (!strcmp(wrote[i].name, name))
+			return wrote[i].type;
+	return NULL;
+}
+
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
+		    const struct ch_dest_col *wrote, int nwrote, int **add, int *nadd, char *err, size_t errlen)
 {
 	const char *mode = l->merge ? "merge" : "append";
 	const char *other = l->merge ? "append" : "merge";
@@ -327,9 +357,8 @@ int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int nde
 					 "changed); a %s-mode stream needs a table of its own (another database)",
 					 l->object, c->name, dest[j].type, ty.data, other, mode);
 			else
-				snprintf(err, errlen, "table \"%s\": column \"%s\" has type %s in ClickHouse, but the "
-					 "source table now needs %s (its type changed at the source)", l->object,
-					 c->name, dest[j].type, ty.data);
+				type_changed(err, errlen, l->object, c->name, dest[j].type, ty.data,
+					     made_type(wrote, nwrote, c->name));
 			rc = CH_MATCH_CONFLICT;
 			goto out;
 		}

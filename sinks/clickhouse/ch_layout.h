@@ -160,9 +160,12 @@ enum ch_match {
  * none of them a key column.  On CONFLICT, err names the table (by
  * l->object), the column and the change: a column the destination has and
  * the version lacks (dropped or renamed at the source), a changed type, a
- * changed key, or a table made for the other write mode.  Returns the enum,
- * or -1 when out of memory. */
-int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest, int **add, int *nadd,
+ * changed key, or a table made for the other write mode.  wrote (nwrote
+ * columns, or NULL) are the columns as sluice last made them: a changed
+ * type is then said to have changed at the source, in ClickHouse, or on
+ * both sides.  Returns the enum, or -1 when out of memory. */
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
+		    const struct ch_dest_col *wrote, int nwrote, int **add, int *nadd,
 		    char *err, size_t errlen);
 
 /* Appends "(`a`, `b`, ...)" for the layout's columns in order, or for the

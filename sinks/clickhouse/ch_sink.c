@@ -759,6 +759,56 @@ static int create_view(struct chsink *s, const char *object, bool drop_first, ch
 static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen);
 static int wait_flight(struct chsink *s, char *err, size_t errlen);
 
+/* Records the columns of layout l as sluice made them (it created the
+ * table or added columns), for the messages of later conflicts. */
+static int record_columns(struct chsink *s, const struct ch_layout *l, char *err, size_t errlen)
+{
+	sl_buf_reset(&s->sql);
+	ch_sql_columns_create(&s->sql, s->conf->database);
+	if (run_sql(s, "creating the record of column types", err, errlen) < 0)
+		return -1;
+	sl_buf_reset(&s->sql);
+	ch_sql_columns_insert(&s->sql, s->conf->database, l);
+	return run_sql(s, "recording column types", err, errlen);
+}
+
+/* The columns as sluice last made table t: its layout of this run, or else
+ * the record in ClickHouse; none (*n = 0) for a table made before the
+ * record, or when it cannot be read.  Returns -1 only out of memory. */
+static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **out, int *n)
+{
+	char e[SL_ERRLEN];
+	struct ch_dest_col *cols;
+
+	*out = NULL;
+	*n = 0;
+	if (!t->lay || t->lay->nsrc == 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_columns_read(&s->sql, s->conf->database, t->object);
+		if (run_sql(s, "reading the record of column types", e, sizeof e) < 0 ||
+		    parse_describe(s, out, n, e, sizeof e) < 0)
+			sl_debug("clickhouse: table \"%s\": no record of its column types: %s", t->object, e);
+		return 0;
+	}
+	if (!(cols = calloc((size_t)t->lay->ncols, sizeof *cols)))
+		return -1;
+	for (int i = 0; i < t->lay->ncols; i++) {
+		struct sl_buf ty;
+		sl_buf_init(&ty, 0);
+		ch_type_sql(&ty, &t->lay->cols[i].type);
+		cols[i].name = strdup(t->lay->cols[i].name);
+		cols[i].type = sl_buf_failed(&ty) ? NULL : strdup(ty.data);
+		sl_buf_free(&ty);
+		if (!cols[i].name || !cols[i].type) {
+			free_dest(cols, i + 1);
+			return -1;
+		}
+	}
+	*out = cols;
+	*n = t->lay->ncols;
+	return 0;
+}
+
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
  * view), or adds the columns the version added; anything else is an error
@@ -771,7 +821,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	struct ch_layout *l = NULL;
 	struct ch_dest_col *dest = NULL;
 	int ndest = 0, *add = NULL, nadd = 0, rc = -1, m;
-	bool exists, view;
+	bool exists, view, made;
 
 	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
 		return 0;
@@ -803,6 +853,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	}
 	if (s->merge && (!view || !exists) && create_view(s, t->object, false, err, errlen) < 0)
 		goto out;
+	made = !exists;
 	for (int pass = 0;; pass++) {
 		free_dest(dest, ndest);
 		dest = NULL;
@@ -810,8 +861,19 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			goto out;
 		free(add);
 		add = NULL;
-		m = ch_layout_match(l, dest, ndest, &add, &nadd, err, errlen);
-		if (m < 0 || m == CH_MATCH_CONFLICT)
+		m = ch_layout_match(l, dest, ndest, NULL, 0, &add, &nadd, err, errlen);
+		if (m == CH_MATCH_CONFLICT) {
+			/* which side changed: compare with the columns as sluice made them */
+			struct ch_dest_col *was = NULL;
+			int nwas = 0;
+			free(add);
+			add = NULL;
+			if (made_columns(s, t, &was, &nwas) == 0 && nwas > 0)
+				ch_layout_match(l, dest, ndest, was, nwas, &add, &nadd, err, errlen);
+			free_dest(was, nwas);
+			goto out;
+		}
+		if (m < 0)
 			goto out;
 		if (m == CH_MATCH_SAME)
 			break;
@@ -823,6 +885,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		ch_sql_add_columns(&s->sql, s->conf->database, l, add, nadd);
 		if (run_sql(s, "adding columns", err, errlen) < 0)
 			goto out;
+		made = true;
 		for (int i = 0; i < nadd; i++)
 			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
 				l->cols[add[i]].name);
@@ -830,6 +893,8 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		if (s->merge && create_view(s, t->object, true, err, errlen) < 0)
 			goto out;
 	}
+	if (made && record_columns(s, l, err, errlen) < 0)
+		goto out;
 	if (keep_keynames(t, dest, ndest) < 0) {
 		snprintf(err, errlen, "clickhouse: out of memory");
 		goto out;

@@ -359,6 +359,49 @@ int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, con
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_sql_columns_create(struct sl_buf *b, const char *db)
+{
+	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
+	ch_qname(b, db, CH_COLUMNS_TABLE, NULL);
+	sl_buf_puts(b, " (`object` String, `name` String, `type` String) ENGINE = ReplacingMergeTree "
+		    "ORDER BY (`object`, `name`)");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l)
+{
+	struct sl_buf ty;
+
+	sl_buf_init(&ty, 0);
+	sl_buf_puts(b, "INSERT INTO ");
+	ch_qname(b, db, CH_COLUMNS_TABLE, NULL);
+	sl_buf_puts(b, " (`object`, `name`, `type`) VALUES ");
+	for (int i = 0; i < l->ncols; i++) {
+		sl_buf_reset(&ty);
+		if (ch_type_sql(&ty, &l->cols[i].type) < 0)
+			b->failed = true;
+		sl_buf_puts(b, i ? ", (" : "(");
+		ch_quote_str(b, l->object, strlen(l->object));
+		sl_buf_puts(b, ", ");
+		ch_quote_str(b, l->cols[i].name, strlen(l->cols[i].name));
+		sl_buf_puts(b, ", ");
+		ch_quote_str(b, ty.data ? ty.data : "", ty.len);
+		sl_buf_putc(b, ')');
+	}
+	sl_buf_free(&ty);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "SELECT `name`, `type`, toUInt8(0) FROM ");
+	ch_qname(b, db, CH_COLUMNS_TABLE, NULL);
+	sl_buf_puts(b, " FINAL WHERE `object` = ");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_puts(b, " FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
 			  int nkeys)
 {

@@ -283,6 +283,25 @@ class ClickHouseChangesTest(ChTestCase):
                       '(dropped or renamed at the source)', p.stderr_text())
         self.assertEqual(ch_count(self.ch, "sc_m", "public_sc", "id = 101"), 0)
 
+    def test_column_retyped_in_clickhouse(self):
+        """A column retyped in ClickHouse by hand stops the stream with a
+        message that says ClickHouse changed, not the source."""
+        self.make_table("rt", rows=20)
+        s = self.sluice(stream="rt", tables="public.rt", database="rt", write_mode="merge")
+        self.catch_up(s)
+        self.ch.query("ALTER TABLE rt.public_rt MODIFY COLUMN counter Nullable(String)")
+        self.pg.execute("UPDATE rt SET counter = counter + 1 WHERE id = 1")
+        self.pg.wait_wal_flushed()
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(lambda: 'column "counter"' in p.stderr_text(), 60, "the stream to stop on the column")
+        finally:
+            p.kill9()
+        self.assertIn('table "public_rt": column "counter" was changed in ClickHouse: sluice made it '
+                      'Nullable(Int32), which the source table still needs, and ClickHouse now has '
+                      'Nullable(String)', p.stderr_text())
+        self.assertNotIn("changed at the source", p.stderr_text())
+
     def test_dropped_and_created_again(self):
         """Merge mode: a table dropped at the source is cleared (its marker,
         a table version without columns, tombstones every row); one dropped

@@ -797,10 +797,10 @@ static void test_layout_match(void **state)
 	assert_int_equal(ch_layout_new(&l1, t1, true, err, sizeof err), 0);
 	d = dest_of(l1, &nd);
 	/* the same version: same */
-	assert_int_equal(ch_layout_match(l1, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
+	assert_int_equal(ch_layout_match(l1, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
 	/* a column added at the source: ALTER TABLE ADD COLUMN, then the table's order */
 	assert_int_equal(ch_layout_new(&l, t2, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
 	assert_int_equal(nadd, 1);
 	ch_sql_add_columns(&b, "db", l, add, nadd);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ADD COLUMN `b` Nullable(Int32)");
@@ -812,7 +812,7 @@ static void test_layout_match(void **state)
 			d2[i] = d[i];
 		d2[nd].name = (char *)"b";
 		d2[nd].type = (char *)"Nullable(Int32)";
-		assert_int_equal(ch_layout_match(l, d2, nd + 1, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
+		assert_int_equal(ch_layout_match(l, d2, nd + 1, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
 		assert_string_equal(l->cols[nd].name, "b");
 		assert_int_equal(l->of_src[2], nd);
 		assert_string_equal(l->cols[l->keys[0]].name, "id");
@@ -821,24 +821,51 @@ static void test_layout_match(void **state)
 	ch_layout_free(l);
 	/* a dropped column */
 	assert_int_equal(ch_layout_new(&l, t3, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the source "
 			    "table (dropped or renamed at the source); only added columns are applied for now");
 	ch_layout_free(l);
-	/* a changed type */
+	/* a changed type, and which side changed it: sluice made "a" String (d) */
 	assert_int_equal(ch_layout_new(&l, t4, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
-	assert_string_equal(err, "table \"public_t\": column \"a\" has type Nullable(String) in ClickHouse, but the "
-			    "source table now needs Nullable(Int32) (its type changed at the source)");
+	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_string_equal(err, "table \"public_t\": column \"a\" changed at the source: ClickHouse has "
+			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_string_equal(err, "table \"public_t\": column \"a\" has type Nullable(String) in ClickHouse, and "
+			    "the source table needs Nullable(Int32); sluice has no record of the type it made it "
+			    "with, so either side may have changed");
+	{
+		/* the source still has "a" text; ClickHouse's "a" was altered to Nullable(Int64) */
+		struct ch_dest_col *d2 = calloc((size_t)nd, sizeof *d2);
+		for (int i = 0; i < nd; i++) {
+			d2[i] = d[i];
+			if (!strcmp(d2[i].name, "a"))
+				d2[i].type = (char *)"Nullable(Int64)";
+		}
+		ch_layout_free(l);
+		assert_int_equal(ch_layout_new(&l, t1, true, err, sizeof err), 0);
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_string_equal(err, "table \"public_t\": column \"a\" was changed in ClickHouse: sluice made it "
+				    "Nullable(String), which the source table still needs, and ClickHouse now has "
+				    "Nullable(Int64) (ALTER TABLE ... MODIFY COLUMN puts it back)");
+		/* and the source changed it too */
+		ch_layout_free(l);
+		assert_int_equal(ch_layout_new(&l, t4, true, err, sizeof err), 0);
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_string_equal(err, "table \"public_t\": column \"a\" changed on both sides: sluice made it "
+				    "Nullable(String), ClickHouse now has Nullable(Int64), and the source table needs "
+				    "Nullable(Int32)");
+		free(d2);
+	}
 	ch_layout_free(l);
 	/* a new key column */
 	assert_int_equal(ch_layout_new(&l, t5, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the primary key changed at the source (new key column \"k2\")"));
 	ch_layout_free(l);
 	/* a table made by an append-mode stream */
 	assert_int_equal(ch_layout_new(&l, t1, false, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the table was made for write_mode = merge"));
 	ch_layout_free(l);
 	free_dest(d, nd);

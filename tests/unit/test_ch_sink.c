@@ -67,6 +67,7 @@ struct fake_ch {
 	bool vmap_created;             /* the version map's table was made */
 	struct sl_buf vmap;            /* the version map's steps (pos, shift: RowBinary) */
 	struct sl_buf vsteps;          /* statements that added steps, one a line */
+	struct sl_buf made;            /* the record of column types (describe's form), or empty: none */
 	const char *table_engine;      /* NULL: ReplacingMergeTree */
 	const char *view_engine;       /* NULL: View */
 	bool by_key;                   /* lookups answer row_of[key] for each key asked */
@@ -154,6 +155,16 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 		if (ch->view_exists) {
 			put_str(&rs->body, "public_items_current");
 			put_str(&rs->body, ch->view_engine ? ch->view_engine : "View");
+		}
+	} else if (starts(sql, "CREATE TABLE IF NOT EXISTS `db`.`" CH_COLUMNS_TABLE "`")) {
+		/* the record of column types */
+	} else if (starts(sql, "SELECT `name`, `type`, toUInt8(0) FROM `db`.`" CH_COLUMNS_TABLE "`")) {
+		if (ch->made.len)
+			sl_buf_append(&rs->body, ch->made.data, ch->made.len);
+		else {
+			rs->status = 404;
+			sl_buf_puts(&rs->body, "Code: 60, e.displayText() = DB::Exception: Table db._sluice_columns "
+				    "doesn't exist., e.what() = DB::Exception\n");
 		}
 	} else if (starts(sql, "CREATE TABLE IF NOT EXISTS `db`.`" CH_VMAP_TABLE "`")) {
 		ch->vmap_created = true;
@@ -260,6 +271,7 @@ static int setup(void **state)
 	sl_buf_init(&f->ch.last_insert_query, 0);
 	sl_buf_init(&f->ch.vmap, 0);
 	sl_buf_init(&f->ch.vsteps, 0);
+	sl_buf_init(&f->ch.made, 0);
 	f->ch.srv = fake_http_start(handle, &f->ch);
 	f->dir = tl_mkdtemp("chsink");
 	snprintf(f->dl_path, sizeof f->dl_path, "%s/dead.jsonl", f->dir);
@@ -295,6 +307,7 @@ static int teardown(void **state)
 	sl_buf_free(&f->ch.last_insert_query);
 	sl_buf_free(&f->ch.vmap);
 	sl_buf_free(&f->ch.vsteps);
+	sl_buf_free(&f->ch.made);
 	sl_table_free(f->t);
 	tl_rm_rf(f->dir);
 	free(f->dir);
@@ -827,6 +840,71 @@ static void test_schema_changes(void **state)
 	sl_table_free(t3);
 }
 
+/* A changed column type names the side that changed it: the source (the
+ * layout sluice wrote this run, or its record in ClickHouse, still matches
+ * ClickHouse) or ClickHouse (the record matches the source). */
+static void test_retyped_which_side(void **state)
+{
+	struct fx *f = *state;
+	struct tl_col cols[4];
+	struct sl_table *retyped;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_value w[4] = { tl_int(1), tl_str("x"), tl_int(5), tl_null() };
+
+	memcpy(cols, item_cols, sizeof cols);
+	cols[3].typmod = numeric_typmod(10, 2);
+	cols[2].oid = T_INT4;
+	cols[2].type_name = "integer";
+	retyped = tl_table("public", "items", cols, 4);
+
+	/* sluice makes the table and records its columns */
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
+	write_ok(f, &c);
+	assert_non_null(strstr(fake_http_transcript(f->ch.srv),
+			       "INSERT INTO `db`.`_sluice_columns` (`object`, `name`, `type`) VALUES ('public_items', "
+			       "'id', 'Int64'), ('public_items', 'name', 'Nullable(String)'), ('public_items', 'note', "
+			       "'Nullable(String)')"));
+	/* the source retypes "note": the layout of this run still matches ClickHouse */
+	tl_change(&c, retyped, SL_OP_INSERT, w, 0x200, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "table \"public_items\": column \"note\" changed at the source: ClickHouse has "
+			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+
+	/* restarted, ClickHouse's "note" altered to Nullable(Int32), the source unchanged: the record says
+	 * ClickHouse changed */
+	sl_buf_reset(&f->ch.made);
+	sl_buf_append(&f->ch.made, f->ch.describe.data, f->ch.describe.len);
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, retyped, true, f->err, sizeof f->err), 0);
+	sl_buf_reset(&f->ch.describe);
+	describe_layout(&f->ch.describe, l, NULL);
+	ch_layout_free(l);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x300, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "table \"public_items\": column \"note\" was changed in ClickHouse: sluice made "
+			    "it Nullable(String), which the source table still needs, and ClickHouse now has "
+			    "Nullable(Int32) (ALTER TABLE ... MODIFY COLUMN puts it back)");
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+
+	/* a table made before the record: neither side is blamed */
+	sl_buf_reset(&f->ch.made);
+	open_sink(f, true);
+	sl_buf_reset(&f->ch.describe);
+	assert_int_equal(ch_layout_new(&l, retyped, true, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe, l, NULL);
+	ch_layout_free(l);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "sluice has no record of the type it made it with, so either side may have "
+				       "changed"));
+	sl_table_free(retyped);
+}
+
 static void test_flush_due_and_spill(void **state)
 {
 	struct fx *f = *state;
@@ -1019,6 +1097,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
