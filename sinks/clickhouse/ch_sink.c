@@ -1024,6 +1024,128 @@ static int held_replace(struct chsink *s, struct chtab *t, struct part *pt, size
 	return 0;
 }
 
+/* Adds key (len bytes) to the keys to look up, once. */
+static int ask_key(struct keymap *asked, const struct ch_rowmeta *m, const void *key, size_t len)
+{
+	struct held *probe;
+
+	if (keymap_find(asked, key, len) >= 0)
+		return 0;
+	probe = held_make(m, NULL, 0, key, len, NULL, 0);
+	if (!probe || keymap_add(asked, probe) < 0) {
+		free(probe);
+		return -1;
+	}
+	return 0;
+}
+
+/* A row that takes its unchanged values from another key's (after a key
+ * change). */
+static bool fills_from_other(const struct held *h)
+{
+	return h->fill && (h->filllen != h->keylen || memcmp(h->fill, h->key, h->keylen) != 0);
+}
+
+/* Reads the live rows of a lookup's response into found (by key, with
+ * their _version in m->version). */
+static int lookup_read(struct chsink *s, const struct ch_layout *l, struct sl_value *vals, char *scratch,
+		       struct keymap *found, const char *what, char *err, size_t errlen)
+{
+	static const unsigned char no_uuid[16];
+	static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
+	struct ch_rb_reader r = { (const unsigned char *)s->resp.body.data,
+				  (const unsigned char *)s->resp.body.data + s->resp.body.len };
+
+	while (r.p < r.end) {
+		struct ch_rowmeta m = { 0 };
+		const unsigned char *meta_at[CH_M_POS + SL_META_MAX];
+		struct ch_rb_reader d;
+		unsigned deleted = 0;
+		struct held *h;
+		int bad = read_row(&r, l, vals, scratch, meta_at);
+		if (bad == 0 && meta_at[CH_M_IS_DELETED]) {
+			d.p = meta_at[CH_M_IS_DELETED];
+			d.end = r.end;
+			bad = ch_rb_get_u8(&d, &deleted);
+		}
+		if (bad == 0 && meta_at[CH_M_VERSION]) {
+			d.p = meta_at[CH_M_VERSION];
+			d.end = r.end;
+			bad = ch_rb_get_u64(&d, &m.version);
+		}
+		if (bad < 0) {
+			snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
+			return -1;
+		}
+		if (deleted)
+			continue;
+		sl_buf_reset(&s->key2);
+		for (int k = 0; k < l->nkeys; k++) {
+			const struct ch_col *c = &l->cols[l->keys[k]];
+			if (ch_rb_put_value(&s->key2, &c->type, &vals[c->src], c->name, err, errlen) < 0)
+				return -1;
+		}
+		m.uuid = no_uuid;
+		m.csn = no_csn;
+		m.op = SL_OP_INSERT;
+		h = held_make(&m, vals, l->nsrc, s->key2.data, s->key2.len, NULL, 0);
+		if (!h)
+			goto oom;
+		if (keymap_find(found, h->key, h->keylen) >= 0) {
+			free(h);
+		} else if (keymap_add(found, h) < 0) {
+			free(h);
+			goto oom;
+		}
+	}
+	return 0;
+oom:
+	snprintf(err, errlen, "clickhouse: out of memory");
+	return -1;
+}
+
+/* Fills row i of pt from the rows found.  Its unchanged values come from
+ * the fill key's row; but when the row's own key already holds it at the
+ * same version (a replay of a change ClickHouse has: after a key change,
+ * the old key's row is a tombstone by then), from that row, which has the
+ * values the first write filled in. */
+static int fill_row(struct chsink *s, struct chtab *t, struct part *pt, size_t i, const struct keymap *found,
+		    struct sl_value *vals, bool acct)
+{
+	const struct ch_layout *l = t->lay;
+	const struct held *h = pt->keys.rows[i];
+	ssize_t f = keymap_find(found, h->fill, h->filllen);
+	int missing = 0;
+
+	if (fills_from_other(h)) {
+		ssize_t own = keymap_find(found, h->key, h->keylen);
+		if (own >= 0 && found->rows[own]->m->version == h->m->version) {
+			f = own;
+			s->stats.replays_kept++;
+		}
+	}
+	memcpy(vals, h->vals, (size_t)l->nsrc * sizeof *vals);
+	for (int c = 0; c < l->nsrc; c++) {
+		if (vals[c].kind != SL_V_UNCHANGED)
+			continue;
+		if (f >= 0) {
+			vals[c] = found->rows[f]->vals[c];
+			s->stats.unchanged_filled++;
+		} else {
+			missing++;
+			s->stats.unchanged_missing++;
+		}
+	}
+	if (missing)
+		s->missing_logged++;
+	if (missing && (s->missing_logged & (s->missing_logged - 1)) == 0)
+		sl_warn("clickhouse: table \"%s\": change %s left %d value%s unchanged, and neither the batch "
+			"nor ClickHouse has the row to take them from: written as NULL and listed in "
+			"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m->csn, missing,
+			missing == 1 ? "" : "s", s->missing_logged);
+	return held_replace(s, t, pt, i, vals, NULL, 0, acct);
+}
+
 /* Merge mode: fills the unchanged values the batch could not, from the rows
  * ClickHouse holds now (before this batch is inserted). */
 static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen)
@@ -1032,28 +1154,25 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 	struct keymap found = { 0 }, asked = { 0 };
 	struct sl_value *vals = NULL;
 	char *scratch = NULL;
+	char what[300];
 	int rc = -1;
 
 	if (!(vals = calloc((size_t)l->ncols + 1, sizeof *vals)) ||
 	    !(scratch = malloc((size_t)(l->ncols + 1) * CH_RB_SCRATCH)))
 		goto oom;
-	/* The distinct fill keys, LOOKUP_KEYS at a time; fewer when the rows
-	 * of a request do not fit in a response (large TOAST values). */
+	snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
+		 t->object);
+	/* The distinct fill keys (and the own keys of rows filled from another
+	 * key), LOOKUP_KEYS at a time; fewer when the rows of a request do not
+	 * fit in a response (large TOAST values). */
 	for (size_t i = 0; i < pt->keys.n; i++) {
 		const struct held *h = pt->keys.rows[i];
-		struct held *probe;
-		if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0)
-			continue;
-		probe = held_make(h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
-		if (!probe || keymap_add(&asked, probe) < 0) {
-			free(probe);
+		if (h->fill && (ask_key(&asked, h->m, h->fill, h->filllen) < 0 ||
+				(fills_from_other(h) && ask_key(&asked, h->m, h->key, h->keylen) < 0)))
 			goto oom;
-		}
 	}
 	for (size_t next = 0, per = LOOKUP_KEYS; next < asked.n;) {
 		struct ch_req rq = { .params = CH_PARAMS_READ, .ext_name = CH_KEYS_TABLE };
-		struct ch_rb_reader r;
-		char what[300];
 		size_t nkeys = asked.n - next < per ? asked.n - next : per;
 		int run;
 
@@ -1068,8 +1187,6 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 		rq.ext_structure = s->sql2.data;
 		rq.ext_data = s->lkeys.data;
 		rq.ext_len = s->lkeys.len;
-		snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
-			 t->object);
 		run = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
 		if (run != CH_RUN_OK && s->resp.overflow && per > 1) {
 			per /= 2;
@@ -1081,78 +1198,12 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 			goto out;
 		next += nkeys;
 		s->stats.lookups++;
-		r.p = (const unsigned char *)s->resp.body.data;
-		r.end = r.p + s->resp.body.len;
-		while (r.p < r.end) {
-			struct ch_rowmeta m = { 0 };
-			static const unsigned char no_uuid[16];
-			static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
-			const unsigned char *meta_at[CH_M_POS + SL_META_MAX];
-			struct ch_rb_reader d;
-			unsigned deleted = 0;
-			struct held *h;
-			int bad = read_row(&r, l, vals, scratch, meta_at);
-			if (bad == 0 && meta_at[CH_M_IS_DELETED]) {
-				d.p = meta_at[CH_M_IS_DELETED];
-				d.end = r.end;
-				bad = ch_rb_get_u8(&d, &deleted);
-			}
-			if (bad < 0) {
-				snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
-				goto out;
-			}
-			if (deleted)
-				continue;
-			sl_buf_reset(&s->key2);
-			for (int k = 0; k < l->nkeys; k++) {
-				const struct ch_col *c = &l->cols[l->keys[k]];
-				if (ch_rb_put_value(&s->key2, &c->type, &vals[c->src], c->name, err, errlen) < 0)
-					goto out;
-			}
-			m.uuid = no_uuid;
-			m.csn = no_csn;
-			m.op = SL_OP_INSERT;
-			h = held_make(&m, vals, l->nsrc, s->key2.data, s->key2.len, NULL, 0);
-			if (!h)
-				goto oom;
-			if (keymap_find(&found, h->key, h->keylen) >= 0) {
-				free(h);
-			} else if (keymap_add(&found, h) < 0) {
-				free(h);
-				goto oom;
-			}
-		}
+		if (lookup_read(s, l, vals, scratch, &found, what, err, errlen) < 0)
+			goto out;
 	}
-	/* Fill the rows. */
-	for (size_t i = 0; i < pt->keys.n; i++) {
-		const struct held *h = pt->keys.rows[i];
-		ssize_t f;
-		int missing = 0;
-		if (!h->fill)
-			continue;
-		f = keymap_find(&found, h->fill, h->filllen);
-		memcpy(vals, h->vals, (size_t)l->nsrc * sizeof *vals);
-		for (int c = 0; c < l->nsrc; c++) {
-			if (vals[c].kind != SL_V_UNCHANGED)
-				continue;
-			if (f >= 0) {
-				vals[c] = found.rows[f]->vals[c];
-				s->stats.unchanged_filled++;
-			} else {
-				missing++;
-				s->stats.unchanged_missing++;
-			}
-		}
-		if (missing)
-			s->missing_logged++;
-		if (missing && (s->missing_logged & (s->missing_logged - 1)) == 0)
-			sl_warn("clickhouse: table \"%s\": change %s left %d value%s unchanged, and neither the batch "
-				"nor ClickHouse has the row to take them from: written as NULL and listed in "
-				"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m->csn, missing,
-				missing == 1 ? "" : "s", s->missing_logged);
-		if (held_replace(s, t, pt, i, vals, NULL, 0, acct) < 0)
+	for (size_t i = 0; i < pt->keys.n; i++)
+		if (pt->keys.rows[i]->fill && fill_row(s, t, pt, i, &found, vals, acct) < 0)
 			goto oom;
-	}
 	rc = 0;
 	goto out;
 oom:

@@ -31,7 +31,7 @@ import threading
 import time
 import unittest
 
-from ch_harness import (CH_PASSWORD, ChTestCase, ch_column, ch_object, quote_ident, rebuild_append,
+from ch_harness import (CH_PASSWORD, ChTestCase, HoldingProxy, ch_column, ch_object, quote_ident, rebuild_append,
                         source_rows_for_ch)
 from harness import csn_seq, qident, wait_until
 
@@ -404,6 +404,38 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertEqual(sum(r["big"] is None for r in rows), 1)
         self.assertTrue(all(r["_unchanged_columns"] == [] for r in rows))
 
+
+    def test_unchanged_toast_after_key_change_replayed(self):
+        """A key change whose new row took its unchanged TOAST value from the
+        old key's row, replayed after sluice died between ClickHouse's 2xx and
+        its checkpoint: the old key's row is a tombstone by then, and the
+        replay keeps the value instead of writing NULL over it."""
+        pg = self.pg
+        pg.execute("CREATE TABLE toast_r (id int PRIMARY KEY, n int, big text); "
+                   "ALTER TABLE toast_r ALTER COLUMN big SET STORAGE EXTERNAL")
+        big = "".join(f"{k * 2654435761 % 4294967296:08x}" for k in range(1500))
+        pg.execute(f"INSERT INTO toast_r VALUES (1, 0, '{big}')")
+        proxy = HoldingProxy(self.ch.url)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream="toast_r", tables="public.toast_r", database="toast_r", write_mode="merge",
+                        dest={"url": proxy.url})
+        self.catch_up(s)
+        proxy.arm(big.encode())
+        pg.execute("UPDATE toast_r SET id = 2 WHERE id = 1")
+        pg.wait_wal_flushed()
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(proxy.held.is_set, 60, "the key change's insert to reach ClickHouse")
+        finally:
+            p.kill9()
+        proxy.pass_through()
+        rows = self.ch.rows("toast_r", "public_toast_r_current")
+        self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())], "the first write")
+        r = self.catch_up(s)
+        self.assertNotIn("written as NULL", r.stderr)
+        self.assertChMatches(s, "public", "toast_r", ["id"])
+        rows = self.ch.rows("toast_r", "public_toast_r_current")
+        self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())])
 
 class ClickHouseTlsTest(ChTestCase):
     ch_tls = True

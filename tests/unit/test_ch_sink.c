@@ -964,6 +964,69 @@ static void test_discard_backfill(void **state)
 
 /* Large TOAST values: when the rows of a lookup do not fit in a response,
  * the lookup asks for fewer keys at a time, down to one. */
+/* A key change replayed after a crash that came once ClickHouse had its
+ * rows: the old key's row is a tombstone by then, but the new key's row of
+ * the same version has the unchanged values the first write filled in, and
+ * the replay takes them from it instead of writing NULL over it. */
+static void test_replayed_key_change_keeps_toast(void **state)
+{
+	struct fx *f = *state;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct ch_rowmeta m;
+	char metabuf[SL_META_BUF], big[2000];
+	struct sl_value del[4] = { tl_int(1), tl_null(), tl_null(), tl_null() };
+	struct sl_value ins[4] = { tl_int(2), tl_str("n"), tl_unchanged(), tl_null() };
+
+	memset(big, 'T', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	/* ClickHouse: key 1's tombstone and key 2's full row, both of the first write */
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2100, 1, 1);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
+	sl_buf_init(&f->ch.row_of[1], 0);
+	assert_int_equal(ch_layout_put_row(&f->ch.row_of[1], l, &m, del, false, f->err, sizeof f->err), 0);
+	struct sl_value full[4] = { tl_int(2), tl_str("n"), tl_str(big), tl_null() };
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, full, 0x2100, 2, 1);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
+	sl_buf_init(&f->ch.row_of[2], 0);
+	assert_int_equal(ch_layout_put_row(&f->ch.row_of[2], l, &m, full, false, f->err, sizeof f->err), 0);
+	ch_layout_free(l);
+	f->ch.by_key = true;
+	open_sink(f, true);
+	/* the replay */
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2100, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, ins, 0x2100, 2, 1);
+	write_ok(f, &c);
+	mark(f, 0x2110);
+	flush_ok(f, 0x2110);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.unchanged_missing, 0);
+	assert_int_equal(st.unchanged_filled, 1);
+	assert_int_equal(st.replays_kept, 1);
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big, sizeof big - 1));
+
+	/* a row of the new key at another version (an older row of that key) is no source */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	sl_buf_reset(&f->ch.inserted);
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2200, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, ins, 0x2200, 2, 1);
+	write_ok(f, &c);
+	mark(f, 0x2210);
+	flush_ok(f, 0x2210);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.unchanged_missing, 1);
+	assert_int_equal(st.replays_kept, 0);
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big, sizeof big - 1));
+	for (int k = 1; k <= 2; k++)
+		sl_buf_free(&f->ch.row_of[k]);
+}
+
 static void test_lookup_split(void **state)
 {
 	struct fx *f = *state;
@@ -1098,6 +1161,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replayed_key_change_keeps_toast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
