@@ -343,6 +343,7 @@ struct chtab {
 struct chsink {
 	const struct sl_ch_conf *conf;
 	char *stream;
+	char *config_path;             /* absolute when it could be resolved; NULL: not known */
 	char *dl_path;
 	bool merge;
 	struct ch_http *http;
@@ -809,6 +810,44 @@ static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **
 	return 0;
 }
 
+/* A table ClickHouse lacks, which sluice made and wrote before (its columns
+ * are on record): dropped by hand.  The stream alone cannot bring its rows
+ * back, so it stops (SL_EPREREQ: exit 3, never retried) with the command
+ * that fills it again.  Returns 0 when sluice never made it. */
+static int table_gone(struct chsink *s, struct chtab *t, const struct sl_table *tv, char *err, size_t errlen)
+{
+	struct ch_dest_col *was = NULL;
+	struct sl_buf cmd, name;
+	char e[SL_ERRLEN];
+	int nwas = 0;
+
+	sl_buf_reset(&s->sql);
+	ch_sql_columns_read(&s->sql, s->conf->database, t->object);
+	if (run_sql(s, "reading the record of column types", e, sizeof e) < 0 ||
+	    parse_describe(s, &was, &nwas, e, sizeof e) < 0)
+		return 0;   /* no record: a table made before it, or never */
+	free_dest(was, nwas);
+	if (nwas == 0)
+		return 0;
+	sl_buf_init(&cmd, 0);
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", tv->ns, tv->name);
+	sl_buf_puts(&cmd, "sluice backfill -c ");
+	sl_buf_put_shell_word(&cmd, s->config_path ? s->config_path : "FILE");
+	sl_buf_puts(&cmd, " --stream ");
+	sl_buf_put_shell_word(&cmd, s->stream);
+	sl_buf_puts(&cmd, " --table ");
+	sl_buf_put_shell_word(&cmd, sl_buf_failed(&name) ? "SCHEMA.TABLE" : name.data);
+	snprintf(err, errlen, "clickhouse: table \"%s\".\"%s\" (of \"%s\".\"%s\") is gone from ClickHouse, but "
+		 "sluice made and wrote it before (dropped by hand?): the stream alone cannot bring its rows back, "
+		 "so it stops here. Run `%s` to fill it again (the next run makes the table anew and backfills "
+		 "it), then start sluice again", s->conf->database, t->object, tv->ns, tv->name,
+		 sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);
+	sl_buf_free(&cmd);
+	sl_buf_free(&name);
+	return SL_EPREREQ;
+}
+
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
  * view), or adds the columns the version added; anything else is an error
@@ -816,7 +855,8 @@ static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **
  * sent first.  A column-less version (the TRUNCATE marker of a dropped
  * table) changes nothing: it needs only the table's key, if the table
  * exists. */
-static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, char *err, size_t errlen)
+static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, bool refill, char *err,
+			   size_t errlen)
 {
 	struct ch_layout *l = NULL;
 	struct ch_dest_col *dest = NULL;
@@ -844,6 +884,9 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		goto done;
 	}
 	if (!exists) {
+		if (!refill && (rc = table_gone(s, t, tv, err, errlen)) != 0)
+			goto out;
+		rc = -1;
 		sl_buf_reset(&s->sql);
 		ch_sql_create_table(&s->sql, s->conf->database, l);
 		if (run_sql(s, "creating a table", err, errlen) < 0)
@@ -853,7 +896,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	}
 	if (s->merge && (!view || !exists) && create_view(s, t->object, false, err, errlen) < 0)
 		goto out;
-	made = !exists;
+	made = !exists || !t->lay;   /* recorded when made, and once a run */
 	for (int pass = 0;; pass++) {
 		free_dest(dest, ndest);
 		dest = NULL;
@@ -1709,8 +1752,11 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
 		return -1;
 	}
-	if (prepare_version(s, t, tv, err, errlen) < 0)
-		return -1;
+	/* A TRUNCATE (a re-backfill's marker too) or a backfill row may make a
+	 * table anew that sluice wrote before: what follows fills it. */
+	rc = prepare_version(s, t, tv, c->op == SL_OP_TRUNCATE || c->seq == 0, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (!t->exists) {
 		moved_clear(s);
 		return 0;  /* a marker for a table ClickHouse never had */
@@ -1889,6 +1935,7 @@ static void ch_close(void *ctx)
 	sl_buf_free(&s->dl);
 	rowbuf_free(&s->enc);
 	free(s->stream);
+	free(s->config_path);
 	free(s->dl_path);
 	free(s);
 }
@@ -1929,6 +1976,8 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	s->nbuckets = 16;
 	s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
 	s->stream = strdup(st->name ? st->name : "");
+	if (st->config_path && !(s->config_path = realpath(st->config_path, NULL)))
+		s->config_path = strdup(st->config_path);
 	s->dl_path = c->dead_letter_path ? strdup(c->dead_letter_path) :
 					   ch_default_dl_path(c->database, s->stream ? s->stream : "");
 	if (!s->buckets || !s->stream || !s->dl_path)

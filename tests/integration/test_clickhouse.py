@@ -329,6 +329,29 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
         self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
 
+    def test_table_dropped_in_clickhouse(self):
+        """A table sluice wrote, dropped in ClickHouse by hand: the stream
+        stops with exit 3 and the command that backfills it, instead of making
+        it anew with only the rows of later changes; that command fills it."""
+        self.make_table("dr", rows=50)
+        s = self.sluice(stream="dr", tables="public.dr", database="dr", write_mode="merge")
+        self.catch_up(s)
+        self.ch.query("DROP TABLE dr.public_dr")
+        self.pg.execute("UPDATE dr SET counter = counter + 1 WHERE id = 7")
+        self.pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env=self.env(), timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        cmd = f"sluice backfill -c {os.path.realpath(s.config_path)} --stream dr --table public.dr"
+        self.assertIn('table "dr"."public_dr" (of "public"."dr") is gone from ClickHouse, but sluice made and '
+                      f'wrote it before (dropped by hand?): the stream alone cannot bring its rows back, so it '
+                      f'stops here. Run `{cmd}`', r.stderr)
+        self.assertFalse(self.ch.table_exists("dr", "public_dr"))
+        r = s.run("backfill", "--stream", "dr", "--table", "public.dr", env=self.env(), timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "dr", ["id"])
+        self.assertEqual(ch_count(self.ch, "dr", "public_dr_current"), 50)
+
     def test_interrupted_backfill_append(self):
         """kill -9 in the middle of a backfill whose rows already reached
         ClickHouse (small batches are sent as they fill): the redo deletes the

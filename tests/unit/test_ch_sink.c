@@ -239,6 +239,7 @@ struct fx {
 	void *sink;
 	char *dir;
 	char dl_path[512];
+	const char *conf_path;       /* the configuration file the sink is told of, or NULL */
 	char err[1024];
 };
 
@@ -320,7 +321,7 @@ static int teardown(void **state)
 static void open_sink(struct fx *f, bool merge)
 {
 	struct sl_sink_stream st = { .name = "s1", .mode = merge ? SL_WRITE_MERGE : SL_WRITE_APPEND,
-				     .destination = "wh" };
+				     .destination = "wh", .config_path = f->conf_path };
 	struct ch_layout *l;
 
 	assert_int_equal(ch_layout_new(&l, f->t, merge, f->err, sizeof f->err), 0);
@@ -905,6 +906,57 @@ static void test_retyped_which_side(void **state)
 	sl_table_free(retyped);
 }
 
+/* A table sluice made and wrote (its columns are on record), gone from
+ * ClickHouse: a change of the stream stops it (SL_EPREREQ, exit 3) with the
+ * command that backfills the table; a re-backfill's marker makes it anew. */
+static void test_table_dropped_by_hand(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	char conf[600];
+
+	/* ClickHouse has the record (what sluice made), not the table */
+	open_sink(f, true);
+	sl_buf_append(&f->ch.made, f->ch.describe.data, f->ch.describe.len);
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	snprintf(conf, sizeof conf, "%s/my sluice.conf", f->dir);
+	fclose(fopen(conf, "w"));
+	f->conf_path = conf;
+	f->ch.db_exists = true;
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x100, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), SL_EPREREQ);
+	char want[1400];
+	snprintf(want, sizeof want, "clickhouse: table \"db\".\"public_items\" (of \"public\".\"items\") is gone from "
+		 "ClickHouse, but sluice made and wrote it before (dropped by hand?): the stream alone cannot bring "
+		 "its rows back, so it stops here. Run `sluice backfill -c '%s' --stream s1 --table public.items` to "
+		 "fill it again (the next run makes the table anew and backfills it), then start sluice again", conf);
+	assert_string_equal(f->err, want);
+	assert_false(f->ch.table_exists);
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+
+	/* the re-backfill: its marker first, then the rows */
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x1FF, 0, 1);
+	write_ok(f, &c);
+	assert_true(f->ch.table_exists);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x200, 0, 1);
+	write_ok(f, &c);
+
+	/* a table sluice never made (no record) is made as before */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	sl_buf_reset(&f->ch.made);
+	f->ch.table_exists = f->ch.view_exists = false;
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x300, 1, 1);
+	write_ok(f, &c);
+	assert_true(f->ch.table_exists);
+}
+
 static void test_flush_due_and_spill(void **state)
 {
 	struct fx *f = *state;
@@ -1162,6 +1214,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replayed_key_change_keeps_toast, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_dropped_by_hand, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
