@@ -364,6 +364,7 @@ struct chsink {
 	uint64_t spill_rows, spill_bytes;  /* a transaction this large is sent from write() */
 	int64_t first_ms;              /* when the batch's oldest row was written; 0: empty */
 	bool db_ready;
+	bool columns_ready;            /* the record of column types exists */
 	bool has_mark;
 	struct sl_position mark;
 	/* The UPDATE-DELETE just written, for the UPDATE-INSERT of a key change. */
@@ -764,10 +765,13 @@ static int wait_flight(struct chsink *s, char *err, size_t errlen);
  * table or added columns), for the messages of later conflicts. */
 static int record_columns(struct chsink *s, const struct ch_layout *l, char *err, size_t errlen)
 {
-	sl_buf_reset(&s->sql);
-	ch_sql_columns_create(&s->sql, s->conf->database);
-	if (run_sql(s, "creating the record of column types", err, errlen) < 0)
-		return -1;
+	if (!s->columns_ready) {
+		sl_buf_reset(&s->sql);
+		ch_sql_columns_create(&s->sql, s->conf->database);
+		if (run_sql(s, "creating the record of column types", err, errlen) < 0)
+			return -1;
+		s->columns_ready = true;
+	}
 	sl_buf_reset(&s->sql);
 	ch_sql_columns_insert(&s->sql, s->conf->database, l);
 	return run_sql(s, "recording column types", err, errlen);

@@ -1016,6 +1016,24 @@ static void test_discard_backfill(void **state)
 
 /* Large TOAST values: when the rows of a lookup do not fit in a response,
  * the lookup asks for fewer keys at a time, down to one. */
+/* A new sink writes and flushes `UPDATE items SET id = 2 WHERE id = 1` at
+ * position pos, note left unchanged; *st receives its counters. */
+static void key_change_1_to_2(struct fx *f, uint64_t pos, struct sl_ch_stats *st)
+{
+	struct sl_change c;
+	struct sl_value del[4] = { tl_int(1), tl_null(), tl_null(), tl_null() };
+	struct sl_value ins[4] = { tl_int(2), tl_str("n"), tl_unchanged(), tl_null() };
+
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, pos, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, ins, pos, 2, 1);
+	write_ok(f, &c);
+	mark(f, pos + 0x10);
+	flush_ok(f, pos + 0x10);
+	sl_clickhouse_get_stats(f->sink, st);
+}
+
 /* A key change replayed after a crash that came once ClickHouse had its
  * rows: the old key's row is a tombstone by then, but the new key's row of
  * the same version has the unchanged values the first write filled in, and
@@ -1029,7 +1047,6 @@ static void test_replayed_key_change_keeps_toast(void **state)
 	struct ch_rowmeta m;
 	char metabuf[SL_META_BUF], big[2000];
 	struct sl_value del[4] = { tl_int(1), tl_null(), tl_null(), tl_null() };
-	struct sl_value ins[4] = { tl_int(2), tl_str("n"), tl_unchanged(), tl_null() };
 
 	memset(big, 'T', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
@@ -1046,15 +1063,8 @@ static void test_replayed_key_change_keeps_toast(void **state)
 	assert_int_equal(ch_layout_put_row(&f->ch.row_of[2], l, &m, full, false, f->err, sizeof f->err), 0);
 	ch_layout_free(l);
 	f->ch.by_key = true;
-	open_sink(f, true);
 	/* the replay */
-	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2100, 1, 1);
-	write_ok(f, &c);
-	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, ins, 0x2100, 2, 1);
-	write_ok(f, &c);
-	mark(f, 0x2110);
-	flush_ok(f, 0x2110);
-	sl_clickhouse_get_stats(f->sink, &st);
+	key_change_1_to_2(f, 0x2100, &st);
 	assert_int_equal(st.unchanged_missing, 0);
 	assert_int_equal(st.unchanged_filled, 1);
 	assert_int_equal(st.replays_kept, 1);
@@ -1064,14 +1074,7 @@ static void test_replayed_key_change_keeps_toast(void **state)
 	sl_clickhouse_ops.close(f->sink);
 	f->sink = NULL;
 	sl_buf_reset(&f->ch.inserted);
-	open_sink(f, true);
-	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2200, 1, 1);
-	write_ok(f, &c);
-	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, ins, 0x2200, 2, 1);
-	write_ok(f, &c);
-	mark(f, 0x2210);
-	flush_ok(f, 0x2210);
-	sl_clickhouse_get_stats(f->sink, &st);
+	key_change_1_to_2(f, 0x2200, &st);
 	assert_int_equal(st.unchanged_missing, 1);
 	assert_int_equal(st.replays_kept, 0);
 	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big, sizeof big - 1));
