@@ -70,25 +70,40 @@ int ch_vmap_add(struct ch_vmap *m, uint64_t pos, uint64_t shift)
 	return 1;
 }
 
+bool ch_vmap_pending(const struct ch_vmap *m)
+{
+	return m->open && !m->closed && m->top > CH_VERSION_ROOM;
+}
+
+int ch_vmap_close(struct ch_vmap *m, struct ch_vstep *step)
+{
+	if (!ch_vmap_pending(m))
+		return 0;
+	/* the position's changes used versions up to (pos << 8) + shift + top:
+	 * the next position starts after them */
+	step->pos = m->pos;
+	step->shift = ch_vmap_shift(m, m->pos) + (m->top - CH_VERSION_ROOM);
+	if (ch_vmap_add(m, step->pos, step->shift) < 0)
+		return -1;
+	m->closed = true;
+	return 1;
+}
+
 int ch_vmap_note(struct ch_vmap *m, uint64_t pos, uint32_t seq, struct ch_vstep *step)
 {
 	int rc = 0;
 
 	if (m->open && m->pos == pos) {
-		if (seq > m->top)
+		if (seq > m->top) {
 			m->top = seq;
+			m->closed = false;
+		}
 		return 0;
 	}
-	if (m->open && m->top > CH_VERSION_ROOM) {
-		/* the last position's changes used versions up to
-		 * (pos << 8) + shift + top: the next position starts after them */
-		step->pos = m->pos;
-		step->shift = ch_vmap_shift(m, m->pos) + (m->top - CH_VERSION_ROOM);
-		if (ch_vmap_add(m, step->pos, step->shift) < 0)
-			return -1;
-		rc = 1;
-	}
+	if ((rc = ch_vmap_close(m, step)) < 0)
+		return -1;
 	m->open = true;
+	m->closed = false;
 	m->pos = pos;
 	m->top = seq;
 	return rc;

@@ -67,6 +67,7 @@ struct ch_vmap {
 	struct ch_vstep *steps;        /* ascending pos */
 	size_t n, cap;
 	bool open;                     /* pos and top are set */
+	bool closed;                   /* pos's step, if it needs one, is made */
 	uint64_t pos;                  /* the position of the last change noted */
 	uint32_t top;                  /* its highest sequence number */
 };
@@ -78,13 +79,22 @@ uint64_t ch_vmap_shift(const struct ch_vmap *m, uint64_t pos);
  * the map changed, 0 when it had that step already, -1 out of memory. */
 int ch_vmap_add(struct ch_vmap *m, uint64_t pos, uint64_t shift);
 
-/* Notes a change at (pos, seq), before its version is taken.  When it is at
- * another position than the last change noted, and that position's
- * sequences passed CH_VERSION_ROOM, the step this calls for is added and
- * returned in *step.  Returns 1 with a step (it must reach ClickHouse before
- * any row of a later position; a replay makes the same step again, so one
- * that was lost with a failed batch is recorded then), 0 without, -1 out of
- * memory. */
+/* Whether the position being written needs a step not made yet (its
+ * sequences passed CH_VERSION_ROOM). */
+bool ch_vmap_pending(const struct ch_vmap *m);
+
+/* Makes the step of the position being written, if it needs one (at its
+ * transaction's end), adds it and returns it in *step.  Returns 1 with a
+ * step (it must reach ClickHouse before the checkpoint passes the
+ * transaction, and before any row of a later position; a replay makes the
+ * same step again, so one lost with a failed batch is recorded then), 0
+ * without, -1 out of memory. */
+int ch_vmap_close(struct ch_vmap *m, struct ch_vstep *step);
+
+/* Notes a change at (pos, seq), before its version is taken.  At another
+ * position than the last change noted, that one is closed first
+ * (ch_vmap_close: same returns); a higher sequence at the same position
+ * opens it again. */
 int ch_vmap_note(struct ch_vmap *m, uint64_t pos, uint32_t seq, struct ch_vstep *step);
 
 void ch_vmap_free(struct ch_vmap *m);

@@ -333,6 +333,8 @@ struct chtab {
 	uint64_t floor;                /* the version of the latest TRUNCATE written: older changes are gone */
 	struct ch_vmap vmap;           /* merge mode: its version map (ch_layout.h) */
 	bool vmap_read;                /* the map's steps were read from ClickHouse */
+	bool vlisted;                  /* on the sink's vlong list */
+	struct chtab *vnext;
 	/* bookkeeping */
 	uint64_t pend_rows, pend_bytes;
 	bool on_list;
@@ -364,6 +366,8 @@ struct chsink {
 	uint64_t spill_rows, spill_bytes;  /* a transaction this large is sent from write() */
 	int64_t first_ms;              /* when the batch's oldest row was written; 0: empty */
 	bool db_ready;
+	struct chtab *vlong;           /* tables whose position being written needs a step (ch_mark) */
+	bool mark_oom;                 /* mark() ran out of memory: the next flush fails */
 	bool columns_ready;            /* the record of column types exists */
 	bool has_mark;
 	struct sl_position mark;
@@ -1682,6 +1686,10 @@ static int ch_flush_start(void *ctx, char *err, size_t errlen)
 	struct chsink *s = ctx;
 	struct chtab *t;
 
+	if (s->mark_oom) {
+		snprintf(err, errlen, "clickhouse: out of memory recording a version map step");
+		return -1;
+	}
 	if (!s->fly.started) {
 		int e = pthread_create(&s->fly.thread, NULL, sender_main, s);
 		if (e != 0) {
@@ -1744,6 +1752,19 @@ static int ch_flush_wait(void *ctx, struct sl_position *durable, char *err, size
 	return 1;
 }
 
+/* Queues a step of t's version map, to be recorded before t's rows of the
+ * batch; it counts as a row, so that the batch is sent before the
+ * checkpoint passes its transaction. */
+static int queue_step(struct chsink *s, struct chtab *t, const struct ch_vstep *st)
+{
+	if (sl_buf_append(&t->cur.vsteps, st, sizeof *st) < 0)
+		return -1;
+	account(s, t, 1, (int64_t)sizeof *st);
+	sl_debug("clickhouse: table \"%s\": versions after position %016" PRIX64 " move up by %" PRIu64, t->object,
+		 st->pos, st->shift);
+	return 0;
+}
+
 static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
 {
 	struct chsink *s = ctx;
@@ -1771,16 +1792,18 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		return -1;
 	}
 	if (s->merge) {
-		/* a position past a long transaction's moves the versions up */
+		/* a long transaction moves the versions of later positions up */
 		struct ch_vstep st;
 		int r = ch_vmap_note(&t->vmap, c->csn_pos, c->seq, &st);
-		if (r < 0 || (r > 0 && sl_buf_append(&t->cur.vsteps, &st, sizeof st) < 0)) {
+		if (r < 0 || (r > 0 && queue_step(s, t, &st) < 0)) {
 			snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
 			return -1;
 		}
-		if (r > 0)
-			sl_debug("clickhouse: table \"%s\": versions after position %016" PRIX64 " move up by %" PRIu64,
-				 t->object, st.pos, st.shift);
+		if (ch_vmap_pending(&t->vmap) && !t->vlisted) {
+			t->vlisted = true;
+			t->vnext = s->vlong;
+			s->vlong = t;
+		}
 	}
 	if (ch_rowmeta_of_change(&m, c, s->merge ? &t->vmap : NULL, s->metabuf, err, errlen) < 0)
 		return -1;
@@ -1806,7 +1829,18 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 static void ch_mark(void *ctx, const struct sl_position *pos)
 {
 	struct chsink *s = ctx;
+	struct chtab *t;
 
+	/* a transaction ended: the steps of its long positions */
+	while ((t = s->vlong) != NULL) {
+		struct ch_vstep st;
+		s->vlong = t->vnext;
+		t->vnext = NULL;
+		t->vlisted = false;
+		int r = ch_vmap_close(&t->vmap, &st);
+		if (r < 0 || (r > 0 && queue_step(s, t, &st) < 0))
+			s->mark_oom = true;
+	}
 	s->mark = *pos;
 	s->has_mark = true;
 }
@@ -1830,6 +1864,10 @@ static int ch_flush(void *ctx, struct sl_position *durable, char *err, size_t er
 {
 	struct chsink *s = ctx;
 
+	if (s->mark_oom) {
+		snprintf(err, errlen, "clickhouse: out of memory recording a version map step");
+		return -1;
+	}
 	if (wait_flight(s, err, errlen) < 0)
 		return -1;
 	if (s->fly.started) {

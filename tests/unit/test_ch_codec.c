@@ -155,11 +155,27 @@ static void test_version_long_transaction(void **state)
 	vs_change(&vs, 0x5001, 255);
 	assert_int_equal(vs_change(&vs, 0x5002, 1), (UINT64_C(0x5002) << 8) + 745 + 1);
 	assert_int_equal(vs.nrec, 1);
+	/* the step is made at the transaction's end (close), once */
+	vs_change(&vs, 0x5002, 255);
+	vs_change(&vs, 0x5002, 256);
+	{
+		struct ch_vstep st;
+		assert_true(ch_vmap_pending(&vs.map));
+		assert_int_equal(ch_vmap_close(&vs.map, &st), 1);
+		assert_int_equal(st.pos, 0x5002);
+		assert_int_equal(st.shift, 746);
+		assert_false(ch_vmap_pending(&vs.map));
+		assert_int_equal(ch_vmap_close(&vs.map, &st), 0);
+		/* the next position needs no other */
+		assert_int_equal(ch_vmap_note(&vs.map, 0x5003, 1, &st), 0);
+		assert_int_equal(ch_version(0x5003, 1, ch_vmap_shift(&vs.map, 0x5003), &st.shift), 0);
+		assert_int_equal(st.shift, (UINT64_C(0x5003) << 8) + 746 + 1);
+	}
 	/* shifts add up */
-	vs_change(&vs, 0x5002, 300);
-	assert_int_equal(vs_change(&vs, 0x6000, 0), (UINT64_C(0x6000) << 8) + 745 + 45);
+	vs_change(&vs, 0x5003, 300);
+	assert_int_equal(vs_change(&vs, 0x6000, 0), (UINT64_C(0x6000) << 8) + 746 + 45);
 	assert_int_equal(vs.nrec, 2);
-	assert_int_equal(vs.rec[1].shift, 790);
+	assert_int_equal(vs.rec[1].shift, 791);
 	ch_vmap_free(&vs.map);
 }
 
