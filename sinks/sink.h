@@ -68,6 +68,7 @@ struct sl_sink_stream {
 	enum sl_write_mode mode;
 	const char *destination;      /* the destination profile's NAME, for messages; may be NULL */
 	const char *state_dir;        /* the agent's state_dir, where a sink may spool; may be NULL */
+	const char *config_path;      /* the configuration file, for commands in messages; may be NULL */
 };
 
 /* ops->caps: what a sink supports beyond append mode. */

@@ -10,13 +10,109 @@
 
 #include "sinks/clickhouse/ch_sql.h"
 
-int ch_version(uint64_t pos, uint32_t seq, uint64_t *out)
+int ch_version(uint64_t pos, uint32_t seq, uint64_t shift, uint64_t *out)
 {
+	uint64_t base;
+
 	if (pos >= CH_VERSION_POS_LIMIT)
 		return -1;
-	*out = pos << CH_VERSION_SEQ_BITS |
-	       (seq < (1u << CH_VERSION_SEQ_BITS) - 1 ? seq : (1u << CH_VERSION_SEQ_BITS) - 1);
+	base = pos << CH_VERSION_SEQ_BITS;
+	if (shift > UINT64_MAX - base || seq > UINT64_MAX - base - shift)
+		return -1;
+	*out = base + shift + seq;
 	return 0;
+}
+
+/* The index of the first step at pos or after it. */
+static size_t vmap_find(const struct ch_vmap *m, uint64_t pos)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->steps[mid].pos < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+uint64_t ch_vmap_shift(const struct ch_vmap *m, uint64_t pos)
+{
+	size_t i = vmap_find(m, pos);
+
+	return i > 0 ? m->steps[i - 1].shift : 0;
+}
+
+int ch_vmap_add(struct ch_vmap *m, uint64_t pos, uint64_t shift)
+{
+	size_t i = vmap_find(m, pos);
+
+	if (i < m->n && m->steps[i].pos == pos) {
+		if (m->steps[i].shift == shift)
+			return 0;
+		m->steps[i].shift = shift;
+		return 1;
+	}
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 8;
+		struct ch_vstep *st = realloc(m->steps, cap * sizeof *st);
+		if (!st)
+			return -1;
+		m->steps = st;
+		m->cap = cap;
+	}
+	memmove(m->steps + i + 1, m->steps + i, (m->n - i) * sizeof *m->steps);
+	m->steps[i].pos = pos;
+	m->steps[i].shift = shift;
+	m->n++;
+	return 1;
+}
+
+bool ch_vmap_pending(const struct ch_vmap *m)
+{
+	return m->open && !m->closed && m->top > CH_VERSION_ROOM;
+}
+
+int ch_vmap_close(struct ch_vmap *m, struct ch_vstep *step)
+{
+	if (!ch_vmap_pending(m))
+		return 0;
+	/* the position's changes used versions up to (pos << 8) + shift + top:
+	 * the next position starts after them */
+	step->pos = m->pos;
+	step->shift = ch_vmap_shift(m, m->pos) + (m->top - CH_VERSION_ROOM);
+	if (ch_vmap_add(m, step->pos, step->shift) < 0)
+		return -1;
+	m->closed = true;
+	return 1;
+}
+
+int ch_vmap_note(struct ch_vmap *m, uint64_t pos, uint32_t seq, struct ch_vstep *step)
+{
+	int rc = 0;
+
+	if (m->open && m->pos == pos) {
+		if (seq > m->top) {
+			m->top = seq;
+			m->closed = false;
+		}
+		return 0;
+	}
+	if ((rc = ch_vmap_close(m, step)) < 0)
+		return -1;
+	m->open = true;
+	m->closed = false;
+	m->pos = pos;
+	m->top = seq;
+	return rc;
+}
+
+void ch_vmap_free(struct ch_vmap *m)
+{
+	free(m->steps);
+	memset(m, 0, sizeof *m);
 }
 
 static const char *const meta_names[CH_M_FIXED] = {
@@ -204,8 +300,38 @@ static int find_col(const struct ch_layout *l, const char *name)
 	return -1;
 }
 
-int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest, int **add, int *nadd,
-		    char *err, size_t errlen)
+/* The message for column c, of type have in ClickHouse, where the source
+ * table needs type need; made is the type sluice made it with (NULL: not
+ * known). */
+static void type_changed(char *err, size_t errlen, const char *object, const char *c, const char *have,
+			 const char *need, const char *made)
+{
+	if (!made)
+		snprintf(err, errlen, "table \"%s\": column \"%s\" has type %s in ClickHouse, and the source table "
+			 "needs %s; sluice has no record of the type it made it with, so either side may have "
+			 "changed", object, c, have, need);
+	else if (same_type(made, have))
+		snprintf(err, errlen, "table \"%s\": column \"%s\" changed at the source: ClickHouse has %s, as "
+			 "sluice made it, and the source table now needs %s", object, c, have, need);
+	else if (same_type(made, need))
+		snprintf(err, errlen, "table \"%s\": column \"%s\" was changed in ClickHouse: sluice made it %s, "
+			 "which the source table still needs, and ClickHouse now has %s (ALTER TABLE ... MODIFY "
+			 "COLUMN puts it back)", object, c, need, have);
+	else
+		snprintf(err, errlen, "table \"%s\": column \"%s\" changed on both sides: sluice made it %s, "
+			 "ClickHouse now has %s, and the source table needs %s", object, c, made, have, need);
+}
+
+static const char *made_type(const struct ch_dest_col *wrote, int nwrote, const char *name)
+{
+	for (int i = 0; wrote && i < nwrote; i++)
+		if (!strcmp(wrote[i].name, name))
+			return wrote[i].type;
+	return NULL;
+}
+
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
+		    const struct ch_dest_col *wrote, int nwrote, int **add, int *nadd, char *err, size_t errlen)
 {
 	const char *mode = l->merge ? "merge" : "append";
 	const char *other = l->merge ? "append" : "merge";
@@ -246,9 +372,8 @@ int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int nde
 					 "changed); a %s-mode stream needs a table of its own (another database)",
 					 l->object, c->name, dest[j].type, ty.data, other, mode);
 			else
-				snprintf(err, errlen, "table \"%s\": column \"%s\" has type %s in ClickHouse, but the "
-					 "source table now needs %s (its type changed at the source)", l->object,
-					 c->name, dest[j].type, ty.data);
+				type_changed(err, errlen, l->object, c->name, dest[j].type, ty.data,
+					     made_type(wrote, nwrote, c->name));
 			rc = CH_MATCH_CONFLICT;
 			goto out;
 		}
@@ -326,16 +451,25 @@ int ch_layout_column_list(struct sl_buf *b, const struct ch_layout *l, bool meta
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, char *buf, char *err, size_t errlen)
+int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, const struct ch_vmap *vm, char *buf,
+			 char *err, size_t errlen)
 {
 	const struct sl_source_desc *d = c->table->src;
+	uint32_t seq = vm || c->seq < CH_VERSION_ROOM ? c->seq : CH_VERSION_ROOM;
+
+	uint64_t shift = vm ? ch_vmap_shift(vm, c->csn_pos) : 0;
 
 	memset(m, 0, sizeof *m);
-	if (ch_version(c->csn_pos, c->seq, &m->version) < 0) {
-		snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its position part %016llX is beyond the "
-			 "%d bits the merge version keeps for positions (see doc/clickhouse.md, \"The version\")",
-			 c->table->ns, c->table->name, c->csn, (unsigned long long)c->csn_pos,
-			 64 - CH_VERSION_SEQ_BITS);
+	if (ch_version(c->csn_pos, seq, shift, &m->version) < 0) {
+		if (c->csn_pos >= CH_VERSION_POS_LIMIT)
+			snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its position part %016llX is beyond "
+				 "the %d bits the merge version keeps for positions (see doc/clickhouse.md, \"The "
+				 "version\")", c->table->ns, c->table->name, c->csn, (unsigned long long)c->csn_pos,
+				 64 - CH_VERSION_SEQ_BITS);
+		else
+			snprintf(err, errlen, "table \"%s\".\"%s\": change %s: its version, moved up by %llu for "
+				 "earlier long transactions, passes 2^64 - 1 (see doc/clickhouse.md, \"The version\")",
+				 c->table->ns, c->table->name, c->csn, (unsigned long long)shift);
 		return -1;
 	}
 	m->uuid = c->uuid;

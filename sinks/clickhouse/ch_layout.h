@@ -30,26 +30,74 @@
 
 /* ---- the merge version ----
  *
- * _version = position part << 8 | min(sequence, 255), for position parts
- * below 2^56 (doc/clickhouse.md, "The version"):
- *  - two changes at different positions are ordered by position, whatever
- *    their sequence numbers (each position owns 256 consecutive versions);
- *  - at one position, sequence numbers 0-254 are ordered exactly: backfill
- *    rows (0) come before the changes of a transaction committed at the
- *    snapshot's own position (1, 2, ...);
- *  - sequence numbers of 255 and more, within one transaction, share a
- *    version: ReplacingMergeTree keeps the last row inserted among equal
- *    versions, and the sink inserts a transaction's changes in order and
- *    keeps only the last change of a key within a batch, so the later
- *    change still wins, replays included;
- *  - a position part of 2^56 or more cannot be ordered and is refused.
+ * _version = (position part << 8) + shift(position part) + sequence, for
+ * position parts below 2^56 (doc/clickhouse.md, "The version"):
+ *  - at one position, every sequence number (0 to 2^32 - 1) has its own
+ *    version, in order;
+ *  - each position owns 256 versions; a transaction whose sequence numbers
+ *    pass 255 records a step in the version map, a table of
+ *    (position, shift) pairs kept in ClickHouse: every later position is
+ *    moved up by the versions it used beyond 255, so that its last change
+ *    still comes before the next position's first;
+ *  - shift(p) is the shift of the map's last step below p (0 without one):
+ *    it never decreases, so a later change never gets a lower version;
+ *  - append mode (where _version orders nothing) keeps the map-less form,
+ *    position << 8 | min(sequence, 255);
+ *  - a position part of 2^56 or more, or a version past 2^64, is refused.
+ * The map-less form is what tables written before the map hold: every
+ * version here is at least that one for the same change, so old rows are
+ * never newer than new ones of later changes.
  */
 #define CH_VERSION_SEQ_BITS 8
 #define CH_VERSION_POS_LIMIT (UINT64_C(1) << (64 - CH_VERSION_SEQ_BITS))
+#define CH_VERSION_ROOM 255u   /* sequences a position holds without a step */
 
-/* The version of a change at position part pos with sequence seq.  Returns
- * 0 with *out set, or -1 when pos is CH_VERSION_POS_LIMIT or more. */
-int ch_version(uint64_t pos, uint32_t seq, uint64_t *out);
+/* The version of a change at position part pos with sequence seq, moved up
+ * by shift.  Returns 0 with *out set, or -1 when pos is CH_VERSION_POS_LIMIT
+ * or more or the version would pass 2^64 - 1. */
+int ch_version(uint64_t pos, uint32_t seq, uint64_t shift, uint64_t *out);
+
+/* The version map of one table: its steps by position, and the position
+ * being written. */
+struct ch_vstep {
+	uint64_t pos;        /* positions after it ... */
+	uint64_t shift;      /* ... are moved up by this much */
+};
+struct ch_vmap {
+	struct ch_vstep *steps;        /* ascending pos */
+	size_t n, cap;
+	bool open;                     /* pos and top are set */
+	bool closed;                   /* pos's step, if it needs one, is made */
+	uint64_t pos;                  /* the position of the last change noted */
+	uint32_t top;                  /* its highest sequence number */
+};
+
+/* The shift of positions at pos: that of the last step below pos. */
+uint64_t ch_vmap_shift(const struct ch_vmap *m, uint64_t pos);
+
+/* Adds a step (a step at the same position is replaced).  Returns 1 when
+ * the map changed, 0 when it had that step already, -1 out of memory. */
+int ch_vmap_add(struct ch_vmap *m, uint64_t pos, uint64_t shift);
+
+/* Whether the position being written needs a step not made yet (its
+ * sequences passed CH_VERSION_ROOM). */
+bool ch_vmap_pending(const struct ch_vmap *m);
+
+/* Makes the step of the position being written, if it needs one (at its
+ * transaction's end), adds it and returns it in *step.  Returns 1 with a
+ * step (it must reach ClickHouse before the checkpoint passes the
+ * transaction, and before any row of a later position; a replay makes the
+ * same step again, so one lost with a failed batch is recorded then), 0
+ * without, -1 out of memory. */
+int ch_vmap_close(struct ch_vmap *m, struct ch_vstep *step);
+
+/* Notes a change at (pos, seq), before its version is taken.  At another
+ * position than the last change noted, that one is closed first
+ * (ch_vmap_close: same returns); a higher sequence at the same position
+ * opens it again. */
+int ch_vmap_note(struct ch_vmap *m, uint64_t pos, uint32_t seq, struct ch_vstep *step);
+
+void ch_vmap_free(struct ch_vmap *m);
 
 /* ---- metadata columns ---- */
 
@@ -122,9 +170,12 @@ enum ch_match {
  * none of them a key column.  On CONFLICT, err names the table (by
  * l->object), the column and the change: a column the destination has and
  * the version lacks (dropped or renamed at the source), a changed type, a
- * changed key, or a table made for the other write mode.  Returns the enum,
- * or -1 when out of memory. */
-int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest, int **add, int *nadd,
+ * changed key, or a table made for the other write mode.  wrote (nwrote
+ * columns, or NULL) are the columns as sluice last made them: a changed
+ * type is then said to have changed at the source, in ClickHouse, or on
+ * both sides.  Returns the enum, or -1 when out of memory. */
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
+		    const struct ch_dest_col *wrote, int nwrote, int **add, int *nadd,
 		    char *err, size_t errlen);
 
 /* Appends "(`a`, `b`, ...)" for the layout's columns in order, or for the
@@ -145,9 +196,11 @@ struct ch_rowmeta {
 };
 
 /* Fills m from change c (its position fields' text goes into buf,
- * SL_META_BUF bytes, which must outlive m).  Returns 0, or -1 with a
- * message when the version cannot be derived. */
-int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, char *buf, char *err, size_t errlen);
+ * SL_META_BUF bytes, which must outlive m).  The version is taken from the
+ * version map vm (merge mode), or without one (NULL: append mode).  Returns
+ * 0, or -1 with a message when the version cannot be derived. */
+int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, const struct ch_vmap *vm, char *buf,
+			 char *err, size_t errlen);
 
 /* Appends one row in the layout's column order: payload values vals
  * (l->nsrc of them; NULL writes every payload column as NULL), the

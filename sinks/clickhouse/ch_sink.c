@@ -287,6 +287,7 @@ struct part {
 	struct rowbuf mrows;           /* append mode: metadata-only rows: TRUNCATE records */
 	struct keymap keys;            /* merge mode: the latest change of each key */
 	struct held *trunc;            /* merge mode: the batch's latest TRUNCATE, or NULL */
+	struct sl_buf vsteps;          /* merge mode: version map steps to record first (struct ch_vstep) */
 };
 
 static void part_init(struct part *p)
@@ -294,6 +295,7 @@ static void part_init(struct part *p)
 	memset(p, 0, sizeof *p);
 	rowbuf_init(&p->rows);
 	rowbuf_init(&p->mrows);
+	sl_buf_init(&p->vsteps, 0);
 }
 
 static void part_clear(struct part *p)
@@ -303,6 +305,7 @@ static void part_clear(struct part *p)
 	keymap_clear(&p->keys);
 	free(p->trunc);
 	p->trunc = NULL;
+	sl_buf_reset(&p->vsteps);
 }
 
 static void part_free(struct part *p)
@@ -312,6 +315,7 @@ static void part_free(struct part *p)
 	keymap_free(&p->keys);
 	free(p->trunc);
 	p->trunc = NULL;
+	sl_buf_free(&p->vsteps);
 }
 
 /* ------------------------------------------------------------------ */
@@ -327,6 +331,10 @@ struct chtab {
 	struct part fly;               /* its rows of the batch in flight (flush_start) */
 	struct chtab *fnext;           /* tables of the batch in flight */
 	uint64_t floor;                /* the version of the latest TRUNCATE written: older changes are gone */
+	struct ch_vmap vmap;           /* merge mode: its version map (ch_layout.h) */
+	bool vmap_read;                /* the map's steps were read from ClickHouse */
+	bool vlisted;                  /* on the sink's vlong list */
+	struct chtab *vnext;
 	/* bookkeeping */
 	uint64_t pend_rows, pend_bytes;
 	bool on_list;
@@ -337,6 +345,7 @@ struct chtab {
 struct chsink {
 	const struct sl_ch_conf *conf;
 	char *stream;
+	char *config_path;             /* absolute when it could be resolved; NULL: not known */
 	char *dl_path;
 	bool merge;
 	struct ch_http *http;
@@ -357,6 +366,9 @@ struct chsink {
 	uint64_t spill_rows, spill_bytes;  /* a transaction this large is sent from write() */
 	int64_t first_ms;              /* when the batch's oldest row was written; 0: empty */
 	bool db_ready;
+	struct chtab *vlong;           /* tables whose position being written needs a step (ch_mark) */
+	bool mark_oom;                 /* mark() ran out of memory: the next flush fails */
+	bool columns_ready;            /* the record of column types exists */
 	bool has_mark;
 	struct sl_position mark;
 	/* The UPDATE-DELETE just written, for the UPDATE-INSERT of a key change. */
@@ -462,6 +474,7 @@ static void free_keynames(struct chtab *t)
 static void tab_free(struct chtab *t)
 {
 	ch_layout_free(t->lay);
+	ch_vmap_free(&t->vmap);
 	free_keynames(t);
 	part_free(&t->cur);
 	part_free(&t->fly);
@@ -660,6 +673,12 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 			return -1;
 		sl_info("clickhouse: created database \"%s\"", s->conf->database);
 	}
+	if (s->merge) {
+		sl_buf_reset(&s->sql);
+		ch_sql_vmap_create(&s->sql, s->conf->database);
+		if (run_sql(s, "creating the version map", err, errlen) < 0)
+			return -1;
+	}
 	s->db_ready = true;
 	return 0;
 }
@@ -703,6 +722,34 @@ static int read_floor(struct chsink *s, struct chtab *t, char *err, size_t errle
 	return 0;
 }
 
+/* Reads the table's version map (merge mode), once. */
+static int read_vmap(struct chsink *s, struct chtab *t, char *err, size_t errlen)
+{
+	struct ch_rb_reader r;
+
+	if (!s->merge || t->vmap_read)
+		return 0;
+	sl_buf_reset(&s->sql);
+	ch_sql_vmap_read(&s->sql, s->conf->database, t->object);
+	if (run_sql(s, "reading the table's version map", err, errlen) < 0)
+		return -1;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	while (r.p < r.end) {
+		uint64_t pos, shift;
+		if (ch_rb_get_u64(&r, &pos) < 0 || ch_rb_get_u64(&r, &shift) < 0) {
+			snprintf(err, errlen, "clickhouse: could not read the version map ClickHouse sent");
+			return -1;
+		}
+		if (ch_vmap_add(&t->vmap, pos, shift) < 0) {
+			snprintf(err, errlen, "clickhouse: out of memory");
+			return -1;
+		}
+	}
+	t->vmap_read = true;
+	return 0;
+}
+
 static int create_view(struct chsink *s, const char *object, bool drop_first, char *err, size_t errlen)
 {
 	if (drop_first) {
@@ -719,6 +766,97 @@ static int create_view(struct chsink *s, const char *object, bool drop_first, ch
 static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen);
 static int wait_flight(struct chsink *s, char *err, size_t errlen);
 
+/* Records the columns of layout l as sluice made them (it created the
+ * table or added columns), for the messages of later conflicts. */
+static int record_columns(struct chsink *s, const struct ch_layout *l, char *err, size_t errlen)
+{
+	if (!s->columns_ready) {
+		sl_buf_reset(&s->sql);
+		ch_sql_columns_create(&s->sql, s->conf->database);
+		if (run_sql(s, "creating the record of column types", err, errlen) < 0)
+			return -1;
+		s->columns_ready = true;
+	}
+	sl_buf_reset(&s->sql);
+	ch_sql_columns_insert(&s->sql, s->conf->database, l);
+	return run_sql(s, "recording column types", err, errlen);
+}
+
+/* The columns as sluice last made table t: its layout of this run, or else
+ * the record in ClickHouse; none (*n = 0) for a table made before the
+ * record, or when it cannot be read.  Returns -1 only out of memory. */
+static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **out, int *n)
+{
+	char e[SL_ERRLEN];
+	struct ch_dest_col *cols;
+
+	*out = NULL;
+	*n = 0;
+	if (!t->lay || t->lay->nsrc == 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_columns_read(&s->sql, s->conf->database, t->object);
+		if (run_sql(s, "reading the record of column types", e, sizeof e) < 0 ||
+		    parse_describe(s, out, n, e, sizeof e) < 0)
+			sl_debug("clickhouse: table \"%s\": no record of its column types: %s", t->object, e);
+		return 0;
+	}
+	if (!(cols = calloc((size_t)t->lay->ncols, sizeof *cols)))
+		return -1;
+	for (int i = 0; i < t->lay->ncols; i++) {
+		struct sl_buf ty;
+		sl_buf_init(&ty, 0);
+		ch_type_sql(&ty, &t->lay->cols[i].type);
+		cols[i].name = strdup(t->lay->cols[i].name);
+		cols[i].type = sl_buf_failed(&ty) ? NULL : strdup(ty.data);
+		sl_buf_free(&ty);
+		if (!cols[i].name || !cols[i].type) {
+			free_dest(cols, i + 1);
+			return -1;
+		}
+	}
+	*out = cols;
+	*n = t->lay->ncols;
+	return 0;
+}
+
+/* A table ClickHouse lacks, which sluice made and wrote before (its columns
+ * are on record): dropped by hand.  The stream alone cannot bring its rows
+ * back, so it stops (SL_EPREREQ: exit 3, never retried) with the command
+ * that fills it again.  Returns 0 when sluice never made it. */
+static int table_gone(struct chsink *s, struct chtab *t, const struct sl_table *tv, char *err, size_t errlen)
+{
+	struct ch_dest_col *was = NULL;
+	struct sl_buf cmd, name;
+	char e[SL_ERRLEN];
+	int nwas = 0;
+
+	sl_buf_reset(&s->sql);
+	ch_sql_columns_read(&s->sql, s->conf->database, t->object);
+	if (run_sql(s, "reading the record of column types", e, sizeof e) < 0 ||
+	    parse_describe(s, &was, &nwas, e, sizeof e) < 0)
+		return 0;   /* no record: a table made before it, or never */
+	free_dest(was, nwas);
+	if (nwas == 0)
+		return 0;
+	sl_buf_init(&cmd, 0);
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", tv->ns, tv->name);
+	sl_buf_puts(&cmd, "sluice backfill -c ");
+	sl_buf_put_shell_word(&cmd, s->config_path ? s->config_path : "FILE");
+	sl_buf_puts(&cmd, " --stream ");
+	sl_buf_put_shell_word(&cmd, s->stream);
+	sl_buf_puts(&cmd, " --table ");
+	sl_buf_put_shell_word(&cmd, sl_buf_failed(&name) ? "SCHEMA.TABLE" : name.data);
+	snprintf(err, errlen, "clickhouse: table \"%s\".\"%s\" (of \"%s\".\"%s\") is gone from ClickHouse, but "
+		 "sluice made and wrote it before (dropped by hand?): the stream alone cannot bring its rows back, "
+		 "so it stops here. Run `%s` to fill it again (the next run makes the table anew and backfills "
+		 "it), then start sluice again", s->conf->database, t->object, tv->ns, tv->name,
+		 sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);
+	sl_buf_free(&cmd);
+	sl_buf_free(&name);
+	return SL_EPREREQ;
+}
+
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
  * view), or adds the columns the version added; anything else is an error
@@ -726,12 +864,13 @@ static int wait_flight(struct chsink *s, char *err, size_t errlen);
  * sent first.  A column-less version (the TRUNCATE marker of a dropped
  * table) changes nothing: it needs only the table's key, if the table
  * exists. */
-static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, char *err, size_t errlen)
+static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, bool refill, char *err,
+			   size_t errlen)
 {
 	struct ch_layout *l = NULL;
 	struct ch_dest_col *dest = NULL;
 	int ndest = 0, *add = NULL, nadd = 0, rc = -1, m;
-	bool exists, view;
+	bool exists, view, made;
 
 	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
 		return 0;
@@ -747,12 +886,16 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
 		t->exists = exists;
 		if (exists && (describe(s, t->object, &dest, &ndest, err, errlen) < 0 ||
-			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0))
+			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0 ||
+			       read_vmap(s, t, err, errlen) < 0))
 			goto out;
 		rc = 0;
 		goto done;
 	}
 	if (!exists) {
+		if (!refill && (rc = table_gone(s, t, tv, err, errlen)) != 0)
+			goto out;
+		rc = -1;
 		sl_buf_reset(&s->sql);
 		ch_sql_create_table(&s->sql, s->conf->database, l);
 		if (run_sql(s, "creating a table", err, errlen) < 0)
@@ -762,6 +905,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	}
 	if (s->merge && (!view || !exists) && create_view(s, t->object, false, err, errlen) < 0)
 		goto out;
+	made = !exists || !t->lay;   /* recorded when made, and once a run */
 	for (int pass = 0;; pass++) {
 		free_dest(dest, ndest);
 		dest = NULL;
@@ -769,8 +913,19 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			goto out;
 		free(add);
 		add = NULL;
-		m = ch_layout_match(l, dest, ndest, &add, &nadd, err, errlen);
-		if (m < 0 || m == CH_MATCH_CONFLICT)
+		m = ch_layout_match(l, dest, ndest, NULL, 0, &add, &nadd, err, errlen);
+		if (m == CH_MATCH_CONFLICT) {
+			/* which side changed: compare with the columns as sluice made them */
+			struct ch_dest_col *was = NULL;
+			int nwas = 0;
+			free(add);
+			add = NULL;
+			if (made_columns(s, t, &was, &nwas) == 0 && nwas > 0)
+				ch_layout_match(l, dest, ndest, was, nwas, &add, &nadd, err, errlen);
+			free_dest(was, nwas);
+			goto out;
+		}
+		if (m < 0)
 			goto out;
 		if (m == CH_MATCH_SAME)
 			break;
@@ -782,6 +937,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		ch_sql_add_columns(&s->sql, s->conf->database, l, add, nadd);
 		if (run_sql(s, "adding columns", err, errlen) < 0)
 			goto out;
+		made = true;
 		for (int i = 0; i < nadd; i++)
 			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
 				l->cols[add[i]].name);
@@ -789,11 +945,13 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		if (s->merge && create_view(s, t->object, true, err, errlen) < 0)
 			goto out;
 	}
+	if (made && record_columns(s, l, err, errlen) < 0)
+		goto out;
 	if (keep_keynames(t, dest, ndest) < 0) {
 		snprintf(err, errlen, "clickhouse: out of memory");
 		goto out;
 	}
-	if (read_floor(s, t, err, errlen) < 0)
+	if (read_floor(s, t, err, errlen) < 0 || read_vmap(s, t, err, errlen) < 0)
 		goto out;
 	t->exists = true;
 	rc = 0;
@@ -918,6 +1076,128 @@ static int held_replace(struct chsink *s, struct chtab *t, struct part *pt, size
 	return 0;
 }
 
+/* Adds key (len bytes) to the keys to look up, once. */
+static int ask_key(struct keymap *asked, const struct ch_rowmeta *m, const void *key, size_t len)
+{
+	struct held *probe;
+
+	if (keymap_find(asked, key, len) >= 0)
+		return 0;
+	probe = held_make(m, NULL, 0, key, len, NULL, 0);
+	if (!probe || keymap_add(asked, probe) < 0) {
+		free(probe);
+		return -1;
+	}
+	return 0;
+}
+
+/* A row that takes its unchanged values from another key's (after a key
+ * change). */
+static bool fills_from_other(const struct held *h)
+{
+	return h->fill && (h->filllen != h->keylen || memcmp(h->fill, h->key, h->keylen) != 0);
+}
+
+/* Reads the live rows of a lookup's response into found (by key, with
+ * their _version in m->version). */
+static int lookup_read(struct chsink *s, const struct ch_layout *l, struct sl_value *vals, char *scratch,
+		       struct keymap *found, const char *what, char *err, size_t errlen)
+{
+	static const unsigned char no_uuid[16];
+	static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
+	struct ch_rb_reader r = { (const unsigned char *)s->resp.body.data,
+				  (const unsigned char *)s->resp.body.data + s->resp.body.len };
+
+	while (r.p < r.end) {
+		struct ch_rowmeta m = { 0 };
+		const unsigned char *meta_at[CH_M_POS + SL_META_MAX];
+		struct ch_rb_reader d;
+		unsigned deleted = 0;
+		struct held *h;
+		int bad = read_row(&r, l, vals, scratch, meta_at);
+		if (bad == 0 && meta_at[CH_M_IS_DELETED]) {
+			d.p = meta_at[CH_M_IS_DELETED];
+			d.end = r.end;
+			bad = ch_rb_get_u8(&d, &deleted);
+		}
+		if (bad == 0 && meta_at[CH_M_VERSION]) {
+			d.p = meta_at[CH_M_VERSION];
+			d.end = r.end;
+			bad = ch_rb_get_u64(&d, &m.version);
+		}
+		if (bad < 0) {
+			snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
+			return -1;
+		}
+		if (deleted)
+			continue;
+		sl_buf_reset(&s->key2);
+		for (int k = 0; k < l->nkeys; k++) {
+			const struct ch_col *c = &l->cols[l->keys[k]];
+			if (ch_rb_put_value(&s->key2, &c->type, &vals[c->src], c->name, err, errlen) < 0)
+				return -1;
+		}
+		m.uuid = no_uuid;
+		m.csn = no_csn;
+		m.op = SL_OP_INSERT;
+		h = held_make(&m, vals, l->nsrc, s->key2.data, s->key2.len, NULL, 0);
+		if (!h)
+			goto oom;
+		if (keymap_find(found, h->key, h->keylen) >= 0) {
+			free(h);
+		} else if (keymap_add(found, h) < 0) {
+			free(h);
+			goto oom;
+		}
+	}
+	return 0;
+oom:
+	snprintf(err, errlen, "clickhouse: out of memory");
+	return -1;
+}
+
+/* Fills row i of pt from the rows found.  Its unchanged values come from
+ * the fill key's row; but when the row's own key already holds it at the
+ * same version (a replay of a change ClickHouse has: after a key change,
+ * the old key's row is a tombstone by then), from that row, which has the
+ * values the first write filled in. */
+static int fill_row(struct chsink *s, struct chtab *t, struct part *pt, size_t i, const struct keymap *found,
+		    struct sl_value *vals, bool acct)
+{
+	const struct ch_layout *l = t->lay;
+	const struct held *h = pt->keys.rows[i];
+	ssize_t f = keymap_find(found, h->fill, h->filllen);
+	int missing = 0;
+
+	if (fills_from_other(h)) {
+		ssize_t own = keymap_find(found, h->key, h->keylen);
+		if (own >= 0 && found->rows[own]->m->version == h->m->version) {
+			f = own;
+			s->stats.replays_kept++;
+		}
+	}
+	memcpy(vals, h->vals, (size_t)l->nsrc * sizeof *vals);
+	for (int c = 0; c < l->nsrc; c++) {
+		if (vals[c].kind != SL_V_UNCHANGED)
+			continue;
+		if (f >= 0) {
+			vals[c] = found->rows[f]->vals[c];
+			s->stats.unchanged_filled++;
+		} else {
+			missing++;
+			s->stats.unchanged_missing++;
+		}
+	}
+	if (missing)
+		s->missing_logged++;
+	if (missing && (s->missing_logged & (s->missing_logged - 1)) == 0)
+		sl_warn("clickhouse: table \"%s\": change %s left %d value%s unchanged, and neither the batch "
+			"nor ClickHouse has the row to take them from: written as NULL and listed in "
+			"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m->csn, missing,
+			missing == 1 ? "" : "s", s->missing_logged);
+	return held_replace(s, t, pt, i, vals, NULL, 0, acct);
+}
+
 /* Merge mode: fills the unchanged values the batch could not, from the rows
  * ClickHouse holds now (before this batch is inserted). */
 static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen)
@@ -926,28 +1206,25 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 	struct keymap found = { 0 }, asked = { 0 };
 	struct sl_value *vals = NULL;
 	char *scratch = NULL;
+	char what[300];
 	int rc = -1;
 
 	if (!(vals = calloc((size_t)l->ncols + 1, sizeof *vals)) ||
 	    !(scratch = malloc((size_t)(l->ncols + 1) * CH_RB_SCRATCH)))
 		goto oom;
-	/* The distinct fill keys, LOOKUP_KEYS at a time; fewer when the rows
-	 * of a request do not fit in a response (large TOAST values). */
+	snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
+		 t->object);
+	/* The distinct fill keys (and the own keys of rows filled from another
+	 * key), LOOKUP_KEYS at a time; fewer when the rows of a request do not
+	 * fit in a response (large TOAST values). */
 	for (size_t i = 0; i < pt->keys.n; i++) {
 		const struct held *h = pt->keys.rows[i];
-		struct held *probe;
-		if (!h->fill || keymap_find(&asked, h->fill, h->filllen) >= 0)
-			continue;
-		probe = held_make(h->m, NULL, 0, h->fill, h->filllen, NULL, 0);
-		if (!probe || keymap_add(&asked, probe) < 0) {
-			free(probe);
+		if (h->fill && (ask_key(&asked, h->m, h->fill, h->filllen) < 0 ||
+				(fills_from_other(h) && ask_key(&asked, h->m, h->key, h->keylen) < 0)))
 			goto oom;
-		}
 	}
 	for (size_t next = 0, per = LOOKUP_KEYS; next < asked.n;) {
 		struct ch_req rq = { .params = CH_PARAMS_READ, .ext_name = CH_KEYS_TABLE };
-		struct ch_rb_reader r;
-		char what[300];
 		size_t nkeys = asked.n - next < per ? asked.n - next : per;
 		int run;
 
@@ -962,8 +1239,6 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 		rq.ext_structure = s->sql2.data;
 		rq.ext_data = s->lkeys.data;
 		rq.ext_len = s->lkeys.len;
-		snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
-			 t->object);
 		run = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
 		if (run != CH_RUN_OK && s->resp.overflow && per > 1) {
 			per /= 2;
@@ -975,78 +1250,12 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 			goto out;
 		next += nkeys;
 		s->stats.lookups++;
-		r.p = (const unsigned char *)s->resp.body.data;
-		r.end = r.p + s->resp.body.len;
-		while (r.p < r.end) {
-			struct ch_rowmeta m = { 0 };
-			static const unsigned char no_uuid[16];
-			static const char no_csn[SL_CSN_LEN + 1] = "0000000000000000-0000000000";
-			const unsigned char *meta_at[CH_M_POS + SL_META_MAX];
-			struct ch_rb_reader d;
-			unsigned deleted = 0;
-			struct held *h;
-			int bad = read_row(&r, l, vals, scratch, meta_at);
-			if (bad == 0 && meta_at[CH_M_IS_DELETED]) {
-				d.p = meta_at[CH_M_IS_DELETED];
-				d.end = r.end;
-				bad = ch_rb_get_u8(&d, &deleted);
-			}
-			if (bad < 0) {
-				snprintf(err, errlen, "clickhouse: %s: could not read the rows ClickHouse sent", what);
-				goto out;
-			}
-			if (deleted)
-				continue;
-			sl_buf_reset(&s->key2);
-			for (int k = 0; k < l->nkeys; k++) {
-				const struct ch_col *c = &l->cols[l->keys[k]];
-				if (ch_rb_put_value(&s->key2, &c->type, &vals[c->src], c->name, err, errlen) < 0)
-					goto out;
-			}
-			m.uuid = no_uuid;
-			m.csn = no_csn;
-			m.op = SL_OP_INSERT;
-			h = held_make(&m, vals, l->nsrc, s->key2.data, s->key2.len, NULL, 0);
-			if (!h)
-				goto oom;
-			if (keymap_find(&found, h->key, h->keylen) >= 0) {
-				free(h);
-			} else if (keymap_add(&found, h) < 0) {
-				free(h);
-				goto oom;
-			}
-		}
+		if (lookup_read(s, l, vals, scratch, &found, what, err, errlen) < 0)
+			goto out;
 	}
-	/* Fill the rows. */
-	for (size_t i = 0; i < pt->keys.n; i++) {
-		const struct held *h = pt->keys.rows[i];
-		ssize_t f;
-		int missing = 0;
-		if (!h->fill)
-			continue;
-		f = keymap_find(&found, h->fill, h->filllen);
-		memcpy(vals, h->vals, (size_t)l->nsrc * sizeof *vals);
-		for (int c = 0; c < l->nsrc; c++) {
-			if (vals[c].kind != SL_V_UNCHANGED)
-				continue;
-			if (f >= 0) {
-				vals[c] = found.rows[f]->vals[c];
-				s->stats.unchanged_filled++;
-			} else {
-				missing++;
-				s->stats.unchanged_missing++;
-			}
-		}
-		if (missing)
-			s->missing_logged++;
-		if (missing && (s->missing_logged & (s->missing_logged - 1)) == 0)
-			sl_warn("clickhouse: table \"%s\": change %s left %d value%s unchanged, and neither the batch "
-				"nor ClickHouse has the row to take them from: written as NULL and listed in "
-				"_unchanged_columns (%" PRIu64 " such rows so far)", t->object, h->m->csn, missing,
-				missing == 1 ? "" : "s", s->missing_logged);
-		if (held_replace(s, t, pt, i, vals, NULL, 0, acct) < 0)
+	for (size_t i = 0; i < pt->keys.n; i++)
+		if (pt->keys.rows[i]->fill && fill_row(s, t, pt, i, &found, vals, acct) < 0)
 			goto oom;
-	}
 	rc = 0;
 	goto out;
 oom:
@@ -1078,6 +1287,14 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		rowbuf_reset(&pt->rows);
 		rowbuf_reset(&pt->mrows);
 		goto done;
+	}
+	if (pt->vsteps.len > 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_vmap_insert(&s->sql, s->conf->database, t->object, (const struct ch_vstep *)pt->vsteps.data,
+				   pt->vsteps.len / sizeof(struct ch_vstep));
+		if (run_sql(s, "recording a version map step", err, errlen) < 0)
+			return -1;
+		sl_buf_reset(&pt->vsteps);
 	}
 	if (pt->trunc) {
 		char what[300];
@@ -1507,6 +1724,10 @@ static int ch_flush_start(void *ctx, char *err, size_t errlen)
 	struct chsink *s = ctx;
 	struct chtab *t;
 
+	if (s->mark_oom) {
+		snprintf(err, errlen, "clickhouse: out of memory recording a version map step");
+		return -1;
+	}
 	if (!s->fly.started) {
 		int e = pthread_create(&s->fly.thread, NULL, sender_main, s);
 		if (e != 0) {
@@ -1569,6 +1790,19 @@ static int ch_flush_wait(void *ctx, struct sl_position *durable, char *err, size
 	return 1;
 }
 
+/* Queues a step of t's version map, to be recorded before t's rows of the
+ * batch; it counts as a row, so that the batch is sent before the
+ * checkpoint passes its transaction. */
+static int queue_step(struct chsink *s, struct chtab *t, const struct ch_vstep *st)
+{
+	if (sl_buf_append(&t->cur.vsteps, st, sizeof *st) < 0)
+		return -1;
+	account(s, t, 1, (int64_t)sizeof *st);
+	sl_debug("clickhouse: table \"%s\": versions after position %016" PRIX64 " move up by %" PRIu64, t->object,
+		 st->pos, st->shift);
+	return 0;
+}
+
 static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
 {
 	struct chsink *s = ctx;
@@ -1581,8 +1815,11 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
 		return -1;
 	}
-	if (prepare_version(s, t, tv, err, errlen) < 0)
-		return -1;
+	/* A TRUNCATE (a re-backfill's marker too) or a backfill row may make a
+	 * table anew that sluice wrote before: what follows fills it. */
+	rc = prepare_version(s, t, tv, c->op == SL_OP_TRUNCATE || c->seq == 0, err, errlen);
+	if (rc < 0)
+		return rc;
 	if (!t->exists) {
 		moved_clear(s);
 		return 0;  /* a marker for a table ClickHouse never had */
@@ -1592,7 +1829,21 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 			 sl_op_name(c->op));
 		return -1;
 	}
-	if (ch_rowmeta_of_change(&m, c, s->metabuf, err, errlen) < 0)
+	if (s->merge) {
+		/* a long transaction moves the versions of later positions up */
+		struct ch_vstep st;
+		int r = ch_vmap_note(&t->vmap, c->csn_pos, c->seq, &st);
+		if (r < 0 || (r > 0 && queue_step(s, t, &st) < 0)) {
+			snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
+			return -1;
+		}
+		if (ch_vmap_pending(&t->vmap) && !t->vlisted) {
+			t->vlisted = true;
+			t->vnext = s->vlong;
+			s->vlong = t;
+		}
+	}
+	if (ch_rowmeta_of_change(&m, c, s->merge ? &t->vmap : NULL, s->metabuf, err, errlen) < 0)
 		return -1;
 	rc = s->merge ? write_merge(s, t, c, &m, err, errlen) : write_append(s, t, c, &m, err, errlen);
 	if (rc < 0)
@@ -1616,7 +1867,18 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 static void ch_mark(void *ctx, const struct sl_position *pos)
 {
 	struct chsink *s = ctx;
+	struct chtab *t;
 
+	/* a transaction ended: the steps of its long positions */
+	while ((t = s->vlong) != NULL) {
+		struct ch_vstep st;
+		s->vlong = t->vnext;
+		t->vnext = NULL;
+		t->vlisted = false;
+		int r = ch_vmap_close(&t->vmap, &st);
+		if (r < 0 || (r > 0 && queue_step(s, t, &st) < 0))
+			s->mark_oom = true;
+	}
 	s->mark = *pos;
 	s->has_mark = true;
 }
@@ -1640,6 +1902,10 @@ static int ch_flush(void *ctx, struct sl_position *durable, char *err, size_t er
 {
 	struct chsink *s = ctx;
 
+	if (s->mark_oom) {
+		snprintf(err, errlen, "clickhouse: out of memory recording a version map step");
+		return -1;
+	}
 	if (wait_flight(s, err, errlen) < 0)
 		return -1;
 	if (s->fly.started) {
@@ -1749,6 +2015,7 @@ static void ch_close(void *ctx)
 	sl_buf_free(&s->dl);
 	rowbuf_free(&s->enc);
 	free(s->stream);
+	free(s->config_path);
 	free(s->dl_path);
 	free(s);
 }
@@ -1789,6 +2056,8 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	s->nbuckets = 16;
 	s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
 	s->stream = strdup(st->name ? st->name : "");
+	if (st->config_path && !(s->config_path = realpath(st->config_path, NULL)))
+		s->config_path = strdup(st->config_path);
 	s->dl_path = c->dead_letter_path ? strdup(c->dead_letter_path) :
 					   ch_default_dl_path(c->database, s->stream ? s->stream : "");
 	if (!s->buckets || !s->stream || !s->dl_path)

@@ -326,6 +326,95 @@ int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *objec
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+/* sluice's own tables in the database (the version map, the record of
+ * column types): made when missing, read by object. */
+static int own_table_create(struct sl_buf *b, const char *db, const char *table, const char *cols,
+			    const char *order)
+{
+	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
+	ch_qname(b, db, table, NULL);
+	sl_buf_printf(b, " (%s) ENGINE = ReplacingMergeTree ORDER BY (%s)", cols, order);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+static int own_table_read(struct sl_buf *b, const char *db, const char *table, const char *select,
+			  const char *object, const char *tail)
+{
+	sl_buf_printf(b, "SELECT %s FROM ", select);
+	ch_qname(b, db, table, NULL);
+	sl_buf_puts(b, " FINAL WHERE `object` = ");
+	ch_quote_str(b, object, strlen(object));
+	sl_buf_printf(b, "%s FORMAT RowBinary", tail);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+/* Starts a row of an insert into one of them: the statement before the
+ * first row, and the row's object. */
+static void own_table_row(struct sl_buf *b, const char *db, const char *table, const char *cols,
+			  const char *object, bool first)
+{
+	if (first) {
+		sl_buf_puts(b, "INSERT INTO ");
+		ch_qname(b, db, table, NULL);
+		sl_buf_printf(b, " (%s) VALUES (", cols);
+	} else {
+		sl_buf_puts(b, ", (");
+	}
+	ch_quote_str(b, object, strlen(object));
+}
+
+int ch_sql_vmap_create(struct sl_buf *b, const char *db)
+{
+	return own_table_create(b, db, CH_VMAP_TABLE, "`object` String, `pos` UInt64, `shift` UInt64",
+				"`object`, `pos`");
+}
+
+int ch_sql_vmap_read(struct sl_buf *b, const char *db, const char *object)
+{
+	return own_table_read(b, db, CH_VMAP_TABLE, "`pos`, `shift`", object, " ORDER BY `pos`");
+}
+
+int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, const struct ch_vstep *steps,
+		       size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		own_table_row(b, db, CH_VMAP_TABLE, "`object`, `pos`, `shift`", object, i == 0);
+		sl_buf_printf(b, ", %" PRIu64 ", %" PRIu64 ")", steps[i].pos, steps[i].shift);
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_columns_create(struct sl_buf *b, const char *db)
+{
+	return own_table_create(b, db, CH_COLUMNS_TABLE, "`object` String, `name` String, `type` String",
+				"`object`, `name`");
+}
+
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l)
+{
+	struct sl_buf ty;
+
+	sl_buf_init(&ty, 0);
+	for (int i = 0; i < l->ncols; i++) {
+		sl_buf_reset(&ty);
+		if (ch_type_sql(&ty, &l->cols[i].type) < 0)
+			b->failed = true;
+		own_table_row(b, db, CH_COLUMNS_TABLE, "`object`, `name`, `type`", l->object, i == 0);
+		sl_buf_puts(b, ", ");
+		ch_quote_str(b, l->cols[i].name, strlen(l->cols[i].name));
+		sl_buf_puts(b, ", ");
+		ch_quote_str(b, ty.data ? ty.data : "", ty.len);
+		sl_buf_putc(b, ')');
+	}
+	sl_buf_free(&ty);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object)
+{
+	return own_table_read(b, db, CH_COLUMNS_TABLE, "`name`, `type`, toUInt8(0)", object, "");
+}
+
 int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
 			  int nkeys)
 {

@@ -25,6 +25,11 @@
 #define CH_VIEW_SUFFIX "_current"
 /* The external table (HTTP "external data") that carries the keys of a lookup. */
 #define CH_KEYS_TABLE "sluice_keys"
+/* The merge version map (ch_layout.h): one table per database.  A leading
+ * '_' is never a data table's (an object's leading '_' is written %5F). */
+#define CH_VMAP_TABLE "_sluice_version_map"
+/* The column types sluice made each table with, one table per database. */
+#define CH_COLUMNS_TABLE "_sluice_columns"
 /* URL parameters of a request whose result is read: the whole result is
  * computed before the status line, so an error is an error status, never a
  * 200 with an exception at the end of a truncated body. */
@@ -89,6 +94,22 @@ int ch_sql_tombstones(struct sl_buf *b, const char *db, const char *object, cons
  * key is right in any case: a row of it older than the TRUNCATE is gone. */
 int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *object, const struct ch_layout *l,
 			     const struct ch_rowmeta *m);
+/* The version map's table, if it does not exist yet. */
+int ch_sql_vmap_create(struct sl_buf *b, const char *db);
+/* The steps of object's version map, by position (RowBinary pos, shift). */
+int ch_sql_vmap_read(struct sl_buf *b, const char *db, const char *object);
+/* Adds steps (n of them) to object's version map. */
+int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, const struct ch_vstep *steps,
+		       size_t n);
+
+/* The record of column types, if it does not exist yet. */
+int ch_sql_columns_create(struct sl_buf *b, const char *db);
+/* Records the types of the layout's columns as sluice made them. */
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l);
+/* The recorded columns of object, in ch_sql_describe()'s form (name, type,
+ * a UInt8 0). */
+int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object);
+
 /* The version of the table's latest TRUNCATE, 0 if none (RowBinary UInt64). */
 int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
 			  int nkeys);

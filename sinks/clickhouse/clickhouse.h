@@ -78,6 +78,7 @@ struct sl_ch_stats {
 	uint64_t lookups;            /* requests reading current rows (unchanged TOAST values) */
 	uint64_t unchanged_filled;   /* unchanged values filled in (batch or destination) */
 	uint64_t unchanged_missing;  /* unchanged values no row could fill: written as NULL, listed */
+	uint64_t replays_kept;       /* merge: replayed key changes filled from the new key's row of the same version */
 	uint64_t spills;             /* batches sent from write() inside a transaction */
 	uint64_t below_truncate;     /* merge: replayed changes older than the table's last TRUNCATE, skipped */
 	uint64_t requests;           /* HTTP requests, retries included */

@@ -25,12 +25,14 @@ Only the Python standard library talks to ClickHouse (urllib, HTTP POST).
 
 import datetime
 import decimal
+import http.server
 import os
 import re
 import shutil
 import signal
 import struct
 import subprocess
+import threading
 import time
 import unittest
 import urllib.error
@@ -381,6 +383,82 @@ def new_clickhouse_server(tls=False):
     """The ClickHouse server of the tests: ClickHouse26Server when
     SLUICE_CH_ENGINE=26, else clickhouse-server."""
     return ClickHouse26Server(tls=tls) if CH_ENGINE == "26" else ClickHouseServer(tls=tls)
+
+
+class HoldingProxy:
+    """An HTTP proxy in front of ClickHouse.  Once armed with a marker, it
+    forwards the first INSERT whose body holds the marker, then holds that
+    answer (and every request after it) until closed: ClickHouse has the
+    rows, and sluice never learns it, as when it is killed between the 2xx
+    and its checkpoint.  Disarmed, it passes everything through."""
+
+    def __init__(self, target):
+        self.target = target.rstrip("/")
+        self.marker = None
+        self.held = threading.Event()
+        self.release = threading.Event()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                if proxy.held.is_set():
+                    proxy.release.wait(120)
+                    self.close_connection = True
+                    return
+                body = self._body()
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() in ("authorization", "content-type", "content-encoding")}
+                rq = urllib.request.Request(proxy.target + self.path, data=body, headers=headers, method="POST")
+                try:
+                    with urllib.request.urlopen(rq, timeout=120) as r:
+                        status, out = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, out = e.code, e.read()
+                if proxy.marker and "INSERT" in urllib.parse.unquote(self.path) and proxy.marker in body:
+                    proxy.held.set()
+                    proxy.release.wait(120)
+                    self.close_connection = True
+                    return
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def _body(self):
+                if "chunked" in self.headers.get("Transfer-Encoding", ""):
+                    parts = []
+                    while True:
+                        n = int(self.rfile.readline().split(b";")[0], 16)
+                        parts.append(self.rfile.read(n))
+                        self.rfile.readline()
+                        if n == 0:
+                            return b"".join(parts)
+                return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def arm(self, marker):
+        self.marker = marker
+
+    def pass_through(self):
+        self.marker = None
+        self.held.clear()
+        self.release.set()
+        self.release = threading.Event()
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def quote_ident(name):

@@ -33,7 +33,7 @@ import threading
 import time
 import unittest
 
-from ch_harness import (CH_PASSWORD, ChTestCase, ch_column, ch_object, merge_engine_re, quote_ident,
+from ch_harness import (CH_PASSWORD, ChTestCase, HoldingProxy, ch_column, ch_object, merge_engine_re, quote_ident,
                         rebuild_append, source_rows_for_ch)
 import harness  # noqa: E402
 from harness import csn_seq, qident, wait_until
@@ -241,6 +241,24 @@ class ClickHouseChangesTest(ChTestCase):
         self.ch.query("OPTIMIZE TABLE mg.public_mg FINAL")
         self.assertChMatches(s, "public", "mg", ["id"])
 
+    def test_merge_truncate_in_long_transaction(self):
+        """A TRUNCATE after more than 255 changes of its transaction, which
+        is sent in parts (batch_rows = 100): the rows of its earlier parts are
+        older than the TRUNCATE and are gone."""
+        self.make_table("lt", rows=3000)
+        s = self.sluice(stream="lt", tables="public.lt", database="lt", write_mode="merge",
+                        dest={"batch_rows": 100})
+        self.catch_up(s)
+        self.pg.execute("BEGIN; UPDATE lt SET counter = counter + 1 WHERE id <= 1000; TRUNCATE lt; "
+                        "INSERT INTO lt VALUES (1, 'one', 7); COMMIT")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "lt", ["id"])
+        self.assertEqual(ch_count(self.ch, "lt", "public_lt_current"), 1)
+        # and a later change still lands on top
+        self.pg.execute("INSERT INTO lt VALUES (2, 'two', 0)")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "lt", ["id"])
+
     def test_column_added_then_dropped(self):
         """ADD COLUMN flows through (ALTER TABLE ... ADD COLUMN, the view made
         again); DROP COLUMN stops the stream, naming the table and column."""
@@ -271,6 +289,25 @@ class ClickHouseChangesTest(ChTestCase):
                       '(dropped or renamed at the source)', p.stderr_text())
         self.assertEqual(ch_count(self.ch, "sc_m", "public_sc", "id = 101"), 0)
 
+    def test_column_retyped_in_clickhouse(self):
+        """A column retyped in ClickHouse by hand stops the stream with a
+        message that says ClickHouse changed, not the source."""
+        self.make_table("rt", rows=20)
+        s = self.sluice(stream="rt", tables="public.rt", database="rt", write_mode="merge")
+        self.catch_up(s)
+        self.ch.query("ALTER TABLE rt.public_rt MODIFY COLUMN counter Nullable(String)")
+        self.pg.execute("UPDATE rt SET counter = counter + 1 WHERE id = 1")
+        self.pg.wait_wal_flushed()
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(lambda: 'column "counter"' in p.stderr_text(), 60, "the stream to stop on the column")
+        finally:
+            p.kill9()
+        self.assertIn('table "public_rt": column "counter" was changed in ClickHouse: sluice made it '
+                      'Nullable(Int32), which the source table still needs, and ClickHouse now has '
+                      'Nullable(String)', p.stderr_text())
+        self.assertNotIn("changed at the source", p.stderr_text())
+
     def test_dropped_and_created_again(self):
         """Merge mode: a table dropped at the source is cleared (its marker,
         a table version without columns, tombstones every row); one dropped
@@ -297,6 +334,29 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertChMatches(s, "public", "rc", ["id"])
         self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
         self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
+
+    def test_table_dropped_in_clickhouse(self):
+        """A table sluice wrote, dropped in ClickHouse by hand: the stream
+        stops with exit 3 and the command that backfills it, instead of making
+        it anew with only the rows of later changes; that command fills it."""
+        self.make_table("dr", rows=50)
+        s = self.sluice(stream="dr", tables="public.dr", database="dr", write_mode="merge")
+        self.catch_up(s)
+        self.ch.query("DROP TABLE dr.public_dr")
+        self.pg.execute("UPDATE dr SET counter = counter + 1 WHERE id = 7")
+        self.pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env=self.env(), timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        cmd = f"sluice backfill -c {os.path.realpath(s.config_path)} --stream dr --table public.dr"
+        self.assertIn('table "dr"."public_dr" (of "public"."dr") is gone from ClickHouse, but sluice made and '
+                      f'wrote it before (dropped by hand?): the stream alone cannot bring its rows back, so it '
+                      f'stops here. Run `{cmd}`', r.stderr)
+        self.assertFalse(self.ch.table_exists("dr", "public_dr"))
+        r = s.run("backfill", "--stream", "dr", "--table", "public.dr", env=self.env(), timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "dr", ["id"])
+        self.assertEqual(ch_count(self.ch, "dr", "public_dr_current"), 50)
 
     def test_interrupted_backfill_append(self):
         """kill -9 in the middle of a backfill whose rows already reached
@@ -373,6 +433,38 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertEqual(sum(r["big"] is None for r in rows), 1)
         self.assertTrue(all(r["_unchanged_columns"] == [] for r in rows))
 
+
+    def test_unchanged_toast_after_key_change_replayed(self):
+        """A key change whose new row took its unchanged TOAST value from the
+        old key's row, replayed after sluice died between ClickHouse's 2xx and
+        its checkpoint: the old key's row is a tombstone by then, and the
+        replay keeps the value instead of writing NULL over it."""
+        pg = self.pg
+        pg.execute("CREATE TABLE toast_r (id int PRIMARY KEY, n int, big text); "
+                   "ALTER TABLE toast_r ALTER COLUMN big SET STORAGE EXTERNAL")
+        big = "".join(f"{k * 2654435761 % 4294967296:08x}" for k in range(1500))
+        pg.execute(f"INSERT INTO toast_r VALUES (1, 0, '{big}')")
+        proxy = HoldingProxy(self.ch.url)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream="toast_r", tables="public.toast_r", database="toast_r", write_mode="merge",
+                        dest={"url": proxy.url})
+        self.catch_up(s)
+        proxy.arm(big.encode())
+        pg.execute("UPDATE toast_r SET id = 2 WHERE id = 1")
+        pg.wait_wal_flushed()
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(proxy.held.is_set, 60, "the key change's insert to reach ClickHouse")
+        finally:
+            p.kill9()
+        proxy.pass_through()
+        rows = self.ch.rows("toast_r", "public_toast_r_current")
+        self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())], "the first write")
+        r = self.catch_up(s)
+        self.assertNotIn("written as NULL", r.stderr)
+        self.assertChMatches(s, "public", "toast_r", ["id"])
+        rows = self.ch.rows("toast_r", "public_toast_r_current")
+        self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())])
 
 class ClickHouseTlsTest(ChTestCase):
     ch_tls = True

@@ -252,6 +252,31 @@ class MyChChangesTest(MyChTestCase):
         self.assertChMatches(s, "app", "mg2", ["id"])
 
 
+    def test_merge_long_transaction_versions(self):
+        """A transaction of 1,300 changes sent in parts (batch_rows = 100):
+        every change of it has its own version, in CSN order (binlog
+        positions), and deletes in its later parts win over its earlier
+        updates of the same keys."""
+        self.make_table("lt", rows=600)
+        s = self.sluice(stream="lt", tables="app.lt", database="lt", write_mode="merge", dest={"batch_rows": 100})
+        self.catch_up(s)
+        c = self.my.connect(autocommit=False)
+        cur = c.cursor()
+        cur.execute("UPDATE app.lt SET counter = counter + 1")
+        cur.execute("DELETE FROM app.lt WHERE id <= 400")
+        cur.execute("INSERT INTO app.lt VALUES (1, 'one', 7)")
+        c.commit()
+        c.close()
+        self.my.execute("UPDATE app.lt SET counter = counter + 1 WHERE id > 590")
+        self.catch_up(s)
+        self.assertChMatches(s, "app", "lt", ["id"])
+        self.assertEqual(ch_count(self.ch, "lt", "app_lt_current"), 201)
+        # every row ClickHouse holds (merged or not): CSN order is version order
+        pairs = sorted({(r["_csn"], r["_version"]) for r in self.ch.rows("lt", "app_lt")})
+        self.assertGreater(len(pairs), 600)
+        bad = [(a, b) for a, b in zip(pairs, pairs[1:]) if a[0] != b[0] and not a[1] < b[1]]
+        self.assertEqual(bad[:5], [])
+
 class MyChSchemaTest(MyChTestCase):
 
     def test_column_added_then_dropped(self):

@@ -35,56 +35,177 @@
 /* ------------------------------------------------------------------ */
 /* the version                                                          */
 
-static uint64_t ver(uint64_t pos, uint32_t seq)
+/* The map-less version: append mode's, and what tables written before the
+ * version map hold (position << 8 | min(sequence, 255)). */
+static uint64_t old_ver(uint64_t pos, uint32_t seq)
 {
-	uint64_t v = 0;
+	return pos << 8 | (seq < 255 ? seq : 255);
+}
 
-	if (ch_version(pos, seq, &v) != 0)
-		fail_msg("ch_version(%llx, %u) refused", (unsigned long long)pos, seq);
+/* A stream of changes through one table's version map, in CSN order: each
+ * change is noted, then gets its version; the steps it records are kept
+ * as the sink sends them to ClickHouse. */
+struct vstream {
+	struct ch_vmap map;
+	struct ch_vstep rec[64];
+	int nrec;
+};
+
+static uint64_t vs_change(struct vstream *vs, uint64_t pos, uint32_t seq)
+{
+	struct ch_vstep st;
+	uint64_t v = 0;
+	int r = ch_vmap_note(&vs->map, pos, seq, &st);
+
+	assert_true(r >= 0);
+	if (r > 0 && vs->nrec < 64)
+		vs->rec[vs->nrec++] = st;
+	if (ch_version(pos, seq, ch_vmap_shift(&vs->map, pos), &v) != 0)
+		fail_msg("version of %llx-%u refused", (unsigned long long)pos, seq);
+	/* never below the map-less version of the same change */
+	assert_true(v >= old_ver(pos, seq));
 	return v;
 }
 
-/* v(a) < v(b) */
-#define BEFORE(pa, sa, pb, sb) assert_true(ver(pa, sa) < ver(pb, sb))
+/* Changes (pos[i], seq[i]) in CSN order have strictly increasing versions. */
+static void check_stream(const uint64_t *pos, const uint32_t *seq, int n)
+{
+	struct vstream vs = { 0 };
+	uint64_t prev = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t v = vs_change(&vs, pos[i], seq[i]);
+		if (i > 0 && v <= prev)
+			fail_msg("%llx-%u: version %llu is not above the previous change's %llu", (unsigned long long)pos[i],
+				 seq[i], (unsigned long long)v, (unsigned long long)prev);
+		prev = v;
+	}
+	ch_vmap_free(&vs.map);
+}
+
+#define STREAM(...)                                                                                     \
+	do {                                                                                            \
+		const struct { uint64_t p; uint32_t s; } ch_[] = { __VA_ARGS__ };                      \
+		uint64_t p_[sizeof ch_ / sizeof ch_[0]];                                                \
+		uint32_t s_[sizeof ch_ / sizeof ch_[0]];                                                \
+		for (size_t i_ = 0; i_ < sizeof ch_ / sizeof ch_[0]; i_++)                              \
+			p_[i_] = ch_[i_].p, s_[i_] = ch_[i_].s;                                         \
+		check_stream(p_, s_, (int)(sizeof ch_ / sizeof ch_[0]));                                \
+	} while (0)
 
 static void test_version_basics(void **state)
 {
-	(void)state;
-	assert_int_equal(ver(0x16B374D848, 1), (UINT64_C(0x16B374D848) << 8) | 1);
-	assert_int_equal(ver(0, 0), 0);
-	/* the last position that fits, with the largest sequence */
-	assert_int_equal(ver(CH_VERSION_POS_LIMIT - 1, UINT32_MAX), UINT64_MAX);
-	/* and the first that does not: refused, never wrapped */
 	uint64_t v = 42;
-	assert_int_equal(ch_version(CH_VERSION_POS_LIMIT, 0, &v), -1);
+
+	(void)state;
+	assert_int_equal(ch_version(0x16B374D848, 1, 0, &v), 0);
+	assert_int_equal(v, (UINT64_C(0x16B374D848) << 8) | 1);
+	assert_int_equal(ch_version(0, 0, 0, &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(ch_version(0x100, 300, 7, &v), 0);
+	assert_int_equal(v, (UINT64_C(0x100) << 8) + 307);
+	/* the last positions that fit, with a sequence that just fits */
+	assert_int_equal(ch_version(CH_VERSION_POS_LIMIT - 1, 255, 0, &v), 0);
+	assert_int_equal(v, UINT64_MAX);
+	assert_int_equal(ch_version(CH_VERSION_POS_LIMIT - 2, 511, 0, &v), 0);
+	assert_int_equal(v, UINT64_MAX);
+	/* and what does not: refused, never wrapped */
+	v = 42;
+	assert_int_equal(ch_version(CH_VERSION_POS_LIMIT, 0, 0, &v), -1);
+	assert_int_equal(ch_version(UINT64_MAX, 0, 0, &v), -1);  /* a marker at position 0 - 1 */
+	assert_int_equal(ch_version(CH_VERSION_POS_LIMIT - 1, 256, 0, &v), -1);
+	assert_int_equal(ch_version(1, 0, UINT64_MAX - 255, &v), -1);
+	assert_int_equal(ch_version(1, UINT32_MAX, UINT64_MAX - 256 - UINT32_MAX + 1, &v), -1);
 	assert_int_equal(v, 42);
-	assert_int_equal(ch_version(UINT64_MAX, 0, &v), -1);  /* a marker at position 0 - 1 */
+	/* a map without steps is the map-less version up to sequence 255 */
+	struct vstream vs = { 0 };
+	assert_int_equal(vs_change(&vs, 0x5000, 0), old_ver(0x5000, 0));
+	assert_int_equal(vs_change(&vs, 0x5000, 254), old_ver(0x5000, 254));
+	assert_int_equal(vs_change(&vs, 0x5000, 255), old_ver(0x5000, 255));
+	assert_int_equal(vs_change(&vs, 0x5001, 1), old_ver(0x5001, 1));
+	assert_int_equal(vs.nrec, 0);
+	ch_vmap_free(&vs.map);
+}
+
+/* Inside one transaction every sequence number has its own version, and
+ * the transaction's last change comes before the next one's first, even
+ * at the next position. */
+static void test_version_long_transaction(void **state)
+{
+	(void)state;
+	STREAM({ 0x5000, 0 }, { 0x5000, 1 }, { 0x5000, 254 }, { 0x5000, 255 }, { 0x5000, 256 }, { 0x5000, 257 },
+	       { 0x5000, 1u << 20 }, { 0x5000, (1u << 20) + 1 }, { 0x5000, UINT32_MAX - 1 }, { 0x5000, UINT32_MAX },
+	       { 0x5001, 0 }, { 0x5001, 1 }, { 0x5002, 300 }, { 0x5003, 1 });
+	/* the case of the issue: a TRUNCATE after a million changes */
+	STREAM({ 0x16B374D848, 1 }, { 0x16B374D848, 999999 }, { 0x16B374D848, 1000000 },
+	       { 0x16B374D848, 1000001 }, { 0x16B374D850, 1 });
+	/* two long transactions in a row, at adjacent positions */
+	STREAM({ 0x100, 70000 }, { 0x101, 1 }, { 0x101, 70000 }, { 0x102, 1 }, { 0x102, 255 }, { 0x103, 0 });
+
+	/* the step: the next positions move up by what the long one used beyond 255 */
+	struct vstream vs = { 0 };
+	vs_change(&vs, 0x5000, 1);
+	vs_change(&vs, 0x5000, 1000);
+	assert_int_equal(vs.nrec, 0);
+	assert_int_equal(vs_change(&vs, 0x5001, 1), (UINT64_C(0x5001) << 8) + 745 + 1);
+	assert_int_equal(vs.nrec, 1);
+	assert_int_equal(vs.rec[0].pos, 0x5000);
+	assert_int_equal(vs.rec[0].shift, 745);
+	/* a transaction within its 256 versions adds no step */
+	vs_change(&vs, 0x5001, 255);
+	assert_int_equal(vs_change(&vs, 0x5002, 1), (UINT64_C(0x5002) << 8) + 745 + 1);
+	assert_int_equal(vs.nrec, 1);
+	/* the step is made at the transaction's end (close), once */
+	vs_change(&vs, 0x5002, 255);
+	vs_change(&vs, 0x5002, 256);
+	{
+		struct ch_vstep st;
+		assert_true(ch_vmap_pending(&vs.map));
+		assert_int_equal(ch_vmap_close(&vs.map, &st), 1);
+		assert_int_equal(st.pos, 0x5002);
+		assert_int_equal(st.shift, 746);
+		assert_false(ch_vmap_pending(&vs.map));
+		assert_int_equal(ch_vmap_close(&vs.map, &st), 0);
+		/* the next position needs no other */
+		assert_int_equal(ch_vmap_note(&vs.map, 0x5003, 1, &st), 0);
+		assert_int_equal(ch_version(0x5003, 1, ch_vmap_shift(&vs.map, 0x5003), &st.shift), 0);
+		assert_int_equal(st.shift, (UINT64_C(0x5003) << 8) + 746 + 1);
+	}
+	/* shifts add up */
+	vs_change(&vs, 0x5003, 300);
+	assert_int_equal(vs_change(&vs, 0x6000, 0), (UINT64_C(0x6000) << 8) + 746 + 45);
+	assert_int_equal(vs.nrec, 2);
+	assert_int_equal(vs.rec[1].shift, 791);
+	ch_vmap_free(&vs.map);
 }
 
 /* PostgreSQL: the LSN's low 32-bit word wraps into the high one. */
 static void test_version_lsn_wraparound(void **state)
 {
 	(void)state;
-	BEFORE(0x00000001FFFFFFF8, 1, 0x0000000200000010, 1);
+	STREAM({ 0x00000001FFFFFFF8, 1 }, { 0x0000000200000010, 1 });
 	/* a long transaction just before the wrap, a short one just after */
-	BEFORE(0x00000001FFFFFFF8, UINT32_MAX, 0x0000000200000000, 1);
-	BEFORE(0x000000FFFFFFFFF0, 300, 0x0000010000000008, 0);
+	STREAM({ 0x00000001FFFFFFF8, UINT32_MAX }, { 0x0000000200000000, 1 });
+	STREAM({ 0x000000FFFFFFFFF0, 300 }, { 0x0000010000000008, 0 });
 	/* an LSN of a cluster that wrote 16 PiB of WAL still fits */
-	BEFORE(UINT64_C(0x0040000000000000), 7, UINT64_C(0x0040000000000040), 2);
+	STREAM({ UINT64_C(0x0040000000000000), 7 }, { UINT64_C(0x0040000000000040), 2 });
 }
 
 /* MySQL: file number << 32 | offset; a new file starts at offset 4. */
 static void test_version_binlog_rollover(void **state)
 {
 	struct sl_position a = fake_pos(5, 0xFFFFFF00u), b = fake_pos(6, 4), c = fake_pos(6, 5);
+	uint64_t pa = fake_desc.pos_csn(&a), pb = fake_desc.pos_csn(&b), pc = fake_desc.pos_csn(&c);
 
 	(void)state;
-	BEFORE(fake_desc.pos_csn(&a), 1000, fake_desc.pos_csn(&b), 1);
-	BEFORE(fake_desc.pos_csn(&b), UINT32_MAX, fake_desc.pos_csn(&c), 0);
+	STREAM({ pa, 1000 }, { pb, 1 });
+	STREAM({ pa, 1 }, { pb, UINT32_MAX }, { pc, 0 });
 	/* a file number far beyond what servers reach (2^24 files) */
 	a = fake_pos(0xFFFFFF, 1);
 	b = fake_pos(0xFFFFFF, 2);
-	BEFORE(fake_desc.pos_csn(&a), 5, fake_desc.pos_csn(&b), 1);
+	pa = fake_desc.pos_csn(&a);
+	pb = fake_desc.pos_csn(&b);
+	STREAM({ pa, 5 }, { pa, 1u << 20 }, { pb, 1 });
 }
 
 /* Backfill rows (sequence 0) at the snapshot position P come before the
@@ -96,64 +217,93 @@ static void test_version_backfill_and_marker(void **state)
 	uint64_t p = 0x16B374D848;
 
 	(void)state;
-	BEFORE(p, 0, p, 1);
-	BEFORE(p - 1, 0, p, 0);
-	BEFORE(p - 2, UINT32_MAX, p - 1, 0);
-	BEFORE(p - 1, 0, p, 1);
-	/* a binlog snapshot at the next transaction's first event */
+	STREAM({ p - 2, UINT32_MAX }, { p - 1, 0 }, { p, 0 }, { p, 1 }, { p, 5000 }, { p + 8, 1 });
 	struct sl_position s = fake_pos(12, 8192);
-	BEFORE(fake_desc.pos_csn(&s), 0, fake_desc.pos_csn(&s), 1);
-	BEFORE(fake_desc.pos_csn(&s) - 1, 0, fake_desc.pos_csn(&s), 0);
+	uint64_t ps = fake_desc.pos_csn(&s);
+	STREAM({ ps - 1, 0 }, { ps, 0 }, { ps, 1 }, { ps, 300 }, { ps + 1, 1 });
 }
 
-/* Inside one transaction: exact up to sequence 254; from 255 on the changes
- * share a version (ClickHouse keeps the last one inserted), and never pass
- * the next position. */
-static void test_version_long_transaction(void **state)
+/* Tables written before the map (position << 8 | min(sequence, 255)): a
+ * change's version never falls below the map-less version of any earlier
+ * change, whatever the map holds (vs_change checks v >= old_ver). */
+static void test_version_old_rows(void **state)
 {
-	uint64_t p = 0x5000;
+	struct vstream vs = { 0 };
 
 	(void)state;
-	for (uint32_t s = 0; s < 254; s++)
-		BEFORE(p, s, p, s + 1);
-	assert_int_equal(ver(p, 255), ver(p, 256));
-	assert_int_equal(ver(p, 255), ver(p, UINT32_MAX));
-	BEFORE(p, 254, p, 255);
-	BEFORE(p, UINT32_MAX, p + 1, 0);
+	/* an old table's long transaction at 0x5000 shared one version from 255 on */
+	assert_true(vs_change(&vs, 0x5000, 256) > old_ver(0x5000, 255));
+	assert_true(vs_change(&vs, 0x5000, 300) > old_ver(0x5000, 299));
+	assert_true(vs_change(&vs, 0x5001, 0) > old_ver(0x5000, UINT32_MAX));
+	ch_vmap_free(&vs.map);
 }
 
-/* The CSN text is the reference order: for random pairs the version never
- * orders two changes the other way, and ties only within one position
- * beyond sequence 254. */
+/* A random stream of transactions (positions close together or far apart,
+ * short and long transactions, backfill rows and markers): versions rise
+ * strictly in CSN order (the CSN text is the reference), and a replay from
+ * any transaction with the map as ClickHouse holds it (the steps recorded
+ * so far, as a restarted sink reads them) gives every change the version it
+ * had. */
 static void test_version_matches_csn_order(void **state)
 {
-	uint64_t x = 0x9E3779B97F4A7C15u;
+	enum { NTX = 4000 };
+	static uint64_t pos[NTX];
+	static uint32_t top[NTX];
+	static uint64_t first[NTX], last[NTX];
+	uint64_t x = 0x9E3779B97F4A7C15u, p = 0x1FFFFF000;
+	struct vstream vs = { 0 };
+	char prev_csn[SL_CSN_LEN + 1] = "", csn[SL_CSN_LEN + 1];
+	uint64_t prev_v = 0;
 
 	(void)state;
-	for (int i = 0; i < 200000; i++) {
-		uint64_t pos[2];
-		uint32_t seq[2];
-		char ca[SL_CSN_LEN + 1], cb[SL_CSN_LEN + 1];
-		for (int k = 0; k < 2; k++) {
-			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-			/* near each other, around 32-bit and file boundaries, or anywhere */
-			switch (x % 4) {
-			case 0: pos[k] = (x >> 8) % CH_VERSION_POS_LIMIT; break;
-			case 1: pos[k] = (UINT64_C(1) << 32) + (x >> 40) % 64 - 32; break;
-			case 2: pos[k] = ((x >> 16) % 3 + 7) << 32 | ((x >> 40) % 2 ? 0xFFFFFFF0u : 4u); break;
-			default: pos[k] = 0x16B374D848 + (x >> 50) % 4; break;
-			}
-			seq[k] = (x >> 20) % 3 == 0 ? (uint32_t)(x >> 32) : (uint32_t)((x >> 24) % 300);
+	for (int i = 0; i < NTX; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		switch (x % 4) {
+		case 0: p += 1; break;
+		case 1: p += 8 + (x >> 40) % 64; break;
+		case 2: p += (x >> 20) % 100000; break;
+		default: p = (p | 0xFFFFFFFFu) + 1 + (x >> 50) % 2 * 4; break;  /* a new file, or the low word wraps */
 		}
-		sl_csn_format(ca, pos[0], seq[0]);
-		sl_csn_format(cb, pos[1], seq[1]);
-		int c = strcmp(ca, cb);
-		uint64_t va = ver(pos[0], seq[0]), vb = ver(pos[1], seq[1]);
-		if ((c < 0 && va > vb) || (c > 0 && va < vb))
-			fail_msg("%s and %s: the versions are in the other order", ca, cb);
-		if (c != 0 && va == vb && !(pos[0] == pos[1] && seq[0] >= 255 && seq[1] >= 255))
-			fail_msg("%s and %s share a version", ca, cb);
+		pos[i] = p;
+		top[i] = (x >> 8) % 5 == 0 ? (uint32_t)((x >> 30) % 3000000) : (uint32_t)((x >> 30) % 300);
 	}
+	for (int i = 0; i < NTX; i++) {
+		/* the first, a sample in between, and the last change of each transaction */
+		uint32_t seqs[3] = { 0, top[i] / 2, top[i] };
+		for (int k = 0; k < 3; k++) {
+			if (k > 0 && seqs[k] == seqs[k - 1])
+				continue;
+			uint64_t v = vs_change(&vs, pos[i], seqs[k]);
+			sl_csn_format(csn, pos[i], seqs[k]);
+			if (prev_csn[0] && !(strcmp(prev_csn, csn) < 0 && prev_v < v))
+				fail_msg("%s after %s: version %llu after %llu", csn, prev_csn, (unsigned long long)v,
+					 (unsigned long long)prev_v);
+			memcpy(prev_csn, csn, sizeof csn);
+			prev_v = v;
+			if (k == 0)
+				first[i] = v;
+			last[i] = v;
+		}
+	}
+	/* replays from a few starting transactions */
+	for (int from = 0; from < NTX; from += 397) {
+		struct ch_vmap m = { 0 };
+		struct ch_vstep st;
+		for (size_t k = 0; k < vs.map.n; k++)
+			assert_int_equal(ch_vmap_add(&m, vs.map.steps[k].pos, vs.map.steps[k].shift), 1);
+		for (int i = from; i < NTX; i++) {
+			uint32_t seqs[2] = { 0, top[i] };
+			for (int k = 0; k < 2; k++) {
+				uint64_t v = 0;
+				assert_true(ch_vmap_note(&m, pos[i], seqs[k], &st) >= 0);
+				assert_int_equal(ch_version(pos[i], seqs[k], ch_vmap_shift(&m, pos[i]), &v), 0);
+				assert_int_equal(v, k ? last[i] : first[i]);
+			}
+		}
+		assert_int_equal(m.n, vs.map.n);
+		ch_vmap_free(&m);
+	}
+	ch_vmap_free(&vs.map);
 }
 
 /* ------------------------------------------------------------------ */
@@ -663,10 +813,10 @@ static void test_layout_match(void **state)
 	assert_int_equal(ch_layout_new(&l1, t1, true, err, sizeof err), 0);
 	d = dest_of(l1, &nd);
 	/* the same version: same */
-	assert_int_equal(ch_layout_match(l1, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
+	assert_int_equal(ch_layout_match(l1, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
 	/* a column added at the source: ALTER TABLE ADD COLUMN, then the table's order */
 	assert_int_equal(ch_layout_new(&l, t2, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
 	assert_int_equal(nadd, 1);
 	ch_sql_add_columns(&b, "db", l, add, nadd);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ADD COLUMN `b` Nullable(Int32)");
@@ -678,7 +828,7 @@ static void test_layout_match(void **state)
 			d2[i] = d[i];
 		d2[nd].name = (char *)"b";
 		d2[nd].type = (char *)"Nullable(Int32)";
-		assert_int_equal(ch_layout_match(l, d2, nd + 1, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
+		assert_int_equal(ch_layout_match(l, d2, nd + 1, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
 		assert_string_equal(l->cols[nd].name, "b");
 		assert_int_equal(l->of_src[2], nd);
 		assert_string_equal(l->cols[l->keys[0]].name, "id");
@@ -687,24 +837,51 @@ static void test_layout_match(void **state)
 	ch_layout_free(l);
 	/* a dropped column */
 	assert_int_equal(ch_layout_new(&l, t3, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the source "
 			    "table (dropped or renamed at the source); only added columns are applied for now");
 	ch_layout_free(l);
-	/* a changed type */
+	/* a changed type, and which side changed it: sluice made "a" String (d) */
 	assert_int_equal(ch_layout_new(&l, t4, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
-	assert_string_equal(err, "table \"public_t\": column \"a\" has type Nullable(String) in ClickHouse, but the "
-			    "source table now needs Nullable(Int32) (its type changed at the source)");
+	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_string_equal(err, "table \"public_t\": column \"a\" changed at the source: ClickHouse has "
+			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_string_equal(err, "table \"public_t\": column \"a\" has type Nullable(String) in ClickHouse, and "
+			    "the source table needs Nullable(Int32); sluice has no record of the type it made it "
+			    "with, so either side may have changed");
+	{
+		/* the source still has "a" text; ClickHouse's "a" was altered to Nullable(Int64) */
+		struct ch_dest_col *d2 = calloc((size_t)nd, sizeof *d2);
+		for (int i = 0; i < nd; i++) {
+			d2[i] = d[i];
+			if (!strcmp(d2[i].name, "a"))
+				d2[i].type = (char *)"Nullable(Int64)";
+		}
+		ch_layout_free(l);
+		assert_int_equal(ch_layout_new(&l, t1, true, err, sizeof err), 0);
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_string_equal(err, "table \"public_t\": column \"a\" was changed in ClickHouse: sluice made it "
+				    "Nullable(String), which the source table still needs, and ClickHouse now has "
+				    "Nullable(Int64) (ALTER TABLE ... MODIFY COLUMN puts it back)");
+		/* and the source changed it too */
+		ch_layout_free(l);
+		assert_int_equal(ch_layout_new(&l, t4, true, err, sizeof err), 0);
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_string_equal(err, "table \"public_t\": column \"a\" changed on both sides: sluice made it "
+				    "Nullable(String), ClickHouse now has Nullable(Int64), and the source table needs "
+				    "Nullable(Int32)");
+		free(d2);
+	}
 	ch_layout_free(l);
 	/* a new key column */
 	assert_int_equal(ch_layout_new(&l, t5, true, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the primary key changed at the source (new key column \"k2\")"));
 	ch_layout_free(l);
 	/* a table made by an append-mode stream */
 	assert_int_equal(ch_layout_new(&l, t1, false, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the table was made for write_mode = merge"));
 	ch_layout_free(l);
 	free_dest(d, nd);
@@ -749,7 +926,7 @@ static void test_layout_row(void **state)
 	sl_buf_init(&b, 0);
 	assert_int_equal(ch_layout_new(&l, t, true, err, sizeof err), 0);
 	tl_change(&c, t, SL_OP_UPDATE_INSERT, v, 0x16B374D848, 3, 1700000000000000);
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, err, sizeof err), 0);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
 	assert_int_equal(m.version, (UINT64_C(0x16B374D848) << 8) | 3);
 	assert_int_equal(ch_layout_put_row(&b, l, &m, v, false, err, sizeof err), 0);
 	assert_memory_equal(b.data, want_head, sizeof want_head);
@@ -804,7 +981,7 @@ static void test_rowmeta_refuses_far_positions(void **state)
 
 	(void)state;
 	tl_change(&c, t, SL_OP_INSERT, v, UINT64_C(0x0100000000000000), 1, 1);
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, err, sizeof err), -1);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), -1);
 	assert_string_equal(err, "table \"public\".\"t\": change 0100000000000000-0000000001: its position part "
 			    "0100000000000000 is beyond the 56 bits the merge version keeps for positions (see "
 			    "doc/clickhouse.md, \"The version\")");
@@ -830,7 +1007,7 @@ static void test_tombstones_sql(void **state)
 	assert_int_equal(ch_layout_new(&l, t, true, err, sizeof err), 0);
 	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
 	c.tx_id = 77;
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, err, sizeof err), 0);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
 	assert_int_equal(ch_sql_tombstones(&b, "db", "public_t", keys, 2, l, &m), 0);
 	char want[2048];
 	char u[37];
@@ -949,7 +1126,7 @@ static void test_dead_letter_line(void **state)
 	sl_buf_init(&out, 0);
 	assert_int_equal(ch_layout_new(&l, t, false, err, sizeof err), 0);
 	tl_change(&c, t, SL_OP_INSERT, v, 0x2000, 1, 1700000000000000);
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, err, sizeof err), 0);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
 	assert_int_equal(ch_layout_put_row(&row, l, &m, v, false, err, sizeof err), 0);
 	assert_int_equal(ch_dl_line(&out, "s1", "db", l, false, row.data, row.len, 27, "Code: 27, bad", 99), 0);
 	ch_uuid_text(u, c.uuid);
@@ -981,6 +1158,7 @@ int main(void)
 		cmocka_unit_test(test_version_binlog_rollover),
 		cmocka_unit_test(test_version_backfill_and_marker),
 		cmocka_unit_test(test_version_long_transaction),
+		cmocka_unit_test(test_version_old_rows),
 		cmocka_unit_test(test_version_matches_csn_order),
 		cmocka_unit_test(test_rb_scalars),
 		cmocka_unit_test(test_rb_strings),

@@ -65,6 +65,10 @@ struct fake_ch {
 	int inserts;                   /* insert requests, answered anyhow */
 	struct sl_buf last_insert_query;
 	uint64_t floor;                /* the version of the table's last TRUNCATE */
+	bool vmap_created;             /* the version map's table was made */
+	struct sl_buf vmap;            /* the version map's steps (pos, shift: RowBinary) */
+	struct sl_buf vsteps;          /* statements that added steps, one a line */
+	struct sl_buf made;            /* the record of column types (describe's form), or empty: none */
 	const char *table_engine;      /* NULL: ReplacingMergeTree */
 	const char *view_engine;       /* NULL: View */
 	bool by_key;                   /* lookups answer row_of[key] for each key asked */
@@ -153,6 +157,23 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 			put_str(&rs->body, "public_items_current");
 			put_str(&rs->body, ch->view_engine ? ch->view_engine : "View");
 		}
+	} else if (starts(sql, "CREATE TABLE IF NOT EXISTS `db`.`" CH_COLUMNS_TABLE "`")) {
+		/* the record of column types */
+	} else if (starts(sql, "SELECT `name`, `type`, toUInt8(0) FROM `db`.`" CH_COLUMNS_TABLE "`")) {
+		if (ch->made.len)
+			sl_buf_append(&rs->body, ch->made.data, ch->made.len);
+		else {
+			rs->status = 404;
+			sl_buf_puts(&rs->body, "Code: 60, e.displayText() = DB::Exception: Table db._sluice_columns "
+				    "doesn't exist., e.what() = DB::Exception\n");
+		}
+	} else if (starts(sql, "CREATE TABLE IF NOT EXISTS `db`.`" CH_VMAP_TABLE "`")) {
+		ch->vmap_created = true;
+	} else if (starts(sql, "SELECT `pos`, `shift` FROM `db`.`" CH_VMAP_TABLE "`")) {
+		sl_buf_append(&rs->body, ch->vmap.data, ch->vmap.len);
+	} else if (starts(sql, "INSERT INTO `db`.`" CH_VMAP_TABLE "`")) {
+		sl_buf_append(&ch->vsteps, sql, strlen(sql));
+		sl_buf_putc(&ch->vsteps, '\n');
 	} else if (starts(sql, "CREATE TABLE")) {
 		ch->table_exists = true;
 	} else if (starts(sql, "CREATE VIEW")) {
@@ -219,6 +240,7 @@ struct fx {
 	void *sink;
 	char *dir;
 	char dl_path[512];
+	const char *conf_path;       /* the configuration file the sink is told of, or NULL */
 	char err[1024];
 };
 
@@ -249,6 +271,9 @@ static int setup(void **state)
 	sl_buf_init(&f->ch.lookup, 0);
 	sl_buf_init(&f->ch.inserted, 0);
 	sl_buf_init(&f->ch.last_insert_query, 0);
+	sl_buf_init(&f->ch.vmap, 0);
+	sl_buf_init(&f->ch.vsteps, 0);
+	sl_buf_init(&f->ch.made, 0);
 	f->ch.srv = fake_http_start(handle, &f->ch);
 	f->dir = tl_mkdtemp("chsink");
 	snprintf(f->dl_path, sizeof f->dl_path, "%s/dead.jsonl", f->dir);
@@ -282,6 +307,9 @@ static int teardown(void **state)
 	sl_buf_free(&f->ch.lookup);
 	sl_buf_free(&f->ch.inserted);
 	sl_buf_free(&f->ch.last_insert_query);
+	sl_buf_free(&f->ch.vmap);
+	sl_buf_free(&f->ch.vsteps);
+	sl_buf_free(&f->ch.made);
 	sl_table_free(f->t);
 	tl_rm_rf(f->dir);
 	free(f->dir);
@@ -294,7 +322,7 @@ static int teardown(void **state)
 static void open_sink(struct fx *f, bool merge)
 {
 	struct sl_sink_stream st = { .name = "s1", .mode = merge ? SL_WRITE_MERGE : SL_WRITE_APPEND,
-				     .destination = "wh" };
+				     .destination = "wh", .config_path = f->conf_path };
 	struct ch_layout *l;
 
 	assert_int_equal(ch_layout_new(&l, f->t, merge, f->err, sizeof f->err), 0);
@@ -387,7 +415,7 @@ static void test_merge_batch(void **state)
 		char metabuf[SL_META_BUF];
 		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
-		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
 		ch_layout_free(l);
 	}
@@ -472,6 +500,73 @@ static void test_merge_floor_after_restart(void **state)
 			       "(defaultValueOfArgumentType(`id`)) AND `_change_type` = 'TRUNCATE' FORMAT RowBinary"));
 }
 
+/* A transaction of more than 255 changes, sent in parts, with a TRUNCATE
+ * at its end: the TRUNCATE's version is above every change before it (the
+ * tombstones reach the rows of the earlier parts), the step of the version
+ * map reaches ClickHouse before the next position's rows, and a restarted
+ * sink that reads the map back gives the next position the same versions. */
+static void test_merge_long_transaction(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	char want[256];
+	const char *tr, *step, *next;
+
+	f->conf.batch_rows = 100;       /* parts of 200 rows */
+	open_sink(f, true);
+	for (int i = 1; i <= 300; i++) {
+		struct sl_value v[4] = { tl_int(i), tl_str("x"), tl_null(), tl_null() };
+		tl_change(&c, f->t, SL_OP_INSERT, v, 0x7000, (uint32_t)i, 1700000000000000);
+		write_ok(f, &c);
+	}
+	assert_true(f->ch.inserts >= 1);   /* the first part went before the TRUNCATE */
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x7000, 301, 1700000000000000);
+	write_ok(f, &c);
+	/* the transaction ends: its step is part of the batch the checkpoint waits for */
+	mark(f, 0x7010);
+	assert_true(sl_clickhouse_ops.pending(f->sink));
+	flush_ok(f, 0x7010);
+	tr = fake_http_transcript(f->ch.srv);
+	/* tombstones below (0x7000 << 8) + 301, the TRUNCATE's own version */
+	snprintf(want, sizeof want, "`_version` < %llu", (unsigned long long)((UINT64_C(0x7000) << 8) + 301));
+	assert_non_null(strstr(tr, want));
+	/* the step: positions after 0x7000 move up by 301 - 255 */
+	step = strstr(tr, "INSERT INTO `db`.`" CH_VMAP_TABLE "` (`object`, `pos`, `shift`) VALUES ('public_items', "
+			  "28672, 46)");
+	assert_non_null(step);
+	/* the next transaction's rows, once, and no second step */
+	struct sl_value n1[4] = { tl_int(1), tl_str("after"), tl_null(), tl_null() };
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, f->t, SL_OP_INSERT, n1, 0x7100, 1, 1700000000100000);
+	write_ok(f, &c);
+	mark(f, 0x7110);
+	flush_ok(f, 0x7110);
+	tr = fake_http_transcript(f->ch.srv);
+	assert_null(strstr(tr, CH_VMAP_TABLE));
+	next = strstr(tr, "after");
+	assert_non_null(next);
+
+	/* restarted: the map and the TRUNCATE's sentinel are read back */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	fake_http_clear(f->ch.srv);
+	sl_buf_reset(&f->ch.vmap);
+	{
+		uint64_t st[2] = { 0x7000, 46 };
+		for (int k = 0; k < 2; k++)
+			for (int i = 0; i < 8; i++)
+				sl_buf_putc(&f->ch.vmap, (char)(st[k] >> (8 * i)));
+	}
+	f->ch.floor = (UINT64_C(0x7100) << 8) + 46 + 1;   /* as if a TRUNCATE were at 0x7100-1 */
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_INSERT, n1, 0x7000, 300, 1700000000000000);
+	write_ok(f, &c);
+	assert_false(sl_clickhouse_ops.pending(f->sink));   /* below the TRUNCATE */
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, n1, 0x7100, 2, 1700000000100000);
+	write_ok(f, &c);
+	assert_true(sl_clickhouse_ops.pending(f->sink));    /* (0x7100 << 8) + 46 + 2: above it */
+}
+
 static void test_merge_first_batch(void **state)
 {
 	struct fx *f = *state;
@@ -484,7 +579,7 @@ static void test_merge_first_batch(void **state)
 		char metabuf[SL_META_BUF];
 		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
-		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
 		ch_layout_free(l);
 	}
@@ -754,6 +849,122 @@ static void test_schema_changes(void **state)
 	sl_table_free(t3);
 }
 
+/* A changed column type names the side that changed it: the source (the
+ * layout sluice wrote this run, or its record in ClickHouse, still matches
+ * ClickHouse) or ClickHouse (the record matches the source). */
+static void test_retyped_which_side(void **state)
+{
+	struct fx *f = *state;
+	struct tl_col cols[4];
+	struct sl_table *retyped;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_value w[4] = { tl_int(1), tl_str("x"), tl_int(5), tl_null() };
+
+	memcpy(cols, item_cols, sizeof cols);
+	cols[3].typmod = numeric_typmod(10, 2);
+	cols[2].oid = T_INT4;
+	cols[2].type_name = "integer";
+	retyped = tl_table("public", "items", cols, 4);
+
+	/* sluice makes the table and records its columns */
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
+	write_ok(f, &c);
+	assert_non_null(strstr(fake_http_transcript(f->ch.srv),
+			       "INSERT INTO `db`.`_sluice_columns` (`object`, `name`, `type`) VALUES ('public_items', "
+			       "'id', 'Int64'), ('public_items', 'name', 'Nullable(String)'), ('public_items', 'note', "
+			       "'Nullable(String)')"));
+	/* the source retypes "note": the layout of this run still matches ClickHouse */
+	tl_change(&c, retyped, SL_OP_INSERT, w, 0x200, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "table \"public_items\": column \"note\" changed at the source: ClickHouse has "
+			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+
+	/* restarted, ClickHouse's "note" altered to Nullable(Int32), the source unchanged: the record says
+	 * ClickHouse changed */
+	sl_buf_reset(&f->ch.made);
+	sl_buf_append(&f->ch.made, f->ch.describe.data, f->ch.describe.len);
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, retyped, true, f->err, sizeof f->err), 0);
+	sl_buf_reset(&f->ch.describe);
+	describe_layout(&f->ch.describe, l, NULL);
+	ch_layout_free(l);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x300, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "table \"public_items\": column \"note\" was changed in ClickHouse: sluice made "
+			    "it Nullable(String), which the source table still needs, and ClickHouse now has "
+			    "Nullable(Int32) (ALTER TABLE ... MODIFY COLUMN puts it back)");
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+
+	/* a table made before the record: neither side is blamed */
+	sl_buf_reset(&f->ch.made);
+	open_sink(f, true);
+	sl_buf_reset(&f->ch.describe);
+	assert_int_equal(ch_layout_new(&l, retyped, true, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe, l, NULL);
+	ch_layout_free(l);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "sluice has no record of the type it made it with, so either side may have "
+				       "changed"));
+	sl_table_free(retyped);
+}
+
+/* A table sluice made and wrote (its columns are on record), gone from
+ * ClickHouse: a change of the stream stops it (SL_EPREREQ, exit 3) with the
+ * command that backfills the table; a re-backfill's marker makes it anew. */
+static void test_table_dropped_by_hand(void **state)
+{
+	struct fx *f = *state;
+	struct sl_change c;
+	struct sl_value v[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	char conf[600];
+
+	/* ClickHouse has the record (what sluice made), not the table */
+	open_sink(f, true);
+	sl_buf_append(&f->ch.made, f->ch.describe.data, f->ch.describe.len);
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	snprintf(conf, sizeof conf, "%s/my sluice.conf", f->dir);
+	fclose(fopen(conf, "w"));
+	f->conf_path = conf;
+	f->ch.db_exists = true;
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x100, 1, 1);
+	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), SL_EPREREQ);
+	char want[1400];
+	snprintf(want, sizeof want, "clickhouse: table \"db\".\"public_items\" (of \"public\".\"items\") is gone from "
+		 "ClickHouse, but sluice made and wrote it before (dropped by hand?): the stream alone cannot bring "
+		 "its rows back, so it stops here. Run `sluice backfill -c '%s' --stream s1 --table public.items` to "
+		 "fill it again (the next run makes the table anew and backfills it), then start sluice again", conf);
+	assert_string_equal(f->err, want);
+	assert_false(f->ch.table_exists);
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+
+	/* the re-backfill: its marker first, then the rows */
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x1FF, 0, 1);
+	write_ok(f, &c);
+	assert_true(f->ch.table_exists);
+	tl_change(&c, f->t, SL_OP_INSERT, v, 0x200, 0, 1);
+	write_ok(f, &c);
+
+	/* a table sluice never made (no record) is made as before */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	sl_buf_reset(&f->ch.made);
+	f->ch.table_exists = f->ch.view_exists = false;
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, v, 0x300, 1, 1);
+	write_ok(f, &c);
+	assert_true(f->ch.table_exists);
+}
+
 static void test_flush_due_and_spill(void **state)
 {
 	struct fx *f = *state;
@@ -813,6 +1024,72 @@ static void test_discard_backfill(void **state)
 
 /* Large TOAST values: when the rows of a lookup do not fit in a response,
  * the lookup asks for fewer keys at a time, down to one. */
+/* A new sink writes and flushes `UPDATE items SET id = 2 WHERE id = 1` at
+ * position pos, note left unchanged; *st receives its counters. */
+static void key_change_1_to_2(struct fx *f, uint64_t pos, struct sl_ch_stats *st)
+{
+	struct sl_change c;
+	struct sl_value del[4] = { tl_int(1), tl_null(), tl_null(), tl_null() };
+	struct sl_value ins[4] = { tl_int(2), tl_str("n"), tl_unchanged(), tl_null() };
+
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, pos, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, ins, pos, 2, 1);
+	write_ok(f, &c);
+	mark(f, pos + 0x10);
+	flush_ok(f, pos + 0x10);
+	sl_clickhouse_get_stats(f->sink, st);
+}
+
+/* A key change replayed after a crash that came once ClickHouse had its
+ * rows: the old key's row is a tombstone by then, but the new key's row of
+ * the same version has the unchanged values the first write filled in, and
+ * the replay takes them from it instead of writing NULL over it. */
+static void test_replayed_key_change_keeps_toast(void **state)
+{
+	struct fx *f = *state;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct ch_rowmeta m;
+	char metabuf[SL_META_BUF], big[2000];
+	struct sl_value del[4] = { tl_int(1), tl_null(), tl_null(), tl_null() };
+
+	memset(big, 'T', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	/* ClickHouse: key 1's tombstone and key 2's full row, both of the first write */
+	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2100, 1, 1);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
+	sl_buf_init(&f->ch.row_of[1], 0);
+	assert_int_equal(ch_layout_put_row(&f->ch.row_of[1], l, &m, del, false, f->err, sizeof f->err), 0);
+	struct sl_value full[4] = { tl_int(2), tl_str("n"), tl_str(big), tl_null() };
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, full, 0x2100, 2, 1);
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
+	sl_buf_init(&f->ch.row_of[2], 0);
+	assert_int_equal(ch_layout_put_row(&f->ch.row_of[2], l, &m, full, false, f->err, sizeof f->err), 0);
+	ch_layout_free(l);
+	f->ch.by_key = true;
+	/* the replay */
+	key_change_1_to_2(f, 0x2100, &st);
+	assert_int_equal(st.unchanged_missing, 0);
+	assert_int_equal(st.unchanged_filled, 1);
+	assert_int_equal(st.replays_kept, 1);
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big, sizeof big - 1));
+
+	/* a row of the new key at another version (an older row of that key) is no source */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	sl_buf_reset(&f->ch.inserted);
+	key_change_1_to_2(f, 0x2200, &st);
+	assert_int_equal(st.unchanged_missing, 1);
+	assert_int_equal(st.replays_kept, 0);
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, big, sizeof big - 1));
+	for (int k = 1; k <= 2; k++)
+		sl_buf_free(&f->ch.row_of[k]);
+}
+
 static void test_lookup_split(void **state)
 {
 	struct fx *f = *state;
@@ -829,7 +1106,7 @@ static void test_lookup_split(void **state)
 		struct ch_rowmeta m;
 		char metabuf[SL_META_BUF];
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, (uint32_t)k, 1);
-		assert_int_equal(ch_rowmeta_of_change(&m, &c, metabuf, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		sl_buf_init(&f->ch.row_of[k], 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.row_of[k], l, &m, row, false, f->err, sizeof f->err), 0);
 	}
@@ -988,6 +1265,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_first_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replayed_key_change_keeps_toast, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_dropped_by_hand, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fatal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retries_run_out, setup, teardown),
