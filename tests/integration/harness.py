@@ -1322,7 +1322,9 @@ def read_avro_tree(path, testcase=None, codec=None, keep=None, workers=1):
     AssertionError) on any breach.  Returns the records in path order (or
     keep(record) for each, when keep is given)."""
     results, errors = check_output.check_tree(path, codec=codec, keep=keep, workers=workers)
-    if not errors:
+    # avro-c 1.11 (Debian 12) has no zstandard codec: Python avro, with the
+    # zstandard module, is then the only reader.
+    if not errors and codec != "zstandard":
         errors = avro_c_crosscheck(path, results)
     if errors:
         msg = f"output tree {path} breaks the contract ({len(errors)} problems):\n  " + \
