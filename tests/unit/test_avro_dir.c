@@ -1382,14 +1382,13 @@ static void test_verify_truncated_file(void **state)
 }
 
 /* The same size, damaged content: the reader cannot read it to its end. */
-static void test_verify_damaged_file(void **state)
+/* Overwrites 10 bytes of the third data file, 30 bytes before its end. */
+static void damage_third_file(void)
 {
 	char path[1024];
 	struct stat sb;
 	FILE *f;
 
-	(void)state;
-	write_good_tree();
 	nth_file(2, path, sizeof path);
 	assert_int_equal(stat(path, &sb), 0);
 	f = fopen(path, "r+");
@@ -1397,15 +1396,20 @@ static void test_verify_damaged_file(void **state)
 	fseek(f, sb.st_size - 30, SEEK_SET);
 	fputs("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", f);
 	fclose(f);
+}
+
+static void test_verify_damaged_file(void **state)
+{
+	(void)state;
+	write_good_tree();
+	damage_third_file();
 	expect_verify(" cannot be read to its end");
 }
 
 /* A good zstandard tree verifies; a damaged zstandard frame is found. */
 static void test_verify_zstandard(void **state)
 {
-	char path[1024], *text;
-	struct stat sb;
-	FILE *f;
+	char *text;
 
 	(void)state;
 	g_codec = SL_CODEC_ZSTANDARD;
@@ -1414,13 +1418,7 @@ static void test_verify_zstandard(void **state)
 	if (!strstr(text, "stream s1: 4 manifests, 8 files, 44 records in folder"))
 		fail_msg("verify said: %s", text);
 	free(text);
-	nth_file(2, path, sizeof path);
-	assert_int_equal(stat(path, &sb), 0);
-	f = fopen(path, "r+");
-	assert_non_null(f);
-	fseek(f, sb.st_size - 30, SEEK_SET);
-	fputs("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", f);
-	fclose(f);
+	damage_third_file();
 	expect_verify(" cannot be read to its end (truncated or damaged after record 0): \"");
 	expect_verify(": block 1: bad zstandard data: ");
 }
