@@ -1,10 +1,14 @@
 /*
- * sinks/avro/ocf.c: Avro object container file writer (see ocf.h).
+ * sinks/avro/ocf.c: Avro object container file writer, and its reader (see
+ * ocf.h).  The reader holds the block as stored and the block decompressed,
+ * each bounded by SL_OCF_MAX_BLOCK, and a decompressor made on first use.
  *
  * Memory per writer: the block buffer (about block_target plus one record)
  * and the small output buffer.  Per codec, shared by its writers: inline,
  * one compressed-block buffer and, for deflate, one libdeflate compressor
- * (about 200 KiB at level 1, 650 KiB at levels 2-9); with compression
+ * (about 200 KiB at level 1, 650 KiB at levels 2-9), for zstandard one
+ * ZSTD_CCtx (about 300 KiB at level 1, 650 KiB at 3, for 64 KiB blocks;
+ * more for larger blocks and levels); with compression
  * threads, one compressor per thread and, per job slot (OCF_JOBS_PER_THREAD
  * per thread), an input and an output block buffer.  A buffer that grew far
  * past the target for one huge record is released afterwards, so memory
