@@ -997,7 +997,6 @@ static int unzstd_block(struct sl_ocf_reader *r, char *err, size_t errlen)
 {
 	ZSTD_inBuffer in = { r->raw.data, r->raw.len, 0 };
 	unsigned long long want = ZSTD_getFrameContentSize(r->raw.data, r->raw.len);
-	size_t left = 1;
 
 	if (!r->zstd && !(r->zstd = ZSTD_createDCtx()))
 		goto oom;
@@ -1006,22 +1005,25 @@ static int unzstd_block(struct sl_ocf_reader *r, char *err, size_t errlen)
 		want = SL_OCF_BLOCK_TARGET;
 	if (sl_buf_reserve(&r->dec, (size_t)want + 1) < 0)
 		goto oom;
-	while (in.pos < in.size) {
-		ZSTD_outBuffer o = { r->dec.data, r->dec.alloc, r->dec.len };
-		left = ZSTD_decompressStream(r->zstd, &o, &in);
+	/* Until the input is used up and its last frame is complete; a frame
+	 * may hold output back until there is room for it. */
+	for (;;) {
+		ZSTD_outBuffer o = { r->dec.data, r->dec.alloc - 1, r->dec.len };  /* alloc > len */
+		size_t left = ZSTD_decompressStream(r->zstd, &o, &in);
 		if (ZSTD_isError(left)) {
 			snprintf(err, errlen, "bad zstandard data: %s", ZSTD_getErrorName(left));
 			return -1;
 		}
 		r->dec.len = o.pos;
+		if (left == 0 && in.pos == in.size)
+			return 0;
+		if (o.pos < o.size && in.pos == in.size) {
+			snprintf(err, errlen, "bad zstandard data: the frame is cut short");
+			return -1;
+		}
 		if (o.pos == o.size && sl_buf_reserve(&r->dec, r->dec.len) < 0)
 			goto oom;
 	}
-	if (left != 0) {
-		snprintf(err, errlen, "bad zstandard data: the frame is cut short");
-		return -1;
-	}
-	return 0;
 oom:
 	snprintf(err, errlen, "out of memory (or a block of more than %zu bytes)", SL_OCF_MAX_BLOCK);
 	return -1;

@@ -21,6 +21,7 @@
 
 #include <avro.h>
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "common/buf.h"
 #include "common/util.h"
@@ -802,6 +803,79 @@ static void test_reader_damage(void **state)
 	free(d);
 }
 
+/* A zstandard container written by hand as other writers may: one block of
+ * n strings (about 2.5 MB) in two frames that do not record their content
+ * size, so the reader cannot size its buffer up front.  Returns the bytes
+ * (*len) and the records (recs, lens). */
+static unsigned char *foreign_zstd(int n, size_t *len, struct sl_buf *recs, size_t *lens)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	struct sl_buf f, z;
+	size_t half;
+	char s[600];
+
+	sl_buf_init(&f, 0);
+	sl_buf_init(&z, 0);
+	for (int i = 0; i < n; i++) {
+		size_t before = recs->len, k = (size_t)(i * 37 % 500) + 1;
+		for (size_t x = 0; x < k; x++)
+			s[x] = (char)('a' + (i + (int)x / 5) % 26);
+		sl_avro_put_bytes(recs, s, k);
+		lens[i] = recs->len - before;
+	}
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0)));
+	half = recs->len / 2;
+	for (int fr = 0; fr < 2; fr++) {
+		const char *src = recs->data + (fr ? half : 0);
+		size_t sn = fr ? recs->len - half : half, bound = ZSTD_compressBound(sn), got;
+		assert_int_equal(sl_buf_reserve(&z, bound), 0);
+		got = ZSTD_compress2(cc, z.data + z.len, bound, src, sn);
+		assert_false(ZSTD_isError(got));
+		assert_int_equal(ZSTD_getFrameContentSize(z.data + z.len, got), ZSTD_CONTENTSIZE_UNKNOWN);
+		z.len += got;
+	}
+	sl_buf_append(&f, "Obj\x01", 4);
+	sl_avro_put_long(&f, 2);
+	sl_avro_put_str(&f, "avro.codec");
+	sl_avro_put_str(&f, "zstandard");
+	sl_avro_put_str(&f, "avro.schema");
+	sl_avro_put_str(&f, "\"string\"");
+	sl_avro_put_long(&f, 0);
+	sl_buf_append(&f, "0123456789abcdef", 16);
+	sl_avro_put_long(&f, n);
+	sl_avro_put_long(&f, (int64_t)z.len);
+	sl_buf_append(&f, z.data, z.len);
+	sl_buf_append(&f, "0123456789abcdef", 16);
+	assert_false(sl_buf_failed(&f));
+	ZSTD_freeCCtx(cc);
+	sl_buf_free(&z);
+	*len = f.len;
+	return (unsigned char *)sl_buf_detach(&f);
+}
+
+/* sluice's reader takes what other writers make of zstandard: frames
+ * without their content size, several frames in one block, a block far
+ * larger than its first guess (64 KiB). */
+static void test_reader_foreign_zstd(void **state)
+{
+	const int n = 10000;
+	struct sl_buf recs;
+	size_t *lens = calloc((size_t)n, sizeof *lens), len;
+	unsigned char *d;
+	char path[512], err[512];
+
+	(void)state;
+	sl_buf_init(&recs, 0);
+	snprintf(path, sizeof path, "%s/foreign-zstd.avro", g_dir);
+	d = foreign_zstd(n, &len, &recs, lens);
+	assert_true(recs.len > 2000000);
+	assert_int_equal(sl_write_file_atomic(path, d, len, err, sizeof err), 0);
+	read_back(path, n, &recs, lens);
+	free(d);
+	free(lens);
+	sl_buf_free(&recs);
+}
+
 /* An output that fails from its fail_at-th call on, and counts its calls. */
 struct failing_out {
 	int calls, fail_at;
@@ -953,6 +1027,7 @@ int main(void)
 		cmocka_unit_test(test_snappy),
 		cmocka_unit_test(test_zstandard),
 		cmocka_unit_test(test_reader_damage),
+		cmocka_unit_test(test_reader_foreign_zstd),
 		cmocka_unit_test(test_small_files),
 		cmocka_unit_test(test_huge_record),
 		cmocka_unit_test(test_errors),
