@@ -3,7 +3,7 @@ tests/integration/harness.py: throwaway servers, a sluice runner and the
 helpers that turn sluice's Avro output back into table state.
 
 Run with Debian's Python (/usr/bin/python3): it needs python3-avro,
-python3-snappy and python3-psycopg2.
+python3-snappy, python3-zstandard and python3-psycopg2.
 
   ServerBase   a private temporary directory, a free loopback port, start,
                stop and close (always: context manager and atexit).  A
