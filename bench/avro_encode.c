@@ -36,8 +36,9 @@
  * Last, the codecs side by side (bench_codecs): rounds runs of each of null,
  * deflate 1, snappy, zstandard 1 and 3, inline, alternating, with CPU
  * microseconds per record (the whole process: encoder, framing and
- * compression), the compression's share (beyond null's), and file bytes per
- * record, each as min / median / max.
+ * compression), the compression's share (beyond null's), file bytes per
+ * record, and the CPU of reading the file's blocks back decompressed
+ * (ocf.c's reader, as verify and compaction do), each as min / median / max.
  *
  *   bench/avro_encode [rows [rounds]]     (default 1000000 rows, 5 rounds)
  */
@@ -366,11 +367,33 @@ static double cpu_s(void)
 /* What one container file run cost. */
 struct ocf_run {
 	double wall, cpu;        /* seconds: wall clock, the process's CPU */
+	double read_cpu;         /* seconds: reading the blocks back (ocf.c's reader) */
 	uint64_t encoded, file;  /* bytes: encoded records, the file */
 };
 
+/* Reads the file at path back block by block, decompressed (what verify and
+ * compaction do before avro-c decodes the records): the CPU it took in *cpu. */
+static int read_blocks(const char *path, double *cpu, char *err, size_t errlen)
+{
+	struct sl_ocf_reader *rd;
+	const void *data;
+	size_t len;
+	uint64_t count;
+	double c0 = cpu_s();
+	int rc;
+
+	if (sl_ocf_reader_open(&rd, path, err, errlen) < 0)
+		return -1;
+	while ((rc = sl_ocf_reader_block(rd, &data, &len, &count, err, errlen)) > 0)
+		;
+	sl_ocf_reader_close(rd);
+	*cpu = cpu_s() - c0;
+	return rc;
+}
+
 /* Encoder plus container file, written to dir and removed afterwards; with
- * threads compression threads.  Returns 0 and the costs in *r, or -1. */
+ * threads compression threads; then read back (read_blocks).  Returns 0 and
+ * the costs in *r, or -1. */
 static int run_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir, enum sl_codec codec,
 		   int level, int threads, struct ocf_run *r)
 {
@@ -419,6 +442,8 @@ static int run_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const
 		goto out;
 	}
 	r->file = (uint64_t)sb.st_size;
+	if (read_blocks(path.data, &r->read_cpu, err, sizeof err) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (rc < 0)
@@ -466,10 +491,11 @@ static int bench_codecs(const struct pool *p, struct sl_avro_enc *e, long rows, 
 	enum { NC = sizeof cs / sizeof cs[0] };
 	double *cpu = calloc((size_t)NC * (size_t)rounds, sizeof *cpu);
 	double *size = calloc((size_t)NC * (size_t)rounds, sizeof *size);
+	double *rd = calloc((size_t)NC * (size_t)rounds, sizeof *rd);
 	double base = 0;
 	int rc = -1;
 
-	if (!cpu || !size) {
+	if (!cpu || !size || !rd) {
 		fprintf(stderr, "avro_encode: out of memory\n");
 		goto out;
 	}
@@ -481,24 +507,28 @@ static int bench_codecs(const struct pool *p, struct sl_avro_enc *e, long rows, 
 				goto out;
 			cpu[c * rounds + k] = r.cpu / (double)rows * 1e6;
 			size[c * rounds + k] = (double)r.file / (double)rows;
+			rd[c * rounds + k] = r.read_cpu / (double)rows * 1e6;
 		}
 	}
 	printf("\ncodecs, inline, %d alternating runs of %ld rows each: min / median / max\n", rounds, rows);
-	printf("%-12s %26s %12s %28s\n", "codec", "cpu us/record", "compress", "bytes/record");
+	printf("%-12s %26s %12s %28s %26s\n", "codec", "cpu us/record", "compress", "bytes/record",
+	       "read cpu us/record");
 	for (int c = 0; c < NC; c++) {
-		double *cv = cpu + c * rounds, *sv = size + c * rounds;
+		double *cv = cpu + c * rounds, *sv = size + c * rounds, *rv = rd + c * rounds;
 		qsort(cv, (size_t)rounds, sizeof *cv, cmp_double);
 		qsort(sv, (size_t)rounds, sizeof *sv, cmp_double);
+		qsort(rv, (size_t)rounds, sizeof *rv, cmp_double);
 		if (c == 0)
 			base = cv[rounds / 2];
-		printf("%-12s %8.3f / %7.3f / %7.3f %9.3f %10.2f / %7.2f / %7.2f\n", cs[c].name, cv[0],
-		       cv[rounds / 2], cv[rounds - 1], cv[rounds / 2] - base, sv[0], sv[rounds / 2],
-		       sv[rounds - 1]);
+		printf("%-12s %8.3f / %7.3f / %7.3f %9.3f %10.2f / %7.2f / %7.2f %8.3f / %7.3f / %7.3f\n",
+		       cs[c].name, cv[0], cv[rounds / 2], cv[rounds - 1], cv[rounds / 2] - base, sv[0],
+		       sv[rounds / 2], sv[rounds - 1], rv[0], rv[rounds / 2], rv[rounds - 1]);
 	}
 	rc = 0;
 out:
 	free(cpu);
 	free(size);
+	free(rd);
 	return rc;
 }
 
