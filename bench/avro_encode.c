@@ -21,6 +21,7 @@
  *   ocf deflate 1  ... codec deflate, level 1 (the default)
  *   ocf deflate 6  ... codec deflate, level 6
  *   ocf snappy     ... codec snappy
+ *   ocf zstd 1, 3  ... codec zstandard, level 1 and 3
  *   ocf ... N thr  the same with N compression threads: the wall time is
  *                  the writing thread's, whose CPU (cpu us/row, the whole
  *                  process's) the workers share
@@ -32,7 +33,14 @@
  * only and never fails on speed; it exits non-zero only if something does not
  * work.
  *
- *   bench/avro_encode [rows]        (default 1000000)
+ * Last, the codecs side by side (bench_codecs): rounds runs of each of null,
+ * deflate 1, snappy, zstandard 1 and 3, inline, alternating, with CPU
+ * microseconds per record (the whole process: encoder, framing and
+ * compression), the compression's share (beyond null's), file bytes per
+ * record, and the CPU of reading the file's blocks back decompressed
+ * (ocf.c's reader, as verify and compaction do), each as min / median / max.
+ *
+ *   bench/avro_encode [rows [rounds]]     (default 1000000 rows, 5 rounds)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -356,10 +364,38 @@ static double cpu_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* What one container file run cost. */
+struct ocf_run {
+	double wall, cpu;        /* seconds: wall clock, the process's CPU */
+	double read_cpu;         /* seconds: reading the blocks back (ocf.c's reader) */
+	uint64_t encoded, file;  /* bytes: encoded records, the file */
+};
+
+/* Reads the file at path back block by block, decompressed (what verify and
+ * compaction do before avro-c decodes the records): the CPU it took in *cpu. */
+static int read_blocks(const char *path, double *cpu, char *err, size_t errlen)
+{
+	struct sl_ocf_reader *rd;
+	const void *data;
+	size_t len;
+	uint64_t count;
+	double c0 = cpu_s();
+	int rc;
+
+	if (sl_ocf_reader_open(&rd, path, err, errlen) < 0)
+		return -1;
+	while ((rc = sl_ocf_reader_block(rd, &data, &len, &count, err, errlen)) > 0)
+		;
+	sl_ocf_reader_close(rd);
+	*cpu = cpu_s() - c0;
+	return rc;
+}
+
 /* Encoder plus container file, written to dir and removed afterwards; with
- * threads compression threads. */
-static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir,
-		     const char *name, enum sl_codec codec, int level, int threads)
+ * threads compression threads; then read back (read_blocks).  Returns 0 and
+ * the costs in *r, or -1. */
+static int run_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir, enum sl_codec codec,
+		   int level, int threads, struct ocf_run *r)
 {
 	struct sl_ocf_writer *w;
 	struct sl_ocf_codec *oc = NULL;
@@ -367,11 +403,11 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 	struct stat sb;
 	const char *schema;
 	size_t schema_len;
-	uint64_t total = 0;
 	char err[SL_ERRLEN];
-	double t0, c0, secs;
+	double t0, c0;
 	int rc = -1;
 
+	memset(r, 0, sizeof *r);
 	sl_buf_init(&path, 0);
 	sl_buf_printf(&path, "%s/bench-%d-%d-%d.avro", dir, (int)codec, level, threads);
 	if (sl_buf_failed(&path)) {
@@ -391,7 +427,7 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 			sl_ocf_abort(w);
 			goto out;
 		}
-		total += b->len - before;
+		r->encoded += b->len - before;
 		if (sl_ocf_record_done(w, err, sizeof err) < 0) {
 			sl_ocf_abort(w);
 			goto out;
@@ -399,13 +435,15 @@ static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, con
 	}
 	if (sl_ocf_close(w, false, err, sizeof err) < 0)
 		goto out;
-	secs = now_s() - t0;
+	r->wall = now_s() - t0;
+	r->cpu = cpu_s() - c0;
 	if (stat(path.data, &sb) < 0) {
 		snprintf(err, sizeof err, "could not stat \"%s\": %s", path.data, strerror(errno));
 		goto out;
 	}
-	report(name, rows, secs, total, (uint64_t)sb.st_size, "encoded");
-	printf("%-14s %7.3f cpu us/row\n", "", (cpu_s() - c0) / (double)rows * 1e6);
+	r->file = (uint64_t)sb.st_size;
+	if (read_blocks(path.data, &r->read_cpu, err, sizeof err) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (rc < 0)
@@ -416,6 +454,84 @@ out:
 	return rc;
 }
 
+static int bench_ocf(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir,
+		     const char *name, enum sl_codec codec, int level, int threads)
+{
+	struct ocf_run r;
+
+	if (run_ocf(p, e, rows, dir, codec, level, threads, &r) < 0)
+		return -1;
+	report(name, rows, r.wall, r.encoded, r.file, "encoded");
+	printf("%-14s %7.3f cpu us/row\n", "", r.cpu / (double)rows * 1e6);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The codecs side by side: rounds runs of each, inline (threads 0, so the
+ * process's CPU is the writing thread's), in an order that rotates every
+ * round so that no codec always runs first or after the same one.  Prints
+ * CPU microseconds and file bytes per record, min/median/max over the runs;
+ * "compress" is the CPU beyond codec null's median (the encoder and the
+ * framing, which every codec pays). */
+static int bench_codecs(const struct pool *p, struct sl_avro_enc *e, long rows, const char *dir, int rounds)
+{
+	static const struct { const char *name; enum sl_codec codec; int level; } cs[] = {
+		{ "null", SL_CODEC_NULL, 0 },
+		{ "deflate 1", SL_CODEC_DEFLATE, 1 },
+		{ "snappy", SL_CODEC_SNAPPY, 0 },
+		{ "zstandard 1", SL_CODEC_ZSTANDARD, 1 },
+		{ "zstandard 3", SL_CODEC_ZSTANDARD, 3 },
+	};
+	enum { NC = sizeof cs / sizeof cs[0] };
+	double *cpu = calloc((size_t)NC * (size_t)rounds, sizeof *cpu);
+	double *size = calloc((size_t)NC * (size_t)rounds, sizeof *size);
+	double *rd = calloc((size_t)NC * (size_t)rounds, sizeof *rd);
+	double base = 0;
+	int rc = -1;
+
+	if (!cpu || !size || !rd) {
+		fprintf(stderr, "avro_encode: out of memory\n");
+		goto out;
+	}
+	for (int k = 0; k < rounds; k++) {
+		for (int j = 0; j < NC; j++) {
+			int c = (j + k) % NC;
+			struct ocf_run r;
+			if (run_ocf(p, e, rows, dir, cs[c].codec, cs[c].level, 0, &r) < 0)
+				goto out;
+			cpu[c * rounds + k] = r.cpu / (double)rows * 1e6;
+			size[c * rounds + k] = (double)r.file / (double)rows;
+			rd[c * rounds + k] = r.read_cpu / (double)rows * 1e6;
+		}
+	}
+	printf("\ncodecs, inline, %d alternating runs of %ld rows each: min / median / max\n", rounds, rows);
+	printf("%-12s %26s %12s %28s %26s\n", "codec", "cpu us/record", "compress", "bytes/record",
+	       "read cpu us/record");
+	for (int c = 0; c < NC; c++) {
+		double *cv = cpu + c * rounds, *sv = size + c * rounds, *rv = rd + c * rounds;
+		qsort(cv, (size_t)rounds, sizeof *cv, cmp_double);
+		qsort(sv, (size_t)rounds, sizeof *sv, cmp_double);
+		qsort(rv, (size_t)rounds, sizeof *rv, cmp_double);
+		if (c == 0)
+			base = cv[rounds / 2];
+		printf("%-12s %8.3f / %7.3f / %7.3f %9.3f %10.2f / %7.2f / %7.2f %8.3f / %7.3f / %7.3f\n",
+		       cs[c].name, cv[0], cv[rounds / 2], cv[rounds - 1], cv[rounds / 2] - base, sv[0],
+		       sv[rounds / 2], sv[rounds - 1], rv[0], rv[rounds / 2], rv[rounds - 1]);
+	}
+	rc = 0;
+out:
+	free(cpu);
+	free(size);
+	free(rd);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct pool p;
@@ -423,12 +539,13 @@ int main(int argc, char **argv)
 	struct sl_buf dir;
 	const char *tmp = getenv("TMPDIR");
 	char err[SL_ERRLEN];
-	int64_t rows64 = 1000000;
+	int64_t rows64 = 1000000, rounds = 5;
 	long rows;
 	int rc = 1;
 
-	if (argc > 2 || (argc == 2 && sl_parse_i64(argv[1], 1, INT64_C(1) << 40, &rows64) < 0)) {
-		fprintf(stderr, "usage: %s [rows]\n", argv[0]);
+	if (argc > 3 || (argc >= 2 && sl_parse_i64(argv[1], 1, INT64_C(1) << 40, &rows64) < 0) ||
+	    (argc == 3 && sl_parse_i64(argv[2], 1, 1000, &rounds) < 0)) {
+		fprintf(stderr, "usage: %s [rows [rounds]]\n", argv[0]);
 		return 2;
 	}
 	rows = (long)rows64;
@@ -463,7 +580,11 @@ int main(int argc, char **argv)
 	    bench_ocf(&p, e, rows, dir.data, "ocf snappy", SL_CODEC_SNAPPY, 0, 0) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf defl 1 1thr", SL_CODEC_DEFLATE, 1, 1) < 0 ||
 	    bench_ocf(&p, e, rows, dir.data, "ocf defl 1 2thr", SL_CODEC_DEFLATE, 1, 2) < 0 ||
-	    bench_ocf(&p, e, rows, dir.data, "ocf snappy 1thr", SL_CODEC_SNAPPY, 0, 1) < 0)
+	    bench_ocf(&p, e, rows, dir.data, "ocf snappy 1thr", SL_CODEC_SNAPPY, 0, 1) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf zstd 1", SL_CODEC_ZSTANDARD, 1, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf zstd 3", SL_CODEC_ZSTANDARD, 3, 0) < 0 ||
+	    bench_ocf(&p, e, rows, dir.data, "ocf zstd 1 1thr", SL_CODEC_ZSTANDARD, 1, 1) < 0 ||
+	    bench_codecs(&p, e, rows, dir.data, (int)rounds) < 0)
 		goto out;
 	rc = 0;
 out:

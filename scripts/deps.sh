@@ -11,12 +11,12 @@ set -euo pipefail
 
 PACKAGES=(
 	build-essential autoconf automake libtool pkg-config
-	libpq-dev libmariadb-dev libavro-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev libsnappy-dev
+	libpq-dev libmariadb-dev libavro-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev libsnappy-dev libzstd-dev
 	nettle-dev libjansson-dev libmicrohttpd-dev uuid-dev libcmocka-dev
 	postgresql-15 postgresql-client-15
 	clickhouse-server openssl
 	mariadb-server mariadb-client  # the MySQL/MariaDB source's tests and benchmark (mariadbd, mariadb-binlog)
-	python3-avro python3-snappy python3-psycopg2 python3-mysqldb
+	python3-avro python3-snappy python3-zstandard python3-psycopg2 python3-mysqldb
 	python3-boto3           # the s3 tests read objects back with an independent client
 	procps
 	systemd                 # systemd-analyze verifies the unit in contrib/systemd

@@ -8,7 +8,7 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
 	%D%/avro/avro_value.c %D%/avro/avro_value.h \
 	%D%/avro/avro_schema.c %D%/avro/avro_schema.h \
 	%D%/avro/avro_enc.c %D%/avro/avro_enc.h \
-	%D%/avro/ocf.c %D%/avro/ocf.h \
+	%D%/avro/ocf.c %D%/avro/ocf.h %D%/avro/avro_read.c %D%/avro/avro_read.h \
 	%D%/avro_tree/store.h %D%/avro_tree/tree.c %D%/avro_tree/tree.h \
 	%D%/avro_tree/manifest.c %D%/avro_tree/manifest.h %D%/avro_tree/verify.c \
 	%D%/avro_tree/merge.c %D%/avro_tree/merge.h %D%/avro_tree/mirror.c %D%/avro_tree/mirror.h \
@@ -21,7 +21,7 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
 	%D%/clickhouse/ch_sql.c %D%/clickhouse/ch_sql.h \
 	%D%/clickhouse/ch_http.c %D%/clickhouse/ch_http.h \
 	%D%/clickhouse/ch_deadletter.c %D%/clickhouse/ch_deadletter.h
-libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBDEFLATE_CFLAGS) $(SNAPPY_CFLAGS) $(JANSSON_CFLAGS) \
-	$(AVRO_CFLAGS) $(CURL_CFLAGS) $(NETTLE_CFLAGS) $(ZLIB_CFLAGS)
-SINKS_LIBS = libslsinks.a $(LIBDEFLATE_LIBS) $(SNAPPY_LIBS) $(JANSSON_LIBS) $(AVRO_LIBS) $(CURL_LIBS) \
-	$(NETTLE_LIBS) $(ZLIB_LIBS) -lpthread
+libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBDEFLATE_CFLAGS) $(SNAPPY_CFLAGS) $(ZSTD_CFLAGS) \
+	$(JANSSON_CFLAGS) $(AVRO_CFLAGS) $(CURL_CFLAGS) $(NETTLE_CFLAGS) $(ZLIB_CFLAGS)
+SINKS_LIBS = libslsinks.a $(LIBDEFLATE_LIBS) $(SNAPPY_LIBS) $(ZSTD_LIBS) $(JANSSON_LIBS) $(AVRO_LIBS) \
+	$(CURL_LIBS) $(NETTLE_LIBS) $(ZLIB_LIBS) -lpthread

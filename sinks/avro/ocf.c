@@ -1,10 +1,14 @@
 /*
- * sinks/avro/ocf.c: Avro object container file writer (see ocf.h).
+ * sinks/avro/ocf.c: Avro object container file writer, and its reader (see
+ * ocf.h).  The reader holds the block as stored and the block decompressed,
+ * each bounded by SL_OCF_MAX_BLOCK, and a decompressor made on first use.
  *
  * Memory per writer: the block buffer (about block_target plus one record)
  * and the small output buffer.  Per codec, shared by its writers: inline,
  * one compressed-block buffer and, for deflate, one libdeflate compressor
- * (about 200 KiB at level 1, 650 KiB at levels 2-9); with compression
+ * (about 200 KiB at level 1, 650 KiB at levels 2-9), for zstandard one
+ * ZSTD_CCtx (about 300 KiB at level 1, 650 KiB at 3, for 64 KiB blocks;
+ * more for larger blocks and levels); with compression
  * threads, one compressor per thread and, per job slot (OCF_JOBS_PER_THREAD
  * per thread), an input and an output block buffer.  A buffer that grew far
  * past the target for one huge record is released afterwards, so memory
@@ -30,6 +34,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libdeflate.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +46,7 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -66,16 +72,23 @@ struct ocf_job {
 	enum job_state state;     /* under the codec's mutex */
 };
 
+/* One thread's compressor: deflate's or zstandard's, made once and reused
+ * for every block. */
+struct ocf_cmp {
+	struct libdeflate_compressor *deflater;  /* deflate only */
+	ZSTD_CCtx *zstd;                         /* zstandard only */
+};
+
 struct ocf_worker {
 	struct sl_ocf_codec *c;
-	struct libdeflate_compressor *deflater;  /* deflate only */
+	struct ocf_cmp cmp;
 	pthread_t thread;
 	bool started;
 };
 
 struct sl_ocf_codec {
 	enum sl_codec codec;
-	struct libdeflate_compressor *deflater;  /* inline deflate only */
+	struct ocf_cmp cmp;                      /* inline only */
 	struct sl_buf scratch;                   /* inline: the block being compressed */
 	/* Compression threads (nworkers 0: compress inline). */
 	int nworkers;
@@ -173,27 +186,76 @@ static const char *codec_name(enum sl_codec c)
 	switch (c) {
 	case SL_CODEC_DEFLATE: return "deflate";
 	case SL_CODEC_SNAPPY: return "snappy";
+	case SL_CODEC_ZSTANDARD: return "zstandard";
 	case SL_CODEC_NULL: break;
 	}
 	return "null";
 }
 
-/* Compresses the n bytes at data with codec (deflate with d) into out (reset
- * first), *clen bytes: raw deflate, or the snappy block and the big-endian
- * CRC-32 of the uncompressed data.  Safe on any thread for its own d and
- * out.  Returns 0, or -1 with a message in err that does not name the file. */
-static int compress_block(enum sl_codec codec, struct libdeflate_compressor *d, const void *data, size_t n,
+/* Makes the compressor of codec at level into m (zeroed first).  Returns 0,
+ * or -1 with a message in err. */
+static int cmp_init(struct ocf_cmp *m, enum sl_codec codec, int level, char *err, size_t errlen)
+{
+	memset(m, 0, sizeof *m);
+	if (codec == SL_CODEC_DEFLATE && !(m->deflater = libdeflate_alloc_compressor(level))) {
+		snprintf(err, errlen, "avro codec: out of memory making a deflate compressor");
+		return -1;
+	}
+	if (codec == SL_CODEC_ZSTANDARD) {
+		size_t r;
+		if (!(m->zstd = ZSTD_createCCtx())) {
+			snprintf(err, errlen, "avro codec: out of memory making a zstandard compressor");
+			return -1;
+		}
+		r = ZSTD_CCtx_setParameter(m->zstd, ZSTD_c_compressionLevel, level);
+		if (ZSTD_isError(r)) {
+			snprintf(err, errlen, "avro codec: zstandard level %d: %s", level, ZSTD_getErrorName(r));
+			ZSTD_freeCCtx(m->zstd);
+			m->zstd = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void cmp_free(struct ocf_cmp *m)
+{
+	if (m->deflater)
+		libdeflate_free_compressor(m->deflater);
+	ZSTD_freeCCtx(m->zstd);
+	memset(m, 0, sizeof *m);
+}
+
+/* Compresses the n bytes at data with codec (and m's compressor) into out
+ * (reset first), *clen bytes: raw deflate, one zstandard frame, or the
+ * snappy block and the big-endian CRC-32 of the uncompressed data.  Safe on
+ * any thread for its own m and out.  Returns 0, or -1 with a message in err
+ * that does not name the file. */
+static int compress_block(enum sl_codec codec, struct ocf_cmp *m, const void *data, size_t n,
 			  struct sl_buf *out, size_t *clen, char *err, size_t errlen)
 {
 	sl_buf_reset(out);
 	if (codec == SL_CODEC_DEFLATE) {
 		/* The bound makes the call unable to run out of room. */
-		size_t bound = libdeflate_deflate_compress_bound(d, n);
+		size_t bound = libdeflate_deflate_compress_bound(m->deflater, n);
 		if (sl_buf_reserve(out, bound) < 0)
 			goto oom;
-		*clen = libdeflate_deflate_compress(d, data, n, out->data, bound);
+		*clen = libdeflate_deflate_compress(m->deflater, data, n, out->data, bound);
 		if (*clen == 0) {
 			snprintf(err, errlen, "deflate failed on a block of %zu bytes", n);
+			return -1;
+		}
+		return 0;
+	}
+	if (codec == SL_CODEC_ZSTANDARD) {
+		/* The frame records the content size: readers size their buffer by it. */
+		size_t bound = ZSTD_compressBound(n);
+		if (sl_buf_reserve(out, bound) < 0)
+			goto oom;
+		*clen = ZSTD_compress2(m->zstd, out->data, bound, data, n);
+		if (ZSTD_isError(*clen)) {
+			snprintf(err, errlen, "zstandard failed on a block of %zu bytes: %s", n,
+				 ZSTD_getErrorName(*clen));
 			return -1;
 		}
 		return 0;
@@ -234,7 +296,7 @@ static void *worker_main(void *arg)
 		c->queued--;
 		j->state = JOB_BUSY;
 		pthread_mutex_unlock(&c->mu);
-		j->failed = compress_block(c->codec, wk->deflater, j->in.data, j->in.len, &j->out, &j->clen,
+		j->failed = compress_block(c->codec, &wk->cmp, j->in.data, j->in.len, &j->out, &j->clen,
 					   j->err, sizeof j->err) < 0;
 		pthread_mutex_lock(&c->mu);
 		j->state = JOB_DONE;
@@ -256,8 +318,7 @@ static void workers_free(struct sl_ocf_codec *c)
 	for (int i = 0; i < c->nworkers; i++) {
 		if (c->workers[i].started)
 			pthread_join(c->workers[i].thread, NULL);
-		if (c->workers[i].deflater)
-			libdeflate_free_compressor(c->workers[i].deflater);
+		cmp_free(&c->workers[i].cmp);
 	}
 	for (unsigned i = 0; i < c->njobs; i++) {
 		sl_buf_free(&c->jobs[i].in);
@@ -297,8 +358,7 @@ static int workers_start(struct sl_ocf_codec *c, int n, int level, char *err, si
 	}
 	for (int i = 0; i < n; i++) {
 		c->workers[i].c = c;
-		if (c->codec == SL_CODEC_DEFLATE && !(c->workers[i].deflater = libdeflate_alloc_compressor(level))) {
-			snprintf(err, errlen, "avro codec: out of memory making a deflate compressor");
+		if (cmp_init(&c->workers[i].cmp, c->codec, level, err, errlen) < 0) {
 			workers_free(c);
 			return -1;
 		}
@@ -319,20 +379,32 @@ static int workers_start(struct sl_ocf_codec *c, int n, int level, char *err, si
 	return 0;
 }
 
+int sl_ocf_check_level(enum sl_codec codec, int level, char *err, size_t errlen)
+{
+	if (codec == SL_CODEC_DEFLATE && (level < 1 || level > 9)) {
+		snprintf(err, errlen, "compression_level %d is not in 1-9 (deflate)", level);
+		return -1;
+	}
+	if (codec == SL_CODEC_ZSTANDARD && (level < 1 || level > SL_OCF_ZSTD_MAX_LEVEL)) {
+		snprintf(err, errlen, "compression_level %d is not in 1-%d (zstandard)", level, SL_OCF_ZSTD_MAX_LEVEL);
+		return -1;
+	}
+	return 0;
+}
+
 int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level, int threads,
 		     char *err, size_t errlen)
 {
 	struct sl_ocf_codec *c;
 
 	*out = NULL;
-	if (codec != SL_CODEC_NULL && codec != SL_CODEC_DEFLATE && codec != SL_CODEC_SNAPPY) {
+	if (codec != SL_CODEC_NULL && codec != SL_CODEC_DEFLATE && codec != SL_CODEC_SNAPPY &&
+	    codec != SL_CODEC_ZSTANDARD) {
 		snprintf(err, errlen, "unknown avro codec %d", (int)codec);
 		return -1;
 	}
-	if (codec == SL_CODEC_DEFLATE && (level < 1 || level > 9)) {
-		snprintf(err, errlen, "deflate level %d is not in 1-9", level);
+	if (sl_ocf_check_level(codec, level, err, errlen) < 0)
 		return -1;
-	}
 	if (threads < 0 || threads > SL_OCF_MAX_THREADS) {
 		snprintf(err, errlen, "compression threads %d is not in 0-%d", threads, SL_OCF_MAX_THREADS);
 		return -1;
@@ -344,8 +416,7 @@ int sl_ocf_codec_new(struct sl_ocf_codec **out, enum sl_codec codec, int level, 
 	}
 	c->codec = codec;
 	sl_buf_init(&c->scratch, 0);
-	if (codec == SL_CODEC_DEFLATE && !(c->deflater = libdeflate_alloc_compressor(level))) {
-		snprintf(err, errlen, "avro codec: out of memory making a deflate compressor");
+	if (cmp_init(&c->cmp, codec, level, err, errlen) < 0) {
 		free(c);
 		return -1;
 	}
@@ -363,8 +434,7 @@ void sl_ocf_codec_free(struct sl_ocf_codec *c)
 	if (!c)
 		return;
 	workers_free(c);
-	if (c->deflater)
-		libdeflate_free_compressor(c->deflater);
+	cmp_free(&c->cmp);
 	sl_buf_free(&c->scratch);
 	free(c);
 }
@@ -585,7 +655,7 @@ static int write_block_inline(struct sl_ocf_writer *w, char *err, size_t errlen)
 	char msg[160];
 
 	if (c->codec != SL_CODEC_NULL) {
-		if (compress_block(c->codec, c->deflater, w->block.data, w->block.len, &c->scratch, &clen,
+		if (compress_block(c->codec, &c->cmp, w->block.data, w->block.len, &c->scratch, &clen,
 				   msg, sizeof msg) < 0) {
 			snprintf(err, errlen, "avro file \"%s\": %s", w->path, msg);
 			return -1;
@@ -717,7 +787,7 @@ void sl_ocf_abort(struct sl_ocf_writer *w)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Reading a header back                                                  */
+/* Reading a container file back                                          */
 
 /* Reads one zigzag varint long from f.  0, or -1 at the end or when bad. */
 static int read_long(FILE *f, int64_t *out)
@@ -752,52 +822,305 @@ static int read_bytes(FILE *f, struct sl_buf *b, int64_t max)
 	return 0;
 }
 
-int sl_ocf_read_schema(const char *path, struct sl_buf *out, char *err, size_t errlen)
+struct sl_ocf_reader {
+	FILE *f;
+	char *path;
+	enum sl_codec codec;
+	unsigned char sync[16];
+	struct sl_buf schema;   /* avro.schema, as the header holds it */
+	struct sl_buf raw;      /* the block as stored */
+	struct sl_buf dec;      /* the block decompressed */
+	struct libdeflate_decompressor *inflater;
+	ZSTD_DCtx *zstd;
+	uint64_t blocks;
+};
+
+/* Codec names as avro.codec spells them; the rest are not read. */
+static int codec_of(const struct sl_buf *name, enum sl_codec *out)
 {
-	FILE *f = fopen(path, "rb");
+	static const enum sl_codec all[] = { SL_CODEC_NULL, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY, SL_CODEC_ZSTANDARD };
+
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+		if (!strcmp(name->data ? name->data : "", codec_name(all[i]))) {
+			*out = all[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Reads the header: the metadata map and the sync marker. */
+static int read_header(struct sl_ocf_reader *r, char *err, size_t errlen)
+{
 	unsigned char magic[4];
 	struct sl_buf k, v;
+	bool have_schema = false;
 	int rc = -1;
 
-	if (!f) {
-		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
-		return -1;
-	}
 	sl_buf_init(&k, 0);
 	sl_buf_init(&v, 0);
-	if (fread(magic, 1, 4, f) != 4 || memcmp(magic, "Obj\x01", 4) != 0)
+	r->codec = SL_CODEC_NULL;  /* no avro.codec means null */
+	if (fread(magic, 1, 4, r->f) != 4 || memcmp(magic, "Obj\x01", 4) != 0)
 		goto bad;
 	for (;;) {
 		int64_t count, size;
-		if (read_long(f, &count) < 0)
+		if (read_long(r->f, &count) < 0)
 			goto bad;
 		if (count == 0)
 			break;
 		if (count < 0) {
 			count = -count;
-			if (read_long(f, &size) < 0)
+			if (read_long(r->f, &size) < 0)
 				goto bad;
 		}
 		for (int64_t i = 0; i < count; i++) {
-			if (read_bytes(f, &k, 1 << 20) < 0 || read_bytes(f, &v, (int64_t)1 << 30) < 0)
+			if (read_bytes(r->f, &k, 1 << 20) < 0 || read_bytes(r->f, &v, (int64_t)1 << 30) < 0)
 				goto bad;
 			if (!strcmp(k.data, "avro.schema")) {
-				sl_buf_reset(out);
-				sl_buf_append(out, v.data, v.len);
-				rc = sl_buf_failed(out) ? -1 : 0;
-				if (rc < 0)
-					snprintf(err, errlen, "\"%s\": out of memory", path);
+				sl_buf_reset(&r->schema);
+				sl_buf_append(&r->schema, v.data, v.len);
+				have_schema = true;
+			} else if (!strcmp(k.data, "avro.codec") && codec_of(&v, &r->codec) < 0) {
+				snprintf(err, errlen, "\"%s\": its codec \"%.40s\" cannot be read (null, deflate, "
+					 "snappy and zstandard can)", r->path, v.data ? v.data : "");
 				goto out;
 			}
 		}
 	}
-	snprintf(err, errlen, "\"%s\": its header has no avro.schema", path);
+	if (fread(r->sync, 1, 16, r->f) != 16)
+		goto bad;
+	if (!have_schema) {
+		snprintf(err, errlen, "\"%s\": its header has no avro.schema", r->path);
+		goto out;
+	}
+	if (sl_buf_failed(&r->schema)) {
+		snprintf(err, errlen, "\"%s\": out of memory", r->path);
+		goto out;
+	}
+	rc = 0;
 	goto out;
 bad:
-	snprintf(err, errlen, "\"%s\": not an Avro object container file, or its header is damaged", path);
+	snprintf(err, errlen, "\"%s\": not an Avro object container file, or its header is damaged", r->path);
 out:
 	sl_buf_free(&k);
 	sl_buf_free(&v);
-	fclose(f);
+	return rc;
+}
+
+int sl_ocf_reader_open(struct sl_ocf_reader **out, const char *path, char *err, size_t errlen)
+{
+	struct sl_ocf_reader *r = calloc(1, sizeof *r);
+
+	*out = NULL;
+	if (!r || !(r->path = strdup(path))) {
+		free(r);
+		snprintf(err, errlen, "\"%s\": out of memory", path);
+		return -1;
+	}
+	sl_buf_init(&r->schema, 0);
+	sl_buf_init(&r->raw, SL_OCF_MAX_BLOCK);
+	sl_buf_init(&r->dec, SL_OCF_MAX_BLOCK);
+	if (!(r->f = fopen(path, "rb"))) {
+		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
+		sl_ocf_reader_close(r);
+		return -1;
+	}
+	if (read_header(r, err, errlen) < 0) {
+		sl_ocf_reader_close(r);
+		return -1;
+	}
+	*out = r;
+	return 0;
+}
+
+const struct sl_buf *sl_ocf_reader_schema(const struct sl_ocf_reader *r)
+{
+	return &r->schema;
+}
+
+enum sl_codec sl_ocf_reader_codec(const struct sl_ocf_reader *r)
+{
+	return r->codec;
+}
+
+void sl_ocf_reader_close(struct sl_ocf_reader *r)
+{
+	if (!r)
+		return;
+	if (r->f)
+		fclose(r->f);
+	if (r->inflater)
+		libdeflate_free_decompressor(r->inflater);
+	ZSTD_freeDCtx(r->zstd);
+	sl_buf_free(&r->schema);
+	sl_buf_free(&r->raw);
+	sl_buf_free(&r->dec);
+	free(r->path);
+	free(r);
+}
+
+/* Inflates raw deflate data of unknown size into r->dec, doubling the room
+ * until it fits.  Returns 0, or -1 with a message in err (not naming the file). */
+static int inflate_block(struct sl_ocf_reader *r, char *err, size_t errlen)
+{
+	size_t room = r->raw.len * 4 > SL_OCF_BLOCK_TARGET ? r->raw.len * 4 : SL_OCF_BLOCK_TARGET;
+
+	if (!r->inflater && !(r->inflater = libdeflate_alloc_decompressor()))
+		goto oom;
+	for (;;) {
+		size_t got;
+		enum libdeflate_result res;
+		if (room > SL_OCF_MAX_BLOCK)
+			room = SL_OCF_MAX_BLOCK;
+		if (sl_buf_reserve(&r->dec, room) < 0)
+			goto oom;
+		res = libdeflate_deflate_decompress(r->inflater, r->raw.data, r->raw.len, r->dec.data, room, &got);
+		if (res == LIBDEFLATE_SUCCESS) {
+			r->dec.len = got;
+			return 0;
+		}
+		if (res != LIBDEFLATE_INSUFFICIENT_SPACE || room == SL_OCF_MAX_BLOCK) {
+			snprintf(err, errlen, "bad deflate data");
+			return -1;
+		}
+		room *= 2;
+	}
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* Decompresses the zstandard frames of r->raw into r->dec (sized by the
+ * first frame's content size when it records one).  Returns 0, or -1 with a
+ * message in err. */
+static int unzstd_block(struct sl_ocf_reader *r, char *err, size_t errlen)
+{
+	ZSTD_inBuffer in = { r->raw.data, r->raw.len, 0 };
+	unsigned long long want = ZSTD_getFrameContentSize(r->raw.data, r->raw.len);
+
+	if (!r->zstd && !(r->zstd = ZSTD_createDCtx()))
+		goto oom;
+	ZSTD_DCtx_reset(r->zstd, ZSTD_reset_session_only);
+	if (want == ZSTD_CONTENTSIZE_ERROR || want == ZSTD_CONTENTSIZE_UNKNOWN || want > SL_OCF_MAX_BLOCK)
+		want = SL_OCF_BLOCK_TARGET;
+	if (sl_buf_reserve(&r->dec, (size_t)want + 1) < 0)
+		goto oom;
+	/* Until the input is used up and its last frame is complete; a frame
+	 * may hold output back until there is room for it. */
+	for (;;) {
+		ZSTD_outBuffer o = { r->dec.data, r->dec.alloc - 1, r->dec.len };  /* alloc > len */
+		size_t left = ZSTD_decompressStream(r->zstd, &o, &in);
+		if (ZSTD_isError(left)) {
+			snprintf(err, errlen, "bad zstandard data: %s", ZSTD_getErrorName(left));
+			return -1;
+		}
+		r->dec.len = o.pos;
+		if (left == 0 && in.pos == in.size)
+			return 0;
+		if (o.pos < o.size && in.pos == in.size) {
+			snprintf(err, errlen, "bad zstandard data: the frame is cut short");
+			return -1;
+		}
+		if (o.pos == o.size && sl_buf_reserve(&r->dec, r->dec.len) < 0)
+			goto oom;
+	}
+oom:
+	snprintf(err, errlen, "out of memory (or a block of more than %zu bytes)", SL_OCF_MAX_BLOCK);
+	return -1;
+}
+
+/* Uncompresses a snappy block and checks the CRC-32 that follows it. */
+static int unsnappy_block(struct sl_ocf_reader *r, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (r->raw.len < 4 || snappy_uncompressed_length(r->raw.data, r->raw.len - 4, &n) != SNAPPY_OK ||
+	    n > SL_OCF_MAX_BLOCK) {
+		snprintf(err, errlen, "bad snappy data");
+		return -1;
+	}
+	if (sl_buf_reserve(&r->dec, n + 1) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (snappy_uncompress(r->raw.data, r->raw.len - 4, r->dec.data, &n) != SNAPPY_OK) {
+		snprintf(err, errlen, "bad snappy data");
+		return -1;
+	}
+	r->dec.len = n;
+	if (libdeflate_crc32(0, r->dec.data, n) != sl_get_u32((unsigned char *)r->raw.data + r->raw.len - 4)) {
+		snprintf(err, errlen, "the snappy block's CRC-32 does not match its data");
+		return -1;
+	}
+	return 0;
+}
+
+int sl_ocf_reader_block(struct sl_ocf_reader *r, const void **data, size_t *len, uint64_t *count, char *err,
+			size_t errlen)
+{
+	int64_t n, size;
+	unsigned char sync[16];
+	char why[160];
+	int c = getc(r->f), rc;
+
+	if (c == EOF) {
+		if (ferror(r->f))
+			goto io;
+		return 0;
+	}
+	ungetc(c, r->f);
+	if (read_long(r->f, &n) < 0 || read_long(r->f, &size) < 0 || n < 0 || size < 0 ||
+	    (uint64_t)size > SL_OCF_MAX_BLOCK)
+		goto damaged;
+	sl_buf_reset(&r->raw);
+	if (sl_buf_reserve(&r->raw, (size_t)size + 1) < 0) {
+		snprintf(err, errlen, "\"%s\": out of memory", r->path);
+		return -1;
+	}
+	if (fread(r->raw.data, 1, (size_t)size, r->f) != (size_t)size || fread(sync, 1, 16, r->f) != 16)
+		goto damaged;
+	r->raw.len = (size_t)size;
+	if (memcmp(sync, r->sync, 16) != 0)
+		goto damaged;
+	sl_buf_reset(&r->dec);
+	switch (r->codec) {
+	case SL_CODEC_DEFLATE: rc = inflate_block(r, why, sizeof why); break;
+	case SL_CODEC_SNAPPY: rc = unsnappy_block(r, why, sizeof why); break;
+	case SL_CODEC_ZSTANDARD: rc = unzstd_block(r, why, sizeof why); break;
+	case SL_CODEC_NULL:
+	default: rc = 0; break;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "\"%s\": block %" PRIu64 ": %s", r->path, r->blocks + 1, why);
+		return -1;
+	}
+	*data = r->codec == SL_CODEC_NULL ? r->raw.data : r->dec.data;
+	*len = r->codec == SL_CODEC_NULL ? r->raw.len : r->dec.len;
+	*count = (uint64_t)n;
+	r->blocks++;
+	return 1;
+damaged:
+	if (ferror(r->f))
+		goto io;
+	snprintf(err, errlen, "\"%s\": block %" PRIu64 " is truncated or damaged", r->path, r->blocks + 1);
+	return -1;
+io:
+	snprintf(err, errlen, "could not read \"%s\": %s", r->path, sl_strerror(errno));
+	return -1;
+}
+
+int sl_ocf_read_schema(const char *path, struct sl_buf *out, char *err, size_t errlen)
+{
+	struct sl_ocf_reader *r;
+	int rc = 0;
+
+	if (sl_ocf_reader_open(&r, path, err, errlen) < 0)
+		return -1;
+	sl_buf_reset(out);
+	if (sl_buf_append(out, r->schema.data, r->schema.len) < 0) {
+		snprintf(err, errlen, "\"%s\": out of memory", path);
+		rc = -1;
+	}
+	sl_ocf_reader_close(r);
 	return rc;
 }

@@ -4,14 +4,22 @@
  * logicalType, precision and scale from the header.  The file is:
  *
  *   "Obj" 0x01, metadata map {avro.schema: the schema JSON as given,
- *   avro.codec: "null" | "deflate" | "snappy"}, a 16-byte random sync marker,
+ *   avro.codec: "null" | "deflate" | "snappy" | "zstandard"}, a 16-byte
+ *   random sync marker,
  *   then blocks: record count (long), byte size (long), data, sync marker.
  *
  * deflate is raw RFC 1951 data, made by libdeflate (whole-buffer compression
  * fits Avro blocks, and it is about twice as fast as zlib at the same level);
  * snappy is the snappy block followed by the big-endian CRC32 of the
- * uncompressed block, as the Avro specification requires.  Records are
- * appended already encoded.
+ * uncompressed block, as the Avro specification requires; zstandard is one
+ * zstd frame that records its content size, made by one ZSTD_CCtx per
+ * compressing thread, reused for every block.  Records are appended already
+ * encoded.
+ *
+ * The reader's half (sl_ocf_reader) reads such files back block by block
+ * and decompresses every codec above itself: avro-c (1.11 in Debian 12) has
+ * no zstandard, so the readers of sluice (verify, merge-mode compaction)
+ * hand avro-c only decompressed blocks (avro_read.h).
  *
  * A writer writes either to a file it creates (sl_ocf_open) or through an
  * output callback (sl_ocf_open_out), which is how the sinks' file tree hands
@@ -40,7 +48,10 @@
 #include "common/buf.h"
 
 /* Avro block codecs: the avro.codec of a file. */
-enum sl_codec { SL_CODEC_NULL = 0, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY };
+enum sl_codec { SL_CODEC_NULL = 0, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY, SL_CODEC_ZSTANDARD };
+
+/* The highest zstandard level (ZSTD_maxCLevel() of libzstd 1.5). */
+#define SL_OCF_ZSTD_MAX_LEVEL 22
 
 /* Default target size of a block's encoded (uncompressed) records. */
 #define SL_OCF_BLOCK_TARGET ((size_t)64 * 1024)
@@ -51,8 +62,16 @@ struct sl_ocf_writer;
 /* The most compression threads a codec may have. */
 #define SL_OCF_MAX_THREADS 64
 
-/* Makes the compression state for codec; level is the deflate level 1-9
- * (ignored for the other codecs); threads the compression threads to start
+/* The largest block a reader takes, compressed or not. */
+#define SL_OCF_MAX_BLOCK ((size_t)1 << 30)
+
+/* Checks level for codec: deflate 1-9, zstandard 1-SL_OCF_ZSTD_MAX_LEVEL,
+ * anything for null and snappy.  Returns 0, or -1 with a message in err
+ * ("compression_level 12 is not in 1-9 (deflate)"). */
+int sl_ocf_check_level(enum sl_codec codec, int level, char *err, size_t errlen);
+
+/* Makes the compression state for codec; level is the deflate level 1-9 or
+ * the zstandard level 1-22 (ignored for the other codecs); threads the compression threads to start
  * (0: compress on the caller's thread; ignored for codec null, which has
  * nothing to compress).  Free it with sl_ocf_codec_free after every writer
  * using it is closed or aborted.  Returns 0 and the codec in *out, or -1 with
@@ -123,5 +142,25 @@ void sl_ocf_abort(struct sl_ocf_writer *w);
  * properties kept), into out (reset first).  Returns 0, or -1 with a message
  * in err naming the file. */
 int sl_ocf_read_schema(const char *path, struct sl_buf *out, char *err, size_t errlen);
+
+struct sl_ocf_reader;
+
+/* Opens the container file at path and reads its header.  Every codec of
+ * enum sl_codec is read; any other is an error.  Returns 0 and the reader in
+ * *out (free it with sl_ocf_reader_close), or -1 with a message in err
+ * naming the file. */
+int sl_ocf_reader_open(struct sl_ocf_reader **out, const char *path, char *err, size_t errlen);
+/* The avro.schema of the header, as it holds it; owned by r. */
+const struct sl_buf *sl_ocf_reader_schema(const struct sl_ocf_reader *r);
+/* The file's codec. */
+enum sl_codec sl_ocf_reader_codec(const struct sl_ocf_reader *r);
+/* Reads the next block and decompresses it: returns 1 with its records'
+ * count in *count and its encoded records in *data (*len bytes; owned by r,
+ * valid until the next call), 0 at the end of the file, or -1 with a message
+ * in err naming the file and the block (truncated, damaged, a bad sync
+ * marker, a CRC-32 that does not match). */
+int sl_ocf_reader_block(struct sl_ocf_reader *r, const void **data, size_t *len, uint64_t *count, char *err,
+			size_t errlen);
+void sl_ocf_reader_close(struct sl_ocf_reader *r);
 
 #endif

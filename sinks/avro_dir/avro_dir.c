@@ -721,7 +721,7 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	struct sl_store store;
 	struct sl_tree *tree;
 	struct sl_buf b;
-	char *root;
+	char *root, why[128];
 	int rc;
 
 	*ctx = NULL;
@@ -734,9 +734,8 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		snprintf(err, errlen, "stream name \"%s\" cannot name a folder", st->name ? st->name : "");
 		return -1;
 	}
-	if (dc->codec == SL_CODEC_DEFLATE && (dc->compression_level < 1 || dc->compression_level > 9)) {
-		snprintf(err, errlen, "destination \"%s\": compression_level %d is not in 1-9",
-			 dest, dc->compression_level);
+	if (sl_ocf_check_level(dc->codec, dc->compression_level, why, sizeof why) < 0) {
+		snprintf(err, errlen, "destination \"%s\": %s", dest, why);
 		return -1;
 	}
 	sl_buf_init(&b, 0);
@@ -851,6 +850,7 @@ out:
 
 static const struct sl_keychoice codecs[] = {
 	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
+	{ "zstandard", SL_CODEC_ZSTANDARD },
 	{ NULL, 0 },
 };
 
@@ -860,7 +860,8 @@ static const struct sl_keydesc ad_keys[] = {
 	  FIELD(struct sl_avro_dir_conf, path) },
 	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate",
 	  FIELD(struct sl_avro_dir_conf, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = 9,
+	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
+	  .max = SL_OCF_ZSTD_MAX_LEVEL,
 	  FIELD(struct sl_avro_dir_conf, compression_level) },
 	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
 	  FIELD(struct sl_avro_dir_conf, compression_threads) },
@@ -872,6 +873,13 @@ static const struct sl_keydesc ad_keys[] = {
 	  FIELD(struct sl_avro_dir_conf, compact_after_files) },
 };
 
+static int ad_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
+{
+	const struct sl_avro_dir_conf *dc = conf;
+
+	return sl_tree_conf_check(dc->codec, dc->compression_level, sec, er);
+}
+
 /* SL_KT_ENUM stores through the field's size. */
 _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
 
@@ -881,6 +889,7 @@ const struct sl_sink_ops sl_avro_dir_ops = {
 	.keys = ad_keys,
 	.nkeys = sizeof ad_keys / sizeof ad_keys[0],
 	.conf_size = sizeof(struct sl_avro_dir_conf),
+	.conf_check = ad_conf_check,
 	.check = ad_check,
 	.verify = ad_verify,
 	.compact = ad_compact,

@@ -26,6 +26,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sinks/avro/avro_read.h"
 #include "sinks/avro_tree/manifest.h"
 #include "sinks/avro_tree/tree.h"
 
@@ -391,66 +392,42 @@ oom:
 static int fold_path(struct sl_mirror *m, const char *path, char *err, size_t errlen)
 {
 	struct reading r;
-	struct sl_buf schema;
-	avro_file_reader_t rd = NULL;
-	avro_schema_t ws = NULL;
-	avro_value_iface_t *iface = NULL;
-	avro_value_t val;
-	bool have_val = false;
+	struct sl_avro_read *rd = NULL;
+	const struct sl_buf *schema;
+	avro_value_t *val;
 	int rc = -1, got;
 
 	memset(&r, 0, sizeof r);
 	r.m = m;
 	sl_buf_init(&r.rec, 0);
 	sl_buf_init(&r.key, 0);
-	sl_buf_init(&schema, 0);
 	err[0] = '\0';
-	if (sl_ocf_read_schema(path, &schema, err, errlen) < 0)
+	if (sl_avro_read_open(&rd, path, err, errlen) < 0)
 		goto out;
-	if ((r.schema = schema_index(m, schema.data, schema.len, err, errlen)) < 0)
+	schema = sl_avro_read_schema(rd);
+	if ((r.schema = schema_index(m, schema->data, schema->len, err, errlen)) < 0)
 		goto out;
 	if (!(r.foff = calloc((size_t)m->schemas[r.schema].nfields + 1, sizeof *r.foff)) ||
 	    !(r.w = avro_writer_memory(NULL, 0))) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	if (avro_file_reader(path, &rd) != 0) {
-		snprintf(err, errlen, "cannot be read: %s", avro_strerror());
-		rd = NULL;
-		goto out;
-	}
-	ws = avro_file_reader_get_writer_schema(rd);
-	if (!(iface = avro_generic_class_from_schema(ws)) || avro_generic_value_new(iface, &val) != 0) {
-		snprintf(err, errlen, "its schema cannot be used: %s", avro_strerror());
-		goto out;
-	}
-	have_val = true;
-	while ((got = avro_file_reader_read_value(rd, &val)) == 0) {
+	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
 		m->records++;
-		if (fold_record(&r, &val, err, errlen) < 0)
+		if (fold_record(&r, val, err, errlen) < 0)
 			goto out;
 	}
-	if (got != EOF) {
-		snprintf(err, errlen, "cannot be read to its end: %s", avro_strerror());
+	if (got < 0)
 		goto out;
-	}
 	rc = 0;
 out:
-	if (have_val)
-		avro_value_decref(&val);
-	if (iface)
-		avro_value_iface_decref(iface);
-	if (ws)
-		avro_schema_decref(ws);
-	if (rd)
-		avro_file_reader_close(rd);
+	sl_avro_read_close(rd);
 	if (r.w)
 		avro_writer_free(r.w);
 	free(r.foff);
 	free(r.keyfields);
 	sl_buf_free(&r.rec);
 	sl_buf_free(&r.key);
-	sl_buf_free(&schema);
 	return rc;
 }
 

@@ -1408,3 +1408,14 @@ void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out)
 {
 	*out = ((struct sl_tree *)ctx)->stats;
 }
+
+int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_section *sec, struct sl_keyerr *er)
+{
+	const struct sl_ini_entry *e;
+	char why[128];
+
+	if (sl_ocf_check_level(codec, level, why, sizeof why) == 0)
+		return 0;
+	e = sl_ini_find(sec, "compression_level");
+	return sl_keyerr_set(er, e ? e->line : sec->line, "%s", why);
+}

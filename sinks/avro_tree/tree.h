@@ -43,6 +43,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/keytab.h"
 #include "schema/schema.h"
 #include "sinks/avro/avro_value.h"
 #include "sinks/avro/ocf.h"
@@ -111,6 +112,11 @@ bool sl_tree_data_name(const char *base, char *first, char *last);
  * everything checks, SL_EVERIFY when it found problems (each printed), or
  * another negative enum sl_status with a message in err when it could not
  * finish. */
+/* The config check every Avro file destination makes of its [destination]
+ * section: compression_level fits its codec (sl_ocf_check_level).  Returns
+ * 0, or -1 with the error in er naming the line. */
+int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_section *sec, struct sl_keyerr *er);
+
 int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
 
 #endif

@@ -35,6 +35,7 @@
 
 #include "common/buf.h"
 #include "common/util.h"
+#include "sinks/avro/avro_read.h"
 #include "sinks/avro_tree/manifest.h"
 
 #define MAX_LINES 200        /* problem and note lines printed, each kind */
@@ -572,35 +573,23 @@ static int collect_files(struct verify *v)
 	return 0;
 }
 
-/* Reads one data file with avro-c: counts its records, checks its first and
- * last CSN, and adds its uuids to the set. */
+/* Reads one data file (its blocks by ocf.c, its records by avro-c): counts
+ * its records, checks its first and last CSN, and adds its uuids to the set. */
 static void read_file(struct verify *v, uint32_t idx, const char *path)
 {
 	struct entry *e = v->files[idx];
 	const struct sl_manifest_file *mf = e->mf;
-	avro_file_reader_t rd;
-	avro_schema_t ws;
-	avro_value_iface_t *iface;
-	avro_value_t val;
-	char first[SL_CSN_LEN + 1] = "", last[SL_CSN_LEN + 1] = "";
+	struct sl_avro_read *rd;
+	avro_value_t *val;
+	char first[SL_CSN_LEN + 1] = "", last[SL_CSN_LEN + 1] = "", why[512];
 	uint64_t n = 0;
 	int rc;
 
-	if (avro_file_reader(path, &rd) != 0) {
-		fproblem(v, "%s cannot be read: %s", e->key, avro_strerror());
+	if (sl_avro_read_open(&rd, path, why, sizeof why) < 0) {
+		fproblem(v, "%s cannot be read: %s", e->key, why);
 		return;
 	}
-	ws = avro_file_reader_get_writer_schema(rd);
-	iface = avro_generic_class_from_schema(ws);
-	if (!iface || avro_generic_value_new(iface, &val) != 0) {
-		fproblem(v, "%s: its schema cannot be used: %s", e->key, avro_strerror());
-		if (iface)
-			avro_value_iface_decref(iface);
-		avro_schema_decref(ws);
-		avro_file_reader_close(rd);
-		return;
-	}
-	while ((rc = avro_file_reader_read_value(rd, &val)) == 0) {
+	while ((rc = sl_avro_read_next(rd, &val, why, sizeof why)) > 0) {
 		avro_value_t f, sm;
 		const char *s;
 		size_t len;
@@ -608,14 +597,14 @@ static void read_file(struct verify *v, uint32_t idx, const char *path)
 		int64_t seen;
 
 		n++;
-		if (avro_value_get_by_name(&val, "source_metadata", &sm, NULL) == 0 &&
+		if (avro_value_get_by_name(val, "source_metadata", &sm, NULL) == 0 &&
 		    avro_value_get_by_name(&sm, "change_sequence_number", &f, NULL) == 0 &&
 		    avro_value_get_string(&f, &s, &len) == 0) {
 			if (n == 1)
 				snprintf(first, sizeof first, "%.*s", (int)(len ? len - 1 : 0), s);
 			snprintf(last, sizeof last, "%.*s", (int)(len ? len - 1 : 0), s);
 		}
-		if (avro_value_get_by_name(&val, "uuid", &f, NULL) != 0 || avro_value_get_string(&f, &s, &len) != 0 ||
+		if (avro_value_get_by_name(val, "uuid", &f, NULL) != 0 || avro_value_get_string(&f, &s, &len) != 0 ||
 		    !parse_uuid(s, len ? len - 1 : 0, u)) {
 			fproblem(v, "%s: record %" PRIu64 " has no readable uuid", e->key, n);
 			continue;
@@ -632,19 +621,16 @@ static void read_file(struct verify *v, uint32_t idx, const char *path)
 					v->files[seen - 1]->key);
 		}
 	}
-	if (rc != EOF)
+	if (rc < 0)
 		fproblem(v, "%s cannot be read to its end (truncated or damaged after record %" PRIu64 "): %s",
-			e->key, n, avro_strerror());
-	else if (n != mf->records)
+			e->key, n, why);
+	else if (!v->oom && n != mf->records)
 		fproblem(v, "%s holds %" PRIu64 " records, its manifest says %" PRIu64, e->key, n, mf->records);
-	else if (n > 0 && (strcmp(first, mf->first_csn) != 0 || strcmp(last, mf->last_csn) != 0))
+	else if (!v->oom && n > 0 && (strcmp(first, mf->first_csn) != 0 || strcmp(last, mf->last_csn) != 0))
 		fproblem(v, "%s holds CSNs %s to %s, its manifest says %s to %s", e->key, first, last,
 			mf->first_csn, mf->last_csn);
 	v->records += n;
-	avro_value_decref(&val);
-	avro_value_iface_decref(iface);
-	avro_schema_decref(ws);
-	avro_file_reader_close(rd);
+	sl_avro_read_close(rd);
 }
 
 static int check_files(struct verify *v, char *err, size_t errlen)

@@ -717,6 +717,8 @@ static int s3_conf_check(const void *conf, const struct sl_ini_section *sec, str
 	const struct sl_s3_conf *c = conf;
 	const struct sl_ini_entry *e;
 
+	if (sl_tree_conf_check(c->codec, c->compression_level, sec, er) < 0)
+		return -1;
 	if (!c->access_key_id) {
 		return sl_keyerr_set(er, sec->line, "[%s] needs access_key_id_env or access_key_id_file "
 				     "(required for type s3)", sec->title);
@@ -740,6 +742,7 @@ static int s3_conf_check(const void *conf, const struct sl_ini_section *sec, str
 
 static const struct sl_keychoice codecs[] = {
 	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
+	{ "zstandard", SL_CODEC_ZSTANDARD },
 	{ NULL, 0 },
 };
 
@@ -772,7 +775,8 @@ static const struct sl_keydesc s3_keys[] = {
 	{ .name = "tls_verify", .type = SL_KT_ENUM, .choices = booleans, .def = "true",
 	  FIELD(struct sl_s3_conf, tls_verify) },
 	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = 9,
+	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
+	  .max = SL_OCF_ZSTD_MAX_LEVEL,
 	  FIELD(struct sl_s3_conf, compression_level) },
 	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
 	  FIELD(struct sl_s3_conf, compression_threads) },

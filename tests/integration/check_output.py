@@ -287,7 +287,7 @@ def check_tree(root, codec=None, keep=None, workers=1):
 def main(argv=None):
     ap = argparse.ArgumentParser(description="check an avro_dir output tree against the sluice contract")
     ap.add_argument("root")
-    ap.add_argument("--codec", choices=("null", "deflate", "snappy"), help="codec every file must use")
+    ap.add_argument("--codec", choices=("null", "deflate", "snappy", "zstandard"), help="codec every file must use")
     ap.add_argument("-j", "--jobs", type=int, default=1)
     a = ap.parse_args(argv)
     results, errors = check_tree(a.root, codec=a.codec, keep=_count_only, workers=a.jobs)

@@ -3,7 +3,7 @@ tests/integration/harness.py: throwaway servers, a sluice runner and the
 helpers that turn sluice's Avro output back into table state.
 
 Run with Debian's Python (/usr/bin/python3): it needs python3-avro,
-python3-snappy and python3-psycopg2.
+python3-snappy, python3-zstandard and python3-psycopg2.
 
   ServerBase   a private temporary directory, a free loopback port, start,
                stop and close (always: context manager and atexit).  A
@@ -1322,7 +1322,9 @@ def read_avro_tree(path, testcase=None, codec=None, keep=None, workers=1):
     AssertionError) on any breach.  Returns the records in path order (or
     keep(record) for each, when keep is given)."""
     results, errors = check_output.check_tree(path, codec=codec, keep=keep, workers=workers)
-    if not errors:
+    # avro-c 1.11 (Debian 12) has no zstandard codec: Python avro, with the
+    # zstandard module, is then the only reader.
+    if not errors and codec != "zstandard":
         errors = avro_c_crosscheck(path, results)
     if errors:
         msg = f"output tree {path} breaks the contract ({len(errors)} problems):\n  " + \

@@ -143,7 +143,7 @@ class TypesTest(PgTestCase):
         self.assertEqual(p.returncode, 0, p.stdout)
 
     def test_codecs(self):
-        for codec in ("null", "snappy"):
+        for codec in ("null", "snappy", "zstandard"):
             with self.subTest(codec=codec):
                 s = self.sluice(stream=f"codec_{codec}", tables="public.types_t", codec=codec)
                 self.catch_up(s)
@@ -151,6 +151,9 @@ class TypesTest(PgTestCase):
                 self.assertEqual(len(records_for(recs, "public", "types_t")),
                                  self.pg.one("SELECT count(*) FROM types_t"))
                 self.assertTableMatches(recs, "public", "types_t", ["id"])
+                # sluice's own reader (verify) reads every codec back
+                v = s.run("verify", "--stream", f"codec_{codec}")
+                self.assertEqual(v.rc, 0, v.describe())
 
 
 def change_of(r):

@@ -6,7 +6,7 @@ if HAVE_CMOCKA
 # position fields come from the fake source descriptor (fake_source.c).
 AVRO_TEST_LDADD = $(SINKS_LIBS) $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(AVRO_LIBS) \
 	$(JANSSON_LIBS) $(CMOCKA_LIBS)
-AVRO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(AVRO_CFLAGS) $(JANSSON_CFLAGS)
+AVRO_TEST_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(AVRO_CFLAGS) $(JANSSON_CFLAGS) $(ZSTD_CFLAGS)
 AVRO_TESTLIB = %D%/avro_testlib.c %D%/avro_testlib.h %D%/fake_source.c %D%/fake_source.h
 
 check_PROGRAMS += %D%/test_avro_value %D%/test_avro_enc %D%/test_avro_ocf %D%/test_avro_dir \

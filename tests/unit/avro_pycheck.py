@@ -1,12 +1,14 @@
 #!/usr/bin/python3
 """tests/unit/avro_pycheck.py DIR: reads the avro_dir output that
-test_avro_python wrote under DIR (streams s_null, s_deflate, s_snappy, and
-the same written by compression threads) with the Apache reference Avro
+test_avro_python wrote under DIR (streams s_null, s_deflate, s_snappy,
+s_zstandard, and the same written by compression threads) with the Apache reference Avro
 reader and checks every decoded value against the values below, written
 down by hand.  Streams b_*: many rows in many blocks and files, every row
 there and in order (check_bulk).  Prints TAP; exits non-zero on failure.
-A stream whose codec this Python cannot read (snappy without python3-snappy)
-is reported as a SKIP."""
+A stream whose codec this Python cannot read (snappy without python3-snappy,
+zstandard without python3-zstandard) is reported as a SKIP.  The blocks of
+a zstandard file are also checked with the zstandard module directly: each
+is one frame that records its content size (check_zstd_frames)."""
 import datetime
 import decimal
 import json
@@ -53,6 +55,50 @@ try:
     HAVE_SNAPPY = True
 except ImportError:
     HAVE_SNAPPY = False
+try:
+    import zstandard
+    HAVE_ZSTANDARD = True
+except ImportError:
+    HAVE_ZSTANDARD = False
+
+
+def read_long(data, pos):
+    """The zigzag varint long at data[pos:], and the position after it."""
+    v = shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        v |= (b & 0x7f) << shift
+        shift += 7
+        if not b & 0x80:
+            return (v >> 1) ^ -(v & 1), pos
+
+
+def check_zstd_frames(rel, data, sync):
+    """Each block of the container bytes data (blocks follow the header's
+    sync marker, each ended by it) is exactly one zstandard frame that
+    records its content size, and decompresses to that many bytes."""
+    problems = []
+    pos = data.index(sync) + 16
+    while pos < len(data):
+        _, pos = read_long(data, pos)
+        size, pos = read_long(data, pos)
+        block = data[pos:pos + size]
+        pos += size
+        if data[pos:pos + 16] != sync:
+            return [f'{rel}: a block does not end with the sync marker']
+        pos += 16
+        params = zstandard.get_frame_parameters(block)
+        plain = zstandard.ZstdDecompressor().decompress(block)
+        if params.content_size != len(plain) or zstandard.frame_header_size(block) >= len(block):
+            problems.append(f'{rel}: a block of {size} bytes: content size {params.content_size}, '
+                            f'decompressed {len(plain)}')
+        # one frame: decompressing it whole leaves nothing after it
+        dobj = zstandard.ZstdDecompressor().decompressobj()
+        dobj.decompress(block)
+        if dobj.unused_data:
+            problems.append(f'{rel}: a block holds {len(dobj.unused_data)} bytes after its frame')
+    return problems
 
 
 def check_stream(root, stream, codec):
@@ -153,6 +199,8 @@ def check_bulk(root, stream, codec):
             if rd.meta['avro.codec'] != codec.encode():
                 problems.append(f'{stream}: {rel}: codec {rd.meta["avro.codec"]!r}')
             blocks += data.count(rd.sync_marker) - 1
+            if codec == 'zstandard':
+                problems += check_zstd_frames(rel, data, rd.sync_marker)
             for r in rd:
                 i = r['payload']['id']
                 note = f'note {want} ' * (want % 7)
@@ -172,12 +220,17 @@ def main():
     root = sys.argv[1]
     cases = [('s_null', 'null'), ('s_deflate', 'deflate'), ('s_snappy', 'snappy'),
              ('s_deflate_threads', 'deflate'), ('s_snappy_threads', 'snappy'),
-             ('b_deflate_threads', 'deflate'), ('b_snappy_threads', 'snappy')]
+             ('b_deflate_threads', 'deflate'), ('b_snappy_threads', 'snappy'),
+             ('s_zstandard', 'zstandard'), ('s_zstandard_threads', 'zstandard'),
+             ('b_zstandard_threads', 'zstandard')]
     print(f'1..{len(cases)}')
     failed = 0
     for n, (stream, codec) in enumerate(cases, 1):
         if codec == 'snappy' and not HAVE_SNAPPY:
             print(f'ok {n} # SKIP /usr/bin/python3 lacks the snappy module (python3-snappy)')
+            continue
+        if codec == 'zstandard' and not HAVE_ZSTANDARD:
+            print(f'ok {n} # SKIP /usr/bin/python3 lacks the zstandard module (python3-zstandard)')
             continue
         try:
             check = check_bulk if stream.startswith('b_') else check_stream

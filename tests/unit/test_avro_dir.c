@@ -75,9 +75,14 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The codec of the trees that open_merge_sink and write_good_tree write:
+ * deflate unless a test says otherwise. */
+static enum sl_codec g_codec;
+
 static int per_test_setup(void **state)
 {
 	(void)state;
+	g_codec = SL_CODEC_DEFLATE;
 	g_dir = tl_mkdtemp("avrodir");
 	return 0;
 }
@@ -347,7 +352,7 @@ static void *open_merge_sink(uint64_t compact_after)
 	st.state_dir = g_dir;
 	memset(&dc, 0, sizeof dc);
 	dc.path = g_dir;
-	dc.codec = SL_CODEC_DEFLATE;
+	dc.codec = g_codec;
 	dc.compression_level = 1;
 	dc.max_file_bytes = 64 << 20;
 	dc.max_file_seconds = 60;
@@ -454,6 +459,27 @@ static void test_merge_null_key_dead_letter(void **state)
 	sl_buf_free(&path);
 	sl_mirror_free(&m);
 	store.ops->close(store.ctx);
+/* The codec of the tree's only data file. */
+static enum sl_codec data_file_codec(void)
+{
+	struct sl_ocf_reader *r;
+	enum sl_codec c = SL_CODEC_NULL;
+	size_t n, found = 0;
+	char **l = list_files(g_dir, &n), path[1024], err[512];
+
+	for (size_t i = 0; i < n; i++) {
+		if (!strstr(l[i], ".avro"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", g_dir, l[i]);
+		if (sl_ocf_reader_open(&r, path, err, sizeof err) != 0)
+			fail_msg("%s", err);
+		c = sl_ocf_reader_codec(r);
+		sl_ocf_reader_close(r);
+		found++;
+	}
+	tl_free_list(l, n);
+	assert_int_equal(found, 1);
+	return c;
 }
 
 /* Three flushes, then compaction (by sluice compact and automatically): one
@@ -491,13 +517,14 @@ static void test_merge_compact(void **state)
 
 	memset(&dc, 0, sizeof dc);
 	dc.path = g_dir;
-	dc.codec = SL_CODEC_DEFLATE;
+	dc.codec = g_codec;
 	dc.compression_level = 1;
 	out = tmpfile();
 	assert_int_equal(sl_avro_dir_ops.compact(&dc, &st, "public_customers", out, err, sizeof err), 0);
 	assert_int_equal(sl_avro_dir_ops.verify(&dc, &st, out, err, sizeof err), 0);
 	fclose(out);
 	assert_int_equal(count_data_files(), 1);
+	assert_int_equal(data_file_codec(), g_codec);
 
 	/* the mirror: keys 1, 3, 4, 5; 3 is "third", 4 kept "first" */
 	assert_int_equal(sl_avro_dir_store(&store, g_dir, err, sizeof err), 0);
@@ -523,6 +550,15 @@ static void test_merge_compact(void **state)
 	sl_buf_free(&key);
 	sl_mirror_free(&m);
 	store.ops->close(store.ctx);
+}
+
+/* The same with zstandard files: merge-mode files, the mirror's reading of
+ * them, the compacted base and verify (avro-c reads no zstandard: sluice's
+ * reader decompresses the blocks). */
+static void test_merge_compact_zstandard(void **state)
+{
+	g_codec = SL_CODEC_ZSTANDARD;
+	test_merge_compact(state);
 }
 
 static void test_layout(void **state)
@@ -1359,7 +1395,7 @@ static void test_manifest_codec(void **state)
 /* Four flushes of orders and customers; returns nothing, leaves the tree. */
 static void write_good_tree(void)
 {
-	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	void *ctx = open_sink(g_codec, 64 << 20, 60);
 
 	for (int k = 0; k < 4; k++) {
 		for (int i = 0; i < 10; i++)
@@ -1419,14 +1455,13 @@ static void test_verify_truncated_file(void **state)
 }
 
 /* The same size, damaged content: the reader cannot read it to its end. */
-static void test_verify_damaged_file(void **state)
+/* Overwrites 10 bytes of the third data file, 30 bytes before its end. */
+static void damage_third_file(void)
 {
 	char path[1024];
 	struct stat sb;
 	FILE *f;
 
-	(void)state;
-	write_good_tree();
 	nth_file(2, path, sizeof path);
 	assert_int_equal(stat(path, &sb), 0);
 	f = fopen(path, "r+");
@@ -1434,7 +1469,31 @@ static void test_verify_damaged_file(void **state)
 	fseek(f, sb.st_size - 30, SEEK_SET);
 	fputs("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", f);
 	fclose(f);
+}
+
+static void test_verify_damaged_file(void **state)
+{
+	(void)state;
+	write_good_tree();
+	damage_third_file();
 	expect_verify(" cannot be read to its end");
+}
+
+/* A good zstandard tree verifies; a damaged zstandard frame is found. */
+static void test_verify_zstandard(void **state)
+{
+	char *text;
+
+	(void)state;
+	g_codec = SL_CODEC_ZSTANDARD;
+	write_good_tree();
+	assert_int_equal(run_verify(&text), 0);
+	if (!strstr(text, "stream s1: 4 manifests, 8 files, 44 records in folder"))
+		fail_msg("verify said: %s", text);
+	free(text);
+	damage_third_file();
+	expect_verify(" cannot be read to its end (truncated or damaged after record 0): \"");
+	expect_verify(": block 1: bad zstandard data: ");
 }
 
 static void test_verify_deleted_manifest(void **state)
@@ -1535,6 +1594,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_batch_null_key, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_null_key_dead_letter, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_compact_zstandard, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_layout, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_threads_rotation, per_test_setup, per_test_teardown),
@@ -1553,6 +1613,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_deleted_file, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_truncated_file, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_damaged_file, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_verify_zstandard, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_deleted_manifest, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_deleted_last_manifest, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_count_mismatch, per_test_setup, per_test_teardown),

@@ -10,6 +10,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,10 +21,12 @@
 
 #include <avro.h>
 #include <cmocka.h>
+#include <zstd.h>
 
 #include "common/buf.h"
 #include "common/util.h"
 #include "sinks/avro/avro_enc.h"
+#include "sinks/avro/avro_read.h"
 #include "sinks/avro/ocf.h"
 #include "tests/unit/avro_testlib.h"
 
@@ -205,40 +208,74 @@ static void write_file(const char *path, enum sl_codec codec, int level, int n, 
 	sl_ocf_codec_free(oc);
 }
 
-/* Reads path with avro-c and compares every record with recs/lens. */
+/* Serialises val again with avro-c and compares it with record got of
+ * recs/lens, which starts at *off. */
+static void same_record(avro_writer_t w, const char *mem, avro_value_t *val, const char *path, int got,
+			const struct sl_buf *recs, const size_t *lens, size_t *off)
+{
+	int64_t sz;
+
+	avro_writer_reset(w);
+	if (avro_value_write(w, val) != 0)
+		fail_msg("avro-c write: %s", avro_strerror());
+	sz = avro_writer_tell(w);
+	if ((size_t)sz != lens[got] || memcmp(mem, recs->data + *off, lens[got]) != 0)
+		fail_msg("%s: record %d differs after the round trip", path, got);
+	*off += lens[got];
+}
+
+/* Reads path with sluice's reader (avro_read.h) and, unless its codec is
+ * zstandard (which avro-c 1.11 lacks), with avro-c's own file reader, and
+ * compares every record with recs/lens. */
 static void read_back(const char *path, int n, const struct sl_buf *recs, const size_t *lens)
 {
+	struct sl_avro_read *sr;
+	struct sl_ocf_reader *or;
 	avro_file_reader_t rd;
 	avro_schema_t ws;
 	avro_value_iface_t *iface;
-	avro_value_t val;
-	char *mem = calloc(1, 1 << 22);
+	avro_value_t val, *v;
+	char *mem = calloc(1, 1 << 22), err[512];
 	avro_writer_t w = avro_writer_memory(mem, 1 << 22);
 	size_t off = 0;
-	int got = 0;
+	int got = 0, rc;
+	bool zstd;
 
+	if (sl_avro_read_open(&sr, path, err, sizeof err) != 0)
+		fail_msg("sluice cannot open %s: %s", path, err);
+	while ((rc = sl_avro_read_next(sr, &v, err, sizeof err)) > 0) {
+		assert_true(got < n);
+		same_record(w, mem, v, path, got++, recs, lens, &off);
+	}
+	if (rc < 0)
+		fail_msg("sluice cannot read %s: %s", path, err);
+	assert_int_equal(got, n);
+	assert_int_equal(sl_avro_read_count(sr), (uint64_t)n);
+	sl_avro_read_close(sr);
+
+	if (sl_ocf_reader_open(&or, path, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	zstd = sl_ocf_reader_codec(or) == SL_CODEC_ZSTANDARD;
+	sl_ocf_reader_close(or);
+	off = 0;
+	got = 0;
+	if (zstd)
+		goto out;
 	if (avro_file_reader(path, &rd) != 0)
 		fail_msg("avro-c cannot open %s: %s", path, avro_strerror());
 	ws = avro_file_reader_get_writer_schema(rd);
 	iface = avro_generic_class_from_schema(ws);
 	assert_int_equal(avro_generic_value_new(iface, &val), 0);
 	while (avro_file_reader_read_value(rd, &val) == 0) {
-		int64_t sz;
 		assert_true(got < n);
-		avro_writer_reset(w);
-		if (avro_value_write(w, &val) != 0)
-			fail_msg("avro-c write: %s", avro_strerror());
-		sz = avro_writer_tell(w);
-		if ((size_t)sz != lens[got] || memcmp(mem, recs->data + off, lens[got]) != 0)
-			fail_msg("%s: record %d differs after the round trip", path, got);
-		off += lens[got];
-		got++;
+		same_record(w, mem, &val, path, got++, recs, lens, &off);
 	}
 	assert_int_equal(got, n);
 	avro_value_decref(&val);
 	avro_value_iface_decref(iface);
 	avro_schema_decref(ws);
 	avro_file_reader_close(rd);
+out:
 	avro_writer_free(w);
 	free(mem);
 }
@@ -331,9 +368,22 @@ static void test_snappy(void **state)
 	roundtrip(SL_CODEC_SNAPPY, 0, "snappy", 5000);
 }
 
+/* zstandard at the fastest, the default-ish and a high level (avro-c has
+ * no zstandard: read_back reads these with sluice's reader only, and
+ * test_avro_python checks them with Python's avro and zstandard). */
+static void test_zstandard(void **state)
+{
+	(void)state;
+	roundtrip(SL_CODEC_ZSTANDARD, 1, "zstandard", 5000);
+	roundtrip(SL_CODEC_ZSTANDARD, 3, "zstandard", 5000);
+	roundtrip(SL_CODEC_ZSTANDARD, 19, "zstandard", 2000);
+}
+
 static void test_small_files(void **state)
 {
 	(void)state;
+	roundtrip(SL_CODEC_ZSTANDARD, 1, "zstandard", 1);
+	roundtrip(SL_CODEC_ZSTANDARD, 1, "zstandard", 0);
 	/* one record, and no record at all (a header-only file) */
 	roundtrip(SL_CODEC_DEFLATE, 1, "deflate", 1);
 	roundtrip(SL_CODEC_SNAPPY, 0, "snappy", 1);
@@ -345,11 +395,11 @@ static void test_small_files(void **state)
 static void test_huge_record(void **state)
 {
 	static const char schema[] = "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"s\",\"type\":\"string\"}]}";
-	enum sl_codec codecs[] = { SL_CODEC_NULL, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY };
+	enum sl_codec codecs[] = { SL_CODEC_NULL, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY, SL_CODEC_ZSTANDARD };
 	const size_t big = 3 << 20;
 
 	(void)state;
-	for (size_t ci = 0; ci < 3; ci++) {
+	for (size_t ci = 0; ci < 4; ci++) {
 		struct sl_ocf_writer *w;
 		struct sl_ocf_codec *oc = codec_of(codecs[ci], 6);
 		struct sl_buf recs;
@@ -406,15 +456,20 @@ static void test_errors(void **state)
 	assert_int_equal(sl_ocf_open(&w, path, "\"int\"", 5, oc, 0, err, sizeof err), -1);
 	assert_non_null(strstr(err, "No such file or directory"));
 
-	/* deflate levels outside 1-9, and unknown codecs, are refused */
+	/* deflate levels outside 1-9, zstandard levels outside 1-22, and unknown
+	 * codecs, are refused */
 	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 10, 0, err, sizeof err), -1);
 	assert_null(bad);
-	assert_string_equal(err, "deflate level 10 is not in 1-9");
+	assert_string_equal(err, "compression_level 10 is not in 1-9 (deflate)");
 	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_DEFLATE, 0, 0, err, sizeof err), -1);
-	assert_string_equal(err, "deflate level 0 is not in 1-9");
+	assert_string_equal(err, "compression_level 0 is not in 1-9 (deflate)");
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_ZSTANDARD, 23, 0, err, sizeof err), -1);
+	assert_string_equal(err, "compression_level 23 is not in 1-22 (zstandard)");
+	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_ZSTANDARD, 0, 2, err, sizeof err), -1);
+	assert_string_equal(err, "compression_level 0 is not in 1-22 (zstandard)");
 	assert_int_equal(sl_ocf_codec_new(&bad, (enum sl_codec)42, 1, 0, err, sizeof err), -1);
 	assert_string_equal(err, "unknown avro codec 42");
-	/* level is ignored for codecs other than deflate */
+	/* level is ignored for codecs other than deflate and zstandard */
 	assert_int_equal(sl_ocf_codec_new(&bad, SL_CODEC_SNAPPY, 99, 0, err, sizeof err), 0);
 	sl_ocf_codec_free(bad);
 	sl_ocf_codec_free(NULL);
@@ -518,6 +573,8 @@ static void test_threads_same_bytes(void **state)
 		same_as_inline(SL_CODEC_DEFLATE, 6, threads, 0, 5000);
 		same_as_inline(SL_CODEC_SNAPPY, 0, threads, 200, 5000);
 		same_as_inline(SL_CODEC_SNAPPY, 0, threads, 0, 20000);
+		same_as_inline(SL_CODEC_ZSTANDARD, 1, threads, 200, 5000);
+		same_as_inline(SL_CODEC_ZSTANDARD, 3, threads, 0, 20000);
 		same_as_inline(SL_CODEC_NULL, 0, threads, 200, 2000);
 	}
 	/* one record, none at all */
@@ -536,6 +593,7 @@ static void test_threads_output_callback(void **state)
 	g_threads = 2;
 	roundtrip(SL_CODEC_DEFLATE, 1, "deflate", 3000);
 	roundtrip(SL_CODEC_SNAPPY, 0, "snappy", 3000);
+	roundtrip(SL_CODEC_ZSTANDARD, 1, "zstandard", 3000);
 	g_threads = 0;
 	via_out = NULL;
 	sl_buf_free(&b);
@@ -568,11 +626,11 @@ static size_t shared_rec(struct sl_buf *one, int k, int i)
 static void test_threads_shared_codec(void **state)
 {
 	static const char schema[] = "{\"type\":\"record\",\"name\":\"r\",\"fields\":[{\"name\":\"s\",\"type\":\"string\"}]}";
-	enum sl_codec codecs[] = { SL_CODEC_DEFLATE, SL_CODEC_SNAPPY };
+	enum sl_codec codecs[] = { SL_CODEC_DEFLATE, SL_CODEC_SNAPPY, SL_CODEC_ZSTANDARD };
 	const int n = 3000;
 
 	(void)state;
-	for (size_t ci = 0; ci < 2; ci++) {
+	for (size_t ci = 0; ci < 3; ci++) {
 		struct sl_ocf_writer *w[4];
 		struct sl_ocf_codec *oc;
 		struct sl_buf recs[3], one;
@@ -618,6 +676,204 @@ static void test_threads_shared_codec(void **state)
 		sl_buf_free(&one);
 		sl_ocf_codec_free(oc);
 	}
+}
+
+/* Writes a file of n records of codec (64-byte blocks: many of them) at
+ * path, and returns its bytes (*len) and where its first block begins. */
+static unsigned char *small_blocks(const char *path, enum sl_codec codec, int n, size_t *len, size_t *first)
+{
+	static const char schema[] = "\"string\"";
+	struct sl_ocf_codec *oc = codec_with(codec, 1, 0);
+	struct sl_ocf_writer *w;
+	struct sl_buf one;
+	const char *hs, *hc;
+	size_t slen, clen;
+	const unsigned char *sync;
+	unsigned char *data;
+	char err[512];
+
+	remove(path);
+	sl_buf_init(&one, 0);
+	if (sl_ocf_open(&w, path, schema, sizeof schema - 1, oc, 64, err, sizeof err) != 0)
+		fail_msg("open: %s", err);
+	for (int i = 0; i < n; i++)
+		assert_int_equal(sl_ocf_append(w, one.data, shared_rec(&one, 1, i), err, sizeof err), 0);
+	assert_int_equal(sl_ocf_close(w, false, err, sizeof err), 0);
+	sl_ocf_codec_free(oc);
+	sl_buf_free(&one);
+	data = tl_read_file(path, len);
+	parse_header(data, *len, &hs, &slen, &hc, &clen, &sync);
+	*first = (size_t)(sync + 16 - data);
+	return data;
+}
+
+/* The zigzag long at *p; moves *p past it. */
+static int64_t zz_long(const unsigned char **p)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0;; shift += 7) {
+		unsigned char c = *(*p)++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+	}
+}
+
+/* Where the data of the block at d + first begins, and its size. */
+static size_t block_data(const unsigned char *d, size_t first, size_t *size)
+{
+	const unsigned char *p = d + first;
+
+	zz_long(&p);
+	*size = (size_t)zz_long(&p);
+	return (size_t)(p - d);
+}
+
+/* Reads path to its end with sluice's reader: the records read, and the
+ * error (or "") in err. */
+static int read_all(const char *path, char *err, size_t errlen)
+{
+	struct sl_avro_read *r;
+	avro_value_t *v;
+	int n = 0, rc;
+
+	err[0] = '\0';
+	if (sl_avro_read_open(&r, path, err, errlen) < 0)
+		return -1;
+	while ((rc = sl_avro_read_next(r, &v, err, errlen)) > 0)
+		n++;
+	sl_avro_read_close(r);
+	return rc < 0 ? -1 : n;
+}
+
+/* Damaged files are refused by sluice's reader, naming the file and the
+ * block: a cut-off file, a bad sync marker, a corrupt zstandard frame, a
+ * snappy block whose CRC-32 does not match, a codec it does not know. */
+static void test_reader_damage(void **state)
+{
+	enum sl_codec codecs[] = { SL_CODEC_NULL, SL_CODEC_DEFLATE, SL_CODEC_SNAPPY, SL_CODEC_ZSTANDARD };
+	char path[512], err[512];
+	unsigned char *d;
+	size_t len, first, bsize;
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/damage.avro", g_dir);
+	for (size_t ci = 0; ci < 4; ci++) {
+		d = small_blocks(path, codecs[ci], 300, &len, &first);
+		assert_int_equal(read_all(path, err, sizeof err), 300);
+		assert_string_equal(err, "");
+		/* the last sync marker changed */
+		d[len - 1] ^= 0x55;
+		assert_int_equal(sl_write_file_atomic(path, d, len, err, sizeof err), 0);
+		assert_int_equal(read_all(path, err, sizeof err), -1);
+		assert_non_null(strstr(err, path));
+		assert_non_null(strstr(err, " is truncated or damaged"));
+		/* cut off in the middle of the last block */
+		d[len - 1] ^= 0x55;
+		assert_int_equal(sl_write_file_atomic(path, d, len - 20, err, sizeof err), 0);
+		assert_int_equal(read_all(path, err, sizeof err), -1);
+		assert_non_null(strstr(err, " is truncated or damaged"));
+		free(d);
+	}
+	d = small_blocks(path, SL_CODEC_ZSTANDARD, 300, &len, &first);
+	d[block_data(d, first, &bsize)] ^= 0xff;  /* the frame's magic number */
+	assert_int_equal(sl_write_file_atomic(path, d, len, err, sizeof err), 0);
+	assert_int_equal(read_all(path, err, sizeof err), -1);
+	assert_non_null(strstr(err, "\": block 1: bad zstandard data: "));
+	free(d);
+	d = small_blocks(path, SL_CODEC_SNAPPY, 300, &len, &first);
+	d[block_data(d, first, &bsize) + bsize - 1] ^= 0x01;  /* the last byte of the CRC-32 */
+	assert_int_equal(sl_write_file_atomic(path, d, len, err, sizeof err), 0);
+	assert_int_equal(read_all(path, err, sizeof err), -1);
+	assert_non_null(strstr(err, "\": block 1: the snappy block's CRC-32 does not match its data"));
+	free(d);
+	/* a codec sluice does not read */
+	d = small_blocks(path, SL_CODEC_NULL, 3, &len, &first);
+	{
+		const char *hs, *hc;
+		size_t slen, clen;
+		const unsigned char *sync;
+		parse_header(d, len, &hs, &slen, &hc, &clen, &sync);
+		memcpy((char *)hc, "lzma", 4);
+	}
+	assert_int_equal(sl_write_file_atomic(path, d, len, err, sizeof err), 0);
+	assert_int_equal(read_all(path, err, sizeof err), -1);
+	assert_non_null(strstr(err, "its codec \"lzma\" cannot be read"));
+	free(d);
+}
+
+/* A zstandard container written by hand as other writers may: one block of
+ * n strings (about 2.5 MB) in two frames that do not record their content
+ * size, so the reader cannot size its buffer up front.  Returns the bytes
+ * (*len) and the records (recs, lens). */
+static unsigned char *foreign_zstd(int n, size_t *len, struct sl_buf *recs, size_t *lens)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	struct sl_buf f, z;
+	size_t half;
+	char s[600];
+
+	sl_buf_init(&f, 0);
+	sl_buf_init(&z, 0);
+	for (int i = 0; i < n; i++) {
+		size_t before = recs->len, k = (size_t)(i * 37 % 500) + 1;
+		for (size_t x = 0; x < k; x++)
+			s[x] = (char)('a' + (i + (int)x / 5) % 26);
+		sl_avro_put_bytes(recs, s, k);
+		lens[i] = recs->len - before;
+	}
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0)));
+	half = recs->len / 2;
+	for (int fr = 0; fr < 2; fr++) {
+		const char *src = recs->data + (fr ? half : 0);
+		size_t sn = fr ? recs->len - half : half, bound = ZSTD_compressBound(sn), got;
+		assert_int_equal(sl_buf_reserve(&z, bound), 0);
+		got = ZSTD_compress2(cc, z.data + z.len, bound, src, sn);
+		assert_false(ZSTD_isError(got));
+		assert_int_equal(ZSTD_getFrameContentSize(z.data + z.len, got), ZSTD_CONTENTSIZE_UNKNOWN);
+		z.len += got;
+	}
+	sl_buf_append(&f, "Obj\x01", 4);
+	sl_avro_put_long(&f, 2);
+	sl_avro_put_str(&f, "avro.codec");
+	sl_avro_put_str(&f, "zstandard");
+	sl_avro_put_str(&f, "avro.schema");
+	sl_avro_put_str(&f, "\"string\"");
+	sl_avro_put_long(&f, 0);
+	sl_buf_append(&f, "0123456789abcdef", 16);
+	sl_avro_put_long(&f, n);
+	sl_avro_put_long(&f, (int64_t)z.len);
+	sl_buf_append(&f, z.data, z.len);
+	sl_buf_append(&f, "0123456789abcdef", 16);
+	assert_false(sl_buf_failed(&f));
+	ZSTD_freeCCtx(cc);
+	sl_buf_free(&z);
+	*len = f.len;
+	return (unsigned char *)sl_buf_detach(&f);
+}
+
+/* sluice's reader takes what other writers make of zstandard: frames
+ * without their content size, several frames in one block, a block far
+ * larger than its first guess (64 KiB). */
+static void test_reader_foreign_zstd(void **state)
+{
+	const int n = 10000;
+	struct sl_buf recs;
+	size_t *lens = calloc((size_t)n, sizeof *lens), len;
+	unsigned char *d;
+	char path[512], err[512];
+
+	(void)state;
+	sl_buf_init(&recs, 0);
+	snprintf(path, sizeof path, "%s/foreign-zstd.avro", g_dir);
+	d = foreign_zstd(n, &len, &recs, lens);
+	assert_true(recs.len > 2000000);
+	assert_int_equal(sl_write_file_atomic(path, d, len, err, sizeof err), 0);
+	read_back(path, n, &recs, lens);
+	free(d);
+	free(lens);
+	sl_buf_free(&recs);
 }
 
 /* An output that fails from its fail_at-th call on, and counts its calls. */
@@ -769,6 +1025,9 @@ int main(void)
 		cmocka_unit_test(test_output_callback),
 		cmocka_unit_test(test_deflate_levels),
 		cmocka_unit_test(test_snappy),
+		cmocka_unit_test(test_zstandard),
+		cmocka_unit_test(test_reader_damage),
+		cmocka_unit_test(test_reader_foreign_zstd),
 		cmocka_unit_test(test_small_files),
 		cmocka_unit_test(test_huge_record),
 		cmocka_unit_test(test_errors),

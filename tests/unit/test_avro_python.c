@@ -1,7 +1,7 @@
 /*
  * tests/unit/test_avro_python.c: writes avro_dir output with each codec and
  * has Debian's reference Python Avro reader (/usr/bin/python3 with
- * python3-avro and python3-snappy) decode it: tests/unit/avro_pycheck.py
+ * python3-avro, python3-snappy and python3-zstandard) decode it: tests/unit/avro_pycheck.py
  * checks every decoded value against values written down by hand there.
  * It prints TAP itself (not cmocka) so that a missing python3-avro is
  * reported as a SKIP, with the reason.
@@ -213,7 +213,10 @@ int main(void)
 	    write_stream(dir, "s_deflate_threads", SL_CODEC_DEFLATE, 2, err, sizeof err) != 0 ||
 	    write_stream(dir, "s_snappy_threads", SL_CODEC_SNAPPY, 2, err, sizeof err) != 0 ||
 	    write_bulk(dir, "b_deflate_threads", SL_CODEC_DEFLATE, 2, err, sizeof err) != 0 ||
-	    write_bulk(dir, "b_snappy_threads", SL_CODEC_SNAPPY, 1, err, sizeof err) != 0) {
+	    write_bulk(dir, "b_snappy_threads", SL_CODEC_SNAPPY, 1, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_zstandard", SL_CODEC_ZSTANDARD, 0, err, sizeof err) != 0 ||
+	    write_stream(dir, "s_zstandard_threads", SL_CODEC_ZSTANDARD, 2, err, sizeof err) != 0 ||
+	    write_bulk(dir, "b_zstandard_threads", SL_CODEC_ZSTANDARD, 2, err, sizeof err) != 0) {
 		printf("1..1\nnot ok 1 - writing the files failed: %s\n", err);
 		tl_rm_rf(dir);
 		free(dir);

@@ -483,7 +483,8 @@ static void test_bad_enum(void **state)
 	EXPECT_ERR(f, MINIMAL "codec = zstd\n",
 		   ":12: unknown key \"codec\" in [stream.orders]");
 	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\ncodec = zstd\n" MINIMAL,
-		   ":4: bad value \"zstd\" for key \"codec\": must be one of null, deflate, snappy");
+		   ":4: bad value \"zstd\" for key \"codec\": must be one of null, deflate, snappy, "
+		   "zstandard");
 	EXPECT_ERR(f, "[source.s]\ntype = oracle\n" MINIMAL,
 		   ":2: bad value \"oracle\" for key \"type\": must be one of postgres, mysql");
 	EXPECT_ERR(f, MINIMAL "backfill = yes\n",
@@ -520,8 +521,11 @@ static void test_integers(void **state)
 		   "3600 seconds");
 	EXPECT_ERR(f, "[source.m]\ntype = mysql\nuser = u\nserver_id = 4294967296\n" MINIMAL,
 		   ":4: bad value \"4294967296\" for key \"server_id\": must be from 1 to 4294967295");
+	/* compression_level: the key's bounds are zstandard's, deflate's are checked after */
+	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\ncompression_level = 23\n" MINIMAL,
+		   ":4: bad value \"23\" for key \"compression_level\": must be from 1 to 22");
 	EXPECT_ERR(f, "[destination.d]\ntype = avro_dir\npath = /x\ncompression_level = 10\n" MINIMAL,
-		   ":4: bad value \"10\" for key \"compression_level\": must be from 1 to 9");
+		   ":4: compression_level 10 is not in 1-9 (deflate)");
 }
 
 static void test_byte_sizes(void **state)
@@ -1149,7 +1153,13 @@ static void test_avro_dir_keys(void **state)
 	sl_config_free(cfg);
 
 	snprintf(ini, sizeof ini, "%scompression_level = 0\n%s", d, MINIMAL);
-	EXPECT_ERR(f, ini, ":4: bad value \"0\" for key \"compression_level\": must be from 1 to 9");
+	EXPECT_ERR(f, ini, ":4: bad value \"0\" for key \"compression_level\": must be from 1 to 22");
+	snprintf(ini, sizeof ini, "%scodec = zstandard\ncompression_level = 22\n%s", d, MINIMAL);
+	cfg = LOAD_OK(f, ini);
+	ad = cfg->destinations[0].conf;
+	assert_int_equal(ad->codec, SL_CODEC_ZSTANDARD);
+	assert_int_equal(ad->compression_level, 22);
+	sl_config_free(cfg);
 	snprintf(ini, sizeof ini, "%scompression_threads = 65\n%s", d, MINIMAL);
 	EXPECT_ERR(f, ini, ":4: bad value \"65\" for key \"compression_threads\": must be from 0 to 64");
 	snprintf(ini, sizeof ini, "%smax_file_bytes = 1 KB\nmax_file_seconds = 86401\n%s", d, MINIMAL);
@@ -1321,6 +1331,14 @@ static void test_s3_keys(void **state)
 	assert_int_equal(c->part_size, 16 << 20);
 	assert_int_equal(c->codec, SL_CODEC_DEFLATE);
 	sl_config_free(cfg);
+	cfg = LOAD_OK(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		      "codec = zstandard\ncompression_level = 19\n");
+	c = cfg->destinations[1].conf;
+	assert_int_equal(c->codec, SL_CODEC_ZSTANDARD);
+	assert_int_equal(c->compression_level, 19);
+	sl_config_free(cfg);
+	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+		   "compression_level = 12\n", ":17: compression_level 12 is not in 1-9 (deflate)");
 
 	EXPECT_ERR(f, S3_HEAD "secret_access_key_env = SLUICE_TEST_SECRET\n",
 		   ":12: [destination.b] needs access_key_id_env or access_key_id_file (required for type s3)");

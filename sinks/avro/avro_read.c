@@ -1,0 +1,110 @@
+/*
+ * sinks/avro/avro_read.c: the records of a container file as avro-c values
+ * (see avro_read.h).  Memory: the ocf reader's two block buffers, and the
+ * one value its records are decoded into in turn.
+ */
+#include "sinks/avro/avro_read.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sinks/avro/ocf.h"
+
+struct sl_avro_read {
+	struct sl_ocf_reader *ocf;
+	char *path;
+	avro_schema_t schema;
+	avro_value_iface_t *iface;
+	avro_value_t val;
+	bool have_val;
+	avro_reader_t mem;   /* over the current block */
+	uint64_t left;       /* its records not read yet */
+	uint64_t records;
+};
+
+int sl_avro_read_open(struct sl_avro_read **out, const char *path, char *err, size_t errlen)
+{
+	struct sl_avro_read *r = calloc(1, sizeof *r);
+	const struct sl_buf *js;
+
+	*out = NULL;
+	if (!r || !(r->path = strdup(path))) {
+		free(r);
+		snprintf(err, errlen, "\"%s\": out of memory", path);
+		return -1;
+	}
+	if (sl_ocf_reader_open(&r->ocf, path, err, errlen) < 0)
+		goto fail;
+	js = sl_ocf_reader_schema(r->ocf);
+	if (avro_schema_from_json_length(js->data, js->len, &r->schema) != 0) {
+		r->schema = NULL;
+		snprintf(err, errlen, "\"%s\": its schema cannot be parsed: %s", path, avro_strerror());
+		goto fail;
+	}
+	if (!(r->iface = avro_generic_class_from_schema(r->schema)) || avro_generic_value_new(r->iface, &r->val) != 0) {
+		snprintf(err, errlen, "\"%s\": its schema cannot be used: %s", path, avro_strerror());
+		goto fail;
+	}
+	r->have_val = true;
+	if (!(r->mem = avro_reader_memory("", 0))) {
+		snprintf(err, errlen, "\"%s\": out of memory", path);
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	sl_avro_read_close(r);
+	return -1;
+}
+
+const struct sl_buf *sl_avro_read_schema(const struct sl_avro_read *r)
+{
+	return sl_ocf_reader_schema(r->ocf);
+}
+
+int sl_avro_read_next(struct sl_avro_read *r, avro_value_t **val, char *err, size_t errlen)
+{
+	while (r->left == 0) {
+		const void *data;
+		size_t len;
+		int rc = sl_ocf_reader_block(r->ocf, &data, &len, &r->left, err, errlen);
+		if (rc <= 0)
+			return rc;
+		avro_reader_memory_set_source(r->mem, data, (int64_t)len);
+	}
+	avro_value_reset(&r->val);
+	if (avro_value_read(r->mem, &r->val) != 0) {
+		snprintf(err, errlen, "\"%s\": record %" PRIu64 " cannot be decoded: %s", r->path, r->records + 1,
+			 avro_strerror());
+		return -1;
+	}
+	r->left--;
+	r->records++;
+	*val = &r->val;
+	return 1;
+}
+
+uint64_t sl_avro_read_count(const struct sl_avro_read *r)
+{
+	return r->records;
+}
+
+void sl_avro_read_close(struct sl_avro_read *r)
+{
+	if (!r)
+		return;
+	if (r->mem)
+		avro_reader_free(r->mem);
+	if (r->have_val)
+		avro_value_decref(&r->val);
+	if (r->iface)
+		avro_value_iface_decref(r->iface);
+	if (r->schema)
+		avro_schema_decref(r->schema);
+	sl_ocf_reader_close(r->ocf);
+	free(r->path);
+	free(r);
+}
