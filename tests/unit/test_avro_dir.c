@@ -459,6 +459,8 @@ static void test_merge_null_key_dead_letter(void **state)
 	sl_buf_free(&path);
 	sl_mirror_free(&m);
 	store.ops->close(store.ctx);
+}
+
 /* The codec of the tree's only data file. */
 static enum sl_codec data_file_codec(void)
 {
