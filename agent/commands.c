@@ -140,6 +140,7 @@ static void status_alerts(const struct sl_stream_config *sc, bool probe_ok, cons
 	in.time_to_purge_s = si->log_known ? si->time_to_purge_s : -1;
 	in.freshness_s = -1;
 	in.stalled_s = -1;
+	in.caught_up_s = -1;
 	lim.lag_warn_bytes = sc->lag_warn_bytes;
 	lim.lag_critical_bytes = sc->lag_critical_bytes;
 	lim.retained_warn_bytes = sc->retained_wal_warn_bytes;

@@ -164,6 +164,7 @@ static json_t *run_json(struct sl_monitor *m, struct mon_stream *ms)
 	struct sl_ops_stream *os = ms->os;
 	int64_t now = sl_now_us(), ts = atomic_load(&os->durable_source_ts_us);
 	json_t *o = json_object(), *tabs = json_object(), *firing = json_array(), *hist = json_array(), *probe, *hb;
+	uint64_t qbytes, qpeak;
 
 	json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
 	json_object_set_new(o, "updated_us", json_integer(now));
@@ -173,8 +174,13 @@ static json_t *run_json(struct sl_monitor *m, struct mon_stream *ms)
 	json_object_set_new(o, "attempts", json_integer((json_int_t)atomic_load(&os->attempts)));
 	json_object_set_new(o, "retries", json_integer((json_int_t)atomic_load(&os->retries)));
 	json_object_set_new(o, "failing_since_us", opt_int(atomic_load(&os->failing_since_us) ?: -1));
-	json_object_set_new(o, "queue_bytes", json_integer((json_int_t)atomic_load(&os->queue_bytes)));
-	json_object_set_new(o, "queue_peak_bytes", json_integer((json_int_t)atomic_load(&os->queue_peak_bytes)));
+	sl_ops_queue_read(os, &qbytes, &qpeak);
+	json_object_set_new(o, "queue_bytes", json_integer((json_int_t)qbytes));
+	json_object_set_new(o, "queue_peak_bytes", json_integer((json_int_t)qpeak));
+	json_object_set_new(o, "changes_reread", json_integer((json_int_t)atomic_load(&os->changes_reread)));
+	json_object_set_new(o, "probe_interval_seconds", json_integer((json_int_t)m->cfg->probe_interval));
+	json_object_set_new(o, "probe_pass_us", opt_int(atomic_load(&os->probe_pass_us) ?: -1));
+	json_object_set_new(o, "writer_progress_us", opt_int(atomic_load(&os->writer_progress_us) ?: -1));
 	json_object_set_new(o, "flushes", json_integer((json_int_t)atomic_load(&os->flushes)));
 	json_object_set_new(o, "last_flush_us", opt_int(atomic_load(&os->last_flush_us) ?: -1));
 	json_object_set_new(o, "durable_source_time_us", opt_int(ts ?: -1));

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/queue.h"
 #include "common/buf.h"
@@ -33,6 +34,7 @@
 #define DEFAULT_STATUS_INTERVAL_MS 10000
 #define WAIT_SLICE_MS 1000         /* no wait lasts longer, so signals are seen at once */
 #define WRITER_IDLE_MS 200         /* the writer looks at the clock this often when idle */
+#define WRITER_STAMP_EVENTS 64     /* and stamps its progress after this many events when busy */
 #define PUBLISH_EVERY 256          /* changes published at least this often inside a transaction */
 #define STOP_GRACE_MS 5000         /* how long sl_pipe_stop waits for a writer to end */
 #define COUNTERS_EVERY_MS 1000     /* the reader publishes the source's counters this often */
@@ -125,6 +127,9 @@ struct sl_pipe {
 					     * next progress (or when the table is done), so that what is
 					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
+	unsigned w_steps;                   /* events handled since the writer last stamped its progress */
+	const char *fault_hold;             /* SLUICE_FAULT_FLUSH_HOLD: a flush waits while this file exists
+					     * (tests: a stuck writer) */
 	char w_err[SL_ERRLEN * 2];
 	/* the writer's map from table versions to their metrics (pc.ops): a
 	 * version's address is stable until a SCHEMA event retires it, which
@@ -231,6 +236,10 @@ static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64
 		return SL_EFAIL;
 	}
 	if (p->pc.ops) {
+		/* promote: a whole flush (everything written is durable); else the
+		 * flush in flight, whose batch was set aside when it started */
+		sl_ops_changes_durable(p->pc.ops, promote);
+		sl_ops_writer_step(p->pc.ops, sl_now_us());
 		sl_ops_flushed(p->pc.ops, dur_us, advanced, advanced ? ck->last_source_ts_us : 0);
 		if (p->pc.sink->dead_letters) {
 			/* the sink counts since it was opened; the metric since the agent started */
@@ -260,6 +269,16 @@ static int complete_flight(struct sl_pipe *p)
 	return flushed(p, rc, &d, p->w_fly_mark_ts, sl_mono_us() - p->w_fly_t0_us, false);
 }
 
+/* The fault hook of the tests (SLUICE_FAULT_FLUSH_HOLD=FILE): a flush
+ * waits while FILE exists, as one that a destination holds up would. */
+static void fault_hold(struct sl_pipe *p)
+{
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+	while (p->fault_hold && access(p->fault_hold, F_OK) == 0 && !atomic_load(&p->abort) && !cancelled(p))
+		nanosleep(&ts, NULL);
+}
+
 /* Flushes the sink (after the flush in flight); checkpoints and publishes
  * the position it reports when that is new. */
 static int do_flush(struct sl_pipe *p)
@@ -270,6 +289,7 @@ static int do_flush(struct sl_pipe *p)
 
 	if ((rc = complete_flight(p)) < 0)
 		return rc;
+	fault_hold(p);
 	t0 = sl_mono_us();
 	rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
 	if (rc < 0)
@@ -296,8 +316,11 @@ static int flush_routine(struct sl_pipe *p)
 			return do_flush(p);
 	if ((rc = complete_flight(p)) < 0)
 		return rc;
+	fault_hold(p);
 	if ((rc = p->pc.sink->flush_start(p->pc.sinkctx, p->w_err, sizeof p->w_err)) < 0)
 		return sink_status(rc);
+	if (p->pc.ops)
+		sl_ops_changes_flight(p->pc.ops);
 	p->w_flying = true;
 	p->w_fly_mark_ts = p->w_mark_ts;
 	p->w_fly_t0_us = sl_mono_us();
@@ -409,6 +432,11 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_KEEPALIVE:
 		if (p->w_in_tx)
 			return SL_OK;
+		/* Everything the source sent before this keepalive is durable:
+		 * the stream has caught up with the source (freshness is judged
+		 * against the source's activity from here). */
+		if (p->pc.ops && !p->w_flying && !p->pc.sink->pending(p->pc.sinkctx))
+			atomic_store(&p->pc.ops->caught_up_us, sl_now_us());
 		if (ev->ts_us > 0) {
 			/* a heartbeat: everything written before ts_us is before it */
 			p->w_mark_ts = ev->ts_us;
@@ -688,6 +716,10 @@ static void *writer_main(void *arg)
 			break;
 		/* With a flush in flight, nothing to write is the moment to wait for it. */
 		ev = sl_queue_peek(p->q, p->w_flying ? 0 : WRITER_IDLE_MS, &len);
+		if (p->pc.ops && (!ev || ++p->w_steps >= WRITER_STAMP_EVENTS)) {
+			p->w_steps = 0;
+			sl_ops_writer_step(p->pc.ops, sl_now_us());
+		}
 		if (!ev) {
 			int64_t now = sl_mono_ms();
 			if (p->w_flying) {
@@ -1094,7 +1126,8 @@ int sl_pipe_sync(struct sl_pipe *p)
 	return reader_ack(p, false);
 }
 
-/* The source's counters and the queue's size, for metrics (reader). */
+/* The source's counters, for metrics (reader); the queue is sampled when
+ * the metrics are read (queue_sample). */
 static void publish_counters(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx, int64_t now)
 {
 	p->r_counters_ms = now;
@@ -1109,8 +1142,6 @@ static void publish_counters(struct sl_pipe *p, const struct sl_source_ops *src,
 		oc.nan_nulls = sc.decimal_nan_nulls;
 		sl_ops_source_counts(p->pc.ops, &oc);
 	}
-	atomic_store(&p->pc.ops->queue_bytes, sl_queue_bytes(p->q));
-	atomic_store(&p->pc.ops->queue_peak_bytes, sl_queue_peak_bytes(p->q));
 }
 
 int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
@@ -1248,6 +1279,12 @@ out:
 /* ------------------------------------------------------------------ */
 /* lifecycle                                                            */
 
+static void queue_sample(void *q, uint64_t *bytes, uint64_t *peak)
+{
+	*bytes = sl_queue_bytes(q);
+	*peak = sl_queue_peak_bytes(q);
+}
+
 int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 {
 	char *err = pc->err;
@@ -1272,6 +1309,7 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 	atomic_init(&p->abort, false);
 	sl_buf_init(&p->w_key, 0);
 	p->w_last_ckpt_ms = sl_mono_ms();
+	p->fault_hold = getenv("SLUICE_FAULT_FLUSH_HOLD");
 	if (pc->ck->has_position) {
 		p->durable = pc->ck->durable;
 		p->has_durable = true;
@@ -1287,6 +1325,8 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 		return SL_EFAIL;
 	}
 	p->started = true;
+	if (pc->ops)
+		sl_ops_queue_attach(pc->ops, p->q, queue_sample);
 	*out = p;
 	return SL_OK;
 }
@@ -1335,6 +1375,13 @@ int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
 		snprintf(err, errlen, "%s", p->fail_err);
 		sl_log_error_set(&p->fail_note);
 		rc = p->fail_rc;
+	}
+	if (p->pc.ops) {
+		/* the writer has ended: what it wrote and no flush made durable is
+		 * read again by the next run */
+		sl_ops_queue_attach(p->pc.ops, NULL, NULL);
+		sl_ops_changes_discard(p->pc.ops);
+		atomic_store(&p->pc.ops->writer_progress_us, 0);
 	}
 	sl_queue_free(p->q);
 	sl_buf_free(&p->w_key);
