@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ops/alerts.h"
+#include "ops/metrics.h"
 #include "sinks/sink.h"
 
 int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
@@ -245,6 +246,25 @@ static json_t *progress(json_t *bf, int64_t now)
 			 "estimated_rows", est, "percent", pct, "eta_seconds", eta);
 }
 
+/* Whether the live agent that wrote run still answers: the probe thread
+ * rewrites the run file after every pass, so a file older than 2 ×
+ * probe_interval + 5 s means that thread (or the whole process: SIGSTOP, a
+ * deadlock, swap) has stopped.  Sets "agent_responding",
+ * "run_file_age_seconds" and "responding_limit_seconds" in o. */
+static void status_responding(json_t *o, json_t *run, const struct sl_config *cfg)
+{
+	json_t *iv = json_object_get(run, "probe_interval_seconds");
+	int64_t interval = json_is_integer(iv) ? (int64_t)json_integer_value(iv) : (int64_t)cfg->probe_interval;
+	int64_t limit = SL_OPS_STALE_S(interval);
+	int64_t age_us = sl_now_us() - (int64_t)json_integer_value(json_object_get(run, "updated_us"));
+
+	if (age_us < 0)
+		age_us = 0;
+	json_object_set_new(o, "agent_responding", json_boolean(age_us <= limit * 1000000));
+	json_object_set_new(o, "run_file_age_seconds", json_integer((json_int_t)(age_us / 1000000)));
+	json_object_set_new(o, "responding_limit_seconds", json_integer((json_int_t)limit));
+}
+
 /* What the agent's run file adds: its state, errors, queue, flushes,
  * heartbeats, alerts and their history, and each table's counters and
  * backfill progress.  live: the process that wrote it still holds the
@@ -362,6 +382,10 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_array_append_new(undetermined, json_pack("s", "an agent runs the stream, but its run file is missing "
 							      "or not its own yet"));
 	status_run(o, run, live, tabs, alerts);
+	if (live)
+		status_responding(o, run, cfg);
+	else
+		json_object_set_new(o, "agent_responding", json_null());
 	json_decref(run);
 	json_object_set_new(o, "tables", tabs);
 	json_object_set_new(o, "alerts", alerts);

@@ -272,19 +272,21 @@ void sl_monitor_write_run(struct sl_monitor *m, const struct sl_stream_config *s
 
 /* ---- start, stop ---- */
 
-struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_config *const *streams, int n,
-				    char *err, size_t errlen)
+int sl_monitor_start(struct sl_monitor **out, struct sl_config *cfg, struct sl_stream_config *const *streams,
+		     int n, char *err, size_t errlen)
 {
 	struct sl_monitor *m = calloc(1, sizeof *m);
 
+	*out = NULL;
 	if (!m || !(m->ops = sl_ops_new()) || !(m->streams = calloc((size_t)(n > 0 ? n : 1), sizeof *m->streams))) {
 		if (m)
 			sl_ops_free(m->ops);
 		free(m);
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return SL_EFAIL;
 	}
 	m->cfg = cfg;
+	m->ops->live_probe_us = (int64_t)SL_OPS_STALE_S((int64_t)cfg->probe_interval) * 1000000;
 	if (gethostname(m->host, sizeof m->host - 1) < 0)
 		m->host[0] = '\0';
 	for (int i = 0; i < n; i++) {
@@ -298,22 +300,28 @@ struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_conf
 		if (!(ms->os = sl_ops_stream_add(m->ops, ms->sc->name))) {
 			sl_monitor_stop(m);
 			snprintf(err, errlen, "out of memory");
-			return NULL;
+			return SL_EFAIL;
 		}
 		m->n++;
 	}
 	if (cfg->alert_webhook && !(m->wh = sl_webhook_start(cfg->alert_webhook, m->ops, err, errlen))) {
 		sl_monitor_stop(m);
-		return NULL;
+		return SL_EFAIL;
 	}
+	/* A monitoring system that was told to scrape an address must not see
+	 * an agent that runs without it: a configured endpoint that cannot
+	 * listen stops the agent (exit 3, as `sluice check` says too). */
 	if (cfg->metrics_listen && *cfg->metrics_listen) {
 		char e2[SL_ERRLEN];
-		if (!(m->http = sl_http_start(cfg->metrics_listen, m->ops, e2, sizeof e2)))
-			sl_warn("%s: %s", cfg->path, e2);
-		else
-			sl_info("serving /metrics and /healthz on %s", cfg->metrics_listen);
+		if (!(m->http = sl_http_start(cfg->metrics_listen, m->ops, e2, sizeof e2))) {
+			snprintf(err, errlen, "%s: %s", cfg->path, e2);
+			sl_monitor_stop(m);
+			return SL_EPREREQ;
+		}
+		sl_info("serving /metrics, /healthz and /livez on %s", cfg->metrics_listen);
 	}
-	return m;
+	*out = m;
+	return SL_OK;
 }
 
 void sl_monitor_probe_start(struct sl_monitor *m)

@@ -1,7 +1,7 @@
 /*
  * agent/monitor.h: the operations layer of `sluice run`, wired to the
  * configuration and the sources: the metrics registry (ops/metrics.h),
- * /metrics and /healthz on metrics_listen, the alert webhook, one probe
+ * /metrics, /healthz and /livez on metrics_listen, the alert webhook, one probe
  * thread per stream (on a connection of its own, through the source's probe
  * session and heartbeat calls), and each stream's run file for `sluice
  * status` (agent/runstate.h).
@@ -18,12 +18,13 @@
 struct sl_monitor;
 
 /* Starts the registry, the endpoint and the webhook for the streams of cfg
- * that run (names, n of them; each must outlive the monitor).  The probes
- * start with sl_monitor_probe_start().  A metrics_listen that cannot be
- * bound is logged once as a warning (with the key to change) and the agent
- * goes on without the endpoint.  NULL with err when out of memory. */
-struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_config *const *streams, int n,
-				    char *err, size_t errlen);
+ * that run (names, n of them; each must outlive the monitor) into *out.  The
+ * probes start with sl_monitor_probe_start().  0; SL_EPREREQ with err when
+ * a configured metrics_listen cannot be bound (the agent must not run
+ * without the endpoint it was told to serve); SL_EFAIL with err when out of
+ * memory or the webhook cannot start. */
+int sl_monitor_start(struct sl_monitor **out, struct sl_config *cfg, struct sl_stream_config *const *streams,
+		     int n, char *err, size_t errlen);
 /* Starts the probe thread of every stream. */
 void sl_monitor_probe_start(struct sl_monitor *m);
 /* The metrics of stream sc (NULL when m is NULL). */

@@ -42,8 +42,11 @@ struct sl_ops *sl_ops_new(void)
 {
 	struct sl_ops *ops = calloc(1, sizeof *ops);
 
-	if (ops)
+	if (ops) {
 		ops->started_us = sl_now_us();
+		ops->live_probe_us = (int64_t)SL_OPS_STALE_S(5) * 1000000;
+		ops->live_writer_us = (int64_t)SL_OPS_WRITER_STUCK_S * 1000000;
+	}
 	return ops;
 }
 
@@ -352,6 +355,11 @@ void sl_ops_history_add(struct sl_ops_stream *s, enum sl_alert_id id, bool firin
 	e->id = id;
 	e->firing = firing;
 	snprintf(e->message, sizeof e->message, "%s", message ? message : "");
+}
+
+int sl_ops_livez(struct sl_ops *ops, struct sl_buf *body)
+{
+	return sl_ops_live(ops, sl_now_us(), ops->live_probe_us, ops->live_writer_us, body) ? 200 : 503;
 }
 
 int sl_ops_health(struct sl_ops *ops, struct sl_buf *body)

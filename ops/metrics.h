@@ -159,7 +159,13 @@ struct sl_ops {
 	int nstreams;
 	_Atomic uint64_t webhook_sent, webhook_failed, webhook_dropped;
 	int64_t started_us;
+	int64_t live_probe_us;             /* /livez: a probe pass older than this is stuck */
+	int64_t live_writer_us;            /* /livez: a writer step older than this is stuck */
 };
+
+/* /livez's limit for a writer: a flush that the destination holds up for
+ * longer than this means a stuck writer. */
+#define SL_OPS_WRITER_STUCK_S 120
 
 /* A new empty registry; NULL when out of memory. */
 struct sl_ops *sl_ops_new(void);
@@ -234,6 +240,11 @@ void sl_ops_changes_durable(struct sl_ops_stream *s, bool all);
  * next run (sluice_changes_reread_total). */
 void sl_ops_changes_discard(struct sl_ops_stream *s);
 
+/* A probe that has not passed for this long (seconds, for a probe_interval
+ * of interval_s) is stuck, and so is an agent whose run file (rewritten
+ * after every pass) is older: `sluice status` says "not responding". */
+#define SL_OPS_STALE_S(interval_s) (2 * (interval_s) + 5)
+
 /* Liveness, from timestamps only (no lock another thread may hold): every
  * stream's probe passed within probe_limit_us, and every writer that runs
  * stepped within writer_limit_us.  Appends one line per stream to why (may
@@ -249,6 +260,11 @@ int64_t sl_ops_down_seconds(struct sl_ops_stream *s, int64_t now_us, uint64_t do
 
 /* Records an alert transition in the stream's history (mu held by caller). */
 void sl_ops_history_add(struct sl_ops_stream *s, enum sl_alert_id id, bool firing, const char *message, int64_t at_us);
+
+/* /livez: 200 while every thread of every stream makes progress (by
+ * sl_ops_live() with the registry's live_* limits), whatever the source
+ * does, else 503; body gets one line per stream.  Takes no lock. */
+int sl_ops_livez(struct sl_ops *ops, struct sl_buf *body);
 
 /* /healthz: 200 while every stream runs (starting, backfilling, streaming)
  * and no critical alert fires, else 503; body gets one line per stream. */
