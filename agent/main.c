@@ -422,9 +422,11 @@ static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n, 
 
 		if (sig == SIGTERM || sig == SIGINT) {
 			int count = atomic_fetch_add(&sl_signal_count, 1) + 1;
-			if (count == 1)
+			if (count == 1) {
 				sl_info("received %s: draining (flush, checkpoint, acknowledge); a second signal cancels",
 					sig == SIGTERM ? "SIGTERM" : "SIGINT");
+				sl_monitor_stopping(mon);
+			}
 			else if (count == 2)
 				sl_info("received %s again: cancelling", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		} else if (sig == SIGHUP) {

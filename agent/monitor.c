@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "ops/http.h"
 #include "ops/probe.h"
+#include "ops/sdnotify.h"
 #include "ops/webhook.h"
 
 /* One stream's probe: its source, its session, its metrics. */
@@ -37,6 +38,7 @@ struct sl_monitor {
 	struct sl_ops *ops;
 	struct sl_http *http;
 	struct sl_webhook *wh;
+	struct sl_watchdog *wd;            /* under systemd (NOTIFY_SOCKET), or NULL */
 	struct mon_stream *streams;
 	int n;
 	char host[256];
@@ -364,6 +366,14 @@ void sl_monitor_probe_start(struct sl_monitor *m)
 		if (!(ms->probe = sl_probe_start(ms->os, &h, &pc, m->wh, err, sizeof err)))
 			sl_warn("%s; alerts for this stream are not evaluated", err);
 	}
+	if (m)
+		m->wd = sl_watchdog_start(m->ops, m->ops->live_probe_us);
+}
+
+void sl_monitor_stopping(struct sl_monitor *m)
+{
+	if (m)
+		sl_watchdog_stopping(m->wd);
 }
 
 struct sl_ops_stream *sl_monitor_stream(struct sl_monitor *m, const struct sl_stream_config *sc)
@@ -406,6 +416,8 @@ void sl_monitor_stop(struct sl_monitor *m)
 
 	if (!m)
 		return;
+	sl_watchdog_stopping(m->wd);
+	sl_watchdog_stop(m->wd);
 	for (int i = 0; i < m->n; i++)
 		stuck |= !sl_probe_stop(m->streams[i].probe);
 	sl_http_stop(m->http);

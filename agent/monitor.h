@@ -3,8 +3,8 @@
  * configuration and the sources: the metrics registry (ops/metrics.h),
  * /metrics, /healthz and /livez on metrics_listen, the alert webhook, one probe
  * thread per stream (on a connection of its own, through the source's probe
- * session and heartbeat calls), and each stream's run file for `sluice
- * status` (agent/runstate.h).
+ * session and heartbeat calls), each stream's run file for `sluice status`
+ * (agent/runstate.h), and systemd's notify protocol (ops/sdnotify.h).
  */
 #ifndef SLUICE_AGENT_MONITOR_H
 #define SLUICE_AGENT_MONITOR_H
@@ -25,8 +25,12 @@ struct sl_monitor;
  * memory or the webhook cannot start. */
 int sl_monitor_start(struct sl_monitor **out, struct sl_config *cfg, struct sl_stream_config *const *streams,
 		     int n, char *err, size_t errlen);
-/* Starts the probe thread of every stream. */
+/* Starts the probe thread of every stream, and under systemd (NOTIFY_SOCKET)
+ * the watchdog thread: READY=1 once every stream has got past its start,
+ * WATCHDOG=1 while the pipeline makes progress (ops/sdnotify.h). */
 void sl_monitor_probe_start(struct sl_monitor *m);
+/* The agent begins to stop: STOPPING=1 for systemd (once). */
+void sl_monitor_stopping(struct sl_monitor *m);
 /* The metrics of stream sc (NULL when m is NULL). */
 struct sl_ops_stream *sl_monitor_stream(struct sl_monitor *m, const struct sl_stream_config *sc);
 /* Writes the run file of stream sc now (after its run ended, say). */

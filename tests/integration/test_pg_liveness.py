@@ -186,3 +186,100 @@ class EndpointsTest(PgTestCase):
         for p in procs:
             p.signal(signal.SIGTERM)
             self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+
+
+class NotifySocket:
+    """A fake service manager: a unix datagram socket (a path, or an
+    abstract "@name") that records every notification as (monotonic time,
+    assignment)."""
+
+    def __init__(self, abstract):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.dir = tempfile.mkdtemp(prefix="sluice-notify-")
+        if abstract:
+            name = f"sluice-test-notify-{os.getpid()}-{id(self)}"
+            self.sock.bind("\0" + name)
+            self.address = "@" + name
+        else:
+            self.address = os.path.join(self.dir, "notify")
+            self.sock.bind(self.address)
+        self.got = []
+        self.lock = threading.Lock()
+        self.sock.settimeout(0.2)
+        self.running = True
+        self.thread = threading.Thread(target=self._recv, daemon=True)
+        self.thread.start()
+
+    def _recv(self):
+        while self.running:
+            try:
+                data = self.sock.recv(4096)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            now = time.monotonic()
+            with self.lock:
+                self.got.extend((now, line) for line in data.decode().split("\n") if line)
+
+    def times(self, what):
+        with self.lock:
+            return [t for t, line in self.got if line == what]
+
+    def close(self):
+        self.running = False
+        self.thread.join(5)
+        self.sock.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class SystemdNotifyTest(PgTestCase):
+    WATCHDOG_S = 2
+
+    def run_notified(self, abstract, stream):
+        self.pg.execute(f"CREATE TABLE {stream}_t (id int PRIMARY KEY)")
+        ns = NotifySocket(abstract)
+        self.addCleanup(ns.close)
+        s = self.sluice(stream=stream, tables=f"public.{stream}_t", max_file_seconds=1,
+                        extra={"agent": {"probe_interval": str(PROBE_INTERVAL)}})
+        hold = os.path.join(s.workdir, "hold-flushes")
+        env = {"NOTIFY_SOCKET": ns.address, "WATCHDOG_USEC": str(self.WATCHDOG_S * 1000000),
+               "SLUICE_FAULT_FLUSH_HOLD": hold}
+        p = s.start("run", env=env)
+        wait_until(lambda: ns.times("READY=1") or not p.alive(), 60, "READY=1")
+        self.assertTrue(p.alive(), p.stderr_text())
+        self.assertEqual(len(ns.times("READY=1")), 1)
+        return s, p, ns, hold
+
+    def test_ready_watchdog_and_stopping(self):
+        s, p, ns, hold = self.run_notified(True, "sdn")
+        # pings every quarter of the interval while the pipeline makes progress
+        wait_until(lambda: len([t for t in ns.times("WATCHDOG=1") if t > ns.times("READY=1")[0]]) >= 4, 20,
+                   "WATCHDOG=1 after READY=1")
+        # the writer gets stuck in a flush: the process lives, the pings stop
+        open(hold, "w").close()
+        self.pg.execute("INSERT INTO sdn_t VALUES (1)")
+        t_stuck = time.monotonic()
+        quiet = self.WATCHDOG_S * 2
+        wait_until(lambda: (lambda w: w and time.monotonic() - w[-1] >= quiet)(ns.times("WATCHDOG=1")), 30,
+                   f"no WATCHDOG=1 for {quiet} s with the writer stuck")
+        last = ns.times("WATCHDOG=1")[-1]
+        print(f"\n  last WATCHDOG=1 {last - t_stuck:.1f} s after the writer got stuck "
+              f"(WATCHDOG_USEC {self.WATCHDOG_S} s)")
+        self.assertLessEqual(last - t_stuck, self.WATCHDOG_S + 1.5)
+        self.assertTrue(p.alive(), p.stderr_text())
+        self.assertIn("the pipeline makes no progress: no watchdog notification", p.stderr_text())
+        # the flush goes through: the pings come back
+        os.unlink(hold)
+        wait_until(lambda: ns.times("WATCHDOG=1")[-1] > last, 20, "WATCHDOG=1 again")
+        self.assertEqual(ns.times("STOPPING=1"), [])
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+        self.assertEqual(len(ns.times("STOPPING=1")), 1)
+        self.assertGreater(ns.times("STOPPING=1")[0], ns.times("READY=1")[0])
+
+    def test_ready_on_a_socket_path(self):
+        s, p, ns, hold = self.run_notified(False, "sdp")
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+        self.assertEqual(len(ns.times("STOPPING=1")), 1)
