@@ -220,14 +220,19 @@ static void merge_agent_alerts(json_t *alerts, json_t *agent_alerts)
 }
 
 /* Backfill progress of a table as the agent reports it: rows, estimate,
- * percent and ETA (null when unknown). */
-static json_t *progress(json_t *bf, int64_t now)
+ * percent and ETA (null when unknown).  ck_done: the checkpoint, which is
+ * newer than the run file (rewritten once per probe), says the backfill is
+ * done, with ck_rows rows: then so is the progress. */
+static json_t *progress(json_t *bf, int64_t now, bool ck_done, json_int_t ck_rows)
 {
 	json_int_t rows = json_integer_value(json_object_get(bf, "rows"));
 	json_t *est = json_object_get(bf, "estimated_rows"), *t0 = json_object_get(bf, "started_us");
 	const char *st = json_string_value(json_object_get(bf, "state"));
 	json_t *pct = json_null(), *eta = json_null();
 
+	if (ck_done)
+		return json_pack("{s:s, s:I, s:O?, s:i, s:n}", "state", "done", "rows", ck_rows, "estimated_rows", est,
+				 "percent", 100, "eta_seconds");
 	if (st && !strcmp(st, "running") && json_is_integer(est) && json_integer_value(est) > 0) {
 		json_int_t e = json_integer_value(est);
 		int p = (int)((double)rows * 100.0 / (double)e);
@@ -311,7 +316,8 @@ static void status_run(json_t *o, json_t *run, bool live, json_t *tabs, json_t *
 		}
 		json_object_set(t, "changes", json_object_get(v, "changes"));
 		if (bf)
-			json_object_set_new(t, "progress", progress(bf, now));
+			json_object_set_new(t, "progress", progress(bf, now, !strcmp(json_string_value(json_object_get(
+				t, "backfill")) ?: "", "done"), json_integer_value(json_object_get(t, "rows"))));
 	}
 }
 

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "agent/queue.h"
 #include "common/buf.h"
@@ -128,8 +127,6 @@ struct sl_pipe {
 					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
 	unsigned w_steps;                   /* events handled since the writer last stamped its progress */
-	const char *fault_hold;             /* SLUICE_FAULT_FLUSH_HOLD: a flush waits while this file exists
-					     * (tests: a stuck writer) */
 	char w_err[SL_ERRLEN * 2];
 	/* the writer's map from table versions to their metrics (pc.ops): a
 	 * version's address is stable until a SCHEMA event retires it, which
@@ -269,16 +266,6 @@ static int complete_flight(struct sl_pipe *p)
 	return flushed(p, rc, &d, p->w_fly_mark_ts, sl_mono_us() - p->w_fly_t0_us, false);
 }
 
-/* The fault hook of the tests (SLUICE_FAULT_FLUSH_HOLD=FILE): a flush
- * waits while FILE exists, as one that a destination holds up would. */
-static void fault_hold(struct sl_pipe *p)
-{
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
-
-	while (p->fault_hold && access(p->fault_hold, F_OK) == 0 && !atomic_load(&p->abort) && !cancelled(p))
-		nanosleep(&ts, NULL);
-}
-
 /* Flushes the sink (after the flush in flight); checkpoints and publishes
  * the position it reports when that is new. */
 static int do_flush(struct sl_pipe *p)
@@ -289,7 +276,6 @@ static int do_flush(struct sl_pipe *p)
 
 	if ((rc = complete_flight(p)) < 0)
 		return rc;
-	fault_hold(p);
 	t0 = sl_mono_us();
 	rc = p->pc.sink->flush(p->pc.sinkctx, &d, p->w_err, sizeof p->w_err);
 	if (rc < 0)
@@ -316,7 +302,6 @@ static int flush_routine(struct sl_pipe *p)
 			return do_flush(p);
 	if ((rc = complete_flight(p)) < 0)
 		return rc;
-	fault_hold(p);
 	if ((rc = p->pc.sink->flush_start(p->pc.sinkctx, p->w_err, sizeof p->w_err)) < 0)
 		return sink_status(rc);
 	if (p->pc.ops)
@@ -1309,7 +1294,6 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 	atomic_init(&p->abort, false);
 	sl_buf_init(&p->w_key, 0);
 	p->w_last_ckpt_ms = sl_mono_ms();
-	p->fault_hold = getenv("SLUICE_FAULT_FLUSH_HOLD");
 	if (pc->ck->has_position) {
 		p->durable = pc->ck->durable;
 		p->has_durable = true;

@@ -212,7 +212,12 @@ static enum sl_alert_cond cond_freshness(const struct sl_alert_inputs *in, const
 
 	if (in->heartbeats) {
 		age = min_age(in->freshness_s, in->caught_up_s);
-		snprintf(fig, sizeof fig, "the last durable change or heartbeat is %" PRId64 " s old", in->freshness_s);
+		if (in->caught_up_s >= 0 && in->caught_up_s < in->freshness_s)
+			snprintf(fig, sizeof fig, "the last durable change or heartbeat is %" PRId64 " s old (the stream "
+				 "last caught up with the source %" PRId64 " s ago)", in->freshness_s, in->caught_up_s);
+		else
+			snprintf(fig, sizeof fig, "the last durable change or heartbeat is %" PRId64 " s old",
+				 in->freshness_s);
 	} else {
 		age = in->stalled_s < 0 ? 0 : in->stalled_s;
 		if (in->caught_up_s >= 0 && in->caught_up_s < age)
@@ -220,9 +225,6 @@ static enum sl_alert_cond cond_freshness(const struct sl_alert_inputs *in, const
 		snprintf(fig, sizeof fig, "nothing new has been made durable for %" PRId64 " s while the source's log "
 			 "is ahead (last durable change %" PRId64 " s old)", age, in->freshness_s);
 	}
-	if (in->caught_up_s >= 0 && in->caught_up_s == age && (!in->heartbeats || age < in->freshness_s))
-		snprintf(fig, sizeof fig, "the stream caught up with the source %" PRId64 " s ago (last durable change "
-			 "%" PRId64 " s old)", age, in->freshness_s);
 	over(t, fig, "freshness_warn_seconds", lim->freshness_warn_s);
 	return sl_alert_threshold(age, lim->freshness_warn_s, band);
 }

@@ -28,7 +28,7 @@ import threading
 import time
 import unittest
 
-from harness import PgTestCase, wait_until
+from harness import PgTestCase, sluice_test_bin, wait_until
 from opsutil import metrics_port, scrape
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -240,11 +240,14 @@ class SystemdNotifyTest(PgTestCase):
         self.pg.execute(f"CREATE TABLE {stream}_t (id int PRIMARY KEY)")
         ns = NotifySocket(abstract)
         self.addCleanup(ns.close)
-        s = self.sluice(stream=stream, tables=f"public.{stream}_t", max_file_seconds=1,
-                        extra={"agent": {"probe_interval": str(PROBE_INTERVAL)}})
+        # the test sink holds every flush with something to write while the file exists
+        s = self.sluice(stream=stream, tables=f"public.{stream}_t", max_file_seconds=1, binary=sluice_test_bin(),
+                        extra={"agent": {"probe_interval": str(PROBE_INTERVAL)},
+                               "destination": {"type": "slow_avro_dir"}})
         hold = os.path.join(s.workdir, "hold-flushes")
-        env = {"NOTIFY_SOCKET": ns.address, "WATCHDOG_USEC": str(self.WATCHDOG_S * 1000000),
-               "SLUICE_FAULT_FLUSH_HOLD": hold}
+        s.extra["destination"]["flush_block_file"] = hold
+        s.write_config()
+        env = {"NOTIFY_SOCKET": ns.address, "WATCHDOG_USEC": str(self.WATCHDOG_S * 1000000)}
         p = s.start("run", env=env)
         wait_until(lambda: ns.times("READY=1") or not p.alive(), 60, "READY=1")
         self.assertTrue(p.alive(), p.stderr_text())

@@ -549,8 +549,8 @@ static void test_freshness_after_catching_up(void **state)
 	n = eval(al, &in, 3, tr);
 	assert_int_equal(n, 1);
 	assert_int_equal(tr[0].id, SL_AL_FRESHNESS);
-	assert_string_equal(tr[0].message, "the stream caught up with the source 301 s ago (last durable change 7501 s "
-			    "old) >= freshness_warn_seconds 300");
+	assert_string_equal(tr[0].message, "the last durable change or heartbeat is 7501 s old (the stream last caught "
+			    "up with the source 301 s ago) >= freshness_warn_seconds 300");
 	/* without heartbeats: a stalled position that caught up lately is fresh */
 	memset(al, 0, sizeof al);
 	in.heartbeats = false;
