@@ -105,9 +105,13 @@ static const char usage_run[] =
 	"\n"
 	"While it runs, a probe per stream reads the slot's lag and retained WAL on a\n"
 	"connection of its own every probe_interval and raises alerts (logged, on\n"
-	"/metrics, POSTed to alert_webhook); /metrics and /healthz are served on\n"
-	"metrics_listen; heartbeat_interval writes heartbeats through the slot.  On a\n"
-	"terminal, a live line shows backfill progress.\n";
+	"/metrics, POSTed to alert_webhook); /metrics, /healthz (readiness) and /livez\n"
+	"(liveness) are served on metrics_listen, when it is set (an address that\n"
+	"cannot be bound: exit 3); heartbeat_interval writes heartbeats through the\n"
+	"slot.  Under systemd (NOTIFY_SOCKET) it sends READY=1 once the streams run,\n"
+	"WATCHDOG=1 while its probes and writers make progress (WATCHDOG_USEC) and\n"
+	"STOPPING=1 at the first signal.  On a terminal, a live line shows backfill\n"
+	"progress.\n";
 
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--stream NAME] [--json]\n"

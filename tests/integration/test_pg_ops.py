@@ -535,7 +535,10 @@ class FiguresTest(PgTestCase):
     sluice_changes_total counts a change once even when a failed flush made
     the stream read it again."""
 
-    def held_sluice(self, stream):
+    def held_run(self, stream):
+        """An agent on the test sink, streaming the new table public.<stream>_t,
+        whose flushes are held from now on while the returned file exists."""
+        self.pg.execute(f"CREATE TABLE {stream}_t (id int PRIMARY KEY, v text)")
         port = metrics_port()
         s = self.sluice(stream=stream, tables=f"public.{stream}_t", max_file_seconds=1, binary=sluice_test_bin(),
                         extra={"destination": {"type": "slow_avro_dir"},
@@ -543,15 +546,14 @@ class FiguresTest(PgTestCase):
         block = os.path.join(s.workdir, "sink-down")
         s.extra["destination"]["flush_block_file"] = block
         s.write_config()
-        return s, port, block
-
-    def test_queue_sampled_when_read(self):
-        pg = self.pg
-        pg.execute("CREATE TABLE qs_t (id int PRIMARY KEY, v text)")
-        s, port, block = self.held_sluice("qs")
         p = s.start("run")
         wait_streaming(p)
         open(block, "w").close()
+        return s, p, port, block
+
+    def test_queue_sampled_when_read(self):
+        pg = self.pg
+        s, p, port, block = self.held_run("qs")
         # transactions go on while the writer is held in a flush: the reader queues them
         batch = [0]
 
@@ -586,11 +588,7 @@ class FiguresTest(PgTestCase):
 
     def test_changes_counted_once_after_a_failed_flush(self):
         pg = self.pg
-        pg.execute("CREATE TABLE cr_t (id int PRIMARY KEY, v text)")
-        s, port, block = self.held_sluice("cr")
-        p = s.start("run")
-        wait_streaming(p)
-        open(block, "w").close()
+        s, p, port, block = self.held_run("cr")
         ROWS = 5
         pg.execute(f"INSERT INTO cr_t SELECT g, 'v' FROM generate_series(1, {ROWS}) g")
         target = wal_lsn(pg)

@@ -479,14 +479,13 @@ static void test_webhook_payload(void **state)
  * threshold, not the figure that fired it. */
 static void test_resolved_gives_the_figure_now(void **state)
 {
-	struct sl_alert al[SL_AL_COUNT];
-	struct sl_alert_transition tr[SL_AL_COUNT];
 	struct sl_alert_inputs in = quiet_inputs();
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert al[SL_AL_COUNT] = { { 0 } };
 	const char *crit = NULL;
 	int n;
 
 	(void)state;
-	memset(al, 0, sizeof al);
 	in.lag_bytes = INT64_C(171307072) * 16;
 	assert_int_equal(eval(al, &in, 1, tr), 2);   /* lag_warning and lag_critical */
 	in.lag_bytes = 1048576;
@@ -527,13 +526,12 @@ static void test_resolved_gives_the_figure_now(void **state)
  * agent started after a pause, a stream that recovered). */
 static void test_freshness_after_catching_up(void **state)
 {
-	struct sl_alert al[SL_AL_COUNT];
-	struct sl_alert_transition tr[SL_AL_COUNT];
 	struct sl_alert_inputs in = quiet_inputs();
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert al[SL_AL_COUNT] = { { 0 } };
 	int n;
 
 	(void)state;
-	memset(al, 0, sizeof al);
 	in.heartbeats = true;
 	in.freshness_s = 7200;      /* the last change before a two-hour pause */
 	in.caught_up_s = 2;         /* but everything the source has is durable */
