@@ -147,11 +147,15 @@ static void cycle(struct sl_probe *p)
 			adv = since;
 		if (smp.ok && smp.lag_bytes > 0)
 			in.stalled_s = (now - adv) / 1000000;
-		/* caught up with the source during this run: nothing the source
-		 * had written then is missing from the destination */
+		/* How long the stream has been behind its source: since it last
+		 * caught up (nothing the source had sent then is missing from the
+		 * destination), or since this run began to stream (a run that
+		 * starts after a pause or an outage has its freshness_warn_seconds
+		 * to catch up before an old last change counts against it). */
 		caught = atomic_load(&os->caught_up_us);
-		if (caught >= since)
-			in.caught_up_s = (now - caught) / 1000000;
+		if (caught < since)
+			caught = since;
+		in.caught_up_s = (now - caught) / 1000000;
 	} else {
 		in.heartbeats = false;
 		in.freshness_s = -1;
