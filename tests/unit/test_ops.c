@@ -1,7 +1,8 @@
 /*
  * tests/unit/test_ops.c: the alerts' hysteresis and texts, the Prometheus
  * exposition of the registry, /healthz's verdict, the webhook payload, the
- * stream_down clock, the change counts, the queue sample and liveness (ops/).
+ * stream_down clock, the change counts, the queue sample, liveness and
+ * systemd's notify protocol (ops/).
  *
  * Expected texts are written out here from the exposition format's rules
  * (https://prometheus.io/docs/instrumenting/exposition_formats/), not taken
@@ -17,10 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "ops/alerts.h"
 #include "ops/metrics.h"
+#include "ops/sdnotify.h"
 #include "ops/webhook.h"
 
 static const struct sl_alert_policy pol = { .fire_after = 1, .resolve_after = 3, .band_pct = 10 };
@@ -654,6 +659,53 @@ static void test_counts_queue_and_liveness(void **state)
 	sl_ops_free(ops);
 }
 
+/* systemd's notify protocol: nothing without NOTIFY_SOCKET, an abstract
+ * "@name" and a path both reach their socket, WATCHDOG_PID must be ours. */
+static void test_sd_notify(void **state)
+{
+	char err[256], name[64], buf[64];
+	struct sockaddr_un sa;
+	int fd;
+	ssize_t n;
+
+	(void)state;
+	unsetenv("NOTIFY_SOCKET");
+	assert_int_equal(sl_sd_notify("READY=1", err, sizeof err), 0);
+	setenv("NOTIFY_SOCKET", "relative/path", 1);
+	assert_int_equal(sl_sd_notify("READY=1", err, sizeof err), -1);
+	assert_string_equal(err, "NOTIFY_SOCKET=relative/path is not a unix socket path or an abstract \"@\" name");
+
+	snprintf(name, sizeof name, "@sluice-test-ops-%ld", (long)getpid());
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name + 1, strlen(name) - 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+									  strlen(name))), 0);
+	setenv("NOTIFY_SOCKET", name, 1);
+	assert_int_equal(sl_sd_notify("WATCHDOG=1", err, sizeof err), 1);
+	n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+	assert_int_equal(n, 10);
+	buf[n] = '\0';
+	assert_string_equal(buf, "WATCHDOG=1");
+	close(fd);
+	unsetenv("NOTIFY_SOCKET");
+
+	unsetenv("WATCHDOG_PID");
+	setenv("WATCHDOG_USEC", "2000000", 1);
+	assert_int_equal(sl_sd_watchdog_usec(), 2000000);
+	snprintf(buf, sizeof buf, "%ld", (long)getpid());
+	setenv("WATCHDOG_PID", buf, 1);
+	assert_int_equal(sl_sd_watchdog_usec(), 2000000);
+	setenv("WATCHDOG_PID", "1", 1);          /* meant for another process */
+	assert_int_equal(sl_sd_watchdog_usec(), 0);
+	unsetenv("WATCHDOG_PID");
+	setenv("WATCHDOG_USEC", "soon", 1);
+	assert_int_equal(sl_sd_watchdog_usec(), 0);
+	unsetenv("WATCHDOG_USEC");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -671,6 +723,7 @@ int main(void)
 		cmocka_unit_test(test_freshness_after_catching_up),
 		cmocka_unit_test(test_down_clock),
 		cmocka_unit_test(test_counts_queue_and_liveness),
+		cmocka_unit_test(test_sd_notify),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
