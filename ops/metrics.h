@@ -252,10 +252,14 @@ void sl_ops_changes_discard(struct sl_ops_stream *s);
 bool sl_ops_live(struct sl_ops *ops, int64_t now_us, int64_t probe_limit_us, int64_t writer_limit_us,
 		 struct sl_buf *why);
 
-/* The stream_down clock: how long the stream has been failing, in seconds
- * (-1 while it runs well).  A failure after a run that backfilled or
- * streamed for SL_OPS_HEALTHY_S starts a new outage. */
+/* A run that backfilled or streamed this long (seconds) ends an outage: the
+ * next failure starts a new one (sl_ops_failed), and the probe ends the
+ * run of failures (sl_ops_down_seconds). */
 #define SL_OPS_HEALTHY_S 30
+/* The stream_down clock (the probe): how long the stream has been failing
+ * in its current outage, in seconds; down_warn_s for a stream that failed
+ * for good; -1 while it runs (and, once it has run well for
+ * SL_OPS_HEALTHY_S, the run of failures is over: failing_since_us = 0). */
 int64_t sl_ops_down_seconds(struct sl_ops_stream *s, int64_t now_us, uint64_t down_warn_s);
 
 /* Records an alert transition in the stream's history (mu held by caller). */
