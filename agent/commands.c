@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ops/alerts.h"
+#include "ops/metrics.h"
 #include "sinks/sink.h"
 
 int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
@@ -140,6 +141,7 @@ static void status_alerts(const struct sl_stream_config *sc, bool probe_ok, cons
 	in.time_to_purge_s = si->log_known ? si->time_to_purge_s : -1;
 	in.freshness_s = -1;
 	in.stalled_s = -1;
+	in.caught_up_s = -1;
 	lim.lag_warn_bytes = sc->lag_warn_bytes;
 	lim.lag_critical_bytes = sc->lag_critical_bytes;
 	lim.retained_warn_bytes = sc->retained_wal_warn_bytes;
@@ -218,14 +220,19 @@ static void merge_agent_alerts(json_t *alerts, json_t *agent_alerts)
 }
 
 /* Backfill progress of a table as the agent reports it: rows, estimate,
- * percent and ETA (null when unknown). */
-static json_t *progress(json_t *bf, int64_t now)
+ * percent and ETA (null when unknown).  ck_done: the checkpoint, which is
+ * newer than the run file (rewritten once per probe), says the backfill is
+ * done, with ck_rows rows: then so is the progress. */
+static json_t *progress(json_t *bf, int64_t now, bool ck_done, json_int_t ck_rows)
 {
 	json_int_t rows = json_integer_value(json_object_get(bf, "rows"));
 	json_t *est = json_object_get(bf, "estimated_rows"), *t0 = json_object_get(bf, "started_us");
 	const char *st = json_string_value(json_object_get(bf, "state"));
 	json_t *pct = json_null(), *eta = json_null();
 
+	if (ck_done)
+		return json_pack("{s:s, s:I, s:O?, s:i, s:n}", "state", "done", "rows", ck_rows, "estimated_rows", est,
+				 "percent", 100, "eta_seconds");
 	if (st && !strcmp(st, "running") && json_is_integer(est) && json_integer_value(est) > 0) {
 		json_int_t e = json_integer_value(est);
 		int p = (int)((double)rows * 100.0 / (double)e);
@@ -242,6 +249,25 @@ static json_t *progress(json_t *bf, int64_t now)
 	}
 	return json_pack("{s:O?, s:I, s:O?, s:o, s:o}", "state", json_object_get(bf, "state"), "rows", rows,
 			 "estimated_rows", est, "percent", pct, "eta_seconds", eta);
+}
+
+/* Whether the live agent that wrote run still answers: the probe thread
+ * rewrites the run file after every pass, so a file older than 2 ×
+ * probe_interval + 5 s means that thread (or the whole process: SIGSTOP, a
+ * deadlock, swap) has stopped.  Sets "agent_responding",
+ * "run_file_age_seconds" and "responding_limit_seconds" in o. */
+static void status_responding(json_t *o, json_t *run, const struct sl_config *cfg)
+{
+	json_t *iv = json_object_get(run, "probe_interval_seconds");
+	int64_t interval = json_is_integer(iv) ? (int64_t)json_integer_value(iv) : (int64_t)cfg->probe_interval;
+	int64_t limit = SL_OPS_STALE_S(interval);
+	int64_t age_us = sl_now_us() - (int64_t)json_integer_value(json_object_get(run, "updated_us"));
+
+	if (age_us < 0)
+		age_us = 0;
+	json_object_set_new(o, "agent_responding", json_boolean(age_us <= limit * 1000000));
+	json_object_set_new(o, "run_file_age_seconds", json_integer((json_int_t)(age_us / 1000000)));
+	json_object_set_new(o, "responding_limit_seconds", json_integer((json_int_t)limit));
 }
 
 /* What the agent's run file adds: its state, errors, queue, flushes,
@@ -290,7 +316,8 @@ static void status_run(json_t *o, json_t *run, bool live, json_t *tabs, json_t *
 		}
 		json_object_set(t, "changes", json_object_get(v, "changes"));
 		if (bf)
-			json_object_set_new(t, "progress", progress(bf, now));
+			json_object_set_new(t, "progress", progress(bf, now, !strcmp(json_string_value(json_object_get(
+				t, "backfill")) ?: "", "done"), json_integer_value(json_object_get(t, "rows"))));
 	}
 }
 
@@ -361,6 +388,10 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 		json_array_append_new(undetermined, json_pack("s", "an agent runs the stream, but its run file is missing "
 							      "or not its own yet"));
 	status_run(o, run, live, tabs, alerts);
+	if (live)
+		status_responding(o, run, cfg);
+	else
+		json_object_set_new(o, "agent_responding", json_null());
 	json_decref(run);
 	json_object_set_new(o, "tables", tabs);
 	json_object_set_new(o, "alerts", alerts);

@@ -184,7 +184,7 @@ static const struct sl_keydesc agent_keys[] = {
 	{ .name = "log_format", .type = SL_KT_ENUM, .choices = log_formats, .def = "text",
 	  FIELD(struct sl_config, log_format) },
 	{ .name = "metrics_listen", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_OK,
-	  .def = "127.0.0.1:9187", .validate = valid_hostport,
+	  .def = "", .validate = valid_hostport,
 	  FIELD(struct sl_config, metrics_listen) },
 	{ .name = "alert_webhook", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL,
 	  .validate = valid_url, FIELD(struct sl_config, alert_webhook) },

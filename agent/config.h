@@ -54,7 +54,7 @@ struct sl_config {
 	char *state_dir;                      /* default "./state" */
 	enum sl_log_level log_level;          /* default info */
 	enum sl_log_format log_format;        /* default text */
-	char *metrics_listen;                 /* default "127.0.0.1:9187"; "" disables */
+	char *metrics_listen;                 /* default "" (off: two agents on a host both start); "" disables */
 	char *alert_webhook;                  /* NULL if unset */
 	uint64_t queue_bytes;                 /* each stream's queue between reading and writing; default 8MB */
 	uint64_t probe_interval;              /* seconds between lag probes; default 5 */

@@ -22,6 +22,7 @@
 #include "agent/stream.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "ops/http.h"
 #include "ops/metrics.h"
 #include "sinks/avro_tree/tree.h"
 
@@ -50,7 +51,8 @@ static const char usage_main[] =
 	"another agent runs the stream), 3 source prerequisites not met, 4 position\n"
 	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
 	"command that recovers).  status: 1 an alert fires, 5 some status could not\n"
-	"be determined.\n";
+	"be determined, 6 no agent runs a stream, 7 a stream failed, 8 the agent is\n"
+	"not responding (`sluice status --help`).\n";
 
 static const char usage_check[] =
 	"usage: sluice check -c FILE [--stream NAME]\n"
@@ -65,11 +67,13 @@ static const char usage_check[] =
 	"avro_dir path must be writable; for s3, a small object is written under\n"
 	"<prefix>/<stream>/ and deleted, which proves the credentials and the bucket;\n"
 	"ClickHouse must answer, let the user write and have (or let it create) the\n"
-	"database.  Changes nothing else.  Exit 0 when everything is in order, 2 for a\n"
-	"bad config (or a tables entry without glob characters that names no table),\n"
-	"3 when a source prerequisite is missing (the message gives the GRANT or the\n"
-	"statement to run) or the destination refuses the credentials or lacks its\n"
-	"bucket, 4 when the stream's position is lost.\n"
+	"database; a metrics_listen address must be free to listen on (bound and\n"
+	"closed again; not tested while an agent of this config runs).  Changes\n"
+	"nothing else.  Exit 0 when everything is in order, 2 for a bad config (or a\n"
+	"tables entry without glob characters that names no table), 3 when a source\n"
+	"prerequisite is missing (the message gives the GRANT or the statement to\n"
+	"run), the destination refuses the credentials or lacks its bucket, or\n"
+	"metrics_listen cannot be bound, 4 when the stream's position is lost.\n"
 	"\n"
 	"  -c, --config FILE     the configuration file\n"
 	"  -s, --stream NAME     check only this stream\n";
@@ -102,9 +106,13 @@ static const char usage_run[] =
 	"\n"
 	"While it runs, a probe per stream reads the slot's lag and retained WAL on a\n"
 	"connection of its own every probe_interval and raises alerts (logged, on\n"
-	"/metrics, POSTed to alert_webhook); /metrics and /healthz are served on\n"
-	"metrics_listen; heartbeat_interval writes heartbeats through the slot.  On a\n"
-	"terminal, a live line shows backfill progress.\n";
+	"/metrics, POSTed to alert_webhook); /metrics, /healthz (readiness) and /livez\n"
+	"(liveness) are served on metrics_listen, when it is set (an address that\n"
+	"cannot be bound: exit 3); heartbeat_interval writes heartbeats through the\n"
+	"slot.  Under systemd (NOTIFY_SOCKET) it sends READY=1 once the streams run,\n"
+	"WATCHDOG=1 while its probes and writers make progress (WATCHDOG_USEC) and\n"
+	"STOPPING=1 at the first signal.  On a terminal, a live line shows backfill\n"
+	"progress.\n";
 
 static const char usage_status[] =
 	"usage: sluice status -c FILE [--stream NAME] [--json]\n"
@@ -124,10 +132,19 @@ static const char usage_status[] =
 	"  -s, --stream NAME     only this stream (exit 2 when there is none of that name)\n"
 	"  -j, --json            the same as JSON\n"
 	"\n"
-	"Exit 0: every status determined and no alert fires; 1: an alert fires (or\n"
-	"stdout cannot be written); 2: usage or configuration error; 5: some status\n"
-	"could not be determined (a source that cannot be reached, a checkpoint that\n"
-	"cannot be read); 5 wins over 1.\n";
+	"An agent whose run file is older than 2 x probe_interval + 5 s (its probe\n"
+	"thread rewrites it after every pass) is shown as \"agent: not responding\".\n"
+	"\n"
+	"Exit codes (with several streams or cases, the highest wins):\n"
+	"  0  an agent runs every stream, every status was determined, no alert fires\n"
+	"  1  an alert fires (or stdout cannot be written)\n"
+	"  2  usage or configuration error (--stream naming no stream)\n"
+	"  5  some status could not be determined (a source that cannot be reached, a\n"
+	"     checkpoint that cannot be read, a run file missing for a running agent)\n"
+	"  6  no agent runs a stream\n"
+	"  7  a stream failed: its last run ended with an error that is not retried\n"
+	"     (exit 2, 3 or 4 of run)\n"
+	"  8  the agent that runs a stream is not responding\n";
 
 static const char usage_backfill[] =
 	"usage: sluice backfill -c FILE --stream NAME [--table SCHEMA.TABLE]\n"
@@ -403,9 +420,11 @@ static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n, 
 
 		if (sig == SIGTERM || sig == SIGINT) {
 			int count = atomic_fetch_add(&sl_signal_count, 1) + 1;
-			if (count == 1)
+			if (count == 1) {
 				sl_info("received %s: draining (flush, checkpoint, acknowledge); a second signal cancels",
 					sig == SIGTERM ? "SIGTERM" : "SIGINT");
+				sl_monitor_stopping(mon);
+			}
 			else if (count == 2)
 				sl_info("received %s again: cancelling", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		} else if (sig == SIGHUP) {
@@ -481,9 +500,9 @@ static int cmd_run(int argc, char **argv)
 		char err[SL_ERRLEN * 2];
 		for (int i = 0; i < n; i++)
 			run[i] = ws[i].sc;
-		if (!(mon = sl_monitor_start(cfg, run, n, err, sizeof err))) {
+		if ((rc = sl_monitor_start(&mon, cfg, run, n, err, sizeof err)) < 0) {
 			sl_error("%s", err);
-			worst = 1;
+			worst = exit_code(rc);
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
@@ -520,6 +539,31 @@ out:
 	return worst;
 }
 
+/* check's test of metrics_listen: bind it and close it again, so that a
+ * port another process holds is found before run fails on it (exit 3).
+ * While an agent of this config runs, the port is its own: not tested. */
+static int check_metrics_listen(struct sl_config *cfg)
+{
+	char err[SL_ERRLEN * 2];
+
+	if (!cfg->metrics_listen || !*cfg->metrics_listen)
+		return 0;
+	for (int i = 0; i < cfg->nstreams; i++) {
+		long pid = sl_stream_lock_holder(cfg->state_dir, cfg->streams[i].name);
+		if (pid > 0) {
+			printf("metrics_listen %s: not tested: the running agent (pid %ld) serves it\n",
+			       cfg->metrics_listen, pid);
+			return 0;
+		}
+	}
+	if (sl_http_check(cfg->metrics_listen, err, sizeof err) < 0) {
+		fprintf(stderr, "sluice: %s: %s\n", cfg->path, err);
+		return exit_code(SL_EPREREQ);
+	}
+	printf("metrics_listen %s: ok (the endpoint can listen there)\n", cfg->metrics_listen);
+	return 0;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
@@ -533,6 +577,7 @@ static int cmd_check(int argc, char **argv)
 		return rc;
 	printf("config %s: ok (%d sources, %d destinations, %d streams)\n", cfg->path, cfg->nsources,
 	       cfg->ndestinations, cfg->nstreams);
+	worst = check_metrics_listen(cfg);
 	for (int i = 0; i < cfg->nstreams; i++) {
 		if (o.stream && strcmp(cfg->streams[i].name, o.stream) != 0)
 			continue;
@@ -642,11 +687,17 @@ static void print_agent(json_t *a)
 	json_t *hb = json_object_get(a, "heartbeats");
 	char b1[32];
 
+	char b2[32];
+
 	printf("  queue: %lld bytes (peak %lld); last flush: %s; %lld flushes\n",
 	       (long long)json_integer_value(json_object_get(a, "queue_bytes")),
 	       (long long)json_integer_value(json_object_get(a, "queue_peak_bytes")),
 	       ago(json_object_get(a, "last_flush_us"), b1, sizeof b1),
 	       (long long)json_integer_value(json_object_get(a, "flushes")));
+	printf("  threads: probe's last pass %s; writer's last progress %s\n",
+	       ago(json_object_get(a, "probe_pass_us"), b1, sizeof b1),
+	       json_is_integer(json_object_get(a, "writer_progress_us")) ?
+	       ago(json_object_get(a, "writer_progress_us"), b2, sizeof b2) : "(no writer runs)");
 	if (!strcmp(json_string_value(json_object_get(hb, "from")) ?: "", "server")) {
 		printf("  heartbeats: the server's own, %lld came back\n",
 		       (long long)json_integer_value(json_object_get(hb, "received")));
@@ -672,7 +723,12 @@ static void print_status_text(json_t *s)
 	printf("stream %s (source %s -> destination %s)\n", json_string_value(json_object_get(s, "stream")),
 	       json_string_value(json_object_get(s, "source")), json_string_value(json_object_get(s, "destination")));
 	v = json_object_get(s, "agent_pid");
-	if (json_is_integer(v))
+	if (json_is_false(json_object_get(s, "agent_responding")))
+		printf("  agent: not responding (pid %lld: its run file was last written %lld s ago, more than 2 x "
+		       "probe_interval + 5 s = %lld s)\n", (long long)json_integer_value(v),
+		       (long long)json_integer_value(json_object_get(s, "run_file_age_seconds")),
+		       (long long)json_integer_value(json_object_get(s, "responding_limit_seconds")));
+	else if (json_is_integer(v))
 		printf("  agent: running (pid %lld)\n", (long long)json_integer_value(v));
 	else
 		printf("  agent: not running\n");
@@ -727,11 +783,29 @@ static void print_status_text(json_t *s)
 		printf("  UNDETERMINED: %s\n", json_string_value(v));
 }
 
-/* `sluice status` exit codes (doc/operations.md): */
+/* `sluice status` exit codes (doc/operations.md); with several streams or
+ * several cases, the highest wins. */
 #define STATUS_OK 0            /* every stream's status was determined, and no alert fires */
 #define STATUS_ALERT 1         /* an alert fires (and everything was determined) */
 #define STATUS_UNKNOWN 5       /* some status could not be determined (a source that cannot be probed,
 				* a checkpoint that cannot be read, an agent whose view is missing) */
+#define STATUS_NO_AGENT 6      /* no agent runs a stream */
+#define STATUS_FAILED 7        /* a stream failed: its last run ended with an error that is not retried */
+#define STATUS_NOT_RESPONDING 8    /* the agent that runs a stream does not respond (stale run file) */
+
+/* The exit code that one stream's status s calls for. */
+static int status_code(json_t *s)
+{
+	if (json_is_false(json_object_get(s, "agent_responding")))
+		return STATUS_NOT_RESPONDING;
+	if (!strcmp(json_string_value(json_object_get(s, "state")) ?: "", "failed"))
+		return STATUS_FAILED;
+	if (!json_is_integer(json_object_get(s, "agent_pid")))
+		return STATUS_NO_AGENT;
+	if (!json_is_true(json_object_get(s, "determined")))
+		return STATUS_UNKNOWN;
+	return json_array_size(json_object_get(s, "alerts")) > 0 ? STATUS_ALERT : STATUS_OK;
+}
 
 static int cmd_status(int argc, char **argv)
 {
@@ -739,8 +813,7 @@ static int cmd_status(int argc, char **argv)
 	struct opts o;
 	char err[SL_ERRLEN * 2];
 	json_t *all;
-	int rc;
-	bool firing = false, unknown = false;
+	int rc, worst = STATUS_OK;
 
 	if ((rc = parse_opts(argc, argv, &o, "status", "csj", usage_status)) != 0)
 		return rc < 0 ? 0 : rc;
@@ -756,12 +829,13 @@ static int cmd_status(int argc, char **argv)
 		rc = sl_stream_status(cfg, &cfg->streams[i], s, err, sizeof err);
 		if (rc < 0) {
 			fprintf(stderr, "sluice: %s\n", err);
-			unknown = true;
+			if (worst < STATUS_UNKNOWN)
+				worst = STATUS_UNKNOWN;
 			json_decref(s);
 			continue;
 		}
-		firing |= json_array_size(json_object_get(s, "alerts")) > 0;
-		unknown |= !json_is_true(json_object_get(s, "determined"));
+		if (status_code(s) > worst)
+			worst = status_code(s);
 		if (!o.json)
 			print_status_text(s);
 		json_array_append_new(all, s);
@@ -776,7 +850,7 @@ static int cmd_status(int argc, char **argv)
 	}
 	json_decref(all);
 	sl_config_free(cfg);
-	return unknown ? STATUS_UNKNOWN : firing ? STATUS_ALERT : STATUS_OK;
+	return worst;
 }
 
 /* The start of a command on one stream (backfill, verify, compact): its
@@ -862,8 +936,9 @@ static int cmd_compact(int argc, char **argv)
 /* Output that did not reach stdout (a full disk, a closed pipe, /dev/full)
  * is a failure: exit 1 (or the command's own failure code) and say so on
  * stderr.  stdout is fully buffered into a file, so the error often shows
- * only at the final flush or close. */
-static int finish_stdout(int rc)
+ * only at the final flush or close.  report: rc describes what the lost
+ * output said (`sluice status`), so it gives way to 1. */
+static int finish_stdout(int rc, bool report)
 {
 	int failed = ferror(stdout), e = 0;
 
@@ -881,7 +956,7 @@ static int finish_stdout(int rc)
 		fprintf(stderr, "sluice: could not write to standard output: %s\n", sl_strerror(e));
 	else
 		fprintf(stderr, "sluice: could not write to standard output\n");
-	return rc ? rc : 1;
+	return rc && !report ? rc : 1;
 }
 
 static int dispatch(int argc, char **argv)
@@ -914,5 +989,7 @@ static int dispatch(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	return finish_stdout(dispatch(argc, argv));
+	bool report = argc > 1 && !strcmp(argv[1], "status") && !(argc > 2 && !strcmp(argv[2], "--help"));
+
+	return finish_stdout(dispatch(argc, argv), report);
 }

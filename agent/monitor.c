@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "ops/http.h"
 #include "ops/probe.h"
+#include "ops/sdnotify.h"
 #include "ops/webhook.h"
 
 /* One stream's probe: its source, its session, its metrics. */
@@ -37,6 +38,7 @@ struct sl_monitor {
 	struct sl_ops *ops;
 	struct sl_http *http;
 	struct sl_webhook *wh;
+	struct sl_watchdog *wd;            /* under systemd (NOTIFY_SOCKET), or NULL */
 	struct mon_stream *streams;
 	int n;
 	char host[256];
@@ -164,6 +166,7 @@ static json_t *run_json(struct sl_monitor *m, struct mon_stream *ms)
 	struct sl_ops_stream *os = ms->os;
 	int64_t now = sl_now_us(), ts = atomic_load(&os->durable_source_ts_us);
 	json_t *o = json_object(), *tabs = json_object(), *firing = json_array(), *hist = json_array(), *probe, *hb;
+	uint64_t qbytes, qpeak;
 
 	json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
 	json_object_set_new(o, "updated_us", json_integer(now));
@@ -173,8 +176,13 @@ static json_t *run_json(struct sl_monitor *m, struct mon_stream *ms)
 	json_object_set_new(o, "attempts", json_integer((json_int_t)atomic_load(&os->attempts)));
 	json_object_set_new(o, "retries", json_integer((json_int_t)atomic_load(&os->retries)));
 	json_object_set_new(o, "failing_since_us", opt_int(atomic_load(&os->failing_since_us) ?: -1));
-	json_object_set_new(o, "queue_bytes", json_integer((json_int_t)atomic_load(&os->queue_bytes)));
-	json_object_set_new(o, "queue_peak_bytes", json_integer((json_int_t)atomic_load(&os->queue_peak_bytes)));
+	sl_ops_queue_read(os, &qbytes, &qpeak);
+	json_object_set_new(o, "queue_bytes", json_integer((json_int_t)qbytes));
+	json_object_set_new(o, "queue_peak_bytes", json_integer((json_int_t)qpeak));
+	json_object_set_new(o, "changes_reread", json_integer((json_int_t)atomic_load(&os->changes_reread)));
+	json_object_set_new(o, "probe_interval_seconds", json_integer((json_int_t)m->cfg->probe_interval));
+	json_object_set_new(o, "probe_pass_us", opt_int(atomic_load(&os->probe_pass_us) ?: -1));
+	json_object_set_new(o, "writer_progress_us", opt_int(atomic_load(&os->writer_progress_us) ?: -1));
 	json_object_set_new(o, "flushes", json_integer((json_int_t)atomic_load(&os->flushes)));
 	json_object_set_new(o, "last_flush_us", opt_int(atomic_load(&os->last_flush_us) ?: -1));
 	json_object_set_new(o, "durable_source_time_us", opt_int(ts ?: -1));
@@ -266,19 +274,21 @@ void sl_monitor_write_run(struct sl_monitor *m, const struct sl_stream_config *s
 
 /* ---- start, stop ---- */
 
-struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_config *const *streams, int n,
-				    char *err, size_t errlen)
+int sl_monitor_start(struct sl_monitor **out, struct sl_config *cfg, struct sl_stream_config *const *streams,
+		     int n, char *err, size_t errlen)
 {
 	struct sl_monitor *m = calloc(1, sizeof *m);
 
+	*out = NULL;
 	if (!m || !(m->ops = sl_ops_new()) || !(m->streams = calloc((size_t)(n > 0 ? n : 1), sizeof *m->streams))) {
 		if (m)
 			sl_ops_free(m->ops);
 		free(m);
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return SL_EFAIL;
 	}
 	m->cfg = cfg;
+	m->ops->live_probe_us = (int64_t)SL_OPS_STALE_S((int64_t)cfg->probe_interval) * 1000000;
 	if (gethostname(m->host, sizeof m->host - 1) < 0)
 		m->host[0] = '\0';
 	for (int i = 0; i < n; i++) {
@@ -292,22 +302,28 @@ struct sl_monitor *sl_monitor_start(struct sl_config *cfg, struct sl_stream_conf
 		if (!(ms->os = sl_ops_stream_add(m->ops, ms->sc->name))) {
 			sl_monitor_stop(m);
 			snprintf(err, errlen, "out of memory");
-			return NULL;
+			return SL_EFAIL;
 		}
 		m->n++;
 	}
 	if (cfg->alert_webhook && !(m->wh = sl_webhook_start(cfg->alert_webhook, m->ops, err, errlen))) {
 		sl_monitor_stop(m);
-		return NULL;
+		return SL_EFAIL;
 	}
+	/* A monitoring system that was told to scrape an address must not see
+	 * an agent that runs without it: a configured endpoint that cannot
+	 * listen stops the agent (exit 3, as `sluice check` says too). */
 	if (cfg->metrics_listen && *cfg->metrics_listen) {
 		char e2[SL_ERRLEN];
-		if (!(m->http = sl_http_start(cfg->metrics_listen, m->ops, e2, sizeof e2)))
-			sl_warn("%s: %s", cfg->path, e2);
-		else
-			sl_info("serving /metrics and /healthz on %s", cfg->metrics_listen);
+		if (!(m->http = sl_http_start(cfg->metrics_listen, m->ops, e2, sizeof e2))) {
+			snprintf(err, errlen, "%s: %s", cfg->path, e2);
+			sl_monitor_stop(m);
+			return SL_EPREREQ;
+		}
+		sl_info("serving /metrics, /healthz and /livez on %s", cfg->metrics_listen);
 	}
-	return m;
+	*out = m;
+	return SL_OK;
 }
 
 void sl_monitor_probe_start(struct sl_monitor *m)
@@ -350,6 +366,14 @@ void sl_monitor_probe_start(struct sl_monitor *m)
 		if (!(ms->probe = sl_probe_start(ms->os, &h, &pc, m->wh, err, sizeof err)))
 			sl_warn("%s; alerts for this stream are not evaluated", err);
 	}
+	if (m)
+		m->wd = sl_watchdog_start(m->ops, m->ops->live_probe_us);
+}
+
+void sl_monitor_stopping(struct sl_monitor *m)
+{
+	if (m)
+		sl_watchdog_stopping(m->wd);
 }
 
 struct sl_ops_stream *sl_monitor_stream(struct sl_monitor *m, const struct sl_stream_config *sc)
@@ -392,6 +416,8 @@ void sl_monitor_stop(struct sl_monitor *m)
 
 	if (!m)
 		return;
+	sl_watchdog_stopping(m->wd);
+	sl_watchdog_stop(m->wd);
 	for (int i = 0; i < m->n; i++)
 		stuck |= !sl_probe_stop(m->streams[i].probe);
 	sl_http_stop(m->http);

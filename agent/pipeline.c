@@ -33,6 +33,7 @@
 #define DEFAULT_STATUS_INTERVAL_MS 10000
 #define WAIT_SLICE_MS 1000         /* no wait lasts longer, so signals are seen at once */
 #define WRITER_IDLE_MS 200         /* the writer looks at the clock this often when idle */
+#define WRITER_STAMP_EVENTS 64     /* and stamps its progress after this many events when busy */
 #define PUBLISH_EVERY 256          /* changes published at least this often inside a transaction */
 #define STOP_GRACE_MS 5000         /* how long sl_pipe_stop waits for a writer to end */
 #define COUNTERS_EVERY_MS 1000     /* the reader publishes the source's counters this often */
@@ -125,6 +126,7 @@ struct sl_pipe {
 					     * next progress (or when the table is done), so that what is
 					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
+	unsigned w_steps;                   /* events handled since the writer last stamped its progress */
 	char w_err[SL_ERRLEN * 2];
 	/* the writer's map from table versions to their metrics (pc.ops): a
 	 * version's address is stable until a SCHEMA event retires it, which
@@ -237,6 +239,10 @@ static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64
 		return SL_EFAIL;
 	}
 	if (p->pc.ops) {
+		/* promote: a whole flush (everything written is durable); else the
+		 * flush in flight, whose batch was set aside when it started */
+		sl_ops_changes_durable(p->pc.ops, promote);
+		sl_ops_writer_step(p->pc.ops, sl_now_us());
 		sl_ops_flushed(p->pc.ops, dur_us, advanced, advanced ? ck->last_source_ts_us : 0);
 		if (p->pc.sink->dead_letters) {
 			/* the sink counts since it was opened; the metric since the agent started */
@@ -304,6 +310,8 @@ static int flush_routine(struct sl_pipe *p)
 		return rc;
 	if ((rc = p->pc.sink->flush_start(p->pc.sinkctx, p->w_err, sizeof p->w_err)) < 0)
 		return sink_status(rc);
+	if (p->pc.ops)
+		sl_ops_changes_flight(p->pc.ops);
 	p->w_flying = true;
 	p->w_fly_mark_ts = p->w_mark_ts;
 	p->w_fly_t0_us = sl_mono_us();
@@ -415,6 +423,11 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_KEEPALIVE:
 		if (p->w_in_tx)
 			return SL_OK;
+		/* Everything the source sent before this keepalive is durable:
+		 * the stream has caught up with the source (freshness is judged
+		 * against the source's activity from here). */
+		if (p->pc.ops && !p->w_flying && !p->pc.sink->pending(p->pc.sinkctx))
+			atomic_store(&p->pc.ops->caught_up_us, sl_now_us());
 		if (ev->ts_us > 0) {
 			/* a heartbeat: everything written before ts_us is before it */
 			p->w_mark_ts = ev->ts_us;
@@ -694,6 +707,10 @@ static void *writer_main(void *arg)
 			break;
 		/* With a flush in flight, nothing to write is the moment to wait for it. */
 		ev = sl_queue_peek(p->q, p->w_flying ? 0 : WRITER_IDLE_MS, &len);
+		if (p->pc.ops && (!ev || ++p->w_steps >= WRITER_STAMP_EVENTS)) {
+			p->w_steps = 0;
+			sl_ops_writer_step(p->pc.ops, sl_now_us());
+		}
 		if (!ev) {
 			int64_t now = sl_mono_ms();
 			if (p->w_flying) {
@@ -1100,7 +1117,8 @@ int sl_pipe_sync(struct sl_pipe *p)
 	return reader_ack(p, false);
 }
 
-/* The source's counters and the queue's size, for metrics (reader). */
+/* The source's counters, for metrics (reader); the queue is sampled when
+ * the metrics are read (queue_sample). */
 static void publish_counters(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx, int64_t now)
 {
 	p->r_counters_ms = now;
@@ -1115,8 +1133,6 @@ static void publish_counters(struct sl_pipe *p, const struct sl_source_ops *src,
 		oc.nan_nulls = sc.decimal_nan_nulls;
 		sl_ops_source_counts(p->pc.ops, &oc);
 	}
-	atomic_store(&p->pc.ops->queue_bytes, sl_queue_bytes(p->q));
-	atomic_store(&p->pc.ops->queue_peak_bytes, sl_queue_peak_bytes(p->q));
 }
 
 int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
@@ -1254,6 +1270,12 @@ out:
 /* ------------------------------------------------------------------ */
 /* lifecycle                                                            */
 
+static void queue_sample(void *q, uint64_t *bytes, uint64_t *peak)
+{
+	*bytes = sl_queue_bytes(q);
+	*peak = sl_queue_peak_bytes(q);
+}
+
 int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 {
 	char *err = pc->err;
@@ -1293,6 +1315,8 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 		return SL_EFAIL;
 	}
 	p->started = true;
+	if (pc->ops)
+		sl_ops_queue_attach(pc->ops, p->q, queue_sample);
 	*out = p;
 	return SL_OK;
 }
@@ -1341,6 +1365,13 @@ int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
 		snprintf(err, errlen, "%s", p->fail_err);
 		sl_log_error_set(&p->fail_note);
 		rc = p->fail_rc;
+	}
+	if (p->pc.ops) {
+		/* the writer has ended: what it wrote and no flush made durable is
+		 * read again by the next run */
+		sl_ops_queue_attach(p->pc.ops, NULL, NULL);
+		sl_ops_changes_discard(p->pc.ops);
+		atomic_store(&p->pc.ops->writer_progress_us, 0);
 	}
 	sl_queue_free(p->q);
 	sl_buf_free(&p->w_key);

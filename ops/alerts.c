@@ -106,101 +106,172 @@ static enum sl_alert_cond flag(bool breach)
 	return breach ? SL_COND_BREACH : SL_COND_CLEAR;
 }
 
-/* The condition of alert id for in, with its message written into msg when
- * it breaches. */
-static enum sl_alert_cond condition(enum sl_alert_id id, const struct sl_alert_inputs *in,
-				    const struct sl_alert_limits *lim, unsigned band, char *msg, size_t len)
+/* The texts of a sample: what breaches (msg) and, for a resolution, the
+ * figure now and that it is back within bounds (ok). */
+struct texts {
+	char *msg, *ok;
+	size_t len;
+};
+
+/* "FIGURE >= NAME LIMIT" and "FIGURE, back under NAME LIMIT". */
+static void over(const struct texts *t, const char *figure, const char *name, uint64_t limit)
+{
+	snprintf(t->msg, t->len, "%s >= %s %" PRIu64, figure, name, limit);
+	snprintf(t->ok, t->len, "%s, back under %s %" PRIu64, figure, name, limit);
+}
+
+static enum sl_alert_cond cond_bytes(enum sl_alert_id id, const struct sl_alert_inputs *in,
+				     const struct sl_alert_limits *lim, unsigned band, const struct texts *t)
+{
+	bool lag = id == SL_AL_LAG_WARNING || id == SL_AL_LAG_CRITICAL;
+	bool warn = id == SL_AL_LAG_WARNING || id == SL_AL_RETAINED_WARNING;
+	uint64_t limit = lag ? (warn ? lim->lag_warn_bytes : lim->lag_critical_bytes) :
+		(warn ? lim->retained_warn_bytes : lim->retained_critical_bytes);
+	int64_t v = lag ? in->lag_bytes : in->retained_bytes;
+	char fig[160];
+
+	if (!in->probe_ok || !in->exists) {
+		snprintf(t->ok, t->len, "the slot does not exist");
+		return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+	}
+	if (lag)
+		snprintf(fig, sizeof fig, "lag %" PRId64 " bytes (the source's log head minus the confirmed position)", v);
+	else
+		snprintf(fig, sizeof fig, "the slot retains %" PRId64 " bytes of log", v);
+	over(t, fig, lag ? (warn ? "lag_warn_bytes" : "lag_critical_bytes") :
+	     (warn ? "retained_wal_warn_bytes" : "retained_wal_critical_bytes"), limit);
+	return sl_alert_threshold(v, limit, band);
+}
+
+/* The slot's own conditions: growth, wal_status, lost, missing, inactive. */
+static enum sl_alert_cond cond_slot(enum sl_alert_id id, const struct sl_alert_inputs *in,
+				    const struct sl_alert_limits *lim, unsigned band, const struct texts *t)
 {
 	bool slot = in->probe_ok && in->exists;
 	const char *st = in->state ? in->state : "";
-	enum sl_alert_cond c = SL_COND_UNKNOWN;
+	char fig[160];
 
+	if (id != SL_AL_SLOT_MISSING && !slot) {
+		snprintf(t->ok, t->len, "the slot does not exist");
+		return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
+	}
 	switch (id) {
-	case SL_AL_LAG_WARNING:
-	case SL_AL_LAG_CRITICAL: {
-		uint64_t t = id == SL_AL_LAG_WARNING ? lim->lag_warn_bytes : lim->lag_critical_bytes;
-		if (!slot)
-			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
-		c = sl_alert_threshold(in->lag_bytes, t, band);
-		snprintf(msg, len, "lag %" PRId64 " bytes (the source's log head minus the confirmed position) >= %s %"
-			 PRIu64, in->lag_bytes, id == SL_AL_LAG_WARNING ? "lag_warn_bytes" : "lag_critical_bytes", t);
-		return c;
-	}
-	case SL_AL_RETAINED_WARNING:
-	case SL_AL_RETAINED_CRITICAL: {
-		uint64_t t = id == SL_AL_RETAINED_WARNING ? lim->retained_warn_bytes : lim->retained_critical_bytes;
-		if (!slot)
-			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
-		c = sl_alert_threshold(in->retained_bytes, t, band);
-		snprintf(msg, len, "the slot retains %" PRId64 " bytes of log >= %s %" PRIu64, in->retained_bytes,
-			 id == SL_AL_RETAINED_WARNING ? "retained_wal_warn_bytes" : "retained_wal_critical_bytes", t);
-		return c;
-	}
 	case SL_AL_WAL_GROWTH:
-		if (!slot || !in->growth_known)
-			return in->probe_ok && !in->exists ? SL_COND_CLEAR : SL_COND_UNKNOWN;
-		c = sl_alert_threshold(in->growth_bytes_per_min < 0 ? 0 : (int64_t)in->growth_bytes_per_min,
-				       lim->growth_warn_bytes_per_min, band);
-		snprintf(msg, len, "retained log grows by %.0f bytes per minute >= retained_wal_growth_warn_bytes %"
-			 PRIu64 " (now %" PRId64 " bytes)", in->growth_bytes_per_min, lim->growth_warn_bytes_per_min,
-			 in->retained_bytes);
-		return c;
+		if (!in->growth_known)
+			return SL_COND_UNKNOWN;
+		snprintf(fig, sizeof fig, "retained log grows by %.0f bytes per minute (now %" PRId64 " bytes)",
+			 in->growth_bytes_per_min, in->retained_bytes);
+		over(t, fig, "retained_wal_growth_warn_bytes", lim->growth_warn_bytes_per_min);
+		return sl_alert_threshold(in->growth_bytes_per_min < 0 ? 0 : (int64_t)in->growth_bytes_per_min,
+					  lim->growth_warn_bytes_per_min, band);
 	case SL_AL_WAL_UNRESERVED:
-		if (!slot)
-			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
 		if (!*st)
 			return SL_COND_UNKNOWN;
-		snprintf(msg, len, "wal_status is %s: the server will remove log the slot still needs at its next "
-			 "checkpoint (safe_wal_size exhausted)", st);
+		snprintf(t->msg, t->len, "wal_status is %s: the server will remove log the slot still needs at its "
+			 "next checkpoint (safe_wal_size exhausted)", st);
+		snprintf(t->ok, t->len, "wal_status is %s: the server keeps the log the slot needs", st);
 		return flag(!strcmp(st, "unreserved") || !strcmp(st, "lost"));
 	case SL_AL_SLOT_LOST:
-		if (!slot)
-			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
-		snprintf(msg, len, "the slot is lost (wal_status = lost): changes after its position are gone; "
+		if (!*st)
+			return SL_COND_UNKNOWN;
+		snprintf(t->msg, t->len, "the slot is lost (wal_status = lost): changes after its position are gone; "
 			 "re-backfill needed");
-		return *st ? flag(!strcmp(st, "lost")) : SL_COND_UNKNOWN;
+		snprintf(t->ok, t->len, "wal_status is %s", st);
+		return flag(!strcmp(st, "lost"));
 	case SL_AL_SLOT_MISSING:
 		if (!in->probe_ok)
 			return SL_COND_UNKNOWN;
-		snprintf(msg, len, "the slot does not exist, but the checkpoint has a position in it: re-backfill needed");
+		snprintf(t->msg, t->len, "the slot does not exist, but the checkpoint has a position in it: "
+			 "re-backfill needed");
+		snprintf(t->ok, t->len, in->exists ? "the slot exists" : "the checkpoint has no position in a slot");
 		return flag(in->expected && !in->exists);
+	default:  /* SL_AL_SLOT_INACTIVE */
+		snprintf(t->msg, t->len, "no reader has been attached to the slot for %" PRId64 " s "
+			 "(slot_inactive_warn_seconds %" PRIu64 ")", in->inactive_s, lim->inactive_warn_s);
+		snprintf(t->ok, t->len, "a reader is attached to the slot");
+		return sl_alert_threshold(in->inactive_s, lim->inactive_warn_s, 0);
+	}
+}
+
+/* The smaller of two ages, -1 standing for unknown. */
+static int64_t min_age(int64_t a, int64_t b)
+{
+	if (a < 0)
+		return b;
+	return b >= 0 && b < a ? b : a;
+}
+
+/* Freshness, judged against the source's activity: once the stream has
+ * caught up with the source (caught_up_s), nothing older than that is
+ * missing, however old the last change is. */
+static enum sl_alert_cond cond_freshness(const struct sl_alert_inputs *in, const struct sl_alert_limits *lim,
+					 unsigned band, const struct texts *t)
+{
+	char fig[200];
+	int64_t age;
+
+	if (in->heartbeats) {
+		age = min_age(in->freshness_s, in->caught_up_s);
+		if (in->caught_up_s >= 0 && in->caught_up_s < in->freshness_s)
+			snprintf(fig, sizeof fig, "the last durable change or heartbeat is %" PRId64 " s old (the stream "
+				 "last caught up with the source %" PRId64 " s ago)", in->freshness_s, in->caught_up_s);
+		else
+			snprintf(fig, sizeof fig, "the last durable change or heartbeat is %" PRId64 " s old",
+				 in->freshness_s);
+	} else {
+		age = in->stalled_s < 0 ? 0 : in->stalled_s;
+		if (in->caught_up_s >= 0 && in->caught_up_s < age)
+			age = in->caught_up_s;
+		snprintf(fig, sizeof fig, "nothing new has been made durable for %" PRId64 " s while the source's log "
+			 "is ahead (last durable change %" PRId64 " s old)", age, in->freshness_s);
+	}
+	over(t, fig, "freshness_warn_seconds", lim->freshness_warn_s);
+	return sl_alert_threshold(age, lim->freshness_warn_s, band);
+}
+
+/* The condition of alert id for in, with its texts written into t. */
+static enum sl_alert_cond condition(enum sl_alert_id id, const struct sl_alert_inputs *in,
+				    const struct sl_alert_limits *lim, unsigned band, const struct texts *t)
+{
+	char fig[160];
+
+	switch (id) {
+	case SL_AL_LAG_WARNING:
+	case SL_AL_LAG_CRITICAL:
+	case SL_AL_RETAINED_WARNING:
+	case SL_AL_RETAINED_CRITICAL:
+		return cond_bytes(id, in, lim, band, t);
+	case SL_AL_WAL_GROWTH:
+	case SL_AL_WAL_UNRESERVED:
+	case SL_AL_SLOT_LOST:
+	case SL_AL_SLOT_MISSING:
 	case SL_AL_SLOT_INACTIVE:
-		if (!slot)
-			return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
-		c = sl_alert_threshold(in->inactive_s, lim->inactive_warn_s, 0);
-		snprintf(msg, len, "no reader has been attached to the slot for %" PRId64 " s (slot_inactive_warn_seconds %"
-			 PRIu64 ")", in->inactive_s, lim->inactive_warn_s);
-		return c;
+		return cond_slot(id, in, lim, band, t);
 	case SL_AL_FRESHNESS:
-		if (in->heartbeats) {
-			c = sl_alert_threshold(in->freshness_s, lim->freshness_warn_s, band);
-			snprintf(msg, len, "the last durable change or heartbeat is %" PRId64 " s old "
-				 "(freshness_warn_seconds %" PRIu64 ")", in->freshness_s, lim->freshness_warn_s);
-		} else {
-			c = sl_alert_threshold(in->stalled_s < 0 ? 0 : in->stalled_s, lim->freshness_warn_s, band);
-			snprintf(msg, len, "nothing new has been made durable for %" PRId64 " s while the source's log is "
-				 "ahead (freshness_warn_seconds %" PRIu64 "; last durable change %" PRId64 " s old)",
-				 in->stalled_s, lim->freshness_warn_s, in->freshness_s);
-		}
-		return c;
+		return cond_freshness(in, lim, band, t);
 	case SL_AL_LOG_PURGE:
 		if (!in->probe_ok)
 			return SL_COND_UNKNOWN;
-		c = below(in->time_to_purge_s, lim->purge_warn_s, band);
-		snprintf(msg, len, "the oldest log file the stream still needs is purged in %" PRId64 " s "
+		snprintf(t->msg, t->len, "the oldest log file the stream still needs is purged in %" PRId64 " s "
 			 "(log_purge_warn_seconds %" PRIu64 ")", in->time_to_purge_s, lim->purge_warn_s);
-		return c;
+		if (in->time_to_purge_s >= 0)
+			snprintf(t->ok, t->len, "the oldest log file the stream still needs is purged in %" PRId64 " s, "
+				 "back over log_purge_warn_seconds %" PRIu64, in->time_to_purge_s, lim->purge_warn_s);
+		return below(in->time_to_purge_s, lim->purge_warn_s, band);
 	case SL_AL_DEAD_LETTERS:
-		snprintf(msg, len, "%" PRIu64 " changes were set aside as dead letters", in->dead_letters);
+		snprintf(t->msg, t->len, "%" PRIu64 " changes were set aside as dead letters", in->dead_letters);
+		snprintf(t->ok, t->len, "no change was set aside as a dead letter");
 		return flag(in->dead_letters > 0);
 	case SL_AL_SOURCE_UNREACHABLE:
-		snprintf(msg, len, "the probe cannot reach the source: %s", in->probe_error ? in->probe_error : "?");
+		snprintf(t->msg, t->len, "the probe cannot reach the source: %s", in->probe_error ? in->probe_error : "?");
+		snprintf(t->ok, t->len, "the probe reaches the source");
 		return flag(!in->probe_ok);
 	case SL_AL_STREAM_DOWN:
-		c = sl_alert_threshold(in->down_s, lim->down_warn_s, 0);
-		snprintf(msg, len, "the stream has been failing for %" PRId64 " s: %s", in->down_s,
+		snprintf(t->msg, t->len, "the stream has been failing for %" PRId64 " s: %s", in->down_s,
 			 in->down_error ? in->down_error : "?");
-		return c;
+		snprintf(fig, sizeof fig, "the stream runs (failing for %" PRId64 " s)", in->down_s < 0 ? 0 : in->down_s);
+		snprintf(t->ok, t->len, "%s", in->down_s > 0 ? fig : "the stream runs");
+		return sl_alert_threshold(in->down_s, lim->down_warn_s, 0);
 	case SL_AL_COUNT:
 		break;
 	}
@@ -214,17 +285,20 @@ void sl_alerts_evaluate(struct sl_alert *alerts, const struct sl_alert_inputs *i
 	for (int id = 0; id < SL_AL_COUNT; id++) {
 		struct sl_alert *a = &alerts[id];
 		struct sl_alert_policy p = *pol;
-		char msg[sizeof a->message];
+		char msg[sizeof a->message], ok[sizeof a->message];
+		struct texts tx = { msg, ok, sizeof msg };
 		enum sl_alert_cond c;
 		int t;
 
-		msg[0] = '\0';
-		c = condition((enum sl_alert_id)id, in, lim, pol->band_pct, msg, sizeof msg);
+		msg[0] = ok[0] = '\0';
+		c = condition((enum sl_alert_id)id, in, lim, pol->band_pct, &tx);
 		if (defs[id].fire_after > p.fire_after)
 			p.fire_after = defs[id].fire_after;
 		if (c == SL_COND_BREACH)
 			snprintf(a->message, sizeof a->message, "%s", msg);
 		t = sl_alert_step(a, c, &p, now_us);
+		if (t < 0)  /* resolved: say what the figure is now, not what it was */
+			snprintf(a->message, sizeof a->message, "%s", ok[0] ? ok : "the condition no longer holds");
 		if (t != 0) {
 			out[*n].id = (enum sl_alert_id)id;
 			out[*n].firing = t > 0;

@@ -66,7 +66,8 @@ struct sl_alert {
 	int breach_run;        /* breaching samples in a row */
 	int clear_run;         /* clearing samples in a row */
 	int64_t since_us;      /* when it last fired (firing) or resolved; 0 never */
-	char message[256];     /* the last breaching sample's description */
+	char message[256];     /* the last breaching sample's description; once resolved, the
+				* resolving sample's (the figure now, back within bounds) */
 };
 
 struct sl_alert_policy {
@@ -115,6 +116,12 @@ struct sl_alert_inputs {
 	int64_t freshness_s;           /* now - source time of the last durable change; -1 unknown */
 	int64_t stalled_s;             /* how long the durable position has not moved while the
 					* source log was ahead of it; -1 not stalled or unknown */
+	int64_t caught_up_s;           /* how long the stream has been behind its source: since it last
+					* had everything the source had sent durable, or since its run
+					* began to stream; -1 unknown.  The freshness judged is the
+					* smaller of freshness_s (or stalled_s) and this: a quiet
+					* source makes nothing stale, and a run that starts after a
+					* pause has freshness_warn_seconds to catch up */
 	bool heartbeats;               /* heartbeats run: freshness is measured end to end */
 	uint64_t dead_letters;
 	int64_t down_s;                /* how long the stream has been failing (retrying) or

@@ -1,14 +1,16 @@
 /*
- * ops/http.c: /metrics and /healthz on libmicrohttpd (see http.h).
+ * ops/http.c: /metrics, /healthz and /livez on libmicrohttpd (see http.h).
  */
 #include "ops/http.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/util.h"
@@ -69,8 +71,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 		int code = sl_ops_health(h->ops, &body);
 		return reply(conn, (unsigned)code, "text/plain; charset=utf-8", &body);
 	}
-	sl_buf_puts(&body, "not found: try /metrics or /healthz\n");
+	if (!strcmp(url, "/livez")) {
+		int code = sl_ops_livez(h->ops, &body);
+		return reply(conn, (unsigned)code, "text/plain; charset=utf-8", &body);
+	}
+	sl_buf_puts(&body, "not found: try /metrics, /healthz or /livez\n");
 	return reply(conn, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", &body);
+}
+
+/* listen(2), under a name that the parameter "listen" does not hide. */
+static int listen_now(int fd)
+{
+	return listen(fd, 1);
 }
 
 /* Splits "HOST:PORT" / "[V6]:PORT" (validated by the config) into host and port. */
@@ -94,27 +106,71 @@ static int split(const char *listen, char *host, size_t hlen, char *port, size_t
 	return 0;
 }
 
-struct sl_http *sl_http_start(const char *listen, struct sl_ops *ops, char *err, size_t errlen)
+/* The address of listen, resolved for a passive socket (freeaddrinfo).
+ * 0, or -1 with err. */
+static int resolve(const char *listen, struct addrinfo **ai, uint16_t *portno, char *err, size_t errlen)
 {
-	struct addrinfo hints, *ai = NULL;
-	struct sl_http *h;
+	struct addrinfo hints;
 	char host[256], port[16];
-	int64_t portno;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+	int64_t pn;
 	int rc;
 
-	if (split(listen, host, sizeof host, port, sizeof port) < 0 || sl_parse_i64(port, 1, 65535, &portno) < 0) {
+	if (split(listen, host, sizeof host, port, sizeof port) < 0 || sl_parse_i64(port, 1, 65535, &pn) < 0) {
 		snprintf(err, errlen, "metrics_listen = %s is not HOST:PORT", listen);
-		return NULL;
+		return -1;
 	}
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	if ((rc = getaddrinfo(host, port, &hints, &ai)) != 0) {
+	if ((rc = getaddrinfo(host, port, &hints, ai)) != 0) {
 		snprintf(err, errlen, "metrics_listen = %s: cannot resolve \"%s\": %s", listen, host, gai_strerror(rc));
-		return NULL;
+		return -1;
 	}
+	*portno = (uint16_t)pn;
+	return 0;
+}
+
+static void bind_error(const char *listen, const char *why, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "metrics_listen = %s: cannot listen there (%s); set metrics_listen to a free "
+		 "HOST:PORT, or empty to turn the endpoint off", listen, why);
+}
+
+int sl_http_check(const char *listen, char *err, size_t errlen)
+{
+	struct addrinfo *ai = NULL;
+	uint16_t port;
+	int fd, one = 1, rc = -1;
+
+	if (resolve(listen, &ai, &port, err, errlen) < 0)
+		return -1;
+	/* as libmicrohttpd binds: SO_REUSEADDR, which still refuses a port
+	 * another socket listens on */
+	if ((fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+		bind_error(listen, strerror(errno), err, errlen);
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen_now(fd) < 0)
+		bind_error(listen, strerror(errno), err, errlen);
+	else
+		rc = 0;
+	close(fd);
+out:
+	freeaddrinfo(ai);
+	return rc;
+}
+
+struct sl_http *sl_http_start(const char *listen, struct sl_ops *ops, char *err, size_t errlen)
+{
+	struct addrinfo *ai = NULL;
+	struct sl_http *h;
+	uint16_t portno;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD;
+
+	if (resolve(listen, &ai, &portno, err, errlen) < 0)
+		return NULL;
 	if (!(h = calloc(1, sizeof *h))) {
 		freeaddrinfo(ai);
 		snprintf(err, errlen, "out of memory");
@@ -123,15 +179,14 @@ struct sl_http *sl_http_start(const char *listen, struct sl_ops *ops, char *err,
 	h->ops = ops;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	h->d = MHD_start_daemon(flags, (uint16_t)portno, NULL, NULL, handle, h,
+	h->d = MHD_start_daemon(flags, portno, NULL, NULL, handle, h,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!h->d) {
-		snprintf(err, errlen, "metrics_listen = %s: cannot listen there (address in use, or not an address of "
-			 "this host); set metrics_listen to a free HOST:PORT, or empty to turn the endpoint off", listen);
+		bind_error(listen, "address in use, or not an address of this host", err, errlen);
 		free(h);
 		return NULL;
 	}

@@ -42,8 +42,11 @@ struct sl_ops *sl_ops_new(void)
 {
 	struct sl_ops *ops = calloc(1, sizeof *ops);
 
-	if (ops)
+	if (ops) {
 		ops->started_us = sl_now_us();
+		ops->live_probe_us = (int64_t)SL_OPS_STALE_S(5) * 1000000;
+		ops->live_writer_us = (int64_t)SL_OPS_WRITER_STUCK_S * 1000000;
+	}
 	return ops;
 }
 
@@ -62,6 +65,7 @@ void sl_ops_free(struct sl_ops *ops)
 			free(t);
 		}
 		pthread_mutex_destroy(&s->mu);
+		pthread_mutex_destroy(&s->qmu);
 		free(s->name);
 		free(s);
 	}
@@ -77,6 +81,7 @@ struct sl_ops_stream *sl_ops_stream_add(struct sl_ops *ops, const char *name)
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->qmu, NULL);
 	atomic_store(&s->state, SL_OPS_STOPPED);
 	atomic_store(&s->state_since_us, sl_now_us());
 	for (tail = &ops->streams; *tail; tail = &(*tail)->next)
@@ -125,23 +130,50 @@ out:
 	return t;
 }
 
+static bool running(enum sl_ops_state st)
+{
+	return st == SL_OPS_STARTING || st == SL_OPS_BACKFILLING || st == SL_OPS_STREAMING;
+}
+
+void sl_ops_set_state_at(struct sl_ops_stream *s, enum sl_ops_state st, int64_t now_us)
+{
+	bool works = st == SL_OPS_BACKFILLING || st == SL_OPS_STREAMING;
+	int64_t zero = 0;
+
+	if (atomic_exchange(&s->state, st) != (int)st)
+		atomic_store(&s->state_since_us, now_us);
+	if (works)
+		atomic_compare_exchange_strong(&s->running_since_us, &zero, now_us);
+	else
+		atomic_store(&s->running_since_us, 0);
+}
+
 void sl_ops_set_state(struct sl_ops_stream *s, enum sl_ops_state st)
 {
-	if (atomic_exchange(&s->state, st) != (int)st)
-		atomic_store(&s->state_since_us, sl_now_us());
+	sl_ops_set_state_at(s, st, sl_now_us());
+}
+
+void sl_ops_failed_at(struct sl_ops_stream *s, const char *err, bool retrying, int64_t now_us)
+{
+	int64_t ran = atomic_load(&s->running_since_us), zero = 0;
+
+	pthread_mutex_lock(&s->mu);
+	snprintf(s->last_error, sizeof s->last_error, "%s", err);
+	s->last_error_us = now_us;
+	pthread_mutex_unlock(&s->mu);
+	/* A run that backfilled or streamed long enough ended the last outage:
+	 * this failure starts a new one (its clock from now, not from the
+	 * first failure before that healthy run). */
+	if (ran > 0 && now_us - ran >= (int64_t)SL_OPS_HEALTHY_S * 1000000)
+		atomic_store(&s->failing_since_us, now_us);
+	else
+		atomic_compare_exchange_strong(&s->failing_since_us, &zero, now_us);
+	sl_ops_set_state_at(s, retrying ? SL_OPS_RETRYING : SL_OPS_FAILED, now_us);
 }
 
 void sl_ops_failed(struct sl_ops_stream *s, const char *err, bool retrying)
 {
-	int64_t now = sl_now_us();
-	int64_t zero = 0;
-
-	pthread_mutex_lock(&s->mu);
-	snprintf(s->last_error, sizeof s->last_error, "%s", err);
-	s->last_error_us = now;
-	pthread_mutex_unlock(&s->mu);
-	atomic_compare_exchange_strong(&s->failing_since_us, &zero, now);
-	sl_ops_set_state(s, retrying ? SL_OPS_RETRYING : SL_OPS_FAILED);
+	sl_ops_failed_at(s, err, retrying, sl_now_us());
 }
 
 void sl_ops_attempt(struct sl_ops_stream *s)
@@ -155,6 +187,23 @@ void sl_ops_attempt(struct sl_ops_stream *s)
 void sl_ops_recovered(struct sl_ops_stream *s)
 {
 	atomic_store(&s->failing_since_us, 0);
+}
+
+int64_t sl_ops_down_seconds(struct sl_ops_stream *s, int64_t now_us, uint64_t down_warn_s)
+{
+	enum sl_ops_state st = (enum sl_ops_state)atomic_load(&s->state);
+	int64_t failing = atomic_load(&s->failing_since_us), ran = atomic_load(&s->running_since_us);
+
+	/* A run that has gone well for a while ends the run of failures. */
+	if (ran > 0 && now_us - ran >= (int64_t)SL_OPS_HEALTHY_S * 1000000) {
+		sl_ops_recovered(s);
+		return -1;
+	}
+	if (st == SL_OPS_FAILED)
+		return (int64_t)down_warn_s;
+	if (failing > 0 && (st == SL_OPS_RETRYING || st == SL_OPS_STARTING))
+		return (now_us - failing) / 1000000;
+	return -1;
 }
 
 void sl_ops_flushed(struct sl_ops_stream *s, int64_t dur_us, bool durable, int64_t source_ts_us)
@@ -197,6 +246,102 @@ void sl_ops_source_run_end(struct sl_ops_stream *s)
 	atomic_fetch_add(&s->nan_nulls[0], atomic_exchange(&s->nan_nulls[1], 0));
 }
 
+void sl_ops_queue_attach(struct sl_ops_stream *s, void *queue,
+			 void (*sample)(void *queue, uint64_t *bytes, uint64_t *peak))
+{
+	uint64_t bytes, peak;
+
+	pthread_mutex_lock(&s->qmu);
+	if (!queue && s->queue) {
+		s->queue_sample(s->queue, &bytes, &peak);
+		atomic_store(&s->queue_peak_bytes, peak);
+		atomic_store(&s->queue_bytes, 0);
+	}
+	s->queue = queue;
+	s->queue_sample = sample;
+	pthread_mutex_unlock(&s->qmu);
+}
+
+void sl_ops_queue_read(struct sl_ops_stream *s, uint64_t *bytes, uint64_t *peak)
+{
+	pthread_mutex_lock(&s->qmu);
+	if (s->queue) {
+		s->queue_sample(s->queue, bytes, peak);
+		atomic_store(&s->queue_bytes, *bytes);
+		atomic_store(&s->queue_peak_bytes, *peak);
+	}
+	pthread_mutex_unlock(&s->qmu);
+	*bytes = atomic_load(&s->queue_bytes);
+	*peak = atomic_load(&s->queue_peak_bytes);
+}
+
+#define EACH_TABLE(s, t) for (struct sl_ops_table *t = atomic_load(&(s)->tables); t; t = atomic_load(&t->next))
+
+void sl_ops_changes_flight(struct sl_ops_stream *s)
+{
+	EACH_TABLE(s, t) for (int op = 0; op < SL_OPS_NOPS; op++) {
+		t->w_flight[op] += t->w_pending[op];
+		t->w_pending[op] = 0;
+	}
+}
+
+void sl_ops_changes_durable(struct sl_ops_stream *s, bool all)
+{
+	EACH_TABLE(s, t) for (int op = 0; op < SL_OPS_NOPS; op++) {
+		uint64_t n = t->w_flight[op] + (all ? t->w_pending[op] : 0);
+		t->w_flight[op] = 0;
+		if (all)
+			t->w_pending[op] = 0;
+		if (n)
+			atomic_store_explicit(&t->changes[op], atomic_load_explicit(&t->changes[op],
+						memory_order_relaxed) + n, memory_order_relaxed);
+	}
+}
+
+void sl_ops_changes_discard(struct sl_ops_stream *s)
+{
+	uint64_t n = 0;
+
+	EACH_TABLE(s, t) for (int op = 0; op < SL_OPS_NOPS; op++) {
+		n += t->w_flight[op] + t->w_pending[op];
+		t->w_flight[op] = t->w_pending[op] = 0;
+	}
+	if (n)
+		atomic_fetch_add(&s->changes_reread, n);
+}
+
+bool sl_ops_live(struct sl_ops *ops, int64_t now_us, int64_t probe_limit_us, int64_t writer_limit_us,
+		 struct sl_buf *why)
+{
+	bool live = true;
+
+	for (struct sl_ops_stream *s = ops->streams; s; s = s->next) {
+		int64_t pass = atomic_load(&s->probe_pass_us), w = atomic_load(&s->writer_progress_us);
+		bool ok = true;
+
+		if (why)
+			sl_buf_printf(why, "stream %s:", s->name);
+		if (atomic_load(&s->probe_on)) {
+			int64_t age = now_us - (pass > 0 ? pass : ops->started_us);
+			ok = age <= probe_limit_us;
+			if (why && pass > 0)
+				sl_buf_printf(why, " probe passed %" PRId64 " s ago", age / 1000000);
+			else if (why)
+				sl_buf_printf(why, " probe not passed yet (%" PRId64 " s)", age / 1000000);
+		}
+		if (w > 0) {
+			bool wok = now_us - w <= writer_limit_us;
+			if (why)
+				sl_buf_printf(why, ", writer stepped %" PRId64 " s ago", (now_us - w) / 1000000);
+			ok = ok && wok;
+		}
+		if (why)
+			sl_buf_puts(why, ok ? "\n" : " [stuck]\n");
+		live = live && ok;
+	}
+	return live;
+}
+
 void sl_ops_history_add(struct sl_ops_stream *s, enum sl_alert_id id, bool firing, const char *message, int64_t at_us)
 {
 	struct sl_ops_alert_event *e;
@@ -212,9 +357,9 @@ void sl_ops_history_add(struct sl_ops_stream *s, enum sl_alert_id id, bool firin
 	snprintf(e->message, sizeof e->message, "%s", message ? message : "");
 }
 
-static bool running(enum sl_ops_state st)
+int sl_ops_livez(struct sl_ops *ops, struct sl_buf *body)
 {
-	return st == SL_OPS_STARTING || st == SL_OPS_BACKFILLING || st == SL_OPS_STREAMING;
+	return sl_ops_live(ops, sl_now_us(), ops->live_probe_us, ops->live_writer_us, body) ? 200 : 503;
 }
 
 int sl_ops_health(struct sl_ops *ops, struct sl_buf *body)
@@ -313,7 +458,6 @@ static void sample_d(struct sl_buf *b, const char *name, const char *stream, con
 }
 
 #define EACH_STREAM(ops, s) for (struct sl_ops_stream *s = (ops)->streams; s; s = s->next)
-#define EACH_TABLE(s, t) for (struct sl_ops_table *t = atomic_load(&(s)->tables); t; t = atomic_load(&t->next))
 
 /* A consistent copy of what the probe saw, under the stream's lock. */
 struct probe_view {
@@ -376,8 +520,8 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 	family(b, "sluice_stream_up", "gauge", "1 while the stream runs (starting, backfilling or streaming).");
 	EACH_STREAM(ops, s)
 		sample_u(b, "sluice_stream_up", s->name, NULL, running((enum sl_ops_state)atomic_load(&s->state)));
-	family(b, "sluice_changes_total", "counter", "Changes written to the destination, by table and operation "
-	       "(update: the new row of an UPDATE; update_delete: the old row of a key change or of a keyless table).");
+	family(b, "sluice_changes_total", "counter", "Changes written to the destination and flushed, by table and "
+	       "operation (update: the new row of an UPDATE; update_delete: the old row of a key change or of a keyless table).");
 	EACH_STREAM(ops, s) EACH_TABLE(s, t) for (int op = 0; op < SL_OPS_NOPS; op++) {
 		const char *p[] = { "table", t->name, "op", sl_ops_op_label((enum sl_op)op), NULL };
 		sample_u(b, "sluice_changes_total", s->name, p, atomic_load_explicit(&t->changes[op], memory_order_relaxed));
@@ -471,8 +615,15 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 			sample_d(b, "sluice_last_flush_timestamp_seconds", s->name, NULL, (double)t / 1e6);
 	}
 	family(b, "sluice_queue_bytes", "gauge", "Bytes waiting in the queue between reading and writing.");
+	EACH_STREAM(ops, s) {
+		uint64_t qb, qp;
+		sl_ops_queue_read(s, &qb, &qp);
+		sample_u(b, "sluice_queue_bytes", s->name, NULL, qb);
+	}
+	family(b, "sluice_changes_reread_total", "counter", "Changes written to the destination whose flush did "
+	       "not succeed (the run failed first): they are read and written again.");
 	EACH_STREAM(ops, s)
-		sample_u(b, "sluice_queue_bytes", s->name, NULL, atomic_load(&s->queue_bytes));
+		sample_u(b, "sluice_changes_reread_total", s->name, NULL, atomic_load(&s->changes_reread));
 	family(b, "sluice_dead_letter_total", "counter", "Changes set aside as dead letters instead of written.");
 	EACH_STREAM(ops, s)
 		sample_u(b, "sluice_dead_letter_total", s->name, NULL, atomic_load(&s->dead_letters));

@@ -91,7 +91,7 @@ static void cycle(struct sl_probe *p)
 	struct sl_alert_inputs in;
 	struct sl_alert_transition tr[SL_AL_COUNT];
 	int64_t fired_at[SL_AL_COUNT];
-	int64_t now = sl_now_us(), ts, adv, failing;
+	int64_t now = sl_now_us(), ts, adv, caught;
 	enum sl_ops_state st = (enum sl_ops_state)atomic_load(&os->state);
 	int64_t since = atomic_load(&os->state_since_us);
 	double g = 0;
@@ -105,11 +105,6 @@ static void cycle(struct sl_probe *p)
 	atomic_fetch_add(&os->probes, 1);
 	if (!smp.ok)
 		atomic_fetch_add(&os->probe_errors, 1);
-
-	/* A run that has gone well for a while ends a run of failures. */
-	if ((st == SL_OPS_STREAMING || st == SL_OPS_BACKFILLING) &&
-	    now - atomic_load(&os->run_started_us) >= (int64_t)SL_PROBE_RECOVERED_S * 1000000)
-		sl_ops_recovered(os);
 
 	memset(&in, 0, sizeof in);
 	in.probe_ok = smp.ok;
@@ -145,27 +140,34 @@ static void cycle(struct sl_probe *p)
 	in.freshness_s = ts > 0 ? (now - ts) / 1000000 : -1;
 	in.heartbeats = atomic_load(&os->heartbeat_on);
 	in.stalled_s = -1;
+	in.caught_up_s = -1;
 	if (st == SL_OPS_STREAMING) {
 		adv = atomic_load(&os->durable_advanced_us);
 		if (adv < since)
 			adv = since;
 		if (smp.ok && smp.lag_bytes > 0)
 			in.stalled_s = (now - adv) / 1000000;
+		/* How long the stream has been behind its source: since it last
+		 * caught up (nothing the source had sent then is missing from the
+		 * destination), or since this run began to stream (a run that
+		 * starts after a pause or an outage has its freshness_warn_seconds
+		 * to catch up before an old last change counts against it). */
+		caught = atomic_load(&os->caught_up_us);
+		if (caught < since)
+			caught = since;
+		in.caught_up_s = (now - caught) / 1000000;
 	} else {
 		in.heartbeats = false;
 		in.freshness_s = -1;
 	}
 	in.dead_letters = atomic_load(&os->dead_letters);
-	failing = atomic_load(&os->failing_since_us);
-	/* Failing: from the first failure of a run of failures, while the
+	/* Failing: from the first failure of the current outage, while the
 	 * stream is not running well (a stream that streams for a few seconds
-	 * between failures keeps its run of failures, and resolves only once it
-	 * streams for three probes in a row). */
-	in.down_s = 0;
-	if (st == SL_OPS_FAILED)
-		in.down_s = (int64_t)p->c.limits.down_warn_s;
-	else if (failing > 0 && (st == SL_OPS_RETRYING || st == SL_OPS_STARTING))
-		in.down_s = (now - failing) / 1000000;
+	 * between failures keeps its outage; one that ran well for
+	 * SL_OPS_HEALTHY_S starts a new one at its next failure). */
+	in.down_s = sl_ops_down_seconds(os, now, p->c.limits.down_warn_s);
+	if (in.down_s < 0)
+		in.down_s = 0;
 
 	pthread_mutex_lock(&os->mu);
 	in.down_error = os->last_error;
@@ -220,6 +222,7 @@ static void *probe_main(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		if (now >= next_probe) {
 			cycle(p);
+			atomic_store(&p->os->probe_pass_us, sl_now_us());
 			if (p->h.tick)
 				p->h.tick(p->h.payload);
 			next_probe = now + p->c.interval_ms;
@@ -268,7 +271,9 @@ struct sl_probe *sl_probe_start(struct sl_ops_stream *os, const struct sl_probe_
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	atomic_store(&os->probe_on, true);
 	if (pthread_create(&p->th, NULL, probe_main, p) != 0) {
+		atomic_store(&os->probe_on, false);
 		snprintf(err, errlen, "stream \"%s\": could not start the probe thread: %s", os->name, strerror(errno));
 		pthread_cond_destroy(&p->cv);
 		pthread_mutex_destroy(&p->mu);

@@ -27,7 +27,6 @@
 #define SL_PROBE_INTERVAL_MS 5000
 #define SL_PROBE_GROWTH_WINDOW_S 300   /* growth is measured over this much history */
 #define SL_PROBE_GROWTH_MIN_S 60       /* and only once it spans this much */
-#define SL_PROBE_RECOVERED_S 60        /* a run this long ends a run of failures */
 
 /* What the agent gives the probe.  Each is called from the probe's thread only. */
 struct sl_probe_hooks {

@@ -22,6 +22,7 @@ import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import unittest
 
 import psycopg2
@@ -172,6 +173,33 @@ class DeployGuideTest(PgTestCase):
                 "SLUICE_BIN", os.path.join(TOP, "_build", "sluice")))))
         r = subprocess.run([analyze, "verify", tmp], capture_output=True, text=True, timeout=60)
         self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+
+    def test_systemd_unit_notifies_and_names_an_installed_guide(self):
+        unit = os.path.join(TOP, "contrib", "systemd", "sluice.service")
+        with open(unit) as f:
+            keys = [line.strip() for line in f if "=" in line and not line.startswith("#")]
+        # sd_notify: READY, WATCHDOG (tests/integration/test_pg_liveness.py shows both)
+        self.assertIn("Type=notify", keys)
+        self.assertTrue([k for k in keys if k.startswith("WatchdogSec=") and int(k.split("=")[1]) > 0], keys)
+        self.assertIn("UMask=0027", keys)
+        self.assertNotIn("UMask=0077", keys)
+        doc = [k.split("=", 1)[1] for k in keys if k.startswith("Documentation=")]
+        self.assertEqual(len(doc), 1, keys)
+        self.assertTrue(doc[0].startswith("file:///usr/local/"), doc)
+        path = doc[0][len("file://"):]
+        # `make install` with the default prefix puts the file the unit names there
+        build = os.path.dirname(os.path.abspath(os.environ.get("SLUICE_BIN", os.path.join(TOP, "_build", "sluice"))))
+        if not os.path.exists(os.path.join(build, "Makefile")):
+            self.skipTest(f"no Makefile next to the sluice binary in {build}: cannot run make install")
+        dest = tempfile.mkdtemp(prefix="sluice-install-")
+        self.addCleanup(shutil.rmtree, dest, True)
+        r = subprocess.run(["make", "-s", "-C", build, "install-dist_docDATA", "prefix=/usr/local", f"DESTDIR={dest}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        installed = dest + path
+        self.assertTrue(os.path.isfile(installed), f"{path} is not installed by make install")
+        with open(installed) as f, open(os.path.join(TOP, "doc", os.path.basename(path))) as g:
+            self.assertEqual(f.read(), g.read())
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import time
 import unittest
 
 import harness  # noqa: E402
-from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, sluice_test_bin, wait_until
+from harness import PG_BIN, PgTestCase, int_to_lsn, lsn_to_int, records_for, sluice_test_bin, wait_until
 from opsutil import WebhookReceiver, metric, metrics, metrics_port, scrape
 
 
@@ -292,7 +292,7 @@ class SlotAtRiskTest(PgTestCase):
         st = json.loads(r2.stdout)["streams"][0]
         self.assertEqual(st["state"], "failed")
         self.assertIn("is lost", st["last_error"]["message"])
-        self.assertEqual(r2.rc, 1, r2.describe())
+        self.assertEqual(r2.rc, 7, r2.describe())   # 7: a stream failed (and an alert fires: 1 < 7)
         self.assertIn("slot_lost", [a["alert"] for a in st["alerts"]])
 
 
@@ -425,7 +425,7 @@ class StatusTest(PgTestCase):
         self.assertIn("--stream NAME", r.stdout)
         self.catch_up(s)
         r = s.run("status", "--stream", "so", "--json", timeout=30)
-        self.assertEqual(r.rc, 0, r.describe())
+        self.assertEqual(r.rc, 6, r.describe())   # 6: no agent runs the stream
         st = json.loads(r.stdout)["streams"]
         self.assertEqual([x["stream"] for x in st], ["so"])
         self.assertEqual(st[0]["state"], "stopped")
@@ -526,6 +526,129 @@ class StatusTest(PgTestCase):
             proc.wait(60)
             os.close(master)
         self.assertEqual(proc.returncode, 0)
+
+
+def writer_stuck_for(port, seconds):
+    """/livez says the writer has not stepped for at least seconds (it is
+    held in a flush)."""
+    import re
+    m = re.search(r"writer stepped (\d+) s ago", scrape(port, "/livez")[1])
+    return m and int(m.group(1)) >= seconds
+
+
+class FiguresTest(PgTestCase):
+    """sluice_queue_bytes and status's queue are sampled when read, and
+    sluice_changes_total counts a change once even when a failed flush made
+    the stream read it again."""
+
+    def held_run(self, stream):
+        """An agent on the test sink, streaming the new table public.<stream>_t,
+        whose flushes are held from now on while the returned file exists."""
+        self.pg.execute(f"CREATE TABLE {stream}_t (id int PRIMARY KEY, v text)")
+        port = metrics_port()
+        s = self.sluice(stream=stream, tables=f"public.{stream}_t", max_file_seconds=1, binary=sluice_test_bin(),
+                        extra={"destination": {"type": "slow_avro_dir"},
+                               "agent": {"metrics_listen": f"127.0.0.1:{port}", "probe_interval": "1"}})
+        block = os.path.join(s.workdir, "sink-down")
+        s.extra["destination"]["flush_block_file"] = block
+        s.write_config()
+        p = s.start("run")
+        wait_streaming(p)
+        open(block, "w").close()
+        return s, p, port, block
+
+    def test_queue_sampled_when_read(self):
+        pg = self.pg
+        s, p, port, block = self.held_run("qs")
+        # transactions go on while the writer is held in a flush: the reader queues them
+        batch = [0]
+
+        def more():
+            pg.execute(f"INSERT INTO qs_t SELECT g, repeat('x', 1000) FROM generate_series({batch[0] * 200 + 1}, "
+                       f"{batch[0] * 200 + 200}) g")
+            batch[0] += 1
+            return metric(metrics(port), "sluice_queue_bytes", stream="qs") >= 1 << 20
+        wait_until(more, 60, "the queue to hold a megabyte", interval=0.2)
+        target = wal_lsn(pg)
+        pg.wait_wal_flushed()
+        wait_until(lambda: pg.one("SELECT sent_lsn >= %s::pg_lsn FROM pg_stat_replication WHERE pid = "
+                                  "(SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s)",
+                                  (int_to_lsn(target), s.slot)), 30, "the server to send everything")
+        # the server goes silent (its walsender stopped): no message arrives while the writer drains
+        walsender = pg.one("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (s.slot,))
+        os.kill(walsender, signal.SIGSTOP)
+        try:
+            os.unlink(block)
+            ck = os.path.join(s.state_dir, "qs.checkpoint.json")
+            wait_until(lambda: lsn_to_int(json.load(open(ck))["durable"]) >= target, 60,
+                       "everything to be durable")
+            chunk = 256 * 1024   # the queue keeps one emptied chunk
+            self.assertLessEqual(metric(metrics(port), "sluice_queue_bytes", stream="qs"), chunk)
+            st = json.loads(s.run("status", "--json", timeout=60).stdout)["streams"][0]
+            self.assertLessEqual(st["agent"]["queue_bytes"], chunk)
+            self.assertGreaterEqual(st["agent"]["queue_peak_bytes"], 1 << 20)
+        finally:
+            os.kill(walsender, signal.SIGCONT)
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+
+    def test_changes_counted_once_after_a_failed_flush(self):
+        pg = self.pg
+        s, p, port, block = self.held_run("cr")
+        ROWS = 5
+        pg.execute(f"INSERT INTO cr_t SELECT g, 'v' FROM generate_series(1, {ROWS}) g")
+        target = wal_lsn(pg)
+        # the changes are written, and the writer is held in the flush that follows (/livez), or
+        # they already count (an agent that counts them as written)
+        wait_until(lambda: writer_stuck_for(port, 2) or metric(metrics(port), "sluice_changes_total", stream="cr",
+                                                                  table="public.cr_t", op="insert") == ROWS,
+                   30, "the changes to be written")
+        # the flush fails (its folder is gone): the run is retried and reads the changes again
+        shutil.rmtree(os.path.join(s.out, "cr"))
+        os.unlink(block)
+        wait_until(lambda: "retrying from the last checkpoint" in p.stderr_text(), 60, "the run to fail")
+        pg.wait_wal_flushed()
+        wait_confirmed(pg, s.slot, target)
+        m = metrics(port)
+        self.assertEqual(metric(m, "sluice_changes_total", stream="cr", table="public.cr_t", op="insert"), ROWS)
+        self.assertEqual(metric(m, "sluice_changes_reread_total", stream="cr"), ROWS)
+        self.assertEqual(metric(m, "sluice_reconnects_total", stream="cr"), 1)
+        recs = records_for(self.read(s), "public", "cr_t")
+        self.assertEqual(sorted(r["payload"]["id"] for r in recs), list(range(1, ROWS + 1)))
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+
+    def test_done_backfill_reads_done_when_the_run_file_lags(self):
+        """The checkpoint says a table's backfill is done while the run file,
+        rewritten once per probe, still says it runs (the agent wrote it
+        just before the end): status says done, with the checkpoint's rows."""
+        pg = self.pg
+        ROWS = 620
+        pg.execute("CREATE TABLE bd_t (id int PRIMARY KEY)")
+        pg.execute(f"INSERT INTO bd_t SELECT g FROM generate_series(1, {ROWS}) g")
+        s = self.sluice(stream="bd", tables="public.bd_t")
+        self.catch_up(s)
+        # an agent (this process: it lives) whose last run file predates the end of the backfill
+        now_us = int(time.time() * 1e6)
+        with open(os.path.join(s.state_dir, "bd.lock"), "w") as f:
+            f.write(f"{os.getpid()}\n")
+        run = {"pid": os.getpid(), "updated_us": now_us, "agent_started_us": now_us - 20000000,
+               "state": "backfilling", "state_since_us": now_us - 10000000, "probe_interval_seconds": 5,
+               "queue_bytes": 0, "queue_peak_bytes": 0, "flushes": 3, "heartbeats": {},
+               "alerts_firing": [], "alert_history": [],
+               "tables": {"public.bd_t": {"changes": {"insert": 0, "update": 0, "update_delete": 0,
+                                                      "delete": 0, "truncate": 0},
+                                          "backfill": {"state": "running", "rows": 529, "estimated_rows": 700,
+                                                       "started_us": now_us - 10000000, "done_us": None}}}}
+        with open(os.path.join(s.state_dir, "bd.run.json"), "w") as f:
+            json.dump(run, f)
+        st = json.loads(s.run("status", "--json", timeout=60).stdout)["streams"][0]
+        self.assertEqual(st["agent_pid"], os.getpid())
+        self.assertEqual(st["tables"]["public.bd_t"]["progress"],
+                         {"state": "done", "rows": ROWS, "estimated_rows": 700, "percent": 100, "eta_seconds": None})
+        r = s.run("status", timeout=60)
+        self.assertIn(f"  table public.bd_t: backfill done ({ROWS} rows)", r.stdout)
+        self.assertNotIn("now:", r.stdout)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 /*
- * tests/unit/test_ops.c: the alerts' hysteresis, the Prometheus exposition
- * of the registry, /healthz's verdict and the webhook payload (ops/).
+ * tests/unit/test_ops.c: the alerts' hysteresis and texts, the Prometheus
+ * exposition of the registry, /healthz's verdict, the webhook payload, the
+ * stream_down clock, the change counts, the queue sample, liveness and
+ * systemd's notify protocol (ops/).
  *
  * Expected texts are written out here from the exposition format's rules
  * (https://prometheus.io/docs/instrumenting/exposition_formats/), not taken
@@ -16,10 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "ops/alerts.h"
 #include "ops/metrics.h"
+#include "ops/sdnotify.h"
 #include "ops/webhook.h"
 
 static const struct sl_alert_policy pol = { .fire_after = 1, .resolve_after = 3, .band_pct = 10 };
@@ -97,6 +103,7 @@ static struct sl_alert_inputs quiet_inputs(void)
 	in.time_to_purge_s = -1;
 	in.freshness_s = 2;
 	in.stalled_s = -1;
+	in.caught_up_s = -1;
 	return in;
 }
 
@@ -330,6 +337,7 @@ static void test_render(void **state)
 	for (int i = 0; i < 3; i++)
 		sl_ops_count_change(t, SL_OP_UPDATE_INSERT);
 	sl_ops_count_change(t, SL_OP_DELETE);
+	sl_ops_changes_durable(s, true);   /* flushed: counted */
 	for (int i = 0; i < 4; i++)
 		sl_ops_count_backfill_row(t);
 	atomic_store(&t->est_rows, 8);
@@ -472,6 +480,232 @@ static void test_webhook_payload(void **state)
 	free(text);
 }
 
+/* A resolution says what the figure is now and that it is back under the
+ * threshold, not the figure that fired it. */
+static void test_resolved_gives_the_figure_now(void **state)
+{
+	struct sl_alert_inputs in = quiet_inputs();
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert al[SL_AL_COUNT] = { { 0 } };
+	const char *crit = NULL;
+	int n;
+
+	(void)state;
+	in.lag_bytes = INT64_C(171307072) * 16;
+	assert_int_equal(eval(al, &in, 1, tr), 2);   /* lag_warning and lag_critical */
+	in.lag_bytes = 1048576;
+	assert_int_equal(eval(al, &in, 2, tr), 0);
+	assert_int_equal(eval(al, &in, 3, tr), 0);
+	n = eval(al, &in, 4, tr);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < n; i++) {
+		assert_false(tr[i].firing);
+		if (tr[i].id == SL_AL_LAG_CRITICAL)
+			crit = tr[i].message;
+	}
+	assert_non_null(crit);
+	assert_string_equal(crit, "lag 1048576 bytes (the source's log head minus the confirmed position), "
+			    "back under lag_critical_bytes 2147483648");
+	/* and the next firing says its own figure again */
+	in.lag_bytes = INT64_C(3) << 30;
+	assert_int_equal(eval(al, &in, 5, tr), 2);
+	assert_string_equal(al[SL_AL_LAG_CRITICAL].message, "lag 3221225472 bytes (the source's log head minus the "
+			    "confirmed position) >= lag_critical_bytes 2147483648");
+	/* a condition without a figure: the source is reachable again */
+	memset(al, 0, sizeof al);
+	in = quiet_inputs();
+	in.probe_ok = false;
+	in.probe_error = "connection refused";
+	eval(al, &in, 6, tr);
+	assert_int_equal(eval(al, &in, 7, tr), 1);
+	in = quiet_inputs();
+	eval(al, &in, 8, tr);
+	eval(al, &in, 9, tr);
+	assert_int_equal(eval(al, &in, 10, tr), 1);
+	assert_int_equal(tr[0].id, SL_AL_SOURCE_UNREACHABLE);
+	assert_string_equal(tr[0].message, "the probe reaches the source");
+}
+
+/* Freshness is judged against the source's activity: a stream that has
+ * caught up with its source is fresh however old its last change is (an
+ * agent started after a pause, a stream that recovered). */
+static void test_freshness_after_catching_up(void **state)
+{
+	struct sl_alert_inputs in = quiet_inputs();
+	struct sl_alert_transition tr[SL_AL_COUNT];
+	struct sl_alert al[SL_AL_COUNT] = { { 0 } };
+	int n;
+
+	(void)state;
+	in.heartbeats = true;
+	in.freshness_s = 7200;      /* the last change before a two-hour pause */
+	in.caught_up_s = 2;         /* but everything the source has is durable */
+	assert_int_equal(eval(al, &in, 1, tr), 0);
+	assert_false(al[SL_AL_FRESHNESS].firing);
+	/* not caught up yet (the first probe of a run): no verdict from the caught-up time */
+	in.caught_up_s = -1;
+	in.freshness_s = 100;
+	assert_int_equal(eval(al, &in, 2, tr), 0);
+	/* stuck since it last caught up */
+	in.caught_up_s = 301;
+	in.freshness_s = 7501;
+	n = eval(al, &in, 3, tr);
+	assert_int_equal(n, 1);
+	assert_int_equal(tr[0].id, SL_AL_FRESHNESS);
+	assert_string_equal(tr[0].message, "the last durable change or heartbeat is 7501 s old (the stream last caught "
+			    "up with the source 301 s ago) >= freshness_warn_seconds 300");
+	/* without heartbeats: a stalled position that caught up lately is fresh */
+	memset(al, 0, sizeof al);
+	in.heartbeats = false;
+	in.stalled_s = 400;
+	in.caught_up_s = 10;
+	assert_int_equal(eval(al, &in, 4, tr), 0);
+	in.caught_up_s = -1;
+	assert_int_equal(eval(al, &in, 5, tr), 1);
+	assert_int_equal(tr[0].id, SL_AL_FRESHNESS);
+}
+
+/* stream_down's clock measures the current outage: a run that went well
+ * for SL_OPS_HEALTHY_S in between starts it again. */
+static void test_down_clock(void **state)
+{
+	struct sl_ops *ops = sl_ops_new();
+	struct sl_ops_stream *s = sl_ops_stream_add(ops, "o");
+	const int64_t S = 1000000;
+
+	(void)state;
+	sl_ops_set_state_at(s, SL_OPS_STARTING, 1 * S);
+	sl_ops_failed_at(s, "connection lost", true, 2 * S);
+	assert_int_equal(sl_ops_down_seconds(s, 5 * S, 60), 3);
+	sl_ops_set_state_at(s, SL_OPS_STARTING, 10 * S);
+	assert_int_equal(sl_ops_down_seconds(s, 12 * S, 60), 10);
+	/* streams for 5 s: still the same outage */
+	sl_ops_set_state_at(s, SL_OPS_STREAMING, 12 * S);
+	assert_int_equal(sl_ops_down_seconds(s, 14 * S, 60), -1);
+	sl_ops_failed_at(s, "connection lost", true, 17 * S);
+	assert_int_equal(sl_ops_down_seconds(s, 19 * S, 60), 17);
+	/* streams for 170 s, with no probe looking meanwhile: a new outage */
+	sl_ops_set_state_at(s, SL_OPS_STARTING, 20 * S);
+	sl_ops_set_state_at(s, SL_OPS_STREAMING, 21 * S);
+	sl_ops_failed_at(s, "server closed the connection", true, 191 * S);
+	assert_int_equal(sl_ops_down_seconds(s, 193 * S, 60), 2);
+	/* a stream that failed for good */
+	sl_ops_failed_at(s, "slot lost", false, 194 * S);
+	assert_int_equal(sl_ops_down_seconds(s, 195 * S, 60), 60);
+	sl_ops_free(ops);
+}
+
+static void fake_queue(void *q, uint64_t *bytes, uint64_t *peak)
+{
+	*bytes = *(uint64_t *)q;
+	*peak = 1 << 20;
+}
+
+/* Changes count once flushed; the rest are re-reads.  The queue is
+ * sampled when read.  Liveness from timestamps. */
+static void test_counts_queue_and_liveness(void **state)
+{
+	struct sl_ops *ops = sl_ops_new();
+	struct sl_ops_stream *s = sl_ops_stream_add(ops, "o");
+	struct sl_ops_table *t = sl_ops_table(s, "public", "t");
+	uint64_t qb = 262144, bytes, peak;
+	const int64_t S = 1000000;
+	struct sl_buf why;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		sl_ops_count_change(t, SL_OP_INSERT);
+	sl_ops_changes_flight(s);                 /* a flush starts with those 3 */
+	sl_ops_count_change(t, SL_OP_DELETE);     /* written meanwhile */
+	sl_ops_changes_durable(s, false);         /* the flush in flight succeeded */
+	assert_int_equal(atomic_load(&t->changes[SL_OP_INSERT]), 3);
+	assert_int_equal(atomic_load(&t->changes[SL_OP_DELETE]), 0);
+	sl_ops_count_change(t, SL_OP_INSERT);
+	sl_ops_changes_discard(s);                /* the run failed before the next flush */
+	assert_int_equal(atomic_load(&t->changes[SL_OP_INSERT]), 3);
+	assert_int_equal(atomic_load(&t->changes[SL_OP_DELETE]), 0);
+	assert_int_equal(atomic_load(&s->changes_reread), 2);
+	sl_ops_count_change(t, SL_OP_DELETE);
+	sl_ops_changes_durable(s, true);
+	assert_int_equal(atomic_load(&t->changes[SL_OP_DELETE]), 1);
+
+	sl_ops_queue_attach(s, &qb, fake_queue);
+	sl_ops_queue_read(s, &bytes, &peak);
+	assert_int_equal(bytes, 262144);
+	qb = 0;                                   /* drained, with nothing arriving */
+	sl_ops_queue_read(s, &bytes, &peak);
+	assert_int_equal(bytes, 0);
+	assert_int_equal(peak, 1 << 20);
+	qb = 524288;
+	sl_ops_queue_attach(s, NULL, NULL);       /* the run ends */
+	sl_ops_queue_read(s, &bytes, &peak);
+	assert_int_equal(bytes, 0);
+
+	sl_buf_init(&why, 0);
+	ops->started_us = 100 * S;
+	atomic_store(&s->probe_on, true);
+	assert_true(sl_ops_live(ops, 110 * S, 15 * S, 10 * S, NULL));
+	assert_false(sl_ops_live(ops, 116 * S, 15 * S, 10 * S, &why));
+	assert_string_equal(why.data, "stream o: probe not passed yet (16 s) [stuck]\n");
+	atomic_store(&s->probe_pass_us, 115 * S);
+	atomic_store(&s->writer_progress_us, 112 * S);
+	assert_true(sl_ops_live(ops, 120 * S, 15 * S, 10 * S, NULL));
+	sl_buf_reset(&why);
+	assert_false(sl_ops_live(ops, 123 * S, 15 * S, 10 * S, &why));
+	assert_string_equal(why.data, "stream o: probe passed 8 s ago, writer stepped 11 s ago [stuck]\n");
+	atomic_store(&s->writer_progress_us, 0);  /* no writer runs (retrying) */
+	assert_true(sl_ops_live(ops, 123 * S, 15 * S, 10 * S, NULL));
+	sl_buf_free(&why);
+	sl_ops_free(ops);
+}
+
+/* systemd's notify protocol: nothing without NOTIFY_SOCKET, an abstract
+ * "@name" and a path both reach their socket, WATCHDOG_PID must be ours. */
+static void test_sd_notify(void **state)
+{
+	char err[256], name[64], buf[64];
+	struct sockaddr_un sa;
+	int fd;
+	ssize_t n;
+
+	(void)state;
+	unsetenv("NOTIFY_SOCKET");
+	assert_int_equal(sl_sd_notify("READY=1", err, sizeof err), 0);
+	setenv("NOTIFY_SOCKET", "relative/path", 1);
+	assert_int_equal(sl_sd_notify("READY=1", err, sizeof err), -1);
+	assert_string_equal(err, "NOTIFY_SOCKET=relative/path is not a unix socket path or an abstract \"@\" name");
+
+	snprintf(name, sizeof name, "@sluice-test-ops-%ld", (long)getpid());
+	fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name + 1, strlen(name) - 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+									  strlen(name))), 0);
+	setenv("NOTIFY_SOCKET", name, 1);
+	assert_int_equal(sl_sd_notify("WATCHDOG=1", err, sizeof err), 1);
+	n = recv(fd, buf, sizeof buf - 1, MSG_DONTWAIT);
+	assert_int_equal(n, 10);
+	buf[n] = '\0';
+	assert_string_equal(buf, "WATCHDOG=1");
+	close(fd);
+	unsetenv("NOTIFY_SOCKET");
+
+	unsetenv("WATCHDOG_PID");
+	setenv("WATCHDOG_USEC", "2000000", 1);
+	assert_int_equal(sl_sd_watchdog_usec(), 2000000);
+	snprintf(buf, sizeof buf, "%ld", (long)getpid());
+	setenv("WATCHDOG_PID", buf, 1);
+	assert_int_equal(sl_sd_watchdog_usec(), 2000000);
+	setenv("WATCHDOG_PID", "1", 1);          /* meant for another process */
+	assert_int_equal(sl_sd_watchdog_usec(), 0);
+	unsetenv("WATCHDOG_PID");
+	setenv("WATCHDOG_USEC", "soon", 1);
+	assert_int_equal(sl_sd_watchdog_usec(), 0);
+	unsetenv("WATCHDOG_USEC");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -485,6 +719,11 @@ int main(void)
 		cmocka_unit_test(test_render),
 		cmocka_unit_test(test_health),
 		cmocka_unit_test(test_webhook_payload),
+		cmocka_unit_test(test_resolved_gives_the_figure_now),
+		cmocka_unit_test(test_freshness_after_catching_up),
+		cmocka_unit_test(test_down_clock),
+		cmocka_unit_test(test_counts_queue_and_liveness),
+		cmocka_unit_test(test_sd_notify),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
