@@ -502,7 +502,7 @@ static int cmd_run(int argc, char **argv)
 			run[i] = ws[i].sc;
 		if ((rc = sl_monitor_start(&mon, cfg, run, n, err, sizeof err)) < 0) {
 			sl_error("%s", err);
-			worst = exit_code(rc);
+			worst = sl_status_exit_code(rc);
 			goto out;
 		}
 		for (int i = 0; i < n; i++) {
@@ -558,7 +558,7 @@ static int check_metrics_listen(struct sl_config *cfg)
 	}
 	if (sl_http_check(cfg->metrics_listen, err, sizeof err) < 0) {
 		fprintf(stderr, "sluice: %s: %s\n", cfg->path, err);
-		return exit_code(SL_EPREREQ);
+		return sl_status_exit_code(SL_EPREREQ);
 	}
 	printf("metrics_listen %s: ok (the endpoint can listen there)\n", cfg->metrics_listen);
 	return 0;
