@@ -367,6 +367,25 @@ static int write_change(struct sl_pipe *p, struct sl_change *c)
 	return rc < 0 ? sink_status(rc) : SL_OK;
 }
 
+/* Writes a TRUNCATE marker of t at CSN (csn_pos, 0) (see doc/output.md,
+ * "Where a marker sorts"). */
+static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *pos, uint64_t csn_pos,
+			int64_t source_ts_us)
+{
+	struct sl_change c;
+
+	memset(&c, 0, sizeof c);
+	c.table = t;
+	c.op = SL_OP_TRUNCATE;
+	c.read_method = p->pc.desc->read_method_backfill;
+	c.pos = pos;
+	sl_change_set_csn(&c, csn_pos, 0);
+	c.source_ts_us = source_ts_us;
+	c.read_ts_us = sl_now_us();
+	sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
+	return write_change(p, &c);
+}
+
 static int handle(struct sl_pipe *p, struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
@@ -509,16 +528,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		 * its rows, so a reader that applies records in CSN order replaces
 		 * the table's state with the snapshot (rows deleted while no change
 		 * was followed, after a lost slot, go too). */
-		memset(&c, 0, sizeof c);
-		c.table = ev->table;
-		c.op = SL_OP_TRUNCATE;
-		c.read_method = p->pc.desc->read_method_backfill;
-		c.pos = &p->w_bf_pos;
-		sl_change_set_csn(&c, p->w_bf_csn - 1, 0);
-		c.source_ts_us = p->w_bf_ts;
-		c.read_ts_us = sl_now_us();
-		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-		return write_change(p, &c);
+		return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts);
 	}
 	case Q_BF_ROW:
 		memset(&c, 0, sizeof c);
@@ -622,22 +632,12 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			e->rows = e->chunks = 0;
 			sl_ckpt_set_resume(e, NULL);
 		}
-		if (marker) {
-			/* The re-backfill marker, at the stream's position: after
-			 * every change already written, before every change and
-			 * chunk to come. */
-			memset(&c, 0, sizeof c);
-			c.table = ev->table;
-			c.op = SL_OP_TRUNCATE;
-			c.read_method = p->pc.desc->read_method_backfill;
-			c.pos = pos;
-			sl_change_set_csn(&c, p->pc.desc->pos_csn(pos), 0);
-			c.source_ts_us = ev->ts_us;
-			c.read_ts_us = sl_now_us();
-			sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-			if ((rc = write_change(p, &c)) < 0)
-				return rc;
-		}
+		/* The re-backfill marker, just after the stream's position P:
+		 * CSN (P + 1, 0) sorts after every record written so far (changes
+		 * before P, backfill rows at P or before) and before every chunk
+		 * (read at later positions). */
+		if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us)) < 0)
+			return rc;
 		/* Durable before the job counts as started: a request is
 		 * forgotten only then, and a resumed job never lacks its marker. */
 		if ((rc = do_flush(p)) < 0)
@@ -647,15 +647,10 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_DROP: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
-		memset(&c, 0, sizeof c);
-		c.table = ev->table;
-		c.op = SL_OP_TRUNCATE;
-		c.read_method = p->pc.desc->read_method_backfill;
-		c.pos = pos;
-		sl_change_set_csn(&c, p->pc.desc->pos_csn(pos), 0);
-		c.source_ts_us = c.read_ts_us = sl_now_us();
-		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-		if ((rc = write_change(p, &c)) < 0 || (rc = do_flush(p)) < 0)
+		/* Just after the source's position: (P + 1, 0), above every
+		 * record the table had, its snapshot's rows at P included. */
+		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us())) < 0 ||
+		    (rc = do_flush(p)) < 0)
 			return rc;
 		e->state = SL_BF_DROPPED;
 		return save_ckpt(p);

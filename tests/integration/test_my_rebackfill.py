@@ -41,7 +41,7 @@ import threading
 import time
 import unittest
 
-from harness import csn, records_for, sluice_test_bin, wait_until
+from harness import assert_marker_between, csn, records_for, sluice_test_bin, wait_until
 from harness_mysql import MyTestCase, SLUICE_USER
 
 WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
@@ -340,6 +340,28 @@ class RebackfillCases:
         rows = my.sql("SELECT stream, watermark FROM sluice.watermarks WHERE stream = 'req'")
         self.assertEqual(len(rows), 1)
         self.assertRegex(rows[0][1].decode(), r"^sluice:req:\d+\.\d+:\d+:low$")
+
+    def test_request_right_after_the_initial_backfill(self):
+        """`sluice backfill --table` with no agent running, nothing written
+        since the initial backfill: the stream's position is still the
+        snapshot's, the CSN of the rows the marker ends.  The marker sorts
+        strictly between the old rows and the chunks."""
+        self.make_table("off_a", 1200)
+        s = self.agent("off", "app.off_a")
+        self.catch_up(s)
+        old = records_for(self.read(s), "app", "off_a")
+        self.assertEqual(len(old), 1200)
+        r = s.run("backfill", "--stream", "off", "--table", "app.off_a", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        r = self.catch_up(s)
+        self.assertIn("backfilled app.off_a while streaming: 1200 rows in 3 chunks", r.stderr)
+        recs = records_for(self.read(s), "app", "off_a")
+        self.assertEqual(len(markers(recs)), 1)
+        seen = {r["uuid"] for r in old}
+        new = [r for r in backfill_rows(recs) if r["uuid"] not in seen]
+        self.assertEqual(sorted(r["payload"]["id"] for r in new), list(range(1, 1201)))
+        assert_marker_between(self, old, markers(recs)[0], new)
+        self.assertTableMatches(recs, "app", "off_a", ["id"])
 
 
 class RebackfillTest(RebackfillCases, MyTestCase):

@@ -15,7 +15,7 @@ import avro.datafile
 import avro.io
 import avro.schema
 
-from harness import PgTestCase, csn, qident, records_for
+from harness import PgTestCase, assert_marker_between, change_type, csn, qident, records_for
 
 INT64_MAX = 2**63 - 1
 
@@ -247,6 +247,7 @@ class TableIdentityTest(PgTestCase):
             pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 20) g")
         s = self.sluice(stream="ident", tables="public.rc, public.gone, public.moved*")
         self.catch_up(s)
+        before = self.read(s)
         p = s.start("run")
         from harness import wait_until
         wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
@@ -263,13 +264,55 @@ class TableIdentityTest(PgTestCase):
         self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
         self.catch_up(s)
         recs = self.read(s)
-        self.assertTableMatches(recs, "public", "rc", ["id"])
-        self.assertTableMatches(recs, "public", "moved2", ["id"])
         from harness import rebuild
+        self.assertEqual(rebuild(recs, ["id"], table=("public", "rc")),
+                         {**{(i,): {"id": i, "v": "new"} for i in range(100, 105)}, (105,): {"id": 105, "v": "later"}})
+        self.assertTableMatches(recs, "public", "moved2", ["id"])
         self.assertEqual(rebuild(records_for(recs, "public", "gone"), ["id"], table=("public", "gone")), {})
         self.assertEqual(rebuild(records_for(recs, "public", "moved"), ["id"], table=("public", "moved")), {})
         gone = records_for(recs, "public", "gone")
         self.assertEqual(changes(sorted(gone, key=csn))[-1], "TRUNCATE")
+        # each marker sorts strictly after the state it ends (the backfill
+        # of the first run, at the stream's position then) and strictly
+        # before the records that rebuild the table
+        seen = {r["uuid"] for r in before}
+        for t in ("rc", "gone", "moved"):
+            old = records_for(before, "public", t)
+            self.assertEqual(len(old), 20)
+            new = [r for r in records_for(recs, "public", t) if r["uuid"] not in seen]
+            marks = [r for r in new if change_type(r) == "TRUNCATE"]
+            self.assertEqual(len(marks), 1, t)
+            assert_marker_between(self, old, marks[0], [r for r in new if r is not marks[0]])
+
+
+    def test_created_again_between_runs(self):
+        """The stream stops right after its initial backfill, so its
+        position is still the snapshot's, the CSN of the table's rows; the
+        table is dropped and created again before the next run.  The marker
+        of its new backfill sorts strictly after every old record and
+        strictly before every new one, and the output rebuilds the new
+        table exactly (it once kept the 20 old rows: the marker had the old
+        rows' CSN)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rcb (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rcb SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="identb", tables="public.rcb")
+        self.catch_up(s)
+        old = records_for(self.read(s), "public", "rcb")
+        self.assertEqual(sorted(r["payload"]["id"] for r in old), list(range(1, 21)))
+        pg.execute("DROP TABLE rcb")
+        pg.execute("CREATE TABLE rcb (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rcb SELECT g, 'new' FROM generate_series(100, 104) g")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "rcb")
+        olds = {r["uuid"] for r in old}
+        new = [r for r in recs if r["uuid"] not in olds]
+        marks = [r for r in new if change_type(r) == "TRUNCATE"]
+        self.assertEqual(len(marks), 1, "one marker")
+        after = [r for r in new if r is not marks[0]]
+        assert_marker_between(self, old, marks[0], after)
+        from harness import rebuild
+        self.assertEqual(rebuild(recs, ["id"]), {(i,): {"id": i, "v": "new"} for i in range(100, 105)})
 
 
 class PublicationScopeTest(PgTestCase):

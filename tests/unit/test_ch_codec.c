@@ -106,6 +106,25 @@ static void test_version_backfill_and_marker(void **state)
 	BEFORE(fake_desc.pos_csn(&s) - 1, 0, fake_desc.pos_csn(&s), 0);
 }
 
+/* A marker written while streaming at P (a re-backfill, a dropped table)
+ * is at (P + 1, 0): after the backfill rows at P (a stream that read
+ * nothing since its snapshot) and every change at P, before the chunks at
+ * later positions; a version apart from each, so its floor neither keeps
+ * an old row nor drops a chunk's. */
+static void test_version_streaming_marker(void **state)
+{
+	uint64_t p = 0x15678A8;
+	struct sl_position s = fake_pos(12, 8192), h = fake_pos(12, 8192 + 19);
+
+	(void)state;
+	BEFORE(p, 0, p + 1, 0);
+	BEFORE(p, UINT32_MAX, p + 1, 0);
+	BEFORE(p + 1, 0, p + 8, 0);
+	BEFORE(fake_desc.pos_csn(&s), 0, fake_desc.pos_csn(&s) + 1, 0);
+	BEFORE(fake_desc.pos_csn(&s), UINT32_MAX, fake_desc.pos_csn(&s) + 1, 0);
+	BEFORE(fake_desc.pos_csn(&s) + 1, 0, fake_desc.pos_csn(&h), 0);
+}
+
 /* Inside one transaction: exact up to sequence 254; from 255 on the changes
  * share a version (ClickHouse keeps the last one inserted), and never pass
  * the next position. */
@@ -980,6 +999,7 @@ int main(void)
 		cmocka_unit_test(test_version_lsn_wraparound),
 		cmocka_unit_test(test_version_binlog_rollover),
 		cmocka_unit_test(test_version_backfill_and_marker),
+		cmocka_unit_test(test_version_streaming_marker),
 		cmocka_unit_test(test_version_long_transaction),
 		cmocka_unit_test(test_version_matches_csn_order),
 		cmocka_unit_test(test_rb_scalars),
