@@ -386,6 +386,31 @@ static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struc
 	return write_change(p, &c);
 }
 
+/* Removes from the sink what a snapshot backfill of t at old wrote: its
+ * marker at (old - 1, 0) and its rows at (old, 0). */
+static int discard_snapshot_run(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *old)
+{
+	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+	uint64_t csn = p->pc.desc->pos_csn(old);
+	int rc;
+
+	sl_csn_format(first, csn - 1, 0);
+	sl_csn_format(last, csn, 0);
+	if ((rc = complete_flight(p)) < 0)
+		return rc;
+	rc = p->pc.sink->discard_backfill(p->pc.sinkctx, t, first, last, p->w_err, sizeof p->w_err);
+	return rc < 0 ? sink_status(rc) : SL_OK;
+}
+
+/* True when a snapshot at now leaves no CSN between the rows of one at old
+ * and its own marker at (now - 1, 0): the source wrote nothing between. */
+static bool same_position(struct sl_pipe *p, const struct sl_position *old, const struct sl_position *now)
+{
+	uint64_t a = p->pc.desc->pos_csn(old), b = p->pc.desc->pos_csn(now);
+
+	return a != 0 && a <= b && b - a <= 1;
+}
+
 static int handle(struct sl_pipe *p, struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
@@ -486,19 +511,19 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			}
 			return SL_OK;
 		}
-		if (e->state == SL_BF_RUNNING) {
-			/* An interrupted run: remove its output before redoing the table. */
-			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
-			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
-			sl_csn_format(first, old - 1, 0);
-			sl_csn_format(last, old, 0);
-			sl_info("stream \"%s\": redoing the interrupted backfill of %s (snapshot CSN %s)",
-				p->pc.stream, e->name, last);
-			if ((rc = complete_flight(p)) < 0)
+		if (e->state == SL_BF_RUNNING || (marker && same_position(p, &e->snapshot, pos))) {
+			/* An interrupted run: remove its output before redoing the
+			 * table.  Or the source wrote nothing since the table's last
+			 * snapshot: its rows, at this snapshot's CSN, would sort
+			 * above the marker at (P - 1, 0); they are written again. */
+			char last[SL_CSN_LEN + 1];
+			sl_csn_format(last, p->pc.desc->pos_csn(&e->snapshot), 0);
+			sl_info("stream \"%s\": %s of %s (snapshot CSN %s)", p->pc.stream,
+				e->state == SL_BF_RUNNING ? "redoing the interrupted backfill"
+							  : "nothing was written since the last backfill: replacing the rows",
+				e->name, last);
+			if ((rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
 				return rc;
-			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							       sizeof p->w_err)) < 0)
-				return sink_status(rc);
 		}
 		e->state = SL_BF_RUNNING;
 		e->method = SL_BF_SNAPSHOT;
@@ -603,19 +628,11 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 		bool marker = ev->flag & 1, resume = ev->flag & 2;
-		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key) {
-			/* A snapshot backfill interrupted before any of it was
-			 * durable: remove what it wrote, as a redo would. */
-			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
-			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
-			sl_csn_format(first, old - 1, 0);
-			sl_csn_format(last, old, 0);
-			if ((rc = complete_flight(p)) < 0)
-				return rc;
-			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							       sizeof p->w_err)) < 0)
-				return sink_status(rc);
-		}
+		/* A snapshot backfill interrupted before any of it was durable:
+		 * remove what it wrote, as a redo would. */
+		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
+		    (rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
+			return rc;
 		e->state = SL_BF_RUNNING;
 		e->method = SL_BF_WATERMARK;
 		if ((m = ops_table(p, ev->table)) != NULL) {

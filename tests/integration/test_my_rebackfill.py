@@ -507,6 +507,32 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(len(backfill_rows(recs)), 3600)
         self.assertTableMatches(recs, "app", "nowm", ["id"])
 
+    def test_snapshot_request_right_after_the_initial_backfill(self):
+        """Without the watermark table a requested backfill is read from a
+        snapshot, its marker at (P - 1, 0) before its rows at (P, 0).  With
+        nothing written since the initial backfill, the new snapshot's
+        position is the old one's, the CSN of the old rows, which would sort
+        above the marker: they are removed first (as an interrupted
+        backfill's are), and the table's records are the marker and the
+        new rows, each once."""
+        self.make_table("nowm2", 300)
+        s = self.agent("nowm2", "app.nowm2", source={"watermark_table": "sluice.missing"})
+        self.catch_up(s)
+        old = records_for(self.read(s), "app", "nowm2")
+        self.assertEqual(len(old), 300)
+        r = s.run("backfill", "--stream", "nowm2", "--table", "app.nowm2", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        r = self.catch_up(s)
+        self.assertIn("backfilled app.nowm2: 300 rows read in", r.stderr)
+        recs = records_for(self.read(s), "app", "nowm2")
+        self.assertEqual(len(markers(recs)), 1)
+        rows = backfill_rows(recs)
+        self.assertEqual(sorted(r["payload"]["id"] for r in rows), list(range(1, 301)), "each row once")
+        self.assertEqual(len(recs), 301)
+        assert_marker_between(self, [], markers(recs)[0], rows)
+        self.assertTableMatches(recs, "app", "nowm2", ["id"])
+        self.assertIn("nothing was written since the last backfill: replacing the rows of app.nowm2", r.stderr)
+
     def test_check_without_the_grant(self):
         my = self.my
         my.execute("CREATE TABLE sluice.nogrant (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
