@@ -157,6 +157,7 @@ class PartitionTest(PgTestCase):
         # come and go without changes, so the root is backfilled again
         pg.execute("CREATE TABLE ev_asia (LIKE ev INCLUDING DEFAULTS, PRIMARY KEY (id, region))")
         pg.execute("INSERT INTO ev_asia SELECT g, 'asia', 7 FROM generate_series(1, 30) g")
+        before = {r["uuid"] for r in self.read(s)}
         p = s.start("run")
         from harness import wait_until
         wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
@@ -180,6 +181,15 @@ class PartitionTest(PgTestCase):
         if asia:
             self.assertEqual(rebuild(asia, ["id", "region"], table=("public", "ev_asia")), {})
         self.assertEqual({r["object"] for r in recs} - {"public_ev", "public_ev_us_hi", "public_ev_asia"}, set())
+        # the root's re-backfill marker sorts after every record of the root
+        # before it and before the rows that rebuild it
+        ev = records_for(recs, "public", "ev")
+        marks = [r for r in ev if change_type(r) == "TRUNCATE" and r["uuid"] not in before]
+        self.assertEqual(len(marks), 1)
+        rows = [r for r in ev if r["read_method"] == "postgresql-backfill" and r["uuid"] not in before
+                and r is not marks[0]]
+        self.assertEqual(len(rows), len(self.pg.sql("SELECT 1 FROM ev")))
+        assert_marker_between(self, [r for r in ev if r["uuid"] in before], marks[0], rows)
 
     def test_partitions_as_tables(self):
         """Leaves selected without their root are tables of their own."""
