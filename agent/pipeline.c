@@ -368,9 +368,11 @@ static int write_change(struct sl_pipe *p, struct sl_change *c)
 }
 
 /* Writes a TRUNCATE marker of t at CSN (csn_pos, 0) (see doc/output.md,
- * "Where a marker sorts"). */
+ * "Where a marker sorts").  kind (NULL for a re-backfill's) goes into the
+ * uuid, so that a dropped table's marker and a later re-backfill's at the
+ * same CSN are two records. */
 static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *pos, uint64_t csn_pos,
-			int64_t source_ts_us)
+			int64_t source_ts_us, const char *kind)
 {
 	struct sl_change c;
 
@@ -382,7 +384,7 @@ static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struc
 	sl_change_set_csn(&c, csn_pos, 0);
 	c.source_ts_us = source_ts_us;
 	c.read_ts_us = sl_now_us();
-	sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
+	sl_change_set_uuid(&c, p->pc.stream, kind, kind ? strlen(kind) : 0);
 	return write_change(p, &c);
 }
 
@@ -553,7 +555,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		 * its rows, so a reader that applies records in CSN order replaces
 		 * the table's state with the snapshot (rows deleted while no change
 		 * was followed, after a lost slot, go too). */
-		return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts);
+		return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts, NULL);
 	}
 	case Q_BF_ROW:
 		memset(&c, 0, sizeof c);
@@ -653,7 +655,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		 * CSN (P + 1, 0) sorts after every record written so far (changes
 		 * before P, backfill rows at P or before) and before every chunk
 		 * (read at later positions). */
-		if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us)) < 0)
+		if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us, NULL)) < 0)
 			return rc;
 		/* Durable before the job counts as started: a request is
 		 * forgotten only then, and a resumed job never lacks its marker. */
@@ -666,7 +668,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 		/* Just after the source's position: (P + 1, 0), above every
 		 * record the table had, its snapshot's rows at P included. */
-		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us())) < 0 ||
+		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us(), "dropped")) < 0 ||
 		    (rc = do_flush(p)) < 0)
 			return rc;
 		e->state = SL_BF_DROPPED;

@@ -1457,13 +1457,12 @@ def rebuild(records, key_columns, table=None):
 
 
 def marker_ties(records):
-    """The CSNs that a TRUNCATE shares with another record of its table
-    (records: one table's, repeats dropped).  A marker sorts strictly after
-    every record of the state it ends and strictly before every record
-    after it (doc/output.md), so this is empty."""
-    by_csn = collections.Counter(csn(r) for r in records)
-    return sorted({csn(r) for r in records
-                   if r["source_metadata"]["change_type"] == "TRUNCATE" and by_csn[csn(r)] > 1})
+    """The CSNs that a TRUNCATE shares with a record of its table other
+    than a TRUNCATE (records: one table's, repeats dropped).  A marker
+    sorts strictly after every record of the state it ends and strictly
+    before every record after it (doc/output.md), so this is empty."""
+    rows = {csn(r) for r in records if change_type(r) != "TRUNCATE"}
+    return sorted({csn(r) for r in records if change_type(r) == "TRUNCATE" and csn(r) in rows})
 
 
 def assert_marker_between(testcase, old, marker, new):

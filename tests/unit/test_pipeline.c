@@ -176,6 +176,20 @@ static void run_cleanup(struct run *r)
 	rmdir(r->dir);
 }
 
+/* The pipe of stream "s1" of run r, into the fake sink (one step). */
+static void pipe_config(struct sl_pipe_config *pc, struct run *r, struct sl_checkpoint *ck, void *sink)
+{
+	memset(pc, 0, sizeof *pc);
+	pc->stream = "s1";
+	pc->desc = &fake_desc;
+	pc->sink = &fake_sink_ops;
+	pc->sinkctx = sink;
+	pc->ck = ck;
+	pc->signals = &r->signals;
+	pc->err = r->err;
+	pc->errlen = sizeof r->err;
+}
+
 /* One run of the stream: load the checkpoint, start the pipe, stream, stop. */
 static void *run_main(void *arg)
 {
@@ -198,18 +212,11 @@ static void *run_main(void *arg)
 	}
 	src = fake_source_new(w);
 	sink = fake_sink_new(w);
-	memset(&pc, 0, sizeof pc);
-	pc.stream = "s1";
-	pc.desc = &fake_desc;
+	pipe_config(&pc, r, &ck, sink);
 	pc.sink = r->two_step ? &fake_sink_two_step_ops : &fake_sink_ops;
-	pc.sinkctx = sink;
-	pc.ck = &ck;
 	pc.queue_bytes = r->queue_bytes;
 	pc.status_interval_ms = w->status_interval_ms;
-	pc.signals = &r->signals;
 	pc.ops = r->ops;
-	pc.err = r->err;
-	pc.errlen = sizeof r->err;
 	if (sl_pipe_start(&p, &pc) < 0)
 		goto out2;
 	fake_source_ops.start(src, &ck.durable, r->err, sizeof r->err);
@@ -626,15 +633,7 @@ static void test_markers_sort_between(void **state)
 	ck.durable = info.pos;
 	assert_non_null(sl_ckpt_table(&ck, "shop", "orders"));
 	sink = fake_sink_new(&w);
-	memset(&pc, 0, sizeof pc);
-	pc.stream = "s1";
-	pc.desc = &fake_desc;
-	pc.sink = &fake_sink_ops;
-	pc.sinkctx = sink;
-	pc.ck = &ck;
-	pc.signals = &r.signals;
-	pc.err = r.err;
-	pc.errlen = sizeof r.err;
+	pipe_config(&pc, &r, &ck, sink);
 	assert_int_equal(sl_pipe_start(&p, &pc), 0);
 	memset(vals, 0, sizeof vals);
 	vals[0].kind = SL_V_INT;
@@ -659,6 +658,7 @@ static void test_markers_sort_between(void **state)
 	assert_string_equal(durable_csn(&w, 1, 'T', m), "0000000100000FA1-0000000000");
 	assert_true(strcmp(m, row) > 0);
 	assert_string_equal(durable_csn(&w, 2, 'T', m), "0000000100000FA1-0000000000");
+	assert_string_not_equal(w.durable_lines[1], w.durable_lines[2]);   /* two records: two uuids */
 	assert_string_equal(durable_csn(&w, 3, 'T', m), "0000000100000F9F-0000000000");
 	assert_int_equal(w.discards, 1);
 	assert_string_equal(w.discard_first, m);
