@@ -164,6 +164,8 @@ class PgMergeTest(PgTestCase):
         self.assertEqual(sorted((r["payload"]["id"], r["payload"]["t"]) for r in base
                                 if r["source_metadata"]["change_type"] != "TRUNCATE"),
                          [(i, "new") for i in range(15, 25)])
+        v = s.run("verify", "--stream", "mre")
+        self.assertEqual(v.rc, 0, v.describe())
 
     def test_unchanged_toast_values(self):
         pg = self.pg

@@ -341,21 +341,28 @@ class RebackfillCases:
         self.assertEqual(len(rows), 1)
         self.assertRegex(rows[0][1].decode(), r"^sluice:req:\d+\.\d+:\d+:low$")
 
+    def backfill_again_offline(self, name, rows, **kw):
+        """Table app.<name> of rows rows backfilled by stream <name>, then
+        `sluice backfill --table` with no agent running and nothing written
+        since, and the next run.  Returns the table's records after the
+        first run and after the second, and the second run's Result."""
+        self.make_table(name, rows)
+        s = self.agent(name, f"app.{name}", **kw)
+        self.catch_up(s)
+        old = records_for(self.read(s), "app", name)
+        self.assertEqual(len(old), rows)
+        r = s.run("backfill", "--stream", name, "--table", f"app.{name}", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        r = self.catch_up(s)
+        return old, records_for(self.read(s), "app", name), r
+
     def test_request_right_after_the_initial_backfill(self):
         """`sluice backfill --table` with no agent running, nothing written
         since the initial backfill: the stream's position is still the
         snapshot's, the CSN of the rows the marker ends.  The marker sorts
         strictly between the old rows and the chunks."""
-        self.make_table("off_a", 1200)
-        s = self.agent("off", "app.off_a")
-        self.catch_up(s)
-        old = records_for(self.read(s), "app", "off_a")
-        self.assertEqual(len(old), 1200)
-        r = s.run("backfill", "--stream", "off", "--table", "app.off_a", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        r = self.catch_up(s)
+        old, recs, r = self.backfill_again_offline("off_a", 1200)
         self.assertIn("backfilled app.off_a while streaming: 1200 rows in 3 chunks", r.stderr)
-        recs = records_for(self.read(s), "app", "off_a")
         self.assertEqual(len(markers(recs)), 1)
         seen = {r["uuid"] for r in old}
         new = [r for r in backfill_rows(recs) if r["uuid"] not in seen]
@@ -515,16 +522,8 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         above the marker: they are removed first (as an interrupted
         backfill's are), and the table's records are the marker and the
         new rows, each once."""
-        self.make_table("nowm2", 300)
-        s = self.agent("nowm2", "app.nowm2", source={"watermark_table": "sluice.missing"})
-        self.catch_up(s)
-        old = records_for(self.read(s), "app", "nowm2")
-        self.assertEqual(len(old), 300)
-        r = s.run("backfill", "--stream", "nowm2", "--table", "app.nowm2", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        r = self.catch_up(s)
+        _, recs, r = self.backfill_again_offline("nowm2", 300, source={"watermark_table": "sluice.missing"})
         self.assertIn("backfilled app.nowm2: 300 rows read in", r.stderr)
-        recs = records_for(self.read(s), "app", "nowm2")
         self.assertEqual(len(markers(recs)), 1)
         rows = backfill_rows(recs)
         self.assertEqual(sorted(r["payload"]["id"] for r in rows), list(range(1, 301)), "each row once")
