@@ -381,6 +381,52 @@ static int write_change(struct sl_pipe *p, struct sl_change *c)
 	return rc < 0 ? sink_status(rc) : SL_OK;
 }
 
+/* Writes a TRUNCATE marker of t at CSN (csn_pos, 0) (see doc/output.md,
+ * "Where a marker sorts").  kind (NULL for a re-backfill's) goes into the
+ * uuid, so that a dropped table's marker and a later re-backfill's at the
+ * same CSN are two records. */
+static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *pos, uint64_t csn_pos,
+			int64_t source_ts_us, const char *kind)
+{
+	struct sl_change c;
+
+	memset(&c, 0, sizeof c);
+	c.table = t;
+	c.op = SL_OP_TRUNCATE;
+	c.read_method = p->pc.desc->read_method_backfill;
+	c.pos = pos;
+	sl_change_set_csn(&c, csn_pos, 0);
+	c.source_ts_us = source_ts_us;
+	c.read_ts_us = sl_now_us();
+	sl_change_set_uuid(&c, p->pc.stream, kind, kind ? strlen(kind) : 0);
+	return write_change(p, &c);
+}
+
+/* Removes from the sink what a snapshot backfill of t at old wrote: its
+ * marker at (old - 1, 0) and its rows at (old, 0). */
+static int discard_snapshot_run(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *old)
+{
+	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
+	uint64_t csn = p->pc.desc->pos_csn(old);
+	int rc;
+
+	sl_csn_format(first, csn - 1, 0);
+	sl_csn_format(last, csn, 0);
+	if ((rc = complete_flight(p)) < 0)
+		return rc;
+	rc = p->pc.sink->discard_backfill(p->pc.sinkctx, t, first, last, p->w_err, sizeof p->w_err);
+	return rc < 0 ? sink_status(rc) : SL_OK;
+}
+
+/* True when a snapshot at now leaves no CSN between the rows of one at old
+ * and its own marker at (now - 1, 0): the source wrote nothing between. */
+static bool same_position(struct sl_pipe *p, const struct sl_position *old, const struct sl_position *now)
+{
+	uint64_t a = p->pc.desc->pos_csn(old), b = p->pc.desc->pos_csn(now);
+
+	return a != 0 && a <= b && b - a <= 1;
+}
+
 static int handle(struct sl_pipe *p, struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
@@ -486,19 +532,19 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			}
 			return SL_OK;
 		}
-		if (e->state == SL_BF_RUNNING) {
-			/* An interrupted run: remove its output before redoing the table. */
-			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
-			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
-			sl_csn_format(first, old - 1, 0);
-			sl_csn_format(last, old, 0);
-			sl_info("stream \"%s\": redoing the interrupted backfill of %s (snapshot CSN %s)",
-				p->pc.stream, e->name, last);
-			if ((rc = complete_flight(p)) < 0)
+		if (e->state == SL_BF_RUNNING || (marker && same_position(p, &e->snapshot, pos))) {
+			/* An interrupted run: remove its output before redoing the
+			 * table.  Or the source wrote nothing since the table's last
+			 * snapshot: its rows, at this snapshot's CSN, would sort
+			 * above the marker at (P - 1, 0); they are written again. */
+			char last[SL_CSN_LEN + 1];
+			sl_csn_format(last, p->pc.desc->pos_csn(&e->snapshot), 0);
+			sl_info("stream \"%s\": %s of %s (snapshot CSN %s)", p->pc.stream,
+				e->state == SL_BF_RUNNING ? "redoing the interrupted backfill"
+							  : "nothing was written since the last backfill: replacing the rows",
+				e->name, last);
+			if ((rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
 				return rc;
-			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							       sizeof p->w_err)) < 0)
-				return sink_status(rc);
 		}
 		e->state = SL_BF_RUNNING;
 		e->method = SL_BF_SNAPSHOT;
@@ -528,16 +574,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		 * its rows, so a reader that applies records in CSN order replaces
 		 * the table's state with the snapshot (rows deleted while no change
 		 * was followed, after a lost slot, go too). */
-		memset(&c, 0, sizeof c);
-		c.table = ev->table;
-		c.op = SL_OP_TRUNCATE;
-		c.read_method = p->pc.desc->read_method_backfill;
-		c.pos = &p->w_bf_pos;
-		sl_change_set_csn(&c, p->w_bf_csn - 1, 0);
-		c.source_ts_us = p->w_bf_ts;
-		c.read_ts_us = sl_now_us();
-		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-		return write_change(p, &c);
+		return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts, NULL);
 	}
 	case Q_BF_ROW:
 		memset(&c, 0, sizeof c);
@@ -612,19 +649,11 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 		bool marker = ev->flag & 1, resume = ev->flag & 2;
-		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key) {
-			/* A snapshot backfill interrupted before any of it was
-			 * durable: remove what it wrote, as a redo would. */
-			char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
-			uint64_t old = p->pc.desc->pos_csn(&e->snapshot);
-			sl_csn_format(first, old - 1, 0);
-			sl_csn_format(last, old, 0);
-			if ((rc = complete_flight(p)) < 0)
-				return rc;
-			if ((rc = p->pc.sink->discard_backfill(p->pc.sinkctx, ev->table, first, last, p->w_err,
-							       sizeof p->w_err)) < 0)
-				return sink_status(rc);
-		}
+		/* A snapshot backfill interrupted before any of it was durable:
+		 * remove what it wrote, as a redo would. */
+		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
+		    (rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
+			return rc;
 		e->state = SL_BF_RUNNING;
 		e->method = SL_BF_WATERMARK;
 		if ((m = ops_table(p, ev->table)) != NULL) {
@@ -641,22 +670,12 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			e->rows = e->chunks = 0;
 			sl_ckpt_set_resume(e, NULL);
 		}
-		if (marker) {
-			/* The re-backfill marker, at the stream's position: after
-			 * every change already written, before every change and
-			 * chunk to come. */
-			memset(&c, 0, sizeof c);
-			c.table = ev->table;
-			c.op = SL_OP_TRUNCATE;
-			c.read_method = p->pc.desc->read_method_backfill;
-			c.pos = pos;
-			sl_change_set_csn(&c, p->pc.desc->pos_csn(pos), 0);
-			c.source_ts_us = ev->ts_us;
-			c.read_ts_us = sl_now_us();
-			sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-			if ((rc = write_change(p, &c)) < 0)
-				return rc;
-		}
+		/* The re-backfill marker, just after the stream's position P:
+		 * CSN (P + 1, 0) sorts after every record written so far (changes
+		 * before P, backfill rows at P or before) and before every chunk
+		 * (read at later positions). */
+		if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us, NULL)) < 0)
+			return rc;
 		/* Durable before the job counts as started: a request is
 		 * forgotten only then, and a resumed job never lacks its marker. */
 		if ((rc = do_flush(p)) < 0)
@@ -666,15 +685,10 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 	case Q_DROP: {
 		struct sl_ckpt_table *e = &ck->tables[ev->n];
 		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
-		memset(&c, 0, sizeof c);
-		c.table = ev->table;
-		c.op = SL_OP_TRUNCATE;
-		c.read_method = p->pc.desc->read_method_backfill;
-		c.pos = pos;
-		sl_change_set_csn(&c, p->pc.desc->pos_csn(pos), 0);
-		c.source_ts_us = c.read_ts_us = sl_now_us();
-		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-		if ((rc = write_change(p, &c)) < 0 || (rc = do_flush(p)) < 0)
+		/* Just after the source's position: (P + 1, 0), above every
+		 * record the table had, its snapshot's rows at P included. */
+		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us(), "dropped")) < 0 ||
+		    (rc = do_flush(p)) < 0)
 			return rc;
 		e->state = SL_BF_DROPPED;
 		return save_ckpt(p);

@@ -129,7 +129,8 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
 /* A backfill in chunks while streaming (the watermark method) of checkpoint
  * table entry idx starts at the stream's position pos (source time ts_us):
  * the writer marks it running (keeping its resume key with resume),
- * writes a re-backfill marker at CSN (pos_csn(pos), 0) with marker, then
+ * writes a re-backfill marker at CSN (pos_csn(pos) + 1, 0) with marker (after
+ * every record at pos, backfill rows at pos included), then
  * flushes and saves the checkpoint.  An interrupted snapshot backfill of the
  * table with nothing durable is discarded from the sink first. */
 int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
@@ -142,8 +143,9 @@ bool sl_pipe_in_tx(const struct sl_pipe *p);
 
 /* Checkpoint table entry idx names a table the source no longer has (dropped,
  * or renamed): the writer writes a TRUNCATE marker for t (a version of it
- * without columns) at CSN (pos_csn(pos), 0), after every change the table
- * had, marks the entry dropped and saves the checkpoint. */
+ * without columns) at CSN (pos_csn(pos) + 1, 0), after every record the
+ * table had (its backfill rows at pos included), marks the entry dropped
+ * and saves the checkpoint. */
 int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos);
 
 /* Pushes a barrier and waits until the writer has flushed, checkpointed and

@@ -265,8 +265,8 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 			"(%" PRIu64 " rows, %" PRIu64 " chunks durable)", rb->c.stream, entry_name(rb, idx), rows, chunks);
 		return SL_OK;
 	}
-	/* The marker, at the reader's position: after every change pushed so
-	 * far, before every change and chunk to come. */
+	/* The marker, just after the reader's position: after every record
+	 * pushed so far, before every chunk to come. */
 	if (!sl_pipe_reader_position(rb->c.pipe, &pos)) {
 		snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": no position to start the backfill of %s at",
 			 rb->c.stream, entry_name(rb, idx));

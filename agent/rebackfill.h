@@ -13,10 +13,10 @@
  * checkpoints as the resume key once those rows are durable.  A job that
  * reads no row is done.  A restart resumes a job after its resume key.
  *
- * A job starts with a re-backfill marker (a TRUNCATE at the stream's
- * position) unless it resumes: the writer writes it, flushes and saves the
- * checkpoint with the table running (method "watermark") before any chunk
- * is read.
+ * A job starts with a re-backfill marker (a TRUNCATE just after the
+ * stream's position: CSN (position + 1, 0)) unless it resumes: the writer
+ * writes it, flushes and saves the checkpoint with the table running
+ * (method "watermark") before any chunk is read.
  *
  * Requests: `sluice backfill --table` while an agent runs the stream
  * writes "<state_dir>/<stream>.backfill-request.<time>.<pid>" (the table's

@@ -229,8 +229,8 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 }
 
 /* Writes the TRUNCATE marker of every dropped table (see register_tables):
- * a version of it without columns, at the source's current position, which
- * comes after every change it had. */
+ * a version of it without columns, just after the source's current position
+ * (sl_pipe_drop_marker), which comes after every record it had. */
 static int mark_drops(struct stream *s, const int *drops, int ndrops)
 {
 	struct sl_position now;

@@ -1443,7 +1443,12 @@ def rebuild(records, key_columns, table=None):
         raise AssertionError(f"rebuild() over several tables {sorted(tables)}: pass table=")
     state = {}
     moved = None   # (CSN position, sequence, row) of the last UPDATE-DELETE
-    for r in dedup(records):
+    ordered = dedup(records)
+    tied = marker_ties(ordered)
+    if tied:
+        raise AssertionError("a TRUNCATE shares its CSN with another record of the table, so CSN order "
+                             f"cannot tell what it ends: {tied[:5]}")
+    for r in ordered:
         sm = r["source_metadata"]
         ct = sm["change_type"]
         p = r["payload"]
@@ -1473,6 +1478,27 @@ def rebuild(records, key_columns, table=None):
         else:
             raise AssertionError(f"unknown change_type {ct}")
     return state
+
+
+def marker_ties(records):
+    """The CSNs that a TRUNCATE shares with a record of its table other
+    than a TRUNCATE (records: one table's, repeats dropped).  A marker
+    sorts strictly after every record of the state it ends and strictly
+    before every record after it (doc/output.md), so this is empty."""
+    rows = {csn(r) for r in records if change_type(r) != "TRUNCATE"}
+    return sorted({csn(r) for r in records if change_type(r) == "TRUNCATE" and csn(r) in rows})
+
+
+def assert_marker_between(testcase, old, marker, new):
+    """The marker's CSN is strictly above every record of old (the state it
+    ends) and strictly below every record of new (the records that rebuild
+    the table after it)."""
+    m = csn(marker)
+    testcase.assertEqual(change_type(marker), "TRUNCATE")
+    above = [csn(r) for r in old if csn(r) >= m]
+    below = [csn(r) for r in new if csn(r) <= m]
+    testcase.assertEqual(above, [], f"records of the ended state at or above the marker {m}")
+    testcase.assertEqual(below, [], f"records after the marker at or below it {m}")
 
 
 def counter_gaps(records, key_columns, counter="counter", table=None):

@@ -143,6 +143,32 @@ class PgMergeTest(PgTestCase):
         _, errors = check_tree(s.out)
         self.assertEqual(errors, [], errors[:10])
 
+    def test_created_again_between_runs(self):
+        """A table dropped and created again right after the initial
+        backfill (the stream's position still the snapshot's, the old rows'
+        CSN): the reader's rule gives the new table, before and after a
+        compaction, and the base keeps no old row."""
+        pg = self.pg
+        pg.execute("CREATE TABLE mre (id int PRIMARY KEY, v int, t text)")
+        pg.execute("INSERT INTO mre SELECT g, 0, 'old' FROM generate_series(1, 20) g")
+        s = self.merge_sluice(stream="mre", tables="public.mre")
+        s.catch_up(self)
+        self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
+        pg.execute("DROP TABLE mre")
+        pg.execute("CREATE TABLE mre (id int PRIMARY KEY, v int, t text)")
+        pg.execute("INSERT INTO mre SELECT g, 1, 'new' FROM generate_series(15, 24) g")
+        s.catch_up(self)
+        self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
+        r = s.run("compact", "--stream", "mre")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
+        base = [r for p in current_files(s.out, "mre", "public_mre") for r in read_file(p)]
+        self.assertEqual(sorted((r["payload"]["id"], r["payload"]["t"]) for r in base
+                                if r["source_metadata"]["change_type"] != "TRUNCATE"),
+                         [(i, "new") for i in range(15, 25)])
+        v = s.run("verify", "--stream", "mre")
+        self.assertEqual(v.rc, 0, v.describe())
+
     def test_unchanged_toast_values(self):
         pg = self.pg
         rnd = random.Random(5)

@@ -358,6 +358,32 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertChMatches(s, "public", "dr", ["id"])
         self.assertEqual(ch_count(self.ch, "dr", "public_dr_current"), 50)
 
+    def test_created_again_between_runs(self):
+        """Merge mode: a table dropped and created again right after the
+        initial backfill, the stream's position still the snapshot's (the
+        old rows' CSN).  The marker's version is above every old row's and
+        below every new row's, so it tombstones the old rows and keeps the
+        new ones."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rcb (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rcb SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="identb", tables="public.rcb", database="identb", write_mode="merge")
+        self.catch_up(s)
+        old = max(r["_version"] for r in self.ch.rows("identb", "public_rcb", final=True))
+        pg.execute("DROP TABLE rcb")
+        pg.execute("CREATE TABLE rcb (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rcb SELECT g, 'new' FROM generate_series(15, 24) g")
+        self.catch_up(s)
+        self.assertChMatches(s, "public", "rcb", ["id"])
+        rows = self.ch.rows("identb", "public_rcb", final=True)
+        marks = {r["_version"] for r in rows if r["_change_type"] == b"TRUNCATE"}
+        self.assertEqual(len(marks), 1, rows)
+        mark = marks.pop()
+        self.assertGreater(mark, old)
+        live = [r for r in rows if not r["_is_deleted"]]
+        self.assertEqual(sorted(r["id"] for r in live), list(range(15, 25)))
+        self.assertTrue(all(r["_version"] > mark for r in live), live)
+
     def test_interrupted_backfill_append(self):
         """kill -9 in the middle of a backfill whose rows already reached
         ClickHouse (small batches are sent as they fill): the redo deletes the

@@ -12,7 +12,7 @@ import time
 import unittest
 
 import harness  # noqa: E402
-from harness import csn, csn_position, csn_seq, records_for, wait_until
+from harness import assert_marker_between, csn, csn_position, csn_seq, records_for, wait_until
 from harness_mysql import MyTestCase, binlog_pos_value
 
 
@@ -210,7 +210,13 @@ class ChangesTest(MyTestCase):
         my.execute("CREATE TABLE dd.t (id int PRIMARY KEY, v varchar(10))")
         my.execute("INSERT INTO dd.t VALUES (2, 'new'), (5, 'new')")
         self.catch_up(s)
-        self.assertTableMatches(self.read(s), "dd", "t", ["id"])
+        recs = records_for(self.read(s), "dd", "t")
+        self.assertTableMatches(recs, "dd", "t", ["id"])
+        # one marker, strictly between the old table's records and the new one's
+        marks = [r for r in recs if ct(r) == "TRUNCATE"]
+        self.assertEqual(len(marks), 1, recs)
+        assert_marker_between(self, [r for r in recs if r["payload"].get("v") == "old"], marks[0],
+                              [r for r in recs if r["payload"].get("v") == "new"])
         my.execute("UPDATE dd.t SET v = 'newer' WHERE id = 5")
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "dd", "t", ["id"])

@@ -41,7 +41,7 @@ import threading
 import time
 import unittest
 
-from harness import csn, records_for, sluice_test_bin, wait_until
+from harness import assert_marker_between, csn, records_for, sluice_test_bin, wait_until
 from harness_mysql import MyTestCase, SLUICE_USER
 
 WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
@@ -341,6 +341,35 @@ class RebackfillCases:
         self.assertEqual(len(rows), 1)
         self.assertRegex(rows[0][1].decode(), r"^sluice:req:\d+\.\d+:\d+:low$")
 
+    def backfill_again_offline(self, name, rows, **kw):
+        """Table app.<name> of rows rows backfilled by stream <name>, then
+        `sluice backfill --table` with no agent running and nothing written
+        since, and the next run.  Returns the table's records after the
+        first run and after the second, and the second run's Result."""
+        self.make_table(name, rows)
+        s = self.agent(name, f"app.{name}", **kw)
+        self.catch_up(s)
+        old = records_for(self.read(s), "app", name)
+        self.assertEqual(len(old), rows)
+        r = s.run("backfill", "--stream", name, "--table", f"app.{name}", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        r = self.catch_up(s)
+        return old, records_for(self.read(s), "app", name), r
+
+    def test_request_right_after_the_initial_backfill(self):
+        """`sluice backfill --table` with no agent running, nothing written
+        since the initial backfill: the stream's position is still the
+        snapshot's, the CSN of the rows the marker ends.  The marker sorts
+        strictly between the old rows and the chunks."""
+        old, recs, r = self.backfill_again_offline("off_a", 1200)
+        self.assertIn("backfilled app.off_a while streaming: 1200 rows in 3 chunks", r.stderr)
+        self.assertEqual(len(markers(recs)), 1)
+        seen = {r["uuid"] for r in old}
+        new = [r for r in backfill_rows(recs) if r["uuid"] not in seen]
+        self.assertEqual(sorted(r["payload"]["id"] for r in new), list(range(1, 1201)))
+        assert_marker_between(self, old, markers(recs)[0], new)
+        self.assertTableMatches(recs, "app", "off_a", ["id"])
+
 
 class RebackfillTest(RebackfillCases, MyTestCase):
     """binlog_row_metadata = FULL (the harness's default)."""
@@ -484,6 +513,24 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(len(markers(recs)), 2)
         self.assertEqual(len(backfill_rows(recs)), 3600)
         self.assertTableMatches(recs, "app", "nowm", ["id"])
+
+    def test_snapshot_request_right_after_the_initial_backfill(self):
+        """Without the watermark table a requested backfill is read from a
+        snapshot, its marker at (P - 1, 0) before its rows at (P, 0).  With
+        nothing written since the initial backfill, the new snapshot's
+        position is the old one's, the CSN of the old rows, which would sort
+        above the marker: they are removed first (as an interrupted
+        backfill's are), and the table's records are the marker and the
+        new rows, each once."""
+        _, recs, r = self.backfill_again_offline("nowm2", 300, source={"watermark_table": "sluice.missing"})
+        self.assertIn("backfilled app.nowm2: 300 rows read in", r.stderr)
+        self.assertEqual(len(markers(recs)), 1)
+        rows = backfill_rows(recs)
+        self.assertEqual(sorted(r["payload"]["id"] for r in rows), list(range(1, 301)), "each row once")
+        self.assertEqual(len(recs), 301)
+        assert_marker_between(self, [], markers(recs)[0], rows)
+        self.assertTableMatches(recs, "app", "nowm2", ["id"])
+        self.assertIn("nothing was written since the last backfill: replacing the rows of app.nowm2", r.stderr)
 
     def test_check_without_the_grant(self):
         my = self.my

@@ -15,7 +15,7 @@ import avro.datafile
 import avro.io
 import avro.schema
 
-from harness import PgTestCase, csn, qident, records_for, wait_until
+from harness import PgTestCase, assert_marker_between, change_type, csn, qident, records_for, wait_until
 
 INT64_MAX = 2**63 - 1
 
@@ -157,6 +157,7 @@ class PartitionTest(PgTestCase):
         # come and go without changes, so the root is backfilled again
         pg.execute("CREATE TABLE ev_asia (LIKE ev INCLUDING DEFAULTS, PRIMARY KEY (id, region))")
         pg.execute("INSERT INTO ev_asia SELECT g, 'asia', 7 FROM generate_series(1, 30) g")
+        before = {r["uuid"] for r in self.read(s)}
         p = s.start("run")
         from harness import wait_until
         wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
@@ -180,6 +181,15 @@ class PartitionTest(PgTestCase):
         if asia:
             self.assertEqual(rebuild(asia, ["id", "region"], table=("public", "ev_asia")), {})
         self.assertEqual({r["object"] for r in recs} - {"public_ev", "public_ev_us_hi", "public_ev_asia"}, set())
+        # the root's re-backfill marker sorts after every record of the root
+        # before it and before the rows that rebuild it
+        ev = records_for(recs, "public", "ev")
+        marks = [r for r in ev if change_type(r) == "TRUNCATE" and r["uuid"] not in before]
+        self.assertEqual(len(marks), 1)
+        rows = [r for r in ev if r["read_method"] == "postgresql-backfill" and r["uuid"] not in before
+                and r is not marks[0]]
+        self.assertEqual(len(rows), len(self.pg.sql("SELECT 1 FROM ev")))
+        assert_marker_between(self, [r for r in ev if r["uuid"] in before], marks[0], rows)
 
     def test_partitions_as_tables(self):
         """Leaves selected without their root are tables of their own."""
@@ -247,6 +257,7 @@ class TableIdentityTest(PgTestCase):
             pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 20) g")
         s = self.sluice(stream="ident", tables="public.rc, public.gone, public.moved*")
         self.catch_up(s)
+        before = self.read(s)
         p = s.start("run")
         from harness import wait_until
         wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
@@ -263,13 +274,55 @@ class TableIdentityTest(PgTestCase):
         self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
         self.catch_up(s)
         recs = self.read(s)
-        self.assertTableMatches(recs, "public", "rc", ["id"])
-        self.assertTableMatches(recs, "public", "moved2", ["id"])
         from harness import rebuild
+        self.assertEqual(rebuild(recs, ["id"], table=("public", "rc")),
+                         {**{(i,): {"id": i, "v": "new"} for i in range(100, 105)}, (105,): {"id": 105, "v": "later"}})
+        self.assertTableMatches(recs, "public", "moved2", ["id"])
         self.assertEqual(rebuild(records_for(recs, "public", "gone"), ["id"], table=("public", "gone")), {})
         self.assertEqual(rebuild(records_for(recs, "public", "moved"), ["id"], table=("public", "moved")), {})
         gone = records_for(recs, "public", "gone")
         self.assertEqual(changes(sorted(gone, key=csn))[-1], "TRUNCATE")
+        # each marker sorts strictly after the state it ends (the backfill
+        # of the first run, at the stream's position then) and strictly
+        # before the records that rebuild the table
+        seen = {r["uuid"] for r in before}
+        for t in ("rc", "gone", "moved"):
+            old = records_for(before, "public", t)
+            self.assertEqual(len(old), 20)
+            new = [r for r in records_for(recs, "public", t) if r["uuid"] not in seen]
+            marks = [r for r in new if change_type(r) == "TRUNCATE"]
+            self.assertEqual(len(marks), 1, t)
+            assert_marker_between(self, old, marks[0], [r for r in new if r is not marks[0]])
+
+
+    def test_created_again_between_runs(self):
+        """The stream stops right after its initial backfill, so its
+        position is still the snapshot's, the CSN of the table's rows; the
+        table is dropped and created again before the next run.  The marker
+        of its new backfill sorts strictly after every old record and
+        strictly before every new one, and the output rebuilds the new
+        table exactly (it once kept the 20 old rows: the marker had the old
+        rows' CSN)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rcb (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rcb SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="identb", tables="public.rcb")
+        self.catch_up(s)
+        old = records_for(self.read(s), "public", "rcb")
+        self.assertEqual(sorted(r["payload"]["id"] for r in old), list(range(1, 21)))
+        pg.execute("DROP TABLE rcb")
+        pg.execute("CREATE TABLE rcb (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO rcb SELECT g, 'new' FROM generate_series(100, 104) g")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "rcb")
+        olds = {r["uuid"] for r in old}
+        new = [r for r in recs if r["uuid"] not in olds]
+        marks = [r for r in new if change_type(r) == "TRUNCATE"]
+        self.assertEqual(len(marks), 1, "one marker")
+        after = [r for r in new if r is not marks[0]]
+        assert_marker_between(self, old, marks[0], after)
+        from harness import rebuild
+        self.assertEqual(rebuild(recs, ["id"]), {(i,): {"id": i, "v": "new"} for i in range(100, 105)})
 
 
 class PublicationScopeTest(PgTestCase):

@@ -30,7 +30,7 @@ import threading
 import time
 import unittest
 
-from harness import PgTestCase, csn, records_for, sluice_test_bin, wait_until
+from harness import PgTestCase, assert_marker_between, csn, records_for, sluice_test_bin, wait_until
 
 
 def backfill_rows(recs):
@@ -341,6 +341,9 @@ class RebackfillTest(PgTestCase):
         self.make_table("off_a", 1200)
         s = self.agent("off", "public.off_a")
         self.catch_up(s)
+        # nothing is written between: the stream's position is still the
+        # snapshot's, the CSN of the rows the marker ends
+        old = records_for(self.read(s), "public", "off_a")
         r = s.run("backfill", "--stream", "off", "--table", "public.off_a", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
         self.assertIn("stream off: public.off_a marked for backfill on the next run", r.stdout)
@@ -349,6 +352,9 @@ class RebackfillTest(PgTestCase):
         recs = records_for(self.read(s), "public", "off_a")
         self.assertEqual(len(markers(recs)), 1)
         self.assertEqual(len(backfill_rows(recs)), 2400)
+        seen = {r["uuid"] for r in old}
+        assert_marker_between(self, old, markers(recs)[0],
+                              [r for r in backfill_rows(recs) if r["uuid"] not in seen])
         self.assertTableMatches(recs, "public", "off_a", ["id"])
 
     def test_keyless_table_in_page_ranges(self):

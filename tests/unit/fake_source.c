@@ -471,7 +471,12 @@ static int fk_flush_wait(void *ctx, struct sl_position *durable, char *err, size
 static int fk_discard(void *ctx, const struct sl_table *t, const char *first, const char *last,
 		      char *err, size_t errlen)
 {
-	(void)ctx; (void)t; (void)first; (void)last; (void)err; (void)errlen;
+	struct fake_world *w = ((struct fake_sink *)ctx)->w;
+
+	(void)t; (void)err; (void)errlen;
+	snprintf(w->discard_first, sizeof w->discard_first, "%s", first);
+	snprintf(w->discard_last, sizeof w->discard_last, "%s", last);
+	w->discards++;
 	return 0;
 }
 

@@ -77,6 +77,9 @@ struct fake_world {
 	struct sl_position durable;   /* what the sink reported durable last */
 	uint64_t durable_records;     /* records made durable (counts) */
 	uint64_t pending_records;
+	/* the last discard_backfill's CSN range ("" when none) */
+	char discard_first[SL_CSN_LEN + 1], discard_last[SL_CSN_LEN + 1];
+	uint64_t discards;
 	/* records made durable, when not counts_only: "CSN uuid-hex id" lines */
 	char **durable_lines;
 	size_t ndurable_lines, adurable_lines;

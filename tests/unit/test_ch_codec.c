@@ -127,6 +127,23 @@ static void test_version_basics(void **state)
 	ch_vmap_free(&vs.map);
 }
 
+/* A marker written while streaming at P (a re-backfill, a dropped table)
+ * is at (P + 1, 0): after the backfill rows at P (a stream that read
+ * nothing since its snapshot) and every change at P, however long its
+ * transaction, and before the chunks at later positions. */
+static void test_version_streaming_marker(void **state)
+{
+	const uint64_t p = 0x15678A8;
+	const struct sl_position s = fake_pos(12, 8192), h = fake_pos(12, 8192 + 19);
+	const uint64_t ps = fake_desc.pos_csn(&s), ph = fake_desc.pos_csn(&h);
+
+	(void)state;
+	STREAM({ p, 0 }, { p + 1, 0 }, { p + 8, 0 });
+	STREAM({ p, 0 }, { p, UINT32_MAX }, { p + 1, 0 }, { p + 8, 0 });
+	STREAM({ ps, 0 }, { ps + 1, 0 }, { ph, 0 });
+	STREAM({ ps, 0 }, { ps, UINT32_MAX }, { ps + 1, 0 }, { ph, 0 });
+}
+
 /* Inside one transaction every sequence number has its own version, and
  * the transaction's last change comes before the next one's first, even
  * at the next position. */
@@ -1157,6 +1174,7 @@ int main(void)
 		cmocka_unit_test(test_version_lsn_wraparound),
 		cmocka_unit_test(test_version_binlog_rollover),
 		cmocka_unit_test(test_version_backfill_and_marker),
+		cmocka_unit_test(test_version_streaming_marker),
 		cmocka_unit_test(test_version_long_transaction),
 		cmocka_unit_test(test_version_old_rows),
 		cmocka_unit_test(test_version_matches_csn_order),

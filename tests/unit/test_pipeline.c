@@ -15,7 +15,8 @@
  *   - a 1,000,000-change transaction passes through a 1 MB queue;
  *   - a sink that takes 30 s per flush: memory stays under the queue cap and
  *     status updates keep going out;
- *   - the writer's metrics: changes per table and operation, flushes.
+ *   - the writer's metrics: changes per table and operation, flushes;
+ *   - every TRUNCATE marker sorts strictly after the rows it ends.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,6 +176,20 @@ static void run_cleanup(struct run *r)
 	rmdir(r->dir);
 }
 
+/* The pipe of stream "s1" of run r, into the fake sink (one step). */
+static void pipe_config(struct sl_pipe_config *pc, struct run *r, struct sl_checkpoint *ck, void *sink)
+{
+	memset(pc, 0, sizeof *pc);
+	pc->stream = "s1";
+	pc->desc = &fake_desc;
+	pc->sink = &fake_sink_ops;
+	pc->sinkctx = sink;
+	pc->ck = ck;
+	pc->signals = &r->signals;
+	pc->err = r->err;
+	pc->errlen = sizeof r->err;
+}
+
 /* One run of the stream: load the checkpoint, start the pipe, stream, stop. */
 static void *run_main(void *arg)
 {
@@ -197,18 +212,11 @@ static void *run_main(void *arg)
 	}
 	src = fake_source_new(w);
 	sink = fake_sink_new(w);
-	memset(&pc, 0, sizeof pc);
-	pc.stream = "s1";
-	pc.desc = &fake_desc;
+	pipe_config(&pc, r, &ck, sink);
 	pc.sink = r->two_step ? &fake_sink_two_step_ops : &fake_sink_ops;
-	pc.sinkctx = sink;
-	pc.ck = &ck;
 	pc.queue_bytes = r->queue_bytes;
 	pc.status_interval_ms = w->status_interval_ms;
-	pc.signals = &r->signals;
 	pc.ops = r->ops;
-	pc.err = r->err;
-	pc.errlen = sizeof r->err;
 	if (sl_pipe_start(&p, &pc) < 0)
 		goto out2;
 	fake_source_ops.start(src, &ck.durable, r->err, sizeof r->err);
@@ -683,6 +691,80 @@ static void test_heartbeat_at_durable_position(void **state)
 	sl_ops_free(ops);
 }
 
+/* The CSN of the durable record at i, which must be a TRUNCATE (T) or a
+ * row (I). */
+static const char *durable_csn(const struct fake_world *w, size_t i, char op, char out[SL_CSN_LEN + 1])
+{
+	assert_true(i < w->ndurable_lines);
+	assert_int_equal(w->durable_lines[i][SL_CSN_LEN + 1], op);
+	memcpy(out, w->durable_lines[i], SL_CSN_LEN);
+	out[SL_CSN_LEN] = '\0';
+	return out;
+}
+
+/* Every marker sorts strictly after the records of the state it ends, here
+ * the rows of a backfill at S with nothing after them (the stream still at
+ * S): a re-backfill while streaming and a dropped table at (S + 1, 0); a
+ * backfill from a snapshot at S again (marker at (S - 1, 0)) first removes
+ * the rows at S from the sink. */
+static void test_markers_sort_between(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_checkpoint ck;
+	struct sl_pipe_config pc;
+	struct sl_pipe *p = NULL;
+	struct sl_snapshot_info info;
+	struct sl_value vals[2];
+	char row[SL_CSN_LEN + 1], m[SL_CSN_LEN + 1];
+	bool abandoned;
+	void *sink;
+	(void)state;
+
+	fake_world_init(&w, 0, 1);
+	run_init(&r, &w);
+	assert_int_equal(sl_ckpt_load(&ck, &fake_desc, r.dir, "s1", r.err, sizeof r.err), 0);
+	info.pos = fake_pos(1, 4000);
+	info.ts_us = 1;
+	ck.has_position = true;
+	ck.durable = info.pos;
+	assert_non_null(sl_ckpt_table(&ck, "shop", "orders"));
+	sink = fake_sink_new(&w);
+	pipe_config(&pc, &r, &ck, sink);
+	assert_int_equal(sl_pipe_start(&p, &pc), 0);
+	memset(vals, 0, sizeof vals);
+	vals[0].kind = SL_V_INT;
+	vals[0].i = 1;
+	vals[1].kind = SL_V_STRING;
+	vals[1].p = "a";
+	vals[1].len = 1;
+	assert_int_equal(sl_pipe_backfill_start(p, 0, w.table, &info, false, false), 0);
+	assert_int_equal(sl_pipe_backfill_row(p, w.table, vals), 0);
+	assert_int_equal(sl_pipe_backfill_done(p, 0, w.table, 1, NULL), 0);
+	assert_int_equal(sl_pipe_job_start(p, 0, w.table, &info.pos, 1, true, false), 0);
+	assert_int_equal(sl_pipe_drop_marker(p, 0, w.table, &info.pos), 0);
+	assert_int_equal(sl_pipe_sync(p), 0);
+	assert_int_equal(w.discards, 0);
+	assert_int_equal(sl_pipe_backfill_start(p, 0, w.table, &info, true, false), 0);
+	assert_int_equal(sl_pipe_sync(p), 0);
+	assert_int_equal(sl_pipe_stop(p, true, &abandoned), 0);
+	fake_sink_ops.close(sink);
+
+	assert_int_equal(w.ndurable_lines, 4);
+	assert_string_equal(durable_csn(&w, 0, 'I', row), "0000000100000FA0-0000000000");
+	assert_string_equal(durable_csn(&w, 1, 'T', m), "0000000100000FA1-0000000000");
+	assert_true(strcmp(m, row) > 0);
+	assert_string_equal(durable_csn(&w, 2, 'T', m), "0000000100000FA1-0000000000");
+	assert_string_not_equal(w.durable_lines[1], w.durable_lines[2]);   /* two records: two uuids */
+	assert_string_equal(durable_csn(&w, 3, 'T', m), "0000000100000F9F-0000000000");
+	assert_int_equal(w.discards, 1);
+	assert_string_equal(w.discard_first, m);
+	assert_string_equal(w.discard_last, row);
+	sl_ckpt_free(&ck);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_million_change_transaction),
 		cmocka_unit_test(test_slow_sink_keeps_status_going),
 		cmocka_unit_test(test_heartbeat_at_durable_position),
+		cmocka_unit_test(test_markers_sort_between),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
