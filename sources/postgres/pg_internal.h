@@ -89,6 +89,11 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 			  char *err, size_t errlen);
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen);
+/* SL_EPREREQ, naming the table and the publication, when publication pub
+ * publishes one of the n tables with a column list or a row filter, which
+ * the backfill cannot obey (pg_pubcheck.c). */
+int sl_pg_publication_filters(PGconn *c, const char *pub, struct sl_table *const *tables, int n, char *err,
+			      size_t errlen);
 
 /* `sluice check`: whether the role can create the stream's publication
  * for tables, or add the ones it lacks (pg_privs.c).  Prints one line to

@@ -1,0 +1,138 @@
+"""
+tests/integration/test_pg_production2.py: PostgreSQL as production runs it,
+the second part: publications that users made (publish options, column
+lists, row filters, tables dropped from them), unlogged tables, a standby as
+the source, locks that a backfill holds, and file limits.
+"""
+
+import json
+import os
+import subprocess
+import threading
+import time
+import unittest
+
+from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, wait_until)
+
+
+def messages(stderr):
+    """The log's messages, one a line, with JSON lines unwrapped."""
+    out = []
+    for line in stderr.splitlines():
+        try:
+            out.append(json.loads(line)["msg"])
+        except (ValueError, KeyError, TypeError):
+            out.append(line)
+    return "\n".join(out)
+
+
+class UserPublicationTest(PgTestCase):
+
+    def test_publication_without_truncate_is_refused(self):
+        """A publication that does not publish TRUNCATE would lose them:
+        check and run refuse it with exit 3 and the ALTER PUBLICATION."""
+        pg = self.pg
+        pg.execute("CREATE TABLE tr1 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO tr1 SELECT g, 'x' FROM generate_series(1, 5) g")
+        pg.execute("CREATE PUBLICATION ptr1 FOR TABLE tr1 WITH (publish = 'insert,update,delete')")
+        s = self.sluice(stream="tr1", tables="public.tr1", extra={"stream": {"publication": "ptr1"}})
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd, timeout=90)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('publication "ptr1" does not publish truncates', messages(r.stderr))
+            self.assertIn("ALTER PUBLICATION \"ptr1\" SET (publish = 'insert, update, delete, truncate')",
+                          messages(r.stderr))
+        pg.execute("ALTER PUBLICATION ptr1 SET (publish = 'insert, update, delete, truncate')")
+        self.assertEqual(s.run("check", timeout=90).rc, 0)
+
+    def test_column_list_and_row_filter_are_refused(self):
+        """A column list or a row filter is obeyed by CDC but not by the
+        backfill: check and run refuse it, naming table and publication."""
+        pg = self.pg
+        pg.execute("CREATE TABLE cl7 (id int PRIMARY KEY, a text, b text)")
+        pg.execute("CREATE TABLE rf7 (id int PRIMARY KEY, a text)")
+        pg.execute("CREATE PUBLICATION pcl7 FOR TABLE cl7 (id, a)")
+        pg.execute("CREATE PUBLICATION prf7 FOR TABLE rf7 WHERE (id > 5)")
+        for pub, table, what in (("pcl7", "cl7", "column list"), ("prf7", "rf7", "row filter")):
+            s = self.sluice(stream=table, tables=f"public.{table}", extra={"stream": {"publication": pub}})
+            for cmd in (("check",), ("run", "--until-caught-up")):
+                r = s.run(*cmd, timeout=90)
+                self.assertEqual(r.rc, 3, r.describe())
+                self.assertIn(f'publication "{pub}" publishes table "public"."{table}" with a {what}',
+                              messages(r.stderr))
+            self.assertIsNone(pg.slot_info(s.slot))
+
+
+class UnloggedTableTest(PgTestCase):
+
+    def test_glob_skips_unlogged_table(self):
+        """A glob that matches an unlogged table skips it (logged once, by
+        name), and the logged tables stream."""
+        pg = self.pg
+        pg.execute("CREATE SCHEMA ug")
+        pg.execute("CREATE TABLE ug.lg (id int PRIMARY KEY, v text)")
+        pg.execute("CREATE UNLOGGED TABLE ug.u (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO ug.lg SELECT g, 'l' FROM generate_series(1, 20) g")
+        pg.execute("INSERT INTO ug.u SELECT g, 'u' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="ug", tables="ug.*")
+        r = s.run("check", timeout=90)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertNotIn("ug.u:", r.stdout)
+        r = self.catch_up(s)
+        self.assertEqual(messages(r.stderr).count('skipping table "ug"."u": it is unlogged'), 1, r.stderr)
+        pg.execute("INSERT INTO ug.lg SELECT g, 'l' FROM generate_series(21, 30) g")
+        pg.execute("INSERT INTO ug.u SELECT g, 'u' FROM generate_series(21, 30) g")
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "ug", "lg", ["id"])
+        self.assertEqual(records_for(recs, "ug", "u"), [])
+
+    def test_exact_name_of_unlogged_table_is_refused(self):
+        pg = self.pg
+        pg.execute("CREATE UNLOGGED TABLE ux (id int PRIMARY KEY)")
+        s = self.sluice(stream="ux", tables="public.ux")
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd, timeout=90)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn('table "public"."ux" is unlogged: its changes are not in the WAL', messages(r.stderr))
+
+
+class StandbyServer(PgServer):
+    """A hot standby of primary, made with pg_basebackup -R."""
+
+    def __init__(self, primary):
+        self.primary = primary
+        super().__init__()
+
+    def _setup(self):
+        self.run_cmd([os.path.join(PG_BIN, "pg_basebackup"), "-D", self.datadir, "-h", self.primary.tmpdir,
+                      "-p", str(self.primary.port), "-U", "postgres", "-R", "-X", "stream", "--no-sync"])
+
+
+class StandbySourceTest(unittest.TestCase):
+
+    def test_standby_is_refused(self):
+        """PostgreSQL 15 cannot decode on a standby: check and run exit 3
+        and say to point sluice at the primary."""
+        reason = pg_available()
+        if reason:
+            raise unittest.SkipTest(reason)
+        primary = PgServer()
+        self.addCleanup(primary.close)
+        primary.start()
+        primary.execute("CREATE TABLE sb (id int PRIMARY KEY)")
+        standby = StandbyServer(primary)
+        self.addCleanup(standby.close)
+        standby.start()
+        wait_until(lambda: standby.one("SELECT pg_is_in_recovery()"), 30, "the standby to be in recovery")
+        s = Sluice(standby, stream="sb", tables="public.sb")
+        self.addCleanup(s.close)
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd, timeout=90)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn("is a standby (recovery is in progress), and PostgreSQL 15 cannot decode changes on "
+                          "a standby: point sluice at the primary", messages(r.stderr))
+
+
+if __name__ == "__main__":
+    unittest.main()
