@@ -385,6 +385,15 @@ struct sl_source_ops {
 	int (*snapshot_read)(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
 			     uint64_t *rows, char *err, size_t errlen);
 	void (*snapshot_close)(void *ctx, void *snap);
+	/* Optional.  Protects the n tables that the backfill reads from snap
+	 * against changes the snapshot would not see (PostgreSQL: a table
+	 * rewrite, which is not MVCC-safe, would leave the table empty to an
+	 * older snapshot) until snapshot_close: an ACCESS SHARE lock on every
+	 * connection that reads the snapshot, as pg_dump takes.  Called once,
+	 * before the first read; SL_EFAIL naming the table when its lock
+	 * cannot be had in time. */
+	int (*snapshot_lock)(void *ctx, void *snap, const struct sl_table *const *tables, int n, char *err,
+			     size_t errlen);
 	/* Optional.  Reads the rows of t in the snapshot as snapshot_read does,
 	 * in chunks of about o->chunk_rows rows over the snapshot's connections
 	 * (st->backfill_connections), in key order chunk after chunk (rows

@@ -30,6 +30,15 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
 			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen);
 
+/* Takes ACCESS SHARE locks on the n tables in the transaction on c, as
+ * pg_dump does: a table rewrite (ALTER TABLE ... TYPE, VACUUM FULL, CLUSTER,
+ * TRUNCATE) is not MVCC-safe, and an older snapshot would see the rewritten
+ * table empty; with the lock held, the rewrite waits until the transaction
+ * ends.  Each lock waits at most SL_PG_BACKFILL_LOCK_TIMEOUT; SL_EFAIL with
+ * err naming the table whose lock is held by another session. */
+#define SL_PG_BACKFILL_LOCK_TIMEOUT "60s"
+int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, char *err, size_t errlen);
+
 /* Ends the snapshot transaction. */
 void sl_pg_backfill_end(PGconn *c);
 

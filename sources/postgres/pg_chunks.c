@@ -824,6 +824,10 @@ int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 	in_tx = true;
 	PQclear(res);
 	res = NULL;
+	/* The lock before the chunk's snapshot (LOCK TABLE takes none): a
+	 * rewrite that commits in between would leave the table empty to it. */
+	if ((rc = sl_pg_lock_tables(c, &t, 1, err, errlen)) < 0)
+		goto out;
 	if ((rc = snapshot_misses(c, chk, &missed, err, errlen)) < 0)
 		goto out;
 	if (missed) {

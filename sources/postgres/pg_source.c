@@ -504,6 +504,21 @@ static int pg_snapshot_read_chunked(void *ctx, void *snap, const struct sl_table
 	return sl_pg_read_chunked(sn->conns, sn->nconns, t, o, fn, payload, &s->bf_stats, rows, err, errlen);
 }
 
+static int pg_snapshot_lock(void *ctx, void *snap, const struct sl_table *const *tables, int n, char *err,
+			    size_t errlen)
+{
+	struct pg_snap *sn = snap;
+	int rc = SL_OK;
+
+	(void)ctx;
+	/* Every connection holds every lock: one that asked for a lock only
+	 * when it reads would queue behind a waiting ALTER TABLE, which waits
+	 * for another connection of the same backfill. */
+	for (int i = 0; i < sn->nconns && rc == SL_OK; i++)
+		rc = sl_pg_lock_tables(sn->conns[i], tables, n, err, errlen);
+	return rc;
+}
+
 static void pg_snapshot_close(void *ctx, void *snap)
 {
 	struct pg_snap *sn = snap;
@@ -1044,6 +1059,7 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.snapshot = pg_snapshot,
 	.snapshot_read = pg_snapshot_read,
 	.snapshot_close = pg_snapshot_close,
+	.snapshot_lock = pg_snapshot_lock,
 	.snapshot_read_chunked = pg_snapshot_read_chunked,
 	.emit_watermark = pg_emit_watermark,
 	.read_chunk = pg_read_chunk,

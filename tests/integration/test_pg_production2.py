@@ -12,7 +12,8 @@ import threading
 import time
 import unittest
 
-from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, wait_until)
+from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, sluice_test_bin,
+                     wait_until)
 
 
 def messages(stderr):
@@ -95,6 +96,74 @@ class UnloggedTableTest(PgTestCase):
             r = s.run(*cmd, timeout=90)
             self.assertEqual(r.rc, 3, r.describe())
             self.assertIn('table "public"."ux" is unlogged: its changes are not in the WAL', messages(r.stderr))
+
+
+def write_slow_config(s, block):
+    """s's config with its destination as tests/tools/sluice_test's
+    slow_avro_dir, whose flushes wait while the file block exists."""
+    secs = s.sections()
+    secs["destination.out"]["type"] = "slow_avro_dir"
+    secs["destination.out"]["flush_block_file"] = block
+    path = os.path.join(s.workdir, "slow.ini")
+    with open(path, "w") as f:
+        for sec, kv in secs.items():
+            f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
+    return path
+
+
+class BackfillLockTest(PgTestCase):
+
+    def test_rewrite_of_a_table_yet_to_read_waits(self):
+        """ALTER TABLE ... TYPE rewrites a table, which an older snapshot
+        then sees empty: run while a large table is being read, it must wait
+        for the backfill (which locks every table it will read at the
+        start), and the small table's rows must all be in the output."""
+        pg = self.pg
+        pg.execute("CREATE TABLE aa_big (id int PRIMARY KEY, pad text)")
+        pg.execute("INSERT INTO aa_big SELECT g, repeat('p', 100) FROM generate_series(1, 100000) g")
+        pg.execute("CREATE TABLE zz_small (id int PRIMARY KEY, v int)")
+        pg.execute("INSERT INTO zz_small SELECT g, g FROM generate_series(1, 1000) g")
+        pg.execute("ANALYZE")
+        s = self.sluice(stream="lk", tables="public.aa_big, public.zz_small", max_file_seconds=1,
+                        extra={"agent": {"queue_bytes": "1MB"}, "source": {"backfill_chunk_rows": 2000}})
+        block = os.path.join(s.workdir, "sink-down")
+        open(block, "w").close()
+        p = s.start("run", "--until-caught-up", config=write_slow_config(s, block), binary=sluice_test_bin())
+        wait_until(lambda: "backfilling public.aa_big" in p.stderr_text() or not p.alive(), 120,
+                   "the backfill of public.aa_big")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        self.assertNotIn("backfilling public.zz_small", p.stderr_text())
+        alter = {}
+
+        def run_alter():
+            c = pg.connect()
+            try:
+                with c.cursor() as cur:
+                    cur.execute("SET application_name = 'lk_alter'")
+                    cur.execute("ALTER TABLE zz_small ALTER COLUMN v TYPE bigint")
+                alter["done"] = time.monotonic()
+            except Exception as e:  # reported below
+                alter["error"] = e
+            finally:
+                c.close()
+        th = threading.Thread(target=run_alter)
+        th.start()
+        try:
+            # the ALTER waits for the backfill's lock
+            wait_until(lambda: pg.one("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                                      "'lk_alter' AND wait_event_type = 'Lock'") == 1 or "done" in alter
+                       or "error" in alter, 60, "the ALTER TABLE to wait or finish")
+            self.assertNotIn("done", alter, "the ALTER TABLE did not wait for the backfill")
+            self.assertTrue(p.alive())
+        finally:
+            os.unlink(block)
+            r = p.wait_result(180)
+            th.join(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("done", alter, alter)
+        recs = self.read(s)
+        self.assertEqual(len(records_for(recs, "public", "zz_small")), 1000)
+        self.assertEqual(len(records_for(recs, "public", "aa_big")), 100000)
 
 
 class StandbyServer(PgServer):
