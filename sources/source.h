@@ -187,6 +187,12 @@ struct sl_source_plan {
 					* for the stream (a slot made outside sluice): start there */
 	struct sl_position start;      /* with adopt */
 	int64_t status_interval_ms;    /* how often ack() must at least be called (0: no need) */
+	/* "schema.table" of tables whose changes the stream may have missed
+	 * (PostgreSQL: a table that left the publication sluice created, added
+	 * again): the agent backfills them again, behind a marker.  Owned by
+	 * the source context, valid until close. */
+	char *const *rebackfill;
+	int nrebackfill;
 };
 
 /* A snapshot for backfill, aligned to a position: every change committed

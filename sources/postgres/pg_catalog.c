@@ -563,6 +563,22 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 	return rc;
 }
 
+/* Comments a publication sluice created as its own (SL_PG_PUB_COMMENT):
+ * a table that leaves it is added again and backfilled again. */
+static void mark_own_publication(PGconn *c, const char *qpub, const char *pub)
+{
+	struct sl_buf sql;
+	PGresult *res;
+
+	sl_buf_init(&sql, 0);
+	sl_buf_printf(&sql, "COMMENT ON PUBLICATION %s IS '" SL_PG_PUB_COMMENT "'", qpub);
+	res = PQexec(c, sl_buf_failed(&sql) ? "" : sql.data);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		sl_warn("could not mark publication \"%s\" as sluice's own: %s", pub, PQresultErrorMessage(res));
+	PQclear(res);
+	sl_buf_free(&sql);
+}
+
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen)
 {
@@ -594,6 +610,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		res = PQexec(c, sql.data);
 		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 			sl_info("created publication \"%s\"", pub);
+			mark_own_publication(c, qpub, pub);
 			goto out;
 		}
 		/* Another stream sharing the publication created it meanwhile:

@@ -66,3 +66,101 @@ out:
 	sl_buf_free(&oids);
 	return rc;
 }
+
+/* Whether sluice created publication pub (its comment says so), or pub does
+ * not exist (sluice creates it). */
+static int sluice_owns(PGconn *c, const char *pub, bool *owns, char *err, size_t errlen)
+{
+	const char *params[1] = { pub };
+	PGresult *res = PQexecParams(c, "SELECT coalesce(obj_description(oid, 'pg_publication'), '') = '"
+				     SL_PG_PUB_COMMENT "' FROM pg_publication WHERE pubname = $1",
+				     1, NULL, params, NULL, NULL, 0);
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = sl_pg_err(err, errlen, "could not read the comment of the publication", c, res);
+	else
+		*owns = PQntuples(res) == 0 || !strcmp(PQgetvalue(res, 0, 0), "t");
+	PQclear(res);
+	return rc;
+}
+
+static bool known(const struct sl_source_stream *st, const struct sl_table *t, struct sl_buf *full)
+{
+	sl_buf_reset(full);
+	sl_buf_printf(full, "%s.%s", t->ns, t->name);
+	for (char *const *k = st->known_tables; k && *k && !sl_buf_failed(full); k++)
+		if (!strcmp(*k, full->data))
+			return true;
+	return false;
+}
+
+/* The message for table t, missing from the user's publication. */
+static int left_user_publication(PGconn *c, const struct sl_source_stream *st, const struct sl_table *t,
+				 char *err, size_t errlen)
+{
+	struct sl_buf add, bf;
+	int rc = SL_EPREREQ;
+
+	sl_buf_init(&add, 0);
+	sl_buf_init(&bf, 0);
+	sl_buf_printf(&add, "%s.%s", t->ns, t->name);   /* the --table argument, for now */
+	sl_source_backfill_command(&bf, st);
+	sl_buf_puts(&bf, " --table ");
+	sl_buf_put_shell_word(&bf, add.data ? add.data : "");
+	sl_buf_reset(&add);
+	sl_buf_puts(&add, "ALTER PUBLICATION ");
+	if (sl_pg_append_ident(&add, c, st->publication) < 0 || sl_buf_puts(&add, " ADD TABLE ") < 0 ||
+	    sl_buf_puts(&add, t->src_flags & SL_PG_PARTITIONED ? "" : "ONLY ") < 0 ||
+	    sl_pg_append_qualified(&add, c, t) < 0 || sl_buf_failed(&bf)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is no longer in publication \"%s\" (ALTER "
+		 "PUBLICATION ... DROP TABLE or SET TABLE), so the changes made to it since are missing from the "
+		 "stream: run %s, then %s to read it again (sluice does not add it back itself: that would hide "
+		 "the gap)", st->name, t->ns, t->name, st->publication, add.data, bf.data);
+out:
+	sl_buf_free(&add);
+	sl_buf_free(&bf);
+	return rc;
+}
+
+int sl_pg_publication_kept(PGconn *c, const struct sl_source_stream *st, struct sl_table *const *tables, int n,
+			   bool running, bool *readd, char *err, size_t errlen)
+{
+	bool *missing = calloc((size_t)(n > 0 ? n : 1), sizeof *missing), owns = false;
+	struct sl_buf full;
+	int rc;
+
+	sl_buf_init(&full, 0);
+	if (!missing) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	if ((rc = sl_pg_publication_missing(c, st->publication, tables, n, missing, err, errlen)) < 0 ||
+	    (rc = sluice_owns(c, st->publication, &owns, err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < n && rc == SL_OK; i++) {
+		const struct sl_table *t = tables[i];
+		if (readd)
+			readd[i] = false;
+		if (!missing[i] || (!running && !known(st, t, &full)))
+			continue;
+		if (!owns) {
+			rc = left_user_publication(c, st, t, err, errlen);
+		} else if (running) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" left publication \"%s\", which sluice "
+				 "created: it is added again and backfilled again", st->name, t->ns, t->name,
+				 st->publication);
+			rc = SL_ERESTART;
+		} else if (readd) {
+			readd[i] = true;
+		}
+	}
+out:
+	free(missing);
+	sl_buf_free(&full);
+	return rc;
+}

@@ -135,6 +135,8 @@ struct pg_src {
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
 	int nkeys;
+	char **readd;                   /* plan.rebackfill: tables added back to the publication */
+	int nreadd;
 };
 
 struct pg_snap {
@@ -229,6 +231,9 @@ static void pg_close(void *ctx)
 	for (int i = 0; i < s->nkeys; i++)
 		sl_pg_keys_free(s->keys[i]);
 	free(s->keys);
+	for (int i = 0; i < s->nreadd; i++)
+		free(s->readd[i]);
+	free(s->readd);
 	sl_buf_free(&s->wm);
 	free(s);
 }
@@ -375,6 +380,42 @@ static void set_status_interval(struct pg_src *s)
 		 s->status_interval_ms, s->silence_ms);
 }
 
+/* The tables the stream followed that left the publication sluice created:
+ * sl_pg_ensure_publication adds them again, and plan->rebackfill has the
+ * agent backfill them again; SL_EPREREQ for the user's publication. */
+static int readd_plan(struct pg_src *s, struct sl_source_plan *plan, char *err, size_t errlen)
+{
+	bool *readd = calloc((size_t)(s->ntables > 0 ? s->ntables : 1), sizeof *readd);
+	int rc;
+
+	if (!readd || !(s->readd = calloc((size_t)s->ntables + 1, sizeof *s->readd))) {
+		free(readd);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_pg_publication_kept(s->meta, s->st, s->tables, s->ntables, false, readd, err, errlen);
+	for (int i = 0; i < s->ntables && rc == SL_OK; i++) {
+		struct sl_buf full;
+		if (!readd[i])
+			continue;
+		sl_buf_init(&full, 0);
+		sl_buf_printf(&full, "%s.%s", s->tables[i]->ns, s->tables[i]->name);
+		if (!(s->readd[s->nreadd] = sl_buf_detach(&full))) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			break;
+		}
+		sl_warn("stream \"%s\": table %s left publication \"%s\", which sluice created: its changes since "
+			"are missing, so it is added again and backfilled again", s->st->name, s->readd[s->nreadd],
+			s->st->publication);
+		s->nreadd++;
+	}
+	plan->rebackfill = s->readd;
+	plan->nrebackfill = s->nreadd;
+	free(readd);
+	return rc;
+}
+
 static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
 		      char *err, size_t errlen)
 {
@@ -389,7 +430,8 @@ static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct s
 	plan->status_interval_ms = s->status_interval_ms;
 	/* What check says of the publication, run says in the same words,
 	 * before it tries to create or change it. */
-	if ((rc = sl_pg_check_publication(s->meta, st, s->tables, s->ntables, NULL, err, errlen)) < 0 ||
+	if ((resume->has_position && (rc = readd_plan(s, plan, err, errlen)) < 0) ||
+	    (rc = sl_pg_check_publication(s->meta, st, s->tables, s->ntables, NULL, err, errlen)) < 0 ||
 	    (rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
 		return rc;
 	/* The slot against the checkpoint (pg_slot.c). */
@@ -674,6 +716,8 @@ static int catalog_check(struct pg_src *s, char *err, size_t errlen)
 		rc = SL_ERESTART;
 	}
 	sl_pg_tables_free(now, n);
+	if (rc == SL_OK)
+		rc = sl_pg_publication_kept(s->meta, s->st, s->tables, s->ntables, true, NULL, err, errlen);
 	return rc;
 }
 
@@ -870,6 +914,8 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
 	if ((rc = sl_pg_publication_fit(c, st->publication, tables, ntables, &pub_exists, err, errlen)) < 0 ||
+	    (resume && resume->has_position &&
+	     (rc = sl_pg_publication_kept(c, st, tables, ntables, false, NULL, err, errlen)) < 0) ||
 	    (rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
 		goto out;
 	if ((rc = sl_pg_slot_check(c, cfg, st, resume, &slot_exists, err, errlen)) < 0)

@@ -64,6 +64,67 @@ class UserPublicationTest(PgTestCase):
             self.assertIsNone(pg.slot_info(s.slot))
 
 
+class PublicationMembershipTest(PgTestCase):
+
+    def test_table_dropped_from_user_publication_stops_the_stream(self):
+        """A selected table that leaves the user's publication stops the
+        stream with exit 3 (at the periodic catalog check, and again at
+        start) with the ALTER PUBLICATION and the backfill to run; done,
+        the output holds every row, the missed ones too."""
+        pg = self.pg
+        pg.execute("CREATE TABLE a5 (id int PRIMARY KEY, v text)")
+        pg.execute("CREATE TABLE a5b (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO a5 SELECT g, 'a' FROM generate_series(1, 10) g")
+        pg.execute("CREATE PUBLICATION pa5 FOR TABLE a5, a5b")
+        s = self.sluice(stream="a5", tables="public.a5, public.a5b", extra={"stream": {"publication": "pa5"}})
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        pg.execute("INSERT INTO a5 VALUES (11, 'before')")
+        pg.execute("ALTER PUBLICATION pa5 DROP TABLE a5")
+        pg.execute("INSERT INTO a5 VALUES (12, 'missed')")
+        pg.execute("UPDATE a5 SET v = 'missed too' WHERE id = 1")
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 3, r.describe())
+        want = ('table "public"."a5" is no longer in publication "pa5"', 'run ALTER PUBLICATION "pa5" ADD TABLE '
+                'ONLY "public"."a5", then sluice backfill -c ', " --stream a5 --table public.a5 to read it again")
+        for w in want:
+            self.assertIn(w, messages(r.stderr))
+        pg.execute("ALTER PUBLICATION pa5 SET TABLE a5b")
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            r = s.run(*cmd, timeout=90)
+            self.assertEqual(r.rc, 3, r.describe())
+            for w in want:
+                self.assertIn(w, messages(r.stderr))
+        self.assertEqual(pg.one("SELECT count(*) FROM pg_publication_tables WHERE pubname = 'pa5'"), 1)
+        pg.execute("ALTER PUBLICATION pa5 ADD TABLE ONLY a5")
+        r = s.run("backfill", "--stream", "a5", "--table", "public.a5", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "public", "a5", ["id"])
+
+    def test_table_dropped_from_sluice_publication_is_backfilled_again(self):
+        """A table that left the publication sluice created is added again
+        at start and backfilled again behind a marker."""
+        pg = self.pg
+        pg.execute("CREATE TABLE b5 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO b5 SELECT g, 'b' FROM generate_series(1, 10) g")
+        s = self.sluice(stream="b5", tables="public.b5")
+        self.catch_up(s)
+        # a change streamed, so the marker's position is past the first backfill's
+        pg.execute("INSERT INTO b5 VALUES (100, 'streamed')")
+        self.catch_up(s)
+        pg.execute(f"ALTER PUBLICATION {s.publication} DROP TABLE b5")
+        pg.execute("INSERT INTO b5 VALUES (11, 'missed')")
+        pg.execute("DELETE FROM b5 WHERE id = 2")
+        r = self.catch_up(s)
+        self.assertIn(f'table public.b5 left publication "{s.publication}", which sluice created',
+                      messages(r.stderr))
+        recs = self.read(s)
+        self.assertEqual([x["source_metadata"]["change_type"] for x in records_for(recs, "public", "b5")
+                          ].count("TRUNCATE"), 1)
+        self.assertTableMatches(recs, "public", "b5", ["id"])
+
+
 class UnloggedTableTest(PgTestCase):
 
     def test_glob_skips_unlogged_table(self):
