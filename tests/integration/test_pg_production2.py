@@ -227,6 +227,41 @@ class BackfillLockTest(PgTestCase):
         self.assertEqual(len(records_for(recs, "public", "aa_big")), 100000)
 
 
+def limited(s, soft, hard):
+    """A wrapper that runs s's sluice with RLIMIT_NOFILE soft:hard."""
+    path = os.path.join(s.workdir, f"sluice-nofile-{soft}")
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\nexec prlimit --nofile={soft}:{hard} {s.binary} \"$@\"\n")
+    os.chmod(path, 0o755)
+    return path
+
+
+class FileLimitTest(PgTestCase):
+
+    def test_transaction_over_more_tables_than_the_file_limit(self):
+        """One transaction over 300 tables, under a limit of 256 open
+        files: the sink keeps fewer files open, and every row arrives."""
+        pg = self.pg
+        n = 300
+        pg.execute("CREATE SCHEMA fl")
+        pg.execute(f"DO $$ BEGIN FOR i IN 1..{n} LOOP EXECUTE format("
+                   "'CREATE TABLE fl.t%s (id int PRIMARY KEY, v text)', i); END LOOP; END $$")
+        s = self.sluice(stream="fl", tables="fl.*", log_level="debug")
+        r = s.start("run", "--until-caught-up", binary=limited(s, 64, 4096)).wait_result(240)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("raised the open file limit from 64 to 4096 (RLIMIT_NOFILE)", messages(r.stderr))
+        pg.execute(f"DO $$ BEGIN FOR i IN 1..{n} LOOP EXECUTE format("
+                   "'INSERT INTO fl.t%s SELECT g, ''x'' FROM generate_series(1, 3) g', i); END LOOP; END $$")
+        pg.wait_wal_flushed()
+        r = s.start("run", "--until-caught-up", binary=limited(s, 256, 256)).wait_result(240)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertNotIn("Too many open files", r.stderr)
+        recs = self.read(s)
+        for i in (1, 150, n):
+            self.assertTableMatches(recs, "fl", f"t{i}", ["id"])
+        self.assertEqual(len([x for x in recs if x["source_metadata"]["change_type"] == "INSERT"]), 3 * n)
+
+
 class StandbyServer(PgServer):
     """A hot standby of primary, made with pg_basebackup -R."""
 
