@@ -418,7 +418,9 @@ struct sl_source_ops {
 	 * in key order, calling fn for each; *rows receives the count and *last
 	 * (malloc'd, the caller frees; NULL when no row) the key text of the
 	 * last row.  SL_EAGAIN (nothing read) when the snapshot misses a
-	 * transaction chk->seen() reports (see struct sl_chunk_check).
+	 * transaction chk->seen() reports (see struct sl_chunk_check), or
+	 * when DDL holds t (PostgreSQL: a lock that conflicts with ACCESS
+	 * SHARE, taken before the chunk's snapshot, for a second at most).
 	 * emit_watermark returns SL_ERESTART when watermark_ready (below) would
 	 * now say no: the stream restarts and reads the table from a snapshot. */
 	int (*emit_watermark)(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen);

@@ -61,15 +61,21 @@ static int exec_command(PGconn *c, const char *sql, const char *what, char *err,
 	return rc;
 }
 
-int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, char *err, size_t errlen)
+int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, const char *timeout, char *err,
+		      size_t errlen)
 {
 	struct sl_buf sql;
 	PGresult *res = NULL;
-	int rc;
+	char *lit = PQescapeLiteral(c, timeout, strlen(timeout));
+	int rc = SL_EFAIL;
 
 	sl_buf_init(&sql, 0);
-	if ((rc = exec_command(c, "SET LOCAL lock_timeout = '" SL_PG_BACKFILL_LOCK_TIMEOUT "'",
-			       "could not set lock_timeout for the backfill", err, errlen)) < 0)
+	sl_buf_printf(&sql, "SET LOCAL lock_timeout = %s", lit ? lit : "0");
+	if (!lit || sl_buf_failed(&sql)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if ((rc = exec_command(c, sql.data, "could not set lock_timeout for the backfill", err, errlen)) < 0)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		const struct sl_table *t = tables[i];
@@ -89,8 +95,8 @@ int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, ch
 			snprintf(err, errlen, "could not lock table \"%s\".\"%s\" for the backfill within %s "
 				 "(lock_timeout): another session holds a lock on it that conflicts with ACCESS SHARE "
 				 "(ALTER TABLE, TRUNCATE, VACUUM FULL, CLUSTER, LOCK TABLE; see pg_locks); the backfill "
-				 "is tried again", t->ns, t->name, SL_PG_BACKFILL_LOCK_TIMEOUT);
-			rc = SL_EFAIL;
+				 "is tried again", t->ns, t->name, timeout);
+			rc = SL_EAGAIN;
 		} else {
 			char what[256];
 			snprintf(what, sizeof what, "could not lock table \"%s\".\"%s\" for the backfill", t->ns,
@@ -102,6 +108,7 @@ int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, ch
 	rc = exec_command(c, "SET LOCAL lock_timeout = 0", "could not reset lock_timeout", err, errlen);
 out:
 	PQclear(res);
+	PQfreemem(lit);
 	sl_buf_free(&sql);
 	return rc;
 }

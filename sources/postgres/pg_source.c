@@ -557,8 +557,8 @@ static int pg_snapshot_lock(void *ctx, void *snap, const struct sl_table *const 
 	 * when it reads would queue behind a waiting ALTER TABLE, which waits
 	 * for another connection of the same backfill. */
 	for (int i = 0; i < sn->nconns && rc == SL_OK; i++)
-		rc = sl_pg_lock_tables(sn->conns[i], tables, n, err, errlen);
-	return rc;
+		rc = sl_pg_lock_tables(sn->conns[i], tables, n, SL_PG_BACKFILL_LOCK_TIMEOUT, err, errlen);
+	return rc == SL_EAGAIN ? SL_EFAIL : rc;  /* the snapshot's transaction is aborted */
 }
 
 static void pg_snapshot_close(void *ctx, void *snap)

@@ -7,6 +7,7 @@ the source, locks that a backfill holds, and file limits.
 
 import json
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -225,6 +226,41 @@ class BackfillLockTest(PgTestCase):
         recs = self.read(s)
         self.assertEqual(len(records_for(recs, "public", "zz_small")), 1000)
         self.assertEqual(len(records_for(recs, "public", "aa_big")), 100000)
+
+
+class ChunkLockTest(PgTestCase):
+
+    def test_rewrite_during_a_backfill_while_streaming(self):
+        """A chunk read while streaming locks its table before its snapshot:
+        a rewrite in progress makes it wait and try again, and the rows that
+        the rewritten table holds are all read (not none)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE c4 (id int PRIMARY KEY, v int)")
+        pg.execute("INSERT INTO c4 SELECT g, g FROM generate_series(1, 500) g")
+        s = self.sluice(stream="c4", tables="public.c4", max_file_seconds=1)
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        ddl = pg.connect(autocommit=False)
+        self.addCleanup(ddl.close)
+        with ddl.cursor() as cur:
+            cur.execute("ALTER TABLE c4 ALTER COLUMN v TYPE bigint")   # holds the table until COMMIT
+        r = s.run("backfill", "--stream", "c4", "--table", "public.c4", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        wait_until(lambda: "backfill of public.c4 requested" in p.stderr_text() or not p.alive(), 60,
+                   "the agent to take the request")
+        wait_until(lambda: pg.one("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                                  "WHERE NOT l.granted AND l.relation = 'c4'::regclass AND "
+                                  "a.application_name = 'sluice'") > 0 or not p.alive(), 60,
+                   "a chunk to wait for the lock")
+        ddl.commit()
+        wait_until(lambda: "backfilled public.c4 while streaming" in p.stderr_text() or not p.alive(), 120,
+                   "the backfill while streaming")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("backfilled public.c4 while streaming: 500 rows", messages(r.stderr))
+        self.assertTableMatches(self.read(s), "public", "c4", ["id"])
 
 
 def limited(s, soft, hard):
