@@ -126,6 +126,42 @@ class PublicationMembershipTest(PgTestCase):
         self.assertTableMatches(recs, "public", "b5", ["id"])
 
 
+    def wait_inserted(self, s, key):
+        wait_until(lambda: any(x["payload"]["id"] == key for x in records_for(self.read(s), "public", "c5")
+                               if x["source_metadata"]["change_type"] == "INSERT"), 60, f"the insert of {key}")
+
+    def test_table_dropped_from_sluice_publication_while_running(self):
+        """Noticed by the periodic catalog check: the stream restarts, adds
+        the table back and backfills it again, and goes on streaming."""
+        pg = self.pg
+        pg.execute("CREATE TABLE c5 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO c5 SELECT g, 'c' FROM generate_series(1, 10) g")
+        s = self.sluice(stream="c5", tables="public.c5", max_file_seconds=1)
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        pg.execute("INSERT INTO c5 VALUES (11, 'streamed')")
+        pg.wait_wal_flushed()
+        # written (so the marker's position is past the first backfill's)
+        self.wait_inserted(s, 11)
+        pg.execute(f"ALTER PUBLICATION {s.publication} DROP TABLE c5")
+        pg.execute("INSERT INTO c5 VALUES (12, 'missed')")
+        pg.execute("DELETE FROM c5 WHERE id = 3")
+        wait_until(lambda: "backfilled public.c5 while streaming" in p.stderr_text() or not p.alive(), 90,
+                   "the table backfilled again")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        pg.execute("INSERT INTO c5 VALUES (13, 'after')")
+        pg.wait_wal_flushed()
+        self.wait_inserted(s, 13)
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f'table "public"."c5" left publication "{s.publication}", which sluice created',
+                      messages(r.stderr))
+        self.assertEqual(pg.one("SELECT count(*) FROM pg_publication_tables WHERE pubname = %s",
+                                (s.publication,)), 1)
+        self.assertTableMatches(self.read(s), "public", "c5", ["id"])
+
+
 class UnloggedTableTest(PgTestCase):
 
     def test_glob_skips_unlogged_table(self):
