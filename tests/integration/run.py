@@ -154,7 +154,7 @@ WEIGHTS = {
     "test_avro_merge": 50, "test_my_clickhouse": 47, "test_pg_large_tx": 46, "test_clickhouse": 44,
     "test_my_large_tx": 41, "test_s3": 39, "test_pg_recovery": 39, "test_pg_reconnect": 35,
     "test_my_rebackfill": 100, "test_my_recovery": 13, "test_pg_idle": 12, "test_my_changes": 12,
-    "test_pg_kill": 9, "test_pg_production2": 85,
+    "test_pg_kill": 9, "test_pg_production2": 120,
 }
 
 

@@ -8,13 +8,13 @@ the source, locks that a backfill holds, and file limits.
 import json
 import os
 import signal
-import subprocess
 import threading
 import time
 import unittest
 
-from harness import (PG_BIN, PgServer, PgTestCase, S3Server, Sluice, pg_available, records_for, s3_available,
-                     sluice_test_bin, wait_until)
+from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, sluice_test_bin,
+                     wait_until)
+from test_s3 import S3TestCase
 
 
 def messages(stderr):
@@ -26,6 +26,13 @@ def messages(stderr):
         except (ValueError, KeyError, TypeError):
             out.append(line)
     return "\n".join(out)
+
+
+def start_streaming(s):
+    """`sluice run` in the background, once it streams."""
+    p = s.start("run")
+    wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+    return p
 
 
 class UserPublicationTest(PgTestCase):
@@ -78,8 +85,7 @@ class PublicationMembershipTest(PgTestCase):
         pg.execute("INSERT INTO a5 SELECT g, 'a' FROM generate_series(1, 10) g")
         pg.execute("CREATE PUBLICATION pa5 FOR TABLE a5, a5b")
         s = self.sluice(stream="a5", tables="public.a5, public.a5b", extra={"stream": {"publication": "pa5"}})
-        p = s.start("run")
-        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        p = start_streaming(s)
         pg.execute("INSERT INTO a5 VALUES (11, 'before')")
         pg.execute("ALTER PUBLICATION pa5 DROP TABLE a5")
         pg.execute("INSERT INTO a5 VALUES (12, 'missed')")
@@ -137,8 +143,7 @@ class PublicationMembershipTest(PgTestCase):
         pg.execute("CREATE TABLE c5 (id int PRIMARY KEY, v text)")
         pg.execute("INSERT INTO c5 SELECT g, 'c' FROM generate_series(1, 10) g")
         s = self.sluice(stream="c5", tables="public.c5", max_file_seconds=1)
-        p = s.start("run")
-        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        p = start_streaming(s)
         pg.execute("INSERT INTO c5 VALUES (11, 'streamed')")
         pg.wait_wal_flushed()
         # written (so the marker's position is past the first backfill's)
@@ -274,8 +279,7 @@ class ChunkLockTest(PgTestCase):
         pg.execute("CREATE TABLE c4 (id int PRIMARY KEY, v int)")
         pg.execute("INSERT INTO c4 SELECT g, g FROM generate_series(1, 500) g")
         s = self.sluice(stream="c4", tables="public.c4", max_file_seconds=1)
-        p = s.start("run")
-        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        p = start_streaming(s)
         ddl = pg.connect(autocommit=False)
         self.addCleanup(ddl.close)
         with ddl.cursor() as cur:
@@ -338,22 +342,12 @@ class FileLimitTest(PgTestCase):
         transaction_over_many_tables(self, self.sluice(stream="fl", tables="fl.*", log_level="debug"), "fl")
 
 
-class FileLimitS3Test(PgTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        reason = s3_available()
-        if reason:
-            raise unittest.SkipTest(reason)
-        super().setUpClass()
-        cls.s3 = S3Server(buckets=("lake",))
-        cls.addClassCleanup(cls.s3.close)
-        cls.s3.start()
+class FileLimitS3Test(S3TestCase):
 
     def test_transaction_over_more_tables_than_the_file_limit(self):
         """s3 keeps a small finished file in memory until the flush, not
         its spool file, and every row arrives."""
-        s = self.sluice(stream="fs", tables="fs.*", log_level="debug", s3=self.s3, prefix="cdc/fs")
+        s = self.s3sluice(stream="fs", tables="fs.*", log_level="debug")
         transaction_over_many_tables(self, s, "fs")
 
 
