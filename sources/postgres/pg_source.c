@@ -388,6 +388,10 @@ static int readd_plan(struct pg_src *s, struct sl_source_plan *plan, char *err, 
 	bool *readd = calloc((size_t)(s->ntables > 0 ? s->ntables : 1), sizeof *readd);
 	int rc;
 
+	for (int i = 0; i < s->nreadd; i++)   /* an earlier prepare's */
+		free(s->readd[i]);
+	free(s->readd);
+	s->nreadd = 0;
 	if (!readd || !(s->readd = calloc((size_t)s->ntables + 1, sizeof *s->readd))) {
 		free(readd);
 		snprintf(err, errlen, "out of memory");
@@ -405,9 +409,9 @@ static int readd_plan(struct pg_src *s, struct sl_source_plan *plan, char *err, 
 			rc = SL_EFAIL;
 			break;
 		}
-		sl_warn("stream \"%s\": table %s left publication \"%s\", which sluice created: its changes since "
-			"are missing, so it is added again and backfilled again", s->st->name, s->readd[s->nreadd],
-			s->st->publication);
+		sl_warn("stream \"%s\": table \"%s\".\"%s\" left publication \"%s\", which sluice created: its "
+			"changes since are missing, so it is added again and backfilled again", s->st->name,
+			s->tables[i]->ns, s->tables[i]->name, s->st->publication);
 		s->nreadd++;
 	}
 	plan->rebackfill = s->readd;

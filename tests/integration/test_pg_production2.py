@@ -124,7 +124,7 @@ class PublicationMembershipTest(PgTestCase):
         pg.execute("INSERT INTO b5 VALUES (11, 'missed')")
         pg.execute("DELETE FROM b5 WHERE id = 2")
         r = self.catch_up(s)
-        self.assertIn(f'table public.b5 left publication "{s.publication}", which sluice created',
+        self.assertIn(f'table "public"."b5" left publication "{s.publication}", which sluice created',
                       messages(r.stderr))
         recs = self.read(s)
         self.assertEqual([x["source_metadata"]["change_type"] for x in records_for(recs, "public", "b5")
