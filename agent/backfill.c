@@ -114,6 +114,28 @@ static int read_table(const struct sl_source_ops *src, void *srcctx, void *snap,
 	return src->snapshot_read_chunked(srcctx, snap, it->table, &o, on_row, r, rows, err, errlen);
 }
 
+/* Locks every table of the plan in the snapshot at once, before the first
+ * read (sl_source_ops.snapshot_lock), so that none changes unseen by the
+ * snapshot while an earlier one is read. */
+static int lock_tables(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
+		       void *snap, char *err, size_t errlen)
+{
+	const struct sl_table **tables;
+	int rc;
+
+	if (!src->snapshot_lock || plan->n == 0)
+		return SL_OK;
+	if (!(tables = calloc((size_t)plan->n, sizeof *tables))) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	for (int i = 0; i < plan->n; i++)
+		tables[i] = plan->items[i].table;
+	rc = src->snapshot_lock(srcctx, snap, tables, plan->n, err, errlen);
+	free(tables);
+	return rc;
+}
+
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
 		    void *snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
 		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
@@ -126,6 +148,8 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 	*interrupted = false;
 	if (src->desc->pos_encode(&info->pos, pos, sizeof pos) < 0)
 		snprintf(pos, sizeof pos, "?");
+	if ((rc = lock_tables(plan, src, srcctx, snap, err, errlen)) < 0)
+		return rc;
 	for (int i = 0; i < plan->n; i++) {
 		const struct sl_backfill_item *it = &plan->items[i];
 		const char *name = ck->tables[it->idx].name;

@@ -33,6 +33,7 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	struct sl_source_stream sst;
 	struct sl_source_resume resume;
 	struct sl_checkpoint ck;
+	char **known;
 	int rc;
 
 	if (!src)
@@ -57,8 +58,19 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	resume.reset = ck.reset;
 	resume.durable = ck.durable;
 	resume.checkpoint_path = ck.path;
+	/* The tables followed before, as run knows them (a table that left the
+	 * publication since is told apart from a new one). */
+	if (!(known = calloc((size_t)ck.ntables + 1, sizeof *known))) {
+		snprintf(err, errlen, "out of memory");
+		sl_ckpt_free(&ck);
+		return SL_EFAIL;
+	}
+	for (int i = 0; i < ck.ntables; i++)
+		known[i] = ck.tables[i].name;
+	sst.known_tables = known;
 	if ((rc = sl_stream_ckpt_slot(&ck, sc, err, errlen)) == SL_OK)
 		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
+	free(known);
 	sl_ckpt_free(&ck);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -436,6 +437,26 @@ static void wait_for_workers(const sigset_t *sigs, atomic_int *finished, int n, 
 		sl_log_status_line(NULL);
 }
 
+/* A file per table of a transaction stays open until the transaction's
+ * files are finished: the soft limit on open files (often 1024) is raised
+ * to the hard limit, as far as the system lets. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		sl_debug("could not raise the open file limit from %llu to %llu: %s", (unsigned long long)was,
+			 (unsigned long long)rl.rlim_max, sl_strerror(errno));
+	else
+		sl_debug("raised the open file limit from %llu to %llu (RLIMIT_NOFILE)", (unsigned long long)was,
+			 (unsigned long long)rl.rlim_max);
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	struct sl_config *cfg = NULL;
@@ -454,6 +475,7 @@ static int cmd_run(int argc, char **argv)
 	if ((rc = known_stream(cfg, o.stream)) != 0)
 		return rc;
 	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
 
 	ws = calloc((size_t)cfg->nstreams, sizeof *ws);
 	run = calloc((size_t)cfg->nstreams, sizeof *run);

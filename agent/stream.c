@@ -429,6 +429,22 @@ static int take_requests(struct stream *s, char ***paths, int *npaths)
 	return SL_OK;
 }
 
+/* The tables the source says the stream may have missed changes of
+ * (plan->rebackfill) are backfilled again, as a request would have them. */
+static void mark_rebackfill(struct stream *s, const struct sl_source_plan *plan)
+{
+	for (int i = 0; i < plan->nrebackfill; i++) {
+		for (int k = 0; k < s->ck.ntables; k++) {
+			struct sl_ckpt_table *e = &s->ck.tables[k];
+			if (strcmp(e->name, plan->rebackfill[i]) != 0 || e->state == SL_BF_DROPPED ||
+			    e->state == SL_BF_RUNNING)
+				continue;
+			e->state = SL_BF_PENDING;
+			e->method = SL_BF_WATERMARK;
+		}
+	}
+}
+
 static void remove_requests(struct stream *s, char **paths, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -590,6 +606,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	resume.checkpoint_path = s.ck.path;
 	if ((rc = s.src->prepare(s.srcctx, &resume, &plan, err, errlen)) < 0)
 		goto out;
+	mark_rebackfill(&s, &plan);
 	if (o->until_caught_up && (rc = s.src->current_position(s.srcctx, &so.target, err, errlen)) < 0)
 		goto out;
 	so.until_caught_up = o->until_caught_up;

@@ -187,6 +187,12 @@ struct sl_source_plan {
 					* for the stream (a slot made outside sluice): start there */
 	struct sl_position start;      /* with adopt */
 	int64_t status_interval_ms;    /* how often ack() must at least be called (0: no need) */
+	/* "schema.table" of tables whose changes the stream may have missed
+	 * (PostgreSQL: a table that left the publication sluice created, added
+	 * again): the agent backfills them again, behind a marker.  Owned by
+	 * the source context, valid until close. */
+	char *const *rebackfill;
+	int nrebackfill;
 };
 
 /* A snapshot for backfill, aligned to a position: every change committed
@@ -385,6 +391,15 @@ struct sl_source_ops {
 	int (*snapshot_read)(void *ctx, void *snap, const struct sl_table *t, sl_row_fn fn, void *payload,
 			     uint64_t *rows, char *err, size_t errlen);
 	void (*snapshot_close)(void *ctx, void *snap);
+	/* Optional.  Protects the n tables that the backfill reads from snap
+	 * against changes the snapshot would not see (PostgreSQL: a table
+	 * rewrite, which is not MVCC-safe, would leave the table empty to an
+	 * older snapshot) until snapshot_close: an ACCESS SHARE lock on every
+	 * connection that reads the snapshot, as pg_dump takes.  Called once,
+	 * before the first read; SL_EFAIL naming the table when its lock
+	 * cannot be had in time. */
+	int (*snapshot_lock)(void *ctx, void *snap, const struct sl_table *const *tables, int n, char *err,
+			     size_t errlen);
 	/* Optional.  Reads the rows of t in the snapshot as snapshot_read does,
 	 * in chunks of about o->chunk_rows rows over the snapshot's connections
 	 * (st->backfill_connections), in key order chunk after chunk (rows
@@ -403,7 +418,9 @@ struct sl_source_ops {
 	 * in key order, calling fn for each; *rows receives the count and *last
 	 * (malloc'd, the caller frees; NULL when no row) the key text of the
 	 * last row.  SL_EAGAIN (nothing read) when the snapshot misses a
-	 * transaction chk->seen() reports (see struct sl_chunk_check).
+	 * transaction chk->seen() reports (see struct sl_chunk_check), or
+	 * when DDL holds t (PostgreSQL: a lock that conflicts with ACCESS
+	 * SHARE, taken before the chunk's snapshot, for a second at most).
 	 * emit_watermark returns SL_ERESTART when watermark_ready (below) would
 	 * now say no: the stream restarts and reads the table from a snapshot. */
 	int (*emit_watermark)(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen);

@@ -19,10 +19,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,7 +83,8 @@ struct sl_tree {
 	struct obj **buckets;
 	size_t nbuckets, nobjs;
 	struct obj *last;              /* the object of the previous write */
-	struct obj *open_head, *open_tail;
+	struct obj *open_head, *open_tail;   /* objects with an open file, oldest opened first */
+	int nopen, max_open;           /* their number, and its bound (open_bound) */
 	struct done_file *done, **done_tail;
 	bool pending;
 	bool has_mark;                 /* mark(): everything written is at or before mark */
@@ -184,6 +187,7 @@ static void open_list_add(struct sl_tree *t, struct obj *o)
 	else
 		t->open_head = o;
 	t->open_tail = o;
+	t->nopen++;
 }
 
 static void open_list_del(struct sl_tree *t, struct obj *o)
@@ -197,6 +201,20 @@ static void open_list_del(struct sl_tree *t, struct obj *o)
 	else
 		t->open_tail = o->oprev;
 	o->oprev = o->onext = NULL;
+	t->nopen--;
+}
+
+/* How many files one stream keeps open at once: half of what the process
+ * may open (RLIMIT_NOFILE, which the agent raises to its hard limit at
+ * start), less some for sockets, logs and the state directory.  A
+ * transaction over more tables finishes the file opened first, early. */
+static int open_bound(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 2 * (rlim_t)INT_MAX)
+		return INT_MAX;
+	return rl.rlim_cur > 96 ? (int)((rl.rlim_cur - 64) / 2) : 16;
 }
 
 /* The container writer's output: counts the bytes and hands them to the store. */
@@ -1045,6 +1063,7 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 	t->max_file_ms = conf->max_file_seconds > INT64_MAX / 1000 ? INT64_MAX
 								    : (int64_t)conf->max_file_seconds * 1000;
 	t->done_tail = &t->done;
+	t->max_open = open_bound();
 	t->merge = conf->merge;
 	t->compact_after = conf->compact_after_files;
 	if (conf->state_dir && !(t->state_dir = strdup(conf->state_dir))) {
@@ -1093,6 +1112,12 @@ int sl_tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen
 		o->enc = sl_avro_enc_new(tab, t->stream, err, errlen);
 		if (!o->enc)
 			return -1;
+	}
+	if (!o->w && t->nopen >= t->max_open) {
+		sl_debug("stream \"%s\": %d files open, the most it keeps: finishing the file of \"%s\" early",
+			 t->stream, t->nopen, t->open_head->object);
+		if ((rc = finish_file(t, t->open_head, err, errlen)) < 0)
+			return rc;
 	}
 	if (!o->w && (rc = open_file(t, o, c, err, errlen)) < 0)
 		return rc;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,7 +55,13 @@ struct sl_store_file {
 	char *upload_id;             /* its id, or NULL */
 	char **etags;                /* one per part sent */
 	int nparts;
+	unsigned char *mem;          /* a small finished file's bytes (its spool closed), or NULL */
 };
+
+/* A finished file at most this large waits for its flush in memory rather
+ * than in its spool file: a transaction over many tables then holds no file
+ * descriptor per table until the flush. */
+#define SPOOL_MEM_MAX (64 * 1024)
 
 static uint32_t rand32(void)
 {
@@ -128,8 +135,16 @@ static int s3_file_new(void *ctx, const char *dir, const char *first_csn, struct
 	f->st = st;
 	f->fd = spool_open(st->spool_dir);
 	if (f->fd < 0) {
+		int e = errno;
+		struct rlimit rl;
 		snprintf(err, errlen, "could not make a spool file in \"%s\" for %s%s: %s", st->spool_dir, st->prefix,
-			 dir, sl_strerror(errno));
+			 dir, sl_strerror(e));
+		/* A spool file per table written since the last flush: name the
+		 * limit that a transaction over that many tables met. */
+		if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && strlen(err) + 1 < errlen)
+			snprintf(err + strlen(err), errlen - strlen(err), " (the limit on open files is %llu; a "
+				 "transaction over more tables needs a higher one: LimitNOFILE in the systemd unit, "
+				 "or ulimit -n)", (unsigned long long)rl.rlim_cur);
 		free(f);
 		return -1;
 	}
@@ -202,7 +217,36 @@ static void free_file(struct sl_store_file *f)
 	free(f->hashes);
 	free(f->key);
 	free(f->upload_id);
+	free(f->mem);
 	free(f);
+}
+
+/* Moves a small finished file from its spool into memory (see
+ * SPOOL_MEM_MAX); a larger one keeps its spool. */
+static int keep_small(struct sl_store_file *f, char *err, size_t errlen)
+{
+	uint64_t got = 0;
+
+	if (f->size > SPOOL_MEM_MAX)
+		return 0;
+	if (!(f->mem = malloc(f->size ? f->size : 1))) {
+		snprintf(err, errlen, "s3 sink: out of memory");
+		return -1;
+	}
+	while (got < f->size) {
+		ssize_t k = pread(f->fd, f->mem + got, f->size - got, (off_t)got);
+		if (k <= 0) {
+			snprintf(err, errlen, "could not read back a spool file: %s", k < 0 ? sl_strerror(errno)
+				 : "it is shorter than what was written");
+			free(f->mem);
+			f->mem = NULL;
+			return -1;
+		}
+		got += (uint64_t)k;
+	}
+	close(f->fd);
+	f->fd = -1;
+	return 0;
 }
 
 /* The file is complete: the hash of its last part; a file larger than one
@@ -218,7 +262,7 @@ static int s3_file_finish(void *ctx, struct sl_store_file *f, const char *key, c
 		return -1;
 	}
 	if (f->size <= ps)
-		return 0;  /* one PutObject, at publish */
+		return keep_small(f, err, errlen);  /* one PutObject, at publish */
 	nparts = (int)((f->size + ps - 1) / ps);
 	if (nparts > SL_S3_MAX_PARTS) {
 		snprintf(err, errlen, "%s%s: %" PRIu64 " bytes make %d parts of part_size, more than S3's %d: raise "
@@ -262,6 +306,8 @@ static int s3_file_publish(void *ctx, struct sl_store_file *f, const char *key, 
 	}
 	if (f->upload_id)
 		rc = sl_s3_mpu_complete(st->s3, k, f->upload_id, f->etags, f->nparts, err, errlen);
+	else if (f->mem)
+		rc = sl_s3_put(st->s3, k, f->mem, (size_t)f->size, "avro/binary", err, errlen);
 	else
 		rc = sl_s3_put_fd(st->s3, k, f->fd, 0, f->size, f->hashes[0], err, errlen);
 	free(k);

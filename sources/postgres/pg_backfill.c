@@ -49,6 +49,70 @@ out:
 	return rc;
 }
 
+/* Runs sql on c: SL_OK, or the failure in err (what says what failed). */
+static int exec_command(PGconn *c, const char *sql, const char *what, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, sql);
+	int rc = SL_OK;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = sl_pg_err(err, errlen, what, c, res);
+	PQclear(res);
+	return rc;
+}
+
+int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, const char *timeout, char *err,
+		      size_t errlen)
+{
+	struct sl_buf sql;
+	PGresult *res = NULL;
+	char *lit = PQescapeLiteral(c, timeout, strlen(timeout));
+	int rc = SL_EFAIL;
+
+	sl_buf_init(&sql, 0);
+	sl_buf_printf(&sql, "SET LOCAL lock_timeout = %s", lit ? lit : "0");
+	if (!lit || sl_buf_failed(&sql)) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if ((rc = exec_command(c, sql.data, "could not set lock_timeout for the backfill", err, errlen)) < 0)
+		goto out;
+	for (int i = 0; i < n; i++) {
+		const struct sl_table *t = tables[i];
+		sl_buf_reset(&sql);
+		sl_buf_puts(&sql, t->src_flags & SL_PG_PARTITIONED ? "LOCK TABLE " : "LOCK TABLE ONLY ");
+		if (sl_pg_append_qualified(&sql, c, t) < 0 || sl_buf_puts(&sql, " IN ACCESS SHARE MODE") < 0) {
+			rc = sl_pg_err(err, errlen, "could not quote a table name for LOCK TABLE", c, NULL);
+			goto out;
+		}
+		res = PQexec(c, sql.data);
+		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
+			PQclear(res);
+			res = NULL;
+			continue;
+		}
+		if (sl_pg_sqlstate_is(res, "55P03")) {
+			snprintf(err, errlen, "could not lock table \"%s\".\"%s\" for the backfill within %s "
+				 "(lock_timeout): another session holds a lock on it that conflicts with ACCESS SHARE "
+				 "(ALTER TABLE, TRUNCATE, VACUUM FULL, CLUSTER, LOCK TABLE; see pg_locks); the backfill "
+				 "is tried again", t->ns, t->name, timeout);
+			rc = SL_EAGAIN;
+		} else {
+			char what[256];
+			snprintf(what, sizeof what, "could not lock table \"%s\".\"%s\" for the backfill", t->ns,
+				 t->name);
+			rc = sl_pg_err(err, errlen, what, c, res);
+		}
+		goto out;
+	}
+	rc = exec_command(c, "SET LOCAL lock_timeout = 0", "could not reset lock_timeout", err, errlen);
+out:
+	PQclear(res);
+	PQfreemem(lit);
+	sl_buf_free(&sql);
+	return rc;
+}
+
 void sl_pg_backfill_end(PGconn *c)
 {
 	PQclear(PQexec(c, "COMMIT"));

@@ -30,6 +30,18 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
 			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen);
 
+/* Takes ACCESS SHARE locks on the n tables in the transaction on c, as
+ * pg_dump does: a table rewrite (ALTER TABLE ... TYPE, VACUUM FULL, CLUSTER,
+ * TRUNCATE) is not MVCC-safe, and an older snapshot would see the rewritten
+ * table empty; with the lock held, the rewrite waits until the transaction
+ * ends.  Each lock waits at most timeout (a lock_timeout value); SL_EAGAIN
+ * with err naming the table when another session holds a conflicting lock
+ * that long (the transaction is then aborted), SL_EFAIL on other failures. */
+#define SL_PG_BACKFILL_LOCK_TIMEOUT "60s"   /* a backfill from a snapshot */
+#define SL_PG_CHUNK_LOCK_TIMEOUT "1s"       /* a chunk read while streaming: tried again soon */
+int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, const char *timeout, char *err,
+		      size_t errlen);
+
 /* Ends the snapshot transaction. */
 void sl_pg_backfill_end(PGconn *c);
 

@@ -148,7 +148,8 @@ bool sl_pg_sqlstate_is(PGresult *res, const char *state)
 int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
 {
 	PGresult *res = PQexec(c, "SELECT current_setting('wal_level'), "
-				  "(SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user)");
+				  "(SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user), "
+				  "pg_is_in_recovery()");
 	int rc = SL_OK;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -161,6 +162,11 @@ int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
 	} else if (strcmp(PQgetvalue(res, 0, 1), "t") != 0) {
 		snprintf(err, errlen, "source prerequisite not met: role \"%s\" lacks the REPLICATION attribute "
 			 "(ALTER ROLE ... WITH REPLICATION)", PQuser(c));
+		rc = SL_EPREREQ;
+	} else if (!strcmp(PQgetvalue(res, 0, 2), "t")) {
+		snprintf(err, errlen, "source prerequisite not met: server %s:%s is a standby (recovery is in "
+			 "progress), and PostgreSQL 15 cannot decode changes on a standby: point sluice at the "
+			 "primary", PQhost(c), PQport(c));
 		rc = SL_EPREREQ;
 	}
 	PQclear(res);
@@ -270,7 +276,8 @@ static const char list_sql[] =
 	"  c.relreplident, "
 	"  CASE WHEN c.relkind = 'p' THEN (SELECT sum(l.reltuples)::bigint FROM pg_partition_tree(c.oid) pt "
 	"       JOIN pg_class l ON l.oid = pt.relid WHERE pt.isleaf HAVING min(l.reltuples) >= 0) "
-	"  WHEN c.reltuples >= 0 THEN c.reltuples::bigint END "
+	"  WHEN c.reltuples >= 0 THEN c.reltuples::bigint END, "
+	"  c.relpersistence "
 	"FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
 	"WHERE c.relkind IN ('r', 'p') "
 	"AND n.nspname NOT IN ('pg_catalog', 'information_schema') "
@@ -305,6 +312,33 @@ static uint64_t text_hash(const char *s)
 		h *= UINT64_C(0x100000001b3);
 	}
 	return h;
+}
+
+/* An unlogged (or temporary) table is not in the WAL: logical decoding never
+ * sees its changes, and a publication refuses it.  A glob skips it, as it
+ * skips views (logged when log is set); a tables entry that names it
+ * exactly is SL_EPREREQ. */
+static int not_in_wal(char *const *include, const char *full, PGresult *res, int row, bool log,
+		      char *err, size_t errlen)
+{
+	const char *persistence = PQgetvalue(res, row, 10), *ns = PQgetvalue(res, row, 1);
+	const char *name = PQgetvalue(res, row, 2);
+
+	if (!strcmp(persistence, "p"))
+		return SL_OK;
+	for (char *const *e = include; e && *e; e++) {
+		if (strpbrk(*e, "*?[\\") || strcmp(*e, full) != 0)
+			continue;
+		snprintf(err, errlen, "table \"%s\".\"%s\" is %s: its changes are not in the WAL, so logical "
+			 "replication cannot stream them. Make it a logged table (ALTER TABLE %s.%s SET LOGGED) or take "
+			 "it out of the stream's tables", ns, name, !strcmp(persistence, "u") ? "unlogged" : "temporary",
+			 ns, name);
+		return SL_EPREREQ;
+	}
+	if (log)
+		sl_info("skipping table \"%s\".\"%s\": it is %s, so its changes are not in the WAL", ns, name,
+			!strcmp(persistence, "u") ? "unlogged" : "temporary");
+	return 1;
 }
 
 int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
@@ -345,6 +379,12 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 		sl_buf_printf(&full, "%s.%s", PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
 		if (sl_buf_failed(&full) || !matches(include, full.data) || matches(exclude, full.data))
 			continue;
+		if ((rc = not_in_wal(include, full.data, res, i, describe, err, errlen)) != SL_OK) {
+			if (rc < 0)
+				goto out;
+			rc = SL_OK;
+			continue;
+		}
 		if (sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &oid) < 0) {
 			snprintf(err, errlen, "could not parse the OID of \"%s\"", full.data);
 			rc = SL_EFAIL;
@@ -471,9 +511,9 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 	*exists = false;
 	for (int i = 0; i < n; i++)
 		partitioned |= (tables[i]->src_flags & SL_PG_PARTITIONED) != 0;
-	res = PQexecParams(c, "SELECT pubviaroot, pubinsert AND pubupdate AND pubdelete, "
+	res = PQexecParams(c, "SELECT pubviaroot, pubinsert AND pubupdate AND pubdelete AND pubtruncate, "
 			      "CASE WHEN NOT pubinsert THEN 'insert' WHEN NOT pubupdate THEN 'update' "
-			      "     WHEN NOT pubdelete THEN 'delete' END "
+			      "     WHEN NOT pubdelete THEN 'delete' WHEN NOT pubtruncate THEN 'truncate' END "
 			      "FROM pg_publication WHERE pubname = $1", 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		rc = sl_pg_err(err, errlen, "could not look up the publication", c, res);
@@ -524,7 +564,25 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 		rc = SL_EPREREQ;
 	}
 	PQclear(res);
+	if (rc == SL_OK)
+		rc = sl_pg_publication_filters(c, pub, tables, n, err, errlen);
 	return rc;
+}
+
+/* Comments a publication sluice created as its own (SL_PG_PUB_COMMENT):
+ * a table that leaves it is added again and backfilled again. */
+static void mark_own_publication(PGconn *c, const char *qpub, const char *pub)
+{
+	struct sl_buf sql;
+	PGresult *res;
+
+	sl_buf_init(&sql, 0);
+	sl_buf_printf(&sql, "COMMENT ON PUBLICATION %s IS '" SL_PG_PUB_COMMENT "'", qpub);
+	res = PQexec(c, sl_buf_failed(&sql) ? "" : sql.data);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		sl_warn("could not mark publication \"%s\" as sluice's own: %s", pub, PQresultErrorMessage(res));
+	PQclear(res);
+	sl_buf_free(&sql);
 }
 
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
@@ -558,6 +616,7 @@ int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const 
 		res = PQexec(c, sql.data);
 		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
 			sl_info("created publication \"%s\"", pub);
+			mark_own_publication(c, qpub, pub);
 			goto out;
 		}
 		/* Another stream sharing the publication created it meanwhile:

@@ -824,6 +824,15 @@ int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 	in_tx = true;
 	PQclear(res);
 	res = NULL;
+	/* The lock before the chunk's snapshot (LOCK TABLE takes none): a
+	 * rewrite that commits in between would leave the table empty to it.
+	 * DDL that holds the table: SL_EAGAIN, the chunk is tried again soon,
+	 * and the stream goes on meanwhile. */
+	if ((rc = sl_pg_lock_tables(c, &t, 1, SL_PG_CHUNK_LOCK_TIMEOUT, err, errlen)) < 0) {
+		if (rc == SL_EAGAIN)
+			sl_debug("%s", err);
+		goto out;
+	}
 	if ((rc = snapshot_misses(c, chk, &missed, err, errlen)) < 0)
 		goto out;
 	if (missed) {

@@ -89,6 +89,30 @@ int sl_pg_publication_fit(PGconn *c, const char *pub, struct sl_table *const *ta
 			  char *err, size_t errlen);
 int sl_pg_ensure_publication(PGconn *c, const char *pub, struct sl_table *const *tables, int n,
 			     char *err, size_t errlen);
+/* missing[i] (n of them) receives whether publication pub does not publish
+ * tables[i] (directly, through an ancestor, or FOR ALL TABLES / TABLES IN
+ * SCHEMA); all are missing when pub does not exist (pg_privs.c). */
+int sl_pg_publication_missing(PGconn *c, const char *pub, struct sl_table *const *tables, int n, bool *missing,
+			      char *err, size_t errlen);
+/* The words sluice writes as the comment of a publication it creates: what
+ * tells sluice's own publications from the user's. */
+#define SL_PG_PUB_COMMENT "created by sluice"
+/* Whether the tables the stream followed are still in its publication
+ * (pg_pubcheck.c): at start (!running) those of st->known_tables, while
+ * running every one of the n.  A table that left the publication lost the
+ * changes made since.  When sluice created the publication (or it is gone,
+ * and sluice creates it again), readd[i] is set for such a table, which
+ * sl_pg_ensure_publication adds again and the stream must backfill again
+ * behind a marker; while running, that is SL_ERESTART.  In a publication
+ * the user made, re-adding it would hide the gap: SL_EPREREQ names the
+ * table, the ALTER PUBLICATION to run and the backfill to request. */
+int sl_pg_publication_kept(PGconn *c, const struct sl_source_stream *st, struct sl_table *const *tables, int n,
+			   bool running, bool *readd, char *err, size_t errlen);
+/* SL_EPREREQ, naming the table and the publication, when publication pub
+ * publishes one of the n tables with a column list or a row filter, which
+ * the backfill cannot obey (pg_pubcheck.c). */
+int sl_pg_publication_filters(PGconn *c, const char *pub, struct sl_table *const *tables, int n, char *err,
+			      size_t errlen);
 
 /* `sluice check`: whether the role can create the stream's publication
  * for tables, or add the ones it lacks (pg_privs.c).  Prints one line to

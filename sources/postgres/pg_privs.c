@@ -95,6 +95,24 @@ out:
 	return rc;
 }
 
+int sl_pg_publication_missing(PGconn *c, const char *pub, struct sl_table *const *tables, int n, bool *missing,
+			      char *err, size_t errlen)
+{
+	struct pub_table *tabs = calloc((size_t)(n > 0 ? n : 1), sizeof *tabs);
+	bool exists, pub_owned, superuser, may_create;
+	int rc;
+
+	if (!tabs) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = read_state(c, pub, tables, n, tabs, &exists, &pub_owned, &superuser, &may_create, err, errlen);
+	for (int i = 0; i < n && rc == SL_OK; i++)
+		missing[i] = tabs[i].missing;
+	free(tabs);
+	return rc;
+}
+
 /* Appends the names of the tables that want (missing / not owned), "a.b, c.d". */
 static void names(struct sl_buf *b, const struct pub_table *tabs, int n, bool only_missing, bool only_not_owned)
 {

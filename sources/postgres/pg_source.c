@@ -135,6 +135,8 @@ struct pg_src {
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
 	int nkeys;
+	char **readd;                   /* plan.rebackfill: tables added back to the publication */
+	int nreadd;
 };
 
 struct pg_snap {
@@ -229,6 +231,9 @@ static void pg_close(void *ctx)
 	for (int i = 0; i < s->nkeys; i++)
 		sl_pg_keys_free(s->keys[i]);
 	free(s->keys);
+	for (int i = 0; i < s->nreadd; i++)
+		free(s->readd[i]);
+	free(s->readd);
 	sl_buf_free(&s->wm);
 	free(s);
 }
@@ -418,6 +423,46 @@ static void set_status_interval(struct pg_src *s)
 		 s->status_interval_ms, s->silence_ms);
 }
 
+/* The tables the stream followed that left the publication sluice created:
+ * sl_pg_ensure_publication adds them again, and plan->rebackfill has the
+ * agent backfill them again; SL_EPREREQ for the user's publication. */
+static int readd_plan(struct pg_src *s, struct sl_source_plan *plan, char *err, size_t errlen)
+{
+	bool *readd = calloc((size_t)(s->ntables > 0 ? s->ntables : 1), sizeof *readd);
+	int rc;
+
+	for (int i = 0; i < s->nreadd; i++)   /* an earlier prepare's */
+		free(s->readd[i]);
+	free(s->readd);
+	s->nreadd = 0;
+	if (!readd || !(s->readd = calloc((size_t)s->ntables + 1, sizeof *s->readd))) {
+		free(readd);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_pg_publication_kept(s->meta, s->st, s->tables, s->ntables, false, readd, err, errlen);
+	for (int i = 0; i < s->ntables && rc == SL_OK; i++) {
+		struct sl_buf full;
+		if (!readd[i])
+			continue;
+		sl_buf_init(&full, 0);
+		sl_buf_printf(&full, "%s.%s", s->tables[i]->ns, s->tables[i]->name);
+		if (!(s->readd[s->nreadd] = sl_buf_detach(&full))) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+			break;
+		}
+		sl_warn("stream \"%s\": table \"%s\".\"%s\" left publication \"%s\", which sluice created: its "
+			"changes since are missing, so it is added again and backfilled again", s->st->name,
+			s->tables[i]->ns, s->tables[i]->name, s->st->publication);
+		s->nreadd++;
+	}
+	plan->rebackfill = s->readd;
+	plan->nrebackfill = s->nreadd;
+	free(readd);
+	return rc;
+}
+
 static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
 		      char *err, size_t errlen)
 {
@@ -432,7 +477,8 @@ static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct s
 	plan->status_interval_ms = s->status_interval_ms;
 	/* What check says of the publication, run says in the same words,
 	 * before it tries to create or change it. */
-	if ((rc = sl_pg_check_publication(s->meta, st, s->tables, s->ntables, NULL, err, errlen)) < 0 ||
+	if ((resume->has_position && (rc = readd_plan(s, plan, err, errlen)) < 0) ||
+	    (rc = sl_pg_check_publication(s->meta, st, s->tables, s->ntables, NULL, err, errlen)) < 0 ||
 	    (rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
 		return rc;
 	/* The slot against the checkpoint (pg_slot.c). */
@@ -545,6 +591,21 @@ static int pg_snapshot_read_chunked(void *ctx, void *snap, const struct sl_table
 	struct pg_snap *sn = snap;
 
 	return sl_pg_read_chunked(sn->conns, sn->nconns, t, o, fn, payload, &s->bf_stats, rows, err, errlen);
+}
+
+static int pg_snapshot_lock(void *ctx, void *snap, const struct sl_table *const *tables, int n, char *err,
+			    size_t errlen)
+{
+	struct pg_snap *sn = snap;
+	int rc = SL_OK;
+
+	(void)ctx;
+	/* Every connection holds every lock: one that asked for a lock only
+	 * when it reads would queue behind a waiting ALTER TABLE, which waits
+	 * for another connection of the same backfill. */
+	for (int i = 0; i < sn->nconns && rc == SL_OK; i++)
+		rc = sl_pg_lock_tables(sn->conns[i], tables, n, SL_PG_BACKFILL_LOCK_TIMEOUT, err, errlen);
+	return rc == SL_EAGAIN ? SL_EFAIL : rc;  /* the snapshot's transaction is aborted */
 }
 
 static void pg_snapshot_close(void *ctx, void *snap)
@@ -702,6 +763,8 @@ static int catalog_check(struct pg_src *s, char *err, size_t errlen)
 		rc = SL_ERESTART;
 	}
 	sl_pg_tables_free(now, n);
+	if (rc == SL_OK)
+		rc = sl_pg_publication_kept(s->meta, s->st, s->tables, s->ntables, true, NULL, err, errlen);
 	return rc;
 }
 
@@ -926,6 +989,8 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
 	if ((rc = sl_pg_publication_fit(c, st->publication, tables, ntables, &pub_exists, err, errlen)) < 0 ||
+	    (resume && resume->has_position &&
+	     (rc = sl_pg_publication_kept(c, st, tables, ntables, false, NULL, err, errlen)) < 0) ||
 	    (rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
 		goto out;
 	if ((rc = sl_pg_slot_check(c, cfg, st, resume, &slot_exists, err, errlen)) < 0)
@@ -1115,6 +1180,7 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.snapshot = pg_snapshot,
 	.snapshot_read = pg_snapshot_read,
 	.snapshot_close = pg_snapshot_close,
+	.snapshot_lock = pg_snapshot_lock,
 	.snapshot_read_chunked = pg_snapshot_read_chunked,
 	.emit_watermark = pg_emit_watermark,
 	.read_chunk = pg_read_chunk,

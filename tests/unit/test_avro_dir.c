@@ -99,7 +99,7 @@ static void *open_sink(enum sl_codec codec, uint64_t max_bytes, uint64_t max_sec
 {
 	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake", NULL };
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_APPEND, .destination = "lake" };
 	char err[512];
 	void *ctx;
 
@@ -345,7 +345,7 @@ static void test_merge_batch_fold(void **state)
 static void *open_merge_sink(uint64_t compact_after)
 {
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake", NULL };
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "lake" };
 	char err[512];
 	void *ctx;
 
@@ -490,7 +490,7 @@ static enum sl_codec data_file_codec(void)
 static void test_merge_compact(void **state)
 {
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_MERGE, "lake", NULL };
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "lake" };
 	struct sl_store store;
 	struct sl_mirror m;
 	struct sl_buf key;
@@ -1179,7 +1179,7 @@ static void check_listed(json_t *f, const char *object)
 static int run_verify(char **out)
 {
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake", NULL };
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_APPEND, .destination = "lake" };
 	char err[512] = "";
 	size_t len = 0;
 	FILE *f = open_memstream(out, &len);

@@ -48,7 +48,7 @@ static int open_lake(void **ctx, const char *dir, const char *stream, enum sl_co
 		     int file_seconds, char *err, size_t errlen)
 {
 	struct sl_avro_dir_conf dc;
-	struct sl_sink_stream st = { stream, SL_WRITE_APPEND, "lake", NULL };
+	struct sl_sink_stream st = { .name = stream, .mode = SL_WRITE_APPEND, .destination = "lake" };
 
 	memset(&dc, 0, sizeof dc);
 	dc.path = (char *)dir;

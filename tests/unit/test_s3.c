@@ -582,7 +582,7 @@ static void test_sink_multipart(void **state)
 	const struct tl_col cols[] = { { "id", T_INT4, -1, "integer", true }, { "v", T_TEXT, -1, "text", false } };
 	struct sl_table *t = tl_table("public", "big", cols, 2);
 	struct sl_s3_conf c;
-	struct sl_sink_stream st = { "s1", SL_WRITE_APPEND, "lake", NULL };
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_APPEND, .destination = "lake" };
 	char ep[64], err[1024], *dir = tl_mkdtemp("s3spool"), *v = malloc(2000);
 	struct sl_position pos;
 	void *ctx;
