@@ -1078,6 +1078,7 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 	char why[300], at[600];
 
 	*retired = NULL;
+	why[0] = '\0';
 	if (s->replay) {
 		n = 0;
 	} else if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL, t->db, t->name,
@@ -1115,10 +1116,10 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 		if (!tm->has_names) {
 			sl_my_tables_free(fresh, n < 0 ? 1 : n);
 			snprintf(err, errlen, "stream \"%s\": at %s, table \"%s\".\"%s\" has columns that the catalog no "
-				 "longer describes (it changed again since), and binlog_row_metadata is not FULL, so its "
-				 "columns cannot be named. Set binlog_row_metadata=FULL on the server; then run `sluice "
+				 "longer describes (%s; it changed again since), and binlog_row_metadata is not FULL, so "
+				 "its columns cannot be named. Set binlog_row_metadata=FULL on the server; then run `sluice "
 				 "backfill` for the stream to start over from a new position", s->st->name,
-				 here(s, at, sizeof at), t->db, t->name);
+				 here(s, at, sizeof at), t->db, t->name, why[0] ? why : "it no longer exists");
 			return SL_EDATA;
 		}
 		if ((rc = sl_my_table_from_map(&from_map, tm, t, err, errlen)) < 0) {
