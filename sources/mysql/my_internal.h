@@ -243,6 +243,9 @@ enum sl_my_read { SL_MY_TIMEOUT = 0, SL_MY_EVENT, SL_MY_EOF };
  * SL_ECONFIG). */
 int sl_my_dump_read(struct sl_my_dump *d, int timeout_ms, enum sl_my_read *what, const unsigned char **ev,
 		    size_t *len, char *err, size_t errlen);
+/* The checksum algorithm of the events the server sends before the first
+ * FORMAT_DESCRIPTION (@master_binlog_checksum as the session agreed it). */
+enum sl_bl_checksum sl_my_dump_checksum(const struct sl_my_dump *d);
 /* The server's thread id of the dump connection (0 for a replay). */
 unsigned long sl_my_dump_thread(const struct sl_my_dump *d);
 

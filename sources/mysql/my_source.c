@@ -1013,7 +1013,9 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 		}
 		state_text_update(s);
 	}
-	sl_binlog_reader_init(&s->rd, SL_BL_CHECKSUM_CRC32, s->file);
+	/* the dump's first events come before its FORMAT_DESCRIPTION, with the
+	 * checksum the session agreed on */
+	sl_binlog_reader_init(&s->rd, sl_my_dump_checksum(s->dump), s->file);
 	if (s->replay)
 		return SL_OK;
 	if ((rc = server_id_free(s, err, errlen)) < 0)
@@ -1028,6 +1030,8 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 	sl_my_dump_close(s->dump);
 	s->dump = NULL;
 	rc = sl_my_dump_open(&s->dump, s->cfg, &s->srv, &o, s->silence_ms, err, errlen);
+	if (rc == SL_OK)
+		sl_binlog_reader_init(&s->rd, sl_my_dump_checksum(s->dump), s->file);
 	if (rc == SL_ELOST) {
 		char why[SL_ERRLEN];
 		snprintf(why, sizeof why, "the server refused it (%s)", err);
