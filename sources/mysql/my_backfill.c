@@ -76,14 +76,20 @@ int sl_my_snap_connect(struct sl_my_snap **out, const struct sl_source_config *c
 	return SL_OK;
 }
 
+bool sl_my_snapshot_locks(const struct sl_my_server *srv)
+{
+	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
+
+	return !srv->mariadb || (m && !strcmp(m, "lock"));
+}
+
 int sl_my_snap_begin(struct sl_my_snap *s, const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		     const struct sl_my_server *srv, bool quiet, struct sl_snapshot_info *info, char *err, size_t errlen)
 {
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
 	char file[SL_BL_FILE_MAX + 1] = "", pos[32] = "", gtid[SL_POS_TEXT_MAX] = "", ts[40];
-	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
-	bool lock = !srv->mariadb || (m && !strcmp(m, "lock")), locked = false, dropped;
+	bool lock = sl_my_snapshot_locks(srv), locked = false, dropped;
 	int rc;
 
 	memset(info, 0, sizeof *info);

@@ -68,8 +68,14 @@ int sl_my_err(char *err, size_t errlen, const char *what, MYSQL *c)
 	return err_text(err, errlen, what, mysql_errno(c), mysql_error(c));
 }
 
+/* A statement's error.  A row fetch that fails while reading (the server
+ * gone, its connection killed, an error packet in the middle of the rows)
+ * leaves the error on the connection and none on the statement: take the
+ * connection's then. */
 int sl_my_stmt_err(char *err, size_t errlen, const char *what, MYSQL_STMT *st)
 {
+	if (mysql_stmt_errno(st) == 0 && st->mysql && mysql_errno(st->mysql) != 0)
+		return sl_my_err(err, errlen, what, st->mysql);
 	return err_text(err, errlen, what, mysql_stmt_errno(st), mysql_stmt_error(st));
 }
 
@@ -290,7 +296,7 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 	struct sl_buf q;
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
-	bool slave = false, monitor = false, all = false;
+	bool slave = false, monitor = false, all = false, reload = !sl_my_snapshot_locks(srv);
 	int rc;
 
 	sl_buf_init(&q, 0);
@@ -314,6 +320,8 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 			monitor = true;
 		else if (!strcmp(row[0], "SUPER") && !srv->mariadb)
 			monitor = true;
+		else if (!strcmp(row[0], "RELOAD"))
+			reload = true;
 		else if (!strcmp(row[0], "ALL PRIVILEGES"))
 			all = true;
 	}
@@ -324,8 +332,11 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 	if (!slave)
 		sl_buf_puts(missing, "REPLICATION SLAVE");
 	if (!monitor)
-		sl_buf_printf(missing, "%s%s", slave ? "" : ", ",
+		sl_buf_printf(missing, "%s%s", missing->len ? ", " : "",
 			      srv->mariadb && srv->version >= 100500 ? "BINLOG MONITOR" : "REPLICATION CLIENT");
+	/* the snapshot's position is taken under FLUSH TABLES WITH READ LOCK */
+	if (!reload)
+		sl_buf_printf(missing, "%sRELOAD", missing->len ? ", " : "");
 	return SL_OK;
 }
 

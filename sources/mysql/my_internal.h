@@ -260,6 +260,9 @@ int sl_my_dump_open_replay(struct sl_my_dump **out, const char *path, char *err,
 /* ---- backfill (my_backfill.c) ---- */
 
 struct sl_my_snap;
+/* Whether snapshots take their position under FLUSH TABLES WITH READ LOCK
+ * (which needs RELOAD): on MySQL, or with SLUICE_MYSQL_SNAPSHOT=lock. */
+bool sl_my_snapshot_locks(const struct sl_my_server *srv);
 /* Opens a snapshot on a connection of its own: START TRANSACTION WITH
  * CONSISTENT SNAPSHOT and the binlog position it sees (MariaDB's
  * binlog_snapshot_file/position, no lock), or under FLUSH TABLES WITH READ

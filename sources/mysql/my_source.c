@@ -1830,9 +1830,9 @@ static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t err
 			ours = known_table(s, names[i].db, names[i].table) != NULL;
 		if (ours) {
 			snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = "
-				 "STATEMENT or MIXED in that session): \"%.200s\". sluice reads ROW events only: set "
+				 "STATEMENT or MIXED in that session): \"%.*s\". sluice reads ROW events only: set "
 				 "binlog_format=ROW for every session, then run `sluice backfill` for the stream", s->st->name,
-				 here(s, at, sizeof at), q->sql);
+				 here(s, at, sizeof at), (int)(q->sql_len < 200 ? q->sql_len : 200), q->sql);
 			return SL_EPREREQ;
 		}
 		break;
