@@ -289,6 +289,40 @@ static int current_user(MYSQL *c, char *out, size_t outlen, char *err, size_t er
 	return SL_OK;
 }
 
+int sl_my_select_covers(MYSQL *c, const char *db, bool *covers, char *err, size_t errlen)
+{
+	char grantee[600], v[32];
+	struct sl_buf q;
+	int rc;
+
+	*covers = false;
+	if ((rc = current_user(c, grantee, sizeof grantee, err, errlen)) < 0)
+		return rc;
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "SELECT (SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ");
+	sl_my_append_literal(&q, grantee);
+	sl_buf_puts(&q, " AND PRIVILEGE_TYPE IN ('SELECT', 'ALL PRIVILEGES'))");
+	if (db) {
+		/* a database grant's name is a LIKE pattern (`shop\_%`) */
+		sl_buf_puts(&q, " + (SELECT COUNT(*) FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ");
+		sl_my_append_literal(&q, grantee);
+		sl_buf_puts(&q, " AND PRIVILEGE_TYPE = 'SELECT' AND ");
+		sl_my_append_literal(&q, db);
+		sl_buf_puts(&q, " LIKE TABLE_SCHEMA)");
+	}
+	if (sl_buf_failed(&q)) {
+		sl_buf_free(&q);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_my_query_value(c, q.data, v, sizeof v, NULL, err, errlen);
+	sl_buf_free(&q);
+	if (rc < 0)
+		return rc;
+	*covers = strcmp(v, "0") != 0;
+	return SL_OK;
+}
+
 /* Which of the global privileges the source needs the user lacks. */
 static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const char *grantee, struct sl_buf *missing,
 			      char *err, size_t errlen)

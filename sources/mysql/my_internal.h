@@ -106,6 +106,12 @@ int sl_my_append_qualified(struct sl_buf *b, const char *db, const char *table);
 /* Appends s as a quoted string literal ('' and \\ doubled). */
 int sl_my_append_literal(struct sl_buf *b, const char *s);
 
+/* Whether the user's SELECT privilege covers every table of database db, or
+ * of every database when db is NULL: a global grant, or a grant on the
+ * database.  information_schema shows a user only the tables it has some
+ * privilege on, so without such a grant the tables it may not read are
+ * invisible, not missing. */
+int sl_my_select_covers(MYSQL *c, const char *db, bool *covers, char *err, size_t errlen);
 /* The settings the source needs (log_bin, binlog_format=ROW,
  * binlog_row_image=FULL, a server_id other than the source's own, the
  * privileges REPLICATION SLAVE, BINLOG MONITOR / REPLICATION CLIENT and

@@ -626,6 +626,79 @@ static void warn_cascades(MYSQL *c, const struct sl_source_stream *st, const str
 	sl_buf_free(&q);
 }
 
+/* Whether entry e (db.table) names table t of the list. */
+static bool listed(const struct sl_my_table *t, int n, const char *e)
+{
+	size_t dl;
+
+	for (int i = 0; i < n; i++) {
+		dl = strlen(t[i].db);
+		if (!strncmp(e, t[i].db, dl) && e[dl] == '.' && !strcmp(e + dl + 1, t[i].name))
+			return true;
+	}
+	return false;
+}
+
+/* The tables entries the user's grants leave partly invisible: the catalog
+ * (information_schema) lists only the tables a user has a privilege on, so
+ * a table it may not read looks like no table at all, and a glob would
+ * leave it out, with its changes, without a word.  An entry is whole when
+ * a global SELECT, or one on its database, covers it; otherwise an exact
+ * entry the catalog does not list, and any glob, is refused with the GRANT
+ * that makes it whole (exit 3).  (Nothing a user without privileges may
+ * run lists such tables: SHOW TABLES and information_schema hide them, and
+ * mysql.* needs privileges of its own.) */
+static int check_entry_grants(MYSQL *c, const struct sl_source_stream *st, const struct sl_source_config *cfg,
+			      const struct sl_my_table *t, int n, char *err, size_t errlen)
+{
+	const char *user = cfg->user ? cfg->user : "?";
+	struct sl_buf on;
+	char db[256];
+	int rc = SL_OK;
+
+	sl_buf_init(&on, 0);
+	for (char *const *e = st->tables; e && *e && rc == SL_OK; e++) {
+		const char *dot = strchr(*e, '.');
+		bool glob = strpbrk(*e, "*?[\\") != NULL, anydb, covers = false, known = false;
+		if (!dot || (size_t)(dot - *e) >= sizeof db)
+			continue;
+		snprintf(db, sizeof db, "%.*s", (int)(dot - *e), *e);
+		anydb = strpbrk(db, "*?[\\") != NULL;
+		for (char *const *k = st->known_tables; k && *k && !known; k++)
+			known = !strcmp(*k, *e);
+		if ((!glob && (known || listed(t, n, *e))) ||
+		    (rc = sl_my_select_covers(c, anydb ? NULL : db, &covers, err, errlen)) < 0 || covers)
+			continue;
+		/* the GRANT that makes the entry whole */
+		sl_buf_reset(&on);
+		if (!glob)
+			sl_my_append_qualified(&on, db, dot + 1);
+		else if (!anydb) {
+			sl_my_append_ident(&on, db);
+			sl_buf_puts(&on, ".*");
+		} else
+			sl_buf_puts(&on, "*.*");
+		if (sl_buf_failed(&on)) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+		} else if (!glob) {
+			snprintf(err, errlen, "stream \"%s\": user \"%s\" may not see table %s (tables entry \"%s\"): it "
+				 "has no privilege on it (or the table does not exist); as an administrator run: GRANT "
+				 "SELECT ON %s TO '%s'", st->name, user, on.data, *e, on.data, user);
+			rc = SL_EPREREQ;
+		} else {
+			snprintf(err, errlen, "stream \"%s\": tables entry \"%s\" is a glob, but user \"%s\" may SELECT "
+				 "only some of the tables it can match (table grants): the tables it may not read are "
+				 "invisible to it and would be left out with their changes; as an administrator run: "
+				 "GRANT SELECT ON %s TO '%s' (or name the tables one by one)", st->name, *e, user,
+				 on.data, user);
+			rc = SL_EPREREQ;
+		}
+	}
+	sl_buf_free(&on);
+	return rc;
+}
+
 /* The stream's tables: SL_ECONFIG when nothing matches. */
 static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
 		       const struct sl_source_stream *st, struct sl_my_table **out, int *n, char *err, size_t errlen)
@@ -640,6 +713,8 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 		return rc;
 	if (wm_name(cfg->watermark_table, wdb, wt) == 0)
 		drop_table(*out, n, wdb, wt);   /* its rows are watermarks, never changes */
+	if ((rc = check_entry_grants(c, st, cfg, *out, *n, err, errlen)) < 0)
+		goto fail;
 	if (*n > 0 && !(vs = calloc((size_t)*n, sizeof *vs))) {
 		rc = SL_EFAIL;
 		snprintf(err, errlen, "out of memory");

@@ -93,6 +93,39 @@ class MessagesTest(MyTestCase):
         r = s.run("check", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
 
+    def test_tables_without_select_are_named(self):
+        """information_schema hides the tables a user has no privilege on: a
+        glob must not leave them out silently, and a named one is not
+        "missing"."""
+        my = self.my
+        my.execute("CREATE DATABASE gdb")
+        for t in ("t1", "t2"):
+            my.execute(f"CREATE TABLE gdb.{t} (id int PRIMARY KEY)")
+            my.execute(f"INSERT INTO gdb.{t} VALUES (1)")
+        who = f"'{SLUICE_USER}'@'127.0.0.1'"
+        my.execute(f"REVOKE SELECT ON *.* FROM {who}")
+        my.execute(f"GRANT SELECT ON gdb.t1 TO {who}")
+        try:
+            glob = self.sluice(stream="gglob", tables="gdb.*")
+            named = self.sluice(stream="gnamed", tables="gdb.t1, gdb.t2")
+            for s, want in ((glob, f"GRANT SELECT ON `gdb`.* TO '{SLUICE_USER}'"),
+                            (named, f"GRANT SELECT ON `gdb`.`t2` TO '{SLUICE_USER}'")):
+                c = s.run("check", timeout=60)
+                r = s.run("run", "--until-caught-up", timeout=60)
+                self.assertEqual((c.rc, r.rc), (3, 3), c.describe() + r.describe())
+                self.assertNotIn("all checks passed", c.stdout)
+                self.assertIn(want, c.stderr)
+                self.assertIn(want, r.stderr)
+            my.execute(f"GRANT SELECT ON gdb.t2 TO {who}")
+            c = named.run("check", timeout=60)
+            self.assertEqual(c.rc, 0, c.describe())
+            my.execute(f"GRANT SELECT ON gdb.* TO {who}")
+            c = glob.run("check", timeout=60)
+            self.assertEqual(c.rc, 0, c.describe())
+            self.assertIn("table gdb.t2", c.stdout)
+        finally:
+            my.execute(f"GRANT SELECT ON *.* TO {who}")
+
 
 if __name__ == "__main__":
     import unittest
