@@ -393,6 +393,19 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 			return verr(err, errlen, db, table, col, "%lu bytes, too short for the 4-byte SRID", len);
 		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)(len - 4), .p = p + 4 };
 		return 0;
+	case SL_MYSQL_STRING:
+		if (mc->fbt) {
+			/* MariaDB's UUID, INET4, INET6 come as their text: through
+			 * their binary form, to the binlog's value */
+			unsigned char mem[16];
+			if (sl_mysql_fbt_parse(mc->fbt, p, len, mem) < 0)
+				return verr(err, errlen, db, table, col, "\"%.*s\" is not a %s", (int)(len < 64 ? len : 64),
+					    p, mc->fbt == SL_MYSQL_FBT_UUID ? "uuid" : "network address");
+			if (sl_mysql_fbt_value(mc->fbt, mem, scratch, v) < 0)
+				return verr(err, errlen, db, table, col, "out of memory");
+			return 1;
+		}
+		/* fall through */
 	default: {
 		/* strings, BLOBs, ENUM, SET, JSON: bytes, or text in the column's charset */
 		bool copied;
