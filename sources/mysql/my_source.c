@@ -85,9 +85,16 @@ struct sl_position sl_my_pos(const char *file, uint64_t offset, const char *gtid
 	return p;
 }
 
+/* A resume position may carry a "done" point after its file name
+ * ("file\x1fdonefile:offset\tgtid"): where the stream had read to when
+ * it resumes earlier, at a held XA transaction's start.  Every group that
+ * starts before it was written already (but for XA PREPARE groups, which
+ * wait for their XA COMMIT): see resume_pos. */
+#define DONE_SEP '\x1f'
+
 void sl_my_pos_file(const struct sl_position *p, char *out)
 {
-	size_t n = strcspn(p->text, "\t");
+	size_t n = strcspn(p->text, "\t\x1f");
 
 	memcpy(out, p->text, n);
 	out[n] = '\0';
@@ -100,7 +107,42 @@ const char *sl_my_pos_gtid(const struct sl_position *p)
 	return t ? t + 1 : "";
 }
 
-static int my_pos_compare(const struct sl_position *a, const struct sl_position *b)
+/* The done point of p into file and *off; false when it has none. */
+static bool pos_done(const struct sl_position *p, char *file, size_t filelen, uint64_t *off)
+{
+	const char *d = strchr(p->text, DONE_SEP), *colon;
+	size_t n;
+
+	if (!d)
+		return false;
+	d++;
+	n = strcspn(d, "\t");
+	colon = memrchr(d, ':', n);
+	if (!colon || (size_t)(colon - d) >= filelen)
+		return false;
+	memcpy(file, d, (size_t)(colon - d));
+	file[colon - d] = '\0';
+	*off = strtoull(colon + 1, NULL, 10);
+	return true;
+}
+
+/* p with the done point file:off after its file name (dropped if it does
+ * not fit). */
+static void pos_set_done(struct sl_position *p, const char *file, uint64_t off)
+{
+	char head[SL_POS_TEXT_MAX], gtid[SL_POS_TEXT_MAX];
+	int n;
+
+	sl_my_pos_file(p, head);
+	snprintf(gtid, sizeof gtid, "%s", sl_my_pos_gtid(p));
+	n = snprintf(p->text, sizeof p->text, "%s%c%s:%" PRIu64 "%s%s", head, DONE_SEP, file, off, *gtid ? "\t" : "",
+		     gtid);
+	if (n < 0 || (size_t)n >= sizeof p->text)
+		*p = sl_my_pos(head, p->w[1], *gtid ? gtid : NULL, NULL);
+}
+
+/* The binlog places of two positions in order (their done points aside). */
+static int place_compare(const struct sl_position *a, const struct sl_position *b)
 {
 	if (a->w[0] != b->w[0])
 		return a->w[0] < b->w[0] ? -1 : 1;
@@ -109,24 +151,74 @@ static int my_pos_compare(const struct sl_position *a, const struct sl_position 
 	return 0;
 }
 
+/* Positions in binlog order; at the same place, one with a later done
+ * point has read further (a held XA transaction keeps the place). */
+static int my_pos_compare(const struct sl_position *a, const struct sl_position *b)
+{
+	char fa[SL_POS_TEXT_MAX], fb[SL_POS_TEXT_MAX];
+	uint64_t oa = 0, ob = 0;
+	int64_t sa = -1, sb = -1;
+	int c = place_compare(a, b);
+
+	if (c != 0)
+		return c;
+	if (pos_done(a, fa, sizeof fa, &oa))
+		sa = sl_my_file_seq(fa, strlen(fa));
+	if (pos_done(b, fb, sizeof fb, &ob))
+		sb = sl_my_file_seq(fb, strlen(fb));
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	return oa < ob ? -1 : oa > ob ? 1 : 0;
+}
+
 static uint64_t my_pos_csn(const struct sl_position *p)
 {
 	return p->w[0] << 32 | (p->w[1] & 0xffffffffu);
 }
 
-/* "mb.000003:1234" or "mb.000003:1234 0-1-20" */
+static int my_pos_decode_plain(const char *text, struct sl_position *out);
+
+/* "mb.000003:1234" or "mb.000003:1234 0-1-20", and " +mb.000003:5678"
+ * after it for a done point */
 static int my_pos_encode(const struct sl_position *p, char *out, size_t outlen)
 {
 	char file[SL_POS_TEXT_MAX];
 	const char *g = sl_my_pos_gtid(p);
 	int n;
 
+	char done[SL_POS_TEXT_MAX];
+	uint64_t doff = 0;
+	bool has_done = pos_done(p, done, sizeof done, &doff);
+
 	sl_my_pos_file(p, file);
 	n = snprintf(out, outlen, "%s:%" PRIu64 "%s%s", file[0] ? file : "?", p->w[1], *g ? " " : "", g);
+	if (n >= 0 && (size_t)n < outlen && has_done)
+		n += snprintf(out + n, outlen - (size_t)n, " +%s:%" PRIu64, done, doff);
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
 static int my_pos_decode(const char *text, struct sl_position *out)
+{
+	const char *plus = strstr(text, " +");
+	char head[SL_POS_TEXT_MAX * 2];
+
+	if (plus) {
+		/* "file:off [gtid] +donefile:doneoff" */
+		struct sl_position d;
+		if ((size_t)(plus - text) >= sizeof head)
+			return -1;
+		memcpy(head, text, (size_t)(plus - text));
+		head[plus - text] = '\0';
+		if (my_pos_decode_plain(head, out) < 0 || my_pos_decode_plain(plus + 2, &d) < 0)
+			return -1;
+		sl_my_pos_file(&d, head);
+		pos_set_done(out, head, d.w[1]);
+		return 0;
+	}
+	return my_pos_decode_plain(text, out);
+}
+
+static int my_pos_decode_plain(const char *text, struct sl_position *out)
 {
 	const char *sp = strchr(text, ' '), *colon;
 	char file[SL_POS_TEXT_MAX];
@@ -160,7 +252,7 @@ static const struct sl_meta_field my_meta[] = {
 
 static void my_meta_values(const struct sl_position *p, struct sl_meta_value *out, char *buf, size_t buflen)
 {
-	size_t n = strcspn(p->text, "\t");
+	size_t n = strcspn(p->text, "\t\x1f");
 	const char *g = sl_my_pos_gtid(p);
 
 	(void)buf;
@@ -226,6 +318,8 @@ struct my_src {
 	char file[SL_BL_FILE_MAX + 1];  /* the current binlog file */
 	uint64_t pos;                   /* the end of the last event read in it */
 	struct sl_position floor;       /* where streaming started: end positions never go below */
+	char done_file[SL_BL_FILE_MAX + 1];  /* "" or the done point of the start position */
+	uint64_t done_off;
 	bool gtid_mode;                 /* positions carry the GTID state */
 	struct sl_mariadb_gtid_pos mstate;
 	struct sl_mysql_gtid_set sstate;
@@ -1007,26 +1101,47 @@ static void state_text_update(struct my_src *s)
 	sl_buf_free(&b);
 }
 
-/* The position after everything read so far, for resuming. */
+/* Whether a group starting at (file number seq, offset) lies before the
+ * start position's done point: it was written before the restart. */
+static bool before_done(const struct my_src *s, int64_t seq, uint64_t offset)
+{
+	int64_t dseq;
+
+	if (!s->done_file[0])
+		return false;
+	dseq = sl_my_file_seq(s->done_file, strlen(s->done_file));
+	return seq < dseq || (seq == dseq && offset < s->done_off);
+}
+
+/* The position after everything read so far, for resuming.  While a
+ * prepared XA transaction is held, that is its group's start, so that a
+ * restart reads it again; the point read to goes with it as the done
+ * point, and the groups before that point are not written again. */
 static struct sl_position resume_pos(struct my_src *s)
 {
 	struct sl_position p = sl_my_pos(s->file, s->pos, s->gtid_mode ? s->state_text : NULL, NULL);
+	bool ahead = before_done(s, sl_my_file_seq(s->file, strlen(s->file)), s->pos), back = false;
 
 	if (s->held) {
-		/* a prepared XA transaction waits: a restart must read it again */
 		struct xa_held *h = s->held;
 		for (struct xa_held *x = s->held; x; x = x->next)
 			if (my_pos_compare(&x->start, &h->start) < 0)
 				h = x;
-		if (my_pos_compare(&h->start, &p) < 0)
+		if (my_pos_compare(&h->start, &p) < 0) {
 			p = h->start;
+			back = true;
+		}
 	}
-	if (my_pos_compare(&p, &s->floor) < 0) {
+	if (place_compare(&p, &s->floor) < 0) {
 		/* a GTID resume restarts at a file's beginning: never report less than the start */
 		char file[SL_POS_TEXT_MAX];
 		sl_my_pos_file(&s->floor, file);
 		p = sl_my_pos(file, s->floor.w[1], s->gtid_mode ? s->state_text : NULL, NULL);
 	}
+	if (ahead)
+		pos_set_done(&p, s->done_file, s->done_off);  /* still reading again what was written */
+	else if (back)
+		pos_set_done(&p, s->file, s->pos);
 	return p;
 }
 
@@ -1074,6 +1189,8 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 	snprintf(s->file, sizeof s->file, "%s", file);
 	s->pos = from->w[1];
 	s->floor = *from;
+	if (!pos_done(from, s->done_file, sizeof s->done_file, &s->done_off))
+		s->done_file[0] = '\0';
 	s->gtid_mode = *gtid != '\0';
 	sl_mariadb_gtid_pos_clear(&s->mstate);
 	sl_mysql_gtid_set_clear(&s->sstate);
@@ -1923,6 +2040,24 @@ static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	return SL_OK;
 }
 
+/* Whether the group starting at the current event was written before the
+ * restart (it lies before the start position's done point, which a held XA
+ * transaction set back).  An XA COMMIT or ROLLBACK group among them ends
+ * its prepared transaction, held again when it was read again: it is
+ * dropped (its changes were written then). */
+static bool group_done(struct my_src *s, bool xa_end)
+{
+	struct xa_held *h;
+
+	if (!before_done(s, sl_my_file_seq(s->file, strlen(s->file)), s->ev.start))
+		return false;
+	if (xa_end && s->tx_xid[0] && (h = take_held(s, s->tx_xid))) {
+		fclose(h->events);
+		free(h);
+	}
+	return true;
+}
+
 /* Reads the next event into s->ev (from a held XA transaction first).
  * Returns 1 with an event, 0 on timeout, 2 at the end, or a failure. */
 static int read_event(struct my_src *s, int timeout_ms, bool *held, char *err, size_t errlen)
@@ -2084,6 +2219,8 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 				xid_text(s->tx_xid, sizeof s->tx_xid, &g->xid);
 			if (s->gtid_mode && sl_mariadb_gtid_pos_contains(&s->mstate, &s->tx_mgtid))
 				s->skip_tx = true;
+			if (!(g->flags & SL_MARIADB_FL_PREPARED_XA) && group_done(s, g->has_xid))
+				s->skip_tx = true;
 			if ((g->flags & SL_MARIADB_FL_PREPARED_XA) && !s->skip_tx) {
 				/* XA PREPARE: hold the group's events until XA COMMIT */
 				struct xa_held *h = calloc(1, sizeof *h);
@@ -2118,6 +2255,8 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 				if (s->gtid_mode && sl_mysql_gtid_set_contains(&s->sstate, g->sid, g->gno))
 					s->skip_tx = true;
 			}
+			if (group_done(s, false))
+				s->skip_tx = true;
 			/* DDL follows without BEGIN: the group ends after it */
 			s->standalone = true;
 			break;
