@@ -646,7 +646,10 @@ int sl_my_key_after(struct sl_buf *b, const struct sl_my_table *mt, const int *k
 				sl_buf_printf(b, "'%.*s'", (int)n, q);
 				break;
 			case KK_BYTES:
-				if (!col->mc.charset || col->mc.charset->kind == SL_CS_BINARY)
+				if (col->mc.fbt)
+					/* MariaDB's UUID, INET4, INET6: the key holds their text */
+					sl_buf_printf(b, "_latin1 X'%.*s'", (int)n, q);
+				else if (!col->mc.charset || col->mc.charset->kind == SL_CS_BINARY)
 					sl_buf_printf(b, "X'%.*s'", (int)n, q);
 				else
 					sl_buf_printf(b, "_%s X'%.*s'", !strcmp(col->mc.charset->name, "utf8mb3") ? "utf8"

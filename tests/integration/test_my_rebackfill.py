@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 import unittest
+import uuid as uuidlib
 
 from harness import csn, records_for, sluice_test_bin, wait_until
 from harness_mysql import MyTestCase, SLUICE_USER
@@ -344,6 +345,37 @@ class RebackfillCases:
 
 class RebackfillTest(RebackfillCases, MyTestCase):
     """binlog_row_metadata = FULL (the harness's default)."""
+
+    def test_uuid_and_inet6_keys(self):
+        """MariaDB's UUID and INET6 as a chunked backfill's key: the resume
+        key goes back into SQL as the value's text."""
+        my = self.my
+        my.execute("DROP TABLE IF EXISTS app.uk")
+        my.execute("CREATE TABLE app.uk (u uuid NOT NULL, a inet6 NOT NULL, v int, PRIMARY KEY (u, a))")
+        rng = random.Random(11)
+        rows = [(str(uuidlib.UUID(int=rng.getrandbits(128), version=rng.choice([1, 4]))),
+                 rng.choice(["::1", "2001:db8::1", "::ffff:10.0.0.1", "fe80::abcd"])) for _ in range(450)]
+        c = my.connect(autocommit=False)
+        cur = c.cursor()
+        cur.executemany("INSERT IGNORE INTO app.uk (u, a, v) VALUES (%s, %s, 1)", rows)
+        c.commit()
+        c.close()
+        n = my.one("SELECT COUNT(*) FROM app.uk")
+        self.chunk_rows = 100
+        s = self.agent("uk", "app.uk")
+        p = self.start_streaming(s)
+        r = s.run("backfill", "--stream", "uk", "--table", "app.uk", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        chunks = (n + 99) // 100
+        wait_until(lambda: f"backfilled app.uk while streaming: {n} rows in {chunks} chunks" in p.stderr_text()
+                   or not p.alive(), 120, "the re-backfill")
+        self.stop(p)
+        recs = records_for(self.read(s), "app", "uk")
+        ms = markers(recs)
+        self.assertEqual(len(ms), 1)
+        after = [r for r in backfill_rows(recs) if csn(r) > csn(ms[0])]
+        self.assertEqual(len(after), n, "each row once")
+        self.assertTableMatches(recs, "app", "uk", ["u", "a"])
 
     def test_composite_keys_of_several_types(self):
         my = self.my
