@@ -1361,6 +1361,36 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 	return 1;
 }
 
+/* A table the stream selects has rows in the binlog but the catalog does
+ * not show it: dropped since, or invisible to a user that may not read it
+ * (its grants changed since the start, which checked them).  Without a
+ * SELECT grant on its database it is the latter as far as sluice can
+ * tell: exit 3 with the GRANT, rather than leave its changes out. */
+static int unseen_table(struct my_src *s, const char *db, const char *table, char *err, size_t errlen)
+{
+	struct sl_buf on;
+	bool covers = false;
+	char at[600];
+	int rc;
+
+	for (char *const *e = s->st->tables; e && *e; e++) {
+		size_t dl = strlen(db);
+		if (!strpbrk(*e, "*?[\\") && !strncmp(*e, db, dl) && (*e)[dl] == '.' && !strcmp(*e + dl + 1, table))
+			return SL_OK;  /* named: its grant was checked at the start; it was dropped since */
+	}
+	if ((rc = sl_my_select_covers(s->meta, db, &covers, err, errlen)) < 0 || covers)
+		return rc;
+	sl_buf_init(&on, 0);
+	sl_my_append_qualified(&on, db, table);
+	snprintf(err, errlen, "stream \"%s\": at %s, table %s, which tables selects, has changes but user \"%s\" may "
+		 "not see it (it has no privilege on it, or the table was dropped since); as an administrator run: "
+		 "GRANT SELECT ON %s TO '%s' (or leave it out: exclude_tables = %s.%s)", s->st->name,
+		 here(s, at, sizeof at), sl_buf_failed(&on) ? table : on.data, s->cfg->user ? s->cfg->user : "?",
+		 sl_buf_failed(&on) ? table : on.data, s->cfg->user ? s->cfg->user : "?", db, table);
+	sl_buf_free(&on);
+	return SL_EPREREQ;
+}
+
 /* A TABLE_MAP: which table it maps, whether the stream follows it, and
  * whether its columns are still the version's.  Returns 1 with a schema
  * event in ev, 0, or a failure. */
@@ -1436,6 +1466,8 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 					 m->tm.table);
 				return SL_ERESTART;
 			}
+			if ((rc = unseen_table(s, m->tm.db, m->tm.table, err, errlen)) < 0)
+				return rc;
 		}
 		m->rawlen = e->body_len;
 		return SL_OK;

@@ -123,6 +123,16 @@ class MessagesTest(MyTestCase):
             c = glob.run("check", timeout=60)
             self.assertEqual(c.rc, 0, c.describe())
             self.assertIn("table gdb.t2", c.stdout)
+            # the grants change under a running stream: a table created then
+            # is invisible to it, and its changes stop the stream by name
+            p = glob.start("run")
+            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+            my.execute(f"REVOKE SELECT ON gdb.* FROM {who}")
+            my.execute("CREATE TABLE gdb.t3 (id int PRIMARY KEY)")
+            my.execute("INSERT INTO gdb.t3 VALUES (1)")
+            r = p.wait_result(60)
+            self.assertEqual(r.rc, 3, r.describe())
+            self.assertIn(f"GRANT SELECT ON `gdb`.`t3` TO '{SLUICE_USER}'", r.stderr)
         finally:
             my.execute(f"GRANT SELECT ON *.* TO {who}")
 
