@@ -644,8 +644,17 @@ void sl_binlog_table_map_free(struct sl_binlog_table_map *tm)
 	memset(tm, 0, sizeof *tm);
 }
 
-static bool is_numeric(uint8_t t)
+/* The columns that have a bit in the SIGNEDNESS field.  MySQL counts the
+ * number types by their binlog type (is_numeric_type in its log_event.cc).
+ * MariaDB counts every column whose Field reports a signedness in its
+ * Binlog_type_info, that is every Field_num: YEAR (a Field_tiny, always
+ * flagged unsigned) and the pre-5.0 DECIMAL as well; BIT reports none.  A
+ * column counted on one side and not the other shifts the flags of every
+ * later number column. */
+static bool is_numeric(uint8_t t, bool mariadb)
 {
+	if (mariadb && (t == SL_MYSQL_YEAR || t == SL_MYSQL_DECIMAL))
+		return true;
 	return t == SL_MYSQL_TINY || t == SL_MYSQL_SHORT || t == SL_MYSQL_INT24 || t == SL_MYSQL_LONG ||
 	       t == SL_MYSQL_LONGLONG || t == SL_MYSQL_NEWDECIMAL || t == SL_MYSQL_FLOAT || t == SL_MYSQL_DOUBLE;
 }
@@ -870,14 +879,14 @@ static const char *add_key(struct sl_binlog_table_map *tm, uint64_t col, uint64_
 	return NULL;
 }
 
-static const char *read_bitmap_msb(struct sl_binlog_table_map *tm, struct rd *v, bool signedness)
+static const char *read_bitmap_msb(struct sl_binlog_table_map *tm, struct rd *v, bool signedness, bool mariadb)
 {
 	uint32_t bit = 0;
 
 	for (uint32_t i = 0; i < tm->ncols; i++) {
 		struct sl_mysql_column *c = &tm->cols[i];
 		bool set;
-		if (signedness && !is_numeric(c->real_type))
+		if (signedness && !is_numeric(c->real_type, mariadb))
 			continue;
 		if (bit / 8 >= rd_left(v))
 			return "bitmap too short";
@@ -907,7 +916,7 @@ static const char *read_optional(struct sl_binlog_table_map *tm, struct rd *b, b
 		v.bad = false;
 		switch (type) {
 		case 1:
-			why = read_bitmap_msb(tm, &v, true);
+			why = read_bitmap_msb(tm, &v, true, mariadb);
 			tm->has_signedness = !why;
 			break;
 		case 2:
@@ -961,7 +970,7 @@ static const char *read_optional(struct sl_binlog_table_map *tm, struct rd *b, b
 			tm->has_enum_set_charsets = !why;
 			break;
 		case 12:
-			why = read_bitmap_msb(tm, &v, false);
+			why = read_bitmap_msb(tm, &v, false, mariadb);
 			tm->has_visibility = !why;
 			break;
 		default:

@@ -379,6 +379,9 @@ struct sl_mysql_charset;   /* mysql_charset.h */
  * adds.  The row decoder needs type, real_type and the decoded metadata;
  * the rest is known only with binlog_row_metadata, and a caller may fill it
  * from the catalog instead (collation, is_unsigned, values, json). */
+/* MariaDB's fixed binary types, which the binlog describes as BINARY(n). */
+enum sl_mysql_fbt { SL_MYSQL_FBT_NONE = 0, SL_MYSQL_FBT_UUID, SL_MYSQL_FBT_INET4, SL_MYSQL_FBT_INET6 };
+
 struct sl_mysql_column {
 	uint8_t type;           /* enum sl_mysql_type as written in the map */
 	uint8_t real_type;      /* STRING: STRING, ENUM or SET; otherwise type */
@@ -402,6 +405,8 @@ struct sl_mysql_column {
 	uint32_t collation;     /* character, ENUM and SET columns: collation id, 0 unknown */
 	const struct sl_mysql_charset *charset;  /* of collation; NULL unknown (mysql_charset.h) */
 	bool json;              /* MariaDB JSON (a LONGTEXT): set by the caller from the catalog */
+	uint8_t fbt;            /* enum sl_mysql_fbt: MariaDB UUID, INET4, INET6 (a BINARY(16/4/16) in
+				 * the binlog): set by the caller from the catalog */
 	struct sl_mysql_str name;        /* p NULL: unknown */
 	uint32_t nvalues;                /* ENUM / SET strings known (0: unknown) */
 	const struct sl_mysql_str *values;

@@ -76,14 +76,20 @@ int sl_my_snap_connect(struct sl_my_snap **out, const struct sl_source_config *c
 	return SL_OK;
 }
 
+bool sl_my_snapshot_locks(const struct sl_my_server *srv)
+{
+	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
+
+	return !srv->mariadb || (m && !strcmp(m, "lock"));
+}
+
 int sl_my_snap_begin(struct sl_my_snap *s, const struct sl_source_config *cfg, const struct sl_source_stream *st,
 		     const struct sl_my_server *srv, bool quiet, struct sl_snapshot_info *info, char *err, size_t errlen)
 {
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
 	char file[SL_BL_FILE_MAX + 1] = "", pos[32] = "", gtid[SL_POS_TEXT_MAX] = "", ts[40];
-	const char *m = getenv("SLUICE_MYSQL_SNAPSHOT");
-	bool lock = !srv->mariadb || (m && !strcmp(m, "lock")), locked = false, dropped;
+	bool lock = sl_my_snapshot_locks(srv), locked = false, dropped;
 	int rc;
 
 	memset(info, 0, sizeof *info);
@@ -387,6 +393,19 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 			return verr(err, errlen, db, table, col, "%lu bytes, too short for the 4-byte SRID", len);
 		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)(len - 4), .p = p + 4 };
 		return 0;
+	case SL_MYSQL_STRING:
+		if (mc->fbt) {
+			/* MariaDB's UUID, INET4, INET6 come as their text: through
+			 * their binary form, to the binlog's value */
+			unsigned char mem[16];
+			if (sl_mysql_fbt_parse(mc->fbt, p, len, mem) < 0)
+				return verr(err, errlen, db, table, col, "\"%.*s\" is not a %s", (int)(len < 64 ? len : 64),
+					    p, mc->fbt == SL_MYSQL_FBT_UUID ? "uuid" : "network address");
+			if (sl_mysql_fbt_value(mc->fbt, mem, scratch, v) < 0)
+				return verr(err, errlen, db, table, col, "out of memory");
+			return 1;
+		}
+		/* fall through */
 	default: {
 		/* strings, BLOBs, ENUM, SET, JSON: bytes, or text in the column's charset */
 		bool copied;
@@ -627,7 +646,10 @@ int sl_my_key_after(struct sl_buf *b, const struct sl_my_table *mt, const int *k
 				sl_buf_printf(b, "'%.*s'", (int)n, q);
 				break;
 			case KK_BYTES:
-				if (!col->mc.charset || col->mc.charset->kind == SL_CS_BINARY)
+				if (col->mc.fbt)
+					/* MariaDB's UUID, INET4, INET6: the key holds their text */
+					sl_buf_printf(b, "_latin1 X'%.*s'", (int)n, q);
+				else if (!col->mc.charset || col->mc.charset->kind == SL_CS_BINARY)
 					sl_buf_printf(b, "X'%.*s'", (int)n, q);
 				else
 					sl_buf_printf(b, "_%s X'%.*s'", !strcmp(col->mc.charset->name, "utf8mb3") ? "utf8"

@@ -266,8 +266,14 @@ static int describe_column(struct sl_my_col *c, const char *data_type, const cha
 	} else if (T("vector")) {
 		m->type = SL_MYSQL_VECTOR;
 		m->pack_len = 4;
+	} else if (T("uuid") || T("inet6") || T("inet4")) {
+		/* MariaDB's fixed binary types: BINARY(16), BINARY(4) in the binlog */
+		m->type = SL_MYSQL_STRING;
+		m->fbt = T("uuid") ? SL_MYSQL_FBT_UUID : T("inet6") ? SL_MYSQL_FBT_INET6 : SL_MYSQL_FBT_INET4;
+		m->max_len = sl_mysql_fbt_len(m->fbt);
+		m->charset = sl_mysql_charset_of_collation(SL_MYSQL_COLLATION_BINARY);
 	} else {
-		/* a type the binlog writes as a string (MariaDB's inet6, uuid, ...) */
+		/* a type the binlog writes as a string (a later server's) */
 		m->type = SL_MYSQL_STRING;
 		m->max_len = oct;
 	}
@@ -499,6 +505,8 @@ static void complete(struct sl_mysql_column *m, const struct sl_binlog_table_map
 	}
 	if (c->mc.json && m->real_type == SL_MYSQL_BLOB)
 		m->json = true;
+	if (c->mc.fbt && m->real_type == SL_MYSQL_STRING && m->max_len == c->mc.max_len)
+		m->fbt = c->mc.fbt;
 	if (!tm->has_key)
 		m->is_key = c->mc.is_key;
 }
@@ -599,6 +607,9 @@ int sl_my_table_from_map(struct sl_my_table *out, const struct sl_binlog_table_m
 					continue;
 				if (like->cols[k].mc.json && c->mc.real_type == SL_MYSQL_BLOB)
 					c->mc.json = true;
+				if (like->cols[k].mc.fbt && c->mc.real_type == SL_MYSQL_STRING &&
+				    c->mc.max_len == like->cols[k].mc.max_len)
+					c->mc.fbt = like->cols[k].mc.fbt;
 				if (!tm->has_key)
 					c->mc.is_key = like->cols[k].mc.is_key;
 				if (c->mc.is_unsigned < 0)

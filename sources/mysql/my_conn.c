@@ -68,8 +68,14 @@ int sl_my_err(char *err, size_t errlen, const char *what, MYSQL *c)
 	return err_text(err, errlen, what, mysql_errno(c), mysql_error(c));
 }
 
+/* A statement's error.  A row fetch that fails while reading (the server
+ * gone, its connection killed, an error packet in the middle of the rows)
+ * leaves the error on the connection and none on the statement: take the
+ * connection's then. */
 int sl_my_stmt_err(char *err, size_t errlen, const char *what, MYSQL_STMT *st)
 {
+	if (mysql_stmt_errno(st) == 0 && st->mysql && mysql_errno(st->mysql) != 0)
+		return sl_my_err(err, errlen, what, st->mysql);
 	return err_text(err, errlen, what, mysql_stmt_errno(st), mysql_stmt_error(st));
 }
 
@@ -283,6 +289,40 @@ static int current_user(MYSQL *c, char *out, size_t outlen, char *err, size_t er
 	return SL_OK;
 }
 
+int sl_my_select_covers(MYSQL *c, const char *db, bool *covers, char *err, size_t errlen)
+{
+	char grantee[600], v[32];
+	struct sl_buf q;
+	int rc;
+
+	*covers = false;
+	if ((rc = current_user(c, grantee, sizeof grantee, err, errlen)) < 0)
+		return rc;
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "SELECT (SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ");
+	sl_my_append_literal(&q, grantee);
+	sl_buf_puts(&q, " AND PRIVILEGE_TYPE IN ('SELECT', 'ALL PRIVILEGES'))");
+	if (db) {
+		/* a database grant's name is a LIKE pattern (`shop\_%`) */
+		sl_buf_puts(&q, " + (SELECT COUNT(*) FROM information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = ");
+		sl_my_append_literal(&q, grantee);
+		sl_buf_puts(&q, " AND PRIVILEGE_TYPE = 'SELECT' AND ");
+		sl_my_append_literal(&q, db);
+		sl_buf_puts(&q, " LIKE TABLE_SCHEMA)");
+	}
+	if (sl_buf_failed(&q)) {
+		sl_buf_free(&q);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_my_query_value(c, q.data, v, sizeof v, NULL, err, errlen);
+	sl_buf_free(&q);
+	if (rc < 0)
+		return rc;
+	*covers = strcmp(v, "0") != 0;
+	return SL_OK;
+}
+
 /* Which of the global privileges the source needs the user lacks. */
 static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const char *grantee, struct sl_buf *missing,
 			      char *err, size_t errlen)
@@ -290,7 +330,7 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 	struct sl_buf q;
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
-	bool slave = false, monitor = false, all = false;
+	bool slave = false, monitor = false, all = false, reload = !sl_my_snapshot_locks(srv);
 	int rc;
 
 	sl_buf_init(&q, 0);
@@ -314,6 +354,8 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 			monitor = true;
 		else if (!strcmp(row[0], "SUPER") && !srv->mariadb)
 			monitor = true;
+		else if (!strcmp(row[0], "RELOAD"))
+			reload = true;
 		else if (!strcmp(row[0], "ALL PRIVILEGES"))
 			all = true;
 	}
@@ -324,8 +366,11 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 	if (!slave)
 		sl_buf_puts(missing, "REPLICATION SLAVE");
 	if (!monitor)
-		sl_buf_printf(missing, "%s%s", slave ? "" : ", ",
+		sl_buf_printf(missing, "%s%s", missing->len ? ", " : "",
 			      srv->mariadb && srv->version >= 100500 ? "BINLOG MONITOR" : "REPLICATION CLIENT");
+	/* the snapshot's position is taken under FLUSH TABLES WITH READ LOCK */
+	if (!reload)
+		sl_buf_printf(missing, "%sRELOAD", missing->len ? ", " : "");
 	return SL_OK;
 }
 

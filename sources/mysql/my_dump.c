@@ -7,7 +7,10 @@
  * - Before the dump, the session must set @master_binlog_checksum to the
  *   server's binlog_checksum, or the server refuses to send events with
  *   checksums (error 1236, "Slave can not handle replication events with
- *   the checksum ..."); MariaDB only sends its GTID events to a replica
+ *   the checksum ..."). The value agreed on is read back: it says whether
+ *   the events sent before the first FORMAT_DESCRIPTION (the fake ROTATE
+ *   that names the file) end in 4 checksum bytes, which the format
+ *   description then says for the rest.  MariaDB only sends its GTID events to a replica
  *   that set @mariadb_slave_capability = 4 (MARIA_SLAVE_CAPABILITY_GTID),
  *   and replaces them with dummy QUERY events otherwise.
  * - The dump thread writes with the session's net_write_timeout (60 s by
@@ -48,6 +51,7 @@
 #include <ma_pvio.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <strings.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +68,7 @@ struct sl_my_dump {
 	MYSQL *c;
 	int64_t silence_ms;
 	int64_t last_rx_ms;
+	uint8_t checksum;           /* enum sl_bl_checksum agreed for the events before the first FDE */
 	FILE *record;
 	/* replay */
 	unsigned char *data;
@@ -191,6 +196,28 @@ static int send_dump(MYSQL *c, const struct sl_my_server *srv, const struct sl_m
 	return rc;
 }
 
+/* Reads back the checksum algorithm the session agreed on (NONE or CRC32;
+ * a server without checksums leaves the variable NULL). */
+static int agreed_checksum(struct sl_my_dump *d, char *err, size_t errlen)
+{
+	char v[64];
+	bool found = false;
+	int rc;
+
+	if ((rc = sl_my_query_value(d->c, "SELECT @master_binlog_checksum", v, sizeof v, &found, err, errlen)) < 0)
+		return rc;
+	if (!found || strcasecmp(v, "NONE") == 0) {
+		d->checksum = SL_BL_CHECKSUM_OFF;
+	} else if (strcasecmp(v, "CRC32") == 0) {
+		d->checksum = SL_BL_CHECKSUM_CRC32;
+	} else {
+		snprintf(err, errlen, "the server's binlog_checksum is \"%s\", which sluice does not know (NONE or CRC32)",
+			 v);
+		return SL_EPREREQ;
+	}
+	return SL_OK;
+}
+
 int sl_my_dump_open(struct sl_my_dump **out, const struct sl_source_config *cfg, const struct sl_my_server *srv,
 		    const struct sl_my_dump_opts *o, int64_t silence_ms, char *err, size_t errlen)
 {
@@ -212,7 +239,8 @@ int sl_my_dump_open(struct sl_my_dump **out, const struct sl_source_config *cfg,
 		return rc;
 	}
 	if ((rc = exec_fmt(d->c, err, errlen, "SET @master_binlog_checksum = @@global.binlog_checksum, "
-			   "@source_binlog_checksum = @@global.binlog_checksum")) < 0)
+			   "@source_binlog_checksum = @@global.binlog_checksum")) < 0 ||
+	    (rc = agreed_checksum(d, err, errlen)) < 0)
 		goto fail;
 	if (srv->mariadb && (rc = exec_fmt(d->c, err, errlen, "SET @mariadb_slave_capability = 4")) < 0)
 		goto fail;
@@ -254,6 +282,11 @@ void sl_my_dump_close(struct sl_my_dump *d)
 	free(d->data);
 	free(d->ev);
 	free(d);
+}
+
+enum sl_bl_checksum sl_my_dump_checksum(const struct sl_my_dump *d)
+{
+	return d ? (enum sl_bl_checksum)d->checksum : SL_BL_CHECKSUM_CRC32;
 }
 
 unsigned long sl_my_dump_thread(const struct sl_my_dump *d)
@@ -391,6 +424,7 @@ int sl_my_dump_open_replay(struct sl_my_dump **out, const char *path, char *err,
 	d->data = (unsigned char *)data;
 	d->len = len;
 	d->off = 8;
+	d->checksum = SL_BL_CHECKSUM_CRC32;  /* the recordings' servers had binlog_checksum=CRC32 */
 	*out = d;
 	return SL_OK;
 }

@@ -106,6 +106,12 @@ int sl_my_append_qualified(struct sl_buf *b, const char *db, const char *table);
 /* Appends s as a quoted string literal ('' and \\ doubled). */
 int sl_my_append_literal(struct sl_buf *b, const char *s);
 
+/* Whether the user's SELECT privilege covers every table of database db, or
+ * of every database when db is NULL: a global grant, or a grant on the
+ * database.  information_schema shows a user only the tables it has some
+ * privilege on, so without such a grant the tables it may not read are
+ * invisible, not missing. */
+int sl_my_select_covers(MYSQL *c, const char *db, bool *covers, char *err, size_t errlen);
 /* The settings the source needs (log_bin, binlog_format=ROW,
  * binlog_row_image=FULL, a server_id other than the source's own, the
  * privileges REPLICATION SLAVE, BINLOG MONITOR / REPLICATION CLIENT and
@@ -243,6 +249,9 @@ enum sl_my_read { SL_MY_TIMEOUT = 0, SL_MY_EVENT, SL_MY_EOF };
  * SL_ECONFIG). */
 int sl_my_dump_read(struct sl_my_dump *d, int timeout_ms, enum sl_my_read *what, const unsigned char **ev,
 		    size_t *len, char *err, size_t errlen);
+/* The checksum algorithm of the events the server sends before the first
+ * FORMAT_DESCRIPTION (@master_binlog_checksum as the session agreed it). */
+enum sl_bl_checksum sl_my_dump_checksum(const struct sl_my_dump *d);
 /* The server's thread id of the dump connection (0 for a replay). */
 unsigned long sl_my_dump_thread(const struct sl_my_dump *d);
 
@@ -257,6 +266,9 @@ int sl_my_dump_open_replay(struct sl_my_dump **out, const char *path, char *err,
 /* ---- backfill (my_backfill.c) ---- */
 
 struct sl_my_snap;
+/* Whether snapshots take their position under FLUSH TABLES WITH READ LOCK
+ * (which needs RELOAD): on MySQL, or with SLUICE_MYSQL_SNAPSHOT=lock. */
+bool sl_my_snapshot_locks(const struct sl_my_server *srv);
 /* Opens a snapshot on a connection of its own: START TRANSACTION WITH
  * CONSISTENT SNAPSHOT and the binlog position it sees (MariaDB's
  * binlog_snapshot_file/position, no lock), or under FLUSH TABLES WITH READ

@@ -85,9 +85,16 @@ struct sl_position sl_my_pos(const char *file, uint64_t offset, const char *gtid
 	return p;
 }
 
+/* A resume position may carry a "done" point after its file name
+ * ("file\x1fdonefile:offset\tgtid"): where the stream had read to when
+ * it resumes earlier, at a held XA transaction's start.  Every group that
+ * starts before it was written already (but for XA PREPARE groups, which
+ * wait for their XA COMMIT): see resume_pos. */
+#define DONE_SEP '\x1f'
+
 void sl_my_pos_file(const struct sl_position *p, char *out)
 {
-	size_t n = strcspn(p->text, "\t");
+	size_t n = strcspn(p->text, "\t\x1f");
 
 	memcpy(out, p->text, n);
 	out[n] = '\0';
@@ -100,7 +107,42 @@ const char *sl_my_pos_gtid(const struct sl_position *p)
 	return t ? t + 1 : "";
 }
 
-static int my_pos_compare(const struct sl_position *a, const struct sl_position *b)
+/* The done point of p into file and *off; false when it has none. */
+static bool pos_done(const struct sl_position *p, char *file, size_t filelen, uint64_t *off)
+{
+	const char *d = strchr(p->text, DONE_SEP), *colon;
+	size_t n;
+
+	if (!d)
+		return false;
+	d++;
+	n = strcspn(d, "\t");
+	colon = memrchr(d, ':', n);
+	if (!colon || (size_t)(colon - d) >= filelen)
+		return false;
+	memcpy(file, d, (size_t)(colon - d));
+	file[colon - d] = '\0';
+	*off = strtoull(colon + 1, NULL, 10);
+	return true;
+}
+
+/* p with the done point file:off after its file name (dropped if it does
+ * not fit). */
+static void pos_set_done(struct sl_position *p, const char *file, uint64_t off)
+{
+	char head[SL_POS_TEXT_MAX], gtid[SL_POS_TEXT_MAX];
+	int n;
+
+	sl_my_pos_file(p, head);
+	snprintf(gtid, sizeof gtid, "%s", sl_my_pos_gtid(p));
+	n = snprintf(p->text, sizeof p->text, "%s%c%s:%" PRIu64 "%s%s", head, DONE_SEP, file, off, *gtid ? "\t" : "",
+		     gtid);
+	if (n < 0 || (size_t)n >= sizeof p->text)
+		*p = sl_my_pos(head, p->w[1], *gtid ? gtid : NULL, NULL);
+}
+
+/* The binlog places of two positions in order (their done points aside). */
+static int place_compare(const struct sl_position *a, const struct sl_position *b)
 {
 	if (a->w[0] != b->w[0])
 		return a->w[0] < b->w[0] ? -1 : 1;
@@ -109,24 +151,74 @@ static int my_pos_compare(const struct sl_position *a, const struct sl_position 
 	return 0;
 }
 
+/* Positions in binlog order; at the same place, one with a later done
+ * point has read further (a held XA transaction keeps the place). */
+static int my_pos_compare(const struct sl_position *a, const struct sl_position *b)
+{
+	char fa[SL_POS_TEXT_MAX], fb[SL_POS_TEXT_MAX];
+	uint64_t oa = 0, ob = 0;
+	int64_t sa = -1, sb = -1;
+	int c = place_compare(a, b);
+
+	if (c != 0)
+		return c;
+	if (pos_done(a, fa, sizeof fa, &oa))
+		sa = sl_my_file_seq(fa, strlen(fa));
+	if (pos_done(b, fb, sizeof fb, &ob))
+		sb = sl_my_file_seq(fb, strlen(fb));
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	return oa < ob ? -1 : oa > ob ? 1 : 0;
+}
+
 static uint64_t my_pos_csn(const struct sl_position *p)
 {
 	return p->w[0] << 32 | (p->w[1] & 0xffffffffu);
 }
 
-/* "mb.000003:1234" or "mb.000003:1234 0-1-20" */
+static int my_pos_decode_plain(const char *text, struct sl_position *out);
+
+/* "mb.000003:1234" or "mb.000003:1234 0-1-20", and " +mb.000003:5678"
+ * after it for a done point */
 static int my_pos_encode(const struct sl_position *p, char *out, size_t outlen)
 {
 	char file[SL_POS_TEXT_MAX];
 	const char *g = sl_my_pos_gtid(p);
 	int n;
 
+	char done[SL_POS_TEXT_MAX];
+	uint64_t doff = 0;
+	bool has_done = pos_done(p, done, sizeof done, &doff);
+
 	sl_my_pos_file(p, file);
 	n = snprintf(out, outlen, "%s:%" PRIu64 "%s%s", file[0] ? file : "?", p->w[1], *g ? " " : "", g);
+	if (n >= 0 && (size_t)n < outlen && has_done)
+		n += snprintf(out + n, outlen - (size_t)n, " +%s:%" PRIu64, done, doff);
 	return n < 0 || (size_t)n >= outlen ? -1 : 0;
 }
 
 static int my_pos_decode(const char *text, struct sl_position *out)
+{
+	const char *plus = strstr(text, " +");
+	char head[SL_POS_TEXT_MAX * 2];
+
+	if (plus) {
+		/* "file:off [gtid] +donefile:doneoff" */
+		struct sl_position d;
+		if ((size_t)(plus - text) >= sizeof head)
+			return -1;
+		memcpy(head, text, (size_t)(plus - text));
+		head[plus - text] = '\0';
+		if (my_pos_decode_plain(head, out) < 0 || my_pos_decode_plain(plus + 2, &d) < 0)
+			return -1;
+		sl_my_pos_file(&d, head);
+		pos_set_done(out, head, d.w[1]);
+		return 0;
+	}
+	return my_pos_decode_plain(text, out);
+}
+
+static int my_pos_decode_plain(const char *text, struct sl_position *out)
 {
 	const char *sp = strchr(text, ' '), *colon;
 	char file[SL_POS_TEXT_MAX];
@@ -160,7 +252,7 @@ static const struct sl_meta_field my_meta[] = {
 
 static void my_meta_values(const struct sl_position *p, struct sl_meta_value *out, char *buf, size_t buflen)
 {
-	size_t n = strcspn(p->text, "\t");
+	size_t n = strcspn(p->text, "\t\x1f");
 	const char *g = sl_my_pos_gtid(p);
 
 	(void)buf;
@@ -226,6 +318,8 @@ struct my_src {
 	char file[SL_BL_FILE_MAX + 1];  /* the current binlog file */
 	uint64_t pos;                   /* the end of the last event read in it */
 	struct sl_position floor;       /* where streaming started: end positions never go below */
+	char done_file[SL_BL_FILE_MAX + 1];  /* "" or the done point of the start position */
+	uint64_t done_off;
 	bool gtid_mode;                 /* positions carry the GTID state */
 	struct sl_mariadb_gtid_pos mstate;
 	struct sl_mysql_gtid_set sstate;
@@ -630,6 +724,79 @@ static void warn_cascades(MYSQL *c, const struct sl_source_stream *st, const str
 	sl_buf_free(&q);
 }
 
+/* Whether entry e (db.table) names table t of the list. */
+static bool listed(const struct sl_my_table *t, int n, const char *e)
+{
+	size_t dl;
+
+	for (int i = 0; i < n; i++) {
+		dl = strlen(t[i].db);
+		if (!strncmp(e, t[i].db, dl) && e[dl] == '.' && !strcmp(e + dl + 1, t[i].name))
+			return true;
+	}
+	return false;
+}
+
+/* The tables entries the user's grants leave partly invisible: the catalog
+ * (information_schema) lists only the tables a user has a privilege on, so
+ * a table it may not read looks like no table at all, and a glob would
+ * leave it out, with its changes, without a word.  An entry is whole when
+ * a global SELECT, or one on its database, covers it; otherwise an exact
+ * entry the catalog does not list, and any glob, is refused with the GRANT
+ * that makes it whole (exit 3).  (Nothing a user without privileges may
+ * run lists such tables: SHOW TABLES and information_schema hide them, and
+ * mysql.* needs privileges of its own.) */
+static int check_entry_grants(MYSQL *c, const struct sl_source_stream *st, const struct sl_source_config *cfg,
+			      const struct sl_my_table *t, int n, char *err, size_t errlen)
+{
+	const char *user = cfg->user ? cfg->user : "?";
+	struct sl_buf on;
+	char db[256];
+	int rc = SL_OK;
+
+	sl_buf_init(&on, 0);
+	for (char *const *e = st->tables; e && *e && rc == SL_OK; e++) {
+		const char *dot = strchr(*e, '.');
+		bool glob = strpbrk(*e, "*?[\\") != NULL, anydb, covers = false, known = false;
+		if (!dot || (size_t)(dot - *e) >= sizeof db)
+			continue;
+		snprintf(db, sizeof db, "%.*s", (int)(dot - *e), *e);
+		anydb = strpbrk(db, "*?[\\") != NULL;
+		for (char *const *k = st->known_tables; k && *k && !known; k++)
+			known = !strcmp(*k, *e);
+		if ((!glob && (known || listed(t, n, *e))) ||
+		    (rc = sl_my_select_covers(c, anydb ? NULL : db, &covers, err, errlen)) < 0 || covers)
+			continue;
+		/* the GRANT that makes the entry whole */
+		sl_buf_reset(&on);
+		if (!glob)
+			sl_my_append_qualified(&on, db, dot + 1);
+		else if (!anydb) {
+			sl_my_append_ident(&on, db);
+			sl_buf_puts(&on, ".*");
+		} else
+			sl_buf_puts(&on, "*.*");
+		if (sl_buf_failed(&on)) {
+			snprintf(err, errlen, "out of memory");
+			rc = SL_EFAIL;
+		} else if (!glob) {
+			snprintf(err, errlen, "stream \"%s\": user \"%s\" may not see table %s (tables entry \"%s\"): it "
+				 "has no privilege on it (or the table does not exist); as an administrator run: GRANT "
+				 "SELECT ON %s TO '%s'", st->name, user, on.data, *e, on.data, user);
+			rc = SL_EPREREQ;
+		} else {
+			snprintf(err, errlen, "stream \"%s\": tables entry \"%s\" is a glob, but user \"%s\" may SELECT "
+				 "only some of the tables it can match (table grants): the tables it may not read are "
+				 "invisible to it and would be left out with their changes; as an administrator run: "
+				 "GRANT SELECT ON %s TO '%s' (or name the tables one by one)", st->name, *e, user,
+				 on.data, user);
+			rc = SL_EPREREQ;
+		}
+	}
+	sl_buf_free(&on);
+	return rc;
+}
+
 /* The stream's tables: SL_ECONFIG when nothing matches. */
 static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
 		       const struct sl_source_stream *st, struct sl_my_table **out, int *n, char *err, size_t errlen)
@@ -644,6 +811,8 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 		return rc;
 	if (wm_name(cfg->watermark_table, wdb, wt) == 0)
 		drop_table(*out, n, wdb, wt);   /* its rows are watermarks, never changes */
+	if ((rc = check_entry_grants(c, st, cfg, *out, *n, err, errlen)) < 0)
+		goto fail;
 	if (*n > 0 && !(vs = calloc((size_t)*n, sizeof *vs))) {
 		rc = SL_EFAIL;
 		snprintf(err, errlen, "out of memory");
@@ -936,26 +1105,47 @@ static void state_text_update(struct my_src *s)
 	sl_buf_free(&b);
 }
 
-/* The position after everything read so far, for resuming. */
+/* Whether a group starting at (file number seq, offset) lies before the
+ * start position's done point: it was written before the restart. */
+static bool before_done(const struct my_src *s, int64_t seq, uint64_t offset)
+{
+	int64_t dseq;
+
+	if (!s->done_file[0])
+		return false;
+	dseq = sl_my_file_seq(s->done_file, strlen(s->done_file));
+	return seq < dseq || (seq == dseq && offset < s->done_off);
+}
+
+/* The position after everything read so far, for resuming.  While a
+ * prepared XA transaction is held, that is its group's start, so that a
+ * restart reads it again; the point read to goes with it as the done
+ * point, and the groups before that point are not written again. */
 static struct sl_position resume_pos(struct my_src *s)
 {
 	struct sl_position p = sl_my_pos(s->file, s->pos, s->gtid_mode ? s->state_text : NULL, NULL);
+	bool ahead = before_done(s, sl_my_file_seq(s->file, strlen(s->file)), s->pos), back = false;
 
 	if (s->held) {
-		/* a prepared XA transaction waits: a restart must read it again */
 		struct xa_held *h = s->held;
 		for (struct xa_held *x = s->held; x; x = x->next)
 			if (my_pos_compare(&x->start, &h->start) < 0)
 				h = x;
-		if (my_pos_compare(&h->start, &p) < 0)
+		if (my_pos_compare(&h->start, &p) < 0) {
 			p = h->start;
+			back = true;
+		}
 	}
-	if (my_pos_compare(&p, &s->floor) < 0) {
+	if (place_compare(&p, &s->floor) < 0) {
 		/* a GTID resume restarts at a file's beginning: never report less than the start */
 		char file[SL_POS_TEXT_MAX];
 		sl_my_pos_file(&s->floor, file);
 		p = sl_my_pos(file, s->floor.w[1], s->gtid_mode ? s->state_text : NULL, NULL);
 	}
+	if (ahead)
+		pos_set_done(&p, s->done_file, s->done_off);  /* still reading again what was written */
+	else if (back)
+		pos_set_done(&p, s->file, s->pos);
 	return p;
 }
 
@@ -1003,6 +1193,8 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 	snprintf(s->file, sizeof s->file, "%s", file);
 	s->pos = from->w[1];
 	s->floor = *from;
+	if (!pos_done(from, s->done_file, sizeof s->done_file, &s->done_off))
+		s->done_file[0] = '\0';
 	s->gtid_mode = *gtid != '\0';
 	sl_mariadb_gtid_pos_clear(&s->mstate);
 	sl_mysql_gtid_set_clear(&s->sstate);
@@ -1017,7 +1209,9 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 		}
 		state_text_update(s);
 	}
-	sl_binlog_reader_init(&s->rd, SL_BL_CHECKSUM_CRC32, s->file);
+	/* the dump's first events come before its FORMAT_DESCRIPTION, with the
+	 * checksum the session agreed on */
+	sl_binlog_reader_init(&s->rd, sl_my_dump_checksum(s->dump), s->file);
 	if (s->replay)
 		return SL_OK;
 	if ((rc = server_id_free(s, err, errlen)) < 0)
@@ -1032,6 +1226,8 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 	sl_my_dump_close(s->dump);
 	s->dump = NULL;
 	rc = sl_my_dump_open(&s->dump, s->cfg, &s->srv, &o, s->silence_ms, err, errlen);
+	if (rc == SL_OK)
+		sl_binlog_reader_init(&s->rd, sl_my_dump_checksum(s->dump), s->file);
 	if (rc == SL_ELOST) {
 		char why[SL_ERRLEN];
 		snprintf(why, sizeof why, "the server refused it (%s)", err);
@@ -1082,6 +1278,7 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 	char why[300], at[600];
 
 	*retired = NULL;
+	why[0] = '\0';
 	if (s->replay) {
 		n = 0;
 	} else if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL, t->db, t->name,
@@ -1119,10 +1316,10 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 		if (!tm->has_names) {
 			sl_my_tables_free(fresh, n < 0 ? 1 : n);
 			snprintf(err, errlen, "stream \"%s\": at %s, table \"%s\".\"%s\" has columns that the catalog no "
-				 "longer describes (it changed again since), and binlog_row_metadata is not FULL, so its "
-				 "columns cannot be named. Set binlog_row_metadata=FULL on the server; then run `sluice "
+				 "longer describes (%s; it changed again since), and binlog_row_metadata is not FULL, so "
+				 "its columns cannot be named. Set binlog_row_metadata=FULL on the server; then run `sluice "
 				 "backfill` for the stream to start over from a new position", s->st->name,
-				 here(s, at, sizeof at), t->db, t->name);
+				 here(s, at, sizeof at), t->db, t->name, why[0] ? why : "it no longer exists");
 			return SL_EDATA;
 		}
 		if ((rc = sl_my_table_from_map(&from_map, tm, t, err, errlen)) < 0) {
@@ -1166,6 +1363,36 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 	free(fresh);
 	s->schema_events++;
 	return 1;
+}
+
+/* A table the stream selects has rows in the binlog but the catalog does
+ * not show it: dropped since, or invisible to a user that may not read it
+ * (its grants changed since the start, which checked them).  Without a
+ * SELECT grant on its database it is the latter as far as sluice can
+ * tell: exit 3 with the GRANT, rather than leave its changes out. */
+static int unseen_table(struct my_src *s, const char *db, const char *table, char *err, size_t errlen)
+{
+	struct sl_buf on;
+	bool covers = false;
+	char at[600];
+	int rc;
+
+	for (char *const *e = s->st->tables; e && *e; e++) {
+		size_t dl = strlen(db);
+		if (!strpbrk(*e, "*?[\\") && !strncmp(*e, db, dl) && (*e)[dl] == '.' && !strcmp(*e + dl + 1, table))
+			return SL_OK;  /* named: its grant was checked at the start; it was dropped since */
+	}
+	if ((rc = sl_my_select_covers(s->meta, db, &covers, err, errlen)) < 0 || covers)
+		return rc;
+	sl_buf_init(&on, 0);
+	sl_my_append_qualified(&on, db, table);
+	snprintf(err, errlen, "stream \"%s\": at %s, table %s, which tables selects, has changes but user \"%s\" may "
+		 "not see it (it has no privilege on it, or the table was dropped since); as an administrator run: "
+		 "GRANT SELECT ON %s TO '%s' (or leave it out: exclude_tables = %s.%s)", s->st->name,
+		 here(s, at, sizeof at), sl_buf_failed(&on) ? table : on.data, s->cfg->user ? s->cfg->user : "?",
+		 sl_buf_failed(&on) ? table : on.data, s->cfg->user ? s->cfg->user : "?", db, table);
+	sl_buf_free(&on);
+	return SL_EPREREQ;
 }
 
 /* A TABLE_MAP: which table it maps, whether the stream follows it, and
@@ -1243,6 +1470,8 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 					 m->tm.table);
 				return SL_ERESTART;
 			}
+			if ((rc = unseen_table(s, m->tm.db, m->tm.table, err, errlen)) < 0)
+				return rc;
 		}
 		m->rawlen = e->body_len;
 		return SL_OK;
@@ -1829,9 +2058,9 @@ static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t err
 			ours = known_table(s, names[i].db, names[i].table) != NULL;
 		if (ours) {
 			snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = "
-				 "STATEMENT or MIXED in that session): \"%.200s\". sluice reads ROW events only: set "
+				 "STATEMENT or MIXED in that session): \"%.*s\". sluice reads ROW events only: set "
 				 "binlog_format=ROW for every session, then run `sluice backfill` for the stream", s->st->name,
-				 here(s, at, sizeof at), q->sql);
+				 here(s, at, sizeof at), (int)(q->sql_len < 200 ? q->sql_len : 200), q->sql);
 			return SL_EPREREQ;
 		}
 		break;
@@ -1845,6 +2074,24 @@ static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	if (s->in_tx && end_group(s, ev))
 		return 1;
 	return SL_OK;
+}
+
+/* Whether the group starting at the current event was written before the
+ * restart (it lies before the start position's done point, which a held XA
+ * transaction set back).  An XA COMMIT or ROLLBACK group among them ends
+ * its prepared transaction, held again when it was read again: it is
+ * dropped (its changes were written then). */
+static bool group_done(struct my_src *s, bool xa_end)
+{
+	struct xa_held *h;
+
+	if (!before_done(s, sl_my_file_seq(s->file, strlen(s->file)), s->ev.start))
+		return false;
+	if (xa_end && s->tx_xid[0] && (h = take_held(s, s->tx_xid))) {
+		fclose(h->events);
+		free(h);
+	}
+	return true;
 }
 
 /* Reads the next event into s->ev (from a held XA transaction first).
@@ -2008,6 +2255,8 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 				xid_text(s->tx_xid, sizeof s->tx_xid, &g->xid);
 			if (s->gtid_mode && sl_mariadb_gtid_pos_contains(&s->mstate, &s->tx_mgtid))
 				s->skip_tx = true;
+			if (!(g->flags & SL_MARIADB_FL_PREPARED_XA) && group_done(s, g->has_xid))
+				s->skip_tx = true;
 			if ((g->flags & SL_MARIADB_FL_PREPARED_XA) && !s->skip_tx) {
 				/* XA PREPARE: hold the group's events until XA COMMIT */
 				struct xa_held *h = calloc(1, sizeof *h);
@@ -2042,6 +2291,8 @@ static int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 				if (s->gtid_mode && sl_mysql_gtid_set_contains(&s->sstate, g->sid, g->gno))
 					s->skip_tx = true;
 			}
+			if (group_done(s, false))
+				s->skip_tx = true;
 			/* DDL follows without BEGIN: the group ends after it */
 			s->standalone = true;
 			break;

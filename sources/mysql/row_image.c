@@ -12,6 +12,7 @@
  */
 #include "sources/mysql/row_image.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -52,6 +53,8 @@ enum sl_type sl_mysql_type_map(const struct sl_mysql_column *c, int *precision, 
 	case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2: return SL_T_TIMESTAMP;
 	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2: return SL_T_TIMESTAMPTZ;
 	case SL_MYSQL_STRING: case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING: case SL_MYSQL_BLOB:
+		if (c->fbt && c->real_type == SL_MYSQL_STRING)
+			return c->fbt == SL_MYSQL_FBT_UUID ? SL_T_UUID : SL_T_STRING;
 		if (c->charset && (c->charset->kind == SL_CS_BINARY || c->charset->kind == SL_CS_UNSUPPORTED))
 			return SL_T_BYTES;
 		return c->json ? SL_T_JSON : SL_T_STRING;
@@ -94,7 +97,13 @@ const char *sl_mysql_type_name(const struct sl_mysql_column *c, char *buf, size_
 	case SL_MYSQL_TIME2: snprintf(buf, len, c->fsp ? "time(%u)" : "time", c->fsp); break;
 	case SL_MYSQL_DATETIME2: snprintf(buf, len, c->fsp ? "datetime(%u)" : "datetime", c->fsp); break;
 	case SL_MYSQL_TIMESTAMP2: snprintf(buf, len, c->fsp ? "timestamp(%u)" : "timestamp", c->fsp); break;
-	case SL_MYSQL_STRING: snprintf(buf, len, "%s(%u)", text ? "char" : "binary", c->max_len); break;
+	case SL_MYSQL_STRING:
+		if (c->fbt)
+			snprintf(buf, len, "%s", c->fbt == SL_MYSQL_FBT_UUID ? "uuid" : c->fbt == SL_MYSQL_FBT_INET4 ? "inet4"
+				 : "inet6");
+		else
+			snprintf(buf, len, "%s(%u)", text ? "char" : "binary", c->max_len);
+		break;
 	case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING:
 		snprintf(buf, len, "%s(%u)", text ? "varchar" : "varbinary", c->max_len);
 		break;
@@ -432,6 +441,61 @@ static int append_text(struct vctx *v, const struct sl_mysql_charset *cs, const 
 	}
 	if (!copied && sl_buf_append(v->s, p, n) < 0)
 		return oom(v);
+	return 0;
+}
+
+unsigned sl_mysql_fbt_len(uint8_t fbt)
+{
+	return fbt == SL_MYSQL_FBT_INET4 ? 4 : fbt ? 16 : 0;
+}
+
+int sl_mysql_fbt_value(uint8_t fbt, const unsigned char *mem, struct sl_buf *scratch, struct sl_value *v)
+{
+	size_t off = scratch->len;
+	char text[INET6_ADDRSTRLEN];
+
+	if (fbt == SL_MYSQL_FBT_UUID) {
+		if (sl_buf_append(scratch, mem, 16) < 0)
+			return -1;
+		*v = (struct sl_value){ .kind = SL_V_UUID, .len = 16, .p = (const char *)(uintptr_t)off };
+		return 0;
+	}
+	if (!inet_ntop(fbt == SL_MYSQL_FBT_INET4 ? AF_INET : AF_INET6, mem, text, sizeof text))
+		return -1;
+	if (sl_buf_puts(scratch, text) < 0)
+		return -1;
+	*v = (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)strlen(text), .p = (const char *)(uintptr_t)off };
+	return 0;
+}
+
+int sl_mysql_fbt_parse(uint8_t fbt, const char *text, size_t len, unsigned char mem[16])
+{
+	char t[INET6_ADDRSTRLEN + 1];
+
+	if (fbt == SL_MYSQL_FBT_UUID)
+		return sl_uuid_parse(text, len, mem);
+	if (len >= sizeof t)
+		return -1;
+	memcpy(t, text, len);
+	t[len] = '\0';
+	return inet_pton(fbt == SL_MYSQL_FBT_INET4 ? AF_INET : AF_INET6, t, mem) == 1 ? 0 : -1;
+}
+
+/* A MariaDB UUID, INET4 or INET6 from the binlog: its binary form (a UUID
+ * in text order, whatever order MariaDB keeps it in the table: the test
+ * matrix checks this against the server), less the trailing zero bytes
+ * the binlog drops, as of a BINARY(n). */
+static int put_fbt(struct vctx *v, const unsigned char *p, size_t n)
+{
+	unsigned char mem[16] = { 0 };
+	size_t want = sl_mysql_fbt_len(v->mc->fbt), off = v->s->len;
+
+	if (n > want || (v->col->type != (v->mc->fbt == SL_MYSQL_FBT_UUID ? SL_T_UUID : SL_T_STRING)))
+		return mismatch(v);
+	memcpy(mem, p, n);
+	if (sl_mysql_fbt_value(v->mc->fbt, mem, v->s, v->out) < 0)
+		return sl_buf_failed(v->s) ? oom(v) : verr(v, "not an address");
+	set_scratch(v, v->out->kind, off, v->out->len);
 	return 0;
 }
 
@@ -783,6 +847,8 @@ static int decode_value(struct vctx *v, const unsigned char **p, const unsigned 
 	case SL_MYSQL_STRING: case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING:
 		if ((rc = read_counted(v, p, end, mc->max_len < 256 ? 1 : 2, &data, &len)) < 0)
 			return rc;
+		if (mc->fbt && mc->real_type == SL_MYSQL_STRING)
+			return put_fbt(v, data, len);
 		return put_text(v, data, len);
 	case SL_MYSQL_BLOB:
 		if ((rc = read_counted(v, p, end, mc->pack_len, &data, &len)) < 0)

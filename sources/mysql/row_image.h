@@ -97,8 +97,21 @@
  *                                                       SL_T_UINT64 for 64 members)
  *   BIT(1)                                              SL_T_BOOL
  *   BIT(2..64), GEOMETRY, VECTOR                        SL_T_BYTES
+ *   MariaDB UUID (fbt from the catalog)                 SL_T_UUID
+ *   MariaDB INET4, INET6 (fbt from the catalog)         SL_T_STRING
  *   anything else                                       SL_T_STRING */
 enum sl_type sl_mysql_type_map(const struct sl_mysql_column *c, int *precision, int *scale);
+/* The bytes of a MariaDB UUID, INET4 or INET6 value (16, 4, 16) in their
+ * binary form (UUID: the 16 bytes in text order; INET: network order), as
+ * a value: a UUID, or the address in text (inet_ntop's form, which is
+ * MariaDB's).  The value's bytes are appended to scratch, and v->p holds
+ * their offset there.  Returns 0, or -1 when scratch fails. */
+int sl_mysql_fbt_value(uint8_t fbt, const unsigned char *mem, struct sl_buf *scratch, struct sl_value *v);
+/* The binary form of an FBT value from MariaDB's text of it (what a
+ * SELECT returns): 0, or -1 when the text is not one. */
+int sl_mysql_fbt_parse(uint8_t fbt, const char *text, size_t len, unsigned char mem[16]);
+/* The size of an FBT value: 16, 4 or 16 (0 for none). */
+unsigned sl_mysql_fbt_len(uint8_t fbt);
 
 /* The column's SQL type for messages and sl_column.type_name: "bigint
  * unsigned", "decimal(10,2)", "datetime(6)", "enum", ... into buf. */

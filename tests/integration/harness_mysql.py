@@ -332,6 +332,10 @@ def my_column_kinds(my, db, table):
         elif dt in ("geometry", "point", "linestring", "polygon", "multipoint", "multilinestring", "multipolygon",
                     "geometrycollection"):
             kind, expr = "bytes", f"ST_AsBinary({q})"
+        elif dt == "uuid":
+            kind, expr = "uuid", f"CAST({q} AS CHAR)"
+        elif dt in ("inet4", "inet6"):
+            kind, expr = "text", f"CAST({q} AS CHAR)"
         elif dt in ("enum", "set"):
             kind = "text"
         elif cs is None:

@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 import unittest
+import uuid as uuidlib
 
 from harness import assert_marker_between, csn, records_for, sluice_test_bin, wait_until
 from harness_mysql import MyTestCase, SLUICE_USER
@@ -374,6 +375,47 @@ class RebackfillCases:
 class RebackfillTest(RebackfillCases, MyTestCase):
     """binlog_row_metadata = FULL (the harness's default)."""
 
+    def _load(self, insert, rows, table):
+        """Runs insert for every row in one transaction; returns the rows of table."""
+        c = self.my.connect(autocommit=False)
+        cur = c.cursor()
+        cur.executemany(insert, rows)
+        c.commit()
+        c.close()
+        return self.my.one(f"SELECT COUNT(*) FROM {table}")
+
+    def _chunked_rebackfill(self, table, n):
+        """`sluice backfill --table app.TABLE` of a running agent in chunks of
+        100 rows (n rows in all): (the records of app.TABLE, the backfill
+        rows after the re-backfill marker)."""
+        self.chunk_rows = 100
+        s = self.agent(table, f"app.{table}")
+        p = self.start_streaming(s)
+        r = s.run("backfill", "--stream", table, "--table", f"app.{table}", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        chunks = (n + 99) // 100
+        wait_until(lambda: f"backfilled app.{table} while streaming: {n} rows in {chunks} chunks" in p.stderr_text()
+                   or not p.alive(), 120, "the re-backfill")
+        self.stop(p)
+        recs = records_for(self.read(s), "app", table)
+        ms = markers(recs)
+        self.assertEqual(len(ms), 1)
+        return recs, [r for r in backfill_rows(recs) if csn(r) > csn(ms[0])]
+
+    def test_uuid_and_inet6_keys(self):
+        """MariaDB's UUID and INET6 as a chunked backfill's key: the resume
+        key goes back into SQL as the value's text."""
+        my = self.my
+        my.execute("DROP TABLE IF EXISTS app.uk")
+        my.execute("CREATE TABLE app.uk (u uuid NOT NULL, a inet6 NOT NULL, v int, PRIMARY KEY (u, a))")
+        rng = random.Random(11)
+        rows = [(str(uuidlib.UUID(int=rng.getrandbits(128), version=rng.choice([1, 4]))),
+                 rng.choice(["::1", "2001:db8::1", "::ffff:10.0.0.1", "fe80::abcd"])) for _ in range(450)]
+        n = self._load("INSERT IGNORE INTO app.uk (u, a, v) VALUES (%s, %s, 1)", rows, "app.uk")
+        recs, after = self._chunked_rebackfill("uk", n)
+        self.assertEqual(len(after), n, "each row once")
+        self.assertTableMatches(recs, "app", "uk", ["u", "a"])
+
     def test_composite_keys_of_several_types(self):
         my = self.my
         my.execute("DROP TABLE IF EXISTS app.ck")
@@ -394,26 +436,9 @@ class RebackfillTest(RebackfillCases, MyTestCase):
             if k not in seen:
                 seen.add(k)
                 uniq.append(r)
-        c = my.connect(autocommit=False)
-        cur = c.cursor()
-        cur.executemany("INSERT INTO app.ck (s, d, u, e, v) VALUES (%s, %s, %s, %s, 'x')", uniq)
-        c.commit()
-        c.close()
-        n = my.one("SELECT COUNT(*) FROM app.ck")
+        n = self._load("INSERT INTO app.ck (s, d, u, e, v) VALUES (%s, %s, %s, %s, 'x')", uniq, "app.ck")
         self.assertEqual(n, len(uniq))
-        self.chunk_rows = 100
-        s = self.agent("ck", "app.ck")
-        p = self.start_streaming(s)
-        r = s.run("backfill", "--stream", "ck", "--table", "app.ck", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        chunks = (n + 99) // 100
-        wait_until(lambda: f"backfilled app.ck while streaming: {n} rows in {chunks} chunks" in p.stderr_text()
-                   or not p.alive(), 120, "the re-backfill")
-        self.stop(p)
-        recs = records_for(self.read(s), "app", "ck")
-        ms = markers(recs)
-        self.assertEqual(len(ms), 1)
-        after = [r for r in backfill_rows(recs) if csn(r) > csn(ms[0])]
+        recs, after = self._chunked_rebackfill("ck", n)
         keys = collections.Counter((r["payload"]["s"], r["payload"]["d"], r["payload"]["u"], r["payload"]["e"])
                                    for r in after)
         self.assertEqual(len(after), n, "each row once")

@@ -468,9 +468,41 @@ static void test_position_text(void **state)
 	assert_int_equal(sl_my_desc.pos_decode("mb.000001", &(struct sl_position){ 0 }), -1);
 }
 
+/* A resume position held back at a prepared XA transaction carries the
+ * point read to: it survives the checkpoint's text, orders after the same
+ * place without it, and leaves the file and GTID as they were. */
+static void test_position_done_point(void **state)
+{
+	struct sl_position a, b;
+	char text[SL_POS_TEXT_MAX * 2], file[SL_POS_TEXT_MAX];
+
+	(void)state;
+	assert_int_equal(sl_my_desc.pos_decode("mb.000001:1000 0-1-4 +mb.000002:2222", &a), 0);
+	assert_int_equal(sl_my_desc.pos_encode(&a, text, sizeof text), 0);
+	assert_string_equal(text, "mb.000001:1000 0-1-4 +mb.000002:2222");
+	sl_my_pos_file(&a, file);
+	assert_string_equal(file, "mb.000001");
+	assert_string_equal(sl_my_pos_gtid(&a), "0-1-4");
+	assert_int_equal(a.w[1], 1000);
+	assert_int_equal(sl_my_desc.pos_decode("mb.000001:1000 0-1-4", &b), 0);
+	assert_true(sl_my_desc.pos_compare(&a, &b) > 0);
+	assert_true(sl_my_desc.pos_compare(&b, &a) < 0);
+	assert_int_equal(sl_my_desc.pos_decode("mb.000001:1000 0-1-4 +mb.000001:3000", &b), 0);
+	assert_true(sl_my_desc.pos_compare(&a, &b) > 0);
+	assert_int_equal(sl_my_desc.pos_decode("mb.000001:1001", &b), 0);
+	assert_true(sl_my_desc.pos_compare(&a, &b) < 0);
+	/* without a GTID */
+	assert_int_equal(sl_my_desc.pos_decode("mb.000003:4 +mb.000003:99", &a), 0);
+	assert_int_equal(sl_my_desc.pos_encode(&a, text, sizeof text), 0);
+	assert_string_equal(text, "mb.000003:4 +mb.000003:99");
+	assert_string_equal(sl_my_pos_gtid(&a), "");
+	assert_int_equal(sl_my_desc.pos_decode("mb.000003:4 +nofile", &a), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_position_done_point),
 		cmocka_unit_test(test_expected),
 		cmocka_unit_test(test_final_keys),
 		cmocka_unit_test(test_facts),

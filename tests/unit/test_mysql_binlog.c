@@ -642,6 +642,49 @@ static void build_table_map(struct sl_buf *b, bool with_optional)
 	sl_buf_free(&opt);
 }
 
+/* The SIGNEDNESS field has a bit for each number column, and which columns
+ * those are differs: MariaDB counts YEAR (always flagged unsigned), MySQL
+ * does not.  (id INT, y YEAR, u INT UNSIGNED, s TINYINT) with s = -1 once
+ * came out as 255. */
+static void signedness_after_year(bool mariadb, uint8_t bitmap)
+{
+	static const uint8_t types[] = { SL_MYSQL_LONG, SL_MYSQL_YEAR, SL_MYSQL_LONG, SL_MYSQL_TINY };
+	struct sl_binlog_reader r;
+	struct sl_binlog_event ev;
+	struct sl_binlog_table_map tm;
+	struct sl_buf b;
+	char err[256];
+
+	reader_with_fde(&r, mariadb, true);
+	sl_buf_init(&b, 0);
+	sl_binlog_table_map_init(&tm);
+	me_le(&b, 77, 6);
+	me_le(&b, 1, 2);
+	me_le(&b, 1, 1); me_bytes(&b, "d", 2);
+	me_le(&b, 1, 1); me_bytes(&b, "t", 2);
+	me_packed(&b, sizeof types);
+	me_bytes(&b, types, sizeof types);
+	me_packed(&b, 0);                       /* no column metadata */
+	me_le(&b, 0x0e, 1);
+	me_le(&b, 1, 1); me_packed(&b, 1); me_le(&b, bitmap, 1);
+	assert_int_equal(decode(&r, SL_BL_TABLE_MAP, 1000, &b, true, &ev, err, sizeof err), 0);
+	if (sl_binlog_table_map_parse(&tm, &r, &ev, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_true(tm.has_signedness);
+	assert_int_equal(tm.cols[0].is_unsigned, 0);
+	assert_int_equal(tm.cols[2].is_unsigned, 1);
+	assert_int_equal(tm.cols[3].is_unsigned, 0);
+	sl_binlog_table_map_free(&tm);
+	sl_buf_free(&b);
+}
+
+static void test_signedness_year(void **state)
+{
+	(void)state;
+	signedness_after_year(true, 0x60);     /* id 0, y 1, u 1, s 0 */
+	signedness_after_year(false, 0x40);    /* id 0, u 1, s 0 */
+}
+
 static void test_table_map(void **state)
 {
 	struct sl_binlog_reader r;
@@ -894,6 +937,7 @@ int main(void)
 		cmocka_unit_test(test_refused_events),
 		cmocka_unit_test(test_checksums),
 		cmocka_unit_test(test_table_map),
+		cmocka_unit_test(test_signedness_year),
 		cmocka_unit_test(test_table_map_malformed),
 		cmocka_unit_test(test_rows_header),
 		cmocka_unit_test(test_packed_int),

@@ -1081,10 +1081,49 @@ static void test_type_names_and_charsets(void **state)
 	assert_false(sl_utf8_valid((const unsigned char *)"\xe2\x82", 2, NULL));
 }
 
+/* MariaDB's UUID, INET4, INET6: from the text a SELECT returns to the
+ * binary form the binlog holds, and from that to the one value. */
+static void test_fixed_binary_types(void **state)
+{
+	static const unsigned char u[16] = { 0x6c, 0xcd, 0x78, 0x0c, 0xba, 0xba, 0x10, 0x26,
+					     0x95, 0x64, 0x5b, 0x8c, 0x65, 0x60, 0x24, 0xdb };
+	static const struct { uint8_t fbt; const char *text; } addrs[] = {
+		{ SL_MYSQL_FBT_INET4, "192.168.0.1" }, { SL_MYSQL_FBT_INET4, "0.0.0.0" },
+		{ SL_MYSQL_FBT_INET6, "::1" }, { SL_MYSQL_FBT_INET6, "2001:db8::ff00:42:8329" },
+		{ SL_MYSQL_FBT_INET6, "::ffff:1.2.3.4" }, { SL_MYSQL_FBT_INET6, "fe80::1:0:0:0" },
+	};
+	unsigned char mem[16];
+	struct sl_buf sc;
+	struct sl_value v;
+
+	(void)state;
+	sl_buf_init(&sc, 0);
+	assert_int_equal(sl_mysql_fbt_parse(SL_MYSQL_FBT_UUID, "6ccd780c-baba-1026-9564-5b8c656024db", 36, mem), 0);
+	assert_memory_equal(mem, u, 16);
+	assert_int_equal(sl_mysql_fbt_value(SL_MYSQL_FBT_UUID, mem, &sc, &v), 0);
+	assert_int_equal(v.kind, SL_V_UUID);
+	assert_int_equal(v.len, 16);
+	assert_memory_equal(sc.data + (uintptr_t)v.p, u, 16);
+	assert_int_equal(sl_mysql_fbt_parse(SL_MYSQL_FBT_UUID, "6ccd780c", 8, mem), -1);
+	for (size_t i = 0; i < sizeof addrs / sizeof addrs[0]; i++) {
+		sl_buf_reset(&sc);
+		assert_int_equal(sl_mysql_fbt_parse(addrs[i].fbt, addrs[i].text, strlen(addrs[i].text), mem), 0);
+		assert_int_equal(sl_mysql_fbt_value(addrs[i].fbt, mem, &sc, &v), 0);
+		assert_int_equal(v.kind, SL_V_STRING);
+		assert_int_equal(v.len, strlen(addrs[i].text));
+		assert_memory_equal(sc.data + (uintptr_t)v.p, addrs[i].text, v.len);
+	}
+	assert_int_equal(sl_mysql_fbt_parse(SL_MYSQL_FBT_INET4, "::1", 3, mem), -1);
+	assert_int_equal(sl_mysql_fbt_len(SL_MYSQL_FBT_INET4), 4);
+	assert_int_equal(sl_mysql_fbt_len(SL_MYSQL_FBT_UUID), 16);
+	sl_buf_free(&sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_integers),
+		cmocka_unit_test(test_fixed_binary_types),
 		cmocka_unit_test(test_decimals),
 		cmocka_unit_test(test_floats),
 		cmocka_unit_test(test_dates),
