@@ -418,6 +418,7 @@ void sl_table_free(struct sl_table *t)
 		free(t->cols[i].name);
 		free(t->cols[i].avro_name);
 		free(t->cols[i].type_name);
+		free(t->cols[i].doc);
 	}
 	free(t->cols);
 	free(t->ns);

@@ -74,6 +74,8 @@ struct sl_column {
 	bool not_null;       /* declared NOT NULL */
 	bool in_identity;    /* named by the old row of an update or delete (PostgreSQL: in the replica
 			      * identity, also as a Relation message flags it) */
+	char *doc;           /* what the destination should know of the column, e.g. how it is masked
+			      * (schema/mask.h); owned, NULL if nothing */
 };
 
 enum sl_source_kind { SL_SOURCE_POSTGRES = 0, SL_SOURCE_MYSQL };

@@ -201,6 +201,10 @@ int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err,
 			sl_buf_puts(out, ",\"sluice.source_type\":");
 			sl_json_put_string(out, c->type_name, strlen(c->type_name));
 		}
+		if (c->doc) {
+			sl_buf_puts(out, ",\"doc\":");
+			sl_json_put_string(out, c->doc, strlen(c->doc));
+		}
 		sl_buf_putc(out, '}');
 	}
 	sl_buf_puts(out, "]}}]}");
