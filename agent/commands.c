@@ -17,6 +17,7 @@
 
 #include "agent/checkpoint.h"
 #include "agent/lock.h"
+#include "agent/masking.h"
 #include "agent/rebackfill.h"
 #include "agent/runstate.h"
 #include "agent/stream.h"
@@ -25,6 +26,36 @@
 #include "common/util.h"
 #include "ops/alerts.h"
 #include "sinks/sink.h"
+
+/* `sluice check`'s part for the column rules: the columns each table has
+ * excluded and masked, and SL_ECONFIG for a rule that matches nothing or
+ * excludes a key column. */
+static int check_masking(struct sl_stream_config *sc, const struct sl_source_ops *src,
+			 const struct sl_source_stream *sst, char *err, size_t errlen)
+{
+	struct sl_table **tables = NULL;
+	struct sl_mask *m = NULL;
+	void *ctx = NULL;
+	int n = 0, rc;
+
+	if ((rc = sl_stream_mask_new(sc, &m, err, errlen)) < 0 || !m)
+		return rc;
+	if ((rc = src->open(&ctx, sc->source, sst, err, errlen)) < 0) {
+		ctx = NULL;
+		goto out;
+	}
+	if ((rc = src->tables(ctx, &tables, &n, err, errlen)) < 0)
+		goto out;
+	rc = sl_stream_mask_tables(sc, m, tables, n, stdout, err, errlen);
+out:
+	for (int i = 0; i < n; i++)
+		sl_table_free(tables[i]);
+	free(tables);
+	if (ctx)
+		src->close(ctx);
+	sl_mask_free(m);
+	return rc;
+}
 
 int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
 {
@@ -59,6 +90,8 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	if ((rc = sl_stream_ckpt_slot(&ck, sc, err, errlen)) == SL_OK)
 		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
 	sl_ckpt_free(&ck);
+	if (rc == SL_OK)
+		rc = check_masking(sc, src, &sst, err, errlen);
 	return rc;
 }
 
