@@ -202,6 +202,7 @@ class PgMaskingTest(PgTestCase, MaskingChecks):
         self.assertEqual(set(got), set(want), files)
         for k, row in want.items():
             self.assertEqual(got[k], (row, []), k)
+        self.assert_schema(s, ["secret"], {"email": "hash"})
 
 
 class MyMaskingTest(MyTestCase, MaskingChecks):
