@@ -283,32 +283,20 @@ static int add_masked(struct sl_table *t, const struct sl_column *c, enum sl_mas
 	return (d->doc = strdup(doc)) ? 0 : -1;
 }
 
-/* FNV-1a, as schema.c's schema_key. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
 /* The masked table's own schema_key: its columns' (schema.c) and then each
  * masked column's name and method, so adding or changing a rule makes a
  * new schema version. */
 static void masked_key(struct sl_masked *pm)
 {
-	uint64_t h = fnv(UINT64_C(0xcbf29ce484222325), pm->t->schema_key, 16);
+	uint64_t h = sl_fnv1a(UINT64_C(0xcbf29ce484222325), pm->t->schema_key, 16);
 	char name[32];
 
 	for (int i = 0; i < pm->t->ncols; i++) {
 		if (pm->method[i] == SL_MASK_KEEP)
 			continue;
 		sl_mask_method_name(pm->method[i], pm->n[i], name, sizeof name);
-		h = fnv(h, pm->t->cols[i].name, strlen(pm->t->cols[i].name) + 1);
-		h = fnv(h, name, strlen(name) + 1);
+		h = sl_fnv1a(h, pm->t->cols[i].name, strlen(pm->t->cols[i].name) + 1);
+		h = sl_fnv1a(h, name, strlen(name) + 1);
 	}
 	snprintf(pm->t->schema_key, sizeof pm->t->schema_key, "%016" PRIx64, h);
 }
@@ -419,26 +407,6 @@ static int put_real(struct sl_buf *b, double d, int digits)
 	return sl_buf_printf(b, "%.*g", digits, d);
 }
 
-static int put_decimal(struct sl_buf *b, const struct sl_value *v)
-{
-	size_t nd = v->len, sc = v->scale > 0 ? (size_t)v->scale : 0;
-
-	if (v->neg)
-		sl_buf_putc(b, '-');
-	if (nd <= sc) {
-		sl_buf_puts(b, "0.");
-		for (size_t i = nd; i < sc; i++)
-			sl_buf_putc(b, '0');
-		return sl_buf_append(b, v->p, nd);
-	}
-	sl_buf_append(b, v->p, nd - sc);
-	if (sc) {
-		sl_buf_putc(b, '.');
-		sl_buf_append(b, v->p + nd - sc, sc);
-	}
-	return sl_buf_failed(b) ? -1 : 0;
-}
-
 int sl_mask_value_text(struct sl_buf *b, const struct sl_value *v)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -452,7 +420,7 @@ int sl_mask_value_text(struct sl_buf *b, const struct sl_value *v)
 	case SL_V_UINT: return sl_buf_printf(b, "%" PRIu64, v->u);
 	case SL_V_FLOAT: return put_real(b, v->f, 9);
 	case SL_V_DOUBLE: return put_real(b, v->d, 17);
-	case SL_V_DECIMAL: return put_decimal(b, v);
+	case SL_V_DECIMAL: return sl_value_decimal_text(b, v);
 	case SL_V_DATE: return put_date(b, v->i);
 	case SL_V_TIME: return put_time(b, v->i);
 	case SL_V_TIMESTAMP:
