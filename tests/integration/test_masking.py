@@ -13,8 +13,8 @@ MariaDB into avro_dir:
   N characters (multibyte ones counted as one), null and redact as written;
   the Avro schema has no excluded field and documents each masked one;
 - an unchanged TOAST value in a masked column stays unchanged;
-- a hashed key column gives an exact merge mirror (avro_dir merge mode)
-  after updates, deletes and key changes;
+- a hashed key column gives an exact merge mirror (avro_dir merge mode,
+  and ClickHouse's merge view) after updates, deletes and key changes;
 - `check` lists each table's excluded and masked columns, and exits 2 for a
   rule that matches no column and for an excluded key column (as run does).
 
@@ -30,6 +30,7 @@ import avro.datafile
 import avro.io
 
 import harness  # noqa: E402
+from ch_harness import ChTestCase
 from harness import PgTestCase, csn, records_for
 from harness_mysql import MyTestCase
 from test_avro_merge import mirror
@@ -282,6 +283,35 @@ class MyMaskingTest(MyTestCase, MaskingChecks):
         my.execute("UPDATE shop.acct SET v = v + 1")
         self.catch_up(s)
         self.assert_hashed_mirror(s, "shop_acct", my.sql("SELECT email, v FROM shop.acct"))
+
+
+class ChMaskingTest(ChTestCase):
+
+    def test_hashed_key_merge_view(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE cacct (email text PRIMARY KEY, v int, secret text)")
+        pg.execute("INSERT INTO cacct SELECT 'u' || g || '@x.org', g, %s || g FROM generate_series(1, 30) g",
+                   (CANARY,))
+        s = self.sluice(stream="chk", tables="public.cacct", database="chk", write_mode="merge")
+        masked(s, "public.cacct.secret", "public.cacct.email:hash")
+        self.catch_up(s)
+        pg.execute("UPDATE cacct SET v = v + 100 WHERE v % 3 = 0")
+        pg.execute("DELETE FROM cacct WHERE v % 5 = 0")
+        pg.execute("UPDATE cacct SET email = 'moved-' || email WHERE v % 7 = 1")   # key changes
+        self.catch_up(s)
+        pg.execute("UPDATE cacct SET v = v + 1")
+        self.catch_up(s)
+        self.assertNotIn("secret", [c[0] for c in self.ch.columns("chk", "public_cacct")])
+        got = {}
+        for r in self.ch.rows("chk", "public_cacct_current"):
+            e = r["email"].decode() if isinstance(r["email"], bytes) else r["email"]
+            self.assertNotIn(e, got)
+            got[e] = r["v"]
+        want = {h(e): v for e, v in pg.sql("SELECT email, v FROM cacct")}
+        self.assertEqual(got, want)
+        dump = self.ch.query("SELECT * FROM chk.public_cacct FORMAT TSV")
+        self.assertNotIn(CANARY.encode() if isinstance(dump, bytes) else CANARY, dump)
+        self.assertNotIn(b"@x.org" if isinstance(dump, bytes) else "@x.org", dump)
 
 
 if __name__ == "__main__":
