@@ -314,10 +314,13 @@ int sl_mask_table(struct sl_mask *m, const struct sl_table *src, struct sl_maske
 		if (r < 0)
 			continue;
 		m->rules[r].used = touched = true;
-		if (m->rules[r].method == SL_MASK_EXCLUDE && c->is_key) {
+		if (c->is_key && m->rules[r].method != SL_MASK_HASH) {
+			/* null, truncate and redact would make keys equal: rows would
+			 * merge into one and share their uuids */
 			snprintf(err, errlen, "column \"%s\" of table \"%s\".\"%s\" is part of the table's key and "
-				 "cannot be excluded (rule \"%s\"): mask it with hash instead", c->name, src->ns,
-				 src->name, m->rules[r].text);
+				 "cannot be %s (rule \"%s\"): mask it with hash instead", c->name, src->ns, src->name,
+				 m->rules[r].method == SL_MASK_EXCLUDE ? "excluded" : "masked but by hash",
+				 m->rules[r].text);
 			return SL_ECONFIG;
 		}
 	}

@@ -99,8 +99,9 @@ struct sl_masked {
 
 /* Derives the masked version of src.  Returns 0 with *out NULL when no rule
  * touches a column of src (the destination sees src itself), 0 with *out
- * to free with sl_masked_free(), SL_ECONFIG when a key column is excluded
- * (err names the table and the column), or -1 (out of memory).  Marks the
+ * to free with sl_masked_free(), SL_ECONFIG when a rule excludes a key
+ * column or masks it otherwise than by hash (err names the table, the
+ * column and the rule), or -1 (out of memory).  Marks the
  * rules that matched (sl_mask_rule_used). */
 int sl_mask_table(struct sl_mask *m, const struct sl_table *src, struct sl_masked **out, char *err, size_t errlen);
 /* Frees pm and, with table, its table. */

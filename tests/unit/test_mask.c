@@ -207,6 +207,30 @@ static void test_key_cannot_be_excluded(void **state)
 	sl_table_free(t);
 }
 
+/* Only hash keeps keys apart: null, truncate and redact of a key column are
+ * refused too. */
+static void test_key_only_hashed(void **state)
+{
+	static const char *const methods[] = { "null", "truncate(1)", "redact" };
+	struct sl_table *t = users();
+	struct sl_masked *pm = NULL;
+	char err[256], rule[64];
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		char *mk[] = { rule, NULL };
+		struct sl_mask *m;
+		snprintf(rule, sizeof rule, "public.users.id:%s", methods[i]);
+		m = mk_mask(NULL, mk, NULL);
+		assert_int_equal(sl_mask_table(m, t, &pm, err, sizeof err), SL_ECONFIG);
+		assert_null(pm);
+		assert_non_null(strstr(err, "cannot be masked but by hash"));
+		assert_non_null(strstr(err, rule));
+		sl_mask_free(m);
+	}
+	sl_table_free(t);
+}
+
 /* Masks one row of users() with the rules and returns the masked table. */
 static struct sl_masked *mask_row(struct sl_mask *m, struct sl_table *t, const struct sl_value *in,
 				  struct sl_value *out, struct sl_buf *scratch)
@@ -360,6 +384,7 @@ int main(void)
 		cmocka_unit_test(test_masked_table),
 		cmocka_unit_test(test_no_rule_matches_table),
 		cmocka_unit_test(test_key_cannot_be_excluded),
+		cmocka_unit_test(test_key_only_hashed),
 		cmocka_unit_test(test_methods_edges),
 		cmocka_unit_test(test_hmac_vectors),
 		cmocka_unit_test(test_value_text),
