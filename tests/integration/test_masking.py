@@ -113,6 +113,7 @@ class MaskingChecks:
         for k, row in want.items():
             self.assertEqual(got[k], (row, []), k)
         self.assert_schema(s, ["secret"], {"email": "hash"})
+        self.assert_nowhere(s, ["@x.org"], [])
 
     def assert_schema(self, s, excluded, docs):
         files = avro_files(s.out)
@@ -196,8 +197,9 @@ class PgMaskingTest(PgTestCase, MaskingChecks):
     def test_hashed_key_merge_mirror(self):
         pg = self.pg
         pg.execute("CREATE TABLE acct (email text PRIMARY KEY, v int, secret text)")
-        pg.execute("INSERT INTO acct SELECT 'u' || g || '@x.org', g, 's' || g FROM generate_series(1, 30) g")
-        s = self.sluice(stream="pgk", tables="public.acct", write_mode="merge")
+        pg.execute("INSERT INTO acct SELECT 'u' || g || '@x.org', g, 's' || g FROM generate_series(1, 250) g")
+        s = self.sluice(stream="pgk", tables="public.acct", write_mode="merge",
+                        extra={"source": {"backfill_chunk_rows": 100}})
         masked(s, "public.acct.secret", "public.acct.email:hash")
         self.catch_up(s)
         pg.execute("UPDATE acct SET v = v + 100 WHERE v % 3 = 0")
