@@ -17,6 +17,7 @@
 
 #include "agent/checkpoint.h"
 #include "agent/lock.h"
+#include "agent/masking.h"
 #include "agent/rebackfill.h"
 #include "agent/runstate.h"
 #include "agent/stream.h"
@@ -26,6 +27,54 @@
 #include "ops/alerts.h"
 #include "ops/metrics.h"
 #include "sinks/sink.h"
+
+/* The stream's tables as its source lists them now, through a connection
+ * of their own (*ctx, closed by close_tables() with them).  0, or a
+ * negative enum sl_status with a message in err. */
+static int open_tables(struct sl_stream_config *sc, const struct sl_source_ops *src,
+		       const struct sl_source_stream *sst, void **ctx, struct sl_table ***tables, int *n,
+		       char *err, size_t errlen)
+{
+	int rc;
+
+	*ctx = NULL;
+	*tables = NULL;
+	*n = 0;
+	if ((rc = src->open(ctx, sc->source, sst, err, errlen)) < 0) {
+		*ctx = NULL;
+		return rc;
+	}
+	return src->tables(*ctx, tables, n, err, errlen);
+}
+
+static void close_tables(const struct sl_source_ops *src, void *ctx, struct sl_table **tables, int n)
+{
+	for (int i = 0; i < n; i++)
+		sl_table_free(tables[i]);
+	free(tables);
+	if (ctx)
+		src->close(ctx);
+}
+
+/* `sluice check`'s part for the column rules: the columns each table has
+ * excluded and masked, and SL_ECONFIG for a rule that matches nothing or
+ * excludes a key column. */
+static int check_masking(struct sl_stream_config *sc, const struct sl_source_ops *src,
+			 const struct sl_source_stream *sst, char *err, size_t errlen)
+{
+	struct sl_table **tables;
+	struct sl_mask *m = NULL;
+	void *ctx;
+	int n, rc;
+
+	if ((rc = sl_stream_mask_new(sc, &m, err, errlen)) < 0 || !m)
+		return rc;
+	if ((rc = open_tables(sc, src, sst, &ctx, &tables, &n, err, errlen)) == SL_OK)
+		rc = sl_stream_mask_tables(sc, m, tables, n, stdout, err, errlen);
+	close_tables(src, ctx, tables, n);
+	sl_mask_free(m);
+	return rc;
+}
 
 int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *err, size_t errlen)
 {
@@ -72,6 +121,8 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
 	free(known);
 	sl_ckpt_free(&ck);
+	if (rc == SL_OK)
+		rc = check_masking(sc, src, &sst, err, errlen);
 	return rc;
 }
 
@@ -449,9 +500,7 @@ static int check_table_selected(struct sl_stream_config *sc, const struct sl_sou
 
 	sl_buf_init(&full, 0);
 	sl_buf_init(&list, 0);
-	if ((rc = src->open(&ctx, sc->source, sst, err, errlen)) < 0)
-		goto out;
-	if ((rc = src->tables(ctx, &tables, &n, err, errlen)) < 0)
+	if ((rc = open_tables(sc, src, sst, &ctx, &tables, &n, err, errlen)) < 0)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		sl_buf_reset(&full);
@@ -470,11 +519,7 @@ static int check_table_selected(struct sl_stream_config *sc, const struct sl_sou
 		rc = SL_ECONFIG;
 	}
 out:
-	for (int i = 0; i < n; i++)
-		sl_table_free(tables[i]);
-	free(tables);
-	if (ctx)
-		src->close(ctx);
+	close_tables(src, ctx, tables, n);
 	sl_buf_free(&full);
 	sl_buf_free(&list);
 	return rc;

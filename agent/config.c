@@ -51,6 +51,7 @@
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/util.h"
+#include "schema/mask.h"
 #include "sources/source_conf.h"
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -102,6 +103,17 @@ static const char *valid_key_column(const char *s)
 	if (!first || first == s || first == last || last == first + 1 || last[1] == '\0' || strpbrk(s, "*?["))
 		return "each entry must be SCHEMA.TABLE.COLUMN, without globs, such as public.events.id";
 	return NULL;
+}
+
+/* exclude_columns and mask_columns entries (schema/mask.h). */
+static const char *valid_exclude_column(const char *s)
+{
+	return sl_mask_rule_check(s, false);
+}
+
+static const char *valid_mask_column(const char *s)
+{
+	return sl_mask_rule_check(s, true);
 }
 
 /* A port: 1-65535, digits only. */
@@ -243,6 +255,15 @@ static const struct sl_keydesc stream_keys[] = {
 	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, stream_down_warn_seconds) },
 	{ .name = "heartbeat_interval", .type = SL_KT_SECONDS, .def = "0", .min = 0,
 	  .max = 3600, FIELD(struct sl_stream_config, heartbeat_interval) },
+	/* Column selection and masking (schema/mask.h); check_masking() below. */
+	{ .name = "exclude_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
+	  .validate = valid_exclude_column, FIELD(struct sl_stream_config, exclude_columns) },
+	{ .name = "mask_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
+	  .validate = valid_mask_column, FIELD(struct sl_stream_config, mask_columns) },
+	{ .name = "mask_key_env", .type = SL_KT_SECRET_ENV, .excludes = "mask_key_file",
+	  FIELD(struct sl_stream_config, mask_key) },
+	{ .name = "mask_key_file", .type = SL_KT_SECRET_FILE, .excludes = "mask_key_env",
+	  FIELD(struct sl_stream_config, mask_key) },
 };
 
 _Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,
@@ -683,6 +704,31 @@ static int default_slot(struct loader *L, const struct section *sec, struct sl_s
 	return 0;
 }
 
+/* Column masking: a hash rule needs the key, and a key needs a hash rule
+ * (a key read for nothing is a mistake).  0, or -1 with the error set. */
+static int check_masking(struct loader *L, const struct section *sec, const struct sl_stream_config *st)
+{
+	const struct sl_ini_entry *e = sl_ini_find(&sec->ini, "mask_columns");
+	bool hashes = false;
+
+	for (char **r = st->mask_columns; r && *r; r++) {
+		const char *colon = strrchr(*r, ':');
+		if (colon && strcmp(colon + 1, "hash") == 0)
+			hashes = true;
+	}
+	if (hashes && !st->mask_key)
+		return set_err(L, e->line, "mask_columns in [%s] hashes a column, and there is no mask key: set "
+			       "mask_key_env or mask_key_file", sec->ini.title);
+	if (!hashes && st->mask_key) {
+		e = sl_ini_find(&sec->ini, "mask_key_env");
+		if (!e)
+			e = sl_ini_find(&sec->ini, "mask_key_file");
+		return set_err(L, e ? e->line : sec->ini.line, "%s in [%s] is set, and no mask_columns rule "
+			       "hashes", e ? e->key : "mask_key_env", sec->ini.title);
+	}
+	return 0;
+}
+
 static int apply_stream(struct loader *L, const struct section *sec, struct sl_stream_config *st)
 {
 	static const char *const skip[] = { "source", "destination", NULL };
@@ -748,7 +794,7 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 		return set_err(L, e ? e->line : sec->ini.line, "retained_wal_critical_bytes is lower than "
 			       "retained_wal_warn_bytes in [%s]", sec->ini.title);
 	}
-	return 0;
+	return check_masking(L, sec, st);
 }
 
 /* Where a stream's slot name was set: the slot line, or the section line. */

@@ -46,6 +46,10 @@ struct sl_stream_config {
 	uint64_t log_purge_warn_seconds;      /* binlog sources; default 24h */
 	uint64_t stream_down_warn_seconds;    /* default 60 */
 	uint64_t heartbeat_interval;          /* seconds; 0 (default): no heartbeats */
+	/* column selection and masking (schema/mask.h) */
+	char **exclude_columns;               /* "schema.table.column" globs, NULL-terminated (may be empty) */
+	char **mask_columns;                  /* "schema.table.column:method", NULL-terminated (may be empty) */
+	char *mask_key;                       /* the hash method's key (mask_key_env / mask_key_file), or NULL */
 };
 
 struct sl_config {

@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "ops/metrics.h"
+#include "schema/mask.h"
 
 #define DEFAULT_STATUS_INTERVAL_MS 10000
 #define WAIT_SLICE_MS 1000         /* no wait lasts longer, so signals are seen at once */
@@ -38,6 +39,7 @@
 #define STOP_GRACE_MS 5000         /* how long sl_pipe_stop waits for a writer to end */
 #define COUNTERS_EVERY_MS 1000     /* the reader publishes the source's counters this often */
 #define OPS_CACHE 16               /* table versions -> metrics tables, direct-mapped */
+#define MASK_CACHE 64              /* table versions -> their masked versions, direct-mapped */
 
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
@@ -103,6 +105,16 @@ struct sl_pipe {
 	int64_t r_counters_ms;              /* the source's counters last published */
 	int64_t r_rt_off_us;                /* wall clock minus monotonic clock, taken with the
 					     * counters: a change's read time is one clock read */
+	/* column masking (pc.mask): each table version the reader was given,
+	 * with its masked version (NULL when no rule touches it) */
+	struct r_masked { const struct sl_table *src; char key[17]; struct sl_masked *pm; } *r_mk;
+	int r_nmk, r_amk;
+	int r_mk_cache[MASK_CACHE];         /* index + 1 into r_mk, 0: none */
+	struct sl_masked **r_mk_stale;      /* versions changed in place: queued events may use them */
+	int r_nstale;
+	struct sl_value *r_mvals;           /* a masked row */
+	int r_amvals;
+	struct sl_buf r_mbytes;             /* the bytes of a masked row */
 
 	/* writer */
 	_Alignas(64) bool w_in_tx;
@@ -887,16 +899,166 @@ static int push_pos(struct sl_pipe *p, enum qkind kind, const struct sl_position
 	return SL_OK;
 }
 
+/* ---------------------------------------------------------------------- */
+/* column masking (the reader's side; see pipeline.h)                     */
+
+static unsigned mask_slot(const struct sl_table *t)
+{
+	return (unsigned)(((uintptr_t)t >> 4) % MASK_CACHE);
+}
+
+/* Index of t's entry in r_mk, or -1. */
+static int mask_find(struct sl_pipe *p, const struct sl_table *t)
+{
+	int i = p->r_mk_cache[mask_slot(t)] - 1;
+
+	if (i >= 0 && i < p->r_nmk && p->r_mk[i].src == t)
+		return i;
+	for (i = 0; i < p->r_nmk; i++)
+		if (p->r_mk[i].src == t) {
+			p->r_mk_cache[mask_slot(t)] = i + 1;
+			return i;
+		}
+	return -1;
+}
+
+/* Removes entry i (its masked version is the caller's now). */
+static void mask_forget(struct sl_pipe *p, int i)
+{
+	p->r_mk[i] = p->r_mk[--p->r_nmk];
+	memset(p->r_mk_cache, 0, sizeof p->r_mk_cache);
+}
+
+static int mask_oom(struct sl_pipe *p, const struct sl_table *t)
+{
+	snprintf(p->pc.err, p->pc.errlen, "stream \"%s\": out of memory masking the columns of \"%s\".\"%s\"",
+		 p->pc.stream, t->ns, t->name);
+	return SL_EFAIL;
+}
+
+/* The version of t that is queued: t itself, or its masked version.  A
+ * version seen before keeps its masked version, unless it changed in place
+ * (its schema_key): then the old one stays alive for what is queued. */
+static int mask_table(struct sl_pipe *p, const struct sl_table *t, const struct sl_table **out)
+{
+	struct sl_masked *pm = NULL;
+	int i, rc;
+
+	*out = t;
+	if (!p->pc.mask || !t)
+		return SL_OK;
+	if ((i = mask_find(p, t)) >= 0 && !memcmp(p->r_mk[i].key, t->schema_key, sizeof p->r_mk[i].key)) {
+		if (p->r_mk[i].pm)
+			*out = p->r_mk[i].pm->t;
+		return SL_OK;
+	}
+	if ((rc = sl_mask_table(p->pc.mask, t, &pm, p->pc.err, p->pc.errlen)) < 0)
+		return rc == SL_ECONFIG ? rc : mask_oom(p, t);
+	if (i >= 0) {
+		struct sl_masked **ns = realloc(p->r_mk_stale, sizeof *ns * (size_t)(p->r_nstale + 1));
+		if (!ns) {
+			sl_masked_free(pm, true);
+			return mask_oom(p, t);
+		}
+		p->r_mk_stale = ns;
+		p->r_mk_stale[p->r_nstale++] = p->r_mk[i].pm;
+	} else {
+		if (p->r_nmk == p->r_amk) {
+			int na = p->r_amk ? p->r_amk * 2 : 16;
+			struct r_masked *nm = realloc(p->r_mk, sizeof *nm * (size_t)na);
+			if (!nm) {
+				sl_masked_free(pm, true);
+				return mask_oom(p, t);
+			}
+			p->r_mk = nm;
+			p->r_amk = na;
+		}
+		i = p->r_nmk++;
+		p->r_mk[i].src = t;
+		p->r_mk_cache[mask_slot(t)] = i + 1;
+	}
+	memcpy(p->r_mk[i].key, t->schema_key, sizeof p->r_mk[i].key);
+	p->r_mk[i].pm = pm;
+	if (pm)
+		*out = pm->t;
+	return SL_OK;
+}
+
+/* A row of t as it is queued: *tout and *vout (the masked row, valid until
+ * the next call, or vals itself). */
+static int mask_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals,
+		    const struct sl_table **tout, const struct sl_value **vout)
+{
+	const struct sl_masked *pm;
+	int rc;
+
+	*vout = vals;
+	if ((rc = mask_table(p, t, tout)) < 0 || *tout == t || !vals)
+		return rc;
+	pm = p->r_mk[mask_find(p, t)].pm;
+	if (p->r_amvals < pm->t->ncols) {
+		struct sl_value *nv = realloc(p->r_mvals, sizeof *nv * (size_t)pm->t->ncols);
+		if (!nv)
+			return mask_oom(p, t);
+		p->r_mvals = nv;
+		p->r_amvals = pm->t->ncols;
+	}
+	if (sl_mask_values(p->pc.mask, pm, vals, p->r_mvals, &p->r_mbytes) < 0) {
+		snprintf(p->pc.err, p->pc.errlen, "stream \"%s\": could not mask a row of \"%s\".\"%s\" (out of "
+			 "memory, or a value of an unknown kind)", p->pc.stream, t->ns, t->name);
+		return SL_EFAIL;
+	}
+	*vout = p->r_mvals;
+	return SL_OK;
+}
+
+/* sl_pipe_schema's retired version: what the writer is to free instead.
+ * A masked version replaces it in every queued event, so the source's
+ * version is freed here and the masked one travels instead. */
+static struct sl_table *mask_retire(struct sl_pipe *p, struct sl_table *retired)
+{
+	struct sl_table *t;
+	int i;
+
+	if (!p->pc.mask || !retired || (i = mask_find(p, retired)) < 0)
+		return retired;
+	if (!p->r_mk[i].pm) {
+		mask_forget(p, i);
+		return retired;
+	}
+	t = p->r_mk[i].pm->t;
+	sl_masked_free(p->r_mk[i].pm, false);
+	mask_forget(p, i);
+	sl_table_free(retired);
+	return t;
+}
+
+/* Frees the masked versions, once the writer is gone. */
+static void mask_free_all(struct sl_pipe *p)
+{
+	for (int i = 0; i < p->r_nmk; i++)
+		sl_masked_free(p->r_mk[i].pm, true);
+	for (int i = 0; i < p->r_nstale; i++)
+		sl_masked_free(p->r_mk_stale[i], true);
+	free(p->r_mk);
+	free(p->r_mk_stale);
+	free(p->r_mvals);
+	sl_buf_free(&p->r_mbytes);
+}
+
 /* Pushes a row event: header, values, then their bytes. */
 static int push_row(struct sl_pipe *p, enum qkind kind, const struct sl_table *t, enum sl_op op,
 		    const struct sl_value *vals, uint64_t csn_pos, uint32_t seq, int64_t read_us)
 {
-	int nv = vals ? t->ncols : -1;
+	int nv, rc;
 	size_t n = sizeof(struct qev), data = 0;
 	struct sl_value *out;
 	struct qev *ev;
 	char *dst;
 
+	if ((rc = mask_row(p, t, vals, &t, &vals)) < 0)
+		return rc;
+	nv = vals ? t->ncols : -1;
 	for (int i = 0; i < nv; i++)
 		if (sl_value_has_bytes(&vals[i]))
 			data += vals[i].len;
@@ -975,9 +1137,15 @@ int sl_pipe_heartbeat(struct sl_pipe *p, const struct sl_position *pos, int64_t 
 
 int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, struct sl_table *retired)
 {
-	struct qev *ev = reserve(p, sizeof *ev);
+	struct qev *ev;
+	int rc;
 
-	if (!ev) {
+	if ((rc = mask_table(p, t, &t)) < 0) {
+		sl_table_free(mask_retire(p, retired));
+		return rc;
+	}
+	retired = mask_retire(p, retired);
+	if (!(ev = reserve(p, sizeof *ev))) {
 		sl_table_free(retired);  /* nothing can use it any more */
 		return failed_rc(p);
 	}
@@ -993,7 +1161,12 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 			   const struct sl_snapshot_info *info, bool marker, bool resume)
 {
 	size_t n = sizeof(struct qev) + sizeof info->pos;
-	struct qev *ev = reserve(p, n);
+	struct qev *ev;
+	int rc;
+
+	if ((rc = mask_table(p, t, &t)) < 0)
+		return rc;
+	ev = reserve(p, n);
 
 	if (!ev)
 		return failed_rc(p);
@@ -1010,7 +1183,12 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos)
 {
 	size_t n = sizeof(struct qev) + sizeof *pos;
-	struct qev *ev = reserve(p, n);
+	struct qev *ev;
+	int rc;
+
+	if ((rc = mask_table(p, t, &t)) < 0)
+		return rc;
+	ev = reserve(p, n);
 
 	if (!ev)
 		return failed_rc(p);
@@ -1052,7 +1230,12 @@ int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, cons
 		      int64_t ts_us, bool marker, bool resume)
 {
 	size_t n = sizeof(struct qev) + sizeof *pos;
-	struct qev *ev = reserve(p, n);
+	struct qev *ev;
+	int rc;
+
+	if ((rc = mask_table(p, t, &t)) < 0)
+		return rc;
+	ev = reserve(p, n);
 
 	if (!ev)
 		return failed_rc(p);
@@ -1084,7 +1267,12 @@ int sl_pipe_backfill_done(struct sl_pipe *p, int idx, const struct sl_table *t, 
 			  const struct sl_position *at)
 {
 	size_t n = sizeof(struct qev) + (at ? sizeof *at : 0);
-	struct qev *ev = reserve(p, n);
+	struct qev *ev;
+	int rc;
+
+	if ((rc = mask_table(p, t, &t)) < 0)
+		return rc;
+	ev = reserve(p, n);
 
 	if (!ev)
 		return failed_rc(p);
@@ -1313,6 +1501,7 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc)
 	atomic_init(&p->durable_seq, 0);
 	atomic_init(&p->abort, false);
 	sl_buf_init(&p->w_key, 0);
+	sl_buf_init(&p->r_mbytes, 0);
 	p->w_last_ckpt_ms = sl_mono_ms();
 	if (pc->ck->has_position) {
 		p->durable = pc->ck->durable;
@@ -1389,6 +1578,7 @@ int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
 	}
 	sl_queue_free(p->q);
 	sl_buf_free(&p->w_key);
+	mask_free_all(p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);

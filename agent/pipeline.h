@@ -63,6 +63,8 @@ struct sl_pipe_config {
 	int64_t status_interval_ms;             /* ack at least this often (0: 10 s) */
 	const atomic_int *signals;              /* 1: drain, 2+: cancel */
 	struct sl_ops_stream *ops;              /* the stream's metrics (ops/metrics.h), or NULL */
+	struct sl_mask *mask;                   /* the stream's column rules (schema/mask.h), or NULL;
+						 * owned by the caller, used by the reader only */
 	char *err;                              /* the reader's error buffer: every reader-side */
 	size_t errlen;                          /* call below writes its message here */
 };
@@ -81,7 +83,14 @@ int sl_pipe_start(struct sl_pipe **out, const struct sl_pipe_config *pc);
  */
 int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned);
 
-/* ---- the reader's side ---- */
+/* ---- the reader's side ----
+ *
+ * Column masking: with pc.mask, every table version and row the calls below
+ * take is masked here, before it is queued: the writer, the sink, the
+ * checkpoint and the dead-letter files only ever see the masked version
+ * (schema/mask.h), which the reader makes once per table version and keeps
+ * until the version is retired (sl_pipe_schema) or the pipeline stops.  A
+ * table whose key column a rule excludes fails these calls with SL_ECONFIG. */
 
 /* Pushes an event.  These may wait for room in the queue (calling the
  * keepalive callback meanwhile) and fail when the writer failed or on a

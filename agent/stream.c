@@ -25,6 +25,7 @@
 
 #include "agent/backfill.h"
 #include "agent/checkpoint.h"
+#include "agent/masking.h"
 #include "agent/pipeline.h"
 #include "agent/rebackfill.h"
 #include "agent/runstate.h"
@@ -57,6 +58,7 @@ struct stream {
 	struct sl_pipe *pipe;
 	struct sl_rebackfill *rb;       /* backfill while streaming, when the source can */
 	bool abandoned;          /* the writer is stuck in the sink: leave sink and checkpoint alone */
+	struct sl_mask *mask;    /* the column rules (exclude_columns, mask_columns), or NULL */
 	char *err;
 	size_t errlen;
 };
@@ -391,6 +393,7 @@ static void stream_free(struct stream *s)
 	for (int i = 0; i < s->ngone; i++)
 		sl_table_free(s->gone[i]);
 	free(s->gone);
+	sl_mask_free(s->mask);
 	free(s->known);
 	sl_ckpt_free(&s->ck);
 }
@@ -595,6 +598,9 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	}
 	if ((rc = s.src->tables(s.srcctx, &s.tables, &s.ntables, err, errlen)) < 0)
 		goto out;
+	if ((rc = sl_stream_mask_new(sc, &s.mask, err, errlen)) < 0 ||
+	    (s.mask && (rc = sl_stream_mask_tables(sc, s.mask, s.tables, s.ntables, NULL, err, errlen)) < 0))
+		goto out;
 	if ((rc = register_tables(&s, &drops, &ndrops)) < 0)
 		goto out;
 	if ((rc = take_requests(&s, &requests, &nrequests)) < 0)
@@ -650,6 +656,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	pc.status_interval_ms = plan.status_interval_ms;
 	pc.signals = &sl_signal_count;
 	pc.ops = o->ops;
+	pc.mask = s.mask;
 	pc.err = err;
 	pc.errlen = errlen;
 	if ((rc = sl_pipe_start(&s.pipe, &pc)) < 0)

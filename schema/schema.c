@@ -375,7 +375,28 @@ char *sl_object_name(const char *ns, const char *name)
 	return sl_buf_detach(&b);
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+int sl_value_decimal_text(struct sl_buf *b, const struct sl_value *v)
+{
+	size_t nd = v->len, sc = v->scale > 0 ? (size_t)v->scale : 0;
+
+	if (v->neg)
+		sl_buf_putc(b, '-');
+	if (nd <= sc) {
+		sl_buf_puts(b, "0.");
+		for (size_t i = nd; i < sc; i++)
+			sl_buf_putc(b, '0');
+		sl_buf_append(b, v->p, nd);
+	} else {
+		sl_buf_append(b, v->p, nd - sc);
+		if (sc) {
+			sl_buf_putc(b, '.');
+			sl_buf_append(b, v->p + nd - sc, sc);
+		}
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *s = p;
 
@@ -396,15 +417,15 @@ int sl_table_finish(struct sl_table *t)
 	if (!(t->object = sl_object_name(t->ns, t->name)))
 		return -1;
 
-	h = fnv1a(h, t->ns, strlen(t->ns) + 1);
-	h = fnv1a(h, t->name, strlen(t->name) + 1);
+	h = sl_fnv1a(h, t->ns, strlen(t->ns) + 1);
+	h = sl_fnv1a(h, t->name, strlen(t->name) + 1);
 	for (int i = 0; i < t->ncols; i++) {
 		const struct sl_column *c = &t->cols[i];
 		unsigned char k = c->is_key;
-		h = fnv1a(h, c->name, strlen(c->name) + 1);
-		h = fnv1a(h, &c->src_type, sizeof c->src_type);
-		h = fnv1a(h, &c->src_typmod, sizeof c->src_typmod);
-		h = fnv1a(h, &k, 1);
+		h = sl_fnv1a(h, c->name, strlen(c->name) + 1);
+		h = sl_fnv1a(h, &c->src_type, sizeof c->src_type);
+		h = sl_fnv1a(h, &c->src_typmod, sizeof c->src_typmod);
+		h = sl_fnv1a(h, &k, 1);
 	}
 	snprintf(t->schema_key, sizeof t->schema_key, "%016" PRIx64, h);
 	return 0;
@@ -418,6 +439,7 @@ void sl_table_free(struct sl_table *t)
 		free(t->cols[i].name);
 		free(t->cols[i].avro_name);
 		free(t->cols[i].type_name);
+		free(t->cols[i].doc);
 	}
 	free(t->cols);
 	free(t->ns);

@@ -74,6 +74,8 @@ struct sl_column {
 	bool not_null;       /* declared NOT NULL */
 	bool in_identity;    /* named by the old row of an update or delete (PostgreSQL: in the replica
 			      * identity, also as a Relation message flags it) */
+	char *doc;           /* what the destination should know of the column, e.g. how it is masked
+			      * (schema/mask.h); owned, NULL if nothing */
 };
 
 enum sl_source_kind { SL_SOURCE_POSTGRES = 0, SL_SOURCE_MYSQL };
@@ -240,6 +242,15 @@ static inline bool sl_value_has_bytes(const struct sl_value *v)
  *   SL_V_NULL, SL_V_UNCHANGED: nothing more.
  * Returns 0, or -1 if the buffer failed or the kind is unknown. */
 int sl_value_key_bytes(struct sl_buf *b, const struct sl_value *v);
+
+/* Appends to b the text of an SL_V_DECIMAL value: the digits with a "."
+ * before the last scale digits, at least one digit before it, "-" first
+ * when negative ("-0.05", "12", "3.10").  Returns 0, or -1 if b failed. */
+int sl_value_decimal_text(struct sl_buf *b, const struct sl_value *v);
+
+/* FNV-1a over n bytes at p, from h (0xcbf29ce484222325 to start): the
+ * hash behind schema_key. */
+uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n);
 
 /* A fixed-width change sequence number: "<16 hex digits of position>-<10 digit sequence>". */
 #define SL_CSN_LEN 27

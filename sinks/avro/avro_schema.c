@@ -201,6 +201,10 @@ int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err,
 			sl_buf_puts(out, ",\"sluice.source_type\":");
 			sl_json_put_string(out, c->type_name, strlen(c->type_name));
 		}
+		if (c->doc) {
+			sl_buf_puts(out, ",\"doc\":");
+			sl_json_put_string(out, c->doc, strlen(c->doc));
+		}
 		sl_buf_putc(out, '}');
 	}
 	sl_buf_puts(out, "]}}]}");
@@ -251,22 +255,8 @@ int sl_json_put_value(struct sl_buf *out, const struct sl_value *v)
 		break;
 	case SL_V_DECIMAL: {
 		/* digits with the point placed by the scale */
-		size_t n = v->len, scale = v->scale > 0 ? (size_t)v->scale : 0;
 		sl_buf_putc(out, '"');
-		if (v->neg)
-			sl_buf_putc(out, '-');
-		if (n <= scale) {
-			sl_buf_puts(out, "0.");
-			for (size_t i = n; i < scale; i++)
-				sl_buf_putc(out, '0');
-			sl_buf_append(out, v->p, n);
-		} else {
-			sl_buf_append(out, v->p, n - scale);
-			if (scale) {
-				sl_buf_putc(out, '.');
-				sl_buf_append(out, v->p + n - scale, scale);
-			}
-		}
+		sl_value_decimal_text(out, v);
 		sl_buf_putc(out, '"');
 		break;
 	}

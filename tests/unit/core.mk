@@ -31,3 +31,12 @@ tests_unit_test_pg_text_SOURCES = tests/unit/test_pg_text.c
 tests_unit_test_pg_text_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pg_text_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
+
+# Column selection and masking (schema/mask.c).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_mask
+TESTS += tests/unit/test_mask
+tests_unit_test_mask_SOURCES = tests/unit/test_mask.c
+tests_unit_test_mask_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(NETTLE_CFLAGS)
+tests_unit_test_mask_LDADD = $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif

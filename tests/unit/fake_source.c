@@ -334,6 +334,11 @@ static int fk_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		sl_buf_printf(&b, "%02x", c->uuid[i]);
 	if (c->values && c->values[0].kind == SL_V_INT)
 		sl_buf_printf(&b, " %" PRId64 " %.*s", c->values[0].i, (int)c->values[1].len, c->values[1].p);
+	else if (c->values)  /* a masked table: each column by name, strings as they are */
+		for (int i = 0; i < c->table->ncols; i++)
+			sl_buf_printf(&b, " %s=%.*s", c->table->cols[i].name,
+				      c->values[i].kind == SL_V_STRING ? (int)c->values[i].len : 1,
+				      c->values[i].kind == SL_V_STRING ? c->values[i].p : "?");
 	if (s->npending == s->apending) {
 		s->apending = s->apending ? s->apending * 2 : 64;
 		s->pending = realloc(s->pending, s->apending * sizeof *s->pending);

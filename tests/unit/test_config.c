@@ -1384,10 +1384,66 @@ static void test_s3_keys(void **state)
 	unsetenv("SLUICE_TEST_KEY_ID");
 }
 
+/* exclude_columns, mask_columns and the mask key (issue 25). */
+static void test_masking_keys(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	char ini[2048], kf[600];
+
+	unsetenv("SLUICE_TEST_MASK");
+	cfg = load(f, MINIMAL "mask_columns = public.orders.email:hash\nmask_key_env = SLUICE_TEST_MASK\n");
+	/* unset variable: the error names the variable, not a value */
+	assert_null(cfg);
+	assert_non_null(strstr(f->err, "SLUICE_TEST_MASK"));
+	setenv("SLUICE_TEST_MASK", CANARY, 1);
+	cfg = LOAD_OK(f, MINIMAL "exclude_columns = public.orders.note, *.*.ssn\n"
+		      "mask_columns = public.orders.email:hash, public.*.name:truncate(3), a.b.c:null, a.b.d:redact\n"
+		      "mask_key_env = SLUICE_TEST_MASK\n");
+	assert_string_equal(cfg->streams[0].exclude_columns[0], "public.orders.note");
+	assert_string_equal(cfg->streams[0].exclude_columns[1], "*.*.ssn");
+	assert_null(cfg->streams[0].exclude_columns[2]);
+	assert_string_equal(cfg->streams[0].mask_columns[1], "public.*.name:truncate(3)");
+	assert_string_equal(cfg->streams[0].mask_key, CANARY);
+	sl_config_free(cfg);
+	cfg = LOAD_OK(f, MINIMAL);
+	assert_null(cfg->streams[0].exclude_columns[0]);
+	assert_null(cfg->streams[0].mask_columns[0]);
+	assert_null(cfg->streams[0].mask_key);
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, MINIMAL "exclude_columns = public.orders\n",
+		   ":12: bad value \"public.orders\" for key \"exclude_columns\": each entry must be "
+		   "SCHEMA.TABLE.COLUMN (globs allowed, such as public.users.email or shop.*.card_*) (\"public.orders\" is not)");
+	EXPECT_ERR(f, MINIMAL "mask_columns = public.orders.email:sha1\n",
+		   ":12: bad value \"public.orders.email:sha1\" for key \"mask_columns\": the method after "
+		   "\":\" must be hash, null, redact or truncate(N) with N from 0 to 1000000 "
+		   "(\"public.orders.email:sha1\" is not)");
+	EXPECT_ERR(f, MINIMAL "mask_columns = public.orders.email:hash\n",
+		   ":12: mask_columns in [stream.orders] hashes a column, and there is no mask key: set "
+		   "mask_key_env or mask_key_file");
+	EXPECT_ERR(f, MINIMAL "mask_columns = public.orders.email:null\nmask_key_env = SLUICE_TEST_MASK\n",
+		   ":13: mask_key_env in [stream.orders] is set, and no mask_columns rule hashes");
+
+	/* a key file must be mode 0600 or less, like every secret file */
+	write_file(f, "mk", CANARY "\n", 0644, kf, sizeof kf);
+	snprintf(ini, sizeof ini, MINIMAL "mask_columns = public.orders.email:hash\nmask_key_file = %s\n", kf);
+	cfg = load(f, ini);
+	assert_null(cfg);
+	assert_non_null(strstr(f->err, ":13: mask_key_file"));
+	assert_non_null(strstr(f->err, "0644"));
+	assert_int_equal(chmod(kf, 0600), 0);
+	cfg = LOAD_OK(f, ini);
+	assert_string_equal(cfg->streams[0].mask_key, CANARY);
+	sl_config_free(cfg);
+	unsetenv("SLUICE_TEST_MASK");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_masking_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),

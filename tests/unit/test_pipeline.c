@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <nettle/hmac.h>
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -37,6 +38,7 @@
 #include "agent/queue.h"
 #include "common/util.h"
 #include "ops/metrics.h"
+#include "schema/mask.h"
 #include "tests/unit/fake_source.h"
 
 static void sleep_ms(int ms)
@@ -153,6 +155,7 @@ struct run {
 	int64_t stream_returned_ms;
 	struct sl_pipe_stats stats;
 	struct sl_ops_stream *ops;  /* metrics, or NULL */
+	struct sl_mask *mask;       /* column rules, or NULL */
 	bool two_step;              /* the sink flushes in two steps (fake_sink_two_step_ops) */
 	char err[1024];
 };
@@ -217,6 +220,7 @@ static void *run_main(void *arg)
 	pc.queue_bytes = r->queue_bytes;
 	pc.status_interval_ms = w->status_interval_ms;
 	pc.ops = r->ops;
+	pc.mask = r->mask;
 	if (sl_pipe_start(&p, &pc) < 0)
 		goto out2;
 	fake_source_ops.start(src, &ck.durable, r->err, sizeof r->err);
@@ -761,6 +765,78 @@ static void test_markers_sort_between(void **state)
 	assert_string_equal(w.discard_first, m);
 	assert_string_equal(w.discard_last, row);
 	sl_ckpt_free(&ck);
+
+/* Column masking happens before the queue: the sink sees the masked table
+ * (payload excluded, the key id hashed) and masked rows, and a replay after
+ * a failed flush gives the same records (the same hash, the same uuid). */
+static int cmp_hex(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+static void test_masked_changes(void **state)
+{
+	enum { NTX = 1000, PER = 2 };
+	char *ex[] = { "shop.orders.payload", NULL }, *mk[] = { "shop.*.i?:hash", NULL };
+	static char want[NTX * PER][65];
+	struct hmac_sha256_ctx h;
+	struct fake_world w;
+	struct run r;
+	char err[256];
+	(void)state;
+
+	/* HMAC-SHA-256 of each id's decimal text, by nettle directly */
+	for (int i = 0; i < NTX * PER; i++) {
+		uint8_t d[SHA256_DIGEST_SIZE];
+		char text[32];
+		snprintf(text, sizeof text, "%d", (i / PER) * 1000000 + i % PER + 1);  /* k from 1 */
+		hmac_sha256_set_key(&h, 3, (const uint8_t *)"k3y");
+		hmac_sha256_update(&h, strlen(text), (const uint8_t *)text);
+		hmac_sha256_digest(&h, sizeof d, d);
+		for (int b = 0; b < 32; b++)
+			snprintf(want[i] + 2 * b, 3, "%02x", d[b]);
+	}
+	qsort(want, NTX * PER, sizeof want[0], cmp_hex);
+
+	fake_world_init(&w, NTX, PER);
+	w.fail_flush_at = 2;
+	run_init(&r, &w);
+	assert_int_equal(sl_mask_new(&r.mask, ex, mk, "k3y", err, sizeof err), 0);
+	run_main(&r);
+	assert_int_equal(r.rc, SL_EFAIL);
+	w.fail_flush_at = 0;
+	run_main(&r);
+	assert_int_equal(r.rc, SL_OK);
+	assert_all_delivered(&w, NTX);
+	for (size_t i = 0; i < w.ndurable_lines; i++) {
+		const char *line = w.durable_lines[i], *id = strstr(line, " id=");
+		assert_non_null(id);
+		assert_null(strstr(line, "payload"));
+		assert_int_equal(strlen(id + 4), 64);
+		assert_non_null(bsearch(id + 4, want, NTX * PER, sizeof want[0], cmp_hex));
+	}
+	sl_mask_free(r.mask);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
+/* A rule that excludes a key column fails the stream with SL_ECONFIG. */
+static void test_masked_key_excluded(void **state)
+{
+	char *ex[] = { "shop.orders.id", NULL };
+	struct fake_world w;
+	struct run r;
+	char err[256];
+	(void)state;
+
+	fake_world_init(&w, 5, 1);
+	run_init(&r, &w);
+	assert_int_equal(sl_mask_new(&r.mask, ex, NULL, NULL, err, sizeof err), 0);
+	run_main(&r);
+	assert_int_equal(r.rc, SL_ECONFIG);
+	assert_non_null(strstr(r.err, "column \"id\" of table \"shop\".\"orders\" is part of the table's key"));
+	assert_int_equal(w.ndurable_lines, 0);
+	sl_mask_free(r.mask);
 	run_cleanup(&r);
 	fake_world_free(&w);
 }
@@ -772,6 +848,8 @@ int main(void)
 		cmocka_unit_test(test_queue_order_and_cap),
 		cmocka_unit_test(test_queue_full_times_out),
 		cmocka_unit_test(test_acks_only_durable),
+		cmocka_unit_test(test_masked_changes),
+		cmocka_unit_test(test_masked_key_excluded),
 		cmocka_unit_test(test_failed_flush_retries_from_checkpoint),
 		cmocka_unit_test(test_two_step_flush),
 		cmocka_unit_test(test_drain_on_signal),

@@ -1,0 +1,321 @@
+"""
+tests/integration/test_masking.py: column selection and masking
+(exclude_columns, mask_columns; doc/configuration.md), for PostgreSQL and
+MariaDB into avro_dir:
+
+- a canary value in an excluded column, and the clear values of hashed
+  columns, never appear in any byte under the output folder or the
+  state_dir, nor in the log at log_level = debug (codec null, so nothing is
+  hidden by compression);
+- a hashed value is Python's hmac.new(key, msg, hashlib.sha256).hexdigest()
+  of the value's bytes as doc/configuration.md defines them (text as it is,
+  numbers and dates in their canonical text form); truncate keeps the first
+  N characters (multibyte ones counted as one), null and redact as written;
+  the Avro schema has no excluded field and documents each masked one;
+- an unchanged TOAST value in a masked column stays unchanged;
+- a hashed key column gives an exact merge mirror (avro_dir merge mode,
+  and ClickHouse's merge view) after updates, deletes and key changes;
+- `check` lists each table's excluded and masked columns, and exits 2 for a
+  rule that matches no column and for an excluded key column (as run does).
+
+Every expected value is computed here from the source's values.
+"""
+
+import hashlib
+import hmac
+import json
+import os
+
+import avro.datafile
+import avro.io
+
+import harness  # noqa: E402
+from ch_harness import ChTestCase
+from harness import PgTestCase, csn, records_for
+from harness_mysql import MyTestCase
+from test_avro_merge import mirror
+
+KEY = b"mask key: \xc3\xa9t\xc3\xa9 / 42"
+CANARY = "CANARY-7f3a9c1e-ssn"
+
+
+def h(value):
+    """HMAC-SHA-256 of the value's bytes, as sluice writes it."""
+    if isinstance(value, str):
+        value = value.encode()
+    return hmac.new(KEY, value, hashlib.sha256).hexdigest()
+
+
+def write_key(s):
+    path = os.path.join(s.workdir, "mask.key")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(KEY + b"\n")
+    return path
+
+
+def masked(s, exclude, mask):
+    """Adds the rules and the key file to s's stream section."""
+    stream = s.extra.setdefault("stream", {})
+    if exclude:
+        stream["exclude_columns"] = exclude
+    if mask:
+        stream["mask_columns"] = mask
+        if ":hash" in mask:
+            stream["mask_key_file"] = write_key(s)
+    s.write_config()
+    return s
+
+
+def all_files(*roots):
+    for root in roots:
+        for dirpath, _dirs, files in os.walk(root):
+            for fn in files:
+                yield os.path.join(dirpath, fn)
+
+
+def payload_schema(path):
+    """The payload fields of an Avro file's schema: {name: field}."""
+    with open(path, "rb") as f:
+        with avro.datafile.DataFileReader(f, avro.io.DatumReader()) as r:
+            schema = json.loads(r.meta["avro.schema"])
+    payload = next(f for f in schema["fields"] if f["name"] == "payload")
+    return {f["name"]: f for f in payload["type"]["fields"]}
+
+
+def avro_files(root):
+    return sorted(p for p in all_files(root) if p.endswith(".avro"))
+
+
+class MaskingChecks:
+    """What both sources share: the canary search and the schema check."""
+
+    def assert_nowhere(self, s, secrets, logs):
+        """No secret, as bytes, in any file under the output and the
+        state_dir, nor in the logs."""
+        files = list(all_files(s.out, s.state_dir))
+        self.assertTrue(any(p.endswith(".avro") for p in files), files)
+        for p in files:
+            with open(p, "rb") as f:
+                data = f.read()
+            for sec in secrets:
+                self.assertNotIn(sec.encode(), data, f"{sec!r} found in {p}")
+        for text in logs:
+            for sec in secrets:
+                self.assertNotIn(sec, text, f"{sec!r} found in the log")
+
+    def assert_hashed_mirror(self, s, obj, rows):
+        """The merge mirror of obj is rows (email, v) with email hashed,
+        and the schema has no secret and documents the hash."""
+        got, files = mirror(s.out, s.stream, obj, ["email"])
+        want = {(h(e),): {"email": h(e), "v": v} for e, v in rows}
+        self.assertEqual(set(got), set(want), files)
+        for k, row in want.items():
+            self.assertEqual(got[k], (row, []), k)
+        self.assert_schema(s, ["secret"], {"email": "hash"})
+        self.assert_nowhere(s, ["@x.org"], [])
+
+    def assert_schema(self, s, excluded, docs):
+        files = avro_files(s.out)
+        self.assertTrue(files)
+        for p in files:
+            fields = payload_schema(p)
+            for c in excluded:
+                self.assertNotIn(c, fields, p)
+            for c, method in docs.items():
+                self.assertIn(method, fields[c].get("doc", ""), f"{p}: {c}")
+                self.assertEqual(fields[c]["type"], ["null", "string"], f"{p}: {c}")
+
+
+class PgMaskingTest(PgTestCase, MaskingChecks):
+
+    def test_exclude_and_mask(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE users (id int PRIMARY KEY, email text, ssn text, name text, "
+                   "note bytea, born date, score numeric(10,2), bio text); "
+                   "ALTER TABLE users ALTER COLUMN bio SET STORAGE EXTERNAL")
+        pg.execute("INSERT INTO users VALUES (1, 'ann@example.com', %s, 'Ézéchiel', '\\x00ff', "
+                   "'1984-02-29', -0.05, 'short'), (2, '', %s, 'Bo', NULL, NULL, 12.3, NULL)",
+                   (CANARY + "-1", CANARY + "-2"))
+        s = self.sluice(stream="pgm", tables="public.users", codec="null", log_level="debug")
+        masked(s, "public.users.ssn", "public.users.email:hash, public.users.name:truncate(3), "
+               "public.users.note:null, public.users.born:hash, public.users.score:hash, "
+               "public.users.bio:hash")
+        r1 = self.catch_up(s)
+        big = "".join(f"{i:08x}" for i in range(3000))   # 24 kB, stored out of line
+        pg.execute("INSERT INTO users VALUES (3, 'cy@example.org', %s, 'Zoë', '\\x0102', "
+                   "'2000-01-01', 7, %s)", (CANARY + "-3", big))
+        pg.execute("UPDATE users SET name = 'Zoé Z', ssn = %s WHERE id = 3", (CANARY + "-4",))  # bio unchanged
+        pg.execute("UPDATE users SET email = 'ann2@example.com' WHERE id = 1")
+        pg.execute("DELETE FROM users WHERE id = 2")
+        r2 = self.catch_up(s)
+
+        recs = sorted(records_for(self.read(s), "public", "users"), key=csn)
+        got = [(r["source_metadata"]["change_type"], r["payload"], r["source_metadata"]["unchanged_columns"])
+               for r in recs]
+        want_bf = [
+            {"id": 1, "email": h("ann@example.com"), "name": "Ézé", "note": None, "born": h("1984-02-29"),
+             "score": h("-0.05"), "bio": h("short")},
+            {"id": 2, "email": h(""), "name": "Bo", "note": None, "born": None, "score": h("12.30"),
+             "bio": None},
+        ]
+        row3 = {"id": 3, "email": h("cy@example.org"), "name": "Zoë", "note": None, "born": h("2000-01-01"),
+                "score": h("7.00"), "bio": h(big)}
+        self.assertEqual(got[:2], [("INSERT", want_bf[0], []), ("INSERT", want_bf[1], [])])
+        self.assertEqual(got[2], ("INSERT", row3, []))
+        self.assertEqual(got[3], ("UPDATE-INSERT", dict(row3, name="Zoé", bio=None), ["bio"]))
+        self.assertEqual(got[4][0], "UPDATE-INSERT")
+        self.assertEqual(got[4][1]["email"], h("ann2@example.com"))
+        self.assertEqual((got[5][0], got[5][1]["id"]), ("DELETE", 2))
+        self.assertEqual(len(got), 6)
+        self.assert_schema(s, ["ssn"], {"email": "hash", "name": "truncate(3)", "note": "null", "bio": "hash"})
+        self.assert_nowhere(s, [CANARY, "ann@example.com", "cy@example.org", "1984-02-29", big[:64]],
+                            [r1.stderr, r2.stderr])
+
+    def test_check_lists_and_refuses(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE ck (id int PRIMARY KEY, a text, b text, c text)")
+        s = self.sluice(stream="pgc", tables="public.ck")
+        masked(s, "public.ck.a", "public.ck.b:hash, public.c?.c:truncate(1)")
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn('stream pgc: table public.ck: columns excluded: "a"; masked: "b" (hash), '
+                      '"c" (truncate(1))\n', r.stdout)
+
+        masked(s, "public.ck.a", "public.ck.b:hash, public.ck.nope:redact")
+        r = s.run("check")
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn('column rule "public.ck.nope:redact" matches no column of the stream\'s tables', r.stderr)
+
+        for cmd in (("check",), ("run", "--until-caught-up")):
+            masked(s, "public.*.id", "public.ck.b:hash")
+            r = s.run(*cmd)
+            self.assertEqual(r.rc, 2, r.describe())
+            self.assertIn('column "id" of table "public"."ck" is part of the table\'s key and cannot be '
+                          'excluded (rule "public.*.id")', r.stderr)
+
+    def test_hashed_key_merge_mirror(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE acct (email text PRIMARY KEY, v int, secret text)")
+        pg.execute("INSERT INTO acct SELECT 'u' || g || '@x.org', g, 's' || g FROM generate_series(1, 250) g")
+        s = self.sluice(stream="pgk", tables="public.acct", write_mode="merge",
+                        extra={"source": {"backfill_chunk_rows": 100}})
+        masked(s, "public.acct.secret", "public.acct.email:hash")
+        self.catch_up(s)
+        pg.execute("UPDATE acct SET v = v + 100 WHERE v % 3 = 0")
+        pg.execute("DELETE FROM acct WHERE v % 5 = 0")
+        pg.execute("UPDATE acct SET email = 'moved-' || email WHERE v % 7 = 1")   # key changes
+        pg.execute("BEGIN; UPDATE acct SET email = 'tmp' WHERE email = 'u2@x.org'; "
+                   "UPDATE acct SET email = 'u2@x.org', v = -2 WHERE email = 'tmp'; COMMIT")
+        self.catch_up(s)
+        pg.execute("UPDATE acct SET v = v + 1")
+        self.catch_up(s)
+        self.assert_hashed_mirror(s, "public_acct", pg.sql("SELECT email, v FROM acct"))
+
+
+class MyMaskingTest(MyTestCase, MaskingChecks):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE shop")
+
+    def test_exclude_and_mask(self):
+        my = self.my
+        my.execute("CREATE TABLE shop.users (id int PRIMARY KEY, email varchar(100), ssn varchar(64), "
+                   "name varchar(20) CHARACTER SET utf8mb4, photo varbinary(16), born date, "
+                   "score decimal(10,2), n bigint)")
+        my.execute("INSERT INTO shop.users VALUES (1, 'ann@example.com', %s, 'Ézéchiel', x'00ff', "
+                   "'1984-02-29', -0.05, -7), (2, '', %s, 'Bo', NULL, NULL, 12.3, NULL)",
+                   (CANARY + "-1", CANARY + "-2"))
+        s = self.sluice(stream="mym", tables="shop.users", codec="null", log_level="debug")
+        masked(s, "shop.users.ssn", "shop.users.email:hash, shop.users.name:truncate(3), "
+               "shop.users.photo:truncate(1), shop.users.born:hash, shop.users.score:hash, shop.users.n:redact")
+        r1 = self.catch_up(s)
+        my.execute("INSERT INTO shop.users VALUES (3, 'cy@example.org', %s, 'Zoë', x'0102', "
+                   "'2000-01-01', 7, 1)", (CANARY + "-3",))
+        my.execute("UPDATE shop.users SET email = 'ann2@example.com', ssn = %s WHERE id = 1", (CANARY + "-4",))
+        my.execute("DELETE FROM shop.users WHERE id = 2")
+        r2 = self.catch_up(s)
+
+        recs = sorted(records_for(self.read(s), "shop", "users"), key=csn)
+        got = [(r["source_metadata"]["change_type"], r["payload"]) for r in recs]
+        row1 = {"id": 1, "email": h("ann@example.com"), "name": "Ézé", "photo": b"\x00",
+                "born": h("1984-02-29"), "score": h("-0.05"), "n": "REDACTED"}
+        row2 = {"id": 2, "email": h(""), "name": "Bo", "photo": None, "born": None, "score": h("12.30"),
+                "n": None}
+        row3 = {"id": 3, "email": h("cy@example.org"), "name": "Zoë", "photo": b"\x01",
+                "born": h("2000-01-01"), "score": h("7.00"), "n": "REDACTED"}
+        self.assertEqual(got[:3], [("INSERT", row1), ("INSERT", row2), ("INSERT", row3)])
+        self.assertEqual(got[3], ("UPDATE-INSERT", dict(row1, email=h("ann2@example.com"))))
+        self.assertEqual((got[4][0], got[4][1]["id"]), ("DELETE", 2))
+        self.assertEqual(len(got), 5)
+        self.assert_schema(s, ["ssn"], {"email": "hash", "name": "truncate(3)", "n": "redact"})
+        self.assert_nowhere(s, [CANARY, "ann@example.com", "cy@example.org", "1984-02-29"],
+                            [r1.stderr, r2.stderr])
+
+    def test_check_lists_and_refuses(self):
+        self.my.execute("CREATE TABLE shop.ck (id int PRIMARY KEY, a text, b text)")
+        s = self.sluice(stream="myc", tables="shop.ck")
+        masked(s, "shop.ck.a", "shop.ck.b:redact")
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn('stream myc: table shop.ck: columns excluded: "a"; masked: "b" (redact)\n', r.stdout)
+        masked(s, "shop.ck.a", "shop.nope.b:redact")
+        r = s.run("check")
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn('column rule "shop.nope.b:redact" matches no column', r.stderr)
+        masked(s, "shop.ck.id", None)
+        r = s.run("check")
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn('column "id" of table "shop"."ck" is part of the table\'s key', r.stderr)
+
+    def test_hashed_key_merge_mirror(self):
+        my = self.my
+        my.execute("CREATE TABLE shop.acct (email varchar(64) PRIMARY KEY, v int, secret text)")
+        my.execute("INSERT INTO shop.acct VALUES " +
+                   ", ".join(f"('u{g}@x.org', {g}, 's{g}')" for g in range(1, 31)))
+        s = self.sluice(stream="myk", tables="shop.acct", write_mode="merge")
+        masked(s, "shop.acct.secret", "shop.acct.email:hash")
+        self.catch_up(s)
+        my.execute("UPDATE shop.acct SET v = v + 100 WHERE v % 3 = 0")
+        my.execute("DELETE FROM shop.acct WHERE v % 5 = 0")
+        my.execute("UPDATE shop.acct SET email = CONCAT('moved-', email) WHERE v % 7 = 1")
+        self.catch_up(s)
+        my.execute("UPDATE shop.acct SET v = v + 1")
+        self.catch_up(s)
+        self.assert_hashed_mirror(s, "shop_acct", my.sql("SELECT email, v FROM shop.acct"))
+
+
+class ChMaskingTest(ChTestCase):
+
+    def test_hashed_key_merge_view(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE cacct (email text PRIMARY KEY, v int, secret text)")
+        pg.execute("INSERT INTO cacct SELECT 'u' || g || '@x.org', g, %s || g FROM generate_series(1, 30) g",
+                   (CANARY,))
+        s = self.sluice(stream="chk", tables="public.cacct", database="chk", write_mode="merge")
+        masked(s, "public.cacct.secret", "public.cacct.email:hash")
+        self.catch_up(s)
+        pg.execute("UPDATE cacct SET v = v + 100 WHERE v % 3 = 0")
+        pg.execute("DELETE FROM cacct WHERE v % 5 = 0")
+        pg.execute("UPDATE cacct SET email = 'moved-' || email WHERE v % 7 = 1")   # key changes
+        self.catch_up(s)
+        pg.execute("UPDATE cacct SET v = v + 1")
+        self.catch_up(s)
+        self.assertNotIn("secret", [c[0] for c in self.ch.columns("chk", "public_cacct")])
+        got = {}
+        for r in self.ch.rows("chk", "public_cacct_current"):
+            e = r["email"].decode() if isinstance(r["email"], bytes) else r["email"]
+            self.assertNotIn(e, got)
+            got[e] = r["v"]
+        want = {h(e): v for e, v in pg.sql("SELECT email, v FROM cacct")}
+        self.assertEqual(got, want)
+        dump = self.ch.query("SELECT * FROM chk.public_cacct FORMAT TSV")
+        self.assertNotIn(CANARY.encode() if isinstance(dump, bytes) else CANARY, dump)
+        self.assertNotIn(b"@x.org" if isinstance(dump, bytes) else "@x.org", dump)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
