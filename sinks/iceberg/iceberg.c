@@ -219,8 +219,12 @@ static int finish_file(struct ice_tab *t, char *err, size_t errlen)
 	return 0;
 }
 
+static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen);
+
 /* Makes t's schema the one of table version st: a new schema in t->meta
- * when columns were added; a new table's metadata when it has none. */
+ * when columns were added; a new table's metadata when it has none.  What
+ * was written with the old schema is committed first, so that each
+ * snapshot's files share its manifest's schema. */
 static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_table *st, char *err, size_t errlen)
 {
 	const json_t *cur = t->meta ? ice_meta_current_schema(t->meta) : NULL;
@@ -228,7 +232,7 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	struct ice_schema ns;
 	bool changed;
 
-	if (finish_file(t, err, errlen) < 0)
+	if (commit_pending(s, t, err, errlen) < 0)
 		return -1;
 	if (ice_schema_of_table(&ns, &changed, st, cur, last, err, errlen) < 0)
 		return -1;
@@ -261,7 +265,6 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	sl_buf_reset(&t->avro_schema);
 	if (ice_data_avro_schema(&t->avro_schema, &t->schema) < 0)
 		goto oom;
-	(void)s;
 	return 0;
 oom:
 	snprintf(err, errlen, "table \"%s\".\"%s\": out of memory", st->ns, st->name);
@@ -535,29 +538,36 @@ out:
 	return rc;
 }
 
+/* Finishes t's data file and commits what t holds, if anything. */
+static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
+{
+	char position[SL_POS_TEXT_MAX * 2] = "";
+
+	if (finish_file(t, err, errlen) < 0)
+		return -1;
+	if (t->nfiles == 0)
+		return 0;
+	if (s->has_mark && s->src && s->src->pos_encode(&s->mark, position, sizeof position) < 0)
+		position[0] = '\0';
+	if (sl_fsync_dir_of(t->files[0].path, false) < 0) {
+		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", t->files[0].path,
+			 sl_strerror(errno));
+		return -1;
+	}
+	if (commit_table(s, t, position, err, errlen) < 0)
+		return -1;
+	if (s->kill_after > 0 && ++s->commits >= s->kill_after)
+		raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
+	return 0;
+}
+
 static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
 {
 	struct ice_sink *s = ctx;
-	char position[SL_POS_TEXT_MAX * 2] = "";
 
-	if (s->has_mark && s->src && s->src->pos_encode(&s->mark, position, sizeof position) < 0)
-		position[0] = '\0';
-	for (int i = 0; i < s->ntabs; i++) {
-		struct ice_tab *t = &s->tabs[i];
-		if (finish_file(t, err, errlen) < 0)
+	for (int i = 0; i < s->ntabs; i++)
+		if (commit_pending(s, &s->tabs[i], err, errlen) < 0)
 			return -1;
-		if (t->nfiles == 0)
-			continue;
-		if (sl_fsync_dir_of(t->files[0].path, false) < 0) {
-			snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", t->files[0].path,
-				 sl_strerror(errno));
-			return -1;
-		}
-		if (commit_table(s, t, position, err, errlen) < 0)
-			return -1;
-		if (s->kill_after > 0 && ++s->commits >= s->kill_after)
-			raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
-	}
 	s->pending = false;
 	if (!s->has_mark)
 		return 0;

@@ -208,6 +208,75 @@ class IcebergTest(PgTestCase):
         self.assertEqual(total, nrows)
         return meta
 
+    def test_kill_after_commit_before_checkpoint(self):
+        """kill -9 right after a commit: the rerun skips what the table holds."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS ice2")
+        pg.execute(TABLE.format(name="ice2"))
+        fill(pg, "ice2", 1, 50)
+        s = self.isluice("icek", "public.ice2")
+        self.catch_up(s)
+        changes = 50 + churn(pg, "ice2", 10000, 20)
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        d = self.table_dir(s, "public_ice2")
+        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
+            self.assertEqual(int(f.read()), 2, "the killed run committed one snapshot")
+        r = self.catch_up(s)
+        self.assertIn("last change from the log", r.stderr)
+        rows = self.read_table(s, "public_ice2")
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows), "a change was committed twice")
+        self.assertEqual(len(rows), changes)
+        self.assertEqual(rebuild(rows), pg_state(pg, "ice2"))
+        self.check_metadata(s, "public_ice2", changes)
+
+    def test_added_column_and_dropped_column(self):
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS ice3")
+        pg.execute("CREATE TABLE ice3 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO ice3 SELECT g, 'v' || g FROM generate_series(1, 20) g")
+        s = self.isluice("icea", "public.ice3")
+        self.catch_up(s)
+        pg.execute("INSERT INTO ice3 VALUES (21, 'before')")
+        pg.execute("ALTER TABLE ice3 ADD COLUMN extra numeric(8,3)")
+        pg.execute("INSERT INTO ice3 VALUES (22, 'after', 12.345)")
+        pg.execute("UPDATE ice3 SET extra = -0.5 WHERE id = 1")
+        self.catch_up(s)
+        rows = ch_query(f"SELECT id, v, toString(extra) AS extra, _change_type FROM "
+                        f"icebergLocal('{self.table_dir(s, 'public_ice3')}') ORDER BY _csn, id")
+        self.assertEqual(len(rows), 23)
+        self.assertEqual([(r["id"], r["v"], r["extra"]) for r in rows[-3:]],
+                         [(21, "before", None), (22, "after", "12.345"), (1, "v1", "-0.5")])
+        self.assertTrue(all(r["extra"] is None for r in rows[:21]))
+        meta = self.check_metadata(s, "public_ice3", 23)
+        self.assertEqual(len(meta["schemas"]), 2)
+        old, new = meta["schemas"]
+        self.assertEqual(meta["current-schema-id"], new["schema-id"])
+        self.assertEqual(new["schema-id"], old["schema-id"] + 1)
+        ids = {f["name"]: f["id"] for f in old["fields"]}
+        old_last = max(list(ids.values()) + [f["type"]["element-id"] for f in old["fields"]
+                                             if isinstance(f["type"], dict)])
+        self.assertEqual({f["name"]: f["id"] for f in new["fields"] if f["name"] != "extra"}, ids)
+        extra = [f for f in new["fields"] if f["name"] == "extra"]
+        # the next id after the old schema's last (its list element has one too)
+        self.assertEqual(extra, [{"id": old_last + 1, "name": "extra", "required": False,
+                                  "type": "decimal(8, 3)"}])
+        self.assertEqual(meta["last-column-id"], old_last + 1)
+        # A dropped column stops the stream, naming the table and the column.
+        pg.execute("ALTER TABLE ice3 DROP COLUMN v")
+        pg.execute("INSERT INTO ice3 VALUES (23, 1)")
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up")
+        self.assertEqual(r.rc, 1, r.describe())
+        self.assertIn('table "public"."ice3": column "v" was dropped or renamed', r.stderr)
+
+    def test_merge_mode_refused(self):
+        s = self.isluice("icem", "public.nothing", write_mode="merge")
+        r = s.run("check")
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn('destination "out": write_mode = merge is not supported by type = iceberg yet', r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
