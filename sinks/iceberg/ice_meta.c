@@ -34,7 +34,7 @@ static const char *const kind_names[] = {
 	[ICE_BOOLEAN] = "boolean", [ICE_INT] = "int", [ICE_LONG] = "long", [ICE_FLOAT] = "float",
 	[ICE_DOUBLE] = "double", [ICE_DECIMAL] = "decimal", [ICE_DATE] = "date", [ICE_TIME] = "time",
 	[ICE_TIMESTAMP] = "timestamp", [ICE_TIMESTAMPTZ] = "timestamptz", [ICE_STRING] = "string",
-	[ICE_UUID] = "uuid", [ICE_BINARY] = "binary", [ICE_LIST_STRING] = "list",
+	[ICE_BINARY] = "binary", [ICE_LIST_STRING] = "list",
 };
 
 const char *ice_kind_text(enum ice_kind k, int precision, int scale, char *buf, size_t len)
@@ -154,7 +154,7 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 	const json_t *old = cur ? find_field(cur, f->name) : NULL;
 	enum ice_kind k;
 	int p = 0, s = 0;
-	char b1[32], b2[32];
+	char b2[32];
 
 	if (!old) {
 		f->id = ++*last;
@@ -172,7 +172,6 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 			 json_is_string(ty) ? json_string_value(ty) : "list",
 			 json_is_true(json_object_get(old, "required")) ? " not null" : "",
 			 ice_kind_text(f->kind, f->precision, f->scale, b2, sizeof b2), f->required ? " not null" : "");
-		(void)b1;
 		return -1;
 	}
 	f->id = (int)json_integer_value(json_object_get(old, "id"));
@@ -328,9 +327,6 @@ static void avro_type(struct sl_buf *out, const struct ice_field *f)
 			      f->kind == ICE_TIMESTAMPTZ ? "true" : "false");
 		break;
 	case ICE_STRING: sl_buf_puts(out, "\"string\""); break;
-	case ICE_UUID:
-		sl_buf_puts(out, "{\"type\":\"fixed\",\"name\":\"uuid_fixed\",\"size\":16,\"logicalType\":\"uuid\"}");
-		break;
 	case ICE_BINARY: sl_buf_puts(out, "\"bytes\""); break;
 	case ICE_LIST_STRING:
 		sl_buf_printf(out, "{\"type\":\"array\",\"items\":\"string\",\"element-id\":%d}", f->elem_id);
@@ -341,13 +337,11 @@ static void avro_type(struct sl_buf *out, const struct ice_field *f)
 int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
 {
 	bool fixed_seen[ICE_DECIMAL_MAX_PRECISION + 1][ICE_DECIMAL_MAX_PRECISION + 1] = { { false } };
-	bool uuid_seen = false;
 
 	sl_buf_puts(out, "{\"type\":\"record\",\"name\":\"r\",\"fields\":[");
 	for (int i = 0; i < s->nfields; i++) {
 		const struct ice_field *f = &s->f[i];
-		bool named = f->kind == ICE_DECIMAL ? fixed_seen[f->precision][f->scale] :
-			     f->kind == ICE_UUID ? uuid_seen : false;
+		bool named = f->kind == ICE_DECIMAL && fixed_seen[f->precision][f->scale];
 		if (i)
 			sl_buf_putc(out, ',');
 		sl_buf_puts(out, "{\"name\":");
@@ -355,16 +349,12 @@ int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
 		sl_buf_puts(out, ",\"type\":");
 		if (!f->required)
 			sl_buf_puts(out, "[\"null\",");
-		if (named && f->kind == ICE_DECIMAL)
+		if (named)   /* an Avro fixed is named once, then referred to */
 			sl_buf_printf(out, "\"decimal_%d_%d\"", f->precision, f->scale);
-		else if (named)
-			sl_buf_puts(out, "\"uuid_fixed\"");
 		else
 			avro_type(out, f);
 		if (f->kind == ICE_DECIMAL)
 			fixed_seen[f->precision][f->scale] = true;
-		if (f->kind == ICE_UUID)
-			uuid_seen = true;
 		if (!f->required)
 			sl_buf_puts(out, "],\"default\":null");
 		sl_buf_printf(out, ",\"field-id\":%d}", f->id);
@@ -457,12 +447,6 @@ static int put_column(struct sl_buf *b, const struct ice_field *f, const struct 
 		if (sl_avro_put_byte(b, 2) < 0)
 			return -1;
 		return put_decimal_fixed(b, f, col, v, err, errlen);
-	case ICE_UUID:
-		if (v->kind != SL_V_UUID || v->len != 16)
-			break;
-		if (sl_avro_put_byte(b, 2) < 0)
-			return -1;
-		return sl_avro_put_raw(b, v->p, 16);
 	case ICE_STRING:
 		if (v->kind != SL_V_DECIMAL)
 			return sl_avro_put_value(b, col, v, err, errlen);
