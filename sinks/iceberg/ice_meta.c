@@ -642,28 +642,27 @@ fail:
 	return -1;
 }
 
+/* The element of meta's array arr whose id_key equals meta's cur_key. */
+static const json_t *current_of(const json_t *meta, const char *arr, const char *cur_key, const char *id_key)
+{
+	json_int_t cur = json_integer_value(json_object_get(meta, cur_key));
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(json_object_get(meta, arr), i, e)
+		if (json_integer_value(json_object_get(e, id_key)) == cur)
+			return e;
+	return NULL;
+}
+
 const json_t *ice_meta_current_snapshot(const json_t *meta)
 {
-	json_int_t cur = json_integer_value(json_object_get(meta, "current-snapshot-id"));
-	size_t i;
-	json_t *s;
-
-	json_array_foreach(json_object_get(meta, "snapshots"), i, s)
-		if (json_integer_value(json_object_get(s, "snapshot-id")) == cur)
-			return s;
-	return NULL;
+	return current_of(meta, "snapshots", "current-snapshot-id", "snapshot-id");
 }
 
 const json_t *ice_meta_current_schema(const json_t *meta)
 {
-	json_int_t cur = json_integer_value(json_object_get(meta, "current-schema-id"));
-	size_t i;
-	json_t *s;
-
-	json_array_foreach(json_object_get(meta, "schemas"), i, s)
-		if (json_integer_value(json_object_get(s, "schema-id")) == cur)
-			return s;
-	return NULL;
+	return current_of(meta, "schemas", "current-schema-id", "schema-id");
 }
 
 const char *ice_snapshot_prop(const json_t *snap, const char *key)

@@ -4,7 +4,6 @@
 #include "sinks/iceberg/iceberg.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -62,43 +61,6 @@ static uint64_t rand64(void)
 	if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
 		r = (uint64_t)sl_mono_us() * 6364136223846793005u ^ (uint64_t)getpid();
 	return r;
-}
-
-/* Writes data to a new file path (it must not exist) and fsyncs it. */
-static int write_new_file(const char *path, const void *data, size_t len, char *err, size_t errlen)
-{
-	const char *p = data;
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	if (fd < 0) {
-		snprintf(err, errlen, "could not create \"%s\": %s", path, sl_strerror(errno));
-		return -1;
-	}
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			snprintf(err, errlen, "could not write \"%s\": %s", path, sl_strerror(errno));
-			goto fail;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "could not fsync \"%s\": %s", path, sl_strerror(errno));
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		snprintf(err, errlen, "could not close \"%s\": %s", path, sl_strerror(errno));
-		unlink(path);
-		return -1;
-	}
-	return 0;
-fail:
-	close(fd);
-	unlink(path);
-	return -1;
 }
 
 /* Reads the table's current metadata (version-hint.text, then that
@@ -424,7 +386,7 @@ static int publish_metadata(struct ice_tab *t, int version, char *err, size_t er
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 		goto out;
 	}
-	if (write_new_file(tmp.data, text, strlen(text), err, errlen) < 0)
+	if (sl_write_file_atomic_mode(tmp.data, text, strlen(text), 0644, err, errlen) < 0)
 		goto out;
 	if (link(tmp.data, fin.data) < 0) {
 		snprintf(err, errlen, "could not publish \"%s\": %s%s", fin.data, sl_strerror(errno),
@@ -438,7 +400,7 @@ static int publish_metadata(struct ice_tab *t, int version, char *err, size_t er
 		goto out;
 	}
 	snprintf(num, sizeof num, "%d", version);
-	rc = sl_write_file_atomic(hint.data, num, strlen(num), err, errlen);
+	rc = sl_write_file_atomic_mode(hint.data, num, strlen(num), 0644, err, errlen);
 out:
 	free(text);
 	sl_buf_free(&tmp);
@@ -493,7 +455,7 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 	}
 	if (ice_manifest_encode(&enc, &t->schema, sn.id, sn.sequence_number, t->files, t->nfiles) < 0)
 		goto oom;
-	if (write_new_file(mpath.data, enc.data, enc.len, err, errlen) < 0)
+	if (sl_write_file_atomic_mode(mpath.data, enc.data, enc.len, 0644, err, errlen) < 0)
 		goto out;
 	if (!(mf = manifests_of(t, &nmf, err, errlen)))
 		goto out;
@@ -507,7 +469,7 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 	sl_buf_reset(&enc);
 	if (!mf[nmf - 1].path || ice_manifest_list_encode(&enc, &sn, mf, nmf) < 0)
 		goto oom;
-	if (write_new_file(lpath.data, enc.data, enc.len, err, errlen) < 0)
+	if (sl_write_file_atomic_mode(lpath.data, enc.data, enc.len, 0644, err, errlen) < 0)
 		goto out;
 	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
 		goto oom;

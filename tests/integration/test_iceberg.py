@@ -146,13 +146,18 @@ class IcebergTest(PgTestCase):
     def read_table(self, s, obj):
         return ch_query(SELECT.format(path=self.table_dir(s, obj)))
 
+    def backfilled(self, name, stream, rows):
+        """A new table of TABLE with rows rows, backfilled by a new stream."""
+        self.pg.execute(f"DROP TABLE IF EXISTS {name}")
+        self.pg.execute(TABLE.format(name=name))
+        fill(self.pg, name, 1, rows)
+        s = self.isluice(stream, f"public.{name}")
+        self.catch_up(s)
+        return s
+
     def test_changes_read_by_clickhouse(self):
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS ice1")
-        pg.execute(TABLE.format(name="ice1"))
-        fill(pg, "ice1", 1, 300)
-        s = self.isluice("ice", "public.ice1")
-        self.catch_up(s)
+        s = self.backfilled("ice1", "ice", 300)
         changes = 300 + churn(pg, "ice1", 10000, 30)
         self.catch_up(s)
         rows = self.read_table(s, "public_ice1")
@@ -212,11 +217,7 @@ class IcebergTest(PgTestCase):
     def test_kill_after_commit_before_checkpoint(self):
         """kill -9 right after a commit: the rerun skips what the table holds."""
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS ice2")
-        pg.execute(TABLE.format(name="ice2"))
-        fill(pg, "ice2", 1, 50)
-        s = self.isluice("icek", "public.ice2")
-        self.catch_up(s)
+        s = self.backfilled("ice2", "icek", 50)
         changes = 50 + churn(pg, "ice2", 10000, 20)
         pg.wait_wal_flushed()
         r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
