@@ -471,6 +471,12 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 		goto oom;
 	if (sl_write_file_atomic_mode(lpath.data, enc.data, enc.len, 0644, err, errlen) < 0)
 		goto out;
+	/* a new table: its folders' entries, up to the warehouse folder */
+	if (t->version == 0 && (sl_fsync_dir_of(t->dir, true) < 0 || sl_fsync_dir_of(t->dir, false) < 0 ||
+				sl_fsync_dir_of(s->root, false) < 0)) {
+		snprintf(err, errlen, "could not fsync the folders of \"%s\": %s", t->dir, sl_strerror(errno));
+		goto out;
+	}
 	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
 		goto oom;
 	if (publish_metadata(t, t->version + 1, err, errlen) < 0)
