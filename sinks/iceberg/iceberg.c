@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro/avro_value.h"
+#include "sinks/avro_dir/avro_dir.h"
 #include "sinks/iceberg/ice_meta.h"
 
 struct ice_tab {
@@ -634,6 +635,15 @@ fail:
 	return -1;
 }
 
+/* `sluice check`: the warehouse folder, or the nearest folder above it that
+ * exists, is writable (avro_dir's check of its path; creates nothing). */
+static int ice_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen)
+{
+	struct sl_avro_dir_conf ad = { .path = ((const struct sl_iceberg_conf *)conf)->path };
+
+	return sl_avro_dir_ops.check(&ad, st, out, err, errlen);
+}
+
 static const struct sl_keychoice codecs[] = {
 	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
 	{ NULL, 0 },
@@ -658,6 +668,7 @@ const struct sl_sink_ops sl_iceberg_ops = {
 	.keys = ice_keys,
 	.nkeys = sizeof ice_keys / sizeof ice_keys[0],
 	.conf_size = sizeof(struct sl_iceberg_conf),
+	.check = ice_check,
 	.open = ice_open,
 	.write = ice_write,
 	.mark = ice_mark,

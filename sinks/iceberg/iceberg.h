@@ -16,6 +16,8 @@
  * before that CSN is skipped, so a crash between a commit and the
  * checkpoint leaves no duplicate rows.  doc/iceberg.md has the details.
  *
+ * check() (sluice check) is avro_dir's check of path: writable, or creatable.
+ *
  * Setting SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT=N (tests) kills the process
  * with SIGKILL right after its N-th commit.
  */

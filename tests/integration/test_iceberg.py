@@ -158,6 +158,9 @@ class IcebergTest(PgTestCase):
     def test_changes_read_by_clickhouse(self):
         pg = self.pg
         s = self.backfilled("ice1", "ice", 300)
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f"stream ice: destination out: path {s.out} is writable", r.stdout)
         changes = 300 + churn(pg, "ice1", 10000, 30)
         self.catch_up(s)
         rows = self.read_table(s, "public_ice1")
