@@ -768,8 +768,8 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 	/* What the sink supports: merge mode is the only capability so far. */
 	if (st->write_mode == SL_WRITE_MERGE && !(st->destination->ops->caps & SL_SINK_CAP_MERGE)) {
 		e = sl_ini_find(&sec->ini, "write_mode");
-		return set_err(L, e ? e->line : sec->ini.line, "destination \"%s\" (%s) does not "
-			       "support write_mode = merge; use write_mode = append",
+		return set_err(L, e ? e->line : sec->ini.line, "destination \"%s\": write_mode = merge is "
+			       "not supported by type = %s yet; use write_mode = append",
 			       st->destination->name, st->destination->type);
 	}
 	if (st->source->kind == SL_SOURCE_POSTGRES) {

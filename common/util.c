@@ -194,6 +194,12 @@ int sl_mkdir_p(const char *path)
 
 int sl_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
 {
+	return sl_write_file_atomic_mode(path, data, len, 0600, err, errlen);
+}
+
+int sl_write_file_atomic_mode(const char *path, const void *data, size_t len, int mode, char *err,
+			      size_t errlen)
+{
 	char tmp[PATH_MAX];
 	const char *p = data;
 	int fd;
@@ -202,7 +208,7 @@ int sl_write_file_atomic(const char *path, const void *data, size_t len, char *e
 		snprintf(err, errlen, "path too long: %s", path);
 		return -1;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
 	if (fd < 0) {
 		snprintf(err, errlen, "could not create \"%s\": %s", tmp, sl_strerror(errno));
 		return -1;

@@ -48,6 +48,9 @@ int sl_uuid_parse(const char *s, size_t len, unsigned char out[static 16]);
 /* Writes data to path atomically: "<path>.tmp", fsync, rename, fsync of the
  * directory.  Returns 0, or -1 with a message in err. */
 int sl_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen);
+/* The same with the file's mode (sl_write_file_atomic: 0600). */
+int sl_write_file_atomic_mode(const char *path, const void *data, size_t len, int mode, char *err,
+			      size_t errlen);
 /* Appends len bytes of lines to the dead-letter file at path (created with
  * mode 0600 if missing: rows may hold anything) and fsyncs it.  Returns 0,
  * or -1 with a message in err, which starts with who ("clickhouse: "). */

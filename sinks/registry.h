@@ -9,6 +9,7 @@
 
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/clickhouse/clickhouse.h"
+#include "sinks/iceberg/iceberg.h"
 #include "sinks/s3/s3.h"
 #include "sinks/sink.h"
 
@@ -16,6 +17,7 @@
 #define SL_PRODUCT_SINKS \
 	&sl_avro_dir_ops, \
 	&sl_clickhouse_ops, \
+	&sl_iceberg_ops, \
 	&sl_s3_ops,
 
 #endif

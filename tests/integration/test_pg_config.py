@@ -91,7 +91,7 @@ class ConfigErrorTest(unittest.TestCase):
         lines = [("type = gcs" if l == "type = avro_dir" else l) for l in self.base]
         n = self.line_of(lines, "type = gcs")
         self.expect(lines, n, 'bad value "gcs" for key "type": no sink implements this destination type '
-                    '(supported: avro_dir, clickhouse, s3)')
+                    '(supported: avro_dir, clickhouse, iceberg, s3)')
 
     def test_missing_file_and_bad_usage(self):
         r = self.s.run("check", config=os.path.join(self.s.workdir, "nonexistent.ini"), timeout=30)

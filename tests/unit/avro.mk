@@ -62,3 +62,13 @@ TESTS += %D%/test_ch_sink
 %C%_test_ch_sink_LDADD = $(AVRO_TEST_LDADD) $(ZLIB_LIBS) -lpthread
 endif
 EXTRA_DIST += %D%/golden
+
+# The iceberg sink's metadata JSON against a golden file written from the
+# Iceberg specification, its schema evolution, its data files' Avro schema.
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_iceberg_meta
+TESTS += %D%/test_iceberg_meta
+%C%_test_iceberg_meta_SOURCES = %D%/test_iceberg_meta.c
+%C%_test_iceberg_meta_CPPFLAGS = $(AVRO_TEST_CPPFLAGS)
+%C%_test_iceberg_meta_LDADD = $(AVRO_TEST_LDADD)
+endif

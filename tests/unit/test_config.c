@@ -1179,17 +1179,17 @@ static void test_dest_types(void **state)
 
 	EXPECT_ERR(f, MINIMAL "[destination.w]\ntype = gcs\n",
 		   ":13: bad value \"gcs\" for key \"type\": no sink implements this "
-		   "destination type (supported: avro_dir, clickhouse, s3)");
+		   "destination type (supported: avro_dir, clickhouse, iceberg, s3)");
 	EXPECT_ERR(f, "[destination.w]\n\ntype = Avro_Dir\n" MINIMAL,
 		   ":3: bad value \"Avro_Dir\" for key \"type\": no sink implements this "
-		   "destination type (supported: avro_dir, clickhouse, s3)");
+		   "destination type (supported: avro_dir, clickhouse, iceberg, s3)");
 	EXPECT_ERR(f, "[destination.w]\ntype =\n" MINIMAL,
 		   ":2: bad value \"\" for key \"type\": must not be empty");
 	/* Quoted as written, not as expanded. */
 	setenv("SLUICE_TEST_TYPE", "gcs", 1);
 	EXPECT_ERR(f, "[destination.w]\ntype = ${SLUICE_TEST_TYPE}\n" MINIMAL,
 		   ":2: bad value \"${SLUICE_TEST_TYPE}\" for key \"type\": no sink implements "
-		   "this destination type (supported: avro_dir, clickhouse, s3)");
+		   "this destination type (supported: avro_dir, clickhouse, iceberg, s3)");
 	unsetenv("SLUICE_TEST_TYPE");
 }
 
@@ -1269,7 +1269,7 @@ static void test_clickhouse_keys(void **state)
 	EXPECT_ERR(f, ini, ":15: unknown key \"password\" in [destination.wh]: put the password in an environment "
 		   "variable or a file, and name it with password_env or password_file");
 	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\npath = /x\n", wh);
-	EXPECT_ERR(f, ini, ":15: key \"path\" applies only to type avro_dir, not to clickhouse");
+	EXPECT_ERR(f, ini, ":15: key \"path\" applies only to type avro_dir or iceberg, not to clickhouse");
 }
 
 /* write_mode = merge loads for avro_dir, which declares SL_SINK_CAP_MERGE
@@ -1359,7 +1359,7 @@ static void test_s3_keys(void **state)
 		   "max_file_bytes = 1TB\npart_size = 5MB\n",
 		   ":18: max_file_bytes would need more than 10000 parts of part_size: raise part_size");
 	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
-		   "path = /x\n", ":17: key \"path\" applies only to type avro_dir, not to s3");
+		   "path = /x\n", ":17: key \"path\" applies only to type avro_dir or iceberg, not to s3");
 	unsetenv("SLUICE_TEST_SECRET");
 	EXPECT_ERR(f, S3_HEAD "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n",
 		   ":16: environment variable \"SLUICE_TEST_SECRET\" named by secret_access_key_env is not set");

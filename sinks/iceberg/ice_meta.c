@@ -1,0 +1,817 @@
+/*
+ * sinks/iceberg/ice_meta.c: Iceberg schemas, data file records, table
+ * metadata, manifests and manifest lists (see ice_meta.h).
+ */
+#include "sinks/iceberg/ice_meta.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/util.h"
+#include "sinks/avro/avro_schema.h"
+#include "sinks/avro/avro_value.h"
+
+/* The metadata columns, in record order, after the payload columns: the
+ * names and types the clickhouse sink gives them in append mode. */
+static const struct {
+	const char *name;
+	enum ice_kind kind;
+} meta_cols[ICE_M_POS] = {
+	[ICE_M_UUID] = { "_uuid", ICE_STRING },
+	[ICE_M_SOURCE_TS] = { "_source_timestamp", ICE_LONG },
+	[ICE_M_READ_TS] = { "_read_timestamp", ICE_LONG },
+	[ICE_M_CHANGE_TYPE] = { "_change_type", ICE_STRING },
+	[ICE_M_CSN] = { "_csn", ICE_STRING },
+	[ICE_M_IS_DELETED] = { "_is_deleted", ICE_BOOLEAN },
+	[ICE_M_TX_ID] = { "_tx_id", ICE_LONG },
+	[ICE_M_UNCHANGED] = { "_unchanged_columns", ICE_LIST_STRING },
+};
+
+static const char *const kind_names[] = {
+	[ICE_BOOLEAN] = "boolean", [ICE_INT] = "int", [ICE_LONG] = "long", [ICE_FLOAT] = "float",
+	[ICE_DOUBLE] = "double", [ICE_DECIMAL] = "decimal", [ICE_DATE] = "date", [ICE_TIME] = "time",
+	[ICE_TIMESTAMP] = "timestamp", [ICE_TIMESTAMPTZ] = "timestamptz", [ICE_STRING] = "string",
+	[ICE_BINARY] = "binary", [ICE_LIST_STRING] = "list",
+};
+
+const char *ice_kind_text(enum ice_kind k, int precision, int scale, char *buf, size_t len)
+{
+	if (k == ICE_DECIMAL) {
+		snprintf(buf, len, "decimal(%d, %d)", precision, scale);
+		return buf;
+	}
+	return kind_names[k];
+}
+
+void ice_schema_free(struct ice_schema *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->nfields; i++)
+		free(s->f[i].name);
+	free(s->f);
+	memset(s, 0, sizeof *s);
+}
+
+int ice_column_name(struct sl_buf *out, const char *name)
+{
+	if (name[0] == '_')
+		sl_buf_putc(out, '_');
+	return sl_buf_puts(out, name);
+}
+
+static void kind_of_column(struct ice_field *f, const struct sl_column *c)
+{
+	static const enum ice_kind kinds[] = {
+		[SL_T_STRING] = ICE_STRING, [SL_T_BOOL] = ICE_BOOLEAN, [SL_T_INT32] = ICE_INT,
+		[SL_T_INT64] = ICE_LONG, [SL_T_FLOAT] = ICE_FLOAT, [SL_T_DOUBLE] = ICE_DOUBLE,
+		[SL_T_DECIMAL] = ICE_DECIMAL, [SL_T_BYTES] = ICE_BINARY, [SL_T_DATE] = ICE_DATE,
+		[SL_T_TIME] = ICE_TIME, [SL_T_TIMESTAMP] = ICE_TIMESTAMP, [SL_T_TIMESTAMPTZ] = ICE_TIMESTAMPTZ,
+		[SL_T_UUID] = ICE_STRING, [SL_T_JSON] = ICE_STRING, [SL_T_UINT64] = ICE_DECIMAL,
+	};
+
+	f->kind = (unsigned)c->type < sizeof kinds / sizeof kinds[0] ? kinds[c->type] : ICE_STRING;
+	if (c->type == SL_T_UINT64) {
+		f->precision = 20;
+		f->scale = 0;
+	} else if (c->type == SL_T_DECIMAL) {
+		if (c->precision > ICE_DECIMAL_MAX_PRECISION || c->precision < 1) {
+			f->kind = ICE_STRING;
+		} else {
+			f->precision = c->precision;
+			f->scale = c->scale;
+		}
+	}
+}
+
+/* The kind, precision and scale of a type as the metadata JSON holds it;
+ * -1 if sluice does not write that type. */
+static int kind_of_json(const json_t *type, enum ice_kind *k, int *prec, int *scale)
+{
+	const char *s = json_string_value(type);
+	int64_t p, sc;
+	const char *comma;
+
+	if (json_is_object(type)) {
+		const char *t = json_string_value(json_object_get(type, "type"));
+		const char *e = json_string_value(json_object_get(type, "element"));
+		if (t && e && !strcmp(t, "list") && !strcmp(e, "string")) {
+			*k = ICE_LIST_STRING;
+			return 0;
+		}
+		return -1;
+	}
+	if (!s)
+		return -1;
+	for (size_t i = 0; i < sizeof kind_names / sizeof kind_names[0]; i++) {
+		if (i != ICE_DECIMAL && i != ICE_LIST_STRING && !strcmp(s, kind_names[i])) {
+			*k = (enum ice_kind)i;
+			return 0;
+		}
+	}
+	if (strncmp(s, "decimal(", 8) || !(comma = strchr(s, ',')))
+		return -1;
+	{
+		char a[16], b[16];
+		size_t na = (size_t)(comma - (s + 8)), nb = strlen(comma + 1);
+		if (na >= sizeof a || nb < 1 || nb >= sizeof b || comma[nb] != ')')
+			return -1;
+		memcpy(a, s + 8, na);
+		a[na] = '\0';
+		memcpy(b, comma[1] == ' ' ? comma + 2 : comma + 1, nb - (comma[1] == ' ') - 1);
+		b[nb - (comma[1] == ' ') - 1] = '\0';
+		if (sl_parse_i64(a, 1, ICE_DECIMAL_MAX_PRECISION, &p) < 0 || sl_parse_i64(b, 0, p, &sc) < 0)
+			return -1;
+	}
+	*k = ICE_DECIMAL;
+	*prec = (int)p;
+	*scale = (int)sc;
+	return 0;
+}
+
+/* cur's field named name, or NULL. */
+static const json_t *find_field(const json_t *cur, const char *name)
+{
+	const json_t *fields = json_object_get(cur, "fields");
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(fields, i, f) {
+		const char *n = json_string_value(json_object_get(f, "name"));
+		if (n && !strcmp(n, name))
+			return f;
+	}
+	return NULL;
+}
+
+/* Gives f its id from cur (checking its type), or a new one. */
+static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t *cur, int *last, bool *changed,
+		     char *err, size_t errlen)
+{
+	const json_t *old = cur ? find_field(cur, f->name) : NULL;
+	enum ice_kind k;
+	int p = 0, s = 0;
+	char b2[32];
+
+	if (!old) {
+		f->id = ++*last;
+		if (f->kind == ICE_LIST_STRING)
+			f->elem_id = ++*last;
+		*changed = true;
+		return 0;
+	}
+	if (kind_of_json(json_object_get(old, "type"), &k, &p, &s) < 0 || k != f->kind ||
+	    (k == ICE_DECIMAL && (p != f->precision || s != f->scale)) ||
+	    json_is_true(json_object_get(old, "required")) != f->required) {
+		json_t *ty = json_object_get(old, "type");
+		snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" changed from %s%s to %s%s: an Iceberg "
+			 "table takes only added columns (see doc/iceberg.md)", t->ns, t->name, f->name,
+			 json_is_string(ty) ? json_string_value(ty) : "list",
+			 json_is_true(json_object_get(old, "required")) ? " not null" : "",
+			 ice_kind_text(f->kind, f->precision, f->scale, b2, sizeof b2), f->required ? " not null" : "");
+		return -1;
+	}
+	f->id = (int)json_integer_value(json_object_get(old, "id"));
+	if (k == ICE_LIST_STRING)
+		f->elem_id = (int)json_integer_value(json_object_get(json_object_get(old, "type"), "element-id"));
+	return 0;
+}
+
+/* Fills field n of s for source column i or metadata column m. */
+static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int i, int m)
+{
+	struct ice_field *f = &s->f[n];
+	struct sl_buf name;
+
+	sl_buf_init(&name, 0);
+	f->col = i;
+	f->meta = m;
+	if (i >= 0) {
+		ice_column_name(&name, t->cols[i].name);
+		kind_of_column(f, &t->cols[i]);
+	} else if (m < ICE_M_POS) {
+		sl_buf_puts(&name, meta_cols[m].name);
+		f->kind = meta_cols[m].kind;
+		f->required = true;
+	} else {
+		const struct sl_meta_field *mf = &t->src->meta[m - ICE_M_POS];
+		sl_buf_putc(&name, '_');
+		sl_buf_puts(&name, mf->name);
+		f->kind = mf->type == SL_META_LONG ? ICE_LONG : ICE_STRING;
+		f->required = mf->type != SL_META_OPT_STRING;
+	}
+	if (sl_buf_failed(&name)) {
+		sl_buf_free(&name);
+		return -1;
+	}
+	f->name = sl_buf_detach(&name);
+	return f->name ? 0 : -1;
+}
+
+int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, const json_t *cur,
+			int last_column_id, char *err, size_t errlen)
+{
+	int nmeta = t->src ? (t->src->nmeta > SL_META_MAX ? SL_META_MAX : t->src->nmeta) : 0;
+	int n = t->ncols + ICE_M_POS + nmeta, k = 0;
+	size_t i;
+	json_t *f;
+
+	memset(out, 0, sizeof *out);
+	*changed = cur == NULL;
+	if (!(out->f = calloc((size_t)n, sizeof *out->f)))
+		goto oom;
+	out->nfields = n;
+	for (int c = 0; c < t->ncols; c++, k++)
+		if (fill_field(out, k, t, c, ICE_M_NONE) < 0)
+			goto oom;
+	for (int m = 0; m < ICE_M_POS + nmeta; m++, k++)
+		if (fill_field(out, k, t, -1, m) < 0)
+			goto oom;
+	for (k = 0; k < n; k++)
+		if (assign_id(&out->f[k], t, cur, &last_column_id, changed, err, errlen) < 0)
+			goto fail;
+	/* every field of cur must still be there */
+	json_array_foreach(json_object_get(cur, "fields"), i, f) {
+		const char *name = json_string_value(json_object_get(f, "name"));
+		bool found = false;
+		for (k = 0; k < n && !found; k++)
+			found = name && !strcmp(out->f[k].name, name);
+		if (!found) {
+			snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" was dropped or renamed: an Iceberg "
+				 "table takes only added columns (see doc/iceberg.md)", t->ns, t->name,
+				 name ? name : "?");
+			goto fail;
+		}
+	}
+	out->last_column_id = last_column_id;
+	out->id = cur ? (int)json_integer_value(json_object_get(cur, "schema-id")) + (*changed ? 1 : 0) : 0;
+	return 0;
+oom:
+	snprintf(err, errlen, "table \"%s\".\"%s\": out of memory", t->ns, t->name);
+fail:
+	ice_schema_free(out);
+	return -1;
+}
+
+json_t *ice_schema_json(const struct ice_schema *s)
+{
+	json_t *o = json_object(), *fields = json_array();
+	char buf[32];
+
+	if (!o || !fields)
+		goto fail;
+	json_object_set_new(o, "type", json_string("struct"));
+	json_object_set_new(o, "schema-id", json_integer(s->id));
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		json_t *jf = json_object(), *ty;
+		if (f->kind == ICE_LIST_STRING)
+			ty = json_pack("{s:s, s:i, s:s, s:b}", "type", "list", "element-id", f->elem_id, "element",
+				       "string", "element-required", 1);
+		else
+			ty = json_string(ice_kind_text(f->kind, f->precision, f->scale, buf, sizeof buf));
+		if (!jf || !ty || json_array_append_new(fields, jf) < 0) {
+			json_decref(jf);
+			json_decref(ty);
+			goto fail;
+		}
+		json_object_set_new(jf, "id", json_integer(f->id));
+		json_object_set_new(jf, "name", json_string(f->name));
+		json_object_set_new(jf, "required", json_boolean(f->required));
+		json_object_set_new(jf, "type", ty);
+	}
+	json_object_set_new(o, "fields", fields);
+	return o;
+fail:
+	json_decref(o);
+	json_decref(fields);
+	return NULL;
+}
+
+/* ---- data files ---- */
+
+/* The bytes of a decimal(p, s) as an Iceberg Avro fixed. */
+static int decimal_size(int precision)
+{
+	int n = 1;
+	/* the smallest n with 2^(8n-1) > 10^p */
+	double lim = 1;
+	for (int i = 0; i < precision; i++)
+		lim *= 10;
+	for (double v = 128; v <= lim; v *= 256)
+		n++;
+	return n;
+}
+
+static void avro_type(struct sl_buf *out, const struct ice_field *f)
+{
+	switch (f->kind) {
+	case ICE_BOOLEAN: sl_buf_puts(out, "\"boolean\""); break;
+	case ICE_INT: sl_buf_puts(out, "\"int\""); break;
+	case ICE_LONG: sl_buf_puts(out, "\"long\""); break;
+	case ICE_FLOAT: sl_buf_puts(out, "\"float\""); break;
+	case ICE_DOUBLE: sl_buf_puts(out, "\"double\""); break;
+	case ICE_DECIMAL:
+		sl_buf_printf(out, "{\"type\":\"fixed\",\"name\":\"decimal_%d_%d\",\"size\":%d,"
+			      "\"logicalType\":\"decimal\",\"precision\":%d,\"scale\":%d}", f->precision,
+			      f->scale, decimal_size(f->precision), f->precision, f->scale);
+		break;
+	case ICE_DATE: sl_buf_puts(out, "{\"type\":\"int\",\"logicalType\":\"date\"}"); break;
+	case ICE_TIME: sl_buf_puts(out, "{\"type\":\"long\",\"logicalType\":\"time-micros\"}"); break;
+	case ICE_TIMESTAMP:
+	case ICE_TIMESTAMPTZ:
+		sl_buf_printf(out, "{\"type\":\"long\",\"logicalType\":\"timestamp-micros\",\"adjust-to-utc\":%s}",
+			      f->kind == ICE_TIMESTAMPTZ ? "true" : "false");
+		break;
+	case ICE_STRING: sl_buf_puts(out, "\"string\""); break;
+	case ICE_BINARY: sl_buf_puts(out, "\"bytes\""); break;
+	case ICE_LIST_STRING:
+		sl_buf_printf(out, "{\"type\":\"array\",\"items\":\"string\",\"element-id\":%d}", f->elem_id);
+		break;
+	}
+}
+
+int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
+{
+	bool fixed_seen[ICE_DECIMAL_MAX_PRECISION + 1][ICE_DECIMAL_MAX_PRECISION + 1] = { { false } };
+
+	sl_buf_puts(out, "{\"type\":\"record\",\"name\":\"r\",\"fields\":[");
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		bool named = f->kind == ICE_DECIMAL && fixed_seen[f->precision][f->scale];
+		if (i)
+			sl_buf_putc(out, ',');
+		sl_buf_puts(out, "{\"name\":");
+		sl_json_put_string(out, f->name, strlen(f->name));
+		sl_buf_puts(out, ",\"type\":");
+		if (!f->required)
+			sl_buf_puts(out, "[\"null\",");
+		if (named)   /* an Avro fixed is named once, then referred to */
+			sl_buf_printf(out, "\"decimal_%d_%d\"", f->precision, f->scale);
+		else
+			avro_type(out, f);
+		if (f->kind == ICE_DECIMAL)
+			fixed_seen[f->precision][f->scale] = true;
+		if (!f->required)
+			sl_buf_puts(out, "],\"default\":null");
+		sl_buf_printf(out, ",\"field-id\":%d}", f->id);
+	}
+	return sl_buf_puts(out, "]}");
+}
+
+/* A decimal value as text ("-12.50"), for a numeric too wide for Iceberg. */
+static int put_decimal_text(struct sl_buf *b, const struct sl_value *v)
+{
+	struct sl_buf t;
+	size_t nd = v->len, sc = v->scale > 0 ? (size_t)v->scale : 0;
+	int rc;
+
+	sl_buf_init(&t, 0);
+	if (v->neg)
+		sl_buf_putc(&t, '-');
+	if (nd <= sc) {
+		sl_buf_puts(&t, "0.");
+		for (size_t i = nd; i < sc; i++)
+			sl_buf_putc(&t, '0');
+		sl_buf_append(&t, v->p, nd);
+	} else {
+		sl_buf_append(&t, v->p, nd - sc);
+		if (sc) {
+			sl_buf_putc(&t, '.');
+			sl_buf_append(&t, v->p + nd - sc, sc);
+		}
+	}
+	rc = sl_buf_failed(&t) ? -1 : sl_avro_put_bytes(b, t.data ? t.data : "", t.len);
+	sl_buf_free(&t);
+	return rc;
+}
+
+/* A decimal value (or a uint64) as the fixed of f: big-endian two's
+ * complement, sign-extended to the fixed's size. */
+static int put_decimal_fixed(struct sl_buf *b, const struct ice_field *f, const struct sl_column *col,
+			     const struct sl_value *v, char *err, size_t errlen)
+{
+	unsigned char dec[SL_AVRO_DECIMAL_MAX_BYTES], out[32];
+	size_t n, size = (size_t)decimal_size(f->precision);
+
+	if (v->kind == SL_V_UINT) {
+		n = 9;
+		dec[0] = 0;
+		for (int i = 0; i < 8; i++)
+			dec[1 + i] = (unsigned char)(v->u >> (56 - 8 * i));
+	} else {
+		const char *d = v->p;
+		size_t nd = v->len, pad;
+		if (v->scale < 0 || v->scale > f->scale) {
+			snprintf(err, errlen, "column \"%s\": a decimal value of scale %d does not fit decimal(%d,%d)",
+				 col->name, v->scale, f->precision, f->scale);
+			return -1;
+		}
+		pad = (size_t)(f->scale - v->scale);
+		while (nd > 1 && d[0] == '0') {
+			d++;
+			nd--;
+		}
+		if ((nd + pad > (size_t)f->precision && !(nd == 1 && d[0] == '0')) ||
+		    sl_avro_decimal_bytes(d, nd, pad, v->neg, dec, &n) < 0) {
+			snprintf(err, errlen, "column \"%s\": a decimal value does not fit decimal(%d,%d)", col->name,
+				 f->precision, f->scale);
+			return -1;
+		}
+	}
+	while (n > size && (dec[0] == 0x00 || dec[0] == 0xff)) {
+		memmove(dec, dec + 1, --n);
+	}
+	if (n > size) {
+		snprintf(err, errlen, "column \"%s\": a decimal value does not fit decimal(%d,%d)", col->name,
+			 f->precision, f->scale);
+		return -1;
+	}
+	memset(out, (dec[0] & 0x80) ? 0xff : 0x00, size - n);
+	memcpy(out + size - n, dec, n);
+	return sl_avro_put_raw(b, out, size);
+}
+
+static int put_column(struct sl_buf *b, const struct ice_field *f, const struct sl_column *col,
+		      const struct sl_value *v, char *err, size_t errlen)
+{
+	if (v->kind == SL_V_NULL || v->kind == SL_V_UNCHANGED)
+		return sl_avro_put_byte(b, 0);
+	switch (f->kind) {
+	case ICE_DECIMAL:
+		if (v->kind != SL_V_DECIMAL && v->kind != SL_V_UINT)
+			break;
+		if (sl_avro_put_byte(b, 2) < 0)
+			return -1;
+		return put_decimal_fixed(b, f, col, v, err, errlen);
+	case ICE_STRING:
+		if (v->kind != SL_V_DECIMAL)
+			return sl_avro_put_value(b, col, v, err, errlen);
+		if (sl_avro_put_byte(b, 2) < 0)
+			return -1;
+		return put_decimal_text(b, v);
+	default:
+		return sl_avro_put_value(b, col, v, err, errlen);
+	}
+	snprintf(err, errlen, "column \"%s\": a value of kind %u does not fit type %s", col->name, v->kind,
+		 kind_names[f->kind]);
+	return -1;
+}
+
+static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct ice_field *f,
+		    const struct sl_change *c, const struct sl_meta_value *mv, int nmv)
+{
+	char u[36];
+
+	switch (f->meta) {
+	case ICE_M_UUID:
+		sl_avro_uuid_text(u, c->uuid);
+		return sl_avro_put_bytes(b, u, sizeof u);
+	case ICE_M_SOURCE_TS:
+		return sl_avro_put_long(b, c->source_ts_us);
+	case ICE_M_READ_TS:
+		return sl_avro_put_long(b, c->read_ts_us);
+	case ICE_M_CHANGE_TYPE:
+		return sl_avro_put_str(b, sl_op_name(c->op));
+	case ICE_M_CSN:
+		return sl_avro_put_bytes(b, c->csn, SL_CSN_LEN);
+	case ICE_M_IS_DELETED:
+		return sl_avro_put_bool(b, c->op == SL_OP_DELETE || c->op == SL_OP_UPDATE_DELETE ||
+					   c->op == SL_OP_TRUNCATE);
+	case ICE_M_TX_ID:
+		return sl_avro_put_long(b, (int64_t)c->tx_id);
+	case ICE_M_UNCHANGED: {
+		int64_t n = 0;
+		for (int i = 0; c->values && i < s->nfields; i++)
+			n += s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED;
+		if (n && sl_avro_put_long(b, n) < 0)
+			return -1;
+		for (int i = 0; n && i < s->nfields; i++)
+			if (s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED &&
+			    sl_avro_put_str(b, s->f[i].name) < 0)
+				return -1;
+		return sl_avro_put_long(b, 0);
+	}
+	default: {
+		int i = f->meta - ICE_M_POS;
+		if (i >= nmv)   /* no position (a hand-made change) */
+			return f->kind == ICE_LONG ? sl_avro_put_long(b, 0) :
+			       f->required ? sl_avro_put_str(b, "") : sl_avro_put_byte(b, 0);
+		if (f->kind == ICE_LONG)
+			return sl_avro_put_long(b, mv[i].i);
+		if (!f->required) {
+			if (!mv[i].s)
+				return sl_avro_put_byte(b, 0);
+			if (sl_avro_put_byte(b, 2) < 0)
+				return -1;
+		}
+		return sl_avro_put_bytes(b, mv[i].s ? mv[i].s : "", mv[i].s ? mv[i].len : 0);
+	}
+	}
+}
+
+int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
+		      size_t errlen)
+{
+	static const struct sl_value null_value = { .kind = SL_V_NULL };
+	const struct sl_table *t = c->table;
+	struct sl_meta_value mv[SL_META_MAX];
+	char mbuf[SL_META_BUF];
+	size_t start = out->len;
+	int nmv = 0;
+
+	if (t->src && c->pos) {
+		nmv = t->src->nmeta > SL_META_MAX ? SL_META_MAX : t->src->nmeta;
+		t->src->meta_values(c->pos, mv, mbuf, sizeof mbuf);
+	}
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		int rc;
+		if (f->col >= 0)
+			rc = put_column(out, f, &t->cols[f->col], c->values && c->op != SL_OP_TRUNCATE ?
+					&c->values[f->col] : &null_value, err, errlen);
+		else
+			rc = put_meta(out, s, f, c, mv, nmv);
+		if (rc < 0) {
+			if (f->col < 0 || sl_buf_failed(out))
+				snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\": out of memory encoding a "
+					 "value", t->ns, t->name, f->name);
+			goto fail;
+		}
+	}
+	return 0;
+fail:
+	if (!sl_buf_failed(out)) {
+		out->len = start;
+		if (out->data)
+			out->data[start] = '\0';
+	}
+	return -1;
+}
+
+/* ---- table metadata ---- */
+
+json_t *ice_meta_new(const char *table_uuid, const char *location, const struct ice_schema *s, int64_t now_ms)
+{
+	json_t *schema = ice_schema_json(s);
+	json_t *m;
+
+	if (!schema)
+		return NULL;
+	m = json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:[o], s:i, s:[{s:i, s:[]}], s:i, s:i, "
+		      "s:[{s:i, s:[]}], s:i, s:{}, s:I, s:{}, s:[], s:[], s:[]}",
+		      "format-version", 2, "table-uuid", table_uuid, "location", location,
+		      "last-sequence-number", (json_int_t)0, "last-updated-ms", (json_int_t)now_ms,
+		      "last-column-id", s->last_column_id, "schemas", schema, "current-schema-id", s->id,
+		      "partition-specs", "spec-id", 0, "fields", "default-spec-id", 0,
+		      "last-partition-id", 999, "sort-orders", "order-id", 0, "fields",
+		      "default-sort-order-id", 0, "properties", "current-snapshot-id", (json_int_t)-1,
+		      "refs", "snapshots", "snapshot-log", "metadata-log");
+	return m;
+}
+
+int ice_meta_add_schema(json_t *meta, const struct ice_schema *s)
+{
+	json_t *j = ice_schema_json(s);
+
+	if (!j || json_array_append_new(json_object_get(meta, "schemas"), j) < 0)
+		return -1;
+	if (json_object_set_new(meta, "current-schema-id", json_integer(s->id)) < 0 ||
+	    json_object_set_new(meta, "last-column-id", json_integer(s->last_column_id)) < 0)
+		return -1;
+	return 0;
+}
+
+static json_t *summary_of(const struct ice_snapshot *sn)
+{
+	char n[3][24];
+	json_t *o;
+
+	snprintf(n[0], sizeof n[0], "%" PRId64, sn->added_files);
+	snprintf(n[1], sizeof n[1], "%" PRId64, sn->added_records);
+	snprintf(n[2], sizeof n[2], "%" PRId64, sn->added_size);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation", "append", "added-data-files", n[0],
+		      "added-records", n[1], "added-files-size", n[2], "sluice.stream", sn->stream);
+	if (o && sn->position && sn->position[0] &&
+	    json_object_set_new(o, "sluice.position", json_string(sn->position)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && sn->last_csn && json_object_set_new(o, "sluice.last-csn", json_string(sn->last_csn)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+int ice_meta_add_snapshot(json_t *meta, const struct ice_snapshot *sn, const char *prev_file, int64_t prev_ms)
+{
+	json_t *summary = summary_of(sn), *snap, *refs;
+
+	if (!summary)
+		return -1;
+	snap = json_pack("{s:I, s:I, s:I, s:s, s:o, s:i}", "snapshot-id", (json_int_t)sn->id,
+			 "sequence-number", (json_int_t)sn->sequence_number, "timestamp-ms",
+			 (json_int_t)sn->timestamp_ms, "manifest-list", sn->manifest_list, "summary", summary,
+			 "schema-id", sn->schema_id);
+	if (!snap)
+		return -1;
+	if (sn->parent_id >= 0 && json_object_set_new(snap, "parent-snapshot-id", json_integer(sn->parent_id)) < 0)
+		goto fail;
+	if (json_array_append_new(json_object_get(meta, "snapshots"), snap) < 0)
+		return -1;
+	refs = json_pack("{s:{s:I, s:s}}", "main", "snapshot-id", (json_int_t)sn->id, "type", "branch");
+	if (!refs || json_object_set_new(meta, "refs", refs) < 0 ||
+	    json_object_set_new(meta, "current-snapshot-id", json_integer(sn->id)) < 0 ||
+	    json_object_set_new(meta, "last-sequence-number", json_integer(sn->sequence_number)) < 0 ||
+	    json_object_set_new(meta, "last-updated-ms", json_integer(sn->timestamp_ms)) < 0 ||
+	    json_array_append_new(json_object_get(meta, "snapshot-log"),
+				  json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)sn->timestamp_ms,
+					    "snapshot-id", (json_int_t)sn->id)) < 0)
+		return -1;
+	if (prev_file && json_array_append_new(json_object_get(meta, "metadata-log"),
+					       json_pack("{s:I, s:s}", "timestamp-ms", (json_int_t)prev_ms,
+							 "metadata-file", prev_file)) < 0)
+		return -1;
+	return 0;
+fail:
+	json_decref(snap);
+	return -1;
+}
+
+/* The element of meta's array arr whose id_key equals meta's cur_key. */
+static const json_t *current_of(const json_t *meta, const char *arr, const char *cur_key, const char *id_key)
+{
+	json_int_t cur = json_integer_value(json_object_get(meta, cur_key));
+	size_t i;
+	json_t *e;
+
+	json_array_foreach(json_object_get(meta, arr), i, e)
+		if (json_integer_value(json_object_get(e, id_key)) == cur)
+			return e;
+	return NULL;
+}
+
+const json_t *ice_meta_current_snapshot(const json_t *meta)
+{
+	return current_of(meta, "snapshots", "current-snapshot-id", "snapshot-id");
+}
+
+const json_t *ice_meta_current_schema(const json_t *meta)
+{
+	return current_of(meta, "schemas", "current-schema-id", "schema-id");
+}
+
+const char *ice_snapshot_prop(const json_t *snap, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(snap, "summary"), key));
+}
+
+/* ---- manifests ---- */
+
+static const char manifest_entry_schema[] =
+	"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
+	"{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
+	"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1},"
+	"{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":3},"
+	"{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":4},"
+	"{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":["
+	"{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"
+	"{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"
+	"{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"
+	"{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]},"
+	"\"field-id\":102},"
+	"{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"
+	"{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104}"
+	"]},\"field-id\":2}]}";
+
+static const char manifest_file_schema[] =
+	"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
+	"{\"name\":\"manifest_path\",\"type\":\"string\",\"field-id\":500},"
+	"{\"name\":\"manifest_length\",\"type\":\"long\",\"field-id\":501},"
+	"{\"name\":\"partition_spec_id\",\"type\":\"int\",\"field-id\":502},"
+	"{\"name\":\"content\",\"type\":\"int\",\"field-id\":517},"
+	"{\"name\":\"sequence_number\",\"type\":\"long\",\"field-id\":515},"
+	"{\"name\":\"min_sequence_number\",\"type\":\"long\",\"field-id\":516},"
+	"{\"name\":\"added_snapshot_id\",\"type\":\"long\",\"field-id\":503},"
+	"{\"name\":\"added_files_count\",\"type\":\"int\",\"field-id\":504},"
+	"{\"name\":\"existing_files_count\",\"type\":\"int\",\"field-id\":505},"
+	"{\"name\":\"deleted_files_count\",\"type\":\"int\",\"field-id\":506},"
+	"{\"name\":\"added_rows_count\",\"type\":\"long\",\"field-id\":512},"
+	"{\"name\":\"existing_rows_count\",\"type\":\"long\",\"field-id\":513},"
+	"{\"name\":\"deleted_rows_count\",\"type\":\"long\",\"field-id\":514}"
+	"]}";
+
+/* Appends an Avro container file of one block: the header (magic, the
+ * key-value metadata kv[0..2n), codec null, a random sync marker), then
+ * count records whose encoding is data. */
+static int put_container(struct sl_buf *out, const char *schema, const char *const *kv, int n, int64_t count,
+			 const struct sl_buf *data)
+{
+	unsigned char sync[16];
+
+	if (getrandom(sync, sizeof sync, 0) != (ssize_t)sizeof sync)
+		for (size_t i = 0; i < sizeof sync; i++)
+			sync[i] = (unsigned char)(sl_mono_us() >> (i % 8));
+	sl_avro_put_raw(out, "Obj\x01", 4);
+	sl_avro_put_long(out, n + 2);
+	sl_avro_put_str(out, "avro.schema");
+	sl_avro_put_str(out, schema);
+	sl_avro_put_str(out, "avro.codec");
+	sl_avro_put_str(out, "null");
+	for (int i = 0; i < n; i++) {
+		sl_avro_put_str(out, kv[2 * i]);
+		sl_avro_put_str(out, kv[2 * i + 1]);
+	}
+	sl_avro_put_long(out, 0);
+	sl_avro_put_raw(out, sync, sizeof sync);
+	if (count > 0) {
+		sl_avro_put_long(out, count);
+		sl_avro_put_long(out, (int64_t)data->len);
+		sl_avro_put_raw(out, data->data, data->len);
+		sl_avro_put_raw(out, sync, sizeof sync);
+	}
+	return sl_buf_failed(out) ? -1 : 0;
+}
+
+int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t snapshot_id, int64_t seq,
+			const struct ice_data_file *files, int nfiles)
+{
+	struct sl_buf recs;
+	json_t *sj = ice_schema_json(s);
+	char *schema_text = sj ? json_dumps(sj, JSON_COMPACT) : NULL;
+	char sid[16];
+	const char *kv[] = {
+		"schema", schema_text, "schema-id", sid, "partition-spec", "[]", "partition-spec-id", "0",
+		"format-version", "2", "content", "data",
+	};
+	int rc = -1;
+
+	sl_buf_init(&recs, 0);
+	snprintf(sid, sizeof sid, "%d", s->id);
+	if (!schema_text)
+		goto out;
+	for (int i = 0; i < nfiles; i++) {
+		sl_avro_put_long(&recs, 1);                 /* status: ADDED */
+		sl_avro_put_byte(&recs, 2);
+		sl_avro_put_long(&recs, snapshot_id);
+		sl_avro_put_byte(&recs, 2);
+		sl_avro_put_long(&recs, seq);               /* sequence_number */
+		sl_avro_put_byte(&recs, 2);
+		sl_avro_put_long(&recs, seq);               /* file_sequence_number */
+		sl_avro_put_long(&recs, 0);                 /* content: data */
+		sl_avro_put_str(&recs, files[i].path);
+		sl_avro_put_str(&recs, "AVRO");
+		sl_avro_put_long(&recs, files[i].records);  /* the partition record has no fields */
+		sl_avro_put_long(&recs, files[i].size);
+	}
+	if (sl_buf_failed(&recs))
+		goto out;
+	rc = put_container(out, manifest_entry_schema, kv, (int)(sizeof kv / sizeof kv[0] / 2), nfiles, &recs);
+out:
+	free(schema_text);
+	json_decref(sj);
+	sl_buf_free(&recs);
+	return rc;
+}
+
+int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
+			     const struct ice_manifest_file *mf, int n)
+{
+	struct sl_buf recs;
+	char sid[24], pid[24], seq[24];
+	const char *kv[] = {
+		"snapshot-id", sid, "parent-snapshot-id", pid, "sequence-number", seq, "format-version", "2",
+	};
+	int rc;
+
+	snprintf(sid, sizeof sid, "%" PRId64, sn->id);
+	if (sn->parent_id >= 0)
+		snprintf(pid, sizeof pid, "%" PRId64, sn->parent_id);
+	else
+		snprintf(pid, sizeof pid, "null");
+	snprintf(seq, sizeof seq, "%" PRId64, sn->sequence_number);
+	sl_buf_init(&recs, 0);
+	for (int i = 0; i < n; i++) {
+		sl_avro_put_str(&recs, mf[i].path);
+		sl_avro_put_long(&recs, mf[i].length);
+		sl_avro_put_long(&recs, 0);                 /* partition_spec_id */
+		sl_avro_put_long(&recs, 0);                 /* content: data */
+		sl_avro_put_long(&recs, mf[i].sequence_number);
+		sl_avro_put_long(&recs, mf[i].sequence_number);
+		sl_avro_put_long(&recs, mf[i].snapshot_id);
+		sl_avro_put_long(&recs, mf[i].added_files);
+		sl_avro_put_long(&recs, 0);
+		sl_avro_put_long(&recs, 0);
+		sl_avro_put_long(&recs, mf[i].added_rows);
+		sl_avro_put_long(&recs, 0);
+		sl_avro_put_long(&recs, 0);
+	}
+	rc = sl_buf_failed(&recs) ? -1 :
+	     put_container(out, manifest_file_schema, kv, (int)(sizeof kv / sizeof kv[0] / 2), n, &recs);
+	sl_buf_free(&recs);
+	return rc;
+}

@@ -1,0 +1,161 @@
+/*
+ * sinks/iceberg/ice_meta.h: the Iceberg side of the iceberg sink, written
+ * from the Iceberg table specification (format version 2):
+ *
+ *   - a table version's Iceberg schema (struct ice_schema): the payload
+ *     columns, then sluice's metadata columns, each with a field id that an
+ *     existing schema keeps (a column is found by name) and a new column
+ *     gets after the table's last-column-id;
+ *   - the Avro schema of its data files (the field ids as "field-id"), and
+ *     the Avro encoding of one change as a data file record;
+ *   - the table metadata JSON (jansson): made for a new table, and changed
+ *     by each commit (a new schema, a new snapshot);
+ *   - manifests and manifest lists: Avro container files with the spec's
+ *     schemas and field ids, one record block, codec null.
+ */
+#ifndef SLUICE_SINKS_ICEBERG_ICE_META_H
+#define SLUICE_SINKS_ICEBERG_ICE_META_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "schema/schema.h"
+
+/* Iceberg types sluice writes (a uuid is written as a string: see doc/iceberg.md). */
+enum ice_kind {
+	ICE_BOOLEAN = 0, ICE_INT, ICE_LONG, ICE_FLOAT, ICE_DOUBLE, ICE_DECIMAL, ICE_DATE, ICE_TIME,
+	ICE_TIMESTAMP, ICE_TIMESTAMPTZ, ICE_STRING, ICE_BINARY,
+	ICE_LIST_STRING,           /* list<string>, elements required */
+};
+
+/* The most digits an Iceberg decimal may have; a wider numeric is a string. */
+#define ICE_DECIMAL_MAX_PRECISION 38
+
+/* What a field holds: a source column, or one of sluice's metadata columns. */
+enum ice_meta {
+	ICE_M_NONE = -1,
+	ICE_M_UUID = 0, ICE_M_SOURCE_TS, ICE_M_READ_TS, ICE_M_CHANGE_TYPE, ICE_M_CSN, ICE_M_IS_DELETED,
+	ICE_M_TX_ID, ICE_M_UNCHANGED,
+	ICE_M_POS,                 /* ICE_M_POS + i: the source's i-th position field */
+};
+
+struct ice_field {
+	int id;
+	int elem_id;               /* ICE_LIST_STRING: the element's field id */
+	char *name;                /* owned */
+	enum ice_kind kind;
+	int precision, scale;      /* ICE_DECIMAL */
+	bool required;
+	int col;                   /* the source column, or -1 */
+	int meta;                  /* enum ice_meta, ICE_M_NONE for a source column */
+};
+
+struct ice_schema {
+	int id;                    /* schema-id */
+	int nfields;
+	struct ice_field *f;       /* owned */
+	int last_column_id;        /* the table's, after this schema's ids */
+};
+
+void ice_schema_free(struct ice_schema *s);
+
+/* The Iceberg schema of table version t.  cur is the table's current schema
+ * as its metadata holds it (a JSON object; NULL for a new table) and
+ * last_column_id the metadata's last-column-id (0 for a new table).  A
+ * column keeps the id of cur's field of the same name; a new column gets
+ * the next id.  *changed says whether the result differs from cur (then its
+ * id is cur's schema-id + 1).  A field of cur that t no longer has, or has
+ * with another type, is an error naming the table and the change.  Returns
+ * 0, or -1 with a message in err. */
+int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, const json_t *cur,
+			int last_column_id, char *err, size_t errlen);
+
+/* The name a source column gets: a leading '_' is doubled.  Appends to out. */
+int ice_column_name(struct sl_buf *out, const char *name);
+
+/* The schema as the metadata JSON holds it; a new reference, NULL when out
+ * of memory. */
+json_t *ice_schema_json(const struct ice_schema *s);
+
+/* Appends the Avro schema (JSON) of the data files of s to out. */
+int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s);
+
+/* Appends the Avro record of change c (c->table is the version s was made
+ * for) to out.  Returns 0, or -1 with a message in err; out is then as it
+ * was. */
+int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
+		      size_t errlen);
+
+/* ---- table metadata ---- */
+
+/* A new table's metadata (no snapshot yet) with schema s; table_uuid is the
+ * text form.  A new reference, NULL when out of memory. */
+json_t *ice_meta_new(const char *table_uuid, const char *location, const struct ice_schema *s,
+		     int64_t now_ms);
+
+/* Adds schema s to meta and makes it current. Returns 0, or -1 (out of memory). */
+int ice_meta_add_schema(json_t *meta, const struct ice_schema *s);
+
+/* A snapshot to commit. */
+struct ice_snapshot {
+	int64_t id;
+	int64_t parent_id;              /* -1: none */
+	int64_t sequence_number;
+	int64_t timestamp_ms;
+	const char *manifest_list;      /* its path */
+	int schema_id;
+	int64_t added_files, added_records, added_size;
+	const char *stream, *position;  /* sluice.stream, sluice.position */
+	const char *last_csn;           /* sluice.last-csn: the table's last change CSN from the log, or NULL */
+};
+
+/* Adds snapshot sn to meta and makes it current (refs.main, snapshot-log);
+ * prev_file is the metadata file meta was read from (metadata-log), or
+ * NULL.  Returns 0, or -1 (out of memory). */
+int ice_meta_add_snapshot(json_t *meta, const struct ice_snapshot *sn, const char *prev_file,
+			  int64_t prev_ms);
+
+/* The current snapshot of meta (an object, borrowed), or NULL. */
+const json_t *ice_meta_current_snapshot(const json_t *meta);
+/* The current schema of meta (an object, borrowed), or NULL. */
+const json_t *ice_meta_current_schema(const json_t *meta);
+/* A snapshot summary's string property, or NULL. */
+const char *ice_snapshot_prop(const json_t *snap, const char *key);
+
+/* ---- manifests ---- */
+
+/* One data file of a manifest. */
+struct ice_data_file {
+	const char *path;
+	int64_t records;
+	int64_t size;
+};
+
+/* One manifest of a manifest list. */
+struct ice_manifest_file {
+	char *path;                     /* owned */
+	int64_t length;
+	int64_t sequence_number;
+	int64_t snapshot_id;            /* added_snapshot_id */
+	int added_files;
+	int64_t added_rows;
+};
+
+/* Appends to out the manifest (an Avro container file) of the nfiles data
+ * files snapshot snapshot_id (sequence number seq) adds, for table schema s
+ * (its JSON is in the file's key-value metadata). */
+int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t snapshot_id, int64_t seq,
+			const struct ice_data_file *files, int nfiles);
+
+/* Appends to out the manifest list of snapshot sn: the n manifests mf. */
+int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
+			     const struct ice_manifest_file *mf, int n);
+
+/* The Iceberg type text of a field ("long", "decimal(10,2)"); for
+ * ICE_LIST_STRING "list". */
+const char *ice_kind_text(enum ice_kind k, int precision, int scale, char *buf, size_t len);
+
+#endif

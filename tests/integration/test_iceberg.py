@@ -1,0 +1,292 @@
+"""
+tests/integration/test_iceberg.py: the iceberg destination (append mode into
+a local warehouse folder), read back by independent readers: the ClickHouse
+26.7 engine (npm chdb, run through node) with icebergLocal(), and Debian's
+python3-avro for the manifest lists and manifests:
+
+- backfill, then inserts, updates, deletes and key changes: the rows rebuilt
+  from the table by _csn per key (the latest change of each key that is not
+  a delete) equal the source table, and the table holds one row per change;
+- every manifest list and manifest has the spec's required fields, and each
+  snapshot's summary carries the stream and its position;
+- kill -9 right after a commit, before the checkpoint: the rerun commits
+  nothing twice (no duplicate _uuid);
+- a column added mid-stream is a new schema with a new field id, readable;
+  a dropped column stops the stream with an error naming the table;
+- write_mode = merge is a config error (exit 2).
+
+Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
+is missing.
+"""
+
+import datetime
+import decimal
+import json
+import os
+import shutil
+import signal
+import subprocess
+import unittest
+import uuid
+
+import harness
+from harness import PgTestCase
+
+CH26_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ch26", "node_modules")
+
+# node: runs one query with chdb (a stateless session) and prints JSONEachRow.
+QUERY_JS = ("const { query } = require(process.argv[1]);"
+            "try { process.stdout.write(query(process.argv[2], 'JSONEachRow')); }"
+            "catch (e) { process.stderr.write(String(e)); process.exitCode = 1; }")
+
+
+def chdb_reason():
+    if not shutil.which("node"):
+        return "node is not installed"
+    if not os.path.isdir(os.path.join(CH26_MODULES, "chdb")):
+        return f"chdb is not installed in {CH26_MODULES}"
+    return None
+
+
+def ch_query(sql):
+    r = subprocess.run(["node", "-e", QUERY_JS, os.path.join(CH26_MODULES, "chdb"), sql],
+                       capture_output=True, text=True, timeout=300, cwd="/")
+    if r.returncode != 0:
+        raise AssertionError(f"chdb failed: {r.stderr}\nquery: {sql}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+def read_avro(path):
+    """(header metadata {key: str}, records) of an Avro container file."""
+    import avro.datafile
+    import avro.io
+    with open(path, "rb") as f:
+        rd = avro.datafile.DataFileReader(f, avro.io.DatumReader())
+        meta = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in rd.meta.items()}
+        recs = list(rd)
+        rd.close()
+    return meta, recs
+
+
+TABLE = ("CREATE TABLE {name} (id int PRIMARY KEY, v text, amount numeric(12,2), ts timestamptz, "
+         "d date, u uuid, b bytea, j jsonb, flag bool, counter bigint NOT NULL DEFAULT 0, _hidden int)")
+
+
+def fill(pg, name, lo, hi):
+    pg.execute(f"INSERT INTO {name} (id, v, amount, ts, d, u, b, j, flag, _hidden) "
+               f"SELECT g, 'row ' || g, g * 1.25 - 100, timestamptz '2024-03-01 12:00:00+00' + g * interval '1 "
+               f"minute 1.5 second', date '2024-01-01' + g, md5(g::text)::uuid, "
+               f"decode(md5(g::text), 'hex'), jsonb_build_object('g', g), g %% 2 = 0, -g "
+               f"FROM generate_series(%s, %s) g", (lo, hi))
+
+
+def churn(pg, name, base, n):
+    """Inserts, updates, deletes and key changes, one transaction each;
+    returns the number of change records they make (a key change is two)."""
+    changes = 0
+    for i in range(n):
+        changes += pg.execute(f"INSERT INTO {name} (id, v, amount) VALUES (%s, 'new', 1.5)", (base + i,))
+        changes += pg.execute(f"UPDATE {name} SET counter = counter + 1, v = v || '+', ts = now(), "
+                              f"amount = -amount WHERE id = %s", (i + 1,))
+        if i % 4 == 3:
+            changes += pg.execute(f"DELETE FROM {name} WHERE id = %s", (base + i - 2,))
+        if i % 7 == 6:
+            changes += 2 * pg.execute(f"UPDATE {name} SET id = id + 1000000 WHERE id = %s", (base + i - 1,))
+    return changes
+
+
+SELECT = ("SELECT id, v, toString(amount) AS amount, "
+          "formatDateTime(ts, '%Y-%m-%d %H:%i:%S.%f', 'UTC') AS ts, toString(d) AS d, toString(u) AS u, "
+          "lower(hex(b)) AS b, j, flag, counter, __hidden, _uuid, _csn, _change_type, _is_deleted, "
+          "_source_timestamp, _tx_id, _lsn FROM icebergLocal('{path}') ")
+
+
+def pg_state(pg, name):
+    rows = pg.sql(f"SELECT id, v, amount::text, to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), "
+                  f"d::text, u::text, encode(b, 'hex'), j::text, flag, counter, _hidden FROM {name}")
+    out = {}
+    for r in rows:
+        out[r[0]] = (r[1], None if r[2] is None else str(decimal.Decimal(r[2]).normalize()), r[3], r[4], r[5],
+                     r[6], None if r[7] is None else json.loads(r[7]), r[8], r[9], r[10])
+    return out
+
+
+def rebuild(rows):
+    """The latest change per key by _csn, without the deleted keys."""
+    last = {}
+    for r in sorted(rows, key=lambda r: r["_csn"]):
+        last[r["id"]] = r
+    out = {}
+    for k, r in last.items():
+        if r["_is_deleted"]:
+            continue
+        amount = None if r["amount"] is None else str(decimal.Decimal(r["amount"]).normalize())
+        out[k] = (r["v"], amount, r["ts"], r["d"], r["u"], r["b"],
+                  None if r["j"] is None else json.loads(r["j"]), r["flag"], int(r["counter"]) if r["counter"] is not None else None,
+                  r["__hidden"])
+    return out
+
+
+class IcebergTest(PgTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+
+    def isluice(self, stream, tables, **kw):
+        s = self.sluice(stream=stream, tables=tables, max_file_seconds=1, **kw)
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        s.write_config()
+        return s
+
+    def table_dir(self, s, obj):
+        return os.path.join(os.path.realpath(s.out), s.stream, obj)
+
+    def read_table(self, s, obj):
+        return ch_query(SELECT.format(path=self.table_dir(s, obj)))
+
+    def backfilled(self, name, stream, rows):
+        """A new table of TABLE with rows rows, backfilled by a new stream."""
+        self.pg.execute(f"DROP TABLE IF EXISTS {name}")
+        self.pg.execute(TABLE.format(name=name))
+        fill(self.pg, name, 1, rows)
+        s = self.isluice(stream, f"public.{name}")
+        self.catch_up(s)
+        return s
+
+    def test_changes_read_by_clickhouse(self):
+        pg = self.pg
+        s = self.backfilled("ice1", "ice", 300)
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f"stream ice: destination out: path {s.out} is writable", r.stdout)
+        changes = 300 + churn(pg, "ice1", 10000, 30)
+        self.catch_up(s)
+        rows = self.read_table(s, "public_ice1")
+        self.assertEqual(rebuild(rows), pg_state(pg, "ice1"))
+        self.assertEqual(len(rows), changes)
+        self.assertEqual(len({r["_uuid"] for r in rows}), changes)
+        self.check_metadata(s, "public_ice1", changes)
+
+    def check_metadata(self, s, obj, nrows):
+        """The metadata, manifest lists and manifests as the spec has them."""
+        d = self.table_dir(s, obj)
+        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
+            version = int(f.read())
+        with open(os.path.join(d, "metadata", f"v{version}.metadata.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(meta["format-version"], 2)
+        self.assertEqual(meta["location"], d)
+        self.assertEqual(len(meta["snapshots"]), version)
+        self.assertEqual(meta["last-sequence-number"], version)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]]
+        self.assertEqual(len(cur), 1)
+        self.assertEqual(meta["refs"]["main"], {"snapshot-id": meta["current-snapshot-id"], "type": "branch"})
+        self.assertEqual(len(meta["metadata-log"]), version - 1)
+        for sn in meta["snapshots"]:
+            self.assertEqual(sn["summary"]["operation"], "append")
+            self.assertEqual(sn["summary"]["sluice.stream"], s.stream)
+            if "sluice.position" in sn["summary"] or sn is cur[0]:
+                self.assertRegex(sn["summary"]["sluice.position"], r"^[0-9A-F]+/[0-9A-F]+$")
+        lmeta, manifests = read_avro(cur[0]["manifest-list"])
+        self.assertEqual(lmeta["format-version"], "2")
+        self.assertEqual(lmeta["snapshot-id"], str(cur[0]["snapshot-id"]))
+        self.assertEqual(len(manifests), version)
+        total = 0
+        for m in manifests:
+            for k in ("manifest_path", "manifest_length", "partition_spec_id", "content", "sequence_number",
+                      "min_sequence_number", "added_snapshot_id", "added_files_count", "existing_files_count",
+                      "deleted_files_count", "added_rows_count", "existing_rows_count", "deleted_rows_count"):
+                self.assertIn(k, m)
+            self.assertEqual(m["manifest_length"], os.path.getsize(m["manifest_path"]))
+            self.assertEqual((m["partition_spec_id"], m["content"]), (0, 0))
+            mmeta, entries = read_avro(m["manifest_path"])
+            self.assertEqual((mmeta["format-version"], mmeta["content"], mmeta["partition-spec"]), ("2", "data", "[]"))
+            self.assertEqual(json.loads(mmeta["schema"])["type"], "struct")
+            self.assertEqual(len(entries), m["added_files_count"])
+            for e in entries:
+                self.assertEqual(e["status"], 1)
+                self.assertEqual(e["snapshot_id"], m["added_snapshot_id"])
+                self.assertEqual(e["sequence_number"], m["sequence_number"])
+                df = e["data_file"]
+                self.assertEqual((df["content"], df["file_format"], df["partition"]), (0, "AVRO", {}))
+                self.assertEqual(df["file_size_in_bytes"], os.path.getsize(df["file_path"]))
+                self.assertTrue(df["file_path"].startswith(d + "/data/"))
+                total += df["record_count"]
+        self.assertEqual(total, nrows)
+        return meta
+
+    def test_kill_after_commit_before_checkpoint(self):
+        """kill -9 right after a commit: the rerun skips what the table holds."""
+        pg = self.pg
+        s = self.backfilled("ice2", "icek", 50)
+        changes = 50 + churn(pg, "ice2", 10000, 20)
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        d = self.table_dir(s, "public_ice2")
+        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
+            self.assertEqual(int(f.read()), 2, "the killed run committed one snapshot")
+        r = self.catch_up(s)
+        self.assertIn("last change from the log", r.stderr)
+        rows = self.read_table(s, "public_ice2")
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows), "a change was committed twice")
+        self.assertEqual(len(rows), changes)
+        self.assertEqual(rebuild(rows), pg_state(pg, "ice2"))
+        self.check_metadata(s, "public_ice2", changes)
+
+    def test_added_column_and_dropped_column(self):
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS ice3")
+        pg.execute("CREATE TABLE ice3 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO ice3 SELECT g, 'v' || g FROM generate_series(1, 20) g")
+        s = self.isluice("icea", "public.ice3")
+        self.catch_up(s)
+        pg.execute("INSERT INTO ice3 VALUES (21, 'before')")
+        pg.execute("ALTER TABLE ice3 ADD COLUMN extra numeric(8,3)")
+        pg.execute("INSERT INTO ice3 VALUES (22, 'after', 12.345)")
+        pg.execute("UPDATE ice3 SET extra = -0.5 WHERE id = 1")
+        self.catch_up(s)
+        rows = ch_query(f"SELECT id, v, toString(extra) AS extra, _change_type FROM "
+                        f"icebergLocal('{self.table_dir(s, 'public_ice3')}') ORDER BY _csn, id")
+        self.assertEqual(len(rows), 23)
+        self.assertEqual([(r["id"], r["v"], r["extra"]) for r in rows[-3:]],
+                         [(21, "before", None), (22, "after", "12.345"), (1, "v1", "-0.5")])
+        self.assertTrue(all(r["extra"] is None for r in rows[:21]))
+        meta = self.check_metadata(s, "public_ice3", 23)
+        self.assertEqual(len(meta["schemas"]), 2)
+        old, new = meta["schemas"]
+        self.assertEqual(meta["current-schema-id"], new["schema-id"])
+        self.assertEqual(new["schema-id"], old["schema-id"] + 1)
+        ids = {f["name"]: f["id"] for f in old["fields"]}
+        old_last = max(list(ids.values()) + [f["type"]["element-id"] for f in old["fields"]
+                                             if isinstance(f["type"], dict)])
+        self.assertEqual({f["name"]: f["id"] for f in new["fields"] if f["name"] != "extra"}, ids)
+        extra = [f for f in new["fields"] if f["name"] == "extra"]
+        # the next id after the old schema's last (its list element has one too)
+        self.assertEqual(extra, [{"id": old_last + 1, "name": "extra", "required": False,
+                                  "type": "decimal(8, 3)"}])
+        self.assertEqual(meta["last-column-id"], old_last + 1)
+        # A dropped column stops the stream, naming the table and the column.
+        pg.execute("ALTER TABLE ice3 DROP COLUMN v")
+        pg.execute("INSERT INTO ice3 VALUES (23, 1)")
+        pg.wait_wal_flushed()
+        # (the agent retries the stream from its checkpoint and meets it again)
+        p = s.start("run", "--until-caught-up")
+        msg = 'table "public"."ice3": column "v" was dropped or renamed'
+        harness.wait_until(lambda: msg in p.stderr_text(), 60, "the dropped column's error")
+        p.signal(signal.SIGTERM)
+        p.wait_result(60)
+        with open(os.path.join(self.table_dir(s, "public_ice3"), "metadata", "version-hint.text")) as f:
+            self.assertEqual(f.read(), str(len(meta["snapshots"])), "nothing was committed after the drop")
+
+    def test_merge_mode_refused(self):
+        s = self.isluice("icem", "public.nothing", write_mode="merge")
+        r = s.run("check")
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn('destination "out": write_mode = merge is not supported by type = iceberg yet', r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

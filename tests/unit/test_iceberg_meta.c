@@ -1,0 +1,229 @@
+/*
+ * tests/unit/test_iceberg_meta.c: the Iceberg table metadata the iceberg
+ * sink writes (sinks/iceberg/ice_meta.h), compared with
+ * tests/unit/golden/iceberg_v1.metadata.json, written by hand from the
+ * Iceberg table specification (format version 2); the field ids of an added
+ * column; the changes a table refuses; the Avro schema of the data files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "common/buf.h"
+#include "schema/schema.h"
+#include "sinks/iceberg/ice_meta.h"
+
+/* public.orders (id int4, amount numeric(10,2), _note text, at timestamptz),
+ * with extra columns added after them. */
+static struct sl_table *orders(int extra)
+{
+	struct sl_table *t = sl_table_new("public", "orders");
+
+	assert_non_null(t);
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 10, 2, 1700, -1, "numeric(10,2)", false), 0);
+	assert_int_equal(sl_table_add_column(t, "_note", SL_T_STRING, 0, 0, 25, -1, "text", false), 0);
+	assert_int_equal(sl_table_add_column(t, "at", SL_T_TIMESTAMPTZ, 0, 0, 1184, -1, "timestamptz", false), 0);
+	if (extra > 0)
+		assert_int_equal(sl_table_add_column(t, "u", SL_T_UUID, 0, 0, 2950, -1, "uuid", false), 0);
+	if (extra > 1)
+		assert_int_equal(sl_table_add_column(t, "big", SL_T_DECIMAL, 60, 3, 1700, -1, "numeric(60,3)",
+						     false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	return t;
+}
+
+static json_t *golden(const char *name)
+{
+	const char *top = getenv("SLUICE_TOP_SRCDIR");
+	char path[4096];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof path, "%s/tests/unit/golden/%s", top ? top : ".", name);
+	j = json_load_file(path, 0, &je);
+	if (!j)
+		fail_msg("%s: %s", path, je.text);
+	return j;
+}
+
+static void test_metadata_golden(void **state)
+{
+	struct sl_table *t = orders(0);
+	struct ice_schema s;
+	bool changed;
+	char err[256] = "";
+	json_t *meta, *want;
+	struct ice_snapshot sn = {
+		.id = 3051729675574597004, .parent_id = -1, .sequence_number = 1,
+		.timestamp_ms = 1700000001000,
+		.manifest_list = "/warehouse/s/public_orders/metadata/snap-3051729675574597004.avro",
+		.schema_id = 0, .added_files = 1, .added_records = 10, .added_size = 2048,
+		.stream = "s", .position = "0/16B3748", .last_csn = "00000000016B3748-0000000003",
+	};
+
+	(void)state;
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, NULL, 0, err, sizeof err), 0);
+	assert_true(changed);
+	meta = ice_meta_new("9c12d441-03fe-4693-9a96-a0705ddf69c1", "/warehouse/s/public_orders", &s,
+			    1700000000000);
+	assert_non_null(meta);
+	assert_int_equal(ice_meta_add_snapshot(meta, &sn, NULL, 0), 0);
+	want = golden("iceberg_v1.metadata.json");
+	if (!json_equal(meta, want)) {
+		char *got = json_dumps(meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fail_msg("metadata differs from the golden file:\n%s", got);
+	}
+	assert_ptr_equal(ice_meta_current_snapshot(meta), json_array_get(json_object_get(meta, "snapshots"), 0));
+	assert_string_equal(ice_snapshot_prop(ice_meta_current_snapshot(meta), "sluice.last-csn"),
+			    "00000000016B3748-0000000003");
+	json_decref(want);
+	json_decref(meta);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
+/* A second snapshot: its parent, the metadata log, the sequence number. */
+static void test_second_snapshot(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json"), *snap;
+	struct ice_snapshot sn = {
+		.id = 77, .parent_id = 3051729675574597004, .sequence_number = 2, .timestamp_ms = 1700000002000,
+		.manifest_list = "/l", .schema_id = 0, .added_files = 2, .added_records = 5, .added_size = 10,
+		.stream = "s", .position = "0/16B3800", .last_csn = NULL,
+	};
+
+	(void)state;
+	assert_int_equal(ice_meta_add_snapshot(meta, &sn, "/warehouse/s/public_orders/metadata/v1.metadata.json",
+					       1700000001000), 0);
+	snap = (json_t *)ice_meta_current_snapshot(meta);
+	assert_int_equal(json_integer_value(json_object_get(snap, "snapshot-id")), 77);
+	assert_int_equal(json_integer_value(json_object_get(snap, "parent-snapshot-id")), 3051729675574597004);
+	assert_null(ice_snapshot_prop(snap, "sluice.last-csn"));
+	assert_int_equal(json_integer_value(json_object_get(meta, "last-sequence-number")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(meta, "refs"), "main"),
+							    "snapshot-id")), 77);
+	assert_int_equal(json_array_size(json_object_get(meta, "snapshot-log")), 2);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(meta, "metadata-log"), 0),
+							      "metadata-file")),
+			    "/warehouse/s/public_orders/metadata/v1.metadata.json");
+	json_decref(meta);
+}
+
+/* Added columns get the ids after last-column-id; the others keep theirs. */
+static void test_added_columns(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json");
+	struct sl_table *t = orders(2);
+	struct ice_schema s;
+	bool changed = false;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+			 0);
+	assert_true(changed);
+	assert_int_equal(s.id, 1);
+	assert_int_equal(s.last_column_id, 15);
+	assert_string_equal(s.f[3].name, "at");
+	assert_int_equal(s.f[3].id, 4);
+	assert_string_equal(s.f[4].name, "u");
+	assert_int_equal(s.f[4].id, 14);
+	assert_int_equal(s.f[4].kind, ICE_STRING);     /* a uuid is its text */
+	assert_string_equal(s.f[5].name, "big");
+	assert_int_equal(s.f[5].id, 15);
+	assert_int_equal(s.f[5].kind, ICE_STRING);     /* wider than decimal(38) */
+	assert_string_equal(s.f[6].name, "_uuid");
+	assert_int_equal(s.f[6].id, 5);
+	assert_int_equal(s.f[13].elem_id, 13);
+	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
+	assert_int_equal(json_integer_value(json_object_get(meta, "current-schema-id")), 1);
+	assert_int_equal(json_integer_value(json_object_get(meta, "last-column-id")), 15);
+	assert_int_equal(json_array_size(json_object_get(meta, "schemas")), 2);
+	ice_schema_free(&s);
+	sl_table_free(t);
+
+	/* the same columns again: no new schema */
+	t = orders(2);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 15, err, sizeof err),
+			 0);
+	assert_false(changed);
+	assert_int_equal(s.id, 1);
+	ice_schema_free(&s);
+	sl_table_free(t);
+	json_decref(meta);
+}
+
+/* A dropped column and a changed type are refused, naming table and column. */
+static void test_refused_changes(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json");
+	struct sl_table *t = sl_table_new("public", "orders");
+	struct ice_schema s;
+	bool changed;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+			 -1);
+	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to long: an Iceberg "
+			    "table takes only added columns (see doc/iceberg.md)");
+	sl_table_free(t);
+	t = sl_table_new("public", "orders");
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+			 -1);
+	assert_string_equal(err, "table \"public\".\"orders\": column \"amount\" was dropped or renamed: an "
+			    "Iceberg table takes only added columns (see doc/iceberg.md)");
+	sl_table_free(t);
+	json_decref(meta);
+}
+
+/* The data files' Avro schema: field ids, nullable payload, the decimal's
+ * fixed size from the spec's table (decimal(10,2): 5 bytes). */
+static void test_data_avro_schema(void **state)
+{
+	struct sl_table *t = orders(0);
+	struct ice_schema s;
+	struct sl_buf b;
+	bool changed;
+	char err[256] = "";
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_data_avro_schema(&b, &s), 0);
+	assert_non_null(strstr(b.data, "{\"name\":\"id\",\"type\":[\"null\",\"int\"],\"default\":null,"
+				       "\"field-id\":1}"));
+	assert_non_null(strstr(b.data, "{\"name\":\"amount\",\"type\":[\"null\",{\"type\":\"fixed\","
+				       "\"name\":\"decimal_10_2\",\"size\":5,\"logicalType\":\"decimal\","
+				       "\"precision\":10,\"scale\":2}],\"default\":null,\"field-id\":2}"));
+	assert_non_null(strstr(b.data, "\"logicalType\":\"timestamp-micros\",\"adjust-to-utc\":true}"));
+	assert_non_null(strstr(b.data, "{\"name\":\"_csn\",\"type\":\"string\",\"field-id\":9}"));
+	assert_non_null(strstr(b.data, "{\"type\":\"array\",\"items\":\"string\",\"element-id\":13}"));
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_metadata_golden),
+		cmocka_unit_test(test_second_snapshot),
+		cmocka_unit_test(test_added_columns),
+		cmocka_unit_test(test_refused_changes),
+		cmocka_unit_test(test_data_avro_schema),
+	};
+	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);
+}
