@@ -243,6 +243,8 @@ static const struct sl_keydesc stream_keys[] = {
 	  .max = 365 * DAY_S, FIELD(struct sl_stream_config, stream_down_warn_seconds) },
 	{ .name = "heartbeat_interval", .type = SL_KT_SECONDS, .def = "0", .min = 0,
 	  .max = 3600, FIELD(struct sl_stream_config, heartbeat_interval) },
+	{ .name = "status_interval", .type = SL_KT_MSECONDS, .def = "1", .min = 200, .max = 60 * 1000,
+	  .applies = T_PG, FIELD(struct sl_stream_config, status_interval_ms) },
 };
 
 _Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,

@@ -46,6 +46,8 @@ struct sl_stream_config {
 	uint64_t log_purge_warn_seconds;      /* binlog sources; default 24h */
 	uint64_t stream_down_warn_seconds;    /* default 60 */
 	uint64_t heartbeat_interval;          /* seconds; 0 (default): no heartbeats */
+	uint64_t status_interval_ms;          /* the source is told the durable position at least this
+					       * often (postgres); default 1000 */
 };
 
 struct sl_config {

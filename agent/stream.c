@@ -87,6 +87,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
 	out->heartbeats = sc->heartbeat_interval > 0;
 	out->heartbeat_ms = (int64_t)sc->heartbeat_interval * 1000;
+	out->status_ms = (int64_t)sc->status_interval_ms;
 }
 
 int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen)
