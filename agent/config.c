@@ -869,6 +869,10 @@ struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
 		oom(&L);
 		goto out;
 	}
+	if (!(cfg->abs_path = realpath(path, NULL)) && !(cfg->abs_path = strdup(path))) {
+		oom(&L);
+		goto out;
+	}
 	L.cfg = cfg;
 	if (build_config(&L) < 0)
 		goto out;
@@ -915,6 +919,7 @@ void sl_config_free(struct sl_config *cfg)
 	free(cfg->destinations);
 	free(cfg->streams);
 	free(cfg->path);
+	free(cfg->abs_path);
 	free(cfg);
 }
 

@@ -51,7 +51,9 @@ struct sl_stream_config {
 };
 
 struct sl_config {
-	char *path;
+	char *path;                           /* as given (messages about the file) */
+	char *abs_path;                       /* its absolute path (realpath): the recovery commands
+					       * sluice prints work from any folder */
 	/* [agent] */
 	char *state_dir;                      /* default "./state" */
 	enum sl_log_level log_level;          /* default info */

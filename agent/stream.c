@@ -76,7 +76,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 {
 	memset(out, 0, sizeof *out);
 	out->name = sc->name;
-	out->config_path = cfg->path;
+	out->config_path = cfg->abs_path;
 	out->tables = sc->tables;
 	out->exclude_tables = sc->exclude_tables;
 	out->key_columns = sc->key_columns;
@@ -137,7 +137,7 @@ static int open_sink(struct stream *s)
 	s->sinkst.mode = s->sc->write_mode;
 	s->sinkst.destination = s->sc->destination->name;
 	s->sinkst.state_dir = s->cfg->state_dir;
-	s->sinkst.config_path = s->cfg->path;
+	s->sinkst.config_path = s->cfg->abs_path;
 	rc = s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen);
 	if (rc < 0) {
 		s->sinkctx = NULL;

@@ -76,6 +76,29 @@ def follow_recovery(testcase, s, r):
 
 class RecoveryTest(PgTestCase):
 
+    def test_recovery_command_names_the_absolute_config_path(self):
+        """-c given relative to the current folder: the exit-4 message names
+        the config by its absolute path, so that the command works when
+        pasted in another folder."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rec_rel (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO rec_rel VALUES (1)")
+        s = self.sluice(stream="recrel", tables="public.rec_rel")
+        self.catch_up(s)
+        pg.execute("SELECT pg_drop_replication_slot('sluice_recrel')")
+        rel = os.path.basename(s.config_path)
+        self.assertEqual(os.path.join(s.workdir, rel), s.config_path)
+        r = s.run("run", "-c", rel, "--until-caught-up", raw=True, timeout=60)
+        self.assertEqual(r.rc, 4, r.describe())
+        absolute = os.path.realpath(s.config_path)
+        self.assertIn(f". To recover, run `sluice backfill -c {absolute} --stream recrel`", r.stderr)
+        argv = shlex.split(re.findall(r"`(sluice [^`]*)`", r.stderr)[0])
+        argv[0] = s.binary
+        p = subprocess.run(argv, cwd="/", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("every table marked for backfill", p.stdout)
+
     def test_backfill_after_lost_slot_converges(self):
         pg = self.pg
         pg.execute("CREATE TABLE rec_lost (id int PRIMARY KEY, v text)")
