@@ -96,6 +96,7 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 			return rc;
 	}
 	sl_stream_source_view(cfg, sc, &sst);
+	sst.agent_pid = sl_stream_lock_holder(cfg->state_dir, sc->name);
 	/* The position holder is judged against the checkpoint, as run judges it. */
 	if ((rc = sl_ckpt_load(&ck, src->desc, cfg->state_dir, sc->name, err, errlen)) < 0) {
 		sl_stream_ckpt_hint(&sst, ck.path, rc, err, errlen);

@@ -264,6 +264,8 @@ static const struct sl_keydesc stream_keys[] = {
 	  FIELD(struct sl_stream_config, mask_key) },
 	{ .name = "mask_key_file", .type = SL_KT_SECRET_FILE, .excludes = "mask_key_env",
 	  FIELD(struct sl_stream_config, mask_key) },
+	{ .name = "status_interval", .type = SL_KT_MSECONDS, .def = "1", .min = 200, .max = 60 * 1000,
+	  .applies = T_PG, FIELD(struct sl_stream_config, status_interval_ms) },
 };
 
 _Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,
@@ -913,6 +915,10 @@ struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
 		oom(&L);
 		goto out;
 	}
+	if (!(cfg->abs_path = realpath(path, NULL)) && !(cfg->abs_path = strdup(path))) {
+		oom(&L);
+		goto out;
+	}
 	L.cfg = cfg;
 	if (build_config(&L) < 0)
 		goto out;
@@ -959,6 +965,7 @@ void sl_config_free(struct sl_config *cfg)
 	free(cfg->destinations);
 	free(cfg->streams);
 	free(cfg->path);
+	free(cfg->abs_path);
 	free(cfg);
 }
 

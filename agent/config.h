@@ -50,10 +50,14 @@ struct sl_stream_config {
 	char **exclude_columns;               /* "schema.table.column" globs, NULL-terminated (may be empty) */
 	char **mask_columns;                  /* "schema.table.column:method", NULL-terminated (may be empty) */
 	char *mask_key;                       /* the hash method's key (mask_key_env / mask_key_file), or NULL */
+	uint64_t status_interval_ms;          /* the source is told the durable position at least this
+					       * often (postgres); default 1000 */
 };
 
 struct sl_config {
-	char *path;
+	char *path;                           /* as given (messages about the file) */
+	char *abs_path;                       /* its absolute path (realpath): the recovery commands
+					       * sluice prints work from any folder */
 	/* [agent] */
 	char *state_dir;                      /* default "./state" */
 	enum sl_log_level log_level;          /* default info */

@@ -28,7 +28,9 @@
 #include "sinks/avro_tree/tree.h"
 
 static const char usage_main[] =
-	"sluice: change data capture from PostgreSQL to Avro files (a folder or S3)\n"
+	"sluice: change data capture from PostgreSQL (pgoutput) and MySQL/MariaDB\n"
+	"(binlog) into Avro files in a folder (avro_dir) or an S3 bucket (s3), or into\n"
+	"ClickHouse tables (clickhouse), in append or merge mode\n"
 	"\n"
 	"usage: sluice COMMAND [OPTIONS]\n"
 	"\n"
@@ -53,7 +55,9 @@ static const char usage_main[] =
 	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
 	"command that recovers).  status: 1 an alert fires, 5 some status could not\n"
 	"be determined, 6 no agent runs a stream, 7 a stream failed, 8 the agent is\n"
-	"not responding (`sluice status --help`).\n";
+	"not responding (`sluice status --help`).\n"
+	"Documentation: README.md and doc/ (configuration.md for every key,\n"
+	"operations.md, deploy.md, mysql.md, clickhouse.md, s3.md).\n";
 
 static const char usage_check[] =
 	"usage: sluice check -c FILE [--stream NAME]\n"

@@ -78,7 +78,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 {
 	memset(out, 0, sizeof *out);
 	out->name = sc->name;
-	out->config_path = cfg->path;
+	out->config_path = cfg->abs_path;
 	out->tables = sc->tables;
 	out->exclude_tables = sc->exclude_tables;
 	out->key_columns = sc->key_columns;
@@ -89,6 +89,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
 	out->heartbeats = sc->heartbeat_interval > 0;
 	out->heartbeat_ms = (int64_t)sc->heartbeat_interval * 1000;
+	out->status_ms = (int64_t)sc->status_interval_ms;
 }
 
 int sl_stream_ckpt_slot(const struct sl_checkpoint *ck, const struct sl_stream_config *sc, char *err, size_t errlen)
@@ -138,7 +139,7 @@ static int open_sink(struct stream *s)
 	s->sinkst.mode = s->sc->write_mode;
 	s->sinkst.destination = s->sc->destination->name;
 	s->sinkst.state_dir = s->cfg->state_dir;
-	s->sinkst.config_path = s->cfg->path;
+	s->sinkst.config_path = s->cfg->abs_path;
 	rc = s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen);
 	if (rc < 0) {
 		s->sinkctx = NULL;

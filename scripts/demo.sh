@@ -4,7 +4,7 @@
 # Installs what is missing, builds, runs, prints a summary, cleans up.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-"$top/scripts/deps.sh"
+"$top/scripts/deps.sh" demo
 "$top/scripts/build.sh"
 SLUICE=${SLUICE_BIN:-${SLUICE_BUILD_DIR:-$top/_build}/sluice}
 OUT=${DEMO_OUT:-$PWD/demo-out}

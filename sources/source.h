@@ -167,6 +167,10 @@ struct sl_source_stream {
 					* source permits them */
 	int64_t heartbeat_ms;          /* heartbeat_interval in ms (0: off); a source whose log
 					* brings its own heartbeats asks for them at least this often */
+	long agent_pid;                /* check: the agent of this state_dir that runs the stream (the
+					* holder of its lock), 0 when none */
+	int64_t status_ms;             /* status_interval in ms (0: the source's default): how
+					* soon a durable position is acknowledged, at the latest */
 	const struct sl_position *durable;  /* probe: the checkpoint's durable position, NULL when none */
 	int64_t durable_ts_us;         /* probe: the source time of the last durable change, 0 unknown */
 };

@@ -136,6 +136,7 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 	if (readonly) {
 		snprintf(err, errlen, "destination \"%s\": user \"%s\" is read-only in ClickHouse (readonly is set): "
 			 "sluice needs to insert and to create tables", dest, c->user ? c->user : "default");
+		rc = SL_EPREREQ;
 		goto out;
 	}
 	sl_buf_reset(&s.sql);
@@ -185,6 +186,8 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 		dl ? dl : "?");
 	rc = SL_OK;
 out:
+	if (rc < 0 && ch_http_refused(s.http))
+		rc = SL_EPREREQ;  /* credentials or grants: as run says */
 	free(dl);
 	ch_http_free(s.http);
 	ch_resp_free(&s.resp);

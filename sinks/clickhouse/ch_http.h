@@ -104,6 +104,10 @@ enum ch_run {
 int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, const char *what,
 		char *err, size_t errlen);
 
+/* Whether the last ch_http_run() failed because the server refused the user
+ * (ch_classify: CH_ERR_PREREQ: credentials, grants, read-only). */
+bool ch_http_refused(const struct ch_http *h);
+
 /* Requests sent and retries made, since ch_http_new(). */
 struct ch_http_stats {
 	uint64_t requests;

@@ -2096,6 +2096,36 @@ static uint64_t ch_dead_letters(void *ctx)
 	return s->stats.dead_letters + atomic_load(&s->w_dead);
 }
 
+/* The sink's entry points that talk to the server: a failure because the
+ * server refused the user (wrong password, unknown user, read-only, no
+ * grant) is the operator's to fix, so the stream stops with exit 3 instead
+ * of retrying what cannot pass. */
+static int refused_rc(struct chsink *s, int rc)
+{
+	return rc < 0 && ch_http_refused(s->http) ? SL_EPREREQ : rc;
+}
+
+static int ch_write_op(void *ctx, const struct sl_change *c, char *err, size_t errlen)
+{
+	return refused_rc(ctx, ch_write(ctx, c, err, errlen));
+}
+
+static int ch_flush_op(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	return refused_rc(ctx, ch_flush(ctx, durable, err, errlen));
+}
+
+static int ch_flush_wait_op(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	return refused_rc(ctx, ch_flush_wait(ctx, durable, err, errlen));
+}
+
+static int ch_discard_backfill_op(void *ctx, const struct sl_table *tv, const char *csn_first,
+				  const char *csn_last, char *err, size_t errlen)
+{
+	return refused_rc(ctx, ch_discard_backfill(ctx, tv, csn_first, csn_last, err, errlen));
+}
+
 const struct sl_sink_ops sl_clickhouse_ops = {
 	.type = "clickhouse",
 	.caps = SL_SINK_CAP_MERGE,
@@ -2104,14 +2134,14 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.conf_size = sizeof(struct sl_ch_conf),
 	.check = ch_check,
 	.open = ch_open,
-	.write = ch_write,
+	.write = ch_write_op,
 	.mark = ch_mark,
 	.flush_due = ch_flush_due,
 	.pending = ch_pending,
-	.flush = ch_flush,
+	.flush = ch_flush_op,
 	.flush_start = ch_flush_start,
-	.flush_wait = ch_flush_wait,
-	.discard_backfill = ch_discard_backfill,
+	.flush_wait = ch_flush_wait_op,
+	.discard_backfill = ch_discard_backfill_op,
 	.dead_letters = ch_dead_letters,
 	.close = ch_close,
 };

@@ -543,6 +543,16 @@ static const int retry_codes[] = {
 	1000, /* POCO_EXCEPTION (mostly network errors between servers) */
 };
 
+/* Codes that say the user may not log in or may not write: no retry helps
+ * until the operator changes the credentials or the grants. */
+static const int prereq_codes[] = {
+	164,  /* READONLY */
+	192,  /* UNKNOWN_USER */
+	193,  /* WRONG_PASSWORD */
+	497,  /* ACCESS_DENIED */
+	516,  /* AUTHENTICATION_FAILED */
+};
+
 static bool in(const int *set, size_t n, int code)
 {
 	for (size_t i = 0; i < n; i++)
@@ -557,7 +567,9 @@ enum ch_errclass ch_classify(long status, int code)
 		return CH_ERR_DATA;
 	if (code && in(retry_codes, sizeof retry_codes / sizeof *retry_codes, code))
 		return CH_ERR_RETRY;
-	/* Any other code (authentication, grants, unknown database or table,
+	if (code && in(prereq_codes, sizeof prereq_codes / sizeof *prereq_codes, code))
+		return CH_ERR_PREREQ;
+	/* Any other code (unknown database or table,
 	 * syntax, settings) needs someone to act.  A code this list does not
 	 * know is treated so too: the flush fails, and the agent retries the
 	 * stream from its checkpoint with its own backoff. */

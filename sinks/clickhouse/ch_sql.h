@@ -134,7 +134,9 @@ int ch_sql_mutations_left(struct sl_buf *b, const char *db, const char *object);
 enum ch_errclass {
 	CH_ERR_RETRY = 0,   /* worth another try after a pause: the server is busy, down or restarting */
 	CH_ERR_DATA,        /* the rows are at fault: a smaller batch may pass, a single row never will */
-	CH_ERR_FATAL,       /* no retry helps: credentials, grants, a missing table, a syntax error */
+	CH_ERR_FATAL,       /* no retry helps: a missing table, a syntax error */
+	CH_ERR_PREREQ,      /* no retry helps, and the operator must act: credentials, grants,
+			     * a read-only user (the stream stops with exit 3) */
 };
 
 /* ClickHouse's exception code in an error body ("Code: 60, e.displayText()

@@ -111,15 +111,35 @@ static int explain(enum verdict v, const struct sl_pg_slot_info *si, const struc
 	return rc;
 }
 
-static int in_use(const struct sl_pg_slot_info *si, const struct sl_source_stream *st, char *err, size_t errlen)
+/* A slot has one reader: who reads it (the walsender's pid, and from
+ * pg_stat_replication its client and application_name when the role may see
+ * them), and what to do.  Returns rc. */
+static int in_use(PGconn *c, const struct sl_pg_slot_info *si, const struct sl_source_stream *st, int rc,
+		  char *err, size_t errlen)
 {
-	if (si->active_pid > 0)
-		snprintf(err, errlen, "stream \"%s\": replication slot \"%s\" is in use by another process (pid %d)",
-			 st->name, st->slot, si->active_pid);
-	else
-		snprintf(err, errlen, "stream \"%s\": replication slot \"%s\" is in use by another process",
-			 st->name, st->slot);
-	return SL_EFAIL;
+	char pid[16];
+	const char *params[1] = { pid };
+	PGresult *res = NULL;
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "stream \"%s\": replication slot \"%s\" is in use by another process", st->name, st->slot);
+	if (si->active_pid > 0) {
+		snprintf(pid, sizeof pid, "%d", si->active_pid);
+		sl_buf_printf(&b, " (walsender pid %d", si->active_pid);
+		res = PQexecParams(c, "SELECT coalesce(application_name, ''), coalesce(host(client_addr), 'a local "
+				   "socket') FROM pg_stat_replication WHERE pid = $1", 1, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 1))
+			sl_buf_printf(&b, ", application_name \"%s\", client %s", PQgetvalue(res, 0, 0),
+				      PQgetvalue(res, 0, 1));
+		sl_buf_puts(&b, ")");
+	}
+	sl_buf_puts(&b, ": another agent (or a tool such as pg_recvlogical) reads it. Stop it before starting this "
+		    "stream, or give this stream a slot of its own (stream key slot)");
+	snprintf(err, errlen, "%s", sl_buf_failed(&b) ? "out of memory" : b.data);
+	PQclear(res);
+	sl_buf_free(&b);
+	return rc;
 }
 
 static int drop_slot(PGconn *c, const struct sl_source_stream *st, char *err, size_t errlen)
@@ -155,8 +175,8 @@ int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const stru
 	case SLOT_USABLE:
 	case SLOT_AHEAD:
 	case SLOT_LEFTOVER:
-		if (si.active)
-			return in_use(&si, st, err, errlen);
+		if (si.active)  /* retried: it may be this agent's own walsender, after a silent failure */
+			return in_use(c, &si, st, SL_EFAIL, err, errlen);
 		break;
 	default:
 		return explain(v, &si, cfg, st, resume, err, errlen);
@@ -195,6 +215,10 @@ int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct
 		return rc;
 	*exists = si.exists;
 	v = judge(&si, cfg->dbname, resume);
+	/* Read while no agent of this state_dir runs the stream: by someone
+	 * else, whom run would wait for forever. */
+	if (si.active && st->agent_pid <= 0 && (v == SLOT_USABLE || v == SLOT_AHEAD || v == SLOT_LEFTOVER))
+		return in_use(c, &si, st, SL_EPREREQ, err, errlen);
 	/* An agent that reads the slot acknowledges right after it saves its
 	 * checkpoint, so the file read before may be behind: no verdict then. */
 	if (v == SLOT_AHEAD && si.active)
@@ -248,7 +272,7 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 	if (dry_run)
 		goto out;
 	if (si.active) {
-		rc = in_use(&si, st, err, errlen);
+		rc = in_use(c, &si, st, SL_EFAIL, err, errlen);
 		goto out;
 	}
 	if ((rc = drop_slot(c, st, err, errlen)) < 0)

@@ -22,7 +22,8 @@
 #include "common/util.h"
 #include "sources/postgres/pg_backfill.h"
 
-#define STATUS_INTERVAL_MS 10000  /* at most; shorter when wal_sender_timeout is short */
+#define STATUS_INTERVAL_MS 1000   /* status_interval's default: at most; shorter when
+                                   * wal_sender_timeout is short */
 /* How often a streaming source looks at the catalog for tables that came,
  * went, were re-created or renamed, or partitions attached or detached
  * (most of which the replication stream does not show). */
@@ -391,8 +392,11 @@ static int pg_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 	return SL_OK;
 }
 
-/* The server's wal_sender_timeout decides how often status must be sent:
- * every third of it, at most every STATUS_INTERVAL_MS, at least every 200 ms.
+/* How often status is sent: every status_interval (the durable position is
+ * acknowledged at the latest that long after it moved, so the slot's lag
+ * stays near write rate x (flush interval + status_interval)), and at least
+ * every third of the server's wal_sender_timeout; never more often than
+ * every 200 ms.
  * It also sets the receive timeout: receive_timeout when configured, else
  * twice wal_sender_timeout and at least MIN_SILENCE_MS (a live walsender
  * answers every status update that asks for a reply, and pings on its own
@@ -403,12 +407,13 @@ static void set_status_interval(struct pg_src *s)
 	char err[SL_ERRLEN];
 	int64_t ms, wst = DEFAULT_WST_MS;
 
-	s->status_interval_ms = STATUS_INTERVAL_MS;
+	s->status_interval_ms = s->st->status_ms > 0 ? s->st->status_ms : STATUS_INTERVAL_MS;
 	if (sl_pg_wal_sender_timeout_ms(s->meta, &ms, err, sizeof err) < 0) {
-		sl_warn("stream \"%s\": %s; sending status every %d ms", s->st->name, err, STATUS_INTERVAL_MS);
+		sl_warn("stream \"%s\": %s; sending status every %" PRId64 " ms", s->st->name, err,
+			s->status_interval_ms);
 	} else {
 		wst = ms;
-		if (ms > 0 && ms / 3 < STATUS_INTERVAL_MS)
+		if (ms > 0 && ms / 3 < s->status_interval_ms)
 			s->status_interval_ms = ms / 3;
 	}
 	if (s->cfg->receive_timeout > 0)

@@ -39,7 +39,7 @@ def guide_blocks():
     with open(GUIDE) as f:
         text = f.read()
     found = dict(re.findall(r"<!-- deploy-test: (\w+) -->\n```[a-z]*\n(.*?)```", text, re.S))
-    for name in ("role", "publication", "pg_hba", "config", "systemd"):
+    for name in ("role", "publication_grant", "publication", "pg_hba", "config", "systemd"):
         if name not in found:
             raise AssertionError(f"doc/deploy.md has no block marked deploy-test: {name}")
     return found
@@ -75,11 +75,13 @@ class DeployGuideTest(PgTestCase):
         pg = self.pg
         b = guide_blocks()
 
-        # the application: its database and tables belong to their own role
+        # the application: its tables belong to their own role, which does
+        # not own the database (CREATE PUBLICATION needs CREATE on it)
         pg.execute("CREATE ROLE app_owner LOGIN")
-        pg.execute("CREATE DATABASE app OWNER app_owner")
+        pg.execute("CREATE DATABASE app")
         app = AppDb(pg)
         self.addCleanup(app.conn.close)
+        app.execute("REVOKE CREATE ON DATABASE app FROM PUBLIC")
         app.execute("CREATE SCHEMA sales AUTHORIZATION app_owner")
         app.execute("SET ROLE app_owner")
         app.execute("CREATE TABLE sales.orders (id bigint PRIMARY KEY, customer int, total numeric(12,2), "
@@ -94,6 +96,7 @@ class DeployGuideTest(PgTestCase):
         # 1. the role, as a superuser; 2. the publication, as the tables' owner
         app.execute("RESET ROLE")
         app.execute(b["role"].replace("'change-me'", f"'{PASSWORD}'"))
+        app.execute(b["publication_grant"])
         app.execute("SET ROLE app_owner")
         app.execute(b["publication"])
         app.execute("RESET ROLE")

@@ -31,6 +31,8 @@ import unittest
 
 from harness import PgTestCase, read_avro_tree, wait_until
 
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 class CheckPredictsRunTest(PgTestCase):
 
@@ -179,6 +181,19 @@ class StrictCliTest(PgTestCase):
         r = s.run("status", "--help")
         self.assertEqual(r.rc, 0)
         self.assertIn("--stream NAME", r.stdout)
+
+    def test_help_names_every_source_and_destination(self):
+        s = self.sluice(stream="cli3", tables="public.cli_t")
+        r = s.run("--help", raw=True)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertTrue(r.stdout.startswith(
+            "sluice: change data capture from PostgreSQL (pgoutput) and MySQL/MariaDB\n"
+            "(binlog) into Avro files in a folder (avro_dir) or an S3 bucket (s3), or into\n"
+            "ClickHouse tables (clickhouse), in append or merge mode\n"), r.stdout)
+        self.assertIn("Documentation: README.md and doc/ (configuration.md for every key,\n", r.stdout)
+        for doc in ("configuration.md", "operations.md", "deploy.md", "mysql.md", "clickhouse.md", "s3.md"):
+            self.assertIn(doc, r.stdout)
+            self.assertTrue(os.path.exists(os.path.join(TOP, "doc", doc)), doc)
 
 
 class FailuresAndLogsTest(PgTestCase):

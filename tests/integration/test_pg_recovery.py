@@ -59,22 +59,42 @@ def recovery_tail(s, drops):
             f"and backfills every table")
 
 
-def follow_recovery(testcase, s, r):
+def follow_recovery(testcase, s, r, cwd=None):
     """Runs, word for word, the one command that the exit-4 message of r
     gives (its `sluice ...` in backquotes), with the binary under test for
-    "sluice".  Returns that command's Result."""
+    "sluice", in cwd (the stream's folder by default).  Returns that
+    command's Result."""
     testcase.assertEqual(r.rc, 4, r.describe())
     commands = re.findall(r"`(sluice [^`]*)`", r.stderr)
     testcase.assertEqual(len(commands), 1, f"one recovery command in the message:\n{r.describe()}")
     argv = shlex.split(commands[0])
     argv[0] = s.binary
-    p = subprocess.run(argv, cwd=s.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    p = subprocess.run(argv, cwd=cwd or s.workdir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=120)
     testcase.assertEqual(p.returncode, 0, f"$ {commands[0]}\nexit {p.returncode}\n{p.stdout}\n{p.stderr}")
     return p
 
 
 class RecoveryTest(PgTestCase):
+
+    def test_recovery_command_names_the_absolute_config_path(self):
+        """-c given relative to the current folder: the exit-4 message names
+        the config by its absolute path, so that the command works when
+        pasted in another folder."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rec_rel (id int PRIMARY KEY)")
+        pg.execute("INSERT INTO rec_rel VALUES (1)")
+        s = self.sluice(stream="recrel", tables="public.rec_rel")
+        self.catch_up(s)
+        pg.execute("SELECT pg_drop_replication_slot('sluice_recrel')")
+        rel = os.path.basename(s.config_path)
+        self.assertEqual(os.path.join(s.workdir, rel), s.config_path)
+        r = s.run("run", "-c", rel, "--until-caught-up", raw=True, timeout=60)
+        self.assertEqual(r.rc, 4, r.describe())
+        absolute = os.path.realpath(s.config_path)
+        self.assertIn(f". To recover, run `sluice backfill -c {absolute} --stream recrel`", r.stderr)
+        p = follow_recovery(self, s, r, cwd="/")
+        self.assertIn("every table marked for backfill", p.stdout)
 
     def test_backfill_after_lost_slot_converges(self):
         pg = self.pg

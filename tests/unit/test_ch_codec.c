@@ -1101,7 +1101,11 @@ static void test_errors(void **state)
 	assert_int_equal(ch_classify(500, 33), CH_ERR_DATA);
 	assert_int_equal(ch_classify(404, 60), CH_ERR_FATAL);
 	assert_int_equal(ch_classify(404, 81), CH_ERR_FATAL);
-	assert_int_equal(ch_classify(401, 193), CH_ERR_FATAL);
+	assert_int_equal(ch_classify(401, 193), CH_ERR_PREREQ);
+	assert_int_equal(ch_classify(516, 516), CH_ERR_PREREQ);
+	assert_int_equal(ch_classify(500, 164), CH_ERR_PREREQ);
+	assert_int_equal(ch_classify(403, 497), CH_ERR_PREREQ);
+	assert_int_equal(ch_classify(403, 192), CH_ERR_PREREQ);
 	assert_int_equal(ch_classify(500, 241), CH_ERR_RETRY);
 	assert_int_equal(ch_classify(500, 252), CH_ERR_RETRY);
 	assert_int_equal(ch_classify(503, 0), CH_ERR_RETRY);

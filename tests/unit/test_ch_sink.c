@@ -1248,10 +1248,10 @@ static void test_check(void **state)
 	/* read-only: nothing was created */
 	assert_null(strstr(fake_http_transcript(f->ch.srv), "CREATE"));
 	assert_false(f->ch.db_exists);
-	/* a read-only user is refused */
+	/* a read-only user is refused: the operator must act (exit 3) */
 	f->ch.readonly = true;
 	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EFAIL);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EPREREQ);
 	fclose(fp);
 	free(out);
 	assert_string_equal(f->err, "destination \"wh\": user \"sluice\" is read-only in ClickHouse (readonly is "

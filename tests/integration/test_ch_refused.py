@@ -1,0 +1,53 @@
+"""
+tests/integration/test_ch_refused.py: a ClickHouse destination that refuses
+the user stops the stream with exit 3, against the throwaway ClickHouse of
+ch_harness.py.
+
+- a wrong password: `run --until-caught-up` exits 3 at the first refusal
+  (no retries), naming the destination's error (WRONG_PASSWORD, 193 in
+  18.16; AUTHENTICATION_FAILED, 516 later), and `check` exits 3 too;
+- a read-only user: the same, with READONLY (164).
+"""
+
+import time
+
+from ch_harness import ChTestCase
+
+RETRY_PAUSE = "retrying in"
+
+
+class RefusedTest(ChTestCase):
+
+    def make_table(self):
+        self.pg.execute("CREATE TABLE IF NOT EXISTS rf (id int PRIMARY KEY, v text)")
+        self.pg.execute("INSERT INTO rf VALUES (1, 'a') ON CONFLICT DO NOTHING")
+
+    def run_refused(self, s, env):
+        t0 = time.monotonic()
+        r = s.run("run", "--until-caught-up", timeout=120, env=env)
+        took = time.monotonic() - t0
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertNotIn(RETRY_PAUSE, r.stderr, "a refused user is not retried")
+        print(f"\n  run --until-caught-up stopped with exit 3 in {took:.1f} s")
+        return r
+
+    def test_wrong_password_exits_3(self):
+        self.make_table()
+        s = self.sluice(stream="rf_pw", tables="public.rf", database="rf_pw")
+        env = {"SLUICE_TEST_CH_PASSWORD": "wrong-password"}
+        r = self.run_refused(s, env)
+        self.assertIn(f"Code: {self.ch.wrong_password_code}", r.stderr)
+        self.assertNotIn("wrong-password", r.stdout + r.stderr)
+        r = s.run("check", env=env)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("does not answer as user \"sluice\"", r.stderr)
+
+    def test_readonly_user_exits_3(self):
+        self.make_table()
+        s = self.sluice(stream="rf_ro", tables="public.rf", database="rf_ro",
+                        dest={"user": "reader", "password_env": None})
+        r = self.run_refused(s, None)
+        self.assertIn("Code: 164", r.stderr)
+        r = s.run("check")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn("user \"reader\" is read-only in ClickHouse", r.stderr)
