@@ -848,17 +848,11 @@ out:
 	return rc;
 }
 
-static const struct sl_keychoice codecs[] = {
-	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
-	{ "zstandard", SL_CODEC_ZSTANDARD },
-	{ NULL, 0 },
-};
-
 /* The keys of [destination.NAME] with type = avro_dir (doc/configuration.md). */
 static const struct sl_keydesc ad_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
 	  FIELD(struct sl_avro_dir_conf, path) },
-	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate",
+	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate",
 	  FIELD(struct sl_avro_dir_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
 	  .max = SL_OCF_ZSTD_MAX_LEVEL,

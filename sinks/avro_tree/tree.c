@@ -1434,6 +1434,12 @@ void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out)
 	*out = ((struct sl_tree *)ctx)->stats;
 }
 
+const struct sl_keychoice sl_tree_codecs[] = {
+	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
+	{ "zstandard", SL_CODEC_ZSTANDARD },
+	{ NULL, 0 },
+};
+
 int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_section *sec, struct sl_keyerr *er)
 {
 	const struct sl_ini_entry *e;

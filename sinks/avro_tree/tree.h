@@ -107,15 +107,20 @@ void sl_tree_get_stats(void *ctx, struct sl_avro_stats *out);
  * first and last (SL_CSN_LEN + 1 bytes each, may be NULL) receive its CSNs. */
 bool sl_tree_data_name(const char *base, char *first, char *last);
 
+/* The choices of the `codec` key of every Avro file destination (avro_dir,
+ * s3, iceberg). */
+extern const struct sl_keychoice sl_tree_codecs[];
+
+/* The config check every Avro file destination makes of its [destination]
+ * section: compression_level fits its codec (sl_ocf_check_level).  Returns
+ * 0, or -1 with the error in er naming the line. */
+int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_section *sec, struct sl_keyerr *er);
+
 /* `sluice verify` (verify.c): reads stream's manifests and data files from
  * store (borrowed) and prints what it finds to out.  Returns 0 when
  * everything checks, SL_EVERIFY when it found problems (each printed), or
  * another negative enum sl_status with a message in err when it could not
  * finish. */
-/* The config check every Avro file destination makes of its [destination]
- * section: compression_level fits its codec (sl_ocf_check_level).  Returns
- * 0, or -1 with the error in er naming the line. */
-int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_section *sec, struct sl_keyerr *er);
 
 int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
 

@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "sinks/avro/avro_value.h"
 #include "sinks/avro_dir/avro_dir.h"
+#include "sinks/avro_tree/tree.h"
 #include "sinks/iceberg/ice_meta.h"
 
 struct ice_tab {
@@ -644,23 +645,25 @@ static int ice_check(const void *conf, const struct sl_sink_stream *st, FILE *ou
 	return sl_avro_dir_ops.check(&ad, st, out, err, errlen);
 }
 
-static const struct sl_keychoice codecs[] = {
-	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
-	{ NULL, 0 },
-};
-
 static const struct sl_keydesc ice_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
 	  FIELD(struct sl_iceberg_conf, path) },
-	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate",
+	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate",
 	  FIELD(struct sl_iceberg_conf, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = 9,
-	  FIELD(struct sl_iceberg_conf, compression_level) },
+	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
+	  .max = SL_OCF_ZSTD_MAX_LEVEL, FIELD(struct sl_iceberg_conf, compression_level) },
 	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024,
 	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
 	  FIELD(struct sl_iceberg_conf, max_file_seconds) },
 };
+
+static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
+{
+	const struct sl_iceberg_conf *c = conf;
+
+	return sl_tree_conf_check(c->codec, c->compression_level, sec, er);
+}
 
 const struct sl_sink_ops sl_iceberg_ops = {
 	.type = "iceberg",
@@ -668,6 +671,7 @@ const struct sl_sink_ops sl_iceberg_ops = {
 	.keys = ice_keys,
 	.nkeys = sizeof ice_keys / sizeof ice_keys[0],
 	.conf_size = sizeof(struct sl_iceberg_conf),
+	.conf_check = ice_conf_check,
 	.check = ice_check,
 	.open = ice_open,
 	.write = ice_write,

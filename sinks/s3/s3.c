@@ -786,12 +786,6 @@ static int s3_conf_check(const void *conf, const struct sl_ini_section *sec, str
 	return 0;
 }
 
-static const struct sl_keychoice codecs[] = {
-	{ "null", SL_CODEC_NULL }, { "deflate", SL_CODEC_DEFLATE }, { "snappy", SL_CODEC_SNAPPY },
-	{ "zstandard", SL_CODEC_ZSTANDARD },
-	{ NULL, 0 },
-};
-
 static const struct sl_keychoice booleans[] = {
 	{ "true", 1 }, { "false", 0 }, { "yes", 1 }, { "no", 0 }, { "on", 1 }, { "off", 0 },
 	{ NULL, 0 },
@@ -820,7 +814,7 @@ static const struct sl_keydesc s3_keys[] = {
 	{ .name = "ca_file", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(struct sl_s3_conf, ca_file) },
 	{ .name = "tls_verify", .type = SL_KT_ENUM, .choices = booleans, .def = "true",
 	  FIELD(struct sl_s3_conf, tls_verify) },
-	{ .name = "codec", .type = SL_KT_ENUM, .choices = codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
+	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
 	  .max = SL_OCF_ZSTD_MAX_LEVEL,
 	  FIELD(struct sl_s3_conf, compression_level) },
