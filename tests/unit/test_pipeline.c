@@ -765,6 +765,9 @@ static void test_markers_sort_between(void **state)
 	assert_string_equal(w.discard_first, m);
 	assert_string_equal(w.discard_last, row);
 	sl_ckpt_free(&ck);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
 
 /* Column masking happens before the queue: the sink sees the masked table
  * (payload excluded, the key id hashed) and masked rows, and a replay after
