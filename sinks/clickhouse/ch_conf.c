@@ -229,6 +229,11 @@ static const struct sl_keychoice compressions[] = {
 	{ "auto", SL_CH_GZIP_AUTO }, { "gzip", SL_CH_GZIP }, { "none", SL_CH_GZIP_NONE }, { NULL, 0 },
 };
 
+static const struct sl_keychoice layouts[] = {
+	{ "auto", SL_CH_LAYOUT_AUTO }, { "legacy", SL_CH_LAYOUT_LEGACY }, { "modern", SL_CH_LAYOUT_MODERN },
+	{ NULL, 0 },
+};
+
 static const struct sl_keychoice booleans[] = {
 	{ "true", 1 }, { "false", 0 }, { "yes", 1 }, { "no", 0 }, { "on", 1 }, { "off", 0 }, { NULL, 0 },
 };
@@ -262,6 +267,8 @@ const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS] = {
 	{ .name = "compression", .type = SL_KT_ENUM, .choices = compressions, .def = "auto",
 	  FIELD(struct sl_ch_conf, compression) },
 	{ .name = "dead_letter_path", .type = SL_KT_STRING, FIELD(struct sl_ch_conf, dead_letter_path) },
+	{ .name = "layout", .type = SL_KT_ENUM, .choices = layouts, .def = "auto",
+	  FIELD(struct sl_ch_conf, layout) },
 };
 
 _Static_assert(sizeof ch_conf_keys / sizeof ch_conf_keys[0] == CH_CONF_NKEYS, "the key count");

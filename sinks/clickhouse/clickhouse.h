@@ -44,6 +44,9 @@
 #include "sinks/sink.h"
 
 enum sl_ch_compression { SL_CH_GZIP_AUTO = 0, SL_CH_GZIP, SL_CH_GZIP_NONE };
+/* The types of the tables sluice makes (doc/clickhouse.md, "Layouts"):
+ * auto picks modern for a server of 23.x or later, legacy before. */
+enum sl_ch_layout { SL_CH_LAYOUT_AUTO = 0, SL_CH_LAYOUT_LEGACY, SL_CH_LAYOUT_MODERN };
 
 /* The configuration of one clickhouse destination (doc/configuration.md).
  * Strings belong to it (the key table frees them); password is a secret. */
@@ -62,6 +65,7 @@ struct sl_ch_conf {
 	int tls_verify;              /* bool, default true */
 	int compression;             /* enum sl_ch_compression, default auto */
 	char *dead_letter_path;      /* NULL: <database>.<stream>.dead-letter.jsonl */
+	int layout;                  /* enum sl_ch_layout, default auto: for tables it makes */
 	size_t response_cap;         /* not a key: the largest response read; 0 (always, from the
 				      * file): 256 MiB.  Tests make it small. */
 };
@@ -81,6 +85,7 @@ struct sl_ch_stats {
 	uint64_t replays_kept;       /* merge: replayed key changes filled from the new key's row of the same version */
 	uint64_t spills;             /* batches sent from write() inside a transaction */
 	uint64_t below_truncate;     /* merge: replayed changes older than the table's last TRUNCATE, skipped */
+	uint64_t date_clamps;        /* dates outside Date32's range, clamped (modern layout) */
 	uint64_t requests;           /* HTTP requests, retries included */
 	uint64_t retries;
 	uint64_t bytes_sent;         /* request bodies as sent */
