@@ -665,13 +665,10 @@ static int check_engines(struct chsink *s, const char *object, bool *table_exist
 }
 
 /* The layout of the tables this sink makes: the key's, or with layout =
- * auto the server's version's: modern from 23.x (ReplacingMergeTree's
- * is_deleted came in 23.2; Date32, Bool and Decimal256 before). */
+ * auto the server's version's (ch_flavor_of_version). */
 static int choose_flavor(struct chsink *s, char *err, size_t errlen)
 {
 	const char *v;
-	long major = 0;
-	size_t i;
 
 	if (s->conf->layout != SL_CH_LAYOUT_AUTO) {
 		s->flavor = s->conf->layout == SL_CH_LAYOUT_MODERN ? CH_MODERN : CH_LEGACY;
@@ -682,14 +679,11 @@ static int choose_flavor(struct chsink *s, char *err, size_t errlen)
 	if (run_sql(s, "reading the server's version", err, errlen) < 0)
 		return -1;
 	v = s->resp.body.data ? s->resp.body.data : "";
-	for (i = 0; i < s->resp.body.len && i < 6 && v[i] >= '0' && v[i] <= '9'; i++)
-		major = major * 10 + (v[i] - '0');
-	if (i == 0 || i >= s->resp.body.len || v[i] != '.') {
+	if (ch_flavor_of_version(v, s->resp.body.len, &s->flavor) < 0) {
 		snprintf(err, errlen, "clickhouse: could not read the server's version in \"%.*s\"",
 			 (int)(s->resp.body.len > 40 ? 40 : s->resp.body.len), v);
 		return -1;
 	}
-	s->flavor = major >= 23 ? CH_MODERN : CH_LEGACY;
 	sl_info("clickhouse: server version %.*s: tables sluice makes get the %s layout", (int)strcspn(v, "\r\n"),
 		v, s->flavor == CH_MODERN ? "modern" : "legacy");
 	return 0;

@@ -199,6 +199,19 @@ int ch_sql_version(struct sl_buf *b)
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_flavor_of_version(const char *s, size_t n, enum ch_flavor *out)
+{
+	long major = 0;
+	size_t i;
+
+	for (i = 0; i < n && i < 6 && s[i] >= '0' && s[i] <= '9'; i++)
+		major = major * 10 + (s[i] - '0');
+	if (i == 0 || i >= n || s[i] != '.')
+		return -1;
+	*out = major >= 23 ? CH_MODERN : CH_LEGACY;
+	return 0;
+}
+
 int ch_sql_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, bool meta_only)
 {
 	size_t start = b->len;

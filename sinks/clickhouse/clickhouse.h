@@ -12,8 +12,14 @@
  *
  *   append  ReplacingMergeTree ORDER BY (_csn, _uuid): one row per change;
  *           a change delivered twice (at-least-once) collapses into one row.
- *   merge   ReplacingMergeTree(_version) ORDER BY the primary key, and a
- *           view `<table>_current` (FINAL, deleted rows filtered out).
+ *   merge   ReplacingMergeTree(_version) ORDER BY the primary key (in the
+ *           modern layout ReplacingMergeTree(_version, _is_deleted)), and
+ *           a view `<table>_current` (FINAL, deleted rows filtered out).
+ *
+ * The column types are those of the legacy layout (18.16's) or of the
+ * modern one (23.x and later: DateTime64, Date32, Bool, UUID, Decimal256),
+ * chosen by the key layout or the server's version() for the tables the
+ * sink makes; a table that exists is written in the layout it has.
  *
  * write() adds a change to a batch in memory: encoded at once as a RowBinary
  * row (append), or kept as the latest change of its key (merge: one row per

@@ -471,6 +471,23 @@ static void test_rb_modern(void **state)
 	}
 }
 
+/* The layout a server's version() picks. */
+static void test_flavor_of_version(void **state)
+{
+	static const struct { const char *v; int rc; enum ch_flavor fl; } cases[] = {
+		{ "18.16.1\n", 0, CH_LEGACY }, { "22.8.5.29", 0, CH_LEGACY }, { "23.2.1.2537\n", 0, CH_MODERN },
+		{ "26.7.2.1\n", 0, CH_MODERN }, { "100.1", 0, CH_MODERN }, { "23", -1, CH_LEGACY },
+		{ "", -1, CH_LEGACY }, { "v23.1", -1, CH_LEGACY }, { "Code: 516. DB::Exception", -1, CH_LEGACY },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		enum ch_flavor fl = CH_LEGACY;
+		assert_int_equal(ch_flavor_of_version(cases[i].v, strlen(cases[i].v), &fl), cases[i].rc);
+		assert_int_equal(fl, cases[i].fl);
+	}
+}
+
 static void test_rb_scalars(void **state)
 {
 	(void)state;
@@ -1249,6 +1266,7 @@ int main(void)
 		cmocka_unit_test(test_version_matches_csn_order),
 		cmocka_unit_test(test_rb_scalars),
 		cmocka_unit_test(test_rb_modern),
+		cmocka_unit_test(test_flavor_of_version),
 		cmocka_unit_test(test_rb_strings),
 		cmocka_unit_test(test_rb_decimals),
 		cmocka_unit_test(test_rb_decimal_padding),
