@@ -1134,6 +1134,56 @@ static void test_tombstones_sql(void **state)
 	sl_buf_free(&b);
 }
 
+/* The modern layout's tombstones: a UUID and DateTime64 metadata written as
+ * such (a cast of an integer to DateTime64 would read seconds); the lookup's
+ * external table describes a DateTime64 and a Decimal256 key without commas. */
+static void test_modern_sql(void **state)
+{
+	static const struct tl_col cols[] = {
+		{ "at", T_TIMESTAMPTZ, -1, "timestamptz", true }, { "n", T_NUMERIC, 0, "numeric(50,3)", true },
+		{ "v", T_TEXT, -1, "text", false },
+	};
+	struct tl_col cs[3];
+	struct sl_table *t;
+	struct ch_layout *l;
+	struct sl_change c;
+	struct ch_rowmeta m;
+	struct sl_buf b, q, st;
+	char err[256], metabuf[SL_META_BUF], want[2048], u[37];
+	const char *keys[] = { "at", "n" };
+
+	(void)state;
+	memcpy(cs, cols, sizeof cs);
+	cs[1].typmod = numeric_typmod(50, 3);
+	t = tl_table("public", "t", cs, 3);
+	sl_buf_init(&b, 0);
+	sl_buf_init(&q, 0);
+	sl_buf_init(&st, 0);
+	assert_int_equal(ch_layout_new(&l, t, true, CH_MODERN, err, sizeof err), 0);
+	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
+	c.tx_id = 77;
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
+	assert_int_equal(ch_sql_tombstones(&b, "db", "public_t", keys, 2, l, &m), 0);
+	ch_uuid_text(u, c.uuid);
+	u[36] = '\0';
+	snprintf(want, sizeof want,
+		 "INSERT INTO `db`.`public_t` (`at`, `n`, `_uuid`, `_source_timestamp`, `_read_timestamp`, "
+		 "`_change_type`, `_csn`, `_version`, `_is_deleted`, `_tx_id`, `_unchanged_columns`, `_lsn`) "
+		 "SELECT `at`, `n`, toUUID('%s'), fromUnixTimestamp64Micro(toInt64(1700000000000000), 'UTC'), "
+		 "fromUnixTimestamp64Micro(toInt64(1700000000001500), 'UTC'), 'TRUNCATE', "
+		 "'0000000000001000-0000000002', toUInt64(1048578), toUInt8(1), toUInt64(77), "
+		 "CAST([] AS Array(String)), '0/1000' FROM `db`.`public_t` FINAL WHERE `_version` < 1048578 "
+		 "AND `_is_deleted` = 0", u);
+	assert_string_equal(b.data, want);
+	assert_int_equal(ch_sql_lookup(&q, &st, "db", l), 0);
+	assert_string_equal(st.data, "k0 DateTime64(6), k1 Decimal256(3)");
+	ch_layout_free(l);
+	sl_table_free(t);
+	sl_buf_free(&b);
+	sl_buf_free(&q);
+	sl_buf_free(&st);
+}
+
 /* An insert into a table with a very long column list leaves the list out
  * (18.16 refuses URLs over 16 KB): the rows follow the table's order. */
 static void test_insert_query_length(void **state)
@@ -1267,6 +1317,7 @@ int main(void)
 		cmocka_unit_test(test_rb_scalars),
 		cmocka_unit_test(test_rb_modern),
 		cmocka_unit_test(test_flavor_of_version),
+		cmocka_unit_test(test_modern_sql),
 		cmocka_unit_test(test_rb_strings),
 		cmocka_unit_test(test_rb_decimals),
 		cmocka_unit_test(test_rb_decimal_padding),
