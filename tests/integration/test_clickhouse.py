@@ -348,7 +348,9 @@ class ClickHouseChangesTest(ChTestCase):
         self.catch_up(s)
         self.assertChMatches(s, "public", "rc", ["id"])
         self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
-        self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
+        # (FINAL leaves deleted keys out in the modern layout: counted without it)
+        self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'",
+                                  final=not self.modern), 21)
 
     def test_table_dropped_in_clickhouse(self):
         """A table sluice wrote, dropped in ClickHouse by hand: the stream
@@ -727,16 +729,15 @@ class ClickHouseKillTest(ChTestCase):
 
 
 class ClickHouse26ChangesTest(ClickHouseChangesTest):
-    """Every change in append mode, and merge with a TRUNCATE, against the
-    ClickHouse 26 server of the tests (the modern layout)."""
+    """Every change in append mode, merge with a TRUNCATE (also after a long
+    transaction: the version map), unchanged TOAST values filled by lookups,
+    against the ClickHouse 26 server of the tests (the modern layout)."""
     ch_engine = "26"
-    test_merge_truncate_in_long_transaction = None
     test_column_added_then_dropped = None
     test_column_retyped_in_clickhouse = None
     test_dropped_and_created_again = None
     test_table_dropped_in_clickhouse = None
     test_interrupted_backfill_append = None
-    test_unchanged_toast_merge = None
     test_unchanged_toast_after_key_change_replayed = None
 
 
