@@ -348,9 +348,13 @@ class ClickHouseChangesTest(ChTestCase):
         self.catch_up(s)
         self.assertChMatches(s, "public", "rc", ["id"])
         self.assertEqual(ch_count(self.ch, "ident", "public_gone_current"), 0)
-        # (FINAL leaves deleted keys out in the modern layout: counted without it)
-        self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'",
-                                  final=not self.modern), 21)
+        # (FINAL leaves deleted keys out in the modern layout: keys counted
+        # without it, a replayed marker's tombstones not merged yet)
+        if self.modern:
+            self.assertEqual(self.ch.scalar("SELECT uniqExact(id) FROM ident.public_gone "
+                                            "WHERE _change_type = 'TRUNCATE'"), "21")
+        else:
+            self.assertEqual(ch_count(self.ch, "ident", "public_gone", "_change_type = 'TRUNCATE'", final=True), 21)
 
     def test_table_dropped_in_clickhouse(self):
         """A table sluice wrote, dropped in ClickHouse by hand: the stream
