@@ -1330,10 +1330,20 @@ static void test_check(void **state)
 	snprintf(want, sizeof want,
 		 "stream s1: destination wh: ClickHouse 18.16.1 answers at %s as user \"sluice\"\n"
 		 "stream s1: destination wh: database \"db\" does not exist and will be created; user \"sluice\" may "
-		 "create tables and insert (merge mode: ReplacingMergeTree(_version) tables and <table>_current views)\n"
+		 "create tables and insert (merge mode: ReplacingMergeTree(_version) tables and <table>_current views; "
+		 "new tables in the legacy layout)\n"
 		 "stream s1: destination wh: rows ClickHouse refuses go to \"%s\"\n", f->conf.url, f->dl_path);
 	assert_string_equal(out, want);
 	free(out);
+	/* a 26.x server: the modern layout */
+	f->ch.version = "26.7.2.1";
+	fp = open_memstream(&out, &outlen);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
+	fclose(fp);
+	assert_non_null(strstr(out, "(merge mode: ReplacingMergeTree(_version, _is_deleted) tables and "
+				    "<table>_current views; new tables in the modern layout)\n"));
+	free(out);
+	f->ch.version = NULL;
 	/* read-only: nothing was created */
 	assert_null(strstr(fake_http_transcript(f->ch.srv), "CREATE"));
 	assert_false(f->ch.db_exists);
