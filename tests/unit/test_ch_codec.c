@@ -1092,6 +1092,26 @@ static void test_rowmeta_refuses_far_positions(void **state)
 	sl_table_free(t);
 }
 
+/* The tombstones of a TRUNCATE at 0x1000-2 (tx 77) of table t's merge
+ * layout fl, keyed by its first two columns, into b; the record's uuid text
+ * into u. */
+static void truncate_tombstones(struct sl_buf *b, struct sl_table *t, enum ch_flavor fl, char u[static 37],
+				struct ch_layout **l)
+{
+	const char *keys[] = { t->cols[0].name, t->cols[1].name };
+	struct sl_change c;
+	struct ch_rowmeta m;
+	char err[256], metabuf[SL_META_BUF];
+
+	assert_int_equal(ch_layout_new(l, t, true, fl, err, sizeof err), 0);
+	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
+	c.tx_id = 77;
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
+	assert_int_equal(ch_sql_tombstones(b, "db", "public_t", keys, 2, *l, &m), 0);
+	ch_uuid_text(u, c.uuid);
+	u[36] = '\0';
+}
+
 static void test_tombstones_sql(void **state)
 {
 	static const struct tl_col cols[] = {
@@ -1100,23 +1120,12 @@ static void test_tombstones_sql(void **state)
 	};
 	struct sl_table *t = tl_table("public", "t", cols, 3);
 	struct ch_layout *l;
-	struct sl_change c;
-	struct ch_rowmeta m;
 	struct sl_buf b;
-	char err[256], metabuf[SL_META_BUF];
-	const char *keys[] = { "k1", "k 2" };
+	char want[2048], u[37];
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
-	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
-	c.tx_id = 77;
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
-	assert_int_equal(ch_sql_tombstones(&b, "db", "public_t", keys, 2, l, &m), 0);
-	char want[2048];
-	char u[37];
-	ch_uuid_text(u, c.uuid);
-	u[36] = '\0';
+	truncate_tombstones(&b, t, CH_LEGACY, u, &l);
 	snprintf(want, sizeof want,
 		 "INSERT INTO `db`.`public_t` (`k1`, `k 2`, `_uuid`, `_source_timestamp`, `_read_timestamp`, "
 		 "`_change_type`, `_csn`, `_version`, `_is_deleted`, `_tx_id`, `_unchanged_columns`, `_lsn`) "
@@ -1146,11 +1155,8 @@ static void test_modern_sql(void **state)
 	struct tl_col cs[3];
 	struct sl_table *t;
 	struct ch_layout *l;
-	struct sl_change c;
-	struct ch_rowmeta m;
 	struct sl_buf b, q, st;
-	char err[256], metabuf[SL_META_BUF], want[2048], u[37];
-	const char *keys[] = { "at", "n" };
+	char want[2048], u[37];
 
 	(void)state;
 	memcpy(cs, cols, sizeof cs);
@@ -1159,13 +1165,7 @@ static void test_modern_sql(void **state)
 	sl_buf_init(&b, 0);
 	sl_buf_init(&q, 0);
 	sl_buf_init(&st, 0);
-	assert_int_equal(ch_layout_new(&l, t, true, CH_MODERN, err, sizeof err), 0);
-	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
-	c.tx_id = 77;
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
-	assert_int_equal(ch_sql_tombstones(&b, "db", "public_t", keys, 2, l, &m), 0);
-	ch_uuid_text(u, c.uuid);
-	u[36] = '\0';
+	truncate_tombstones(&b, t, CH_MODERN, u, &l);
 	snprintf(want, sizeof want,
 		 "INSERT INTO `db`.`public_t` (`at`, `n`, `_uuid`, `_source_timestamp`, `_read_timestamp`, "
 		 "`_change_type`, `_csn`, `_version`, `_is_deleted`, `_tx_id`, `_unchanged_columns`, `_lsn`) "
