@@ -96,6 +96,7 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 	int readonly = 0, allow_ddl = 1, rc = SL_EFAIL;
 	char *dl = NULL, *slash;
 	char version[64];
+	enum ch_flavor fl = CH_LEGACY;
 
 	memset(&s, 0, sizeof s);
 	ch_resp_init(&s.resp);
@@ -116,6 +117,10 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 		 s.resp.body.data ? s.resp.body.data : "");
 	fprintf(out, "stream %s: destination %s: ClickHouse %s answers at %s as user \"%s\"\n", st->name, dest,
 		version, c->url, c->user ? c->user : "default");
+	if (c->layout != SL_CH_LAYOUT_AUTO)
+		fl = c->layout == SL_CH_LAYOUT_MODERN ? CH_MODERN : CH_LEGACY;
+	else if (ch_flavor_of_version(version, strlen(version), &fl) < 0)
+		fl = CH_LEGACY;
 
 	sl_buf_reset(&s.sql);
 	ch_sql_user_settings(&s.sql);
@@ -160,10 +165,14 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 			c->database, c->user ? c->user : "default");
 	else
 		fprintf(out, "stream %s: destination %s: database \"%s\" %s; user \"%s\" may create tables and insert "
-			"(%s mode: %s)\n", st->name, dest, c->database, ndb ? "exists" : "does not exist and will be created",
-			c->user ? c->user : "default", st->mode == SL_WRITE_MERGE ? "merge" : "append",
-			st->mode == SL_WRITE_MERGE ? "ReplacingMergeTree(_version) tables and <table>_current views"
-						   : "ReplacingMergeTree tables ordered by _csn");
+			"(%s mode: %s%s; new tables in the %s layout)\n", st->name, dest, c->database,
+			ndb ? "exists" : "does not exist and will be created", c->user ? c->user : "default",
+			st->mode == SL_WRITE_MERGE ? "merge" : "append",
+			st->mode != SL_WRITE_MERGE ? "ReplacingMergeTree tables ordered by _csn"
+			: fl == CH_MODERN ? "ReplacingMergeTree(_version, _is_deleted) tables"
+					  : "ReplacingMergeTree(_version) tables",
+			st->mode == SL_WRITE_MERGE ? " and <table>_current views" : "",
+			fl == CH_MODERN ? "modern" : "legacy");
 
 	dl = c->dead_letter_path ? strdup(c->dead_letter_path) : ch_default_dl_path(c->database, st->name);
 	if (!dl) {
@@ -232,6 +241,11 @@ static const struct sl_keychoice compressions[] = {
 	{ "auto", SL_CH_GZIP_AUTO }, { "gzip", SL_CH_GZIP }, { "none", SL_CH_GZIP_NONE }, { NULL, 0 },
 };
 
+static const struct sl_keychoice layouts[] = {
+	{ "auto", SL_CH_LAYOUT_AUTO }, { "legacy", SL_CH_LAYOUT_LEGACY }, { "modern", SL_CH_LAYOUT_MODERN },
+	{ NULL, 0 },
+};
+
 static const struct sl_keychoice booleans[] = {
 	{ "true", 1 }, { "false", 0 }, { "yes", 1 }, { "no", 0 }, { "on", 1 }, { "off", 0 }, { NULL, 0 },
 };
@@ -265,6 +279,8 @@ const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS] = {
 	{ .name = "compression", .type = SL_KT_ENUM, .choices = compressions, .def = "auto",
 	  FIELD(struct sl_ch_conf, compression) },
 	{ .name = "dead_letter_path", .type = SL_KT_STRING, FIELD(struct sl_ch_conf, dead_letter_path) },
+	{ .name = "layout", .type = SL_KT_ENUM, .choices = layouts, .def = "auto",
+	  FIELD(struct sl_ch_conf, layout) },
 };
 
 _Static_assert(sizeof ch_conf_keys / sizeof ch_conf_keys[0] == CH_CONF_NKEYS, "the key count");

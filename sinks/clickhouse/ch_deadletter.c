@@ -102,10 +102,20 @@ static int json_meta(struct sl_buf *out, struct ch_rb_reader *r, const struct ch
 		sl_buf_printf(out, "%" PRIu64, u);
 		return 0;
 	case CH_INT64:
+	case CH_DATETIME64_UTC:   /* the same microseconds as the legacy Int64 */
 		if (ch_rb_get_u64(r, &u) < 0)
 			return -1;
 		sl_buf_printf(out, "%" PRId64, (int64_t)u);
 		return 0;
+	case CH_UUID: {
+		char text[36];
+		unsigned char raw[16];
+		if (ch_rb_get_uuid(r, raw) < 0)
+			return -1;
+		ch_uuid_text(text, raw);
+		ch_json_str(out, text, sizeof text);
+		return 0;
+	}
 	case CH_ARRAY_STRING:
 		if (ch_rb_get_uleb(r, &count) < 0)
 			return -1;

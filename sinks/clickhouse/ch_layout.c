@@ -127,6 +127,8 @@ static const char *const meta_names[CH_M_FIXED] = {
 	[CH_M_UNCHANGED] = "_unchanged_columns",
 };
 
+/* The metadata columns' types in the legacy layout; the modern layout has
+ * UUID and DateTime64(6, 'UTC') instead of the first three (meta_type). */
 static const enum ch_ctype meta_types[CH_M_FIXED] = {
 	[CH_M_UUID] = CH_STRING,
 	[CH_M_SOURCE_TS] = CH_INT64,
@@ -138,6 +140,15 @@ static const enum ch_ctype meta_types[CH_M_FIXED] = {
 	[CH_M_TX_ID] = CH_UINT64,
 	[CH_M_UNCHANGED] = CH_ARRAY_STRING,
 };
+
+static enum ch_ctype meta_type(int m, enum ch_flavor fl)
+{
+	if (fl == CH_MODERN && m == CH_M_UUID)
+		return CH_UUID;
+	if (fl == CH_MODERN && (m == CH_M_SOURCE_TS || m == CH_M_READ_TS))
+		return CH_DATETIME64_UTC;
+	return meta_types[m];
+}
 
 const char *ch_meta_name(int m)
 {
@@ -195,7 +206,8 @@ static void index_layout(struct ch_layout *l)
 	l->nkeys = k;
 }
 
-int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, char *err, size_t errlen)
+int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, enum ch_flavor fl, char *err,
+		  size_t errlen)
 {
 	const struct sl_source_desc *d = t->src;
 	int nmeta = d ? d->nmeta : 0;
@@ -214,6 +226,7 @@ int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, 
 	if (!l)
 		goto oom;
 	l->merge = merge;
+	l->flavor = fl;
 	l->desc = d;
 	l->nsrc = t->ncols;
 	l->nmeta_pos = nmeta;
@@ -233,7 +246,7 @@ int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, 
 		c->key = key;
 		if (!(c->name = ch_column_name(sc->name)))
 			goto oom;
-		if (ch_type_of_column(&c->type, sc, !key) < 0) {
+		if (ch_type_of_column(&c->type, sc, !key, fl) < 0) {
 			snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" has an unknown type %d",
 				 t->ns, t->name, sc->name, (int)sc->type);
 			l->ncols = n + 1;
@@ -247,7 +260,7 @@ int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, 
 		c->type.sl = SL_T_STRING;
 		if (m < CH_M_FIXED) {
 			c->name = strdup(meta_names[m]);
-			c->type.ch = meta_types[m];
+			c->type.ch = meta_type(m, fl);
 			c->key = !merge && (m == CH_M_CSN || m == CH_M_UUID);
 		} else {
 			const struct sl_meta_field *f = &d->meta[m - CH_M_FIXED];
@@ -492,6 +505,8 @@ static int put_meta(struct sl_buf *b, const struct ch_layout *l, const struct ch
 
 	switch (c->meta) {
 	case CH_M_UUID:
+		if (c->type.ch == CH_UUID)
+			return ch_rb_put_uuid(b, m->uuid);
 		ch_uuid_text(u, m->uuid);
 		return ch_rb_put_str(b, u, sizeof u);
 	case CH_M_SOURCE_TS:
@@ -551,22 +566,25 @@ int ch_layout_put_row(struct sl_buf *b, const struct ch_layout *l, const struct 
 {
 	static const struct sl_value null_value = { .kind = SL_V_NULL };
 	size_t start = b->len;
+	int clamped = 0;
 
 	for (int i = 0; i < l->ncols; i++) {
 		const struct ch_col *c = &l->cols[i];
 		if (c->src >= 0) {
+			int rc;
 			if (meta_only)
 				continue;
-			if (ch_rb_put_value(b, &c->type, vals ? &vals[c->src] : &null_value, c->name, err,
-					    errlen) < 0)
+			rc = ch_rb_put_value(b, &c->type, vals ? &vals[c->src] : &null_value, c->name, err, errlen);
+			if (rc < 0)
 				goto fail;
+			clamped += rc;
 		} else if (put_meta(b, l, c, m, vals) < 0) {
 			snprintf(err, errlen, "table \"%s\": out of memory or over the buffer cap encoding a row",
 				 l->object);
 			goto fail;
 		}
 	}
-	return 0;
+	return clamped;
 fail:
 	if (!sl_buf_failed(b)) {
 		b->len = start;

@@ -102,9 +102,10 @@ void ch_vmap_free(struct ch_vmap *m);
 /* ---- metadata columns ---- */
 
 enum ch_meta {
-	CH_M_UUID = 0,          /* _uuid String: the record's uuid, canonical text */
-	CH_M_SOURCE_TS,         /* _source_timestamp Int64: commit (or snapshot) time, µs */
-	CH_M_READ_TS,           /* _read_timestamp Int64: when sluice read it, µs */
+	CH_M_UUID = 0,          /* _uuid String: the record's uuid, canonical text (modern: UUID) */
+	CH_M_SOURCE_TS,         /* _source_timestamp Int64: commit (or snapshot) time, µs
+				 * (modern: DateTime64(6, 'UTC')) */
+	CH_M_READ_TS,           /* _read_timestamp Int64: when sluice read it, µs (same) */
 	CH_M_CHANGE_TYPE,       /* _change_type String: INSERT, UPDATE-INSERT, ... */
 	CH_M_CSN,               /* _csn String: the change sequence number */
 	CH_M_VERSION,           /* _version UInt64: ch_version() of the CSN */
@@ -128,6 +129,7 @@ struct ch_col {
 
 struct ch_layout {
 	bool merge;             /* merge mode: key columns not Nullable, sorted by key */
+	enum ch_flavor flavor;  /* legacy or modern types (doc/clickhouse.md, "Layouts") */
 	int ncols;
 	struct ch_col *cols;    /* creation order, or the destination's once matched */
 	int nsrc;               /* the table version's columns (0 for a TRUNCATE marker's) */
@@ -145,10 +147,11 @@ struct ch_layout {
  * memory. */
 char *ch_column_name(const char *name);
 
-/* Makes the layout of table version t for mode merge.  A merge-mode layout
- * needs a primary key.  Returns 0 with *out (free with ch_layout_free), or
- * -1 with a message in err. */
-int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, char *err, size_t errlen);
+/* Makes the layout of table version t for mode merge, with the types of
+ * layout fl.  A merge-mode layout needs a primary key.  Returns 0 with *out
+ * (free with ch_layout_free), or -1 with a message in err. */
+int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, enum ch_flavor fl, char *err,
+		  size_t errlen);
 void ch_layout_free(struct ch_layout *l);
 
 /* A column of the destination table as system.columns lists it. */
@@ -206,8 +209,9 @@ int ch_rowmeta_of_change(struct ch_rowmeta *m, const struct sl_change *c, const 
  * (l->nsrc of them; NULL writes every payload column as NULL), the
  * metadata from m.  SL_V_UNCHANGED values are written as NULL and listed in
  * _unchanged_columns.  With meta_only, only the metadata columns (in
- * ch_layout_column_list(meta_only) order).  Returns 0, or -1 with a message
- * in err; b is then left as it was. */
+ * ch_layout_column_list(meta_only) order).  Returns the number of values
+ * clamped (dates outside Date32's range: 0 in the legacy layout), or -1
+ * with a message in err; b is then left as it was. */
 int ch_layout_put_row(struct sl_buf *b, const struct ch_layout *l, const struct ch_rowmeta *m,
 		      const struct sl_value *vals, bool meta_only, char *err, size_t errlen);
 

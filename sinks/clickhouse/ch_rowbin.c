@@ -3,8 +3,8 @@
  * ch_rowbin.h).
  *
  * Decimals arrive as decimal digits and become the unscaled value's
- * two's-complement integer of 4, 8 or 16 bytes here, exactly (never through
- * floating point); a decimal wider than ClickHouse's 38 digits is written as
+ * two's-complement integer of 4, 8, 16 or 32 bytes here, exactly (never through
+ * floating point); a decimal wider than the layout's Decimal (38 or 76 digits) is written as
  * its text with exactly the column's scale.  The decoder inverts both.
  */
 #include "sinks/clickhouse/ch_rowbin.h"
@@ -12,32 +12,43 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-/* Decimal128's integer: GCC and Clang have it on every 64-bit target. */
+/* A 128-bit integer (the carries of the 256-bit arithmetic): GCC and Clang
+ * have it on every 64-bit target. */
 __extension__ typedef unsigned __int128 u128;
 
-int ch_type_of_column(struct ch_type *out, const struct sl_column *col, bool nullable)
+int ch_type_of_column(struct ch_type *out, const struct sl_column *col, bool nullable, enum ch_flavor fl)
 {
+	bool modern = fl == CH_MODERN;
+
 	memset(out, 0, sizeof *out);
 	out->nullable = nullable;
 	out->sl = col->type;
 	switch (col->type) {
 	case SL_T_STRING:
 	case SL_T_BYTES:
-	case SL_T_UUID:
 	case SL_T_JSON:
 		out->ch = CH_STRING;
 		return 0;
+	case SL_T_UUID:
+		out->ch = modern ? CH_UUID : CH_STRING;
+		return 0;
 	case SL_T_BOOL:
-		out->ch = CH_UINT8;
+		out->ch = modern ? CH_BOOL : CH_UINT8;
 		return 0;
 	case SL_T_INT32:
-	case SL_T_DATE:
 		out->ch = CH_INT32;
+		return 0;
+	case SL_T_DATE:
+		out->ch = modern ? CH_DATE32 : CH_INT32;
+		return 0;
+	case SL_T_TIMESTAMP:
+		out->ch = modern ? CH_DATETIME64 : CH_INT64;
+		return 0;
+	case SL_T_TIMESTAMPTZ:
+		out->ch = modern ? CH_DATETIME64_UTC : CH_INT64;
 		return 0;
 	case SL_T_INT64:
 	case SL_T_TIME:
-	case SL_T_TIMESTAMP:
-	case SL_T_TIMESTAMPTZ:
 		out->ch = CH_INT64;
 		return 0;
 	case SL_T_UINT64:
@@ -55,7 +66,8 @@ int ch_type_of_column(struct ch_type *out, const struct sl_column *col, bool nul
 			return -1;
 		out->precision = col->precision;
 		out->scale = col->scale;
-		out->ch = col->precision <= CH_DECIMAL_MAX_PRECISION ? CH_DECIMAL : CH_STRING;
+		out->ch = col->precision <= (modern ? CH_DECIMAL256_MAX_PRECISION : CH_DECIMAL_MAX_PRECISION)
+				  ? CH_DECIMAL : CH_STRING;
 		return 0;
 	}
 	return -1;
@@ -77,6 +89,11 @@ int ch_type_sql(struct sl_buf *b, const struct ch_type *t)
 	case CH_DECIMAL: base = NULL; break;
 	case CH_STRING: base = "String"; break;
 	case CH_ARRAY_STRING: base = "Array(String)"; break;
+	case CH_BOOL: base = "Bool"; break;
+	case CH_DATE32: base = "Date32"; break;
+	case CH_DATETIME64: base = "DateTime64(6)"; break;
+	case CH_DATETIME64_UTC: base = "DateTime64(6, 'UTC')"; break;
+	case CH_UUID: base = "UUID"; break;
 	}
 	if (base)
 		sl_buf_puts(b, base);
@@ -98,6 +115,17 @@ void ch_uuid_text(char out[static 36], const unsigned char u[static 16])
 		out[o++] = hex[u[i] >> 4];
 		out[o++] = hex[u[i] & 0xf];
 	}
+}
+
+int ch_rb_put_uuid(struct sl_buf *b, const unsigned char u[static 16])
+{
+	unsigned char p[16];
+
+	for (int i = 0; i < 8; i++) {
+		p[i] = u[7 - i];
+		p[8 + i] = u[15 - i];
+	}
+	return ch_rb_put_raw(b, p, sizeof p);
 }
 
 /* ------------------------------------------------------------------ */
@@ -184,23 +212,68 @@ static int decimal_digits(const struct ch_type *t, const struct sl_value *v, con
 	return 0;
 }
 
-/* The unscaled value as Decimal32/64/128: a little-endian two's-complement
- * integer of 4, 8 or 16 bytes (at most 38 digits: below 2^127). */
+/* A 256-bit two's-complement integer in four 64-bit limbs, least
+ * significant first: wide enough for 76 digits (below 2^253). */
+struct i256 {
+	uint64_t w[4];
+};
+
+static void i256_muladd(struct i256 *x, unsigned mul, unsigned add)
+{
+	u128 carry = add;
+
+	for (int i = 0; i < 4; i++) {
+		u128 p = (u128)x->w[i] * mul + carry;
+		x->w[i] = (uint64_t)p;
+		carry = p >> 64;
+	}
+}
+
+static void i256_negate(struct i256 *x)
+{
+	unsigned carry = 1;
+
+	for (int i = 0; i < 4; i++) {
+		x->w[i] = ~x->w[i] + carry;
+		carry = carry && x->w[i] == 0;
+	}
+}
+
+/* Divides x (not negative) by 10; returns the remainder. */
+static unsigned i256_div10(struct i256 *x)
+{
+	u128 rem = 0;
+
+	for (int i = 4; i-- > 0;) {
+		u128 cur = rem << 64 | x->w[i];
+		x->w[i] = (uint64_t)(cur / 10);
+		rem = cur % 10;
+	}
+	return (unsigned)rem;
+}
+
+static bool i256_zero(const struct i256 *x)
+{
+	return !(x->w[0] | x->w[1] | x->w[2] | x->w[3]);
+}
+
+/* The unscaled value as Decimal32/64/128/256: a little-endian
+ * two's-complement integer of ch_decimal_width() bytes. */
 static int put_decimal_int(struct sl_buf *b, const struct ch_type *t, const char *d, size_t nd,
 			   size_t pad, bool neg)
 {
-	unsigned char p[16];
-	size_t width = t->precision <= 9 ? 4 : t->precision <= 18 ? 8 : 16;
-	u128 m = 0;
+	unsigned char p[32];
+	size_t width = ch_decimal_width(t->precision);
+	struct i256 m = { { 0, 0, 0, 0 } };
 
 	for (size_t i = 0; i < nd; i++)
-		m = m * 10 + (unsigned)(d[i] - '0');
+		i256_muladd(&m, 10, (unsigned)(d[i] - '0'));
 	for (size_t i = 0; i < pad; i++)
-		m *= 10;
+		i256_muladd(&m, 10, 0);
 	if (neg)
-		m = ~m + 1;
+		i256_negate(&m);
 	for (size_t i = 0; i < width; i++)
-		p[i] = (unsigned char)(m >> (8 * i));
+		p[i] = (unsigned char)(m.w[i / 8] >> (8 * (i % 8)));
 	return ch_rb_put_raw(b, p, width);
 }
 
@@ -246,7 +319,7 @@ int ch_rb_put_value(struct sl_buf *b, const struct ch_type *t, const struct sl_v
 		    const char *name, char *err, size_t errlen)
 {
 	size_t start = b->len;
-	int rc;
+	int rc, clamped = 0;
 
 	if (v->kind == SL_V_NULL || v->kind == SL_V_UNCHANGED) {
 		if (!t->nullable) {
@@ -279,8 +352,15 @@ int ch_rb_put_value(struct sl_buf *b, const struct ch_type *t, const struct sl_v
 	case SL_T_BOOL:
 		rc = ch_rb_put_u8(b, v->b ? 1 : 0);
 		break;
-	case SL_T_INT32:
 	case SL_T_DATE:
+		if (t->ch == CH_DATE32 && (v->i < CH_DATE32_MIN || v->i > CH_DATE32_MAX)) {
+			rc = ch_rb_put_u32(b, (uint32_t)(int32_t)(v->i < CH_DATE32_MIN ? CH_DATE32_MIN
+										: CH_DATE32_MAX));
+			clamped = 1;
+			break;
+		}
+		/* fall through */
+	case SL_T_INT32:
 		if (v->i < INT32_MIN || v->i > INT32_MAX) {
 			snprintf(err, errlen, "column \"%s\": %s value %" PRId64 " is out of range for %s",
 				 name, kind_label(v->kind), v->i, sl_type_name(t->sl));
@@ -325,6 +405,10 @@ int ch_rb_put_value(struct sl_buf *b, const struct ch_type *t, const struct sl_v
 				 name, v->len);
 			goto fail;
 		}
+		if (t->ch == CH_UUID) {
+			rc = ch_rb_put_uuid(b, (const unsigned char *)v->p);
+			break;
+		}
 		s[0] = 36;
 		ch_uuid_text(s + 1, (const unsigned char *)v->p);
 		rc = ch_rb_put_raw(b, s, sizeof s);
@@ -336,7 +420,7 @@ int ch_rb_put_value(struct sl_buf *b, const struct ch_type *t, const struct sl_v
 	}
 	if (rc < 0)
 		goto oom;
-	return 0;
+	return clamped;
 oom:
 	snprintf(err, errlen, "column \"%s\": out of memory or over the buffer cap encoding a value", name);
 fail:
@@ -397,6 +481,18 @@ int ch_rb_get_uleb(struct ch_rb_reader *r, uint64_t *v)
 		}
 	}
 	return -1;
+}
+
+int ch_rb_get_uuid(struct ch_rb_reader *r, unsigned char u[static 16])
+{
+	if (need(r, 16) < 0)
+		return -1;
+	for (int i = 0; i < 8; i++) {
+		u[i] = r->p[7 - i];
+		u[8 + i] = r->p[15 - i];
+	}
+	r->p += 16;
+	return 0;
 }
 
 int ch_rb_get_str(struct ch_rb_reader *r, const unsigned char **p, size_t *n)
@@ -482,32 +578,31 @@ static int parse_decimal_text(const unsigned char *s, size_t n, int scale, struc
 	return 0;
 }
 
-/* A Decimal32/64/128 integer back to digits. */
+/* A Decimal32/64/128/256 integer back to digits. */
 static int get_decimal_int(struct ch_rb_reader *r, const struct ch_type *t, struct sl_value *v, char *scratch)
 {
-	size_t width = t->precision <= 9 ? 4 : t->precision <= 18 ? 8 : 16;
-	char tmp[48];
+	size_t width = ch_decimal_width(t->precision);
+	char tmp[80];
 	size_t n = 0;
-	u128 m;
+	struct i256 m;
+	bool neg;
 
 	if (need(r, width) < 0)
 		return -1;
-	m = (u128)le(r->p, width < 8 ? width : 8);
-	if (width == 16)
-		m |= (u128)le(r->p + 8, 8) << 64;
+	neg = (r->p[width - 1] & 0x80) != 0;
+	for (size_t i = 0; i < 32; i++) {   /* sign-extended to 256 bits */
+		uint64_t byte = i < width ? r->p[i] : neg ? 0xff : 0;
+		if (i % 8 == 0)
+			m.w[i / 8] = 0;
+		m.w[i / 8] |= byte << (8 * (i % 8));
+	}
 	r->p += width;
-	v->neg = false;
-	if (width < 16 && (m >> (8 * width - 1)) & 1) {
-		m |= ~(u128)0 << (8 * width);  /* sign-extend */
-	}
-	if ((m >> 127) & 1) {
-		v->neg = true;
-		m = ~m + 1;
-	}
+	v->neg = neg;
+	if (neg)
+		i256_negate(&m);
 	do {
-		tmp[n++] = (char)('0' + (unsigned)(m % 10));
-		m /= 10;
-	} while (m && n < sizeof tmp);
+		tmp[n++] = (char)('0' + i256_div10(&m));
+	} while (!i256_zero(&m) && n < sizeof tmp);
 	for (size_t i = 0; i < n; i++)
 		scratch[i] = tmp[n - 1 - i];
 	v->kind = SL_V_DECIMAL;
@@ -547,8 +642,12 @@ int ch_rb_get_value(struct ch_rb_reader *r, const struct ch_type *t, struct sl_v
 		v->len = (uint32_t)n;
 		return 0;
 	case SL_T_UUID:
-		if (ch_rb_get_str(r, &p, &n) < 0 || parse_uuid(p, n, (unsigned char *)scratch) < 0)
+		if (t->ch == CH_UUID) {
+			if (ch_rb_get_uuid(r, (unsigned char *)scratch) < 0)
+				return -1;
+		} else if (ch_rb_get_str(r, &p, &n) < 0 || parse_uuid(p, n, (unsigned char *)scratch) < 0) {
 			return -1;
+		}
 		v->kind = SL_V_UUID;
 		v->p = scratch;
 		v->len = 16;
@@ -624,10 +723,11 @@ int ch_rb_skip(struct ch_rb_reader *r, const struct ch_type *t)
 			return 0;
 	}
 	switch (t->ch) {
-	case CH_UINT8: width = 1; break;
-	case CH_INT32: case CH_FLOAT32: width = 4; break;
-	case CH_INT64: case CH_UINT64: case CH_FLOAT64: width = 8; break;
-	case CH_DECIMAL: width = t->precision <= 9 ? 4 : t->precision <= 18 ? 8 : 16; break;
+	case CH_UINT8: case CH_BOOL: width = 1; break;
+	case CH_INT32: case CH_FLOAT32: case CH_DATE32: width = 4; break;
+	case CH_INT64: case CH_UINT64: case CH_FLOAT64: case CH_DATETIME64: case CH_DATETIME64_UTC: width = 8; break;
+	case CH_UUID: width = 16; break;
+	case CH_DECIMAL: width = ch_decimal_width(t->precision); break;
 	case CH_STRING:
 		return ch_rb_get_str(r, &p, &n);
 	case CH_ARRAY_STRING:

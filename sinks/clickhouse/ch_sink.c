@@ -387,6 +387,8 @@ struct chsink {
 	struct sl_ch_stats stats;
 	_Atomic uint64_t w_filled;     /* stats.unchanged_filled counted by write() (the sender counts its own) */
 	_Atomic uint64_t w_dead;       /* stats.dead_letters counted by write() (key_dead_letter) */
+	_Atomic uint64_t w_clamps;     /* stats.date_clamps, counted by either thread */
+	enum ch_flavor flavor;         /* the layout of tables this sink makes (set with db_ready) */
 	/* The batch in flight (flush_start() to flush_wait()): the sender
 	 * thread owns it and, while it runs, the connection, the statement,
 	 * response and lookup buffers, the dead letters and the stats it
@@ -532,6 +534,19 @@ static int run_sql(struct chsink *s, const char *what, char *err, size_t errlen)
 	return run_sql_params(s, CH_PARAMS_READ, what, err, errlen);
 }
 
+/* Encodes one row of t (ch_layout_put_row) and counts the dates it clamped
+ * (the first one logged).  Returns 0, or -1 with a message in err. */
+static int put_row(struct chsink *s, struct sl_buf *b, const struct ch_layout *l, const struct ch_rowmeta *m,
+		   const struct sl_value *vals, bool meta_only, char *err, size_t errlen)
+{
+	int rc = ch_layout_put_row(b, l, m, vals, meta_only, err, errlen);
+
+	if (rc > 0 && atomic_fetch_add_explicit(&s->w_clamps, (uint64_t)rc, memory_order_relaxed) == 0)
+		sl_warn("clickhouse: table \"%s\": a date outside Date32's range (1900-01-01 to 2299-12-31) was "
+			"clamped to its nearer end (counted in the sink's date_clamps)", l->object);
+	return rc < 0 ? -1 : 0;
+}
+
 /* The destination's columns of a table (describe result in s->resp). */
 static int parse_describe(struct chsink *s, struct ch_dest_col **out, int *n, char *err, size_t errlen)
 {
@@ -649,6 +664,41 @@ static int check_engines(struct chsink *s, const char *object, bool *table_exist
 	return 0;
 }
 
+/* The layout of the tables this sink makes: the key's, or with layout =
+ * auto the server's version's (ch_flavor_of_version). */
+static int choose_flavor(struct chsink *s, char *err, size_t errlen)
+{
+	const char *v;
+
+	if (s->conf->layout != SL_CH_LAYOUT_AUTO) {
+		s->flavor = s->conf->layout == SL_CH_LAYOUT_MODERN ? CH_MODERN : CH_LEGACY;
+		return 0;
+	}
+	sl_buf_reset(&s->sql);
+	ch_sql_version(&s->sql);
+	if (run_sql(s, "reading the server's version", err, errlen) < 0)
+		return -1;
+	v = s->resp.body.data ? s->resp.body.data : "";
+	if (ch_flavor_of_version(v, s->resp.body.len, &s->flavor) < 0) {
+		snprintf(err, errlen, "clickhouse: could not read the server's version in \"%.*s\"",
+			 (int)(s->resp.body.len > 40 ? 40 : s->resp.body.len), v);
+		return -1;
+	}
+	sl_info("clickhouse: server version %.*s: tables sluice makes get the %s layout", (int)strcspn(v, "\r\n"),
+		v, s->flavor == CH_MODERN ? "modern" : "legacy");
+	return 0;
+}
+
+/* The layout of an existing table: modern when its _source_timestamp is a
+ * DateTime64, else legacy (a table keeps the types it was made with). */
+static enum ch_flavor table_flavor(const struct ch_dest_col *cols, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(cols[i].name, ch_meta_name(CH_M_SOURCE_TS)))
+			return strncmp(cols[i].type, "DateTime64", 10) == 0 ? CH_MODERN : CH_LEGACY;
+	return CH_LEGACY;
+}
+
 static int ensure_database(struct chsink *s, char *err, size_t errlen)
 {
 	uint64_t n = 0;
@@ -656,6 +706,8 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 
 	if (s->db_ready)
 		return 0;
+	if (choose_flavor(s, err, errlen) < 0)
+		return -1;
 	sl_buf_reset(&s->sql);
 	ch_sql_database_exists(&s->sql, s->conf->database);
 	if (run_sql(s, "looking for the database", err, errlen) < 0)
@@ -878,15 +930,17 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		return -1;
 	if (t->pend_rows > 0 && send_table(s, t, &t->cur, true, err, errlen) < 0)
 		return -1;
-	if (ch_layout_new(&l, tv, s->merge, err, errlen) < 0)
-		return -1;
 	if (ensure_database(s, err, errlen) < 0 || check_engines(s, t->object, &exists, &view, err, errlen) < 0)
+		goto out;
+	/* an existing table keeps its layout, whatever the server's version */
+	if (exists && describe(s, t->object, &dest, &ndest, err, errlen) < 0)
+		goto out;
+	if (ch_layout_new(&l, tv, s->merge, exists ? table_flavor(dest, ndest) : s->flavor, err, errlen) < 0)
 		goto out;
 	if (tv->ncols == 0) {
 		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
 		t->exists = exists;
-		if (exists && (describe(s, t->object, &dest, &ndest, err, errlen) < 0 ||
-			       keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0 ||
+		if (exists && (keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0 ||
 			       read_vmap(s, t, err, errlen) < 0))
 			goto out;
 		rc = 0;
@@ -907,10 +961,12 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		goto out;
 	made = !exists || !t->lay;   /* recorded when made, and once a run */
 	for (int pass = 0;; pass++) {
-		free_dest(dest, ndest);
-		dest = NULL;
-		if (describe(s, t->object, &dest, &ndest, err, errlen) < 0)
-			goto out;
+		if (!(pass == 0 && exists && dest)) {    /* read above */
+			free_dest(dest, ndest);
+			dest = NULL;
+			if (describe(s, t->object, &dest, &ndest, err, errlen) < 0)
+				goto out;
+		}
 		free(add);
 		add = NULL;
 		m = ch_layout_match(l, dest, ndest, NULL, 0, &add, &nadd, err, errlen);
@@ -1320,7 +1376,7 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		const struct held *h = pt->keys.rows[i];
 		if (rowbuf_mark(&s->enc) < 0 ||
 		    (h->row ? ch_rb_put_raw(&s->enc.b, h->row, h->rowlen)
-			    : ch_layout_put_row(&s->enc.b, t->lay, h->m, h->vals, false, err, errlen)) < 0) {
+			    : put_row(s, &s->enc.b, t->lay, h->m, h->vals, false, err, errlen)) < 0) {
 			if (!err[0] || sl_buf_failed(&s->enc.b))
 				snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", t->object);
 			return -1;
@@ -1434,7 +1490,7 @@ static int write_append(struct chsink *s, struct chtab *t, const struct sl_chang
 
 	if (rowbuf_mark(rb) < 0)
 		goto oom;
-	if (ch_layout_put_row(&rb->b, t->lay, m, marker ? NULL : c->values, marker, err, errlen) < 0) {
+	if (put_row(s, &rb->b, t->lay, m, marker ? NULL : c->values, marker, err, errlen) < 0) {
 		rb->n--;
 		return -1;
 	}
@@ -1622,7 +1678,7 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 		h = held_make(m, vals, l->nsrc, s->key.data, s->key.len, fill, filllen);
 	} else {
 		sl_buf_reset(&s->row);
-		if (ch_layout_put_row(&s->row, l, m, vals, false, err, errlen) < 0) {
+		if (put_row(s, &s->row, l, m, vals, false, err, errlen) < 0) {
 			if (sl_buf_failed(&s->row))
 				goto oom;
 			goto out;      /* a value the column cannot take: err says which */
@@ -2082,6 +2138,7 @@ void sl_clickhouse_get_stats(void *ctx, struct sl_ch_stats *out)
 	*out = s->stats;
 	out->unchanged_filled += atomic_load(&s->w_filled);
 	out->dead_letters += atomic_load(&s->w_dead);
+	out->date_clamps = atomic_load(&s->w_clamps);
 	ch_http_get_stats(s->http, &hs);
 	out->requests = hs.requests;
 	out->retries = hs.retries;

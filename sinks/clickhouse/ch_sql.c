@@ -6,9 +6,10 @@
  * later forms are ClickHouse's documented behaviour):
  *  - ReplacingMergeTree takes one argument, the version column (an
  *    is_deleted argument came in 23.2), so deletions are a column that the
- *    view filters.
+ *    view filters.  The modern layout (23.x and later) passes _is_deleted.
  *  - No DateTime64, no Date32, no Bool, no UUID layout we rely on: times are
- *    Int64 microseconds, dates Int32 days, booleans UInt8, uuids text.
+ *    Int64 microseconds, dates Int32 days, booleans UInt8, uuids text (the
+ *    legacy layout); the modern layout has them (ch_rowbin.h).
  *  - Nullable columns cannot be in a sorting key (allow_nullable_key came in
  *    20.x), so merge-mode key columns are not Nullable.
  *  - "ADD COLUMN IF NOT EXISTS" and "CREATE OR REPLACE VIEW" do not parse in
@@ -108,7 +109,10 @@ int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout
 	}
 	sl_buf_puts(b, ") ENGINE = ");
 	if (l->merge) {
-		sl_buf_puts(b, "ReplacingMergeTree(`_version`) ORDER BY (");
+		/* is_deleted (23.2 and later): FINAL and merges drop a deleted key's
+		 * rows in the modern layout; the view filters in both */
+		sl_buf_puts(b, l->flavor == CH_MODERN ? "ReplacingMergeTree(`_version`, `_is_deleted`) ORDER BY ("
+						     : "ReplacingMergeTree(`_version`) ORDER BY (");
 		for (int k = 0; k < l->nkeys; k++) {
 			sl_buf_puts(b, first ? "" : ", ");
 			first = false;
@@ -195,6 +199,19 @@ int ch_sql_version(struct sl_buf *b)
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_flavor_of_version(const char *s, size_t n, enum ch_flavor *out)
+{
+	long major = 0;
+	size_t i;
+
+	for (i = 0; i < n && i < 6 && s[i] >= '0' && s[i] <= '9'; i++)
+		major = major * 10 + (s[i] - '0');
+	if (i == 0 || i >= n || s[i] != '.')
+		return -1;
+	*out = major >= 23 ? CH_MODERN : CH_LEGACY;
+	return 0;
+}
+
 int ch_sql_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, bool meta_only)
 {
 	size_t start = b->len;
@@ -224,13 +241,16 @@ static void meta_literal(struct sl_buf *b, const struct ch_layout *l, const stru
 	switch (c->meta) {
 	case CH_M_UUID:
 		ch_uuid_text(u, m->uuid);
+		sl_buf_puts(b, c->type.ch == CH_UUID ? "toUUID(" : "");
 		ch_quote_str(b, u, sizeof u);
+		sl_buf_puts(b, c->type.ch == CH_UUID ? ")" : "");
 		return;
 	case CH_M_SOURCE_TS:
-		sl_buf_printf(b, "toInt64(%" PRId64 ")", m->source_ts_us);
-		return;
 	case CH_M_READ_TS:
-		sl_buf_printf(b, "toInt64(%" PRId64 ")", m->read_ts_us);
+		/* a DateTime64 from microseconds: a cast would read seconds */
+		sl_buf_printf(b, c->type.ch == CH_DATETIME64_UTC ? "fromUnixTimestamp64Micro(toInt64(%" PRId64
+				 "), 'UTC')" : "toInt64(%" PRId64 ")",
+			      c->meta == CH_M_SOURCE_TS ? m->source_ts_us : m->read_ts_us);
 		return;
 	case CH_M_CHANGE_TYPE:
 		sl_buf_puts(b, "'TRUNCATE'");
@@ -437,12 +457,14 @@ int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, 
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-/* A key column's type in an external table's structure: no commas. */
+/* A key column's type in an external table's structure: no commas (the
+ * time zone of a DateTime64 only changes how it prints). */
 static void structure_type(struct sl_buf *b, const struct ch_type *t)
 {
 	if (t->ch == CH_DECIMAL)
-		sl_buf_printf(b, "Decimal%d(%d)", t->precision <= 9 ? 32 : t->precision <= 18 ? 64 : 128,
-			      t->scale);
+		sl_buf_printf(b, "Decimal%d(%d)", (int)ch_decimal_width(t->precision) * 8, t->scale);
+	else if (t->ch == CH_DATETIME64_UTC)
+		sl_buf_puts(b, "DateTime64(6)");
 	else
 		ch_type_sql(b, t);
 }

@@ -2,7 +2,8 @@
  * sinks/clickhouse/ch_sql.h: every SQL statement the ClickHouse sink sends,
  * the URL parameters it sets, and how it reads ClickHouse's errors.  This is
  * the one place that knows which ClickHouse versions do what: everything
- * here is accepted by 18.16 and by current releases (23.x-25.x), and the
+ * here is accepted by 18.16 and by current releases (23.x-26.x), except the
+ * modern layout's types and engine argument (23.x and later), and the
  * comments in ch_sql.c say why each choice was made (doc/clickhouse.md,
  * "Versions").
  *
@@ -48,7 +49,8 @@ int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *s
 
 int ch_sql_create_database(struct sl_buf *b, const char *db);
 /* CREATE TABLE IF NOT EXISTS with the layout's columns; ENGINE
- * ReplacingMergeTree(_version) ORDER BY the primary key (merge), or
+ * ReplacingMergeTree(_version) ORDER BY the primary key (merge; the modern
+ * layout's ReplacingMergeTree(_version, _is_deleted)), or
  * ReplacingMergeTree ORDER BY (_csn, _uuid) (append: a change delivered
  * twice collapses into one row). */
 int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout *l);
@@ -72,6 +74,11 @@ int ch_sql_database_exists(struct sl_buf *b, const char *db);
 int ch_sql_user_settings(struct sl_buf *b);
 /* The server's version, as text. */
 int ch_sql_version(struct sl_buf *b);
+/* The layout of the tables made on a server of version text s (n bytes,
+ * "26.7.2.1\n"): modern from 23.x (ReplacingMergeTree's is_deleted came in
+ * 23.2; Date32, Bool, Decimal256 and DateTime64 before), legacy before.
+ * Returns 0 with *out, or -1 when s does not start with "<major>.". */
+int ch_flavor_of_version(const char *s, size_t n, enum ch_flavor *out);
 
 /* The query of an insert into the layout's table in RowBinary, for the
  * "query" URL parameter: with the column list (meta_only: the metadata

@@ -12,8 +12,14 @@
  *
  *   append  ReplacingMergeTree ORDER BY (_csn, _uuid): one row per change;
  *           a change delivered twice (at-least-once) collapses into one row.
- *   merge   ReplacingMergeTree(_version) ORDER BY the primary key, and a
- *           view `<table>_current` (FINAL, deleted rows filtered out).
+ *   merge   ReplacingMergeTree(_version) ORDER BY the primary key (in the
+ *           modern layout ReplacingMergeTree(_version, _is_deleted)), and
+ *           a view `<table>_current` (FINAL, deleted rows filtered out).
+ *
+ * The column types are those of the legacy layout (18.16's) or of the
+ * modern one (23.x and later: DateTime64, Date32, Bool, UUID, Decimal256),
+ * chosen by the key layout or the server's version() for the tables the
+ * sink makes; a table that exists is written in the layout it has.
  *
  * write() adds a change to a batch in memory: encoded at once as a RowBinary
  * row (append), or kept as the latest change of its key (merge: one row per
@@ -44,6 +50,9 @@
 #include "sinks/sink.h"
 
 enum sl_ch_compression { SL_CH_GZIP_AUTO = 0, SL_CH_GZIP, SL_CH_GZIP_NONE };
+/* The types of the tables sluice makes (doc/clickhouse.md, "Layouts"):
+ * auto picks modern for a server of 23.x or later, legacy before. */
+enum sl_ch_layout { SL_CH_LAYOUT_AUTO = 0, SL_CH_LAYOUT_LEGACY, SL_CH_LAYOUT_MODERN };
 
 /* The configuration of one clickhouse destination (doc/configuration.md).
  * Strings belong to it (the key table frees them); password is a secret. */
@@ -62,6 +71,7 @@ struct sl_ch_conf {
 	int tls_verify;              /* bool, default true */
 	int compression;             /* enum sl_ch_compression, default auto */
 	char *dead_letter_path;      /* NULL: <database>.<stream>.dead-letter.jsonl */
+	int layout;                  /* enum sl_ch_layout, default auto: for tables it makes */
 	size_t response_cap;         /* not a key: the largest response read; 0 (always, from the
 				      * file): 256 MiB.  Tests make it small. */
 };
@@ -81,6 +91,7 @@ struct sl_ch_stats {
 	uint64_t replays_kept;       /* merge: replayed key changes filled from the new key's row of the same version */
 	uint64_t spills;             /* batches sent from write() inside a transaction */
 	uint64_t below_truncate;     /* merge: replayed changes older than the table's last TRUNCATE, skipped */
+	uint64_t date_clamps;        /* dates outside Date32's range, clamped (modern layout) */
 	uint64_t requests;           /* HTTP requests, retries included */
 	uint64_t retries;
 	uint64_t bytes_sent;         /* request bodies as sent */

@@ -379,10 +379,10 @@ class ClickHouse26Server(ClickHouseServer):
                      errlog, errlog, "EADDRINUSE")
 
 
-def new_clickhouse_server(tls=False):
+def new_clickhouse_server(tls=False, engine=None):
     """The ClickHouse server of the tests: ClickHouse26Server when
     SLUICE_CH_ENGINE=26, else clickhouse-server."""
-    return ClickHouse26Server(tls=tls) if CH_ENGINE == "26" else ClickHouseServer(tls=tls)
+    return ClickHouse26Server(tls=tls) if (engine or CH_ENGINE) == "26" else ClickHouseServer(tls=tls)
 
 
 class HoldingProxy:
@@ -485,10 +485,12 @@ def ch_object(schema, table):
     return esc(schema).replace("_", "__") + "_" + esc(table, True)
 
 
-def merge_engine_re(key):
+def merge_engine_re(key, modern=False):
     """engine_full of a merge-mode table ordered by key, as 18.16 and later
-    versions spell it ("ORDER BY id", "ORDER BY (id) SETTINGS ...")."""
-    return rf"^ReplacingMergeTree\(_version\) ORDER BY ({key}|\({key}\))( |$)"
+    versions spell it ("ORDER BY id", "ORDER BY (id) SETTINGS ..."); the
+    modern layout's has _is_deleted too."""
+    args = r"_version, _is_deleted" if modern else r"_version"
+    return rf"^ReplacingMergeTree\({args}\) ORDER BY ({key}|\({key}\))( |$)"
 
 
 # --------------------------------------------------------------------------
@@ -520,10 +522,19 @@ def _read(buf, pos, t):
     m = re.match(r"^Decimal\((\d+),\s*(\d+)\)$", t)
     if m:
         p, s = int(m.group(1)), int(m.group(2))
-        width = 4 if p <= 9 else 8 if p <= 18 else 16
+        width = 4 if p <= 9 else 8 if p <= 18 else 16 if p <= 38 else 32
         v = int.from_bytes(buf[pos:pos + width], "little", signed=True)
-        return decimal.Decimal(v).scaleb(-s), pos + width
-    fixed = {"UInt8": "<B", "Int32": "<i", "Int64": "<q", "UInt64": "<Q", "Float32": "<f", "Float64": "<d"}
+        return decimal.Decimal(v).scaleb(-s, context=decimal.Context(prec=100)), pos + width
+    if t == "UUID":
+        # two little-endian UInt64: the high half (the text's first 16 hex
+        # digits), then the low half; read as the canonical text
+        hi, lo = struct.unpack_from("<QQ", buf, pos)
+        h = f"{hi:016x}{lo:016x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}".encode(), pos + 16
+    if t.startswith("DateTime64(6"):
+        t = "Int64"     # microseconds since the epoch, whatever the time zone
+    fixed = {"UInt8": "<B", "Int32": "<i", "Int64": "<q", "UInt64": "<Q", "Float32": "<f", "Float64": "<d",
+             "Bool": "<B", "Date32": "<i"}
     if t in fixed:
         fmt = fixed[t]
         n = struct.calcsize(fmt)
@@ -561,11 +572,17 @@ def _micros(td):
     return (td.days * 86400 + td.seconds) * 1000000 + td.microseconds
 
 
-def ch_expected(kind, v, oid=None, typmod=None):
+DATE32_MIN, DATE32_MAX = -25567, 120529   # 1900-01-01, 2299-12-31
+
+
+def ch_expected(kind, v, oid=None, typmod=None, modern=False):
     """A PostgreSQL value (as harness.expected_rows reads it) as sluice
-    writes it to ClickHouse (doc/clickhouse.md), in rowbinary_rows' terms."""
+    writes it to ClickHouse (doc/clickhouse.md), in rowbinary_rows' terms,
+    in the legacy or the modern layout."""
     if v is None:
         return None
+    if kind == "date" and modern:
+        return min(max((v - EPOCH_DATE).days, DATE32_MIN), DATE32_MAX)
     if kind == "bool":
         return 1 if v else 0
     if kind == "int":
@@ -576,7 +593,7 @@ def ch_expected(kind, v, oid=None, typmod=None):
         return struct.pack("<d", v)
     if kind == "decimal":
         p = ((typmod - 4) >> 16) & 0xFFFF
-        if p > 38:
+        if p > (76 if modern else 38):
             return str(v).encode()   # text with exactly the scale's digits
         return v
     if kind == "bytes":
@@ -600,7 +617,7 @@ def ch_value_equal(kind, expected, actual):
     return expected == actual
 
 
-def source_rows_for_ch(pg, schema, table, key_columns):
+def source_rows_for_ch(pg, schema, table, key_columns, modern=False):
     """{key tuple: {ClickHouse column name: expected value}} of the source table."""
     from harness import expected_rows
     kinds = column_kinds(pg, schema, table, with_oids=True)
@@ -613,7 +630,7 @@ def source_rows_for_ch(pg, schema, table, key_columns):
     for _key, row in rows.items():
         conv = {}
         for name, kind, oid in kinds:
-            conv[ch_column(name)] = ch_expected(kind, row[name], oid, typmods[name])
+            conv[ch_column(name)] = ch_expected(kind, row[name], oid, typmods[name], modern)
         out[tuple(conv[ch_column(k)] for k in key_columns)] = conv
     return out, {ch_column(n): k for n, k, _ in kinds}
 
@@ -695,6 +712,7 @@ class ChTestCase(unittest.TestCase):
     pg = None
     ch = None
     ch_tls = False     # the ClickHouse server also serves HTTPS (needs openssl)
+    ch_engine = None   # "26": tests/tools/clickhouse26 whatever SLUICE_CH_ENGINE says
 
     @classmethod
     def setUpClass(cls):
@@ -702,9 +720,17 @@ class ChTestCase(unittest.TestCase):
         cls.pg = PgServer(cls.pg_settings)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
-        cls.ch = new_clickhouse_server(tls=cls.ch_tls)
+        cls.ch = new_clickhouse_server(tls=cls.ch_tls, engine=cls.ch_engine)
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
+
+    @property
+    def modern(self):
+        """Whether sluice makes modern-layout tables on this server (23.x and
+        later, with the default layout = auto)."""
+        if not hasattr(self.ch, "_modern"):
+            self.ch._modern = int(self.ch.version().split(".")[0]) >= 23
+        return self.ch._modern
 
     def sluice(self, database="replica", write_mode="append", dest=None, **kw):
         """A Sluice on this class's servers writing to ClickHouse database
@@ -738,7 +764,7 @@ class ChTestCase(unittest.TestCase):
 
     def source_rows(self, schema, table, key_columns):
         """The source table as ClickHouse must hold it: ({key: row}, {column: kind})."""
-        return source_rows_for_ch(self.pg, schema, table, key_columns)
+        return source_rows_for_ch(self.pg, schema, table, key_columns, self.modern)
 
     def assertChMatches(self, s, schema, table, key_columns, append=False):
         """The table's merge view equals the source table exactly; with
@@ -762,7 +788,7 @@ class ChTestCase(unittest.TestCase):
 # --------------------------------------------------------------------------
 # a MariaDB source
 
-def my_ch_expected(kind, v, precision=None, scale=None):
+def my_ch_expected(kind, v, precision=None, scale=None, modern=False):
     """A MariaDB value as MySQLdb returns it (harness_mysql.my_column_kinds'
     kinds and expressions) as sluice writes it to ClickHouse, in
     rowbinary_rows' terms (doc/clickhouse.md, doc/types-mysql.md)."""
@@ -774,13 +800,14 @@ def my_ch_expected(kind, v, precision=None, scale=None):
         return 1 if any(bytes(v)) else 0
     if kind == "decimal":
         v = v.quantize(decimal.Decimal(1).scaleb(-scale), context=decimal.Context(prec=100))
-        return format(v, "f").encode() if precision > 38 else v
+        return format(v, "f").encode() if precision > (76 if modern else 38) else v
     if kind == "float4":
         return struct.pack("<f", v)
     if kind == "float8":
         return struct.pack("<d", v)
     if kind == "date":
-        return (v - EPOCH_DATE).days
+        days = (v - EPOCH_DATE).days
+        return min(max(days, DATE32_MIN), DATE32_MAX) if modern else days
     if kind == "time":
         return v // datetime.timedelta(microseconds=1)
     if kind in ("timestamp", "timestamptz"):
@@ -790,7 +817,7 @@ def my_ch_expected(kind, v, precision=None, scale=None):
     return v.encode() if isinstance(v, str) else bytes(v)
 
 
-def my_source_rows_for_ch(my, db, table, key_columns):
+def my_source_rows_for_ch(my, db, table, key_columns, modern=False):
     """{key tuple: {ClickHouse column: expected value}} of a MariaDB table,
     read with its own SELECT (the harness's connection, time_zone UTC), and
     {ClickHouse column: kind}."""
@@ -803,7 +830,7 @@ def my_source_rows_for_ch(my, db, table, key_columns):
         table.replace("`", "``") + "`"
     out = {}
     for row in my.sql(q):
-        conv = {ch_column(n): my_ch_expected(k, v, *prec[n]) for (n, k, _), v in zip(kinds, row)}
+        conv = {ch_column(n): my_ch_expected(k, v, *prec[n], modern=modern) for (n, k, _), v in zip(kinds, row)}
         key = tuple(conv[ch_column(k)] for k in key_columns)
         if key in out:
             raise AssertionError(f"{db}.{table}: key {key} is not unique")
@@ -824,7 +851,7 @@ class MyChTestCase(ChTestCase):
         cls.my = cls.pg = MariaDbServer(cls.my_settings)
         cls.addClassCleanup(cls.my.close)
         cls.my.start()
-        cls.ch = new_clickhouse_server()
+        cls.ch = new_clickhouse_server(engine=cls.ch_engine)
         cls.addClassCleanup(cls.ch.close)
         cls.ch.start()
 
@@ -840,4 +867,4 @@ class MyChTestCase(ChTestCase):
         return super().sluice(database=database, write_mode=write_mode, dest=dest, extra=extra, **kw)
 
     def source_rows(self, schema, table, key_columns):
-        return my_source_rows_for_ch(self.my, schema, table, key_columns)
+        return my_source_rows_for_ch(self.my, schema, table, key_columns, self.modern)

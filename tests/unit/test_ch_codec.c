@@ -346,10 +346,12 @@ static void dump(const char *what, const struct sl_buf *b)
 	fprintf(stderr, "\n");
 }
 
-/* Encodes v into a column of sluice type `type` (nullable unless key) and
- * checks the bytes; then decodes them and checks the value comes back. */
-static void check_rb(enum sl_type type, int p, int s, bool nullable, struct sl_value v, const char *what,
-		     const unsigned char *want, size_t wantlen)
+/* Encodes v into a column of sluice type `type` (nullable unless key) in
+ * layout fl and checks the bytes and the return code (1: clamped); then
+ * decodes them and checks the value comes back (or, clamped, that value). */
+static void check_rb_fl(enum sl_type type, int p, int s, bool nullable, enum ch_flavor fl, int want_rc,
+			struct sl_value v, const struct sl_value *clamped, const char *what,
+			const unsigned char *want, size_t wantlen)
 {
 	struct sl_column col = mkcol(type, p, s);
 	struct ch_type t;
@@ -357,10 +359,10 @@ static void check_rb(enum sl_type type, int p, int s, bool nullable, struct sl_v
 	struct sl_value back;
 	char err[256] = "", scratch[CH_RB_SCRATCH];
 
-	assert_int_equal(ch_type_of_column(&t, &col, nullable), 0);
+	assert_int_equal(ch_type_of_column(&t, &col, nullable, fl), 0);
 	sl_buf_init(&b, 0);
-	if (ch_rb_put_value(&b, &t, &v, "col_x", err, sizeof err) != 0)
-		fail_msg("%s: unexpected error: %s", what, err);
+	if (ch_rb_put_value(&b, &t, &v, "col_x", err, sizeof err) != want_rc)
+		fail_msg("%s: unexpected return: %s", what, err);
 	if (b.len != wantlen || memcmp(b.data, want, wantlen) != 0) {
 		dump(what, &b);
 		fail_msg("%s: wrong encoding", what);
@@ -370,6 +372,8 @@ static void check_rb(enum sl_type type, int p, int s, bool nullable, struct sl_v
 		fail_msg("%s: does not decode", what);
 	if (v.kind == SL_V_UNCHANGED)
 		v.kind = SL_V_NULL;
+	if (clamped)
+		v = *clamped;
 	if (!sl_value_equal(&v, &back))
 		fail_msg("%s: decodes to another value (kind %u)", what, back.kind);
 	/* and it can be stepped over */
@@ -382,7 +386,14 @@ static void check_rb(enum sl_type type, int p, int s, bool nullable, struct sl_v
 #define RB(type, p, s, nullable, v, ...)                                                 \
 	do {                                                                             \
 		static const unsigned char w_[] = { __VA_ARGS__ };                       \
-		check_rb(type, p, s, nullable, v, #v, w_, sizeof w_);                    \
+		check_rb_fl(type, p, s, nullable, CH_LEGACY, 0, v, NULL, #v, w_, sizeof w_); \
+	} while (0)
+
+/* The same in the modern layout. */
+#define RBM(type, p, s, nullable, v, ...)                                                \
+	do {                                                                             \
+		static const unsigned char w_[] = { __VA_ARGS__ };                       \
+		check_rb_fl(type, p, s, nullable, CH_MODERN, 0, v, NULL, #v, w_, sizeof w_); \
 	} while (0)
 
 static struct sl_value tl_float_bits(uint32_t bits)
@@ -399,6 +410,99 @@ static struct sl_value tl_double_bits(uint64_t bits)
 
 	memcpy(&d, &bits, sizeof d);
 	return tl_double(d);
+}
+
+/* The modern layout's types (ch_rowbin.h): the expected bytes were worked
+ * out by hand (decimals with Python's int.to_bytes, independently). */
+static void test_rb_modern(void **state)
+{
+	static const unsigned char u[16] = { 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+					     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
+	struct ch_type t;
+	struct sl_column col;
+
+	(void)state;
+	/* DateTime64(6): the same Int64 microseconds */
+	RBM(SL_T_TIMESTAMPTZ, 0, 0, true, tl_ts(INT64_C(1709208000500000)),
+	    0x00, 0x20, 0x91, 0xb7, 0xff, 0x83, 0x12, 0x06, 0x00);
+	RBM(SL_T_TIMESTAMP, 0, 0, false, tl_ts(-1), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff);
+	/* Date32: Int32 days, its ends kept, beyond them clamped (return 1) */
+	RBM(SL_T_DATE, 0, 0, true, tl_date(-25567), 0x00, 0x21, 0x9c, 0xff, 0xff);
+	RBM(SL_T_DATE, 0, 0, true, tl_date(120529), 0x00, 0xd1, 0xd6, 0x01, 0x00);
+	{
+		static const unsigned char lo[] = { 0x00, 0x21, 0x9c, 0xff, 0xff };
+		static const unsigned char hi[] = { 0xd1, 0xd6, 0x01, 0x00 };
+		struct sl_value min = tl_date(-25567), max = tl_date(120529);
+		check_rb_fl(SL_T_DATE, 0, 0, true, CH_MODERN, 1, tl_date(-719162), &min, "0001-01-01", lo, sizeof lo);
+		check_rb_fl(SL_T_DATE, 0, 0, false, CH_MODERN, 1, tl_date(2932896), &max, "9999-12-31", hi, sizeof hi);
+		check_rb_fl(SL_T_DATE, 0, 0, true, CH_MODERN, 1, tl_date(-25568), &min, "1899-12-31", lo, sizeof lo);
+	}
+	/* Bool: one byte */
+	RBM(SL_T_BOOL, 0, 0, true, tl_bool(true), 0x00, 0x01);
+	RBM(SL_T_BOOL, 0, 0, false, tl_bool(false), 0x00);
+	/* UUID 00112233-4455-6677-8899-aabbccddeeff: two little-endian halves */
+	RBM(SL_T_UUID, 0, 0, true, tl_uuid(u), 0x00, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00,
+	    0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88);
+	/* Decimal at each width's widest value, negative, and the first of the next */
+	RBM(SL_T_DECIMAL, 9, 0, false, tl_dec(true, "999999999", 0), 0x01, 0x36, 0x65, 0xc4);
+	RBM(SL_T_DECIMAL, 10, 0, false, tl_dec(true, "1000000000", 0), 0x00, 0x36, 0x65, 0xc4, 0xff, 0xff, 0xff, 0xff);
+	RBM(SL_T_DECIMAL, 18, 2, false, tl_dec(true, "999999999999999999", 2),
+	    0x01, 0x00, 0x9c, 0x58, 0x4c, 0x49, 0x1f, 0xf2);
+	RBM(SL_T_DECIMAL, 19, 0, false, tl_dec(true, "1000000000000000000", 0),
+	    0x00, 0x00, 0x9c, 0x58, 0x4c, 0x49, 0x1f, 0xf2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff);
+	RBM(SL_T_DECIMAL, 38, 10, false, tl_dec(true, "99999999999999999999999999999999999999", 10),
+	    0x01, 0x00, 0x00, 0x00, 0xc0, 0xdd, 0x75, 0xf6, 0x85, 0x3b, 0x79, 0xa5, 0x57, 0xb3, 0xc4, 0xb4);
+	RBM(SL_T_DECIMAL, 39, 0, false, tl_dec(true, "100000000000000000000000000000000000000", 0),
+	    0x00, 0x00, 0x00, 0x00, 0xc0, 0xdd, 0x75, 0xf6, 0x85, 0x3b, 0x79, 0xa5, 0x57, 0xb3, 0xc4, 0xb4,
+	    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff);
+	RBM(SL_T_DECIMAL, 76, 20, true,
+	    tl_dec(true, "9999999999999999999999999999999999999999999999999999999999999999999999999999", 20),
+	    0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x6a, 0x8e, 0x0e, 0x5a, 0x8a, 0x88,
+	    0x86, 0xd6, 0x9a, 0x17, 0x54, 0x4b, 0x9b, 0xf8, 0x4a, 0xea, 0x66, 0xee, 0x58, 0x33, 0xe4, 0xe9);
+	RBM(SL_T_DECIMAL, 76, 0, false, tl_dec(false, "7", 0), 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+	    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	/* the types' SQL; wider than 76 digits is a String in both layouts */
+	col = mkcol(SL_T_DECIMAL, 76, 2);
+	assert_int_equal(ch_type_of_column(&t, &col, false, CH_MODERN), 0);
+	assert_int_equal(t.ch, CH_DECIMAL);
+	assert_int_equal(ch_type_of_column(&t, &col, false, CH_LEGACY), 0);
+	assert_int_equal(t.ch, CH_STRING);
+	col = mkcol(SL_T_DECIMAL, 77, 2);
+	assert_int_equal(ch_type_of_column(&t, &col, false, CH_MODERN), 0);
+	assert_int_equal(t.ch, CH_STRING);
+	{
+		static const struct { enum sl_type sl; const char *sql; } sqls[] = {
+			{ SL_T_TIMESTAMPTZ, "Nullable(DateTime64(6, 'UTC'))" }, { SL_T_TIMESTAMP, "Nullable(DateTime64(6))" },
+			{ SL_T_DATE, "Nullable(Date32)" }, { SL_T_BOOL, "Nullable(Bool)" }, { SL_T_UUID, "Nullable(UUID)" },
+			{ SL_T_JSON, "Nullable(String)" }, { SL_T_TIME, "Nullable(Int64)" },
+		};
+		for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+			struct sl_buf b;
+			col = mkcol(sqls[i].sl, 0, 0);
+			sl_buf_init(&b, 0);
+			assert_int_equal(ch_type_of_column(&t, &col, true, CH_MODERN), 0);
+			assert_int_equal(ch_type_sql(&b, &t), 0);
+			assert_string_equal(b.data, sqls[i].sql);
+			sl_buf_free(&b);
+		}
+	}
+}
+
+/* The layout a server's version() picks. */
+static void test_flavor_of_version(void **state)
+{
+	static const struct { const char *v; int rc; enum ch_flavor fl; } cases[] = {
+		{ "18.16.1\n", 0, CH_LEGACY }, { "22.8.5.29", 0, CH_LEGACY }, { "23.2.1.2537\n", 0, CH_MODERN },
+		{ "26.7.2.1\n", 0, CH_MODERN }, { "100.1", 0, CH_MODERN }, { "23", -1, CH_LEGACY },
+		{ "", -1, CH_LEGACY }, { "v23.1", -1, CH_LEGACY }, { "Code: 516. DB::Exception", -1, CH_LEGACY },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		enum ch_flavor fl = CH_LEGACY;
+		assert_int_equal(ch_flavor_of_version(cases[i].v, strlen(cases[i].v), &fl), cases[i].rc);
+		assert_int_equal(fl, cases[i].fl);
+	}
 }
 
 static void test_rb_scalars(void **state)
@@ -464,7 +568,7 @@ static void test_rb_strings(void **state)
 		char err[128];
 		struct sl_value v = tl_str(long_text);
 		sl_buf_init(&b, 0);
-		assert_int_equal(ch_type_of_column(&t, &col, true), 0);
+		assert_int_equal(ch_type_of_column(&t, &col, true, CH_LEGACY), 0);
 		assert_int_equal(ch_rb_put_value(&b, &t, &v, "c", err, sizeof err), 0);
 		assert_int_equal(b.len, 1 + 2 + 199);
 		assert_int_equal((unsigned char)b.data[1], 0xc7);
@@ -512,7 +616,7 @@ static void test_rb_decimal_padding(void **state)
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ch_type_of_column(&t, &col, true), 0);
+	assert_int_equal(ch_type_of_column(&t, &col, true, CH_LEGACY), 0);
 	assert_int_equal(ch_rb_put_value(&b, &t, &v, "c", err, sizeof err), 0);
 	assert_int_equal(b.len, sizeof want);
 	assert_memory_equal(b.data, want, sizeof want);
@@ -536,7 +640,7 @@ static void check_refused(enum sl_type type, int p, int s, bool nullable, struct
 	struct sl_buf b;
 	char err[256] = "";
 
-	assert_int_equal(ch_type_of_column(&t, &col, nullable), 0);
+	assert_int_equal(ch_type_of_column(&t, &col, nullable, CH_LEGACY), 0);
 	sl_buf_init(&b, 0);
 	sl_buf_puts(&b, "keep");
 	if (ch_rb_put_value(&b, &t, &v, "col_x", err, sizeof err) == 0)
@@ -578,7 +682,7 @@ static void test_rb_bad_input(void **state)
 	struct ch_rb_reader r;
 
 	(void)state;
-	assert_int_equal(ch_type_of_column(&t, &col, true), 0);
+	assert_int_equal(ch_type_of_column(&t, &col, true, CH_LEGACY), 0);
 	r = (struct ch_rb_reader){ not_uuid, not_uuid + sizeof not_uuid };
 	assert_int_equal(ch_rb_get_value(&r, &t, &v, scratch), -1);
 	r = (struct ch_rb_reader){ truncated, truncated + sizeof truncated };
@@ -586,7 +690,7 @@ static void test_rb_bad_input(void **state)
 	r = (struct ch_rb_reader){ bad_flag, bad_flag + sizeof bad_flag };
 	assert_int_equal(ch_rb_get_value(&r, &t, &v, scratch), -1);
 	col = mkcol(SL_T_DECIMAL, 40, 2);
-	assert_int_equal(ch_type_of_column(&t, &col, false), 0);
+	assert_int_equal(ch_type_of_column(&t, &col, false, CH_LEGACY), 0);
 	static const unsigned char good[] = { 4, '1', '.', '2', '3' };
 	static const unsigned char wrong_scale[] = { 5, '1', '.', '2', '3', '4' };
 	static const unsigned char no_digits[] = { 2, '-', '.' };
@@ -626,7 +730,7 @@ static void test_rb_decimal_roundtrip(void **state)
 		struct ch_type t;
 		struct sl_buf b;
 		sl_buf_init(&b, 0);
-		assert_int_equal(ch_type_of_column(&t, &col, (x >> 40) % 2), 0);
+		assert_int_equal(ch_type_of_column(&t, &col, (x >> 40) % 2, CH_LEGACY), 0);
 		if (ch_rb_put_value(&b, &t, &v, "c", err, sizeof err) != 0)
 			fail_msg("decimal(%d,%d) %s: %s", p, s, digits, err);
 		struct ch_rb_reader r = { (const unsigned char *)b.data, (const unsigned char *)b.data + b.len };
@@ -720,7 +824,7 @@ static void test_layout_create(void **state)
 	(void)state;
 	sl_buf_init(&b, 0);
 	/* the object name decides the table name: public.every_type */
-	assert_int_equal(ch_layout_new(&l, t, false, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
 	free(l->object);
 	l->object = strdup("public_every__type");
 	assert_int_equal(ch_sql_create_table(&b, "replica", l), 0);
@@ -728,7 +832,7 @@ static void test_layout_create(void **state)
 	assert_int_equal(l->nkeys, 0);
 	ch_layout_free(l);
 
-	assert_int_equal(ch_layout_new(&l, t, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
 	sl_buf_reset(&b);
 	assert_int_equal(ch_sql_create_table(&b, "replica", l), 0);
 	assert_non_null(strstr(b.data, "(`id` Int64, `c_int4` Nullable(Int32)"));
@@ -763,10 +867,10 @@ static void test_layout_keyless_merge(void **state)
 	char err[256];
 
 	(void)state;
-	assert_int_equal(ch_layout_new(&l, t, true, err, sizeof err), -1);
+	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), -1);
 	assert_string_equal(err, "table \"public\".\"nokey\" has no primary key: write_mode = merge needs one "
 			    "(use write_mode = append for it)");
-	assert_int_equal(ch_layout_new(&l, t, false, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
 	ch_layout_free(l);
 	sl_table_free(t);
 }
@@ -827,12 +931,12 @@ static void test_layout_match(void **state)
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ch_layout_new(&l1, t1, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l1, t1, true, CH_LEGACY, err, sizeof err), 0);
 	d = dest_of(l1, &nd);
 	/* the same version: same */
 	assert_int_equal(ch_layout_match(l1, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
 	/* a column added at the source: ALTER TABLE ADD COLUMN, then the table's order */
-	assert_int_equal(ch_layout_new(&l, t2, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t2, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
 	assert_int_equal(nadd, 1);
 	ch_sql_add_columns(&b, "db", l, add, nadd);
@@ -853,13 +957,13 @@ static void test_layout_match(void **state)
 	}
 	ch_layout_free(l);
 	/* a dropped column */
-	assert_int_equal(ch_layout_new(&l, t3, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t3, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the source "
 			    "table (dropped or renamed at the source); only added columns are applied for now");
 	ch_layout_free(l);
 	/* a changed type, and which side changed it: sluice made "a" String (d) */
-	assert_int_equal(ch_layout_new(&l, t4, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t4, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" changed at the source: ClickHouse has "
 			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
@@ -876,14 +980,14 @@ static void test_layout_match(void **state)
 				d2[i].type = (char *)"Nullable(Int64)";
 		}
 		ch_layout_free(l);
-		assert_int_equal(ch_layout_new(&l, t1, true, err, sizeof err), 0);
+		assert_int_equal(ch_layout_new(&l, t1, true, CH_LEGACY, err, sizeof err), 0);
 		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 		assert_string_equal(err, "table \"public_t\": column \"a\" was changed in ClickHouse: sluice made it "
 				    "Nullable(String), which the source table still needs, and ClickHouse now has "
 				    "Nullable(Int64) (ALTER TABLE ... MODIFY COLUMN puts it back)");
 		/* and the source changed it too */
 		ch_layout_free(l);
-		assert_int_equal(ch_layout_new(&l, t4, true, err, sizeof err), 0);
+		assert_int_equal(ch_layout_new(&l, t4, true, CH_LEGACY, err, sizeof err), 0);
 		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 		assert_string_equal(err, "table \"public_t\": column \"a\" changed on both sides: sluice made it "
 				    "Nullable(String), ClickHouse now has Nullable(Int64), and the source table needs "
@@ -892,12 +996,12 @@ static void test_layout_match(void **state)
 	}
 	ch_layout_free(l);
 	/* a new key column */
-	assert_int_equal(ch_layout_new(&l, t5, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t5, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the primary key changed at the source (new key column \"k2\")"));
 	ch_layout_free(l);
 	/* a table made by an append-mode stream */
-	assert_int_equal(ch_layout_new(&l, t1, false, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t1, false, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the table was made for write_mode = merge"));
 	ch_layout_free(l);
@@ -941,7 +1045,7 @@ static void test_layout_row(void **state)
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ch_layout_new(&l, t, true, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
 	tl_change(&c, t, SL_OP_UPDATE_INSERT, v, 0x16B374D848, 3, 1700000000000000);
 	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
 	assert_int_equal(m.version, (UINT64_C(0x16B374D848) << 8) | 3);
@@ -1005,6 +1109,26 @@ static void test_rowmeta_refuses_far_positions(void **state)
 	sl_table_free(t);
 }
 
+/* The tombstones of a TRUNCATE at 0x1000-2 (tx 77) of table t's merge
+ * layout fl, keyed by its first two columns, into b; the record's uuid text
+ * into u. */
+static void truncate_tombstones(struct sl_buf *b, struct sl_table *t, enum ch_flavor fl, char u[static 37],
+				struct ch_layout **l)
+{
+	const char *keys[] = { t->cols[0].name, t->cols[1].name };
+	struct sl_change c;
+	struct ch_rowmeta m;
+	char err[256], metabuf[SL_META_BUF];
+
+	assert_int_equal(ch_layout_new(l, t, true, fl, err, sizeof err), 0);
+	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
+	c.tx_id = 77;
+	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
+	assert_int_equal(ch_sql_tombstones(b, "db", "public_t", keys, 2, *l, &m), 0);
+	ch_uuid_text(u, c.uuid);
+	u[36] = '\0';
+}
+
 static void test_tombstones_sql(void **state)
 {
 	static const struct tl_col cols[] = {
@@ -1013,23 +1137,12 @@ static void test_tombstones_sql(void **state)
 	};
 	struct sl_table *t = tl_table("public", "t", cols, 3);
 	struct ch_layout *l;
-	struct sl_change c;
-	struct ch_rowmeta m;
 	struct sl_buf b;
-	char err[256], metabuf[SL_META_BUF];
-	const char *keys[] = { "k1", "k 2" };
+	char want[2048], u[37];
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ch_layout_new(&l, t, true, err, sizeof err), 0);
-	tl_change(&c, t, SL_OP_TRUNCATE, NULL, 0x1000, 2, 1700000000000000);
-	c.tx_id = 77;
-	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
-	assert_int_equal(ch_sql_tombstones(&b, "db", "public_t", keys, 2, l, &m), 0);
-	char want[2048];
-	char u[37];
-	ch_uuid_text(u, c.uuid);
-	u[36] = '\0';
+	truncate_tombstones(&b, t, CH_LEGACY, u, &l);
 	snprintf(want, sizeof want,
 		 "INSERT INTO `db`.`public_t` (`k1`, `k 2`, `_uuid`, `_source_timestamp`, `_read_timestamp`, "
 		 "`_change_type`, `_csn`, `_version`, `_is_deleted`, `_tx_id`, `_unchanged_columns`, `_lsn`) "
@@ -1045,6 +1158,47 @@ static void test_tombstones_sql(void **state)
 	ch_layout_free(l);
 	sl_table_free(t);
 	sl_buf_free(&b);
+}
+
+/* The modern layout's tombstones: a UUID and DateTime64 metadata written as
+ * such (a cast of an integer to DateTime64 would read seconds); the lookup's
+ * external table describes a DateTime64 and a Decimal256 key without commas. */
+static void test_modern_sql(void **state)
+{
+	static const struct tl_col cols[] = {
+		{ "at", T_TIMESTAMPTZ, -1, "timestamptz", true }, { "n", T_NUMERIC, 0, "numeric(50,3)", true },
+		{ "v", T_TEXT, -1, "text", false },
+	};
+	struct tl_col cs[3];
+	struct sl_table *t;
+	struct ch_layout *l;
+	struct sl_buf b, q, st;
+	char want[2048], u[37];
+
+	(void)state;
+	memcpy(cs, cols, sizeof cs);
+	cs[1].typmod = numeric_typmod(50, 3);
+	t = tl_table("public", "t", cs, 3);
+	sl_buf_init(&b, 0);
+	sl_buf_init(&q, 0);
+	sl_buf_init(&st, 0);
+	truncate_tombstones(&b, t, CH_MODERN, u, &l);
+	snprintf(want, sizeof want,
+		 "INSERT INTO `db`.`public_t` (`at`, `n`, `_uuid`, `_source_timestamp`, `_read_timestamp`, "
+		 "`_change_type`, `_csn`, `_version`, `_is_deleted`, `_tx_id`, `_unchanged_columns`, `_lsn`) "
+		 "SELECT `at`, `n`, toUUID('%s'), fromUnixTimestamp64Micro(toInt64(1700000000000000), 'UTC'), "
+		 "fromUnixTimestamp64Micro(toInt64(1700000000001500), 'UTC'), 'TRUNCATE', "
+		 "'0000000000001000-0000000002', toUInt64(1048578), toUInt8(1), toUInt64(77), "
+		 "CAST([] AS Array(String)), '0/1000' FROM `db`.`public_t` FINAL WHERE `_version` < 1048578 "
+		 "AND `_is_deleted` = 0", u);
+	assert_string_equal(b.data, want);
+	assert_int_equal(ch_sql_lookup(&q, &st, "db", l), 0);
+	assert_string_equal(st.data, "k0 DateTime64(6), k1 Decimal256(3)");
+	ch_layout_free(l);
+	sl_table_free(t);
+	sl_buf_free(&b);
+	sl_buf_free(&q);
+	sl_buf_free(&st);
 }
 
 /* An insert into a table with a very long column list leaves the list out
@@ -1065,7 +1219,7 @@ static void test_insert_query_length(void **state)
 	}
 	sl_buf_init(&b, 0);
 	t = tl_table("public", "wide", cols, 3);
-	assert_int_equal(ch_layout_new(&l, t, false, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_sql_insert(&b, "db", l, false), 0);
 	assert_string_equal(b.data, "INSERT INTO `db`.`public_wide` (`a_rather_long_column_name_number_000`, "
 			    "`a_rather_long_column_name_number_001`, `a_rather_long_column_name_number_002`, `_uuid`, "
@@ -1074,7 +1228,7 @@ static void test_insert_query_length(void **state)
 	ch_layout_free(l);
 	sl_table_free(t);
 	t = tl_table("public", "wide", cols, 200);
-	assert_int_equal(ch_layout_new(&l, t, false, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
 	sl_buf_reset(&b);
 	assert_int_equal(ch_sql_insert(&b, "db", l, false), 0);
 	assert_string_equal(b.data, "INSERT INTO `db`.`public_wide` FORMAT RowBinary");
@@ -1145,7 +1299,7 @@ static void test_dead_letter_line(void **state)
 	v[4] = tl_bytes(raw, 2);
 	sl_buf_init(&row, 0);
 	sl_buf_init(&out, 0);
-	assert_int_equal(ch_layout_new(&l, t, false, err, sizeof err), 0);
+	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
 	tl_change(&c, t, SL_OP_INSERT, v, 0x2000, 1, 1700000000000000);
 	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, err, sizeof err), 0);
 	assert_int_equal(ch_layout_put_row(&row, l, &m, v, false, err, sizeof err), 0);
@@ -1183,6 +1337,9 @@ int main(void)
 		cmocka_unit_test(test_version_old_rows),
 		cmocka_unit_test(test_version_matches_csn_order),
 		cmocka_unit_test(test_rb_scalars),
+		cmocka_unit_test(test_rb_modern),
+		cmocka_unit_test(test_flavor_of_version),
+		cmocka_unit_test(test_modern_sql),
 		cmocka_unit_test(test_rb_strings),
 		cmocka_unit_test(test_rb_decimals),
 		cmocka_unit_test(test_rb_decimal_padding),

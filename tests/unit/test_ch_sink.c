@@ -70,6 +70,7 @@ struct fake_ch {
 	struct sl_buf vsteps;          /* statements that added steps, one a line */
 	struct sl_buf made;            /* the record of column types (describe's form), or empty: none */
 	const char *table_engine;      /* NULL: ReplacingMergeTree */
+	const char *version;           /* what SELECT version() answers; NULL: 18.16.1 */
 	const char *view_engine;       /* NULL: View */
 	bool by_key;                   /* lookups answer row_of[key] for each key asked */
 	struct sl_buf row_of[16];
@@ -195,7 +196,8 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	} else if (starts(sql, "INSERT INTO")) {
 		/* tombstones, and the TRUNCATE's sentinel */
 	} else if (starts(sql, "SELECT version()")) {
-		sl_buf_puts(&rs->body, "18.16.1\n");
+		sl_buf_puts(&rs->body, ch->version ? ch->version : "18.16.1");
+		sl_buf_putc(&rs->body, '\n');
 	} else if (starts(sql, "SELECT name, value FROM system.settings")) {
 		put_str(&rs->body, "readonly");
 		put_str(&rs->body, ch->readonly ? "1" : "0");
@@ -318,19 +320,24 @@ static int teardown(void **state)
 }
 
 /* Opens the sink in mode merge and lets the fake server describe the table
- * it will make. */
-static void open_sink(struct fx *f, bool merge)
+ * it will make, in layout fl. */
+static void open_sink_as(struct fx *f, bool merge, enum ch_flavor fl)
 {
 	struct sl_sink_stream st = { .name = "s1", .mode = merge ? SL_WRITE_MERGE : SL_WRITE_APPEND,
 				     .destination = "wh", .config_path = f->conf_path };
 	struct ch_layout *l;
 
-	assert_int_equal(ch_layout_new(&l, f->t, merge, f->err, sizeof f->err), 0);
+	assert_int_equal(ch_layout_new(&l, f->t, merge, fl, f->err, sizeof f->err), 0);
 	sl_buf_reset(&f->ch.describe);
 	describe_layout(&f->ch.describe, l, NULL);
 	ch_layout_free(l);
 	if (sl_clickhouse_ops.open(&f->sink, &f->conf, &st, f->err, sizeof f->err) != 0)
 		fail_msg("open: %s", f->err);
+}
+
+static void open_sink(struct fx *f, bool merge)
+{
+	open_sink_as(f, merge, CH_LEGACY);
 }
 
 static void write_ok(struct fx *f, const struct sl_change *c)
@@ -413,7 +420,7 @@ static void test_merge_batch(void **state)
 		struct sl_value row[4] = { tl_int(10), tl_str("ten"), tl_str("from ClickHouse"), tl_dec(false, "100", 2) };
 		struct ch_rowmeta m;
 		char metabuf[SL_META_BUF];
-		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
 		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
@@ -577,7 +584,7 @@ static void test_merge_first_batch(void **state)
 		struct sl_value row[4] = { tl_int(10), tl_str("ten"), tl_str("from ClickHouse"), tl_dec(false, "100", 2) };
 		struct ch_rowmeta m;
 		char metabuf[SL_META_BUF];
-		assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+		assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
 		tl_change(&c, f->t, SL_OP_INSERT, row, 0x1000, 1, 1600000000000000);
 		assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
 		assert_int_equal(ch_layout_put_row(&f->ch.lookup, l, &m, row, false, f->err, sizeof f->err), 0);
@@ -593,6 +600,88 @@ static void test_merge_first_batch(void **state)
 	mark(f, 0x2110);
 	flush_ok(f, 0x2110);
 	golden(f, "ch_merge.http");
+}
+
+/* The modern layout, chosen by a 26.x server: its DDL (written here by
+ * hand from doc/clickhouse.md, "Layouts") and a merge batch in
+ * ch_modern_merge.http: DateTime64, Date32 (a date past 2299 clamped), Bool,
+ * UUID and Decimal in RowBinary.  Then a legacy table on the same server
+ * keeps its Int64 timestamps. */
+static const struct tl_col modern_cols[] = {
+	{ "id", T_INT8, -1, "bigint", true },
+	{ "at", T_TIMESTAMPTZ, -1, "timestamptz", false },
+	{ "day", T_DATE, -1, "date", false },
+	{ "ok", T_BOOL, -1, "boolean", false },
+	{ "u", T_UUID, -1, "uuid", false },
+	{ "amount", T_NUMERIC, 0, "numeric(12,2)", false },
+};
+
+static const char modern_ddl[] =
+	"CREATE TABLE IF NOT EXISTS `db`.`public_items` (`id` Int64, `at` Nullable(DateTime64(6, 'UTC')), "
+	"`day` Nullable(Date32), `ok` Nullable(Bool), `u` Nullable(UUID), `amount` Nullable(Decimal(12, 2)), "
+	"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
+	"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+	"`_unchanged_columns` Array(String), `_lsn` String) "
+	"ENGINE = ReplacingMergeTree(`_version`, `_is_deleted`) ORDER BY (`id`)";
+
+static void test_modern_layout(void **state)
+{
+	static const unsigned char u[16] = { 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+					     0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff };
+	struct fx *f = *state;
+	struct tl_col cols[6];
+	struct sl_change c;
+	struct sl_ch_stats st;
+	const char *tr;
+
+	memcpy(cols, modern_cols, sizeof cols);
+	cols[5].typmod = numeric_typmod(12, 2);
+	sl_table_free(f->t);
+	f->t = tl_table("public", "items", cols, 6);
+	f->ch.version = "26.7.1.1";
+	open_sink_as(f, true, CH_MODERN);
+	{
+		/* 2024-02-29 12:00:00.5 UTC; 2300-01-01 (past Date32: 2299-12-31) */
+		struct sl_value v[6] = { tl_int(7), tl_ts(INT64_C(1709208000500000)), tl_date(120530), tl_bool(true),
+					 tl_uuid(u), tl_dec(true, "123456", 2) };
+		tl_change(&c, f->t, SL_OP_INSERT, v, 0x3000, 1, 1700000000000000);
+		write_ok(f, &c);
+	}
+	mark(f, 0x3010);
+	flush_ok(f, 0x3010);
+	tr = fake_http_transcript(f->ch.srv);
+	assert_non_null(strstr(tr, modern_ddl));
+	assert_non_null(strstr(tr, "CREATE VIEW IF NOT EXISTS `db`.`public_items_current` AS SELECT * FROM "
+				   "`db`.`public_items` FINAL WHERE `_is_deleted` = 0"));
+	golden(f, "ch_modern_merge.http");
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.date_clamps, 1);
+	assert_true(f->ch.vmap_created);
+
+	/* a legacy table on the same server: written as it is, nothing made */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	fake_http_clear(f->ch.srv);
+	f->ch.table_exists = f->ch.view_exists = true;
+	sl_buf_reset(&f->ch.inserted);
+	open_sink_as(f, true, CH_LEGACY);
+	{
+		struct sl_value v[6] = { tl_int(8), tl_ts(1), tl_date(-1), tl_bool(false), tl_uuid(u), tl_null() };
+		static const unsigned char want[] = {
+			8, 0, 0, 0, 0, 0, 0, 0,                 /* id */
+			0, 1, 0, 0, 0, 0, 0, 0, 0,              /* at: Nullable(Int64) 1 */
+			0, 0xff, 0xff, 0xff, 0xff,              /* day: Nullable(Int32) -1 */
+			0, 0,                                   /* ok: Nullable(UInt8) 0 */
+			0, 36, '0', '0', '1', '1', '2', '2',    /* u: Nullable(String), the text */
+		};
+		tl_change(&c, f->t, SL_OP_INSERT, v, 0x3100, 1, 1700000000000000);
+		write_ok(f, &c);
+		mark(f, 0x3110);
+		flush_ok(f, 0x3110);
+		assert_null(strstr(fake_http_transcript(f->ch.srv), "CREATE TABLE IF NOT EXISTS `db`.`public_items`"));
+		assert_true(f->ch.inserted.len > sizeof want);
+		assert_memory_equal(f->ch.inserted.data, want, sizeof want);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -750,7 +839,7 @@ static void test_connection_refused(void **state)
 	struct sl_change c;
 	tl_change(&c, f->t, SL_OP_INSERT, v, 0x100, 1, 1);
 	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
-	assert_non_null(strstr(f->err, "clickhouse: looking for the database failed after "));
+	assert_non_null(strstr(f->err, "clickhouse: reading the server's version failed after "));
 	assert_non_null(strstr(f->err, "attempts in 1 s: "));
 	assert_null(strstr(f->err, PASSWORD));
 	close(fd);
@@ -827,7 +916,7 @@ static void test_schema_changes(void **state)
 	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
 
 	open_sink(f, true);
-	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
 	describe_layout(&f->ch.describe_altered, l, extra);
 	ch_layout_free(l);
 	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
@@ -889,7 +978,7 @@ static void test_retyped_which_side(void **state)
 	sl_buf_reset(&f->ch.made);
 	sl_buf_append(&f->ch.made, f->ch.describe.data, f->ch.describe.len);
 	open_sink(f, true);
-	assert_int_equal(ch_layout_new(&l, retyped, true, f->err, sizeof f->err), 0);
+	assert_int_equal(ch_layout_new(&l, retyped, true, CH_LEGACY, f->err, sizeof f->err), 0);
 	sl_buf_reset(&f->ch.describe);
 	describe_layout(&f->ch.describe, l, NULL);
 	ch_layout_free(l);
@@ -905,7 +994,7 @@ static void test_retyped_which_side(void **state)
 	sl_buf_reset(&f->ch.made);
 	open_sink(f, true);
 	sl_buf_reset(&f->ch.describe);
-	assert_int_equal(ch_layout_new(&l, retyped, true, f->err, sizeof f->err), 0);
+	assert_int_equal(ch_layout_new(&l, retyped, true, CH_LEGACY, f->err, sizeof f->err), 0);
 	describe_layout(&f->ch.describe, l, NULL);
 	ch_layout_free(l);
 	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
@@ -1058,7 +1147,7 @@ static void test_replayed_key_change_keeps_toast(void **state)
 
 	memset(big, 'T', sizeof big - 1);
 	big[sizeof big - 1] = '\0';
-	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
 	/* ClickHouse: key 1's tombstone and key 2's full row, both of the first write */
 	tl_change(&c, f->t, SL_OP_UPDATE_DELETE, del, 0x2100, 1, 1);
 	assert_int_equal(ch_rowmeta_of_change(&m, &c, NULL, metabuf, f->err, sizeof f->err), 0);
@@ -1098,7 +1187,7 @@ static void test_lookup_split(void **state)
 	struct sl_ch_stats st;
 	char big[3][1000];
 
-	assert_int_equal(ch_layout_new(&l, f->t, true, f->err, sizeof f->err), 0);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
 	for (int k = 1; k <= 3; k++) {
 		memset(big[k - 1], 'a' + k, sizeof big[k - 1] - 1);
 		big[k - 1][sizeof big[k - 1] - 1] = '\0';
@@ -1241,10 +1330,20 @@ static void test_check(void **state)
 	snprintf(want, sizeof want,
 		 "stream s1: destination wh: ClickHouse 18.16.1 answers at %s as user \"sluice\"\n"
 		 "stream s1: destination wh: database \"db\" does not exist and will be created; user \"sluice\" may "
-		 "create tables and insert (merge mode: ReplacingMergeTree(_version) tables and <table>_current views)\n"
+		 "create tables and insert (merge mode: ReplacingMergeTree(_version) tables and <table>_current views; "
+		 "new tables in the legacy layout)\n"
 		 "stream s1: destination wh: rows ClickHouse refuses go to \"%s\"\n", f->conf.url, f->dl_path);
 	assert_string_equal(out, want);
 	free(out);
+	/* a 26.x server: the modern layout */
+	f->ch.version = "26.7.2.1";
+	fp = open_memstream(&out, &outlen);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
+	fclose(fp);
+	assert_non_null(strstr(out, "(merge mode: ReplacingMergeTree(_version, _is_deleted) tables and "
+				    "<table>_current views; new tables in the modern layout)\n"));
+	free(out);
+	f->ch.version = NULL;
 	/* read-only: nothing was created */
 	assert_null(strstr(fake_http_transcript(f->ch.srv), "CREATE"));
 	assert_false(f->ch.db_exists);
@@ -1263,6 +1362,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_append_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_first_batch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_modern_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
