@@ -51,15 +51,17 @@ def mmm(xs, fmt="{:.2f}"):
     return "/".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
 
 
-def report(label, results, units, unit="change"):
+def report(label, results, units, unit="change", rss=True):
     """One line for one side: wall seconds, units per second, CPU-us per
-    unit, voluntary context switches per 1,000 units, peak RSS; each
-    min/median/max over results."""
+    unit, voluntary context switches per 1,000 units, peak RSS (sampled
+    VmHWM of the process itself; without rss, when it is a shell around the
+    real clients, not printed); each min/median/max over results."""
     walls = [r.wall_s for r in results]
+    hwm = f"peak RSS {mmm([r.hwm_kb / 1024 for r in results], '{:.0f}')} MiB" if rss else "peak RSS not sampled"
     print(f"{label:16} wall {mmm(walls)} s  {mmm([units / w for w in walls], '{:.0f}')} {unit}s/s  "
           f"CPU {mmm([r.cpu_s / units * 1e6 for r in results])} us/{unit}  "
           f"vol. ctx switches {mmm([r.nvcsw / units * 1000 for r in results], '{:.1f}')} per 1,000 {unit}s  "
-          f"peak RSS {mmm([r.hwm_kb / 1024 for r in results], '{:.0f}')} MiB   (min/median/max of {len(results)})")
+          f"{hwm}   (min/median/max of {len(results)})")
 
 
 def ratio(label, a, b):
