@@ -14,15 +14,22 @@ exits non-zero only if something does not work:
     after the other.  Changes per second, sluice's CPU and peak RSS.  Then
     the table itself by the initial backfill in both modes: the sink's rate
     without logical decoding in front of it (which bounds the change rate).
- 2. The ceiling.  The rows sluice wrote in each mode (in 1c when it ran,
-    else in 1) are read back as a
-    RowBinary file (append mode also as JSONEachRow, for comparison), and
-    uploaded with a plain `curl --data-binary` into an empty table of the
-    same layout: what the server itself takes, with no source and no
-    encoding in front of it.  Once as one insert, and once as 10 inserts of
-    about 100,000 rows (batch_rows' default) over one connection, the shape
-    of sluice's own inserts.  Every timed run, sluice's and curl's, starts
-    once ClickHouse has no background merge left to run.
+ 2. The reference.  The rows sluice wrote in each mode (in 1c when it
+    ran, else in 1) are read back in CSN order (the order sluice sends them
+    in) as RowBinary files of batch_rows rows (--batch-rows, default
+    100,000), and uploaded with a plain `curl --data-binary`, one insert per
+    file over one connection (the shape of sluice's own inserts), into an
+    empty table of the same layout: what the server takes with no source and
+    no encoding in front of it.  A reference, not a ceiling: sluice's
+    inserts can beat it.  With 1c, each of its --pairs pairs runs sluice and
+    then the reference, alternated; rows are counted by ClickHouse on both
+    sides (the InsertedRows event around each run), and sluice/reference
+    compares rows/s with rows/s.  Then, once each, other shapes: one insert
+    of RowBinary, gzip'd, and (append mode) JSONEachRow.  Every timed run,
+    sluice's and curl's, is a whole process timed alike (bench/fair.py:
+    wall from spawn to exit, CPU and voluntary context switches from the
+    reaped process's rusage), and starts once ClickHouse has no background
+    merge left to run.
  3. Latency.  A steady --rate transactions per second (default 2,000; one
     single-row INSERT each) for --seconds seconds while `sluice run` streams
     in merge mode and in append mode with the default batch settings; a
@@ -32,13 +39,14 @@ exits non-zero only if something does not work:
 
  1c. The same, from a MariaDB binlog (when MariaDB is installed; --no-mysql
     skips it): the same load into the same table drained into ClickHouse in
-    both modes.  sluice decodes a binlog several times faster than
-    PostgreSQL's walsender decodes WAL (bench/my_drain.py, bench/pg_drain.py),
-    so this is the run whose rate is the sink's own, to hold against the
-    ceiling.
+    both modes, by a fresh stream per pair (--pairs, default 3), each at the
+    position before the load.  sluice decodes a binlog several times faster
+    than PostgreSQL's walsender decodes WAL (bench/my_drain.py,
+    bench/pg_drain.py), so this is the run whose rate is the sink's own, to
+    hold against the reference.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/clickhouse_ingest.py [--changes N] [--rate N] [--seconds S]
-      [--compression auto|gzip|none] [--no-latency] [--no-mysql]
+      [--compression auto|gzip|none] [--no-latency] [--no-mysql] [--pairs N]
 """
 
 import argparse
@@ -60,6 +68,7 @@ import ch_harness  # noqa: E402
 import harness_mysql  # noqa: E402
 sys.path.insert(0, HERE)
 import my_drain  # noqa: E402  (the MariaDB table and load)
+import fair  # noqa: E402
 from ch_harness import CH_PASSWORD, ClickHouseServer, rowbinary_rows  # noqa: E402
 
 TABLE_DDL = """
@@ -104,48 +113,77 @@ def ch_sluice(pg, ch, stream, database, mode, binary, tables, slot=None, publica
                   binary=binary, log_level="warn")
 
 
-def mysql_throughput(a, ch, env, rates):
-    """1c: the load from a MariaDB binlog into ClickHouse, both modes; each
-    mode's changes per second go into rates.  Returns 0, or 1 when something
-    does not work."""
+def inserted_rows(ch):
+    """The rows ClickHouse has taken in inserts since it started (the
+    InsertedRows event): the difference around a run counts the rows sluice
+    or curl sent, in the same unit on both sides."""
+    return int(ch.scalar("SELECT value FROM system.events WHERE event = 'InsertedRows'") or 0)
+
+
+def mysql_throughput(a, ch, env):
+    """1c: the load from a MariaDB binlog into ClickHouse, both modes, then
+    the reference (section 2) of each mode; --pairs times, alternated:
+    sluice, reference, sluice, reference ...  Returns 0, or 1 when
+    something does not work."""
     with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
         my.execute("CREATE DATABASE bench")
         my.execute(my_drain.TABLE_DDL)
         streams = {}
         try:
-            for mode in ("append", "merge"):
-                s = ch_sluice(my, ch, f"my_{mode}", f"my_{mode}", mode, a.sluice_bin, "bench.bench_t",
-                              dest=dest_keys(a))
-                streams[mode] = s
-                r = s.run("run", "--until-caught-up", env=env, timeout=120)   # the position, before the load
-                if r.rc != 0:
-                    print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
-                    return 1
+            for i in range(a.pairs):
+                for mode in ("append", "merge"):
+                    db = f"my_{mode}_{i}"
+                    s = ch_sluice(my, ch, db, db, mode, a.sluice_bin, "bench.bench_t", dest=dest_keys(a))
+                    streams[(mode, i)] = s
+                    r = s.run("run", "--until-caught-up", env=env, timeout=120)   # the position, before the load
+                    if r.rc != 0:
+                        print(f"clickhouse_ingest: sluice failed:\n{r.describe()}", file=sys.stderr)
+                        return 1
             n_ins, n_upd, n_del, _ = my_drain.load(my, a.changes, a.batch)
             changes = n_ins + n_upd + n_del
             want = int(my.sql("SELECT count(*) FROM bench.bench_t")[0][0])
-            for mode, s in streams.items():
-                r = measured_run(s, ch, env, a)
-                if not r:
-                    return 1
-                rows = int(ch.scalar(f"SELECT count() FROM my_{mode}.bench_bench_t"))
-                live = int(ch.scalar(f"SELECT count() FROM my_{mode}.bench_bench_t FINAL WHERE _is_deleted = 0"))
-                if (mode == "append" and rows < changes) or (mode == "merge" and live != want):
-                    print(f"clickhouse_ingest: MariaDB {mode}: {rows} rows, {live} live in ClickHouse for "
-                          f"{changes} changes, {want} rows at the source", file=sys.stderr)
-                    return 1
-                print(f"sluice {mode:6} from MariaDB:        {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
-                      f"CPU {r.cpu_s:.2f}s  peak RSS {r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, "
-                      f"{live} live)")
-                print(f"    CPU by thread: {my_drain.thread_cpu_text(r)}")
-                rates[mode] = changes / r.wall_s
+            runs = {mode: ([], [], []) for mode in ("append", "merge")}   # sluice, rows sent, reference
+            refs = {}
+            for i in range(a.pairs):
+                for mode in ("append", "merge"):
+                    db = f"my_{mode}_{i}"
+                    rows0 = inserted_rows(ch)
+                    r = measured_run(streams[(mode, i)], ch, env, a)
+                    if not r:
+                        return 1
+                    sent = inserted_rows(ch) - rows0
+                    rows = int(ch.scalar(f"SELECT count() FROM {db}.bench_bench_t"))
+                    live = int(ch.scalar(f"SELECT count() FROM {db}.bench_bench_t FINAL WHERE _is_deleted = 0"))
+                    if (mode == "append" and rows < changes) or (mode == "merge" and live != want):
+                        print(f"clickhouse_ingest: MariaDB {mode}: {rows} rows, {live} live in ClickHouse for "
+                              f"{changes} changes, {want} rows at the source", file=sys.stderr)
+                        return 1
+                    if i == 0:
+                        refs[mode] = reference_files(ch, f"{db}.bench_bench_t", mode, a)
+                    runs[mode][0].append(r)
+                    runs[mode][1].append(sent)
+                    runs[mode][2].append(timed_reference(ch, f"{db}.bench_bench_t", refs[mode][0]))
+            print(f"1c/2: sluice from MariaDB, then the reference (curl, the rows of sluice's first run as "
+                  f"RowBinary in inserts of {refs['append'][1]} rows in CSN order, as sluice sends them); "
+                  f"{a.pairs} pairs, alternated; rows counted by ClickHouse (InsertedRows) on both sides")
+            for mode, (rs, sent, ref) in runs.items():
+                fair.report(f"sluice {mode}", rs, changes)
+                fair.report(f"reference {mode}", ref, ref[0].rows, unit="row", rss=False)
+                srate = [n / r.wall_s for n, r in zip(sent, rs)]
+                rrate = [r.rows / r.wall_s for r in ref]
+                print(f"  sluice {mode}: {fair.mmm(sent, '{:.0f}')} rows sent for {changes} changes "
+                      f"(the reference: {ref[0].rows} rows), "
+                      f"{fair.mmm(srate, '{:.0f}')} rows/s, CPU {fair.mmm([r.cpu_s / n * 1e6 for n, r in zip(sent, rs)])} "
+                      f"us/row; the reference {fair.mmm(rrate, '{:.0f}')} rows/s; sluice/reference (rows/s, pair "
+                      f"by pair) {fair.mmm([x / y for x, y in zip(srate, rrate)])}")
+                print(f"    CPU by thread (last run): {my_drain.thread_cpu_text(rs[-1])}")
         finally:
             for s in streams.values():
                 s.close()
     return 0
 
 
-CHUNKS = 10   # the ceiling's inserts of about 100,000 rows (batch_rows' default)
+BATCH_ROWS = 100000   # the reference's inserts: batch_rows' default, unless --batch-rows
 
 
 def dest_keys(a):
@@ -175,7 +213,7 @@ def measured_run(s, ch, env, a, close=False):
     failed (said on stderr)."""
     settle(ch)
     try:
-        r = s.run("run", "--until-caught-up", env=env, timeout=a.timeout, sample_hwm=True)
+        r = fair.finish(s.start("run", "--until-caught-up", env=env, sample_hwm=True), a.timeout)
     finally:
         if close:
             s.close()
@@ -185,19 +223,46 @@ def measured_run(s, ch, env, a, close=False):
     return r
 
 
-def timed_curl(url, query, paths, gz=False):
-    """Times one curl uploading each file of paths as its own INSERT, one
-    after the other over one connection.  Returns seconds."""
+def timed_curl(ch, query, paths, gz=False):
+    """One curl uploading each file of paths as its own INSERT, one after the
+    other over one connection, measured as a whole process (bench/fair.py).
+    Returns its Result."""
     argv = ["curl", "-sS", "--fail-with-body"]
     for i, path in enumerate([paths] if isinstance(paths, str) else paths):
         argv += (["--next"] if i else []) + ["-o", "/dev/null", "-H", "Expect:", "-u", f"sluice:{CH_PASSWORD}"]
-        argv += (["-H", "Content-Encoding: gzip"] if gz else []) + ["--data-binary", f"@{path}", f"{url}/?query={query}"]
-    t0 = time.monotonic()
-    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    dt = time.monotonic() - t0
-    if p.returncode != 0:
-        raise RuntimeError(f"curl failed: {p.stdout[:500]}")
-    return dt
+        argv += (["-H", "Content-Encoding: gzip"] if gz else []) + ["--data-binary", f"@{path}", f"{ch.url}/?query={query}"]
+    r = fair.measured(argv, ch.tmpdir, "curl", 600)
+    if r.rc != 0:
+        raise RuntimeError(f"curl failed: {r.describe()}")
+    return r
+
+
+def reference_files(ch, src, mode, a):
+    """The rows of src (a table sluice wrote) as RowBinary files of
+    batch_rows rows each, in CSN order (the order sluice sends them in).
+    Returns (the files, rows per file)."""
+    per = int(a.batch_rows or BATCH_ROWS)
+    n = int(ch.scalar(f"SELECT count() FROM {src}"))
+    files = []
+    for i in range(0, n, per):
+        files.append(os.path.join(ch.tmpdir, f"{mode}.{len(files)}.rowbinary"))
+        with open(files[-1], "wb") as f:
+            f.write(ch.query(f"SELECT * FROM {src} ORDER BY _csn, _uuid LIMIT {i}, {per} FORMAT RowBinary"))
+    return files, per
+
+
+def timed_reference(ch, src, files):
+    """curl inserting files into an empty table of src's layout, once
+    ClickHouse has settled.  Returns timed_curl's Result, with .rows the rows
+    ClickHouse took."""
+    db = src.split(".")[0]
+    ch.query(f"DROP TABLE IF EXISTS {db}.reference")
+    ch.query(f"CREATE TABLE {db}.reference AS {src}")
+    settle(ch)
+    rows0 = inserted_rows(ch)
+    r = timed_curl(ch, f"INSERT%20INTO%20{db}.reference%20FORMAT%20RowBinary", files)
+    r.rows = inserted_rows(ch) - rows0
+    return r
 
 
 class Driver(threading.Thread):
@@ -316,6 +381,8 @@ def main():
     ap.add_argument("--no-mysql", action="store_true", help="skip the run from a MariaDB binlog")
     ap.add_argument("--no-pg", action="store_true", help="skip the PostgreSQL runs (1, 1b, 3)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--pairs", type=int, default=3,
+                    help="1c: runs of sluice and of the reference, alternated (default 3)")
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
 
@@ -358,8 +425,9 @@ def main():
                     print(f"clickhouse_ingest: merge mode holds {live} live rows, the source {want}", file=sys.stderr)
                     return 1
                 print(f"sluice {mode:6} (compression {a.compression}): {r.wall_s:6.2f}s  {changes / r.wall_s:9.0f} changes/s  "
-                      f"CPU {r.cpu_s:.2f}s ({r.cpu_s / changes * 1e6:.2f}s per million)  peak RSS "
-                      f"{r.hwm_kb / 1024:.0f} MiB  ({rows} rows in ClickHouse, {live} live)")
+                      f"CPU {r.cpu_s / changes * 1e6:.2f} us/change  vol. ctx switches "
+                      f"{r.nvcsw / changes * 1000:.1f} per 1,000 changes  peak RSS {r.hwm_kb / 1024:.0f} MiB  "
+                      f"({rows} rows in ClickHouse, {live} live)")
 
             # 1b. the sink without logical decoding in front of it: the table's
             # rows by the initial backfill (COPY over 2 connections)
@@ -379,41 +447,34 @@ def main():
 
         # 1c. the same load from a MariaDB binlog: the sink's own rate
         my_rows = False
-        my_rates = {}
         if not a.no_mysql:
             reason = harness_mysql.mariadb_available()
             if reason:
                 print(f"MariaDB source: skipped: {reason}")
-            elif mysql_throughput(a, ch, env, my_rates):
+            elif mysql_throughput(a, ch, env):
                 return 1
             else:
                 my_rows = True
         if a.no_pg and not my_rows:
             return 0
 
-        # 2. the ceiling: the same rows, pre-built, through curl, into an
-        # empty table of each mode's layout
+        # 2. the reference (without 1c, from the PostgreSQL runs' rows; with
+        # it, its pairs ran there): the same rows, pre-built, through curl,
+        # into an empty table of each mode's layout, also in other shapes
         tmp = ch.tmpdir
         for mode in ("append", "merge"):
-            # the rows of the run whose rate is the sink's own (1c), when it ran
-            src = f"my_{mode}.bench_bench_t" if my_rows else f"bench_{mode}.public_bench_t"
+            src = f"my_{mode}_0.bench_bench_t" if my_rows else f"bench_{mode}.public_bench_t"
             rb = os.path.join(tmp, f"{mode}.rowbinary")
             js = os.path.join(tmp, f"{mode}.json")
             with open(rb, "wb") as f:
-                f.write(ch.query(f"SELECT * FROM {src} FORMAT RowBinary"))
+                f.write(ch.query(f"SELECT * FROM {src} ORDER BY _csn, _uuid FORMAT RowBinary"))
             kinds = [("RowBinary", rb, "RowBinary", False), ("RowBinary gzip", rb + ".gz", "RowBinary", True)]
-            # the same rows as CHUNKS inserts of about batch_rows (100,000)
-            # each, one after the other over one connection: sluice's own
-            # shape of insert (one huge insert is not always the fastest)
-            chunks = []
-            for i in range(CHUNKS):
-                chunks.append(os.path.join(tmp, f"{mode}.{i}.rowbinary"))
-                with open(chunks[-1], "wb") as f:
-                    f.write(ch.query(f"SELECT * FROM {src} WHERE cityHash64(_uuid) % {CHUNKS} = {i} FORMAT RowBinary"))
-            kinds.append((f"RowBinary {CHUNKS} inserts", chunks, "RowBinary", False))
+            if not my_rows:
+                files, per = reference_files(ch, src, mode, a)
+                kinds.append((f"RowBinary by {per}", files, "RowBinary", False))
             if mode == "append":
                 with open(js, "wb") as f:
-                    f.write(ch.query(f"SELECT * FROM {src} FORMAT JSONEachRow",
+                    f.write(ch.query(f"SELECT * FROM {src} ORDER BY _csn, _uuid FORMAT JSONEachRow",
                                      params={"output_format_json_quote_64bit_integers": "0"}))
                 kinds += [("JSONEachRow", js, "JSONEachRow", False), ("JSONEachRow gzip", js + ".gz", "JSONEachRow", True)]
             for _, path, _, gz in kinds:
@@ -421,19 +482,20 @@ def main():
                     with open(path[:-3], "rb") as fi, gzip.open(path, "wb", compresslevel=1) as fo:
                         fo.write(fi.read())
             n = int(ch.scalar(f"SELECT count() FROM {src}"))
-            print(f"ceiling ({mode} layout): {n} rows as RowBinary {os.path.getsize(rb) / 2**20:.0f} MiB (gzip "
-                  f"{os.path.getsize(rb + '.gz') / 2**20:.0f} MiB)" +
+            print(f"reference ({mode} layout, other shapes, once each): {n} rows as RowBinary "
+                  f"{os.path.getsize(rb) / 2**20:.0f} MiB (gzip {os.path.getsize(rb + '.gz') / 2**20:.0f} MiB)" +
                   (f", as JSONEachRow {os.path.getsize(js) / 2**20:.0f} MiB (gzip "
                    f"{os.path.getsize(js + '.gz') / 2**20:.0f} MiB)" if mode == "append" else ""))
             for label, path, fmt, gz in kinds:
                 db = src.split(".")[0]
-                ch.query(f"DROP TABLE IF EXISTS {db}.ceiling")
-                ch.query(f"CREATE TABLE {db}.ceiling AS {src}")
+                ch.query(f"DROP TABLE IF EXISTS {db}.reference")
+                ch.query(f"CREATE TABLE {db}.reference AS {src}")
                 settle(ch)
-                dt = timed_curl(ch.url, f"INSERT%20INTO%20{db}.ceiling%20FORMAT%20{fmt}", path, gz)
-                got = int(ch.scalar(f"SELECT count() FROM {db}.ceiling"))
-                print(f"curl {mode:6} {label:20}: {dt:6.2f}s  {got / dt:9.0f} rows/s" +
-                      (f"  (sluice from MariaDB: {my_rates[mode] / (got / dt):.2f}x)" if mode in my_rates else ""))
+                r = timed_curl(ch, f"INSERT%20INTO%20{db}.reference%20FORMAT%20{fmt}", path, gz)
+                got = int(ch.scalar(f"SELECT count() FROM {db}.reference"))
+                print(f"curl {mode:6} {label:20}: {r.wall_s:6.2f}s  {got / r.wall_s:9.0f} rows/s  "
+                      f"CPU {r.cpu_s / got * 1e6:.2f} us/row  vol. ctx switches {r.nvcsw / got * 1000:.1f} "
+                      f"per 1,000 rows")
 
         # 3. latency at a steady rate
         if a.no_pg:

@@ -6,28 +6,35 @@ mariadb-binlog decoding the identical binlog.
 A throwaway MariaDB gets the 6-column table of bench/pg_drain.py; sluice
 takes its position first (backfill = none), then the load runs: 1,000,000
 changes by default, 60% inserts, 30% updates, 10% deletes, in transactions of
---batch rows.  Then, one after the other, over the same binlog range:
+--batch rows.  Then, over the same binlog range, alternated A B A B for
+--pairs pairs (default 3), each side a whole process timed alike
+(bench/fair.py: wall from spawn to exit, CPU and voluntary context switches
+from the reaped process's rusage), both over TCP to 127.0.0.1 as sluice's
+restricted user (REPLICATION SLAVE, BINLOG MONITOR, SELECT):
 
-  mariadb-binlog --read-from-remote-server -v --base64-output=decode-rows
-                 --start-position=<sluice's> <first file> --to-last-log > FILE
-  sluice run -c FILE --until-caught-up     (codec deflate, level 1)
+  mariadb-binlog --read-from-remote-server --protocol=TCP --user=sluice -v
+                 --base64-output=decode-rows --start-position=<sluice's>
+                 <first file> --to-last-log > FILE
+  sluice run -c FILE --until-caught-up     (a fresh stream at the same
+                 position each time, codec deflate, level 1; its start-up,
+                 connection and fsyncs are counted)
 
-It prints both wall times and change rates, the ratio, CPU microseconds per
-change and peak RSS of each, the server's CPU, the bound the CPUs set
-(the server's CPU plus sluice's, spread over every CPU, is the shortest the
-drain can take); and the server's dump rate alone
-(mariadb-binlog --raw copying the same range without decoding), the floor
-for any client.  It never fails on speed; it exits non-zero
-only if something does not work.
+It prints, min/median/max over the pairs, each side's wall time, changes/s,
+CPU-us per change, voluntary context switches per 1,000 changes and peak
+RSS; the ratio pair by pair; the server's CPU; the bound the CPUs set (the
+server's CPU plus sluice's, spread over every CPU, is the shortest the drain
+can take); and the server's dump rate alone (mariadb-binlog --raw copying
+the same range without decoding), the floor for any client.  It never fails
+on speed; it exits non-zero only if something does not work.
 
-  SLUICE_BIN=_build/sluice /usr/bin/python3 bench/my_drain.py [--changes N] [--batch N] [--verify]
+  SLUICE_BIN=_build/sluice /usr/bin/python3 bench/my_drain.py [--changes N] [--batch N] [--pairs N] [--verify]
 """
 
 import argparse
 import json
 import os
 import shutil
-import subprocess
+import statistics
 import sys
 import time
 
@@ -37,7 +44,9 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import harness  # noqa: E402
 import harness_mysql  # noqa: E402
-from harness import Sluice, SluiceProc  # noqa: E402
+from harness import Sluice  # noqa: E402
+sys.path.insert(0, HERE)
+import fair  # noqa: E402
 
 TABLE_DDL = """
 CREATE TABLE bench.bench_t (
@@ -48,18 +57,6 @@ CREATE TABLE bench.bench_t (
   updated_at timestamp(6) NOT NULL,
   active bool NOT NULL
 )"""
-
-
-def run_measured(argv, workdir, name, timeout, stdout_path=None):
-    fo = open(stdout_path or os.path.join(workdir, f"{name}.out"), "wb")
-    fe = open(os.path.join(workdir, f"{name}.err"), "wb")
-    p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=workdir, start_new_session=True)
-    p._setup(fo.name, fe.name, argv, (fo, fe), sample_hwm=True)
-    try:
-        return p.wait_result(timeout)
-    finally:
-        if p.returncode is None:
-            p.kill9()
 
 
 def thread_cpu_text(r):
@@ -95,6 +92,7 @@ def main():
                     help="[destination] compression_threads (default 1, the config's default)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--verify", action="store_true", help="read sluice's output back and count the changes (slow)")
+    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
     ap.add_argument("--timeout", type=float, default=1800)
     a = ap.parse_args()
 
@@ -106,15 +104,18 @@ def main():
     with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
         my.execute("CREATE DATABASE bench")
         my.execute(TABLE_DDL)
-        s = Sluice(my, stream="bench", tables="bench.bench_t", codec=a.codec, compression_level=1,
-                   max_file_bytes="64MB", max_file_seconds=60, backfill="none", binary=a.sluice_bin,
-                   log_level="warn",
-                   extra={"destination": {"compression_threads": a.compression_threads}})
+        runs = []   # one stream per pair, each at the position before the load
         try:
-            r0 = s.run("run", "--until-caught-up", timeout=120)   # takes the position before the load
-            if r0.rc != 0:
-                print(f"my_drain: sluice failed:\n{r0.describe()}", file=sys.stderr)
-                return 1
+            for i in range(a.pairs):
+                runs.append(Sluice(my, stream="bench", tables="bench.bench_t", codec=a.codec, compression_level=1,
+                                   max_file_bytes="64MB", max_file_seconds=60, backfill="none",
+                                   binary=a.sluice_bin, log_level="warn",
+                                   extra={"destination": {"compression_threads": a.compression_threads}}))
+                s = runs[-1]
+                r0 = s.run("run", "--until-caught-up", timeout=120)   # takes the position before the load
+                if r0.rc != 0:
+                    print(f"my_drain: sluice failed:\n{r0.describe()}", file=sys.stderr)
+                    return 1
             with open(os.path.join(s.state_dir, "bench.checkpoint.json")) as f:
                 start = json.load(f)["durable"]
             start_file, start_pos = start.split(" ")[0].rsplit(":", 1)
@@ -126,59 +127,69 @@ def main():
                   f"{a.batch} rows per transaction) in {load_s:.1f}s; {size / 2**20:.0f} MiB of binlog "
                   f"({start_file}:{start_pos} to {end_file}:{end_pos})")
 
+            # mariadb-binlog as sluice connects: TCP to 127.0.0.1, as sluice's
+            # restricted user (REPLICATION SLAVE is all a binlog dump needs)
+            conn = ["--protocol=TCP", "--host=127.0.0.1", f"--port={my.port}",
+                    f"--user={harness_mysql.SLUICE_USER}", f"--password={harness_mysql.SLUICE_PASSWORD}"]
             mb_out = os.path.join(s.workdir, "mariadb-binlog.txt")
-            srv0 = harness.server_cpu_s(my.pid())
-            mb = run_measured([mbl, "--read-from-remote-server", f"--socket={my.socket}", "--user=root", "-v",
-                               "--base64-output=decode-rows", f"--start-position={start_pos}", "--to-last-log",
-                               start_file], s.workdir, "mariadb-binlog", a.timeout, stdout_path=mb_out)
-            mb_srv = harness.server_cpu_s(my.pid()) - srv0
-            if mb.rc != 0:
-                print(f"my_drain: mariadb-binlog failed:\n{mb.describe()}", file=sys.stderr)
-                return 1
+            mbs, rs, mb_srv, srv = [], [], [], []
+            for i in range(a.pairs):   # A B A B ...: mariadb-binlog, then a fresh sluice at the same position
+                srv0 = harness.server_cpu_s(my.pid())
+                mb = fair.measured([mbl, "--read-from-remote-server"] + conn + [
+                                   "-v", "--base64-output=decode-rows", f"--start-position={start_pos}",
+                                   "--to-last-log", start_file], s.workdir, f"mariadb-binlog{i}", a.timeout,
+                                   stdout_path=mb_out)
+                mb_srv.append(harness.server_cpu_s(my.pid()) - srv0)
+                if mb.rc != 0:
+                    print(f"my_drain: mariadb-binlog failed:\n{mb.describe()}", file=sys.stderr)
+                    return 1
+                mbs.append(mb)
+                srv0 = harness.server_cpu_s(my.pid())
+                r = fair.finish(runs[i].start("run", "--until-caught-up", sample_hwm=True), a.timeout)
+                srv.append(harness.server_cpu_s(my.pid()) - srv0)
+                if r.rc != 0:
+                    print(f"my_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    return 1
+                rs.append(r)
             # the server's dump rate alone: the same binlog copied raw, no decoding
             raw_dir = os.path.join(s.workdir, "raw")
             os.mkdir(raw_dir)
-            raw = run_measured([mbl, "--read-from-remote-server", f"--socket={my.socket}", "--user=root", "--raw",
-                                f"--result-file={raw_dir}/", f"--start-position={start_pos}", "--to-last-log",
-                                start_file], s.workdir, "mariadb-binlog-raw", a.timeout)
-            srv0 = harness.server_cpu_s(my.pid())
-            r = s.run("run", "--until-caught-up", timeout=a.timeout, sample_hwm=True)
-            srv = harness.server_cpu_s(my.pid()) - srv0
-            if r.rc != 0:
-                print(f"my_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
-                return 1
+            raw = fair.measured([mbl, "--read-from-remote-server"] + conn + [
+                                 "--raw", f"--result-file={raw_dir}/", f"--start-position={start_pos}",
+                                 "--to-last-log", start_file], s.workdir, "mariadb-binlog-raw", a.timeout)
+            s = runs[-1]
             out_bytes = nfiles = 0
             for d, _, files in os.walk(s.out):
                 for f in files:
                     if f.endswith(".avro"):
                         nfiles += 1
                         out_bytes += os.path.getsize(os.path.join(d, f))
-            print(f"mariadb-binlog: {mb.wall_s:7.2f}s  {changes / mb.wall_s:10.0f} changes/s  "
-                  f"cpu {mb.cpu_s / changes * 1e6:5.2f} us/change  peak RSS {mb.hwm_kb / 1024:.1f} MiB  "
-                  f"({os.path.getsize(mb_out) / 2**20:.0f} MiB of text)")
-            print(f"sluice:         {r.wall_s:7.2f}s  {changes / r.wall_s:10.0f} changes/s  "
-                  f"cpu {r.cpu_s / changes * 1e6:5.2f} us/change  peak RSS {r.hwm_kb / 1024:.1f} MiB  "
-                  f"({nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec}, "
+            print(f"both over TCP to 127.0.0.1 as {harness_mysql.SLUICE_USER!r}; whole processes (sluice from "
+                  f"start to exit, start-up and fsyncs included); {a.pairs} pairs, alternated")
+            fair.report("mariadb-binlog", mbs, changes)
+            fair.report("sluice", rs, changes)
+            print(f"  ({os.path.getsize(mb_out) / 2**20:.0f} MiB of text from mariadb-binlog; {nfiles} files, "
+                  f"{out_bytes / 2**20:.0f} MiB of Avro from sluice, codec {a.codec}, "
                   f"compression_threads {a.compression_threads})")
-            print(f"ratio sluice/mariadb-binlog (wall time): {r.wall_s / mb.wall_s:.2f} "
-                  f"(sluice is {mb.wall_s / r.wall_s:.2f}x as fast)")
-            print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s; mariadb-binlog: {mb.cpu_s:.2f}s; the server's "
-                  f"(mariadbd, sending the binlog): {srv:.2f}s with sluice, {mb_srv:.2f}s with mariadb-binlog")
+            fair.ratio("sluice/mariadb-binlog", rs, mbs)
+            print(f"the server's CPU (mariadbd, sending the binlog): {fair.mmm(srv)} s with sluice, "
+                  f"{fair.mmm(mb_srv)} s with mariadb-binlog")
             # What the CPUs allow: the server's work plus sluice's, spread
             # perfectly over every CPU, is the shortest the drain can take.
             ncpu = os.cpu_count() or 1
-            floor_s = (srv + r.cpu_s) / ncpu
-            need_us = (ncpu * mb.wall_s / 2 - srv) / changes * 1e6
-            print(f"CPU bound: on {ncpu} CPUs sluice's drain cannot take less than {floor_s:.2f}s "
-                  f"({mb.wall_s / floor_s:.2f}x as fast as mariadb-binlog); 2x needs sluice at "
+            mb_wall = statistics.median(x.wall_s for x in mbs)
+            floor_s = (statistics.median(srv) + statistics.median(x.cpu_s for x in rs)) / ncpu
+            need_us = (ncpu * mb_wall / 2 - statistics.median(srv)) / changes * 1e6
+            print(f"CPU bound (medians): on {ncpu} CPUs sluice's drain cannot take less than {floor_s:.2f}s "
+                  f"({mb_wall / floor_s:.2f}x as fast as mariadb-binlog); 2x needs sluice at "
                   f"{need_us:.2f} CPU-us per change or less")
-            if r.thread_cpu:
-                print(f"sluice CPU by thread (sampled every 10 ms): {thread_cpu_text(r)}")
+            if rs[-1].thread_cpu:
+                print(f"sluice CPU by thread (last run, sampled every 10 ms): {thread_cpu_text(rs[-1])}")
             if raw.rc == 0:
                 print(f"server dump alone (mariadb-binlog --raw, no decoding): {raw.wall_s:.2f}s  "
                       f"{changes / raw.wall_s:10.0f} changes/s  cpu {raw.cpu_s:.2f}s: the floor for any "
-                      f"client; sluice takes {r.wall_s / raw.wall_s:.2f}x it, mariadb-binlog -v "
-                      f"{mb.wall_s / raw.wall_s:.2f}x")
+                      f"client; sluice takes {statistics.median(x.wall_s for x in rs) / raw.wall_s:.2f}x it "
+                      f"(median), mariadb-binlog -v {mb_wall / raw.wall_s:.2f}x")
             else:
                 print(f"server dump alone: mariadb-binlog --raw failed:\n{raw.describe()}")
             if a.verify:
@@ -191,7 +202,8 @@ def main():
                 if counts != want:
                     return 1
         finally:
-            s.close()
+            for s in runs:
+                s.close()
     return 0
 
 

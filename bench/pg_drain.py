@@ -3,19 +3,25 @@
 bench/pg_drain.py: how fast sluice drains a PostgreSQL backlog, next to
 pg_recvlogical draining the identical backlog.
 
-A throwaway PostgreSQL 15 gets a 6-column table, a publication and two
-pgoutput slots (sluice_bench for sluice, recv_bench for pg_recvlogical),
-created before the load so both capture it.  The load is 1,000,000 changes
+A throwaway PostgreSQL 15 gets a 6-column table, a publication, a
+restricted role (LOGIN REPLICATION, SELECT on the table: what
+doc/deploy.md gives sluice) and one pgoutput slot per run, all created
+before the load so every slot captures it.  The load is 1,000,000 changes
 by default: 60% inserts, 30% updates, 10% deletes, in transactions of
---batch rows.  Then, one after the other:
+--batch rows.  Then, alternated A B A B for --pairs pairs (default 3), both
+over TCP to 127.0.0.1 as that role, each a whole process timed alike
+(bench/fair.py: wall from spawn to exit, CPU and voluntary context switches
+from the reaped process's rusage):
 
-  pg_recvlogical --start --slot recv_bench -o proto_version=1
+  pg_recvlogical --start --slot recv_<i> -o proto_version=1
                  -o publication_names=sluice_bench --endpos <LSN after load> --no-loop -f FILE
-  sluice run -c FILE --until-caught-up     (backfill = none, codec deflate, level 1)
+  sluice run -c FILE --until-caught-up     (slot sluice_<i>, backfill = none,
+                 codec deflate, level 1; its start-up and fsyncs are counted)
 
-It prints both wall times and change rates, the ratio sluice/pg_recvlogical,
-sluice's CPU seconds (user+sys) per million changes and its peak RSS.  It
-never fails on speed; it exits non-zero only if something does not work.
+It prints, min/median/max over the pairs, each side's wall time,
+changes/s, CPU-us per change, voluntary context switches per 1,000 changes
+and peak RSS, and the ratio sluice/pg_recvlogical pair by pair.  It never
+fails on speed; it exits non-zero only if something does not work.
 
 With --metrics, sluice serves /metrics on a free port and the benchmark
 scrapes it every --scrape-every seconds while sluice drains, so the figures
@@ -23,12 +29,11 @@ include the endpoint's cost; the last scrape's change counters are checked
 against the load.
 
   SLUICE_BIN=/tmp/build/sluice /usr/bin/python3 bench/pg_drain.py [--changes N] [--batch N] [--verify]
-                                                              [--metrics] [--scrape-every S] [--skip-recvlogical]
+                                                              [--metrics] [--scrape-every S] [--skip-recvlogical] [--pairs N]
 """
 
 import argparse
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -39,7 +44,11 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 import harness  # noqa: E402
-from harness import PgServer, Sluice, SluiceProc, int_to_lsn  # noqa: E402
+from harness import PgServer, Sluice, int_to_lsn  # noqa: E402
+sys.path.insert(0, HERE)
+import fair  # noqa: E402
+
+USER = "bench"   # the restricted role both sides connect as
 
 TABLE_DDL = """
 CREATE TABLE bench_t (
@@ -50,19 +59,6 @@ CREATE TABLE bench_t (
   updated_at timestamptz NOT NULL,
   active bool NOT NULL
 )"""
-
-
-def run_measured(argv, workdir, name, timeout):
-    """Runs argv to completion; returns a harness.Result with rusage figures."""
-    fo = open(os.path.join(workdir, f"{name}.out"), "wb")
-    fe = open(os.path.join(workdir, f"{name}.err"), "wb")
-    p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=workdir, start_new_session=True)
-    p._setup(fo.name, fe.name, argv, (fo, fe))
-    try:
-        return p.wait_result(timeout)
-    finally:
-        if p.returncode is None:
-            p.kill9()
 
 
 def load(pg, changes, batch):
@@ -97,6 +93,7 @@ def main():
     ap.add_argument("--metrics", action="store_true", help="serve /metrics and scrape it while draining")
     ap.add_argument("--scrape-every", type=float, default=1.0)
     ap.add_argument("--skip-recvlogical", action="store_true", help="measure sluice only")
+    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
     a = ap.parse_args()
 
     reason = harness.pg_available()
@@ -111,68 +108,84 @@ def main():
     with PgServer() as pg:
         pg.execute(TABLE_DDL)
         pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
-        pg.execute("SELECT pg_create_logical_replication_slot('sluice_bench', 'pgoutput')")
-        pg.execute("SELECT pg_create_logical_replication_slot('recv_bench', 'pgoutput')")
+        # both sides connect alike: TCP to 127.0.0.1 as a restricted role
+        # (LOGIN REPLICATION, SELECT on the table), the role doc/deploy.md gives sluice
+        pg.execute(f"CREATE ROLE {USER} LOGIN REPLICATION")
+        pg.execute(f"GRANT SELECT ON bench_t TO {USER}")
+        for i in range(a.pairs):   # one slot per run, all before the load
+            pg.execute(f"SELECT pg_create_logical_replication_slot('sluice_{i}', 'pgoutput')")
+            pg.execute(f"SELECT pg_create_logical_replication_slot('recv_{i}', 'pgoutput')")
         n_ins, n_upd, n_del, load_s = load(pg, a.changes, a.batch)
         end_lsn = pg.current_lsn()
         pg.wait_wal_flushed()
         changes = n_ins + n_upd + n_del
-        wal_bytes = end_lsn - pg.slot_info("recv_bench")["restart_lsn"]
+        wal_bytes = end_lsn - pg.slot_info("recv_0")["restart_lsn"]
         print(f"pg_drain: loaded {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; "
               f"{a.batch} rows per transaction) in {load_s:.1f}s; {wal_bytes / 2**20:.0f} MiB of WAL")
 
         port = harness.free_port()
-        s = Sluice(pg, stream="bench", tables="public.bench_t", codec=a.codec, compression_level=1,
-                   max_file_bytes="64MB", max_file_seconds=60, backfill="none", binary=a.sluice_bin,
-                   log_level="warn",
-                   extra={"agent": {"metrics_listen": f"127.0.0.1:{port}"}} if a.metrics else None)
+        dsn = f"host=127.0.0.1 port={pg.port} user={USER} dbname=postgres"
+        runs = []
         try:
-            # pg_recvlogical first, then sluice, over the same WAL
+            for i in range(a.pairs):
+                extra = {"source": {"user": USER}, "stream": {"slot": f"sluice_{i}", "publication": "sluice_bench"}}
+                if a.metrics:
+                    extra["agent"] = {"metrics_listen": f"127.0.0.1:{port}"}
+                runs.append(Sluice(pg, stream="bench", tables="public.bench_t", codec=a.codec, compression_level=1,
+                                   max_file_bytes="64MB", max_file_seconds=60, backfill="none",
+                                   binary=a.sluice_bin, log_level="warn", extra=extra))
+            s = runs[0]
             rl_out = os.path.join(s.workdir, "recvlogical.bin")
-            rl = None
-            if not a.skip_recvlogical:
-                rl = run_measured([recvlogical, "-d", pg.dsn, "--slot", "recv_bench", "--start",
-                                   "-o", "proto_version=1", "-o", "publication_names=sluice_bench",
-                                   "--endpos", int_to_lsn(end_lsn), "--no-loop", "-f", rl_out],
-                                  s.workdir, "recvlogical", a.timeout)
-                if rl.rc != 0:
-                    print(f"pg_drain: pg_recvlogical failed:\n{rl.describe()}", file=sys.stderr)
-                    return 1
+            rls, rs = [], []
             scrapes, last = [0], [""]
-            done = threading.Event()
+            for i in range(a.pairs):   # A B A B ...: pg_recvlogical, then sluice, over the same WAL
+                if not a.skip_recvlogical:
+                    rl = fair.measured([recvlogical, "-d", dsn, "--slot", f"recv_{i}", "--start",
+                                        "-o", "proto_version=1", "-o", "publication_names=sluice_bench",
+                                        "--endpos", int_to_lsn(end_lsn), "--no-loop", "-f", rl_out],
+                                       s.workdir, f"recvlogical{i}", a.timeout)
+                    if rl.rc != 0:
+                        print(f"pg_drain: pg_recvlogical failed:\n{rl.describe()}", file=sys.stderr)
+                        return 1
+                    rls.append(rl)
+                done = threading.Event()
 
-            def scraper():
-                while not done.wait(a.scrape_every):
-                    try:
-                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-                            last[0] = resp.read().decode()
-                            scrapes[0] += 1
-                    except OSError:
-                        pass
-            th = threading.Thread(target=scraper, daemon=True)
-            if a.metrics:
-                th.start()
-            r = s.run("run", "--until-caught-up", timeout=a.timeout, sample_hwm=True)
-            done.set()
-            if a.metrics:
-                th.join()
-            if r.rc != 0:
-                print(f"pg_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
-                return 1
+                def scraper():
+                    while not done.wait(a.scrape_every):
+                        try:
+                            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+                                last[0] = resp.read().decode()
+                                scrapes[0] += 1
+                        except OSError:
+                            pass
+                th = threading.Thread(target=scraper, daemon=True)
+                if a.metrics:
+                    th.start()
+                r = fair.finish(runs[i].start("run", "--until-caught-up", sample_hwm=True), a.timeout)
+                done.set()
+                if a.metrics:
+                    th.join()
+                if r.rc != 0:
+                    print(f"pg_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
+                    return 1
+                rs.append(r)
+            s = runs[-1]
             out_bytes = nfiles = 0
             for d, _, files in os.walk(s.out):
                 for f in files:
                     if f.endswith(".avro"):
                         nfiles += 1
                         out_bytes += os.path.getsize(os.path.join(d, f))
-            slot = pg.slot_info("sluice_bench")
-            if rl:
-                print(f"pg_recvlogical: {rl.wall_s:7.2f}s  {changes / rl.wall_s:10.0f} changes/s  "
-                      f"({os.path.getsize(rl_out) / 2**20:.0f} MiB of pgoutput)")
-            print(f"sluice:         {r.wall_s:7.2f}s  {changes / r.wall_s:10.0f} changes/s  "
-                  f"({nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro, codec {a.codec})")
-            if rl:
-                print(f"ratio sluice/pg_recvlogical (wall time): {r.wall_s / rl.wall_s:.2f}")
+            slot = pg.slot_info(f"sluice_{a.pairs - 1}")
+            print(f"both over TCP to 127.0.0.1 as {USER!r} (LOGIN REPLICATION, SELECT on the table); whole "
+                  f"processes (sluice from start to exit, start-up and fsyncs included); {a.pairs} pairs, alternated")
+            if rls:
+                fair.report("pg_recvlogical", rls, changes)
+            fair.report("sluice", rs, changes)
+            print(f"  ({os.path.getsize(rl_out) / 2**20 if rls else 0:.0f} MiB of pgoutput from pg_recvlogical; "
+                  f"{nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro from sluice, codec {a.codec})")
+            if rls:
+                fair.ratio("sluice/pg_recvlogical", rs, rls)
             if a.metrics:
                 counted = {}
                 for line in last[0].splitlines():
@@ -182,9 +195,8 @@ def main():
                 print(f"metrics: {scrapes[0]} scrapes of /metrics while draining; last one counted "
                       f"{counted.get('insert', 0)} inserts, {counted.get('update', 0)} updates, "
                       f"{counted.get('delete', 0)} deletes")
-            print(f"sluice CPU (user+sys): {r.cpu_s:.2f}s = {r.cpu_s / changes * 1e6:.2f}s per million changes")
-            print(f"sluice peak RSS: {r.hwm_kb / 1024:.1f} MiB (VmHWM; wait4 ru_maxrss {r.maxrss_kb / 1024:.1f} MiB, "
-                  f"which on Linux starts at the parent's RSS)")
+            print(f"sluice peak RSS is VmHWM (wait4 ru_maxrss {rs[-1].maxrss_kb / 1024:.1f} MiB, which on Linux "
+                  f"starts at the parent's RSS)")
             print(f"sluice slot confirmed_flush_lsn {int_to_lsn(slot['confirmed_flush_lsn'])} "
                   f"(end of load {int_to_lsn(end_lsn)})")
             if a.verify:
@@ -198,7 +210,8 @@ def main():
                 if counts != want:
                     return 1
         finally:
-            s.close()
+            for s in runs:
+                s.close()
     return 0
 
 

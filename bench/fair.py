@@ -1,0 +1,69 @@
+"""
+bench/fair.py: what the benches share so that sluice and its baseline are
+measured alike.
+
+Both sides are whole processes started by measured(): wall time from spawn
+to exit on one monotonic clock (polled every 2 ms), CPU and voluntary context
+switches from the rusage wait4 returns for the reaped child (which covers all
+its threads and the children it reaped itself: a `sh -c 'a & b & wait'` is
+measured with both).  Runs alternate A B A B ... for --pairs pairs, and every
+figure is printed as min/median/max over them.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
+
+from harness import SluiceProc  # noqa: E402
+
+
+def finish(p, timeout):
+    """Waits for SluiceProc p (started with sample_hwm, so polled every
+    2 ms) and returns its harness.Result, with .nvcsw (voluntary context
+    switches of every thread, from wait4's rusage) added."""
+    try:
+        r = p.wait_result(timeout)
+    finally:
+        if p.returncode is None:
+            p.kill9()
+    r.nvcsw = p.rusage.ru_nvcsw if p.rusage else 0
+    return r
+
+
+def measured(argv, workdir, name, timeout, stdout_path=None, env=None):
+    """Runs argv to completion as a measured process; returns finish()'s Result."""
+    fo = open(stdout_path or os.path.join(workdir, f"{name}.out"), "wb")
+    fe = open(os.path.join(workdir, f"{name}.err"), "wb")
+    e = dict(os.environ)
+    e.update(env or {})
+    p = SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, cwd=workdir, env=e,
+                   start_new_session=True)
+    p._setup(fo.name, fe.name, argv, (fo, fe), sample_hwm=True)
+    return finish(p, timeout)
+
+
+def mmm(xs, fmt="{:.2f}"):
+    """min/median/max of xs, each formatted with fmt."""
+    return "/".join(fmt.format(v) for v in (min(xs), statistics.median(xs), max(xs)))
+
+
+def report(label, results, units, unit="change", rss=True):
+    """One line for one side: wall seconds, units per second, CPU-us per
+    unit, voluntary context switches per 1,000 units, peak RSS (sampled
+    VmHWM of the process itself; without rss, when it is a shell around the
+    real clients, not printed); each min/median/max over results."""
+    walls = [r.wall_s for r in results]
+    hwm = f"peak RSS {mmm([r.hwm_kb / 1024 for r in results], '{:.0f}')} MiB" if rss else "peak RSS not sampled"
+    print(f"{label:16} wall {mmm(walls)} s  {mmm([units / w for w in walls], '{:.0f}')} {unit}s/s  "
+          f"CPU {mmm([r.cpu_s / units * 1e6 for r in results])} us/{unit}  "
+          f"vol. ctx switches {mmm([r.nvcsw / units * 1000 for r in results], '{:.1f}')} per 1,000 {unit}s  "
+          f"{hwm}   (min/median/max of {len(results)})")
+
+
+def ratio(label, a, b):
+    """The wall-time ratio a/b, min/median/max over the pairs (a[i] with b[i])."""
+    print(f"ratio {label} (wall time, pair by pair): {mmm([x.wall_s / y.wall_s for x, y in zip(a, b)])}")
