@@ -120,10 +120,11 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	sst.known_tables = known;
 	if ((rc = sl_stream_ckpt_slot(&ck, sc, err, errlen)) == SL_OK)
 		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
-	free(known);
-	sl_ckpt_free(&ck);
 	if (rc == SL_OK)
 		rc = check_masking(sc, src, &sst, err, errlen);
+	sst.known_tables = NULL;
+	free(known);      /* names owned by ck */
+	sl_ckpt_free(&ck);
 	return rc;
 }
 
