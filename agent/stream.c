@@ -261,7 +261,11 @@ static int mark_drops(struct stream *s, const int *drops, int ndrops)
 		if ((rc = sl_pipe_drop_marker(s->pipe, drops[i], t, &now)) < 0)
 			return rc;
 	}
-	return SL_OK;
+	/* Durable and checkpointed before anything else: a signal that stops
+	 * the run during the setup after this (the stop does not drain then,
+	 * and the writer saves no checkpoint once stopped) must not leave
+	 * markers that the next run writes again. */
+	return sl_pipe_sync(s->pipe);
 }
 
 /* A new position starts a new history: every table is backfilled again

@@ -291,7 +291,7 @@ class TableIdentityTest(PgTestCase):
             self.assertEqual(len(old), 20)
             new = [r for r in records_for(recs, "public", t) if r["uuid"] not in seen]
             marks = [r for r in new if change_type(r) == "TRUNCATE"]
-            self.assertEqual(len(marks), 1, t)
+            self.assertEqual(len(marks), 1, (t, [(csn(r), r["uuid"], r["read_method"], r["source_metadata"]) for r in marks]))
             assert_marker_between(self, old, marks[0], [r for r in new if r is not marks[0]])
 
 
