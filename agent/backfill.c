@@ -11,6 +11,10 @@
 #include "common/log.h"
 #include "common/util.h"
 
+/* A table backfilled with fewer rows than this is not waited for before the
+ * next one is read (sl_backfill_run). */
+#define SMALL_TABLE_ROWS 10000
+
 static const struct sl_table *find_table(struct sl_table *const *tables, int n, const struct sl_ckpt_table *e)
 {
 	for (int i = 0; i < n; i++)
@@ -172,13 +176,15 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		}
 		sl_log_set_table(NULL);
 		/* Done once durable: the figure below then covers the writer too
-		 * (encoding, compression, flush). */
+		 * (encoding, compression, flush).  A small table is not waited
+		 * for: the writer makes it durable in order while the next one is
+		 * read, and the last sync below covers it. */
 		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows, NULL)) < 0 ||
-		    (rc = sl_pipe_sync(pipe)) < 0)
+		    (rows >= SMALL_TABLE_ROWS && (rc = sl_pipe_sync(pipe)) < 0))
 			return rc;
 		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.2f s (%.0f rows/s)", stream, name,
 			rows, (double)(sl_mono_ms() - t0) / 1000.0,
 			(double)rows * 1000.0 / (double)(sl_mono_ms() - t0 > 0 ? sl_mono_ms() - t0 : 1));
 	}
-	return SL_OK;
+	return plan->n > 0 ? sl_pipe_sync(pipe) : SL_OK;
 }

@@ -202,51 +202,96 @@ bool sl_pg_selects(char *const *include, char *const *exclude, const char *ns, c
 	return yes;
 }
 
-static int describe_table(PGconn *c, const char *oid, struct sl_table *t, char *err, size_t errlen)
+/* Adds row i of describe_sql's result to t's columns. */
+static int add_column(struct sl_table *t, PGresult *res, int i)
 {
-	const char *params[1] = { oid };
-	PGresult *res = PQexecParams(c,
-		"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
-		"       coalesce(a.attnum = ANY(i.indkey), false), a.attnotnull, "
-		"       c.relreplident = 'f' OR coalesce(a.attnum = ANY(r.indkey), false) "
-		"FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-		"LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indexrelid = ("
-		"  SELECT x.indexrelid FROM pg_index x WHERE x.indrelid = a.attrelid "
-		"  AND (x.indisprimary OR x.indisreplident) ORDER BY x.indisprimary DESC LIMIT 1) "
-		"LEFT JOIN pg_index r ON r.indrelid = a.attrelid AND ((c.relreplident = 'd' AND r.indisprimary) "
-		"  OR (c.relreplident = 'i' AND r.indisreplident)) "
-		"WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
-		"ORDER BY a.attnum", 1, NULL, params, NULL, NULL, 0);
-	int rc = SL_OK;
+	uint64_t typ;
+	int64_t mod;
+	int precision = 0, scale = 0;
+	enum sl_type type;
 
+	if (sl_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX, &typ) < 0 ||
+	    sl_parse_i64(PQgetvalue(res, i, 2), INT32_MIN, INT32_MAX, &mod) < 0)
+		return -1;
+	type = sl_pg_type_map((uint32_t)typ, (int32_t)mod, &precision, &scale);
+	if (sl_table_add_column(t, PQgetvalue(res, i, 0), type, precision, scale, (uint32_t)typ,
+				(int32_t)mod, PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0)
+		return -1;
+	t->cols[t->ncols - 1].not_null = !strcmp(PQgetvalue(res, i, 5), "t");
+	t->cols[t->ncols - 1].in_identity = !strcmp(PQgetvalue(res, i, 6), "t");
+	return 0;
+}
+
+/* The columns of every table in $1 (an OID array), with their key and
+ * replica identity membership, ordered by table then column: one query for
+ * the whole selection, however many tables it holds. */
+static const char describe_sql[] =
+	"SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), "
+	"       coalesce(a.attnum = ANY(i.indkey), false), a.attnotnull, "
+	"       c.relreplident = 'f' OR coalesce(a.attnum = ANY(r.indkey), false), a.attrelid "
+	"FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+	"LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indexrelid = ("
+	"  SELECT x.indexrelid FROM pg_index x WHERE x.indrelid = a.attrelid "
+	"  AND (x.indisprimary OR x.indisreplident) ORDER BY x.indisprimary DESC LIMIT 1) "
+	"LEFT JOIN pg_index r ON r.indrelid = a.attrelid AND ((c.relreplident = 'd' AND r.indisprimary) "
+	"  OR (c.relreplident = 'i' AND r.indisreplident)) "
+	"WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = '' "
+	"ORDER BY a.attrelid, a.attnum";
+
+static int cmp_relid(const void *a, const void *b)
+{
+	uint32_t x = (*(struct sl_table *const *)a)->relid, y = (*(struct sl_table *const *)b)->relid;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Describes the n tables (their relid set) with one catalog query. */
+static int describe_tables(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+{
+	struct sl_table **byoid = NULL;
+	struct sl_buf oids;
+	const char *params[1];
+	PGresult *res = NULL;
+	int rc = SL_OK, k = 0;
+
+	sl_buf_init(&oids, 0);
+	if (n == 0)
+		goto out;
+	if (!(byoid = malloc((size_t)n * sizeof *byoid)) || sl_pg_oid_array(&oids, tabs, n) < 0) {
+		snprintf(err, errlen, "out of memory describing tables");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	memcpy(byoid, tabs, (size_t)n * sizeof *byoid);
+	qsort(byoid, (size_t)n, sizeof *byoid, cmp_relid);
+	params[0] = oids.data;
+	res = PQexecParams(c, describe_sql, 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = sl_pg_err(err, errlen, "could not read the columns of a table", c, res);
+		rc = sl_pg_err(err, errlen, "could not read the columns of the tables", c, res);
 		goto out;
 	}
 	for (int i = 0; i < PQntuples(res); i++) {
-		uint64_t typ;
-		int64_t mod;
-		int precision = 0, scale = 0;
-		enum sl_type type;
-		if (sl_parse_u64(PQgetvalue(res, i, 1), UINT32_MAX, &typ) < 0 ||
-		    sl_parse_i64(PQgetvalue(res, i, 2), INT32_MIN, INT32_MAX, &mod) < 0)
-			goto bad;
-		type = sl_pg_type_map((uint32_t)typ, (int32_t)mod, &precision, &scale);
-		if (sl_table_add_column(t, PQgetvalue(res, i, 0), type, precision, scale, (uint32_t)typ,
-					(int32_t)mod, PQgetvalue(res, i, 3), !strcmp(PQgetvalue(res, i, 4), "t")) < 0)
-			goto bad;
-		t->cols[t->ncols - 1].not_null = !strcmp(PQgetvalue(res, i, 5), "t");
-		t->cols[t->ncols - 1].in_identity = !strcmp(PQgetvalue(res, i, 6), "t");
+		uint64_t relid;
+		if (sl_parse_u64(PQgetvalue(res, i, 7), UINT32_MAX, &relid) < 0)
+			relid = 0;
+		while (k < n && byoid[k]->relid < relid)
+			k++;
+		if (k == n || byoid[k]->relid != relid || add_column(byoid[k], res, i) < 0) {
+			snprintf(err, errlen, "could not describe table \"%s\".\"%s\"", k < n ? byoid[k]->ns : "?",
+				 k < n ? byoid[k]->name : "?");
+			rc = SL_EFAIL;
+			goto out;
+		}
 	}
-	if (sl_table_finish(t) < 0) {
-		snprintf(err, errlen, "out of memory describing \"%s\".\"%s\"", t->ns, t->name);
-		rc = SL_EFAIL;
-	}
-	goto out;
-bad:
-	snprintf(err, errlen, "could not describe table \"%s\".\"%s\"", t->ns, t->name);
-	rc = SL_EFAIL;
+	for (int i = 0; i < n; i++)
+		if (sl_table_finish(tabs[i]) < 0) {
+			snprintf(err, errlen, "out of memory describing \"%s\".\"%s\"", tabs[i]->ns, tabs[i]->name);
+			rc = SL_EFAIL;
+			goto out;
+		}
 out:
+	free(byoid);
+	sl_buf_free(&oids);
 	PQclear(res);
 	return rc;
 }
@@ -418,9 +463,9 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 		}
 		if (PQgetisnull(res, i, 9) || sl_parse_i64(PQgetvalue(res, i, 9), 0, INT64_MAX, &t->est_rows) < 0)
 			t->est_rows = -1;  /* never analyzed: unknown */
-		if (describe && (rc = describe_table(c, PQgetvalue(res, i, 0), t, err, errlen)) < 0)
-			goto out;
 	}
+	if (describe && (rc = describe_tables(c, tabs, cnt, err, errlen)) < 0)
+		goto out;
 	*out = tabs;
 	*n = cnt;
 	tabs = NULL;

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""
+bench/pg_many_tables.py: how long sluice takes to start on a stream of many
+small tables.
+
+A throwaway PostgreSQL 15 gets --tables one-row tables (t_00001, ...: an
+integer key and a text column).  Then, --repeat times, sluice run
+--until-caught-up on a new stream (backfill = auto) that selects them all:
+it reads the catalog, creates the publication and the slot, backfills every
+table and streams the (empty) rest.  Each of sluice's log lines is stamped
+as it arrives, and the script prints, over the runs, min/median/max of:
+
+  to first backfill  the start until the first "backfilling" line (catalog
+                     reads, publication, slot)
+  to streaming       the start until "streaming from slot" (every table
+                     backfilled)
+  to caught up       the start until sluice exited, caught up
+
+It never fails on speed; it exits non-zero only if something does not work.
+
+  SLUICE_BIN=_build/sluice /usr/bin/python3 bench/pg_many_tables.py
+      [--tables N] [--connections N] [--repeat N]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+import harness  # noqa: E402
+from harness import PgServer, Sluice  # noqa: E402
+
+CREATE = """
+DO $$
+BEGIN
+  FOR i IN 1..%s LOOP
+    EXECUTE format('CREATE TABLE %%I (id int PRIMARY KEY, v text NOT NULL)', 't_' || lpad(i::text, 5, '0'));
+    EXECUTE format('INSERT INTO %%I VALUES (%%s, %%L)', 't_' || lpad(i::text, 5, '0'), i, 'row ' || i);
+  END LOOP;
+END $$"""
+
+
+def timed_run(s, timeout):
+    """Runs sluice run --until-caught-up, stamping each stderr line.
+    Returns (rc, [(seconds since start, line)], wall seconds)."""
+    argv = s.argv("run", "--until-caught-up")
+    lines = []
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def reader():
+        for raw in p.stderr:
+            lines.append((time.monotonic() - t0, raw.decode(errors="replace").rstrip("\n")))
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    try:
+        rc = p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        rc = None
+    wall = time.monotonic() - t0
+    th.join(10)
+    return rc, lines, wall
+
+
+def first(lines, needle):
+    for t, line in lines:
+        if needle in line:
+            return t
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tables", type=int, default=2000)
+    ap.add_argument("--connections", type=int, default=None,
+                    help="[source] backfill_connections (default: sluice's default)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--timeout", type=float, default=600)
+    a = ap.parse_args()
+    a.sluice_bin = os.path.abspath(a.sluice_bin)
+
+    reason = harness.pg_available()
+    if reason:
+        print(f"pg_many_tables: skipped: {reason}")
+        return 0
+    if not os.access(a.sluice_bin, os.X_OK):
+        print(f"pg_many_tables: no sluice binary at {a.sluice_bin} (set SLUICE_BIN)", file=sys.stderr)
+        return 2
+
+    with PgServer(settings={"max_locks_per_transaction": "1024"}) as pg:
+        t0 = time.monotonic()
+        pg.execute(CREATE % a.tables)
+        pg.execute("ANALYZE")
+        print(f"pg_many_tables: created {a.tables} one-row tables in {time.monotonic() - t0:.1f}s")
+        figures = {"to first backfill": [], "to streaming": [], "to caught up": []}
+        for i in range(a.repeat):
+            extra = {} if a.connections is None else {"source": {"backfill_connections": a.connections}}
+            s = Sluice(pg, stream=f"many{i}", tables="public.t_*", binary=a.sluice_bin, extra=extra)
+            try:
+                rc, lines, wall = timed_run(s, a.timeout)
+                done = sum(1 for _, line in lines if "backfilled public.t_" in line)
+                if rc != 0 or done != a.tables:
+                    tail = "\n".join(line for _, line in lines[-20:])
+                    print(f"pg_many_tables: run {i}: exit {rc}, {done} tables backfilled of {a.tables}:\n{tail}",
+                          file=sys.stderr)
+                    return 1
+                figures["to first backfill"].append(first(lines, "backfilling public.t_"))
+                figures["to streaming"].append(first(lines, "streaming from slot"))
+                figures["to caught up"].append(wall)
+            finally:
+                s.close()
+            pg.execute(f"SELECT pg_drop_replication_slot('sluice_many{i}')")
+        print(f"{a.tables} tables, {a.repeat} runs: seconds, min / median / max")
+        for k, v in figures.items():
+            print(f"  {k:18s} {min(v):7.2f} {statistics.median(v):7.2f} {max(v):7.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
