@@ -29,17 +29,9 @@ if ! command -v clang >/dev/null 2>&1; then
 	exit 3
 fi
 
-cd "$top"
-if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt configure ]; then
-	autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
-fi
-mkdir -p "$build"
+CC=clang CFLAGS="-g -O1" SLUICE_BUILD_DIR=$build SLUICE_CONFIGURE_FLAGS="--enable-fuzzers" \
+	"$top/scripts/build.sh" >/dev/null
 cd "$build"
-if [ ! -f Makefile ]; then
-	CC=clang CFLAGS="-g -O1" "$top/configure" -q --enable-fuzzers
-fi
-make -s -j"$(nproc)" $(printf 'tests/fuzz/%s ' "${targets[@]}") >/dev/null
-
 rm -rf seeds
 /usr/bin/python3 "$top/tests/fuzz/seeds.py" seeds
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -48,7 +40,13 @@ rc=0
 for t in "${targets[@]}"; do
 	mkdir -p "corpus/$t"
 	t0=$(date +%s)
-	if ! "tests/fuzz/$t" "${limit[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+	# avro-c (libavro, not sluice) asks for an allocation of a negative
+	# string or bytes length read from a damaged record: its malloc then
+	# fails and avro_read.c reports the record as undecodable.  ASan would
+	# abort on the request itself.
+	asan=$ASAN_OPTIONS
+	[ "$t" = fuzz_ocf ] && asan=$asan:allocator_may_return_null=1
+	if ! ASAN_OPTIONS=$asan "tests/fuzz/$t" "${limit[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
 		-artifact_prefix="$build/crash-$t-" "corpus/$t" "seeds/$t" >"$t.log" 2>&1; then
 		echo "$t: FAILED (its output: $build/$t.log)"
 		tail -40 "$t.log"
