@@ -38,6 +38,7 @@ TEST_PACKAGES=(
 	python3-snappy python3-zstandard python3-psycopg2 python3-mysqldb
 	python3-boto3           # the s3 tests read objects back with an independent client
 	procps
+	clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (scripts/fuzz.sh)
 	systemd                 # systemd-analyze verifies the unit in contrib/systemd
 	iproute2 iptables       # the network fault tests: ip netns, veth, tc; DROP and NFQUEUE rules
 )

@@ -2,7 +2,9 @@
 # scripts/test.sh: the whole test suite: installs what is missing, builds,
 # runs the unit tests (make check) and the integration tests against
 # throwaway PostgreSQL and MariaDB servers, then the unit tests and a short integration
-# subset again under AddressSanitizer and UndefinedBehaviorSanitizer.
+# subset again under AddressSanitizer and UndefinedBehaviorSanitizer, the
+# threaded unit tests under ThreadSanitizer, and a short pass of the libFuzzer
+# targets (scripts/fuzz.sh).
 # Exits non-zero on any failure.
 #
 #   scripts/test.sh [-k PATTERN ...]     integration tests matching PATTERN only
@@ -10,7 +12,7 @@
 #                                        warnings as errors under ASan and UBSan, its
 #                                        unit tests, and the integration tests tagged
 #                                        "quick" (one smoke test per source and sink)
-#   SLUICE_SANITIZERS=0 scripts/test.sh  skip the sanitizer pass
+#   SLUICE_SANITIZERS=0 scripts/test.sh  skip the sanitizer, ThreadSanitizer and fuzz passes
 #   SLUICE_TEST_JOBS=1 scripts/test.sh   integration modules one at a time (default 2)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,10 +29,18 @@ fi
 "$top/scripts/build.sh"
 build=${SLUICE_BUILD_DIR:-$top/_build}
 
-# Runs make check in build dir $1; prints a summary; returns its status.
+# The unit tests that run threads, which the ThreadSanitizer pass runs.
+TSAN_TESTS="tests/unit/test_pipeline tests/unit/test_avro_ocf tests/unit/test_avro_dir tests/unit/test_ch_sink"
+
+# Runs make check in build dir $1 (only the tests $3 when given); prints a
+# summary; returns its status.
 unit_tests() {
-	local dir=$1 label=$2 rc=0 pass=0 fail=0 skip=0
-	( cd "$dir" && make -s -j"$(nproc)" check >/dev/null 2>&1 ) || rc=$?
+	local dir=$1 label=$2 only=${3:-} rc=0 pass=0 fail=0 skip=0
+	if [ -n "$only" ]; then
+		( cd "$dir" && make -s -j"$(nproc)" check TESTS="$only" >/dev/null 2>&1 ) || rc=$?
+	else
+		( cd "$dir" && make -s -j"$(nproc)" check >/dev/null 2>&1 ) || rc=$?
+	fi
 	for f in $(find "$dir/tests" -name '*.log' 2>/dev/null); do
 		pass=$((pass + $(grep -c '^ok ' "$f" || true)))
 		fail=$((fail + $(grep -c '^not ok ' "$f" || true)))
@@ -107,6 +117,22 @@ if [ "${SLUICE_SANITIZERS:-1}" != 0 ]; then
 	# refused credentials) and the operations layer's quick tests.
 	# (The large-transaction RSS bound does not hold under ASan's quarantine.)
 	SLUICE_BIN="$san/sluice" /usr/bin/python3 "$top/tests/integration/run.py" --tag sanitizers || san_rc=$?
+
+	# ThreadSanitizer on the unit tests that run threads: the pipeline and
+	# its queue, the Avro writer's compression threads, the ClickHouse sink.
+	tsan=$top/_build-tsan
+	SLUICE_BUILD_DIR=$tsan SLUICE_CONFIGURE_FLAGS="${SLUICE_CONFIGURE_FLAGS:-} --enable-sanitizers=thread" \
+		"$top/scripts/build.sh"
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 unit_tests "$tsan" "tsan" \
+		"$TSAN_TESTS" || san_rc=$?
+
+	# The fuzz targets (tests/fuzz), a short fixed pass (under a minute: the
+	# config and Avro targets run about 300 inputs a second): scripts/fuzz.sh.
+	if command -v clang >/dev/null 2>&1 || [ "${CI:-}" = true ]; then
+		"$top/scripts/fuzz.sh" 5000 || san_rc=$?
+	else
+		echo "fuzz: skipped: clang is not installed (scripts/deps.sh installs it)"
+	fi
 fi
 
 if [ "$unit_rc" -ne 0 ] || [ "$int_rc" -ne 0 ] || [ "$san_rc" -ne 0 ]; then

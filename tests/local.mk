@@ -5,6 +5,7 @@ include $(srcdir)/tests/unit/config.mk
 include $(srcdir)/tests/unit/replay.mk
 include $(srcdir)/tests/unit/mysql.mk
 include $(srcdir)/tests/unit/ops.mk
+include $(srcdir)/tests/fuzz/local.mk
 
 # The avro-c reader the integration tests use as a second, independent reader.
 noinst_PROGRAMS += tests/tools/avro_read

@@ -868,6 +868,8 @@ static int read_header(struct sl_ocf_reader *r, char *err, size_t errlen)
 			goto bad;
 		if (count == 0)
 			break;
+		if (count == INT64_MIN)
+			goto bad;  /* its negation does not exist */
 		if (count < 0) {
 			count = -count;
 			if (read_long(r->f, &size) < 0)

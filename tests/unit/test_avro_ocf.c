@@ -856,6 +856,28 @@ static unsigned char *foreign_zstd(int n, size_t *len, struct sl_buf *recs, size
 /* sluice's reader takes what other writers make of zstandard: frames
  * without their content size, several frames in one block, a block far
  * larger than its first guess (64 KiB). */
+/* A header map whose block count is the most negative long (found by
+ * tests/fuzz/fuzz_ocf): negating it overflowed.  It is a damaged file. */
+static void test_reader_count_min(void **state)
+{
+	static const unsigned char file[] = {
+		'O', 'b', 'j', 1,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,  /* count: -2^63 (zigzag) */
+		0, 0,  /* size 0, then the map's end */
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+	};
+	struct sl_ocf_reader *r = NULL;
+	char path[512], err[512];
+
+	(void)state;
+	snprintf(path, sizeof path, "%s/count_min.avro", g_dir);
+	assert_int_equal(sl_write_file_atomic(path, file, sizeof file, err, sizeof err), 0);
+	assert_int_equal(sl_ocf_reader_open(&r, path, err, sizeof err), -1);
+	assert_null(r);
+	assert_non_null(strstr(err, path));
+	assert_non_null(strstr(err, "\": not an Avro object container file, or its header is damaged"));
+}
+
 static void test_reader_foreign_zstd(void **state)
 {
 	const int n = 10000;
@@ -1028,6 +1050,7 @@ int main(void)
 		cmocka_unit_test(test_zstandard),
 		cmocka_unit_test(test_reader_damage),
 		cmocka_unit_test(test_reader_foreign_zstd),
+		cmocka_unit_test(test_reader_count_min),
 		cmocka_unit_test(test_small_files),
 		cmocka_unit_test(test_huge_record),
 		cmocka_unit_test(test_errors),

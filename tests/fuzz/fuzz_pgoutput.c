@@ -1,0 +1,41 @@
+/*
+ * tests/fuzz/fuzz_pgoutput.c: the pgoutput decoder (sources/postgres/
+ * pgoutput.c) on a stream of messages, each a frame of fuzz.h (the XLogData
+ * payload, from its message type byte), through one decoder as the source
+ * drives it: relations described by earlier messages, TRUNCATE's changes
+ * handed out one by one, retired table versions freed.
+ */
+#include <stdbool.h>
+
+#include "common/log.h"
+#include "schema/schema.h"
+#include "sources/postgres/pgoutput.h"
+#include "tests/fuzz/fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *p = data, *end = data + size, *msg;
+	struct sl_pgoutput *d;
+	size_t len;
+	char err[512];
+
+	sl_log_min_level = SL_LOG_ERROR;
+	d = sl_pgoutput_new(NULL, NULL);
+	if (!d)
+		return 0;
+	while (fuzz_next_frame(&p, end, &msg, &len)) {
+		struct sl_pgo_event ev;
+		struct sl_change c;
+		int rc = sl_pgoutput_decode(d, msg, len, &ev, err, sizeof err);
+
+		if (rc != 0)
+			break;  /* the source stops at a message it cannot decode */
+		if (ev.kind == SL_PGO_RELATION && ev.schema_changed)
+			sl_table_free(ev.retired);
+		if (ev.kind == SL_PGO_CHANGE && ev.nchanges == 0)
+			while (sl_pgoutput_truncate_next(d, &c) == 1)
+				;
+	}
+	sl_pgoutput_free(d);
+	return 0;
+}
