@@ -32,7 +32,7 @@ static int column_types(struct ch_rb_reader *r, struct ch_type *types)
 		col.type = (enum sl_type)(r->p[0] % (SL_T_UINT64 + 1));
 		col.precision = 1 + r->p[1] % 60;
 		col.scale = (r->p[1] >> 6) * col.precision / 3;
-		if (ch_type_of_column(&types[i], &col, r->p[0] & 0x80) < 0)
+		if (ch_type_of_column(&types[i], &col, r->p[0] & 0x80, r->p[0] & 0x40 ? CH_MODERN : CH_LEGACY) < 0)
 			return 0;
 		r->p += 2;
 	}
