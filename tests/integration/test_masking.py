@@ -13,8 +13,13 @@ MariaDB into avro_dir:
   N characters (multibyte ones counted as one), null and redact as written;
   the Avro schema has no excluded field and documents each masked one;
 - an unchanged TOAST value in a masked column stays unchanged;
-- a hashed key column gives an exact merge mirror (avro_dir merge mode,
-  and ClickHouse's merge view) after updates, deletes and key changes;
+- a hashed key column gives an exact merge mirror (avro_dir and s3 merge
+  mode, and ClickHouse's merge view for both sources) after updates,
+  deletes and key changes, also with `kill -9` of sluice at random moments
+  (the seed is printed; SLUICE_TEST_SEED repeats one);
+- into Iceberg (read through the ClickHouse 26 engine): the excluded column
+  is absent from the table, hashed values are the HMAC, and the canary is in
+  no file of the warehouse;
 - `check` lists each table's excluded and masked columns, and exits 2 for a
   rule that matches no column and for an excluded key column (as run does).
 
@@ -25,15 +30,17 @@ import hashlib
 import hmac
 import json
 import os
+import random
 
 import avro.datafile
 import avro.io
 
 import harness  # noqa: E402
-from ch_harness import ChTestCase
-from harness import PgTestCase, csn, records_for
+from ch_harness import ChTestCase, MyChTestCase
+from harness import PgTestCase, S3Server, csn, records_for, s3_available
 from harness_mysql import MyTestCase
 from test_avro_merge import mirror
+from test_iceberg import ch_query, chdb_reason
 
 KEY = b"mask key: \xc3\xa9t\xc3\xa9 / 42"
 CANARY = "CANARY-7f3a9c1e-ssn"
@@ -87,13 +94,38 @@ def avro_files(root):
     return sorted(p for p in all_files(root) if p.endswith(".avro"))
 
 
+def acct_churn(t, mysql=False):
+    """one(rng) for churn_with_kills on an acct table (email key, v, secret):
+    updates, deletes, inserts and key changes."""
+    def one(rng):
+        k = rng.randrange(1, 400)
+        new = (f"CONCAT('n{k}-', UUID(), '@x.org')" if mysql else
+               f"'n{k}-' || gen_random_uuid() || '@x.org'")
+        moved = "CONCAT('k', email)" if mysql else "'k' || email"
+        secret = f"CONCAT(secret, 'x')" if mysql else "secret || 'x'"
+        return rng.choice([
+            f"UPDATE {t} SET v = v + 1 WHERE v % 7 = {k % 7}",
+            f"DELETE FROM {t} WHERE v = {k}",
+            f"INSERT INTO {t} VALUES ({new}, {k}, '{CANARY}')",
+            f"UPDATE {t} SET email = {moved} WHERE v = {k}",        # a key change
+            f"UPDATE {t} SET v = v + 1000, secret = {secret} WHERE v % 5 = {k % 5}",
+        ])
+    return one
+
+
+def acct_table(execute, t, n, mysql=False):
+    execute(f"CREATE TABLE {t} (email varchar(200) PRIMARY KEY, v int, secret text)")
+    execute(f"INSERT INTO {t} VALUES " + ", ".join(f"('u{g}@x.org', {g}, '{CANARY}-{g}')"
+                                                    for g in range(1, n + 1)))
+
+
 class MaskingChecks:
     """What both sources share: the canary search and the schema check."""
 
-    def assert_nowhere(self, s, secrets, logs):
-        """No secret, as bytes, in any file under the output and the
-        state_dir, nor in the logs."""
-        files = list(all_files(s.out, s.state_dir))
+    def assert_nowhere(self, s, secrets, logs, root=None):
+        """No secret, as bytes, in any file under the output (root: a copy
+        of it) and the state_dir, nor in the logs."""
+        files = list(all_files(root or s.out, s.state_dir))
         self.assertTrue(any(p.endswith(".avro") for p in files), files)
         for p in files:
             with open(p, "rb") as f:
@@ -104,19 +136,42 @@ class MaskingChecks:
             for sec in secrets:
                 self.assertNotIn(sec, text, f"{sec!r} found in the log")
 
-    def assert_hashed_mirror(self, s, obj, rows):
+    def assert_hashed_mirror(self, s, obj, rows, root=None):
         """The merge mirror of obj is rows (email, v) with email hashed,
-        and the schema has no secret and documents the hash."""
-        got, files = mirror(s.out, s.stream, obj, ["email"])
+        and the schema has no secret and documents the hash.  root: the
+        output tree (a copy of an s3 prefix), s.out by default."""
+        root = root or s.out
+        got, files = mirror(root, s.stream, obj, ["email"])
         want = {(h(e),): {"email": h(e), "v": v} for e, v in rows}
         self.assertEqual(set(got), set(want), files)
         for k, row in want.items():
             self.assertEqual(got[k], (row, []), k)
-        self.assert_schema(s, ["secret"], {"email": "hash"})
-        self.assert_nowhere(s, ["@x.org"], [])
+        self.assert_schema(s, ["secret"], {"email": "hash"}, root)
+        self.assert_nowhere(s, ["@x.org", CANARY], [], root)
 
-    def assert_schema(self, s, excluded, docs):
-        files = avro_files(s.out)
+    def churn_with_kills(self, s, execute, one, env=None, rounds=4):
+        """Runs sluice in the background while statements one(rng) run, and
+        kills it with SIGKILL at a random moment, rounds times.  The seed is printed (SLUICE_TEST_SEED
+        repeats it)."""
+        seed = int(os.environ.get("SLUICE_TEST_SEED") or random.SystemRandom().randrange(1 << 31))
+        print(f"\n{self.id()}: seed {seed}", flush=True)
+        rng = random.Random(seed)
+        for _ in range(rounds):
+            p = s.start("run", env=env)
+            for _ in range(rng.randrange(3, 9)):
+                execute(one(rng))
+            # The kill lands at a random point of the stream's work: sluice
+            # run never exits by itself, so wait_result SIGKILLs it at the
+            # deadline.
+            try:
+                r = p.wait_result(timeout=rng.uniform(0.05, 1.5))
+                self.fail(f"seed {seed}: sluice run exited by itself:\n{r.describe()}")
+            except TimeoutError:
+                pass
+        return seed
+
+    def assert_schema(self, s, excluded, docs, root=None):
+        files = avro_files(root or s.out)
         self.assertTrue(files)
         for p in files:
             fields = payload_schema(p)
@@ -212,6 +267,16 @@ class PgMaskingTest(PgTestCase, MaskingChecks):
         self.catch_up(s)
         self.assert_hashed_mirror(s, "public_acct", pg.sql("SELECT email, v FROM acct"))
 
+    def test_hashed_key_merge_kill9(self):
+        pg = self.pg
+        acct_table(pg.execute, "kacct", 150)
+        s = self.sluice(stream="pgkk", tables="public.kacct", write_mode="merge", max_file_seconds=1)
+        masked(s, "public.kacct.secret", "public.kacct.email:hash")
+        seed = self.churn_with_kills(s, pg.execute, acct_churn("kacct"))
+        self.catch_up(s)
+        with self.subTest(seed=seed):
+            self.assert_hashed_mirror(s, "public_kacct", pg.sql("SELECT email, v FROM kacct"))
+
 
 class MyMaskingTest(MyTestCase, MaskingChecks):
 
@@ -286,34 +351,139 @@ class MyMaskingTest(MyTestCase, MaskingChecks):
         self.catch_up(s)
         self.assert_hashed_mirror(s, "shop_acct", my.sql("SELECT email, v FROM shop.acct"))
 
+    def test_hashed_key_merge_kill9(self):
+        my = self.my
+        acct_table(my.execute, "shop.kacct", 150, mysql=True)
+        s = self.sluice(stream="mykk", tables="shop.kacct", write_mode="merge", max_file_seconds=1)
+        masked(s, "shop.kacct.secret", "shop.kacct.email:hash")
+        seed = self.churn_with_kills(s, my.execute, acct_churn("shop.kacct", mysql=True))
+        self.catch_up(s)
+        with self.subTest(seed=seed):
+            self.assert_hashed_mirror(s, "shop_kacct", my.sql("SELECT email, v FROM shop.kacct"))
 
-class ChMaskingTest(ChTestCase):
+
+class S3Masking(MaskingChecks):
+    """Into s3 (s3rver): a hashed key merge mirror after kill -9, and no
+    secret in any object.  The class sets up source() and the s3 server."""
+
+    def test_hashed_key_merge_kill9_s3(self):
+        execute, sql, mysql, t, obj = self.source()
+        acct_table(execute, t, 120, mysql=mysql)
+        s = self.sluice(stream="s3k", tables=t, write_mode="merge", max_file_seconds=1, s3=self.s3,
+                        prefix="cdc/" + self.id().rsplit(".", 2)[-2].lower())
+        masked(s, t + ".secret", t + ".email:hash")
+        seed = self.churn_with_kills(s, execute, acct_churn(t, mysql=mysql), rounds=3)
+        self.catch_up(s)
+        with self.subTest(seed=seed):
+            self.assert_hashed_mirror(s, obj, sql(f"SELECT email, v FROM {t}"), root=s.output_tree())
+
+
+class PgS3MaskingTest(PgTestCase, S3Masking):
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(s3_available())
+        super().setUpClass()
+        cls.s3 = S3Server(buckets=("lake",))
+        cls.addClassCleanup(cls.s3.close)
+        cls.s3.start()
+
+    def source(self):
+        return self.pg.execute, self.pg.sql, False, "public.s3acct", "public_s3acct"
+
+
+class MyS3MaskingTest(MyTestCase, S3Masking):
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(s3_available())
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE shop")
+        cls.s3 = S3Server(buckets=("lake",))
+        cls.addClassCleanup(cls.s3.close)
+        cls.s3.start()
+
+    def source(self):
+        return self.my.execute, self.my.sql, True, "shop.s3acct", "shop_s3acct"
+
+
+class ChMasking:
+    """A hashed key into ClickHouse merge mode: the `_current` view equals
+    the source with the key hashed, the excluded column is no column, and no
+    secret is in the table.  The class sets up source()."""
 
     def test_hashed_key_merge_view(self):
-        pg = self.pg
-        pg.execute("CREATE TABLE cacct (email text PRIMARY KEY, v int, secret text)")
-        pg.execute("INSERT INTO cacct SELECT 'u' || g || '@x.org', g, %s || g FROM generate_series(1, 30) g",
-                   (CANARY,))
-        s = self.sluice(stream="chk", tables="public.cacct", database="chk", write_mode="merge")
-        masked(s, "public.cacct.secret", "public.cacct.email:hash")
+        execute, sql, mysql, t, obj = self.source()
+        acct_table(execute, t, 30, mysql=mysql)
+        s = self.sluice(stream="chk", tables=t, database="chk", write_mode="merge")
+        masked(s, t + ".secret", t + ".email:hash")
         self.catch_up(s)
-        pg.execute("UPDATE cacct SET v = v + 100 WHERE v % 3 = 0")
-        pg.execute("DELETE FROM cacct WHERE v % 5 = 0")
-        pg.execute("UPDATE cacct SET email = 'moved-' || email WHERE v % 7 = 1")   # key changes
+        execute(f"UPDATE {t} SET v = v + 100 WHERE v % 3 = 0")
+        execute(f"DELETE FROM {t} WHERE v % 5 = 0")
+        execute(f"UPDATE {t} SET email = " + ("CONCAT('moved-', email)" if mysql else "'moved-' || email") +
+                " WHERE v % 7 = 1")   # key changes
         self.catch_up(s)
-        pg.execute("UPDATE cacct SET v = v + 1")
+        execute(f"UPDATE {t} SET v = v + 1")
         self.catch_up(s)
-        self.assertNotIn("secret", [c[0] for c in self.ch.columns("chk", "public_cacct")])
+        self.assertNotIn("secret", [c[0] for c in self.ch.columns("chk", obj)])
         got = {}
-        for r in self.ch.rows("chk", "public_cacct_current"):
+        for r in self.ch.rows("chk", obj + "_current"):
             e = r["email"].decode() if isinstance(r["email"], bytes) else r["email"]
             self.assertNotIn(e, got)
             got[e] = r["v"]
-        want = {h(e): v for e, v in pg.sql("SELECT email, v FROM cacct")}
+        want = {h(e): v for e, v in sql(f"SELECT email, v FROM {t}")}
         self.assertEqual(got, want)
-        dump = self.ch.query("SELECT * FROM chk.public_cacct FORMAT TSV")
+        dump = self.ch.query(f"SELECT * FROM chk.{obj} FORMAT TSV")
         self.assertNotIn(CANARY.encode() if isinstance(dump, bytes) else CANARY, dump)
         self.assertNotIn(b"@x.org" if isinstance(dump, bytes) else "@x.org", dump)
+
+
+class ChMaskingTest(ChTestCase, ChMasking):
+
+    def source(self):
+        return self.pg.execute, self.pg.sql, False, "public.cacct", "public_cacct"
+
+
+class MyChMaskingTest(MyChTestCase, ChMasking):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE shop")
+
+    def source(self):
+        return self.my.execute, self.my.sql, True, "shop.cacct", "shop_cacct"
+
+
+class IcebergMaskingTest(PgTestCase, MaskingChecks):
+    """Into Iceberg, read through the ClickHouse 26 engine."""
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+
+    def test_exclude_and_hash(self):
+        pg = self.pg
+        pg.execute("CREATE TABLE iusers (id int PRIMARY KEY, email text, ssn text, name text)")
+        pg.execute("INSERT INTO iusers VALUES (1, 'ann@example.com', %s, 'Ézéchiel'), (2, NULL, %s, 'Bo')",
+                   (CANARY + "-1", CANARY + "-2"))
+        s = self.sluice(stream="icm", tables="public.iusers", max_file_seconds=1, codec="null",
+                        log_level="debug")
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        masked(s, "public.iusers.ssn", "public.iusers.email:hash, public.iusers.name:truncate(2)")
+        r1 = self.catch_up(s)
+        pg.execute("UPDATE iusers SET email = 'cy@example.org', ssn = %s WHERE id = 2", (CANARY + "-3",))
+        r2 = self.catch_up(s)
+        path = os.path.join(os.path.realpath(s.out), s.stream, "public_iusers")
+        cols = [c["name"] for c in ch_query(f"DESCRIBE TABLE icebergLocal('{path}')")]
+        self.assertNotIn("ssn", cols)
+        self.assertEqual(cols[:3], ["id", "email", "name"])
+        got = [(r["id"], r["email"], r["name"], r["_change_type"]) for r in
+               ch_query(f"SELECT id, email, name, _change_type FROM icebergLocal('{path}') ORDER BY _csn")]
+        self.assertEqual(got, [(1, h("ann@example.com"), "Éz", "INSERT"), (2, None, "Bo", "INSERT"),
+                               (2, h("cy@example.org"), "Bo", "UPDATE-INSERT")])
+        self.assert_nowhere(s, [CANARY, "ann@example.com", "cy@example.org", "Ézé"], [r1.stderr, r2.stderr])
 
 
 if __name__ == "__main__":
