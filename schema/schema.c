@@ -120,6 +120,63 @@ const char *sl_type_name(enum sl_type t)
 	return "unknown";
 }
 
+const char *sl_value_kind_name(unsigned kind)
+{
+	switch (kind) {
+	case SL_V_NULL: return "null";
+	case SL_V_UNCHANGED: return "unchanged";
+	case SL_V_BOOL: return "boolean";
+	case SL_V_INT: return "integer";
+	case SL_V_UINT: return "unsigned integer";
+	case SL_V_FLOAT: return "float";
+	case SL_V_DOUBLE: return "double";
+	case SL_V_DECIMAL: return "decimal";
+	case SL_V_BYTES: return "bytes";
+	case SL_V_STRING: return "string";
+	case SL_V_JSON: return "json";
+	case SL_V_DATE: return "date";
+	case SL_V_TIME: return "time";
+	case SL_V_TIMESTAMP: return "timestamp";
+	case SL_V_UUID: return "uuid";
+	}
+	return "unknown";
+}
+
+/* The value kind each column type takes (besides null and unchanged). */
+static const uint8_t kind_of_type[] = {
+	[SL_T_STRING] = SL_V_STRING,
+	[SL_T_BOOL] = SL_V_BOOL,
+	[SL_T_INT32] = SL_V_INT,
+	[SL_T_INT64] = SL_V_INT,
+	[SL_T_UINT64] = SL_V_UINT,
+	[SL_T_FLOAT] = SL_V_FLOAT,
+	[SL_T_DOUBLE] = SL_V_DOUBLE,
+	[SL_T_DECIMAL] = SL_V_DECIMAL,
+	[SL_T_BYTES] = SL_V_BYTES,
+	[SL_T_DATE] = SL_V_DATE,
+	[SL_T_TIME] = SL_V_TIME,
+	[SL_T_TIMESTAMP] = SL_V_TIMESTAMP,
+	[SL_T_TIMESTAMPTZ] = SL_V_TIMESTAMP,
+	[SL_T_UUID] = SL_V_UUID,
+	[SL_T_JSON] = SL_V_JSON,
+};
+
+int sl_value_check_kind(enum sl_type t, const struct sl_value *v, const char *column, char *err, size_t errlen)
+{
+	if ((unsigned)t >= sizeof kind_of_type / sizeof *kind_of_type) {
+		snprintf(err, errlen, "column \"%s\": unknown output type %d", column, (int)t);
+		return -1;
+	}
+	if (v->kind == kind_of_type[t])
+		return 0;
+	if (v->kind > SL_V_UUID)
+		snprintf(err, errlen, "column \"%s\": unknown value kind %u", column, v->kind);
+	else
+		snprintf(err, errlen, "column \"%s\": a value of kind %s does not fit type %s", column,
+			 sl_value_kind_name(v->kind), sl_type_name(t));
+	return -1;
+}
+
 const char *sl_op_name(enum sl_op op)
 {
 	switch (op) {

@@ -293,6 +293,12 @@ void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *ext
 const char *sl_op_name(enum sl_op op);
 /* The type's name in messages ("int64", "timestamptz"): no source's name for it. */
 const char *sl_type_name(enum sl_type t);
+/* A value kind's name in messages ("integer", "unchanged"). */
+const char *sl_value_kind_name(unsigned kind);
+/* Whether v, not null and not unchanged, has the kind a column of type t
+ * takes (the table above).  Returns 0, or -1 with a message naming the
+ * column: an unknown type, an unknown kind, or a kind that does not fit. */
+int sl_value_check_kind(enum sl_type t, const struct sl_value *v, const char *column, char *err, size_t errlen);
 
 /* Table schema lifecycle.  sl_table_new copies ns and name; columns are
  * added with sl_table_add_column (copies name and type_name), then

@@ -236,70 +236,6 @@ static inline int put_branch_bytes(struct sl_buf *b, const void *p, size_t n)
 	return sl_avro_put_raw(b, p, n);
 }
 
-/* The column type's name in messages: enum sl_type's, not any source's. */
-static const char *type_label(enum sl_type t)
-{
-	switch (t) {
-	case SL_T_STRING: return "string";
-	case SL_T_BOOL: return "bool";
-	case SL_T_INT32: return "int32";
-	case SL_T_INT64: return "int64";
-	case SL_T_FLOAT: return "float";
-	case SL_T_DOUBLE: return "double";
-	case SL_T_DECIMAL: return "decimal";
-	case SL_T_BYTES: return "bytes";
-	case SL_T_DATE: return "date";
-	case SL_T_TIME: return "time";
-	case SL_T_TIMESTAMP: return "timestamp";
-	case SL_T_TIMESTAMPTZ: return "timestamptz";
-	case SL_T_UUID: return "uuid";
-	case SL_T_JSON: return "json";
-	case SL_T_UINT64: return "uint64";
-	}
-	return "unknown";
-}
-
-static const char *kind_label(unsigned k)
-{
-	switch (k) {
-	case SL_V_NULL: return "null";
-	case SL_V_UNCHANGED: return "unchanged";
-	case SL_V_BOOL: return "boolean";
-	case SL_V_INT: return "integer";
-	case SL_V_UINT: return "unsigned integer";
-	case SL_V_FLOAT: return "float";
-	case SL_V_DOUBLE: return "double";
-	case SL_V_DECIMAL: return "decimal";
-	case SL_V_BYTES: return "bytes";
-	case SL_V_STRING: return "string";
-	case SL_V_JSON: return "json";
-	case SL_V_DATE: return "date";
-	case SL_V_TIME: return "time";
-	case SL_V_TIMESTAMP: return "timestamp";
-	case SL_V_UUID: return "uuid";
-	}
-	return "unknown";
-}
-
-/* The value kind each column type takes (besides null and unchanged). */
-static const uint8_t kind_of_type[] = {
-	[SL_T_STRING] = SL_V_STRING,
-	[SL_T_BOOL] = SL_V_BOOL,
-	[SL_T_INT32] = SL_V_INT,
-	[SL_T_INT64] = SL_V_INT,
-	[SL_T_FLOAT] = SL_V_FLOAT,
-	[SL_T_DOUBLE] = SL_V_DOUBLE,
-	[SL_T_DECIMAL] = SL_V_DECIMAL,
-	[SL_T_BYTES] = SL_V_BYTES,
-	[SL_T_DATE] = SL_V_DATE,
-	[SL_T_TIME] = SL_V_TIME,
-	[SL_T_TIMESTAMP] = SL_V_TIMESTAMP,
-	[SL_T_TIMESTAMPTZ] = SL_V_TIMESTAMP,
-	[SL_T_UUID] = SL_V_UUID,
-	[SL_T_JSON] = SL_V_JSON,
-	[SL_T_UINT64] = SL_V_UINT,
-};
-
 int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struct sl_value *v,
 		      char *err, size_t errlen)
 {
@@ -311,18 +247,8 @@ int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struc
 			goto oom;
 		return 0;
 	}
-	if ((unsigned)col->type >= sizeof kind_of_type / sizeof *kind_of_type) {
-		snprintf(err, errlen, "column \"%s\": unknown output type %d", col->name, (int)col->type);
+	if (sl_value_check_kind(col->type, v, col->name, err, errlen) < 0)
 		return -1;
-	}
-	if (v->kind != kind_of_type[col->type]) {
-		if (v->kind > SL_V_UUID)
-			snprintf(err, errlen, "column \"%s\": unknown value kind %u", col->name, v->kind);
-		else
-			snprintf(err, errlen, "column \"%s\": a value of kind %s does not fit type %s", col->name,
-				 kind_label(v->kind), type_label(col->type));
-		return -1;
-	}
 	switch (col->type) {
 	case SL_T_STRING:
 	case SL_T_JSON:
@@ -410,7 +336,7 @@ int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struc
 
 range:
 	snprintf(err, errlen, "column \"%s\": %s value %" PRId64 " is out of range for %s", col->name,
-		 kind_label(v->kind), v->i, type_label(col->type));
+		 sl_value_kind_name(v->kind), v->i, sl_type_name(col->type));
 	return -1;
 oom:
 	snprintf(err, errlen, "column \"%s\": out of memory or over the buffer cap encoding a value",

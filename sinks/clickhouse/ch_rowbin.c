@@ -131,47 +131,6 @@ int ch_rb_put_uuid(struct sl_buf *b, const unsigned char u[static 16])
 /* ------------------------------------------------------------------ */
 /* encoding                                                             */
 
-static const char *kind_label(unsigned k)
-{
-	switch (k) {
-	case SL_V_NULL: return "null";
-	case SL_V_UNCHANGED: return "unchanged";
-	case SL_V_BOOL: return "boolean";
-	case SL_V_INT: return "integer";
-	case SL_V_UINT: return "unsigned integer";
-	case SL_V_FLOAT: return "float";
-	case SL_V_DOUBLE: return "double";
-	case SL_V_DECIMAL: return "decimal";
-	case SL_V_BYTES: return "bytes";
-	case SL_V_STRING: return "string";
-	case SL_V_JSON: return "json";
-	case SL_V_DATE: return "date";
-	case SL_V_TIME: return "time";
-	case SL_V_TIMESTAMP: return "timestamp";
-	case SL_V_UUID: return "uuid";
-	}
-	return "unknown";
-}
-
-/* The value kind each sluice type takes (besides null and unchanged). */
-static const uint8_t kind_of_type[] = {
-	[SL_T_STRING] = SL_V_STRING,
-	[SL_T_BOOL] = SL_V_BOOL,
-	[SL_T_INT32] = SL_V_INT,
-	[SL_T_INT64] = SL_V_INT,
-	[SL_T_UINT64] = SL_V_UINT,
-	[SL_T_FLOAT] = SL_V_FLOAT,
-	[SL_T_DOUBLE] = SL_V_DOUBLE,
-	[SL_T_DECIMAL] = SL_V_DECIMAL,
-	[SL_T_BYTES] = SL_V_BYTES,
-	[SL_T_DATE] = SL_V_DATE,
-	[SL_T_TIME] = SL_V_TIME,
-	[SL_T_TIMESTAMP] = SL_V_TIMESTAMP,
-	[SL_T_TIMESTAMPTZ] = SL_V_TIMESTAMP,
-	[SL_T_UUID] = SL_V_UUID,
-	[SL_T_JSON] = SL_V_JSON,
-};
-
 /* A decimal value's digits without leading zeros, and the zeros its scale
  * needs to reach the column's; checked against the column's precision.
  * Returns 0, or -1 with a message. */
@@ -324,23 +283,13 @@ int ch_rb_put_value(struct sl_buf *b, const struct ch_type *t, const struct sl_v
 	if (v->kind == SL_V_NULL || v->kind == SL_V_UNCHANGED) {
 		if (!t->nullable) {
 			snprintf(err, errlen, "column \"%s\": a %s value in a column that cannot be null "
-				 "(a key column of a merge-mode table)", name, kind_label(v->kind));
+				 "(a key column of a merge-mode table)", name, sl_value_kind_name(v->kind));
 			return -1;
 		}
 		return ch_rb_put_u8(b, 1) < 0 ? -1 : 0;
 	}
-	if ((unsigned)t->sl >= sizeof kind_of_type / sizeof *kind_of_type) {
-		snprintf(err, errlen, "column \"%s\": unknown output type %d", name, (int)t->sl);
+	if (sl_value_check_kind(t->sl, v, name, err, errlen) < 0)
 		return -1;
-	}
-	if (v->kind != kind_of_type[t->sl]) {
-		if (v->kind > SL_V_UUID)
-			snprintf(err, errlen, "column \"%s\": unknown value kind %u", name, v->kind);
-		else
-			snprintf(err, errlen, "column \"%s\": a value of kind %s does not fit type %s", name,
-				 kind_label(v->kind), sl_type_name(t->sl));
-		return -1;
-	}
 	if (t->nullable && ch_rb_put_u8(b, 0) < 0)
 		goto oom;
 	switch (t->sl) {
@@ -363,7 +312,7 @@ int ch_rb_put_value(struct sl_buf *b, const struct ch_type *t, const struct sl_v
 	case SL_T_INT32:
 		if (v->i < INT32_MIN || v->i > INT32_MAX) {
 			snprintf(err, errlen, "column \"%s\": %s value %" PRId64 " is out of range for %s",
-				 name, kind_label(v->kind), v->i, sl_type_name(t->sl));
+				 name, sl_value_kind_name(v->kind), v->i, sl_type_name(t->sl));
 			goto fail;
 		}
 		rc = ch_rb_put_u32(b, (uint32_t)(int32_t)v->i);
