@@ -25,7 +25,6 @@
 #include "common/util.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
-#include "sinks/avro_tree/tree.h"
 
 static const char usage_main[] =
 	"sluice: change data capture from PostgreSQL (pgoutput) and MySQL/MariaDB\n"
