@@ -593,30 +593,11 @@ fail:
 	return NULL;
 }
 
-/* The fill keys a lookup wants: sorted, for bsearch. */
-struct want {
-	const struct sl_mrow **rows;
-	size_t n;
-};
-
-static int cmp_fill(const void *a, const void *b)
+/* True if row r takes its unchanged values from another key's row (an
+ * UPDATE-INSERT after a key change). */
+static bool moved(const struct sl_mrow *r)
 {
-	const struct sl_mrow *x = *(const struct sl_mrow *const *)a, *y = *(const struct sl_mrow *const *)b;
-	size_t n = x->filllen < y->filllen ? x->filllen : y->filllen;
-	int c = memcmp(x->fill, y->fill, n);
-
-	return c ? c : (x->filllen > y->filllen) - (x->filllen < y->filllen);
-}
-
-static bool wanted(void *arg, const void *key, size_t len)
-{
-	const struct want *w = arg;
-	struct sl_mrow probe;
-	const struct sl_mrow *pp = &probe;
-
-	probe.fill = (unsigned char *)key;
-	probe.filllen = len;
-	return bsearch(&pp, w->rows, w->n, sizeof *w->rows, cmp_fill) != NULL;
+	return r->fill && (r->filllen != r->keylen || memcmp(r->fill, r->key, r->keylen) != 0);
 }
 
 /* True if row r still has unchanged values to fill from the mirror. */
@@ -630,6 +611,37 @@ static bool needs_fill(const struct sl_mrow *r)
 	return false;
 }
 
+/* The keys a lookup wants: sorted, for bsearch.  Each row that needs a fill
+ * wants its fill key; a moved row also wants its own key, whose row of the
+ * same CSN, if the mirror has one, is this very row as an earlier attempt
+ * wrote it before a crash (see put_row). */
+struct wkey {
+	const unsigned char *p;
+	size_t len;
+};
+
+struct want {
+	struct wkey *keys;
+	size_t n;
+};
+
+static int cmp_wkey(const void *a, const void *b)
+{
+	const struct wkey *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->p, y->p, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static bool wanted(void *arg, const void *key, size_t len)
+{
+	const struct want *w = arg;
+	struct wkey probe = { key, len };
+
+	return bsearch(&probe, w->keys, w->n, sizeof *w->keys, cmp_wkey) != NULL;
+}
+
 /* Reads the rows of the fill keys of rows[] from the object's mirror into m
  * (m stays empty when no row needs one). */
 static int lookup(struct sl_tree *t, struct obj *o, struct sl_mrow **rows, size_t n, struct sl_mirror *m,
@@ -639,23 +651,28 @@ static int lookup(struct sl_tree *t, struct obj *o, struct sl_mrow **rows, size_
 	int rc;
 
 	for (size_t i = 0; i < n; i++)
-		w.n += needs_fill(rows[i]);
+		if (needs_fill(rows[i]))
+			w.n += moved(rows[i]) ? 2 : 1;
 	if (w.n == 0)
 		return 0;
-	if (!(w.rows = malloc(w.n * sizeof *w.rows))) {
+	if (!(w.keys = malloc(w.n * sizeof *w.keys))) {
 		snprintf(err, errlen, "table \"%s\": out of memory", o->object);
 		return -1;
 	}
 	w.n = 0;
-	for (size_t i = 0; i < n; i++)
-		if (needs_fill(rows[i]))
-			w.rows[w.n++] = rows[i];
-	qsort(w.rows, w.n, sizeof *w.rows, cmp_fill);
+	for (size_t i = 0; i < n; i++) {
+		if (!needs_fill(rows[i]))
+			continue;
+		w.keys[w.n++] = (struct wkey){ rows[i]->fill, rows[i]->filllen };
+		if (moved(rows[i]))
+			w.keys[w.n++] = (struct wkey){ rows[i]->key, rows[i]->keylen };
+	}
+	qsort(w.keys, w.n, sizeof *w.keys, cmp_wkey);
 	m->want = wanted;
 	m->want_arg = &w;
 	rc = sl_mirror_load(m, &t->store, t->stream, o->object, err, errlen);
 	m->want = NULL;
-	free(w.rows);
+	free(w.keys);
 	return rc;
 }
 
@@ -724,7 +741,15 @@ static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, co
 	int nfill = 0, missing = 0;
 
 	if (needs_fill(r)) {
-		e = sl_mirror_find(m, r->fill, r->filllen);
+		/* A moved row's own key may already hold this very row, written by
+		 * an attempt that reached the destination before a crash kept the
+		 * checkpoint from moving: the old key's row is a tombstone by then,
+		 * and the earlier writing has the values (CSNs are unique per
+		 * change, so the same CSN is the same change). */
+		if (moved(r) && (e = sl_mirror_find(m, r->key, r->keylen)) && strcmp(e->csn, r->csn) != 0)
+			e = NULL;
+		if (!e)
+			e = sl_mirror_find(m, r->fill, r->filllen);
 		for (int i = 0; i < r->ncols; i++) {
 			fill[i] = NULL;
 			if (r->vals[i].kind != SL_V_UNCHANGED)

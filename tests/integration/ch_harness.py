@@ -386,15 +386,18 @@ def new_clickhouse_server(tls=False, engine=None):
 
 
 class HoldingProxy:
-    """An HTTP proxy in front of ClickHouse.  Once armed with a marker, it
-    forwards the first INSERT whose body holds the marker, then holds that
-    answer (and every request after it) until closed: ClickHouse has the
-    rows, and sluice never learns it, as when it is killed between the 2xx
-    and its checkpoint.  Disarmed, it passes everything through."""
+    """An HTTP proxy in front of ClickHouse or an S3 server.  Once armed, it
+    forwards the first request that matches (a ClickHouse INSERT whose body
+    holds the marker; or, armed with path=REGEX, a PUT whose path matches),
+    then holds that answer (and every request after it) until closed: the
+    server has the data, and sluice never learns it, as when it is killed
+    between the 2xx and its checkpoint.  Disarmed, it passes everything
+    through.  Headers that a signature covers (Host, x-amz-*) pass as sent."""
 
     def __init__(self, target):
         self.target = target.rstrip("/")
         self.marker = None
+        self.path_re = None
         self.held = threading.Event()
         self.release = threading.Event()
         proxy = self
@@ -403,28 +406,54 @@ class HoldingProxy:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self):
+                self._forward("POST")
+
+            def do_PUT(self):
+                self._forward("PUT")
+
+            def do_GET(self):
+                self._forward("GET")
+
+            def do_HEAD(self):
+                self._forward("HEAD")
+
+            def do_DELETE(self):
+                self._forward("DELETE")
+
+            def _matches(self, method, body):
+                if proxy.path_re is not None:
+                    return method == "PUT" and re.search(proxy.path_re, urllib.parse.unquote(self.path))
+                return (proxy.marker is not None and "INSERT" in urllib.parse.unquote(self.path)
+                        and proxy.marker in body)
+
+            def _forward(self, method):
                 if proxy.held.is_set():
                     proxy.release.wait(120)
                     self.close_connection = True
                     return
-                body = self._body()
+                body = self._body() if method in ("POST", "PUT") else None
                 headers = {k: v for k, v in self.headers.items()
-                           if k.lower() in ("authorization", "content-type", "content-encoding")}
-                rq = urllib.request.Request(proxy.target + self.path, data=body, headers=headers, method="POST")
+                           if k.lower() in ("authorization", "content-type", "content-encoding", "host",
+                                            "content-md5") or k.lower().startswith("x-amz-")}
+                rq = urllib.request.Request(proxy.target + self.path, data=body, headers=headers, method=method)
                 try:
                     with urllib.request.urlopen(rq, timeout=120) as r:
-                        status, out = r.status, r.read()
+                        status, out, rh = r.status, r.read(), r.headers
                 except urllib.error.HTTPError as e:
-                    status, out = e.code, e.read()
-                if proxy.marker and "INSERT" in urllib.parse.unquote(self.path) and proxy.marker in body:
+                    status, out, rh = e.code, e.read(), e.headers
+                if self._matches(method, body or b""):
                     proxy.held.set()
                     proxy.release.wait(120)
                     self.close_connection = True
                     return
                 self.send_response(status)
+                for k, v in rh.items():
+                    if k.lower() in ("etag", "content-type", "last-modified") or k.lower().startswith("x-amz-"):
+                        self.send_header(k, v)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
-                self.wfile.write(out)
+                if method != "HEAD":
+                    self.wfile.write(out)
 
             def _body(self):
                 if "chunked" in self.headers.get("Transfer-Encoding", ""):
@@ -446,11 +475,13 @@ class HoldingProxy:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
-    def arm(self, marker):
+    def arm(self, marker=None, path=None):
         self.marker = marker
+        self.path_re = path
 
     def pass_through(self):
         self.marker = None
+        self.path_re = None
         self.held.clear()
         self.release.set()
         self.release = threading.Event()

@@ -26,6 +26,7 @@ import avro.io
 import harness  # noqa: E402
 from harness import PgTestCase, S3Server, s3_available, wait_until
 from harness_mysql import MyTestCase
+from ch_harness import HoldingProxy
 
 SEEDS = [int(s) for s in os.environ.get("SLUICE_TEST_SEED", "11,23,37").split(",")]
 
@@ -332,6 +333,50 @@ class S3MergeTest(PgTestCase):
             self.assertEqual((got[(i,)][0]["v"], got[(i,)][0]["body"]), (v, body), i)
         vr = s.run("verify", "--stream", "s3m")
         self.assertEqual(vr.rc, 0, vr.describe())
+
+    def test_replayed_key_change_keeps_toast_value(self):
+        """A key change whose merge file reached S3 but whose checkpoint did
+        not move (the PUT's answer held by a proxy, then kill -9) is written
+        again on restart: the new key's row must keep the TOAST value the
+        update left out, not turn it into a null of the same CSN."""
+        pg = self.pg
+        pg.execute("CREATE TABLE s3r (id int PRIMARY KEY, v int, body text)")
+        pg.execute("ALTER TABLE s3r ALTER body SET STORAGE EXTERNAL")
+        rnd = random.Random(5)
+        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
+        pg.execute("INSERT INTO s3r SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
+        proxy = HoldingProxy(self.s3.endpoint)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream="s3r", tables="public.s3r", write_mode="merge", s3=self.s3, prefix="cdc",
+                        codec="null", max_file_seconds=1)
+        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
+        s.write_config()
+        s.catch_up(self)
+        proxy.arm(path=r"/cdc/s3r/public_s3r/.*\.avro$")   # the next data file of the table
+        p = s.start("run")
+        pg.execute("UPDATE s3r SET id = 100 + id WHERE id <= 2")
+        wait_until(proxy.held.is_set, 120, "the PUT of the merge file")
+        p.kill9()
+        proxy.pass_through()
+        s.catch_up(self)
+
+        tree = s.output_tree()
+        rows = pg.sql("SELECT id, v, body FROM s3r")
+        got, files = mirror(tree, "s3r", "public_s3r", ["id"])
+        self.assertEqual(set(got), {(r[0],) for r in rows}, files)
+        for i, v, b in rows:
+            self.assertEqual(got[(i,)], ({"id": i, "v": v, "body": b}, []), i)
+        # Both writings of a moved key (the first attempt's and the replay's)
+        # have the same CSN, so a reader may take either: both must be whole.
+        seen = 0
+        for path in files:
+            for r in read_file(path):
+                k = r["payload"]["id"]
+                if k in (101, 102):
+                    seen += 1
+                    self.assertEqual((r["payload"]["body"], r["source_metadata"]["unchanged_columns"]),
+                                     (body + str(k - 100), []), f"{path}: {r['source_metadata']}")
+        self.assertGreaterEqual(seen, 4, "the first attempt's file and the replay's should both be there")
 
 
 def pg_workload(pg, rnd, n, big):
