@@ -37,7 +37,7 @@ sys.path.insert(0, HERE)
 import harness  # noqa: E402
 from harness import PgServer, Sluice  # noqa: E402
 import fair  # noqa: E402
-from pg_drain import TABLE_DDL, USER, load  # noqa: E402
+from pg_drain import USER, load, prepare  # noqa: E402
 
 
 def main():
@@ -59,10 +59,7 @@ def main():
         return 2
 
     with PgServer() as pg:
-        pg.execute(TABLE_DDL)
-        pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
-        pg.execute(f"CREATE ROLE {USER} LOGIN REPLICATION")
-        pg.execute(f"GRANT SELECT ON bench_t TO {USER}")
+        prepare(pg)
         for i in range(a.pairs):
             for side in ("plain", "mask"):
                 pg.execute(f"SELECT pg_create_logical_replication_slot('{side}_{i}', 'pgoutput')")

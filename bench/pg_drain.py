@@ -61,6 +61,16 @@ CREATE TABLE bench_t (
 )"""
 
 
+def prepare(pg):
+    """The table, its publication and the restricted role both sides connect
+    as: TCP to 127.0.0.1, LOGIN REPLICATION and SELECT on the table, the role
+    doc/deploy.md gives sluice."""
+    pg.execute(TABLE_DDL)
+    pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
+    pg.execute(f"CREATE ROLE {USER} LOGIN REPLICATION")
+    pg.execute(f"GRANT SELECT ON bench_t TO {USER}")
+
+
 def load(pg, changes, batch):
     n_ins = changes * 6 // 10
     n_upd = changes * 3 // 10
@@ -106,12 +116,7 @@ def main():
         return 2
 
     with PgServer() as pg:
-        pg.execute(TABLE_DDL)
-        pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
-        # both sides connect alike: TCP to 127.0.0.1 as a restricted role
-        # (LOGIN REPLICATION, SELECT on the table), the role doc/deploy.md gives sluice
-        pg.execute(f"CREATE ROLE {USER} LOGIN REPLICATION")
-        pg.execute(f"GRANT SELECT ON bench_t TO {USER}")
+        prepare(pg)
         for i in range(a.pairs):   # one slot per run, all before the load
             pg.execute(f"SELECT pg_create_logical_replication_slot('sluice_{i}', 'pgoutput')")
             pg.execute(f"SELECT pg_create_logical_replication_slot('recv_{i}', 'pgoutput')")
