@@ -195,11 +195,12 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	int last = t->meta ? (int)json_integer_value(json_object_get(t->meta, "last-column-id")) : 0;
 	struct ice_schema ns;
 	bool changed;
+	int rc;
 
 	if (commit_pending(s, t, err, errlen) < 0)
 		return -1;
-	if (ice_schema_of_table(&ns, &changed, st, cur, last, err, errlen) < 0)
-		return -1;
+	if ((rc = ice_schema_of_table(&ns, &changed, st, cur, last, err, errlen)) < 0)
+		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
 		char u[36 + 1];
 		unsigned char b[16];
@@ -269,6 +270,7 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 	struct ice_sink *s = ctx;
 	struct ice_tab *t = find_tab(s, c->table, err, errlen);
 	struct sl_buf *b;
+	int rc;
 
 	if (!t)
 		return -1;
@@ -277,8 +279,8 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		return 0;
 	if (c->table->src)
 		s->src = c->table->src;
-	if (strcmp(t->schema_key, c->table->schema_key) && set_schema(s, t, c->table, err, errlen) < 0)
-		return -1;
+	if (strcmp(t->schema_key, c->table->schema_key) && (rc = set_schema(s, t, c->table, err, errlen)) < 0)
+		return rc;
 	if (!t->w && open_file(s, t, c, err, errlen) < 0)
 		return -1;
 	b = sl_ocf_record_buf(t->w);
