@@ -26,6 +26,7 @@
 #include "ops/http.h"
 #include "ops/metrics.h"
 #include "sinks/avro_tree/tree.h"
+#include "sinks/outage.h"
 
 static const char usage_main[] =
 	"sluice: change data capture from PostgreSQL (pgoutput) and MySQL/MariaDB\n"
@@ -331,6 +332,7 @@ struct worker {
 	struct sl_stream_lock lock; /* held from before the first attempt to the end */
 	struct sl_monitor *mon;
 	struct sl_ops_stream *ops;  /* the stream's metrics, or NULL */
+	struct sl_outage outage;    /* its destination's outages, across its attempts */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -503,6 +505,8 @@ static int cmd_run(int argc, char **argv)
 		w->cfg = cfg;
 		w->sc = &cfg->streams[i];
 		w->ro.until_caught_up = o.until_caught_up;
+		sl_outage_init(&w->outage, w->sc->destination->name, (int64_t)cfg->outage_log_interval * 1000);
+		w->ro.outage = &w->outage;
 		rc = sl_stream_lock_take(&w->lock, cfg->state_dir, w->sc->name, err, sizeof err);
 		if (rc < 0) {
 			if (rc == SL_ECONFIG)
@@ -561,6 +565,9 @@ out:
 	sl_monitor_stop(mon);
 	for (int i = 0; i < n; i++)
 		sl_stream_lock_release(&ws[i].lock);
+	for (int i = 0; i < cfg->nstreams; i++)
+		if (ws[i].ro.outage)
+			sl_outage_destroy(ws[i].ro.outage);
 	free(run);
 	free(ws);
 	sl_config_free(cfg);

@@ -5,6 +5,7 @@
 # S3 client over libcurl's SigV4), and the clickhouse sink.
 noinst_LIBRARIES += libslsinks.a
 libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
+	%D%/outage.c %D%/outage.h \
 	%D%/avro/avro_value.c %D%/avro/avro_value.h \
 	%D%/avro/avro_schema.c %D%/avro/avro_schema.h \
 	%D%/avro/avro_enc.c %D%/avro/avro_enc.h \

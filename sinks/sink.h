@@ -48,6 +48,7 @@
 
 #include "common/keytab.h"
 #include "schema/schema.h"
+#include "sinks/outage.h"
 
 enum sl_write_mode { SL_WRITE_APPEND = 0, SL_WRITE_MERGE };
 
@@ -69,6 +70,8 @@ struct sl_sink_stream {
 	const char *destination;      /* the destination profile's NAME, for messages; may be NULL */
 	const char *state_dir;        /* the agent's state_dir, where a sink may spool; may be NULL */
 	const char *config_path;      /* the configuration file, for commands in messages; may be NULL */
+	struct sl_outage *outage;     /* where the sink reports failed and good attempts (sinks/outage.h);
+				       * kept by the agent across the stream's restarts; may be NULL */
 };
 
 /* ops->caps: what a sink supports beyond append mode. */

@@ -389,6 +389,7 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 			cls = rs->fatal ? CH_ERR_FATAL : CH_ERR_RETRY;
 			snprintf(why, sizeof why, "%s", rs->error);
 		} else if (rs->status >= 200 && rs->status <= 299) {
+			sl_outage_ok(h->c.outage);
 			return CH_RUN_OK;
 		} else {
 			char line[320];
@@ -396,6 +397,12 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 			cls = ch_classify(rs->status, rs->code);
 			snprintf(why, sizeof why, "HTTP %ld: %s", rs->status, line[0] ? line : "(no message)");
 		}
+		if (cls == CH_ERR_RETRY && h->c.outage) {
+			char cause[800];
+			snprintf(cause, sizeof cause, "clickhouse: %s: %s", what, why);
+			sl_outage_fail(h->c.outage, cause);
+		} else if (rs->status)
+			sl_outage_ok(h->c.outage);   /* it answered */
 		if (cls == CH_ERR_DATA) {
 			snprintf(err, errlen, "clickhouse: %s: %s", what, why);
 			return CH_RUN_DATA;
@@ -415,7 +422,8 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 		wait = pause / 2 + (int64_t)(rand32() % (uint32_t)(pause / 2 + 1));
 		if (wait > deadline - now)
 			wait = deadline - now;
-		if ((attempt & (attempt - 1)) == 0)  /* the 1st, 2nd, 4th, 8th, ... */
+		/* With an outage account, it logs the outage; each try is a detail. */
+		if (!h->c.outage && (attempt & (attempt - 1)) == 0)  /* the 1st, 2nd, 4th, 8th, ... */
 			sl_warn("clickhouse: %s failed (%s); retrying in %" PRId64 " ms (attempt %u)", what, why,
 				wait, attempt);
 		else

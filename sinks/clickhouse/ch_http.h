@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "sinks/outage.h"
 
 struct ch_http_conf {
 	const char *url;            /* http:// or https:// with host, optional port and path */
@@ -39,6 +40,7 @@ struct ch_http_conf {
 	int64_t backoff_min_ms;     /* first pause between tries (0: 100 ms) */
 	int64_t backoff_max_ms;     /* longest pause (0: 5 s) */
 	size_t response_cap;        /* largest response body (0: CH_RESP_CAP) */
+	struct sl_outage *outage;   /* told of each try that failed and each answer (borrowed), or NULL */
 };
 
 /* Smaller bodies are sent as they are: gzip would not pay for itself. */

@@ -2147,6 +2147,7 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	if (!s->buckets || !s->stream || !s->dl_path)
 		goto oom;
 	ch_http_conf_of(c, &hc, (int64_t)c->retry_seconds * 1000);
+	hc.outage = st->outage;
 	if (ch_http_new(&s->http, &hc, err, errlen) < 0)
 		goto fail;
 	*ctx = s;

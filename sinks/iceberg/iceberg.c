@@ -52,6 +52,7 @@ struct ice_sink {
 	bool has_mark;
 	bool pending;
 	int64_t first_ms;
+	struct sl_outage *outage;         /* the stream's (borrowed), or NULL */
 	uint64_t bytes;
 	long kill_after, commits;
 };
@@ -282,18 +283,21 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 	if (strcmp(t->schema_key, c->table->schema_key) && (rc = set_schema(s, t, c->table, err, errlen)) < 0)
 		return rc;
 	if (!t->w && open_file(s, t, c, err, errlen) < 0)
-		return -1;
+		goto failed;
 	b = sl_ocf_record_buf(t->w);
 	if (ice_encode_change(b, &t->schema, c, err, errlen) < 0)
 		return -1;
 	if (sl_ocf_record_done(t->w, err, errlen) < 0)
-		return -1;
+		goto failed;
 	if (c->seq > 0)
 		memcpy(t->last_csn, c->csn, sizeof t->last_csn);
 	if (!s->pending)
 		s->first_ms = sl_mono_ms();
 	s->pending = true;
 	return 0;
+failed:
+	sl_outage_fail(s->outage, err);   /* the folder: a full disk, an I/O error */
+	return -1;
 }
 
 static void ice_mark(void *ctx, const struct sl_position *pos)
@@ -537,9 +541,13 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 {
 	struct ice_sink *s = ctx;
 
-	for (int i = 0; i < s->ntabs; i++)
-		if (commit_pending(s, &s->tabs[i], err, errlen) < 0)
+	for (int i = 0; i < s->ntabs; i++) {
+		if (commit_pending(s, &s->tabs[i], err, errlen) < 0) {
+			sl_outage_fail(s->outage, err);
 			return -1;
+		}
+	}
+	sl_outage_ok(s->outage);
 	s->pending = false;
 	if (!s->has_mark)
 		return 0;
@@ -611,6 +619,7 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 	if (!s)
 		goto oom;
 	s->conf = c;
+	s->outage = st->outage;
 	if (k && sl_parse_i64(k, 1, INT32_MAX, &v) == 0)
 		s->kill_after = (long)v;
 	if (sl_mkdir_p(c->path) < 0 && errno != EEXIST) {
