@@ -36,7 +36,8 @@
  * open(), write(), flush() and discard_backfill() may also return another
  * negative enum sl_status (common/util.h): SL_EPREREQ for a failure only an
  * operator can fix (the destination refuses the credentials, its bucket does
- * not exist), which the agent does not retry (exit 3).
+ * not exist, its table cannot take a schema change), which the agent does
+ * not retry (exit 3).
  */
 #ifndef SLUICE_SINKS_SINK_H
 #define SLUICE_SINKS_SINK_H

@@ -33,13 +33,7 @@ struct ch_http {
 	struct ch_resp *cur;        /* the response being read */
 	size_t cap;                 /* the largest response body */
 	struct ch_http_stats stats;
-	bool refused;               /* the last ch_http_run() failed with CH_ERR_PREREQ */
 };
-
-bool ch_http_refused(const struct ch_http *h)
-{
-	return h && h->refused;
-}
 
 void ch_resp_init(struct ch_resp *r)
 {
@@ -380,7 +374,6 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 	int64_t pause = h->c.backoff_min_ms;
 	char why[400];
 
-	h->refused = false;
 	for (unsigned attempt = 1;; attempt++) {
 		enum ch_errclass cls;
 		int64_t now, wait;
@@ -408,9 +401,8 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 			return CH_RUN_DATA;
 		}
 		if (cls == CH_ERR_FATAL || cls == CH_ERR_PREREQ) {
-			h->refused = cls == CH_ERR_PREREQ;
 			snprintf(err, errlen, "clickhouse: %s failed: %s", what, why);
-			return CH_RUN_FAILED;
+			return cls == CH_ERR_PREREQ ? CH_RUN_REFUSED : CH_RUN_FAILED;
 		}
 		now = sl_mono_ms();
 		if (now >= deadline) {
