@@ -964,14 +964,12 @@ static bool exists(const char *rel)
 	return lstat(path, &sb) == 0;
 }
 
-/* Opens the sink for stream s1 with stderr going to a file; returns the
- * context and what was logged (malloc'd) in *log. */
-static void *open_sink_logged(char **log)
+/* Sends stderr to a file of the test folder; returns the descriptor that
+ * log_end() puts back. */
+static int log_start(void)
 {
 	char path[1024];
-	size_t len;
 	int saved, fd;
-	void *ctx;
 
 	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
 	fflush(stderr);
@@ -980,13 +978,34 @@ static void *open_sink_logged(char **log)
 	assert_true(saved >= 0 && fd >= 0);
 	dup2(fd, 2);
 	close(fd);
-	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	return saved;
+}
+
+/* Puts stderr back (saved, from log_start()); returns what was logged
+ * meanwhile (malloc'd). */
+static char *log_end(int saved)
+{
+	char path[1024], *log;
+	size_t len;
+
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	*log = (char *)tl_read_file(path, &len);
-	assert_non_null(*log);
+	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
+	log = (char *)tl_read_file(path, &len);
+	assert_non_null(log);
 	unlink(path);
+	return log;
+}
+
+/* Opens the sink for stream s1 with stderr going to a file; returns the
+ * context and what was logged (malloc'd) in *log. */
+static void *open_sink_logged(char **log)
+{
+	int saved = log_start();
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+
+	*log = log_end(saved);
 	return ctx;
 }
 
@@ -1016,7 +1035,6 @@ static void test_outage_logged(void **state)
 	struct sl_value v[3] = { tl_int(1), tl_dec(false, "100", 2), tl_str("n") };
 	struct sl_change c;
 	char path[1024], err[512], *log;
-	size_t len;
 	int saved, fd, rc;
 	void *ctx;
 
@@ -1028,14 +1046,7 @@ static void test_outage_logged(void **state)
 	dc.max_file_seconds = 60;
 	sl_outage_init(&o, "lake", 0);
 	st.outage = &o;
-	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
-	fflush(stderr);
-	saved = dup(2);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	assert_true(saved >= 0 && fd >= 0);
-	dup2(fd, 2);
-	close(fd);
-
+	saved = log_start();
 	assert_int_equal(ops->open(&ctx, &dc, &st, err, sizeof err), 0);
 	snprintf(path, sizeof path, "%s/s1/public_orders", g_dir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* a file where the folder goes */
@@ -1055,14 +1066,7 @@ static void test_outage_logged(void **state)
 	mark_at(ctx, 0x20);
 	assert_int_equal(ops->flush(ctx, &d, err, sizeof err), 1);
 	ops->close(ctx);
-
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
-	log = (char *)tl_read_file(path, &len);
-	assert_non_null(log);
-	unlink(path);
+	log = log_end(saved);
 	assert_int_equal(count_lines(log, "sluice warning: destination \"lake\" unavailable: "), 1);
 	assert_int_equal(count_lines(log, "still unavailable"), 0);   /* the interval is 60 s */
 	assert_int_equal(count_lines(log, "sluice info: destination \"lake\" available again after 0 s\n"), 1);
