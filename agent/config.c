@@ -204,6 +204,8 @@ static const struct sl_keydesc agent_keys[] = {
 	  .max = UINT64_C(1) << 40, FIELD(struct sl_config, queue_bytes) },
 	{ .name = "probe_interval", .type = SL_KT_SECONDS, .def = "5", .min = 1, .max = 300,
 	  FIELD(struct sl_config, probe_interval) },
+	{ .name = "outage_log_interval", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 3600,
+	  FIELD(struct sl_config, outage_log_interval) },
 };
 
 /* Only the type: the sink that implements it owns the other keys. */

@@ -66,6 +66,7 @@ struct sl_config {
 	char *alert_webhook;                  /* NULL if unset */
 	uint64_t queue_bytes;                 /* each stream's queue between reading and writing; default 8MB */
 	uint64_t probe_interval;              /* seconds between lag probes; default 5 */
+	uint64_t outage_log_interval;         /* seconds between "still unavailable" lines; default 60 */
 	int nsources, ndestinations, nstreams;
 	struct sl_source_config *sources;
 	struct sl_dest_config *destinations;

@@ -2,7 +2,7 @@
  * agent/main.c: the command line: check, run, status, backfill, verify, compact,
  * version.
  * Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error,
- * 3 source prerequisites not met, 4 position lost.
+ * 3 source or destination prerequisites not met, 4 position lost.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -25,6 +25,7 @@
 #include "common/util.h"
 #include "ops/http.h"
 #include "ops/metrics.h"
+#include "common/outage.h"
 
 static const char usage_main[] =
 	"sluice: change data capture from PostgreSQL (pgoutput) and MySQL/MariaDB\n"
@@ -50,7 +51,8 @@ static const char usage_main[] =
 	"\n"
 	"Run `sluice COMMAND --help` for the options of one command.\n"
 	"Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error (also:\n"
-	"another agent runs the stream), 3 source prerequisites not met, 4 position\n"
+	"another agent runs the stream), 3 source or destination prerequisites not\n"
+	"met (also: a schema change the destination's table cannot take), 4 position\n"
 	"lost or checkpoint corrupt (operator action needed: the message gives the\n"
 	"command that recovers).  status: 1 an alert fires, 5 some status could not\n"
 	"be determined, 6 no agent runs a stream, 7 a stream failed, 8 the agent is\n"
@@ -101,7 +103,11 @@ static const char usage_run[] =
 	"A runtime failure (a restarted server, a dropped connection, a full disk) is\n"
 	"retried from the last checkpoint with backoff (1 s doubling to 30 s; at most\n"
 	"5 retries with --until-caught-up).  Configuration errors, missing\n"
-	"prerequisites, a lost position and a corrupt checkpoint are not retried.\n"
+	"prerequisites (a destination that refuses the user, a schema change its\n"
+	"table cannot take), a lost position and a corrupt checkpoint are not\n"
+	"retried: the stream stops at once.  A destination outage is logged when it\n"
+	"starts, every [agent] outage_log_interval (60 s) while it lasts, and when\n"
+	"it ends.\n"
 	"\n"
 	"Each stream is locked (<state_dir>/<stream>.lock) while it runs: a second\n"
 	"agent for the same stream and state_dir exits 2 at once.\n"
@@ -330,6 +336,7 @@ struct worker {
 	struct sl_stream_lock lock; /* held from before the first attempt to the end */
 	struct sl_monitor *mon;
 	struct sl_ops_stream *ops;  /* the stream's metrics, or NULL */
+	struct sl_outage outage;    /* its destination's outages, across its attempts */
 	int rc;
 	char err[SL_ERRLEN * 2];
 };
@@ -502,6 +509,8 @@ static int cmd_run(int argc, char **argv)
 		w->cfg = cfg;
 		w->sc = &cfg->streams[i];
 		w->ro.until_caught_up = o.until_caught_up;
+		sl_outage_init(&w->outage, w->sc->destination->name, (int64_t)cfg->outage_log_interval * 1000);
+		w->ro.outage = &w->outage;
 		rc = sl_stream_lock_take(&w->lock, cfg->state_dir, w->sc->name, err, sizeof err);
 		if (rc < 0) {
 			if (rc == SL_ECONFIG)
@@ -560,6 +569,9 @@ out:
 	sl_monitor_stop(mon);
 	for (int i = 0; i < n; i++)
 		sl_stream_lock_release(&ws[i].lock);
+	for (int i = 0; i < cfg->nstreams; i++)
+		if (ws[i].ro.outage)
+			sl_outage_destroy(ws[i].ro.outage);
 	free(run);
 	free(ws);
 	sl_config_free(cfg);

@@ -206,7 +206,7 @@ static void publish_durable(struct sl_pipe *p, const struct sl_position *pos)
 
 /* What a sink's failure means for the stream: an operator error
  * (SL_EPREREQ: the destination refuses the credentials, its bucket does not
- * exist) stops it with exit 3; anything else is a runtime failure, retried
+ * exist, its table cannot take a schema change) stops it with exit 3; anything else is a runtime failure, retried
  * from the checkpoint. */
 static int sink_status(int rc)
 {

@@ -140,6 +140,7 @@ static int open_sink(struct stream *s)
 	s->sinkst.destination = s->sc->destination->name;
 	s->sinkst.state_dir = s->cfg->state_dir;
 	s->sinkst.config_path = s->cfg->abs_path;
+	s->sinkst.outage = s->opts->outage;
 	rc = s->sink->open(&s->sinkctx, s->sc->destination->conf, &s->sinkst, s->err, s->errlen);
 	if (rc < 0) {
 		s->sinkctx = NULL;

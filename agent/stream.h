@@ -20,10 +20,13 @@ struct sl_checkpoint;
 extern atomic_int sl_signal_count;
 
 struct sl_ops_stream;
+struct sl_outage;
 
 struct sl_run_opts {
 	bool until_caught_up;
 	struct sl_ops_stream *ops;     /* the stream's metrics (ops/metrics.h), or NULL */
+	struct sl_outage *outage;      /* the destination's outages (common/outage.h), kept across
+					* the stream's attempts, or NULL */
 };
 
 /* Runs a stream until it is drained, cancelled, caught up (with

@@ -35,6 +35,7 @@ static _Thread_local const char *cur_stream;
 static _Thread_local char cur_table_buf[256];
 static _Thread_local const char *cur_table;
 static _Thread_local struct sl_log_error cur_error;
+static _Thread_local const char *cur_destination;
 
 void sl_log_set_stream(const char *stream)
 {
@@ -53,6 +54,11 @@ void sl_log_set_table(const char *table)
 		snprintf(cur_table_buf, sizeof cur_table_buf, "%s", table);
 		cur_table = cur_table_buf;
 	}
+}
+
+void sl_log_set_destination(const char *destination)
+{
+	cur_destination = destination;
 }
 
 void sl_log_note_sqlstate(const char *sqlstate)
@@ -160,6 +166,10 @@ void sl_log_write(enum sl_log_level lvl, const char *fmt, ...)
 		if (cur_table) {
 			put_raw(line, sizeof line, &n, "\",\"table\":\"");
 			put_json(line, sizeof line, &n, cur_table);
+		}
+		if (cur_destination) {
+			put_raw(line, sizeof line, &n, "\",\"destination\":\"");
+			put_json(line, sizeof line, &n, cur_destination);
 		}
 		put_raw(line, sizeof line, &n, "\",\"msg\":\"");
 		put_json(line, sizeof line, &n, msg);

@@ -10,7 +10,8 @@
  * text as `stream "NAME": ` unless the message already does, in JSON as the
  * "stream" field.  The table being backfilled, and the SQLSTATE or errno of
  * the error that a message reports (sl_log_note_sqlstate, sl_strerror), go
- * into the JSON fields "table", "sqlstate" and "errno".
+ * into the JSON fields "table", "sqlstate" and "errno"; the destination a
+ * line is about (sl_log_set_destination) into "destination".
  */
 #ifndef SLUICE_COMMON_LOG_H
 #define SLUICE_COMMON_LOG_H
@@ -38,6 +39,9 @@ int sl_log_level_parse(const char *s, enum sl_log_level *out);
 void sl_log_set_stream(const char *stream);
 const char *sl_log_stream(void);
 void sl_log_set_table(const char *table);
+/* The destination a line is about (its profile's name, not copied; NULL
+ * clears): the JSON field "destination". */
+void sl_log_set_destination(const char *destination);
 
 /* What the last error built on this thread came from, for the next line
  * that reports it: a SQLSTATE (clears the errno), or an errno (clears the

@@ -36,7 +36,8 @@
  * open(), write(), flush() and discard_backfill() may also return another
  * negative enum sl_status (common/util.h): SL_EPREREQ for a failure only an
  * operator can fix (the destination refuses the credentials, its bucket does
- * not exist), which the agent does not retry (exit 3).
+ * not exist, its table cannot take a schema change), which the agent does
+ * not retry (exit 3).
  */
 #ifndef SLUICE_SINKS_SINK_H
 #define SLUICE_SINKS_SINK_H
@@ -48,6 +49,7 @@
 
 #include "common/keytab.h"
 #include "schema/schema.h"
+#include "common/outage.h"
 
 enum sl_write_mode { SL_WRITE_APPEND = 0, SL_WRITE_MERGE };
 
@@ -69,6 +71,8 @@ struct sl_sink_stream {
 	const char *destination;      /* the destination profile's NAME, for messages; may be NULL */
 	const char *state_dir;        /* the agent's state_dir, where a sink may spool; may be NULL */
 	const char *config_path;      /* the configuration file, for commands in messages; may be NULL */
+	struct sl_outage *outage;     /* where the sink reports failed and good attempts (common/outage.h);
+				       * kept by the agent across the stream's restarts; may be NULL */
 };
 
 /* ops->caps: what a sink supports beyond append mode. */

@@ -746,8 +746,10 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	}
 	rc = mkdirs_durable(root, err, errlen) < 0 ? -1 : 0;
 	free(root);
-	if (rc < 0 || dir_store_new(&store, dc->path, err, errlen) < 0)
+	if (rc < 0 || dir_store_new(&store, dc->path, err, errlen) < 0) {
+		sl_outage_fail(st->outage, err);   /* the folder cannot be made or opened: retried */
 		return -1;
+	}
 	memset(&tc, 0, sizeof tc);
 	tc.codec = dc->codec;
 	tc.compression_level = dc->compression_level;
@@ -757,8 +759,12 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	tc.merge = st->mode == SL_WRITE_MERGE;
 	tc.compact_after_files = dc->compact_after_files;
 	tc.state_dir = st->state_dir;
-	if ((rc = sl_tree_open(&tree, store, &tc, st->name, err, errlen)) < 0)
+	tc.outage = st->outage;
+	if ((rc = sl_tree_open(&tree, store, &tc, st->name, err, errlen)) < 0) {
+		if (rc == SL_EFAIL)
+			sl_outage_fail(st->outage, err);
 		return rc;
+	}
 	*ctx = tree;
 	return 0;
 }

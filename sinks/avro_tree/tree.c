@@ -76,6 +76,7 @@ struct done_file {
 
 struct sl_tree {
 	struct sl_store store;
+	struct sl_outage *outage;      /* conf->outage (borrowed), or NULL */
 	char *stream;
 	struct sl_ocf_codec *codec;    /* shared by every open file */
 	uint64_t max_file_bytes;
@@ -1090,6 +1091,7 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 	t->done_tail = &t->done;
 	t->max_open = open_bound();
 	t->merge = conf->merge;
+	t->outage = conf->outage;
 	t->compact_after = conf->compact_after_files;
 	if (conf->state_dir && !(t->state_dir = strdup(conf->state_dir))) {
 		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
@@ -1114,7 +1116,7 @@ fail:
 	return rc < 0 ? rc : -1;
 }
 
-int sl_tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
+static int tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
 {
 	struct sl_tree *t = ctx;
 	const struct sl_table *tab = c->table;
@@ -1219,7 +1221,7 @@ static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
 	return rc;
 }
 
-int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
 {
 	struct sl_tree *t = ctx;
 	struct sl_manifest m;
@@ -1294,6 +1296,31 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 	}
 out:
 	sl_manifest_free(&m);
+	return rc;
+}
+
+/* A write or flush that failed as a runtime failure (a full disk, an I/O
+ * error, a folder gone) is an outage of the destination, when the store
+ * reports none itself (conf->outage); a flush that worked ends it. */
+int sl_tree_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
+{
+	struct sl_tree *t = ctx;
+	int rc = tree_write(ctx, c, err, errlen);
+
+	if (rc == SL_EFAIL)
+		sl_outage_fail(t->outage, err);
+	return rc;
+}
+
+int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
+{
+	struct sl_tree *t = ctx;
+	int rc = tree_flush(ctx, durable, err, errlen);
+
+	if (rc == SL_EFAIL)
+		sl_outage_fail(t->outage, err);
+	else if (rc >= 0)
+		sl_outage_ok(t->outage);
 	return rc;
 }
 

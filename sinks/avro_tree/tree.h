@@ -48,6 +48,7 @@
 #include "sinks/avro/avro_value.h"
 #include "sinks/avro/ocf.h"
 #include "sinks/avro_tree/store.h"
+#include "common/outage.h"
 
 #define SL_TREE_DEFAULT_MAX_FILE_BYTES ((uint64_t)64 << 20)
 
@@ -67,6 +68,10 @@ struct sl_tree_conf {
 	/* Where the stream's compaction lock lives (the agent's state_dir);
 	 * NULL: no lock. */
 	const char *state_dir;
+	/* Told of writes and flushes that failed as runtime failures, and of
+	 * flushes that worked (common/outage.h): for a store whose own requests
+	 * do not report to it (a folder).  Borrowed; NULL: none. */
+	struct sl_outage *outage;
 };
 
 struct sl_tree;

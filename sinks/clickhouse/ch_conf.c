@@ -79,7 +79,9 @@ static int check_sql(struct checker *c, const char *what, char *err, size_t errl
 		snprintf(err, errlen, "clickhouse: out of memory");
 		return -1;
 	}
-	return ch_http_run(c->http, &rq, &c->resp, what, err, errlen) == CH_RUN_OK ? 0 : -1;
+	int rc = ch_http_run(c->http, &rq, &c->resp, what, err, errlen);
+
+	return rc == CH_RUN_DATA ? -1 : rc;   /* SL_EPREREQ: credentials or grants, as run says */
 }
 
 /* `sluice check`: the server answers, the user may write, the database
@@ -93,7 +95,7 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 	struct checker s;
 	struct ch_rb_reader r;
 	uint64_t ndb = 0;
-	int readonly = 0, allow_ddl = 1, rc = SL_EFAIL;
+	int readonly = 0, allow_ddl = 1, rc = SL_EFAIL, run;
 	char *dl = NULL, *slash;
 	char version[64];
 	enum ch_flavor fl = CH_LEGACY;
@@ -106,8 +108,9 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 		goto out;
 	sl_buf_reset(&s.sql);
 	ch_sql_version(&s.sql);
-	if (check_sql(&s, "asking for the server's version", err, errlen) < 0) {
+	if ((run = check_sql(&s, "asking for the server's version", err, errlen)) < 0) {
 		char why[SL_ERRLEN];
+		rc = run;
 		snprintf(why, sizeof why, "%s", err);
 		snprintf(err, errlen, "destination \"%s\": ClickHouse at %s does not answer as user \"%s\": %s", dest,
 			 c->url, c->user ? c->user : "default", why);
@@ -124,8 +127,10 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 
 	sl_buf_reset(&s.sql);
 	ch_sql_user_settings(&s.sql);
-	if (check_sql(&s, "reading the user's settings", err, errlen) < 0)
+	if ((run = check_sql(&s, "reading the user's settings", err, errlen)) < 0) {
+		rc = run;
 		goto out;
+	}
 	r.p = (const unsigned char *)s.resp.body.data;
 	r.end = r.p + s.resp.body.len;
 	while (r.p < r.end) {
@@ -146,8 +151,10 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 	}
 	sl_buf_reset(&s.sql);
 	ch_sql_database_exists(&s.sql, c->database);
-	if (check_sql(&s, "looking for the database", err, errlen) < 0)
+	if ((run = check_sql(&s, "looking for the database", err, errlen)) < 0) {
+		rc = run;
 		goto out;
+	}
 	r.p = (const unsigned char *)s.resp.body.data;
 	r.end = r.p + s.resp.body.len;
 	if (ch_rb_get_u64(&r, &ndb) < 0) {
@@ -195,8 +202,6 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 		dl ? dl : "?");
 	rc = SL_OK;
 out:
-	if (rc < 0 && ch_http_refused(s.http))
-		rc = SL_EPREREQ;  /* credentials or grants: as run says */
 	free(dl);
 	ch_http_free(s.http);
 	ch_resp_free(&s.resp);

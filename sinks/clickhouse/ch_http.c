@@ -33,13 +33,7 @@ struct ch_http {
 	struct ch_resp *cur;        /* the response being read */
 	size_t cap;                 /* the largest response body */
 	struct ch_http_stats stats;
-	bool refused;               /* the last ch_http_run() failed with CH_ERR_PREREQ */
 };
-
-bool ch_http_refused(const struct ch_http *h)
-{
-	return h && h->refused;
-}
 
 void ch_resp_init(struct ch_resp *r)
 {
@@ -380,7 +374,6 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 	int64_t pause = h->c.backoff_min_ms;
 	char why[400];
 
-	h->refused = false;
 	for (unsigned attempt = 1;; attempt++) {
 		enum ch_errclass cls;
 		int64_t now, wait;
@@ -389,6 +382,7 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 			cls = rs->fatal ? CH_ERR_FATAL : CH_ERR_RETRY;
 			snprintf(why, sizeof why, "%s", rs->error);
 		} else if (rs->status >= 200 && rs->status <= 299) {
+			sl_outage_ok(h->c.outage);
 			return CH_RUN_OK;
 		} else {
 			char line[320];
@@ -396,14 +390,19 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 			cls = ch_classify(rs->status, rs->code);
 			snprintf(why, sizeof why, "HTTP %ld: %s", rs->status, line[0] ? line : "(no message)");
 		}
+		if (cls == CH_ERR_RETRY && h->c.outage) {
+			char cause[800];
+			snprintf(cause, sizeof cause, "clickhouse: %s: %s", what, why);
+			sl_outage_fail(h->c.outage, cause);
+		} else if (rs->status)
+			sl_outage_ok(h->c.outage);   /* it answered */
 		if (cls == CH_ERR_DATA) {
 			snprintf(err, errlen, "clickhouse: %s: %s", what, why);
 			return CH_RUN_DATA;
 		}
 		if (cls == CH_ERR_FATAL || cls == CH_ERR_PREREQ) {
-			h->refused = cls == CH_ERR_PREREQ;
 			snprintf(err, errlen, "clickhouse: %s failed: %s", what, why);
-			return CH_RUN_FAILED;
+			return cls == CH_ERR_PREREQ ? CH_RUN_REFUSED : CH_RUN_FAILED;
 		}
 		now = sl_mono_ms();
 		if (now >= deadline) {
@@ -415,7 +414,8 @@ int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, 
 		wait = pause / 2 + (int64_t)(rand32() % (uint32_t)(pause / 2 + 1));
 		if (wait > deadline - now)
 			wait = deadline - now;
-		if ((attempt & (attempt - 1)) == 0)  /* the 1st, 2nd, 4th, 8th, ... */
+		/* With an outage account, it logs the outage; each try is a detail. */
+		if (!h->c.outage && (attempt & (attempt - 1)) == 0)  /* the 1st, 2nd, 4th, 8th, ... */
 			sl_warn("clickhouse: %s failed (%s); retrying in %" PRId64 " ms (attempt %u)", what, why,
 				wait, attempt);
 		else

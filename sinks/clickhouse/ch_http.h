@@ -25,6 +25,8 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/util.h"
+#include "common/outage.h"
 
 struct ch_http_conf {
 	const char *url;            /* http:// or https:// with host, optional port and path */
@@ -39,6 +41,7 @@ struct ch_http_conf {
 	int64_t backoff_min_ms;     /* first pause between tries (0: 100 ms) */
 	int64_t backoff_max_ms;     /* longest pause (0: 5 s) */
 	size_t response_cap;        /* largest response body (0: CH_RESP_CAP) */
+	struct sl_outage *outage;   /* told of each try that failed and each answer (borrowed), or NULL */
 };
 
 /* Smaller bodies are sent as they are: gzip would not pay for itself. */
@@ -93,6 +96,9 @@ enum ch_run {
 	CH_RUN_OK = 0,          /* a 2xx */
 	CH_RUN_DATA = 1,        /* the server refused the data (see ch_classify): err says why */
 	CH_RUN_FAILED = -1,     /* no retry can help, or retries ran out: err says why */
+	CH_RUN_REFUSED = SL_EPREREQ, /* the server refused the user (ch_classify: CH_ERR_PREREQ:
+				      * credentials, grants, read-only): the operator's to mend,
+				      * so the stream stops (exit 3) */
 };
 
 /* Sends rq until it succeeds: a failure to connect, a timeout, a 5xx or a
@@ -104,9 +110,6 @@ enum ch_run {
 int ch_http_run(struct ch_http *h, const struct ch_req *rq, struct ch_resp *rs, const char *what,
 		char *err, size_t errlen);
 
-/* Whether the last ch_http_run() failed because the server refused the user
- * (ch_classify: CH_ERR_PREREQ: credentials, grants, read-only). */
-bool ch_http_refused(const struct ch_http *h);
 
 /* Requests sent and retries made, since ch_http_new(). */
 struct ch_http_stats {

@@ -512,8 +512,9 @@ static void moved_clear(struct chsink *s)
 /* requests                                                             */
 
 /* Runs the statement in s->sql (with retries) with URL parameters params
- * (may be NULL); its result is in s->resp.  Returns 0, or -1 with a message
- * in err (a refusal as data is a failure here: statements carry no rows). */
+ * (may be NULL); its result is in s->resp.  Returns 0, or -1 or SL_EPREREQ
+ * (ch_http_run()) with a message in err (a refusal as data is a failure
+ * here: statements carry no rows). */
 static int run_sql_params(struct chsink *s, const char *params, const char *what, char *err, size_t errlen)
 {
 	struct ch_req rq = { .params = params };
@@ -526,7 +527,7 @@ static int run_sql_params(struct chsink *s, const char *params, const char *what
 	rq.body = s->sql.data;
 	rq.len = s->sql.len;
 	rc = ch_http_run(s->http, &rq, &s->resp, what, err, errlen);
-	return rc == CH_RUN_OK ? 0 : -1;
+	return rc == CH_RUN_DATA ? -1 : rc;
 }
 
 static int run_sql(struct chsink *s, const char *what, char *err, size_t errlen)
@@ -608,10 +609,12 @@ static void free_dest(struct ch_dest_col *cols, int n)
 static int describe(struct chsink *s, const char *object, struct ch_dest_col **cols, int *n, char *err,
 		    size_t errlen)
 {
+	int rc;
+
 	sl_buf_reset(&s->sql);
 	ch_sql_describe(&s->sql, s->conf->database, object);
-	if (run_sql(s, "reading a table's columns", err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, "reading a table's columns", err, errlen)) < 0)
+		return rc;
 	return parse_describe(s, cols, n, err, errlen);
 }
 
@@ -622,12 +625,13 @@ static int check_engines(struct chsink *s, const char *object, bool *table_exist
 			 char *err, size_t errlen)
 {
 	struct ch_rb_reader r;
+	int rc;
 
 	*table_exists = *view_exists = false;
 	sl_buf_reset(&s->sql);
 	ch_sql_engines(&s->sql, s->conf->database, object);
-	if (run_sql(s, "reading table engines", err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, "reading table engines", err, errlen)) < 0)
+		return rc;
 	r.p = (const unsigned char *)s->resp.body.data;
 	r.end = r.p + s->resp.body.len;
 	while (r.p < r.end) {
@@ -669,6 +673,7 @@ static int check_engines(struct chsink *s, const char *object, bool *table_exist
 static int choose_flavor(struct chsink *s, char *err, size_t errlen)
 {
 	const char *v;
+	int rc;
 
 	if (s->conf->layout != SL_CH_LAYOUT_AUTO) {
 		s->flavor = s->conf->layout == SL_CH_LAYOUT_MODERN ? CH_MODERN : CH_LEGACY;
@@ -676,8 +681,8 @@ static int choose_flavor(struct chsink *s, char *err, size_t errlen)
 	}
 	sl_buf_reset(&s->sql);
 	ch_sql_version(&s->sql);
-	if (run_sql(s, "reading the server's version", err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, "reading the server's version", err, errlen)) < 0)
+		return rc;
 	v = s->resp.body.data ? s->resp.body.data : "";
 	if (ch_flavor_of_version(v, s->resp.body.len, &s->flavor) < 0) {
 		snprintf(err, errlen, "clickhouse: could not read the server's version in \"%.*s\"",
@@ -703,15 +708,16 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 {
 	uint64_t n = 0;
 	struct ch_rb_reader r;
+	int rc;
 
 	if (s->db_ready)
 		return 0;
-	if (choose_flavor(s, err, errlen) < 0)
-		return -1;
+	if ((rc = choose_flavor(s, err, errlen)) < 0)
+		return rc;
 	sl_buf_reset(&s->sql);
 	ch_sql_database_exists(&s->sql, s->conf->database);
-	if (run_sql(s, "looking for the database", err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, "looking for the database", err, errlen)) < 0)
+		return rc;
 	r.p = (const unsigned char *)s->resp.body.data;
 	r.end = r.p + s->resp.body.len;
 	if (ch_rb_get_u64(&r, &n) < 0) {
@@ -721,15 +727,15 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 	if (n == 0) {
 		sl_buf_reset(&s->sql);
 		ch_sql_create_database(&s->sql, s->conf->database);
-		if (run_sql(s, "creating the database", err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, "creating the database", err, errlen)) < 0)
+			return rc;
 		sl_info("clickhouse: created database \"%s\"", s->conf->database);
 	}
 	if (s->merge) {
 		sl_buf_reset(&s->sql);
 		ch_sql_vmap_create(&s->sql, s->conf->database);
-		if (run_sql(s, "creating the version map", err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, "creating the version map", err, errlen)) < 0)
+			return rc;
 	}
 	s->db_ready = true;
 	return 0;
@@ -756,14 +762,15 @@ static int read_floor(struct chsink *s, struct chtab *t, char *err, size_t errle
 {
 	struct ch_rb_reader r;
 	uint64_t v = 0;
+	int rc;
 
 	if (!s->merge || t->floor || t->nkeynames == 0)
 		return 0;
 	sl_buf_reset(&s->sql);
 	ch_sql_truncate_floor(&s->sql, s->conf->database, t->object, (const char *const *)t->keynames,
 			      t->nkeynames);
-	if (run_sql(s, "reading the table's last TRUNCATE", err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, "reading the table's last TRUNCATE", err, errlen)) < 0)
+		return rc;
 	r.p = (const unsigned char *)s->resp.body.data;
 	r.end = r.p + s->resp.body.len;
 	if (ch_rb_get_u64(&r, &v) < 0) {
@@ -778,13 +785,14 @@ static int read_floor(struct chsink *s, struct chtab *t, char *err, size_t errle
 static int read_vmap(struct chsink *s, struct chtab *t, char *err, size_t errlen)
 {
 	struct ch_rb_reader r;
+	int rc;
 
 	if (!s->merge || t->vmap_read)
 		return 0;
 	sl_buf_reset(&s->sql);
 	ch_sql_vmap_read(&s->sql, s->conf->database, t->object);
-	if (run_sql(s, "reading the table's version map", err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, "reading the table's version map", err, errlen)) < 0)
+		return rc;
 	r.p = (const unsigned char *)s->resp.body.data;
 	r.end = r.p + s->resp.body.len;
 	while (r.p < r.end) {
@@ -805,10 +813,11 @@ static int read_vmap(struct chsink *s, struct chtab *t, char *err, size_t errlen
 static int create_view(struct chsink *s, const char *object, bool drop_first, char *err, size_t errlen)
 {
 	if (drop_first) {
+		int rc;
 		sl_buf_reset(&s->sql);
 		ch_sql_drop_view(&s->sql, s->conf->database, object);
-		if (run_sql(s, "dropping a view to make it again", err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, "dropping a view to make it again", err, errlen)) < 0)
+			return rc;
 	}
 	sl_buf_reset(&s->sql);
 	ch_sql_create_view(&s->sql, s->conf->database, object);
@@ -823,10 +832,11 @@ static int wait_flight(struct chsink *s, char *err, size_t errlen);
 static int record_columns(struct chsink *s, const struct ch_layout *l, char *err, size_t errlen)
 {
 	if (!s->columns_ready) {
+		int rc;
 		sl_buf_reset(&s->sql);
 		ch_sql_columns_create(&s->sql, s->conf->database);
-		if (run_sql(s, "creating the record of column types", err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, "creating the record of column types", err, errlen)) < 0)
+			return rc;
 		s->columns_ready = true;
 	}
 	sl_buf_reset(&s->sql);
@@ -871,6 +881,23 @@ static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **
 	return 0;
 }
 
+/* Appends the command that backfills table version tv of this stream
+ * again: `sluice backfill -c FILE --stream NAME --table SCHEMA.TABLE`. */
+static void backfill_command(const struct chsink *s, const struct sl_table *tv, struct sl_buf *cmd)
+{
+	struct sl_buf name;
+
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", tv->ns, tv->name);
+	sl_buf_puts(cmd, "sluice backfill -c ");
+	sl_buf_put_shell_word(cmd, s->config_path ? s->config_path : "FILE");
+	sl_buf_puts(cmd, " --stream ");
+	sl_buf_put_shell_word(cmd, s->stream);
+	sl_buf_puts(cmd, " --table ");
+	sl_buf_put_shell_word(cmd, sl_buf_failed(&name) ? "SCHEMA.TABLE" : name.data);
+	sl_buf_free(&name);
+}
+
 /* A table ClickHouse lacks, which sluice made and wrote before (its columns
  * are on record): dropped by hand.  The stream alone cannot bring its rows
  * back, so it stops (SL_EPREREQ: exit 3, never retried) with the command
@@ -878,7 +905,7 @@ static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **
 static int table_gone(struct chsink *s, struct chtab *t, const struct sl_table *tv, char *err, size_t errlen)
 {
 	struct ch_dest_col *was = NULL;
-	struct sl_buf cmd, name;
+	struct sl_buf cmd;
 	char e[SL_ERRLEN];
 	int nwas = 0;
 
@@ -891,21 +918,31 @@ static int table_gone(struct chsink *s, struct chtab *t, const struct sl_table *
 	if (nwas == 0)
 		return 0;
 	sl_buf_init(&cmd, 0);
-	sl_buf_init(&name, 0);
-	sl_buf_printf(&name, "%s.%s", tv->ns, tv->name);
-	sl_buf_puts(&cmd, "sluice backfill -c ");
-	sl_buf_put_shell_word(&cmd, s->config_path ? s->config_path : "FILE");
-	sl_buf_puts(&cmd, " --stream ");
-	sl_buf_put_shell_word(&cmd, s->stream);
-	sl_buf_puts(&cmd, " --table ");
-	sl_buf_put_shell_word(&cmd, sl_buf_failed(&name) ? "SCHEMA.TABLE" : name.data);
+	backfill_command(s, tv, &cmd);
 	snprintf(err, errlen, "clickhouse: table \"%s\".\"%s\" (of \"%s\".\"%s\") is gone from ClickHouse, but "
 		 "sluice made and wrote it before (dropped by hand?): the stream alone cannot bring its rows back, "
 		 "so it stops here. Run `%s` to fill it again (the next run makes the table anew and backfills "
 		 "it), then start sluice again", s->conf->database, t->object, tv->ns, tv->name,
 		 sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);
 	sl_buf_free(&cmd);
-	sl_buf_free(&name);
+	return SL_EPREREQ;
+}
+
+/* A schema change ClickHouse's table cannot take (err says which column and
+ * how, ch_layout_match()): no retry can mend it, so the stream stops
+ * (SL_EPREREQ: exit 3) with what to do added to err.  Returns SL_EPREREQ. */
+static int change_refused(struct chsink *s, const struct chtab *t, const struct sl_table *tv, char *err,
+			  size_t errlen)
+{
+	size_t n = strlen(err);
+	struct sl_buf cmd;
+
+	sl_buf_init(&cmd, 0);
+	backfill_command(s, tv, &cmd);
+	snprintf(err + n, errlen - n, "; the stream stops here. To go on: when ClickHouse was changed, put its "
+		 "column back; when the source was, drop \"%s\".\"%s\" in ClickHouse and run `%s`; then start "
+		 "sluice again", s->conf->database, t->object, sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);
+	sl_buf_free(&cmd);
 	return SL_EPREREQ;
 }
 
@@ -921,27 +958,29 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 {
 	struct ch_layout *l = NULL;
 	struct ch_dest_col *dest = NULL;
-	int ndest = 0, *add = NULL, nadd = 0, rc = -1, m;
+	int ndest = 0, *add = NULL, nadd = 0, rc, m;
 	bool exists, view, made;
 
 	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
 		return 0;
-	if (wait_flight(s, err, errlen) < 0)   /* its rows use the layout and the connection */
-		return -1;
-	if (t->pend_rows > 0 && send_table(s, t, &t->cur, true, err, errlen) < 0)
-		return -1;
-	if (ensure_database(s, err, errlen) < 0 || check_engines(s, t->object, &exists, &view, err, errlen) < 0)
+	if ((rc = wait_flight(s, err, errlen)) < 0)   /* its rows use the layout and the connection */
+		return rc;
+	if (t->pend_rows > 0 && (rc = send_table(s, t, &t->cur, true, err, errlen)) < 0)
+		return rc;
+	if ((rc = ensure_database(s, err, errlen)) < 0 ||
+	    (rc = check_engines(s, t->object, &exists, &view, err, errlen)) < 0)
 		goto out;
 	/* an existing table keeps its layout, whatever the server's version */
-	if (exists && describe(s, t->object, &dest, &ndest, err, errlen) < 0)
+	if (exists && (rc = describe(s, t->object, &dest, &ndest, err, errlen)) < 0)
 		goto out;
+	rc = -1;   /* until a step says otherwise */
 	if (ch_layout_new(&l, tv, s->merge, exists ? table_flavor(dest, ndest) : s->flavor, err, errlen) < 0)
 		goto out;
 	if (tv->ncols == 0) {
 		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
 		t->exists = exists;
-		if (exists && (keep_keynames(t, dest, ndest) < 0 || read_floor(s, t, err, errlen) < 0 ||
-			       read_vmap(s, t, err, errlen) < 0))
+		if (exists && (keep_keynames(t, dest, ndest) < 0 || (rc = read_floor(s, t, err, errlen)) < 0 ||
+			       (rc = read_vmap(s, t, err, errlen)) < 0))
 			goto out;
 		rc = 0;
 		goto done;
@@ -949,26 +988,26 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	if (!exists) {
 		if (!refill && (rc = table_gone(s, t, tv, err, errlen)) != 0)
 			goto out;
-		rc = -1;
 		sl_buf_reset(&s->sql);
 		ch_sql_create_table(&s->sql, s->conf->database, l);
-		if (run_sql(s, "creating a table", err, errlen) < 0)
+		if ((rc = run_sql(s, "creating a table", err, errlen)) < 0)
 			goto out;
 		sl_info("clickhouse: created table \"%s\".\"%s\" for \"%s\".\"%s\" (%s mode)", s->conf->database,
 			t->object, tv->ns, tv->name, s->merge ? "merge" : "append");
 	}
-	if (s->merge && (!view || !exists) && create_view(s, t->object, false, err, errlen) < 0)
+	if (s->merge && (!view || !exists) && (rc = create_view(s, t->object, false, err, errlen)) < 0)
 		goto out;
 	made = !exists || !t->lay;   /* recorded when made, and once a run */
 	for (int pass = 0;; pass++) {
 		if (!(pass == 0 && exists && dest)) {    /* read above */
 			free_dest(dest, ndest);
 			dest = NULL;
-			if (describe(s, t->object, &dest, &ndest, err, errlen) < 0)
+			if ((rc = describe(s, t->object, &dest, &ndest, err, errlen)) < 0)
 				goto out;
 		}
 		free(add);
 		add = NULL;
+		rc = -1;
 		m = ch_layout_match(l, dest, ndest, NULL, 0, &add, &nadd, err, errlen);
 		if (m == CH_MATCH_CONFLICT) {
 			/* which side changed: compare with the columns as sluice made them */
@@ -979,6 +1018,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			if (made_columns(s, t, &was, &nwas) == 0 && nwas > 0)
 				ch_layout_match(l, dest, ndest, was, nwas, &add, &nadd, err, errlen);
 			free_dest(was, nwas);
+			rc = change_refused(s, t, tv, err, errlen);
 			goto out;
 		}
 		if (m < 0)
@@ -991,23 +1031,24 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		}
 		sl_buf_reset(&s->sql);
 		ch_sql_add_columns(&s->sql, s->conf->database, l, add, nadd);
-		if (run_sql(s, "adding columns", err, errlen) < 0)
+		if ((rc = run_sql(s, "adding columns", err, errlen)) < 0)
 			goto out;
 		made = true;
 		for (int i = 0; i < nadd; i++)
 			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
 				l->cols[add[i]].name);
 		/* A view keeps the columns it was made with. */
-		if (s->merge && create_view(s, t->object, true, err, errlen) < 0)
+		if (s->merge && (rc = create_view(s, t->object, true, err, errlen)) < 0)
 			goto out;
 	}
-	if (made && record_columns(s, l, err, errlen) < 0)
+	if (made && (rc = record_columns(s, l, err, errlen)) < 0)
 		goto out;
 	if (keep_keynames(t, dest, ndest) < 0) {
 		snprintf(err, errlen, "clickhouse: out of memory");
+		rc = -1;
 		goto out;
 	}
-	if (read_floor(s, t, err, errlen) < 0 || read_vmap(s, t, err, errlen) < 0)
+	if ((rc = read_floor(s, t, err, errlen)) < 0 || (rc = read_vmap(s, t, err, errlen)) < 0)
 		goto out;
 	t->exists = true;
 	rc = 0;
@@ -1064,15 +1105,15 @@ static int insert_range(struct chsink *s, struct chtab *t, const struct rowbuf *
 		s->stats.rows_inserted += hi - lo;
 		return 0;
 	}
-	if (rc == CH_RUN_FAILED)
-		return -1;
+	if (rc < 0)
+		return rc;   /* -1, or SL_EPREREQ: the user refused */
 	if (hi - lo == 1) {
 		char why[512];
 		snprintf(why, sizeof why, "%s", err);
 		return dead_letter(s, t, rb, lo, meta_only, why, err, errlen);
 	}
-	if (insert_range(s, t, rb, meta_only, lo, lo + (hi - lo) / 2, query, what, err, errlen) < 0)
-		return -1;
+	if ((rc = insert_range(s, t, rb, meta_only, lo, lo + (hi - lo) / 2, query, what, err, errlen)) < 0)
+		return rc;
 	return insert_range(s, t, rb, meta_only, lo + (hi - lo) / 2, hi, query, what, err, errlen);
 }
 
@@ -1302,8 +1343,10 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 				 what, nkeys, per);
 			continue;
 		}
-		if (run != CH_RUN_OK)
+		if (run != CH_RUN_OK) {
+			rc = run < 0 ? run : -1;
 			goto out;
+		}
 		next += nkeys;
 		s->stats.lookups++;
 		if (lookup_read(s, l, vals, scratch, &found, what, err, errlen) < 0)
@@ -1333,13 +1376,14 @@ out:
 static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool acct, char *err, size_t errlen)
 {
 	bool fill = false;
+	int rc;
 
 	if (acct && t->pend_rows == 0)
 		return 0;
 	if (!s->merge) {
-		if (insert_rows(s, t, &pt->rows, false, err, errlen) < 0 ||
-		    insert_rows(s, t, &pt->mrows, true, err, errlen) < 0)
-			return -1;
+		if ((rc = insert_rows(s, t, &pt->rows, false, err, errlen)) < 0 ||
+		    (rc = insert_rows(s, t, &pt->mrows, true, err, errlen)) < 0)
+			return rc;
 		rowbuf_reset(&pt->rows);
 		rowbuf_reset(&pt->mrows);
 		goto done;
@@ -1348,8 +1392,8 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		sl_buf_reset(&s->sql);
 		ch_sql_vmap_insert(&s->sql, s->conf->database, t->object, (const struct ch_vstep *)pt->vsteps.data,
 				   pt->vsteps.len / sizeof(struct ch_vstep));
-		if (run_sql(s, "recording a version map step", err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, "recording a version map step", err, errlen)) < 0)
+			return rc;
 		sl_buf_reset(&pt->vsteps);
 	}
 	if (pt->trunc) {
@@ -1358,19 +1402,19 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		sl_buf_reset(&s->sql);
 		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, pt->trunc->m);
 		snprintf(what, sizeof what, "clearing \"%s\".\"%s\" for a TRUNCATE", s->conf->database, t->object);
-		if (run_sql(s, what, err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, what, err, errlen)) < 0)
+			return rc;
 		sl_buf_reset(&s->sql);
 		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, pt->trunc->m);
-		if (run_sql(s, what, err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, what, err, errlen)) < 0)
+			return rc;
 		free(pt->trunc);
 		pt->trunc = NULL;
 	}
 	for (size_t i = 0; i < pt->keys.n && !fill; i++)
 		fill = pt->keys.rows[i]->fill != NULL;
-	if (fill && lookup_fill(s, t, pt, acct, err, errlen) < 0)
-		return -1;
+	if (fill && (rc = lookup_fill(s, t, pt, acct, err, errlen)) < 0)
+		return rc;
 	rowbuf_reset(&s->enc);
 	for (size_t i = 0; i < pt->keys.n; i++) {
 		const struct held *h = pt->keys.rows[i];
@@ -1382,8 +1426,8 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 			return -1;
 		}
 	}
-	if (insert_rows(s, t, &s->enc, false, err, errlen) < 0)
-		return -1;
+	if ((rc = insert_rows(s, t, &s->enc, false, err, errlen)) < 0)
+		return rc;
 	keymap_clear(&pt->keys);
 done:
 	if (acct)
@@ -1423,8 +1467,9 @@ static int send_all(struct chsink *s, char *err, size_t errlen)
 	bool any = s->pending != NULL;
 
 	while ((t = s->pending) != NULL) {
-		if (send_table(s, t, &t->cur, true, err, errlen) < 0)
-			return -1;
+		int rc = send_table(s, t, &t->cur, true, err, errlen);
+		if (rc < 0)
+			return rc;
 		s->pending = t->pnext;
 		t->pnext = NULL;
 		t->on_list = false;
@@ -1720,8 +1765,9 @@ static int send_flight(struct chsink *s, char *err, size_t errlen)
 	bool any = s->fly.tabs != NULL;
 
 	while ((t = s->fly.tabs) != NULL) {
-		if (send_table(s, t, &t->fly, false, err, errlen) < 0)
-			return -1;
+		int rc = send_table(s, t, &t->fly, false, err, errlen);
+		if (rc < 0)
+			return rc;
 		part_clear(&t->fly);
 		s->fly.tabs = t->fnext;
 		t->fnext = NULL;
@@ -1756,8 +1802,8 @@ static void *sender_main(void *arg)
 	return NULL;
 }
 
-/* Waits until no batch is in flight; -1 with its error when it failed (the
- * result stays for flush_wait()). */
+/* Waits until no batch is in flight; its status (-1, SL_EPREREQ) with its
+ * error when it failed (the result stays for flush_wait()). */
 static int wait_flight(struct chsink *s, char *err, size_t errlen)
 {
 	int rc = 0;
@@ -1769,7 +1815,7 @@ static int wait_flight(struct chsink *s, char *err, size_t errlen)
 		pthread_cond_wait(&s->fly.cv, &s->fly.mu);
 	if (s->fly.state == FLY_DONE && s->fly.rc < 0) {
 		snprintf(err, errlen, "%s", s->fly.err);
-		rc = -1;
+		rc = s->fly.rc;
 	}
 	pthread_mutex_unlock(&s->fly.mu);
 	return rc;
@@ -1839,7 +1885,7 @@ static int ch_flush_wait(void *ctx, struct sl_position *durable, char *err, size
 		snprintf(err, errlen, "%s", s->fly.err);
 	pthread_mutex_unlock(&s->fly.mu);
 	if (rc < 0)
-		return -1;
+		return rc;
 	if (!s->fly.has_mark)
 		return 0;
 	*durable = s->fly.mark;
@@ -1903,7 +1949,7 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		return -1;
 	rc = s->merge ? write_merge(s, t, c, &m, err, errlen) : write_append(s, t, c, &m, err, errlen);
 	if (rc < 0)
-		return -1;
+		return rc;
 	s->stats.rows++;
 	/* A transaction far beyond the batch's limits: send it in parts (never
 	 * between an UPDATE-DELETE and its UPDATE-INSERT).  The limits
@@ -1913,8 +1959,8 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 	 * 1,000,000 unless batch_rows is more: one insert stays one block). */
 	if (!s->moved.set && (s->pend_rows >= s->spill_rows || s->pend_bytes >= s->spill_bytes)) {
 		s->stats.spills++;
-		if (wait_flight(s, err, errlen) < 0)
-			return -1;
+		if ((rc = wait_flight(s, err, errlen)) < 0)
+			return rc;
 		return send_all(s, err, errlen);
 	}
 	return 0;
@@ -1957,20 +2003,21 @@ static bool ch_pending(void *ctx)
 static int ch_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
 {
 	struct chsink *s = ctx;
+	int rc;
 
 	if (s->mark_oom) {
 		snprintf(err, errlen, "clickhouse: out of memory recording a version map step");
 		return -1;
 	}
-	if (wait_flight(s, err, errlen) < 0)
-		return -1;
+	if ((rc = wait_flight(s, err, errlen)) < 0)
+		return rc;
 	if (s->fly.started) {
 		pthread_mutex_lock(&s->fly.mu);
 		s->fly.state = FLY_IDLE;   /* this flush's mark covers the batch that was in flight */
 		pthread_mutex_unlock(&s->fly.mu);
 	}
-	if (send_all(s, err, errlen) < 0)
-		return -1;
+	if ((rc = send_all(s, err, errlen)) < 0)
+		return rc;
 	if (!s->has_mark)
 		return 0;
 	*durable = s->mark;
@@ -1985,24 +2032,26 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 	bool exists, view;
 	char what[300];
 	int64_t deadline;
+	int rc;
 
 	if (s->merge)
 		return 0;  /* the redo writes every row again: newer versions win */
-	if (wait_flight(s, err, errlen) < 0)
-		return -1;
+	if ((rc = wait_flight(s, err, errlen)) < 0)
+		return rc;
 	t = tab_find(s, tv->object);
-	if (t && t->pend_rows > 0 && send_table(s, t, &t->cur, true, err, errlen) < 0)
-		return -1;
-	if (ensure_database(s, err, errlen) < 0 || check_engines(s, tv->object, &exists, &view, err, errlen) < 0)
-		return -1;
+	if (t && t->pend_rows > 0 && (rc = send_table(s, t, &t->cur, true, err, errlen)) < 0)
+		return rc;
+	if ((rc = ensure_database(s, err, errlen)) < 0 ||
+	    (rc = check_engines(s, tv->object, &exists, &view, err, errlen)) < 0)
+		return rc;
 	if (!exists)
 		return 0;
 	sl_buf_reset(&s->sql);
 	ch_sql_delete_csn_range(&s->sql, s->conf->database, tv->object, csn_first, csn_last);
 	snprintf(what, sizeof what, "deleting an interrupted backfill from \"%s\".\"%s\"", s->conf->database,
 		 tv->object);
-	if (run_sql(s, what, err, errlen) < 0)
-		return -1;
+	if ((rc = run_sql(s, what, err, errlen)) < 0)
+		return rc;
 	deadline = sl_mono_ms() + MUTATION_WAIT_MS;
 	for (;;) {
 		struct ch_rb_reader r;
@@ -2010,8 +2059,8 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 		struct timespec ts = { 0, 100 * 1000000L };
 		sl_buf_reset(&s->sql);
 		ch_sql_mutations_left(&s->sql, s->conf->database, tv->object);
-		if (run_sql(s, "waiting for a mutation", err, errlen) < 0)
-			return -1;
+		if ((rc = run_sql(s, "waiting for a mutation", err, errlen)) < 0)
+			return rc;
 		r.p = (const unsigned char *)s->resp.body.data;
 		r.end = r.p + s->resp.body.len;
 		if (ch_rb_get_u64(&r, &left) < 0 || left == 0)
@@ -2119,6 +2168,7 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	if (!s->buckets || !s->stream || !s->dl_path)
 		goto oom;
 	ch_http_conf_of(c, &hc, (int64_t)c->retry_seconds * 1000);
+	hc.outage = st->outage;
 	if (ch_http_new(&s->http, &hc, err, errlen) < 0)
 		goto fail;
 	*ctx = s;
@@ -2153,36 +2203,6 @@ static uint64_t ch_dead_letters(void *ctx)
 	return s->stats.dead_letters + atomic_load(&s->w_dead);
 }
 
-/* The sink's entry points that talk to the server: a failure because the
- * server refused the user (wrong password, unknown user, read-only, no
- * grant) is the operator's to fix, so the stream stops with exit 3 instead
- * of retrying what cannot pass. */
-static int refused_rc(struct chsink *s, int rc)
-{
-	return rc < 0 && ch_http_refused(s->http) ? SL_EPREREQ : rc;
-}
-
-static int ch_write_op(void *ctx, const struct sl_change *c, char *err, size_t errlen)
-{
-	return refused_rc(ctx, ch_write(ctx, c, err, errlen));
-}
-
-static int ch_flush_op(void *ctx, struct sl_position *durable, char *err, size_t errlen)
-{
-	return refused_rc(ctx, ch_flush(ctx, durable, err, errlen));
-}
-
-static int ch_flush_wait_op(void *ctx, struct sl_position *durable, char *err, size_t errlen)
-{
-	return refused_rc(ctx, ch_flush_wait(ctx, durable, err, errlen));
-}
-
-static int ch_discard_backfill_op(void *ctx, const struct sl_table *tv, const char *csn_first,
-				  const char *csn_last, char *err, size_t errlen)
-{
-	return refused_rc(ctx, ch_discard_backfill(ctx, tv, csn_first, csn_last, err, errlen));
-}
-
 const struct sl_sink_ops sl_clickhouse_ops = {
 	.type = "clickhouse",
 	.caps = SL_SINK_CAP_MERGE,
@@ -2191,14 +2211,14 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.conf_size = sizeof(struct sl_ch_conf),
 	.check = ch_check,
 	.open = ch_open,
-	.write = ch_write_op,
+	.write = ch_write,
 	.mark = ch_mark,
 	.flush_due = ch_flush_due,
 	.pending = ch_pending,
-	.flush = ch_flush_op,
+	.flush = ch_flush,
 	.flush_start = ch_flush_start,
-	.flush_wait = ch_flush_wait_op,
-	.discard_backfill = ch_discard_backfill_op,
+	.flush_wait = ch_flush_wait,
+	.discard_backfill = ch_discard_backfill,
 	.dead_letters = ch_dead_letters,
 	.close = ch_close,
 };

@@ -168,11 +168,13 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 	    json_is_true(json_object_get(old, "required")) != f->required) {
 		json_t *ty = json_object_get(old, "type");
 		snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" changed from %s%s to %s%s: an Iceberg "
-			 "table takes only added columns (see doc/iceberg.md)", t->ns, t->name, f->name,
+			 "table takes only added columns, so the stream stops; to go on, remove the table's folder "
+			 "(or point the destination at a new path) and backfill the table again (doc/iceberg.md)",
+			 t->ns, t->name, f->name,
 			 json_is_string(ty) ? json_string_value(ty) : "list",
 			 json_is_true(json_object_get(old, "required")) ? " not null" : "",
 			 ice_kind_text(f->kind, f->precision, f->scale, b2, sizeof b2), f->required ? " not null" : "");
-		return -1;
+		return SL_EPREREQ;
 	}
 	f->id = (int)json_integer_value(json_object_get(old, "id"));
 	if (k == ICE_LIST_STRING)
@@ -215,7 +217,7 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 			int last_column_id, char *err, size_t errlen)
 {
 	int nmeta = t->src ? (t->src->nmeta > SL_META_MAX ? SL_META_MAX : t->src->nmeta) : 0;
-	int n = t->ncols + ICE_M_POS + nmeta, k = 0;
+	int n = t->ncols + ICE_M_POS + nmeta, k = 0, rc = -1;
 	size_t i;
 	json_t *f;
 
@@ -231,7 +233,7 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 		if (fill_field(out, k, t, -1, m) < 0)
 			goto oom;
 	for (k = 0; k < n; k++)
-		if (assign_id(&out->f[k], t, cur, &last_column_id, changed, err, errlen) < 0)
+		if ((rc = assign_id(&out->f[k], t, cur, &last_column_id, changed, err, errlen)) < 0)
 			goto fail;
 	/* every field of cur must still be there */
 	json_array_foreach(json_object_get(cur, "fields"), i, f) {
@@ -241,8 +243,10 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 			found = name && !strcmp(out->f[k].name, name);
 		if (!found) {
 			snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" was dropped or renamed: an Iceberg "
-				 "table takes only added columns (see doc/iceberg.md)", t->ns, t->name,
-				 name ? name : "?");
+				 "table takes only added columns, so the stream stops; to go on, remove the table's "
+				 "folder (or point the destination at a new path) and backfill the table again "
+				 "(doc/iceberg.md)", t->ns, t->name, name ? name : "?");
+			rc = SL_EPREREQ;
 			goto fail;
 		}
 	}
@@ -253,7 +257,7 @@ oom:
 	snprintf(err, errlen, "table \"%s\".\"%s\": out of memory", t->ns, t->name);
 fail:
 	ice_schema_free(out);
-	return -1;
+	return rc;
 }
 
 json_t *ice_schema_json(const struct ice_schema *s)

@@ -68,8 +68,9 @@ void ice_schema_free(struct ice_schema *s);
  * column keeps the id of cur's field of the same name; a new column gets
  * the next id.  *changed says whether the result differs from cur (then its
  * id is cur's schema-id + 1).  A field of cur that t no longer has, or has
- * with another type, is an error naming the table and the change.  Returns
- * 0, or -1 with a message in err. */
+ * with another type, is an error naming the table and the change: no retry
+ * mends it, so it returns SL_EPREREQ (exit 3).  Returns 0, or a negative
+ * enum sl_status with a message in err. */
 int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, const json_t *cur,
 			int last_column_id, char *err, size_t errlen);
 

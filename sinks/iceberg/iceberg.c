@@ -52,6 +52,7 @@ struct ice_sink {
 	bool has_mark;
 	bool pending;
 	int64_t first_ms;
+	struct sl_outage *outage;         /* the stream's (borrowed), or NULL */
 	uint64_t bytes;
 	long kill_after, commits;
 };
@@ -195,11 +196,12 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	int last = t->meta ? (int)json_integer_value(json_object_get(t->meta, "last-column-id")) : 0;
 	struct ice_schema ns;
 	bool changed;
+	int rc;
 
 	if (commit_pending(s, t, err, errlen) < 0)
 		return -1;
-	if (ice_schema_of_table(&ns, &changed, st, cur, last, err, errlen) < 0)
-		return -1;
+	if ((rc = ice_schema_of_table(&ns, &changed, st, cur, last, err, errlen)) < 0)
+		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
 		char u[36 + 1];
 		unsigned char b[16];
@@ -269,6 +271,7 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 	struct ice_sink *s = ctx;
 	struct ice_tab *t = find_tab(s, c->table, err, errlen);
 	struct sl_buf *b;
+	int rc;
 
 	if (!t)
 		return -1;
@@ -277,21 +280,24 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		return 0;
 	if (c->table->src)
 		s->src = c->table->src;
-	if (strcmp(t->schema_key, c->table->schema_key) && set_schema(s, t, c->table, err, errlen) < 0)
-		return -1;
+	if (strcmp(t->schema_key, c->table->schema_key) && (rc = set_schema(s, t, c->table, err, errlen)) < 0)
+		return rc;
 	if (!t->w && open_file(s, t, c, err, errlen) < 0)
-		return -1;
+		goto failed;
 	b = sl_ocf_record_buf(t->w);
 	if (ice_encode_change(b, &t->schema, c, err, errlen) < 0)
 		return -1;
 	if (sl_ocf_record_done(t->w, err, errlen) < 0)
-		return -1;
+		goto failed;
 	if (c->seq > 0)
 		memcpy(t->last_csn, c->csn, sizeof t->last_csn);
 	if (!s->pending)
 		s->first_ms = sl_mono_ms();
 	s->pending = true;
 	return 0;
+failed:
+	sl_outage_fail(s->outage, err);   /* the folder: a full disk, an I/O error */
+	return -1;
 }
 
 static void ice_mark(void *ctx, const struct sl_position *pos)
@@ -535,9 +541,13 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 {
 	struct ice_sink *s = ctx;
 
-	for (int i = 0; i < s->ntabs; i++)
-		if (commit_pending(s, &s->tabs[i], err, errlen) < 0)
+	for (int i = 0; i < s->ntabs; i++) {
+		if (commit_pending(s, &s->tabs[i], err, errlen) < 0) {
+			sl_outage_fail(s->outage, err);
 			return -1;
+		}
+	}
+	sl_outage_ok(s->outage);
 	s->pending = false;
 	if (!s->has_mark)
 		return 0;
@@ -609,6 +619,7 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 	if (!s)
 		goto oom;
 	s->conf = c;
+	s->outage = st->outage;
 	if (k && sl_parse_i64(k, 1, INT32_MAX, &v) == 0)
 		s->kill_after = (long)v;
 	if (sl_mkdir_p(c->path) < 0 && errno != EEXIST) {

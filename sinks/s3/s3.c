@@ -512,6 +512,7 @@ static int s3_store_new(struct s3_store **out, const struct sl_s3_conf *c, const
 	cc.ca_file = c->ca_file;
 	cc.tls_verify = c->tls_verify;
 	cc.max_attempts = max_attempts;
+	cc.outage = ss->outage;
 	if (sl_s3_new(&st->s3, &cc, err, errlen) < 0) {
 		free(st);
 		return -1;

@@ -47,6 +47,7 @@ struct sl_s3 {
 	bool tls_verify;
 	long connect_timeout_s, stall_timeout_s;
 	int max_attempts;
+	struct sl_outage *outage;   /* borrowed, or NULL */
 };
 
 /* ---------------------------------------------------------------------- */
@@ -260,6 +261,7 @@ int sl_s3_new(struct sl_s3 **out, const struct sl_s3_client_conf *c, char *err, 
 	s->connect_timeout_s = c->connect_timeout_s > 0 ? c->connect_timeout_s : 10;
 	s->stall_timeout_s = c->stall_timeout_s > 0 ? c->stall_timeout_s : 60;
 	s->max_attempts = c->max_attempts;
+	s->outage = c->outage;
 	if (!(s->curl = curl_easy_init())) {
 		snprintf(err, errlen, "s3: could not start libcurl");
 		sl_s3_free(s);
@@ -620,6 +622,7 @@ static int request(struct sl_s3 *s, struct req *r, bool not_found_ok, char *err,
 		cc = attempt(s, r, &hdrs, errbuf);
 		curl_slist_free_all(hdrs);
 		if (cc == CURLE_OK && r->status >= 200 && r->status < 300) {
+			sl_outage_ok(s->outage);
 			rc = 0;
 			break;
 		}
@@ -659,6 +662,13 @@ static int request(struct sl_s3 *s, struct req *r, bool not_found_ok, char *err,
 			}
 			again = transient_status(r->status);
 		}
+		if (again && s->outage) {
+			char cause[800];
+			snprintf(cause, sizeof cause, "%s: %s %s: %s", s->desc, r->call, what, why);
+			sl_outage_fail(s->outage, cause);
+		} else if (cc == CURLE_OK) {
+			sl_outage_ok(s->outage);   /* it answered */
+		}
 		if (!again || (s->max_attempts > 0 && n >= s->max_attempts)) {
 			snprintf(err, errlen, "%s: %s %s failed: %s%s", s->desc, r->call, what, why,
 				 again ? " (gave up retrying)" : "");
@@ -667,8 +677,9 @@ static int request(struct sl_s3 *s, struct req *r, bool not_found_ok, char *err,
 		}
 		/* Exponential backoff with jitter: between half and all of the delay. */
 		wait = delay_ms / 2 + (int)(rand32() % (uint32_t)(delay_ms / 2 + 1));
-		sl_warn("%s: %s %s failed (attempt %d): %s; retrying in %d.%d s", s->desc, r->call, what, n, why,
-			wait / 1000, wait % 1000 / 100);
+		/* With an outage account, it logs the outage; each try is a detail. */
+		sl_log(s->outage ? SL_LOG_DEBUG : SL_LOG_WARN, "%s: %s %s failed (attempt %d): %s; retrying in %d.%d s",
+		       s->desc, r->call, what, n, why, wait / 1000, wait % 1000 / 100);
 		{
 			struct timespec ts = { wait / 1000, (long)(wait % 1000) * 1000000L };
 			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

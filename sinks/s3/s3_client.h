@@ -40,6 +40,7 @@
 #include <sys/types.h>
 
 #include "common/buf.h"
+#include "common/outage.h"
 
 /* sl_s3_get, sl_s3_get_to_fd: no such key; sl_s3_mpu_*: no such upload. */
 #define SL_S3_NOT_FOUND 1
@@ -58,6 +59,7 @@ struct sl_s3_client_conf {
 	long stall_timeout_s;        /* no byte moved for this long fails a request; 0: 60 s */
 	int max_attempts;            /* 0: retry transient failures as long as it takes */
 	const char *user_agent;      /* or NULL: "sluice/<version>" */
+	struct sl_outage *outage;    /* told of each try that failed and each answer (borrowed), or NULL */
 };
 
 struct sl_s3;

@@ -6,7 +6,10 @@ ch_harness.py.
 - a wrong password: `run --until-caught-up` exits 3 at the first refusal
   (no retries), naming the destination's error (WRONG_PASSWORD, 193 in
   18.16; AUTHENTICATION_FAILED, 516 later), and `check` exits 3 too;
-- a read-only user: the same, with READONLY (164).
+- a read-only user: the same, with READONLY (164);
+- a schema change ClickHouse's table cannot take (a column retyped in
+  ClickHouse by hand): exit 3 at once, naming the table, the column and what
+  to do.
 """
 
 import time
@@ -51,3 +54,20 @@ class RefusedTest(ChTestCase):
         r = s.run("check")
         self.assertEqual(r.rc, 3, r.describe())
         self.assertIn("user \"reader\" is read-only in ClickHouse", r.stderr)
+
+    def test_refused_schema_change_exits_3(self):
+        self.pg.execute("CREATE TABLE rt (id int PRIMARY KEY, counter int)")
+        self.pg.execute("INSERT INTO rt SELECT g, g FROM generate_series(1, 5) g")
+        s = self.sluice(stream="rf_rt", tables="public.rt", database="rf_rt", write_mode="merge")
+        self.catch_up(s)
+        self.ch.query("ALTER TABLE rf_rt.public_rt MODIFY COLUMN counter Nullable(String)")
+        self.pg.execute("UPDATE rt SET counter = counter + 1 WHERE id = 1")
+        self.pg.wait_wal_flushed()
+        r = self.run_refused(s, self.env())
+        self.assertIn('table "public_rt": column "counter" was changed in ClickHouse: sluice made it '
+                      'Nullable(Int32), which the source table still needs, and ClickHouse now has '
+                      'Nullable(String)', r.stderr)
+        self.assertIn('the stream stops here. To go on: when ClickHouse was changed, put its column back; '
+                      'when the source was, drop "rf_rt"."public_rt" in ClickHouse and run `sluice backfill -c '
+                      f'{s.config_path} --stream rf_rt --table public.rt`', r.stderr)
+        self.assertNotIn("retrying from the last checkpoint", r.stderr)

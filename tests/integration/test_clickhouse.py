@@ -889,23 +889,32 @@ class ClickHouseOutageTest(ChTestCase):
         cls.pg.execute("INSERT INTO kt SELECT g, md5(g::text), 0 FROM generate_series(1, 2000) g")
 
     def test_clickhouse_down_under_load(self):
+        """ClickHouse killed for 10 s (2.5 times wal_sender_timeout) under
+        load: the replication connection is kept, the outage is logged once
+        when it starts, every outage_log_interval (1 s here) while it lasts
+        and once when it ends (JSON lines with a "destination" field), and
+        the table is exact afterwards."""
         pg = self.pg
-        s = self.sluice(stream="out", tables="public.kt", database="outage", write_mode="merge")
+        s = self.sluice(stream="out", tables="public.kt", database="outage", write_mode="merge",
+                        extra={"agent": {"outage_log_interval": "1", "log_format": "json"}})
         self.catch_up(s)
         wl = Workload(pg, 7)
         wl.start()
         self.addCleanup(wl.stop_event.set)
+        started = pg.slot_info(s.slot)["confirmed_flush_lsn"]
         p = s.start("run", env=self.env())
-        time.sleep(1.5)
+        wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] > started, 60,
+                   "the stream to make changes durable")
         walsender = pg.one("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (s.slot,))
         self.ch.pause()
         t0 = time.monotonic()
-        time.sleep(10)   # 2.5 times wal_sender_timeout
+        wait_until(lambda: any(int(m) >= 10 for m in CH_STILL_RE.findall("\n".join(json_msgs(p)))), 120,
+                   "ClickHouse to be down for 10 s as the log says")
         self.assertTrue(p.alive(), "sluice exited while ClickHouse was down")
         self.ch.resume()
         print(f"    ClickHouse down for {time.monotonic() - t0:.1f}s, workload at {wl.tx} transactions",
               file=sys.stderr)
-        time.sleep(1.5)
+        wait_until(lambda: any(CH_AVAILABLE in m for m in json_msgs(p)), 120, "the outage's last line")
         wl.finish()
         pg.wait_wal_flushed()
         t1 = time.monotonic()
@@ -916,7 +925,20 @@ class ClickHouseOutageTest(ChTestCase):
         p.signal(signal.SIGTERM)
         r = p.wait_result(60)
         self.assertEqual(r.rc, 0, r.describe())
-        self.assertIn("failed (Failed to connect to 127.0.0.1", r.stderr)
+        lines = [json.loads(ln) for ln in r.stderr.splitlines() if ln.startswith("{")]
+        out = [ln for ln in lines if "destination" in ln]
+        self.assertTrue(out, r.stderr)
+        self.assertEqual({ln["destination"] for ln in out}, {"out"})
+        self.assertEqual({ln["stream"] for ln in out}, {"out"})
+        self.assertTrue(out[0]["msg"].startswith(f'{CH_UNAVAILABLE}clickhouse: '), out[0])
+        self.assertIn("Failed to connect to 127.0.0.1", out[0]["msg"])
+        self.assertEqual(out[0]["level"], "warning")
+        self.assertRegex(out[-1]["msg"], r'^destination "out" available again after (1\d|[2-9]\d|\d{3,}) s$')
+        self.assertEqual(out[-1]["level"], "info")
+        self.assertGreaterEqual(len(out), 3, out)
+        for ln in out[1:-1]:
+            self.assertRegex(ln["msg"], CH_STILL_RE)
+            self.assertEqual(ln["level"], "warning")
         self.assertNotIn("retrying from the last checkpoint", r.stderr)
         self.assertNotIn("replication timeout", pg.log_tail(400))
         self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
@@ -928,6 +950,16 @@ class ClickHouseOutageTest(ChTestCase):
             return True
         except AssertionError:
             return False
+
+
+def json_msgs(p):
+    """The messages of the JSON lines a running sluice wrote so far."""
+    return [json.loads(ln)["msg"] for ln in p.stderr_text().splitlines() if ln.startswith("{") and ln.endswith("}")]
+
+
+CH_UNAVAILABLE = 'destination "out" unavailable: '
+CH_AVAILABLE = 'destination "out" available again after '
+CH_STILL_RE = re.compile(r'destination "out" still unavailable after (\d+) s: clickhouse: ')
 
 
 if __name__ == "__main__":

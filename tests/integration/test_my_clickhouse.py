@@ -554,7 +554,8 @@ class MyChOutageTest(MyChTestCase):
         p.signal(signal.SIGTERM)
         r = p.wait_result(60)
         self.assertEqual(r.rc, 0, r.describe())
-        self.assertIn("failed (Failed to connect to 127.0.0.1", r.stderr)
+        self.assertRegex(r.stderr, r'destination "out" unavailable: clickhouse: .*Failed to connect to 127\.0\.0\.1')
+        self.assertEqual(r.stderr.count('destination "out" available again after '), 1, r.stderr)
         self.assertNotIn("retrying from the last checkpoint", r.stderr)
         self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
         for t in ("kt", "kt2", "pad"):

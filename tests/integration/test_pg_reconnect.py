@@ -7,7 +7,6 @@ output still equals the source with no counter gaps.
 import os
 import signal
 import sys
-import time
 import unittest
 
 from harness import PG_BIN, PgTestCase, lsn_to_int, records_for, sluice_test_bin, wait_until
@@ -81,7 +80,7 @@ class SlowSinkTest(PgTestCase):
         for i in range(1, 51):
             pg.execute("INSERT INTO slow VALUES (%s, 'v')", (i,))
         first_end = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
-        time.sleep(1.5)   # the first flush (files are due after 1 s) is now blocked
+        wait_until(lambda: "a flush waits 12 s" in p.stderr_text(), 30, "the first flush to block")
 
         def walsender():
             return pg.sql("SELECT sent_lsn::text, reply_time, client_port FROM pg_stat_replication "
@@ -100,18 +99,20 @@ class SlowSinkTest(PgTestCase):
         # takes all of it while the sink is blocked.
         pg.execute("INSERT INTO slow SELECT g, repeat('x', 200) FROM generate_series(51, 5050) g")
         mid = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
-        time.sleep(2.5)
-        sent, reply0, port = walsender()
-        self.assertGreaterEqual(lsn_to_int(sent), mid, "the server could not send: the reader stopped reading")
-        self.assertLess(unread(port), 64 * 1024, "sluice left the stream unread while the sink blocked")
+
+        def all_read():
+            sent, _, port = walsender()
+            return lsn_to_int(sent) >= mid and unread(port) < 64 * 1024
+        # the server sends it all and sluice reads it all, while the sink blocks
+        wait_until(all_read, 8, "sluice to read the stream while the sink blocks")
+        _, reply0, _ = walsender()
         self.assertEqual(pg.slot_info(s.slot)["confirmed_flush_lsn"], before, "acknowledged before the flush")
         # 40,000 more (~12 MB, more than the queue holds): the reader fills the
         # queue and waits, and status updates keep going out.
         pg.execute("INSERT INTO slow SELECT g, repeat('y', 200) FROM generate_series(5051, 45050) g")
         end = lsn_to_int(pg.one("SELECT pg_current_wal_lsn()::text"))
-        time.sleep(3.5)
-        _, reply1, _ = walsender()
-        self.assertGreater(reply1, reply0, "no status update reached the server during the slow flush")
+        # status updates keep going out (at least every wal_sender_timeout / 3 = 1 s)
+        wait_until(lambda: walsender()[1] > reply0, 8, "a status update during the slow flush")
         self.assertEqual(pg.slot_info(s.slot)["confirmed_flush_lsn"], before, "acknowledged before the flush")
         wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] >= first_end, 30,
                    "the first flush to be acknowledged", interval=0.5)

@@ -11,7 +11,9 @@ rebuilt from the records compared with the source table:
   partial object is visible, the next start aborts the stale upload, nothing
   is lost;
 - the S3 server killed under load and started again: nothing is acknowledged
-  while it is down (backpressure), then sluice catches up; nothing is lost;
+  while it is down (backpressure), the outage is logged when it starts,
+  every outage_log_interval (1 s here) while it lasts and when it ends, then
+  sluice catches up; nothing is lost;
 - a refused key, a wrong secret and a missing bucket are exit 3 with a clear
   message, and no credential appears in any output;
 - `sluice verify` catches a deleted object, a deleted manifest and a
@@ -22,7 +24,6 @@ import json
 import os
 import re
 import threading
-import time
 import unittest
 
 import harness
@@ -222,12 +223,18 @@ class S3MultipartKillTest(S3TestCase):
 class S3OutageTest(S3TestCase):
 
     def test_server_down_under_load(self):
+        """s3rver killed under load and started again: nothing acknowledged
+        while it is down, the outage logged once when it starts, every
+        outage_log_interval while it lasts and once when it ends, and the
+        data exact afterwards."""
         pg, s3 = self.pg, self.s3
         make_table(pg, "out", 2000)
-        s = self.s3sluice(stream="out", tables="public.out", max_file_seconds=1)
+        s = self.s3sluice(stream="out", tables="public.out", max_file_seconds=1,
+                          extra={"agent": {"outage_log_interval": "1"}})
         self.catch_up(s)
         stop = threading.Event()
         errors = []
+        started = pg.slot_info(s.slot)["confirmed_flush_lsn"]
 
         def workload():
             i = 0
@@ -235,23 +242,31 @@ class S3OutageTest(S3TestCase):
                 while not stop.is_set():
                     churn(pg, "out", 100000 + i * 10, 10)
                     i += 1
-                    time.sleep(0.05)
+                    stop.wait(0.05)   # a steady trickle of transactions
             except Exception as e:  # noqa: BLE001
                 errors.append(e)
+
+        def outage_for(n):
+            """The log has a "still unavailable after N s" line with N >= n."""
+            return any(int(m) >= n for m in STILL_RE.findall(p.stderr_text()))
 
         th = threading.Thread(target=workload, daemon=True)
         p = s.start("run")
         th.start()
         try:
-            time.sleep(3)
+            wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] > started, 60,
+                       "the stream to make changes durable")
             s3.stop()                              # killed, as a crash would
-            time.sleep(2)
+            wait_until(lambda: UNAVAILABLE in p.stderr_text(), 60, "the outage's first line")
+            wait_until(lambda: outage_for(2), 60, "the outage to last 2 s")
             before = pg.slot_info(s.slot)["confirmed_flush_lsn"]
-            time.sleep(8)
+            wait_until(lambda: outage_for(6), 60, "the outage to last 6 s")
             during = pg.slot_info(s.slot)["confirmed_flush_lsn"]
             self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
             s3.start()
-            time.sleep(4)
+            wait_until(lambda: AVAILABLE in p.stderr_text(), 120, "the outage's last line")
+            wait_until(lambda: pg.slot_info(s.slot)["confirmed_flush_lsn"] > during, 60,
+                       "the stream to make changes durable again")
         finally:
             stop.set()
             th.join(60)
@@ -261,7 +276,7 @@ class S3OutageTest(S3TestCase):
         p.signal(15)
         r = p.wait_result(120)
         self.assertEqual(r.rc, 0, r.describe())
-        self.assertIn("retrying in", r.stderr)
+        self.assertOutageLogged(r.stderr)
         self.catch_up(s)
         self.assertGreater(pg.slot_info(s.slot)["confirmed_flush_lsn"], during)
         recs = records_for(s.read(self), "public", "out")
@@ -269,6 +284,28 @@ class S3OutageTest(S3TestCase):
         self.assertNoCounterGaps(recs, "public", "out", ["id"])
         r = self.verify(s)
         self.assertEqual(r.rc, 0, r.describe())
+
+    def assertOutageLogged(self, log):
+        """One start line (a warning with the failed request), at least one
+        "still unavailable" line, one end line (info), in that order."""
+        lines = log.splitlines()
+        first = [i for i, ln in enumerate(lines) if UNAVAILABLE in ln]
+        still = [i for i, ln in enumerate(lines) if STILL_RE.search(ln)]
+        last = [i for i, ln in enumerate(lines) if AVAILABLE in ln]
+        self.assertEqual(len(first), 1, log)
+        self.assertEqual(len(last), 1, log)
+        self.assertGreaterEqual(len(still), 1, log)
+        self.assertTrue(first[0] < still[0] and still[-1] < last[0], log)
+        self.assertRegex(lines[first[0]], r' sluice warning: stream "out": destination "out" unavailable: '
+                         r'bucket "lake" at http://127\.0\.0\.1:\d+: \w+ \S+: ')
+        self.assertRegex(lines[last[0]], r' sluice info: stream "out": destination "out" available again '
+                         r'after \d+ s$')
+        print("\n  " + "\n  ".join(lines[i] for i in (first[0], still[0], last[0])))
+
+
+UNAVAILABLE = 'destination "out" unavailable: '
+AVAILABLE = 'destination "out" available again after '
+STILL_RE = re.compile(r'destination "out" still unavailable after (\d+) s: ')
 
 
 class S3OperatorErrorTest(S3TestCase):

@@ -48,6 +48,7 @@ static int slow_flush(void *ctx, struct sl_position *durable, char *err, size_t 
 {
 	if (delay_s > 0 && sl_avro_dir_ops.pending(ctx)) {
 		struct timespec ts = { (time_t)delay_s, 0 };
+		sl_info("test sink slow_avro_dir: a flush waits %" PRIu64 " s", delay_s);   /* tests wait for it */
 		nanosleep(&ts, NULL);
 	}
 	while (block_file && sl_avro_dir_ops.pending(ctx) && access(block_file, F_OK) == 0) {

@@ -5,7 +5,8 @@
  * bounded memory over a million-row transaction, and the removal at open of
  * the temporary files a killed run left behind; manifests (their chain across
  * flushes and restarts, what they list), the current-schema files, and
- * `sluice verify` on a good tree and on damaged ones.
+ * `sluice verify` on a good tree and on damaged ones; a folder that cannot
+ * be written logged as an outage of the destination.
  */
 #include <fcntl.h>
 #include <malloc.h>
@@ -963,14 +964,12 @@ static bool exists(const char *rel)
 	return lstat(path, &sb) == 0;
 }
 
-/* Opens the sink for stream s1 with stderr going to a file; returns the
- * context and what was logged (malloc'd) in *log. */
-static void *open_sink_logged(char **log)
+/* Sends stderr to a file of the test folder; returns the descriptor that
+ * log_end() puts back. */
+static int log_start(void)
 {
 	char path[1024];
-	size_t len;
 	int saved, fd;
-	void *ctx;
 
 	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
 	fflush(stderr);
@@ -979,14 +978,101 @@ static void *open_sink_logged(char **log)
 	assert_true(saved >= 0 && fd >= 0);
 	dup2(fd, 2);
 	close(fd);
-	ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+	return saved;
+}
+
+/* Puts stderr back (saved, from log_start()); returns what was logged
+ * meanwhile (malloc'd). */
+static char *log_end(int saved)
+{
+	char path[1024], *log;
+	size_t len;
+
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	*log = (char *)tl_read_file(path, &len);
-	assert_non_null(*log);
+	snprintf(path, sizeof path, "%s/stderr.log", g_dir);
+	log = (char *)tl_read_file(path, &len);
+	assert_non_null(log);
 	unlink(path);
+	return log;
+}
+
+/* Opens the sink for stream s1 with stderr going to a file; returns the
+ * context and what was logged (malloc'd) in *log. */
+static void *open_sink_logged(char **log)
+{
+	int saved = log_start();
+	void *ctx = open_sink(SL_CODEC_DEFLATE, 64 << 20, 60);
+
+	*log = log_end(saved);
 	return ctx;
+}
+
+static void mark_at(void *ctx, uint64_t lsn);
+
+/* Counts the lines of log that contain what. */
+static int count_lines(const char *log, const char *what)
+{
+	int n = 0;
+
+	for (const char *p = log; (p = strstr(p, what)) != NULL; p += strlen(what))
+		n++;
+	return n;
+}
+
+/* A folder that cannot be written (the object's folder is a file) is an
+ * outage of the destination: logged once when a write or flush fails, and
+ * once when a flush of a later run (the agent restarts the stream; the
+ * account is the agent's) works again. */
+static void test_outage_logged(void **state)
+{
+	const struct sl_sink_ops *ops = sl_sink_lookup("avro_dir");
+	struct sl_avro_dir_conf dc;
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_APPEND, .destination = "lake" };
+	struct sl_outage o;
+	struct sl_position d;
+	struct sl_value v[3] = { tl_int(1), tl_dec(false, "100", 2), tl_str("n") };
+	struct sl_change c;
+	char path[1024], err[512], *log;
+	int saved, fd, rc;
+	void *ctx;
+
+	(void)state;
+	memset(&dc, 0, sizeof dc);
+	dc.path = g_dir;
+	dc.codec = SL_CODEC_NULL;
+	dc.max_file_bytes = 64 << 20;
+	dc.max_file_seconds = 60;
+	sl_outage_init(&o, "lake", 0);
+	st.outage = &o;
+	saved = log_start();
+	assert_int_equal(ops->open(&ctx, &dc, &st, err, sizeof err), 0);
+	snprintf(path, sizeof path, "%s/s1/public_orders", g_dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);   /* a file where the folder goes */
+	assert_true(fd >= 0);
+	close(fd);
+	tl_change(&c, g_orders, SL_OP_INSERT, v, 0x10, 1, TS0);
+	rc = ops->write(ctx, &c, err, sizeof err);
+	if (rc == 0) {
+		mark_at(ctx, 0x20);
+		rc = ops->flush(ctx, &d, err, sizeof err);
+	}
+	assert_int_equal(rc, SL_EFAIL);
+	ops->close(ctx);
+	unlink(path);
+	assert_int_equal(ops->open(&ctx, &dc, &st, err, sizeof err), 0);   /* the stream's next attempt */
+	write_order(ctx, g_orders, 0x10, 1, 1, TS0);
+	mark_at(ctx, 0x20);
+	assert_int_equal(ops->flush(ctx, &d, err, sizeof err), 1);
+	ops->close(ctx);
+	log = log_end(saved);
+	assert_int_equal(count_lines(log, "sluice warning: destination \"lake\" unavailable: "), 1);
+	assert_int_equal(count_lines(log, "still unavailable"), 0);   /* the interval is 60 s */
+	assert_int_equal(count_lines(log, "sluice info: destination \"lake\" available again after 0 s\n"), 1);
+	assert_true(strstr(log, "unavailable: ") < strstr(log, "available again"));
+	free(log);
+	sl_outage_destroy(&o);
 }
 
 /* A run killed with SIGKILL leaves open and finished-but-unflushed files as
@@ -1621,6 +1707,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_verify_count_mismatch, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_verify_duplicates, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_discard_manifest, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_outage_logged, per_test_setup, per_test_teardown),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/buf.h"
+#include "common/util.h"
 #include "schema/schema.h"
 #include "sinks/iceberg/ice_meta.h"
 
@@ -168,23 +169,26 @@ static void test_refused_changes(void **state)
 	struct sl_table *t = sl_table_new("public", "orders");
 	struct ice_schema s;
 	bool changed;
-	char err[256] = "";
+	char err[512] = "";
 
 	(void)state;
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
-			 -1);
+			 SL_EPREREQ);
 	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to long: an Iceberg "
-			    "table takes only added columns (see doc/iceberg.md)");
+			    "table takes only added columns, so the stream stops; to go on, remove the table's folder "
+			    "(or point the destination at a new path) and backfill the table again (doc/iceberg.md)");
 	sl_table_free(t);
 	t = sl_table_new("public", "orders");
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
-			 -1);
+			 SL_EPREREQ);
 	assert_string_equal(err, "table \"public\".\"orders\": column \"amount\" was dropped or renamed: an "
-			    "Iceberg table takes only added columns (see doc/iceberg.md)");
+			    "Iceberg table takes only added columns, so the stream stops; to go on, remove the table's "
+			    "folder (or point the destination at a new path) and backfill the table again "
+			    "(doc/iceberg.md)");
 	sl_table_free(t);
 	json_decref(meta);
 }
