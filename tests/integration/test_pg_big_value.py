@@ -3,11 +3,11 @@ tests/integration/test_pg_big_value.py: one large bytea value (48 MiB), first
 backfilled, then streamed as an update, arrives byte-exact, and sluice's peak
 memory stays within a bound of the value's size on both paths.
 
-The bound is what a large value costs today (doc/operations.md, "Memory"):
-libpq holds the value's text (hex: twice the value) in its input buffer and
-hands sluice a copy of it, and the writer encodes the value once, while the
-queue holds it: 5x the value, plus sluice's baseline.  Before bytea was
-decoded in place it was 6x, which the bound fails.
+The bound is what a large value costs now (doc/operations.md, "Memory for a
+large value"): libpq holds the value's text (hex: twice the value) in its
+input buffer and hands sluice a copy of it, and the queue holds the value
+once: 5x the value, plus sluice's baseline.  Before bytea was decoded in
+place it was 6x, which the bound fails.
 """
 
 import hashlib
