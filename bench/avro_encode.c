@@ -206,7 +206,7 @@ static int make_pool(struct pool *p)
 
 		vals = &p->values[i * NCOLS];
 		for (int k = 0; k < NCOLS; k++) {
-			const char *txt = p->text.data + p->offs[i * NCOLS + (size_t)k];
+			char *txt = p->text.data + p->offs[i * NCOLS + (size_t)k];
 			tv[k] = (struct sl_text_value){ txt, (uint32_t)strlen(txt), SL_TV_TEXT };
 		}
 		vals[2].p = tv[2].p;

@@ -209,9 +209,12 @@ struct sl_value {
 #define SL_DECIMAL_MAX_DIGITS 1000
 
 /* A value as a source's text protocol carries it, before conversion (pgoutput
- * tuples, COPY text): p/len hold the text for SL_TV_TEXT. */
+ * tuples, COPY text): p/len hold the text for SL_TV_TEXT.  The text is
+ * writable: a converter may decode a value in place when that only shrinks
+ * it (PostgreSQL's hex bytea, see sources/postgres/pg_text.h), so that a
+ * large value is never copied to be decoded. */
 enum sl_text_kind { SL_TV_NULL = 0, SL_TV_UNCHANGED, SL_TV_TEXT };
-struct sl_text_value { const char *p; uint32_t len; uint8_t kind; };
+struct sl_text_value { char *p; uint32_t len; uint8_t kind; };
 
 /* True if a and b are the same value: the same kind and the same content
  * (floats compare by their bits, so NaN equals NaN and -0 differs from 0;

@@ -260,10 +260,10 @@ out:
 }
 
 /* A frame of the recording, or end (len 0 and *end) when it is used up. */
-static int replay_frame(struct sl_pg_repl *r, const unsigned char **m, int *len, bool *end,
+static int replay_frame(struct sl_pg_repl *r, unsigned char **m, int *len, bool *end,
 			char *err, size_t errlen)
 {
-	const unsigned char *p = (const unsigned char *)r->replay + r->replay_off;
+	unsigned char *p = (unsigned char *)r->replay + r->replay_off;
 	size_t left = r->replay_len - r->replay_off;
 	uint32_t n;
 
@@ -283,9 +283,10 @@ static int replay_frame(struct sl_pg_repl *r, const unsigned char **m, int *len,
 }
 
 /* Waits up to timeout_ms for the next CopyData frame of the stream: *len > 0
- * with *m pointing to it (valid until the next call), *len == 0 when nothing
+ * with *m pointing to it (ours to overwrite, valid until the next call: the
+ * decoder decodes bytea values in place), *len == 0 when nothing
  * came, or *end when the server ended the stream. */
-static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char **m, int *len, bool *end,
+static int next_frame(struct sl_pg_repl *r, int timeout_ms, unsigned char **m, int *len, bool *end,
 		      char *err, size_t errlen)
 {
 	*len = 0;
@@ -301,7 +302,7 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 		if (n > 0) {
 			r->batch++;
 			r->last_rx_ms = sl_mono_ms();
-			*m = (const unsigned char *)r->copybuf;
+			*m = (unsigned char *)r->copybuf;
 			*len = n;
 			return SL_OK;
 		}
@@ -353,7 +354,7 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, const unsigned char 
 int sl_pg_repl_next(struct sl_pg_repl *r, int timeout_ms, struct sl_pg_repl_event *ev,
 		    char *err, size_t errlen)
 {
-	const unsigned char *m = NULL;
+	unsigned char *m = NULL;
 	bool end;
 	int len, rc;
 

@@ -519,27 +519,42 @@ int sl_pg_parse_uuid(const char *p, size_t len, unsigned char out[static 16])
 	return sl_uuid_parse(p, len, out);
 }
 
-/* "\x0a0b" -> n bytes at dst (room for (len - 2) / 2).  Returns 0 or -1. */
-static int parse_bytea_hex(const char *p, size_t len, unsigned char *dst, size_t *n)
+/* "\x0a0b" -> n bytes, decoded in place: byte k goes to p[k], which the
+ * loop has read already (it reads p[2 + 2k] and p[3 + 2k]), so a value of
+ * any size is decoded without a copy and takes half its text.  On invalid
+ * text the bytes decoded so far are written back as hex (backwards, for the
+ * same reason), so that the message can quote the text.  Returns 0 or -1. */
+static int parse_bytea_hex(char *p, size_t len, size_t *n)
 {
+	static const char hex[] = "0123456789abcdef";
+	unsigned char *dst = (unsigned char *)p;
+	size_t k;
+
 	if (len < 2 || p[0] != '\\' || p[1] != 'x' || (len - 2) % 2)
 		return -1;
 	*n = (len - 2) / 2;
-	for (size_t k = 0; k < *n; k++) {
+	for (k = 0; k < *n; k++) {
 		int hi = sl_hexval(p[2 + 2 * k]), lo = sl_hexval(p[3 + 2 * k]);
 		if (hi < 0 || lo < 0)
-			return -1;
+			break;
 		dst[k] = (unsigned char)(hi << 4 | lo);
 	}
-	return 0;
+	if (k == *n)
+		return 0;
+	while (k-- > 0) {
+		unsigned char b = dst[k];
+		p[2 + 2 * k] = hex[b >> 4];
+		p[3 + 2 * k] = hex[b & 15];
+	}
+	p[0] = '\\';
+	p[1] = 'x';
+	return -1;
 }
 
 /* The most scratch bytes the value text of len bytes can need in column col. */
 static size_t scratch_bound(const struct sl_column *col, size_t len)
 {
 	switch (col->type) {
-	case SL_T_BYTES:
-		return len >= 2 ? (len - 2) / 2 : 0;
 	case SL_T_DECIMAL:
 		return len + (size_t)col->scale;
 	case SL_T_UUID:
@@ -549,11 +564,12 @@ static size_t scratch_bound(const struct sl_column *col, size_t len)
 	}
 }
 
-/* Converts the text p/len of column col into *o.  Bytes, uuids and decimal
- * digits are written at s->data + s->len, which the caller has reserved room
- * for (see scratch_bound), so s never moves here.  Returns 0 or -1 (invalid
- * text; the caller writes the message). */
-static int convert(const struct sl_column *col, const char *p, size_t len, struct sl_value *o,
+/* Converts the text p/len of column col into *o.  Bytes are decoded in place
+ * in the text; uuids and decimal digits are written at s->data + s->len,
+ * which the caller has reserved room for (see scratch_bound), so s never
+ * moves here.  Returns 0 or -1 (invalid text; the caller writes the
+ * message). */
+static int convert(const struct sl_column *col, char *p, size_t len, struct sl_value *o,
 		   struct sl_buf *s, struct sl_pg_text_stats *st)
 {
 	char *dst = s->data + s->len;
@@ -626,10 +642,10 @@ static int convert(const struct sl_column *col, const char *p, size_t len, struc
 		break;
 	}
 	case SL_T_BYTES:
-		if (parse_bytea_hex(p, len, (unsigned char *)dst, &n) < 0)
+		if (parse_bytea_hex(p, len, &n) < 0)
 			return -1;
-		*o = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)n, .p = dst };
-		break;
+		*o = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)n, .p = p };
+		return 0;
 	case SL_T_UUID:
 		if (sl_pg_parse_uuid(p, len, (unsigned char *)dst) < 0)
 			return -1;
@@ -678,7 +694,7 @@ static int convert(const struct sl_column *col, const char *p, size_t len, struc
 	return 0;
 }
 
-int sl_pg_text_row(const struct sl_table *t, const struct sl_text_value *in, struct sl_value *out,
+int sl_pg_text_row(const struct sl_table *t, struct sl_text_value *in, struct sl_value *out,
 		   struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen)
 {
 	size_t need = 0;
@@ -696,7 +712,7 @@ int sl_pg_text_row(const struct sl_table *t, const struct sl_text_value *in, str
 	}
 	for (int i = 0; i < t->ncols; i++) {
 		const struct sl_column *col = &t->cols[i];
-		const char *p = in[i].p;
+		char *p = in[i].p;
 		size_t len = in[i].len;
 
 		switch (in[i].kind) {

@@ -10,7 +10,8 @@
  * output types.
  *
  * Nothing here allocates, except the scratch buffer of sl_pg_text_row, which
- * grows to the largest row seen and is then reused.
+ * grows to the largest row's uuids and decimal digits and is then reused:
+ * bytes, the one type whose values can be large, are decoded in place.
  */
 #ifndef SLUICE_SOURCES_POSTGRES_PG_TEXT_H
 #define SLUICE_SOURCES_POSTGRES_PG_TEXT_H
@@ -57,12 +58,15 @@ struct sl_pg_text_stats {
 };
 
 /* Converts the ncols text values of one row of t into typed values.  Strings
- * and JSON point into the text; decoded bytes, uuids and decimal digits go
- * into scratch, which is reset first (so out stays valid until scratch is next
- * used or freed, and as long as the text).  st may be NULL.  Returns 0, or -1
- * with a message in err naming the column and quoting at most 64 bytes of the
- * value (out is then partly filled and not to be used). */
-int sl_pg_text_row(const struct sl_table *t, const struct sl_text_value *in, struct sl_value *out,
+ * and JSON point into the text.  Bytes (hex bytea, 2 text bytes a byte) are
+ * decoded in place, in the text, and point there: the text of a bytea value
+ * is overwritten, and cannot be converted twice.  Uuids and decimal digits
+ * go into scratch, which is reset first (so out stays valid until scratch is
+ * next used or freed, and as long as the text).  st may be NULL.  Returns 0,
+ * or -1 with a message in err naming the column and quoting at most 64 bytes
+ * of the value (out is then partly filled and not to be used; an invalid
+ * bytea's text is left as it came). */
+int sl_pg_text_row(const struct sl_table *t, struct sl_text_value *in, struct sl_value *out,
 		   struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen);
 
 /* ---- the parsers: each returns 0, or -1 if the text is not valid ---- */

@@ -63,7 +63,7 @@ struct sl_pgoutput {
 };
 
 struct reader {
-	const unsigned char *p, *end;
+	unsigned char *p, *end;       /* writable: bytea values are decoded in place */
 	char *err;
 	size_t errlen;
 	bool bad;
@@ -123,7 +123,7 @@ static uint64_t rd_u64(struct reader *r, const char *what)
 
 static const char *rd_str(struct reader *r, const char *what)
 {
-	const unsigned char *nul;
+	unsigned char *nul;
 	const char *s;
 
 	if (r->bad)
@@ -353,7 +353,7 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_text
 				return -1;
 			}
 			vals[i].kind = SL_TV_TEXT;
-			vals[i].p = (const char *)r->p;
+			vals[i].p = (char *)r->p;
 			vals[i].len = len;
 			r->p += len;
 			break;
@@ -448,7 +448,7 @@ static int read_typed_tuple(struct sl_pgoutput *d, struct reader *r, const struc
 	return SL_PGO_EVALUE;
 }
 
-int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
+int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen)
 {
 	int rc;

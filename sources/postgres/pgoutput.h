@@ -10,7 +10,7 @@
  * written.  Memory therefore stays bounded by the tables in use.
  *
  * Values in decoded changes are typed (the column text converted by
- * sl_pg_text_row); they point into the message buffer passed to
+ * sl_pg_text_row); they point into the (writable) message buffer passed to
  * sl_pgoutput_decode() and into the decoder's own scratch buffers: they are
  * valid until the next call.
  */
@@ -82,8 +82,10 @@ void sl_pgoutput_free(struct sl_pgoutput *d);
  * message type byte).  Returns 0 with *ev filled, -1 with a message in err
  * (a malformed message, a change for a relation never described), or
  * SL_PGO_EVALUE when a value's text does not convert (sl_pg_text_row), with
- * err naming the table, the commit LSN, the column and the value. */
-int sl_pgoutput_decode(struct sl_pgoutput *d, const unsigned char *msg, size_t len,
+ * err naming the table, the commit LSN, the column and the value.  msg is
+ * writable and overwritten: bytea values are decoded in place (pg_text.h),
+ * so that a large one is not copied; decode a message once. */
+int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen);
 
 /* For a TRUNCATE message the event has nchanges == 0 and this iterator hands

@@ -3,9 +3,13 @@
  * pgoutput.c) on a stream of messages, each a frame of fuzz.h (the XLogData
  * payload, from its message type byte), through one decoder as the source
  * drives it: relations described by earlier messages, TRUNCATE's changes
- * handed out one by one, retired table versions freed.
+ * handed out one by one, retired table versions freed.  Each message is
+ * copied into a buffer of its own first, as the source's are: the decoder
+ * writes into it (bytea is decoded in place).
  */
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "schema/schema.h"
@@ -26,15 +30,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (fuzz_next_frame(&p, end, &msg, &len)) {
 		struct sl_pgo_event ev;
 		struct sl_change c;
-		int rc = sl_pgoutput_decode(d, msg, len, &ev, err, sizeof err);
+		unsigned char *copy = malloc(len ? len : 1);
+		int rc;
 
-		if (rc != 0)
-			break;  /* the source stops at a message it cannot decode */
-		if (ev.kind == SL_PGO_RELATION && ev.schema_changed)
+		if (!copy)
+			break;
+		memcpy(copy, msg, len);
+		rc = sl_pgoutput_decode(d, copy, len, &ev, err, sizeof err);
+		if (rc == 0 && ev.kind == SL_PGO_RELATION && ev.schema_changed)
 			sl_table_free(ev.retired);
-		if (ev.kind == SL_PGO_CHANGE && ev.nchanges == 0)
+		if (rc == 0 && ev.kind == SL_PGO_CHANGE && ev.nchanges == 0)
 			while (sl_pgoutput_truncate_next(d, &c) == 1)
 				;
+		free(copy);
+		if (rc != 0)
+			break;  /* the source stops at a message it cannot decode */
 	}
 	sl_pgoutput_free(d);
 	return 0;

@@ -52,7 +52,7 @@ static void wtuple(struct sl_buf *b, int n, const char *const *vals)
 static int decode(struct sl_pgoutput *d, struct sl_buf *b, struct sl_pgo_event *ev)
 {
 	char err[256] = "";
-	int rc = sl_pgoutput_decode(d, (const unsigned char *)b->data, b->len, ev, err, sizeof err);
+	int rc = sl_pgoutput_decode(d, (unsigned char *)b->data, b->len, ev, err, sizeof err);
 	if (rc < 0)
 		print_message("decode error: %s\n", err);
 	return rc;
@@ -258,12 +258,12 @@ static void test_pgoutput_typed(void **state)
 	 * retryable failure), naming the table, the LSN and the column. */
 	sl_buf_reset(&b);
 	w8(&b, 'I'); w32(&b, 16384); w8(&b, 'N'); wtuple(&b, 3, bad_row);
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err),
+	assert_int_equal(sl_pgoutput_decode(d, (unsigned char *)b.data, b.len, &ev, err, sizeof err),
 			 SL_PGO_EVALUE);
 	assert_non_null(strstr(err, ": column \"id\": invalid integer value \"x\""));
 	sl_buf_reset(&b);
 	w8(&b, 'D'); w32(&b, 16384); w8(&b, 'O'); wtuple(&b, 3, bad_row);
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err),
+	assert_int_equal(sl_pgoutput_decode(d, (unsigned char *)b.data, b.len, &ev, err, sizeof err),
 			 SL_PGO_EVALUE);
 	assert_non_null(strstr(err, ": column \"id\": invalid integer value \"x\""));
 
@@ -329,7 +329,7 @@ static void test_pgoutput_bad_value(void **state)
 	assert_int_equal(decode(d, &b, &ev), 0);
 	sl_buf_reset(&b);
 	w8(&b, 'I'); w32(&b, 5); w8(&b, 'N'); wtuple(&b, 3, row);
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err),
+	assert_int_equal(sl_pgoutput_decode(d, (unsigned char *)b.data, b.len, &ev, err, sizeof err),
 			 SL_PGO_EVALUE);
 	assert_non_null(strstr(err, "table \"shop\".\"orders\""));
 	assert_non_null(strstr(err, "LSN 0/16B374D8"));
@@ -351,17 +351,17 @@ static void test_pgoutput_malformed(void **state)
 	/* Every prefix of a valid relation message is rejected, none crashes. */
 	build_relation(&b, 5, "s", "t");
 	for (size_t n = 0; n < b.len; n++)
-		assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, n, &ev, err, sizeof err), -1);
+		assert_int_equal(sl_pgoutput_decode(d, (unsigned char *)b.data, n, &ev, err, sizeof err), -1);
 	/* A change for an unknown relation. */
 	sl_buf_reset(&b);
 	w8(&b, 'B'); w64(&b, 1); w64(&b, 1); w32(&b, 1);
 	assert_int_equal(decode(d, &b, &ev), 0);
 	sl_buf_reset(&b);
 	w8(&b, 'I'); w32(&b, 99); w8(&b, 'N'); w16(&b, 0);
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)b.data, b.len, &ev, err, sizeof err), -1);
+	assert_int_equal(sl_pgoutput_decode(d, (unsigned char *)b.data, b.len, &ev, err, sizeof err), -1);
 	assert_string_equal(err, "change for relation 99 that no relation message described");
 	/* An unknown message type. */
-	assert_int_equal(sl_pgoutput_decode(d, (const unsigned char *)"Z", 1, &ev, err, sizeof err), -1);
+	assert_int_equal(sl_pgoutput_decode(d, (unsigned char *)"Z", 1, &ev, err, sizeof err), -1);
 	assert_string_equal(err, "unsupported pgoutput message type 'Z' (0x5a)");
 	sl_buf_free(&b);
 	sl_pgoutput_free(d);
@@ -409,7 +409,7 @@ static void test_pgoutput_mutations(void **state)
 			default: m.data[at] = (char)0xff; break;               /* huge lengths */
 			}
 		}
-		int rc = sl_pgoutput_decode(d, (const unsigned char *)m.data, m.len, &ev, err, sizeof err);
+		int rc = sl_pgoutput_decode(d, (unsigned char *)m.data, m.len, &ev, err, sizeof err);
 		assert_true(rc == 0 || rc == -1 || rc == SL_PGO_EVALUE);
 		if (rc == 0) {
 			ok++;

@@ -50,21 +50,48 @@ static struct sl_table one_col(struct sl_column *col)
 	return t;
 }
 
-static struct sl_text_value tv(const char *s)
+/* A writable copy of len bytes of s (and a NUL), as a source's text is:
+ * sl_pg_text_row decodes bytea in place.  The copies go round a pool, big
+ * enough that a test's last copies are still there when it checks them. */
+static char *writable(const char *s, size_t len)
 {
-	return (struct sl_text_value){ s, (uint32_t)strlen(s), SL_TV_TEXT };
+	static char pool[1 << 20];
+	static size_t used;
+	char *p;
+
+	assert_true(len < sizeof pool / 4);
+	if (len >= sizeof pool - used)
+		used = 0;
+	p = pool + used;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	used += len + 1;
+	return p;
 }
 
-/* Converts text as a value of a column of type(p, s).  Returns what
- * sl_pg_text_row returns; *out points into scratch or text. */
-static int conv(enum sl_type type, int p, int s, const char *text, size_t len, struct sl_value *out,
-		struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen)
+static struct sl_text_value tv(const char *s)
+{
+	return (struct sl_text_value){ writable(s, strlen(s)), (uint32_t)strlen(s), SL_TV_TEXT };
+}
+
+/* Converts the text in as a value of a column of type(p, s).  Returns what
+ * sl_pg_text_row returns; *out points into scratch or in's text. */
+static int conv_in(enum sl_type type, int p, int s, struct sl_text_value *in, struct sl_value *out,
+		   struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen)
 {
 	struct sl_column c = mkcol(type, p, s);
 	struct sl_table t = one_col(&c);
-	struct sl_text_value in = { text, (uint32_t)len, SL_TV_TEXT };
 
-	return sl_pg_text_row(&t, &in, out, scratch, st, err, errlen);
+	return sl_pg_text_row(&t, in, out, scratch, st, err, errlen);
+}
+
+/* conv_in of a writable copy of len bytes of text. */
+static int conv(enum sl_type type, int p, int s, const char *text, size_t len, struct sl_value *out,
+		struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen)
+{
+	struct sl_text_value in = { writable(text, len), (uint32_t)len, SL_TV_TEXT };
+
+	return conv_in(type, p, s, &in, out, scratch, st, err, errlen);
 }
 
 static void describe(const struct sl_value *v, char *out, size_t n)
@@ -228,27 +255,27 @@ static void test_null_unchanged(void **state)
 /* Strings and JSON point into the text: no copy. */
 static void test_strings(void **state)
 {
-	static const char s[] = "h\xc3\xa9llo", j[] = "{\"a\": 1}", arr[] = "{a,b,\"c d\"}";
+	struct sl_text_value s = tv("h\xc3\xa9llo"), j = tv("{\"a\": 1}"), arr = tv("{a,b,\"c d\"}");
 	struct sl_value v;
 	struct sl_buf b;
 	char err[128];
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(conv(SL_T_STRING, 0, 0, s, strlen(s), &v, &b, NULL, err, sizeof err), 0);
+	assert_int_equal(conv_in(SL_T_STRING, 0, 0, &s, &v, &b, NULL, err, sizeof err), 0);
 	assert_int_equal(v.kind, SL_V_STRING);
-	assert_ptr_equal(v.p, s);
+	assert_ptr_equal(v.p, s.p);
 	assert_int_equal(v.len, 6);
 	assert_int_equal(conv(SL_T_STRING, 0, 0, "", 0, &v, &b, NULL, err, sizeof err), 0);
 	assert_int_equal(v.kind, SL_V_STRING);
 	assert_int_equal(v.len, 0);
-	assert_int_equal(conv(SL_T_JSON, 0, 0, j, strlen(j), &v, &b, NULL, err, sizeof err), 0);
+	assert_int_equal(conv_in(SL_T_JSON, 0, 0, &j, &v, &b, NULL, err, sizeof err), 0);
 	assert_int_equal(v.kind, SL_V_JSON);
-	assert_ptr_equal(v.p, j);
+	assert_ptr_equal(v.p, j.p);
 	assert_int_equal(v.len, 8);
 	/* everything else, an array here, is its text */
-	assert_int_equal(conv(SL_T_STRING, 0, 0, arr, strlen(arr), &v, &b, NULL, err, sizeof err), 0);
-	assert_ptr_equal(v.p, arr);
+	assert_int_equal(conv_in(SL_T_STRING, 0, 0, &arr, &v, &b, NULL, err, sizeof err), 0);
+	assert_ptr_equal(v.p, arr.p);
 	sl_buf_free(&b);
 }
 
@@ -973,6 +1000,7 @@ static void test_row(void **state)
 	assert_int_equal(out[1].kind, SL_V_BYTES);
 	assert_int_equal(out[1].len, 2000);
 	assert_memory_equal(out[1].p, want, 2000);
+	assert_ptr_equal(out[1].p, big);  /* decoded in place: no copy of a large value */
 	assert_int_equal(out[2].kind, SL_V_DECIMAL);
 	assert_true(out[2].neg);
 	assert_int_equal(out[2].scale, 500);
@@ -986,16 +1014,19 @@ static void test_row(void **state)
 	assert_int_equal(out[4].kind, SL_V_BYTES);
 	assert_int_equal(out[4].len, 2);
 	assert_memory_equal(out[4].p, "\xca\xfe", 2);
+	assert_ptr_equal(out[4].p, in[4].p);
 	assert_int_equal(out[5].kind, SL_V_NULL);
 	assert_int_equal(out[6].kind, SL_V_UNCHANGED);
 	assert_int_equal(out[7].kind, SL_V_JSON);
 	assert_ptr_equal(out[7].p, in[7].p);
-	/* every scratch value lies inside the buffer */
-	for (int i = 1; i <= 4; i++)
+	/* every scratch value (decimal digits, uuid) lies inside the buffer */
+	for (int i = 2; i <= 3; i++)
 		assert_true(out[i].p >= b.data && out[i].p + out[i].len <= b.data + b.len);
 
-	/* the next row starts from an empty scratch */
+	/* the next row starts from an empty scratch (a bytea's text, decoded in
+	 * place, is not converted twice) */
 	in[1] = tv("\\x01");
+	in[4] = tv("\\xcafe");
 	in[2] = tv("0");
 	in[6] = tv("NaN");
 	assert_int_equal(sl_pg_text_row(&t, in, out, &b, &st, err, sizeof err), 0);
@@ -1005,9 +1036,11 @@ static void test_row(void **state)
 	assert_false(out[2].neg);
 	assert_int_equal(out[6].kind, SL_V_NULL);
 	assert_int_equal(st.decimal_nan_nulls, 1);
-	assert_true(b.len == 1 + 1 + 16 + 2);
+	assert_true(b.len == 1 + 16);
 
 	/* a bad value names its column */
+	in[1] = tv("\\x01");
+	in[4] = tv("\\xcafe");
 	in[6] = tv("1.234");
 	assert_int_equal(sl_pg_text_row(&t, in, out, &b, &st, err, sizeof err), -1);
 	assert_string_equal(err, "column \"amount\": invalid numeric value \"1.234\"");
@@ -1015,11 +1048,16 @@ static void test_row(void **state)
 	in[1] = tv("\\x1");
 	assert_int_equal(sl_pg_text_row(&t, in, out, &b, &st, err, sizeof err), -1);
 	assert_string_equal(err, "column \"blob\": invalid bytea value \"\\x1\"");
+	/* a bad digit after good ones: the text is quoted as it came, not half decoded */
+	in[1] = tv("\\x0A0bzz");
+	assert_int_equal(sl_pg_text_row(&t, in, out, &b, &st, err, sizeof err), -1);
+	assert_string_equal(err, "column \"blob\": invalid bytea value \"\\x0a0bzz\"");
 
 	/* a scratch buffer with a cap too small for the row is an error, not an overflow */
 	{
 		struct sl_buf small;
-		in[1] = (struct sl_text_value){ big, 4002, SL_TV_TEXT };
+		in[1] = tv("\\x01");
+		in[2] = tv("-3.5");  /* 501 digits at scale 500 */
 		sl_buf_init(&small, 100);
 		assert_int_equal(sl_pg_text_row(&t, in, out, &small, &st, err, sizeof err), -1);
 		assert_non_null(strstr(err, "table \"public\".\"t\": out of memory or over the buffer cap"));
