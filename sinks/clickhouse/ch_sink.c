@@ -543,7 +543,7 @@ static int put_row(struct chsink *s, struct sl_buf *b, const struct ch_layout *l
 
 	if (rc > 0 && atomic_fetch_add_explicit(&s->w_clamps, (uint64_t)rc, memory_order_relaxed) == 0)
 		sl_warn("clickhouse: table \"%s\": a date outside Date32's range (1900-01-01 to 2299-12-31) was "
-			"clamped to its nearer end (counted in the sink's date_clamps)", l->object);
+			"clamped to its nearer end (counted in sluice_date_clamps_total)", l->object);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -2153,6 +2153,13 @@ static uint64_t ch_dead_letters(void *ctx)
 	return s->stats.dead_letters + atomic_load(&s->w_dead);
 }
 
+static uint64_t ch_date_clamps(void *ctx)
+{
+	struct chsink *s = ctx;
+
+	return atomic_load(&s->w_clamps);
+}
+
 /* The sink's entry points that talk to the server: a failure because the
  * server refused the user (wrong password, unknown user, read-only, no
  * grant) is the operator's to fix, so the stream stops with exit 3 instead
@@ -2200,5 +2207,6 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.flush_wait = ch_flush_wait_op,
 	.discard_backfill = ch_discard_backfill_op,
 	.dead_letters = ch_dead_letters,
+	.date_clamps = ch_date_clamps,
 	.close = ch_close,
 };
