@@ -237,6 +237,20 @@ static const char *valid_database(const char *s)
 	return strlen(s) > 200 ? "must be at most 200 bytes" : NULL;
 }
 
+static const char *valid_cluster(const char *s)
+{
+	return !*s ? "must name a cluster of the servers' remote_servers" : strlen(s) > 200 ? "must be at most 200 bytes"
+											   : NULL;
+}
+
+/* Each table needs a path of its own: {table} is put in by sluice. */
+static const char *valid_replica_path(const char *s)
+{
+	if (!strstr(s, "{table}"))
+		return "must contain {table} (each table needs a path of its own)";
+	return strlen(s) > 1000 ? "must be at most 1000 bytes" : NULL;
+}
+
 static const struct sl_keychoice compressions[] = {
 	{ "auto", SL_CH_GZIP_AUTO }, { "gzip", SL_CH_GZIP }, { "none", SL_CH_GZIP_NONE }, { NULL, 0 },
 };
@@ -281,6 +295,9 @@ const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS] = {
 	{ .name = "dead_letter_path", .type = SL_KT_STRING, FIELD(struct sl_ch_conf, dead_letter_path) },
 	{ .name = "layout", .type = SL_KT_ENUM, .choices = layouts, .def = "auto",
 	  FIELD(struct sl_ch_conf, layout) },
+	{ .name = "cluster", .type = SL_KT_STRING, .validate = valid_cluster, FIELD(struct sl_ch_conf, cluster) },
+	{ .name = "replica_path", .type = SL_KT_STRING, .def = "/clickhouse/tables/{shard}/{database}/{table}",
+	  .validate = valid_replica_path, FIELD(struct sl_ch_conf, replica_path) },
 };
 
 _Static_assert(sizeof ch_conf_keys / sizeof ch_conf_keys[0] == CH_CONF_NKEYS, "the key count");

@@ -344,6 +344,7 @@ struct chtab {
 
 struct chsink {
 	const struct sl_ch_conf *conf;
+	struct ch_ddl ddl;             /* the cluster of conf, for the DDL (strings borrowed from conf) */
 	char *stream;
 	char *config_path;             /* absolute when it could be resolved; NULL: not known */
 	char *dl_path;
@@ -720,14 +721,14 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 	}
 	if (n == 0) {
 		sl_buf_reset(&s->sql);
-		ch_sql_create_database(&s->sql, s->conf->database);
+		ch_sql_create_database(&s->sql, &s->ddl, s->conf->database);
 		if (run_sql(s, "creating the database", err, errlen) < 0)
 			return -1;
 		sl_info("clickhouse: created database \"%s\"", s->conf->database);
 	}
 	if (s->merge) {
 		sl_buf_reset(&s->sql);
-		ch_sql_vmap_create(&s->sql, s->conf->database);
+		ch_sql_vmap_create(&s->sql, &s->ddl, s->conf->database);
 		if (run_sql(s, "creating the version map", err, errlen) < 0)
 			return -1;
 	}
@@ -806,12 +807,12 @@ static int create_view(struct chsink *s, const char *object, bool drop_first, ch
 {
 	if (drop_first) {
 		sl_buf_reset(&s->sql);
-		ch_sql_drop_view(&s->sql, s->conf->database, object);
+		ch_sql_drop_view(&s->sql, &s->ddl, s->conf->database, object);
 		if (run_sql(s, "dropping a view to make it again", err, errlen) < 0)
 			return -1;
 	}
 	sl_buf_reset(&s->sql);
-	ch_sql_create_view(&s->sql, s->conf->database, object);
+	ch_sql_create_view(&s->sql, &s->ddl, s->conf->database, object);
 	return run_sql(s, "creating a view", err, errlen);
 }
 
@@ -824,7 +825,7 @@ static int record_columns(struct chsink *s, const struct ch_layout *l, char *err
 {
 	if (!s->columns_ready) {
 		sl_buf_reset(&s->sql);
-		ch_sql_columns_create(&s->sql, s->conf->database);
+		ch_sql_columns_create(&s->sql, &s->ddl, s->conf->database);
 		if (run_sql(s, "creating the record of column types", err, errlen) < 0)
 			return -1;
 		s->columns_ready = true;
@@ -951,7 +952,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			goto out;
 		rc = -1;
 		sl_buf_reset(&s->sql);
-		ch_sql_create_table(&s->sql, s->conf->database, l);
+		ch_sql_create_table(&s->sql, &s->ddl, s->conf->database, l);
 		if (run_sql(s, "creating a table", err, errlen) < 0)
 			goto out;
 		sl_info("clickhouse: created table \"%s\".\"%s\" for \"%s\".\"%s\" (%s mode)", s->conf->database,
@@ -990,7 +991,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			goto out;
 		}
 		sl_buf_reset(&s->sql);
-		ch_sql_add_columns(&s->sql, s->conf->database, l, add, nadd);
+		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, add, nadd);
 		if (run_sql(s, "adding columns", err, errlen) < 0)
 			goto out;
 		made = true;
@@ -1998,7 +1999,7 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 	if (!exists)
 		return 0;
 	sl_buf_reset(&s->sql);
-	ch_sql_delete_csn_range(&s->sql, s->conf->database, tv->object, csn_first, csn_last);
+	ch_sql_delete_csn_range(&s->sql, &s->ddl, s->conf->database, tv->object, csn_first, csn_last);
 	snprintf(what, sizeof what, "deleting an interrupted backfill from \"%s\".\"%s\"", s->conf->database,
 		 tv->object);
 	if (run_sql(s, what, err, errlen) < 0)
@@ -2092,6 +2093,8 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	if (!s)
 		goto oom;
 	s->conf = c;
+	s->ddl.cluster = c->cluster;
+	s->ddl.replica_path = c->replica_path;
 	s->merge = st->mode == SL_WRITE_MERGE;
 	s->spill_rows = 2 * (uint64_t)c->batch_rows < 1000000 ? 2 * (uint64_t)c->batch_rows : 1000000;
 	if (s->spill_rows < c->batch_rows)

@@ -9,9 +9,10 @@
  * table made, columns read), the inserts of an append-mode batch, and a
  * merge-mode batch with a key change, unchanged TOAST values filled from the
  * batch and from ClickHouse (the lookup, keys sent as an external table),
- * and a TRUNCATE.  A difference (or SLUICE_UPDATE_GOLDEN=1) writes what the
- * sink sent beside each file as .actual and fails: after a deliberate change,
- * review the diff and copy it over.
+ * a TRUNCATE, and the DDL for a cluster (ON CLUSTER, Replicated engines).
+ * A difference (or SLUICE_UPDATE_GOLDEN=1) writes what the sink sent beside
+ * each file as .actual and fails: after a deliberate change, review the diff
+ * and copy it over.
  *
  * Then, checked one by one: retries with backoff on 503, a refusal that no
  * retry helps, retries running out, a refused row isolated by halving and
@@ -905,6 +906,40 @@ static void test_gzip(void **state)
 	}
 }
 
+/* With cluster set, every statement that makes or alters something goes ON
+ * CLUSTER and the tables are Replicated (ch_cluster_merge.http: the first
+ * write of a merge-mode table; ch_cluster_add_column.http: a column added,
+ * the view made again); reads and inserts stay as they are. */
+static void test_cluster_requests(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5);
+	struct ch_layout *l;
+	struct sl_change c;
+	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
+
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe_altered, l, extra);
+	ch_layout_free(l);
+	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x110);
+	flush_ok(f, 0x110);
+	golden(f, "ch_cluster_merge.http");
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x210);
+	flush_ok(f, 0x210);
+	golden(f, "ch_cluster_add_column.http");
+	sl_table_free(t2);
+}
+
 /* A column added at the source: ALTER TABLE ADD COLUMN.  A dropped one
  * stops the stream, naming the table and the column. */
 static void test_schema_changes(void **state)
@@ -1376,6 +1411,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_letter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_due_and_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),
