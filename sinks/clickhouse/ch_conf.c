@@ -6,6 +6,7 @@
 #include "sinks/clickhouse/ch_conf.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,35 @@ static int check_sql(struct checker *c, const char *what, char *err, size_t errl
 		return -1;
 	}
 	return ch_http_run(c->http, &rq, &c->resp, what, err, errlen) == CH_RUN_OK ? 0 : -1;
+}
+
+/* The cluster of c is in the server's configuration (system.clusters):
+ * SL_OK with a line on out, SL_EPREREQ when it is not, SL_EFAIL. */
+static int check_cluster(struct checker *s, const struct sl_ch_conf *c, const struct sl_sink_stream *st, FILE *out,
+			 char *err, size_t errlen)
+{
+	const char *dest = st->destination ? st->destination : "";
+	struct ch_rb_reader r;
+	uint64_t n = 0;
+
+	sl_buf_reset(&s->sql);
+	ch_sql_cluster_hosts(&s->sql, c->cluster);
+	if (check_sql(s, "looking for the cluster", err, errlen) < 0)
+		return SL_EFAIL;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	if (ch_rb_get_u64(&r, &n) < 0) {
+		snprintf(err, errlen, "destination \"%s\": could not read the cluster list ClickHouse sent", dest);
+		return SL_EFAIL;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "destination \"%s\": cluster \"%s\" is not in the server's remote_servers "
+			 "(system.clusters)", dest, c->cluster);
+		return SL_EPREREQ;
+	}
+	fprintf(out, "stream %s: destination %s: cluster \"%s\" has %" PRIu64 " servers: tables are made ON CLUSTER, "
+		"Replicated, at %s\n", st->name, dest, c->cluster, n, c->replica_path);
+	return SL_OK;
 }
 
 /* `sluice check`: the server answers, the user may write, the database
@@ -173,6 +203,10 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 					  : "ReplacingMergeTree(_version) tables",
 			st->mode == SL_WRITE_MERGE ? " and <table>_current views" : "",
 			fl == CH_MODERN ? "modern" : "legacy");
+
+	if (c->cluster && (rc = check_cluster(&s, c, st, out, err, errlen)) != SL_OK)
+		goto out;
+	rc = SL_EFAIL;
 
 	dl = c->dead_letter_path ? strdup(c->dead_letter_path) : ch_default_dl_path(c->database, st->name);
 	if (!dl) {

@@ -248,6 +248,14 @@ int ch_sql_database_exists(struct sl_buf *b, const char *db)
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_sql_cluster_hosts(struct sl_buf *b, const char *cluster)
+{
+	sl_buf_puts(b, "SELECT count() FROM system.clusters WHERE cluster = ");
+	ch_quote_str(b, cluster, strlen(cluster));
+	sl_buf_puts(b, " FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int ch_sql_user_settings(struct sl_buf *b)
 {
 	sl_buf_puts(b, "SELECT name, value FROM system.settings WHERE name IN ('readonly', 'allow_ddl') "

@@ -82,6 +82,9 @@ int ch_sql_describe(struct sl_buf *b, const char *db, const char *object);
 int ch_sql_engines(struct sl_buf *b, const char *db, const char *object);
 /* The databases called db: count() (RowBinary UInt64). */
 int ch_sql_database_exists(struct sl_buf *b, const char *db);
+/* The servers of cluster in the server's configuration: count() (RowBinary
+ * UInt64). */
+int ch_sql_cluster_hosts(struct sl_buf *b, const char *cluster);
 /* The user's readonly and allow_ddl settings: name, value (RowBinary). */
 int ch_sql_user_settings(struct sl_buf *b);
 /* The server's version, as text. */

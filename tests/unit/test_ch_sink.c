@@ -55,6 +55,7 @@
 struct fake_ch {
 	struct fake_http *srv;
 	bool db_exists, table_exists, view_exists, altered;
+	uint64_t cluster_hosts;        /* the servers of any cluster asked for */
 	struct sl_buf describe;        /* the table's columns, RowBinary */
 	struct sl_buf describe_altered;
 	int fail_503;                  /* the next inserts answer 503 */
@@ -148,6 +149,8 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	sql = strndup((const char *)rq->body, rq->len);
 	if (starts(sql, "SELECT count() FROM system.databases")) {
 		put_u64(&rs->body, ch->db_exists);
+	} else if (starts(sql, "SELECT count() FROM system.clusters WHERE cluster = 'two shards' ")) {
+		put_u64(&rs->body, ch->cluster_hosts);
 	} else if (starts(sql, "CREATE DATABASE")) {
 		ch->db_exists = true;
 	} else if (starts(sql, "SELECT name, engine FROM system.tables")) {
@@ -1390,6 +1393,24 @@ static void test_check(void **state)
 	free(out);
 	assert_string_equal(f->err, "destination \"wh\": user \"sluice\" is read-only in ClickHouse (readonly is "
 			    "set): sluice needs to insert and to create tables");
+	/* a cluster: in system.clusters, or exit 3 */
+	f->ch.readonly = false;
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	f->ch.cluster_hosts = 4;
+	fp = open_memstream(&out, &outlen);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
+	fclose(fp);
+	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers: tables are "
+				    "made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/{table}\n"));
+	free(out);
+	f->ch.cluster_hosts = 0;
+	fp = open_memstream(&out, &outlen);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EPREREQ);
+	fclose(fp);
+	free(out);
+	assert_string_equal(f->err, "destination \"wh\": cluster \"two shards\" is not in the server's "
+			    "remote_servers (system.clusters)");
 }
 
 int main(void)
