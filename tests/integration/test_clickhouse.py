@@ -151,6 +151,13 @@ class ClickHouseTypesTest(ChTestCase):
         self.assertIn("does not answer as user \"sluice\"", r.stderr)
         self.assertIn(f"Code: {self.ch.wrong_password_code}", r.stderr)
         self.assertNotIn("wrong-password", r.stdout + r.stderr)
+        # a cluster the server does not know (its remote_servers has none): exit 3
+        s3 = self.sluice(stream="chk3", tables="public.types_t", database="check_db", write_mode="merge",
+                         dest={"cluster": "no such"})
+        r = s3.run("check", env=self.env())
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('destination "out": cluster "no such" is not in the server\'s remote_servers '
+                      '(system.clusters)', r.stderr)
 
     def test_hostile_identifiers(self):
         """A schema, a table and columns that need quoting; a column named
