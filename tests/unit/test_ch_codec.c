@@ -859,6 +859,28 @@ static void test_layout_create(void **state)
 }
 
 /* A merge-mode layout needs a primary key: the sink's own check. */
+/* The CREATE TABLE of t (merge or append, layout fl) for d in db is head,
+ * meta (the metadata columns), tail. */
+static void expect_create(const struct ch_ddl *d, const char *db, struct sl_table *t, bool merge, enum ch_flavor fl,
+			  const char *head, const char *meta, const char *tail)
+{
+	struct ch_layout *l;
+	struct sl_buf b, want;
+	char err[256];
+
+	sl_buf_init(&b, 0);
+	sl_buf_init(&want, 0);
+	assert_int_equal(ch_layout_new(&l, t, merge, fl, err, sizeof err), 0);
+	assert_int_equal(ch_sql_create_table(&b, d, db, l), 0);
+	sl_buf_puts(&want, head);
+	sl_buf_puts(&want, meta);
+	sl_buf_puts(&want, tail);
+	assert_string_equal(b.data, want.data);
+	ch_layout_free(l);
+	sl_buf_free(&b);
+	sl_buf_free(&want);
+}
+
 /* DDL for a cluster (doc/clickhouse.md, "Clusters"): every statement that
  * makes, alters or drops gets ON CLUSTER with the quoted name, the engines
  * are Replicated with the path's {database} and {table} filled in (and
@@ -882,27 +904,33 @@ static void test_cluster_ddl(void **state)
 	const struct ch_ddl none = { .cluster = NULL, .replica_path = "/ch/{shard}/{database}/{table}" };
 	struct sl_table *t = tl_table("public", "t", cols, 2);
 	struct ch_layout *l;
-	struct sl_buf b, want;
+	struct sl_buf b;
 	char err[256];
 	int add[1] = { 1 };
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	sl_buf_init(&want, 0);
-	/* legacy, merge */
+	/* CREATE TABLE: legacy and modern, merge and append, with and without a cluster */
+	expect_create(&cl, "d'b", t, true, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` ON CLUSTER `main\\`s` "
+		      "(`id` Int32, `at` Nullable(Int64), ", meta_legacy, " ENGINE = ReplicatedReplacingMergeTree("
+		      "'/ch/{shard}/d\\'b/public_t/xpublic_t', '{replica}', `_version`) ORDER BY (`id`)");
+	expect_create(&none, "d'b", t, true, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` (`id` Int32, "
+		      "`at` Nullable(Int64), ", meta_legacy, " ENGINE = ReplacingMergeTree(`_version`) ORDER BY (`id`)");
+	expect_create(&cl, "db", t, true, CH_MODERN, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER `main\\`s` "
+		      "(`id` Int32, `at` Nullable(DateTime64(6, 'UTC')), ", meta_modern, " ENGINE = "
+		      "ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t/xpublic_t', '{replica}', `_version`, "
+		      "`_is_deleted`) ORDER BY (`id`)");
+	expect_create(&cl, "db", t, false, CH_MODERN, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER "
+		      "`main\\`s` (`id` Nullable(Int32), `at` Nullable(DateTime64(6, 'UTC')), ", meta_modern,
+		      " ENGINE = ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t/xpublic_t', '{replica}') "
+		      "ORDER BY (`_csn`, `_uuid`)");
+	expect_create(&cl, "db", t, false, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER "
+		      "`main\\`s` (`id` Nullable(Int32), `at` Nullable(Int64), ", meta_legacy, " ENGINE = "
+		      "ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t/xpublic_t', '{replica}') "
+		      "ORDER BY (`_csn`, `_uuid`)");
+
+	/* the view, a column added */
 	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_sql_create_table(&b, &cl, "d'b", l), 0);
-	sl_buf_printf(&want, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` ON CLUSTER `main\\`s` (`id` Int32, "
-		      "`at` Nullable(Int64), %s ENGINE = ReplicatedReplacingMergeTree("
-		      "'/ch/{shard}/d\\'b/public_t/xpublic_t', '{replica}', `_version`) ORDER BY (`id`)", meta_legacy);
-	assert_string_equal(b.data, want.data);
-	sl_buf_reset(&b);
-	sl_buf_reset(&want);
-	assert_int_equal(ch_sql_create_table(&b, &none, "d'b", l), 0);
-	sl_buf_printf(&want, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` (`id` Int32, `at` Nullable(Int64), %s "
-		      "ENGINE = ReplacingMergeTree(`_version`) ORDER BY (`id`)", meta_legacy);
-	assert_string_equal(b.data, want.data);
-	sl_buf_reset(&b);
 	assert_int_equal(ch_sql_create_view(&b, &cl, "db", l->object), 0);
 	assert_string_equal(b.data, "CREATE VIEW IF NOT EXISTS `db`.`public_t_current` ON CLUSTER `main\\`s` AS "
 			    "SELECT * FROM `db`.`public_t` FINAL WHERE `_is_deleted` = 0");
@@ -913,37 +941,6 @@ static void test_cluster_ddl(void **state)
 	assert_int_equal(ch_sql_add_columns(&b, &cl, "db", l, add, 1), 0);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ON CLUSTER `main\\`s` ADD COLUMN `at` "
 			    "Nullable(Int64)");
-	ch_layout_free(l);
-
-	/* modern, merge and append */
-	assert_int_equal(ch_layout_new(&l, t, true, CH_MODERN, err, sizeof err), 0);
-	sl_buf_reset(&b);
-	sl_buf_reset(&want);
-	assert_int_equal(ch_sql_create_table(&b, &cl, "db", l), 0);
-	sl_buf_printf(&want, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER `main\\`s` (`id` Int32, "
-		      "`at` Nullable(DateTime64(6, 'UTC')), %s ENGINE = ReplicatedReplacingMergeTree("
-		      "'/ch/{shard}/db/public_t/xpublic_t', '{replica}', `_version`, `_is_deleted`) ORDER BY (`id`)",
-		      meta_modern);
-	assert_string_equal(b.data, want.data);
-	ch_layout_free(l);
-	assert_int_equal(ch_layout_new(&l, t, false, CH_MODERN, err, sizeof err), 0);
-	sl_buf_reset(&b);
-	sl_buf_reset(&want);
-	assert_int_equal(ch_sql_create_table(&b, &cl, "db", l), 0);
-	sl_buf_printf(&want, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER `main\\`s` (`id` Nullable(Int32), "
-		      "`at` Nullable(DateTime64(6, 'UTC')), %s ENGINE = ReplicatedReplacingMergeTree("
-		      "'/ch/{shard}/db/public_t/xpublic_t', '{replica}') ORDER BY (`_csn`, `_uuid`)", meta_modern);
-	assert_string_equal(b.data, want.data);
-	ch_layout_free(l);
-	/* legacy append */
-	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
-	sl_buf_reset(&b);
-	sl_buf_reset(&want);
-	assert_int_equal(ch_sql_create_table(&b, &cl, "db", l), 0);
-	sl_buf_printf(&want, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER `main\\`s` (`id` Nullable(Int32), "
-		      "`at` Nullable(Int64), %s ENGINE = ReplicatedReplacingMergeTree("
-		      "'/ch/{shard}/db/public_t/xpublic_t', '{replica}') ORDER BY (`_csn`, `_uuid`)", meta_legacy);
-	assert_string_equal(b.data, want.data);
 	ch_layout_free(l);
 
 	/* the database, sluice's own tables, the interrupted backfill's DELETE */
@@ -974,7 +971,6 @@ static void test_cluster_ddl(void **state)
 			    "AND `_csn` <= 'B'");
 	sl_table_free(t);
 	sl_buf_free(&b);
-	sl_buf_free(&want);
 }
 
 static void test_layout_keyless_merge(void **state)

@@ -909,6 +909,37 @@ static void test_gzip(void **state)
 	}
 }
 
+/* Opens a merge-mode sink whose table gets a column "extra" once altered,
+ * writes key 1 (flushed with golden first when it is not NULL), then key 2
+ * of t2 with the added column, and checks the requests of that batch
+ * against golden added. */
+static void added_column_batch(struct fx *f, struct sl_table *t2, const char *first, const char *added)
+{
+	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
+	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
+	struct ch_layout *l;
+	struct sl_change c;
+
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe_altered, l, extra);
+	ch_layout_free(l);
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
+	write_ok(f, &c);
+	if (first) {
+		mark(f, 0x110);
+		flush_ok(f, 0x110);
+		golden(f, first);
+	}
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x210);
+	flush_ok(f, 0x210);
+	golden(f, added);
+}
+
 /* With cluster set, every statement that makes or alters something goes ON
  * CLUSTER and the tables are Replicated (ch_cluster_merge.http: the first
  * write of a merge-mode table; ch_cluster_add_column.http: a column added,
@@ -917,29 +948,10 @@ static void test_cluster_requests(void **state)
 {
 	struct fx *f = *state;
 	struct sl_table *t2 = items_table(5);
-	struct ch_layout *l;
-	struct sl_change c;
-	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
 
 	f->conf.cluster = (char *)"two shards";
 	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
-	open_sink(f, true);
-	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
-	describe_layout(&f->ch.describe_altered, l, extra);
-	ch_layout_free(l);
-	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
-	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
-	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
-	write_ok(f, &c);
-	mark(f, 0x110);
-	flush_ok(f, 0x110);
-	golden(f, "ch_cluster_merge.http");
-	fake_http_clear(f->ch.srv);
-	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
-	write_ok(f, &c);
-	mark(f, 0x210);
-	flush_ok(f, 0x210);
-	golden(f, "ch_cluster_add_column.http");
+	added_column_batch(f, t2, "ch_cluster_merge.http", "ch_cluster_add_column.http");
 	sl_table_free(t2);
 }
 
@@ -949,25 +961,10 @@ static void test_schema_changes(void **state)
 {
 	struct fx *f = *state;
 	struct sl_table *t2 = items_table(5), *t3 = items_table(3);
-	struct ch_layout *l;
 	struct sl_change c;
-	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
-
-	open_sink(f, true);
-	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
-	describe_layout(&f->ch.describe_altered, l, extra);
-	ch_layout_free(l);
-	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
-	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
 	struct sl_value v3[3] = { tl_int(3), tl_str("z"), tl_null() };
-	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
-	write_ok(f, &c);
-	fake_http_clear(f->ch.srv);
-	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
-	write_ok(f, &c);
-	mark(f, 0x210);
-	flush_ok(f, 0x210);
-	golden(f, "ch_add_column.http");
+
+	added_column_batch(f, t2, NULL, "ch_add_column.http");
 	tl_change(&c, t3, SL_OP_INSERT, v3, 0x300, 1, 1);
 	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), -1);
 	assert_string_equal(f->err, "table \"public_items\": column \"amount\" is in ClickHouse but no longer in the "
