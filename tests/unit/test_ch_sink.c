@@ -1351,17 +1351,26 @@ static void test_merge_null_key_dead_letter(void **state)
 	sl_buf_free(&want);
 }
 
-static void test_check(void **state)
+/* sluice check's output (malloc'd), after checking that it returned rc. */
+static char *run_check(struct fx *f, const struct sl_sink_stream *st, int rc)
 {
-	struct fx *f = *state;
-	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "wh" };
 	char *out = NULL;
 	size_t outlen = 0;
 	FILE *fp = open_memstream(&out, &outlen);
 
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
+	assert_non_null(fp);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, st, fp, f->err, sizeof f->err), rc);
 	fclose(fp);
+	return out;
+}
+
+static void test_check(void **state)
+{
+	struct fx *f = *state;
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "wh" };
+	char *out = run_check(f, &st, 0);
 	char want[2048];
+
 	snprintf(want, sizeof want,
 		 "stream s1: destination wh: ClickHouse 18.16.1 answers at %s as user \"sluice\"\n"
 		 "stream s1: destination wh: database \"db\" does not exist and will be created; user \"sluice\" may "
@@ -1372,9 +1381,7 @@ static void test_check(void **state)
 	free(out);
 	/* a 26.x server: the modern layout */
 	f->ch.version = "26.7.2.1";
-	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
-	fclose(fp);
+	out = run_check(f, &st, 0);
 	assert_non_null(strstr(out, "(merge mode: ReplacingMergeTree(_version, _is_deleted) tables and "
 				    "<table>_current views; new tables in the modern layout)\n"));
 	free(out);
@@ -1384,9 +1391,7 @@ static void test_check(void **state)
 	assert_false(f->ch.db_exists);
 	/* a read-only user is refused: the operator must act (exit 3) */
 	f->ch.readonly = true;
-	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EPREREQ);
-	fclose(fp);
+	out = run_check(f, &st, SL_EPREREQ);
 	free(out);
 	assert_string_equal(f->err, "destination \"wh\": user \"sluice\" is read-only in ClickHouse (readonly is "
 			    "set): sluice needs to insert and to create tables");
@@ -1395,16 +1400,12 @@ static void test_check(void **state)
 	f->conf.cluster = (char *)"two shards";
 	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
 	f->ch.cluster_hosts = 4;
-	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
-	fclose(fp);
+	out = run_check(f, &st, 0);
 	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers: tables are "
 				    "made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/{table}\n"));
 	free(out);
 	f->ch.cluster_hosts = 0;
-	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EPREREQ);
-	fclose(fp);
+	out = run_check(f, &st, SL_EPREREQ);
 	free(out);
 	assert_string_equal(f->err, "destination \"wh\": cluster \"two shards\" is not in the server's "
 			    "remote_servers (system.clusters)");
