@@ -123,6 +123,7 @@ struct sl_pipe {
 	int64_t w_fly_t0_us;                /* when it started (monotonic) */
 	struct sl_position w_tx_pos;
 	uint64_t w_dead_letters;       /* the sink's dead letters counted into the metrics so far */
+	uint64_t w_date_clamps;        /* the sink's date clamps counted into the metrics so far */
 	int64_t w_tx_ts;
 	uint64_t w_tx_id;
 	bool w_has_mark;
@@ -213,6 +214,15 @@ static int sink_status(int rc)
 	return rc == SL_EPREREQ ? SL_EPREREQ : SL_EFAIL;
 }
 
+/* A count the sink keeps since it was opened (now), added to the metric,
+ * which counts since the agent started; *seen is what was added so far. */
+static void count_sink(uint64_t now, uint64_t *seen, _Atomic uint64_t *metric)
+{
+	if (now > *seen)
+		atomic_fetch_add(metric, now - *seen);
+	*seen = now;
+}
+
 /* After a flush returned rc (see sink.h) with *d: the checkpoint moves to
  * d, with mark_ts as its source time; with promote, backfill progress
  * written before the flush becomes durable too (a flush in flight carries
@@ -256,13 +266,12 @@ static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64
 		sl_ops_changes_durable(p->pc.ops, promote);
 		sl_ops_writer_step(p->pc.ops, sl_now_us());
 		sl_ops_flushed(p->pc.ops, dur_us, advanced, advanced ? ck->last_source_ts_us : 0);
-		if (p->pc.sink->dead_letters) {
-			/* the sink counts since it was opened; the metric since the agent started */
-			uint64_t dl = p->pc.sink->dead_letters(p->pc.sinkctx);
-			if (dl > p->w_dead_letters)
-				atomic_fetch_add(&p->pc.ops->dead_letters, dl - p->w_dead_letters);
-			p->w_dead_letters = dl;
-		}
+		if (p->pc.sink->dead_letters)
+			count_sink(p->pc.sink->dead_letters(p->pc.sinkctx), &p->w_dead_letters,
+				   &p->pc.ops->dead_letters);
+		if (p->pc.sink->date_clamps)
+			count_sink(p->pc.sink->date_clamps(p->pc.sinkctx), &p->w_date_clamps,
+				   &p->pc.ops->date_clamps);
 	}
 	return SL_OK;
 }

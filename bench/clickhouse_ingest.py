@@ -45,6 +45,10 @@ exits non-zero only if something does not work:
     bench/pg_drain.py), so this is the run whose rate is the sink's own, to
     hold against the reference.
 
+With SLUICE_CH_ENGINE=26 the ClickHouse is tests/tools/clickhouse26 (the
+engine of npm chdb, ClickHouse 26; sluice makes its tables in the modern
+layout there), as for the integration tests.
+
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/clickhouse_ingest.py [--changes N] [--rate N] [--seconds S]
       [--compression auto|gzip|none] [--no-latency] [--no-mysql] [--pairs N]
 """
@@ -69,7 +73,7 @@ import harness_mysql  # noqa: E402
 sys.path.insert(0, HERE)
 import my_drain  # noqa: E402  (the MariaDB table and load)
 import fair  # noqa: E402
-from ch_harness import CH_PASSWORD, ClickHouseServer, rowbinary_rows  # noqa: E402
+from ch_harness import CH_PASSWORD, new_clickhouse_server, rowbinary_rows  # noqa: E402
 
 TABLE_DDL = """
 CREATE TABLE bench_t (
@@ -395,9 +399,11 @@ def main():
         return 2
     env = {"SLUICE_TEST_CH_PASSWORD": CH_PASSWORD}
 
-    with PgServer() as pg, ClickHouseServer() as ch:
+    with PgServer() as pg, new_clickhouse_server() as ch:
         version = ch.scalar("SELECT version()")
-        print(f"clickhouse_ingest: PostgreSQL 15, ClickHouse {version}, {os.cpu_count()} CPUs")
+        server = ("tests/tools/clickhouse26, modern layout" if ch_harness.CH_ENGINE == "26"
+                  else "clickhouse-server, legacy layout")
+        print(f"clickhouse_ingest: PostgreSQL 15, ClickHouse {version} ({server}), {os.cpu_count()} CPUs")
         if not a.no_pg:
             # 1. throughput
             pg.execute(TABLE_DDL)

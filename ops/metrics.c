@@ -627,6 +627,10 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 	family(b, "sluice_dead_letter_total", "counter", "Changes set aside as dead letters instead of written.");
 	EACH_STREAM(ops, s)
 		sample_u(b, "sluice_dead_letter_total", s->name, NULL, atomic_load(&s->dead_letters));
+	family(b, "sluice_date_clamps_total", "counter", "Dates outside the destination type's range, written "
+	       "as its nearer end.");
+	EACH_STREAM(ops, s)
+		sample_u(b, "sluice_date_clamps_total", s->name, NULL, atomic_load(&s->date_clamps));
 	family(b, "sluice_reconnects_total", "counter", "Runs of the stream started again after a failure.");
 	EACH_STREAM(ops, s)
 		sample_u(b, "sluice_reconnects_total", s->name, NULL, atomic_load(&s->retries));

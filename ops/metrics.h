@@ -116,6 +116,7 @@ struct sl_ops_stream {
 	_Atomic int64_t durable_advanced_us;   /* when the durable position last moved */
 	_Atomic uint64_t queue_bytes, queue_peak_bytes;
 	_Atomic uint64_t dead_letters;
+	_Atomic uint64_t date_clamps;      /* values clamped by the sink (sl_sink_ops.date_clamps) */
 	_Atomic uint64_t heartbeats_seen;  /* heartbeats that came back through the stream */
 	_Atomic uint64_t changes_reread;   /* changes written whose flush never succeeded: read again */
 	_Atomic int64_t caught_up_us;      /* when the writer last had everything the source had sent

@@ -34,6 +34,7 @@ DEMO_PACKAGES=(
 )
 TEST_PACKAGES=(
 	clickhouse-server openssl
+	zookeeper               # test_ch_cluster.py: the coordinator of two ClickHouse replicas (starts no service)
 	mariadb-server mariadb-client  # the MySQL/MariaDB source's tests and benchmark (mariadbd, mariadb-binlog)
 	python3-snappy python3-zstandard python3-psycopg2 python3-mysqldb
 	python3-boto3           # the s3 tests read objects back with an independent client

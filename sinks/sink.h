@@ -159,6 +159,10 @@ struct sl_sink_ops {
 	 * reads it after each flush, for sluice_dead_letter_total and the
 	 * dead_letters alert. */
 	uint64_t (*dead_letters)(void *ctx);
+	/* Optional (NULL: none): the values set to the nearest end of the
+	 * destination type's range since open (ClickHouse's Date32 in the
+	 * modern layout).  Read after each flush, for sluice_date_clamps_total. */
+	uint64_t (*date_clamps)(void *ctx);
 	/* Discards anything not flushed (no partial output stays visible) and frees ctx. */
 	void (*close)(void *ctx);
 };

@@ -6,6 +6,7 @@
 #include "sinks/clickhouse/ch_conf.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,35 @@ static int check_sql(struct checker *c, const char *what, char *err, size_t errl
 	int rc = ch_http_run(c->http, &rq, &c->resp, what, err, errlen);
 
 	return rc == CH_RUN_DATA ? -1 : rc;   /* SL_EPREREQ: credentials or grants, as run says */
+}
+
+/* The cluster of c is in the server's configuration (system.clusters):
+ * SL_OK with a line on out, SL_EPREREQ when it is not, SL_EFAIL. */
+static int check_cluster(struct checker *s, const struct sl_ch_conf *c, const struct sl_sink_stream *st, FILE *out,
+			 char *err, size_t errlen)
+{
+	const char *dest = st->destination ? st->destination : "";
+	struct ch_rb_reader r;
+	uint64_t n = 0;
+
+	sl_buf_reset(&s->sql);
+	ch_sql_cluster_hosts(&s->sql, c->cluster);
+	if (check_sql(s, "looking for the cluster", err, errlen) < 0)
+		return SL_EFAIL;
+	r.p = (const unsigned char *)s->resp.body.data;
+	r.end = r.p + s->resp.body.len;
+	if (ch_rb_get_u64(&r, &n) < 0) {
+		snprintf(err, errlen, "destination \"%s\": could not read the cluster list ClickHouse sent", dest);
+		return SL_EFAIL;
+	}
+	if (n == 0) {
+		snprintf(err, errlen, "destination \"%s\": cluster \"%s\" is not in the server's remote_servers "
+			 "(system.clusters)", dest, c->cluster);
+		return SL_EPREREQ;
+	}
+	fprintf(out, "stream %s: destination %s: cluster \"%s\" has %" PRIu64 " servers: tables are made ON CLUSTER, "
+		"Replicated, at %s\n", st->name, dest, c->cluster, n, c->replica_path);
+	return SL_OK;
 }
 
 /* `sluice check`: the server answers, the user may write, the database
@@ -181,6 +211,10 @@ int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char 
 			st->mode == SL_WRITE_MERGE ? " and <table>_current views" : "",
 			fl == CH_MODERN ? "modern" : "legacy");
 
+	if (c->cluster && (rc = check_cluster(&s, c, st, out, err, errlen)) != SL_OK)
+		goto out;
+	rc = SL_EFAIL;
+
 	dl = c->dead_letter_path ? strdup(c->dead_letter_path) : ch_default_dl_path(c->database, st->name);
 	if (!dl) {
 		snprintf(err, errlen, "clickhouse: out of memory");
@@ -242,6 +276,20 @@ static const char *valid_database(const char *s)
 	return strlen(s) > 200 ? "must be at most 200 bytes" : NULL;
 }
 
+static const char *valid_cluster(const char *s)
+{
+	return !*s ? "must name a cluster of the servers' remote_servers" : strlen(s) > 200 ? "must be at most 200 bytes"
+											   : NULL;
+}
+
+/* Each table needs a path of its own: {table} is put in by sluice. */
+static const char *valid_replica_path(const char *s)
+{
+	if (!strstr(s, "{table}"))
+		return "must contain {table} (each table needs a path of its own)";
+	return strlen(s) > 1000 ? "must be at most 1000 bytes" : NULL;
+}
+
 static const struct sl_keychoice compressions[] = {
 	{ "auto", SL_CH_GZIP_AUTO }, { "gzip", SL_CH_GZIP }, { "none", SL_CH_GZIP_NONE }, { NULL, 0 },
 };
@@ -286,6 +334,9 @@ const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS] = {
 	{ .name = "dead_letter_path", .type = SL_KT_STRING, FIELD(struct sl_ch_conf, dead_letter_path) },
 	{ .name = "layout", .type = SL_KT_ENUM, .choices = layouts, .def = "auto",
 	  FIELD(struct sl_ch_conf, layout) },
+	{ .name = "cluster", .type = SL_KT_STRING, .validate = valid_cluster, FIELD(struct sl_ch_conf, cluster) },
+	{ .name = "replica_path", .type = SL_KT_STRING, .def = "/clickhouse/tables/{shard}/{database}/{table}",
+	  .validate = valid_replica_path, FIELD(struct sl_ch_conf, replica_path) },
 };
 
 _Static_assert(sizeof ch_conf_keys / sizeof ch_conf_keys[0] == CH_CONF_NKEYS, "the key count");

@@ -14,7 +14,7 @@
 #include "sinks/clickhouse/clickhouse.h"
 
 /* The keys of [destination.NAME] with type = clickhouse. */
-#define CH_CONF_NKEYS 16
+#define CH_CONF_NKEYS 18
 extern const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS];
 
 /* The default dead-letter file of a stream: "<database>.<stream>.dead-

@@ -344,6 +344,7 @@ struct chtab {
 
 struct chsink {
 	const struct sl_ch_conf *conf;
+	struct ch_ddl ddl;             /* the cluster of conf, for the DDL (strings borrowed from conf) */
 	char *stream;
 	char *config_path;             /* absolute when it could be resolved; NULL: not known */
 	char *dl_path;
@@ -544,7 +545,7 @@ static int put_row(struct chsink *s, struct sl_buf *b, const struct ch_layout *l
 
 	if (rc > 0 && atomic_fetch_add_explicit(&s->w_clamps, (uint64_t)rc, memory_order_relaxed) == 0)
 		sl_warn("clickhouse: table \"%s\": a date outside Date32's range (1900-01-01 to 2299-12-31) was "
-			"clamped to its nearer end (counted in the sink's date_clamps)", l->object);
+			"clamped to its nearer end (counted in sluice_date_clamps_total)", l->object);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -726,14 +727,14 @@ static int ensure_database(struct chsink *s, char *err, size_t errlen)
 	}
 	if (n == 0) {
 		sl_buf_reset(&s->sql);
-		ch_sql_create_database(&s->sql, s->conf->database);
+		ch_sql_create_database(&s->sql, &s->ddl, s->conf->database);
 		if ((rc = run_sql(s, "creating the database", err, errlen)) < 0)
 			return rc;
 		sl_info("clickhouse: created database \"%s\"", s->conf->database);
 	}
 	if (s->merge) {
 		sl_buf_reset(&s->sql);
-		ch_sql_vmap_create(&s->sql, s->conf->database);
+		ch_sql_vmap_create(&s->sql, &s->ddl, s->conf->database);
 		if ((rc = run_sql(s, "creating the version map", err, errlen)) < 0)
 			return rc;
 	}
@@ -815,12 +816,12 @@ static int create_view(struct chsink *s, const char *object, bool drop_first, ch
 	if (drop_first) {
 		int rc;
 		sl_buf_reset(&s->sql);
-		ch_sql_drop_view(&s->sql, s->conf->database, object);
+		ch_sql_drop_view(&s->sql, &s->ddl, s->conf->database, object);
 		if ((rc = run_sql(s, "dropping a view to make it again", err, errlen)) < 0)
 			return rc;
 	}
 	sl_buf_reset(&s->sql);
-	ch_sql_create_view(&s->sql, s->conf->database, object);
+	ch_sql_create_view(&s->sql, &s->ddl, s->conf->database, object);
 	return run_sql(s, "creating a view", err, errlen);
 }
 
@@ -834,7 +835,7 @@ static int record_columns(struct chsink *s, const struct ch_layout *l, char *err
 	if (!s->columns_ready) {
 		int rc;
 		sl_buf_reset(&s->sql);
-		ch_sql_columns_create(&s->sql, s->conf->database);
+		ch_sql_columns_create(&s->sql, &s->ddl, s->conf->database);
 		if ((rc = run_sql(s, "creating the record of column types", err, errlen)) < 0)
 			return rc;
 		s->columns_ready = true;
@@ -989,7 +990,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		if (!refill && (rc = table_gone(s, t, tv, err, errlen)) != 0)
 			goto out;
 		sl_buf_reset(&s->sql);
-		ch_sql_create_table(&s->sql, s->conf->database, l);
+		ch_sql_create_table(&s->sql, &s->ddl, s->conf->database, l);
 		if ((rc = run_sql(s, "creating a table", err, errlen)) < 0)
 			goto out;
 		sl_info("clickhouse: created table \"%s\".\"%s\" for \"%s\".\"%s\" (%s mode)", s->conf->database,
@@ -1030,7 +1031,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			goto out;
 		}
 		sl_buf_reset(&s->sql);
-		ch_sql_add_columns(&s->sql, s->conf->database, l, add, nadd);
+		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, add, nadd);
 		if ((rc = run_sql(s, "adding columns", err, errlen)) < 0)
 			goto out;
 		made = true;
@@ -2047,7 +2048,7 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 	if (!exists)
 		return 0;
 	sl_buf_reset(&s->sql);
-	ch_sql_delete_csn_range(&s->sql, s->conf->database, tv->object, csn_first, csn_last);
+	ch_sql_delete_csn_range(&s->sql, &s->ddl, s->conf->database, tv->object, csn_first, csn_last);
 	snprintf(what, sizeof what, "deleting an interrupted backfill from \"%s\".\"%s\"", s->conf->database,
 		 tv->object);
 	if ((rc = run_sql(s, what, err, errlen)) < 0)
@@ -2141,6 +2142,8 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	if (!s)
 		goto oom;
 	s->conf = c;
+	s->ddl.cluster = c->cluster;
+	s->ddl.replica_path = c->replica_path;
 	s->merge = st->mode == SL_WRITE_MERGE;
 	s->spill_rows = 2 * (uint64_t)c->batch_rows < 1000000 ? 2 * (uint64_t)c->batch_rows : 1000000;
 	if (s->spill_rows < c->batch_rows)
@@ -2203,6 +2206,13 @@ static uint64_t ch_dead_letters(void *ctx)
 	return s->stats.dead_letters + atomic_load(&s->w_dead);
 }
 
+static uint64_t ch_date_clamps(void *ctx)
+{
+	struct chsink *s = ctx;
+
+	return atomic_load(&s->w_clamps);
+}
+
 const struct sl_sink_ops sl_clickhouse_ops = {
 	.type = "clickhouse",
 	.caps = SL_SINK_CAP_MERGE,
@@ -2220,5 +2230,6 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.flush_wait = ch_flush_wait,
 	.discard_backfill = ch_discard_backfill,
 	.dead_letters = ch_dead_letters,
+	.date_clamps = ch_date_clamps,
 	.close = ch_close,
 };

@@ -25,6 +25,11 @@
  *    filters after collapsing (later versions only move conditions to
  *    PREWHERE with optimize_move_to_prewhere_if_final, off by default); the
  *    lookups here also read _version and _is_deleted and decide themselves.
+ *  - ON CLUSTER (the key cluster) parses after the table's name in CREATE,
+ *    DROP and ALTER in every version; {database} and {table} in a
+ *    Replicated engine's path are filled in here, so that the path does not
+ *    depend on which macros a release expands in engine arguments ({shard}
+ *    and {replica} come from each server's configuration).
  */
 #include "sinks/clickhouse/ch_sql.h"
 
@@ -88,18 +93,68 @@ int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *s
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_create_database(struct sl_buf *b, const char *db)
+/* " ON CLUSTER `name`" when the DDL goes to a cluster. */
+static void on_cluster(struct sl_buf *b, const struct ch_ddl *d)
 {
-	sl_buf_puts(b, "CREATE DATABASE IF NOT EXISTS ");
-	return ch_quote_ident(b, db);
+	if (!d || !d->cluster)
+		return;
+	sl_buf_puts(b, " ON CLUSTER ");
+	ch_quote_ident(b, d->cluster);
 }
 
-int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout *l)
+/* The engine `family` (a MergeTree name) with its arguments args (NULL:
+ * none): on a cluster Replicated<family>('<path>', '{replica}'[, args]),
+ * the path's {database} and {table} replaced here by db and table. */
+static void engine(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *table,
+		   const char *family, const char *args)
+{
+	struct sl_buf path;
+
+	sl_buf_puts(b, " ENGINE = ");
+	if (!d || !d->cluster) {
+		sl_buf_puts(b, family);
+		if (args)
+			sl_buf_printf(b, "(%s)", args);
+		return;
+	}
+	sl_buf_init(&path, 0);
+	for (const char *p = d->replica_path; *p; p++) {
+		if (!strncmp(p, "{database}", 10)) {
+			sl_buf_puts(&path, db);
+			p += 9;
+		} else if (!strncmp(p, "{table}", 7)) {
+			sl_buf_puts(&path, table);
+			p += 6;
+		} else {
+			sl_buf_putc(&path, *p);
+		}
+	}
+	if (sl_buf_failed(&path))
+		b->failed = true;
+	sl_buf_printf(b, "Replicated%s(", family);
+	ch_quote_str(b, path.data ? path.data : "", path.len);
+	sl_buf_puts(b, ", '{replica}'");
+	if (args)
+		sl_buf_printf(b, ", %s", args);
+	sl_buf_putc(b, ')');
+	sl_buf_free(&path);
+}
+
+int ch_sql_create_database(struct sl_buf *b, const struct ch_ddl *d, const char *db)
+{
+	sl_buf_puts(b, "CREATE DATABASE IF NOT EXISTS ");
+	ch_quote_ident(b, db);
+	on_cluster(b, d);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l)
 {
 	bool first = true;
 
 	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
 	ch_qname(b, db, l->object, NULL);
+	on_cluster(b, d);
 	sl_buf_puts(b, " (");
 	for (int i = 0; i < l->ncols; i++) {
 		sl_buf_puts(b, i ? ", " : "");
@@ -107,12 +162,13 @@ int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout
 		sl_buf_putc(b, ' ');
 		ch_type_sql(b, &l->cols[i].type);
 	}
-	sl_buf_puts(b, ") ENGINE = ");
+	sl_buf_putc(b, ')');
 	if (l->merge) {
 		/* is_deleted (23.2 and later): FINAL and merges drop a deleted key's
 		 * rows in the modern layout; the view filters in both */
-		sl_buf_puts(b, l->flavor == CH_MODERN ? "ReplacingMergeTree(`_version`, `_is_deleted`) ORDER BY ("
-						     : "ReplacingMergeTree(`_version`) ORDER BY (");
+		engine(b, d, db, l->object, "ReplacingMergeTree",
+		       l->flavor == CH_MODERN ? "`_version`, `_is_deleted`" : "`_version`");
+		sl_buf_puts(b, " ORDER BY (");
 		for (int k = 0; k < l->nkeys; k++) {
 			sl_buf_puts(b, first ? "" : ", ");
 			first = false;
@@ -120,32 +176,38 @@ int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout
 		}
 		sl_buf_putc(b, ')');
 	} else {
-		sl_buf_puts(b, "ReplacingMergeTree ORDER BY (`_csn`, `_uuid`)");
+		engine(b, d, db, l->object, "ReplacingMergeTree", NULL);
+		sl_buf_puts(b, " ORDER BY (`_csn`, `_uuid`)");
 	}
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_create_view(struct sl_buf *b, const char *db, const char *object)
+int ch_sql_create_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
 {
 	sl_buf_puts(b, "CREATE VIEW IF NOT EXISTS ");
 	ch_qname(b, db, object, CH_VIEW_SUFFIX);
+	on_cluster(b, d);
 	sl_buf_puts(b, " AS SELECT * FROM ");
 	ch_qname(b, db, object, NULL);
 	sl_buf_puts(b, " FINAL WHERE `_is_deleted` = 0");
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_drop_view(struct sl_buf *b, const char *db, const char *object)
+int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
 {
 	/* DROP TABLE drops a view in every version; DROP VIEW is newer. */
 	sl_buf_puts(b, "DROP TABLE IF EXISTS ");
-	return ch_qname(b, db, object, CH_VIEW_SUFFIX);
+	ch_qname(b, db, object, CH_VIEW_SUFFIX);
+	on_cluster(b, d);
+	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_add_columns(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *add, int nadd)
+int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
+		       const int *add, int nadd)
 {
 	sl_buf_puts(b, "ALTER TABLE ");
 	ch_qname(b, db, l->object, NULL);
+	on_cluster(b, d);
 	for (int i = 0; i < nadd; i++) {
 		const struct ch_col *c = &l->cols[add[i]];
 		sl_buf_puts(b, i ? ", ADD COLUMN " : " ADD COLUMN ");
@@ -182,6 +244,14 @@ int ch_sql_database_exists(struct sl_buf *b, const char *db)
 {
 	sl_buf_puts(b, "SELECT count() FROM system.databases WHERE name = ");
 	ch_quote_str(b, db, strlen(db));
+	sl_buf_puts(b, " FORMAT RowBinary");
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_cluster_hosts(struct sl_buf *b, const char *cluster)
+{
+	sl_buf_puts(b, "SELECT count() FROM system.clusters WHERE cluster = ");
+	ch_quote_str(b, cluster, strlen(cluster));
 	sl_buf_puts(b, " FORMAT RowBinary");
 	return sl_buf_failed(b) ? -1 : 0;
 }
@@ -348,12 +418,15 @@ int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *objec
 
 /* sluice's own tables in the database (the version map, the record of
  * column types): made when missing, read by object. */
-static int own_table_create(struct sl_buf *b, const char *db, const char *table, const char *cols,
-			    const char *order)
+static int own_table_create(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *table,
+			    const char *cols, const char *order)
 {
 	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
 	ch_qname(b, db, table, NULL);
-	sl_buf_printf(b, " (%s) ENGINE = ReplacingMergeTree ORDER BY (%s)", cols, order);
+	on_cluster(b, d);
+	sl_buf_printf(b, " (%s)", cols);
+	engine(b, d, db, table, "ReplacingMergeTree", NULL);
+	sl_buf_printf(b, " ORDER BY (%s)", order);
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
@@ -383,9 +456,9 @@ static void own_table_row(struct sl_buf *b, const char *db, const char *table, c
 	ch_quote_str(b, object, strlen(object));
 }
 
-int ch_sql_vmap_create(struct sl_buf *b, const char *db)
+int ch_sql_vmap_create(struct sl_buf *b, const struct ch_ddl *d, const char *db)
 {
-	return own_table_create(b, db, CH_VMAP_TABLE, "`object` String, `pos` UInt64, `shift` UInt64",
+	return own_table_create(b, d, db, CH_VMAP_TABLE, "`object` String, `pos` UInt64, `shift` UInt64",
 				"`object`, `pos`");
 }
 
@@ -404,9 +477,9 @@ int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, con
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_columns_create(struct sl_buf *b, const char *db)
+int ch_sql_columns_create(struct sl_buf *b, const struct ch_ddl *d, const char *db)
 {
-	return own_table_create(b, db, CH_COLUMNS_TABLE, "`object` String, `name` String, `type` String",
+	return own_table_create(b, d, db, CH_COLUMNS_TABLE, "`object` String, `name` String, `type` String",
 				"`object`, `name`");
 }
 
@@ -488,11 +561,12 @@ int ch_sql_lookup(struct sl_buf *query, struct sl_buf *structure, const char *db
 	return sl_buf_failed(query) || sl_buf_failed(structure) ? -1 : 0;
 }
 
-int ch_sql_delete_csn_range(struct sl_buf *b, const char *db, const char *object, const char *first,
-			    const char *last)
+int ch_sql_delete_csn_range(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object,
+			    const char *first, const char *last)
 {
 	sl_buf_puts(b, "ALTER TABLE ");
 	ch_qname(b, db, object, NULL);
+	on_cluster(b, d);
 	sl_buf_puts(b, " DELETE WHERE `_csn` >= ");
 	ch_quote_str(b, first, strlen(first));
 	sl_buf_puts(b, " AND `_csn` <= ");

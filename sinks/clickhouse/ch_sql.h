@@ -47,21 +47,33 @@ int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *s
 
 /* ---- statements (sent as the body of a POST, except the inserts) ---- */
 
-int ch_sql_create_database(struct sl_buf *b, const char *db);
+/* Where the DDL goes (doc/clickhouse.md, "Clusters"): with cluster set,
+ * every statement that makes, alters or drops something gets ON CLUSTER
+ * `cluster`, and the tables are Replicated*MergeTree with replica_path
+ * ({database} and {table} put in by sluice, {shard} and the '{replica}'
+ * argument left to the servers' macros).  NULL, or a NULL cluster: one
+ * server, plain engines. */
+struct ch_ddl {
+	const char *cluster;
+	const char *replica_path;
+};
+
+int ch_sql_create_database(struct sl_buf *b, const struct ch_ddl *d, const char *db);
 /* CREATE TABLE IF NOT EXISTS with the layout's columns; ENGINE
  * ReplacingMergeTree(_version) ORDER BY the primary key (merge; the modern
  * layout's ReplacingMergeTree(_version, _is_deleted)), or
  * ReplacingMergeTree ORDER BY (_csn, _uuid) (append: a change delivered
  * twice collapses into one row). */
-int ch_sql_create_table(struct sl_buf *b, const char *db, const struct ch_layout *l);
+int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l);
 /* CREATE VIEW IF NOT EXISTS `<object>_current` AS SELECT * FROM <table>
  * FINAL WHERE _is_deleted = 0. */
-int ch_sql_create_view(struct sl_buf *b, const char *db, const char *object);
+int ch_sql_create_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 /* Drops the view (so it can be made again with the columns the table has
  * now: a view keeps the columns "*" meant when it was created). */
-int ch_sql_drop_view(struct sl_buf *b, const char *db, const char *object);
+int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 /* ALTER TABLE ... ADD COLUMN for l->cols[add[i]], i < nadd. */
-int ch_sql_add_columns(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *add, int nadd);
+int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
+		       const int *add, int nadd);
 
 /* The columns of a table: name, type, is_in_sorting_key (RowBinary),
  * in the table's order. */
@@ -70,6 +82,9 @@ int ch_sql_describe(struct sl_buf *b, const char *db, const char *object);
 int ch_sql_engines(struct sl_buf *b, const char *db, const char *object);
 /* The databases called db: count() (RowBinary UInt64). */
 int ch_sql_database_exists(struct sl_buf *b, const char *db);
+/* The servers of cluster in the server's configuration: count() (RowBinary
+ * UInt64). */
+int ch_sql_cluster_hosts(struct sl_buf *b, const char *cluster);
 /* The user's readonly and allow_ddl settings: name, value (RowBinary). */
 int ch_sql_user_settings(struct sl_buf *b);
 /* The server's version, as text. */
@@ -102,7 +117,7 @@ int ch_sql_tombstones(struct sl_buf *b, const char *db, const char *object, cons
 int ch_sql_truncate_sentinel(struct sl_buf *b, const char *db, const char *object, const struct ch_layout *l,
 			     const struct ch_rowmeta *m);
 /* The version map's table, if it does not exist yet. */
-int ch_sql_vmap_create(struct sl_buf *b, const char *db);
+int ch_sql_vmap_create(struct sl_buf *b, const struct ch_ddl *d, const char *db);
 /* The steps of object's version map, by position (RowBinary pos, shift). */
 int ch_sql_vmap_read(struct sl_buf *b, const char *db, const char *object);
 /* Adds steps (n of them) to object's version map. */
@@ -110,7 +125,7 @@ int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, con
 		       size_t n);
 
 /* The record of column types, if it does not exist yet. */
-int ch_sql_columns_create(struct sl_buf *b, const char *db);
+int ch_sql_columns_create(struct sl_buf *b, const struct ch_ddl *d, const char *db);
 /* Records the types of the layout's columns as sluice made them. */
 int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l);
 /* The recorded columns of object, in ch_sql_describe()'s form (name, type,
@@ -130,8 +145,8 @@ int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, 
 int ch_sql_lookup(struct sl_buf *query, struct sl_buf *structure, const char *db, const struct ch_layout *l);
 
 /* ALTER TABLE ... DELETE WHERE _csn BETWEEN first AND last (a mutation). */
-int ch_sql_delete_csn_range(struct sl_buf *b, const char *db, const char *object, const char *first,
-			    const char *last);
+int ch_sql_delete_csn_range(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object,
+			    const char *first, const char *last);
 /* The table's unfinished mutations: count() (RowBinary UInt64). */
 int ch_sql_mutations_left(struct sl_buf *b, const char *db, const char *object);
 

@@ -21,6 +21,10 @@
  * chosen by the key layout or the server's version() for the tables the
  * sink makes; a table that exists is written in the layout it has.
  *
+ * With the key cluster, every statement that makes, alters or drops goes ON
+ * CLUSTER and the engines are ReplicatedReplacingMergeTree (replica_path);
+ * inserts and reads stay on the server of url.
+ *
  * write() adds a change to a batch in memory: encoded at once as a RowBinary
  * row (append), or kept as the latest change of its key (merge: one row per
  * key and batch, unchanged TOAST values filled in at flush).  flush_due() is
@@ -72,6 +76,9 @@ struct sl_ch_conf {
 	int compression;             /* enum sl_ch_compression, default auto */
 	char *dead_letter_path;      /* NULL: <database>.<stream>.dead-letter.jsonl */
 	int layout;                  /* enum sl_ch_layout, default auto: for tables it makes */
+	char *cluster;               /* NULL: one server; else DDL ON CLUSTER, Replicated engines */
+	char *replica_path;          /* the Replicated engines' path; default
+				      * /clickhouse/tables/{shard}/{database}/{table} */
 	size_t response_cap;         /* not a key: the largest response read; 0 (always, from the
 				      * file): 256 MiB.  Tests make it small. */
 };

@@ -39,6 +39,8 @@ import harness  # noqa: E402
 from harness import csn_seq, qident, wait_until
 
 import test_pg_types as T
+from opsutil import metric, metrics, metrics_port  # noqa: E402
+from test_pg_ops import wait_confirmed, wal_lsn  # noqa: E402
 
 
 def ch_count(ch, db, table, where="", final=False):
@@ -149,6 +151,13 @@ class ClickHouseTypesTest(ChTestCase):
         self.assertIn("does not answer as user \"sluice\"", r.stderr)
         self.assertIn(f"Code: {self.ch.wrong_password_code}", r.stderr)
         self.assertNotIn("wrong-password", r.stdout + r.stderr)
+        # a cluster the server does not know (its remote_servers has none): exit 3
+        s3 = self.sluice(stream="chk3", tables="public.types_t", database="check_db", write_mode="merge",
+                         dest={"cluster": "no such"})
+        r = s3.run("check", env=self.env())
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('destination "out": cluster "no such" is not in the server\'s remote_servers '
+                      '(system.clusters)', r.stderr)
 
     def test_hostile_identifiers(self):
         """A schema, a table and columns that need quoting; a column named
@@ -850,6 +859,32 @@ class ClickHouse26ModernTest(ChTestCase):
         self.catch_up(s)
         self.assertChMatches(s, "public", "md", ["id"])
         self.assertEqual(ch_count(self.ch, "md", "public_md_current", "_is_deleted != 0"), 0)
+
+    def test_date_clamps_metric(self):
+        """Dates outside Date32's range are written as its nearer end and
+        counted in sluice_date_clamps_total: three in the backfill, two
+        streamed, none for the dates inside the range."""
+        pg = self.pg
+        pg.execute("CREATE TABLE dc (id int PRIMARY KEY, day date); "
+                   "INSERT INTO dc VALUES (1, '0001-01-01'), (2, '1899-12-31'), (3, '2300-01-01'), "
+                   "(4, '1900-01-01'), (5, '2299-12-31'), (6, NULL)")
+        port = metrics_port()
+        s = self.sluice(stream="dc", tables="public.dc", database="dc", write_mode="append",
+                        dest={"batch_seconds": "0.1"}, extra={"agent": {"metrics_listen": f"127.0.0.1:{port}"}})
+        p = s.start("run", env=self.env())
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+        self.assertTrue(p.alive(), p.stderr_text())
+        pg.execute("INSERT INTO dc VALUES (7, '5874897-12-31'), (8, '2024-02-29'), (9, '4713-01-01 BC')")
+        target = wal_lsn(pg)
+        pg.wait_wal_flushed()
+        wait_confirmed(pg, s.slot, target)
+        self.assertEqual(metric(metrics(port), "sluice_date_clamps_total", stream="dc"), 5)
+        got = dict(tuple(l.split("\t")) for l in self.ch.query(
+            "SELECT toString(id), toString(day) FROM dc.public_dc FINAL FORMAT TSV").decode().splitlines())
+        self.assertEqual(got, {"1": "1900-01-01", "2": "1900-01-01", "3": "2299-12-31", "4": "1900-01-01",
+                               "5": "2299-12-31", "6": "\\N", "7": "2299-12-31", "8": "2024-02-29",
+                               "9": "1900-01-01"})
+        self.assertEqual(p.stderr_text().count("outside Date32's range"), 1)
 
     def test_legacy_table_keeps_its_layout(self):
         """A table made with layout = legacy keeps Int64 timestamps when the

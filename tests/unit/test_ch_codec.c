@@ -827,19 +827,19 @@ static void test_layout_create(void **state)
 	assert_int_equal(ch_layout_new(&l, t, false, CH_LEGACY, err, sizeof err), 0);
 	free(l->object);
 	l->object = strdup("public_every__type");
-	assert_int_equal(ch_sql_create_table(&b, "replica", l), 0);
+	assert_int_equal(ch_sql_create_table(&b, NULL, "replica", l), 0);
 	assert_string_equal(b.data, create_append);
 	assert_int_equal(l->nkeys, 0);
 	ch_layout_free(l);
 
 	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
 	sl_buf_reset(&b);
-	assert_int_equal(ch_sql_create_table(&b, "replica", l), 0);
+	assert_int_equal(ch_sql_create_table(&b, NULL, "replica", l), 0);
 	assert_non_null(strstr(b.data, "(`id` Int64, `c_int4` Nullable(Int32)"));
 	assert_string_equal(b.data + b.len - strlen(merge_tail), merge_tail);
 	assert_int_equal(l->nkeys, 1);
 	sl_buf_reset(&b);
-	ch_sql_create_view(&b, "replica", l->object);
+	ch_sql_create_view(&b, NULL, "replica", l->object);
 	assert_string_equal(b.data, "CREATE VIEW IF NOT EXISTS `replica`.`public_every_type_current` AS SELECT * "
 			    "FROM `replica`.`public_every_type` FINAL WHERE `_is_deleted` = 0");
 	{
@@ -859,6 +859,120 @@ static void test_layout_create(void **state)
 }
 
 /* A merge-mode layout needs a primary key: the sink's own check. */
+/* The CREATE TABLE of t (merge or append, layout fl) for d in db is head,
+ * meta (the metadata columns), tail. */
+static void expect_create(const struct ch_ddl *d, const char *db, struct sl_table *t, bool merge, enum ch_flavor fl,
+			  const char *head, const char *meta, const char *tail)
+{
+	struct ch_layout *l;
+	struct sl_buf b, want;
+	char err[256];
+
+	sl_buf_init(&b, 0);
+	sl_buf_init(&want, 0);
+	assert_int_equal(ch_layout_new(&l, t, merge, fl, err, sizeof err), 0);
+	assert_int_equal(ch_sql_create_table(&b, d, db, l), 0);
+	sl_buf_puts(&want, head);
+	sl_buf_puts(&want, meta);
+	sl_buf_puts(&want, tail);
+	assert_string_equal(b.data, want.data);
+	ch_layout_free(l);
+	sl_buf_free(&b);
+	sl_buf_free(&want);
+}
+
+/* DDL for a cluster (doc/clickhouse.md, "Clusters"): every statement that
+ * makes, alters or drops gets ON CLUSTER with the quoted name, the engines
+ * are Replicated with the path's {database} and {table} filled in (and
+ * quoted as a string), {shard} and '{replica}' left to the servers; in both
+ * layouts, merge and append, and sluice's own tables.  Without a cluster
+ * (NULL, or a NULL name) the text is the one-server text. */
+static void test_cluster_ddl(void **state)
+{
+	static const struct tl_col cols[] = {
+		{ "id", T_INT4, -1, "integer", true }, { "at", T_TIMESTAMPTZ, -1, "timestamptz", false },
+	};
+	static const char meta_legacy[] =
+		"`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
+		"`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+		"`_unchanged_columns` Array(String), `_lsn` String)";
+	static const char meta_modern[] =
+		"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
+		"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+		"`_unchanged_columns` Array(String), `_lsn` String)";
+	const struct ch_ddl cl = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}/x{table}" };
+	const struct ch_ddl none = { .cluster = NULL, .replica_path = "/ch/{shard}/{database}/{table}" };
+	struct sl_table *t = tl_table("public", "t", cols, 2);
+	struct ch_layout *l;
+	struct sl_buf b;
+	char err[256];
+	int add[1] = { 1 };
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	/* CREATE TABLE: legacy and modern, merge and append, with and without a cluster */
+	expect_create(&cl, "d'b", t, true, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` ON CLUSTER `main\\`s` "
+		      "(`id` Int32, `at` Nullable(Int64), ", meta_legacy, " ENGINE = ReplicatedReplacingMergeTree("
+		      "'/ch/{shard}/d\\'b/public_t/xpublic_t', '{replica}', `_version`) ORDER BY (`id`)");
+	expect_create(&none, "d'b", t, true, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` (`id` Int32, "
+		      "`at` Nullable(Int64), ", meta_legacy, " ENGINE = ReplacingMergeTree(`_version`) ORDER BY (`id`)");
+	expect_create(&cl, "db", t, true, CH_MODERN, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER `main\\`s` "
+		      "(`id` Int32, `at` Nullable(DateTime64(6, 'UTC')), ", meta_modern, " ENGINE = "
+		      "ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t/xpublic_t', '{replica}', `_version`, "
+		      "`_is_deleted`) ORDER BY (`id`)");
+	expect_create(&cl, "db", t, false, CH_MODERN, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER "
+		      "`main\\`s` (`id` Nullable(Int32), `at` Nullable(DateTime64(6, 'UTC')), ", meta_modern,
+		      " ENGINE = ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t/xpublic_t', '{replica}') "
+		      "ORDER BY (`_csn`, `_uuid`)");
+	expect_create(&cl, "db", t, false, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `db`.`public_t` ON CLUSTER "
+		      "`main\\`s` (`id` Nullable(Int32), `at` Nullable(Int64), ", meta_legacy, " ENGINE = "
+		      "ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t/xpublic_t', '{replica}') "
+		      "ORDER BY (`_csn`, `_uuid`)");
+
+	/* the view, a column added */
+	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
+	assert_int_equal(ch_sql_create_view(&b, &cl, "db", l->object), 0);
+	assert_string_equal(b.data, "CREATE VIEW IF NOT EXISTS `db`.`public_t_current` ON CLUSTER `main\\`s` AS "
+			    "SELECT * FROM `db`.`public_t` FINAL WHERE `_is_deleted` = 0");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_drop_view(&b, &cl, "db", l->object), 0);
+	assert_string_equal(b.data, "DROP TABLE IF EXISTS `db`.`public_t_current` ON CLUSTER `main\\`s`");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_add_columns(&b, &cl, "db", l, add, 1), 0);
+	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ON CLUSTER `main\\`s` ADD COLUMN `at` "
+			    "Nullable(Int64)");
+	ch_layout_free(l);
+
+	/* the database, sluice's own tables, the interrupted backfill's DELETE */
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_create_database(&b, &cl, "db"), 0);
+	assert_string_equal(b.data, "CREATE DATABASE IF NOT EXISTS `db` ON CLUSTER `main\\`s`");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_create_database(&b, NULL, "db"), 0);
+	assert_string_equal(b.data, "CREATE DATABASE IF NOT EXISTS `db`");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_vmap_create(&b, &cl, "db"), 0);
+	assert_string_equal(b.data, "CREATE TABLE IF NOT EXISTS `db`.`_sluice_version_map` ON CLUSTER `main\\`s` "
+			    "(`object` String, `pos` UInt64, `shift` UInt64) ENGINE = ReplicatedReplacingMergeTree("
+			    "'/ch/{shard}/db/_sluice_version_map/x_sluice_version_map', '{replica}') "
+			    "ORDER BY (`object`, `pos`)");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_columns_create(&b, &cl, "db"), 0);
+	assert_string_equal(b.data, "CREATE TABLE IF NOT EXISTS `db`.`_sluice_columns` ON CLUSTER `main\\`s` "
+			    "(`object` String, `name` String, `type` String) ENGINE = ReplicatedReplacingMergeTree("
+			    "'/ch/{shard}/db/_sluice_columns/x_sluice_columns', '{replica}') ORDER BY (`object`, `name`)");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_columns_create(&b, &none, "db"), 0);
+	assert_string_equal(b.data, "CREATE TABLE IF NOT EXISTS `db`.`_sluice_columns` (`object` String, "
+			    "`name` String, `type` String) ENGINE = ReplacingMergeTree ORDER BY (`object`, `name`)");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_delete_csn_range(&b, &cl, "db", "public_t", "A", "B"), 0);
+	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ON CLUSTER `main\\`s` DELETE WHERE `_csn` >= 'A' "
+			    "AND `_csn` <= 'B'");
+	sl_table_free(t);
+	sl_buf_free(&b);
+}
+
 static void test_layout_keyless_merge(void **state)
 {
 	static const struct tl_col cols[] = { { "a", T_INT4, -1, "integer", false } };
@@ -939,7 +1053,7 @@ static void test_layout_match(void **state)
 	assert_int_equal(ch_layout_new(&l, t2, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
 	assert_int_equal(nadd, 1);
-	ch_sql_add_columns(&b, "db", l, add, nadd);
+	ch_sql_add_columns(&b, NULL, "db", l, add, nadd);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ADD COLUMN `b` Nullable(Int32)");
 	free(add);
 	{
@@ -1152,7 +1266,8 @@ static void test_tombstones_sql(void **state)
 		 "AND `_is_deleted` = 0", u);
 	assert_string_equal(b.data, want);
 	sl_buf_reset(&b);
-	ch_sql_delete_csn_range(&b, "db", "public_t", "0000000000000FFF-0000000000", "0000000000001000-0000000000");
+	ch_sql_delete_csn_range(&b, NULL, "db", "public_t", "0000000000000FFF-0000000000",
+				"0000000000001000-0000000000");
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` DELETE WHERE `_csn` >= '0000000000000FFF-0000000000' "
 			    "AND `_csn` <= '0000000000001000-0000000000'");
 	ch_layout_free(l);
@@ -1349,6 +1464,7 @@ int main(void)
 		cmocka_unit_test(test_column_names),
 		cmocka_unit_test(test_quote),
 		cmocka_unit_test(test_layout_create),
+		cmocka_unit_test(test_cluster_ddl),
 		cmocka_unit_test(test_layout_keyless_merge),
 		cmocka_unit_test(test_layout_match),
 		cmocka_unit_test(test_layout_row),

@@ -9,9 +9,10 @@
  * table made, columns read), the inserts of an append-mode batch, and a
  * merge-mode batch with a key change, unchanged TOAST values filled from the
  * batch and from ClickHouse (the lookup, keys sent as an external table),
- * and a TRUNCATE.  A difference (or SLUICE_UPDATE_GOLDEN=1) writes what the
- * sink sent beside each file as .actual and fails: after a deliberate change,
- * review the diff and copy it over.
+ * a TRUNCATE, and the DDL for a cluster (ON CLUSTER, Replicated engines).
+ * A difference (or SLUICE_UPDATE_GOLDEN=1) writes what the sink sent beside
+ * each file as .actual and fails: after a deliberate change, review the diff
+ * and copy it over.
  *
  * Then, checked one by one: retries with backoff on 503, a refusal that no
  * retry helps, retries running out, a refused row isolated by halving and
@@ -54,6 +55,7 @@
 struct fake_ch {
 	struct fake_http *srv;
 	bool db_exists, table_exists, view_exists, altered;
+	uint64_t cluster_hosts;        /* the servers of any cluster asked for */
 	struct sl_buf describe;        /* the table's columns, RowBinary */
 	struct sl_buf describe_altered;
 	int fail_503;                  /* the next inserts answer 503 */
@@ -147,6 +149,8 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	sql = strndup((const char *)rq->body, rq->len);
 	if (starts(sql, "SELECT count() FROM system.databases")) {
 		put_u64(&rs->body, ch->db_exists);
+	} else if (starts(sql, "SELECT count() FROM system.clusters WHERE cluster = 'two shards' ")) {
+		put_u64(&rs->body, ch->cluster_hosts);
 	} else if (starts(sql, "CREATE DATABASE")) {
 		ch->db_exists = true;
 	} else if (starts(sql, "SELECT name, engine FROM system.tables")) {
@@ -918,31 +922,62 @@ static void assert_refused(const char *err, const char *what)
 	assert_string_equal(err + n, todo);
 }
 
+/* Opens a merge-mode sink whose table gets a column "extra" once altered,
+ * writes key 1 (flushed with golden first when it is not NULL), then key 2
+ * of t2 with the added column, and checks the requests of that batch
+ * against golden added. */
+static void added_column_batch(struct fx *f, struct sl_table *t2, const char *first, const char *added)
+{
+	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
+	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
+	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
+	struct ch_layout *l;
+	struct sl_change c;
+
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe_altered, l, extra);
+	ch_layout_free(l);
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
+	write_ok(f, &c);
+	if (first) {
+		mark(f, 0x110);
+		flush_ok(f, 0x110);
+		golden(f, first);
+	}
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x210);
+	flush_ok(f, 0x210);
+	golden(f, added);
+}
+
+/* With cluster set, every statement that makes or alters something goes ON
+ * CLUSTER and the tables are Replicated (ch_cluster_merge.http: the first
+ * write of a merge-mode table; ch_cluster_add_column.http: a column added,
+ * the view made again); reads and inserts stay as they are. */
+static void test_cluster_requests(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5);
+
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	added_column_batch(f, t2, "ch_cluster_merge.http", "ch_cluster_add_column.http");
+	sl_table_free(t2);
+}
+
 /* A column added at the source: ALTER TABLE ADD COLUMN.  A dropped one
  * stops the stream, naming the table and the column. */
 static void test_schema_changes(void **state)
 {
 	struct fx *f = *state;
 	struct sl_table *t2 = items_table(5), *t3 = items_table(3);
-	struct ch_layout *l;
 	struct sl_change c;
-	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
-
-	open_sink(f, true);
-	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
-	describe_layout(&f->ch.describe_altered, l, extra);
-	ch_layout_free(l);
-	struct sl_value v1[4] = { tl_int(1), tl_str("x"), tl_null(), tl_null() };
-	struct sl_value v2[5] = { tl_int(2), tl_str("y"), tl_null(), tl_null(), tl_int(7) };
 	struct sl_value v3[3] = { tl_int(3), tl_str("z"), tl_null() };
-	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x100, 1, 1);
-	write_ok(f, &c);
-	fake_http_clear(f->ch.srv);
-	tl_change(&c, t2, SL_OP_INSERT, v2, 0x200, 1, 1);
-	write_ok(f, &c);
-	mark(f, 0x210);
-	flush_ok(f, 0x210);
-	golden(f, "ch_add_column.http");
+
+	added_column_batch(f, t2, NULL, "ch_add_column.http");
 	tl_change(&c, t3, SL_OP_INSERT, v3, 0x300, 1, 1);
 	assert_int_equal(sl_clickhouse_ops.write(f->sink, &c, f->err, sizeof f->err), SL_EPREREQ);
 	assert_refused(f->err, "table \"public_items\": column \"amount\" is in ClickHouse but no longer in the "
@@ -1329,17 +1364,26 @@ static void test_merge_null_key_dead_letter(void **state)
 	sl_buf_free(&want);
 }
 
-static void test_check(void **state)
+/* sluice check's output (malloc'd), after checking that it returned rc. */
+static char *run_check(struct fx *f, const struct sl_sink_stream *st, int rc)
 {
-	struct fx *f = *state;
-	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "wh" };
 	char *out = NULL;
 	size_t outlen = 0;
 	FILE *fp = open_memstream(&out, &outlen);
 
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
+	assert_non_null(fp);
+	assert_int_equal(sl_clickhouse_ops.check(&f->conf, st, fp, f->err, sizeof f->err), rc);
 	fclose(fp);
+	return out;
+}
+
+static void test_check(void **state)
+{
+	struct fx *f = *state;
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "wh" };
+	char *out = run_check(f, &st, 0);
 	char want[2048];
+
 	snprintf(want, sizeof want,
 		 "stream s1: destination wh: ClickHouse 18.16.1 answers at %s as user \"sluice\"\n"
 		 "stream s1: destination wh: database \"db\" does not exist and will be created; user \"sluice\" may "
@@ -1350,9 +1394,7 @@ static void test_check(void **state)
 	free(out);
 	/* a 26.x server: the modern layout */
 	f->ch.version = "26.7.2.1";
-	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), 0);
-	fclose(fp);
+	out = run_check(f, &st, 0);
 	assert_non_null(strstr(out, "(merge mode: ReplacingMergeTree(_version, _is_deleted) tables and "
 				    "<table>_current views; new tables in the modern layout)\n"));
 	free(out);
@@ -1362,12 +1404,24 @@ static void test_check(void **state)
 	assert_false(f->ch.db_exists);
 	/* a read-only user is refused: the operator must act (exit 3) */
 	f->ch.readonly = true;
-	fp = open_memstream(&out, &outlen);
-	assert_int_equal(sl_clickhouse_ops.check(&f->conf, &st, fp, f->err, sizeof f->err), SL_EPREREQ);
-	fclose(fp);
+	out = run_check(f, &st, SL_EPREREQ);
 	free(out);
 	assert_string_equal(f->err, "destination \"wh\": user \"sluice\" is read-only in ClickHouse (readonly is "
 			    "set): sluice needs to insert and to create tables");
+	/* a cluster: in system.clusters, or exit 3 */
+	f->ch.readonly = false;
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	f->ch.cluster_hosts = 4;
+	out = run_check(f, &st, 0);
+	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers: tables are "
+				    "made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/{table}\n"));
+	free(out);
+	f->ch.cluster_hosts = 0;
+	out = run_check(f, &st, SL_EPREREQ);
+	free(out);
+	assert_string_equal(f->err, "destination \"wh\": cluster \"two shards\" is not in the server's "
+			    "remote_servers (system.clusters)");
 }
 
 int main(void)
@@ -1389,6 +1443,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_letter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_due_and_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lookup_split, setup, teardown),

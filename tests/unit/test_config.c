@@ -1221,7 +1221,20 @@ static void test_clickhouse_keys(void **state)
 	assert_int_equal(c->tls_verify, 1);
 	assert_int_equal(c->compression, SL_CH_GZIP_AUTO);
 	assert_null(c->dead_letter_path);
+	assert_null(c->cluster);
+	assert_string_equal(c->replica_path, "/clickhouse/tables/{shard}/{database}/{table}");
 	sl_config_free(cfg);
+
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ncluster = main\nreplica_path = /ch/{database}.{table}\n",
+		 wh);
+	cfg = LOAD_OK(f, ini);
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->cluster, "main");
+	assert_string_equal(c->replica_path, "/ch/{database}.{table}");
+	sl_config_free(cfg);
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ncluster = main\nreplica_path = /ch/{shard}\n", wh);
+	EXPECT_ERR(f, ini, ":16: bad value \"/ch/{shard}\" for key \"replica_path\": must contain {table} (each "
+		   "table needs a path of its own)");
 
 	setenv("SLUICE_TEST_CHPW", CANARY, 1);
 	snprintf(ini, sizeof ini, MINIMAL "%surl = https://ch.example.com:8443/ch/\ndatabase = replica\n"

@@ -357,6 +357,7 @@ static void test_render(void **state)
 	s->sample.time_to_purge_s = -1;
 	s->alerts[SL_AL_LAG_WARNING].firing = true;
 	pthread_mutex_unlock(&s->mu);
+	atomic_store(&s->date_clamps, 3);
 	{
 		struct sl_ops_source_counts c = { .skipped = 5, .clamps = 1, .nan_nulls = 2 };
 		sl_ops_source_counts(s, &c);
@@ -397,6 +398,8 @@ static void test_render(void **state)
 	assert_true(has_line(b.data, "sluice_alert_firing{stream=\"orders\",alert=\"lag_warning\"} 1"));
 	assert_true(has_line(b.data, "sluice_alert_firing{stream=\"orders\",alert=\"wal_unreserved\"} 0"));
 	assert_true(has_line(b.data, "sluice_dead_letter_total{stream=\"orders\"} 0"));
+	assert_true(has_line(b.data, "# TYPE sluice_date_clamps_total counter"));
+	assert_true(has_line(b.data, "sluice_date_clamps_total{stream=\"orders\"} 3"));
 	assert_true(has_line(b.data, "sluice_webhook_sent_total 0"));
 	sl_buf_free(&b);
 	sl_ops_free(ops);
