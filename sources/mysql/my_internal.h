@@ -160,6 +160,10 @@ struct sl_my_table {
 };
 
 void sl_my_table_free(struct sl_my_table *t);
+/* The fingerprint of t's columns as a binlog without names lays them out
+ * (sl_table.layout): names, order, types and metadata, signedness,
+ * collations, ENUM/SET strings, key.  Never 0. */
+uint64_t sl_my_table_layout(const struct sl_my_table *t);
 /* Builds t->version from t's columns (src = sl_my_desc). */
 int sl_my_table_build(struct sl_my_table *t, char *err, size_t errlen);
 /* A copy of a table version (for the caller of tables()). */
