@@ -207,7 +207,8 @@ enum sl_my_stmt {
 	SL_MY_STMT_DB_DDL,        /* CREATE / DROP / ALTER DATABASE */
 	SL_MY_STMT_UNKNOWN_DDL,   /* a statement the source cannot read: every table is checked */
 	SL_MY_STMT_DML,           /* INSERT / UPDATE / DELETE as a statement (not ROW format): the
-				   * table it names, when it could be read */
+				   * table it names, when it could be read: SL_MY_TOUCHES when it is
+				   * the only one it changes, SL_MY_BINDS when the first of several */
 };
 
 /* What a DDL statement does to a name: changes the table it names (ALTER,

@@ -2163,19 +2163,26 @@ static int statement_change(struct my_src *s, const struct sl_binlog_query *q, c
 {
 	const struct sl_my_table *t = NULL;
 	char at[600], hint[1200];
-	int rc;
+	int rc = 0;
+	bool several = n > 0 && names[0].role != SL_MY_TOUCHES;
 
-	for (int i = 0; i < n && i < 16 && !t; i++) {
-		const struct sl_my_table *k = known_table(s, names[i].db, names[i].table);
-		if (k && (rc = covered(s, k, err, errlen)) <= 0) {
-			if (rc < 0)
-				return rc;
-			t = k;
-		}
-	}
-	if (n > 0 && !t)
+	/* one table: its backfill; several (a multi-table UPDATE or DELETE, of
+	 * which only the first is named) or none known: every table's */
+	if (n > 0 && !several && (t = known_table(s, names[0].db, names[0].table)) && (rc = covered(s, t, err, errlen)))
+		return rc < 0 ? rc : SL_OK;
+	if (n > 0 && !several && !t)
 		return SL_OK;
-	backfill_hint(s, t, hint, sizeof hint);
+	if (several && !known_table(s, names[0].db, names[0].table))
+		return SL_OK;  /* its first table is not followed (as before: the others are not known) */
+	for (int i = 0; (several || n == 0) && i < s->ntables; i++) {
+		if ((rc = covered(s, &s->tables[i], err, errlen)) < 0)
+			return rc;
+		if (rc == 0)
+			break;
+		if (i == s->ntables - 1)
+			return SL_OK;
+	}
+	backfill_hint(s, several || n == 0 ? NULL : t, hint, sizeof hint);
 	snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = STATEMENT or "
 		 "MIXED in that session): \"%.*s\". sluice reads ROW events only: set binlog_format=ROW for every "
 		 "session, then run `%s`", s->st->name, here(s, at, sizeof at),

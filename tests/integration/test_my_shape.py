@@ -175,6 +175,10 @@ class RowImageTest(MyTestCase):
              "lacks column"),
             ("SET SESSION binlog_row_image = NOBLOB", "INSERT INTO ri.t (id, v, n) VALUES (5, 5, 'five')",
              "lacks column"),
+            # several tables: the whole stream is backfilled from a new position
+            ("SET SESSION binlog_format = STATEMENT",
+             "UPDATE ri.t AS a JOIN ri.u AS b ON a.id = b.id SET a.v = a.v + 1, b.v = b.v + 1",
+             "logged as a statement"),
         ]
         for setting, change, why in steps:
             cur.execute(setting)
