@@ -101,6 +101,25 @@ class ShapeNoLogTest(MyTestCase):
         self.catch_up(s)
         self.assertEqual(diffs(self, s), [])
 
+    def test_killed_while_backfilling_again(self):
+        """kill -9 while the tables are backfilled again after the DDL: the
+        next run backfills what was not durable and skips the old rows
+        again; nothing is lost, and nothing is read with another layout."""
+        my = self.my
+        ddl_setup(my)
+        s = self.sluice(stream="kill", tables="sh.*")
+        self.catch_up(s)
+        # rows enough that the kill lands while sh.sd is read again
+        my.execute("INSERT INTO sh.sd SELECT seq + 10, seq, seq FROM sh.seq_1_to_100000")
+        ddl_changes(my)
+        p = s.start("run", "--until-caught-up")
+        wait_until(lambda: "backfilling sh.sd at" in p.stderr_text() or not p.alive(), 60, "the backfill again")
+        p.kill9()
+        self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr_text())
+        self.assertNotIn("backfilled sh.sd", p.stderr_text())
+        self.catch_up(s)
+        self.assertEqual(diffs(self, s), [])
+
     def test_ddl_while_streaming(self):
         """The same DDL under a running stream."""
         my = self.my
@@ -128,6 +147,7 @@ class ShapeNoLogTest(MyTestCase):
 
 class ShapeMinimalTest(ShapeNoLogTest):
     my_settings = {"binlog_row_metadata": "MINIMAL"}
+    test_killed_while_backfilling_again = None   # the same path as NO_LOG's, and the longest test
 
 
 class ShapeFullTest(ShapeNoLogTest):
