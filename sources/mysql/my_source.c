@@ -1357,7 +1357,7 @@ static int covered(struct my_src *s, const struct sl_my_table *t, char *err, siz
 			return rc;
 		c->kind = (enum sl_cover)rc;
 	}
-	at = sl_my_pos(s->file, s->tx_start, NULL, NULL);
+	at = sl_my_pos(s->file, s->in_tx ? s->tx_start : s->ev.start, NULL, NULL);
 	switch (c->kind) {
 	case SL_COVER_UNTIL:
 		return place_compare(&at, &c->until) < 0;
@@ -2058,6 +2058,8 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			if (rc < 0)
 				return rc;
 			if (rc > 0) {
+				sl_info("stream \"%s\": %s.%s was given rows without row events: backfilling it again",
+					s->st->name, t->db, t->name);
 				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
 					 "events (a table renamed into it, or a partition truncated, dropped or exchanged): it is "
 					 "backfilled again", s->st->name, t->db, t->name);
