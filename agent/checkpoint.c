@@ -221,6 +221,7 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 			e->rows = (uint64_t)json_integer_value(json_object_get(t, "rows"));
 			e->id = (uint64_t)json_integer_value(json_object_get(t, "id"));
 			e->shape = (uint64_t)json_integer_value(json_object_get(t, "shape"));
+			e->layout = (uint64_t)json_integer_value(json_object_get(t, "layout"));
 			if (get_pos(desc, t, snap_key, &e->snapshot, NULL) < 0)
 				goto corrupt;
 			v = json_object_get(t, "schema_key");
@@ -317,6 +318,8 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 		json_object_set_new(t, "rows", json_integer((json_int_t)e->rows));
 		json_object_set_new(t, "id", json_integer((json_int_t)e->id));
 		json_object_set_new(t, "shape", json_integer((json_int_t)e->shape));
+		if (e->layout)
+			json_object_set_new(t, "layout", json_integer((json_int_t)e->layout));
 		json_object_set_new(t, "schema_key", json_string(e->schema_key));
 		json_object_set_new(t, "method", json_string(method_names[e->method]));
 		if (e->resume_key)

@@ -521,6 +521,10 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		if (ev->flag)
 			sl_info("stream \"%s\": table \"%s\".\"%s\" changed its columns (schema version %s)",
 				p->pc.stream, ev->table->ns, ev->table->name, ev->table->schema_key);
+		/* the layout from here on, saved with the position that passes it */
+		for (int i = 0; i < ck->ntables && ev->table->layout; i++)
+			if (!strcmp(ck->tables[i].ns, ev->table->ns) && !strcmp(ck->tables[i].table, ev->table->name))
+				ck->tables[i].layout = ev->table->layout;
 		sl_table_free(ev->retired);
 		ev->retired = NULL;
 		memset(p->w_ops, 0, sizeof p->w_ops);  /* a freed version's address may come back */

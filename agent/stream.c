@@ -172,9 +172,12 @@ static bool still_selected(const struct sl_stream_config *sc, const struct sl_ck
  * Brings the checkpoint's tables in line with what the source lists:
  * - a table new to the stream gets a pending entry (skipped without backfill);
  * - a table whose identity changed (dropped and created again under the same
- *   name: a new OID) or whose shape changed (partitions attached or
- *   detached: rows came or went without changes) is backfilled again, its
- *   rows preceded by a marker that clears what the output held;
+ *   name: a new OID), whose shape changed (partitions attached or
+ *   detached: rows came or went without changes), or whose layout changed
+ *   since the checkpoint's position (a log that does not describe its rows
+ *   holds rows of another layout: the source skips them, see
+ *   sl_source_hooks.covered) is backfilled again, its rows preceded by a
+ *   marker that clears what the output held;
  * - an entry written before identities were recorded takes the table's;
  * - an entry whose table the source no longer lists, though the stream still
  *   selects its name, was dropped or renamed: its index goes into drops[],
@@ -204,11 +207,19 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 			sl_info("stream \"%s\": the partitions of %s changed, so rows came or went without changes: "
 				"it is backfilled again", s->sc->name, e->name);
 			e->state = SL_BF_PENDING;
+		} else if (e->layout && t->layout && e->layout != t->layout &&
+			   (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED)) {
+			sl_warn("stream \"%s\": the columns of %s changed after the checkpoint's position, and the log "
+				"does not describe its rows (binlog_row_metadata is not FULL): its rows logged before the "
+				"change cannot be read with today's columns, so it is backfilled again", s->sc->name,
+				e->name);
+			e->state = SL_BF_PENDING;
 		} else if (e->state == SL_BF_DROPPED) {
 			e->state = SL_BF_PENDING;  /* a table of that name is back */
 		}
 		e->id = t->relid;
 		e->shape = t->shape;
+		e->layout = t->layout;
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
 		if (e->state == SL_BF_PENDING && was != SL_BF_PENDING && s->ck.has_position)
@@ -294,6 +305,14 @@ static bool hook_stop(void *payload)
 	return draining();
 }
 
+static const struct sl_ckpt_table *ckpt_entry(const struct sl_checkpoint *ck, const char *ns, const char *table)
+{
+	for (int i = 0; i < ck->ntables; i++)
+		if (!strcmp(ck->tables[i].ns, ns) && !strcmp(ck->tables[i].table, table))
+			return &ck->tables[i];
+	return NULL;
+}
+
 /* A followed table was replaced (see struct sl_source_hooks).  The
  * checkpoint is read from its file: the writer thread owns the one in
  * memory, and the file holds what is durable. */
@@ -308,9 +327,7 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 
 	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
 		return rc;
-	for (int i = 0; i < ck.ntables && !e; i++)
-		if (!strcmp(ck.tables[i].ns, ns) && !strcmp(ck.tables[i].table, table))
-			e = &ck.tables[i];
+	e = ckpt_entry(&ck, ns, table);
 	/* a backfill to come, or one whose snapshot is after the statement */
 	rc = e && (e->state == SL_BF_PENDING || e->state == SL_BF_RUNNING ||
 		   (e->state == SL_BF_DONE && s->src->desc->pos_compare(&e->snapshot, at) > 0)) ? 0 : 1;
@@ -324,11 +341,33 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 		rc = SL_EFAIL;
 	} else if (sl_bf_request_write(s->cfg->state_dir, s->sc->name, name.data, err, errlen) < 0) {
 		rc = SL_EFAIL;
-	} else {
-		sl_info("stream \"%s\": %s was given rows without row events: backfilling it again", s->sc->name,
-			name.data);
 	}
 	sl_buf_free(&name);
+	return rc;
+}
+
+/* How far the backfill of a followed table holds its changes (see struct
+ * sl_source_hooks).  Read from the checkpoint file, as hook_replaced. */
+static int hook_covered(void *payload, const char *ns, const char *table, struct sl_position *until, char *err,
+			size_t errlen)
+{
+	struct stream *s = payload;
+	struct sl_checkpoint ck;
+	const struct sl_ckpt_table *e = NULL;
+	int rc;
+
+	memset(until, 0, sizeof *until);
+	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
+		return rc;
+	e = ckpt_entry(&ck, ns, table);
+	rc = SL_COVER_NONE;
+	if (e && e->method == SL_BF_SNAPSHOT && (e->state == SL_BF_DONE || e->state == SL_BF_RUNNING)) {
+		*until = e->snapshot;
+		rc = SL_COVER_UNTIL;
+	} else if (e && e->method == SL_BF_WATERMARK && e->state == SL_BF_RUNNING && !e->resume_key) {
+		rc = SL_COVER_FIRST_WATERMARK;
+	}
+	sl_ckpt_free(&ck);
 	return rc;
 }
 
@@ -566,6 +605,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	s.hooks.stop = hook_stop;
 	s.hooks.waiting = hook_waiting;
 	s.hooks.replaced = hook_replaced;
+	s.hooks.covered = hook_covered;
 	s.sst.hooks = &s.hooks;
 	if (sl_mkdir_p(cfg->state_dir) < 0) {
 		snprintf(err, errlen, "could not create state_dir \"%s\": %s", cfg->state_dir, sl_strerror(errno));

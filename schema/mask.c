@@ -349,6 +349,7 @@ int sl_mask_table(struct sl_mask *m, const struct sl_table *src, struct sl_maske
 	masked_key(pm);
 	pm->t->relid = src->relid;
 	pm->t->shape = src->shape;
+	pm->t->layout = src->layout;
 	pm->t->src_flags = src->src_flags;
 	pm->t->no_row_identity = src->no_row_identity;
 	pm->t->src = src->src;

@@ -159,6 +159,13 @@ struct sl_table {
 	 * changes, rows came or went without a change record (a partition was
 	 * attached or detached), so the table is backfilled again. */
 	uint64_t shape;
+	/* The source's fingerprint of how the log lays out the table's rows
+	 * where the log does not describe them itself (MySQL without
+	 * binlog_row_metadata=FULL: column order, types, ENUM/SET strings,
+	 * charsets, key); 0 when the log describes them.  When it differs from
+	 * the one the checkpoint kept, the log's rows since the checkpoint may
+	 * have another layout than today's, so the table is backfilled again. */
+	uint64_t layout;
 	unsigned src_flags;  /* source-defined (PostgreSQL: SL_PG_PARTITIONED) */
 	/* Updates and deletes cannot name their row (PostgreSQL: no primary key
 	 * and no replica identity, or REPLICA IDENTITY NOTHING). */

@@ -144,7 +144,20 @@ struct sl_source_hooks {
 	 * source ends the stream with SL_ERESTART; or a failure (err). */
 	int (*replaced)(void *payload, const char *ns, const char *table, const struct sl_position *at, bool backfill,
 			char *err, size_t errlen);
+	/* While streaming: how far the backfill of ns.table (run or started
+	 * before this stream started) holds the table's changes, so that the
+	 * source may skip the table's events there, those it cannot read (a
+	 * statement, a row image without every column, rows whose layout is
+	 * unknown) included.  SL_COVER_NONE; SL_COVER_UNTIL with *until: every
+	 * change committed before until is in it (a snapshot's rows);
+	 * SL_COVER_FIRST_WATERMARK: a backfill while streaming with no chunk
+	 * durable yet: every change the stream reads before the first
+	 * watermark it reads is in the chunks to come; or a failure (err). */
+	int (*covered)(void *payload, const char *ns, const char *table, struct sl_position *until, char *err,
+		       size_t errlen);
 };
+
+enum sl_cover { SL_COVER_NONE = 0, SL_COVER_UNTIL, SL_COVER_FIRST_WATERMARK };
 
 /* What a source knows of the stream it serves. */
 struct sl_source_stream {

@@ -92,6 +92,26 @@ static int32_t typmod_of(const struct sl_mysql_column *mc, enum sl_type t)
 	return (int32_t)t << 24 | (d & 0xffffff);
 }
 
+uint64_t sl_my_table_layout(const struct sl_my_table *t)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (int i = 0; i < t->ncols; i++) {
+		const struct sl_my_col *c = &t->cols[i];
+		const struct sl_mysql_column *m = &c->mc;
+		uint32_t f[] = { m->type, m->real_type, m->max_len, m->pack_len, m->precision, m->scale, m->fsp,
+				 m->nbits, (uint32_t)(m->is_unsigned + 1), m->collation, m->json, m->fbt, m->is_key,
+				 m->key_prefix, m->nvalues };
+		h = sl_fnv1a(h, c->name, strlen(c->name) + 1);
+		h = sl_fnv1a(h, f, sizeof f);
+		for (uint32_t k = 0; k < m->nvalues; k++) {
+			h = sl_fnv1a(h, &m->values[k].len, sizeof m->values[k].len);
+			h = sl_fnv1a(h, m->values[k].p, m->values[k].len);
+		}
+	}
+	return h | 1;   /* never 0: "described by the log" */
+}
+
 int sl_my_table_build(struct sl_my_table *t, char *err, size_t errlen)
 {
 	struct sl_table *v = sl_table_new(t->db, t->name);
@@ -110,6 +130,7 @@ int sl_my_table_build(struct sl_my_table *t, char *err, size_t errlen)
 	if (sl_table_finish(v) < 0)
 		goto oom;
 	v->src = &sl_my_desc;
+	v->layout = sl_my_table_layout(t);
 	sl_table_free(t->version);
 	t->version = v;
 	return SL_OK;
@@ -139,6 +160,7 @@ struct sl_table *sl_my_table_copy(const struct sl_table *t)
 	}
 	v->src = t->src;
 	v->relid = t->relid;
+	v->layout = t->layout;
 	return v;
 }
 

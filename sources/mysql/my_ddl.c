@@ -144,6 +144,24 @@ static bool punct(const struct lexer *l, char c)
 }
 
 /* Reads [db.]name into out; false when the tokens are no name. */
+/* After the first table an INSERT, UPDATE or DELETE names: whether it is
+ * the only table the statement changes, or the first of a multi-table
+ * UPDATE or DELETE (a list, a join, DELETE t FROM ... or FROM t USING ...). */
+static bool single_target(struct lexer *l)
+{
+	static const char *const after[] = { "SET", "WHERE", "VALUES", "VALUE", "SELECT", "PARTITION", "ORDER",
+					     "LIMIT", "ON", "RETURNING", "DEFAULT", "WITH", "JOIN", "INNER", "CROSS",
+					     "LEFT", "RIGHT", "NATURAL", "STRAIGHT_JOIN", "FROM", "USING", NULL };
+	bool alias = l->kind == TK_QUOTED || l->kind == TK_WORD;
+
+	for (int i = 0; after[i] && alias; i++)
+		alias = !is(l, after[i]);
+	if (accept(l, "AS") || alias)
+		next(l);   /* the table's alias */
+	return !punct(l, ',') && !is(l, "JOIN") && !is(l, "INNER") && !is(l, "CROSS") && !is(l, "LEFT") &&
+	       !is(l, "RIGHT") && !is(l, "NATURAL") && !is(l, "STRAIGHT_JOIN") && !is(l, "FROM") && !is(l, "USING");
+}
+
 static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name *out)
 {
 	if ((l->kind != TK_WORD && l->kind != TK_QUOTED) || l->overflow)
@@ -337,8 +355,10 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		       accept(&l, "IGNORE") || accept(&l, "QUICK") || accept(&l, "INTO") || accept(&l, "FROM") ||
 		       accept(&l, "DATA") || accept(&l, "CONCURRENT") || accept(&l, "LOCAL"))
 			;
-		if (read_name(&l, default_db, &x))
+		if (read_name(&l, default_db, &x)) {
+			x.role = single_target(&l) ? SL_MY_TOUCHES : SL_MY_BINDS;
 			add(names, max, n, &x);
+		}
 		return SL_MY_STMT_DML;
 	}
 	return SL_MY_STMT_UNKNOWN_DDL;

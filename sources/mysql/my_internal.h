@@ -160,6 +160,10 @@ struct sl_my_table {
 };
 
 void sl_my_table_free(struct sl_my_table *t);
+/* The fingerprint of t's columns as a binlog without names lays them out
+ * (sl_table.layout): names, order, types and metadata, signedness,
+ * collations, ENUM/SET strings, key.  Never 0. */
+uint64_t sl_my_table_layout(const struct sl_my_table *t);
 /* Builds t->version from t's columns (src = sl_my_desc). */
 int sl_my_table_build(struct sl_my_table *t, char *err, size_t errlen);
 /* A copy of a table version (for the caller of tables()). */
@@ -203,7 +207,8 @@ enum sl_my_stmt {
 	SL_MY_STMT_DB_DDL,        /* CREATE / DROP / ALTER DATABASE */
 	SL_MY_STMT_UNKNOWN_DDL,   /* a statement the source cannot read: every table is checked */
 	SL_MY_STMT_DML,           /* INSERT / UPDATE / DELETE as a statement (not ROW format): the
-				   * table it names, when it could be read */
+				   * table it names, when it could be read: SL_MY_TOUCHES when it is
+				   * the only one it changes, SL_MY_BINDS when the first of several */
 };
 
 /* What a DDL statement does to a name: changes the table it names (ALTER,

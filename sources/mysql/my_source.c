@@ -288,6 +288,7 @@ struct tmap {
 	unsigned char *raw;             /* the event body it was parsed from */
 	size_t rawlen, araw;
 	bool wm;                        /* the watermark table: its rows are watermarks */
+	bool recheck;                   /* skipped for now (its backfill holds its rows): decide again */
 };
 
 /* A prepared XA transaction, held until XA COMMIT. */
@@ -380,6 +381,20 @@ struct my_src {
 	struct sl_position returned;    /* (file number, offset) where the last one returned ends */
 	struct pk_order *pks;           /* primary key orders read for read_chunk */
 	int npks;
+
+	/* what the tables' backfills hold (sl_source_hooks.covered), asked once a run */
+	struct cover *covers;
+	int ncovers;
+	bool wm_seen;                   /* a watermark table's rows were read since the start */
+	bool names_logged;              /* binlog_row_metadata = FULL: the binlog names the columns */
+	struct sl_table *orphan;        /* a version retired when the stream ended (freed at close) */
+};
+
+/* How far a followed table's backfill holds its changes. */
+struct cover {
+	char *db, *name;
+	enum sl_cover kind;
+	struct sl_position until;
 };
 
 /* The primary key's column order of a table, read for read_chunk. */
@@ -490,6 +505,12 @@ static void my_close(void *ctx)
 	sl_my_snapshot_close(s->chunk);
 	sl_buf_free(&s->wm_text);
 	free_pks(s);
+	for (int i = 0; i < s->ncovers; i++) {
+		free(s->covers[i].db);
+		free(s->covers[i].name);
+	}
+	free(s->covers);
+	sl_table_free(s->orphan);
 	if (!s->replay)
 		sl_my_tables_free(s->tables, s->ntables);
 	if (s->meta)
@@ -858,6 +879,24 @@ fail:
 	return rc;
 }
 
+/* Whether the binlog names the columns (binlog_row_metadata = FULL, MySQL
+ * 8.0.1+ and MariaDB 10.5+), into s->names_logged. */
+static int names_logged(struct my_src *s, char *err, size_t errlen)
+{
+	char v[64];
+	bool found = false;
+	int rc;
+
+	s->names_logged = false;
+	if (s->replay || (s->srv.mariadb && s->srv.version < 100500) || (!s->srv.mariadb && s->srv.version < 80001))
+		return SL_OK;
+	if ((rc = sl_my_query_value(s->meta, "SELECT @@global.binlog_row_metadata", v, sizeof v, &found, err,
+				    errlen)) < 0)
+		return rc;
+	s->names_logged = found && !strcasecmp(v, "FULL");
+	return SL_OK;
+}
+
 static int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen)
 {
 	struct my_src *s = ctx;
@@ -874,11 +913,15 @@ static int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_
 		warn_cascades(s->meta, s->st, s->tables, s->ntables, NULL);
 		s->cascades_said = true;
 	}
+	if ((rc = names_logged(s, err, errlen)) < 0)
+		return rc;
 	if (!(*out = calloc((size_t)s->ntables, sizeof **out)))
 		goto oom;
 	for (int i = 0; i < s->ntables; i++) {
 		if (!((*out)[i] = sl_my_table_copy(s->tables[i].version)))
 			goto oom;
+		if (s->names_logged)
+			(*out)[i]->layout = 0;   /* the binlog names the columns: any layout reads */
 		(*n)++;
 	}
 	return SL_OK;
@@ -1270,6 +1313,93 @@ static int grow_vals(struct my_src *s, int n)
  * catalog no longer describes what the binlog holds and the map names its
  * columns).  Returns 1 with *retired set when the version changed, 0 when
  * not, or a failure. */
+/* The `sluice backfill` that reads table t again, for messages. */
+static void backfill_hint(const struct my_src *s, const struct sl_my_table *t, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "sluice backfill -c %s --stream %s%s%s%s%s", s->st->config_path ? s->st->config_path :
+		 "FILE", s->st->name, t ? " --table " : "", t ? t->db : "", t ? "." : "", t ? t->name : "");
+}
+
+/* 1 when the changes of t in the open group are in its backfill (the
+ * source skips them), 0 when not, or a failure.  The agent is asked once
+ * a run, at the first need. */
+static int covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen)
+{
+	struct cover *c = NULL;
+	struct sl_position at;
+	int rc;
+
+	for (int i = 0; i < s->ncovers && !c; i++)
+		if (!strcmp(s->covers[i].db, t->db) && !strcmp(s->covers[i].name, t->name))
+			c = &s->covers[i];
+	if (!c) {
+		struct cover *g = realloc(s->covers, (size_t)(s->ncovers + 1) * sizeof *g);
+		if (!g) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		s->covers = g;
+		c = &g[s->ncovers];
+		memset(c, 0, sizeof *c);
+		c->db = strdup(t->db);
+		c->name = strdup(t->name);
+		if (!c->db || !c->name) {
+			free(c->db);
+			free(c->name);
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		s->ncovers++;
+		rc = s->st->hooks && s->st->hooks->covered
+			? s->st->hooks->covered(s->st->hooks->payload, t->db, t->name, &c->until, err, errlen)
+			: SL_COVER_NONE;
+		if (rc < 0)
+			return rc;
+		c->kind = (enum sl_cover)rc;
+	}
+	at = sl_my_pos(s->file, s->in_tx ? s->tx_start : s->ev.start, NULL, NULL);
+	switch (c->kind) {
+	case SL_COVER_UNTIL:
+		return place_compare(&at, &c->until) < 0;
+	case SL_COVER_FIRST_WATERMARK:
+		return !s->wm_seen;
+	case SL_COVER_NONE:
+		break;
+	}
+	return 0;
+}
+
+/* The layout of t's rows at the current event is unknown (why): t is
+ * backfilled again, behind a marker, after this point.  SL_ERESTART when
+ * the agent has asked for it (the restarted stream skips t's events up to
+ * the backfill, sl_source_hooks.covered); SL_EPREREQ with the command to
+ * run when it cannot; or a failure. */
+static int layout_unknown(struct my_src *s, const struct sl_my_table *t, const char *why, char *err,
+			  size_t errlen)
+{
+	struct sl_position at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
+	char at_text[600], hint[1200];
+	int rc = 0;
+
+	here(s, at_text, sizeof at_text);
+	backfill_hint(s, t, hint, sizeof hint);
+	if (s->st->hooks && s->st->hooks->replaced &&
+	    (rc = s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, true, err, errlen)) < 0)
+		return rc;
+	if (rc > 0) {
+		sl_warn("stream \"%s\": at %s, table \"%s\".\"%s\": %s, and the binlog does not name the columns "
+			"(binlog_row_metadata is not FULL), so its rows there cannot be read: backfilling it again",
+			s->st->name, at_text, t->db, t->name, why);
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is backfilled again (%s)", s->st->name,
+			 t->db, t->name, why);
+		return SL_ERESTART;
+	}
+	snprintf(err, errlen, "stream \"%s\": at %s, table \"%s\".\"%s\": %s, and the binlog does not name the "
+		 "columns (binlog_row_metadata is not FULL), so its rows there cannot be read; run `%s`", s->st->name,
+		 at_text, t->db, t->name, why, hint);
+	return SL_EPREREQ;
+}
+
 static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
 		      struct sl_table **retired, char *err, size_t errlen)
 {
@@ -1345,8 +1475,11 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 		if (s->maps[k].t == t && &s->maps[k].tm != tm)
 			s->maps[k].rawlen = 0;
 	if (t->version && sl_table_same_columns(t->version, fresh[0].version)) {
-		/* the same output columns; keep the description (charsets, strings) fresh */
+		/* the same output columns; keep the description (charsets, strings)
+		 * fresh, and say when the binlog's layout of them changed */
 		struct sl_table *v = t->version;
+		bool moved = v->layout != fresh[0].version->layout;
+		v->layout = fresh[0].version->layout;
 		t->version = NULL;
 		sl_table_free(fresh[0].version);
 		fresh[0].version = NULL;
@@ -1354,7 +1487,7 @@ static int redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_b
 		*t = fresh[0];
 		t->version = v;
 		free(fresh);
-		return 0;
+		return moved ? 2 : 0;
 	}
 	*retired = t->version;
 	t->version = NULL;
@@ -1414,7 +1547,7 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 	for (int i = 5; i >= 0; i--)
 		id = id << 8 | e->body[i];
 	m = map_by_id(s, id);
-	if (m && m->rawlen == e->body_len && !memcmp(m->raw, e->body, e->body_len))
+	if (m && !m->recheck && m->rawlen == e->body_len && !memcmp(m->raw, e->body, e->body_len))
 		return SL_OK;   /* the same map as before: the same decision */
 	if (!m) {
 		for (int i = 0; i < MAX_MAPS && slot < 0; i++)
@@ -1434,6 +1567,7 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 	}
 	m->rawlen = 0;
 	m->t = NULL;
+	m->recheck = false;
 	if (sl_binlog_table_map_parse(&m->tm, &s->rd, e, err, errlen) < 0) {
 		size_t l = strlen(err);
 		snprintf(err + l, errlen - l, " (at %s)", here(s, at, sizeof at));
@@ -1452,6 +1586,7 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 	memcpy(m->raw, e->body, e->body_len);
 	m->wm = is_wm(s, m->tm.db, m->tm.table);
 	if (m->wm) {
+		s->wm_seen = true;
 		m->rawlen = e->body_len;
 		return SL_OK;
 	}
@@ -1476,11 +1611,27 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 		m->rawlen = e->body_len;
 		return SL_OK;
 	}
+	/* Rows the table's backfill holds are skipped, whatever their
+	 * layout: the same map decides again next time, once past the
+	 * backfill. */
+	if ((rc = covered(s, t, err, errlen)) != 0) {
+		m->recheck = rc > 0;
+		m->rawlen = rc > 0 ? e->body_len : 0;
+		return rc < 0 ? rc : SL_OK;
+	}
+	s->names_logged = m->tm.has_names;
 	switch (sl_my_map_match(&m->tm, t, why, sizeof why)) {
 	case SL_MY_MATCH:
 		break;
 	case SL_MY_PREFIX:
 	case SL_MY_DIFFERENT:
+		/* Without names, the columns sluice knows are those of the last
+		 * DDL it read live: other ones make the layout unknown. */
+		if (!m->tm.has_names && !s->replay) {
+			char what[400];
+			snprintf(what, sizeof what, "its rows are not laid out as the columns sluice knows (%s)", why);
+			return layout_unknown(s, t, what, err, errlen);
+		}
 		/* The binlog's columns are not the version's: describe again. */
 		rc = redescribe(s, t, &m->tm, &retired, err, errlen);
 		if (rc < 0)
@@ -1504,7 +1655,7 @@ static int on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t
 	if (rc > 0 || retired) {
 		ev->kind = SL_EV_SCHEMA;
 		ev->table = t->version;
-		ev->changed = true;
+		ev->changed = rc != 2;
 		ev->retired = retired;
 		return 1;
 	}
@@ -1556,11 +1707,13 @@ static int next_row(struct my_src *s, char *err, size_t errlen)
 	case SL_BL_ROWS_WRITE:
 		for (int i = 0; i < t->ncols; i++) {
 			if (s->after[i].kind == SL_V_UNCHANGED) {
+				char hint[1200];
+				backfill_hint(s, m->t, hint, sizeof hint);
 				snprintf(err, errlen, "stream \"%s\": at %s, an insert into \"%s\".\"%s\" lacks column \"%s\" "
 					 "(a session with binlog_row_image=MINIMAL or NOBLOB): its value is unknown. Set "
-					 "binlog_row_image=FULL for every session", s->st->name, here(s, at, sizeof at),
-					 t->ns, t->name, t->cols[i].name);
-				return SL_EDATA;
+					 "binlog_row_image=FULL for every session, then run `%s`", s->st->name,
+					 here(s, at, sizeof at), t->ns, t->name, t->cols[i].name, hint);
+				return SL_EPREREQ;
 			}
 		}
 		fill(s, &s->pend[s->npend++], t, SL_OP_INSERT, s->after);
@@ -1850,13 +2003,32 @@ static int end_table(struct my_src *s, const struct sl_my_table *t, const struct
 	return rc;
 }
 
+/* At a DDL statement that touches t, read live when the binlog does not
+ * name the columns: the catalog gives t's columns after the statement only
+ * while the server has logged nothing after it (a later statement may have
+ * changed them again), so the stream's position must be the server's head,
+ * before and after the catalog is read.  SL_OK, or layout_unknown()'s. */
+static int ddl_live(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen)
+{
+	struct sl_position head, end = sl_my_pos(s->file, s->pos, NULL, NULL);
+	int rc;
+
+	if (s->names_logged)
+		return SL_OK;
+	if ((rc = sl_my_head(s->meta, &s->srv, &head, err, errlen)) < 0)
+		return rc;
+	if (place_compare(&head, &end) == 0)
+		return SL_OK;
+	return layout_unknown(s, t, "a DDL statement changed it while the stream was behind the server", err, errlen);
+}
+
 /* The tables a DDL statement touched: new versions, restarts. */
 static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
 		  char *err, size_t errlen)
 {
 	struct sl_my_table *now = NULL;
 	struct sl_position at;
-	int nnow = 0, rc;
+	int nnow = 0, rc, live;
 
 	if (s->replay)
 		return SL_OK;
@@ -1886,6 +2058,8 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			if (rc < 0)
 				return rc;
 			if (rc > 0) {
+				sl_info("stream \"%s\": %s.%s was given rows without row events: backfilling it again",
+					s->st->name, t->db, t->name);
 				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
 					 "events (a table renamed into it, or a partition truncated, dropped or exchanged): it is "
 					 "backfilled again", s->st->name, t->db, t->name);
@@ -1922,12 +2096,22 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				if (rc == 0)
 					continue;  /* backfilled after this statement */
 			}
+			if ((rc = covered(s, t, err, errlen)) < 0)
+				return rc;
+			if (rc > 0)
+				continue;  /* its backfill comes after the statement */
+			if ((rc = ddl_live(s, t, err, errlen)) < 0)
+				return rc;
 			if ((rc = redescribe(s, t, NULL, &retired, err, errlen)) < 0)
 				return rc;
+			if ((live = ddl_live(s, t, err, errlen)) < 0) {
+				s->orphan = retired;  /* changes queued before may still use it */
+				return live;
+			}
 			if (rc > 0) {
 				ev->kind = SL_EV_SCHEMA;
 				ev->table = t->version;
-				ev->changed = true;
+				ev->changed = rc == 1;
 				ev->retired = retired;
 				/* the maps of the old version are stale */
 				for (int k = 0; k < MAX_MAPS; k++)
@@ -1971,12 +2155,49 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 	return rc;
 }
 
+/* A change logged as a statement (binlog_format STATEMENT or MIXED in its
+ * session), of the tables names[n] (none: unknown).  Those whose backfill
+ * holds it are fine; another followed table stops the stream (SL_EPREREQ)
+ * with the backfill that carries the next run past it: of that table, or
+ * of the whole stream (a new position) when the statement names none. */
+static int statement_change(struct my_src *s, const struct sl_binlog_query *q, const struct sl_my_name *names,
+			    int n, char *err, size_t errlen)
+{
+	const struct sl_my_table *t = NULL;
+	char at[600], hint[1200];
+	int rc = 0;
+	bool several = n > 0 && names[0].role != SL_MY_TOUCHES;
+
+	/* one table: its backfill; several (a multi-table UPDATE or DELETE, of
+	 * which only the first is named) or none known: every table's */
+	if (n > 0 && !several && (t = known_table(s, names[0].db, names[0].table)) && (rc = covered(s, t, err, errlen)))
+		return rc < 0 ? rc : SL_OK;
+	if (n > 0 && !several && !t)
+		return SL_OK;
+	if (several && !known_table(s, names[0].db, names[0].table))
+		return SL_OK;  /* its first table is not followed (as before: the others are not known) */
+	for (int i = 0; (several || n == 0) && i < s->ntables; i++) {
+		if ((rc = covered(s, &s->tables[i], err, errlen)) < 0)
+			return rc;
+		if (rc == 0)
+			break;
+		if (i == s->ntables - 1)
+			return SL_OK;
+	}
+	backfill_hint(s, several || n == 0 ? NULL : t, hint, sizeof hint);
+	snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = STATEMENT or "
+		 "MIXED in that session): \"%.*s\". sluice reads ROW events only: set binlog_format=ROW for every "
+		 "session, then run `%s`", s->st->name, here(s, at, sizeof at),
+		 (int)(q->sql_len < 200 ? q->sql_len : 200), q->sql, hint);
+	return SL_EPREREQ;
+}
+
 /* A QUERY event.  Returns 1 with ev filled, 0, or a failure. */
 static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
 {
 	const struct sl_binlog_query *q = &s->ev.u.query;
 	struct sl_my_name names[16];
-	char db[256], at[600];
+	char db[256];
 	int n = 0, rc;
 	enum sl_my_stmt kind;
 
@@ -2052,19 +2273,10 @@ static int on_query(struct my_src *s, struct sl_event *ev, char *err, size_t err
 			return rc;
 		}
 		break;
-	case SL_MY_STMT_DML: {
-		bool ours = n == 0;
-		for (int i = 0; i < n && i < 16 && !ours; i++)
-			ours = known_table(s, names[i].db, names[i].table) != NULL;
-		if (ours) {
-			snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = "
-				 "STATEMENT or MIXED in that session): \"%.*s\". sluice reads ROW events only: set "
-				 "binlog_format=ROW for every session, then run `sluice backfill` for the stream", s->st->name,
-				 here(s, at, sizeof at), (int)(q->sql_len < 200 ? q->sql_len : 200), q->sql);
-			return SL_EPREREQ;
-		}
+	case SL_MY_STMT_DML:
+		if ((rc = statement_change(s, q, names, n, err, errlen)) < 0)
+			return rc;
 		break;
-	}
 	default:
 		break;
 	}

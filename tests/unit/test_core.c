@@ -821,6 +821,7 @@ static void test_checkpoint_roundtrip(void **state)
 	e = sl_ckpt_table(&ck, "public", "t");
 	e->state = SL_BF_DONE;
 	e->rows = 1000000;
+	e->layout = UINT64_C(0xfedcba9876543211);   /* above INT64_MAX: kept as its bits */
 	assert_int_equal(sl_ckpt_save(&ck, err, sizeof err), 0);
 
 	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
@@ -837,6 +838,8 @@ static void test_checkpoint_roundtrip(void **state)
 	e = sl_ckpt_table(&ck2, "public", "t");
 	assert_int_equal(e->state, SL_BF_DONE);
 	assert_true(e->rows == 1000000);
+	assert_true(e->layout == UINT64_C(0xfedcba9876543211));
+	assert_true(sl_ckpt_table(&ck2, "we.ird", "a\"b")->layout == 0);
 	assert_int_equal(ck2.ntables, 2);
 	sl_ckpt_free(&ck2);
 

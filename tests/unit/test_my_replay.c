@@ -365,6 +365,51 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* The layout fingerprint (sl_table.layout) tells apart what a binlog
+ * without column names cannot: the same types in another order, ENUM
+ * strings reordered, another collation. */
+static void test_layout(void **state)
+{
+	struct sl_mysql_str xy[] = { { "x", 1 }, { "y", 1 } }, yx[] = { { "y", 1 }, { "x", 1 } };
+	struct sl_my_col a[2], b[2];
+	struct sl_my_table ta, tb;
+	uint64_t base;
+	(void)state;
+
+	memset(a, 0, sizeof a);
+	a[0].name = "id";
+	a[0].mc.type = a[0].mc.real_type = 3;  /* LONG */
+	a[0].mc.is_key = true;
+	a[1].name = "e";
+	a[1].mc.type = 254;                     /* STRING: an ENUM */
+	a[1].mc.real_type = 247;
+	a[1].mc.collation = 45;                 /* utf8mb4_general_ci */
+	a[1].mc.nvalues = 2;
+	a[1].mc.values = xy;
+	memset(&ta, 0, sizeof ta);
+	ta.db = "d";
+	ta.name = "t";
+	ta.ncols = 2;
+	ta.cols = a;
+	tb = ta;
+	tb.cols = b;
+	memcpy(b, a, sizeof b);
+	base = sl_my_table_layout(&ta);
+	assert_true(base != 0);
+	assert_true(sl_my_table_layout(&tb) == base);
+	b[1].mc.values = yx;
+	assert_true(sl_my_table_layout(&tb) != base);
+	memcpy(b, a, sizeof b);
+	b[1].mc.collation = 8;                  /* latin1_swedish_ci */
+	assert_true(sl_my_table_layout(&tb) != base);
+	b[0] = a[1];                            /* the same columns in another order */
+	b[1] = a[0];
+	assert_true(sl_my_table_layout(&tb) != base);
+	memcpy(b, a, sizeof b);
+	b[1].name = "f";
+	assert_true(sl_my_table_layout(&tb) != base);
+}
+
 static void test_expected(void **state)
 {
 	struct replay *rp = *state;
@@ -503,6 +548,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_position_done_point),
+		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_expected),
 		cmocka_unit_test(test_final_keys),
 		cmocka_unit_test(test_facts),

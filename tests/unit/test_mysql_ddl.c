@@ -68,6 +68,21 @@ static void test_roles(void **state)
 	check("DROP DATABASE `shop`", SL_MY_STMT_DB_DDL, (struct want[]){ { "shop", "", SL_MY_ENDS } }, 1);
 	check("DROP SCHEMA IF EXISTS shop", SL_MY_STMT_DB_DDL, (struct want[]){ { "shop", "", SL_MY_ENDS } }, 1);
 	check("CREATE DATABASE shop", SL_MY_STMT_DB_DDL, NULL, 0);
+	/* changes logged as statements: the only table changed, or the first of several */
+	check("INSERT INTO ri.t VALUES (3, 3)", SL_MY_STMT_DML, (struct want[]){ { "ri", "t", SL_MY_TOUCHES } }, 1);
+	check("INSERT INTO t (id, v) VALUES (4, 4)", SL_MY_STMT_DML,
+	      (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
+	check("UPDATE t SET v = 1, w = 2 WHERE id = 1", SL_MY_STMT_DML,
+	      (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
+	check("UPDATE t AS a SET a.v = 1", SL_MY_STMT_DML, (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
+	check("DELETE FROM t WHERE id = 1", SL_MY_STMT_DML, (struct want[]){ { "app", "t", SL_MY_TOUCHES } }, 1);
+	check("UPDATE t a JOIN u b ON a.id = b.id SET a.v = 1", SL_MY_STMT_DML,
+	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
+	check("UPDATE t, u SET t.v = u.v", SL_MY_STMT_DML, (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
+	check("DELETE t FROM t JOIN u ON t.id = u.id", SL_MY_STMT_DML,
+	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
+	check("DELETE FROM t USING t, u WHERE t.id = u.id", SL_MY_STMT_DML,
+	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
 }
 
 int main(void)
