@@ -24,6 +24,7 @@ import decimal
 import json
 import os
 import shutil
+import random
 import signal
 import subprocess
 import unittest
@@ -281,11 +282,114 @@ class IcebergTest(PgTestCase):
         with open(os.path.join(self.table_dir(s, "public_ice3"), "metadata", "version-hint.text")) as f:
             self.assertEqual(f.read(), str(len(meta["snapshots"])), "nothing was committed after the drop")
 
-    def test_merge_mode_refused(self):
-        s = self.isluice("icem", "public.nothing", write_mode="merge")
-        r = s.run("check")
-        self.assertEqual(r.rc, 2, r.describe())
-        self.assertIn('destination "out": write_mode = merge is not supported by type = iceberg yet', r.stderr)
+    def read_merged(self, s, obj):
+        """The table's rows as a v2 reader (ClickHouse) sees them, by key;
+        every key once, none deleted."""
+        rows = self.read_table(s, obj)
+        self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+        self.assertFalse([r for r in rows if r["_is_deleted"]])
+        return rebuild(rows)
+
+    def test_merge_changes_truncate_kill(self):
+        """Merge mode: backfill, inserts, updates, deletes and key changes,
+        a TRUNCATE, then kill -9 after a commit (before its checkpoint) and
+        at random points: ClickHouse reads the source's rows."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icem1")
+        pg.execute(TABLE.format(name="icem1"))
+        fill(pg, "icem1", 1, 200)
+        s = self.isluice("icemerge", "public.icem1", write_mode="merge")
+        self.catch_up(s)
+        obj = "public_icem1"
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        churn(pg, "icem1", 10000, 30)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        # TRUNCATE, with rows before it in the same flush and after it
+        pg.execute("INSERT INTO icem1 (id, v) VALUES (500000, 'gone')")
+        pg.execute("TRUNCATE icem1")
+        fill(pg, "icem1", 1, 40)
+        churn(pg, "icem1", 20000, 10)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        meta = self.check_merge_metadata(s, obj)
+        self.assertIn("sluice.truncate", [k for sn in meta["snapshots"] for k in sn["summary"]])
+        # kill -9 right after a commit, before the checkpoint
+        churn(pg, "icem1", 30000, 20)
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        # kill -9 at random points while changes stream in: once the run
+        # committed a random number of snapshots
+        rnd = random.Random()
+        for k in range(3):
+            v0 = self.version(s, obj)
+            p = s.start("run")
+            churn(pg, "icem1", 40000 + 1000 * k, 15)
+            want = v0 + rnd.randint(1, 2)
+            harness.wait_until(lambda: self.version(s, obj) >= want, 60, f"metadata version {want}")
+            p.signal(signal.SIGKILL)
+            p.wait_result(60)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        self.check_merge_metadata(s, obj)
+
+    def version(self, s, obj):
+        with open(os.path.join(self.table_dir(s, obj), "metadata", "version-hint.text")) as f:
+            return int(f.read())
+
+    def check_merge_metadata(self, s, obj):
+        """Merge mode's metadata: the key as identifier-field-ids; delete
+        manifests of equality delete files naming the key's field id."""
+        d = self.table_dir(s, obj)
+        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
+            version = int(f.read())
+        with open(os.path.join(d, "metadata", f"v{version}.metadata.json")) as f:
+            meta = json.load(f)
+        schema = [sc for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]][0]
+        idf = [f for f in schema["fields"] if f["name"] == "id"][0]
+        self.assertEqual(schema["identifier-field-ids"], [idf["id"]])
+        self.assertTrue(idf["required"])
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        lmeta, manifests = read_avro(cur["manifest-list"])
+        self.assertEqual(lmeta["format-version"], "2")
+        deletes = 0
+        for m in manifests:
+            self.assertEqual(m["manifest_length"], os.path.getsize(m["manifest_path"]))
+            mmeta, entries = read_avro(m["manifest_path"])
+            self.assertEqual(mmeta["content"], ("data", "deletes")[m["content"]])
+            self.assertEqual(len(entries), m["added_files_count"])
+            for e in entries:
+                df = e["data_file"]
+                self.assertEqual((e["status"], e["sequence_number"]), (1, m["sequence_number"]))
+                self.assertEqual(df["content"], 2 * m["content"])
+                self.assertEqual(df["file_size_in_bytes"], os.path.getsize(df["file_path"]))
+                if m["content"] == 1:
+                    deletes += 1
+                    self.assertEqual(df["equality_ids"], [idf["id"]])
+                    dmeta, keys = read_avro(df["file_path"])
+                    self.assertEqual(len(keys), df["record_count"])
+                    self.assertEqual([f["field-id"] for f in json.loads(dmeta["avro.schema"])["fields"]],
+                                     [idf["id"]])
+        self.assertGreater(deletes, 0, "no equality delete file is current")
+        for sn in meta["snapshots"]:
+            self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
+        return meta
+
+    def test_merge_without_key_refused(self):
+        """Merge mode needs a key: a table without one stops the stream
+        with exit 3, naming the table, and nothing is committed."""
+        self.pg.execute("DROP TABLE IF EXISTS icenokey")
+        self.pg.execute("CREATE TABLE icenokey (v int)")
+        self.pg.execute("ALTER TABLE icenokey REPLICA IDENTITY FULL")
+        self.pg.execute("INSERT INTO icenokey VALUES (1)")
+        s = self.isluice("icenk", "public.icenokey", write_mode="merge")
+        r = s.run("run", "--until-caught-up")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('table "public"."icenokey" has no unique NOT NULL key, so write_mode = merge', r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.table_dir(s, "public_icenokey"), "metadata")))
 
 
 if __name__ == "__main__":

@@ -70,7 +70,7 @@ static void test_metadata_golden(void **state)
 	};
 
 	(void)state;
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
 	assert_true(changed);
 	meta = ice_meta_new("9c12d441-03fe-4693-9a96-a0705ddf69c1", "/warehouse/s/public_orders", &s,
 			    1700000000000);
@@ -127,7 +127,7 @@ static void test_added_columns(void **state)
 	char err[256] = "";
 
 	(void)state;
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err),
 			 0);
 	assert_true(changed);
 	assert_int_equal(s.id, 1);
@@ -152,7 +152,7 @@ static void test_added_columns(void **state)
 
 	/* the same columns again: no new schema */
 	t = orders(2);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 15, err, sizeof err),
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 15, err, sizeof err),
 			 0);
 	assert_false(changed);
 	assert_int_equal(s.id, 1);
@@ -173,7 +173,7 @@ static void test_refused_changes(void **state)
 	(void)state;
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err),
 			 -1);
 	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to long: an Iceberg "
 			    "table takes only added columns (see doc/iceberg.md)");
@@ -181,7 +181,7 @@ static void test_refused_changes(void **state)
 	t = sl_table_new("public", "orders");
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err),
 			 -1);
 	assert_string_equal(err, "table \"public\".\"orders\": column \"amount\" was dropped or renamed: an "
 			    "Iceberg table takes only added columns (see doc/iceberg.md)");
@@ -201,7 +201,7 @@ static void test_data_avro_schema(void **state)
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
 	assert_int_equal(ice_data_avro_schema(&b, &s), 0);
 	assert_non_null(strstr(b.data, "{\"name\":\"id\",\"type\":[\"null\",\"int\"],\"default\":null,"
 				       "\"field-id\":1}"));
