@@ -506,8 +506,14 @@ static int put_required(struct sl_buf *b, const struct ice_field *f, const struc
 	return 0;
 }
 
+/* True if field i of s is an unchanged value of c that raw does not fill. */
+static bool unchanged_at(const struct ice_schema *s, int i, const struct sl_change *c, const struct ice_raw *raw)
+{
+	return s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED && !(raw && raw[i].p);
+}
+
 static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct ice_field *f,
-		    const struct sl_change *c, const struct sl_meta_value *mv, int nmv)
+		    const struct sl_change *c, const struct ice_raw *raw, const struct sl_meta_value *mv, int nmv)
 {
 	char u[36];
 
@@ -531,12 +537,11 @@ static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct i
 	case ICE_M_UNCHANGED: {
 		int64_t n = 0;
 		for (int i = 0; c->values && i < s->nfields; i++)
-			n += s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED;
+			n += unchanged_at(s, i, c, raw);
 		if (n && sl_avro_put_long(b, n) < 0)
 			return -1;
 		for (int i = 0; n && i < s->nfields; i++)
-			if (s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED &&
-			    sl_avro_put_str(b, s->f[i].name) < 0)
+			if (unchanged_at(s, i, c, raw) && sl_avro_put_str(b, s->f[i].name) < 0)
 				return -1;
 		return sl_avro_put_long(b, 0);
 	}
@@ -561,6 +566,12 @@ static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct i
 int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
 		      size_t errlen)
 {
+	return ice_encode_change_raw(out, s, c, NULL, err, errlen);
+}
+
+int ice_encode_change_raw(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c,
+			  const struct ice_raw *raw, char *err, size_t errlen)
+{
 	static const struct sl_value null_value = { .kind = SL_V_NULL };
 	const struct sl_table *t = c->table;
 	struct sl_meta_value mv[SL_META_MAX];
@@ -575,12 +586,14 @@ int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const stru
 	for (int i = 0; i < s->nfields; i++) {
 		const struct ice_field *f = &s->f[i];
 		int rc;
-		if (f->col >= 0)
+		if (raw && raw[i].p)
+			rc = sl_buf_append(out, raw[i].p, raw[i].len);
+		else if (f->col >= 0)
 			rc = (f->required ? put_required : put_column)(out, f, &t->cols[f->col],
 								       c->values && c->op != SL_OP_TRUNCATE ?
 								       &c->values[f->col] : &null_value, err, errlen);
 		else
-			rc = put_meta(out, s, f, c, mv, nmv);
+			rc = put_meta(out, s, f, c, raw, mv, nmv);
 		if (rc < 0) {
 			if (f->col < 0 || sl_buf_failed(out))
 				snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\": out of memory encoding a "

@@ -91,6 +91,18 @@ int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s);
 int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
 		      size_t errlen);
 
+/* A field's encoded bytes, taken from a committed record (ice_fill.h). */
+struct ice_raw {
+	unsigned char *p;              /* NULL: none */
+	size_t len;
+};
+
+/* ice_encode_change, with raw[i] (when raw and raw[i].p) written as field
+ * i's bytes instead of c's value; such a field is not listed in
+ * _unchanged_columns. */
+int ice_encode_change_raw(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c,
+			  const struct ice_raw *raw, char *err, size_t errlen);
+
 /* Appends the Avro schema (JSON) of the equality delete files of s to out:
  * its key fields.  Returns 0, or -1 (out of memory). */
 int ice_delete_avro_schema(struct sl_buf *out, const struct ice_schema *s);

@@ -20,6 +20,7 @@
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/tree.h"
+#include "sinks/iceberg/ice_fill.h"
 #include "sinks/iceberg/ice_meta.h"
 
 struct ice_tab {
@@ -286,17 +287,22 @@ static int open_file(struct ice_sink *s, struct ice_tab *t, const char *csn, con
 }
 
 /* Appends change c to the file *w (opened on first use with schema; keys:
- * only its key, as an equality delete). */
+ * only its key, as an equality delete; raw: values taken from committed
+ * rows, or NULL). */
 static int put_record(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, bool keys,
-		      const struct sl_buf *schema, struct sl_ocf_writer **w, char **path, char *err, size_t errlen)
+		      const struct ice_raw *raw, const struct sl_buf *schema, struct sl_ocf_writer **w, char **path,
+		      char *err, size_t errlen)
 {
 	struct sl_buf *b;
+	int rc;
 
 	if (!*w && open_file(s, t, c->csn, keys ? "-deletes" : "", schema->data, schema->len, w, path, err,
 			     errlen) < 0)
 		return -1;
 	b = sl_ocf_record_buf(*w);
-	if ((keys ? ice_encode_key : ice_encode_change)(b, &t->schema, c, err, errlen) < 0)
+	rc = keys ? ice_encode_key(b, &t->schema, c, err, errlen) :
+	     ice_encode_change_raw(b, &t->schema, c, raw, err, errlen);
+	if (rc < 0)
 		return -1;
 	return sl_ocf_record_done(*w, err, errlen);
 }
@@ -334,7 +340,7 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		int rc = merge_write(s, t, c, err, errlen);
 		if (rc < 0)
 			return rc;
-	} else if (put_record(s, t, c, false, &t->avro_schema, &t->w, &t->wpath, err, errlen) < 0) {
+	} else if (put_record(s, t, c, false, NULL, &t->avro_schema, &t->w, &t->wpath, err, errlen) < 0) {
 		return -1;
 	}
 	if (c->seq > 0)
@@ -641,6 +647,59 @@ out:
 	return rc;
 }
 
+/* The TOAST rule for the rows of the batch (rows[0..n), in CSN order) that
+ * wait for committed values: looks them up in t's current data files
+ * (ice_fill.h).  *rawof (n entries) then gives a row's values taken, or
+ * NULL, and *found whether its key's row was found; *want holds them. */
+static int lookup_unchanged(struct ice_tab *t, struct sl_mrow **rows, size_t n, struct ice_want **want,
+			    size_t *nwant, struct ice_raw ***rawof, bool **found, char *err, size_t errlen)
+{
+	struct ice_manifest_file *mf = NULL;
+	const char **paths = NULL;
+	int nmf = 0, np = 0, rc = -1;
+
+	for (size_t i = 0; i < n; i++)
+		*nwant += rows[i]->fill && !rows[i]->deleted;
+	if (*nwant == 0)
+		return 0;
+	if (!(*want = calloc(*nwant, sizeof **want)) || !(*rawof = calloc(n, sizeof **rawof)) ||
+	    !(*found = calloc(n, sizeof **found))) {
+		*nwant = 0;
+		goto oom;
+	}
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (rows[i]->fill && !rows[i]->deleted) {
+			(*want)[k].row = rows[i];
+			(*want)[k++].idx = i;
+		}
+	if (!(mf = manifests_of(t, &nmf, err, errlen)))
+		goto out;
+	if (!(paths = calloc((size_t)nmf + 1, sizeof *paths)))
+		goto oom;
+	for (int i = 0; i < nmf; i++)
+		if (!mf[i].deletes)
+			paths[np++] = mf[i].path;
+	if (ice_fill_lookup(*want, *nwant, &t->schema, paths, np, err, errlen) < 0) {
+		size_t len = strlen(err);
+		snprintf(err + len, errlen - len, " (iceberg table \"%s\": looking up unchanged values)", t->dir);
+		goto out;
+	}
+	for (size_t k = 0; k < *nwant; k++) {
+		(*rawof)[(*want)[k].idx] = (*want)[k].raw;
+		(*found)[(*want)[k].idx] = (*want)[k].found;
+	}
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+out:
+	for (int k = 0; mf && k < nmf; k++)
+		free(mf[k].path);
+	free(mf);
+	free(paths);
+	return rc;
+}
+
 /* Merge mode: writes t's batch, in CSN order, as a data file of the rows
  * it leaves (each key's latest version) and an equality delete file of
  * every key it touched (which removes the key's rows of earlier snapshots;
@@ -650,7 +709,10 @@ static int emit_batch(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 {
 	struct sl_buf dschema;
 	struct sl_mrow **rows;
-	size_t n;
+	struct ice_want *want = NULL;
+	struct ice_raw **rawof = NULL;
+	bool *found = NULL;
+	size_t n, nwant = 0;
 	bool earlier;
 	int rc = -1;
 
@@ -663,19 +725,22 @@ static int emit_batch(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 	}
 	t->truncated |= t->batch.trunc != NULL;
 	earlier = ice_meta_current_snapshot(t->meta) && !t->truncated;
+	if (earlier && lookup_unchanged(t, rows, n, &want, &nwant, &rawof, &found, err, errlen) < 0)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct sl_change c;
 		if (rows[i]->op == SL_OP_TRUNCATE)
 			continue;
 		sl_mrow_change(rows[i], t->mtab, &c);
-		if (rows[i]->fill && ++t->unfilled && (t->unfilled & (t->unfilled - 1)) == 0)
+		if (rows[i]->fill && !rows[i]->deleted && !(rawof && rawof[i] && found[i]) && ++t->unfilled &&
+		    (t->unfilled & (t->unfilled - 1)) == 0)
 			sl_warn("iceberg table \"%s\": change %s left values unchanged that the batch could not "
 				"fill; they are null and named in _unchanged_columns (%" PRIu64 " such rows so far)",
 				t->dir, c.csn, t->unfilled);
-		if (!rows[i]->deleted &&
-		    put_record(s, t, &c, false, &t->avro_schema, &t->w, &t->wpath, err, errlen) < 0)
+		if (!rows[i]->deleted && put_record(s, t, &c, false, rawof ? rawof[i] : NULL, &t->avro_schema,
+						    &t->w, &t->wpath, err, errlen) < 0)
 			goto out;
-		if (earlier && put_record(s, t, &c, true, &dschema, &t->dw, &t->dpath, err, errlen) < 0)
+		if (earlier && put_record(s, t, &c, true, NULL, &dschema, &t->dw, &t->dpath, err, errlen) < 0)
 			goto out;
 	}
 	if (finish_file(t, &t->dw, &t->dpath, ICE_EQUALITY_DELETES, err, errlen) < 0)
@@ -683,6 +748,10 @@ static int emit_batch(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 	sl_mbatch_clear(&t->batch);
 	rc = 0;
 out:
+	ice_fill_free(want, nwant, &t->schema);
+	free(want);
+	free(rawof);
+	free(found);
 	free(rows);
 	sl_buf_free(&dschema);
 	return rc;
