@@ -32,6 +32,7 @@ import uuid
 
 import harness
 from harness import PgTestCase
+from harness_mysql import MyTestCase
 
 CH26_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ch26", "node_modules")
 
@@ -431,6 +432,80 @@ class IcebergTest(PgTestCase):
         self.assertIn('table "public"."icenokey" has no unique NOT NULL key, so write_mode = merge', r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.table_dir(s, "public_icenokey"), "metadata")))
 
+
+
+def my_churn(my, t, base, n):
+    """MariaDB: inserts, updates, deletes and key changes, one transaction each."""
+    for i in range(n):
+        my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({base + i}, 'new', 1.5)")
+        my.execute(f"UPDATE {t} SET counter = counter + 1, v = CONCAT(v, '+'), amount = -amount "
+                   f"WHERE id = {i + 1}")
+        if i % 4 == 3:
+            my.execute(f"DELETE FROM {t} WHERE id = {base + i - 2}")
+        if i % 7 == 6:
+            my.execute(f"UPDATE {t} SET id = id + 1000000 WHERE id = {base + i - 1}")
+
+
+class MyIcebergTest(MyTestCase):
+    """MariaDB into Iceberg tables, append and merge mode, read by ClickHouse."""
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE app")
+
+    def isluice(self, stream, tables, **kw):
+        s = self.sluice(stream=stream, tables=tables, max_file_seconds=1, **kw)
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        s.write_config()
+        return s
+
+    def run_changes(self, mode):
+        """Backfill, changes, a TRUNCATE and more changes; returns
+        (ClickHouse's rows, the source's {id: (v, amount, counter)})."""
+        my = self.my
+        t = f"app.ice_{mode}"
+        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(200), amount decimal(10,2), "
+                   f"counter int NOT NULL DEFAULT 0)")
+        for g in range(1, 101):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'row {g}', {g * 1.25 - 50})")
+        s = self.isluice(f"my{mode}", t, write_mode=mode)
+        self.catch_up(s)
+        my_churn(my, t, 10000, 20)
+        self.catch_up(s)
+        my.execute(f"TRUNCATE TABLE {t}")
+        for g in range(1, 31):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'again {g}', {g})")
+        my_churn(my, t, 20000, 10)
+        self.catch_up(s)
+        path = os.path.join(os.path.realpath(s.out), s.stream, f"app_ice_{mode}")
+        rows = ch_query(f"SELECT id, v, toString(amount) AS amount, counter, _csn, _is_deleted, _change_type "
+                        f"FROM icebergLocal('{path}')")
+        src = {r[0]: (r[1], str(decimal.Decimal(r[2]).normalize()), r[3])
+               for r in my.sql(f"SELECT id, v, amount, counter FROM {t}")}
+        return rows, src
+
+    @staticmethod
+    def row_state(r):
+        return (r["v"], str(decimal.Decimal(r["amount"]).normalize()), r["counter"])
+
+    def test_merge(self):
+        rows, src = self.run_changes("merge")
+        self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+        self.assertEqual({r["id"]: self.row_state(r) for r in rows}, src)
+
+    def test_append(self):
+        rows, src = self.run_changes("append")
+        state = {}
+        for r in sorted(rows, key=lambda r: r["_csn"]):
+            if r["_change_type"] == "TRUNCATE":
+                state = {}
+            elif r["_is_deleted"]:
+                state.pop(r["id"], None)
+            else:
+                state[r["id"]] = self.row_state(r)
+        self.assertEqual(state, src)
 
 if __name__ == "__main__":
     unittest.main()
