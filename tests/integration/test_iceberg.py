@@ -375,6 +375,15 @@ class IcebergTest(PgTestCase):
         pg.execute("UPDATE icetoast SET id = 2000, v = 'moved twice' WHERE id = 1005")
         self.catch_up(s)
         self.assertEqual(read(), state())
+        # a column added mid-stream: a new schema; values filled from files of the old one
+        pg.execute("ALTER TABLE icetoast ADD COLUMN extra int")
+        pg.execute("UPDATE icetoast SET extra = id * 2 WHERE id <= 6 OR id = 2000")
+        pg.execute("DELETE FROM icetoast WHERE id = 7")
+        self.catch_up(s)
+        rows = ch_query(f"SELECT id, extra, lower(hex(MD5(body))) AS h "
+                        f"FROM icebergLocal('{self.table_dir(s, obj)}')")
+        self.assertEqual({r["id"]: (r["extra"], r["h"]) for r in rows},
+                         {r[0]: (r[1], r[2]) for r in pg.sql("SELECT id, extra, md5(body) FROM icetoast")})
 
     def version(self, s, obj):
         with open(os.path.join(self.table_dir(s, obj), "metadata", "version-hint.text")) as f:
