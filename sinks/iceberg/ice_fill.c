@@ -84,87 +84,89 @@ static int take_values(avro_writer_t aw, avro_value_t *val, const struct ice_sch
 	return 0;
 }
 
-/* Looks the wants up in data file path; *left counts those not found yet. */
-static int scan_file(const char *path, struct ice_want *want, size_t n, size_t *left, const struct ice_schema *s,
-		     avro_writer_t aw, struct sl_buf *key, char *err, size_t errlen)
+/* What a lookup shares while it reads files. */
+struct scan {
+	struct ice_want *want;
+	size_t n, left;                /* wants, and those not found yet */
+	const struct ice_schema *s;
+	avro_writer_t aw;
+	struct sl_buf key;
+	const char *path;              /* the file being read */
+};
+
+/* Calls fn for each record of the Avro file path while wants are left. */
+static int each_record(struct scan *sc, const char *path, int (*fn)(struct scan *, avro_value_t *, char *, size_t),
+		       char *err, size_t errlen)
 {
 	struct sl_avro_read *rd = NULL;
 	avro_value_t *val;
-	int got, rc = -1;
+	int got = 0, rc = -1;
 
 	if (sl_avro_read_open(&rd, path, err, errlen) < 0)
 		return -1;
-	while (*left > 0 && (got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
-		struct ice_want *w;
-		if (record_key(aw, val, s, key) < 0) {
-			snprintf(err, errlen, "\"%s\": a record without the key fields", path);
+	while (sc->left > 0 && (got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
+		sc->path = path;
+		if (fn(sc, val, err, errlen) < 0)
 			goto out;
-		}
-		if (!(w = find_want(want, n, key->data, key->len)) || w->found)
-			continue;
-		/* every want of this key (rows of the batch filled from one row) */
-		while (w > want && !cmp_key(w[-1].row->fill, w[-1].row->filllen, key->data, key->len))
-			w--;
-		for (; w < want + n && !cmp_key(w->row->fill, w->row->filllen, key->data, key->len); w++) {
-			if (take_values(aw, val, s, w) < 0) {
-				snprintf(err, errlen, "\"%s\": out of memory", path);
-				goto out;
-			}
-			(*left)--;
-		}
 	}
-	if (*left > 0 && got < 0)
-		goto out;
-	rc = 0;
+	rc = sc->left > 0 && got < 0 ? -1 : 0;
 out:
 	sl_avro_read_close(rd);
 	return rc;
 }
 
-/* The data files a data manifest lists, scanned in turn. */
-static int scan_manifest(const char *mpath, struct ice_want *want, size_t n, size_t *left,
-			 const struct ice_schema *s, avro_writer_t aw, struct sl_buf *key, char *err, size_t errlen)
+/* A record of a data file: the values of the wants of its key. */
+static int data_record(struct scan *sc, avro_value_t *val, char *err, size_t errlen)
 {
-	struct sl_avro_read *rd = NULL;
-	avro_value_t *val;
-	int got, rc = -1;
+	struct ice_want *w;
 
-	if (sl_avro_read_open(&rd, mpath, err, errlen) < 0)
+	if (record_key(sc->aw, val, sc->s, &sc->key) < 0) {
+		snprintf(err, errlen, "\"%s\": a record without the key fields", sc->path);
 		return -1;
-	while (*left > 0 && (got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
-		avro_value_t df, fp;
-		const char *path = NULL;
-		size_t len = 0;
-		char *copy;
-		if (avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
-		    avro_value_get_by_name(&df, "file_path", &fp, NULL) != 0 ||
-		    avro_value_get_string(&fp, &path, &len) != 0 || !(copy = strndup(path, len))) {
-			snprintf(err, errlen, "manifest \"%s\": an entry without a file_path", mpath);
-			goto out;
-		}
-		got = scan_file(copy, want, n, left, s, aw, key, err, errlen);
-		free(copy);
-		if (got < 0)
-			goto out;
 	}
-	if (*left > 0 && got < 0)
-		goto out;
-	rc = 0;
-out:
-	sl_avro_read_close(rd);
+	if (!(w = find_want(sc->want, sc->n, sc->key.data, sc->key.len)) || w->found)
+		return 0;
+	/* every want of this key (rows of the batch filled from one row) */
+	while (w > sc->want && !cmp_key(w[-1].row->fill, w[-1].row->filllen, sc->key.data, sc->key.len))
+		w--;
+	for (; w < sc->want + sc->n && !cmp_key(w->row->fill, w->row->filllen, sc->key.data, sc->key.len); w++) {
+		if (take_values(sc->aw, val, sc->s, w) < 0) {
+			snprintf(err, errlen, "\"%s\": out of memory", sc->path);
+			return -1;
+		}
+		sc->left--;
+	}
+	return 0;
+}
+
+/* An entry of a data manifest: its data file, scanned. */
+static int manifest_entry(struct scan *sc, avro_value_t *val, char *err, size_t errlen)
+{
+	avro_value_t df, fp;
+	const char *path = NULL;
+	size_t len = 0;
+	char *copy;
+	int rc;
+
+	if (avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
+	    avro_value_get_by_name(&df, "file_path", &fp, NULL) != 0 ||
+	    avro_value_get_string(&fp, &path, &len) != 0 || !(copy = strndup(path, len))) {
+		snprintf(err, errlen, "manifest \"%s\": an entry without a file_path", sc->path);
+		return -1;
+	}
+	rc = each_record(sc, copy, data_record, err, errlen);
+	free(copy);
 	return rc;
 }
 
 int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s, const char *const *mpaths,
 		    int nm, char *err, size_t errlen)
 {
-	avro_writer_t aw = avro_writer_memory(NULL, 0);
-	struct sl_buf key;
-	size_t left = n;
+	struct scan sc = { .want = want, .n = n, .left = n, .s = s, .aw = avro_writer_memory(NULL, 0) };
 	int rc = -1;
 
-	sl_buf_init(&key, 0);
-	if (!aw) {
+	sl_buf_init(&sc.key, 0);
+	if (!sc.aw) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -176,14 +178,14 @@ int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s,
 		}
 	}
 	qsort(want, n, sizeof *want, cmp_want);
-	for (int m = nm - 1; m >= 0 && left > 0; m--)
-		if (scan_manifest(mpaths[m], want, n, &left, s, aw, &key, err, errlen) < 0)
+	for (int m = nm - 1; m >= 0 && sc.left > 0; m--)
+		if (each_record(&sc, mpaths[m], manifest_entry, err, errlen) < 0)
 			goto out;
 	rc = 0;
 out:
-	if (aw)
-		avro_writer_free(aw);
-	sl_buf_free(&key);
+	if (sc.aw)
+		avro_writer_free(sc.aw);
+	sl_buf_free(&sc.key);
 	return rc;
 }
 

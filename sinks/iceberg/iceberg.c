@@ -377,6 +377,13 @@ static bool ice_pending(void *ctx)
 	return ((struct ice_sink *)ctx)->pending;
 }
 
+static void free_manifests(struct ice_manifest_file *mf, int n)
+{
+	for (int k = 0; mf && k < n; k++)
+		free(mf[k].path);
+	free(mf);
+}
+
 /* A snapshot summary's count property key (0 when it has none). */
 static int summary_count(const json_t *sn, const char *key, int64_t *v)
 {
@@ -452,9 +459,7 @@ static struct ice_manifest_file *manifests_of(struct ice_tab *t, int *n, char *e
 	}
 	return mf;
 fail:
-	for (int k = 0; k < *n; k++)
-		free(mf[k].path);
-	free(mf);
+	free_manifests(mf, *n);
 	return NULL;
 }
 
@@ -637,9 +642,7 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 oom:
 	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 out:
-	for (int k = 0; mf && k < nmf; k++)
-		free(mf[k].path);
-	free(mf);
+	free_manifests(mf, nmf);
 	sl_buf_free(&lpath);
 	sl_buf_free(&enc);
 	sl_buf_free(&prev);
@@ -693,9 +696,7 @@ static int lookup_unchanged(struct ice_tab *t, struct sl_mrow **rows, size_t n, 
 oom:
 	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 out:
-	for (int k = 0; mf && k < nmf; k++)
-		free(mf[k].path);
-	free(mf);
+	free_manifests(mf, nmf);
 	free(paths);
 	return rc;
 }
