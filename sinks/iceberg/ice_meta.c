@@ -427,25 +427,8 @@ static int put_decimal_fixed(struct sl_buf *b, const struct ice_field *f, const 
 		dec[0] = 0;
 		for (int i = 0; i < 8; i++)
 			dec[1 + i] = (unsigned char)(v->u >> (56 - 8 * i));
-	} else {
-		const char *d = v->p;
-		size_t nd = v->len, pad;
-		if (v->scale < 0 || v->scale > f->scale) {
-			snprintf(err, errlen, "column \"%s\": a decimal value of scale %d does not fit decimal(%d,%d)",
-				 col->name, v->scale, f->precision, f->scale);
-			return -1;
-		}
-		pad = (size_t)(f->scale - v->scale);
-		while (nd > 1 && d[0] == '0') {
-			d++;
-			nd--;
-		}
-		if ((nd + pad > (size_t)f->precision && !(nd == 1 && d[0] == '0')) ||
-		    sl_avro_decimal_bytes(d, nd, pad, v->neg, dec, &n) < 0) {
-			snprintf(err, errlen, "column \"%s\": a decimal value does not fit decimal(%d,%d)", col->name,
-				 f->precision, f->scale);
-			return -1;
-		}
+	} else if (sl_avro_decimal_of(v, col->name, f->precision, f->scale, dec, &n, err, errlen) < 0) {
+		return -1;
 	}
 	while (n > size && (dec[0] == 0x00 || dec[0] == 0xff)) {
 		memmove(dec, dec + 1, --n);

@@ -324,6 +324,39 @@ static void test_merge_deletes_golden(void **state)
 	sl_table_free(t);
 }
 
+/* A decimal that does not fit its column: the check sl_avro_decimal_of
+ * shares with the Avro encoder, and its message. */
+static void test_decimal_refused(void **state)
+{
+	struct sl_table *t = orders(0);
+	struct ice_schema s;
+	struct sl_buf b;
+	bool changed;
+	char err[256] = "";
+	struct sl_value vals[4] = { { .kind = SL_V_INT, .i = 1 },
+				    { .kind = SL_V_DECIMAL, .p = "1234", .len = 4, .scale = 3 },
+				    { .kind = SL_V_NULL }, { .kind = SL_V_NULL } };
+	struct sl_change c = { .table = t, .op = SL_OP_INSERT, .values = vals };
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_encode_change(&b, &s, &c, err, sizeof err), -1);
+	assert_string_equal(err, "column \"amount\": a decimal value of scale 3 does not fit decimal(10,2)");
+	assert_int_equal(b.len, 0);
+	vals[1].p = "12345678901";
+	vals[1].len = 11;
+	vals[1].scale = 2;
+	assert_int_equal(ice_encode_change(&b, &s, &c, err, sizeof err), -1);
+	assert_string_equal(err, "column \"amount\": a decimal value of 11 digits does not fit decimal(10,2)");
+	vals[1].p = "12345678";
+	vals[1].len = 8;
+	assert_int_equal(ice_encode_change(&b, &s, &c, err, sizeof err), 0);
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +366,7 @@ int main(void)
 		cmocka_unit_test(test_refused_changes),
 		cmocka_unit_test(test_data_avro_schema),
 		cmocka_unit_test(test_merge_deletes_golden),
+		cmocka_unit_test(test_decimal_refused),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);
 }
