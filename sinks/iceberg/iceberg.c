@@ -800,13 +800,20 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 static int ice_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first, const char *csn_last,
 				char *err, size_t errlen)
 {
-	(void)ctx;
+	struct ice_sink *s = ctx;
+
 	(void)err;
 	(void)errlen;
-	/* Committed snapshots stay: rows delivered again carry the same _uuid. */
-	sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that were "
-		"committed stay; the redo writes them again with the same _uuid", t->ns, t->name, csn_first,
-		csn_last);
+	/* Committed snapshots stay: rows delivered again carry the same _uuid
+	 * (append), or replace them through their key's equality delete (merge). */
+	if (s->merge)
+		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
+			"were committed stay until the redo writes each key again", t->ns, t->name, csn_first,
+			csn_last);
+	else
+		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
+			"were committed stay; the redo writes them again with the same _uuid", t->ns, t->name,
+			csn_first, csn_last);
 	return 0;
 }
 
