@@ -525,3 +525,39 @@ bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b)
 	}
 	return true;
 }
+
+/* A copy of table version tab: the changes' own version may be freed once
+ * write() returns, and a batch is encoded at flush time. */
+struct sl_table *sl_table_copy(const struct sl_table *tab)
+{
+	struct sl_table *c = sl_table_new(tab->ns, tab->name);
+
+	if (!c)
+		return NULL;
+	for (int i = 0; i < tab->ncols; i++) {
+		const struct sl_column *col = &tab->cols[i];
+		if (sl_table_add_column(c, col->name, col->type, col->precision, col->scale, col->src_type,
+					col->src_typmod, col->type_name, col->is_key) < 0)
+			goto fail;
+	}
+	if (sl_table_finish(c) < 0)
+		goto fail;
+	/* The version's own names and key, whatever finish derived. */
+	for (int i = 0; i < tab->ncols; i++) {
+		char *n = strdup(tab->cols[i].avro_name);
+		if (!n)
+			goto fail;
+		free(c->cols[i].avro_name);
+		c->cols[i].avro_name = n;
+	}
+	memcpy(c->schema_key, tab->schema_key, sizeof c->schema_key);
+	c->relid = tab->relid;
+	c->shape = tab->shape;
+	c->src_flags = tab->src_flags;
+	c->no_row_identity = tab->no_row_identity;
+	c->src = tab->src;
+	return c;
+fail:
+	sl_table_free(c);
+	return NULL;
+}

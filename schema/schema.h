@@ -331,6 +331,10 @@ int sl_table_finish(struct sl_table *t);
 void sl_table_free(struct sl_table *t);
 /* True if at least one column is part of the primary key. */
 bool sl_table_has_key(const struct sl_table *t);
+/* A copy of table version t (its columns, names, key, schema_key and source
+ * descriptor), for a sink that encodes changes after write() returns; free
+ * it with sl_table_free.  NULL when out of memory. */
+struct sl_table *sl_table_copy(const struct sl_table *t);
 /* True if both describe the same columns (names, types, modifiers, keys). */
 bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b);
 

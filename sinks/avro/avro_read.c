@@ -108,3 +108,16 @@ void sl_avro_read_close(struct sl_avro_read *r)
 	free(r->path);
 	free(r);
 }
+
+int sl_avro_value_bytes(avro_writer_t w, struct sl_buf *b, avro_value_t *v)
+{
+	size_t size = 0;
+
+	if (avro_value_sizeof(v, &size) != 0 || sl_buf_reserve(b, size + 1) < 0)
+		return -1;
+	avro_writer_memory_set_dest(w, b->data + b->len, (int64_t)size);
+	if (avro_value_write(w, v) != 0)
+		return -1;
+	b->len += size;
+	return 0;
+}

@@ -31,4 +31,8 @@ int sl_avro_read_next(struct sl_avro_read *r, avro_value_t **val, char *err, siz
 uint64_t sl_avro_read_count(const struct sl_avro_read *r);
 void sl_avro_read_close(struct sl_avro_read *r);
 
+/* Appends the Avro binary encoding of v to b, through the memory writer w
+ * (avro_writer_memory).  Returns 0, or -1 (out of memory, or avro-c). */
+int sl_avro_value_bytes(avro_writer_t w, struct sl_buf *b, avro_value_t *v);
+
 #endif

@@ -236,6 +236,35 @@ static inline int put_branch_bytes(struct sl_buf *b, const void *p, size_t n)
 	return sl_avro_put_raw(b, p, n);
 }
 
+int sl_avro_decimal_of(const struct sl_value *v, const char *name, int precision, int scale,
+		       unsigned char out[static SL_AVRO_DECIMAL_MAX_BYTES], size_t *outlen, char *err, size_t errlen)
+{
+	size_t nd = v->len, pad;
+	const char *d = v->p;
+
+	if (v->scale < 0 || v->scale > scale) {
+		snprintf(err, errlen, "column \"%s\": a decimal value of scale %d does not fit decimal(%d,%d)", name,
+			 v->scale, precision, scale);
+		return -1;
+	}
+	pad = (size_t)(scale - v->scale);
+	while (nd > 1 && d[0] == '0') {
+		d++;
+		nd--;
+	}
+	if (nd + pad > (size_t)precision && !(nd == 1 && d[0] == '0')) {
+		snprintf(err, errlen, "column \"%s\": a decimal value of %zu digits does not fit decimal(%d,%d)", name,
+			 nd + pad, precision, scale);
+		return -1;
+	}
+	if (sl_avro_decimal_bytes(d, nd, pad, v->neg, out, outlen) < 0) {
+		snprintf(err, errlen, "column \"%s\": invalid decimal digits \"%.*s\"%s", name,
+			 (int)(nd > 64 ? 64 : nd), d, nd > 64 ? "..." : "");
+		return -1;
+	}
+	return 0;
+}
+
 int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struct sl_value *v,
 		      char *err, size_t errlen)
 {
@@ -280,28 +309,9 @@ int sl_avro_put_value(struct sl_buf *b, const struct sl_column *col, const struc
 		break;
 	case SL_T_DECIMAL: {
 		unsigned char dec[SL_AVRO_DECIMAL_MAX_BYTES];
-		size_t n, nd = v->len, pad;
-		const char *d = v->p;
-		if (v->scale < 0 || v->scale > col->scale) {
-			snprintf(err, errlen, "column \"%s\": a decimal value of scale %d does not fit decimal(%d,%d)",
-				 col->name, v->scale, col->precision, col->scale);
+		size_t n;
+		if (sl_avro_decimal_of(v, col->name, col->precision, col->scale, dec, &n, err, errlen) < 0)
 			return -1;
-		}
-		pad = (size_t)(col->scale - v->scale);
-		while (nd > 1 && d[0] == '0') {
-			d++;
-			nd--;
-		}
-		if (nd + pad > (size_t)col->precision && !(nd == 1 && d[0] == '0')) {
-			snprintf(err, errlen, "column \"%s\": a decimal value of %zu digits does not fit decimal(%d,%d)",
-				 col->name, nd + pad, col->precision, col->scale);
-			return -1;
-		}
-		if (sl_avro_decimal_bytes(d, nd, pad, v->neg, dec, &n) < 0) {
-			snprintf(err, errlen, "column \"%s\": invalid decimal digits \"%.*s\"%s", col->name,
-				 (int)(nd > 64 ? 64 : nd), d, nd > 64 ? "..." : "");
-			return -1;
-		}
 		rc = put_branch_bytes(b, dec, n);
 		break;
 	}

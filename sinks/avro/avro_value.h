@@ -97,6 +97,13 @@ int sl_avro_put_double(struct sl_buf *b, double d);
 int sl_avro_decimal_bytes(const char *digits, size_t ndigits, size_t pad, bool neg,
 			  unsigned char out[static SL_AVRO_DECIMAL_MAX_BYTES], size_t *outlen);
 
+/* The unscaled bytes (as sl_avro_decimal_bytes) of decimal value v for a
+ * column `name` of type decimal(precision, scale), after checking that the
+ * value's scale and digits fit it.  Returns 0, or -1 with a message in err
+ * naming the column (shared by the Avro and Iceberg encoders). */
+int sl_avro_decimal_of(const struct sl_value *v, const char *name, int precision, int scale,
+		       unsigned char out[static SL_AVRO_DECIMAL_MAX_BYTES], size_t *outlen, char *err, size_t errlen);
+
 /* Appends the Avro encoding of value v of column col as the union
  * ["null", T].  The value's kind must fit the column's type as the table in
  * schema/schema.h says: SL_V_NULL and SL_V_UNCHANGED give the null branch

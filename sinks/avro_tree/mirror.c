@@ -211,19 +211,6 @@ static int schema_index(struct sl_mirror *m, const char *json, size_t len, char 
 }
 
 /* Appends the Avro binary of v to b. */
-static int put_value(avro_writer_t w, struct sl_buf *b, avro_value_t *v)
-{
-	size_t size = 0;
-
-	if (avro_value_sizeof(v, &size) != 0 || sl_buf_reserve(b, size + 1) < 0)
-		return -1;
-	avro_writer_memory_set_dest(w, b->data + b->len, (int64_t)size);
-	if (avro_value_write(w, v) != 0)
-		return -1;
-	b->len += size;
-	return 0;
-}
-
 static const char *str_of(avro_value_t *rec, const char *name, size_t *len)
 {
 	avro_value_t f;
@@ -318,7 +305,7 @@ static int fold_record(struct reading *r, avro_value_t *val, char *err, size_t e
 	sl_buf_reset(&r->key);
 	for (int k = 0; !trunc && k < r->nkeys; k++) {
 		if (avro_value_get_by_index(&payload, (size_t)r->keyfields[k], &f, NULL) != 0 ||
-		    put_value(r->w, &r->key, &f) < 0)
+		    sl_avro_value_bytes(r->w, &r->key, &f) < 0)
 			goto bad;
 	}
 	if (!trunc && r->nkeys == 0) {
@@ -335,14 +322,15 @@ static int fold_record(struct reading *r, avro_value_t *val, char *err, size_t e
 		if (avro_value_get_by_index(val, i, &f, &name) != 0)
 			goto bad;
 		if (strcmp(name, "payload") != 0) {
-			if (put_value(r->w, &r->rec, &f) < 0)
+			if (sl_avro_value_bytes(r->w, &r->rec, &f) < 0)
 				goto bad;
 			continue;
 		}
 		for (int k = 0; k < s->nfields; k++) {
 			avro_value_t pf;
 			r->foff[k] = r->rec.len;
-			if (avro_value_get_by_index(&payload, (size_t)k, &pf, NULL) != 0 || put_value(r->w, &r->rec, &pf) < 0)
+			if (avro_value_get_by_index(&payload, (size_t)k, &pf, NULL) != 0 ||
+			    sl_avro_value_bytes(r->w, &r->rec, &pf) < 0)
 				goto bad;
 		}
 		r->foff[s->nfields] = r->rec.len;

@@ -558,42 +558,6 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Merge mode                                                             */
 
-/* A copy of table version tab: the changes' own version may be freed once
- * write() returns, and a batch is encoded at flush time. */
-static struct sl_table *table_copy(const struct sl_table *tab)
-{
-	struct sl_table *c = sl_table_new(tab->ns, tab->name);
-
-	if (!c)
-		return NULL;
-	for (int i = 0; i < tab->ncols; i++) {
-		const struct sl_column *col = &tab->cols[i];
-		if (sl_table_add_column(c, col->name, col->type, col->precision, col->scale, col->src_type,
-					col->src_typmod, col->type_name, col->is_key) < 0)
-			goto fail;
-	}
-	if (sl_table_finish(c) < 0)
-		goto fail;
-	/* The version's own names and key, whatever finish derived. */
-	for (int i = 0; i < tab->ncols; i++) {
-		char *n = strdup(tab->cols[i].avro_name);
-		if (!n)
-			goto fail;
-		free(c->cols[i].avro_name);
-		c->cols[i].avro_name = n;
-	}
-	memcpy(c->schema_key, tab->schema_key, sizeof c->schema_key);
-	c->relid = tab->relid;
-	c->shape = tab->shape;
-	c->src_flags = tab->src_flags;
-	c->no_row_identity = tab->no_row_identity;
-	c->src = tab->src;
-	return c;
-fail:
-	sl_table_free(c);
-	return NULL;
-}
-
 /* True if row r takes its unchanged values from another key's row (an
  * UPDATE-INSERT after a key change). */
 static bool moved(const struct sl_mrow *r)
@@ -838,7 +802,7 @@ static int merge_version(struct sl_tree *t, struct obj *o, const struct sl_table
 	o->mtab = NULL;
 	if (!(o->enc = sl_avro_enc_new(tab, t->stream, err, errlen)))
 		return -1;
-	if (!(o->mtab = table_copy(tab))) {
+	if (!(o->mtab = sl_table_copy(tab))) {
 		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
 		return -1;
 	}

@@ -182,8 +182,9 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 	return 0;
 }
 
-/* Fills field n of s for source column i or metadata column m. */
-static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int i, int m)
+/* Fills field n of s for source column i or metadata column m; merge: a
+ * key column is a required key field. */
+static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int i, int m, bool merge)
 {
 	struct ice_field *f = &s->f[n];
 	struct sl_buf name;
@@ -194,6 +195,8 @@ static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int
 	if (i >= 0) {
 		ice_column_name(&name, t->cols[i].name);
 		kind_of_column(f, &t->cols[i]);
+		f->key = merge && t->cols[i].is_key;
+		f->required = f->key;
 	} else if (m < ICE_M_POS) {
 		sl_buf_puts(&name, meta_cols[m].name);
 		f->kind = meta_cols[m].kind;
@@ -213,8 +216,8 @@ static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int
 	return f->name ? 0 : -1;
 }
 
-int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, const json_t *cur,
-			int last_column_id, char *err, size_t errlen)
+int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
+			const json_t *cur, int last_column_id, char *err, size_t errlen)
 {
 	int nmeta = t->src ? (t->src->nmeta > SL_META_MAX ? SL_META_MAX : t->src->nmeta) : 0;
 	int n = t->ncols + ICE_M_POS + nmeta, k = 0, rc = -1;
@@ -227,10 +230,10 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 		goto oom;
 	out->nfields = n;
 	for (int c = 0; c < t->ncols; c++, k++)
-		if (fill_field(out, k, t, c, ICE_M_NONE) < 0)
+		if (fill_field(out, k, t, c, ICE_M_NONE, merge) < 0)
 			goto oom;
 	for (int m = 0; m < ICE_M_POS + nmeta; m++, k++)
-		if (fill_field(out, k, t, -1, m) < 0)
+		if (fill_field(out, k, t, -1, m, merge) < 0)
 			goto oom;
 	for (k = 0; k < n; k++)
 		if ((rc = assign_id(&out->f[k], t, cur, &last_column_id, changed, err, errlen)) < 0)
@@ -262,10 +265,10 @@ fail:
 
 json_t *ice_schema_json(const struct ice_schema *s)
 {
-	json_t *o = json_object(), *fields = json_array();
+	json_t *o = json_object(), *fields = json_array(), *ids = json_array();
 	char buf[32];
 
-	if (!o || !fields)
+	if (!o || !fields || !ids)
 		goto fail;
 	json_object_set_new(o, "type", json_string("struct"));
 	json_object_set_new(o, "schema-id", json_integer(s->id));
@@ -286,12 +289,19 @@ json_t *ice_schema_json(const struct ice_schema *s)
 		json_object_set_new(jf, "name", json_string(f->name));
 		json_object_set_new(jf, "required", json_boolean(f->required));
 		json_object_set_new(jf, "type", ty);
+		if (f->key && json_array_append_new(ids, json_integer(f->id)) < 0)
+			goto fail;
 	}
 	json_object_set_new(o, "fields", fields);
+	fields = NULL;
+	if (json_array_size(ids) > 0 && json_object_set(o, "identifier-field-ids", ids) < 0)
+		goto fail;
+	json_decref(ids);
 	return o;
 fail:
 	json_decref(o);
 	json_decref(fields);
+	json_decref(ids);
 	return NULL;
 }
 
@@ -338,16 +348,21 @@ static void avro_type(struct sl_buf *out, const struct ice_field *f)
 	}
 }
 
-int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
+/* The Avro record schema of s's fields (keys_only: its key fields). */
+static int avro_schema_of(struct sl_buf *out, const struct ice_schema *s, bool keys_only)
 {
 	bool fixed_seen[ICE_DECIMAL_MAX_PRECISION + 1][ICE_DECIMAL_MAX_PRECISION + 1] = { { false } };
+	bool first = true;
 
 	sl_buf_puts(out, "{\"type\":\"record\",\"name\":\"r\",\"fields\":[");
 	for (int i = 0; i < s->nfields; i++) {
 		const struct ice_field *f = &s->f[i];
 		bool named = f->kind == ICE_DECIMAL && fixed_seen[f->precision][f->scale];
-		if (i)
+		if (keys_only && !f->key)
+			continue;
+		if (!first)
 			sl_buf_putc(out, ',');
+		first = false;
 		sl_buf_puts(out, "{\"name\":");
 		sl_json_put_string(out, f->name, strlen(f->name));
 		sl_buf_puts(out, ",\"type\":");
@@ -364,6 +379,16 @@ int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
 		sl_buf_printf(out, ",\"field-id\":%d}", f->id);
 	}
 	return sl_buf_puts(out, "]}");
+}
+
+int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
+{
+	return avro_schema_of(out, s, false);
+}
+
+int ice_delete_avro_schema(struct sl_buf *out, const struct ice_schema *s)
+{
+	return avro_schema_of(out, s, true);
 }
 
 /* A decimal value as text ("-12.50"), for a numeric too wide for Iceberg. */
@@ -406,25 +431,8 @@ static int put_decimal_fixed(struct sl_buf *b, const struct ice_field *f, const 
 		dec[0] = 0;
 		for (int i = 0; i < 8; i++)
 			dec[1 + i] = (unsigned char)(v->u >> (56 - 8 * i));
-	} else {
-		const char *d = v->p;
-		size_t nd = v->len, pad;
-		if (v->scale < 0 || v->scale > f->scale) {
-			snprintf(err, errlen, "column \"%s\": a decimal value of scale %d does not fit decimal(%d,%d)",
-				 col->name, v->scale, f->precision, f->scale);
-			return -1;
-		}
-		pad = (size_t)(f->scale - v->scale);
-		while (nd > 1 && d[0] == '0') {
-			d++;
-			nd--;
-		}
-		if ((nd + pad > (size_t)f->precision && !(nd == 1 && d[0] == '0')) ||
-		    sl_avro_decimal_bytes(d, nd, pad, v->neg, dec, &n) < 0) {
-			snprintf(err, errlen, "column \"%s\": a decimal value does not fit decimal(%d,%d)", col->name,
-				 f->precision, f->scale);
-			return -1;
-		}
+	} else if (sl_avro_decimal_of(v, col->name, f->precision, f->scale, dec, &n, err, errlen) < 0) {
+		return -1;
 	}
 	while (n > size && (dec[0] == 0x00 || dec[0] == 0xff)) {
 		memmove(dec, dec + 1, --n);
@@ -465,8 +473,34 @@ static int put_column(struct sl_buf *b, const struct ice_field *f, const struct 
 	return -1;
 }
 
+/* A value of a required field (a key in merge mode): its union encoding
+ * without the branch.  A null is an error. */
+static int put_required(struct sl_buf *b, const struct ice_field *f, const struct sl_column *col,
+			const struct sl_value *v, char *err, size_t errlen)
+{
+	size_t start = b->len;
+
+	if (put_column(b, f, col, v, err, errlen) < 0)
+		return -1;
+	if (b->len == start || (unsigned char)b->data[start] != 2) {
+		b->len = start;
+		snprintf(err, errlen, "column \"%s\": a key column without a value", col->name);
+		return -1;
+	}
+	memmove(b->data + start, b->data + start + 1, b->len - start - 1);
+	b->len--;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+/* True if field i of s is an unchanged value of c that raw does not fill. */
+static bool unchanged_at(const struct ice_schema *s, int i, const struct sl_change *c, const struct ice_raw *raw)
+{
+	return s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED && !(raw && raw[i].p);
+}
+
 static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct ice_field *f,
-		    const struct sl_change *c, const struct sl_meta_value *mv, int nmv)
+		    const struct sl_change *c, const struct ice_raw *raw, const struct sl_meta_value *mv, int nmv)
 {
 	char u[36];
 
@@ -490,12 +524,11 @@ static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct i
 	case ICE_M_UNCHANGED: {
 		int64_t n = 0;
 		for (int i = 0; c->values && i < s->nfields; i++)
-			n += s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED;
+			n += unchanged_at(s, i, c, raw);
 		if (n && sl_avro_put_long(b, n) < 0)
 			return -1;
 		for (int i = 0; n && i < s->nfields; i++)
-			if (s->f[i].col >= 0 && c->values[s->f[i].col].kind == SL_V_UNCHANGED &&
-			    sl_avro_put_str(b, s->f[i].name) < 0)
+			if (unchanged_at(s, i, c, raw) && sl_avro_put_str(b, s->f[i].name) < 0)
 				return -1;
 		return sl_avro_put_long(b, 0);
 	}
@@ -520,6 +553,12 @@ static int put_meta(struct sl_buf *b, const struct ice_schema *s, const struct i
 int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
 		      size_t errlen)
 {
+	return ice_encode_change_raw(out, s, c, NULL, err, errlen);
+}
+
+int ice_encode_change_raw(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c,
+			  const struct ice_raw *raw, char *err, size_t errlen)
+{
 	static const struct sl_value null_value = { .kind = SL_V_NULL };
 	const struct sl_table *t = c->table;
 	struct sl_meta_value mv[SL_META_MAX];
@@ -534,11 +573,14 @@ int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const stru
 	for (int i = 0; i < s->nfields; i++) {
 		const struct ice_field *f = &s->f[i];
 		int rc;
-		if (f->col >= 0)
-			rc = put_column(out, f, &t->cols[f->col], c->values && c->op != SL_OP_TRUNCATE ?
-					&c->values[f->col] : &null_value, err, errlen);
+		if (raw && raw[i].p)
+			rc = sl_buf_append(out, raw[i].p, raw[i].len);
+		else if (f->col >= 0)
+			rc = (f->required ? put_required : put_column)(out, f, &t->cols[f->col],
+								       c->values && c->op != SL_OP_TRUNCATE ?
+								       &c->values[f->col] : &null_value, err, errlen);
 		else
-			rc = put_meta(out, s, f, c, mv, nmv);
+			rc = put_meta(out, s, f, c, raw, mv, nmv);
 		if (rc < 0) {
 			if (f->col < 0 || sl_buf_failed(out))
 				snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\": out of memory encoding a "
@@ -554,6 +596,30 @@ fail:
 			out->data[start] = '\0';
 	}
 	return -1;
+}
+
+int ice_encode_key(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
+		   size_t errlen)
+{
+	size_t start = out->len;
+
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		if (!f->key)
+			continue;
+		if (!c->values || put_required(out, f, &c->table->cols[f->col], &c->values[f->col], err, errlen) < 0) {
+			if (!c->values || sl_buf_failed(out))
+				snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\": the key cannot be encoded",
+					 c->table->ns, c->table->name, f->name);
+			if (!sl_buf_failed(out)) {
+				out->len = start;
+				if (out->data)
+					out->data[start] = '\0';
+			}
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* ---- table metadata ---- */
@@ -589,16 +655,39 @@ int ice_meta_add_schema(json_t *meta, const struct ice_schema *s)
 	return 0;
 }
 
+/* The snapshot's operation (the spec's summary operation): append when it
+ * only adds data files; overwrite when it also adds delete files or drops
+ * earlier files; delete when it adds no data file. */
+static const char *operation_of(const struct ice_snapshot *sn)
+{
+	if (!sn->added_delete_files && !sn->truncate)
+		return "append";
+	return sn->added_files ? "overwrite" : "delete";
+}
+
 static json_t *summary_of(const struct ice_snapshot *sn)
 {
-	char n[3][24];
+	char n[5][24];
 	json_t *o;
 
 	snprintf(n[0], sizeof n[0], "%" PRId64, sn->added_files);
 	snprintf(n[1], sizeof n[1], "%" PRId64, sn->added_records);
 	snprintf(n[2], sizeof n[2], "%" PRId64, sn->added_size);
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation", "append", "added-data-files", n[0],
+	snprintf(n[3], sizeof n[3], "%" PRId64, sn->added_delete_files);
+	snprintf(n[4], sizeof n[4], "%" PRId64, sn->added_deletes);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation", operation_of(sn), "added-data-files", n[0],
 		      "added-records", n[1], "added-files-size", n[2], "sluice.stream", sn->stream);
+	if (o && sn->added_delete_files &&
+	    (json_object_set_new(o, "added-delete-files", json_string(n[3])) < 0 ||
+	     json_object_set_new(o, "added-equality-delete-files", json_string(n[3])) < 0 ||
+	     json_object_set_new(o, "added-equality-deletes", json_string(n[4])) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	if (o && sn->truncate && json_object_set_new(o, "sluice.truncate", json_string("true")) < 0) {
+		json_decref(o);
+		return NULL;
+	}
 	if (o && sn->position && sn->position[0] &&
 	    json_object_set_new(o, "sluice.position", json_string(sn->position)) < 0) {
 		json_decref(o);
@@ -676,21 +765,27 @@ const char *ice_snapshot_prop(const json_t *snap, const char *key)
 
 /* ---- manifests ---- */
 
-static const char manifest_entry_schema[] =
-	"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":["
-	"{\"name\":\"status\",\"type\":\"int\",\"field-id\":0},"
-	"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1},"
-	"{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":3},"
-	"{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":4},"
-	"{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":["
-	"{\"name\":\"content\",\"type\":\"int\",\"field-id\":134},"
-	"{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100},"
-	"{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101},"
-	"{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]},"
-	"\"field-id\":102},"
-	"{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103},"
+#define MANIFEST_ENTRY_SCHEMA_HEAD \
+	"{\"type\":\"record\",\"name\":\"manifest_entry\",\"fields\":[" \
+	"{\"name\":\"status\",\"type\":\"int\",\"field-id\":0}," \
+	"{\"name\":\"snapshot_id\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":1}," \
+	"{\"name\":\"sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":3}," \
+	"{\"name\":\"file_sequence_number\",\"type\":[\"null\",\"long\"],\"default\":null,\"field-id\":4}," \
+	"{\"name\":\"data_file\",\"type\":{\"type\":\"record\",\"name\":\"r2\",\"fields\":[" \
+	"{\"name\":\"content\",\"type\":\"int\",\"field-id\":134}," \
+	"{\"name\":\"file_path\",\"type\":\"string\",\"field-id\":100}," \
+	"{\"name\":\"file_format\",\"type\":\"string\",\"field-id\":101}," \
+	"{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}," \
+	"\"field-id\":102}," \
+	"{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103}," \
 	"{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104}"
-	"]},\"field-id\":2}]}";
+
+/* The manifest entry of a data file; of an equality delete file, with
+ * equality_ids (135, a list of int with element id 136). */
+static const char manifest_entry_schema[] = MANIFEST_ENTRY_SCHEMA_HEAD "]},\"field-id\":2}]}";
+static const char delete_entry_schema[] = MANIFEST_ENTRY_SCHEMA_HEAD
+	",{\"name\":\"equality_ids\",\"type\":[\"null\",{\"type\":\"array\",\"items\":\"int\","
+	"\"element-id\":136}],\"default\":null,\"field-id\":135}]},\"field-id\":2}]}";
 
 static const char manifest_file_schema[] =
 	"{\"type\":\"record\",\"name\":\"manifest_file\",\"fields\":["
@@ -750,14 +845,17 @@ int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t 
 	char sid[16];
 	const char *kv[] = {
 		"schema", schema_text, "schema-id", sid, "partition-spec", "[]", "partition-spec-id", "0",
-		"format-version", "2", "content", "data",
+		"format-version", "2", "content", nfiles > 0 && files[0].content != ICE_DATA ? "deletes" : "data",
 	};
-	int rc = -1;
+	bool deletes = nfiles > 0 && files[0].content != ICE_DATA;
+	int nkeys = 0, rc = -1;
 
 	sl_buf_init(&recs, 0);
 	snprintf(sid, sizeof sid, "%d", s->id);
 	if (!schema_text)
 		goto out;
+	for (int i = 0; i < s->nfields; i++)
+		nkeys += s->f[i].key;
 	for (int i = 0; i < nfiles; i++) {
 		sl_avro_put_long(&recs, 1);                 /* status: ADDED */
 		sl_avro_put_byte(&recs, 2);
@@ -766,15 +864,23 @@ int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t 
 		sl_avro_put_long(&recs, seq);               /* sequence_number */
 		sl_avro_put_byte(&recs, 2);
 		sl_avro_put_long(&recs, seq);               /* file_sequence_number */
-		sl_avro_put_long(&recs, 0);                 /* content: data */
+		sl_avro_put_long(&recs, files[i].content);
 		sl_avro_put_str(&recs, files[i].path);
 		sl_avro_put_str(&recs, "AVRO");
 		sl_avro_put_long(&recs, files[i].records);  /* the partition record has no fields */
 		sl_avro_put_long(&recs, files[i].size);
+		if (!deletes)
+			continue;
+		sl_avro_put_byte(&recs, 2);                 /* equality_ids: the key fields */
+		sl_avro_put_long(&recs, nkeys);
+		for (int k = 0; k < s->nfields; k++)
+			if (s->f[k].key)
+				sl_avro_put_long(&recs, s->f[k].id);
+		sl_avro_put_long(&recs, 0);
 	}
 	if (sl_buf_failed(&recs))
 		goto out;
-	rc = put_container(out, manifest_entry_schema, kv, (int)(sizeof kv / sizeof kv[0] / 2), nfiles, &recs);
+	rc = put_container(out, deletes ? delete_entry_schema : manifest_entry_schema, kv, (int)(sizeof kv / sizeof kv[0] / 2), nfiles, &recs);
 out:
 	free(schema_text);
 	json_decref(sj);
@@ -803,7 +909,7 @@ int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 		sl_avro_put_str(&recs, mf[i].path);
 		sl_avro_put_long(&recs, mf[i].length);
 		sl_avro_put_long(&recs, 0);                 /* partition_spec_id */
-		sl_avro_put_long(&recs, 0);                 /* content: data */
+		sl_avro_put_long(&recs, mf[i].deletes ? 1 : 0);  /* content: data, deletes */
 		sl_avro_put_long(&recs, mf[i].sequence_number);
 		sl_avro_put_long(&recs, mf[i].sequence_number);
 		sl_avro_put_long(&recs, mf[i].snapshot_id);

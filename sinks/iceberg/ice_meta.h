@@ -49,6 +49,7 @@ struct ice_field {
 	enum ice_kind kind;
 	int precision, scale;      /* ICE_DECIMAL */
 	bool required;
+	bool key;                  /* merge mode: a key column (required; in identifier-field-ids) */
 	int col;                   /* the source column, or -1 */
 	int meta;                  /* enum ice_meta, ICE_M_NONE for a source column */
 };
@@ -62,7 +63,8 @@ struct ice_schema {
 
 void ice_schema_free(struct ice_schema *s);
 
-/* The Iceberg schema of table version t.  cur is the table's current schema
+/* The Iceberg schema of table version t.  merge: the key columns are
+ * required fields, named by the schema's identifier-field-ids.  cur is the table's current schema
  * as its metadata holds it (a JSON object; NULL for a new table) and
  * last_column_id the metadata's last-column-id (0 for a new table).  A
  * column keeps the id of cur's field of the same name; a new column gets
@@ -71,8 +73,8 @@ void ice_schema_free(struct ice_schema *s);
  * with another type, is an error naming the table and the change: no retry
  * mends it, so it returns SL_EPREREQ (exit 3).  Returns 0, or a negative
  * enum sl_status with a message in err. */
-int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, const json_t *cur,
-			int last_column_id, char *err, size_t errlen);
+int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
+			const json_t *cur, int last_column_id, char *err, size_t errlen);
 
 /* The name a source column gets: a leading '_' is doubled.  Appends to out. */
 int ice_column_name(struct sl_buf *out, const char *name);
@@ -89,6 +91,27 @@ int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s);
  * was. */
 int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
 		      size_t errlen);
+
+/* A field's encoded bytes, taken from a committed record (ice_fill.h). */
+struct ice_raw {
+	unsigned char *p;              /* NULL: none */
+	size_t len;
+};
+
+/* ice_encode_change, with raw[i] (when raw and raw[i].p) written as field
+ * i's bytes instead of c's value; such a field is not listed in
+ * _unchanged_columns. */
+int ice_encode_change_raw(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c,
+			  const struct ice_raw *raw, char *err, size_t errlen);
+
+/* Appends the Avro schema (JSON) of the equality delete files of s to out:
+ * its key fields.  Returns 0, or -1 (out of memory). */
+int ice_delete_avro_schema(struct sl_buf *out, const struct ice_schema *s);
+
+/* Appends the equality delete record of change c's key to out.  Returns 0,
+ * or -1 with a message in err; out is then as it was. */
+int ice_encode_key(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c, char *err,
+		   size_t errlen);
 
 /* ---- table metadata ---- */
 
@@ -109,6 +132,8 @@ struct ice_snapshot {
 	const char *manifest_list;      /* its path */
 	int schema_id;
 	int64_t added_files, added_records, added_size;
+	int64_t added_delete_files, added_deletes;  /* equality delete files and their records */
+	bool truncate;                  /* drops every earlier file (sluice.truncate) */
 	const char *stream, *position;  /* sluice.stream, sluice.position */
 	const char *last_csn;           /* sluice.last-csn: the table's last change CSN from the log, or NULL */
 };
@@ -128,9 +153,13 @@ const char *ice_snapshot_prop(const json_t *snap, const char *key);
 
 /* ---- manifests ---- */
 
-/* One data file of a manifest. */
+/* What a manifest or file holds (content of a manifest entry's data_file). */
+enum ice_content { ICE_DATA = 0, ICE_EQUALITY_DELETES = 2 };
+
+/* One data file (or delete file) of a manifest. */
 struct ice_data_file {
 	const char *path;
+	enum ice_content content;
 	int64_t records;
 	int64_t size;
 };
@@ -138,6 +167,7 @@ struct ice_data_file {
 /* One manifest of a manifest list. */
 struct ice_manifest_file {
 	char *path;                     /* owned */
+	bool deletes;                   /* a delete manifest (content 1) */
 	int64_t length;
 	int64_t sequence_number;
 	int64_t snapshot_id;            /* added_snapshot_id */
@@ -147,7 +177,8 @@ struct ice_manifest_file {
 
 /* Appends to out the manifest (an Avro container file) of the nfiles data
  * files snapshot snapshot_id (sequence number seq) adds, for table schema s
- * (its JSON is in the file's key-value metadata). */
+ * (its JSON is in the file's key-value metadata).  The files are all of
+ * one content: equality delete files name s's key fields in equality_ids. */
 int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t snapshot_id, int64_t seq,
 			const struct ice_data_file *files, int nfiles);
 

@@ -18,7 +18,9 @@
 #include "common/util.h"
 #include "sinks/avro/avro_value.h"
 #include "sinks/avro_dir/avro_dir.h"
+#include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/tree.h"
+#include "sinks/iceberg/ice_fill.h"
 #include "sinks/iceberg/ice_meta.h"
 
 struct ice_tab {
@@ -38,6 +40,13 @@ struct ice_tab {
 	struct ice_data_file *files;      /* finished, not committed (paths owned) */
 	int nfiles;
 	int64_t bytes;
+	/* merge mode */
+	struct sl_mbatch batch;           /* the latest change of each key since the last commit */
+	struct sl_table *mtab;            /* a copy of the table version the batch's changes are of */
+	struct sl_ocf_writer *dw;         /* the equality delete file being written */
+	char *dpath;
+	bool truncated;                   /* the snapshot to commit drops every earlier file */
+	uint64_t unfilled;                /* rows whose unchanged values nothing could fill */
 };
 
 struct ice_sink {
@@ -47,6 +56,7 @@ struct ice_sink {
 	struct sl_ocf_codec *codec;
 	struct ice_tab *tabs;
 	int ntabs;
+	bool merge;                       /* write_mode = merge */
 	const struct sl_source_desc *src;
 	struct sl_position mark;
 	bool has_mark;
@@ -152,23 +162,25 @@ oom:
 	return NULL;
 }
 
-/* Closes t's data file (fsynced) and adds it to the files to commit. */
-static int finish_file(struct ice_tab *t, char *err, size_t errlen)
+/* Closes the file *w (t's data file, or its equality delete file), fsynced,
+ * and adds it (*path, taken) to the files to commit as content. */
+static int finish_file(struct ice_tab *t, struct sl_ocf_writer **w, char **path, enum ice_content content,
+		       char *err, size_t errlen)
 {
 	struct ice_data_file *f;
 	struct stat sb;
 	int64_t n;
 
-	if (!t->w)
+	if (!*w)
 		return 0;
-	n = (int64_t)sl_ocf_count(t->w);
-	if (sl_ocf_close(t->w, true, err, errlen) < 0) {
-		t->w = NULL;
+	n = (int64_t)sl_ocf_count(*w);
+	if (sl_ocf_close(*w, true, err, errlen) < 0) {
+		*w = NULL;
 		return -1;
 	}
-	t->w = NULL;
-	if (stat(t->wpath, &sb) < 0) {
-		snprintf(err, errlen, "could not stat \"%s\": %s", t->wpath, sl_strerror(errno));
+	*w = NULL;
+	if (stat(*path, &sb) < 0) {
+		snprintf(err, errlen, "could not stat \"%s\": %s", *path, sl_strerror(errno));
 		return -1;
 	}
 	if (!(f = realloc(t->files, (size_t)(t->nfiles + 1) * sizeof *f))) {
@@ -176,11 +188,12 @@ static int finish_file(struct ice_tab *t, char *err, size_t errlen)
 		return -1;
 	}
 	t->files = f;
-	f[t->nfiles].path = t->wpath;
+	f[t->nfiles].path = *path;
+	f[t->nfiles].content = content;
 	f[t->nfiles].records = n;
 	f[t->nfiles].size = sb.st_size;
 	t->nfiles++;
-	t->wpath = NULL;
+	*path = NULL;
 	return 0;
 }
 
@@ -200,7 +213,7 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 
 	if (commit_pending(s, t, err, errlen) < 0)
 		return -1;
-	if ((rc = ice_schema_of_table(&ns, &changed, st, cur, last, err, errlen)) < 0)
+	if ((rc = ice_schema_of_table(&ns, &changed, st, s->merge, cur, last, err, errlen)) < 0)
 		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
 		char u[36 + 1];
@@ -225,6 +238,11 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 		sl_info("iceberg table \"%s\": schema %d adds columns of \"%s\".\"%s\"", t->dir, ns.id, st->ns,
 			st->name);
 	}
+	if (s->merge) {
+		sl_table_free(t->mtab);
+		if (!(t->mtab = sl_table_copy(st)))
+			goto oom;
+	}
 	ice_schema_free(&t->schema);
 	t->schema = ns;
 	memcpy(t->schema_key, st->schema_key, sizeof t->schema_key);
@@ -239,7 +257,11 @@ fail:
 	return -1;
 }
 
-static int open_file(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, char *err, size_t errlen)
+/* Opens a new file of t's data folder, named by the first change's CSN
+ * (suffix: "" for a data file, "-deletes" for an equality delete file),
+ * with Avro schema (len bytes) into *w and *path. */
+static int open_file(struct ice_sink *s, struct ice_tab *t, const char *csn, const char *suffix,
+		     const char *schema, size_t len, struct sl_ocf_writer **w, char **path, char *err, size_t errlen)
 {
 	struct sl_buf p;
 
@@ -250,27 +272,67 @@ static int open_file(struct ice_sink *s, struct ice_tab *t, const struct sl_chan
 		sl_buf_free(&p);
 		return -1;
 	}
-	sl_buf_printf(&p, "/%s-%08" PRIx32 ".avro", c->csn, (uint32_t)rand64());
+	sl_buf_printf(&p, "/%s-%08" PRIx32 "%s.avro", csn, (uint32_t)rand64(), suffix);
 	if (sl_buf_failed(&p)) {
 		sl_buf_free(&p);
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 		return -1;
 	}
-	t->wpath = sl_buf_detach(&p);
-	if (sl_ocf_open(&t->w, t->wpath, t->avro_schema.data, t->avro_schema.len, s->codec, 0, err, errlen) < 0) {
-		free(t->wpath);
-		t->wpath = NULL;
-		t->w = NULL;
+	*path = sl_buf_detach(&p);
+	if (sl_ocf_open(w, *path, schema, len, s->codec, 0, err, errlen) < 0) {
+		free(*path);
+		*path = NULL;
+		*w = NULL;
 		return -1;
 	}
 	return 0;
+}
+
+/* Appends change c to the file *w (opened on first use with schema; keys:
+ * only its key, as an equality delete; raw: values taken from committed
+ * rows, or NULL). */
+static int put_record(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, bool keys,
+		      const struct ice_raw *raw, const struct sl_buf *schema, struct sl_ocf_writer **w, char **path,
+		      char *err, size_t errlen)
+{
+	struct sl_buf *b;
+	int rc;
+
+	if (!*w && open_file(s, t, c->csn, keys ? "-deletes" : "", schema->data, schema->len, w, path, err,
+			     errlen) < 0)
+		goto failed;
+	b = sl_ocf_record_buf(*w);
+	rc = keys ? ice_encode_key(b, &t->schema, c, err, errlen) :
+	     ice_encode_change_raw(b, &t->schema, c, raw, err, errlen);
+	if (rc < 0)
+		return -1;
+	if (sl_ocf_record_done(*w, err, errlen) < 0)
+		goto failed;
+	return 0;
+failed:
+	sl_outage_fail(s->outage, err);   /* the folder: a full disk, an I/O error */
+	return -1;
+}
+
+/* Merge mode: folds change c into t's batch. */
+static int merge_write(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, char *err, size_t errlen)
+{
+	const struct sl_table *tab = c->table;
+
+	if (c->op != SL_OP_TRUNCATE && !sl_table_has_key(tab)) {
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" has no primary key, so write_mode = merge "
+			 "cannot keep its rows in the iceberg table \"%s\": name its key in the stream's key_columns "
+			 "(key_columns = %s.%s.COLUMN), give it a primary key or a replica identity, or use "
+			 "write_mode = append", s->stream, tab->ns, tab->name, t->dir, tab->ns, tab->name);
+		return SL_EPREREQ;
+	}
+	return sl_mbatch_put(&t->batch, c, err, errlen);
 }
 
 static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
 {
 	struct ice_sink *s = ctx;
 	struct ice_tab *t = find_tab(s, c->table, err, errlen);
-	struct sl_buf *b;
 	int rc;
 
 	if (!t)
@@ -282,22 +344,18 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		s->src = c->table->src;
 	if (strcmp(t->schema_key, c->table->schema_key) && (rc = set_schema(s, t, c->table, err, errlen)) < 0)
 		return rc;
-	if (!t->w && open_file(s, t, c, err, errlen) < 0)
-		goto failed;
-	b = sl_ocf_record_buf(t->w);
-	if (ice_encode_change(b, &t->schema, c, err, errlen) < 0)
+	if (s->merge) {
+		if ((rc = merge_write(s, t, c, err, errlen)) < 0)
+			return rc;
+	} else if (put_record(s, t, c, false, NULL, &t->avro_schema, &t->w, &t->wpath, err, errlen) < 0) {
 		return -1;
-	if (sl_ocf_record_done(t->w, err, errlen) < 0)
-		goto failed;
+	}
 	if (c->seq > 0)
 		memcpy(t->last_csn, c->csn, sizeof t->last_csn);
 	if (!s->pending)
 		s->first_ms = sl_mono_ms();
 	s->pending = true;
 	return 0;
-failed:
-	sl_outage_fail(s->outage, err);   /* the folder: a full disk, an I/O error */
-	return -1;
 }
 
 static void ice_mark(void *ctx, const struct sl_position *pos)
@@ -316,8 +374,7 @@ static bool ice_flush_due(void *ctx, int64_t now_ms)
 	if (!s->pending)
 		return false;
 	for (int i = 0; i < s->ntabs; i++)
-		if (s->tabs[i].w)
-			bytes += sl_ocf_size(s->tabs[i].w);
+		bytes += s->tabs[i].w ? sl_ocf_size(s->tabs[i].w) : s->tabs[i].batch.bytes;
 	return bytes >= s->conf->max_file_bytes ||
 	       (uint64_t)(now_ms - s->first_ms) >= s->conf->max_file_seconds * 1000;
 }
@@ -327,51 +384,89 @@ static bool ice_pending(void *ctx)
 	return ((struct ice_sink *)ctx)->pending;
 }
 
-/* The manifests of every snapshot of t->meta (each snapshot adds one), then
- * the new one in the last slot; *n receives the count.  Paths owned. */
+static void free_manifests(struct ice_manifest_file *mf, int n)
+{
+	for (int k = 0; mf && k < n; k++)
+		free(mf[k].path);
+	free(mf);
+}
+
+/* A snapshot summary's count property key (0 when it has none). */
+static int summary_count(const json_t *sn, const char *key, int64_t *v)
+{
+	const char *p = ice_snapshot_prop(sn, key);
+
+	*v = 0;
+	return !p ? 0 : sl_parse_i64(p, 0, INT64_MAX, v);
+}
+
+/* Adds the manifest <dir>/metadata/<snapshot id>-m<k>.avro of snapshot sn
+ * to mf[*n]. */
+static int add_manifest(struct ice_tab *t, const json_t *sn, int k, int64_t files, int64_t rows,
+			struct ice_manifest_file *mf, int *n, char *err, size_t errlen)
+{
+	struct ice_manifest_file *m = &mf[*n];
+	struct sl_buf p;
+	struct stat sb;
+
+	m->snapshot_id = json_integer_value(json_object_get(sn, "snapshot-id"));
+	m->sequence_number = json_integer_value(json_object_get(sn, "sequence-number"));
+	m->deletes = k == 1;
+	m->added_files = (int)files;
+	m->added_rows = rows;
+	sl_buf_init(&p, 0);
+	sl_buf_printf(&p, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, m->snapshot_id, k);
+	if (!(m->path = sl_buf_detach(&p))) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		return -1;
+	}
+	(*n)++;
+	if (stat(m->path, &sb) < 0) {
+		snprintf(err, errlen, "could not stat the manifest \"%s\": %s", m->path, sl_strerror(errno));
+		return -1;
+	}
+	m->length = sb.st_size;
+	return 0;
+}
+
+/* The manifests of the snapshots of t->meta since the last one that
+ * dropped every earlier file (sluice.truncate): each adds a data manifest
+ * (-m0) when it added data files, a delete manifest (-m1) when it added
+ * equality delete files; two free slots follow them.  *n receives the
+ * count.  Paths owned. */
 static struct ice_manifest_file *manifests_of(struct ice_tab *t, int *n, char *err, size_t errlen)
 {
 	const json_t *snaps = json_object_get(t->meta, "snapshots");
-	struct ice_manifest_file *mf = calloc(json_array_size(snaps) + 1, sizeof *mf);
+	struct ice_manifest_file *mf = calloc(2 * json_array_size(snaps) + 2, sizeof *mf);
 	size_t i;
 	json_t *sn;
 
 	*n = 0;
-	if (!mf)
-		goto oom;
+	if (!mf) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		return NULL;
+	}
 	json_array_foreach(snaps, i, sn) {
-		struct ice_manifest_file *m = &mf[*n];
-		struct sl_buf p;
-		struct stat sb;
-		const char *af = ice_snapshot_prop(sn, "added-data-files"), *ar = ice_snapshot_prop(sn, "added-records");
-		int64_t files = 0, rows = 0;
-		m->snapshot_id = json_integer_value(json_object_get(sn, "snapshot-id"));
-		m->sequence_number = json_integer_value(json_object_get(sn, "sequence-number"));
-		sl_buf_init(&p, 0);
-		sl_buf_printf(&p, "%s/metadata/%" PRId64 "-m0.avro", t->dir, m->snapshot_id);
-		if (!(m->path = sl_buf_detach(&p)))
-			goto oom;
-		(*n)++;
-		if (stat(m->path, &sb) < 0) {
-			snprintf(err, errlen, "could not stat the manifest \"%s\": %s", m->path, sl_strerror(errno));
+		int64_t files, rows, dfiles, drows;
+		const char *tr = ice_snapshot_prop(sn, "sluice.truncate");
+		if (summary_count(sn, "added-data-files", &files) < 0 || summary_count(sn, "added-records", &rows) < 0 ||
+		    summary_count(sn, "added-equality-delete-files", &dfiles) < 0 ||
+		    summary_count(sn, "added-equality-deletes", &drows) < 0 || files > INT32_MAX || dfiles > INT32_MAX) {
+			snprintf(err, errlen, "iceberg table \"%s\": snapshot %" PRId64 " has a bad added-data-files, "
+				 "added-records or added-equality-delete-files", t->dir,
+				 (int64_t)json_integer_value(json_object_get(sn, "snapshot-id")));
 			goto fail;
 		}
-		if (!af || !ar || sl_parse_i64(af, 0, INT32_MAX, &files) < 0 || sl_parse_i64(ar, 0, INT64_MAX, &rows) < 0) {
-			snprintf(err, errlen, "iceberg table \"%s\": snapshot %" PRId64 " has no added-data-files or "
-				 "added-records", t->dir, m->snapshot_id);
+		for (; tr && !strcmp(tr, "true") && *n > 0; (*n)--)
+			free(mf[*n - 1].path);
+		if (files > 0 && add_manifest(t, sn, 0, files, rows, mf, n, err, errlen) < 0)
 			goto fail;
-		}
-		m->length = sb.st_size;
-		m->added_files = (int)files;
-		m->added_rows = rows;
+		if (dfiles > 0 && add_manifest(t, sn, 1, dfiles, drows, mf, n, err, errlen) < 0)
+			goto fail;
 	}
 	return mf;
-oom:
-	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 fail:
-	for (int k = 0; mf && k < *n; k++)
-		free(mf[k].path);
-	free(mf);
+	free_manifests(mf, *n);
 	return NULL;
 }
 
@@ -417,65 +512,114 @@ out:
 	return rc;
 }
 
-/* Commits t's finished data files as one snapshot. */
+/* Writes the manifest <snapshot id>-m<k>.avro of t's files of content
+ * (k 0: data, 1: equality deletes), when there are any, into mf[*nmf]. */
+static int write_manifest(struct ice_tab *t, const struct ice_snapshot *sn, enum ice_content content,
+			  struct ice_manifest_file *mf, int *nmf, char *err, size_t errlen)
+{
+	struct ice_data_file *f = malloc(((size_t)t->nfiles + 1) * sizeof *f);
+	struct ice_manifest_file *m = &mf[*nmf];
+	struct sl_buf path, enc;
+	int n = 0, rc = -1;
+
+	sl_buf_init(&path, 0);
+	sl_buf_init(&enc, 0);
+	if (!f)
+		goto oom;
+	memset(m, 0, sizeof *m);
+	for (int i = 0; i < t->nfiles; i++) {
+		if (t->files[i].content != content)
+			continue;
+		f[n++] = t->files[i];
+		m->added_rows += t->files[i].records;
+	}
+	if (n == 0) {
+		rc = 0;
+		goto out;
+	}
+	sl_buf_printf(&path, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, sn->id, content == ICE_DATA ? 0 : 1);
+	if (sl_buf_failed(&path) || ice_manifest_encode(&enc, &t->schema, sn->id, sn->sequence_number, f, n) < 0)
+		goto oom;
+	if (sl_write_file_atomic_mode(path.data, enc.data, enc.len, 0644, err, errlen) < 0)
+		goto out;
+	m->path = sl_buf_detach(&path);
+	m->deletes = content != ICE_DATA;
+	m->length = (int64_t)enc.len;
+	m->sequence_number = sn->sequence_number;
+	m->snapshot_id = sn->id;
+	m->added_files = n;
+	(*nmf)++;
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+out:
+	free(f);
+	sl_buf_free(&path);
+	sl_buf_free(&enc);
+	return rc;
+}
+
+/* The snapshot that commits t's finished files. */
+static void snapshot_of(struct ice_sink *s, struct ice_tab *t, const char *position, struct ice_snapshot *sn)
+{
+	const json_t *cur = ice_meta_current_snapshot(t->meta);
+
+	sn->id = (int64_t)(rand64() >> 1);
+	sn->parent_id = cur ? json_integer_value(json_object_get(cur, "snapshot-id")) : -1;
+	sn->sequence_number = json_integer_value(json_object_get(t->meta, "last-sequence-number")) + 1;
+	sn->timestamp_ms = sl_now_us() / 1000;
+	sn->schema_id = t->schema.id;
+	sn->stream = s->stream;
+	sn->position = position;
+	sn->last_csn = t->last_csn[0] ? t->last_csn : (t->floor[0] ? t->floor : NULL);
+	sn->truncate = t->truncated;
+	for (int i = 0; i < t->nfiles; i++) {
+		if (t->files[i].content == ICE_DATA) {
+			sn->added_files++;
+			sn->added_records += t->files[i].records;
+			sn->added_size += t->files[i].size;
+		} else {
+			sn->added_delete_files++;
+			sn->added_deletes += t->files[i].records;
+		}
+	}
+}
+
+/* Commits t's finished files as one snapshot. */
 static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
 {
 	struct ice_snapshot sn = { 0 };
-	const json_t *cur = ice_meta_current_snapshot(t->meta);
 	struct ice_manifest_file *mf = NULL;
-	struct sl_buf mpath, lpath, enc, prev;
+	struct sl_buf lpath, enc, prev, md;
 	int nmf = 0, rc = -1;
 
-	sl_buf_init(&mpath, 0);
 	sl_buf_init(&lpath, 0);
 	sl_buf_init(&enc, 0);
 	sl_buf_init(&prev, 0);
-	sn.id = (int64_t)(rand64() >> 1);
-	sn.parent_id = cur ? json_integer_value(json_object_get(cur, "snapshot-id")) : -1;
-	sn.sequence_number = json_integer_value(json_object_get(t->meta, "last-sequence-number")) + 1;
-	sn.timestamp_ms = sl_now_us() / 1000;
-	sn.schema_id = t->schema.id;
-	sn.stream = s->stream;
-	sn.position = position;
-	sn.last_csn = t->last_csn[0] ? t->last_csn : (t->floor[0] ? t->floor : NULL);
-	for (int i = 0; i < t->nfiles; i++) {
-		sn.added_records += t->files[i].records;
-		sn.added_size += t->files[i].size;
-	}
-	sn.added_files = t->nfiles;
-	sl_buf_printf(&mpath, "%s/metadata/%" PRId64 "-m0.avro", t->dir, sn.id);
+	sl_buf_init(&md, 0);
+	snapshot_of(s, t, position, &sn);
 	sl_buf_printf(&lpath, "%s/metadata/snap-%" PRId64 ".avro", t->dir, sn.id);
 	if (t->version > 0)
 		sl_buf_printf(&prev, "%s/metadata/v%d.metadata.json", t->dir, t->version);
+	sl_buf_printf(&md, "%s/metadata", t->dir);
 	sn.manifest_list = lpath.data;
-	if (sl_buf_failed(&mpath) || sl_buf_failed(&lpath) || sl_buf_failed(&prev))
+	if (sl_buf_failed(&lpath) || sl_buf_failed(&prev) || sl_buf_failed(&md))
 		goto oom;
-	{
-		struct sl_buf md;
-		sl_buf_init(&md, 0);
-		sl_buf_printf(&md, "%s/metadata", t->dir);
-		if (sl_buf_failed(&md) || (sl_mkdir_p(md.data) < 0 && errno != EEXIST)) {
-			snprintf(err, errlen, "could not create \"%s/metadata\": %s", t->dir, sl_strerror(errno));
-			sl_buf_free(&md);
-			goto out;
-		}
-		sl_buf_free(&md);
-	}
-	if (ice_manifest_encode(&enc, &t->schema, sn.id, sn.sequence_number, t->files, t->nfiles) < 0)
-		goto oom;
-	if (sl_write_file_atomic_mode(mpath.data, enc.data, enc.len, 0644, err, errlen) < 0)
+	if (sl_mkdir_p(md.data) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "could not create \"%s\": %s", md.data, sl_strerror(errno));
 		goto out;
+	}
 	if (!(mf = manifests_of(t, &nmf, err, errlen)))
 		goto out;
-	mf[nmf].path = strdup(mpath.data);
-	mf[nmf].length = (int64_t)enc.len;
-	mf[nmf].sequence_number = sn.sequence_number;
-	mf[nmf].snapshot_id = sn.id;
-	mf[nmf].added_files = t->nfiles;
-	mf[nmf].added_rows = sn.added_records;
-	nmf++;
-	sl_buf_reset(&enc);
-	if (!mf[nmf - 1].path || ice_manifest_list_encode(&enc, &sn, mf, nmf) < 0)
+	if (t->truncated) {  /* the new snapshot drops every earlier file */
+		for (; nmf > 0; nmf--)
+			free(mf[nmf - 1].path);
+	}
+	if (write_manifest(t, &sn, ICE_DATA, mf, &nmf, err, errlen) < 0 ||
+	    write_manifest(t, &sn, ICE_EQUALITY_DELETES, mf, &nmf, err, errlen) < 0)
+		goto out;
+	if (ice_manifest_list_encode(&enc, &sn, mf, nmf) < 0)
 		goto oom;
 	if (sl_write_file_atomic_mode(lpath.data, enc.data, enc.len, 0644, err, errlen) < 0)
 		goto out;
@@ -494,23 +638,130 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 	if (sn.last_csn)
 		memcpy(t->floor, sn.last_csn, sizeof t->floor);
 	t->last_csn[0] = '\0';
+	t->truncated = false;
 	for (int i = 0; i < t->nfiles; i++)
 		free((char *)t->files[i].path);
 	t->nfiles = 0;
-	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records) as metadata version %d",
-		 t->dir, sn.id, sn.added_records, t->version);
+	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records, %" PRId64 " equality "
+		 "deletes) as metadata version %d", t->dir, sn.id, sn.added_records, sn.added_deletes, t->version);
 	rc = 0;
 	goto out;
 oom:
 	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 out:
-	for (int k = 0; mf && k < nmf; k++)
-		free(mf[k].path);
-	free(mf);
-	sl_buf_free(&mpath);
+	free_manifests(mf, nmf);
 	sl_buf_free(&lpath);
 	sl_buf_free(&enc);
 	sl_buf_free(&prev);
+	sl_buf_free(&md);
+	return rc;
+}
+
+/* The TOAST rule for the rows of the batch (rows[0..n), in CSN order) that
+ * wait for committed values: looks them up in t's current data files
+ * (ice_fill.h).  *rawof (n entries) then gives a row's values taken, or
+ * NULL, and *found whether its key's row was found; *want holds them. */
+static int lookup_unchanged(struct ice_tab *t, struct sl_mrow **rows, size_t n, struct ice_want **want,
+			    size_t *nwant, struct ice_raw ***rawof, bool **found, char *err, size_t errlen)
+{
+	struct ice_manifest_file *mf = NULL;
+	const char **paths = NULL;
+	int nmf = 0, np = 0, rc = -1;
+
+	for (size_t i = 0; i < n; i++)
+		*nwant += rows[i]->fill && !rows[i]->deleted;
+	if (*nwant == 0)
+		return 0;
+	if (!(*want = calloc(*nwant, sizeof **want)) || !(*rawof = calloc(n, sizeof **rawof)) ||
+	    !(*found = calloc(n, sizeof **found))) {
+		*nwant = 0;
+		goto oom;
+	}
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (rows[i]->fill && !rows[i]->deleted) {
+			(*want)[k].row = rows[i];
+			(*want)[k++].idx = i;
+		}
+	if (!(mf = manifests_of(t, &nmf, err, errlen)))
+		goto out;
+	if (!(paths = calloc((size_t)nmf + 1, sizeof *paths)))
+		goto oom;
+	for (int i = 0; i < nmf; i++)
+		if (!mf[i].deletes)
+			paths[np++] = mf[i].path;
+	if (ice_fill_lookup(*want, *nwant, &t->schema, paths, np, err, errlen) < 0) {
+		size_t len = strlen(err);
+		snprintf(err + len, errlen - len, " (iceberg table \"%s\": looking up unchanged values)", t->dir);
+		goto out;
+	}
+	for (size_t k = 0; k < *nwant; k++) {
+		(*rawof)[(*want)[k].idx] = (*want)[k].raw;
+		(*found)[(*want)[k].idx] = (*want)[k].found;
+	}
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+out:
+	free_manifests(mf, nmf);
+	free(paths);
+	return rc;
+}
+
+/* Merge mode: writes t's batch, in CSN order, as a data file of the rows
+ * it leaves (each key's latest version) and an equality delete file of
+ * every key it touched (which removes the key's rows of earlier snapshots;
+ * none when the table has no earlier rows).  A TRUNCATE in the batch makes
+ * the snapshot drop every earlier file. */
+static int emit_batch(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
+{
+	struct sl_buf dschema;
+	struct sl_mrow **rows;
+	struct ice_want *want = NULL;
+	struct ice_raw **rawof = NULL;
+	bool *found = NULL;
+	size_t n, nwant = 0;
+	bool earlier;
+	int rc = -1;
+
+	if (t->batch.n == 0 && !t->batch.trunc)
+		return 0;
+	sl_buf_init(&dschema, 0);
+	if (!(rows = sl_mbatch_sorted(&t->batch, &n)) || ice_delete_avro_schema(&dschema, &t->schema) < 0) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		goto out;
+	}
+	t->truncated |= t->batch.trunc != NULL;
+	earlier = ice_meta_current_snapshot(t->meta) && !t->truncated;
+	if (earlier && lookup_unchanged(t, rows, n, &want, &nwant, &rawof, &found, err, errlen) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct sl_change c;
+		if (rows[i]->op == SL_OP_TRUNCATE)
+			continue;
+		sl_mrow_change(rows[i], t->mtab, &c);
+		if (rows[i]->fill && !rows[i]->deleted && !(rawof && rawof[i] && found[i]) && ++t->unfilled &&
+		    (t->unfilled & (t->unfilled - 1)) == 0)
+			sl_warn("iceberg table \"%s\": change %s left values unchanged that the batch could not "
+				"fill; they are null and named in _unchanged_columns (%" PRIu64 " such rows so far)",
+				t->dir, c.csn, t->unfilled);
+		if (!rows[i]->deleted && put_record(s, t, &c, false, rawof ? rawof[i] : NULL, &t->avro_schema,
+						    &t->w, &t->wpath, err, errlen) < 0)
+			goto out;
+		if (earlier && put_record(s, t, &c, true, NULL, &dschema, &t->dw, &t->dpath, err, errlen) < 0)
+			goto out;
+	}
+	if (finish_file(t, &t->dw, &t->dpath, ICE_EQUALITY_DELETES, err, errlen) < 0)
+		goto out;
+	sl_mbatch_clear(&t->batch);
+	rc = 0;
+out:
+	ice_fill_free(want, nwant, &t->schema);
+	free(want);
+	free(rawof);
+	free(found);
+	free(rows);
+	sl_buf_free(&dschema);
 	return rc;
 }
 
@@ -519,13 +770,15 @@ static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size
 {
 	char position[SL_POS_TEXT_MAX * 2] = "";
 
-	if (finish_file(t, err, errlen) < 0)
+	if (s->merge && emit_batch(s, t, err, errlen) < 0)
 		return -1;
-	if (t->nfiles == 0)
+	if (finish_file(t, &t->w, &t->wpath, ICE_DATA, err, errlen) < 0)
+		return -1;
+	if (t->nfiles == 0 && !t->truncated)
 		return 0;
 	if (s->has_mark && s->src && s->src->pos_encode(&s->mark, position, sizeof position) < 0)
 		position[0] = '\0';
-	if (sl_fsync_dir_of(t->files[0].path, false) < 0) {
+	if (t->nfiles > 0 && sl_fsync_dir_of(t->files[0].path, false) < 0) {
 		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", t->files[0].path,
 			 sl_strerror(errno));
 		return -1;
@@ -558,13 +811,20 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 static int ice_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first, const char *csn_last,
 				char *err, size_t errlen)
 {
-	(void)ctx;
+	struct ice_sink *s = ctx;
+
 	(void)err;
 	(void)errlen;
-	/* Committed snapshots stay: rows delivered again carry the same _uuid. */
-	sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that were "
-		"committed stay; the redo writes them again with the same _uuid", t->ns, t->name, csn_first,
-		csn_last);
+	/* Committed snapshots stay: rows delivered again carry the same _uuid
+	 * (append), or replace them through their key's equality delete (merge). */
+	if (s->merge)
+		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
+			"were committed stay until the redo writes each key again", t->ns, t->name, csn_first,
+			csn_last);
+	else
+		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
+			"were committed stay; the redo writes them again with the same _uuid", t->ns, t->name,
+			csn_first, csn_last);
 	return 0;
 }
 
@@ -575,6 +835,13 @@ static void free_tab(struct ice_tab *t)
 		unlink(t->wpath);
 	}
 	free(t->wpath);
+	if (t->dw) {
+		sl_ocf_abort(t->dw);
+		unlink(t->dpath);
+	}
+	free(t->dpath);
+	sl_mbatch_free(&t->batch);
+	sl_table_free(t->mtab);
 	for (int i = 0; i < t->nfiles; i++) {
 		unlink(t->files[i].path);
 		free((char *)t->files[i].path);
@@ -620,6 +887,7 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 		goto oom;
 	s->conf = c;
 	s->outage = st->outage;
+	s->merge = st->mode == SL_WRITE_MERGE;
 	if (k && sl_parse_i64(k, 1, INT32_MAX, &v) == 0)
 		s->kill_after = (long)v;
 	if (sl_mkdir_p(c->path) < 0 && errno != EEXIST) {
@@ -678,7 +946,7 @@ static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, st
 
 const struct sl_sink_ops sl_iceberg_ops = {
 	.type = "iceberg",
-	.caps = 0,
+	.caps = SL_SINK_CAP_MERGE,
 	.keys = ice_keys,
 	.nkeys = sizeof ice_keys / sizeof ice_keys[0],
 	.conf_size = sizeof(struct sl_iceberg_conf),

@@ -1,6 +1,6 @@
 /*
  * sinks/iceberg/iceberg.h: the iceberg sink, Iceberg tables (format version
- * 2, path-based) in a local warehouse folder `path`, in append mode:
+ * 2, path-based) in a local warehouse folder `path`, in append or merge mode:
  *
  *   <path>/<stream>/<object>/data/<first_csn>-<8 hex>.avro
  *   <path>/<stream>/<object>/metadata/v<N>.metadata.json, version-hint.text,
@@ -15,6 +15,14 @@
  * table's last change from the log); on restart a change from the log at or
  * before that CSN is skipped, so a crash between a commit and the
  * checkpoint leaves no duplicate rows.  doc/iceberg.md has the details.
+ *
+ * Merge mode folds each table's changes by key between flushes (sl_mbatch,
+ * sinks/avro_tree/merge.h) and commits, per flush, a data file of the rows
+ * left and an equality delete file (<first_csn>-<8 hex>-deletes.avro,
+ * manifest <snapshot id>-m1.avro) of every key touched, which removes the
+ * keys' rows of earlier snapshots; a TRUNCATE commits a snapshot without
+ * the earlier manifests (sluice.truncate).  Unchanged TOAST values come from
+ * the batch or the committed data files (ice_fill.h).
  *
  * check() (sluice check) is avro_dir's check of path: writable, or creatable.
  *

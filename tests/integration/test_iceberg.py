@@ -24,12 +24,15 @@ import decimal
 import json
 import os
 import shutil
+import random
+import signal
 import subprocess
 import unittest
 import uuid
 
 import harness
 from harness import PgTestCase
+from harness_mysql import MyTestCase
 
 CH26_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ch26", "node_modules")
 
@@ -281,12 +284,238 @@ class IcebergTest(PgTestCase):
         with open(os.path.join(self.table_dir(s, "public_ice3"), "metadata", "version-hint.text")) as f:
             self.assertEqual(f.read(), str(len(meta["snapshots"])), "nothing was committed after the drop")
 
-    def test_merge_mode_refused(self):
-        s = self.isluice("icem", "public.nothing", write_mode="merge")
-        r = s.run("check")
-        self.assertEqual(r.rc, 2, r.describe())
-        self.assertIn('destination "out": write_mode = merge is not supported by type = iceberg yet', r.stderr)
+    def read_merged(self, s, obj):
+        """The table's rows as a v2 reader (ClickHouse) sees them, by key;
+        every key once, none deleted."""
+        rows = self.read_table(s, obj)
+        self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+        self.assertFalse([r for r in rows if r["_is_deleted"]])
+        return rebuild(rows)
 
+    def test_merge_changes_truncate_kill(self):
+        """Merge mode: backfill, inserts, updates, deletes and key changes,
+        a TRUNCATE, then kill -9 after a commit (before its checkpoint) and
+        at random points: ClickHouse reads the source's rows."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icem1")
+        pg.execute(TABLE.format(name="icem1"))
+        fill(pg, "icem1", 1, 200)
+        s = self.isluice("icemerge", "public.icem1", write_mode="merge")
+        self.catch_up(s)
+        obj = "public_icem1"
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        churn(pg, "icem1", 10000, 30)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        # TRUNCATE, with rows before it in the same flush and after it
+        pg.execute("INSERT INTO icem1 (id, v) VALUES (500000, 'gone')")
+        pg.execute("TRUNCATE icem1")
+        fill(pg, "icem1", 1, 40)
+        churn(pg, "icem1", 20000, 10)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        meta = self.check_merge_metadata(s, obj, want_deletes=False)
+        self.assertIn("sluice.truncate", [k for sn in meta["snapshots"] for k in sn["summary"]])
+        # kill -9 right after a commit, before the checkpoint
+        churn(pg, "icem1", 30000, 20)
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        # kill -9 at random points while changes stream in: after a first
+        # commit, with a random number of further changes, either at once
+        # (a batch pending) or once they are committed too
+        rnd = random.Random()
+        for k in range(3):
+            v0 = self.version(s, obj)
+            p = s.start("run")
+            churn(pg, "icem1", 40000 + 1000 * k, 5)
+            harness.wait_until(lambda: self.version(s, obj) > v0, 60, "a commit")
+            v1 = self.version(s, obj)
+            churn(pg, "icem1", 40500 + 1000 * k, rnd.randint(1, 15))
+            if rnd.random() < 0.5:
+                harness.wait_until(lambda: self.version(s, obj) > v1, 60, "a second commit")
+            p.signal(signal.SIGKILL)
+            p.wait_result(60)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icem1"))
+        self.check_merge_metadata(s, obj)
+
+    def test_merge_unchanged_toast(self):
+        """Merge mode's TOAST rule: updates that leave a TOASTed value
+        unchanged (plain, twice in one flush, with a key change) keep the
+        current row's value, taken from the batch or the committed files."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icetoast")
+        pg.execute("CREATE TABLE icetoast (id int PRIMARY KEY, v text, body text)")
+        pg.execute("ALTER TABLE icetoast ALTER body SET STORAGE EXTERNAL")
+        pg.execute("INSERT INTO icetoast SELECT g, 'v' || g, repeat(md5(g::text), 300) FROM generate_series(1, 30) g")
+        s = self.isluice("icetoast", "public.icetoast", write_mode="merge")
+        self.catch_up(s)
+        obj = "public_icetoast"
+
+        def state():
+            return {r[0]: (r[1], r[2]) for r in pg.sql("SELECT id, v, md5(body) FROM icetoast")}
+
+        def read():
+            rows = ch_query(f"SELECT id, v, lower(hex(MD5(body))) AS h, _unchanged_columns AS u "
+                            f"FROM icebergLocal('{self.table_dir(s, obj)}')")
+            self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+            self.assertFalse([r for r in rows if r["u"]], "unchanged values left unfilled")
+            return {r["id"]: (r["v"], r["h"]) for r in rows}
+
+        pg.execute("UPDATE icetoast SET v = v || '+' WHERE id <= 10")            # from the committed files
+        pg.execute("UPDATE icetoast SET id = id + 1000, v = 'moved' WHERE id = 5")  # a key change
+        pg.execute("UPDATE icetoast SET v = v || '!' WHERE id <= 3")              # twice in one flush
+        pg.execute("INSERT INTO icetoast VALUES (100, 'new', repeat('x', 9000))")
+        pg.execute("UPDATE icetoast SET v = 'changed' WHERE id = 100")
+        self.catch_up(s)
+        self.assertEqual(read(), state())
+        pg.execute("UPDATE icetoast SET v = 'again' WHERE id IN (1, 1005, 100, 20)")
+        pg.execute("UPDATE icetoast SET id = 2000, v = 'moved twice' WHERE id = 1005")
+        self.catch_up(s)
+        self.assertEqual(read(), state())
+        # a column added mid-stream: a new schema; values filled from files of the old one
+        pg.execute("ALTER TABLE icetoast ADD COLUMN extra int")
+        pg.execute("UPDATE icetoast SET extra = id * 2 WHERE id <= 6 OR id = 2000")
+        pg.execute("DELETE FROM icetoast WHERE id = 7")
+        self.catch_up(s)
+        rows = ch_query(f"SELECT id, extra, lower(hex(MD5(body))) AS h "
+                        f"FROM icebergLocal('{self.table_dir(s, obj)}')")
+        self.assertEqual({r["id"]: (r["extra"], r["h"]) for r in rows},
+                         {r[0]: (r[1], r[2]) for r in pg.sql("SELECT id, extra, md5(body) FROM icetoast")})
+
+    def version(self, s, obj):
+        with open(os.path.join(self.table_dir(s, obj), "metadata", "version-hint.text")) as f:
+            return int(f.read())
+
+    def check_merge_metadata(self, s, obj, want_deletes=True):
+        """Merge mode's metadata: the key as identifier-field-ids; delete
+        manifests of equality delete files naming the key's field id."""
+        d = self.table_dir(s, obj)
+        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
+            version = int(f.read())
+        with open(os.path.join(d, "metadata", f"v{version}.metadata.json")) as f:
+            meta = json.load(f)
+        schema = [sc for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]][0]
+        idf = [f for f in schema["fields"] if f["name"] == "id"][0]
+        self.assertEqual(schema["identifier-field-ids"], [idf["id"]])
+        self.assertTrue(idf["required"])
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        lmeta, manifests = read_avro(cur["manifest-list"])
+        self.assertEqual(lmeta["format-version"], "2")
+        deletes = 0
+        for m in manifests:
+            self.assertEqual(m["manifest_length"], os.path.getsize(m["manifest_path"]))
+            mmeta, entries = read_avro(m["manifest_path"])
+            self.assertEqual(mmeta["content"], ("data", "deletes")[m["content"]])
+            self.assertEqual(len(entries), m["added_files_count"])
+            for e in entries:
+                df = e["data_file"]
+                self.assertEqual((e["status"], e["sequence_number"]), (1, m["sequence_number"]))
+                self.assertEqual(df["content"], 2 * m["content"])
+                self.assertEqual(df["file_size_in_bytes"], os.path.getsize(df["file_path"]))
+                if m["content"] == 1:
+                    deletes += 1
+                    self.assertEqual(df["equality_ids"], [idf["id"]])
+                    dmeta, keys = read_avro(df["file_path"])
+                    self.assertEqual(len(keys), df["record_count"])
+                    self.assertEqual([f["field-id"] for f in json.loads(dmeta["avro.schema"])["fields"]],
+                                     [idf["id"]])
+        if want_deletes:
+            self.assertGreater(deletes, 0, "no equality delete file is current")
+        for sn in meta["snapshots"]:
+            self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
+        return meta
+
+    def test_merge_without_key_refused(self):
+        """Merge mode needs a key: a table without one stops the stream
+        with exit 3, naming the table, and nothing is committed."""
+        self.pg.execute("DROP TABLE IF EXISTS icenokey")
+        self.pg.execute("CREATE TABLE icenokey (v int)")
+        self.pg.execute("ALTER TABLE icenokey REPLICA IDENTITY FULL")
+        self.pg.execute("INSERT INTO icenokey VALUES (1)")
+        s = self.isluice("icenk", "public.icenokey", write_mode="merge")
+        r = s.run("run", "--until-caught-up")
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('table "public"."icenokey" has no unique NOT NULL key, so write_mode = merge', r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.table_dir(s, "public_icenokey"), "metadata")))
+
+
+
+def my_churn(my, t, base, n):
+    """MariaDB: inserts, updates, deletes and key changes, one transaction each."""
+    for i in range(n):
+        my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({base + i}, 'new', 1.5)")
+        my.execute(f"UPDATE {t} SET counter = counter + 1, v = CONCAT(v, '+'), amount = -amount "
+                   f"WHERE id = {i + 1}")
+        if i % 4 == 3:
+            my.execute(f"DELETE FROM {t} WHERE id = {base + i - 2}")
+        if i % 7 == 6:
+            my.execute(f"UPDATE {t} SET id = id + 1000000 WHERE id = {base + i - 1}")
+
+
+class MyIcebergTest(MyTestCase):
+    """MariaDB into Iceberg tables, append and merge mode, read by ClickHouse."""
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE app")
+
+    def isluice(self, stream, tables, **kw):
+        s = self.sluice(stream=stream, tables=tables, max_file_seconds=1, **kw)
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        s.write_config()
+        return s
+
+    def run_changes(self, mode):
+        """Backfill, changes, a TRUNCATE and more changes; returns
+        (ClickHouse's rows, the source's {id: (v, amount, counter)})."""
+        my = self.my
+        t = f"app.ice_{mode}"
+        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(200), amount decimal(10,2), "
+                   f"counter int NOT NULL DEFAULT 0)")
+        for g in range(1, 101):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'row {g}', {g * 1.25 - 50})")
+        s = self.isluice(f"my{mode}", t, write_mode=mode)
+        self.catch_up(s)
+        my_churn(my, t, 10000, 20)
+        self.catch_up(s)
+        my.execute(f"TRUNCATE TABLE {t}")
+        for g in range(1, 31):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'again {g}', {g})")
+        my_churn(my, t, 20000, 10)
+        self.catch_up(s)
+        path = os.path.join(os.path.realpath(s.out), s.stream, f"app_ice_{mode}")
+        rows = ch_query(f"SELECT id, v, toString(amount) AS amount, counter, _csn, _is_deleted, _change_type "
+                        f"FROM icebergLocal('{path}')")
+        src = {r[0]: (r[1], str(decimal.Decimal(r[2]).normalize()), r[3])
+               for r in my.sql(f"SELECT id, v, amount, counter FROM {t}")}
+        return rows, src
+
+    @staticmethod
+    def row_state(r):
+        return (r["v"], str(decimal.Decimal(r["amount"]).normalize()), r["counter"])
+
+    def test_merge(self):
+        rows, src = self.run_changes("merge")
+        self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+        self.assertEqual({r["id"]: self.row_state(r) for r in rows}, src)
+
+    def test_append(self):
+        rows, src = self.run_changes("append")
+        state = {}
+        for r in sorted(rows, key=lambda r: r["_csn"]):
+            if r["_change_type"] == "TRUNCATE":
+                state = {}
+            elif r["_is_deleted"]:
+                state.pop(r["id"], None)
+            else:
+                state[r["id"]] = self.row_state(r)
+        self.assertEqual(state, src)
 
 if __name__ == "__main__":
     unittest.main()

@@ -3,7 +3,10 @@
  * sink writes (sinks/iceberg/ice_meta.h), compared with
  * tests/unit/golden/iceberg_v1.metadata.json, written by hand from the
  * Iceberg table specification (format version 2); the field ids of an added
- * column; the changes a table refuses; the Avro schema of the data files.
+ * column; the changes a table refuses; the Avro schema of the data files;
+ * merge mode's schema, equality delete file, delete manifest and manifest
+ * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
+ * (also written by hand from the specification), read back with avro-c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -19,6 +23,7 @@
 #include "common/buf.h"
 #include "common/util.h"
 #include "schema/schema.h"
+#include "sinks/avro/avro_read.h"
 #include "sinks/iceberg/ice_meta.h"
 
 /* public.orders (id int4, amount numeric(10,2), _note text, at timestamptz),
@@ -71,7 +76,7 @@ static void test_metadata_golden(void **state)
 	};
 
 	(void)state;
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
 	assert_true(changed);
 	meta = ice_meta_new("9c12d441-03fe-4693-9a96-a0705ddf69c1", "/warehouse/s/public_orders", &s,
 			    1700000000000);
@@ -128,7 +133,7 @@ static void test_added_columns(void **state)
 	char err[256] = "";
 
 	(void)state;
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err),
 			 0);
 	assert_true(changed);
 	assert_int_equal(s.id, 1);
@@ -153,7 +158,7 @@ static void test_added_columns(void **state)
 
 	/* the same columns again: no new schema */
 	t = orders(2);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 15, err, sizeof err),
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 15, err, sizeof err),
 			 0);
 	assert_false(changed);
 	assert_int_equal(s.id, 1);
@@ -174,8 +179,8 @@ static void test_refused_changes(void **state)
 	(void)state;
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
-			 SL_EPREREQ);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
+					 sizeof err), SL_EPREREQ);
 	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to long: an Iceberg "
 			    "table takes only added columns, so the stream stops; to go on, remove the table's folder "
 			    "(or point the destination at a new path) and backfill the table again (doc/iceberg.md)");
@@ -183,8 +188,8 @@ static void test_refused_changes(void **state)
 	t = sl_table_new("public", "orders");
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, ice_meta_current_schema(meta), 13, err, sizeof err),
-			 SL_EPREREQ);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
+					 sizeof err), SL_EPREREQ);
 	assert_string_equal(err, "table \"public\".\"orders\": column \"amount\" was dropped or renamed: an "
 			    "Iceberg table takes only added columns, so the stream stops; to go on, remove the table's "
 			    "folder (or point the destination at a new path) and backfill the table again "
@@ -205,7 +210,7 @@ static void test_data_avro_schema(void **state)
 
 	(void)state;
 	sl_buf_init(&b, 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
 	assert_int_equal(ice_data_avro_schema(&b, &s), 0);
 	assert_non_null(strstr(b.data, "{\"name\":\"id\",\"type\":[\"null\",\"int\"],\"default\":null,"
 				       "\"field-id\":1}"));
@@ -220,6 +225,142 @@ static void test_data_avro_schema(void **state)
 	sl_table_free(t);
 }
 
+/* The records of Avro container bytes b, as avro-c writes them in JSON. */
+static json_t *avro_records(const struct sl_buf *b)
+{
+	char path[] = "/tmp/test_iceberg_meta.XXXXXX";
+	int fd = mkstemp(path);
+	struct sl_avro_read *rd = NULL;
+	json_t *out = json_array();
+	avro_value_t *val;
+	char err[256] = "";
+	int got;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b->data, b->len), (ssize_t)b->len);
+	close(fd);
+	assert_int_equal(sl_avro_read_open(&rd, path, err, sizeof err), 0);
+	while ((got = sl_avro_read_next(rd, &val, err, sizeof err)) > 0) {
+		char *text = NULL;
+		json_error_t je;
+		json_t *j;
+		assert_int_equal(avro_value_to_json(val, 1, &text), 0);
+		j = json_loads(text, 0, &je);
+		if (!j)
+			fail_msg("%s: %s", text, je.text);
+		json_array_append_new(out, j);
+		free(text);
+	}
+	assert_int_equal(got, 0);
+	sl_avro_read_close(rd);
+	unlink(path);
+	return out;
+}
+
+static void assert_json_equal(const json_t *got, const json_t *want, const char *what)
+{
+	if (!json_equal(got, want)) {
+		char *g = json_dumps(got, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		fail_msg("%s differs from the golden file:\n%s", what, g);
+	}
+}
+
+/* Merge mode: the key as identifier-field-ids; the equality delete file's
+ * schema and record; the delete manifest; its manifest list entry. */
+static void test_merge_deletes_golden(void **state)
+{
+	struct sl_table *t = orders(0);
+	json_t *want = golden("iceberg_merge_deletes.json"), *sj, *got;
+	struct ice_schema s;
+	struct sl_buf b;
+	bool changed;
+	char err[256] = "";
+	struct sl_value vals[4] = { { .kind = SL_V_INT, .i = 7 }, { .kind = SL_V_NULL }, { .kind = SL_V_NULL },
+				    { .kind = SL_V_NULL } };
+	struct sl_change c = { .table = t, .op = SL_OP_DELETE, .values = vals };
+	struct ice_data_file f = {
+		.path = "/warehouse/s/public_orders/data/0000000001000000-0000000001-0badcafe-deletes.avro",
+		.content = ICE_EQUALITY_DELETES, .records = 3, .size = 321,
+	};
+	struct ice_snapshot sn = {
+		.id = 77, .parent_id = 3051729675574597004, .sequence_number = 2, .timestamp_ms = 1700000002000,
+		.manifest_list = "/l", .schema_id = 0, .added_delete_files = 1, .added_deletes = 3, .stream = "s",
+	};
+	struct ice_manifest_file mf = {
+		.path = "/warehouse/s/public_orders/metadata/77-m1.avro", .deletes = true, .length = 1234,
+		.sequence_number = 2, .snapshot_id = 77, .added_files = 1, .added_rows = 3,
+	};
+	json_error_t je;
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, true, NULL, 0, err, sizeof err), 0);
+	sj = ice_schema_json(&s);
+	assert_json_equal(json_object_get(sj, "identifier-field-ids"), json_object_get(want, "identifier-field-ids"),
+			  "identifier-field-ids");
+	assert_json_equal(json_array_get(json_object_get(sj, "fields"), 0), json_object_get(want, "id-field"),
+			  "the key field");
+	/* the equality delete file: its schema, and a key's record (zigzag 7) */
+	assert_int_equal(ice_delete_avro_schema(&b, &s), 0);
+	got = json_loads(b.data, 0, &je);
+	assert_json_equal(got, json_object_get(want, "delete-file-avro-schema"), "the delete file's schema");
+	json_decref(got);
+	sl_buf_reset(&b);
+	assert_int_equal(ice_encode_key(&b, &s, &c, err, sizeof err), 0);
+	assert_int_equal(b.len, 1);
+	assert_int_equal((unsigned char)b.data[0], 14);
+	/* the delete manifest, read back */
+	sl_buf_reset(&b);
+	assert_int_equal(ice_manifest_encode(&b, &s, 77, 2, &f, 1), 0);
+	got = avro_records(&b);
+	assert_json_equal(got, json_object_get(want, "manifest-entries"), "the delete manifest");
+	json_decref(got);
+	/* the manifest list's entry of it */
+	sl_buf_reset(&b);
+	assert_int_equal(ice_manifest_list_encode(&b, &sn, &mf, 1), 0);
+	got = avro_records(&b);
+	assert_json_equal(got, json_object_get(want, "manifest-list-entries"), "the manifest list");
+	json_decref(got);
+	json_decref(sj);
+	json_decref(want);
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
+/* A decimal that does not fit its column: the check sl_avro_decimal_of
+ * shares with the Avro encoder, and its message. */
+static void test_decimal_refused(void **state)
+{
+	struct sl_table *t = orders(0);
+	struct ice_schema s;
+	struct sl_buf b;
+	bool changed;
+	char err[256] = "";
+	struct sl_value vals[4] = { { .kind = SL_V_INT, .i = 1 },
+				    { .kind = SL_V_DECIMAL, .p = "1234", .len = 4, .scale = 3 },
+				    { .kind = SL_V_NULL }, { .kind = SL_V_NULL } };
+	struct sl_change c = { .table = t, .op = SL_OP_INSERT, .values = vals };
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_encode_change(&b, &s, &c, err, sizeof err), -1);
+	assert_string_equal(err, "column \"amount\": a decimal value of scale 3 does not fit decimal(10,2)");
+	assert_int_equal(b.len, 0);
+	vals[1].p = "12345678901";
+	vals[1].len = 11;
+	vals[1].scale = 2;
+	assert_int_equal(ice_encode_change(&b, &s, &c, err, sizeof err), -1);
+	assert_string_equal(err, "column \"amount\": a decimal value of 11 digits does not fit decimal(10,2)");
+	vals[1].p = "12345678";
+	vals[1].len = 8;
+	assert_int_equal(ice_encode_change(&b, &s, &c, err, sizeof err), 0);
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -228,6 +369,8 @@ int main(void)
 		cmocka_unit_test(test_added_columns),
 		cmocka_unit_test(test_refused_changes),
 		cmocka_unit_test(test_data_avro_schema),
+		cmocka_unit_test(test_merge_deletes_golden),
+		cmocka_unit_test(test_decimal_refused),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);
 }

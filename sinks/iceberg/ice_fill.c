@@ -1,0 +1,200 @@
+/*
+ * sinks/iceberg/ice_fill.c: unchanged TOAST values from a table's committed
+ * data files (see ice_fill.h).
+ */
+#include "sinks/iceberg/ice_fill.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sinks/avro/avro_read.h"
+
+static int cmp_key(const void *ka, size_t la, const void *kb, size_t lb)
+{
+	int c = memcmp(ka, kb, la < lb ? la : lb);
+
+	return c ? c : (la > lb) - (la < lb);
+}
+
+static int cmp_want(const void *a, const void *b)
+{
+	const struct sl_mrow *x = ((const struct ice_want *)a)->row, *y = ((const struct ice_want *)b)->row;
+
+	return cmp_key(x->fill, x->filllen, y->fill, y->filllen);
+}
+
+/* The want of key, or NULL. */
+static struct ice_want *find_want(struct ice_want *want, size_t n, const void *key, size_t len)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = cmp_key(key, len, want[mid].row->fill, want[mid].row->filllen);
+		if (c == 0)
+			return &want[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+/* The key of record val, as sl_mrow_key writes it, into key. */
+static int record_key(avro_writer_t w, avro_value_t *val, const struct ice_schema *s, struct sl_buf *key)
+{
+	sl_buf_reset(key);
+	for (int i = 0; i < s->nfields; i++) {
+		avro_value_t f;
+		if (!s->f[i].key)
+			continue;
+		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) != 0)
+			return -1;
+		if (avro_value_get_type(&f) != AVRO_UNION && sl_buf_putc(key, 2) < 0)
+			return -1;
+		if (sl_avro_value_bytes(w, key, &f) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Takes w's unchanged values from record val. */
+static int take_values(avro_writer_t aw, avro_value_t *val, const struct ice_schema *s, struct ice_want *w)
+{
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		struct sl_buf b;
+		avro_value_t v;
+		if (f->col < 0 || f->col >= w->row->ncols || w->row->vals[f->col].kind != SL_V_UNCHANGED ||
+		    avro_value_get_by_name(val, f->name, &v, NULL) != 0)
+			continue;  /* a column the record's schema does not have yet stays unchanged */
+		sl_buf_init(&b, 0);
+		if (sl_avro_value_bytes(aw, &b, &v) < 0) {
+			sl_buf_free(&b);
+			return -1;
+		}
+		w->raw[i].len = b.len;
+		w->raw[i].p = (unsigned char *)sl_buf_detach(&b);
+		if (!w->raw[i].p)
+			return -1;
+	}
+	w->found = true;
+	return 0;
+}
+
+/* What a lookup shares while it reads files. */
+struct scan {
+	struct ice_want *want;
+	size_t n, left;                /* wants, and those not found yet */
+	const struct ice_schema *s;
+	avro_writer_t aw;
+	struct sl_buf key;
+	const char *path;              /* the file being read */
+};
+
+/* Calls fn for each record of the Avro file path while wants are left. */
+static int each_record(struct scan *sc, const char *path, int (*fn)(struct scan *, avro_value_t *, char *, size_t),
+		       char *err, size_t errlen)
+{
+	struct sl_avro_read *rd = NULL;
+	avro_value_t *val;
+	int got = 0, rc = -1;
+
+	if (sl_avro_read_open(&rd, path, err, errlen) < 0)
+		return -1;
+	while (sc->left > 0 && (got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
+		sc->path = path;
+		if (fn(sc, val, err, errlen) < 0)
+			goto out;
+	}
+	rc = sc->left > 0 && got < 0 ? -1 : 0;
+out:
+	sl_avro_read_close(rd);
+	return rc;
+}
+
+/* A record of a data file: the values of the wants of its key. */
+static int data_record(struct scan *sc, avro_value_t *val, char *err, size_t errlen)
+{
+	struct ice_want *w;
+
+	if (record_key(sc->aw, val, sc->s, &sc->key) < 0) {
+		snprintf(err, errlen, "\"%s\": a record without the key fields", sc->path);
+		return -1;
+	}
+	if (!(w = find_want(sc->want, sc->n, sc->key.data, sc->key.len)) || w->found)
+		return 0;
+	/* every want of this key (rows of the batch filled from one row) */
+	while (w > sc->want && !cmp_key(w[-1].row->fill, w[-1].row->filllen, sc->key.data, sc->key.len))
+		w--;
+	for (; w < sc->want + sc->n && !cmp_key(w->row->fill, w->row->filllen, sc->key.data, sc->key.len); w++) {
+		if (take_values(sc->aw, val, sc->s, w) < 0) {
+			snprintf(err, errlen, "\"%s\": out of memory", sc->path);
+			return -1;
+		}
+		sc->left--;
+	}
+	return 0;
+}
+
+/* An entry of a data manifest: its data file, scanned. */
+static int manifest_entry(struct scan *sc, avro_value_t *val, char *err, size_t errlen)
+{
+	avro_value_t df, fp;
+	const char *path = NULL;
+	size_t len = 0;
+	char *copy;
+	int rc;
+
+	if (avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
+	    avro_value_get_by_name(&df, "file_path", &fp, NULL) != 0 ||
+	    avro_value_get_string(&fp, &path, &len) != 0 || !(copy = strndup(path, len))) {
+		snprintf(err, errlen, "manifest \"%s\": an entry without a file_path", sc->path);
+		return -1;
+	}
+	rc = each_record(sc, copy, data_record, err, errlen);
+	free(copy);
+	return rc;
+}
+
+int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s, const char *const *mpaths,
+		    int nm, char *err, size_t errlen)
+{
+	struct scan sc = { .want = want, .n = n, .left = n, .s = s, .aw = avro_writer_memory(NULL, 0) };
+	int rc = -1;
+
+	sl_buf_init(&sc.key, 0);
+	if (!sc.aw) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		want[i].found = false;
+		if (!(want[i].raw = calloc((size_t)s->nfields + 1, sizeof *want[i].raw))) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
+	qsort(want, n, sizeof *want, cmp_want);
+	for (int m = nm - 1; m >= 0 && sc.left > 0; m--)
+		if (each_record(&sc, mpaths[m], manifest_entry, err, errlen) < 0)
+			goto out;
+	rc = 0;
+out:
+	if (sc.aw)
+		avro_writer_free(sc.aw);
+	sl_buf_free(&sc.key);
+	return rc;
+}
+
+void ice_fill_free(struct ice_want *want, size_t n, const struct ice_schema *s)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; want[i].raw && k < s->nfields; k++)
+			free(want[i].raw[k].p);
+		free(want[i].raw);
+		want[i].raw = NULL;
+	}
+}
