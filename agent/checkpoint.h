@@ -13,7 +13,8 @@
  *    "last_source_ts_us": ..., "updated_us": ...,
  *    "tables": {"public.t": {"backfill": "done", "snapshot": "0/16B3700",
  *                            "rows": 10, "schema_key": "...", "id": 16385,
- *                            "shape": 0, "method": "snapshot"},
+ *                            "shape": 0, "method": "snapshot",
+ *                            "columns": "16390\n1 23 -1 0 0 2 id\n"},
  *               "public.u": {"backfill": "running", "method": "watermark",
  *                            "resume_key": "42", "chunks": 3, "rows": 30000,
  *                            ...}}}
@@ -54,6 +55,7 @@ struct sl_ckpt_table {
 	struct sl_position snapshot; /* the snapshot of the running or finished backfill */
 	uint64_t id;              /* the source's identity of the table (PostgreSQL OID); 0 unknown */
 	uint64_t shape;           /* sl_table.shape when last backfilled */
+	char *columns;            /* sl_table.src_columns at the last start (owned; NULL unknown) */
 	uint64_t rows;            /* rows written by the finished backfill (running: durable so far) */
 	char schema_key[17];      /* last schema version written */
 	enum sl_bf_method method; /* how the running or last backfill reads the table */
