@@ -281,6 +281,31 @@ class IcebergTest(PgTestCase):
         with open(os.path.join(self.table_dir(s, "public_ice3"), "metadata", "version-hint.text")) as f:
             self.assertEqual(f.read(), str(len(meta["snapshots"])), "nothing was committed after the drop")
 
+    def test_column_added_with_default(self):
+        """A column added with a default reaches every existing row: the
+        table is backfilled again behind a TRUNCATE marker, so the rows
+        rebuilt in _csn order (the marker clearing what came before it)
+        equal the source's, with no later update of those rows."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS ice4")
+        pg.execute("CREATE TABLE ice4 (id int PRIMARY KEY, a int)")
+        pg.execute("INSERT INTO ice4 SELECT g, g FROM generate_series(1, 5) g")
+        s = self.isluice("iced", "public.ice4")
+        self.catch_up(s)
+        pg.execute("ALTER TABLE ice4 ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s'")
+        pg.execute("INSERT INTO ice4 (id, a) VALUES (100, 100)")
+        self.catch_up(s)
+        rows = ch_query(f"SELECT id, a, n, t, _change_type FROM icebergLocal('{self.table_dir(s, 'public_ice4')}') "
+                        "ORDER BY _csn, id")
+        state = {}
+        for r in rows:
+            if r["_change_type"] == "TRUNCATE":
+                state.clear()
+            else:
+                state[r["id"]] = (r["a"], r["n"], r["t"])
+        want = {r[0]: (r[1], r[2], r[3]) for r in pg.sql("SELECT id, a, n, t FROM ice4")}
+        self.assertEqual(state, want)
+
     def test_merge_mode_refused(self):
         s = self.isluice("icem", "public.nothing", write_mode="merge")
         r = s.run("check")
