@@ -236,13 +236,20 @@ class IcebergTest(PgTestCase):
         self.assertEqual(rebuild(rows), pg_state(pg, "ice2"))
         self.check_metadata(s, "public_ice2", changes)
 
+    def streamed_table(self, stream, table, columns, rows, value):
+        """Table (id int PRIMARY KEY, columns) made anew with ids 1..rows
+        (value: the other column's SQL of g), and a stream of it caught up."""
+        pg = self.pg
+        pg.execute(f"DROP TABLE IF EXISTS {table}")
+        pg.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, {columns})")
+        pg.execute(f"INSERT INTO {table} SELECT g, {value} FROM generate_series(1, {rows}) g")
+        s = self.isluice(stream, f"public.{table}")
+        self.catch_up(s)
+        return s
+
     def test_added_column_and_dropped_column(self):
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS ice3")
-        pg.execute("CREATE TABLE ice3 (id int PRIMARY KEY, v text)")
-        pg.execute("INSERT INTO ice3 SELECT g, 'v' || g FROM generate_series(1, 20) g")
-        s = self.isluice("icea", "public.ice3")
-        self.catch_up(s)
+        s = self.streamed_table("icea", "ice3", "v text", 20, "'v' || g")
         pg.execute("INSERT INTO ice3 VALUES (21, 'before')")
         pg.execute("ALTER TABLE ice3 ADD COLUMN extra numeric(8,3)")
         pg.execute("INSERT INTO ice3 VALUES (22, 'after', 12.345)")
@@ -287,11 +294,7 @@ class IcebergTest(PgTestCase):
         rebuilt in _csn order (the marker clearing what came before it)
         equal the source's, with no later update of those rows."""
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS ice4")
-        pg.execute("CREATE TABLE ice4 (id int PRIMARY KEY, a int)")
-        pg.execute("INSERT INTO ice4 SELECT g, g FROM generate_series(1, 5) g")
-        s = self.isluice("iced", "public.ice4")
-        self.catch_up(s)
+        s = self.streamed_table("iced", "ice4", "a int", 5, "g")
         pg.execute("ALTER TABLE ice4 ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s'")
         pg.execute("INSERT INTO ice4 (id, a) VALUES (100, 100)")
         self.catch_up(s)
