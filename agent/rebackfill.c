@@ -340,6 +340,11 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 	}
 	if (!why)
 		return SL_OK;
+	if (!rb->c.backfill) {
+		sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: the stream has backfill = none, so its existing "
+			"rows keep what the output had", rb->c.stream, t->ns, t->name, why);
+		return SL_OK;
+	}
 	sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: it is backfilled again, behind a marker", rb->c.stream, t->ns,
 		t->name, why);
 	if (!rb->c.state_dir)

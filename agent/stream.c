@@ -209,8 +209,9 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 			e->state = SL_BF_PENDING;
 		} else if (e->id && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED) && s->src->columns_changed &&
 			   s->src->columns_changed(e->columns, t->src_columns, why, sizeof why)) {
-			sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: it is backfilled again, behind a marker",
-				s->sc->name, e->ns, e->table, why);
+			sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: %s", s->sc->name, e->ns, e->table, why,
+				s->sc->backfill ? "it is backfilled again, behind a marker" :
+				"the stream has backfill = none, so its existing rows keep what the output had");
 			e->state = SL_BF_PENDING;
 		} else if (e->state == SL_BF_DROPPED) {
 			e->state = SL_BF_PENDING;  /* a table of that name is back */
@@ -536,6 +537,7 @@ static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
 	rc.tables = s->tables;
 	rc.ntables = s->ntables;
 	rc.chunk_rows = (uint64_t)s->sst.backfill_chunk_rows;
+	rc.backfill = s->sc->backfill;
 	rc.err = s->err;
 	rc.errlen = s->errlen;
 	if ((r = sl_rebackfill_new(&s->rb, &rc)) < 0)

@@ -352,3 +352,29 @@ class SilentDdlTest(PgTestCase):
         # the run after it has nothing more to do
         r = self.catch_up(s)
         self.assertNotIn("backfilled again", r.stderr)
+
+    def test_silent_ddl_without_backfill(self):
+        """backfill = none: the DDL is logged, and nothing is backfilled,
+        neither while streaming nor at the next start."""
+        pg = self.pg
+        names = silent_ddl_setup(pg, "n_", kinds=("dc",))
+        s = self.sluice(stream="sdn", tables="public.n_dc", backfill="none")
+        self.catch_up(s)
+        p = s.start("run")
+        try:
+            wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+            silent_ddl_run(pg, "n_", kinds=("dc",))
+            wait_until(lambda: "backfill = none" in p.stderr_text() or not p.alive(), 60, "the DDL noticed")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        r = self.catch_up(s)
+        for err in (p.stderr_text(), r.stderr):
+            self.assertNotIn("backfilled again", err)
+            self.assertNotIn("backfilling", err)
+        self.assertIn(f'table "public"."{names[0]}": {SILENT_DDL_WHY["dc"]}: the stream has backfill = none, so '
+                      'its existing rows keep what the output had', p.stderr_text())
+        # only the insert that followed the DDL
+        recs = records_for(self.read(s), "public", names[0])
+        self.assertEqual([(r["source_metadata"]["change_type"], r["payload"]["id"]) for r in recs], [("INSERT", 100)])
+
