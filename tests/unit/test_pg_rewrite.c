@@ -35,7 +35,6 @@ static void expect_same(const char *now)
 
 static void test_constant_default(void **state)
 {
-	(void)state;
 	/* ADD COLUMN n int DEFAULT 7: a missing value, no rewrite */
 	expect_changed("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 1 1 1 n\n",
 		       "column \"n\" was added with a default");
@@ -43,7 +42,6 @@ static void test_constant_default(void **state)
 
 static void test_volatile_default(void **state)
 {
-	(void)state;
 	/* ADD COLUMN c timestamptz DEFAULT clock_timestamp(): a rewrite */
 	expect_changed("16401\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 1184 -1 0 1 1 c\n",
 		       "column \"c\" was added with a volatile default, which rewrote the table");
@@ -51,7 +49,6 @@ static void test_volatile_default(void **state)
 
 static void test_type_rewrite(void **state)
 {
-	(void)state;
 	expect_changed("16402\n1 23 -1 0 0 2 id\n2 25 -1 0 0 1 a\n", "column \"a\" changed its type");
 	/* varchar(10) -> varchar(20) rewrites nothing */
 	expect_same("16390\n1 23 -1 0 0 2 id\n2 1043 24 0 0 1 a\n");
@@ -59,13 +56,11 @@ static void test_type_rewrite(void **state)
 
 static void test_dropped_and_added_again(void **state)
 {
-	(void)state;
 	expect_changed("16390\n1 23 -1 0 0 2 id\n3 23 -1 0 0 1 a\n", "column \"a\" was dropped and added again");
 }
 
 static void test_no_change_of_rows(void **state)
 {
-	(void)state;
 	/* ADD COLUMN without a default; then SET DEFAULT on it */
 	expect_same("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 0 0 1 n\n");
 	expect_same("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 0 1 1 n\n");
@@ -76,7 +71,6 @@ static void test_no_change_of_rows(void **state)
 
 static void test_names_and_bad_text(void **state)
 {
-	(void)state;
 	char why[512];
 	/* a name with a space and a newline is read by its length */
 	const char was[] = "1\n1 23 -1 0 0 4 a\nb \n";
