@@ -46,6 +46,7 @@ void sl_ckpt_free(struct sl_checkpoint *ck)
 		free(ck->tables[i].ns);
 		free(ck->tables[i].table);
 		free(ck->tables[i].resume_key);
+		free(ck->tables[i].columns);
 		free(ck->tables[i].pend.key);
 	}
 	free(ck->tables);
@@ -232,6 +233,13 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 				e->method = SL_BF_WATERMARK;
 			else if (v && (!json_is_string(v) || strcmp(json_string_value(v), method_names[SL_BF_SNAPSHOT])))
 				goto corrupt;
+			v = json_object_get(t, "columns");
+			if (v && !json_is_null(v)) {
+				if (!json_is_string(v))
+					goto corrupt;
+				if (!(e->columns = strdup(json_string_value(v))))
+					goto oom;
+			}
 			v = json_object_get(t, "resume_key");
 			if (v && !json_is_null(v)) {
 				if (!json_is_string(v))
@@ -324,6 +332,8 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 		json_object_set_new(t, "method", json_string(method_names[e->method]));
 		if (e->resume_key)
 			json_object_set_new(t, "resume_key", json_string(e->resume_key));
+		if (e->columns)
+			json_object_set_new(t, "columns", json_string(e->columns));
 		if (e->chunks)
 			json_object_set_new(t, "chunks", json_integer((json_int_t)e->chunks));
 		json_object_set_new(tabs, e->name, t);

@@ -13,7 +13,8 @@
  *    "last_source_ts_us": ..., "updated_us": ...,
  *    "tables": {"public.t": {"backfill": "done", "snapshot": "0/16B3700",
  *                            "rows": 10, "schema_key": "...", "id": 16385,
- *                            "shape": 0, "method": "snapshot", "layout": ...},
+ *                            "shape": 0, "method": "snapshot", "layout": ...,
+ *                            "columns": "16390\n1 23 -1 0 0 2 id\n"},
  *               "public.u": {"backfill": "running", "method": "watermark",
  *                            "resume_key": "42", "chunks": 3, "rows": 30000,
  *                            ...}}}
@@ -55,6 +56,7 @@ struct sl_ckpt_table {
 	uint64_t id;              /* the source's identity of the table (PostgreSQL OID); 0 unknown */
 	uint64_t shape;           /* sl_table.shape when last backfilled */
 	uint64_t layout;          /* sl_table.layout as of the durable position (0: none) */
+	char *columns;            /* sl_table.src_columns at the last start (owned; NULL unknown) */
 	uint64_t rows;            /* rows written by the finished backfill (running: durable so far) */
 	char schema_key[17];      /* last schema version written */
 	enum sl_bf_method method; /* how the running or last backfill reads the table */

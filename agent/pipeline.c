@@ -695,6 +695,17 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			e->rows = e->chunks = 0;
 			sl_ckpt_set_resume(e, NULL);
 		}
+		/* What the source knows of the columns read now (a job started
+		 * because they changed does not start again at the next run). */
+		if (ev->table->src_columns) {
+			char *cols = strdup(ev->table->src_columns);
+			if (!cols) {
+				snprintf(p->w_err, sizeof p->w_err, "out of memory");
+				return SL_EFAIL;
+			}
+			free(e->columns);
+			e->columns = cols;
+		}
 		/* The re-backfill marker, just after the stream's position P:
 		 * CSN (P + 1, 0) sorts after every record written so far (changes
 		 * before P, backfill rows at P or before) and before every chunk

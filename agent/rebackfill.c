@@ -44,6 +44,7 @@ struct job {
 
 struct sl_rebackfill {
 	struct sl_rebackfill_config c;
+	const struct sl_table **cur;    /* the latest version of each of c.tables (SCHEMA events) */
 	struct job *jobs;               /* jobs[0] runs */
 	int njobs;
 	struct sl_bf_chunk *chunk;
@@ -191,12 +192,17 @@ int sl_rebackfill_new(struct sl_rebackfill **out, const struct sl_rebackfill_con
 	struct sl_rebackfill *rb = calloc(1, sizeof *rb);
 
 	*out = NULL;
-	if (!rb || !(rb->chunk = sl_bf_chunk_new())) {
+	if (!rb || !(rb->chunk = sl_bf_chunk_new()) ||
+	    !(rb->cur = calloc((size_t)(c->ntables > 0 ? c->ntables : 1), sizeof *rb->cur))) {
+		if (rb)
+			sl_bf_chunk_free(rb->chunk);
 		free(rb);
 		snprintf(c->err, c->errlen, "out of memory");
 		return SL_EFAIL;
 	}
 	rb->c = *c;
+	for (int i = 0; i < c->ntables; i++)
+		rb->cur[i] = c->tables[i];
 	if (!rb->c.chunk_rows)
 		rb->c.chunk_rows = DEFAULT_CHUNK_ROWS;
 	snprintf(rb->run, sizeof rb->run, "%ld.%" PRId64, (long)getpid(), sl_now_us());
@@ -218,6 +224,7 @@ void sl_rebackfill_free(struct sl_rebackfill *rb)
 	for (int i = 0; i < rb->njobs; i++)
 		job_free(&rb->jobs[i]);
 	free(rb->jobs);
+	free(rb->cur);
 	free(rb->last);
 	sl_bf_chunk_free(rb->chunk);
 	sl_buf_free(&rb->text);
@@ -286,16 +293,73 @@ static void job_done(struct sl_rebackfill *rb)
 	rb->njobs--;
 }
 
-/* The stream's version of "schema.table", or NULL when it does not select it. */
+/* The stream's latest version of "schema.table", or NULL when it does not select it. */
 static const struct sl_table *find_table(const struct sl_rebackfill *rb, const char *name)
 {
 	for (int i = 0; i < rb->c.ntables; i++) {
-		const struct sl_table *t = rb->c.tables[i];
+		const struct sl_table *t = rb->cur[i];
 		size_t l = strlen(t->ns);
 		if (!strncmp(name, t->ns, l) && name[l] == '.' && !strcmp(name + l + 1, t->name))
 			return t;
 	}
 	return NULL;
+}
+
+static bool same_table(const struct sl_table *a, const struct sl_table *b)
+{
+	return a->relid == b->relid && !strcmp(a->ns, b->ns) && !strcmp(a->name, b->name);
+}
+
+/*
+ * A SCHEMA event: the version t replaces its table's everywhere here (also
+ * when the source saw no change: the first description of a table in a run
+ * is new to the source, and may differ from the version the run started
+ * with), and
+ * when the source says the table's existing rows changed without a change
+ * record (why), a request to backfill it again is written, as `sluice
+ * backfill --table` would (durable before any change after it is, and
+ * taken at the next idle moment, or at the next start).
+ */
+static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool changed, const char *why)
+{
+	struct sl_buf name;
+	int rc = SL_OK;
+
+	for (int i = 0; i < rb->c.ntables; i++)
+		if (same_table(rb->cur[i], t))
+			rb->cur[i] = t;
+	for (int i = 0; i < rb->njobs; i++) {
+		if (!same_table(rb->jobs[i].t, t))
+			continue;
+		if (i == 0 && rb->waiting && (changed || !sl_table_same_columns(rb->jobs[i].t, t))) {
+			/* Its rows have the old columns: read them again. */
+			sl_bf_chunk_abandon(rb->chunk);
+			rb->waiting = rb->finishing = false;
+		}
+		rb->jobs[i].t = t;
+	}
+	if (!why)
+		return SL_OK;
+	if (!rb->c.backfill) {
+		sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: the stream has backfill = none, so its existing "
+			"rows keep what the output had", rb->c.stream, t->ns, t->name, why);
+		return SL_OK;
+	}
+	sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: it is backfilled again, behind a marker", rb->c.stream, t->ns,
+		t->name, why);
+	if (!rb->c.state_dir)
+		return SL_OK;
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", t->ns, t->name);
+	if (sl_buf_failed(&name)) {
+		snprintf(rb->c.err, rb->c.errlen, "out of memory");
+		rc = SL_EFAIL;
+	} else if (sl_bf_request_write(rb->c.state_dir, rb->c.stream, name.data, rb->c.err, rb->c.errlen) < 0) {
+		rc = SL_EFAIL;
+	}
+	rb->polled_ms = 0;   /* take it at once */
+	sl_buf_free(&name);
+	return rc;
 }
 
 static int find_entry(const struct sl_rebackfill *rb, const char *name)
@@ -541,20 +605,7 @@ static int hook_event(void *payload, const struct sl_event *ev)
 		}
 		return SL_OK;
 	case SL_EV_SCHEMA:
-		if (!ev->changed)
-			return SL_OK;
-		for (int i = 0; i < rb->njobs; i++) {
-			const struct sl_table *t = rb->jobs[i].t;
-			if (t->relid != ev->table->relid || strcmp(t->ns, ev->table->ns) || strcmp(t->name, ev->table->name))
-				continue;
-			if (i == 0 && rb->waiting) {
-				/* Its rows have the old columns: read them again. */
-				sl_bf_chunk_abandon(rb->chunk);
-				rb->waiting = rb->finishing = false;
-			}
-			rb->jobs[i].t = ev->table;
-		}
-		return SL_OK;
+		return on_schema(rb, ev->table, ev->changed, ev->rebackfill);
 	case SL_EV_WATERMARK:
 		if (!rb->waiting)
 			return SL_OK;

@@ -54,6 +54,8 @@ struct sl_rebackfill_config {
 	struct sl_table *const *tables;         /* the stream's table versions (outlive rb) */
 	int ntables;
 	uint64_t chunk_rows;                    /* 0: 10000 */
+	bool backfill;                          /* the stream backfills (backfill = auto): a table whose
+						 * rows a DDL changed is backfilled again */
 	char *err;                              /* the reader's error buffer (the pipe's) */
 	size_t errlen;
 };

@@ -173,11 +173,13 @@ static bool still_selected(const struct sl_stream_config *sc, const struct sl_ck
  * - a table new to the stream gets a pending entry (skipped without backfill);
  * - a table whose identity changed (dropped and created again under the same
  *   name: a new OID), whose shape changed (partitions attached or
- *   detached: rows came or went without changes), or whose layout changed
+ *   detached: rows came or went without changes), whose layout changed
  *   since the checkpoint's position (a log that does not describe its rows
  *   holds rows of another layout: the source skips them, see
- *   sl_source_hooks.covered) is backfilled again, its rows preceded by a
- *   marker that clears what the output held;
+ *   sl_source_hooks.covered), or whose existing rows changed without
+ *   changes (the source's columns_changed: a column added with a default, a
+ *   table rewrite, a column dropped and added again) is backfilled again,
+ *   its rows preceded by a marker that clears what the output held;
  * - an entry written before identities were recorded takes the table's;
  * - an entry whose table the source no longer lists, though the stream still
  *   selects its name, was dropped or renamed: its index goes into drops[],
@@ -194,6 +196,7 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 		int before = s->ck.ntables;
 		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, t->ns, t->name);
 		enum sl_bf_state was;
+		char why[SL_ERRLEN];
 		if (!e) {
 			snprintf(s->err, s->errlen, "out of memory");
 			return SL_EFAIL;
@@ -214,12 +217,27 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 				"change cannot be read with today's columns, so it is backfilled again", s->sc->name,
 				e->name);
 			e->state = SL_BF_PENDING;
+		} else if (e->id && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED) && s->src->columns_changed &&
+			   s->src->columns_changed(e->columns, t->src_columns, why, sizeof why)) {
+			sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: %s", s->sc->name, e->ns, e->table, why,
+				s->sc->backfill ? "it is backfilled again, behind a marker" :
+				"the stream has backfill = none, so its existing rows keep what the output had");
+			e->state = SL_BF_PENDING;
 		} else if (e->state == SL_BF_DROPPED) {
 			e->state = SL_BF_PENDING;  /* a table of that name is back */
 		}
 		e->id = t->relid;
 		e->shape = t->shape;
 		e->layout = t->layout;
+		if (t->src_columns) {
+			char *c = strdup(t->src_columns);
+			if (!c) {
+				snprintf(s->err, s->errlen, "out of memory");
+				return SL_EFAIL;
+			}
+			free(e->columns);
+			e->columns = c;
+		}
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
 		if (e->state == SL_BF_PENDING && was != SL_BF_PENDING && s->ck.has_position)
@@ -558,6 +576,7 @@ static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
 	rc.tables = s->tables;
 	rc.ntables = s->ntables;
 	rc.chunk_rows = (uint64_t)s->sst.backfill_chunk_rows;
+	rc.backfill = s->sc->backfill;
 	rc.err = s->err;
 	rc.errlen = s->errlen;
 	if ((r = sl_rebackfill_new(&s->rb, &rc)) < 0)

@@ -354,6 +354,8 @@ int sl_mask_table(struct sl_mask *m, const struct sl_table *src, struct sl_maske
 	pm->t->no_row_identity = src->no_row_identity;
 	pm->t->src = src->src;
 	pm->t->est_rows = src->est_rows;
+	if (src->src_columns && !(pm->t->src_columns = strdup(src->src_columns)))
+		goto out;
 	*out = pm;
 	pm = NULL;
 	rc = 0;

@@ -502,6 +502,7 @@ void sl_table_free(struct sl_table *t)
 	free(t->ns);
 	free(t->name);
 	free(t->object);
+	free(t->src_columns);
 	free(t);
 }
 

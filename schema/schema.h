@@ -173,6 +173,12 @@ struct sl_table {
 	const struct sl_source_desc *src; /* the source kind that described it (static) */
 	int64_t est_rows;    /* the source's estimate of its rows (PostgreSQL: reltuples), -1 unknown;
 			      * for backfill progress only */
+	/* The source's text for what its catalog knows of the columns beyond
+	 * the names and types (PostgreSQL: their numbers, defaults and the
+	 * table's file node; see sources/postgres/pg_rewrite.c), kept in the
+	 * checkpoint and compared by sl_source_ops.columns_changed.  Owned;
+	 * NULL when the source has none. */
+	char *src_columns;
 };
 
 enum sl_op {

@@ -256,6 +256,12 @@ struct sl_event {
 	const struct sl_table *table;
 	bool changed;
 	struct sl_table *retired;
+	/* SCHEMA: when not NULL, why the table's existing rows no longer read
+	 * as the stream has them, though no change carries it (PostgreSQL: a
+	 * column added with a default, a table rewritten by ALTER COLUMN ...
+	 * TYPE, a column dropped and added again): the agent backfills the
+	 * table again, behind a marker.  Valid until the next call. */
+	const char *rebackfill;
 	/* CHANGE: table, op, values, csn_pos, seq, source_ts_us and tx_id are
 	 * set; csn (the text), pos, read_method, read_ts_us and uuid are the
 	 * caller's.  The
@@ -469,6 +475,13 @@ struct sl_source_ops {
 	int (*ack)(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen);
 
 	/* ---- optional (NULL when a source has none) ---- */
+
+	/* True, with why, when the existing rows of a table changed without a
+	 * change record between two of its versions' src_columns (was: what
+	 * the checkpoint kept; now: the catalog's): a column added with a
+	 * default, a table rewrite, a column dropped and added again.  The
+	 * agent then backfills the table again, behind a marker. */
+	bool (*columns_changed)(const char *was, const char *now, char *why, size_t whylen);
 
 	/* The agent's probe thread (ops/probe.c): a session of its own, kept
 	 * open between samples, on a connection of its own.  probe_open

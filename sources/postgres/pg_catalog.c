@@ -464,7 +464,8 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 		if (PQgetisnull(res, i, 9) || sl_parse_i64(PQgetvalue(res, i, 9), 0, INT64_MAX, &t->est_rows) < 0)
 			t->est_rows = -1;  /* never analyzed: unknown */
 	}
-	if (describe && (rc = describe_tables(c, tabs, cnt, err, errlen)) < 0)
+	if (describe && ((rc = describe_tables(c, tabs, cnt, err, errlen)) < 0 ||
+			 (rc = sl_pg_idents_read(c, tabs, cnt, err, errlen)) < 0))
 		goto out;
 	*out = tabs;
 	*n = cnt;

@@ -309,4 +309,14 @@ struct sl_pg_repl *sl_pg_repl_open_replay(const char *path, sl_pgo_key_lookup lo
 int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, const char *path,
 			     struct sl_table **tables, int ntables, char *err, size_t errlen);
 
+/* Column identities (pg_rewrite.c): what a Relation message cannot tell.
+ * sl_pg_idents_read sets src_columns of each of the n tables (one query).
+ * sl_pg_columns_changed is true, with why, when the rows of a table whose
+ * identities were was read differently now (a column added with a default,
+ * the table rewritten by a type change or a volatile default, a column
+ * dropped and added again) without a change record; false when either
+ * text is NULL or not such a text. */
+int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
+bool sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen);
+
 #endif

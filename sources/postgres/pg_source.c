@@ -132,6 +132,9 @@ struct pg_src {
 	bool truncating;                /* rev holds a TRUNCATE: hand out its tables */
 	int64_t last_catalog_ms;        /* the last catalog check */
 	struct sl_buf wm;               /* the text of the last watermark handed out */
+	char **src_columns;             /* per table: its src_columns at its last Relation message
+					 * (owned; NULL: the catalog's at the start, in tables) */
+	char why[SL_ERRLEN];            /* SL_EV_SCHEMA's rebackfill */
 	/* backfill while streaming */
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
@@ -236,6 +239,9 @@ static void pg_close(void *ctx)
 		free(s->readd[i]);
 	free(s->readd);
 	sl_buf_free(&s->wm);
+	for (int i = 0; s->src_columns && i < s->ntables; i++)
+		free(s->src_columns[i]);
+	free(s->src_columns);
 	free(s);
 }
 
@@ -800,6 +806,39 @@ static int identity_holds_key(const struct pg_src *s, const struct sl_table *t, 
 	return SL_EPREREQ;
 }
 
+/* At a Relation message of table relid: 1, with s->why saying why, when
+ * the catalog's column identities (pg_rewrite.c) say that its existing rows
+ * changed without a change record since its last Relation message (or the
+ * start); 0 when they did not, or the stream does not select it. */
+static int columns_check(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
+{
+	struct sl_table now, *p = &now;
+	int i, rc;
+
+	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
+		;
+	if (i == s->ntables || !s->meta)
+		return 0;
+	if (!s->src_columns && !(s->src_columns = calloc((size_t)s->ntables, sizeof *s->src_columns))) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	memset(&now, 0, sizeof now);
+	now.relid = relid;
+	if ((rc = sl_pg_idents_read(s->meta, &p, 1, err, errlen)) < 0)
+		return rc;
+	rc = sl_pg_columns_changed(s->src_columns[i] ? s->src_columns[i] : s->tables[i]->src_columns,
+				   now.src_columns, s->why, sizeof s->why);
+	if (now.src_columns) {
+		/* The version the Relation message made carries them too, so
+		 * that a backfill of it records them (Q_JOB_START). */
+		free(s->src_columns[i]);
+		s->src_columns[i] = now.src_columns;
+		sl_pgoutput_set_src_columns(sl_pg_repl_decoder(s->repl), relid, strdup(now.src_columns));
+	}
+	return rc;
+}
+
 /* A Relation message: 0 to follow the relation, 1 when the stream does not
  * select it (its changes are skipped; a publication shared with other
  * streams, FOR ALL TABLES, or inheritance children bring such tables), or
@@ -914,10 +953,15 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 					return rc;
 				break;
 			}
+			if ((rc = columns_check(s, pe->table->relid, err, errlen)) < 0) {
+				sl_table_free(pe->retired);
+				return rc;
+			}
 			ev->kind = SL_EV_SCHEMA;
 			ev->table = pe->table;
 			ev->changed = pe->schema_changed;
 			ev->retired = pe->retired;
+			ev->rebackfill = rc == 1 ? s->why : NULL;
 			return SL_OK;
 		case SL_PGO_CHANGE:
 			s->truncating = pe->nchanges == 0;
@@ -1197,4 +1241,5 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.probe_close = pg_probe_close,
 	.heartbeat = pg_heartbeat,
 	.counters = pg_counters,
+	.columns_changed = sl_pg_columns_changed,
 };

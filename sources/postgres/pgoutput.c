@@ -379,6 +379,18 @@ void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid)
 		e->ignored = true;
 }
 
+void sl_pgoutput_set_src_columns(struct sl_pgoutput *d, uint32_t relid, char *text)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (!e) {
+		free(text);
+		return;
+	}
+	free(e->table->src_columns);
+	e->table->src_columns = text;
+}
+
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d)
 {
 	return d->ignored_changes;

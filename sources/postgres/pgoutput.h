@@ -98,6 +98,10 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
 void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid);
 /* Changes skipped so far. */
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d);
+/* Gives text (malloc'd; the decoder owns it from here, also on failure) to
+ * the current version of relation relid as its src_columns (see
+ * schema/schema.h), replacing what it had; freed when relid is unknown. */
+void sl_pgoutput_set_src_columns(struct sl_pgoutput *d, uint32_t relid, char *text);
 
 /* True while a transaction is open (between BEGIN and COMMIT). */
 bool sl_pgoutput_in_tx(const struct sl_pgoutput *d);

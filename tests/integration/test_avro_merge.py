@@ -27,6 +27,7 @@ import harness  # noqa: E402
 from harness import PgTestCase, S3Server, s3_available, wait_until
 from harness_mysql import MyTestCase
 from ch_harness import HoldingProxy
+from test_pg_changes import silent_ddl_run, silent_ddl_setup
 
 SEEDS = [int(s) for s in os.environ.get("SLUICE_TEST_SEED", "11,23,37").split(",")]
 
@@ -107,6 +108,20 @@ class PgMergeTest(PgTestCase):
             self.assertEqual(unchanged, [], f"{table} {k}: values left unchanged")
             for c in columns:
                 self.assertEqual(payload[c], row[c], f"{table} {k} column {c}")
+
+    def test_silent_ddl(self):
+        """After ALTER COLUMN TYPE ... USING and a column dropped and added
+        again, every existing key's record is the source's row (the table
+        is backfilled again behind a marker), with no later update of
+        those rows."""
+        kinds = ("dt", "dd")
+        names = silent_ddl_setup(self.pg, "m_", kinds=kinds)
+        s = self.merge_sluice(stream="msd", tables=", ".join(f"public.{t}" for t in names))
+        s.catch_up(self)
+        silent_ddl_run(self.pg, "m_", kinds=kinds)
+        s.catch_up(self)
+        for t in names:
+            self.assert_mirror(s, f"public_{t}", t, ["id"], ["id", "a"])
 
     def test_one_record_per_key_and_deletes(self):
         pg = self.pg

@@ -41,6 +41,7 @@ from harness import csn_seq, qident, wait_until
 import test_pg_types as T
 from opsutil import metric, metrics, metrics_port  # noqa: E402
 from test_pg_ops import wait_confirmed, wal_lsn  # noqa: E402
+from test_pg_changes import assert_silent_ddl_logged, silent_ddl_run, silent_ddl_setup
 
 
 def ch_count(ch, db, table, where="", final=False):
@@ -312,6 +313,26 @@ class ClickHouseChangesTest(ChTestCase):
         self.assertIn('table "public_sc": column "v" is in ClickHouse but no longer in the source table '
                       '(dropped or renamed at the source)', p.stderr_text())
         self.assertEqual(ch_count(self.ch, "sc_m", "public_sc", "id = 101"), 0)
+
+    def test_silent_ddl_merge(self):
+        """Merge mode: after DDL that changed the existing rows without a
+        change record (a column added with constant defaults, one with a
+        volatile default, a column dropped and added again), every existing
+        row of the view equals the source, with no later update of those
+        rows: the table is backfilled again behind a marker.  (A column
+        whose type changes at the source stops a ClickHouse stream, with a
+        message of its own.)"""
+        kinds = ("dc", "dv", "dd")
+        names = silent_ddl_setup(self.pg, "ch_", kinds=kinds)
+        s = self.sluice(stream="sdm", tables=", ".join(f"public.{t}" for t in names), database="sdm",
+                        write_mode="merge")
+        self.catch_up(s)
+        silent_ddl_run(self.pg, "ch_", kinds=kinds)
+        r = self.catch_up(s)
+        for t in names:
+            with self.subTest(table=t):
+                self.assertChMatches(s, "public", t, ["id"])
+        assert_silent_ddl_logged(self, "ch_", r.stderr, kinds=kinds)
 
     def test_column_retyped_in_clickhouse(self):
         """A column retyped in ClickHouse by hand stops the stream with a

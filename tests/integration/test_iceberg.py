@@ -238,13 +238,20 @@ class IcebergTest(PgTestCase):
         self.assertEqual(rebuild(rows), pg_state(pg, "ice2"))
         self.check_metadata(s, "public_ice2", changes)
 
+    def streamed_table(self, stream, table, columns, rows, value):
+        """Table (id int PRIMARY KEY, columns) made anew with ids 1..rows
+        (value: the other column's SQL of g), and a stream of it caught up."""
+        pg = self.pg
+        pg.execute(f"DROP TABLE IF EXISTS {table}")
+        pg.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, {columns})")
+        pg.execute(f"INSERT INTO {table} SELECT g, {value} FROM generate_series(1, {rows}) g")
+        s = self.isluice(stream, f"public.{table}")
+        self.catch_up(s)
+        return s
+
     def test_added_column_and_dropped_column(self):
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS ice3")
-        pg.execute("CREATE TABLE ice3 (id int PRIMARY KEY, v text)")
-        pg.execute("INSERT INTO ice3 SELECT g, 'v' || g FROM generate_series(1, 20) g")
-        s = self.isluice("icea", "public.ice3")
-        self.catch_up(s)
+        s = self.streamed_table("icea", "ice3", "v text", 20, "'v' || g")
         pg.execute("INSERT INTO ice3 VALUES (21, 'before')")
         pg.execute("ALTER TABLE ice3 ADD COLUMN extra numeric(8,3)")
         pg.execute("INSERT INTO ice3 VALUES (22, 'after', 12.345)")
@@ -291,6 +298,27 @@ class IcebergTest(PgTestCase):
         self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
         self.assertFalse([r for r in rows if r["_is_deleted"]])
         return rebuild(rows)
+
+    def test_column_added_with_default(self):
+        """A column added with a default reaches every existing row: the
+        table is backfilled again behind a TRUNCATE marker, so the rows
+        rebuilt in _csn order (the marker clearing what came before it)
+        equal the source's, with no later update of those rows."""
+        pg = self.pg
+        s = self.streamed_table("iced", "ice4", "a int", 5, "g")
+        pg.execute("ALTER TABLE ice4 ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s'")
+        pg.execute("INSERT INTO ice4 (id, a) VALUES (100, 100)")
+        self.catch_up(s)
+        rows = ch_query(f"SELECT id, a, n, t, _change_type FROM icebergLocal('{self.table_dir(s, 'public_ice4')}') "
+                        "ORDER BY _csn, id")
+        state = {}
+        for r in rows:
+            if r["_change_type"] == "TRUNCATE":
+                state.clear()
+            else:
+                state[r["id"]] = (r["a"], r["n"], r["t"])
+        want = {r[0]: (r[1], r[2], r[3]) for r in pg.sql("SELECT id, a, n, t FROM ice4")}
+        self.assertEqual(state, want)
 
     def test_merge_changes_truncate_kill(self):
         """Merge mode: backfill, inserts, updates, deletes and key changes,

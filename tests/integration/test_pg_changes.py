@@ -2,14 +2,18 @@
 tests/integration/test_pg_changes.py: what CDC emits for inserts, updates,
 deletes, primary-key changes and TRUNCATE, in which order and with which
 positions, and that several tables in one transaction share its commit
-position with increasing sequence numbers.
+position with increasing sequence numbers; and that DDL which changes the
+existing rows without a change record (a column added with a default, a
+rewrite by ALTER COLUMN ... TYPE USING, a column dropped and added again)
+reaches every existing row.
 """
 
 import os
+import signal
 import unittest
 
 import harness  # noqa: E402
-from harness import PgTestCase, csn, csn_position, csn_seq, lsn_value, records_for
+from harness import PgTestCase, csn, csn_position, csn_seq, lsn_value, records_for, wait_until
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
 TAGS = {"sanitizers"}
@@ -254,3 +258,123 @@ class SchemaChangeTest(PgTestCase):
             files.update(n for n in names if n.endswith(".avro"))
         self.assertGreaterEqual(len(files), 4)
         self.assertTableMatches(recs, "public", "sc", ["id"])
+
+
+# Tables whose existing rows a DDL changes without any change record, each
+# with the DDL and the insert that makes pgoutput describe the table again
+# (a Relation message comes with a table's next change).
+SILENT_DDL = {
+    "dc": ("ALTER TABLE {t} ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s', "
+           "ADD COLUMN ts timestamptz DEFAULT '2024-02-29 12:34:56.789+02', ADD COLUMN d numeric(8,3) DEFAULT 12.5",
+           "INSERT INTO {t} (id, a) VALUES (100, 100)"),
+    "dv": ("ALTER TABLE {t} ADD COLUMN u text DEFAULT md5(random()::text), "
+           "ADD COLUMN c timestamptz DEFAULT clock_timestamp()",
+           "INSERT INTO {t} (id, a) VALUES (100, 100)"),
+    "dt": ("ALTER TABLE {t} ALTER COLUMN a TYPE text USING 'v' || a",
+           "INSERT INTO {t} (id, a) VALUES (100, 'new')"),
+    "dd": ("ALTER TABLE {t} DROP COLUMN a; ALTER TABLE {t} ADD COLUMN a int",
+           "INSERT INTO {t} (id, a) VALUES (100, 100)"),
+}
+
+# What the agent says for each, before ": it is backfilled again, behind a marker".
+SILENT_DDL_WHY = {
+    "dc": 'column "n" was added with a default, which the existing rows have without a change',
+    "dv": 'column "u" was added with a volatile default, which rewrote the table',
+    "dt": 'column "a" changed its type, which rewrote the table',
+    "dd": 'column "a" was dropped and added again: it is a new column, whose values are not the old ones',
+}
+
+
+def silent_ddl_setup(pg, prefix, rows=5, kinds=tuple(SILENT_DDL)):
+    """Creates the SILENT_DDL tables of kinds (prefix + name), rows rows each
+    (id, a); returns their names."""
+    names = [prefix + t for t in kinds]
+    for t in names:
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, a int)")
+        pg.execute(f"INSERT INTO {t} SELECT g, g FROM generate_series(1, {rows}) g")
+    return names
+
+
+def silent_ddl_run(pg, prefix, kinds=tuple(SILENT_DDL)):
+    for t in kinds:
+        ddl, insert = SILENT_DDL[t]
+        pg.execute(ddl.format(t=prefix + t))
+        pg.execute(insert.format(t=prefix + t))
+
+
+def assert_silent_ddl_logged(testcase, prefix, stderr, kinds=tuple(SILENT_DDL)):
+    for t in kinds:
+        why = SILENT_DDL_WHY[t]
+        testcase.assertIn(f'table "public"."{prefix}{t}": {why}: it is backfilled again, behind a marker', stderr)
+
+
+class SilentDdlTest(PgTestCase):
+    """Every existing row, after DDL that changed it without a change
+    record, equals the source, with no later update of those rows: the
+    table is backfilled again behind a marker, when the stream reads the
+    DDL's Relation message and when a run starts after it."""
+
+    def check_tables(self, s, names):
+        recs = self.read(s)
+        for t in names:
+            with self.subTest(table=t):
+                self.assertTableMatches(records_for(recs, "public", t), "public", t, ["id"])
+
+    def test_silent_ddl_between_runs(self):
+        pg = self.pg
+        names = silent_ddl_setup(pg, "r_")
+        s = self.sluice(stream="sdr", tables=",".join(f"public.{t}" for t in names))
+        self.catch_up(s)
+        silent_ddl_run(pg, "r_")
+        r = self.catch_up(s)
+        self.check_tables(s, names)
+        assert_silent_ddl_logged(self, "r_", r.stderr)
+        # the checkpoint keeps the new column identities: no second backfill
+        r = self.catch_up(s)
+        self.assertNotIn("backfilled again", r.stderr)
+
+    def test_silent_ddl_while_streaming(self):
+        pg = self.pg
+        names = silent_ddl_setup(pg, "s_")
+        s = self.sluice(stream="sds", tables=",".join(f"public.{t}" for t in names))
+        self.catch_up(s)
+        p = s.start("run")
+        try:
+            wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+            silent_ddl_run(pg, "s_")
+            wait_until(lambda: all(f"backfilled public.{t} while streaming" in p.stderr_text() for t in names)
+                       or not p.alive(), 60, "the tables backfilled again")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        assert_silent_ddl_logged(self, "s_", p.stderr_text())
+        self.check_tables(s, names)
+        # the run after it has nothing more to do
+        r = self.catch_up(s)
+        self.assertNotIn("backfilled again", r.stderr)
+
+    def test_silent_ddl_without_backfill(self):
+        """backfill = none: the DDL is logged, and nothing is backfilled,
+        neither while streaming nor at the next start."""
+        pg = self.pg
+        names = silent_ddl_setup(pg, "n_", kinds=("dc",))
+        s = self.sluice(stream="sdn", tables="public.n_dc", backfill="none")
+        self.catch_up(s)
+        p = s.start("run")
+        try:
+            wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+            silent_ddl_run(pg, "n_", kinds=("dc",))
+            wait_until(lambda: "backfill = none" in p.stderr_text() or not p.alive(), 60, "the DDL noticed")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        r = self.catch_up(s)
+        for err in (p.stderr_text(), r.stderr):
+            self.assertNotIn("backfilled again", err)
+            self.assertNotIn("backfilling", err)
+        self.assertIn(f'table "public"."{names[0]}": {SILENT_DDL_WHY["dc"]}: the stream has backfill = none, so '
+                      'its existing rows keep what the output had', p.stderr_text())
+        # only the insert that followed the DDL
+        recs = records_for(self.read(s), "public", names[0])
+        self.assertEqual([(r["source_metadata"]["change_type"], r["payload"]["id"]) for r in recs], [("INSERT", 100)])
+

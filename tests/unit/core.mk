@@ -32,6 +32,15 @@ tests_unit_test_pg_text_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pg_text_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
 
+# Column identities: which DDL changes existing rows (sources/postgres/pg_rewrite.c).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_pg_rewrite
+TESTS += tests/unit/test_pg_rewrite
+tests_unit_test_pg_rewrite_SOURCES = tests/unit/test_pg_rewrite.c
+tests_unit_test_pg_rewrite_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBPQ_CFLAGS)
+tests_unit_test_pg_rewrite_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif
+
 # Column selection and masking (schema/mask.c).
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_mask

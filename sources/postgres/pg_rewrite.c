@@ -1,0 +1,184 @@
+/*
+ * sources/postgres/pg_rewrite.c: what a Relation message cannot tell.
+ *
+ * pgoutput describes a table by its column names and types only.  Some DDL
+ * changes the values of rows that no change record will ever carry:
+ * - ADD COLUMN with a constant default: PostgreSQL (since 11) keeps it as the
+ *   column's "missing" value (pg_attribute.atthasmissing, attmissingval)
+ *   and writes no row;
+ * - ADD COLUMN with a volatile default (clock_timestamp(), random()), and
+ *   ALTER COLUMN ... TYPE (USING ...): the table is rewritten (a new file
+ *   node), again without a change record;
+ * - DROP COLUMN x then ADD COLUMN x: the same name, but a new column (a new
+ *   attnum), whose values are not the old ones.
+ *
+ * So the source keeps, per table, a text of its own ("column identities",
+ * sl_table.src_columns): the table's file node, then per column its number,
+ * type, modifier, whether it has a missing value and whether it has a
+ * default.  sl_pg_columns_changed compares two of them.  The agent keeps
+ * the text in the checkpoint, to compare it with the catalog's at the next
+ * start; the stream compares the catalog's at each Relation message with
+ * the text it had for the table, to notice it while streaming.
+ *
+ * Text: "<relfilenode>\n", then per column, in attnum order,
+ * "<attnum> <atttypid> <atttypmod> <hasmissing 0|1> <hasdefault 0|1>
+ * <bytes of name> <name>\n".
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "sources/postgres/pg_internal.h"
+
+/* One query for the tables of $1 (an OID array): relid, text. */
+static const char idents_sql[] =
+	"SELECT c.oid, c.relfilenode::text || E'\\n' || coalesce(string_agg(format('%s %s %s %s %s %s %s', "
+	"  a.attnum, a.atttypid, a.atttypmod, a.atthasmissing::int, (d.oid IS NOT NULL)::int, "
+	"  octet_length(a.attname::text), a.attname), E'\\n' ORDER BY a.attnum) || E'\\n', '') "
+	"FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 "
+	"  AND NOT a.attisdropped AND a.attgenerated = '' "
+	"LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+	"WHERE c.oid = ANY($1::oid[]) GROUP BY c.oid, c.relfilenode";
+
+int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+{
+	struct sl_buf oids;
+	const char *params[1];
+	PGresult *res = NULL;
+	int rc = SL_OK;
+
+	sl_buf_init(&oids, 0);
+	if (n == 0)
+		goto out;
+	if (sl_pg_oid_array(&oids, tabs, n) < 0) {
+		snprintf(err, errlen, "out of memory reading column identities");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	params[0] = oids.data;
+	res = PQexecParams(c, idents_sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = sl_pg_err(err, errlen, "could not read the column identities of the tables", c, res);
+		goto out;
+	}
+	for (int i = 0; i < PQntuples(res) && rc == SL_OK; i++) {
+		uint64_t relid;
+		if (sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &relid) < 0)
+			continue;
+		for (int k = 0; k < n && rc == SL_OK; k++) {
+			if (tabs[k]->relid != relid)
+				continue;
+			free(tabs[k]->src_columns);
+			if (!(tabs[k]->src_columns = strdup(PQgetvalue(res, i, 1)))) {
+				snprintf(err, errlen, "out of memory reading column identities");
+				rc = SL_EFAIL;
+			}
+		}
+	}
+out:
+	sl_buf_free(&oids);
+	PQclear(res);
+	return rc;
+}
+
+struct ident_col {
+	long attnum, typid, typmod;
+	bool missing, has_default;
+	const char *name;               /* into the text, namelen bytes */
+	size_t namelen;
+};
+
+struct idents {
+	const char *filenode;           /* into the text, up to the first newline */
+	size_t filenode_len;
+	struct ident_col *cols;         /* owned */
+	int ncols;
+};
+
+/* Parses one number and the space after it; false when there is none. */
+static bool num(const char **p, long *out)
+{
+	char *end;
+
+	*out = strtol(*p, &end, 10);
+	if (end == *p || *end != ' ')
+		return false;
+	*p = end + 1;
+	return true;
+}
+
+/* Parses text into id (see the top of this file).  False when it is not
+ * such a text or memory ran out: the caller then knows nothing. */
+static bool parse(const char *text, struct idents *id)
+{
+	const char *p = strchr(text, '\n');
+	long missing, def, len;
+
+	memset(id, 0, sizeof *id);
+	if (!p)
+		return false;
+	id->filenode = text;
+	id->filenode_len = (size_t)(p - text);
+	p++;
+	while (*p) {
+		struct ident_col *nc = realloc(id->cols, sizeof *nc * (size_t)(id->ncols + 1)), *col;
+		if (!nc)
+			return false;
+		id->cols = nc;
+		col = &nc[id->ncols];
+		if (!num(&p, &col->attnum) || !num(&p, &col->typid) || !num(&p, &col->typmod) || !num(&p, &missing) ||
+		    !num(&p, &def) || !num(&p, &len) || len < 0 || strlen(p) < (size_t)len + 1 || p[len] != '\n')
+			return false;
+		col->missing = missing != 0;
+		col->has_default = def != 0;
+		col->name = p;
+		col->namelen = (size_t)len;
+		p += len + 1;
+		id->ncols++;
+	}
+	return true;
+}
+
+static const struct ident_col *find_col(const struct idents *id, const struct ident_col *like)
+{
+	for (int i = 0; i < id->ncols; i++)
+		if (id->cols[i].namelen == like->namelen && !memcmp(id->cols[i].name, like->name, like->namelen))
+			return &id->cols[i];
+	return NULL;
+}
+
+bool sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
+{
+	struct idents w, n;
+	bool changed = false, rewritten;
+
+	memset(&w, 0, sizeof w);
+	memset(&n, 0, sizeof n);
+	if (!was || !now || !parse(was, &w) || !parse(now, &n)) {
+		free(w.cols);
+		free(n.cols);
+		return false;
+	}
+	rewritten = w.filenode_len != n.filenode_len || memcmp(w.filenode, n.filenode, n.filenode_len) != 0;
+	for (int i = 0; i < n.ncols && !changed; i++) {
+		const struct ident_col *c = &n.cols[i], *o = find_col(&w, c);
+		int l = (int)c->namelen;
+		changed = true;
+		if (o && o->attnum != c->attnum)
+			snprintf(why, whylen, "column \"%.*s\" was dropped and added again: it is a new column, whose "
+				 "values are not the old ones", l, c->name);
+		else if (!o && c->missing)
+			snprintf(why, whylen, "column \"%.*s\" was added with a default, which the existing rows have "
+				 "without a change", l, c->name);
+		else if (!o && c->has_default && rewritten)
+			snprintf(why, whylen, "column \"%.*s\" was added with a volatile default, which rewrote the "
+				 "table", l, c->name);
+		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten)
+			snprintf(why, whylen, "column \"%.*s\" changed its type, which rewrote the table", l, c->name);
+		else
+			changed = false;
+	}
+	free(w.cols);
+	free(n.cols);
+	return changed;
+}
