@@ -153,8 +153,8 @@ struct sl_pipe {
 					     * next progress (or when the table is done), so that what is
 					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
-	bool *w_claimed;                    /* by checkpoint index: running for the group under way
-					     * (BF_GROUP), not yet started */
+	bool *w_claimed;                    /* by checkpoint index: a member of the group under way
+					     * (BF_GROUP), marked running with it, not yet done */
 	int w_nclaimed;                     /* entries of w_claimed */
 	int w_group_left;                   /* members of that group not yet done */
 	struct bf_done *w_done;             /* grouped tables done, durable with the next flush */
