@@ -12,8 +12,13 @@
 #include "common/util.h"
 
 /* A table backfilled with fewer rows than this is not waited for before the
- * next one is read (sl_backfill_run). */
+ * next one is read, and one estimated to have fewer joins a group
+ * (sl_backfill_run). */
 #define SMALL_TABLE_ROWS 10000
+/* The most tables in a group: a crash redoes the group's tables not yet
+ * durable, and each checkpoint save writes every table's entry. */
+#define GROUP_TABLES 100
+_Static_assert(GROUP_TABLES <= SL_PIPE_GROUP_MAX, "a group fits in one pipeline event");
 
 static const struct sl_table *find_table(struct sl_table *const *tables, int n, const struct sl_ckpt_table *e)
 {
@@ -140,6 +145,33 @@ static int lock_tables(const struct sl_backfill_plan *plan, const struct sl_sour
 	return rc;
 }
 
+/* True when item it may be backfilled in a group of small tables: read
+ * from the start, and not known to be large (a table never analyzed has no
+ * estimate: a large one then costs only its group's redo after a crash). */
+static bool groupable(const struct sl_backfill_item *it)
+{
+	return !it->after && it->table->est_rows < SMALL_TABLE_ROWS;
+}
+
+/* From item first on, the groupable items (at most GROUP_TABLES) are
+ * pushed as one group (sl_pipe_backfill_group) when there are two or
+ * more; *end is set past the items it covers (past first when none). */
+static int push_group(const struct sl_backfill_plan *plan, int first, const struct sl_snapshot_info *info,
+		      bool marker, struct sl_pipe *pipe, int *end)
+{
+	int idx[GROUP_TABLES];
+	const struct sl_table *tables[GROUP_TABLES];
+	int n = 0;
+
+	while (first + n < plan->n && n < GROUP_TABLES && groupable(&plan->items[first + n])) {
+		idx[n] = plan->items[first + n].idx;
+		tables[n] = plan->items[first + n].table;
+		n++;
+	}
+	*end = first + (n > 1 ? n : 1);
+	return n > 1 ? sl_pipe_backfill_group(pipe, idx, tables, n, info, marker) : SL_OK;
+}
+
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
 		    void *snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
 		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
@@ -147,6 +179,7 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 {
 	struct row_ctx r = { .pipe = pipe, .signals = signals, .err = err, .errlen = errlen };
 	char pos[2 * SL_POS_TEXT_MAX];
+	int group_end = 0;  /* the items before it were pushed in a group, or alone */
 	int rc;
 
 	*interrupted = false;
@@ -160,6 +193,8 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		uint64_t rows = 0;
 		int64_t t0 = sl_mono_ms();
 
+		if (i >= group_end && (rc = push_group(plan, i, info, marker, pipe, &group_end)) < 0)
+			return rc;
 		if ((rc = sl_pipe_backfill_start(pipe, it->idx, it->table, info, marker && !it->after,
 						 it->after != NULL)) < 0)
 			return rc;
@@ -178,7 +213,8 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		/* Done once durable: the figure below then covers the writer too
 		 * (encoding, compression, flush).  A small table is not waited
 		 * for: the writer makes it durable in order while the next one is
-		 * read, and the last sync below covers it. */
+		 * read (a group's members with one flush after its last), and the
+		 * last sync below covers it. */
 		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows, NULL)) < 0 ||
 		    (rows >= SMALL_TABLE_ROWS && (rc = sl_pipe_sync(pipe)) < 0))
 			return rc;

@@ -44,7 +44,7 @@
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
 	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER, Q_DROP,
-	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START,
+	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START, Q_BF_GROUP,
 };
 
 struct qev {
@@ -53,7 +53,7 @@ struct qev {
 	uint8_t flag;              /* SCHEMA: changed; BF_START, JOB_START: 1 marker, 2 resume */
 	uint8_t pad;
 	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE, BF_PROGRESS,
-				    * JOB_START: checkpoint index */
+				    * JOB_START: checkpoint index; BF_GROUP: members */
 	uint32_t seq;              /* CHANGE */
 	uint32_t pad2;
 	const struct sl_table *table;
@@ -63,7 +63,22 @@ struct qev {
 				    * snapshot time; BF_PROGRESS: chunks */
 	/* BEGIN, COMMIT, KEEPALIVE, BF_START, DROP, BF_AT, JOB_START: a struct
 	 * sl_position follows; CHANGE, BF_ROW: the values and their bytes;
-	 * BF_PROGRESS: a NUL-terminated key text */
+	 * BF_PROGRESS: a NUL-terminated key text; BF_GROUP: a struct
+	 * sl_position, then n struct bf_member */
+};
+
+/* A member of a group of backfills (BF_GROUP). */
+struct bf_member {
+	const struct sl_table *table;
+	int64_t idx;               /* checkpoint index */
+};
+
+/* A grouped table whose backfill is written and not yet durable: the
+ * next whole flush makes it so, and it is checkpointed done then. */
+struct bf_done {
+	int idx;
+	const struct sl_table *table;
+	uint64_t rows;
 };
 
 _Static_assert(sizeof(struct qev) % 8 == 0, "qev keeps what follows it aligned");
@@ -139,6 +154,12 @@ struct sl_pipe {
 					     * next progress (or when the table is done), so that what is
 					     * durable ends where the checkpoint's resume key says */
 	struct sl_buf w_key;
+	bool *w_claimed;                    /* by checkpoint index: a member of the group under way
+					     * (BF_GROUP), marked running with it, not yet done */
+	int w_nclaimed;                     /* entries of w_claimed */
+	int w_group_left;                   /* members of that group not yet done */
+	struct bf_done *w_done;             /* grouped tables done, durable with the next flush */
+	int w_ndone, w_adone;
 	unsigned w_steps;                   /* events handled since the writer last stamped its progress */
 	char w_err[SL_ERRLEN * 2];
 	/* the writer's map from table versions to their metrics (pc.ops): a
@@ -223,6 +244,9 @@ static void count_sink(uint64_t now, uint64_t *seen, _Atomic uint64_t *metric)
 	*seen = now;
 }
 
+static void groups_done(struct sl_pipe *p);
+static void groups_done_saved(struct sl_pipe *p);
+
 /* After a flush returned rc (see sink.h) with *d: the checkpoint moves to
  * d, with mark_ts as its source time; with promote, backfill progress
  * written before the flush becomes durable too (a flush in flight carries
@@ -249,6 +273,11 @@ static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64
 		e->pend.set = false;
 		promoted = true;
 	}
+	/* So are the grouped tables done before it: one save for them all. */
+	if (promote && p->w_ndone > 0) {
+		groups_done(p);
+		promoted = true;
+	}
 	if (rc == 1 && (!ck->has_position || pos_cmp(p, d, &ck->durable) > 0)) {
 		ck->durable = *d;
 		if (mark_ts)
@@ -260,6 +289,8 @@ static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64
 	} else if (promoted && save_ckpt(p) < 0) {
 		return SL_EFAIL;
 	}
+	if (promote)
+		groups_done_saved(p);
 	if (p->pc.ops) {
 		/* promote: a whole flush (everything written is durable); else the
 		 * flush in flight, whose batch was set aside when it started */
@@ -448,6 +479,209 @@ static bool same_position(struct sl_pipe *p, const struct sl_position *old, cons
 	return a != 0 && a <= b && b - a <= 1;
 }
 
+/* Marks entry e running at snapshot pos for a new backfill of t (the
+ * caller saves the checkpoint).  The output of an interrupted run of it is
+ * discarded from the sink first, and so is a finished one's when the
+ * source wrote nothing since (with marker): its rows, at this snapshot's
+ * CSN, would sort above the new marker at (P - 1, 0). */
+static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_table *t,
+		    const struct sl_position *pos, bool marker)
+{
+	int rc;
+
+	if (e->state == SL_BF_RUNNING || (marker && same_position(p, &e->snapshot, pos))) {
+		char last[SL_CSN_LEN + 1];
+		sl_csn_format(last, p->pc.desc->pos_csn(&e->snapshot), 0);
+		sl_info("stream \"%s\": %s of %s (snapshot CSN %s)", p->pc.stream,
+			e->state == SL_BF_RUNNING ? "redoing the interrupted backfill"
+						  : "nothing was written since the last backfill: replacing the rows",
+			e->name, last);
+		if ((rc = discard_snapshot_run(p, t, &e->snapshot)) < 0)
+			return rc;
+	}
+	e->state = SL_BF_RUNNING;
+	e->method = SL_BF_SNAPSHOT;
+	e->snapshot = *pos;
+	e->rows = e->chunks = 0;
+	sl_ckpt_set_resume(e, NULL);
+	free(e->pend.key);
+	memset(&e->pend, 0, sizeof e->pend);
+	return SL_OK;
+}
+
+/* The writer's state for the rows of the table of ev (a BF_START) that
+ * follow, counted from rows0. */
+static void bf_begin(struct sl_pipe *p, const struct qev *ev, uint64_t rows0, bool fresh)
+{
+	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+	struct sl_ops_table *m;
+
+	p->w_bf_pos = *pos;
+	p->w_bf_ts = ev->ts_us;
+	p->w_bf_csn = p->pc.desc->pos_csn(pos);
+	sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
+	p->w_bf_rows = rows0;
+	p->w_bf_hold = true;
+	if ((m = ops_table(p, ev->table)) != NULL) {
+		if (fresh)
+			atomic_store(&m->bf_run_rows, 0);
+		atomic_store(&m->est_rows, ev->table->est_rows);
+		atomic_store(&m->bf_started_us, sl_now_us());
+		atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+	}
+}
+
+/* True when entry idx is a member of the group under way (bf_group). */
+static bool claimed(const struct sl_pipe *p, int idx)
+{
+	return idx >= 0 && idx < p->w_nclaimed && p->w_claimed[idx];
+}
+
+/* BF_START: a table's snapshot backfill starts.  A member of the group
+ * under way was marked running with it (bf_group). */
+static int bf_start(struct sl_pipe *p, struct qev *ev)
+{
+	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
+	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+	bool marker = ev->flag & 1, resume = (ev->flag & 2) && e->state == SL_BF_RUNNING && e->resume_key;
+	int rc;
+
+	if (resume) {
+		/* The rows up to the resume key are durable (with the
+		 * marker, if any): read the rest in this snapshot. */
+		sl_info("stream \"%s\": resuming the interrupted backfill of %s after %" PRIu64 " rows "
+			"(%" PRIu64 " chunks)", p->pc.stream, e->name, e->rows, e->chunks);
+		e->method = SL_BF_SNAPSHOT;
+		e->snapshot = *pos;
+		free(e->pend.key);
+		memset(&e->pend, 0, sizeof e->pend);
+		if ((rc = save_ckpt(p)) < 0)
+			return rc;
+		bf_begin(p, ev, e->rows, false);
+		return SL_OK;
+	}
+	if (!claimed(p, ev->n) && ((rc = bf_claim(p, e, ev->table, pos, marker)) < 0 || (rc = save_ckpt(p)) < 0))
+		return rc;
+	bf_begin(p, ev, 0, true);
+	if (!marker)
+		return SL_OK;
+	/* The marker that starts a re-backfill: a TRUNCATE at CSN
+	 * (P - 1, 0), after every change the snapshot at P holds and before
+	 * its rows, so a reader that applies records in CSN order replaces
+	 * the table's state with the snapshot (rows deleted while no change
+	 * was followed, after a lost slot, go too). */
+	return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts, NULL);
+}
+
+/* BF_GROUP: the snapshot backfills of a group of tables follow, one after
+ * another: each entry is marked running now, with one checkpoint save for
+ * them all (before any of their rows is written), and they are marked done
+ * together by the flush after the last one (bf_done). */
+static int bf_group(struct sl_pipe *p, struct qev *ev)
+{
+	struct sl_checkpoint *ck = p->pc.ck;
+	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+	const char *members = (const char *)(pos + 1);
+	int rc;
+
+	if (p->w_nclaimed < ck->ntables) {
+		bool *c = realloc(p->w_claimed, (size_t)ck->ntables * sizeof *c);
+		if (!c) {
+			snprintf(p->w_err, sizeof p->w_err, "stream \"%s\": out of memory", p->pc.stream);
+			return SL_EFAIL;
+		}
+		memset(c + p->w_nclaimed, 0, (size_t)(ck->ntables - p->w_nclaimed) * sizeof *c);
+		p->w_claimed = c;
+		p->w_nclaimed = ck->ntables;
+	}
+	for (int i = 0; i < ev->n; i++) {
+		struct bf_member mb;
+		memcpy(&mb, members + (size_t)i * sizeof mb, sizeof mb);
+		if ((rc = bf_claim(p, &ck->tables[mb.idx], mb.table, pos, ev->flag & 1)) < 0)
+			return rc;
+		p->w_claimed[mb.idx] = true;
+	}
+	p->w_group_left = ev->n;
+	sl_debug("stream \"%s\": backfilling a group of %d tables", p->pc.stream, ev->n);
+	return save_ckpt(p);
+}
+
+/* Marks entry e's backfill of t done with rows (the caller saves). */
+static void bf_mark_done(struct sl_ckpt_table *e, const struct sl_table *t, uint64_t rows)
+{
+	e->state = SL_BF_DONE;
+	e->rows = rows;
+	sl_ckpt_set_resume(e, NULL);
+	free(e->pend.key);
+	memset(&e->pend, 0, sizeof e->pend);
+	snprintf(e->schema_key, sizeof e->schema_key, "%s", t->schema_key);
+}
+
+static void ops_bf_done(struct sl_pipe *p, const struct sl_table *t)
+{
+	struct sl_ops_table *m = ops_table(p, t);
+
+	if (m) {
+		atomic_store(&m->bf_done_us, sl_now_us());
+		atomic_store(&m->bf_state, SL_OPS_BF_DONE);
+	}
+}
+
+/* A whole flush made the grouped tables done before it durable: marks
+ * their entries done (the caller saves), then, once saved, their metrics. */
+static void groups_done(struct sl_pipe *p)
+{
+	for (int i = 0; i < p->w_ndone; i++)
+		bf_mark_done(&p->pc.ck->tables[p->w_done[i].idx], p->w_done[i].table, p->w_done[i].rows);
+}
+
+static void groups_done_saved(struct sl_pipe *p)
+{
+	for (int i = 0; i < p->w_ndone; i++)
+		ops_bf_done(p, p->w_done[i].table);
+	p->w_ndone = 0;
+}
+
+/* BF_DONE: a table's backfill is written.  A member of a group other than
+ * its last waits for the flush that ends the group (or an earlier one);
+ * any other table is flushed and checkpointed done now. */
+static int bf_done(struct sl_pipe *p, struct qev *ev)
+{
+	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
+	bool member = !(ev->flag & 1) && claimed(p, ev->n);
+	int rc;
+
+	p->w_bf_hold = false;
+	if (member) {
+		p->w_claimed[ev->n] = false;
+		p->w_group_left--;
+	}
+	if (member && p->w_group_left > 0) {
+		if (p->w_ndone == p->w_adone) {
+			int na = p->w_adone ? 2 * p->w_adone : 64;
+			struct bf_done *d = realloc(p->w_done, (size_t)na * sizeof *d);
+			if (!d) {
+				snprintf(p->w_err, sizeof p->w_err, "stream \"%s\": out of memory", p->pc.stream);
+				return SL_EFAIL;
+			}
+			p->w_done = d;
+			p->w_adone = na;
+		}
+		p->w_done[p->w_ndone++] = (struct bf_done){ .idx = ev->n, .table = ev->table, .rows = ev->u };
+		free(e->pend.key);   /* its progress, if any, is superseded */
+		memset(&e->pend, 0, sizeof e->pend);
+		return SL_OK;
+	}
+	if ((rc = do_flush(p)) < 0)
+		return rc;
+	bf_mark_done(e, ev->table, ev->u);
+	if (ev->flag & 1)   /* a backfill while streaming: complete as of this position */
+		memcpy(&e->snapshot, ev + 1, sizeof e->snapshot);
+	if ((rc = save_ckpt(p)) == SL_OK)
+		ops_bf_done(p, ev->table);
+	return rc;
+}
+
 static int handle(struct sl_pipe *p, struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
@@ -529,78 +763,10 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		ev->retired = NULL;
 		memset(p->w_ops, 0, sizeof p->w_ops);  /* a freed version's address may come back */
 		return SL_OK;
-	case Q_BF_START: {
-		struct sl_ckpt_table *e = &ck->tables[ev->n];
-		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
-		bool marker = ev->flag & 1, resume = (ev->flag & 2) && e->state == SL_BF_RUNNING && e->resume_key;
-		if (resume) {
-			/* The rows up to the resume key are durable (with the
-			 * marker, if any): read the rest in this snapshot. */
-			sl_info("stream \"%s\": resuming the interrupted backfill of %s after %" PRIu64 " rows "
-				"(%" PRIu64 " chunks)", p->pc.stream, e->name, e->rows, e->chunks);
-			e->method = SL_BF_SNAPSHOT;
-			e->snapshot = *pos;
-			free(e->pend.key);
-			memset(&e->pend, 0, sizeof e->pend);
-			if ((rc = save_ckpt(p)) < 0)
-				return rc;
-			p->w_bf_pos = *pos;
-			p->w_bf_ts = ev->ts_us;
-			p->w_bf_csn = p->pc.desc->pos_csn(pos);
-			sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
-			p->w_bf_rows = e->rows;
-			p->w_bf_hold = true;
-			if ((m = ops_table(p, ev->table)) != NULL) {
-				atomic_store(&m->est_rows, ev->table->est_rows);
-				atomic_store(&m->bf_started_us, sl_now_us());
-				atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
-			}
-			return SL_OK;
-		}
-		if (e->state == SL_BF_RUNNING || (marker && same_position(p, &e->snapshot, pos))) {
-			/* An interrupted run: remove its output before redoing the
-			 * table.  Or the source wrote nothing since the table's last
-			 * snapshot: its rows, at this snapshot's CSN, would sort
-			 * above the marker at (P - 1, 0); they are written again. */
-			char last[SL_CSN_LEN + 1];
-			sl_csn_format(last, p->pc.desc->pos_csn(&e->snapshot), 0);
-			sl_info("stream \"%s\": %s of %s (snapshot CSN %s)", p->pc.stream,
-				e->state == SL_BF_RUNNING ? "redoing the interrupted backfill"
-							  : "nothing was written since the last backfill: replacing the rows",
-				e->name, last);
-			if ((rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
-				return rc;
-		}
-		e->state = SL_BF_RUNNING;
-		e->method = SL_BF_SNAPSHOT;
-		e->snapshot = *pos;
-		e->rows = e->chunks = 0;
-		sl_ckpt_set_resume(e, NULL);
-		free(e->pend.key);
-		memset(&e->pend, 0, sizeof e->pend);
-		if ((rc = save_ckpt(p)) < 0)
-			return rc;
-		p->w_bf_pos = *pos;
-		p->w_bf_ts = ev->ts_us;
-		p->w_bf_csn = p->pc.desc->pos_csn(pos);
-		sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
-		p->w_bf_rows = 0;
-		p->w_bf_hold = true;
-		if ((m = ops_table(p, ev->table)) != NULL) {
-			atomic_store(&m->bf_run_rows, 0);
-			atomic_store(&m->est_rows, ev->table->est_rows);
-			atomic_store(&m->bf_started_us, sl_now_us());
-			atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
-		}
-		if (!marker)
-			return SL_OK;
-		/* The marker that starts a re-backfill: a TRUNCATE at CSN
-		 * (P - 1, 0), after every change the snapshot at P holds and before
-		 * its rows, so a reader that applies records in CSN order replaces
-		 * the table's state with the snapshot (rows deleted while no change
-		 * was followed, after a lost slot, go too). */
-		return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts, NULL);
-	}
+	case Q_BF_START:
+		return bf_start(p, ev);
+	case Q_BF_GROUP:
+		return bf_group(p, ev);
 	case Q_BF_ROW:
 		memset(&c, 0, sizeof c);
 		c.table = ev->table;
@@ -621,25 +787,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		if ((m = ops_table(p, ev->table)) != NULL)
 			sl_ops_count_backfill_row(m);
 		return SL_OK;
-	case Q_BF_DONE: {
-		struct sl_ckpt_table *e = &ck->tables[ev->n];
-		p->w_bf_hold = false;
-		if ((rc = do_flush(p)) < 0)
-			return rc;
-		e->state = SL_BF_DONE;
-		e->rows = ev->u;
-		if (ev->flag & 1)   /* a backfill while streaming: complete as of this position */
-			memcpy(&e->snapshot, ev + 1, sizeof e->snapshot);
-		sl_ckpt_set_resume(e, NULL);
-		free(e->pend.key);
-		memset(&e->pend, 0, sizeof e->pend);
-		snprintf(e->schema_key, sizeof e->schema_key, "%s", ev->table->schema_key);
-		if ((rc = save_ckpt(p)) == SL_OK && (m = ops_table(p, ev->table)) != NULL) {
-			atomic_store(&m->bf_done_us, sl_now_us());
-			atomic_store(&m->bf_state, SL_OPS_BF_DONE);
-		}
-		return rc;
-	}
+	case Q_BF_DONE:
+		return bf_done(p, ev);
 	case Q_BF_AT:
 		/* The rows that follow are a chunk's, at its high watermark. */
 		memcpy(&p->w_bf_pos, ev + 1, sizeof p->w_bf_pos);
@@ -1204,6 +1353,36 @@ int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 	return SL_OK;
 }
 
+int sl_pipe_backfill_group(struct sl_pipe *p, const int *idx, const struct sl_table *const *tables, int n,
+			   const struct sl_snapshot_info *info, bool marker)
+{
+	size_t len = sizeof(struct qev) + sizeof info->pos + (size_t)n * sizeof(struct bf_member);
+	struct qev *ev;
+	char *members;
+	int rc;
+
+	if (n <= 0 || n > SL_PIPE_GROUP_MAX) {
+		snprintf(p->pc.err, p->pc.errlen, "stream \"%s\": a backfill group of %d tables", p->pc.stream, n);
+		return SL_EFAIL;
+	}
+	if (!(ev = reserve(p, len)))
+		return failed_rc(p);
+	ev->kind = Q_BF_GROUP;
+	ev->n = n;
+	ev->flag = marker ? 1 : 0;
+	ev->ts_us = info->ts_us;
+	memcpy(ev + 1, &info->pos, sizeof info->pos);
+	members = (char *)(ev + 1) + sizeof info->pos;
+	for (int i = 0; i < n; i++) {
+		struct bf_member mb = { .table = tables[i], .idx = idx[i] };
+		if ((rc = mask_table(p, tables[i], &mb.table)) < 0)
+			return rc;
+		memcpy(members + (size_t)i * sizeof mb, &mb, sizeof mb);
+	}
+	push_done(p, len, true);
+	return SL_OK;
+}
+
 int sl_pipe_drop_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos)
 {
 	size_t n = sizeof(struct qev) + sizeof *pos;
@@ -1602,6 +1781,8 @@ int sl_pipe_stop(struct sl_pipe *p, bool flush, bool *abandoned)
 	}
 	sl_queue_free(p->q);
 	sl_buf_free(&p->w_key);
+	free(p->w_claimed);
+	free(p->w_done);
 	mask_free_all(p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);

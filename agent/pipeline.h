@@ -116,6 +116,22 @@ int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, st
  * of the table, after that key, and the entry keeps its counts. */
 int sl_pipe_backfill_start(struct sl_pipe *p, int idx, const struct sl_table *t,
 			   const struct sl_snapshot_info *info, bool marker, bool resume);
+/* Most tables in one group (sl_pipe_backfill_group). */
+#define SL_PIPE_GROUP_MAX 256
+
+/* The snapshot backfills of the n tables of checkpoint entries idx[] (at
+ * most SL_PIPE_GROUP_MAX) follow, in that order, each pushed as above
+ * (start, rows, done; none resuming): the writer marks every entry running
+ * now, as sl_pipe_backfill_start would, with one checkpoint save for the
+ * group, and their starts then save nothing.  A member's done flushes
+ * nothing: the next whole flush makes it durable and marks it done, and
+ * the group's last member is flushed and checkpointed done at once, with
+ * every member before it.  So a group of small tables costs one flush and
+ * a few checkpoint saves, not one of each per table, and a crash in the
+ * middle leaves every member not yet durable running, redone by the next
+ * run. */
+int sl_pipe_backfill_group(struct sl_pipe *p, const int *idx, const struct sl_table *const *tables, int n,
+			   const struct sl_snapshot_info *info, bool marker);
 /* One snapshot row of t (values copied). */
 int sl_pipe_backfill_row(struct sl_pipe *p, const struct sl_table *t, const struct sl_value *vals);
 /* The table is complete: the writer flushes, marks it done with rows and

@@ -16,10 +16,17 @@ as it arrives, and the script prints, over the runs, min/median/max of:
                      backfilled)
   to caught up       the start until sluice exited, caught up
 
+Small tables are backfilled in groups of up to 100, each made durable by one
+flush and checkpointed by one save (doc/operations.md, "Scale"); what is
+left per table is its read (a few queries and a COPY, one table after
+another) and its own files.  To see where a run's time goes, --log-level
+debug adds the "backfilling a group" and "flushed in" lines, and --lines
+PREFIX writes each run's stamped lines to PREFIX-<run>.txt.
+
 It never fails on speed; it exits non-zero only if something does not work.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/pg_many_tables.py
-      [--tables N] [--connections N] [--repeat N]
+      [--tables N] [--connections N] [--repeat N] [--log-level L] [--lines PREFIX]
 """
 
 import argparse
@@ -86,6 +93,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--log-level", default="info", help="sluice's log level (debug: groups and flushes)")
+    ap.add_argument("--lines", metavar="PREFIX", help="write each run's stamped log lines to PREFIX-<run>.txt")
     a = ap.parse_args()
     a.sluice_bin = os.path.abspath(a.sluice_bin)
 
@@ -105,9 +114,13 @@ def main():
         figures = {"to first backfill": [], "to streaming": [], "to caught up": []}
         for i in range(a.repeat):
             extra = {} if a.connections is None else {"source": {"backfill_connections": a.connections}}
-            s = Sluice(pg, stream=f"many{i}", tables="public.t_*", binary=a.sluice_bin, extra=extra)
+            s = Sluice(pg, stream=f"many{i}", tables="public.t_*", binary=a.sluice_bin, extra=extra,
+                       log_level=a.log_level)
             try:
                 rc, lines, wall = timed_run(s, a.timeout)
+                if a.lines:
+                    with open(f"{a.lines}-{i}.txt", "w") as f:
+                        f.writelines(f"{t:9.3f} {line}\n" for t, line in lines)
                 done = sum(1 for _, line in lines if "backfilled public.t_" in line)
                 if rc != 0 or done != a.tables:
                     tail = "\n".join(line for _, line in lines[-20:])

@@ -11,7 +11,9 @@
  * (manifests, schema files) are written as "<folder>/.put-<8 hex>.tmp",
  * fsynced, renamed over the old one and their folder fsynced.  Every folder
  * the store creates has its parent fsynced, so that it survives a crash
- * along with what is put in it.
+ * along with what is put in it: at once for a small file's, and with the
+ * folders renamed into for a data file's (so a flush of many tables' new
+ * files fsyncs each folder once, after every file was written).
  */
 #include "sinks/avro_dir/avro_dir.h"
 
@@ -39,9 +41,12 @@
 struct dir_store {
 	char *path;                    /* the destination's path */
 	char *desc;                    /* "folder \"<path>\"" */
-	char **sync_dirs;              /* folders renamed into since the last sync() */
+	char **sync_dirs;              /* folders renamed into, or created in, since the last sync() */
 	size_t nsync, sync_alloc;
 };
+
+static int note_sync(struct dir_store *ds, char *dir);
+static char *folder_of(const char *path);
 
 struct sl_store_file {
 	int fd;                        /* -1 once finished */
@@ -61,10 +66,31 @@ static uint32_t rand32(void)
 	return r;
 }
 
+/* Folder path was just created: its parent is fsynced now without ds, else
+ * at ds's next sync().  0, or -1 with a message in err. */
+static int parent_durable(struct dir_store *ds, const char *path, char *err, size_t errlen)
+{
+	char *parent;
+
+	if (!ds) {
+		if (sl_fsync_dir_of(path, false) < 0) {
+			snprintf(err, errlen, "could not fsync the parent of \"%s\": %s", path, sl_strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (!(parent = folder_of(path)) || note_sync(ds, parent) < 0) {
+		snprintf(err, errlen, "could not create folder \"%s\": out of memory", path);
+		return -1;
+	}
+	return 0;
+}
+
 /* mkdir -p that fsyncs the parent of every folder it creates, so that a new
- * folder survives a crash along with the files later put in it.  Returns 0,
- * or -1 with a message in err. */
-static int mkdirs_durable(const char *path, char *err, size_t errlen)
+ * folder survives a crash along with the files later put in it: at once
+ * without ds, else at ds's next sync() (note_sync).  Returns 0, or -1 with a
+ * message in err. */
+static int mkdirs_durable(struct dir_store *ds, const char *path, char *err, size_t errlen)
 {
 	struct sl_buf b;
 	int rc = -1;
@@ -82,11 +108,8 @@ static int mkdirs_durable(const char *path, char *err, size_t errlen)
 			continue;
 		b.data[i] = '\0';
 		if (mkdir(b.data, 0755) == 0) {
-			if (sl_fsync_dir_of(b.data, false) < 0) {
-				snprintf(err, errlen, "could not fsync the parent of \"%s\": %s", b.data,
-					 sl_strerror(errno));
+			if (parent_durable(ds, b.data, err, errlen) < 0)
 				goto out;
-			}
 		} else if (errno != EEXIST) {
 			snprintf(err, errlen, "could not create folder \"%s\": %s", b.data, sl_strerror(errno));
 			goto out;
@@ -306,7 +329,7 @@ static int ds_file_new(void *st, const char *dir, const char *first_csn, struct 
 		return -1;
 	}
 	f->fd = -1;
-	if (mkdirs_durable(f->dir_path, err, errlen) < 0)
+	if (mkdirs_durable(ds, f->dir_path, err, errlen) < 0)
 		goto fail;
 	sl_buf_init(&p, 0);
 	sl_buf_printf(&p, "%s/.%s_%08x" TMP_SUFFIX, f->dir_path, first_csn, rand32());
@@ -364,13 +387,15 @@ static void free_file(struct sl_store_file *f)
 	free(f);
 }
 
-/* Remembers dir (taken over) for the next sync(); consecutive files often
- * share a folder, which is then fsynced once. */
+/* Remembers dir (taken over) for the next sync(), once: many files share a
+ * folder (and many new folders a parent), which is then fsynced once. */
 static int note_sync(struct dir_store *ds, char *dir)
 {
-	if (ds->nsync > 0 && !strcmp(ds->sync_dirs[ds->nsync - 1], dir)) {
-		free(dir);
-		return 0;
+	for (size_t i = ds->nsync; i-- > 0;) {
+		if (!strcmp(ds->sync_dirs[i], dir)) {
+			free(dir);
+			return 0;
+		}
 	}
 	if (ds->nsync == ds->sync_alloc) {
 		size_t na = ds->sync_alloc ? ds->sync_alloc * 2 : 16;
@@ -462,7 +487,7 @@ static int ds_put(void *st, const char *key, const void *data, size_t len, char 
 
 	if (!path || !(dir = folder_of(path)))
 		goto oom;
-	if (mkdirs_durable(dir, err, errlen) < 0)
+	if (mkdirs_durable(NULL, dir, err, errlen) < 0)
 		goto out;
 	sl_buf_init(&b, 0);
 	sl_buf_printf(&b, "%s/.put-%08x.tmp", dir, rand32());
@@ -744,7 +769,7 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		snprintf(err, errlen, "avro_dir sink: out of memory");
 		return -1;
 	}
-	rc = mkdirs_durable(root, err, errlen) < 0 ? -1 : 0;
+	rc = mkdirs_durable(NULL, root, err, errlen) < 0 ? -1 : 0;
 	free(root);
 	if (rc < 0 || dir_store_new(&store, dc->path, err, errlen) < 0) {
 		sl_outage_fail(st->outage, err);   /* the folder cannot be made or opened: retried */
