@@ -283,13 +283,7 @@ class ClickHouseServer(ServerBase):
         """Starts the server again on the same ports."""
         self._same_port = True
         try:
-            if not self.running:
-                self.running = True
-                try:
-                    self._start()
-                except BaseException:
-                    self.stop()
-                    raise
+            super().resume()
         finally:
             self._same_port = False
 
@@ -386,15 +380,21 @@ def new_clickhouse_server(tls=False, engine=None):
 
 
 class HoldingProxy:
-    """An HTTP proxy in front of ClickHouse.  Once armed with a marker, it
-    forwards the first INSERT whose body holds the marker, then holds that
-    answer (and every request after it) until closed: ClickHouse has the
-    rows, and sluice never learns it, as when it is killed between the 2xx
-    and its checkpoint.  Disarmed, it passes everything through."""
+    """An HTTP proxy in front of ClickHouse or the S3 server.  Once armed, it
+    forwards the first request that matches, then holds that answer (and
+    every request after it) until disarmed or closed: the server has the
+    rows or the object, and sluice never learns it, as when it is killed
+    between the 2xx and its checkpoint.  arm(marker) matches an INSERT whose
+    body holds the marker (b"" matches any INSERT); arm_match(fn) matches
+    fn(method, path, body).  Disarmed, it passes everything through, every
+    header included (S3's signatures cover the Host header)."""
+
+    HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "expect", "te", "upgrade",
+           "proxy-connection"}
 
     def __init__(self, target):
         self.target = target.rstrip("/")
-        self.marker = None
+        self.match = None
         self.held = threading.Event()
         self.release = threading.Event()
         proxy = self
@@ -402,29 +402,40 @@ class HoldingProxy:
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self):
+            def forward(self):
                 if proxy.held.is_set():
                     proxy.release.wait(120)
                     self.close_connection = True
                     return
-                body = self._body()
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() in ("authorization", "content-type", "content-encoding")}
-                rq = urllib.request.Request(proxy.target + self.path, data=body, headers=headers, method="POST")
+                body = self._body() if self.command in ("POST", "PUT") else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in proxy.HOP}
+                rq = urllib.request.Request(proxy.target + self.path, data=body, headers=headers,
+                                            method=self.command)
                 try:
                     with urllib.request.urlopen(rq, timeout=120) as r:
-                        status, out = r.status, r.read()
+                        status, out, rh = r.status, r.read(), r.headers
                 except urllib.error.HTTPError as e:
-                    status, out = e.code, e.read()
-                if proxy.marker and "INSERT" in urllib.parse.unquote(self.path) and proxy.marker in body:
+                    status, out, rh = e.code, e.read(), e.headers
+                except (urllib.error.URLError, OSError):
+                    # the server is down: so is the connection, as it would be without the proxy
+                    self.close_connection = True
+                    return
+                match = proxy.match
+                if match is not None and match(self.command, urllib.parse.unquote(self.path), body or b""):
                     proxy.held.set()
                     proxy.release.wait(120)
                     self.close_connection = True
                     return
                 self.send_response(status)
+                for k, v in rh.items():
+                    if k.lower() not in proxy.HOP and k.lower() not in ("server", "date"):
+                        self.send_header(k, v)
                 self.send_header("Content-Length", str(len(out)))
                 self.end_headers()
-                self.wfile.write(out)
+                if self.command != "HEAD":
+                    self.wfile.write(out)
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
 
             def _body(self):
                 if "chunked" in self.headers.get("Transfer-Encoding", ""):
@@ -447,10 +458,13 @@ class HoldingProxy:
         self.thread.start()
 
     def arm(self, marker):
-        self.marker = marker
+        self.arm_match(lambda method, path, body: "INSERT" in path and marker in body)
+
+    def arm_match(self, fn):
+        self.match = fn
 
     def pass_through(self):
-        self.marker = None
+        self.match = None
         self.held.clear()
         self.release.set()
         self.release = threading.Event()

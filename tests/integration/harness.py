@@ -242,6 +242,17 @@ class ServerBase:
         self.stop(mode)
         self.start()
 
+    def resume(self):
+        """Starts the server again on the port it had (after stop()), as a
+        restart that a client configured with that port reconnects to."""
+        if not self.running:
+            self.running = True
+            try:
+                self._start()
+            except BaseException:
+                self.stop()
+                raise
+
     def close(self):
         if self._closed:
             return

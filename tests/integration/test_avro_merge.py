@@ -26,57 +26,9 @@ import avro.io
 import harness  # noqa: E402
 from harness import PgTestCase, S3Server, s3_available, wait_until
 from harness_mysql import MyTestCase
+from oracle import current_files, mirror, read_file
 
 SEEDS = [int(s) for s in os.environ.get("SLUICE_TEST_SEED", "11,23,37").split(",")]
-
-
-def read_file(path):
-    with open(path, "rb") as f:
-        with avro.datafile.DataFileReader(f, avro.io.DatumReader()) as r:
-            return list(r)
-
-
-def current_files(root, stream, obj):
-    """The reader's rule for the files: every visible .avro file of the
-    object, less those the newest compaction record (.base.json) replaced."""
-    d = os.path.join(root, stream, obj)
-    replaced = set()
-    base = os.path.join(d, ".base.json")
-    if os.path.exists(base):
-        with open(base) as f:
-            seq = json.load(f)["sequence"]
-        with open(os.path.join(d, ".compact-%010d.json" % seq)) as f:
-            replaced = set(json.load(f)["removed"])
-    out = []
-    for dirpath, dirnames, filenames in os.walk(d):
-        dirnames[:] = [x for x in dirnames if not x.startswith(".")]
-        for fn in filenames:
-            if fn.startswith(".") or not fn.endswith(".avro"):
-                continue
-            rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
-            if rel not in replaced:
-                out.append(os.path.join(dirpath, fn))
-    return sorted(out)
-
-
-def mirror(root, stream, obj, key_columns):
-    """The table as the reader's rule rebuilds it: {key tuple: payload}."""
-    best, trunc = {}, ""
-    files = current_files(root, stream, obj)
-    for path in files:
-        keys_in_file = set()
-        for r in read_file(path):
-            sm = r["source_metadata"]
-            c = sm["change_sequence_number"]
-            if sm["change_type"] == "TRUNCATE":
-                trunc = max(trunc, c)
-                continue
-            k = tuple(r["payload"][col] for col in key_columns)
-            assert (k, path) not in keys_in_file or True
-            keys_in_file.add(k)
-            if k not in best or c > best[k][0]:
-                best[k] = (c, sm["is_deleted"], r["payload"], sm["unchanged_columns"])
-    return {k: (p, u) for k, (c, d, p, u) in best.items() if not d and c >= trunc}, files
 
 
 def assert_one_record_per_key(testcase, root, stream, obj, key_columns):

@@ -33,7 +33,7 @@ import harness  # noqa: E402
 from ch_harness import ChTestCase
 from harness import PgTestCase, csn, records_for
 from harness_mysql import MyTestCase
-from test_avro_merge import mirror
+from oracle import mirror
 
 KEY = b"mask key: \xc3\xa9t\xc3\xa9 / 42"
 CANARY = "CANARY-7f3a9c1e-ssn"
