@@ -426,14 +426,17 @@ class HoldingProxy:
                     proxy.release.wait(120)
                     self.close_connection = True
                     return
-                self.send_response(status)
-                for k, v in rh.items():
-                    if k.lower() not in proxy.HOP and k.lower() not in ("server", "date"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(out)
+                try:
+                    self.send_response(status)
+                    for k, v in rh.items():
+                        if k.lower() not in proxy.HOP and k.lower() not in ("server", "date"):
+                            self.send_header(k, v)
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(out)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True   # the client was killed meanwhile
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
 

@@ -193,6 +193,9 @@ class PropertyCells:
             wl.apply(self.src, wl.transactions(rng.randint(10, 40)))
             p = self.fault(s, p, wl, rng, proxy)
         wl.apply(self.src, wl.transactions(rng.randint(5, 20)))
+        # a drain once the agent streams (a SIGTERM before its handler is set would kill it)
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 90, "sluice to stream",
+                   interval=0.1)
         if not p.alive():
             self.fail(f"seed {seed} cell {cell}: sluice exited on its own:\n{p.result().describe()}")
         p.signal(signal.SIGTERM)
