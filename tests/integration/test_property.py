@@ -32,7 +32,8 @@ import harness
 from ch_harness import HoldingProxy, MyChTestCase, ChTestCase
 from harness import PgTestCase, S3Server, s3_available, wait_until
 from harness_mysql import MyTestCase
-from oracle import check, diff_avro, diff_clickhouse
+from check_output import object_name
+from oracle import check, current_files, diff_avro, diff_clickhouse, source_tables
 from workload import Workload
 
 TAGS = {"property"}
@@ -49,6 +50,8 @@ SEEDS = {
 }
 
 ROUNDS = int(os.environ.get("SLUICE_PROPERTY_ROUNDS", "3"))
+# DDL kinds for hunts (workload.DDL_KINDS), off in CI: see workload.py
+DDL = tuple(x for x in os.environ.get("SLUICE_PROPERTY_DDL", "").split(",") if x)
 
 
 def seeds_for(cell):
@@ -181,7 +184,7 @@ class PropertyCells:
         log(f"property seed {seed} cell {cell} (SLUICE_TEST_SEED={seed} -k {type(self).__name__}.test_{mode})")
         rng = random.Random(f"faults-{seed}")
         ns = f"w{mode[0]}{seed}"
-        wl = Workload(seed, self.source, ns)
+        wl = Workload(seed, self.source, ns, ddl=DDL)
         wl.setup(self.src)
         proxy = None
         if self.dest != "avro_dir":
@@ -205,12 +208,50 @@ class PropertyCells:
             self.pg.wait_slot_inactive(s.slot)
         self.catch_up(s)
         log(f"workload {wl.counts}")
-        if self.dest == "clickhouse":
-            diffs = diff_clickhouse(self.source, self.src, ns, self.ch, ns, mode, self.modern)
-        else:
-            diffs = diff_avro(self.source, self.src, ns, s.output_tree(), s.stream, mode, codec=s.codec)
-        check(diffs, seed, cell)
+        check(self.diff(s, ns, mode), seed, cell)
+        if self.dest != "clickhouse" and mode == "merge":
+            # compacted: one file per table, the same mirror, and verify passes
+            r = s.run("compact", "--stream", s.stream)
+            self.assertEqual(r.rc, 0, f"seed {seed} cell {cell}: compact:\n{r.describe()}")
+            tree = s.output_tree()
+            for table, _keys in source_tables(self.source, self.src, ns):
+                files = current_files(tree, s.stream, object_name(ns, table))
+                self.assertLessEqual(len(files), 1, f"seed {seed} cell {cell}: {table} after compact")
+            check(self.diff(s, ns, mode), seed, cell + " (compacted)")
+            r = s.run("verify", "--stream", s.stream)
+            self.assertEqual(r.rc, 0, f"seed {seed} cell {cell}: verify:\n{r.describe()}")
         if self.source == "pg":
+            self.pg.execute("SELECT pg_drop_replication_slot(%s)", (s.slot,))
+
+    def diff(self, s, ns, mode):
+        """The oracle's differences between the source's tables of ns and
+        the destination."""
+        if self.dest == "clickhouse":
+            return diff_clickhouse(self.source, self.src, ns, self.ch, ns, mode, self.modern)
+        return diff_avro(self.source, self.src, ns, s.output_tree(), s.stream, mode, codec=s.codec)
+
+    def test_oracle_sees_a_difference(self):
+        """The oracle itself: equal after a catch-up; one source row changed
+        behind sluice's back is the first differing row, named with the seed."""
+        mode = self.oracle_mode
+        ns = f"o{mode[0]}"
+        wl = Workload(7, self.source, ns)
+        wl.setup(self.src)
+        s = self.make_sluice(ns, mode, None)
+        self.catch_up(s)
+        self.assertEqual(self.diff(s, ns, mode), [])
+        for sql in wl.render(("update", "wa", (1,), {"small": "changed behind sluice"})):
+            self.src.execute(*sql)
+        diffs = self.diff(s, ns, mode)
+        self.assertEqual(len(diffs), 1, diffs)
+        self.assertIn(f"{ns}.wa (1,).small: source ", diffs[0])
+        self.assertIn("changed behind sluice", diffs[0])
+        with self.assertRaises(AssertionError) as cm:
+            check(diffs, 7, "a/b/c")
+        self.assertIn("seed 7 cell a/b/c", str(cm.exception))
+        self.assertIn("first differing row: " + diffs[0], str(cm.exception))
+        if self.source == "pg":
+            self.pg.wait_slot_inactive(s.slot)
             self.pg.execute("SELECT pg_drop_replication_slot(%s)", (s.slot,))
 
 
@@ -228,26 +269,32 @@ class S3Cells(PropertyCells):
 
 class PgAvroDirProperty(PropertyCells, PgTestCase):
     source, dest = "pg", "avro_dir"
+    oracle_mode = "merge"
 
 
 class PgS3Property(S3Cells, PgTestCase):
     source = "pg"
+    oracle_mode = "append"
 
 
 class PgClickHouseProperty(PropertyCells, ChTestCase):
     source, dest = "pg", "clickhouse"
+    oracle_mode = "merge"
 
 
 class MyAvroDirProperty(PropertyCells, MyTestCase):
     source, dest = "mariadb", "avro_dir"
+    oracle_mode = "append"
 
 
 class MyS3Property(S3Cells, MyTestCase):
     source = "mariadb"
+    oracle_mode = "merge"
 
 
 class MyClickHouseProperty(PropertyCells, MyChTestCase):
     source, dest = "mariadb", "clickhouse"
+    oracle_mode = "append"
 
 
 if __name__ == "__main__":
