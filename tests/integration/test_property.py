@@ -126,12 +126,18 @@ class PropertyCells:
             self.s3.stop()
         try:
             wl.apply(self.src, wl.transactions(rng.randint(5, 20)))
-            time.sleep(rng.uniform(0.5, 2.0))
+            time.sleep(rng.uniform(0.3, 1.0))
         finally:
             if self.dest == "clickhouse":
                 self.ch.resume()
             else:
                 self.s3.start()
+
+    def wait_streaming(self, p, since=0):
+        """Waits until the agent p logged that it streams (after offset
+        `since` of its stderr), or exited."""
+        wait_until(lambda: "streaming from" in p.stderr_text()[since:] or not p.alive(), 90,
+                   "sluice to stream", interval=0.1)
 
     def fault(self, s, p, wl, rng, proxy):
         """One fault at a random point; returns the running agent."""
@@ -163,14 +169,14 @@ class PropertyCells:
             log("destination down and back")
             return p
         if kind == "source_restart":
+            self.wait_streaming(p)
             before = len(p.stderr_text())
             self.src.stop("fast")
             self.src.resume()
             log("source restarted")
             # back to streaming before the next fault (a drain in a retry's
             # backoff ends with the retry's error, exit 1)
-            wait_until(lambda: "streaming from" in p.stderr_text()[before:] or not p.alive(), 90,
-                       "sluice to stream again after the source restart", interval=0.1)
+            self.wait_streaming(p, before)
             if not p.alive():
                 self.fail(f"sluice exited after the source restart:\n{p.result().describe()}")
             return p
@@ -193,12 +199,11 @@ class PropertyCells:
         s = self.make_sluice(ns, mode, proxy)
         p = self.start(s)
         for _ in range(ROUNDS):
-            wl.apply(self.src, wl.transactions(rng.randint(10, 40)))
+            wl.apply(self.src, wl.transactions(rng.randint(8, 25)))
             p = self.fault(s, p, wl, rng, proxy)
         wl.apply(self.src, wl.transactions(rng.randint(5, 20)))
         # a drain once the agent streams (a SIGTERM before its handler is set would kill it)
-        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 90, "sluice to stream",
-                   interval=0.1)
+        self.wait_streaming(p)
         if not p.alive():
             self.fail(f"seed {seed} cell {cell}: sluice exited on its own:\n{p.result().describe()}")
         p.signal(signal.SIGTERM)
