@@ -8,7 +8,8 @@
 #   tests/soak.sh SECONDS
 #   SLUICE_SOAK_SEED=N       the first seed (then N+1, N+2, ...); default random
 #   SLUICE_SOAK_BATCH=N      seeds per batch, each run in every cell (default 2)
-#   SLUICE_SOAK_PATTERN=P    the cells to run, as run.py -k (default test_property)
+#   SLUICE_SOAK_PATTERN=P    the cells to run, as run.py -k (default: every cell,
+#                            test_property.*.test_append and .test_merge)
 #   SLUICE_BIN               the binary (default _build/sluice)
 #
 # Repeat a failing seed with
@@ -22,7 +23,11 @@ if [ $# -ne 1 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
 fi
 end=$(($(date +%s) + $1))
 batch=${SLUICE_SOAK_BATCH:-2}
-pattern=${SLUICE_SOAK_PATTERN:-test_property}
+if [ -n "${SLUICE_SOAK_PATTERN:-}" ]; then
+	patterns=(-k "$SLUICE_SOAK_PATTERN")
+else
+	patterns=(-k 'test_property.*.test_append' -k 'test_property.*.test_merge')
+fi
 seed=${SLUICE_SOAK_SEED:-$(($(od -An -N3 -tu4 /dev/urandom | tr -d ' ') + 1000))}
 export SLUICE_BIN=${SLUICE_BIN:-$top/_build/sluice}
 log=$(mktemp -d /tmp/sluice-soak.XXXXXX)
@@ -33,7 +38,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	seed=$((seed + batch))
 	n=$((n + 1))
 	echo "soak: batch $n, seeds $seeds"
-	if SLUICE_TEST_SEED=$seeds /usr/bin/python3 "$top/tests/integration/run.py" -k "$pattern" \
+	if SLUICE_TEST_SEED=$seeds /usr/bin/python3 "$top/tests/integration/run.py" "${patterns[@]}" \
 		>"$log/batch$n.log" 2>&1; then
 		echo "soak: seeds $seeds passed"
 	else

@@ -1327,6 +1327,21 @@ class S3Server:
 # --------------------------------------------------------------------------
 # reading output
 
+class WithS3:
+    """A test case mixin (before the test case class in the bases): a local
+    S3 server for the class, cls.s3, with one bucket "lake" and the class's
+    s3_kw for S3Server; skips without node and s3rver."""
+    s3_kw = {}
+
+    @classmethod
+    def setUpClass(cls):
+        skip_unless(s3_available())
+        super().setUpClass()
+        cls.s3 = S3Server(buckets=("lake",), **cls.s3_kw)
+        cls.addClassCleanup(cls.s3.close)
+        cls.s3.start()
+
+
 def read_avro_tree(path, testcase=None, codec=None, keep=None, workers=1):
     """Reads every .avro file under path with python avro and checks the
     layout and record contract (check_output.py).  Fails the test (or raises

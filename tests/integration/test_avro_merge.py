@@ -22,8 +22,7 @@ import unittest
 import avro.datafile
 import avro.io
 
-import harness  # noqa: E402
-from harness import PgTestCase, S3Server, s3_available, wait_until
+from harness import PgTestCase, WithS3, wait_until
 from harness_mysql import MyTestCase
 from oracle import current_files, mirror, read_file
 
@@ -239,18 +238,10 @@ class PgMergeTest(PgTestCase):
         self.assertGreater(ncompact, 2)
 
 
-class S3MergeTest(PgTestCase):
+class S3MergeTest(WithS3, PgTestCase):
     """The same tree in S3: merge mode, compaction and verify, with codec
     zstandard (the unchanged TOAST values are filled from zstandard files,
     which avro-c cannot read: sluice's own block reader does)."""
-
-    @classmethod
-    def setUpClass(cls):
-        harness.skip_unless(s3_available())
-        super().setUpClass()
-        cls.s3 = S3Server(buckets=("lake",))
-        cls.addClassCleanup(cls.s3.close)
-        cls.s3.start()
 
     def test_s3_merge_and_compact(self):
         pg = self.pg

@@ -28,9 +28,8 @@ import sys
 import time
 import unittest
 
-import harness
 from ch_harness import HoldingProxy, MyChTestCase, ChTestCase
-from harness import PgTestCase, S3Server, s3_available, wait_until
+from harness import PgTestCase, WithS3, wait_until
 from harness_mysql import MyTestCase
 from check_output import object_name
 from oracle import check, current_files, diff_avro, diff_clickhouse, source_tables
@@ -260,16 +259,8 @@ class PropertyCells:
             self.pg.execute("SELECT pg_drop_replication_slot(%s)", (s.slot,))
 
 
-class S3Cells(PropertyCells):
+class S3Cells(WithS3, PropertyCells):
     dest = "s3"
-
-    @classmethod
-    def setUpClass(cls):
-        harness.skip_unless(s3_available())
-        super().setUpClass()
-        cls.s3 = S3Server(buckets=("lake",))
-        cls.addClassCleanup(cls.s3.close)
-        cls.s3.start()
 
 
 class PgAvroDirProperty(PropertyCells, PgTestCase):
