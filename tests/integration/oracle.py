@@ -6,6 +6,8 @@ table read with its own SELECT (PostgreSQL or MariaDB):
 
 - avro_dir and s3, append mode: every record in CSN order, exact repeats
   dropped, TRUNCATE markers clear the table (doc/output.md; harness.rebuild);
+- both modes: every row read with the object's newest schema (.schema.avsc),
+  as a reader resolving each file's schema to it does;
 - avro_dir and s3, merge mode: the current files (the base plus the later
   files), the highest CSN per key, deleted keys dropped, nothing older than
   the latest TRUNCATE marker (doc/output.md, "The reader's rule": mirror());
@@ -77,6 +79,29 @@ def mirror(root, stream, obj, key_columns):
 
 # ---- the source side
 
+def newest_payload_fields(root, stream, obj):
+    """{field: default} of the payload in the object's newest schema
+    (.schema.avsc), or None when it has none.  A reader that reads every
+    file with that schema (Avro schema resolution) sees a field added since
+    a file was written as its default, and none of the fields dropped."""
+    path = os.path.join(root, stream, obj, ".schema.avsc")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        schema = json.load(f)
+    payload = next(f["type"] for f in schema["fields"] if f["name"] == "payload")
+    if isinstance(payload, list):
+        payload = next(t for t in payload if isinstance(t, dict))
+    return {f["name"]: f.get("default") for f in payload["fields"]}
+
+
+def resolve(state, fields):
+    """state's rows read with the newest schema's payload fields."""
+    if fields is None:
+        return state
+    return {k: {f: row.get(f, default) for f, default in fields.items()} for k, row in state.items()}
+
+
 def source_tables(source, server, ns):
     """[(table, [key columns])] of the namespace's base tables, from the
     source's catalog (primary keys)."""
@@ -126,6 +151,7 @@ def diff_avro(source, server, ns, tree, stream, write_mode, codec=None):
                 if unchanged:
                     diffs.append(f"{ns}.{table} {k}: unchanged values {unchanged} in the merged file")
                 state[k] = payload
+        state = resolve(state, newest_payload_fields(tree, stream, object_name(ns, table)))
         diffs.extend(f"{ns}.{table} {d}" for d in _avro_state_diff(source, server, ns, table, keys, state))
     return diffs
 
