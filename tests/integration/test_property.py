@@ -69,7 +69,6 @@ class PropertyCells:
     source = None
     dest = None
     s3 = None
-    timings = {}
 
     @property
     def src(self):
@@ -147,6 +146,8 @@ class PropertyCells:
             kinds.append("outage")
         kind = rng.choice(kinds)
         time.sleep(rng.uniform(0.05, 1.5))
+        if not p.alive():
+            self.fail(f"sluice exited on its own before a fault:\n{p.result().describe()}")
         if kind == "held":
             if self.dest == "clickhouse":
                 proxy.arm(b"")
