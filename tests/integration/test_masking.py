@@ -37,9 +37,9 @@ import avro.io
 
 import harness  # noqa: E402
 from ch_harness import ChTestCase, MyChTestCase
-from harness import PgTestCase, S3Server, csn, records_for, s3_available
+from harness import PgTestCase, WithS3, csn, records_for
 from harness_mysql import MyTestCase
-from test_avro_merge import mirror
+from oracle import mirror
 from test_iceberg import ch_query, chdb_reason
 
 KEY = b"mask key: \xc3\xa9t\xc3\xa9 / 42"
@@ -378,30 +378,18 @@ class S3Masking(MaskingChecks):
             self.assert_hashed_mirror(s, obj, sql(f"SELECT email, v FROM {t}"), root=s.output_tree())
 
 
-class PgS3MaskingTest(PgTestCase, S3Masking):
-
-    @classmethod
-    def setUpClass(cls):
-        harness.skip_unless(s3_available())
-        super().setUpClass()
-        cls.s3 = S3Server(buckets=("lake",))
-        cls.addClassCleanup(cls.s3.close)
-        cls.s3.start()
+class PgS3MaskingTest(WithS3, PgTestCase, S3Masking):
 
     def source(self):
         return self.pg.execute, self.pg.sql, False, "public.s3acct", "public_s3acct"
 
 
-class MyS3MaskingTest(MyTestCase, S3Masking):
+class MyS3MaskingTest(WithS3, MyTestCase, S3Masking):
 
     @classmethod
     def setUpClass(cls):
-        harness.skip_unless(s3_available())
         super().setUpClass()
         cls.my.execute("CREATE DATABASE shop")
-        cls.s3 = S3Server(buckets=("lake",))
-        cls.addClassCleanup(cls.s3.close)
-        cls.s3.start()
 
     def source(self):
         return self.my.execute, self.my.sql, True, "shop.s3acct", "shop_s3acct"

@@ -27,7 +27,7 @@ import threading
 import unittest
 
 import harness
-from harness import (PgTestCase, S3Server, change_type, records_for, s3_available, wait_until)
+from harness import PgTestCase, WithS3, change_type, records_for, wait_until
 
 CANARY = "canary-s3-Wq8-secret-d41e"
 
@@ -49,16 +49,7 @@ def churn(pg, name, base, n):
             pg.execute(f"DELETE FROM {name} WHERE id = %s", (base + i - 3,))
 
 
-class S3TestCase(PgTestCase):
-    s3_kw = {}
-
-    @classmethod
-    def setUpClass(cls):
-        harness.skip_unless(s3_available())
-        super().setUpClass()
-        cls.s3 = S3Server(buckets=("lake",), **cls.s3_kw)
-        cls.addClassCleanup(cls.s3.close)
-        cls.s3.start()
+class S3TestCase(WithS3, PgTestCase):
 
     def s3sluice(self, **kw):
         kw.setdefault("s3", self.s3)

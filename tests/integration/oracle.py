@@ -1,0 +1,194 @@
+"""
+tests/integration/oracle.py: one independent oracle for every destination
+(issue 17).  It rebuilds each table from what sluice wrote, by the
+documented reader rules, and compares it value by value with the source
+table read with its own SELECT (PostgreSQL or MariaDB):
+
+- avro_dir and s3, append mode: every record in CSN order, exact repeats
+  dropped, TRUNCATE markers clear the table (doc/output.md; harness.rebuild);
+  an unchanged value of a key never seen is a difference only if its row
+  survives (the equivalent rule, the highest CSN per key, drops the rest);
+- both modes: every row read with the object's newest schema (.schema.avsc),
+  as a reader resolving each file's schema to it does;
+- avro_dir and s3, merge mode: the current files (the base plus the later
+  files), the highest CSN per key, deleted keys dropped, nothing older than
+  the latest TRUNCATE marker (doc/output.md, "The reader's rule": mirror());
+- ClickHouse, merge mode: the table's `_current` view, legacy and modern
+  layouts; append mode: the change rows replayed by CSN (ch_harness).
+
+diff_* return a list of differences, the first differing row first; check()
+raises AssertionError naming the seed, the cell and that first row.
+The Avro readers are python3-avro's (harness.read_avro_tree).
+"""
+
+import json
+import os
+
+import avro.datafile
+import avro.io
+
+from check_output import object_name
+from harness import read_avro_tree, rebuild, state_diff
+
+
+def read_file(path):
+    """Every record of one Avro file (python3-avro)."""
+    with open(path, "rb") as f:
+        with avro.datafile.DataFileReader(f, avro.io.DatumReader()) as r:
+            return list(r)
+
+
+def current_files(root, stream, obj):
+    """The reader's rule for the files: every visible .avro file of the
+    object, less those the newest compaction record (.base.json) replaced."""
+    d = os.path.join(root, stream, obj)
+    replaced = set()
+    base = os.path.join(d, ".base.json")
+    if os.path.exists(base):
+        with open(base) as f:
+            seq = json.load(f)["sequence"]
+        with open(os.path.join(d, ".compact-%010d.json" % seq)) as f:
+            replaced = set(json.load(f)["removed"])
+    out = []
+    for dirpath, dirnames, filenames in os.walk(d):
+        dirnames[:] = [x for x in dirnames if not x.startswith(".")]
+        for fn in filenames:
+            if fn.startswith(".") or not fn.endswith(".avro"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
+            if rel not in replaced:
+                out.append(os.path.join(dirpath, fn))
+    return sorted(out)
+
+
+def mirror(root, stream, obj, key_columns):
+    """The table as the merge reader's rule rebuilds it:
+    ({key tuple: (payload, unchanged_columns)}, current files)."""
+    best, trunc = {}, ""
+    files = current_files(root, stream, obj)
+    for path in files:
+        for r in read_file(path):
+            sm = r["source_metadata"]
+            c = sm["change_sequence_number"]
+            if sm["change_type"] == "TRUNCATE":
+                trunc = max(trunc, c)
+                continue
+            k = tuple(r["payload"][col] for col in key_columns)
+            if k not in best or c > best[k][0]:
+                best[k] = (c, sm["is_deleted"], r["payload"], sm["unchanged_columns"])
+    return {k: (p, u) for k, (c, d, p, u) in best.items() if not d and c >= trunc}, files
+
+
+# ---- the source side
+
+def newest_payload_fields(root, stream, obj):
+    """{field: default} of the payload in the object's newest schema
+    (.schema.avsc), or None when it has none.  A reader that reads every
+    file with that schema (Avro schema resolution) sees a field added since
+    a file was written as its default, and none of the fields dropped."""
+    path = os.path.join(root, stream, obj, ".schema.avsc")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        schema = json.load(f)
+    payload = next(f["type"] for f in schema["fields"] if f["name"] == "payload")
+    if isinstance(payload, list):
+        payload = next(t for t in payload if isinstance(t, dict))
+    return {f["name"]: f.get("default") for f in payload["fields"]}
+
+
+def resolve(state, fields):
+    """state's rows read with the newest schema's payload fields."""
+    if fields is None:
+        return state
+    return {k: {f: row.get(f, default) for f, default in fields.items()} for k, row in state.items()}
+
+
+def source_tables(source, server, ns):
+    """[(table, [key columns])] of the namespace's base tables, from the
+    source's catalog (primary keys)."""
+    if source == "pg":
+        rows = server.sql(
+            "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
+            "WHERE n.nspname = %s AND i.indisprimary ORDER BY c.relname, k.ord", (ns,))
+    else:
+        rows = server.sql(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
+            "WHERE TABLE_SCHEMA = %s AND CONSTRAINT_NAME = 'PRIMARY' "
+            "ORDER BY TABLE_NAME, ORDINAL_POSITION", (ns,))
+    out = {}
+    for t, c in rows:
+        out.setdefault(t, []).append(c)
+    return sorted(out.items())
+
+
+def _avro_state_diff(source, server, ns, table, keys, state):
+    if source == "pg":
+        return state_diff(server, ns, table, keys, state)
+    from harness_mysql import my_state_diff
+    return my_state_diff(server, ns, table, keys, state)
+
+
+# ---- the destinations
+
+def diff_avro(source, server, ns, tree, stream, write_mode, codec=None):
+    """Differences between the source tables of ns and an Avro tree (an
+    avro_dir path, or an s3 prefix downloaded: Sluice.output_tree)."""
+    diffs = []
+    records = read_avro_tree(tree, codec=codec) if write_mode == "append" else None
+    for table, keys in source_tables(source, server, ns):
+        if write_mode == "append":
+            try:
+                state = rebuild(records, keys, table=(ns, table), lazy=True)
+            except AssertionError as e:
+                diffs.append(f"{ns}.{table}: the records do not rebuild: {e}")
+                continue
+        else:
+            got, _files = mirror(tree, stream, object_name(ns, table), keys)
+            state = {}
+            for k, (payload, unchanged) in got.items():
+                if unchanged:
+                    diffs.append(f"{ns}.{table} {k}: unchanged values {unchanged} in the merged file")
+                state[k] = payload
+        state = resolve(state, newest_payload_fields(tree, stream, object_name(ns, table)))
+        diffs.extend(f"{ns}.{table} {d}" for d in _avro_state_diff(source, server, ns, table, keys, state))
+    return diffs
+
+
+def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
+    """Differences between the source tables of ns and ClickHouse database
+    `database`: the `_current` view (merge) or the change rows replayed
+    (append)."""
+    from ch_harness import ch_object, ch_state_diff, my_source_rows_for_ch, rebuild_append, source_rows_for_ch
+    diffs = []
+    for table, keys in source_tables(source, server, ns):
+        if source == "pg":
+            expected, kinds = source_rows_for_ch(server, ns, table, keys, modern)
+        else:
+            expected, kinds = my_source_rows_for_ch(server, ns, table, keys, modern)
+        obj = ch_object(ns, table)
+        if not ch.table_exists(database, obj):
+            if expected:
+                diffs.append(f"{ns}.{table}: no table {database}.{obj} in ClickHouse ({len(expected)} source rows)")
+            continue
+        if write_mode == "append":
+            state, problems = rebuild_append(ch.rows(database, obj, final=True), keys, lazy=True)
+            diffs.extend(f"{ns}.{table}: {p}" for p in problems)
+            got = list(state.values())
+        else:
+            got = ch.rows(database, obj + "_current")
+        diffs.extend(f"{ns}.{table} {d}" for d in ch_state_diff(expected, kinds, got, keys))
+    return diffs
+
+
+def check(diffs, seed, cell):
+    """Raises AssertionError with the seed, the cell and the first differing
+    row when diffs is not empty."""
+    if diffs:
+        raise AssertionError(f"seed {seed} cell {cell}: the destination differs from the source "
+                             f"({len(diffs)} differences shown)\n  first differing row: {diffs[0]}\n  " +
+                             "\n  ".join(diffs[1:20]) +
+                             f"\n  (SLUICE_TEST_SEED={seed} repeats it)")
