@@ -175,8 +175,10 @@ void ch_layout_free(struct ch_layout *l)
 {
 	if (!l)
 		return;
-	for (int i = 0; i < l->ncols; i++)
+	for (int i = 0; i < l->ncols; i++) {
 		free(l->cols[i].name);
+		free(l->cols[i].comment);
+	}
 	free(l->cols);
 	free(l->of_src);
 	free(l->keys);
@@ -244,7 +246,7 @@ int ch_layout_new(struct ch_layout **out, const struct sl_table *t, bool merge, 
 		c->src = i;
 		c->meta = -1;
 		c->key = key;
-		if (!(c->name = ch_column_name(sc->name)))
+		if (!(c->name = ch_column_name(sc->name)) || (sc->doc && !(c->comment = strdup(sc->doc))))
 			goto oom;
 		if (ch_type_of_column(&c->type, sc, !key, fl) < 0) {
 			snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" has an unknown type %d",

@@ -125,6 +125,7 @@ struct ch_col {
 	int src;                /* payload: the source column's index; -1 for metadata */
 	int meta;               /* metadata: enum ch_meta (CH_M_POS + i); -1 for payload */
 	bool key;               /* in the sorting key */
+	char *comment;          /* the source column's doc (how it is masked), or NULL (owned) */
 };
 
 struct ch_layout {

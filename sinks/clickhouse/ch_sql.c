@@ -140,6 +140,15 @@ static void engine(struct sl_buf *b, const struct ch_ddl *d, const char *db, con
 	sl_buf_free(&path);
 }
 
+/* A column's COMMENT (how sluice masks it: doc/clickhouse.md), if it has one. */
+static void comment(struct sl_buf *b, const struct ch_col *c)
+{
+	if (!c->comment)
+		return;
+	sl_buf_puts(b, " COMMENT ");
+	ch_quote_str(b, c->comment, strlen(c->comment));
+}
+
 int ch_sql_create_database(struct sl_buf *b, const struct ch_ddl *d, const char *db)
 {
 	sl_buf_puts(b, "CREATE DATABASE IF NOT EXISTS ");
@@ -161,6 +170,7 @@ int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db
 		ch_quote_ident(b, l->cols[i].name);
 		sl_buf_putc(b, ' ');
 		ch_type_sql(b, &l->cols[i].type);
+		comment(b, &l->cols[i]);
 	}
 	sl_buf_putc(b, ')');
 	if (l->merge) {
@@ -214,6 +224,7 @@ int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db,
 		ch_quote_ident(b, c->name);
 		sl_buf_putc(b, ' ');
 		ch_type_sql(b, &c->type);
+		comment(b, c);
 	}
 	return sl_buf_failed(b) ? -1 : 0;
 }

@@ -50,8 +50,10 @@ void ice_schema_free(struct ice_schema *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < s->nfields; i++)
+	for (int i = 0; i < s->nfields; i++) {
 		free(s->f[i].name);
+		free(s->f[i].doc);
+	}
 	free(s->f);
 	memset(s, 0, sizeof *s);
 }
@@ -197,6 +199,10 @@ static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int
 		kind_of_column(f, &t->cols[i]);
 		f->key = merge && t->cols[i].is_key;
 		f->required = f->key;
+		if (t->cols[i].doc && !(f->doc = strdup(t->cols[i].doc))) {
+			sl_buf_free(&name);
+			return -1;
+		}
 	} else if (m < ICE_M_POS) {
 		sl_buf_puts(&name, meta_cols[m].name);
 		f->kind = meta_cols[m].kind;
@@ -289,6 +295,8 @@ json_t *ice_schema_json(const struct ice_schema *s)
 		json_object_set_new(jf, "name", json_string(f->name));
 		json_object_set_new(jf, "required", json_boolean(f->required));
 		json_object_set_new(jf, "type", ty);
+		if (f->doc)
+			json_object_set_new(jf, "doc", json_string(f->doc));
 		if (f->key && json_array_append_new(ids, json_integer(f->id)) < 0)
 			goto fail;
 	}
@@ -376,6 +384,10 @@ static int avro_schema_of(struct sl_buf *out, const struct ice_schema *s, bool k
 			fixed_seen[f->precision][f->scale] = true;
 		if (!f->required)
 			sl_buf_puts(out, "],\"default\":null");
+		if (f->doc) {
+			sl_buf_puts(out, ",\"doc\":");
+			sl_json_put_string(out, f->doc, strlen(f->doc));
+		}
 		sl_buf_printf(out, ",\"field-id\":%d}", f->id);
 	}
 	return sl_buf_puts(out, "]}");

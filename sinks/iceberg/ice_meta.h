@@ -46,6 +46,7 @@ struct ice_field {
 	int id;
 	int elem_id;               /* ICE_LIST_STRING: the element's field id */
 	char *name;                /* owned */
+	char *doc;                 /* the source column's doc (how it is masked), or NULL (owned) */
 	enum ice_kind kind;
 	int precision, scale;      /* ICE_DECIMAL */
 	bool required;

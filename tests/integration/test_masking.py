@@ -414,6 +414,11 @@ class ChMasking:
         execute(f"UPDATE {t} SET v = v + 1")
         self.catch_up(s)
         self.assertNotIn("secret", [c[0] for c in self.ch.columns("chk", obj)])
+        comments = dict(tuple(line.split("\t", 1)) for line in self.ch.query(
+            f"SELECT name, comment FROM system.columns WHERE database = 'chk' AND table = '{obj}' "
+            "FORMAT TSV").decode().splitlines())
+        self.assertIn("masked by sluice: hash", comments["email"])
+        self.assertEqual(comments["v"], "")
         got = {}
         for r in self.ch.rows("chk", obj + "_current"):
             e = r["email"].decode() if isinstance(r["email"], bytes) else r["email"]
@@ -472,6 +477,16 @@ class IcebergMaskingTest(PgTestCase, MaskingChecks):
         self.assertEqual(got, [(1, h("ann@example.com"), "Éz", "INSERT"), (2, None, "Bo", "INSERT"),
                                (2, h("cy@example.org"), "Bo", "UPDATE-INSERT")])
         self.assert_nowhere(s, [CANARY, "ann@example.com", "cy@example.org", "Ézé"], [r1.stderr, r2.stderr])
+        # The table's schema documents each masked column, as the Avro schema does.
+        with open(os.path.join(path, "metadata", "version-hint.text")) as f:
+            version = f.read().strip()
+        with open(os.path.join(path, "metadata", f"v{version}.metadata.json")) as f:
+            meta = json.load(f)
+        schema = next(x for x in meta["schemas"] if x["schema-id"] == meta["current-schema-id"])
+        docs = {x["name"]: x.get("doc") for x in schema["fields"]}
+        self.assertIn("masked by sluice: hash", docs["email"])
+        self.assertIn("masked by sluice: truncate(2)", docs["name"])
+        self.assertIsNone(docs["id"])
 
 
 if __name__ == "__main__":
