@@ -31,13 +31,14 @@ import hmac
 import json
 import os
 import random
+import signal
 
 import avro.datafile
 import avro.io
 
 import harness  # noqa: E402
 from ch_harness import ChTestCase, MyChTestCase
-from harness import PgTestCase, WithS3, csn, records_for
+from harness import PgTestCase, WithS3, csn, records_for, wait_until
 from harness_mysql import MyTestCase
 from oracle import mirror
 from test_iceberg import ch_query, chdb_reason
@@ -267,6 +268,34 @@ class PgMaskingTest(PgTestCase, MaskingChecks):
         self.catch_up(s)
         self.assert_hashed_mirror(s, "public_acct", pg.sql("SELECT email, v FROM acct"))
 
+    def test_dead_letter_holds_masked_values_only(self):
+        """A row that goes to the dead-letter file (a NULL in a key_columns
+        column made nullable while the agent runs) holds the masked values:
+        no excluded column, hashed values hashed."""
+        pg = self.pg
+        pg.execute("CREATE TABLE dl (id int, u int NOT NULL UNIQUE, email text, ssn text)")
+        pg.execute("ALTER TABLE dl REPLICA IDENTITY FULL")
+        pg.execute("INSERT INTO dl VALUES (1, 10, 'a@x.org', %s)", (CANARY + "-1",))
+        s = self.sluice(stream="dl", tables="public.dl", write_mode="merge", max_file_seconds=1, codec="null",
+                        extra={"stream": {"key_columns": "public.dl.u"}})
+        masked(s, "public.dl.ssn", "public.dl.email:hash")
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
+        pg.execute("ALTER TABLE dl ALTER COLUMN u DROP NOT NULL")
+        pg.execute("INSERT INTO dl VALUES (5, NULL, 'e@x.org', %s)", (CANARY + "-5",))
+        pg.execute("INSERT INTO dl VALUES (6, 60, 'f@x.org', %s)", (CANARY + "-6",))
+        wait_until(lambda: not p.alive() or (60,) in mirror(s.out, "dl", "public_dl", ["u"])[0], 60,
+                   "the row after")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        with open(os.path.join(s.state_dir, "dl.dead-letter.jsonl")) as f:
+            lines = [json.loads(x) for x in f]
+        self.assertEqual([(x["change_type"], x["row"]) for x in lines],
+                         [("INSERT", {"id": 5, "u": None, "email": h("e@x.org")})])
+        self.assert_nowhere(s, [CANARY, "@x.org"], [r.stderr])
+
     def test_hashed_key_merge_kill9(self):
         pg = self.pg
         acct_table(pg.execute, "kacct", 150)
@@ -395,24 +424,13 @@ class MyS3MaskingTest(WithS3, MyTestCase, S3Masking):
         return self.my.execute, self.my.sql, True, "shop.s3acct", "shop_s3acct"
 
 
-class ChMasking:
+class ChMasking(MaskingChecks):
     """A hashed key into ClickHouse merge mode: the `_current` view equals
-    the source with the key hashed, the excluded column is no column, and no
-    secret is in the table.  The class sets up source()."""
+    the source with the key hashed, the excluded column is no column (the
+    masked one is commented), and no secret is in the table.  The class sets
+    up source()."""
 
-    def test_hashed_key_merge_view(self):
-        execute, sql, mysql, t, obj = self.source()
-        acct_table(execute, t, 30, mysql=mysql)
-        s = self.sluice(stream="chk", tables=t, database="chk", write_mode="merge")
-        masked(s, t + ".secret", t + ".email:hash")
-        self.catch_up(s)
-        execute(f"UPDATE {t} SET v = v + 100 WHERE v % 3 = 0")
-        execute(f"DELETE FROM {t} WHERE v % 5 = 0")
-        execute(f"UPDATE {t} SET email = " + ("CONCAT('moved-', email)" if mysql else "'moved-' || email") +
-                " WHERE v % 7 = 1")   # key changes
-        self.catch_up(s)
-        execute(f"UPDATE {t} SET v = v + 1")
-        self.catch_up(s)
+    def assert_view(self, sql, t, obj):
         self.assertNotIn("secret", [c[0] for c in self.ch.columns("chk", obj)])
         comments = dict(tuple(line.split("\t", 1)) for line in self.ch.query(
             f"SELECT name, comment FROM system.columns WHERE database = 'chk' AND table = '{obj}' "
@@ -429,6 +447,32 @@ class ChMasking:
         dump = self.ch.query(f"SELECT * FROM chk.{obj} FORMAT TSV")
         self.assertNotIn(CANARY.encode() if isinstance(dump, bytes) else CANARY, dump)
         self.assertNotIn(b"@x.org" if isinstance(dump, bytes) else "@x.org", dump)
+
+    def test_hashed_key_merge_view(self):
+        execute, sql, mysql, t, obj = self.source()
+        acct_table(execute, t, 30, mysql=mysql)
+        s = self.sluice(stream="chk", tables=t, database="chk", write_mode="merge")
+        masked(s, t + ".secret", t + ".email:hash")
+        self.catch_up(s)
+        execute(f"UPDATE {t} SET v = v + 100 WHERE v % 3 = 0")
+        execute(f"DELETE FROM {t} WHERE v % 5 = 0")
+        execute(f"UPDATE {t} SET email = " + ("CONCAT('moved-', email)" if mysql else "'moved-' || email") +
+                " WHERE v % 7 = 1")   # key changes
+        self.catch_up(s)
+        execute(f"UPDATE {t} SET v = v + 1")
+        self.catch_up(s)
+        self.assert_view(sql, t, obj)
+
+    def test_hashed_key_merge_kill9(self):
+        execute, sql, mysql, t, obj = self.source()
+        t, obj = t + "k", obj + "k"
+        acct_table(execute, t, 120, mysql=mysql)
+        s = self.sluice(stream="chkk", tables=t, database="chk", write_mode="merge", max_file_seconds=1)
+        masked(s, t + ".secret", t + ".email:hash")
+        seed = self.churn_with_kills(s, execute, acct_churn(t, mysql=mysql), env=self.env(), rounds=3)
+        self.catch_up(s)
+        with self.subTest(seed=seed):
+            self.assert_view(sql, t, obj)
 
 
 class ChMaskingTest(ChTestCase, ChMasking):
