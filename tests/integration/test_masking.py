@@ -532,6 +532,24 @@ class IcebergMaskingTest(PgTestCase, MaskingChecks):
         self.assertIn("masked by sluice: truncate(2)", docs["name"])
         self.assertIsNone(docs["id"])
 
+    def test_hashed_key_merge_kill9(self):
+        pg = self.pg
+        acct_table(pg.execute, "iacct", 120)
+        s = self.sluice(stream="ick", tables="public.iacct", write_mode="merge", max_file_seconds=1)
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        masked(s, "public.iacct.secret", "public.iacct.email:hash")
+        seed = self.churn_with_kills(s, pg.execute, acct_churn("iacct"), rounds=3)
+        self.catch_up(s)
+        path = os.path.join(os.path.realpath(s.out), s.stream, "public_iacct")
+        rows = ch_query(f"SELECT email, v FROM icebergLocal('{path}')")
+        got = {}
+        for r in rows:
+            self.assertNotIn(r["email"], got, f"seed {seed}: a key twice")
+            got[r["email"]] = r["v"]
+        want = {h(e): v for e, v in pg.sql("SELECT email, v FROM iacct")}
+        self.assertEqual(got, want, f"seed {seed}")
+        self.assert_nowhere(s, [CANARY, "@x.org"], [])
+
 
 if __name__ == "__main__":
     import unittest
