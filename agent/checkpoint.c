@@ -47,6 +47,7 @@ void sl_ckpt_free(struct sl_checkpoint *ck)
 		free(ck->tables[i].table);
 		free(ck->tables[i].resume_key);
 		free(ck->tables[i].columns);
+		free(ck->tables[i].mask);
 		free(ck->tables[i].pend.key);
 	}
 	free(ck->tables);
@@ -240,6 +241,13 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 				if (!(e->columns = strdup(json_string_value(v))))
 					goto oom;
 			}
+			v = json_object_get(t, "mask");
+			if (v && !json_is_null(v)) {
+				if (!json_is_string(v))
+					goto corrupt;
+				if (!(e->mask = strdup(json_string_value(v))))
+					goto oom;
+			}
 			v = json_object_get(t, "resume_key");
 			if (v && !json_is_null(v)) {
 				if (!json_is_string(v))
@@ -334,6 +342,8 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 			json_object_set_new(t, "resume_key", json_string(e->resume_key));
 		if (e->columns)
 			json_object_set_new(t, "columns", json_string(e->columns));
+		if (e->mask)
+			json_object_set_new(t, "mask", json_string(e->mask));
 		if (e->chunks)
 			json_object_set_new(t, "chunks", json_integer((json_int_t)e->chunks));
 		json_object_set_new(tabs, e->name, t);

@@ -14,7 +14,8 @@
  *    "tables": {"public.t": {"backfill": "done", "snapshot": "0/16B3700",
  *                            "rows": 10, "schema_key": "...", "id": 16385,
  *                            "shape": 0, "method": "snapshot", "layout": ...,
- *                            "columns": "16390\n1 23 -1 0 0 2 id\n"},
+ *                            "columns": "16390\n1 23 -1 0 0 2 id\n",
+ *                            "mask": "email:hash, ssn:exclude (key 0a1b2c3d4e5f6a7b)"},
  *               "public.u": {"backfill": "running", "method": "watermark",
  *                            "resume_key": "42", "chunks": 3, "rows": 30000,
  *                            ...}}}
@@ -57,6 +58,8 @@ struct sl_ckpt_table {
 	uint64_t shape;           /* sl_table.shape when last backfilled */
 	uint64_t layout;          /* sl_table.layout as of the durable position (0: none) */
 	char *columns;            /* sl_table.src_columns at the last start (owned; NULL unknown) */
+	char *mask;               /* what the column rules did to it at the last start
+				   * (sl_stream_mask_rules; "" none; owned; NULL unknown) */
 	uint64_t rows;            /* rows written by the finished backfill (running: durable so far) */
 	char schema_key[17];      /* last schema version written */
 	enum sl_bf_method method; /* how the running or last backfill reads the table */

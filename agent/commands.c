@@ -56,21 +56,59 @@ static void close_tables(const struct sl_source_ops *src, void *ctx, struct sl_t
 		src->close(ctx);
 }
 
+/* Says, for each table whose column rules changed since its output was
+ * written (the checkpoint's record of them), what run will do about it. */
+static int check_rule_changes(struct sl_stream_config *sc, const struct sl_mask *m, struct sl_table **tables, int n,
+			      const struct sl_checkpoint *ck)
+{
+	struct sl_buf b;
+	int rc = SL_OK;
+
+	sl_buf_init(&b, 0);
+	for (int i = 0; i < n; i++) {
+		const struct sl_ckpt_table *e = NULL;
+		for (int k = 0; k < ck->ntables && !e; k++)
+			if (!strcmp(ck->tables[k].ns, tables[i]->ns) && !strcmp(ck->tables[k].table, tables[i]->name))
+				e = &ck->tables[k];
+		if (!e || !e->mask || e->state == SL_BF_PENDING)
+			continue;
+		sl_buf_reset(&b);
+		if (sl_stream_mask_rules(m, tables[i], &b) < 0 || sl_buf_putc(&b, '\0') < 0) {
+			rc = SL_EFAIL;
+			break;
+		}
+		if (strcmp(e->mask, b.data))
+			printf("stream %s: table %s.%s: the column rules changed since its output was written (were "
+			       "\"%s\", now \"%s\"): run writes a new table version; the records written before keep "
+			       "what the old rules wrote until the table is backfilled again (sluice backfill --table)\n",
+			       sc->name, tables[i]->ns, tables[i]->name, e->mask[0] ? e->mask : "none",
+			       b.data[0] ? b.data : "none");
+	}
+	sl_buf_free(&b);
+	return rc;
+}
+
 /* `sluice check`'s part for the column rules: the columns each table has
  * excluded and masked, and SL_ECONFIG for a rule that matches nothing or
- * excludes a key column. */
+ * excludes a key column; and the tables whose rules changed since their
+ * output was written. */
 static int check_masking(struct sl_stream_config *sc, const struct sl_source_ops *src,
-			 const struct sl_source_stream *sst, char *err, size_t errlen)
+			 const struct sl_source_stream *sst, const struct sl_checkpoint *ck, char *err, size_t errlen)
 {
 	struct sl_table **tables;
 	struct sl_mask *m = NULL;
+	bool recorded = false;
 	void *ctx;
 	int n, rc;
 
-	if ((rc = sl_stream_mask_new(sc, &m, err, errlen)) < 0 || !m)
+	for (int k = 0; k < ck->ntables && !recorded; k++)
+		recorded = ck->tables[k].mask && ck->tables[k].mask[0];
+	if ((rc = sl_stream_mask_new(sc, &m, err, errlen)) < 0 || (!m && !recorded))
 		return rc;
-	if ((rc = open_tables(sc, src, sst, &ctx, &tables, &n, err, errlen)) == SL_OK)
+	if ((rc = open_tables(sc, src, sst, &ctx, &tables, &n, err, errlen)) == SL_OK && m)
 		rc = sl_stream_mask_tables(sc, m, tables, n, stdout, err, errlen);
+	if (rc == SL_OK && (rc = check_rule_changes(sc, m, tables, n, ck)) < 0)
+		snprintf(err, errlen, "out of memory");
 	close_tables(src, ctx, tables, n);
 	sl_mask_free(m);
 	return rc;
@@ -121,7 +159,7 @@ int sl_stream_check(struct sl_config *cfg, struct sl_stream_config *sc, char *er
 	if ((rc = sl_stream_ckpt_slot(&ck, sc, err, errlen)) == SL_OK)
 		rc = src->check(sc->source, &sst, &resume, stdout, err, errlen);
 	if (rc == SL_OK)
-		rc = check_masking(sc, src, &sst, err, errlen);
+		rc = check_masking(sc, src, &sst, &ck, err, errlen);
 	sst.known_tables = NULL;
 	free(known);      /* names owned by ck */
 	sl_ckpt_free(&ck);

@@ -86,3 +86,25 @@ out:
 	sl_buf_free(&b);
 	return rc;
 }
+
+int sl_stream_mask_rules(const struct sl_mask *m, const struct sl_table *t, struct sl_buf *out)
+{
+	char name[48], key[17];
+	bool any = false, hashed = false;
+
+	for (int i = 0; m && i < t->ncols; i++) {
+		uint32_t n = 0;
+		enum sl_mask_method method = sl_mask_column(m, t->ns, t->name, t->cols[i].name, &n);
+		if (method == SL_MASK_KEEP)
+			continue;
+		sl_mask_method_name(method, n, name, sizeof name);
+		sl_buf_printf(out, "%s%s:%s", any ? ", " : "", t->cols[i].name, name);
+		any = true;
+		hashed |= method == SL_MASK_HASH;
+	}
+	if (hashed) {
+		sl_mask_key_id(m, key);
+		sl_buf_printf(out, " (key %s)", key);
+	}
+	return sl_buf_failed(out) ? -1 : 0;
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "agent/config.h"
+#include "common/buf.h"
 #include "schema/mask.h"
 
 /* Compiles the stream's rules: *out is NULL when it has none.  Returns 0,
@@ -22,5 +23,12 @@ int sl_stream_mask_new(const struct sl_stream_config *sc, struct sl_mask **out, 
  * or a negative enum sl_status with a message in err. */
 int sl_stream_mask_tables(const struct sl_stream_config *sc, struct sl_mask *m, struct sl_table *const *tables,
 			  int n, FILE *out, char *err, size_t errlen);
+
+/* Appends to out what the rules m (NULL: none) do to table t, as a text
+ * that changes when they do: "COLUMN:METHOD" for each column excluded or
+ * masked, in column order, separated by ", ", then " (key KEYID)" when one
+ * hashes (sl_mask_key_id); nothing when no rule touches t.  Returns 0, or
+ * -1 (out of memory). */
+int sl_stream_mask_rules(const struct sl_mask *m, const struct sl_table *t, struct sl_buf *out);
 
 #endif

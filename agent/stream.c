@@ -168,6 +168,57 @@ static bool still_selected(const struct sl_stream_config *sc, const struct sl_ck
 	return in;
 }
 
+/* Records what the column rules do to each table (sl_stream_mask_rules) in
+ * its checkpoint entry.  Rules that changed since a table's output was
+ * written make a new table version from here on; the records written before
+ * keep what the old rules wrote, and the log says so with the command that
+ * rewrites them (a table about to be backfilled anyway needs none).
+ * Returns SL_OK or SL_EFAIL (out of memory). */
+static int note_rules(struct stream *s)
+{
+	struct sl_buf b, cmd;
+	int rc = SL_OK;
+
+	sl_buf_init(&b, 0);
+	sl_buf_init(&cmd, 0);
+	for (int i = 0; i < s->ntables && rc == SL_OK; i++) {
+		const struct sl_table *t = s->tables[i];
+		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, t->ns, t->name);
+		char *text;
+		sl_buf_reset(&b);
+		if (!e || sl_stream_mask_rules(s->mask, t, &b) < 0 || sl_buf_putc(&b, '\0') < 0) {
+			rc = SL_EFAIL;
+			break;
+		}
+		if (e->mask && !strcmp(e->mask, b.data))
+			continue;
+		if (e->mask && e->state != SL_BF_PENDING) {
+			sl_buf_reset(&cmd);
+			sl_buf_puts(&cmd, "sluice backfill -c ");
+			sl_buf_put_shell_word(&cmd, s->cfg->abs_path ? s->cfg->abs_path : "FILE");
+			sl_buf_puts(&cmd, " --stream ");
+			sl_buf_put_shell_word(&cmd, s->sc->name);
+			sl_buf_printf(&cmd, " --table %s.%s", t->ns, t->name);
+			sl_warn("stream \"%s\": table \"%s\".\"%s\": its column rules changed since its output was "
+				"written (were \"%s\", now \"%s\"): its records from here on are a new table version, and "
+				"those written before keep what the old rules wrote; to rewrite them too: %s", s->sc->name,
+				t->ns, t->name, e->mask[0] ? e->mask : "none", b.data[0] ? b.data : "none",
+				sl_buf_failed(&cmd) ? "sluice backfill --table" : cmd.data);
+		}
+		if (!(text = strdup(b.data))) {
+			rc = SL_EFAIL;
+			break;
+		}
+		free(e->mask);
+		e->mask = text;
+	}
+	if (rc != SL_OK)
+		snprintf(s->err, s->errlen, "out of memory");
+	sl_buf_free(&b);
+	sl_buf_free(&cmd);
+	return rc;
+}
+
 /*
  * Brings the checkpoint's tables in line with what the source lists:
  * - a table new to the stream gets a pending entry (skipped without backfill);
@@ -666,7 +717,7 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 	if ((rc = sl_stream_mask_new(sc, &s.mask, err, errlen)) < 0 ||
 	    (s.mask && (rc = sl_stream_mask_tables(sc, s.mask, s.tables, s.ntables, NULL, err, errlen)) < 0))
 		goto out;
-	if ((rc = register_tables(&s, &drops, &ndrops)) < 0)
+	if ((rc = register_tables(&s, &drops, &ndrops)) < 0 || (rc = note_rules(&s)) < 0)
 		goto out;
 	if ((rc = take_requests(&s, &requests, &nrequests)) < 0)
 		goto out;

@@ -164,6 +164,26 @@ out:
 	return rc;
 }
 
+void sl_mask_key_id(const struct sl_mask *m, char out[static 17])
+{
+	static const char hex[] = "0123456789abcdef", what[] = "sluice mask key id";
+	struct hmac_sha256_ctx ctx;
+	uint8_t d[SHA256_DIGEST_SIZE];
+
+	out[0] = '\0';
+	if (!m || !m->has_key)
+		return;
+	ctx = m->hmac;
+	hmac_sha256_update(&ctx, sizeof what - 1, (const uint8_t *)what);
+	hmac_sha256_digest(&ctx, sizeof d, d);
+	explicit_bzero(&ctx, sizeof ctx);
+	for (int i = 0; i < 8; i++) {
+		out[2 * i] = hex[d[i] >> 4];
+		out[2 * i + 1] = hex[d[i] & 15];
+	}
+	out[16] = '\0';
+}
+
 void sl_mask_free(struct sl_mask *m)
 {
 	if (!m)

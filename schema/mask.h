@@ -82,6 +82,10 @@ bool sl_mask_rule_used(const struct sl_mask *m, int i);
  * no rule matches) and, for truncate, N in *n. */
 enum sl_mask_method sl_mask_column(const struct sl_mask *m, const char *ns, const char *table, const char *col,
 				   uint32_t *n);
+/* Names the mask key without revealing it: 16 hex digits of the HMAC of a
+ * fixed text under the key, so that a changed key can be told apart; ""
+ * without a key. */
+void sl_mask_key_id(const struct sl_mask *m, char out[static 17]);
 /* The method as the configuration writes it ("hash", "truncate(8)", ...), into out. */
 void sl_mask_method_name(enum sl_mask_method method, uint32_t n, char *out, size_t outlen);
 

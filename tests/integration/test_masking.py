@@ -268,6 +268,41 @@ class PgMaskingTest(PgTestCase, MaskingChecks):
         self.catch_up(s)
         self.assert_hashed_mirror(s, "public_acct", pg.sql("SELECT email, v FROM acct"))
 
+    def test_rule_changes_are_noted(self):
+        """Rules changed for a table that has output: `check` and the log
+        say so (with the old and new rules, the key named by an id that an
+        HMAC under it gives), the records from then on are a new version,
+        and the old records keep what the old rules wrote."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rch (id int PRIMARY KEY, email text, ssn text)")
+        pg.execute("INSERT INTO rch VALUES (1, 'a@x.org', 's1')")
+        s = self.sluice(stream="rch", tables="public.rch")
+        masked(s, None, "public.rch.email:hash")
+        r = self.catch_up(s)
+        self.assertNotIn("column rules changed", r.stderr)
+        key_id = hmac.new(KEY, b"sluice mask key id", hashlib.sha256).hexdigest()[:16]
+        masked(s, "public.rch.ssn", "public.rch.email:redact")
+        s.extra["stream"].pop("mask_key_file")
+        s.write_config()
+        r = s.run("check")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f'stream rch: table public.rch: the column rules changed since its output was written (were '
+                      f'"email:hash (key {key_id})", now "email:redact, ssn:exclude")', r.stdout)
+        pg.execute("INSERT INTO rch VALUES (2, 'b@x.org', 's2')")
+        r = self.catch_up(s)
+        self.assertIn(f'stream "rch": table "public"."rch": its column rules changed since its output was written '
+                      f'(were "email:hash (key {key_id})", now "email:redact, ssn:exclude")', r.stderr)
+        self.assertIn(f"sluice backfill -c {os.path.realpath(s.config_path)} --stream rch --table public.rch",
+                      r.stderr)
+        recs = sorted(records_for(self.read(s), "public", "rch"), key=csn)
+        self.assertEqual([r["payload"] for r in recs],
+                         [{"id": 1, "email": h("a@x.org"), "ssn": "s1"}, {"id": 2, "email": "REDACTED"}])
+        # Noted once: the next run and check are quiet.
+        r = self.catch_up(s)
+        self.assertNotIn("column rules changed", r.stderr)
+        r = s.run("check")
+        self.assertNotIn("column rules changed", r.stdout)
+
     def test_dead_letter_holds_masked_values_only(self):
         """A row that goes to the dead-letter file (a NULL in a key_columns
         column made nullable while the agent runs) holds the masked values:
