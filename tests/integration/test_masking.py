@@ -586,6 +586,36 @@ class IcebergMaskingTest(PgTestCase, MaskingChecks):
         self.assert_nowhere(s, [CANARY, "@x.org"], [])
 
 
+class MyIcebergMaskingTest(MyTestCase, MaskingChecks):
+    """MariaDB into Iceberg, read through the ClickHouse 26 engine: the
+    excluded column is absent, hashes are the HMAC, and a hashed key gives
+    an exact merge table after kill -9."""
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE shop")
+
+    def test_hashed_key_merge_kill9(self):
+        my = self.my
+        acct_table(my.execute, "shop.iacct", 120, mysql=True)
+        s = self.sluice(stream="myick", tables="shop.iacct", write_mode="merge", max_file_seconds=1,
+                        codec="null")
+        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
+        masked(s, "shop.iacct.secret", "shop.iacct.email:hash")
+        seed = self.churn_with_kills(s, my.execute, acct_churn("shop.iacct", mysql=True), rounds=3)
+        self.catch_up(s)
+        path = os.path.join(os.path.realpath(s.out), s.stream, "shop_iacct")
+        self.assertNotIn("secret", [c["name"] for c in ch_query(f"DESCRIBE TABLE icebergLocal('{path}')")])
+        got = {}
+        for r in ch_query(f"SELECT email, v FROM icebergLocal('{path}')"):
+            self.assertNotIn(r["email"], got, f"seed {seed}: a key twice")
+            got[r["email"]] = r["v"]
+        want = {h(e): v for e, v in my.sql("SELECT email, v FROM shop.iacct")}
+        self.assertEqual(got, want, f"seed {seed}")
+        self.assert_nowhere(s, [CANARY, "@x.org"], [])
+
 if __name__ == "__main__":
     import unittest
     unittest.main()
