@@ -390,6 +390,14 @@ static void *worker_main(void *arg)
 			break;
 		delay = delay * 2 > MAX_BACKOFF_S ? MAX_BACKOFF_S : delay * 2;
 	}
+	/* A drain asked for while the stream failed in a way it retries (or
+	 * waited to retry): what is durable is checkpointed and the rest is
+	 * read again on the next start, so the stop is as clean as a drain's. */
+	if (w->rc == SL_EFAIL && sl_signal_count > 0) {
+		sl_info("stopped on request while the stream was failing (%s); it resumes from its checkpoint on the "
+			"next start", w->err);
+		w->rc = SL_OK;
+	}
 	/* Said at once, not when the other streams end: they keep running. */
 	if (w->rc < 0) {
 		sl_error("%s", w->err);

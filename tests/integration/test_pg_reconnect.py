@@ -46,6 +46,34 @@ class ReconnectTest(PgTestCase):
         self.assertTableMatches(recs, "public", "rc", ["id"])
         self.assertNoCounterGaps(recs, "public", "rc", ["id"])
 
+    def test_drain_while_retrying(self):
+        """SIGTERM while the stream waits to retry (the server is down): the
+        agent stops at once with exit 0, as a drain does, and the next run
+        resumes from the checkpoint with nothing lost."""
+        pg = self.pg
+        pg.execute("CREATE TABLE dr (id int PRIMARY KEY, v int)")
+        pg.execute("INSERT INTO dr SELECT g, 0 FROM generate_series(1, 50) g")
+        s = self.sluice(stream="dr", tables="public.dr", max_file_seconds=1)
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 120, "streaming")
+        pg.execute("UPDATE dr SET v = 1 WHERE id <= 10")
+        pg.stop("fast")
+        try:
+            wait_until(lambda: "retrying from the last checkpoint" in p.stderr_text() or not p.alive(), 120,
+                       "sluice to retry")
+            self.assertTrue(p.alive(), p.stderr_text())
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(30)
+            self.assertEqual(r.rc, 0, r.describe())
+            self.assertIn("stopped on request while the stream was failing", r.stderr)
+        finally:
+            pg.resume()
+        pg._conn = None
+        pg.execute("UPDATE dr SET v = 2 WHERE id > 40")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", "dr")
+        self.assertTableMatches(recs, "public", "dr", ["id"])
+
 
 if __name__ == "__main__":
     unittest.main()
