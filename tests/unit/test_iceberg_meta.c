@@ -6,7 +6,9 @@
  * column; the changes a table refuses; the Avro schema of the data files;
  * merge mode's schema, equality delete file, delete manifest and manifest
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
- * (also written by hand from the specification), read back with avro-c.
+ * (also written by hand from the specification), read back with avro-c;
+ * a data file's column statistics in its manifest entry, compared with
+ * tests/unit/golden/iceberg_manifest_stats.json (written by hand).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +27,7 @@
 #include "schema/schema.h"
 #include "sinks/avro/avro_read.h"
 #include "sinks/iceberg/ice_meta.h"
+#include "sinks/iceberg/ice_stats.h"
 
 /* public.orders (id int4, amount numeric(10,2), _note text, at timestamptz),
  * with extra columns added after them. */
@@ -225,7 +228,78 @@ static void test_data_avro_schema(void **state)
 	sl_table_free(t);
 }
 
-/* The records of Avro container bytes b, as avro-c writes them in JSON. */
+/* Value v as JSON: as avro-c writes it (a union's non-null branch as an
+ * object named by its type), except bytes, as hex (avro-c's JSON cuts them
+ * at a zero byte). */
+static json_t *avro_json(avro_value_t *v)
+{
+	static const char hex[] = "0123456789abcdef";
+	avro_value_t child;
+	const char *name;
+	const void *p;
+	size_t n;
+	json_t *o;
+	int32_t i32;
+	int64_t i64;
+	int bo;
+
+	switch (avro_value_get_type(v)) {
+	case AVRO_NULL:
+		return json_null();
+	case AVRO_BOOLEAN:
+		assert_int_equal(avro_value_get_boolean(v, &bo), 0);
+		return json_boolean(bo);
+	case AVRO_INT32:
+		assert_int_equal(avro_value_get_int(v, &i32), 0);
+		return json_integer(i32);
+	case AVRO_INT64:
+		assert_int_equal(avro_value_get_long(v, &i64), 0);
+		return json_integer(i64);
+	case AVRO_STRING:
+		assert_int_equal(avro_value_get_string(v, (const char **)&p, &n), 0);
+		return json_stringn(p, n - 1);
+	case AVRO_BYTES: {
+		struct sl_buf h;
+		assert_int_equal(avro_value_get_bytes(v, &p, &n), 0);
+		sl_buf_init(&h, 0);
+		for (size_t k = 0; k < n; k++) {
+			sl_buf_putc(&h, hex[((const unsigned char *)p)[k] >> 4]);
+			sl_buf_putc(&h, hex[((const unsigned char *)p)[k] & 15]);
+		}
+		o = json_stringn(h.data ? h.data : "", h.len);
+		sl_buf_free(&h);
+		return o;
+	}
+	case AVRO_RECORD:
+		o = json_object();
+		assert_int_equal(avro_value_get_size(v, &n), 0);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(avro_value_get_by_index(v, k, &child, &name), 0);
+			json_object_set_new(o, name, avro_json(&child));
+		}
+		return o;
+	case AVRO_ARRAY:
+		o = json_array();
+		assert_int_equal(avro_value_get_size(v, &n), 0);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(avro_value_get_by_index(v, k, &child, NULL), 0);
+			json_array_append_new(o, avro_json(&child));
+		}
+		return o;
+	case AVRO_UNION:
+		assert_int_equal(avro_value_get_current_branch(v, &child), 0);
+		if (avro_value_get_type(&child) == AVRO_NULL)
+			return json_null();
+		o = json_object();
+		json_object_set_new(o, avro_schema_type_name(avro_value_get_schema(&child)), avro_json(&child));
+		return o;
+	default:
+		fail_msg("an Avro type the manifests do not use: %d", (int)avro_value_get_type(v));
+		return NULL;
+	}
+}
+
+/* The records of Avro container bytes b, as avro_json writes them. */
 static json_t *avro_records(const struct sl_buf *b)
 {
 	char path[] = "/tmp/test_iceberg_meta.XXXXXX";
@@ -240,17 +314,8 @@ static json_t *avro_records(const struct sl_buf *b)
 	assert_int_equal(write(fd, b->data, b->len), (ssize_t)b->len);
 	close(fd);
 	assert_int_equal(sl_avro_read_open(&rd, path, err, sizeof err), 0);
-	while ((got = sl_avro_read_next(rd, &val, err, sizeof err)) > 0) {
-		char *text = NULL;
-		json_error_t je;
-		json_t *j;
-		assert_int_equal(avro_value_to_json(val, 1, &text), 0);
-		j = json_loads(text, 0, &je);
-		if (!j)
-			fail_msg("%s: %s", text, je.text);
-		json_array_append_new(out, j);
-		free(text);
-	}
+	while ((got = sl_avro_read_next(rd, &val, err, sizeof err)) > 0)
+		json_array_append_new(out, avro_json(val));
 	assert_int_equal(got, 0);
 	sl_avro_read_close(rd);
 	unlink(path);
@@ -278,9 +343,10 @@ static void test_merge_deletes_golden(void **state)
 	struct sl_value vals[4] = { { .kind = SL_V_INT, .i = 7 }, { .kind = SL_V_NULL }, { .kind = SL_V_NULL },
 				    { .kind = SL_V_NULL } };
 	struct sl_change c = { .table = t, .op = SL_OP_DELETE, .values = vals };
+	struct ice_col_stats st[12] = { { 0 } };
 	struct ice_data_file f = {
 		.path = "/warehouse/s/public_orders/data/0000000001000000-0000000001-0badcafe-deletes.avro",
-		.content = ICE_EQUALITY_DELETES, .records = 3, .size = 321,
+		.content = ICE_EQUALITY_DELETES, .records = 3, .size = 321, .stats = st,
 	};
 	struct ice_snapshot sn = {
 		.id = 77, .parent_id = 3051729675574597004, .sequence_number = 2, .timestamp_ms = 1700000002000,
@@ -309,6 +375,15 @@ static void test_merge_deletes_golden(void **state)
 	assert_int_equal(ice_encode_key(&b, &s, &c, err, sizeof err), 0);
 	assert_int_equal(b.len, 1);
 	assert_int_equal((unsigned char)b.data[0], 14);
+	/* the statistics of the keys 7, -2, 40 */
+	assert_int_equal(s.nfields, 12);
+	for (int k = 0; k < 3; k++) {
+		static const int64_t ids[] = { 7, -2, 40 };
+		vals[0].i = ids[k];
+		sl_buf_reset(&b);
+		assert_int_equal(ice_encode_key(&b, &s, &c, err, sizeof err), 0);
+		assert_int_equal(ice_stats_add(st, &s, true, (const unsigned char *)b.data, b.len), 0);
+	}
 	/* the delete manifest, read back */
 	sl_buf_reset(&b);
 	assert_int_equal(ice_manifest_encode(&b, &s, 77, 2, &f, 1), 0);
@@ -323,6 +398,73 @@ static void test_merge_deletes_golden(void **state)
 	json_decref(got);
 	json_decref(sj);
 	json_decref(want);
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
+/* One change of public.orders for the statistics test. */
+static void stats_change(struct sl_change *c, struct sl_value *vals, enum sl_op op, unsigned char u, int64_t ts,
+			 uint32_t seq, uint64_t tx)
+{
+	c->op = op;
+	c->values = vals;
+	memset(c->uuid, u, sizeof c->uuid);
+	c->source_ts_us = ts;
+	c->read_ts_us = ts + 1000;
+	c->tx_id = tx;
+	sl_csn_format(c->csn, 0x10, seq);
+}
+
+/* A data file's column statistics in its manifest entry, compared with
+ * tests/unit/golden/iceberg_manifest_stats.json (reasoned out by hand from
+ * the specification), read back with avro-c. */
+static void test_manifest_stats_golden(void **state)
+{
+	struct sl_table *t = orders(0);
+	json_t *want = golden("iceberg_manifest_stats.json"), *got;
+	struct ice_schema s;
+	struct sl_buf b, rec;
+	bool changed;
+	char err[256] = "";
+	const char note[] = "na\xc3\xafve caf\xc3\xa9 cr\xc3\xa8me";   /* 19 bytes */
+	struct sl_value r1[4] = { { .kind = SL_V_INT, .i = 7 },
+				  { .kind = SL_V_DECIMAL, .p = "1250", .len = 4, .scale = 2 },
+				  { .kind = SL_V_STRING, .p = note, .len = sizeof note - 1 },
+				  { .kind = SL_V_TIMESTAMP, .i = 1700000000000000 } };
+	struct sl_value r2[4] = { { .kind = SL_V_INT, .i = -3 },
+				  { .kind = SL_V_DECIMAL, .p = "5", .len = 1, .scale = 2, .neg = true },
+				  { .kind = SL_V_STRING, .p = "apple", .len = 5 }, { .kind = SL_V_NULL } };
+	struct sl_value r3[4] = { { .kind = SL_V_INT, .i = 42 }, { .kind = SL_V_NULL }, { .kind = SL_V_NULL },
+				  { .kind = SL_V_NULL } };
+	struct sl_change c = { .table = t };
+	struct ice_col_stats st[12] = { { 0 } };
+	struct ice_data_file f = {
+		.path = "/warehouse/s/public_orders/data/0000000000000010-0000000001-0badcafe.avro",
+		.content = ICE_DATA, .records = 3, .size = 900, .stats = st,
+	};
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	sl_buf_init(&rec, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(s.nfields, 12);
+	for (int k = 0; k < 3; k++) {
+		stats_change(&c, k == 0 ? r1 : k == 1 ? r2 : r3, k == 2 ? SL_OP_DELETE : SL_OP_INSERT,
+			     (unsigned char)(0x11 * (k + 1)), 1000 + k, (uint32_t)k + 1, k == 2 ? 6 : 5);
+		sl_buf_reset(&rec);
+		if (ice_encode_change(&rec, &s, &c, err, sizeof err) < 0)
+			fail_msg("%s", err);
+		assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	}
+	assert_int_equal(ice_manifest_encode(&b, &s, 9, 4, &f, 1), 0);
+	got = avro_records(&b);
+	assert_json_equal(got, json_object_get(want, "manifest-entries"), "the data manifest");
+	/* a record cut short does not decode */
+	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len - 1), -1);
+	json_decref(got);
+	json_decref(want);
+	sl_buf_free(&rec);
 	sl_buf_free(&b);
 	ice_schema_free(&s);
 	sl_table_free(t);
@@ -370,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_refused_changes),
 		cmocka_unit_test(test_data_avro_schema),
 		cmocka_unit_test(test_merge_deletes_golden),
+		cmocka_unit_test(test_manifest_stats_golden),
 		cmocka_unit_test(test_decimal_refused),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);

@@ -1,0 +1,289 @@
+/*
+ * sinks/iceberg/ice_stats.c: the column statistics of a data file, taken
+ * from its records' Avro encoding, and their manifest encoding (see
+ * ice_stats.h).  Bounds are written in the specification's single-value
+ * serialization (Appendix D): boolean one byte; int and date 4 bytes,
+ * long, time and timestamps 8 bytes, little-endian; decimal the unscaled
+ * value as big-endian two's complement in the fewest bytes; string its
+ * UTF-8 bytes; binary as is.
+ */
+#include "sinks/iceberg/ice_stats.h"
+
+#include <string.h>
+
+#include "sinks/avro/avro_value.h"
+
+/* A reader of one encoded record. */
+struct rd {
+	const unsigned char *p, *end;
+};
+
+static int get_long(struct rd *r, int64_t *v)
+{
+	uint64_t z = 0;
+
+	for (int sh = 0; r->p < r->end && sh < 64; sh += 7) {
+		unsigned char c = *r->p++;
+		z |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			*v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int get_raw(struct rd *r, size_t n, const unsigned char **p)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return -1;
+	*p = r->p;
+	r->p += n;
+	return 0;
+}
+
+static void int_bound(struct ice_col_stats *st, int64_t v)
+{
+	if (!st->bounded || v < st->lo_i)
+		st->lo_i = v;
+	if (!st->bounded || v > st->hi_i)
+		st->hi_i = v;
+	st->bounded = true;
+}
+
+/* Compares byte strings: unsigned, a prefix first; sign: big-endian two's
+ * complement of one size. */
+static int cmp_bytes(const unsigned char *a, size_t la, const unsigned char *b, size_t lb, bool sign)
+{
+	size_t n = la < lb ? la : lb;
+	int c;
+
+	if (sign && n > 0 && (a[0] ^ 0x80) != (b[0] ^ 0x80))
+		return (a[0] ^ 0x80) < (b[0] ^ 0x80) ? -1 : 1;
+	if (n > 0 && (c = memcmp(a, b, n)) != 0)
+		return c;
+	return la < lb ? -1 : la > lb;
+}
+
+/* Keeps value p (n bytes) in the bounds: a prefix of at most ICE_BOUND_MAX
+ * bytes, cut at a character boundary when utf8. */
+static void bytes_bound(struct ice_col_stats *st, const unsigned char *p, size_t n, bool utf8, bool sign)
+{
+	size_t m = n < ICE_BOUND_MAX ? n : ICE_BOUND_MAX;
+	bool cut;
+	int c;
+
+	while (utf8 && m > 0 && m < n && (p[m] & 0xc0) == 0x80)
+		m--;
+	cut = m < n;
+	if (!st->bounded || cmp_bytes(p, m, st->lo, st->lolen, sign) < 0) {
+		memcpy(st->lo, p, m);
+		st->lolen = m;
+	}
+	c = st->bounded ? cmp_bytes(p, m, st->hi, st->hilen, sign) : 1;
+	if (c > 0) {
+		memcpy(st->hi, p, m);
+		st->hilen = m;
+		st->hi_cut = cut;
+	} else if (c == 0) {
+		st->hi_cut |= cut;
+	}
+	st->bounded = true;
+}
+
+/* Skips a list<string> value: blocks of strings, ended by a count of 0. */
+static int skip_list(struct rd *r)
+{
+	const unsigned char *p;
+	int64_t cnt, len;
+
+	for (;;) {
+		if (get_long(r, &cnt) < 0)
+			return -1;
+		if (cnt == 0)
+			return 0;
+		if (cnt < 0 && get_long(r, &len) < 0)
+			return -1;
+		for (int64_t i = cnt < 0 ? -cnt : cnt; i > 0; i--)
+			if (get_long(r, &len) < 0 || len < 0 || get_raw(r, (size_t)len, &p) < 0)
+				return -1;
+	}
+}
+
+/* Reads one non-null value of field f and keeps it in st. */
+static int add_value(struct ice_col_stats *st, const struct ice_field *f, struct rd *r)
+{
+	const unsigned char *p;
+	int64_t v;
+
+	switch (f->kind) {
+	case ICE_BOOLEAN:
+		if (get_raw(r, 1, &p) < 0)
+			return -1;
+		int_bound(st, p[0] != 0);
+		return 0;
+	case ICE_INT: case ICE_LONG: case ICE_DATE: case ICE_TIME: case ICE_TIMESTAMP: case ICE_TIMESTAMPTZ:
+		if (get_long(r, &v) < 0)
+			return -1;
+		int_bound(st, v);
+		return 0;
+	case ICE_FLOAT: case ICE_DOUBLE:
+		return get_raw(r, f->kind == ICE_FLOAT ? 4 : 8, &p);
+	case ICE_DECIMAL:
+		v = ice_decimal_size(f->precision);
+		if (v > ICE_BOUND_MAX || get_raw(r, (size_t)v, &p) < 0)
+			return -1;
+		bytes_bound(st, p, (size_t)v, false, true);
+		return 0;
+	case ICE_STRING: case ICE_BINARY:
+		if (get_long(r, &v) < 0 || v < 0 || get_raw(r, (size_t)v, &p) < 0)
+			return -1;
+		bytes_bound(st, p, (size_t)v, f->kind == ICE_STRING, false);
+		return 0;
+	case ICE_LIST_STRING:
+		return skip_list(r);
+	}
+	return -1;
+}
+
+int ice_stats_add(struct ice_col_stats *st, const struct ice_schema *s, bool keys, const unsigned char *rec,
+		  size_t len)
+{
+	struct rd r = { rec, rec + len };
+
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		int64_t branch = 1;
+		if (keys && !f->key)
+			continue;
+		st[i].values++;
+		if (!f->required && get_long(&r, &branch) < 0)
+			return -1;
+		if (branch == 0) {
+			st[i].nulls++;
+			continue;
+		}
+		if (branch != 1 || add_value(&st[i], f, &r) < 0)
+			return -1;
+	}
+	return r.p == r.end ? 0 : -1;
+}
+
+/* The upper bound of a cut string or binary hi (n bytes) into out: the
+ * prefix with its last ASCII character (string) or byte (binary) that can
+ * be incremented incremented, and what follows dropped.  Returns its
+ * length, or 0: none. */
+static size_t cut_upper(unsigned char *out, const unsigned char *hi, size_t n, bool utf8)
+{
+	memcpy(out, hi, n);
+	while (n > 0) {
+		size_t k = n - 1;
+		while (utf8 && k > 0 && (out[k] & 0xc0) == 0x80)
+			k--;
+		if (k == n - 1 && out[k] < (utf8 ? 0x7f : 0xff)) {
+			out[k]++;
+			return n;
+		}
+		n = k;
+	}
+	return 0;
+}
+
+/* Field f's bound (upper or lower) in the single-value serialization into
+ * out; its length, or 0: none. */
+static size_t bound_of(unsigned char *out, const struct ice_col_stats *st, const struct ice_field *f, bool upper)
+{
+	int64_t v = upper ? st->hi_i : st->lo_i;
+	const unsigned char *p = upper ? st->hi : st->lo;
+	size_t n = upper ? st->hilen : st->lolen, w = 8;
+
+	if (!st->bounded)
+		return 0;
+	switch (f->kind) {
+	case ICE_BOOLEAN:
+		out[0] = (unsigned char)v;
+		return 1;
+	case ICE_INT: case ICE_DATE:
+		w = 4;
+		/* fall through */
+	case ICE_LONG: case ICE_TIME: case ICE_TIMESTAMP: case ICE_TIMESTAMPTZ:
+		for (size_t i = 0; i < w; i++)
+			out[i] = (unsigned char)((uint64_t)v >> (8 * i));
+		return w;
+	case ICE_DECIMAL:
+		while (n > 1 && ((p[0] == 0x00 && !(p[1] & 0x80)) || (p[0] == 0xff && (p[1] & 0x80)))) {
+			p++;
+			n--;
+		}
+		memcpy(out, p, n);
+		return n;
+	case ICE_STRING: case ICE_BINARY:
+		if (upper && st->hi_cut)
+			return cut_upper(out, p, n, f->kind == ICE_STRING);
+		memcpy(out, p, n);
+		return n;
+	default:
+		return 0;
+	}
+}
+
+/* Whether field i of st is written: counted, and not a list. */
+static bool counted(const struct ice_col_stats *st, const struct ice_schema *s, int i)
+{
+	return st && st[i].values > 0 && s->f[i].kind != ICE_LIST_STRING;
+}
+
+/* One map<int,long> (nulls: the null counts), or null when empty. */
+static void put_counts(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s, bool nulls)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < s->nfields; i++)
+		n += counted(st, s, i);
+	if (n == 0) {
+		sl_avro_put_byte(b, 0);
+		return;
+	}
+	sl_avro_put_byte(b, 2);
+	sl_avro_put_long(b, n);
+	for (int i = 0; i < s->nfields; i++) {
+		if (!counted(st, s, i))
+			continue;
+		sl_avro_put_long(b, s->f[i].id);
+		sl_avro_put_long(b, nulls ? st[i].nulls : st[i].values);
+	}
+	sl_avro_put_long(b, 0);
+}
+
+/* One map<int,binary> of bounds, or null when empty. */
+static void put_bounds(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s, bool upper)
+{
+	unsigned char v[ICE_BOUND_MAX];
+	int64_t n = 0;
+
+	for (int i = 0; i < s->nfields; i++)
+		n += counted(st, s, i) && bound_of(v, &st[i], &s->f[i], upper) > 0;
+	if (n == 0) {
+		sl_avro_put_byte(b, 0);
+		return;
+	}
+	sl_avro_put_byte(b, 2);
+	sl_avro_put_long(b, n);
+	for (int i = 0; i < s->nfields; i++) {
+		size_t len = counted(st, s, i) ? bound_of(v, &st[i], &s->f[i], upper) : 0;
+		if (len == 0)
+			continue;
+		sl_avro_put_long(b, s->f[i].id);
+		sl_avro_put_bytes(b, v, len);
+	}
+	sl_avro_put_long(b, 0);
+}
+
+int ice_stats_encode(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s)
+{
+	put_counts(b, st, s, false);
+	put_counts(b, st, s, true);
+	put_bounds(b, st, s, false);
+	put_bounds(b, st, s, true);
+	return sl_buf_failed(b) ? -1 : 0;
+}
