@@ -470,6 +470,72 @@ static void test_manifest_stats_golden(void **state)
 	sl_table_free(t);
 }
 
+/* Appends to b the Avro bytes (or string) of p, n bytes. */
+static void put_avro_bytes(struct sl_buf *b, const void *p, size_t n)
+{
+	sl_buf_putc(b, (char)(2 * n));   /* zigzag of n < 64 */
+	sl_buf_append(b, p, n);
+}
+
+/* The bounds of cut strings and binaries, encoded by hand: a binary cut
+ * from 0xff bytes only and a string of non-ASCII characters only have no
+ * upper bound; a cut binary 01 ff.. has the upper bound 02, a cut string
+ * "a" DEL.. has "b" (0x7f, DEL, is the last ASCII character). */
+static void test_cut_bounds(void **state)
+{
+	struct ice_field fl[2] = { { .id = 1, .name = "b", .kind = ICE_BINARY, .required = true, .col = -1 },
+				   { .id = 2, .name = "s", .kind = ICE_STRING, .required = true, .col = -1 } };
+	struct ice_schema s = { .nfields = 2, .f = fl, .last_column_id = 2 };
+	struct ice_col_stats st[2];
+	unsigned char ff[20], del[17];
+	struct sl_buf rec, got, want;
+
+	(void)state;
+	memset(ff, 0xff, sizeof ff);
+	memset(del, 0x7f, sizeof del);
+	del[0] = 'a';
+	sl_buf_init(&rec, 0);
+	sl_buf_init(&got, 0);
+	sl_buf_init(&want, 0);
+	/* 20 bytes ff; ten e-acute (20 bytes) */
+	memset(st, 0, sizeof st);
+	put_avro_bytes(&rec, ff, 20);
+	put_avro_bytes(&rec, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 20);
+	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
+	sl_buf_append(&want, "\x02\x04\x02\x02\x04\x02\x00", 7);             /* value counts 1, 1 */
+	sl_buf_append(&want, "\x02\x04\x02\x00\x04\x00\x00", 7);             /* null counts 0, 0 */
+	sl_buf_append(&want, "\x02\x04\x02\x20", 4);                         /* lower: 1: 16 bytes ff */
+	sl_buf_append(&want, ff, 16);
+	sl_buf_append(&want, "\x04\x20\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\x00", 19);
+	sl_buf_append(&want, "\x00", 1);                                     /* upper: none */
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.data, want.data, want.len);
+	/* 01 and 19 bytes ff; "a" and 16 DEL */
+	memset(st, 0, sizeof st);
+	sl_buf_reset(&rec);
+	sl_buf_reset(&got);
+	sl_buf_reset(&want);
+	ff[0] = 0x01;
+	put_avro_bytes(&rec, ff, 20);
+	put_avro_bytes(&rec, del, 17);
+	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
+	sl_buf_append(&want, "\x02\x04\x02\x02\x04\x02\x00", 7);
+	sl_buf_append(&want, "\x02\x04\x02\x00\x04\x00\x00", 7);
+	sl_buf_append(&want, "\x02\x04\x02\x20", 4);
+	sl_buf_append(&want, ff, 16);
+	sl_buf_append(&want, "\x04\x20", 2);
+	sl_buf_append(&want, del, 16);
+	sl_buf_append(&want, "\x00", 1);
+	sl_buf_append(&want, "\x02\x04\x02\x02\x02\x04\x02\x62\x00", 9);   /* upper: 1: 02, 2: "b" */
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.data, want.data, want.len);
+	sl_buf_free(&rec);
+	sl_buf_free(&got);
+	sl_buf_free(&want);
+}
+
 /* A decimal that does not fit its column: the check sl_avro_decimal_of
  * shares with the Avro encoder, and its message. */
 static void test_decimal_refused(void **state)
@@ -513,6 +579,7 @@ int main(void)
 		cmocka_unit_test(test_data_avro_schema),
 		cmocka_unit_test(test_merge_deletes_golden),
 		cmocka_unit_test(test_manifest_stats_golden),
+		cmocka_unit_test(test_cut_bounds),
 		cmocka_unit_test(test_decimal_refused),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);
