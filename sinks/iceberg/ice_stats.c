@@ -227,42 +227,31 @@ static size_t bound_of(unsigned char *out, const struct ice_col_stats *st, const
 	}
 }
 
-/* Whether field i of st is written: counted, and not a list. */
-static bool counted(const struct ice_col_stats *st, const struct ice_schema *s, int i)
+/* The four maps of a data_file's statistics. */
+enum ice_stat { STAT_VALUES, STAT_NULLS, STAT_LOWER, STAT_UPPER };
+
+/* Field i's entry of map which: 1 for a count; for a bound, its length
+ * with its bytes in v; 0: none (not counted, a list, no bound). */
+static size_t entry_of(unsigned char *v, const struct ice_col_stats *st, const struct ice_schema *s, int i,
+		       enum ice_stat which)
 {
-	return st && st[i].values > 0 && s->f[i].kind != ICE_LIST_STRING;
+	if (!st || st[i].values == 0 || s->f[i].kind == ICE_LIST_STRING)
+		return 0;
+	if (which == STAT_VALUES || which == STAT_NULLS)
+		return 1;
+	return bound_of(v, &st[i], &s->f[i], which == STAT_UPPER);
 }
 
-/* One map<int,long> (nulls: the null counts), or null when empty. */
-static void put_counts(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s, bool nulls)
-{
-	int64_t n = 0;
-
-	for (int i = 0; i < s->nfields; i++)
-		n += counted(st, s, i);
-	if (n == 0) {
-		sl_avro_put_byte(b, 0);
-		return;
-	}
-	sl_avro_put_byte(b, 2);
-	sl_avro_put_long(b, n);
-	for (int i = 0; i < s->nfields; i++) {
-		if (!counted(st, s, i))
-			continue;
-		sl_avro_put_long(b, s->f[i].id);
-		sl_avro_put_long(b, nulls ? st[i].nulls : st[i].values);
-	}
-	sl_avro_put_long(b, 0);
-}
-
-/* One map<int,binary> of bounds, or null when empty. */
-static void put_bounds(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s, bool upper)
+/* One map (map<int,long> of counts, map<int,binary> of bounds) as an
+ * Avro array of key/value records, or null when it has no entry. */
+static void put_map(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s,
+		    enum ice_stat which)
 {
 	unsigned char v[ICE_BOUND_MAX];
 	int64_t n = 0;
 
 	for (int i = 0; i < s->nfields; i++)
-		n += counted(st, s, i) && bound_of(v, &st[i], &s->f[i], upper) > 0;
+		n += entry_of(v, st, s, i, which) > 0;
 	if (n == 0) {
 		sl_avro_put_byte(b, 0);
 		return;
@@ -270,20 +259,21 @@ static void put_bounds(struct sl_buf *b, const struct ice_col_stats *st, const s
 	sl_avro_put_byte(b, 2);
 	sl_avro_put_long(b, n);
 	for (int i = 0; i < s->nfields; i++) {
-		size_t len = counted(st, s, i) ? bound_of(v, &st[i], &s->f[i], upper) : 0;
+		size_t len = entry_of(v, st, s, i, which);
 		if (len == 0)
 			continue;
 		sl_avro_put_long(b, s->f[i].id);
-		sl_avro_put_bytes(b, v, len);
+		if (which == STAT_VALUES || which == STAT_NULLS)
+			sl_avro_put_long(b, which == STAT_NULLS ? st[i].nulls : st[i].values);
+		else
+			sl_avro_put_bytes(b, v, len);
 	}
 	sl_avro_put_long(b, 0);
 }
 
 int ice_stats_encode(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s)
 {
-	put_counts(b, st, s, false);
-	put_counts(b, st, s, true);
-	put_bounds(b, st, s, false);
-	put_bounds(b, st, s, true);
+	for (int m = STAT_VALUES; m <= STAT_UPPER; m++)
+		put_map(b, st, s, (enum ice_stat)m);
 	return sl_buf_failed(b) ? -1 : 0;
 }
