@@ -76,10 +76,6 @@ static void bytes_bound(struct ice_col_stats *st, const unsigned char *p, size_t
 	while (utf8 && m > 0 && m < n && (p[m] & 0xc0) == 0x80)
 		m--;
 	cut = m < n;
-	if (!st->bounded || cmp_bytes(p, m, st->lo, st->lolen, sign) < 0) {
-		memcpy(st->lo, p, m);
-		st->lolen = m;
-	}
 	c = st->bounded ? cmp_bytes(p, m, st->hi, st->hilen, sign) : 1;
 	if (c > 0) {
 		memcpy(st->hi, p, m);
@@ -87,6 +83,11 @@ static void bytes_bound(struct ice_col_stats *st, const unsigned char *p, size_t
 		st->hi_cut = cut;
 	} else if (c == 0) {
 		st->hi_cut |= cut;
+	}
+	/* above hi (an increasing column: CSNs, most keys): above lo too */
+	if (!st->bounded || (c <= 0 && cmp_bytes(p, m, st->lo, st->lolen, sign) < 0)) {
+		memcpy(st->lo, p, m);
+		st->lolen = m;
 	}
 	st->bounded = true;
 }
@@ -130,7 +131,9 @@ static int add_value(struct ice_col_stats *st, const struct ice_field *f, struct
 	case ICE_FLOAT: case ICE_DOUBLE:
 		return get_raw(r, f->kind == ICE_FLOAT ? 4 : 8, &p);
 	case ICE_DECIMAL:
-		v = ice_decimal_size(f->precision);
+		if (!st->fixed)
+			st->fixed = ice_decimal_size(f->precision);
+		v = st->fixed;
 		if (v > ICE_BOUND_MAX || get_raw(r, (size_t)v, &p) < 0)
 			return -1;
 		bytes_bound(st, p, (size_t)v, false, true);

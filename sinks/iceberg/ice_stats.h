@@ -43,6 +43,7 @@ struct ice_col_stats {
 	int64_t lo_i, hi_i;             /* boolean, int, long, date, time, timestamps */
 	unsigned char lo[ICE_BOUND_MAX], hi[ICE_BOUND_MAX];  /* decimal (its fixed), string, binary */
 	size_t lolen, hilen;
+	int fixed;                      /* decimal: the fixed's size, once known */
 };
 
 /* Adds the record rec (len bytes: a data file record of s, or with keys an
