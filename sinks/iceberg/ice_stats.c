@@ -172,21 +172,55 @@ int ice_stats_add(struct ice_col_stats *st, const struct ice_schema *s, bool key
 	return r.p == r.end ? 0 : -1;
 }
 
+/* The bytes a bound may take: a cut string's upper bound may grow by a
+ * character's bytes. */
+#define BOUND_BUF (ICE_BOUND_MAX + 4)
+
+/* Increments the UTF-8 character p (n bytes) in place to the next code
+ * point (past the surrogates); returns its new length, or 0 when it has
+ * none (U+10FFFF, or p is not one whole character). */
+static size_t next_char(unsigned char *p, size_t n)
+{
+	static const unsigned char lead[] = { 0x00, 0x00, 0xc0, 0xe0, 0xf0 };
+	size_t want = p[0] < 0x80 ? 1 : p[0] < 0xc0 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : p[0] < 0xf8 ? 4 : 0;
+	uint32_t cp;
+
+	if (want != n)
+		return 0;
+	cp = n == 1 ? p[0] : p[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++)
+		cp = (cp << 6) | (p[i] & 0x3f);
+	cp = cp + 1 == 0xd800 ? 0xe000 : cp + 1;
+	if (cp > 0x10ffff)
+		return 0;
+	n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+	if (n == 1) {
+		p[0] = (unsigned char)cp;
+		return 1;
+	}
+	for (size_t i = n - 1; i > 0; i--, cp >>= 6)
+		p[i] = (unsigned char)(0x80 | (cp & 0x3f));
+	p[0] = (unsigned char)(lead[n] | cp);
+	return n;
+}
+
 /* The upper bound of a cut string or binary hi (n bytes) into out: the
- * prefix with its last ASCII character (string) or byte (binary) that can
- * be incremented incremented, and what follows dropped.  Returns its
- * length, or 0: none. */
+ * prefix with its last character (string: the next code point) or byte
+ * (binary) that can be incremented incremented, and what follows dropped.
+ * Returns its length, or 0: none. */
 static size_t cut_upper(unsigned char *out, const unsigned char *hi, size_t n, bool utf8)
 {
 	memcpy(out, hi, n);
 	while (n > 0) {
-		size_t k = n - 1;
+		size_t k = n - 1, m;
 		while (utf8 && k > 0 && (out[k] & 0xc0) == 0x80)
 			k--;
-		if (k == n - 1 && out[k] < (utf8 ? 0x7f : 0xff)) {
+		if (!utf8 && out[k] < 0xff) {
 			out[k]++;
 			return n;
 		}
+		if (utf8 && (m = next_char(out + k, n - k)) > 0)
+			return k + m;
 		n = k;
 	}
 	return 0;
@@ -250,7 +284,7 @@ static size_t entry_of(unsigned char *v, const struct ice_col_stats *st, const s
 static void put_map(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s,
 		    enum ice_stat which)
 {
-	unsigned char v[ICE_BOUND_MAX];
+	unsigned char v[BOUND_BUF];
 	int64_t n = 0;
 
 	for (int i = 0; i < s->nfields; i++)

@@ -16,8 +16,9 @@
  * Strings and binaries keep a prefix of at most ICE_BOUND_MAX bytes (a
  * string's cut at a UTF-8 character boundary): the lower bound is the least
  * prefix; the upper bound the greatest prefix, and when that prefix was cut
- * from a longer value, the prefix with its last character (string) or byte
- * (binary) incremented, dropping those that cannot be, or no upper bound.
+ * from a longer value, the prefix with its last character (string: to the
+ * next code point) or byte (binary) incremented, dropping those that cannot
+ * be (U+10FFFF, 0xff), or no upper bound.
  * Nothing is allocated per value.
  */
 #ifndef SLUICE_SINKS_ICEBERG_ICE_STATS_H

@@ -477,63 +477,64 @@ static void put_avro_bytes(struct sl_buf *b, const void *p, size_t n)
 	sl_buf_append(b, p, n);
 }
 
-/* The bounds of cut strings and binaries, encoded by hand: a binary cut
- * from 0xff bytes only and a string of non-ASCII characters only have no
- * upper bound; a cut binary 01 ff.. has the upper bound 02, a cut string
- * "a" DEL.. has "b" (0x7f, DEL, is the last ASCII character). */
-static void test_cut_bounds(void **state)
+/* The statistics of one record (binary b, string str, both required, ids
+ * 1 and 2) as ice_stats_encode writes them: each field 1 value, 0 nulls,
+ * then the lower and upper bound maps bounds (blen bytes). */
+static void check_cut(const void *b, size_t bn, const void *str, size_t sn, const char *bounds, size_t blen)
 {
 	struct ice_field fl[2] = { { .id = 1, .name = "b", .kind = ICE_BINARY, .required = true, .col = -1 },
 				   { .id = 2, .name = "s", .kind = ICE_STRING, .required = true, .col = -1 } };
 	struct ice_schema s = { .nfields = 2, .f = fl, .last_column_id = 2 };
 	struct ice_col_stats st[2];
-	unsigned char ff[20], del[17];
 	struct sl_buf rec, got, want;
 
-	(void)state;
-	memset(ff, 0xff, sizeof ff);
-	memset(del, 0x7f, sizeof del);
-	del[0] = 'a';
+	memset(st, 0, sizeof st);
 	sl_buf_init(&rec, 0);
 	sl_buf_init(&got, 0);
 	sl_buf_init(&want, 0);
-	/* 20 bytes ff; ten e-acute (20 bytes) */
-	memset(st, 0, sizeof st);
-	put_avro_bytes(&rec, ff, 20);
-	put_avro_bytes(&rec, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 20);
+	put_avro_bytes(&rec, b, bn);
+	put_avro_bytes(&rec, str, sn);
 	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
 	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
 	sl_buf_append(&want, "\x02\x04\x02\x02\x04\x02\x00", 7);             /* value counts 1, 1 */
 	sl_buf_append(&want, "\x02\x04\x02\x00\x04\x00\x00", 7);             /* null counts 0, 0 */
-	sl_buf_append(&want, "\x02\x04\x02\x20", 4);                         /* lower: 1: 16 bytes ff */
-	sl_buf_append(&want, ff, 16);
-	sl_buf_append(&want, "\x04\x20\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\x00", 19);
-	sl_buf_append(&want, "\x00", 1);                                     /* upper: none */
-	assert_int_equal(got.len, want.len);
-	assert_memory_equal(got.data, want.data, want.len);
-	/* 01 and 19 bytes ff; "a" and 16 DEL */
-	memset(st, 0, sizeof st);
-	sl_buf_reset(&rec);
-	sl_buf_reset(&got);
-	sl_buf_reset(&want);
-	ff[0] = 0x01;
-	put_avro_bytes(&rec, ff, 20);
-	put_avro_bytes(&rec, del, 17);
-	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
-	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
-	sl_buf_append(&want, "\x02\x04\x02\x02\x04\x02\x00", 7);
-	sl_buf_append(&want, "\x02\x04\x02\x00\x04\x00\x00", 7);
-	sl_buf_append(&want, "\x02\x04\x02\x20", 4);
-	sl_buf_append(&want, ff, 16);
-	sl_buf_append(&want, "\x04\x20", 2);
-	sl_buf_append(&want, del, 16);
-	sl_buf_append(&want, "\x00", 1);
-	sl_buf_append(&want, "\x02\x04\x02\x02\x02\x04\x02\x62\x00", 9);   /* upper: 1: 02, 2: "b" */
+	sl_buf_append(&want, bounds, blen);
 	assert_int_equal(got.len, want.len);
 	assert_memory_equal(got.data, want.data, want.len);
 	sl_buf_free(&rec);
 	sl_buf_free(&got);
 	sl_buf_free(&want);
+}
+
+#define FF16 "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+#define FF15 "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+#define DEL14 "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f"
+#define DEL15 DEL14 "\x7f"
+#define EACUTE7 "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+#define MAXCP3 "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf"
+
+/* The bounds of cut strings and binaries, encoded by hand: a binary cut
+ * from 0xff bytes only has no upper bound, a cut binary 01 ff.. has 02; a
+ * string's last character goes to the next code point: e-acute (U+00E9, c3
+ * a9) to e-circumflex (U+00EA, c3 aa), DEL (U+007F) to U+0080 (c2 80, a
+ * byte longer), U+10FFFF (f4 8f bf bf) has none and is dropped. */
+static void test_cut_bounds(void **state)
+{
+	(void)state;
+	/* 20 bytes ff; ten e-acute (20 bytes): lower 16 ff, eight e-acute;
+	 * upper: no binary, seven e-acute and an e-circumflex */
+	check_cut(FF16 "\xff\xff\xff\xff", 20, EACUTE7 "\xc3\xa9\xc3\xa9\xc3\xa9", 20,
+		  "\x02\x04\x02\x20" FF16 "\x04\x20" EACUTE7 "\xc3\xa9\x00"
+		  "\x02\x02\x04\x20" EACUTE7 "\xc3\xaa\x00", 4 + 16 + 2 + 16 + 1 + 4 + 16 + 1);
+	/* 01 and 19 bytes ff; "a" and 16 DEL: upper 02; "a", 14 DEL, U+0080 */
+	check_cut("\x01" FF16 "\xff\xff\xff", 20, "a" DEL15 "\x7f", 17,
+		  "\x02\x04\x02\x20\x01" FF15 "\x04\x20" "a" DEL15 "\x00"
+		  "\x02\x04\x02\x02\x02\x04\x22" "a" DEL14 "\xc2\x80\x00",
+		  4 + 16 + 2 + 16 + 1 + 7 + 15 + 3);
+	/* "xyz" (not cut); "a" and four U+10FFFF (17 bytes, cut to 13): upper "b" */
+	check_cut("xyz", 3, "a" MAXCP3 "\xf4\x8f\xbf\xbf", 17,
+		  "\x02\x04\x02\x06xyz\x04\x1a" "a" MAXCP3 "\x00"
+		  "\x02\x04\x02\x06xyz\x04\x02" "b\x00", 9 + 13 + 1 + 11);
 }
 
 /* A decimal that does not fit its column: the check sl_avro_decimal_of
