@@ -256,14 +256,15 @@ class IcebergTest(PgTestCase):
         non-ASCII text.  ClickHouse, which skips files by their bounds, finds
         every row through a filter on each of its values (a wrong bound
         would skip its file: a string's upper bound left as its 16-byte cut
-        loses rows here), and python3-avro reads counts and bounds that
+        loses rows here; the notes' cut ends in a non-ASCII character), and
+        python3-avro reads counts and bounds that
         match the records of each data file and equality delete file."""
         pg = self.pg
         pg.execute("DROP TABLE IF EXISTS ices")
         pg.execute("CREATE TABLE ices (id int PRIMARY KEY, v text, amount numeric(12,2), d date, "
                    "note text, big bigint)")
         insert = ("INSERT INTO ices SELECT g, 'a shared prefix longer than sixteen bytes ' || g, g * 1.25 - 10, "
-                  "date '2024-01-01' + g, 'cr\u00e8me br\u00fbl\u00e9e n\u00b0' || g, g::bigint * 10000000000 "
+                  "date '2024-01-01' + g, 'cr\u00e8me br\u00fbl\u00e9\u00e9 n\u00b0' || g, g::bigint * 10000000000 "
                   "FROM generate_series(%s, %s) g")
         pg.execute(insert, (1, 20))
         s = self.isluice("ices" + mode, "public.ices", write_mode=mode)
