@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "sinks/avro/avro_schema.h"
 #include "sinks/avro/avro_value.h"
+#include "sinks/iceberg/ice_stats.h"
 
 /* The metadata columns, in record order, after the payload columns: the
  * names and types the clickhouse sink gives them in append mode. */
@@ -316,7 +317,7 @@ fail:
 /* ---- data files ---- */
 
 /* The bytes of a decimal(p, s) as an Iceberg Avro fixed. */
-static int decimal_size(int precision)
+int ice_decimal_size(int precision)
 {
 	int n = 1;
 	/* the smallest n with 2^(8n-1) > 10^p */
@@ -339,7 +340,7 @@ static void avro_type(struct sl_buf *out, const struct ice_field *f)
 	case ICE_DECIMAL:
 		sl_buf_printf(out, "{\"type\":\"fixed\",\"name\":\"decimal_%d_%d\",\"size\":%d,"
 			      "\"logicalType\":\"decimal\",\"precision\":%d,\"scale\":%d}", f->precision,
-			      f->scale, decimal_size(f->precision), f->precision, f->scale);
+			      f->scale, ice_decimal_size(f->precision), f->precision, f->scale);
 		break;
 	case ICE_DATE: sl_buf_puts(out, "{\"type\":\"int\",\"logicalType\":\"date\"}"); break;
 	case ICE_TIME: sl_buf_puts(out, "{\"type\":\"long\",\"logicalType\":\"time-micros\"}"); break;
@@ -436,7 +437,7 @@ static int put_decimal_fixed(struct sl_buf *b, const struct ice_field *f, const 
 			     const struct sl_value *v, char *err, size_t errlen)
 {
 	unsigned char dec[SL_AVRO_DECIMAL_MAX_BYTES], out[32];
-	size_t n, size = (size_t)decimal_size(f->precision);
+	size_t n, size = (size_t)ice_decimal_size(f->precision);
 
 	if (v->kind == SL_V_UINT) {
 		n = 9;
@@ -790,7 +791,8 @@ const char *ice_snapshot_prop(const json_t *snap, const char *key)
 	"{\"name\":\"partition\",\"type\":{\"type\":\"record\",\"name\":\"r102\",\"fields\":[]}," \
 	"\"field-id\":102}," \
 	"{\"name\":\"record_count\",\"type\":\"long\",\"field-id\":103}," \
-	"{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104}"
+	"{\"name\":\"file_size_in_bytes\",\"type\":\"long\",\"field-id\":104}," \
+	ICE_STATS_AVRO_SCHEMA
 
 /* The manifest entry of a data file; of an equality delete file, with
  * equality_ids (135, a list of int with element id 136). */
@@ -881,6 +883,7 @@ int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t 
 		sl_avro_put_str(&recs, "AVRO");
 		sl_avro_put_long(&recs, files[i].records);  /* the partition record has no fields */
 		sl_avro_put_long(&recs, files[i].size);
+		ice_stats_encode(&recs, files[i].stats, s);
 		if (!deletes)
 			continue;
 		sl_avro_put_byte(&recs, 2);                 /* equality_ids: the key fields */

@@ -157,12 +157,15 @@ const char *ice_snapshot_prop(const json_t *snap, const char *key);
 /* What a manifest or file holds (content of a manifest entry's data_file). */
 enum ice_content { ICE_DATA = 0, ICE_EQUALITY_DELETES = 2 };
 
+struct ice_col_stats;
+
 /* One data file (or delete file) of a manifest. */
 struct ice_data_file {
 	const char *path;
 	enum ice_content content;
 	int64_t records;
 	int64_t size;
+	struct ice_col_stats *stats;    /* per field of the manifest's schema (ice_stats.h), or NULL: none */
 };
 
 /* One manifest of a manifest list. */
@@ -179,13 +182,18 @@ struct ice_manifest_file {
 /* Appends to out the manifest (an Avro container file) of the nfiles data
  * files snapshot snapshot_id (sequence number seq) adds, for table schema s
  * (its JSON is in the file's key-value metadata).  The files are all of
- * one content: equality delete files name s's key fields in equality_ids. */
+ * one content: equality delete files name s's key fields in equality_ids.
+ * Each entry carries its file's column statistics (ice_stats.h). */
 int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t snapshot_id, int64_t seq,
 			const struct ice_data_file *files, int nfiles);
 
 /* Appends to out the manifest list of snapshot sn: the n manifests mf. */
 int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 			     const struct ice_manifest_file *mf, int n);
+
+/* The bytes of the Avro fixed of a decimal of precision digits (the
+ * specification's table: the fewest bytes that hold 10^precision - 1). */
+int ice_decimal_size(int precision);
 
 /* The Iceberg type text of a field ("long", "decimal(10,2)"); for
  * ICE_LIST_STRING "list". */

@@ -22,6 +22,7 @@
 #include "sinks/avro_tree/tree.h"
 #include "sinks/iceberg/ice_fill.h"
 #include "sinks/iceberg/ice_meta.h"
+#include "sinks/iceberg/ice_stats.h"
 
 struct ice_tab {
 	char *object;
@@ -37,6 +38,7 @@ struct ice_tab {
 	char last_csn[SL_CSN_LEN + 1];    /* of the changes written since, "" none */
 	struct sl_ocf_writer *w;          /* the data file being written */
 	char *wpath;
+	struct ice_col_stats *wstats;     /* of the data file being written (schema.nfields) */
 	struct ice_data_file *files;      /* finished, not committed (paths owned) */
 	int nfiles;
 	int64_t bytes;
@@ -45,6 +47,7 @@ struct ice_tab {
 	struct sl_table *mtab;            /* a copy of the table version the batch's changes are of */
 	struct sl_ocf_writer *dw;         /* the equality delete file being written */
 	char *dpath;
+	struct ice_col_stats *dstats;     /* of the equality delete file being written */
 	bool truncated;                   /* the snapshot to commit drops every earlier file */
 	uint64_t unfilled;                /* rows whose unchanged values nothing could fill */
 };
@@ -163,7 +166,8 @@ oom:
 }
 
 /* Closes the file *w (t's data file, or its equality delete file), fsynced,
- * and adds it (*path, taken) to the files to commit as content. */
+ * and adds it (*path and its statistics, taken) to the files to commit as
+ * content. */
 static int finish_file(struct ice_tab *t, struct sl_ocf_writer **w, char **path, enum ice_content content,
 		       char *err, size_t errlen)
 {
@@ -192,6 +196,8 @@ static int finish_file(struct ice_tab *t, struct sl_ocf_writer **w, char **path,
 	f[t->nfiles].content = content;
 	f[t->nfiles].records = n;
 	f[t->nfiles].size = sb.st_size;
+	f[t->nfiles].stats = content == ICE_DATA ? t->wstats : t->dstats;
+	*(content == ICE_DATA ? &t->wstats : &t->dstats) = NULL;
 	t->nfiles++;
 	*path = NULL;
 	return 0;
@@ -245,6 +251,9 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	}
 	ice_schema_free(&t->schema);
 	t->schema = ns;
+	free(t->wstats);   /* sized for the old schema */
+	free(t->dstats);
+	t->wstats = t->dstats = NULL;
 	memcpy(t->schema_key, st->schema_key, sizeof t->schema_key);
 	sl_buf_reset(&t->avro_schema);
 	if (ice_data_avro_schema(&t->avro_schema, &t->schema) < 0)
@@ -295,17 +304,32 @@ static int put_record(struct ice_sink *s, struct ice_tab *t, const struct sl_cha
 		      const struct ice_raw *raw, const struct sl_buf *schema, struct sl_ocf_writer **w, char **path,
 		      char *err, size_t errlen)
 {
+	struct ice_col_stats **st = keys ? &t->dstats : &t->wstats;
 	struct sl_buf *b;
+	size_t start;
 	int rc;
 
+	if (!*st && !(*st = calloc((size_t)t->schema.nfields, sizeof **st))) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		return -1;
+	}
+	if (!*w)   /* a new file: what a failed one counted goes */
+		memset(*st, 0, (size_t)t->schema.nfields * sizeof **st);
 	if (!*w && open_file(s, t, c->csn, keys ? "-deletes" : "", schema->data, schema->len, w, path, err,
 			     errlen) < 0)
 		goto failed;
 	b = sl_ocf_record_buf(*w);
+	start = b->len;
 	rc = keys ? ice_encode_key(b, &t->schema, c, err, errlen) :
 	     ice_encode_change_raw(b, &t->schema, c, raw, err, errlen);
 	if (rc < 0)
 		return -1;
+	if (ice_stats_add(*st, &t->schema, keys, (const unsigned char *)b->data + start, b->len - start) < 0) {
+		b->len = start;   /* the record goes, as an encoding error leaves it */
+		snprintf(err, errlen, "iceberg table \"%s\": a record of \"%s\" does not decode for its column "
+			 "statistics", t->dir, *path);
+		return -1;
+	}
 	if (sl_ocf_record_done(*w, err, errlen) < 0)
 		goto failed;
 	return 0;
@@ -639,8 +663,10 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 		memcpy(t->floor, sn.last_csn, sizeof t->floor);
 	t->last_csn[0] = '\0';
 	t->truncated = false;
-	for (int i = 0; i < t->nfiles; i++)
+	for (int i = 0; i < t->nfiles; i++) {
 		free((char *)t->files[i].path);
+		free(t->files[i].stats);
+	}
 	t->nfiles = 0;
 	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records, %" PRId64 " equality "
 		 "deletes) as metadata version %d", t->dir, sn.id, sn.added_records, sn.added_deletes, t->version);
@@ -845,7 +871,10 @@ static void free_tab(struct ice_tab *t)
 	for (int i = 0; i < t->nfiles; i++) {
 		unlink(t->files[i].path);
 		free((char *)t->files[i].path);
+		free(t->files[i].stats);
 	}
+	free(t->wstats);
+	free(t->dstats);
 	free(t->files);
 	json_decref(t->meta);
 	ice_schema_free(&t->schema);

@@ -6,7 +6,9 @@
  * column; the changes a table refuses; the Avro schema of the data files;
  * merge mode's schema, equality delete file, delete manifest and manifest
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
- * (also written by hand from the specification), read back with avro-c.
+ * (also written by hand from the specification), read back with avro-c;
+ * a data file's column statistics in its manifest entry, compared with
+ * tests/unit/golden/iceberg_manifest_stats.json (written by hand).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +27,7 @@
 #include "schema/schema.h"
 #include "sinks/avro/avro_read.h"
 #include "sinks/iceberg/ice_meta.h"
+#include "sinks/iceberg/ice_stats.h"
 
 /* public.orders (id int4, amount numeric(10,2), _note text, at timestamptz),
  * with extra columns added after them. */
@@ -225,7 +228,78 @@ static void test_data_avro_schema(void **state)
 	sl_table_free(t);
 }
 
-/* The records of Avro container bytes b, as avro-c writes them in JSON. */
+/* Value v as JSON: as avro-c writes it (a union's non-null branch as an
+ * object named by its type), except bytes, as hex (avro-c's JSON cuts them
+ * at a zero byte). */
+static json_t *avro_json(avro_value_t *v)
+{
+	static const char hex[] = "0123456789abcdef";
+	avro_value_t child;
+	const char *name;
+	const void *p;
+	size_t n;
+	json_t *o;
+	int32_t i32;
+	int64_t i64;
+	int bo;
+
+	switch (avro_value_get_type(v)) {
+	case AVRO_NULL:
+		return json_null();
+	case AVRO_BOOLEAN:
+		assert_int_equal(avro_value_get_boolean(v, &bo), 0);
+		return json_boolean(bo);
+	case AVRO_INT32:
+		assert_int_equal(avro_value_get_int(v, &i32), 0);
+		return json_integer(i32);
+	case AVRO_INT64:
+		assert_int_equal(avro_value_get_long(v, &i64), 0);
+		return json_integer(i64);
+	case AVRO_STRING:
+		assert_int_equal(avro_value_get_string(v, (const char **)&p, &n), 0);
+		return json_stringn(p, n - 1);
+	case AVRO_BYTES: {
+		struct sl_buf h;
+		assert_int_equal(avro_value_get_bytes(v, &p, &n), 0);
+		sl_buf_init(&h, 0);
+		for (size_t k = 0; k < n; k++) {
+			sl_buf_putc(&h, hex[((const unsigned char *)p)[k] >> 4]);
+			sl_buf_putc(&h, hex[((const unsigned char *)p)[k] & 15]);
+		}
+		o = json_stringn(h.data ? h.data : "", h.len);
+		sl_buf_free(&h);
+		return o;
+	}
+	case AVRO_RECORD:
+		o = json_object();
+		assert_int_equal(avro_value_get_size(v, &n), 0);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(avro_value_get_by_index(v, k, &child, &name), 0);
+			json_object_set_new(o, name, avro_json(&child));
+		}
+		return o;
+	case AVRO_ARRAY:
+		o = json_array();
+		assert_int_equal(avro_value_get_size(v, &n), 0);
+		for (size_t k = 0; k < n; k++) {
+			assert_int_equal(avro_value_get_by_index(v, k, &child, NULL), 0);
+			json_array_append_new(o, avro_json(&child));
+		}
+		return o;
+	case AVRO_UNION:
+		assert_int_equal(avro_value_get_current_branch(v, &child), 0);
+		if (avro_value_get_type(&child) == AVRO_NULL)
+			return json_null();
+		o = json_object();
+		json_object_set_new(o, avro_schema_type_name(avro_value_get_schema(&child)), avro_json(&child));
+		return o;
+	default:
+		fail_msg("an Avro type the manifests do not use: %d", (int)avro_value_get_type(v));
+		return NULL;
+	}
+}
+
+/* The records of Avro container bytes b, as avro_json writes them. */
 static json_t *avro_records(const struct sl_buf *b)
 {
 	char path[] = "/tmp/test_iceberg_meta.XXXXXX";
@@ -240,17 +314,8 @@ static json_t *avro_records(const struct sl_buf *b)
 	assert_int_equal(write(fd, b->data, b->len), (ssize_t)b->len);
 	close(fd);
 	assert_int_equal(sl_avro_read_open(&rd, path, err, sizeof err), 0);
-	while ((got = sl_avro_read_next(rd, &val, err, sizeof err)) > 0) {
-		char *text = NULL;
-		json_error_t je;
-		json_t *j;
-		assert_int_equal(avro_value_to_json(val, 1, &text), 0);
-		j = json_loads(text, 0, &je);
-		if (!j)
-			fail_msg("%s: %s", text, je.text);
-		json_array_append_new(out, j);
-		free(text);
-	}
+	while ((got = sl_avro_read_next(rd, &val, err, sizeof err)) > 0)
+		json_array_append_new(out, avro_json(val));
 	assert_int_equal(got, 0);
 	sl_avro_read_close(rd);
 	unlink(path);
@@ -278,9 +343,10 @@ static void test_merge_deletes_golden(void **state)
 	struct sl_value vals[4] = { { .kind = SL_V_INT, .i = 7 }, { .kind = SL_V_NULL }, { .kind = SL_V_NULL },
 				    { .kind = SL_V_NULL } };
 	struct sl_change c = { .table = t, .op = SL_OP_DELETE, .values = vals };
+	struct ice_col_stats st[12] = { { 0 } };
 	struct ice_data_file f = {
 		.path = "/warehouse/s/public_orders/data/0000000001000000-0000000001-0badcafe-deletes.avro",
-		.content = ICE_EQUALITY_DELETES, .records = 3, .size = 321,
+		.content = ICE_EQUALITY_DELETES, .records = 3, .size = 321, .stats = st,
 	};
 	struct ice_snapshot sn = {
 		.id = 77, .parent_id = 3051729675574597004, .sequence_number = 2, .timestamp_ms = 1700000002000,
@@ -309,6 +375,15 @@ static void test_merge_deletes_golden(void **state)
 	assert_int_equal(ice_encode_key(&b, &s, &c, err, sizeof err), 0);
 	assert_int_equal(b.len, 1);
 	assert_int_equal((unsigned char)b.data[0], 14);
+	/* the statistics of the keys 7, -2, 40 */
+	assert_int_equal(s.nfields, 12);
+	for (int k = 0; k < 3; k++) {
+		static const int64_t ids[] = { 7, -2, 40 };
+		vals[0].i = ids[k];
+		sl_buf_reset(&b);
+		assert_int_equal(ice_encode_key(&b, &s, &c, err, sizeof err), 0);
+		assert_int_equal(ice_stats_add(st, &s, true, (const unsigned char *)b.data, b.len), 0);
+	}
 	/* the delete manifest, read back */
 	sl_buf_reset(&b);
 	assert_int_equal(ice_manifest_encode(&b, &s, 77, 2, &f, 1), 0);
@@ -326,6 +401,140 @@ static void test_merge_deletes_golden(void **state)
 	sl_buf_free(&b);
 	ice_schema_free(&s);
 	sl_table_free(t);
+}
+
+/* One change of public.orders for the statistics test. */
+static void stats_change(struct sl_change *c, struct sl_value *vals, enum sl_op op, unsigned char u, int64_t ts,
+			 uint32_t seq, uint64_t tx)
+{
+	c->op = op;
+	c->values = vals;
+	memset(c->uuid, u, sizeof c->uuid);
+	c->source_ts_us = ts;
+	c->read_ts_us = ts + 1000;
+	c->tx_id = tx;
+	sl_csn_format(c->csn, 0x10, seq);
+}
+
+/* A data file's column statistics in its manifest entry, compared with
+ * tests/unit/golden/iceberg_manifest_stats.json (reasoned out by hand from
+ * the specification), read back with avro-c. */
+static void test_manifest_stats_golden(void **state)
+{
+	struct sl_table *t = orders(0);
+	json_t *want = golden("iceberg_manifest_stats.json"), *got;
+	struct ice_schema s;
+	struct sl_buf b, rec;
+	bool changed;
+	char err[256] = "";
+	const char note[] = "na\xc3\xafve caf\xc3\xa9 cr\xc3\xa8me";   /* 19 bytes */
+	struct sl_value r1[4] = { { .kind = SL_V_INT, .i = 7 },
+				  { .kind = SL_V_DECIMAL, .p = "1250", .len = 4, .scale = 2 },
+				  { .kind = SL_V_STRING, .p = note, .len = sizeof note - 1 },
+				  { .kind = SL_V_TIMESTAMP, .i = 1700000000000000 } };
+	struct sl_value r2[4] = { { .kind = SL_V_INT, .i = -3 },
+				  { .kind = SL_V_DECIMAL, .p = "5", .len = 1, .scale = 2, .neg = true },
+				  { .kind = SL_V_STRING, .p = "apple", .len = 5 }, { .kind = SL_V_NULL } };
+	struct sl_value r3[4] = { { .kind = SL_V_INT, .i = 42 }, { .kind = SL_V_NULL }, { .kind = SL_V_NULL },
+				  { .kind = SL_V_NULL } };
+	struct sl_change c = { .table = t };
+	struct ice_col_stats st[12] = { { 0 } };
+	struct ice_data_file f = {
+		.path = "/warehouse/s/public_orders/data/0000000000000010-0000000001-0badcafe.avro",
+		.content = ICE_DATA, .records = 3, .size = 900, .stats = st,
+	};
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	sl_buf_init(&rec, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(s.nfields, 12);
+	for (int k = 0; k < 3; k++) {
+		stats_change(&c, k == 0 ? r1 : k == 1 ? r2 : r3, k == 2 ? SL_OP_DELETE : SL_OP_INSERT,
+			     (unsigned char)(0x11 * (k + 1)), 1000 + k, (uint32_t)k + 1, k == 2 ? 6 : 5);
+		sl_buf_reset(&rec);
+		if (ice_encode_change(&rec, &s, &c, err, sizeof err) < 0)
+			fail_msg("%s", err);
+		assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	}
+	assert_int_equal(ice_manifest_encode(&b, &s, 9, 4, &f, 1), 0);
+	got = avro_records(&b);
+	assert_json_equal(got, json_object_get(want, "manifest-entries"), "the data manifest");
+	/* a record cut short does not decode */
+	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len - 1), -1);
+	json_decref(got);
+	json_decref(want);
+	sl_buf_free(&rec);
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	sl_table_free(t);
+}
+
+/* Appends to b the Avro bytes (or string) of p, n bytes. */
+static void put_avro_bytes(struct sl_buf *b, const void *p, size_t n)
+{
+	sl_buf_putc(b, (char)(2 * n));   /* zigzag of n < 64 */
+	sl_buf_append(b, p, n);
+}
+
+/* The statistics of one record (binary b, string str, both required, ids
+ * 1 and 2) as ice_stats_encode writes them: each field 1 value, 0 nulls,
+ * then the lower and upper bound maps bounds (blen bytes). */
+static void check_cut(const void *b, size_t bn, const void *str, size_t sn, const char *bounds, size_t blen)
+{
+	struct ice_field fl[2] = { { .id = 1, .name = "b", .kind = ICE_BINARY, .required = true, .col = -1 },
+				   { .id = 2, .name = "s", .kind = ICE_STRING, .required = true, .col = -1 } };
+	struct ice_schema s = { .nfields = 2, .f = fl, .last_column_id = 2 };
+	struct ice_col_stats st[2];
+	struct sl_buf rec, got, want;
+
+	memset(st, 0, sizeof st);
+	sl_buf_init(&rec, 0);
+	sl_buf_init(&got, 0);
+	sl_buf_init(&want, 0);
+	put_avro_bytes(&rec, b, bn);
+	put_avro_bytes(&rec, str, sn);
+	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
+	sl_buf_append(&want, "\x02\x04\x02\x02\x04\x02\x00", 7);             /* value counts 1, 1 */
+	sl_buf_append(&want, "\x02\x04\x02\x00\x04\x00\x00", 7);             /* null counts 0, 0 */
+	sl_buf_append(&want, bounds, blen);
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.data, want.data, want.len);
+	sl_buf_free(&rec);
+	sl_buf_free(&got);
+	sl_buf_free(&want);
+}
+
+#define FF16 "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+#define FF15 "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+#define DEL14 "\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f"
+#define DEL15 DEL14 "\x7f"
+#define EACUTE7 "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"
+#define MAXCP3 "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbf"
+
+/* The bounds of cut strings and binaries, encoded by hand: a binary cut
+ * from 0xff bytes only has no upper bound, a cut binary 01 ff.. has 02; a
+ * string's last character goes to the next code point: e-acute (U+00E9, c3
+ * a9) to e-circumflex (U+00EA, c3 aa), DEL (U+007F) to U+0080 (c2 80, a
+ * byte longer), U+10FFFF (f4 8f bf bf) has none and is dropped. */
+static void test_cut_bounds(void **state)
+{
+	(void)state;
+	/* 20 bytes ff; ten e-acute (20 bytes): lower 16 ff, eight e-acute;
+	 * upper: no binary, seven e-acute and an e-circumflex */
+	check_cut(FF16 "\xff\xff\xff\xff", 20, EACUTE7 "\xc3\xa9\xc3\xa9\xc3\xa9", 20,
+		  "\x02\x04\x02\x20" FF16 "\x04\x20" EACUTE7 "\xc3\xa9\x00"
+		  "\x02\x02\x04\x20" EACUTE7 "\xc3\xaa\x00", 4 + 16 + 2 + 16 + 1 + 4 + 16 + 1);
+	/* 01 and 19 bytes ff; "a" and 16 DEL: upper 02; "a", 14 DEL, U+0080 */
+	check_cut("\x01" FF16 "\xff\xff\xff", 20, "a" DEL15 "\x7f", 17,
+		  "\x02\x04\x02\x20\x01" FF15 "\x04\x20" "a" DEL15 "\x00"
+		  "\x02\x04\x02\x02\x02\x04\x22" "a" DEL14 "\xc2\x80\x00",
+		  4 + 16 + 2 + 16 + 1 + 7 + 15 + 3);
+	/* "xyz" (not cut); "a" and four U+10FFFF (17 bytes, cut to 13): upper "b" */
+	check_cut("xyz", 3, "a" MAXCP3 "\xf4\x8f\xbf\xbf", 17,
+		  "\x02\x04\x02\x06xyz\x04\x1a" "a" MAXCP3 "\x00"
+		  "\x02\x04\x02\x06xyz\x04\x02" "b\x00", 9 + 13 + 1 + 11);
 }
 
 /* A decimal that does not fit its column: the check sl_avro_decimal_of
@@ -370,6 +579,8 @@ int main(void)
 		cmocka_unit_test(test_refused_changes),
 		cmocka_unit_test(test_data_avro_schema),
 		cmocka_unit_test(test_merge_deletes_golden),
+		cmocka_unit_test(test_manifest_stats_golden),
+		cmocka_unit_test(test_cut_bounds),
 		cmocka_unit_test(test_decimal_refused),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);

@@ -1,0 +1,316 @@
+/*
+ * sinks/iceberg/ice_stats.c: the column statistics of a data file, taken
+ * from its records' Avro encoding, and their manifest encoding (see
+ * ice_stats.h).  Bounds are written in the specification's single-value
+ * serialization (Appendix D): boolean one byte; int and date 4 bytes,
+ * long, time and timestamps 8 bytes, little-endian; decimal the unscaled
+ * value as big-endian two's complement in the fewest bytes; string its
+ * UTF-8 bytes; binary as is.
+ */
+#include "sinks/iceberg/ice_stats.h"
+
+#include <string.h>
+
+#include "sinks/avro/avro_value.h"
+
+/* A reader of one encoded record. */
+struct rd {
+	const unsigned char *p, *end;
+};
+
+static int get_long(struct rd *r, int64_t *v)
+{
+	uint64_t z = 0;
+
+	for (int sh = 0; r->p < r->end && sh < 64; sh += 7) {
+		unsigned char c = *r->p++;
+		z |= (uint64_t)(c & 0x7f) << sh;
+		if (!(c & 0x80)) {
+			*v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int get_raw(struct rd *r, size_t n, const unsigned char **p)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return -1;
+	*p = r->p;
+	r->p += n;
+	return 0;
+}
+
+static void int_bound(struct ice_col_stats *st, int64_t v)
+{
+	if (!st->bounded || v < st->lo_i)
+		st->lo_i = v;
+	if (!st->bounded || v > st->hi_i)
+		st->hi_i = v;
+	st->bounded = true;
+}
+
+/* Compares byte strings: unsigned, a prefix first; sign: big-endian two's
+ * complement of one size. */
+static int cmp_bytes(const unsigned char *a, size_t la, const unsigned char *b, size_t lb, bool sign)
+{
+	size_t n = la < lb ? la : lb;
+	int c;
+
+	if (sign && n > 0 && (a[0] ^ 0x80) != (b[0] ^ 0x80))
+		return (a[0] ^ 0x80) < (b[0] ^ 0x80) ? -1 : 1;
+	if (n > 0 && (c = memcmp(a, b, n)) != 0)
+		return c;
+	return la < lb ? -1 : la > lb;
+}
+
+/* Keeps value p (n bytes) in the bounds: a prefix of at most ICE_BOUND_MAX
+ * bytes, cut at a character boundary when utf8. */
+static void bytes_bound(struct ice_col_stats *st, const unsigned char *p, size_t n, bool utf8, bool sign)
+{
+	size_t m = n < ICE_BOUND_MAX ? n : ICE_BOUND_MAX;
+	bool cut;
+	int c;
+
+	while (utf8 && m > 0 && m < n && (p[m] & 0xc0) == 0x80)
+		m--;
+	cut = m < n;
+	c = st->bounded ? cmp_bytes(p, m, st->hi, st->hilen, sign) : 1;
+	if (c > 0) {
+		memcpy(st->hi, p, m);
+		st->hilen = m;
+		st->hi_cut = cut;
+	} else if (c == 0) {
+		st->hi_cut |= cut;
+	}
+	/* above hi (an increasing column: CSNs, most keys): above lo too */
+	if (!st->bounded || (c <= 0 && cmp_bytes(p, m, st->lo, st->lolen, sign) < 0)) {
+		memcpy(st->lo, p, m);
+		st->lolen = m;
+	}
+	st->bounded = true;
+}
+
+/* Skips a list<string> value: blocks of strings, ended by a count of 0. */
+static int skip_list(struct rd *r)
+{
+	const unsigned char *p;
+	int64_t cnt, len;
+
+	for (;;) {
+		if (get_long(r, &cnt) < 0)
+			return -1;
+		if (cnt == 0)
+			return 0;
+		if (cnt < 0 && get_long(r, &len) < 0)
+			return -1;
+		for (int64_t i = cnt < 0 ? -cnt : cnt; i > 0; i--)
+			if (get_long(r, &len) < 0 || len < 0 || get_raw(r, (size_t)len, &p) < 0)
+				return -1;
+	}
+}
+
+/* Reads one non-null value of field f and keeps it in st. */
+static int add_value(struct ice_col_stats *st, const struct ice_field *f, struct rd *r)
+{
+	const unsigned char *p;
+	int64_t v;
+
+	switch (f->kind) {
+	case ICE_BOOLEAN:
+		if (get_raw(r, 1, &p) < 0)
+			return -1;
+		int_bound(st, p[0] != 0);
+		return 0;
+	case ICE_INT: case ICE_LONG: case ICE_DATE: case ICE_TIME: case ICE_TIMESTAMP: case ICE_TIMESTAMPTZ:
+		if (get_long(r, &v) < 0)
+			return -1;
+		int_bound(st, v);
+		return 0;
+	case ICE_FLOAT: case ICE_DOUBLE:
+		return get_raw(r, f->kind == ICE_FLOAT ? 4 : 8, &p);
+	case ICE_DECIMAL:
+		if (!st->fixed)
+			st->fixed = ice_decimal_size(f->precision);
+		v = st->fixed;
+		if (v > ICE_BOUND_MAX || get_raw(r, (size_t)v, &p) < 0)
+			return -1;
+		bytes_bound(st, p, (size_t)v, false, true);
+		return 0;
+	case ICE_STRING: case ICE_BINARY:
+		if (get_long(r, &v) < 0 || v < 0 || get_raw(r, (size_t)v, &p) < 0)
+			return -1;
+		bytes_bound(st, p, (size_t)v, f->kind == ICE_STRING, false);
+		return 0;
+	case ICE_LIST_STRING:
+		return skip_list(r);
+	}
+	return -1;
+}
+
+int ice_stats_add(struct ice_col_stats *st, const struct ice_schema *s, bool keys, const unsigned char *rec,
+		  size_t len)
+{
+	struct rd r = { rec, rec + len };
+
+	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *f = &s->f[i];
+		int64_t branch = 1;
+		if (keys && !f->key)
+			continue;
+		st[i].values++;
+		if (!f->required && get_long(&r, &branch) < 0)
+			return -1;
+		if (branch == 0) {
+			st[i].nulls++;
+			continue;
+		}
+		if (branch != 1 || add_value(&st[i], f, &r) < 0)
+			return -1;
+	}
+	return r.p == r.end ? 0 : -1;
+}
+
+/* The bytes a bound may take: a cut string's upper bound may grow by a
+ * character's bytes. */
+#define BOUND_BUF (ICE_BOUND_MAX + 4)
+
+/* Increments the UTF-8 character p (n bytes) in place to the next code
+ * point (past the surrogates); returns its new length, or 0 when it has
+ * none (U+10FFFF, or p is not one whole character). */
+static size_t next_char(unsigned char *p, size_t n)
+{
+	static const unsigned char lead[] = { 0x00, 0x00, 0xc0, 0xe0, 0xf0 };
+	size_t want = p[0] < 0x80 ? 1 : p[0] < 0xc0 ? 0 : p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : p[0] < 0xf8 ? 4 : 0;
+	uint32_t cp;
+
+	if (want != n)
+		return 0;
+	cp = n == 1 ? p[0] : p[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++)
+		cp = (cp << 6) | (p[i] & 0x3f);
+	cp = cp + 1 == 0xd800 ? 0xe000 : cp + 1;
+	if (cp > 0x10ffff)
+		return 0;
+	n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+	if (n == 1) {
+		p[0] = (unsigned char)cp;
+		return 1;
+	}
+	for (size_t i = n - 1; i > 0; i--, cp >>= 6)
+		p[i] = (unsigned char)(0x80 | (cp & 0x3f));
+	p[0] = (unsigned char)(lead[n] | cp);
+	return n;
+}
+
+/* The upper bound of a cut string or binary hi (n bytes) into out: the
+ * prefix with its last character (string: the next code point) or byte
+ * (binary) that can be incremented incremented, and what follows dropped.
+ * Returns its length, or 0: none. */
+static size_t cut_upper(unsigned char *out, const unsigned char *hi, size_t n, bool utf8)
+{
+	memcpy(out, hi, n);
+	while (n > 0) {
+		size_t k = n - 1, m;
+		while (utf8 && k > 0 && (out[k] & 0xc0) == 0x80)
+			k--;
+		if (!utf8 && out[k] < 0xff) {
+			out[k]++;
+			return n;
+		}
+		if (utf8 && (m = next_char(out + k, n - k)) > 0)
+			return k + m;
+		n = k;
+	}
+	return 0;
+}
+
+/* Field f's bound (upper or lower) in the single-value serialization into
+ * out; its length, or 0: none. */
+static size_t bound_of(unsigned char *out, const struct ice_col_stats *st, const struct ice_field *f, bool upper)
+{
+	int64_t v = upper ? st->hi_i : st->lo_i;
+	const unsigned char *p = upper ? st->hi : st->lo;
+	size_t n = upper ? st->hilen : st->lolen, w = 8;
+
+	if (!st->bounded)
+		return 0;
+	switch (f->kind) {
+	case ICE_BOOLEAN:
+		out[0] = (unsigned char)v;
+		return 1;
+	case ICE_INT: case ICE_DATE:
+		w = 4;
+		/* fall through */
+	case ICE_LONG: case ICE_TIME: case ICE_TIMESTAMP: case ICE_TIMESTAMPTZ:
+		for (size_t i = 0; i < w; i++)
+			out[i] = (unsigned char)((uint64_t)v >> (8 * i));
+		return w;
+	case ICE_DECIMAL:
+		while (n > 1 && ((p[0] == 0x00 && !(p[1] & 0x80)) || (p[0] == 0xff && (p[1] & 0x80)))) {
+			p++;
+			n--;
+		}
+		memcpy(out, p, n);
+		return n;
+	case ICE_STRING: case ICE_BINARY:
+		if (upper && st->hi_cut)
+			return cut_upper(out, p, n, f->kind == ICE_STRING);
+		memcpy(out, p, n);
+		return n;
+	default:
+		return 0;
+	}
+}
+
+/* The four maps of a data_file's statistics. */
+enum ice_stat { STAT_VALUES, STAT_NULLS, STAT_LOWER, STAT_UPPER };
+
+/* Field i's entry of map which: 1 for a count; for a bound, its length
+ * with its bytes in v; 0: none (not counted, a list, no bound). */
+static size_t entry_of(unsigned char *v, const struct ice_col_stats *st, const struct ice_schema *s, int i,
+		       enum ice_stat which)
+{
+	if (!st || st[i].values == 0 || s->f[i].kind == ICE_LIST_STRING)
+		return 0;
+	if (which == STAT_VALUES || which == STAT_NULLS)
+		return 1;
+	return bound_of(v, &st[i], &s->f[i], which == STAT_UPPER);
+}
+
+/* One map (map<int,long> of counts, map<int,binary> of bounds) as an
+ * Avro array of key/value records, or null when it has no entry. */
+static void put_map(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s,
+		    enum ice_stat which)
+{
+	unsigned char v[BOUND_BUF];
+	int64_t n = 0;
+
+	for (int i = 0; i < s->nfields; i++)
+		n += entry_of(v, st, s, i, which) > 0;
+	if (n == 0) {
+		sl_avro_put_byte(b, 0);
+		return;
+	}
+	sl_avro_put_byte(b, 2);
+	sl_avro_put_long(b, n);
+	for (int i = 0; i < s->nfields; i++) {
+		size_t len = entry_of(v, st, s, i, which);
+		if (len == 0)
+			continue;
+		sl_avro_put_long(b, s->f[i].id);
+		if (which == STAT_VALUES || which == STAT_NULLS)
+			sl_avro_put_long(b, which == STAT_NULLS ? st[i].nulls : st[i].values);
+		else
+			sl_avro_put_bytes(b, v, len);
+	}
+	sl_avro_put_long(b, 0);
+}
+
+int ice_stats_encode(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s)
+{
+	for (int m = STAT_VALUES; m <= STAT_UPPER; m++)
+		put_map(b, st, s, (enum ice_stat)m);
+	return sl_buf_failed(b) ? -1 : 0;
+}

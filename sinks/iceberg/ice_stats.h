@@ -1,0 +1,82 @@
+/*
+ * sinks/iceberg/ice_stats.h: the column statistics of a data file (or an
+ * equality delete file) that its manifest entry carries, so that readers
+ * can skip files (the Iceberg table specification, "Manifests": data_file
+ * value_counts 109, null_value_counts 110, lower_bounds 125, upper_bounds
+ * 128).
+ *
+ * They are taken from each record's Avro encoding as it is written (so a
+ * value copied from a committed row counts as one encoded by the sink):
+ * per field, the values (nulls included) and the nulls; and, for the types
+ * with an order the specification defines and that sluice writes (boolean,
+ * int, long, date, time, timestamp, timestamptz, decimal, string, binary),
+ * the least and the greatest value.  Floats and doubles get counts only
+ * (no bounds, which would have to leave NaN out); a list gets nothing.
+ *
+ * Strings and binaries keep a prefix of at most ICE_BOUND_MAX bytes (a
+ * string's cut at a UTF-8 character boundary): the lower bound is the least
+ * prefix; the upper bound the greatest prefix, and when that prefix was cut
+ * from a longer value, the prefix with its last character (string: to the
+ * next code point) or byte (binary) incremented, dropping those that cannot
+ * be (U+10FFFF, 0xff), or no upper bound.
+ * Nothing is allocated per value.
+ */
+#ifndef SLUICE_SINKS_ICEBERG_ICE_STATS_H
+#define SLUICE_SINKS_ICEBERG_ICE_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "sinks/iceberg/ice_meta.h"
+
+/* The longest string or binary bound kept (the reference implementation's
+ * default truncation length). */
+#define ICE_BOUND_MAX 16
+
+/* The statistics of one field of one file. */
+struct ice_col_stats {
+	int64_t values;                 /* records that have the field, nulls included */
+	int64_t nulls;
+	bool bounded;                   /* lo and hi hold a non-null value's bounds */
+	bool hi_cut;                    /* hi is a prefix cut from a longer value */
+	int64_t lo_i, hi_i;             /* boolean, int, long, date, time, timestamps */
+	unsigned char lo[ICE_BOUND_MAX], hi[ICE_BOUND_MAX];  /* decimal (its fixed), string, binary */
+	size_t lolen, hilen;
+	int fixed;                      /* decimal: the fixed's size, once known */
+};
+
+/* Adds the record rec (len bytes: a data file record of s, or with keys an
+ * equality delete record, its key fields) to st (s->nfields entries, zeroed
+ * for a new file).  Returns 0, or -1 when rec does not decode as such a
+ * record (st is then partly updated). */
+int ice_stats_add(struct ice_col_stats *st, const struct ice_schema *s, bool keys, const unsigned char *rec,
+		  size_t len);
+
+/* Appends to b the four stats fields of a manifest's data_file (value
+ * counts, null counts, lower and upper bounds; each a union branch and a
+ * map as an Avro array of key/value records) of the fields of s that st
+ * counted.  st NULL: all four null.  Returns 0, or -1 (out of memory). */
+int ice_stats_encode(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s);
+
+/* The Avro schema text of those four fields, for the data_file record. */
+#define ICE_STATS_AVRO_SCHEMA \
+	"{\"name\":\"value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":\"record\"," \
+	"\"name\":\"k119_v120\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":119}," \
+	"{\"name\":\"value\",\"type\":\"long\",\"field-id\":120}]},\"logicalType\":\"map\"}]," \
+	"\"default\":null,\"field-id\":109}," \
+	"{\"name\":\"null_value_counts\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":\"record\"," \
+	"\"name\":\"k121_v122\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":121}," \
+	"{\"name\":\"value\",\"type\":\"long\",\"field-id\":122}]},\"logicalType\":\"map\"}]," \
+	"\"default\":null,\"field-id\":110}," \
+	"{\"name\":\"lower_bounds\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":\"record\"," \
+	"\"name\":\"k126_v127\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":126}," \
+	"{\"name\":\"value\",\"type\":\"bytes\",\"field-id\":127}]},\"logicalType\":\"map\"}]," \
+	"\"default\":null,\"field-id\":125}," \
+	"{\"name\":\"upper_bounds\",\"type\":[\"null\",{\"type\":\"array\",\"items\":{\"type\":\"record\"," \
+	"\"name\":\"k129_v130\",\"fields\":[{\"name\":\"key\",\"type\":\"int\",\"field-id\":129}," \
+	"{\"name\":\"value\",\"type\":\"bytes\",\"field-id\":130}]},\"logicalType\":\"map\"}]," \
+	"\"default\":null,\"field-id\":128}"
+
+#endif
