@@ -433,7 +433,13 @@ static int hook_covered(void *payload, const char *ns, const char *table, struct
 	if (e && e->method == SL_BF_SNAPSHOT && (e->state == SL_BF_DONE || e->state == SL_BF_RUNNING)) {
 		*until = e->snapshot;
 		rc = SL_COVER_UNTIL;
-	} else if (e && e->method == SL_BF_WATERMARK && e->state == SL_BF_RUNNING && !e->resume_key) {
+	} else if (e && e->method == SL_BF_WATERMARK &&
+		   ((e->state == SL_BF_RUNNING && !e->resume_key) || e->state == SL_BF_PENDING)) {
+		/* A backfill while streaming that has no chunk durable yet, or has
+		 * not begun (a table added to the stream): its first watermark is
+		 * written at the server's head once it begins, so what the stream
+		 * reads before the first watermark of this run is older, and the
+		 * marker before its chunks clears it. */
 		rc = SL_COVER_FIRST_WATERMARK;
 	}
 	sl_ckpt_free(&ck);
