@@ -65,6 +65,9 @@ struct dir_store {
 	struct ptrs staged;            /* struct sl_store_file *: staged small files (owned) */
 	size_t synced_files;           /* files made durable since the last sync() */
 	size_t fsyncs;                 /* of files and folders since the last sync() */
+	size_t syncfs;                 /* syncfs() calls since the last sync() */
+	bool use_syncfs;               /* sync = syncfs */
+	bool synced_until;             /* a syncfs() just covered what is being settled */
 };
 
 static int note_sync(struct dir_store *ds, char *dir);
@@ -428,13 +431,45 @@ static int ds_file_finish(void *st, struct sl_store_file *f, const char *key, ch
 	return 0;
 }
 
-/* fsyncs and closes f, counted in counted's figures unless NULL.  0, or -1
- * with a message in err (f->fd stays open when the fsync failed). */
+/* With sync = syncfs and more than SL_AVRO_DIR_SYNCFS_MIN files or folders
+ * to make durable (n), one syncfs() of the file system that holds fd (or
+ * the destination's path when fd is -1) does it for them all, and sets
+ * ds->synced_until so that fsync_close and sync() skip theirs.  It also
+ * waits for every other process's dirty data on that file system.  0, or -1
+ * with a message in err. */
+static int syncfs_of(struct dir_store *ds, size_t n, int fd, char *err, size_t errlen)
+{
+	int own = -1, rc = 0;
+
+	ds->synced_until = false;
+	if (!ds->use_syncfs || n <= SL_AVRO_DIR_SYNCFS_MIN)
+		return 0;
+	if (fd < 0 && (fd = own = open(ds->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "could not open folder \"%s\": %s", ds->path, sl_strerror(errno));
+		return -1;
+	}
+	ds->syncfs++;
+	if (syncfs(fd) < 0) {
+		snprintf(err, errlen, "could not syncfs %s: %s", ds->desc, sl_strerror(errno));
+		rc = -1;
+	} else {
+		ds->synced_until = true;
+	}
+	if (own >= 0)
+		close(own);
+	return rc;
+}
+
+/* fsyncs and closes f, counted in counted's figures unless NULL (no fsync
+ * right after counted's syncfs).  0, or -1 with a message in err (f->fd
+ * stays open when the fsync failed). */
 static int fsync_close(struct dir_store *counted, struct sl_store_file *f, char *err, size_t errlen)
 {
-	if (counted)
+	bool done = counted && counted->synced_until;
+
+	if (counted && !done)
 		counted->fsyncs++;
-	if (fsync(f->fd) < 0) {
+	if (!done && fsync(f->fd) < 0) {
 		snprintf(err, errlen, "could not fsync \"%s\": %s", f->tmp_path, sl_strerror(errno));
 		return -1;
 	}
@@ -457,12 +492,16 @@ static int fsync_unsynced(struct dir_store *ds, char *err, size_t errlen)
 	size_t i;
 	int rc = 0;
 
+	if (syncfs_of(ds, ds->unsynced.n, ds->unsynced.n ? ((struct sl_store_file *)ds->unsynced.v[0])->fd : -1,
+		      err, errlen) < 0)
+		return -1;
 	for (i = 0; i < ds->unsynced.n && rc == 0; i++)
 		rc = fsync_close(ds, ds->unsynced.v[i], err, errlen);
 	if (rc < 0 && ((struct sl_store_file *)ds->unsynced.v[i - 1])->fd >= 0)
 		i--;
 	memmove(ds->unsynced.v, ds->unsynced.v + i, (ds->unsynced.n - i) * sizeof *ds->unsynced.v);
 	ds->unsynced.n -= i;
+	ds->synced_until = false;
 	return rc;
 }
 
@@ -568,7 +607,8 @@ static int deeper_first(const void *a, const void *b)
  * err. */
 static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
 {
-	int rc = 0;
+	int rc = syncfs_of(ds, ds->staged.n, ds->staged.n ? ((struct sl_store_file *)ds->staged.v[0])->fd : -1,
+			   err, errlen);
 
 	for (size_t i = 0; i < ds->staged.n; i++) {
 		struct sl_store_file *f = ds->staged.v[i];
@@ -593,6 +633,7 @@ static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
 		free_file(f);
 	}
 	ds->staged.n = 0;
+	ds->synced_until = false;
 	return rc;
 }
 
@@ -607,21 +648,28 @@ static int ds_sync(void *st, char *err, size_t errlen)
 	nfolders = ds->sync_dirs.n;
 	if (nfolders > 1)
 		qsort(ds->sync_dirs.v, nfolders, sizeof *ds->sync_dirs.v, deeper_first);
+	if (rc == 0 && syncfs_of(ds, nfolders, -1, err, errlen) < 0)
+		rc = -1;
 	for (size_t i = 0; i < nfolders; i++) {
 		const char *dir = ds->sync_dirs.v[i];
 
-		if (rc == 0 && (ds->fsyncs++, sl_fsync_dir_of(dir, true) < 0)) {
+		if (rc == 0 && !ds->synced_until && (ds->fsyncs++, sl_fsync_dir_of(dir, true) < 0)) {
 			snprintf(err, errlen, "could not fsync folder \"%s\": %s", dir, sl_strerror(errno));
 			rc = -1;
 		}
 		free(ds->sync_dirs.v[i]);
 	}
 	ds->sync_dirs.n = 0;
-	if (rc == 0 && ds->fsyncs > 0)
+	if (rc == 0 && ds->syncfs > 0)
+		sl_debug("%s: flushed %zu files, %zu fsyncs, %zu syncfs (%zu folders)", ds->desc,
+			 ds->synced_files, ds->fsyncs, ds->syncfs, nfolders);
+	else if (rc == 0 && ds->fsyncs > 0)
 		sl_debug("%s: flushed %zu files, %zu fsyncs (%zu folders)", ds->desc, ds->synced_files,
 			 ds->fsyncs, nfolders);
+	ds->synced_until = false;
 	ds->synced_files = 0;
 	ds->fsyncs = 0;
+	ds->syncfs = 0;
 	return rc;
 }
 
@@ -914,6 +962,12 @@ static int dir_store_new(struct sl_store *out, const char *path, char *err, size
 	return 0;
 }
 
+/* A folder store's sync setting (enum sl_avro_dir_sync). */
+static void dir_store_set_sync(struct sl_store *store, enum sl_avro_dir_sync sync)
+{
+	((struct dir_store *)store->ctx)->use_syncfs = sync == SL_AVRO_DIR_SYNCFS;
+}
+
 int sl_avro_dir_store(struct sl_store *out, const char *path, char *err, size_t errlen)
 {
 	return dir_store_new(out, path, err, errlen);
@@ -960,6 +1014,7 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		sl_outage_fail(st->outage, err);   /* the folder cannot be made or opened: retried */
 		return -1;
 	}
+	dir_store_set_sync(&store, dc->sync);
 	memset(&tc, 0, sizeof tc);
 	tc.codec = dc->codec;
 	tc.compression_level = dc->compression_level;
@@ -1064,6 +1119,10 @@ out:
 	return rc;
 }
 
+static const struct sl_keychoice ad_syncs[] = {
+	{ "fsync", SL_AVRO_DIR_FSYNC }, { "syncfs", SL_AVRO_DIR_SYNCFS }, { NULL, 0 },
+};
+
 /* The keys of [destination.NAME] with type = avro_dir (doc/configuration.md). */
 static const struct sl_keydesc ad_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
@@ -1081,6 +1140,8 @@ static const struct sl_keydesc ad_keys[] = {
 	  FIELD(struct sl_avro_dir_conf, max_file_seconds) },
 	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
 	  FIELD(struct sl_avro_dir_conf, compact_after_files) },
+	{ .name = "sync", .type = SL_KT_ENUM, .choices = ad_syncs, .def = "fsync",
+	  FIELD(struct sl_avro_dir_conf, sync) },
 };
 
 static int ad_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
@@ -1092,6 +1153,7 @@ static int ad_conf_check(const void *conf, const struct sl_ini_section *sec, str
 
 /* SL_KT_ENUM stores through the field's size. */
 _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
+_Static_assert(sizeof(enum sl_avro_dir_sync) == 4, "enum size");
 
 const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",
