@@ -82,14 +82,11 @@ struct sl_store_file {
 /* Appends p to a; -1 when out of memory. */
 static int ptrs_push(struct ptrs *a, void *p)
 {
-	if (a->n == a->alloc) {
-		size_t na = a->alloc ? a->alloc * 2 : 16;
-		void **nv = realloc(a->v, na * sizeof *nv);
-		if (!nv)
-			return -1;
-		a->v = nv;
-		a->alloc = na;
-	}
+	void **nv = sl_grow(a->v, &a->alloc, a->n, sizeof *nv, 16);
+
+	if (!nv)
+		return -1;
+	a->v = nv;
 	a->v[a->n++] = p;
 	return 0;
 }
