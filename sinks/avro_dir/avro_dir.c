@@ -683,9 +683,10 @@ static int small_file_new(struct dir_store *ds, struct dir_store *defer, const c
 	int rc = -1;
 
 	*out = NULL;
+	if (f)
+		f->fd = -1;
 	if (!f || !(f->dir_path = full_path(ds, key)) || !(dir = folder_of(f->dir_path)))
 		goto oom;
-	f->fd = -1;
 	if (mkdirs_durable(defer, dir, err, errlen) < 0)
 		goto out;
 	sl_buf_init(&b, 0);
