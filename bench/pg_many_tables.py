@@ -26,7 +26,8 @@ PREFIX writes each run's stamped lines to PREFIX-<run>.txt.
 It never fails on speed; it exits non-zero only if something does not work.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/pg_many_tables.py
-      [--tables N] [--connections N] [--repeat N] [--log-level L] [--lines PREFIX]
+      [--tables N] [--connections N] [--sync fsync|syncfs] [--repeat N] [--log-level L]
+      [--lines PREFIX]
 """
 
 import argparse
@@ -91,6 +92,8 @@ def main():
     ap.add_argument("--connections", type=int, default=None,
                     help="[source] backfill_connections (default: sluice's default)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sync", choices=("fsync", "syncfs"), default=None,
+                    help="[destination] sync of the avro_dir (default: sluice's default, fsync)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--log-level", default="info", help="sluice's log level (debug: groups and flushes)")
@@ -114,6 +117,8 @@ def main():
         figures = {"to first backfill": [], "to streaming": [], "to caught up": []}
         for i in range(a.repeat):
             extra = {} if a.connections is None else {"source": {"backfill_connections": a.connections}}
+            if a.sync:
+                extra["destination"] = {"sync": a.sync}
             s = Sluice(pg, stream=f"many{i}", tables="public.t_*", binary=a.sluice_bin, extra=extra,
                        log_level=a.log_level)
             try:

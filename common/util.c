@@ -136,6 +136,20 @@ int sl_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+void *sl_grow(void *arr, size_t *alloc, size_t n, size_t elem, size_t first)
+{
+	size_t na;
+	void *nv;
+
+	if (n < *alloc)
+		return arr;
+	na = *alloc ? *alloc * 2 : first;
+	if (na <= n || na > SIZE_MAX / elem || !(nv = realloc(arr, na * elem)))
+		return NULL;
+	*alloc = na;
+	return nv;
+}
+
 int sl_fsync_dir_of(const char *path, bool is_dir)
 {
 	char dir[PATH_MAX];

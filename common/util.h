@@ -56,6 +56,12 @@ int sl_write_file_atomic_mode(const char *path, const void *data, size_t len, in
  * or -1 with a message in err, which starts with who ("clickhouse: "). */
 int sl_dead_letter_append(const char *who, const char *path, const void *lines, size_t len, char *err,
 			  size_t errlen);
+/* Room for element n of the array arr (*alloc elements of elem bytes each):
+ * arr itself while n < *alloc, else arr grown (doubled, at least first
+ * elements), *alloc updated.  The array to use from then on, or NULL when
+ * out of memory (arr and *alloc unchanged). */
+void *sl_grow(void *arr, size_t *alloc, size_t n, size_t elem, size_t first);
+
 /* fsyncs the directory that holds path (or path itself if is_dir). 0 or -1 (errno set). */
 int sl_fsync_dir_of(const char *path, bool is_dir);
 /* mkdir -p with mode 0755; 0 or -1 (errno set). */

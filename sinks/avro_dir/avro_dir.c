@@ -11,9 +11,22 @@
  * (manifests, schema files) are written as "<folder>/.put-<8 hex>.tmp",
  * fsynced, renamed over the old one and their folder fsynced.  Every folder
  * the store creates has its parent fsynced, so that it survives a crash
- * along with what is put in it: at once for a small file's, and with the
- * folders renamed into for a data file's (so a flush of many tables' new
- * files fsyncs each folder once, after every file was written).
+ * along with what is put in it.
+ *
+ * A flush that makes many new files durable (a group of small tables: a
+ * data file and a schema file each, in new folders) does it in phases, so
+ * that each file and each folder is fsynced once per flush, and after every
+ * write of the flush: finishing a data file only starts its write-back
+ * (sync_file_range); the first publish fsyncs every finished file, then
+ * renames; a staged schema file is written, then fsynced and renamed by
+ * sync(); sync() then fsyncs each folder renamed into or created in since
+ * the last one, once, deepest first.  On ext4 the first fsync then commits
+ * the journal for all of them and the later ones mostly find their changes
+ * committed.  Nothing is renamed before it is fsynced, and sync() returns
+ * only when every file and every folder entry leading to it is durable, so
+ * the checkpoint never gets ahead of the files.  A flush of one file does
+ * what it did before: fsync, rename, fsync of the folder.  The debug log
+ * has one line per sync: "flushed N files, M fsyncs (F folders)".
  */
 #include "sinks/avro_dir/avro_dir.h"
 
@@ -38,21 +51,57 @@
 /* A data file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
 #define TMP_SUFFIX ".avro.tmp"
 
+/* A growable array of pointers (each owned by whoever put it there). */
+struct ptrs {
+	void **v;
+	size_t n, alloc;
+};
+
 struct dir_store {
 	char *path;                    /* the destination's path */
 	char *desc;                    /* "folder \"<path>\"" */
-	char **sync_dirs;              /* folders renamed into, or created in, since the last sync() */
-	size_t nsync, sync_alloc;
+	struct ptrs sync_dirs;         /* char *: folders renamed into, or created in, since the last sync() */
+	struct ptrs unsynced;          /* struct sl_store_file *: finished, not yet fsynced (not owned) */
+	struct ptrs staged;            /* struct sl_store_file *: staged small files (owned) */
+	size_t synced_files;           /* files made durable since the last sync() */
+	size_t fsyncs;                 /* of files and folders since the last sync() */
+	size_t syncfs;                 /* syncfs() calls since the last sync() */
+	bool use_syncfs;               /* sync = syncfs */
+	bool synced_until;             /* a syncfs() just covered what is being settled */
 };
 
 static int note_sync(struct dir_store *ds, char *dir);
 static char *folder_of(const char *path);
 
 struct sl_store_file {
-	int fd;                        /* -1 once finished */
+	int fd;                        /* -1 once fsynced and closed */
 	char *tmp_path;
-	char *dir_path;                /* its folder */
+	char *dir_path;                /* its folder; a staged file's final path */
 };
+
+/* Appends p to a; -1 when out of memory. */
+static int ptrs_push(struct ptrs *a, void *p)
+{
+	void **nv = sl_grow(a->v, &a->alloc, a->n, sizeof *nv, 16);
+
+	if (!nv)
+		return -1;
+	a->v = nv;
+	a->v[a->n++] = p;
+	return 0;
+}
+
+/* Removes p from a, if it is there. */
+static void ptrs_del(struct ptrs *a, const void *p)
+{
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->v[i] == p) {
+			memmove(&a->v[i], &a->v[i + 1], (a->n - i - 1) * sizeof *a->v);
+			a->n--;
+			return;
+		}
+	}
+}
 
 static uint32_t rand32(void)
 {
@@ -362,21 +411,94 @@ static int ds_file_write(void *file, const struct iovec *iov, int iovcnt, char *
 	return 0;
 }
 
+/* Every byte of f is written: its write-back starts now, and its fsync waits
+ * for the first publish or sync() (fsync_unsynced), after the flush's other
+ * files were written too. */
 static int ds_file_finish(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen)
 {
-	int rc = 0;
+	struct dir_store *ds = st;
 
-	(void)st;
 	(void)key;
-	if (fsync(f->fd) < 0) {
-		snprintf(err, errlen, "could not fsync \"%s\": %s", f->tmp_path, sl_strerror(errno));
-		rc = -1;
+	if (ptrs_push(&ds->unsynced, f) < 0) {
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
 	}
-	if (close(f->fd) < 0 && rc == 0) {
-		snprintf(err, errlen, "could not close \"%s\": %s", f->tmp_path, sl_strerror(errno));
+	/* Only a hint: an error shows again at the fsync. */
+	(void)sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return 0;
+}
+
+/* With sync = syncfs and more than SL_AVRO_DIR_SYNCFS_MIN files or folders
+ * to make durable (n), one syncfs() of the file system that holds fd (or
+ * the destination's path when fd is -1) does it for them all, and sets
+ * ds->synced_until so that fsync_close and sync() skip theirs.  It also
+ * waits for every other process's dirty data on that file system.  0, or -1
+ * with a message in err. */
+static int syncfs_of(struct dir_store *ds, size_t n, int fd, char *err, size_t errlen)
+{
+	int own = -1, rc = 0;
+
+	ds->synced_until = false;
+	if (!ds->use_syncfs || n <= SL_AVRO_DIR_SYNCFS_MIN)
+		return 0;
+	if (fd < 0 && (fd = own = open(ds->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "could not open folder \"%s\": %s", ds->path, sl_strerror(errno));
+		return -1;
+	}
+	ds->syncfs++;
+	if (syncfs(fd) < 0) {
+		snprintf(err, errlen, "could not syncfs %s: %s", ds->desc, sl_strerror(errno));
 		rc = -1;
+	} else {
+		ds->synced_until = true;
+	}
+	if (own >= 0)
+		close(own);
+	return rc;
+}
+
+/* fsyncs and closes f, counted in counted's figures unless NULL (no fsync
+ * right after counted's syncfs).  0, or -1 with a message in err (f->fd
+ * stays open when the fsync failed). */
+static int fsync_close(struct dir_store *counted, struct sl_store_file *f, char *err, size_t errlen)
+{
+	bool done = counted && counted->synced_until;
+
+	if (counted && !done)
+		counted->fsyncs++;
+	if (!done && fsync(f->fd) < 0) {
+		snprintf(err, errlen, "could not fsync \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		return -1;
+	}
+	if (counted)
+		counted->synced_files++;
+	if (close(f->fd) < 0) {
+		f->fd = -1;
+		snprintf(err, errlen, "could not close \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		return -1;
 	}
 	f->fd = -1;
+	return 0;
+}
+
+/* fsyncs and closes every finished file that is not yet, each once, in the
+ * order they were finished.  0, or -1 with a message in err (the files not
+ * fsynced stay on the list). */
+static int fsync_unsynced(struct dir_store *ds, char *err, size_t errlen)
+{
+	size_t i;
+	int rc = 0;
+
+	if (syncfs_of(ds, ds->unsynced.n, ds->unsynced.n ? ((struct sl_store_file *)ds->unsynced.v[0])->fd : -1,
+		      err, errlen) < 0)
+		return -1;
+	for (i = 0; i < ds->unsynced.n && rc == 0; i++)
+		rc = fsync_close(ds, ds->unsynced.v[i], err, errlen);
+	if (rc < 0 && ((struct sl_store_file *)ds->unsynced.v[i - 1])->fd >= 0)
+		i--;
+	memmove(ds->unsynced.v, ds->unsynced.v + i, (ds->unsynced.n - i) * sizeof *ds->unsynced.v);
+	ds->unsynced.n -= i;
+	ds->synced_until = false;
 	return rc;
 }
 
@@ -391,23 +513,16 @@ static void free_file(struct sl_store_file *f)
  * folder (and many new folders a parent), which is then fsynced once. */
 static int note_sync(struct dir_store *ds, char *dir)
 {
-	for (size_t i = ds->nsync; i-- > 0;) {
-		if (!strcmp(ds->sync_dirs[i], dir)) {
+	for (size_t i = ds->sync_dirs.n; i-- > 0;) {
+		if (!strcmp(ds->sync_dirs.v[i], dir)) {
 			free(dir);
 			return 0;
 		}
 	}
-	if (ds->nsync == ds->sync_alloc) {
-		size_t na = ds->sync_alloc ? ds->sync_alloc * 2 : 16;
-		char **nd = realloc(ds->sync_dirs, na * sizeof *nd);
-		if (!nd) {
-			free(dir);
-			return -1;
-		}
-		ds->sync_dirs = nd;
-		ds->sync_alloc = na;
+	if (ptrs_push(&ds->sync_dirs, dir) < 0) {
+		free(dir);
+		return -1;
 	}
-	ds->sync_dirs[ds->nsync++] = dir;
 	return 0;
 }
 
@@ -418,6 +533,11 @@ static int ds_file_publish(void *st, struct sl_store_file *f, const char *key, c
 
 	if (!path) {
 		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	/* Never renamed before its content is durable. */
+	if (f->fd >= 0 && fsync_unsynced(ds, err, errlen) < 0) {
+		free(path);
 		return -1;
 	}
 	if (renameat2(AT_FDCWD, f->tmp_path, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
@@ -450,9 +570,11 @@ static int ds_file_publish(void *st, struct sl_store_file *f, const char *key, c
 
 static void ds_file_discard(void *st, struct sl_store_file *f)
 {
-	(void)st;
+	struct dir_store *ds = st;
+
 	if (!f)
 		return;
+	ptrs_del(&ds->unsynced, f);
 	if (f->fd >= 0)
 		close(f->fd);
 	if (unlink(f->tmp_path) < 0 && errno != ENOENT)
@@ -460,88 +582,192 @@ static void ds_file_discard(void *st, struct sl_store_file *f)
 	free_file(f);
 }
 
+static size_t depth_of(const char *path)
+{
+	size_t n = 0;
+
+	for (; *path; path++)
+		n += *path == '/';
+	return n;
+}
+
+/* Deepest first: a folder's entries before the entry naming it. */
+static int deeper_first(const void *a, const void *b)
+{
+	size_t da = depth_of(*(char *const *)a), db = depth_of(*(char *const *)b);
+
+	return da < db ? 1 : da > db ? -1 : strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* fsyncs and renames every staged file, in the order staged; drops them all,
+ * also on failure (they were never durable).  0, or -1 with a message in
+ * err. */
+static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
+{
+	int rc = syncfs_of(ds, ds->staged.n, ds->staged.n ? ((struct sl_store_file *)ds->staged.v[0])->fd : -1,
+			   err, errlen);
+
+	for (size_t i = 0; i < ds->staged.n; i++) {
+		struct sl_store_file *f = ds->staged.v[i];
+		char *dir;
+
+		if (rc == 0 && fsync_close(ds, f, err, errlen) == 0) {
+			if (rename(f->tmp_path, f->dir_path) < 0) {
+				snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path,
+					 f->dir_path, sl_strerror(errno));
+				rc = -1;
+			} else if (!(dir = folder_of(f->dir_path)) || note_sync(ds, dir) < 0) {
+				snprintf(err, errlen, "avro_dir sink: out of memory");
+				rc = -1;
+			}
+		} else {
+			rc = -1;
+		}
+		if (f->fd >= 0)
+			close(f->fd);
+		if (rc < 0 && unlink(f->tmp_path) < 0 && errno != ENOENT)
+			sl_warn("could not remove \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		free_file(f);
+	}
+	ds->staged.n = 0;
+	ds->synced_until = false;
+	return rc;
+}
+
 static int ds_sync(void *st, char *err, size_t errlen)
 {
 	struct dir_store *ds = st;
-	int rc = 0;
+	size_t nfolders;
+	int rc = fsync_unsynced(ds, err, errlen);
 
-	for (size_t i = 0; i < ds->nsync; i++) {
-		if (rc == 0 && sl_fsync_dir_of(ds->sync_dirs[i], true) < 0) {
-			snprintf(err, errlen, "could not fsync folder \"%s\": %s", ds->sync_dirs[i],
-				 sl_strerror(errno));
+	if (settle_staged(ds, err, errlen) < 0)
+		rc = -1;
+	nfolders = ds->sync_dirs.n;
+	if (nfolders > 1)
+		qsort(ds->sync_dirs.v, nfolders, sizeof *ds->sync_dirs.v, deeper_first);
+	if (rc == 0 && syncfs_of(ds, nfolders, -1, err, errlen) < 0)
+		rc = -1;
+	for (size_t i = 0; i < nfolders; i++) {
+		const char *dir = ds->sync_dirs.v[i];
+
+		if (rc == 0 && !ds->synced_until && (ds->fsyncs++, sl_fsync_dir_of(dir, true) < 0)) {
+			snprintf(err, errlen, "could not fsync folder \"%s\": %s", dir, sl_strerror(errno));
 			rc = -1;
 		}
-		free(ds->sync_dirs[i]);
+		free(ds->sync_dirs.v[i]);
 	}
-	ds->nsync = 0;
+	ds->sync_dirs.n = 0;
+	if (rc == 0 && ds->syncfs > 0)
+		sl_debug("%s: flushed %zu files, %zu fsyncs, %zu syncfs (%zu folders)", ds->desc,
+			 ds->synced_files, ds->fsyncs, ds->syncfs, nfolders);
+	else if (rc == 0 && ds->fsyncs > 0)
+		sl_debug("%s: flushed %zu files, %zu fsyncs (%zu folders)", ds->desc, ds->synced_files,
+			 ds->fsyncs, nfolders);
+	ds->synced_until = false;
+	ds->synced_files = 0;
+	ds->fsyncs = 0;
+	ds->syncfs = 0;
+	return rc;
+}
+
+/* Writes a small file for key as "<folder>/.put-<8 hex>.tmp" (the folder
+ * made by mkdirs_durable with defer), not fsynced: *out receives it, open,
+ * with its final path as dir_path.  0, or -1 with a message in err. */
+static int small_file_new(struct dir_store *ds, struct dir_store *defer, const char *key, const void *data,
+			  size_t len, struct sl_store_file **out, char *err, size_t errlen)
+{
+	struct sl_store_file *f = calloc(1, sizeof *f);
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	char *dir = NULL;
+	struct sl_buf b;
+	int rc = -1;
+
+	*out = NULL;
+	if (f)
+		f->fd = -1;
+	if (!f || !(f->dir_path = full_path(ds, key)) || !(dir = folder_of(f->dir_path)))
+		goto oom;
+	if (mkdirs_durable(defer, dir, err, errlen) < 0)
+		goto out;
+	sl_buf_init(&b, 0);
+	sl_buf_printf(&b, "%s/.put-%08x.tmp", dir, rand32());
+	if (!(f->tmp_path = sl_buf_detach(&b)))
+		goto oom;
+	f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (f->fd < 0) {
+		snprintf(err, errlen, "could not create \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		goto out;
+	}
+	if (writev_all(f->fd, &iov, 1) < 0) {
+		snprintf(err, errlen, "could not write \"%s\": %s", f->tmp_path, sl_strerror(errno));
+		goto out;
+	}
+	*out = f;
+	f = NULL;
+	rc = 0;
+	goto out;
+oom:
+	snprintf(err, errlen, "avro_dir sink: out of memory");
+out:
+	if (f) {
+		if (f->fd >= 0) {
+			close(f->fd);
+			unlink(f->tmp_path);
+		}
+		free_file(f);
+	}
+	free(dir);
 	return rc;
 }
 
 static int ds_put(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
 {
 	struct dir_store *ds = st;
-	char *path = full_path(ds, key), *dir = NULL, *tmp = NULL;
-	const char *p = data;
-	struct sl_buf b;
-	int fd = -1, rc = -1;
+	struct sl_store_file *f;
+	int rc = -1;
 
-	if (!path || !(dir = folder_of(path)))
-		goto oom;
-	if (mkdirs_durable(NULL, dir, err, errlen) < 0)
+	if (small_file_new(ds, NULL, key, data, len, &f, err, errlen) < 0)
+		return -1;
+	if (fsync_close(NULL, f, err, errlen) < 0)
 		goto out;
-	sl_buf_init(&b, 0);
-	sl_buf_printf(&b, "%s/.put-%08x.tmp", dir, rand32());
-	if (!(tmp = sl_buf_detach(&b)))
-		goto oom;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "could not create \"%s\": %s", tmp, sl_strerror(errno));
+	if (rename(f->tmp_path, f->dir_path) < 0) {
+		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path, f->dir_path,
+			 sl_strerror(errno));
 		goto out;
 	}
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			snprintf(err, errlen, "could not write \"%s\": %s", tmp, sl_strerror(errno));
-			goto out;
-		}
-		p += w;
-		len -= (size_t)w;
+	if (sl_fsync_dir_of(f->dir_path, false) < 0) {
+		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", f->dir_path, sl_strerror(errno));
+		free_file(f);
+		return -1;
 	}
-	if (fsync(fd) < 0) {
-		snprintf(err, errlen, "could not fsync \"%s\": %s", tmp, sl_strerror(errno));
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		snprintf(err, errlen, "could not close \"%s\": %s", tmp, sl_strerror(errno));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", tmp, path, sl_strerror(errno));
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-	if (sl_fsync_dir_of(dir, true) < 0) {
-		snprintf(err, errlen, "could not fsync folder \"%s\": %s", dir, sl_strerror(errno));
-		goto out;
-	}
-	rc = 0;
-	goto out;
-oom:
-	snprintf(err, errlen, "avro_dir sink: out of memory");
+	free_file(f);
+	return 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp)
-		unlink(tmp);
-	free(tmp);
-	free(dir);
-	free(path);
+	if (f->fd >= 0)
+		close(f->fd);
+	unlink(f->tmp_path);
+	free_file(f);
 	return rc;
+}
+
+/* put, durable (and visible) only at the next sync(): settle_staged. */
+static int ds_stage(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	struct dir_store *ds = st;
+	struct sl_store_file *f;
+
+	if (small_file_new(ds, ds, key, data, len, &f, err, errlen) < 0)
+		return -1;
+	if (ptrs_push(&ds->staged, f) < 0) {
+		close(f->fd);
+		unlink(f->tmp_path);
+		free_file(f);
+		snprintf(err, errlen, "avro_dir sink: out of memory");
+		return -1;
+	}
+	/* Only a hint: an error shows again at the fsync. */
+	(void)sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	return 0;
 }
 
 static int ds_get(void *st, const char *key, struct sl_buf *out, char *err, size_t errlen)
@@ -685,9 +911,13 @@ static void ds_close(void *st)
 
 	if (!ds)
 		return;
-	for (size_t i = 0; i < ds->nsync; i++)
-		free(ds->sync_dirs[i]);
-	free(ds->sync_dirs);
+	for (size_t i = 0; i < ds->sync_dirs.n; i++)
+		free(ds->sync_dirs.v[i]);
+	free(ds->sync_dirs.v);
+	for (size_t i = 0; i < ds->staged.n; i++)
+		ds_file_discard(ds, ds->staged.v[i]);
+	free(ds->staged.v);
+	free(ds->unsynced.v);
 	free(ds->desc);
 	free(ds->path);
 	free(ds);
@@ -700,6 +930,7 @@ static const struct sl_store_ops dir_store_ops = {
 	.file_publish = ds_file_publish,
 	.file_discard = ds_file_discard,
 	.sync = ds_sync,
+	.stage = ds_stage,
 	.put = ds_put,
 	.get = ds_get,
 	.list = ds_list,
@@ -727,6 +958,12 @@ static int dir_store_new(struct sl_store *out, const char *path, char *err, size
 	out->ops = &dir_store_ops;
 	out->ctx = ds;
 	return 0;
+}
+
+/* A folder store's sync setting (enum sl_avro_dir_sync). */
+static void dir_store_set_sync(struct sl_store *store, enum sl_avro_dir_sync sync)
+{
+	((struct dir_store *)store->ctx)->use_syncfs = sync == SL_AVRO_DIR_SYNCFS;
 }
 
 int sl_avro_dir_store(struct sl_store *out, const char *path, char *err, size_t errlen)
@@ -775,6 +1012,7 @@ static int ad_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 		sl_outage_fail(st->outage, err);   /* the folder cannot be made or opened: retried */
 		return -1;
 	}
+	dir_store_set_sync(&store, dc->sync);
 	memset(&tc, 0, sizeof tc);
 	tc.codec = dc->codec;
 	tc.compression_level = dc->compression_level;
@@ -879,6 +1117,10 @@ out:
 	return rc;
 }
 
+static const struct sl_keychoice ad_syncs[] = {
+	{ "fsync", SL_AVRO_DIR_FSYNC }, { "syncfs", SL_AVRO_DIR_SYNCFS }, { NULL, 0 },
+};
+
 /* The keys of [destination.NAME] with type = avro_dir (doc/configuration.md). */
 static const struct sl_keydesc ad_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
@@ -896,6 +1138,8 @@ static const struct sl_keydesc ad_keys[] = {
 	  FIELD(struct sl_avro_dir_conf, max_file_seconds) },
 	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
 	  FIELD(struct sl_avro_dir_conf, compact_after_files) },
+	{ .name = "sync", .type = SL_KT_ENUM, .choices = ad_syncs, .def = "fsync",
+	  FIELD(struct sl_avro_dir_conf, sync) },
 };
 
 static int ad_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
@@ -907,6 +1151,7 @@ static int ad_conf_check(const void *conf, const struct sl_ini_section *sec, str
 
 /* SL_KT_ENUM stores through the field's size. */
 _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
+_Static_assert(sizeof(enum sl_avro_dir_sync) == 4, "enum size");
 
 const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",

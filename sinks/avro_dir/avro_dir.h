@@ -39,6 +39,12 @@
 #include "sinks/avro_tree/tree.h"
 #include "sinks/sink.h"
 
+/* sync: each file and folder fsynced once per flush, or, for a flush of
+ * more than SL_AVRO_DIR_SYNCFS_MIN files, syncfs() of the whole file system
+ * once per phase (doc/operations.md, "Scale"). */
+enum sl_avro_dir_sync { SL_AVRO_DIR_FSYNC = 0, SL_AVRO_DIR_SYNCFS = 1 };
+#define SL_AVRO_DIR_SYNCFS_MIN 8
+
 /* The configuration of one avro_dir destination.  path belongs to it (the
  * key table frees it). */
 struct sl_avro_dir_conf {
@@ -49,6 +55,7 @@ struct sl_avro_dir_conf {
 	uint64_t max_file_bytes;     /* at least 1KB, default 64MB; 0 in a hand-made conf: 64MB */
 	uint64_t max_file_seconds;   /* 1-86400, default 60 */
 	uint64_t compact_after_files; /* merge mode: automatic compaction, default 64, 0 off */
+	enum sl_avro_dir_sync sync;  /* how a flush of many files makes them durable, default fsync */
 };
 
 /* The sink's operations; sl_sink_lookup("avro_dir") returns this table. */

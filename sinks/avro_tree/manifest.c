@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/util.h"
+
 void sl_manifest_key(struct sl_buf *out, const char *stream, uint64_t seq)
 {
 	sl_buf_printf(out, "%s/" SL_MANIFEST_DIR "/.%010" PRIu64 ".json", stream, seq);
@@ -60,16 +62,12 @@ int sl_manifest_add_file(struct sl_manifest *m, const struct sl_manifest_file *f
 
 int sl_manifest_add_removed(struct sl_manifest *m, const char *key)
 {
+	char **nr = sl_grow(m->removed, &m->removed_alloc, m->nremoved, sizeof *nr, 8);
 	char *k;
 
-	if (m->nremoved == m->removed_alloc) {
-		size_t na = m->removed_alloc ? m->removed_alloc * 2 : 8;
-		char **nr = realloc(m->removed, na * sizeof *nr);
-		if (!nr)
-			return -1;
-		m->removed = nr;
-		m->removed_alloc = na;
-	}
+	if (!nr)
+		return -1;
+	m->removed = nr;
 	if (!(k = strdup(key)))
 		return -1;
 	m->removed[m->nremoved++] = k;

@@ -51,7 +51,9 @@ struct sl_store_ops {
 	 * write, with the file as arg). */
 	int (*file_write)(void *file, const struct iovec *iov, int iovcnt, char *err, size_t errlen);
 	/* Every byte is written: makes the content stable where the store can
-	 * without publishing it (avro_dir: fsync; s3: the parts of a multipart
+	 * without publishing it (avro_dir: nothing yet, its fsync waits for
+	 * the first file_publish or sync(), so that the files of a flush are
+	 * all written before any is fsynced; s3: the parts of a multipart
 	 * upload).  key is the key file_publish will most likely be given (it
 	 * differs only after SL_STORE_EXISTS).  The file stays the store's
 	 * until file_publish or file_discard. */
@@ -63,9 +65,16 @@ struct sl_store_ops {
 	int (*file_publish)(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen);
 	/* Drops the file and whatever it left behind, and frees it. */
 	void (*file_discard)(void *st, struct sl_store_file *f);
-	/* Makes everything published so far durable (avro_dir: fsyncs the
-	 * folders files were renamed into).  Optional. */
+	/* Makes everything published or staged so far durable (avro_dir:
+	 * fsyncs the files not yet fsynced, renames the staged ones, then
+	 * fsyncs each folder renamed into or created in once).  Optional. */
 	int (*sync)(void *st, char *err, size_t errlen);
+	/* Writes a small whole object as put does, but it replaces the
+	 * previous one (atomically) and is durable only when the next sync()
+	 * returns 0: many of them then cost one sync (avro_dir).  A failed
+	 * sync() drops what it did not rename.  Optional: the tree uses put
+	 * without it. */
+	int (*stage)(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen);
 
 	/* Writes a small whole object (a manifest, a schema), replacing any
 	 * previous one atomically, durable on return. */

@@ -51,6 +51,7 @@ struct obj {
 	char last_csn[SL_CSN_LEN + 1];
 	int64_t opened_ms;
 	char schema_written[17];       /* schema key of the schema file written in this run, "" none */
+	char schema_staged[17];        /* schema key of the one staged, durable at the flush's sync */
 	bool touched;                  /* a file of it was published by the flush under way */
 	/* merge mode */
 	struct sl_mbatch batch;        /* the batch's last change of each key */
@@ -1150,7 +1151,8 @@ void sl_tree_mark(void *ctx, const struct sl_position *pos)
 
 /* Writes "<stream>/<object>/.schema.avsc" for every object a file of which
  * this flush published, when its version differs from the one written last
- * in this run. */
+ * in this run: staged, when the store can, for the flush's sync to make
+ * durable with the data files (settle_schemas), else put at once. */
 static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
 {
 	struct sl_buf key;
@@ -1176,6 +1178,12 @@ static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
 				rc = -1;
 				break;
 			}
+			if (t->store.ops->stage) {
+				rc = t->store.ops->stage(t->store.ctx, key.data, schema, len, err, errlen);
+				if (rc == 0)
+					snprintf(o->schema_staged, sizeof o->schema_staged, "%s", skey);
+				continue;
+			}
 			rc = t->store.ops->put(t->store.ctx, key.data, schema, len, err, errlen);
 			if (rc == 0)
 				snprintf(o->schema_written, sizeof o->schema_written, "%s", skey);
@@ -1183,6 +1191,23 @@ static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
 	}
 	sl_buf_free(&key);
 	return rc;
+}
+
+/* After the flush's sync: the staged schema files are written if it worked
+ * (sync_rc 0), else written again by the next flush of their objects. */
+static void settle_schemas(struct sl_tree *t, int sync_rc)
+{
+	for (size_t i = 0; i < t->nbuckets; i++) {
+		for (struct obj *o = t->buckets[i]; o; o = o->hnext) {
+			if (!o->schema_staged[0])
+				continue;
+			if (sync_rc == 0)
+				memcpy(o->schema_written, o->schema_staged, sizeof o->schema_written);
+			else
+				o->touched = true;
+			o->schema_staged[0] = '\0';
+		}
+	}
 }
 
 static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
@@ -1230,9 +1255,12 @@ static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t 
 			goto out;
 		}
 	}
-	if (t->store.ops->sync && (rc = t->store.ops->sync(t->store.ctx, err, errlen)) < 0)
-		goto out;
-	if ((rc = write_schemas(t, err, errlen)) < 0)
+	/* The schema files first, so that the sync makes them durable too. */
+	rc = write_schemas(t, err, errlen);
+	if (rc == 0 && t->store.ops->sync)
+		rc = t->store.ops->sync(t->store.ctx, err, errlen);
+	settle_schemas(t, rc);
+	if (rc < 0)
 		goto out;
 	if (m.nfiles > 0) {
 		char pos[SL_POS_TEXT_MAX * 2], csn[17];

@@ -6,9 +6,14 @@ group made durable by one flush and checkpointed by one save
 (doc/operations.md, "Scale"), so each table must still get its own columns
 and its own row, and the flushes are far fewer than the tables.  A kill -9
 in the middle of the groups, then a restart, still ends with every table
-exact and no row written twice.
+exact and no row written twice.  Each flush fsyncs each file and each
+folder once (the store's "flushed N files, M fsyncs (F folders)" debug
+lines, checked against the files and folders on disk), or, with sync =
+syncfs, makes them durable with three syncfs() calls and no fsync.
 """
 
+import os
+import re
 import time
 import unittest
 
@@ -16,6 +21,7 @@ import harness  # noqa: F401
 from harness import PgTestCase, dedup, records_for
 
 NTABLES = 500
+NSYNCFS = 120      # tables of the sync = syncfs test: a group of 100, one of 20
 NKILL = 300        # tables of the kill -9 test
 KILL_AFTER = 130   # tables read when it is killed: in the middle of the second group
 
@@ -50,6 +56,7 @@ class ManyTablesTest(PgTestCase):
         # One flush per group of small tables, not one per table.
         flushes = r.stderr.count("flushed in ")
         self.assertLess(flushes, NTABLES // 10, f"{flushes} flushes for {NTABLES} tables")
+        self.check_fsyncs(s, r)
         recs = self.read(s)
         names = [row[0] for row in self.pg.sql(
             "SELECT relname FROM pg_class WHERE relname LIKE 'm\\_%' AND relkind = 'r' ORDER BY relname")]
@@ -57,6 +64,51 @@ class ManyTablesTest(PgTestCase):
         for name in names:
             self.assertEqual(len(records_for(recs, "public", name)), 1, name)
             self.assertTableMatches(recs, "public", name, ["id"])
+
+    def test_syncfs(self):
+        self.pg.execute(CREATE.replace("'m_'", "'y_'") % NSYNCFS)
+        s = self.sluice(stream="msync", tables="public.y_*", extra={"destination": {"sync": "syncfs"}},
+                        log_level="debug")
+        r = self.catch_up(s, timeout=600)
+        self.assertEqual(r.stderr.count("backfilled public.y_"), NSYNCFS, r.describe())
+        lines = [tuple(map(int, m)) for m in re.findall(
+            r"flushed (\d+) files, (\d+) fsyncs, (\d+) syncfs \((\d+) folders\)", r.stderr)]
+        self.assertTrue(lines, f"no syncfs counts in the debug log\n{r.describe()}")
+        # Each group: its data files, its schema files, then its folders.
+        for files, fsyncs, syncfs, folders in lines:
+            self.assertEqual((fsyncs, syncfs), (0, 3), lines)
+        on_disk, _ = self.files_and_folders(s)
+        self.assertEqual(sum(x[0] for x in lines), on_disk, lines)
+        recs = self.read(s)
+        for i in range(1, NSYNCFS + 1):
+            name = f"y_{i:04d}"
+            self.assertEqual(len(records_for(recs, "public", name)), 1, name)
+            self.assertTableMatches(recs, "public", name, ["id"])
+
+    def files_and_folders(self, s):
+        """The stream's data and schema files on disk, and its folders
+        (the manifests' left out: they are put one at a time)."""
+        on_disk, dirs = 0, 0
+        for top, subdirs, names in os.walk(os.path.join(s.out, s.stream)):
+            if os.path.basename(top) == "_manifests":
+                continue
+            dirs += 1
+            on_disk += sum(1 for n in names if n.endswith(".avro") or n == ".schema.avsc")
+        return on_disk, dirs
+
+    def check_fsyncs(self, s, r):
+        """Every flush fsynced each file and each folder once: as many
+        files as the stream's data and schema files on disk, and no more
+        folders than there are under the stream, plus its own folder once
+        per flush (a new table in it each time)."""
+        lines = [tuple(map(int, m)) for m in
+                 re.findall(r"flushed (\d+) files, (\d+) fsyncs \((\d+) folders\)", r.stderr)]
+        self.assertTrue(lines, f"no fsync counts in the debug log\n{r.describe()}")
+        for files, fsyncs, folders in lines:
+            self.assertEqual(fsyncs, files + folders, lines)
+        on_disk, dirs = self.files_and_folders(s)
+        self.assertEqual(sum(x[0] for x in lines), on_disk, lines)
+        self.assertLessEqual(sum(x[2] for x in lines), dirs + len(lines), lines)
 
     def test_kill9_in_the_middle_then_restart(self):
         pg = self.pg

@@ -1114,7 +1114,7 @@ static void test_avro_dir_keys(void **state)
 	char ini[1024];
 
 	assert_string_equal(sl_avro_dir_ops.type, "avro_dir");
-	assert_int_equal(sl_avro_dir_ops.nkeys, 7);
+	assert_int_equal(sl_avro_dir_ops.nkeys, 8);
 	assert_int_equal(sl_avro_dir_ops.conf_size, sizeof(struct sl_avro_dir_conf));
 	assert_int_equal(sl_avro_dir_ops.caps & SL_SINK_CAP_MERGE, SL_SINK_CAP_MERGE);
 
@@ -1129,13 +1129,15 @@ static void test_avro_dir_keys(void **state)
 	assert_int_equal(ad->max_file_bytes, 64 * MiB);
 	assert_int_equal(ad->max_file_seconds, 60);
 	assert_int_equal(ad->compact_after_files, 64);
+	assert_int_equal(ad->sync, SL_AVRO_DIR_FSYNC);
 	sl_config_free(cfg);
 
 	/* The bounds, inclusive. */
 	snprintf(ini, sizeof ini, "%scodec = null\ncompression_level = 9\nmax_file_bytes = 1KB\n"
-		 "max_file_seconds = 86400\ncompression_threads = 64\n%s", d, MINIMAL);
+		 "max_file_seconds = 86400\ncompression_threads = 64\nsync = syncfs\n%s", d, MINIMAL);
 	cfg = LOAD_OK(f, ini);
 	ad = cfg->destinations[0].conf;
+	assert_int_equal(ad->sync, SL_AVRO_DIR_SYNCFS);
 	assert_int_equal(ad->codec, SL_CODEC_NULL);
 	assert_int_equal(ad->compression_level, 9);
 	assert_int_equal(ad->compression_threads, 64);
