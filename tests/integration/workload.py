@@ -85,6 +85,7 @@ class Workload:
         self.live = {"wa": [], "wb": []}
         self.extra_columns = []     # columns the DDL added to wa, in order
         self.renamed = 0
+        self.added = 0              # columns the DDL ever added: names never reused
         self.widened = False
         self.counts = {"tx": 0, "rolled_back": 0, "truncate": 0, "long": 0, "multi": 0, "ddl": 0}
 
@@ -164,7 +165,8 @@ class Workload:
         if kind in ("drop_column", "rename_column") and not self.extra_columns:
             kind = "add_column"
         if kind.startswith("add_column"):
-            name = "c%d" % (len(self.extra_columns) + self.renamed * 100 + 1)
+            self.added += 1
+            name = "c%d" % self.added
             self.extra_columns.append(name)
             return ("ddl", kind, "wa", name)
         if kind == "drop_column":
