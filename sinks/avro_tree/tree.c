@@ -1265,11 +1265,15 @@ static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t 
 	if (m.nfiles > 0) {
 		char pos[SL_POS_TEXT_MAX * 2], csn[17];
 
-		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0) {
-			snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark));
+		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0 &&
+		    (snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark)),
+		     !t->last_to.pos || strcmp(csn, t->last_to.csn) >= 0)) {
 			rc = sl_manifest_set_pos(&m.to, pos, csn);
 		} else {
-			/* No position yet: the range stays where it was. */
+			/* No position yet, or a replay after a crash of changes an
+			 * earlier manifest already covers (it was written, the
+			 * checkpoint was not): the range stays where it was, so
+			 * that it never runs backwards. */
 			rc = sl_manifest_set_pos(&m.to, t->last_to.pos, t->last_to.csn);
 		}
 		if (rc < 0) {
