@@ -56,6 +56,10 @@ struct fake_ch {
 	struct fake_http *srv;
 	bool db_exists, table_exists, view_exists, altered;
 	uint64_t cluster_hosts;        /* the servers of any cluster asked for */
+	uint64_t cluster_shards;       /* its shards */
+	uint64_t cluster_local;        /* how many of its servers are this one */
+	bool dist;                     /* the table is public_items_local, public_items a Distributed table */
+	int dist_cols;                 /* the Distributed table's columns: 0 none, 1 describe, 2 describe_altered */
 	struct sl_buf describe;        /* the table's columns, RowBinary */
 	struct sl_buf describe_altered;
 	int fail_503;                  /* the next inserts answer 503 */
@@ -93,6 +97,23 @@ static void put_str(struct sl_buf *b, const char *s)
 static bool starts(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A table's columns (describe's RowBinary) as a Distributed table over it
+ * lists them: the same, none in a sorting key. */
+static void describe_dist(struct sl_buf *out, const struct sl_buf *local)
+{
+	struct ch_rb_reader r = { (const unsigned char *)local->data, (const unsigned char *)local->data + local->len };
+	const unsigned char *name, *type;
+	size_t nn, nt;
+	unsigned key;
+
+	while (r.p < r.end && ch_rb_get_str(&r, &name, &nn) == 0 && ch_rb_get_str(&r, &type, &nt) == 0 &&
+	       ch_rb_get_u8(&r, &key) == 0) {
+		ch_rb_put_str(out, (const char *)name, nn);
+		ch_rb_put_str(out, (const char *)type, nt);
+		sl_buf_putc(out, 0);
+	}
 }
 
 static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_resp *rs)
@@ -149,14 +170,21 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	sql = strndup((const char *)rq->body, rq->len);
 	if (starts(sql, "SELECT count() FROM system.databases")) {
 		put_u64(&rs->body, ch->db_exists);
-	} else if (starts(sql, "SELECT count() FROM system.clusters WHERE cluster = 'two shards' ")) {
+	} else if (starts(sql, "SELECT count(), uniqExact(shard_num), toUInt64(sum(is_local)) FROM system.clusters "
+			       "WHERE cluster = 'two shards' ")) {
 		put_u64(&rs->body, ch->cluster_hosts);
+		put_u64(&rs->body, ch->cluster_shards);
+		put_u64(&rs->body, ch->cluster_local);
 	} else if (starts(sql, "CREATE DATABASE")) {
 		ch->db_exists = true;
 	} else if (starts(sql, "SELECT name, engine FROM system.tables")) {
 		if (ch->table_exists) {
-			put_str(&rs->body, "public_items");
+			put_str(&rs->body, ch->dist ? "public_items_local" : "public_items");
 			put_str(&rs->body, ch->table_engine ? ch->table_engine : "ReplacingMergeTree");
+		}
+		if (ch->table_exists && ch->dist) {
+			put_str(&rs->body, "public_items");
+			put_str(&rs->body, "Distributed");
 		}
 		if (ch->view_exists) {
 			put_str(&rs->body, "public_items_current");
@@ -179,6 +207,15 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	} else if (starts(sql, "INSERT INTO `db`.`" CH_VMAP_TABLE "`")) {
 		sl_buf_append(&ch->vsteps, sql, strlen(sql));
 		sl_buf_putc(&ch->vsteps, '\n');
+	} else if (starts(sql, "CREATE TABLE") && strstr(sql, " ENGINE = Distributed(")) {
+		ch->dist_cols = ch->altered ? 2 : 1;
+	} else if (starts(sql, "DROP TABLE IF EXISTS `db`.`public_items` ")) {
+		ch->dist_cols = 0;
+	} else if (starts(sql, "SELECT name, type, toUInt8(is_in_sorting_key)") && ch->dist &&
+		   strstr(sql, " AND table = 'public_items' ")) {
+		/* the Distributed table: no sorting key */
+		if (ch->dist_cols)
+			describe_dist(&rs->body, ch->dist_cols == 2 ? &ch->describe_altered : &ch->describe);
 	} else if (starts(sql, "CREATE TABLE")) {
 		ch->table_exists = true;
 	} else if (starts(sql, "CREATE VIEW")) {
@@ -968,6 +1005,60 @@ static void test_cluster_requests(void **state)
 	sl_table_free(t2);
 }
 
+/* With distributed, the local tables are <table>_local and the rows go
+ * through the Distributed table <table>, made from the local table's
+ * columns and sharded by their sorting key; each insert (and a TRUNCATE's
+ * INSERT ... SELECT) waits until its rows are on their shards
+ * (insert_distributed_sync=1).  ch_dist_merge.http: the first write of a
+ * merge-mode table, a key change, a TOAST value filled through the
+ * Distributed table; ch_dist_add_column.http: a column added, the
+ * Distributed table and the view made again; ch_dist_truncate.http: a
+ * TRUNCATE; ch_dist_append.http: an append-mode batch in the modern layout. */
+static void test_distributed_requests(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5);
+	struct sl_value v[5] = { tl_int(3), tl_str("z"), tl_unchanged(), tl_null(), tl_int(8) };
+	struct sl_change c;
+
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	f->conf.distributed = 1;
+	f->ch.dist = true;
+	added_column_batch(f, t2, "ch_dist_merge.http", "ch_dist_add_column.http");
+	/* a TOAST value from ClickHouse, then a TRUNCATE */
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, t2, SL_OP_UPDATE_INSERT, v, 0x300, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x310);
+	flush_ok(f, 0x310);
+	tl_change(&c, t2, SL_OP_TRUNCATE, NULL, 0x400, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x410);
+	flush_ok(f, 0x410);
+	golden(f, "ch_dist_truncate.http");
+	sl_table_free(t2);
+}
+
+static void test_distributed_append(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value v1[4] = { tl_int(1), tl_str("apple"), tl_str("first"), tl_dec(false, "1250", 2) };
+	struct sl_change c;
+
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	f->conf.distributed = 1;
+	f->ch.dist = true;
+	f->ch.version = "26.7.2.1";
+	open_sink_as(f, false, CH_MODERN);
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x16B374D848, 1, 1700000000000000);
+	write_ok(f, &c);
+	mark(f, 0x16B374DA10);
+	flush_ok(f, 0x16B374DA10);
+	golden(f, "ch_dist_append.http");
+}
+
 /* A column added at the source: ALTER TABLE ADD COLUMN.  A dropped one
  * stops the stream, naming the table and the column. */
 static void test_schema_changes(void **state)
@@ -1413,10 +1504,33 @@ static void test_check(void **state)
 	f->conf.cluster = (char *)"two shards";
 	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
 	f->ch.cluster_hosts = 4;
+	f->ch.cluster_shards = 2;
+	f->ch.cluster_local = 1;
 	out = run_check(f, &st, 0);
-	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers: tables are "
-				    "made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/{table}\n"));
+	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers in 2 shards: "
+				    "tables are made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/"
+				    "{table}; rows go to this server's shard only (distributed = false)\n"));
 	free(out);
+	f->conf.distributed = 1;
+	out = run_check(f, &st, 0);
+	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers in 2 shards: "
+				    "tables are made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/"
+				    "{table}; rows go through Distributed tables to every shard\n"));
+	free(out);
+	f->ch.cluster_hosts = f->ch.cluster_shards = 1;
+	f->conf.distributed = 0;
+	out = run_check(f, &st, 0);
+	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 1 servers in 1 shard: "
+				    "tables are made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/"
+				    "{table}\n"));
+	free(out);
+	/* the server of url is not one of the cluster's: it would get no table */
+	f->ch.cluster_local = 0;
+	out = run_check(f, &st, SL_EPREREQ);
+	free(out);
+	assert_non_null(strstr(f->err, "destination \"wh\": the server at http://127.0.0.1:"));
+	assert_non_null(strstr(f->err, " is not one of the 1 servers of cluster \"two shards\" (none of them is local "
+				       "in its system.clusters): point url at one of them"));
 	f->ch.cluster_hosts = 0;
 	out = run_check(f, &st, SL_EPREREQ);
 	free(out);
@@ -1434,6 +1548,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_distributed_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_distributed_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replayed_key_change_keeps_toast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_dropped_by_hand, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),
