@@ -858,6 +858,16 @@ static void test_layout_create(void **state)
 	sl_buf_free(&b);
 }
 
+/* The metadata columns of a CREATE TABLE, in each layout. */
+static const char meta_legacy[] =
+	"`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
+	"`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+	"`_unchanged_columns` Array(String), `_lsn` String)";
+static const char meta_modern[] =
+	"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
+	"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+	"`_unchanged_columns` Array(String), `_lsn` String)";
+
 /* A merge-mode layout needs a primary key: the sink's own check. */
 /* The CREATE TABLE of t (merge or append, layout fl) for d in db is head,
  * meta (the metadata columns), tail. */
@@ -892,14 +902,6 @@ static void test_cluster_ddl(void **state)
 	static const struct tl_col cols[] = {
 		{ "id", T_INT4, -1, "integer", true }, { "at", T_TIMESTAMPTZ, -1, "timestamptz", false },
 	};
-	static const char meta_legacy[] =
-		"`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
-		"`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
-		"`_unchanged_columns` Array(String), `_lsn` String)";
-	static const char meta_modern[] =
-		"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
-		"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
-		"`_unchanged_columns` Array(String), `_lsn` String)";
 	const struct ch_ddl cl = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}/x{table}" };
 	const struct ch_ddl none = { .cluster = NULL, .replica_path = "/ch/{shard}/{database}/{table}" };
 	struct sl_table *t = tl_table("public", "t", cols, 2);
@@ -1032,14 +1034,6 @@ static void test_distributed_ddl(void **state)
 		{ "id", T_INT4, -1, "integer", true }, { "at", T_TIMESTAMPTZ, -1, "timestamptz", false },
 		{ "k", T_NUMERIC, 0, "numeric(8,2)", true },
 	};
-	static const char meta_legacy[] =
-		"`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
-		"`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
-		"`_unchanged_columns` Array(String), `_lsn` String)";
-	static const char meta_modern[] =
-		"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
-		"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
-		"`_unchanged_columns` Array(String), `_lsn` String)";
 	const struct ch_ddl dist = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}",
 				     .distributed = true };
 	const struct ch_ddl nodist = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}" };

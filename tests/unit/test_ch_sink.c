@@ -1468,6 +1468,19 @@ static char *run_check(struct fx *f, const struct sl_sink_stream *st, int rc)
 	return out;
 }
 
+/* `sluice check` passes and says of cluster "two shards": "has <tail>". */
+static void expect_cluster_line(struct fx *f, const struct sl_sink_stream *st, const char *tail)
+{
+	struct sl_buf want;
+	char *out = run_check(f, st, 0);
+
+	sl_buf_init(&want, 0);
+	sl_buf_printf(&want, "\nstream s1: destination wh: cluster \"two shards\" has %s", tail);
+	assert_non_null(strstr(out, want.data));
+	sl_buf_free(&want);
+	free(out);
+}
+
 static void test_check(void **state)
 {
 	struct fx *f = *state;
@@ -1506,24 +1519,17 @@ static void test_check(void **state)
 	f->ch.cluster_hosts = 4;
 	f->ch.cluster_shards = 2;
 	f->ch.cluster_local = 1;
-	out = run_check(f, &st, 0);
-	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers in 2 shards: "
-				    "tables are made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/"
-				    "{table}; rows go to this server's shard only (distributed = false)\n"));
-	free(out);
+	expect_cluster_line(f, &st, "4 servers in 2 shards: tables are made ON CLUSTER, Replicated, at "
+			    "/clickhouse/tables/{shard}/{database}/{table}; rows go to this server's shard only "
+			    "(distributed = false)\n");
 	f->conf.distributed = 1;
-	out = run_check(f, &st, 0);
-	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers in 2 shards: "
-				    "tables are made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/"
-				    "{table}; rows go through Distributed tables to every shard\n"));
-	free(out);
+	expect_cluster_line(f, &st, "4 servers in 2 shards: tables are made ON CLUSTER, Replicated, at "
+			    "/clickhouse/tables/{shard}/{database}/{table}; rows go through Distributed tables to "
+			    "every shard\n");
 	f->ch.cluster_hosts = f->ch.cluster_shards = 1;
 	f->conf.distributed = 0;
-	out = run_check(f, &st, 0);
-	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 1 servers in 1 shard: "
-				    "tables are made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/"
-				    "{table}\n"));
-	free(out);
+	expect_cluster_line(f, &st, "1 servers in 1 shard: tables are made ON CLUSTER, Replicated, at "
+			    "/clickhouse/tables/{shard}/{database}/{table}\n");
 	/* the server of url is not one of the cluster's: it would get no table */
 	f->ch.cluster_local = 0;
 	out = run_check(f, &st, SL_EPREREQ);
