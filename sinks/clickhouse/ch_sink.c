@@ -1025,6 +1025,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	struct ch_dest_col *dest = NULL;
 	int ndest = 0, *add = NULL, nadd = 0, rc, m;
 	bool exists, view, made, remade = false;
+	char e[SL_ERRLEN];
 
 	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
 		return 0;
@@ -1085,6 +1086,10 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			if (made_columns(s, t, &was, &nwas) == 0 && nwas > 0)
 				ch_layout_match(l, dest, ndest, was, nwas, &add, &nadd, err, errlen);
 			free_dest(was, nwas);
+			/* its changes may all be older than the table's last TRUNCATE
+			 * (write() then skips them): the floor, if not read yet */
+			if (s->merge && !t->floor && keep_keynames(t, dest, ndest) == 0)
+				(void)read_floor(s, t, e, sizeof e);
 			rc = change_refused(s, t, tv, err, errlen);
 			goto out;
 		}
@@ -1670,6 +1675,27 @@ bad:
 	return NULL;
 }
 
+/* Merge mode: whether change c is older than the table's last TRUNCATE
+ * written (its floor), by the version it would have. */
+static bool below_floor(const struct chsink *s, const struct chtab *t, const struct sl_change *c)
+{
+	uint64_t v;
+
+	return s->merge && t->floor && c->op != SL_OP_TRUNCATE &&
+	       ch_version(c->csn_pos, c->seq, ch_vmap_shift(&t->vmap, c->csn_pos), &v) == 0 && v < t->floor;
+}
+
+/* Skips change c, older than a TRUNCATE already written: a replay of a
+ * change the TRUNCATE erased (CSN order says it is gone).  Returns 0. */
+static int skip_old(struct chsink *s, struct chtab *t, const struct sl_change *c)
+{
+	if (s->stats.below_truncate++ == 0)
+		sl_info("clickhouse: table \"%s\": skipping changes older than its last TRUNCATE (the first: %s), "
+			"which a replay brings again", t->object, c->csn);
+	moved_clear(s);
+	return 0;
+}
+
 static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
 		       char *err, size_t errlen)
 {
@@ -1682,15 +1708,8 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	bool unchanged = false, moved_here = false;
 	int rc = -1;
 
-	if (m->version < t->floor) {
-		/* Older than a TRUNCATE already written: a replay of a change the
-		 * TRUNCATE erased (CSN order says it is gone). */
-		if (s->stats.below_truncate++ == 0)
-			sl_info("clickhouse: table \"%s\": skipping changes older than its last TRUNCATE (the first: "
-				"%s), which a replay brings again", t->object, c->csn);
-		moved_clear(s);
-		return 0;
-	}
+	if (m->version < t->floor)
+		return skip_old(s, t, c);
 	if (c->op == SL_OP_TRUNCATE) {
 		/* Everything before it in the batch is cleared by it. */
 		int64_t bytes = 0;
@@ -1985,9 +2004,17 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
 		return -1;
 	}
+	/* A replay of changes older than a TRUNCATE written (a re-backfill's
+	 * marker) may bring an older version of the table, which ClickHouse's
+	 * table, made anew after it, does not fit: they are skipped before it
+	 * is compared (the floor is read when it does not fit). */
+	if (t->lay && strcmp(t->lay->schema_key, tv->schema_key) != 0 && below_floor(s, t, c))
+		return skip_old(s, t, c);
 	/* A TRUNCATE (a re-backfill's marker too) or a backfill row may make a
 	 * table anew that sluice wrote before: what follows fills it. */
 	rc = prepare_version(s, t, tv, c->op == SL_OP_TRUNCATE || c->seq == 0, err, errlen);
+	if (rc == SL_EPREREQ && below_floor(s, t, c))
+		return skip_old(s, t, c);
 	if (rc < 0)
 		return rc;
 	if (!t->exists) {

@@ -548,6 +548,61 @@ static void test_merge_floor_after_restart(void **state)
 			       "(defaultValueOfArgumentType(`id`)) AND `_change_type` = 'TRUNCATE' FORMAT RowBinary"));
 }
 
+/* A replay after a re-backfill whose snapshot followed a column added at
+ * the source: ClickHouse's table, made anew, has the column, and the
+ * replayed changes of the older table version, all older than the
+ * re-backfill's marker, are skipped instead of stopping the stream as a
+ * dropped column would: in the run that wrote the marker (its floor is
+ * known), and in a later run (the floor is read when the version does not
+ * fit). */
+static void test_old_version_below_truncate(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5);
+	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
+	struct sl_value old[4] = { tl_int(3), tl_str("old"), tl_null(), tl_null() };
+	struct sl_value now[5] = { tl_int(4), tl_str("now"), tl_null(), tl_null(), tl_int(7) };
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct ch_layout *l;
+
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe_altered, l, extra);
+	ch_layout_free(l);
+	f->ch.altered = true;   /* the table made from t2 has "extra" */
+	tl_change(&c, t2, SL_OP_TRUNCATE, NULL, 0x500, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, t2, SL_OP_INSERT, now, 0x500, 2, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, old, 0x300, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x510);
+	flush_ok(f, 0x510);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 1);
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "old", 3));
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "now", 3));
+
+	/* a later run starts with the older version's changes */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	sl_buf_reset(&f->ch.inserted);
+	assert_int_equal(ch_version(0x500, 1, 0, &f->ch.floor), 0);
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, old, 0x300, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, t2, SL_OP_UPDATE_INSERT, now, 0x600, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x610);
+	flush_ok(f, 0x610);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 1);
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "old", 3));
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "now", 3));
+	sl_table_free(t2);
+}
+
 /* A transaction of more than 255 changes, sent in parts, with a TRUNCATE
  * at its end: the TRUNCATE's version is above every change before it (the
  * tombstones reach the rows of the earlier parts), the step of the version
@@ -1552,6 +1607,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_modern_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_version_below_truncate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_distributed_requests, setup, teardown),
