@@ -1681,7 +1681,7 @@ static bool below_floor(const struct chsink *s, const struct chtab *t, const str
 {
 	uint64_t v;
 
-	return s->merge && t->floor && c->op != SL_OP_TRUNCATE &&
+	return s->merge && t->floor &&
 	       ch_version(c->csn_pos, c->seq, ch_vmap_shift(&t->vmap, c->csn_pos), &v) == 0 && v < t->floor;
 }
 
