@@ -231,7 +231,7 @@ int ch_sql_create_distributed(struct sl_buf *b, const struct ch_ddl *d, const ch
 	bool first = true;
 	char *name;
 
-	if (!(name = ch_local_name(d, object))) {
+	if (!d || !d->cluster || !(name = ch_local_name(d, object))) {
 		b->failed = true;
 		return -1;
 	}
