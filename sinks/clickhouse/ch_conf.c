@@ -85,14 +85,16 @@ static int check_sql(struct checker *c, const char *what, char *err, size_t errl
 	return rc == CH_RUN_DATA ? -1 : rc;   /* SL_EPREREQ: credentials or grants, as run says */
 }
 
-/* The cluster of c is in the server's configuration (system.clusters):
- * SL_OK with a line on out, SL_EPREREQ when it is not, SL_EFAIL. */
+/* The cluster of c is in the server's configuration (system.clusters), and
+ * the server of url is one of its servers (the tables are made ON CLUSTER,
+ * so a server outside it gets none): SL_OK with a line on out, SL_EPREREQ
+ * when not, SL_EFAIL. */
 static int check_cluster(struct checker *s, const struct sl_ch_conf *c, const struct sl_sink_stream *st, FILE *out,
 			 char *err, size_t errlen)
 {
 	const char *dest = st->destination ? st->destination : "";
 	struct ch_rb_reader r;
-	uint64_t n = 0;
+	uint64_t n = 0, shards = 0, local = 0;
 
 	sl_buf_reset(&s->sql);
 	ch_sql_cluster_hosts(&s->sql, c->cluster);
@@ -100,7 +102,7 @@ static int check_cluster(struct checker *s, const struct sl_ch_conf *c, const st
 		return SL_EFAIL;
 	r.p = (const unsigned char *)s->resp.body.data;
 	r.end = r.p + s->resp.body.len;
-	if (ch_rb_get_u64(&r, &n) < 0) {
+	if (ch_rb_get_u64(&r, &n) < 0 || ch_rb_get_u64(&r, &shards) < 0 || ch_rb_get_u64(&r, &local) < 0) {
 		snprintf(err, errlen, "destination \"%s\": could not read the cluster list ClickHouse sent", dest);
 		return SL_EFAIL;
 	}
@@ -109,8 +111,17 @@ static int check_cluster(struct checker *s, const struct sl_ch_conf *c, const st
 			 "(system.clusters)", dest, c->cluster);
 		return SL_EPREREQ;
 	}
-	fprintf(out, "stream %s: destination %s: cluster \"%s\" has %" PRIu64 " servers: tables are made ON CLUSTER, "
-		"Replicated, at %s\n", st->name, dest, c->cluster, n, c->replica_path);
+	if (local == 0) {
+		snprintf(err, errlen, "destination \"%s\": the server at %s is not one of the %" PRIu64 " servers of "
+			 "cluster \"%s\" (none of them is local in its system.clusters): point url at one of them",
+			 dest, c->url, n, c->cluster);
+		return SL_EPREREQ;
+	}
+	fprintf(out, "stream %s: destination %s: cluster \"%s\" has %" PRIu64 " servers in %" PRIu64 " shard%s: "
+		"tables are made ON CLUSTER, Replicated, at %s%s\n", st->name, dest, c->cluster, n, shards,
+		shards == 1 ? "" : "s", c->replica_path,
+		c->distributed ? "; rows go through Distributed tables to every shard" :
+		shards > 1 ? "; rows go to this server's shard only (distributed = false)" : "");
 	return SL_OK;
 }
 
@@ -337,6 +348,20 @@ const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS] = {
 	{ .name = "cluster", .type = SL_KT_STRING, .validate = valid_cluster, FIELD(struct sl_ch_conf, cluster) },
 	{ .name = "replica_path", .type = SL_KT_STRING, .def = "/clickhouse/tables/{shard}/{database}/{table}",
 	  .validate = valid_replica_path, FIELD(struct sl_ch_conf, replica_path) },
+	{ .name = "distributed", .type = SL_KT_ENUM, .choices = booleans, .def = "false",
+	  FIELD(struct sl_ch_conf, distributed) },
 };
 
 _Static_assert(sizeof ch_conf_keys / sizeof ch_conf_keys[0] == CH_CONF_NKEYS, "the key count");
+
+int ch_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
+{
+	const struct sl_ch_conf *c = conf;
+	const struct sl_ini_entry *e;
+
+	if (!c->distributed || c->cluster)
+		return 0;
+	e = sl_ini_find(sec, "distributed");
+	return sl_keyerr_set(er, e ? e->line : sec->line, "distributed = true needs cluster (the Distributed table "
+			     "and the local tables it reads are made ON CLUSTER)");
+}

@@ -14,7 +14,7 @@
 #include "sinks/clickhouse/clickhouse.h"
 
 /* The keys of [destination.NAME] with type = clickhouse. */
-#define CH_CONF_NKEYS 18
+#define CH_CONF_NKEYS 19
 extern const struct sl_keydesc ch_conf_keys[CH_CONF_NKEYS];
 
 /* The default dead-letter file of a stream: "<database>.<stream>.dead-
@@ -26,6 +26,9 @@ char *ch_default_dl_path(const char *db, const char *stream);
  * retrying failed requests for retry_ms. */
 void ch_http_conf_of(const struct sl_ch_conf *c, struct ch_http_conf *hc, int64_t retry_ms);
 
+/* Rules across keys (struct sl_sink_ops.conf_check): distributed needs
+ * cluster. */
+int ch_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er);
 /* `sluice check` (struct sl_sink_ops.check): read-only; one line per check. */
 int ch_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen);
 

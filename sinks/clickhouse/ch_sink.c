@@ -323,6 +323,8 @@ static void part_free(struct part *p)
 
 struct chtab {
 	char *object;
+	char *local;                   /* the table of its rows on each server: object, or with
+				        * distributed object_local (object is the Distributed table) */
 	struct ch_layout *lay;         /* the current table version's, NULL until its first write */
 	bool exists;                   /* ClickHouse has the table (false: only markers came, for none) */
 	char **keynames;               /* the table's sorting-key columns in ClickHouse (merge: the key) */
@@ -345,6 +347,8 @@ struct chtab {
 struct chsink {
 	const struct sl_ch_conf *conf;
 	struct ch_ddl ddl;             /* the cluster of conf, for the DDL (strings borrowed from conf) */
+	const char *ins_params;        /* URL parameters of a row insert (NULL: none) */
+	const char *sql_ins_params;    /* of a statement that inserts (INSERT ... SELECT) */
 	char *stream;
 	char *config_path;             /* absolute when it could be resolved; NULL: not known */
 	char *dl_path;
@@ -444,7 +448,9 @@ static struct chtab *tab_get(struct chsink *s, const char *object)
 		b = sl_hash_bytes(object, strlen(object)) & (nb - 1);
 	}
 	t = calloc(1, sizeof *t);
-	if (!t || !(t->object = strdup(object))) {
+	if (!t || !(t->object = strdup(object)) || !(t->local = ch_local_name(&s->ddl, object))) {
+		if (t)
+			free(t->object);
 		free(t);
 		return NULL;
 	}
@@ -482,6 +488,7 @@ static void tab_free(struct chtab *t)
 	part_free(&t->cur);
 	part_free(&t->fly);
 	free(t->object);
+	free(t->local);
 	free(t);
 }
 
@@ -619,32 +626,41 @@ static int describe(struct chsink *s, const char *object, struct ch_dest_col **c
 	return parse_describe(s, cols, n, err, errlen);
 }
 
-/* Checks the engines of the table and of its view, when they exist:
- * *table_exists and *view_exists tell.  A name taken by something sluice
- * did not make is an error. */
-static int check_engines(struct chsink *s, const char *object, bool *table_exists, bool *view_exists,
+/* Whether name (n bytes) is object with suffix. */
+static bool named(const unsigned char *name, size_t n, const char *object, const char *suffix)
+{
+	size_t k = strlen(object), m = strlen(suffix);
+
+	return n == k + m && memcmp(name, object, k) == 0 && memcmp(name + k, suffix, m) == 0;
+}
+
+/* Checks the engines of the table, of its view, and with distributed of its
+ * Distributed table, when they exist: *table_exists (the table of t->local)
+ * and *view_exists tell.  A name taken by something sluice did not make is
+ * an error. */
+static int check_engines(struct chsink *s, const struct chtab *t, bool *table_exists, bool *view_exists,
 			 char *err, size_t errlen)
 {
+	const char *object = t->object;
 	struct ch_rb_reader r;
 	int rc;
 
 	*table_exists = *view_exists = false;
 	sl_buf_reset(&s->sql);
-	ch_sql_engines(&s->sql, s->conf->database, object);
+	ch_sql_engines(&s->sql, &s->ddl, s->conf->database, object);
 	if ((rc = run_sql(s, "reading table engines", err, errlen)) < 0)
 		return rc;
 	r.p = (const unsigned char *)s->resp.body.data;
 	r.end = r.p + s->resp.body.len;
 	while (r.p < r.end) {
+		static const char want[] = "ReplacingMergeTree";
 		const unsigned char *name, *engine;
-		size_t nn, ne;
-		bool is_view;
+		size_t nn, ne, k = sizeof want - 1;
 		if (ch_rb_get_str(&r, &name, &nn) < 0 || ch_rb_get_str(&r, &engine, &ne) < 0) {
 			snprintf(err, errlen, "clickhouse: could not read the table list ClickHouse sent");
 			return -1;
 		}
-		is_view = !(nn == strlen(object) && memcmp(name, object, nn) == 0);
-		if (is_view) {
+		if (named(name, nn, object, CH_VIEW_SUFFIX)) {
 			if (ne != 4 || memcmp(engine, "View", 4) != 0) {
 				snprintf(err, errlen, "clickhouse: the view of table \"%s\" would be \"%s%s\", but "
 					 "database \"%s\" has a table of that name (engine %.*s): rename it, or "
@@ -653,13 +669,20 @@ static int check_engines(struct chsink *s, const char *object, bool *table_exist
 				return -1;
 			}
 			*view_exists = true;
+		} else if (s->ddl.distributed && named(name, nn, object, "")) {
+			if (ne != 11 || memcmp(engine, "Distributed", 11) != 0) {
+				snprintf(err, errlen, "clickhouse: table \"%s\" exists in database \"%s\" with engine "
+					 "%.*s, where distributed = true makes a Distributed table over \"%s\": write "
+					 "this stream to another database (a table made without distributed keeps "
+					 "its layout)", object, s->conf->database, (int)ne, (const char *)engine,
+					 t->local);
+				return -1;
+			}
 		} else {
-			static const char want[] = "ReplacingMergeTree";
-			size_t k = sizeof want - 1;
 			if (ne < k || memcmp(engine + ne - k, want, k) != 0) {
 				snprintf(err, errlen, "clickhouse: table \"%s\" exists in database \"%s\" with engine "
 					 "%.*s, so sluice did not make it (its tables are ReplacingMergeTree): "
-					 "write this stream to another database", object, s->conf->database,
+					 "write this stream to another database", t->local, s->conf->database,
 					 (int)ne, (const char *)engine);
 				return -1;
 			}
@@ -947,6 +970,47 @@ static int change_refused(struct chsink *s, const struct chtab *t, const struct 
 	return SL_EPREREQ;
 }
 
+/* With distributed: makes the Distributed table of t, ON CLUSTER, when it is
+ * missing, or again when its columns (names and types, in order) are not
+ * those of the local table (columns were added; 18.16 runs no ALTER ON
+ * CLUSTER on a table that is not replicated, so it is dropped and made
+ * anew).  *remade tells that it was made.  Without distributed: nothing. */
+static int sync_distributed(struct chsink *s, struct chtab *t, bool *remade, char *err, size_t errlen)
+{
+	struct ch_dest_col *loc = NULL, *dist = NULL;
+	int nloc = 0, ndist = 0, rc;
+	bool same;
+
+	*remade = false;
+	if (!s->ddl.distributed)
+		return 0;
+	if ((rc = describe(s, t->local, &loc, &nloc, err, errlen)) < 0 ||
+	    (rc = describe(s, t->object, &dist, &ndist, err, errlen)) < 0)
+		goto out;
+	same = ndist == nloc;
+	for (int i = 0; same && i < nloc; i++)
+		same = !strcmp(loc[i].name, dist[i].name) && !strcmp(loc[i].type, dist[i].type);
+	if (same)
+		goto out;
+	if (ndist > 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_drop_distributed(&s->sql, &s->ddl, s->conf->database, t->object);
+		if ((rc = run_sql(s, "dropping a Distributed table to make it again", err, errlen)) < 0)
+			goto out;
+	}
+	sl_buf_reset(&s->sql);
+	ch_sql_create_distributed(&s->sql, &s->ddl, s->conf->database, t->object, loc, nloc);
+	if ((rc = run_sql(s, "creating a Distributed table", err, errlen)) < 0)
+		goto out;
+	sl_info("clickhouse: %s Distributed table \"%s\".\"%s\" over \"%s\" of cluster \"%s\"",
+		ndist > 0 ? "made again the" : "created", s->conf->database, t->object, t->local, s->ddl.cluster);
+	*remade = true;
+out:
+	free_dest(loc, nloc);
+	free_dest(dist, ndist);
+	return rc;
+}
+
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
  * view), or adds the columns the version added; anything else is an error
@@ -960,7 +1024,8 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	struct ch_layout *l = NULL;
 	struct ch_dest_col *dest = NULL;
 	int ndest = 0, *add = NULL, nadd = 0, rc, m;
-	bool exists, view, made;
+	bool exists, view, made, remade = false;
+	char e[SL_ERRLEN];
 
 	if (t->lay && !strcmp(t->lay->schema_key, tv->schema_key))
 		return 0;
@@ -968,11 +1033,10 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		return rc;
 	if (t->pend_rows > 0 && (rc = send_table(s, t, &t->cur, true, err, errlen)) < 0)
 		return rc;
-	if ((rc = ensure_database(s, err, errlen)) < 0 ||
-	    (rc = check_engines(s, t->object, &exists, &view, err, errlen)) < 0)
+	if ((rc = ensure_database(s, err, errlen)) < 0 || (rc = check_engines(s, t, &exists, &view, err, errlen)) < 0)
 		goto out;
 	/* an existing table keeps its layout, whatever the server's version */
-	if (exists && (rc = describe(s, t->object, &dest, &ndest, err, errlen)) < 0)
+	if (exists && (rc = describe(s, t->local, &dest, &ndest, err, errlen)) < 0)
 		goto out;
 	rc = -1;   /* until a step says otherwise */
 	if (ch_layout_new(&l, tv, s->merge, exists ? table_flavor(dest, ndest) : s->flavor, err, errlen) < 0)
@@ -980,8 +1044,9 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	if (tv->ncols == 0) {
 		/* A marker only: for a table ClickHouse lacks there is nothing to clear. */
 		t->exists = exists;
-		if (exists && (keep_keynames(t, dest, ndest) < 0 || (rc = read_floor(s, t, err, errlen)) < 0 ||
-			       (rc = read_vmap(s, t, err, errlen)) < 0))
+		if (exists && (keep_keynames(t, dest, ndest) < 0 ||
+			       (rc = sync_distributed(s, t, &remade, err, errlen)) < 0 ||
+			       (rc = read_floor(s, t, err, errlen)) < 0 || (rc = read_vmap(s, t, err, errlen)) < 0))
 			goto out;
 		rc = 0;
 		goto done;
@@ -996,14 +1061,16 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		sl_info("clickhouse: created table \"%s\".\"%s\" for \"%s\".\"%s\" (%s mode)", s->conf->database,
 			t->object, tv->ns, tv->name, s->merge ? "merge" : "append");
 	}
-	if (s->merge && (!view || !exists) && (rc = create_view(s, t->object, false, err, errlen)) < 0)
+	if ((rc = sync_distributed(s, t, &remade, err, errlen)) < 0)
+		goto out;
+	if (s->merge && (!view || !exists || remade) && (rc = create_view(s, t->object, view && remade, err, errlen)) < 0)
 		goto out;
 	made = !exists || !t->lay;   /* recorded when made, and once a run */
 	for (int pass = 0;; pass++) {
 		if (!(pass == 0 && exists && dest)) {    /* read above */
 			free_dest(dest, ndest);
 			dest = NULL;
-			if ((rc = describe(s, t->object, &dest, &ndest, err, errlen)) < 0)
+			if ((rc = describe(s, t->local, &dest, &ndest, err, errlen)) < 0)
 				goto out;
 		}
 		free(add);
@@ -1019,6 +1086,10 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			if (made_columns(s, t, &was, &nwas) == 0 && nwas > 0)
 				ch_layout_match(l, dest, ndest, was, nwas, &add, &nadd, err, errlen);
 			free_dest(was, nwas);
+			/* its changes may all be older than the table's last TRUNCATE
+			 * (write() then skips them): the floor, if not read yet */
+			if (s->merge && !t->floor && keep_keynames(t, dest, ndest) == 0)
+				(void)read_floor(s, t, e, sizeof e);
 			rc = change_refused(s, t, tv, err, errlen);
 			goto out;
 		}
@@ -1038,8 +1109,9 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		for (int i = 0; i < nadd; i++)
 			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
 				l->cols[add[i]].name);
-		/* A view keeps the columns it was made with. */
-		if (s->merge && (rc = create_view(s, t->object, true, err, errlen)) < 0)
+		/* A Distributed table and a view keep the columns they were made with. */
+		if ((rc = sync_distributed(s, t, &remade, err, errlen)) < 0 ||
+		    (s->merge && (rc = create_view(s, t->object, true, err, errlen)) < 0))
 			goto out;
 	}
 	if (made && (rc = record_columns(s, l, err, errlen)) < 0)
@@ -1095,7 +1167,7 @@ static int dead_letter(struct chsink *s, struct chtab *t, const struct rowbuf *r
 static int insert_range(struct chsink *s, struct chtab *t, const struct rowbuf *rb, bool meta_only, size_t lo,
 			size_t hi, const char *query, const char *what, char *err, size_t errlen)
 {
-	struct ch_req rq = { .query = query };
+	struct ch_req rq = { .query = query, .params = s->ins_params };
 	int rc;
 
 	rq.body = rb->b.data + rb->off[lo];
@@ -1403,11 +1475,11 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 		sl_buf_reset(&s->sql);
 		ch_sql_tombstones(&s->sql, s->conf->database, t->object, keys, t->nkeynames, t->lay, pt->trunc->m);
 		snprintf(what, sizeof what, "clearing \"%s\".\"%s\" for a TRUNCATE", s->conf->database, t->object);
-		if ((rc = run_sql(s, what, err, errlen)) < 0)
+		if ((rc = run_sql_params(s, s->sql_ins_params, what, err, errlen)) < 0)
 			return rc;
 		sl_buf_reset(&s->sql);
 		ch_sql_truncate_sentinel(&s->sql, s->conf->database, t->object, t->lay, pt->trunc->m);
-		if ((rc = run_sql(s, what, err, errlen)) < 0)
+		if ((rc = run_sql_params(s, s->sql_ins_params, what, err, errlen)) < 0)
 			return rc;
 		free(pt->trunc);
 		pt->trunc = NULL;
@@ -1603,6 +1675,27 @@ bad:
 	return NULL;
 }
 
+/* Merge mode: whether change c is older than the table's last TRUNCATE
+ * written (its floor), by the version it would have. */
+static bool below_floor(const struct chsink *s, const struct chtab *t, const struct sl_change *c)
+{
+	uint64_t v;
+
+	return s->merge && t->floor &&
+	       ch_version(c->csn_pos, c->seq, ch_vmap_shift(&t->vmap, c->csn_pos), &v) == 0 && v < t->floor;
+}
+
+/* Skips change c, older than a TRUNCATE already written: a replay of a
+ * change the TRUNCATE erased (CSN order says it is gone).  Returns 0. */
+static int skip_old(struct chsink *s, struct chtab *t, const struct sl_change *c)
+{
+	if (s->stats.below_truncate++ == 0)
+		sl_info("clickhouse: table \"%s\": skipping changes older than its last TRUNCATE (the first: %s), "
+			"which a replay brings again", t->object, c->csn);
+	moved_clear(s);
+	return 0;
+}
+
 static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
 		       char *err, size_t errlen)
 {
@@ -1615,15 +1708,8 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 	bool unchanged = false, moved_here = false;
 	int rc = -1;
 
-	if (m->version < t->floor) {
-		/* Older than a TRUNCATE already written: a replay of a change the
-		 * TRUNCATE erased (CSN order says it is gone). */
-		if (s->stats.below_truncate++ == 0)
-			sl_info("clickhouse: table \"%s\": skipping changes older than its last TRUNCATE (the first: "
-				"%s), which a replay brings again", t->object, c->csn);
-		moved_clear(s);
-		return 0;
-	}
+	if (m->version < t->floor)
+		return skip_old(s, t, c);
 	if (c->op == SL_OP_TRUNCATE) {
 		/* Everything before it in the batch is cleared by it. */
 		int64_t bytes = 0;
@@ -1918,9 +2004,17 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
 		return -1;
 	}
+	/* A replay of changes older than a TRUNCATE written (a re-backfill's
+	 * marker) may bring an older version of the table, which ClickHouse's
+	 * table, made anew after it, does not fit: they are skipped before it
+	 * is compared (the floor is read when it does not fit). */
+	if (t->lay && strcmp(t->lay->schema_key, tv->schema_key) != 0 && below_floor(s, t, c))
+		return skip_old(s, t, c);
 	/* A TRUNCATE (a re-backfill's marker too) or a backfill row may make a
 	 * table anew that sluice wrote before: what follows fills it. */
 	rc = prepare_version(s, t, tv, c->op == SL_OP_TRUNCATE || c->seq == 0, err, errlen);
+	if (rc == SL_EPREREQ && below_floor(s, t, c))
+		return skip_old(s, t, c);
 	if (rc < 0)
 		return rc;
 	if (!t->exists) {
@@ -2042,8 +2136,11 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 	t = tab_find(s, tv->object);
 	if (t && t->pend_rows > 0 && (rc = send_table(s, t, &t->cur, true, err, errlen)) < 0)
 		return rc;
-	if ((rc = ensure_database(s, err, errlen)) < 0 ||
-	    (rc = check_engines(s, tv->object, &exists, &view, err, errlen)) < 0)
+	if (!t && !(t = tab_get(s, tv->object))) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
+		return -1;
+	}
+	if ((rc = ensure_database(s, err, errlen)) < 0 || (rc = check_engines(s, t, &exists, &view, err, errlen)) < 0)
 		return rc;
 	if (!exists)
 		return 0;
@@ -2059,7 +2156,7 @@ static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char 
 		uint64_t left = 0;
 		struct timespec ts = { 0, 100 * 1000000L };
 		sl_buf_reset(&s->sql);
-		ch_sql_mutations_left(&s->sql, s->conf->database, tv->object);
+		ch_sql_mutations_left(&s->sql, &s->ddl, s->conf->database, tv->object);
 		if ((rc = run_sql(s, "waiting for a mutation", err, errlen)) < 0)
 			return rc;
 		r.p = (const unsigned char *)s->resp.body.data;
@@ -2144,6 +2241,11 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	s->conf = c;
 	s->ddl.cluster = c->cluster;
 	s->ddl.replica_path = c->replica_path;
+	s->ddl.distributed = c->cluster && c->distributed;
+	/* rows go to a Distributed table: an insert returns once they are on
+	 * their shards (CH_PARAMS_DIST_INSERT) */
+	s->ins_params = s->ddl.distributed ? CH_PARAMS_DIST_INSERT : NULL;
+	s->sql_ins_params = s->ddl.distributed ? CH_PARAMS_READ "&" CH_PARAMS_DIST_INSERT : CH_PARAMS_READ;
 	s->merge = st->mode == SL_WRITE_MERGE;
 	s->spill_rows = 2 * (uint64_t)c->batch_rows < 1000000 ? 2 * (uint64_t)c->batch_rows : 1000000;
 	if (s->spill_rows < c->batch_rows)
@@ -2219,6 +2321,7 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.keys = ch_conf_keys,
 	.nkeys = CH_CONF_NKEYS,
 	.conf_size = sizeof(struct sl_ch_conf),
+	.conf_check = ch_conf_check,
 	.check = ch_check,
 	.open = ch_open,
 	.write = ch_write,

@@ -30,6 +30,15 @@
  *    Replicated engine's path are filled in here, so that the path does not
  *    depend on which macros a release expands in engine arguments ({shard}
  *    and {replica} come from each server's configuration).
+ *  - Distributed tables (distributed = true), verified on two 18.16 shards:
+ *    cityHash64 takes no Decimal (so a decimal key is hashed as its text);
+ *    ALTER ... ON CLUSTER of a table that is not replicated fails when the
+ *    shards have internal_replication (so the Distributed table is dropped
+ *    and made again); an insert is asynchronous unless
+ *    insert_distributed_sync = 1 (23.x+: distributed_foreground_insert, the
+ *    old name kept as an alias); FINAL, and an IN over an external table,
+ *    work through a Distributed table (the external table goes to the
+ *    shards with the query).
  */
 #include "sinks/clickhouse/ch_sql.h"
 
@@ -91,6 +100,13 @@ int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *s
 	ch_quote_ident(b, full);
 	free(full);
 	return sl_buf_failed(b) ? -1 : 0;
+}
+
+/* The suffix of the local tables' names: CH_LOCAL_SUFFIX with distributed,
+ * else none. */
+static const char *local_suffix(const struct ch_ddl *d)
+{
+	return d && d->cluster && d->distributed ? CH_LOCAL_SUFFIX : NULL;
 }
 
 /* " ON CLUSTER `name`" when the DDL goes to a cluster. */
@@ -157,12 +173,28 @@ int ch_sql_create_database(struct sl_buf *b, const struct ch_ddl *d, const char 
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+char *ch_local_name(const struct ch_ddl *d, const char *object)
+{
+	struct sl_buf n;
+
+	sl_buf_init(&n, 0);
+	sl_buf_puts(&n, object);
+	if (local_suffix(d))
+		sl_buf_puts(&n, local_suffix(d));
+	return sl_buf_detach(&n);
+}
+
 int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l)
 {
 	bool first = true;
+	char *name;
 
+	if (!(name = ch_local_name(d, l->object))) {
+		b->failed = true;
+		return -1;
+	}
 	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
-	ch_qname(b, db, l->object, NULL);
+	ch_qname(b, db, name, NULL);
 	on_cluster(b, d);
 	sl_buf_puts(b, " (");
 	for (int i = 0; i < l->ncols; i++) {
@@ -176,7 +208,7 @@ int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db
 	if (l->merge) {
 		/* is_deleted (23.2 and later): FINAL and merges drop a deleted key's
 		 * rows in the modern layout; the view filters in both */
-		engine(b, d, db, l->object, "ReplacingMergeTree",
+		engine(b, d, db, name, "ReplacingMergeTree",
 		       l->flavor == CH_MODERN ? "`_version`, `_is_deleted`" : "`_version`");
 		sl_buf_puts(b, " ORDER BY (");
 		for (int k = 0; k < l->nkeys; k++) {
@@ -186,9 +218,57 @@ int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db
 		}
 		sl_buf_putc(b, ')');
 	} else {
-		engine(b, d, db, l->object, "ReplacingMergeTree", NULL);
+		engine(b, d, db, name, "ReplacingMergeTree", NULL);
 		sl_buf_puts(b, " ORDER BY (`_csn`, `_uuid`)");
 	}
+	free(name);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_create_distributed(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object,
+			      const struct ch_dest_col *cols, int ncols)
+{
+	bool first = true;
+	char *name;
+
+	if (!d || !d->cluster || !(name = ch_local_name(d, object))) {
+		b->failed = true;
+		return -1;
+	}
+	sl_buf_puts(b, "CREATE TABLE IF NOT EXISTS ");
+	ch_qname(b, db, object, NULL);
+	on_cluster(b, d);
+	sl_buf_puts(b, " (");
+	for (int i = 0; i < ncols; i++) {
+		sl_buf_puts(b, i ? ", " : "");
+		ch_quote_ident(b, cols[i].name);
+		sl_buf_printf(b, " %s", cols[i].type);
+	}
+	/* The cluster, database and table as strings: any name parses so. */
+	sl_buf_puts(b, ") ENGINE = Distributed(");
+	ch_quote_str(b, d->cluster, strlen(d->cluster));
+	sl_buf_puts(b, ", ");
+	ch_quote_str(b, db, strlen(db));
+	sl_buf_puts(b, ", ");
+	ch_quote_str(b, name, strlen(name));
+	/* The shard of a row: a hash of the local table's sorting key (the
+	 * primary key in merge mode, _csn and _uuid in append mode), so that
+	 * the rows ReplacingMergeTree collapses meet on one shard.  18.16's
+	 * cityHash64 takes no Decimal: a decimal key is hashed as its text,
+	 * which has all its scale's digits. */
+	sl_buf_puts(b, ", cityHash64(");
+	for (int i = 0; i < ncols; i++) {
+		bool dec = strncmp(cols[i].type, "Decimal", 7) == 0;
+		if (!cols[i].in_sorting_key)
+			continue;
+		sl_buf_puts(b, first ? "" : ", ");
+		first = false;
+		sl_buf_puts(b, dec ? "toString(" : "");
+		ch_quote_ident(b, cols[i].name);
+		sl_buf_puts(b, dec ? ")" : "");
+	}
+	sl_buf_puts(b, "))");
+	free(name);
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
@@ -203,20 +283,30 @@ int ch_sql_create_view(struct sl_buf *b, const struct ch_ddl *d, const char *db,
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
+static int drop(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object, const char *suffix)
 {
 	/* DROP TABLE drops a view in every version; DROP VIEW is newer. */
 	sl_buf_puts(b, "DROP TABLE IF EXISTS ");
-	ch_qname(b, db, object, CH_VIEW_SUFFIX);
+	ch_qname(b, db, object, suffix);
 	on_cluster(b, d);
 	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
+{
+	return drop(b, d, db, object, CH_VIEW_SUFFIX);
+}
+
+int ch_sql_drop_distributed(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
+{
+	return drop(b, d, db, object, NULL);
 }
 
 int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
 		       const int *add, int nadd)
 {
 	sl_buf_puts(b, "ALTER TABLE ");
-	ch_qname(b, db, l->object, NULL);
+	ch_qname(b, db, l->object, local_suffix(d));
 	on_cluster(b, d);
 	for (int i = 0; i < nadd; i++) {
 		const struct ch_col *c = &l->cols[add[i]];
@@ -239,7 +329,7 @@ int ch_sql_describe(struct sl_buf *b, const char *db, const char *object)
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_engines(struct sl_buf *b, const char *db, const char *object)
+int ch_sql_engines(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
 {
 	sl_buf_puts(b, "SELECT name, engine FROM system.tables WHERE database = ");
 	ch_quote_str(b, db, strlen(db));
@@ -247,7 +337,13 @@ int ch_sql_engines(struct sl_buf *b, const char *db, const char *object)
 	ch_quote_str(b, object, strlen(object));
 	sl_buf_puts(b, " OR name = concat(");
 	ch_quote_str(b, object, strlen(object));
-	sl_buf_puts(b, ", '" CH_VIEW_SUFFIX "')) FORMAT RowBinary");
+	sl_buf_puts(b, ", '" CH_VIEW_SUFFIX "')");
+	if (local_suffix(d)) {
+		sl_buf_puts(b, " OR name = concat(");
+		ch_quote_str(b, object, strlen(object));
+		sl_buf_printf(b, ", '%s')", local_suffix(d));
+	}
+	sl_buf_puts(b, ") FORMAT RowBinary");
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
@@ -261,7 +357,8 @@ int ch_sql_database_exists(struct sl_buf *b, const char *db)
 
 int ch_sql_cluster_hosts(struct sl_buf *b, const char *cluster)
 {
-	sl_buf_puts(b, "SELECT count() FROM system.clusters WHERE cluster = ");
+	sl_buf_puts(b, "SELECT count(), uniqExact(shard_num), toUInt64(sum(is_local)) FROM system.clusters WHERE "
+		    "cluster = ");
 	ch_quote_str(b, cluster, strlen(cluster));
 	sl_buf_puts(b, " FORMAT RowBinary");
 	return sl_buf_failed(b) ? -1 : 0;
@@ -576,7 +673,7 @@ int ch_sql_delete_csn_range(struct sl_buf *b, const struct ch_ddl *d, const char
 			    const char *first, const char *last)
 {
 	sl_buf_puts(b, "ALTER TABLE ");
-	ch_qname(b, db, object, NULL);
+	ch_qname(b, db, object, local_suffix(d));
 	on_cluster(b, d);
 	sl_buf_puts(b, " DELETE WHERE `_csn` >= ");
 	ch_quote_str(b, first, strlen(first));
@@ -585,13 +682,20 @@ int ch_sql_delete_csn_range(struct sl_buf *b, const struct ch_ddl *d, const char
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_mutations_left(struct sl_buf *b, const char *db, const char *object)
+int ch_sql_mutations_left(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object)
 {
+	char *name;
+
+	if (!(name = ch_local_name(d, object))) {
+		b->failed = true;
+		return -1;
+	}
 	sl_buf_puts(b, "SELECT count() FROM system.mutations WHERE database = ");
 	ch_quote_str(b, db, strlen(db));
 	sl_buf_puts(b, " AND table = ");
-	ch_quote_str(b, object, strlen(object));
+	ch_quote_str(b, name, strlen(name));
 	sl_buf_puts(b, " AND is_done = 0 FORMAT RowBinary");
+	free(name);
 	return sl_buf_failed(b) ? -1 : 0;
 }
 

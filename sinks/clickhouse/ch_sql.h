@@ -24,6 +24,17 @@
 
 /* The view of a merge-mode table: `<table>_current`. */
 #define CH_VIEW_SUFFIX "_current"
+/* With distributed (doc/clickhouse.md, "Distributed tables"): the
+ * ReplicatedReplacingMergeTree table on each server is `<table>_local`, and
+ * `<table>` is the Distributed table over them. */
+#define CH_LOCAL_SUFFIX "_local"
+/* URL parameters of every insert into a Distributed table: the insert
+ * returns once the rows are on their shards, not when they are queued on
+ * the server that received them (the default), so that a checkpoint never
+ * passes rows that a crash of that server would lose.  23.x and later call
+ * it distributed_foreground_insert and keep this name as its alias (26.7
+ * lists both in system.settings). */
+#define CH_PARAMS_DIST_INSERT "insert_distributed_sync=1"
 /* The external table (HTTP "external data") that carries the keys of a lookup. */
 #define CH_KEYS_TABLE "sluice_keys"
 /* The merge version map (ch_layout.h): one table per database.  A leading
@@ -56,34 +67,54 @@ int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *s
 struct ch_ddl {
 	const char *cluster;
 	const char *replica_path;
+	bool distributed;          /* with cluster: the local tables are <table>_local, and
+				    * <table> a Distributed table over them */
 };
+
+/* The name of the table that holds object's rows on each server: object,
+ * or with d->distributed object_local.  Freed by the caller; NULL when out
+ * of memory. */
+char *ch_local_name(const struct ch_ddl *d, const char *object);
 
 int ch_sql_create_database(struct sl_buf *b, const struct ch_ddl *d, const char *db);
 /* CREATE TABLE IF NOT EXISTS with the layout's columns; ENGINE
  * ReplacingMergeTree(_version) ORDER BY the primary key (merge; the modern
  * layout's ReplacingMergeTree(_version, _is_deleted)), or
  * ReplacingMergeTree ORDER BY (_csn, _uuid) (append: a change delivered
- * twice collapses into one row). */
+ * twice collapses into one row).  With d->distributed the table is
+ * `<object>_local`. */
 int ch_sql_create_table(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l);
+/* With d->distributed: the Distributed table `<object>` ON CLUSTER over the
+ * local tables `<object>_local`, with their columns cols (as
+ * ch_sql_describe() lists them, in their order), sharded by cityHash64 of
+ * the columns in the local table's sorting key (a decimal as its text:
+ * 18.16 hashes no Decimal). */
+int ch_sql_create_distributed(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object,
+			      const struct ch_dest_col *cols, int ncols);
+/* Drops the Distributed table (to make it again with new columns: 18.16
+ * runs no ALTER ON CLUSTER on a table that is not replicated). */
+int ch_sql_drop_distributed(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 /* CREATE VIEW IF NOT EXISTS `<object>_current` AS SELECT * FROM <table>
  * FINAL WHERE _is_deleted = 0. */
 int ch_sql_create_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 /* Drops the view (so it can be made again with the columns the table has
  * now: a view keeps the columns "*" meant when it was created). */
 int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
-/* ALTER TABLE ... ADD COLUMN for l->cols[add[i]], i < nadd. */
+/* ALTER TABLE ... ADD COLUMN for l->cols[add[i]], i < nadd (the local
+ * tables with d->distributed). */
 int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
 		       const int *add, int nadd);
 
 /* The columns of a table: name, type, is_in_sorting_key (RowBinary),
  * in the table's order. */
 int ch_sql_describe(struct sl_buf *b, const char *db, const char *object);
-/* name and engine of the table and of its view, if they exist (RowBinary). */
-int ch_sql_engines(struct sl_buf *b, const char *db, const char *object);
+/* name and engine of the table and of its view, and with d->distributed of
+ * its local table, if they exist (RowBinary). */
+int ch_sql_engines(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 /* The databases called db: count() (RowBinary UInt64). */
 int ch_sql_database_exists(struct sl_buf *b, const char *db);
-/* The servers of cluster in the server's configuration: count() (RowBinary
- * UInt64). */
+/* The servers of cluster in the server's configuration, its shards, and
+ * how many of them are this server: three UInt64 (RowBinary). */
 int ch_sql_cluster_hosts(struct sl_buf *b, const char *cluster);
 /* The user's readonly and allow_ddl settings: name, value (RowBinary). */
 int ch_sql_user_settings(struct sl_buf *b);
@@ -144,11 +175,13 @@ int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, 
  * or -1. */
 int ch_sql_lookup(struct sl_buf *query, struct sl_buf *structure, const char *db, const struct ch_layout *l);
 
-/* ALTER TABLE ... DELETE WHERE _csn BETWEEN first AND last (a mutation). */
+/* ALTER TABLE ... DELETE WHERE _csn BETWEEN first AND last (a mutation; of
+ * the local tables with d->distributed). */
 int ch_sql_delete_csn_range(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object,
 			    const char *first, const char *last);
-/* The table's unfinished mutations: count() (RowBinary UInt64). */
-int ch_sql_mutations_left(struct sl_buf *b, const char *db, const char *object);
+/* The table's (or its local table's) unfinished mutations: count()
+ * (RowBinary UInt64). */
+int ch_sql_mutations_left(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 
 /* ---- errors ---- */
 

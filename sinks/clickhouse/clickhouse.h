@@ -23,7 +23,8 @@
  *
  * With the key cluster, every statement that makes, alters or drops goes ON
  * CLUSTER and the engines are ReplicatedReplacingMergeTree (replica_path);
- * inserts and reads stay on the server of url.
+ * inserts and reads stay on the server of url, or with distributed go
+ * through a Distributed table over the local tables of every shard.
  *
  * write() adds a change to a batch in memory: encoded at once as a RowBinary
  * row (append), or kept as the latest change of its key (merge: one row per
@@ -79,6 +80,8 @@ struct sl_ch_conf {
 	char *cluster;               /* NULL: one server; else DDL ON CLUSTER, Replicated engines */
 	char *replica_path;          /* the Replicated engines' path; default
 				      * /clickhouse/tables/{shard}/{database}/{table} */
+	int distributed;             /* bool, with cluster: local tables <table>_local, rows
+				      * inserted into the Distributed table <table> */
 	size_t response_cap;         /* not a key: the largest response read; 0 (always, from the
 				      * file): 256 MiB.  Tests make it small. */
 };

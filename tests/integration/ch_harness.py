@@ -782,6 +782,21 @@ class ChTestCase(unittest.TestCase):
         self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr, "the ClickHouse password appeared in the output")
         return r
 
+    def stop_and_catch_up(self, procs):
+        """Ends the agents of procs ({Sluice: its running process}) with
+        SIGTERM (each must drain and exit 0, not having exited before), then
+        catches each stream up (after its slot is free, for PostgreSQL)."""
+        for s, p in procs.items():
+            if not p.alive():
+                self.fail(f"sluice exited on its own:\n{p.result().describe()}")
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(60)
+            self.assertEqual(r.rc, 0, f"SIGTERM must drain and exit 0:\n{r.describe()}")
+            self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
+            if hasattr(self.pg, "wait_slot_inactive"):
+                self.pg.wait_slot_inactive(s.slot)
+            self.catch_up(s)
+
     def source_rows(self, schema, table, key_columns):
         """The source table as ClickHouse must hold it: ({key: row}, {column: kind})."""
         return source_rows_for_ch(self.pg, schema, table, key_columns, self.modern)

@@ -768,15 +768,7 @@ class ClickHouseKillTest(ChTestCase):
                 wl.start()
         time.sleep(rng.uniform(0.5, 1.5))
         wl.finish()
-        for s, p in procs.items():
-            if not p.alive():
-                self.fail(f"sluice exited on its own:\n{p.result().describe()}")
-            p.signal(signal.SIGTERM)
-            r = p.wait_result(60)
-            self.assertEqual(r.rc, 0, f"SIGTERM must drain and exit 0:\n{r.describe()}")
-            self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
-            pg.wait_slot_inactive(s.slot)
-            self.catch_up(s)
+        self.stop_and_catch_up(procs)
         print(f"    workload: {wl.tx} transactions after the TRUNCATE", file=sys.stderr)
         self.assertChMatches(sm, "public", "kt", ["id"])
         rows = self.ch.rows("ka", "public_kt", final=True)

@@ -485,14 +485,7 @@ class MyChKillTest(MyChTestCase):
                 self.addCleanup(wl.stop_event.set)
         time.sleep(rng.uniform(0.5, 1.5))
         wl.finish()
-        for s, p in procs.items():
-            if not p.alive():
-                self.fail(f"sluice exited on its own:\n{p.result().describe()}")
-            p.signal(signal.SIGTERM)
-            r = p.wait_result(60)
-            self.assertEqual(r.rc, 0, f"SIGTERM must drain and exit 0:\n{r.describe()}")
-            self.assertNotIn(CH_PASSWORD, r.stdout + r.stderr)
-            self.catch_up(s)
+        self.stop_and_catch_up(procs)
         print(f"    workload: {wl.tx} transactions ({wl.multi} over both tables since the TRUNCATE)",
               file=sys.stderr)
         for t in ("kt", "kt2"):

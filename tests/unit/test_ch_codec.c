@@ -858,6 +858,16 @@ static void test_layout_create(void **state)
 	sl_buf_free(&b);
 }
 
+/* The metadata columns of a CREATE TABLE, in each layout. */
+static const char meta_legacy[] =
+	"`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
+	"`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+	"`_unchanged_columns` Array(String), `_lsn` String)";
+static const char meta_modern[] =
+	"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
+	"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+	"`_unchanged_columns` Array(String), `_lsn` String)";
+
 /* A merge-mode layout needs a primary key: the sink's own check. */
 /* The CREATE TABLE of t (merge or append, layout fl) for d in db is head,
  * meta (the metadata columns), tail. */
@@ -892,14 +902,6 @@ static void test_cluster_ddl(void **state)
 	static const struct tl_col cols[] = {
 		{ "id", T_INT4, -1, "integer", true }, { "at", T_TIMESTAMPTZ, -1, "timestamptz", false },
 	};
-	static const char meta_legacy[] =
-		"`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
-		"`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
-		"`_unchanged_columns` Array(String), `_lsn` String)";
-	static const char meta_modern[] =
-		"`_uuid` UUID, `_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
-		"`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
-		"`_unchanged_columns` Array(String), `_lsn` String)";
 	const struct ch_ddl cl = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}/x{table}" };
 	const struct ch_ddl none = { .cluster = NULL, .replica_path = "/ch/{shard}/{database}/{table}" };
 	struct sl_table *t = tl_table("public", "t", cols, 2);
@@ -969,6 +971,152 @@ static void test_cluster_ddl(void **state)
 	assert_int_equal(ch_sql_delete_csn_range(&b, &cl, "db", "public_t", "A", "B"), 0);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ON CLUSTER `main\\`s` DELETE WHERE `_csn` >= 'A' "
 			    "AND `_csn` <= 'B'");
+	sl_table_free(t);
+	sl_buf_free(&b);
+}
+
+/* The columns ClickHouse lists for a table made from layout l: name, type,
+ * in_sorting_key.  Freed with free_cols(). */
+static struct ch_dest_col *cols_of(const struct ch_layout *l)
+{
+	struct ch_dest_col *c = calloc((size_t)l->ncols, sizeof *c);
+
+	for (int i = 0; i < l->ncols; i++) {
+		struct sl_buf ty;
+		sl_buf_init(&ty, 0);
+		ch_type_sql(&ty, &l->cols[i].type);
+		c[i].name = strdup(l->cols[i].name);
+		c[i].type = sl_buf_detach(&ty);
+		c[i].in_sorting_key = l->cols[i].key;
+	}
+	return c;
+}
+
+static void free_cols(struct ch_dest_col *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		free(c[i].name);
+		free(c[i].type);
+	}
+	free(c);
+}
+
+/* The Distributed table of t (merge or append, layout fl) for d in db:
+ * over the columns a table made from the layout has. */
+static void expect_distributed(const struct ch_ddl *d, struct sl_table *t, bool merge, enum ch_flavor fl,
+			       const char *want)
+{
+	struct ch_layout *l;
+	struct ch_dest_col *c;
+	struct sl_buf b;
+	char err[256];
+
+	sl_buf_init(&b, 0);
+	assert_int_equal(ch_layout_new(&l, t, merge, fl, err, sizeof err), 0);
+	c = cols_of(l);
+	assert_int_equal(ch_sql_create_distributed(&b, d, "d'b", l->object, c, l->ncols), 0);
+	assert_string_equal(b.data, want);
+	free_cols(c, l->ncols);
+	ch_layout_free(l);
+	sl_buf_free(&b);
+}
+
+/* distributed = true (doc/clickhouse.md, "Distributed tables"): the local
+ * tables are <table>_local (their replica path too), and <table> is a
+ * Distributed table with the local table's columns, sharded by cityHash64
+ * of its sorting key (the primary key in merge mode, _uuid and _csn in
+ * append mode, in column order; a decimal as text), in both layouts; the
+ * DDL and the mutations that concern rows go to the local tables, reads
+ * and inserts name <table>. */
+static void test_distributed_ddl(void **state)
+{
+	static const struct tl_col cols[] = {
+		{ "id", T_INT4, -1, "integer", true }, { "at", T_TIMESTAMPTZ, -1, "timestamptz", false },
+		{ "k", T_NUMERIC, 0, "numeric(8,2)", true },
+	};
+	const struct ch_ddl dist = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}",
+				     .distributed = true };
+	const struct ch_ddl nodist = { .cluster = "main`s", .replica_path = "/ch/{shard}/{database}/{table}" };
+	struct tl_col c3[3];
+	struct sl_table *t;
+	struct ch_layout *l;
+	struct sl_buf b;
+	char err[256], *name;
+	int add[1] = { 1 };
+
+	(void)state;
+	memcpy(c3, cols, sizeof c3);
+	c3[2].typmod = numeric_typmod(8, 2);
+	t = tl_table("public", "t", c3, 3);
+	sl_buf_init(&b, 0);
+	expect_create(&dist, "d'b", t, true, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t_local` ON CLUSTER "
+		      "`main\\`s` (`id` Int32, `at` Nullable(Int64), `k` Decimal(8, 2), ", meta_legacy,
+		      " ENGINE = ReplicatedReplacingMergeTree('/ch/{shard}/d\\'b/public_t_local', '{replica}', "
+		      "`_version`) ORDER BY (`id`, `k`)");
+	expect_create(&dist, "db", t, false, CH_MODERN, "CREATE TABLE IF NOT EXISTS `db`.`public_t_local` ON CLUSTER "
+		      "`main\\`s` (`id` Nullable(Int32), `at` Nullable(DateTime64(6, 'UTC')), `k` Nullable(Decimal(8, 2)), ",
+		      meta_modern, " ENGINE = ReplicatedReplacingMergeTree('/ch/{shard}/db/public_t_local', '{replica}') "
+		      "ORDER BY (`_csn`, `_uuid`)");
+	expect_distributed(&dist, t, true, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` ON CLUSTER "
+			   "`main\\`s` (`id` Int32, `at` Nullable(Int64), `k` Decimal(8, 2), `_uuid` String, "
+			   "`_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, `_csn` String, "
+			   "`_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, `_unchanged_columns` Array(String), "
+			   "`_lsn` String) ENGINE = Distributed('main`s', 'd\\'b', 'public_t_local', "
+			   "cityHash64(`id`, toString(`k`)))");
+	expect_distributed(&dist, t, true, CH_MODERN, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` ON CLUSTER "
+			   "`main\\`s` (`id` Int32, `at` Nullable(DateTime64(6, 'UTC')), `k` Decimal(8, 2), `_uuid` UUID, "
+			   "`_source_timestamp` DateTime64(6, 'UTC'), `_read_timestamp` DateTime64(6, 'UTC'), "
+			   "`_change_type` String, `_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+			   "`_unchanged_columns` Array(String), `_lsn` String) ENGINE = Distributed('main`s', 'd\\'b', "
+			   "'public_t_local', cityHash64(`id`, toString(`k`)))");
+	expect_distributed(&dist, t, false, CH_LEGACY, "CREATE TABLE IF NOT EXISTS `d'b`.`public_t` ON CLUSTER "
+			   "`main\\`s` (`id` Nullable(Int32), `at` Nullable(Int64), `k` Nullable(Decimal(8, 2)), "
+			   "`_uuid` String, `_source_timestamp` Int64, `_read_timestamp` Int64, `_change_type` String, "
+			   "`_csn` String, `_version` UInt64, `_is_deleted` UInt8, `_tx_id` UInt64, "
+			   "`_unchanged_columns` Array(String), `_lsn` String) ENGINE = Distributed('main`s', 'd\\'b', "
+			   "'public_t_local', cityHash64(`_uuid`, `_csn`))");
+
+	/* what names the local table, and what does not */
+	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
+	assert_int_equal(ch_sql_add_columns(&b, &dist, "db", l, add, 1), 0);
+	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t_local` ON CLUSTER `main\\`s` ADD COLUMN `at` "
+			    "Nullable(Int64)");
+	ch_layout_free(l);
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_drop_distributed(&b, &dist, "db", "public_t"), 0);
+	assert_string_equal(b.data, "DROP TABLE IF EXISTS `db`.`public_t` ON CLUSTER `main\\`s`");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_create_view(&b, &dist, "db", "public_t"), 0);
+	assert_string_equal(b.data, "CREATE VIEW IF NOT EXISTS `db`.`public_t_current` ON CLUSTER `main\\`s` AS "
+			    "SELECT * FROM `db`.`public_t` FINAL WHERE `_is_deleted` = 0");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_engines(&b, &dist, "db", "public_t"), 0);
+	assert_string_equal(b.data, "SELECT name, engine FROM system.tables WHERE database = 'db' AND (name = "
+			    "'public_t' OR name = concat('public_t', '_current') OR name = concat('public_t', '_local')) "
+			    "FORMAT RowBinary");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_engines(&b, &nodist, "db", "public_t"), 0);
+	assert_string_equal(b.data, "SELECT name, engine FROM system.tables WHERE database = 'db' AND (name = "
+			    "'public_t' OR name = concat('public_t', '_current')) FORMAT RowBinary");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_delete_csn_range(&b, &dist, "db", "public_t", "A", "B"), 0);
+	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t_local` ON CLUSTER `main\\`s` DELETE WHERE "
+			    "`_csn` >= 'A' AND `_csn` <= 'B'");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_mutations_left(&b, &dist, "db", "public_t"), 0);
+	assert_string_equal(b.data, "SELECT count() FROM system.mutations WHERE database = 'db' AND table = "
+			    "'public_t_local' AND is_done = 0 FORMAT RowBinary");
+	sl_buf_reset(&b);
+	assert_int_equal(ch_sql_mutations_left(&b, NULL, "db", "public_t"), 0);
+	assert_string_equal(b.data, "SELECT count() FROM system.mutations WHERE database = 'db' AND table = "
+			    "'public_t' AND is_done = 0 FORMAT RowBinary");
+	/* without cluster, distributed changes nothing */
+	name = ch_local_name(&(struct ch_ddl){ .distributed = true }, "public_t");
+	assert_string_equal(name, "public_t");
+	free(name);
+	name = ch_local_name(&dist, "public_t");
+	assert_string_equal(name, "public_t_local");
+	free(name);
 	sl_table_free(t);
 	sl_buf_free(&b);
 }
@@ -1465,6 +1613,7 @@ int main(void)
 		cmocka_unit_test(test_quote),
 		cmocka_unit_test(test_layout_create),
 		cmocka_unit_test(test_cluster_ddl),
+		cmocka_unit_test(test_distributed_ddl),
 		cmocka_unit_test(test_layout_keyless_merge),
 		cmocka_unit_test(test_layout_match),
 		cmocka_unit_test(test_layout_row),

@@ -56,6 +56,10 @@ struct fake_ch {
 	struct fake_http *srv;
 	bool db_exists, table_exists, view_exists, altered;
 	uint64_t cluster_hosts;        /* the servers of any cluster asked for */
+	uint64_t cluster_shards;       /* its shards */
+	uint64_t cluster_local;        /* how many of its servers are this one */
+	bool dist;                     /* the table is public_items_local, public_items a Distributed table */
+	int dist_cols;                 /* the Distributed table's columns: 0 none, 1 describe, 2 describe_altered */
 	struct sl_buf describe;        /* the table's columns, RowBinary */
 	struct sl_buf describe_altered;
 	int fail_503;                  /* the next inserts answer 503 */
@@ -93,6 +97,23 @@ static void put_str(struct sl_buf *b, const char *s)
 static bool starts(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A table's columns (describe's RowBinary) as a Distributed table over it
+ * lists them: the same, none in a sorting key. */
+static void describe_dist(struct sl_buf *out, const struct sl_buf *local)
+{
+	struct ch_rb_reader r = { (const unsigned char *)local->data, (const unsigned char *)local->data + local->len };
+	const unsigned char *name, *type;
+	size_t nn, nt;
+	unsigned key;
+
+	while (r.p < r.end && ch_rb_get_str(&r, &name, &nn) == 0 && ch_rb_get_str(&r, &type, &nt) == 0 &&
+	       ch_rb_get_u8(&r, &key) == 0) {
+		ch_rb_put_str(out, (const char *)name, nn);
+		ch_rb_put_str(out, (const char *)type, nt);
+		sl_buf_putc(out, 0);
+	}
 }
 
 static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_resp *rs)
@@ -149,14 +170,21 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	sql = strndup((const char *)rq->body, rq->len);
 	if (starts(sql, "SELECT count() FROM system.databases")) {
 		put_u64(&rs->body, ch->db_exists);
-	} else if (starts(sql, "SELECT count() FROM system.clusters WHERE cluster = 'two shards' ")) {
+	} else if (starts(sql, "SELECT count(), uniqExact(shard_num), toUInt64(sum(is_local)) FROM system.clusters "
+			       "WHERE cluster = 'two shards' ")) {
 		put_u64(&rs->body, ch->cluster_hosts);
+		put_u64(&rs->body, ch->cluster_shards);
+		put_u64(&rs->body, ch->cluster_local);
 	} else if (starts(sql, "CREATE DATABASE")) {
 		ch->db_exists = true;
 	} else if (starts(sql, "SELECT name, engine FROM system.tables")) {
 		if (ch->table_exists) {
-			put_str(&rs->body, "public_items");
+			put_str(&rs->body, ch->dist ? "public_items_local" : "public_items");
 			put_str(&rs->body, ch->table_engine ? ch->table_engine : "ReplacingMergeTree");
+		}
+		if (ch->table_exists && ch->dist) {
+			put_str(&rs->body, "public_items");
+			put_str(&rs->body, "Distributed");
 		}
 		if (ch->view_exists) {
 			put_str(&rs->body, "public_items_current");
@@ -179,6 +207,15 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	} else if (starts(sql, "INSERT INTO `db`.`" CH_VMAP_TABLE "`")) {
 		sl_buf_append(&ch->vsteps, sql, strlen(sql));
 		sl_buf_putc(&ch->vsteps, '\n');
+	} else if (starts(sql, "CREATE TABLE") && strstr(sql, " ENGINE = Distributed(")) {
+		ch->dist_cols = ch->altered ? 2 : 1;
+	} else if (starts(sql, "DROP TABLE IF EXISTS `db`.`public_items` ")) {
+		ch->dist_cols = 0;
+	} else if (starts(sql, "SELECT name, type, toUInt8(is_in_sorting_key)") && ch->dist &&
+		   strstr(sql, " AND table = 'public_items' ")) {
+		/* the Distributed table: no sorting key */
+		if (ch->dist_cols)
+			describe_dist(&rs->body, ch->dist_cols == 2 ? &ch->describe_altered : &ch->describe);
 	} else if (starts(sql, "CREATE TABLE")) {
 		ch->table_exists = true;
 	} else if (starts(sql, "CREATE VIEW")) {
@@ -509,6 +546,67 @@ static void test_merge_floor_after_restart(void **state)
 	assert_non_null(strstr(fake_http_transcript(f->ch.srv),
 			       "SELECT max(`_version`) FROM `db`.`public_items` WHERE (`id`) = "
 			       "(defaultValueOfArgumentType(`id`)) AND `_change_type` = 'TRUNCATE' FORMAT RowBinary"));
+}
+
+/* A replay after a re-backfill whose snapshot followed a column added at
+ * the source: ClickHouse's table, made anew, has the column, and the
+ * replayed changes of the older table version (a TRUNCATE too), all older
+ * than the re-backfill's marker, are skipped instead of stopping the stream as a
+ * dropped column would: in the run that wrote the marker (its floor is
+ * known), and in a later run (the floor is read when the version does not
+ * fit). */
+static void test_old_version_below_truncate(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5);
+	const char *extra[] = { "extra", "Nullable(Int32)", NULL };
+	struct sl_value old[4] = { tl_int(3), tl_str("old"), tl_null(), tl_null() };
+	struct sl_value now[5] = { tl_int(4), tl_str("now"), tl_null(), tl_null(), tl_int(7) };
+	struct sl_change c;
+	struct sl_ch_stats st;
+	struct ch_layout *l;
+
+	open_sink(f, true);
+	assert_int_equal(ch_layout_new(&l, f->t, true, CH_LEGACY, f->err, sizeof f->err), 0);
+	describe_layout(&f->ch.describe_altered, l, extra);
+	ch_layout_free(l);
+	f->ch.altered = true;   /* the table made from t2 has "extra" */
+	tl_change(&c, t2, SL_OP_TRUNCATE, NULL, 0x500, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, t2, SL_OP_INSERT, now, 0x500, 2, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, old, 0x300, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x300, 2, 1);
+	write_ok(f, &c);
+	mark(f, 0x510);
+	flush_ok(f, 0x510);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 2);
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "old", 3));
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "now", 3));
+
+	/* a later run starts with the older version's changes */
+	sl_clickhouse_ops.close(f->sink);
+	f->sink = NULL;
+	sl_buf_reset(&f->ch.inserted);
+	fake_http_clear(f->ch.srv);
+	assert_int_equal(ch_version(0x500, 1, 0, &f->ch.floor), 0);
+	open_sink(f, true);
+	tl_change(&c, f->t, SL_OP_TRUNCATE, NULL, 0x300, 1, 1);
+	write_ok(f, &c);
+	tl_change(&c, f->t, SL_OP_UPDATE_INSERT, old, 0x300, 2, 1);
+	write_ok(f, &c);
+	tl_change(&c, t2, SL_OP_UPDATE_INSERT, now, 0x600, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x610);
+	flush_ok(f, 0x610);
+	sl_clickhouse_get_stats(f->sink, &st);
+	assert_int_equal(st.below_truncate, 2);
+	assert_null(strstr(fake_http_transcript(f->ch.srv), "FINAL WHERE `_version` < "));   /* no tombstones */
+	assert_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "old", 3));
+	assert_non_null(memmem(f->ch.inserted.data, f->ch.inserted.len, "now", 3));
+	sl_table_free(t2);
 }
 
 /* A transaction of more than 255 changes, sent in parts, with a TRUNCATE
@@ -968,6 +1066,60 @@ static void test_cluster_requests(void **state)
 	sl_table_free(t2);
 }
 
+/* With distributed, the local tables are <table>_local and the rows go
+ * through the Distributed table <table>, made from the local table's
+ * columns and sharded by their sorting key; each insert (and a TRUNCATE's
+ * INSERT ... SELECT) waits until its rows are on their shards
+ * (insert_distributed_sync=1).  ch_dist_merge.http: the first write of a
+ * merge-mode table, a key change, a TOAST value filled through the
+ * Distributed table; ch_dist_add_column.http: a column added, the
+ * Distributed table and the view made again; ch_dist_truncate.http: a
+ * TRUNCATE; ch_dist_append.http: an append-mode batch in the modern layout. */
+static void test_distributed_requests(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5);
+	struct sl_value v[5] = { tl_int(3), tl_str("z"), tl_unchanged(), tl_null(), tl_int(8) };
+	struct sl_change c;
+
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	f->conf.distributed = 1;
+	f->ch.dist = true;
+	added_column_batch(f, t2, "ch_dist_merge.http", "ch_dist_add_column.http");
+	/* a TOAST value from ClickHouse, then a TRUNCATE */
+	fake_http_clear(f->ch.srv);
+	tl_change(&c, t2, SL_OP_UPDATE_INSERT, v, 0x300, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x310);
+	flush_ok(f, 0x310);
+	tl_change(&c, t2, SL_OP_TRUNCATE, NULL, 0x400, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x410);
+	flush_ok(f, 0x410);
+	golden(f, "ch_dist_truncate.http");
+	sl_table_free(t2);
+}
+
+static void test_distributed_append(void **state)
+{
+	struct fx *f = *state;
+	struct sl_value v1[4] = { tl_int(1), tl_str("apple"), tl_str("first"), tl_dec(false, "1250", 2) };
+	struct sl_change c;
+
+	f->conf.cluster = (char *)"two shards";
+	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
+	f->conf.distributed = 1;
+	f->ch.dist = true;
+	f->ch.version = "26.7.2.1";
+	open_sink_as(f, false, CH_MODERN);
+	tl_change(&c, f->t, SL_OP_INSERT, v1, 0x16B374D848, 1, 1700000000000000);
+	write_ok(f, &c);
+	mark(f, 0x16B374DA10);
+	flush_ok(f, 0x16B374DA10);
+	golden(f, "ch_dist_append.http");
+}
+
 /* A column added at the source: ALTER TABLE ADD COLUMN.  A dropped one
  * stops the stream, naming the table and the column. */
 static void test_schema_changes(void **state)
@@ -1377,6 +1529,19 @@ static char *run_check(struct fx *f, const struct sl_sink_stream *st, int rc)
 	return out;
 }
 
+/* `sluice check` passes and says of cluster "two shards": "has <tail>". */
+static void expect_cluster_line(struct fx *f, const struct sl_sink_stream *st, const char *tail)
+{
+	struct sl_buf want;
+	char *out = run_check(f, st, 0);
+
+	sl_buf_init(&want, 0);
+	sl_buf_printf(&want, "\nstream s1: destination wh: cluster \"two shards\" has %s", tail);
+	assert_non_null(strstr(out, want.data));
+	sl_buf_free(&want);
+	free(out);
+}
+
 static void test_check(void **state)
 {
 	struct fx *f = *state;
@@ -1413,10 +1578,26 @@ static void test_check(void **state)
 	f->conf.cluster = (char *)"two shards";
 	f->conf.replica_path = (char *)"/clickhouse/tables/{shard}/{database}/{table}";
 	f->ch.cluster_hosts = 4;
-	out = run_check(f, &st, 0);
-	assert_non_null(strstr(out, "\nstream s1: destination wh: cluster \"two shards\" has 4 servers: tables are "
-				    "made ON CLUSTER, Replicated, at /clickhouse/tables/{shard}/{database}/{table}\n"));
+	f->ch.cluster_shards = 2;
+	f->ch.cluster_local = 1;
+	expect_cluster_line(f, &st, "4 servers in 2 shards: tables are made ON CLUSTER, Replicated, at "
+			    "/clickhouse/tables/{shard}/{database}/{table}; rows go to this server's shard only "
+			    "(distributed = false)\n");
+	f->conf.distributed = 1;
+	expect_cluster_line(f, &st, "4 servers in 2 shards: tables are made ON CLUSTER, Replicated, at "
+			    "/clickhouse/tables/{shard}/{database}/{table}; rows go through Distributed tables to "
+			    "every shard\n");
+	f->ch.cluster_hosts = f->ch.cluster_shards = 1;
+	f->conf.distributed = 0;
+	expect_cluster_line(f, &st, "1 servers in 1 shard: tables are made ON CLUSTER, Replicated, at "
+			    "/clickhouse/tables/{shard}/{database}/{table}\n");
+	/* the server of url is not one of the cluster's: it would get no table */
+	f->ch.cluster_local = 0;
+	out = run_check(f, &st, SL_EPREREQ);
 	free(out);
+	assert_non_null(strstr(f->err, "destination \"wh\": the server at http://127.0.0.1:"));
+	assert_non_null(strstr(f->err, " is not one of the 1 servers of cluster \"two shards\" (none of them is local "
+				       "in its system.clusters): point url at one of them"));
 	f->ch.cluster_hosts = 0;
 	out = run_check(f, &st, SL_EPREREQ);
 	free(out);
@@ -1432,8 +1613,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_modern_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_floor_after_restart, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_old_version_below_truncate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_long_transaction, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retyped_which_side, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_distributed_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_distributed_append, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replayed_key_change_keeps_toast, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_dropped_by_hand, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retry_on_503, setup, teardown),

@@ -1225,6 +1225,7 @@ static void test_clickhouse_keys(void **state)
 	assert_null(c->dead_letter_path);
 	assert_null(c->cluster);
 	assert_string_equal(c->replica_path, "/clickhouse/tables/{shard}/{database}/{table}");
+	assert_int_equal(c->distributed, 0);
 	sl_config_free(cfg);
 
 	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ncluster = main\nreplica_path = /ch/{database}.{table}\n",
@@ -1234,6 +1235,17 @@ static void test_clickhouse_keys(void **state)
 	assert_string_equal(c->cluster, "main");
 	assert_string_equal(c->replica_path, "/ch/{database}.{table}");
 	sl_config_free(cfg);
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ncluster = main\ndistributed = true\n", wh);
+	cfg = LOAD_OK(f, ini);
+	c = cfg->destinations[1].conf;
+	assert_int_equal(c->distributed, 1);
+	sl_config_free(cfg);
+	/* a Distributed table needs the cluster its local tables are made on */
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ndistributed = yes\n", wh);
+	EXPECT_ERR(f, ini, ":15: distributed = true needs cluster (the Distributed table and the local tables it "
+		   "reads are made ON CLUSTER)");
+	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ndistributed = false\n", wh);
+	sl_config_free(LOAD_OK(f, ini));
 	snprintf(ini, sizeof ini, MINIMAL "%surl = http://h\ncluster = main\nreplica_path = /ch/{shard}\n", wh);
 	EXPECT_ERR(f, ini, ":16: bad value \"/ch/{shard}\" for key \"replica_path\": must contain {table} (each "
 		   "table needs a path of its own)");
