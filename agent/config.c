@@ -393,7 +393,8 @@ static bool valid_section_name(const char *s)
 }
 
 /* True if key exists in a section of this kind: for destinations, "type"
- * or a key of any sink (whether it applies to this section's type is
+ * or a key of any sink, and for sources "type" or a key of any source
+ * (whether it applies to this section's type is
  * checked in phase 2, once the type is known). */
 static bool key_known(enum sect kind, const char *key)
 {
@@ -401,14 +402,7 @@ static bool key_known(enum sect kind, const char *key)
 	case S_AGENT:
 		return sl_keytab_has(agent_keys, ARRAY_LEN(agent_keys), key);
 	case S_SOURCE:
-		if (!strcmp(key, "type"))
-			return true;
-		for (size_t i = 0; i < sl_source_count(); i++) {
-			const struct sl_source_ops *ops = sl_source_at(i);
-			if (sl_keytab_has(ops->keys, ops->nkeys, key))
-				return true;
-		}
-		return false;
+		return !strcmp(key, "type") || sl_source_has_key(key);
 	case S_STREAM:
 		return sl_keytab_has(stream_keys, ARRAY_LEN(stream_keys), key);
 	case S_DEST:

@@ -31,6 +31,14 @@ const struct sl_source_ops *sl_source_lookup(const char *type)
 	return NULL;
 }
 
+bool sl_source_has_key(const char *key)
+{
+	for (size_t i = 0; sl_sources[i]; i++)
+		if (sl_keytab_has(sl_sources[i]->keys, sl_sources[i]->nkeys, key))
+			return true;
+	return false;
+}
+
 void sl_source_types(char *out, size_t len, const char *sep)
 {
 	size_t n = 0;

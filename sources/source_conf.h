@@ -16,6 +16,7 @@
 #ifndef SLUICE_SOURCES_SOURCE_CONF_H
 #define SLUICE_SOURCES_SOURCE_CONF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,8 @@
 /* The number of sources, and the i-th (NULL past the end). */
 size_t sl_source_count(void);
 const struct sl_source_ops *sl_source_at(size_t i);
+/* True when some source's key table has key. */
+bool sl_source_has_key(const char *key);
 /* Writes the known source types into out, for messages: "postgres, mysql". */
 void sl_source_types(char *out, size_t len, const char *sep);
 
