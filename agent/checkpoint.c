@@ -55,22 +55,28 @@ void sl_ckpt_free(struct sl_checkpoint *ck)
 	memset(ck, 0, sizeof *ck);
 }
 
+const struct sl_ckpt_table *sl_ckpt_find(const struct sl_checkpoint *ck, const char *ns, const char *table)
+{
+	for (int i = 0; i < ck->ntables; i++)
+		if (!strcmp(ck->tables[i].ns, ns) && !strcmp(ck->tables[i].table, table))
+			return &ck->tables[i];
+	return NULL;
+}
+
 struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, const char *name)
 {
 	struct sl_buf b;
 	struct sl_ckpt_table *nt;
+	const struct sl_ckpt_table *found = sl_ckpt_find(ck, ns, name);
 	char *full;
 
+	if (found)
+		return &ck->tables[found - ck->tables];
 	sl_buf_init(&b, 0);
 	sl_buf_printf(&b, "%s.%s", ns, name);
 	full = sl_buf_detach(&b);
 	if (!full)
 		return NULL;
-	for (int i = 0; i < ck->ntables; i++)
-		if (!strcmp(ck->tables[i].ns, ns) && !strcmp(ck->tables[i].table, name)) {
-			free(full);
-			return &ck->tables[i];
-		}
 	nt = realloc(ck->tables, sizeof *nt * (size_t)(ck->ntables + 1));
 	if (!nt) {
 		free(full);
@@ -106,12 +112,99 @@ static int get_pos(const struct sl_source_desc *desc, json_t *o, const char *key
 	return json_is_string(v) ? desc->pos_decode(json_string_value(v), out) : -1;
 }
 
+/* Reads the optional string field key of t into *out (malloc'd; left NULL
+ * when absent or null).  0, -1 when it is not a string, -2 when out of memory. */
+static int opt_string(json_t *t, const char *key, char **out)
+{
+	json_t *v = json_object_get(t, key);
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return -1;
+	return (*out = strdup(json_string_value(v))) ? 0 : -2;
+}
+
+/* Reads one entry of the checkpoint's "tables" (key: its name) into ck.
+ * 0, -1 when it is corrupt, -2 when out of memory. */
+static int load_table(struct sl_checkpoint *ck, const struct sl_source_desc *desc, const char *key, json_t *t,
+		      const char *snap_key)
+{
+	struct sl_ckpt_table *e;
+	const char *st = json_string_value(json_object_get(t, "backfill"));
+	const char *tns = json_string_value(json_object_get(t, "schema"));
+	const char *tname = json_string_value(json_object_get(t, "table"));
+	const char *dot = strchr(key, '.');
+	char nsbuf[256];
+	json_t *v;
+	int s, rc;
+
+	if (!st)
+		return -1;
+	if (!tns || !tname) {
+		/* Written before the parts were recorded: split at the first dot. */
+		if (!dot || (size_t)(dot - key) >= sizeof nsbuf)
+			return -1;
+		snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(dot - key), key);
+		tns = nsbuf;
+		tname = dot + 1;
+	}
+	e = sl_ckpt_table(ck, tns, tname);
+	if (!e)
+		return -2;
+	if (strcmp(e->name, key) != 0)
+		return -1;
+	for (s = 0; s < NSTATES && strcmp(state_names[s], st); s++)
+		;
+	if (s == NSTATES)
+		return -1;
+	e->state = (enum sl_bf_state)s;
+	e->rows = (uint64_t)json_integer_value(json_object_get(t, "rows"));
+	e->id = (uint64_t)json_integer_value(json_object_get(t, "id"));
+	e->shape = (uint64_t)json_integer_value(json_object_get(t, "shape"));
+	e->layout = (uint64_t)json_integer_value(json_object_get(t, "layout"));
+	if (get_pos(desc, t, snap_key, &e->snapshot, NULL) < 0)
+		return -1;
+	v = json_object_get(t, "schema_key");
+	snprintf(e->schema_key, sizeof e->schema_key, "%s", json_is_string(v) ? json_string_value(v) : "");
+	v = json_object_get(t, "method");
+	e->method = SL_BF_SNAPSHOT;
+	if (v && json_is_string(v) && !strcmp(json_string_value(v), method_names[SL_BF_WATERMARK]))
+		e->method = SL_BF_WATERMARK;
+	else if (v && (!json_is_string(v) || strcmp(json_string_value(v), method_names[SL_BF_SNAPSHOT])))
+		return -1;
+	if ((rc = opt_string(t, "columns", &e->columns)) < 0 || (rc = opt_string(t, "mask", &e->mask)) < 0 ||
+	    (rc = opt_string(t, "resume_key", &e->resume_key)) < 0)
+		return rc;
+	e->chunks = (uint64_t)json_integer_value(json_object_get(t, "chunks"));
+	return 0;
+}
+
+/* Reads the checkpoint's "tables" object (NULL: none) into ck.  0, -1 when
+ * it is corrupt, -2 when out of memory. */
+static int load_tables(struct sl_checkpoint *ck, const struct sl_source_desc *desc, json_t *tabs,
+		       const char *snap_key)
+{
+	const char *key;
+	json_t *t;
+	int rc;
+
+	if (!tabs)
+		return 0;
+	if (!json_is_object(tabs))
+		return -1;
+	json_object_foreach(tabs, key, t)
+		if ((rc = load_table(ck, desc, key, t, snap_key)) < 0)
+			return rc;
+	return 0;
+}
+
 int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, const char *state_dir,
 		 const char *stream, char *err, size_t errlen)
 {
 	struct sl_buf b;
 	char *text = NULL;
-	json_t *root = NULL, *tabs, *v;
+	json_t *root = NULL, *v;
 	json_error_t jerr;
 	json_int_t format;
 	const char *pos_key, *snap_key;
@@ -186,78 +279,11 @@ int sl_ckpt_load(struct sl_checkpoint *ck, const struct sl_source_desc *desc, co
 	ck->updated_us = json_integer_value(json_object_get(root, "updated_us"));
 	if (get_pos(desc, root, pos_key, &ck->durable, NULL) < 0)
 		goto corrupt;
-	tabs = json_object_get(root, "tables");
-	if (tabs) {
-		const char *key;
-		json_t *t;
-		if (!json_is_object(tabs))
-			goto corrupt;
-		json_object_foreach(tabs, key, t) {
-			struct sl_ckpt_table *e;
-			const char *st = json_string_value(json_object_get(t, "backfill"));
-			const char *tns = json_string_value(json_object_get(t, "schema"));
-			const char *tname = json_string_value(json_object_get(t, "table"));
-			const char *dot = strchr(key, '.');
-			char nsbuf[256];
-			int s;
-			if (!st)
-				goto corrupt;
-			if (!tns || !tname) {
-				/* Written before the parts were recorded: split at the first dot. */
-				if (!dot || (size_t)(dot - key) >= sizeof nsbuf)
-					goto corrupt;
-				snprintf(nsbuf, sizeof nsbuf, "%.*s", (int)(dot - key), key);
-				tns = nsbuf;
-				tname = dot + 1;
-			}
-			e = sl_ckpt_table(ck, tns, tname);
-			if (!e)
-				goto oom;
-			if (strcmp(e->name, key) != 0)
-				goto corrupt;
-			for (s = 0; s < NSTATES && strcmp(state_names[s], st); s++)
-				;
-			if (s == NSTATES)
-				goto corrupt;
-			e->state = (enum sl_bf_state)s;
-			e->rows = (uint64_t)json_integer_value(json_object_get(t, "rows"));
-			e->id = (uint64_t)json_integer_value(json_object_get(t, "id"));
-			e->shape = (uint64_t)json_integer_value(json_object_get(t, "shape"));
-			e->layout = (uint64_t)json_integer_value(json_object_get(t, "layout"));
-			if (get_pos(desc, t, snap_key, &e->snapshot, NULL) < 0)
-				goto corrupt;
-			v = json_object_get(t, "schema_key");
-			snprintf(e->schema_key, sizeof e->schema_key, "%s", json_is_string(v) ? json_string_value(v) : "");
-			v = json_object_get(t, "method");
-			e->method = SL_BF_SNAPSHOT;
-			if (v && json_is_string(v) && !strcmp(json_string_value(v), method_names[SL_BF_WATERMARK]))
-				e->method = SL_BF_WATERMARK;
-			else if (v && (!json_is_string(v) || strcmp(json_string_value(v), method_names[SL_BF_SNAPSHOT])))
-				goto corrupt;
-			v = json_object_get(t, "columns");
-			if (v && !json_is_null(v)) {
-				if (!json_is_string(v))
-					goto corrupt;
-				if (!(e->columns = strdup(json_string_value(v))))
-					goto oom;
-			}
-			v = json_object_get(t, "mask");
-			if (v && !json_is_null(v)) {
-				if (!json_is_string(v))
-					goto corrupt;
-				if (!(e->mask = strdup(json_string_value(v))))
-					goto oom;
-			}
-			v = json_object_get(t, "resume_key");
-			if (v && !json_is_null(v)) {
-				if (!json_is_string(v))
-					goto corrupt;
-				if (sl_ckpt_set_resume(e, json_string_value(v)) < 0)
-					goto oom;
-			}
-			e->chunks = (uint64_t)json_integer_value(json_object_get(t, "chunks"));
-		}
-	}
+	rc = load_tables(ck, desc, json_object_get(root, "tables"), snap_key);
+	if (rc == -1)
+		goto corrupt;
+	if (rc < -1)
+		goto oom;
 	json_decref(root);
 	return SL_OK;
 corrupt:

@@ -109,6 +109,8 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen);
 void sl_ckpt_free(struct sl_checkpoint *ck);
 /* Finds or adds the entry for "schema.table" (new entries are PENDING).  NULL when out of memory. */
 struct sl_ckpt_table *sl_ckpt_table(struct sl_checkpoint *ck, const char *ns, const char *name);
+/* The entry for ns.table, or NULL when the checkpoint has none. */
+const struct sl_ckpt_table *sl_ckpt_find(const struct sl_checkpoint *ck, const char *ns, const char *table);
 const char *sl_bf_state_name(enum sl_bf_state s);
 const char *sl_bf_method_name(enum sl_bf_method m);
 /* Sets e's durable resume key (copied; NULL clears it).  -1 when out of memory. */

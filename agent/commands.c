@@ -66,10 +66,7 @@ static int check_rule_changes(struct sl_stream_config *sc, const struct sl_mask 
 
 	sl_buf_init(&b, 0);
 	for (int i = 0; i < n; i++) {
-		const struct sl_ckpt_table *e = NULL;
-		for (int k = 0; k < ck->ntables && !e; k++)
-			if (!strcmp(ck->tables[k].ns, tables[i]->ns) && !strcmp(ck->tables[k].table, tables[i]->name))
-				e = &ck->tables[k];
+		const struct sl_ckpt_table *e = sl_ckpt_find(ck, tables[i]->ns, tables[i]->name);
 		if (!e || !e->mask || e->state == SL_BF_PENDING)
 			continue;
 		sl_buf_reset(&b);
@@ -220,8 +217,9 @@ int sl_stream_compact(struct sl_config *cfg, struct sl_stream_config *sc, const 
  * What only a running agent can tell (how long the slot was inactive,
  * whether the durable position is stalled, growth) stays unknown here; the
  * agent's own alerts come from its run file. */
-static void status_alerts(const struct sl_stream_config *sc, bool probe_ok, const char *probe_error,
-			  const struct sl_source_status *si, const struct sl_checkpoint *ck, json_t *alerts)
+static void status_alerts(const struct sl_stream_config *sc, const struct sl_source_ops *src, bool probe_ok,
+			  const char *probe_error, const struct sl_source_status *si, const struct sl_checkpoint *ck,
+			  json_t *alerts)
 {
 	struct sl_alert al[SL_AL_COUNT];
 	struct sl_alert_transition tr[SL_AL_COUNT];
@@ -237,7 +235,9 @@ static void status_alerts(const struct sl_stream_config *sc, bool probe_ok, cons
 	in.probe_error = probe_error;
 	in.exists = si->exists;
 	in.expected = ck->exists && ck->has_position && !ck->reset;
-	in.state = si->state;
+	in.hold = si->hold;
+	in.hold_word = si->hold_word;
+	in.hold_label = src->hold_label;
 	in.lag_bytes = si->lag_bytes;
 	in.retained_bytes = si->retained_bytes;
 	in.inactive_s = -1;
@@ -262,8 +262,25 @@ static void status_alerts(const struct sl_stream_config *sc, bool probe_ok, cons
 	}
 }
 
-/* The source's view of the position holder. */
-static void status_slot(const struct sl_source_status *si, json_t *o)
+/* The source's own figures (struct sl_source_figure), as they are. */
+static json_t *status_figures(const struct sl_source_status *si)
+{
+	json_t *fig = json_object();
+
+	for (int i = 0; i < si->nfigures; i++) {
+		const struct sl_source_figure *f = &si->figures[i];
+		if (f->is_text)
+			json_object_set_new(fig, f->name, f->text[0] ? json_string(f->text) : json_null());
+		else
+			json_object_set_new(fig, f->name, f->num >= 0 ? json_integer(f->num) : json_null());
+	}
+	return fig;
+}
+
+/* The source's view of the position holder: the stable fields, and the
+ * source's own figures in an object named after its type (doc/
+ * operations.md, "sluice status"). */
+static void status_slot(const struct sl_source_ops *src, const struct sl_source_status *si, json_t *o)
 {
 	json_t *slot = json_object();
 
@@ -271,14 +288,13 @@ static void status_slot(const struct sl_source_status *si, json_t *o)
 	if (si->exists) {
 		/* What the server does not know (a lost slot keeps no restart
 		 * position; a slot being created has no confirmed one yet) is null. */
-		json_object_set_new(slot, "confirmed_flush_lsn", si->confirmed[0] ? json_string(si->confirmed) : json_null());
-		json_object_set_new(slot, "restart_lsn", si->restart[0] ? json_string(si->restart) : json_null());
+		json_object_set_new(slot, "state", json_string(sl_hold_name(si->hold)));
 		json_object_set_new(slot, "active", json_boolean(si->active));
-		json_object_set_new(slot, "wal_status", si->state[0] ? json_string(si->state) : json_null());
+		json_object_set_new(slot, "confirmed_position", si->confirmed[0] ? json_string(si->confirmed) : json_null());
 		json_object_set_new(slot, "lag_bytes", si->lag_bytes >= 0 ? json_integer(si->lag_bytes) : json_null());
 		json_object_set_new(slot, "retained_wal_bytes",
 				    si->retained_bytes >= 0 ? json_integer(si->retained_bytes) : json_null());
-		json_object_set_new(slot, "safe_wal_size", si->safe_bytes >= 0 ? json_integer(si->safe_bytes) : json_null());
+		json_object_set_new(slot, src->type, status_figures(si));
 	}
 	json_object_set_new(o, "slot_status", slot);
 	if (si->log_known) {
@@ -449,6 +465,7 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	undetermined = json_array();
 	json_object_set_new(o, "stream", json_string(sc->name));
 	json_object_set_new(o, "source", json_string(sc->source->name));
+	json_object_set_new(o, "source_type", json_string(src->type));
 	json_object_set_new(o, "destination", json_string(sc->destination->name));
 	json_object_set_new(o, "slot", sc->slot ? json_string(sc->slot) : json_null());
 	json_object_set_new(o, "checkpoint", ck.exists ? json_string(ck.path) : json_null());
@@ -478,12 +495,12 @@ int sl_stream_status(struct sl_config *cfg, struct sl_stream_config *sc, void *o
 	memset(&si, 0, sizeof si);
 	probe_ok = src->probe(sc->source, &sst, &si, err, errlen) == SL_OK;
 	if (probe_ok) {
-		status_slot(&si, o);
+		status_slot(src, &si, o);
 	} else {
 		json_object_set_new(o, "source_error", json_string(err));
 		json_array_append_new(undetermined, json_pack("s+", "the source could not be probed: ", err));
 	}
-	status_alerts(sc, probe_ok, err, &si, &ck, alerts);
+	status_alerts(sc, src, probe_ok, err, &si, &ck, alerts);
 	/* The agent's own view, while the agent that wrote it holds the lock. */
 	run = sl_runstate_run_read(cfg->state_dir, sc->name, &alive);
 	live = alive && pid > 0 && run && json_integer_value(json_object_get(run, "pid")) == pid;

@@ -3,10 +3,12 @@
  * (doc/configuration.md is the user-facing reference).
  *
  * Who owns which keys:
- * - [agent] and the keys every stream has: this file (agent_keys,
- *   stream_keys), with the PostgreSQL-only stream keys slot and publication
- *   for now;
- * - [source.NAME]: sources/source_conf.c (sl_source_keys);
+ * - [agent] and the keys of [stream.NAME]: this file (agent_keys,
+ *   stream_keys); the rows marked SOURCE_KEY apply only to streams from a
+ *   source that names them (sl_source_ops.stream_keys);
+ * - [source.NAME]: "type" is read here; every other key belongs to the
+ *   source that implements the type (sl_source_ops.keys, found through the
+ *   registry), which gets its own struct (sources/source_conf.h);
  * - [destination.NAME]: "type" is read here; every other key belongs to the
  *   sink that implements the type (sl_sink_ops.keys, found through the
  *   registry), which gets its own struct (sl_dest_config.conf).
@@ -173,7 +175,9 @@ static const char *valid_url(const char *s)
 /* sluice's own keys                                                      */
 
 #define DAY_S UINT64_C(86400)
-#define T_PG SL_SOURCE_BIT(SL_SOURCE_POSTGRES)
+/* A stream row that applies only to streams from a source that names it
+ * in its stream_keys (apply_stream() filters them). */
+#define SOURCE_KEY 1u
 
 static const struct sl_keychoice log_levels[] = {
 	{ "debug", SL_LOG_DEBUG }, { "info", SL_LOG_INFO }, { "warn", SL_LOG_WARN },
@@ -224,18 +228,16 @@ static const struct sl_keydesc stream_keys[] = {
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, tables) },
 	{ .name = "exclude_tables", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "",
 	  .validate = valid_table_glob, FIELD(struct sl_stream_config, exclude_tables) },
-	/* MySQL/MariaDB key a table by its primary key (or unique NOT NULL
-	 * key) only: key_columns there would be read by nothing. */
-	{ .name = "key_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "", .applies = T_PG,
+	{ .name = "key_columns", .type = SL_KT_LIST, .flags = SL_KF_EMPTY_OK, .def = "", .applies = SOURCE_KEY,
 	  .validate = valid_key_column, FIELD(struct sl_stream_config, key_columns) },
 	{ .name = "backfill", .type = SL_KT_ENUM, .choices = backfill_modes, .def = "auto",
 	  FIELD(struct sl_stream_config, backfill) },
 	{ .name = "write_mode", .type = SL_KT_ENUM, .choices = write_modes, .def = "append",
 	  FIELD(struct sl_stream_config, write_mode) },
 	/* No default in the table: it derives from the stream name (apply_stream). */
-	{ .name = "slot", .type = SL_KT_STRING, .applies = T_PG, .validate = valid_slot_name,
+	{ .name = "slot", .type = SL_KT_STRING, .applies = SOURCE_KEY, .validate = valid_slot_name,
 	  FIELD(struct sl_stream_config, slot) },
-	{ .name = "publication", .type = SL_KT_STRING, .applies = T_PG,
+	{ .name = "publication", .type = SL_KT_STRING, .applies = SOURCE_KEY,
 	  .validate = valid_identifier, FIELD(struct sl_stream_config, publication) },
 	{ .name = "lag_warn_bytes", .type = SL_KT_BYTES, .def = "256MB", .min = 0,
 	  .max = UINT64_MAX, FIELD(struct sl_stream_config, lag_warn_bytes) },
@@ -267,7 +269,7 @@ static const struct sl_keydesc stream_keys[] = {
 	{ .name = "mask_key_file", .type = SL_KT_SECRET_FILE, .excludes = "mask_key_env",
 	  FIELD(struct sl_stream_config, mask_key) },
 	{ .name = "status_interval", .type = SL_KT_MSECONDS, .def = "1", .min = 200, .max = 60 * 1000,
-	  .applies = T_PG, FIELD(struct sl_stream_config, status_interval_ms) },
+	  .applies = SOURCE_KEY, FIELD(struct sl_stream_config, status_interval_ms) },
 };
 
 _Static_assert(ARRAY_LEN(agent_keys) <= 64 && ARRAY_LEN(stream_keys) <= 64,
@@ -391,7 +393,8 @@ static bool valid_section_name(const char *s)
 }
 
 /* True if key exists in a section of this kind: for destinations, "type"
- * or a key of any sink (whether it applies to this section's type is
+ * or a key of any sink, and for sources "type" or a key of any source
+ * (whether it applies to this section's type is
  * checked in phase 2, once the type is known). */
 static bool key_known(enum sect kind, const char *key)
 {
@@ -399,7 +402,7 @@ static bool key_known(enum sect kind, const char *key)
 	case S_AGENT:
 		return sl_keytab_has(agent_keys, ARRAY_LEN(agent_keys), key);
 	case S_SOURCE:
-		return sl_keytab_has(sl_source_keys, sl_source_nkeys, key);
+		return !strcmp(key, "type") || sl_source_has_key(key);
 	case S_STREAM:
 		return sl_keytab_has(stream_keys, ARRAY_LEN(stream_keys), key);
 	case S_DEST:
@@ -600,22 +603,72 @@ static int apply_agent(struct loader *L, const struct section *sec, struct sl_co
 	return sl_keytab_apply(&L->er, agent_keys, ARRAY_LEN(agent_keys), &sec->ini, cfg, NULL);
 }
 
-static int apply_source(struct loader *L, const struct section *sec, struct sl_source_config *src)
+/* The source types that have key (in their keys, or in their stream_keys
+ * with streams), other than ops: "postgres", "postgres or mysql"; "" none. */
+static void source_types_of(const char *key, bool streams, const struct sl_source_ops *ops, char *out, size_t len)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sl_source_count() && n < len; i++) {
+		const struct sl_source_ops *o = sl_source_at(i);
+		bool has = false;
+		if (o == ops)
+			continue;
+		if (!streams)
+			has = sl_keytab_has(o->keys, o->nkeys, key);
+		for (const char *const *k = o->stream_keys; streams && k && *k && !has; k++)
+			has = !strcmp(*k, key);
+		if (!has)
+			continue;
+		snprintf(out + n, len - n, "%s%s", n ? " or " : "", o->type);
+		n += strlen(out + n);
+	}
+}
+
+/* A key of [source.NAME] that the type's source does not have: it belongs
+ * to other sources (phase 1 refused keys that no source has). */
+static int source_unknown(struct sl_keyerr *er, const struct sl_ini_section *sec, const struct sl_ini_entry *e,
+			  const char *types, const struct sl_keyapply *how)
+{
+	char others[256];
+
+	(void)types;  /* the source's own table knows no other types */
+	source_types_of(e->key, false, how->arg, others, sizeof others);
+	if (!others[0])
+		return sl_keyerr_set(er, e->line, "unknown key \"%s\" in [%s]", e->key, sec->title);
+	return sl_keyerr_set(er, e->line, "key \"%s\" applies only to type %s, not to %s", e->key, others,
+			     how->type_name);
+}
+
+static int apply_source(struct loader *L, const struct section *sec, struct sl_source_config **out)
 {
 	static const char *const skip[] = { "type", NULL };
-	struct sl_keyapply how = {
-		.type_names = sl_source_kind_names, .ntypes = SL_SOURCE_NKINDS, .skip = skip,
-	};
-	const struct sl_ini_entry *e;
+	struct sl_keyapply how = { .mask = SL_SOURCE_OWN, .ntypes = 1, .skip = skip, .unknown = source_unknown };
+	const struct sl_ini_entry *e = sl_ini_find(&sec->ini, "type");
+	const struct sl_source_ops *ops;
+	struct sl_source_config *src;
+	char types[256];
 
+	if (!e)
+		return set_err(L, sec->ini.line, "missing required key \"type\" in [%s]", sec->ini.title);
+	if (!(ops = sl_source_lookup(e->value))) {
+		sl_source_types(types, sizeof types, ", ");
+		return set_err(L, e->line, "bad value \"%s\" for key \"type\": must be one of %s", e->raw, types);
+	}
+	if (!(src = *out = calloc(1, ops->conf_size)))
+		return oom(L);
+	src->ops = ops;
 	if (!(src->name = xstrdup(L, sec->name)))
 		return -1;
-	if (sl_keytab_apply_one(&L->er, sl_source_keys, sl_source_nkeys, &sec->ini, "type", src,
-				&e) < 0)
+	how.type_name = ops->type;
+	how.type_names = &ops->type;
+	how.arg = ops;
+	if (sl_keytab_apply(&L->er, ops->keys, ops->nkeys, &sec->ini, src, &how) < 0)
 		return -1;
-	how.mask = SL_SOURCE_BIT(src->kind);
-	how.type_name = sl_source_kind_names[src->kind];
-	return sl_keytab_apply(&L->er, sl_source_keys, sl_source_nkeys, &sec->ini, src, &how);
+	if (ops->conf_check && ops->conf_check(src, &sec->ini, &L->er) < 0)
+		return set_err(L, sec->ini.line, "bad configuration in [%s]", sec->ini.title);
+	return 0;
 }
 
 /* A key of [destination.NAME] that the type's sink does not have: it
@@ -678,12 +731,15 @@ static int stream_unknown(struct sl_keyerr *er, const struct sl_ini_section *sec
 			  const struct sl_keyapply *how)
 {
 	const struct sl_source_config *src = how->arg;
+	char others[256];
 
-	if (!*types)
+	(void)types;  /* the table holds only the rows of this stream's source */
+	source_types_of(e->key, true, src->ops, others, sizeof others);
+	if (!others[0])
 		return sl_keyerr_set(er, e->line, "unknown key \"%s\" in [%s]", e->key, sec->title);
 	return sl_keyerr_set(er, e->line, "key \"%s\" applies only to streams from a %s source, and "
-			     "source \"%s\" is %s", e->key, types, sl_ini_find(sec, "source")->raw,
-			     sl_source_kind_names[src->kind]);
+			     "source \"%s\" is %s", e->key, others, sl_ini_find(sec, "source")->raw,
+			     src->ops->type);
 }
 
 /* The default slot: "sluice_" + the stream name, lowercased, with '-'
@@ -733,15 +789,38 @@ static int check_masking(struct loader *L, const struct section *sec, const stru
 	return 0;
 }
 
+/* True when the source takes the SOURCE_KEY row key. */
+static bool takes_key(const struct sl_source_ops *ops, const char *key)
+{
+	for (const char *const *k = ops->stream_keys; k && *k; k++)
+		if (!strcmp(*k, key))
+			return true;
+	return false;
+}
+
+/* The rows of stream_keys that apply to a stream from source ops, in table
+ * order, into rows; returns their number. */
+static size_t stream_rows(const struct sl_source_ops *ops, struct sl_keydesc *rows)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ARRAY_LEN(stream_keys); i++) {
+		if (stream_keys[i].applies == SOURCE_KEY && !takes_key(ops, stream_keys[i].name))
+			continue;
+		rows[n] = stream_keys[i];
+		rows[n++].applies = 0;
+	}
+	return n;
+}
+
 static int apply_stream(struct loader *L, const struct section *sec, struct sl_stream_config *st)
 {
 	static const char *const skip[] = { "source", "destination", NULL };
 	struct sl_config *cfg = L->cfg;
-	struct sl_keyapply how = {
-		.type_names = sl_source_kind_names, .ntypes = SL_SOURCE_NKINDS, .skip = skip,
-		.unknown = stream_unknown,
-	};
+	struct sl_keyapply how = { .skip = skip, .unknown = stream_unknown };
+	struct sl_keydesc rows[ARRAY_LEN(stream_keys)];
 	const struct sl_ini_entry *src_e, *dst_e, *e;
+	size_t nrows;
 	int i;
 
 	if (!(st->name = xstrdup(L, sec->name)))
@@ -750,8 +829,8 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 				st, &src_e) < 0)
 		return -1;
 	for (i = 0; i < cfg->nsources; i++)
-		if (strcmp(cfg->sources[i].name, st->source_name) == 0)
-			st->source = &cfg->sources[i];
+		if (strcmp(cfg->sources[i]->name, st->source_name) == 0)
+			st->source = cfg->sources[i];
 	if (!st->source)
 		return set_err(L, src_e->line, "unknown source \"%s\" in [%s] (there is no "
 			       "[source.%s] section)", src_e->raw, sec->ini.title, src_e->raw);
@@ -764,9 +843,9 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 	if (!st->destination)
 		return set_err(L, dst_e->line, "unknown destination \"%s\" in [%s] (there is no "
 			       "[destination.%s] section)", dst_e->raw, sec->ini.title, dst_e->raw);
-	how.mask = SL_SOURCE_BIT(st->source->kind);
 	how.arg = st->source;
-	if (sl_keytab_apply(&L->er, stream_keys, ARRAY_LEN(stream_keys), &sec->ini, st, &how) < 0)
+	nrows = stream_rows(st->source->ops, rows);
+	if (sl_keytab_apply(&L->er, rows, nrows, &sec->ini, st, &how) < 0)
 		return -1;
 
 	/* What the sink supports: merge mode is the only capability so far. */
@@ -776,7 +855,9 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 			       "not supported by type = %s yet; use write_mode = append",
 			       st->destination->name, st->destination->type);
 	}
-	if (st->source->kind == SL_SOURCE_POSTGRES) {
+	/* A source with slots gives each stream one by default, and the
+	 * stream's publication the slot's name. */
+	if (takes_key(st->source->ops, "slot")) {
 		if (!st->slot && default_slot(L, sec, st) < 0)
 			return -1;
 		if (!st->publication && !(st->publication = xstrdup(L, st->slot)))
@@ -825,7 +906,7 @@ static int check_slots(struct loader *L, const struct section **stream_secs)
 
 	for (int j = 0; j < cfg->nstreams; j++) {
 		const struct sl_stream_config *b = &cfg->streams[j];
-		if (b->source->kind != SL_SOURCE_POSTGRES)
+		if (!b->slot)
 			continue;
 		for (int i = 0; i < j; i++) {
 			const struct sl_stream_config *a = &cfg->streams[i];
@@ -954,8 +1035,12 @@ void sl_config_free(struct sl_config *cfg)
 		return;
 	sl_keytab_free(agent_keys, ARRAY_LEN(agent_keys), cfg);
 	for (int i = 0; cfg->sources && i < cfg->nsources; i++) {
-		sl_keytab_free(sl_source_keys, sl_source_nkeys, &cfg->sources[i]);
-		free(cfg->sources[i].name);
+		struct sl_source_config *src = cfg->sources[i];
+		if (!src)
+			continue;
+		sl_keytab_free(src->ops->keys, src->ops->nkeys, src);
+		free(src->name);
+		free(src);
 	}
 	for (int i = 0; cfg->destinations && i < cfg->ndestinations; i++)
 		free_dest(&cfg->destinations[i]);

@@ -68,7 +68,7 @@ struct sl_config {
 	uint64_t probe_interval;              /* seconds between lag probes; default 5 */
 	uint64_t outage_log_interval;         /* seconds between "still unavailable" lines; default 60 */
 	int nsources, ndestinations, nstreams;
-	struct sl_source_config *sources;
+	struct sl_source_config **sources;    /* each the source's own struct (sources/source_conf.h) */
 	struct sl_dest_config *destinations;
 	struct sl_stream_config *streams;
 };

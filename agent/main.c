@@ -759,6 +759,24 @@ static void print_agent(json_t *a)
 	}
 }
 
+/* The source's own figures of the position holder: " (name value, ...)". */
+static void print_figures(json_t *fig)
+{
+	const char *key;
+	json_t *v;
+	bool first = true;
+
+	json_object_foreach(fig, key, v) {
+		printf("%s%s ", first ? " (" : ", ", key);
+		if (json_is_integer(v))
+			printf("%lld", (long long)json_integer_value(v));
+		else
+			printf("%s", text_or_unknown(v));
+		first = false;
+	}
+	printf("%s\n", first ? "" : ")");
+}
+
 static void print_status_text(json_t *s)
 {
 	json_t *slot = json_object_get(s, "slot_status"), *alerts = json_object_get(s, "alerts"), *v;
@@ -792,12 +810,11 @@ static void print_status_text(json_t *s)
 	print_waiting(json_object_get(s, "waiting"));
 	if (slot && json_is_true(json_object_get(slot, "exists"))) {
 		char lag[32], retained[32];
-		printf("  slot %s: confirmed %s, restart %s, %s, wal_status %s\n",
-		       json_string_value(json_object_get(s, "slot")),
-		       text_or_unknown(json_object_get(slot, "confirmed_flush_lsn")),
-		       text_or_unknown(json_object_get(slot, "restart_lsn")),
+		printf("  slot %s: confirmed %s, %s, %s", json_string_value(json_object_get(s, "slot")),
+		       text_or_unknown(json_object_get(slot, "confirmed_position")),
 		       json_is_true(json_object_get(slot, "active")) ? "active" : "inactive",
-		       text_or_unknown(json_object_get(slot, "wal_status")));
+		       text_or_unknown(json_object_get(slot, "state")));
+		print_figures(json_object_get(slot, json_string_value(json_object_get(s, "source_type"))));
 		printf("  lag: %s, retained WAL: %s\n", bytes_or_unknown(json_object_get(slot, "lag_bytes"), lag, sizeof lag),
 		       bytes_or_unknown(json_object_get(slot, "retained_wal_bytes"), retained, sizeof retained));
 	} else if (slot) {

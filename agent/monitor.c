@@ -46,13 +46,15 @@ struct sl_monitor {
 
 /* ---- the probe's hooks ---- */
 
-static void to_sample(const struct sl_source_status *si, struct sl_ops_sample *out)
+static void to_sample(const struct sl_source_ops *src, const struct sl_source_status *si, struct sl_ops_sample *out)
 {
 	out->exists = si->exists;
 	out->active = si->active;
-	snprintf(out->state, sizeof out->state, "%s", si->state);
-	snprintf(out->confirmed, sizeof out->confirmed, "%s", si->confirmed);
-	snprintf(out->restart, sizeof out->restart, "%s", si->restart);
+	out->hold = si->hold;
+	snprintf(out->hold_word, sizeof out->hold_word, "%s", si->hold_word);
+	out->hold_metric = src->hold_metric;
+	out->hold_label = src->hold_label;
+	out->hold_help = src->hold_help;
 	out->lag_bytes = si->lag_bytes;
 	out->retained_bytes = si->retained_bytes;
 	out->safe_bytes = si->safe_bytes;
@@ -106,7 +108,7 @@ static int hook_sample(void *payload, struct sl_ops_sample *out)
 		snprintf(out->error, sizeof out->error, "%s", err);
 		return -1;
 	}
-	to_sample(&si, out);
+	to_sample(ms->src, &si, out);
 	return 0;
 }
 

@@ -120,12 +120,10 @@ void sl_stream_ckpt_hint(const struct sl_source_stream *sst, const char *path, i
 
 const struct sl_source_ops *sl_stream_source(const struct sl_stream_config *sc, char *err, size_t errlen)
 {
-	const struct sl_source_ops *src = sl_source_lookup(sc->source->kind);
-
-	if (!src)
-		snprintf(err, errlen, "stream \"%s\": source \"%s\" is a %s source, which is not supported yet",
-			 sc->name, sc->source->name, sc->source->kind == SL_SOURCE_MYSQL ? "mysql" : "unknown");
-	return src;
+	/* The config found the source of the profile's type, or refused it. */
+	if (!sc->source->ops)
+		snprintf(err, errlen, "stream \"%s\": source \"%s\" has no known type", sc->name, sc->source->name);
+	return sc->source->ops;
 }
 
 /* The config resolved the sink and refused what it does not support
@@ -194,11 +192,7 @@ static int note_rules(struct stream *s)
 			continue;
 		if (e->mask && e->state != SL_BF_PENDING) {
 			sl_buf_reset(&cmd);
-			sl_buf_puts(&cmd, "sluice backfill -c ");
-			sl_buf_put_shell_word(&cmd, s->cfg->abs_path ? s->cfg->abs_path : "FILE");
-			sl_buf_puts(&cmd, " --stream ");
-			sl_buf_put_shell_word(&cmd, s->sc->name);
-			sl_buf_printf(&cmd, " --table %s.%s", t->ns, t->name);
+			sl_buf_put_backfill_command(&cmd, s->cfg->abs_path, s->sc->name, t->ns, t->name);
 			sl_warn("stream \"%s\": table \"%s\".\"%s\": its column rules changed since its output was "
 				"written (were \"%s\", now \"%s\"): its records from here on are a new table version, and "
 				"those written before keep what the old rules wrote; to rewrite them too: %s", s->sc->name,
@@ -374,14 +368,6 @@ static bool hook_stop(void *payload)
 	return draining();
 }
 
-static const struct sl_ckpt_table *ckpt_entry(const struct sl_checkpoint *ck, const char *ns, const char *table)
-{
-	for (int i = 0; i < ck->ntables; i++)
-		if (!strcmp(ck->tables[i].ns, ns) && !strcmp(ck->tables[i].table, table))
-			return &ck->tables[i];
-	return NULL;
-}
-
 /* A followed table was replaced (see struct sl_source_hooks).  The
  * checkpoint is read from its file: the writer thread owns the one in
  * memory, and the file holds what is durable. */
@@ -396,7 +382,7 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 
 	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
 		return rc;
-	e = ckpt_entry(&ck, ns, table);
+	e = sl_ckpt_find(&ck, ns, table);
 	/* a backfill to come, or one whose snapshot is after the statement */
 	rc = e && (e->state == SL_BF_PENDING || e->state == SL_BF_RUNNING ||
 		   (e->state == SL_BF_DONE && s->src->desc->pos_compare(&e->snapshot, at) > 0)) ? 0 : 1;
@@ -428,7 +414,7 @@ static int hook_covered(void *payload, const char *ns, const char *table, struct
 	memset(until, 0, sizeof *until);
 	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
 		return rc;
-	e = ckpt_entry(&ck, ns, table);
+	e = sl_ckpt_find(&ck, ns, table);
 	rc = SL_COVER_NONE;
 	if (e && e->method == SL_BF_SNAPSHOT && (e->state == SL_BF_DONE || e->state == SL_BF_RUNNING)) {
 		*until = e->snapshot;

@@ -114,7 +114,7 @@ static int make_pool(struct pool *p)
 	static const char *const words[] = { "alder", "birch", "cedar", "douglas", "elm", "fir",
 					     "ginkgo", "hazel", "iris", "juniper", "kiwi", "linden" };
 	struct sl_table *t = sl_table_new("public", "bench_t");
-	const struct sl_source_ops *pg = sl_source_lookup(SL_SOURCE_POSTGRES);
+	const struct sl_source_ops *pg = sl_source_lookup("postgres");
 	uint64_t seed = UINT64_C(0x9E3779B97F4A7C15), lsn = UINT64_C(0x16B374D8);
 	int64_t ts0 = INT64_C(1706708700000000);  /* 2024-01-31 13:45:00 UTC */
 	struct sl_value *vals;

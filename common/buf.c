@@ -138,3 +138,25 @@ int sl_buf_put_shell_word(struct sl_buf *b, const char *s)
 	}
 	return sl_buf_putc(b, '\'');
 }
+
+int sl_buf_put_backfill_command(struct sl_buf *b, const char *config_path, const char *stream, const char *ns,
+				const char *table)
+{
+	struct sl_buf name;
+
+	sl_buf_puts(b, "sluice backfill -c ");
+	sl_buf_put_shell_word(b, config_path ? config_path : "FILE");
+	sl_buf_puts(b, " --stream ");
+	sl_buf_put_shell_word(b, stream);
+	if (!ns || !table)
+		return sl_buf_failed(b) ? -1 : 0;
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", ns, table);
+	sl_buf_puts(b, " --table ");
+	if (sl_buf_failed(&name))
+		b->failed = true;
+	else
+		sl_buf_put_shell_word(b, name.data);
+	sl_buf_free(&name);
+	return sl_buf_failed(b) ? -1 : 0;
+}

@@ -43,6 +43,12 @@ int sl_buf_vprintf(struct sl_buf *b, const char *fmt, va_list ap)
  * inside written '\''), so that a command shown in a message can be pasted
  * and run as it is. */
 int sl_buf_put_shell_word(struct sl_buf *b, const char *s);
+/* Appends the command that backfills a stream again, for messages:
+ * "sluice backfill -c FILE --stream NAME", and " --table NS.TABLE" when ns
+ * and table are given, each word quoted for a shell (sl_buf_put_shell_word;
+ * FILE when config_path is NULL).  Returns the buffer's status (0 or -1). */
+int sl_buf_put_backfill_command(struct sl_buf *b, const char *config_path, const char *stream, const char *ns,
+				const char *table);
 /* Hands the data to the caller, who frees it with free(); the buffer is left
  * empty.  Returns NULL if the buffer failed (and frees its data). */
 char *sl_buf_detach(struct sl_buf *b);

@@ -374,6 +374,17 @@ int sl_status_exit_code(int status)
 	return status > 0 ? 0 : 1;
 }
 
+const char *sl_hold_name(enum sl_hold h)
+{
+	switch (h) {
+	case SL_HOLD_KEPT: return "kept";
+	case SL_HOLD_AT_RISK: return "at_risk";
+	case SL_HOLD_LOST: return "lost";
+	case SL_HOLD_UNKNOWN: break;
+	}
+	return "unknown";
+}
+
 int sl_dead_letter_append(const char *who, const char *path, const void *lines, size_t len, char *err,
 			  size_t errlen)
 {

@@ -117,3 +117,19 @@ enum sl_status {
  * lost.  Any status not in the enum maps to 1. */
 int sl_status_exit_code(int status);
 #endif
+
+#ifndef SLUICE_COMMON_HOLD
+#define SLUICE_COMMON_HOLD
+/* What the source server keeps for a stream's position (its position
+ * holder: a PostgreSQL slot, the binlog file a MySQL position is in), in the
+ * one vocabulary that agent/ and ops/ know.  Each source maps its own facts
+ * to it (sources/source.h, struct sl_source_status). */
+enum sl_hold {
+	SL_HOLD_UNKNOWN = 0,  /* the source cannot tell */
+	SL_HOLD_KEPT,         /* the server keeps the log the position needs */
+	SL_HOLD_AT_RISK,      /* the server will soon remove log the position still needs */
+	SL_HOLD_LOST,         /* the server removed log the position needed */
+};
+/* "unknown", "kept", "at_risk", "lost": the words of `sluice status --json`. */
+const char *sl_hold_name(enum sl_hold h);
+#endif

@@ -143,18 +143,28 @@ static enum sl_alert_cond cond_bytes(enum sl_alert_id id, const struct sl_alert_
 	return sl_alert_threshold(v, limit, band);
 }
 
-/* The slot's own conditions: growth, wal_status, lost, missing, inactive. */
+/* "NAME is WORD", the source's own words for the position holder's
+ * state, or the common word when the source has none. */
+static void hold_text(const struct sl_alert_inputs *in, char *out, size_t len)
+{
+	if (in->hold_word && in->hold_word[0] && in->hold_label)
+		snprintf(out, len, "%s is %s", in->hold_label, in->hold_word);
+	else
+		snprintf(out, len, "the position is %s", sl_hold_name(in->hold));
+}
+
+/* The slot's own conditions: growth, its hold state, lost, missing, inactive. */
 static enum sl_alert_cond cond_slot(enum sl_alert_id id, const struct sl_alert_inputs *in,
 				    const struct sl_alert_limits *lim, unsigned band, const struct texts *t)
 {
 	bool slot = in->probe_ok && in->exists;
-	const char *st = in->state ? in->state : "";
-	char fig[160];
+	char fig[160], hold[96];
 
 	if (id != SL_AL_SLOT_MISSING && !slot) {
 		snprintf(t->ok, t->len, "the slot does not exist");
 		return in->probe_ok ? SL_COND_CLEAR : SL_COND_UNKNOWN;
 	}
+	hold_text(in, hold, sizeof hold);
 	switch (id) {
 	case SL_AL_WAL_GROWTH:
 		if (!in->growth_known)
@@ -165,19 +175,19 @@ static enum sl_alert_cond cond_slot(enum sl_alert_id id, const struct sl_alert_i
 		return sl_alert_threshold(in->growth_bytes_per_min < 0 ? 0 : (int64_t)in->growth_bytes_per_min,
 					  lim->growth_warn_bytes_per_min, band);
 	case SL_AL_WAL_UNRESERVED:
-		if (!*st)
+		if (in->hold == SL_HOLD_UNKNOWN)
 			return SL_COND_UNKNOWN;
-		snprintf(t->msg, t->len, "wal_status is %s: the server will remove log the slot still needs at its "
-			 "next checkpoint (safe_wal_size exhausted)", st);
-		snprintf(t->ok, t->len, "wal_status is %s: the server keeps the log the slot needs", st);
-		return flag(!strcmp(st, "unreserved") || !strcmp(st, "lost"));
+		snprintf(t->msg, t->len, "%s: the server will remove log the slot still needs soon (at its next "
+			 "checkpoint)", hold);
+		snprintf(t->ok, t->len, "%s: the server keeps the log the slot needs", hold);
+		return flag(in->hold == SL_HOLD_AT_RISK || in->hold == SL_HOLD_LOST);
 	case SL_AL_SLOT_LOST:
-		if (!*st)
+		if (in->hold == SL_HOLD_UNKNOWN)
 			return SL_COND_UNKNOWN;
-		snprintf(t->msg, t->len, "the slot is lost (wal_status = lost): changes after its position are gone; "
-			 "re-backfill needed");
-		snprintf(t->ok, t->len, "wal_status is %s", st);
-		return flag(!strcmp(st, "lost"));
+		snprintf(t->msg, t->len, "the slot is lost (%s): changes after its position are gone; "
+			 "re-backfill needed", hold);
+		snprintf(t->ok, t->len, "%s", hold);
+		return flag(in->hold == SL_HOLD_LOST);
 	case SL_AL_SLOT_MISSING:
 		if (!in->probe_ok)
 			return SL_COND_UNKNOWN;

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
+
 enum sl_alert_severity { SL_ALERT_WARNING = 0, SL_ALERT_CRITICAL };
 
 /* Every alert a stream has; the names are the `alert` label of
@@ -33,7 +35,7 @@ enum sl_alert_id {
 	SL_AL_RETAINED_CRITICAL,    /* retained >= retained_wal_critical_bytes */
 	SL_AL_WAL_GROWTH,           /* retained grows faster than retained_wal_growth_warn_bytes per minute */
 	SL_AL_WAL_UNRESERVED,       /* the server will remove WAL the slot needs at its next checkpoint */
-	SL_AL_SLOT_LOST,            /* wal_status = lost */
+	SL_AL_SLOT_LOST,            /* the position holder is lost (SL_HOLD_LOST) */
 	SL_AL_SLOT_MISSING,         /* the checkpoint has a position, the server no slot */
 	SL_AL_SLOT_INACTIVE,        /* no reader attached for slot_inactive_warn_seconds */
 	SL_AL_FRESHNESS,            /* nothing new made durable for freshness_warn_seconds while the source writes */
@@ -107,7 +109,10 @@ struct sl_alert_inputs {
 	const char *probe_error;       /* with !probe_ok */
 	bool exists;                   /* the position holder (slot) exists */
 	bool expected;                 /* the checkpoint has a position, so it should exist */
-	const char *state;             /* wal_status ("" unknown) */
+	enum sl_hold hold;             /* what the server keeps for the position */
+	const char *hold_word;         /* the source's own word for it, and the name of that word
+					* (hold_label), for messages; either may be NULL */
+	const char *hold_label;
 	int64_t lag_bytes, retained_bytes;
 	double growth_bytes_per_min;   /* with growth_known */
 	bool growth_known;

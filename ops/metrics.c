@@ -493,9 +493,9 @@ static const struct slot_gauge {
 	int64_t (*get)(const struct probe_view *v);
 } slot_gauges[] = {
 	{ "sluice_source_lag_bytes", "The source's log head minus the position the stream confirmed to it "
-	  "(PostgreSQL: pg_current_wal_lsn() - confirmed_flush_lsn).", true, get_lag },
+	  "(PostgreSQL: the WAL head minus the slot's confirmed flush position).", true, get_lag },
 	{ "sluice_slot_retained_wal_bytes", "Log the source keeps for the stream's position "
-	  "(PostgreSQL: pg_current_wal_lsn() - restart_lsn).", true, get_retained },
+	  "(PostgreSQL: the WAL head minus the slot's restart position).", true, get_retained },
 	{ "sluice_slot_safe_wal_bytes", "Log the server may still write before it removes what the slot needs "
 	  "(PostgreSQL: safe_wal_size; absent without max_slot_wal_keep_size).", true, get_safe },
 	{ "sluice_slot_active", "1 when a reader is attached to the slot.", true, get_active },
@@ -503,11 +503,9 @@ static const struct slot_gauge {
 	  "needs (binlog sources).", false, get_ttp },
 };
 
-static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_view *views)
+/* The stream's state and its tables' counters and backfill progress. */
+static void render_tables(struct sl_ops *ops, struct sl_buf *b)
 {
-	int64_t now = sl_now_us();
-	int i;
-
 	family(b, "sluice_stream_state", "gauge", "1 for the state the stream is in (starting, backfilling, streaming, "
 	       "retrying, stopped, failed), 0 for the others.");
 	EACH_STREAM(ops, s) {
@@ -558,6 +556,40 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 			r = 0.99;
 		sample_d(b, "sluice_backfill_progress_ratio", s->name, p, r);
 	}
+}
+
+/* The sources' gauges of the position holder's state in their own words
+ * (struct sl_source_ops.hold_metric): one family per metric name, in the
+ * order the streams first name them. */
+static void render_hold(struct sl_ops *ops, struct sl_buf *b, struct probe_view *views)
+{
+	for (int f = 0; f < ops->nstreams; f++) {
+		const struct sl_ops_sample *first = &views[f].sample;
+		bool named_before = false;
+		int i = 0;
+
+		if (!views[f].has || !first->hold_metric)
+			continue;
+		for (int k = 0; k < f && !named_before; k++)
+			named_before = views[k].has && views[k].sample.hold_metric &&
+				       !strcmp(views[k].sample.hold_metric, first->hold_metric);
+		if (named_before)
+			continue;
+		family(b, first->hold_metric, "gauge", first->hold_help ? first->hold_help : "");
+		EACH_STREAM(ops, s) {
+			struct probe_view *v = &views[i++];
+			const char *p[] = { v->sample.hold_label, v->sample.hold_word, NULL };
+			if (v->has && v->sample.exists && v->sample.hold_word[0] && v->sample.hold_metric &&
+			    !strcmp(v->sample.hold_metric, first->hold_metric) && v->sample.hold_label)
+				sample_u(b, first->hold_metric, s->name, p, 1);
+		}
+	}
+}
+
+/* What the probe read of the stream's position holder (the slot). */
+static void render_slot(struct sl_ops *ops, struct sl_buf *b, struct probe_view *views)
+{
+	int i;
 
 	for (size_t k = 0; k < sizeof slot_gauges / sizeof slot_gauges[0]; k++) {
 		const struct slot_gauge *g = &slot_gauges[k];
@@ -578,15 +610,14 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 		if (v->has && v->growth_known)
 			sample_d(b, "sluice_slot_retained_wal_growth_bytes_per_minute", s->name, NULL, v->growth);
 	}
-	family(b, "sluice_slot_wal_status", "gauge", "1 with the slot's wal_status (reserved, extended, unreserved, "
-	       "lost) as a label.");
-	i = 0;
-	EACH_STREAM(ops, s) {
-		struct probe_view *v = &views[i++];
-		const char *p[] = { "wal_status", v->sample.state, NULL };
-		if (v->has && v->sample.exists && v->sample.state[0])
-			sample_u(b, "sluice_slot_wal_status", s->name, p, 1);
-	}
+	render_hold(ops, b, views);
+}
+
+/* Freshness, flushes, the queue and the stream's counters. */
+static void render_counters(struct sl_ops *ops, struct sl_buf *b)
+{
+	int64_t now = sl_now_us();
+
 	family(b, "sluice_freshness_seconds", "gauge", "Now minus the source time of the last durable change (or "
 	       "heartbeat, when heartbeats are on).");
 	EACH_STREAM(ops, s) {
@@ -657,6 +688,15 @@ static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_vi
 	family(b, "sluice_probe_errors_total", "counter", "Probes of the source that failed.");
 	EACH_STREAM(ops, s)
 		sample_u(b, "sluice_probe_errors_total", s->name, NULL, atomic_load(&s->probe_errors));
+}
+
+static void render_streams(struct sl_ops *ops, struct sl_buf *b, struct probe_view *views)
+{
+	int i;
+
+	render_tables(ops, b);
+	render_slot(ops, b, views);
+	render_counters(ops, b);
 	family(b, "sluice_alert_firing", "gauge", "1 while the alert fires.");
 	i = 0;
 	EACH_STREAM(ops, s) {

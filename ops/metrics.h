@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/util.h"
+
 #include "ops/alerts.h"
 #include "schema/schema.h"
 
@@ -77,8 +79,10 @@ struct sl_ops_sample {
 	bool ok;                           /* the source answered */
 	char error[512];                   /* with !ok */
 	bool exists, active;
-	char state[32];                    /* wal_status ("" unknown) */
-	char confirmed[64], restart[64];   /* positions as text ("" unknown) */
+	enum sl_hold hold;                 /* what the server keeps for the position */
+	char hold_word[32];                /* the source's own word for it ("" unknown) */
+	const char *hold_metric, *hold_label, *hold_help;  /* the source's gauge of hold_word
+							    * (struct sl_source_ops), or NULL */
 	int64_t lag_bytes, retained_bytes, safe_bytes;   /* -1 unknown */
 	int64_t time_to_purge_s;           /* -1 unknown */
 	int64_t at_us;                     /* when it was taken */

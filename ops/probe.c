@@ -111,7 +111,9 @@ static void cycle(struct sl_probe *p)
 	in.probe_error = smp.error;
 	in.exists = smp.exists;
 	in.expected = atomic_load(&os->expect_position);
-	in.state = smp.state;
+	in.hold = smp.hold;
+	in.hold_word = smp.hold_word;
+	in.hold_label = smp.hold_label;
 	in.lag_bytes = smp.lag_bytes;
 	in.retained_bytes = smp.retained_bytes;
 	in.time_to_purge_s = smp.time_to_purge_s;

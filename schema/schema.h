@@ -78,8 +78,6 @@ struct sl_column {
 			      * (schema/mask.h); owned, NULL if nothing */
 };
 
-enum sl_source_kind { SL_SOURCE_POSTGRES = 0, SL_SOURCE_MYSQL };
-
 /* ---- positions ----
  *
  * A position in a source's log.  It is opaque outside the source kind that

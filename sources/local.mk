@@ -6,7 +6,7 @@
 noinst_LIBRARIES += libslsources.a
 libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/source_conf.h \
 	%D%/source_util.c \
-	%D%/postgres/pg_internal.h %D%/postgres/pg_source.c \
+	%D%/postgres/pg_internal.h %D%/postgres/pg_source.h %D%/postgres/pg_source.c %D%/postgres/pg_conf.c \
 	%D%/postgres/pg_catalog.c %D%/postgres/pg_repl.c %D%/postgres/pg_slot.c %D%/postgres/pg_wait.c \
 	%D%/postgres/pg_privs.c %D%/postgres/pg_pubcheck.c %D%/postgres/pg_rewrite.c \
 	%D%/postgres/pg_backfill.c %D%/postgres/pg_backfill.h %D%/postgres/pg_chunks.c \
@@ -17,7 +17,7 @@ libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/sourc
 	%D%/mysql/mysql_charset.c %D%/mysql/mysql_charset.h \
 	%D%/mysql/mysql_json.c %D%/mysql/mysql_json.h \
 	%D%/mysql/gtid.c %D%/mysql/gtid.h \
-	%D%/mysql/my_internal.h %D%/mysql/my_source.c %D%/mysql/my_conn.c %D%/mysql/my_catalog.c \
+	%D%/mysql/my_internal.h %D%/mysql/my_source.h %D%/mysql/my_source.c %D%/mysql/my_conf.c %D%/mysql/my_conn.c %D%/mysql/my_catalog.c \
 	%D%/mysql/my_ddl.c %D%/mysql/my_dump.c %D%/mysql/my_backfill.c
 libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(MARIADB_CFLAGS) $(ZLIB_CFLAGS)
 SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS) $(MARIADB_LIBS) $(ZLIB_LIBS)

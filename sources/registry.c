@@ -1,20 +1,16 @@
 /*
- * sources/registry.c: maps a source kind to its operations.  Adding a
- * source means adding its folder and one line here.
+ * sources/registry.c: the sources this build knows, one line each, through
+ * their public headers.  Adding a source means adding its folder and one
+ * line here (sources/source_conf.c finds them by type).
  */
 #include <stddef.h>
 
-#include "sources/mysql/my_internal.h"
-#include "sources/postgres/pg_internal.h"
+#include "sources/mysql/my_source.h"
+#include "sources/postgres/pg_source.h"
 #include "sources/source.h"
 
-const struct sl_source_ops *sl_source_lookup(enum sl_source_kind kind)
-{
-	switch (kind) {
-	case SL_SOURCE_POSTGRES:
-		return &sl_pg_source_ops;
-	case SL_SOURCE_MYSQL:
-		return &sl_my_source_ops;
-	}
-	return NULL;
-}
+const struct sl_source_ops *const sl_sources[] = {
+	&sl_pg_source_ops,
+	&sl_my_source_ops,
+	NULL,
+};

@@ -75,28 +75,29 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/util.h"
 #include "schema/schema.h"
 
-/* A source connection profile, as parsed from [source.NAME]. */
+/* A source connection profile, as parsed from [source.NAME]: the part every
+ * source has.  The agent reads "type", finds the source's ops with
+ * sl_source_lookup(), allocates ops->conf_size bytes (the source's own
+ * struct, whose first member is this one) and fills them through ops->keys.
+ * The source reaches its own keys by casting cfg to its struct.  All of it
+ * belongs to the configuration. */
 struct sl_source_config {
 	char *name;              /* profile name */
-	enum sl_source_kind kind;
+	const struct sl_source_ops *ops;  /* the source of "type" */
 	char *host;              /* default 127.0.0.1 */
-	int port;                /* default 5432 (postgres) / 3306 (mysql) */
+	int port;                /* the source's default port */
 	char *user;
-	char *dbname;            /* postgres */
-	char *password;          /* resolved from password_env / password_file; NULL: libpq's .pgpass */
-	char *sslmode;           /* postgres sslmode; NULL: libpq default */
+	char *password;          /* resolved from password_env / password_file; NULL: the client's own
+				  * (libpq's .pgpass) */
 	char *sslrootcert;
 	int connect_timeout;     /* seconds, default 10 */
 	int receive_timeout;     /* seconds a stream may stay silent before it is taken as dead;
 				  * 0: the source's own rule (postgres: 2 x wal_sender_timeout, at least 30 s) */
-	uint32_t server_id;      /* mysql */
-	char *ssl_mode;          /* mysql */
-	char *watermark_table;   /* mysql: "db.table" that backfill while streaming writes its
-				  * watermarks into (default sluice.watermarks) */
-	int backfill_connections;   /* connections a backfill snapshot is read over, default 2 */
-	int backfill_chunk_rows;    /* rows per backfill chunk, default 10000 */
+	int backfill_connections;   /* connections a backfill snapshot is read over (0: 1) */
+	int backfill_chunk_rows;    /* rows per backfill chunk (0: the source's default) */
 };
 
 /* A wait on the server that may last long and that sluice cannot shorten
@@ -315,15 +316,31 @@ struct sl_chunk_check {
 };
 
 /* The stream's position holder as the server sees it, for status and alerts. */
+/* One figure of the source's own about its position holder, in its own
+ * words (PostgreSQL: confirmed_flush_lsn, wal_status, ...): the agent shows
+ * them as they are, in the object named after the source type of
+ * `sluice status --json` (doc/operations.md), and reads none of them. */
+struct sl_source_figure {
+	const char *name;              /* a static string */
+	bool is_text;
+	char text[64];                 /* is_text: the value ("" unknown: null) */
+	int64_t num;                   /* !is_text: the value (-1 unknown: null) */
+};
+#define SL_SOURCE_NFIGURES 8
+
 struct sl_source_status {
 	bool exists;                   /* the slot exists */
 	bool active;                   /* a reader is attached */
-	char state[32];                /* wal_status: reserved, extended, unreserved, lost ("" unknown) */
+	enum sl_hold hold;             /* what the server keeps for the position (common/util.h) */
+	char hold_word[32];            /* the source's own word for it, for the metric ops->hold_metric
+					* and for messages (PostgreSQL: wal_status); "" unknown */
 	char confirmed[64];            /* the server's confirmed position, as text ("" unknown) */
 	char restart[64];              /* the oldest position the server keeps for it */
 	int64_t lag_bytes;             /* server head - confirmed; -1 unknown */
 	int64_t retained_bytes;        /* server head - restart; -1 unknown */
 	int64_t safe_bytes;            /* log the server may still write before it drops the position; -1 unknown */
+	struct sl_source_figure figures[SL_SOURCE_NFIGURES];  /* the source's own (see above) */
+	int nfigures;
 	/* Binlog sources (the figures a PostgreSQL slot has not): valid with
 	 * log_known.  Zeroed (as after a memset), they read as unknown. */
 	bool log_known;
@@ -332,9 +349,9 @@ struct sl_source_status {
 	int64_t oldest_needed_age_s;   /* age of the oldest file the stream still needs */
 	int64_t time_to_purge_s;       /* until the server's expiry purges that file; -1 never or unknown */
 	int64_t retention_s;           /* when the files expire (binlog_expire_logs_seconds); 0 never,
-					* -1 unknown.  Without a slot, exists/active/state describe the
-					* stream's checkpoint position on the server ("available" or
-					* "lost"), confirmed is that position, restart the file it needs */
+					* -1 unknown.  Without a slot, exists/active/hold describe the
+					* stream's checkpoint position on the server, confirmed is that
+					* position, restart the file it needs */
 	char head[SL_POS_TEXT_MAX + 32]; /* the server's log head */
 };
 
@@ -346,9 +363,38 @@ struct sl_source_counters {
 	uint64_t decimal_nan_nulls;    /* NaN in decimal columns, written as null */
 };
 
+struct sl_ini_section;
+struct sl_keyerr;
+struct sl_keydesc;
+
 struct sl_source_ops {
 	const char *type;                       /* the config's source type: "postgres" */
 	const struct sl_source_desc *desc;      /* positions and records of this kind */
+
+	/* Its configuration, as a sink's (sinks/sink.h): the keys of
+	 * [source.NAME] other than "type" (common/keytab.h), applied to a zeroed
+	 * struct of conf_size bytes whose first member is struct
+	 * sl_source_config (sources/source_conf.h has the rows every source
+	 * shares).  Rows with applies SL_SOURCE_OWN are the source's own: a
+	 * missing required one says "(required for type T)".  conf_check
+	 * (optional) runs the rules across keys once the table is applied:
+	 * 0, or -1 after sl_keyerr_set(er, line, ...). */
+	const struct sl_keydesc *keys;
+	size_t nkeys;
+	size_t conf_size;
+	int (*conf_check)(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er);
+	/* The keys of [stream.NAME] that only some sources have, which this
+	 * one takes (NULL-terminated; NULL: none): the agent refuses them in a
+	 * stream from any other source.  PostgreSQL: slot, publication,
+	 * key_columns, status_interval; their rows, and what they fill in
+	 * struct sl_source_stream, are the agent's (doc/configuration.md). */
+	const char *const *stream_keys;
+	/* Optional (NULL: none): a gauge, 1 for each stream with the position
+	 * holder's state in the source's own word (status.hold_word) as the
+	 * label hold_label (PostgreSQL: sluice_slot_wal_status{wal_status=...});
+	 * hold_help is its HELP text.  The label also names the word in alert
+	 * messages. */
+	const char *hold_metric, *hold_label, *hold_help;
 
 	/* `sluice check`: every read-only probe run depends on (connection,
 	 * log settings, privileges, tables, keys in merge mode, the position
@@ -512,8 +558,11 @@ struct sl_source_ops {
 	bool log_heartbeats;
 };
 
-/* The registry: the ops for a source kind, or NULL. */
-const struct sl_source_ops *sl_source_lookup(enum sl_source_kind kind);
+/* The registry: the sources of this build, NULL-terminated (sources/
+ * registry.c, one line per source). */
+extern const struct sl_source_ops *const sl_sources[];
+/* The ops for a source type ("postgres"), or NULL. */
+const struct sl_source_ops *sl_source_lookup(const char *type);
 
 /* ---- helpers every source kind shares (sources/source_util.c) ---- */
 
@@ -523,6 +572,10 @@ struct sl_buf;
  * shell when needed, so that a message can give it to be run as it is.
  * Returns the buffer's status (0 or -1). */
 int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *st);
+/* Adds a figure to out->figures (nothing when they are full): a text ("" is
+ * null) or a number (-1 is null).  name is a static string. */
+void sl_source_figure_text(struct sl_source_status *out, const char *name, const char *text);
+void sl_source_figure_num(struct sl_source_status *out, const char *name, int64_t num);
 /* The rule of `tables` that no database decides: an entry without glob
  * characters (*, ?, [ or \) names one table, and must match one of the n
  * tables selected on source (the source's name, for the message); a glob may

@@ -13,10 +13,37 @@
 
 int sl_source_backfill_command(struct sl_buf *b, const struct sl_source_stream *st)
 {
-	sl_buf_puts(b, "sluice backfill -c ");
-	sl_buf_put_shell_word(b, st->config_path ? st->config_path : "FILE");
-	sl_buf_puts(b, " --stream ");
-	return sl_buf_put_shell_word(b, st->name);
+	return sl_buf_put_backfill_command(b, st->config_path, st->name, NULL, NULL);
+}
+
+static struct sl_source_figure *add_figure(struct sl_source_status *out, const char *name)
+{
+	struct sl_source_figure *f;
+
+	if (out->nfigures >= SL_SOURCE_NFIGURES)
+		return NULL;
+	f = &out->figures[out->nfigures++];
+	memset(f, 0, sizeof *f);
+	f->name = name;
+	return f;
+}
+
+void sl_source_figure_text(struct sl_source_status *out, const char *name, const char *text)
+{
+	struct sl_source_figure *f = add_figure(out, name);
+
+	if (f) {
+		f->is_text = true;
+		snprintf(f->text, sizeof f->text, "%s", text ? text : "");
+	}
+}
+
+void sl_source_figure_num(struct sl_source_status *out, const char *name, int64_t num)
+{
+	struct sl_source_figure *f = add_figure(out, name);
+
+	if (f)
+		f->num = num;
 }
 
 int sl_source_check_exact(const struct sl_source_stream *st, const char *source, struct sl_table *const *tables,

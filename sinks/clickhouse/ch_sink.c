@@ -905,23 +905,6 @@ static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **
 	return 0;
 }
 
-/* Appends the command that backfills table version tv of this stream
- * again: `sluice backfill -c FILE --stream NAME --table SCHEMA.TABLE`. */
-static void backfill_command(const struct chsink *s, const struct sl_table *tv, struct sl_buf *cmd)
-{
-	struct sl_buf name;
-
-	sl_buf_init(&name, 0);
-	sl_buf_printf(&name, "%s.%s", tv->ns, tv->name);
-	sl_buf_puts(cmd, "sluice backfill -c ");
-	sl_buf_put_shell_word(cmd, s->config_path ? s->config_path : "FILE");
-	sl_buf_puts(cmd, " --stream ");
-	sl_buf_put_shell_word(cmd, s->stream);
-	sl_buf_puts(cmd, " --table ");
-	sl_buf_put_shell_word(cmd, sl_buf_failed(&name) ? "SCHEMA.TABLE" : name.data);
-	sl_buf_free(&name);
-}
-
 /* A table ClickHouse lacks, which sluice made and wrote before (its columns
  * are on record): dropped by hand.  The stream alone cannot bring its rows
  * back, so it stops (SL_EPREREQ: exit 3, never retried) with the command
@@ -942,7 +925,7 @@ static int table_gone(struct chsink *s, struct chtab *t, const struct sl_table *
 	if (nwas == 0)
 		return 0;
 	sl_buf_init(&cmd, 0);
-	backfill_command(s, tv, &cmd);
+	sl_buf_put_backfill_command(&cmd, s->config_path, s->stream, tv->ns, tv->name);
 	snprintf(err, errlen, "clickhouse: table \"%s\".\"%s\" (of \"%s\".\"%s\") is gone from ClickHouse, but "
 		 "sluice made and wrote it before (dropped by hand?): the stream alone cannot bring its rows back, "
 		 "so it stops here. Run `%s` to fill it again (the next run makes the table anew and backfills "
@@ -962,7 +945,7 @@ static int change_refused(struct chsink *s, const struct chtab *t, const struct 
 	struct sl_buf cmd;
 
 	sl_buf_init(&cmd, 0);
-	backfill_command(s, tv, &cmd);
+	sl_buf_put_backfill_command(&cmd, s->config_path, s->stream, tv->ns, tv->name);
 	snprintf(err + n, errlen - n, "; the stream stops here. To go on: when ClickHouse was changed, put its "
 		 "column back; when the source was, drop \"%s\".\"%s\" in ClickHouse and run `%s`; then start "
 		 "sluice again", s->conf->database, t->object, sl_buf_failed(&cmd) ? "sluice backfill" : cmd.data);

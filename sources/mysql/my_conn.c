@@ -85,7 +85,7 @@ int sl_my_stmt_err(char *err, size_t errlen, const char *what, MYSQL_STMT *st)
 static void set_tls(MYSQL *c, const struct sl_source_config *cfg)
 {
 	my_bool yes = 1, no = 0;
-	const char *m = cfg->ssl_mode;
+	const char *m = sl_my_conf(cfg)->ssl_mode;
 
 	if (cfg->sslrootcert)
 		mysql_options(c, MYSQL_OPT_SSL_CA, cfg->sslrootcert);
@@ -413,10 +413,10 @@ int sl_my_check_prereqs(MYSQL *c, const struct sl_my_server *srv, const struct s
 			 "images: set binlog_row_image=FULL in the server's configuration (and SET GLOBAL "
 			 "binlog_row_image = 'FULL')", st->name, cfg->name, row[2] ? row[2] : "NULL");
 		rc = SL_EPREREQ;
-	} else if (cfg->server_id == srv->server_id) {
+	} else if (sl_my_conf(cfg)->server_id == srv->server_id) {
 		snprintf(err, errlen, "stream \"%s\": source \"%s\": server_id = %" PRIu32 " is the server's own "
 			 "server_id; give sluice one that no server and no other replica uses", st->name, cfg->name,
-			 cfg->server_id);
+			 sl_my_conf(cfg)->server_id);
 		rc = SL_ECONFIG;
 	}
 	if (rc == SL_OK && out) {

@@ -38,14 +38,19 @@
 #include <stdio.h>
 
 #include "common/buf.h"
+#include "common/keytab.h"
 #include "schema/schema.h"
 #include "sources/mysql/binlog_event.h"
 #include "sources/mysql/gtid.h"
+#include "sources/mysql/my_source.h"
 #include "sources/mysql/row_image.h"
 #include "sources/source.h"
 
-extern const struct sl_source_ops sl_my_source_ops;
 extern const struct sl_source_desc sl_my_desc;
+
+#define SL_MY_NKEYS 12
+extern const struct sl_keydesc sl_my_keys[SL_MY_NKEYS];
+
 
 /* ---- positions (my_source.c) ---- */
 

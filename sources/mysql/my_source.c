@@ -543,7 +543,7 @@ static struct my_src *new_src(const struct sl_source_config *cfg, const struct s
 	sl_mariadb_gtid_pos_init(&s->mstate);
 	sl_mysql_gtid_set_init(&s->sstate);
 	sl_buf_init(&s->wm_text, 0);
-	if (wm_name(cfg ? cfg->watermark_table : "sluice.watermarks", s->wm_db, s->wm_table) < 0)
+	if (wm_name(cfg ? sl_my_conf(cfg)->watermark_table : "sluice.watermarks", s->wm_db, s->wm_table) < 0)
 		s->wm_db[0] = s->wm_table[0] = '\0';
 	return s;
 }
@@ -560,7 +560,7 @@ static int my_open(void **ctx, const struct sl_source_config *cfg, const struct 
 	}
 	if (!s->wm_db[0]) {
 		snprintf(err, errlen, "source \"%s\": watermark_table = \"%s\" is not DATABASE.TABLE", cfg->name,
-			 cfg->watermark_table ? cfg->watermark_table : "");
+			 sl_my_conf(cfg)->watermark_table ? sl_my_conf(cfg)->watermark_table : "");
 		my_close(s);
 		return SL_ECONFIG;
 	}
@@ -830,7 +830,7 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 
 	if (rc < 0)
 		return rc;
-	if (wm_name(cfg->watermark_table, wdb, wt) == 0)
+	if (wm_name(sl_my_conf(cfg)->watermark_table, wdb, wt) == 0)
 		drop_table(*out, n, wdb, wt);   /* its rows are watermarks, never changes */
 	if ((rc = check_entry_grants(c, st, cfg, *out, *n, err, errlen)) < 0)
 		goto fail;
@@ -1209,14 +1209,14 @@ static int server_id_free(struct my_src *s, char *err, size_t errlen)
 		return SL_OK;
 	}
 	while (res && (row = mysql_fetch_row(res)) && rc == SL_OK) {
-		if (!row[0] || strtoul(row[0], NULL, 10) != s->cfg->server_id)
+		if (!row[0] || strtoul(row[0], NULL, 10) != sl_my_conf(s->cfg)->server_id)
 			continue;
 		if (row[1] && !strcmp(row[1], s->report_host))
 			continue;
 		snprintf(err, errlen, "stream \"%s\": another replica (\"%s\") is connected to source \"%s\" with "
 			 "server_id = %" PRIu32 "; each stream needs a server_id of its own (two replicas with one "
 			 "server_id end each other's connection)", s->st->name, row[1] ? row[1] : "", s->cfg->name,
-			 s->cfg->server_id);
+			 sl_my_conf(s->cfg)->server_id);
 		rc = SL_ECONFIG;
 	}
 	if (res)
@@ -1260,7 +1260,7 @@ static int my_start(void *ctx, const struct sl_position *from, char *err, size_t
 	if ((rc = server_id_free(s, err, errlen)) < 0)
 		return rc;
 	memset(&o, 0, sizeof o);
-	o.server_id = s->cfg->server_id;
+	o.server_id = sl_my_conf(s->cfg)->server_id;
 	o.report_host = s->report_host;
 	o.file = file;
 	o.offset = from->w[1];
@@ -1316,8 +1316,12 @@ static int grow_vals(struct my_src *s, int n)
 /* The `sluice backfill` that reads table t again, for messages. */
 static void backfill_hint(const struct my_src *s, const struct sl_my_table *t, char *out, size_t outlen)
 {
-	snprintf(out, outlen, "sluice backfill -c %s --stream %s%s%s%s%s", s->st->config_path ? s->st->config_path :
-		 "FILE", s->st->name, t ? " --table " : "", t ? t->db : "", t ? "." : "", t ? t->name : "");
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	sl_buf_put_backfill_command(&b, s->st->config_path, s->st->name, t ? t->db : NULL, t ? t->name : NULL);
+	snprintf(out, outlen, "%s", sl_buf_failed(&b) ? "sluice backfill" : b.data);
+	sl_buf_free(&b);
 }
 
 /* 1 when the changes of t in the open group are in its backfill (the
@@ -2336,7 +2340,7 @@ static int read_event(struct my_src *s, int timeout_ms, bool *held, char *err, s
 			if (rc == SL_ECONFIG) {
 				size_t l = strlen(err);
 				snprintf(err + l, errlen - l, ": another replica (or another sluice stream) connected with "
-					 "server_id = %" PRIu32 "; each stream needs a server_id of its own", s->cfg->server_id);
+					 "server_id = %" PRIu32 "; each stream needs a server_id of its own", sl_my_conf(s->cfg)->server_id);
 			}
 			return rc;
 		}
@@ -2702,9 +2706,9 @@ static int wm_verify(MYSQL *c, const struct sl_source_config *cfg, const struct 
 	bool names_ok = true;
 
 	*absent = false;
-	if (wm_name(cfg->watermark_table, db, table) < 0) {
+	if (wm_name(sl_my_conf(cfg)->watermark_table, db, table) < 0) {
 		snprintf(err, errlen, "source \"%s\": watermark_table = \"%s\" is not DATABASE.TABLE", cfg->name,
-			 cfg->watermark_table ? cfg->watermark_table : "");
+			 sl_my_conf(cfg)->watermark_table ? sl_my_conf(cfg)->watermark_table : "");
 		return SL_ECONFIG;
 	}
 	sl_buf_init(&q, 0);
@@ -3075,7 +3079,7 @@ static int my_check(const struct sl_source_config *cfg, const struct sl_source_s
 		rc = wm_verify(c, cfg, st, &absent, e2, sizeof e2);
 		if (rc == SL_OK) {
 			fprintf(out, "stream %s: watermark table %s: ready for backfill while streaming\n", st->name,
-				cfg->watermark_table);
+				sl_my_conf(cfg)->watermark_table);
 		} else if (rc == SL_EPREREQ && absent) {
 			fprintf(out, "stream %s: source %s: warning: %s. Until it exists, a table is backfilled again only from "
 				"a snapshot before streaming (the stream restarts for it)\n", st->name, cfg->name, e2);
@@ -3136,7 +3140,11 @@ static int my_probe(const struct sl_source_config *cfg, const struct sl_source_s
 			if (!strcmp(logs[i].name, file))
 				need = i;
 		out->exists = need >= 0;
-		snprintf(out->state, sizeof out->state, "%s", need >= 0 ? "available" : "lost");
+		out->hold = need >= 0 ? SL_HOLD_KEPT : SL_HOLD_LOST;
+		snprintf(out->hold_word, sizeof out->hold_word, "%s", need >= 0 ? "available" : "lost");
+		sl_source_figure_text(out, "position", out->confirmed);
+		sl_source_figure_text(out, "needed_file", out->restart);
+		sl_source_figure_text(out, "needed_file_status", out->hold_word);
 		if (need >= 0) {
 			int64_t lag = (int64_t)logs[need].size - (int64_t)st->durable->w[1], kept = 0;
 			for (int i = need + 1; i < n; i++)
@@ -3203,6 +3211,14 @@ static int my_discard_position(const struct sl_source_config *cfg, const struct 
 const struct sl_source_ops sl_my_source_ops = {
 	.type = "mysql",
 	.desc = &sl_my_desc,
+	.keys = sl_my_keys,
+	.nkeys = SL_MY_NKEYS,
+	.conf_size = sizeof(struct sl_my_conf),
+	/* The name PostgreSQL's gauge has, which dashboards know: available
+	 * while the binlog file of the checkpoint's position is on the server. */
+	.hold_metric = "sluice_slot_wal_status",
+	.hold_label = "wal_status",
+	.hold_help = "1 with whether the binlog file the stream needs is on the server (available, lost) as a label.",
 	.check = my_check,
 	.probe = my_probe,
 	.discard_position = my_discard_position,

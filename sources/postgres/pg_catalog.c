@@ -105,9 +105,9 @@ PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char
 	KV("host", cfg->host);
 	KV("port", port);
 	KV("user", cfg->user);
-	KV("dbname", cfg->dbname);
+	KV("dbname", sl_pg_conf(cfg)->dbname);
 	KV("password", cfg->password);
-	KV("sslmode", cfg->sslmode);
+	KV("sslmode", sl_pg_conf(cfg)->sslmode);
 	KV("sslrootcert", cfg->sslrootcert);
 	KV("connect_timeout", timeout);
 	KV("keepalives", "1");
@@ -130,7 +130,7 @@ PGconn *sl_pg_connect(const struct sl_source_config *cfg, bool replication, char
 	if (PQstatus(c) != CONNECTION_OK) {
 		char what[512];
 		snprintf(what, sizeof what, "could not connect to source \"%s\" (%s:%d, database \"%s\"%s)",
-			 cfg->name, cfg->host, cfg->port, cfg->dbname ? cfg->dbname : "",
+			 cfg->name, cfg->host, cfg->port, sl_pg_conf(cfg)->dbname ? sl_pg_conf(cfg)->dbname : "",
 			 replication ? ", replication" : "");
 		sl_pg_err(err, errlen, what, c, NULL);
 		PQfinish(c);

@@ -18,16 +18,23 @@
 #include <stdio.h>
 
 #include "common/buf.h"
+#include "common/keytab.h"
 #include "schema/schema.h"
+#include "sources/postgres/pg_source.h"
 #include "sources/postgres/pgoutput.h"
 #include "sources/source.h"
 
 /* The prefix of the stream's heartbeat messages (pg_logical_emit_message). */
 #define SL_PG_HEARTBEAT_PREFIX "sluice.heartbeat"
 
-/* The source's operations and its position descriptor (pg_source.c). */
-extern const struct sl_source_ops sl_pg_source_ops;
+/* The source's operations (pg_source.h) and its position descriptor (pg_source.c). */
 extern const struct sl_source_desc sl_pg_desc;
+
+#define SL_PG_NKEYS 12
+extern const struct sl_keydesc sl_pg_keys[SL_PG_NKEYS];
+/* The stream keys a postgres stream takes (struct sl_source_ops.stream_keys). */
+extern const char *const sl_pg_stream_keys[];
+
 
 /* Copies a libpq error (of res, or of the connection when res is NULL) into
  * err as "what: message", on one line, and classifies it: SL_EPREREQ for

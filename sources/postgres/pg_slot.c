@@ -76,7 +76,7 @@ static int explain(enum verdict v, const struct sl_pg_slot_info *si, const struc
 				      "(plugin \"%s\")", st->name, st->slot, si->plugin);
 		else
 			sl_buf_printf(&b, "stream \"%s\": slot \"%s\" belongs to database \"%s\", not \"%s\"",
-				      st->name, st->slot, si->database, cfg->dbname);
+				      st->name, st->slot, si->database, sl_pg_conf(cfg)->dbname);
 		rc = SL_EPREREQ;
 		break;
 	case SLOT_MISSING:
@@ -167,7 +167,7 @@ int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const stru
 
 	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
 		return rc;
-	v = judge(&si, cfg->dbname, resume);
+	v = judge(&si, sl_pg_conf(cfg)->dbname, resume);
 	switch (v) {
 	case SLOT_ABSENT:
 		plan->need_position = true;
@@ -214,7 +214,7 @@ int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct
 	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
 		return rc;
 	*exists = si.exists;
-	v = judge(&si, cfg->dbname, resume);
+	v = judge(&si, sl_pg_conf(cfg)->dbname, resume);
 	/* Read while no agent of this state_dir runs the stream: by someone
 	 * else, whom run would wait for forever. */
 	if (si.active && st->agent_pid <= 0 && (v == SLOT_USABLE || v == SLOT_AHEAD || v == SLOT_LEFTOVER))
@@ -244,7 +244,7 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 		return sl_pg_err_status();
 	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
 		goto out;
-	v = judge(&si, cfg->dbname, resume);
+	v = judge(&si, sl_pg_conf(cfg)->dbname, resume);
 	switch (v) {
 	case SLOT_ABSENT:
 	case SLOT_USABLE:

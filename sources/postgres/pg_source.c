@@ -1112,6 +1112,20 @@ static void pg_probe_close(void *pctx)
 	free(p);
 }
 
+/* What a slot's wal_status says of the WAL it needs: reserved and extended
+ * keep it; unreserved will lose it at the next checkpoint
+ * (max_slot_wal_keep_size exceeded); lost has lost it. */
+static enum sl_hold hold_of(const char *wal_status)
+{
+	if (!strcmp(wal_status, "reserved") || !strcmp(wal_status, "extended"))
+		return SL_HOLD_KEPT;
+	if (!strcmp(wal_status, "unreserved"))
+		return SL_HOLD_AT_RISK;
+	if (!strcmp(wal_status, "lost"))
+		return SL_HOLD_LOST;
+	return SL_HOLD_UNKNOWN;
+}
+
 /* The slot's row as struct sl_source_status. */
 static int slot_status(PGconn *c, const char *slot, struct sl_source_status *out, char *err, size_t errlen)
 {
@@ -1126,7 +1140,8 @@ static int slot_status(PGconn *c, const char *slot, struct sl_source_status *out
 	if (!si.exists)
 		return SL_OK;
 	out->active = si.active;
-	snprintf(out->state, sizeof out->state, "%s", si.wal_status);
+	out->hold = hold_of(si.wal_status);
+	snprintf(out->hold_word, sizeof out->hold_word, "%s", si.wal_status);
 	if (si.confirmed_flush_lsn)  /* NULL while the slot is being created */
 		sl_lsn_format(si.confirmed_flush_lsn, out->confirmed);
 	if (si.restart_lsn)          /* NULL once the slot is lost */
@@ -1134,6 +1149,10 @@ static int slot_status(PGconn *c, const char *slot, struct sl_source_status *out
 	out->lag_bytes = si.lag_bytes;
 	out->retained_bytes = si.retained_bytes;
 	out->safe_bytes = si.safe_wal_size;
+	sl_source_figure_text(out, "confirmed_flush_lsn", out->confirmed);
+	sl_source_figure_text(out, "restart_lsn", out->restart);
+	sl_source_figure_text(out, "wal_status", si.wal_status);
+	sl_source_figure_num(out, "safe_wal_size", si.safe_wal_size);
 	return SL_OK;
 }
 
@@ -1218,6 +1237,13 @@ static void pg_counters(void *ctx, struct sl_source_counters *out)
 const struct sl_source_ops sl_pg_source_ops = {
 	.type = "postgres",
 	.desc = &sl_pg_desc,
+	.keys = sl_pg_keys,
+	.nkeys = SL_PG_NKEYS,
+	.conf_size = sizeof(struct sl_pg_conf),
+	.stream_keys = sl_pg_stream_keys,
+	.hold_metric = "sluice_slot_wal_status",
+	.hold_label = "wal_status",
+	.hold_help = "1 with the slot's wal_status (reserved, extended, unreserved, lost) as a label.",
 	.check = pg_check,
 	.probe = pg_probe,
 	.discard_position = sl_pg_discard_position,

@@ -287,7 +287,9 @@ class MyBinlogStatusTest(MyOpsTestCase):
         self.assertEqual(b["needed_file"], head_file)
         self.assertEqual(b["needed_file_age_seconds"], 0)
         self.assertIsNone(b["time_to_purge_seconds"])
-        self.assertEqual(st["slot_status"]["wal_status"], "available")
+        self.assertEqual(st["slot_status"]["state"], "kept")
+        self.assertEqual(st["slot_status"]["mysql"]["needed_file_status"], "available")
+        self.assertEqual(st["slot_status"]["mysql"]["needed_file"], head_file)
         self.assertEqual(st["slot_status"]["lag_bytes"], 0)
 
         # a change made durable, sluice stopped; then the server rotates and writes on

@@ -191,7 +191,8 @@ class RestartTest(MyTestCase):
         st = s.run("status", "--json")
         self.assertEqual(st.rc, 6, st.describe())   # 6: no agent runs the stream (it drained)
         o = json.loads(st.stdout)["streams"][0]
-        self.assertEqual(o["slot_status"]["wal_status"], "available")
+        self.assertEqual(o["slot_status"]["state"], "kept")
+        self.assertEqual(o["slot_status"]["mysql"]["needed_file_status"], "available")
         self.assertEqual(o["binlog"]["needed_file"], o["durable_position"].split(":")[0])
         self.assertGreaterEqual(o["binlog"]["bytes"], 1)
         self.assertEqual(o["alerts"], [])

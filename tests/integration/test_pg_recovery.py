@@ -304,8 +304,9 @@ class LostSlotTest(PgTestCase):
         r = s.run("status", "--json", timeout=60)
         self.assertEqual(r.rc, 6, f"an alert fires, and no agent runs (6 wins over 1):\n{r.describe()}")
         slot = json.loads(r.stdout)["streams"][0]["slot_status"]
-        self.assertEqual(slot["wal_status"], "lost")
-        self.assertIsNone(slot["restart_lsn"])
+        self.assertEqual(slot["state"], "lost")
+        self.assertEqual(slot["postgres"]["wal_status"], "lost")
+        self.assertIsNone(slot["postgres"]["restart_lsn"])
         self.assertIsNone(slot["retained_wal_bytes"])
         r = s.run("status", timeout=60)
         self.assertIn("retained WAL: unknown", r.stdout)

@@ -58,7 +58,8 @@ class SlotWaitTest(PgTestCase):
         self.assertIn(f"pid {bpid}", w["detail"])
         if st["slot_status"]["exists"]:   # the slot is visible, still being made
             self.assertIsNone(st["slot_status"]["lag_bytes"])
-            self.assertIsNone(st["slot_status"]["confirmed_flush_lsn"])
+            self.assertIsNone(st["slot_status"]["confirmed_position"])
+            self.assertIsNone(st["slot_status"]["postgres"]["confirmed_flush_lsn"])
         r = s.run("status", timeout=30)
         self.assertIn(f"  agent: running (pid {p.pid})\n", r.stdout)
         self.assertRegex(r.stdout, r'  waiting: creating replication slot "sluice_slotwait" for \d+ s, blocked by '

@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 		{ "pos", required_argument, NULL, 'o' }, { "out", required_argument, NULL, 'O' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sl_source_config cfg;
+	struct sl_my_conf pc;
 	struct sl_my_server srv;
 	struct sl_my_dump_opts o;
 	struct sl_my_dump *d = NULL;
@@ -45,15 +45,15 @@ int main(int argc, char **argv)
 	FILE *f = NULL;
 	MYSQL *m;
 
-	memset(&cfg, 0, sizeof cfg);
+	memset(&pc, 0, sizeof pc);
 	memset(&o, 0, sizeof o);
-	cfg.name = "record";
-	cfg.connect_timeout = 10;
+	pc.base.name = "record";
+	pc.base.connect_timeout = 10;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h': cfg.host = optarg; break;
-		case 'p': cfg.port = atoi(optarg); break;
-		case 'u': cfg.user = optarg; break;
+		case 'h': pc.base.host = optarg; break;
+		case 'p': pc.base.port = atoi(optarg); break;
+		case 'u': pc.base.user = optarg; break;
 		case 'w': pwfile = optarg; break;
 		case 's': o.server_id = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'f': o.file = optarg; break;
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
 		default: return 1;
 		}
 	}
-	if (!cfg.host || !cfg.port || !cfg.user || !o.server_id || !o.file || !out) {
+	if (!pc.base.host || !pc.base.port || !pc.base.user || !o.server_id || !o.file || !out) {
 		fprintf(stderr, "usage: my_record --host H --port P --user U [--password-file F] --server-id N "
 			"--file BINLOG --pos OFFSET --out FILE\n");
 		return 1;
@@ -74,9 +74,9 @@ int main(int argc, char **argv)
 		}
 		while (pwlen && (pw[pwlen - 1] == '\n' || pw[pwlen - 1] == '\r'))
 			pw[--pwlen] = '\0';
-		cfg.password = pw;
+		pc.base.password = pw;
 	}
-	if (!(m = sl_my_connect(&cfg, 30, &srv, err, sizeof err))) {
+	if (!(m = sl_my_connect(&pc.base, 30, &srv, err, sizeof err))) {
 		fprintf(stderr, "my_record: %s\n", err);
 		goto out;
 	}
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		perror(out);
 		goto out;
 	}
-	if (sl_my_dump_open(&d, &cfg, &srv, &o, 60000, err, sizeof err) < 0 ||
+	if (sl_my_dump_open(&d, &pc.base, &srv, &o, 60000, err, sizeof err) < 0 ||
 	    sl_my_dump_record(d, f, err, sizeof err) < 0) {
 		fprintf(stderr, "my_record: %s\n", err);
 		goto out;

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct sl_source_config cfg;
+	struct sl_pg_conf pc;
 	struct sl_pg_repl *r = NULL;
 	struct sl_pg_repl_event ev;
 	const char *slot = NULL, *pub = NULL, *out = NULL;
@@ -63,30 +63,29 @@ int main(int argc, char **argv)
 	FILE *f = NULL;
 	int c, rc = 1;
 
-	memset(&cfg, 0, sizeof cfg);
-	cfg.name = "recorder";
-	cfg.kind = SL_SOURCE_POSTGRES;
-	cfg.connect_timeout = 10;
+	memset(&pc, 0, sizeof pc);
+	pc.base.name = "recorder";
+	pc.base.connect_timeout = 10;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'h': cfg.host = optarg; break;
+		case 'h': pc.base.host = optarg; break;
 		case 'p':
 			if (sl_parse_i64(optarg, 1, 65535, &port) < 0)
 				return usage();
-			cfg.port = (int)port;
+			pc.base.port = (int)port;
 			break;
-		case 'U': cfg.user = optarg; break;
-		case 'd': cfg.dbname = optarg; break;
+		case 'U': pc.base.user = optarg; break;
+		case 'd': pc.dbname = optarg; break;
 		case 's': slot = optarg; break;
 		case 'P': pub = optarg; break;
 		case 'o': out = optarg; break;
 		default: return usage();
 		}
 	}
-	if (!cfg.host || !cfg.port || !cfg.user || !cfg.dbname || !slot || !pub || !out || optind != argc)
+	if (!pc.base.host || !pc.base.port || !pc.base.user || !pc.dbname || !slot || !pub || !out || optind != argc)
 		return usage();
 
-	if (!(r = sl_pg_repl_open(&cfg, NULL, NULL, err, sizeof err)))
+	if (!(r = sl_pg_repl_open(&pc.base, NULL, NULL, err, sizeof err)))
 		goto fail;
 	if (sl_pg_repl_create_slot(r, slot, true, NULL, NULL, snapshot, sizeof snapshot, &consistent, err, sizeof err) < 0)
 		goto fail;

@@ -55,7 +55,7 @@ struct sl_table *tl_table(const char *ns, const char *name, const struct tl_col 
 	}
 	if (sl_table_finish(t) < 0)
 		abort();
-	t->src = sl_source_lookup(SL_SOURCE_POSTGRES)->desc;
+	t->src = sl_source_lookup("postgres")->desc;
 	return t;
 }
 

@@ -27,6 +27,9 @@
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/clickhouse/clickhouse.h"
 #include "sinks/s3/s3.h"
+#include "sources/mysql/my_source.h"
+#include "sources/postgres/pg_source.h"
+#include "sources/source_conf.h"
 
 #define CANARY "canary-Zq7-pw-3f9a"
 #define MiB (UINT64_C(1) << 20)
@@ -158,20 +161,18 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg->ndestinations, 1);
 	assert_int_equal(cfg->nstreams, 1);
 
-	s = &cfg->sources[0];
+	s = cfg->sources[0];
 	assert_string_equal(s->name, "shop");
-	assert_int_equal(s->kind, SL_SOURCE_POSTGRES);
+	assert_string_equal(s->ops->type, "postgres");
 	assert_string_equal(s->host, "127.0.0.1");
 	assert_int_equal(s->port, 5432);
 	assert_string_equal(s->user, "sluice");
-	assert_string_equal(s->dbname, "shop");
+	assert_string_equal(sl_pg_conf(s)->dbname, "shop");
 	assert_null(s->password);
-	assert_null(s->sslmode);
+	assert_null(sl_pg_conf(s)->sslmode);
 	assert_null(s->sslrootcert);
 	assert_int_equal(s->connect_timeout, 10);
 	assert_int_equal(s->receive_timeout, 0);  /* automatic */
-	assert_int_equal(s->server_id, 0);
-	assert_null(s->ssl_mode);
 
 	d = &cfg->destinations[0];
 	assert_string_equal(d->name, "lake");
@@ -282,20 +283,19 @@ static void test_full(void **state)
 	assert_string_equal(cfg->alert_webhook, "https://hooks.example.com/x?a=1");
 
 	assert_int_equal(cfg->nsources, 2);
-	assert_string_equal(cfg->sources[0].host, "db.example.com");
-	assert_int_equal(cfg->sources[0].port, 6432);
-	assert_string_equal(cfg->sources[0].password, CANARY);
-	assert_string_equal(cfg->sources[0].sslmode, "verify-full");
-	assert_string_equal(cfg->sources[0].sslrootcert, "/etc/ssl/root.crt");
-	assert_int_equal(cfg->sources[0].connect_timeout, 120);
-	assert_int_equal(cfg->sources[0].receive_timeout, 90);
-	assert_string_equal(cfg->sources[1].name, "maria");
-	assert_int_equal(cfg->sources[1].kind, SL_SOURCE_MYSQL);
-	assert_int_equal(cfg->sources[1].port, 3306);
-	assert_string_equal(cfg->sources[1].host, "127.0.0.1");
-	assert_null(cfg->sources[1].dbname);
-	assert_int_equal(cfg->sources[1].server_id, UINT32_MAX);
-	assert_string_equal(cfg->sources[1].ssl_mode, "verify_identity");
+	assert_string_equal(cfg->sources[0]->host, "db.example.com");
+	assert_int_equal(cfg->sources[0]->port, 6432);
+	assert_string_equal(cfg->sources[0]->password, CANARY);
+	assert_string_equal(sl_pg_conf(cfg->sources[0])->sslmode, "verify-full");
+	assert_string_equal(cfg->sources[0]->sslrootcert, "/etc/ssl/root.crt");
+	assert_int_equal(cfg->sources[0]->connect_timeout, 120);
+	assert_int_equal(cfg->sources[0]->receive_timeout, 90);
+	assert_string_equal(cfg->sources[1]->name, "maria");
+	assert_string_equal(cfg->sources[1]->ops->type, "mysql");
+	assert_int_equal(cfg->sources[1]->port, 3306);
+	assert_string_equal(cfg->sources[1]->host, "127.0.0.1");
+	assert_int_equal(sl_my_conf(cfg->sources[1])->server_id, UINT32_MAX);
+	assert_string_equal(sl_my_conf(cfg->sources[1])->ssl_mode, "verify_identity");
 
 	ad = cfg->destinations[0].conf;
 	assert_int_equal(ad->codec, SL_CODEC_SNAPPY);
@@ -330,7 +330,7 @@ static void test_full(void **state)
 
 	st = sl_config_stream(cfg, "binlog-1");
 	assert_non_null(st);
-	assert_ptr_equal(st->source, &cfg->sources[1]);
+	assert_ptr_equal(st->source, cfg->sources[1]);
 	assert_ptr_equal(st->destination, &cfg->destinations[1]);
 	assert_null(st->slot);          /* MySQL streams have no slot */
 	assert_null(st->publication);
@@ -640,9 +640,9 @@ static void test_sections(void **state)
 		 "slot = s64\n",
 		 name64, name64, name64, name64, name64);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].name, name64);
+	assert_string_equal(cfg->sources[0]->name, name64);
 	assert_string_equal(cfg->destinations[0].name, name64);
-	assert_ptr_equal(sl_config_stream(cfg, name64)->source, &cfg->sources[0]);
+	assert_ptr_equal(sl_config_stream(cfg, name64)->source, cfg->sources[0]);
 	sl_config_free(cfg);
 
 	EXPECT_ERR(f, "[source.shop]\ntype = postgres\nuser = u\ndbname = d\n",
@@ -669,7 +669,7 @@ static void test_references(void **state)
 	cfg = LOAD_OK(f, "[stream.s]\nsource = a\ndestination = b\ntables = x.y\n"
 		      "[destination.b]\ntype = avro_dir\npath = /x\n"
 		      "[source.a]\ntype = postgres\nuser = u\ndbname = d\n");
-	assert_ptr_equal(cfg->streams[0].source, &cfg->sources[0]);
+	assert_ptr_equal(cfg->streams[0].source, cfg->sources[0]);
 	sl_config_free(cfg);
 }
 
@@ -809,7 +809,7 @@ static void test_env(void **state)
 		      "[destination.lake]\ntype = avro_dir\npath = ./out\n"
 		      "[stream.orders]\nsource = shop\ndestination = lake\ntables = public.orders\n");
 	assert_string_equal(cfg->state_dir, "/var/db.internal/${x}$");
-	assert_string_equal(cfg->sources[0].host, "db.internal");
+	assert_string_equal(cfg->sources[0]->host, "db.internal");
 	sl_config_free(cfg);
 
 	EXPECT_ERR(f, MINIMAL "[agent]\nstate_dir = /x/${SLUICE_TEST_UNSET}/y\n",
@@ -841,8 +841,8 @@ static void test_password_env(void **state)
 	unsetenv("SLUICE_TEST_NOPW");
 	snprintf(ini, sizeof ini, "%spassword_env = SLUICE_TEST_PW\n%s", src, MINIMAL);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].password, CANARY);
-	assert_null(cfg->sources[1].password);
+	assert_string_equal(cfg->sources[0]->password, CANARY);
+	assert_null(cfg->sources[1]->password);
 	sl_config_free(cfg);
 
 	snprintf(ini, sizeof ini, "%spassword_env = SLUICE_TEST_NOPW\n%s", src, MINIMAL);
@@ -912,25 +912,25 @@ static void test_password_file(void **state)
 
 	assert_int_equal(chmod(pw, 0600), 0);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].password, CANARY);  /* one newline stripped */
+	assert_string_equal(cfg->sources[0]->password, CANARY);  /* one newline stripped */
 	sl_config_free(cfg);
 	assert_int_equal(chmod(pw, 0400), 0);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].password, CANARY);
+	assert_string_equal(cfg->sources[0]->password, CANARY);
 	sl_config_free(cfg);
 
 	/* Only one newline goes; no newline at all is fine too. */
 	write_file(f, "pw", CANARY "\n\n", 0600, pw, sizeof pw);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].password, CANARY "\n");
+	assert_string_equal(cfg->sources[0]->password, CANARY "\n");
 	sl_config_free(cfg);
 	write_file(f, "pw", CANARY "\r\n", 0600, pw, sizeof pw);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].password, CANARY);
+	assert_string_equal(cfg->sources[0]->password, CANARY);
 	sl_config_free(cfg);
 	write_file(f, "pw", CANARY, 0600, pw, sizeof pw);
 	cfg = LOAD_OK(f, ini);
-	assert_string_equal(cfg->sources[0].password, CANARY);
+	assert_string_equal(cfg->sources[0]->password, CANARY);
 	sl_config_free(cfg);
 
 	write_file(f, "pw", "\n", 0600, pw, sizeof pw);
@@ -1412,6 +1412,57 @@ static void test_s3_keys(void **state)
 }
 
 /* exclude_columns, mask_columns and the mask key (issue 25). */
+/* Every source's key table: rows the engine can apply, shared rows that
+ * fill the shared profile, the source's own rows inside its own struct, and
+ * the shared defaults that differ by source. */
+static void test_source_key_tables(void **state)
+{
+	static const char *const shared[] = { "host", "port", "user", "password_env", "password_file", "sslrootcert",
+					      "connect_timeout", "receive_timeout", "backfill_connections",
+					      "backfill_chunk_rows", NULL };
+	(void)state;
+
+	assert_int_equal(sl_source_count(), 2);
+	assert_ptr_equal(sl_source_lookup("postgres"), &sl_pg_source_ops);
+	assert_ptr_equal(sl_source_lookup("mysql"), &sl_my_source_ops);
+	assert_null(sl_source_lookup("oracle"));
+	for (size_t i = 0; i < sl_source_count(); i++) {
+		const struct sl_source_ops *ops = sl_source_at(i);
+		assert_non_null(ops->keys);
+		assert_true(ops->nkeys > 0 && ops->nkeys <= 64);
+		assert_true(ops->conf_size >= sizeof(struct sl_source_config));
+		assert_false(sl_keytab_has(ops->keys, ops->nkeys, "type"));  /* the agent's */
+		for (size_t k = 0; k < ops->nkeys; k++) {
+			const struct sl_keydesc *d = &ops->keys[k];
+			bool is_shared = false;
+			assert_non_null(d->name);
+			for (const char *const *n = shared; *n; n++)
+				is_shared |= !strcmp(*n, d->name);
+			/* shared rows fill the profile and are nobody's own; own rows lie past it */
+			if (is_shared) {
+				assert_int_equal(d->applies, 0);
+				assert_true(d->off + d->size <= sizeof(struct sl_source_config));
+			} else {
+				assert_int_equal(d->applies, SL_SOURCE_OWN);
+				assert_true(d->off >= sizeof(struct sl_source_config));
+			}
+			assert_true(d->off + d->size <= ops->conf_size);
+			for (size_t j = 0; j < k; j++)
+				assert_string_not_equal(ops->keys[j].name, d->name);
+		}
+	}
+	assert_string_equal(sl_keytab_find(sl_pg_source_ops.keys, sl_pg_source_ops.nkeys, "port", 0)->def, "5432");
+	assert_string_equal(sl_keytab_find(sl_my_source_ops.keys, sl_my_source_ops.nkeys, "port", 0)->def, "3306");
+	assert_true(sl_keytab_has(sl_pg_source_ops.keys, sl_pg_source_ops.nkeys, "dbname"));
+	assert_false(sl_keytab_has(sl_my_source_ops.keys, sl_my_source_ops.nkeys, "dbname"));
+	assert_true(sl_keytab_has(sl_pg_source_ops.keys, sl_pg_source_ops.nkeys, "backfill_connections"));
+	assert_false(sl_keytab_has(sl_my_source_ops.keys, sl_my_source_ops.nkeys, "backfill_connections"));
+	assert_true(sl_keytab_has(sl_my_source_ops.keys, sl_my_source_ops.nkeys, "watermark_table"));
+	/* the stream keys only some sources take */
+	assert_string_equal(sl_pg_source_ops.stream_keys[0], "key_columns");
+	assert_null(sl_my_source_ops.stream_keys);
+}
+
 static void test_masking_keys(void **state)
 {
 	struct fx *f = *state;
@@ -1471,6 +1522,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_masking_keys, setup, teardown),
+		cmocka_unit_test(test_source_key_tables),
 		cmocka_unit_test_setup_teardown(test_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_key, setup, teardown),

@@ -752,6 +752,23 @@ static void test_buf_shell_word(void **state)
 	}
 }
 
+/* The recovery command that messages give, with a path that needs quoting. */
+static void test_buf_backfill_command(void **state)
+{
+	struct sl_buf b;
+	(void)state;
+
+	sl_buf_init(&b, 0);
+	assert_int_equal(sl_buf_put_backfill_command(&b, "/etc/my dir/it's.ini", "orders", "public", "line items"),
+			 0);
+	assert_string_equal(b.data, "sluice backfill -c '/etc/my dir/it'\\''s.ini' --stream orders --table "
+			    "'public.line items'");
+	sl_buf_reset(&b);
+	assert_int_equal(sl_buf_put_backfill_command(&b, NULL, "a b", NULL, NULL), 0);
+	assert_string_equal(b.data, "sluice backfill -c FILE --stream 'a b'");
+	sl_buf_free(&b);
+}
+
 static void test_buf(void **state)
 {
 	struct sl_buf b;
@@ -1062,6 +1079,7 @@ int main(void)
 		cmocka_unit_test(test_value_equal),
 		cmocka_unit_test(test_buf),
 		cmocka_unit_test(test_buf_shell_word),
+		cmocka_unit_test(test_buf_backfill_command),
 		cmocka_unit_test(test_quote_failure),
 		cmocka_unit_test(test_checkpoint_roundtrip),
 		cmocka_unit_test(test_checkpoint_format1),

@@ -96,7 +96,9 @@ static struct sl_alert_inputs quiet_inputs(void)
 	in.probe_ok = true;
 	in.exists = true;
 	in.expected = true;
-	in.state = "reserved";
+	in.hold = SL_HOLD_KEPT;
+	in.hold_word = "reserved";
+	in.hold_label = "wal_status";
 	in.lag_bytes = 100;
 	in.retained_bytes = 1000;
 	in.inactive_s = 0;
@@ -170,23 +172,29 @@ static void test_evaluate_slot_states(void **state)
 
 	(void)state;
 	memset(al, 0, sizeof al);
-	in.state = "extended";
+	in.hold = SL_HOLD_KEPT;
+	in.hold_word = "extended";
 	assert_int_equal(eval(al, &in, 1, tr), 0);
-	in.state = "unreserved";
+	in.hold = SL_HOLD_AT_RISK;
+	in.hold_word = "unreserved";
 	n = eval(al, &in, 2, tr);
 	assert_int_equal(n, 1);
 	assert_int_equal(tr[0].id, SL_AL_WAL_UNRESERVED);
 	assert_string_equal(sl_alert_def(tr[0].id)->name, "wal_unreserved");
 	assert_int_equal(sl_alert_def(tr[0].id)->severity, SL_ALERT_CRITICAL);
-	in.state = "lost";
+	in.hold = SL_HOLD_LOST;
+	in.hold_word = "lost";
 	in.retained_bytes = -1;
 	n = eval(al, &in, 3, tr);
 	assert_int_equal(n, 1);
 	assert_int_equal(tr[0].id, SL_AL_SLOT_LOST);
+	assert_string_equal(tr[0].message, "the slot is lost (wal_status is lost): changes after its position are "
+			    "gone; re-backfill needed");
 	assert_true(al[SL_AL_WAL_UNRESERVED].firing);
 	/* the slot goes: missing, because the checkpoint has a position in it */
 	in.exists = false;
-	in.state = "";
+	in.hold = SL_HOLD_UNKNOWN;
+	in.hold_word = "";
 	n = eval(al, &in, 4, tr);
 	assert_int_equal(n, 1);
 	assert_int_equal(tr[0].id, SL_AL_SLOT_MISSING);
@@ -350,7 +358,11 @@ static void test_render(void **state)
 	s->sample.ok = true;
 	s->sample.exists = true;
 	s->sample.active = true;
-	snprintf(s->sample.state, sizeof s->sample.state, "reserved");
+	s->sample.hold = SL_HOLD_KEPT;
+	snprintf(s->sample.hold_word, sizeof s->sample.hold_word, "reserved");
+	s->sample.hold_metric = "sluice_slot_wal_status";
+	s->sample.hold_label = "wal_status";
+	s->sample.hold_help = "1 with the slot's wal_status.";
 	s->sample.lag_bytes = 4096;
 	s->sample.retained_bytes = 81920;
 	s->sample.safe_bytes = -1;
