@@ -35,16 +35,41 @@
 #include <stdint.h>
 
 #include "sinks/avro/ocf.h"
+#include "sinks/avro_tree/store.h"
+#include "sinks/s3/s3.h"
 #include "sinks/sink.h"
 
-/* The configuration of one iceberg destination; path belongs to it. */
+/* The configuration of one iceberg destination: a local warehouse folder
+ * (path), or a bucket (the S3 keys of type s3, in s3).  Every string
+ * belongs to it (the key table frees it). */
 struct sl_iceberg_conf {
-	char *path;                  /* the warehouse folder; required */
+	struct sl_s3_conf s3;        /* s3.bucket set: the tables are in that bucket, under s3.prefix */
+	char *path;                  /* or the warehouse folder */
 	enum sl_codec codec;         /* of the data files, default deflate */
 	int compression_level;       /* deflate level 1-9, default 1 */
 	uint64_t max_file_bytes;     /* a flush is due past this many bytes written, default 64MB */
 	uint64_t max_file_seconds;   /* or this long after the first write, default 60 */
 };
+
+/* Where an iceberg destination's tables live, for the sink and for the
+ * maintenance that reads and rewrites them: the store (store.h) of conf (a
+ * struct sl_iceberg_conf) whose keys are "<stream>/<object>/metadata/...",
+ * "<stream>/<object>/data/...", and in *root (malloc'd) the location of the
+ * store's root as the tables' metadata writes it: the warehouse folder's
+ * absolute path (made if missing), or "s3://<bucket>" plus "/<prefix>" when
+ * there is one.  A table's location is then "<root>/<stream>/<object>" and
+ * the key of a location below it its tail after "<root>/" (sl_ice_key_of).
+ * ss gives an S3 store its outage account and spool folder (state_dir), or
+ * is NULL.  max_attempts: an S3 store's tries per request (0: as long as it
+ * takes).  The store is closed with its ops->close.  Returns 0, or a
+ * negative status with a message in err. */
+int sl_ice_store_open(const void *conf, const struct sl_sink_stream *ss, int max_attempts, struct sl_store *out,
+		      char **root, char *err, size_t errlen);
+
+/* The store key of location (a table's file, as its metadata names it)
+ * under root (sl_ice_store_open's): a pointer into location, or NULL when
+ * location is not below root. */
+const char *sl_ice_key_of(const char *root, const char *location);
 
 extern const struct sl_sink_ops sl_iceberg_ops;
 
