@@ -274,8 +274,8 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	bool changed;
 	int rc;
 
-	if (commit_pending(s, t, err, errlen) < 0)
-		return -1;
+	if ((rc = commit_pending(s, t, err, errlen)) < 0)
+		return rc;
 	if ((rc = ice_schema_of_table(&ns, &changed, st, s->merge, cur, last, err, errlen)) < 0)
 		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
@@ -651,10 +651,12 @@ static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, 
 		goto out;
 	}
 	if ((rc = ops->put_new(s->store.ctx, fin.data, text, strlen(text), err, errlen)) != 0) {
-		if (rc == SL_STORE_EXISTS)
+		if (rc == SL_STORE_EXISTS) {
 			snprintf(err, errlen, "could not publish \"%s/metadata/v%d.metadata.json\": it exists "
-				 "(another writer committed to the table)", t->dir, version);
-		rc = -1;
+				 "(another writer committed to the table); only one agent may write a table",
+				 t->dir, version);
+			rc = SL_EPREREQ;
+		}
 		goto out;
 	}
 	snprintf(num, sizeof num, "%d", version);
@@ -778,11 +780,12 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 		goto out;
 	if (ice_manifest_list_encode(&enc, &sn, mf, nmf) < 0)
 		goto oom;
-	if (s->store.ops->put(s->store.ctx, lkey.data, enc.data, enc.len, err, errlen) < 0)
+	if ((rc = s->store.ops->put(s->store.ctx, lkey.data, enc.data, enc.len, err, errlen)) < 0)
 		goto out;
+	rc = -1;
 	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
 		goto oom;
-	if (publish_metadata(s, t, t->version + 1, err, errlen) < 0)
+	if ((rc = publish_metadata(s, t, t->version + 1, err, errlen)) < 0)
 		goto out;
 	t->version++;
 	t->meta_ms = sn.timestamp_ms;
@@ -922,6 +925,7 @@ out:
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
 {
 	char position[SL_POS_TEXT_MAX * 2] = "";
+	int rc;
 
 	if (s->merge && emit_batch(s, t, err, errlen) < 0)
 		return -1;
@@ -934,8 +938,8 @@ static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size
 	/* the data and delete files durable (published: s3), before any commit */
 	if (t->nfiles > 0 && s->store.ops->sync && s->store.ops->sync(s->store.ctx, err, errlen) < 0)
 		return -1;
-	if (commit_table(s, t, position, err, errlen) < 0)
-		return -1;
+	if ((rc = commit_table(s, t, position, err, errlen)) < 0)
+		return rc;
 	if (s->kill_after > 0 && ++s->commits >= s->kill_after)
 		raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
 	return 0;
@@ -946,9 +950,10 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 	struct ice_sink *s = ctx;
 
 	for (int i = 0; i < s->ntabs; i++) {
-		if (commit_pending(s, &s->tabs[i], err, errlen) < 0) {
+		int rc = commit_pending(s, &s->tabs[i], err, errlen);
+		if (rc < 0) {
 			sl_outage_fail(s->outage, err);
-			return -1;
+			return rc;
 		}
 	}
 	sl_outage_ok(s->outage);

@@ -1,15 +1,20 @@
 /*
  * sinks/iceberg/iceberg.h: the iceberg sink, Iceberg tables (format version
- * 2, path-based) in a local warehouse folder `path`, in append or merge mode:
+ * 2, path-based) in a local warehouse folder `path` or in an S3 bucket (the
+ * s3 keys, under `prefix`), in append or merge mode; every file goes
+ * through the store (sinks/avro_tree/store.h) of sl_ice_store_open:
  *
- *   <path>/<stream>/<object>/data/<first_csn>-<8 hex>.avro
- *   <path>/<stream>/<object>/metadata/v<N>.metadata.json, version-hint.text,
+ *   <root>/<stream>/<object>/data/<first_csn>-<8 hex>.avro
+ *   <root>/<stream>/<object>/metadata/v<N>.metadata.json, version-hint.text,
  *       snap-<snapshot id>.avro (manifest lists), <snapshot id>-m0.avro (manifests)
  *
  * Each flush commits one snapshot per table written to: its data files are
- * fsynced, then its manifest and manifest list are written and fsynced, then
- * the new metadata file is published with link(2) (never replacing one: a
- * second writer fails), then version-hint.text is replaced.  Only then does
+ * made durable (published, then the store's sync: fsynced in a folder, a
+ * 2xx from S3), then its manifest and manifest list are put, then the new
+ * metadata file is published with the store's put_new (never replacing
+ * one: a second writer stops with SL_EPREREQ; on an S3 server that ignores
+ * If-None-Match only the stream's lock keeps sluice the only writer), then
+ * version-hint.text is replaced.  Only then does
  * flush() report the position durable.  The snapshot's summary carries
  * sluice.stream, sluice.position (the flush's mark) and sluice.last-csn (the
  * table's last change from the log); on restart a change from the log at or
@@ -22,9 +27,12 @@
  * manifest <snapshot id>-m1.avro) of every key touched, which removes the
  * keys' rows of earlier snapshots; a TRUNCATE commits a snapshot without
  * the earlier manifests (sluice.truncate).  Unchanged TOAST values come from
- * the batch or the committed data files (ice_fill.h).
+ * the batch or the committed data files (ice_fill.h, fetched from the
+ * store).
  *
- * check() (sluice check) is avro_dir's check of path: writable, or creatable.
+ * check() (sluice check) is avro_dir's check of path (writable, or
+ * creatable), or s3's check of the bucket (a small object written and
+ * deleted).
  *
  * Setting SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT=N (tests) kills the process
  * with SIGKILL right after its N-th commit.
