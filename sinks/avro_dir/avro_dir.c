@@ -732,9 +732,12 @@ out:
 	return rc;
 }
 
-static int ds_put(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+/* Writes a small file for key durably: fsynced under a temporary name,
+ * renamed (noreplace: never over an existing key, SL_STORE_EXISTS), its
+ * folder fsynced.  0, SL_STORE_EXISTS, or -1 with a message in err. */
+static int put_small(struct dir_store *ds, const char *key, const void *data, size_t len, bool noreplace,
+		     char *err, size_t errlen)
 {
-	struct dir_store *ds = st;
 	struct sl_store_file *f;
 	int rc = -1;
 
@@ -742,39 +745,15 @@ static int ds_put(void *st, const char *key, const void *data, size_t len, char 
 		return -1;
 	if (fsync_close(NULL, f, err, errlen) < 0)
 		goto out;
-	if (rename(f->tmp_path, f->dir_path) < 0) {
+	if (noreplace) {
+		if ((rc = rename_noreplace(f->tmp_path, f->dir_path, err, errlen)) != 0)
+			goto out;
+	} else if (rename(f->tmp_path, f->dir_path) < 0) {
 		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path, f->dir_path,
 			 sl_strerror(errno));
 		goto out;
 	}
-	if (sl_fsync_dir_of(f->dir_path, false) < 0) {
-		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", f->dir_path, sl_strerror(errno));
-		free_file(f);
-		return -1;
-	}
-	free_file(f);
-	return 0;
-out:
-	if (f->fd >= 0)
-		close(f->fd);
-	unlink(f->tmp_path);
-	free_file(f);
-	return rc;
-}
-
-/* put, but never replacing key: a rename that fails when it exists. */
-static int ds_put_new(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
-{
-	struct dir_store *ds = st;
-	struct sl_store_file *f;
-	int rc = -1;
-
-	if (small_file_new(ds, NULL, key, data, len, &f, err, errlen) < 0)
-		return -1;
-	if (fsync_close(NULL, f, err, errlen) < 0)
-		goto out;
-	if ((rc = rename_noreplace(f->tmp_path, f->dir_path, err, errlen)) != 0)
-		goto out;
+	rc = 0;
 	if (sl_fsync_dir_of(f->dir_path, false) < 0) {
 		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", f->dir_path, sl_strerror(errno));
 		rc = -1;
@@ -787,6 +766,17 @@ out:
 	unlink(f->tmp_path);
 	free_file(f);
 	return rc;
+}
+
+static int ds_put(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	return put_small(st, key, data, len, false, err, errlen);
+}
+
+/* put, but never replacing key: a rename that fails when it exists. */
+static int ds_put_new(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	return put_small(st, key, data, len, true, err, errlen);
 }
 
 /* put, durable (and visible) only at the next sync(): settle_staged. */

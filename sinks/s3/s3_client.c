@@ -723,8 +723,9 @@ static void req_init(struct req *r, const char *call, const char *method, const 
 /* ---------------------------------------------------------------------- */
 /* Calls                                                                  */
 
-int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
-	      char *err, size_t errlen)
+/* PutObject of a body in memory; if_none_match: only when key does not exist. */
+static int put_mem(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
+		   bool if_none_match, char *err, size_t errlen)
 {
 	struct req r;
 	int rc;
@@ -733,25 +734,22 @@ int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, co
 	r.body = data;
 	r.body_len = len;
 	r.content_type = content_type;
+	r.if_none_match = if_none_match;
 	rc = request(s, &r, false, err, errlen);
 	free(r.etag);
 	return rc;
 }
 
+int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
+	      char *err, size_t errlen)
+{
+	return put_mem(s, key, data, len, content_type, false, err, errlen);
+}
+
 int sl_s3_put_new(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
 		  char *err, size_t errlen)
 {
-	struct req r;
-	int rc;
-
-	req_init(&r, "PutObject", "PUT", key);
-	r.body = data;
-	r.body_len = len;
-	r.content_type = content_type;
-	r.if_none_match = true;
-	rc = request(s, &r, false, err, errlen);
-	free(r.etag);
-	return rc;
+	return put_mem(s, key, data, len, content_type, true, err, errlen);
 }
 
 int sl_s3_put_fd(struct sl_s3 *s, const char *key, int fd, off_t off, uint64_t len, const char *sha256,

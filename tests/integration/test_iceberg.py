@@ -169,6 +169,12 @@ class LocalTables:
         except FileNotFoundError:
             return None
 
+    def plant(self, location, body):
+        """Puts a file at location, as another writer would."""
+        os.makedirs(os.path.dirname(location), exist_ok=True)
+        with open(location, "wb") as f:
+            f.write(body)
+
     def version(self, s, obj):
         """The table's version-hint.text, or 0."""
         t = self.read_text(self.table_dir(s, obj) + "/metadata/version-hint.text")
@@ -601,6 +607,29 @@ class IcebergTest(LocalTables, PgTestCase):
         for sn in meta["snapshots"]:
             self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
         return meta
+
+    def test_metadata_never_replaced(self):
+        """The commit rule: a metadata file v<N>.metadata.json that another
+        writer put first is never replaced; the stream stops with exit 3,
+        naming it, and the other writer's file stays."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecond")
+        pg.execute("CREATE TABLE icecond (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO icecond SELECT g, 'v' || g FROM generate_series(1, 10) g")
+        s = self.isluice("icecond", "public.icecond")
+        self.catch_up(s)
+        obj = "public_icecond"
+        self.assertEqual(self.version(s, obj), 1)
+        self.assertEqual(len(ch_query(f"SELECT id FROM {self.table_fn(s, obj)}")), 10)
+        taken = f"{self.table_dir(s, obj)}/metadata/v2.metadata.json"
+        self.plant(taken, b'{"another": "writer"}')
+        pg.execute("INSERT INTO icecond VALUES (11, 'after')")
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn(f'could not publish "{taken}": it exists (another writer committed to the table)', r.stderr)
+        self.assertEqual(self.read_text(taken), '{"another": "writer"}')
+        self.assertEqual(self.version(s, obj), 1)
 
     def test_merge_without_key_refused(self):
         """Merge mode needs a key: a table without one stops the stream
