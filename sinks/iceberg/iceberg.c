@@ -98,24 +98,65 @@ static uint64_t rand64(void)
 	return r;
 }
 
-/* Reads the table's current metadata (version-hint.text, then that
- * metadata file) into t; none is not an error. */
+#define NOT_METADATA 2
+
+/* Reads metadata file v<v>.metadata.json of t into *meta.  Returns 0,
+ * SL_STORE_NOT_FOUND, NOT_METADATA (no JSON object; the message in err),
+ * or -1 with a message in err. */
+static int get_metadata(struct ice_sink *s, struct ice_tab *t, int v, json_t **meta, char *err, size_t errlen)
+{
+	struct sl_buf p, text;
+	json_error_t je;
+	int rc;
+
+	*meta = NULL;
+	sl_buf_init(&p, 0);
+	sl_buf_init(&text, 0);
+	sl_buf_printf(&p, "%s/metadata/v%d.metadata.json", t->key, v);
+	if (sl_buf_failed(&p)) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		rc = -1;
+	} else if ((rc = s->store.ops->get(s->store.ctx, p.data, &text, err, errlen)) == 0 &&
+		   (!(*meta = json_loadb(text.data, text.len, 0, &je)) || !json_is_object(*meta))) {
+		snprintf(err, errlen, "could not parse \"%s/metadata/v%d.metadata.json\": %s", t->dir, v,
+			 *meta ? "not an object" : je.text);
+		json_decref(*meta);
+		*meta = NULL;
+		rc = NOT_METADATA;
+	}
+	sl_buf_free(&p);
+	sl_buf_free(&text);
+	return rc;
+}
+
+/* Whether metadata meta's current snapshot was committed by stream. */
+static bool ours(const json_t *meta, const char *stream)
+{
+	const json_t *snap = ice_meta_current_snapshot(meta);
+	const char *by = snap ? ice_snapshot_prop(snap, "sluice.stream") : NULL;
+
+	return by && !strcmp(by, stream);
+}
+
+/* Reads the table's current metadata into t: the metadata file that
+ * version-hint.text names, or a later one of this stream's when there is
+ * (a commit whose version-hint.text was not replaced yet: a crash right
+ * after publishing the metadata file).  A later one of another writer's is
+ * left for the next commit to find taken.  None is not an error. */
 static int load_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
 {
-	const struct sl_store_ops *ops = s->store.ops;
-	struct sl_buf p, hint, text;
+	struct sl_buf p, hint;
+	json_t *next;
 	int64_t v;
-	json_error_t je;
 	const json_t *snap;
 	int rc = -1;
 
 	sl_buf_init(&p, 0);
 	sl_buf_init(&hint, 0);
-	sl_buf_init(&text, 0);
 	sl_buf_printf(&p, "%s/metadata/version-hint.text", t->key);
 	if (sl_buf_failed(&p))
 		goto oom;
-	if ((rc = ops->get(s->store.ctx, p.data, &hint, err, errlen)) != 0) {
+	if ((rc = s->store.ops->get(s->store.ctx, p.data, &hint, err, errlen)) != 0) {
 		rc = rc == SL_STORE_NOT_FOUND ? 0 : -1;
 		goto out;
 	}
@@ -124,27 +165,29 @@ static int load_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 		hint.data[--hint.len] = '\0';
 	if (sl_buf_putc(&hint, '\0') < 0)
 		goto oom;
-	if (sl_parse_i64(hint.data, 1, INT_MAX, &v) < 0) {
+	if (sl_parse_i64(hint.data, 1, INT_MAX - 1, &v) < 0) {
 		snprintf(err, errlen, "\"%s/metadata/version-hint.text\" holds no version number", t->dir);
 		goto out;
 	}
-	sl_buf_reset(&p);
-	sl_buf_printf(&p, "%s/metadata/v%d.metadata.json", t->key, (int)v);
-	if (sl_buf_failed(&p))
-		goto oom;
-	if ((rc = ops->get(s->store.ctx, p.data, &text, err, errlen)) != 0) {
+	if ((rc = get_metadata(s, t, (int)v, &t->meta, err, errlen)) != 0) {
 		if (rc == SL_STORE_NOT_FOUND)
 			snprintf(err, errlen, "\"%s/metadata/v%d.metadata.json\" is missing (version-hint.text names "
 				 "it)", t->dir, (int)v);
 		rc = -1;
 		goto out;
 	}
-	rc = -1;
-	if (!(t->meta = json_loadb(text.data, text.len, 0, &je)) || !json_is_object(t->meta)) {
-		snprintf(err, errlen, "could not parse \"%s/metadata/v%d.metadata.json\": %s", t->dir, (int)v,
-			 je.text);
-		goto out;
+	while (v < INT_MAX - 1 && (rc = get_metadata(s, t, (int)v + 1, &next, err, errlen)) == 0 &&
+	       ours(next, s->stream)) {
+		sl_info("iceberg table \"%s\": metadata version %d follows the version %d of version-hint.text",
+			t->dir, (int)v + 1, (int)v);
+		json_decref(t->meta);
+		t->meta = next;
+		v++;
 	}
+	if (rc == 0)
+		json_decref(next);   /* another writer's: the commit finds it taken */
+	if (rc < 0)
+		goto out;
 	t->version = (int)v;
 	t->meta_ms = json_integer_value(json_object_get(t->meta, "last-updated-ms"));
 	if ((snap = ice_meta_current_snapshot(t->meta)) && ice_snapshot_prop(snap, "sluice.last-csn"))
@@ -158,7 +201,6 @@ oom:
 out:
 	sl_buf_free(&p);
 	sl_buf_free(&hint);
-	sl_buf_free(&text);
 	return rc;
 }
 
@@ -633,8 +675,11 @@ fail:
 }
 
 /* Publishes the metadata JSON as v<N+1>.metadata.json (never replacing
- * one: the store's put_new), then version-hint.text. */
-static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, char *err, size_t errlen)
+ * one: the store's put_new), then version-hint.text.  *published: the
+ * metadata file is there (the commit stands, even when replacing
+ * version-hint.text then failed: load_table finds it). */
+static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, bool *published, char *err,
+			    size_t errlen)
 {
 	const struct sl_store_ops *ops = s->store.ops;
 	char *text = json_dumps(t->meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -659,6 +704,7 @@ static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, 
 		}
 		goto out;
 	}
+	*published = true;
 	snprintf(num, sizeof num, "%d", version);
 	rc = ops->put(s->store.ctx, hint.data, num, strlen(num), err, errlen);
 out:
@@ -755,6 +801,7 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 	struct ice_snapshot sn = { 0 };
 	struct ice_manifest_file *mf = NULL;
 	struct sl_buf lpath, lkey, enc, prev;
+	bool published = false;
 	int nmf = 0, rc = -1;
 
 	sl_buf_init(&lpath, 0);
@@ -785,7 +832,8 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 	rc = -1;
 	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
 		goto oom;
-	if ((rc = publish_metadata(s, t, t->version + 1, err, errlen)) < 0)
+	rc = publish_metadata(s, t, t->version + 1, &published, err, errlen);
+	if (!published)
 		goto out;
 	t->version++;
 	t->meta_ms = sn.timestamp_ms;
@@ -798,6 +846,8 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 		free(t->files[i].stats);
 	}
 	t->nfiles = 0;
+	if (rc < 0)
+		goto out;
 	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records, %" PRId64 " equality "
 		 "deletes) as metadata version %d", t->dir, sn.id, sn.added_records, sn.added_deletes, t->version);
 	rc = 0;
