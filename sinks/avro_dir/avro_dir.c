@@ -526,10 +526,36 @@ static int note_sync(struct dir_store *ds, char *dir)
 	return 0;
 }
 
+/* Renames from to to unless to exists: 0, SL_STORE_EXISTS, or -1 with a
+ * message in err. */
+static int rename_noreplace(const char *from, const char *to, char *err, size_t errlen)
+{
+	int e;
+
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	e = errno;
+	if (e == EEXIST)
+		return SL_STORE_EXISTS;
+	/* A file system without RENAME_NOREPLACE: link never replaces. */
+	if (e == EINVAL || e == ENOSYS) {
+		if (link(from, to) == 0) {
+			unlink(from);
+			return 0;
+		}
+		e = errno;
+		if (e == EEXIST)
+			return SL_STORE_EXISTS;
+	}
+	snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", from, to, sl_strerror(e));
+	return -1;
+}
+
 static int ds_file_publish(void *st, struct sl_store_file *f, const char *key, char *err, size_t errlen)
 {
 	struct dir_store *ds = st;
 	char *path = full_path(ds, key), *dir;
+	int rc;
 
 	if (!path) {
 		snprintf(err, errlen, "avro_dir sink: out of memory");
@@ -540,23 +566,9 @@ static int ds_file_publish(void *st, struct sl_store_file *f, const char *key, c
 		free(path);
 		return -1;
 	}
-	if (renameat2(AT_FDCWD, f->tmp_path, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
-		int e = errno;
-		if (e == EEXIST) {
-			free(path);
-			return SL_STORE_EXISTS;
-		}
-		/* A file system without RENAME_NOREPLACE: check, then rename. */
-		if ((e == EINVAL || e == ENOSYS) && access(path, F_OK) == 0) {
-			free(path);
-			return SL_STORE_EXISTS;
-		}
-		if (!((e == EINVAL || e == ENOSYS) && rename(f->tmp_path, path) == 0)) {
-			snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path, path,
-				 sl_strerror(e == EINVAL || e == ENOSYS ? errno : e));
-			free(path);
-			return -1;
-		}
+	if ((rc = rename_noreplace(f->tmp_path, path, err, errlen)) != 0) {
+		free(path);
+		return rc;
 	}
 	dir = folder_of(path);
 	free(path);
@@ -720,9 +732,12 @@ out:
 	return rc;
 }
 
-static int ds_put(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+/* Writes a small file for key durably: fsynced under a temporary name,
+ * renamed (noreplace: never over an existing key, SL_STORE_EXISTS), its
+ * folder fsynced.  0, SL_STORE_EXISTS, or -1 with a message in err. */
+static int put_small(struct dir_store *ds, const char *key, const void *data, size_t len, bool noreplace,
+		     char *err, size_t errlen)
 {
-	struct dir_store *ds = st;
 	struct sl_store_file *f;
 	int rc = -1;
 
@@ -730,24 +745,38 @@ static int ds_put(void *st, const char *key, const void *data, size_t len, char 
 		return -1;
 	if (fsync_close(NULL, f, err, errlen) < 0)
 		goto out;
-	if (rename(f->tmp_path, f->dir_path) < 0) {
+	if (noreplace) {
+		if ((rc = rename_noreplace(f->tmp_path, f->dir_path, err, errlen)) != 0)
+			goto out;
+	} else if (rename(f->tmp_path, f->dir_path) < 0) {
 		snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path, f->dir_path,
 			 sl_strerror(errno));
 		goto out;
 	}
+	rc = 0;
 	if (sl_fsync_dir_of(f->dir_path, false) < 0) {
 		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", f->dir_path, sl_strerror(errno));
-		free_file(f);
-		return -1;
+		rc = -1;
 	}
 	free_file(f);
-	return 0;
+	return rc;
 out:
 	if (f->fd >= 0)
 		close(f->fd);
 	unlink(f->tmp_path);
 	free_file(f);
 	return rc;
+}
+
+static int ds_put(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	return put_small(st, key, data, len, false, err, errlen);
+}
+
+/* put, but never replacing key: a rename that fails when it exists. */
+static int ds_put_new(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	return put_small(st, key, data, len, true, err, errlen);
 }
 
 /* put, durable (and visible) only at the next sync(): settle_staged. */
@@ -932,6 +961,7 @@ static const struct sl_store_ops dir_store_ops = {
 	.sync = ds_sync,
 	.stage = ds_stage,
 	.put = ds_put,
+	.put_new = ds_put_new,
 	.get = ds_get,
 	.list = ds_list,
 	.remove = ds_remove,

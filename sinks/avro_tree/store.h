@@ -29,7 +29,7 @@
 
 #include "common/buf.h"
 
-/* file_publish: the key is taken; the caller picks another name. */
+/* file_publish, put_new: the key is taken; the caller picks another name. */
 #define SL_STORE_EXISTS 1
 /* get: no such key. */
 #define SL_STORE_NOT_FOUND 1
@@ -79,6 +79,14 @@ struct sl_store_ops {
 	/* Writes a small whole object (a manifest, a schema), replacing any
 	 * previous one atomically, durable on return. */
 	int (*put)(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen);
+	/* Writes a small whole object as put does, but only when key does not
+	 * exist yet: returns SL_STORE_EXISTS, leaving the object there as it
+	 * was, when it does (avro_dir: a rename that never replaces; s3: a PUT
+	 * with If-None-Match: *, answered 412; an answer lost on the way and
+	 * retried finds its own object, which counts as written).  A server
+	 * that ignores the condition replaces the object: the caller's lock
+	 * must then keep it the only writer.  Durable on return.  Optional. */
+	int (*put_new)(void *st, const char *key, const void *data, size_t len, char *err, size_t errlen);
 	/* Reads a small whole object into out (appended).  Returns 0,
 	 * SL_STORE_NOT_FOUND, or an error. */
 	int (*get)(void *st, const char *key, struct sl_buf *out, char *err, size_t errlen);

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sinks/avro/avro_read.h"
+#include "sinks/iceberg/iceberg.h"
 
 static int cmp_key(const void *ka, size_t la, const void *kb, size_t lb)
 {
@@ -89,29 +91,48 @@ struct scan {
 	struct ice_want *want;
 	size_t n, left;                /* wants, and those not found yet */
 	const struct ice_schema *s;
+	const struct sl_store *store;  /* where the files are */
+	const char *root;              /* and the location of its root */
 	avro_writer_t aw;
 	struct sl_buf key;
-	const char *path;              /* the file being read */
+	const char *path;              /* the file being read (its location) */
 };
 
-/* Calls fn for each record of the Avro file path while wants are left. */
-static int each_record(struct scan *sc, const char *path, int (*fn)(struct scan *, avro_value_t *, char *, size_t),
-		       char *err, size_t errlen)
+/* Calls fn for each record of the Avro file at location while wants are
+ * left (a file of the store, fetched). */
+static int each_record(struct scan *sc, const char *location,
+		       int (*fn)(struct scan *, avro_value_t *, char *, size_t), char *err, size_t errlen)
 {
 	struct sl_avro_read *rd = NULL;
+	const char *key = sl_ice_key_of(sc->root, location);
 	avro_value_t *val;
+	char *local = NULL;
+	bool temporary = false;
 	int got = 0, rc = -1;
 
-	if (sl_avro_read_open(&rd, path, err, errlen) < 0)
+	if (!key) {
+		snprintf(err, errlen, "\"%s\" is not a file of %s", location, sc->store->ops->describe(sc->store->ctx));
 		return -1;
+	}
+	if ((rc = sc->store->ops->fetch(sc->store->ctx, key, &local, &temporary, err, errlen)) != 0) {
+		if (rc == SL_STORE_NOT_FOUND)
+			snprintf(err, errlen, "\"%s\" is missing", location);
+		return -1;
+	}
+	rc = -1;
+	if (sl_avro_read_open(&rd, local, err, errlen) < 0)
+		goto out;
 	while (sc->left > 0 && (got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
-		sc->path = path;
+		sc->path = location;
 		if (fn(sc, val, err, errlen) < 0)
 			goto out;
 	}
 	rc = sc->left > 0 && got < 0 ? -1 : 0;
 out:
 	sl_avro_read_close(rd);
+	if (temporary)
+		unlink(local);
+	free(local);
 	return rc;
 }
 
@@ -159,10 +180,11 @@ static int manifest_entry(struct scan *sc, avro_value_t *val, char *err, size_t 
 	return rc;
 }
 
-int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s, const char *const *mpaths,
-		    int nm, char *err, size_t errlen)
+int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s, const struct sl_store *store,
+		    const char *root, const char *const *mpaths, int nm, char *err, size_t errlen)
 {
-	struct scan sc = { .want = want, .n = n, .left = n, .s = s, .aw = avro_writer_memory(NULL, 0) };
+	struct scan sc = { .want = want, .n = n, .left = n, .s = s, .store = store, .root = root,
+			   .aw = avro_writer_memory(NULL, 0) };
 	int rc = -1;
 
 	sl_buf_init(&sc.key, 0);

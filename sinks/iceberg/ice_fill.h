@@ -24,6 +24,7 @@
 #include <stddef.h>
 
 #include "sinks/avro_tree/merge.h"
+#include "sinks/avro_tree/store.h"
 #include "sinks/iceberg/ice_meta.h"
 
 /* A held row whose unchanged values wait for the committed data. */
@@ -37,10 +38,12 @@ struct ice_want {
 /* Looks the n rows of want up in the data files that the data manifests
  * mpaths[0..nm) list, newest last (they are read newest first), and fills
  * each row's raw entries for the fields of s whose value is unchanged.
+ * The manifests and data files are read from store, whose root has the
+ * location root (sl_ice_store_open).
  * want is sorted by fill key on return.  Returns 0, or -1 with a message
  * in err naming the file. */
-int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s, const char *const *mpaths,
-		    int nm, char *err, size_t errlen);
+int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s, const struct sl_store *store,
+		    const char *root, const char *const *mpaths, int nm, char *err, size_t errlen);
 
 /* Frees what ice_fill_lookup stored in the n wants. */
 void ice_fill_free(struct ice_want *want, size_t n, const struct ice_schema *s);

@@ -24,10 +24,27 @@
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
 
+/* A data or equality delete file being written through the store. */
+struct ice_file {
+	struct sl_ocf_writer *w;
+	struct sl_store_file *sf;
+	const struct sl_store *store;
+	char *key;                        /* <stream>/<object>/data/<name>.avro */
+	int64_t size;                     /* bytes written */
+};
+
+/* The length of a manifest (<snapshot id>-m<k>.avro), for manifest lists. */
+struct ice_mlen {
+	int64_t snap;
+	int k;
+	int64_t len;
+};
+
 struct ice_tab {
 	char *object;
 	char *ns, *name;                  /* for messages */
-	char *dir;                        /* <path>/<stream>/<object> */
+	char *key;                        /* <stream>/<object>: the table's key in the store */
+	char *dir;                        /* <root>/<key>: its location */
 	json_t *meta;                     /* the table's metadata, with schemas not yet committed */
 	int version;                      /* of the metadata file meta came from; 0: none */
 	int64_t meta_ms;                  /* its last-updated-ms */
@@ -36,8 +53,7 @@ struct ice_tab {
 	struct sl_buf avro_schema;
 	char floor[SL_CSN_LEN + 1];       /* committed sluice.last-csn, "" none */
 	char last_csn[SL_CSN_LEN + 1];    /* of the changes written since, "" none */
-	struct sl_ocf_writer *w;          /* the data file being written */
-	char *wpath;
+	struct ice_file *wf;              /* the data file being written */
 	struct ice_col_stats *wstats;     /* of the data file being written (schema.nfields) */
 	struct ice_data_file *files;      /* finished, not committed (paths owned) */
 	int nfiles;
@@ -45,17 +61,20 @@ struct ice_tab {
 	/* merge mode */
 	struct sl_mbatch batch;           /* the latest change of each key since the last commit */
 	struct sl_table *mtab;            /* a copy of the table version the batch's changes are of */
-	struct sl_ocf_writer *dw;         /* the equality delete file being written */
-	char *dpath;
+	struct ice_file *df;              /* the equality delete file being written */
 	struct ice_col_stats *dstats;     /* of the equality delete file being written */
 	bool truncated;                   /* the snapshot to commit drops every earlier file */
 	uint64_t unfilled;                /* rows whose unchanged values nothing could fill */
+	struct ice_mlen *mlens;           /* manifest lengths known, by (snap, k) */
+	size_t nmlens;
+	bool listed;                      /* the metadata folder's lengths are in mlens */
 };
 
 struct ice_sink {
 	const struct sl_iceberg_conf *conf;
 	char *stream;
-	char *root;                       /* <path>/<stream>, absolute */
+	struct sl_store store;            /* where the tables are (sl_ice_store_open) */
+	char *root;                       /* the location of the store's root */
 	struct sl_ocf_codec *codec;
 	struct ice_tab *tabs;
 	int ntabs;
@@ -79,44 +98,96 @@ static uint64_t rand64(void)
 	return r;
 }
 
-/* Reads the table's current metadata (version-hint.text, then that
- * metadata file) into t; none is not an error. */
-static int load_table(struct ice_tab *t, char *err, size_t errlen)
+#define NOT_METADATA 2
+
+/* Reads metadata file v<v>.metadata.json of t into *meta.  Returns 0,
+ * SL_STORE_NOT_FOUND, NOT_METADATA (no JSON object; the message in err),
+ * or -1 with a message in err. */
+static int get_metadata(struct ice_sink *s, struct ice_tab *t, int v, json_t **meta, char *err, size_t errlen)
 {
-	struct sl_buf p;
-	char *hint = NULL, *text = NULL;
-	size_t len;
-	int64_t v;
+	struct sl_buf p, text;
 	json_error_t je;
+	int rc;
+
+	*meta = NULL;
+	sl_buf_init(&p, 0);
+	sl_buf_init(&text, 0);
+	sl_buf_printf(&p, "%s/metadata/v%d.metadata.json", t->key, v);
+	if (sl_buf_failed(&p)) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		rc = -1;
+	} else if ((rc = s->store.ops->get(s->store.ctx, p.data, &text, err, errlen)) == 0 &&
+		   (!(*meta = json_loadb(text.data, text.len, 0, &je)) || !json_is_object(*meta))) {
+		snprintf(err, errlen, "could not parse \"%s/metadata/v%d.metadata.json\": %s", t->dir, v,
+			 *meta ? "not an object" : je.text);
+		json_decref(*meta);
+		*meta = NULL;
+		rc = NOT_METADATA;
+	}
+	sl_buf_free(&p);
+	sl_buf_free(&text);
+	return rc;
+}
+
+/* Whether metadata meta's current snapshot was committed by stream. */
+static bool ours(const json_t *meta, const char *stream)
+{
+	const json_t *snap = ice_meta_current_snapshot(meta);
+	const char *by = snap ? ice_snapshot_prop(snap, "sluice.stream") : NULL;
+
+	return by && !strcmp(by, stream);
+}
+
+/* Reads the table's current metadata into t: the metadata file that
+ * version-hint.text names, or a later one of this stream's when there is
+ * (a commit whose version-hint.text was not replaced yet: a crash right
+ * after publishing the metadata file).  A later one of another writer's is
+ * left for the next commit to find taken.  None is not an error. */
+static int load_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
+{
+	struct sl_buf p, hint;
+	json_t *next;
+	int64_t v;
 	const json_t *snap;
 	int rc = -1;
 
 	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/metadata/version-hint.text", t->dir);
+	sl_buf_init(&hint, 0);
+	sl_buf_printf(&p, "%s/metadata/version-hint.text", t->key);
 	if (sl_buf_failed(&p))
 		goto oom;
-	if (access(p.data, F_OK) != 0) {
-		rc = 0;
+	if ((rc = s->store.ops->get(s->store.ctx, p.data, &hint, err, errlen)) != 0) {
+		rc = rc == SL_STORE_NOT_FOUND ? 0 : -1;
 		goto out;
 	}
-	if (sl_read_file(p.data, &hint, &len, err, errlen) < 0)
-		goto out;
-	while (len > 0 && (hint[len - 1] == '\n' || hint[len - 1] == ' '))
-		hint[--len] = '\0';
-	if (sl_parse_i64(hint, 1, INT_MAX, &v) < 0) {
-		snprintf(err, errlen, "\"%s\" holds no version number", p.data);
-		goto out;
-	}
-	sl_buf_reset(&p);
-	sl_buf_printf(&p, "%s/metadata/v%d.metadata.json", t->dir, (int)v);
-	if (sl_buf_failed(&p))
+	rc = -1;
+	while (hint.len > 0 && (hint.data[hint.len - 1] == '\n' || hint.data[hint.len - 1] == ' '))
+		hint.data[--hint.len] = '\0';
+	if (sl_buf_putc(&hint, '\0') < 0)
 		goto oom;
-	if (sl_read_file(p.data, &text, &len, err, errlen) < 0)
-		goto out;
-	if (!(t->meta = json_loadb(text, len, 0, &je)) || !json_is_object(t->meta)) {
-		snprintf(err, errlen, "could not parse \"%s\": %s", p.data, je.text);
+	if (sl_parse_i64(hint.data, 1, INT_MAX - 1, &v) < 0) {
+		snprintf(err, errlen, "\"%s/metadata/version-hint.text\" holds no version number", t->dir);
 		goto out;
 	}
+	if ((rc = get_metadata(s, t, (int)v, &t->meta, err, errlen)) != 0) {
+		if (rc == SL_STORE_NOT_FOUND)
+			snprintf(err, errlen, "\"%s/metadata/v%d.metadata.json\" is missing (version-hint.text names "
+				 "it)", t->dir, (int)v);
+		rc = -1;
+		goto out;
+	}
+	while (v < INT_MAX - 1 && (rc = get_metadata(s, t, (int)v + 1, &next, err, errlen)) == 0 &&
+	       ours(next, s->stream)) {
+		sl_info("iceberg table \"%s\": metadata version %d follows the version %d of version-hint.text",
+			t->dir, (int)v + 1, (int)v);
+		json_decref(t->meta);
+		t->meta = next;
+		v++;
+	}
+	if (rc == 0)
+		json_decref(next);   /* another writer's: the commit finds it taken */
+	if (rc < 0)
+		goto out;
 	t->version = (int)v;
 	t->meta_ms = json_integer_value(json_object_get(t->meta, "last-updated-ms"));
 	if ((snap = ice_meta_current_snapshot(t->meta)) && ice_snapshot_prop(snap, "sluice.last-csn"))
@@ -128,9 +199,8 @@ static int load_table(struct ice_tab *t, char *err, size_t errlen)
 oom:
 	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 out:
-	free(hint);
-	free(text);
 	sl_buf_free(&p);
+	sl_buf_free(&hint);
 	return rc;
 }
 
@@ -149,15 +219,17 @@ static struct ice_tab *find_tab(struct ice_sink *s, const struct sl_table *st, c
 	memset(t, 0, sizeof *t);
 	sl_buf_init(&t->avro_schema, 0);
 	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/%s", s->root, st->object);
+	sl_buf_printf(&p, "%s/%s", s->stream, st->object);
+	t->key = sl_buf_detach(&p);
+	sl_buf_printf(&p, "%s/%s/%s", s->root, s->stream, st->object);
+	t->dir = sl_buf_detach(&p);
 	t->object = strdup(st->object);
 	t->ns = strdup(st->ns);
 	t->name = strdup(st->name);
-	t->dir = sl_buf_detach(&p);
 	s->ntabs++;
-	if (!t->object || !t->ns || !t->name || !t->dir)
+	if (!t->object || !t->ns || !t->name || !t->key || !t->dir)
 		goto oom;
-	if (load_table(t, err, errlen) < 0)
+	if (load_table(s, t, err, errlen) < 0)
 		return NULL;
 	return t;
 oom:
@@ -165,42 +237,69 @@ oom:
 	return NULL;
 }
 
-/* Closes the file *w (t's data file, or its equality delete file), fsynced,
- * and adds it (*path and its statistics, taken) to the files to commit as
- * content. */
-static int finish_file(struct ice_tab *t, struct sl_ocf_writer **w, char **path, enum ice_content content,
+/* Drops f, written or not, with what it left in the store. */
+static void drop_file(struct ice_file *f)
+{
+	if (!f)
+		return;
+	if (f->w)
+		sl_ocf_abort(f->w);
+	if (f->sf)
+		f->store->ops->file_discard(f->store->ctx, f->sf);
+	free(f->key);
+	free(f);
+}
+
+/* Closes the file *fp (t's data file, or its equality delete file) and
+ * publishes it in the store (durable at the store's next sync, or on
+ * return), and adds it (its location, and its statistics, taken) to the
+ * files to commit as content.  *fp is gone on return. */
+static int finish_file(struct ice_sink *s, struct ice_tab *t, struct ice_file **fp, enum ice_content content,
 		       char *err, size_t errlen)
 {
-	struct ice_data_file *f;
-	struct stat sb;
+	const struct sl_store_ops *ops = s->store.ops;
+	struct ice_file *f = *fp;
+	struct ice_data_file *df;
+	struct sl_buf loc;
 	int64_t n;
+	int rc;
 
-	if (!*w)
+	if (!f)
 		return 0;
-	n = (int64_t)sl_ocf_count(*w);
-	if (sl_ocf_close(*w, true, err, errlen) < 0) {
-		*w = NULL;
-		return -1;
+	*fp = NULL;
+	sl_buf_init(&loc, 0);
+	n = (int64_t)sl_ocf_count(f->w);
+	rc = sl_ocf_close(f->w, false, err, errlen);
+	f->w = NULL;
+	if (rc < 0 || ops->file_finish(s->store.ctx, f->sf, f->key, err, errlen) < 0)
+		goto fail;
+	if ((rc = ops->file_publish(s->store.ctx, f->sf, f->key, err, errlen)) != 0) {
+		if (rc == SL_STORE_EXISTS)
+			snprintf(err, errlen, "iceberg table \"%s\": \"%s\" exists already in %s", t->dir, f->key,
+				 ops->describe(s->store.ctx));
+		goto fail;
 	}
-	*w = NULL;
-	if (stat(*path, &sb) < 0) {
-		snprintf(err, errlen, "could not stat \"%s\": %s", *path, sl_strerror(errno));
-		return -1;
-	}
-	if (!(f = realloc(t->files, (size_t)(t->nfiles + 1) * sizeof *f))) {
+	f->sf = NULL;
+	sl_buf_printf(&loc, "%s/%s", s->root, f->key);
+	if (sl_buf_failed(&loc) || !(df = realloc(t->files, (size_t)(t->nfiles + 1) * sizeof *df))) {
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
-		return -1;
+		ops->remove(s->store.ctx, f->key, err, errlen);
+		goto fail;
 	}
-	t->files = f;
-	f[t->nfiles].path = *path;
-	f[t->nfiles].content = content;
-	f[t->nfiles].records = n;
-	f[t->nfiles].size = sb.st_size;
-	f[t->nfiles].stats = content == ICE_DATA ? t->wstats : t->dstats;
+	t->files = df;
+	df[t->nfiles].path = sl_buf_detach(&loc);
+	df[t->nfiles].content = content;
+	df[t->nfiles].records = n;
+	df[t->nfiles].size = f->size;
+	df[t->nfiles].stats = content == ICE_DATA ? t->wstats : t->dstats;
 	*(content == ICE_DATA ? &t->wstats : &t->dstats) = NULL;
 	t->nfiles++;
-	*path = NULL;
+	drop_file(f);
 	return 0;
+fail:
+	sl_buf_free(&loc);
+	drop_file(f);
+	return -1;
 }
 
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen);
@@ -217,8 +316,8 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	bool changed;
 	int rc;
 
-	if (commit_pending(s, t, err, errlen) < 0)
-		return -1;
+	if ((rc = commit_pending(s, t, err, errlen)) < 0)
+		return rc;
 	if ((rc = ice_schema_of_table(&ns, &changed, st, s->merge, cur, last, err, errlen)) < 0)
 		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
@@ -234,10 +333,6 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 		t->meta = ice_meta_new(u, t->dir, &ns, sl_now_us() / 1000);
 		if (!t->meta)
 			goto oom;
-		if (sl_mkdir_p(t->dir) < 0) {
-			snprintf(err, errlen, "could not create \"%s\": %s", t->dir, sl_strerror(errno));
-			goto fail;
-		}
 	} else if (changed) {
 		if (ice_meta_add_schema(t->meta, &ns) < 0)
 			goto oom;
@@ -261,48 +356,62 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	return 0;
 oom:
 	snprintf(err, errlen, "table \"%s\".\"%s\": out of memory", st->ns, st->name);
-fail:
 	ice_schema_free(&ns);
 	return -1;
 }
 
-/* Opens a new file of t's data folder, named by the first change's CSN
- * (suffix: "" for a data file, "-deletes" for an equality delete file),
- * with Avro schema (len bytes) into *w and *path. */
-static int open_file(struct ice_sink *s, struct ice_tab *t, const char *csn, const char *suffix,
-		     const char *schema, size_t len, struct sl_ocf_writer **w, char **path, char *err, size_t errlen)
+static int file_out(void *arg, const struct iovec *iov, int iovcnt, char *err, size_t errlen)
 {
-	struct sl_buf p;
+	struct ice_file *f = arg;
 
-	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/data", t->dir);
-	if (sl_buf_failed(&p) || (sl_mkdir_p(p.data) < 0 && errno != EEXIST)) {
-		snprintf(err, errlen, "could not create \"%s/data\": %s", t->dir, sl_strerror(errno));
-		sl_buf_free(&p);
-		return -1;
-	}
-	sl_buf_printf(&p, "/%s-%08" PRIx32 "%s.avro", csn, (uint32_t)rand64(), suffix);
-	if (sl_buf_failed(&p)) {
-		sl_buf_free(&p);
-		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
-		return -1;
-	}
-	*path = sl_buf_detach(&p);
-	if (sl_ocf_open(w, *path, schema, len, s->codec, 0, err, errlen) < 0) {
-		free(*path);
-		*path = NULL;
-		*w = NULL;
-		return -1;
-	}
-	return 0;
+	for (int i = 0; i < iovcnt; i++)
+		f->size += (int64_t)iov[i].iov_len;
+	return f->store->ops->file_write(f->sf, iov, iovcnt, err, errlen);
 }
 
-/* Appends change c to the file *w (opened on first use with schema; keys:
- * only its key, as an equality delete; raw: values taken from committed
- * rows, or NULL). */
+/* Starts a new file of t's data folder in the store, named by the first
+ * change's CSN (suffix: "" for a data file, "-deletes" for an equality
+ * delete file), with Avro schema (len bytes), into *out. */
+static int open_file(struct ice_sink *s, struct ice_tab *t, const char *csn, const char *suffix,
+		     const char *schema, size_t len, struct ice_file **out, char *err, size_t errlen)
+{
+	struct ice_file *f = calloc(1, sizeof *f);
+	struct sl_ocf_out o;
+	struct sl_buf p;
+
+	*out = NULL;
+	sl_buf_init(&p, 0);
+	sl_buf_printf(&p, "%s/data", t->key);
+	if (!f || sl_buf_failed(&p))
+		goto oom;
+	f->store = &s->store;
+	if (s->store.ops->file_new(s->store.ctx, p.data, csn, &f->sf, err, errlen) < 0)
+		goto fail;
+	sl_buf_printf(&p, "/%s-%08" PRIx32 "%s.avro", csn, (uint32_t)rand64(), suffix);
+	if (!(f->key = sl_buf_detach(&p)))
+		goto oom;
+	o.write = file_out;
+	o.arg = f;
+	if (sl_ocf_open_out(&f->w, &o, f->key, schema, len, s->codec, 0, err, errlen) < 0) {
+		f->w = NULL;
+		goto fail;
+	}
+	*out = f;
+	return 0;
+oom:
+	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+fail:
+	sl_buf_free(&p);
+	drop_file(f);
+	return -1;
+}
+
+/* Appends change c to the file *fp (opened on first use with schema;
+ * keys: only its key, as an equality delete; raw: values taken from
+ * committed rows, or NULL). */
 static int put_record(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, bool keys,
-		      const struct ice_raw *raw, const struct sl_buf *schema, struct sl_ocf_writer **w, char **path,
-		      char *err, size_t errlen)
+		      const struct ice_raw *raw, const struct sl_buf *schema, struct ice_file **fp, char *err,
+		      size_t errlen)
 {
 	struct ice_col_stats **st = keys ? &t->dstats : &t->wstats;
 	struct sl_buf *b;
@@ -313,12 +422,12 @@ static int put_record(struct ice_sink *s, struct ice_tab *t, const struct sl_cha
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 		return -1;
 	}
-	if (!*w)   /* a new file: what a failed one counted goes */
+	if (!*fp)   /* a new file: what a failed one counted goes */
 		memset(*st, 0, (size_t)t->schema.nfields * sizeof **st);
-	if (!*w && open_file(s, t, c->csn, keys ? "-deletes" : "", schema->data, schema->len, w, path, err,
-			     errlen) < 0)
+	if (!*fp && open_file(s, t, c->csn, keys ? "-deletes" : "", schema->data, schema->len, fp, err,
+			      errlen) < 0)
 		goto failed;
-	b = sl_ocf_record_buf(*w);
+	b = sl_ocf_record_buf((*fp)->w);
 	start = b->len;
 	rc = keys ? ice_encode_key(b, &t->schema, c, err, errlen) :
 	     ice_encode_change_raw(b, &t->schema, c, raw, err, errlen);
@@ -327,10 +436,10 @@ static int put_record(struct ice_sink *s, struct ice_tab *t, const struct sl_cha
 	if (ice_stats_add(*st, &t->schema, keys, (const unsigned char *)b->data + start, b->len - start) < 0) {
 		b->len = start;   /* the record goes, as an encoding error leaves it */
 		snprintf(err, errlen, "iceberg table \"%s\": a record of \"%s\" does not decode for its column "
-			 "statistics", t->dir, *path);
+			 "statistics", t->dir, (*fp)->key);
 		return -1;
 	}
-	if (sl_ocf_record_done(*w, err, errlen) < 0)
+	if (sl_ocf_record_done((*fp)->w, err, errlen) < 0)
 		goto failed;
 	return 0;
 failed:
@@ -371,7 +480,7 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 	if (s->merge) {
 		if ((rc = merge_write(s, t, c, err, errlen)) < 0)
 			return rc;
-	} else if (put_record(s, t, c, false, NULL, &t->avro_schema, &t->w, &t->wpath, err, errlen) < 0) {
+	} else if (put_record(s, t, c, false, NULL, &t->avro_schema, &t->wf, err, errlen) < 0) {
 		return -1;
 	}
 	if (c->seq > 0)
@@ -398,7 +507,7 @@ static bool ice_flush_due(void *ctx, int64_t now_ms)
 	if (!s->pending)
 		return false;
 	for (int i = 0; i < s->ntabs; i++)
-		bytes += s->tabs[i].w ? sl_ocf_size(s->tabs[i].w) : s->tabs[i].batch.bytes;
+		bytes += s->tabs[i].wf ? sl_ocf_size(s->tabs[i].wf->w) : s->tabs[i].batch.bytes;
 	return bytes >= s->conf->max_file_bytes ||
 	       (uint64_t)(now_ms - s->first_ms) >= s->conf->max_file_seconds * 1000;
 }
@@ -424,14 +533,89 @@ static int summary_count(const json_t *sn, const char *key, int64_t *v)
 	return !p ? 0 : sl_parse_i64(p, 0, INT64_MAX, v);
 }
 
-/* Adds the manifest <dir>/metadata/<snapshot id>-m<k>.avro of snapshot sn
- * to mf[*n]. */
-static int add_manifest(struct ice_tab *t, const json_t *sn, int k, int64_t files, int64_t rows,
-			struct ice_manifest_file *mf, int *n, char *err, size_t errlen)
+static int mlen_cmp(const void *a, const void *b)
+{
+	const struct ice_mlen *x = a, *y = b;
+
+	return x->snap < y->snap ? -1 : x->snap > y->snap ? 1 : x->k - y->k;
+}
+
+/* Notes that manifest <snap>-m<k>.avro has len bytes.  0, or -1 (out of memory). */
+static int mlen_add(struct ice_tab *t, int64_t snap, int k, int64_t len)
+{
+	struct ice_mlen *m = realloc(t->mlens, (t->nmlens + 1) * sizeof *m);
+
+	if (!m)
+		return -1;
+	t->mlens = m;
+	m[t->nmlens].snap = snap;
+	m[t->nmlens].k = k;
+	m[t->nmlens++].len = len;
+	qsort(t->mlens, t->nmlens, sizeof *m, mlen_cmp);
+	return 0;
+}
+
+/* A key of the table's metadata folder: notes its length when it names a
+ * manifest. */
+static int note_mlen(void *arg, const char *key, uint64_t size)
+{
+	struct ice_tab *t = arg;
+	const char *base = strrchr(key, '/'), *dash;
+	char num[24];
+	int64_t snap;
+
+	base = base ? base + 1 : key;
+	dash = strstr(base, "-m");
+	if (!dash || (size_t)(dash - base) >= sizeof num || (dash[2] != '0' && dash[2] != '1') ||
+	    strcmp(dash + 3, ".avro") != 0)
+		return 0;
+	memcpy(num, base, (size_t)(dash - base));
+	num[dash - base] = '\0';
+	if (sl_parse_i64(num, 0, INT64_MAX, &snap) < 0)
+		return 0;
+	return mlen_add(t, snap, dash[2] - '0', (int64_t)size);
+}
+
+/* The length of manifest <snap>-m<k>.avro: the one it was written with, or
+ * (after a restart) the one the store lists, once per table. */
+static int manifest_length(struct ice_sink *s, struct ice_tab *t, int64_t snap, int k, int64_t *len, char *err,
+			   size_t errlen)
+{
+	struct ice_mlen want = { snap, k, 0 }, *m;
+	struct sl_buf p;
+	int rc;
+
+	m = t->nmlens ? bsearch(&want, t->mlens, t->nmlens, sizeof *m, mlen_cmp) : NULL;
+	if (!m && !t->listed) {
+		sl_buf_init(&p, 0);
+		sl_buf_printf(&p, "%s/metadata", t->key);
+		err[0] = '\0';
+		rc = sl_buf_failed(&p) ? -1 : s->store.ops->list(s->store.ctx, p.data, note_mlen, t, err, errlen);
+		sl_buf_free(&p);
+		if (rc < 0) {
+			if (!err[0])
+				snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+			return -1;
+		}
+		t->listed = true;
+		m = t->nmlens ? bsearch(&want, t->mlens, t->nmlens, sizeof *m, mlen_cmp) : NULL;
+	}
+	if (!m) {
+		snprintf(err, errlen, "iceberg table \"%s\": the manifest \"%s/metadata/%" PRId64 "-m%d.avro\" is "
+			 "missing", t->dir, t->dir, snap, k);
+		return -1;
+	}
+	*len = m->len;
+	return 0;
+}
+
+/* Adds the manifest <location>/metadata/<snapshot id>-m<k>.avro of
+ * snapshot sn to mf[*n]. */
+static int add_manifest(struct ice_sink *s, struct ice_tab *t, const json_t *sn, int k, int64_t files,
+			int64_t rows, struct ice_manifest_file *mf, int *n, char *err, size_t errlen)
 {
 	struct ice_manifest_file *m = &mf[*n];
 	struct sl_buf p;
-	struct stat sb;
 
 	m->snapshot_id = json_integer_value(json_object_get(sn, "snapshot-id"));
 	m->sequence_number = json_integer_value(json_object_get(sn, "sequence-number"));
@@ -445,12 +629,7 @@ static int add_manifest(struct ice_tab *t, const json_t *sn, int k, int64_t file
 		return -1;
 	}
 	(*n)++;
-	if (stat(m->path, &sb) < 0) {
-		snprintf(err, errlen, "could not stat the manifest \"%s\": %s", m->path, sl_strerror(errno));
-		return -1;
-	}
-	m->length = sb.st_size;
-	return 0;
+	return manifest_length(s, t, m->snapshot_id, k, &m->length, err, errlen);
 }
 
 /* The manifests of the snapshots of t->meta since the last one that
@@ -458,7 +637,8 @@ static int add_manifest(struct ice_tab *t, const json_t *sn, int k, int64_t file
  * (-m0) when it added data files, a delete manifest (-m1) when it added
  * equality delete files; two free slots follow them.  *n receives the
  * count.  Paths owned. */
-static struct ice_manifest_file *manifests_of(struct ice_tab *t, int *n, char *err, size_t errlen)
+static struct ice_manifest_file *manifests_of(struct ice_sink *s, struct ice_tab *t, int *n, char *err,
+					      size_t errlen)
 {
 	const json_t *snaps = json_object_get(t->meta, "snapshots");
 	struct ice_manifest_file *mf = calloc(2 * json_array_size(snaps) + 2, sizeof *mf);
@@ -483,9 +663,9 @@ static struct ice_manifest_file *manifests_of(struct ice_tab *t, int *n, char *e
 		}
 		for (; tr && !strcmp(tr, "true") && *n > 0; (*n)--)
 			free(mf[*n - 1].path);
-		if (files > 0 && add_manifest(t, sn, 0, files, rows, mf, n, err, errlen) < 0)
+		if (files > 0 && add_manifest(s, t, sn, 0, files, rows, mf, n, err, errlen) < 0)
 			goto fail;
-		if (dfiles > 0 && add_manifest(t, sn, 1, dfiles, drows, mf, n, err, errlen) < 0)
+		if (dfiles > 0 && add_manifest(s, t, sn, 1, dfiles, drows, mf, n, err, errlen) < 0)
 			goto fail;
 	}
 	return mf;
@@ -494,43 +674,41 @@ fail:
 	return NULL;
 }
 
-/* Publishes the metadata JSON as v<N+1>.metadata.json (never replacing a
- * file), then version-hint.text. */
-static int publish_metadata(struct ice_tab *t, int version, char *err, size_t errlen)
+/* Publishes the metadata JSON as v<N+1>.metadata.json (never replacing
+ * one: the store's put_new), then version-hint.text.  *published: the
+ * metadata file is there (the commit stands, even when replacing
+ * version-hint.text then failed: load_table finds it). */
+static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, bool *published, char *err,
+			    size_t errlen)
 {
+	const struct sl_store_ops *ops = s->store.ops;
 	char *text = json_dumps(t->meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	struct sl_buf tmp, fin, hint;
+	struct sl_buf fin, hint;
 	char num[16];
 	int rc = -1;
 
-	sl_buf_init(&tmp, 0);
 	sl_buf_init(&fin, 0);
 	sl_buf_init(&hint, 0);
-	sl_buf_printf(&tmp, "%s/metadata/.v%d.metadata.json.%08" PRIx32 ".tmp", t->dir, version, (uint32_t)rand64());
-	sl_buf_printf(&fin, "%s/metadata/v%d.metadata.json", t->dir, version);
-	sl_buf_printf(&hint, "%s/metadata/version-hint.text", t->dir);
-	if (!text || sl_buf_failed(&tmp) || sl_buf_failed(&fin) || sl_buf_failed(&hint)) {
+	sl_buf_printf(&fin, "%s/metadata/v%d.metadata.json", t->key, version);
+	sl_buf_printf(&hint, "%s/metadata/version-hint.text", t->key);
+	if (!text || sl_buf_failed(&fin) || sl_buf_failed(&hint)) {
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 		goto out;
 	}
-	if (sl_write_file_atomic_mode(tmp.data, text, strlen(text), 0644, err, errlen) < 0)
-		goto out;
-	if (link(tmp.data, fin.data) < 0) {
-		snprintf(err, errlen, "could not publish \"%s\": %s%s", fin.data, sl_strerror(errno),
-			 errno == EEXIST ? " (another writer committed to the table)" : "");
-		unlink(tmp.data);
-		goto out;
-	}
-	unlink(tmp.data);
-	if (sl_fsync_dir_of(fin.data, false) < 0) {
-		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", fin.data, sl_strerror(errno));
+	if ((rc = ops->put_new(s->store.ctx, fin.data, text, strlen(text), err, errlen)) != 0) {
+		if (rc == SL_STORE_EXISTS) {
+			snprintf(err, errlen, "could not publish \"%s/metadata/v%d.metadata.json\": it exists "
+				 "(another writer committed to the table); only one agent may write a table",
+				 t->dir, version);
+			rc = SL_EPREREQ;
+		}
 		goto out;
 	}
+	*published = true;
 	snprintf(num, sizeof num, "%d", version);
-	rc = sl_write_file_atomic_mode(hint.data, num, strlen(num), 0644, err, errlen);
+	rc = ops->put(s->store.ctx, hint.data, num, strlen(num), err, errlen);
 out:
 	free(text);
-	sl_buf_free(&tmp);
 	sl_buf_free(&fin);
 	sl_buf_free(&hint);
 	return rc;
@@ -538,15 +716,16 @@ out:
 
 /* Writes the manifest <snapshot id>-m<k>.avro of t's files of content
  * (k 0: data, 1: equality deletes), when there are any, into mf[*nmf]. */
-static int write_manifest(struct ice_tab *t, const struct ice_snapshot *sn, enum ice_content content,
-			  struct ice_manifest_file *mf, int *nmf, char *err, size_t errlen)
+static int write_manifest(struct ice_sink *s, struct ice_tab *t, const struct ice_snapshot *sn,
+			  enum ice_content content, struct ice_manifest_file *mf, int *nmf, char *err, size_t errlen)
 {
 	struct ice_data_file *f = malloc(((size_t)t->nfiles + 1) * sizeof *f);
 	struct ice_manifest_file *m = &mf[*nmf];
-	struct sl_buf path, enc;
-	int n = 0, rc = -1;
+	struct sl_buf path, key, enc;
+	int n = 0, k = content == ICE_DATA ? 0 : 1, rc = -1;
 
 	sl_buf_init(&path, 0);
+	sl_buf_init(&key, 0);
 	sl_buf_init(&enc, 0);
 	if (!f)
 		goto oom;
@@ -561,11 +740,15 @@ static int write_manifest(struct ice_tab *t, const struct ice_snapshot *sn, enum
 		rc = 0;
 		goto out;
 	}
-	sl_buf_printf(&path, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, sn->id, content == ICE_DATA ? 0 : 1);
-	if (sl_buf_failed(&path) || ice_manifest_encode(&enc, &t->schema, sn->id, sn->sequence_number, f, n) < 0)
+	sl_buf_printf(&path, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, sn->id, k);
+	sl_buf_printf(&key, "%s/metadata/%" PRId64 "-m%d.avro", t->key, sn->id, k);
+	if (sl_buf_failed(&path) || sl_buf_failed(&key) ||
+	    ice_manifest_encode(&enc, &t->schema, sn->id, sn->sequence_number, f, n) < 0)
 		goto oom;
-	if (sl_write_file_atomic_mode(path.data, enc.data, enc.len, 0644, err, errlen) < 0)
+	if (s->store.ops->put(s->store.ctx, key.data, enc.data, enc.len, err, errlen) < 0)
 		goto out;
+	if (mlen_add(t, sn->id, k, (int64_t)enc.len) < 0)
+		goto oom;
 	m->path = sl_buf_detach(&path);
 	m->deletes = content != ICE_DATA;
 	m->length = (int64_t)enc.len;
@@ -580,6 +763,7 @@ oom:
 out:
 	free(f);
 	sl_buf_free(&path);
+	sl_buf_free(&key);
 	sl_buf_free(&enc);
 	return rc;
 }
@@ -610,52 +794,46 @@ static void snapshot_of(struct ice_sink *s, struct ice_tab *t, const char *posit
 	}
 }
 
-/* Commits t's finished files as one snapshot. */
+/* Commits t's finished files as one snapshot: its manifests and manifest
+ * list (each durable when put returns), then the metadata file. */
 static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
 {
 	struct ice_snapshot sn = { 0 };
 	struct ice_manifest_file *mf = NULL;
-	struct sl_buf lpath, enc, prev, md;
+	struct sl_buf lpath, lkey, enc, prev;
+	bool published = false;
 	int nmf = 0, rc = -1;
 
 	sl_buf_init(&lpath, 0);
+	sl_buf_init(&lkey, 0);
 	sl_buf_init(&enc, 0);
 	sl_buf_init(&prev, 0);
-	sl_buf_init(&md, 0);
 	snapshot_of(s, t, position, &sn);
 	sl_buf_printf(&lpath, "%s/metadata/snap-%" PRId64 ".avro", t->dir, sn.id);
+	sl_buf_printf(&lkey, "%s/metadata/snap-%" PRId64 ".avro", t->key, sn.id);
 	if (t->version > 0)
 		sl_buf_printf(&prev, "%s/metadata/v%d.metadata.json", t->dir, t->version);
-	sl_buf_printf(&md, "%s/metadata", t->dir);
 	sn.manifest_list = lpath.data;
-	if (sl_buf_failed(&lpath) || sl_buf_failed(&prev) || sl_buf_failed(&md))
+	if (sl_buf_failed(&lpath) || sl_buf_failed(&lkey) || sl_buf_failed(&prev))
 		goto oom;
-	if (sl_mkdir_p(md.data) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "could not create \"%s\": %s", md.data, sl_strerror(errno));
-		goto out;
-	}
-	if (!(mf = manifests_of(t, &nmf, err, errlen)))
+	if (!(mf = manifests_of(s, t, &nmf, err, errlen)))
 		goto out;
 	if (t->truncated) {  /* the new snapshot drops every earlier file */
 		for (; nmf > 0; nmf--)
 			free(mf[nmf - 1].path);
 	}
-	if (write_manifest(t, &sn, ICE_DATA, mf, &nmf, err, errlen) < 0 ||
-	    write_manifest(t, &sn, ICE_EQUALITY_DELETES, mf, &nmf, err, errlen) < 0)
+	if (write_manifest(s, t, &sn, ICE_DATA, mf, &nmf, err, errlen) < 0 ||
+	    write_manifest(s, t, &sn, ICE_EQUALITY_DELETES, mf, &nmf, err, errlen) < 0)
 		goto out;
 	if (ice_manifest_list_encode(&enc, &sn, mf, nmf) < 0)
 		goto oom;
-	if (sl_write_file_atomic_mode(lpath.data, enc.data, enc.len, 0644, err, errlen) < 0)
+	if ((rc = s->store.ops->put(s->store.ctx, lkey.data, enc.data, enc.len, err, errlen)) < 0)
 		goto out;
-	/* a new table: its folders' entries, up to the warehouse folder */
-	if (t->version == 0 && (sl_fsync_dir_of(t->dir, true) < 0 || sl_fsync_dir_of(t->dir, false) < 0 ||
-				sl_fsync_dir_of(s->root, false) < 0)) {
-		snprintf(err, errlen, "could not fsync the folders of \"%s\": %s", t->dir, sl_strerror(errno));
-		goto out;
-	}
+	rc = -1;
 	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
 		goto oom;
-	if (publish_metadata(t, t->version + 1, err, errlen) < 0)
+	rc = publish_metadata(s, t, t->version + 1, &published, err, errlen);
+	if (!published)
 		goto out;
 	t->version++;
 	t->meta_ms = sn.timestamp_ms;
@@ -668,6 +846,8 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 		free(t->files[i].stats);
 	}
 	t->nfiles = 0;
+	if (rc < 0)
+		goto out;
 	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records, %" PRId64 " equality "
 		 "deletes) as metadata version %d", t->dir, sn.id, sn.added_records, sn.added_deletes, t->version);
 	rc = 0;
@@ -677,9 +857,9 @@ oom:
 out:
 	free_manifests(mf, nmf);
 	sl_buf_free(&lpath);
+	sl_buf_free(&lkey);
 	sl_buf_free(&enc);
 	sl_buf_free(&prev);
-	sl_buf_free(&md);
 	return rc;
 }
 
@@ -687,7 +867,7 @@ out:
  * wait for committed values: looks them up in t's current data files
  * (ice_fill.h).  *rawof (n entries) then gives a row's values taken, or
  * NULL, and *found whether its key's row was found; *want holds them. */
-static int lookup_unchanged(struct ice_tab *t, struct sl_mrow **rows, size_t n, struct ice_want **want,
+static int lookup_unchanged(struct ice_sink *s, struct ice_tab *t, struct sl_mrow **rows, size_t n, struct ice_want **want,
 			    size_t *nwant, struct ice_raw ***rawof, bool **found, char *err, size_t errlen)
 {
 	struct ice_manifest_file *mf = NULL;
@@ -708,14 +888,14 @@ static int lookup_unchanged(struct ice_tab *t, struct sl_mrow **rows, size_t n, 
 			(*want)[k].row = rows[i];
 			(*want)[k++].idx = i;
 		}
-	if (!(mf = manifests_of(t, &nmf, err, errlen)))
+	if (!(mf = manifests_of(s, t, &nmf, err, errlen)))
 		goto out;
 	if (!(paths = calloc((size_t)nmf + 1, sizeof *paths)))
 		goto oom;
 	for (int i = 0; i < nmf; i++)
 		if (!mf[i].deletes)
 			paths[np++] = mf[i].path;
-	if (ice_fill_lookup(*want, *nwant, &t->schema, paths, np, err, errlen) < 0) {
+	if (ice_fill_lookup(*want, *nwant, &t->schema, &s->store, s->root, paths, np, err, errlen) < 0) {
 		size_t len = strlen(err);
 		snprintf(err + len, errlen - len, " (iceberg table \"%s\": looking up unchanged values)", t->dir);
 		goto out;
@@ -759,7 +939,7 @@ static int emit_batch(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 	}
 	t->truncated |= t->batch.trunc != NULL;
 	earlier = ice_meta_current_snapshot(t->meta) && !t->truncated;
-	if (earlier && lookup_unchanged(t, rows, n, &want, &nwant, &rawof, &found, err, errlen) < 0)
+	if (earlier && lookup_unchanged(s, t, rows, n, &want, &nwant, &rawof, &found, err, errlen) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		struct sl_change c;
@@ -772,12 +952,12 @@ static int emit_batch(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 				"fill; they are null and named in _unchanged_columns (%" PRIu64 " such rows so far)",
 				t->dir, c.csn, t->unfilled);
 		if (!rows[i]->deleted && put_record(s, t, &c, false, rawof ? rawof[i] : NULL, &t->avro_schema,
-						    &t->w, &t->wpath, err, errlen) < 0)
+						    &t->wf, err, errlen) < 0)
 			goto out;
-		if (earlier && put_record(s, t, &c, true, NULL, &dschema, &t->dw, &t->dpath, err, errlen) < 0)
+		if (earlier && put_record(s, t, &c, true, NULL, &dschema, &t->df, err, errlen) < 0)
 			goto out;
 	}
-	if (finish_file(t, &t->dw, &t->dpath, ICE_EQUALITY_DELETES, err, errlen) < 0)
+	if (finish_file(s, t, &t->df, ICE_EQUALITY_DELETES, err, errlen) < 0)
 		goto out;
 	sl_mbatch_clear(&t->batch);
 	rc = 0;
@@ -795,22 +975,21 @@ out:
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
 {
 	char position[SL_POS_TEXT_MAX * 2] = "";
+	int rc;
 
 	if (s->merge && emit_batch(s, t, err, errlen) < 0)
 		return -1;
-	if (finish_file(t, &t->w, &t->wpath, ICE_DATA, err, errlen) < 0)
+	if (finish_file(s, t, &t->wf, ICE_DATA, err, errlen) < 0)
 		return -1;
 	if (t->nfiles == 0 && !t->truncated)
 		return 0;
 	if (s->has_mark && s->src && s->src->pos_encode(&s->mark, position, sizeof position) < 0)
 		position[0] = '\0';
-	if (t->nfiles > 0 && sl_fsync_dir_of(t->files[0].path, false) < 0) {
-		snprintf(err, errlen, "could not fsync the folder of \"%s\": %s", t->files[0].path,
-			 sl_strerror(errno));
+	/* the data and delete files durable (published: s3), before any commit */
+	if (t->nfiles > 0 && s->store.ops->sync && s->store.ops->sync(s->store.ctx, err, errlen) < 0)
 		return -1;
-	}
-	if (commit_table(s, t, position, err, errlen) < 0)
-		return -1;
+	if ((rc = commit_table(s, t, position, err, errlen)) < 0)
+		return rc;
 	if (s->kill_after > 0 && ++s->commits >= s->kill_after)
 		raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
 	return 0;
@@ -821,9 +1000,10 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 	struct ice_sink *s = ctx;
 
 	for (int i = 0; i < s->ntabs; i++) {
-		if (commit_pending(s, &s->tabs[i], err, errlen) < 0) {
+		int rc = commit_pending(s, &s->tabs[i], err, errlen);
+		if (rc < 0) {
 			sl_outage_fail(s->outage, err);
-			return -1;
+			return rc;
 		}
 	}
 	sl_outage_ok(s->outage);
@@ -854,34 +1034,32 @@ static int ice_discard_backfill(void *ctx, const struct sl_table *t, const char 
 	return 0;
 }
 
-static void free_tab(struct ice_tab *t)
+static void free_tab(struct ice_sink *s, struct ice_tab *t)
 {
-	if (t->w) {
-		sl_ocf_abort(t->w);
-		unlink(t->wpath);
-	}
-	free(t->wpath);
-	if (t->dw) {
-		sl_ocf_abort(t->dw);
-		unlink(t->dpath);
-	}
-	free(t->dpath);
+	char err[256];
+
+	drop_file(t->wf);
+	drop_file(t->df);
 	sl_mbatch_free(&t->batch);
 	sl_table_free(t->mtab);
-	for (int i = 0; i < t->nfiles; i++) {
-		unlink(t->files[i].path);
+	for (int i = 0; i < t->nfiles; i++) {   /* published, never committed */
+		const char *key = sl_ice_key_of(s->root, t->files[i].path);
+		if (key && s->store.ops->remove(s->store.ctx, key, err, sizeof err) < 0)
+			sl_warn("%s", err);
 		free((char *)t->files[i].path);
 		free(t->files[i].stats);
 	}
 	free(t->wstats);
 	free(t->dstats);
 	free(t->files);
+	free(t->mlens);
 	json_decref(t->meta);
 	ice_schema_free(&t->schema);
 	sl_buf_free(&t->avro_schema);
 	free(t->object);
 	free(t->ns);
 	free(t->name);
+	free(t->key);
 	free(t->dir);
 }
 
@@ -892,10 +1070,12 @@ static void ice_close(void *ctx)
 	if (!s)
 		return;
 	for (int i = 0; i < s->ntabs; i++)
-		free_tab(&s->tabs[i]);
+		free_tab(s, &s->tabs[i]);
 	free(s->tabs);
 	if (s->codec)
 		sl_ocf_codec_free(s->codec);
+	if (s->store.ops)
+		s->store.ops->close(s->store.ctx);
 	free(s->stream);
 	free(s->root);
 	free(s);
@@ -905,57 +1085,58 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 {
 	const struct sl_iceberg_conf *c = conf;
 	struct ice_sink *s = calloc(1, sizeof *s);
-	char *abs = NULL;
 	const char *k = getenv("SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT");
-	struct sl_buf p;
 	int64_t v;
+	int rc = -1;
 
 	*ctx = NULL;
-	sl_buf_init(&p, 0);
-	if (!s)
-		goto oom;
+	if (!s) {
+		snprintf(err, errlen, "iceberg sink: out of memory");
+		return -1;
+	}
 	s->conf = c;
 	s->outage = st->outage;
 	s->merge = st->mode == SL_WRITE_MERGE;
 	if (k && sl_parse_i64(k, 1, INT32_MAX, &v) == 0)
 		s->kill_after = (long)v;
-	if (sl_mkdir_p(c->path) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "could not create \"%s\": %s", c->path, sl_strerror(errno));
+	if (!st->name || !*st->name || strchr(st->name, '/')) {
+		snprintf(err, errlen, "stream name \"%s\" cannot name a folder", st->name ? st->name : "");
 		goto fail;
 	}
-	if (!(abs = realpath(c->path, NULL))) {
-		snprintf(err, errlen, "could not resolve \"%s\": %s", c->path, sl_strerror(errno));
+	/* S3 requests retry as long as it takes: a flush waits out an outage */
+	if ((rc = sl_ice_store_open(c, st, 0, &s->store, &s->root, err, errlen)) < 0)
+		goto fail;
+	rc = -1;
+	if (!(s->stream = strdup(st->name))) {
+		snprintf(err, errlen, "iceberg sink: out of memory");
 		goto fail;
 	}
-	sl_buf_printf(&p, "%s/%s", abs, st->name);
-	if (!(s->root = sl_buf_detach(&p)) || !(s->stream = strdup(st->name)))
-		goto oom;
 	if (sl_ocf_codec_new(&s->codec, c->codec, c->compression_level, 0, err, errlen) < 0)
 		goto fail;
-	free(abs);
 	*ctx = s;
 	return 0;
-oom:
-	snprintf(err, errlen, "iceberg sink: out of memory");
 fail:
-	free(abs);
-	sl_buf_free(&p);
 	ice_close(s);
-	return -1;
+	return rc;
 }
 
-/* `sluice check`: the warehouse folder, or the nearest folder above it that
- * exists, is writable (avro_dir's check of its path; creates nothing). */
+/* `sluice check`: a bucket as s3 checks it (a small write and delete under
+ * <prefix><stream>/); the warehouse folder, or the nearest folder above it
+ * that exists, is writable (avro_dir's check of its path; creates
+ * nothing). */
 static int ice_check(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen)
 {
-	struct sl_avro_dir_conf ad = { .path = ((const struct sl_iceberg_conf *)conf)->path };
+	const struct sl_iceberg_conf *c = conf;
+	struct sl_avro_dir_conf ad = { .path = c->path };
 
+	if (c->s3.bucket)
+		return sl_s3_ops.check(&c->s3, st, out, err, errlen);
 	return sl_avro_dir_ops.check(&ad, st, out, err, errlen);
 }
 
 static const struct sl_keydesc ice_keys[] = {
-	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
-	  FIELD(struct sl_iceberg_conf, path) },
+	{ .name = "path", .type = SL_KT_STRING, .excludes = "bucket", FIELD(struct sl_iceberg_conf, path) },
+	SL_S3_CONN_KEYS(struct sl_iceberg_conf, s3., 0),
 	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate",
 	  FIELD(struct sl_iceberg_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
@@ -966,11 +1147,28 @@ static const struct sl_keydesc ice_keys[] = {
 	  FIELD(struct sl_iceberg_conf, max_file_seconds) },
 };
 
+/* Rules across keys: path, or bucket with the keys that reach it (s3's
+ * rules). */
 static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
 {
 	const struct sl_iceberg_conf *c = conf;
+	const struct sl_ini_entry *e;
 
-	return sl_tree_conf_check(c->codec, c->compression_level, sec, er);
+	if (sl_tree_conf_check(c->codec, c->compression_level, sec, er) < 0)
+		return -1;
+	if (c->path) {
+		for (size_t i = 0; i < sizeof ice_keys / sizeof ice_keys[0]; i++) {
+			if (ice_keys[i].off >= sizeof(struct sl_s3_conf) || !(e = sl_ini_find(sec, ice_keys[i].name)))
+				continue;
+			return sl_keyerr_set(er, e->line, "key \"%s\" is for a bucket, and [%s] has path: give "
+					     "either path or bucket", ice_keys[i].name, sec->title);
+		}
+		return 0;
+	}
+	if (!c->s3.bucket)
+		return sl_keyerr_set(er, sec->line, "[%s] needs path (a folder) or bucket (an S3 bucket) "
+				     "(required for type iceberg)", sec->title);
+	return sl_s3_conn_check(&c->s3, c->max_file_bytes, "iceberg", sec, er);
 }
 
 const struct sl_sink_ops sl_iceberg_ops = {

@@ -39,6 +39,7 @@
 struct s3_store {
 	struct sl_s3 *s3;
 	char *prefix;                /* "" or "a/b/" */
+	char *root;                  /* "<bucket>/<prefix>" */
 	char *spool_dir;
 	uint64_t part_size;
 	char *desc;
@@ -343,6 +344,34 @@ static int s3_put(void *ctx, const char *key, const void *data, size_t len, char
 	return rc;
 }
 
+/* put, only when key does not exist (If-None-Match: *).  A 412 whose object
+ * holds exactly data is this put's own (an answer lost and the request sent
+ * again), so it counts as written. */
+static int s3_put_new(void *ctx, const char *key, const void *data, size_t len, char *err, size_t errlen)
+{
+	struct s3_store *st = ctx;
+	char *k = full_key(st, key);
+	struct sl_buf have;
+	int rc;
+
+	if (!k) {
+		snprintf(err, errlen, "s3 sink: out of memory");
+		return -1;
+	}
+	sl_buf_init(&have, 0);
+	rc = sl_s3_put_new(st->s3, k, data, len, "application/json", err, errlen);
+	if (rc == SL_S3_EXISTS) {
+		rc = sl_s3_get(st->s3, k, &have, MAX_SMALL_OBJECT, err, errlen);
+		if (rc == 0)
+			rc = have.len == len && !memcmp(have.data, data, len) ? 0 : SL_STORE_EXISTS;
+		else if (rc == SL_S3_NOT_FOUND)   /* removed since: taken all the same */
+			rc = SL_STORE_EXISTS;
+	}
+	free(k);
+	sl_buf_free(&have);
+	return rc;
+}
+
 static int s3_get(void *ctx, const char *key, struct sl_buf *out, char *err, size_t errlen)
 {
 	struct s3_store *st = ctx;
@@ -463,6 +492,7 @@ static void s3_close(void *ctx)
 		return;
 	sl_s3_free(st->s3);
 	free(st->prefix);
+	free(st->root);
 	free(st->spool_dir);
 	free(st->desc);
 	free(st);
@@ -477,6 +507,7 @@ static const struct sl_store_ops s3_store_ops = {
 	.file_publish = s3_file_publish,
 	.file_discard = s3_file_discard,
 	.put = s3_put,
+	.put_new = s3_put_new,
 	.get = s3_get,
 	.list = s3_list,
 	.remove = s3_remove,
@@ -531,15 +562,40 @@ static int s3_store_new(struct s3_store **out, const struct sl_s3_conf *c, const
 	sl_buf_printf(&b, "%s%s%s%s", sl_s3_describe(st->s3), n ? " (prefix \"" : "", n ? st->prefix : "",
 		      n ? "\")" : "");
 	st->desc = sl_buf_detach(&b);
+	sl_buf_printf(&b, "%s/%s", c->bucket, st->prefix ? st->prefix : "");
+	st->root = sl_buf_detach(&b);
 	st->spool_dir = strdup(c->spool_dir ? c->spool_dir : ss->state_dir ? ss->state_dir : ".");
 	st->part_size = c->part_size ? c->part_size : DEFAULT_PART_SIZE;
-	if (!st->prefix || !st->desc || !st->spool_dir) {
+	if (!st->prefix || !st->desc || !st->root || !st->spool_dir) {
 		snprintf(err, errlen, "s3 sink: out of memory");
 		s3_close(st);
 		return -1;
 	}
 	*out = st;
 	return 0;
+}
+
+int sl_s3_store(struct sl_store *out, const struct sl_s3_conf *c, const struct sl_sink_stream *ss,
+		int max_attempts, char *err, size_t errlen)
+{
+	struct s3_store *st;
+	int rc = s3_store_new(&st, c, ss, max_attempts, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	out->ops = &s3_store_ops;
+	out->ctx = st;
+	return 0;
+}
+
+void sl_s3_store_set_attempts(struct sl_store *store, int max_attempts)
+{
+	sl_s3_set_max_attempts(((struct s3_store *)store->ctx)->s3, max_attempts);
+}
+
+const char *sl_s3_store_root(const struct sl_store *store)
+{
+	return ((struct s3_store *)store->ctx)->root;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -758,28 +814,25 @@ static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const c
 	return rc;
 }
 
-/* Rules across keys. */
-static int s3_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
+int sl_s3_conn_check(const struct sl_s3_conf *c, uint64_t max_file_bytes, const char *type,
+		     const struct sl_ini_section *sec, struct sl_keyerr *er)
 {
-	const struct sl_s3_conf *c = conf;
 	const struct sl_ini_entry *e;
 
-	if (sl_tree_conf_check(c->codec, c->compression_level, sec, er) < 0)
-		return -1;
 	if (!c->access_key_id) {
 		return sl_keyerr_set(er, sec->line, "[%s] needs access_key_id_env or access_key_id_file "
-				     "(required for type s3)", sec->title);
+				     "(required for type %s)", sec->title, type);
 	}
 	if (!c->secret_access_key) {
 		return sl_keyerr_set(er, sec->line, "[%s] needs secret_access_key_env or secret_access_key_file "
-				     "(required for type s3)", sec->title);
+				     "(required for type %s)", sec->title, type);
 	}
 	if (c->endpoint && strncmp(c->endpoint, "http://", 7) != 0 && strncmp(c->endpoint, "https://", 8) != 0) {
 		e = sl_ini_find(sec, "endpoint");
 		return sl_keyerr_set(er, e ? e->line : sec->line, "bad value \"%s\" for key \"endpoint\": not an "
 				     "http:// or https:// URL", e ? e->raw : "");
 	}
-	if (c->max_file_bytes / c->part_size + 1 > SL_S3_MAX_PARTS) {
+	if (max_file_bytes / c->part_size + 1 > SL_S3_MAX_PARTS) {
 		e = sl_ini_find(sec, "part_size");
 		return sl_keyerr_set(er, e ? e->line : sec->line, "max_file_bytes would need more than %d parts of "
 				     "part_size: raise part_size", SL_S3_MAX_PARTS);
@@ -787,34 +840,24 @@ static int s3_conf_check(const void *conf, const struct sl_ini_section *sec, str
 	return 0;
 }
 
-static const struct sl_keychoice booleans[] = {
+/* Rules across keys. */
+static int s3_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
+{
+	const struct sl_s3_conf *c = conf;
+
+	if (sl_tree_conf_check(c->codec, c->compression_level, sec, er) < 0)
+		return -1;
+	return sl_s3_conn_check(c, c->max_file_bytes, "s3", sec, er);
+}
+
+const struct sl_keychoice sl_s3_booleans[] = {
 	{ "true", 1 }, { "false", 0 }, { "yes", 1 }, { "no", 0 }, { "on", 1 }, { "off", 0 },
 	{ NULL, 0 },
 };
 
 /* The keys of [destination.NAME] with type = s3 (doc/configuration.md). */
 static const struct sl_keydesc s3_keys[] = {
-	{ .name = "endpoint", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(struct sl_s3_conf, endpoint) },
-	{ .name = "bucket", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED, FIELD(struct sl_s3_conf, bucket) },
-	{ .name = "prefix", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(struct sl_s3_conf, prefix) },
-	{ .name = "region", .type = SL_KT_STRING, .def = "us-east-1", FIELD(struct sl_s3_conf, region) },
-	{ .name = "path_style", .type = SL_KT_ENUM, .choices = booleans, .def = "false",
-	  FIELD(struct sl_s3_conf, path_style) },
-	{ .name = "access_key_id_env", .type = SL_KT_SECRET_ENV, .excludes = "access_key_id_file",
-	  FIELD(struct sl_s3_conf, access_key_id) },
-	{ .name = "access_key_id_file", .type = SL_KT_SECRET_FILE, .excludes = "access_key_id_env",
-	  FIELD(struct sl_s3_conf, access_key_id) },
-	{ .name = "secret_access_key_env", .type = SL_KT_SECRET_ENV, .excludes = "secret_access_key_file",
-	  FIELD(struct sl_s3_conf, secret_access_key) },
-	{ .name = "secret_access_key_file", .type = SL_KT_SECRET_FILE, .excludes = "secret_access_key_env",
-	  FIELD(struct sl_s3_conf, secret_access_key) },
-	{ .name = "session_token_env", .type = SL_KT_SECRET_ENV, .excludes = "session_token_file",
-	  FIELD(struct sl_s3_conf, session_token) },
-	{ .name = "session_token_file", .type = SL_KT_SECRET_FILE, .excludes = "session_token_env",
-	  FIELD(struct sl_s3_conf, session_token) },
-	{ .name = "ca_file", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(struct sl_s3_conf, ca_file) },
-	{ .name = "tls_verify", .type = SL_KT_ENUM, .choices = booleans, .def = "true",
-	  FIELD(struct sl_s3_conf, tls_verify) },
+	SL_S3_CONN_KEYS(struct sl_s3_conf, , SL_KF_REQUIRED),
 	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
 	  .max = SL_OCF_ZSTD_MAX_LEVEL,
@@ -825,9 +868,6 @@ static const struct sl_keydesc s3_keys[] = {
 	  FIELD(struct sl_s3_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
 	  FIELD(struct sl_s3_conf, max_file_seconds) },
-	{ .name = "part_size", .type = SL_KT_BYTES, .def = "16MB", .min = SL_S3_MIN_PART, .max = (uint64_t)5 << 30,
-	  FIELD(struct sl_s3_conf, part_size) },
-	{ .name = "spool_dir", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(struct sl_s3_conf, spool_dir) },
 	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
 	  FIELD(struct sl_s3_conf, compact_after_files) },
 };

@@ -37,7 +37,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/keytab.h"
 #include "sinks/avro/ocf.h"
+#include "sinks/avro_tree/store.h"
 #include "sinks/sink.h"
 
 #define SL_S3_MIN_PART ((uint64_t)5 << 20)      /* S3's smallest part but the last */
@@ -67,5 +69,61 @@ struct sl_s3_conf {
 };
 
 extern const struct sl_sink_ops sl_s3_ops;
+
+/* true/false, yes/no, on/off: the choices of the boolean keys. */
+extern const struct sl_keychoice sl_s3_booleans[];
+
+/* The keys that say where a bucket is and how to reach it (endpoint,
+ * bucket, prefix, region, path_style, the credentials, ca_file, tls_verify,
+ * part_size, spool_dir), as rows of a key table for the struct T whose
+ * member M (written with its dot, e.g. "s3.", or nothing for a struct
+ * sl_s3_conf itself) is a struct sl_s3_conf.  BUCKET_FLAGS: bucket's flags
+ * (SL_KF_REQUIRED, or 0 where another key may stand for it).  Another
+ * destination that keeps its files in a bucket takes the same keys, so
+ * they are written once. */
+#define SL_S3_CONN_KEYS(T, M, BUCKET_FLAGS) \
+	{ .name = "endpoint", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(T, M endpoint) }, \
+	{ .name = "bucket", .type = SL_KT_STRING, .flags = (BUCKET_FLAGS), FIELD(T, M bucket) }, \
+	{ .name = "prefix", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(T, M prefix) }, \
+	{ .name = "region", .type = SL_KT_STRING, .def = "us-east-1", FIELD(T, M region) }, \
+	{ .name = "path_style", .type = SL_KT_ENUM, .choices = sl_s3_booleans, .def = "false", \
+	  FIELD(T, M path_style) }, \
+	{ .name = "access_key_id_env", .type = SL_KT_SECRET_ENV, .excludes = "access_key_id_file", \
+	  FIELD(T, M access_key_id) }, \
+	{ .name = "access_key_id_file", .type = SL_KT_SECRET_FILE, .excludes = "access_key_id_env", \
+	  FIELD(T, M access_key_id) }, \
+	{ .name = "secret_access_key_env", .type = SL_KT_SECRET_ENV, .excludes = "secret_access_key_file", \
+	  FIELD(T, M secret_access_key) }, \
+	{ .name = "secret_access_key_file", .type = SL_KT_SECRET_FILE, .excludes = "secret_access_key_env", \
+	  FIELD(T, M secret_access_key) }, \
+	{ .name = "session_token_env", .type = SL_KT_SECRET_ENV, .excludes = "session_token_file", \
+	  FIELD(T, M session_token) }, \
+	{ .name = "session_token_file", .type = SL_KT_SECRET_FILE, .excludes = "session_token_env", \
+	  FIELD(T, M session_token) }, \
+	{ .name = "ca_file", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(T, M ca_file) }, \
+	{ .name = "tls_verify", .type = SL_KT_ENUM, .choices = sl_s3_booleans, .def = "true", \
+	  FIELD(T, M tls_verify) }, \
+	{ .name = "part_size", .type = SL_KT_BYTES, .def = "16MB", .min = SL_S3_MIN_PART, \
+	  .max = (uint64_t)5 << 30, FIELD(T, M part_size) }, \
+	{ .name = "spool_dir", .type = SL_KT_STRING, .flags = SL_KF_EMPTY_NULL, FIELD(T, M spool_dir) }
+
+/* The rules across the keys of SL_S3_CONN_KEYS (credentials given, an
+ * http(s) endpoint, files of max_file_bytes in at most SL_S3_MAX_PARTS
+ * parts); type names the destination type in messages.  0, or -1 with er
+ * set. */
+int sl_s3_conn_check(const struct sl_s3_conf *c, uint64_t max_file_bytes, const char *type,
+		     const struct sl_ini_section *sec, struct sl_keyerr *er);
+
+/* The S3 store (sinks/avro_tree/store.h) of conf's bucket and prefix, for
+ * stream ss (its outage account and state_dir, the spool's default);
+ * max_attempts as sl_s3_client_conf's (0: retry as long as it takes).
+ * Closed with its ops->close.  Returns 0, or -1 with a message in err. */
+int sl_s3_store(struct sl_store *out, const struct sl_s3_conf *c, const struct sl_sink_stream *ss,
+		int max_attempts, char *err, size_t errlen);
+/* Sets the store's max_attempts, e.g. 0 once a sink is open. */
+void sl_s3_store_set_attempts(struct sl_store *store, int max_attempts);
+/* "bucket/prefix/" of the store's keys ("bucket/" without a prefix), for
+ * s3:// locations; owned by the store. */
+const char *sl_s3_store_root(const struct sl_store *store);
 
 #endif

@@ -318,6 +318,7 @@ struct req {
 	uint64_t fd_len;
 	const char *sha256;          /* hex SHA-256 of the body; NULL: of body/body_len */
 	const char *content_type;
+	bool if_none_match;          /* PutObject only if the key does not exist */
 	struct sl_buf *resp;         /* response body (capped at resp_cap), or NULL */
 	size_t resp_cap;
 	int out_fd;                  /* or the response body to this fd when >= 0 */
@@ -513,6 +514,8 @@ static CURLcode attempt(struct sl_s3 *s, struct req *r, struct curl_slist **hdrs
 	}
 	if (s->token_header)
 		*hdrs = curl_slist_append(*hdrs, s->token_header);
+	if (r->if_none_match)
+		*hdrs = curl_slist_append(*hdrs, "If-None-Match: *");
 	sl_buf_free(&h);
 	if (r->sha256 == sha)
 		r->sha256 = NULL;
@@ -645,6 +648,10 @@ static int request(struct sl_s3 *s, struct req *r, bool not_found_ok, char *err,
 				rc = SL_S3_NOT_FOUND;
 				break;
 			}
+			if (r->status == 412 && r->if_none_match) {
+				rc = SL_S3_EXISTS;
+				break;
+			}
 			if (r->status == 403 || r->status == 401) {
 				snprintf(err, errlen, "%s: %s %s: access refused (%s); check the access key (%s), the "
 					 "secret and the bucket's policy", s->desc, r->call, what, why,
@@ -660,7 +667,9 @@ static int request(struct sl_s3 *s, struct req *r, bool not_found_ok, char *err,
 				rc = SL_EPREREQ;
 				break;
 			}
-			again = transient_status(r->status);
+			/* 409 ConditionalRequestConflict: another conditional write
+			 * of the key was under way; AWS says to try again. */
+			again = transient_status(r->status) || (r->status == 409 && r->if_none_match);
 		}
 		if (again && s->outage) {
 			char cause[800];
@@ -714,8 +723,9 @@ static void req_init(struct req *r, const char *call, const char *method, const 
 /* ---------------------------------------------------------------------- */
 /* Calls                                                                  */
 
-int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
-	      char *err, size_t errlen)
+/* PutObject of a body in memory; if_none_match: only when key does not exist. */
+static int put_mem(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
+		   bool if_none_match, char *err, size_t errlen)
 {
 	struct req r;
 	int rc;
@@ -724,9 +734,22 @@ int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, co
 	r.body = data;
 	r.body_len = len;
 	r.content_type = content_type;
+	r.if_none_match = if_none_match;
 	rc = request(s, &r, false, err, errlen);
 	free(r.etag);
 	return rc;
+}
+
+int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
+	      char *err, size_t errlen)
+{
+	return put_mem(s, key, data, len, content_type, false, err, errlen);
+}
+
+int sl_s3_put_new(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
+		  char *err, size_t errlen)
+{
+	return put_mem(s, key, data, len, content_type, true, err, errlen);
 }
 
 int sl_s3_put_fd(struct sl_s3 *s, const char *key, int fd, off_t off, uint64_t len, const char *sha256,

@@ -44,6 +44,8 @@
 
 /* sl_s3_get, sl_s3_get_to_fd: no such key; sl_s3_mpu_*: no such upload. */
 #define SL_S3_NOT_FOUND 1
+/* sl_s3_put_new: the key exists. */
+#define SL_S3_EXISTS 2
 
 struct sl_s3_client_conf {
 	const char *endpoint;        /* "https://host[:port]"; NULL or "": AWS for region */
@@ -77,6 +79,11 @@ void sl_s3_sha256_hex(const void *data, size_t len, char out[65]);
 /* PutObject of a body in memory. */
 int sl_s3_put(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
 	      char *err, size_t errlen);
+/* PutObject with If-None-Match: *: returns SL_S3_EXISTS when the server
+ * answers 412 (the key exists; nothing written).  A server that ignores the
+ * header writes the object and answers 2xx. */
+int sl_s3_put_new(struct sl_s3 *s, const char *key, const void *data, size_t len, const char *content_type,
+		  char *err, size_t errlen);
 /* PutObject of len bytes of fd from offset off, whose SHA-256 is sha256 (hex). */
 int sl_s3_put_fd(struct sl_s3 *s, const char *key, int fd, off_t off, uint64_t len, const char *sha256,
 		 char *err, size_t errlen);

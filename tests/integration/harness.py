@@ -1171,11 +1171,14 @@ class S3Server:
     s3server.js (SigV4 checked, multipart listing and abort added), on a free
     loopback port, its store in a private temporary directory, with one
     access key and the given buckets.  stop() and start() keep the store;
-    close() removes it.  client() is an independent boto3 client."""
+    close() removes it.  client() is an independent boto3 client.
+    conditional_put: PutObject honours If-None-Match: * (412 when the key
+    exists), as AWS S3 does and s3rver alone does not."""
 
     def __init__(self, buckets=("lake",), key_id="AKIDSLUICETEST", secret="sluice-test-secret-5c1e",
-                 region="us-east-1", keep=False, part_delay_ms=0):
+                 region="us-east-1", keep=False, part_delay_ms=0, conditional_put=False):
         self.part_delay_ms = part_delay_ms
+        self.conditional_put = conditional_put
         self.buckets = list(buckets)
         self.bucket = self.buckets[0]
         self.key_id = key_id
@@ -1205,6 +1208,8 @@ class S3Server:
                 "--log", self.log, "--part-delay-ms", str(self.part_delay_ms)]
         for b in self.buckets:
             argv += ["--bucket", b]
+        if self.conditional_put:
+            argv.append("--conditional-put")
         out = open(os.path.join(self.base, "server.out"), "ab")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=out,
                                      start_new_session=True)

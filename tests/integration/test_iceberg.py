@@ -106,7 +106,7 @@ def churn(pg, name, base, n):
 SELECT = ("SELECT id, v, toString(amount) AS amount, "
           "formatDateTime(ts, '%Y-%m-%d %H:%i:%S.%f', 'UTC') AS ts, toString(d) AS d, toString(u) AS u, "
           "lower(hex(b)) AS b, j, flag, counter, __hidden, _uuid, _csn, _change_type, _is_deleted, "
-          "_source_timestamp, _tx_id, _lsn FROM icebergLocal('{path}') ")
+          "_source_timestamp, _tx_id, _lsn FROM {src} ")
 
 
 def pg_state(pg, name):
@@ -135,12 +135,10 @@ def rebuild(rows):
     return out
 
 
-class IcebergTest(PgTestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        harness.skip_unless(chdb_reason())
-        super().setUpClass()
+class LocalTables:
+    """Where a test's tables are, and how they are read: a local warehouse
+    folder, read with icebergLocal (test_iceberg_s3.S3Tables: a bucket).
+    A location is a path or URL as the tables' metadata names it."""
 
     def isluice(self, stream, tables, **kw):
         s = self.sluice(stream=stream, tables=tables, max_file_seconds=1, **kw)
@@ -149,10 +147,58 @@ class IcebergTest(PgTestCase):
         return s
 
     def table_dir(self, s, obj):
+        """The table's location."""
         return os.path.join(os.path.realpath(s.out), s.stream, obj)
 
+    def table_fn(self, s, obj):
+        """The ClickHouse table function that reads the table."""
+        return f"icebergLocal('{self.table_dir(s, obj)}')"
+
+    def local_file(self, location):
+        """A local file with the content of the file at location."""
+        return location
+
+    def file_size(self, location):
+        return os.path.getsize(location)
+
+    def read_text(self, location):
+        """The file at location as text, or None when there is none."""
+        try:
+            with open(location) as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def plant(self, location, body):
+        """Puts a file at location, as another writer would."""
+        os.makedirs(os.path.dirname(location), exist_ok=True)
+        with open(location, "wb") as f:
+            f.write(body)
+
+    def version(self, s, obj):
+        """The table's version-hint.text, or 0."""
+        t = self.read_text(self.table_dir(s, obj) + "/metadata/version-hint.text")
+        return int(t) if t is not None else 0
+
+    def current_metadata(self, s, obj):
+        """(version, the metadata JSON of version-hint.text)."""
+        d = self.table_dir(s, obj)
+        version = self.version(s, obj)
+        return version, json.loads(self.read_text(f"{d}/metadata/v{version}.metadata.json"))
+
+    def read_avro_at(self, location):
+        return read_avro(self.local_file(location))
+
+
+class IcebergTest(LocalTables, PgTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+
     def read_table(self, s, obj):
-        return ch_query(SELECT.format(path=self.table_dir(s, obj)))
+        return ch_query(SELECT.format(src=self.table_fn(s, obj)))
 
     def backfilled(self, name, stream, rows):
         """A new table of TABLE with rows rows, backfilled by a new stream."""
@@ -180,10 +226,7 @@ class IcebergTest(PgTestCase):
     def check_metadata(self, s, obj, nrows):
         """The metadata, manifest lists and manifests as the spec has them."""
         d = self.table_dir(s, obj)
-        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
-            version = int(f.read())
-        with open(os.path.join(d, "metadata", f"v{version}.metadata.json")) as f:
-            meta = json.load(f)
+        version, meta = self.current_metadata(s, obj)
         self.assertEqual(meta["format-version"], 2)
         self.assertEqual(meta["location"], d)
         self.assertEqual(len(meta["snapshots"]), version)
@@ -197,7 +240,7 @@ class IcebergTest(PgTestCase):
             self.assertEqual(sn["summary"]["sluice.stream"], s.stream)
             if "sluice.position" in sn["summary"] or sn is cur[0]:
                 self.assertRegex(sn["summary"]["sluice.position"], r"^[0-9A-F]+/[0-9A-F]+$")
-        lmeta, manifests = read_avro(cur[0]["manifest-list"])
+        lmeta, manifests = self.read_avro_at(cur[0]["manifest-list"])
         self.assertEqual(lmeta["format-version"], "2")
         self.assertEqual(lmeta["snapshot-id"], str(cur[0]["snapshot-id"]))
         self.assertEqual(len(manifests), version)
@@ -207,9 +250,9 @@ class IcebergTest(PgTestCase):
                       "min_sequence_number", "added_snapshot_id", "added_files_count", "existing_files_count",
                       "deleted_files_count", "added_rows_count", "existing_rows_count", "deleted_rows_count"):
                 self.assertIn(k, m)
-            self.assertEqual(m["manifest_length"], os.path.getsize(m["manifest_path"]))
+            self.assertEqual(m["manifest_length"], self.file_size(m["manifest_path"]))
             self.assertEqual((m["partition_spec_id"], m["content"]), (0, 0))
-            mmeta, entries = read_avro(m["manifest_path"])
+            mmeta, entries = self.read_avro_at(m["manifest_path"])
             self.assertEqual((mmeta["format-version"], mmeta["content"], mmeta["partition-spec"]), ("2", "data", "[]"))
             self.assertEqual(json.loads(mmeta["schema"])["type"], "struct")
             self.assertEqual(len(entries), m["added_files_count"])
@@ -219,7 +262,7 @@ class IcebergTest(PgTestCase):
                 self.assertEqual(e["sequence_number"], m["sequence_number"])
                 df = e["data_file"]
                 self.assertEqual((df["content"], df["file_format"], df["partition"]), (0, "AVRO", {}))
-                self.assertEqual(df["file_size_in_bytes"], os.path.getsize(df["file_path"]))
+                self.assertEqual(df["file_size_in_bytes"], self.file_size(df["file_path"]))
                 self.assertTrue(df["file_path"].startswith(d + "/data/"))
                 total += df["record_count"]
         self.assertEqual(total, nrows)
@@ -233,9 +276,7 @@ class IcebergTest(PgTestCase):
         pg.wait_wal_flushed()
         r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
         self.assertEqual(r.rc, -9, r.describe())
-        d = self.table_dir(s, "public_ice2")
-        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
-            self.assertEqual(int(f.read()), 2, "the killed run committed one snapshot")
+        self.assertEqual(self.version(s, "public_ice2"), 2, "the killed run committed one snapshot")
         r = self.catch_up(s)
         self.assertIn("last change from the log", r.stderr)
         rows = self.read_table(s, "public_ice2")
@@ -275,10 +316,10 @@ class IcebergTest(PgTestCase):
         pg.execute("UPDATE ices SET v = 'zzzzzzzzzzzzzzzz\u00ff tail', note = NULL WHERE id IN (5, 105)")
         pg.execute("DELETE FROM ices WHERE id = 7")
         self.catch_up(s)
-        path = self.table_dir(s, "public_ices")
+        src = self.table_fn(s, "public_ices")
         cols = ("id", "v", "toString(amount)", "toString(d)", "note", "big", "_csn")
         rows = ch_query("SELECT " + ", ".join(f"{c} AS c{i}" for i, c in enumerate(cols)) +
-                        f" FROM icebergLocal('{path}')")
+                        f" FROM {src}")
         self.assertEqual(len(rows), 20 + 11 + 11 + 2 + 1 if mode == "append" else 20 + 11 + 11 - 1)
         last = {}
         for r in sorted(rows, key=lambda r: r["c6"]):
@@ -292,14 +333,14 @@ class IcebergTest(PgTestCase):
             for val in {r[f"c{i}"] for r in rows if r[f"c{i}"] is not None}:
                 lit = "'" + str(val).replace("\\", "\\\\").replace("'", "\\'") + "'"
                 want[(i, str(val))] = sum(1 for r in rows if r[f"c{i}"] == val)
-                parts.append(f"SELECT {i} AS i, {lit} AS val, count() AS n FROM icebergLocal('{path}') "
+                parts.append(f"SELECT {i} AS i, {lit} AS val, count() AS n FROM {src} "
                              f"WHERE {c} = {lit if i not in (0, 5) else val}")
         got = {(g["i"], g["val"]): int(g["n"]) for g in ch_query(" UNION ALL ".join(parts))}
         self.assertEqual({k: (got.get(k), n) for k, n in want.items() if got.get(k) != n}, {},
                          "(column, value): (changes the filter found, changes there are)")
-        self.assertEqual(self.check_stats(path), (3, 0 if mode == "append" else 2))
+        self.assertEqual(self.check_stats(s, "public_ices"), (3, 0 if mode == "append" else 2))
 
-    def check_stats(self, path):
+    def check_stats(self, s, obj):
         """Each data file's manifest entry: its value and null counts equal
         its records', its bounds (Iceberg's single-value serialization) are
         its least and greatest values (exactly, or for a string cut to at
@@ -307,18 +348,15 @@ class IcebergTest(PgTestCase):
         equality delete file's, of its key column.  Returns the number of
         data files and of delete files."""
         import struct
-        with open(os.path.join(path, "metadata", "version-hint.text")) as f:
-            version = int(f.read())
-        with open(os.path.join(path, "metadata", f"v{version}.metadata.json")) as f:
-            meta = json.load(f)
+        _, meta = self.current_metadata(s, obj)
         schema = [sc for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]][0]
         fields = {f["id"]: f for f in schema["fields"] if isinstance(f["type"], str)}
         cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
         nfiles = [0, 0]
-        for m in read_avro(cur["manifest-list"])[1]:
-            for e in read_avro(m["manifest_path"])[1]:
+        for m in self.read_avro_at(cur["manifest-list"])[1]:
+            for e in self.read_avro_at(m["manifest_path"])[1]:
                 df = e["data_file"]
-                recs = read_avro(df["file_path"])[1]
+                recs = self.read_avro_at(df["file_path"])[1]
                 nfiles[df["content"] // 2] += 1
                 ff = fields if df["content"] == 0 else {fid: fields[fid] for fid in df["equality_ids"]}
                 vc = {kv["key"]: kv["value"] for kv in df["value_counts"]}
@@ -379,7 +417,7 @@ class IcebergTest(PgTestCase):
         pg.execute("UPDATE ice3 SET extra = -0.5 WHERE id = 1")
         self.catch_up(s)
         rows = ch_query(f"SELECT id, v, toString(extra) AS extra, _change_type FROM "
-                        f"icebergLocal('{self.table_dir(s, 'public_ice3')}') ORDER BY _csn, id")
+                        f"{self.table_fn(s, 'public_ice3')} ORDER BY _csn, id")
         self.assertEqual(len(rows), 23)
         self.assertEqual([(r["id"], r["v"], r["extra"]) for r in rows[-3:]],
                          [(21, "before", None), (22, "after", "12.345"), (1, "v1", "-0.5")])
@@ -409,8 +447,8 @@ class IcebergTest(PgTestCase):
                       'added columns, so the stream stops; to go on, remove the table\'s folder (or point the '
                       'destination at a new path) and backfill the table again', r.stderr)
         self.assertNotIn("retrying from the last checkpoint", r.stderr)
-        with open(os.path.join(self.table_dir(s, "public_ice3"), "metadata", "version-hint.text")) as f:
-            self.assertEqual(f.read(), str(len(meta["snapshots"])), "nothing was committed after the drop")
+        self.assertEqual(self.version(s, "public_ice3"), len(meta["snapshots"]),
+                         "nothing was committed after the drop")
 
     def read_merged(self, s, obj):
         """The table's rows as a v2 reader (ClickHouse) sees them, by key;
@@ -430,7 +468,7 @@ class IcebergTest(PgTestCase):
         pg.execute("ALTER TABLE ice4 ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s'")
         pg.execute("INSERT INTO ice4 (id, a) VALUES (100, 100)")
         self.catch_up(s)
-        rows = ch_query(f"SELECT id, a, n, t, _change_type FROM icebergLocal('{self.table_dir(s, 'public_ice4')}') "
+        rows = ch_query(f"SELECT id, a, n, t, _change_type FROM {self.table_fn(s, 'public_ice4')} "
                         "ORDER BY _csn, id")
         state = {}
         for r in rows:
@@ -509,7 +547,7 @@ class IcebergTest(PgTestCase):
 
         def read():
             rows = ch_query(f"SELECT id, v, lower(hex(MD5(body))) AS h, _unchanged_columns AS u "
-                            f"FROM icebergLocal('{self.table_dir(s, obj)}')")
+                            f"FROM {self.table_fn(s, obj)}")
             self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
             self.assertFalse([r for r in rows if r["u"]], "unchanged values left unfilled")
             return {r["id"]: (r["v"], r["h"]) for r in rows}
@@ -531,44 +569,36 @@ class IcebergTest(PgTestCase):
         pg.execute("DELETE FROM icetoast WHERE id = 7")
         self.catch_up(s)
         rows = ch_query(f"SELECT id, extra, lower(hex(MD5(body))) AS h "
-                        f"FROM icebergLocal('{self.table_dir(s, obj)}')")
+                        f"FROM {self.table_fn(s, obj)}")
         self.assertEqual({r["id"]: (r["extra"], r["h"]) for r in rows},
                          {r[0]: (r[1], r[2]) for r in pg.sql("SELECT id, extra, md5(body) FROM icetoast")})
-
-    def version(self, s, obj):
-        with open(os.path.join(self.table_dir(s, obj), "metadata", "version-hint.text")) as f:
-            return int(f.read())
 
     def check_merge_metadata(self, s, obj, want_deletes=True):
         """Merge mode's metadata: the key as identifier-field-ids; delete
         manifests of equality delete files naming the key's field id."""
-        d = self.table_dir(s, obj)
-        with open(os.path.join(d, "metadata", "version-hint.text")) as f:
-            version = int(f.read())
-        with open(os.path.join(d, "metadata", f"v{version}.metadata.json")) as f:
-            meta = json.load(f)
+        _, meta = self.current_metadata(s, obj)
         schema = [sc for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]][0]
         idf = [f for f in schema["fields"] if f["name"] == "id"][0]
         self.assertEqual(schema["identifier-field-ids"], [idf["id"]])
         self.assertTrue(idf["required"])
         cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
-        lmeta, manifests = read_avro(cur["manifest-list"])
+        lmeta, manifests = self.read_avro_at(cur["manifest-list"])
         self.assertEqual(lmeta["format-version"], "2")
         deletes = 0
         for m in manifests:
-            self.assertEqual(m["manifest_length"], os.path.getsize(m["manifest_path"]))
-            mmeta, entries = read_avro(m["manifest_path"])
+            self.assertEqual(m["manifest_length"], self.file_size(m["manifest_path"]))
+            mmeta, entries = self.read_avro_at(m["manifest_path"])
             self.assertEqual(mmeta["content"], ("data", "deletes")[m["content"]])
             self.assertEqual(len(entries), m["added_files_count"])
             for e in entries:
                 df = e["data_file"]
                 self.assertEqual((e["status"], e["sequence_number"]), (1, m["sequence_number"]))
                 self.assertEqual(df["content"], 2 * m["content"])
-                self.assertEqual(df["file_size_in_bytes"], os.path.getsize(df["file_path"]))
+                self.assertEqual(df["file_size_in_bytes"], self.file_size(df["file_path"]))
                 if m["content"] == 1:
                     deletes += 1
                     self.assertEqual(df["equality_ids"], [idf["id"]])
-                    dmeta, keys = read_avro(df["file_path"])
+                    dmeta, keys = self.read_avro_at(df["file_path"])
                     self.assertEqual(len(keys), df["record_count"])
                     self.assertEqual([f["field-id"] for f in json.loads(dmeta["avro.schema"])["fields"]],
                                      [idf["id"]])
@@ -577,6 +607,58 @@ class IcebergTest(PgTestCase):
         for sn in meta["snapshots"]:
             self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
         return meta
+
+    def test_metadata_never_replaced(self):
+        """The commit rule: a metadata file v<N>.metadata.json that another
+        writer put first is never replaced; the stream stops with exit 3,
+        naming it, and the other writer's file stays."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecond")
+        pg.execute("CREATE TABLE icecond (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO icecond SELECT g, 'v' || g FROM generate_series(1, 10) g")
+        s = self.isluice("icecond", "public.icecond")
+        self.catch_up(s)
+        obj = "public_icecond"
+        self.assertEqual(self.version(s, obj), 1)
+        self.assertEqual(len(ch_query(f"SELECT id FROM {self.table_fn(s, obj)}")), 10)
+        taken = f"{self.table_dir(s, obj)}/metadata/v2.metadata.json"
+        self.plant(taken, b'{"another": "writer"}')
+        pg.execute("INSERT INTO icecond VALUES (11, 'after')")
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn(f'could not publish "{taken}": it exists (another writer committed to the table)', r.stderr)
+        self.assertEqual(self.read_text(taken), '{"another": "writer"}')
+        self.assertEqual(self.version(s, obj), 1)
+
+    def test_stale_version_hint(self):
+        """A crash after a metadata file was published but before
+        version-hint.text was replaced leaves the hint one version behind:
+        the next run takes the stream's later metadata file as current (it
+        does not commit over it), and nothing is committed twice."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icehint")
+        pg.execute("CREATE TABLE icehint (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO icehint SELECT g, 'v' || g FROM generate_series(1, 10) g")
+        s = self.isluice("icehint", "public.icehint")
+        self.catch_up(s)
+        obj = "public_icehint"
+        pg.execute("UPDATE icehint SET v = 'changed' WHERE id <= 3")
+        self.catch_up(s)
+        v = self.version(s, obj)
+        self.assertGreaterEqual(v, 2)
+        self.plant(f"{self.table_dir(s, obj)}/metadata/version-hint.text", str(v - 1).encode())
+        pg.execute("INSERT INTO icehint VALUES (11, 'after')")
+        r = self.catch_up(s)
+        self.assertIn(f"metadata version {v} follows the version {v - 1} of version-hint.text", r.stderr)
+        self.assertEqual(self.version(s, obj), v + 1)
+        rows = ch_query(f"SELECT id, v, _uuid, _csn, _is_deleted FROM {self.table_fn(s, obj)}")
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows), "a change was committed twice")
+        self.assertEqual(len(rows), 10 + 3 + 1)
+        last = {}
+        for row in sorted(rows, key=lambda row: row["_csn"]):
+            last[row["id"]] = row["v"]
+        self.assertEqual(last, {r[0]: r[1] for r in pg.sql("SELECT id, v FROM icehint")})
 
     def test_merge_without_key_refused(self):
         """Merge mode needs a key: a table without one stops the stream
@@ -589,7 +671,7 @@ class IcebergTest(PgTestCase):
         r = s.run("run", "--until-caught-up")
         self.assertEqual(r.rc, 3, r.describe())
         self.assertIn('table "public"."icenokey" has no unique NOT NULL key, so write_mode = merge', r.stderr)
-        self.assertFalse(os.path.exists(os.path.join(self.table_dir(s, "public_icenokey"), "metadata")))
+        self.assertEqual(self.version(s, "public_icenokey"), 0, "a snapshot was committed")
 
 
 
@@ -605,7 +687,7 @@ def my_churn(my, t, base, n):
             my.execute(f"UPDATE {t} SET id = id + 1000000 WHERE id = {base + i - 1}")
 
 
-class MyIcebergTest(MyTestCase):
+class MyIcebergTest(LocalTables, MyTestCase):
     """MariaDB into Iceberg tables, append and merge mode, read by ClickHouse."""
 
     @classmethod
@@ -613,12 +695,6 @@ class MyIcebergTest(MyTestCase):
         harness.skip_unless(chdb_reason())
         super().setUpClass()
         cls.my.execute("CREATE DATABASE app")
-
-    def isluice(self, stream, tables, **kw):
-        s = self.sluice(stream=stream, tables=tables, max_file_seconds=1, **kw)
-        s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
-        s.write_config()
-        return s
 
     def run_changes(self, mode):
         """Backfill, changes, a TRUNCATE and more changes; returns
@@ -638,9 +714,8 @@ class MyIcebergTest(MyTestCase):
             my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'again {g}', {g})")
         my_churn(my, t, 20000, 10)
         self.catch_up(s)
-        path = os.path.join(os.path.realpath(s.out), s.stream, f"app_ice_{mode}")
         rows = ch_query(f"SELECT id, v, toString(amount) AS amount, counter, _csn, _is_deleted, _change_type "
-                        f"FROM icebergLocal('{path}')")
+                        f"FROM {self.table_fn(s, f'app_ice_{mode}')}")
         src = {r[0]: (r[1], str(decimal.Decimal(r[2]).normalize()), r[3])
                for r in my.sql(f"SELECT id, v, amount, counter FROM {t}")}
         return rows, src

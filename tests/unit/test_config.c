@@ -26,6 +26,7 @@
 #include "common/util.h"
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/clickhouse/clickhouse.h"
+#include "sinks/iceberg/iceberg.h"
 #include "sinks/s3/s3.h"
 #include "sources/mysql/my_source.h"
 #include "sources/postgres/pg_source.h"
@@ -1411,6 +1412,51 @@ static void test_s3_keys(void **state)
 	unsetenv("SLUICE_TEST_KEY_ID");
 }
 
+/* type = iceberg: path, or bucket with the keys and rules of type = s3. */
+#define ICE_HEAD MINIMAL "[destination.b]\ntype = iceberg\n"  /* lines 12-13 */
+#define ICE_KEYS "access_key_id_env = SLUICE_TEST_KEY_ID\nsecret_access_key_env = SLUICE_TEST_SECRET\n"
+static void test_iceberg_keys(void **state)
+{
+	struct fx *f = *state;
+	struct sl_config *cfg;
+	const struct sl_iceberg_conf *c;
+
+	setenv("SLUICE_TEST_KEY_ID", "AKIDEXAMPLE", 1);
+	setenv("SLUICE_TEST_SECRET", CANARY, 1);
+	cfg = LOAD_OK(f, ICE_HEAD "bucket = lake\nprefix = wh\nendpoint = http://127.0.0.1:9000\npath_style = on\n"
+		      ICE_KEYS "max_file_seconds = 5\n");
+	c = cfg->destinations[1].conf;
+	assert_null(c->path);
+	assert_string_equal(c->s3.bucket, "lake");
+	assert_string_equal(c->s3.prefix, "wh");
+	assert_string_equal(c->s3.endpoint, "http://127.0.0.1:9000");
+	assert_string_equal(c->s3.region, "us-east-1");
+	assert_true(c->s3.path_style);
+	assert_true(c->s3.tls_verify);
+	assert_string_equal(c->s3.access_key_id, "AKIDEXAMPLE");
+	assert_string_equal(c->s3.secret_access_key, CANARY);
+	assert_int_equal(c->max_file_seconds, 5);
+	sl_config_free(cfg);
+	cfg = LOAD_OK(f, ICE_HEAD "path = /data/wh\n");
+	c = cfg->destinations[1].conf;
+	assert_string_equal(c->path, "/data/wh");
+	assert_null(c->s3.bucket);
+	sl_config_free(cfg);
+
+	EXPECT_ERR(f, ICE_HEAD "codec = null\n",
+		   ":12: [destination.b] needs path (a folder) or bucket (an S3 bucket) (required for type iceberg)");
+	EXPECT_ERR(f, ICE_HEAD "path = /x\nbucket = lake\n",
+		   ":15: path and bucket cannot both be set in [destination.b] (path on line 14)");
+	EXPECT_ERR(f, ICE_HEAD "path = /x\nprefix = wh\n",
+		   ":15: key \"prefix\" is for a bucket, and [destination.b] has path: give either path or bucket");
+	EXPECT_ERR(f, ICE_HEAD "bucket = lake\nsecret_access_key_env = SLUICE_TEST_SECRET\n",
+		   ":12: [destination.b] needs access_key_id_env or access_key_id_file (required for type iceberg)");
+	EXPECT_ERR(f, ICE_HEAD "bucket = lake\n" ICE_KEYS "endpoint = 127.0.0.1:9000\n",
+		   ":17: bad value \"127.0.0.1:9000\" for key \"endpoint\": not an http:// or https:// URL");
+	unsetenv("SLUICE_TEST_KEY_ID");
+	unsetenv("SLUICE_TEST_SECRET");
+}
+
 /* exclude_columns, mask_columns and the mask key (issue 25). */
 /* Every source's key table: rows the engine can apply, shared rows that
  * fill the shared profile, the source's own rows inside its own struct, and
@@ -1547,6 +1593,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dest_types, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_clickhouse_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_iceberg_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_merge_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 	};

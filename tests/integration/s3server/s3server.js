@@ -14,10 +14,14 @@
 //     bytes": its status, the milliseconds from its first byte to the end of
 //     the answer, and its body's size (Content-Length);
 //   - --part-delay-ms N holds each UploadPart N ms before it is stored, so a
-//     test can stop sluice in the middle of a multipart upload.
+//     test can stop sluice in the middle of a multipart upload;
+//   - --conditional-put: PutObject with If-None-Match: * over a key that
+//     exists answers 412 PreconditionFailed and stores nothing, as AWS S3
+//     does (s3rver alone ignores the header on a PUT and replaces the
+//     object: tests/integration/test_iceberg_s3.py shows both).
 //
 // usage: node s3server.js --port P --dir D --bucket B [--bucket B2] --key ID:SECRET
-//        [--region us-east-1] [--log FILE] [--part-delay-ms N]
+//        [--region us-east-1] [--log FILE] [--part-delay-ms N] [--conditional-put]
 // Prints "ready <port>" on stdout once it listens.
 'use strict';
 
@@ -30,6 +34,7 @@ function parseArgs(argv) {
   const o = { buckets: [], keys: new Map(), region: 'us-east-1', port: 0, dir: null, log: null, partDelay: 0 };
   for (let i = 2; i < argv.length; i += 2) {
     const k = argv[i], v = argv[i + 1];
+    if (k === '--conditional-put') { o.conditionalPut = true; i--; continue; }
     if (k === '--port') o.port = Number(v);
     else if (k === '--dir') o.dir = v;
     else if (k === '--bucket') o.buckets.push(v);
@@ -161,6 +166,10 @@ async function front(ctx, next) {
       ctx.status = 204;
       return;
     }
+    if (opts.conditionalPut && req.method === 'PUT' && key && req.headers['if-none-match'] === '*' &&
+        !url.searchParams.has('uploadId') && !req.headers['x-amz-copy-source'] &&
+        await server.store.existsObject(bucket, key))
+      return s3error(ctx, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
     if (req.method === 'PUT' && key && url.searchParams.has('partNumber') && opts.partDelay > 0)
       await new Promise(resolve => setTimeout(resolve, opts.partDelay));
     return await next();
