@@ -84,7 +84,7 @@ struct row_ctx {
 
 static int on_row(void *payload, const struct sl_table *t, const struct sl_value *vals)
 {
-	struct row_ctx *r = payload;
+	struct row_ctx *r = payload;   /* or the struct run it begins */
 
 	if (r->signals && atomic_load(r->signals) >= 1) {  /* a first or a second signal */
 		snprintf(r->err, r->errlen, "backfill of \"%s\".\"%s\" interrupted by a signal", t->ns, t->name);
@@ -153,23 +153,114 @@ static bool groupable(const struct sl_backfill_item *it)
 	return !it->after && it->table->est_rows < SMALL_TABLE_ROWS;
 }
 
+/* One run of sl_backfill_run: what its items share.  Its row context comes
+ * first, so that a run is on_row's payload too (snapshot_read_tables
+ * passes one payload to every callback). */
+struct run {
+	struct row_ctx r;
+	const struct sl_backfill_plan *plan;
+	const struct sl_source_ops *src;
+	void *srcctx, *snap;
+	const struct sl_snapshot_info *info;
+	bool marker;
+	struct sl_pipe *pipe;
+	const struct sl_checkpoint *ck;
+	const char *stream;
+	char pos[2 * SL_POS_TEXT_MAX];
+	int first;       /* the group read by snapshot_read_tables starts at this item */
+	int rc;          /* a callback's failure, for the source's -1 */
+	int64_t t0;      /* when the item's read started */
+};
+
+/* Item it's backfill starts: its start is pushed and logged. */
+static int item_start(struct run *x, const struct sl_backfill_item *it)
+{
+	const char *name = x->ck->tables[it->idx].name;
+	int rc;
+
+	if ((rc = sl_pipe_backfill_start(x->pipe, it->idx, it->table, x->info, x->marker && !it->after,
+					 it->after != NULL)) < 0)
+		return rc;
+	if (it->after)
+		sl_info("stream \"%s\": backfilling %s at %s, resuming after its last durable chunk (%" PRIu64
+			" rows, %" PRIu64 " chunks durable)", x->stream, name, x->pos, it->rows0, it->chunks0);
+	else
+		sl_info("stream \"%s\": backfilling %s at %s", x->stream, name, x->pos);
+	sl_log_set_table(name);   /* until it is read, or for the error that stops it */
+	x->t0 = sl_mono_ms();
+	return SL_OK;
+}
+
+/* Item it was read (rows rows): its done is pushed and logged.  Done once
+ * durable: the figure then covers the writer too (encoding, compression,
+ * flush).  A small table is not waited for: the writer makes it durable in
+ * order while the next one is read (a group's members with one flush after
+ * its last), and the last sync of sl_backfill_run covers it. */
+static int item_done(struct run *x, const struct sl_backfill_item *it, uint64_t rows)
+{
+	int64_t ms;
+	int rc;
+
+	sl_log_set_table(NULL);
+	if ((rc = sl_pipe_backfill_done(x->pipe, it->idx, it->table, it->rows0 + rows, NULL)) < 0 ||
+	    (rows >= SMALL_TABLE_ROWS && (rc = sl_pipe_sync(x->pipe)) < 0))
+		return rc;
+	ms = sl_mono_ms() - x->t0;
+	sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.2f s (%.0f rows/s)", x->stream,
+		x->ck->tables[it->idx].name, rows, (double)ms / 1000.0, (double)rows * 1000.0 / (double)(ms > 0 ? ms : 1));
+	return SL_OK;
+}
+
+static int group_start(void *payload, int i)
+{
+	struct run *x = payload;
+	const struct sl_backfill_item *it = &x->plan->items[x->first + i];
+
+	x->r.t = it->table;
+	x->r.it = it;
+	x->r.chunks = it->chunks0;
+	return (x->rc = item_start(x, it)) < 0 ? -1 : 0;
+}
+
+static int group_done(void *payload, int i, uint64_t rows)
+{
+	struct run *x = payload;
+
+	return (x->rc = item_done(x, &x->plan->items[x->first + i], rows)) < 0 ? -1 : 0;
+}
+
 /* From item first on, the groupable items (at most GROUP_TABLES) are
  * pushed as one group (sl_pipe_backfill_group) when there are two or
- * more; *end is set past the items it covers (past first when none). */
-static int push_group(const struct sl_backfill_plan *plan, int first, const struct sl_snapshot_info *info,
-		      bool marker, struct sl_pipe *pipe, int *end)
+ * more, and read together when the source can (snapshot_read_tables: over
+ * the snapshot's connections, handed on in order); *end is set past the
+ * items it covers (past first when none), *read past those it read. */
+static int push_group(struct run *x, int first, int *end, int *read)
 {
+	static const struct sl_table_reads reads = { .start = group_start, .done = group_done };
+	const struct sl_backfill_plan *plan = x->plan;
 	int idx[GROUP_TABLES];
 	const struct sl_table *tables[GROUP_TABLES];
-	int n = 0;
+	int n = 0, rc;
 
+	*read = first;
 	while (first + n < plan->n && n < GROUP_TABLES && groupable(&plan->items[first + n])) {
 		idx[n] = plan->items[first + n].idx;
 		tables[n] = plan->items[first + n].table;
 		n++;
 	}
 	*end = first + (n > 1 ? n : 1);
-	return n > 1 ? sl_pipe_backfill_group(pipe, idx, tables, n, info, marker) : SL_OK;
+	if (n <= 1)
+		return SL_OK;
+	if ((rc = sl_pipe_backfill_group(x->pipe, idx, tables, n, x->info, x->marker)) < 0 ||
+	    !x->src->snapshot_read_tables)
+		return rc;
+	x->first = first;
+	x->rc = SL_OK;
+	rc = x->src->snapshot_read_tables(x->srcctx, x->snap, tables, n, &reads, on_row, x, x->r.err, x->r.errlen);
+	if (rc < 0)
+		return x->rc < 0 ? x->rc : rc;
+	*read = *end;
+	return SL_OK;
 }
 
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
@@ -177,50 +268,36 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
 		    bool *interrupted, char *err, size_t errlen)
 {
-	struct row_ctx r = { .pipe = pipe, .signals = signals, .err = err, .errlen = errlen };
-	char pos[2 * SL_POS_TEXT_MAX];
+	struct run x = {
+		.r = { .pipe = pipe, .signals = signals, .err = err, .errlen = errlen },
+		.plan = plan, .src = src, .srcctx = srcctx, .snap = snap, .info = info, .marker = marker,
+		.pipe = pipe, .ck = ck, .stream = stream,
+	};
 	int group_end = 0;  /* the items before it were pushed in a group, or alone */
-	int rc;
+	int read_end = 0;   /* the items before it were read with their group */
+	int rc = SL_OK;
 
 	*interrupted = false;
-	if (src->desc->pos_encode(&info->pos, pos, sizeof pos) < 0)
-		snprintf(pos, sizeof pos, "?");
+	if (src->desc->pos_encode(&info->pos, x.pos, sizeof x.pos) < 0)
+		snprintf(x.pos, sizeof x.pos, "?");
 	if ((rc = lock_tables(plan, src, srcctx, snap, err, errlen)) < 0)
 		return rc;
 	for (int i = 0; i < plan->n; i++) {
 		const struct sl_backfill_item *it = &plan->items[i];
-		const char *name = ck->tables[it->idx].name;
 		uint64_t rows = 0;
-		int64_t t0 = sl_mono_ms();
 
-		if (i >= group_end && (rc = push_group(plan, i, info, marker, pipe, &group_end)) < 0)
-			return rc;
-		if ((rc = sl_pipe_backfill_start(pipe, it->idx, it->table, info, marker && !it->after,
-						 it->after != NULL)) < 0)
-			return rc;
-		if (it->after)
-			sl_info("stream \"%s\": backfilling %s at %s, resuming after its last durable chunk (%" PRIu64
-				" rows, %" PRIu64 " chunks durable)", stream, name, pos, it->rows0, it->chunks0);
-		else
-			sl_info("stream \"%s\": backfilling %s at %s", stream, name, pos);
-		sl_log_set_table(name);   /* until it is read, or for the error that stops it */
-		rc = read_table(src, srcctx, snap, it, chunk_rows, &r, &rows, err, errlen);
-		if (rc < 0) {
-			*interrupted = r.interrupted;
-			return rc;
-		}
-		sl_log_set_table(NULL);
-		/* Done once durable: the figure below then covers the writer too
-		 * (encoding, compression, flush).  A small table is not waited
-		 * for: the writer makes it durable in order while the next one is
-		 * read (a group's members with one flush after its last), and the
-		 * last sync below covers it. */
-		if ((rc = sl_pipe_backfill_done(pipe, it->idx, it->table, it->rows0 + rows, NULL)) < 0 ||
-		    (rows >= SMALL_TABLE_ROWS && (rc = sl_pipe_sync(pipe)) < 0))
-			return rc;
-		sl_info("stream \"%s\": backfilled %s: %" PRIu64 " rows read in %.2f s (%.0f rows/s)", stream, name,
-			rows, (double)(sl_mono_ms() - t0) / 1000.0,
-			(double)rows * 1000.0 / (double)(sl_mono_ms() - t0 > 0 ? sl_mono_ms() - t0 : 1));
+		if (i >= group_end && (rc = push_group(&x, i, &group_end, &read_end)) < 0)
+			break;
+		if (i < read_end)
+			continue;
+		if ((rc = item_start(&x, it)) < 0 ||
+		    (rc = read_table(src, srcctx, snap, it, chunk_rows, &x.r, &rows, err, errlen)) < 0 ||
+		    (rc = item_done(&x, it, rows)) < 0)
+			break;
+	}
+	if (rc < 0) {
+		*interrupted = x.r.interrupted;
+		return rc;
 	}
 	return plan->n > 0 ? sl_pipe_sync(pipe) : SL_OK;
 }

@@ -48,7 +48,10 @@ void sl_backfill_plan_free(struct sl_backfill_plan *plan);
 /* Reads every table of plan from snapshot snap (at info) into the pipe,
  * in chunks of chunk_rows over the snapshot's connections when the source
  * reads in chunks (each chunk's end checkpointed as its rows become
- * durable), else in one piece.  With marker, each table's rows are preceded
+ * durable), else in one piece.  Consecutive small tables form groups (one
+ * flush and checkpoint save each: sl_pipe_backfill_group), whose members
+ * are read several at once over the snapshot's connections when the source
+ * can (snapshot_read_tables), and pushed in order.  With marker, each table's rows are preceded
  * by a re-backfill marker (not when it resumes).  On
  * a first signal the read stops: SL_EFAIL with err saying so, and
  * *interrupted set.  The checkpoint (ck) is only read, for table names. */

@@ -17,17 +17,22 @@ as it arrives, and the script prints, over the runs, min/median/max of:
   to caught up       the start until sluice exited, caught up
 
 Small tables are backfilled in groups of up to 100, each made durable by one
-flush and checkpointed by one save (doc/operations.md, "Scale"); what is
-left per table is its read (a few queries and a COPY, one table after
-another) and its own files.  To see where a run's time goes, --log-level
+flush and checkpointed by one save, and read over backfill_connections at
+once (doc/operations.md, "Scale"); what is left per table is its COPY and
+its own files.  To see where a run's time goes, --log-level
 debug adds the "backfilling a group" and "flushed in" lines, and --lines
 PREFIX writes each run's stamped lines to PREFIX-<run>.txt.
+
+To compare trees or settings on one server, in the same minutes: --against
+BIN adds a second binary, and --sync takes a list (fsync,syncfs); each of
+the --repeat rounds then runs every binary with every sync, one after
+another, and the figures are printed for each pair.
 
 It never fails on speed; it exits non-zero only if something does not work.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/pg_many_tables.py
-      [--tables N] [--connections N] [--sync fsync|syncfs] [--repeat N] [--log-level L]
-      [--lines PREFIX]
+      [--tables N] [--connections N] [--sync fsync|syncfs[,...]] [--repeat N] [--log-level L]
+      [--lines PREFIX] [--against BIN]
 """
 
 import argparse
@@ -86,61 +91,83 @@ def first(lines, needle):
     return None
 
 
+def one_run(a, pg, i, binary, sync, figures):
+    """Run i of binary with sync; its figures go into figures.  False when
+    it did not work."""
+    extra = {} if a.connections is None else {"source": {"backfill_connections": a.connections}}
+    if sync:
+        extra["destination"] = {"sync": sync}
+    s = Sluice(pg, stream=f"many{i}", tables="public.t_*", binary=binary, extra=extra, log_level=a.log_level)
+    try:
+        rc, lines, wall = timed_run(s, a.timeout)
+        if a.lines:
+            with open(f"{a.lines}-{i}.txt", "w") as f:
+                f.writelines(f"{t:9.3f} {line}\n" for t, line in lines)
+        done = sum(1 for _, line in lines if "backfilled public.t_" in line)
+        if rc != 0 or done != a.tables:
+            tail = "\n".join(line for _, line in lines[-20:])
+            print(f"pg_many_tables: run {i}: exit {rc}, {done} tables backfilled of {a.tables}:\n{tail}",
+                  file=sys.stderr)
+            return False
+        figures["to first backfill"].append(first(lines, "backfilling public.t_"))
+        figures["to streaming"].append(first(lines, "streaming from slot"))
+        figures["to caught up"].append(wall)
+    finally:
+        s.close()
+    pg.execute(f"SELECT pg_drop_replication_slot('sluice_many{i}')")
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tables", type=int, default=2000)
     ap.add_argument("--connections", type=int, default=None,
                     help="[source] backfill_connections (default: sluice's default)")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--sync", choices=("fsync", "syncfs"), default=None,
-                    help="[destination] sync of the avro_dir (default: sluice's default, fsync)")
+    ap.add_argument("--sync", default=None,
+                    help="[destination] sync of the avro_dir, fsync or syncfs, or a comma list of both "
+                         "(default: sluice's default, fsync)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--against", metavar="BIN", help="a second sluice binary, run in turn with the first")
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--log-level", default="info", help="sluice's log level (debug: groups and flushes)")
     ap.add_argument("--lines", metavar="PREFIX", help="write each run's stamped log lines to PREFIX-<run>.txt")
     a = ap.parse_args()
     a.sluice_bin = os.path.abspath(a.sluice_bin)
+    bins = [a.sluice_bin] + ([os.path.abspath(a.against)] if a.against else [])
+    syncs = a.sync.split(",") if a.sync else [None]
+    if any(x not in ("fsync", "syncfs") for x in syncs if x):
+        ap.error(f"--sync: fsync or syncfs, not {a.sync}")
 
     reason = harness.pg_available()
     if reason:
         print(f"pg_many_tables: skipped: {reason}")
         return 0
-    if not os.access(a.sluice_bin, os.X_OK):
-        print(f"pg_many_tables: no sluice binary at {a.sluice_bin} (set SLUICE_BIN)", file=sys.stderr)
-        return 2
+    for b in bins:
+        if not os.access(b, os.X_OK):
+            print(f"pg_many_tables: no sluice binary at {b} (set SLUICE_BIN)", file=sys.stderr)
+            return 2
 
     with PgServer(settings={"max_locks_per_transaction": "1024"}) as pg:
         t0 = time.monotonic()
         pg.execute(CREATE % a.tables)
         pg.execute("ANALYZE")
         print(f"pg_many_tables: created {a.tables} one-row tables in {time.monotonic() - t0:.1f}s")
-        figures = {"to first backfill": [], "to streaming": [], "to caught up": []}
+        figures = {}
+        run = 0
         for i in range(a.repeat):
-            extra = {} if a.connections is None else {"source": {"backfill_connections": a.connections}}
-            if a.sync:
-                extra["destination"] = {"sync": a.sync}
-            s = Sluice(pg, stream=f"many{i}", tables="public.t_*", binary=a.sluice_bin, extra=extra,
-                       log_level=a.log_level)
-            try:
-                rc, lines, wall = timed_run(s, a.timeout)
-                if a.lines:
-                    with open(f"{a.lines}-{i}.txt", "w") as f:
-                        f.writelines(f"{t:9.3f} {line}\n" for t, line in lines)
-                done = sum(1 for _, line in lines if "backfilled public.t_" in line)
-                if rc != 0 or done != a.tables:
-                    tail = "\n".join(line for _, line in lines[-20:])
-                    print(f"pg_many_tables: run {i}: exit {rc}, {done} tables backfilled of {a.tables}:\n{tail}",
-                          file=sys.stderr)
-                    return 1
-                figures["to first backfill"].append(first(lines, "backfilling public.t_"))
-                figures["to streaming"].append(first(lines, "streaming from slot"))
-                figures["to caught up"].append(wall)
-            finally:
-                s.close()
-            pg.execute(f"SELECT pg_drop_replication_slot('sluice_many{i}')")
-        print(f"{a.tables} tables, {a.repeat} runs: seconds, min / median / max")
-        for k, v in figures.items():
-            print(f"  {k:18s} {min(v):7.2f} {statistics.median(v):7.2f} {max(v):7.2f}")
+            for b in bins:
+                for sync in syncs:
+                    f = figures.setdefault((b, sync), {"to first backfill": [], "to streaming": [],
+                                                       "to caught up": []})
+                    if not one_run(a, pg, run, b, sync, f):
+                        return 1
+                    run += 1
+        for (b, sync), f in figures.items():
+            label = f"{b}, sync = {sync or 'default'}: " if len(figures) > 1 else ""
+            print(f"{label}{a.tables} tables, {a.repeat} runs: seconds, min / median / max")
+            for k, v in f.items():
+                print(f"  {k:18s} {min(v):7.2f} {statistics.median(v):7.2f} {max(v):7.2f}")
     return 0
 
 

@@ -26,6 +26,8 @@
  *   snapshot_read_     key-range (ctid-range without a     key ranges over several
  *   chunked            key) COPYs over several connections connections in the snapshot
  *                      that imported the snapshot
+ *   snapshot_read_     one COPY per table, several tables  (none: one table after another)
+ *   tables             at once over those connections
  *   emit_watermark     pg_logical_emit_message(false, ...) a row written into a small watermark
  *                      (nothing to create)                 table (`sluice check` verifies it)
  *   read_chunk         SELECT ... WHERE key > $after ORDER SELECT ... WHERE key > ? ORDER BY
@@ -51,8 +53,9 @@
  * encodes them for the checkpoint.  PostgreSQL positions are LSNs; binlog
  * positions are (file sequence number, offset) with the GTID as text.
  *
- * The last three are optional (NULL when a source lacks them): without
+ * The last four are optional (NULL when a source lacks them): without
  * snapshot_read_chunked a table is read with snapshot_read in one piece,
+ * without snapshot_read_tables small tables are read one after another,
  * and without emit_watermark and read_chunk a table is backfilled again only
  * from a fresh snapshot before streaming (snapshot(!create)), never while
  * the stream runs (see "backfill in chunks" below).
@@ -292,6 +295,14 @@ struct sl_chunked_read {
 	int (*progress)(void *payload, const char *upto, uint64_t rows);
 };
 
+/* How snapshot_read_tables hands on its tables: start(i) before the first
+ * row of tables[i], done(i, rows) after its last.  Each returns 0, or -1
+ * to stop the read (its own error). */
+struct sl_table_reads {
+	int (*start)(void *payload, int i);
+	int (*done)(void *payload, int i, uint64_t rows);
+};
+
 /* What read_chunk tells of the transactions its snapshot holds.  A chunk's
  * rows must include every transaction that next() has already returned:
  * otherwise a change the stream wrote before the chunk opened would be
@@ -477,6 +488,17 @@ struct sl_source_ops {
 	 * order, and reports no progress. */
 	int (*snapshot_read_chunked)(void *ctx, void *snap, const struct sl_table *t, const struct sl_chunked_read *o,
 				     sl_row_fn fn, void *payload, uint64_t *rows, char *err, size_t errlen);
+
+	/* Optional.  Reads the n tables (small ones: each in one piece, with
+	 * no progress) in the snapshot as snapshot_read does, several at once
+	 * over the snapshot's connections, and hands them on one table after
+	 * another in the order given: o->start(i), tables[i]'s rows (fn),
+	 * o->done(i, rows), for i = 0 .. n - 1.  Without it, each is read by
+	 * snapshot_read or snapshot_read_chunked in turn.  On failure the
+	 * snapshot is only good for snapshot_close. */
+	int (*snapshot_read_tables)(void *ctx, void *snap, const struct sl_table *const *tables, int n,
+				    const struct sl_table_reads *o, sl_row_fn fn, void *payload, char *err,
+				    size_t errlen);
 
 	/* Backfill while streaming (optional, both or neither).  emit_watermark
 	 * writes text into the log, where next() returns it as SL_EV_WATERMARK

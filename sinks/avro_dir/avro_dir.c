@@ -137,38 +137,41 @@ static int parent_durable(struct dir_store *ds, const char *path, char *err, siz
 
 /* mkdir -p that fsyncs the parent of every folder it creates, so that a new
  * folder survives a crash along with the files later put in it: at once
- * without ds, else at ds's next sync() (note_sync).  Returns 0, or -1 with a
- * message in err. */
+ * without ds, else at ds's next sync() (note_sync).  The deepest folder is
+ * tried first: it mostly exists (one call), and a new table's folders are
+ * made from the deepest one that exists down, without a call for each
+ * folder above it.  Returns 0, or -1 with a message in err. */
 static int mkdirs_durable(struct dir_store *ds, const char *path, char *err, size_t errlen)
 {
-	struct sl_buf b;
-	int rc = -1;
+	char *parent;
+	int rc;
 
-	sl_buf_init(&b, 0);
-	if (sl_buf_puts(&b, path) < 0) {
+	if (mkdir(path, 0755) == 0)
+		return parent_durable(ds, path, err, errlen);
+	if (errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		goto fail;
+	if (!(parent = folder_of(path))) {
 		snprintf(err, errlen, "could not create folder \"%s\": out of memory", path);
-		goto out;
+		return -1;
 	}
-	for (size_t i = 1; i <= b.len; i++) {
-		char saved = b.data[i];
-		if (saved != '/' && saved != '\0')
-			continue;
-		if (i > 0 && b.data[i - 1] == '/')
-			continue;
-		b.data[i] = '\0';
-		if (mkdir(b.data, 0755) == 0) {
-			if (parent_durable(ds, b.data, err, errlen) < 0)
-				goto out;
-		} else if (errno != EEXIST) {
-			snprintf(err, errlen, "could not create folder \"%s\": %s", b.data, sl_strerror(errno));
-			goto out;
-		}
-		b.data[i] = saved;
+	if (!*parent || !strcmp(parent, path)) {  /* nothing left to create: ENOENT stands */
+		free(parent);
+		errno = ENOENT;
+		goto fail;
 	}
-	rc = 0;
-out:
-	sl_buf_free(&b);
-	return rc;
+	rc = mkdirs_durable(ds, parent, err, errlen);
+	free(parent);
+	if (rc < 0)
+		return rc;
+	if (mkdir(path, 0755) == 0)
+		return parent_durable(ds, path, err, errlen);
+	if (errno == EEXIST)
+		return 0;
+fail:
+	snprintf(err, errlen, "could not create folder \"%s\": %s", path, sl_strerror(errno));
+	return -1;
 }
 
 static bool span_of(const char *p, size_t n, const char *set)

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "sources/postgres/pg_internal.h"
 #include "sources/postgres/pg_text.h"
@@ -49,16 +50,22 @@ out:
 	return rc;
 }
 
-/* Runs sql on c: SL_OK, or the failure in err (what says what failed). */
-static int exec_command(PGconn *c, const char *sql, const char *what, char *err, size_t errlen)
+/* The result of lock statement i of sl_pg_lock_tables (res, not OK): err
+ * names table t. */
+static int lock_failed(PGconn *c, PGresult *res, const struct sl_table *t, const char *timeout, char *err,
+		       size_t errlen)
 {
-	PGresult *res = PQexec(c, sql);
-	int rc = SL_OK;
+	char what[256];
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = sl_pg_err(err, errlen, what, c, res);
-	PQclear(res);
-	return rc;
+	if (sl_pg_sqlstate_is(res, "55P03")) {
+		snprintf(err, errlen, "could not lock table \"%s\".\"%s\" for the backfill within %s "
+			 "(lock_timeout): another session holds a lock on it that conflicts with ACCESS SHARE "
+			 "(ALTER TABLE, TRUNCATE, VACUUM FULL, CLUSTER, LOCK TABLE; see pg_locks); the backfill "
+			 "is tried again", t->ns, t->name, timeout);
+		return SL_EAGAIN;
+	}
+	snprintf(what, sizeof what, "could not lock table \"%s\".\"%s\" for the backfill", t->ns, t->name);
+	return sl_pg_err(err, errlen, what, c, res);
 }
 
 int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, const char *timeout, char *err,
@@ -67,47 +74,41 @@ int sl_pg_lock_tables(PGconn *c, const struct sl_table *const *tables, int n, co
 	struct sl_buf sql;
 	PGresult *res = NULL;
 	char *lit = PQescapeLiteral(c, timeout, strlen(timeout));
-	int rc = SL_EFAIL;
+	int rc = SL_EFAIL, i = -1;   /* the statement whose result comes next: -1 the SET */
 
+	/* One round trip: the statements run one after another, each with its
+	 * own result, and the first that fails ends them (so its place names
+	 * the table). */
 	sl_buf_init(&sql, 0);
 	sl_buf_printf(&sql, "SET LOCAL lock_timeout = %s", lit ? lit : "0");
-	if (!lit || sl_buf_failed(&sql)) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	if ((rc = exec_command(c, sql.data, "could not set lock_timeout for the backfill", err, errlen)) < 0)
-		goto out;
-	for (int i = 0; i < n; i++) {
-		const struct sl_table *t = tables[i];
-		sl_buf_reset(&sql);
-		sl_buf_puts(&sql, t->src_flags & SL_PG_PARTITIONED ? "LOCK TABLE " : "LOCK TABLE ONLY ");
+	for (int k = 0; k < n; k++) {
+		const struct sl_table *t = tables[k];
+		sl_buf_puts(&sql, t->src_flags & SL_PG_PARTITIONED ? "; LOCK TABLE " : "; LOCK TABLE ONLY ");
 		if (sl_pg_append_qualified(&sql, c, t) < 0 || sl_buf_puts(&sql, " IN ACCESS SHARE MODE") < 0) {
 			rc = sl_pg_err(err, errlen, "could not quote a table name for LOCK TABLE", c, NULL);
 			goto out;
 		}
-		res = PQexec(c, sql.data);
-		if (PQresultStatus(res) == PGRES_COMMAND_OK) {
-			PQclear(res);
-			res = NULL;
-			continue;
-		}
-		if (sl_pg_sqlstate_is(res, "55P03")) {
-			snprintf(err, errlen, "could not lock table \"%s\".\"%s\" for the backfill within %s "
-				 "(lock_timeout): another session holds a lock on it that conflicts with ACCESS SHARE "
-				 "(ALTER TABLE, TRUNCATE, VACUUM FULL, CLUSTER, LOCK TABLE; see pg_locks); the backfill "
-				 "is tried again", t->ns, t->name, timeout);
-			rc = SL_EAGAIN;
-		} else {
-			char what[256];
-			snprintf(what, sizeof what, "could not lock table \"%s\".\"%s\" for the backfill", t->ns,
-				 t->name);
-			rc = sl_pg_err(err, errlen, what, c, res);
-		}
+	}
+	sl_buf_puts(&sql, "; SET LOCAL lock_timeout = 0");
+	if (!lit || sl_buf_failed(&sql)) {
+		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	rc = exec_command(c, "SET LOCAL lock_timeout = 0", "could not reset lock_timeout", err, errlen);
+	if (!PQsendQuery(c, sql.data)) {
+		rc = sl_pg_err(err, errlen, "could not lock the tables for the backfill", c, NULL);
+		goto out;
+	}
+	rc = SL_OK;
+	for (; (res = PQgetResult(c)) != NULL; i++) {
+		if (rc == SL_OK && PQresultStatus(res) != PGRES_COMMAND_OK) {
+			if (i < 0 || i >= n)
+				rc = sl_pg_err(err, errlen, "could not set lock_timeout for the backfill", c, res);
+			else
+				rc = lock_failed(c, res, tables[i], timeout, err, errlen);
+		}
+		PQclear(res);
+	}
 out:
-	PQclear(res);
 	PQfreemem(lit);
 	sl_buf_free(&sql);
 	return rc;
@@ -209,20 +210,14 @@ int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncol
 	return col == ncols ? 0 : -1;
 }
 
-int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
-			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen)
+/* Sends the COPY of every row of t on c (PQsendQuery: its rows are read by
+ * backfill_recv). */
+static int backfill_send(PGconn *c, const struct sl_table *t, char *err, size_t errlen)
 {
-	struct sl_buf sql, scratch;
-	struct sl_text_value *vals = NULL;
-	struct sl_value *typed = NULL;
-	PGresult *res = NULL;
-	char *row = NULL;
-	int rc = SL_EFAIL, len;
-	uint64_t count = 0;
+	struct sl_buf sql;
+	int rc = SL_EFAIL;
 
-	*rows = 0;
 	sl_buf_init(&sql, 0);
-	sl_buf_init(&scratch, 0);
 	sl_buf_puts(&sql, "COPY (SELECT ");
 	for (int i = 0; i < t->ncols; i++) {
 		if (i)
@@ -236,13 +231,46 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 	if (sl_pg_append_qualified(&sql, c, t) < 0)
 		goto quote_fail;
 	sl_buf_puts(&sql, ") TO STDOUT");
-	vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
-	typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *typed);
-	if (sl_buf_failed(&sql) || !vals || !typed) {
+	if (sl_buf_failed(&sql)) {
 		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
 		goto out;
 	}
-	res = PQexec(c, sql.data);
+	if (!PQsendQuery(c, sql.data)) {
+		char what[256];
+		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
+		sl_pg_err(err, errlen, what, c, NULL);
+		goto out;
+	}
+	rc = SL_OK;
+	goto out;
+quote_fail:
+	sl_pg_err(err, errlen, "could not quote an identifier for the backfill query", c, NULL);
+out:
+	sl_buf_free(&sql);
+	return rc;
+}
+
+/* Reads the rows of the COPY of t that backfill_send sent on c. */
+static int backfill_recv(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
+			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen)
+{
+	struct sl_buf scratch;
+	struct sl_text_value *vals = NULL;
+	struct sl_value *typed = NULL;
+	PGresult *res = NULL;
+	char *row = NULL;
+	int rc = SL_EFAIL, len;
+	uint64_t count = 0;
+
+	*rows = 0;
+	sl_buf_init(&scratch, 0);
+	vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
+	typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *typed);
+	if (!vals || !typed) {
+		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
+		goto out;
+	}
+	res = PQgetResult(c);
 	if (PQresultStatus(res) != PGRES_COPY_OUT) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
@@ -283,11 +311,11 @@ int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void
 		sl_pg_err(err, errlen, what, c, res);
 		goto out;
 	}
+	PQclear(res);
+	while ((res = PQgetResult(c)) != NULL)  /* the connection is free for the next COPY */
+		PQclear(res);
 	*rows = count;
 	rc = SL_OK;
-	goto out;
-quote_fail:
-	sl_pg_err(err, errlen, "could not quote an identifier for the backfill query", c, NULL);
 	goto out;
 drain:
 	/* Stop early: the connection is abandoned by the caller on failure. */
@@ -298,7 +326,48 @@ out:
 	PQclear(res);
 	free(vals);
 	free(typed);
-	sl_buf_free(&sql);
 	sl_buf_free(&scratch);
 	return rc;
+}
+
+int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
+			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen)
+{
+	int rc;
+
+	*rows = 0;
+	if ((rc = backfill_send(c, t, err, errlen)) < 0)
+		return rc;
+	return backfill_recv(c, t, fn, payload, st, rows, err, errlen);
+}
+
+int sl_pg_backfill_tables(PGconn *const *conns, int nconns, const struct sl_table *const *tables, int n,
+			  const struct sl_table_reads *o, sl_row_fn fn, void *payload, struct sl_pg_text_stats *st,
+			  char *err, size_t errlen)
+{
+	int sent = 0, rc;
+
+	/* Table i is read on connection i % nconns.  Before it is read, the
+	 * COPYs of the next tables are sent on the other connections, whose
+	 * tables before were read: the server works on them meanwhile, and
+	 * their rows wait in the connection (the server stops sending while
+	 * they are not read), so they are handed on one table after another
+	 * with nothing held here. */
+	for (int i = 0; i < n; i++) {
+		uint64_t rows = 0;
+		for (; sent < n && sent < i + nconns; sent++) {
+			PGconn *c = conns[sent % nconns];
+			sl_debug("table \"%s\".\"%s\": read on backfill connection %d (backend %d)",
+				 tables[sent]->ns, tables[sent]->name, sent % nconns + 1, PQbackendPID(c));
+			if ((rc = backfill_send(c, tables[sent], err, errlen)) < 0)
+				return rc;
+		}
+		if (o->start && o->start(payload, i) < 0)
+			return SL_EFAIL;
+		if ((rc = backfill_recv(conns[i % nconns], tables[i], fn, payload, st, &rows, err, errlen)) < 0)
+			return rc;  /* the caller abandons the connections, COPYs in flight with them */
+		if (o->done && o->done(payload, i, rows) < 0)
+			return SL_EFAIL;
+	}
+	return SL_OK;
 }

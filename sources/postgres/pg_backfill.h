@@ -30,6 +30,15 @@ int sl_pg_backfill_begin(PGconn *c, const char *snapshot, char *err, size_t errl
 int sl_pg_backfill_table(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
 			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen);
 
+/* Reads the n tables (each in one piece, as sl_pg_backfill_table does) over
+ * the nconns connections of one snapshot, several at once, and hands them
+ * on one table after another in the order given (snapshot_read_tables in
+ * sources/source.h).  On failure the connections may be left in the middle
+ * of a COPY: the caller closes them. */
+int sl_pg_backfill_tables(PGconn *const *conns, int nconns, const struct sl_table *const *tables, int n,
+			  const struct sl_table_reads *o, sl_row_fn fn, void *payload, struct sl_pg_text_stats *st,
+			  char *err, size_t errlen);
+
 /* Takes ACCESS SHARE locks on the n tables in the transaction on c, as
  * pg_dump does: a table rewrite (ALTER TABLE ... TYPE, VACUUM FULL, CLUSTER,
  * TRUNCATE) is not MVCC-safe, and an older snapshot would see the rewritten

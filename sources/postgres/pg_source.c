@@ -604,6 +604,15 @@ static int pg_snapshot_read_chunked(void *ctx, void *snap, const struct sl_table
 	return sl_pg_read_chunked(sn->conns, sn->nconns, t, o, fn, payload, &s->bf_stats, rows, err, errlen);
 }
 
+static int pg_snapshot_read_tables(void *ctx, void *snap, const struct sl_table *const *tables, int n,
+				   const struct sl_table_reads *o, sl_row_fn fn, void *payload, char *err, size_t errlen)
+{
+	struct pg_src *s = ctx;
+	struct pg_snap *sn = snap;
+
+	return sl_pg_backfill_tables(sn->conns, sn->nconns, tables, n, o, fn, payload, &s->bf_stats, err, errlen);
+}
+
 static int pg_snapshot_lock(void *ctx, void *snap, const struct sl_table *const *tables, int n, char *err,
 			    size_t errlen)
 {
@@ -1257,6 +1266,7 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.snapshot_close = pg_snapshot_close,
 	.snapshot_lock = pg_snapshot_lock,
 	.snapshot_read_chunked = pg_snapshot_read_chunked,
+	.snapshot_read_tables = pg_snapshot_read_tables,
 	.emit_watermark = pg_emit_watermark,
 	.read_chunk = pg_read_chunk,
 	.start = pg_start,

@@ -10,6 +10,11 @@ exact and no row written twice.  Each flush fsyncs each file and each
 folder once (the store's "flushed N files, M fsyncs (F folders)" debug
 lines, checked against the files and folders on disk), or, with sync =
 syncfs, makes them durable with three syncfs() calls and no fsync.
+
+With backfill_connections = 3, the small tables of a group are read over
+all three of the snapshot's connections at once: the server's own log
+(log_statement = all, with each backend's pid) shows their COPYs on three
+backends, and the kill -9 test reads over three connections too.
 """
 
 import os
@@ -45,14 +50,36 @@ BEGIN
 END $$"""
 
 
+COPY_RE = re.compile(r'^\[(\d+)\] .*statement: COPY \(SELECT .* FROM ONLY "public"\."([a-z]_\d+)"\) TO STDOUT',
+                     re.M)
+
+
 class ManyTablesTest(PgTestCase):
-    pg_settings = {"max_locks_per_transaction": "1024"}
+    pg_settings = {"max_locks_per_transaction": "1024", "log_statement": "all", "log_line_prefix": "[%p] "}
+
+    def copy_backends(self, prefix):
+        """Per backend pid, the tables of prefix (e.g. 'm_') whose COPY it
+        ran, from the server's log."""
+        with open(self.pg.logfile, errors="replace") as f:
+            text = f.read()
+        out = {}
+        for pid, table in COPY_RE.findall(text):
+            if table.startswith(prefix):
+                out.setdefault(pid, set()).add(table)
+        return out
 
     def test_every_table_backfilled_exactly(self):
         self.pg.execute(CREATE % NTABLES)
-        s = self.sluice(tables="public.m_*", extra={"source": {"backfill_connections": 2}}, log_level="debug")
+        s = self.sluice(tables="public.m_*", extra={"source": {"backfill_connections": 3}}, log_level="debug")
         r = self.catch_up(s, timeout=900)
         self.assertEqual(r.stderr.count("backfilled public.m_"), NTABLES, r.describe())
+        # Read over all three connections of the snapshot, each table once,
+        # and handed on one table after another in the selection's order.
+        backends = self.copy_backends("m_")
+        self.assertEqual(len(backends), 3, {pid: len(t) for pid, t in backends.items()})
+        self.assertEqual(sum(len(t) for t in backends.values()), NTABLES)
+        order = re.findall(r"backfilling public\.(m_\d+) at", r.stderr)
+        self.assertEqual(order, sorted(order))
         # One flush per group of small tables, not one per table.
         flushes = r.stderr.count("flushed in ")
         self.assertLess(flushes, NTABLES // 10, f"{flushes} flushes for {NTABLES} tables")
@@ -121,7 +148,7 @@ BEGIN
                    i, 'first of ' || i, -i, 'second of ' || i);
   END LOOP;
 END $$""")
-        s = self.sluice(stream="mkill", tables="public.k_*", extra={"source": {"backfill_connections": 2}})
+        s = self.sluice(stream="mkill", tables="public.k_*", extra={"source": {"backfill_connections": 3}})
         p = s.start("run")
         deadline = time.monotonic() + 600
         while p.stderr_text().count("backfilled public.k_") < KILL_AFTER:
@@ -131,6 +158,7 @@ END $$""")
                 self.fail(f"{KILL_AFTER} tables not read in time:\n{p.stderr_text()[-3000:]}")
             time.sleep(0.05)
         p.kill9()
+        self.assertGreater(len(self.copy_backends("k_")), 1)
         r = self.catch_up(s, timeout=900)
         recs = self.read(s)
         names = [row[0] for row in pg.sql(
