@@ -109,6 +109,13 @@ def free_port():
         return s.getsockname()[1]
 
 
+def after_request(log, after, table):
+    """The part of an agent's log after the first line holding after, and
+    after the backfill request of table that follows it ("" while there is
+    none)."""
+    return log.partition(after)[2].partition(f"backfill of {table} requested")[2]
+
+
 def wait_until(pred, timeout, what, interval=0.02):
     """Polls pred() until it returns a true value (returned), or raises TimeoutError."""
     deadline = time.monotonic() + timeout

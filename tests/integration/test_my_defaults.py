@@ -13,11 +13,13 @@ those rows: in avro_dir merge files (the state rebuilt from the records)
 and in ClickHouse 18.16's merge view.
 """
 
+import json
+import os
 import re
 import signal
 
 from ch_harness import MyChTestCase
-from harness import rebuild, records_for, wait_until
+from harness import after_request, rebuild, records_for, wait_until
 from harness_mysql import SLUICE_USER, MyTestCase, my_state_diff
 from test_my_rebackfill import WM_DDL
 
@@ -117,6 +119,55 @@ class AddDefaultCases:
 
 class MyAddDefaultTest(AddDefaultCases, MyTestCase):
     """binlog_row_metadata = FULL (the harness's default)."""
+
+    def test_ddl_while_backfilling_again(self):
+        """A second ADD COLUMN ... DEFAULT while the table is backfilled
+        again for the first one: it is backfilled again once that backfill
+        is done (the rows of its chunks so far lack the second column's
+        value), and the output ends equal to the source, with no later
+        update of the old rows."""
+        my = self.my
+        watermark_table(my)
+        my.execute("DROP DATABASE IF EXISTS bb")
+        my.execute("CREATE DATABASE bb")
+        my.execute("CREATE TABLE bb.t (id int PRIMARY KEY, v int)")
+        my.execute("INSERT INTO bb.t SELECT seq, seq FROM mysql.seq_1_to_20000")
+        s = self.sluice(stream="bb", tables="bb.*", write_mode="merge", max_file_seconds=1,
+                        extra={"source": {"backfill_chunk_rows": 100}})
+        self.catch_up(s)
+        p = s.start("run")
+        state = os.path.join(s.state_dir, "bb.checkpoint.json")
+
+        def chunks():
+            try:
+                with open(state) as f:
+                    e = json.load(f)["tables"]["bb.t"]
+            except (OSError, ValueError, KeyError):
+                return 0
+            return e.get("chunks", 0) if e.get("backfill") == "running" else 0
+        try:
+            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+            my.execute("ALTER TABLE bb.t ADD COLUMN n int DEFAULT 7")
+            wait_until(lambda: chunks() >= 1 or "backfilled" in p.stderr_text() or not p.alive(), 60,
+                       "a durable chunk of the re-backfill")
+            self.assertTrue(p.alive(), p.stderr_text())
+            self.assertNotIn("backfilled bb.t while streaming", p.stderr_text())
+            my.execute("ALTER TABLE bb.t ADD COLUMN m varchar(3) NOT NULL DEFAULT 'm'")
+            # the backfill requested after the second DDL, to its end
+            wait_until(lambda: "backfilled bb.t while streaming: 20000 rows" in
+                       after_request(p.stderr_text(), '"bb"."t": column "m"', "bb.t") or not p.alive(), 120,
+                       "the backfill again, to its end")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        state = rebuild(records_for(self.read(s), "bb", "t"), ["id"])
+        self.assertEqual(my_state_diff(my, "bb", "t", ["id"], state)[:10], [], p.stderr_text())
+        err = p.stderr_text()
+        self.assertIn('table "bb"."t": column "m" was added with a default, which the existing rows have '
+                      'without a change: it is backfilled again, behind a marker', err)
+        # the first backfill ended, then the one the second DDL asked for ran
+        self.assertEqual(err.count("backfill of bb.t requested"), 2, err)
+        self.assertEqual(err.count("backfilled bb.t while streaming"), 2, err)
 
 
 class MyAddDefaultMinimalTest(AddDefaultCases, MyTestCase):
