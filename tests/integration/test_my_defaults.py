@@ -13,13 +13,11 @@ those rows: in avro_dir merge files (the state rebuilt from the records)
 and in ClickHouse 18.16's merge view.
 """
 
-import json
-import os
 import re
 import signal
 
 from ch_harness import MyChTestCase
-from harness import after_request, rebuild, records_for, wait_until
+from harness import after_request, rebuild, records_for, running_chunks, wait_until
 from harness_mysql import SLUICE_USER, MyTestCase, my_state_diff
 from test_my_rebackfill import WM_DDL
 
@@ -53,12 +51,26 @@ def add_columns(my):
     """The DDL, then one new row per table: the old rows are not touched."""
     for t, ddl in DDL.items():
         my.execute(ddl)
-        my.execute(f"INSERT INTO ad.{t} (id, v{', z' if t == 'n' else ''}) VALUES (100, 1000{', 5' if t == 'n' else ''})")
+        if t == "n":
+            my.execute("INSERT INTO ad.n (id, v, z) VALUES (100, 1000, 5)")
+        else:
+            my.execute(f"INSERT INTO ad.{t} (id, v) VALUES (100, 1000)")
 
 
 def why(t):
     return (f'table "ad"."{t}": column "c" was added with a default, which the existing rows have without a '
             'change: it is backfilled again, behind a marker')
+
+
+def state_diffs(testcase, s, db, tables):
+    """The differences between the source's tables db.t (keyed on id) and
+    the state the output of s rebuilds."""
+    recs = testcase.read(s)
+    out = []
+    for t in tables:
+        state = rebuild(records_for(recs, db, t), ["id"])
+        out += my_state_diff(testcase.my, db, t, ["id"], state)
+    return out
 
 
 class AddDefaultCases:
@@ -68,12 +80,7 @@ class AddDefaultCases:
         return re.escape(why(t))
 
     def diffs(self, s):
-        recs = self.read(s)
-        out = []
-        for t in DDL:
-            state = rebuild(records_for(recs, "ad", t), ["id"])
-            out += my_state_diff(self.my, "ad", t, ["id"], state)
-        return out
+        return state_diffs(self, s, "ad", DDL)
 
     def test_add_default_while_streaming(self):
         my = self.my
@@ -136,20 +143,11 @@ class MyAddDefaultTest(AddDefaultCases, MyTestCase):
                         extra={"source": {"backfill_chunk_rows": 100}})
         self.catch_up(s)
         p = s.start("run")
-        state = os.path.join(s.state_dir, "bb.checkpoint.json")
-
-        def chunks():
-            try:
-                with open(state) as f:
-                    e = json.load(f)["tables"]["bb.t"]
-            except (OSError, ValueError, KeyError):
-                return 0
-            return e.get("chunks", 0) if e.get("backfill") == "running" else 0
         try:
             wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
             my.execute("ALTER TABLE bb.t ADD COLUMN n int DEFAULT 7")
-            wait_until(lambda: chunks() >= 1 or "backfilled" in p.stderr_text() or not p.alive(), 60,
-                       "a durable chunk of the re-backfill")
+            wait_until(lambda: running_chunks(s, "bb.t") >= 1 or "backfilled" in p.stderr_text()
+                       or not p.alive(), 60, "a durable chunk of the re-backfill")
             self.assertTrue(p.alive(), p.stderr_text())
             self.assertNotIn("backfilled bb.t while streaming", p.stderr_text())
             my.execute("ALTER TABLE bb.t ADD COLUMN m varchar(3) NOT NULL DEFAULT 'm'")

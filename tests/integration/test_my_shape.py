@@ -21,7 +21,7 @@ import signal
 
 from harness import rebuild, records_for, wait_until
 from harness_mysql import MyTestCase, my_state_diff
-from test_my_defaults import watermark_table
+from test_my_defaults import state_diffs, watermark_table
 
 TABLES = ("sw", "sd", "se", "sc")
 
@@ -63,12 +63,7 @@ def diffs(testcase, s):
     rebuilds.  ADD COLUMN c DEFAULT 99 gives sh.sd's old rows a value that
     no change carries: read live (or with FULL metadata) the table is
     backfilled again for it (test_my_defaults.py)."""
-    recs = testcase.read(s)
-    out = []
-    for t in TABLES:
-        state = rebuild(records_for(recs, "sh", t), ["id"])
-        out += my_state_diff(testcase.my, "sh", t, ["id"], state)
-    return out
+    return state_diffs(testcase, s, "sh", TABLES)
 
 
 class ShapeNoLogTest(MyTestCase):

@@ -8,13 +8,13 @@ rewrite by ALTER COLUMN ... TYPE USING, a column dropped and added again)
 reaches every existing row.
 """
 
-import json
 import os
 import signal
 import unittest
 
 import harness  # noqa: E402
-from harness import PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, records_for, wait_until
+from harness import (PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, records_for, running_chunks,
+                     wait_until)
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
 TAGS = {"sanitizers"}
@@ -371,17 +371,8 @@ class SilentDdlTest(PgTestCase):
             wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
             pg.execute("ALTER TABLE bb ADD COLUMN n int DEFAULT 7")
             pg.execute("INSERT INTO bb (id, a) VALUES (100000, 1)")
-            state = os.path.join(s.state_dir, "bb.checkpoint.json")
-
-            def chunks():
-                try:
-                    with open(state) as f:
-                        e = json.load(f)["tables"]["public.bb"]
-                except (OSError, ValueError, KeyError):
-                    return 0
-                return e.get("chunks", 0) if e.get("backfill") == "running" else 0
-            wait_until(lambda: chunks() >= 1 or "backfilled" in p.stderr_text() or not p.alive(), 60,
-                       "a durable chunk of the re-backfill")
+            wait_until(lambda: running_chunks(s, "public.bb") >= 1 or "backfilled" in p.stderr_text()
+                       or not p.alive(), 60, "a durable chunk of the re-backfill")
             self.assertTrue(p.alive(), p.stderr_text())
             self.assertNotIn("backfilled public.bb while streaming", p.stderr_text())
             pg.execute("ALTER TABLE bb ADD COLUMN m text DEFAULT 'm'")
