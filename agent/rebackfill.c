@@ -389,11 +389,16 @@ static int take_requests(struct sl_rebackfill *rb)
 {
 	char **paths, **tables;
 	int n, rc = SL_OK, started = 0, ready = -1;
-	bool restart = false;
+	bool restart = false, *keep;
 
 	if (sl_bf_request_list(rb->c.state_dir, rb->c.stream, &paths, &tables, &n, rb->c.err, rb->c.errlen) < 0) {
 		sl_warn("stream \"%s\": %s", rb->c.stream, rb->c.err);
 		return SL_OK;
+	}
+	if (!(keep = calloc((size_t)n + 1, sizeof *keep))) {   /* the requests that stay */
+		sl_bf_request_list_free(paths, tables, n);
+		snprintf(rb->c.err, rb->c.errlen, "out of memory");
+		return SL_EFAIL;
 	}
 	for (int i = 0; i < n && rc == SL_OK; i++) {
 		const struct sl_table *t = find_table(rb, tables[i]);
@@ -407,6 +412,16 @@ static int take_requests(struct sl_rebackfill *rb)
 			snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": backfill of %s requested, which has no key to "
 				 "read it in chunks while streaming: it is read from a snapshot", rb->c.stream, tables[i]);
 			restart = true;
+			continue;
+		}
+		if (rb->njobs > 0 && rb->jobs[0].idx == idx) {
+			/* Its chunks so far may predate what the request is for (a
+			 * DDL that gave the existing rows new values): the request
+			 * stays, and backfills it again, behind a marker of its own,
+			 * once this backfill is done. */
+			sl_debug("stream \"%s\": %s is being backfilled: backfilled again once done", rb->c.stream,
+				 tables[i]);
+			keep[i] = true;
 			continue;
 		}
 		if (queued(rb, idx)) {
@@ -437,10 +452,11 @@ static int take_requests(struct sl_rebackfill *rb)
 		rc = sl_pipe_sync(rb->c.pipe);   /* the jobs' starts are durable */
 	if (rc == SL_OK)
 		for (int i = 0; i < n; i++)
-			if (unlink(paths[i]) < 0 && errno != ENOENT)
+			if (!keep[i] && unlink(paths[i]) < 0 && errno != ENOENT)
 				sl_warn("stream \"%s\": could not remove the backfill request \"%s\": %s", rb->c.stream,
 					paths[i], sl_strerror(errno));
 	sl_bf_request_list_free(paths, tables, n);
+	free(keep);
 	return rc;
 }
 

@@ -169,6 +169,8 @@ static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name
 	snprintf(out->table, sizeof out->table, "%s", l->text);
 	snprintf(out->db, sizeof out->db, "%s", default_db ? default_db : "");
 	out->role = SL_MY_TOUCHES;
+	out->filled = false;
+	out->column[0] = '\0';
 	next(l);
 	if (punct(l, '.')) {
 		next(l);
@@ -179,6 +181,55 @@ static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name
 		next(l);
 	}
 	return true;
+}
+
+/* After ADD in ALTER TABLE: reads the clause to its end (a comma outside
+ * parentheses) and says whether it adds columns that the existing rows get
+ * a value for other than NULL: a DEFAULT other than NULL, or NOT NULL
+ * (whose implicit default is the type's zero or empty value).  The first
+ * such column's name goes to column.  An index, key, constraint, partition
+ * or period is no column: false, nothing read. */
+static bool adds_filled_column(struct lexer *l, char *column, size_t columnlen)
+{
+	static const char *const not_column[] = { "INDEX", "KEY", "PRIMARY", "UNIQUE", "FULLTEXT", "SPATIAL",
+						  "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "PERIOD",
+						  "SYSTEM", "VECTOR", NULL };
+	char name[256] = "";
+	bool filled = false, at_name = true, list;
+	int depth = 0;
+
+	for (int i = 0; not_column[i]; i++)
+		if (is(l, not_column[i]))
+			return false;
+	accept(l, "COLUMN");
+	if (accept(l, "IF")) {
+		accept(l, "NOT");
+		accept(l, "EXISTS");
+	}
+	if ((list = punct(l, '('))) {
+		next(l);   /* ADD COLUMN (a int, b int) */
+		depth = 1;
+	}
+	while (l->kind != TK_END && !(depth == 0 && punct(l, ','))) {
+		if (at_name && (l->kind == TK_WORD || l->kind == TK_QUOTED)) {
+			snprintf(name, sizeof name, "%s", l->text);   /* the first word of a column's definition */
+			at_name = false;
+		} else if (punct(l, '(') || punct(l, ')')) {
+			depth += punct(l, '(') ? 1 : -1;
+		} else if (list && depth == 1 && punct(l, ',')) {
+			at_name = true;
+		} else if (is(l, "DEFAULT") || is(l, "NOT")) {
+			bool dflt = is(l, "DEFAULT");
+			next(l);
+			if (dflt != is(l, "NULL") && !filled) {
+				filled = true;
+				snprintf(column, columnlen, "%s", name);
+			}
+			continue;
+		}
+		next(l);
+	}
+	return filled;
 }
 
 static void add(struct sl_my_name *names, int max, int *n, const struct sl_my_name *x)
@@ -283,6 +334,14 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 				if (accept(&l, "WITH") && accept(&l, "TABLE") && read_name(&l, default_db, &x)) {
 					x.role = SL_MY_BINDS;
 					add(names, max, n, &x);
+				}
+				continue;
+			}
+			if (accept(&l, "ADD")) {
+				char column[256];
+				if (adds_filled_column(&l, column, sizeof column) && *n > 0 && max > 0 && !names[0].filled) {
+					names[0].filled = true;
+					snprintf(names[0].column, sizeof names[0].column, "%s", column);
 				}
 				continue;
 			}

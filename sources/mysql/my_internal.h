@@ -223,7 +223,17 @@ enum sl_my_stmt {
  * truncated, dropped or exchanged). */
 enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
 
-struct sl_my_name { char db[256]; char table[256]; enum sl_my_role role; };
+/* filled: ALTER TABLE ... ADD COLUMN gave the table's existing rows a value
+ * other than NULL without row events (a DEFAULT other than NULL, constant
+ * or not, or NOT NULL, whose implicit default is the type's zero); column
+ * is the first such column. */
+struct sl_my_name {
+	char db[256];
+	char table[256];
+	enum sl_my_role role;
+	bool filled;
+	char column[256];
+};
 
 /* Classifies a statement of a QUERY event and lists the tables it names
  * (up to max, qualified with default_db when unqualified). */

@@ -388,6 +388,7 @@ struct my_src {
 	bool wm_seen;                   /* a watermark table's rows were read since the start */
 	bool names_logged;              /* binlog_row_metadata = FULL: the binlog names the columns */
 	struct sl_table *orphan;        /* a version retired when the stream ended (freed at close) */
+	char why[600];                  /* a SCHEMA event's rebackfill */
 };
 
 /* How far a followed table's backfill holds its changes. */
@@ -2112,7 +2113,14 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				s->orphan = retired;  /* changes queued before may still use it */
 				return live;
 			}
-			if (rc > 0) {
+			if (names[i].filled) {
+				/* ADD COLUMN with a default (or NOT NULL): the existing rows
+				 * have it, though no row event carries it */
+				snprintf(s->why, sizeof s->why, "column \"%s\" was added with a default, which the "
+					 "existing rows have without a change", names[i].column);
+				ev->rebackfill = s->why;
+			}
+			if (rc > 0 || names[i].filled) {
 				ev->kind = SL_EV_SCHEMA;
 				ev->table = t->version;
 				ev->changed = rc == 1;

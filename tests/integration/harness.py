@@ -24,6 +24,7 @@ Nothing here reads anything outside the repository at run time.
 import atexit
 import collections
 import datetime
+import json
 import decimal
 import math
 import os
@@ -107,6 +108,24 @@ def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def running_chunks(s, table):
+    """The durable chunks of table's backfill while streaming, as the
+    checkpoint of Sluice s has them (0 unless it is running)."""
+    try:
+        with open(os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")) as f:
+            e = json.load(f)["tables"][table]
+    except (OSError, ValueError, KeyError):
+        return 0
+    return e.get("chunks", 0) if e.get("backfill") == "running" else 0
+
+
+def after_request(log, after, table):
+    """The part of an agent's log after the first line holding after, and
+    after the backfill request of table that follows it ("" while there is
+    none)."""
+    return log.partition(after)[2].partition(f"backfill of {table} requested")[2]
 
 
 def wait_until(pred, timeout, what, interval=0.02):

@@ -13,7 +13,8 @@ import signal
 import unittest
 
 import harness  # noqa: E402
-from harness import PgTestCase, csn, csn_position, csn_seq, lsn_value, records_for, wait_until
+from harness import (PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, records_for, running_chunks,
+                     wait_until)
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
 TAGS = {"sanitizers"}
@@ -352,6 +353,44 @@ class SilentDdlTest(PgTestCase):
         # the run after it has nothing more to do
         r = self.catch_up(s)
         self.assertNotIn("backfilled again", r.stderr)
+
+    def test_ddl_while_backfilling_again(self):
+        """A second ADD COLUMN ... DEFAULT while the table is backfilled
+        again for the first one: it is backfilled again once that backfill
+        is done (the rows of its chunks so far lack the second column's
+        value), and the output ends equal to the source, with no later
+        update of the old rows."""
+        pg = self.pg
+        pg.execute("CREATE TABLE bb (id int PRIMARY KEY, a int)")
+        pg.execute("INSERT INTO bb SELECT g, g FROM generate_series(1, 20000) g")
+        s = self.sluice(stream="bb", tables="public.bb", max_file_seconds=1,
+                        extra={"source": {"backfill_chunk_rows": 100}})
+        self.catch_up(s)
+        p = s.start("run")
+        try:
+            wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+            pg.execute("ALTER TABLE bb ADD COLUMN n int DEFAULT 7")
+            pg.execute("INSERT INTO bb (id, a) VALUES (100000, 1)")
+            wait_until(lambda: running_chunks(s, "public.bb") >= 1 or "backfilled" in p.stderr_text()
+                       or not p.alive(), 60, "a durable chunk of the re-backfill")
+            self.assertTrue(p.alive(), p.stderr_text())
+            self.assertNotIn("backfilled public.bb while streaming", p.stderr_text())
+            pg.execute("ALTER TABLE bb ADD COLUMN m text DEFAULT 'm'")
+            pg.execute("INSERT INTO bb (id, a) VALUES (100001, 1)")
+            # the backfill requested after the second DDL, to its end
+            wait_until(lambda: "backfilled public.bb while streaming: 20002 rows" in
+                       after_request(p.stderr_text(), '"public"."bb": column "m"', "public.bb") or not p.alive(), 120,
+                       "the backfill again, to its end")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        self.check_tables(s, ["bb"])
+        err = p.stderr_text()
+        self.assertIn('table "public"."bb": column "m" was added with a default, which the existing rows have '
+                      'without a change: it is backfilled again, behind a marker', err)
+        # the first backfill ended, then the one the second DDL asked for ran
+        self.assertEqual(err.count("backfill of public.bb requested"), 2, err)
+        self.assertEqual(err.count("backfilled public.bb while streaming"), 2, err)
 
     def test_silent_ddl_without_backfill(self):
         """backfill = none: the DDL is logged, and nothing is backfilled,

@@ -85,10 +85,45 @@ static void test_roles(void **state)
 	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
 }
 
+/* ALTER TABLE ... ADD COLUMN: whether the existing rows get a value other
+ * than NULL without row events, and the first column that does. */
+static void filled(const char *sql, bool want, const char *column)
+{
+	struct sl_my_name names[8];
+	int n = -1;
+
+	assert_int_equal(sl_my_ddl_parse(sql, strlen(sql), "app", names, 8, &n), SL_MY_STMT_TABLE_DDL);
+	assert_int_equal(n, 1);
+	assert_int_equal(names[0].filled, want);
+	if (want)
+		assert_string_equal(names[0].column, column);
+}
+
+static void test_filled(void **state)
+{
+	(void)state;
+	filled("ALTER TABLE t ADD COLUMN c INT DEFAULT 7", true, "c");
+	filled("ALTER TABLE t ADD c INT NOT NULL", true, "c");
+	filled("ALTER TABLE t ADD COLUMN `c d` INT NOT NULL DEFAULT 7", true, "c d");
+	filled("ALTER TABLE t ADD COLUMN IF NOT EXISTS r DOUBLE DEFAULT (RAND())", true, "r");
+	filled("ALTER TABLE t ADD COLUMN ts TIMESTAMP(6) NULL DEFAULT CURRENT_TIMESTAMP(6)", true, "ts");
+	filled("ALTER TABLE t ADD COLUMN s varchar(10) DEFAULT 'x', ADD COLUMN u INT", true, "s");
+	filled("ALTER TABLE t ADD COLUMN u INT, ADD COLUMN d DECIMAL(8,3) DEFAULT 1.5", true, "d");
+	filled("ALTER TABLE t ADD COLUMN (a INT, b varchar(3) NOT NULL)", true, "b");
+	filled("ALTER TABLE t DROP COLUMN a, ADD COLUMN c INT DEFAULT 99", true, "c");
+	filled("ALTER TABLE t ADD COLUMN IF NOT EXISTS c INT", false, NULL);
+	filled("ALTER TABLE t ADD COLUMN c INT NULL DEFAULT NULL COMMENT 'NOT NULL'", false, NULL);
+	filled("ALTER TABLE t ADD COLUMN (a INT, b DECIMAL(8,3))", false, NULL);
+	filled("ALTER TABLE t ADD INDEX i (a), ADD CONSTRAINT c CHECK (a IS NOT NULL)", false, NULL);
+	filled("ALTER TABLE t ALTER COLUMN a SET DEFAULT 3, MODIFY b INT NOT NULL", false, NULL);
+	filled("ALTER TABLE t ADD PRIMARY KEY (id), ADD UNIQUE KEY u (a)", false, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_filled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
