@@ -263,14 +263,24 @@ static int push_group(struct run *x, int first, int *end, int *read)
 	return SL_OK;
 }
 
+/* Every row is read: the snapshot goes (see sl_backfill_run). */
+static void release_snapshot(struct run *x, void **snap)
+{
+	if (*snap) {
+		x->src->snapshot_close(x->srcctx, *snap);
+		*snap = NULL;
+		x->snap = NULL;
+	}
+}
+
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
-		    void *snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
+		    void **snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
 		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
 		    bool *interrupted, char *err, size_t errlen)
 {
 	struct run x = {
 		.r = { .pipe = pipe, .signals = signals, .err = err, .errlen = errlen },
-		.plan = plan, .src = src, .srcctx = srcctx, .snap = snap, .info = info, .marker = marker,
+		.plan = plan, .src = src, .srcctx = srcctx, .snap = *snap, .info = info, .marker = marker,
 		.pipe = pipe, .ck = ck, .stream = stream,
 	};
 	int group_end = 0;  /* the items before it were pushed in a group, or alone */
@@ -280,7 +290,7 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 	*interrupted = false;
 	if (src->desc->pos_encode(&info->pos, x.pos, sizeof x.pos) < 0)
 		snprintf(x.pos, sizeof x.pos, "?");
-	if ((rc = lock_tables(plan, src, srcctx, snap, err, errlen)) < 0)
+	if ((rc = lock_tables(plan, src, srcctx, *snap, err, errlen)) < 0)
 		return rc;
 	for (int i = 0; i < plan->n; i++) {
 		const struct sl_backfill_item *it = &plan->items[i];
@@ -291,13 +301,17 @@ int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_
 		if (i < read_end)
 			continue;
 		if ((rc = item_start(&x, it)) < 0 ||
-		    (rc = read_table(src, srcctx, snap, it, chunk_rows, &x.r, &rows, err, errlen)) < 0 ||
-		    (rc = item_done(&x, it, rows)) < 0)
+		    (rc = read_table(src, srcctx, *snap, it, chunk_rows, &x.r, &rows, err, errlen)) < 0)
+			break;
+		if (i == plan->n - 1)
+			release_snapshot(&x, snap);
+		if ((rc = item_done(&x, it, rows)) < 0)
 			break;
 	}
 	if (rc < 0) {
 		*interrupted = x.r.interrupted;
 		return rc;
 	}
+	release_snapshot(&x, snap);
 	return plan->n > 0 ? sl_pipe_sync(pipe) : SL_OK;
 }

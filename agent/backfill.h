@@ -54,9 +54,13 @@ void sl_backfill_plan_free(struct sl_backfill_plan *plan);
  * can (snapshot_read_tables), and pushed in order.  With marker, each table's rows are preceded
  * by a re-backfill marker (not when it resumes).  On
  * a first signal the read stops: SL_EFAIL with err saying so, and
- * *interrupted set.  The checkpoint (ck) is only read, for table names. */
+ * *interrupted set.  The checkpoint (ck) is only read, for table names.
+ * Once every row is read, before waiting for the last rows to become
+ * durable, the snapshot is closed and *snap set to NULL: its locks and its
+ * transaction (which holds MariaDB's metadata locks) must not make an
+ * application's DDL wait while the destination is slow or down. */
 int sl_backfill_run(const struct sl_backfill_plan *plan, const struct sl_source_ops *src, void *srcctx,
-		    void *snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
+		    void **snap, const struct sl_snapshot_info *info, bool marker, uint64_t chunk_rows,
 		    struct sl_pipe *pipe, const struct sl_checkpoint *ck, const char *stream, const atomic_int *signals,
 		    bool *interrupted, char *err, size_t errlen);
 

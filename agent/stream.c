@@ -778,12 +778,13 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 			rc = stopped_by_signal(&s, rc, "taking a snapshot for backfill");
 			goto out;
 		}
-		rc = sl_backfill_run(&bf, s.src, s.srcctx, snap, &info, had_checkpoint || !created,
+		rc = sl_backfill_run(&bf, s.src, s.srcctx, &snap, &info, had_checkpoint || !created,
 				     (uint64_t)s.sst.backfill_chunk_rows, s.pipe, &s.ck, sc->name, &sl_signal_count,
 				     &interrupted, err, errlen);
 		if (rc == SL_OK)
 			rc = sl_pipe_sync(s.pipe);
-		s.src->snapshot_close(s.srcctx, snap);
+		if (snap)
+			s.src->snapshot_close(s.srcctx, snap);
 		snap = NULL;
 		if (rc < 0) {
 			if (interrupted && !cancelled()) {
