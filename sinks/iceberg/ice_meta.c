@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "common/util.h"
+#include "sinks/avro/avro_read.h"
 #include "sinks/avro/avro_schema.h"
 #include "sinks/avro/avro_value.h"
 #include "sinks/iceberg/ice_stats.h"
@@ -938,5 +939,159 @@ int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 	rc = sl_buf_failed(&recs) ? -1 :
 	     put_container(out, manifest_file_schema, kv, (int)(sizeof kv / sizeof kv[0] / 2), n, &recs);
 	sl_buf_free(&recs);
+	return rc;
+}
+
+/* ---- reading manifests back (sluice verify, compaction) ---- */
+
+/* Field name of record val as a long (an int or a long, or a union of null
+ * and one of them: null reads as -1). */
+static int read_long(avro_value_t *val, const char *name, int64_t *out)
+{
+	avro_value_t f, b;
+	int32_t i;
+
+	if (avro_value_get_by_name(val, name, &f, NULL) != 0)
+		return -1;
+	if (avro_value_get_type(&f) == AVRO_UNION) {
+		if (avro_value_get_current_branch(&f, &b) != 0)
+			return -1;
+		f = b;
+	}
+	switch (avro_value_get_type(&f)) {
+	case AVRO_NULL:
+		*out = -1;
+		return 0;
+	case AVRO_INT32:
+		if (avro_value_get_int(&f, &i) != 0)
+			return -1;
+		*out = i;
+		return 0;
+	case AVRO_INT64:
+		return avro_value_get_long(&f, out) != 0 ? -1 : 0;
+	default:
+		return -1;
+	}
+}
+
+/* Field name of record val as a string (malloc'd), or NULL. */
+static char *read_string(avro_value_t *val, const char *name)
+{
+	avro_value_t f;
+	const char *s = NULL;
+	size_t len = 0;
+
+	if (avro_value_get_by_name(val, name, &f, NULL) != 0 || avro_value_get_string(&f, &s, &len) != 0)
+		return NULL;
+	return strndup(s, len ? len - 1 : 0);  /* avro-c counts the final NUL */
+}
+
+/* Grows *arr (of size elements) to hold n + 1. */
+static int grow(void **arr, int n, size_t size)
+{
+	void *p;
+
+	if (n & (n - 1) && n > 0)
+		return 0;
+	if (!(p = realloc(*arr, (size_t)(n ? 2 * n : 1) * size)))
+		return -1;
+	*arr = p;
+	return 0;
+}
+
+void ice_entries_free(struct ice_entry *e, int n)
+{
+	for (int i = 0; e && i < n; i++)
+		free(e[i].path);
+	free(e);
+}
+
+int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *err, size_t errlen)
+{
+	struct sl_avro_read *rd = NULL;
+	avro_value_t *val, df;
+	int got, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	if (sl_avro_read_open(&rd, file, err, errlen) < 0)
+		return -1;
+	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
+		struct ice_entry *e;
+		int64_t status, content;
+		if (grow((void **)out, *n, sizeof **out) < 0) {
+			snprintf(err, errlen, "manifest \"%s\": out of memory", file);
+			goto out;
+		}
+		e = &(*out)[*n];
+		memset(e, 0, sizeof *e);
+		if (read_long(val, "status", &status) < 0 || avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
+		    read_long(&df, "content", &content) < 0 || read_long(&df, "record_count", &e->records) < 0 ||
+		    read_long(&df, "file_size_in_bytes", &e->size) < 0 || !(e->path = read_string(&df, "file_path"))) {
+			snprintf(err, errlen, "manifest \"%s\": entry %d lacks a field the specification requires "
+				 "(status, content, file_path, record_count, file_size_in_bytes)", file, *n + 1);
+			free(e->path);
+			goto out;
+		}
+		e->status = (int)status;
+		e->content = (enum ice_content)content;
+		(*n)++;
+	}
+	rc = got < 0 ? -1 : 0;
+out:
+	sl_avro_read_close(rd);
+	if (rc < 0) {
+		ice_entries_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen)
+{
+	struct sl_avro_read *rd = NULL;
+	avro_value_t *val;
+	int got, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	if (sl_avro_read_open(&rd, file, err, errlen) < 0)
+		return -1;
+	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
+		struct ice_manifest_file *m;
+		int64_t content, files;
+		if (grow((void **)out, *n, sizeof **out) < 0) {
+			snprintf(err, errlen, "manifest list \"%s\": out of memory", file);
+			goto out;
+		}
+		m = &(*out)[*n];
+		memset(m, 0, sizeof *m);
+		if (read_long(val, "manifest_length", &m->length) < 0 || read_long(val, "content", &content) < 0 ||
+		    read_long(val, "sequence_number", &m->sequence_number) < 0 ||
+		    read_long(val, "added_snapshot_id", &m->snapshot_id) < 0 ||
+		    read_long(val, "added_files_count", &files) < 0 ||
+		    read_long(val, "added_rows_count", &m->added_rows) < 0 ||
+		    !(m->path = read_string(val, "manifest_path"))) {
+			snprintf(err, errlen, "manifest list \"%s\": entry %d lacks a field the specification requires "
+				 "(manifest_path, manifest_length, content, sequence_number, added_snapshot_id, "
+				 "added_files_count, added_rows_count)", file, *n + 1);
+			free(m->path);
+			goto out;
+		}
+		m->deletes = content != 0;
+		m->added_files = (int)files;
+		(*n)++;
+	}
+	rc = got < 0 ? -1 : 0;
+out:
+	sl_avro_read_close(rd);
+	if (rc < 0) {
+		for (int i = 0; i < *n; i++)
+			free((*out)[i].path);
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
 	return rc;
 }

@@ -191,6 +191,26 @@ int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t 
 int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 			     const struct ice_manifest_file *mf, int n);
 
+/* The reader's half (sluice verify, compaction).  One entry of a manifest,
+ * as read back. */
+struct ice_entry {
+	int status;                     /* 0 existing, 1 added, 2 deleted */
+	enum ice_content content;
+	char *path;                     /* its data_file's file_path (owned) */
+	int64_t records, size;          /* record_count, file_size_in_bytes */
+};
+
+/* Reads the entries of the manifest at file (a local file) into *out (*n
+ * of them; free with ice_entries_free).  Returns 0, or -1 with a message in
+ * err naming the file (unreadable, or an entry without a required field). */
+int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *err, size_t errlen);
+void ice_entries_free(struct ice_entry *e, int n);
+
+/* Reads the manifest list at file (a local file) into *out (*n entries,
+ * paths owned; free each path, then the array).  Returns 0, or -1 with a
+ * message in err naming the file. */
+int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen);
+
 /* The bytes of the Avro fixed of a decimal of precision digits (the
  * specification's table: the fewest bytes that hold 10^precision - 1). */
 int ice_decimal_size(int precision);

@@ -21,6 +21,7 @@
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/tree.h"
 #include "sinks/iceberg/ice_fill.h"
+#include "sinks/iceberg/ice_maint.h"
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
 
@@ -953,6 +954,19 @@ static int ice_check(const void *conf, const struct sl_sink_stream *st, FILE *ou
 	return sl_avro_dir_ops.check(&ad, st, out, err, errlen);
 }
 
+/* `sluice verify`: the stream's tables read back (ice_maint.h). */
+static int ice_verify_stream(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen)
+{
+	struct sl_store store;
+	int rc;
+
+	if (sl_avro_dir_store(&store, ((const struct sl_iceberg_conf *)conf)->path, err, errlen) < 0)
+		return SL_EFAIL;
+	rc = ice_verify(store, st->name, out, err, errlen);
+	store.ops->close(store.ctx);
+	return rc;
+}
+
 static const struct sl_keydesc ice_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
 	  FIELD(struct sl_iceberg_conf, path) },
@@ -981,6 +995,7 @@ const struct sl_sink_ops sl_iceberg_ops = {
 	.conf_size = sizeof(struct sl_iceberg_conf),
 	.conf_check = ice_conf_check,
 	.check = ice_check,
+	.verify = ice_verify_stream,
 	.open = ice_open,
 	.write = ice_write,
 	.mark = ice_mark,

@@ -17,6 +17,9 @@ python3-avro for the manifest lists and manifests:
   each value of each column finds every row (ClickHouse skips files by their
   bounds), and python3-avro reads value and null counts and bounds that match
   each data file's and equality delete file's records.
+- sluice verify: a good table passes in both modes; a deleted data file, a
+  manifest that claims a wrong record count and a snapshot missing from the
+  chain are each reported, naming the file.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -577,6 +580,112 @@ class IcebergTest(PgTestCase):
         for sn in meta["snapshots"]:
             self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
         return meta
+
+    def verify(self, s, rc):
+        r = s.run("verify", "--stream", s.stream)
+        self.assertEqual(r.rc, rc, r.describe())
+        return r.stdout
+
+    def current_files(self, s, obj):
+        """(snapshots in the metadata, data file paths, their records, delete files) of the current snapshot."""
+        d = self.table_dir(s, obj)
+        with open(os.path.join(d, "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        data, deletes, records = [], [], 0
+        for m in read_avro(cur["manifest-list"])[1]:
+            for e in read_avro(m["manifest_path"])[1]:
+                if e["data_file"]["content"] == 0:
+                    data.append(e["data_file"]["file_path"])
+                    records += e["data_file"]["record_count"]
+                else:
+                    deletes.append(e["data_file"]["file_path"])
+        return len(meta["snapshots"]), data, records, deletes
+
+    def test_verify(self):
+        """sluice verify: a good table passes, in both modes, with the
+        counts of its current snapshot; a deleted data file, a manifest that
+        claims a wrong record count and a snapshot missing from the chain
+        are each reported, naming the file."""
+        pg = self.pg
+        s = self.backfilled("icev", "icev", 100)
+        for k in range(3):  # a snapshot or more per run
+            churn(pg, "icev", 10000 + 100 * k, 5)
+            self.catch_up(s)
+        obj = "public_icev"
+        nsnaps, data, records, deletes = self.current_files(s, obj)
+        self.assertGreaterEqual(nsnaps, 4)
+        out = self.verify(s, 0)
+        self.assertIn(f"stream icev: 1 tables, {nsnaps} snapshots, {len(data)} data files, 0 delete files, "
+                      f"{records} records in folder", out)
+        self.assertIn("complete, nothing missing", out)
+        m = self.isluice("icevm", "public.icev", write_mode="merge")
+        self.catch_up(m)
+        churn(pg, "icev", 20000, 5)
+        self.catch_up(m)
+        mn, mdata, mrecords, mdeletes = self.current_files(m, obj)
+        self.assertGreater(len(mdeletes), 0)
+        out = self.verify(m, 0)
+        self.assertIn(f"stream icevm: 1 tables, {mn} snapshots, {len(mdata)} data files, {len(mdeletes)} delete "
+                      f"files, {mrecords} records in folder", out)
+        d = self.table_dir(s, obj)
+        key = lambda p: f"icev/{obj}" + p[len(d):]
+        # a data file deleted
+        victim = data[1]
+        os.rename(victim, victim + ".away")
+        out = self.verify(s, 1)
+        self.assertIn(f'problem: table "icev/{obj}": data file "{key(victim)}" is missing (manifest "', out)
+        self.assertIn("PROBLEMS FOUND: 1\n", out)
+        os.rename(victim + ".away", victim)
+        self.verify(s, 0)
+        # a manifest that claims one record more for a file, rewritten by python3-avro
+        import avro.datafile
+        import avro.io
+        import avro.schema
+        mpath = None
+        for mf in read_avro(self.manifest_list(s, obj))[1]:
+            if mf["content"] == 0:
+                mpath = mf["manifest_path"]
+        meta, entries = read_avro(mpath)
+        with open(mpath, "rb") as f:
+            rmeta = avro.datafile.DataFileReader(f, avro.io.DatumReader()).meta
+        shutil.copy(mpath, mpath + ".orig")
+        entries[0]["data_file"]["record_count"] += 1
+        with open(mpath, "wb") as f:
+            w = avro.datafile.DataFileWriter(f, avro.io.DatumWriter(), avro.schema.parse(meta["avro.schema"]))
+            for k, v in rmeta.items():
+                w.set_meta(k, v)
+            for e in entries:
+                w.append(e)
+            w.close()
+        fp = entries[0]["data_file"]["file_path"]
+        n = entries[0]["data_file"]["record_count"]
+        out = self.verify(s, 1)
+        self.assertIn(f'problem: table "icev/{obj}": file "{key(fp)}" holds {n - 1} records, manifest '
+                      f'"{key(mpath)}" claims {n}\n', out)
+        os.replace(mpath + ".orig", mpath)
+        self.verify(s, 0)
+        # a snapshot missing from the chain: the current metadata file without a middle one
+        mfile = os.path.join(d, "metadata", f"v{self.version(s, obj)}.metadata.json")
+        shutil.copy(mfile, mfile + ".orig")
+        with open(mfile) as f:
+            meta = json.load(f)
+        gone = meta["snapshots"].pop(2)
+        with open(mfile, "w") as f:
+            json.dump(meta, f)
+        out = self.verify(s, 1)
+        self.assertIn(f'problem: table "icev/{obj}": {key(mfile)}: snapshot {meta["snapshots"][2]["snapshot-id"]} '
+                      f'(sequence number {gone["sequence-number"] + 1}, position '
+                      f'{meta["snapshots"][2]["summary"]["sluice.position"]}) names parent {gone["snapshot-id"]}, '
+                      f'which the metadata does not hold, while it holds snapshot '
+                      f'{meta["snapshots"][1]["snapshot-id"]} (sequence number {gone["sequence-number"] - 1}', out)
+        os.replace(mfile + ".orig", mfile)
+        self.verify(s, 0)
+
+    def manifest_list(self, s, obj):
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        return [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]["manifest-list"]
 
     def test_merge_without_key_refused(self):
         """Merge mode needs a key: a table without one stops the stream
