@@ -29,6 +29,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sinks/avro/ocf.h"
 #include "sinks/avro_tree/store.h"
 
 /* `sluice verify` of stream's tables in store, printing what it finds to
@@ -36,5 +40,36 @@
  * problems (each printed), or another negative enum sl_status with the
  * message in err when it could not finish. */
 int ice_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
+
+/* What a compaction does. */
+struct ice_compact_conf {
+	const char *stream;
+	struct sl_ocf_codec *codec;      /* of the rewritten files (borrowed) */
+	uint64_t small_bytes;            /* append mode: data files below this size are rewritten */
+	int min_files;                   /* at least this many of them, or nothing is done */
+};
+
+struct ice_compact_result {
+	int files_in, files_out;         /* data files rewritten, and written */
+	int64_t records_in, rows_out;
+	int deletes_in;                  /* equality deletes applied (merge mode) */
+	bool done;                       /* a replace snapshot was committed */
+};
+
+/* `sluice compact` of one table, stream/object in st (ice_maint.c has the
+ * rules): in append mode rewrites the data manifests whose files are all
+ * smaller than small_bytes, in merge mode every data file with the
+ * equality deletes applied, into one file per schema, and commits a
+ * replace snapshot with the create-only rule, on top of whatever an agent
+ * committed meanwhile.  Returns 0 (res says what it did), or -1 with a
+ * message in err; a failed compaction leaves the table as it was (files it
+ * wrote are orphans). */
+int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, const char *object,
+		      struct ice_compact_result *res, char *err, size_t errlen);
+
+/* ice_compact_table for object (NULL: every table of cc->stream), a line
+ * per table to out. */
+int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const char *object, FILE *out, char *err,
+		size_t errlen);
 
 #endif

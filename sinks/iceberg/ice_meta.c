@@ -271,6 +271,42 @@ fail:
 	return rc;
 }
 
+int ice_schema_from_json(struct ice_schema *out, const json_t *js)
+{
+	const json_t *fields = json_object_get(js, "fields"), *ids = json_object_get(js, "identifier-field-ids");
+	size_t i, k;
+	json_t *jf, *id;
+
+	memset(out, 0, sizeof *out);
+	out->id = (int)json_integer_value(json_object_get(js, "schema-id"));
+	if (!(out->f = calloc(json_array_size(fields) + 1, sizeof *out->f)))
+		return -1;
+	json_array_foreach(fields, i, jf) {
+		struct ice_field *f = &out->f[out->nfields++];
+		const char *doc = json_string_value(json_object_get(jf, "doc"));
+		f->id = (int)json_integer_value(json_object_get(jf, "id"));
+		f->name = strdup(json_string_value(json_object_get(jf, "name")) ? json_string_value(json_object_get(jf, "name")) : "");
+		f->doc = doc ? strdup(doc) : NULL;
+		f->required = json_is_true(json_object_get(jf, "required"));
+		f->col = -1;
+		f->meta = ICE_M_NONE;
+		f->elem_id = (int)json_integer_value(json_object_get(json_object_get(jf, "type"), "element-id"));
+		if (!f->name || (doc && !f->doc) ||
+		    kind_of_json(json_object_get(jf, "type"), &f->kind, &f->precision, &f->scale) < 0)
+			goto fail;
+		json_array_foreach(ids, k, id)
+			f->key |= json_integer_value(id) == f->id;
+		if (f->id > out->last_column_id)
+			out->last_column_id = f->id;
+		if (f->elem_id > out->last_column_id)
+			out->last_column_id = f->elem_id;
+	}
+	return 0;
+fail:
+	ice_schema_free(out);
+	return -1;
+}
+
 json_t *ice_schema_json(const struct ice_schema *s)
 {
 	json_t *o = json_object(), *fields = json_array(), *ids = json_array();
@@ -674,6 +710,8 @@ int ice_meta_add_schema(json_t *meta, const struct ice_schema *s)
  * earlier files; delete when it adds no data file. */
 static const char *operation_of(const struct ice_snapshot *sn)
 {
+	if (sn->replace)
+		return "replace";
 	if (!sn->added_delete_files && !sn->truncate)
 		return "append";
 	return sn->added_files ? "overwrite" : "delete";
@@ -1027,7 +1065,8 @@ int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *er
 		memset(e, 0, sizeof *e);
 		if (read_long(val, "status", &status) < 0 || avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
 		    read_long(&df, "content", &content) < 0 || read_long(&df, "record_count", &e->records) < 0 ||
-		    read_long(&df, "file_size_in_bytes", &e->size) < 0 || !(e->path = read_string(&df, "file_path"))) {
+		    read_long(&df, "file_size_in_bytes", &e->size) < 0 || read_long(val, "sequence_number", &e->seq) < 0 ||
+		    !(e->path = read_string(&df, "file_path"))) {
 			snprintf(err, errlen, "manifest \"%s\": entry %d lacks a field the specification requires "
 				 "(status, content, file_path, record_count, file_size_in_bytes)", file, *n + 1);
 			free(e->path);

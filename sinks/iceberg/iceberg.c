@@ -19,6 +19,7 @@
 #include "sinks/avro/avro_value.h"
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/avro_tree/merge.h"
+#include "sinks/avro_tree/mirror.h"
 #include "sinks/avro_tree/tree.h"
 #include "sinks/iceberg/ice_fill.h"
 #include "sinks/iceberg/ice_maint.h"
@@ -51,6 +52,7 @@ struct ice_tab {
 	struct ice_col_stats *dstats;     /* of the equality delete file being written */
 	bool truncated;                   /* the snapshot to commit drops every earlier file */
 	uint64_t unfilled;                /* rows whose unchanged values nothing could fill */
+	uint64_t since_compact;           /* commits since open or the last compaction */
 };
 
 struct ice_sink {
@@ -67,6 +69,7 @@ struct ice_sink {
 	bool pending;
 	int64_t first_ms;
 	struct sl_outage *outage;         /* the stream's (borrowed), or NULL */
+	char *state_dir;                  /* where the compaction lock lives, or NULL */
 	uint64_t bytes;
 	long kill_after, commits;
 };
@@ -81,8 +84,9 @@ static uint64_t rand64(void)
 }
 
 /* Reads the table's current metadata (version-hint.text, then that
- * metadata file) into t; none is not an error. */
-static int load_table(struct ice_tab *t, char *err, size_t errlen)
+ * metadata file; want > 0: metadata version want) into t; none is not an
+ * error. */
+static int load_table(struct ice_tab *t, int want, char *err, size_t errlen)
 {
 	struct sl_buf p;
 	char *hint = NULL, *text = NULL;
@@ -96,6 +100,9 @@ static int load_table(struct ice_tab *t, char *err, size_t errlen)
 	sl_buf_printf(&p, "%s/metadata/version-hint.text", t->dir);
 	if (sl_buf_failed(&p))
 		goto oom;
+	v = want;
+	if (want > 0)
+		goto read;
 	if (access(p.data, F_OK) != 0) {
 		rc = 0;
 		goto out;
@@ -108,6 +115,7 @@ static int load_table(struct ice_tab *t, char *err, size_t errlen)
 		snprintf(err, errlen, "\"%s\" holds no version number", p.data);
 		goto out;
 	}
+read:
 	sl_buf_reset(&p);
 	sl_buf_printf(&p, "%s/metadata/v%d.metadata.json", t->dir, (int)v);
 	if (sl_buf_failed(&p))
@@ -158,7 +166,7 @@ static struct ice_tab *find_tab(struct ice_sink *s, const struct sl_table *st, c
 	s->ntabs++;
 	if (!t->object || !t->ns || !t->name || !t->dir)
 		goto oom;
-	if (load_table(t, err, errlen) < 0)
+	if (load_table(t, 0, err, errlen) < 0)
 		return NULL;
 	return t;
 oom:
@@ -416,87 +424,30 @@ static void free_manifests(struct ice_manifest_file *mf, int n)
 	free(mf);
 }
 
-/* A snapshot summary's count property key (0 when it has none). */
-static int summary_count(const json_t *sn, const char *key, int64_t *v)
-{
-	const char *p = ice_snapshot_prop(sn, key);
-
-	*v = 0;
-	return !p ? 0 : sl_parse_i64(p, 0, INT64_MAX, v);
-}
-
-/* Adds the manifest <dir>/metadata/<snapshot id>-m<k>.avro of snapshot sn
- * to mf[*n]. */
-static int add_manifest(struct ice_tab *t, const json_t *sn, int k, int64_t files, int64_t rows,
-			struct ice_manifest_file *mf, int *n, char *err, size_t errlen)
-{
-	struct ice_manifest_file *m = &mf[*n];
-	struct sl_buf p;
-	struct stat sb;
-
-	m->snapshot_id = json_integer_value(json_object_get(sn, "snapshot-id"));
-	m->sequence_number = json_integer_value(json_object_get(sn, "sequence-number"));
-	m->deletes = k == 1;
-	m->added_files = (int)files;
-	m->added_rows = rows;
-	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, m->snapshot_id, k);
-	if (!(m->path = sl_buf_detach(&p))) {
-		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
-		return -1;
-	}
-	(*n)++;
-	if (stat(m->path, &sb) < 0) {
-		snprintf(err, errlen, "could not stat the manifest \"%s\": %s", m->path, sl_strerror(errno));
-		return -1;
-	}
-	m->length = sb.st_size;
-	return 0;
-}
-
-/* The manifests of the snapshots of t->meta since the last one that
- * dropped every earlier file (sluice.truncate): each adds a data manifest
- * (-m0) when it added data files, a delete manifest (-m1) when it added
- * equality delete files; two free slots follow them.  *n receives the
- * count.  Paths owned. */
+/* The manifests of t's current snapshot, as its manifest list holds them
+ * (since the last TRUNCATE, and after a compaction's replace snapshot, the
+ * files it rewrote); two free slots follow them.  *n receives the count.
+ * Paths owned. */
 static struct ice_manifest_file *manifests_of(struct ice_tab *t, int *n, char *err, size_t errlen)
 {
-	const json_t *snaps = json_object_get(t->meta, "snapshots");
-	struct ice_manifest_file *mf = calloc(2 * json_array_size(snaps) + 2, sizeof *mf);
-	size_t i;
-	json_t *sn;
+	const json_t *cur = ice_meta_current_snapshot(t->meta);
+	struct ice_manifest_file *mf = NULL, *grown;
 
 	*n = 0;
-	if (!mf) {
+	if (cur && ice_manifest_list_read(json_string_value(json_object_get(cur, "manifest-list")), &mf, n, err,
+					  errlen) < 0)
+		return NULL;
+	if (!(grown = realloc(mf, ((size_t)*n + 2) * sizeof *mf))) {
+		free_manifests(mf, *n);
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 		return NULL;
 	}
-	json_array_foreach(snaps, i, sn) {
-		int64_t files, rows, dfiles, drows;
-		const char *tr = ice_snapshot_prop(sn, "sluice.truncate");
-		if (summary_count(sn, "added-data-files", &files) < 0 || summary_count(sn, "added-records", &rows) < 0 ||
-		    summary_count(sn, "added-equality-delete-files", &dfiles) < 0 ||
-		    summary_count(sn, "added-equality-deletes", &drows) < 0 || files > INT32_MAX || dfiles > INT32_MAX) {
-			snprintf(err, errlen, "iceberg table \"%s\": snapshot %" PRId64 " has a bad added-data-files, "
-				 "added-records or added-equality-delete-files", t->dir,
-				 (int64_t)json_integer_value(json_object_get(sn, "snapshot-id")));
-			goto fail;
-		}
-		for (; tr && !strcmp(tr, "true") && *n > 0; (*n)--)
-			free(mf[*n - 1].path);
-		if (files > 0 && add_manifest(t, sn, 0, files, rows, mf, n, err, errlen) < 0)
-			goto fail;
-		if (dfiles > 0 && add_manifest(t, sn, 1, dfiles, drows, mf, n, err, errlen) < 0)
-			goto fail;
-	}
-	return mf;
-fail:
-	free_manifests(mf, *n);
-	return NULL;
+	return grown;
 }
 
 /* Publishes the metadata JSON as v<N+1>.metadata.json (never replacing a
- * file), then version-hint.text. */
+ * file), then version-hint.text.  Returns 0, 1 when another writer (a
+ * compaction) published that version first, or -1. */
 static int publish_metadata(struct ice_tab *t, int version, char *err, size_t errlen)
 {
 	char *text = json_dumps(t->meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -519,6 +470,8 @@ static int publish_metadata(struct ice_tab *t, int version, char *err, size_t er
 	if (link(tmp.data, fin.data) < 0) {
 		snprintf(err, errlen, "could not publish \"%s\": %s%s", fin.data, sl_strerror(errno),
 			 errno == EEXIST ? " (another writer committed to the table)" : "");
+		if (errno == EEXIST)
+			rc = 1;
 		unlink(tmp.data);
 		goto out;
 	}
@@ -611,8 +564,9 @@ static void snapshot_of(struct ice_sink *s, struct ice_tab *t, const char *posit
 	}
 }
 
-/* Commits t's finished files as one snapshot. */
-static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
+/* Commits t's finished files as one snapshot.  Returns 0, 1 when another
+ * writer committed first (t->meta is then spoilt: reload it), or -1. */
+static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
 {
 	struct ice_snapshot sn = { 0 };
 	struct ice_manifest_file *mf = NULL;
@@ -656,8 +610,9 @@ static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *posit
 	}
 	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
 		goto oom;
-	if (publish_metadata(t, t->version + 1, err, errlen) < 0)
+	if ((rc = publish_metadata(t, t->version + 1, err, errlen)) != 0)
 		goto out;
+	rc = -1;
 	t->version++;
 	t->meta_ms = sn.timestamp_ms;
 	if (sn.last_csn)
@@ -682,6 +637,52 @@ out:
 	sl_buf_free(&prev);
 	sl_buf_free(&md);
 	return rc;
+}
+
+/* Another writer (`sluice compact`) committed first: reads the table's
+ * newest metadata, keeping the schema not committed yet. */
+static int reload_table(struct ice_tab *t, char *err, size_t errlen)
+{
+	int version = t->version;
+
+	json_decref(t->meta);
+	t->meta = NULL;
+	t->version = 0;
+	if (load_table(t, 0, err, errlen) < 0)
+		return -1;
+	if (t->version <= version) {  /* its version-hint.text is not written yet */
+		json_decref(t->meta);
+		t->meta = NULL;
+		if (load_table(t, version + 1, err, errlen) < 0)
+			return -1;
+	}
+	if (t->version <= version || !t->meta) {
+		snprintf(err, errlen, "iceberg table \"%s\": version-hint.text names version %d after version %d was "
+			 "taken", t->dir, t->version, version + 1);
+		return -1;
+	}
+	if (json_integer_value(json_object_get(t->meta, "current-schema-id")) != t->schema.id &&
+	    ice_meta_add_schema(t->meta, &t->schema) < 0) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Commits t's finished files as one snapshot, on top of what another
+ * writer (a compaction) committed meanwhile. */
+static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
+{
+	for (int tries = 0; tries < 20; tries++) {
+		int rc = commit_once(s, t, position, err, errlen);
+		if (rc <= 0)
+			return rc;
+		sl_info("iceberg table \"%s\": another writer committed version %d first; committing on top of it",
+			t->dir, t->version + 1);
+		if (reload_table(t, err, errlen) < 0)
+			return -1;
+	}
+	return -1;
 }
 
 /* The TOAST rule for the rows of the batch (rows[0..n), in CSN order) that
@@ -812,9 +813,48 @@ static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size
 	}
 	if (commit_table(s, t, position, err, errlen) < 0)
 		return -1;
+	t->since_compact++;
 	if (s->kill_after > 0 && ++s->commits >= s->kill_after)
 		raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
 	return 0;
+}
+
+/* Automatic compaction of t once compact_after_files commits were made
+ * since open or its last compaction, unless a `sluice compact` holds the
+ * lock.  A failure leaves the table as it was and is only logged. */
+static void auto_compact(struct ice_sink *s, struct ice_tab *t)
+{
+	struct ice_compact_conf cc = { .stream = s->stream, .codec = s->codec,
+				       .small_bytes = s->conf->compact_small_bytes, .min_files = 2 };
+	struct ice_compact_result res;
+	struct sl_store store = { 0 };
+	char err[SL_ERRLEN];
+	int fd = -1;
+	bool busy = false;
+	int64_t t0 = sl_mono_ms();
+
+	if (!s->conf->compact_after_files || t->since_compact < s->conf->compact_after_files)
+		return;
+	if (sl_mirror_lock(s->state_dir, s->stream, false, &fd, &busy, err, sizeof err) < 0 || busy) {
+		sl_debug("iceberg table \"%s\": no automatic compaction now: %s", t->dir,
+			 busy ? "another compaction runs" : err);
+		return;
+	}
+	if (sl_avro_dir_store(&store, s->conf->path, err, sizeof err) < 0 ||
+	    ice_compact_table(&store, &cc, t->object, &res, err, sizeof err) < 0) {
+		sl_warn("iceberg table \"%s\": automatic compaction failed (the table stays as it was): %s", t->dir, err);
+	} else {
+		t->since_compact = 0;
+		if (res.done)
+			sl_info("iceberg table \"%s\": compacted %d data files, %" PRId64 " records, %d equality deletes "
+				"into %d, %" PRId64 " rows, in %" PRId64 " ms", t->dir, res.files_in, res.records_in,
+				res.deletes_in, res.files_out, res.rows_out, sl_mono_ms() - t0);
+		if (res.done && reload_table(t, err, sizeof err) < 0)
+			sl_warn("iceberg table \"%s\": %s (the next commit reads it again)", t->dir, err);
+	}
+	if (store.ops)
+		store.ops->close(store.ctx);
+	sl_mirror_unlock(fd);
 }
 
 static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
@@ -827,6 +867,8 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 			return -1;
 		}
 	}
+	for (int i = 0; i < s->ntabs; i++)
+		auto_compact(s, &s->tabs[i]);
 	sl_outage_ok(s->outage);
 	s->pending = false;
 	if (!s->has_mark)
@@ -899,6 +941,7 @@ static void ice_close(void *ctx)
 		sl_ocf_codec_free(s->codec);
 	free(s->stream);
 	free(s->root);
+	free(s->state_dir);
 	free(s);
 }
 
@@ -918,6 +961,8 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 	s->conf = c;
 	s->outage = st->outage;
 	s->merge = st->mode == SL_WRITE_MERGE;
+	if (st->state_dir && !(s->state_dir = strdup(st->state_dir)))
+		goto oom;
 	if (k && sl_parse_i64(k, 1, INT32_MAX, &v) == 0)
 		s->kill_after = (long)v;
 	if (sl_mkdir_p(c->path) < 0 && errno != EEXIST) {
@@ -967,6 +1012,30 @@ static int ice_verify_stream(const void *conf, const struct sl_sink_stream *st, 
 	return rc;
 }
 
+/* `sluice compact`: the stream's tables, holding its compaction lock (ice_maint.h). */
+static int ice_compact_stream(const void *conf, const struct sl_sink_stream *st, const char *object, FILE *out,
+			      char *err, size_t errlen)
+{
+	const struct sl_iceberg_conf *c = conf;
+	struct ice_compact_conf cc = { .stream = st->name, .small_bytes = c->compact_small_bytes, .min_files = 2 };
+	struct sl_store store = { 0 };
+	int fd = -1, rc;
+	bool busy;
+
+	if ((rc = sl_mirror_lock(st->state_dir, st->name, true, &fd, &busy, err, errlen)) < 0)
+		return rc;
+	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, 0, err, errlen)) < 0 ||
+	    (rc = sl_avro_dir_store(&store, c->path, err, errlen)) < 0)
+		goto out;
+	rc = ice_compact(&store, &cc, object, out, err, errlen);
+out:
+	if (store.ops)
+		store.ops->close(store.ctx);
+	sl_ocf_codec_free(cc.codec);
+	sl_mirror_unlock(fd);
+	return rc;
+}
+
 static const struct sl_keydesc ice_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
 	  FIELD(struct sl_iceberg_conf, path) },
@@ -978,6 +1047,10 @@ static const struct sl_keydesc ice_keys[] = {
 	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
 	  FIELD(struct sl_iceberg_conf, max_file_seconds) },
+	{ .name = "compact_small_bytes", .type = SL_KT_BYTES, .def = "16MB", .min = 1,
+	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, compact_small_bytes) },
+	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
+	  FIELD(struct sl_iceberg_conf, compact_after_files) },
 };
 
 static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)
@@ -989,13 +1062,14 @@ static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, st
 
 const struct sl_sink_ops sl_iceberg_ops = {
 	.type = "iceberg",
-	.caps = SL_SINK_CAP_MERGE,
+	.caps = SL_SINK_CAP_MERGE | SL_SINK_CAP_COMPACT_APPEND,
 	.keys = ice_keys,
 	.nkeys = sizeof ice_keys / sizeof ice_keys[0],
 	.conf_size = sizeof(struct sl_iceberg_conf),
 	.conf_check = ice_conf_check,
 	.check = ice_check,
 	.verify = ice_verify_stream,
+	.compact = ice_compact_stream,
 	.open = ice_open,
 	.write = ice_write,
 	.mark = ice_mark,

@@ -20,6 +20,11 @@ python3-avro for the manifest lists and manifests:
 - sluice verify: a good table passes in both modes; a deleted data file, a
   manifest that claims a wrong record count and a snapshot missing from the
   chain are each reported, naming the file.
+- sluice compact: an append table's small files and a merge table's files
+  with its equality deletes applied are rewritten into one, as a replace
+  snapshot, with the same rows before and after (ClickHouse reads them);
+  beside running agents that keep writing, both tables end exact; the agent
+  compacts on its own after compact_after_files commits.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -578,7 +583,7 @@ class IcebergTest(PgTestCase):
         if want_deletes:
             self.assertGreater(deletes, 0, "no equality delete file is current")
         for sn in meta["snapshots"]:
-            self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
+            self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete", "replace"))
         return meta
 
     def verify(self, s, rc):
@@ -680,6 +685,148 @@ class IcebergTest(PgTestCase):
                       f'which the metadata does not hold, while it holds snapshot '
                       f'{meta["snapshots"][1]["snapshot-id"]} (sequence number {gone["sequence-number"] - 1}', out)
         os.replace(mfile + ".orig", mfile)
+        self.verify(s, 0)
+
+    def compact(self, s, want):
+        r = s.run("compact", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(want, r.stdout)
+        return r.stdout
+
+    def test_compact_append(self):
+        """sluice compact, append mode: the small data files of many flushes
+        become one, in a replace snapshot; the rows are the same (every
+        _uuid once, the _csn rebuild equals the source) before and after,
+        and the agent commits on top of it."""
+        pg = self.pg
+        s = self.backfilled("icec", "icec", 100)
+        for k in range(5):
+            churn(pg, "icec", 10000 + 100 * k, 4)
+            self.catch_up(s)
+        obj = "public_icec"
+        nsnaps, data, records, _ = self.current_files(s, obj)
+        self.assertGreaterEqual(len(data), 6)
+        before = self.read_table(s, obj)
+        self.assertEqual(rebuild(before), pg_state(pg, "icec"))
+        self.compact(s, f"stream icec: {obj}: {len(data)} data files, {records} records, 0 equality deletes -> "
+                        f"1 data file, {records} rows\n")
+        n2, data2, records2, _ = self.current_files(s, obj)
+        self.assertEqual((n2, len(data2), records2), (nsnaps + 1, 1, records))
+        after = self.read_table(s, obj)
+        self.assertEqual(sorted(r["_uuid"] for r in after), sorted(r["_uuid"] for r in before))
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in after),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        self.assertEqual(cur["summary"]["operation"], "replace")
+        self.assertIn("sluice.last-csn", cur["summary"])
+        self.verify(s, 0)
+        self.compact(s, f"stream icec: {obj}: nothing to compact\n")
+        changes = churn(pg, "icec", 20000, 5)
+        self.catch_up(s)
+        rows = self.read_table(s, obj)
+        self.assertEqual(len(rows), len(after) + changes)
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows))
+        self.assertEqual(rebuild(rows), pg_state(pg, "icec"))
+        self.verify(s, 0)
+
+    def test_compact_merge(self):
+        """sluice compact, merge mode: every data file, with the equality
+        deletes applied, becomes one file, and no delete file is left; the
+        table equals the source before and after, and after more changes."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecm")
+        pg.execute(TABLE.format(name="icecm"))
+        fill(pg, "icecm", 1, 150)
+        s = self.isluice("icecm", "public.icecm", write_mode="merge")
+        self.catch_up(s)
+        obj = "public_icecm"
+        for k in range(4):
+            churn(pg, "icecm", 10000 + 100 * k, 8)
+            self.catch_up(s)
+        _, data, records, deletes = self.current_files(s, obj)
+        self.assertGreater(len(deletes), 0)
+        want = pg_state(pg, "icecm")
+        self.assertEqual(self.read_merged(s, obj), want)
+        self.compact(s, f"stream icecm: {obj}: {len(data)} data files, {records} records, ")
+        _, data2, records2, deletes2 = self.current_files(s, obj)
+        self.assertEqual((len(data2), records2, deletes2), (1, len(want), []))
+        self.assertEqual(self.read_merged(s, obj), want)
+        self.verify(s, 0)
+        churn(pg, "icecm", 20000, 8)
+        pg.execute("UPDATE icecm SET v = 'after' WHERE id % 3 = 0")
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
+        self.check_merge_metadata(s, obj)
+
+    def test_compact_beside_agent(self):
+        """Compactions while an agent streams changes into the table, in both
+        modes: every commit of either side lands (the other retries on top),
+        and the tables end exact."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecr")
+        pg.execute(TABLE.format(name="icecr"))
+        fill(pg, "icecr", 1, 100)
+        a = self.isluice("icecra", "public.icecr")
+        m = self.isluice("icecrm", "public.icecr", write_mode="merge")
+        self.catch_up(a)
+        self.catch_up(m)
+        obj = "public_icecr"
+        changes = 100
+        pa, pm = a.start("run"), m.start("run")
+        try:
+            for k in range(6):
+                changes += churn(pg, "icecr", 10000 + 100 * k, 6)
+                for s in (a, m):
+                    r = s.run("compact", "--stream", s.stream)
+                    self.assertEqual(r.rc, 0, r.describe())
+        finally:
+            for p in (pa, pm):
+                p.signal(signal.SIGTERM)
+                p.wait_result(60)
+        self.catch_up(a)
+        self.catch_up(m)
+        want = pg_state(pg, "icecr")
+        rows = self.read_table(a, obj)
+        self.assertEqual(len(rows), changes)
+        self.assertEqual(len({r["_uuid"] for r in rows}), changes)
+        self.assertEqual(rebuild(rows), want)
+        self.assertEqual(self.read_merged(m, obj), want)
+        self.verify(a, 0)
+        self.verify(m, 0)
+
+    def replaces(self, s, obj):
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        return sum(sn["summary"]["operation"] == "replace" for sn in meta["snapshots"])
+
+    def test_compact_automatic(self):
+        """The agent compacts a table on its own after compact_after_files
+        commits to it (merge mode), and goes on committing on top."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecauto")
+        pg.execute(TABLE.format(name="icecauto"))
+        fill(pg, "icecauto", 1, 50)
+        s = self.isluice("icecauto", "public.icecauto", write_mode="merge")
+        s.extra["destination"].update(compact_after_files=3)
+        s.write_config()
+        obj = "public_icecauto"
+        p = s.start("run")
+        try:
+            harness.wait_until(lambda: os.path.exists(os.path.join(self.table_dir(s, obj), "metadata",
+                                                                   "version-hint.text")), 60, "a first commit")
+            for k in range(8):
+                v0 = self.version(s, obj)
+                churn(pg, "icecauto", 10000 + 100 * k, 3)
+                harness.wait_until(lambda: self.version(s, obj) > v0, 60, "a commit")
+            harness.wait_until(lambda: self.replaces(s, obj) >= 2, 60, "two automatic compactions")
+        finally:
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(60)
+        self.assertIn(f'iceberg table "{self.table_dir(s, obj)}": compacted ', r.stderr)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecauto"))
         self.verify(s, 0)
 
     def manifest_list(self, s, obj):
