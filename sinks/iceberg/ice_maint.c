@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -1064,6 +1065,9 @@ static int reload(struct cpt *c, struct ice_manifest_file **mf, int *nmf, char *
 	return read_current_list(c->st, c->cc->stream, c->object, c->meta, mf, nmf, err, errlen) < 0 ? -1 : 1;
 }
 
+static int expire(struct cpt *c, int64_t now_ms, char *err, size_t errlen);
+static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errlen);
+
 /* Whether path is one of the manifests the compaction rewrote. */
 static bool rewritten(const struct cpt *c, const char *path)
 {
@@ -1207,10 +1211,8 @@ int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, co
 		goto out;
 	for (int m = 0; m < c.nmf; m++)
 		any |= c.cand[m];
-	if (!any) {
-		rc = 0;
-		goto out;
-	}
+	if (!any)
+		goto maintain;
 	c.new_id = (int64_t)(sl_now_us() ^ ((uint64_t)getpid() << 40)) & INT64_MAX;
 	for (int k = 0; c.merge && k < c.nschemas; k++)
 		if (c.schemas[k].id == (int)json_integer_value(json_object_get(c.meta, "current-schema-id")) &&
@@ -1221,6 +1223,10 @@ int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, co
 			if (c.ents[m][j].status != 2 && rewrite_file(&c, &c.mf[m], &c.ents[m][j], err, errlen) < 0)
 				goto out;
 	if (out_finish(&c, err, errlen) < 0 || cpt_commit(&c, err, errlen) < 0)
+		goto out;
+maintain:
+	if (c.meta && ice_meta_current_snapshot(c.meta) &&
+	    (expire(&c, sl_now_us() / 1000, err, errlen) < 0 || remove_orphans(&c, sl_now_us() / 1000, err, errlen) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -1265,13 +1271,217 @@ int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const ch
 			break;
 		if (res.done)
 			fprintf(out, "stream %s: %s: %d data files, %" PRId64 " records, %d equality deletes -> %d data "
-				"file%s, %" PRId64 " rows\n", cc->stream, obj, res.files_in, res.records_in, res.deletes_in,
+				"file%s, %" PRId64 " rows", cc->stream, obj, res.files_in, res.records_in, res.deletes_in,
 				res.files_out, res.files_out == 1 ? "" : "s", res.rows_out);
 		else
-			fprintf(out, "stream %s: %s: nothing to compact\n", cc->stream, obj);
+			fprintf(out, "stream %s: %s: nothing to compact", cc->stream, obj);
+		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (younger than "
+			"orphan_grace)\n", res.expired, res.orphans_removed, res.orphans_young);
 	}
 	for (size_t i = 0; i < v.nkeys; i++)
 		free(v.keys[i].key);
 	free(v.keys);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Snapshot expiry and orphan files                                       */
+
+/* Whether snapshot sn of meta stays: the current one, one of the keep
+ * newest, or one younger than retention_ms before now_ms. */
+static bool stays(const json_t *meta, const json_t *sn, const struct ice_compact_conf *cc, int64_t now_ms)
+{
+	const json_t *o;
+	size_t i, newer = 0;
+	int64_t seq = snap_int(sn, "sequence-number");
+
+	if (snap_int(sn, "snapshot-id") == (int64_t)json_integer_value(json_object_get(meta, "current-snapshot-id")) ||
+	    snap_int(sn, "timestamp-ms") >= now_ms - cc->retention_ms)
+		return true;
+	json_array_foreach(json_object_get(meta, "snapshots"), i, o)
+		newer += snap_int(o, "sequence-number") > seq;
+	return newer < (size_t)cc->keep;
+}
+
+/* Drops from c->meta the snapshots that do not stay, and their snapshot-log
+ * entries.  Returns how many it dropped, or -1 (out of memory). */
+static int drop_snapshots(struct cpt *c, int64_t now_ms)
+{
+	json_t *snaps = json_object_get(c->meta, "snapshots"), *kept = json_array(), *log = json_array(), *e;
+	json_t *old = json_deep_copy(c->meta);
+	size_t i;
+	int n = 0;
+
+	if (!kept || !log || !old)
+		goto fail;
+	json_array_foreach(snaps, i, e) {
+		if (stays(old, e, c->cc, now_ms)) {
+			if (json_array_append(kept, e) < 0)
+				goto fail;
+		} else {
+			n++;
+		}
+	}
+	json_array_foreach(json_object_get(c->meta, "snapshot-log"), i, e) {
+		size_t j;
+		json_t *k;
+		json_array_foreach(kept, j, k)
+			if (snap_int(k, "snapshot-id") == snap_int(e, "snapshot-id"))
+				break;
+		if (j < json_array_size(kept) && json_array_append(log, e) < 0)
+			goto fail;
+	}
+	if (json_object_set_new(c->meta, "snapshots", kept) < 0 || json_object_set_new(c->meta, "snapshot-log", log) < 0)
+		goto fail_set;
+	json_decref(old);
+	return n;
+fail:
+	json_decref(kept);
+	json_decref(log);
+fail_set:
+	json_decref(old);
+	return -1;
+}
+
+/* Expires the snapshots of c's table that do not stay, in a metadata
+ * version of its own, published create-only (on top of whatever another
+ * writer committed meanwhile). */
+static int expire(struct cpt *c, int64_t now_ms, char *err, size_t errlen)
+{
+	struct ice_manifest_file *mf = NULL;
+	int nmf = 0, rc = -1;
+
+	for (int tries = 0; tries < MAX_COMMIT_TRIES; tries++) {
+		int n = drop_snapshots(c, now_ms);
+		if (n < 0) {
+			snprintf(err, errlen, "table \"%s/%s\": out of memory", c->cc->stream, c->object);
+			goto out;
+		}
+		c->res->expired = n;
+		if (n == 0) {
+			rc = 0;
+			goto out;
+		}
+		if ((rc = publish(c, c->version + 1, err, errlen)) != SL_STORE_EXISTS) {
+			if (rc == 0)
+				c->version++;
+			goto out;
+		}
+		c->cur_seq = INT64_MAX;  /* no TRUNCATE makes an expiry moot */
+		if ((rc = reload(c, &mf, &nmf, err, errlen)) < 0)
+			goto out;
+		rc = -1;
+	}
+	snprintf(err, errlen, "table \"%s/%s\": other commits came first %d times", c->cc->stream, c->object,
+		 MAX_COMMIT_TRIES);
+out:
+	free_list(mf, nmf);
+	return rc;
+}
+
+/* Marks in v (the table's keys) the manifest lists of the snapshots of
+ * meta, the manifests they list and the files those name. */
+static int mark_live(struct cpt *c, struct vfy *v, char *err, size_t errlen)
+{
+	size_t i;
+	json_t *sn;
+
+	json_array_foreach(json_object_get(c->meta, "snapshots"), i, sn) {
+		const char *lp = json_string_value(json_object_get(sn, "manifest-list"));
+		struct ice_manifest_file *mf = NULL;
+		struct key *k;
+		int nmf = 0;
+		if (!lp || cpt_key(c, lp, &c->key, err, errlen) < 0)
+			return -1;
+		if ((k = find_key(v, c->key.data)) && k->ref)
+			continue;   /* its list was read already */
+		if (k)
+			k->ref = true;
+		{
+			json_t *one = json_pack("{s:I, s:o}", "current-snapshot-id", (json_int_t)snap_int(sn, "snapshot-id"),
+						"snapshots", json_pack("[O]", sn));
+			int rc;
+			if (!one)
+				return -1;
+			json_object_set(one, "location", json_object_get(c->meta, "location"));
+			rc = read_current_list(c->st, c->cc->stream, c->object, one, &mf, &nmf, err, errlen);
+			json_decref(one);
+			if (rc < 0)
+				return -1;
+		}
+		for (int m = 0; m < nmf; m++) {
+			struct ice_entry *e = NULL;
+			char *local = NULL;
+			bool tmp = false;
+			int ne = 0, rc;
+			if (cpt_key(c, mf[m].path, &c->key, err, errlen) < 0) {
+				free_list(mf, nmf);
+				return -1;
+			}
+			if (!(k = find_key(v, c->key.data)) || k->ref)
+				continue;
+			k->ref = true;
+			if ((rc = c->st->ops->fetch(c->st->ctx, c->key.data, &local, &tmp, err, errlen)) == 0)
+				rc = ice_manifest_read(local, &e, &ne, err, errlen);
+			unfetch(local, tmp);
+			for (int j = 0; rc == 0 && j < ne; j++)
+				if (cpt_key(c, e[j].path, &c->key, err, errlen) == 0 && (k = find_key(v, c->key.data)))
+					k->ref = true;
+			ice_entries_free(e, ne);
+			if (rc != 0) {
+				free_list(mf, nmf);
+				return -1;
+			}
+		}
+		free_list(mf, nmf);
+	}
+	return 0;
+}
+
+/* Removes the files under the table's data/ and metadata/ (not the metadata
+ * JSON files) that no snapshot of c->meta references and that are older
+ * than the grace period; a younger one may belong to a commit under way. */
+static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errlen)
+{
+	struct vfy v = { .stream = c->cc->stream };
+	struct sl_buf prefix;
+	int rc = -1;
+
+	sl_buf_init(&prefix, 0);
+	sl_buf_printf(&prefix, "%s/%s", c->cc->stream, c->object);
+	if (sl_buf_failed(&prefix) || c->st->ops->list(c->st->ctx, prefix.data, add_key, &v, err, errlen) < 0 || v.oom)
+		goto out;
+	qsort(v.keys, v.nkeys, sizeof *v.keys, cmp_key);
+	if (mark_live(c, &v, err, errlen) < 0)
+		goto out;
+	for (size_t i = 0; i < v.nkeys; i++) {
+		const char *k = v.keys[i].key, *rest = k + prefix.len;
+		char *local = NULL;
+		bool tmp = false;
+		struct stat sb;
+		size_t len = strlen(k);
+		if (v.keys[i].ref || len < 5 || strcmp(k + len - 5, ".avro") != 0 ||
+		    (strncmp(rest, "/data/", 6) != 0 && strncmp(rest, "/metadata/", 10) != 0))
+			continue;
+		if ((rc = c->st->ops->fetch(c->st->ctx, k, &local, &tmp, err, errlen)) < 0)
+			goto out;
+		if (rc == 0 && (tmp || stat(local, &sb) < 0))
+			c->res->orphans_young++;   /* no age to go by */
+		else if (rc == 0 && now_ms - (int64_t)sb.st_mtime * 1000 < c->cc->grace_ms)
+			c->res->orphans_young++;
+		else if (rc == 0 && (rc = c->st->ops->remove(c->st->ctx, k, err, errlen)) == 0)
+			c->res->orphans_removed++;
+		unfetch(local, tmp);
+		if (rc < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (v.oom)
+		snprintf(err, errlen, "out of memory");
+	for (size_t i = 0; i < v.nkeys; i++)
+		free(v.keys[i].key);
+	free(v.keys);
+	sl_buf_free(&prefix);
 	return rc;
 }

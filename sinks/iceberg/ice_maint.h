@@ -47,6 +47,9 @@ struct ice_compact_conf {
 	struct sl_ocf_codec *codec;      /* of the rewritten files (borrowed) */
 	uint64_t small_bytes;            /* append mode: data files below this size are rewritten */
 	int min_files;                   /* at least this many of them, or nothing is done */
+	int64_t retention_ms;            /* snapshots older than this expire, */
+	int keep;                        /* but the newest keep stay */
+	int64_t grace_ms;                /* unreferenced files older than this are removed */
 };
 
 struct ice_compact_result {
@@ -54,6 +57,8 @@ struct ice_compact_result {
 	int64_t records_in, rows_out;
 	int deletes_in;                  /* equality deletes applied (merge mode) */
 	bool done;                       /* a replace snapshot was committed */
+	int expired;                     /* snapshots expired */
+	int orphans_removed, orphans_young;  /* unreferenced files removed, and kept for the grace period */
 };
 
 /* `sluice compact` of one table, stream/object in st (ice_maint.c has the
@@ -61,7 +66,10 @@ struct ice_compact_result {
  * smaller than small_bytes, in merge mode every data file with the
  * equality deletes applied, into one file per schema, and commits a
  * replace snapshot with the create-only rule, on top of whatever an agent
- * committed meanwhile.  Returns 0 (res says what it did), or -1 with a
+ * committed meanwhile.  Then it expires the snapshots older than
+ * retention_ms but the newest keep (a metadata version of its own, also
+ * create-only), and removes the files under data/ and metadata/ that no
+ * snapshot left references once they are older than grace_ms.  Returns 0 (res says what it did), or -1 with a
  * message in err; a failed compaction leaves the table as it was (files it
  * wrote are orphans). */
 int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, const char *object,

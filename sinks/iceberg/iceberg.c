@@ -639,6 +639,19 @@ out:
 	return rc;
 }
 
+/* What a compaction of conf's tables does (ice_maint.h). */
+static struct ice_compact_conf compact_conf(const struct sl_iceberg_conf *conf, const char *stream,
+					    struct sl_ocf_codec *codec)
+{
+	struct ice_compact_conf cc = {
+		.stream = stream, .codec = codec, .small_bytes = conf->compact_small_bytes, .min_files = 2,
+		.retention_ms = (int64_t)conf->snapshot_retention * 1000, .keep = (int)conf->snapshot_keep,
+		.grace_ms = (int64_t)conf->orphan_grace * 1000,
+	};
+
+	return cc;
+}
+
 /* Another writer (`sluice compact`) committed first: reads the table's
  * newest metadata, keeping the schema not committed yet. */
 static int reload_table(struct ice_tab *t, char *err, size_t errlen)
@@ -824,8 +837,7 @@ static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size
  * lock.  A failure leaves the table as it was and is only logged. */
 static void auto_compact(struct ice_sink *s, struct ice_tab *t)
 {
-	struct ice_compact_conf cc = { .stream = s->stream, .codec = s->codec,
-				       .small_bytes = s->conf->compact_small_bytes, .min_files = 2 };
+	struct ice_compact_conf cc = compact_conf(s->conf, s->stream, s->codec);
 	struct ice_compact_result res;
 	struct sl_store store = { 0 };
 	char err[SL_ERRLEN];
@@ -1017,7 +1029,7 @@ static int ice_compact_stream(const void *conf, const struct sl_sink_stream *st,
 			      char *err, size_t errlen)
 {
 	const struct sl_iceberg_conf *c = conf;
-	struct ice_compact_conf cc = { .stream = st->name, .small_bytes = c->compact_small_bytes, .min_files = 2 };
+	struct ice_compact_conf cc = compact_conf(c, st->name, NULL);
 	struct sl_store store = { 0 };
 	int fd = -1, rc;
 	bool busy;
@@ -1051,6 +1063,12 @@ static const struct sl_keydesc ice_keys[] = {
 	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, compact_small_bytes) },
 	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
 	  FIELD(struct sl_iceberg_conf, compact_after_files) },
+	{ .name = "snapshot_retention", .type = SL_KT_SECONDS, .def = "86400", .min = 0, .max = 315360000,
+	  FIELD(struct sl_iceberg_conf, snapshot_retention) },
+	{ .name = "snapshot_keep", .type = SL_KT_INT, .def = "10", .min = 1, .max = 1000000,
+	  FIELD(struct sl_iceberg_conf, snapshot_keep) },
+	{ .name = "orphan_grace", .type = SL_KT_SECONDS, .def = "86400", .min = 0, .max = 315360000,
+	  FIELD(struct sl_iceberg_conf, orphan_grace) },
 };
 
 static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, struct sl_keyerr *er)

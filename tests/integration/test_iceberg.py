@@ -25,6 +25,8 @@ python3-avro for the manifest lists and manifests:
   snapshot, with the same rows before and after (ClickHouse reads them);
   beside running agents that keep writing, both tables end exact; the agent
   compacts on its own after compact_after_files commits.
+- snapshot expiry keeps the newest snapshot_keep; unreferenced files older
+  than orphan_grace go, younger ones stay.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -709,7 +711,7 @@ class IcebergTest(PgTestCase):
         before = self.read_table(s, obj)
         self.assertEqual(rebuild(before), pg_state(pg, "icec"))
         self.compact(s, f"stream icec: {obj}: {len(data)} data files, {records} records, 0 equality deletes -> "
-                        f"1 data file, {records} rows\n")
+                        f"1 data file, {records} rows; 0 snapshots expired; ")
         n2, data2, records2, _ = self.current_files(s, obj)
         self.assertEqual((n2, len(data2), records2), (nsnaps + 1, 1, records))
         after = self.read_table(s, obj)
@@ -722,7 +724,7 @@ class IcebergTest(PgTestCase):
         self.assertEqual(cur["summary"]["operation"], "replace")
         self.assertIn("sluice.last-csn", cur["summary"])
         self.verify(s, 0)
-        self.compact(s, f"stream icec: {obj}: nothing to compact\n")
+        self.compact(s, f"stream icec: {obj}: nothing to compact; 0 snapshots expired; ")
         changes = churn(pg, "icec", 20000, 5)
         self.catch_up(s)
         rows = self.read_table(s, obj)
@@ -828,6 +830,65 @@ class IcebergTest(PgTestCase):
         self.catch_up(s)
         self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecauto"))
         self.verify(s, 0)
+
+    def test_expire_and_orphans(self):
+        """sluice compact expires the snapshots older than
+        snapshot_retention but the newest snapshot_keep, and removes the
+        files no snapshot left references once older than orphan_grace:
+        older ones go, younger ones stay; the table reads the same."""
+        pg = self.pg
+        s = self.backfilled("icex", "icex", 60)
+        for k in range(5):
+            churn(pg, "icex", 10000 + 100 * k, 3)
+            self.catch_up(s)
+        obj = "public_icex"
+        d = self.table_dir(s, obj)
+        before = self.read_table(s, obj)
+        nsnaps, data, _, _ = self.current_files(s, obj)
+        self.assertGreaterEqual(nsnaps, 6)
+        # orphans: files no snapshot references, two old, two young
+        old = [os.path.join(d, "data", "old-orphan.avro"), os.path.join(d, "metadata", "old-orphan-m0.avro")]
+        young = [os.path.join(d, "data", "young-orphan.avro"), os.path.join(d, "metadata", "snap-1.avro")]
+        for p in old + young:
+            with open(p, "wb") as f:
+                f.write(b"Obj\x01")
+        for p in old:
+            os.utime(p, (os.path.getmtime(p) - 7200, os.path.getmtime(p) - 7200))
+        s.extra["destination"].update(snapshot_retention=0, snapshot_keep=3, orphan_grace="1h")
+        s.write_config()
+        # the old data files, rewritten, are no longer referenced once their snapshots expire,
+        # but they are younger than the grace period too: they stay
+        out = self.compact(s, f"stream icex: {obj}: {len(data)} data files")
+        self.assertIn("; " + str(nsnaps + 1 - 3) + " snapshots expired; 2 unreferenced files removed", out)
+        with open(os.path.join(d, "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(len(meta["snapshots"]), 3)
+        self.assertEqual({e["snapshot-id"] for e in meta["snapshot-log"]}, {sn["snapshot-id"] for sn in meta["snapshots"]})
+        for p in old:
+            self.assertFalse(os.path.exists(p), p)
+        for p in young + data:
+            self.assertTrue(os.path.exists(p), p)
+        after = self.read_table(s, obj)
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in after),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        self.verify(s, 0)
+        # the older snapshots kept still name the rewritten files; with one snapshot kept
+        # and no grace, those go too, and only what the snapshot names is left
+        s.extra["destination"].update(snapshot_keep=1, orphan_grace=0)
+        s.write_config()
+        self.compact(s, f"stream icex: {obj}: nothing to compact; 2 snapshots expired; ")
+        _, live, _, _ = self.current_files(s, obj)
+        self.assertEqual(sorted(os.listdir(os.path.join(d, "data"))), sorted(os.path.basename(p) for p in live))
+        for p in data:
+            self.assertFalse(os.path.exists(p), p)
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in self.read_table(s, obj)),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        self.verify(s, 0)
+        changes = churn(pg, "icex", 20000, 3)
+        self.catch_up(s)
+        rows = self.read_table(s, obj)
+        self.assertEqual(len(rows), len(before) + changes)
+        self.assertEqual(rebuild(rows), pg_state(pg, "icex"))
 
     def manifest_list(self, s, obj):
         with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
