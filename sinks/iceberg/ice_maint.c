@@ -1053,6 +1053,7 @@ static int reload(struct cpt *c, struct ice_manifest_file **mf, int *nmf, char *
 		}
 		json_decref(c->meta);
 		c->meta = meta;
+		c->location = json_string_value(json_object_get(meta, "location"));
 		c->version = ver;
 	}
 	sl_buf_free(&mkey);

@@ -761,6 +761,23 @@ class IcebergTest(PgTestCase):
         self.catch_up(s)
         self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
         self.check_merge_metadata(s, obj)
+        # a compaction that loses the race: it reads version K-1 (the hint is
+        # behind), finds version K taken when it publishes, and commits on top of it
+        churn(pg, "icecm", 30000, 4)
+        self.catch_up(s)
+        k = self.version(s, obj)
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{k}.metadata.json")) as f:
+            last = json.load(f)["current-snapshot-id"]
+        with open(os.path.join(self.table_dir(s, obj), "metadata", "version-hint.text"), "w") as f:
+            f.write(str(k - 1))
+        self.compact(s, f"stream icecm: {obj}: ")
+        self.assertEqual(self.version(s, obj), k + 1)
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{k + 1}.metadata.json")) as f:
+            meta = json.load(f)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        self.assertEqual((cur["summary"]["operation"], cur["parent-snapshot-id"]), ("replace", last))
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
+        self.verify(s, 0)
 
     def test_compact_beside_agent(self):
         """Compactions while an agent streams changes into the table, in both
