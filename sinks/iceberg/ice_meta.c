@@ -1044,50 +1044,12 @@ void ice_entries_free(struct ice_entry *e, int n)
 	free(e);
 }
 
-int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *err, size_t errlen)
-{
-	struct sl_avro_read *rd = NULL;
-	avro_value_t *val, df;
-	int got, rc = -1;
-
-	*out = NULL;
-	*n = 0;
-	if (sl_avro_read_open(&rd, file, err, errlen) < 0)
-		return -1;
-	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
-		struct ice_entry *e;
-		int64_t status, content;
-		if (grow((void **)out, *n, sizeof **out) < 0) {
-			snprintf(err, errlen, "manifest \"%s\": out of memory", file);
-			goto out;
-		}
-		e = &(*out)[*n];
-		memset(e, 0, sizeof *e);
-		if (read_long(val, "status", &status) < 0 || avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
-		    read_long(&df, "content", &content) < 0 || read_long(&df, "record_count", &e->records) < 0 ||
-		    read_long(&df, "file_size_in_bytes", &e->size) < 0 || read_long(val, "sequence_number", &e->seq) < 0 ||
-		    !(e->path = read_string(&df, "file_path"))) {
-			snprintf(err, errlen, "manifest \"%s\": entry %d lacks a field the specification requires "
-				 "(status, content, file_path, record_count, file_size_in_bytes)", file, *n + 1);
-			free(e->path);
-			goto out;
-		}
-		e->status = (int)status;
-		e->content = (enum ice_content)content;
-		(*n)++;
-	}
-	rc = got < 0 ? -1 : 0;
-out:
-	sl_avro_read_close(rd);
-	if (rc < 0) {
-		ice_entries_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	return rc;
-}
-
-int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen)
+/* Reads every record of the Avro file at file into *out, an array of *n
+ * elements of size bytes, each filled by fill (0, or -1: a required field
+ * is missing) and freed by drop.  what and fields name the file's kind and
+ * its required fields in messages. */
+static int read_all(const char *file, const char *what, const char *fields, void **out, int *n, size_t size,
+		    int (*fill)(avro_value_t *val, void *elem), void (*drop)(void *elem), char *err, size_t errlen)
 {
 	struct sl_avro_read *rd = NULL;
 	avro_value_t *val;
@@ -1098,28 +1060,19 @@ int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int
 	if (sl_avro_read_open(&rd, file, err, errlen) < 0)
 		return -1;
 	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
-		struct ice_manifest_file *m;
-		int64_t content, files;
-		if (grow((void **)out, *n, sizeof **out) < 0) {
-			snprintf(err, errlen, "manifest list \"%s\": out of memory", file);
+		void *e;
+		if (grow(out, *n, size) < 0) {
+			snprintf(err, errlen, "%s \"%s\": out of memory", what, file);
 			goto out;
 		}
-		m = &(*out)[*n];
-		memset(m, 0, sizeof *m);
-		if (read_long(val, "manifest_length", &m->length) < 0 || read_long(val, "content", &content) < 0 ||
-		    read_long(val, "sequence_number", &m->sequence_number) < 0 ||
-		    read_long(val, "added_snapshot_id", &m->snapshot_id) < 0 ||
-		    read_long(val, "added_files_count", &files) < 0 ||
-		    read_long(val, "added_rows_count", &m->added_rows) < 0 ||
-		    !(m->path = read_string(val, "manifest_path"))) {
-			snprintf(err, errlen, "manifest list \"%s\": entry %d lacks a field the specification requires "
-				 "(manifest_path, manifest_length, content, sequence_number, added_snapshot_id, "
-				 "added_files_count, added_rows_count)", file, *n + 1);
-			free(m->path);
+		e = (char *)*out + (size_t)*n * size;
+		memset(e, 0, size);
+		if (fill(val, e) < 0) {
+			snprintf(err, errlen, "%s \"%s\": entry %d lacks a field the specification requires (%s)", what,
+				 file, *n + 1, fields);
+			drop(e);
 			goto out;
 		}
-		m->deletes = content != 0;
-		m->added_files = (int)files;
 		(*n)++;
 	}
 	rc = got < 0 ? -1 : 0;
@@ -1127,10 +1080,65 @@ out:
 	sl_avro_read_close(rd);
 	if (rc < 0) {
 		for (int i = 0; i < *n; i++)
-			free((*out)[i].path);
+			drop((char *)*out + (size_t)i * size);
 		free(*out);
 		*out = NULL;
 		*n = 0;
 	}
 	return rc;
+}
+
+
+static int fill_entry(avro_value_t *val, void *elem)
+{
+	struct ice_entry *e = elem;
+	avro_value_t df;
+	int64_t status, content;
+
+	if (read_long(val, "status", &status) < 0 || avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
+	    read_long(&df, "content", &content) < 0 || read_long(&df, "record_count", &e->records) < 0 ||
+	    read_long(&df, "file_size_in_bytes", &e->size) < 0 || read_long(val, "sequence_number", &e->seq) < 0 ||
+	    !(e->path = read_string(&df, "file_path")))
+		return -1;
+	e->status = (int)status;
+	e->content = (enum ice_content)content;
+	return 0;
+}
+
+static void drop_entry(void *elem)
+{
+	free(((struct ice_entry *)elem)->path);
+}
+
+int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *err, size_t errlen)
+{
+	return read_all(file, "manifest", "status, content, file_path, record_count, file_size_in_bytes",
+			(void **)out, n, sizeof **out, fill_entry, drop_entry, err, errlen);
+}
+
+static int fill_manifest(avro_value_t *val, void *elem)
+{
+	struct ice_manifest_file *m = elem;
+	int64_t content, files;
+
+	if (read_long(val, "manifest_length", &m->length) < 0 || read_long(val, "content", &content) < 0 ||
+	    read_long(val, "sequence_number", &m->sequence_number) < 0 ||
+	    read_long(val, "added_snapshot_id", &m->snapshot_id) < 0 || read_long(val, "added_files_count", &files) < 0 ||
+	    read_long(val, "added_rows_count", &m->added_rows) < 0 || !(m->path = read_string(val, "manifest_path")))
+		return -1;
+	m->deletes = content != 0;
+	m->added_files = (int)files;
+	return 0;
+}
+
+static void drop_manifest(void *elem)
+{
+	free(((struct ice_manifest_file *)elem)->path);
+}
+
+int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen)
+{
+	return read_all(file, "manifest list", "manifest_path, manifest_length, content, sequence_number, "
+			"added_snapshot_id, added_files_count, added_rows_count", (void **)out, n, sizeof **out,
+			fill_manifest, drop_manifest, err, errlen);
 }
