@@ -24,7 +24,6 @@ at least 0.9).  It exits non-zero only if something does not work.
   SLUICE_BIN=/tmp/build/sluice /usr/bin/python3 bench/iceberg_append.py [--changes N] [--batch N] [--pairs N]
 """
 
-import argparse
 import json
 import os
 import sys
@@ -33,7 +32,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
 sys.path.insert(0, HERE)
 
-import harness  # noqa: E402
 from harness import PgServer, Sluice  # noqa: E402
 import fair  # noqa: E402
 import pg_drain  # noqa: E402
@@ -56,21 +54,9 @@ def records(out):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--changes", type=int, default=1_000_000)
-    ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
-    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
-    ap.add_argument("--timeout", type=float, default=1800)
-    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
-    a = ap.parse_args()
-
-    reason = harness.pg_available()
-    if reason:
-        print(f"iceberg_append: skipped: {reason}")
-        return 0
-    if not os.access(a.sluice_bin, os.X_OK):
-        print(f"iceberg_append: no sluice binary at {a.sluice_bin} (set SLUICE_BIN)", file=sys.stderr)
-        return 2
+    a, rc = fair.pg_bench_args("iceberg_append", __doc__, 1_000_000, ())
+    if a is None:
+        return rc
 
     with PgServer() as pg:
         pg_drain.prepare(pg)
