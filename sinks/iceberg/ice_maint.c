@@ -560,6 +560,7 @@ struct cpt {
 	struct ice_schema *schemas;
 	struct sl_buf *avro;             /* their data files' Avro schemas */
 	int nschemas;
+	int cur;                         /* the current schema's index */
 	struct dkey *dels;
 	size_t ndels, cap;
 	struct outf *out;                /* nschemas of them */
@@ -783,8 +784,26 @@ static int schema_of(struct cpt *c, const struct sl_buf *avro)
 	return -1;
 }
 
+/* Appends to c->rec record val (of an older schema) as a record of schema
+ * s: each field by name, a field the record lacks (a column added since)
+ * as null. */
+static int encode_as(struct cpt *c, const struct ice_schema *s, avro_value_t *val)
+{
+	for (int i = 0; i < s->nfields; i++) {
+		avro_value_t f;
+		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) == 0) {
+			if (sl_avro_value_bytes(c->aw, &c->rec, &f) < 0)
+				return -1;
+		} else if (s->f[i].required || sl_buf_putc(&c->rec, 0) < 0) {  /* the union's null branch */
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Copies the rows of data file e (of manifest m) that no later delete
- * removes into the rewritten file of its schema. */
+ * removes into the rewritten file, in the current schema (an engine reads
+ * a file with the schema of the snapshot that added it). */
 static int rewrite_file(struct cpt *c, const struct ice_manifest_file *m, const struct ice_entry *e, char *err,
 			size_t errlen)
 {
@@ -801,24 +820,25 @@ static int rewrite_file(struct cpt *c, const struct ice_manifest_file *m, const 
 		snprintf(err, errlen, "data file \"%s\" has an Avro schema of none of the table's schemas", e->path);
 		goto out;
 	}
-	if (!c->out[k].w && out_open(c, k, err, errlen) < 0)
+	if (!c->out[c->cur].w && out_open(c, c->cur, err, errlen) < 0)
 		goto out;
 	c->res->files_in++;
 	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
+		struct outf *o = &c->out[c->cur];
 		c->res->records_in++;
 		if (c->merge && (record_key(c, &c->schemas[k], val) < 0 || deleted(c, seq)))
 			continue;
 		sl_buf_reset(&c->rec);
-		if (sl_avro_value_bytes(c->aw, &c->rec, val) < 0 ||
-		    ice_stats_add(c->out[k].stats, &c->schemas[k], false, (const unsigned char *)c->rec.data,
+		if ((k == c->cur ? sl_avro_value_bytes(c->aw, &c->rec, val) : encode_as(c, &c->schemas[c->cur], val)) < 0 ||
+		    ice_stats_add(o->stats, &c->schemas[c->cur], false, (const unsigned char *)c->rec.data,
 				  c->rec.len) < 0 ||
-		    sl_ocf_append(c->out[k].w, c->rec.data, c->rec.len, err, errlen) < 0) {
+		    sl_ocf_append(o->w, c->rec.data, c->rec.len, err, errlen) < 0) {
 			got = -1;
 			if (!err[0])
 				snprintf(err, errlen, "data file \"%s\": could not copy a record", e->path);
 			break;
 		}
-		c->out[k].records++;
+		o->records++;
 	}
 out:
 	if (rd)
@@ -973,6 +993,8 @@ static int cpt_load(struct cpt *c, char *err, size_t errlen)
 		}
 		if (ice_data_avro_schema(&c->avro[c->nschemas], &c->schemas[c->nschemas]) < 0)
 			goto oom;
+		if (c->schemas[c->nschemas].id == (int)json_integer_value(json_object_get(c->meta, "current-schema-id")))
+			c->cur = c->nschemas;
 		c->nschemas++;
 	}
 	return 0;

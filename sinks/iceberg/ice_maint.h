@@ -64,7 +64,8 @@ struct ice_compact_result {
 /* `sluice compact` of one table, stream/object in st (ice_maint.c has the
  * rules): in append mode rewrites the data manifests whose files are all
  * smaller than small_bytes, in merge mode every data file with the
- * equality deletes applied, into one file per schema, and commits a
+ * equality deletes applied, into one file in the current schema (a
+ * column added since a file was written is null in its rows), and commits a
  * replace snapshot with the create-only rule, on top of whatever an agent
  * committed meanwhile.  Then it expires the snapshots older than
  * retention_ms but the newest keep (a metadata version of its own, also

@@ -733,6 +733,30 @@ class IcebergTest(PgTestCase):
         self.assertEqual(rebuild(rows), pg_state(pg, "icec"))
         self.verify(s, 0)
 
+    def test_compact_added_column(self):
+        """Compaction of files of two schemas (a column added mid-stream):
+        one rewritten file in the current schema, every column of every row the same."""
+        pg = self.pg
+        s = self.backfilled("icecs", "icecs", 40)
+        obj = "public_icecs"
+        churn(pg, "icecs", 10000, 3)
+        self.catch_up(s)
+        pg.execute("ALTER TABLE icecs ADD COLUMN extra int")
+        churn(pg, "icecs", 20000, 3)
+        pg.execute("UPDATE icecs SET extra = id WHERE id <= 5")
+        self.catch_up(s)
+        churn(pg, "icecs", 30000, 3)
+        self.catch_up(s)
+        _, data, records, _ = self.current_files(s, obj)
+        read = lambda: sorted(json.dumps(r, sort_keys=True) for r in
+                              ch_query(f"SELECT * FROM icebergLocal('{self.table_dir(s, obj)}')"))
+        before = read()
+        self.assertEqual(len(before), records)
+        self.compact(s, f"stream icecs: {obj}: {len(data)} data files, {records} records, 0 equality deletes -> "
+                        f"1 data file, {records} rows; ")
+        self.assertEqual(read(), before)
+        self.verify(s, 0)
+
     def test_compact_merge(self):
         """sluice compact, merge mode: every data file, with the equality
         deletes applied, becomes one file, and no delete file is left; the
