@@ -164,12 +164,12 @@ class IcebergTest(PgTestCase):
     def read_table(self, s, obj):
         return ch_query(SELECT.format(path=self.table_dir(s, obj)))
 
-    def backfilled(self, name, stream, rows):
+    def backfilled(self, name, stream, rows, **kw):
         """A new table of TABLE with rows rows, backfilled by a new stream."""
         self.pg.execute(f"DROP TABLE IF EXISTS {name}")
         self.pg.execute(TABLE.format(name=name))
         fill(self.pg, name, 1, rows)
-        s = self.isluice(stream, f"public.{name}")
+        s = self.isluice(stream, f"public.{name}", **kw)
         self.catch_up(s)
         return s
 
@@ -762,11 +762,7 @@ class IcebergTest(PgTestCase):
         deletes applied, becomes one file, and no delete file is left; the
         table equals the source before and after, and after more changes."""
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS icecm")
-        pg.execute(TABLE.format(name="icecm"))
-        fill(pg, "icecm", 1, 150)
-        s = self.isluice("icecm", "public.icecm", write_mode="merge")
-        self.catch_up(s)
+        s = self.backfilled("icecm", "icecm", 150, write_mode="merge")
         obj = "public_icecm"
         for k in range(4):
             churn(pg, "icecm", 10000 + 100 * k, 8)
