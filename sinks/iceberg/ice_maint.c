@@ -1001,49 +1001,34 @@ oom:
 	return -1;
 }
 
-/* Publishes meta as version ver without replacing a file.  Returns 0,
+/* Publishes meta as version ver without replacing a file (the store's
+ * put_new, as the agent's commit), then version-hint.text.  Returns 0,
  * SL_STORE_EXISTS, or -1. */
 static int publish(struct cpt *c, int64_t ver, char *err, size_t errlen)
 {
 	char *text = json_dumps(c->meta, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	struct sl_store_file *f = NULL;
-	struct sl_buf key, dir;
-	struct iovec iov;
+	struct sl_buf key, num;
 	int rc = -1;
 
 	sl_buf_init(&key, 0);
-	sl_buf_init(&dir, 0);
-	sl_buf_printf(&dir, "%s/%s/metadata", c->cc->stream, c->object);
-	sl_buf_printf(&key, "%s/v%" PRId64 ".metadata.json", dir.data, ver);
-	if (!text || sl_buf_failed(&key) || sl_buf_failed(&dir)) {
+	sl_buf_init(&num, 0);
+	sl_buf_printf(&key, "%s/%s/metadata/v%" PRId64 ".metadata.json", c->cc->stream, c->object, ver);
+	sl_buf_printf(&num, "%" PRId64, ver);
+	if (!text || sl_buf_failed(&key) || sl_buf_failed(&num)) {
 		snprintf(err, errlen, "table \"%s/%s\": out of memory", c->cc->stream, c->object);
 		goto out;
 	}
-	iov.iov_base = text;
-	iov.iov_len = strlen(text);
-	if (c->st->ops->file_new(c->st->ctx, dir.data, "metadata", &f, err, errlen) < 0)
-		goto out;
-	if (c->st->ops->file_write(f, &iov, 1, err, errlen) < 0 ||
-	    c->st->ops->file_finish(c->st->ctx, f, key.data, err, errlen) < 0 ||
-	    (rc = c->st->ops->file_publish(c->st->ctx, f, key.data, err, errlen)) != 0) {
-		c->st->ops->file_discard(c->st->ctx, f);
+	if ((rc = c->st->ops->put_new(c->st->ctx, key.data, text, strlen(text), err, errlen)) != 0) {
 		rc = rc == SL_STORE_EXISTS ? rc : -1;
 		goto out;
 	}
-	if (c->st->ops->sync && c->st->ops->sync(c->st->ctx, err, errlen) < 0) {
-		rc = -1;
-		goto out;
-	}
 	sl_buf_reset(&key);
-	sl_buf_printf(&key, "%s%s", dir.data, HINT + strlen("/metadata"));
-	sl_buf_reset(&dir);
-	sl_buf_printf(&dir, "%" PRId64, ver);
-	rc = sl_buf_failed(&key) || sl_buf_failed(&dir) ? -1
-		: c->st->ops->put(c->st->ctx, key.data, dir.data, dir.len, err, errlen);
+	sl_buf_printf(&key, "%s/%s%s", c->cc->stream, c->object, HINT);
+	rc = sl_buf_failed(&key) ? -1 : c->st->ops->put(c->st->ctx, key.data, num.data, num.len, err, errlen);
 out:
 	free(text);
 	sl_buf_free(&key);
-	sl_buf_free(&dir);
+	sl_buf_free(&num);
 	return rc;
 }
 
@@ -1296,8 +1281,8 @@ int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const ch
 				res.files_out, res.files_out == 1 ? "" : "s", res.rows_out);
 		else
 			fprintf(out, "stream %s: %s: nothing to compact", cc->stream, obj);
-		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (younger than "
-			"orphan_grace)\n", res.expired, res.orphans_removed, res.orphans_young);
+		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (%s)\n", res.expired,
+			res.orphans_removed, res.orphans_young, cc->ages ? "younger than orphan_grace" : "no age in a bucket");
 	}
 	for (size_t i = 0; i < v.nkeys; i++)
 		free(v.keys[i].key);
@@ -1484,6 +1469,10 @@ static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errle
 		if (v.keys[i].ref || len < 5 || strcmp(k + len - 5, ".avro") != 0 ||
 		    (strncmp(rest, "/data/", 6) != 0 && strncmp(rest, "/metadata/", 10) != 0))
 			continue;
+		if (!c->cc->ages) {
+			c->res->orphans_young++;   /* no age to go by */
+			continue;
+		}
 		if ((rc = c->st->ops->fetch(c->st->ctx, k, &local, &tmp, err, errlen)) < 0)
 			goto out;
 		if (rc == 0 && (tmp || stat(local, &sb) < 0))

@@ -58,6 +58,8 @@ struct ice_compact_conf {
 	int64_t retention_ms;            /* snapshots older than this expire, */
 	int keep;                        /* but the newest keep stay */
 	int64_t grace_ms;                /* unreferenced files older than this are removed */
+	bool ages;                       /* the store's files have a modification time (a folder's); without
+					  * one (a bucket) unreferenced files are kept, and counted */
 };
 
 struct ice_compact_result {
@@ -78,7 +80,8 @@ struct ice_compact_result {
  * committed meanwhile.  Then it expires the snapshots older than
  * retention_ms but the newest keep (a metadata version of its own, also
  * create-only), and removes the files under data/ and metadata/ that no
- * snapshot left references once they are older than grace_ms.  Returns 0 (res says what it did), or -1 with a
+ * snapshot left references once they are older than grace_ms (with
+ * cc->ages; without, they are kept and counted).  Returns 0 (res says what it did), or -1 with a
  * message in err; a failed compaction leaves the table as it was (files it
  * wrote are orphans). */
 int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, const char *object,

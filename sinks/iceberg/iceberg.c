@@ -734,7 +734,7 @@ static struct ice_compact_conf compact_conf(const struct sl_iceberg_conf *conf, 
 	struct ice_compact_conf cc = {
 		.stream = stream, .codec = codec, .small_bytes = conf->compact_small_bytes, .min_files = 2,
 		.retention_ms = (int64_t)conf->snapshot_retention * 1000, .keep = (int)conf->snapshot_keep,
-		.grace_ms = (int64_t)conf->orphan_grace * 1000,
+		.grace_ms = (int64_t)conf->orphan_grace * 1000, .ages = !conf->s3.bucket,
 	};
 
 	return cc;
@@ -1098,16 +1098,21 @@ static int ice_check(const void *conf, const struct sl_sink_stream *st, FILE *ou
 	return sl_avro_dir_ops.check(&ad, st, out, err, errlen);
 }
 
+/* The tries per S3 request of `sluice verify` and `sluice compact`. */
+#define MAINT_ATTEMPTS 3
+
 /* `sluice verify`: the stream's tables read back (ice_maint.h). */
 static int ice_verify_stream(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen)
 {
 	struct sl_store store;
+	char *root;
 	int rc;
 
-	if (sl_avro_dir_store(&store, ((const struct sl_iceberg_conf *)conf)->path, err, errlen) < 0)
+	if (sl_ice_store_open(conf, st, MAINT_ATTEMPTS, &store, &root, err, errlen) < 0)
 		return SL_EFAIL;
 	rc = ice_verify(store, st->name, out, err, errlen);
 	store.ops->close(store.ctx);
+	free(root);
 	return rc;
 }
 
@@ -1118,18 +1123,20 @@ static int ice_compact_stream(const void *conf, const struct sl_sink_stream *st,
 	const struct sl_iceberg_conf *c = conf;
 	struct ice_compact_conf cc = compact_conf(c, st->name, NULL);
 	struct sl_store store = { 0 };
+	char *root = NULL;
 	int fd = -1, rc;
 	bool busy;
 
 	if ((rc = sl_mirror_lock(st->state_dir, st->name, true, &fd, &busy, err, errlen)) < 0)
 		return rc;
 	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, 0, err, errlen)) < 0 ||
-	    (rc = sl_avro_dir_store(&store, c->path, err, errlen)) < 0)
+	    (rc = sl_ice_store_open(c, st, MAINT_ATTEMPTS, &store, &root, err, errlen)) < 0)
 		goto out;
 	rc = ice_compact(&store, &cc, object, out, err, errlen);
 out:
 	if (store.ops)
 		store.ops->close(store.ctx);
+	free(root);
 	sl_ocf_codec_free(cc.codec);
 	sl_mirror_unlock(fd);
 	return rc;
