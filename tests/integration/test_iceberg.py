@@ -34,6 +34,7 @@ is missing.
 
 import datetime
 import decimal
+import io
 import json
 import os
 import shutil
@@ -198,6 +199,19 @@ class LocalTables:
 
     def read_avro_at(self, location):
         return read_avro(self.local_file(location))
+
+    # where verify says the tables are
+    store_words = "in folder"
+
+    def read_bytes(self, location):
+        with open(self.local_file(location), "rb") as f:
+            return f.read()
+
+    def take(self, location):
+        """Removes the file at location; returns its content."""
+        body = self.read_bytes(location)
+        os.remove(location)
+        return body
 
 
 class IcebergTest(LocalTables, PgTestCase):
@@ -677,13 +691,11 @@ class IcebergTest(LocalTables, PgTestCase):
 
     def current_files(self, s, obj):
         """(snapshots in the metadata, data file paths, their records, delete files) of the current snapshot."""
-        d = self.table_dir(s, obj)
-        with open(os.path.join(d, "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
-            meta = json.load(f)
+        _, meta = self.current_metadata(s, obj)
         cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
         data, deletes, records = [], [], 0
-        for m in read_avro(cur["manifest-list"])[1]:
-            for e in read_avro(m["manifest_path"])[1]:
+        for m in self.read_avro_at(cur["manifest-list"])[1]:
+            for e in self.read_avro_at(m["manifest_path"])[1]:
                 if e["data_file"]["content"] == 0:
                     data.append(e["data_file"]["file_path"])
                     records += e["data_file"]["record_count"]
@@ -706,7 +718,7 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertGreaterEqual(nsnaps, 4)
         out = self.verify(s, 0)
         self.assertIn(f"stream icev: 1 tables, {nsnaps} snapshots, {len(data)} data files, 0 delete files, "
-                      f"{records} records in folder", out)
+                      f"{records} records {self.store_words}", out)
         self.assertIn("complete, nothing missing", out)
         m = self.isluice("icevm", "public.icev", write_mode="merge")
         self.catch_up(m)
@@ -716,59 +728,57 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertGreater(len(mdeletes), 0)
         out = self.verify(m, 0)
         self.assertIn(f"stream icevm: 1 tables, {mn} snapshots, {len(mdata)} data files, {len(mdeletes)} delete "
-                      f"files, {mrecords} records in folder", out)
+                      f"files, {mrecords} records {self.store_words}", out)
         d = self.table_dir(s, obj)
         key = lambda p: f"icev/{obj}" + p[len(d):]
         # a data file deleted
         victim = data[1]
-        os.rename(victim, victim + ".away")
+        body = self.take(victim)
         out = self.verify(s, 1)
         self.assertIn(f'problem: table "icev/{obj}": data file "{key(victim)}" is missing (manifest "', out)
         self.assertIn("PROBLEMS FOUND: 1\n", out)
-        os.rename(victim + ".away", victim)
+        self.plant(victim, body)
         self.verify(s, 0)
         # a manifest that claims one record more for a file, rewritten by python3-avro
         import avro.datafile
         import avro.io
         import avro.schema
         mpath = None
-        for mf in read_avro(self.manifest_list(s, obj))[1]:
+        for mf in self.read_avro_at(self.manifest_list(s, obj))[1]:
             if mf["content"] == 0:
                 mpath = mf["manifest_path"]
-        meta, entries = read_avro(mpath)
-        with open(mpath, "rb") as f:
-            rmeta = avro.datafile.DataFileReader(f, avro.io.DatumReader()).meta
-        shutil.copy(mpath, mpath + ".orig")
+        meta, entries = self.read_avro_at(mpath)
+        orig = self.read_bytes(mpath)
+        rmeta = avro.datafile.DataFileReader(io.BytesIO(orig), avro.io.DatumReader()).meta
         entries[0]["data_file"]["record_count"] += 1
-        with open(mpath, "wb") as f:
-            w = avro.datafile.DataFileWriter(f, avro.io.DatumWriter(), avro.schema.parse(meta["avro.schema"]))
-            for k, v in rmeta.items():
-                w.set_meta(k, v)
-            for e in entries:
-                w.append(e)
-            w.close()
+        buf = io.BytesIO()
+        w = avro.datafile.DataFileWriter(buf, avro.io.DatumWriter(), avro.schema.parse(meta["avro.schema"]))
+        for k, v in rmeta.items():
+            w.set_meta(k, v)
+        for e in entries:
+            w.append(e)
+        w.flush()
+        self.plant(mpath, buf.getvalue())
         fp = entries[0]["data_file"]["file_path"]
         n = entries[0]["data_file"]["record_count"]
         out = self.verify(s, 1)
         self.assertIn(f'problem: table "icev/{obj}": file "{key(fp)}" holds {n - 1} records, manifest '
                       f'"{key(mpath)}" claims {n}\n', out)
-        os.replace(mpath + ".orig", mpath)
+        self.plant(mpath, orig)
         self.verify(s, 0)
         # a snapshot missing from the chain: the current metadata file without a middle one
-        mfile = os.path.join(d, "metadata", f"v{self.version(s, obj)}.metadata.json")
-        shutil.copy(mfile, mfile + ".orig")
-        with open(mfile) as f:
-            meta = json.load(f)
+        mfile = f"{d}/metadata/v{self.version(s, obj)}.metadata.json"
+        orig = self.read_bytes(mfile)
+        meta = json.loads(orig)
         gone = meta["snapshots"].pop(2)
-        with open(mfile, "w") as f:
-            json.dump(meta, f)
+        self.plant(mfile, json.dumps(meta).encode())
         out = self.verify(s, 1)
         self.assertIn(f'problem: table "icev/{obj}": {key(mfile)}: snapshot {meta["snapshots"][2]["snapshot-id"]} '
                       f'(sequence number {gone["sequence-number"] + 1}, position '
                       f'{meta["snapshots"][2]["summary"]["sluice.position"]}) names parent {gone["snapshot-id"]}, '
                       f'which the metadata does not hold, while it holds snapshot '
                       f'{meta["snapshots"][1]["snapshot-id"]} (sequence number {gone["sequence-number"] - 1}', out)
-        os.replace(mfile + ".orig", mfile)
+        self.plant(mfile, orig)
         self.verify(s, 0)
 
     def compact(self, s, want):
@@ -867,15 +877,12 @@ class IcebergTest(LocalTables, PgTestCase):
         # behind), finds version K taken when it publishes, and commits on top of it
         churn(pg, "icecm", 30000, 4)
         self.catch_up(s)
-        k = self.version(s, obj)
-        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{k}.metadata.json")) as f:
-            last = json.load(f)["current-snapshot-id"]
-        with open(os.path.join(self.table_dir(s, obj), "metadata", "version-hint.text"), "w") as f:
-            f.write(str(k - 1))
+        k, meta = self.current_metadata(s, obj)
+        last = meta["current-snapshot-id"]
+        self.plant(f"{self.table_dir(s, obj)}/metadata/version-hint.text", str(k - 1).encode())
         self.compact(s, f"stream icecm: {obj}: ")
-        self.assertEqual(self.version(s, obj), k + 1)
-        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{k + 1}.metadata.json")) as f:
-            meta = json.load(f)
+        k1, meta = self.current_metadata(s, obj)
+        self.assertEqual(k1, k + 1)
         cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
         self.assertEqual((cur["summary"]["operation"], cur["parent-snapshot-id"]), ("replace", last))
         self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
@@ -1010,8 +1017,7 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertEqual(rebuild(rows), pg_state(pg, "icex"))
 
     def manifest_list(self, s, obj):
-        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
-            meta = json.load(f)
+        _, meta = self.current_metadata(s, obj)
         return [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]["manifest-list"]
 
     def test_merge_without_key_refused(self):
