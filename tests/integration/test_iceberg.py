@@ -233,6 +233,15 @@ class IcebergTest(LocalTables, PgTestCase):
         self.catch_up(s)
         return s
 
+    def churned(self, name, rows, rounds, n, **kw):
+        """backfilled(name, name, rows), then rounds of n churns of it, each
+        caught up (a snapshot or more each)."""
+        s = self.backfilled(name, name, rows, **kw)
+        for k in range(rounds):
+            churn(self.pg, name, 10000 + 100 * k, n)
+            self.catch_up(s)
+        return s
+
     def test_changes_read_by_clickhouse(self):
         pg = self.pg
         s = self.backfilled("ice1", "ice", 300)
@@ -709,10 +718,7 @@ class IcebergTest(LocalTables, PgTestCase):
         claims a wrong record count and a snapshot missing from the chain
         are each reported, naming the file."""
         pg = self.pg
-        s = self.backfilled("icev", "icev", 100)
-        for k in range(3):  # a snapshot or more per run
-            churn(pg, "icev", 10000 + 100 * k, 5)
-            self.catch_up(s)
+        s = self.churned("icev", 100, 3, 5)
         obj = "public_icev"
         nsnaps, data, records, deletes = self.current_files(s, obj)
         self.assertGreaterEqual(nsnaps, 4)
@@ -793,10 +799,7 @@ class IcebergTest(LocalTables, PgTestCase):
         _uuid once, the _csn rebuild equals the source) before and after,
         and the agent commits on top of it."""
         pg = self.pg
-        s = self.backfilled("icec", "icec", 100)
-        for k in range(5):
-            churn(pg, "icec", 10000 + 100 * k, 4)
-            self.catch_up(s)
+        s = self.churned("icec", 100, 5, 4)
         obj = "public_icec"
         nsnaps, data, records, _ = self.current_files(s, obj)
         self.assertGreaterEqual(len(data), 6)
@@ -854,11 +857,8 @@ class IcebergTest(LocalTables, PgTestCase):
         deletes applied, becomes one file, and no delete file is left; the
         table equals the source before and after, and after more changes."""
         pg = self.pg
-        s = self.backfilled("icecm", "icecm", 150, write_mode="merge")
+        s = self.churned("icecm", 150, 4, 8, write_mode="merge")
         obj = "public_icecm"
-        for k in range(4):
-            churn(pg, "icecm", 10000 + 100 * k, 8)
-            self.catch_up(s)
         _, data, records, deletes = self.current_files(s, obj)
         self.assertGreater(len(deletes), 0)
         want = pg_state(pg, "icecm")
@@ -963,10 +963,7 @@ class IcebergTest(LocalTables, PgTestCase):
         files no snapshot left references once older than orphan_grace:
         older ones go, younger ones stay; the table reads the same."""
         pg = self.pg
-        s = self.backfilled("icex", "icex", 60)
-        for k in range(5):
-            churn(pg, "icex", 10000 + 100 * k, 3)
-            self.catch_up(s)
+        s = self.churned("icex", 60, 5, 3)
         obj = "public_icex"
         d = self.table_dir(s, obj)
         before = self.read_table(s, obj)
