@@ -189,8 +189,10 @@ int sl_stream_compact(struct sl_config *cfg, struct sl_stream_config *sc, const 
 	char *ns = NULL, *object = NULL;
 	int rc;
 
-	if (sc->write_mode != SL_WRITE_MERGE || !sc->destination->ops->compact) {
-		snprintf(err, errlen, "stream \"%s\": only merge-mode output in a file destination is compacted (its "
+	if (!sc->destination->ops->compact ||
+	    (sc->write_mode != SL_WRITE_MERGE && !(sc->destination->ops->caps & SL_SINK_CAP_COMPACT_APPEND))) {
+		snprintf(err, errlen, "stream \"%s\": only merge-mode output in a file destination, or an iceberg "
+			 "destination, is compacted (its "
 			 "write_mode is %s, destination \"%s\" is of type %s)", sc->name,
 			 sc->write_mode == SL_WRITE_MERGE ? "merge" : "append", sc->destination->name,
 			 sc->destination->type);

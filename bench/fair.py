@@ -10,6 +10,7 @@ measured with both).  Runs alternate A B A B ... for --pairs pairs, and every
 figure is printed as min/median/max over them.
 """
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -67,3 +68,28 @@ def report(label, results, units, unit="change", rss=True):
 def ratio(label, a, b):
     """The wall-time ratio a/b, min/median/max over the pairs (a[i] with b[i])."""
     print(f"ratio {label} (wall time, pair by pair): {mmm([x.wall_s / y.wall_s for x, y in zip(a, b)])}")
+
+
+def pg_bench_args(name, doc, changes, extra=()):
+    """The arguments of a bench that drains a PostgreSQL backlog (--changes,
+    default changes; --batch, --sluice-bin, --timeout, --pairs; extra: more
+    (flag, kwargs) pairs), parsed.  Returns (args, None), or (None, exit
+    code) after saying why the bench cannot run."""
+    import harness
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--changes", type=int, default=changes)
+    ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
+    for flag, kw in extra:
+        ap.add_argument(flag, **kw)
+    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
+    a = ap.parse_args()
+    reason = harness.pg_available()
+    if reason:
+        print(f"{name}: skipped: {reason}")
+        return None, 0
+    if not os.access(a.sluice_bin, os.X_OK):
+        print(f"{name}: no sluice binary at {a.sluice_bin} (set SLUICE_BIN)", file=sys.stderr)
+        return None, 2
+    return a, None

@@ -25,7 +25,6 @@ something does not work.
                                                 [--method hash|null|redact|truncate(8)] [--pairs N]
 """
 
-import argparse
 import os
 import sys
 
@@ -34,29 +33,15 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 sys.path.insert(0, HERE)
 
-import harness  # noqa: E402
 from harness import PgServer, Sluice  # noqa: E402
 import fair  # noqa: E402
 from pg_drain import USER, load, prepare  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--changes", type=int, default=300_000)
-    ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
-    ap.add_argument("--method", default="hash")
-    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
-    ap.add_argument("--timeout", type=float, default=1800)
-    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
-    a = ap.parse_args()
-
-    reason = harness.pg_available()
-    if reason:
-        print(f"mask_cost: skipped: {reason}")
-        return 0
-    if not os.access(a.sluice_bin, os.X_OK):
-        print(f"mask_cost: no sluice binary at {a.sluice_bin} (set SLUICE_BIN)", file=sys.stderr)
-        return 2
+    a, rc = fair.pg_bench_args("mask_cost", __doc__, 300_000, (("--method", {"default": "hash"}),))
+    if a is None:
+        return rc
 
     with PgServer() as pg:
         prepare(pg)

@@ -23,6 +23,7 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
 	%D%/clickhouse/ch_deadletter.c %D%/clickhouse/ch_deadletter.h \
 	%D%/iceberg/iceberg.c %D%/iceberg/iceberg.h %D%/iceberg/ice_meta.c %D%/iceberg/ice_meta.h \
 	%D%/iceberg/ice_fill.c %D%/iceberg/ice_fill.h %D%/iceberg/ice_store.c \
+	%D%/iceberg/ice_maint.c %D%/iceberg/ice_maint.h \
 	%D%/iceberg/ice_stats.c %D%/iceberg/ice_stats.h
 libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBDEFLATE_CFLAGS) $(SNAPPY_CFLAGS) $(ZSTD_CFLAGS) \
 	$(JANSSON_CFLAGS) $(AVRO_CFLAGS) $(CURL_CFLAGS) $(NETTLE_CFLAGS) $(ZLIB_CFLAGS)

@@ -77,6 +77,7 @@ struct sl_sink_stream {
 
 /* ops->caps: what a sink supports beyond append mode. */
 #define SL_SINK_CAP_MERGE 0x1u    /* write_mode = merge */
+#define SL_SINK_CAP_COMPACT_APPEND 0x2u  /* compact() also serves append mode */
 
 struct sl_sink_ops {
 	const char *type;                 /* the destination type it implements */
@@ -111,7 +112,8 @@ struct sl_sink_ops {
 	int (*verify)(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err,
 		      size_t errlen);
 
-	/* Optional, for `sluice compact` (merge mode): folds the output of
+	/* Optional, for `sluice compact` (merge mode; append mode too with
+	 * SL_SINK_CAP_COMPACT_APPEND): folds the output of
 	 * object (NULL: of every object) into a new base, printing a line per
 	 * object to out; safe while an agent writes the stream.  Returns 0, or a
 	 * negative enum sl_status with the message in err. */

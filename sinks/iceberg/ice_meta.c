@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "common/util.h"
+#include "sinks/avro/avro_read.h"
 #include "sinks/avro/avro_schema.h"
 #include "sinks/avro/avro_value.h"
 #include "sinks/iceberg/ice_stats.h"
@@ -268,6 +269,42 @@ oom:
 fail:
 	ice_schema_free(out);
 	return rc;
+}
+
+int ice_schema_from_json(struct ice_schema *out, const json_t *js)
+{
+	const json_t *fields = json_object_get(js, "fields"), *ids = json_object_get(js, "identifier-field-ids");
+	size_t i, k;
+	json_t *jf, *id;
+
+	memset(out, 0, sizeof *out);
+	out->id = (int)json_integer_value(json_object_get(js, "schema-id"));
+	if (!(out->f = calloc(json_array_size(fields) + 1, sizeof *out->f)))
+		return -1;
+	json_array_foreach(fields, i, jf) {
+		struct ice_field *f = &out->f[out->nfields++];
+		const char *doc = json_string_value(json_object_get(jf, "doc"));
+		f->id = (int)json_integer_value(json_object_get(jf, "id"));
+		f->name = strdup(json_string_value(json_object_get(jf, "name")) ? json_string_value(json_object_get(jf, "name")) : "");
+		f->doc = doc ? strdup(doc) : NULL;
+		f->required = json_is_true(json_object_get(jf, "required"));
+		f->col = -1;
+		f->meta = ICE_M_NONE;
+		f->elem_id = (int)json_integer_value(json_object_get(json_object_get(jf, "type"), "element-id"));
+		if (!f->name || (doc && !f->doc) ||
+		    kind_of_json(json_object_get(jf, "type"), &f->kind, &f->precision, &f->scale) < 0)
+			goto fail;
+		json_array_foreach(ids, k, id)
+			f->key |= json_integer_value(id) == f->id;
+		if (f->id > out->last_column_id)
+			out->last_column_id = f->id;
+		if (f->elem_id > out->last_column_id)
+			out->last_column_id = f->elem_id;
+	}
+	return 0;
+fail:
+	ice_schema_free(out);
+	return -1;
 }
 
 json_t *ice_schema_json(const struct ice_schema *s)
@@ -673,6 +710,8 @@ int ice_meta_add_schema(json_t *meta, const struct ice_schema *s)
  * earlier files; delete when it adds no data file. */
 static const char *operation_of(const struct ice_snapshot *sn)
 {
+	if (sn->replace)
+		return "replace";
 	if (!sn->added_delete_files && !sn->truncate)
 		return "append";
 	return sn->added_files ? "overwrite" : "delete";
@@ -939,4 +978,167 @@ int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 	     put_container(out, manifest_file_schema, kv, (int)(sizeof kv / sizeof kv[0] / 2), n, &recs);
 	sl_buf_free(&recs);
 	return rc;
+}
+
+/* ---- reading manifests back (sluice verify, compaction) ---- */
+
+/* Field name of record val as a long (an int or a long, or a union of null
+ * and one of them: null reads as -1). */
+static int read_long(avro_value_t *val, const char *name, int64_t *out)
+{
+	avro_value_t f, b;
+	int32_t i;
+
+	if (avro_value_get_by_name(val, name, &f, NULL) != 0)
+		return -1;
+	if (avro_value_get_type(&f) == AVRO_UNION) {
+		if (avro_value_get_current_branch(&f, &b) != 0)
+			return -1;
+		f = b;
+	}
+	switch (avro_value_get_type(&f)) {
+	case AVRO_NULL:
+		*out = -1;
+		return 0;
+	case AVRO_INT32:
+		if (avro_value_get_int(&f, &i) != 0)
+			return -1;
+		*out = i;
+		return 0;
+	case AVRO_INT64:
+		return avro_value_get_long(&f, out) != 0 ? -1 : 0;
+	default:
+		return -1;
+	}
+}
+
+/* Field name of record val as a string (malloc'd), or NULL. */
+static char *read_string(avro_value_t *val, const char *name)
+{
+	avro_value_t f;
+	const char *s = NULL;
+	size_t len = 0;
+
+	if (avro_value_get_by_name(val, name, &f, NULL) != 0 || avro_value_get_string(&f, &s, &len) != 0)
+		return NULL;
+	return strndup(s, len ? len - 1 : 0);  /* avro-c counts the final NUL */
+}
+
+/* Grows *arr (of size elements) to hold n + 1. */
+static int grow(void **arr, int n, size_t size)
+{
+	void *p;
+
+	if (n & (n - 1) && n > 0)
+		return 0;
+	if (!(p = realloc(*arr, (size_t)(n ? 2 * n : 1) * size)))
+		return -1;
+	*arr = p;
+	return 0;
+}
+
+void ice_entries_free(struct ice_entry *e, int n)
+{
+	for (int i = 0; e && i < n; i++)
+		free(e[i].path);
+	free(e);
+}
+
+/* Reads every record of the Avro file at file into *out, an array of *n
+ * elements of size bytes, each filled by fill (0, or -1: a required field
+ * is missing) and freed by drop.  what and fields name the file's kind and
+ * its required fields in messages. */
+static int read_all(const char *file, const char *what, const char *fields, void **out, int *n, size_t size,
+		    int (*fill)(avro_value_t *val, void *elem), void (*drop)(void *elem), char *err, size_t errlen)
+{
+	struct sl_avro_read *rd = NULL;
+	avro_value_t *val;
+	int got, rc = -1;
+
+	*out = NULL;
+	*n = 0;
+	if (sl_avro_read_open(&rd, file, err, errlen) < 0)
+		return -1;
+	while ((got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
+		void *e;
+		if (grow(out, *n, size) < 0) {
+			snprintf(err, errlen, "%s \"%s\": out of memory", what, file);
+			goto out;
+		}
+		e = (char *)*out + (size_t)*n * size;
+		memset(e, 0, size);
+		if (fill(val, e) < 0) {
+			snprintf(err, errlen, "%s \"%s\": entry %d lacks a field the specification requires (%s)", what,
+				 file, *n + 1, fields);
+			drop(e);
+			goto out;
+		}
+		(*n)++;
+	}
+	rc = got < 0 ? -1 : 0;
+out:
+	sl_avro_read_close(rd);
+	if (rc < 0) {
+		for (int i = 0; i < *n; i++)
+			drop((char *)*out + (size_t)i * size);
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+
+static int fill_entry(avro_value_t *val, void *elem)
+{
+	struct ice_entry *e = elem;
+	avro_value_t df;
+	int64_t status, content;
+
+	if (read_long(val, "status", &status) < 0 || avro_value_get_by_name(val, "data_file", &df, NULL) != 0 ||
+	    read_long(&df, "content", &content) < 0 || read_long(&df, "record_count", &e->records) < 0 ||
+	    read_long(&df, "file_size_in_bytes", &e->size) < 0 || read_long(val, "sequence_number", &e->seq) < 0 ||
+	    !(e->path = read_string(&df, "file_path")))
+		return -1;
+	e->status = (int)status;
+	e->content = (enum ice_content)content;
+	return 0;
+}
+
+static void drop_entry(void *elem)
+{
+	free(((struct ice_entry *)elem)->path);
+}
+
+int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *err, size_t errlen)
+{
+	return read_all(file, "manifest", "status, content, file_path, record_count, file_size_in_bytes",
+			(void **)out, n, sizeof **out, fill_entry, drop_entry, err, errlen);
+}
+
+static int fill_manifest(avro_value_t *val, void *elem)
+{
+	struct ice_manifest_file *m = elem;
+	int64_t content, files;
+
+	if (read_long(val, "manifest_length", &m->length) < 0 || read_long(val, "content", &content) < 0 ||
+	    read_long(val, "sequence_number", &m->sequence_number) < 0 ||
+	    read_long(val, "added_snapshot_id", &m->snapshot_id) < 0 || read_long(val, "added_files_count", &files) < 0 ||
+	    read_long(val, "added_rows_count", &m->added_rows) < 0 || !(m->path = read_string(val, "manifest_path")))
+		return -1;
+	m->deletes = content != 0;
+	m->added_files = (int)files;
+	return 0;
+}
+
+static void drop_manifest(void *elem)
+{
+	free(((struct ice_manifest_file *)elem)->path);
+}
+
+int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen)
+{
+	return read_all(file, "manifest list", "manifest_path, manifest_length, content, sequence_number, "
+			"added_snapshot_id, added_files_count, added_rows_count", (void **)out, n, sizeof **out,
+			fill_manifest, drop_manifest, err, errlen);
 }

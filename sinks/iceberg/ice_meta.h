@@ -77,6 +77,12 @@ void ice_schema_free(struct ice_schema *s);
 int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
 			const json_t *cur, int last_column_id, char *err, size_t errlen);
 
+/* The schema as the metadata JSON js holds it (a compaction's rewrite):
+ * fields, ids, types, doc, and the key from identifier-field-ids; no field
+ * has a source column (col -1, meta ICE_M_NONE).  Returns 0, or -1 when js
+ * holds a type sluice does not write or memory ran out. */
+int ice_schema_from_json(struct ice_schema *out, const json_t *js);
+
 /* The name a source column gets: a leading '_' is doubled.  Appends to out. */
 int ice_column_name(struct sl_buf *out, const char *name);
 
@@ -135,6 +141,7 @@ struct ice_snapshot {
 	int64_t added_files, added_records, added_size;
 	int64_t added_delete_files, added_deletes;  /* equality delete files and their records */
 	bool truncate;                  /* drops every earlier file (sluice.truncate) */
+	bool replace;                   /* a compaction: operation replace, the same rows in other files */
 	const char *stream, *position;  /* sluice.stream, sluice.position */
 	const char *last_csn;           /* sluice.last-csn: the table's last change CSN from the log, or NULL */
 };
@@ -190,6 +197,27 @@ int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t 
 /* Appends to out the manifest list of snapshot sn: the n manifests mf. */
 int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 			     const struct ice_manifest_file *mf, int n);
+
+/* The reader's half (sluice verify, compaction).  One entry of a manifest,
+ * as read back. */
+struct ice_entry {
+	int status;                     /* 0 existing, 1 added, 2 deleted */
+	enum ice_content content;
+	char *path;                     /* its data_file's file_path (owned) */
+	int64_t records, size;          /* record_count, file_size_in_bytes */
+	int64_t seq;                    /* its data sequence number, -1: the manifest's */
+};
+
+/* Reads the entries of the manifest at file (a local file) into *out (*n
+ * of them; free with ice_entries_free).  Returns 0, or -1 with a message in
+ * err naming the file (unreadable, or an entry without a required field). */
+int ice_manifest_read(const char *file, struct ice_entry **out, int *n, char *err, size_t errlen);
+void ice_entries_free(struct ice_entry *e, int n);
+
+/* Reads the manifest list at file (a local file) into *out (*n entries,
+ * paths owned; free each path, then the array).  Returns 0, or -1 with a
+ * message in err naming the file. */
+int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen);
 
 /* The bytes of the Avro fixed of a decimal of precision digits (the
  * specification's table: the fewest bytes that hold 10^precision - 1). */

@@ -19,8 +19,10 @@
 #include "sinks/avro/avro_value.h"
 #include "sinks/avro_dir/avro_dir.h"
 #include "sinks/avro_tree/merge.h"
+#include "sinks/avro_tree/mirror.h"
 #include "sinks/avro_tree/tree.h"
 #include "sinks/iceberg/ice_fill.h"
+#include "sinks/iceberg/ice_maint.h"
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
 
@@ -31,13 +33,6 @@ struct ice_file {
 	const struct sl_store *store;
 	char *key;                        /* <stream>/<object>/data/<name>.avro */
 	int64_t size;                     /* bytes written */
-};
-
-/* The length of a manifest (<snapshot id>-m<k>.avro), for manifest lists. */
-struct ice_mlen {
-	int64_t snap;
-	int k;
-	int64_t len;
 };
 
 struct ice_tab {
@@ -65,9 +60,7 @@ struct ice_tab {
 	struct ice_col_stats *dstats;     /* of the equality delete file being written */
 	bool truncated;                   /* the snapshot to commit drops every earlier file */
 	uint64_t unfilled;                /* rows whose unchanged values nothing could fill */
-	struct ice_mlen *mlens;           /* manifest lengths known, by (snap, k) */
-	size_t nmlens;
-	bool listed;                      /* the metadata folder's lengths are in mlens */
+	uint64_t since_compact;           /* commits since open or the last compaction */
 };
 
 struct ice_sink {
@@ -85,6 +78,7 @@ struct ice_sink {
 	bool pending;
 	int64_t first_ms;
 	struct sl_outage *outage;         /* the stream's (borrowed), or NULL */
+	char *state_dir;                  /* where the compaction lock lives, or NULL */
 	uint64_t bytes;
 	long kill_after, commits;
 };
@@ -524,160 +518,30 @@ static void free_manifests(struct ice_manifest_file *mf, int n)
 	free(mf);
 }
 
-/* A snapshot summary's count property key (0 when it has none). */
-static int summary_count(const json_t *sn, const char *key, int64_t *v)
-{
-	const char *p = ice_snapshot_prop(sn, key);
-
-	*v = 0;
-	return !p ? 0 : sl_parse_i64(p, 0, INT64_MAX, v);
-}
-
-static int mlen_cmp(const void *a, const void *b)
-{
-	const struct ice_mlen *x = a, *y = b;
-
-	return x->snap < y->snap ? -1 : x->snap > y->snap ? 1 : x->k - y->k;
-}
-
-/* Notes that manifest <snap>-m<k>.avro has len bytes.  0, or -1 (out of memory). */
-static int mlen_add(struct ice_tab *t, int64_t snap, int k, int64_t len)
-{
-	struct ice_mlen *m = realloc(t->mlens, (t->nmlens + 1) * sizeof *m);
-
-	if (!m)
-		return -1;
-	t->mlens = m;
-	m[t->nmlens].snap = snap;
-	m[t->nmlens].k = k;
-	m[t->nmlens++].len = len;
-	qsort(t->mlens, t->nmlens, sizeof *m, mlen_cmp);
-	return 0;
-}
-
-/* A key of the table's metadata folder: notes its length when it names a
- * manifest. */
-static int note_mlen(void *arg, const char *key, uint64_t size)
-{
-	struct ice_tab *t = arg;
-	const char *base = strrchr(key, '/'), *dash;
-	char num[24];
-	int64_t snap;
-
-	base = base ? base + 1 : key;
-	dash = strstr(base, "-m");
-	if (!dash || (size_t)(dash - base) >= sizeof num || (dash[2] != '0' && dash[2] != '1') ||
-	    strcmp(dash + 3, ".avro") != 0)
-		return 0;
-	memcpy(num, base, (size_t)(dash - base));
-	num[dash - base] = '\0';
-	if (sl_parse_i64(num, 0, INT64_MAX, &snap) < 0)
-		return 0;
-	return mlen_add(t, snap, dash[2] - '0', (int64_t)size);
-}
-
-/* The length of manifest <snap>-m<k>.avro: the one it was written with, or
- * (after a restart) the one the store lists, once per table. */
-static int manifest_length(struct ice_sink *s, struct ice_tab *t, int64_t snap, int k, int64_t *len, char *err,
-			   size_t errlen)
-{
-	struct ice_mlen want = { snap, k, 0 }, *m;
-	struct sl_buf p;
-	int rc;
-
-	m = t->nmlens ? bsearch(&want, t->mlens, t->nmlens, sizeof *m, mlen_cmp) : NULL;
-	if (!m && !t->listed) {
-		sl_buf_init(&p, 0);
-		sl_buf_printf(&p, "%s/metadata", t->key);
-		err[0] = '\0';
-		rc = sl_buf_failed(&p) ? -1 : s->store.ops->list(s->store.ctx, p.data, note_mlen, t, err, errlen);
-		sl_buf_free(&p);
-		if (rc < 0) {
-			if (!err[0])
-				snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
-			return -1;
-		}
-		t->listed = true;
-		m = t->nmlens ? bsearch(&want, t->mlens, t->nmlens, sizeof *m, mlen_cmp) : NULL;
-	}
-	if (!m) {
-		snprintf(err, errlen, "iceberg table \"%s\": the manifest \"%s/metadata/%" PRId64 "-m%d.avro\" is "
-			 "missing", t->dir, t->dir, snap, k);
-		return -1;
-	}
-	*len = m->len;
-	return 0;
-}
-
-/* Adds the manifest <location>/metadata/<snapshot id>-m<k>.avro of
- * snapshot sn to mf[*n]. */
-static int add_manifest(struct ice_sink *s, struct ice_tab *t, const json_t *sn, int k, int64_t files,
-			int64_t rows, struct ice_manifest_file *mf, int *n, char *err, size_t errlen)
-{
-	struct ice_manifest_file *m = &mf[*n];
-	struct sl_buf p;
-
-	m->snapshot_id = json_integer_value(json_object_get(sn, "snapshot-id"));
-	m->sequence_number = json_integer_value(json_object_get(sn, "sequence-number"));
-	m->deletes = k == 1;
-	m->added_files = (int)files;
-	m->added_rows = rows;
-	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, m->snapshot_id, k);
-	if (!(m->path = sl_buf_detach(&p))) {
-		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
-		return -1;
-	}
-	(*n)++;
-	return manifest_length(s, t, m->snapshot_id, k, &m->length, err, errlen);
-}
-
-/* The manifests of the snapshots of t->meta since the last one that
- * dropped every earlier file (sluice.truncate): each adds a data manifest
- * (-m0) when it added data files, a delete manifest (-m1) when it added
- * equality delete files; two free slots follow them.  *n receives the
- * count.  Paths owned. */
+/* The manifests of t's current snapshot, as its manifest list holds them
+ * (since the last TRUNCATE, and after a compaction's replace snapshot, the
+ * files it rewrote), read through the store; two free slots follow them.
+ * *n receives the count.  Paths owned. */
 static struct ice_manifest_file *manifests_of(struct ice_sink *s, struct ice_tab *t, int *n, char *err,
 					      size_t errlen)
 {
-	const json_t *snaps = json_object_get(t->meta, "snapshots");
-	struct ice_manifest_file *mf = calloc(2 * json_array_size(snaps) + 2, sizeof *mf);
-	size_t i;
-	json_t *sn;
+	struct ice_manifest_file *mf = NULL, *grown;
 
-	*n = 0;
-	if (!mf) {
+	if (ice_current_manifests(&s->store, s->stream, t->object, t->meta, &mf, n, err, errlen) < 0)
+		return NULL;
+	if (!(grown = realloc(mf, ((size_t)*n + 2) * sizeof *mf))) {
+		free_manifests(mf, *n);
 		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 		return NULL;
 	}
-	json_array_foreach(snaps, i, sn) {
-		int64_t files, rows, dfiles, drows;
-		const char *tr = ice_snapshot_prop(sn, "sluice.truncate");
-		if (summary_count(sn, "added-data-files", &files) < 0 || summary_count(sn, "added-records", &rows) < 0 ||
-		    summary_count(sn, "added-equality-delete-files", &dfiles) < 0 ||
-		    summary_count(sn, "added-equality-deletes", &drows) < 0 || files > INT32_MAX || dfiles > INT32_MAX) {
-			snprintf(err, errlen, "iceberg table \"%s\": snapshot %" PRId64 " has a bad added-data-files, "
-				 "added-records or added-equality-delete-files", t->dir,
-				 (int64_t)json_integer_value(json_object_get(sn, "snapshot-id")));
-			goto fail;
-		}
-		for (; tr && !strcmp(tr, "true") && *n > 0; (*n)--)
-			free(mf[*n - 1].path);
-		if (files > 0 && add_manifest(s, t, sn, 0, files, rows, mf, n, err, errlen) < 0)
-			goto fail;
-		if (dfiles > 0 && add_manifest(s, t, sn, 1, dfiles, drows, mf, n, err, errlen) < 0)
-			goto fail;
-	}
-	return mf;
-fail:
-	free_manifests(mf, *n);
-	return NULL;
+	return grown;
 }
 
 /* Publishes the metadata JSON as v<N+1>.metadata.json (never replacing
- * one: the store's put_new), then version-hint.text.  *published: the
- * metadata file is there (the commit stands, even when replacing
- * version-hint.text then failed: load_table finds it). */
+ * one: the store's put_new), then version-hint.text.  Returns 0,
+ * SL_STORE_EXISTS when another writer published that version first, or
+ * -1.  *published: the metadata file is there (the commit stands, even
+ * when replacing version-hint.text then failed: load_table finds it). */
 static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, bool *published, char *err,
 			    size_t errlen)
 {
@@ -700,7 +564,7 @@ static int publish_metadata(struct ice_sink *s, struct ice_tab *t, int version, 
 			snprintf(err, errlen, "could not publish \"%s/metadata/v%d.metadata.json\": it exists "
 				 "(another writer committed to the table); only one agent may write a table",
 				 t->dir, version);
-			rc = SL_EPREREQ;
+			rc = SL_STORE_EXISTS;
 		}
 		goto out;
 	}
@@ -747,8 +611,6 @@ static int write_manifest(struct ice_sink *s, struct ice_tab *t, const struct ic
 		goto oom;
 	if (s->store.ops->put(s->store.ctx, key.data, enc.data, enc.len, err, errlen) < 0)
 		goto out;
-	if (mlen_add(t, sn->id, k, (int64_t)enc.len) < 0)
-		goto oom;
 	m->path = sl_buf_detach(&path);
 	m->deletes = content != ICE_DATA;
 	m->length = (int64_t)enc.len;
@@ -795,8 +657,10 @@ static void snapshot_of(struct ice_sink *s, struct ice_tab *t, const char *posit
 }
 
 /* Commits t's finished files as one snapshot: its manifests and manifest
- * list (each durable when put returns), then the metadata file. */
-static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
+ * list (each durable when put returns), then the metadata file.  Returns 0,
+ * SL_STORE_EXISTS when another writer published that version first (t->meta
+ * is then spoilt: reload it), or a negative status. */
+static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
 {
 	struct ice_snapshot sn = { 0 };
 	struct ice_manifest_file *mf = NULL;
@@ -861,6 +725,66 @@ out:
 	sl_buf_free(&enc);
 	sl_buf_free(&prev);
 	return rc;
+}
+
+/* What a compaction of conf's tables does (ice_maint.h). */
+static struct ice_compact_conf compact_conf(const struct sl_iceberg_conf *conf, const char *stream,
+					    struct sl_ocf_codec *codec)
+{
+	struct ice_compact_conf cc = {
+		.stream = stream, .codec = codec, .small_bytes = conf->compact_small_bytes, .min_files = 2,
+		.retention_ms = (int64_t)conf->snapshot_retention * 1000, .keep = (int)conf->snapshot_keep,
+		.grace_ms = (int64_t)conf->orphan_grace * 1000, .ages = !conf->s3.bucket,
+	};
+
+	return cc;
+}
+
+/* Another writer committed version t->version + 1 first: reads the
+ * table's newest metadata (load_table follows versions of this stream's,
+ * as a compaction's), keeping the schema not committed yet.  Returns 0, 1
+ * when the version taken is not this stream's (another agent), or -1. */
+static int reload_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
+{
+	int version = t->version;
+
+	json_decref(t->meta);
+	t->meta = NULL;
+	t->version = 0;
+	if (load_table(s, t, err, errlen) < 0)
+		return -1;
+	if (t->version <= version)
+		return 1;
+	if (json_integer_value(json_object_get(t->meta, "current-schema-id")) != t->schema.id &&
+	    ice_meta_add_schema(t->meta, &t->schema) < 0) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Commits t's finished files as one snapshot, on top of what a compaction
+ * of the stream committed meanwhile; a version another writer took stops
+ * it (SL_EPREREQ, the message naming the file). */
+static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
+{
+	char taken[SL_ERRLEN];
+
+	for (int tries = 0; tries < 20; tries++) {
+		int rc = commit_once(s, t, position, err, errlen);
+		if (rc <= 0)
+			return rc;
+		snprintf(taken, sizeof taken, "%s", err);
+		if ((rc = reload_table(s, t, err, errlen)) < 0)
+			return -1;
+		if (rc > 0) {
+			snprintf(err, errlen, "%s", taken);
+			return SL_EPREREQ;
+		}
+		sl_info("iceberg table \"%s\": a compaction committed version %d first; committing on top of it",
+			t->dir, t->version);
+	}
+	return -1;
 }
 
 /* The TOAST rule for the rows of the batch (rows[0..n), in CSN order) that
@@ -990,9 +914,43 @@ static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size
 		return -1;
 	if ((rc = commit_table(s, t, position, err, errlen)) < 0)
 		return rc;
+	t->since_compact++;
 	if (s->kill_after > 0 && ++s->commits >= s->kill_after)
 		raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
 	return 0;
+}
+
+/* Automatic compaction of t once compact_after_files commits were made
+ * since open or its last compaction, unless a `sluice compact` holds the
+ * lock.  A failure leaves the table as it was and is only logged. */
+static void auto_compact(struct ice_sink *s, struct ice_tab *t)
+{
+	struct ice_compact_conf cc = compact_conf(s->conf, s->stream, s->codec);
+	struct ice_compact_result res;
+	char err[SL_ERRLEN];
+	int fd = -1;
+	bool busy = false;
+	int64_t t0 = sl_mono_ms();
+
+	if (!s->conf->compact_after_files || t->since_compact < s->conf->compact_after_files)
+		return;
+	if (sl_mirror_lock(s->state_dir, s->stream, false, &fd, &busy, err, sizeof err) < 0 || busy) {
+		sl_debug("iceberg table \"%s\": no automatic compaction now: %s", t->dir,
+			 busy ? "another compaction runs" : err);
+		return;
+	}
+	if (ice_compact_table(&s->store, &cc, t->object, &res, err, sizeof err) < 0) {
+		sl_warn("iceberg table \"%s\": automatic compaction failed (the table stays as it was): %s", t->dir, err);
+	} else {
+		t->since_compact = 0;
+		if (res.done)
+			sl_info("iceberg table \"%s\": compacted %d data files, %" PRId64 " records, %d equality deletes "
+				"into %d, %" PRId64 " rows, in %" PRId64 " ms", t->dir, res.files_in, res.records_in,
+				res.deletes_in, res.files_out, res.rows_out, sl_mono_ms() - t0);
+		if (res.done && reload_table(s, t, err, sizeof err) < 0)
+			sl_warn("iceberg table \"%s\": %s (the next commit reads it again)", t->dir, err);
+	}
+	sl_mirror_unlock(fd);
 }
 
 static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t errlen)
@@ -1006,6 +964,8 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 			return rc;
 		}
 	}
+	for (int i = 0; i < s->ntabs; i++)
+		auto_compact(s, &s->tabs[i]);
 	sl_outage_ok(s->outage);
 	s->pending = false;
 	if (!s->has_mark)
@@ -1052,7 +1012,6 @@ static void free_tab(struct ice_sink *s, struct ice_tab *t)
 	free(t->wstats);
 	free(t->dstats);
 	free(t->files);
-	free(t->mlens);
 	json_decref(t->meta);
 	ice_schema_free(&t->schema);
 	sl_buf_free(&t->avro_schema);
@@ -1078,6 +1037,7 @@ static void ice_close(void *ctx)
 		s->store.ops->close(s->store.ctx);
 	free(s->stream);
 	free(s->root);
+	free(s->state_dir);
 	free(s);
 }
 
@@ -1097,6 +1057,10 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 	s->conf = c;
 	s->outage = st->outage;
 	s->merge = st->mode == SL_WRITE_MERGE;
+	if (st->state_dir && !(s->state_dir = strdup(st->state_dir))) {
+		snprintf(err, errlen, "iceberg sink: out of memory");
+		goto fail;
+	}
 	if (k && sl_parse_i64(k, 1, INT32_MAX, &v) == 0)
 		s->kill_after = (long)v;
 	if (!st->name || !*st->name || strchr(st->name, '/')) {
@@ -1134,6 +1098,50 @@ static int ice_check(const void *conf, const struct sl_sink_stream *st, FILE *ou
 	return sl_avro_dir_ops.check(&ad, st, out, err, errlen);
 }
 
+/* The tries per S3 request of `sluice verify` and `sluice compact`. */
+#define MAINT_ATTEMPTS 3
+
+/* `sluice verify`: the stream's tables read back (ice_maint.h). */
+static int ice_verify_stream(const void *conf, const struct sl_sink_stream *st, FILE *out, char *err, size_t errlen)
+{
+	struct sl_store store;
+	char *root;
+	int rc;
+
+	if (sl_ice_store_open(conf, st, MAINT_ATTEMPTS, &store, &root, err, errlen) < 0)
+		return SL_EFAIL;
+	rc = ice_verify(store, st->name, out, err, errlen);
+	store.ops->close(store.ctx);
+	free(root);
+	return rc;
+}
+
+/* `sluice compact`: the stream's tables, holding its compaction lock (ice_maint.h). */
+static int ice_compact_stream(const void *conf, const struct sl_sink_stream *st, const char *object, FILE *out,
+			      char *err, size_t errlen)
+{
+	const struct sl_iceberg_conf *c = conf;
+	struct ice_compact_conf cc = compact_conf(c, st->name, NULL);
+	struct sl_store store = { 0 };
+	char *root = NULL;
+	int fd = -1, rc;
+	bool busy;
+
+	if ((rc = sl_mirror_lock(st->state_dir, st->name, true, &fd, &busy, err, errlen)) < 0)
+		return rc;
+	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, 0, err, errlen)) < 0 ||
+	    (rc = sl_ice_store_open(c, st, MAINT_ATTEMPTS, &store, &root, err, errlen)) < 0)
+		goto out;
+	rc = ice_compact(&store, &cc, object, out, err, errlen);
+out:
+	if (store.ops)
+		store.ops->close(store.ctx);
+	free(root);
+	sl_ocf_codec_free(cc.codec);
+	sl_mirror_unlock(fd);
+	return rc;
+}
+
 static const struct sl_keydesc ice_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .excludes = "bucket", FIELD(struct sl_iceberg_conf, path) },
 	SL_S3_CONN_KEYS(struct sl_iceberg_conf, s3., 0),
@@ -1145,6 +1153,16 @@ static const struct sl_keydesc ice_keys[] = {
 	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
 	  FIELD(struct sl_iceberg_conf, max_file_seconds) },
+	{ .name = "compact_small_bytes", .type = SL_KT_BYTES, .def = "16MB", .min = 1,
+	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, compact_small_bytes) },
+	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
+	  FIELD(struct sl_iceberg_conf, compact_after_files) },
+	{ .name = "snapshot_retention", .type = SL_KT_SECONDS, .def = "86400", .min = 0, .max = 315360000,
+	  FIELD(struct sl_iceberg_conf, snapshot_retention) },
+	{ .name = "snapshot_keep", .type = SL_KT_INT, .def = "10", .min = 1, .max = 1000000,
+	  FIELD(struct sl_iceberg_conf, snapshot_keep) },
+	{ .name = "orphan_grace", .type = SL_KT_SECONDS, .def = "86400", .min = 0, .max = 315360000,
+	  FIELD(struct sl_iceberg_conf, orphan_grace) },
 };
 
 /* Rules across keys: path, or bucket with the keys that reach it (s3's
@@ -1173,12 +1191,14 @@ static int ice_conf_check(const void *conf, const struct sl_ini_section *sec, st
 
 const struct sl_sink_ops sl_iceberg_ops = {
 	.type = "iceberg",
-	.caps = SL_SINK_CAP_MERGE,
+	.caps = SL_SINK_CAP_MERGE | SL_SINK_CAP_COMPACT_APPEND,
 	.keys = ice_keys,
 	.nkeys = sizeof ice_keys / sizeof ice_keys[0],
 	.conf_size = sizeof(struct sl_iceberg_conf),
 	.conf_check = ice_conf_check,
 	.check = ice_check,
+	.verify = ice_verify_stream,
+	.compact = ice_compact_stream,
 	.open = ice_open,
 	.write = ice_write,
 	.mark = ice_mark,

@@ -57,6 +57,11 @@ struct sl_iceberg_conf {
 	int compression_level;       /* deflate level 1-9, default 1 */
 	uint64_t max_file_bytes;     /* a flush is due past this many bytes written, default 64MB */
 	uint64_t max_file_seconds;   /* or this long after the first write, default 60 */
+	uint64_t compact_small_bytes; /* compaction, append mode: data files below this are rewritten, default 16MB */
+	uint64_t compact_after_files; /* automatic compaction of a table after this many commits, default 64, 0 off */
+	uint64_t snapshot_retention;  /* seconds: older snapshots expire when compacting, default 1 day */
+	uint64_t snapshot_keep;       /* but the newest this many stay, default 10 */
+	uint64_t orphan_grace;        /* seconds: unreferenced files older than this are removed, default 1 day */
 };
 
 /* Where an iceberg destination's tables live, for the sink and for the

@@ -17,6 +17,16 @@ python3-avro for the manifest lists and manifests:
   each value of each column finds every row (ClickHouse skips files by their
   bounds), and python3-avro reads value and null counts and bounds that match
   each data file's and equality delete file's records.
+- sluice verify: a good table passes in both modes; a deleted data file, a
+  manifest that claims a wrong record count and a snapshot missing from the
+  chain are each reported, naming the file.
+- sluice compact: an append table's small files and a merge table's files
+  with its equality deletes applied are rewritten into one, as a replace
+  snapshot, with the same rows before and after (ClickHouse reads them);
+  beside running agents that keep writing, both tables end exact; the agent
+  compacts on its own after compact_after_files commits.
+- snapshot expiry keeps the newest snapshot_keep; unreferenced files older
+  than orphan_grace go, younger ones stay.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -24,6 +34,7 @@ is missing.
 
 import datetime
 import decimal
+import io
 import json
 import os
 import shutil
@@ -189,6 +200,19 @@ class LocalTables:
     def read_avro_at(self, location):
         return read_avro(self.local_file(location))
 
+    # where verify says the tables are
+    store_words = "in folder"
+
+    def read_bytes(self, location):
+        with open(self.local_file(location), "rb") as f:
+            return f.read()
+
+    def take(self, location):
+        """Removes the file at location; returns its content."""
+        body = self.read_bytes(location)
+        os.remove(location)
+        return body
+
 
 class IcebergTest(LocalTables, PgTestCase):
 
@@ -200,13 +224,22 @@ class IcebergTest(LocalTables, PgTestCase):
     def read_table(self, s, obj):
         return ch_query(SELECT.format(src=self.table_fn(s, obj)))
 
-    def backfilled(self, name, stream, rows):
+    def backfilled(self, name, stream, rows, **kw):
         """A new table of TABLE with rows rows, backfilled by a new stream."""
         self.pg.execute(f"DROP TABLE IF EXISTS {name}")
         self.pg.execute(TABLE.format(name=name))
         fill(self.pg, name, 1, rows)
-        s = self.isluice(stream, f"public.{name}")
+        s = self.isluice(stream, f"public.{name}", **kw)
         self.catch_up(s)
+        return s
+
+    def churned(self, name, rows, rounds, n, **kw):
+        """backfilled(name, name, rows), then rounds of n churns of it, each
+        caught up (a snapshot or more each)."""
+        s = self.backfilled(name, name, rows, **kw)
+        for k in range(rounds):
+            churn(self.pg, name, 10000 + 100 * k, n)
+            self.catch_up(s)
         return s
 
     def test_changes_read_by_clickhouse(self):
@@ -605,7 +638,7 @@ class IcebergTest(LocalTables, PgTestCase):
         if want_deletes:
             self.assertGreater(deletes, 0, "no equality delete file is current")
         for sn in meta["snapshots"]:
-            self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete"))
+            self.assertIn(sn["summary"]["operation"], ("append", "overwrite", "delete", "replace"))
         return meta
 
     def test_metadata_never_replaced(self):
@@ -659,6 +692,330 @@ class IcebergTest(LocalTables, PgTestCase):
         for row in sorted(rows, key=lambda row: row["_csn"]):
             last[row["id"]] = row["v"]
         self.assertEqual(last, {r[0]: r[1] for r in pg.sql("SELECT id, v FROM icehint")})
+
+    def verify(self, s, rc):
+        r = s.run("verify", "--stream", s.stream)
+        self.assertEqual(r.rc, rc, r.describe())
+        return r.stdout
+
+    def current_files(self, s, obj):
+        """(snapshots in the metadata, data file paths, their records, delete files) of the current snapshot."""
+        _, meta = self.current_metadata(s, obj)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        data, deletes, records = [], [], 0
+        for m in self.read_avro_at(cur["manifest-list"])[1]:
+            for e in self.read_avro_at(m["manifest_path"])[1]:
+                if e["data_file"]["content"] == 0:
+                    data.append(e["data_file"]["file_path"])
+                    records += e["data_file"]["record_count"]
+                else:
+                    deletes.append(e["data_file"]["file_path"])
+        return len(meta["snapshots"]), data, records, deletes
+
+    def test_verify(self):
+        """sluice verify: a good table passes, in both modes, with the
+        counts of its current snapshot; a deleted data file, a manifest that
+        claims a wrong record count and a snapshot missing from the chain
+        are each reported, naming the file."""
+        pg = self.pg
+        s = self.churned("icev", 100, 3, 5)
+        obj = "public_icev"
+        nsnaps, data, records, deletes = self.current_files(s, obj)
+        self.assertGreaterEqual(nsnaps, 4)
+        out = self.verify(s, 0)
+        self.assertIn(f"stream icev: 1 tables, {nsnaps} snapshots, {len(data)} data files, 0 delete files, "
+                      f"{records} records {self.store_words}", out)
+        self.assertIn("complete, nothing missing", out)
+        m = self.isluice("icevm", "public.icev", write_mode="merge")
+        self.catch_up(m)
+        churn(pg, "icev", 20000, 5)
+        self.catch_up(m)
+        mn, mdata, mrecords, mdeletes = self.current_files(m, obj)
+        self.assertGreater(len(mdeletes), 0)
+        out = self.verify(m, 0)
+        self.assertIn(f"stream icevm: 1 tables, {mn} snapshots, {len(mdata)} data files, {len(mdeletes)} delete "
+                      f"files, {mrecords} records {self.store_words}", out)
+        d = self.table_dir(s, obj)
+        key = lambda p: f"icev/{obj}" + p[len(d):]
+        # a data file deleted
+        victim = data[1]
+        body = self.take(victim)
+        out = self.verify(s, 1)
+        self.assertIn(f'problem: table "icev/{obj}": data file "{key(victim)}" is missing (manifest "', out)
+        self.assertIn("PROBLEMS FOUND: 1\n", out)
+        self.plant(victim, body)
+        self.verify(s, 0)
+        # a manifest that claims one record more for a file, rewritten by python3-avro
+        import avro.datafile
+        import avro.io
+        import avro.schema
+        mpath = None
+        for mf in self.read_avro_at(self.manifest_list(s, obj))[1]:
+            if mf["content"] == 0:
+                mpath = mf["manifest_path"]
+        meta, entries = self.read_avro_at(mpath)
+        orig = self.read_bytes(mpath)
+        rmeta = avro.datafile.DataFileReader(io.BytesIO(orig), avro.io.DatumReader()).meta
+        entries[0]["data_file"]["record_count"] += 1
+        buf = io.BytesIO()
+        w = avro.datafile.DataFileWriter(buf, avro.io.DatumWriter(), avro.schema.parse(meta["avro.schema"]))
+        for k, v in rmeta.items():
+            w.set_meta(k, v)
+        for e in entries:
+            w.append(e)
+        w.flush()
+        self.plant(mpath, buf.getvalue())
+        fp = entries[0]["data_file"]["file_path"]
+        n = entries[0]["data_file"]["record_count"]
+        out = self.verify(s, 1)
+        self.assertIn(f'problem: table "icev/{obj}": file "{key(fp)}" holds {n - 1} records, manifest '
+                      f'"{key(mpath)}" claims {n}\n', out)
+        self.plant(mpath, orig)
+        self.verify(s, 0)
+        # a snapshot missing from the chain: the current metadata file without a middle one
+        mfile = f"{d}/metadata/v{self.version(s, obj)}.metadata.json"
+        orig = self.read_bytes(mfile)
+        meta = json.loads(orig)
+        gone = meta["snapshots"].pop(2)
+        self.plant(mfile, json.dumps(meta).encode())
+        out = self.verify(s, 1)
+        self.assertIn(f'problem: table "icev/{obj}": {key(mfile)}: snapshot {meta["snapshots"][2]["snapshot-id"]} '
+                      f'(sequence number {gone["sequence-number"] + 1}, position '
+                      f'{meta["snapshots"][2]["summary"]["sluice.position"]}) names parent {gone["snapshot-id"]}, '
+                      f'which the metadata does not hold, while it holds snapshot '
+                      f'{meta["snapshots"][1]["snapshot-id"]} (sequence number {gone["sequence-number"] - 1}', out)
+        self.plant(mfile, orig)
+        self.verify(s, 0)
+
+    def compact(self, s, want):
+        r = s.run("compact", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(want, r.stdout)
+        return r.stdout
+
+    def test_compact_append(self):
+        """sluice compact, append mode: the small data files of many flushes
+        become one, in a replace snapshot; the rows are the same (every
+        _uuid once, the _csn rebuild equals the source) before and after,
+        and the agent commits on top of it."""
+        pg = self.pg
+        s = self.churned("icec", 100, 5, 4)
+        obj = "public_icec"
+        nsnaps, data, records, _ = self.current_files(s, obj)
+        self.assertGreaterEqual(len(data), 6)
+        before = self.read_table(s, obj)
+        self.assertEqual(rebuild(before), pg_state(pg, "icec"))
+        self.compact(s, f"stream icec: {obj}: {len(data)} data files, {records} records, 0 equality deletes -> "
+                        f"1 data file, {records} rows; 0 snapshots expired; ")
+        n2, data2, records2, _ = self.current_files(s, obj)
+        self.assertEqual((n2, len(data2), records2), (nsnaps + 1, 1, records))
+        after = self.read_table(s, obj)
+        self.assertEqual(sorted(r["_uuid"] for r in after), sorted(r["_uuid"] for r in before))
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in after),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        self.assertEqual(cur["summary"]["operation"], "replace")
+        self.assertIn("sluice.last-csn", cur["summary"])
+        self.verify(s, 0)
+        self.compact(s, f"stream icec: {obj}: nothing to compact; 0 snapshots expired; ")
+        changes = churn(pg, "icec", 20000, 5)
+        self.catch_up(s)
+        rows = self.read_table(s, obj)
+        self.assertEqual(len(rows), len(after) + changes)
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows))
+        self.assertEqual(rebuild(rows), pg_state(pg, "icec"))
+        self.verify(s, 0)
+
+    def test_compact_added_column(self):
+        """Compaction of files of two schemas (a column added mid-stream):
+        one rewritten file in the current schema, every column of every row the same."""
+        pg = self.pg
+        s = self.backfilled("icecs", "icecs", 40)
+        obj = "public_icecs"
+        churn(pg, "icecs", 10000, 3)
+        self.catch_up(s)
+        pg.execute("ALTER TABLE icecs ADD COLUMN extra int")
+        churn(pg, "icecs", 20000, 3)
+        pg.execute("UPDATE icecs SET extra = id WHERE id <= 5")
+        self.catch_up(s)
+        churn(pg, "icecs", 30000, 3)
+        self.catch_up(s)
+        _, data, records, _ = self.current_files(s, obj)
+        read = lambda: sorted(json.dumps(r, sort_keys=True) for r in
+                              ch_query(f"SELECT * FROM icebergLocal('{self.table_dir(s, obj)}')"))
+        before = read()
+        self.assertEqual(len(before), records)
+        self.compact(s, f"stream icecs: {obj}: {len(data)} data files, {records} records, 0 equality deletes -> "
+                        f"1 data file, {records} rows; ")
+        self.assertEqual(read(), before)
+        self.verify(s, 0)
+
+    def test_compact_merge(self):
+        """sluice compact, merge mode: every data file, with the equality
+        deletes applied, becomes one file, and no delete file is left; the
+        table equals the source before and after, and after more changes."""
+        pg = self.pg
+        s = self.churned("icecm", 150, 4, 8, write_mode="merge")
+        obj = "public_icecm"
+        _, data, records, deletes = self.current_files(s, obj)
+        self.assertGreater(len(deletes), 0)
+        want = pg_state(pg, "icecm")
+        self.assertEqual(self.read_merged(s, obj), want)
+        self.compact(s, f"stream icecm: {obj}: {len(data)} data files, {records} records, ")
+        _, data2, records2, deletes2 = self.current_files(s, obj)
+        self.assertEqual((len(data2), records2, deletes2), (1, len(want), []))
+        self.assertEqual(self.read_merged(s, obj), want)
+        self.verify(s, 0)
+        churn(pg, "icecm", 20000, 8)
+        pg.execute("UPDATE icecm SET v = 'after' WHERE id % 3 = 0")
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
+        self.check_merge_metadata(s, obj)
+        # a compaction that loses the race: it reads version K-1 (the hint is
+        # behind), finds version K taken when it publishes, and commits on top of it
+        churn(pg, "icecm", 30000, 4)
+        self.catch_up(s)
+        k, meta = self.current_metadata(s, obj)
+        last = meta["current-snapshot-id"]
+        self.plant(f"{self.table_dir(s, obj)}/metadata/version-hint.text", str(k - 1).encode())
+        self.compact(s, f"stream icecm: {obj}: ")
+        k1, meta = self.current_metadata(s, obj)
+        self.assertEqual(k1, k + 1)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        self.assertEqual((cur["summary"]["operation"], cur["parent-snapshot-id"]), ("replace", last))
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
+        self.verify(s, 0)
+
+    def test_compact_beside_agent(self):
+        """Compactions while an agent streams changes into the table, in both
+        modes: every commit of either side lands (the other retries on top),
+        and the tables end exact."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecr")
+        pg.execute(TABLE.format(name="icecr"))
+        fill(pg, "icecr", 1, 100)
+        a = self.isluice("icecra", "public.icecr")
+        m = self.isluice("icecrm", "public.icecr", write_mode="merge")
+        self.catch_up(a)
+        self.catch_up(m)
+        obj = "public_icecr"
+        changes = 100
+        pa, pm = a.start("run"), m.start("run")
+        try:
+            for k in range(6):
+                changes += churn(pg, "icecr", 10000 + 100 * k, 6)
+                for s in (a, m):
+                    r = s.run("compact", "--stream", s.stream)
+                    self.assertEqual(r.rc, 0, r.describe())
+        finally:
+            for p in (pa, pm):
+                p.signal(signal.SIGTERM)
+                p.wait_result(60)
+        self.catch_up(a)
+        self.catch_up(m)
+        want = pg_state(pg, "icecr")
+        rows = self.read_table(a, obj)
+        self.assertEqual(len(rows), changes)
+        self.assertEqual(len({r["_uuid"] for r in rows}), changes)
+        self.assertEqual(rebuild(rows), want)
+        self.assertEqual(self.read_merged(m, obj), want)
+        self.verify(a, 0)
+        self.verify(m, 0)
+
+    def replaces(self, s, obj):
+        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        return sum(sn["summary"]["operation"] == "replace" for sn in meta["snapshots"])
+
+    def test_compact_automatic(self):
+        """The agent compacts a table on its own after compact_after_files
+        commits to it (merge mode), and goes on committing on top."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icecauto")
+        pg.execute(TABLE.format(name="icecauto"))
+        fill(pg, "icecauto", 1, 50)
+        s = self.isluice("icecauto", "public.icecauto", write_mode="merge")
+        s.extra["destination"].update(compact_after_files=3)
+        s.write_config()
+        obj = "public_icecauto"
+        p = s.start("run")
+        try:
+            harness.wait_until(lambda: os.path.exists(os.path.join(self.table_dir(s, obj), "metadata",
+                                                                   "version-hint.text")), 60, "a first commit")
+            for k in range(8):
+                v0 = self.version(s, obj)
+                churn(pg, "icecauto", 10000 + 100 * k, 3)
+                harness.wait_until(lambda: self.version(s, obj) > v0, 60, "a commit")
+            harness.wait_until(lambda: self.replaces(s, obj) >= 2, 60, "two automatic compactions")
+        finally:
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(60)
+        self.assertIn(f'iceberg table "{self.table_dir(s, obj)}": compacted ', r.stderr)
+        self.catch_up(s)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecauto"))
+        self.verify(s, 0)
+
+    def test_expire_and_orphans(self):
+        """sluice compact expires the snapshots older than
+        snapshot_retention but the newest snapshot_keep, and removes the
+        files no snapshot left references once older than orphan_grace:
+        older ones go, younger ones stay; the table reads the same."""
+        pg = self.pg
+        s = self.churned("icex", 60, 5, 3)
+        obj = "public_icex"
+        d = self.table_dir(s, obj)
+        before = self.read_table(s, obj)
+        nsnaps, data, _, _ = self.current_files(s, obj)
+        self.assertGreaterEqual(nsnaps, 6)
+        # orphans: files no snapshot references, two old, two young
+        old = [os.path.join(d, "data", "old-orphan.avro"), os.path.join(d, "metadata", "old-orphan-m0.avro")]
+        young = [os.path.join(d, "data", "young-orphan.avro"), os.path.join(d, "metadata", "snap-1.avro")]
+        for p in old + young:
+            with open(p, "wb") as f:
+                f.write(b"Obj\x01")
+        for p in old:
+            os.utime(p, (os.path.getmtime(p) - 7200, os.path.getmtime(p) - 7200))
+        s.extra["destination"].update(snapshot_retention=0, snapshot_keep=3, orphan_grace="1h")
+        s.write_config()
+        # the old data files, rewritten, are no longer referenced once their snapshots expire,
+        # but they are younger than the grace period too: they stay
+        out = self.compact(s, f"stream icex: {obj}: {len(data)} data files")
+        self.assertIn("; " + str(nsnaps + 1 - 3) + " snapshots expired; 2 unreferenced files removed", out)
+        with open(os.path.join(d, "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
+            meta = json.load(f)
+        self.assertEqual(len(meta["snapshots"]), 3)
+        self.assertEqual({e["snapshot-id"] for e in meta["snapshot-log"]}, {sn["snapshot-id"] for sn in meta["snapshots"]})
+        for p in old:
+            self.assertFalse(os.path.exists(p), p)
+        for p in young + data:
+            self.assertTrue(os.path.exists(p), p)
+        after = self.read_table(s, obj)
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in after),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        self.verify(s, 0)
+        # the older snapshots kept still name the rewritten files; with one snapshot kept
+        # and no grace, those go too, and only what the snapshot names is left
+        s.extra["destination"].update(snapshot_keep=1, orphan_grace=0)
+        s.write_config()
+        self.compact(s, f"stream icex: {obj}: nothing to compact; 2 snapshots expired; ")
+        _, live, _, _ = self.current_files(s, obj)
+        self.assertEqual(sorted(os.listdir(os.path.join(d, "data"))), sorted(os.path.basename(p) for p in live))
+        for p in data:
+            self.assertFalse(os.path.exists(p), p)
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in self.read_table(s, obj)),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        self.verify(s, 0)
+        changes = churn(pg, "icex", 20000, 3)
+        self.catch_up(s)
+        rows = self.read_table(s, obj)
+        self.assertEqual(len(rows), len(before) + changes)
+        self.assertEqual(rebuild(rows), pg_state(pg, "icex"))
+
+    def manifest_list(self, s, obj):
+        _, meta = self.current_metadata(s, obj)
+        return [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]["manifest-list"]
 
     def test_merge_without_key_refused(self):
         """Merge mode needs a key: a table without one stops the stream

@@ -8,7 +8,9 @@
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
  * (also written by hand from the specification), read back with avro-c;
  * a data file's column statistics in its manifest entry, compared with
- * tests/unit/golden/iceberg_manifest_stats.json (written by hand).
+ * tests/unit/golden/iceberg_manifest_stats.json (written by hand); the
+ * readers of manifests and manifest lists against the writers, and a
+ * schema read back from its JSON.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -403,6 +405,105 @@ static void test_merge_deletes_golden(void **state)
 	sl_table_free(t);
 }
 
+/* Writes b to a temporary file; returns its path (static buffer). */
+static const char *temp_file(const struct sl_buf *b)
+{
+	static char path[] = "/tmp/test_iceberg_meta.XXXXXX";
+	int fd;
+
+	memcpy(path + strlen(path) - 6, "XXXXXX", 6);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b->data, b->len), (ssize_t)b->len);
+	close(fd);
+	return path;
+}
+
+/* The readers of manifests and manifest lists (verify, compaction) give back
+ * what the writers wrote; a schema read back from its metadata JSON gives the
+ * same JSON and the same data file Avro schema, which compaction matches
+ * data files by. */
+static void test_readers_round_trip(void **state)
+{
+	struct sl_table *t = orders(2);
+	struct ice_schema s, r;
+	struct sl_buf b, a1, a2;
+	bool changed;
+	char err[256] = "";
+	struct ice_data_file f[2] = {
+		{ .path = "/w/s/o/data/a.avro", .content = ICE_DATA, .records = 5, .size = 700 },
+		{ .path = "/w/s/o/data/compact-1-0.avro", .content = ICE_DATA, .records = 12, .size = 4096 },
+	};
+	struct ice_snapshot sn = { .id = 9, .parent_id = 8, .sequence_number = 4, .timestamp_ms = 1, .manifest_list = "/l",
+				   .stream = "s" };
+	struct ice_manifest_file mf[2] = {
+		{ .path = "/w/s/o/metadata/9-c0.avro", .length = 321, .sequence_number = 3, .snapshot_id = 9,
+		  .added_files = 2, .added_rows = 17 },
+		{ .path = "/w/s/o/metadata/8-m1.avro", .deletes = true, .length = 99, .sequence_number = 3,
+		  .snapshot_id = 8, .added_files = 1, .added_rows = 4 },
+	};
+	struct ice_entry *e;
+	struct ice_manifest_file *got;
+	json_t *j1, *j2;
+	const char *path;
+	int n;
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	sl_buf_init(&a1, 0);
+	sl_buf_init(&a2, 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, true, NULL, 0, err, sizeof err), 0);
+	j1 = ice_schema_json(&s);
+	assert_int_equal(ice_schema_from_json(&r, j1), 0);
+	j2 = ice_schema_json(&r);
+	assert_true(json_equal(j1, j2));
+	assert_int_equal(ice_data_avro_schema(&a1, &s), 0);
+	assert_int_equal(ice_data_avro_schema(&a2, &r), 0);
+	assert_int_equal(a1.len, a2.len);
+	assert_memory_equal(a1.data, a2.data, a1.len);
+	/* a manifest of two data files at sequence number 3 */
+	assert_int_equal(ice_manifest_encode(&b, &s, 9, 3, f, 2), 0);
+	path = temp_file(&b);
+	assert_int_equal(ice_manifest_read(path, &e, &n, err, sizeof err), 0);
+	unlink(path);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(e[i].status, 1);
+		assert_int_equal(e[i].content, ICE_DATA);
+		assert_string_equal(e[i].path, f[i].path);
+		assert_int_equal(e[i].records, f[i].records);
+		assert_int_equal(e[i].size, f[i].size);
+		assert_int_equal(e[i].seq, 3);
+	}
+	ice_entries_free(e, n);
+	/* a manifest list of a data and a delete manifest */
+	sl_buf_reset(&b);
+	assert_int_equal(ice_manifest_list_encode(&b, &sn, mf, 2), 0);
+	path = temp_file(&b);
+	assert_int_equal(ice_manifest_list_read(path, &got, &n, err, sizeof err), 0);
+	unlink(path);
+	assert_int_equal(n, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_string_equal(got[i].path, mf[i].path);
+		assert_int_equal(got[i].deletes, mf[i].deletes);
+		assert_int_equal(got[i].length, mf[i].length);
+		assert_int_equal(got[i].sequence_number, mf[i].sequence_number);
+		assert_int_equal(got[i].snapshot_id, mf[i].snapshot_id);
+		assert_int_equal(got[i].added_files, mf[i].added_files);
+		assert_int_equal(got[i].added_rows, mf[i].added_rows);
+		free(got[i].path);
+	}
+	free(got);
+	json_decref(j1);
+	json_decref(j2);
+	sl_buf_free(&b);
+	sl_buf_free(&a1);
+	sl_buf_free(&a2);
+	ice_schema_free(&s);
+	ice_schema_free(&r);
+	sl_table_free(t);
+}
+
 /* One change of public.orders for the statistics test. */
 static void stats_change(struct sl_change *c, struct sl_value *vals, enum sl_op op, unsigned char u, int64_t ts,
 			 uint32_t seq, uint64_t tx)
@@ -582,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_stats_golden),
 		cmocka_unit_test(test_cut_bounds),
 		cmocka_unit_test(test_decimal_refused),
+		cmocka_unit_test(test_readers_round_trip),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);
 }
