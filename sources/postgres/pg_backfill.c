@@ -220,10 +220,13 @@ int sl_pg_copy_rows_init(struct sl_pg_copy_rows *r, const struct sl_table *t, sl
 	sl_buf_init(&r->scratch, 0);
 	r->vals = calloc(n, sizeof *r->vals);
 	r->typed = calloc(n, sizeof *r->typed);
-	if (!r->vals || !r->typed) {
+	r->binary = calloc(n, sizeof *r->binary);
+	if (!r->vals || !r->typed || !r->binary) {
 		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
 		return SL_EFAIL;
 	}
+	for (int i = 0; i < t->ncols; i++)
+		r->binary[i] = sl_pg_bin_decodes(&t->cols[i]);
 	return SL_OK;
 }
 
@@ -231,9 +234,11 @@ void sl_pg_copy_rows_free(struct sl_pg_copy_rows *r)
 {
 	free(r->vals);
 	free(r->typed);
+	free(r->binary);
 	sl_buf_free(&r->scratch);
 	r->vals = NULL;
 	r->typed = NULL;
+	r->binary = NULL;
 }
 
 int sl_pg_copy_skip_header(const struct sl_table *t, bool *header, char **row, int *len, char *err, size_t errlen)
@@ -265,7 +270,7 @@ int sl_pg_copy_row(struct sl_pg_copy_rows *r, char *row, int len, char *err, siz
 			 t->name, t->ncols);
 		return SL_EFAIL;
 	}
-	if (sl_pg_binary_row(t, r->vals, r->typed, &r->scratch, r->st, err, errlen) < 0) {
+	if (sl_pg_binary_row(t, r->binary, r->vals, r->typed, &r->scratch, r->st, err, errlen) < 0) {
 		/* err names the column; name the table and the row too */
 		char msg[SL_ERRLEN];
 		snprintf(msg, sizeof msg, "%s", err);

@@ -55,6 +55,7 @@ struct sl_pg_copy_rows {
 	struct sl_pg_text_stats *st;   /* may be NULL */
 	struct sl_text_value *vals;    /* t->ncols */
 	struct sl_value *typed;        /* t->ncols */
+	bool *binary;                  /* t->ncols: sl_pg_bin_decodes of each column */
 	struct sl_buf scratch;
 	uint64_t rows;                 /* handed on so far */
 };

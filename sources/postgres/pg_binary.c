@@ -392,7 +392,7 @@ int sl_pg_bin_value(const struct sl_column *col, const char *p, size_t len, stru
 	}
 }
 
-int sl_pg_binary_row(const struct sl_table *t, struct sl_text_value *in, struct sl_value *out,
+int sl_pg_binary_row(const struct sl_table *t, const bool *binary, struct sl_text_value *in, struct sl_value *out,
 		     struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen)
 {
 	size_t need = 0;
@@ -401,8 +401,8 @@ int sl_pg_binary_row(const struct sl_table *t, struct sl_text_value *in, struct 
 	sl_buf_reset(scratch);
 	for (int i = 0; i < t->ncols; i++)
 		if (in[i].kind == SL_TV_TEXT)
-			need += sl_pg_bin_decodes(&t->cols[i]) ? sl_pg_bin_scratch(&t->cols[i], in[i].p, in[i].len)
-							       : sl_pg_text_scratch(&t->cols[i], in[i].len);
+			need += binary[i] ? sl_pg_bin_scratch(&t->cols[i], in[i].p, in[i].len)
+					  : sl_pg_text_scratch(&t->cols[i], in[i].len);
 	if (sl_buf_reserve(scratch, need + 1) < 0) {
 		snprintf(err, errlen, "table \"%s\".\"%s\": out of memory or over the buffer cap converting a row "
 			 "(%zu bytes of decoded values)", t->ns, t->name, need);
@@ -416,7 +416,7 @@ int sl_pg_binary_row(const struct sl_table *t, struct sl_text_value *in, struct 
 		} else if (in[i].kind != SL_TV_TEXT) {
 			snprintf(err, errlen, "column \"%s\": unknown value kind %u", col->name, in[i].kind);
 			return -1;
-		} else if (!sl_pg_bin_decodes(col)) {
+		} else if (!binary[i]) {
 			if (sl_pg_text_column(col, in[i].p, in[i].len, &out[i], scratch, st, err, errlen) < 0)
 				return -1;
 		} else if (sl_pg_bin_value(col, in[i].p, in[i].len, &out[i], scratch, st) < 0) {

@@ -42,12 +42,12 @@ int sl_pg_copy_binary_header(const char *p, size_t len, size_t *skip);
 int sl_pg_copy_binary_tuple(char *p, size_t len, struct sl_text_value *vals, int ncols);
 
 /* Converts the ncols binary values of one row of t (as sl_pg_copy_binary_tuple
- * or PQgetvalue gives them: SL_TV_TEXT holds the value's binary form, or for a
- * column !sl_pg_bin_decodes its text) into typed values.  Strings, bytes,
+ * or PQgetvalue gives them: SL_TV_TEXT holds the value's binary form where
+ * binary[i], sl_pg_bin_decodes of column i, else its text) into typed values.  Strings, bytes,
  * JSON and uuids point into in's bytes; decimal digits and the text of
  * oids and unconstrained numerics go into scratch, which is reset first.  st
  * may be NULL.  Returns 0, or -1 with a message in err naming the column. */
-int sl_pg_binary_row(const struct sl_table *t, struct sl_text_value *in, struct sl_value *out,
+int sl_pg_binary_row(const struct sl_table *t, const bool *binary, struct sl_text_value *in, struct sl_value *out,
 		     struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen);
 
 /* One binary value of column col (sl_pg_bin_decodes) into *o; decimal

@@ -7,12 +7,12 @@
  *   is split into ranges of its primary key, planned from a TABLESAMPLE
  *   SYSTEM of its pages (in the snapshot, so the ranges cover every row of
  *   it), and each range is one `COPY (SELECT ... WHERE ROW(key) > ROW(a)
- *   AND ROW(key) <= ROW(b)) TO STDOUT`.  The snapshot's connections each
+ *   AND ROW(key) <= ROW(b)) TO STDOUT (FORMAT binary)`.  The snapshot's connections each
  *   run one COPY at a time; one thread reads them all, without blocking
  *   (libpq's asynchronous COPY), so the server works on several ranges at
  *   once while this thread converts rows.  Ranges complete out of order,
  *   but their rows are handed on in range order: the rows of a range that
- *   comes after an incomplete one are held (as COPY lines, at most 2 x
+ *   comes after an incomplete one are held (as binary COPY tuples, at most 2 x
  *   connections ranges ahead) until it is complete.  Progress is reported
  *   at the end of each range, so every row up to it was handed on and none
  *   after it: what a resumed backfill may skip, exactly.  A table without
@@ -27,7 +27,14 @@
  *   record before it makes the transaction visible, so the stream can have
  *   returned a transaction that a snapshot taken just after still misses;
  *   such a chunk would undo that transaction's change, so it is not read
- *   (SL_EAGAIN) and the agent asks again a moment later.
+ *   (SL_EAGAIN) and the agent asks again a moment later.  Its results are
+ *   binary, and the key columns' text follows the row's columns, for the
+ *   last row's key text.
+ *
+ * Both select the columns as sl_pg_append_select_list does (pg_binary.h):
+ * as they are where their binary form is decoded, else as their text
+ * output; the rows go through the one reader of pg_backfill.h
+ * (sl_pg_copy_rows).
  *
  * Key texts (sources/source.h): the key columns' text output in the primary
  * key's order, joined by tabs, with backslash, tab, newline and carriage
@@ -877,7 +884,7 @@ static int chunk_rows(PGresult *res, const struct sl_table *t, const struct sl_p
 			snprintf(err, errlen, "out of memory");
 			return SL_EFAIL;
 		}
-		if (sl_pg_binary_row(t, rd->vals, rd->typed, &rd->scratch, rd->st, err, errlen) < 0) {
+		if (sl_pg_binary_row(t, rd->binary, rd->vals, rd->typed, &rd->scratch, rd->st, err, errlen) < 0) {
 			char msg[SL_ERRLEN];
 			snprintf(msg, sizeof msg, "%s", err);
 			snprintf(err, errlen, "table \"%s\".\"%s\", backfill chunk: %s", t->ns, t->name, msg);

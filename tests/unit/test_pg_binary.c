@@ -41,6 +41,7 @@ static int conv(struct sl_column *col, const void *bytes, size_t len, struct sl_
 	static char copy[4096];
 	struct sl_table t;
 	struct sl_text_value in = { .p = copy, .len = (uint32_t)len, .kind = SL_TV_TEXT };
+	bool binary = sl_pg_bin_decodes(col);
 	char err[256];
 
 	memset(&t, 0, sizeof t);
@@ -50,7 +51,7 @@ static int conv(struct sl_column *col, const void *bytes, size_t len, struct sl_
 	t.cols = col;
 	assert_true(len <= sizeof copy);
 	memcpy(copy, bytes, len);
-	return sl_pg_binary_row(&t, &in, out, scratch, st, err, sizeof err);
+	return sl_pg_binary_row(&t, &binary, &in, out, scratch, st, err, sizeof err);
 }
 
 static void be(unsigned char *p, uint64_t v, int n)
