@@ -231,12 +231,25 @@ static int append_text_expr(struct sl_buf *b, PGconn *c, const struct sl_column 
 	return sl_buf_puts(b, ") END");
 }
 
+/* A column read in binary, cast to the type t describes: a chunk read while
+ * streaming may see a table that DDL changed since (ALTER COLUMN ... TYPE
+ * bigint), and its binary form must be the one the decoder expects (the
+ * cast to the column's own type is no work for the server). */
+static int append_binary_expr(struct sl_buf *b, PGconn *c, const struct sl_column *col)
+{
+	if (sl_pg_append_ident(b, c, col->name) < 0)
+		return -1;
+	if (col->type_name)
+		sl_buf_printf(b, "::%s", col->type_name);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int sl_pg_append_select_list(struct sl_buf *b, PGconn *c, const struct sl_table *t)
 {
 	for (int i = 0; i < t->ncols; i++) {
 		if (i)
 			sl_buf_puts(b, ", ");
-		if (sl_pg_bin_decodes(&t->cols[i]) ? sl_pg_append_ident(b, c, t->cols[i].name) < 0
+		if (sl_pg_bin_decodes(&t->cols[i]) ? append_binary_expr(b, c, &t->cols[i]) < 0
 						   : append_text_expr(b, c, &t->cols[i]) < 0)
 			return -1;
 	}
