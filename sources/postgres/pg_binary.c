@@ -308,6 +308,29 @@ static int bin_int(const char *p, size_t len, struct sl_value *o)
 	return 0;
 }
 
+/* IEEE 754 bits: float4 (single) or float8. */
+static int bin_float(const char *p, size_t len, bool single, struct sl_value *o)
+{
+	if (single) {
+		uint32_t bits;
+		float f;
+		if (len != 4)
+			return -1;
+		bits = get32(p);
+		memcpy(&f, &bits, sizeof f);
+		*o = (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
+	} else {
+		uint64_t bits;
+		double d;
+		if (len != 8)
+			return -1;
+		bits = get64(p);
+		memcpy(&d, &bits, sizeof d);
+		*o = (struct sl_value){ .kind = SL_V_DOUBLE, .d = d };
+	}
+	return 0;
+}
+
 int sl_pg_bin_value(const struct sl_column *col, const char *p, size_t len, struct sl_value *o,
 		    struct sl_buf *s, struct sl_pg_text_stats *st)
 {
@@ -329,26 +352,9 @@ int sl_pg_bin_value(const struct sl_column *col, const char *p, size_t len, stru
 		s->len += (size_t)n;
 		return 0;
 	}
-	case SL_PG_FLOAT4: {
-		uint32_t bits;
-		float f;
-		if (len != 4)
-			return -1;
-		bits = get32(p);
-		memcpy(&f, &bits, sizeof f);
-		*o = (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
-		return 0;
-	}
-	case SL_PG_FLOAT8: {
-		uint64_t bits;
-		double d;
-		if (len != 8)
-			return -1;
-		bits = get64(p);
-		memcpy(&d, &bits, sizeof d);
-		*o = (struct sl_value){ .kind = SL_V_DOUBLE, .d = d };
-		return 0;
-	}
+	case SL_PG_FLOAT4:
+	case SL_PG_FLOAT8:
+		return bin_float(p, len, col->src_type == SL_PG_FLOAT4, o);
 	case SL_PG_BYTEA:
 		*o = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)len, .p = (char *)p };
 		return 0;
