@@ -167,11 +167,32 @@ static int numeric_top(const struct numeric *n)
 	return n->weight >= 0 ? 4 * n->weight + 3 : 0;
 }
 
+/* The decimal digits of n worth 10^hi down to 10^lo, written at out, a
+ * base-10000 digit at a time. */
+static void numeric_digits(const struct numeric *n, int hi, int lo, char *out)
+{
+	char grp[4] = { '0', '0', '0', '0' };
+	int cur = hi + 1;   /* no group yet */
+
+	for (int e = hi; e >= lo; e--) {
+		int g = e >= 0 ? e / 4 : -((-e + 3) / 4);   /* floor(e / 4) */
+		if (g != cur) {
+			int i = n->weight - g;
+			unsigned d = i >= 0 && i < n->ndigits ? get16(n->digits + 2 * i) : 0;
+			grp[0] = (char)('0' + d / 1000);
+			grp[1] = (char)('0' + d / 100 % 10);
+			grp[2] = (char)('0' + d / 10 % 10);
+			grp[3] = (char)('0' + d % 10);
+			cur = g;
+		}
+		*out++ = grp[3 - (e - 4 * g)];
+	}
+}
+
 /* n as numeric_out writes it, at dst.  Returns the length. */
 static size_t numeric_text(const struct numeric *n, char *dst)
 {
-	size_t k = 0;
-	bool lead = true;
+	size_t k = 0, lead = 0, nint = (size_t)numeric_top(n) + 1;
 
 	switch (n->sign) {
 	case NUMERIC_NAN: memcpy(dst, "NaN", 3); return 3;
@@ -180,27 +201,26 @@ static size_t numeric_text(const struct numeric *n, char *dst)
 	case NUMERIC_NEG: dst[k++] = '-'; break;
 	default: break;
 	}
-	for (int e = numeric_top(n); e >= 0; e--) {
-		int d = numeric_digit(n, e);
-		if (lead && d == 0 && e > 0)
-			continue;
-		lead = false;
-		dst[k++] = (char)('0' + d);
-	}
-	if (n->dscale > 0)
+	numeric_digits(n, numeric_top(n), 0, dst + k);
+	while (lead + 1 < nint && dst[k + lead] == '0')
+		lead++;
+	memmove(dst + k, dst + k + lead, nint - lead);
+	k += nint - lead;
+	if (n->dscale > 0) {
 		dst[k++] = '.';
-	for (int e = -1; e >= -n->dscale; e--)
-		dst[k++] = (char)('0' + numeric_digit(n, e));
+		numeric_digits(n, -1, -n->dscale, dst + k);
+		k += (size_t)n->dscale;
+	}
 	return k;
 }
 
 /* n at column col's scale: its unscaled digits without leading zeros ("0"
- * for zero) at dst, as sl_pg_parse_decimal gives them.  Returns the count,
- * 0 for NaN, or -1 (infinite, more fraction digits than the scale, or more
- * digits than the precision). */
+ * for zero) at dst (room for precision + 4 bytes), as sl_pg_parse_decimal
+ * gives them.  Returns the count, 0 for NaN, or -1 (infinite, more fraction
+ * digits than the scale, or more digits than the precision). */
 static int numeric_decimal(const struct numeric *n, const struct sl_column *col, char *dst, bool *neg)
 {
-	int k = 0, low = 4 * (n->weight - n->ndigits + 1);
+	int low = 4 * (n->weight - n->ndigits + 1), top = numeric_top(n), k, lead = 0;
 
 	if (n->sign == NUMERIC_NAN)
 		return 0;
@@ -210,18 +230,24 @@ static int numeric_decimal(const struct numeric *n, const struct sl_column *col,
 	for (int e = -col->scale - 1; e >= low; e--)
 		if (numeric_digit(n, e) != 0)
 			return -1;
-	for (int e = numeric_top(n); e >= -col->scale; e--) {
-		int d = numeric_digit(n, e);
-		if (k == 0 && d == 0)
-			continue;
-		if (k == 0 && e + 1 + col->scale > col->precision)
-			return -1;   /* e + 1 integer digits, and the scale's */
-		dst[k++] = (char)('0' + d);
+	/* top + 1 digits hold at most 3 leading zeros: more than precision + 3
+	 * is more integer digits than the precision leaves room for */
+	k = top + 1 + col->scale;
+	if (k > col->precision + 3)
+		return -1;
+	numeric_digits(n, top, -col->scale, dst);
+	while (lead < k && dst[lead] == '0')
+		lead++;
+	if (lead == k) {
+		*neg = false;
+		dst[0] = '0';
+		return 1;
 	}
-	*neg = k > 0 && n->sign == NUMERIC_NEG;
-	if (k == 0)
-		dst[k++] = '0';
-	return k;
+	if (k - lead > col->precision)
+		return -1;
+	memmove(dst, dst + lead, (size_t)(k - lead));
+	*neg = n->sign == NUMERIC_NEG;
+	return k - lead;
 }
 
 size_t sl_pg_bin_scratch(const struct sl_column *col, const char *p, size_t len)
@@ -233,7 +259,7 @@ size_t sl_pg_bin_scratch(const struct sl_column *col, const char *p, size_t len)
 	if (col->src_type != SL_PG_NUMERIC)
 		return 0;
 	if (col->type == SL_T_DECIMAL)
-		return (size_t)col->precision + 1;
+		return (size_t)col->precision + 4;
 	if (numeric_read(p, len, &n) < 0)
 		return 0;
 	return (size_t)numeric_top(&n) + 1 + (size_t)n.dscale + 2 + 9;
