@@ -337,22 +337,18 @@ static int bin_int(const char *p, size_t len, struct sl_value *o)
 /* IEEE 754 bits: float4 (single) or float8. */
 static int bin_float(const char *p, size_t len, bool single, struct sl_value *o)
 {
+	uint32_t b32;
+	uint64_t b64;
+
+	if (len != (single ? 4u : 8u))
+		return -1;
+	*o = (struct sl_value){ .kind = single ? SL_V_FLOAT : SL_V_DOUBLE };
 	if (single) {
-		uint32_t bits;
-		float f;
-		if (len != 4)
-			return -1;
-		bits = get32(p);
-		memcpy(&f, &bits, sizeof f);
-		*o = (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
+		b32 = get32(p);
+		memcpy(&o->f, &b32, sizeof o->f);
 	} else {
-		uint64_t bits;
-		double d;
-		if (len != 8)
-			return -1;
-		bits = get64(p);
-		memcpy(&d, &bits, sizeof d);
-		*o = (struct sl_value){ .kind = SL_V_DOUBLE, .d = d };
+		b64 = get64(p);
+		memcpy(&o->d, &b64, sizeof o->d);
 	}
 	return 0;
 }

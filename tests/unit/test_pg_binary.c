@@ -60,7 +60,8 @@ static void be(unsigned char *p, uint64_t v, int n)
 		p[i] = (unsigned char)v;
 }
 
-static int64_t int_of(uint32_t oid, uint64_t v, int n)
+/* The integer of a value of type oid whose binary form is v, n bytes. */
+static int64_t temporal(uint32_t oid, uint64_t v, int n, struct sl_pg_text_stats *st)
 {
 	struct sl_column c = col_of(oid, -1);
 	struct sl_value o;
@@ -69,9 +70,14 @@ static int64_t int_of(uint32_t oid, uint64_t v, int n)
 
 	sl_buf_init(&b, 0);
 	be(p, v, n);
-	assert_int_equal(conv(&c, p, (size_t)n, &o, &b, NULL), 0);
+	assert_int_equal(conv(&c, p, (size_t)n, &o, &b, st), 0);
 	sl_buf_free(&b);
 	return o.i;
+}
+
+static int64_t int_of(uint32_t oid, uint64_t v, int n)
+{
+	return temporal(oid, v, n, NULL);
 }
 
 static void test_integers(void **state)
@@ -181,20 +187,6 @@ static void test_strings_bytes(void **state)
 	sl_buf_free(&s);
 }
 
-static int64_t temporal(uint32_t oid, uint64_t v, int n, struct sl_pg_text_stats *st)
-{
-	struct sl_column c = col_of(oid, -1);
-	struct sl_value o;
-	struct sl_buf b;
-	unsigned char p[8];
-
-	sl_buf_init(&b, 0);
-	be(p, v, n);
-	assert_int_equal(conv(&c, p, (size_t)n, &o, &b, st), 0);
-	sl_buf_free(&b);
-	return o.i;
-}
-
 static void test_dates(void **state)
 {
 	(void)state;
@@ -254,22 +246,33 @@ static int32_t nmod(int precision, int scale)
 	return ((precision << 16) | (scale & 0x7ff)) + 4;
 }
 
-static void expect_decimal(int precision, int scale, const unsigned char *p, size_t len, const char *digits,
-			   bool neg)
+/* A numeric of typmod (binary form p, len) converts to kind (SL_V_DECIMAL:
+ * the unscaled digits text at the column's scale, sign neg; SL_V_STRING:
+ * the text). */
+static void expect_numeric(int32_t typmod, const unsigned char *p, size_t len, int kind, const char *text, bool neg)
 {
-	struct sl_column c = col_of(SL_PG_NUMERIC, nmod(precision, scale));
+	struct sl_column c = col_of(SL_PG_NUMERIC, typmod);
 	struct sl_value o;
 	struct sl_buf s;
 
 	sl_buf_init(&s, 0);
-	assert_int_equal(c.type, SL_T_DECIMAL);
+	assert_int_equal(c.type, kind == SL_V_DECIMAL ? SL_T_DECIMAL : SL_T_STRING);
+	assert_true(sl_pg_bin_decodes(&c));
 	assert_int_equal(conv(&c, p, len, &o, &s, NULL), 0);
-	assert_int_equal(o.kind, SL_V_DECIMAL);
-	assert_int_equal(o.scale, scale);
-	assert_int_equal(o.neg, neg);
-	assert_int_equal(o.len, strlen(digits));
-	assert_memory_equal(o.p, digits, strlen(digits));
+	assert_int_equal(o.kind, kind);
+	if (kind == SL_V_DECIMAL) {
+		assert_int_equal(o.scale, c.scale);
+		assert_int_equal(o.neg, neg);
+	}
+	assert_int_equal(o.len, strlen(text));
+	assert_memory_equal(o.p, text, strlen(text));
 	sl_buf_free(&s);
+}
+
+static void expect_decimal(int precision, int scale, const unsigned char *p, size_t len, const char *digits,
+			   bool neg)
+{
+	expect_numeric(nmod(precision, scale), p, len, SL_V_DECIMAL, digits, neg);
 }
 
 static void test_decimal(void **state)
@@ -305,23 +308,18 @@ static void test_decimal(void **state)
 	assert_int_equal(st.decimal_nan_nulls, 1);
 	n = numeric(p, 0, 0x0000, 2, 2, (const int[]){ 1, 10000 });              /* a digit over 9999 */
 	assert_int_equal(conv(&c, p, n, &o, &s, NULL), -1);
+	n = numeric(p, 100, 0x0000, 0, 1, (const int[]){ 1 });                   /* 10^400 in numeric(5,2) */
+	assert_int_equal(conv(&c, p, n, &o, &s, NULL), -1);
+	n = numeric(p, 0, 0x0000, 0, 1, (const int[]){ 999 });                   /* 999 in (5,2): 5 digits */
+	expect_decimal(5, 2, p, n, "99900", false);
+	n = numeric(p, 0, 0x0000, 0, 1, (const int[]){ 1000 });                  /* 1000 in (5,2): 6 digits */
+	assert_int_equal(conv(&c, p, n, &o, &s, NULL), -1);
 	sl_buf_free(&s);
 }
 
 static void expect_numeric_text(const unsigned char *p, size_t len, int32_t typmod, const char *text)
 {
-	struct sl_column c = col_of(SL_PG_NUMERIC, typmod);
-	struct sl_value o;
-	struct sl_buf s;
-
-	sl_buf_init(&s, 0);
-	assert_int_equal(c.type, SL_T_STRING);
-	assert_true(sl_pg_bin_decodes(&c));
-	assert_int_equal(conv(&c, p, len, &o, &s, NULL), 0);
-	assert_int_equal(o.kind, SL_V_STRING);
-	assert_int_equal(o.len, strlen(text));
-	assert_memory_equal(o.p, text, strlen(text));
-	sl_buf_free(&s);
+	expect_numeric(typmod, p, len, SL_V_STRING, text, false);
 }
 
 static void test_numeric_text(void **state)
