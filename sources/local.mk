@@ -10,7 +10,7 @@ libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/sourc
 	%D%/postgres/pg_catalog.c %D%/postgres/pg_repl.c %D%/postgres/pg_slot.c %D%/postgres/pg_wait.c \
 	%D%/postgres/pg_privs.c %D%/postgres/pg_pubcheck.c %D%/postgres/pg_rewrite.c \
 	%D%/postgres/pg_backfill.c %D%/postgres/pg_backfill.h %D%/postgres/pg_chunks.c \
-	%D%/postgres/pg_text.c %D%/postgres/pg_text.h \
+	%D%/postgres/pg_text.c %D%/postgres/pg_text.h %D%/postgres/pg_binary.c %D%/postgres/pg_binary.h \
 	%D%/postgres/pgoutput.c %D%/postgres/pgoutput.h \
 	%D%/mysql/binlog_event.c %D%/mysql/binlog_event.h \
 	%D%/mysql/row_image.c %D%/mysql/row_image.h \

@@ -1,11 +1,12 @@
 /*
  * sources/postgres/pg_backfill.c: snapshot-aligned table reads with COPY TO
- * STDOUT.
+ * STDOUT (FORMAT binary).
  *
- * COPY's text format: fields separated by tab, rows end in newline, NULL is
- * \N, and backslash escapes \b \f \n \r \t \v \\, octal \ooo and hex \xhh.
- * Unescaping only shrinks the data, so rows are decoded in place in libpq's
- * buffer: no copy, and memory stays at one row.
+ * Rows are binary COPY tuples (pg_binary.h), converted where libpq put
+ * them: no copy, and memory stays at one row.  The key texts of chunked
+ * reads (pg_chunks.c) are in COPY's text format: fields separated by tab,
+ * NULL is \N, and backslash escapes \b \f \n \r \t \v \\, octal \ooo and
+ * hex \xhh (sl_copy_text_row).
  */
 #include "sources/postgres/pg_backfill.h"
 
@@ -17,6 +18,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sources/postgres/pg_binary.h"
 #include "sources/postgres/pg_internal.h"
 #include "sources/postgres/pg_text.h"
 
@@ -210,6 +212,79 @@ int sl_copy_text_row(char *row, size_t len, struct sl_text_value *vals, int ncol
 	return col == ncols ? 0 : -1;
 }
 
+int sl_pg_copy_rows_init(struct sl_pg_copy_rows *r, const struct sl_table *t, sl_row_fn fn, void *payload,
+			 struct sl_pg_text_stats *st, char *err, size_t errlen)
+{
+	size_t n = (size_t)(t->ncols ? t->ncols : 1);
+
+	*r = (struct sl_pg_copy_rows){ .t = t, .fn = fn, .payload = payload, .st = st };
+	sl_buf_init(&r->scratch, 0);
+	r->vals = calloc(n, sizeof *r->vals);
+	r->typed = calloc(n, sizeof *r->typed);
+	r->binary = calloc(n, sizeof *r->binary);
+	if (!r->vals || !r->typed || !r->binary) {
+		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
+		return SL_EFAIL;
+	}
+	for (int i = 0; i < t->ncols; i++)
+		r->binary[i] = sl_pg_bin_decodes(&t->cols[i]);
+	return SL_OK;
+}
+
+void sl_pg_copy_rows_free(struct sl_pg_copy_rows *r)
+{
+	free(r->vals);
+	free(r->typed);
+	free(r->binary);
+	sl_buf_free(&r->scratch);
+	r->vals = NULL;
+	r->typed = NULL;
+	r->binary = NULL;
+}
+
+int sl_pg_copy_skip_header(const struct sl_table *t, bool *header, char **row, int *len, char *err, size_t errlen)
+{
+	size_t skip;
+
+	if (!*header)
+		return SL_OK;
+	if (sl_pg_copy_binary_header(*row, (size_t)*len, &skip) < 0) {
+		snprintf(err, errlen, "table \"%s\".\"%s\": the COPY's data does not start with a binary COPY header",
+			 t->ns, t->name);
+		return SL_EFAIL;
+	}
+	*header = false;
+	*row += skip;
+	*len -= (int)skip;
+	return SL_OK;
+}
+
+int sl_pg_copy_row(struct sl_pg_copy_rows *r, char *row, int len, char *err, size_t errlen)
+{
+	const struct sl_table *t = r->t;
+	int kind = sl_pg_copy_binary_tuple(row, (size_t)len, r->vals, t->ncols);
+
+	if (kind == 0)
+		return SL_OK;   /* the trailer */
+	if (kind < 0) {
+		snprintf(err, errlen, "table \"%s\".\"%s\": a COPY row is not a binary tuple of %d columns", t->ns,
+			 t->name, t->ncols);
+		return SL_EFAIL;
+	}
+	if (sl_pg_binary_row(t, r->binary, r->vals, r->typed, &r->scratch, r->st, err, errlen) < 0) {
+		/* err names the column; name the table and the row too */
+		char msg[SL_ERRLEN];
+		snprintf(msg, sizeof msg, "%s", err);
+		snprintf(err, errlen, "table \"%s\".\"%s\", backfill row %" PRIu64 ": %s", t->ns, t->name,
+			 r->rows + 1, msg);
+		return SL_EDATA;   /* would fail the same way again: not retried */
+	}
+	if (r->fn(r->payload, t, r->typed) < 0)
+		return SL_EFAIL;
+	r->rows++;
+	return SL_OK;
+}
+
 /* Sends the COPY of every row of t on c (PQsendQuery: its rows are read by
  * backfill_recv). */
 static int backfill_send(PGconn *c, const struct sl_table *t, char *err, size_t errlen)
@@ -219,20 +294,12 @@ static int backfill_send(PGconn *c, const struct sl_table *t, char *err, size_t 
 
 	sl_buf_init(&sql, 0);
 	sl_buf_puts(&sql, "COPY (SELECT ");
-	for (int i = 0; i < t->ncols; i++) {
-		if (i)
-			sl_buf_puts(&sql, ", ");
-		if (sl_pg_append_ident(&sql, c, t->cols[i].name) < 0)
-			goto quote_fail;
-	}
 	/* A partitioned table's rows are its partitions': no ONLY there.  An
 	 * ordinary table's inheritance children are tables of their own. */
-	sl_buf_puts(&sql, t->src_flags & SL_PG_PARTITIONED ? " FROM " : " FROM ONLY ");
-	if (sl_pg_append_qualified(&sql, c, t) < 0)
-		goto quote_fail;
-	sl_buf_puts(&sql, ") TO STDOUT");
-	if (sl_buf_failed(&sql)) {
-		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
+	if (sl_pg_append_select_list(&sql, c, t) < 0 ||
+	    sl_buf_puts(&sql, t->src_flags & SL_PG_PARTITIONED ? " FROM " : " FROM ONLY ") < 0 ||
+	    sl_pg_append_qualified(&sql, c, t) < 0 || sl_buf_puts(&sql, ") TO STDOUT (FORMAT binary)") < 0) {
+		rc = sl_pg_err(err, errlen, "could not quote an identifier for the backfill query", c, NULL);
 		goto out;
 	}
 	if (!PQsendQuery(c, sql.data)) {
@@ -242,9 +309,6 @@ static int backfill_send(PGconn *c, const struct sl_table *t, char *err, size_t 
 		goto out;
 	}
 	rc = SL_OK;
-	goto out;
-quote_fail:
-	sl_pg_err(err, errlen, "could not quote an identifier for the backfill query", c, NULL);
 out:
 	sl_buf_free(&sql);
 	return rc;
@@ -254,79 +318,54 @@ out:
 static int backfill_recv(PGconn *c, const struct sl_table *t, sl_row_fn fn, void *payload,
 			 struct sl_pg_text_stats *st, uint64_t *rows, char *err, size_t errlen)
 {
-	struct sl_buf scratch;
-	struct sl_text_value *vals = NULL;
-	struct sl_value *typed = NULL;
+	struct sl_pg_copy_rows rd;
 	PGresult *res = NULL;
-	char *row = NULL;
-	int rc = SL_EFAIL, len;
-	uint64_t count = 0;
+	char *buf = NULL;
+	bool header = true;
+	int rc, len;
 
 	*rows = 0;
-	sl_buf_init(&scratch, 0);
-	vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
-	typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *typed);
-	if (!vals || !typed) {
-		snprintf(err, errlen, "out of memory preparing the backfill of \"%s\".\"%s\"", t->ns, t->name);
+	if ((rc = sl_pg_copy_rows_init(&rd, t, fn, payload, st, err, errlen)) < 0)
 		goto out;
-	}
 	res = PQgetResult(c);
 	if (PQresultStatus(res) != PGRES_COPY_OUT) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
-		sl_pg_err(err, errlen, what, c, res);
+		rc = sl_pg_err(err, errlen, what, c, res);
 		goto out;
 	}
 	PQclear(res);
 	res = NULL;
-	while ((len = PQgetCopyData(c, &row, 0)) > 0) {
-		if (sl_copy_text_row(row, (size_t)len, vals, t->ncols) < 0) {
-			snprintf(err, errlen, "table \"%s\".\"%s\": a COPY row does not have %d columns",
-				 t->ns, t->name, t->ncols);
-			goto drain;
-		}
-		if (sl_pg_text_row(t, vals, typed, &scratch, st, err, errlen) < 0) {
-			/* err names the column and the value; name the table too */
-			char msg[SL_ERRLEN];
-			snprintf(msg, sizeof msg, "%s", err);
-			snprintf(err, errlen, "table \"%s\".\"%s\", backfill row %" PRIu64 ": %s", t->ns, t->name,
-				 count + 1, msg);
-			rc = SL_EDATA;  /* would fail the same way again: not retried */
+	/* On failure the caller abandons the connection: no need to drain. */
+	while ((len = PQgetCopyData(c, &buf, 0)) > 0) {
+		char *row = buf;
+		if ((rc = sl_pg_copy_skip_header(t, &header, &row, &len, err, errlen)) < 0 ||
+		    (len > 0 && (rc = sl_pg_copy_row(&rd, row, len, err, errlen)) < 0))
 			goto out;
-		}
-		if (fn(payload, t, typed) < 0)
-			goto drain;
-		PQfreemem(row);
-		row = NULL;
-		count++;
+		PQfreemem(buf);
+		buf = NULL;
 	}
 	if (len == -2) {
-		sl_pg_err(err, errlen, "could not read the backfill rows", c, NULL);
+		rc = sl_pg_err(err, errlen, "could not read the backfill rows", c, NULL);
 		goto out;
 	}
 	res = PQgetResult(c);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
-		sl_pg_err(err, errlen, what, c, res);
+		rc = sl_pg_err(err, errlen, what, c, res);
 		goto out;
 	}
 	PQclear(res);
 	while ((res = PQgetResult(c)) != NULL)  /* the connection is free for the next COPY */
 		PQclear(res);
-	*rows = count;
+	*rows = rd.rows;
 	rc = SL_OK;
-	goto out;
-drain:
-	/* Stop early: the connection is abandoned by the caller on failure. */
-	rc = SL_EFAIL;
 out:
-	if (row)
-		PQfreemem(row);
+	if (buf)
+		PQfreemem(buf);
 	PQclear(res);
-	free(vals);
-	free(typed);
-	sl_buf_free(&scratch);
+	sl_pg_copy_rows_free(&rd);
 	return rc;
 }
 

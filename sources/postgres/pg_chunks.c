@@ -7,12 +7,12 @@
  *   is split into ranges of its primary key, planned from a TABLESAMPLE
  *   SYSTEM of its pages (in the snapshot, so the ranges cover every row of
  *   it), and each range is one `COPY (SELECT ... WHERE ROW(key) > ROW(a)
- *   AND ROW(key) <= ROW(b)) TO STDOUT`.  The snapshot's connections each
+ *   AND ROW(key) <= ROW(b)) TO STDOUT (FORMAT binary)`.  The snapshot's connections each
  *   run one COPY at a time; one thread reads them all, without blocking
  *   (libpq's asynchronous COPY), so the server works on several ranges at
  *   once while this thread converts rows.  Ranges complete out of order,
  *   but their rows are handed on in range order: the rows of a range that
- *   comes after an incomplete one are held (as COPY lines, at most 2 x
+ *   comes after an incomplete one are held (as binary COPY tuples, at most 2 x
  *   connections ranges ahead) until it is complete.  Progress is reported
  *   at the end of each range, so every row up to it was handed on and none
  *   after it: what a resumed backfill may skip, exactly.  A table without
@@ -27,7 +27,14 @@
  *   record before it makes the transaction visible, so the stream can have
  *   returned a transaction that a snapshot taken just after still misses;
  *   such a chunk would undo that transaction's change, so it is not read
- *   (SL_EAGAIN) and the agent asks again a moment later.
+ *   (SL_EAGAIN) and the agent asks again a moment later.  Its results are
+ *   binary, and the key columns' text follows the row's columns, for the
+ *   last row's key text.
+ *
+ * Both select the columns as sl_pg_append_select_list does (pg_binary.h):
+ * as they are where their binary form is decoded, else as their text
+ * output; the rows go through the one reader of pg_backfill.h
+ * (sl_pg_copy_rows).
  *
  * Key texts (sources/source.h): the key columns' text output in the primary
  * key's order, joined by tabs, with backslash, tab, newline and carriage
@@ -47,6 +54,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sources/postgres/pg_backfill.h"
+#include "sources/postgres/pg_binary.h"
 #include "sources/postgres/pg_internal.h"
 
 #define SAMPLE_PAGES_PER_CHUNK 8    /* pages sampled for each planned chunk */
@@ -134,11 +142,12 @@ static void key_text_append(struct sl_buf *b, const char *v, size_t len)
 	}
 }
 
-int sl_pg_key_text(struct sl_buf *b, const struct sl_pg_keys *k, const struct sl_text_value *vals)
+/* The key text of kv, the key columns' texts in the key's order. */
+static int key_text_of(struct sl_buf *b, const struct sl_pg_keys *k, const struct sl_text_value *kv)
 {
 	sl_buf_reset(b);
 	for (int i = 0; i < k->n; i++) {
-		const struct sl_text_value *v = &vals[k->cols[i]];
+		const struct sl_text_value *v = &kv[i];
 		if (i)
 			sl_buf_putc(b, '\t');
 		if (v->kind != SL_TV_TEXT)
@@ -206,12 +215,42 @@ out:
 	return rc;
 }
 
-static int append_columns(struct sl_buf *b, PGconn *c, const struct sl_table *t)
+/* The text output of column col, for a query with binary results: format's
+ * %s calls the type's output function (a cast to text may not: bool's and
+ * inet's casts write other text, bpchar's drops the padding), and the CASE
+ * keeps NULL apart from an empty text (num_nulls: a composite whose fields
+ * are all NULL is not itself NULL). */
+static int append_text_expr(struct sl_buf *b, PGconn *c, const struct sl_column *col)
+{
+	sl_buf_puts(b, "CASE WHEN num_nulls(");
+	if (sl_pg_append_ident(b, c, col->name) < 0)
+		return -1;
+	sl_buf_puts(b, ") = 0 THEN format('%s', ");
+	if (sl_pg_append_ident(b, c, col->name) < 0)
+		return -1;
+	return sl_buf_puts(b, ") END");
+}
+
+/* A column read in binary, cast to the type t describes: a chunk read while
+ * streaming may see a table that DDL changed since (ALTER COLUMN ... TYPE
+ * bigint), and its binary form must be the one the decoder expects (the
+ * cast to the column's own type is no work for the server). */
+static int append_binary_expr(struct sl_buf *b, PGconn *c, const struct sl_column *col)
+{
+	if (sl_pg_append_ident(b, c, col->name) < 0)
+		return -1;
+	if (col->type_name)
+		sl_buf_printf(b, "::%s", col->type_name);
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
+int sl_pg_append_select_list(struct sl_buf *b, PGconn *c, const struct sl_table *t)
 {
 	for (int i = 0; i < t->ncols; i++) {
 		if (i)
 			sl_buf_puts(b, ", ");
-		if (sl_pg_append_ident(b, c, t->cols[i].name) < 0)
+		if (sl_pg_bin_decodes(&t->cols[i]) ? append_binary_expr(b, c, &t->cols[i]) < 0
+						   : append_text_expr(b, c, &t->cols[i]) < 0)
 			return -1;
 	}
 	return 0;
@@ -308,7 +347,7 @@ static int plan_keys(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 		     uint64_t chunk_rows, struct plan *p, char *err, size_t errlen)
 {
 	struct sl_buf sql, key;
-	struct sl_text_value *kv = calloc((size_t)t->ncols, sizeof *kv);
+	struct sl_text_value *kv = calloc((size_t)(k->n ? k->n : 1), sizeof *kv);
 	PGresult *res = NULL;
 	int64_t pages;
 	double rows, pct;
@@ -371,11 +410,11 @@ static int plan_keys(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 				step = 1;
 			for (int r = step; r < PQntuples(res); r += step) {
 				for (int i = 0; i < k->n; i++) {
-					kv[k->cols[i]].kind = SL_TV_TEXT;
-					kv[k->cols[i]].p = PQgetvalue(res, r, i);
-					kv[k->cols[i]].len = (uint32_t)PQgetlength(res, r, i);
+					kv[i].kind = SL_TV_TEXT;
+					kv[i].p = PQgetvalue(res, r, i);
+					kv[i].len = (uint32_t)PQgetlength(res, r, i);
 				}
-				if (sl_pg_key_text(&key, k, kv) < 0)
+				if (key_text_of(&key, k, kv) < 0)
 					goto oom;
 				if (last && !strcmp(last, key.data))
 					continue;   /* the same key sampled twice */
@@ -444,7 +483,7 @@ static int chunk_sql(struct sl_buf *b, PGconn *c, const struct sl_table *t, cons
 
 	sl_buf_reset(b);
 	sl_buf_puts(b, "COPY (SELECT ");
-	if (append_columns(b, c, t) < 0 || append_from(b, c, t) < 0)
+	if (sl_pg_append_select_list(b, c, t) < 0 || append_from(b, c, t) < 0)
 		return -1;
 	if (k && ch->lo) {
 		sl_buf_puts(b, " WHERE ");
@@ -468,46 +507,11 @@ static int chunk_sql(struct sl_buf *b, PGconn *c, const struct sl_table *t, cons
 		if (ch->page_hi >= 0)
 			sl_buf_printf(b, " AND ctid < '(%" PRId64 ",0)'::tid", ch->page_hi);
 	}
-	sl_buf_puts(b, ") TO STDOUT");
+	sl_buf_puts(b, ") TO STDOUT (FORMAT binary)");
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
 /* ---- reading the chunks over the snapshot's connections ---- */
-
-struct reader {
-	const struct sl_table *t;
-	sl_row_fn fn;
-	void *payload;
-	struct sl_pg_text_stats *st;
-	struct sl_text_value *vals;
-	struct sl_value *typed;
-	struct sl_buf scratch;
-	uint64_t rows;
-};
-
-/* One COPY row: convert and hand it on.  SL_EDATA for a value that does not
- * convert (it would fail again), SL_EFAIL otherwise. */
-static int one_row(struct reader *rd, char *row, int len, char *err, size_t errlen)
-{
-	const struct sl_table *t = rd->t;
-
-	if (sl_copy_text_row(row, (size_t)len, rd->vals, t->ncols) < 0) {
-		snprintf(err, errlen, "table \"%s\".\"%s\": a COPY row does not have %d columns", t->ns, t->name,
-			 t->ncols);
-		return SL_EFAIL;
-	}
-	if (sl_pg_text_row(t, rd->vals, rd->typed, &rd->scratch, rd->st, err, errlen) < 0) {
-		char msg[SL_ERRLEN];
-		snprintf(msg, sizeof msg, "%s", err);
-		snprintf(err, errlen, "table \"%s\".\"%s\", backfill row %" PRIu64 ": %s", t->ns, t->name,
-			 rd->rows + 1, msg);
-		return SL_EDATA;
-	}
-	if (rd->fn(rd->payload, t, rd->typed) < 0)
-		return SL_EFAIL;  /* err is the callback's */
-	rd->rows++;
-	return SL_OK;
-}
 
 /* A row of chunk ch that arrived while a chunk before it was incomplete:
  * kept (its length, then its bytes) until that chunk is. */
@@ -526,7 +530,7 @@ static int hold_row(struct chunk *ch, const char *row, int len, char *err, size_
 }
 
 /* Hands on the rows ch held, in the order they came. */
-static int release_rows(struct reader *rd, struct chunk *ch, char *err, size_t errlen)
+static int release_rows(struct sl_pg_copy_rows *rd, struct chunk *ch, char *err, size_t errlen)
 {
 	size_t off = 0;
 	int rc = SL_OK;
@@ -535,7 +539,7 @@ static int release_rows(struct reader *rd, struct chunk *ch, char *err, size_t e
 		uint32_t n;
 		memcpy(&n, ch->held.data + off, sizeof n);
 		off += sizeof n;
-		rc = one_row(rd, ch->held.data + off, (int)n, err, errlen);
+		rc = sl_pg_copy_row(rd, ch->held.data + off, (int)n, err, errlen);
 		off += n;
 	}
 	sl_buf_free(&ch->held);
@@ -561,162 +565,212 @@ static int copy_end(PGconn *c, const struct sl_table *t, char *err, size_t errle
 	return rc;
 }
 
+/* One connection of a chunked read. */
+struct conn_state {
+	int busy;       /* chunk index + 1, 0 idle */
+	bool copying;   /* its COPY started sending rows */
+	bool header;    /* the binary COPY header is still to come */
+};
+
+/* A chunked read in progress. */
+struct chunked {
+	PGconn *const *conns;
+	int nconns;
+	const struct sl_table *t;
+	const struct sl_chunked_read *o;
+	struct sl_pg_keys *k;
+	struct plan plan;
+	struct sl_pg_copy_rows rd;
+	struct sl_buf sql;
+	struct conn_state *cs;
+	struct pollfd *pfd;
+	int next;     /* the next chunk to start */
+	int prefix;   /* chunks [0, prefix) are complete */
+	int active;   /* connections busy */
+	int window;   /* chunks started at most this far after prefix */
+};
+
+/* Starts chunks on idle connections, at most window ahead of the first
+ * incomplete one (whose rows go on at once; the others' wait, so that rows
+ * go on in key order, chunk after chunk, and progress is exact). */
+static int start_chunks(struct chunked *x, char *err, size_t errlen)
+{
+	for (int i = 0; i < x->nconns && x->next < x->plan.n && (!x->k || x->next < x->prefix + x->window); i++) {
+		if (x->cs[i].busy)
+			continue;
+		if (chunk_sql(&x->sql, x->conns[i], x->t, x->k, &x->plan.c[x->next]) < 0)
+			return sl_pg_err(err, errlen, "could not quote an identifier or a key for the backfill query",
+					 x->conns[i], NULL);
+		if (!PQsendQuery(x->conns[i], x->sql.data)) {
+			char what[256];
+			snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", x->t->ns, x->t->name);
+			return sl_pg_err(err, errlen, what, x->conns[i], NULL);
+		}
+		x->cs[i] = (struct conn_state){ .busy = ++x->next, .header = true };
+		x->active++;
+	}
+	return SL_OK;
+}
+
+/* The COPY on connection i started (its COPY_OUT result came): *moved. */
+static int copy_started(struct chunked *x, int i, bool *moved, char *err, size_t errlen)
+{
+	PGconn *c = x->conns[i];
+	PGresult *res;
+
+	if (!PQconsumeInput(c))
+		return sl_pg_err(err, errlen, "could not read the backfill rows", c, NULL);
+	if (PQisBusy(c))
+		return SL_OK;
+	res = PQgetResult(c);
+	if (PQresultStatus(res) != PGRES_COPY_OUT) {
+		char what[256];
+		int rc;
+		snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", x->t->ns, x->t->name);
+		rc = sl_pg_err(err, errlen, what, c, res);
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+	x->cs[i].copying = true;
+	*moved = true;
+	return SL_OK;
+}
+
+/* The chunk on connection i is complete: report progress up to the first
+ * incomplete chunk, handing on the rows the chunks up to it held. */
+static int chunk_complete(struct chunked *x, int i, void *payload, char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = copy_end(x->conns[i], x->t, err, errlen)) < 0)
+		return rc;
+	x->plan.c[x->cs[i].busy - 1].done = true;
+	x->cs[i] = (struct conn_state){ 0 };
+	x->active--;
+	while (x->prefix < x->plan.n && x->plan.c[x->prefix].done) {
+		const char *hi = x->plan.c[x->prefix].hi;
+		if (x->k && x->o->progress && hi && x->o->progress(payload, hi, x->rd.rows) < 0)
+			return SL_EFAIL;
+		x->prefix++;
+		if (x->k && x->prefix < x->plan.n &&
+		    (rc = release_rows(&x->rd, &x->plan.c[x->prefix], err, errlen)) < 0)
+			return rc;
+	}
+	return SL_OK;
+}
+
+/* Takes a bounded number of the rows that arrived on connection i. */
+static int take_rows(struct chunked *x, int i, void *payload, bool *moved, char *err, size_t errlen)
+{
+	int rc = SL_OK;
+
+	for (int n = 0; x->cs[i].busy && x->cs[i].copying && n < 256; n++) {
+		char *buf = NULL, *row;
+		int len = PQgetCopyData(x->conns[i], &buf, 1);
+		if (len == 0)
+			break;
+		*moved = true;
+		if (len == -2)
+			return sl_pg_err(err, errlen, "could not read the backfill rows", x->conns[i], NULL);
+		if (len == -1) {
+			if ((rc = chunk_complete(x, i, payload, err, errlen)) < 0)
+				return rc;
+			continue;
+		}
+		row = buf;
+		rc = sl_pg_copy_skip_header(x->t, &x->cs[i].header, &row, &len, err, errlen);
+		if (rc == SL_OK && len > 0) {
+			if (!x->k || x->cs[i].busy - 1 == x->prefix)
+				rc = sl_pg_copy_row(&x->rd, row, len, err, errlen);
+			else
+				rc = hold_row(&x->plan.c[x->cs[i].busy - 1], row, len, err, errlen);
+		}
+		PQfreemem(buf);
+		if (rc < 0)
+			return rc;
+	}
+	return SL_OK;
+}
+
+/* Waits until a busy connection has input, and reads it. */
+static int wait_input(struct chunked *x, char *err, size_t errlen)
+{
+	int npoll = 0;
+
+	for (int i = 0; i < x->nconns; i++)
+		if (x->cs[i].busy)
+			x->pfd[npoll++] = (struct pollfd){ .fd = PQsocket(x->conns[i]), .events = POLLIN };
+	if (poll(x->pfd, (nfds_t)npoll, POLL_MS) < 0 && errno != EINTR) {
+		snprintf(err, errlen, "poll failed while reading table \"%s\".\"%s\": %s", x->t->ns, x->t->name,
+			 sl_strerror(errno));
+		return SL_EFAIL;
+	}
+	for (int i = 0; i < x->nconns; i++)
+		if (x->cs[i].busy && !PQconsumeInput(x->conns[i]))
+			return sl_pg_err(err, errlen, "could not read the backfill rows", x->conns[i], NULL);
+	return SL_OK;
+}
+
+/* Plans the chunks of x->t: key ranges, or page ranges without a key. */
+static int plan_chunks(struct chunked *x, char *err, size_t errlen)
+{
+	uint64_t chunk_rows = x->o->chunk_rows ? x->o->chunk_rows : 10000;
+	int rc;
+
+	if (!sl_table_has_key(x->t))
+		return plan_pages(x->conns[0], x->t, chunk_rows, &x->plan, err, errlen);
+	if ((rc = sl_pg_keys_lookup(x->conns[0], x->t, &x->k, err, errlen)) < 0)
+		return rc;
+	return plan_keys(x->conns[0], x->t, x->k, x->o->after, chunk_rows, &x->plan, err, errlen);
+}
+
 int sl_pg_read_chunked(PGconn *const *conns, int nconns, const struct sl_table *t, const struct sl_chunked_read *o,
 		       sl_row_fn fn, void *payload, struct sl_pg_text_stats *st, uint64_t *rows,
 		       char *err, size_t errlen)
 {
-	struct sl_pg_keys *k = NULL;
-	struct plan plan = { 0 };
-	struct reader rd = { .t = t, .fn = fn, .payload = payload, .st = st };
-	struct sl_buf sql;
-	int *busy = calloc((size_t)nconns, sizeof *busy);   /* chunk index + 1 on each connection, 0 idle */
-	bool *copying = calloc((size_t)nconns, sizeof *copying);  /* its COPY started sending rows */
-	struct pollfd *pfd = calloc((size_t)nconns, sizeof *pfd);
-	int next = 0, prefix = 0, active = 0, rc = SL_OK, window = 2 * nconns;
-	uint64_t chunk_rows = o->chunk_rows ? o->chunk_rows : 10000;
+	struct chunked x = { .conns = conns, .nconns = nconns, .t = t, .o = o, .window = 2 * nconns };
+	int rc;
 
 	*rows = 0;
-	sl_buf_init(&sql, 0);
-	sl_buf_init(&rd.scratch, 0);
-	rd.vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *rd.vals);
-	rd.typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *rd.typed);
-	if (!busy || !copying || !pfd || !rd.vals || !rd.typed) {
+	sl_buf_init(&x.sql, 0);
+	x.cs = calloc((size_t)nconns, sizeof *x.cs);
+	x.pfd = calloc((size_t)nconns, sizeof *x.pfd);
+	if ((rc = sl_pg_copy_rows_init(&x.rd, t, fn, payload, st, err, errlen)) < 0)
+		goto out;
+	if (!x.cs || !x.pfd) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
 		goto out;
 	}
-	if (sl_table_has_key(t)) {
-		if ((rc = sl_pg_keys_lookup(conns[0], t, &k, err, errlen)) < 0 ||
-		    (rc = plan_keys(conns[0], t, k, o->after, chunk_rows, &plan, err, errlen)) < 0)
-			goto out;
-	} else if ((rc = plan_pages(conns[0], t, chunk_rows, &plan, err, errlen)) < 0) {
+	if ((rc = plan_chunks(&x, err, errlen)) < 0)
 		goto out;
-	}
-	sl_debug("table \"%s\".\"%s\": %d chunks over %d connections", t->ns, t->name, plan.n, nconns);
+	sl_debug("table \"%s\".\"%s\": %d chunks over %d connections", t->ns, t->name, x.plan.n, nconns);
 	for (;;) {
 		bool moved = false;
-		int npoll = 0;
-		/* Start chunks on idle connections, at most window ahead of
-		 * the first incomplete one (whose rows go on at once; the
-		 * others' wait, so that rows go on in key order, chunk after
-		 * chunk, and progress is exact). */
-		for (int i = 0; i < nconns && next < plan.n && (!k || next < prefix + window); i++) {
-			if (busy[i])
-				continue;
-			if (chunk_sql(&sql, conns[i], t, k, &plan.c[next]) < 0) {
-				rc = sl_pg_err(err, errlen, "could not quote an identifier or a key for the backfill query",
-					       conns[i], NULL);
-				goto out;
-			}
-			if (!PQsendQuery(conns[i], sql.data)) {
-				char what[256];
-				snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
-				rc = sl_pg_err(err, errlen, what, conns[i], NULL);
-				goto out;
-			}
-			busy[i] = ++next;
-			active++;
-		}
-		if (active == 0)
-			break;
-		/* Take what has arrived, a bounded number of rows per connection
-		 * in turn. */
-		for (int i = 0; i < nconns; i++) {
-			if (busy[i] && !copying[i]) {
-				/* The COPY's start: its COPY_OUT result, once it came. */
-				PGresult *res;
-				if (!PQconsumeInput(conns[i])) {
-					rc = sl_pg_err(err, errlen, "could not read the backfill rows", conns[i], NULL);
-					goto out;
-				}
-				if (PQisBusy(conns[i]))
-					continue;
-				res = PQgetResult(conns[i]);
-				if (PQresultStatus(res) != PGRES_COPY_OUT) {
-					char what[256];
-					snprintf(what, sizeof what, "could not read table \"%s\".\"%s\"", t->ns, t->name);
-					rc = sl_pg_err(err, errlen, what, conns[i], res);
-					PQclear(res);
-					goto out;
-				}
-				PQclear(res);
-				copying[i] = true;
-				moved = true;
-			}
-			for (int n = 0; busy[i] && copying[i] && n < 256; n++) {
-				char *row = NULL;
-				int len = PQgetCopyData(conns[i], &row, 1);
-				if (len > 0) {
-					if (!k || busy[i] - 1 == prefix)
-						rc = one_row(&rd, row, len, err, errlen);
-					else
-						rc = hold_row(&plan.c[busy[i] - 1], row, len, err, errlen);
-					PQfreemem(row);
-					if (rc < 0)
-						goto out;
-					moved = true;
-					continue;
-				}
-				if (len == 0)
-					break;
-				if (len == -2) {
-					rc = sl_pg_err(err, errlen, "could not read the backfill rows", conns[i], NULL);
-					goto out;
-				}
-				/* The chunk is complete. */
-				if ((rc = copy_end(conns[i], t, err, errlen)) < 0)
-					goto out;
-				plan.c[busy[i] - 1].done = true;
-				busy[i] = 0;
-				copying[i] = false;
-				active--;
-				moved = true;
-				while (prefix < plan.n && plan.c[prefix].done) {
-					if (k && o->progress && plan.c[prefix].hi &&
-					    o->progress(payload, plan.c[prefix].hi, rd.rows) < 0) {
-						rc = SL_EFAIL;
-						goto out;
-					}
-					prefix++;
-					if (k && prefix < plan.n &&
-					    (rc = release_rows(&rd, &plan.c[prefix], err, errlen)) < 0)
-						goto out;
-				}
-			}
-		}
-		if (moved)
-			continue;
-		for (int i = 0; i < nconns; i++)
-			if (busy[i]) {
-				pfd[npoll].fd = PQsocket(conns[i]);
-				pfd[npoll].events = POLLIN;
-				pfd[npoll].revents = 0;
-				npoll++;
-			}
-		if (poll(pfd, (nfds_t)npoll, POLL_MS) < 0 && errno != EINTR) {
-			snprintf(err, errlen, "poll failed while reading table \"%s\".\"%s\": %s", t->ns, t->name,
-				 sl_strerror(errno));
-			rc = SL_EFAIL;
+		if ((rc = start_chunks(&x, err, errlen)) < 0)
 			goto out;
-		}
-		for (int i = 0; i < nconns; i++)
-			if (busy[i] && !PQconsumeInput(conns[i])) {
-				rc = sl_pg_err(err, errlen, "could not read the backfill rows", conns[i], NULL);
+		if (x.active == 0)
+			break;
+		for (int i = 0; i < nconns; i++) {
+			if (x.cs[i].busy && !x.cs[i].copying && (rc = copy_started(&x, i, &moved, err, errlen)) < 0)
 				goto out;
-			}
+			if ((rc = take_rows(&x, i, payload, &moved, err, errlen)) < 0)
+				goto out;
+		}
+		if (!moved && (rc = wait_input(&x, err, errlen)) < 0)
+			goto out;
 	}
-	*rows = rd.rows;
+	*rows = x.rd.rows;
+	rc = SL_OK;
 out:
 	/* On failure the caller abandons the snapshot's connections. */
-	free(busy);
-	free(copying);
-	free(pfd);
-	free(rd.vals);
-	free(rd.typed);
-	sl_buf_free(&rd.scratch);
-	sl_buf_free(&sql);
-	plan_free(&plan);
-	sl_pg_keys_free(k);
+	free(x.cs);
+	free(x.pfd);
+	sl_pg_copy_rows_free(&x.rd);
+	sl_buf_free(&x.sql);
+	plan_free(&x.plan);
+	sl_pg_keys_free(x.k);
 	return rc;
 }
 
@@ -756,33 +810,132 @@ out:
 	return rc;
 }
 
+/* The query of a chunk while streaming: the columns (pg_binary.h), then the
+ * key columns' text (for the key text of the last row), of the limit rows
+ * after the key in params (key_text_split's values, NUL-terminated), in key
+ * order. */
+static int chunk_query(struct sl_buf *sql, PGconn *c, const struct sl_table *t, const struct sl_pg_keys *k,
+		       bool after, const char **params, Oid *types, struct sl_text_value *kv, uint64_t limit)
+{
+	sl_buf_puts(sql, "SELECT ");
+	if (sl_pg_append_select_list(sql, c, t) < 0)
+		return -1;
+	for (int i = 0; i < k->n; i++) {
+		sl_buf_puts(sql, ", ");
+		if (append_text_expr(sql, c, &t->cols[k->cols[i]]) < 0)
+			return -1;
+	}
+	if (append_from(sql, c, t) < 0)
+		return -1;
+	if (after) {
+		sl_buf_puts(sql, " WHERE ");
+		if (append_key_row(sql, c, t, k) < 0)
+			return -1;
+		sl_buf_puts(sql, " > ROW(");
+		for (int i = 0; i < k->n; i++) {
+			sl_buf_printf(sql, "%s$%d", i ? ", " : "", i + 1);
+			params[i] = kv[i].p;   /* NUL-terminated: split in place */
+			types[i] = t->cols[k->cols[i]].src_type;
+		}
+		sl_buf_putc(sql, ')');
+	}
+	sl_buf_puts(sql, " ORDER BY ");
+	for (int i = 0; i < k->n; i++) {
+		if (i)
+			sl_buf_puts(sql, ", ");
+		if (sl_pg_append_ident(sql, c, t->cols[k->cols[i]].name) < 0)
+			return -1;
+	}
+	sl_buf_printf(sql, " LIMIT %" PRIu64, limit);
+	return sl_buf_failed(sql) ? -1 : 0;
+}
+
+/* Begins the chunk's transaction on c, locks t and checks the snapshot:
+ * SL_OK, SL_EAGAIN (try again soon) or SL_EFAIL, with *in_tx. */
+static int chunk_begin(PGconn *c, const struct sl_table *t, const struct sl_chunk_check *chk, bool *in_tx,
+		       char *err, size_t errlen)
+{
+	PGresult *res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+	bool missed;
+	int rc;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		rc = sl_pg_err(err, errlen, "could not begin a chunk's transaction", c, res);
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+	*in_tx = true;
+	/* The lock before the chunk's snapshot (LOCK TABLE takes none): a
+	 * rewrite that commits in between would leave the table empty to it.
+	 * DDL that holds the table: SL_EAGAIN, the chunk is tried again soon,
+	 * and the stream goes on meanwhile. */
+	if ((rc = sl_pg_lock_tables(c, &t, 1, SL_PG_CHUNK_LOCK_TIMEOUT, err, errlen)) < 0) {
+		if (rc == SL_EAGAIN)
+			sl_debug("%s", err);
+		return rc;
+	}
+	if ((rc = snapshot_misses(c, chk, &missed, err, errlen)) < 0)
+		return rc;
+	return missed ? SL_EAGAIN : SL_OK;
+}
+
+/* Hands on the rows of a chunk's result (binary, the key texts after the
+ * columns), and the last row's key text in key. */
+static int chunk_rows(PGresult *res, const struct sl_table *t, const struct sl_pg_keys *k, struct sl_buf *key,
+		      struct sl_text_value *kv, struct sl_pg_copy_rows *rd, char *err, size_t errlen)
+{
+	for (int r = 0; r < PQntuples(res); r++) {
+		for (int i = 0; i < t->ncols + k->n; i++) {
+			struct sl_text_value *v = i < t->ncols ? &rd->vals[i] : &kv[i - t->ncols];
+			*v = PQgetisnull(res, r, i) ? (struct sl_text_value){ .kind = SL_TV_NULL }
+						    : (struct sl_text_value){ .kind = SL_TV_TEXT,
+									      .p = PQgetvalue(res, r, i),
+									      .len = (uint32_t)PQgetlength(res, r, i) };
+		}
+		if (r == PQntuples(res) - 1 && key_text_of(key, k, kv) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		if (sl_pg_binary_row(t, rd->binary, rd->vals, rd->typed, &rd->scratch, rd->st, err, errlen) < 0) {
+			char msg[SL_ERRLEN];
+			snprintf(msg, sizeof msg, "%s", err);
+			snprintf(err, errlen, "table \"%s\".\"%s\", backfill chunk: %s", t->ns, t->name, msg);
+			return SL_EDATA;
+		}
+		if (rd->fn(rd->payload, t, rd->typed) < 0)
+			return SL_EFAIL;
+		rd->rows++;
+	}
+	return SL_OK;
+}
+
 int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_keys *k, const char *after,
 		     uint64_t limit, const struct sl_chunk_check *chk, sl_row_fn fn, void *payload,
 		     struct sl_pg_text_stats *st, uint64_t *rows, char **last, char *err, size_t errlen)
 {
-	struct sl_buf sql, scratch, key;
-	struct sl_text_value *vals = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *vals);
-	struct sl_value *typed = calloc((size_t)(t->ncols ? t->ncols : 1), sizeof *typed);
-	const char **params = calloc((size_t)(k->n ? k->n : 1), sizeof *params);
-	Oid *types = calloc((size_t)(k->n ? k->n : 1), sizeof *types);
-	struct sl_text_value *kv = calloc((size_t)(k->n ? k->n : 1), sizeof *kv);
+	struct sl_buf sql, key;
+	struct sl_pg_copy_rows rd;
+	size_t nk = (size_t)(k->n ? k->n : 1);
+	const char **params = calloc(nk, sizeof *params);
+	Oid *types = calloc(nk, sizeof *types);
+	struct sl_text_value *kv = calloc(nk, sizeof *kv);
 	char *abuf = NULL;
 	PGresult *res = NULL;
-	bool in_tx = false, missed;
-	int rc = SL_EFAIL, nparams = 0;
+	bool in_tx = false;
+	int rc;
 
 	*rows = 0;
 	*last = NULL;
 	sl_buf_init(&sql, 0);
-	sl_buf_init(&scratch, 0);
 	sl_buf_init(&key, 0);
-	if (!vals || !typed || !params || !types || !kv) {
+	if ((rc = sl_pg_copy_rows_init(&rd, t, fn, payload, st, err, errlen)) < 0)
+		goto out;
+	rc = SL_EFAIL;
+	if (!params || !types || !kv) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
-	sl_buf_puts(&sql, "SELECT ");
-	if (append_columns(&sql, c, t) < 0 || append_from(&sql, c, t) < 0)
-		goto quote_fail;
 	if (after) {
 		if (key_text_split(k, after, &abuf, kv) < 0) {
 			snprintf(err, errlen, "table \"%s\".\"%s\": the backfill's resume key \"%s\" is not one of its "
@@ -793,89 +946,23 @@ int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 		 * (or the copy's final NUL) was, now that all are split. */
 		for (int i = 0; i < k->n; i++)
 			((char *)kv[i].p)[kv[i].len] = '\0';
-		sl_buf_puts(&sql, " WHERE ");
-		if (append_key_row(&sql, c, t, k) < 0)
-			goto quote_fail;
-		sl_buf_puts(&sql, " > ROW(");
-		for (int i = 0; i < k->n; i++) {
-			sl_buf_printf(&sql, "%s$%d", i ? ", " : "", i + 1);
-			params[i] = kv[i].p;   /* NUL-terminated: split in place */
-			types[i] = t->cols[k->cols[i]].src_type;
-		}
-		nparams = k->n;
-		sl_buf_putc(&sql, ')');
 	}
-	sl_buf_puts(&sql, " ORDER BY ");
-	for (int i = 0; i < k->n; i++) {
-		if (i)
-			sl_buf_puts(&sql, ", ");
-		if (sl_pg_append_ident(&sql, c, t->cols[k->cols[i]].name) < 0)
-			goto quote_fail;
-	}
-	sl_buf_printf(&sql, " LIMIT %" PRIu64, limit);
-	if (sl_buf_failed(&sql))
-		goto quote_fail;
-
-	res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		rc = sl_pg_err(err, errlen, "could not begin a chunk's transaction", c, res);
+	if (chunk_query(&sql, c, t, k, after != NULL, params, types, kv, limit) < 0) {
+		rc = sl_pg_err(err, errlen, "could not quote an identifier for the chunk query", c, NULL);
 		goto out;
 	}
-	in_tx = true;
-	PQclear(res);
-	res = NULL;
-	/* The lock before the chunk's snapshot (LOCK TABLE takes none): a
-	 * rewrite that commits in between would leave the table empty to it.
-	 * DDL that holds the table: SL_EAGAIN, the chunk is tried again soon,
-	 * and the stream goes on meanwhile. */
-	if ((rc = sl_pg_lock_tables(c, &t, 1, SL_PG_CHUNK_LOCK_TIMEOUT, err, errlen)) < 0) {
-		if (rc == SL_EAGAIN)
-			sl_debug("%s", err);
+	if ((rc = chunk_begin(c, t, chk, &in_tx, err, errlen)) < 0)
 		goto out;
-	}
-	if ((rc = snapshot_misses(c, chk, &missed, err, errlen)) < 0)
-		goto out;
-	if (missed) {
-		rc = SL_EAGAIN;
-		goto out;
-	}
-	res = PQexecParams(c, sql.data, nparams, types, params, NULL, NULL, 0);
+	res = PQexecParams(c, sql.data, after ? k->n : 0, types, params, NULL, NULL, 1);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		char what[256];
 		snprintf(what, sizeof what, "could not read a chunk of \"%s\".\"%s\"", t->ns, t->name);
 		rc = sl_pg_err(err, errlen, what, c, res);
 		goto out;
 	}
-	for (int r = 0; r < PQntuples(res); r++) {
-		for (int i = 0; i < t->ncols; i++) {
-			if (PQgetisnull(res, r, i)) {
-				vals[i].kind = SL_TV_NULL;
-				vals[i].p = NULL;
-				vals[i].len = 0;
-			} else {
-				vals[i].kind = SL_TV_TEXT;
-				vals[i].p = PQgetvalue(res, r, i);
-				vals[i].len = (uint32_t)PQgetlength(res, r, i);
-			}
-		}
-		if (r == PQntuples(res) - 1 && sl_pg_key_text(&key, k, vals) < 0) {
-			snprintf(err, errlen, "out of memory");
-			rc = SL_EFAIL;
-			goto out;
-		}
-		if (sl_pg_text_row(t, vals, typed, &scratch, st, err, errlen) < 0) {
-			char msg[SL_ERRLEN];
-			snprintf(msg, sizeof msg, "%s", err);
-			snprintf(err, errlen, "table \"%s\".\"%s\", backfill chunk: %s", t->ns, t->name, msg);
-			rc = SL_EDATA;
-			goto out;
-		}
-		if (fn(payload, t, typed) < 0) {
-			rc = SL_EFAIL;
-			goto out;
-		}
-		(*rows)++;
-	}
+	if ((rc = chunk_rows(res, t, k, &key, kv, &rd, err, errlen)) < 0)
+		goto out;
+	*rows = rd.rows;
 	if (*rows > 0 && !(*last = sl_buf_detach(&key))) {
 		snprintf(err, errlen, "out of memory");
 		rc = SL_EFAIL;
@@ -884,14 +971,8 @@ int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 	PQclear(res);
 	res = PQexec(c, "COMMIT");
 	in_tx = false;
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		rc = sl_pg_err(err, errlen, "could not end a chunk's transaction", c, res);
-		goto out;
-	}
-	rc = SL_OK;
-	goto out;
-quote_fail:
-	rc = sl_pg_err(err, errlen, "could not quote an identifier for the chunk query", c, NULL);
+	rc = PQresultStatus(res) == PGRES_COMMAND_OK ? SL_OK
+						     : sl_pg_err(err, errlen, "could not end a chunk's transaction", c, res);
 out:
 	PQclear(res);
 	if (in_tx)
@@ -901,13 +982,11 @@ out:
 		*last = NULL;
 	}
 	free(abuf);
-	free(vals);
-	free(typed);
 	free(params);
 	free(types);
 	free(kv);
+	sl_pg_copy_rows_free(&rd);
 	sl_buf_free(&sql);
-	sl_buf_free(&scratch);
 	sl_buf_free(&key);
 	return rc;
 }

@@ -192,9 +192,11 @@ struct sl_pg_keys {
  * agrees with t.  *out is freed with sl_pg_keys_free. */
 int sl_pg_keys_lookup(PGconn *c, const struct sl_table *t, struct sl_pg_keys **out, char *err, size_t errlen);
 void sl_pg_keys_free(struct sl_pg_keys *k);
-/* The key text (sources/source.h) of the row vals (t's columns as text)
- * into b.  -1 when out of memory or a key column is not text. */
-int sl_pg_key_text(struct sl_buf *b, const struct sl_pg_keys *k, const struct sl_text_value *vals);
+
+/* Appends the select list of a query of t's rows with binary results: each
+ * column quoted, or its text output where sl_pg_bin_decodes says it is not
+ * read in binary (pg_binary.h). */
+int sl_pg_append_select_list(struct sl_buf *b, PGconn *c, const struct sl_table *t);
 
 /* snapshot_read_chunked over nconns connections that imported the
  * snapshot (conns[0] also plans). */

@@ -551,8 +551,7 @@ static int parse_bytea_hex(char *p, size_t len, size_t *n)
 	return -1;
 }
 
-/* The most scratch bytes the value text of len bytes can need in column col. */
-static size_t scratch_bound(const struct sl_column *col, size_t len)
+size_t sl_pg_text_scratch(const struct sl_column *col, size_t len)
 {
 	switch (col->type) {
 	case SL_T_DECIMAL:
@@ -564,9 +563,31 @@ static size_t scratch_bound(const struct sl_column *col, size_t len)
 	}
 }
 
+void sl_pg_note_decimal_nan(const struct sl_column *col, struct sl_pg_text_stats *st)
+{
+	/* Not silent: warn on the 1st, 2nd, 4th, 8th, ... occurrence. */
+	uint64_t nth = st ? ++st->decimal_nan_nulls : 1;
+
+	if ((nth & (nth - 1)) == 0)
+		sl_warn("column \"%s\" (numeric(%d,%d)): NaN cannot be a decimal and is written as null "
+			"(%" PRIu64 " so far)", col->name, col->precision, col->scale, nth);
+}
+
+void sl_pg_note_ts_clamp(const struct sl_column *col, const char *shown, size_t len, struct sl_pg_text_stats *st)
+{
+	/* Past what 64-bit microseconds since 1970 hold: the last 30 years of
+	 * PostgreSQL's range.  Not silent. */
+	uint64_t nth = st ? ++st->timestamp_clamps : 1;
+
+	if ((nth & (nth - 1)) == 0)
+		sl_warn("column \"%s\": timestamp %.*s is beyond the last instant 64-bit microseconds since "
+			"1970 can hold (294247-01-10 04:00:54.775807 UTC) and is written as that instant "
+			"(%" PRIu64 " so far)", col->name, (int)(len > 64 ? 64 : len), shown, nth);
+}
+
 /* Converts the text p/len of column col into *o.  Bytes are decoded in place
  * in the text; uuids and decimal digits are written at s->data + s->len,
- * which the caller has reserved room for (see scratch_bound), so s never
+ * which the caller has reserved room for (see sl_pg_text_scratch), so s never
  * moves here.  Returns 0 or -1 (invalid text; the caller writes the
  * message). */
 static int convert(const struct sl_column *col, char *p, size_t len, struct sl_value *o,
@@ -628,12 +649,7 @@ static int convert(const struct sl_column *col, char *p, size_t len, struct sl_v
 		if (rc < 0)
 			return -1;
 		if (rc == 1) {
-			/* Not silent: warn on the 1st, 2nd, 4th, 8th, ... occurrence. */
-			uint64_t nth = st ? ++st->decimal_nan_nulls : 1;
-			if ((nth & (nth - 1)) == 0)
-				sl_warn("column \"%s\" (numeric(%d,%d)): NaN cannot be a decimal and is "
-					"written as null (%" PRIu64 " so far)", col->name, col->precision,
-					col->scale, nth);
+			sl_pg_note_decimal_nan(col, st);
 			*o = (struct sl_value){ .kind = SL_V_NULL };
 			return 0;
 		}
@@ -672,16 +688,8 @@ static int convert(const struct sl_column *col, char *p, size_t len, struct sl_v
 		int rc = sl_pg_parse_timestamp(p, len, col->type == SL_T_TIMESTAMPTZ, &us);
 		if (rc < 0)
 			return -1;
-		if (rc == 1) {
-			/* Past what 64-bit microseconds since 1970 hold: the last
-			 * 30 years of PostgreSQL's range.  Not silent. */
-			uint64_t nth = st ? ++st->timestamp_clamps : 1;
-			if ((nth & (nth - 1)) == 0)
-				sl_warn("column \"%s\": timestamp %.*s is beyond the last instant 64-bit "
-					"microseconds since 1970 can hold (294247-01-10 04:00:54.775807 UTC) "
-					"and is written as that instant (%" PRIu64 " so far)", col->name,
-					(int)(len > 64 ? 64 : len), p, nth);
-		}
+		if (rc == 1)
+			sl_pg_note_ts_clamp(col, p, len, st);
 		*o = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = us };
 		return 0;
 	}
@@ -694,6 +702,19 @@ static int convert(const struct sl_column *col, char *p, size_t len, struct sl_v
 	return 0;
 }
 
+int sl_pg_text_column(const struct sl_column *col, char *p, size_t len, struct sl_value *o, struct sl_buf *scratch,
+		      struct sl_pg_text_stats *st, char *err, size_t errlen)
+{
+	if (convert(col, p, len, o, scratch, st) == 0)
+		return 0;
+	if ((unsigned)col->type > SL_T_UINT64)
+		snprintf(err, errlen, "column \"%s\": unknown output type %d", col->name, (int)col->type);
+	else
+		snprintf(err, errlen, "column \"%s\": invalid %s value \"%.*s\"%s", col->name, type_label(col->type),
+			 (int)(len > 64 ? 64 : len), p, len > 64 ? "..." : "");
+	return -1;
+}
+
 int sl_pg_text_row(const struct sl_table *t, struct sl_text_value *in, struct sl_value *out,
 		   struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen)
 {
@@ -704,7 +725,7 @@ int sl_pg_text_row(const struct sl_table *t, struct sl_text_value *in, struct sl
 	sl_buf_reset(scratch);
 	for (int i = 0; i < t->ncols; i++)
 		if (in[i].kind == SL_TV_TEXT)
-			need += scratch_bound(&t->cols[i], in[i].len);
+			need += sl_pg_text_scratch(&t->cols[i], in[i].len);
 	if (sl_buf_reserve(scratch, need) < 0) {
 		snprintf(err, errlen, "table \"%s\".\"%s\": out of memory or over the buffer cap converting "
 			 "a row (%zu bytes of decoded values)", t->ns, t->name, need);
@@ -723,14 +744,9 @@ int sl_pg_text_row(const struct sl_table *t, struct sl_text_value *in, struct sl
 			out[i] = (struct sl_value){ .kind = SL_V_UNCHANGED };
 			continue;
 		case SL_TV_TEXT:
-			if (convert(col, p, len, &out[i], scratch, st) == 0)
-				continue;
-			if ((unsigned)col->type > SL_T_UINT64)
-				snprintf(err, errlen, "column \"%s\": unknown output type %d", col->name, (int)col->type);
-			else
-				snprintf(err, errlen, "column \"%s\": invalid %s value \"%.*s\"%s", col->name,
-					 type_label(col->type), (int)(len > 64 ? 64 : len), p, len > 64 ? "..." : "");
-			return -1;
+			if (sl_pg_text_column(col, p, len, &out[i], scratch, st, err, errlen) < 0)
+				return -1;
+			continue;
 		default:
 			snprintf(err, errlen, "column \"%s\": unknown text value kind %u", col->name, in[i].kind);
 			return -1;

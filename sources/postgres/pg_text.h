@@ -69,6 +69,21 @@ struct sl_pg_text_stats {
 int sl_pg_text_row(const struct sl_table *t, struct sl_text_value *in, struct sl_value *out,
 		   struct sl_buf *scratch, struct sl_pg_text_stats *st, char *err, size_t errlen);
 
+/* One column's text, converted as sl_pg_text_row does, into *o; the room in
+ * scratch that it may take (sl_pg_text_scratch(col, len) bytes) must have
+ * been reserved, so scratch never moves.  Returns 0, or -1 with the message
+ * in err as sl_pg_text_row writes it. */
+int sl_pg_text_column(const struct sl_column *col, char *p, size_t len, struct sl_value *o, struct sl_buf *scratch,
+		      struct sl_pg_text_stats *st, char *err, size_t errlen);
+/* The most scratch bytes a value text of len bytes can take in column col. */
+size_t sl_pg_text_scratch(const struct sl_column *col, size_t len);
+/* Counts (in st, which may be NULL) and warns, on the 1st, 2nd, 4th, ...
+ * occurrence, a NaN written as null to a decimal column, and a timestamp
+ * clamped to the last instant int64 microseconds hold (shown: len bytes
+ * that name the value in the warning). */
+void sl_pg_note_decimal_nan(const struct sl_column *col, struct sl_pg_text_stats *st);
+void sl_pg_note_ts_clamp(const struct sl_column *col, const char *shown, size_t len, struct sl_pg_text_stats *st);
+
 /* ---- the parsers: each returns 0, or -1 if the text is not valid ---- */
 
 /* "2024-01-31", "0044-03-15 BC" (year N BC is astronomical year 1-N), years

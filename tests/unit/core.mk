@@ -32,6 +32,15 @@ tests_unit_test_pg_text_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pg_text_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
 
+# PostgreSQL binary values -> typed values (sources/postgres/pg_binary.c).
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_pg_binary
+TESTS += tests/unit/test_pg_binary
+tests_unit_test_pg_binary_SOURCES = tests/unit/test_pg_binary.c
+tests_unit_test_pg_binary_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_pg_binary_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif
+
 # Column identities: which DDL changes existing rows (sources/postgres/pg_rewrite.c).
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_pg_rewrite
