@@ -21,7 +21,8 @@
  * touching nothing but the slot's buffers; the slot's state changes under
  * the codec's mutex.  Either side signals the other only when it is asleep
  * (a worker counted idle, the owner waiting for the head), so a running
- * thread is never woken.  Only the owner writes blocks out, and only from the
+ * thread is never woken, and the owner wakes a worker once per
+ * OCF_WAKE_QUEUED blocks, or when it waits itself.  Only the owner writes blocks out, and only from the
  * head of the ring: slots are filled in the order blocks fill up, so every
  * file gets its blocks in order, and the output callbacks run on the owner's
  * thread as they do inline.  The owner writes out done slots whenever it
@@ -54,9 +55,13 @@
 #include "common/util.h"
 #include "sinks/avro/avro_value.h"
 
-/* Job slots per compression thread: one being compressed, one queued behind
- * it, so that a worker never waits for the owner to write a block out. */
-#define OCF_JOBS_PER_THREAD 2
+/* Job slots per compression thread: one being compressed, the others queued
+ * behind it, so that a worker never waits for the owner to write a block
+ * out.  A sleeping worker is woken once OCF_WAKE_QUEUED blocks are queued
+ * (or when the owner has to wait for one), not for every block: one wake-up
+ * per batch of blocks. */
+#define OCF_JOBS_PER_THREAD 4
+#define OCF_WAKE_QUEUED 2
 
 enum job_state { JOB_FREE, JOB_QUEUED, JOB_BUSY, JOB_DONE };
 
@@ -585,6 +590,8 @@ static bool reap(struct sl_ocf_codec *c, bool wait)
 		return false;
 	j = &c->jobs[c->head];
 	pthread_mutex_lock(&c->mu);
+	if (wait && j->state != JOB_DONE && c->idle > 0 && c->queued > 0)
+		pthread_cond_broadcast(&c->work);  /* queued below OCF_WAKE_QUEUED, and waited for now */
 	while (wait && j->state != JOB_DONE) {
 		c->owner_waiting = true;
 		pthread_cond_wait(&c->done, &c->mu);
@@ -651,7 +658,7 @@ static int submit(struct sl_ocf_writer *w, char *err, size_t errlen)
 	pthread_mutex_lock(&c->mu);
 	j->state = JOB_QUEUED;
 	c->queued++;
-	if (c->idle > 0)
+	if (c->idle > 0 && c->queued >= OCF_WAKE_QUEUED)
 		pthread_cond_signal(&c->work);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
