@@ -168,6 +168,11 @@ struct sl_pipe {
 	struct { const struct sl_table *t; struct sl_ops_table *m; } w_ops[OPS_CACHE];
 	/* and to the hashed prefix of their records' uuids, cleared likewise */
 	struct sl_uuid_prefix w_uuid[OPS_CACHE];
+	/* the CSN of the last change written, which the next one of its
+	 * transaction follows */
+	char w_csn[SL_CSN_LEN + 1];
+	uint64_t w_csn_pos;
+	uint32_t w_csn_seq;
 };
 
 static bool cancelled(const struct sl_pipe *p)
@@ -426,6 +431,21 @@ static struct sl_ops_table *ops_table(struct sl_pipe *p, const struct sl_table *
 	p->w_ops[h].t = t;
 	p->w_ops[h].m = sl_ops_table(p->pc.ops, t->ns, t->name);
 	return p->w_ops[h].m;
+}
+
+/* sl_change_set_csn(c, pos, seq), from the last change's CSN when c is the
+ * next change of its transaction. */
+static void set_csn(struct sl_pipe *p, struct sl_change *c, uint64_t pos, uint32_t seq)
+{
+	if (p->w_csn[0] && pos == p->w_csn_pos && seq > 0 && seq - 1 == p->w_csn_seq)
+		sl_csn_next_seq(p->w_csn);
+	else
+		sl_csn_format(p->w_csn, pos, seq);
+	p->w_csn_pos = pos;
+	p->w_csn_seq = seq;
+	c->csn_pos = pos;
+	c->seq = seq;
+	memcpy(c->csn, p->w_csn, sizeof c->csn);
 }
 
 /* Sets c->uuid (see sl_change_set_uuid), from the hashed prefix of
@@ -709,7 +729,7 @@ static int handle_change(struct sl_pipe *p, const struct qev *ev)
 	c.values = ev->n >= 0 ? (const struct sl_value *)(ev + 1) : NULL;
 	c.read_method = p->pc.desc->read_method_cdc;
 	c.pos = &p->w_tx_pos;
-	sl_change_set_csn(&c, ev->u, ev->seq);
+	set_csn(p, &c, ev->u, ev->seq);
 	c.source_ts_us = p->w_tx_ts;
 	c.read_ts_us = ev->ts_us;
 	c.tx_id = p->w_tx_id;

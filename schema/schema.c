@@ -37,6 +37,17 @@ void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t 
 	out[SL_CSN_LEN] = '\0';
 }
 
+void sl_csn_next_seq(char csn[static SL_CSN_LEN + 1])
+{
+	for (int i = SL_CSN_LEN - 1; i > 16; i--) {
+		if (csn[i] != '9') {
+			csn[i]++;
+			return;
+		}
+		csn[i] = '0';
+	}
+}
+
 void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq)
 {
 	c->csn_pos = csn_pos;

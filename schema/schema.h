@@ -299,6 +299,11 @@ struct sl_change {
  * commit LSN; a binlog source's file sequence number in the high 32 bits and
  * the offset of the transaction's first event in the low 32. */
 void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t seq);
+/* Turns csn, as sl_csn_format wrote it for (position, seq) with seq below
+ * UINT32_MAX, into the CSN of (position, seq + 1): a carry through the
+ * decimal digits, for the changes of a transaction, which follow each
+ * other. */
+void sl_csn_next_seq(char csn[static SL_CSN_LEN + 1]);
 /* Sets c->csn_pos, c->seq and c->csn. */
 void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq);
 

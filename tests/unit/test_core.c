@@ -540,6 +540,27 @@ static void test_uuid_deterministic(void **state)
 	sl_table_free(t);
 }
 
+/* Stepping a CSN to the next sequence number gives what formatting it
+ * afresh gives, across every carry, up to the largest sequence number. */
+static void test_csn_next_seq(void **state)
+{
+	static const uint32_t starts[] = { 0, 9, 99, 999999, 4294967290u };
+	char step[SL_CSN_LEN + 1], fresh[SL_CSN_LEN + 1];
+	(void)state;
+
+	for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
+		uint32_t seq = starts[k];
+		sl_csn_format(step, 0xABCDEF0123456789u, seq);
+		for (int i = 0; i < 2000 && seq < UINT32_MAX; i++) {
+			sl_csn_next_seq(step);
+			seq++;
+			sl_csn_format(fresh, 0xABCDEF0123456789u, seq);
+			assert_string_equal(step, fresh);
+		}
+	}
+	assert_string_equal(step, "ABCDEF0123456789-4294967295");
+}
+
 /* A uuid from a prefix hashed once (what the writer does for every record)
  * equals the one hashed whole, for several records of one table: Python's
  * uuid.uuid5 values, for a prefix shorter than a SHA-1 block and one that
@@ -1105,6 +1126,7 @@ int main(void)
 		cmocka_unit_test(test_csn_and_lsn),
 		cmocka_unit_test(test_uuid_deterministic),
 		cmocka_unit_test(test_uuid_prefix),
+		cmocka_unit_test(test_csn_next_seq),
 		cmocka_unit_test(test_avro_names),
 		cmocka_unit_test(test_avro_names_stable),
 		cmocka_unit_test(test_object_names),
