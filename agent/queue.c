@@ -42,7 +42,7 @@ struct sl_queue {
 	size_t cap;
 	size_t bytes;                   /* data bytes of every chunk, under mu */
 	size_t peak;                    /* under mu */
-	uint64_t wakes;                 /* under mu: signals to a sleeping consumer */
+	size_t wakes;                   /* under mu: signals to a sleeping consumer */
 	int nchunks;                    /* under mu */
 	bool producer_waiting;          /* under mu */
 	atomic_bool consumer_waiting;
@@ -310,32 +310,28 @@ bool sl_queue_closed(struct sl_queue *q)
 	return atomic_load(&q->closed);
 }
 
-size_t sl_queue_bytes(struct sl_queue *q)
+/* A statistic kept under the mutex, read by any thread. */
+static size_t stat_locked(struct sl_queue *q, const size_t *field)
 {
 	size_t n;
 
 	pthread_mutex_lock(&q->mu);
-	n = q->bytes;
+	n = *field;
 	pthread_mutex_unlock(&q->mu);
 	return n;
+}
+
+size_t sl_queue_bytes(struct sl_queue *q)
+{
+	return stat_locked(q, &q->bytes);
 }
 
 size_t sl_queue_peak_bytes(struct sl_queue *q)
 {
-	size_t n;
-
-	pthread_mutex_lock(&q->mu);
-	n = q->peak;
-	pthread_mutex_unlock(&q->mu);
-	return n;
+	return stat_locked(q, &q->peak);
 }
 
-uint64_t sl_queue_wakes(struct sl_queue *q)
+size_t sl_queue_wakes(struct sl_queue *q)
 {
-	uint64_t n;
-
-	pthread_mutex_lock(&q->mu);
-	n = q->wakes;
-	pthread_mutex_unlock(&q->mu);
-	return n;
+	return stat_locked(q, &q->wakes);
 }

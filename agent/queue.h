@@ -71,6 +71,6 @@ bool sl_queue_closed(struct sl_queue *q);
 size_t sl_queue_bytes(struct sl_queue *q);
 size_t sl_queue_peak_bytes(struct sl_queue *q);
 /* Statistics, any thread: how often a publish woke the sleeping consumer. */
-uint64_t sl_queue_wakes(struct sl_queue *q);
+size_t sl_queue_wakes(struct sl_queue *q);
 
 #endif

@@ -78,6 +78,22 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
+/* Queues record i (what consumer() checks), unpublished; returns its size. */
+static size_t produce(struct qtest *t, int i)
+{
+	size_t len = rec_size(i, t->big);
+	unsigned char *r;
+	bool oom;
+
+	while (!(r = sl_queue_reserve(t->q, len, 100, &oom)))
+		assert_false(oom);
+	memset(r, 0x5a, len);
+	r[0] = (unsigned char)i;
+	r[len - 1] = (unsigned char)(i * 3);
+	sl_queue_commit(t->q, len);
+	return len;
+}
+
 static void test_queue_order_and_cap(void **state)
 {
 	struct qtest t = { .n = 3000, .big = (size_t)3 << 20 };
@@ -89,15 +105,7 @@ static void test_queue_order_and_cap(void **state)
 	assert_non_null(t.q);
 	assert_int_equal(pthread_create(&th, NULL, consumer, &t), 0);
 	for (int i = 0; i < t.n; i++) {
-		size_t len = rec_size(i, t.big);
-		unsigned char *r;
-		bool oom;
-		while (!(r = sl_queue_reserve(t.q, len, 100, &oom)))
-			assert_false(oom);
-		memset(r, 0x5a, len);
-		r[0] = (unsigned char)i;
-		r[len - 1] = (unsigned char)(i * 3);
-		sl_queue_commit(t.q, len);
+		produce(&t, i);
 		if (i % 10 == 0)
 			sl_queue_publish(t.q);
 	}
@@ -155,16 +163,7 @@ static void test_queue_lazy_wakes(void **state)
 	assert_non_null(t.q);
 	assert_int_equal(pthread_create(&th, NULL, consumer, &t), 0);
 	for (int i = 0; i < t.n; i++) {
-		size_t len = rec_size(i, t.big);
-		unsigned char *r;
-		bool oom;
-		while (!(r = sl_queue_reserve(t.q, len, 100, &oom)))
-			assert_false(oom);
-		memset(r, 0x5a, len);
-		r[0] = (unsigned char)i;
-		r[len - 1] = (unsigned char)(i * 3);
-		sl_queue_commit(t.q, len);
-		total += len;
+		total += produce(&t, i);
 		sl_queue_publish_lazy(t.q);
 		if (i % 20 == 0)
 			sleep_ms(2);  /* the consumer drains and goes to sleep */
