@@ -715,31 +715,42 @@ static int bf_done(struct sl_pipe *p, struct qev *ev)
 	return rc;
 }
 
+/* Writes c, a change (or with backfill, a backfill row), and counts it. */
+static int write_counted(struct sl_pipe *p, struct sl_change *c, bool backfill)
+{
+	struct sl_ops_table *m;
+	int rc = write_change(p, c);
+
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(backfill ? &p->n_backfill_rows : &p->n_changes, 1);
+	if ((m = ops_table(p, c->table)) == NULL)
+		return SL_OK;
+	if (backfill)
+		sl_ops_count_backfill_row(m);
+	else
+		sl_ops_count_change(m, c->op);
+	return SL_OK;
+}
+
 /* A change of a transaction (Q_CHANGE): its record, at the transaction's
  * position and commit time. */
 static int handle_change(struct sl_pipe *p, const struct qev *ev)
 {
-	struct sl_ops_table *m;
-	struct sl_change c;
-	int rc;
+	struct sl_change c = {
+		.table = ev->table,
+		.op = (enum sl_op)ev->op,
+		.values = ev->n >= 0 ? (const struct sl_value *)(ev + 1) : NULL,
+		.read_method = p->pc.desc->read_method_cdc,
+		.pos = &p->w_tx_pos,
+		.source_ts_us = p->w_tx_ts,
+		.read_ts_us = ev->ts_us,
+		.tx_id = p->w_tx_id,
+	};
 
-	memset(&c, 0, sizeof c);
-	c.table = ev->table;
-	c.op = (enum sl_op)ev->op;
-	c.values = ev->n >= 0 ? (const struct sl_value *)(ev + 1) : NULL;
-	c.read_method = p->pc.desc->read_method_cdc;
-	c.pos = &p->w_tx_pos;
 	set_csn(p, &c, ev->u, ev->seq);
-	c.source_ts_us = p->w_tx_ts;
-	c.read_ts_us = ev->ts_us;
-	c.tx_id = p->w_tx_id;
 	set_uuid(p, &c, NULL, 0);
-	if ((rc = write_change(p, &c)) < 0)
-		return rc;
-	atomic_fetch_add(&p->n_changes, 1);
-	if ((m = ops_table(p, ev->table)) != NULL)
-		sl_ops_count_change(m, c.op);
-	return SL_OK;
+	return write_counted(p, &c, false);
 }
 
 /* A keepalive or heartbeat outside a transaction (Q_KEEPALIVE): the mark
@@ -803,29 +814,21 @@ static int handle_schema(struct sl_pipe *p, struct qev *ev)
  * position, its uuid made unique by the row's key. */
 static int handle_bf_row(struct sl_pipe *p, const struct qev *ev)
 {
-	struct sl_ops_table *m;
-	struct sl_change c;
-	int rc;
+	struct sl_change c = {
+		.table = ev->table,
+		.op = SL_OP_INSERT,
+		.values = (const struct sl_value *)(ev + 1),
+		.read_method = p->pc.desc->read_method_backfill,
+		.pos = &p->w_bf_pos,
+		.csn_pos = p->w_bf_csn,  /* sl_change_set_csn(&c, p->w_bf_csn, 0), formatted once */
+		.source_ts_us = p->w_bf_ts,
+		.read_ts_us = ev->ts_us,
+	};
 
-	memset(&c, 0, sizeof c);
-	c.table = ev->table;
-	c.op = SL_OP_INSERT;
-	c.values = (const struct sl_value *)(ev + 1);
-	c.read_method = p->pc.desc->read_method_backfill;
-	c.pos = &p->w_bf_pos;
-	/* sl_change_set_csn(&c, p->w_bf_csn, 0), formatted once */
-	c.csn_pos = p->w_bf_csn;
 	memcpy(c.csn, p->w_bf_csn_text, sizeof c.csn);
-	c.source_ts_us = p->w_bf_ts;
-	c.read_ts_us = ev->ts_us;
 	backfill_key(&p->w_key, ev->table, c.values, ++p->w_bf_rows);
 	set_uuid(p, &c, p->w_key.data, p->w_key.len);
-	if ((rc = write_change(p, &c)) < 0)
-		return rc;
-	atomic_fetch_add(&p->n_backfill_rows, 1);
-	if ((m = ops_table(p, ev->table)) != NULL)
-		sl_ops_count_backfill_row(m);
-	return SL_OK;
+	return write_counted(p, &c, true);
 }
 
 /* A backfill's progress (Q_BF_PROGRESS): durable with the next flush;
