@@ -166,6 +166,13 @@ struct sl_pipe {
 	 * version's address is stable until a SCHEMA event retires it, which
 	 * clears the map */
 	struct { const struct sl_table *t; struct sl_ops_table *m; } w_ops[OPS_CACHE];
+	/* and to the hashed prefix of their records' uuids, cleared likewise */
+	struct sl_uuid_prefix w_uuid[OPS_CACHE];
+	/* the CSN of the last change written, which the next one of its
+	 * transaction follows */
+	char w_csn[SL_CSN_LEN + 1];
+	uint64_t w_csn_pos;
+	uint32_t w_csn_seq;
 };
 
 static bool cancelled(const struct sl_pipe *p)
@@ -426,6 +433,32 @@ static struct sl_ops_table *ops_table(struct sl_pipe *p, const struct sl_table *
 	return p->w_ops[h].m;
 }
 
+/* sl_change_set_csn(c, pos, seq), from the last change's CSN when c is the
+ * next change of its transaction. */
+static void set_csn(struct sl_pipe *p, struct sl_change *c, uint64_t pos, uint32_t seq)
+{
+	if (p->w_csn[0] && pos == p->w_csn_pos && seq > 0 && seq - 1 == p->w_csn_seq)
+		sl_csn_next_seq(p->w_csn);
+	else
+		sl_csn_format(p->w_csn, pos, seq);
+	p->w_csn_pos = pos;
+	p->w_csn_seq = seq;
+	c->csn_pos = pos;
+	c->seq = seq;
+	memcpy(c->csn, p->w_csn, sizeof c->csn);
+}
+
+/* Sets c->uuid (see sl_change_set_uuid), from the hashed prefix of
+ * c->table's records. */
+static void set_uuid(struct sl_pipe *p, struct sl_change *c, const void *extra, size_t extra_len)
+{
+	struct sl_uuid_prefix *u = &p->w_uuid[((uintptr_t)c->table >> 4) % OPS_CACHE];
+
+	if (u->table != c->table)
+		sl_uuid_prefix_init(u, p->pc.stream, c->table);
+	sl_change_set_uuid_from(c, u, extra, extra_len);
+}
+
 static int write_change(struct sl_pipe *p, struct sl_change *c)
 {
 	int rc = p->pc.sink->write(p->pc.sinkctx, c, p->w_err, sizeof p->w_err);
@@ -682,11 +715,219 @@ static int bf_done(struct sl_pipe *p, struct qev *ev)
 	return rc;
 }
 
-static int handle(struct sl_pipe *p, struct qev *ev)
+/* Writes c, a change (or with backfill, a backfill row), and counts it. */
+static int write_counted(struct sl_pipe *p, struct sl_change *c, bool backfill)
+{
+	struct sl_ops_table *m;
+	int rc = write_change(p, c);
+
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(backfill ? &p->n_backfill_rows : &p->n_changes, 1);
+	if ((m = ops_table(p, c->table)) == NULL)
+		return SL_OK;
+	if (backfill)
+		sl_ops_count_backfill_row(m);
+	else
+		sl_ops_count_change(m, c->op);
+	return SL_OK;
+}
+
+/* A change of a transaction (Q_CHANGE): its record, at the transaction's
+ * position and commit time. */
+static int handle_change(struct sl_pipe *p, const struct qev *ev)
+{
+	struct sl_change c = {
+		.table = ev->table,
+		.op = (enum sl_op)ev->op,
+		.values = ev->n >= 0 ? (const struct sl_value *)(ev + 1) : NULL,
+		.read_method = p->pc.desc->read_method_cdc,
+		.pos = &p->w_tx_pos,
+		.source_ts_us = p->w_tx_ts,
+		.read_ts_us = ev->ts_us,
+		.tx_id = p->w_tx_id,
+	};
+
+	set_csn(p, &c, ev->u, ev->seq);
+	set_uuid(p, &c, NULL, 0);
+	return write_counted(p, &c, false);
+}
+
+/* A keepalive or heartbeat outside a transaction (Q_KEEPALIVE): the mark
+ * moves, and an idle stream's checkpoint with it when one is due. */
+static int handle_keepalive(struct sl_pipe *p, const struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
+	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+
+	if (p->w_in_tx)
+		return SL_OK;
+	/* Everything the source sent before this keepalive is durable:
+	 * the stream has caught up with the source (freshness is judged
+	 * against the source's activity from here). */
+	if (p->pc.ops && !p->w_flying && !p->pc.sink->pending(p->pc.sinkctx))
+		atomic_store(&p->pc.ops->caught_up_us, sl_now_us());
+	if (ev->ts_us > 0) {
+		/* a heartbeat: everything written before ts_us is before it */
+		p->w_mark_ts = ev->ts_us;
+		if (p->pc.ops)
+			atomic_fetch_add(&p->pc.ops->heartbeats_seen, 1);
+		/* At a position already durable, with nothing waiting in the
+		 * sink (a binlog heartbeat on an idle stream: the position
+		 * does not move), its time is durable now: no flush needed,
+		 * and the checkpoint takes it at its next save. */
+		if (ck->has_position && !p->pc.sink->pending(p->pc.sinkctx) && pos_cmp(p, pos, &ck->durable) <= 0 &&
+		    (!p->w_has_mark || pos_cmp(p, &p->w_mark, &ck->durable) <= 0)) {
+			if (ev->ts_us > ck->last_source_ts_us)
+				ck->last_source_ts_us = ev->ts_us;
+			if (p->pc.ops)
+				sl_ops_heartbeat_durable(p->pc.ops, ev->ts_us);
+		}
+	}
+	mark(p, pos);
+	if (idle_advance_due(p, sl_mono_ms()))
+		return do_flush(p);
+	return SL_OK;
+}
+
+/* A table's new version (Q_SCHEMA): its layout goes into the checkpoint,
+ * and the version it replaced is freed. */
+static int handle_schema(struct sl_pipe *p, struct qev *ev)
+{
+	struct sl_checkpoint *ck = p->pc.ck;
+
+	if (ev->flag)
+		sl_info("stream \"%s\": table \"%s\".\"%s\" changed its columns (schema version %s)",
+			p->pc.stream, ev->table->ns, ev->table->name, ev->table->schema_key);
+	/* the layout from here on, saved with the position that passes it */
+	for (int i = 0; i < ck->ntables && ev->table->layout; i++)
+		if (!strcmp(ck->tables[i].ns, ev->table->ns) && !strcmp(ck->tables[i].table, ev->table->name))
+			ck->tables[i].layout = ev->table->layout;
+	sl_table_free(ev->retired);
+	ev->retired = NULL;
+	memset(p->w_ops, 0, sizeof p->w_ops);  /* a freed version's address may come back */
+	memset(p->w_uuid, 0, sizeof p->w_uuid);
+	return SL_OK;
+}
+
+/* A backfill row (Q_BF_ROW): an INSERT at the chunk's or snapshot's
+ * position, its uuid made unique by the row's key. */
+static int handle_bf_row(struct sl_pipe *p, const struct qev *ev)
+{
+	struct sl_change c = {
+		.table = ev->table,
+		.op = SL_OP_INSERT,
+		.values = (const struct sl_value *)(ev + 1),
+		.read_method = p->pc.desc->read_method_backfill,
+		.pos = &p->w_bf_pos,
+		.csn_pos = p->w_bf_csn,  /* sl_change_set_csn(&c, p->w_bf_csn, 0), formatted once */
+		.source_ts_us = p->w_bf_ts,
+		.read_ts_us = ev->ts_us,
+	};
+
+	memcpy(c.csn, p->w_bf_csn_text, sizeof c.csn);
+	backfill_key(&p->w_key, ev->table, c.values, ++p->w_bf_rows);
+	set_uuid(p, &c, p->w_key.data, p->w_key.len);
+	return write_counted(p, &c, true);
+}
+
+/* A backfill's progress (Q_BF_PROGRESS): durable with the next flush;
+ * flushed now when one is due, so that a long backfill is checkpointed as
+ * it goes. */
+static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
+{
+	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
+	char *key = strdup((const char *)(ev + 1));
+
+	if (!key) {
+		snprintf(p->w_err, sizeof p->w_err, "out of memory");
+		return SL_EFAIL;
+	}
+	free(e->pend.key);
+	e->pend.key = key;
+	e->pend.rows = ev->u;
+	e->pend.chunks = (uint64_t)ev->ts_us;
+	e->pend.set = true;
+	if (e->method == SL_BF_WATERMARK)
+		p->w_bf_hold = false;  /* a chunk's rows are written: changes follow */
+	if (!p->w_in_tx && p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
+		return do_flush(p);
+	return SL_OK;
+}
+
+/* A backfill in chunks while streaming starts (Q_JOB_START), or resumes
+ * after its resume key (flag 2); with a marker (flag 1) first. */
+static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
+{
+	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
+	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+	bool marker = ev->flag & 1, resume = ev->flag & 2;
 	struct sl_ops_table *m;
-	struct sl_change c;
+	int rc;
+
+	/* A snapshot backfill interrupted before any of it was durable:
+	 * remove what it wrote, as a redo would. */
+	if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
+	    (rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
+		return rc;
+	e->state = SL_BF_RUNNING;
+	e->method = SL_BF_WATERMARK;
+	if ((m = ops_table(p, ev->table)) != NULL) {
+		if (!resume)
+			atomic_store(&m->bf_run_rows, 0);
+		atomic_store(&m->est_rows, ev->table->est_rows);
+		atomic_store(&m->bf_started_us, sl_now_us());
+		atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
+	}
+	e->snapshot = *pos;
+	free(e->pend.key);
+	memset(&e->pend, 0, sizeof e->pend);
+	if (!resume) {
+		e->rows = e->chunks = 0;
+		sl_ckpt_set_resume(e, NULL);
+	}
+	/* What the source knows of the columns read now (a job started
+	 * because they changed does not start again at the next run). */
+	if (ev->table->src_columns) {
+		char *cols = strdup(ev->table->src_columns);
+		if (!cols) {
+			snprintf(p->w_err, sizeof p->w_err, "out of memory");
+			return SL_EFAIL;
+		}
+		free(e->columns);
+		e->columns = cols;
+	}
+	/* The re-backfill marker, just after the stream's position P:
+	 * CSN (P + 1, 0) sorts after every record written so far (changes
+	 * before P, backfill rows at P or before) and before every chunk
+	 * (read at later positions). */
+	if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us, NULL)) < 0)
+		return rc;
+	/* Durable before the job counts as started: a request is
+	 * forgotten only then, and a resumed job never lacks its marker. */
+	if ((rc = do_flush(p)) < 0)
+		return rc;
+	return save_ckpt(p);
+}
+
+/* A table dropped (Q_DROP): its marker just after the source's position
+ * (P + 1, 0), above every record the table had, its snapshot's rows at P
+ * included; durable before the table counts as dropped. */
+static int handle_drop(struct sl_pipe *p, const struct qev *ev)
+{
+	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
+	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
+	int rc;
+
+	if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us(), "dropped")) < 0 ||
+	    (rc = do_flush(p)) < 0)
+		return rc;
+	e->state = SL_BF_DROPPED;
+	return save_ckpt(p);
+}
+
+static int handle(struct sl_pipe *p, struct qev *ev)
+{
 	int rc;
 
 	switch ((enum qkind)ev->kind) {
@@ -697,23 +938,7 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		p->w_tx_id = ev->u;
 		return SL_OK;
 	case Q_CHANGE:
-		memset(&c, 0, sizeof c);
-		c.table = ev->table;
-		c.op = (enum sl_op)ev->op;
-		c.values = ev->n >= 0 ? (const struct sl_value *)(ev + 1) : NULL;
-		c.read_method = p->pc.desc->read_method_cdc;
-		c.pos = &p->w_tx_pos;
-		sl_change_set_csn(&c, ev->u, ev->seq);
-		c.source_ts_us = p->w_tx_ts;
-		c.read_ts_us = ev->ts_us;
-		c.tx_id = p->w_tx_id;
-		sl_change_set_uuid(&c, p->pc.stream, NULL, 0);
-		if ((rc = write_change(p, &c)) < 0)
-			return rc;
-		atomic_fetch_add(&p->n_changes, 1);
-		if ((m = ops_table(p, ev->table)) != NULL)
-			sl_ops_count_change(m, c.op);
-		return SL_OK;
+		return handle_change(p, ev);
 	case Q_COMMIT:
 		p->w_in_tx = false;
 		p->w_mark_ts = ev->ts_us;
@@ -722,71 +947,15 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 			return flush_routine(p);
 		return SL_OK;
 	case Q_KEEPALIVE:
-		if (p->w_in_tx)
-			return SL_OK;
-		/* Everything the source sent before this keepalive is durable:
-		 * the stream has caught up with the source (freshness is judged
-		 * against the source's activity from here). */
-		if (p->pc.ops && !p->w_flying && !p->pc.sink->pending(p->pc.sinkctx))
-			atomic_store(&p->pc.ops->caught_up_us, sl_now_us());
-		if (ev->ts_us > 0) {
-			/* a heartbeat: everything written before ts_us is before it */
-			p->w_mark_ts = ev->ts_us;
-			if (p->pc.ops)
-				atomic_fetch_add(&p->pc.ops->heartbeats_seen, 1);
-			/* At a position already durable, with nothing waiting in the
-			 * sink (a binlog heartbeat on an idle stream: the position
-			 * does not move), its time is durable now: no flush needed,
-			 * and the checkpoint takes it at its next save. */
-			if (ck->has_position && !p->pc.sink->pending(p->pc.sinkctx) &&
-			    pos_cmp(p, (const struct sl_position *)(ev + 1), &ck->durable) <= 0 &&
-			    (!p->w_has_mark || pos_cmp(p, &p->w_mark, &ck->durable) <= 0)) {
-				if (ev->ts_us > ck->last_source_ts_us)
-					ck->last_source_ts_us = ev->ts_us;
-				if (p->pc.ops)
-					sl_ops_heartbeat_durable(p->pc.ops, ev->ts_us);
-			}
-		}
-		mark(p, (const struct sl_position *)(ev + 1));
-		if (idle_advance_due(p, sl_mono_ms()))
-			return do_flush(p);
-		return SL_OK;
+		return handle_keepalive(p, ev);
 	case Q_SCHEMA:
-		if (ev->flag)
-			sl_info("stream \"%s\": table \"%s\".\"%s\" changed its columns (schema version %s)",
-				p->pc.stream, ev->table->ns, ev->table->name, ev->table->schema_key);
-		/* the layout from here on, saved with the position that passes it */
-		for (int i = 0; i < ck->ntables && ev->table->layout; i++)
-			if (!strcmp(ck->tables[i].ns, ev->table->ns) && !strcmp(ck->tables[i].table, ev->table->name))
-				ck->tables[i].layout = ev->table->layout;
-		sl_table_free(ev->retired);
-		ev->retired = NULL;
-		memset(p->w_ops, 0, sizeof p->w_ops);  /* a freed version's address may come back */
-		return SL_OK;
+		return handle_schema(p, ev);
 	case Q_BF_START:
 		return bf_start(p, ev);
 	case Q_BF_GROUP:
 		return bf_group(p, ev);
 	case Q_BF_ROW:
-		memset(&c, 0, sizeof c);
-		c.table = ev->table;
-		c.op = SL_OP_INSERT;
-		c.values = (const struct sl_value *)(ev + 1);
-		c.read_method = p->pc.desc->read_method_backfill;
-		c.pos = &p->w_bf_pos;
-		/* sl_change_set_csn(&c, p->w_bf_csn, 0), formatted once */
-		c.csn_pos = p->w_bf_csn;
-		memcpy(c.csn, p->w_bf_csn_text, sizeof c.csn);
-		c.source_ts_us = p->w_bf_ts;
-		c.read_ts_us = ev->ts_us;
-		backfill_key(&p->w_key, ev->table, c.values, ++p->w_bf_rows);
-		sl_change_set_uuid(&c, p->pc.stream, p->w_key.data, p->w_key.len);
-		if ((rc = write_change(p, &c)) < 0)
-			return rc;
-		atomic_fetch_add(&p->n_backfill_rows, 1);
-		if ((m = ops_table(p, ev->table)) != NULL)
-			sl_ops_count_backfill_row(m);
-		return SL_OK;
+		return handle_bf_row(p, ev);
 	case Q_BF_DONE:
 		return bf_done(p, ev);
 	case Q_BF_AT:
@@ -797,87 +966,12 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
 		p->w_bf_hold = true;
 		return SL_OK;
-	case Q_BF_PROGRESS: {
-		/* Durable with the next flush; flushed now when one is due, so
-		 * that a long backfill is checkpointed as it goes. */
-		struct sl_ckpt_table *e = &ck->tables[ev->n];
-		char *key = strdup((const char *)(ev + 1));
-		if (!key) {
-			snprintf(p->w_err, sizeof p->w_err, "out of memory");
-			return SL_EFAIL;
-		}
-		free(e->pend.key);
-		e->pend.key = key;
-		e->pend.rows = ev->u;
-		e->pend.chunks = (uint64_t)ev->ts_us;
-		e->pend.set = true;
-		if (e->method == SL_BF_WATERMARK)
-			p->w_bf_hold = false;  /* a chunk's rows are written: changes follow */
-		if (!p->w_in_tx && p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
-			return do_flush(p);
-		return SL_OK;
-	}
-	case Q_JOB_START: {
-		/* A backfill in chunks while streaming starts, or resumes after
-		 * its resume key (flag 2); with a marker (flag 1) first. */
-		struct sl_ckpt_table *e = &ck->tables[ev->n];
-		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
-		bool marker = ev->flag & 1, resume = ev->flag & 2;
-		/* A snapshot backfill interrupted before any of it was durable:
-		 * remove what it wrote, as a redo would. */
-		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
-		    (rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
-			return rc;
-		e->state = SL_BF_RUNNING;
-		e->method = SL_BF_WATERMARK;
-		if ((m = ops_table(p, ev->table)) != NULL) {
-			if (!resume)
-				atomic_store(&m->bf_run_rows, 0);
-			atomic_store(&m->est_rows, ev->table->est_rows);
-			atomic_store(&m->bf_started_us, sl_now_us());
-			atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
-		}
-		e->snapshot = *pos;
-		free(e->pend.key);
-		memset(&e->pend, 0, sizeof e->pend);
-		if (!resume) {
-			e->rows = e->chunks = 0;
-			sl_ckpt_set_resume(e, NULL);
-		}
-		/* What the source knows of the columns read now (a job started
-		 * because they changed does not start again at the next run). */
-		if (ev->table->src_columns) {
-			char *cols = strdup(ev->table->src_columns);
-			if (!cols) {
-				snprintf(p->w_err, sizeof p->w_err, "out of memory");
-				return SL_EFAIL;
-			}
-			free(e->columns);
-			e->columns = cols;
-		}
-		/* The re-backfill marker, just after the stream's position P:
-		 * CSN (P + 1, 0) sorts after every record written so far (changes
-		 * before P, backfill rows at P or before) and before every chunk
-		 * (read at later positions). */
-		if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us, NULL)) < 0)
-			return rc;
-		/* Durable before the job counts as started: a request is
-		 * forgotten only then, and a resumed job never lacks its marker. */
-		if ((rc = do_flush(p)) < 0)
-			return rc;
-		return save_ckpt(p);
-	}
-	case Q_DROP: {
-		struct sl_ckpt_table *e = &ck->tables[ev->n];
-		const struct sl_position *pos = (const struct sl_position *)(ev + 1);
-		/* Just after the source's position: (P + 1, 0), above every
-		 * record the table had, its snapshot's rows at P included. */
-		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us(), "dropped")) < 0 ||
-		    (rc = do_flush(p)) < 0)
-			return rc;
-		e->state = SL_BF_DROPPED;
-		return save_ckpt(p);
-	}
+	case Q_BF_PROGRESS:
+		return handle_bf_progress(p, ev);
+	case Q_JOB_START:
+		return handle_job_start(p, ev);
+	case Q_DROP:
+		return handle_drop(p, ev);
 	case Q_BARRIER:
 		if ((rc = do_flush(p)) < 0)
 			return rc;
@@ -1051,8 +1145,14 @@ static int failed_rc(struct sl_pipe *p)
 static void push_done(struct sl_pipe *p, size_t n, bool publish)
 {
 	sl_queue_commit(p->q, n);
-	if (publish || ++p->r_unpublished >= PUBLISH_EVERY) {
+	if (publish) {
 		sl_queue_publish(p->q);
+		p->r_unpublished = 0;
+	} else if (++p->r_unpublished >= PUBLISH_EVERY) {
+		/* Inside a transaction, whose changes the writer cannot make
+		 * durable before its commit: visible now, but a sleeping writer
+		 * is woken only per batch of bytes (or at the commit). */
+		sl_queue_publish_lazy(p->q);
 		p->r_unpublished = 0;
 	}
 }

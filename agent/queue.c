@@ -11,7 +11,11 @@
  * nothing sets consumer_waiting and sleeps, and the producer, having stored
  * pub, signals it only when that flag is set.  Both the flag and pub are
  * sequentially consistent, so either the producer sees the flag or the
- * consumer sees the new records: no wake-up is lost.
+ * consumer sees the new records: no wake-up is lost.  A lazy publish leaves
+ * the sleeper asleep until SL_QUEUE_WAKE_BYTES have gathered (its timed
+ * wait bounds the delay either way), and the consumer spins briefly before
+ * it sleeps at all, so a busy stream costs a wake-up per batch of bytes,
+ * not per publish.
  */
 #include "agent/queue.h"
 
@@ -38,10 +42,12 @@ struct sl_queue {
 	size_t cap;
 	size_t bytes;                   /* data bytes of every chunk, under mu */
 	size_t peak;                    /* under mu */
+	size_t wakes;                   /* under mu: signals to a sleeping consumer */
 	int nchunks;                    /* under mu */
 	bool producer_waiting;          /* under mu */
 	atomic_bool consumer_waiting;
 	atomic_bool closed;
+	size_t unwoken;                 /* producer only: bytes published lazily to a sleeping consumer */
 	struct chunk *spare;            /* one emptied SL_QUEUE_CHUNK chunk, under mu */
 	/* producer */
 	struct chunk *tail;
@@ -114,18 +120,48 @@ void sl_queue_free(struct sl_queue *q)
 	free(q);
 }
 
-void sl_queue_publish(struct sl_queue *q)
+/* Publishes the tail's records; wakes a sleeping consumer when wake is set,
+ * or once SL_QUEUE_WAKE_BYTES were published lazily while it slept. */
+static void publish(struct sl_queue *q, bool wake)
 {
 	struct chunk *t = q->tail;
+	size_t pub = atomic_load(&t->pub);
 
-	if (atomic_load(&t->pub) == t->wpos)
+	if (pub == t->wpos)
 		return;
 	atomic_store(&t->pub, t->wpos);
-	if (atomic_load(&q->consumer_waiting)) {
-		pthread_mutex_lock(&q->mu);
-		pthread_cond_signal(&q->not_empty);
-		pthread_mutex_unlock(&q->mu);
+	if (!atomic_load(&q->consumer_waiting)) {
+		q->unwoken = 0;  /* it runs, and sees the records before it sleeps */
+		return;
 	}
+	q->unwoken += t->wpos - pub;
+	if (!wake && q->unwoken < SL_QUEUE_WAKE_BYTES)
+		return;
+	q->unwoken = 0;
+	pthread_mutex_lock(&q->mu);
+	q->wakes++;
+	pthread_cond_signal(&q->not_empty);
+	pthread_mutex_unlock(&q->mu);
+}
+
+void sl_queue_publish(struct sl_queue *q)
+{
+	publish(q, true);
+}
+
+void sl_queue_publish_lazy(struct sl_queue *q)
+{
+	publish(q, false);
+}
+
+/* True once the consumer has something to read (or the queue is closed):
+ * what its wait waits for. */
+static bool readable(void *arg)
+{
+	struct sl_queue *q = arg;
+	struct chunk *c = q->head;
+
+	return q->rpos < atomic_load(&c->pub) || atomic_load(&c->next) || atomic_load(&q->closed);
 }
 
 void *sl_queue_reserve(struct sl_queue *q, size_t n, int timeout_ms, bool *oom)
@@ -237,11 +273,15 @@ void *sl_queue_peek(struct sl_queue *q, int timeout_ms, size_t *len)
 		}
 		if (timeout_ms <= 0 || waited)
 			return NULL;
-		until = sl_mono_deadline(timeout_ms);
 		waited = true;
+		/* A producer that is running publishes again soon: spin briefly
+		 * before going to sleep. */
+		if (sl_spin_until(readable, q))
+			continue;
+		until = sl_mono_deadline(timeout_ms);
 		pthread_mutex_lock(&q->mu);
 		atomic_store(&q->consumer_waiting, true);
-		if (q->rpos >= atomic_load(&c->pub) && !atomic_load(&c->next) && !atomic_load(&q->closed))
+		if (!readable(q))
 			pthread_cond_timedwait(&q->not_empty, &q->mu, &until);
 		atomic_store(&q->consumer_waiting, false);
 		pthread_mutex_unlock(&q->mu);
@@ -270,22 +310,28 @@ bool sl_queue_closed(struct sl_queue *q)
 	return atomic_load(&q->closed);
 }
 
-size_t sl_queue_bytes(struct sl_queue *q)
+/* A statistic kept under the mutex, read by any thread. */
+static size_t stat_locked(struct sl_queue *q, const size_t *field)
 {
 	size_t n;
 
 	pthread_mutex_lock(&q->mu);
-	n = q->bytes;
+	n = *field;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
 
+size_t sl_queue_bytes(struct sl_queue *q)
+{
+	return stat_locked(q, &q->bytes);
+}
+
 size_t sl_queue_peak_bytes(struct sl_queue *q)
 {
-	size_t n;
+	return stat_locked(q, &q->peak);
+}
 
-	pthread_mutex_lock(&q->mu);
-	n = q->peak;
-	pthread_mutex_unlock(&q->mu);
-	return n;
+size_t sl_queue_wakes(struct sl_queue *q)
+{
+	return stat_locked(q, &q->wakes);
 }

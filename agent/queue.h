@@ -28,6 +28,8 @@
 
 #define SL_QUEUE_CHUNK ((size_t)256 * 1024)
 #define SL_QUEUE_DEFAULT_CAP ((size_t)8 << 20)
+/* A lazy publish wakes a sleeping consumer once this many bytes gathered. */
+#define SL_QUEUE_WAKE_BYTES ((size_t)128 * 1024)
 
 struct sl_queue;
 
@@ -46,8 +48,13 @@ void sl_queue_free(struct sl_queue *q);
 void *sl_queue_reserve(struct sl_queue *q, size_t n, int timeout_ms, bool *oom);
 /* Producer: the reserved record (n bytes, at most what was reserved) is done. */
 void sl_queue_commit(struct sl_queue *q, size_t n);
-/* Producer: makes every committed record visible to the consumer. */
+/* Producer: makes every committed record visible to the consumer, and wakes
+ * it if it sleeps. */
 void sl_queue_publish(struct sl_queue *q);
+/* Producer: makes every committed record visible to the consumer, but wakes
+ * a sleeping consumer only once SL_QUEUE_WAKE_BYTES were published since it
+ * went to sleep (a batch inside a transaction; sl_queue_publish at its end). */
+void sl_queue_publish_lazy(struct sl_queue *q);
 
 /* Consumer: the next published record, waiting up to timeout_ms (0: do not
  * wait).  *len receives its size.  NULL when nothing came.  The memory stays
@@ -63,5 +70,7 @@ bool sl_queue_closed(struct sl_queue *q);
 /* Statistics, any thread: bytes held in chunks now, and the most ever held. */
 size_t sl_queue_bytes(struct sl_queue *q);
 size_t sl_queue_peak_bytes(struct sl_queue *q);
+/* Statistics, any thread: how often a publish woke the sleeping consumer. */
+size_t sl_queue_wakes(struct sl_queue *q);
 
 #endif

@@ -12,6 +12,7 @@ figure is printed as min/median/max over them.
 
 import argparse
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -45,6 +46,19 @@ def measured(argv, workdir, name, timeout, stdout_path=None, env=None):
                    start_new_session=True)
     p._setup(fo.name, fe.name, argv, (fo, fe), sample_hwm=True)
     return finish(p, timeout)
+
+
+def wrapped(binary, wrap, workdir):
+    """binary itself without wrap, else a script in workdir that runs it
+    under the command line wrap (e.g. "valgrind --tool=callgrind" or
+    "perf record -g -o FILE"), for profiling a bench's sluice runs."""
+    if not wrap:
+        return binary
+    path = os.path.join(workdir, "wrapped-sluice")
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nexec {wrap} {shlex.quote(binary)} "$@"\n')
+    os.chmod(path, 0o755)
+    return path
 
 
 def mmm(xs, fmt="{:.2f}"):

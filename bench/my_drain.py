@@ -28,6 +28,7 @@ the same range without decoding), the floor for any client.  It never fails
 on speed; it exits non-zero only if something does not work.
 
   SLUICE_BIN=_build/sluice /usr/bin/python3 bench/my_drain.py [--changes N] [--batch N] [--pairs N] [--verify]
+                                                           [--codec C] [--wrap CMD]
 """
 
 import argparse
@@ -87,13 +88,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
-    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy"))
+    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy", "zstandard"))
     ap.add_argument("--compression-threads", type=int, default=1,
                     help="[destination] compression_threads (default 1, the config's default)")
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--verify", action="store_true", help="read sluice's output back and count the changes (slow)")
     ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--wrap", default="", metavar="CMD",
+                    help='run sluice under this command line, e.g. "valgrind --tool=callgrind '
+                         '--callgrind-out-file=/tmp/cg.%%p" or "perf record -g -o /tmp/perf.data"')
     a = ap.parse_args()
 
     reason = harness_mysql.mariadb_available()
@@ -116,6 +120,7 @@ def main():
                 if r0.rc != 0:
                     print(f"my_drain: sluice failed:\n{r0.describe()}", file=sys.stderr)
                     return 1
+                s.binary = fair.wrapped(a.sluice_bin, a.wrap, s.workdir)
             with open(os.path.join(s.state_dir, "bench.checkpoint.json")) as f:
                 start = json.load(f)["durable"]
             start_file, start_pos = start.split(" ")[0].rsplit(":", 1)

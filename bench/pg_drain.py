@@ -30,6 +30,7 @@ against the load.
 
   SLUICE_BIN=/tmp/build/sluice /usr/bin/python3 bench/pg_drain.py [--changes N] [--batch N] [--verify]
                                                               [--metrics] [--scrape-every S] [--skip-recvlogical] [--pairs N]
+                                                              [--codec C] [--wrap CMD]
 """
 
 import argparse
@@ -95,11 +96,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--changes", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
-    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy"))
+    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy", "zstandard"))
     ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--verify", action="store_true",
                     help="read sluice's output back with python avro and count the changes (slow)")
     ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--wrap", default="", metavar="CMD",
+                    help='run sluice under this command line, e.g. "valgrind --tool=callgrind '
+                         '--callgrind-out-file=/tmp/cg.%%p" or "perf record -g -o /tmp/perf.data"')
     ap.add_argument("--metrics", action="store_true", help="serve /metrics and scrape it while draining")
     ap.add_argument("--scrape-every", type=float, default=1.0)
     ap.add_argument("--skip-recvlogical", action="store_true", help="measure sluice only")
@@ -139,6 +143,7 @@ def main():
                 runs.append(Sluice(pg, stream="bench", tables="public.bench_t", codec=a.codec, compression_level=1,
                                    max_file_bytes="64MB", max_file_seconds=60, backfill="none",
                                    binary=a.sluice_bin, log_level="warn", extra=extra))
+                runs[-1].binary = fair.wrapped(a.sluice_bin, a.wrap, runs[-1].workdir)
             s = runs[0]
             rl_out = os.path.join(s.workdir, "recvlogical.bin")
             rls, rs = [], []

@@ -48,6 +48,20 @@ int64_t sl_mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+bool sl_spin_until(bool (*ready)(void *), void *arg)
+{
+	for (int i = 0; i < SL_SPIN_ROUNDS; i++) {
+		if (ready(arg))
+			return true;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#elif defined(__aarch64__)
+		__asm__ __volatile__("yield");
+#endif
+	}
+	return ready(arg);
+}
+
 struct timespec sl_mono_deadline(int ms)
 {
 	struct timespec ts;

@@ -27,6 +27,12 @@ int64_t sl_mono_us(void);
 /* The CLOCK_MONOTONIC time ms milliseconds from now, for
  * pthread_cond_timedwait on a condition variable made with that clock. */
 struct timespec sl_mono_deadline(int ms);
+/* Spins briefly (a few microseconds, SL_SPIN_ROUNDS pauses) until ready(arg)
+ * is true, before a thread goes to sleep waiting for it: a producer that is
+ * running delivers soon, and a wake-up costs both threads far more.  Returns
+ * whether it became true. */
+#define SL_SPIN_ROUNDS 1000
+bool sl_spin_until(bool (*ready)(void *), void *arg);
 
 /* Formats an LSN as PostgreSQL does ("16/B374D848") into out (>= 18 bytes). */
 void sl_lsn_format(uint64_t lsn, char out[static 18]);

@@ -37,6 +37,17 @@ void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t 
 	out[SL_CSN_LEN] = '\0';
 }
 
+void sl_csn_next_seq(char csn[static SL_CSN_LEN + 1])
+{
+	for (int i = SL_CSN_LEN - 1; i > 16; i--) {
+		if (csn[i] != '9') {
+			csn[i]++;
+			return;
+		}
+		csn[i] = '0';
+	}
+}
+
 void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq)
 {
 	c->csn_pos = csn_pos;
@@ -52,50 +63,44 @@ static void sha1_piece(struct sha1_ctx *h, const void *p, size_t n, bool nul)
 		sha1_update(h, 1, (const uint8_t *)"");
 }
 
-void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *extra, size_t extra_len)
+/* RFC 4122 name-based UUID, version 5: SHA-1 over the namespace and the
+ * name "<stream>\0<schema>.<table>\0<csn>[\0<extra>]", truncated to 16
+ * bytes with the version and variant bits set.  The prefix up to the CSN is
+ * the same for every record of a table: it is hashed once into a
+ * sl_uuid_prefix, which each record's uuid starts from (a copy of the SHA-1
+ * state, nothing allocated). */
+void sl_uuid_prefix_init(struct sl_uuid_prefix *u, const char *stream, const struct sl_table *t)
 {
-	/* RFC 4122 name-based UUID, version 5: SHA-1 over the namespace and the
-	 * name "<stream>\0<schema>.<table>\0<csn>[\0<extra>]", truncated to 16
-	 * bytes with the version and variant bits set.  Called for every row:
-	 * the name is put together on the stack and hashed in one update (one
-	 * too long for the buffer is streamed in piece by piece), so nothing is
-	 * allocated. */
-	size_t ls = strlen(stream), lns = strlen(c->table->ns), lt = strlen(c->table->name);
-	size_t n = ls + 1 + lns + 1 + lt + 1 + SL_CSN_LEN + (extra ? 1 + extra_len : 0);
-	uint8_t name[512], *p = name, digest[SHA1_DIGEST_SIZE];
-	struct sha1_ctx h;
+	u->table = t;
+	sha1_init(&u->h);
+	sha1_update(&u->h, sizeof sluice_uuid_ns, sluice_uuid_ns);
+	sha1_piece(&u->h, stream, strlen(stream), true);
+	sha1_piece(&u->h, t->ns, strlen(t->ns), false);
+	sha1_piece(&u->h, ".", 1, false);
+	sha1_piece(&u->h, t->name, strlen(t->name), true);
+}
 
-	sha1_init(&h);
-	sha1_update(&h, sizeof sluice_uuid_ns, sluice_uuid_ns);
-	if (n <= sizeof name) {
-		memcpy(p, stream, ls + 1);
-		p += ls + 1;
-		memcpy(p, c->table->ns, lns);
-		p += lns;
-		*p++ = '.';
-		memcpy(p, c->table->name, lt + 1);
-		p += lt + 1;
-		memcpy(p, c->csn, SL_CSN_LEN);
-		p += SL_CSN_LEN;
-		if (extra) {
-			*p++ = '\0';
-			memcpy(p, extra, extra_len);
-			p += extra_len;
-		}
-		sha1_update(&h, n, name);
-	} else {
-		sha1_piece(&h, stream, ls, true);
-		sha1_piece(&h, c->table->ns, lns, false);
-		sha1_piece(&h, ".", 1, false);
-		sha1_piece(&h, c->table->name, lt, true);
-		sha1_piece(&h, c->csn, SL_CSN_LEN, extra != NULL);
-		if (extra)
-			sha1_piece(&h, extra, extra_len, false);
-	}
+void sl_change_set_uuid_from(struct sl_change *c, const struct sl_uuid_prefix *u, const void *extra,
+			     size_t extra_len)
+{
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	struct sha1_ctx h = u->h;
+
+	sha1_piece(&h, c->csn, SL_CSN_LEN, extra != NULL);
+	if (extra)
+		sha1_update(&h, extra_len, extra);
 	sha1_digest(&h, sizeof digest, digest);
 	memcpy(c->uuid, digest, 16);
 	c->uuid[6] = (uint8_t)((c->uuid[6] & 0x0f) | 0x50);
 	c->uuid[8] = (uint8_t)((c->uuid[8] & 0x3f) | 0x80);
+}
+
+void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *extra, size_t extra_len)
+{
+	struct sl_uuid_prefix u;
+
+	sl_uuid_prefix_init(&u, stream, c->table);
+	sl_change_set_uuid_from(c, &u, extra, extra_len);
 }
 
 const char *sl_type_name(enum sl_type t)

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <nettle/sha1.h>
+
 struct sl_buf;  /* common/buf.h */
 
 /* How a column is typed in the output (see doc/types.md), and the value
@@ -295,6 +297,11 @@ struct sl_change {
  * commit LSN; a binlog source's file sequence number in the high 32 bits and
  * the offset of the transaction's first event in the low 32. */
 void sl_csn_format(char out[static SL_CSN_LEN + 1], uint64_t position, uint32_t seq);
+/* Turns csn, as sl_csn_format wrote it for (position, seq) with seq below
+ * UINT32_MAX, into the CSN of (position, seq + 1): a carry through the
+ * decimal digits, for the changes of a transaction, which follow each
+ * other. */
+void sl_csn_next_seq(char csn[static SL_CSN_LEN + 1]);
 /* Sets c->csn_pos, c->seq and c->csn. */
 void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq);
 
@@ -302,6 +309,21 @@ void sl_change_set_csn(struct sl_change *c, uint64_t csn_pos, uint32_t seq);
  * extra is not NULL, extra bytes such as a backfill row's key, because every
  * backfill row shares the snapshot's CSN). */
 void sl_change_set_uuid(struct sl_change *c, const char *stream, const void *extra, size_t extra_len);
+
+/* The part of the uuid's name that every record of one table of one stream
+ * shares, hashed once: the SHA-1 state after the namespace and
+ * "<stream>\0<schema>.<table>\0".  A writer keeps one per table version
+ * and copies it for each record instead of hashing the prefix again. */
+struct sl_uuid_prefix {
+	const struct sl_table *table;  /* the version it was made for; NULL: unset */
+	struct sha1_ctx h;
+};
+/* Makes u the prefix of stream and table t (which must outlive u). */
+void sl_uuid_prefix_init(struct sl_uuid_prefix *u, const char *stream, const struct sl_table *t);
+/* sl_change_set_uuid(c, stream, extra, extra_len) with u made for stream
+ * and c->table: the same bytes, with the prefix not hashed again. */
+void sl_change_set_uuid_from(struct sl_change *c, const struct sl_uuid_prefix *u, const void *extra,
+			     size_t extra_len);
 
 /* Returns the canonical text of an op: "INSERT", "UPDATE-INSERT", ... */
 const char *sl_op_name(enum sl_op op);

@@ -19,7 +19,10 @@
  * ring of jobs by swapping buffers with it, and goes on encoding the next
  * block.  Workers take queued slots in ring order and compress them,
  * touching nothing but the slot's buffers; the slot's state changes under
- * the codec's mutex.  Only the owner writes blocks out, and only from the
+ * the codec's mutex.  Either side signals the other only when it is asleep
+ * (a worker counted idle, the owner waiting for the head), so a running
+ * thread is never woken, and the owner wakes a worker once per
+ * OCF_WAKE_QUEUED blocks, or when it waits itself.  Only the owner writes blocks out, and only from the
  * head of the ring: slots are filled in the order blocks fill up, so every
  * file gets its blocks in order, and the output callbacks run on the owner's
  * thread as they do inline.  The owner writes out done slots whenever it
@@ -52,9 +55,13 @@
 #include "common/util.h"
 #include "sinks/avro/avro_value.h"
 
-/* Job slots per compression thread: one being compressed, one queued behind
- * it, so that a worker never waits for the owner to write a block out. */
-#define OCF_JOBS_PER_THREAD 2
+/* Job slots per compression thread: one being compressed, the others queued
+ * behind it, so that a worker never waits for the owner to write a block
+ * out.  A sleeping worker is woken once OCF_WAKE_QUEUED blocks are queued
+ * (or when the owner has to wait for one), not for every block: one wake-up
+ * per batch of blocks. */
+#define OCF_JOBS_PER_THREAD 4
+#define OCF_WAKE_QUEUED 2
 
 enum job_state { JOB_FREE, JOB_QUEUED, JOB_BUSY, JOB_DONE };
 
@@ -103,6 +110,8 @@ struct sl_ocf_codec {
 	/* Under mu: */
 	unsigned next;            /* the oldest queued slot */
 	unsigned queued;          /* queued slots from next on */
+	int idle;                 /* workers asleep on work: signalled only when there are any */
+	bool owner_waiting;       /* the owner asleep on done: signalled only then */
 	bool stop;
 };
 
@@ -287,8 +296,11 @@ static void *worker_main(void *arg)
 	for (;;) {
 		struct ocf_job *j;
 
-		while (!c->stop && c->queued == 0)
+		while (!c->stop && c->queued == 0) {
+			c->idle++;
 			pthread_cond_wait(&c->work, &c->mu);
+			c->idle--;
+		}
 		if (c->stop)
 			break;
 		j = &c->jobs[c->next];
@@ -300,7 +312,8 @@ static void *worker_main(void *arg)
 					   j->err, sizeof j->err) < 0;
 		pthread_mutex_lock(&c->mu);
 		j->state = JOB_DONE;
-		pthread_cond_signal(&c->done);
+		if (c->owner_waiting)
+			pthread_cond_signal(&c->done);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
@@ -577,8 +590,13 @@ static bool reap(struct sl_ocf_codec *c, bool wait)
 		return false;
 	j = &c->jobs[c->head];
 	pthread_mutex_lock(&c->mu);
-	while (wait && j->state != JOB_DONE)
+	if (wait && j->state != JOB_DONE && c->idle > 0 && c->queued > 0)
+		pthread_cond_broadcast(&c->work);  /* queued below OCF_WAKE_QUEUED, and waited for now */
+	while (wait && j->state != JOB_DONE) {
+		c->owner_waiting = true;
 		pthread_cond_wait(&c->done, &c->mu);
+		c->owner_waiting = false;
+	}
 	done = j->state == JOB_DONE;
 	pthread_mutex_unlock(&c->mu);
 	if (!done)
@@ -640,7 +658,8 @@ static int submit(struct sl_ocf_writer *w, char *err, size_t errlen)
 	pthread_mutex_lock(&c->mu);
 	j->state = JOB_QUEUED;
 	c->queued++;
-	pthread_cond_signal(&c->work);
+	if (c->idle > 0 && c->queued >= OCF_WAKE_QUEUED)
+		pthread_cond_signal(&c->work);
 	pthread_mutex_unlock(&c->mu);
 	return 0;
 }

@@ -44,7 +44,7 @@ struct sl_pg_repl {
 	FILE *record;            /* every frame read is also appended here (not owned) */
 	/* the silence rule (sl_pg_repl_set_timeout): 0 = none */
 	int64_t silence_ms;
-	int64_t last_rx_ms;      /* when the last frame arrived (or streaming started) */
+	int64_t last_rx_ms;      /* when the last frames arrived (or streaming started) */
 	/* replay mode (tests only): the whole recording, and where the next frame is */
 	char *replay;
 	size_t replay_len, replay_off;
@@ -300,8 +300,10 @@ static int next_frame(struct sl_pg_repl *r, int timeout_ms, unsigned char **m, i
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int n = PQgetCopyData(r->conn, &r->copybuf, 1);
 		if (n > 0) {
-			r->batch++;
-			r->last_rx_ms = sl_mono_ms();
+			/* The frames after a wait all came in its one read: the
+			 * clock is read for the first of them only. */
+			if (r->batch++ == 0)
+				r->last_rx_ms = sl_mono_ms();
 			*m = (unsigned char *)r->copybuf;
 			*len = n;
 			return SL_OK;

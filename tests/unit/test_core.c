@@ -540,6 +540,76 @@ static void test_uuid_deterministic(void **state)
 	sl_table_free(t);
 }
 
+/* Stepping a CSN to the next sequence number gives what formatting it
+ * afresh gives, across every carry, up to the largest sequence number. */
+static void test_csn_next_seq(void **state)
+{
+	static const uint32_t starts[] = { 0, 9, 99, 999999, 4294967290u };
+	char step[SL_CSN_LEN + 1], fresh[SL_CSN_LEN + 1];
+	(void)state;
+
+	for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
+		uint32_t seq = starts[k];
+		sl_csn_format(step, 0xABCDEF0123456789u, seq);
+		for (int i = 0; i < 2000 && seq < UINT32_MAX; i++) {
+			sl_csn_next_seq(step);
+			seq++;
+			sl_csn_format(fresh, 0xABCDEF0123456789u, seq);
+			assert_string_equal(step, fresh);
+		}
+	}
+	assert_string_equal(step, "ABCDEF0123456789-4294967295");
+}
+
+/* A uuid from a prefix hashed once (what the writer does for every record)
+ * equals the one hashed whole, for several records of one table: Python's
+ * uuid.uuid5 values, for a prefix shorter than a SHA-1 block and one that
+ * spans two. */
+static void test_uuid_prefix(void **state)
+{
+	static const unsigned char want_short[16] = { 0xdb, 0x2f, 0xbc, 0xaa, 0x76, 0xf9, 0x5a, 0xfc,
+						      0xa2, 0x59, 0x27, 0x5e, 0x5d, 0xbe, 0xdb, 0x78 };
+	static const unsigned char want_long[2][16] = {
+		{ 0x74, 0xd6, 0xf4, 0xc1, 0xce, 0x8d, 0x54, 0xf3, 0xad, 0x9f, 0xe3, 0x0b, 0xcd, 0x44, 0x05, 0x96 },
+		{ 0x39, 0x9c, 0x02, 0x9b, 0x59, 0xb4, 0x59, 0x59, 0x91, 0x3d, 0xbf, 0x48, 0x14, 0x63, 0xa3, 0xb4 },
+	};
+	char longname[101];
+	struct sl_table *t = sl_table_new("public", "t"), *tl;
+	struct sl_uuid_prefix u;
+	struct sl_change c, whole;
+	(void)state;
+
+	memset(longname, 't', 100);
+	longname[100] = '\0';
+	tl = sl_table_new("public", longname);
+	assert_non_null(t);
+	assert_non_null(tl);
+	memset(&c, 0, sizeof c);
+	c.table = t;
+	sl_uuid_prefix_init(&u, "s1", t);
+	assert_ptr_equal(u.table, t);
+	for (int k = 0; k < 2; k++) {   /* the prefix is reused, not used up */
+		sl_csn_format(c.csn, 0x10, 1);
+		sl_change_set_uuid_from(&c, &u, NULL, 0);
+		assert_memory_equal(c.uuid, want_short, 16);
+	}
+	/* with extra bytes, as a backfill row's */
+	sl_csn_format(c.csn, 0x10, 0);
+	whole = c;
+	sl_change_set_uuid_from(&c, &u, "1:1", 3);
+	sl_change_set_uuid(&whole, "s1", "1:1", 3);
+	assert_memory_equal(c.uuid, whole.uuid, 16);
+	c.table = tl;
+	sl_uuid_prefix_init(&u, "s1", tl);
+	for (int k = 0; k < 2; k++) {
+		sl_csn_format(c.csn, 0x10, (uint32_t)k + 1);
+		sl_change_set_uuid_from(&c, &u, NULL, 0);
+		assert_memory_equal(c.uuid, want_long[k], 16);
+	}
+	sl_table_free(tl);
+	sl_table_free(t);
+}
+
 static void test_avro_names(void **state)
 {
 	struct sl_table *t = sl_table_new("we ird", "a\"b");
@@ -1072,6 +1142,8 @@ int main(void)
 		cmocka_unit_test(test_copy_text_row),
 		cmocka_unit_test(test_csn_and_lsn),
 		cmocka_unit_test(test_uuid_deterministic),
+		cmocka_unit_test(test_uuid_prefix),
+		cmocka_unit_test(test_csn_next_seq),
 		cmocka_unit_test(test_avro_names),
 		cmocka_unit_test(test_avro_names_stable),
 		cmocka_unit_test(test_object_names),

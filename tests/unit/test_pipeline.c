@@ -78,6 +78,22 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
+/* Queues record i (what consumer() checks), unpublished; returns its size. */
+static size_t produce(struct qtest *t, int i)
+{
+	size_t len = rec_size(i, t->big);
+	unsigned char *r;
+	bool oom;
+
+	while (!(r = sl_queue_reserve(t->q, len, 100, &oom)))
+		assert_false(oom);
+	memset(r, 0x5a, len);
+	r[0] = (unsigned char)i;
+	r[len - 1] = (unsigned char)(i * 3);
+	sl_queue_commit(t->q, len);
+	return len;
+}
+
 static void test_queue_order_and_cap(void **state)
 {
 	struct qtest t = { .n = 3000, .big = (size_t)3 << 20 };
@@ -89,15 +105,7 @@ static void test_queue_order_and_cap(void **state)
 	assert_non_null(t.q);
 	assert_int_equal(pthread_create(&th, NULL, consumer, &t), 0);
 	for (int i = 0; i < t.n; i++) {
-		size_t len = rec_size(i, t.big);
-		unsigned char *r;
-		bool oom;
-		while (!(r = sl_queue_reserve(t.q, len, 100, &oom)))
-			assert_false(oom);
-		memset(r, 0x5a, len);
-		r[0] = (unsigned char)i;
-		r[len - 1] = (unsigned char)(i * 3);
-		sl_queue_commit(t.q, len);
+		produce(&t, i);
 		if (i % 10 == 0)
 			sl_queue_publish(t.q);
 	}
@@ -139,6 +147,33 @@ static void test_queue_full_times_out(void **state)
 	assert_null(sl_queue_reserve(q, 60000, 300, &oom));
 	assert_true(sl_mono_ms() - t0 >= 250);
 	sl_queue_free(q);
+}
+
+/* Records published lazily one by one wake a sleeping consumer once per
+ * SL_QUEUE_WAKE_BYTES, not once each; the consumer still gets them all, in
+ * order, and a plain publish at the end wakes it for the rest. */
+static void test_queue_lazy_wakes(void **state)
+{
+	struct qtest t = { .n = 400, .big = 1000 };
+	size_t total = 0;
+	pthread_t th;
+	(void)state;
+
+	t.q = sl_queue_new(0);
+	assert_non_null(t.q);
+	assert_int_equal(pthread_create(&th, NULL, consumer, &t), 0);
+	for (int i = 0; i < t.n; i++) {
+		total += produce(&t, i);
+		sl_queue_publish_lazy(t.q);
+		if (i % 20 == 0)
+			sleep_ms(2);  /* the consumer drains and goes to sleep */
+	}
+	sl_queue_publish(t.q);
+	pthread_join(th, NULL);
+	assert_int_equal(t.bad, 0);
+	assert_true(total > 3 * SL_QUEUE_WAKE_BYTES);
+	assert_true(sl_queue_wakes(t.q) <= total / SL_QUEUE_WAKE_BYTES + 1);
+	sl_queue_free(t.q);
 }
 
 /* ---- the pipeline ---- */
@@ -850,6 +885,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_counts),
 		cmocka_unit_test(test_queue_order_and_cap),
 		cmocka_unit_test(test_queue_full_times_out),
+		cmocka_unit_test(test_queue_lazy_wakes),
 		cmocka_unit_test(test_acks_only_durable),
 		cmocka_unit_test(test_masked_changes),
 		cmocka_unit_test(test_masked_key_excluded),
