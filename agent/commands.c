@@ -18,7 +18,7 @@
 #include "agent/checkpoint.h"
 #include "agent/lock.h"
 #include "agent/masking.h"
-#include "agent/rebackfill.h"
+#include "backfill/rebackfill.h"
 #include "agent/runstate.h"
 #include "agent/stream.h"
 #include "common/buf.h"
@@ -670,7 +670,7 @@ out:
 }
 
 /* While an agent runs the stream: a request it takes within a few seconds
- * (agent/rebackfill.h), or the next run takes if it is stopping. */
+ * (backfill/rebackfill.h), or the next run takes if it is stopping. */
 static int request_from_agent(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_source_ops *src,
 			      const char *table, char *err, size_t errlen)
 {

@@ -2,8 +2,8 @@
 # tests link the pipeline, the queue and the checkpoint store without a server.
 noinst_LIBRARIES += libslagent.a
 libslagent_a_SOURCES = %D%/stream.c %D%/stream.h %D%/pipeline.c %D%/pipeline.h \
-	%D%/queue.c %D%/queue.h %D%/backfill.c %D%/backfill.h %D%/backfill_chunk.c %D%/backfill_chunk.h \
-	%D%/rebackfill.c %D%/rebackfill.h %D%/masking.c %D%/masking.h \
+	%D%/queue.c %D%/queue.h \
+	%D%/masking.c %D%/masking.h \
 	%D%/commands.c %D%/commands.h %D%/checkpoint.c %D%/checkpoint.h %D%/config.h \
 	%D%/lock.c %D%/lock.h %D%/runstate.c %D%/runstate.h %D%/monitor.c %D%/monitor.h
 libslagent_a_CPPFLAGS = $(AM_CPPFLAGS) $(JANSSON_CFLAGS) $(MHD_CFLAGS) $(CURL_CFLAGS)

@@ -4,7 +4,7 @@
  *   prepare:  checkpoint, source (tables, log position checked against the
  *             checkpoint), sink
  *   backfill: tables not yet done, read in a snapshot aligned to the
- *             stream's position (agent/backfill.c)
+ *             stream's position (backfill/backfill.c)
  *   stream:   the source's events through the pipeline into the sink,
  *             acknowledging only what the sink made durable
  *             (agent/pipeline.c)
@@ -23,11 +23,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/backfill.h"
+#include "backfill/backfill.h"
 #include "agent/checkpoint.h"
 #include "agent/masking.h"
 #include "agent/pipeline.h"
-#include "agent/rebackfill.h"
+#include "backfill/rebackfill.h"
 #include "agent/runstate.h"
 #include "common/buf.h"
 #include "common/log.h"
@@ -506,7 +506,7 @@ static void stream_free(struct stream *s)
 
 /*
  * The backfill requests `sluice backfill --table` left for the stream
- * (agent/rebackfill.h): each named table that the stream selects and that
+ * (backfill/rebackfill.h): each named table that the stream selects and that
  * is not being backfilled is marked pending.  *paths receives the request
  * files, to be removed once the checkpoint that holds them is saved.
  */

@@ -14,7 +14,7 @@ tests_unit_test_pipeline_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pipeline_LDADD = $(AGENT_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
 
-# The watermark window of a backfill chunk (agent/backfill_chunk.c).
+# The watermark window of a backfill chunk (backfill/backfill_chunk.c).
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_backfill_chunk
 TESTS += tests/unit/test_backfill_chunk

@@ -1,6 +1,6 @@
 /*
  * tests/unit/test_backfill_chunk.c: the watermark window of a backfill
- * chunk (agent/backfill_chunk.c): which changes the stream reads are
+ * chunk (backfill/backfill_chunk.c): which changes the stream reads are
  * applied to the chunk's rows (those between the chunk's opening and its
  * high watermark, of its table), and how (inserts, updates with and without
  * unchanged columns, deletes, key changes, TRUNCATE), so that the rows the
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "agent/backfill_chunk.h"
+#include "backfill/backfill_chunk.h"
 #include "schema/schema.h"
 
 /* t(id bigint primary key, v text, doc text) */

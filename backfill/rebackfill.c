@@ -1,5 +1,5 @@
 /*
- * agent/rebackfill.c: backfill while streaming, and its requests (see
+ * backfill/rebackfill.c: backfill while streaming, and its requests (see
  * rebackfill.h).
  *
  * The jobs run one at a time, in the order they were queued.  A chunk goes
@@ -12,7 +12,7 @@
  * snapshot misses a transaction the stream already returned (SL_EAGAIN), a
  * moment later.
  */
-#include "agent/rebackfill.h"
+#include "backfill/rebackfill.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/backfill_chunk.h"
+#include "backfill/backfill_chunk.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"

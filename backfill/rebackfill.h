@@ -1,10 +1,10 @@
 /*
- * agent/rebackfill.h: backfill while streaming (the watermark method of
+ * backfill/rebackfill.h: backfill while streaming (the watermark method of
  * Netflix's DBLog), and the requests that start it.
  *
  * A job re-reads one table (a table with a key) in chunks of its key while
  * the stream goes on.  Between transactions the stream's reader opens a
- * chunk's window (agent/backfill_chunk.h), writes a low watermark into the
+ * chunk's window (backfill/backfill_chunk.h), writes a low watermark into the
  * source's log, reads the next chunk_rows rows after the last key read in
  * a snapshot of their own, and writes a high watermark.  Every change the
  * stream reads meanwhile is applied to the chunk's rows; at the high

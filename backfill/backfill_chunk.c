@@ -1,5 +1,5 @@
 /*
- * agent/backfill_chunk.c: one chunk of a backfill while streaming (see
+ * backfill/backfill_chunk.c: one chunk of a backfill while streaming (see
  * backfill_chunk.h).
  *
  * Rows and their bytes live in an arena of blocks that never move, so a
@@ -9,7 +9,7 @@
  * columns' canonical bytes (sl_value_key_bytes), which are the same for a
  * value read by a chunk and the same value in a change.
  */
-#include "agent/backfill_chunk.h"
+#include "backfill/backfill_chunk.h"
 
 #include <stdlib.h>
 #include <string.h>

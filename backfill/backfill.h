@@ -1,5 +1,5 @@
 /*
- * agent/backfill.h: backfill orchestration: which tables of a stream need a
+ * backfill/backfill.h: backfill orchestration: which tables of a stream need a
  * backfill, and reading them from a source snapshot into the pipeline.
  *
  * The source reads (sl_source_ops.snapshot_read) and converts its rows; the

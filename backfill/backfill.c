@@ -1,7 +1,7 @@
 /*
- * agent/backfill.c: backfill orchestration (see backfill.h).
+ * backfill/backfill.c: backfill orchestration (see backfill.h).
  */
-#include "agent/backfill.h"
+#include "backfill/backfill.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * agent/backfill_chunk.h: one chunk of a backfill while streaming, with its
+ * backfill/backfill_chunk.h: one chunk of a backfill while streaming, with its
  * watermark window (the watermark method of Netflix's DBLog).
  *
  * A chunk is the rows of a range of a table's primary key, read in a
