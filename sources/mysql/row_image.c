@@ -637,6 +637,286 @@ static int put_set(struct vctx *v, uint64_t bits)
 }
 
 /* Decodes the value of column v->i at *p, advancing *p. */
+static int decode_int(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *q = *p;
+	int rc;
+	size_t n = mc->real_type == SL_MYSQL_TINY ? 1 : mc->real_type == SL_MYSQL_SHORT ? 2 :
+		   mc->real_type == SL_MYSQL_INT24 ? 3 : mc->real_type == SL_MYSQL_LONG ? 4 : 8;
+	uint64_t u;
+	int64_t s;
+	bool uns = mc->is_unsigned == 1 || (mc->is_unsigned < 0 && v->col->type == SL_T_UINT64);
+	if ((rc = need(v, q, end, n)) < 0)
+		return rc;
+	u = le_n(q, n);
+	*p = q + n;
+	if (mc->is_unsigned < 0 && v->col->type != SL_T_UINT64)
+		return verr(v, "signedness unknown (binlog_row_metadata=MINIMAL or FULL gives it, or the "
+			    "catalog)");
+	/* sign-extend from n bytes */
+	s = n == 8 ? (int64_t)u : (int64_t)(u ^ (UINT64_C(1) << (8 * n - 1))) - (INT64_C(1) << (8 * n - 1));
+	return put_int(v, uns, s, u);
+}
+
+static int decode_float(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const unsigned char *q = *p;
+	int rc;
+	uint32_t bits;
+	float f;
+	if ((rc = need(v, q, end, 4)) < 0)
+		return rc;
+	bits = (uint32_t)le_n(q, 4);
+	*p = q + 4;
+	memcpy(&f, &bits, 4);
+	if (v->col->type == SL_T_FLOAT)
+		*v->out = (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
+	else if (v->col->type == SL_T_DOUBLE)
+		*v->out = (struct sl_value){ .kind = SL_V_DOUBLE, .d = f };
+	else
+		return mismatch(v);
+	return 0;
+}
+
+static int decode_double(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const unsigned char *q = *p;
+	int rc;
+	uint64_t bits;
+	double dd;
+	if ((rc = need(v, q, end, 8)) < 0)
+		return rc;
+	bits = le_n(q, 8);
+	*p = q + 8;
+	memcpy(&dd, &bits, 8);
+	if (v->col->type != SL_T_DOUBLE)
+		return mismatch(v);
+	*v->out = (struct sl_value){ .kind = SL_V_DOUBLE, .d = dd };
+	return 0;
+}
+
+static int decode_decimal(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *q = *p;
+	int rc;
+	size_t n = sl_mysql_decimal_size(mc->precision, mc->scale), nd, off = v->s->len;
+	char digits[72];
+	bool neg;
+	if ((rc = need(v, q, end, n)) < 0)
+		return rc;
+	*p = q + n;
+	if (sl_mysql_decimal_bin(q, n, mc->precision, mc->scale, digits, &nd, &neg) < 0)
+		return verr(v, "bytes that are not a decimal(%u,%u)", mc->precision, mc->scale);
+	if (v->col->type == SL_T_DECIMAL) {
+		if (sl_buf_append(v->s, digits, nd) < 0)
+			return oom(v);
+		set_scratch(v, SL_V_DECIMAL, off, nd);
+		v->out->neg = neg;
+		v->out->scale = mc->scale;
+		return 0;
+	}
+	if (v->col->type != SL_T_STRING)
+		return mismatch(v);
+	/* the decimal's text, e.g. -0.05 */
+	if (neg)
+		sl_buf_putc(v->s, '-');
+	if (nd <= mc->scale) {
+		sl_buf_putc(v->s, '0');
+		if (mc->scale) {
+			sl_buf_putc(v->s, '.');
+			for (size_t k = nd; k < mc->scale; k++)
+				sl_buf_putc(v->s, '0');
+			sl_buf_append(v->s, digits, nd);
+		}
+	} else {
+		sl_buf_append(v->s, digits, nd - mc->scale);
+		if (mc->scale) {
+			sl_buf_putc(v->s, '.');
+			sl_buf_append(v->s, digits + nd - mc->scale, mc->scale);
+		}
+	}
+	if (sl_buf_failed(v->s))
+		return oom(v);
+	set_scratch(v, SL_V_STRING, off, v->s->len - off);
+	return 0;
+}
+
+static int decode_datetime2(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *q = *p;
+	int rc;
+	size_t n = 5 + (mc->fsp + 1u) / 2;
+	int64_t ip;
+	uint64_t ymd, hms, ym;
+	if ((rc = need(v, q, end, n)) < 0)
+		return rc;
+	*p = q + n;
+	ip = (int64_t)((uint64_t)be_n(q, 1) << 32 | be_n(q + 1, 4)) - INT64_C(0x8000000000);
+	if (ip < 0)
+		return verr(v, "a negative datetime");
+	ymd = (uint64_t)ip >> 17;
+	hms = (uint64_t)ip & 0x1ffff;
+	ym = ymd >> 5;
+	return put_datetime(v, (int64_t)(ym / 13), (int)(ym % 13), (int)(ymd & 31), (int)(hms >> 12),
+			    (int)(hms >> 6 & 63), (int)(hms & 63), frac_us(q + 5, mc->fsp));
+}
+
+static int decode_timestamp2(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *q = *p;
+	int rc;
+	size_t n = 4 + (mc->fsp + 1u) / 2;
+	uint32_t sec, us;
+	if ((rc = need(v, q, end, n)) < 0)
+		return rc;
+	*p = q + n;
+	sec = be_n(q, 4);
+	us = frac_us(q + 4, mc->fsp);
+	if (v->col->type != SL_T_TIMESTAMPTZ)
+		return mismatch(v);
+	if (us > 999999)
+		return verr(v, "invalid fraction of a second %" PRIu32, us);
+	if (sec == 0)
+		return bad_date(v, true, 0, 0, 0);
+	*v->out = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = (int64_t)sec * US_PER_SEC + us };
+	return 0;
+}
+
+static int decode_time2(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *q = *p;
+	int rc;
+	size_t n = 3 + (mc->fsp + 1u) / 2;
+	int64_t packed, ip, frac;
+	uint64_t a, hms;
+	if ((rc = need(v, q, end, n)) < 0)
+		return rc;
+	*p = q + n;
+	switch (mc->fsp) {
+	case 1: case 2: case 3: case 4: {
+		bool one = mc->fsp <= 2;
+		ip = (int64_t)be_n(q, 3) - 0x800000;
+		frac = (int64_t)be_n(q + 3, one ? 1 : 2);
+		/* a negative time's fraction counts down from the next second */
+		if (ip < 0 && frac) {
+			ip++;
+			frac -= one ? 0x100 : 0x10000;
+		}
+		packed = ip * (INT64_C(1) << 24) + frac * (one ? 10000 : 100);
+		break;
+	}
+	case 5: case 6:
+		packed = (int64_t)((uint64_t)be_n(q, 2) << 32 | be_n(q + 2, 4)) - INT64_C(0x800000000000);
+		break;
+	default:
+		packed = ((int64_t)be_n(q, 3) - 0x800000) * (INT64_C(1) << 24);
+	}
+	a = packed < 0 ? (uint64_t)0 - (uint64_t)packed : (uint64_t)packed;
+	hms = a >> 24;
+	return put_time(v, packed < 0, (int64_t)(hms >> 12 & 0x3ff), (int)(hms >> 6 & 63), (int)(hms & 63),
+			(uint32_t)(a & 0xffffff));
+}
+
+static int decode_timestamp(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const unsigned char *q = *p;
+	int rc;
+	uint32_t sec;
+	if ((rc = need(v, q, end, 4)) < 0)
+		return rc;
+	sec = (uint32_t)le_n(q, 4);
+	*p = q + 4;
+	if (v->col->type != SL_T_TIMESTAMPTZ)
+		return mismatch(v);
+	if (sec == 0)
+		return bad_date(v, true, 0, 0, 0);
+	*v->out = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = (int64_t)sec * US_PER_SEC };
+	return 0;
+}
+
+static int decode_datetime(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const unsigned char *q = *p;
+	int rc;
+	uint64_t x, dpart, tpart;
+	if ((rc = need(v, q, end, 8)) < 0)
+		return rc;
+	x = le_n(q, 8);
+	*p = q + 8;
+	dpart = x / 1000000;
+	tpart = x % 1000000;
+	return put_datetime(v, (int64_t)(dpart / 10000), (int)(dpart / 100 % 100), (int)(dpart % 100),
+			    (int)(tpart / 10000), (int)(tpart / 100 % 100), (int)(tpart % 100), 0);
+}
+
+static int decode_time(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const unsigned char *q = *p;
+	int rc;
+	int64_t x;
+	uint64_t a;
+	if ((rc = need(v, q, end, 3)) < 0)
+		return rc;
+	x = (int64_t)(le_n(q, 3) ^ 0x800000) - 0x800000;
+	*p = q + 3;
+	a = x < 0 ? (uint64_t)-x : (uint64_t)x;
+	return put_time(v, x < 0, (int64_t)(a / 10000), (int)(a / 100 % 100), (int)(a % 100), 0);
+}
+
+static int decode_json(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *data;
+	size_t len;
+	int rc;
+	size_t off = v->s->len;
+	char why[200];
+	if ((rc = read_counted(v, p, end, mc->pack_len, &data, &len)) < 0)
+		return rc;
+	if (v->col->type != SL_T_JSON && v->col->type != SL_T_STRING)
+		return mismatch(v);
+	if (sl_mysql_json_text(data, len, v->s, why, sizeof why) < 0) {
+		if (sl_buf_failed(v->s))
+			return oom(v);
+		return verr(v, "%s", why);
+	}
+	set_scratch(v, v->col->type == SL_T_JSON ? SL_V_JSON : SL_V_STRING, off, v->s->len - off);
+	return 0;
+}
+
+static int decode_bit(struct vctx *v, const unsigned char **p, const unsigned char *end)
+{
+	const struct sl_mysql_column *mc = v->mc;
+	const unsigned char *q = *p;
+	int rc;
+	size_t n = (mc->nbits + 7u) / 8;
+	uint64_t x = 0;
+	if ((rc = need(v, q, end, n)) < 0)
+		return rc;
+	*p = q + n;
+	for (size_t k = 0; k < n; k++)
+		x = x << 8 | q[k];
+	switch (v->col->type) {
+	case SL_T_BOOL:
+		if (mc->nbits != 1)
+			return mismatch(v);
+		*v->out = (struct sl_value){ .kind = SL_V_BOOL, .b = x != 0 };
+		return 0;
+	case SL_T_BYTES:
+		set_direct(v, SL_V_BYTES, q, n);
+		return 0;
+	case SL_T_INT64: case SL_T_UINT64:
+		return put_int(v, true, 0, x);
+	default:
+		return mismatch(v);
+	}
+}
+
 static int decode_value(struct vctx *v, const unsigned char **p, const unsigned char *end)
 {
 	const struct sl_mysql_column *mc = v->mc;
@@ -645,99 +925,19 @@ static int decode_value(struct vctx *v, const unsigned char **p, const unsigned 
 	int rc;
 
 	switch (mc->real_type) {
-	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG: {
-		size_t n = mc->real_type == SL_MYSQL_TINY ? 1 : mc->real_type == SL_MYSQL_SHORT ? 2 :
-			   mc->real_type == SL_MYSQL_INT24 ? 3 : mc->real_type == SL_MYSQL_LONG ? 4 : 8;
-		uint64_t u;
-		int64_t s;
-		bool uns = mc->is_unsigned == 1 || (mc->is_unsigned < 0 && v->col->type == SL_T_UINT64);
-		if ((rc = need(v, q, end, n)) < 0)
-			return rc;
-		u = le_n(q, n);
-		*p = q + n;
-		if (mc->is_unsigned < 0 && v->col->type != SL_T_UINT64)
-			return verr(v, "signedness unknown (binlog_row_metadata=MINIMAL or FULL gives it, or the "
-				    "catalog)");
-		/* sign-extend from n bytes */
-		s = n == 8 ? (int64_t)u : (int64_t)(u ^ (UINT64_C(1) << (8 * n - 1))) - (INT64_C(1) << (8 * n - 1));
-		return put_int(v, uns, s, u);
-	}
+	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
+		return decode_int(v, p, end);
 	case SL_MYSQL_YEAR:
 		if ((rc = need(v, q, end, 1)) < 0)
 			return rc;
 		*p = q + 1;
 		return put_int(v, false, q[0] ? 1900 + q[0] : 0, 0);
-	case SL_MYSQL_FLOAT: {
-		uint32_t bits;
-		float f;
-		if ((rc = need(v, q, end, 4)) < 0)
-			return rc;
-		bits = (uint32_t)le_n(q, 4);
-		*p = q + 4;
-		memcpy(&f, &bits, 4);
-		if (v->col->type == SL_T_FLOAT)
-			*v->out = (struct sl_value){ .kind = SL_V_FLOAT, .f = f };
-		else if (v->col->type == SL_T_DOUBLE)
-			*v->out = (struct sl_value){ .kind = SL_V_DOUBLE, .d = f };
-		else
-			return mismatch(v);
-		return 0;
-	}
-	case SL_MYSQL_DOUBLE: {
-		uint64_t bits;
-		double dd;
-		if ((rc = need(v, q, end, 8)) < 0)
-			return rc;
-		bits = le_n(q, 8);
-		*p = q + 8;
-		memcpy(&dd, &bits, 8);
-		if (v->col->type != SL_T_DOUBLE)
-			return mismatch(v);
-		*v->out = (struct sl_value){ .kind = SL_V_DOUBLE, .d = dd };
-		return 0;
-	}
-	case SL_MYSQL_NEWDECIMAL: {
-		size_t n = sl_mysql_decimal_size(mc->precision, mc->scale), nd, off = v->s->len;
-		char digits[72];
-		bool neg;
-		if ((rc = need(v, q, end, n)) < 0)
-			return rc;
-		*p = q + n;
-		if (sl_mysql_decimal_bin(q, n, mc->precision, mc->scale, digits, &nd, &neg) < 0)
-			return verr(v, "bytes that are not a decimal(%u,%u)", mc->precision, mc->scale);
-		if (v->col->type == SL_T_DECIMAL) {
-			if (sl_buf_append(v->s, digits, nd) < 0)
-				return oom(v);
-			set_scratch(v, SL_V_DECIMAL, off, nd);
-			v->out->neg = neg;
-			v->out->scale = mc->scale;
-			return 0;
-		}
-		if (v->col->type != SL_T_STRING)
-			return mismatch(v);
-		/* the decimal's text, e.g. -0.05 */
-		if (neg)
-			sl_buf_putc(v->s, '-');
-		if (nd <= mc->scale) {
-			sl_buf_putc(v->s, '0');
-			if (mc->scale) {
-				sl_buf_putc(v->s, '.');
-				for (size_t k = nd; k < mc->scale; k++)
-					sl_buf_putc(v->s, '0');
-				sl_buf_append(v->s, digits, nd);
-			}
-		} else {
-			sl_buf_append(v->s, digits, nd - mc->scale);
-			if (mc->scale) {
-				sl_buf_putc(v->s, '.');
-				sl_buf_append(v->s, digits + nd - mc->scale, mc->scale);
-			}
-		}
-		if (sl_buf_failed(v->s))
-			return oom(v);
-		set_scratch(v, SL_V_STRING, off, v->s->len - off);
-		return 0;
-	}
+	case SL_MYSQL_FLOAT:
+		return decode_float(v, p, end);
+	case SL_MYSQL_DOUBLE:
+		return decode_double(v, p, end);
+	case SL_MYSQL_NEWDECIMAL:
+		return decode_decimal(v, p, end);
 	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: {
 		uint32_t x;
 		if ((rc = need(v, q, end, 3)) < 0)
@@ -746,104 +946,18 @@ static int decode_value(struct vctx *v, const unsigned char **p, const unsigned 
 		*p = q + 3;
 		return put_date(v, x >> 9, (int)(x >> 5 & 15), (int)(x & 31));
 	}
-	case SL_MYSQL_DATETIME2: {
-		size_t n = 5 + (mc->fsp + 1u) / 2;
-		int64_t ip;
-		uint64_t ymd, hms, ym;
-		if ((rc = need(v, q, end, n)) < 0)
-			return rc;
-		*p = q + n;
-		ip = (int64_t)((uint64_t)be_n(q, 1) << 32 | be_n(q + 1, 4)) - INT64_C(0x8000000000);
-		if (ip < 0)
-			return verr(v, "a negative datetime");
-		ymd = (uint64_t)ip >> 17;
-		hms = (uint64_t)ip & 0x1ffff;
-		ym = ymd >> 5;
-		return put_datetime(v, (int64_t)(ym / 13), (int)(ym % 13), (int)(ymd & 31), (int)(hms >> 12),
-				    (int)(hms >> 6 & 63), (int)(hms & 63), frac_us(q + 5, mc->fsp));
-	}
-	case SL_MYSQL_TIMESTAMP2: {
-		size_t n = 4 + (mc->fsp + 1u) / 2;
-		uint32_t sec, us;
-		if ((rc = need(v, q, end, n)) < 0)
-			return rc;
-		*p = q + n;
-		sec = be_n(q, 4);
-		us = frac_us(q + 4, mc->fsp);
-		if (v->col->type != SL_T_TIMESTAMPTZ)
-			return mismatch(v);
-		if (us > 999999)
-			return verr(v, "invalid fraction of a second %" PRIu32, us);
-		if (sec == 0)
-			return bad_date(v, true, 0, 0, 0);
-		*v->out = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = (int64_t)sec * US_PER_SEC + us };
-		return 0;
-	}
-	case SL_MYSQL_TIME2: {
-		size_t n = 3 + (mc->fsp + 1u) / 2;
-		int64_t packed, ip, frac;
-		uint64_t a, hms;
-		if ((rc = need(v, q, end, n)) < 0)
-			return rc;
-		*p = q + n;
-		switch (mc->fsp) {
-		case 1: case 2: case 3: case 4: {
-			bool one = mc->fsp <= 2;
-			ip = (int64_t)be_n(q, 3) - 0x800000;
-			frac = (int64_t)be_n(q + 3, one ? 1 : 2);
-			/* a negative time's fraction counts down from the next second */
-			if (ip < 0 && frac) {
-				ip++;
-				frac -= one ? 0x100 : 0x10000;
-			}
-			packed = ip * (INT64_C(1) << 24) + frac * (one ? 10000 : 100);
-			break;
-		}
-		case 5: case 6:
-			packed = (int64_t)((uint64_t)be_n(q, 2) << 32 | be_n(q + 2, 4)) - INT64_C(0x800000000000);
-			break;
-		default:
-			packed = ((int64_t)be_n(q, 3) - 0x800000) * (INT64_C(1) << 24);
-		}
-		a = packed < 0 ? (uint64_t)0 - (uint64_t)packed : (uint64_t)packed;
-		hms = a >> 24;
-		return put_time(v, packed < 0, (int64_t)(hms >> 12 & 0x3ff), (int)(hms >> 6 & 63), (int)(hms & 63),
-				(uint32_t)(a & 0xffffff));
-	}
-	case SL_MYSQL_TIMESTAMP: {
-		uint32_t sec;
-		if ((rc = need(v, q, end, 4)) < 0)
-			return rc;
-		sec = (uint32_t)le_n(q, 4);
-		*p = q + 4;
-		if (v->col->type != SL_T_TIMESTAMPTZ)
-			return mismatch(v);
-		if (sec == 0)
-			return bad_date(v, true, 0, 0, 0);
-		*v->out = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = (int64_t)sec * US_PER_SEC };
-		return 0;
-	}
-	case SL_MYSQL_DATETIME: {
-		uint64_t x, dpart, tpart;
-		if ((rc = need(v, q, end, 8)) < 0)
-			return rc;
-		x = le_n(q, 8);
-		*p = q + 8;
-		dpart = x / 1000000;
-		tpart = x % 1000000;
-		return put_datetime(v, (int64_t)(dpart / 10000), (int)(dpart / 100 % 100), (int)(dpart % 100),
-				    (int)(tpart / 10000), (int)(tpart / 100 % 100), (int)(tpart % 100), 0);
-	}
-	case SL_MYSQL_TIME: {
-		int64_t x;
-		uint64_t a;
-		if ((rc = need(v, q, end, 3)) < 0)
-			return rc;
-		x = (int64_t)(le_n(q, 3) ^ 0x800000) - 0x800000;
-		*p = q + 3;
-		a = x < 0 ? (uint64_t)-x : (uint64_t)x;
-		return put_time(v, x < 0, (int64_t)(a / 10000), (int)(a / 100 % 100), (int)(a % 100), 0);
-	}
+	case SL_MYSQL_DATETIME2:
+		return decode_datetime2(v, p, end);
+	case SL_MYSQL_TIMESTAMP2:
+		return decode_timestamp2(v, p, end);
+	case SL_MYSQL_TIME2:
+		return decode_time2(v, p, end);
+	case SL_MYSQL_TIMESTAMP:
+		return decode_timestamp(v, p, end);
+	case SL_MYSQL_DATETIME:
+		return decode_datetime(v, p, end);
+	case SL_MYSQL_TIME:
+		return decode_time(v, p, end);
 	case SL_MYSQL_STRING: case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING:
 		if ((rc = read_counted(v, p, end, mc->max_len < 256 ? 1 : 2, &data, &len)) < 0)
 			return rc;
@@ -854,21 +968,8 @@ static int decode_value(struct vctx *v, const unsigned char **p, const unsigned 
 		if ((rc = read_counted(v, p, end, mc->pack_len, &data, &len)) < 0)
 			return rc;
 		return put_text(v, data, len);
-	case SL_MYSQL_JSON: {
-		size_t off = v->s->len;
-		char why[200];
-		if ((rc = read_counted(v, p, end, mc->pack_len, &data, &len)) < 0)
-			return rc;
-		if (v->col->type != SL_T_JSON && v->col->type != SL_T_STRING)
-			return mismatch(v);
-		if (sl_mysql_json_text(data, len, v->s, why, sizeof why) < 0) {
-			if (sl_buf_failed(v->s))
-				return oom(v);
-			return verr(v, "%s", why);
-		}
-		set_scratch(v, v->col->type == SL_T_JSON ? SL_V_JSON : SL_V_STRING, off, v->s->len - off);
-		return 0;
-	}
+	case SL_MYSQL_JSON:
+		return decode_json(v, p, end);
 	case SL_MYSQL_GEOMETRY:
 		if ((rc = read_counted(v, p, end, mc->pack_len, &data, &len)) < 0)
 			return rc;
@@ -895,29 +996,8 @@ static int decode_value(struct vctx *v, const unsigned char **p, const unsigned 
 			return rc;
 		*p = q + mc->pack_len;
 		return put_set(v, le_n(q, mc->pack_len));
-	case SL_MYSQL_BIT: {
-		size_t n = (mc->nbits + 7u) / 8;
-		uint64_t x = 0;
-		if ((rc = need(v, q, end, n)) < 0)
-			return rc;
-		*p = q + n;
-		for (size_t k = 0; k < n; k++)
-			x = x << 8 | q[k];
-		switch (v->col->type) {
-		case SL_T_BOOL:
-			if (mc->nbits != 1)
-				return mismatch(v);
-			*v->out = (struct sl_value){ .kind = SL_V_BOOL, .b = x != 0 };
-			return 0;
-		case SL_T_BYTES:
-			set_direct(v, SL_V_BYTES, q, n);
-			return 0;
-		case SL_T_INT64: case SL_T_UINT64:
-			return put_int(v, true, 0, x);
-		default:
-			return mismatch(v);
-		}
-	}
+	case SL_MYSQL_BIT:
+		return decode_bit(v, p, end);
 	case SL_MYSQL_NULL:
 		*v->out = (struct sl_value){ .kind = SL_V_NULL };
 		return 0;
