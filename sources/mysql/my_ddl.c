@@ -239,6 +239,116 @@ static void add(struct sl_my_name *names, int max, int *n, const struct sl_my_na
 	(*n)++;
 }
 
+/* ALTER ...: after the word ALTER. */
+static enum sl_my_stmt parse_alter(struct lexer *l, const char *default_db, struct sl_my_name *names, int max,
+				  int *n)
+{
+	struct sl_my_name x;
+
+	accept(l, "ONLINE");
+	accept(l, "IGNORE");
+	if (is(l, "DATABASE") || is(l, "SCHEMA"))
+		return SL_MY_STMT_DB_DDL;
+	if (!accept(l, "TABLE"))
+		return SL_MY_STMT_OTHER;   /* ALTER USER, VIEW, EVENT, ... */
+	if (accept(l, "IF"))
+		accept(l, "EXISTS");
+	if (!read_name(l, default_db, &x))
+		return SL_MY_STMT_UNKNOWN_DDL;
+	add(names, max, n, &x);
+	/* ALTER TABLE t ... RENAME [TO | AS] t2; and the partition
+	 * operations that remove or bring rows without row events:
+	 * TRUNCATE / DROP PARTITION, EXCHANGE PARTITION p WITH TABLE t2 */
+	while (l->kind != TK_END) {
+		if (accept(l, "TRUNCATE") || accept(l, "DROP")) {
+			if (is(l, "PARTITION") && *n > 0 && max > 0)
+				names[0].role = SL_MY_BINDS;
+			continue;
+		}
+		if (accept(l, "EXCHANGE")) {
+			if (!accept(l, "PARTITION"))
+				continue;
+			if (*n > 0 && max > 0)
+				names[0].role = SL_MY_BINDS;
+			while (l->kind != TK_END && !is(l, "WITH"))
+				next(l);
+			if (accept(l, "WITH") && accept(l, "TABLE") && read_name(l, default_db, &x)) {
+				x.role = SL_MY_BINDS;
+				add(names, max, n, &x);
+			}
+			continue;
+		}
+		if (accept(l, "ADD")) {
+			char column[256];
+			if (adds_filled_column(l, column, sizeof column) && *n > 0 && max > 0 && !names[0].filled) {
+				names[0].filled = true;
+				snprintf(names[0].column, sizeof names[0].column, "%s", column);
+			}
+			continue;
+		}
+		if (accept(l, "RENAME")) {
+			if (is(l, "COLUMN") || is(l, "INDEX") || is(l, "KEY") || is(l, "CONSTRAINT"))
+				continue;
+			if (!accept(l, "TO"))
+				accept(l, "AS");
+			if (read_name(l, default_db, &x)) {
+				if (*n > 0 && max > 0)
+					names[0].role = SL_MY_ENDS;
+				x.role = SL_MY_BINDS;
+				add(names, max, n, &x);
+			}
+			continue;
+		}
+		next(l);
+	}
+	return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+}
+
+/* DROP ...: after the word DROP. */
+static enum sl_my_stmt parse_drop(struct lexer *l, const char *default_db, struct sl_my_name *names, int max,
+				  int *n)
+{
+	struct sl_my_name x;
+
+	if (accept(l, "DATABASE") || accept(l, "SCHEMA")) {
+		/* every table of the database ends: the name is the
+		 * database's, with an empty table */
+		if (accept(l, "IF"))
+			accept(l, "EXISTS");
+		if (read_name(l, NULL, &x) && !x.db[0]) {
+			snprintf(x.db, sizeof x.db, "%s", x.table);
+			x.table[0] = '\0';
+			x.role = SL_MY_ENDS;
+			add(names, max, n, &x);
+		}
+		return SL_MY_STMT_DB_DDL;
+	}
+	if (accept(l, "INDEX")) {
+		while (l->kind != TK_END && !is(l, "ON"))
+			next(l);
+		if (!accept(l, "ON") || !read_name(l, default_db, &x))
+			return SL_MY_STMT_UNKNOWN_DDL;
+		add(names, max, n, &x);
+		return SL_MY_STMT_TABLE_DDL;
+	}
+	if (accept(l, "TEMPORARY"))
+		return SL_MY_STMT_OTHER;
+	if (!accept(l, "TABLE") && !accept(l, "TABLES"))
+		return SL_MY_STMT_OTHER;   /* VIEW, USER, ... */
+	if (accept(l, "IF"))
+		accept(l, "EXISTS");
+	for (;;) {
+		if (!read_name(l, default_db, &x))
+			return SL_MY_STMT_UNKNOWN_DDL;
+		x.role = SL_MY_ENDS;
+		add(names, max, n, &x);
+		if (!punct(l, ','))
+			break;
+		next(l);
+	}
+	return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+}
+
 enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default_db, struct sl_my_name *names,
 				int max, int *n)
 {
@@ -304,102 +414,10 @@ enum sl_my_stmt sl_my_ddl_parse(const char *sql, size_t len, const char *default
 		return SL_MY_STMT_TABLE_DDL;
 	}
 	if (accept(&l, "ALTER")) {
-		accept(&l, "ONLINE");
-		accept(&l, "IGNORE");
-		if (is(&l, "DATABASE") || is(&l, "SCHEMA"))
-			return SL_MY_STMT_DB_DDL;
-		if (!accept(&l, "TABLE"))
-			return SL_MY_STMT_OTHER;   /* ALTER USER, VIEW, EVENT, ... */
-		if (accept(&l, "IF"))
-			accept(&l, "EXISTS");
-		if (!read_name(&l, default_db, &x))
-			return SL_MY_STMT_UNKNOWN_DDL;
-		add(names, max, n, &x);
-		/* ALTER TABLE t ... RENAME [TO | AS] t2; and the partition
-		 * operations that remove or bring rows without row events:
-		 * TRUNCATE / DROP PARTITION, EXCHANGE PARTITION p WITH TABLE t2 */
-		while (l.kind != TK_END) {
-			if (accept(&l, "TRUNCATE") || accept(&l, "DROP")) {
-				if (is(&l, "PARTITION") && *n > 0 && max > 0)
-					names[0].role = SL_MY_BINDS;
-				continue;
-			}
-			if (accept(&l, "EXCHANGE")) {
-				if (!accept(&l, "PARTITION"))
-					continue;
-				if (*n > 0 && max > 0)
-					names[0].role = SL_MY_BINDS;
-				while (l.kind != TK_END && !is(&l, "WITH"))
-					next(&l);
-				if (accept(&l, "WITH") && accept(&l, "TABLE") && read_name(&l, default_db, &x)) {
-					x.role = SL_MY_BINDS;
-					add(names, max, n, &x);
-				}
-				continue;
-			}
-			if (accept(&l, "ADD")) {
-				char column[256];
-				if (adds_filled_column(&l, column, sizeof column) && *n > 0 && max > 0 && !names[0].filled) {
-					names[0].filled = true;
-					snprintf(names[0].column, sizeof names[0].column, "%s", column);
-				}
-				continue;
-			}
-			if (accept(&l, "RENAME")) {
-				if (is(&l, "COLUMN") || is(&l, "INDEX") || is(&l, "KEY") || is(&l, "CONSTRAINT"))
-					continue;
-				if (!accept(&l, "TO"))
-					accept(&l, "AS");
-				if (read_name(&l, default_db, &x)) {
-					if (*n > 0 && max > 0)
-						names[0].role = SL_MY_ENDS;
-					x.role = SL_MY_BINDS;
-					add(names, max, n, &x);
-				}
-				continue;
-			}
-			next(&l);
-		}
-		return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+		return parse_alter(&l, default_db, names, max, n);
 	}
 	if (accept(&l, "DROP")) {
-		if (accept(&l, "DATABASE") || accept(&l, "SCHEMA")) {
-			/* every table of the database ends: the name is the
-			 * database's, with an empty table */
-			if (accept(&l, "IF"))
-				accept(&l, "EXISTS");
-			if (read_name(&l, NULL, &x) && !x.db[0]) {
-				snprintf(x.db, sizeof x.db, "%s", x.table);
-				x.table[0] = '\0';
-				x.role = SL_MY_ENDS;
-				add(names, max, n, &x);
-			}
-			return SL_MY_STMT_DB_DDL;
-		}
-		if (accept(&l, "INDEX")) {
-			while (l.kind != TK_END && !is(&l, "ON"))
-				next(&l);
-			if (!accept(&l, "ON") || !read_name(&l, default_db, &x))
-				return SL_MY_STMT_UNKNOWN_DDL;
-			add(names, max, n, &x);
-			return SL_MY_STMT_TABLE_DDL;
-		}
-		if (accept(&l, "TEMPORARY"))
-			return SL_MY_STMT_OTHER;
-		if (!accept(&l, "TABLE") && !accept(&l, "TABLES"))
-			return SL_MY_STMT_OTHER;   /* VIEW, USER, ... */
-		if (accept(&l, "IF"))
-			accept(&l, "EXISTS");
-		for (;;) {
-			if (!read_name(&l, default_db, &x))
-				return SL_MY_STMT_UNKNOWN_DDL;
-			x.role = SL_MY_ENDS;
-			add(names, max, n, &x);
-			if (!punct(&l, ','))
-				break;
-			next(&l);
-		}
-		return *n > max ? SL_MY_STMT_UNKNOWN_DDL : SL_MY_STMT_TABLE_DDL;
+		return parse_drop(&l, default_db, names, max, n);
 	}
 	if (is(&l, "GRANT") || is(&l, "REVOKE") || is(&l, "SET") || is(&l, "FLUSH") || is(&l, "ANALYZE") ||
 	    is(&l, "OPTIMIZE") || is(&l, "REPAIR") || is(&l, "CHECK") || is(&l, "INSTALL") || is(&l, "UNINSTALL") ||
