@@ -137,9 +137,17 @@ class ChangesTest(MyTestCase):
         self.assertEqual(nk[4]["payload"], {"a": 2, "b": "y"})
         self.assertEqual(nk[0]["source_metadata"]["primary_keys"], [])
         alt = sorted(records_for(recs, "app", "alt"), key=csn)
-        self.assertEqual([r["payload"] for r in alt], [{"id": 1, "a": "a1"}, {"id": 2, "a": "a2", "b": 20},
-                                                       {"id": 1, "a": "a1", "b": 10}])
-        self.assertNotEqual(alt[0]["schema_key"], alt[1]["schema_key"])
+        self.assertEqual(alt[0]["payload"], {"id": 1, "a": "a1"})
+        # ADD COLUMN ... DEFAULT 7 gave the existing row a value without a
+        # row event: the table is backfilled again behind a marker
+        # (doc/output.md, "DDL that changes existing rows"); the changes
+        # after the DDL are in the backfill's rows or after them
+        marks = [i for i, r in enumerate(alt) if ct(r) == "TRUNCATE"]
+        self.assertEqual(len(marks), 1, alt)
+        after = alt[marks[0] + 1:]
+        self.assertIn({"id": 1, "a": "a1", "b": 10}, [r["payload"] for r in after])
+        self.assertIn({"id": 2, "a": "a2", "b": 20}, [r["payload"] for r in after])
+        self.assertNotEqual(alt[0]["schema_key"], after[0]["schema_key"])
         self.assertTableMatches(recs, "app", "alt", ["id"])
         self.assertEqual(records_for(recs, "app", "unsel"), [])
 
