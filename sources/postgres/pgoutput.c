@@ -460,6 +460,99 @@ static int read_typed_tuple(struct sl_pgoutput *d, struct reader *r, const struc
 	return SL_PGO_EVALUE;
 }
 
+/* An update message ('U'), after its type byte. */
+static int decode_update(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_event *ev)
+{
+	const struct sl_table *t;
+	uint32_t relid;
+	uint8_t k;
+	int rc;
+	bool have_old = false, old_full = false, key_changed = false;
+
+	relid = rd_u32(r, "relation id");
+	if (!r->bad && skip_change(d, relid)) {
+		ev->kind = SL_PGO_NONE;
+		return 0;
+	}
+	t = rel_for_change(d, r, relid);
+	if (!t)
+		return -1;
+	k = rd_u8(r, "tuple marker");
+	if (k == 'K' || k == 'O') {
+		if ((rc = read_typed_tuple(d, r, t, d->told, d->vold, &d->sold)) < 0)
+			return rc;
+		have_old = true;
+		old_full = k == 'O';
+		k = rd_u8(r, "tuple marker");
+	}
+	if (k != 'N') {
+		if (!r->bad)
+			snprintf(r->err, r->errlen, "malformed pgoutput update: expected 'N'");
+		return -1;
+	}
+	if ((rc = read_typed_tuple(d, r, t, d->tnew, d->vnew, &d->snew)) < 0)
+		return rc;
+	if (have_old) {
+		for (int i = 0; i < t->ncols; i++) {
+			/* Fill unchanged TOAST values from a full old row when we
+			 * have one; the copy points into the old tuple's scratch
+			 * or the message, both valid until the next call. */
+			if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind != SL_V_UNCHANGED &&
+			    d->vold[i].kind != SL_V_NULL)
+				d->vnew[i] = d->vold[i];
+			/* An old key ('K') holds the replica identity's columns
+			 * only, the others null: a key column outside it
+			 * (key_columns) is compared only in a full old row. */
+			if (t->cols[i].is_key && (old_full || d->vold[i].kind != SL_V_NULL) &&
+			    !value_equal(&d->vold[i], &d->vnew[i]))
+				key_changed = true;
+		}
+	}
+	/* A table without a key is identified by its whole row
+	 * (REPLICA IDENTITY FULL): the old row goes out too, so an
+	 * append-only reader can tell which of identical rows changed. */
+	if (have_old && !sl_table_has_key(t))
+		key_changed = true;
+	ev->kind = SL_PGO_CHANGE;
+	if (key_changed)
+		fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_DELETE, d->vold);
+	fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_INSERT, d->vnew);
+	return 0;
+}
+
+/* A truncate message ('T'), after its type byte. */
+static int decode_truncate(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_event *ev)
+{
+	uint32_t n = rd_u32(r, "truncate relation count");
+
+	rd_u8(r, "truncate options");
+	if (r->bad)
+		return -1;
+	if (n > (uint32_t)((r->end - r->p) / 4)) {
+		rd_fail(r, "truncate relation list");
+		return -1;
+	}
+	if (n > d->atrunc) {
+		uint32_t *nr = realloc(d->trunc_relids, sizeof *nr * n);
+		if (!nr) {
+			snprintf(r->err, r->errlen, "out of memory decoding a truncate message");
+			return -1;
+		}
+		d->trunc_relids = nr;
+		d->atrunc = n;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		d->trunc_relids[i] = rd_u32(r, "truncate relation id");
+		if (!rel_for_change(d, r, d->trunc_relids[i]))
+			return -1;
+	}
+	d->ntrunc = n;
+	d->itrunc = 0;
+	ev->kind = SL_PGO_CHANGE;
+	ev->nchanges = 0;
+	return 0;
+}
+
 int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen)
 {
@@ -533,58 +626,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		ev->nchanges = 1;
 		fill_change(d, &ev->changes[0], t, SL_OP_INSERT, d->vnew);
 		return 0;
-	case 'U': {
-		bool have_old = false, old_full = false, key_changed = false;
-		relid = rd_u32(&r, "relation id");
-		if (!r.bad && skip_change(d, relid)) {
-			ev->kind = SL_PGO_NONE;
-			return 0;
-		}
-		t = rel_for_change(d, &r, relid);
-		if (!t)
-			return -1;
-		k = rd_u8(&r, "tuple marker");
-		if (k == 'K' || k == 'O') {
-			if ((rc = read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold)) < 0)
-				return rc;
-			have_old = true;
-			old_full = k == 'O';
-			k = rd_u8(&r, "tuple marker");
-		}
-		if (k != 'N') {
-			if (!r.bad)
-				snprintf(err, errlen, "malformed pgoutput update: expected 'N'");
-			return -1;
-		}
-		if ((rc = read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew)) < 0)
-			return rc;
-		if (have_old) {
-			for (int i = 0; i < t->ncols; i++) {
-				/* Fill unchanged TOAST values from a full old row when we
-				 * have one; the copy points into the old tuple's scratch
-				 * or the message, both valid until the next call. */
-				if (d->vnew[i].kind == SL_V_UNCHANGED && d->vold[i].kind != SL_V_UNCHANGED &&
-				    d->vold[i].kind != SL_V_NULL)
-					d->vnew[i] = d->vold[i];
-				/* An old key ('K') holds the replica identity's columns
-				 * only, the others null: a key column outside it
-				 * (key_columns) is compared only in a full old row. */
-				if (t->cols[i].is_key && (old_full || d->vold[i].kind != SL_V_NULL) &&
-				    !value_equal(&d->vold[i], &d->vnew[i]))
-					key_changed = true;
-			}
-		}
-		/* A table without a key is identified by its whole row
-		 * (REPLICA IDENTITY FULL): the old row goes out too, so an
-		 * append-only reader can tell which of identical rows changed. */
-		if (have_old && !sl_table_has_key(t))
-			key_changed = true;
-		ev->kind = SL_PGO_CHANGE;
-		if (key_changed)
-			fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_DELETE, d->vold);
-		fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_INSERT, d->vnew);
-		return 0;
-	}
+	case 'U':
+		return decode_update(d, &r, ev);
 	case 'D':
 		relid = rd_u32(&r, "relation id");
 		if (!r.bad && skip_change(d, relid)) {
@@ -606,35 +649,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		ev->nchanges = 1;
 		fill_change(d, &ev->changes[0], t, SL_OP_DELETE, d->vold);
 		return 0;
-	case 'T': {
-		uint32_t n = rd_u32(&r, "truncate relation count");
-		rd_u8(&r, "truncate options");
-		if (r.bad)
-			return -1;
-		if (n > (uint32_t)((r.end - r.p) / 4)) {
-			rd_fail(&r, "truncate relation list");
-			return -1;
-		}
-		if (n > d->atrunc) {
-			uint32_t *nr = realloc(d->trunc_relids, sizeof *nr * n);
-			if (!nr) {
-				snprintf(err, errlen, "out of memory decoding a truncate message");
-				return -1;
-			}
-			d->trunc_relids = nr;
-			d->atrunc = n;
-		}
-		for (uint32_t i = 0; i < n; i++) {
-			d->trunc_relids[i] = rd_u32(&r, "truncate relation id");
-			if (!rel_for_change(d, &r, d->trunc_relids[i]))
-				return -1;
-		}
-		d->ntrunc = n;
-		d->itrunc = 0;
-		ev->kind = SL_PGO_CHANGE;
-		ev->nchanges = 0;
-		return 0;
-	}
+	case 'T':
+		return decode_truncate(d, &r, ev);
 	case 'M': {
 		uint8_t flags = rd_u8(&r, "message flags");
 		uint32_t clen;
