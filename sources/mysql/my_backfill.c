@@ -671,6 +671,47 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 	return sl_my_snapshot_read_where(s, mt, t, NULL, fn, payload, rows, stats, err, errlen);
 }
 
+/* A fetch that truncated variable-length values: each is fetched again
+ * into a buffer of its length, and *rebind set (the result binds are set
+ * again before the next fetch). */
+static int refetch_truncated(MYSQL_STMT *stmt, MYSQL_BIND *binds, struct rcol *rc_, int n, const char *what,
+			     bool *rebind, char *err, size_t errlen)
+{
+	for (int i = 0; i < n; i++) {
+		unsigned char *nb;
+
+		if (!rc_[i].variable || !rc_[i].error || rc_[i].len <= rc_[i].cap)
+			continue;
+		if (!(nb = realloc(rc_[i].buf, rc_[i].len))) {
+			snprintf(err, errlen, "%s: out of memory for a value of %lu bytes", what, rc_[i].len);
+			return SL_EFAIL;
+		}
+		rc_[i].buf = nb;
+		rc_[i].cap = rc_[i].len;
+		binds[i].buffer = nb;
+		binds[i].buffer_length = rc_[i].cap;
+		if (mysql_stmt_fetch_column(stmt, &binds[i], (unsigned)i, 0) != 0)
+			return sl_my_stmt_err(err, errlen, what, stmt);
+		*rebind = true;
+	}
+	return SL_OK;
+}
+
+/* The fetched row's key as text, tab-separated, into how->key: 0, or -1
+ * out of memory. */
+static int key_text(const struct sl_my_read_how *how, const struct sl_my_table *mt, MYSQL_BIND *binds,
+		    const int *enums)
+{
+	sl_buf_reset(how->key);
+	for (int k = 0; k < how->nkeys; k++) {
+		if (k)
+			sl_buf_putc(how->key, '\t');
+		sl_my_key_token(how->key, &mt->cols[how->keys[k]], &binds[how->keys[k]],
+				enums[k] >= 0 ? &binds[enums[k]] : NULL);
+	}
+	return sl_buf_failed(how->key) ? -1 : 0;
+}
+
 int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t,
 			      const struct sl_my_read_how *how, sl_row_fn fn, void *payload, uint64_t *rows,
 			      struct sl_mysql_row_stats *stats, char *err, size_t errlen)
@@ -764,27 +805,9 @@ int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt
 			rc = sl_my_stmt_err(err, errlen, what, stmt);
 			goto out;
 		}
-		if (f == MYSQL_DATA_TRUNCATED) {
-			for (int i = 0; i < n; i++) {
-				if (!rc_[i].variable || !rc_[i].error || rc_[i].len <= rc_[i].cap)
-					continue;
-				unsigned char *nb = realloc(rc_[i].buf, rc_[i].len);
-				if (!nb) {
-					snprintf(err, errlen, "%s: out of memory for a value of %lu bytes", what, rc_[i].len);
-					rc = SL_EFAIL;
-					goto out;
-				}
-				rc_[i].buf = nb;
-				rc_[i].cap = rc_[i].len;
-				binds[i].buffer = nb;
-				binds[i].buffer_length = rc_[i].cap;
-				if (mysql_stmt_fetch_column(stmt, &binds[i], (unsigned)i, 0) != 0) {
-					rc = sl_my_stmt_err(err, errlen, what, stmt);
-					goto out;
-				}
-				rebind = true;
-			}
-		}
+		if (f == MYSQL_DATA_TRUNCATED &&
+		    (rc = refetch_truncated(stmt, binds, rc_, n, what, &rebind, err, errlen)) < 0)
+			goto out;
 		sl_buf_reset(&scratch);
 		for (int i = 0; i < mt->ncols; i++) {
 			int r = sl_my_bind_value(&mt->cols[i], &t->cols[i], &binds[i], &scratch, &s->conv, stats, mt->db,
@@ -803,19 +826,10 @@ int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt
 		for (int i = 0; i < mt->ncols; i++)
 			if (fix[i])
 				vals[i].p = scratch.data + (uintptr_t)vals[i].p;
-		if (how && how->key) {
-			sl_buf_reset(how->key);
-			for (int k = 0; k < how->nkeys; k++) {
-				if (k)
-					sl_buf_putc(how->key, '\t');
-				sl_my_key_token(how->key, &mt->cols[how->keys[k]], &binds[how->keys[k]],
-						enums[k] >= 0 ? &binds[enums[k]] : NULL);
-			}
-			if (sl_buf_failed(how->key)) {
-				snprintf(err, errlen, "%s: out of memory", what);
-				rc = SL_EFAIL;
-				goto out;
-			}
+		if (how && how->key && key_text(how, mt, binds, enums) < 0) {
+			snprintf(err, errlen, "%s: out of memory", what);
+			rc = SL_EFAIL;
+			goto out;
 		}
 		if (rebind && mysql_stmt_bind_result(stmt, binds) != 0) {
 			rc = sl_my_stmt_err(err, errlen, what, stmt);
