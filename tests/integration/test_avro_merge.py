@@ -134,6 +134,42 @@ class PgMergeTest(PgTestCase):
         v = s.run("verify", "--stream", "mre")
         self.assertEqual(v.rc, 0, v.describe())
 
+    def test_files_left_by_a_stopped_compaction(self):
+        """A compaction killed after .base.json moved, before it deleted
+        the files it replaced: the next compaction replaces them too, so
+        that a key deleted since does not come back with its old insert
+        (issue 17, found by the property test's kill -9 with S3's answer
+        held)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE mleft (id int PRIMARY KEY, v int, t text)")
+        pg.execute("INSERT INTO mleft SELECT g, 0, 'x' FROM generate_series(1, 10) g")
+        s = self.merge_sluice(stream="mleft", tables="public.mleft")
+        s.catch_up(self)
+        before = {}
+        for p in current_files(s.out, "mleft", "public_mleft"):
+            with open(p, "rb") as f:
+                before[p] = f.read()
+        self.assertTrue(before)
+        r = s.run("compact", "--stream", "mleft")
+        self.assertEqual(r.rc, 0, r.describe())
+        # the state a kill -9 before the deletions leaves: the replaced files are there
+        for p, data in before.items():
+            self.assertFalse(os.path.exists(p), f"{p} was not replaced")
+            with open(p, "wb") as f:
+                f.write(data)
+        self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
+        pg.execute("DELETE FROM mleft WHERE id IN (2, 3)")
+        pg.execute("UPDATE mleft SET v = 5 WHERE id = 4")
+        s.catch_up(self)
+        self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
+        r = s.run("compact", "--stream", "mleft")
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
+        for p in before:
+            self.assertFalse(os.path.exists(p), f"{p}, replaced twice, is still there")
+        v = s.run("verify", "--stream", "mleft")
+        self.assertEqual(v.rc, 0, v.describe())
+
     def test_unchanged_toast_values(self):
         pg = self.pg
         rnd = random.Random(5)
