@@ -58,6 +58,12 @@ class PgMergeTest(PgTestCase):
             for c in columns:
                 self.assertEqual(payload[c], row[c], f"{table} {k} column {c}")
 
+    def compact_and_assert_mirror(self, s, obj, table):
+        """`sluice compact` of s's stream, then table (id, v, t) against obj."""
+        r = s.run("compact", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assert_mirror(s, obj, table, ["id"], ["id", "v", "t"])
+
     def test_silent_ddl(self):
         """After ALTER COLUMN TYPE ... USING and a column dropped and added
         again, every existing key's record is the source's row (the table
@@ -124,9 +130,7 @@ class PgMergeTest(PgTestCase):
         pg.execute("INSERT INTO mre SELECT g, 1, 'new' FROM generate_series(15, 24) g")
         s.catch_up(self)
         self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
-        r = s.run("compact", "--stream", "mre")
-        self.assertEqual(r.rc, 0, r.describe())
-        self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
+        self.compact_and_assert_mirror(s, "public_mre", "mre")
         base = [r for p in current_files(s.out, "mre", "public_mre") for r in read_file(p)]
         self.assertEqual(sorted((r["payload"]["id"], r["payload"]["t"]) for r in base
                                 if r["source_metadata"]["change_type"] != "TRUNCATE"),
@@ -162,9 +166,7 @@ class PgMergeTest(PgTestCase):
         pg.execute("UPDATE mleft SET v = 5 WHERE id = 4")
         s.catch_up(self)
         self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
-        r = s.run("compact", "--stream", "mleft")
-        self.assertEqual(r.rc, 0, r.describe())
-        self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
+        self.compact_and_assert_mirror(s, "public_mleft", "mleft")
         for p in before:
             self.assertFalse(os.path.exists(p), f"{p}, replaced twice, is still there")
         v = s.run("verify", "--stream", "mleft")
