@@ -463,6 +463,26 @@ static bool record_name(const char *base, uint64_t *n)
 	return true;
 }
 
+/* Appends key, which the listing then owns (NULL: out of memory). */
+static int listing_push(struct listing *l, char *key)
+{
+	if (key && l->n == l->alloc) {
+		size_t na = l->alloc ? l->alloc * 2 : 64;
+		char **nd = realloc(l->data, na * sizeof *nd);
+		if (nd) {
+			l->data = nd;
+			l->alloc = na;
+		}
+	}
+	if (!key || l->n == l->alloc) {
+		free(key);
+		l->oom = true;
+		return -1;
+	}
+	l->data[l->n++] = key;
+	return 0;
+}
+
 static int note_file(void *arg, const char *key, uint64_t size)
 {
 	struct listing *l = arg;
@@ -478,21 +498,7 @@ static int note_file(void *arg, const char *key, uint64_t size)
 	}
 	if (!sl_tree_data_name(base, NULL, NULL))
 		return 0;
-	if (l->n == l->alloc) {
-		size_t na = l->alloc ? l->alloc * 2 : 64;
-		char **nd = realloc(l->data, na * sizeof *nd);
-		if (!nd)
-			goto oom;
-		l->data = nd;
-		l->alloc = na;
-	}
-	if (!(l->data[l->n] = strdup(key)))
-		goto oom;
-	l->n++;
-	return 0;
-oom:
-	l->oom = true;
-	return -1;
+	return listing_push(l, strdup(key));
 }
 
 void sl_mirror_free_keys(char **keys, size_t n)
@@ -557,9 +563,12 @@ static bool replaced(const struct sl_manifest *rec, const char *key)
 	return false;
 }
 
-/* The current files, and the highest record number listed. */
-static int current(struct sl_store *st, const char *stream, const char *object, struct listing *l, char *err,
-		   size_t errlen)
+/* The current files, and the highest record number listed.  left, unless
+ * NULL, gets the files that the newest record replaced and that are still
+ * there (a compaction stopped before it deleted them); the caller frees
+ * both listings' keys. */
+static int current(struct sl_store *st, const char *stream, const char *object, struct listing *l,
+		   struct listing *left, char *err, size_t errlen)
 {
 	struct sl_manifest rec;
 	struct sl_buf prefix;
@@ -567,6 +576,8 @@ static int current(struct sl_store *st, const char *stream, const char *object, 
 	int rc;
 
 	memset(l, 0, sizeof *l);
+	if (left)
+		memset(left, 0, sizeof *left);
 	sl_buf_init(&prefix, 0);
 	sl_buf_printf(&prefix, "%s/%s", stream, object);
 	if (sl_buf_failed(&prefix)) {
@@ -584,18 +595,26 @@ static int current(struct sl_store *st, const char *stream, const char *object, 
 		goto out;
 	}
 	for (size_t i = 0; i < l->n; i++) {
-		if (replaced(&rec, l->data[i]))
-			free(l->data[i]);
-		else
+		if (!replaced(&rec, l->data[i]))
 			l->data[k++] = l->data[i];
+		else if (!left)
+			free(l->data[i]);
+		else if (listing_push(left, l->data[i]) < 0)
+			rc = -1;
 	}
 	l->n = k;
+	if (rc < 0)
+		snprintf(err, errlen, "out of memory");
 out:
 	sl_manifest_free(&rec);
 	sl_buf_free(&prefix);
 	if (rc < 0) {
 		sl_mirror_free_keys(l->data, l->n);
 		memset(l, 0, sizeof *l);
+		if (left) {
+			sl_mirror_free_keys(left->data, left->n);
+			memset(left, 0, sizeof *left);
+		}
 	}
 	return rc;
 }
@@ -604,7 +623,7 @@ int sl_mirror_current(struct sl_store *st, const char *stream, const char *objec
 		      char *err, size_t errlen)
 {
 	struct listing l;
-	int rc = current(st, stream, object, &l, err, errlen);
+	int rc = current(st, stream, object, &l, NULL, err, errlen);
 
 	*keys = l.data;
 	*n = l.n;
@@ -618,7 +637,7 @@ int sl_mirror_load(struct sl_mirror *m, struct sl_store *st, const char *stream,
 		struct listing l;
 		int rc = 0;
 
-		if (current(st, stream, object, &l, err, errlen) < 0)
+		if (current(st, stream, object, &l, NULL, err, errlen) < 0)
 			return -1;
 		for (size_t i = 0; i < l.n && rc == 0; i++)
 			rc = sl_mirror_read(m, st, l.data[i], err, errlen);
@@ -800,7 +819,7 @@ int sl_mirror_compact(struct sl_store *st, struct sl_ocf_codec *codec, const cha
 {
 	struct sl_mirror m;
 	struct sl_manifest rec;
-	struct listing l;
+	struct listing l, left;
 	struct sl_mentry **rows = NULL;
 	size_t nrows = 0;
 	int rc;
@@ -809,11 +828,11 @@ int sl_mirror_compact(struct sl_store *st, struct sl_ocf_codec *codec, const cha
 	memset(&m, 0, sizeof m);
 	memset(&rec, 0, sizeof rec);
 	err[0] = '\0';
-	if ((rc = current(st, stream, object, &l, err, errlen)) < 0)
+	if ((rc = current(st, stream, object, &l, &left, err, errlen)) < 0)
 		return rc;
 	if (l.n < (min_files ? min_files : 1)) {
-		sl_mirror_free_keys(l.data, l.n);
-		return 0;
+		rc = 0;
+		goto out;
 	}
 	/* The lock keeps other compactions out, so these files stay. */
 	for (size_t i = 0; i < l.n; i++) {
@@ -857,15 +876,20 @@ int sl_mirror_compact(struct sl_store *st, struct sl_ocf_codec *codec, const cha
 	}
 	if (st->ops->sync && (rc = st->ops->sync(st->ctx, err, errlen)) < 0)
 		goto out;
-	for (size_t i = 0; i < l.n; i++)
-		if (sl_manifest_add_removed(&rec, l.data[i]) < 0)
+	/* The new record replaces the previous record's files that are still
+	 * there too (a compaction stopped before it deleted them): once
+	 * .base.json moves, nothing else would hide them, and their records,
+	 * older than the deletions that the base no longer holds, would
+	 * count again. */
+	for (size_t i = 0; i < l.n + left.n; i++)
+		if (sl_manifest_add_removed(&rec, i < l.n ? l.data[i] : left.data[i - l.n]) < 0)
 			goto oom;
 	rec.written_at_us = sl_now_us();
 	if ((rc = put_record(st, stream, object, &rec, res->record, sizeof res->record, err, errlen)) < 0)
 		goto out;
 	/* Only now may the replaced files go: the record and the base are durable. */
-	for (size_t i = 0; i < l.n && rc == 0; i++)
-		rc = st->ops->remove(st->ctx, l.data[i], err, errlen);
+	for (size_t i = 0; i < l.n + left.n && rc == 0; i++)
+		rc = st->ops->remove(st->ctx, i < l.n ? l.data[i] : left.data[i - l.n], err, errlen);
 	if (rc == 0 && st->ops->sync)
 		rc = st->ops->sync(st->ctx, err, errlen);
 	goto out;
@@ -877,6 +901,7 @@ out:
 	sl_manifest_free(&rec);
 	sl_mirror_free(&m);
 	sl_mirror_free_keys(l.data, l.n);
+	sl_mirror_free_keys(left.data, left.n);
 	return rc;
 }
 

@@ -58,6 +58,12 @@ class PgMergeTest(PgTestCase):
             for c in columns:
                 self.assertEqual(payload[c], row[c], f"{table} {k} column {c}")
 
+    def compact_and_assert_mirror(self, s, obj, table):
+        """`sluice compact` of s's stream, then table (id, v, t) against obj."""
+        r = s.run("compact", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assert_mirror(s, obj, table, ["id"], ["id", "v", "t"])
+
     def test_silent_ddl(self):
         """After ALTER COLUMN TYPE ... USING and a column dropped and added
         again, every existing key's record is the source's row (the table
@@ -124,14 +130,46 @@ class PgMergeTest(PgTestCase):
         pg.execute("INSERT INTO mre SELECT g, 1, 'new' FROM generate_series(15, 24) g")
         s.catch_up(self)
         self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
-        r = s.run("compact", "--stream", "mre")
-        self.assertEqual(r.rc, 0, r.describe())
-        self.assert_mirror(s, "public_mre", "mre", ["id"], ["id", "v", "t"])
+        self.compact_and_assert_mirror(s, "public_mre", "mre")
         base = [r for p in current_files(s.out, "mre", "public_mre") for r in read_file(p)]
         self.assertEqual(sorted((r["payload"]["id"], r["payload"]["t"]) for r in base
                                 if r["source_metadata"]["change_type"] != "TRUNCATE"),
                          [(i, "new") for i in range(15, 25)])
         v = s.run("verify", "--stream", "mre")
+        self.assertEqual(v.rc, 0, v.describe())
+
+    def test_files_left_by_a_stopped_compaction(self):
+        """A compaction killed after .base.json moved, before it deleted
+        the files it replaced: the next compaction replaces them too, so
+        that a key deleted since does not come back with its old insert
+        (issue 17, found by the property test's kill -9 with S3's answer
+        held)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE mleft (id int PRIMARY KEY, v int, t text)")
+        pg.execute("INSERT INTO mleft SELECT g, 0, 'x' FROM generate_series(1, 10) g")
+        s = self.merge_sluice(stream="mleft", tables="public.mleft")
+        s.catch_up(self)
+        before = {}
+        for p in current_files(s.out, "mleft", "public_mleft"):
+            with open(p, "rb") as f:
+                before[p] = f.read()
+        self.assertTrue(before)
+        r = s.run("compact", "--stream", "mleft")
+        self.assertEqual(r.rc, 0, r.describe())
+        # the state a kill -9 before the deletions leaves: the replaced files are there
+        for p, data in before.items():
+            self.assertFalse(os.path.exists(p), f"{p} was not replaced")
+            with open(p, "wb") as f:
+                f.write(data)
+        self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
+        pg.execute("DELETE FROM mleft WHERE id IN (2, 3)")
+        pg.execute("UPDATE mleft SET v = 5 WHERE id = 4")
+        s.catch_up(self)
+        self.assert_mirror(s, "public_mleft", "mleft", ["id"], ["id", "v", "t"])
+        self.compact_and_assert_mirror(s, "public_mleft", "mleft")
+        for p in before:
+            self.assertFalse(os.path.exists(p), f"{p}, replaced twice, is still there")
+        v = s.run("verify", "--stream", "mleft")
         self.assertEqual(v.rc, 0, v.describe())
 
     def test_unchanged_toast_values(self):
