@@ -227,6 +227,14 @@ static int numeric_decimal(const struct numeric *n, const struct sl_column *col,
 	if ((n->sign != NUMERIC_POS && n->sign != NUMERIC_NEG) || n->dscale > col->scale ||
 	    col->precision > SL_DECIMAL_MAX_DIGITS)
 		return -1;
+	if (n->ndigits == 0) {
+		/* zero, sent with weight 0: no integer digits to count (the
+		 * room check below would refuse it in numeric(p, s) with s
+		 * close to p) */
+		*neg = false;
+		dst[0] = '0';
+		return 1;
+	}
 	for (int e = -col->scale - 1; e >= low; e--)
 		if (numeric_digit(n, e) != 0)
 			return -1;

@@ -292,6 +292,10 @@ static void test_decimal(void **state)
 	expect_decimal(5, 2, p, n, "5", true);
 	n = numeric(p, 0, 0x0000, 2, 0, NULL);                                   /* 0.00 */
 	expect_decimal(5, 2, p, n, "0", false);
+	n = numeric(p, 0, 0x0000, 1, 0, NULL);                                   /* 0.0 in numeric(1,1) */
+	expect_decimal(1, 1, p, n, "0", false);
+	n = numeric(p, 0, 0x0000, 1000, 0, NULL);                                /* 0 in numeric(1000,1000) */
+	expect_decimal(1000, 1000, p, n, "0", false);
 	n = numeric(p, 0, 0x4000, 2, 1, (const int[]){ 999 });                   /* -999.00 */
 	expect_decimal(5, 2, p, n, "99900", true);
 	n = numeric(p, 1, 0x0000, 0, 2, (const int[]){ 1, 2345 });               /* 12345 in numeric(5,0) */
