@@ -14,7 +14,10 @@ tests/integration/test_pg_rebackfill.py: the chunked backfill.
   request file removed; without --table it is still refused;
 - a table without a key is read in ranges of pages over two connections,
   and a request to backfill it restarts the stream to read it from a
-  snapshot.
+  snapshot;
+- a re-backfill whose chunks meet a column renamed and one dropped after
+  the stream's position (issue 17) waits for the stream to reach them,
+  and the output equals the table.
 
 The seed of the workload is printed; rerun with SLUICE_TEST_SEED=<seed>.
 """
@@ -336,6 +339,31 @@ class RebackfillTest(PgTestCase):
         self.assertTableMatches(b, "public", "req_b", ["id"])
         self.assertEqual(sorted(r["payload"]["v"] for r in backfill_rows(a) if csn(r) > ms
                                 and r["payload"]["id"] <= 10), ["new"] * 10)
+
+    def test_columns_renamed_and_dropped_during_rebackfill(self):
+        """A re-backfill whose chunks meet a column renamed and one dropped
+        after the stream's position (the stream still describes the table
+        as it was): the chunk is read again once the stream reaches the
+        table's new description, and the stream goes on (it stopped after
+        5 retries, each from the same checkpoint: issue 17)."""
+        pg = self.pg
+        self.make_table("ddl_a", 3000)
+        s = self.agent("ddl", "public.ddl_a")
+        self.catch_up(s)
+        r = s.run("backfill", "--stream", "ddl", "--table", "public.ddl_a", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        # the stream reads this change (and the table as it was) after the
+        # re-backfill's first chunk, and the DDL after it
+        pg.execute("UPDATE ddl_a SET counter = 1 WHERE id = 2900")
+        pg.execute("ALTER TABLE ddl_a RENAME COLUMN v TO w")
+        pg.execute("ALTER TABLE ddl_a DROP COLUMN pad")
+        pg.execute("UPDATE ddl_a SET counter = 2 WHERE id = 1")
+        r = self.catch_up(s, timeout=120)
+        self.assertIn("the backfill of public.ddl_a waits for the stream to reach a DDL of the table", r.stderr)
+        self.assertIn("backfilled public.ddl_a while streaming: 3000 rows in 6 chunks", r.stderr)
+        recs = records_for(self.read(s), "public", "ddl_a")
+        self.assertEqual(len(markers(recs)), 1)
+        self.assertTableMatches(recs, "public", "ddl_a", ["id"])
 
     def test_request_when_no_agent_runs(self):
         self.make_table("off_a", 1200)
