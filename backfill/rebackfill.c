@@ -11,6 +11,15 @@
  * a high watermark seen before the low one) is read again; so is one whose
  * snapshot misses a transaction the stream already returned (SL_EAGAIN), a
  * moment later.
+ *
+ * A chunk that finds its table's columns renamed or dropped (SL_ESTALE: a
+ * DDL after the stream's position, which the stream's view of the table
+ * predates) writes a probe watermark, and waits: for the table's next
+ * description, which the stream reads at the table's first change after
+ * the DDL, or for the probe.  Once the stream reads the probe it is past
+ * the DDL; a chunk still stale then has no description to wait for (no
+ * change followed the DDL), and the stream restarts (SL_ERESTART), to
+ * take the table as the catalog has it now.  Either way it never wedges.
  */
 #include "backfill/rebackfill.h"
 
@@ -56,6 +65,8 @@ struct sl_rebackfill {
 	int64_t retry_at_ms;
 	int64_t opened_ms, read_ms;     /* when the open chunk was opened, and read */
 	int64_t polled_ms;
+	char *probe;                    /* the probe of a stale chunk, until the stream reads it (owned) */
+	bool probed;                    /* the stream read it, and no new description of the table came */
 	uint64_t seen[SEEN_TX];         /* the last transactions the stream returned */
 	size_t nseen, seen_at;
 	struct sl_buf text;
@@ -226,6 +237,7 @@ void sl_rebackfill_free(struct sl_rebackfill *rb)
 	free(rb->jobs);
 	free(rb->cur);
 	free(rb->last);
+	free(rb->probe);
 	sl_bf_chunk_free(rb->chunk);
 	sl_buf_free(&rb->text);
 	free(rb);
@@ -286,8 +298,16 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 	return SL_OK;
 }
 
+static void probe_clear(struct sl_rebackfill *rb)
+{
+	free(rb->probe);
+	rb->probe = NULL;
+	rb->probed = false;
+}
+
 static void job_done(struct sl_rebackfill *rb)
 {
+	probe_clear(rb);
 	job_free(&rb->jobs[0]);
 	memmove(&rb->jobs[0], &rb->jobs[1], sizeof *rb->jobs * (size_t)(rb->njobs - 1));
 	rb->njobs--;
@@ -336,6 +356,8 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 			sl_bf_chunk_abandon(rb->chunk);
 			rb->waiting = rb->finishing = false;
 		}
+		if (i == 0)
+			probe_clear(rb);   /* a stale chunk may be read now */
 		rb->jobs[i].t = t;
 	}
 	if (!why)
@@ -489,6 +511,34 @@ static const char *wm_text(struct sl_rebackfill *rb, const char *what)
 	return sl_buf_failed(&rb->text) ? NULL : rb->text.data;
 }
 
+/* A chunk of the running job found its table changed after the stream's
+ * view of it (err says how): it waits for the table's next description, or
+ * for the probe written now; after the probe, the stream restarts. */
+static int stale_chunk(struct sl_rebackfill *rb)
+{
+	struct sl_position at;
+	int rc;
+
+	sl_bf_chunk_abandon(rb->chunk);
+	if (rb->probed) {
+		char msg[SL_ERRLEN];
+		snprintf(msg, sizeof msg, "%s", rb->c.err);
+		snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": the backfill of %s met a DDL that no change of the "
+			 "table followed (%s), so the stream has no description of it as it is", rb->c.stream,
+			 entry_name(rb, rb->jobs[0].idx), msg);
+		return SL_ERESTART;
+	}
+	sl_info("stream \"%s\": the backfill of %s waits for the stream to reach a DDL of the table: %s",
+		rb->c.stream, entry_name(rb, rb->jobs[0].idx), rb->c.err);
+	if (!wm_text(rb, "probe") || !(rb->probe = strdup(rb->text.data))) {
+		snprintf(rb->c.err, rb->c.errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	if ((rc = rb->c.src->emit_watermark(rb->c.srcctx, rb->probe, &at, rb->c.err, rb->c.errlen)) < 0)
+		probe_clear(rb);
+	return rc;
+}
+
 /* Opens the next chunk of the running job: low watermark, rows, high
  * watermark. */
 static int open_chunk(struct sl_rebackfill *rb)
@@ -520,6 +570,9 @@ static int open_chunk(struct sl_rebackfill *rb)
 		rb->retry_at_ms = sl_mono_ms() + RETRY_MS;
 		return SL_OK;
 	}
+	if (rc == SL_ESTALE)
+		return stale_chunk(rb);
+	probe_clear(rb);
 	if (rc < 0) {
 		sl_bf_chunk_abandon(rb->chunk);
 		return rc;
@@ -623,6 +676,10 @@ static int hook_event(void *payload, const struct sl_event *ev)
 	case SL_EV_SCHEMA:
 		return on_schema(rb, ev->table, ev->changed, ev->rebackfill);
 	case SL_EV_WATERMARK:
+		if (rb->probe && !rb->probed && ev->watermark && !strcmp(ev->watermark, rb->probe)) {
+			rb->probed = true;   /* past the DDL: the chunk is tried again */
+			return SL_OK;
+		}
 		if (!rb->waiting)
 			return SL_OK;
 		switch (sl_bf_chunk_watermark(rb->chunk, ev->watermark)) {
@@ -653,7 +710,7 @@ static int hook_idle(void *payload)
 		if ((rc = take_requests(rb)) < 0)
 			return rc;
 	}
-	if (rb->waiting || rb->njobs == 0 || now < rb->retry_at_ms)
+	if (rb->waiting || rb->njobs == 0 || now < rb->retry_at_ms || (rb->probe && !rb->probed))
 		return SL_OK;
 	if (!rb->jobs[0].t0_ms)
 		rb->jobs[0].t0_ms = now;

@@ -380,6 +380,7 @@ int sl_status_exit_code(int status)
 		{ SL_ERESTART, 1 },
 		{ SL_EAGAIN, 1 },
 		{ SL_EVERIFY, 1 },
+		{ SL_ESTALE, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)

@@ -115,11 +115,14 @@ enum sl_status {
 			    * stream restarts at once from its checkpoint to take them in */
 	SL_EAGAIN = -7,    /* not a failure: nothing was done, try again in a moment */
 	SL_EVERIFY = -8,   /* `sluice verify` found problems, each printed (exit 1) */
+	SL_ESTALE = -9,    /* not a failure: the source's table no longer has the columns (or
+			    * the name) of the stream's view of it, a DDL after the stream's
+			    * position; nothing was done */
 };
 
 /* The process exit code for a status, from one table: 0 success, 1 runtime
- * failure (SL_EFAIL, SL_EDATA, SL_EVERIFY, and SL_ERESTART or SL_EAGAIN when
- * one ever ends a command), 2 configuration, 3 prerequisites, 4 position
+ * failure (SL_EFAIL, SL_EDATA, SL_EVERIFY, and SL_ERESTART, SL_EAGAIN or
+ * SL_ESTALE when one ever ends a command), 2 configuration, 3 prerequisites, 4 position
  * lost.  Any status not in the enum maps to 1. */
 int sl_status_exit_code(int status);
 #endif

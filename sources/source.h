@@ -512,6 +512,9 @@ struct sl_source_ops {
 	 * transaction chk->seen() reports (see struct sl_chunk_check), or
 	 * when DDL holds t (PostgreSQL: a lock that conflicts with ACCESS
 	 * SHARE, taken before the chunk's snapshot, for a second at most).
+	 * SL_ESTALE (nothing read, the reason in err) when t's columns, or t
+	 * itself, were renamed or dropped after the stream's position: the
+	 * stream's view of t is older than t, until its next description.
 	 * emit_watermark returns SL_ERESTART when watermark_ready (below) would
 	 * now say no: the stream restarts and reads the table from a snapshot. */
 	int (*emit_watermark)(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen);

@@ -958,6 +958,11 @@ int sl_pg_read_chunk(PGconn *c, const struct sl_table *t, const struct sl_pg_key
 		char what[256];
 		snprintf(what, sizeof what, "could not read a chunk of \"%s\".\"%s\"", t->ns, t->name);
 		rc = sl_pg_err(err, errlen, what, c, res);
+		/* A column (or the table) renamed or dropped after the stream's
+		 * position: the stream's view of the table is older than the
+		 * table (undefined_column, undefined_table). */
+		if (sl_pg_sqlstate_is(res, "42703") || sl_pg_sqlstate_is(res, "42P01"))
+			rc = SL_ESTALE;
 		goto out;
 	}
 	if ((rc = chunk_rows(res, t, k, &key, kv, &rd, err, errlen)) < 0)

@@ -14,7 +14,10 @@ tests/integration/test_pg_rebackfill.py: the chunked backfill.
   request file removed; without --table it is still refused;
 - a table without a key is read in ranges of pages over two connections,
   and a request to backfill it restarts the stream to read it from a
-  snapshot.
+  snapshot;
+- a re-backfill whose chunks meet a column renamed and one dropped after
+  the stream's position (issue 17) waits for the stream to reach them,
+  and the output equals the table.
 
 The seed of the workload is printed; rerun with SLUICE_TEST_SEED=<seed>.
 """
@@ -336,6 +339,43 @@ class RebackfillTest(PgTestCase):
         self.assertTableMatches(b, "public", "req_b", ["id"])
         self.assertEqual(sorted(r["payload"]["v"] for r in backfill_rows(a) if csn(r) > ms
                                 and r["payload"]["id"] <= 10), ["new"] * 10)
+
+    def ddl_during_rebackfill(self, name, later_change):
+        """A re-backfill of table name (requested with no agent running)
+        whose chunks meet a column renamed and one dropped after the
+        stream's position, the stream describing the table as it was (a
+        change before the DDL); later_change: a change of the table after
+        the DDL, which gives the stream its new description.  The stream
+        goes on (it stopped after 5 retries, each from the same checkpoint:
+        issue 17), and the output equals the table."""
+        pg = self.pg
+        self.make_table(name, 3000)
+        s = self.agent(name, f"public.{name}")
+        self.catch_up(s)
+        r = s.run("backfill", "--stream", name, "--table", f"public.{name}", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        # the stream reads this change (and the table as it was) after the
+        # re-backfill's first chunk, and the DDL after it
+        pg.execute(f"UPDATE {name} SET counter = 1 WHERE id = 2900")
+        pg.execute(f"ALTER TABLE {name} RENAME COLUMN v TO w")
+        pg.execute(f"ALTER TABLE {name} DROP COLUMN pad")
+        if later_change:
+            pg.execute(f"UPDATE {name} SET counter = 2 WHERE id = 1")
+        r = self.catch_up(s, timeout=120)
+        self.assertIn(f"the backfill of public.{name} waits for the stream to reach a DDL of the table", r.stderr)
+        self.assertIn(f"backfilled public.{name} while streaming: 3000 rows in 6 chunks", r.stderr)
+        recs = records_for(self.read(s), "public", name)
+        self.assertEqual(len(markers(recs)), 1)
+        self.assertTableMatches(recs, "public", name, ["id"])
+        return r
+
+    def test_columns_renamed_and_dropped_during_rebackfill(self):
+        r = self.ddl_during_rebackfill("ddl_a", True)
+        self.assertNotIn("restarting the stream", r.stderr)
+
+    def test_columns_renamed_and_dropped_during_rebackfill_no_change_after(self):
+        r = self.ddl_during_rebackfill("ddl_b", False)
+        self.assertIn("that no change of the table followed", r.stderr)
 
     def test_request_when_no_agent_runs(self):
         self.make_table("off_a", 1200)

@@ -1116,8 +1116,8 @@ static void test_keyslots_hash_collision(void **state)
 static void test_status_exit_codes(void **state)
 {
 	const int all[] = { SL_OK, SL_EFAIL, SL_ECONFIG, SL_EPREREQ, SL_ELOST,
-			    SL_EDATA, SL_ERESTART, SL_EAGAIN, SL_EVERIFY };
-	const int want[] = { 0, 1, 2, 3, 4, 1, 1, 1, 1 };
+			    SL_EDATA, SL_ERESTART, SL_EAGAIN, SL_EVERIFY, SL_ESTALE };
+	const int want[] = { 0, 1, 2, 3, 4, 1, 1, 1, 1, 1 };
 	const size_t n = sizeof all / sizeof all[0];
 
 	(void)state;
