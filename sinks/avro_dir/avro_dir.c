@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -62,6 +63,8 @@ struct dir_store {
 	char *desc;                    /* "folder \"<path>\"" */
 	struct ptrs sync_dirs;         /* char *: folders renamed into, or created in, since the last sync() */
 	struct ptrs unsynced;          /* struct sl_store_file *: finished, not yet fsynced (not owned) */
+	size_t unsynced_max;           /* more are fsynced (and closed) at once: unsynced_bound() */
+	size_t staged_open;            /* staged files still open (not fsynced yet) */
 	struct ptrs staged;            /* struct sl_store_file *: staged small files (owned) */
 	size_t synced_files;           /* files made durable since the last sync() */
 	size_t fsyncs;                 /* of files and folders since the last sync() */
@@ -71,6 +74,8 @@ struct dir_store {
 };
 
 static int note_sync(struct dir_store *ds, char *dir);
+static int fsync_unsynced(struct dir_store *ds, char *err, size_t errlen);
+static int fsync_close(struct dir_store *counted, struct sl_store_file *f, char *err, size_t errlen);
 static char *folder_of(const char *path);
 
 struct sl_store_file {
@@ -414,6 +419,25 @@ static int ds_file_write(void *file, const struct iovec *iov, int iovcnt, char *
 	return 0;
 }
 
+/* Each finished or staged file waiting for the flush holds a descriptor: a
+ * flush over more tables than the open file limit allows makes them
+ * durable (and closes them) in batches of ds->unsynced_max.  A staged file
+ * is still renamed at sync() only.  0, or -1 with a message in err. */
+static int shed_descriptors(struct dir_store *ds, char *err, size_t errlen)
+{
+	if (ds->unsynced.n + ds->staged_open < ds->unsynced_max)
+		return 0;
+	if (fsync_unsynced(ds, err, errlen) < 0)
+		return -1;
+	for (size_t i = 0; i < ds->staged.n; i++) {
+		struct sl_store_file *f = ds->staged.v[i];
+		if (f->fd >= 0 && fsync_close(ds, f, err, errlen) < 0)
+			return -1;
+	}
+	ds->staged_open = 0;
+	return 0;
+}
+
 /* Every byte of f is written: its write-back starts now, and its fsync waits
  * for the first publish or sync() (fsync_unsynced), after the flush's other
  * files were written too. */
@@ -428,7 +452,7 @@ static int ds_file_finish(void *st, struct sl_store_file *f, const char *key, ch
 	}
 	/* Only a hint: an error shows again at the fsync. */
 	(void)sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	return 0;
+	return shed_descriptors(ds, err, errlen);
 }
 
 /* With sync = syncfs and more than SL_AVRO_DIR_SYNCFS_MIN files or folders
@@ -626,7 +650,7 @@ static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
 		struct sl_store_file *f = ds->staged.v[i];
 		char *dir;
 
-		if (rc == 0 && fsync_close(ds, f, err, errlen) == 0) {
+		if (rc == 0 && (f->fd < 0 || fsync_close(ds, f, err, errlen) == 0)) {
 			if (rename(f->tmp_path, f->dir_path) < 0) {
 				snprintf(err, errlen, "could not rename \"%s\" to \"%s\": %s", f->tmp_path,
 					 f->dir_path, sl_strerror(errno));
@@ -645,6 +669,7 @@ static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
 		free_file(f);
 	}
 	ds->staged.n = 0;
+	ds->staged_open = 0;
 	ds->synced_until = false;
 	return rc;
 }
@@ -799,7 +824,8 @@ static int ds_stage(void *st, const char *key, const void *data, size_t len, cha
 	}
 	/* Only a hint: an error shows again at the fsync. */
 	(void)sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	return 0;
+	ds->staged_open++;
+	return shed_descriptors(ds, err, errlen);
 }
 
 static int ds_get(void *st, const char *key, struct sl_buf *out, char *err, size_t errlen)
@@ -974,6 +1000,18 @@ static const struct sl_store_ops dir_store_ops = {
 	.close = ds_close,
 };
 
+/* How many finished files wait, open, for the flush's fsync: a quarter of
+ * what the process may open (the tree keeps half open for writing; see
+ * open_bound in sinks/avro_tree/tree.c), at least 8. */
+static size_t unsynced_bound(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30)
+		return (size_t)1 << 28;
+	return rl.rlim_cur > 96 ? (size_t)(rl.rlim_cur - 64) / 4 : 8;
+}
+
 /* Makes the folder store for path (the destination's path). */
 static int dir_store_new(struct sl_store *out, const char *path, char *err, size_t errlen)
 {
@@ -988,6 +1026,7 @@ static int dir_store_new(struct sl_store *out, const char *path, char *err, size
 		snprintf(err, errlen, "avro_dir sink: out of memory");
 		return -1;
 	}
+	ds->unsynced_max = unsynced_bound();
 	out->ops = &dir_store_ops;
 	out->ctx = ds;
 	return 0;
