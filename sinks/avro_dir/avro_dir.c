@@ -523,7 +523,8 @@ static int fsync_unsynced(struct dir_store *ds, char *err, size_t errlen)
 		rc = fsync_close(ds, ds->unsynced.v[i], err, errlen);
 	if (rc < 0 && ((struct sl_store_file *)ds->unsynced.v[i - 1])->fd >= 0)
 		i--;
-	memmove(ds->unsynced.v, ds->unsynced.v + i, (ds->unsynced.n - i) * sizeof *ds->unsynced.v);
+	if (i > 0)   /* the list may be empty, with no array yet */
+		memmove(ds->unsynced.v, ds->unsynced.v + i, (ds->unsynced.n - i) * sizeof *ds->unsynced.v);
 	ds->unsynced.n -= i;
 	ds->synced_until = false;
 	return rc;
