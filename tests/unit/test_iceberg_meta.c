@@ -30,6 +30,7 @@
 #include "sinks/avro/avro_read.h"
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
+#include "sinks/iceberg/ice_widen.h"
 
 /* public.orders (id int4, amount numeric(10,2), _note text, at timestamptz),
  * with extra columns added after them. */
@@ -182,13 +183,28 @@ static void test_refused_changes(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_STRING, 0, 0, 25, -1, "text", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
 					 sizeof err), SL_EPREREQ);
-	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to long: an Iceberg "
-			    "table takes only added columns, so the stream stops; to go on, remove the table's folder "
+	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to string: an "
+			    "Iceberg table takes only added columns and widened types (int to long, float to double, a "
+			    "decimal's precision raised), so the stream stops; to go on, remove the table's folder "
 			    "(or point the destination at a new path) and backfill the table again (doc/iceberg.md)");
+	sl_table_free(t);
+	/* narrowing, and a decimal's scale changed, are no widening */
+	t = sl_table_new("public", "orders");
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 14, 3, 1700, -1, "numeric(14,3)", false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
+					 sizeof err), SL_EPREREQ);
+	assert_non_null(strstr(err, "column \"amount\" changed from decimal(10, 2) to decimal(14, 3): "));
+	assert_false(ice_widens(ICE_LONG, 0, 0, ICE_INT, 0, 0));
+	assert_false(ice_widens(ICE_DOUBLE, 0, 0, ICE_FLOAT, 0, 0));
+	assert_false(ice_widens(ICE_DECIMAL, 14, 2, ICE_DECIMAL, 10, 2));
+	assert_false(ice_widens(ICE_INT, 0, 0, ICE_DOUBLE, 0, 0));
+	assert_true(ice_widens(ICE_FLOAT, 0, 0, ICE_DOUBLE, 0, 0));
 	sl_table_free(t);
 	t = sl_table_new("public", "orders");
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
@@ -201,6 +217,45 @@ static void test_refused_changes(void **state)
 			    "(doc/iceberg.md)");
 	sl_table_free(t);
 	json_decref(meta);
+}
+
+/* Widening in place: int to long and a decimal's precision raised make a
+ * new schema with the same field ids and the wider types, against
+ * tests/unit/golden/iceberg_widened.metadata.json (written by hand: the
+ * first golden file with a schema 1 whose "id" is a long and "amount" a
+ * decimal(14, 2), ids and last-column-id unchanged). */
+static void test_widened_golden(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json"), *want = golden("iceberg_widened.metadata.json");
+	struct sl_table *t = sl_table_new("public", "orders");
+	struct ice_schema s;
+	bool changed = false;
+	char err[512] = "", *got;
+
+	(void)state;
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
+	assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 14, 2, 1700, -1, "numeric(14,2)", false), 0);
+	assert_int_equal(sl_table_add_column(t, "_note", SL_T_STRING, 0, 0, 25, -1, "text", false), 0);
+	assert_int_equal(sl_table_add_column(t, "at", SL_T_TIMESTAMPTZ, 0, 0, 1184, -1, "timestamptz", false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_true(changed);
+	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
+	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
+	if (!json_equal(meta, want))
+		fail_msg("metadata differs from the golden file:\n%s", got);
+	free(got);
+	ice_schema_free(&s);
+	/* the same types again: no new schema */
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err),
+			 0);
+	assert_false(changed);
+	assert_int_equal(s.id, 1);
+	ice_schema_free(&s);
+	sl_table_free(t);
+	json_decref(meta);
+	json_decref(want);
 }
 
 /* The data files' Avro schema: field ids, nullable payload, the decimal's
@@ -675,6 +730,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata_golden),
+		cmocka_unit_test(test_widened_golden),
 		cmocka_unit_test(test_second_snapshot),
 		cmocka_unit_test(test_added_columns),
 		cmocka_unit_test(test_refused_changes),
