@@ -27,6 +27,11 @@ python3-avro for the manifest lists and manifests:
   compacts on its own after compact_after_files commits.
 - snapshot expiry keeps the newest snapshot_keep; unreferenced files older
   than orphan_grace go, younger ones stay.
+- widening in place (int to long, float to double, a decimal's precision
+  raised), from PostgreSQL and MariaDB, both modes: a new schema with the
+  same field ids; old and new files read exactly, also after a compaction
+  and through merge mode's lookup of unchanged values; any other change of
+  type stops the stream with exit 3.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -659,6 +664,13 @@ class IcebergTest(LocalTables, PgTestCase):
             self.assertEqual(self.widen_rows(rows, merge), self.widen_state(t))
             return rows
 
+        def markers():
+            """Backfills again behind a marker: TRUNCATE rows (append), or
+            snapshots with sluice.truncate (merge)."""
+            if merge:
+                return sum("sluice.truncate" in sn["summary"] for sn in self.current_metadata(s, obj)[1]["snapshots"])
+            return sum(r["_change_type"] == "TRUNCATE" for r in ch_query(self.WIDEN_READ.format(src=self.table_fn(s, obj))))
+
         check()
         pg.execute(f"ALTER TABLE {t} ALTER n TYPE numeric(14,2)")
         pg.execute(f"INSERT INTO {t} SELECT g, -g, g / 8.0, g * 1234567890.12, 'new' || g, "
@@ -667,6 +679,7 @@ class IcebergTest(LocalTables, PgTestCase):
         pg.execute(f"UPDATE {t} SET n = 999999999999.99 WHERE id = 7")
         self.catch_up(s)
         check()
+        self.assertEqual(markers(), 0, "numeric(10,2) to numeric(14,2) rewrote the table")
         pg.execute(f"ALTER TABLE {t} ALTER i TYPE bigint, ALTER r TYPE double precision")
         pg.execute(f"INSERT INTO {t} SELECT g, g * 4294967296, g * 1.0e300, g, 'big' || g, "
                    f"repeat(md5(g::text), 300) FROM generate_series(36, 38) g")
@@ -677,6 +690,7 @@ class IcebergTest(LocalTables, PgTestCase):
         pg.execute(f"UPDATE {t} SET v = v || '$' WHERE id IN (1, 12, 31, 36)")
         self.catch_up(s)
         rows = check()
+        self.assertEqual(markers(), 1, "int to bigint and real to double precision rewrite the table")
         meta = self.current_metadata(s, obj)[1]
         types = [{f["name"]: (f["id"], f["type"]) for f in sc["fields"] if f["name"] in ("i", "r", "n")}
                  for sc in meta["schemas"]]
