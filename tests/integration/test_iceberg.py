@@ -668,8 +668,10 @@ class IcebergTest(LocalTables, PgTestCase):
             """Backfills again behind a marker: TRUNCATE rows (append), or
             snapshots with sluice.truncate (merge)."""
             if merge:
-                return sum("sluice.truncate" in sn["summary"] for sn in self.current_metadata(s, obj)[1]["snapshots"])
-            return sum(r["_change_type"] == "TRUNCATE" for r in ch_query(self.WIDEN_READ.format(src=self.table_fn(s, obj))))
+                snaps = self.current_metadata(s, obj)[1]["snapshots"]
+                return sum("sluice.truncate" in sn["summary"] for sn in snaps)
+            rows = ch_query(self.WIDEN_READ.format(src=self.table_fn(s, obj)))
+            return sum(r["_change_type"] == "TRUNCATE" for r in rows)
 
         check()
         pg.execute(f"ALTER TABLE {t} ALTER n TYPE numeric(14,2)")
@@ -727,9 +729,9 @@ class IcebergTest(LocalTables, PgTestCase):
         self.pg.wait_wal_flushed()
         r = s.run("run", "--until-caught-up", timeout=120)
         self.assertEqual(r.rc, 3, r.describe())
-        self.assertIn(f'table "public"."{t}": column "n" changed from decimal(14, 2) to string: an Iceberg table takes only '
-                      f'added columns and widened types (int to long, float to double, a decimal\'s precision '
-                      f'raised), so the stream stops', r.stderr)
+        self.assertIn(f'table "public"."{t}": column "n" changed from decimal(14, 2) to string: an Iceberg table '
+                      f'takes only added columns and widened types (int to long, float to double, a '
+                      f'decimal\'s precision raised), so the stream stops', r.stderr)
         self.assertEqual(self.version(s, obj), v, "nothing was committed after the change")
 
     def test_widen_merge(self):
