@@ -3,7 +3,10 @@
  * sink writes (sinks/iceberg/ice_meta.h), compared with
  * tests/unit/golden/iceberg_v1.metadata.json, written by hand from the
  * Iceberg table specification (format version 2); the field ids of an added
- * column; the changes a table refuses; the Avro schema of the data files;
+ * column; widening in place, compared with
+ * tests/unit/golden/iceberg_widened.metadata.json (written by hand), and an
+ * older file's values converted to the wider type (ice_widen.h); the
+ * changes a table refuses; the Avro schema of the data files;
  * merge mode's schema, equality delete file, delete manifest and manifest
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
  * (also written by hand from the specification), read back with avro-c;
@@ -262,6 +265,68 @@ static void test_widened_golden(void **state)
 	sl_table_free(t);
 	json_decref(meta);
 	json_decref(want);
+}
+
+/* A value of an older data file, of Avro schema json (set by set), as
+ * field f: its bytes, compared with want (n bytes). */
+static void check_value_as(const char *json, int branch, void (*set)(avro_value_t *), const struct ice_field *f,
+			   const unsigned char *want, size_t n)
+{
+	avro_schema_t sc = NULL;
+	avro_value_iface_t *cls;
+	avro_value_t v, br;
+	avro_writer_t w = avro_writer_memory(NULL, 0);
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	assert_int_equal(avro_schema_from_json_length(json, strlen(json), &sc), 0);
+	assert_non_null(cls = avro_generic_class_from_schema(sc));
+	assert_int_equal(avro_generic_value_new(cls, &v), 0);
+	if (branch >= 0) {
+		assert_int_equal(avro_value_set_branch(&v, branch, &br), 0);
+		if (branch > 0)
+			set(&br);
+	} else {
+		set(&v);
+	}
+	assert_int_equal(ice_value_as(w, &b, &v, f), 0);
+	assert_int_equal(b.len, n);
+	assert_memory_equal(b.data, want, n);
+	sl_buf_free(&b);
+	avro_value_decref(&v);
+	avro_value_iface_decref(cls);
+	avro_schema_decref(sc);
+	avro_writer_free(w);
+}
+
+static void set_int(avro_value_t *v) { assert_int_equal(avro_value_set_int(v, -3), 0); }
+static void set_float(avro_value_t *v) { assert_int_equal(avro_value_set_float(v, 1.5f), 0); }
+static void set_fixed(avro_value_t *v)   /* -1.00 as decimal(3, 2): 2 bytes */
+{
+	unsigned char d[2] = { 0xff, 0x9c };
+	assert_int_equal(avro_value_set_fixed(v, d, 2), 0);
+}
+
+/* ice_value_as: an older file's int as a long, float as a double, a
+ * decimal's fixed sign-extended to the wider precision's size, in a union
+ * or not; a null stays null, and a value of the field's own type is copied. */
+static void test_widened_values(void **state)
+{
+	const struct ice_field lng = { .kind = ICE_LONG }, dbl = { .kind = ICE_DOUBLE },
+			       dec = { .kind = ICE_DECIMAL, .precision = 14, .scale = 2 },
+			       num = { .kind = ICE_INT };
+	const char *fx = "{\"type\":\"fixed\",\"name\":\"d\",\"size\":2}";
+	/* zigzag(-3) = 5; 1.5 as an IEEE 754 double, little-endian */
+	const unsigned char l[] = { 5 }, ul[] = { 2, 5 }, d[] = { 2, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f },
+			    x[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0x9c }, nul[] = { 0 };
+
+	(void)state;
+	check_value_as("\"int\"", -1, set_int, &lng, l, sizeof l);
+	check_value_as("[\"null\",\"int\"]", 1, set_int, &lng, ul, sizeof ul);
+	check_value_as("[\"null\",\"int\"]", 0, NULL, &lng, nul, sizeof nul);
+	check_value_as("[\"null\",\"float\"]", 1, set_float, &dbl, d, sizeof d);
+	check_value_as(fx, -1, set_fixed, &dec, x, sizeof x);   /* decimal(14, 2): 6 bytes */
+	check_value_as("\"int\"", -1, set_int, &num, l, sizeof l);
 }
 
 /* The data files' Avro schema: field ids, nullable payload, the decimal's
@@ -737,6 +802,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata_golden),
 		cmocka_unit_test(test_widened_golden),
+		cmocka_unit_test(test_widened_values),
 		cmocka_unit_test(test_second_snapshot),
 		cmocka_unit_test(test_added_columns),
 		cmocka_unit_test(test_refused_changes),
