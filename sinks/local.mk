@@ -24,7 +24,8 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
 	%D%/iceberg/iceberg.c %D%/iceberg/iceberg.h %D%/iceberg/ice_meta.c %D%/iceberg/ice_meta.h \
 	%D%/iceberg/ice_fill.c %D%/iceberg/ice_fill.h %D%/iceberg/ice_store.c \
 	%D%/iceberg/ice_maint.c %D%/iceberg/ice_maint.h \
-	%D%/iceberg/ice_stats.c %D%/iceberg/ice_stats.h
+	%D%/iceberg/ice_stats.c %D%/iceberg/ice_stats.h \
+	%D%/iceberg/ice_widen.c %D%/iceberg/ice_widen.h
 libslsinks_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBDEFLATE_CFLAGS) $(SNAPPY_CFLAGS) $(ZSTD_CFLAGS) \
 	$(JANSSON_CFLAGS) $(AVRO_CFLAGS) $(CURL_CFLAGS) $(NETTLE_CFLAGS) $(ZLIB_CFLAGS)
 SINKS_LIBS = libslsinks.a $(LIBDEFLATE_LIBS) $(SNAPPY_LIBS) $(ZSTD_LIBS) $(JANSSON_LIBS) $(AVRO_LIBS) \

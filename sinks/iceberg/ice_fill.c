@@ -11,6 +11,7 @@
 
 #include "sinks/avro/avro_read.h"
 #include "sinks/iceberg/iceberg.h"
+#include "sinks/iceberg/ice_widen.h"
 
 static int cmp_key(const void *ka, size_t la, const void *kb, size_t lb)
 {
@@ -56,7 +57,7 @@ static int record_key(avro_writer_t w, avro_value_t *val, const struct ice_schem
 			return -1;
 		if (avro_value_get_type(&f) != AVRO_UNION && sl_buf_putc(key, 2) < 0)
 			return -1;
-		if (sl_avro_value_bytes(w, key, &f) < 0)
+		if (ice_value_as(w, key, &f, &s->f[i]) < 0)   /* a key widened since the file */
 			return -1;
 	}
 	return 0;
@@ -73,7 +74,7 @@ static int take_values(avro_writer_t aw, avro_value_t *val, const struct ice_sch
 		    avro_value_get_by_name(val, f->name, &v, NULL) != 0)
 			continue;  /* a column the record's schema does not have yet stays unchanged */
 		sl_buf_init(&b, 0);
-		if (sl_avro_value_bytes(aw, &b, &v) < 0) {
+		if (ice_value_as(aw, &b, &v, f) < 0) {   /* an older file's int as a long, ... */
 			sl_buf_free(&b);
 			return -1;
 		}

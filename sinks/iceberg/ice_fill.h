@@ -15,7 +15,10 @@
  * Keys compare as sl_mrow_key writes them (each key column's Avro union
  * encoding); a data file's required key field is its value without the
  * branch, so the branch is added.  The values taken are the records' field
- * bytes (their Avro union encoding), written into the new row as they are.
+ * bytes (their Avro union encoding), written into the new row as they are,
+ * or converted when the column was widened since the file was written (an
+ * int as a long, a float as a double, a decimal's fixed sign-extended:
+ * ice_widen.h); a key compares in the current type likewise.
  */
 #ifndef SLUICE_SINKS_ICEBERG_ICE_FILL_H
 #define SLUICE_SINKS_ICEBERG_ICE_FILL_H

@@ -25,6 +25,7 @@
 #include "sinks/avro/ocf.h"
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
+#include "sinks/iceberg/ice_widen.h"
 
 #define MAX_LINES 200        /* problem lines printed */
 #define HINT "/metadata/version-hint.text"
@@ -655,7 +656,17 @@ out:
 	return rc != 0 ? -1 : 0;
 }
 
-/* The encoded key of record val (its key fields in schema order) into c->key. */
+/* The field of the current schema named like f, or f. */
+static const struct ice_field *cur_field(const struct cpt *c, const struct ice_field *f)
+{
+	for (int i = 0; i < c->schemas[c->cur].nfields; i++)
+		if (!strcmp(c->schemas[c->cur].f[i].name, f->name))
+			return &c->schemas[c->cur].f[i];
+	return f;
+}
+
+/* The encoded key of record val (its key fields in schema order, each as
+ * the current schema's type: a widened key) into c->key. */
 static int record_key(struct cpt *c, const struct ice_schema *s, avro_value_t *val)
 {
 	sl_buf_reset(&c->key);
@@ -663,7 +674,8 @@ static int record_key(struct cpt *c, const struct ice_schema *s, avro_value_t *v
 		avro_value_t f;
 		if (!s->f[i].key)
 			continue;
-		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) != 0 || sl_avro_value_bytes(c->aw, &c->key, &f) < 0)
+		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) != 0 ||
+		    ice_value_as(c->aw, &c->key, &f, cur_field(c, &s->f[i])) < 0)
 			return -1;
 	}
 	return 0;
@@ -783,14 +795,14 @@ static int schema_of(struct cpt *c, const struct sl_buf *avro)
 }
 
 /* Appends to c->rec record val (of an older schema) as a record of schema
- * s: each field by name, a field the record lacks (a column added since)
- * as null. */
+ * s: each field by name, converted to a type widened since (ice_widen.h),
+ * a field the record lacks (a column added since) as null. */
 static int encode_as(struct cpt *c, const struct ice_schema *s, avro_value_t *val)
 {
 	for (int i = 0; i < s->nfields; i++) {
 		avro_value_t f;
 		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) == 0) {
-			if (sl_avro_value_bytes(c->aw, &c->rec, &f) < 0)
+			if (ice_value_as(c->aw, &c->rec, &f, &s->f[i]) < 0)
 				return -1;
 		} else if (s->f[i].required || sl_buf_putc(&c->rec, 0) < 0) {  /* the union's null branch */
 			return -1;

@@ -15,6 +15,7 @@
 #include "sinks/avro/avro_schema.h"
 #include "sinks/avro/avro_value.h"
 #include "sinks/iceberg/ice_stats.h"
+#include "sinks/iceberg/ice_widen.h"
 
 /* The metadata columns, in record order, after the payload columns: the
  * names and types the clickhouse sink gives them in append mode. */
@@ -158,6 +159,7 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 	const json_t *old = cur ? find_field(cur, f->name) : NULL;
 	enum ice_kind k;
 	int p = 0, s = 0;
+	bool known, widened;
 	char b2[32];
 
 	if (!old) {
@@ -167,12 +169,14 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 		*changed = true;
 		return 0;
 	}
-	if (kind_of_json(json_object_get(old, "type"), &k, &p, &s) < 0 || k != f->kind ||
-	    (k == ICE_DECIMAL && (p != f->precision || s != f->scale)) ||
+	known = kind_of_json(json_object_get(old, "type"), &k, &p, &s) == 0;
+	widened = known && ice_widens(k, p, s, f->kind, f->precision, f->scale);
+	if (!known || (!widened && (k != f->kind || (k == ICE_DECIMAL && (p != f->precision || s != f->scale)))) ||
 	    json_is_true(json_object_get(old, "required")) != f->required) {
 		json_t *ty = json_object_get(old, "type");
 		snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" changed from %s%s to %s%s: an Iceberg "
-			 "table takes only added columns, so the stream stops; to go on, remove the table's folder "
+			 "table takes only added columns and widened types (int to long, float to double, a decimal's "
+			 "precision raised), so the stream stops; to go on, remove the table's folder "
 			 "(or point the destination at a new path) and backfill the table again (doc/iceberg.md)",
 			 t->ns, t->name, f->name,
 			 json_is_string(ty) ? json_string_value(ty) : "list",
@@ -181,6 +185,7 @@ static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t
 		return SL_EPREREQ;
 	}
 	f->id = (int)json_integer_value(json_object_get(old, "id"));
+	*changed |= widened;   /* the same id, the wider type (ice_widen.h) */
 	if (k == ICE_LIST_STRING)
 		f->elem_id = (int)json_integer_value(json_object_get(json_object_get(old, "type"), "element-id"));
 	return 0;

@@ -70,7 +70,8 @@ void ice_schema_free(struct ice_schema *s);
  * last_column_id the metadata's last-column-id (0 for a new table).  A
  * column keeps the id of cur's field of the same name; a new column gets
  * the next id.  *changed says whether the result differs from cur (then its
- * id is cur's schema-id + 1).  A field of cur that t no longer has, or has
+ * id is cur's schema-id + 1).  A column widened (ice_widen.h) keeps its id
+ * and takes the wider type.  A field of cur that t no longer has, or has
  * with another type, is an error naming the table and the change: no retry
  * mends it, so it returns SL_EPREREQ (exit 3).  Returns 0, or a negative
  * enum sl_status with a message in err. */

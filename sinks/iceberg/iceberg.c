@@ -330,7 +330,7 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	} else if (changed) {
 		if (ice_meta_add_schema(t->meta, &ns) < 0)
 			goto oom;
-		sl_info("iceberg table \"%s\": schema %d adds columns of \"%s\".\"%s\"", t->dir, ns.id, st->ns,
+		sl_info("iceberg table \"%s\": schema %d adds or widens columns of \"%s\".\"%s\"", t->dir, ns.id, st->ns,
 			st->name);
 	}
 	if (s->merge) {

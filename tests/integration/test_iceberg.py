@@ -27,6 +27,11 @@ python3-avro for the manifest lists and manifests:
   compacts on its own after compact_after_files commits.
 - snapshot expiry keeps the newest snapshot_keep; unreferenced files older
   than orphan_grace go, younger ones stay.
+- widening in place (int to long, float to double, a decimal's precision
+  raised), from PostgreSQL and MariaDB, both modes: a new schema with the
+  same field ids; old and new files read exactly, also after a compaction
+  and through merge mode's lookup of unchanged values; any other change of
+  type stops the stream with exit 3.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -606,6 +611,132 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertEqual({r["id"]: (r["extra"], r["h"]) for r in rows},
                          {r[0]: (r[1], r[2]) for r in pg.sql("SELECT id, extra, md5(body) FROM icetoast")})
 
+    WIDEN_READ = ("SELECT id, i, r, toString(n) AS n, v, lower(hex(MD5(body))) AS h, _csn, _is_deleted, "
+                  "_change_type, _unchanged_columns AS u FROM {src}")
+
+    def widen_state(self, t):
+        return {r[0]: (r[1], r[2], None if r[3] is None else str(decimal.Decimal(r[3]).normalize()), r[4], r[5])
+                for r in self.pg.sql(f"SELECT id, i, r, n::text, v, md5(body) FROM {t}")}
+
+    @staticmethod
+    def widen_rows(rows, merge):
+        """{id: (i, r, n, v, md5 of body)} of ClickHouse's rows: as they are
+        (merge), or rebuilt by _csn (append: a TRUNCATE marker clears, an
+        unchanged body keeps the key's last one)."""
+        state = {}
+        for r in sorted(rows, key=lambda r: r["_csn"]):
+            if r["_change_type"] == "TRUNCATE":
+                state.clear()
+            elif r["_is_deleted"]:
+                state.pop(r["id"], None)
+            else:
+                h = state[r["id"]][4] if "body" in r["u"] and r["id"] in state else r["h"]
+                state[r["id"]] = (None if r["i"] is None else int(r["i"]), r["r"],
+                                  None if r["n"] is None else str(decimal.Decimal(r["n"]).normalize()), r["v"], h)
+        if merge:
+            assert len(state) == len(rows), "a key has two rows, or a deleted row is left"
+        return state
+
+    def widened(self, mode):
+        """Widening in place (PostgreSQL): numeric(10,2) to numeric(14,2)
+        (no rewrite: the old data files keep their decimal(10,2)), then int
+        to bigint and real to double precision (a rewrite: the table is
+        backfilled again behind a marker).  Each is a new schema with the
+        same field ids and the wider types; rows before and after each,
+        updates of old rows (merge mode: their unchanged TOASTed body taken
+        from files of the old schema), a compaction and changes after it:
+        ClickHouse reads the source's rows each time, with a filter on the
+        widened columns finding the rows of the older files too."""
+        pg, merge = self.pg, mode == "merge"
+        t, obj = f"icew_{mode}", f"public_icew_{mode}"
+        pg.execute(f"DROP TABLE IF EXISTS {t}")
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, i int, r real, n numeric(10,2), v text, body text)")
+        pg.execute(f"ALTER TABLE {t} ALTER body SET STORAGE EXTERNAL")
+        pg.execute(f"INSERT INTO {t} SELECT g, 2147483647 - g, g + 0.1, g * -1234567.89, 'v' || g, "
+                   f"repeat(md5(g::text), 300) FROM generate_series(1, 30) g")
+        s = self.isluice(f"icew{mode}", f"public.{t}", write_mode=mode)
+        self.catch_up(s)
+        pg.execute(f"UPDATE {t} SET v = v || '+' WHERE id <= 3")
+        self.catch_up(s)
+
+        def check():
+            rows = ch_query(self.WIDEN_READ.format(src=self.table_fn(s, obj)))
+            self.assertEqual(self.widen_rows(rows, merge), self.widen_state(t))
+            return rows
+
+        def markers():
+            """Backfills again behind a marker: TRUNCATE rows (append), or
+            snapshots with sluice.truncate (merge)."""
+            if merge:
+                snaps = self.current_metadata(s, obj)[1]["snapshots"]
+                return sum("sluice.truncate" in sn["summary"] for sn in snaps)
+            rows = ch_query(self.WIDEN_READ.format(src=self.table_fn(s, obj)))
+            return sum(r["_change_type"] == "TRUNCATE" for r in rows)
+
+        check()
+        pg.execute(f"ALTER TABLE {t} ALTER n TYPE numeric(14,2)")
+        pg.execute(f"INSERT INTO {t} SELECT g, -g, g / 8.0, g * 1234567890.12, 'new' || g, "
+                   f"repeat(md5(g::text), 300) FROM generate_series(31, 35) g")
+        pg.execute(f"UPDATE {t} SET v = v || '!' WHERE id BETWEEN 2 AND 6")
+        pg.execute(f"UPDATE {t} SET n = 999999999999.99 WHERE id = 7")
+        self.catch_up(s)
+        check()
+        self.assertEqual(markers(), 0, "numeric(10,2) to numeric(14,2) rewrote the table")
+        pg.execute(f"ALTER TABLE {t} ALTER i TYPE bigint, ALTER r TYPE double precision")
+        pg.execute(f"INSERT INTO {t} SELECT g, g * 4294967296, g * 1.0e300, g, 'big' || g, "
+                   f"repeat(md5(g::text), 300) FROM generate_series(36, 38) g")
+        pg.execute(f"UPDATE {t} SET v = v || '#' WHERE id BETWEEN 5 AND 9")
+        pg.execute(f"UPDATE {t} SET i = 9223372036854775807, r = 0.1 WHERE id = 10")
+        pg.execute(f"DELETE FROM {t} WHERE id = 11")
+        self.catch_up(s)
+        pg.execute(f"UPDATE {t} SET v = v || '$' WHERE id IN (1, 12, 31, 36)")
+        self.catch_up(s)
+        rows = check()
+        self.assertEqual(markers(), 1, "int to bigint and real to double precision rewrite the table")
+        meta = self.current_metadata(s, obj)[1]
+        types = [{f["name"]: (f["id"], f["type"]) for f in sc["fields"] if f["name"] in ("i", "r", "n")}
+                 for sc in meta["schemas"]]
+        self.assertEqual(types[0], {"i": (2, "int"), "r": (3, "float"), "n": (4, "decimal(10, 2)")})
+        self.assertEqual(types[-1], {"i": (2, "long"), "r": (3, "double"), "n": (4, "decimal(14, 2)")})
+        self.assertEqual(meta["current-schema-id"], meta["schemas"][-1]["schema-id"])
+        ids = [{f["name"]: f["id"] for f in sc["fields"]} for sc in meta["schemas"]]
+        self.assertEqual(ids, [ids[0]] * len(ids), "a field id changed")
+        # the column statistics of the older files keep their type's
+        # serialization: a filter on each widened value still finds its rows
+        for col, val, lit in (("i", 2147483647 - 20, "2147483627"), ("i", 2147483647 - 3, "2147483644"),
+                              ("n", decimal.Decimal("-24691357.80"), "toDecimal64('-24691357.80', 2)")):
+            want = sorted(r["_csn"] for r in rows if r[col] is not None and type(val)(r[col]) == val)
+            got = ch_query(f"SELECT _csn FROM {self.table_fn(s, obj)} WHERE {col} = {lit} ORDER BY _csn")
+            self.assertEqual([r["_csn"] for r in got], want, f"{col} = {val}")
+            self.assertTrue(want)
+        before = sorted(json.dumps(r, sort_keys=True) for r in rows)
+        self.compact(s, "-> 1 data file")
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in check()), before)
+        self.verify(s, 0)
+        pg.execute(f"UPDATE {t} SET v = v || '&' WHERE id IN (2, 13, 32, 37)")
+        pg.execute(f"INSERT INTO {t} VALUES (39, -9223372036854775807, -1.5e-300, -999999999999.99, 'last', 'x')")
+        self.catch_up(s)
+        check()
+        return s, t, obj
+
+    def test_widen_append(self):
+        s, t, obj = self.widened("append")
+        # any other change of type stops the stream (exit 3), naming the
+        # table, the column and the change
+        v = self.version(s, obj)
+        self.pg.execute(f"ALTER TABLE {t} ALTER n TYPE text")
+        self.pg.execute(f"INSERT INTO {t} (id, n) VALUES (40, '1')")
+        self.pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn(f'table "public"."{t}": column "n" changed from decimal(14, 2) to string: an Iceberg table '
+                      f'takes only added columns and widened types (int to long, float to double, a '
+                      f'decimal\'s precision raised), so the stream stops', r.stderr)
+        self.assertEqual(self.version(s, obj), v, "nothing was committed after the change")
+
+    def test_widen_merge(self):
+        self.widened("merge")
+
     def check_merge_metadata(self, s, obj, want_deletes=True):
         """Merge mode's metadata: the key as identifier-field-ids; delete
         manifests of equality delete files naming the key's field id."""
@@ -1097,6 +1228,91 @@ class MyIcebergTest(LocalTables, MyTestCase):
             else:
                 state[r["id"]] = self.row_state(r)
         self.assertEqual(state, src)
+
+    def widened(self, mode):
+        """Widening in place (MariaDB): MODIFY of the key and of columns, int
+        to BIGINT, FLOAT to DOUBLE, DECIMAL(10,2) to DECIMAL(14,2), one
+        ALTER: no backfill again, so the old rows stay in data files of the
+        old types.  Rows before and after it, updates and a delete of old
+        rows (merge mode: equality deletes of long keys over files of int
+        keys, and updates with binlog_row_image=MINIMAL whose unchanged
+        values are taken from files of the old schema, converted), a
+        compaction and changes after it: ClickHouse reads the source's rows."""
+        my, merge = self.my, mode == "merge"
+        t, obj = f"app.icew_{mode}", f"app_icew_{mode}"
+        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, i int, f float, n decimal(10,2), v varchar(200))")
+        for g in range(1, 31):
+            my.execute(f"INSERT INTO {t} VALUES ({g}, {2147483647 - g}, {g + 0.25}, {g * -1234567.89:.2f}, 'v{g}')")
+        s = self.isluice(f"myw{mode}", t, write_mode=mode)
+        self.catch_up(s)
+        my.execute(f"UPDATE {t} SET v = CONCAT(v, '+') WHERE id <= 3")
+        self.catch_up(s)
+
+        def check():
+            rows = ch_query(f"SELECT id, i, f, toString(n) AS n, v, _csn, _is_deleted, _change_type, "
+                            f"_unchanged_columns AS u FROM {self.table_fn(s, obj)}")
+            self.assertFalse([r for r in rows if r["u"]], "unchanged values left unfilled")
+            state = {}
+            for r in sorted(rows, key=lambda r: r["_csn"]):
+                if r["_is_deleted"]:
+                    state.pop(int(r["id"]), None)
+                else:
+                    state[int(r["id"])] = (int(r["i"]), r["f"], str(decimal.Decimal(r["n"]).normalize()), r["v"])
+            if merge:
+                self.assertEqual(len(state), len(rows), "a key has two rows, or a deleted row is left")
+            self.assertEqual(state, {r[0]: (r[1], r[2], str(r[3].normalize()), r[4])
+                                     for r in my.sql(f"SELECT id, i, f, n, v FROM {t}")})
+            return rows
+
+        check()
+        my.execute(f"ALTER TABLE {t} MODIFY id bigint NOT NULL, MODIFY i bigint, MODIFY f double, "
+                   f"MODIFY n decimal(14,2)")
+        for g in range(1, 4):
+            my.execute(f"INSERT INTO {t} VALUES ({4294967296 + g}, {g * 8589934592}, {g}.5e300, "
+                       f"999999999999.9{g}, 'big{g}')")
+        my.execute(f"UPDATE {t} SET v = CONCAT(v, '!') WHERE id BETWEEN 2 AND 6")
+        my.execute(f"UPDATE {t} SET n = -999999999999.99, f = 0.1 WHERE id = 11")
+        my.execute(f"DELETE FROM {t} WHERE id IN (12, 4294967297)")
+        if merge:
+            # the row images name only the changed columns: the others are
+            # taken from the key's row in a data file of the old schema
+            my.execute("SET SESSION binlog_row_image = MINIMAL")
+            my.execute(f"UPDATE {t} SET v = CONCAT(v, '#') WHERE id BETWEEN 5 AND 9 OR id = 4294967298")
+            my.execute("SET SESSION binlog_row_image = FULL")
+        self.catch_up(s)
+        meta = self.current_metadata(s, obj)[1]
+        self.assertEqual([{f["name"]: (f["id"], f["type"]) for f in sc["fields"] if f["name"] in ("id", "i", "f", "n")}
+                          for sc in (meta["schemas"][0], meta["schemas"][-1])],
+                         [{"id": (1, "int"), "i": (2, "int"), "f": (3, "float"), "n": (4, "decimal(10, 2)")},
+                          {"id": (1, "long"), "i": (2, "long"), "f": (3, "double"), "n": (4, "decimal(14, 2)")}])
+        before = sorted(json.dumps(r, sort_keys=True) for r in check())
+
+        def filtered():
+            """Row 20, never changed, in a file of the old schema: a filter
+            on each widened column finds it (the file's bounds are of the
+            old type)."""
+            conds = ("i = 2147483627", "f = 20.25", "n = toDecimal64('-24691357.80', 2)", "id = 20")
+            got = ch_query(" UNION ALL ".join(f"SELECT {k} AS k, id FROM {self.table_fn(s, obj)} WHERE {c}"
+                                              for k, c in enumerate(conds)))
+            self.assertEqual(sorted((r["k"], int(r["id"])) for r in got), [(k, 20) for k in range(len(conds))])
+
+        filtered()
+        r = s.run("compact", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn("-> 1 data file", r.stdout)
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in check()), before)
+        filtered()
+        my.execute(f"UPDATE {t} SET v = CONCAT(v, '&') WHERE id IN (1, 13, 4294967299)")
+        my.execute(f"INSERT INTO {t} VALUES (31, -9223372036854775807, -2.5e-300, -0.01, 'last')")
+        self.catch_up(s)
+        check()
+
+    def test_widen_merge(self):
+        self.widened("merge")
+
+    def test_widen_append(self):
+        self.widened("append")
+
 
 if __name__ == "__main__":
     unittest.main()

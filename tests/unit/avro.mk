@@ -64,7 +64,8 @@ endif
 EXTRA_DIST += %D%/golden
 
 # The iceberg sink's metadata JSON against a golden file written from the
-# Iceberg specification, its schema evolution, its data files' Avro schema,
+# Iceberg specification, its schema evolution (widening in place:
+# iceberg_widened.metadata.json), its data files' Avro schema,
 # merge mode's equality delete file and delete manifest (a second golden file).
 if HAVE_CMOCKA
 check_PROGRAMS += %D%/test_iceberg_meta

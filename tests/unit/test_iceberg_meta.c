@@ -3,7 +3,10 @@
  * sink writes (sinks/iceberg/ice_meta.h), compared with
  * tests/unit/golden/iceberg_v1.metadata.json, written by hand from the
  * Iceberg table specification (format version 2); the field ids of an added
- * column; the changes a table refuses; the Avro schema of the data files;
+ * column; widening in place, compared with
+ * tests/unit/golden/iceberg_widened.metadata.json (written by hand), and an
+ * older file's values converted to the wider type (ice_widen.h); the
+ * changes a table refuses; the Avro schema of the data files;
  * merge mode's schema, equality delete file, delete manifest and manifest
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
  * (also written by hand from the specification), read back with avro-c;
@@ -30,6 +33,7 @@
 #include "sinks/avro/avro_read.h"
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
+#include "sinks/iceberg/ice_widen.h"
 
 /* public.orders (id int4, amount numeric(10,2), _note text, at timestamptz),
  * with extra columns added after them. */
@@ -128,6 +132,21 @@ static void test_second_snapshot(void **state)
 	json_decref(meta);
 }
 
+/* Table version t again, after meta's current schema: no new schema, the
+ * current one (schema-id id). */
+static void assert_same_schema(const json_t *meta, const struct sl_table *t, int last, int id)
+{
+	struct ice_schema s;
+	bool changed = true;
+	char err[512] = "";
+
+	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), last, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_false(changed);
+	assert_int_equal(s.id, id);
+	ice_schema_free(&s);
+}
+
 /* Added columns get the ids after last-column-id; the others keep theirs. */
 static void test_added_columns(void **state)
 {
@@ -163,11 +182,7 @@ static void test_added_columns(void **state)
 
 	/* the same columns again: no new schema */
 	t = orders(2);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 15, err, sizeof err),
-			 0);
-	assert_false(changed);
-	assert_int_equal(s.id, 1);
-	ice_schema_free(&s);
+	assert_same_schema(meta, t, 15, 1);
 	sl_table_free(t);
 	json_decref(meta);
 }
@@ -182,13 +197,28 @@ static void test_refused_changes(void **state)
 	char err[512] = "";
 
 	(void)state;
-	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_STRING, 0, 0, 25, -1, "text", true), 0);
 	assert_int_equal(sl_table_finish(t), 0);
 	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
 					 sizeof err), SL_EPREREQ);
-	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to long: an Iceberg "
-			    "table takes only added columns, so the stream stops; to go on, remove the table's folder "
+	assert_string_equal(err, "table \"public\".\"orders\": column \"id\" changed from int to string: an "
+			    "Iceberg table takes only added columns and widened types (int to long, float to double, a "
+			    "decimal's precision raised), so the stream stops; to go on, remove the table's folder "
 			    "(or point the destination at a new path) and backfill the table again (doc/iceberg.md)");
+	sl_table_free(t);
+	/* narrowing, and a decimal's scale changed, are no widening */
+	t = sl_table_new("public", "orders");
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 14, 3, 1700, -1, "numeric(14,3)", false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
+					 sizeof err), SL_EPREREQ);
+	assert_non_null(strstr(err, "column \"amount\" changed from decimal(10, 2) to decimal(14, 3): "));
+	assert_false(ice_widens(ICE_LONG, 0, 0, ICE_INT, 0, 0));
+	assert_false(ice_widens(ICE_DOUBLE, 0, 0, ICE_FLOAT, 0, 0));
+	assert_false(ice_widens(ICE_DECIMAL, 14, 2, ICE_DECIMAL, 10, 2));
+	assert_false(ice_widens(ICE_INT, 0, 0, ICE_DOUBLE, 0, 0));
+	assert_true(ice_widens(ICE_FLOAT, 0, 0, ICE_DOUBLE, 0, 0));
 	sl_table_free(t);
 	t = sl_table_new("public", "orders");
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
@@ -201,6 +231,102 @@ static void test_refused_changes(void **state)
 			    "(doc/iceberg.md)");
 	sl_table_free(t);
 	json_decref(meta);
+}
+
+/* Widening in place: int to long and a decimal's precision raised make a
+ * new schema with the same field ids and the wider types, against
+ * tests/unit/golden/iceberg_widened.metadata.json (written by hand: the
+ * first golden file with a schema 1 whose "id" is a long and "amount" a
+ * decimal(14, 2), ids and last-column-id unchanged). */
+static void test_widened_golden(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json"), *want = golden("iceberg_widened.metadata.json");
+	struct sl_table *t = sl_table_new("public", "orders");
+	struct ice_schema s;
+	bool changed = false;
+	char err[512] = "", *got;
+
+	(void)state;
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
+	assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 14, 2, 1700, -1, "numeric(14,2)", false), 0);
+	assert_int_equal(sl_table_add_column(t, "_note", SL_T_STRING, 0, 0, 25, -1, "text", false), 0);
+	assert_int_equal(sl_table_add_column(t, "at", SL_T_TIMESTAMPTZ, 0, 0, 1184, -1, "timestamptz", false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_true(changed);
+	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
+	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
+	if (!json_equal(meta, want))
+		fail_msg("metadata differs from the golden file:\n%s", got);
+	free(got);
+	ice_schema_free(&s);
+	assert_same_schema(meta, t, 13, 1);   /* the same types again */
+	sl_table_free(t);
+	json_decref(meta);
+	json_decref(want);
+}
+
+/* A value of an older data file, of Avro schema json (set by set), as
+ * field f: its bytes, compared with want (n bytes). */
+static void check_value_as(const char *json, int branch, void (*set)(avro_value_t *), const struct ice_field *f,
+			   const unsigned char *want, size_t n)
+{
+	avro_schema_t sc = NULL;
+	avro_value_iface_t *cls;
+	avro_value_t v, br;
+	avro_writer_t w = avro_writer_memory(NULL, 0);
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	assert_int_equal(avro_schema_from_json_length(json, strlen(json), &sc), 0);
+	assert_non_null(cls = avro_generic_class_from_schema(sc));
+	assert_int_equal(avro_generic_value_new(cls, &v), 0);
+	if (branch >= 0) {
+		assert_int_equal(avro_value_set_branch(&v, branch, &br), 0);
+		if (branch > 0)
+			set(&br);
+	} else {
+		set(&v);
+	}
+	assert_int_equal(ice_value_as(w, &b, &v, f), 0);
+	assert_int_equal(b.len, n);
+	assert_memory_equal(b.data, want, n);
+	sl_buf_free(&b);
+	avro_value_decref(&v);
+	avro_value_iface_decref(cls);
+	avro_schema_decref(sc);
+	avro_writer_free(w);
+}
+
+static void set_int(avro_value_t *v) { assert_int_equal(avro_value_set_int(v, -3), 0); }
+static void set_float(avro_value_t *v) { assert_int_equal(avro_value_set_float(v, 1.5f), 0); }
+static void set_fixed(avro_value_t *v)   /* -1.00 as decimal(3, 2): 2 bytes */
+{
+	unsigned char d[2] = { 0xff, 0x9c };
+	assert_int_equal(avro_value_set_fixed(v, d, 2), 0);
+}
+
+/* ice_value_as: an older file's int as a long, float as a double, a
+ * decimal's fixed sign-extended to the wider precision's size, in a union
+ * or not; a null stays null, and a value of the field's own type is copied. */
+static void test_widened_values(void **state)
+{
+	const struct ice_field lng = { .kind = ICE_LONG }, dbl = { .kind = ICE_DOUBLE },
+			       dec = { .kind = ICE_DECIMAL, .precision = 14, .scale = 2 },
+			       num = { .kind = ICE_INT };
+	const char *fx = "{\"type\":\"fixed\",\"name\":\"d\",\"size\":2}";
+	/* zigzag(-3) = 5; 1.5 as an IEEE 754 double, little-endian */
+	const unsigned char l[] = { 5 }, ul[] = { 2, 5 }, d[] = { 2, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f },
+			    x[] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0x9c }, nul[] = { 0 };
+
+	(void)state;
+	check_value_as("\"int\"", -1, set_int, &lng, l, sizeof l);
+	check_value_as("[\"null\",\"int\"]", 1, set_int, &lng, ul, sizeof ul);
+	check_value_as("[\"null\",\"int\"]", 0, NULL, &lng, nul, sizeof nul);
+	check_value_as("[\"null\",\"float\"]", 1, set_float, &dbl, d, sizeof d);
+	check_value_as(fx, -1, set_fixed, &dec, x, sizeof x);   /* decimal(14, 2): 6 bytes */
+	check_value_as("\"int\"", -1, set_int, &num, l, sizeof l);
 }
 
 /* The data files' Avro schema: field ids, nullable payload, the decimal's
@@ -675,6 +801,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata_golden),
+		cmocka_unit_test(test_widened_golden),
+		cmocka_unit_test(test_widened_values),
 		cmocka_unit_test(test_second_snapshot),
 		cmocka_unit_test(test_added_columns),
 		cmocka_unit_test(test_refused_changes),
