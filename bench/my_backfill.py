@@ -27,14 +27,12 @@ fails on speed; it exits non-zero only if something does not work.
 
 import argparse
 import os
-import shutil
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
-import harness  # noqa: E402
 import harness_mysql  # noqa: E402
 from harness import Sluice  # noqa: E402
 sys.path.insert(0, HERE)
@@ -48,16 +46,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=600_000)
     ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy", "zstandard"))
-    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
-    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
-    ap.add_argument("--timeout", type=float, default=1800)
-    ap.add_argument("--wrap", default="", metavar="CMD", help="run sluice under this command line")
+    fair.add_run_args(ap)
     a = ap.parse_args()
 
-    reason = harness_mysql.mariadb_available()
-    client = shutil.which("mariadb")
-    if reason or not client:
-        print(f"my_backfill: skipped: {reason or 'mariadb (the client) not found'}")
+    client = fair.mariadb_tool("my_backfill", "mariadb")
+    if not client:
         return 0
     with harness_mysql.MariaDbServer() as my:
         my.execute("CREATE DATABASE bench")
