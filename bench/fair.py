@@ -13,6 +13,7 @@ figure is printed as min/median/max over them.
 import argparse
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "integration"))
 
-from harness import SluiceProc  # noqa: E402
+from harness import SluiceProc, sluice_bin  # noqa: E402
 
 
 def finish(p, timeout):
@@ -46,6 +47,31 @@ def measured(argv, workdir, name, timeout, stdout_path=None, env=None):
                    start_new_session=True)
     p._setup(fo.name, fe.name, argv, (fo, fe), sample_hwm=True)
     return finish(p, timeout)
+
+
+WRAP_HELP = ('run sluice under this command line, e.g. "valgrind --tool=callgrind '
+             '--callgrind-out-file=/tmp/cg.%%p" or "perf record -g -o /tmp/perf.data"')
+
+
+def add_run_args(ap):
+    """The arguments every MariaDB bench takes: --sluice-bin, --pairs,
+    --timeout, --wrap."""
+    ap.add_argument("--sluice-bin", default=sluice_bin())
+    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--wrap", default="", metavar="CMD", help=WRAP_HELP)
+
+
+def mariadb_tool(bench, tool):
+    """The path of the MariaDB client program tool, or None once it has
+    printed why bench is skipped (no MariaDB server, or no tool)."""
+    import harness_mysql
+    reason = harness_mysql.mariadb_available()
+    path = shutil.which(tool)
+    if reason or not path:
+        print(f"{bench}: skipped: {reason or f'{tool} not found (apt-get install mariadb-client)'}")
+        return None
+    return path
 
 
 def wrapped(binary, wrap, workdir):
@@ -95,7 +121,7 @@ def pg_bench_args(name, doc, changes, extra=()):
     ap.add_argument("--batch", type=int, default=5000, help="rows per transaction (default 5000)")
     for flag, kw in extra:
         ap.add_argument(flag, **kw)
-    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
+    ap.add_argument("--sluice-bin", default=sluice_bin())
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
     a = ap.parse_args()

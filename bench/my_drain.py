@@ -34,7 +34,6 @@ on speed; it exits non-zero only if something does not work.
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -91,19 +90,12 @@ def main():
     ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy", "zstandard"))
     ap.add_argument("--compression-threads", type=int, default=1,
                     help="[destination] compression_threads (default 1, the config's default)")
-    ap.add_argument("--sluice-bin", default=harness.sluice_bin())
     ap.add_argument("--verify", action="store_true", help="read sluice's output back and count the changes (slow)")
-    ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
-    ap.add_argument("--timeout", type=float, default=1800)
-    ap.add_argument("--wrap", default="", metavar="CMD",
-                    help='run sluice under this command line, e.g. "valgrind --tool=callgrind '
-                         '--callgrind-out-file=/tmp/cg.%%p" or "perf record -g -o /tmp/perf.data"')
+    fair.add_run_args(ap)
     a = ap.parse_args()
 
-    reason = harness_mysql.mariadb_available()
-    mbl = shutil.which("mariadb-binlog")
-    if reason or not mbl:
-        print(f"my_drain: skipped: {reason or 'mariadb-binlog not found (apt-get install mariadb-client)'}")
+    mbl = fair.mariadb_tool("my_drain", "mariadb-binlog")
+    if not mbl:
         return 0
     with harness_mysql.MariaDbServer({"max_binlog_size": "1G"}) as my:
         my.execute("CREATE DATABASE bench")

@@ -120,7 +120,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--connections", type=int, default=2, help="backfill_connections and COPY processes")
-    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy"))
+    ap.add_argument("--codec", default="deflate", choices=("null", "deflate", "snappy", "zstandard"))
     ap.add_argument("--compression-threads", type=int, default=None,
                     help="[destination] compression_threads (default: the sink's default)")
     ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")

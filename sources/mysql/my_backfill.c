@@ -22,6 +22,13 @@
  * handles it: BINARY(n) values come padded (the decoder pads them), CHAR
  * values without trailing spaces (the binlog has none), GEOMETRY with its
  * SRID (dropped), zero and invalid dates (null, counted, warned).
+ *
+ * A snapshot of a whole table whose columns all have an exact text form
+ * (sl_my_text_ok) is read with the text protocol instead: its values are
+ * parsed where they lie in the connection's buffer: libmariadb's
+ * conversion into bind buffers, and its copy of strings into them, is
+ * left out (doc/operations.md, "Throughput", has the instruction counts).
+ * SLUICE_MYSQL_BINARY_BACKFILL=1 keeps the binary protocol (tests).
  */
 #include "sources/mysql/my_internal.h"
 
@@ -242,43 +249,166 @@ static void bad_date(struct sl_mysql_row_stats *stats, const char *db, const cha
 	*v = (struct sl_value){ .kind = SL_V_NULL };
 }
 
-/* Digits of a decimal's text ("-0012.50") as the decoder writes them. */
+/* Digits of a decimal's text ("-0012.50") as the decoder writes them: the
+ * digits without the point, padded to scale, without leading zeros ("1250",
+ * scale 2), into scratch; v->p is their offset in scratch.  A zero is never
+ * negative.  -1 when p is not a decimal of that scale (or out of memory). */
 static int put_decimal(const char *p, size_t n, int scale, struct sl_buf *scratch, struct sl_value *v)
 {
-	size_t off = scratch->len, k = 0, lead;
+	size_t k = 0, off = scratch->len, lead, end;
 	bool neg = false, point = false;
 	int frac = 0;
+	char *d;
 
 	if (k < n && (p[k] == '-' || p[k] == '+'))
 		neg = p[k++] == '-';
+	if (sl_buf_reserve(scratch, n + (size_t)scale + 1) < 0)
+		return -1;
+	d = scratch->data + off;
 	for (; k < n; k++) {
-		if (p[k] == '.') {
+		if (p[k] == '.' && !point) {
 			point = true;
 			continue;
 		}
-		if (p[k] < '0' || p[k] > '9')
+		if (p[k] < '0' || p[k] > '9' || (point && ++frac > scale))
 			return -1;
-		if (point)
-			frac++;
-		if (point && frac > scale)
-			return -1;
-		sl_buf_putc(scratch, p[k]);
+		*d++ = p[k];
 	}
 	for (; frac < scale; frac++)
-		sl_buf_putc(scratch, '0');
-	if (sl_buf_failed(scratch))
-		return -1;
+		*d++ = '0';
+	end = (size_t)(d - scratch->data);
 	lead = off;
-	while (lead < scratch->len && scratch->data[lead] == '0')
+	while (lead < end && scratch->data[lead] == '0')
 		lead++;
-	if (lead == scratch->len) {
-		scratch->len = off;
-		sl_buf_putc(scratch, '0');
+	if (lead == end) {
+		scratch->data[off] = '0';
+		end = off + 1;
 		neg = false;
 		lead = off;
 	}
+	scratch->len = end;
+	scratch->data[end] = '\0';
 	*v = (struct sl_value){ .kind = SL_V_DECIMAL, .neg = neg, .scale = (int16_t)scale,
-				.len = (uint32_t)(scratch->len - lead), .p = (const char *)(uintptr_t)lead };
+				.len = (uint32_t)(end - lead), .p = (const char *)(uintptr_t)lead };
+	return 0;
+}
+
+/* Where a value is read from: the table and column it belongs to, and
+ * what converting it needs (scratch receives converted values). */
+struct vctx {
+	const struct sl_my_col *col;
+	const struct sl_column *out;
+	struct sl_buf *scratch;
+	struct sl_mysql_conv *conv;
+	struct sl_mysql_row_stats *stats;
+	const char *db, *table;
+	char *err;
+	size_t errlen;
+};
+
+/* An integer column's value, mag its magnitude and neg its sign, checked
+ * against the output type's range. */
+static int int_value(const struct vctx *x, bool neg, uint64_t mag, struct sl_value *v)
+{
+	int64_t s = neg ? (int64_t)(UINT64_C(0) - mag) : (int64_t)mag;
+
+	neg = neg && mag != 0;
+	switch (x->out->type) {
+	case SL_T_INT32:
+		if (neg ? mag > (uint64_t)INT32_MAX + 1 : mag > INT32_MAX)
+			return verr(x->err, x->errlen, x->db, x->table, x->col, "value out of range for int32");
+		*v = (struct sl_value){ .kind = SL_V_INT, .i = s };
+		return 0;
+	case SL_T_INT64:
+		if (neg ? mag > (uint64_t)INT64_MAX + 1 : mag > INT64_MAX)
+			return verr(x->err, x->errlen, x->db, x->table, x->col, "value out of range for int64");
+		*v = (struct sl_value){ .kind = SL_V_INT, .i = s };
+		return 0;
+	case SL_T_UINT64:
+		if (neg)
+			return verr(x->err, x->errlen, x->db, x->table, x->col, "negative value for uint64");
+		*v = (struct sl_value){ .kind = SL_V_UINT, .u = mag };
+		return 0;
+	default:
+		return verr(x->err, x->errlen, x->db, x->table, x->col, "cannot be written as this output type");
+	}
+}
+
+static int decimal_value(const struct vctx *x, const char *p, size_t len, struct sl_value *v)
+{
+	const struct sl_mysql_column *mc = &x->col->mc;
+
+	if (x->out->type != SL_T_DECIMAL)
+		return verr(x->err, x->errlen, x->db, x->table, x->col, "cannot be written as this output type");
+	if (put_decimal(p, len, mc->scale, x->scratch, v) < 0)
+		return verr(x->err, x->errlen, x->db, x->table, x->col, "\"%.*s\" is not a decimal(%u,%u)", (int)len,
+			    p, mc->precision, mc->scale);
+	return 1;  /* p is an offset into scratch */
+}
+
+/* A DATE, DATETIME or TIMESTAMP column's value from its parts. */
+static int temporal_value(const struct vctx *x, const MYSQL_TIME *t, struct sl_value *v)
+{
+	uint8_t rt = x->col->mc.real_type;
+	int64_t days;
+
+	if (t->year == 0 && t->month == 0 && t->day == 0) {
+		bad_date(x->stats, x->db, x->table, x->col, true, 0, 0, 0, v);
+		return 0;
+	}
+	if (rt != SL_MYSQL_TIMESTAMP && rt != SL_MYSQL_TIMESTAMP2 &&
+	    (t->month < 1 || t->month > 12 || t->day < 1 || (int)t->day > days_in_month(t->year, (int)t->month))) {
+		bad_date(x->stats, x->db, x->table, x->col, false, t->year, (int)t->month, (int)t->day, v);
+		return 0;
+	}
+	days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
+	if (x->out->type == SL_T_DATE)
+		*v = (struct sl_value){ .kind = SL_V_DATE, .i = days };
+	else
+		*v = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = days * US_PER_DAY +
+					((int64_t)t->hour * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
+					(int64_t)t->second_part };
+	return 0;
+}
+
+/* Strings, BLOBs, ENUM, SET, JSON (and MariaDB's UUID, INET4, INET6, which
+ * come as their text): bytes, or text in the column's charset.  Both
+ * protocols send them alike. */
+static int bytes_value(const struct vctx *x, const char *p, size_t len, struct sl_value *v)
+{
+	const struct sl_mysql_column *mc = &x->col->mc;
+	uint8_t out_type = x->out->type;
+	size_t off = x->scratch->len;
+	bool copied;
+	char why[200];
+
+	if (mc->real_type == SL_MYSQL_STRING && mc->fbt) {
+		/* through their binary form, to the binlog's value */
+		unsigned char mem[16];
+		if (sl_mysql_fbt_parse(mc->fbt, p, len, mem) < 0)
+			return verr(x->err, x->errlen, x->db, x->table, x->col, "\"%.*s\" is not a %s",
+				    (int)(len < 64 ? len : 64), p, mc->fbt == SL_MYSQL_FBT_UUID ? "uuid" : "network address");
+		if (sl_mysql_fbt_value(mc->fbt, mem, x->scratch, v) < 0)
+			return verr(x->err, x->errlen, x->db, x->table, x->col, "out of memory");
+		return 1;
+	}
+	if (out_type == SL_T_BYTES) {
+		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)len, .p = p };
+		return 0;
+	}
+	if ((out_type != SL_T_STRING && out_type != SL_T_JSON) ||
+	    (mc->real_type != SL_MYSQL_JSON && mc->charset &&
+	     (mc->charset->kind == SL_CS_BINARY || mc->charset->kind == SL_CS_UNSUPPORTED)))
+		return verr(x->err, x->errlen, x->db, x->table, x->col, "cannot be written as this output type");
+	if (sl_mysql_to_utf8(x->conv, mc->real_type == SL_MYSQL_JSON ? NULL : mc->charset, p, len, x->scratch, &copied,
+			     why, sizeof why) < 0)
+		return verr(x->err, x->errlen, x->db, x->table, x->col, "%s", why);
+	if (copied) {
+		*v = (struct sl_value){ .kind = out_type == SL_T_JSON ? SL_V_JSON : SL_V_STRING,
+					.len = (uint32_t)(x->scratch->len - off), .p = (const char *)(uintptr_t)off };
+		return 1;
+	}
+	*v = (struct sl_value){ .kind = out_type == SL_T_JSON ? SL_V_JSON : SL_V_STRING, .len = (uint32_t)len, .p = p };
 	return 0;
 }
 
@@ -286,6 +416,8 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
 		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen)
 {
+	const struct vctx x = { .col = col, .out = out, .scratch = scratch, .conv = conv, .stats = stats, .db = db,
+				.table = table, .err = err, .errlen = errlen };
 	const struct sl_mysql_column *mc = &col->mc;
 	const MYSQL_TIME *t = b->buffer;
 	unsigned long len = b->length ? *b->length : 0;
@@ -298,28 +430,9 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 	switch (mc->real_type) {
 	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
 	case SL_MYSQL_YEAR: {
-		bool uns = b->is_unsigned;
 		uint64_t u = *(const uint64_t *)b->buffer;
-		int64_t s = (int64_t)u;
-		switch (out->type) {
-		case SL_T_INT32:
-			if (uns ? u > INT32_MAX : (s < INT32_MIN || s > INT32_MAX))
-				return verr(err, errlen, db, table, col, "value out of range for int32");
-			*v = (struct sl_value){ .kind = SL_V_INT, .i = s };
-			return 0;
-		case SL_T_INT64:
-			if (uns && u > INT64_MAX)
-				return verr(err, errlen, db, table, col, "value out of range for int64");
-			*v = (struct sl_value){ .kind = SL_V_INT, .i = s };
-			return 0;
-		case SL_T_UINT64:
-			if (!uns && s < 0)
-				return verr(err, errlen, db, table, col, "negative value for uint64");
-			*v = (struct sl_value){ .kind = SL_V_UINT, .u = u };
-			return 0;
-		default:
-			return verr(err, errlen, db, table, col, "cannot be written as this output type");
-		}
+		bool neg = !b->is_unsigned && (int64_t)u < 0;
+		return int_value(&x, neg, neg ? UINT64_C(0) - u : u, v);
 	}
 	case SL_MYSQL_FLOAT:
 		if (out->type == SL_T_FLOAT)
@@ -331,43 +444,10 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 		*v = (struct sl_value){ .kind = SL_V_DOUBLE, .d = *(const double *)b->buffer };
 		return 0;
 	case SL_MYSQL_NEWDECIMAL:
-		if (out->type != SL_T_DECIMAL)
-			break;
-		if (put_decimal(p, len, mc->scale, scratch, v) < 0)
-			return verr(err, errlen, db, table, col, "\"%.*s\" is not a decimal(%u,%u)", (int)len, p,
-				    mc->precision, mc->scale);
-		return 1;  /* p is an offset into scratch */
-	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2: {
-		int64_t days;
-		if (t->year == 0 && t->month == 0 && t->day == 0) {
-			bad_date(stats, db, table, col, true, 0, 0, 0, v);
-			return 0;
-		}
-		if (t->month < 1 || t->month > 12 || t->day < 1 || (int)t->day > days_in_month(t->year, (int)t->month)) {
-			bad_date(stats, db, table, col, false, t->year, (int)t->month, (int)t->day, v);
-			return 0;
-		}
-		days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
-		if (out->type == SL_T_DATE)
-			*v = (struct sl_value){ .kind = SL_V_DATE, .i = days };
-		else
-			*v = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = days * US_PER_DAY +
-						((int64_t)t->hour * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
-						(int64_t)t->second_part };
-		return 0;
-	}
-	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2: {
-		int64_t days;
-		if (t->year == 0 && t->month == 0 && t->day == 0) {
-			bad_date(stats, db, table, col, true, 0, 0, 0, v);
-			return 0;
-		}
-		days = sl_days_from_civil(t->year, (int)t->month, (int)t->day);
-		*v = (struct sl_value){ .kind = SL_V_TIMESTAMP, .i = days * US_PER_DAY +
-					((int64_t)t->hour * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
-					(int64_t)t->second_part };
-		return 0;
-	}
+		return decimal_value(&x, p, len, v);
+	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2:
+	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2:
+		return temporal_value(&x, t, v);
 	case SL_MYSQL_TIME: case SL_MYSQL_TIME2: {
 		int64_t us = (((int64_t)t->day * 24 + t->hour) * 3600 + t->minute * 60 + t->second) * US_PER_SEC +
 			     (int64_t)t->second_part;
@@ -393,47 +473,145 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 			return verr(err, errlen, db, table, col, "%lu bytes, too short for the 4-byte SRID", len);
 		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)(len - 4), .p = p + 4 };
 		return 0;
-	case SL_MYSQL_STRING:
-		if (mc->fbt) {
-			/* MariaDB's UUID, INET4, INET6 come as their text: through
-			 * their binary form, to the binlog's value */
-			unsigned char mem[16];
-			if (sl_mysql_fbt_parse(mc->fbt, p, len, mem) < 0)
-				return verr(err, errlen, db, table, col, "\"%.*s\" is not a %s", (int)(len < 64 ? len : 64),
-					    p, mc->fbt == SL_MYSQL_FBT_UUID ? "uuid" : "network address");
-			if (sl_mysql_fbt_value(mc->fbt, mem, scratch, v) < 0)
-				return verr(err, errlen, db, table, col, "out of memory");
-			return 1;
-		}
-		/* fall through */
-	default: {
-		/* strings, BLOBs, ENUM, SET, JSON: bytes, or text in the column's charset */
-		bool copied;
-		size_t off = scratch->len;
-		char why[200];
-		if (out->type == SL_T_BYTES) {
-			*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)len, .p = p };
-			return 0;
-		}
-		if (out->type != SL_T_STRING && out->type != SL_T_JSON)
-			break;
-		if (mc->real_type != SL_MYSQL_JSON && mc->charset &&
-		    (mc->charset->kind == SL_CS_BINARY || mc->charset->kind == SL_CS_UNSUPPORTED))
-			break;
-		if (sl_mysql_to_utf8(conv, mc->real_type == SL_MYSQL_JSON ? NULL : mc->charset, p, len, scratch, &copied,
-				     why, sizeof why) < 0)
-			return verr(err, errlen, db, table, col, "%s", why);
-		if (copied) {
-			*v = (struct sl_value){ .kind = out->type == SL_T_JSON ? SL_V_JSON : SL_V_STRING,
-						.len = (uint32_t)(scratch->len - off), .p = (const char *)(uintptr_t)off };
-			return 1;
-		}
-		*v = (struct sl_value){ .kind = out->type == SL_T_JSON ? SL_V_JSON : SL_V_STRING, .len = (uint32_t)len,
-					.p = p };
-		return 0;
-	}
+	default:
+		return bytes_value(&x, p, len, v);
 	}
 	return verr(err, errlen, db, table, col, "cannot be written as this output type");
+}
+
+/* ---- the text protocol ----
+ *
+ * A table whose columns all have an exact text form is read with the text
+ * protocol: each value is parsed where it lies in the connection's buffer,
+ * with no conversion into a bind buffer first.  FLOAT and DOUBLE (the text
+ * is rounded), TIME, BIT and GEOMETRY are read with the binary protocol. */
+
+/* Whether a column of this type reads exactly from its text. */
+static bool text_exact(uint8_t real_type)
+{
+	switch (real_type) {
+	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
+	case SL_MYSQL_YEAR: case SL_MYSQL_NEWDECIMAL:
+	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2:
+	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2:
+	case SL_MYSQL_VARCHAR: case SL_MYSQL_VAR_STRING: case SL_MYSQL_STRING: case SL_MYSQL_ENUM: case SL_MYSQL_SET:
+	case SL_MYSQL_TINY_BLOB: case SL_MYSQL_MEDIUM_BLOB: case SL_MYSQL_LONG_BLOB: case SL_MYSQL_BLOB:
+	case SL_MYSQL_JSON:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool sl_my_text_ok(const struct sl_my_table *mt)
+{
+	for (int i = 0; i < mt->ncols; i++)
+		if (!text_exact(mt->cols[i].mc.real_type))
+			return false;
+	return true;
+}
+
+/* An integer's text ("-12", "18446744073709551615"): its sign and
+ * magnitude; -1 when it is not one or does not fit 64 bits. */
+static int parse_int(const char *p, size_t n, bool *neg, uint64_t *mag)
+{
+	size_t k = 0;
+	uint64_t m = 0;
+
+	*neg = n > 0 && p[0] == '-';
+	k = *neg ? 1 : 0;
+	if (k == n)
+		return -1;
+	for (; k < n; k++) {
+		unsigned d = (unsigned)(p[k] - '0');
+		if (d > 9 || __builtin_mul_overflow(m, 10, &m) || __builtin_add_overflow(m, d, &m))
+			return -1;
+	}
+	*mag = m;
+	return 0;
+}
+
+/* n fixed digits at p, or -1. */
+static int fixed_digits(const char *p, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	return v;
+}
+
+/* A DATE's text "YYYY-MM-DD", or a DATETIME's or TIMESTAMP's "YYYY-MM-DD
+ * HH:MM:SS" with 1 to 6 digits of a second after a point, into its parts
+ * (zero and invalid dates as they are); -1 when it is not one. */
+static int parse_datetime(const char *p, size_t n, bool date, MYSQL_TIME *t)
+{
+	int y, mo, d, h = 0, mi = 0, sec = 0;
+	unsigned long us = 0;
+
+	memset(t, 0, sizeof *t);
+	if (n < 10 || p[4] != '-' || p[7] != '-' || (y = fixed_digits(p, 4)) < 0 || (mo = fixed_digits(p + 5, 2)) < 0 ||
+	    (d = fixed_digits(p + 8, 2)) < 0)
+		return -1;
+	if (date ? n != 10 : (n < 19 || p[10] != ' ' || p[13] != ':' || p[16] != ':' ||
+			      (h = fixed_digits(p + 11, 2)) < 0 || (mi = fixed_digits(p + 14, 2)) < 0 ||
+			      (sec = fixed_digits(p + 17, 2)) < 0 || h > 23 || mi > 59 || sec > 59))
+		return -1;
+	if (!date && n > 19) {
+		int nd = (int)n - 20, f;
+		if (p[19] != '.' || nd < 1 || nd > 6 || (f = fixed_digits(p + 20, nd)) < 0)
+			return -1;
+		us = (unsigned long)f;
+		for (; nd < 6; nd++)
+			us *= 10;
+	}
+	t->year = (unsigned)y;
+	t->month = (unsigned)mo;
+	t->day = (unsigned)d;
+	t->hour = (unsigned)h;
+	t->minute = (unsigned)mi;
+	t->second = (unsigned)sec;
+	t->second_part = us;
+	return 0;
+}
+
+int sl_my_text_value(const struct sl_my_col *col, const struct sl_column *out, const char *p, size_t len,
+		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
+		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen)
+{
+	const struct vctx x = { .col = col, .out = out, .scratch = scratch, .conv = conv, .stats = stats, .db = db,
+				.table = table, .err = err, .errlen = errlen };
+	uint8_t rt = col->mc.real_type;
+	MYSQL_TIME t;
+	uint64_t mag;
+	bool neg;
+
+	if (!p) {
+		*v = (struct sl_value){ .kind = SL_V_NULL };
+		return 0;
+	}
+	switch (rt) {
+	case SL_MYSQL_TINY: case SL_MYSQL_SHORT: case SL_MYSQL_INT24: case SL_MYSQL_LONG: case SL_MYSQL_LONGLONG:
+	case SL_MYSQL_YEAR:
+		if (parse_int(p, len, &neg, &mag) < 0)
+			return verr(err, errlen, db, table, col, "\"%.*s\" is not an integer", (int)(len < 64 ? len : 64), p);
+		return int_value(&x, neg, mag, v);
+	case SL_MYSQL_NEWDECIMAL:
+		return decimal_value(&x, p, len, v);
+	case SL_MYSQL_DATE: case SL_MYSQL_NEWDATE: case SL_MYSQL_DATETIME: case SL_MYSQL_DATETIME2:
+	case SL_MYSQL_TIMESTAMP: case SL_MYSQL_TIMESTAMP2:
+		if (parse_datetime(p, len, rt == SL_MYSQL_DATE || rt == SL_MYSQL_NEWDATE, &t) < 0)
+			return verr(err, errlen, db, table, col, "\"%.*s\" is not a date or time", (int)(len < 64 ? len : 64),
+				    p);
+		return temporal_value(&x, &t, v);
+	default:
+		if (!text_exact(rt))
+			return verr(err, errlen, db, table, col, "has no exact text form");
+		return bytes_value(&x, p, len, v);
+	}
 }
 
 /* One column's result binding and its storage. */
@@ -665,9 +843,103 @@ int sl_my_key_after(struct sl_buf *b, const struct sl_my_table *mt, const int *k
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+/* "SELECT `c1`, `c2`, ..." of mt's columns into q. */
+static void select_columns(struct sl_buf *q, const struct sl_my_table *mt)
+{
+	sl_buf_puts(q, "SELECT ");
+	for (int i = 0; i < mt->ncols; i++) {
+		if (i)
+			sl_buf_puts(q, ", ");
+		sl_my_append_ident(q, mt->cols[i].name);
+	}
+}
+
+/* The values that the conversion left as offsets into scratch (fix[i]
+ * set) made pointers, once scratch holds the whole row: 0, or -1 when
+ * scratch ran out of memory (err says so). */
+static int fix_offsets(const struct sl_buf *scratch, struct sl_value *vals, const uint8_t *fix, int n, const char *what,
+		       char *err, size_t errlen)
+{
+	if (sl_buf_failed(scratch)) {
+		snprintf(err, errlen, "%s: out of memory", what);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		if (fix[i])
+			vals[i].p = scratch->data + (uintptr_t)vals[i].p;
+	return 0;
+}
+
+/* sl_my_snapshot_read of a table that sl_my_text_ok accepts: the text
+ * protocol, row by row (mysql_use_result), each value converted where it
+ * lies in the connection's buffer (valid until the next row is read). */
+static int read_text(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t, sl_row_fn fn,
+		     void *payload, uint64_t *rows, struct sl_mysql_row_stats *stats, char *err, size_t errlen)
+{
+	MYSQL_RES *res = NULL;
+	struct sl_value *vals = calloc((size_t)mt->ncols, sizeof *vals);
+	uint8_t *fix = calloc((size_t)mt->ncols, 1);
+	struct sl_buf q, scratch;
+	char what[600];
+	int n = mt->ncols, rc = SL_OK;
+	MYSQL_ROW row;
+
+	*rows = 0;
+	sl_buf_init(&q, 0);
+	sl_buf_init(&scratch, 0);
+	snprintf(what, sizeof what, "reading table \"%s\".\"%s\" in the snapshot", mt->db, mt->name);
+	select_columns(&q, mt);
+	sl_buf_puts(&q, " FROM ");
+	sl_my_append_qualified(&q, mt->db, mt->name);
+	if (sl_buf_failed(&q) || !vals || !fix) {
+		snprintf(err, errlen, "%s: out of memory", what);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if (mysql_real_query(s->c, q.data, q.len) != 0 || !(res = mysql_use_result(s->c))) {
+		rc = sl_my_err(err, errlen, what, s->c);
+		goto out;
+	}
+	if ((int)mysql_num_fields(res) != n) {
+		snprintf(err, errlen, "%s: %u columns, the table has %d", what, mysql_num_fields(res), n);
+		rc = SL_EFAIL;
+		goto out;
+	}
+	while ((row = mysql_fetch_row(res))) {
+		const unsigned long *lens = mysql_fetch_lengths(res);
+		sl_buf_reset(&scratch);
+		for (int i = 0; i < n; i++) {
+			int r = sl_my_text_value(&mt->cols[i], &t->cols[i], row[i], lens[i], &scratch, &s->conv, stats,
+						 mt->db, mt->name, &vals[i], err, errlen);
+			if (r < 0) {
+				rc = r == SL_MYSQL_EVALUE ? SL_EDATA : SL_EFAIL;
+				goto out;
+			}
+			fix[i] = r == 1;
+		}
+		if (fix_offsets(&scratch, vals, fix, n, what, err, errlen) < 0 || fn(payload, t, vals) < 0) {
+			rc = SL_EFAIL;
+			goto out;
+		}
+		(*rows)++;
+	}
+	if (mysql_errno(s->c))
+		rc = sl_my_err(err, errlen, what, s->c);
+out:
+	if (res)
+		mysql_free_result(res);
+	free(vals);
+	free(fix);
+	sl_buf_free(&q);
+	sl_buf_free(&scratch);
+	return rc;
+}
+
 int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, const struct sl_table *t, sl_row_fn fn,
 			void *payload, uint64_t *rows, struct sl_mysql_row_stats *stats, char *err, size_t errlen)
 {
+	if (mt->ncols == t->ncols && sl_my_text_ok(mt) && !getenv("SLUICE_MYSQL_BINARY_BACKFILL"))
+		return read_text(s, mt, t, fn, payload, rows, stats, err, errlen);
 	return sl_my_snapshot_read_where(s, mt, t, NULL, fn, payload, rows, stats, err, errlen);
 }
 
@@ -734,12 +1006,7 @@ int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt
 		snprintf(err, errlen, "%s: the table has %d columns, its version %d", what, n, t->ncols);
 		return SL_EFAIL;
 	}
-	sl_buf_puts(&q, "SELECT ");
-	for (int i = 0; i < n; i++) {
-		if (i)
-			sl_buf_puts(&q, ", ");
-		sl_my_append_ident(&q, mt->cols[i].name);
-	}
+	select_columns(&q, mt);
 	if (how && how->nkeys > 64) {
 		snprintf(err, errlen, "%s: a key of %d columns", what, how->nkeys);
 		return SL_EFAIL;
@@ -818,14 +1085,10 @@ int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt
 			}
 			fix[i] = r == 1;
 		}
-		if (sl_buf_failed(&scratch)) {
-			snprintf(err, errlen, "%s: out of memory", what);
+		if (fix_offsets(&scratch, vals, fix, mt->ncols, what, err, errlen) < 0) {
 			rc = SL_EFAIL;
 			goto out;
 		}
-		for (int i = 0; i < mt->ncols; i++)
-			if (fix[i])
-				vals[i].p = scratch.data + (uintptr_t)vals[i].p;
 		if (how && how->key && key_text(how, mt, binds, enums) < 0) {
 			snprintf(err, errlen, "%s: out of memory", what);
 			rc = SL_EFAIL;

@@ -354,6 +354,20 @@ int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, c
 		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
 		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen);
 
+/* Whether every column of mt has an exact text form, so that
+ * sl_my_snapshot_read reads the table with the text protocol (integers,
+ * YEAR, DECIMAL, DATE, DATETIME, TIMESTAMP, strings, BLOBs, ENUM, SET,
+ * JSON; not FLOAT, DOUBLE, TIME, BIT, GEOMETRY). */
+bool sl_my_text_ok(const struct sl_my_table *mt);
+/* Converts one value of the text protocol (p, len bytes; p NULL for SQL
+ * NULL) for column col into v, equal to what sl_my_bind_value gives for the
+ * same stored value (exposed for tests).  v may point into p, or hold an
+ * offset into scratch (returns 1: the caller makes it a pointer once the
+ * row is converted).  Returns 0, 1, SL_MYSQL_EVALUE or -1. */
+int sl_my_text_value(const struct sl_my_col *col, const struct sl_column *out, const char *p, size_t len,
+		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
+		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen);
+
 /* ---- the source's context (my_source.c) and its operations ---- */
 
 #define MAX_MAPS 64                 /* table maps kept by table id */

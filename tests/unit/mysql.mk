@@ -64,3 +64,13 @@ TESTS += %D%/test_my_keys
 %C%_test_my_keys_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(MARIADB_CFLAGS)
 %C%_test_my_keys_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
 endif
+
+# The MySQL snapshot's text-protocol values (sources/mysql/my_backfill.c):
+# each parser at its edges, and the same values as the binary protocol's.
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_my_text
+TESTS += %D%/test_my_text
+%C%_test_my_text_SOURCES = %D%/test_my_text.c
+%C%_test_my_text_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(MARIADB_CFLAGS)
+%C%_test_my_text_LDADD = $(SOURCES_LIBS) $(SCHEMA_LIBS) libslcommon.a $(CMOCKA_LIBS)
+endif
