@@ -32,6 +32,7 @@
 struct key {
 	char *key;
 	uint64_t size;
+	int64_t mtime_ms;            /* last modified (ms since the epoch), or -1: unknown */
 	bool ref;                    /* named by the current snapshot */
 };
 
@@ -65,7 +66,7 @@ static void problem(struct vfy *v, const char *fmt, ...)
 	fputc('\n', v->out);
 }
 
-static int add_key(void *arg, const char *key, uint64_t size)
+static int add_key(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct vfy *v = arg;
 
@@ -84,6 +85,7 @@ static int add_key(void *arg, const char *key, uint64_t size)
 		return -1;
 	}
 	v->keys[v->nkeys].size = size;
+	v->keys[v->nkeys].mtime_ms = mtime_ms;
 	v->keys[v->nkeys++].ref = false;
 	return 0;
 }
@@ -1073,6 +1075,7 @@ static int reload(struct cpt *c, struct ice_manifest_file **mf, int *nmf, char *
 
 static int expire(struct cpt *c, int64_t now_ms, char *err, size_t errlen);
 static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errlen);
+static int abort_uploads(struct cpt *c, char *err, size_t errlen);
 
 /* Whether path is one of the manifests the compaction rewrote. */
 static bool rewritten(const struct cpt *c, const char *path)
@@ -1234,6 +1237,8 @@ maintain:
 	if (c.meta && ice_meta_current_snapshot(c.meta) &&
 	    (expire(&c, sl_now_us() / 1000, err, errlen) < 0 || remove_orphans(&c, sl_now_us() / 1000, err, errlen) < 0))
 		goto out;
+	if (st->ops->abort_uploads && abort_uploads(&c, err, errlen) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (rc < 0 && !strstr(err, object)) {
@@ -1246,12 +1251,12 @@ out:
 }
 
 /* Collects an object that has a version-hint.text. */
-static int add_object(void *arg, const char *key, uint64_t size)
+static int add_object(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct vfy *v = arg;
 
 	(void)size;
-	return strlen(key) > strlen(HINT) && !strcmp(key + strlen(key) - strlen(HINT), HINT) ? add_key(v, key, 0) : 0;
+	return strlen(key) > strlen(HINT) && !strcmp(key + strlen(key) - strlen(HINT), HINT) ? add_key(v, key, 0, mtime_ms) : 0;
 }
 
 int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const char *object, FILE *out, char *err,
@@ -1281,8 +1286,11 @@ int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const ch
 				res.files_out, res.files_out == 1 ? "" : "s", res.rows_out);
 		else
 			fprintf(out, "stream %s: %s: nothing to compact", cc->stream, obj);
-		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (%s)\n", res.expired,
-			res.orphans_removed, res.orphans_young, cc->ages ? "younger than orphan_grace" : "no age in a bucket");
+		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (younger than orphan_grace)",
+			res.expired, res.orphans_removed, res.orphans_young);
+		if (st->ops->abort_uploads)
+			fprintf(out, "; %d incomplete uploads aborted", res.uploads_aborted);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < v.nkeys; i++)
 		free(v.keys[i].key);
@@ -1444,6 +1452,27 @@ static int mark_live(struct cpt *c, struct vfy *v, char *err, size_t errlen)
 	return 0;
 }
 
+/* Aborts the incomplete multipart uploads under the table's data/ begun
+ * more than the grace period ago: a writer that crashed (agent or
+ * compaction) left them, invisible but billed; a younger one may be a
+ * running writer's. */
+static int abort_uploads(struct cpt *c, char *err, size_t errlen)
+{
+	struct sl_buf prefix;
+	int rc;
+
+	sl_buf_init(&prefix, 0);
+	sl_buf_printf(&prefix, "%s/%s/data", c->cc->stream, c->object);
+	if (sl_buf_failed(&prefix)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = c->st->ops->abort_uploads(c->st->ctx, prefix.data, c->cc->grace_ms > 0 ? c->cc->grace_ms : 1,
+				       &c->res->uploads_aborted, err, errlen);
+	sl_buf_free(&prefix);
+	return rc;
+}
+
 /* Removes the files under the table's data/ and metadata/ (not the metadata
  * JSON files) that no snapshot of c->meta references and that are older
  * than the grace period; a younger one may belong to a commit under way. */
@@ -1462,28 +1491,17 @@ static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errle
 		goto out;
 	for (size_t i = 0; i < v.nkeys; i++) {
 		const char *k = v.keys[i].key, *rest = k + prefix.len;
-		char *local = NULL;
-		bool tmp = false;
-		struct stat sb;
 		size_t len = strlen(k);
 		if (v.keys[i].ref || len < 5 || strcmp(k + len - 5, ".avro") != 0 ||
 		    (strncmp(rest, "/data/", 6) != 0 && strncmp(rest, "/metadata/", 10) != 0))
 			continue;
-		if (!c->cc->ages) {
-			c->res->orphans_young++;   /* no age to go by */
+		if (v.keys[i].mtime_ms < 0 || now_ms - v.keys[i].mtime_ms < c->cc->grace_ms) {
+			c->res->orphans_young++;   /* or no age to go by */
 			continue;
 		}
-		if ((rc = c->st->ops->fetch(c->st->ctx, k, &local, &tmp, err, errlen)) < 0)
+		if (c->st->ops->remove(c->st->ctx, k, err, errlen) < 0)
 			goto out;
-		if (rc == 0 && (tmp || stat(local, &sb) < 0))
-			c->res->orphans_young++;   /* no age to go by */
-		else if (rc == 0 && now_ms - (int64_t)sb.st_mtime * 1000 < c->cc->grace_ms)
-			c->res->orphans_young++;
-		else if (rc == 0 && (rc = c->st->ops->remove(c->st->ctx, k, err, errlen)) == 0)
-			c->res->orphans_removed++;
-		unfetch(local, tmp);
-		if (rc < 0)
-			goto out;
+		c->res->orphans_removed++;
 	}
 	rc = 0;
 out:

@@ -57,9 +57,8 @@ struct ice_compact_conf {
 	int min_files;                   /* at least this many of them, or nothing is done */
 	int64_t retention_ms;            /* snapshots older than this expire, */
 	int keep;                        /* but the newest keep stay */
-	int64_t grace_ms;                /* unreferenced files older than this are removed */
-	bool ages;                       /* the store's files have a modification time (a folder's); without
-					  * one (a bucket) unreferenced files are kept, and counted */
+	int64_t grace_ms;                /* unreferenced files and incomplete uploads older than this are
+					  * removed */
 };
 
 struct ice_compact_result {
@@ -69,6 +68,7 @@ struct ice_compact_result {
 	bool done;                       /* a replace snapshot was committed */
 	int expired;                     /* snapshots expired */
 	int orphans_removed, orphans_young;  /* unreferenced files removed, and kept for the grace period */
+	int uploads_aborted;             /* incomplete multipart uploads aborted (a bucket) */
 };
 
 /* `sluice compact` of one table, stream/object in st (ice_maint.c has the
@@ -80,8 +80,10 @@ struct ice_compact_result {
  * committed meanwhile.  Then it expires the snapshots older than
  * retention_ms but the newest keep (a metadata version of its own, also
  * create-only), and removes the files under data/ and metadata/ that no
- * snapshot left references once they are older than grace_ms (with
- * cc->ages; without, they are kept and counted).  Returns 0 (res says what it did), or -1 with a
+ * snapshot left references once they are older than grace_ms (by the
+ * store's modification time: a folder's mtime, a bucket's LastModified), and
+ * aborts the incomplete multipart uploads under data/ begun more than
+ * grace_ms ago (a crash's).  Returns 0 (res says what it did), or -1 with a
  * message in err; a failed compaction leaves the table as it was (files it
  * wrote are orphans). */
 int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, const char *object,

@@ -734,7 +734,7 @@ static struct ice_compact_conf compact_conf(const struct sl_iceberg_conf *conf, 
 	struct ice_compact_conf cc = {
 		.stream = stream, .codec = codec, .small_bytes = conf->compact_small_bytes, .min_files = 2,
 		.retention_ms = (int64_t)conf->snapshot_retention * 1000, .keep = (int)conf->snapshot_keep,
-		.grace_ms = (int64_t)conf->orphan_grace * 1000, .ages = !conf->s3.bucket,
+		.grace_ms = (int64_t)conf->orphan_grace * 1000,
 	};
 
 	return cc;
