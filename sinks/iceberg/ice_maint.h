@@ -49,6 +49,13 @@ int ice_verify(struct sl_store store, const char *stream, FILE *out, char *err, 
 int ice_current_manifests(struct sl_store *st, const char *stream, const char *object, const json_t *meta,
 			  struct ice_manifest_file **mf, int *n, char *err, size_t errlen);
 
+/* Removes from st the metadata files a commit of the table at location loc
+ * (its key in st: key) dropped from its metadata-log (gone, from
+ * ice_meta_trim_log), once that commit is published.  The commit stands
+ * either way: a file that cannot be removed is warned about, and left to
+ * the compaction's sweep.  Returns how many it removed. */
+int ice_remove_metadata(struct sl_store *st, const char *loc, const char *key, const json_t *gone);
+
 /* What a compaction does. */
 struct ice_compact_conf {
 	const char *stream;
@@ -69,6 +76,7 @@ struct ice_compact_result {
 	int expired;                     /* snapshots expired */
 	int orphans_removed, orphans_young;  /* unreferenced files removed, and kept for the grace period */
 	int uploads_aborted;             /* incomplete multipart uploads aborted (a bucket) */
+	int metadata_removed;            /* metadata files older than the metadata-log keeps, removed */
 };
 
 /* `sluice compact` of one table, stream/object in st (ice_maint.c has the

@@ -665,6 +665,7 @@ static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *positi
 	struct ice_snapshot sn = { 0 };
 	struct ice_manifest_file *mf = NULL;
 	struct sl_buf lpath, lkey, enc, prev;
+	json_t *gone = NULL;
 	bool published = false;
 	int nmf = 0, rc = -1;
 
@@ -694,7 +695,8 @@ static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *positi
 	if ((rc = s->store.ops->put(s->store.ctx, lkey.data, enc.data, enc.len, err, errlen)) < 0)
 		goto out;
 	rc = -1;
-	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
+	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0 ||
+	    !(gone = ice_meta_trim_log(t->meta)))
 		goto oom;
 	rc = publish_metadata(s, t, t->version + 1, &published, err, errlen);
 	if (!published)
@@ -714,11 +716,13 @@ static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *positi
 		goto out;
 	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records, %" PRId64 " equality "
 		 "deletes) as metadata version %d", t->dir, sn.id, sn.added_records, sn.added_deletes, t->version);
+	ice_remove_metadata(&s->store, t->dir, t->key, gone);   /* version-hint.text names the new one */
 	rc = 0;
 	goto out;
 oom:
 	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 out:
+	json_decref(gone);
 	free_manifests(mf, nmf);
 	sl_buf_free(&lpath);
 	sl_buf_free(&lkey);

@@ -128,6 +128,7 @@ class IcebergS3Test(S3Tables, WithS3, test_iceberg.IcebergTest):
     test_compact_beside_agent = None
     test_compact_automatic = None
     test_expire_and_orphans = None
+    test_old_metadata_removed = None
 
     def test_append_changes_truncate(self):
         """Append mode: backfill and random changes read by ClickHouse from

@@ -9,8 +9,9 @@
  * (also written by hand from the specification), read back with avro-c;
  * a data file's column statistics in its manifest entry, compared with
  * tests/unit/golden/iceberg_manifest_stats.json (written by hand); the
- * readers of manifests and manifest lists against the writers, and a
- * schema read back from its JSON.
+ * readers of manifests and manifest lists against the writers, a
+ * schema read back from its JSON, and the metadata-log trimmed as the
+ * table properties on old metadata files say.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -640,6 +641,73 @@ static void test_cut_bounds(void **state)
 
 /* A decimal that does not fit its column: the check sl_avro_decimal_of
  * shares with the Avro encoder, and its message. */
+/* A metadata-log of n entries, v1..vn of /t, in a metadata object with
+ * properties props (a JSON object text, or NULL: none). */
+static json_t *with_log(int n, const char *props)
+{
+	json_t *m = json_pack("{s:[]}", "metadata-log");
+
+	assert_non_null(m);
+	for (int i = 1; i <= n; i++) {
+		char f[64];
+		snprintf(f, sizeof f, "/t/metadata/v%d.metadata.json", i);
+		assert_int_equal(json_array_append_new(json_object_get(m, "metadata-log"),
+						       json_pack("{s:i, s:s}", "timestamp-ms", 1000 + i,
+								 "metadata-file", f)), 0);
+	}
+	if (props)
+		assert_int_equal(json_object_set_new(m, "properties", json_loads(props, 0, NULL)), 0);
+	return m;
+}
+
+/* The metadata-log trimmed to the newest previous-versions-max entries
+ * (sluice's default 100; at least 1), and the files of the entries dropped
+ * to delete unless delete-after-commit.enabled says false. */
+static void test_trim_metadata_log(void **state)
+{
+	static const struct {
+		int n;
+		const char *props;
+		const char *log;        /* what stays, as "first..last" */
+		const char *gone;       /* the files to delete, as JSON */
+	} cases[] = {
+		{ 100, NULL, "1..100", "[]" },
+		{ 101, NULL, "2..101", "[\"/t/metadata/v1.metadata.json\"]" },
+		{ 5, "{\"write.metadata.previous-versions-max\": \"3\"}", "3..5",
+		  "[\"/t/metadata/v1.metadata.json\", \"/t/metadata/v2.metadata.json\"]" },
+		{ 5, "{\"write.metadata.previous-versions-max\": \"3\", "
+		     "\"write.metadata.delete-after-commit.enabled\": \"false\"}", "3..5", "[]" },
+		{ 5, "{\"write.metadata.previous-versions-max\": \"2\", "
+		     "\"write.metadata.delete-after-commit.enabled\": \"TRUE\"}", "4..5",
+		  "[\"/t/metadata/v1.metadata.json\", \"/t/metadata/v2.metadata.json\", "
+		  "\"/t/metadata/v3.metadata.json\"]" },
+		{ 3, "{\"write.metadata.previous-versions-max\": \"0\"}", "3..3",
+		  "[\"/t/metadata/v1.metadata.json\", \"/t/metadata/v2.metadata.json\"]" },
+		{ 3, "{\"write.metadata.previous-versions-max\": \"many\"}", "1..3", "[]" },
+		{ 0, "{\"write.metadata.previous-versions-max\": \"1\"}", "", "[]" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_t *m = with_log(cases[i].n, cases[i].props), *gone = ice_meta_trim_log(m);
+		json_t *want = json_loads(cases[i].gone, 0, NULL), *log = json_object_get(m, "metadata-log");
+		char got[32] = "";
+		assert_non_null(gone);
+		assert_non_null(want);
+		if (json_array_size(log))
+			snprintf(got, sizeof got, "%d..%d",
+				 (int)json_integer_value(json_object_get(json_array_get(log, 0), "timestamp-ms")) - 1000,
+				 (int)json_integer_value(json_object_get(json_array_get(log, json_array_size(log) - 1),
+									 "timestamp-ms")) - 1000);
+		if (strcmp(got, cases[i].log) != 0 || !json_equal(gone, want))
+			fail_msg("case %zu: log %s, want %s; gone %s, want %s", i, got, cases[i].log,
+				 json_dumps(gone, JSON_COMPACT), cases[i].gone);
+		json_decref(gone);
+		json_decref(want);
+		json_decref(m);
+	}
+}
+
 static void test_decimal_refused(void **state)
 {
 	struct sl_table *t = orders(0);
@@ -683,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_stats_golden),
 		cmocka_unit_test(test_cut_bounds),
 		cmocka_unit_test(test_decimal_refused),
+		cmocka_unit_test(test_trim_metadata_log),
 		cmocka_unit_test(test_readers_round_trip),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);
