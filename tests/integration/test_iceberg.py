@@ -332,14 +332,18 @@ class IcebergTest(LocalTables, PgTestCase):
         would skip its file: a string's upper bound left as its 16-byte cut
         loses rows here; the notes' cut ends in a non-ASCII character), and
         python3-avro reads counts and bounds that
-        match the records of each data file and equality delete file."""
+        match the records of each data file and equality delete file:
+        column sizes, and for the real and double columns (NaN, -0, null,
+        -Infinity among their values) NaN counts and bounds without NaN."""
         pg = self.pg
         pg.execute("DROP TABLE IF EXISTS ices")
         pg.execute("CREATE TABLE ices (id int PRIMARY KEY, v text, amount numeric(12,2), d date, "
-                   "note text, big bigint)")
+                   "note text, big bigint, r real, dp double precision)")
         insert = ("INSERT INTO ices SELECT g, 'a shared prefix longer than sixteen bytes ' || g, g * 1.25 - 10, "
-                  "date '2024-01-01' + g, 'cr\u00e8me br\u00fbl\u00e9\u00e9 n\u00b0' || g, g::bigint * 10000000000 "
-                  "FROM generate_series(%s, %s) g")
+                  "date '2024-01-01' + g, 'cr\u00e8me br\u00fbl\u00e9\u00e9 n\u00b0' || g, g::bigint * 10000000000, "
+                  "CASE g %% 4 WHEN 0 THEN 'NaN' WHEN 1 THEN '-0' ELSE g * 0.75 END, "
+                  "CASE WHEN g %% 3 = 0 THEN 'NaN' WHEN g %% 5 = 0 THEN NULL WHEN g %% 7 = 0 THEN '-Infinity' "
+                  "ELSE g * 1.5 - 20 END FROM generate_series(%s, %s) g")
         pg.execute(insert, (1, 20))
         s = self.isluice("ices" + mode, "public.ices", write_mode=mode)
         self.catch_up(s)
@@ -373,13 +377,39 @@ class IcebergTest(LocalTables, PgTestCase):
                          "(column, value): (changes the filter found, changes there are)")
         self.assertEqual(self.check_stats(s, "public_ices"), (3, 0 if mode == "append" else 2))
 
+    def column_sizes(self, location):
+        """{field name: bytes} of the data file's records, each field's
+        Avro encoding measured by python3-avro as it decodes them."""
+        import avro.datafile
+        import avro.io
+        sizes = {}
+
+        class Sizer(avro.io.DatumReader):
+            def read_record(self, writers_schema, readers_schema, decoder):
+                out = {}
+                for f in writers_schema.fields:
+                    p = decoder.reader.tell()
+                    out[f.name] = self.read_data(f.type, f.type, decoder)
+                    sizes[f.name] = sizes.get(f.name, 0) + decoder.reader.tell() - p
+                return out
+
+        with open(self.local_file(location), "rb") as fh:
+            rd = avro.datafile.DataFileReader(fh, Sizer())
+            for _ in rd:
+                pass
+            rd.close()
+        return sizes
+
     def check_stats(self, s, obj):
         """Each data file's manifest entry: its value and null counts equal
-        its records', its bounds (Iceberg's single-value serialization) are
-        its least and greatest values (exactly, or for a string cut to at
-        most 16 bytes: a prefix of the least, and above the greatest); an
-        equality delete file's, of its key column.  Returns the number of
-        data files and of delete files."""
+        its records', its column sizes the bytes python3-avro decodes per
+        field, its NaN counts (floats and doubles only) the NaNs, its bounds
+        (Iceberg's single-value serialization) its least and greatest values
+        (exactly, NaN left out and -0.0 before +0.0 for floats, or for a
+        string cut to at most 16 bytes: a prefix of the least, and above the
+        greatest); an equality delete file's, of its key column.  Returns
+        the number of data files and of delete files."""
+        import math
         import struct
         _, meta = self.current_metadata(s, obj)
         schema = [sc for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]][0]
@@ -398,11 +428,25 @@ class IcebergTest(LocalTables, PgTestCase):
                 hi = {kv["key"]: kv["value"] for kv in df["upper_bounds"]}
                 self.assertEqual(vc, {fid: len(recs) for fid in ff})
                 self.assertEqual(nc, {fid: sum(1 for r in recs if r[f["name"]] is None) for fid, f in ff.items()})
+                sizes = self.column_sizes(df["file_path"])
+                self.assertEqual({kv["key"]: kv["value"] for kv in df["column_sizes"]},
+                                 {fid: sizes[f["name"]] for fid, f in ff.items()})
+                floats = {fid: f for fid, f in ff.items() if f["type"] in ("float", "double")}
+                self.assertEqual({kv["key"]: kv["value"] for kv in df["nan_value_counts"] or []},
+                                 {fid: sum(1 for r in recs if r[f["name"]] is not None and math.isnan(r[f["name"]]))
+                                  for fid, f in floats.items()})
                 for fid, f in ff.items():
                     vals = [r[f["name"]] for r in recs if r[f["name"]] is not None]
                     t = f["type"]
+                    if t in ("float", "double"):
+                        vals = [v for v in vals if not math.isnan(v)]
                     if not vals:
                         self.assertNotIn(fid, lo)
+                        continue
+                    if t in ("float", "double"):
+                        fmt, order = ("<f" if t == "float" else "<d"), (lambda v: (v, math.copysign(1, v)))
+                        self.assertEqual((lo[fid], hi[fid]), (struct.pack(fmt, min(vals, key=order)),
+                                                              struct.pack(fmt, max(vals, key=order))), f["name"])
                         continue
                     if t in ("int", "date"):
                         enc = [struct.pack("<i", v if t == "int" else (v - datetime.date(1970, 1, 1)).days)
