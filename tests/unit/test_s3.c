@@ -579,6 +579,32 @@ static void test_errors(void **state)
 	sl_s3_free(s);
 }
 
+/* The s3 sink's configuration for the test server (ep receives its
+ * endpoint), prefix "/cdc/", codec null, 5 MB parts spooled in dir. */
+static void sink_conf(struct sl_s3_conf *c, char *ep, size_t eplen, char *dir)
+{
+	snprintf(ep, eplen, "http://127.0.0.1:%u", g.port);
+	memset(c, 0, sizeof *c);
+	c->endpoint = ep;
+	c->bucket = "lake";
+	c->prefix = "/cdc/";
+	c->region = "us-east-1";
+	c->path_style = true;
+	c->access_key_id = "AKIDTEST";
+	c->secret_access_key = SECRET;
+	c->tls_verify = true;
+	c->codec = SL_CODEC_NULL;
+	c->compression_level = 1;
+	c->max_file_bytes = 64 << 20;
+	c->max_file_seconds = 60;
+	c->part_size = 5 << 20;
+	c->spool_dir = dir;
+}
+
+/* The headers of a bodiless request of the sink's client (its own user agent). */
+#define SINK_EMPTY_REQ "accept: */*\n" AUTH("host;x-amz-content-sha256;x-amz-date") \
+	"host: 127.0.0.1:PORT\n" "user-agent: sluice/" PACKAGE_VERSION "\n" "x-amz-content-sha256: " EMPTY_SHA "\n\n"
+
 /* S3's times (ISO 8601, UTC), and what does not read as one. */
 static void test_parse_time(void **state)
 {
@@ -629,18 +655,7 @@ static void test_abort_uploads(void **state)
 	int aborted = -1;
 
 	(void)state;
-	snprintf(ep, sizeof ep, "http://127.0.0.1:%u", g.port);
-	memset(&c, 0, sizeof c);
-	c.endpoint = ep;
-	c.bucket = "lake";
-	c.prefix = "/cdc/";
-	c.region = "us-east-1";
-	c.path_style = true;
-	c.access_key_id = "AKIDTEST";
-	c.secret_access_key = SECRET;
-	c.tls_verify = true;
-	c.part_size = 5 << 20;
-	c.spool_dir = dir;
+	sink_conf(&c, ep, sizeof ep, dir);
 	iso_ago(old, sizeof old, 7200);
 	iso_ago(young, sizeof young, 60);
 	sl_buf_init(&list, 0);
@@ -659,20 +674,8 @@ static void test_abort_uploads(void **state)
 		fail_msg("abort_uploads: %s", err);
 	assert_int_equal(aborted, 1);
 	expect_nreq(2);
-	expect_req(0, "GET /lake/?prefix=cdc%2Fs1%2Ft%2Fdata%2F&uploads=\n"
-		      "accept: */*\n"
-		      AUTH("host;x-amz-content-sha256;x-amz-date")
-		      "host: 127.0.0.1:PORT\n"
-		      "user-agent: sluice/" PACKAGE_VERSION "\n"
-		      "x-amz-content-sha256: " EMPTY_SHA "\n"
-		      "\n");
-	expect_req(1, "DELETE /lake/cdc/s1/t/data/a.avro?uploadId=OLD\n"
-		      "accept: */*\n"
-		      AUTH("host;x-amz-content-sha256;x-amz-date")
-		      "host: 127.0.0.1:PORT\n"
-		      "user-agent: sluice/" PACKAGE_VERSION "\n"
-		      "x-amz-content-sha256: " EMPTY_SHA "\n"
-		      "\n");
+	expect_req(0, "GET /lake/?prefix=cdc%2Fs1%2Ft%2Fdata%2F&uploads=\n" SINK_EMPTY_REQ);
+	expect_req(1, "DELETE /lake/cdc/s1/t/data/a.avro?uploadId=OLD\n" SINK_EMPTY_REQ);
 	store.ops->close(store.ctx);
 	sl_buf_free(&list);
 	tl_rm_rf(dir);
@@ -707,22 +710,7 @@ static void test_sink_multipart(void **state)
 	};
 
 	(void)state;
-	snprintf(ep, sizeof ep, "http://127.0.0.1:%u", g.port);
-	memset(&c, 0, sizeof c);
-	c.endpoint = ep;
-	c.bucket = "lake";
-	c.prefix = "/cdc/";
-	c.region = "us-east-1";
-	c.path_style = true;
-	c.access_key_id = "AKIDTEST";
-	c.secret_access_key = SECRET;
-	c.tls_verify = true;
-	c.codec = SL_CODEC_NULL;
-	c.compression_level = 1;
-	c.max_file_bytes = 64 << 20;
-	c.max_file_seconds = 60;
-	c.part_size = 5 << 20;
-	c.spool_dir = dir;
+	sink_conf(&c, ep, sizeof ep, dir);
 	answer(200, "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated></ListMultipartUploadsResult>", NULL);
 	answer(404, "<Error><Code>NoSuchKey</Code></Error>", NULL);
 	answer(200, "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", NULL);
