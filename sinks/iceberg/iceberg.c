@@ -1079,7 +1079,7 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 		snprintf(err, errlen, "iceberg sink: out of memory");
 		goto fail;
 	}
-	if (sl_ocf_codec_new(&s->codec, c->codec, c->compression_level, 0, err, errlen) < 0)
+	if (sl_ocf_codec_new(&s->codec, c->codec, c->compression_level, c->compression_threads, err, errlen) < 0)
 		goto fail;
 	*ctx = s;
 	return 0;
@@ -1133,7 +1133,8 @@ static int ice_compact_stream(const void *conf, const struct sl_sink_stream *st,
 
 	if ((rc = sl_mirror_lock(st->state_dir, st->name, true, &fd, &busy, err, errlen)) < 0)
 		return rc;
-	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, 0, err, errlen)) < 0 ||
+	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, c->compression_threads, err,
+				   errlen)) < 0 ||
 	    (rc = sl_ice_store_open(c, st, MAINT_ATTEMPTS, &store, &root, err, errlen)) < 0)
 		goto out;
 	rc = ice_compact(&store, &cc, object, out, err, errlen);
@@ -1153,6 +1154,8 @@ static const struct sl_keydesc ice_keys[] = {
 	  FIELD(struct sl_iceberg_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
 	  .max = SL_OCF_ZSTD_MAX_LEVEL, FIELD(struct sl_iceberg_conf, compression_level) },
+	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
+	  FIELD(struct sl_iceberg_conf, compression_threads) },
 	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024,
 	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
