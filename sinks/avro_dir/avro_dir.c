@@ -866,7 +866,8 @@ static int visit_list(struct walk *w, const char *path, const char *name, const 
 
 	if (is_temp_name(name))
 		return 0;
-	if (lw->fn(lw->arg, path + lw->root_len, (uint64_t)sb->st_size) < 0) {
+	if (lw->fn(lw->arg, path + lw->root_len, (uint64_t)sb->st_size,
+		   (int64_t)sb->st_mtim.tv_sec * 1000 + sb->st_mtim.tv_nsec / 1000000) < 0) {
 		if (!err[0])
 			snprintf(err, errlen, "listing stopped at \"%s\"", path);
 		return -1;

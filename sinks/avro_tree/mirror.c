@@ -483,12 +483,13 @@ static int listing_push(struct listing *l, char *key)
 	return 0;
 }
 
-static int note_file(void *arg, const char *key, uint64_t size)
+static int note_file(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct listing *l = arg;
 	const char *base = strrchr(key, '/');
 	uint64_t n;
 
+	(void)mtime_ms;
 	(void)size;
 	base = base ? base + 1 : key;
 	if (record_name(base, &n)) {
@@ -915,12 +916,13 @@ struct objects {
 	bool oom;
 };
 
-static int note_object(void *arg, const char *key, uint64_t size)
+static int note_object(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct objects *o = arg;
 	size_t sl = strlen(o->stream);
 	const char *rest, *slash, *base = strrchr(key, '/');
 
+	(void)mtime_ms;
 	(void)size;
 	if (strncmp(key, o->stream, sl) != 0 || key[sl] != '/' || !sl_tree_data_name(base ? base + 1 : key, NULL, NULL))
 		return 0;

@@ -36,10 +36,12 @@
 
 struct sl_store_file;  /* a file being written: the store's own */
 
-/* list(): called for each key under the prefix, in no particular order;
+/* list(): called for each key under the prefix, in no particular order,
+ * with its size and its last modification in milliseconds since the epoch
+ * (a folder's mtime, a bucket's LastModified; -1 when the store has none);
  * returns 0 to go on, or -1 to stop (list() then returns -1; the callback
  * sets the message). */
-typedef int (*sl_store_list_fn)(void *arg, const char *key, uint64_t size);
+typedef int (*sl_store_list_fn)(void *arg, const char *key, uint64_t size, int64_t mtime_ms);
 
 struct sl_store_ops {
 	/* Starts a data file that will be published in folder dir (a key
@@ -90,8 +92,8 @@ struct sl_store_ops {
 	/* Reads a small whole object into out (appended).  Returns 0,
 	 * SL_STORE_NOT_FOUND, or an error. */
 	int (*get)(void *st, const char *key, struct sl_buf *out, char *err, size_t errlen);
-	/* Calls fn for every key under prefix/ (at any depth), with its size.
-	 * The store's own temporary files are left out. */
+	/* Calls fn for every key under prefix/ (at any depth), with its size
+	 * and age.  The store's own temporary files are left out. */
 	int (*list)(void *st, const char *prefix, sl_store_list_fn fn, void *arg, char *err, size_t errlen);
 	/* Removes key; a key that does not exist is not an error. */
 	int (*remove)(void *st, const char *key, char *err, size_t errlen);
@@ -106,6 +108,15 @@ struct sl_store_ops {
 	 * so that the files of a `sluice compact` at work are not taken for
 	 * leftovers.  Optional. */
 	int (*cleanup)(void *st, const char *stream, char *err, size_t errlen);
+	/* Aborts the incomplete multipart uploads of data files (".avro")
+	 * under prefix/ begun min_age_ms or more ago (0: every one; one whose
+	 * start the server does not say is then kept), for a writer that runs
+	 * beside others (iceberg: a crash's leftovers, found by compaction).
+	 * *aborted receives how many it aborted.  A server without
+	 * ListMultipartUploads is warned about, not an error.  Optional (a
+	 * store without uploads). */
+	int (*abort_uploads)(void *st, const char *prefix, int64_t min_age_ms, int *aborted, char *err,
+			     size_t errlen);
 	/* What the store is, for messages: "folder \"/data/lake\"", "bucket \"lake\"". */
 	const char *(*describe)(void *st);
 	/* Frees the store. */

@@ -470,12 +470,13 @@ struct max_seq {
 	uint64_t seq;
 };
 
-static int note_manifest(void *arg, const char *key, uint64_t size)
+static int note_manifest(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct max_seq *ms = arg;
 	const char *base = strrchr(key, '/');
 	uint64_t seq;
 
+	(void)mtime_ms;
 	(void)size;
 	if (sl_manifest_name(base ? base + 1 : key, &seq) && seq > ms->seq)
 		ms->seq = seq;
@@ -1354,12 +1355,13 @@ struct discard_scan {
 	bool oom;
 };
 
-static int note_discard(void *arg, const char *key, uint64_t size)
+static int note_discard(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct discard_scan *ds = arg;
 	const char *base = strrchr(key, '/');
 	char first[SL_CSN_LEN + 1], last[SL_CSN_LEN + 1];
 
+	(void)mtime_ms;
 	(void)size;
 	if (!sl_tree_data_name(base ? base + 1 : key, first, last) || !backfill_span(first, last, ds->a, ds->b))
 		return 0;

@@ -257,13 +257,14 @@ static void note(struct verify *v, const char *fmt, ...)
 	fputc('\n', v->out);
 }
 
-static int note_key(void *arg, const char *key, uint64_t size)
+static int note_key(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct verify *v = arg;
 	const char *base = strrchr(key, '/');
 	struct entry *e = map_get(&v->keys, key, true);
 	uint64_t seq;
 
+	(void)mtime_ms;
 	if (!e) {
 		v->oom = true;
 		return -1;

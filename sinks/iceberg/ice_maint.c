@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro/avro_read.h"
 #include "sinks/avro/ocf.h"
@@ -33,6 +34,7 @@
 struct key {
 	char *key;
 	uint64_t size;
+	int64_t mtime_ms;            /* last modified (ms since the epoch), or -1: unknown */
 	bool ref;                    /* named by the current snapshot */
 };
 
@@ -66,7 +68,7 @@ static void problem(struct vfy *v, const char *fmt, ...)
 	fputc('\n', v->out);
 }
 
-static int add_key(void *arg, const char *key, uint64_t size)
+static int add_key(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct vfy *v = arg;
 
@@ -85,6 +87,7 @@ static int add_key(void *arg, const char *key, uint64_t size)
 		return -1;
 	}
 	v->keys[v->nkeys].size = size;
+	v->keys[v->nkeys].mtime_ms = mtime_ms;
 	v->keys[v->nkeys++].ref = false;
 	return 0;
 }
@@ -1013,6 +1016,33 @@ oom:
 	return -1;
 }
 
+int ice_remove_metadata(struct sl_store *st, const char *loc, const char *key, const json_t *gone)
+{
+	size_t i, len = strlen(loc);
+	struct sl_buf k;
+	char err[SL_ERRLEN];
+	json_t *e;
+	int n = 0;
+
+	sl_buf_init(&k, 0);
+	json_array_foreach(gone, i, e) {
+		const char *f = json_string_value(e);
+		if (!f || strncmp(f, loc, len) != 0 || strncmp(f + len, "/metadata/v", 11) != 0)
+			continue;   /* not one of the table's metadata files: left alone */
+		sl_buf_reset(&k);
+		sl_buf_printf(&k, "%s%s", key, f + len);
+		if (sl_buf_failed(&k))
+			break;
+		if (st->ops->remove(st->ctx, k.data, err, sizeof err) < 0)
+			sl_warn("iceberg table \"%s\": could not remove the old metadata file \"%s\" (a compaction "
+				"removes it later): %s", loc, f, err);
+		else
+			n++;
+	}
+	sl_buf_free(&k);
+	return n;
+}
+
 /* Publishes meta as version ver without replacing a file (the store's
  * put_new, as the agent's commit), then version-hint.text.  Returns 0,
  * SL_STORE_EXISTS, or -1. */
@@ -1085,6 +1115,7 @@ static int reload(struct cpt *c, struct ice_manifest_file **mf, int *nmf, char *
 
 static int expire(struct cpt *c, int64_t now_ms, char *err, size_t errlen);
 static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errlen);
+static int abort_uploads(struct cpt *c, char *err, size_t errlen);
 
 /* Whether path is one of the manifests the compaction rewrote. */
 static bool rewritten(const struct cpt *c, const char *path)
@@ -1104,6 +1135,7 @@ static int cpt_commit(struct cpt *c, char *err, size_t errlen)
 {
 	struct ice_manifest_file *cur_mf = NULL, *list = NULL;
 	struct sl_buf lkey, lpath, enc, prev;
+	json_t *gone;
 	int ncur = 0, rc = -1;
 
 	sl_buf_init(&lkey, 0);
@@ -1147,8 +1179,10 @@ static int cpt_commit(struct cpt *c, char *err, size_t errlen)
 		if (c->st->ops->put(c->st->ctx, lkey.data, enc.data, enc.len, err, errlen) < 0)
 			goto out;
 		if (ice_meta_add_snapshot(c->meta, &sn, prev.data,
-					  (int64_t)json_integer_value(json_object_get(c->meta, "last-updated-ms"))) < 0)
+					  (int64_t)json_integer_value(json_object_get(c->meta, "last-updated-ms"))) < 0 ||
+		    !(gone = ice_meta_trim_log(c->meta)))
 			goto oom;
+		json_decref(gone);   /* remove_orphans then sweeps what left the log */
 		if ((rc = publish(c, c->version + 1, err, errlen)) != SL_STORE_EXISTS) {
 			if (rc == 0)
 				c->version++;
@@ -1246,6 +1280,8 @@ maintain:
 	if (c.meta && ice_meta_current_snapshot(c.meta) &&
 	    (expire(&c, sl_now_us() / 1000, err, errlen) < 0 || remove_orphans(&c, sl_now_us() / 1000, err, errlen) < 0))
 		goto out;
+	if (st->ops->abort_uploads && abort_uploads(&c, err, errlen) < 0)
+		goto out;
 	rc = 0;
 out:
 	if (rc < 0 && !strstr(err, object)) {
@@ -1258,12 +1294,12 @@ out:
 }
 
 /* Collects an object that has a version-hint.text. */
-static int add_object(void *arg, const char *key, uint64_t size)
+static int add_object(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct vfy *v = arg;
 
 	(void)size;
-	return strlen(key) > strlen(HINT) && !strcmp(key + strlen(key) - strlen(HINT), HINT) ? add_key(v, key, 0) : 0;
+	return strlen(key) > strlen(HINT) && !strcmp(key + strlen(key) - strlen(HINT), HINT) ? add_key(v, key, 0, mtime_ms) : 0;
 }
 
 int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const char *object, FILE *out, char *err,
@@ -1293,8 +1329,12 @@ int ice_compact(struct sl_store *st, const struct ice_compact_conf *cc, const ch
 				res.files_out, res.files_out == 1 ? "" : "s", res.rows_out);
 		else
 			fprintf(out, "stream %s: %s: nothing to compact", cc->stream, obj);
-		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (%s)\n", res.expired,
-			res.orphans_removed, res.orphans_young, cc->ages ? "younger than orphan_grace" : "no age in a bucket");
+		fprintf(out, "; %d snapshots expired; %d unreferenced files removed, %d kept (younger than orphan_grace); "
+			"%d old metadata files removed", res.expired, res.orphans_removed, res.orphans_young,
+			res.metadata_removed);
+		if (st->ops->abort_uploads)
+			fprintf(out, "; %d incomplete uploads aborted", res.uploads_aborted);
+		fputc('\n', out);
 	}
 	for (size_t i = 0; i < v.nkeys; i++)
 		free(v.keys[i].key);
@@ -1456,13 +1496,72 @@ static int mark_live(struct cpt *c, struct vfy *v, char *err, size_t errlen)
 	return 0;
 }
 
+/* Aborts the incomplete multipart uploads under the table's data/ begun
+ * more than the grace period ago: a writer that crashed (agent or
+ * compaction) left them, invisible but billed; a younger one may be a
+ * running writer's. */
+static int abort_uploads(struct cpt *c, char *err, size_t errlen)
+{
+	struct sl_buf prefix;
+	int rc;
+
+	sl_buf_init(&prefix, 0);
+	sl_buf_printf(&prefix, "%s/%s/data", c->cc->stream, c->object);
+	if (sl_buf_failed(&prefix)) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	rc = c->st->ops->abort_uploads(c->st->ctx, prefix.data, c->cc->grace_ms > 0 ? c->cc->grace_ms : 1,
+				       &c->res->uploads_aborted, err, errlen);
+	sl_buf_free(&prefix);
+	return rc;
+}
+
+/* The version of the metadata file key names ("<table>/metadata/v<N>.metadata.json"), or -1. */
+static int64_t metadata_version(const char *rest)
+{
+	const char *p = rest + 11;
+	int64_t v = 0;
+
+	if (strncmp(rest, "/metadata/v", 11) != 0 || *p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9' && v < INT64_MAX / 10; p++)
+		v = v * 10 + (*p - '0');
+	return strcmp(p, ".metadata.json") == 0 ? v : -1;
+}
+
+/* The oldest metadata version c's table keeps: the oldest its
+ * metadata-log names.  Older ones are no reader's once their commit left
+ * the log (ice_meta_trim_log).  -1 (keep them all) when the log is empty
+ * or names a file that is not one of the table's versions. */
+static int64_t oldest_kept(const struct cpt *c)
+{
+	int64_t oldest = -1;
+	size_t i, len = strlen(c->location);
+	json_t *e;
+
+	json_array_foreach(json_object_get(c->meta, "metadata-log"), i, e) {
+		const char *f = json_string_value(json_object_get(e, "metadata-file"));
+		int64_t v = f && strncmp(f, c->location, len) == 0 ? metadata_version(f + len) : -1;
+		if (v < 0)
+			return -1;
+		if (oldest < 0 || v < oldest)
+			oldest = v;
+	}
+	return oldest < c->version ? oldest : -1;
+}
+
 /* Removes the files under the table's data/ and metadata/ (not the metadata
  * JSON files) that no snapshot of c->meta references and that are older
- * than the grace period; a younger one may belong to a commit under way. */
+ * than the grace period; a younger one may belong to a commit under way.
+ * With the table's write.metadata.delete-after-commit.enabled, also the
+ * metadata files older than the oldest its metadata-log keeps (those a
+ * commit dropped from it and a crash, or a failed remove, left). */
 static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errlen)
 {
 	struct vfy v = { .stream = c->cc->stream };
 	struct sl_buf prefix;
+	int64_t oldest = oldest_kept(c);
 	int rc = -1;
 
 	sl_buf_init(&prefix, 0);
@@ -1474,28 +1573,24 @@ static int remove_orphans(struct cpt *c, int64_t now_ms, char *err, size_t errle
 		goto out;
 	for (size_t i = 0; i < v.nkeys; i++) {
 		const char *k = v.keys[i].key, *rest = k + prefix.len;
-		char *local = NULL;
-		bool tmp = false;
-		struct stat sb;
 		size_t len = strlen(k);
+		int64_t ver = metadata_version(rest);
+		if (ver >= 0 && ver < oldest && ice_meta_deletes_old(c->meta)) {
+			if (c->st->ops->remove(c->st->ctx, k, err, errlen) < 0)
+				goto out;
+			c->res->metadata_removed++;
+			continue;
+		}
 		if (v.keys[i].ref || len < 5 || strcmp(k + len - 5, ".avro") != 0 ||
 		    (strncmp(rest, "/data/", 6) != 0 && strncmp(rest, "/metadata/", 10) != 0))
 			continue;
-		if (!c->cc->ages) {
-			c->res->orphans_young++;   /* no age to go by */
+		if (v.keys[i].mtime_ms < 0 || now_ms - v.keys[i].mtime_ms < c->cc->grace_ms) {
+			c->res->orphans_young++;   /* or no age to go by */
 			continue;
 		}
-		if ((rc = c->st->ops->fetch(c->st->ctx, k, &local, &tmp, err, errlen)) < 0)
+		if (c->st->ops->remove(c->st->ctx, k, err, errlen) < 0)
 			goto out;
-		if (rc == 0 && (tmp || stat(local, &sb) < 0))
-			c->res->orphans_young++;   /* no age to go by */
-		else if (rc == 0 && now_ms - (int64_t)sb.st_mtime * 1000 < c->cc->grace_ms)
-			c->res->orphans_young++;
-		else if (rc == 0 && (rc = c->st->ops->remove(c->st->ctx, k, err, errlen)) == 0)
-			c->res->orphans_removed++;
-		unfetch(local, tmp);
-		if (rc < 0)
-			goto out;
+		c->res->orphans_removed++;
 	}
 	rc = 0;
 out:

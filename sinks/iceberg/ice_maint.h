@@ -49,6 +49,13 @@ int ice_verify(struct sl_store store, const char *stream, FILE *out, char *err, 
 int ice_current_manifests(struct sl_store *st, const char *stream, const char *object, const json_t *meta,
 			  struct ice_manifest_file **mf, int *n, char *err, size_t errlen);
 
+/* Removes from st the metadata files a commit of the table at location loc
+ * (its key in st: key) dropped from its metadata-log (gone, from
+ * ice_meta_trim_log), once that commit is published.  The commit stands
+ * either way: a file that cannot be removed is warned about, and left to
+ * the compaction's sweep.  Returns how many it removed. */
+int ice_remove_metadata(struct sl_store *st, const char *loc, const char *key, const json_t *gone);
+
 /* What a compaction does. */
 struct ice_compact_conf {
 	const char *stream;
@@ -57,9 +64,8 @@ struct ice_compact_conf {
 	int min_files;                   /* at least this many of them, or nothing is done */
 	int64_t retention_ms;            /* snapshots older than this expire, */
 	int keep;                        /* but the newest keep stay */
-	int64_t grace_ms;                /* unreferenced files older than this are removed */
-	bool ages;                       /* the store's files have a modification time (a folder's); without
-					  * one (a bucket) unreferenced files are kept, and counted */
+	int64_t grace_ms;                /* unreferenced files and incomplete uploads older than this are
+					  * removed */
 };
 
 struct ice_compact_result {
@@ -69,6 +75,8 @@ struct ice_compact_result {
 	bool done;                       /* a replace snapshot was committed */
 	int expired;                     /* snapshots expired */
 	int orphans_removed, orphans_young;  /* unreferenced files removed, and kept for the grace period */
+	int uploads_aborted;             /* incomplete multipart uploads aborted (a bucket) */
+	int metadata_removed;            /* metadata files older than the metadata-log keeps, removed */
 };
 
 /* `sluice compact` of one table, stream/object in st (ice_maint.c has the
@@ -80,8 +88,10 @@ struct ice_compact_result {
  * committed meanwhile.  Then it expires the snapshots older than
  * retention_ms but the newest keep (a metadata version of its own, also
  * create-only), and removes the files under data/ and metadata/ that no
- * snapshot left references once they are older than grace_ms (with
- * cc->ages; without, they are kept and counted).  Returns 0 (res says what it did), or -1 with a
+ * snapshot left references once they are older than grace_ms (by the
+ * store's modification time: a folder's mtime, a bucket's LastModified), and
+ * aborts the incomplete multipart uploads under data/ begun more than
+ * grace_ms ago (a crash's).  Returns 0 (res says what it did), or -1 with a
  * message in err; a failed compaction leaves the table as it was (files it
  * wrote are orphans). */
 int ice_compact_table(struct sl_store *st, const struct ice_compact_conf *cc, const char *object,

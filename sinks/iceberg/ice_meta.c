@@ -5,9 +5,11 @@
 #include "sinks/iceberg/ice_meta.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 
 #include "common/util.h"
@@ -790,6 +792,46 @@ int ice_meta_add_snapshot(json_t *meta, const struct ice_snapshot *sn, const cha
 fail:
 	json_decref(snap);
 	return -1;
+}
+
+bool ice_meta_deletes_old(const json_t *meta)
+{
+	const char *v = json_string_value(json_object_get(json_object_get(meta, "properties"),
+							  ICE_PROP_DELETE_AFTER_COMMIT));
+
+	return v ? strcasecmp(v, "true") == 0 : true;
+}
+
+int ice_meta_versions_kept(const json_t *meta)
+{
+	const char *v = json_string_value(json_object_get(json_object_get(meta, "properties"),
+							  ICE_PROP_PREVIOUS_VERSIONS_MAX));
+	int64_t n;
+
+	if (!v || sl_parse_i64(v, INT64_MIN, INT64_MAX, &n) < 0)
+		return ICE_PREVIOUS_VERSIONS_MAX;
+	return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;   /* Iceberg keeps one at least */
+}
+
+json_t *ice_meta_trim_log(json_t *meta)
+{
+	json_t *log = json_object_get(meta, "metadata-log"), *gone = json_array();
+	size_t keep = (size_t)ice_meta_versions_kept(meta), n = json_array_size(log);
+	bool del = ice_meta_deletes_old(meta);
+
+	if (!gone)
+		return NULL;
+	for (; n > keep; n--) {
+		const char *f = json_string_value(json_object_get(json_array_get(log, 0), "metadata-file"));
+		if (del && f && json_array_append_new(gone, json_string(f)) < 0)
+			goto fail;
+		if (json_array_remove(log, 0) < 0)
+			goto fail;
+	}
+	return gone;
+fail:
+	json_decref(gone);
+	return NULL;
 }
 
 /* The element of meta's array arr whose id_key equals meta's cur_key. */

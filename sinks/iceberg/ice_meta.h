@@ -153,6 +153,29 @@ struct ice_snapshot {
 int ice_meta_add_snapshot(json_t *meta, const struct ice_snapshot *sn, const char *prev_file,
 			  int64_t prev_ms);
 
+/* Old metadata files, as Iceberg's table properties rule them (a table's
+ * "properties" may set them, as an engine does; sluice's defaults stand
+ * otherwise): metadata-log keeps the newest
+ * write.metadata.previous-versions-max entries (at least 1; default
+ * ICE_PREVIOUS_VERSIONS_MAX), and with
+ * write.metadata.delete-after-commit.enabled (default true, where Iceberg's
+ * is false: a table of sluice's commits once per flush) the files of the
+ * entries dropped are deleted once the commit that dropped them is
+ * published. */
+#define ICE_PREVIOUS_VERSIONS_MAX 100
+#define ICE_PROP_DELETE_AFTER_COMMIT "write.metadata.delete-after-commit.enabled"
+#define ICE_PROP_PREVIOUS_VERSIONS_MAX "write.metadata.previous-versions-max"
+
+/* Drops from meta's metadata-log all but its newest previous-versions-max
+ * entries.  Returns a new array (the caller's) of the metadata-file
+ * locations of those dropped that the table deletes after commit (empty:
+ * none, or the property says not to), or NULL (out of memory). */
+json_t *ice_meta_trim_log(json_t *meta);
+/* Whether meta's table deletes its old metadata files (the property, or the
+ * default), and the number of previous versions it keeps. */
+bool ice_meta_deletes_old(const json_t *meta);
+int ice_meta_versions_kept(const json_t *meta);
+
 /* The current snapshot of meta (an object, borrowed), or NULL. */
 const json_t *ice_meta_current_snapshot(const json_t *meta);
 /* The current schema of meta (an object, borrowed), or NULL. */

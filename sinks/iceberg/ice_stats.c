@@ -3,12 +3,14 @@
  * from its records' Avro encoding, and their manifest encoding (see
  * ice_stats.h).  Bounds are written in the specification's single-value
  * serialization (Appendix D): boolean one byte; int and date 4 bytes,
- * long, time and timestamps 8 bytes, little-endian; decimal the unscaled
+ * long, time and timestamps 8 bytes, little-endian; float 4 and double 8
+ * bytes, IEEE 754 little-endian (as Avro has them); decimal the unscaled
  * value as big-endian two's complement in the fewest bytes; string its
  * UTF-8 bytes; binary as is.
  */
 #include "sinks/iceberg/ice_stats.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "sinks/avro/avro_value.h"
@@ -48,6 +50,47 @@ static void int_bound(struct ice_col_stats *st, int64_t v)
 		st->lo_i = v;
 	if (!st->bounded || v > st->hi_i)
 		st->hi_i = v;
+	st->bounded = true;
+}
+
+/* The IEEE 754 value of n (4: float, 8: double) little-endian bytes. */
+static double get_ieee(const unsigned char *p, int n)
+{
+	uint64_t u = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		u = u << 8 | p[i];
+	if (n == 4) {
+		uint32_t w = (uint32_t)u;
+		float f;
+		memcpy(&f, &w, sizeof f);
+		return f;
+	} else {
+		double d;
+		memcpy(&d, &u, sizeof d);
+		return d;
+	}
+}
+
+/* Orders doubles that are not NaN, -0.0 before +0.0 (IEEE 754 totalOrder). */
+static int cmp_ieee(double a, double b)
+{
+	if (a != b)
+		return a < b ? -1 : 1;
+	return (signbit(b) != 0) - (signbit(a) != 0);
+}
+
+/* Keeps a float or double v in the bounds, or counts it as a NaN. */
+static void ieee_bound(struct ice_col_stats *st, double v)
+{
+	if (isnan(v)) {
+		st->nans++;
+		return;
+	}
+	if (!st->bounded || cmp_ieee(v, st->lo_d) < 0)
+		st->lo_d = v;
+	if (!st->bounded || cmp_ieee(v, st->hi_d) > 0)
+		st->hi_d = v;
 	st->bounded = true;
 }
 
@@ -129,7 +172,10 @@ static int add_value(struct ice_col_stats *st, const struct ice_field *f, struct
 		int_bound(st, v);
 		return 0;
 	case ICE_FLOAT: case ICE_DOUBLE:
-		return get_raw(r, f->kind == ICE_FLOAT ? 4 : 8, &p);
+		if (get_raw(r, f->kind == ICE_FLOAT ? 4 : 8, &p) < 0)
+			return -1;
+		ieee_bound(st, get_ieee(p, f->kind == ICE_FLOAT ? 4 : 8));
+		return 0;
 	case ICE_DECIMAL:
 		if (!st->fixed)
 			st->fixed = ice_decimal_size(f->precision);
@@ -156,18 +202,18 @@ int ice_stats_add(struct ice_col_stats *st, const struct ice_schema *s, bool key
 
 	for (int i = 0; i < s->nfields; i++) {
 		const struct ice_field *f = &s->f[i];
+		const unsigned char *start = r.p;
 		int64_t branch = 1;
 		if (keys && !f->key)
 			continue;
 		st[i].values++;
 		if (!f->required && get_long(&r, &branch) < 0)
 			return -1;
-		if (branch == 0) {
+		if (branch == 0)
 			st[i].nulls++;
-			continue;
-		}
-		if (branch != 1 || add_value(&st[i], f, &r) < 0)
+		else if (branch != 1 || add_value(&st[i], f, &r) < 0)
 			return -1;
+		st[i].bytes += r.p - start;
 	}
 	return r.p == r.end ? 0 : -1;
 }
@@ -247,6 +293,22 @@ static size_t bound_of(unsigned char *out, const struct ice_col_stats *st, const
 		for (size_t i = 0; i < w; i++)
 			out[i] = (unsigned char)((uint64_t)v >> (8 * i));
 		return w;
+	case ICE_FLOAT: {
+		float f32 = (float)(upper ? st->hi_d : st->lo_d);
+		uint32_t u;
+		memcpy(&u, &f32, sizeof u);
+		for (size_t i = 0; i < 4; i++)
+			out[i] = (unsigned char)(u >> (8 * i));
+		return 4;
+	}
+	case ICE_DOUBLE: {
+		double d = upper ? st->hi_d : st->lo_d;
+		uint64_t u;
+		memcpy(&u, &d, sizeof u);
+		for (size_t i = 0; i < 8; i++)
+			out[i] = (unsigned char)(u >> (8 * i));
+		return 8;
+	}
 	case ICE_DECIMAL:
 		while (n > 1 && ((p[0] == 0x00 && !(p[1] & 0x80)) || (p[0] == 0xff && (p[1] & 0x80)))) {
 			p++;
@@ -264,19 +326,37 @@ static size_t bound_of(unsigned char *out, const struct ice_col_stats *st, const
 	}
 }
 
-/* The four maps of a data_file's statistics. */
-enum ice_stat { STAT_VALUES, STAT_NULLS, STAT_LOWER, STAT_UPPER };
+/* The six maps of a data_file's statistics, in the specification's order. */
+enum ice_stat { STAT_SIZES, STAT_VALUES, STAT_NULLS, STAT_NANS, STAT_LOWER, STAT_UPPER };
 
 /* Field i's entry of map which: 1 for a count; for a bound, its length
- * with its bytes in v; 0: none (not counted, a list, no bound). */
+ * with its bytes in v; 0: none (not counted, a list, no NaN count of
+ * another type than float and double, no bound). */
 static size_t entry_of(unsigned char *v, const struct ice_col_stats *st, const struct ice_schema *s, int i,
 		       enum ice_stat which)
 {
 	if (!st || st[i].values == 0 || s->f[i].kind == ICE_LIST_STRING)
 		return 0;
-	if (which == STAT_VALUES || which == STAT_NULLS)
+	if (which == STAT_NANS)
+		return s->f[i].kind == ICE_FLOAT || s->f[i].kind == ICE_DOUBLE;
+	if (which != STAT_LOWER && which != STAT_UPPER)
 		return 1;
 	return bound_of(v, &st[i], &s->f[i], which == STAT_UPPER);
+}
+
+/* Field i's count in map which. */
+static int64_t count_of(const struct ice_col_stats *st, enum ice_stat which)
+{
+	switch (which) {
+	case STAT_SIZES:
+		return st->bytes;
+	case STAT_NULLS:
+		return st->nulls;
+	case STAT_NANS:
+		return st->nans;
+	default:
+		return st->values;
+	}
 }
 
 /* One map (map<int,long> of counts, map<int,binary> of bounds) as an
@@ -300,8 +380,8 @@ static void put_map(struct sl_buf *b, const struct ice_col_stats *st, const stru
 		if (len == 0)
 			continue;
 		sl_avro_put_long(b, s->f[i].id);
-		if (which == STAT_VALUES || which == STAT_NULLS)
-			sl_avro_put_long(b, which == STAT_NULLS ? st[i].nulls : st[i].values);
+		if (which != STAT_LOWER && which != STAT_UPPER)
+			sl_avro_put_long(b, count_of(&st[i], which));
 		else
 			sl_avro_put_bytes(b, v, len);
 	}
@@ -310,7 +390,7 @@ static void put_map(struct sl_buf *b, const struct ice_col_stats *st, const stru
 
 int ice_stats_encode(struct sl_buf *b, const struct ice_col_stats *st, const struct ice_schema *s)
 {
-	for (int m = STAT_VALUES; m <= STAT_UPPER; m++)
+	for (int m = STAT_SIZES; m <= STAT_UPPER; m++)
 		put_map(b, st, s, (enum ice_stat)m);
 	return sl_buf_failed(b) ? -1 : 0;
 }

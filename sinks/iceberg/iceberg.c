@@ -665,6 +665,7 @@ static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *positi
 	struct ice_snapshot sn = { 0 };
 	struct ice_manifest_file *mf = NULL;
 	struct sl_buf lpath, lkey, enc, prev;
+	json_t *gone = NULL;
 	bool published = false;
 	int nmf = 0, rc = -1;
 
@@ -694,7 +695,8 @@ static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *positi
 	if ((rc = s->store.ops->put(s->store.ctx, lkey.data, enc.data, enc.len, err, errlen)) < 0)
 		goto out;
 	rc = -1;
-	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0)
+	if (ice_meta_add_snapshot(t->meta, &sn, t->version > 0 ? prev.data : NULL, t->meta_ms) < 0 ||
+	    !(gone = ice_meta_trim_log(t->meta)))
 		goto oom;
 	rc = publish_metadata(s, t, t->version + 1, &published, err, errlen);
 	if (!published)
@@ -714,11 +716,13 @@ static int commit_once(struct ice_sink *s, struct ice_tab *t, const char *positi
 		goto out;
 	sl_debug("iceberg table \"%s\": committed snapshot %" PRId64 " (%" PRId64 " records, %" PRId64 " equality "
 		 "deletes) as metadata version %d", t->dir, sn.id, sn.added_records, sn.added_deletes, t->version);
+	ice_remove_metadata(&s->store, t->dir, t->key, gone);   /* version-hint.text names the new one */
 	rc = 0;
 	goto out;
 oom:
 	snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
 out:
+	json_decref(gone);
 	free_manifests(mf, nmf);
 	sl_buf_free(&lpath);
 	sl_buf_free(&lkey);
@@ -734,7 +738,7 @@ static struct ice_compact_conf compact_conf(const struct sl_iceberg_conf *conf, 
 	struct ice_compact_conf cc = {
 		.stream = stream, .codec = codec, .small_bytes = conf->compact_small_bytes, .min_files = 2,
 		.retention_ms = (int64_t)conf->snapshot_retention * 1000, .keep = (int)conf->snapshot_keep,
-		.grace_ms = (int64_t)conf->orphan_grace * 1000, .ages = !conf->s3.bucket,
+		.grace_ms = (int64_t)conf->orphan_grace * 1000,
 	};
 
 	return cc;
@@ -1075,7 +1079,7 @@ static int ice_open(void **ctx, const void *conf, const struct sl_sink_stream *s
 		snprintf(err, errlen, "iceberg sink: out of memory");
 		goto fail;
 	}
-	if (sl_ocf_codec_new(&s->codec, c->codec, c->compression_level, 0, err, errlen) < 0)
+	if (sl_ocf_codec_new(&s->codec, c->codec, c->compression_level, c->compression_threads, err, errlen) < 0)
 		goto fail;
 	*ctx = s;
 	return 0;
@@ -1129,7 +1133,8 @@ static int ice_compact_stream(const void *conf, const struct sl_sink_stream *st,
 
 	if ((rc = sl_mirror_lock(st->state_dir, st->name, true, &fd, &busy, err, errlen)) < 0)
 		return rc;
-	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, 0, err, errlen)) < 0 ||
+	if ((rc = sl_ocf_codec_new(&cc.codec, c->codec, c->compression_level, c->compression_threads, err,
+				   errlen)) < 0 ||
 	    (rc = sl_ice_store_open(c, st, MAINT_ATTEMPTS, &store, &root, err, errlen)) < 0)
 		goto out;
 	rc = ice_compact(&store, &cc, object, out, err, errlen);
@@ -1149,6 +1154,8 @@ static const struct sl_keydesc ice_keys[] = {
 	  FIELD(struct sl_iceberg_conf, codec) },
 	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
 	  .max = SL_OCF_ZSTD_MAX_LEVEL, FIELD(struct sl_iceberg_conf, compression_level) },
+	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
+	  FIELD(struct sl_iceberg_conf, compression_threads) },
 	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024,
 	  .max = UINT64_MAX, FIELD(struct sl_iceberg_conf, max_file_bytes) },
 	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,

@@ -55,6 +55,7 @@ struct sl_iceberg_conf {
 	char *path;                  /* or the warehouse folder */
 	enum sl_codec codec;         /* of the data files, default deflate */
 	int compression_level;       /* deflate level 1-9, default 1 */
+	int compression_threads;     /* blocks compressed beside the encoding, default 1 (0: inline) */
 	uint64_t max_file_bytes;     /* a flush is due past this many bytes written, default 64MB */
 	uint64_t max_file_seconds;   /* or this long after the first write, default 60 */
 	uint64_t compact_small_bytes; /* compaction, append mode: data files below this are rewritten, default 16MB */

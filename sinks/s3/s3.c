@@ -393,13 +393,13 @@ struct list_arg {
 	void *arg;
 };
 
-static int list_one(void *arg, const char *key, uint64_t size)
+static int list_one(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct list_arg *la = arg;
 
 	if (strlen(key) <= la->strip)
 		return 0;
-	return la->fn(la->arg, key + la->strip, size);
+	return la->fn(la->arg, key + la->strip, size, mtime_ms);
 }
 
 static int s3_list(void *ctx, const char *prefix, sl_store_list_fn fn, void *arg, char *err, size_t errlen)
@@ -499,6 +499,8 @@ static void s3_close(void *ctx)
 }
 
 static int s3_cleanup(void *st, const char *stream, char *err, size_t errlen);
+static int s3_abort_uploads(void *st, const char *prefix, int64_t min_age_ms, int *aborted, char *err,
+			    size_t errlen);
 
 static const struct sl_store_ops s3_store_ops = {
 	.file_new = s3_file_new,
@@ -513,6 +515,7 @@ static const struct sl_store_ops s3_store_ops = {
 	.remove = s3_remove,
 	.fetch = s3_fetch,
 	.cleanup = s3_cleanup,
+	.abort_uploads = s3_abort_uploads,
 	.describe = s3_describe,
 	.close = s3_close,
 };
@@ -603,20 +606,26 @@ const char *sl_s3_store_root(const struct sl_store *store)
 
 struct stale {
 	struct s3_store *st;
-	size_t plen;                 /* strlen of <prefix><stream>/ */
+	size_t plen;                 /* strlen of <prefix><key prefix>/ */
+	int64_t before_ms;           /* uploads begun before this (INT64_MAX: all) */
 	char **keys, **ids;
 	size_t n, alloc;
+	int young;                   /* uploads kept: begun since before_ms, or when unknown */
 	bool oom;
 };
 
-static int note_upload(void *arg, const char *key, const char *upload_id)
+static int note_upload(void *arg, const char *key, const char *upload_id, int64_t initiated_ms)
 {
 	struct stale *sa = arg;
-	const char *base = strrchr(key, '/');
+	size_t len = strlen(key);
 
-	/* Only uploads sluice begins: a data file's name under the stream. */
-	if (strlen(key) <= sa->plen || !sl_tree_data_name(base ? base + 1 : key, NULL, NULL))
+	/* Only uploads sluice begins: an Avro data file under the prefix. */
+	if (len <= sa->plen || len < 5 || strcmp(key + len - 5, ".avro") != 0)
 		return 0;
+	if (sa->before_ms != INT64_MAX && (initiated_ms < 0 || initiated_ms >= sa->before_ms)) {
+		sa->young++;
+		return 0;
+	}
 	if (sa->n == sa->alloc) {
 		size_t na = sa->alloc ? sa->alloc * 2 : 16;
 		char **nk = realloc(sa->keys, na * sizeof *nk), **ni;
@@ -643,16 +652,19 @@ static int note_upload(void *arg, const char *key, const char *upload_id)
 	return 0;
 }
 
-/* Aborts the multipart uploads a crashed run left under <prefix><stream>/:
- * they were never completed, so their rows were never acknowledged. */
-static int abort_stale(struct s3_store *st, const char *stream, char *err, size_t errlen)
+/* Aborts the multipart uploads of data files under <prefix><what>/ begun
+ * min_age_ms or more ago (0: all): a crashed run left them; they were never
+ * completed, so their rows were never acknowledged.  *aborted: how many. */
+static int abort_stale(struct s3_store *st, const char *what, int64_t min_age_ms, int *aborted, char *err,
+		       size_t errlen)
 {
-	struct stale sa = { .st = st };
+	struct stale sa = { .st = st, .before_ms = min_age_ms > 0 ? sl_now_us() / 1000 - min_age_ms : INT64_MAX };
 	struct sl_buf p;
 	int rc;
 
+	*aborted = 0;
 	sl_buf_init(&p, 0);
-	sl_buf_printf(&p, "%s%s/", st->prefix, stream);
+	sl_buf_printf(&p, "%s%s/", st->prefix, what);
 	if (sl_buf_failed(&p)) {
 		snprintf(err, errlen, "s3 sink: out of memory");
 		return -1;
@@ -675,8 +687,13 @@ static int abort_stale(struct s3_store *st, const char *stream, char *err, size_
 			sl_debug("aborted the incomplete upload of \"%s\"", sa.keys[i]);
 	}
 	if (rc == 0 && sa.n > 0)
-		sl_info("stream \"%s\": aborted %zu incomplete upload%s under %s in %s", stream, sa.n,
-			sa.n == 1 ? "" : "s", p.data, st->desc);
+		sl_info("stream \"%.*s\": aborted %zu incomplete upload%s under %s in %s", (int)strcspn(what, "/"), what,
+			sa.n, sa.n == 1 ? "" : "s", p.data, st->desc);
+	if (rc == 0 && sa.young > 0)
+		sl_debug("kept %d incomplete upload%s under %s begun less than %" PRId64 " ms ago (or at a time the "
+			 "server does not say)", sa.young, sa.young == 1 ? "" : "s", p.data, min_age_ms);
+	if (rc == 0)
+		*aborted = (int)sa.n;
 	for (size_t i = 0; i < sa.n; i++) {
 		free(sa.keys[i]);
 		free(sa.ids[i]);
@@ -687,10 +704,20 @@ static int abort_stale(struct s3_store *st, const char *stream, char *err, size_
 	return rc;
 }
 
-/* The stream's incomplete uploads (store op cleanup). */
+/* The stream's incomplete uploads, all of them: the stream's lock and the
+ * compaction lock make them a crashed run's (store op cleanup). */
 static int s3_cleanup(void *st, const char *stream, char *err, size_t errlen)
 {
-	return abort_stale(st, stream, err, errlen);
+	int n;
+
+	return abort_stale(st, stream, 0, &n, err, errlen);
+}
+
+/* Store op abort_uploads. */
+static int s3_abort_uploads(void *st, const char *prefix, int64_t min_age_ms, int *aborted, char *err,
+			    size_t errlen)
+{
+	return abort_stale(st, prefix, min_age_ms, aborted, err, errlen);
 }
 
 static int s3_open(void **ctx, const void *conf, const struct sl_sink_stream *ss, char *err, size_t errlen)

@@ -807,6 +807,50 @@ int sl_s3_delete(struct sl_s3 *s, const char *key, char *err, size_t errlen)
 	return rc == SL_S3_NOT_FOUND ? 0 : rc;
 }
 
+/* Reads n digits of s at *i into *v; false when one is not a digit. */
+static bool digits(const char *s, size_t n, size_t *i, size_t count, int *v)
+{
+	*v = 0;
+	for (size_t k = 0; k < count; k++, (*i)++) {
+		if (*i >= n || s[*i] < '0' || s[*i] > '9')
+			return false;
+		*v = *v * 10 + (s[*i] - '0');
+	}
+	return true;
+}
+
+int64_t sl_s3_parse_time(const char *s, size_t n)
+{
+	static const char sep[] = "--T::";
+	int f[6], ms = 0;
+	size_t i = 0;
+
+	for (int k = 0; k < 6; k++) {
+		if (!digits(s, n, &i, k == 0 ? 4 : 2, &f[k]))
+			return -1;
+		if (k < 5 && (i >= n || s[i++] != sep[k]))
+			return -1;
+	}
+	if (i < n && s[i] == '.') {
+		int scale = 100;
+		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, scale /= 10)
+			ms += (s[i] - '0') * scale;
+	}
+	if (i + 1 != n || s[i] != 'Z' || f[1] < 1 || f[1] > 12 || f[2] < 1 || f[2] > 31 || f[3] > 23 || f[4] > 59 ||
+	    f[5] > 60)
+		return -1;
+	return ((sl_days_from_civil(f[0], f[1], f[2]) * 24 + f[3]) * 60 + f[4]) * 60000 + (int64_t)f[5] * 1000 + ms;
+}
+
+/* The time in element v (n bytes)'s child tag, in ms since the epoch, or -1. */
+static int64_t xml_time(const char *v, size_t n, const char *tag)
+{
+	const char *cp = v, *tv;
+	size_t tn;
+
+	return xml_next(&cp, v + n, tag, &tv, &tn) ? sl_s3_parse_time(tv, tn) : -1;
+}
+
 int sl_s3_list(struct sl_s3 *s, const char *prefix, sl_s3_list_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct sl_buf q, body, token, key, size, trunc;
@@ -865,7 +909,7 @@ int sl_s3_list(struct sl_s3 *s, const char *prefix, sl_s3_list_fn fn, void *arg,
 			if (sl_buf_failed(&key)) {
 				snprintf(err, errlen, "%s: out of memory", s->desc);
 				rc = -1;
-			} else if (fn(arg, key.data, sz) < 0) {
+			} else if (fn(arg, key.data, sz, xml_time(v, n, "LastModified")) < 0) {
 				rc = -1;
 			}
 		}
@@ -1087,7 +1131,7 @@ int sl_s3_mpu_list(struct sl_s3 *s, const char *prefix, sl_s3_upload_fn fn, void
 			if (sl_buf_failed(&key) || sl_buf_failed(&id)) {
 				snprintf(err, errlen, "%s: out of memory", s->desc);
 				rc = -1;
-			} else if (fn(arg, key.data, id.data) < 0) {
+			} else if (fn(arg, key.data, id.data, xml_time(v, n, "Initiated")) < 0) {
 				rc = -1;
 			}
 		}

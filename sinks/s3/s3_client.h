@@ -96,9 +96,11 @@ int sl_s3_get_to_fd(struct sl_s3 *s, const char *key, int fd, char *err, size_t 
 /* DeleteObject; a missing key is not an error. */
 int sl_s3_delete(struct sl_s3 *s, const char *key, char *err, size_t errlen);
 
-/* ListObjectsV2 of every key under prefix (all pages): fn(arg, key, size)
- * for each; fn returns 0 to go on or -1 to stop. */
-typedef int (*sl_s3_list_fn)(void *arg, const char *key, uint64_t size);
+/* ListObjectsV2 of every key under prefix (all pages): fn(arg, key, size,
+ * mtime_ms) for each, mtime_ms its LastModified in milliseconds since the
+ * epoch (-1 when the answer has none that reads as ISO 8601 UTC); fn
+ * returns 0 to go on or -1 to stop. */
+typedef int (*sl_s3_list_fn)(void *arg, const char *key, uint64_t size, int64_t mtime_ms);
 int sl_s3_list(struct sl_s3 *s, const char *prefix, sl_s3_list_fn fn, void *arg, char *err, size_t errlen);
 
 /* Multipart uploads.  *upload_id and *etag are malloc'd. */
@@ -109,10 +111,17 @@ int sl_s3_mpu_complete(struct sl_s3 *s, const char *key, const char *upload_id, 
 		       int nparts, char *err, size_t errlen);
 /* AbortMultipartUpload; an upload that no longer exists is not an error. */
 int sl_s3_mpu_abort(struct sl_s3 *s, const char *key, const char *upload_id, char *err, size_t errlen);
-/* ListMultipartUploads under prefix (all pages): fn(arg, key, upload_id). */
-typedef int (*sl_s3_upload_fn)(void *arg, const char *key, const char *upload_id);
+/* ListMultipartUploads under prefix (all pages): fn(arg, key, upload_id,
+ * initiated_ms), the last its Initiated in milliseconds since the epoch (-1
+ * when the answer has none). */
+typedef int (*sl_s3_upload_fn)(void *arg, const char *key, const char *upload_id, int64_t initiated_ms);
 int sl_s3_mpu_list(struct sl_s3 *s, const char *prefix, sl_s3_upload_fn fn, void *arg, char *err,
 		   size_t errlen);
+
+/* An ISO 8601 UTC time as S3 writes it ("2024-01-31T13:45:00.123Z", the
+ * fraction optional), n bytes, in milliseconds since the epoch; -1 when it
+ * does not read as one. */
+int64_t sl_s3_parse_time(const char *s, size_t n);
 
 /* Appends s percent-encoded for an S3 path (slash true: '/' stays) or a
  * query value (slash false: '/' becomes %2F). */

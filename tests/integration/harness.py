@@ -1336,6 +1336,21 @@ class S3Server:
                 out.append((k, uid))
         return out
 
+    def age(self, key, seconds):
+        """Sets the object key's LastModified (the mtime of s3rver's file of
+        it) seconds back."""
+        *dirs, base = key.split("/")
+        p = os.path.join(self.data, self.bucket, *dirs, f"{base}._S3rver_object")
+        t = os.path.getmtime(p) - seconds
+        os.utime(p, (t, t))
+
+    def age_upload(self, upload_id, seconds):
+        """Sets the incomplete upload's Initiated (s3server.js: the mtime
+        of its "key" file) seconds back."""
+        p = os.path.join(self.data, self.bucket, "._S3rver_uploads", upload_id, "key")
+        t = os.path.getmtime(p) - seconds
+        os.utime(p, (t, t))
+
     def download(self, prefix, dest):
         """Downloads every object under prefix into dest, as relative paths."""
         os.makedirs(dest, exist_ok=True)

@@ -337,14 +337,18 @@ class IcebergTest(LocalTables, PgTestCase):
         would skip its file: a string's upper bound left as its 16-byte cut
         loses rows here; the notes' cut ends in a non-ASCII character), and
         python3-avro reads counts and bounds that
-        match the records of each data file and equality delete file."""
+        match the records of each data file and equality delete file:
+        column sizes, and for the real and double columns (NaN, -0, null,
+        -Infinity among their values) NaN counts and bounds without NaN."""
         pg = self.pg
         pg.execute("DROP TABLE IF EXISTS ices")
         pg.execute("CREATE TABLE ices (id int PRIMARY KEY, v text, amount numeric(12,2), d date, "
-                   "note text, big bigint)")
+                   "note text, big bigint, r real, dp double precision)")
         insert = ("INSERT INTO ices SELECT g, 'a shared prefix longer than sixteen bytes ' || g, g * 1.25 - 10, "
-                  "date '2024-01-01' + g, 'cr\u00e8me br\u00fbl\u00e9\u00e9 n\u00b0' || g, g::bigint * 10000000000 "
-                  "FROM generate_series(%s, %s) g")
+                  "date '2024-01-01' + g, 'cr\u00e8me br\u00fbl\u00e9\u00e9 n\u00b0' || g, g::bigint * 10000000000, "
+                  "CASE g %% 4 WHEN 0 THEN 'NaN' WHEN 1 THEN '-0' ELSE g * 0.75 END, "
+                  "CASE WHEN g %% 3 = 0 THEN 'NaN' WHEN g %% 5 = 0 THEN NULL WHEN g %% 7 = 0 THEN '-Infinity' "
+                  "ELSE g * 1.5 - 20 END FROM generate_series(%s, %s) g")
         pg.execute(insert, (1, 20))
         s = self.isluice("ices" + mode, "public.ices", write_mode=mode)
         self.catch_up(s)
@@ -378,13 +382,39 @@ class IcebergTest(LocalTables, PgTestCase):
                          "(column, value): (changes the filter found, changes there are)")
         self.assertEqual(self.check_stats(s, "public_ices"), (3, 0 if mode == "append" else 2))
 
+    def column_sizes(self, location):
+        """{field name: bytes} of the data file's records, each field's
+        Avro encoding measured by python3-avro as it decodes them."""
+        import avro.datafile
+        import avro.io
+        sizes = {}
+
+        class Sizer(avro.io.DatumReader):
+            def read_record(self, writers_schema, readers_schema, decoder):
+                out = {}
+                for f in writers_schema.fields:
+                    p = decoder.reader.tell()
+                    out[f.name] = self.read_data(f.type, f.type, decoder)
+                    sizes[f.name] = sizes.get(f.name, 0) + decoder.reader.tell() - p
+                return out
+
+        with open(self.local_file(location), "rb") as fh:
+            rd = avro.datafile.DataFileReader(fh, Sizer())
+            for _ in rd:
+                pass
+            rd.close()
+        return sizes
+
     def check_stats(self, s, obj):
         """Each data file's manifest entry: its value and null counts equal
-        its records', its bounds (Iceberg's single-value serialization) are
-        its least and greatest values (exactly, or for a string cut to at
-        most 16 bytes: a prefix of the least, and above the greatest); an
-        equality delete file's, of its key column.  Returns the number of
-        data files and of delete files."""
+        its records', its column sizes the bytes python3-avro decodes per
+        field, its NaN counts (floats and doubles only) the NaNs, its bounds
+        (Iceberg's single-value serialization) its least and greatest values
+        (exactly, NaN left out and -0.0 before +0.0 for floats, or for a
+        string cut to at most 16 bytes: a prefix of the least, and above the
+        greatest); an equality delete file's, of its key column.  Returns
+        the number of data files and of delete files."""
+        import math
         import struct
         _, meta = self.current_metadata(s, obj)
         schema = [sc for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]][0]
@@ -403,11 +433,25 @@ class IcebergTest(LocalTables, PgTestCase):
                 hi = {kv["key"]: kv["value"] for kv in df["upper_bounds"]}
                 self.assertEqual(vc, {fid: len(recs) for fid in ff})
                 self.assertEqual(nc, {fid: sum(1 for r in recs if r[f["name"]] is None) for fid, f in ff.items()})
+                sizes = self.column_sizes(df["file_path"])
+                self.assertEqual({kv["key"]: kv["value"] for kv in df["column_sizes"]},
+                                 {fid: sizes[f["name"]] for fid, f in ff.items()})
+                floats = {fid: f for fid, f in ff.items() if f["type"] in ("float", "double")}
+                self.assertEqual({kv["key"]: kv["value"] for kv in df["nan_value_counts"] or []},
+                                 {fid: sum(1 for r in recs if r[f["name"]] is not None and math.isnan(r[f["name"]]))
+                                  for fid, f in floats.items()})
                 for fid, f in ff.items():
                     vals = [r[f["name"]] for r in recs if r[f["name"]] is not None]
                     t = f["type"]
+                    if t in ("float", "double"):
+                        vals = [v for v in vals if not math.isnan(v)]
                     if not vals:
                         self.assertNotIn(fid, lo)
+                        continue
+                    if t in ("float", "double"):
+                        fmt, order = ("<f" if t == "float" else "<d"), (lambda v: (v, math.copysign(1, v)))
+                        self.assertEqual((lo[fid], hi[fid]), (struct.pack(fmt, min(vals, key=order)),
+                                                              struct.pack(fmt, max(vals, key=order))), f["name"])
                         continue
                     if t in ("int", "date"):
                         enc = [struct.pack("<i", v if t == "int" else (v - datetime.date(1970, 1, 1)).days)
@@ -1143,6 +1187,75 @@ class IcebergTest(LocalTables, PgTestCase):
         rows = self.read_table(s, obj)
         self.assertEqual(len(rows), len(before) + changes)
         self.assertEqual(rebuild(rows), pg_state(pg, "icex"))
+
+    def metadata_versions(self, s, obj):
+        """The versions N of the table's metadata/vN.metadata.json files."""
+        d = os.path.join(self.table_dir(s, obj), "metadata")
+        return sorted(int(f[1:-len(".metadata.json")]) for f in os.listdir(d)
+                      if f.startswith("v") and f.endswith(".metadata.json"))
+
+    def test_old_metadata_removed(self):
+        """Old metadata files, as Iceberg's table properties rule them: with
+        write.metadata.previous-versions-max set to 2 (by a commit of the
+        table's own, as an engine's ALTER TABLE would), every later commit
+        keeps 2 previous versions in metadata-log and removes the file of the
+        one it drops (delete-after-commit, sluice's default); the current
+        one and those the log names stay, and ClickHouse reads the table
+        equal to the source.  A leftover older version (a crash between a
+        commit and its remove) goes at the next compaction; with
+        delete-after-commit.enabled false, none is removed."""
+        pg = self.pg
+        s = self.backfilled("icemd", "icemd", 40)
+        obj = "public_icemd"
+        d = self.table_dir(s, obj)
+        churn(pg, "icemd", 10000, 5)
+        self.catch_up(s)
+        version, meta = self.current_metadata(s, obj)
+        self.assertGreaterEqual(version, 2)
+        self.assertEqual(self.metadata_versions(s, obj), list(range(1, version + 1)))
+        first = self.read_text(f"{d}/metadata/v1.metadata.json")
+
+        def set_props(props):
+            v, m = self.current_metadata(s, obj)
+            m["properties"].update(props)
+            m["metadata-log"].append({"timestamp-ms": m["last-updated-ms"],
+                                      "metadata-file": f"{d}/metadata/v{v}.metadata.json"})
+            with open(f"{d}/metadata/v{v + 1}.metadata.json", "x") as f:
+                json.dump(m, f, indent=2)
+            with open(f"{d}/metadata/version-hint.text", "w") as f:
+                f.write(str(v + 1))
+
+        set_props({"write.metadata.previous-versions-max": "2"})
+        for k in range(4):
+            churn(pg, "icemd", 11000 + 100 * k, 5)
+            self.catch_up(s)
+        version, meta = self.current_metadata(s, obj)
+        self.assertGreaterEqual(version, 7)
+        self.assertEqual([e["metadata-file"] for e in meta["metadata-log"]],
+                         [f"{d}/metadata/v{v}.metadata.json" for v in (version - 2, version - 1)])
+        self.assertEqual(self.metadata_versions(s, obj), [version - 2, version - 1, version])
+        rows = self.read_table(s, obj)
+        self.assertEqual(rebuild(rows), pg_state(pg, "icemd"))
+        self.verify(s, 0)
+        # a leftover of a crash between a commit and its remove: the compaction's sweep
+        with open(f"{d}/metadata/v1.metadata.json", "x") as f:
+            f.write(first)
+        # (its replace snapshot drops one more version from the log: 2 in all)
+        self.compact(s, " data file, 95 rows; 0 snapshots expired; 0 unreferenced files removed, 0 kept "
+                     "(younger than orphan_grace); 2 old metadata files removed\n")
+        version, meta = self.current_metadata(s, obj)
+        self.assertEqual(self.metadata_versions(s, obj), [version - 2, version - 1, version])
+        # delete-after-commit off: the log is trimmed, the files stay
+        set_props({"write.metadata.delete-after-commit.enabled": "false"})
+        kept = self.metadata_versions(s, obj)
+        for k in range(2):
+            churn(pg, "icemd", 12000 + 100 * k, 5)
+            self.catch_up(s)
+        version, meta = self.current_metadata(s, obj)
+        self.assertEqual(len(meta["metadata-log"]), 2)
+        self.assertEqual(self.metadata_versions(s, obj), kept + list(range(kept[-1] + 1, version + 1)))
+        self.compact(s, "; 0 old metadata files removed")
+        self.assertEqual(rebuild(self.read_table(s, obj)), pg_state(pg, "icemd"))
 
     def manifest_list(self, s, obj):
         _, meta = self.current_metadata(s, obj)

@@ -20,11 +20,15 @@ test_iceberg.py that matter for a bucket run again against it:
 - sluice verify (a good table in both modes, a data file missing, a
   manifest's wrong record count, a snapshot missing from the chain) and
   sluice compact of a merge table (the compaction losing the race for a
-  metadata version to the agent's commit included), against that server.
+  metadata version to the agent's commit included), against that server;
+- orphan objects removed by their LastModified once older than
+  orphan_grace, and incomplete multipart uploads under data/ begun before
+  it aborted (s3server.js reports an upload's Initiated).
 
 Skips, saying why, without node, chdb or s3rver.
 """
 
+import json
 import os
 import shutil
 import tempfile
@@ -35,7 +39,7 @@ import botocore.exceptions
 import harness
 import test_iceberg
 from harness import PgTestCase, WithS3
-from test_iceberg import ch_query, churn, fill, pg_state
+from test_iceberg import ch_query, churn, fill, pg_state, rebuild
 
 
 def put_if_none_match(s3, key, body):
@@ -116,8 +120,7 @@ class IcebergS3Test(S3Tables, WithS3, test_iceberg.IcebergTest):
     test_merge_without_key_refused = None
     test_metadata_never_replaced = None     # s3rver replaces: IcebergS3ConditionalTest
     # maintenance in a bucket: IcebergS3MaintTest; the other compaction
-    # tests exercise nothing the store changes, and orphan removal keeps
-    # every file in a bucket (no age)
+    # tests exercise nothing the store changes
     test_verify = None
     test_compact_merge = None
     test_compact_append = None
@@ -127,6 +130,7 @@ class IcebergS3Test(S3Tables, WithS3, test_iceberg.IcebergTest):
     test_expire_and_orphans = None
     # widening in a bucket: test_widen_merge (its compaction included)
     test_widen_append = None
+    test_old_metadata_removed = None
 
     def test_append_changes_truncate(self):
         """Append mode: backfill and random changes read by ClickHouse from
@@ -197,8 +201,61 @@ class IcebergS3MaintTest(S3Tables, WithS3, test_iceberg.IcebergTest):
     """sluice verify and sluice compact of tables in a bucket, against a
     server that honours If-None-Match: * (a compaction that loses the race
     for a metadata version must not replace the agent's, as on s3rver):
-    IcebergTest's test_verify and test_compact_merge, and no other."""
+    IcebergTest's test_verify and test_compact_merge, and no other; orphan
+    objects and incomplete uploads removed by their age in the bucket."""
     s3_kw = {"conditional_put": True}
+
+    def test_orphans_and_uploads_in_bucket(self):
+        """sluice compact in a bucket goes by the objects' LastModified and
+        the uploads' Initiated: unreferenced objects older than orphan_grace
+        go, a younger one stays, every file a snapshot names stays; an
+        incomplete multipart upload under data/ begun before the grace is
+        aborted, a younger one is left to its writer; ClickHouse reads the
+        table equal to the source."""
+        pg = self.pg
+        s = self.churned("icexs", 60, 3, 3)
+        obj = "public_icexs"
+        base = f"{s.prefix}/{s.stream}/{obj}"
+        before = self.read_table(s, obj)
+        self.assertEqual(rebuild(before), pg_state(pg, "icexs"))
+        old = [f"{base}/data/old-orphan.avro", f"{base}/metadata/old-orphan-m0.avro"]
+        young = [f"{base}/data/young-orphan.avro"]
+        c = self.s3.client()
+        for k in old + young:
+            c.put_object(Bucket=self.s3.bucket, Key=k, Body=b"Obj\x01")
+        for k in old:
+            self.s3.age(k, 7200)
+        ups = {}
+        for name in ("old-upload", "young-upload"):
+            k = f"{base}/data/{name}.avro"
+            uid = c.create_multipart_upload(Bucket=self.s3.bucket, Key=k)["UploadId"]
+            c.upload_part(Bucket=self.s3.bucket, Key=k, UploadId=uid, PartNumber=1, Body=b"x" * 1024)
+            ups[name] = (k, uid)
+        self.s3.age_upload(ups["old-upload"][1], 7200)
+        self.assertEqual(sorted(self.s3.uploads(base)), sorted(ups.values()))
+        s.extra["destination"].update(orphan_grace="1h")
+        s.write_config()
+        out = self.compact(s, f"stream icexs: {obj}: ")
+        self.assertIn("; 2 unreferenced files removed, ", out)
+        self.assertIn("; 1 incomplete uploads aborted\n", out)
+        self.assertEqual(self.s3.uploads(base), [ups["young-upload"]])
+        objects = self.s3.objects(base + "/")
+        for k in old:
+            self.assertNotIn(k, objects)
+        for k in young:
+            self.assertIn(k, objects)
+        _, meta = self.current_metadata(s, obj)
+        for sn in meta["snapshots"]:
+            self.assertIn(self.key_of(sn["manifest-list"]), objects)
+            for m in self.read_avro_at(sn["manifest-list"])[1]:
+                self.assertIn(self.key_of(m["manifest_path"]), objects)
+                for e in self.read_avro_at(m["manifest_path"])[1]:
+                    self.assertIn(self.key_of(e["data_file"]["file_path"]), objects)
+        after = self.read_table(s, obj)
+        self.assertEqual(sorted(json.dumps(r, sort_keys=True) for r in after),
+                         sorted(json.dumps(r, sort_keys=True) for r in before))
+        self.assertEqual(rebuild(after), pg_state(pg, "icexs"))
+        self.verify(s, 0)
 
 
 for _name in dir(test_iceberg.IcebergTest):

@@ -1441,7 +1441,13 @@ static void test_iceberg_keys(void **state)
 	c = cfg->destinations[1].conf;
 	assert_string_equal(c->path, "/data/wh");
 	assert_null(c->s3.bucket);
+	assert_int_equal(c->compression_threads, 1);   /* as avro_dir's: blocks compressed beside the encoding */
 	sl_config_free(cfg);
+	cfg = LOAD_OK(f, ICE_HEAD "path = /data/wh\ncompression_threads = 0\n");
+	assert_int_equal(((const struct sl_iceberg_conf *)cfg->destinations[1].conf)->compression_threads, 0);
+	sl_config_free(cfg);
+	EXPECT_ERR(f, ICE_HEAD "path = /x\ncompression_threads = 65\n",
+		   ":15: bad value \"65\" for key \"compression_threads\": must be from 0 to 64");
 
 	EXPECT_ERR(f, ICE_HEAD "codec = null\n",
 		   ":12: [destination.b] needs path (a folder) or bucket (an S3 bucket) (required for type iceberg)");

@@ -11,9 +11,11 @@
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
  * (also written by hand from the specification), read back with avro-c;
  * a data file's column statistics in its manifest entry, compared with
- * tests/unit/golden/iceberg_manifest_stats.json (written by hand); the
- * readers of manifests and manifest lists against the writers, and a
- * schema read back from its JSON.
+ * tests/unit/golden/iceberg_manifest_stats.json (written by hand), and a
+ * float's and a double's (NaN counts, bounds), encoded by hand; the
+ * readers of manifests and manifest lists against the writers, a
+ * schema read back from its JSON, and the metadata-log trimmed as the
+ * table properties on old metadata files say.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -723,8 +725,14 @@ static void check_cut(const void *b, size_t bn, const void *str, size_t sn, cons
 	put_avro_bytes(&rec, str, sn);
 	assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
 	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
+	sl_buf_append(&want, "\x02\x04\x02", 3);                           /* column sizes: */
+	sl_buf_putc(&want, (char)(2 * (1 + bn)));                          /* the length byte and */
+	sl_buf_append(&want, "\x04", 1);
+	sl_buf_putc(&want, (char)(2 * (1 + sn)));                          /* the bytes (< 64 in all) */
+	sl_buf_append(&want, "\x00", 1);
 	sl_buf_append(&want, "\x02\x04\x02\x02\x04\x02\x00", 7);             /* value counts 1, 1 */
 	sl_buf_append(&want, "\x02\x04\x02\x00\x04\x00\x00", 7);             /* null counts 0, 0 */
+	sl_buf_append(&want, "\x00", 1);                                   /* no NaN counts */
 	sl_buf_append(&want, bounds, blen);
 	assert_int_equal(got.len, want.len);
 	assert_memory_equal(got.data, want.data, want.len);
@@ -762,6 +770,133 @@ static void test_cut_bounds(void **state)
 	check_cut("xyz", 3, "a" MAXCP3 "\xf4\x8f\xbf\xbf", 17,
 		  "\x02\x04\x02\x06xyz\x04\x1a" "a" MAXCP3 "\x00"
 		  "\x02\x04\x02\x06xyz\x04\x02" "b\x00", 9 + 13 + 1 + 11);
+}
+
+/* Appends the Avro encoding of an optional float (f4) or double field's
+ * value: null when bits is NULL, else the n little-endian bytes bits. */
+static void put_opt(struct sl_buf *b, const char *bits, size_t n)
+{
+	sl_buf_putc(b, bits ? '\x02' : '\x00');
+	if (bits)
+		sl_buf_append(b, bits, n);
+}
+
+/* Floats and doubles: NaN counted apart and left out of the bounds, -0.0
+ * before +0.0, infinities kept; a column of NaNs and nulls only has no
+ * bounds.  Every byte written by hand from the specification: a float's
+ * bound is its 4 IEEE 754 bytes little-endian, a double's 8. */
+static void test_float_stats(void **state)
+{
+	struct ice_field fl[3] = { { .id = 1, .name = "f", .kind = ICE_FLOAT, .col = -1 },
+				   { .id = 2, .name = "d", .kind = ICE_DOUBLE, .col = -1 },
+				   { .id = 3, .name = "n", .kind = ICE_DOUBLE, .col = -1 } };
+	struct ice_schema s = { .nfields = 3, .f = fl, .last_column_id = 3 };
+	/* f: 1.5, NaN, -0.0, +0.0, null; d: -inf, 2.5, NaN, -0.0, +0.0; n: NaN, null, -NaN, NaN, null */
+	static const char *const f[5] = { "\x00\x00\xc0\x3f", "\x00\x00\xc0\x7f", "\x00\x00\x00\x80",
+					  "\x00\x00\x00\x00", NULL };
+	static const char *const d[5] = { "\x00\x00\x00\x00\x00\x00\xf0\xff", "\x00\x00\x00\x00\x00\x00\x04\x40",
+					  "\x00\x00\x00\x00\x00\x00\xf8\x7f", "\x00\x00\x00\x00\x00\x00\x00\x80",
+					  "\x00\x00\x00\x00\x00\x00\x00\x00" };
+	static const char *const n[5] = { "\x01\x00\x00\x00\x00\x00\xf8\x7f", NULL,
+					  "\x00\x00\x00\x00\x00\x00\xf8\xff", "\x00\x00\x00\x00\x00\x00\xf8\x7f", NULL };
+	static const char want[] =
+		"\x02\x06" "\x02\x2a" "\x04\x5a" "\x06\x3a" "\x00"       /* sizes: 4x5+1, 5x9, 3x9+2 */
+		"\x02\x06" "\x02\x0a" "\x04\x0a" "\x06\x0a" "\x00"       /* values: 5 each */
+		"\x02\x06" "\x02\x02" "\x04\x00" "\x06\x04" "\x00"       /* nulls: 1, 0, 2 */
+		"\x02\x06" "\x02\x02" "\x04\x02" "\x06\x06" "\x00"       /* NaNs: 1, 1, 3 */
+		"\x02\x04" "\x02\x08\x00\x00\x00\x80"                   /* lower: f -0.0, */
+		"\x04\x10\x00\x00\x00\x00\x00\x00\xf0\xff" "\x00"      /* d -inf; n none */
+		"\x02\x04" "\x02\x08\x00\x00\xc0\x3f"                   /* upper: f 1.5, */
+		"\x04\x10\x00\x00\x00\x00\x00\x00\x04\x40" "\x00";     /* d 2.5 */
+	struct ice_col_stats st[3];
+	struct sl_buf rec, got;
+
+	(void)state;
+	memset(st, 0, sizeof st);
+	sl_buf_init(&rec, 0);
+	sl_buf_init(&got, 0);
+	for (int i = 0; i < 5; i++) {
+		sl_buf_reset(&rec);
+		put_opt(&rec, f[i], 4);
+		put_opt(&rec, d[i], 8);
+		put_opt(&rec, n[i], 8);
+		assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	}
+	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
+	if (got.len != sizeof want - 1 || memcmp(got.data, want, got.len) != 0) {
+		for (size_t i = 0; i < got.len; i++)
+			fprintf(stderr, "%02x%s", (unsigned char)got.data[i], i + 1 < got.len ? " " : "\n");
+		fail_msg("the float statistics differ (got above, %zu bytes; want %zu)", got.len, sizeof want - 1);
+	}
+	sl_buf_free(&rec);
+	sl_buf_free(&got);
+}
+
+/* A metadata-log of n entries, v1..vn of /t, in a metadata object with
+ * properties props (a JSON object text, or NULL: none). */
+static json_t *with_log(int n, const char *props)
+{
+	json_t *m = json_pack("{s:[]}", "metadata-log");
+
+	assert_non_null(m);
+	for (int i = 1; i <= n; i++) {
+		char f[64];
+		snprintf(f, sizeof f, "/t/metadata/v%d.metadata.json", i);
+		assert_int_equal(json_array_append_new(json_object_get(m, "metadata-log"),
+						       json_pack("{s:i, s:s}", "timestamp-ms", 1000 + i,
+								 "metadata-file", f)), 0);
+	}
+	if (props)
+		assert_int_equal(json_object_set_new(m, "properties", json_loads(props, 0, NULL)), 0);
+	return m;
+}
+
+/* The metadata-log trimmed to the newest previous-versions-max entries
+ * (sluice's default 100; at least 1), and the files of the entries dropped
+ * to delete unless delete-after-commit.enabled says false. */
+static void test_trim_metadata_log(void **state)
+{
+	static const struct {
+		int n;
+		const char *props;
+		const char *log;        /* what stays, as "first..last" */
+		const char *gone;       /* the files to delete, as JSON */
+	} cases[] = {
+		{ 100, NULL, "1..100", "[]" },
+		{ 101, NULL, "2..101", "[\"/t/metadata/v1.metadata.json\"]" },
+		{ 5, "{\"write.metadata.previous-versions-max\": \"3\"}", "3..5",
+		  "[\"/t/metadata/v1.metadata.json\", \"/t/metadata/v2.metadata.json\"]" },
+		{ 5, "{\"write.metadata.previous-versions-max\": \"3\", "
+		     "\"write.metadata.delete-after-commit.enabled\": \"false\"}", "3..5", "[]" },
+		{ 5, "{\"write.metadata.previous-versions-max\": \"2\", "
+		     "\"write.metadata.delete-after-commit.enabled\": \"TRUE\"}", "4..5",
+		  "[\"/t/metadata/v1.metadata.json\", \"/t/metadata/v2.metadata.json\", "
+		  "\"/t/metadata/v3.metadata.json\"]" },
+		{ 3, "{\"write.metadata.previous-versions-max\": \"0\"}", "3..3",
+		  "[\"/t/metadata/v1.metadata.json\", \"/t/metadata/v2.metadata.json\"]" },
+		{ 3, "{\"write.metadata.previous-versions-max\": \"many\"}", "1..3", "[]" },
+		{ 0, "{\"write.metadata.previous-versions-max\": \"1\"}", "", "[]" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		json_t *m = with_log(cases[i].n, cases[i].props), *gone = ice_meta_trim_log(m);
+		json_t *want = json_loads(cases[i].gone, 0, NULL), *log = json_object_get(m, "metadata-log");
+		char got[32] = "";
+		assert_non_null(gone);
+		assert_non_null(want);
+		if (json_array_size(log))
+			snprintf(got, sizeof got, "%d..%d",
+				 (int)json_integer_value(json_object_get(json_array_get(log, 0), "timestamp-ms")) - 1000,
+				 (int)json_integer_value(json_object_get(json_array_get(log, json_array_size(log) - 1),
+									 "timestamp-ms")) - 1000);
+		if (strcmp(got, cases[i].log) != 0 || !json_equal(gone, want))
+			fail_msg("case %zu: log %s, want %s; gone %s, want %s", i, got, cases[i].log,
+				 json_dumps(gone, JSON_COMPACT), cases[i].gone);
+		json_decref(gone);
+		json_decref(want);
+		json_decref(m);
+	}
 }
 
 /* A decimal that does not fit its column: the check sl_avro_decimal_of
@@ -811,6 +946,8 @@ int main(void)
 		cmocka_unit_test(test_manifest_stats_golden),
 		cmocka_unit_test(test_cut_bounds),
 		cmocka_unit_test(test_decimal_refused),
+		cmocka_unit_test(test_trim_metadata_log),
+		cmocka_unit_test(test_float_stats),
 		cmocka_unit_test(test_readers_round_trip),
 	};
 	return cmocka_run_group_tests_name("iceberg_meta", tests, NULL, NULL);

@@ -12,6 +12,7 @@
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -445,21 +447,21 @@ struct seen {
 	char text[4096];
 };
 
-static int note_upload(void *arg, const char *key, const char *id)
+static int note_upload(void *arg, const char *key, const char *id, int64_t initiated_ms)
 {
 	struct seen *se = arg;
 	size_t l = strlen(se->text);
 
-	snprintf(se->text + l, sizeof se->text - l, "%s %s|", key, id);
+	snprintf(se->text + l, sizeof se->text - l, "%s %s %" PRId64 "|", key, id, initiated_ms);
 	return 0;
 }
 
-static int note_object(void *arg, const char *key, uint64_t size)
+static int note_object(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct seen *se = arg;
 	size_t l = strlen(se->text);
 
-	snprintf(se->text + l, sizeof se->text - l, "%s %llu|", key, (unsigned long long)size);
+	snprintf(se->text + l, sizeof se->text - l, "%s %llu %" PRId64 "|", key, (unsigned long long)size, mtime_ms);
 	return 0;
 }
 
@@ -474,11 +476,13 @@ static void test_lists(void **state)
 	(void)state;
 	answer(200, "<ListMultipartUploadsResult><IsTruncated>true</IsTruncated><NextKeyMarker>cdc/k&amp;1"
 		    "</NextKeyMarker><NextUploadIdMarker>u1</NextUploadIdMarker><Upload><Key>cdc/k&amp;1</Key>"
-		    "<UploadId>u1</UploadId></Upload></ListMultipartUploadsResult>", NULL);
+		    "<UploadId>u1</UploadId><Initiated>2024-01-31T13:45:10.250Z</Initiated></Upload>"
+		    "</ListMultipartUploadsResult>", NULL);
 	answer(200, "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated><Upload><Key>cdc/&lt;2&gt;"
 		    "</Key><UploadId>u2</UploadId></Upload></ListMultipartUploadsResult>", NULL);
 	assert_int_equal(sl_s3_mpu_list(s, "cdc/", note_upload, &se, err, sizeof err), 0);
-	assert_string_equal(se.text, "cdc/k&1 u1|cdc/<2> u2|");
+	/* 2024-01-31T13:45:10.250Z is 1706708710250 ms; no Initiated: -1 */
+	assert_string_equal(se.text, "cdc/k&1 u1 1706708710250|cdc/<2> u2 -1|");
 	expect_req(0, "GET /lake/?prefix=cdc%2F&uploads=\n"
 		      "accept: */*\n"
 		      AUTH("host;x-amz-content-sha256;x-amz-date")
@@ -496,12 +500,13 @@ static void test_lists(void **state)
 	reset();
 	se.text[0] = '\0';
 	answer(200, "<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>tok/1=</NextContinuationToken>"
-		    "<Contents><Key>cdc/a.avro</Key><Size>10</Size></Contents><Contents><Key>cdc/b&amp;c.avro</Key>"
+		    "<Contents><Key>cdc/a.avro</Key><LastModified>2024-01-31T13:45:10Z</LastModified><Size>10</Size>"
+		    "</Contents><Contents><Key>cdc/b&amp;c.avro</Key><LastModified>1970-01-01T00:00:01.5Z</LastModified>"
 		    "<Size>20</Size></Contents></ListBucketResult>", NULL);
 	answer(200, "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>cdc/d.avro</Key>"
 		    "<Size>30</Size></Contents></ListBucketResult>", NULL);
 	assert_int_equal(sl_s3_list(s, "cdc/", note_object, &se, err, sizeof err), 0);
-	assert_string_equal(se.text, "cdc/a.avro 10|cdc/b&c.avro 20|cdc/d.avro 30|");
+	assert_string_equal(se.text, "cdc/a.avro 10 1706708710000|cdc/b&c.avro 20 1500|cdc/d.avro 30 -1|");
 	expect_nreq(2);
 	expect_req(0, "GET /lake/?list-type=2&prefix=cdc%2F\n"
 		      "accept: */*\n"
@@ -574,6 +579,109 @@ static void test_errors(void **state)
 	sl_s3_free(s);
 }
 
+/* The s3 sink's configuration for the test server (ep receives its
+ * endpoint), prefix "/cdc/", codec null, 5 MB parts spooled in dir. */
+static void sink_conf(struct sl_s3_conf *c, char *ep, size_t eplen, char *dir)
+{
+	snprintf(ep, eplen, "http://127.0.0.1:%u", g.port);
+	memset(c, 0, sizeof *c);
+	c->endpoint = ep;
+	c->bucket = "lake";
+	c->prefix = "/cdc/";
+	c->region = "us-east-1";
+	c->path_style = true;
+	c->access_key_id = "AKIDTEST";
+	c->secret_access_key = SECRET;
+	c->tls_verify = true;
+	c->codec = SL_CODEC_NULL;
+	c->compression_level = 1;
+	c->max_file_bytes = 64 << 20;
+	c->max_file_seconds = 60;
+	c->part_size = 5 << 20;
+	c->spool_dir = dir;
+}
+
+/* The headers of a bodiless request of the sink's client (its own user agent). */
+#define SINK_EMPTY_REQ "accept: */*\n" AUTH("host;x-amz-content-sha256;x-amz-date") \
+	"host: 127.0.0.1:PORT\n" "user-agent: sluice/" PACKAGE_VERSION "\n" "x-amz-content-sha256: " EMPTY_SHA "\n\n"
+
+/* S3's times (ISO 8601, UTC), and what does not read as one. */
+static void test_parse_time(void **state)
+{
+	static const struct {
+		const char *text;
+		int64_t ms;
+	} cases[] = {
+		{ "1970-01-01T00:00:00Z", 0 },
+		{ "1970-01-01T00:00:00.001Z", 1 },
+		{ "2024-01-31T13:45:10.250Z", 1706708710250 },
+		{ "2024-02-29T23:59:59.999999Z", 1709251199999 },
+		{ "2000-03-01T00:00:00.000Z", 951868800000 },
+		{ "2024-01-31T13:45:10", -1 },          /* no zone */
+		{ "2024-01-31T13:45:10+01:00", -1 },
+		{ "2024-13-01T00:00:00Z", -1 },
+		{ "2024-01-31 13:45:10Z", -1 },
+		{ "Wed, 31 Jan 2024 13:45:10 GMT", -1 },
+		{ "", -1 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		if (sl_s3_parse_time(cases[i].text, strlen(cases[i].text)) != cases[i].ms)
+			fail_msg("\"%s\": %" PRId64 ", want %" PRId64, cases[i].text,
+				 sl_s3_parse_time(cases[i].text, strlen(cases[i].text)), cases[i].ms);
+}
+
+/* An S3 time text for now - ago_s seconds. */
+static void iso_ago(char *out, size_t len, int64_t ago_s)
+{
+	time_t t = time(NULL) - (time_t)ago_s;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+}
+
+/* The store's abort_uploads: one list of the prefix's uploads, then an
+ * abort of each data file's upload begun before the age, and of none other
+ * (a young one, one without Initiated, one that is not a data file). */
+static void test_abort_uploads(void **state)
+{
+	struct sl_s3_conf c;
+	struct sl_sink_stream ss = { .name = "s1", .mode = SL_WRITE_APPEND, .destination = "lake" };
+	struct sl_store store;
+	struct sl_buf list;
+	char ep[64], err[1024], old[40], young[40], *dir = tl_mkdtemp("s3spool");
+	int aborted = -1;
+
+	(void)state;
+	sink_conf(&c, ep, sizeof ep, dir);
+	iso_ago(old, sizeof old, 7200);
+	iso_ago(young, sizeof young, 60);
+	sl_buf_init(&list, 0);
+	sl_buf_printf(&list, "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated>"
+		      "<Upload><Key>cdc/s1/t/data/a.avro</Key><UploadId>OLD</UploadId><Initiated>%s</Initiated></Upload>"
+		      "<Upload><Key>cdc/s1/t/data/b.avro</Key><UploadId>YOUNG</UploadId><Initiated>%s</Initiated></Upload>"
+		      "<Upload><Key>cdc/s1/t/data/c.avro</Key><UploadId>NOTIME</UploadId></Upload>"
+		      "<Upload><Key>cdc/s1/t/data/d.txt</Key><UploadId>OTHER</UploadId><Initiated>%s</Initiated></Upload>"
+		      "</ListMultipartUploadsResult>", old, young, old);
+	assert_false(sl_buf_failed(&list));
+	answer(200, list.data, NULL);
+	answer(204, "", NULL);
+	assert_int_equal(sl_s3_store(&store, &c, &ss, 1, err, sizeof err), 0);
+	assert_non_null(store.ops->abort_uploads);
+	if (store.ops->abort_uploads(store.ctx, "s1/t/data", 3600 * 1000, &aborted, err, sizeof err) != 0)
+		fail_msg("abort_uploads: %s", err);
+	assert_int_equal(aborted, 1);
+	expect_nreq(2);
+	expect_req(0, "GET /lake/?prefix=cdc%2Fs1%2Ft%2Fdata%2F&uploads=\n" SINK_EMPTY_REQ);
+	expect_req(1, "DELETE /lake/cdc/s1/t/data/a.avro?uploadId=OLD\n" SINK_EMPTY_REQ);
+	store.ops->close(store.ctx);
+	sl_buf_free(&list);
+	tl_rm_rf(dir);
+	free(dir);
+}
+
 /* The sink over the same server: the file goes out as a multipart upload
  * when it is finished, and becomes visible (Complete) only in flush(),
  * followed by the schema file and the manifest. */
@@ -602,22 +710,7 @@ static void test_sink_multipart(void **state)
 	};
 
 	(void)state;
-	snprintf(ep, sizeof ep, "http://127.0.0.1:%u", g.port);
-	memset(&c, 0, sizeof c);
-	c.endpoint = ep;
-	c.bucket = "lake";
-	c.prefix = "/cdc/";
-	c.region = "us-east-1";
-	c.path_style = true;
-	c.access_key_id = "AKIDTEST";
-	c.secret_access_key = SECRET;
-	c.tls_verify = true;
-	c.codec = SL_CODEC_NULL;
-	c.compression_level = 1;
-	c.max_file_bytes = 64 << 20;
-	c.max_file_seconds = 60;
-	c.part_size = 5 << 20;
-	c.spool_dir = dir;
+	sink_conf(&c, ep, sizeof ep, dir);
 	answer(200, "<ListMultipartUploadsResult><IsTruncated>false</IsTruncated></ListMultipartUploadsResult>", NULL);
 	answer(404, "<Error><Code>NoSuchKey</Code></Error>", NULL);
 	answer(200, "<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>", NULL);
@@ -673,6 +766,8 @@ int main(void)
 		cmocka_unit_test_setup(test_lists, per_test),
 		cmocka_unit_test_setup(test_errors, per_test),
 		cmocka_unit_test_setup(test_sink_multipart, per_test),
+		cmocka_unit_test_setup(test_parse_time, per_test),
+		cmocka_unit_test_setup(test_abort_uploads, per_test),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,7 +9,9 @@
 //     documentation describes, so a signing mistake shows up as
 //     403 SignatureDoesNotMatch, an unknown key as 403 InvalidAccessKeyId;
 //   - ListMultipartUploads (GET /bucket?uploads) and AbortMultipartUpload
-//     (DELETE /bucket/key?uploadId=...), over s3rver's own store of uploads;
+//     (DELETE /bucket/key?uploadId=...), over s3rver's own store of uploads
+//     (an upload's Initiated is the modification time of its "key" file
+//     there, which a test may set back);
 //   - every request is appended to --log as "METHOD path?query status ms
 //     bytes": its status, the milliseconds from its first byte to the end of
 //     the answer, and its body's size (Content-Length);
@@ -144,15 +146,19 @@ async function front(ctx, next) {
       const dir = uploadsDir(server.store, bucket);
       const ups = [];
       for (const id of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-        let k;
-        try { k = fs.readFileSync(path.join(dir, id, 'key'), 'utf8'); } catch (e) { continue; }
-        if (k.startsWith(prefix)) ups.push([k, id]);
+        let k, t;
+        try {
+          k = fs.readFileSync(path.join(dir, id, 'key'), 'utf8');
+          t = fs.statSync(path.join(dir, id, 'key')).mtime;
+        } catch (e) { continue; }
+        if (k.startsWith(prefix)) ups.push([k, id, t]);
       }
       ups.sort();
       ctx.type = 'application/xml';
       ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<ListMultipartUploadsResult>' +
         `<Bucket>${xmlEscape(bucket)}</Bucket><Prefix>${xmlEscape(prefix)}</Prefix><IsTruncated>false</IsTruncated>` +
-        ups.map(([k, id]) => `<Upload><Key>${xmlEscape(k)}</Key><UploadId>${id}</UploadId></Upload>`).join('') +
+        ups.map(([k, id, t]) => `<Upload><Key>${xmlEscape(k)}</Key><UploadId>${id}</UploadId>` +
+          `<Initiated>${t.toISOString()}</Initiated></Upload>`).join('') +
         '</ListMultipartUploadsResult>';
       return;
     }
