@@ -83,8 +83,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->exclude_tables = sc->exclude_tables;
 	out->key_columns = sc->key_columns;
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
-	out->slot = sc->slot;
-	out->publication = sc->publication;
+	out->conf = sc->source_conf;
 	out->backfill_connections = sc->source->backfill_connections;
 	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
 	out->heartbeats = sc->heartbeat_interval > 0;
