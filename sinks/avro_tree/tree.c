@@ -1264,10 +1264,13 @@ static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t 
 		goto out;
 	if (m.nfiles > 0) {
 		char pos[SL_POS_TEXT_MAX * 2], csn[17];
+		bool forward = false;
 
-		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0 &&
-		    (snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark)),
-		     !t->last_to.pos || strcmp(csn, t->last_to.csn) >= 0)) {
+		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0) {
+			snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark));
+			forward = !t->last_to.pos || strcmp(csn, t->last_to.csn) >= 0;
+		}
+		if (forward) {
 			rc = sl_manifest_set_pos(&m.to, pos, csn);
 		} else {
 			/* No position yet, or a replay after a crash of changes an
