@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -1006,11 +1005,7 @@ static const struct sl_store_ops dir_store_ops = {
  * open_bound in sinks/avro_tree/tree.c), at least 8. */
 static size_t unsynced_bound(void)
 {
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30)
-		return (size_t)1 << 28;
-	return rl.rlim_cur > 96 ? (size_t)(rl.rlim_cur - 64) / 4 : 8;
+	return (size_t)sl_fd_share(4, 8, (uint64_t)1 << 28);
 }
 
 /* Makes the folder store for path (the destination's path). */

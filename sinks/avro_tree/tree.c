@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,11 +211,7 @@ static void open_list_del(struct sl_tree *t, struct obj *o)
  * transaction over more tables finishes the file opened first, early. */
 static int open_bound(void)
 {
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 2 * (rlim_t)INT_MAX)
-		return INT_MAX;
-	return rl.rlim_cur > 96 ? (int)((rl.rlim_cur - 64) / 2) : 16;
+	return (int)sl_fd_share(2, 16, INT_MAX);
 }
 
 /* The container writer's output: counts the bytes and hands them to the store. */
