@@ -63,8 +63,9 @@ struct dir_store {
 	struct ptrs sync_dirs;         /* char *: folders renamed into, or created in, since the last sync() */
 	struct ptrs unsynced;          /* struct sl_store_file *: finished, not yet fsynced (not owned) */
 	size_t unsynced_max;           /* more are fsynced (and closed) at once: unsynced_bound() */
-	size_t staged_open;            /* staged files still open (not fsynced yet) */
 	struct ptrs staged;            /* struct sl_store_file *: staged small files (owned) */
+	size_t staged_closed;          /* the first staged files, fsynced and closed early
+					* (shed_descriptors): the others are open */
 	size_t synced_files;           /* files made durable since the last sync() */
 	size_t fsyncs;                 /* of files and folders since the last sync() */
 	size_t syncfs;                 /* syncfs() calls since the last sync() */
@@ -424,16 +425,15 @@ static int ds_file_write(void *file, const struct iovec *iov, int iovcnt, char *
  * is still renamed at sync() only.  0, or -1 with a message in err. */
 static int shed_descriptors(struct dir_store *ds, char *err, size_t errlen)
 {
-	if (ds->unsynced.n + ds->staged_open < ds->unsynced_max)
+	if (ds->unsynced.n + (ds->staged.n - ds->staged_closed) < ds->unsynced_max)
 		return 0;
 	if (fsync_unsynced(ds, err, errlen) < 0)
 		return -1;
-	for (size_t i = 0; i < ds->staged.n; i++) {
-		struct sl_store_file *f = ds->staged.v[i];
+	for (; ds->staged_closed < ds->staged.n; ds->staged_closed++) {
+		struct sl_store_file *f = ds->staged.v[ds->staged_closed];
 		if (f->fd >= 0 && fsync_close(ds, f, err, errlen) < 0)
 			return -1;
 	}
-	ds->staged_open = 0;
 	return 0;
 }
 
@@ -669,7 +669,7 @@ static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
 		free_file(f);
 	}
 	ds->staged.n = 0;
-	ds->staged_open = 0;
+	ds->staged_closed = 0;
 	ds->synced_until = false;
 	return rc;
 }
@@ -824,7 +824,6 @@ static int ds_stage(void *st, const char *key, const void *data, size_t len, cha
 	}
 	/* Only a hint: an error shows again at the fsync. */
 	(void)sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	ds->staged_open++;
 	return shed_descriptors(ds, err, errlen);
 }
 
