@@ -38,6 +38,7 @@
 #ifndef SLUICE_SINKS_AVRO_TREE_TREE_H
 #define SLUICE_SINKS_AVRO_TREE_TREE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -128,5 +129,15 @@ int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_secti
  * finish. */
 
 int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
+
+/* The lines verify prints (sl_tree_verify, and the iceberg sink's): "WORD: "
+ * (word: "problem", "note"), then "table \"STREAM/OBJECT\": " when object is
+ * not NULL, then the message, as one line of out; only the first
+ * SL_TREE_REPORT_LINES of a kind, which *count counts (all of them).
+ * sl_tree_report_more() then says how many were left out, if any. */
+#define SL_TREE_REPORT_LINES 200
+void sl_tree_report(FILE *out, uint64_t *count, const char *word, const char *stream, const char *object,
+		    const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+void sl_tree_report_more(FILE *out, const char *word, uint64_t count);
 
 #endif
