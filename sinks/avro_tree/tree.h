@@ -117,6 +117,28 @@ bool sl_tree_data_name(const char *base, char *first, char *last);
  * s3, iceberg). */
 extern const struct sl_keychoice sl_tree_codecs[];
 
+/* The rows of the keys every Avro file destination shares (avro_dir, s3,
+ * iceberg; doc/configuration.md), written once: T is the destination's
+ * conf struct, with members of the keys' names.  max_file_bytes takes its
+ * upper bound MAX (S3: an object's largest size). */
+#define SL_TREE_KEY_CODEC(T) \
+	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate", FIELD(T, codec) }
+#define SL_TREE_KEY_COMPRESSION_LEVEL(T) \
+	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = SL_OCF_ZSTD_MAX_LEVEL, \
+	  FIELD(T, compression_level) }
+#define SL_TREE_KEY_COMPRESSION_THREADS(T) \
+	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS, \
+	  FIELD(T, compression_threads) }
+#define SL_TREE_KEY_MAX_FILE_BYTES(T, MAX) \
+	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024, .max = (MAX), \
+	  FIELD(T, max_file_bytes) }
+#define SL_TREE_KEY_MAX_FILE_SECONDS(T) \
+	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400, \
+	  FIELD(T, max_file_seconds) }
+#define SL_TREE_KEY_COMPACT_AFTER_FILES(T) \
+	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000, \
+	  FIELD(T, compact_after_files) }
+
 /* The config check every Avro file destination makes of its [destination]
  * section: compression_level fits its codec (sl_ocf_check_level).  Returns
  * 0, or -1 with the error in er naming the line. */

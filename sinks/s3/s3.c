@@ -858,18 +858,12 @@ const struct sl_keychoice sl_s3_booleans[] = {
 /* The keys of [destination.NAME] with type = s3 (doc/configuration.md). */
 static const struct sl_keydesc s3_keys[] = {
 	SL_S3_CONN_KEYS(struct sl_s3_conf, , SL_KF_REQUIRED),
-	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
-	  .max = SL_OCF_ZSTD_MAX_LEVEL,
-	  FIELD(struct sl_s3_conf, compression_level) },
-	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
-	  FIELD(struct sl_s3_conf, compression_threads) },
-	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024, .max = (uint64_t)5 << 40,
-	  FIELD(struct sl_s3_conf, max_file_bytes) },
-	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
-	  FIELD(struct sl_s3_conf, max_file_seconds) },
-	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
-	  FIELD(struct sl_s3_conf, compact_after_files) },
+	SL_TREE_KEY_CODEC(struct sl_s3_conf),
+	SL_TREE_KEY_COMPRESSION_LEVEL(struct sl_s3_conf),
+	SL_TREE_KEY_COMPRESSION_THREADS(struct sl_s3_conf),
+	SL_TREE_KEY_MAX_FILE_BYTES(struct sl_s3_conf, (uint64_t)5 << 40),
+	SL_TREE_KEY_MAX_FILE_SECONDS(struct sl_s3_conf),
+	SL_TREE_KEY_COMPACT_AFTER_FILES(struct sl_s3_conf),
 };
 
 /* SL_KT_ENUM stores through the field's size. */
