@@ -1123,18 +1123,13 @@ static int ad_compact(const void *conf, const struct sl_sink_stream *st, const c
 		      size_t errlen)
 {
 	const struct sl_avro_dir_conf *dc = conf;
-	struct sl_tree_conf tc;
 	struct sl_store store;
 	int rc;
 
 	if (dir_store_new(&store, dc->path, err, errlen) < 0)
 		return SL_EFAIL;
-	memset(&tc, 0, sizeof tc);
-	tc.codec = dc->codec;
-	tc.compression_level = dc->compression_level;
-	tc.compression_threads = dc->compression_threads;
-	tc.state_dir = st->state_dir;
-	rc = sl_tree_compact(store, &tc, st->name, object, out, err, errlen);
+	rc = sl_tree_compact_with(store, dc->codec, dc->compression_level, dc->compression_threads, st->state_dir,
+				  st->name, object, out, err, errlen);
 	store.ops->close(store.ctx);
 	return rc;
 }
@@ -1224,12 +1219,5 @@ const struct sl_sink_ops sl_avro_dir_ops = {
 	.verify = ad_verify,
 	.compact = ad_compact,
 	.open = ad_open,
-	.write = sl_tree_write,
-	.dead_letters = sl_tree_dead_letters,
-	.mark = sl_tree_mark,
-	.flush_due = sl_tree_flush_due,
-	.pending = sl_tree_pending,
-	.flush = sl_tree_flush,
-	.discard_backfill = sl_tree_discard_backfill,
-	.close = sl_tree_close,
+	SL_TREE_SINK_OPS,
 };

@@ -962,6 +962,19 @@ static void auto_compact(struct sl_tree *t)
 	sl_mirror_unlock(fd);
 }
 
+int sl_tree_compact_with(struct sl_store store, enum sl_codec codec, int level, int threads, const char *state_dir,
+			 const char *stream, const char *object, FILE *out, char *err, size_t errlen)
+{
+	struct sl_tree_conf tc;
+
+	memset(&tc, 0, sizeof tc);
+	tc.codec = codec;
+	tc.compression_level = level;
+	tc.compression_threads = threads;
+	tc.state_dir = state_dir;
+	return sl_tree_compact(store, &tc, stream, object, out, err, errlen);
+}
+
 int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
 		    FILE *out, char *err, size_t errlen)
 {

@@ -93,6 +93,12 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 int sl_tree_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first,
 			     const char *csn_last, char *err, size_t errlen);
 void sl_tree_close(void *ctx);
+/* Those operations of struct sl_sink_ops, for a destination whose open()
+ * returns a tree (avro_dir, s3). */
+#define SL_TREE_SINK_OPS \
+	.write = sl_tree_write, .dead_letters = sl_tree_dead_letters, .mark = sl_tree_mark, \
+	.flush_due = sl_tree_flush_due, .pending = sl_tree_pending, .flush = sl_tree_flush, \
+	.discard_backfill = sl_tree_discard_backfill, .close = sl_tree_close
 
 /* `sluice compact`: folds the current files of object (NULL: of every
  * object) of stream on store (borrowed) into a new base each (mirror.h),
@@ -101,6 +107,10 @@ void sl_tree_close(void *ctx);
  * 0, or a negative enum sl_status with a message in err. */
 int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
 		    FILE *out, char *err, size_t errlen);
+/* The same with the destination's codec, compression_level and
+ * compression_threads and the agent's state_dir (a sink's compact()). */
+int sl_tree_compact_with(struct sl_store store, enum sl_codec codec, int level, int threads, const char *state_dir,
+			 const char *stream, const char *object, FILE *out, char *err, size_t errlen);
 
 /* The changes set aside in the dead-letter file (merge mode: a key column
  * without a value), for the sink's dead_letters operation. */

@@ -795,7 +795,6 @@ static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const c
 		      size_t errlen)
 {
 	const struct sl_s3_conf *c = conf;
-	struct sl_tree_conf tc;
 	struct s3_store *st;
 	struct sl_store store;
 	int rc;
@@ -804,12 +803,8 @@ static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const c
 		return rc;
 	store.ops = &s3_store_ops;
 	store.ctx = st;
-	memset(&tc, 0, sizeof tc);
-	tc.codec = c->codec;
-	tc.compression_level = c->compression_level;
-	tc.compression_threads = c->compression_threads;
-	tc.state_dir = ss->state_dir;
-	rc = sl_tree_compact(store, &tc, ss->name, object, out, err, errlen);
+	rc = sl_tree_compact_with(store, c->codec, c->compression_level, c->compression_threads, ss->state_dir,
+				  ss->name, object, out, err, errlen);
 	s3_close(st);
 	return rc;
 }
@@ -880,12 +875,5 @@ const struct sl_sink_ops sl_s3_ops = {
 	.verify = s3_verify,
 	.compact = s3_compact,
 	.open = s3_open,
-	.write = sl_tree_write,
-	.dead_letters = sl_tree_dead_letters,
-	.mark = sl_tree_mark,
-	.flush_due = sl_tree_flush_due,
-	.pending = sl_tree_pending,
-	.flush = sl_tree_flush,
-	.discard_backfill = sl_tree_discard_backfill,
-	.close = sl_tree_close,
+	SL_TREE_SINK_OPS,
 };
