@@ -198,6 +198,17 @@ int sl_fsync_dir_of(const char *path, bool is_dir)
 	return rc;
 }
 
+uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
 uint64_t sl_fd_share(uint64_t div, uint64_t min, uint64_t unlimited)
 {
 	struct rlimit rl;

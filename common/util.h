@@ -78,6 +78,12 @@ int sl_mkdir_p(const char *path);
  * divided by div; min when the limit is 96 or less; unlimited when there is
  * no limit, it cannot be read, or it is above unlimited * div. */
 uint64_t sl_fd_share(uint64_t div, uint64_t min, uint64_t unlimited);
+
+/* FNV-1a over n bytes at p, from h (SL_FNV1A_BASIS to start): the hash
+ * behind schema_key, the tree's and verify's string maps, and backfill's
+ * chunk keys. */
+#define SL_FNV1A_BASIS UINT64_C(0xcbf29ce484222325)
+uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n);
 /* Reads a whole file; *out is malloc'd and NUL-terminated, freed by the caller.
  * Returns 0, 1 if the file does not exist, or -1 with a message in err. */
 int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);

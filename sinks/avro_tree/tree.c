@@ -119,13 +119,7 @@ static uint32_t rand32(void)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
+	return sl_fnv1a(SL_FNV1A_BASIS, s, strlen(s));
 }
 
 /* Finds the state of object name, or NULL. */
