@@ -5,7 +5,9 @@
  * Who owns which keys:
  * - [agent] and the keys of [stream.NAME]: this file (agent_keys,
  *   stream_keys); the rows marked SOURCE_KEY apply only to streams from a
- *   source that names them (sl_source_ops.stream_keys);
+ *   source that names them (sl_source_ops.stream_keys); a source's own
+ *   stream keys (sl_source_ops.stream_conf_keys: PostgreSQL's slot and
+ *   publication) are its own table, applied to its own struct;
  * - [source.NAME]: "type" is read here; every other key belongs to the
  *   source that implements the type (sl_source_ops.keys, found through the
  *   registry), which gets its own struct (sources/source_conf.h);
@@ -59,7 +61,6 @@
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #define NAME_MAX_LEN 64          /* NAME in [source.NAME] etc. */
-#define SLOT_MAX_LEN 63          /* PostgreSQL NAMEDATALEN - 1 */
 
 /* ---------------------------------------------------------------------- */
 /* Validators                                                             */
@@ -67,25 +68,6 @@
 static bool is_digit(char c)
 {
 	return c >= '0' && c <= '9';
-}
-
-static const char *valid_slot_name(const char *s)
-{
-	size_t n = 0;
-
-	for (; s[n]; n++)
-		if (!((s[n] >= 'a' && s[n] <= 'z') || is_digit(s[n]) || s[n] == '_'))
-			break;
-	if (s[n] || n < 1 || n > SLOT_MAX_LEN)
-		return "a replication slot name is 1-63 characters of a-z, 0-9 and _";
-	return NULL;
-}
-
-static const char *valid_identifier(const char *s)
-{
-	if (strlen(s) > SLOT_MAX_LEN)
-		return "must be at most 63 characters";
-	return NULL;
 }
 
 static const char *valid_table_glob(const char *s)
@@ -178,6 +160,8 @@ static const char *valid_url(const char *s)
 /* A stream row that applies only to streams from a source that names it
  * in its stream_keys (apply_stream() filters them). */
 #define SOURCE_KEY 1u
+/* The most rows a source's own stream conf has (sl_keytab_apply()'s bound). */
+#define MAX_STREAM_CONF_KEYS 64
 
 static const struct sl_keychoice log_levels[] = {
 	{ "debug", SL_LOG_DEBUG }, { "info", SL_LOG_INFO }, { "warn", SL_LOG_WARN },
@@ -234,11 +218,6 @@ static const struct sl_keydesc stream_keys[] = {
 	  FIELD(struct sl_stream_config, backfill) },
 	{ .name = "write_mode", .type = SL_KT_ENUM, .choices = write_modes, .def = "append",
 	  FIELD(struct sl_stream_config, write_mode) },
-	/* No default in the table: it derives from the stream name (apply_stream). */
-	{ .name = "slot", .type = SL_KT_STRING, .applies = SOURCE_KEY, .validate = valid_slot_name,
-	  FIELD(struct sl_stream_config, slot) },
-	{ .name = "publication", .type = SL_KT_STRING, .applies = SOURCE_KEY,
-	  .validate = valid_identifier, FIELD(struct sl_stream_config, publication) },
 	{ .name = "lag_warn_bytes", .type = SL_KT_BYTES, .def = "256MB", .min = 0,
 	  .max = UINT64_MAX, FIELD(struct sl_stream_config, lag_warn_bytes) },
 	{ .name = "lag_critical_bytes", .type = SL_KT_BYTES, .def = "2GB", .min = 0,
@@ -404,7 +383,7 @@ static bool key_known(enum sect kind, const char *key)
 	case S_SOURCE:
 		return !strcmp(key, "type") || sl_source_has_key(key);
 	case S_STREAM:
-		return sl_keytab_has(stream_keys, ARRAY_LEN(stream_keys), key);
+		return sl_keytab_has(stream_keys, ARRAY_LEN(stream_keys), key) || sl_source_has_stream_key(key);
 	case S_DEST:
 		if (sl_keytab_has(dest_keys, ARRAY_LEN(dest_keys), key))
 			return true;
@@ -742,26 +721,53 @@ static int stream_unknown(struct sl_keyerr *er, const struct sl_ini_section *sec
 			     src->ops->type);
 }
 
-/* The default slot: "sluice_" + the stream name, lowercased, with '-'
- * turned into '_'.  0, or -1 with the error set. */
-static int default_slot(struct loader *L, const struct section *sec, struct sl_stream_config *st)
+/* The keys of sec that are not rows of keys (nkeys), NULL-terminated, in
+ * a new array (freed by the caller); NULL when out of memory. */
+static const char **keys_but(const struct sl_ini_section *sec, const struct sl_keydesc *keys, size_t nkeys)
 {
-	size_t n = strlen("sluice_") + strlen(st->name) + 1;
+	const char **out;
+	size_t n = 0;
 
-	if (!(st->slot = malloc(n)))
+	if (!(out = calloc(sec->n + 1, sizeof *out)))
+		return NULL;
+	for (size_t i = 0; i < sec->n; i++)
+		if (!sl_keytab_has(keys, nkeys, sec->e[i].key))
+			out[n++] = sec->e[i].key;
+	return out;
+}
+
+/* The source's own stream keys (sl_source_ops.stream_conf_keys) of sec
+ * into st->source_conf: the rows the source has, the others left to the
+ * stream's table.  0, or -1 with the error set. */
+static int apply_stream_conf(struct loader *L, const struct section *sec, struct sl_stream_config *st)
+{
+	const struct sl_source_ops *ops = st->source->ops;
+	struct sl_keyapply how = { .type_name = ops->type, .typed = true };
+	const char **skip;
+	int rc;
+
+	if (!ops->stream_conf_size)
+		return 0;
+	if (!(st->source_conf = calloc(1, ops->stream_conf_size)))
 		return oom(L);
-	snprintf(st->slot, n, "sluice_%s", st->name);
-	for (char *p = st->slot; *p; p++) {
-		if (*p == '-')
-			*p = '_';
-		else if (*p >= 'A' && *p <= 'Z')
-			*p = (char)(*p - 'A' + 'a');
-	}
-	if (valid_slot_name(st->slot))
-		return set_err(L, sec->ini.line, "the default slot name \"%s\" of [%s] is not a valid "
-			       "replication slot name (1-63 characters of a-z, 0-9 and _): set slot "
-			       "explicitly", st->slot, sec->ini.title);
-	return 0;
+	if (!(skip = keys_but(&sec->ini, ops->stream_conf_keys, ops->stream_conf_nkeys)))
+		return oom(L);
+	how.skip = skip;
+	rc = sl_keytab_apply(&L->er, ops->stream_conf_keys, ops->stream_conf_nkeys, &sec->ini, st->source_conf, &how);
+	free(skip);
+	return rc;
+}
+
+/* The string of the source's stream key name (a row of its
+ * stream_conf_keys), NULL when it has no such key or it is unset. */
+static const char *stream_conf_string(const struct sl_stream_config *st, const char *name)
+{
+	const struct sl_source_ops *ops = st->source->ops;
+
+	for (size_t i = 0; st->source_conf && i < ops->stream_conf_nkeys; i++)
+		if (!strcmp(ops->stream_conf_keys[i].name, name) && ops->stream_conf_keys[i].type == SL_KT_STRING)
+			return *(char *const *)((const char *)st->source_conf + ops->stream_conf_keys[i].off);
+	return NULL;
 }
 
 /* Column masking: a hash rule needs the key, and a key needs a hash rule
@@ -820,7 +826,9 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 	struct sl_keyapply how = { .skip = skip, .unknown = stream_unknown };
 	struct sl_keydesc rows[ARRAY_LEN(stream_keys)];
 	const struct sl_ini_entry *src_e, *dst_e, *e;
-	size_t nrows;
+	const struct sl_source_ops *ops;
+	const char *own[2 + MAX_STREAM_CONF_KEYS + 1] = { "source", "destination" };
+	size_t nrows, nown = 2;
 	int i;
 
 	if (!(st->name = xstrdup(L, sec->name)))
@@ -844,8 +852,14 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 		return set_err(L, dst_e->line, "unknown destination \"%s\" in [%s] (there is no "
 			       "[destination.%s] section)", dst_e->raw, sec->ini.title, dst_e->raw);
 	how.arg = st->source;
-	nrows = stream_rows(st->source->ops, rows);
-	if (sl_keytab_apply(&L->er, rows, nrows, &sec->ini, st, &how) < 0)
+	ops = st->source->ops;
+	nrows = stream_rows(ops, rows);
+	/* The source's own rows are its stream conf's (apply_stream_conf). */
+	for (size_t k = 0; k < ops->stream_conf_nkeys && k < MAX_STREAM_CONF_KEYS; k++)
+		own[nown++] = ops->stream_conf_keys[k].name;
+	own[nown] = NULL;
+	how.skip = own;
+	if (sl_keytab_apply(&L->er, rows, nrows, &sec->ini, st, &how) < 0 || apply_stream_conf(L, sec, st) < 0)
 		return -1;
 
 	/* What the sink supports: merge mode is the only capability so far. */
@@ -855,14 +869,12 @@ static int apply_stream(struct loader *L, const struct section *sec, struct sl_s
 			       "not supported by type = %s yet; use write_mode = append",
 			       st->destination->name, st->destination->type);
 	}
-	/* A source with slots gives each stream one by default, and the
-	 * stream's publication the slot's name. */
-	if (takes_key(st->source->ops, "slot")) {
-		if (!st->slot && default_slot(L, sec, st) < 0)
-			return -1;
-		if (!st->publication && !(st->publication = xstrdup(L, st->slot)))
-			return -1;
-	}
+	/* The source fills what derives from the stream's name (PostgreSQL: the
+	 * default slot and publication). */
+	if (ops->stream_conf_check && ops->stream_conf_check(st->source_conf, &sec->ini, st->name, &L->er) < 0)
+		return set_err(L, sec->ini.line, "bad configuration in [%s]", sec->ini.title);
+	st->slot = stream_conf_string(st, "slot");
+	st->publication = stream_conf_string(st, "publication");
 	if (st->lag_warn_bytes && st->lag_critical_bytes &&
 	    st->lag_critical_bytes < st->lag_warn_bytes) {
 		e = sl_ini_find(&sec->ini, "lag_critical_bytes");
@@ -1034,6 +1046,15 @@ void sl_config_free(struct sl_config *cfg)
 	if (!cfg)
 		return;
 	sl_keytab_free(agent_keys, ARRAY_LEN(agent_keys), cfg);
+	/* The streams first: a stream's source conf is freed by its source's table. */
+	for (int i = 0; cfg->streams && i < cfg->nstreams; i++) {
+		const struct sl_source_ops *ops = cfg->streams[i].source ? cfg->streams[i].source->ops : NULL;
+		sl_keytab_free(stream_keys, ARRAY_LEN(stream_keys), &cfg->streams[i]);
+		if (ops && cfg->streams[i].source_conf)
+			sl_keytab_free(ops->stream_conf_keys, ops->stream_conf_nkeys, cfg->streams[i].source_conf);
+		free(cfg->streams[i].source_conf);
+		free(cfg->streams[i].name);
+	}
 	for (int i = 0; cfg->sources && i < cfg->nsources; i++) {
 		struct sl_source_config *src = cfg->sources[i];
 		if (!src)
@@ -1044,10 +1065,6 @@ void sl_config_free(struct sl_config *cfg)
 	}
 	for (int i = 0; cfg->destinations && i < cfg->ndestinations; i++)
 		free_dest(&cfg->destinations[i]);
-	for (int i = 0; cfg->streams && i < cfg->nstreams; i++) {
-		sl_keytab_free(stream_keys, ARRAY_LEN(stream_keys), &cfg->streams[i]);
-		free(cfg->streams[i].name);
-	}
 	free(cfg->sources);
 	free(cfg->destinations);
 	free(cfg->streams);

@@ -34,8 +34,10 @@ struct sl_stream_config {
 	char **key_columns;                   /* "schema.table.column" overrides of the tables' keys */
 	bool backfill;                        /* backfill = auto (true) | none (false) */
 	enum sl_write_mode write_mode;
-	char *slot;                           /* default "sluice_<stream>" */
-	char *publication;                    /* default "sluice_<stream>" */
+	void *source_conf;                    /* the source's own stream keys (its stream_conf_size
+					       * bytes, sl_source_ops.stream_conf_keys), or NULL */
+	const char *slot;                     /* the source's "slot" key (in source_conf), or NULL */
+	const char *publication;              /* the source's "publication" key (in source_conf), or NULL */
 	uint64_t lag_warn_bytes;              /* default 256MB */
 	uint64_t lag_critical_bytes;          /* default 2GB */
 	uint64_t retained_wal_warn_bytes;     /* default 1GB */

@@ -83,8 +83,7 @@ void sl_stream_source_view(const struct sl_config *cfg, const struct sl_stream_c
 	out->exclude_tables = sc->exclude_tables;
 	out->key_columns = sc->key_columns;
 	out->merge = sc->write_mode == SL_WRITE_MERGE;
-	out->slot = sc->slot;
-	out->publication = sc->publication;
+	out->conf = sc->source_conf;
 	out->backfill_connections = sc->source->backfill_connections;
 	out->backfill_chunk_rows = sc->source->backfill_chunk_rows;
 	out->heartbeats = sc->heartbeat_interval > 0;
@@ -633,24 +632,192 @@ static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
 	return SL_OK;
 }
 
+/* The stream's position: prepared from the checkpoint, created with a
+ * snapshot (*snap and *info, *created set), or adopted from the source's
+ * plan; and, with until_caught_up, the source's current position as the
+ * target (so).  SL_OK, or a failure. */
+static int take_position(struct stream *s, struct sl_source_plan *plan, struct sl_pipe_stream_opts *so,
+			 void **snap, struct sl_snapshot_info *info, bool *created)
+{
+	const struct sl_stream_config *sc = s->sc;
+	struct sl_source_resume resume;
+	char text[2 * SL_POS_TEXT_MAX];
+	int rc;
+
+	memset(&resume, 0, sizeof resume);
+	resume.has_position = s->ck.exists && s->ck.has_position;
+	resume.reset = s->ck.reset;
+	resume.durable = s->ck.durable;
+	resume.checkpoint_path = s->ck.path;
+	if ((rc = s->src->prepare(s->srcctx, &resume, plan, s->err, s->errlen)) < 0)
+		return rc;
+	mark_rebackfill(s, plan);
+	if (s->opts->until_caught_up &&
+	    (rc = s->src->current_position(s->srcctx, &so->target, s->err, s->errlen)) < 0)
+		return rc;
+	so->until_caught_up = s->opts->until_caught_up;
+
+	if (plan->need_position) {
+		if ((rc = s->src->snapshot(s->srcctx, true, snap, info, s->err, s->errlen)) < 0)
+			return stopped_by_signal(s, rc, "creating the stream's position");
+		*created = true;
+		pos_text(s, &info->pos, text, sizeof text);
+		if (sc->slot)
+			sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot, text);
+		else
+			sl_info("stream \"%s\": took a new position at %s", sc->name, text);
+		restart_history(s, info);
+		if (s->opts->ops)
+			atomic_store(&s->opts->ops->expect_position, true);
+	} else if (plan->adopt) {
+		s->ck.has_position = true;
+		s->ck.durable = plan->start;
+	}
+	return SL_OK;
+}
+
+/* Starts the stream's pipeline (s->pipe), whose writer owns the checkpoint
+ * from here on. */
+static int start_pipe(struct stream *s, const struct sl_source_plan *plan)
+{
+	struct sl_pipe_config pc;
+
+	memset(&pc, 0, sizeof pc);
+	pc.stream = s->sc->name;
+	pc.desc = s->src->desc;
+	pc.sink = s->sink;
+	pc.sinkctx = s->sinkctx;
+	pc.ck = &s->ck;                /* the writer's from here on */
+	pc.queue_bytes = s->cfg->queue_bytes;
+	pc.status_interval_ms = plan->status_interval_ms;
+	pc.signals = &sl_signal_count;
+	pc.ops = s->opts->ops;
+	pc.mask = s->mask;
+	pc.err = s->err;
+	pc.errlen = s->errlen;
+	return sl_pipe_start(&s->pipe, &pc);
+}
+
+/* Reads the tables of bf before streaming, from the snapshot that created
+ * the position (*snap) or one of its own, then closes the snapshot (also
+ * when bf is empty).  resumed: the stream had a position before.  *stop
+ * tells the caller to return the result at once: a failure, or a backfill
+ * interrupted by a signal, whose durable part is kept (SL_OK then). */
+static int backfill_before(struct stream *s, struct sl_backfill_plan *bf, void **snap, struct sl_snapshot_info *info,
+			   bool resumed, bool *stop)
+{
+	bool interrupted = false;
+	int rc;
+
+	*stop = false;
+	if (bf->n == 0) {
+		if (*snap) {
+			s->src->snapshot_close(s->srcctx, *snap);
+			*snap = NULL;
+		}
+		return SL_OK;
+	}
+	note_backfill(s, bf);
+	if (!*snap && (rc = s->src->snapshot(s->srcctx, false, snap, info, s->err, s->errlen)) < 0) {
+		*stop = true;
+		return stopped_by_signal(s, rc, "taking a snapshot for backfill");
+	}
+	rc = sl_backfill_run(bf, s->src, s->srcctx, snap, info, resumed, (uint64_t)s->sst.backfill_chunk_rows, s->pipe,
+			     &s->ck, s->sc->name, &sl_signal_count, &interrupted, s->err, s->errlen);
+	if (rc == SL_OK)
+		rc = sl_pipe_sync(s->pipe);
+	if (*snap)
+		s->src->snapshot_close(s->srcctx, *snap);
+	*snap = NULL;
+	if (rc < 0) {
+		*stop = true;
+		if (interrupted && !cancelled()) {
+			/* Keep the tables read completely (each was flushed and
+			 * checkpointed when done) and the chunks of the
+			 * interrupted one up to its resume key; drop what is
+			 * not durable, so that the next run, which resumes
+			 * after that key (or redoes a table without one),
+			 * writes no row twice. */
+			bool abandoned;
+			rc = sl_pipe_stop(s->pipe, false, &abandoned);
+			s->pipe = NULL;
+			s->abandoned = abandoned;
+			if (rc == SL_OK)
+				sl_info("stream \"%s\": backfill interrupted by a signal; it resumes on the next run",
+					s->sc->name);
+		}
+	}
+	return rc;
+}
+
+/* Streams from the durable position the pipeline holds (the writer owns
+ * the checkpoint now), with the backfills of wm read while streaming, until
+ * the pipeline stops: SL_OK (stopped, the pipeline drained), SL_ERESTART
+ * (the tables changed: what is written is kept, and the caller runs the
+ * stream again at once), or a failure. */
+static int stream_on(struct stream *s, const struct sl_backfill_plan *wm, struct sl_pipe_stream_opts *so)
+{
+	const struct sl_stream_config *sc = s->sc;
+	struct sl_pipe_hooks hooks;
+	struct sl_position from;
+	char text[2 * SL_POS_TEXT_MAX];
+	int rc;
+
+	if (!sl_pipe_durable(s->pipe, &from, NULL)) {
+		snprintf(s->err, s->errlen, "stream \"%s\": no position to stream from", sc->name);
+		return SL_EFAIL;
+	}
+	if ((rc = start_rebackfill(s, wm)) < 0)
+		return rc;
+	if ((rc = s->src->start(s->srcctx, &from, s->err, s->errlen)) < 0)
+		return rc;
+	if (s->rb) {
+		sl_rebackfill_hooks(s->rb, &hooks);
+		so->hooks = &hooks;
+	}
+	if (s->opts->ops)
+		sl_ops_set_state(s->opts->ops, SL_OPS_STREAMING);
+	pos_text(s, &from, text, sizeof text);
+	if (sc->slot)
+		sl_info("stream \"%s\": streaming from slot \"%s\" at %s", sc->name, sc->slot, text);
+	else
+		sl_info("stream \"%s\": streaming from %s", sc->name, text);
+	rc = sl_pipe_stream(s->pipe, s->src, s->srcctx, so);
+	so->hooks = NULL;
+	if (rc == SL_ERESTART) {
+		bool abandoned;
+		int src = sl_pipe_stop(s->pipe, true, &abandoned);
+		s->pipe = NULL;
+		s->abandoned = abandoned;
+		if (src < 0)
+			rc = src;
+	} else if (rc == SL_OK) {
+		struct sl_pipe_stats st;
+		bool abandoned;
+		sl_pipe_get_stats(s->pipe, &st);
+		rc = sl_pipe_stop(s->pipe, true, &abandoned);
+		s->pipe = NULL;
+		s->abandoned = abandoned;
+		if (rc == SL_OK)
+			sl_info("stream \"%s\": stopped after %" PRIu64 " changes and %" PRIu64 " backfill rows",
+				sc->name, st.changes, st.backfill_rows);
+	}
+	return rc;
+}
+
 int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const struct sl_run_opts *o,
 		  char *err, size_t errlen)
 {
 	struct stream s;
-	struct sl_source_resume resume;
 	struct sl_source_plan plan;
 	struct sl_snapshot_info info;
 	struct sl_backfill_plan bf = { 0 }, wm = { 0 };
-	struct sl_pipe_hooks hooks;
 	char **requests = NULL;
 	int nrequests = 0;
-	struct sl_pipe_config pc;
 	struct sl_pipe_stream_opts so;
-	struct sl_position from;
-	char text[2 * SL_POS_TEXT_MAX];
 	void *snap = NULL;
 	int *drops = NULL, ndrops = 0;
-	bool created = false, had_checkpoint, interrupted = false;
+	bool created = false, had_checkpoint, stop;
 	int rc;
 
 	memset(&s, 0, sizeof s);
@@ -713,36 +880,8 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 	if ((rc = take_requests(&s, &requests, &nrequests)) < 0)
 		goto out;
-	memset(&resume, 0, sizeof resume);
-	resume.has_position = s.ck.exists && s.ck.has_position;
-	resume.reset = s.ck.reset;
-	resume.durable = s.ck.durable;
-	resume.checkpoint_path = s.ck.path;
-	if ((rc = s.src->prepare(s.srcctx, &resume, &plan, err, errlen)) < 0)
+	if ((rc = take_position(&s, &plan, &so, &snap, &info, &created)) < 0)
 		goto out;
-	mark_rebackfill(&s, &plan);
-	if (o->until_caught_up && (rc = s.src->current_position(s.srcctx, &so.target, err, errlen)) < 0)
-		goto out;
-	so.until_caught_up = o->until_caught_up;
-
-	if (plan.need_position) {
-		if ((rc = s.src->snapshot(s.srcctx, true, &snap, &info, err, errlen)) < 0) {
-			rc = stopped_by_signal(&s, rc, "creating the stream's position");
-			goto out;
-		}
-		created = true;
-		pos_text(&s, &info.pos, text, sizeof text);
-		if (sc->slot)
-			sl_info("stream \"%s\": created replication slot \"%s\" at %s", sc->name, sc->slot, text);
-		else
-			sl_info("stream \"%s\": took a new position at %s", sc->name, text);
-		restart_history(&s, &info);
-		if (o->ops)
-			atomic_store(&o->ops->expect_position, true);
-	} else if (plan.adopt) {
-		s.ck.has_position = true;
-		s.ck.durable = plan.start;
-	}
 	if ((rc = save_ckpt(&s)) < 0)
 		goto out;
 	remove_requests(&s, requests, nrequests);  /* the checkpoint holds them now */
@@ -753,109 +892,17 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 	}
 	split_plan(&s, &bf, &wm, created);
-
-	memset(&pc, 0, sizeof pc);
-	pc.stream = sc->name;
-	pc.desc = s.src->desc;
-	pc.sink = s.sink;
-	pc.sinkctx = s.sinkctx;
-	pc.ck = &s.ck;                /* the writer's from here on */
-	pc.queue_bytes = cfg->queue_bytes;
-	pc.status_interval_ms = plan.status_interval_ms;
-	pc.signals = &sl_signal_count;
-	pc.ops = o->ops;
-	pc.mask = s.mask;
-	pc.err = err;
-	pc.errlen = errlen;
-	if ((rc = sl_pipe_start(&s.pipe, &pc)) < 0)
+	if ((rc = start_pipe(&s, &plan)) < 0)
 		goto out;
 	if ((rc = mark_drops(&s, drops, ndrops)) < 0)
 		goto out;
-
-	if (bf.n > 0) {
-		note_backfill(&s, &bf);
-		if (!snap && (rc = s.src->snapshot(s.srcctx, false, &snap, &info, err, errlen)) < 0) {
-			rc = stopped_by_signal(&s, rc, "taking a snapshot for backfill");
-			goto out;
-		}
-		rc = sl_backfill_run(&bf, s.src, s.srcctx, &snap, &info, had_checkpoint || !created,
-				     (uint64_t)s.sst.backfill_chunk_rows, s.pipe, &s.ck, sc->name, &sl_signal_count,
-				     &interrupted, err, errlen);
-		if (rc == SL_OK)
-			rc = sl_pipe_sync(s.pipe);
-		if (snap)
-			s.src->snapshot_close(s.srcctx, snap);
-		snap = NULL;
-		if (rc < 0) {
-			if (interrupted && !cancelled()) {
-				/* Keep the tables read completely (each was flushed
-				 * and checkpointed when done) and the chunks of the
-				 * interrupted one up to its resume key; drop what
-				 * is not durable, so that the next run, which
-				 * resumes after that key (or redoes a table without
-				 * one), writes no row twice. */
-				bool abandoned;
-				rc = sl_pipe_stop(s.pipe, false, &abandoned);
-				s.pipe = NULL;
-				s.abandoned = abandoned;
-				if (rc == SL_OK)
-					sl_info("stream \"%s\": backfill interrupted by a signal; it resumes on the next run",
-						sc->name);
-			}
-			goto out;
-		}
-	} else if (snap) {
-		s.src->snapshot_close(s.srcctx, snap);
-		snap = NULL;
-	}
+	if ((rc = backfill_before(&s, &bf, &snap, &info, had_checkpoint || !created, &stop)) < 0 || stop)
+		goto out;
 	if (draining()) {
 		rc = SL_OK;
 		goto out;
 	}
-
-	/* Stream from the durable position the pipeline holds (the writer owns
-	 * the checkpoint now). */
-	if (!sl_pipe_durable(s.pipe, &from, NULL)) {
-		snprintf(err, errlen, "stream \"%s\": no position to stream from", sc->name);
-		rc = SL_EFAIL;
-		goto out;
-	}
-	if ((rc = start_rebackfill(&s, &wm)) < 0)
-		goto out;
-	if ((rc = s.src->start(s.srcctx, &from, err, errlen)) < 0)
-		goto out;
-	if (s.rb) {
-		sl_rebackfill_hooks(s.rb, &hooks);
-		so.hooks = &hooks;
-	}
-	if (o->ops)
-		sl_ops_set_state(o->ops, SL_OPS_STREAMING);
-	pos_text(&s, &from, text, sizeof text);
-	if (sc->slot)
-		sl_info("stream \"%s\": streaming from slot \"%s\" at %s", sc->name, sc->slot, text);
-	else
-		sl_info("stream \"%s\": streaming from %s", sc->name, text);
-	rc = sl_pipe_stream(s.pipe, s.src, s.srcctx, &so);
-	if (rc == SL_ERESTART) {
-		/* The tables changed: keep what is written, then start over from
-		 * the checkpoint (the caller runs the stream again at once). */
-		bool abandoned;
-		int src = sl_pipe_stop(s.pipe, true, &abandoned);
-		s.pipe = NULL;
-		s.abandoned = abandoned;
-		if (src < 0)
-			rc = src;
-	} else if (rc == SL_OK) {
-		struct sl_pipe_stats st;
-		bool abandoned;
-		sl_pipe_get_stats(s.pipe, &st);
-		rc = sl_pipe_stop(s.pipe, true, &abandoned);
-		s.pipe = NULL;
-		s.abandoned = abandoned;
-		if (rc == SL_OK)
-			sl_info("stream \"%s\": stopped after %" PRIu64 " changes and %" PRIu64 " backfill rows",
-				sc->name, st.changes, st.backfill_rows);
-	}
+	rc = stream_on(&s, &wm, &so);
 out:
 	if (snap)
 		s.src->snapshot_close(s.srcctx, snap);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/buf.h"
+#include "common/util.h"
 
 #define BLOCK_BYTES ((size_t)64 * 1024)
 
@@ -145,8 +146,6 @@ bool sl_bf_chunk_spoiled(const struct sl_bf_chunk *c)
  * unchanged (not sent) or the buffer failed. */
 static int key_of(struct sl_bf_chunk *c, const struct sl_value *vals, uint64_t *hash)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
 	sl_buf_reset(&c->key);
 	for (int i = 0; i < c->t->ncols; i++) {
 		if (!c->t->cols[i].is_key)
@@ -156,11 +155,7 @@ static int key_of(struct sl_bf_chunk *c, const struct sl_value *vals, uint64_t *
 	}
 	if (sl_buf_failed(&c->key))
 		return -1;
-	for (size_t i = 0; i < c->key.len; i++) {
-		h ^= (unsigned char)c->key.data[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	*hash = h;
+	*hash = sl_fnv1a(SL_FNV1A_BASIS, c->key.data, c->key.len);
 	return 0;
 }
 

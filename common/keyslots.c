@@ -6,16 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 /* FNV-1a, with the high bits folded in (the index uses the low bits). */
 uint64_t sl_hash_bytes(const void *p, size_t n)
 {
-	const unsigned char *s = p;
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	uint64_t h = sl_fnv1a(SL_FNV1A_BASIS, p, n);
 
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
 	return h ^ (h >> 29);
 }
 

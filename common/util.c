@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
@@ -195,6 +196,26 @@ int sl_fsync_dir_of(const char *path, bool is_dir)
 	close(fd);
 	errno = saved;
 	return rc;
+}
+
+uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+uint64_t sl_fd_share(uint64_t div, uint64_t min, uint64_t unlimited)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || (uint64_t)rl.rlim_cur > unlimited * div)
+		return unlimited;
+	return rl.rlim_cur > 96 ? (uint64_t)(rl.rlim_cur - 64) / div : min;
 }
 
 int sl_mkdir_p(const char *path)

@@ -72,6 +72,18 @@ void *sl_grow(void *arr, size_t *alloc, size_t n, size_t elem, size_t first);
 int sl_fsync_dir_of(const char *path, bool is_dir);
 /* mkdir -p with mode 0755; 0 or -1 (errno set). */
 int sl_mkdir_p(const char *path);
+/* A share of the files this process may open (RLIMIT_NOFILE's soft limit,
+ * which the agent raises to its hard limit at start), for a writer that
+ * keeps files open: the limit less 64 (sockets, logs, the state directory)
+ * divided by div; min when the limit is 96 or less; unlimited when there is
+ * no limit, it cannot be read, or it is above unlimited * div. */
+uint64_t sl_fd_share(uint64_t div, uint64_t min, uint64_t unlimited);
+
+/* FNV-1a over n bytes at p, from h (SL_FNV1A_BASIS to start): the hash
+ * behind schema_key, the tree's and verify's string maps, and backfill's
+ * chunk keys. */
+#define SL_FNV1A_BASIS UINT64_C(0xcbf29ce484222325)
+uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n);
 /* Reads a whole file; *out is malloc'd and NUL-terminated, freed by the caller.
  * Returns 0, 1 if the file does not exist, or -1 with a message in err. */
 int sl_read_file(const char *path, char **out, size_t *len, char *err, size_t errlen);

@@ -308,7 +308,7 @@ static int add_masked(struct sl_table *t, const struct sl_column *c, enum sl_mas
  * new schema version. */
 static void masked_key(struct sl_masked *pm)
 {
-	uint64_t h = sl_fnv1a(UINT64_C(0xcbf29ce484222325), pm->t->schema_key, 16);
+	uint64_t h = sl_fnv1a(SL_FNV1A_BASIS, pm->t->schema_key, 16);
 	char name[32];
 
 	for (int i = 0; i < pm->t->ncols; i++) {

@@ -458,20 +458,9 @@ int sl_value_decimal_text(struct sl_buf *b, const struct sl_value *v)
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
-}
-
 int sl_table_finish(struct sl_table *t)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	uint64_t h = SL_FNV1A_BASIS;
 
 	if (assign_avro_names(t) < 0)
 		return -1;

@@ -264,9 +264,7 @@ int sl_value_key_bytes(struct sl_buf *b, const struct sl_value *v);
  * when negative ("-0.05", "12", "3.10").  Returns 0, or -1 if b failed. */
 int sl_value_decimal_text(struct sl_buf *b, const struct sl_value *v);
 
-/* FNV-1a over n bytes at p, from h (0xcbf29ce484222325 to start): the
- * hash behind schema_key. */
-uint64_t sl_fnv1a(uint64_t h, const void *p, size_t n);
+/* schema_key is an FNV-1a hash (sl_fnv1a, common/util.h). */
 
 /* A fixed-width change sequence number: "<16 hex digits of position>-<10 digit sequence>". */
 #define SL_CSN_LEN 27

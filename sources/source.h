@@ -172,8 +172,8 @@ struct sl_source_stream {
 	char *const *key_columns;      /* "schema.table.column": the key of a table, replacing its
 					* own (sl_source_apply_key_columns), NULL-terminated or NULL */
 	bool merge;                    /* write_mode = merge: every table needs a key */
-	const char *slot;              /* postgres: the replication slot */
-	const char *publication;       /* postgres: the publication */
+	const void *conf;              /* the source's own stream keys (sl_source_ops.stream_conf_keys),
+					* NULL when it has none */
 	const struct sl_source_hooks *hooks;  /* for long waits (open, tables, prepare, snapshot,
 					       * start); NULL in check and probe */
 	char *const *known_tables;     /* "schema.table" of every table the stream's checkpoint
@@ -397,9 +397,22 @@ struct sl_source_ops {
 	/* The keys of [stream.NAME] that only some sources have, which this
 	 * one takes (NULL-terminated; NULL: none): the agent refuses them in a
 	 * stream from any other source.  PostgreSQL: slot, publication,
-	 * key_columns, status_interval; their rows, and what they fill in
-	 * struct sl_source_stream, are the agent's (doc/configuration.md). */
+	 * key_columns, status_interval (doc/configuration.md).  The rows of
+	 * key_columns and status_interval, which fill generic fields of
+	 * struct sl_source_stream, are the agent's; the others are the
+	 * source's own stream conf, as its profile keys are: stream_conf_keys
+	 * (stream_conf_nkeys rows) applied to a zeroed struct of
+	 * stream_conf_size bytes, which the source reads as
+	 * sl_source_stream.conf; stream_conf_check (optional) then fills
+	 * defaults that derive from the stream's name (the part of sec's title
+	 * after "stream.") and checks across keys: 0, or -1 after
+	 * sl_keyerr_set(er, line, ...). */
 	const char *const *stream_keys;
+	const struct sl_keydesc *stream_conf_keys;
+	size_t stream_conf_nkeys;
+	size_t stream_conf_size;
+	int (*stream_conf_check)(void *conf, const struct sl_ini_section *sec, const char *stream,
+				 struct sl_keyerr *er);
 	/* Optional (NULL: none): a gauge, 1 for each stream with the position
 	 * holder's state in the source's own word (status.hold_word) as the
 	 * label hold_label (PostgreSQL: sluice_slot_wal_status{wal_status=...});

@@ -39,6 +39,14 @@ bool sl_source_has_key(const char *key)
 	return false;
 }
 
+bool sl_source_has_stream_key(const char *key)
+{
+	for (size_t i = 0; sl_sources[i]; i++)
+		if (sl_keytab_has(sl_sources[i]->stream_conf_keys, sl_sources[i]->stream_conf_nkeys, key))
+			return true;
+	return false;
+}
+
 void sl_source_types(char *out, size_t len, const char *sep)
 {
 	size_t n = 0;

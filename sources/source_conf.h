@@ -57,6 +57,8 @@ size_t sl_source_count(void);
 const struct sl_source_ops *sl_source_at(size_t i);
 /* True when some source's key table has key. */
 bool sl_source_has_key(const char *key);
+/* True when some source's own stream keys (stream_conf_keys) have key. */
+bool sl_source_has_stream_key(const char *key);
 /* Writes the known source types into out, for messages: "postgres, mysql". */
 void sl_source_types(char *out, size_t len, const char *sep);
 

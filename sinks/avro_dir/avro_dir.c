@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -64,8 +63,9 @@ struct dir_store {
 	struct ptrs sync_dirs;         /* char *: folders renamed into, or created in, since the last sync() */
 	struct ptrs unsynced;          /* struct sl_store_file *: finished, not yet fsynced (not owned) */
 	size_t unsynced_max;           /* more are fsynced (and closed) at once: unsynced_bound() */
-	size_t staged_open;            /* staged files still open (not fsynced yet) */
 	struct ptrs staged;            /* struct sl_store_file *: staged small files (owned) */
+	size_t staged_closed;          /* the first staged files, fsynced and closed early
+					* (shed_descriptors): the others are open */
 	size_t synced_files;           /* files made durable since the last sync() */
 	size_t fsyncs;                 /* of files and folders since the last sync() */
 	size_t syncfs;                 /* syncfs() calls since the last sync() */
@@ -425,16 +425,15 @@ static int ds_file_write(void *file, const struct iovec *iov, int iovcnt, char *
  * is still renamed at sync() only.  0, or -1 with a message in err. */
 static int shed_descriptors(struct dir_store *ds, char *err, size_t errlen)
 {
-	if (ds->unsynced.n + ds->staged_open < ds->unsynced_max)
+	if (ds->unsynced.n + (ds->staged.n - ds->staged_closed) < ds->unsynced_max)
 		return 0;
 	if (fsync_unsynced(ds, err, errlen) < 0)
 		return -1;
-	for (size_t i = 0; i < ds->staged.n; i++) {
-		struct sl_store_file *f = ds->staged.v[i];
+	for (; ds->staged_closed < ds->staged.n; ds->staged_closed++) {
+		struct sl_store_file *f = ds->staged.v[ds->staged_closed];
 		if (f->fd >= 0 && fsync_close(ds, f, err, errlen) < 0)
 			return -1;
 	}
-	ds->staged_open = 0;
 	return 0;
 }
 
@@ -670,7 +669,7 @@ static int settle_staged(struct dir_store *ds, char *err, size_t errlen)
 		free_file(f);
 	}
 	ds->staged.n = 0;
-	ds->staged_open = 0;
+	ds->staged_closed = 0;
 	ds->synced_until = false;
 	return rc;
 }
@@ -825,7 +824,6 @@ static int ds_stage(void *st, const char *key, const void *data, size_t len, cha
 	}
 	/* Only a hint: an error shows again at the fsync. */
 	(void)sync_file_range(f->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	ds->staged_open++;
 	return shed_descriptors(ds, err, errlen);
 }
 
@@ -1007,11 +1005,7 @@ static const struct sl_store_ops dir_store_ops = {
  * open_bound in sinks/avro_tree/tree.c), at least 8. */
 static size_t unsynced_bound(void)
 {
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 30)
-		return (size_t)1 << 28;
-	return rl.rlim_cur > 96 ? (size_t)(rl.rlim_cur - 64) / 4 : 8;
+	return (size_t)sl_fd_share(4, 8, (uint64_t)1 << 28);
 }
 
 /* Makes the folder store for path (the destination's path). */
@@ -1130,18 +1124,13 @@ static int ad_compact(const void *conf, const struct sl_sink_stream *st, const c
 		      size_t errlen)
 {
 	const struct sl_avro_dir_conf *dc = conf;
-	struct sl_tree_conf tc;
 	struct sl_store store;
 	int rc;
 
 	if (dir_store_new(&store, dc->path, err, errlen) < 0)
 		return SL_EFAIL;
-	memset(&tc, 0, sizeof tc);
-	tc.codec = dc->codec;
-	tc.compression_level = dc->compression_level;
-	tc.compression_threads = dc->compression_threads;
-	tc.state_dir = st->state_dir;
-	rc = sl_tree_compact(store, &tc, st->name, object, out, err, errlen);
+	rc = sl_tree_compact_with(store, dc->codec, dc->compression_level, dc->compression_threads, st->state_dir,
+				  st->name, object, out, err, errlen);
 	store.ops->close(store.ctx);
 	return rc;
 }
@@ -1199,19 +1188,12 @@ static const struct sl_keychoice ad_syncs[] = {
 static const struct sl_keydesc ad_keys[] = {
 	{ .name = "path", .type = SL_KT_STRING, .flags = SL_KF_REQUIRED,
 	  FIELD(struct sl_avro_dir_conf, path) },
-	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate",
-	  FIELD(struct sl_avro_dir_conf, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
-	  .max = SL_OCF_ZSTD_MAX_LEVEL,
-	  FIELD(struct sl_avro_dir_conf, compression_level) },
-	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
-	  FIELD(struct sl_avro_dir_conf, compression_threads) },
-	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024,
-	  .max = UINT64_MAX, FIELD(struct sl_avro_dir_conf, max_file_bytes) },
-	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
-	  FIELD(struct sl_avro_dir_conf, max_file_seconds) },
-	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
-	  FIELD(struct sl_avro_dir_conf, compact_after_files) },
+	SL_TREE_KEY_CODEC(struct sl_avro_dir_conf),
+	SL_TREE_KEY_COMPRESSION_LEVEL(struct sl_avro_dir_conf),
+	SL_TREE_KEY_COMPRESSION_THREADS(struct sl_avro_dir_conf),
+	SL_TREE_KEY_MAX_FILE_BYTES(struct sl_avro_dir_conf, UINT64_MAX),
+	SL_TREE_KEY_MAX_FILE_SECONDS(struct sl_avro_dir_conf),
+	SL_TREE_KEY_COMPACT_AFTER_FILES(struct sl_avro_dir_conf),
 	{ .name = "sync", .type = SL_KT_ENUM, .choices = ad_syncs, .def = "fsync",
 	  FIELD(struct sl_avro_dir_conf, sync) },
 };
@@ -1238,12 +1220,5 @@ const struct sl_sink_ops sl_avro_dir_ops = {
 	.verify = ad_verify,
 	.compact = ad_compact,
 	.open = ad_open,
-	.write = sl_tree_write,
-	.dead_letters = sl_tree_dead_letters,
-	.mark = sl_tree_mark,
-	.flush_due = sl_tree_flush_due,
-	.pending = sl_tree_pending,
-	.flush = sl_tree_flush,
-	.discard_backfill = sl_tree_discard_backfill,
-	.close = sl_tree_close,
+	SL_TREE_SINK_OPS,
 };

@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -120,13 +119,7 @@ static uint32_t rand32(void)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
+	return sl_fnv1a(SL_FNV1A_BASIS, s, strlen(s));
 }
 
 /* Finds the state of object name, or NULL. */
@@ -212,11 +205,7 @@ static void open_list_del(struct sl_tree *t, struct obj *o)
  * transaction over more tables finishes the file opened first, early. */
 static int open_bound(void)
 {
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 2 * (rlim_t)INT_MAX)
-		return INT_MAX;
-	return rl.rlim_cur > 96 ? (int)((rl.rlim_cur - 64) / 2) : 16;
+	return (int)sl_fd_share(2, 16, INT_MAX);
 }
 
 /* The container writer's output: counts the bytes and hands them to the store. */
@@ -968,6 +957,19 @@ static void auto_compact(struct sl_tree *t)
 	sl_mirror_unlock(fd);
 }
 
+int sl_tree_compact_with(struct sl_store store, enum sl_codec codec, int level, int threads, const char *state_dir,
+			 const char *stream, const char *object, FILE *out, char *err, size_t errlen)
+{
+	struct sl_tree_conf tc;
+
+	memset(&tc, 0, sizeof tc);
+	tc.codec = codec;
+	tc.compression_level = level;
+	tc.compression_threads = threads;
+	tc.state_dir = state_dir;
+	return sl_tree_compact(store, &tc, stream, object, out, err, errlen);
+}
+
 int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
 		    FILE *out, char *err, size_t errlen)
 {
@@ -1265,10 +1267,13 @@ static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t 
 		goto out;
 	if (m.nfiles > 0) {
 		char pos[SL_POS_TEXT_MAX * 2], csn[17];
+		bool forward = false;
 
-		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0 &&
-		    (snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark)),
-		     !t->last_to.pos || strcmp(csn, t->last_to.csn) >= 0)) {
+		if (t->has_mark && t->desc && t->desc->pos_encode(&t->mark, pos, sizeof pos) == 0) {
+			snprintf(csn, sizeof csn, "%016" PRIX64, t->desc->pos_csn(&t->mark));
+			forward = !t->last_to.pos || strcmp(csn, t->last_to.csn) >= 0;
+		}
+		if (forward) {
 			rc = sl_manifest_set_pos(&m.to, pos, csn);
 		} else {
 			/* No position yet, or a replay after a crash of changes an

@@ -38,6 +38,7 @@
 #ifndef SLUICE_SINKS_AVRO_TREE_TREE_H
 #define SLUICE_SINKS_AVRO_TREE_TREE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,6 +93,12 @@ int sl_tree_flush(void *ctx, struct sl_position *durable, char *err, size_t errl
 int sl_tree_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first,
 			     const char *csn_last, char *err, size_t errlen);
 void sl_tree_close(void *ctx);
+/* Those operations of struct sl_sink_ops, for a destination whose open()
+ * returns a tree (avro_dir, s3). */
+#define SL_TREE_SINK_OPS \
+	.write = sl_tree_write, .dead_letters = sl_tree_dead_letters, .mark = sl_tree_mark, \
+	.flush_due = sl_tree_flush_due, .pending = sl_tree_pending, .flush = sl_tree_flush, \
+	.discard_backfill = sl_tree_discard_backfill, .close = sl_tree_close
 
 /* `sluice compact`: folds the current files of object (NULL: of every
  * object) of stream on store (borrowed) into a new base each (mirror.h),
@@ -100,6 +107,10 @@ void sl_tree_close(void *ctx);
  * 0, or a negative enum sl_status with a message in err. */
 int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, const char *stream, const char *object,
 		    FILE *out, char *err, size_t errlen);
+/* The same with the destination's codec, compression_level and
+ * compression_threads and the agent's state_dir (a sink's compact()). */
+int sl_tree_compact_with(struct sl_store store, enum sl_codec codec, int level, int threads, const char *state_dir,
+			 const char *stream, const char *object, FILE *out, char *err, size_t errlen);
 
 /* The changes set aside in the dead-letter file (merge mode: a key column
  * without a value), for the sink's dead_letters operation. */
@@ -116,6 +127,28 @@ bool sl_tree_data_name(const char *base, char *first, char *last);
  * s3, iceberg). */
 extern const struct sl_keychoice sl_tree_codecs[];
 
+/* The rows of the keys every Avro file destination shares (avro_dir, s3,
+ * iceberg; doc/configuration.md), written once: T is the destination's
+ * conf struct, with members of the keys' names.  max_file_bytes takes its
+ * upper bound MAX (S3: an object's largest size). */
+#define SL_TREE_KEY_CODEC(T) \
+	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate", FIELD(T, codec) }
+#define SL_TREE_KEY_COMPRESSION_LEVEL(T) \
+	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1, .max = SL_OCF_ZSTD_MAX_LEVEL, \
+	  FIELD(T, compression_level) }
+#define SL_TREE_KEY_COMPRESSION_THREADS(T) \
+	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS, \
+	  FIELD(T, compression_threads) }
+#define SL_TREE_KEY_MAX_FILE_BYTES(T, MAX) \
+	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024, .max = (MAX), \
+	  FIELD(T, max_file_bytes) }
+#define SL_TREE_KEY_MAX_FILE_SECONDS(T) \
+	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400, \
+	  FIELD(T, max_file_seconds) }
+#define SL_TREE_KEY_COMPACT_AFTER_FILES(T) \
+	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000, \
+	  FIELD(T, compact_after_files) }
+
 /* The config check every Avro file destination makes of its [destination]
  * section: compression_level fits its codec (sl_ocf_check_level).  Returns
  * 0, or -1 with the error in er naming the line. */
@@ -128,5 +161,15 @@ int sl_tree_conf_check(enum sl_codec codec, int level, const struct sl_ini_secti
  * finish. */
 
 int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *err, size_t errlen);
+
+/* The lines verify prints (sl_tree_verify, and the iceberg sink's): "WORD: "
+ * (word: "problem", "note"), then "table \"STREAM/OBJECT\": " when object is
+ * not NULL, then the message, as one line of out; only the first
+ * SL_TREE_REPORT_LINES of a kind, which *count counts (all of them).
+ * sl_tree_report_more() then says how many were left out, if any. */
+#define SL_TREE_REPORT_LINES 200
+void sl_tree_report(FILE *out, uint64_t *count, const char *word, const char *stream, const char *object,
+		    const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+void sl_tree_report_more(FILE *out, const char *word, uint64_t count);
 
 #endif

@@ -38,7 +38,6 @@
 #include "sinks/avro/avro_read.h"
 #include "sinks/avro_tree/manifest.h"
 
-#define MAX_LINES 200        /* problem and note lines printed, each kind */
 
 /* ---------------------------------------------------------------------- */
 /* A string map: key -> entry                                             */
@@ -61,13 +60,7 @@ struct map {
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= UINT64_C(0x100000001b3);
-	}
-	return h;
+	return sl_fnv1a(SL_FNV1A_BASIS, s, strlen(s));
 }
 
 /* The entry for key, created if create; NULL if absent or out of memory. */
@@ -226,18 +219,32 @@ struct verify {
 	bool oom;
 };
 
+void sl_tree_report(FILE *out, uint64_t *count, const char *word, const char *stream, const char *object,
+		    const char *fmt, va_list ap)
+{
+	if ((*count)++ >= SL_TREE_REPORT_LINES)
+		return;
+	fprintf(out, "%s: ", word);
+	if (object)
+		fprintf(out, "table \"%s/%s\": ", stream, object);
+	vfprintf(out, fmt, ap);
+	fputc('\n', out);
+}
+
+void sl_tree_report_more(FILE *out, const char *word, uint64_t count)
+{
+	if (count > SL_TREE_REPORT_LINES)
+		fprintf(out, "%s: ... and %" PRIu64 " more\n", word, count - SL_TREE_REPORT_LINES);
+}
+
 static void problem(struct verify *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void problem(struct verify *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (v->problems++ >= MAX_LINES)
-		return;
-	fputs("problem: ", v->out);
 	va_start(ap, fmt);
-	vfprintf(v->out, fmt, ap);
+	sl_tree_report(v->out, &v->problems, "problem", NULL, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', v->out);
 }
 
 /* A problem with one data file. */
@@ -248,13 +255,9 @@ static void note(struct verify *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (v->notes++ >= MAX_LINES)
-		return;
-	fputs("note: ", v->out);
 	va_start(ap, fmt);
-	vfprintf(v->out, fmt, ap);
+	sl_tree_report(v->out, &v->notes, "note", NULL, NULL, fmt, ap);
 	va_end(ap);
-	fputc('\n', v->out);
 }
 
 static int note_key(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
@@ -741,8 +744,7 @@ int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *e
 	if ((rc = check_files(&v, err, errlen)) < 0 || v.oom)
 		goto fail;
 	check_unlisted(&v);
-	if (v.problems > MAX_LINES)
-		fprintf(out, "problem: ... and %" PRIu64 " more\n", v.problems - MAX_LINES);
+	sl_tree_report_more(out, "problem", v.problems);
 	if (v.duplicates > 20)
 		fprintf(out, "problem: %" PRIu64 " records in all are present more than once\n", v.duplicates);
 	if (v.problems)

@@ -27,8 +27,8 @@
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
 #include "sinks/iceberg/ice_widen.h"
+#include "sinks/avro_tree/tree.h"
 
-#define MAX_LINES 200        /* problem lines printed */
 #define HINT "/metadata/version-hint.text"
 
 struct key {
@@ -59,29 +59,21 @@ static void problem(struct vfy *v, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (++v->problems > MAX_LINES)
-		return;
-	fprintf(v->out, "problem: table \"%s/%s\": ", v->stream, v->object);
 	va_start(ap, fmt);
-	vfprintf(v->out, fmt, ap);
+	sl_tree_report(v->out, &v->problems, "problem", v->stream, v->object, fmt, ap);
 	va_end(ap);
-	fputc('\n', v->out);
 }
 
 static int add_key(void *arg, const char *key, uint64_t size, int64_t mtime_ms)
 {
 	struct vfy *v = arg;
+	struct key *k = sl_grow(v->keys, &v->cap, v->nkeys, sizeof *k, 256);
 
-	if (v->nkeys == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 256;
-		struct key *k = realloc(v->keys, cap * sizeof *k);
-		if (!k) {
-			v->oom = true;
-			return -1;
-		}
-		v->keys = k;
-		v->cap = cap;
+	if (!k) {
+		v->oom = true;
+		return -1;
 	}
+	v->keys = k;
 	if (!(v->keys[v->nkeys].key = strdup(key))) {
 		v->oom = true;
 		return -1;
@@ -500,8 +492,7 @@ int ice_verify(struct sl_store store, const char *stream, FILE *out, char *err, 
 	}
 	if (rc < 0)
 		goto fail;
-	if (v.problems > MAX_LINES)
-		fprintf(out, "problem: ... and %" PRIu64 " more\n", v.problems - MAX_LINES);
+	sl_tree_report_more(out, "problem", v.problems);
 	fprintf(out, "stream %s: %" PRIu64 " tables, %" PRIu64 " snapshots, %" PRIu64 " data files, %" PRIu64
 		" delete files, %" PRIu64 " records in %s: ", stream, v.tables, v.snapshots, v.files, v.delete_files,
 		v.records, store.ops->describe(store.ctx));

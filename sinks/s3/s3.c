@@ -822,7 +822,6 @@ static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const c
 		      size_t errlen)
 {
 	const struct sl_s3_conf *c = conf;
-	struct sl_tree_conf tc;
 	struct s3_store *st;
 	struct sl_store store;
 	int rc;
@@ -831,12 +830,8 @@ static int s3_compact(const void *conf, const struct sl_sink_stream *ss, const c
 		return rc;
 	store.ops = &s3_store_ops;
 	store.ctx = st;
-	memset(&tc, 0, sizeof tc);
-	tc.codec = c->codec;
-	tc.compression_level = c->compression_level;
-	tc.compression_threads = c->compression_threads;
-	tc.state_dir = ss->state_dir;
-	rc = sl_tree_compact(store, &tc, ss->name, object, out, err, errlen);
+	rc = sl_tree_compact_with(store, c->codec, c->compression_level, c->compression_threads, ss->state_dir,
+				  ss->name, object, out, err, errlen);
 	s3_close(st);
 	return rc;
 }
@@ -885,18 +880,12 @@ const struct sl_keychoice sl_s3_booleans[] = {
 /* The keys of [destination.NAME] with type = s3 (doc/configuration.md). */
 static const struct sl_keydesc s3_keys[] = {
 	SL_S3_CONN_KEYS(struct sl_s3_conf, , SL_KF_REQUIRED),
-	{ .name = "codec", .type = SL_KT_ENUM, .choices = sl_tree_codecs, .def = "deflate", FIELD(struct sl_s3_conf, codec) },
-	{ .name = "compression_level", .type = SL_KT_INT, .def = "1", .min = 1,
-	  .max = SL_OCF_ZSTD_MAX_LEVEL,
-	  FIELD(struct sl_s3_conf, compression_level) },
-	{ .name = "compression_threads", .type = SL_KT_INT, .def = "1", .min = 0, .max = SL_OCF_MAX_THREADS,
-	  FIELD(struct sl_s3_conf, compression_threads) },
-	{ .name = "max_file_bytes", .type = SL_KT_BYTES, .def = "64MB", .min = 1024, .max = (uint64_t)5 << 40,
-	  FIELD(struct sl_s3_conf, max_file_bytes) },
-	{ .name = "max_file_seconds", .type = SL_KT_SECONDS, .def = "60", .min = 1, .max = 86400,
-	  FIELD(struct sl_s3_conf, max_file_seconds) },
-	{ .name = "compact_after_files", .type = SL_KT_INT, .def = "64", .min = 0, .max = 1000000,
-	  FIELD(struct sl_s3_conf, compact_after_files) },
+	SL_TREE_KEY_CODEC(struct sl_s3_conf),
+	SL_TREE_KEY_COMPRESSION_LEVEL(struct sl_s3_conf),
+	SL_TREE_KEY_COMPRESSION_THREADS(struct sl_s3_conf),
+	SL_TREE_KEY_MAX_FILE_BYTES(struct sl_s3_conf, (uint64_t)5 << 40),
+	SL_TREE_KEY_MAX_FILE_SECONDS(struct sl_s3_conf),
+	SL_TREE_KEY_COMPACT_AFTER_FILES(struct sl_s3_conf),
 };
 
 /* SL_KT_ENUM stores through the field's size. */
@@ -913,12 +902,5 @@ const struct sl_sink_ops sl_s3_ops = {
 	.verify = s3_verify,
 	.compact = s3_compact,
 	.open = s3_open,
-	.write = sl_tree_write,
-	.dead_letters = sl_tree_dead_letters,
-	.mark = sl_tree_mark,
-	.flush_due = sl_tree_flush_due,
-	.pending = sl_tree_pending,
-	.flush = sl_tree_flush,
-	.discard_backfill = sl_tree_discard_backfill,
-	.close = sl_tree_close,
+	SL_TREE_SINK_OPS,
 };

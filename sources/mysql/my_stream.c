@@ -587,6 +587,281 @@ static int read_event(struct my_src *s, int timeout_ms, bool *held, char *err, s
 	return 1;
 }
 
+/* The rows of the pending rows event, then the TRUNCATE records the
+ * statement being read queued.  Returns 1 with ev filled, 0 when nothing
+ * is pending, or a failure. */
+static int drain_pending(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
+{
+	int rc;
+
+	for (;;) {
+		if (s->rows_pending) {
+			if (!s->begun && begin_once(s, ev))
+				return 1;
+			if ((rc = next_row(s, err, errlen)) < 0)
+				return rc;
+			if (rc > 0 && pending_change(s, ev))
+				return 1;
+			continue;
+		}
+		if (s->truncating) {
+			if (!s->begun && begin_once(s, ev))
+				return 1;
+			if (s->itrunc < s->ntrunc) {
+				struct sl_my_table *t = my_known_table(s, s->trunc[s->itrunc].db, s->trunc[s->itrunc].table);
+				s->itrunc++;
+				if (t) {
+					fill(s, &s->pend[0], t->version, SL_OP_TRUNCATE, NULL);
+					ev->kind = SL_EV_CHANGE;
+					ev->change = s->pend[0];
+					return 1;
+				}
+				continue;
+			}
+			s->truncating = false;
+			s->ntrunc = 0;
+			if (s->in_tx && my_end_group(s, ev))
+				return 1;
+			continue;
+		}
+		return 0;
+	}
+}
+
+/* Nothing came before the timeout: a keepalive that tells the pipeline
+ * where the stream is, when it moved (or a reply is wanted), else a
+ * timeout. */
+static void quiet(struct my_src *s, struct sl_event *ev)
+{
+	if (!s->in_tx && !s->xa_in) {
+		struct sl_position p = resume_pos(s);
+		if (s->reply_wanted || !s->has_reported || my_pos_compare(&p, &s->last_reported) > 0) {
+			ev->kind = SL_EV_KEEPALIVE;
+			ev->pos = p;
+			s->reply_wanted = false;
+			s->last_reported = p;
+			s->has_reported = true;
+			s->last_keepalive_ms = sl_mono_ms();
+			return;
+		}
+	}
+	ev->kind = SL_EV_TIMEOUT;
+}
+
+static void on_rotate(struct my_src *s)
+{
+	const struct sl_binlog_rotate *r = &s->ev.u.rotate;
+
+	if (r->file_len == 0 || r->file_len > SL_BL_FILE_MAX)
+		return;
+	if (strlen(s->file) != r->file_len || memcmp(s->file, r->file, r->file_len) != 0 || r->position > s->pos) {
+		bool same = strlen(s->file) == r->file_len && !memcmp(s->file, r->file, r->file_len);
+		memcpy(s->file, r->file, r->file_len);
+		s->file[r->file_len] = '\0';
+		if (!same || r->position > s->pos)
+			s->pos = r->position;
+	}
+}
+
+/* A MariaDB GTID event starts a group; an XA PREPARE group's events are
+ * held until XA COMMIT. */
+static int on_mariadb_gtid(struct my_src *s, char *err, size_t errlen)
+{
+	const struct sl_binlog_mariadb_gtid *g = &s->ev.u.mariadb_gtid;
+
+	my_start_group(s, s->ev.start);
+	s->standalone = (g->flags & SL_MARIADB_FL_STANDALONE) != 0;
+	s->tx_has_mgtid = true;
+	s->tx_mgtid = (struct sl_mariadb_gtid){ .domain = g->domain_id, .server = g->server_id, .seq = g->seq_no };
+	snprintf(s->tx_gtid, sizeof s->tx_gtid, "%" PRIu32 "-%" PRIu32 "-%" PRIu64, g->domain_id, g->server_id,
+		 g->seq_no);
+	s->tx_id = g->seq_no;
+	if (g->has_xid)
+		xid_text(s->tx_xid, sizeof s->tx_xid, &g->xid);
+	if (s->gtid_mode && sl_mariadb_gtid_pos_contains(&s->mstate, &s->tx_mgtid))
+		s->skip_tx = true;
+	if (!(g->flags & SL_MARIADB_FL_PREPARED_XA) && group_done(s, g->has_xid))
+		s->skip_tx = true;
+	if ((g->flags & SL_MARIADB_FL_PREPARED_XA) && !s->skip_tx) {
+		/* XA PREPARE: hold the group's events until XA COMMIT */
+		struct xa_held *h = calloc(1, sizeof *h);
+		if (!h || !(h->events = tmpfile())) {
+			free(h);
+			snprintf(err, errlen, "stream \"%s\": could not hold an XA transaction: %s", s->st->name,
+				 sl_strerror(errno));
+			return SL_EFAIL;
+		}
+		snprintf(h->xid, sizeof h->xid, "%s", s->tx_xid);
+		h->start = sl_my_pos(s->file, s->ev.start, s->gtid_mode ? s->state_text : NULL, NULL);
+		h->next = s->held;
+		s->held = h;
+		s->xa_out = h->events;
+		s->xa_prepare = true;
+	}
+	return SL_OK;
+}
+
+static void on_mysql_gtid(struct my_src *s)
+{
+	const struct sl_binlog_mysql_gtid *g = &s->ev.u.mysql_gtid;
+	char u[37];
+
+	my_start_group(s, s->ev.start);
+	if (g->has_commit_ts && g->immediate_commit_ts)
+		s->tx_ts_us = (int64_t)g->immediate_commit_ts;
+	if (!g->anonymous) {
+		s->tx_has_sgtid = true;
+		memcpy(s->tx_sid, g->sid, 16);
+		s->tx_gno = g->gno;
+		s->tx_id = g->gno;
+		sl_mysql_uuid_format(g->sid, u);
+		snprintf(s->tx_gtid, sizeof s->tx_gtid, "%s:%" PRIu64, u, g->gno);
+		if (s->gtid_mode && sl_mysql_gtid_set_contains(&s->sstate, g->sid, g->gno))
+			s->skip_tx = true;
+	}
+	if (group_done(s, false))
+		s->skip_tx = true;
+	/* DDL follows without BEGIN: the group ends after it */
+	s->standalone = true;
+}
+
+/* Returns 1 with ev filled (an XA PREPARE ended the group), 0. */
+static int on_xa_prepare(struct my_src *s, struct sl_event *ev)
+{
+	if (s->xa_out) {
+		fflush(s->xa_out);
+		s->xa_out = NULL;
+	} else if (!s->xa_prepare && s->ev.u.xa_prepare.one_phase) {
+		/* XA COMMIT ... ONE PHASE: an ordinary commit */
+	} else if (!s->xa_prepare && !s->skip_tx) {
+		sl_warn("stream \"%s\": an XA PREPARE at %s without a GTID event: its changes are read at once",
+			s->st->name, my_here(s, (char[600]){ 0 }, 600));
+	}
+	s->xa_prepare = false;
+	return s->in_tx && my_end_group(s, ev) ? 1 : 0;
+}
+
+/* A rows event: the watermark table's, counted (a table the stream does
+ * not select), or pending for next_row(). */
+static int on_rows(struct my_src *s, char *err, size_t errlen)
+{
+	struct tmap *m;
+	int rc;
+
+	if (sl_binlog_rows_parse(&s->rd, &s->ev, &s->rows, err, errlen) < 0) {
+		char at[600];
+		size_t l = strlen(err);
+		snprintf(err + l, errlen - l, " (at %s)", my_here(s, at, sizeof at));
+		return SL_EFAIL;
+	}
+	m = my_map_by_id(s, s->rows.table_id);
+	if (!m || !m->rawlen) {
+		char at[600];
+		snprintf(err, errlen, "stream \"%s\": at %s, a rows event for table id %" PRIu64 " without its "
+			 "table map", s->st->name, my_here(s, at, sizeof at), s->rows.table_id);
+		return SL_EFAIL;
+	}
+	if (m->wm) {
+		if (!s->in_tx)
+			my_start_group(s, s->ev.start);
+		if ((rc = watermark_rows(s, m, err, errlen)) < 0)
+			return rc;
+		return SL_OK;
+	}
+	if (!m->t) {
+		/* a table the stream does not select: its rows are counted, not decoded */
+		uint64_t nrows;
+		char why[300];
+		if (sl_mysql_rows_count(&s->rows, &m->tm, &nrows, why, sizeof why) < 0) {
+			sl_debug("stream \"%s\": %s; counted as one skipped change", s->st->name, why);
+			nrows = 1;
+		}
+		s->skipped += nrows;
+		return SL_OK;
+	}
+	if (!s->in_tx)
+		my_start_group(s, s->ev.start);
+	s->rows_map = m;
+	s->rows_pending = true;
+	return SL_OK;
+}
+
+/* Nothing else is coming for now: the server's position is ours.  The
+ * server sends a heartbeat only after a heartbeat period with nothing to
+ * send, so everything committed before it arrived is before that position:
+ * it travels through the pipeline as a heartbeat with its arrival time, and
+ * freshness is measured end to end on an idle stream (source.h,
+ * log_heartbeats).  Returns 1 with ev filled, 0. */
+static int on_heartbeat(struct my_src *s, struct sl_event *ev)
+{
+	if (!s->in_tx && !s->xa_in) {
+		const struct sl_binlog_heartbeat *hb = &s->ev.u.heartbeat;
+		if (hb->file_len == strlen(s->file) && !memcmp(hb->file, s->file, hb->file_len) &&
+		    hb->position > s->pos && s->ev.h.log_pos > 0)
+			s->pos = hb->position;
+		ev->kind = SL_EV_KEEPALIVE;
+		ev->heartbeat = true;
+		ev->ts_us = sl_now_us();
+		ev->pos = resume_pos(s);
+		s->reply_wanted = false;
+		s->last_reported = ev->pos;
+		s->has_reported = true;
+		s->last_keepalive_ms = sl_mono_ms();
+		return 1;
+	}
+	return 0;
+}
+
+/* One event read (held: from a held XA transaction).  Returns 1 with ev
+ * filled, 0 to read on, or a failure. */
+static int on_event(struct my_src *s, bool held, struct sl_event *ev, char *err, size_t errlen)
+{
+	int rc;
+
+	switch (s->ev.kind) {
+	case SL_BLK_ROTATE:
+		on_rotate(s);
+		return 0;
+	case SL_BLK_MARIADB_GTID:
+		return on_mariadb_gtid(s, err, errlen);
+	case SL_BLK_MYSQL_GTID:
+		on_mysql_gtid(s);
+		return 0;
+	case SL_BLK_QUERY:
+		if (s->skip_tx)
+			return 0;
+		if (!held && s->ev.u.query.sql_len >= 5 && !strncasecmp(s->ev.u.query.sql, "BEGIN", 5) && s->in_tx)
+			s->standalone = false;  /* MySQL: GTID, then BEGIN ... XID */
+		if (s->xa_out && s->ev.u.query.sql_len >= 6 && !strncasecmp(s->ev.u.query.sql, "XA END", 6))
+			return 0;
+		rc = my_on_query(s, ev, err, errlen);
+		return rc < 0 ? rc : rc != 0;
+	case SL_BLK_XID:
+		return s->in_tx && my_end_group(s, ev) ? 1 : 0;
+	case SL_BLK_XA_PREPARE:
+		return on_xa_prepare(s, ev);
+	case SL_BLK_TABLE_MAP:
+		if (s->skip_tx)
+			return 0;
+		rc = my_on_table_map(s, ev, err, errlen);
+		return rc < 0 ? rc : rc != 0;
+	case SL_BLK_ROWS:
+		return s->skip_tx ? 0 : on_rows(s, err, errlen);
+	case SL_BLK_HEARTBEAT:
+		return on_heartbeat(s, ev);
+	case SL_BLK_INCIDENT: {
+		char at[600];
+		snprintf(err, errlen, "stream \"%s\": at %s, the server logged an incident (%u: %.*s): changes may be "
+			 "missing from the binlog there. Run `sluice backfill` for the stream", s->st->name,
+			 my_here(s, at, sizeof at), s->ev.u.incident.incident, (int)s->ev.u.incident.message_len,
+			 s->ev.u.incident.message ? s->ev.u.incident.message : "");
+		return SL_ELOST;
+	}
+	default:
+		return 0;
+	}
+}
+
 int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen)
 {
 	struct my_src *s = ctx;
@@ -601,35 +876,8 @@ int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t er
 		return SL_OK;
 	}
 	for (;;) {
-		if (s->rows_pending) {
-			if (!s->begun && begin_once(s, ev))
-				return SL_OK;
-			if ((rc = next_row(s, err, errlen)) < 0)
-				return rc;
-			if (rc > 0 && pending_change(s, ev))
-				return SL_OK;
-			continue;
-		}
-		if (s->truncating) {
-			if (!s->begun && begin_once(s, ev))
-				return SL_OK;
-			if (s->itrunc < s->ntrunc) {
-				struct sl_my_table *t = my_known_table(s, s->trunc[s->itrunc].db, s->trunc[s->itrunc].table);
-				s->itrunc++;
-				if (t) {
-					fill(s, &s->pend[0], t->version, SL_OP_TRUNCATE, NULL);
-					ev->kind = SL_EV_CHANGE;
-					ev->change = s->pend[0];
-					return SL_OK;
-				}
-				continue;
-			}
-			s->truncating = false;
-			s->ntrunc = 0;
-			if (s->in_tx && my_end_group(s, ev))
-				return SL_OK;
-			continue;
-		}
+		if ((rc = drain_pending(s, ev, err, errlen)) != 0)
+			return rc < 0 ? rc : SL_OK;
 		rc = read_event(s, timeout_ms, &held, err, errlen);
 		timeout_ms = 0;
 		if (rc < 0)
@@ -645,20 +893,7 @@ int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t er
 			return SL_OK;
 		}
 		if (rc == 0) {
-			/* quiet: tell the pipeline where the stream is */
-			if (!s->in_tx && !s->xa_in) {
-				struct sl_position p = resume_pos(s);
-				if (s->reply_wanted || !s->has_reported || my_pos_compare(&p, &s->last_reported) > 0) {
-					ev->kind = SL_EV_KEEPALIVE;
-					ev->pos = p;
-					s->reply_wanted = false;
-					s->last_reported = p;
-					s->has_reported = true;
-					s->last_keepalive_ms = sl_mono_ms();
-					return SL_OK;
-				}
-			}
-			ev->kind = SL_EV_TIMEOUT;
+			quiet(s, ev);
 			return SL_OK;
 		}
 		/* positions: the end of each real event, never backwards */
@@ -673,192 +908,8 @@ int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t er
 				continue;
 			}
 		}
-		switch (s->ev.kind) {
-		case SL_BLK_ROTATE: {
-			const struct sl_binlog_rotate *r = &s->ev.u.rotate;
-			if (r->file_len == 0 || r->file_len > SL_BL_FILE_MAX)
-				break;
-			if (strlen(s->file) != r->file_len || memcmp(s->file, r->file, r->file_len) != 0 ||
-			    r->position > s->pos) {
-				bool same = strlen(s->file) == r->file_len && !memcmp(s->file, r->file, r->file_len);
-				memcpy(s->file, r->file, r->file_len);
-				s->file[r->file_len] = '\0';
-				if (!same || r->position > s->pos)
-					s->pos = r->position;
-			}
-			break;
-		}
-		case SL_BLK_MARIADB_GTID: {
-			const struct sl_binlog_mariadb_gtid *g = &s->ev.u.mariadb_gtid;
-			my_start_group(s, s->ev.start);
-			s->standalone = (g->flags & SL_MARIADB_FL_STANDALONE) != 0;
-			s->tx_has_mgtid = true;
-			s->tx_mgtid = (struct sl_mariadb_gtid){ .domain = g->domain_id, .server = g->server_id, .seq = g->seq_no };
-			snprintf(s->tx_gtid, sizeof s->tx_gtid, "%" PRIu32 "-%" PRIu32 "-%" PRIu64, g->domain_id, g->server_id,
-				 g->seq_no);
-			s->tx_id = g->seq_no;
-			if (g->has_xid)
-				xid_text(s->tx_xid, sizeof s->tx_xid, &g->xid);
-			if (s->gtid_mode && sl_mariadb_gtid_pos_contains(&s->mstate, &s->tx_mgtid))
-				s->skip_tx = true;
-			if (!(g->flags & SL_MARIADB_FL_PREPARED_XA) && group_done(s, g->has_xid))
-				s->skip_tx = true;
-			if ((g->flags & SL_MARIADB_FL_PREPARED_XA) && !s->skip_tx) {
-				/* XA PREPARE: hold the group's events until XA COMMIT */
-				struct xa_held *h = calloc(1, sizeof *h);
-				if (!h || !(h->events = tmpfile())) {
-					free(h);
-					snprintf(err, errlen, "stream \"%s\": could not hold an XA transaction: %s", s->st->name,
-						 sl_strerror(errno));
-					return SL_EFAIL;
-				}
-				snprintf(h->xid, sizeof h->xid, "%s", s->tx_xid);
-				h->start = sl_my_pos(s->file, s->ev.start, s->gtid_mode ? s->state_text : NULL, NULL);
-				h->next = s->held;
-				s->held = h;
-				s->xa_out = h->events;
-				s->xa_prepare = true;
-			}
-			break;
-		}
-		case SL_BLK_MYSQL_GTID: {
-			const struct sl_binlog_mysql_gtid *g = &s->ev.u.mysql_gtid;
-			char u[37];
-			my_start_group(s, s->ev.start);
-			if (g->has_commit_ts && g->immediate_commit_ts)
-				s->tx_ts_us = (int64_t)g->immediate_commit_ts;
-			if (!g->anonymous) {
-				s->tx_has_sgtid = true;
-				memcpy(s->tx_sid, g->sid, 16);
-				s->tx_gno = g->gno;
-				s->tx_id = g->gno;
-				sl_mysql_uuid_format(g->sid, u);
-				snprintf(s->tx_gtid, sizeof s->tx_gtid, "%s:%" PRIu64, u, g->gno);
-				if (s->gtid_mode && sl_mysql_gtid_set_contains(&s->sstate, g->sid, g->gno))
-					s->skip_tx = true;
-			}
-			if (group_done(s, false))
-				s->skip_tx = true;
-			/* DDL follows without BEGIN: the group ends after it */
-			s->standalone = true;
-			break;
-		}
-		case SL_BLK_QUERY:
-			if (s->skip_tx)
-				break;
-			if (!held && s->ev.u.query.sql_len >= 5 && !strncasecmp(s->ev.u.query.sql, "BEGIN", 5) && s->in_tx)
-				s->standalone = false;  /* MySQL: GTID, then BEGIN ... XID */
-			if (s->xa_out && s->ev.u.query.sql_len >= 6 && !strncasecmp(s->ev.u.query.sql, "XA END", 6))
-				break;
-			if ((rc = my_on_query(s, ev, err, errlen)) != 0) {
-				if (rc < 0)
-					return rc;
-				return SL_OK;
-			}
-			break;
-		case SL_BLK_XID:
-			if (s->in_tx && my_end_group(s, ev))
-				return SL_OK;
-			break;
-		case SL_BLK_XA_PREPARE:
-			if (s->xa_out) {
-				fflush(s->xa_out);
-				s->xa_out = NULL;
-			} else if (!s->xa_prepare && s->ev.u.xa_prepare.one_phase) {
-				/* XA COMMIT ... ONE PHASE: an ordinary commit */
-			} else if (!s->xa_prepare && !s->skip_tx) {
-				sl_warn("stream \"%s\": an XA PREPARE at %s without a GTID event: its changes are read at once",
-					s->st->name, my_here(s, (char[600]){ 0 }, 600));
-			}
-			s->xa_prepare = false;
-			if (s->in_tx && my_end_group(s, ev))
-				return SL_OK;
-			break;
-		case SL_BLK_TABLE_MAP:
-			if (s->skip_tx)
-				break;
-			if ((rc = my_on_table_map(s, ev, err, errlen)) != 0) {
-				if (rc < 0)
-					return rc;
-				return SL_OK;
-			}
-			break;
-		case SL_BLK_ROWS: {
-			struct tmap *m;
-			if (s->skip_tx)
-				break;
-			if (sl_binlog_rows_parse(&s->rd, &s->ev, &s->rows, err, errlen) < 0) {
-				char at[600];
-				size_t l = strlen(err);
-				snprintf(err + l, errlen - l, " (at %s)", my_here(s, at, sizeof at));
-				return SL_EFAIL;
-			}
-			m = my_map_by_id(s, s->rows.table_id);
-			if (!m || !m->rawlen) {
-				char at[600];
-				snprintf(err, errlen, "stream \"%s\": at %s, a rows event for table id %" PRIu64 " without its "
-					 "table map", s->st->name, my_here(s, at, sizeof at), s->rows.table_id);
-				return SL_EFAIL;
-			}
-			if (m->wm) {
-				if (!s->in_tx)
-					my_start_group(s, s->ev.start);
-				if ((rc = watermark_rows(s, m, err, errlen)) < 0)
-					return rc;
-				break;
-			}
-			if (!m->t) {
-				/* a table the stream does not select: its rows are counted, not decoded */
-				uint64_t nrows;
-				char why[300];
-				if (sl_mysql_rows_count(&s->rows, &m->tm, &nrows, why, sizeof why) < 0) {
-					sl_debug("stream \"%s\": %s; counted as one skipped change", s->st->name, why);
-					nrows = 1;
-				}
-				s->skipped += nrows;
-				break;
-			}
-			if (!s->in_tx)
-				my_start_group(s, s->ev.start);
-			s->rows_map = m;
-			s->rows_pending = true;
-			break;
-		}
-		case SL_BLK_HEARTBEAT:
-			/* Nothing else is coming for now: the server's position is
-			 * ours.  The server sends a heartbeat only after a heartbeat
-			 * period with nothing to send, so everything committed before
-			 * it arrived is before that position: it travels through the
-			 * pipeline as a heartbeat with its arrival time, and freshness
-			 * is measured end to end on an idle stream (source.h,
-			 * log_heartbeats). */
-			if (!s->in_tx && !s->xa_in) {
-				const struct sl_binlog_heartbeat *hb = &s->ev.u.heartbeat;
-				if (hb->file_len == strlen(s->file) && !memcmp(hb->file, s->file, hb->file_len) &&
-				    hb->position > s->pos && s->ev.h.log_pos > 0)
-					s->pos = hb->position;
-				ev->kind = SL_EV_KEEPALIVE;
-				ev->heartbeat = true;
-				ev->ts_us = sl_now_us();
-				ev->pos = resume_pos(s);
-				s->reply_wanted = false;
-				s->last_reported = ev->pos;
-				s->has_reported = true;
-				s->last_keepalive_ms = sl_mono_ms();
-				return SL_OK;
-			}
-			break;
-		case SL_BLK_INCIDENT: {
-			char at[600];
-			snprintf(err, errlen, "stream \"%s\": at %s, the server logged an incident (%u: %.*s): changes may be "
-				 "missing from the binlog there. Run `sluice backfill` for the stream", s->st->name,
-				 my_here(s, at, sizeof at), s->ev.u.incident.incident, (int)s->ev.u.incident.message_len,
-				 s->ev.u.incident.message ? s->ev.u.incident.message : "");
-			return SL_ELOST;
-		}
-		default:
-			break;
-		}
+		if ((rc = on_event(s, held, ev, err, errlen)) != 0)
+			return rc < 0 ? rc : SL_OK;
 	}
 }
 

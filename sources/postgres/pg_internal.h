@@ -34,6 +34,10 @@ extern const struct sl_source_desc sl_pg_desc;
 extern const struct sl_keydesc sl_pg_keys[SL_PG_NKEYS];
 /* The stream keys a postgres stream takes (struct sl_source_ops.stream_keys). */
 extern const char *const sl_pg_stream_keys[];
+/* Of those, the source's own (struct sl_pg_stream_conf), and their check. */
+#define SL_PG_STREAM_NKEYS 2
+extern const struct sl_keydesc sl_pg_stream_conf_keys[SL_PG_STREAM_NKEYS];
+int sl_pg_stream_conf_check(void *conf, const struct sl_ini_section *sec, const char *stream, struct sl_keyerr *er);
 
 
 /* Copies a libpq error (of res, or of the connection when res is NULL) into

@@ -142,17 +142,17 @@ int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct
 		rc = SL_EFAIL;
 		goto out;
 	}
-	if ((rc = read_state(c, st->publication, tables, n, tabs, &exists, &pub_owned, &superuser, &may_create,
+	if ((rc = read_state(c, sl_pg_stream(st)->publication, tables, n, tabs, &exists, &pub_owned, &superuser, &may_create,
 			     err, errlen)) < 0)
 		goto out;
 	for (int i = 0; i < n; i++)
 		nmissing += tabs[i].missing;
 	if (exists && nmissing == 0) {
 		if (out)
-			fprintf(out, "stream %s: publication %s: exists and publishes every table\n", st->name, st->publication);
+			fprintf(out, "stream %s: publication %s: exists and publishes every table\n", st->name, sl_pg_stream(st)->publication);
 		goto out;
 	}
-	if (!(qpub = PQescapeIdentifier(c, st->publication, strlen(st->publication)))) {
+	if (!(qpub = PQescapeIdentifier(c, sl_pg_stream(st)->publication, strlen(sl_pg_stream(st)->publication)))) {
 		rc = sl_pg_err(err, errlen, "could not quote the publication name", c, NULL);
 		goto out;
 	}
@@ -194,17 +194,17 @@ int sl_pg_check_publication(PGconn *c, const struct sl_source_stream *st, struct
 	if (!ok) {
 		snprintf(err, errlen, "stream \"%s\": role \"%s\" may not %s publication \"%s\" (%s), so the stream cannot "
 			 "start; ask a superuser, or the owner of the tables%s, to run: %s", st->name, PQuser(c),
-			 exists ? "add tables to" : "create", st->publication, why.data,
+			 exists ? "add tables to" : "create", sl_pg_stream(st)->publication, why.data,
 			 exists ? " and of the publication" : "", sql.data);
 		rc = SL_EPREREQ;
 		goto out;
 	}
 	names(&list, tabs, n, true, false);
 	if (out && exists)
-		fprintf(out, "stream %s: publication %s: exists; sluice run adds %s\n", st->name, st->publication,
+		fprintf(out, "stream %s: publication %s: exists; sluice run adds %s\n", st->name, sl_pg_stream(st)->publication,
 			list.data ? list.data : "");
 	else if (out)
-		fprintf(out, "stream %s: publication %s: sluice run creates it\n", st->name, st->publication);
+		fprintf(out, "stream %s: publication %s: sluice run creates it\n", st->name, sl_pg_stream(st)->publication);
 out:
 	PQfreemem(qpub);
 	free(tabs);

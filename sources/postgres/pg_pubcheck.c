@@ -110,7 +110,7 @@ static int left_user_publication(PGconn *c, const struct sl_source_stream *st, c
 	sl_buf_put_shell_word(&bf, add.data ? add.data : "");
 	sl_buf_reset(&add);
 	sl_buf_puts(&add, "ALTER PUBLICATION ");
-	if (sl_pg_append_ident(&add, c, st->publication) < 0 || sl_buf_puts(&add, " ADD TABLE ") < 0 ||
+	if (sl_pg_append_ident(&add, c, sl_pg_stream(st)->publication) < 0 || sl_buf_puts(&add, " ADD TABLE ") < 0 ||
 	    sl_buf_puts(&add, t->src_flags & SL_PG_PARTITIONED ? "" : "ONLY ") < 0 ||
 	    sl_pg_append_qualified(&add, c, t) < 0 || sl_buf_failed(&bf)) {
 		snprintf(err, errlen, "out of memory");
@@ -120,7 +120,7 @@ static int left_user_publication(PGconn *c, const struct sl_source_stream *st, c
 	snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is no longer in publication \"%s\" (ALTER "
 		 "PUBLICATION ... DROP TABLE or SET TABLE), so the changes made to it since are missing from the "
 		 "stream: run %s, then %s to read it again (sluice does not add it back itself: that would hide "
-		 "the gap)", st->name, t->ns, t->name, st->publication, add.data, bf.data);
+		 "the gap)", st->name, t->ns, t->name, sl_pg_stream(st)->publication, add.data, bf.data);
 out:
 	sl_buf_free(&add);
 	sl_buf_free(&bf);
@@ -139,8 +139,8 @@ int sl_pg_publication_kept(PGconn *c, const struct sl_source_stream *st, struct 
 		snprintf(err, errlen, "out of memory");
 		return SL_EFAIL;
 	}
-	if ((rc = sl_pg_publication_missing(c, st->publication, tables, n, missing, err, errlen)) < 0 ||
-	    (rc = sluice_owns(c, st->publication, &owns, err, errlen)) < 0)
+	if ((rc = sl_pg_publication_missing(c, sl_pg_stream(st)->publication, tables, n, missing, err, errlen)) < 0 ||
+	    (rc = sluice_owns(c, sl_pg_stream(st)->publication, &owns, err, errlen)) < 0)
 		goto out;
 	for (int i = 0; i < n && rc == SL_OK; i++) {
 		const struct sl_table *t = tables[i];
@@ -153,7 +153,7 @@ int sl_pg_publication_kept(PGconn *c, const struct sl_source_stream *st, struct 
 		} else if (running) {
 			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" left publication \"%s\", which sluice "
 				 "created: it is added again and backfilled again", st->name, t->ns, t->name,
-				 st->publication);
+				 sl_pg_stream(st)->publication);
 			rc = SL_ERESTART;
 		} else if (readd) {
 			readd[i] = true;

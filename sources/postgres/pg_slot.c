@@ -73,22 +73,22 @@ static int explain(enum verdict v, const struct sl_pg_slot_info *si, const struc
 	case SLOT_FOREIGN:
 		if (!si->logical || strcmp(si->plugin, "pgoutput") != 0)
 			sl_buf_printf(&b, "stream \"%s\": slot \"%s\" exists but is not a logical pgoutput slot "
-				      "(plugin \"%s\")", st->name, st->slot, si->plugin);
+				      "(plugin \"%s\")", st->name, sl_pg_stream(st)->slot, si->plugin);
 		else
 			sl_buf_printf(&b, "stream \"%s\": slot \"%s\" belongs to database \"%s\", not \"%s\"",
-				      st->name, st->slot, si->database, sl_pg_conf(cfg)->dbname);
+				      st->name, sl_pg_stream(st)->slot, si->database, sl_pg_conf(cfg)->dbname);
 		rc = SL_EPREREQ;
 		break;
 	case SLOT_MISSING:
 		sl_buf_printf(&b, "stream \"%s\": replication slot \"%s\" does not exist on source \"%s\", but the "
 			      "checkpoint \"%s\" says changes up to %s were already read from it; changes after that "
-			      "position may be gone, and sluice will not skip them silently", st->name, st->slot,
+			      "position may be gone, and sluice will not skip them silently", st->name, sl_pg_stream(st)->slot,
 			      cfg->name, resume->checkpoint_path, d);
 		recovery(&b, st, false);
 		break;
 	case SLOT_LOST:
 		sl_buf_printf(&b, "stream \"%s\": replication slot \"%s\" is lost (wal_status = lost): the server "
-			      "removed WAL it still needed, so changes %s%s are gone", st->name, st->slot,
+			      "removed WAL it still needed, so changes %s%s are gone", st->name, sl_pg_stream(st)->slot,
 			      resume && resume->has_position ? "after " : "it had not delivered yet",
 			      resume && resume->has_position ? d : "");
 		recovery(&b, st, true);
@@ -97,12 +97,12 @@ static int explain(enum verdict v, const struct sl_pg_slot_info *si, const struc
 		sl_lsn_format(si->confirmed_flush_lsn, a);
 		sl_buf_printf(&b, "stream \"%s\": slot \"%s\" has confirmed position %s, ahead of %s in checkpoint "
 			      "\"%s\": changes between them were acknowledged by another reader, or the checkpoint is "
-			      "stale", st->name, st->slot, a, d, resume->checkpoint_path);
+			      "stale", st->name, sl_pg_stream(st)->slot, a, d, resume->checkpoint_path);
 		recovery(&b, st, true);
 		sl_buf_puts(&b, " (if the checkpoint is stale, putting the current one back resumes the slot instead)");
 		break;
 	default:
-		sl_buf_printf(&b, "stream \"%s\": slot \"%s\" is usable", st->name, st->slot);
+		sl_buf_printf(&b, "stream \"%s\": slot \"%s\" is usable", st->name, sl_pg_stream(st)->slot);
 		rc = SL_EFAIL;
 		break;
 	}
@@ -123,7 +123,7 @@ static int in_use(PGconn *c, const struct sl_pg_slot_info *si, const struct sl_s
 	struct sl_buf b;
 
 	sl_buf_init(&b, 0);
-	sl_buf_printf(&b, "stream \"%s\": replication slot \"%s\" is in use by another process", st->name, st->slot);
+	sl_buf_printf(&b, "stream \"%s\": replication slot \"%s\" is in use by another process", st->name, sl_pg_stream(st)->slot);
 	if (si->active_pid > 0) {
 		snprintf(pid, sizeof pid, "%d", si->active_pid);
 		sl_buf_printf(&b, " (walsender pid %d", si->active_pid);
@@ -144,13 +144,13 @@ static int in_use(PGconn *c, const struct sl_pg_slot_info *si, const struct sl_s
 
 static int drop_slot(PGconn *c, const struct sl_source_stream *st, char *err, size_t errlen)
 {
-	const char *params[1] = { st->slot };
+	const char *params[1] = { sl_pg_stream(st)->slot };
 	PGresult *res = PQexecParams(c, "SELECT pg_drop_replication_slot($1)", 1, NULL, params, NULL, NULL, 0);
 	int rc = SL_OK;
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		char what[160];
-		snprintf(what, sizeof what, "stream \"%s\": could not drop replication slot \"%s\"", st->name, st->slot);
+		snprintf(what, sizeof what, "stream \"%s\": could not drop replication slot \"%s\"", st->name, sl_pg_stream(st)->slot);
 		sl_pg_err(err, errlen, what, c, res);
 		rc = sl_pg_sqlstate_is(res, "42501") ? SL_EPREREQ : SL_EFAIL;
 	}
@@ -165,7 +165,7 @@ int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const stru
 	enum verdict v;
 	int rc;
 
-	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
+	if ((rc = sl_pg_slot_info(c, sl_pg_stream(st)->slot, &si, err, errlen)) < 0)
 		return rc;
 	v = judge(&si, sl_pg_conf(cfg)->dbname, resume);
 	switch (v) {
@@ -190,7 +190,7 @@ int sl_pg_slot_prepare(PGconn *c, const struct sl_source_config *cfg, const stru
 		if ((rc = drop_slot(c, st, err, errlen)) < 0)
 			return rc;
 		sl_info("stream \"%s\": dropped replication slot \"%s\", left over from an earlier attempt to create "
-			"a new one", st->name, st->slot);
+			"a new one", st->name, sl_pg_stream(st)->slot);
 		plan->need_position = true;
 		return SL_OK;
 	}
@@ -211,7 +211,7 @@ int sl_pg_slot_check(PGconn *c, const struct sl_source_config *cfg, const struct
 	enum verdict v;
 	int rc;
 
-	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
+	if ((rc = sl_pg_slot_info(c, sl_pg_stream(st)->slot, &si, err, errlen)) < 0)
 		return rc;
 	*exists = si.exists;
 	v = judge(&si, sl_pg_conf(cfg)->dbname, resume);
@@ -242,7 +242,7 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 	*renew = false;
 	if (!c)
 		return sl_pg_err_status();
-	if ((rc = sl_pg_slot_info(c, st->slot, &si, err, errlen)) < 0)
+	if ((rc = sl_pg_slot_info(c, sl_pg_stream(st)->slot, &si, err, errlen)) < 0)
 		goto out;
 	v = judge(&si, sl_pg_conf(cfg)->dbname, resume);
 	switch (v) {
@@ -277,7 +277,7 @@ int sl_pg_discard_position(const struct sl_source_config *cfg, const struct sl_s
 	}
 	if ((rc = drop_slot(c, st, err, errlen)) < 0)
 		goto out;
-	fprintf(out, "stream %s: dropped replication slot %s (%s): it could not be resumed\n", st->name, st->slot, why);
+	fprintf(out, "stream %s: dropped replication slot %s (%s): it could not be resumed\n", st->name, sl_pg_stream(st)->slot, why);
 out:
 	PQfinish(c);
 	return rc;

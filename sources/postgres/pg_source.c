@@ -465,7 +465,7 @@ static int readd_plan(struct pg_src *s, struct sl_source_plan *plan, char *err, 
 		}
 		sl_warn("stream \"%s\": table \"%s\".\"%s\" left publication \"%s\", which sluice created: its "
 			"changes since are missing, so it is added again and backfilled again", s->st->name,
-			s->tables[i]->ns, s->tables[i]->name, s->st->publication);
+			s->tables[i]->ns, s->tables[i]->name, sl_pg_stream(s->st)->publication);
 		s->nreadd++;
 	}
 	plan->rebackfill = s->readd;
@@ -490,7 +490,7 @@ static int pg_prepare(void *ctx, const struct sl_source_resume *resume, struct s
 	 * before it tries to create or change it. */
 	if ((resume->has_position && (rc = readd_plan(s, plan, err, errlen)) < 0) ||
 	    (rc = sl_pg_check_publication(s->meta, st, s->tables, s->ntables, NULL, err, errlen)) < 0 ||
-	    (rc = sl_pg_ensure_publication(s->meta, st->publication, s->tables, s->ntables, err, errlen)) < 0)
+	    (rc = sl_pg_ensure_publication(s->meta, sl_pg_stream(st)->publication, s->tables, s->ntables, err, errlen)) < 0)
 		return rc;
 	/* The slot against the checkpoint (pg_slot.c). */
 	return sl_pg_slot_prepare(s->meta, s->cfg, st, resume, plan, err, errlen);
@@ -533,8 +533,8 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 			goto fail;
 		}
 		r = s->repl;
-		sl_pg_slot_wait_init(&wait, s->meta, s->st, s->st->slot);
-		rc = sl_pg_repl_create_slot(r, s->st->slot, false, sl_pg_slot_wait_tick, &wait, name, sizeof name,
+		sl_pg_slot_wait_init(&wait, s->meta, s->st, sl_pg_stream(s->st)->slot);
+		rc = sl_pg_repl_create_slot(r, sl_pg_stream(s->st)->slot, false, sl_pg_slot_wait_tick, &wait, name, sizeof name,
 					    &consistent, err, errlen);
 		sl_pg_slot_wait_end(&wait);
 	} else {
@@ -546,7 +546,7 @@ static int pg_snapshot(void *ctx, bool create, void **out, struct sl_snapshot_in
 			rc = sl_pg_err_status();
 			goto fail;
 		}
-		snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", s->st->slot, (int)getpid());
+		snprintf(tmpname, sizeof tmpname, "%.40s_bf_%d", sl_pg_stream(s->st)->slot, (int)getpid());
 		sl_pg_slot_wait_init(&wait, s->meta, s->st, tmpname);
 		rc = sl_pg_repl_create_slot(snap->tmp, tmpname, true, sl_pg_slot_wait_tick, &wait, name, sizeof name,
 					    &consistent, err, errlen);
@@ -719,7 +719,7 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 		return sl_pg_err_status();
 	s->last_catalog_ms = sl_mono_ms();
 	sl_pg_repl_set_timeout(s->repl, s->silence_ms);
-	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
+	return sl_pg_repl_start(s->repl, sl_pg_stream(s->st)->slot, sl_pg_stream(s->st)->publication, from->w[0], err, errlen);
 }
 
 /* Hands out the next change of the decoded message held in s->rev, if any. */
@@ -889,13 +889,13 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
  * everything before it was written by. */
 static bool heartbeat_event(struct pg_src *s, const struct sl_pgo_event *pe, struct sl_event *ev)
 {
-	size_t slen = strlen(s->st->slot ? s->st->slot : "");
+	size_t slen = strlen(sl_pg_stream(s->st)->slot ? sl_pg_stream(s->st)->slot : "");
 	char num[24];
 	int64_t us;
 
 	if (pe->transactional || !pe->prefix || strcmp(pe->prefix, SL_PG_HEARTBEAT_PREFIX) != 0 || !slen ||
 	    pe->content_len <= slen + 1 || pe->content_len - slen - 1 >= sizeof num ||
-	    memcmp(pe->content, s->st->slot, slen) != 0 || pe->content[slen] != ' ')
+	    memcmp(pe->content, sl_pg_stream(s->st)->slot, slen) != 0 || pe->content[slen] != ' ')
 		return false;
 	memcpy(num, pe->content + slen + 1, pe->content_len - slen - 1);
 	num[pe->content_len - slen - 1] = '\0';
@@ -1046,14 +1046,14 @@ static int pg_check(const struct sl_source_config *cfg, const struct sl_source_s
 		fprintf(out, "stream %s: table %s.%s: %d columns%s\n", st->name, tables[i]->ns, tables[i]->name,
 			tables[i]->ncols, sl_table_has_key(tables[i]) ? "" : ", no primary key (append mode only)");
 	}
-	if ((rc = sl_pg_publication_fit(c, st->publication, tables, ntables, &pub_exists, err, errlen)) < 0 ||
+	if ((rc = sl_pg_publication_fit(c, sl_pg_stream(st)->publication, tables, ntables, &pub_exists, err, errlen)) < 0 ||
 	    (resume && resume->has_position &&
 	     (rc = sl_pg_publication_kept(c, st, tables, ntables, false, NULL, err, errlen)) < 0) ||
 	    (rc = sl_pg_check_publication(c, st, tables, ntables, out, err, errlen)) < 0)
 		goto out;
 	if ((rc = sl_pg_slot_check(c, cfg, st, resume, &slot_exists, err, errlen)) < 0)
 		goto out;
-	fprintf(out, "stream %s: slot %s: %s\n", st->name, st->slot, slot_exists ? "exists" : "will be created");
+	fprintf(out, "stream %s: slot %s: %s\n", st->name, sl_pg_stream(st)->slot, slot_exists ? "exists" : "will be created");
 	if (st->heartbeats) {
 		/* Optional: without them the agent runs all the same, so no failure. */
 		struct pg_probe hp = { .cfg = cfg, .st = st, .c = c };
@@ -1083,7 +1083,7 @@ static int pg_probe(const struct sl_source_config *cfg, const struct sl_source_s
 	out->lag_bytes = out->retained_bytes = out->safe_bytes = -1;
 	if (!c)
 		return sl_pg_err_status();
-	rc = slot_status(c, st->slot, out, err, errlen);
+	rc = slot_status(c, sl_pg_stream(st)->slot, out, err, errlen);
 	PQfinish(c);
 	return rc;
 }
@@ -1169,7 +1169,7 @@ static int pg_probe_sample(void *pctx, struct sl_source_status *out, char *err, 
 {
 	struct pg_probe *p = pctx;
 
-	return slot_status(p->c, p->st->slot, out, err, errlen);
+	return slot_status(p->c, sl_pg_stream(p->st)->slot, out, err, errlen);
 }
 
 /* Whether the role may write heartbeats: a standby cannot write at all, and
@@ -1211,7 +1211,7 @@ static int pg_heartbeat(void *pctx, char *err, size_t errlen)
 		p->hb_checked = true;
 	}
 	sl_buf_init(&content, 0);
-	sl_buf_printf(&content, "%s %" PRId64, p->st->slot, sl_now_us());
+	sl_buf_printf(&content, "%s %" PRId64, sl_pg_stream(p->st)->slot, sl_now_us());
 	if (sl_buf_failed(&content)) {
 		snprintf(err, errlen, "out of memory");
 		return SL_EFAIL;
@@ -1250,6 +1250,10 @@ const struct sl_source_ops sl_pg_source_ops = {
 	.nkeys = SL_PG_NKEYS,
 	.conf_size = sizeof(struct sl_pg_conf),
 	.stream_keys = sl_pg_stream_keys,
+	.stream_conf_keys = sl_pg_stream_conf_keys,
+	.stream_conf_nkeys = SL_PG_STREAM_NKEYS,
+	.stream_conf_size = sizeof(struct sl_pg_stream_conf),
+	.stream_conf_check = sl_pg_stream_conf_check,
 	.hold_metric = "sluice_slot_wal_status",
 	.hold_label = "wal_status",
 	.hold_help = "1 with the slot's wal_status (reserved, extended, unreserved, lost) as a label.",

@@ -25,4 +25,18 @@ static inline const struct sl_pg_conf *sl_pg_conf(const struct sl_source_config 
 	return (const struct sl_pg_conf *)cfg;
 }
 
+/* The source's own keys of a [stream.NAME] from a postgres source
+ * (sl_source_ops.stream_conf_keys): both always set once the stream conf
+ * check ran. */
+struct sl_pg_stream_conf {
+	char *slot;              /* default "sluice_<stream>", lowercased, '-' as '_' */
+	char *publication;       /* default: the slot's name */
+};
+
+/* The postgres stream keys of the stream st serves (st->conf). */
+static inline const struct sl_pg_stream_conf *sl_pg_stream(const struct sl_source_stream *st)
+{
+	return (const struct sl_pg_stream_conf *)st->conf;
+}
+
 #endif

@@ -15,3 +15,12 @@ TESTS += %D%/test_keytab
 %C%_test_keytab_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 %C%_test_keytab_LDADD = libslcommon.a $(CMOCKA_LIBS)
 endif
+
+# The stream keys a source owns (sl_source_ops.stream_conf_keys).
+if HAVE_CMOCKA
+check_PROGRAMS += %D%/test_source_keys
+TESTS += %D%/test_source_keys
+%C%_test_source_keys_SOURCES = %D%/test_source_keys.c
+%C%_test_source_keys_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+%C%_test_source_keys_LDADD = $(AGENTCFG_LIBS) $(CMOCKA_LIBS)
+endif

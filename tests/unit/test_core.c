@@ -14,7 +14,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent/checkpoint.h"
@@ -1129,10 +1131,35 @@ static void test_status_exit_codes(void **state)
 	assert_int_equal(sl_status_exit_code(-99), 1);
 }
 
+/* sl_fd_share: a share of the open file limit less 64, with a floor at a
+ * limit of 96 or less and a cap; the limit is restored after. */
+static void test_fd_share(void **state)
+{
+	struct rlimit old, rl;
+	static const struct {
+		rlim_t soft;
+		uint64_t quarter, half;       /* (4, 8, 1 << 28) and (2, 16, INT_MAX) */
+	} cases[] = { { 256, 48, 96 }, { 1024, 240, 480 }, { 97, 8, 16 }, { 96, 8, 16 }, { 64, 8, 16 } };
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (old.rlim_max != RLIM_INFINITY && cases[i].soft > old.rlim_max)
+			continue;
+		rl = old;
+		rl.rlim_cur = cases[i].soft;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+		assert_int_equal(sl_fd_share(4, 8, (uint64_t)1 << 28), cases[i].quarter);
+		assert_int_equal(sl_fd_share(2, 16, INT_MAX), cases[i].half);
+	}
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_status_exit_codes),
+		cmocka_unit_test(test_fd_share),
 		cmocka_unit_test(test_pgoutput_transaction),
 		cmocka_unit_test(test_pgoutput_typed),
 		cmocka_unit_test(test_pgoutput_schema_change),

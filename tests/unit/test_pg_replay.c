@@ -543,6 +543,9 @@ static uint64_t recording_end(const char *path)
 
 /* ---- the replay ---- */
 
+static char replay_slot[] = "rec_slot", replay_pub[] = "rec_pub";
+static const struct sl_pg_stream_conf replay_stream_conf = { .slot = replay_slot, .publication = replay_pub };
+
 static int group_setup(void **state)
 {
 	struct replay *rp = calloc(1, sizeof *rp);
@@ -572,8 +575,7 @@ static int group_setup(void **state)
 
 	memset(&st, 0, sizeof st);
 	st.name = "replay";
-	st.slot = "rec_slot";
-	st.publication = "rec_pub";
+	st.conf = &replay_stream_conf;
 	if (sl_pg_source_open_replay(&src, &st, rec, rp->tables, rp->ntables, rp->err, sizeof rp->err) < 0)
 		fail_msg("%s", rp->err);
 	atomic_init(&signals, 0);
