@@ -56,6 +56,8 @@ struct sl_rebackfill_config {
 	uint64_t chunk_rows;                    /* 0: 10000 */
 	bool backfill;                          /* the stream backfills (backfill = auto): a table whose
 						 * rows a DDL changed is backfilled again */
+	bool sink_missing;                      /* the sink carries missing values (SL_SINK_CAP_MISSING):
+						 * a column added with a constant default needs no backfill */
 	char *err;                              /* the reader's error buffer (the pipe's) */
 	size_t errlen;
 };

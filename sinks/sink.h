@@ -78,6 +78,11 @@ struct sl_sink_stream {
 /* ops->caps: what a sink supports beyond append mode. */
 #define SL_SINK_CAP_MERGE 0x1u    /* write_mode = merge */
 #define SL_SINK_CAP_COMPACT_APPEND 0x2u  /* compact() also serves append mode */
+/* The readers of a table version read each column's missing value
+ * (sl_column.missing) in the rows written before the column was added (the
+ * Avro field's default in the reader schema), so that a column added with a
+ * constant default needs no backfill. */
+#define SL_SINK_CAP_MISSING 0x4u
 
 struct sl_sink_ops {
 	const char *type;                 /* the destination type it implements */

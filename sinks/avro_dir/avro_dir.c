@@ -1228,7 +1228,7 @@ _Static_assert(sizeof(enum sl_avro_dir_sync) == 4, "enum size");
 
 const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",
-	.caps = SL_SINK_CAP_MERGE,
+	.caps = SL_SINK_CAP_MERGE | SL_SINK_CAP_MISSING,
 	.keys = ad_keys,
 	.nkeys = sizeof ad_keys / sizeof ad_keys[0],
 	.conf_size = sizeof(struct sl_avro_dir_conf),

@@ -877,7 +877,7 @@ _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
 
 const struct sl_sink_ops sl_s3_ops = {
 	.type = "s3",
-	.caps = SL_SINK_CAP_MERGE,
+	.caps = SL_SINK_CAP_MERGE | SL_SINK_CAP_MISSING,
 	.keys = s3_keys,
 	.nkeys = sizeof s3_keys / sizeof s3_keys[0],
 	.conf_size = sizeof(struct sl_s3_conf),

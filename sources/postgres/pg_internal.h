@@ -320,12 +320,18 @@ int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, cons
 
 /* Column identities (pg_rewrite.c): what a Relation message cannot tell.
  * sl_pg_idents_read sets src_columns of each of the n tables (one query).
- * sl_pg_columns_changed is true, with why, when the rows of a table whose
- * identities were was read differently now (a column added with a default,
- * the table rewritten by a type change or a volatile default, a column
- * dropped and added again) without a change record; false when either
- * text is NULL or not such a text. */
+ * sl_pg_columns_changed is not 0, with why, when the rows of a table whose
+ * identities were was read differently now without a change record:
+ * SL_COLS_REWRITTEN (the table rewritten by a type change or a volatile
+ * default, a column dropped and added again), or SL_COLS_MISSING when the
+ * only such change is columns added with a constant default (their missing
+ * values); 0 when nothing changed, or either text is NULL or not such a
+ * text.
+ * sl_pg_missing_read sets the missing value (sl_column.missing) of each
+ * column of the n tables that has one (atthasmissing), by its name, and
+ * finishes the tables again (their schema keys cover it). */
 int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
-bool sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen);
+int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen);
+int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
 
 #endif

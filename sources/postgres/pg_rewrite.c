@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "sources/postgres/pg_internal.h"
 
@@ -147,38 +148,127 @@ static const struct ident_col *find_col(const struct idents *id, const struct id
 	return NULL;
 }
 
-bool sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
+int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
 {
 	struct idents w, n;
-	bool changed = false, rewritten;
+	int changed = 0;
+	bool rewritten;
 
 	memset(&w, 0, sizeof w);
 	memset(&n, 0, sizeof n);
 	if (!was || !now || !parse(was, &w) || !parse(now, &n)) {
 		free(w.cols);
 		free(n.cols);
-		return false;
+		return 0;
 	}
 	rewritten = w.filenode_len != n.filenode_len || memcmp(w.filenode, n.filenode, n.filenode_len) != 0;
-	for (int i = 0; i < n.ncols && !changed; i++) {
+	/* A column added with a constant default is the mildest change (its
+	 * missing value says what the existing rows read): any other one found
+	 * after it decides. */
+	for (int i = 0; i < n.ncols && changed != SL_COLS_REWRITTEN; i++) {
 		const struct ident_col *c = &n.cols[i], *o = find_col(&w, c);
 		int l = (int)c->namelen;
-		changed = true;
 		if (o && o->attnum != c->attnum)
 			snprintf(why, whylen, "column \"%.*s\" was dropped and added again: it is a new column, whose "
 				 "values are not the old ones", l, c->name);
-		else if (!o && c->missing)
-			snprintf(why, whylen, "column \"%.*s\" was added with a default, which the existing rows have "
-				 "without a change", l, c->name);
 		else if (!o && c->has_default && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" was added with a volatile default, which rewrote the "
 				 "table", l, c->name);
 		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" changed its type, which rewrote the table", l, c->name);
-		else
-			changed = false;
+		else if (!o && c->missing && !changed) {
+			snprintf(why, whylen, "column \"%.*s\" was added with a default, which the existing rows have "
+				 "without a change", l, c->name);
+			changed = SL_COLS_MISSING;
+			continue;
+		} else
+			continue;
+		changed = SL_COLS_REWRITTEN;
 	}
 	free(w.cols);
 	free(n.cols);
 	return changed;
+}
+
+/* The missing values of the tables of $1 (an OID array): relid, column
+ * name, the value's text (the one element of attmissingval, an array of the
+ * column's type, whose text form an array of text takes apart). */
+static const char missing_sql[] =
+	"SELECT a.attrelid, a.attname, (a.attmissingval::text::text[])[1] FROM pg_attribute a "
+	"WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped AND a.atthasmissing";
+
+/* Converts text (len bytes, copied: a bytea is decoded in place) into the
+ * missing value of col. */
+static int set_missing(struct sl_table *t, struct sl_column *col, const char *text, size_t len, char *err,
+		       size_t errlen)
+{
+	struct sl_buf scratch, copy;
+	struct sl_value v;
+	int rc = SL_OK;
+
+	sl_buf_init(&scratch, 0);
+	sl_buf_init(&copy, 0);
+	sl_buf_append(&copy, text, len);
+	sl_buf_reserve(&scratch, sl_pg_text_scratch(col, len));
+	if (sl_buf_failed(&copy) || sl_buf_failed(&scratch)) {
+		snprintf(err, errlen, "out of memory reading the default of column \"%s\"", col->name);
+		rc = SL_EFAIL;
+	} else if (sl_pg_text_column(col, copy.data ? copy.data : (char *)"", len, &v, &scratch, NULL, err,
+				     errlen) < 0) {
+		sl_warn("table \"%s\".\"%s\": %s: the existing rows of column \"%s\" are taken as NULL in its "
+			"default", t->ns, t->name, err, col->name);
+	} else if (sl_column_set_missing(col, &v) < 0) {
+		snprintf(err, errlen, "out of memory reading the default of column \"%s\"", col->name);
+		rc = SL_EFAIL;
+	}
+	sl_buf_free(&copy);
+	sl_buf_free(&scratch);
+	return rc;
+}
+
+int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+{
+	struct sl_buf oids;
+	const char *params[1];
+	PGresult *res = NULL;
+	int rc = SL_OK;
+
+	sl_buf_init(&oids, 0);
+	if (n == 0)
+		goto out;
+	if (sl_pg_oid_array(&oids, tabs, n) < 0) {
+		snprintf(err, errlen, "out of memory reading column defaults");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	params[0] = oids.data;
+	res = PQexecParams(c, missing_sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = sl_pg_err(err, errlen, "could not read the missing values of the tables' columns", c, res);
+		goto out;
+	}
+	for (int k = 0; k < n && rc == SL_OK; k++) {
+		bool any = false;
+		for (int i = 0; i < PQntuples(res) && rc == SL_OK; i++) {
+			uint64_t relid;
+			if (PQgetisnull(res, i, 2) || sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &relid) < 0 ||
+			    relid != tabs[k]->relid)
+				continue;
+			for (int j = 0; j < tabs[k]->ncols && rc == SL_OK; j++) {
+				if (strcmp(tabs[k]->cols[j].name, PQgetvalue(res, i, 1)) != 0)
+					continue;
+				rc = set_missing(tabs[k], &tabs[k]->cols[j], PQgetvalue(res, i, 2),
+						 (size_t)PQgetlength(res, i, 2), err, errlen);
+				any = true;
+			}
+		}
+		if (rc == SL_OK && any && sl_table_finish(tabs[k]) < 0) {
+			snprintf(err, errlen, "out of memory reading column defaults");
+			rc = SL_EFAIL;
+		}
+	}
+out:
+	sl_buf_free(&oids);
+	PQclear(res);
+	return rc;
 }
