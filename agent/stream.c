@@ -232,11 +232,19 @@ static int note_rules(struct stream *s)
  *   name).
  * Returns SL_OK or SL_EFAIL (out of memory).
  */
+/* sl_rebackfill_config.carries_missing: the stream's sink's. */
+static bool carries_missing(const void *arg, const struct sl_table *t)
+{
+	const struct stream *s = arg;
+
+	return sl_sink_carries_missing(s->sink, s->sc->destination->conf, t);
+}
+
 /* True, logged, when the existing rows of table t (checkpoint entry e)
  * changed without a change record since the checkpoint (the source's
  * columns_changed), so that it is backfilled again; a column added with a
  * constant default is not a reason when the sink carries it
- * (SL_SINK_CAP_MISSING). */
+ * (sl_sink_carries_missing). */
 static bool rows_changed(struct stream *s, const struct sl_ckpt_table *e, const struct sl_table *t)
 {
 	char why[SL_ERRLEN];
@@ -244,7 +252,7 @@ static bool rows_changed(struct stream *s, const struct sl_ckpt_table *e, const 
 
 	if (!s->src->columns_changed || !(cc = s->src->columns_changed(e->columns, t->src_columns, why, sizeof why)))
 		return false;
-	if (cc == SL_COLS_MISSING && (s->sink->caps & SL_SINK_CAP_MISSING)) {
+	if (cc == SL_COLS_MISSING && carries_missing(s, t)) {
 		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
 			"default, so nothing is backfilled", s->sc->name, e->ns, e->table, why);
 		return false;
@@ -638,7 +646,8 @@ static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
 	rc.ntables = s->ntables;
 	rc.chunk_rows = (uint64_t)s->sst.backfill_chunk_rows;
 	rc.backfill = s->sc->backfill;
-	rc.sink_missing = (s->sink->caps & SL_SINK_CAP_MISSING) != 0;
+	rc.carries_missing = carries_missing;
+	rc.carries_arg = s;
 	rc.err = s->err;
 	rc.errlen = s->errlen;
 	if ((r = sl_rebackfill_new(&s->rb, &rc)) < 0)

@@ -365,7 +365,7 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 	}
 	if (!why)
 		return SL_OK;
-	if (missing_only && rb->c.sink_missing) {
+	if (missing_only && rb->c.carries_missing && rb->c.carries_missing(rb->c.carries_arg, t)) {
 		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
 			"default, so nothing is backfilled", rb->c.stream, t->ns, t->name, why);
 		return SL_OK;

@@ -232,6 +232,18 @@ int sl_avro_default_json(struct sl_buf *out, const struct sl_column *c, const st
 	return out->len > start ? 0 : 1;
 }
 
+bool sl_avro_carries_missing(const void *conf, const struct sl_column *c)
+{
+	struct sl_buf b;
+	bool ok;
+
+	(void)conf;
+	sl_buf_init(&b, 0);
+	ok = sl_avro_default_json(&b, c, &c->missing) == 0;
+	sl_buf_free(&b);
+	return ok;
+}
+
 static int schema_json(struct sl_buf *out, const struct sl_table *t, bool reader, char *err, size_t errlen);
 
 int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen)

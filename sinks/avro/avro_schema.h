@@ -41,6 +41,10 @@ int sl_avro_reader_schema_json(struct sl_buf *out, const struct sl_table *t, cha
  * column: out is then unchanged), or -1 if the buffer failed. */
 int sl_avro_default_json(struct sl_buf *out, const struct sl_column *c, const struct sl_value *v);
 
+/* sl_sink_ops.carries_missing of the Avro sinks (conf unused): true when
+ * sl_avro_default_json carries c's missing value. */
+bool sl_avro_carries_missing(const void *conf, const struct sl_column *c);
+
 /* Appends s (n bytes) to out as a quoted JSON string, escaping quotes,
  * backslashes and control characters and replacing invalid UTF-8 with
  * U+FFFD.  Returns 0, or -1 if the buffer failed. */
