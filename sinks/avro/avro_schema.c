@@ -174,34 +174,24 @@ static bool valid_utf8(const unsigned char *s, size_t n)
 int sl_avro_default_json(struct sl_buf *out, const struct sl_column *c, const struct sl_value *v)
 {
 	unsigned char dec[SL_AVRO_DECIMAL_MAX_BYTES];
-	char err[160], u[36];
-	size_t n = 0, start = out->len;
+	char err[160];
+	size_t n = 0;
 
 	if (v->kind == SL_V_NULL || v->kind == SL_V_UNCHANGED ||
 	    sl_value_check_kind(c->type, v, c->name, err, sizeof err) < 0)
 		return 1;
 	switch (v->kind) {
-	case SL_V_BOOL:
-		sl_buf_puts(out, v->b ? "true" : "false");
-		break;
-	case SL_V_INT:
-	case SL_V_DATE:
-	case SL_V_TIME:
-	case SL_V_TIMESTAMP:
-		sl_buf_printf(out, "%" PRId64, v->i);
-		break;
 	case SL_V_FLOAT:
 	case SL_V_DOUBLE:
 		/* A JSON number holds no NaN nor infinity. */
 		if (!isfinite(v->kind == SL_V_FLOAT ? (double)v->f : v->d))
 			return 1;
-		sl_buf_printf(out, "%.*g", v->kind == SL_V_FLOAT ? 9 : 17, v->kind == SL_V_FLOAT ? (double)v->f : v->d);
 		break;
 	case SL_V_DECIMAL:
 		if (sl_avro_decimal_of(v, c->name, c->precision, c->scale, dec, &n, err, sizeof err) < 0)
 			return 1;
 		put_json_bytes(out, dec, n);
-		break;
+		return sl_buf_failed(out) ? -1 : 0;
 	case SL_V_UINT:
 		/* decimal(20,0), as sl_avro_put_value writes it */
 		dec[0] = 0;
@@ -210,26 +200,20 @@ int sl_avro_default_json(struct sl_buf *out, const struct sl_column *c, const st
 		while (n < 8 && dec[n] == 0x00 && !(dec[n + 1] & 0x80))
 			n++;
 		put_json_bytes(out, dec + n, 9 - n);
-		break;
+		return sl_buf_failed(out) ? -1 : 0;
 	case SL_V_BYTES:
 		put_json_bytes(out, (const unsigned char *)v->p, v->len);
-		break;
+		return sl_buf_failed(out) ? -1 : 0;
 	case SL_V_STRING:
 	case SL_V_JSON:
 		if (!valid_utf8((const unsigned char *)v->p, v->len))
 			return 1;
-		sl_json_put_string(out, v->p, v->len);
-		break;
-	case SL_V_UUID:
-		sl_avro_uuid_text(u, (const unsigned char *)v->p);
-		sl_json_put_string(out, u, sizeof u);
 		break;
 	default:
-		return 1;
+		break;
 	}
-	if (sl_buf_failed(out))
-		return -1;
-	return out->len > start ? 0 : 1;
+	/* the rest is the value's JSON: booleans, numbers, text, uuids */
+	return sl_json_put_value(out, v);
 }
 
 bool sl_avro_carries_missing(const void *conf, const struct sl_column *c)

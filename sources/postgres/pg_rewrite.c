@@ -41,27 +41,42 @@ static const char idents_sql[] =
 	"LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
 	"WHERE c.oid = ANY($1::oid[]) GROUP BY c.oid, c.relfilenode";
 
-int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+/* Runs sql with $1 the OID array of the n tables (n > 0), into *res (the
+ * caller's to PQclear, also on failure).  Returns SL_OK, or a negative
+ * status with a message in err that names what the query reads. */
+static int query_tables(PGconn *c, const char *sql, struct sl_table **tabs, int n, const char *what, PGresult **res,
+			char *err, size_t errlen)
 {
 	struct sl_buf oids;
 	const char *params[1];
-	PGresult *res = NULL;
+	char msg[96];
 	int rc = SL_OK;
 
+	*res = NULL;
 	sl_buf_init(&oids, 0);
-	if (n == 0)
-		goto out;
 	if (sl_pg_oid_array(&oids, tabs, n) < 0) {
-		snprintf(err, errlen, "out of memory reading column identities");
+		snprintf(err, errlen, "out of memory reading %s", what);
 		rc = SL_EFAIL;
 		goto out;
 	}
 	params[0] = oids.data;
-	res = PQexecParams(c, idents_sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = sl_pg_err(err, errlen, "could not read the column identities of the tables", c, res);
-		goto out;
+	*res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(*res) != PGRES_TUPLES_OK) {
+		snprintf(msg, sizeof msg, "could not read the %s of the tables", what);
+		rc = sl_pg_err(err, errlen, msg, c, *res);
 	}
+out:
+	sl_buf_free(&oids);
+	return rc;
+}
+
+int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+{
+	PGresult *res = NULL;
+	int rc = SL_OK;
+
+	if (n == 0 || (rc = query_tables(c, idents_sql, tabs, n, "column identities", &res, err, errlen)) < 0)
+		goto out;
 	for (int i = 0; i < PQntuples(res) && rc == SL_OK; i++) {
 		uint64_t relid;
 		if (sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &relid) < 0)
@@ -77,7 +92,6 @@ int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_
 		}
 	}
 out:
-	sl_buf_free(&oids);
 	PQclear(res);
 	return rc;
 }
@@ -215,8 +229,8 @@ static int set_missing(struct sl_table *t, struct sl_column *col, const char *te
 		rc = SL_EFAIL;
 	} else if (sl_pg_text_column(col, copy.data ? copy.data : (char *)"", len, &v, &scratch, NULL, err,
 				     errlen) < 0) {
-		sl_warn("table \"%s\".\"%s\": %s: the existing rows of column \"%s\" are taken as NULL in its "
-			"default", t->ns, t->name, err, col->name);
+		sl_warn("table \"%s\".\"%s\": the value the existing rows have in column \"%s\" cannot be read (%s): "
+			"no destination carries it, so the table is backfilled again", t->ns, t->name, col->name, err);
 	} else if (sl_column_set_missing(col, &v) < 0) {
 		snprintf(err, errlen, "out of memory reading the default of column \"%s\"", col->name);
 		rc = SL_EFAIL;
@@ -228,25 +242,12 @@ static int set_missing(struct sl_table *t, struct sl_column *col, const char *te
 
 int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
 {
-	struct sl_buf oids;
-	const char *params[1];
 	PGresult *res = NULL;
 	int rc = SL_OK;
 
-	sl_buf_init(&oids, 0);
-	if (n == 0)
+	if (n == 0 || (rc = query_tables(c, missing_sql, tabs, n, "missing values of the columns", &res, err,
+					 errlen)) < 0)
 		goto out;
-	if (sl_pg_oid_array(&oids, tabs, n) < 0) {
-		snprintf(err, errlen, "out of memory reading column defaults");
-		rc = SL_EFAIL;
-		goto out;
-	}
-	params[0] = oids.data;
-	res = PQexecParams(c, missing_sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = sl_pg_err(err, errlen, "could not read the missing values of the tables' columns", c, res);
-		goto out;
-	}
 	for (int k = 0; k < n && rc == SL_OK; k++) {
 		bool any = false;
 		for (int i = 0; i < PQntuples(res) && rc == SL_OK; i++) {
@@ -268,7 +269,6 @@ int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size
 		}
 	}
 out:
-	sl_buf_free(&oids);
 	PQclear(res);
 	return rc;
 }
