@@ -155,13 +155,18 @@ class S3FlowTest(S3TestCase):
         silent_ddl_run(pg, "s3_", kinds=kinds)
         r = self.catch_up(s)
         assert_silent_ddl_logged(self, "s3_", r.stderr, kinds=kinds, carried=("dc",))
-        tree = s.output_tree()
-        for t in names:
-            got, _files = mirror(tree, "s3d", f"public_{t}", ["id"])
-            state = resolved_state({k: p for k, (p, _u) in got.items()}, tree, "s3d", "public", t)
-            self.assertEqual(state_diff(pg, "public", t, ["id"], state), [], t)
-        # the five backfill rows and the insert, each resolved to the newest schema
-        self.assertEqual(resolve_check(tree, "s3d", "public_s3_dc"), 6)
+        for compacted in (False, True):
+            if compacted:
+                # a base keeps one file per schema version: the old rows still read the default
+                r = s.run("compact", "--stream", "s3d")
+                self.assertEqual(r.rc, 0, r.describe())
+            tree = s.output_tree()
+            for t in names:
+                got, _files = mirror(tree, "s3d", f"public_{t}", ["id"])
+                state = resolved_state({k: p for k, (p, _u) in got.items()}, tree, "s3d", "public", t)
+                self.assertEqual(state_diff(pg, "public", t, ["id"], state), [], (t, compacted))
+            # the five backfill rows and the insert, each resolved to the newest schema
+            self.assertEqual(resolve_check(tree, "s3d", "public_s3_dc"), 6)
 
     def test_verify_catches_damage(self):
         pg, s3 = self.pg, self.s3
