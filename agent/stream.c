@@ -252,6 +252,8 @@ static bool rows_changed(struct stream *s, const struct sl_ckpt_table *e, const 
 
 	if (!s->src->columns_changed || !(cc = s->src->columns_changed(e->columns, t->src_columns, why, sizeof why)))
 		return false;
+	if (cc == SL_COLS_LOST && !s->sink->carries_missing)
+		return false;   /* its output never had the value */
 	if (cc == SL_COLS_MISSING && carries_missing(s, t)) {
 		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
 			"default, so nothing is backfilled", s->sc->name, e->ns, e->table, why);

@@ -563,7 +563,7 @@ bool sl_table_same_columns(const struct sl_table *a, const struct sl_table *b)
 	for (int i = 0; i < a->ncols; i++) {
 		const struct sl_column *x = &a->cols[i], *y = &b->cols[i];
 		if (strcmp(x->name, y->name) || x->src_type != y->src_type ||
-		    x->src_typmod != y->src_typmod || x->is_key != y->is_key || !sl_value_equal(&x->missing, &y->missing))
+		    x->src_typmod != y->src_typmod || x->is_key != y->is_key)
 			return false;
 	}
 	return true;

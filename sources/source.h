@@ -246,7 +246,7 @@ enum sl_event_kind {
 };
 
 /* What sl_source_ops.columns_changed found. */
-enum { SL_COLS_REWRITTEN = 1, SL_COLS_MISSING = 2 };
+enum { SL_COLS_REWRITTEN = 1, SL_COLS_MISSING = 2, SL_COLS_LOST = 3 };
 
 struct sl_event {
 	enum sl_event_kind kind;
@@ -560,10 +560,13 @@ struct sl_source_ops {
 	 * the checkpoint kept; now: the catalog's): SL_COLS_REWRITTEN for a
 	 * table rewrite or a column dropped and added again, SL_COLS_MISSING
 	 * when only columns added with a constant default changed them (the
-	 * version carries the value as the columns' sl_column.missing).  The
-	 * agent then backfills the table again, behind a marker, unless only
-	 * missing values changed it and the sink carries them
-	 * (SL_SINK_CAP_MISSING). */
+	 * version carries the value as the columns' sl_column.missing), or
+	 * SL_COLS_LOST when a table rewrite (VACUUM FULL) took a column's
+	 * missing value out of the catalog, so that a new version can no
+	 * longer carry it.  The agent then backfills the table again, behind a
+	 * marker, unless only missing values changed it and the sink carries
+	 * them (sl_sink_carries_missing); for SL_COLS_LOST, only when the sink
+	 * carries missing values at all (its output relied on it). */
 	int (*columns_changed)(const char *was, const char *now, char *why, size_t whylen);
 
 	/* The agent's probe thread (ops/probe.c): a session of its own, kept

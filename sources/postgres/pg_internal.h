@@ -333,5 +333,13 @@ int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, cons
 int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
 int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen);
 int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
+/* Keeps in version t the missing value that prev (the version before it)
+ * had for each column that the catalog no longer says (a table rewrite
+ * such as VACUUM FULL clears attmissingval, but the rows of files written
+ * before the column was added still read it), when the column's number is
+ * the same in was and now (the column identities of prev and t), so that a
+ * column dropped and added again keeps nothing.  Returns 0, or -1 out of
+ * memory. */
+int sl_pg_missing_keep(struct sl_table *t, const struct sl_table *prev, const char *was, const char *now);
 
 #endif

@@ -177,8 +177,10 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 	}
 	rewritten = w.filenode_len != n.filenode_len || memcmp(w.filenode, n.filenode, n.filenode_len) != 0;
 	/* A column added with a constant default is the mildest change (its
-	 * missing value says what the existing rows read): any other one found
-	 * after it decides. */
+	 * missing value says what the existing rows read), and a missing value
+	 * that a rewrite took out of the catalog matters only to a sink that
+	 * carried it: any other change found decides, and both together are a
+	 * rewrite for every sink. */
 	for (int i = 0; i < n.ncols && changed != SL_COLS_REWRITTEN; i++) {
 		const struct ident_col *c = &n.cols[i], *o = find_col(&w, c);
 		int l = (int)c->namelen;
@@ -190,7 +192,18 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 				 "table", l, c->name);
 		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" changed its type, which rewrote the table", l, c->name);
-		else if (!o && c->missing && !changed) {
+		else if (o && o->missing && !c->missing && o->attnum == c->attnum && changed != SL_COLS_LOST) {
+			snprintf(why, whylen, "column \"%.*s\" lost its missing value in a table rewrite (VACUUM FULL, "
+				 "CLUSTER): the value that the rows written before it was added read is no longer known", l,
+				 c->name);
+			/* with a constant default added too, every sink needs the backfill */
+			changed = changed == SL_COLS_MISSING ? SL_COLS_REWRITTEN : SL_COLS_LOST;
+			continue;
+		} else if (!o && c->missing && changed != SL_COLS_MISSING) {
+			if (changed == SL_COLS_LOST) {
+				changed = SL_COLS_REWRITTEN;   /* the why of the lost value */
+				continue;
+			}
 			snprintf(why, whylen, "column \"%.*s\" was added with a default, which the existing rows have "
 				 "without a change", l, c->name);
 			changed = SL_COLS_MISSING;
@@ -202,6 +215,37 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 	free(w.cols);
 	free(n.cols);
 	return changed;
+}
+
+int sl_pg_missing_keep(struct sl_table *t, const struct sl_table *prev, const char *was, const char *now)
+{
+	struct idents w, n;
+	bool kept = false;
+	int rc = 0;
+
+	memset(&w, 0, sizeof w);
+	memset(&n, 0, sizeof n);
+	if (!prev || !was || !now || !parse(was, &w) || !parse(now, &n))
+		goto out;
+	for (int i = 0; i < t->ncols && rc == 0; i++) {
+		struct sl_column *c = &t->cols[i];
+		struct ident_col like = { .name = c->name, .namelen = strlen(c->name) };
+		const struct ident_col *o = find_col(&w, &like), *x = find_col(&n, &like);
+		if (c->missing.kind != SL_V_NULL || !o || !x || o->attnum != x->attnum)
+			continue;   /* its own, or not the same column */
+		for (int k = 0; k < prev->ncols && rc == 0; k++) {
+			if (strcmp(prev->cols[k].name, c->name) != 0 || prev->cols[k].missing.kind == SL_V_NULL)
+				continue;
+			rc = sl_column_set_missing(c, &prev->cols[k].missing);
+			kept = true;
+		}
+	}
+	if (rc == 0 && kept)
+		rc = sl_table_finish(t);
+out:
+	free(w.cols);
+	free(n.cols);
+	return rc;
 }
 
 /* The missing values of the tables of $1 (an OID array): relid, column

@@ -474,6 +474,20 @@ class SilentDdlTest(PgTestCase):
         self.assertIn('"public"."rd": column "n" was added with a default, which the existing rows have without a '
                       'change: the destination carries it', r.stderr)
         self.check_tables(s, ["rd"])
+        # a rewrite while the agent is stopped clears the missing value (the
+        # rows now hold it), which a new version then cannot carry: the
+        # table is backfilled again (while streaming, the version before
+        # hands it on)
+        pg.execute("VACUUM FULL rd")
+        self.assertEqual(pg.sql("SELECT atthasmissing FROM pg_attribute WHERE attrelid = 'rd'::regclass "
+                                "AND attname = 'n'"), [(False,)])
+        pg.execute("ALTER TABLE rd ADD COLUMN m int")
+        pg.execute("INSERT INTO rd (id, a) VALUES (102, 102)")
+        r = self.catch_up(s)
+        self.assertIn('"public"."rd": column "n" lost its missing value in a table rewrite (VACUUM FULL, CLUSTER): '
+                      'the value that the rows written before it was added read is no longer known: it is '
+                      'backfilled again, behind a marker', r.stderr)
+        self.check_tables(s, ["rd"])
         pg.execute("ALTER TABLE rd DROP COLUMN n")
         pg.execute("ALTER TABLE rd ADD COLUMN n text DEFAULT 'second'")
         pg.execute("INSERT INTO rd (id, a) VALUES (101, 101)")
