@@ -460,9 +460,11 @@ class SilentDdlTest(PgTestCase):
 
     def test_default_dropped_and_added_again(self):
         """A column added with a constant default (carried by the schema:
-        no backfill), then dropped and added again under its name with
-        another default: a new column, whose existing rows read the new
-        default, never the old one.  The table is backfilled again."""
+        no backfill); a VACUUM FULL while the agent is stopped, which takes
+        the value out of the catalog (backfilled again); then the column
+        dropped and added again under its name with another default: a new
+        column, whose existing rows read the new default, never the old
+        one.  The table is backfilled again."""
         pg = self.pg
         pg.execute("CREATE TABLE rd (id int PRIMARY KEY, a int)")
         pg.execute("INSERT INTO rd SELECT g, g FROM generate_series(1, 5) g")
