@@ -231,6 +231,39 @@ static int note_rules(struct stream *s)
  *   name).
  * Returns SL_OK or SL_EFAIL (out of memory).
  */
+/* sl_rebackfill_config.carries_missing: the stream's sink's. */
+static bool carries_missing(const void *arg, const struct sl_table *t)
+{
+	const struct stream *s = arg;
+
+	return sl_sink_carries_missing(s->sink, s->sc->destination->conf, t);
+}
+
+/* True, logged, when the existing rows of table t (checkpoint entry e)
+ * changed without a change record since the checkpoint (the source's
+ * columns_changed), so that it is backfilled again; a column added with a
+ * constant default is not a reason when the sink carries it
+ * (sl_sink_carries_missing). */
+static bool rows_changed(struct stream *s, const struct sl_ckpt_table *e, const struct sl_table *t)
+{
+	char why[SL_ERRLEN];
+	int cc;
+
+	if (!s->src->columns_changed || !(cc = s->src->columns_changed(e->columns, t->src_columns, why, sizeof why)))
+		return false;
+	if (cc == SL_COLS_LOST && !s->sink->carries_missing)
+		return false;   /* its output never had the value */
+	if (cc == SL_COLS_MISSING && carries_missing(s, t)) {
+		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
+			"default, so nothing is backfilled", s->sc->name, e->ns, e->table, why);
+		return false;
+	}
+	sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: %s", s->sc->name, e->ns, e->table, why,
+		s->sc->backfill ? "it is backfilled again, behind a marker" :
+		"the stream has backfill = none, so its existing rows keep what the output had");
+	return true;
+}
+
 static int register_tables(struct stream *s, int **drops, int *ndrops)
 {
 	*drops = NULL;
@@ -240,7 +273,6 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 		int before = s->ck.ntables;
 		struct sl_ckpt_table *e = sl_ckpt_table(&s->ck, t->ns, t->name);
 		enum sl_bf_state was;
-		char why[SL_ERRLEN];
 		if (!e) {
 			snprintf(s->err, s->errlen, "out of memory");
 			return SL_EFAIL;
@@ -261,11 +293,7 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 				"change cannot be read with today's columns, so it is backfilled again", s->sc->name,
 				e->name);
 			e->state = SL_BF_PENDING;
-		} else if (e->id && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED) && s->src->columns_changed &&
-			   s->src->columns_changed(e->columns, t->src_columns, why, sizeof why)) {
-			sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: %s", s->sc->name, e->ns, e->table, why,
-				s->sc->backfill ? "it is backfilled again, behind a marker" :
-				"the stream has backfill = none, so its existing rows keep what the output had");
+		} else if (e->id && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED) && rows_changed(s, e, t)) {
 			e->state = SL_BF_PENDING;
 		} else if (e->state == SL_BF_DROPPED) {
 			e->state = SL_BF_PENDING;  /* a table of that name is back */
@@ -619,6 +647,8 @@ static int start_rebackfill(struct stream *s, const struct sl_backfill_plan *wm)
 	rc.ntables = s->ntables;
 	rc.chunk_rows = (uint64_t)s->sst.backfill_chunk_rows;
 	rc.backfill = s->sc->backfill;
+	rc.carries_missing = carries_missing;
+	rc.carries_arg = s;
 	rc.err = s->err;
 	rc.errlen = s->errlen;
 	if ((r = sl_rebackfill_new(&s->rb, &rc)) < 0)

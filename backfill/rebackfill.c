@@ -338,9 +338,12 @@ static bool same_table(const struct sl_table *a, const struct sl_table *b)
  * when the source says the table's existing rows changed without a change
  * record (why), a request to backfill it again is written, as `sluice
  * backfill --table` would (durable before any change after it is, and
- * taken at the next idle moment, or at the next start).
+ * taken at the next idle moment, or at the next start), unless only columns
+ * added with a constant default changed them (missing_only) and the sink
+ * carries the value as the columns' default.
  */
-static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool changed, const char *why)
+static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool changed, const char *why,
+		     bool missing_only)
 {
 	struct sl_buf name;
 	int rc = SL_OK;
@@ -362,6 +365,11 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 	}
 	if (!why)
 		return SL_OK;
+	if (missing_only && rb->c.carries_missing && rb->c.carries_missing(rb->c.carries_arg, t)) {
+		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
+			"default, so nothing is backfilled", rb->c.stream, t->ns, t->name, why);
+		return SL_OK;
+	}
 	if (!rb->c.backfill) {
 		sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: the stream has backfill = none, so its existing "
 			"rows keep what the output had", rb->c.stream, t->ns, t->name, why);
@@ -674,7 +682,7 @@ static int hook_event(void *payload, const struct sl_event *ev)
 		}
 		return SL_OK;
 	case SL_EV_SCHEMA:
-		return on_schema(rb, ev->table, ev->changed, ev->rebackfill);
+		return on_schema(rb, ev->table, ev->changed, ev->rebackfill, ev->rebackfill_missing);
 	case SL_EV_WATERMARK:
 		if (rb->probe && !rb->probed && ev->watermark && !strcmp(ev->watermark, rb->probe)) {
 			rb->probed = true;   /* past the DDL: the chunk is tried again */

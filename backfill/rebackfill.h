@@ -56,6 +56,11 @@ struct sl_rebackfill_config {
 	uint64_t chunk_rows;                    /* 0: 10000 */
 	bool backfill;                          /* the stream backfills (backfill = auto): a table whose
 						 * rows a DDL changed is backfilled again */
+	/* True when the sink carries the missing values of table version t
+	 * (sl_sink_carries_missing): a column added with a constant default
+	 * then needs no backfill.  NULL: never. */
+	bool (*carries_missing)(const void *arg, const struct sl_table *t);
+	const void *carries_arg;
 	char *err;                              /* the reader's error buffer (the pipe's) */
 	size_t errlen;
 };

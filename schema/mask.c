@@ -295,7 +295,7 @@ static int add_masked(struct sl_table *t, const struct sl_column *c, enum sl_mas
 	d->not_null = c->not_null && method != SL_MASK_NULL;
 	d->in_identity = c->in_identity;
 	if (method == SL_MASK_KEEP)
-		return c->doc && !(d->doc = strdup(c->doc)) ? -1 : 0;
+		return (c->doc && !(d->doc = strdup(c->doc))) || sl_column_set_missing(d, &c->missing) < 0 ? -1 : 0;
 	if (method == SL_MASK_TRUNCATE)
 		snprintf(doc, sizeof doc, "%s(%" PRIu32 ")", method_doc(method), n);
 	else

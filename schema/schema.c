@@ -458,6 +458,40 @@ int sl_value_decimal_text(struct sl_buf *b, const struct sl_value *v)
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+/* h with a column's missing value: a version whose added column reads
+ * another value for the existing rows is another version.  Columns without
+ * one hash as before, so that no table's key changes. */
+static uint64_t missing_hash(uint64_t h, const struct sl_value *v)
+{
+	struct sl_buf b;
+
+	sl_buf_init(&b, 0);
+	if (sl_value_key_bytes(&b, v) == 0 && !sl_buf_failed(&b))
+		h = sl_fnv1a(h, b.data, b.len);
+	sl_buf_free(&b);
+	return sl_fnv1a(h, "missing", 7);
+}
+
+int sl_column_set_missing(struct sl_column *col, const struct sl_value *v)
+{
+	char *p = NULL;
+
+	if (sl_value_has_bytes(&col->missing))
+		free((void *)col->missing.p);
+	memset(&col->missing, 0, sizeof col->missing);
+	if (!v || v->kind == SL_V_NULL || v->kind == SL_V_UNCHANGED)
+		return 0;
+	if (sl_value_has_bytes(v) && !(p = malloc(v->len ? v->len : 1)))
+		return -1;
+	col->missing = *v;
+	if (sl_value_has_bytes(v)) {
+		if (v->len)
+			memcpy(p, v->p, v->len);
+		col->missing.p = p;
+	}
+	return 0;
+}
+
 int sl_table_finish(struct sl_table *t)
 {
 	uint64_t h = SL_FNV1A_BASIS;
@@ -477,6 +511,8 @@ int sl_table_finish(struct sl_table *t)
 		h = sl_fnv1a(h, &c->src_type, sizeof c->src_type);
 		h = sl_fnv1a(h, &c->src_typmod, sizeof c->src_typmod);
 		h = sl_fnv1a(h, &k, 1);
+		if (c->missing.kind != SL_V_NULL)
+			h = missing_hash(h, &c->missing);
 	}
 	snprintf(t->schema_key, sizeof t->schema_key, "%016" PRIx64, h);
 	return 0;
@@ -491,6 +527,7 @@ void sl_table_free(struct sl_table *t)
 		free(t->cols[i].avro_name);
 		free(t->cols[i].type_name);
 		free(t->cols[i].doc);
+		sl_column_set_missing(&t->cols[i], NULL);
 	}
 	free(t->cols);
 	free(t->ns);
@@ -532,7 +569,8 @@ struct sl_table *sl_table_copy(const struct sl_table *tab)
 	for (int i = 0; i < tab->ncols; i++) {
 		const struct sl_column *col = &tab->cols[i];
 		if (sl_table_add_column(c, col->name, col->type, col->precision, col->scale, col->src_type,
-					col->src_typmod, col->type_name, col->is_key) < 0)
+					col->src_typmod, col->type_name, col->is_key) < 0 ||
+		    sl_column_set_missing(&c->cols[i], &col->missing) < 0)
 			goto fail;
 	}
 	if (sl_table_finish(c) < 0)

@@ -61,6 +61,35 @@ enum sl_type {
 			    * type writes it exactly, e.g. avro_dir as decimal(20,0) */
 };
 
+/* A typed value.  p/len point into memory owned by the producer of the change
+ * (see the top of this file); kind says which other members mean anything. */
+enum sl_value_kind {
+	SL_V_NULL = 0,     /* SQL NULL */
+	SL_V_UNCHANGED,    /* not sent by the source because it did not change (PostgreSQL's unchanged TOAST value) */
+	SL_V_BOOL,         /* b */
+	SL_V_INT,          /* i: signed 64-bit */
+	SL_V_UINT,         /* u: unsigned 64-bit */
+	SL_V_FLOAT,        /* f */
+	SL_V_DOUBLE,       /* d */
+	SL_V_DECIMAL,      /* p/len: the unscaled value's decimal digits, ASCII, no sign, no leading zeros ("0" for zero); neg; scale */
+	SL_V_BYTES,        /* p/len */
+	SL_V_STRING,       /* p/len: text (UTF-8 for PostgreSQL) */
+	SL_V_JSON,         /* p/len: JSON text */
+	SL_V_DATE,         /* i: days since 1970-01-01, proleptic Gregorian */
+	SL_V_TIME,         /* i: microseconds since midnight */
+	SL_V_TIMESTAMP,    /* i: microseconds since 1970-01-01 00:00:00 UTC */
+	SL_V_UUID,         /* p: 16 bytes, len 16 */
+};
+
+struct sl_value {
+	uint8_t kind;      /* enum sl_value_kind */
+	bool neg;          /* SL_V_DECIMAL: negative (never set for zero by sluice's sources) */
+	int16_t scale;     /* SL_V_DECIMAL: digits after the decimal point; sources set the column's
+			    * scale (a sink pads a smaller one with zeros and refuses a larger one) */
+	uint32_t len;      /* bytes at p */
+	union { bool b; int64_t i; uint64_t u; float f; double d; const char *p; };
+};
+
 struct sl_column {
 	char *name;          /* source column name (owned) */
 	char *avro_name;     /* a valid, unique Avro field name: name itself when valid, else escaped (owned; see sl_table_finish) */
@@ -78,6 +107,13 @@ struct sl_column {
 			      * identity, also as a Relation message flags it) */
 	char *doc;           /* what the destination should know of the column, e.g. how it is masked
 			      * (schema/mask.h); owned, NULL if nothing */
+	/* The value that the rows the table had when the column was added read
+	 * without any change having written it (PostgreSQL: attmissingval, the
+	 * constant default of ADD COLUMN; MariaDB: the default of an instant
+	 * ADD).  SL_V_NULL when there is none.  A later SET DEFAULT does not
+	 * change it; a column dropped and added again has its own.  Its bytes
+	 * (sl_value_has_bytes) are owned: set it with sl_column_set_missing. */
+	struct sl_value missing;
 };
 
 /* ---- positions ----
@@ -187,35 +223,6 @@ enum sl_op {
 	SL_OP_UPDATE_DELETE,
 	SL_OP_DELETE,
 	SL_OP_TRUNCATE,
-};
-
-/* A typed value.  p/len point into memory owned by the producer of the change
- * (see the top of this file); kind says which other members mean anything. */
-enum sl_value_kind {
-	SL_V_NULL = 0,     /* SQL NULL */
-	SL_V_UNCHANGED,    /* not sent by the source because it did not change (PostgreSQL's unchanged TOAST value) */
-	SL_V_BOOL,         /* b */
-	SL_V_INT,          /* i: signed 64-bit */
-	SL_V_UINT,         /* u: unsigned 64-bit */
-	SL_V_FLOAT,        /* f */
-	SL_V_DOUBLE,       /* d */
-	SL_V_DECIMAL,      /* p/len: the unscaled value's decimal digits, ASCII, no sign, no leading zeros ("0" for zero); neg; scale */
-	SL_V_BYTES,        /* p/len */
-	SL_V_STRING,       /* p/len: text (UTF-8 for PostgreSQL) */
-	SL_V_JSON,         /* p/len: JSON text */
-	SL_V_DATE,         /* i: days since 1970-01-01, proleptic Gregorian */
-	SL_V_TIME,         /* i: microseconds since midnight */
-	SL_V_TIMESTAMP,    /* i: microseconds since 1970-01-01 00:00:00 UTC */
-	SL_V_UUID,         /* p: 16 bytes, len 16 */
-};
-
-struct sl_value {
-	uint8_t kind;      /* enum sl_value_kind */
-	bool neg;          /* SL_V_DECIMAL: negative (never set for zero by sluice's sources) */
-	int16_t scale;     /* SL_V_DECIMAL: digits after the decimal point; sources set the column's
-			    * scale (a sink pads a smaller one with zeros and refuses a larger one) */
-	uint32_t len;      /* bytes at p */
-	union { bool b; int64_t i; uint64_t u; float f; double d; const char *p; };
 };
 
 /* The most digits a decimal value may have (PostgreSQL's numeric(1000,s)). */
@@ -354,6 +361,11 @@ int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type,
 int sl_table_finish(struct sl_table *t);
 void sl_table_free(struct sl_table *t);
 /* True if at least one column is part of the primary key. */
+/* Sets col's missing value to a copy of v (SL_V_NULL: none).  Returns 0,
+ * or -1 when out of memory (col then has none).  The table's schema_key
+ * covers missing values: call sl_table_finish after. */
+int sl_column_set_missing(struct sl_column *col, const struct sl_value *v);
+
 bool sl_table_has_key(const struct sl_table *t);
 /* A copy of table version t (its columns, names, key, schema_key and source
  * descriptor), for a sink that encodes changes after write() returns; free

@@ -1,6 +1,6 @@
 /*
  * sinks/lookup.c: finds a sink by destination type in the registry
- * (sl_sinks[], sinks/registry.c).
+ * (sl_sinks[], sinks/registry.c); what a sink carries of a table version.
  */
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +15,20 @@ const struct sl_sink_ops *sl_sink_lookup(const char *type)
 		if (!strcmp(sl_sinks[i]->type, type))
 			return sl_sinks[i];
 	return NULL;
+}
+
+bool sl_sink_carries_missing(const struct sl_sink_ops *ops, const void *conf, const struct sl_table *t)
+{
+	bool any = false;
+
+	for (int i = 0; i < t->ncols; i++) {
+		if (t->cols[i].missing.kind == SL_V_NULL)
+			continue;
+		if (!ops->carries_missing || !ops->carries_missing(conf, &t->cols[i]))
+			return false;
+		any = true;
+	}
+	return any;
 }
 
 size_t sl_sink_count(void)

@@ -156,6 +156,14 @@ struct sl_sink_ops {
 	 * range may stay: records delivered again carry the same uuid. */
 	int (*discard_backfill)(void *ctx, const struct sl_table *t, const char *csn_first,
 				const char *csn_last, char *err, size_t errlen);
+	/* Optional (NULL: never): true when the readers of a table version
+	 * that this sink writes with conf read column c's missing value
+	 * (sl_column.missing, not SL_V_NULL) exactly in the rows written before
+	 * c was added: the Avro field's default in the reader schema, the
+	 * ClickHouse column's DEFAULT.  A column added with a constant default
+	 * then needs no backfill (sl_sink_carries_missing).  Called by the
+	 * agent's threads, any time: it reads conf only. */
+	bool (*carries_missing)(const void *conf, const struct sl_column *c);
 	/* Optional (NULL: none): the changes set aside as dead letters since
 	 * open, because the destination refused them as data.  The writer
 	 * reads it after each flush, for sluice_dead_letter_total and the
@@ -171,6 +179,9 @@ struct sl_sink_ops {
 
 /* The registry: the sinks of this build, NULL-terminated (sinks/registry.c). */
 extern const struct sl_sink_ops *const sl_sinks[];
+/* True when ops (with conf) carries the missing value of every column of
+ * t that has one (ops->carries_missing), and t has one (sinks/lookup.c). */
+bool sl_sink_carries_missing(const struct sl_sink_ops *ops, const void *conf, const struct sl_table *t);
 /* Returns the ops for a destination type, or NULL (sinks/lookup.c). */
 const struct sl_sink_ops *sl_sink_lookup(const char *type);
 /* The number of sinks, and the i-th (NULL past the end): to go through all. */

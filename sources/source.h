@@ -245,6 +245,9 @@ enum sl_event_kind {
 			      * keepalive's, may be acknowledged once what came before is durable */
 };
 
+/* What sl_source_ops.columns_changed found. */
+enum { SL_COLS_REWRITTEN = 1, SL_COLS_MISSING = 2, SL_COLS_LOST = 3 };
+
 struct sl_event {
 	enum sl_event_kind kind;
 	struct sl_position pos;        /* BEGIN, COMMIT, KEEPALIVE */
@@ -266,6 +269,11 @@ struct sl_event {
 	 * TYPE, a column dropped and added again): the agent backfills the
 	 * table again, behind a marker.  Valid until the next call. */
 	const char *rebackfill;
+	/* SCHEMA with rebackfill: only columns added with a constant default
+	 * changed the rows, and the new version carries what they read
+	 * (sl_column.missing): a sink with SL_SINK_CAP_MISSING needs no
+	 * backfill. */
+	bool rebackfill_missing;
 	/* CHANGE: table, op, values, csn_pos, seq, source_ts_us and tx_id are
 	 * set; csn (the text), pos, read_method, read_ts_us and uuid are the
 	 * caller's.  The
@@ -560,12 +568,19 @@ struct sl_source_ops {
 
 	/* ---- optional (NULL when a source has none) ---- */
 
-	/* True, with why, when the existing rows of a table changed without a
+	/* Not 0, with why, when the existing rows of a table changed without a
 	 * change record between two of its versions' src_columns (was: what
-	 * the checkpoint kept; now: the catalog's): a column added with a
-	 * default, a table rewrite, a column dropped and added again.  The
-	 * agent then backfills the table again, behind a marker. */
-	bool (*columns_changed)(const char *was, const char *now, char *why, size_t whylen);
+	 * the checkpoint kept; now: the catalog's): SL_COLS_REWRITTEN for a
+	 * table rewrite or a column dropped and added again, SL_COLS_MISSING
+	 * when only columns added with a constant default changed them (the
+	 * version carries the value as the columns' sl_column.missing), or
+	 * SL_COLS_LOST when a table rewrite (VACUUM FULL) took a column's
+	 * missing value out of the catalog, so that a new version can no
+	 * longer carry it.  The agent then backfills the table again, behind a
+	 * marker, unless only missing values changed it and the sink carries
+	 * them (sl_sink_carries_missing); for SL_COLS_LOST, only when the sink
+	 * carries missing values at all (its output relied on it). */
+	int (*columns_changed)(const char *was, const char *now, char *why, size_t whylen);
 
 	/* The agent's probe thread (ops/probe.c): a session of its own, kept
 	 * open between samples, on a connection of its own.  probe_open

@@ -20,6 +20,7 @@ struct sl_avro_enc {
 	char schema_key[17];
 	int ncols;
 	struct sl_buf schema;   /* schema JSON */
+	struct sl_buf reader;   /* reader schema JSON (defaults for missing values) */
 	struct sl_buf pre;      /* pre-encoded constant fields */
 	struct span object;     /* object string */
 	struct span stream_key; /* stream_name string, schema_key string */
@@ -48,9 +49,11 @@ struct sl_avro_enc *sl_avro_enc_new(const struct sl_table *t, const char *stream
 	e->schema_key[16] = '\0';
 	e->ncols = t->ncols;
 	sl_buf_init(&e->schema, 0);
+	sl_buf_init(&e->reader, 0);
 	sl_buf_init(&e->pre, 0);
 	sl_buf_init(&e->meta, 0);
-	if (sl_avro_schema_json(&e->schema, t, err, errlen) < 0)
+	if (sl_avro_schema_json(&e->schema, t, err, errlen) < 0 ||
+	    sl_avro_reader_schema_json(&e->reader, t, err, errlen) < 0)
 		goto fail;
 
 	e->object.off = e->pre.len;
@@ -101,6 +104,7 @@ void sl_avro_enc_free(struct sl_avro_enc *e)
 	if (!e)
 		return;
 	sl_buf_free(&e->schema);
+	sl_buf_free(&e->reader);
 	sl_buf_free(&e->pre);
 	sl_buf_free(&e->meta);
 	free(e);
@@ -110,6 +114,12 @@ const char *sl_avro_enc_schema(const struct sl_avro_enc *e, size_t *len)
 {
 	*len = e->schema.len;
 	return e->schema.data;
+}
+
+const char *sl_avro_enc_reader_schema(const struct sl_avro_enc *e, size_t *len)
+{
+	*len = e->reader.len;
+	return e->reader.data;
 }
 
 const char *sl_avro_enc_schema_key(const struct sl_avro_enc *e)

@@ -27,6 +27,10 @@ void sl_avro_enc_free(struct sl_avro_enc *e);
 /* The schema JSON (see avro_schema.h) the encoder writes; owned by e, valid
  * until sl_avro_enc_free.  *len receives its length. */
 const char *sl_avro_enc_schema(const struct sl_avro_enc *e, size_t *len);
+/* The reader schema JSON (sl_avro_reader_schema_json): the schema with
+ * the columns' missing values as defaults, for .schema.avsc; owned by e,
+ * valid as long as e. */
+const char *sl_avro_enc_reader_schema(const struct sl_avro_enc *e, size_t *len);
 /* The schema key of the table version the encoder was made for. */
 const char *sl_avro_enc_schema_key(const struct sl_avro_enc *e);
 

@@ -141,7 +141,129 @@ static void put_column_type(struct sl_buf *out, const struct sl_column *c)
 	}
 }
 
+/* Appends n bytes as an Avro JSON bytes value: a string whose code points
+ * 0-255 are the bytes (the Avro specification's rule for bytes defaults). */
+static void put_json_bytes(struct sl_buf *out, const unsigned char *p, size_t n)
+{
+	sl_buf_putc(out, '"');
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\')
+			sl_buf_putc(out, (char)p[i]);
+		else
+			sl_buf_printf(out, "\\u%04x", p[i]);
+	}
+	sl_buf_putc(out, '"');
+}
+
+/* True when s (n bytes) is valid UTF-8, which a JSON string carries as is. */
+static bool valid_utf8(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t len = s[i] < 0x80 ? 1 : (s[i] & 0xe0) == 0xc0 ? 2 : (s[i] & 0xf0) == 0xe0 ? 3 :
+			     (s[i] & 0xf8) == 0xf0 ? 4 : 0;
+		if (!len || i + len > n)
+			return false;
+		for (size_t k = 1; k < len; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+		i += len;
+	}
+	return true;
+}
+
+int sl_avro_default_json(struct sl_buf *out, const struct sl_column *c, const struct sl_value *v)
+{
+	unsigned char dec[SL_AVRO_DECIMAL_MAX_BYTES];
+	char err[160];
+	size_t n = 0;
+
+	if (v->kind == SL_V_NULL || v->kind == SL_V_UNCHANGED ||
+	    sl_value_check_kind(c->type, v, c->name, err, sizeof err) < 0)
+		return 1;
+	switch (v->kind) {
+	case SL_V_FLOAT:
+	case SL_V_DOUBLE:
+		/* A JSON number holds no NaN nor infinity. */
+		if (!isfinite(v->kind == SL_V_FLOAT ? (double)v->f : v->d))
+			return 1;
+		break;
+	case SL_V_DECIMAL:
+		if (sl_avro_decimal_of(v, c->name, c->precision, c->scale, dec, &n, err, sizeof err) < 0)
+			return 1;
+		put_json_bytes(out, dec, n);
+		return sl_buf_failed(out) ? -1 : 0;
+	case SL_V_UINT:
+		/* decimal(20,0), as sl_avro_put_value writes it */
+		dec[0] = 0;
+		for (int i = 0; i < 8; i++)
+			dec[1 + i] = (unsigned char)(v->u >> (56 - 8 * i));
+		while (n < 8 && dec[n] == 0x00 && !(dec[n + 1] & 0x80))
+			n++;
+		put_json_bytes(out, dec + n, 9 - n);
+		return sl_buf_failed(out) ? -1 : 0;
+	case SL_V_BYTES:
+		put_json_bytes(out, (const unsigned char *)v->p, v->len);
+		return sl_buf_failed(out) ? -1 : 0;
+	case SL_V_STRING:
+	case SL_V_JSON:
+		if (!valid_utf8((const unsigned char *)v->p, v->len))
+			return 1;
+		break;
+	default:
+		break;
+	}
+	/* the rest is the value's JSON: booleans, numbers, text, uuids */
+	return sl_json_put_value(out, v);
+}
+
+bool sl_avro_carries_missing(const void *conf, const struct sl_column *c)
+{
+	struct sl_buf b;
+	bool ok;
+
+	(void)conf;
+	sl_buf_init(&b, 0);
+	ok = sl_avro_default_json(&b, c, &c->missing) == 0;
+	sl_buf_free(&b);
+	return ok;
+}
+
+static int schema_json(struct sl_buf *out, const struct sl_table *t, bool reader, char *err, size_t errlen);
+
 int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen)
+{
+	return schema_json(out, t, false, err, errlen);
+}
+
+int sl_avro_reader_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen)
+{
+	return schema_json(out, t, true, err, errlen);
+}
+
+/* Appends payload column c's field type and default: ["null", T] and null,
+ * or, in a reader schema for a column with a missing value, [T, "null"] and
+ * the value (a union's default is of its first branch). */
+static void put_field_type(struct sl_buf *out, const struct sl_column *c, bool reader)
+{
+	struct sl_buf def;
+
+	sl_buf_init(&def, 0);
+	if (reader && c->missing.kind != SL_V_NULL && sl_avro_default_json(&def, c, &c->missing) == 0) {
+		sl_buf_puts(out, ",\"type\":[");
+		put_column_type(out, c);
+		sl_buf_puts(out, ",\"null\"],\"default\":");
+		sl_buf_append(out, def.data, def.len);
+	} else {
+		sl_buf_puts(out, ",\"type\":[\"null\",");
+		put_column_type(out, c);
+		sl_buf_puts(out, "],\"default\":null");
+	}
+	if (sl_buf_failed(&def))
+		out->failed = true;
+	sl_buf_free(&def);
+}
+
+static int schema_json(struct sl_buf *out, const struct sl_table *t, bool reader, char *err, size_t errlen)
 {
 	const struct sl_source_desc *src = t->src;
 
@@ -193,9 +315,8 @@ int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err,
 			sl_buf_putc(out, ',');
 		sl_buf_puts(out, "{\"name\":");
 		sl_json_put_string(out, c->avro_name, strlen(c->avro_name));
-		sl_buf_puts(out, ",\"type\":[\"null\",");
-		put_column_type(out, c);
-		sl_buf_puts(out, "],\"default\":null,\"sluice.column\":");
+		put_field_type(out, c, reader);
+		sl_buf_puts(out, ",\"sluice.column\":");
 		sl_json_put_string(out, c->name, strlen(c->name));
 		if (c->type_name) {
 			sl_buf_puts(out, ",\"sluice.source_type\":");

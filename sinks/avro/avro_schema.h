@@ -24,6 +24,27 @@
  * err (out of memory; out is then failed). */
 int sl_avro_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen);
 
+/* The reader schema of t: the same text, except that each payload field of
+ * a column with a missing value (sl_column.missing: what the rows written
+ * before the column was added read) is [T, "null"] with that value as its
+ * default (sl_avro_default_json), so that a reader that resolves older
+ * files to it fills their records with it.  The files keep ["null", T]: a
+ * reader union takes either order.  Returns as sl_avro_schema_json. */
+int sl_avro_reader_schema_json(struct sl_buf *out, const struct sl_table *t, char *err, size_t errlen);
+
+/* Appends v, a value of column c, in the Avro JSON encoding of c's Avro
+ * type (a field default): numbers for ints, longs, dates, times and
+ * timestamps; a number for a float or double; a string of code points 0-255
+ * for bytes and decimals (the two's-complement bytes); a string for text and
+ * uuids.  Returns 0, 1 when JSON cannot carry it exactly (NULL, NaN or an
+ * infinity, text that is not valid UTF-8, a decimal that does not fit the
+ * column: out is then unchanged), or -1 if the buffer failed. */
+int sl_avro_default_json(struct sl_buf *out, const struct sl_column *c, const struct sl_value *v);
+
+/* sl_sink_ops.carries_missing of the Avro sinks (conf unused): true when
+ * sl_avro_default_json carries c's missing value. */
+bool sl_avro_carries_missing(const void *conf, const struct sl_column *c);
+
 /* Appends s (n bytes) to out as a quoted JSON string, escaping quotes,
  * backslashes and control characters and replacing invalid UTF-8 with
  * U+FFFD.  Returns 0, or -1 if the buffer failed. */

@@ -46,6 +46,7 @@
 #include "common/buf.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sinks/avro/avro_schema.h"
 #include "sinks/avro_tree/tree.h"
 
 /* A data file being written is ".<CSN>_<8 hex>" TMP_SUFFIX (see is_temp_name). */
@@ -1212,6 +1213,7 @@ _Static_assert(sizeof(enum sl_avro_dir_sync) == 4, "enum size");
 const struct sl_sink_ops sl_avro_dir_ops = {
 	.type = "avro_dir",
 	.caps = SL_SINK_CAP_MERGE,
+	.carries_missing = sl_avro_carries_missing,
 	.keys = ad_keys,
 	.nkeys = sizeof ad_keys / sizeof ad_keys[0],
 	.conf_size = sizeof(struct sl_avro_dir_conf),

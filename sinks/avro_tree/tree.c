@@ -1173,7 +1173,7 @@ static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
 			skey = sl_avro_enc_schema_key(o->enc);
 			if (!strcmp(o->schema_written, skey))
 				continue;
-			schema = sl_avro_enc_schema(o->enc, &len);
+			schema = sl_avro_enc_reader_schema(o->enc, &len);
 			sl_buf_reset(&key);
 			sl_buf_printf(&key, "%s/%s/" SL_SCHEMA_FILE, t->stream, o->object);
 			if (sl_buf_failed(&key)) {

@@ -1085,7 +1085,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			goto out;
 		}
 		sl_buf_reset(&s->sql);
-		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, add, nadd);
+		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, add, nadd, tv);
 		if ((rc = run_sql(s, "adding columns", err, errlen)) < 0)
 			goto out;
 		made = true;
@@ -2298,6 +2298,26 @@ static uint64_t ch_date_clamps(void *ctx)
 	return atomic_load(&s->w_clamps);
 }
 
+/* sl_sink_ops.carries_missing: the column's DEFAULT (ch_sql_default) in
+ * the layouts its tables may have (both with layout = auto). */
+static bool ch_carries_missing(const void *conf, const struct sl_column *c)
+{
+	const struct sl_ch_conf *cf = conf;
+	struct sl_buf b;
+	bool ok = true;
+
+	sl_buf_init(&b, 0);
+	for (int fl = CH_LEGACY; fl <= CH_MODERN && ok; fl++) {
+		struct ch_type t;
+		if ((fl == CH_LEGACY && cf->layout == SL_CH_LAYOUT_MODERN) ||
+		    (fl == CH_MODERN && cf->layout == SL_CH_LAYOUT_LEGACY))
+			continue;
+		ok = ch_type_of_column(&t, c, true, (enum ch_flavor)fl) == 0 && ch_sql_default(&b, &t, &c->missing) == 0;
+	}
+	sl_buf_free(&b);
+	return ok;
+}
+
 const struct sl_sink_ops sl_clickhouse_ops = {
 	.type = "clickhouse",
 	.caps = SL_SINK_CAP_MERGE,
@@ -2317,5 +2337,6 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.discard_backfill = ch_discard_backfill,
 	.dead_letters = ch_dead_letters,
 	.date_clamps = ch_date_clamps,
+	.carries_missing = ch_carries_missing,
 	.close = ch_close,
 };

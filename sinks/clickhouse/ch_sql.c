@@ -51,7 +51,9 @@
  * form stays well below 18.16's 16 KB). */
 #define INSERT_QUERY_MAX 4000
 
-static int quote(struct sl_buf *b, const char *s, size_t n, char q)
+/* s quoted with q, backslash-escaped; with ascii, every byte past 0x7f
+ * too (\xHH), so that no server reads the text as UTF-8. */
+static int quote(struct sl_buf *b, const char *s, size_t n, char q, bool ascii)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
@@ -61,7 +63,7 @@ static int quote(struct sl_buf *b, const char *s, size_t n, char q)
 		if (c == '\\' || c == (unsigned char)q) {
 			sl_buf_putc(b, '\\');
 			sl_buf_putc(b, (char)c);
-		} else if (c < 0x20 || c == 0x7f) {
+		} else if (c < 0x20 || c == 0x7f || (ascii && c > 0x7f)) {
 			char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 0xf] };
 			sl_buf_append(b, e, sizeof e);
 		} else {
@@ -74,12 +76,12 @@ static int quote(struct sl_buf *b, const char *s, size_t n, char q)
 
 int ch_quote_ident(struct sl_buf *b, const char *name)
 {
-	return quote(b, name, strlen(name), '`');
+	return quote(b, name, strlen(name), '`', false);
 }
 
 int ch_quote_str(struct sl_buf *b, const char *s, size_t n)
 {
-	return quote(b, s, n, '\'');
+	return quote(b, s, n, '\'', false);
 }
 
 int ch_qname(struct sl_buf *b, const char *db, const char *object, const char *suffix)
@@ -302,8 +304,68 @@ int ch_sql_drop_distributed(struct sl_buf *b, const struct ch_ddl *d, const char
 	return drop(b, d, db, object, NULL);
 }
 
+int ch_sql_default(struct sl_buf *b, const struct ch_type *t, const struct sl_value *v)
+{
+	struct sl_buf text;
+	bool micros = t->ch == CH_DATETIME64 || t->ch == CH_DATETIME64_UTC;
+	int rc = 0;
+
+	sl_buf_init(&text, 0);
+	switch (v->kind) {
+	case SL_V_BOOL:
+		sl_buf_puts(&text, t->ch == CH_BOOL ? (v->b ? "true" : "false") : (v->b ? "1" : "0"));
+		break;
+	case SL_V_INT:
+	case SL_V_DATE:
+	case SL_V_TIME:
+	case SL_V_TIMESTAMP:
+		sl_buf_printf(&text, "%" PRId64, v->i);
+		break;
+	case SL_V_UINT:
+		sl_buf_printf(&text, "%" PRIu64, v->u);
+		break;
+	case SL_V_DECIMAL:
+		sl_value_decimal_text(&text, v);
+		break;
+	case SL_V_STRING:
+	case SL_V_JSON:
+	case SL_V_BYTES:
+		sl_buf_append(&text, v->p, v->len);
+		break;
+	case SL_V_UUID: {
+		char u[36];
+		ch_uuid_text(u, (const unsigned char *)v->p);
+		sl_buf_append(&text, u, sizeof u);
+		break;
+	}
+	default:
+		rc = 1;
+		break;
+	}
+	if (t->ch == CH_FLOAT32 || t->ch == CH_FLOAT64 || t->ch == CH_DATE32 || t->ch == CH_ARRAY_STRING ||
+	    (micros && v->kind != SL_V_TIMESTAMP))
+		rc = 1;
+	if (rc == 0) {
+		sl_buf_puts(b, " DEFAULT CAST(");
+		if (micros)
+			sl_buf_puts(b, "fromUnixTimestamp64Micro(CAST(");
+		/* ClickHouse 26 keeps the expression as text, in which a byte
+		 * that is not UTF-8 would become U+FFFD. */
+		quote(b, text.data ? text.data : "", text.len, '\'', true);
+		if (micros)
+			sl_buf_puts(b, " AS Int64))");
+		sl_buf_puts(b, " AS ");
+		ch_type_sql(b, t);
+		sl_buf_putc(b, ')');
+	}
+	sl_buf_free(&text);
+	if (sl_buf_failed(&text))
+		b->failed = true;
+	return sl_buf_failed(b) ? -1 : rc;
+}
+
 int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
-		       const int *add, int nadd)
+		       const int *add, int nadd, const struct sl_table *tv)
 {
 	sl_buf_puts(b, "ALTER TABLE ");
 	ch_qname(b, db, l->object, local_suffix(d));
@@ -314,6 +376,8 @@ int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db,
 		ch_quote_ident(b, c->name);
 		sl_buf_putc(b, ' ');
 		ch_type_sql(b, &c->type);
+		if (tv && c->src >= 0 && c->src < tv->ncols && tv->cols[c->src].missing.kind != SL_V_NULL)
+			(void)ch_sql_default(b, &c->type, &tv->cols[c->src].missing);
 		comment(b, c);
 	}
 	return sl_buf_failed(b) ? -1 : 0;

@@ -101,9 +101,19 @@ int ch_sql_create_view(struct sl_buf *b, const struct ch_ddl *d, const char *db,
  * now: a view keeps the columns "*" meant when it was created). */
 int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, const char *object);
 /* ALTER TABLE ... ADD COLUMN for l->cols[add[i]], i < nadd (the local
- * tables with d->distributed). */
+ * tables with d->distributed).  A payload column whose source column in tv
+ * (the table version l was made from; may be NULL) has a missing value gets
+ * it as its DEFAULT (ch_sql_default), so that the rows of older parts read
+ * it. */
 int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
-		       const int *add, int nadd);
+		       const int *add, int nadd, const struct sl_table *tv);
+/* Appends " DEFAULT <expression>" with value v in a column of type t: the
+ * value's text, quoted, CAST to t (the text form parses exactly for
+ * integers, decimals, strings, bytes and uuids; timestamps in DateTime64
+ * go through fromUnixTimestamp64Micro).  Returns 0, or 1 with nothing
+ * appended when the column cannot carry v exactly (floats, whose text
+ * 18.16 does not parse exactly; Date32, which clamps; a NULL). */
+int ch_sql_default(struct sl_buf *b, const struct ch_type *t, const struct sl_value *v);
 
 /* The columns of a table: name, type, is_in_sorting_key (RowBinary),
  * in the table's order. */

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sinks/avro_tree/store.h"
+#include "sinks/avro/avro_schema.h"
 #include "sinks/avro_tree/tree.h"
 #include "sinks/s3/s3_client.h"
 
@@ -894,6 +895,7 @@ _Static_assert(sizeof(enum sl_codec) == 4, "enum size");
 const struct sl_sink_ops sl_s3_ops = {
 	.type = "s3",
 	.caps = SL_SINK_CAP_MERGE,
+	.carries_missing = sl_avro_carries_missing,
 	.keys = s3_keys,
 	.nkeys = sizeof s3_keys / sizeof s3_keys[0],
 	.conf_size = sizeof(struct sl_s3_conf),

@@ -465,7 +465,8 @@ int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, b
 			t->est_rows = -1;  /* never analyzed: unknown */
 	}
 	if (describe && ((rc = describe_tables(c, tabs, cnt, err, errlen)) < 0 ||
-			 (rc = sl_pg_idents_read(c, tabs, cnt, err, errlen)) < 0))
+			 (rc = sl_pg_idents_read(c, tabs, cnt, err, errlen)) < 0 ||
+			 (rc = sl_pg_missing_read(c, tabs, cnt, err, errlen)) < 0))
 		goto out;
 	*out = tabs;
 	*n = cnt;

@@ -324,12 +324,26 @@ int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, cons
 
 /* Column identities (pg_rewrite.c): what a Relation message cannot tell.
  * sl_pg_idents_read sets src_columns of each of the n tables (one query).
- * sl_pg_columns_changed is true, with why, when the rows of a table whose
- * identities were was read differently now (a column added with a default,
- * the table rewritten by a type change or a volatile default, a column
- * dropped and added again) without a change record; false when either
- * text is NULL or not such a text. */
+ * sl_pg_columns_changed is not 0, with why, when the rows of a table whose
+ * identities were was read differently now without a change record:
+ * SL_COLS_REWRITTEN (the table rewritten by a type change or a volatile
+ * default, a column dropped and added again), or SL_COLS_MISSING when the
+ * only such change is columns added with a constant default (their missing
+ * values); 0 when nothing changed, or either text is NULL or not such a
+ * text.
+ * sl_pg_missing_read sets the missing value (sl_column.missing) of each
+ * column of the n tables that has one (atthasmissing), by its name, and
+ * finishes the tables again (their schema keys cover it). */
 int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
-bool sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen);
+int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen);
+int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen);
+/* Keeps in version t the missing value that prev (the version before it)
+ * had for each column that the catalog no longer says (a table rewrite
+ * such as VACUUM FULL clears attmissingval, but the rows of files written
+ * before the column was added still read it), when the column's number is
+ * the same in was and now (the column identities of prev and t), so that a
+ * column dropped and added again keeps nothing.  Returns 0, or -1 out of
+ * memory. */
+int sl_pg_missing_keep(struct sl_table *t, const struct sl_table *prev, const char *was, const char *now);
 
 #endif

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/util.h"
 #include "sources/postgres/pg_internal.h"
 
@@ -40,27 +41,42 @@ static const char idents_sql[] =
 	"LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
 	"WHERE c.oid = ANY($1::oid[]) GROUP BY c.oid, c.relfilenode";
 
-int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+/* Runs sql with $1 the OID array of the n tables (n > 0), into *res (the
+ * caller's to PQclear, also on failure).  Returns SL_OK, or a negative
+ * status with a message in err that names what the query reads. */
+static int query_tables(PGconn *c, const char *sql, struct sl_table **tabs, int n, const char *what, PGresult **res,
+			char *err, size_t errlen)
 {
 	struct sl_buf oids;
 	const char *params[1];
-	PGresult *res = NULL;
+	char msg[96];
 	int rc = SL_OK;
 
+	*res = NULL;
 	sl_buf_init(&oids, 0);
-	if (n == 0)
-		goto out;
 	if (sl_pg_oid_array(&oids, tabs, n) < 0) {
-		snprintf(err, errlen, "out of memory reading column identities");
+		snprintf(err, errlen, "out of memory reading %s", what);
 		rc = SL_EFAIL;
 		goto out;
 	}
 	params[0] = oids.data;
-	res = PQexecParams(c, idents_sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		rc = sl_pg_err(err, errlen, "could not read the column identities of the tables", c, res);
-		goto out;
+	*res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(*res) != PGRES_TUPLES_OK) {
+		snprintf(msg, sizeof msg, "could not read the %s of the tables", what);
+		rc = sl_pg_err(err, errlen, msg, c, *res);
 	}
+out:
+	sl_buf_free(&oids);
+	return rc;
+}
+
+int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+{
+	PGresult *res = NULL;
+	int rc = SL_OK;
+
+	if (n == 0 || (rc = query_tables(c, idents_sql, tabs, n, "column identities", &res, err, errlen)) < 0)
+		goto out;
 	for (int i = 0; i < PQntuples(res) && rc == SL_OK; i++) {
 		uint64_t relid;
 		if (sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &relid) < 0)
@@ -76,7 +92,6 @@ int sl_pg_idents_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_
 		}
 	}
 out:
-	sl_buf_free(&oids);
 	PQclear(res);
 	return rc;
 }
@@ -147,38 +162,157 @@ static const struct ident_col *find_col(const struct idents *id, const struct id
 	return NULL;
 }
 
-bool sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
+int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
 {
 	struct idents w, n;
-	bool changed = false, rewritten;
+	int changed = 0;
+	bool rewritten;
 
 	memset(&w, 0, sizeof w);
 	memset(&n, 0, sizeof n);
 	if (!was || !now || !parse(was, &w) || !parse(now, &n)) {
 		free(w.cols);
 		free(n.cols);
-		return false;
+		return 0;
 	}
 	rewritten = w.filenode_len != n.filenode_len || memcmp(w.filenode, n.filenode, n.filenode_len) != 0;
-	for (int i = 0; i < n.ncols && !changed; i++) {
+	/* A column added with a constant default is the mildest change (its
+	 * missing value says what the existing rows read), and a missing value
+	 * that a rewrite took out of the catalog matters only to a sink that
+	 * carried it: any other change found decides, and both together are a
+	 * rewrite for every sink. */
+	for (int i = 0; i < n.ncols && changed != SL_COLS_REWRITTEN; i++) {
 		const struct ident_col *c = &n.cols[i], *o = find_col(&w, c);
 		int l = (int)c->namelen;
-		changed = true;
 		if (o && o->attnum != c->attnum)
 			snprintf(why, whylen, "column \"%.*s\" was dropped and added again: it is a new column, whose "
 				 "values are not the old ones", l, c->name);
-		else if (!o && c->missing)
-			snprintf(why, whylen, "column \"%.*s\" was added with a default, which the existing rows have "
-				 "without a change", l, c->name);
 		else if (!o && c->has_default && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" was added with a volatile default, which rewrote the "
 				 "table", l, c->name);
 		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" changed its type, which rewrote the table", l, c->name);
-		else
-			changed = false;
+		else if (o && o->missing && !c->missing && o->attnum == c->attnum && changed != SL_COLS_LOST) {
+			snprintf(why, whylen, "column \"%.*s\" lost its missing value in a table rewrite (VACUUM FULL, "
+				 "CLUSTER): the value that the rows written before it was added read is no longer known", l,
+				 c->name);
+			/* with a constant default added too, every sink needs the backfill */
+			changed = changed == SL_COLS_MISSING ? SL_COLS_REWRITTEN : SL_COLS_LOST;
+			continue;
+		} else if (!o && c->missing && changed != SL_COLS_MISSING) {
+			if (changed == SL_COLS_LOST) {
+				changed = SL_COLS_REWRITTEN;   /* the why of the lost value */
+				continue;
+			}
+			snprintf(why, whylen, "column \"%.*s\" was added with a default, which the existing rows have "
+				 "without a change", l, c->name);
+			changed = SL_COLS_MISSING;
+			continue;
+		} else
+			continue;
+		changed = SL_COLS_REWRITTEN;
 	}
 	free(w.cols);
 	free(n.cols);
 	return changed;
+}
+
+int sl_pg_missing_keep(struct sl_table *t, const struct sl_table *prev, const char *was, const char *now)
+{
+	struct idents w, n;
+	bool kept = false;
+	int rc = 0;
+
+	memset(&w, 0, sizeof w);
+	memset(&n, 0, sizeof n);
+	if (!prev || !was || !now || !parse(was, &w) || !parse(now, &n))
+		goto out;
+	for (int i = 0; i < t->ncols && rc == 0; i++) {
+		struct sl_column *c = &t->cols[i];
+		struct ident_col like = { .name = c->name, .namelen = strlen(c->name) };
+		const struct ident_col *o = find_col(&w, &like), *x = find_col(&n, &like);
+		if (c->missing.kind != SL_V_NULL || !o || !x || o->attnum != x->attnum)
+			continue;   /* its own, or not the same column */
+		for (int k = 0; k < prev->ncols && rc == 0; k++) {
+			if (strcmp(prev->cols[k].name, c->name) != 0 || prev->cols[k].missing.kind == SL_V_NULL)
+				continue;
+			rc = sl_column_set_missing(c, &prev->cols[k].missing);
+			kept = true;
+		}
+	}
+	if (rc == 0 && kept)
+		rc = sl_table_finish(t);
+out:
+	free(w.cols);
+	free(n.cols);
+	return rc;
+}
+
+/* The missing values of the tables of $1 (an OID array): relid, column
+ * name, the value's text (the one element of attmissingval, an array of the
+ * column's type, whose text form an array of text takes apart). */
+static const char missing_sql[] =
+	"SELECT a.attrelid, a.attname, (a.attmissingval::text::text[])[1] FROM pg_attribute a "
+	"WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0 AND NOT a.attisdropped AND a.atthasmissing";
+
+/* Converts text (len bytes, copied: a bytea is decoded in place) into the
+ * missing value of col. */
+static int set_missing(struct sl_table *t, struct sl_column *col, const char *text, size_t len, char *err,
+		       size_t errlen)
+{
+	struct sl_buf scratch, copy;
+	struct sl_value v;
+	int rc = SL_OK;
+
+	sl_buf_init(&scratch, 0);
+	sl_buf_init(&copy, 0);
+	sl_buf_append(&copy, text, len);
+	sl_buf_reserve(&scratch, sl_pg_text_scratch(col, len));
+	if (sl_buf_failed(&copy) || sl_buf_failed(&scratch)) {
+		snprintf(err, errlen, "out of memory reading the default of column \"%s\"", col->name);
+		rc = SL_EFAIL;
+	} else if (sl_pg_text_column(col, copy.data ? copy.data : (char *)"", len, &v, &scratch, NULL, err,
+				     errlen) < 0) {
+		sl_warn("table \"%s\".\"%s\": the value the existing rows have in column \"%s\" cannot be read (%s): "
+			"no destination carries it, so the table is backfilled again", t->ns, t->name, col->name, err);
+	} else if (sl_column_set_missing(col, &v) < 0) {
+		snprintf(err, errlen, "out of memory reading the default of column \"%s\"", col->name);
+		rc = SL_EFAIL;
+	}
+	sl_buf_free(&copy);
+	sl_buf_free(&scratch);
+	return rc;
+}
+
+int sl_pg_missing_read(PGconn *c, struct sl_table **tabs, int n, char *err, size_t errlen)
+{
+	PGresult *res = NULL;
+	int rc = SL_OK;
+
+	if (n == 0 || (rc = query_tables(c, missing_sql, tabs, n, "missing values of the columns", &res, err,
+					 errlen)) < 0)
+		goto out;
+	for (int k = 0; k < n && rc == SL_OK; k++) {
+		bool any = false;
+		for (int i = 0; i < PQntuples(res) && rc == SL_OK; i++) {
+			uint64_t relid;
+			if (PQgetisnull(res, i, 2) || sl_parse_u64(PQgetvalue(res, i, 0), UINT32_MAX, &relid) < 0 ||
+			    relid != tabs[k]->relid)
+				continue;
+			for (int j = 0; j < tabs[k]->ncols && rc == SL_OK; j++) {
+				if (strcmp(tabs[k]->cols[j].name, PQgetvalue(res, i, 1)) != 0)
+					continue;
+				rc = set_missing(tabs[k], &tabs[k]->cols[j], PQgetvalue(res, i, 2),
+						 (size_t)PQgetlength(res, i, 2), err, errlen);
+				any = true;
+			}
+		}
+		if (rc == SL_OK && any && sl_table_finish(tabs[k]) < 0) {
+			snprintf(err, errlen, "out of memory reading column defaults");
+			rc = SL_EFAIL;
+		}
+	}
+out:
+	PQclear(res);
+	return rc;
 }

@@ -815,13 +815,17 @@ static int identity_holds_key(const struct pg_src *s, const struct sl_table *t, 
 	return SL_EPREREQ;
 }
 
-/* At a Relation message of table relid: 1, with s->why saying why, when
+/* At a Relation message of table relid: SL_COLS_REWRITTEN or
+ * SL_COLS_MISSING (sl_pg_columns_changed), with s->why saying why, when
  * the catalog's column identities (pg_rewrite.c) say that its existing rows
  * changed without a change record since its last Relation message (or the
- * start); 0 when they did not, or the stream does not select it. */
-static int columns_check(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
+ * start); 0 when they did not, or the stream does not select it.  The
+ * message's version (t, the decoder's) gets its columns' missing values. */
+static int columns_check(struct pg_src *s, uint32_t relid, struct sl_table *t, const struct sl_table *prev, char *err,
+			 size_t errlen)
 {
 	struct sl_table now, *p = &now;
+	const char *was;
 	int i, rc;
 
 	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
@@ -834,10 +838,18 @@ static int columns_check(struct pg_src *s, uint32_t relid, char *err, size_t err
 	}
 	memset(&now, 0, sizeof now);
 	now.relid = relid;
-	if ((rc = sl_pg_idents_read(s->meta, &p, 1, err, errlen)) < 0)
+	if ((rc = sl_pg_idents_read(s->meta, &p, 1, err, errlen)) < 0 ||
+	    (t && (rc = sl_pg_missing_read(s->meta, &t, 1, err, errlen)) < 0))
 		return rc;
-	rc = sl_pg_columns_changed(s->src_columns[i] ? s->src_columns[i] : s->tables[i]->src_columns,
-				   now.src_columns, s->why, sizeof s->why);
+	was = s->src_columns[i] ? s->src_columns[i] : s->tables[i]->src_columns;
+	if (t && sl_pg_missing_keep(t, prev ? prev : s->tables[i], was, now.src_columns) < 0) {
+		free(now.src_columns);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_pg_columns_changed(was, now.src_columns, s->why, sizeof s->why);
+	if (rc == SL_COLS_LOST && t)
+		rc = 0;   /* kept from the version before (sl_pg_missing_keep) */
 	if (now.src_columns) {
 		/* The version the Relation message made carries them too, so
 		 * that a backfill of it records them (Q_JOB_START). */
@@ -962,7 +974,9 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 					return rc;
 				break;
 			}
-			if ((rc = columns_check(s, pe->table->relid, err, errlen)) < 0) {
+			if ((rc = columns_check(s, pe->table->relid,
+						sl_pgoutput_table_mut(sl_pg_repl_decoder(s->repl), pe->table->relid),
+						pe->retired, err, errlen)) < 0) {
 				sl_table_free(pe->retired);
 				return rc;
 			}
@@ -970,7 +984,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 			ev->table = pe->table;
 			ev->changed = pe->schema_changed;
 			ev->retired = pe->retired;
-			ev->rebackfill = rc == 1 ? s->why : NULL;
+			ev->rebackfill = rc > 0 ? s->why : NULL;
+			ev->rebackfill_missing = rc == SL_COLS_MISSING;
 			return SL_OK;
 		case SL_PGO_CHANGE:
 			s->truncating = pe->nchanges == 0;

@@ -391,6 +391,13 @@ void sl_pgoutput_set_src_columns(struct sl_pgoutput *d, uint32_t relid, char *te
 	e->table->src_columns = text;
 }
 
+struct sl_table *sl_pgoutput_table_mut(struct sl_pgoutput *d, uint32_t relid)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	return e ? e->table : NULL;
+}
+
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d)
 {
 	return d->ignored_changes;

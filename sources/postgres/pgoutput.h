@@ -98,6 +98,10 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
 void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid);
 /* Changes skipped so far. */
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d);
+/* The current version of relation relid (the decoder's: the one its last
+ * Relation event gave), for the source to complete from the catalog (its
+ * columns' missing values); NULL when relid is unknown. */
+struct sl_table *sl_pgoutput_table_mut(struct sl_pgoutput *d, uint32_t relid);
 /* Gives text (malloc'd; the decoder owns it from here, also on failure) to
  * the current version of relation relid as its src_columns (see
  * schema/schema.h), replacing what it had; freed when relid is unknown. */

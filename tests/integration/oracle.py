@@ -9,7 +9,10 @@ table read with its own SELECT (PostgreSQL or MariaDB):
   an unchanged value of a key never seen is a difference only if its row
   survives (the equivalent rule, the highest CSN per key, drops the rest);
 - both modes: every row read with the object's newest schema (.schema.avsc),
-  as a reader resolving each file's schema to it does;
+  as a reader resolving each file's schema to it does: a field added since a
+  file was written reads as its default there (a column added with a
+  constant default, whose value the existing rows have without a change;
+  doc/output.md, "DDL that changes existing rows");
 - avro_dir and s3, merge mode: the current files (the base plus the later
   files), the highest CSN per key, deleted keys dropped, nothing older than
   the latest TRUNCATE marker (doc/output.md, "The reader's rule": mirror());
@@ -21,11 +24,13 @@ raises AssertionError naming the seed, the cell and that first row.
 The Avro readers are python3-avro's (harness.read_avro_tree).
 """
 
+import io
 import json
 import os
 
 import avro.datafile
 import avro.io
+import avro.schema
 
 from check_output import object_name
 from harness import read_avro_tree, rebuild, state_diff
@@ -81,20 +86,70 @@ def mirror(root, stream, obj, key_columns):
 
 # ---- the source side
 
-def newest_payload_fields(root, stream, obj):
-    """{field: default} of the payload in the object's newest schema
-    (.schema.avsc), or None when it has none.  A reader that reads every
-    file with that schema (Avro schema resolution) sees a field added since
-    a file was written as its default, and none of the fields dropped."""
+def avro_default(ftype, default):
+    """A field's default (Avro JSON, of the first branch of a union) as
+    python3-avro reads a record's value of that type: decimals as Decimal,
+    timestamps as datetimes, bytes from the code points 0-255 the
+    specification gives them.  python3-avro's own schema resolution (1.11)
+    fills a missing field with the raw JSON value instead: no logical type
+    (an int for a timestamp, bytes for a decimal), and bytes defaults
+    encoded as UTF-8; so the value is encoded with the plain type and read
+    back with the field's own."""
+    t = ftype[0] if isinstance(ftype, list) else ftype
+    if t == "null" or default is None:
+        return None
+    base = t["type"] if isinstance(t, dict) else t
+    raw = default.encode("latin-1") if base in ("bytes", "fixed") else default
+    buf = io.BytesIO()
+    avro.io.DatumWriter(avro.schema.parse(json.dumps(base))).write(raw, avro.io.BinaryEncoder(buf))
+    buf.seek(0)
+    return avro.io.DatumReader(avro.schema.parse(json.dumps(t))).read(avro.io.BinaryDecoder(buf))
+
+
+def newest_schema(root, stream, obj):
+    """The object's newest schema (.schema.avsc, the reader schema), parsed
+    JSON, or None when it has none."""
     path = os.path.join(root, stream, obj, ".schema.avsc")
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        schema = json.load(f)
+        return json.load(f)
+
+
+def newest_payload_fields(root, stream, obj):
+    """{field: default} of the payload in the object's newest schema
+    (.schema.avsc), or None when it has none.  A reader that reads every
+    file with that schema (Avro schema resolution) sees a field added since
+    a file was written as its default (a column added with a constant
+    default: that default; else null), and none of the fields dropped."""
+    schema = newest_schema(root, stream, obj)
+    if schema is None:
+        return None
     payload = next(f["type"] for f in schema["fields"] if f["name"] == "payload")
     if isinstance(payload, list):
         payload = next(t for t in payload if isinstance(t, dict))
-    return {f["name"]: f.get("default") for f in payload["fields"]}
+    return {f["name"]: avro_default(f["type"], f.get("default")) for f in payload["fields"]}
+
+
+def resolve_check(root, stream, obj):
+    """Reads every current file of the object with its newest schema as the
+    reader schema (python3-avro's DatumReader(writer, reader)): it raises
+    when a file does not resolve to it.  Returns the number of records."""
+    schema = newest_schema(root, stream, obj)
+    if schema is None:
+        return 0
+    reader = avro.schema.parse(json.dumps(schema))
+    n = 0
+    for path in current_files(root, stream, obj):
+        with open(path, "rb") as f:
+            with avro.datafile.DataFileReader(f, avro.io.DatumReader(None, reader)) as r:
+                n += sum(1 for _ in r)
+    return n
+
+
+def resolved_state(state, root, stream, ns, table):
+    """state (rebuilt rows of ns.table) read with the object's newest schema."""
+    return resolve(state, newest_payload_fields(root, stream, object_name(ns, table)))
 
 
 def resolve(state, fields):

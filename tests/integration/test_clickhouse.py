@@ -41,7 +41,7 @@ from harness import csn_seq, qident, wait_until
 import test_pg_types as T
 from opsutil import metric, metrics, metrics_port  # noqa: E402
 from test_pg_ops import wait_confirmed, wal_lsn  # noqa: E402
-from test_pg_changes import assert_silent_ddl_logged, silent_ddl_run, silent_ddl_setup
+from test_pg_changes import CH_CARRIED, assert_silent_ddl_logged, silent_ddl_run, silent_ddl_setup
 
 
 def ch_count(ch, db, table, where="", final=False):
@@ -316,13 +316,15 @@ class ClickHouseChangesTest(ChTestCase):
 
     def test_silent_ddl_merge(self):
         """Merge mode: after DDL that changed the existing rows without a
-        change record (a column added with constant defaults, one with a
+        change record (columns added with constant defaults, one with a
         volatile default, a column dropped and added again), every existing
         row of the view equals the source, with no later update of those
-        rows: the table is backfilled again behind a marker.  (A column
-        whose type changes at the source stops a ClickHouse stream, with a
-        message of its own.)"""
-        kinds = ("dc", "dv", "dd")
+        rows: the constant defaults are the columns' DEFAULT, which the
+        older parts read (no backfill), except those ClickHouse's column
+        cannot carry exactly (a float, a date); the others are backfilled
+        again behind a marker.  (A column whose type changes at the source
+        stops a ClickHouse stream, with a message of its own.)"""
+        kinds = ("dc", "df", "dv", "dd")
         names = silent_ddl_setup(self.pg, "ch_", kinds=kinds)
         s = self.sluice(stream="sdm", tables=", ".join(f"public.{t}" for t in names), database="sdm",
                         write_mode="merge")
@@ -332,7 +334,11 @@ class ClickHouseChangesTest(ChTestCase):
         for t in names:
             with self.subTest(table=t):
                 self.assertChMatches(s, "public", t, ["id"])
-        assert_silent_ddl_logged(self, "ch_", r.stderr, kinds=kinds)
+        assert_silent_ddl_logged(self, "ch_", r.stderr, kinds=kinds, carried=CH_CARRIED)
+        # the columns carry it as their DEFAULT
+        got = self.ch.query("SELECT name FROM system.columns WHERE database = 'sdm' AND table = 'public_ch_dc' "
+                            "AND default_kind = 'DEFAULT' ORDER BY name").decode().split()
+        self.assertEqual(got, sorted(["b", "d", "j", "n", "nn", "ok", "t", "tl", "ts", "u"]))
 
     def test_column_retyped_in_clickhouse(self):
         """A column retyped in ClickHouse by hand stops the stream with a

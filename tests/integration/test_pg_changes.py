@@ -13,8 +13,9 @@ import signal
 import unittest
 
 import harness  # noqa: E402
-from harness import (PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, records_for, running_chunks,
-                     wait_until)
+from oracle import newest_payload_fields, resolve_check, resolved_state
+from harness import (PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, rebuild, records_for,
+                     running_chunks, state_diff, wait_until)
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
 TAGS = {"sanitizers"}
@@ -262,11 +263,22 @@ class SchemaChangeTest(PgTestCase):
 
 
 # Tables whose existing rows a DDL changes without any change record, each
-# with the DDL and the insert that makes pgoutput describe the table again
-# (a Relation message comes with a table's next change).
+# with the statements, ending with the insert that makes pgoutput describe
+# the table again (a Relation message comes with a table's next change).
 SILENT_DDL = {
-    "dc": ("ALTER TABLE {t} ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s', "
-           "ADD COLUMN ts timestamptz DEFAULT '2024-02-29 12:34:56.789+02', ADD COLUMN d numeric(8,3) DEFAULT 12.5",
+    # constant defaults of many types, a NOT NULL one, and a later SET
+    # DEFAULT that the existing rows do not take (they keep 7; row 100 has 8)
+    "dc": ("ALTER TABLE {t} ADD COLUMN n int DEFAULT 7, ADD COLUMN t text DEFAULT 'it''s \"q\" \\ é', "
+           "ADD COLUMN ts timestamptz DEFAULT '2024-02-29 12:34:56.789+02', ADD COLUMN d numeric(8,3) DEFAULT -12.5, "
+           "ADD COLUMN nn bigint NOT NULL DEFAULT 9000000000, ADD COLUMN b bytea DEFAULT '\\x00ff2741', "
+           "ADD COLUMN tl timestamp DEFAULT '2001-02-03 04:05:06.123456', ADD COLUMN ok boolean DEFAULT true, "
+           "ADD COLUMN u uuid DEFAULT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', ADD COLUMN j jsonb DEFAULT '{{\"k\": [1]}}'",
+           "ALTER TABLE {t} ALTER COLUMN n SET DEFAULT 8",
+           "INSERT INTO {t} (id, a) VALUES (100, 100)"),
+    # constant defaults that the Avro field carries, but not ClickHouse's
+    # column (a float, whose text 18.16 may not parse exactly; a date, which
+    # the modern layout's Date32 clamps)
+    "df": ("ALTER TABLE {t} ADD COLUMN f float8 DEFAULT 1.1, ADD COLUMN dt date DEFAULT '2024-02-29'",
            "INSERT INTO {t} (id, a) VALUES (100, 100)"),
     "dv": ("ALTER TABLE {t} ADD COLUMN u text DEFAULT md5(random()::text), "
            "ADD COLUMN c timestamptz DEFAULT clock_timestamp()",
@@ -280,10 +292,17 @@ SILENT_DDL = {
 # What the agent says for each, before ": it is backfilled again, behind a marker".
 SILENT_DDL_WHY = {
     "dc": 'column "n" was added with a default, which the existing rows have without a change',
+    "df": 'column "f" was added with a default, which the existing rows have without a change',
     "dv": 'column "u" was added with a volatile default, which rewrote the table',
     "dt": 'column "a" changed its type, which rewrote the table',
     "dd": 'column "a" was dropped and added again: it is a new column, whose values are not the old ones',
 }
+
+# The kinds that a destination carrying the default (avro_dir, s3: the Avro
+# field's default in .schema.avsc) takes without a backfill; ClickHouse (the
+# column's DEFAULT) takes CH_CARRIED.
+CARRIED = ("dc", "df")
+CH_CARRIED = ("dc",)
 
 
 def silent_ddl_setup(pg, prefix, rows=5, kinds=tuple(SILENT_DDL)):
@@ -298,15 +317,22 @@ def silent_ddl_setup(pg, prefix, rows=5, kinds=tuple(SILENT_DDL)):
 
 def silent_ddl_run(pg, prefix, kinds=tuple(SILENT_DDL)):
     for t in kinds:
-        ddl, insert = SILENT_DDL[t]
-        pg.execute(ddl.format(t=prefix + t))
-        pg.execute(insert.format(t=prefix + t))
+        for st in SILENT_DDL[t]:
+            pg.execute(st.format(t=prefix + t))
 
 
-def assert_silent_ddl_logged(testcase, prefix, stderr, kinds=tuple(SILENT_DDL)):
+def assert_silent_ddl_logged(testcase, prefix, stderr, kinds=tuple(SILENT_DDL), carried=()):
+    """The agent's line for each kind: backfilled again, or for the kinds
+    in carried, no backfill (the destination carries the default)."""
     for t in kinds:
         why = SILENT_DDL_WHY[t]
-        testcase.assertIn(f'table "public"."{prefix}{t}": {why}: it is backfilled again, behind a marker', stderr)
+        if t in carried:
+            testcase.assertIn(f'table "public"."{prefix}{t}": {why}: the destination carries it as the column\'s '
+                              'default, so nothing is backfilled', stderr)
+            testcase.assertNotIn(f'"public"."{prefix}{t}": {why}: it is backfilled again', stderr)
+            testcase.assertNotIn(f"backfill of public.{prefix}{t} requested", stderr)
+        else:
+            testcase.assertIn(f'table "public"."{prefix}{t}": {why}: it is backfilled again, behind a marker', stderr)
 
 
 class SilentDdlTest(PgTestCase):
@@ -316,10 +342,24 @@ class SilentDdlTest(PgTestCase):
     DDL's Relation message and when a run starts after it."""
 
     def check_tables(self, s, names):
+        """Each table rebuilt from the records and read with its newest
+        schema (.schema.avsc) as the reader schema equals the source; and a
+        table whose DDL the output carries (CARRIED) has no marker (nothing
+        was backfilled), and every file of it resolves to that schema (the
+        files of a table backfilled after a type change need not: its
+        marker clears them)."""
         recs = self.read(s)
         for t in names:
             with self.subTest(table=t):
-                self.assertTableMatches(records_for(recs, "public", t), "public", t, ["id"])
+                mine = records_for(recs, "public", t)
+                state = resolved_state(rebuild(mine, ["id"]), s.out, s.stream, "public", t)
+                diffs = state_diff(self.pg, "public", t, ["id"], state)
+                self.assertEqual(diffs, [], f"public.{t}")
+                if t.split("_")[-1] in CARRIED:
+                    self.assertEqual(resolve_check(s.out, s.stream, f"public_{t}"), len(mine))
+                    self.assertEqual([r for r in mine if r["source_metadata"]["change_type"] == "TRUNCATE"], [])
+                    self.assertEqual({r["read_method"] for r in mine if r["payload"]["id"] <= 5},
+                                     {"postgresql-backfill"})
 
     def test_silent_ddl_between_runs(self):
         pg = self.pg
@@ -329,7 +369,7 @@ class SilentDdlTest(PgTestCase):
         silent_ddl_run(pg, "r_")
         r = self.catch_up(s)
         self.check_tables(s, names)
-        assert_silent_ddl_logged(self, "r_", r.stderr)
+        assert_silent_ddl_logged(self, "r_", r.stderr, carried=CARRIED)
         # the checkpoint keeps the new column identities: no second backfill
         r = self.catch_up(s)
         self.assertNotIn("backfilled again", r.stderr)
@@ -343,20 +383,21 @@ class SilentDdlTest(PgTestCase):
         try:
             wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
             silent_ddl_run(pg, "s_")
-            wait_until(lambda: all(f"backfilled public.{t} while streaming" in p.stderr_text() for t in names)
+            wait_until(lambda: all(f"backfilled public.{t} while streaming" in p.stderr_text() for t in names
+                                   if t[2:] not in CARRIED) and "nothing is backfilled" in p.stderr_text()
                        or not p.alive(), 60, "the tables backfilled again")
         finally:
             p.signal(signal.SIGTERM)
             p.wait_result(60)
-        assert_silent_ddl_logged(self, "s_", p.stderr_text())
-        self.check_tables(s, names)
+        assert_silent_ddl_logged(self, "s_", p.stderr_text(), carried=CARRIED)
         # the run after it has nothing more to do
         r = self.catch_up(s)
         self.assertNotIn("backfilled again", r.stderr)
+        self.check_tables(s, names)
 
     def test_ddl_while_backfilling_again(self):
-        """A second ADD COLUMN ... DEFAULT while the table is backfilled
-        again for the first one: it is backfilled again once that backfill
+        """A second ADD COLUMN ... DEFAULT <volatile> while the table is
+        backfilled again for the first one: it is backfilled again once that backfill
         is done (the rows of its chunks so far lack the second column's
         value), and the output ends equal to the source, with no later
         update of the old rows."""
@@ -369,13 +410,13 @@ class SilentDdlTest(PgTestCase):
         p = s.start("run")
         try:
             wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
-            pg.execute("ALTER TABLE bb ADD COLUMN n int DEFAULT 7")
+            pg.execute("ALTER TABLE bb ADD COLUMN n int DEFAULT (random() * 0)::int")
             pg.execute("INSERT INTO bb (id, a) VALUES (100000, 1)")
             wait_until(lambda: running_chunks(s, "public.bb") >= 1 or "backfilled" in p.stderr_text()
                        or not p.alive(), 60, "a durable chunk of the re-backfill")
             self.assertTrue(p.alive(), p.stderr_text())
             self.assertNotIn("backfilled public.bb while streaming", p.stderr_text())
-            pg.execute("ALTER TABLE bb ADD COLUMN m text DEFAULT 'm'")
+            pg.execute("ALTER TABLE bb ADD COLUMN m text DEFAULT md5(random()::text)")
             pg.execute("INSERT INTO bb (id, a) VALUES (100001, 1)")
             # the backfill requested after the second DDL, to its end
             wait_until(lambda: "backfilled public.bb while streaming: 20002 rows" in
@@ -386,8 +427,8 @@ class SilentDdlTest(PgTestCase):
             p.wait_result(60)
         self.check_tables(s, ["bb"])
         err = p.stderr_text()
-        self.assertIn('table "public"."bb": column "m" was added with a default, which the existing rows have '
-                      'without a change: it is backfilled again, behind a marker', err)
+        self.assertIn('table "public"."bb": column "m" was added with a volatile default, which rewrote the table: '
+                      'it is backfilled again, behind a marker', err)
         # the first backfill ended, then the one the second DDL asked for ran
         self.assertEqual(err.count("backfill of public.bb requested"), 2, err)
         self.assertEqual(err.count("backfilled public.bb while streaming"), 2, err)
@@ -396,13 +437,13 @@ class SilentDdlTest(PgTestCase):
         """backfill = none: the DDL is logged, and nothing is backfilled,
         neither while streaming nor at the next start."""
         pg = self.pg
-        names = silent_ddl_setup(pg, "n_", kinds=("dc",))
-        s = self.sluice(stream="sdn", tables="public.n_dc", backfill="none")
+        names = silent_ddl_setup(pg, "n_", kinds=("dv",))
+        s = self.sluice(stream="sdn", tables="public.n_dv", backfill="none")
         self.catch_up(s)
         p = s.start("run")
         try:
             wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
-            silent_ddl_run(pg, "n_", kinds=("dc",))
+            silent_ddl_run(pg, "n_", kinds=("dv",))
             wait_until(lambda: "backfill = none" in p.stderr_text() or not p.alive(), 60, "the DDL noticed")
         finally:
             p.signal(signal.SIGTERM)
@@ -411,9 +452,53 @@ class SilentDdlTest(PgTestCase):
         for err in (p.stderr_text(), r.stderr):
             self.assertNotIn("backfilled again", err)
             self.assertNotIn("backfilling", err)
-        self.assertIn(f'table "public"."{names[0]}": {SILENT_DDL_WHY["dc"]}: the stream has backfill = none, so '
+        self.assertIn(f'table "public"."{names[0]}": {SILENT_DDL_WHY["dv"]}: the stream has backfill = none, so '
                       'its existing rows keep what the output had', p.stderr_text())
         # only the insert that followed the DDL
         recs = records_for(self.read(s), "public", names[0])
         self.assertEqual([(r["source_metadata"]["change_type"], r["payload"]["id"]) for r in recs], [("INSERT", 100)])
+
+    def test_default_dropped_and_added_again(self):
+        """A column added with a constant default (carried by the schema:
+        no backfill); a VACUUM FULL while the agent is stopped, which takes
+        the value out of the catalog (backfilled again); then the column
+        dropped and added again under its name with another default: a new
+        column, whose existing rows read the new default, never the old
+        one.  The table is backfilled again."""
+        pg = self.pg
+        pg.execute("CREATE TABLE rd (id int PRIMARY KEY, a int)")
+        pg.execute("INSERT INTO rd SELECT g, g FROM generate_series(1, 5) g")
+        s = self.sluice(stream="rd", tables="public.rd")
+        self.catch_up(s)
+        pg.execute("ALTER TABLE rd ADD COLUMN n text DEFAULT 'first'")
+        pg.execute("INSERT INTO rd (id, a) VALUES (100, 100)")
+        r = self.catch_up(s)
+        self.assertIn('"public"."rd": column "n" was added with a default, which the existing rows have without a '
+                      'change: the destination carries it', r.stderr)
+        self.check_tables(s, ["rd"])
+        # a rewrite while the agent is stopped clears the missing value (the
+        # rows now hold it), which a new version then cannot carry: the
+        # table is backfilled again (while streaming, the version before
+        # hands it on)
+        pg.execute("VACUUM FULL rd")
+        self.assertEqual(pg.sql("SELECT atthasmissing FROM pg_attribute WHERE attrelid = 'rd'::regclass "
+                                "AND attname = 'n'"), [(False,)])
+        pg.execute("ALTER TABLE rd ADD COLUMN m int")
+        pg.execute("INSERT INTO rd (id, a) VALUES (102, 102)")
+        r = self.catch_up(s)
+        self.assertIn('"public"."rd": column "n" lost its missing value in a table rewrite (VACUUM FULL, CLUSTER): '
+                      'the value that the rows written before it was added read is no longer known: it is '
+                      'backfilled again, behind a marker', r.stderr)
+        self.check_tables(s, ["rd"])
+        pg.execute("ALTER TABLE rd DROP COLUMN n")
+        pg.execute("ALTER TABLE rd ADD COLUMN n text DEFAULT 'second'")
+        pg.execute("INSERT INTO rd (id, a) VALUES (101, 101)")
+        r = self.catch_up(s)
+        self.assertIn('"public"."rd": column "n" was dropped and added again: it is a new column, whose values are '
+                      'not the old ones: it is backfilled again, behind a marker', r.stderr)
+        self.assertEqual(sorted(pg.sql("SELECT DISTINCT n FROM rd")), [("second",)])
+        recs = records_for(self.read(s), "public", "rd")
+        state = resolved_state(rebuild(recs, ["id"]), s.out, s.stream, "public", "rd")
+        self.assertEqual(state_diff(pg, "public", "rd", ["id"], state), [])
+        self.assertEqual(newest_payload_fields(s.out, s.stream, "public_rd")["n"], "second")
 

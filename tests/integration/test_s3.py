@@ -14,6 +14,8 @@ rebuilt from the records compared with the source table:
   while it is down (backpressure), the outage is logged when it starts,
   every outage_log_interval (1 s here) while it lasts and when it ends, then
   sluice catches up; nothing is lost;
+- merge mode: columns added with constant defaults are carried by the
+  schema file (.schema.avsc) as the fields' defaults, with no backfill;
 - a refused key, a wrong secret and a missing bucket are exit 3 with a clear
   message, and no credential appears in any output;
 - `sluice verify` catches a deleted object, a deleted manifest and a
@@ -27,7 +29,9 @@ import threading
 import unittest
 
 import harness
-from harness import PgTestCase, WithS3, change_type, records_for, wait_until
+from harness import PgTestCase, WithS3, change_type, records_for, state_diff, wait_until
+from oracle import mirror, resolve_check, resolved_state
+from test_pg_changes import assert_silent_ddl_logged, silent_ddl_run, silent_ddl_setup
 
 CANARY = "canary-s3-Wq8-secret-d41e"
 
@@ -136,6 +140,33 @@ class S3FlowTest(S3TestCase):
         self.assertEqual(r.rc, 0, r.describe())
         self.assertRegex(r.stdout, rf"stream flow: {len(mans)} manifests, {len(keys)} files, {len(recs)} records "
                                 r"in bucket \"lake\".*: complete, nothing missing, nothing twice")
+
+    def test_constant_default_merge(self):
+        """Merge mode: columns added with constant defaults (many types, a
+        NOT NULL one, a later SET DEFAULT) are not backfilled again: the
+        object's .schema.avsc carries each as its field's default, and a
+        reader that reads the current files with it as the reader schema
+        has the source's rows; a volatile default is backfilled again."""
+        pg = self.pg
+        kinds = ("dc", "dv")
+        names = silent_ddl_setup(pg, "s3_", kinds=kinds)
+        s = self.s3sluice(stream="s3d", tables=", ".join(f"public.{t}" for t in names), write_mode="merge")
+        self.catch_up(s)
+        silent_ddl_run(pg, "s3_", kinds=kinds)
+        r = self.catch_up(s)
+        assert_silent_ddl_logged(self, "s3_", r.stderr, kinds=kinds, carried=("dc",))
+        for compacted in (False, True):
+            if compacted:
+                # a base keeps one file per schema version: the old rows still read the default
+                r = s.run("compact", "--stream", "s3d")
+                self.assertEqual(r.rc, 0, r.describe())
+            tree = s.output_tree()
+            for t in names:
+                got, _files = mirror(tree, "s3d", f"public_{t}", ["id"])
+                state = resolved_state({k: p for k, (p, _u) in got.items()}, tree, "s3d", "public", t)
+                self.assertEqual(state_diff(pg, "public", t, ["id"], state), [], (t, compacted))
+            # the five backfill rows and the insert, each resolved to the newest schema
+            self.assertEqual(resolve_check(tree, "s3d", "public_s3_dc"), 6)
 
     def test_verify_catches_damage(self):
         pg, s3 = self.pg, self.s3

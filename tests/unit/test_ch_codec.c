@@ -940,7 +940,7 @@ static void test_cluster_ddl(void **state)
 	assert_int_equal(ch_sql_drop_view(&b, &cl, "db", l->object), 0);
 	assert_string_equal(b.data, "DROP TABLE IF EXISTS `db`.`public_t_current` ON CLUSTER `main\\`s`");
 	sl_buf_reset(&b);
-	assert_int_equal(ch_sql_add_columns(&b, &cl, "db", l, add, 1), 0);
+	assert_int_equal(ch_sql_add_columns(&b, &cl, "db", l, add, 1, NULL), 0);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ON CLUSTER `main\\`s` ADD COLUMN `at` "
 			    "Nullable(Int64)");
 	ch_layout_free(l);
@@ -1078,7 +1078,7 @@ static void test_distributed_ddl(void **state)
 
 	/* what names the local table, and what does not */
 	assert_int_equal(ch_layout_new(&l, t, true, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_sql_add_columns(&b, &dist, "db", l, add, 1), 0);
+	assert_int_equal(ch_sql_add_columns(&b, &dist, "db", l, add, 1, NULL), 0);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t_local` ON CLUSTER `main\\`s` ADD COLUMN `at` "
 			    "Nullable(Int64)");
 	ch_layout_free(l);
@@ -1201,7 +1201,7 @@ static void test_layout_match(void **state)
 	assert_int_equal(ch_layout_new(&l, t2, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
 	assert_int_equal(nadd, 1);
-	ch_sql_add_columns(&b, NULL, "db", l, add, nadd);
+	ch_sql_add_columns(&b, NULL, "db", l, add, nadd, NULL);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ADD COLUMN `b` Nullable(Int32)");
 	free(add);
 	{
@@ -1588,6 +1588,52 @@ static void test_dead_letter_line(void **state)
 	sl_buf_free(&out);
 }
 
+/* A column's DEFAULT for a missing value: the value's text, quoted (quotes,
+ * backslashes and every byte past 0x7f escaped), CAST to the column's
+ * type; timestamps in DateTime64 through fromUnixTimestamp64Micro; nothing
+ * for the types that cannot carry a value exactly. */
+static void test_column_default(void **state)
+{
+	static const struct {
+		struct ch_type t;
+		struct sl_value v;
+		int rc;
+		const char *want;
+	} c[] = {
+		{ { CH_INT32, true, 0, 0, SL_T_INT32 }, { .kind = SL_V_INT, .i = -7 }, 0,
+		  " DEFAULT CAST('-7' AS Nullable(Int32))" },
+		{ { CH_STRING, true, 0, 0, SL_T_STRING }, { .kind = SL_V_STRING, .p = "it's \\ \xc3\xa9", .len = 9 }, 0,
+		  " DEFAULT CAST('it\\'s \\\\ \\xC3\\xA9' AS Nullable(String))" },
+		{ { CH_STRING, true, 0, 0, SL_T_BYTES }, { .kind = SL_V_BYTES, .p = "\x00\xff", .len = 2 }, 0,
+		  " DEFAULT CAST('\\x00\\xFF' AS Nullable(String))" },
+		{ { CH_DECIMAL, true, 8, 3, SL_T_DECIMAL },
+		  { .kind = SL_V_DECIMAL, .neg = true, .scale = 3, .p = "12500", .len = 5 }, 0,
+		  " DEFAULT CAST('-12.500' AS Nullable(Decimal(8, 3)))" },
+		{ { CH_INT64, true, 0, 0, SL_T_TIMESTAMPTZ }, { .kind = SL_V_TIMESTAMP, .i = 1709202896789000 }, 0,
+		  " DEFAULT CAST('1709202896789000' AS Nullable(Int64))" },
+		{ { CH_DATETIME64_UTC, true, 0, 0, SL_T_TIMESTAMPTZ }, { .kind = SL_V_TIMESTAMP, .i = -1 }, 0,
+		  " DEFAULT CAST(fromUnixTimestamp64Micro(CAST('-1' AS Int64)) AS Nullable(DateTime64(6, 'UTC')))" },
+		{ { CH_BOOL, true, 0, 0, SL_T_BOOL }, { .kind = SL_V_BOOL, .b = true }, 0,
+		  " DEFAULT CAST('true' AS Nullable(Bool))" },
+		{ { CH_UINT8, true, 0, 0, SL_T_BOOL }, { .kind = SL_V_BOOL, .b = false }, 0,
+		  " DEFAULT CAST('0' AS Nullable(UInt8))" },
+		{ { CH_FLOAT64, true, 0, 0, SL_T_DOUBLE }, { .kind = SL_V_DOUBLE, .d = 1.1 }, 1, "" },
+		{ { CH_DATE32, true, 0, 0, SL_T_DATE }, { .kind = SL_V_DATE, .i = 19782 }, 1, "" },
+		{ { CH_INT32, true, 0, 0, SL_T_INT32 }, { .kind = SL_V_NULL }, 1, "" },
+	};
+	struct sl_buf b;
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		sl_buf_reset(&b);
+		assert_int_equal(ch_sql_default(&b, &c[i].t, &c[i].v), c[i].rc);
+		if (strcmp(b.data ? b.data : "", c[i].want) != 0)
+			fail_msg("case %zu: \"%s\", not \"%s\"", i, b.data ? b.data : "", c[i].want);
+	}
+	sl_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1622,6 +1668,7 @@ int main(void)
 		cmocka_unit_test(test_insert_query_length),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_dead_letter_line),
+		cmocka_unit_test(test_column_default),
 	};
 
 	return cmocka_run_group_tests_name("clickhouse codec", tests, NULL, NULL);

@@ -17,13 +17,27 @@
 /* id int, a int: file node 16390 */
 static const char base[] = "16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n";
 
-static void expect_changed(const char *now, const char *why_part)
+static void expect_kind(const char *now, int kind, const char *why_part)
 {
 	char why[512] = "";
 
-	assert_true(sl_pg_columns_changed(base, now, why, sizeof why));
+	assert_int_equal(sl_pg_columns_changed(base, now, why, sizeof why), kind);
 	if (!strstr(why, why_part))
 		fail_msg("why \"%s\" does not hold \"%s\"", why, why_part);
+}
+
+static void expect_kind_from(const char *was, const char *now, int kind, const char *why_part)
+{
+	char why[512] = "";
+
+	assert_int_equal(sl_pg_columns_changed(was, now, why, sizeof why), kind);
+	if (!strstr(why, why_part))
+		fail_msg("why \"%s\" does not hold \"%s\"", why, why_part);
+}
+
+static void expect_changed(const char *now, const char *why_part)
+{
+	expect_kind(now, SL_COLS_REWRITTEN, why_part);
 }
 
 static void expect_same(const char *now)
@@ -36,8 +50,28 @@ static void expect_same(const char *now)
 static void test_constant_default(void **state)
 {
 	/* ADD COLUMN n int DEFAULT 7: a missing value, no rewrite */
-	expect_changed("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 1 1 1 n\n",
-		       "column \"n\" was added with a default");
+	expect_kind("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 1 1 1 n\n", SL_COLS_MISSING,
+		    "column \"n\" was added with a default");
+	/* two of them: still only missing values */
+	expect_kind("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 1 1 1 n\n4 25 -1 1 1 1 m\n",
+		    SL_COLS_MISSING, "column \"n\" was added with a default");
+	/* and a type change after it: the rewrite decides (a rewrite clears
+	 * the missing values, but the text may come from before it) */
+	expect_changed("16410\n1 23 -1 0 0 2 id\n2 25 -1 0 0 1 a\n3 23 -1 1 0 1 n\n",
+		       "column \"a\" changed its type");
+	expect_changed("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 1 1 1 n\n9 23 -1 0 0 2 id\n",
+		       "column \"id\" was dropped and added again");
+	/* VACUUM FULL took n's missing value out of the catalog */
+	expect_kind_from("16390\n1 23 -1 0 0 2 id\n3 23 -1 1 1 1 n\n", "16500\n1 23 -1 0 0 2 id\n3 23 -1 0 1 1 n\n",
+			 SL_COLS_LOST, "column \"n\" lost its missing value in a table rewrite");
+	/* and a constant default added in the same file node: a rewrite for
+	 * every sink */
+	expect_kind_from("16390\n1 23 -1 0 0 2 id\n3 23 -1 1 1 1 n\n",
+			 "16390\n1 23 -1 0 0 2 id\n3 23 -1 0 1 1 n\n4 23 -1 1 1 1 m\n", SL_COLS_REWRITTEN,
+			 "column \"n\" lost its missing value");
+	/* a column dropped and added again, and a constant default added */
+	expect_changed("16390\n1 23 -1 0 0 2 id\n3 23 -1 1 1 1 n\n4 23 -1 0 0 1 a\n",
+		       "column \"a\" was dropped and added again");
 }
 
 static void test_volatile_default(void **state)
@@ -84,10 +118,50 @@ static void test_names_and_bad_text(void **state)
 	assert_false(sl_pg_columns_changed("no newline", base, why, sizeof why));
 }
 
+/* A version whose catalog no longer has a column's missing value (VACUUM
+ * FULL cleared it) keeps the one the version before had, as long as it is
+ * the same column (the same number); a column dropped and added again
+ * keeps nothing, and a column's own value is not replaced. */
+static void test_missing_kept(void **state)
+{
+	const char was[] = "16390\n1 23 -1 0 0 2 id\n3 23 -1 1 1 1 n\n";
+	struct sl_value seven = { .kind = SL_V_INT, .i = 7 }, eight = { .kind = SL_V_INT, .i = 8 };
+	struct sl_table *prev = sl_table_new("public", "t"), *t = sl_table_new("public", "t");
+	char key[17];
+
+	(void)state;
+	assert_non_null(prev);
+	assert_non_null(t);
+	for (struct sl_table *x = prev; x; x = x == prev ? t : NULL) {
+		assert_int_equal(sl_table_add_column(x, "id", SL_T_INT32, 0, 0, 23, -1, NULL, true), 0);
+		assert_int_equal(sl_table_add_column(x, "n", SL_T_INT32, 0, 0, 23, -1, NULL, false), 0);
+		assert_int_equal(sl_table_finish(x), 0);
+	}
+	assert_int_equal(sl_column_set_missing(&prev->cols[1], &seven), 0);
+	assert_int_equal(sl_table_finish(prev), 0);
+	memcpy(key, t->schema_key, sizeof key);
+	/* dropped and added again: nothing kept */
+	assert_int_equal(sl_pg_missing_keep(t, prev, was, "16390\n1 23 -1 0 0 2 id\n4 23 -1 0 1 1 n\n"), 0);
+	assert_int_equal(t->cols[1].missing.kind, SL_V_NULL);
+	assert_string_equal(t->schema_key, key);
+	/* rewritten: the same column keeps 7, and the version's key says so */
+	assert_int_equal(sl_pg_missing_keep(t, prev, was, "16400\n1 23 -1 0 0 2 id\n3 23 -1 0 1 1 n\n"), 0);
+	assert_int_equal(t->cols[1].missing.kind, SL_V_INT);
+	assert_int_equal(t->cols[1].missing.i, 7);
+	assert_string_equal(t->schema_key, prev->schema_key);
+	/* its own value stays */
+	assert_int_equal(sl_column_set_missing(&t->cols[1], &eight), 0);
+	assert_int_equal(sl_pg_missing_keep(t, prev, was, was), 0);
+	assert_int_equal(t->cols[1].missing.i, 8);
+	sl_table_free(prev);
+	sl_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_constant_default),
+		cmocka_unit_test(test_missing_kept),
 		cmocka_unit_test(test_volatile_default),
 		cmocka_unit_test(test_type_rewrite),
 		cmocka_unit_test(test_dropped_and_added_again),
