@@ -395,16 +395,30 @@ int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, bool describe,
 			struct sl_table ***out, int *n, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(c, list_sql);
+	PGresult *res = NULL;
 	struct sl_table **tabs = NULL;
 	uint32_t *sel = NULL;      /* OIDs of the rows the globs select */
 	int *rows = NULL;
 	struct sl_buf full;
 	int cnt = 0, nsel = 0, rc = SL_OK;
+	/* The list and the descriptions from one snapshot: a table dropped and
+	 * created again (or renamed) between two queries would otherwise be
+	 * listed by its old OID and described as a table without columns. */
+	bool own_tx = describe && PQtransactionStatus(c) == PQTRANS_IDLE;
 
 	sl_buf_init(&full, 0);
 	*out = NULL;
 	*n = 0;
+	if (own_tx) {
+		res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			own_tx = false;
+			rc = sl_pg_err(err, errlen, "could not start the transaction that lists tables", c, res);
+			goto out;
+		}
+		PQclear(res);
+	}
+	res = PQexec(c, list_sql);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		rc = sl_pg_err(err, errlen, "could not list tables", c, res);
 		goto out;
@@ -476,6 +490,8 @@ out:
 	free(rows);
 	sl_buf_free(&full);
 	PQclear(res);
+	if (own_tx)
+		PQclear(PQexec(c, "COMMIT"));   /* read only: a failed one ends the same */
 	return rc;
 }
 
