@@ -105,6 +105,12 @@ int ch_sql_drop_view(struct sl_buf *b, const struct ch_ddl *d, const char *db, c
 int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
 		       const int *add, int nadd);
 
+/* ALTER TABLE ... MODIFY COLUMN (to l's type) for the columns a->modify
+ * lists, and DROP COLUMN for those a->drop lists (indexes into dest): the
+ * local tables with d->distributed. */
+int ch_sql_change_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
+			  const struct ch_dest_col *dest, const struct ch_alter *a);
+
 /* The columns of a table: name, type, is_in_sorting_key (RowBinary),
  * in the table's order. */
 int ch_sql_describe(struct sl_buf *b, const char *db, const char *object);

@@ -14,7 +14,8 @@ table read with its own SELECT (PostgreSQL or MariaDB):
   files), the highest CSN per key, deleted keys dropped, nothing older than
   the latest TRUNCATE marker (doc/output.md, "The reader's rule": mirror());
 - ClickHouse, merge mode: the table's `_current` view, legacy and modern
-  layouts; append mode: the change rows replayed by CSN (ch_harness).
+  layouts; append mode: the change rows replayed by CSN (ch_harness), on
+  the source's columns (a column dropped at the source is kept there).
 
 diff_* return a list of differences, the first differing row first; check()
 raises AssertionError naming the seed, the cell and that first row.
@@ -162,7 +163,8 @@ def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
     """Differences between the source tables of ns and ClickHouse database
     `database`: the `_current` view (merge) or the change rows replayed
     (append)."""
-    from ch_harness import ch_object, ch_state_diff, my_source_rows_for_ch, rebuild_append, source_rows_for_ch
+    from ch_harness import (ch_object, ch_state_diff, my_source_rows_for_ch, rebuild_append, source_columns,
+                            source_rows_for_ch)
     diffs = []
     for table, keys in source_tables(source, server, ns):
         if source == "pg":
@@ -177,7 +179,7 @@ def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
         if write_mode == "append":
             state, problems = rebuild_append(ch.rows(database, obj, final=True), keys, lazy=True)
             diffs.extend(f"{ns}.{table}: {p}" for p in problems)
-            got = list(state.values())
+            got = source_columns(state.values(), kinds)
         else:
             got = ch.rows(database, obj + "_current")
         diffs.extend(f"{ns}.{table} {d}" for d in ch_state_diff(expected, kinds, got, keys))
