@@ -852,8 +852,10 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 static int wait_flight(struct chsink *s, char *err, size_t errlen);
 
 /* Records the columns of layout l as sluice made them (it created the
- * table or added columns), for the messages of later conflicts. */
-static int record_columns(struct chsink *s, const struct ch_layout *l, char *err, size_t errlen)
+ * table or added columns), for the messages of later conflicts: every
+ * column, or only[0..n) (indexes into l->cols). */
+static int record_columns(struct chsink *s, const struct ch_layout *l, const int *only, int n, char *err,
+			  size_t errlen)
 {
 	if (!s->columns_ready) {
 		int rc;
@@ -864,7 +866,7 @@ static int record_columns(struct chsink *s, const struct ch_layout *l, char *err
 		s->columns_ready = true;
 	}
 	sl_buf_reset(&s->sql);
-	ch_sql_columns_insert(&s->sql, s->conf->database, l);
+	ch_sql_columns_insert(&s->sql, s->conf->database, l, only, n);
 	return run_sql(s, "recording column types", err, errlen);
 }
 
@@ -1007,6 +1009,10 @@ static int alter_table(struct chsink *s, struct chtab *t, const struct ch_layout
 	int rc;
 
 	if (a->nadd > 0) {
+		/* on record first: a crash after the ALTER must not leave a column
+		 * sluice made without a record (dropping it later needs one) */
+		if ((rc = record_columns(s, l, a->add, a->nadd, err, errlen)) < 0)
+			return rc;
 		sl_buf_reset(&s->sql);
 		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, a->add, a->nadd);
 		if ((rc = run_sql(s, "adding columns", err, errlen)) < 0)
@@ -1132,7 +1138,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		sl_info("clickhouse: table \"%s\".\"%s\": column \"%s\" is no longer in the source table "
 			"(dropped or renamed): kept, NULL in the rows written from now on", s->conf->database,
 			t->object, dest[al.drop[i]].name);
-	if (made && (rc = record_columns(s, l, err, errlen)) < 0)
+	if (made && (rc = record_columns(s, l, NULL, 0, err, errlen)) < 0)
 		goto out;
 	if (keep_keynames(t, dest, ndest) < 0) {
 		snprintf(err, errlen, "clickhouse: out of memory");

@@ -611,16 +611,17 @@ int ch_sql_columns_create(struct sl_buf *b, const struct ch_ddl *d, const char *
 				"`object`, `name`");
 }
 
-int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l)
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *only, int n)
 {
 	struct sl_buf ty;
 
 	sl_buf_init(&ty, 0);
-	for (int i = 0; i < l->ncols; i++) {
+	for (int k = 0; k < (only ? n : l->ncols); k++) {
+		int i = only ? only[k] : k;
 		sl_buf_reset(&ty);
 		if (ch_type_sql(&ty, &l->cols[i].type) < 0)
 			b->failed = true;
-		own_table_row(b, db, CH_COLUMNS_TABLE, "`object`, `name`, `type`", l->object, i == 0);
+		own_table_row(b, db, CH_COLUMNS_TABLE, "`object`, `name`, `type`", l->object, k == 0);
 		sl_buf_puts(b, ", ");
 		ch_quote_str(b, l->cols[i].name, strlen(l->cols[i].name));
 		sl_buf_puts(b, ", ");

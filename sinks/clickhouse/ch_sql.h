@@ -163,8 +163,9 @@ int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, con
 
 /* The record of column types, if it does not exist yet. */
 int ch_sql_columns_create(struct sl_buf *b, const struct ch_ddl *d, const char *db);
-/* Records the types of the layout's columns as sluice made them. */
-int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l);
+/* Records the types of the layout's columns as sluice made them: every one, or
+ * only[0..n) (indexes into l->cols). */
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *only, int n);
 /* The recorded columns of object, in ch_sql_describe()'s form (name, type,
  * a UInt8 0). */
 int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object);
