@@ -107,14 +107,16 @@ def resolve(state, fields):
 
 def source_tables(source, server, ns):
     """[(table, [key columns])] of the namespace's base tables, from the
-    source's catalog (primary keys)."""
+    source's catalog (primary keys).  A partition is its root's rows (the
+    root's object holds them), and a table of its own once detached."""
     if source == "pg":
         rows = server.sql(
             "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
             "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-            "WHERE n.nspname = %s AND i.indisprimary ORDER BY c.relname, k.ord", (ns,))
+            "WHERE n.nspname = %s AND i.indisprimary AND NOT c.relispartition "
+            "ORDER BY c.relname, k.ord", (ns,))
     else:
         rows = server.sql(
             "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
