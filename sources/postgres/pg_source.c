@@ -859,6 +859,10 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
 {
 	const struct sl_table *known = selected(s, t->relid);
 
+	/* A partitioned table is read without ONLY (a backfill while streaming
+	 * reads it by this version): the catalog knows, the message does not. */
+	if (known)
+		sl_pgoutput_set_src_flags(sl_pg_repl_decoder(s->repl), t->relid, known->src_flags & SL_PG_PARTITIONED);
 	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
 		return identity_holds_key(s, t, err, errlen);
 	if (known && s->meta) {

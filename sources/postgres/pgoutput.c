@@ -391,6 +391,14 @@ void sl_pgoutput_set_src_columns(struct sl_pgoutput *d, uint32_t relid, char *te
 	e->table->src_columns = text;
 }
 
+void sl_pgoutput_set_src_flags(struct sl_pgoutput *d, uint32_t relid, unsigned flags)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (e)
+		e->table->src_flags |= flags;
+}
+
 int sl_pgoutput_rename(struct sl_pgoutput *d, uint32_t relid, const char *ns, const char *name)
 {
 	struct relentry *e = find_rel(d, relid);
