@@ -311,8 +311,8 @@ class RebackfillTest(PgTestCase):
         its rows missing after an attached partition)."""
         pg = self.pg
         pg.execute("CREATE TABLE pt (id int PRIMARY KEY, v text) PARTITION BY RANGE (id)")
-        pg.execute("CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (1) TO (100)")
-        pg.execute("CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (100) TO (1000)")
+        for lo, hi in ((1, 100), (100, 1000)):
+            pg.execute(f"CREATE TABLE pt_{hi} PARTITION OF pt FOR VALUES FROM ({lo}) TO ({hi})")
         pg.execute("INSERT INTO pt SELECT g, 'old' FROM generate_series(1, 300) g")
         s = self.agent("ptw", "public.pt")
         p = self.start_streaming(s)
