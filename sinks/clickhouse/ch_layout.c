@@ -345,62 +345,178 @@ static const char *made_type(const struct ch_dest_col *wrote, int nwrote, const 
 	return NULL;
 }
 
-int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
-		    const struct ch_dest_col *wrote, int nwrote, int **add, int *nadd, char *err, size_t errlen)
+/* Copies type text t into out (n bytes) without spaces and without a
+ * Nullable( ) around it, which *nullable tells.  False when it does not fit. */
+static bool bare_type(const char *t, char *out, size_t n, bool *nullable)
+{
+	size_t k = 0, len;
+
+	for (; *t; t++)
+		if (*t != ' ') {
+			if (k + 1 >= n)
+				return false;
+			out[k++] = *t;
+		}
+	out[k] = '\0';
+	len = strlen("Nullable(");
+	*nullable = k > len && !strncmp(out, "Nullable(", len) && out[k - 1] == ')';
+	if (*nullable) {
+		memmove(out, out + len, k - len - 1);
+		out[k - len - 1] = '\0';
+	}
+	return true;
+}
+
+/* Reads "Decimal(P,S)" (no spaces). */
+static bool decimal_of(const char *t, long *p, long *sc)
+{
+	char *end;
+
+	if (strncmp(t, "Decimal(", 8) != 0)
+		return false;
+	*p = strtol(t + 8, &end, 10);
+	if (end == t + 8 || *end != ',')
+		return false;
+	t = end + 1;
+	*sc = strtol(t, &end, 10);
+	return end != t && !strcmp(end, ")");
+}
+
+/* Whether ClickHouse's column of type from holds every value of type to
+ * once changed to it (MODIFY COLUMN): a wider integer or float, a Decimal
+ * with at least as many digits on each side of the point. */
+static bool widens(const char *from, const char *to)
+{
+	char f[64], t[64];
+	bool fnull, tnull;
+	long fp, fs, tp, ts;
+
+	if (!bare_type(from, f, sizeof f, &fnull) || !bare_type(to, t, sizeof t, &tnull) || fnull != tnull)
+		return false;
+	if (!strcmp(f, "Int32"))
+		return !strcmp(t, "Int64");
+	if (!strcmp(f, "Float32"))
+		return !strcmp(t, "Float64");
+	if (decimal_of(f, &fp, &fs) && decimal_of(t, &tp, &ts))
+		return ts >= fs && tp - ts >= fp - fs && tp > fp;
+	return false;
+}
+
+/* Whether destination column dc, which the version lacks, is one sluice
+ * made so (a payload column dropped or renamed at the source). */
+static bool dropped_at_source(const struct ch_layout *l, const struct ch_dest_col *dc,
+			      const struct ch_dest_col *wrote, int nwrote)
+{
+	const char *made = made_type(wrote, nwrote, dc->name);
+
+	return made && same_type(made, dc->type) && !dc->in_sorting_key &&
+	       (l->merge || !strncmp(dc->type, "Nullable(", 9));
+}
+
+void ch_alter_free(struct ch_alter *a)
+{
+	free(a->add);
+	free(a->modify);
+	free(a->drop);
+	memset(a, 0, sizeof *a);
+}
+
+/* The message for destination column dc that the version lacks. */
+static void column_not_in_source(char *err, size_t errlen, const struct ch_layout *l, const struct ch_dest_col *dc,
+				 const struct ch_dest_col *wrote, int nwrote)
+{
+	const char *made = made_type(wrote, nwrote, dc->name);
+
+	if (dc->name[0] == '_' && dc->name[1] != '_')
+		snprintf(err, errlen, "table \"%s\": column \"%s\" in ClickHouse is not one sluice writes for this "
+			 "stream (a table of another source kind, or not made by sluice)", l->object, dc->name);
+	else if (dc->in_sorting_key)
+		snprintf(err, errlen, "table \"%s\": the primary key changed at the source (key column \"%s\" "
+			 "is gone); ClickHouse cannot change a table's sorting key", l->object, dc->name);
+	else if (made)
+		snprintf(err, errlen, "table \"%s\": column \"%s\" is in ClickHouse but no longer in the source "
+			 "table (dropped or renamed at the source), and it was changed in ClickHouse: sluice made it "
+			 "%s, and ClickHouse now has %s", l->object, dc->name, made, dc->type);
+	else
+		snprintf(err, errlen, "table \"%s\": column \"%s\" is in ClickHouse but no longer in the source "
+			 "table (dropped or renamed at the source), and sluice has no record of making it, so it "
+			 "leaves it alone", l->object, dc->name);
+}
+
+/* Compares destination column dc with l's column c: 0 when they agree,
+ * 1 when c is to be widened, CH_MATCH_CONFLICT (err set), -1 out of memory. */
+static int match_column(const struct ch_layout *l, const struct ch_col *c, const struct ch_dest_col *dc,
+			const struct ch_dest_col *wrote, int nwrote, char *err, size_t errlen)
 {
 	const char *mode = l->merge ? "merge" : "append";
 	const char *other = l->merge ? "append" : "merge";
+	const char *made;
+	struct sl_buf ty;
+	int rc = 0;
+
+	sl_buf_init(&ty, 0);
+	if (ch_type_sql(&ty, &c->type) < 0) {
+		rc = -1;
+		goto out;
+	}
+	if (!same_type(ty.data, dc->type)) {
+		made = made_type(wrote, nwrote, c->name);
+		rc = CH_MATCH_CONFLICT;
+		if (c->src >= 0 && l->merge != c->type.nullable && c->key != dc->in_sorting_key)
+			snprintf(err, errlen, "table \"%s\": column \"%s\" is %s in ClickHouse and the stream "
+				 "needs %s: the table was made for write_mode = %s (or the primary key "
+				 "changed); a %s-mode stream needs a table of its own (another database)",
+				 l->object, c->name, dc->type, ty.data, other, mode);
+		else if (c->src >= 0 && !c->key && made && same_type(made, dc->type) && widens(dc->type, ty.data))
+			rc = 1;
+		else
+			type_changed(err, errlen, l->object, c->name, dc->type, ty.data, made);
+		if (rc != 1)
+			goto out;
+	}
+	if (c->key != dc->in_sorting_key) {
+		snprintf(err, errlen, "table \"%s\": ClickHouse sorts it %s column \"%s\", so it was made "
+			 "for write_mode = %s (or the primary key changed); a %s-mode stream needs a table "
+			 "of its own (another database)", l->object, dc->in_sorting_key ? "by" : "without", c->name,
+			 dc->in_sorting_key == l->merge ? mode : other, mode);
+		rc = CH_MATCH_CONFLICT;
+	}
+out:
+	sl_buf_free(&ty);
+	return rc;
+}
+
+int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
+		    const struct ch_dest_col *wrote, int nwrote, struct ch_alter *a, char *err, size_t errlen)
+{
 	bool *seen = calloc((size_t)l->ncols + 1, sizeof *seen);
 	struct ch_col *ordered = NULL;
-	struct sl_buf ty;
 	int rc = -1, n = 0;
 
-	*add = NULL;
-	*nadd = 0;
-	sl_buf_init(&ty, 0);
-	if (!seen)
+	memset(a, 0, sizeof *a);
+	if (!seen || !(a->add = calloc((size_t)l->ncols + 1, sizeof *a->add)) ||
+	    !(a->modify = calloc((size_t)l->ncols + 1, sizeof *a->modify)) ||
+	    !(a->drop = calloc((size_t)ndest + 1, sizeof *a->drop)))
 		goto out;
 	for (int j = 0; j < ndest; j++) {
-		int i = find_col(l, dest[j].name);
-		const struct ch_col *c;
+		int i = find_col(l, dest[j].name), m;
 		if (i < 0) {
-			if (dest[j].name[0] == '_' && dest[j].name[1] != '_')
-				snprintf(err, errlen, "table \"%s\": column \"%s\" in ClickHouse is not one sluice "
-					 "writes for this stream (a table of another source kind, or not made by "
-					 "sluice)", l->object, dest[j].name);
-			else
-				snprintf(err, errlen, "table \"%s\": column \"%s\" is in ClickHouse but no longer in "
-					 "the source table (dropped or renamed at the source); only added columns "
-					 "are applied for now", l->object, dest[j].name);
+			if (dropped_at_source(l, &dest[j], wrote, nwrote)) {
+				a->drop[a->ndrop++] = j;
+				continue;
+			}
+			column_not_in_source(err, errlen, l, &dest[j], wrote, nwrote);
 			rc = CH_MATCH_CONFLICT;
 			goto out;
 		}
-		c = &l->cols[i];
 		seen[i] = true;
-		sl_buf_reset(&ty);
-		if (ch_type_sql(&ty, &c->type) < 0)
-			goto out;
-		if (!same_type(ty.data, dest[j].type)) {
-			if (c->src >= 0 && l->merge != c->type.nullable && c->key != dest[j].in_sorting_key)
-				snprintf(err, errlen, "table \"%s\": column \"%s\" is %s in ClickHouse and the stream "
-					 "needs %s: the table was made for write_mode = %s (or the primary key "
-					 "changed); a %s-mode stream needs a table of its own (another database)",
-					 l->object, c->name, dest[j].type, ty.data, other, mode);
-			else
-				type_changed(err, errlen, l->object, c->name, dest[j].type, ty.data,
-					     made_type(wrote, nwrote, c->name));
-			rc = CH_MATCH_CONFLICT;
+		if ((m = match_column(l, &l->cols[i], &dest[j], wrote, nwrote, err, errlen)) < 0 ||
+		    m == CH_MATCH_CONFLICT) {
+			rc = m;
 			goto out;
 		}
-		if (c->key != dest[j].in_sorting_key) {
-			snprintf(err, errlen, "table \"%s\": ClickHouse sorts it %s column \"%s\", so it was made "
-				 "for write_mode = %s (or the primary key changed); a %s-mode stream needs a table "
-				 "of its own (another database)", l->object,
-				 dest[j].in_sorting_key ? "by" : "without", c->name,
-				 dest[j].in_sorting_key == l->merge ? mode : other, mode);
-			rc = CH_MATCH_CONFLICT;
-			goto out;
-		}
+		if (m == 1)
+			a->modify[a->nmodify++] = i;
 	}
 	for (int i = 0; i < l->ncols; i++) {
 		if (seen[i])
@@ -417,35 +533,34 @@ int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int nde
 			rc = CH_MATCH_CONFLICT;
 			goto out;
 		}
-		if (!*add && !(*add = calloc((size_t)l->ncols, sizeof **add)))
-			goto out;
-		(*add)[(*nadd)++] = i;
+		a->add[a->nadd++] = i;
 	}
-	if (*nadd > 0) {
-		rc = CH_MATCH_ADD;
+	if (a->nadd > 0 || a->nmodify > 0 || (l->merge && a->ndrop > 0)) {
+		rc = CH_MATCH_ALTER;
 		goto out;
 	}
-	/* The same columns: take the destination's order. */
+	/* The same columns (append mode: and kept ones): take the destination's order. */
 	if (!(ordered = calloc((size_t)l->ncols, sizeof *ordered)))
 		goto out;
-	for (int j = 0; j < ndest; j++)
-		ordered[n++] = l->cols[find_col(l, dest[j].name)];
+	for (int j = 0; j < ndest; j++) {
+		int i = find_col(l, dest[j].name);
+		if (i >= 0)
+			ordered[n++] = l->cols[i];
+	}
 	free(l->cols);
 	l->cols = ordered;
 	ordered = NULL;
+	l->partial = a->ndrop > 0;
 	index_layout(l);
 	rc = CH_MATCH_SAME;
 out:
 	if (rc < 0 || rc == CH_MATCH_CONFLICT) {
-		free(*add);
-		*add = NULL;
-		*nadd = 0;
+		ch_alter_free(a);
 		if (rc < 0)
 			snprintf(err, errlen, "table \"%s\": out of memory", l->object);
 	}
 	free(ordered);
 	free(seen);
-	sl_buf_free(&ty);
 	return rc;
 }
 

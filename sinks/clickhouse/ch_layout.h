@@ -142,6 +142,7 @@ struct ch_layout {
 	const struct sl_source_desc *desc;     /* static */
 	char schema_key[17];
 	char *object;           /* the table's object name (owned) */
+	bool partial;           /* the destination has columns besides these (kept): name them on insert */
 };
 
 /* The ClickHouse name of source column name: malloc'd, NULL when out of
@@ -163,24 +164,43 @@ struct ch_dest_col {
 };
 
 enum ch_match {
-	CH_MATCH_SAME = 0,      /* the destination has exactly l's columns: l now follows its order */
-	CH_MATCH_ADD,           /* the destination lacks some payload columns (*add lists them) */
+	CH_MATCH_SAME = 0,      /* the destination has l's columns (append mode: and columns kept): l now
+				 * follows its order */
+	CH_MATCH_ALTER,         /* the destination needs an ALTER TABLE (struct ch_alter says which) */
 	CH_MATCH_CONFLICT,      /* anything else: the message says what */
 };
 
+/* What ch_layout_match() found to change in the destination's table. */
+struct ch_alter {
+	int *add;               /* payload columns to add (indexes into l->cols, none a key column) */
+	int nadd;
+	int *modify;            /* columns widened at the source (indexes into l->cols): MODIFY COLUMN */
+	int nmodify;
+	int *drop;              /* columns dropped or renamed at the source (indexes into dest): in merge
+				 * mode to drop; in append mode kept, NULL in the rows written from now on */
+	int ndrop;
+};
+
+void ch_alter_free(struct ch_alter *a);
+
 /* Compares l with the destination's columns (in their order).  On SAME,
- * reorders l's columns to the destination's order.  On ADD, *add (malloc'd,
- * *nadd entries, indexes into l->cols) lists the payload columns to add,
- * none of them a key column.  On CONFLICT, err names the table (by
- * l->object), the column and the change: a column the destination has and
- * the version lacks (dropped or renamed at the source), a changed type, a
- * changed key, or a table made for the other write mode.  wrote (nwrote
- * columns, or NULL) are the columns as sluice last made them: a changed
- * type is then said to have changed at the source, in ClickHouse, or on
- * both sides.  Returns the enum, or -1 when out of memory. */
+ * reorders l's columns to the destination's order (append mode: a column
+ * dropped at the source is kept, and l->partial set: the inserts name their
+ * columns).  On ALTER, *a lists the columns to add, to widen and (merge mode)
+ * to drop.  wrote (nwrote columns, or NULL) are the columns as sluice last
+ * made them: a column ClickHouse has and the version lacks is dropped (or
+ * kept) only when sluice made it with ClickHouse's type, and a changed type
+ * is widened only when ClickHouse's type is the one sluice made and the new
+ * one holds every value of it (Int32 to Int64, Float32 to Float64, a Decimal
+ * with more digits, not a key column).  On CONFLICT, err names the table (by
+ * l->object), the column and the change: a column the destination has that
+ * sluice did not make so, a changed type said to have changed at the source,
+ * in ClickHouse or on both sides (without wrote: that either may have), a
+ * changed key, or a table made for the other write mode.  *a is zeroed
+ * first, and freed with ch_alter_free() by the caller.  Returns the enum, or
+ * -1 when out of memory. */
 int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int ndest,
-		    const struct ch_dest_col *wrote, int nwrote, int **add, int *nadd,
-		    char *err, size_t errlen);
+		    const struct ch_dest_col *wrote, int nwrote, struct ch_alter *a, char *err, size_t errlen);
 
 /* Appends "(`a`, `b`, ...)" for the layout's columns in order, or for the
  * metadata columns only (meta_only). */

@@ -852,8 +852,10 @@ static int send_table(struct chsink *s, struct chtab *t, struct part *pt, bool a
 static int wait_flight(struct chsink *s, char *err, size_t errlen);
 
 /* Records the columns of layout l as sluice made them (it created the
- * table or added columns), for the messages of later conflicts. */
-static int record_columns(struct chsink *s, const struct ch_layout *l, char *err, size_t errlen)
+ * table or added columns), for the messages of later conflicts: every
+ * column, or only[0..n) (indexes into l->cols). */
+static int record_columns(struct chsink *s, const struct ch_layout *l, const int *only, int n, char *err,
+			  size_t errlen)
 {
 	if (!s->columns_ready) {
 		int rc;
@@ -864,13 +866,15 @@ static int record_columns(struct chsink *s, const struct ch_layout *l, char *err
 		s->columns_ready = true;
 	}
 	sl_buf_reset(&s->sql);
-	ch_sql_columns_insert(&s->sql, s->conf->database, l);
+	ch_sql_columns_insert(&s->sql, s->conf->database, l, only, n);
 	return run_sql(s, "recording column types", err, errlen);
 }
 
-/* The columns as sluice last made table t: its layout of this run, or else
- * the record in ClickHouse; none (*n = 0) for a table made before the
- * record, or when it cannot be read.  Returns -1 only out of memory. */
+/* The columns as sluice last made table t: the record in ClickHouse
+ * (every table it created, column it added, widened or kept, at the first
+ * write of each table in a run), or else its layout of this run; none
+ * (*n = 0) for a table made before the record when it cannot be read.
+ * Returns -1 only out of memory. */
 static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **out, int *n)
 {
 	char e[SL_ERRLEN];
@@ -878,14 +882,13 @@ static int made_columns(struct chsink *s, struct chtab *t, struct ch_dest_col **
 
 	*out = NULL;
 	*n = 0;
-	if (!t->lay || t->lay->nsrc == 0) {
-		sl_buf_reset(&s->sql);
-		ch_sql_columns_read(&s->sql, s->conf->database, t->object);
-		if (run_sql(s, "reading the record of column types", e, sizeof e) < 0 ||
-		    parse_describe(s, out, n, e, sizeof e) < 0)
-			sl_debug("clickhouse: table \"%s\": no record of its column types: %s", t->object, e);
+	sl_buf_reset(&s->sql);
+	ch_sql_columns_read(&s->sql, s->conf->database, t->object);
+	if (run_sql(s, "reading the record of column types", e, sizeof e) < 0 ||
+	    parse_describe(s, out, n, e, sizeof e) < 0)
+		sl_debug("clickhouse: table \"%s\": no record of its column types: %s", t->object, e);
+	if (*n > 0 || !t->lay || t->lay->nsrc == 0)
 		return 0;
-	}
 	if (!(cols = calloc((size_t)t->lay->ncols, sizeof *cols)))
 		return -1;
 	for (int i = 0; i < t->lay->ncols; i++) {
@@ -994,6 +997,50 @@ out:
 	return rc;
 }
 
+/* Runs the ALTER TABLE that match a asks of t (layout l, destination
+ * columns dest): columns added, widened, and in merge mode dropped; then
+ * the Distributed table and the view are made again (they keep the
+ * columns they were made with).  Append mode keeps a dropped column. */
+static int alter_table(struct chsink *s, struct chtab *t, const struct sl_table *tv, const struct ch_layout *l,
+		       const struct ch_dest_col *dest, const struct ch_alter *a, char *err, size_t errlen)
+{
+	struct ch_alter change = *a;
+	bool remade;
+	int rc;
+
+	if (a->nadd > 0) {
+		/* on record first: a crash after the ALTER must not leave a column
+		 * sluice made without a record (dropping it later needs one) */
+		if ((rc = record_columns(s, l, a->add, a->nadd, err, errlen)) < 0)
+			return rc;
+		sl_buf_reset(&s->sql);
+		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, a->add, a->nadd, tv);
+		if ((rc = run_sql(s, "adding columns", err, errlen)) < 0)
+			return rc;
+		for (int i = 0; i < a->nadd; i++)
+			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
+				l->cols[a->add[i]].name);
+	}
+	if (!l->merge)
+		change.ndrop = 0;
+	if (change.nmodify > 0 || change.ndrop > 0) {
+		sl_buf_reset(&s->sql);
+		ch_sql_change_columns(&s->sql, &s->ddl, s->conf->database, l, dest, &change);
+		if ((rc = run_sql(s, "changing columns", err, errlen)) < 0)
+			return rc;
+		for (int i = 0; i < change.nmodify; i++)
+			sl_info("clickhouse: table \"%s\".\"%s\": column \"%s\" widened at the source: modified it to "
+				"the wider type", s->conf->database, t->object, l->cols[change.modify[i]].name);
+		for (int i = 0; i < change.ndrop; i++)
+			sl_info("clickhouse: table \"%s\".\"%s\": column \"%s\" dropped (or renamed) at the source: "
+				"dropped it", s->conf->database, t->object, dest[change.drop[i]].name);
+	}
+	if ((rc = sync_distributed(s, t, &remade, err, errlen)) < 0 ||
+	    (s->merge && (rc = create_view(s, t->object, true, err, errlen)) < 0))
+		return rc;
+	return 0;
+}
+
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
  * view), or adds the columns the version added; anything else is an error
@@ -1005,8 +1052,9 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			   size_t errlen)
 {
 	struct ch_layout *l = NULL;
-	struct ch_dest_col *dest = NULL;
-	int ndest = 0, *add = NULL, nadd = 0, rc, m;
+	struct ch_dest_col *dest = NULL, *was = NULL;
+	struct ch_alter al = { 0 };
+	int ndest = 0, nwas = 0, rc, m;
 	bool exists, view, made, remade = false;
 	char e[SL_ERRLEN];
 
@@ -1056,19 +1104,17 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			if ((rc = describe(s, t->local, &dest, &ndest, err, errlen)) < 0)
 				goto out;
 		}
-		free(add);
-		add = NULL;
+		ch_alter_free(&al);
 		rc = -1;
-		m = ch_layout_match(l, dest, ndest, NULL, 0, &add, &nadd, err, errlen);
+		m = ch_layout_match(l, dest, ndest, NULL, 0, &al, err, errlen);
 		if (m == CH_MATCH_CONFLICT) {
-			/* which side changed: compare with the columns as sluice made them */
-			struct ch_dest_col *was = NULL;
-			int nwas = 0;
-			free(add);
-			add = NULL;
-			if (made_columns(s, t, &was, &nwas) == 0 && nwas > 0)
-				ch_layout_match(l, dest, ndest, was, nwas, &add, &nadd, err, errlen);
-			free_dest(was, nwas);
+			/* dropped columns and changed types: compare with the columns as sluice made them */
+			if (!was && made_columns(s, t, &was, &nwas) < 0)
+				goto out;
+			if (nwas > 0)
+				m = ch_layout_match(l, dest, ndest, was, nwas, &al, err, errlen);
+		}
+		if (m == CH_MATCH_CONFLICT) {
 			/* its changes may all be older than the table's last TRUNCATE
 			 * (write() then skips them): the floor, if not read yet */
 			if (s->merge && !t->floor && keep_keynames(t, dest, ndest) == 0)
@@ -1081,23 +1127,18 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		if (m == CH_MATCH_SAME)
 			break;
 		if (pass > 0) {
-			snprintf(err, errlen, "clickhouse: table \"%s\": added columns did not appear", t->object);
+			snprintf(err, errlen, "clickhouse: table \"%s\": the columns altered did not change", t->object);
 			goto out;
 		}
-		sl_buf_reset(&s->sql);
-		ch_sql_add_columns(&s->sql, &s->ddl, s->conf->database, l, add, nadd, tv);
-		if ((rc = run_sql(s, "adding columns", err, errlen)) < 0)
+		if ((rc = alter_table(s, t, tv, l, dest, &al, err, errlen)) < 0)
 			goto out;
 		made = true;
-		for (int i = 0; i < nadd; i++)
-			sl_info("clickhouse: table \"%s\".\"%s\": added column \"%s\"", s->conf->database, t->object,
-				l->cols[add[i]].name);
-		/* A Distributed table and a view keep the columns they were made with. */
-		if ((rc = sync_distributed(s, t, &remade, err, errlen)) < 0 ||
-		    (s->merge && (rc = create_view(s, t->object, true, err, errlen)) < 0))
-			goto out;
 	}
-	if (made && (rc = record_columns(s, l, err, errlen)) < 0)
+	for (int i = 0; i < al.ndrop; i++)
+		sl_info("clickhouse: table \"%s\".\"%s\": column \"%s\" is no longer in the source table "
+			"(dropped or renamed): kept, NULL in the rows written from now on", s->conf->database,
+			t->object, dest[al.drop[i]].name);
+	if (made && (rc = record_columns(s, l, NULL, 0, err, errlen)) < 0)
 		goto out;
 	if (keep_keynames(t, dest, ndest) < 0) {
 		snprintf(err, errlen, "clickhouse: out of memory");
@@ -1115,7 +1156,8 @@ done:
 out:
 	ch_layout_free(l);
 	free_dest(dest, ndest);
-	free(add);
+	free_dest(was, nwas);
+	ch_alter_free(&al);
 	return rc;
 }
 

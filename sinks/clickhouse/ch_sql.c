@@ -383,6 +383,26 @@ int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db,
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
+int ch_sql_change_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
+			  const struct ch_dest_col *dest, const struct ch_alter *a)
+{
+	sl_buf_puts(b, "ALTER TABLE ");
+	ch_qname(b, db, l->object, local_suffix(d));
+	on_cluster(b, d);
+	for (int i = 0; i < a->nmodify; i++) {
+		const struct ch_col *c = &l->cols[a->modify[i]];
+		sl_buf_puts(b, i ? ", MODIFY COLUMN " : " MODIFY COLUMN ");
+		ch_quote_ident(b, c->name);
+		sl_buf_putc(b, ' ');
+		ch_type_sql(b, &c->type);
+	}
+	for (int i = 0; i < a->ndrop; i++) {
+		sl_buf_puts(b, i || a->nmodify ? ", DROP COLUMN " : " DROP COLUMN ");
+		ch_quote_ident(b, dest[a->drop[i]].name);
+	}
+	return sl_buf_failed(b) ? -1 : 0;
+}
+
 int ch_sql_describe(struct sl_buf *b, const char *db, const char *object)
 {
 	sl_buf_puts(b, "SELECT name, type, toUInt8(is_in_sorting_key) FROM system.columns WHERE database = ");
@@ -462,7 +482,7 @@ int ch_sql_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, b
 	ch_qname(b, db, l->object, NULL);
 	sl_buf_putc(b, ' ');
 	ch_layout_column_list(b, l, meta_only);
-	if (!meta_only && b->len - start > INSERT_QUERY_MAX) {
+	if (!meta_only && !l->partial && b->len - start > INSERT_QUERY_MAX) {
 		/* Too long for a URL: the rows follow the table's own order. */
 		b->len = start;
 		b->failed = false;
@@ -655,16 +675,17 @@ int ch_sql_columns_create(struct sl_buf *b, const struct ch_ddl *d, const char *
 				"`object`, `name`");
 }
 
-int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l)
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *only, int n)
 {
 	struct sl_buf ty;
 
 	sl_buf_init(&ty, 0);
-	for (int i = 0; i < l->ncols; i++) {
+	for (int k = 0; k < (only ? n : l->ncols); k++) {
+		int i = only ? only[k] : k;
 		sl_buf_reset(&ty);
 		if (ch_type_sql(&ty, &l->cols[i].type) < 0)
 			b->failed = true;
-		own_table_row(b, db, CH_COLUMNS_TABLE, "`object`, `name`, `type`", l->object, i == 0);
+		own_table_row(b, db, CH_COLUMNS_TABLE, "`object`, `name`, `type`", l->object, k == 0);
 		sl_buf_puts(b, ", ");
 		ch_quote_str(b, l->cols[i].name, strlen(l->cols[i].name));
 		sl_buf_puts(b, ", ");

@@ -115,6 +115,12 @@ int ch_sql_add_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db,
  * 18.16 does not parse exactly; Date32, which clamps; a NULL). */
 int ch_sql_default(struct sl_buf *b, const struct ch_type *t, const struct sl_value *v);
 
+/* ALTER TABLE ... MODIFY COLUMN (to l's type) for the columns a->modify
+ * lists, and DROP COLUMN for those a->drop lists (indexes into dest): the
+ * local tables with d->distributed. */
+int ch_sql_change_columns(struct sl_buf *b, const struct ch_ddl *d, const char *db, const struct ch_layout *l,
+			  const struct ch_dest_col *dest, const struct ch_alter *a);
+
 /* The columns of a table: name, type, is_in_sorting_key (RowBinary),
  * in the table's order. */
 int ch_sql_describe(struct sl_buf *b, const char *db, const char *object);
@@ -167,8 +173,9 @@ int ch_sql_vmap_insert(struct sl_buf *b, const char *db, const char *object, con
 
 /* The record of column types, if it does not exist yet. */
 int ch_sql_columns_create(struct sl_buf *b, const struct ch_ddl *d, const char *db);
-/* Records the types of the layout's columns as sluice made them. */
-int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l);
+/* Records the types of the layout's columns as sluice made them: every one, or
+ * only[0..n) (indexes into l->cols). */
+int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layout *l, const int *only, int n);
 /* The recorded columns of object, in ch_sql_describe()'s form (name, type,
  * a UInt8 0). */
 int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object);

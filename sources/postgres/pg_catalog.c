@@ -395,16 +395,30 @@ int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, bool describe,
 			struct sl_table ***out, int *n, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(c, list_sql);
+	PGresult *res = NULL;
 	struct sl_table **tabs = NULL;
 	uint32_t *sel = NULL;      /* OIDs of the rows the globs select */
 	int *rows = NULL;
 	struct sl_buf full;
 	int cnt = 0, nsel = 0, rc = SL_OK;
+	/* The list and the descriptions from one snapshot: a table dropped and
+	 * created again (or renamed) between two queries would otherwise be
+	 * listed by its old OID and described as a table without columns. */
+	bool own_tx = describe && PQtransactionStatus(c) == PQTRANS_IDLE;
 
 	sl_buf_init(&full, 0);
 	*out = NULL;
 	*n = 0;
+	if (own_tx) {
+		res = PQexec(c, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			own_tx = false;
+			rc = sl_pg_err(err, errlen, "could not start the transaction that lists tables", c, res);
+			goto out;
+		}
+		PQclear(res);
+	}
+	res = PQexec(c, list_sql);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		rc = sl_pg_err(err, errlen, "could not list tables", c, res);
 		goto out;
@@ -476,6 +490,27 @@ out:
 	free(sel);
 	free(rows);
 	sl_buf_free(&full);
+	PQclear(res);
+	if (own_tx)
+		PQclear(PQexec(c, "COMMIT"));   /* read only: a failed one ends the same */
+	return rc;
+}
+
+int sl_pg_named_now(PGconn *c, const struct sl_table *t, char *err, size_t errlen)
+{
+	char oid[16];
+	const char *params[3] = { oid, t->ns, t->name };
+	PGresult *res;
+	int rc;
+
+	snprintf(oid, sizeof oid, "%u", t->relid);
+	res = PQexecParams(c, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+			      "WHERE c.oid = $1::oid AND n.nspname = $2 AND c.relname = $3", 3, NULL, params, NULL,
+			   NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		rc = sl_pg_err(err, errlen, "could not read the name of a table", c, res);
+	else
+		rc = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
 	PQclear(res);
 	return rc;
 }

@@ -10,7 +10,10 @@
  *   ALTER COLUMN ... TYPE (USING ...): the table is rewritten (a new file
  *   node), again without a change record;
  * - DROP COLUMN x then ADD COLUMN x: the same name, but a new column (a new
- *   attnum), whose values are not the old ones.
+ *   attnum), whose values are not the old ones;
+ * - RENAME COLUMN x TO y: the same column (the same attnum) under a new
+ *   name, whose values the existing rows hold without a change record that
+ *   carries them under it.
  *
  * So the source keeps, per table, a text of its own ("column identities",
  * sl_table.src_columns): the table's file node, then per column its number,
@@ -162,6 +165,14 @@ static const struct ident_col *find_col(const struct idents *id, const struct id
 	return NULL;
 }
 
+static const struct ident_col *find_attnum(const struct idents *id, long attnum)
+{
+	for (int i = 0; i < id->ncols; i++)
+		if (id->cols[i].attnum == attnum)
+			return &id->cols[i];
+	return NULL;
+}
+
 int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
 {
 	struct idents w, n;
@@ -182,11 +193,16 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 	 * carried it: any other change found decides, and both together are a
 	 * rewrite for every sink. */
 	for (int i = 0; i < n.ncols && changed != SL_COLS_REWRITTEN; i++) {
-		const struct ident_col *c = &n.cols[i], *o = find_col(&w, c);
+		const struct ident_col *c = &n.cols[i], *o = find_col(&w, c), *r = NULL;
 		int l = (int)c->namelen;
+		if (!o)
+			r = find_attnum(&w, c->attnum);
 		if (o && o->attnum != c->attnum)
 			snprintf(why, whylen, "column \"%.*s\" was dropped and added again: it is a new column, whose "
 				 "values are not the old ones", l, c->name);
+		else if (r)
+			snprintf(why, whylen, "column \"%.*s\" was renamed to \"%.*s\": the existing rows hold its "
+				 "values under the new name without a change", (int)r->namelen, r->name, l, c->name);
 		else if (!o && c->has_default && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" was added with a volatile default, which rewrote the "
 				 "table", l, c->name);

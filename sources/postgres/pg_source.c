@@ -864,14 +864,36 @@ static int columns_check(struct pg_src *s, uint32_t relid, struct sl_table *t, c
  * select it (its changes are skipped; a publication shared with other
  * streams, FOR ALL TABLES, or inheritance children bring such tables), or
  * SL_ERESTART when it is a selected table the stream does not know yet (new,
- * created again, or renamed), which only a restart backfills, or
+ * created again, or renamed since the stream read the catalog), which only a
+ * restart backfills, or
  * SL_EPREREQ when its replica identity lost its key (identity_holds_key). */
 static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
 {
 	const struct sl_table *known = selected(s, t->relid);
 
+	/* A partitioned table is read without ONLY (a backfill while streaming
+	 * reads it by this version): the catalog knows, the message does not. */
+	if (known)
+		sl_pgoutput_set_src_flags(sl_pg_repl_decoder(s->repl), t->relid, known->src_flags & SL_PG_PARTITIONED);
 	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
 		return identity_holds_key(s, t, err, errlen);
+	if (known && s->meta) {
+		/* The catalog has the name the stream knows: the message is from
+		 * before a rename to it that is yet to be read (the stream started
+		 * again from a position before it).  A restart would read the same
+		 * message again: it is the known table, and its changes are the
+		 * known table's (under the name the stream backfills it by). */
+		int now = sl_pg_named_now(s->meta, known, err, errlen);
+		if (now < 0)
+			return now;
+		if (now) {
+			if (sl_pgoutput_rename(sl_pg_repl_decoder(s->repl), t->relid, known->ns, known->name) < 0) {
+				snprintf(err, errlen, "out of memory");
+				return SL_EFAIL;
+			}
+			return identity_holds_key(s, t, err, errlen);
+		}
+	}
 	if (known) {
 		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
 			 s->st->name, known->ns, known->name, t->ns, t->name);

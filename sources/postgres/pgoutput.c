@@ -398,6 +398,35 @@ struct sl_table *sl_pgoutput_table_mut(struct sl_pgoutput *d, uint32_t relid)
 	return e ? e->table : NULL;
 }
 
+void sl_pgoutput_set_src_flags(struct sl_pgoutput *d, uint32_t relid, unsigned flags)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (e)
+		e->table->src_flags |= flags;
+}
+
+int sl_pgoutput_rename(struct sl_pgoutput *d, uint32_t relid, const char *ns, const char *name)
+{
+	struct relentry *e = find_rel(d, relid);
+	char *n1, *n2;
+
+	if (!e)
+		return 0;
+	n1 = strdup(ns);
+	n2 = strdup(name);
+	if (!n1 || !n2) {
+		free(n1);
+		free(n2);
+		return -1;
+	}
+	free(e->table->ns);
+	free(e->table->name);
+	e->table->ns = n1;
+	e->table->name = n2;
+	return sl_table_finish(e->table);
+}
+
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d)
 {
 	return d->ignored_changes;

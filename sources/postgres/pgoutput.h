@@ -92,6 +92,15 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
  * out one TRUNCATE change per relation: returns 1 with *out filled, 0 when done. */
 int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
 
+/* Adds flags (SL_PG_PARTITIONED: what the catalog knows and a Relation
+ * message does not say) to relid's table. */
+void sl_pgoutput_set_src_flags(struct sl_pgoutput *d, uint32_t relid, unsigned flags);
+
+/* Gives relid's table the name ns.name (the name the catalog has now, for
+ * a Relation message read from before a rename to it).  Returns 0, or -1
+ * out of memory. */
+int sl_pgoutput_rename(struct sl_pgoutput *d, uint32_t relid, const char *ns, const char *name);
+
 /* Marks relation relid (already described) as one the caller does not
  * follow: its changes are skipped unread (SL_PGO_NONE) and counted, and it is
  * left out of TRUNCATE events. */

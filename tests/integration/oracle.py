@@ -17,7 +17,8 @@ table read with its own SELECT (PostgreSQL or MariaDB):
   files), the highest CSN per key, deleted keys dropped, nothing older than
   the latest TRUNCATE marker (doc/output.md, "The reader's rule": mirror());
 - ClickHouse, merge mode: the table's `_current` view, legacy and modern
-  layouts; append mode: the change rows replayed by CSN (ch_harness).
+  layouts; append mode: the change rows replayed by CSN (ch_harness), on
+  the source's columns (a column dropped at the source is kept there).
 
 diff_* return a list of differences, the first differing row first; check()
 raises AssertionError naming the seed, the cell and that first row.
@@ -161,14 +162,16 @@ def resolve(state, fields):
 
 def source_tables(source, server, ns):
     """[(table, [key columns])] of the namespace's base tables, from the
-    source's catalog (primary keys)."""
+    source's catalog (primary keys).  A partition is its root's rows (the
+    root's object holds them), and a table of its own once detached."""
     if source == "pg":
         rows = server.sql(
             "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
             "JOIN pg_namespace n ON n.oid = c.relnamespace "
             "JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON true "
             "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum "
-            "WHERE n.nspname = %s AND i.indisprimary ORDER BY c.relname, k.ord", (ns,))
+            "WHERE n.nspname = %s AND i.indisprimary AND NOT c.relispartition "
+            "ORDER BY c.relname, k.ord", (ns,))
     else:
         rows = server.sql(
             "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE "
@@ -217,7 +220,8 @@ def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
     """Differences between the source tables of ns and ClickHouse database
     `database`: the `_current` view (merge) or the change rows replayed
     (append)."""
-    from ch_harness import ch_object, ch_state_diff, my_source_rows_for_ch, rebuild_append, source_rows_for_ch
+    from ch_harness import (ch_object, ch_state_diff, my_source_rows_for_ch, rebuild_append, source_columns,
+                            source_rows_for_ch)
     diffs = []
     for table, keys in source_tables(source, server, ns):
         if source == "pg":
@@ -232,7 +236,7 @@ def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
         if write_mode == "append":
             state, problems = rebuild_append(ch.rows(database, obj, final=True), keys, lazy=True)
             diffs.extend(f"{ns}.{table}: {p}" for p in problems)
-            got = list(state.values())
+            got = source_columns(state.values(), kinds)
         else:
             got = ch.rows(database, obj + "_current")
         diffs.extend(f"{ns}.{table} {d}" for d in ch_state_diff(expected, kinds, got, keys))

@@ -8,8 +8,8 @@ ch_harness.py.
   18.16; AUTHENTICATION_FAILED, 516 later), and `check` exits 3 too;
 - a read-only user: the same, with READONLY (164);
 - a schema change ClickHouse's table cannot take (a column retyped in
-  ClickHouse by hand): exit 3 at once, naming the table, the column and what
-  to do.
+  ClickHouse by hand, a type narrowed at the source): exit 3 at once, naming
+  the table, the column, the side that changed and what to do.
 """
 
 import time
@@ -56,18 +56,33 @@ class RefusedTest(ChTestCase):
         self.assertIn("user \"reader\" is read-only in ClickHouse", r.stderr)
 
     def test_refused_schema_change_exits_3(self):
-        self.pg.execute("CREATE TABLE rt (id int PRIMARY KEY, counter int)")
-        self.pg.execute("INSERT INTO rt SELECT g, g FROM generate_series(1, 5) g")
-        s = self.sluice(stream="rf_rt", tables="public.rt", database="rf_rt", write_mode="merge")
-        self.catch_up(s)
-        self.ch.query("ALTER TABLE rf_rt.public_rt MODIFY COLUMN counter Nullable(String)")
-        self.pg.execute("UPDATE rt SET counter = counter + 1 WHERE id = 1")
-        self.pg.wait_wal_flushed()
-        r = self.run_refused(s, self.env())
-        self.assertIn('table "public_rt": column "counter" was changed in ClickHouse: sluice made it '
-                      'Nullable(Int32), which the source table still needs, and ClickHouse now has '
-                      'Nullable(String)', r.stderr)
-        self.assertIn('the stream stops here. To go on: when ClickHouse was changed, put its column back; '
-                      'when the source was, drop "rf_rt"."public_rt" in ClickHouse and run `sluice backfill -c '
-                      f'{s.config_path} --stream rf_rt --table public.rt`', r.stderr)
-        self.assertNotIn("retrying from the last checkpoint", r.stderr)
+        """A column retyped in ClickHouse by hand, and a type narrowed at the
+        source (bigint to int, which no MODIFY COLUMN keeps exact): exit 3 at
+        once, naming the table, the column, the side that changed it and
+        what to do."""
+        cases = (
+            ("rt", "int", "ALTER TABLE rf_rt.public_rt MODIFY COLUMN counter Nullable(String)", None,
+             'table "public_rt": column "counter" was changed in ClickHouse: sluice made it Nullable(Int32), which '
+             'the source table still needs, and ClickHouse now has Nullable(String)'),
+            ("nw", "bigint", None, "ALTER TABLE nw ALTER COLUMN counter TYPE int",
+             'table "public_nw": column "counter" changed at the source: ClickHouse has Nullable(Int64), as sluice '
+             'made it, and the source table now needs Nullable(Int32)'),
+        )
+        for t, col_type, ch_ddl, pg_ddl, message in cases:
+            with self.subTest(table=t):
+                self.pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, counter {col_type})")
+                self.pg.execute(f"INSERT INTO {t} SELECT g, g FROM generate_series(1, 5) g")
+                s = self.sluice(stream=f"rf_{t}", tables=f"public.{t}", database=f"rf_{t}", write_mode="merge")
+                self.catch_up(s)
+                if ch_ddl:
+                    self.ch.query(ch_ddl)
+                if pg_ddl:
+                    self.pg.execute(pg_ddl)
+                self.pg.execute(f"UPDATE {t} SET counter = counter + 1 WHERE id = 1")
+                self.pg.wait_wal_flushed()
+                r = self.run_refused(s, self.env())
+                self.assertIn(message, r.stderr)
+                self.assertIn('the stream stops here. To go on: when ClickHouse was changed, put its column '
+                              f'back; when the source was, drop "rf_{t}"."public_{t}" in ClickHouse and run '
+                              f'`sluice backfill -c {s.config_path} --stream rf_{t} --table public.{t}`', r.stderr)
+                self.assertNotIn("retrying from the last checkpoint", r.stderr)

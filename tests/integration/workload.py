@@ -16,10 +16,10 @@ believes live); it is no model of the expected content: the oracle
 (oracle.py) reads the source tables themselves once the source is quiet.
 The same seed gives the same operations on either source.
 
-DDL is off by default (ddl=()): sluice does not yet follow every kind
-exactly (issue 17: ADD COLUMN with defaults is being fixed; MariaDB's
-NO_LOG schema history too), and a ClickHouse stream stops on a dropped
-column by design.  DDL_KINDS lists what the generator can emit when asked.
+DDL is off by default (ddl=()); test_property.py turns the kinds of
+DDL_KINDS on per cell (DDL_CI), SLUICE_PROPERTY_DDL for hunts.  With a
+partition kind (PostgreSQL only) the namespace has a partitioned table wp
+too, whose partitions the DDL attaches (a table with rows) and detaches.
 """
 
 import decimal
@@ -27,9 +27,15 @@ import random
 
 TABLES = ("wa", "wb")
 
-# DDL the generator emits only when asked (ddl=...): see the module comment.
+# DDL the generator emits when asked (ddl=...): see the module comment.
 DDL_KINDS = ("add_column", "add_column_default", "add_column_volatile", "drop_column",
-             "rename_column", "widen", "recreate", "rename_table")
+             "rename_column", "widen", "recreate", "rename_table", "attach_partition",
+             "detach_partition")
+# PostgreSQL only: the partitioned table wp (created when asked for), a
+# partition attached with its rows, or detached (doc/operations.md,
+# "Partitioned tables": the root is backfilled again behind a marker; a
+# detached partition is a table of its own)
+PARTITION_KINDS = ("attach_partition", "detach_partition")
 
 
 def qname(source, *parts):
@@ -51,13 +57,28 @@ def table_ddl(source, ns, table):
             # send them as unchanged TOAST values
             out.append(f"ALTER TABLE {q} ALTER body SET STORAGE EXTERNAL")
         return out
+    if table == "wp":
+        return [f"CREATE TABLE {q} (id int, part int, v int NOT NULL, PRIMARY KEY (id, part)) "
+                "PARTITION BY LIST (part)"] + partition_ddl(ns, 0, True)
     return [f"CREATE TABLE {q} (k1 int, k2 varchar(20), v int NOT NULL, note {text}, PRIMARY KEY (k1, k2))"]
 
 
-def create_sql(source, ns):
-    """The statements that make the namespace (schema or database) and its tables."""
+def partition_ddl(ns, k, attached):
+    """The statements that make partition wp_k of ns.wp (PostgreSQL): created
+    as a partition, or as a table of its own with 20 rows, then attached."""
+    root, q = qname("pg", ns, "wp"), qname("pg", ns, "wp_%d" % k)
+    if attached:
+        return [f"CREATE TABLE {q} PARTITION OF {root} FOR VALUES IN ({k})"]
+    return [f"CREATE TABLE {q} (id int, part int, v int NOT NULL, PRIMARY KEY (id, part))",
+            f"INSERT INTO {q} SELECT g, {k}, g FROM generate_series(1, 20) g",
+            f"ALTER TABLE {root} ATTACH PARTITION {q} FOR VALUES IN ({k})"]
+
+
+def create_sql(source, ns, partitions=False):
+    """The statements that make the namespace (schema or database) and its
+    tables (with partitions, PostgreSQL's wp too)."""
     out = [f"CREATE {'SCHEMA' if source == 'pg' else 'DATABASE'} {qname(source, ns)}"]
-    for t in TABLES:
+    for t in TABLES + (("wp",) if partitions else ()):
         out.extend(table_ddl(source, ns, t))
     return out
 
@@ -76,7 +97,10 @@ class Workload:
         self.seed = seed
         self.source = source
         self.ns = ns
-        self.ddl = tuple(ddl)
+        self.ddl = tuple(k for k in ddl if source == "pg" or k not in PARTITION_KINDS)
+        self.partitions = any(k in PARTITION_KINDS for k in self.ddl)
+        self.next_part = 1
+        self.attached = []          # partitions of wp attached by the DDL
         self.big_bytes = big_bytes
         self.rng = random.Random(seed)
         self.next_id = 1
@@ -177,6 +201,14 @@ class Workload:
             old, self.renamed = self.extra_columns[i], self.renamed + 1
             self.extra_columns[i] = "r%d" % self.renamed
             return ("ddl", kind, "wa", old, self.extra_columns[i])
+        if kind == "detach_partition" and not self.attached:
+            kind = "attach_partition"
+        if kind == "attach_partition":
+            self.attached.append(self.next_part)
+            self.next_part += 1
+            return ("ddl", kind, "wp", self.attached[-1])
+        if kind == "detach_partition":
+            return ("ddl", kind, "wp", self.attached.pop(self.rng.randrange(len(self.attached))))
         if kind == "widen":
             self.widened = True
             return ("ddl", kind, "wa", "small")
@@ -198,8 +230,10 @@ class Workload:
             live = {t: list(v) for t, v in self.live.items()}
             x = rng.random()
             if self.ddl and x < 0.04:
-                out.append(([self.ddl_op(live)], True))
+                op = self.ddl_op(live)
+                out.append(([op], True))
                 self.counts["ddl"] += 1
+                self.counts[op[1]] = self.counts.get(op[1], 0) + 1
                 self.live = live
                 continue
             if x < 0.07:
@@ -292,8 +326,10 @@ class Workload:
         conn = server.connect(autocommit=True)
         try:
             cur = conn.cursor()
-            for sql in create_sql(self.source, self.ns):
+            for sql in create_sql(self.source, self.ns, self.partitions):
                 cur.execute(sql)
+            if self.partitions:
+                cur.execute(f"INSERT INTO {qname('pg', self.ns, 'wp')} SELECT g, 0, g FROM generate_series(1, 20) g")
         finally:
             conn.close()
         self.apply(server, self.preload())
@@ -319,6 +355,12 @@ def render_ddl(source, ns, op):
         c = qname(source, op[3])
         return [f"ALTER TABLE {q} ALTER COLUMN {c} TYPE varchar(200)" if pg
                 else f"ALTER TABLE {q} MODIFY {c} varchar(200)"]
+    if kind in PARTITION_KINDS:
+        # and a change through the root, of the rows of every partition
+        touch = f"UPDATE {q} SET v = v + 1 WHERE id % 3 = 0"
+        if kind == "attach_partition":
+            return partition_ddl(ns, op[3], False) + [touch]
+        return [f"ALTER TABLE {q} DETACH PARTITION {qname(source, ns, 'wp_%d' % op[3])}", touch]
     if kind == "recreate":
         return [f"DROP TABLE {q}"] + table_ddl(source, ns, t)
     if kind == "rename_table":

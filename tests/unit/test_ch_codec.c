@@ -1187,7 +1187,8 @@ static void test_layout_match(void **state)
 	struct sl_table *t5 = tl_table("public", "t", rekeyed, 3);
 	struct ch_layout *l1, *l;
 	struct ch_dest_col *d;
-	int nd, *add = NULL, nadd = 0;
+	int nd;
+	struct ch_alter al;
 	char err[512];
 	struct sl_buf b;
 
@@ -1196,14 +1197,15 @@ static void test_layout_match(void **state)
 	assert_int_equal(ch_layout_new(&l1, t1, true, CH_LEGACY, err, sizeof err), 0);
 	d = dest_of(l1, &nd);
 	/* the same version: same */
-	assert_int_equal(ch_layout_match(l1, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
+	assert_int_equal(ch_layout_match(l1, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_SAME);
 	/* a column added at the source: ALTER TABLE ADD COLUMN, then the table's order */
 	assert_int_equal(ch_layout_new(&l, t2, true, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_ADD);
-	assert_int_equal(nadd, 1);
-	ch_sql_add_columns(&b, NULL, "db", l, add, nadd, NULL);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_ALTER);
+	assert_int_equal(al.nadd, 1);
+	assert_int_equal(al.nmodify + al.ndrop, 0);
+	ch_sql_add_columns(&b, NULL, "db", l, al.add, al.nadd, NULL);
 	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` ADD COLUMN `b` Nullable(Int32)");
-	free(add);
+	ch_alter_free(&al);
 	{
 		/* once added (at the end), the layout takes that order */
 		struct ch_dest_col *d2 = calloc((size_t)nd + 1, sizeof *d2);
@@ -1211,7 +1213,7 @@ static void test_layout_match(void **state)
 			d2[i] = d[i];
 		d2[nd].name = (char *)"b";
 		d2[nd].type = (char *)"Nullable(Int32)";
-		assert_int_equal(ch_layout_match(l, d2, nd + 1, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_SAME);
+		assert_int_equal(ch_layout_match(l, d2, nd + 1, NULL, 0, &al, err, sizeof err), CH_MATCH_SAME);
 		assert_string_equal(l->cols[nd].name, "b");
 		assert_int_equal(l->of_src[2], nd);
 		assert_string_equal(l->cols[l->keys[0]].name, "id");
@@ -1220,16 +1222,62 @@ static void test_layout_match(void **state)
 	ch_layout_free(l);
 	/* a dropped column */
 	assert_int_equal(ch_layout_new(&l, t3, true, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the source "
-			    "table (dropped or renamed at the source); only added columns are applied for now");
+			    "table (dropped or renamed at the source), and sluice has no record of making it, so it "
+			    "leaves it alone");
+	/* made by sluice so (d): merge mode drops it */
+	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &al, err, sizeof err), CH_MATCH_ALTER);
+	assert_int_equal(al.ndrop, 1);
+	assert_int_equal(al.nadd + al.nmodify, 0);
+	assert_string_equal(d[al.drop[0]].name, "a");
+	sl_buf_reset(&b);
+	ch_sql_change_columns(&b, NULL, "db", l, d, &al);
+	assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` DROP COLUMN `a`");
+	ch_alter_free(&al);
+	{
+		/* ClickHouse's "a" is not the type sluice made: left alone, the stream stops */
+		struct ch_dest_col *d2 = calloc((size_t)nd, sizeof *d2);
+		for (int i = 0; i < nd; i++) {
+			d2[i] = d[i];
+			if (!strcmp(d2[i].name, "a"))
+				d2[i].type = (char *)"Nullable(Int64)";
+		}
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the "
+				    "source table (dropped or renamed at the source), and it was changed in ClickHouse: "
+				    "sluice made it Nullable(String), and ClickHouse now has Nullable(Int64)");
+		free(d2);
+	}
 	ch_layout_free(l);
+	{
+		/* append mode keeps it: the inserts name their columns, and leave it NULL */
+		struct ch_layout *la1, *la;
+		struct ch_dest_col *da;
+		int nda;
+		assert_int_equal(ch_layout_new(&la1, t1, false, CH_LEGACY, err, sizeof err), 0);
+		da = dest_of(la1, &nda);
+		assert_int_equal(ch_layout_new(&la, t3, false, CH_LEGACY, err, sizeof err), 0);
+		assert_int_equal(ch_layout_match(la, da, nda, da, nda, &al, err, sizeof err), CH_MATCH_SAME);
+		assert_int_equal(al.ndrop, 1);
+		assert_true(la->partial);
+		assert_int_equal(la->ncols, nda - 1);
+		assert_int_equal(la->of_src[0], 0);
+		sl_buf_reset(&b);
+		ch_sql_insert(&b, "db", la, false);
+		assert_null(strstr(b.data, "`a`"));
+		assert_non_null(strstr(b.data, "INSERT INTO `db`.`public_t` (`id`, `_uuid`"));
+		ch_alter_free(&al);
+		ch_layout_free(la);
+		ch_layout_free(la1);
+		free_dest(da, nda);
+	}
 	/* a changed type, and which side changed it: sluice made "a" String (d) */
 	assert_int_equal(ch_layout_new(&l, t4, true, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" changed at the source: ClickHouse has "
 			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
-	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_string_equal(err, "table \"public_t\": column \"a\" has type Nullable(String) in ClickHouse, and "
 			    "the source table needs Nullable(Int32); sluice has no record of the type it made it "
 			    "with, so either side may have changed");
@@ -1243,28 +1291,72 @@ static void test_layout_match(void **state)
 		}
 		ch_layout_free(l);
 		assert_int_equal(ch_layout_new(&l, t1, true, CH_LEGACY, err, sizeof err), 0);
-		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
 		assert_string_equal(err, "table \"public_t\": column \"a\" was changed in ClickHouse: sluice made it "
 				    "Nullable(String), which the source table still needs, and ClickHouse now has "
 				    "Nullable(Int64) (ALTER TABLE ... MODIFY COLUMN puts it back)");
 		/* and the source changed it too */
 		ch_layout_free(l);
 		assert_int_equal(ch_layout_new(&l, t4, true, CH_LEGACY, err, sizeof err), 0);
-		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
 		assert_string_equal(err, "table \"public_t\": column \"a\" changed on both sides: sluice made it "
 				    "Nullable(String), ClickHouse now has Nullable(Int64), and the source table needs "
 				    "Nullable(Int32)");
 		free(d2);
 	}
 	ch_layout_free(l);
+	{
+		/* widened at the source (Int32 to Int64, as sluice made it): MODIFY COLUMN; not made so: refused */
+		static const struct tl_col narrow[] = {
+			{ "id", T_INT8, -1, "bigint", true }, { "a", T_INT4, -1, "integer", false },
+		};
+		static const struct tl_col wide[] = {
+			{ "id", T_INT8, -1, "bigint", true }, { "a", T_INT8, -1, "bigint", false },
+		};
+		struct sl_table *tn = tl_table("public", "t", narrow, 2), *tw = tl_table("public", "t", wide, 2);
+		struct ch_layout *ln;
+		struct ch_dest_col *dn;
+		int ndn;
+		assert_int_equal(ch_layout_new(&ln, tn, true, CH_LEGACY, err, sizeof err), 0);
+		dn = dest_of(ln, &ndn);
+		assert_int_equal(ch_layout_new(&l, tw, true, CH_LEGACY, err, sizeof err), 0);
+		assert_int_equal(ch_layout_match(l, dn, ndn, dn, ndn, &al, err, sizeof err), CH_MATCH_ALTER);
+		assert_int_equal(al.nmodify, 1);
+		assert_int_equal(al.nadd + al.ndrop, 0);
+		sl_buf_reset(&b);
+		ch_sql_change_columns(&b, NULL, "db", l, dn, &al);
+		assert_string_equal(b.data, "ALTER TABLE `db`.`public_t` MODIFY COLUMN `a` Nullable(Int64)");
+		ch_alter_free(&al);
+		assert_int_equal(ch_layout_match(l, dn, ndn, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
+		/* narrowed: refused, with which side changed */
+		ch_layout_free(l);
+		assert_int_equal(ch_layout_new(&l, tn, true, CH_LEGACY, err, sizeof err), 0);
+		{
+			struct ch_dest_col *dw;
+			int ndw;
+			struct ch_layout *lw;
+			assert_int_equal(ch_layout_new(&lw, tw, true, CH_LEGACY, err, sizeof err), 0);
+			dw = dest_of(lw, &ndw);
+			assert_int_equal(ch_layout_match(l, dw, ndw, dw, ndw, &al, err, sizeof err), CH_MATCH_CONFLICT);
+			assert_string_equal(err, "table \"public_t\": column \"a\" changed at the source: ClickHouse has "
+					    "Nullable(Int64), as sluice made it, and the source table now needs Nullable(Int32)");
+			free_dest(dw, ndw);
+			ch_layout_free(lw);
+		}
+		free_dest(dn, ndn);
+		ch_layout_free(ln);
+		sl_table_free(tn);
+		sl_table_free(tw);
+	}
+	ch_layout_free(l);
 	/* a new key column */
 	assert_int_equal(ch_layout_new(&l, t5, true, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the primary key changed at the source (new key column \"k2\")"));
 	ch_layout_free(l);
 	/* a table made by an append-mode stream */
 	assert_int_equal(ch_layout_new(&l, t1, false, CH_LEGACY, err, sizeof err), 0);
-	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &add, &nadd, err, sizeof err), CH_MATCH_CONFLICT);
+	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
 	assert_non_null(strstr(err, "the table was made for write_mode = merge"));
 	ch_layout_free(l);
 	free_dest(d, nd);

@@ -93,6 +93,14 @@ static void test_dropped_and_added_again(void **state)
 	expect_changed("16390\n1 23 -1 0 0 2 id\n3 23 -1 0 0 1 a\n", "column \"a\" was dropped and added again");
 }
 
+static void test_renamed(void **state)
+{
+	/* RENAME COLUMN a TO b: the same attnum under a new name */
+	expect_changed("16390\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 b\n", "column \"a\" was renamed to \"b\"");
+	/* DROP COLUMN a; ADD COLUMN b: a new attnum, no value of a under it */
+	expect_same("16390\n1 23 -1 0 0 2 id\n3 23 -1 0 0 1 b\n");
+}
+
 static void test_no_change_of_rows(void **state)
 {
 	/* ADD COLUMN without a default; then SET DEFAULT on it */
@@ -165,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_volatile_default),
 		cmocka_unit_test(test_type_rewrite),
 		cmocka_unit_test(test_dropped_and_added_again),
+		cmocka_unit_test(test_renamed),
 		cmocka_unit_test(test_no_change_of_rows),
 		cmocka_unit_test(test_names_and_bad_text),
 	};
