@@ -848,23 +848,47 @@ static int columns_check(struct pg_src *s, uint32_t relid, char *err, size_t err
 	return rc;
 }
 
+/* A Relation message of a selected table under a name other than the one
+ * the stream took from the catalog at its start: SL_ERESTART when the
+ * catalog changed since (a rename to take in), else 1.  Then the message's
+ * name is the table's name before a rename that the catalog had already
+ * made when the stream started (the stream resumed from a position before
+ * the rename): the table was taken in under its new name then, as a new
+ * table to backfill (agent/stream.c), and its changes logged before the
+ * rename are skipped (the backfill's chunks, read after the rename, hold
+ * their effect); restarting would meet the same message again, forever. */
+static int renamed_relation(struct pg_src *s, const struct sl_table *known, const struct sl_table *t, char *err,
+			    size_t errlen)
+{
+	int rc = s->meta ? catalog_check(s, err, errlen) : SL_ERESTART;
+
+	if (rc == SL_ERESTART)
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
+			 s->st->name, known->ns, known->name, t->ns, t->name);
+	if (rc != SL_OK)
+		return rc;
+	sl_pgoutput_ignore(sl_pg_repl_decoder(s->repl), t->relid);
+	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" logged before it was renamed from \"%s\".\"%s\": "
+		"its backfill as a new table reads its rows", s->st->name, known->ns, known->name, t->ns, t->name);
+	return 1;
+}
+
 /* A Relation message: 0 to follow the relation, 1 when the stream does not
  * select it (its changes are skipped; a publication shared with other
- * streams, FOR ALL TABLES, or inheritance children bring such tables), or
- * SL_ERESTART when it is a selected table the stream does not know yet (new,
- * created again, or renamed), which only a restart backfills, or
- * SL_EPREREQ when its replica identity lost its key (identity_holds_key). */
+ * streams, FOR ALL TABLES, or inheritance children bring such tables) or
+ * names a selected table by its name before a rename the stream took in at
+ * its start (renamed_relation), or SL_ERESTART when it is a selected table
+ * the stream does not know yet (new, created again, or renamed), which only
+ * a restart backfills, or SL_EPREREQ when its replica identity lost its key
+ * (identity_holds_key). */
 static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
 {
 	const struct sl_table *known = selected(s, t->relid);
 
 	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
 		return identity_holds_key(s, t, err, errlen);
-	if (known) {
-		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
-			 s->st->name, known->ns, known->name, t->ns, t->name);
-		return SL_ERESTART;
-	}
+	if (known)
+		return renamed_relation(s, known, t, err, errlen);
 	if (s->meta && sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
 		/* Its name is selected, but it may well be covered by a selected
 		 * ancestor (a partition): only a catalog that selects differently

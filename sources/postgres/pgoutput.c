@@ -288,6 +288,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 	if (e) {
 		ev->retired = e->table;
 		e->table = t;
+		e->ignored = false;   /* a new version: the caller decides again */
 		ev->schema_changed = true;
 	} else {
 		if (d->nrels == d->arels) {

@@ -94,7 +94,8 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
 
 /* Marks relation relid (already described) as one the caller does not
  * follow: its changes are skipped unread (SL_PGO_NONE) and counted, and it is
- * left out of TRUNCATE events. */
+ * left out of TRUNCATE events, until a Relation message describes it anew
+ * (another name or other columns), which the caller decides on again. */
 void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid);
 /* Changes skipped so far. */
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d);

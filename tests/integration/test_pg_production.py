@@ -295,6 +295,44 @@ class TableIdentityTest(PgTestCase):
             assert_marker_between(self, old, marks[0], [r for r in new if r is not marks[0]])
 
 
+    def test_renamed_between_runs_after_changes(self):
+        """The table changes after the stream's checkpoint, then is renamed
+        and a new table takes its name, all while sluice is stopped.  The
+        next run resumes before the rename, so the log names the renamed
+        table by its old name: its changes logged before the rename are
+        skipped (it is backfilled as a new table), and its changes after
+        the run started are followed.  The stream restarted on that old name
+        forever before (the property harness's seed 309)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE mv (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO mv SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.sluice(stream="mvb", tables="public.mv*", max_file_seconds=1)
+        self.catch_up(s)
+        pg.execute("UPDATE mv SET v = 'before the rename' WHERE id <= 5")
+        pg.execute("DELETE FROM mv WHERE id = 6")
+        pg.execute("ALTER TABLE mv RENAME TO mv_old")
+        pg.execute("CREATE TABLE mv (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO mv SELECT g, 'new' FROM generate_series(100, 104) g")
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
+        pg.execute("UPDATE mv_old SET v = 'after the start' WHERE id IN (1, 7)")
+        pg.execute("INSERT INTO mv_old VALUES (50, 'inserted after the start')")
+        pg.execute("INSERT INTO mv VALUES (105, 'new later')")
+        # read by this run, which skipped the table's first changes
+        wait_until(lambda: any(r["payload"]["id"] == 50 for r in records_for(self.read(s), "public", "mv_old"))
+                   or not p.alive(), 60, "the changes after the start")
+        self.assertTrue(p.alive(), p.stderr_text())
+        self.assertIn('skipping the changes of "public"."mv_old" logged before it was renamed from "public"."mv"',
+                      p.stderr_text())
+        self.assertNotIn("restarting the stream", p.stderr_text())
+        p.signal(__import__("signal").SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0, p.stderr_text())
+        self.catch_up(s, timeout=60)
+        recs = self.read(s)
+        for t in ("mv", "mv_old"):
+            self.assertTableMatches(recs, "public", t, ["id"])
+        self.assertEqual(pg.sql("SELECT count(*) FROM mv_old WHERE v = 'after the start'"), [(2,)])
+
     def test_created_again_between_runs(self):
         """The stream stops right after its initial backfill, so its
         position is still the snapshot's, the CSN of the table's rows; the
