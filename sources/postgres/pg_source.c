@@ -135,6 +135,11 @@ struct pg_src {
 	char **src_columns;             /* per table: its src_columns at its last Relation message
 					 * (owned; NULL: the catalog's at the start, in tables) */
 	char why[SL_ERRLEN];            /* SL_EV_SCHEMA's rebackfill */
+	/* per table: up to where its snapshot backfill holds its changes
+	 * (sl_source_hooks.covered, asked at its first Relation message of the
+	 * run; a 0 LSN: nothing), or NULL before any is asked */
+	uint64_t *covered_until;
+	uint64_t tx_lsn;                /* the open transaction's commit LSN */
 	/* backfill while streaming */
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
@@ -242,6 +247,7 @@ static void pg_close(void *ctx)
 	for (int i = 0; s->src_columns && i < s->ntables; i++)
 		free(s->src_columns[i]);
 	free(s->src_columns);
+	free(s->covered_until);
 	free(s);
 }
 
@@ -722,25 +728,76 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
 }
 
+/* True when change c of the open transaction is held by its table's
+ * snapshot backfill (committed before the snapshot: the stream resumed
+ * from an earlier position after a backfill was redone at a newer
+ * snapshot, see on_relation_covered).  Its record would sort below the
+ * marker before the snapshot's rows, which clears it; written, it would
+ * also be the row that later changes of the batch take unchanged TOAST
+ * values from, though the snapshot's row of the key is newer. */
+static bool change_covered(const struct pg_src *s, const struct sl_change *c)
+{
+	for (int i = 0; s->covered_until && c->table && i < s->ntables; i++)
+		if (s->tables[i]->relid == c->table->relid)
+			return s->tx_lsn < s->covered_until[i];
+	return false;
+}
+
 /* Hands out the next change of the decoded message held in s->rev, if any. */
 static bool pending_change(struct pg_src *s, struct sl_event *ev)
 {
 	struct sl_pgo_event *pe = &s->rev.pgo;
 
 	if (s->truncating) {
-		if (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
+		while (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
+			if (change_covered(s, &ev->change))
+				continue;
 			ev->kind = SL_EV_CHANGE;
 			return true;
 		}
 		s->truncating = false;
 		return false;
 	}
-	if (s->next_change < pe->nchanges) {
+	while (s->next_change < pe->nchanges) {
 		ev->change = pe->changes[s->next_change++];
+		if (change_covered(s, &ev->change))
+			continue;
 		ev->kind = SL_EV_CHANGE;
 		return true;
 	}
 	return false;
+}
+
+/* At a Relation message of a followed table, its first in the run: asks
+ * the agent how far its backfill holds its changes (sl_source_hooks.covered).
+ * A snapshot backfill at P holds every change committed before P; the
+ * stream reads them again when it resumes from a position before P (a
+ * backfill redone after a crash takes a new snapshot, while the slot stays
+ * where the interrupted one began), and change_covered skips them. */
+static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
+{
+	struct sl_position until;
+	int i, rc;
+
+	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
+		;
+	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered)
+		return SL_OK;
+	if (!s->covered_until) {
+		if (!(s->covered_until = calloc((size_t)s->ntables, sizeof *s->covered_until))) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		for (int k = 0; k < s->ntables; k++)
+			s->covered_until[k] = UINT64_MAX;   /* not asked yet */
+	}
+	if (s->covered_until[i] != UINT64_MAX)
+		return SL_OK;
+	rc = s->st->hooks->covered(s->st->hooks->payload, s->tables[i]->ns, s->tables[i]->name, &until, err, errlen);
+	if (rc < 0)
+		return rc;
+	s->covered_until[i] = rc == SL_COVER_UNTIL ? until.w[0] : 0;
+	return SL_OK;
 }
 
 /* The selected table with relid, or NULL. */
@@ -969,6 +1026,7 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		}
 		switch (pe->kind) {
 		case SL_PGO_BEGIN:
+			s->tx_lsn = pe->final_lsn;
 			ev->kind = SL_EV_BEGIN;
 			ev->pos = lsn_pos(pe->final_lsn);
 			ev->ts_us = pe->commit_ts_us;
@@ -986,7 +1044,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 					return rc;
 				break;
 			}
-			if ((rc = columns_check(s, pe->table->relid, err, errlen)) < 0) {
+			if ((rc = on_relation_covered(s, pe->table->relid, err, errlen)) < 0 ||
+			    (rc = columns_check(s, pe->table->relid, err, errlen)) < 0) {
 				sl_table_free(pe->retired);
 				return rc;
 			}
