@@ -728,18 +728,25 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
 }
 
-/* True when change c of the open transaction is held by its table's
- * snapshot backfill (committed before the snapshot: the stream resumed
- * from an earlier position after a backfill was redone at a newer
- * snapshot, see on_relation_covered).  Its record would sort below the
- * marker before the snapshot's rows, which clears it; written, it would
- * also be the row that later changes of the batch take unchanged TOAST
- * values from, though the snapshot's row of the key is newer. */
+/* True when change c of the open transaction is not to be written: its
+ * table's snapshot backfill holds it (committed before the snapshot: the
+ * stream resumed from an earlier position after a backfill was redone at
+ * a newer snapshot, see on_relation_covered), or it was logged under the
+ * table's name before a rename that the stream took in at its start
+ * (renamed_relation).  Covered by a snapshot, its record would sort below
+ * the marker before the snapshot's rows, which clears it; written, it
+ * would also be the row that later changes of the batch take unchanged
+ * TOAST values from, though the snapshot's row of the key is newer. */
 static bool change_covered(const struct pg_src *s, const struct sl_change *c)
 {
-	for (int i = 0; s->covered_until && c->table && i < s->ntables; i++)
-		if (s->tables[i]->relid == c->table->relid)
-			return s->tx_lsn < s->covered_until[i];
+	for (int i = 0; c->table && i < s->ntables; i++) {
+		const struct sl_table *k = s->tables[i];
+		if (k->relid != c->table->relid)
+			continue;
+		if (strcmp(k->ns, c->table->ns) || strcmp(k->name, c->table->name))
+			return true;   /* logged before a rename (renamed_relation) */
+		return s->covered_until && s->tx_lsn < s->covered_until[i];
+	}
 	return false;
 }
 
@@ -912,8 +919,9 @@ static int columns_check(struct pg_src *s, uint32_t relid, char *err, size_t err
  * made when the stream started (the stream resumed from a position before
  * the rename): the table was taken in under its new name then, as a new
  * table to backfill (agent/stream.c), and its changes logged before the
- * rename are skipped (the backfill's chunks, read after the rename, hold
- * their effect); restarting would meet the same message again, forever. */
+ * rename are skipped by change_covered (the backfill's chunks, read after
+ * the rename, hold their effect); restarting would meet the same message
+ * again, forever. */
 static int renamed_relation(struct pg_src *s, const struct sl_table *known, const struct sl_table *t, char *err,
 			    size_t errlen)
 {
@@ -924,7 +932,8 @@ static int renamed_relation(struct pg_src *s, const struct sl_table *known, cons
 			 s->st->name, known->ns, known->name, t->ns, t->name);
 	if (rc != SL_OK)
 		return rc;
-	sl_pgoutput_ignore(sl_pg_repl_decoder(s->repl), t->relid);
+	/* Decoded all the same (change_covered drops them): a change keeps the
+	 * sequence number it had when a run before the crash wrote them. */
 	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" logged before it was renamed from \"%s\".\"%s\": "
 		"its backfill as a new table reads its rows", s->st->name, known->ns, known->name, t->ns, t->name);
 	return 1;
