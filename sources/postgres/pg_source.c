@@ -728,6 +728,8 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	return sl_pg_repl_start(s->repl, s->st->slot, s->st->publication, from->w[0], err, errlen);
 }
 
+static const struct sl_table *selected(const struct pg_src *s, uint32_t relid);
+
 /* True when change c of the open transaction is not to be written: its
  * table's snapshot backfill holds it (committed before the snapshot: the
  * stream resumed from an earlier position after a backfill was redone at
@@ -739,6 +741,8 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
  * TOAST values from, though the snapshot's row of the key is newer. */
 static bool change_covered(const struct pg_src *s, const struct sl_change *c)
 {
+	if (c->table && !selected(s, c->table->relid))
+		return true;   /* a table dropped since (dropped_relation) */
 	for (int i = 0; c->table && i < s->ntables; i++) {
 		const struct sl_table *k = s->tables[i];
 		if (k->relid != c->table->relid)
@@ -939,6 +943,38 @@ static int renamed_relation(struct pg_src *s, const struct sl_table *known, cons
 	return 1;
 }
 
+/* A Relation message of a table the stream does not know under a name it
+ * selects, the catalog selecting what the stream does: SL_OK to leave it
+ * unread, 1 when the table is gone from the catalog (dropped since: the
+ * stream resumed from a position before the drop).  Such a table was
+ * followed by the runs before the drop, so its changes are decoded all the
+ * same and then dropped (change_covered): each change of the transaction
+ * keeps the sequence number, CSN and uuid that a run before a crash wrote
+ * it with (left unread, the next changes took their numbers). */
+static int dropped_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
+{
+	char oid[16];
+	const char *params[1] = { oid };
+	PGresult *res;
+	int rc;
+
+	snprintf(oid, sizeof oid, "%u", t->relid);
+	res = PQexecParams(s->meta, "SELECT 1 FROM pg_class WHERE oid = $1::oid", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		snprintf(err, errlen, "stream \"%s\": could not look up table \"%s\".\"%s\" in the catalog: %s",
+			 s->st->name, t->ns, t->name, PQerrorMessage(s->meta));
+		rc = sl_pg_err_status();
+		goto out;
+	}
+	rc = PQntuples(res) == 0;
+	if (rc == 1)
+		sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" (OID %u), a table dropped since they "
+			"were logged", s->st->name, t->ns, t->name, t->relid);
+out:
+	PQclear(res);
+	return rc;
+}
+
 /* A Relation message: 0 to follow the relation, 1 when the stream does not
  * select it (its changes are skipped; a publication shared with other
  * streams, FOR ALL TABLES, or inheritance children bring such tables) or
@@ -960,6 +996,8 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
 		 * ancestor (a partition): only a catalog that selects differently
 		 * from the stream's tables is a reason to restart. */
 		int rc = catalog_check(s, err, errlen);
+		if (rc == SL_OK)
+			rc = dropped_relation(s, t, err, errlen);
 		if (rc != SL_OK)
 			return rc;
 	}
