@@ -496,25 +496,6 @@ out:
 	return rc;
 }
 
-int sl_pg_named_now(PGconn *c, const struct sl_table *t, char *err, size_t errlen)
-{
-	char oid[16];
-	const char *params[3] = { oid, t->ns, t->name };
-	PGresult *res;
-	int rc;
-
-	snprintf(oid, sizeof oid, "%u", t->relid);
-	res = PQexecParams(c, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-			      "WHERE c.oid = $1::oid AND n.nspname = $2 AND c.relname = $3", 3, NULL, params, NULL,
-			   NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		rc = sl_pg_err(err, errlen, "could not read the name of a table", c, res);
-	else
-		rc = strcmp(PQgetvalue(res, 0, 0), "0") != 0;
-	PQclear(res);
-	return rc;
-}
-
 int sl_pg_append_ident(struct sl_buf *b, PGconn *c, const char *name)
 {
 	char *q = PQescapeIdentifier(c, name, strlen(name));

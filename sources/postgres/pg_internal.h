@@ -54,9 +54,6 @@ bool sl_pg_sqlstate_is(PGresult *res, const char *state);
 /* Appends name quoted with PQescapeIdentifier, or "ns"."name" of t.
  * Return -1 when quoting fails (the connection's error says why) or b
  * failed: never an empty name in SQL. */
-/* Whether table t (its relid) has t's name in the catalog now: 1, 0, or a
- * negative code with a message in err. */
-int sl_pg_named_now(PGconn *c, const struct sl_table *t, char *err, size_t errlen);
 int sl_pg_append_ident(struct sl_buf *b, PGconn *c, const char *name);
 int sl_pg_append_qualified(struct sl_buf *b, PGconn *c, const struct sl_table *t);
 

@@ -135,6 +135,11 @@ struct pg_src {
 	char **src_columns;             /* per table: its src_columns at its last Relation message
 					 * (owned; NULL: the catalog's at the start, in tables) */
 	char why[SL_ERRLEN];            /* SL_EV_SCHEMA's rebackfill */
+	/* per table: up to where its snapshot backfill holds its changes
+	 * (sl_source_hooks.covered, asked at its first Relation message of the
+	 * run; a 0 LSN: nothing), or NULL before any is asked */
+	uint64_t *covered_until;
+	uint64_t tx_lsn;                /* the open transaction's commit LSN */
 	/* backfill while streaming */
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
@@ -242,6 +247,7 @@ static void pg_close(void *ctx)
 	for (int i = 0; s->src_columns && i < s->ntables; i++)
 		free(s->src_columns[i]);
 	free(s->src_columns);
+	free(s->covered_until);
 	free(s);
 }
 
@@ -722,25 +728,87 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	return sl_pg_repl_start(s->repl, sl_pg_stream(s->st)->slot, sl_pg_stream(s->st)->publication, from->w[0], err, errlen);
 }
 
+static const struct sl_table *selected(const struct pg_src *s, uint32_t relid);
+
+/* True when change c of the open transaction is not to be written: its
+ * table's snapshot backfill holds it (committed before the snapshot: the
+ * stream resumed from an earlier position after a backfill was redone at
+ * a newer snapshot, see on_relation_covered), or it was logged under the
+ * table's name before a rename that the stream took in at its start
+ * (renamed_relation).  Covered by a snapshot, its record would sort below
+ * the marker before the snapshot's rows, which clears it; written, it
+ * would also be the row that later changes of the batch take unchanged
+ * TOAST values from, though the snapshot's row of the key is newer. */
+static bool change_covered(const struct pg_src *s, const struct sl_change *c)
+{
+	if (c->table && !selected(s, c->table->relid))
+		return true;   /* a table dropped since (dropped_relation) */
+	for (int i = 0; c->table && i < s->ntables; i++) {
+		const struct sl_table *k = s->tables[i];
+		if (k->relid != c->table->relid)
+			continue;
+		if (strcmp(k->ns, c->table->ns) || strcmp(k->name, c->table->name))
+			return true;   /* logged before a rename (renamed_relation) */
+		return s->covered_until && s->tx_lsn < s->covered_until[i];
+	}
+	return false;
+}
+
 /* Hands out the next change of the decoded message held in s->rev, if any. */
 static bool pending_change(struct pg_src *s, struct sl_event *ev)
 {
 	struct sl_pgo_event *pe = &s->rev.pgo;
 
 	if (s->truncating) {
-		if (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
+		while (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
+			if (change_covered(s, &ev->change))
+				continue;
 			ev->kind = SL_EV_CHANGE;
 			return true;
 		}
 		s->truncating = false;
 		return false;
 	}
-	if (s->next_change < pe->nchanges) {
+	while (s->next_change < pe->nchanges) {
 		ev->change = pe->changes[s->next_change++];
+		if (change_covered(s, &ev->change))
+			continue;
 		ev->kind = SL_EV_CHANGE;
 		return true;
 	}
 	return false;
+}
+
+/* At a Relation message of a followed table, its first in the run: asks
+ * the agent how far its backfill holds its changes (sl_source_hooks.covered).
+ * A snapshot backfill at P holds every change committed before P; the
+ * stream reads them again when it resumes from a position before P (a
+ * backfill redone after a crash takes a new snapshot, while the slot stays
+ * where the interrupted one began), and change_covered skips them. */
+static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
+{
+	struct sl_position until;
+	int i, rc;
+
+	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
+		;
+	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered)
+		return SL_OK;
+	if (!s->covered_until) {
+		if (!(s->covered_until = calloc((size_t)s->ntables, sizeof *s->covered_until))) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		for (int k = 0; k < s->ntables; k++)
+			s->covered_until[k] = UINT64_MAX;   /* not asked yet */
+	}
+	if (s->covered_until[i] != UINT64_MAX)
+		return SL_OK;
+	rc = s->st->hooks->covered(s->st->hooks->payload, s->tables[i]->ns, s->tables[i]->name, &until, err, errlen);
+	if (rc < 0)
+		return rc;
+	s->covered_until[i] = rc == SL_COVER_UNTIL ? until.w[0] : 0;
+	return SL_OK;
 }
 
 /* The selected table with relid, or NULL. */
@@ -860,13 +928,73 @@ static int columns_check(struct pg_src *s, uint32_t relid, struct sl_table *t, c
 	return rc;
 }
 
+/* A Relation message of a selected table under a name other than the one
+ * the stream took from the catalog at its start: SL_ERESTART when the
+ * catalog changed since (a rename to take in), else 1.  Then the message's
+ * name is the table's name before a rename that the catalog had already
+ * made when the stream started (the stream resumed from a position before
+ * the rename): the table was taken in under its new name then, as a new
+ * table to backfill (agent/stream.c), and its changes logged before the
+ * rename are skipped by change_covered (the backfill's chunks, read after
+ * the rename, hold their effect); restarting would meet the same message
+ * again, forever. */
+static int renamed_relation(struct pg_src *s, const struct sl_table *known, const struct sl_table *t, char *err,
+			    size_t errlen)
+{
+	int rc = s->meta ? catalog_check(s, err, errlen) : SL_ERESTART;
+
+	if (rc == SL_ERESTART)
+		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
+			 s->st->name, known->ns, known->name, t->ns, t->name);
+	if (rc != SL_OK)
+		return rc;
+	/* Decoded all the same (change_covered drops them): a change keeps the
+	 * sequence number it had when a run before the crash wrote them. */
+	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" logged before it was renamed from \"%s\".\"%s\": "
+		"its backfill as a new table reads its rows", s->st->name, known->ns, known->name, t->ns, t->name);
+	return 1;
+}
+
+/* A Relation message of a table the stream does not know under a name it
+ * selects, the catalog selecting what the stream does: SL_OK to leave it
+ * unread, 1 when the table is gone from the catalog (dropped since: the
+ * stream resumed from a position before the drop).  Such a table was
+ * followed by the runs before the drop, so its changes are decoded all the
+ * same and then dropped (change_covered): each change of the transaction
+ * keeps the sequence number, CSN and uuid that a run before a crash wrote
+ * it with (left unread, the next changes took their numbers). */
+static int dropped_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
+{
+	char oid[16];
+	const char *params[1] = { oid };
+	PGresult *res;
+	int rc;
+
+	snprintf(oid, sizeof oid, "%u", t->relid);
+	res = PQexecParams(s->meta, "SELECT 1 FROM pg_class WHERE oid = $1::oid", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		snprintf(err, errlen, "stream \"%s\": could not look up table \"%s\".\"%s\" in the catalog: %s",
+			 s->st->name, t->ns, t->name, PQerrorMessage(s->meta));
+		rc = sl_pg_err_status();
+		goto out;
+	}
+	rc = PQntuples(res) == 0;
+	if (rc == 1)
+		sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" (OID %u), a table dropped since they "
+			"were logged", s->st->name, t->ns, t->name, t->relid);
+out:
+	PQclear(res);
+	return rc;
+}
+
 /* A Relation message: 0 to follow the relation, 1 when the stream does not
  * select it (its changes are skipped; a publication shared with other
- * streams, FOR ALL TABLES, or inheritance children bring such tables), or
- * SL_ERESTART when it is a selected table the stream does not know yet (new,
- * created again, or renamed since the stream read the catalog), which only a
- * restart backfills, or
- * SL_EPREREQ when its replica identity lost its key (identity_holds_key). */
+ * streams, FOR ALL TABLES, or inheritance children bring such tables) or
+ * names a selected table by its name before a rename the stream took in at
+ * its start (renamed_relation), or SL_ERESTART when it is a selected table
+ * the stream does not know yet (new, created again, or renamed), which only
+ * a restart backfills, or SL_EPREREQ when its replica identity lost its key
+ * (identity_holds_key). */
 static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
 {
 	const struct sl_table *known = selected(s, t->relid);
@@ -877,33 +1005,15 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
 		sl_pgoutput_set_src_flags(sl_pg_repl_decoder(s->repl), t->relid, known->src_flags & SL_PG_PARTITIONED);
 	if (known && !strcmp(known->ns, t->ns) && !strcmp(known->name, t->name))
 		return identity_holds_key(s, t, err, errlen);
-	if (known && s->meta) {
-		/* The catalog has the name the stream knows: the message is from
-		 * before a rename to it that is yet to be read (the stream started
-		 * again from a position before it).  A restart would read the same
-		 * message again: it is the known table, and its changes are the
-		 * known table's (under the name the stream backfills it by). */
-		int now = sl_pg_named_now(s->meta, known, err, errlen);
-		if (now < 0)
-			return now;
-		if (now) {
-			if (sl_pgoutput_rename(sl_pg_repl_decoder(s->repl), t->relid, known->ns, known->name) < 0) {
-				snprintf(err, errlen, "out of memory");
-				return SL_EFAIL;
-			}
-			return identity_holds_key(s, t, err, errlen);
-		}
-	}
-	if (known) {
-		snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was renamed to \"%s\".\"%s\"",
-			 s->st->name, known->ns, known->name, t->ns, t->name);
-		return SL_ERESTART;
-	}
+	if (known)
+		return renamed_relation(s, known, t, err, errlen);
 	if (s->meta && sl_pg_selects(s->st->tables, s->st->exclude_tables, t->ns, t->name)) {
 		/* Its name is selected, but it may well be covered by a selected
 		 * ancestor (a partition): only a catalog that selects differently
 		 * from the stream's tables is a reason to restart. */
 		int rc = catalog_check(s, err, errlen);
+		if (rc == SL_OK)
+			rc = dropped_relation(s, t, err, errlen);
 		if (rc != SL_OK)
 			return rc;
 	}
@@ -979,6 +1089,7 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		}
 		switch (pe->kind) {
 		case SL_PGO_BEGIN:
+			s->tx_lsn = pe->final_lsn;
 			ev->kind = SL_EV_BEGIN;
 			ev->pos = lsn_pos(pe->final_lsn);
 			ev->ts_us = pe->commit_ts_us;
@@ -996,7 +1107,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 					return rc;
 				break;
 			}
-			if ((rc = columns_check(s, pe->table->relid,
+			if ((rc = on_relation_covered(s, pe->table->relid, err, errlen)) < 0 ||
+			    (rc = columns_check(s, pe->table->relid,
 						sl_pgoutput_table_mut(sl_pg_repl_decoder(s->repl), pe->table->relid),
 						pe->retired, err, errlen)) < 0) {
 				sl_table_free(pe->retired);

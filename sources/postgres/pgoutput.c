@@ -288,6 +288,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 	if (e) {
 		ev->retired = e->table;
 		e->table = t;
+		e->ignored = false;   /* a new version: the caller decides again */
 		ev->schema_changed = true;
 	} else {
 		if (d->nrels == d->arels) {
@@ -404,27 +405,6 @@ void sl_pgoutput_set_src_flags(struct sl_pgoutput *d, uint32_t relid, unsigned f
 
 	if (e)
 		e->table->src_flags |= flags;
-}
-
-int sl_pgoutput_rename(struct sl_pgoutput *d, uint32_t relid, const char *ns, const char *name)
-{
-	struct relentry *e = find_rel(d, relid);
-	char *n1, *n2;
-
-	if (!e)
-		return 0;
-	n1 = strdup(ns);
-	n2 = strdup(name);
-	if (!n1 || !n2) {
-		free(n1);
-		free(n2);
-		return -1;
-	}
-	free(e->table->ns);
-	free(e->table->name);
-	e->table->ns = n1;
-	e->table->name = n2;
-	return sl_table_finish(e->table);
 }
 
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d)

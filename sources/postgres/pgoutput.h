@@ -96,14 +96,11 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out);
  * message does not say) to relid's table. */
 void sl_pgoutput_set_src_flags(struct sl_pgoutput *d, uint32_t relid, unsigned flags);
 
-/* Gives relid's table the name ns.name (the name the catalog has now, for
- * a Relation message read from before a rename to it).  Returns 0, or -1
- * out of memory. */
-int sl_pgoutput_rename(struct sl_pgoutput *d, uint32_t relid, const char *ns, const char *name);
 
 /* Marks relation relid (already described) as one the caller does not
  * follow: its changes are skipped unread (SL_PGO_NONE) and counted, and it is
- * left out of TRUNCATE events. */
+ * left out of TRUNCATE events, until a Relation message describes it anew
+ * (another name or other columns), which the caller decides on again. */
 void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid);
 /* Changes skipped so far. */
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d);
