@@ -177,6 +177,7 @@ static int load_table(struct sl_checkpoint *ck, const struct sl_source_desc *des
 	    (rc = opt_string(t, "resume_key", &e->resume_key)) < 0)
 		return rc;
 	e->chunks = (uint64_t)json_integer_value(json_object_get(t, "chunks"));
+	e->resumed = json_is_true(json_object_get(t, "resumed"));
 	return 0;
 }
 
@@ -372,6 +373,8 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 			json_object_set_new(t, "mask", json_string(e->mask));
 		if (e->chunks)
 			json_object_set_new(t, "chunks", json_integer((json_int_t)e->chunks));
+		if (e->resumed)
+			json_object_set_new(t, "resumed", json_true());
 		json_object_set_new(tabs, e->name, t);
 	}
 	json_object_set_new(root, "tables", tabs);

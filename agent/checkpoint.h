@@ -66,6 +66,9 @@ struct sl_ckpt_table {
 	char *resume_key;         /* running: rows up to this key (a source's key text) are durable;
 				   * NULL: none yet (owned) */
 	uint64_t chunks;          /* running: chunks durable so far */
+	bool resumed;             /* a snapshot backfill resumed after an interruption: the rows
+				   * before the resume key are from an earlier snapshot, so the
+				   * snapshot does not hold every change before it */
 	/* The writer's, never saved: progress written to the sink but not yet
 	 * flushed; the next flush makes it durable and moves it above. */
 	struct {

@@ -535,6 +535,7 @@ static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_
 	e->state = SL_BF_RUNNING;
 	e->method = SL_BF_SNAPSHOT;
 	e->snapshot = *pos;
+	e->resumed = false;
 	e->rows = e->chunks = 0;
 	sl_ckpt_set_resume(e, NULL);
 	free(e->pend.key);
@@ -586,6 +587,7 @@ static int bf_start(struct sl_pipe *p, struct qev *ev)
 			"(%" PRIu64 " chunks)", p->pc.stream, e->name, e->rows, e->chunks);
 		e->method = SL_BF_SNAPSHOT;
 		e->snapshot = *pos;
+		e->resumed = true;   /* the rows read so far are from an earlier snapshot */
 		free(e->pend.key);
 		memset(&e->pend, 0, sizeof e->pend);
 		if ((rc = save_ckpt(p)) < 0)
@@ -880,6 +882,7 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 		atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
 	}
 	e->snapshot = *pos;
+	e->resumed = false;
 	free(e->pend.key);
 	memset(&e->pend, 0, sizeof e->pend);
 	if (!resume) {

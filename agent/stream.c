@@ -443,7 +443,9 @@ static int hook_covered(void *payload, const char *ns, const char *table, struct
 		return rc;
 	e = sl_ckpt_find(&ck, ns, table);
 	rc = SL_COVER_NONE;
-	if (e && e->method == SL_BF_SNAPSHOT && (e->state == SL_BF_DONE || e->state == SL_BF_RUNNING)) {
+	if (e && e->method == SL_BF_SNAPSHOT && !e->resumed && (e->state == SL_BF_DONE || e->state == SL_BF_RUNNING)) {
+		/* (a resumed backfill read its first rows in an earlier snapshot:
+		 * the changes between the two are not in them) */
 		*until = e->snapshot;
 		rc = SL_COVER_UNTIL;
 	} else if (e && e->method == SL_BF_WATERMARK &&

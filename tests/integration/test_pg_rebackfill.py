@@ -308,7 +308,9 @@ class RebackfillTest(PgTestCase):
         r = self.catch_up(s)
         self.assertEqual(pg.sql("SELECT id, n, length(body) FROM rdt ORDER BY id"),
                          [(3, 3, 6400), (5, 1, 6400)])
-        self.assertEqual(diff_avro("pg", pg, "public", s.out, s.stream, "merge"), [])
+        # only rdt: the class's other tests leave their tables in public
+        self.assertEqual([d for d in diff_avro("pg", pg, "public", s.out, s.stream, "merge")
+                          if d.startswith(("public.rdt ", "public.rdt:"))], [])
         self.assertNotIn("written as null", p.stderr_text() + r.stderr)
 
     def test_initial_backfill_resumes_after_kill(self):
@@ -357,6 +359,8 @@ class RebackfillTest(PgTestCase):
         its rows missing after an attached partition)."""
         pg = self.pg
         pg.execute("CREATE TABLE pt (id int PRIMARY KEY, v text) PARTITION BY RANGE (id)")
+        # gone afterwards: the class's other tests compare every table of public
+        self.addCleanup(pg.execute, "DROP TABLE IF EXISTS pt")
         for lo, hi in ((1, 100), (100, 1000)):
             pg.execute(f"CREATE TABLE pt_{hi} PARTITION OF pt FOR VALUES FROM ({lo}) TO ({hi})")
         pg.execute("INSERT INTO pt SELECT g, 'old' FROM generate_series(1, 300) g")
