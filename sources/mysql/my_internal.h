@@ -313,7 +313,9 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 /* How sl_my_snapshot_read_where reads: tail (NULL: none) follows "SELECT
  * cols FROM db.t" (" WHERE ... ORDER BY ... LIMIT n"); with key, the key
  * text of the last row read (keys: the nkeys key columns, at most 64, in
- * the key's order; see my_backfill.c for the format). */
+ * the key's order; see my_backfill.c for the format).  SL_ESTALE (nothing
+ * read, the server's message in err) when a column of mt, or the table,
+ * no longer exists: it was renamed or dropped after mt was read. */
 struct sl_my_read_how {
 	const char *tail;
 	const int *keys;
