@@ -18,6 +18,8 @@ libslsources_a_SOURCES = %D%/source.h %D%/registry.c %D%/source_conf.c %D%/sourc
 	%D%/mysql/mysql_json.c %D%/mysql/mysql_json.h \
 	%D%/mysql/gtid.c %D%/mysql/gtid.h \
 	%D%/mysql/my_internal.h %D%/mysql/my_source.h %D%/mysql/my_source.c %D%/mysql/my_conf.c %D%/mysql/my_conn.c %D%/mysql/my_catalog.c \
-	%D%/mysql/my_ddl.c %D%/mysql/my_dump.c %D%/mysql/my_backfill.c
+	%D%/mysql/my_ddl.c %D%/mysql/my_dump.c %D%/mysql/my_backfill.c \
+	%D%/mysql/my_pos.c %D%/mysql/my_tables.c %D%/mysql/my_server_pos.c %D%/mysql/my_stream.c \
+	%D%/mysql/my_maps.c %D%/mysql/my_query.c %D%/mysql/my_watermark.c
 libslsources_a_CPPFLAGS = $(AM_CPPFLAGS) $(LIBPQ_CFLAGS) $(MARIADB_CFLAGS) $(ZLIB_CFLAGS)
 SOURCES_LIBS = libslsources.a $(LIBPQ_LIBS) $(MARIADB_LIBS) $(ZLIB_LIBS)

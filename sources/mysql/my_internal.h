@@ -13,7 +13,14 @@
  *                  COM_BINLOG_DUMP(_GTID), events with a timeout; and the
  *                  recordings of the replay tests
  *   my_backfill.c  snapshots and reading them as typed values
- *   my_source.c    the operations, positions, and the event loop
+ *   my_source.c    the operations table, the context's life, snapshots
+ *   my_pos.c       positions: order, CSN, text, metadata values
+ *   my_tables.c    the stream's tables; check, probe, discard_position
+ *   my_server_pos.c  a position against the server: lost, prepare
+ *   my_stream.c    start, the event loop (next), groups, XA, ack
+ *   my_maps.c      TABLE_MAP events: covered tables, new versions
+ *   my_query.c     QUERY events: DDL, statements
+ *   my_watermark.c backfill while streaming: watermarks, chunks
  *
  * Positions (struct sl_position): w[0] is the binlog file's sequence number
  * (the digits after its last '.'), w[1] the offset in it, and text holds
@@ -52,7 +59,7 @@ extern const struct sl_source_desc sl_my_desc;
 extern const struct sl_keydesc sl_my_keys[SL_MY_NKEYS];
 
 
-/* ---- positions (my_source.c) ---- */
+/* ---- positions (my_pos.c) ---- */
 
 /* A position at offset in file with gtid ("" or NULL: none).  The GTID is
  * left out, with *dropped set (may be NULL), when it does not fit. */
@@ -348,6 +355,204 @@ int sl_my_key_after(struct sl_buf *b, const struct sl_my_table *mt, const int *k
 int sl_my_bind_value(const struct sl_my_col *col, const struct sl_column *out, const MYSQL_BIND *bind,
 		     struct sl_buf *scratch, struct sl_mysql_conv *conv, struct sl_mysql_row_stats *stats,
 		     const char *db, const char *table, struct sl_value *v, char *err, size_t errlen);
+
+/* ---- the source's context (my_source.c) and its operations ---- */
+
+#define MAX_MAPS 64                 /* table maps kept by table id */
+
+struct tmap {
+	uint64_t table_id;
+	bool used;
+	struct sl_binlog_table_map tm;
+	struct sl_my_table *t;          /* the selected table, or NULL: skip its rows */
+	unsigned char *raw;             /* the event body it was parsed from */
+	size_t rawlen, araw;
+	bool wm;                        /* the watermark table: its rows are watermarks */
+	bool recheck;                   /* skipped for now (its backfill holds its rows): decide again */
+};
+
+/* A prepared XA transaction, held until XA COMMIT. */
+struct xa_held {
+	char xid[300];                  /* canonical text of the xid */
+	FILE *events;                   /* its events: u32 length + bytes each */
+	struct sl_position start;       /* resume position before its group */
+	struct xa_held *next;
+};
+
+struct my_src {
+	const struct sl_source_config *cfg;
+	const struct sl_source_stream *st;
+	MYSQL *meta;
+	struct sl_my_server srv;
+	struct sl_my_table *tables;     /* the selected tables (owned) */
+	int ntables;
+	bool replay;
+	int64_t heartbeat_ms, silence_ms;
+	bool cascades_said;             /* warn_cascades ran (once per source context) */
+	char report_host[64];
+	struct sl_mysql_row_stats bf_stats;
+
+	/* streaming */
+	struct sl_my_dump *dump;
+	struct sl_binlog_reader rd;
+	struct sl_binlog_event ev;
+	char file[SL_BL_FILE_MAX + 1];  /* the current binlog file */
+	uint64_t pos;                   /* the end of the last event read in it */
+	struct sl_position floor;       /* where streaming started: end positions never go below */
+	char done_file[SL_BL_FILE_MAX + 1];  /* "" or the done point of the start position */
+	uint64_t done_off;
+	bool gtid_mode;                 /* positions carry the GTID state */
+	struct sl_mariadb_gtid_pos mstate;
+	struct sl_mysql_gtid_set sstate;
+	char state_text[SL_POS_TEXT_MAX];
+	bool warned_gtid_dropped;
+
+	/* the open event group */
+	bool in_tx, standalone, begun, skip_tx, xa_prepare, truncating;
+	uint64_t tx_start;              /* offset of its first event */
+	char tx_gtid[128];
+	bool tx_has_mgtid, tx_has_sgtid;
+	struct sl_mariadb_gtid tx_mgtid;
+	unsigned char tx_sid[16];
+	uint64_t tx_gno;
+	int64_t tx_ts_us;
+	uint64_t tx_id;
+	uint32_t seq;
+	struct sl_position tx_pos;
+	char tx_xid[300];
+
+	/* table maps and rows */
+	struct tmap maps[MAX_MAPS];
+	struct tmap *rows_map;
+	struct sl_binlog_rows rows;
+	bool rows_pending;
+	struct sl_mysql_rowdec dec;
+	struct sl_value *before, *after;
+	int avals;
+	struct sl_change pend[2];
+	int npend, ipend;
+	struct sl_my_name trunc[16];
+	int ntrunc, itrunc;
+
+	/* XA */
+	struct xa_held *held;           /* prepared, waiting for XA COMMIT */
+	FILE *xa_out;                   /* the events of the XA group being prepared */
+	FILE *xa_in;                    /* the held events being replayed at XA COMMIT */
+	unsigned char *xbuf;
+	size_t axbuf;
+
+	/* keepalives */
+	int64_t last_keepalive_ms;
+	bool reply_wanted;
+	struct sl_position last_reported;
+	bool has_reported;
+	uint64_t skipped;               /* changes of tables the stream does not select */
+	uint64_t schema_events;
+
+	/* backfill while streaming */
+	char wm_db[256], wm_table[256]; /* the watermark table ("" none: watermark_table not valid) */
+	MYSQL *wmc;                     /* emit_watermark's connection */
+	struct sl_my_snap *chunk;       /* read_chunk's connection */
+	struct sl_buf wm_text;          /* the watermark of the open group, then the one returned */
+	bool wm_pending;                /* the open group wrote a watermark */
+	bool wm_ready;                  /* a watermark to return at the next call */
+	struct sl_position wm_pos;
+	bool has_returned;              /* returned: a transaction was returned (COMMIT) */
+	struct sl_position returned;    /* (file number, offset) where the last one returned ends */
+	struct pk_order *pks;           /* primary key orders read for read_chunk */
+	int npks;
+
+	/* what the tables' backfills hold (sl_source_hooks.covered), asked once a run */
+	struct cover *covers;
+	int ncovers;
+	bool wm_seen;                   /* a watermark table's rows were read since the start */
+	bool names_logged;              /* binlog_row_metadata = FULL: the binlog names the columns */
+	struct sl_table *orphan;        /* a version retired when the stream ended (freed at close) */
+	char why[600];                  /* a SCHEMA event's rebackfill */
+};
+
+/* How far a followed table's backfill holds its changes. */
+struct cover {
+	char *db, *name;
+	enum sl_cover kind;
+	struct sl_position until;
+};
+
+/* The primary key's column order of a table, read for read_chunk. */
+struct pk_order {
+	char *db, *name;
+	char **cols;
+	int n;
+};
+
+/* Shared by the files of the source's operations (contracts at their
+ * definitions). */
+
+/* my_pos.c */
+bool my_pos_done(const struct sl_position *p, char *file, size_t filelen, uint64_t *off);
+void my_pos_set_done(struct sl_position *p, const char *file, uint64_t off);
+int my_place_compare(const struct sl_position *a, const struct sl_position *b);
+int my_pos_compare(const struct sl_position *a, const struct sl_position *b);
+uint64_t my_pos_csn(const struct sl_position *p);
+int my_pos_encode(const struct sl_position *p, char *out, size_t outlen);
+
+/* my_source.c */
+int my_wm_name(const char *v, char *db, char *table);
+bool my_is_wm(const struct my_src *s, const char *db, const char *name);
+bool my_selects(const struct my_src *s, const char *db, const char *name);
+void my_drop_table(struct sl_my_table *t, int *n, const char *db, const char *name);
+
+/* my_tables.c */
+struct sl_my_table *my_known_table(struct my_src *s, const char *db, const char *name);
+int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen);
+int my_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+	     const struct sl_source_resume *resume, FILE *out, char *err, size_t errlen);
+int my_probe(const struct sl_source_config *cfg, const struct sl_source_stream *st, struct sl_source_status *out,
+	     char *err, size_t errlen);
+int my_discard_position(const struct sl_source_config *cfg, const struct sl_source_stream *st,
+			const struct sl_source_resume *resume, bool dry_run, bool *renew, FILE *out, char *err,
+			size_t errlen);
+
+/* my_server_pos.c */
+int my_lost(const struct sl_source_stream *st, const struct sl_source_config *cfg,
+	    const struct sl_source_resume *resume, const struct sl_position *p, const char *why, char *err,
+	    size_t errlen);
+int my_judge_position(MYSQL *c, const struct sl_my_server *srv, const struct sl_source_config *cfg,
+		      const struct sl_source_stream *st, const struct sl_source_resume *resume,
+		      const struct sl_position *p, char *err, size_t errlen);
+int my_prepare(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan, char *err, size_t errlen);
+int my_current_position(void *ctx, struct sl_position *out, char *err, size_t errlen);
+
+/* my_stream.c */
+int my_start(void *ctx, const struct sl_position *from, char *err, size_t errlen);
+const char *my_here(const struct my_src *s, char *buf, size_t len);
+struct tmap *my_map_by_id(struct my_src *s, uint64_t id);
+int my_grow_vals(struct my_src *s, int n);
+void my_start_group(struct my_src *s, uint64_t start);
+bool my_end_group(struct my_src *s, struct sl_event *ev);
+struct xa_held *my_take_held(struct my_src *s, const char *xid);
+int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen);
+int my_ack(void *ctx, const struct sl_position *durable, bool want_reply, char *err, size_t errlen);
+
+/* my_maps.c */
+void my_backfill_hint(const struct my_src *s, const struct sl_my_table *t, char *out, size_t outlen);
+int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen);
+int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char *why, char *err, size_t errlen);
+int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
+		  struct sl_table **retired, char *err, size_t errlen);
+int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
+
+/* my_query.c */
+int my_on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
+
+/* my_watermark.c */
+int my_wm_verify(MYSQL *c, const struct sl_source_config *cfg, const struct sl_source_stream *st, bool *absent,
+		 char *err, size_t errlen);
+int my_watermark_ready(const struct sl_source_config *cfg, const struct sl_source_stream *st, char *err, size_t errlen);
+int my_emit_watermark(void *ctx, const char *text, struct sl_position *at, char *err, size_t errlen);
+int my_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
+		  const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows, char **last, char *err,
+		  size_t errlen);
 
 /* ---- tests ---- */
 

@@ -3,7 +3,7 @@
  * MariaDB 10.11 (tests/replay/mysql/workload.rec, made by record.py there)
  * through the MySQL source and the real pipeline, without a server:
  *
- *   recorded events -> my_dump.c (replay) -> event decoder -> my_source.c
+ *   recorded events -> my_dump.c (replay) -> event decoder -> my_stream.c
  *   next() (transactions, table maps, rows, XA, TRUNCATE) -> pipeline -> a
  *   test sink that prints every record
  *

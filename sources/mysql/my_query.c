@@ -1,0 +1,347 @@
+/*
+ * sources/mysql/my_query.c: the binlog's QUERY events of the MySQL /
+ * MariaDB source: DDL statements (new table versions, ended tables,
+ * TRUNCATE), changes logged as statements, transaction control.
+ */
+#include "sources/mysql/my_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/log.h"
+#include "common/util.h"
+
+static void queue_truncate(struct my_src *s, const char *db, const char *name)
+{
+	struct sl_my_name *x;
+
+	if (s->ntrunc >= (int)(sizeof s->trunc / sizeof s->trunc[0]))
+		return;
+	x = &s->trunc[s->ntrunc++];
+	snprintf(x->db, sizeof x->db, "%.*s", (int)sizeof x->db - 1, db);
+	snprintf(x->table, sizeof x->table, "%.*s", (int)sizeof x->table - 1, name);
+	x->role = SL_MY_ENDS;
+	s->truncating = true;
+	s->itrunc = 0;
+}
+
+/* The followed table t ended at position at (dropped, renamed away, its
+ * database dropped) while a table of its name exists again: the rows the
+ * stream wrote for it end there, with a TRUNCATE record (1), unless its
+ * backfill comes after the statement, read again after a restart (0); or a
+ * failure. */
+static int end_table(struct my_src *s, const struct sl_my_table *t, const struct sl_position *at, char *err,
+		     size_t errlen)
+{
+	int rc = !s->st->hooks || !s->st->hooks->replaced ? 1 :
+		s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, at, false, err, errlen);
+
+	if (rc > 0)
+		queue_truncate(s, t->db, t->name);
+	return rc;
+}
+
+/* At a DDL statement that touches t, read live when the binlog does not
+ * name the columns: the catalog gives t's columns after the statement only
+ * while the server has logged nothing after it (a later statement may have
+ * changed them again), so the stream's position must be the server's head,
+ * before and after the catalog is read.  SL_OK, or my_layout_unknown()'s. */
+static int ddl_live(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen)
+{
+	struct sl_position head, end = sl_my_pos(s->file, s->pos, NULL, NULL);
+	int rc;
+
+	if (s->names_logged)
+		return SL_OK;
+	if ((rc = sl_my_head(s->meta, &s->srv, &head, err, errlen)) < 0)
+		return rc;
+	if (my_place_compare(&head, &end) == 0)
+		return SL_OK;
+	return my_layout_unknown(s, t, "a DDL statement changed it while the stream was behind the server", err, errlen);
+}
+
+/* The tables a DDL statement touched: new versions, restarts. */
+static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
+		  char *err, size_t errlen)
+{
+	struct sl_my_table *now = NULL;
+	struct sl_position at;
+	int nnow = 0, rc, live;
+
+	if (s->replay)
+		return SL_OK;
+	at = sl_my_pos(s->file, s->ev.start, NULL, NULL);
+	if (kind == SL_MY_STMT_TABLE_DDL) {
+		/* The catalog is read now, not as of the statement: the table a
+		 * name has now may have come after the statement.  The roles the
+		 * statement gives its names (my_ddl.c) tell what the catalog
+		 * cannot: which followed table ended my_here, and which name was
+		 * given a table with rows of its own. */
+		/* first the names given rows without row events (RENAME ... TO a
+		 * followed name, a partition truncated, dropped or exchanged): the
+		 * stream never read them */
+		for (int i = 0; i < n; i++) {
+			struct sl_my_table *t = my_known_table(s, names[i].db, names[i].table);
+			if (names[i].role != SL_MY_BINDS || !t)
+				continue;
+			if (!s->st->hooks || !s->st->hooks->replaced) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
+					 "events (a table renamed into it, or a partition truncated, dropped or exchanged); run "
+					 "`sluice backfill -c %s --stream %s --table %s.%s`",
+					 s->st->name, t->db, t->name, s->st->config_path ? s->st->config_path : "FILE",
+					 s->st->name, t->db, t->name);
+				return SL_EPREREQ;
+			}
+			rc = s->st->hooks->replaced(s->st->hooks->payload, t->db, t->name, &at, true, err, errlen);
+			if (rc < 0)
+				return rc;
+			if (rc > 0) {
+				sl_info("stream \"%s\": %s.%s was given rows without row events: backfilling it again",
+					s->st->name, t->db, t->name);
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was given rows without row "
+					 "events (a table renamed into it, or a partition truncated, dropped or exchanged): it is "
+					 "backfilled again", s->st->name, t->db, t->name);
+				return SL_ERESTART;
+			}
+		}
+		for (int i = 0; i < n; i++) {
+			struct sl_my_table *t = my_known_table(s, names[i].db, names[i].table);
+			struct sl_table *retired = NULL;
+			bool selected = my_selects(s, names[i].db, names[i].table);
+			if (!t && !selected)
+				continue;
+			if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL,
+						    names[i].db, names[i].table, false, &now, &nnow, err, errlen)) < 0)
+				return rc;
+			sl_my_tables_free(now, nnow);
+			if (t && nnow == 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was dropped or renamed", s->st->name,
+					 t->db, t->name);
+				return SL_ERESTART;
+			}
+			if (!t && nnow > 0) {
+				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, names[i].db,
+					 names[i].table);
+				return SL_ERESTART;
+			}
+			if (!t)
+				continue;
+			if (names[i].role == SL_MY_BINDS)
+				continue;  /* above */
+			if (names[i].role == SL_MY_ENDS) {
+				if ((rc = end_table(s, t, &at, err, errlen)) < 0)
+					return rc;
+				if (rc == 0)
+					continue;  /* backfilled after this statement */
+			}
+			if ((rc = my_covered(s, t, err, errlen)) < 0)
+				return rc;
+			if (rc > 0)
+				continue;  /* its backfill comes after the statement */
+			if ((rc = ddl_live(s, t, err, errlen)) < 0)
+				return rc;
+			if ((rc = my_redescribe(s, t, NULL, &retired, err, errlen)) < 0)
+				return rc;
+			if ((live = ddl_live(s, t, err, errlen)) < 0) {
+				s->orphan = retired;  /* changes queued before may still use it */
+				return live;
+			}
+			if (names[i].filled) {
+				/* ADD COLUMN with a default (or NOT NULL): the existing rows
+				 * have it, though no row event carries it */
+				snprintf(s->why, sizeof s->why, "column \"%s\" was added with a default, which the "
+					 "existing rows have without a change", names[i].column);
+				ev->rebackfill = s->why;
+			}
+			if (rc > 0 || names[i].filled) {
+				ev->kind = SL_EV_SCHEMA;
+				ev->table = t->version;
+				ev->changed = rc == 1;
+				ev->retired = retired;
+				/* the maps of the old version are stale */
+				for (int k = 0; k < MAX_MAPS; k++)
+					if (s->maps[k].t == t)
+						s->maps[k].rawlen = 0;
+				return 1;
+			}
+		}
+		return SL_OK;
+	}
+	/* DROP DATABASE: its followed tables that exist again (the database
+	 * and the tables created again before the stream read the statement)
+	 * end my_here, as for DROP TABLE; the others are found missing below */
+	for (int i = 0; i < n && kind == SL_MY_STMT_DB_DDL; i++) {
+		if (names[i].role != SL_MY_ENDS || names[i].table[0])
+			continue;
+		for (int k = 0; k < s->ntables; k++)
+			if (!strcmp(s->tables[k].db, names[i].db) && (rc = end_table(s, &s->tables[k], &at, err, errlen)) < 0)
+				return rc;
+	}
+	/* a database changed, or a statement that cannot be read: the selection again */
+	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
+				    &now, &nnow, err, errlen)) < 0)
+		return rc;
+	if (s->wm_db[0])
+		my_drop_table(now, &nnow, s->wm_db, s->wm_table);
+	rc = SL_OK;
+	if (nnow != s->ntables) {
+		snprintf(err, errlen, "stream \"%s\": the selected tables changed (a table was created, dropped or renamed)",
+			 s->st->name);
+		rc = SL_ERESTART;
+	}
+	for (int i = 0; i < nnow && rc == SL_OK; i++) {
+		if (!my_known_table(s, now[i].db, now[i].name)) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, now[i].db,
+				 now[i].name);
+			rc = SL_ERESTART;
+		}
+	}
+	sl_my_tables_free(now, nnow);
+	return rc;
+}
+
+/* A change logged as a statement (binlog_format STATEMENT or MIXED in its
+ * session), of the tables names[n] (none: unknown).  Those whose backfill
+ * holds it are fine; another followed table stops the stream (SL_EPREREQ)
+ * with the backfill that carries the next run past it: of that table, or
+ * of the whole stream (a new position) when the statement names none. */
+static int statement_change(struct my_src *s, const struct sl_binlog_query *q, const struct sl_my_name *names,
+			    int n, char *err, size_t errlen)
+{
+	const struct sl_my_table *t = NULL;
+	char at[600], hint[1200];
+	int rc = 0;
+	bool several = n > 0 && names[0].role != SL_MY_TOUCHES;
+
+	/* one table: its backfill; several (a multi-table UPDATE or DELETE, of
+	 * which only the first is named) or none known: every table's */
+	if (n > 0 && !several && (t = my_known_table(s, names[0].db, names[0].table)) && (rc = my_covered(s, t, err, errlen)))
+		return rc < 0 ? rc : SL_OK;
+	if (n > 0 && !several && !t)
+		return SL_OK;
+	if (several && !my_known_table(s, names[0].db, names[0].table))
+		return SL_OK;  /* its first table is not followed (as before: the others are not known) */
+	for (int i = 0; (several || n == 0) && i < s->ntables; i++) {
+		if ((rc = my_covered(s, &s->tables[i], err, errlen)) < 0)
+			return rc;
+		if (rc == 0)
+			break;
+		if (i == s->ntables - 1)
+			return SL_OK;
+	}
+	my_backfill_hint(s, several || n == 0 ? NULL : t, hint, sizeof hint);
+	snprintf(err, errlen, "stream \"%s\": at %s, a change was logged as a statement (binlog_format = STATEMENT or "
+		 "MIXED in that session): \"%.*s\". sluice reads ROW events only: set binlog_format=ROW for every "
+		 "session, then run `%s`", s->st->name, my_here(s, at, sizeof at),
+		 (int)(q->sql_len < 200 ? q->sql_len : 200), q->sql, hint);
+	return SL_EPREREQ;
+}
+
+/* A QUERY event.  Returns 1 with ev filled, 0, or a failure. */
+int my_on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
+{
+	const struct sl_binlog_query *q = &s->ev.u.query;
+	struct sl_my_name names[16];
+	char db[256];
+	int n = 0, rc;
+	enum sl_my_stmt kind;
+
+	snprintf(db, sizeof db, "%.*s", (int)q->db_len, q->db ? q->db : "");
+	kind = sl_my_ddl_parse(q->sql, q->sql_len, db, names, 16, &n);
+	if (kind == SL_MY_STMT_TX) {
+		if (q->sql_len >= 5 && !strncasecmp(q->sql, "BEGIN", 5)) {
+			if (!s->in_tx)
+				my_start_group(s, s->ev.start);
+			return SL_OK;
+		}
+		if ((q->sql_len >= 6 && !strncasecmp(q->sql, "COMMIT", 6)) ||
+		    (q->sql_len >= 8 && !strncasecmp(q->sql, "ROLLBACK", 8) && !(q->sql_len > 8 && q->sql[8] == ' '))) {
+			/* MyISAM groups end in COMMIT; a ROLLBACK ends a group whose
+			 * non-transactional changes did happen */
+			if (s->in_tx && my_end_group(s, ev))
+				return 1;
+			return SL_OK;
+		}
+		if (q->sql_len >= 9 && !strncasecmp(q->sql, "XA COMMIT", 9)) {
+			char xid[300];
+			struct xa_held *h;
+			/* the xid: from the GTID event (MariaDB), else from the text */
+			if (s->tx_xid[0])
+				snprintf(xid, sizeof xid, "%s", s->tx_xid);
+			else
+				snprintf(xid, sizeof xid, "%.*s", (int)(q->sql_len > 10 ? q->sql_len - 10 : 0), q->sql + 10);
+			if (!(h = my_take_held(s, xid))) {
+				sl_debug("stream \"%s\": XA COMMIT of %s, which prepared no change the stream reads", s->st->name,
+					 xid);
+			} else {
+				s->xa_in = h->events;
+				h->events = NULL;
+				rewind(s->xa_in);
+				free(h);
+			}
+			if (!s->in_tx)
+				my_start_group(s, s->ev.start);
+			s->standalone = true;
+			return SL_OK;
+		}
+		if (q->sql_len >= 11 && !strncasecmp(q->sql, "XA ROLLBACK", 11)) {
+			char xid[300];
+			struct xa_held *h;
+			if (s->tx_xid[0])
+				snprintf(xid, sizeof xid, "%s", s->tx_xid);
+			else
+				snprintf(xid, sizeof xid, "%.*s", (int)(q->sql_len > 12 ? q->sql_len - 12 : 0), q->sql + 12);
+			if ((h = my_take_held(s, xid))) {
+				fclose(h->events);
+				free(h);
+			}
+		}
+		if (s->in_tx && s->standalone && !s->xa_prepare && my_end_group(s, ev))
+			return 1;
+		return SL_OK;
+	}
+	if (!s->in_tx)
+		my_start_group(s, s->ev.start);  /* a statement alone (no GTID event) */
+	switch (kind) {
+	case SL_MY_STMT_TRUNCATE:
+		for (int i = 0; i < n && i < 16; i++) {
+			if (my_known_table(s, names[i].db, names[i].table))
+				queue_truncate(s, names[i].db, names[i].table);
+		}
+		break;
+	case SL_MY_STMT_TABLE_DDL:
+	case SL_MY_STMT_DB_DDL:
+	case SL_MY_STMT_UNKNOWN_DDL:
+		if ((rc = on_ddl(s, kind, names, n, ev, err, errlen)) != 0) {
+			if (rc > 0)
+				s->standalone = true;
+			return rc;
+		}
+		break;
+	case SL_MY_STMT_DML:
+		if ((rc = statement_change(s, q, names, n, err, errlen)) < 0)
+			return rc;
+		break;
+	default:
+		break;
+	}
+	if (s->truncating)
+		return SL_OK;
+	/* DDL is a group of its own */
+	if (s->in_tx && my_end_group(s, ev))
+		return 1;
+	return SL_OK;
+}
+
+/* Whether the group starting at the current event was written before the
+ * restart (it lies before the start position's done point, which a held XA
+ * transaction set back).  An XA COMMIT or ROLLBACK group among them ends
+ * its prepared transaction, held again when it was read again: it is
+ * dropped (its changes were written then). */
