@@ -454,6 +454,7 @@ struct my_src {
 	MYSQL *wmc;                     /* emit_watermark's connection */
 	struct sl_my_snap *chunk;       /* read_chunk's connection */
 	struct sl_buf wm_text;          /* the watermark of the open group, then the one returned */
+	struct sl_buf wm_emitted;       /* the last watermark emit_watermark wrote */
 	bool wm_pending;                /* the open group wrote a watermark */
 	bool wm_ready;                  /* a watermark to return at the next call */
 	struct sl_position wm_pos;
@@ -465,17 +466,22 @@ struct my_src {
 	/* what the tables' backfills hold (sl_source_hooks.covered), asked once a run */
 	struct cover *covers;
 	int ncovers;
-	bool wm_seen;                   /* a watermark table's rows were read since the start */
 	bool names_logged;              /* binlog_row_metadata = FULL: the binlog names the columns */
 	struct sl_table *orphan;        /* a version retired when the stream ended (freed at close) */
 	char why[600];                  /* a SCHEMA event's rebackfill */
 };
 
-/* How far a followed table's backfill holds its changes. */
+/* How far a followed table's backfill holds its changes.  With
+ * SL_COVER_FIRST_WATERMARK, up to the low watermark of the table's first
+ * chunk of this run (first; NULL until read_chunk reads one): watermarks of
+ * an earlier run, or of another table's backfill that runs first, come
+ * before the chunks that hold the table's changes. */
 struct cover {
 	char *db, *name;
 	enum sl_cover kind;
 	struct sl_position until;
+	char *first;                    /* the text of that low watermark (owned) */
+	bool passed;                    /* the stream read it */
 };
 
 /* The primary key's column order of a table, read for read_chunk. */
@@ -537,6 +543,11 @@ int my_ack(void *ctx, const struct sl_position *durable, bool want_reply, char *
 /* my_maps.c */
 void my_backfill_hint(const struct my_src *s, const struct sl_my_table *t, char *out, size_t outlen);
 int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen);
+/* The cover of table db.name, asked of the agent at the first need: SL_OK
+ * with *out, or a failure. */
+int my_cover_of(struct my_src *s, const char *db, const char *name, struct cover **out, char *err, size_t errlen);
+/* The stream read watermark text: a cover that ends there ends. */
+void my_cover_watermark(struct my_src *s, const char *text);
 int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char *why, char *err, size_t errlen);
 int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
 		  struct sl_table **retired, char *err, size_t errlen);

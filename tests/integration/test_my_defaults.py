@@ -185,17 +185,6 @@ class MyAddDefaultMinimalTest(AddDefaultCases, MyTestCase):
     def why_re(self, t):
         return re.escape(why(t)) + "|" + r"backfilled ad\.%s\b" % t
 
-    def add_columns_live(self, my, p):
-        """Each DDL once the one before is read: DDLs on several tables in
-        quick succession take the lagging path, where a table whose
-        watermark is still pending can stop the stream with exit 3 (issue
-        17, left open)."""
-        for t in DDL:
-            add_columns(my, only=t)
-            wait_until(lambda: re.search(self.why_re(t), p.stderr_text()) or not p.alive(), 60,
-                       f"the DDL of ad.{t} read")
-
-
 
 class MyChAddDefaultTest(MyChTestCase):
     """ClickHouse 18.16, merge mode: `_current` has the default in every
