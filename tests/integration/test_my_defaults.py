@@ -186,6 +186,60 @@ class MyAddDefaultMinimalTest(AddDefaultCases, MyTestCase):
         return re.escape(why(t)) + "|" + r"backfilled ad\.%s\b" % t
 
 
+class MyImplicitFillTest(MyTestCase):
+    """Other DDL that gives existing rows values without row events (issue
+    17): MODIFY ... NOT NULL on a column holding NULLs (outside strict mode
+    MariaDB turns them into the type's implicit default, 0 or ''), and a
+    TIMESTAMP added without NULL or DEFAULT under
+    explicit_defaults_for_timestamp = OFF (the table's first one is NOT
+    NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP).  Each
+    table is backfilled again behind a marker, saying why."""
+    my_settings = {"explicit_defaults_for_timestamp": "OFF"}
+
+    def test_not_null_and_first_timestamp(self):
+        my = self.my
+        watermark_table(my)
+        my.execute("DROP DATABASE IF EXISTS fi")
+        my.execute("CREATE DATABASE fi")
+        my.execute("CREATE TABLE fi.nn (id int PRIMARY KEY, c int, s varchar(10))")
+        my.execute("INSERT INTO fi.nn SELECT seq, IF(seq % 3 = 0, NULL, seq), IF(seq % 4 = 0, NULL, 'x') "
+                   "FROM mysql.seq_1_to_30")
+        my.execute("CREATE TABLE fi.ts (id int PRIMARY KEY, v int)")
+        my.execute("INSERT INTO fi.ts SELECT seq, seq FROM mysql.seq_1_to_30")
+        s = self.sluice(stream="fi", tables="fi.*", write_mode="merge", max_file_seconds=1)
+        self.catch_up(s)
+        p = s.start("run")
+        d = []
+
+        def equal():
+            nonlocal d
+            self.assertTrue(p.alive(), p.stderr_text())
+            d = state_diffs(self, s, "fi", ("nn", "ts"))
+            return not d
+        try:
+            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+            c = my.connect()
+            cur = c.cursor()
+            cur.execute("SET SESSION sql_mode = ''")
+            cur.execute("ALTER TABLE fi.nn MODIFY c int NOT NULL, CHANGE s s varchar(10) NOT NULL")
+            cur.execute("ALTER TABLE fi.ts ADD COLUMN t TIMESTAMP")
+            c.close()
+            try:
+                wait_until(equal, 120, "the output to equal the source")
+            except TimeoutError:
+                self.fail("output differs from the source: %s\n%s" % (d[:10], p.stderr_text()))
+        finally:
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(60)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertEqual(my.one("SELECT COUNT(*) FROM fi.nn WHERE c = 0"), 10)
+        self.assertIn('table "fi"."nn": column "c" was made NOT NULL, which turned its NULLs into the type\'s '
+                      'implicit default without a change: it is backfilled again, behind a marker', r.stderr)
+        self.assertIn('table "fi"."ts": column "t" was added as a TIMESTAMP under explicit_defaults_for_timestamp '
+                      '= OFF, which gave the existing rows a value (CURRENT_TIMESTAMP for the table\'s first '
+                      'TIMESTAMP) without a change: it is backfilled again, behind a marker', r.stderr)
+
+
 class MyChAddDefaultTest(MyChTestCase):
     """ClickHouse 18.16, merge mode: `_current` has the default in every
     existing row."""
