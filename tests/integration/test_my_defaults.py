@@ -76,6 +76,32 @@ def state_diffs(testcase, s, db, tables):
     return out
 
 
+def run_until_equal(testcase, s, act, diffs):
+    """Runs s; once it streams, act(p); then waits for diffs() to be empty
+    and stops s with SIGTERM, which must end it with exit 0.  Returns the
+    run's Result."""
+    p = s.start("run")
+    d = []
+
+    def equal():
+        nonlocal d
+        testcase.assertTrue(p.alive(), p.stderr_text())
+        d = diffs()
+        return not d
+    try:
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+        act(p)
+        try:
+            wait_until(equal, 120, "the output to equal the source")
+        except TimeoutError:
+            testcase.fail("output differs from the source: %s\n%s" % (d[:10], p.stderr_text()))
+    finally:
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+    testcase.assertEqual(r.rc, 0, r.describe())
+    return r
+
+
 class AddDefaultCases:
     """Mixed into a MyTestCase: avro_dir, merge mode."""
 
@@ -93,25 +119,7 @@ class AddDefaultCases:
         setup(my)
         s = self.sluice(stream="live", tables="ad.*", write_mode="merge", max_file_seconds=1)
         self.catch_up(s)
-        p = s.start("run")
-        d = []
-
-        def equal():
-            nonlocal d
-            self.assertTrue(p.alive(), p.stderr_text())
-            d = self.diffs(s)
-            return not d
-        try:
-            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
-            self.add_columns_live(my, p)
-            try:
-                wait_until(equal, 120, "the output to equal the source")
-            except TimeoutError:
-                self.fail("output differs from the source: %s\n%s" % (d[:10], p.stderr_text()))
-        finally:
-            p.signal(signal.SIGTERM)
-            r = p.wait_result(60)
-        self.assertEqual(r.rc, 0, r.describe())
+        r = run_until_equal(self, s, lambda p: self.add_columns_live(my, p), lambda: self.diffs(s))
         for t in DDL:
             self.assertRegex(r.stderr, self.why_re(t))
         # the next run has nothing more to do
@@ -208,30 +216,15 @@ class MyImplicitFillTest(MyTestCase):
         my.execute("INSERT INTO fi.ts SELECT seq, seq FROM mysql.seq_1_to_30")
         s = self.sluice(stream="fi", tables="fi.*", write_mode="merge", max_file_seconds=1)
         self.catch_up(s)
-        p = s.start("run")
-        d = []
 
-        def equal():
-            nonlocal d
-            self.assertTrue(p.alive(), p.stderr_text())
-            d = state_diffs(self, s, "fi", ("nn", "ts"))
-            return not d
-        try:
-            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+        def ddl(p):
             c = my.connect()
             cur = c.cursor()
             cur.execute("SET SESSION sql_mode = ''")
             cur.execute("ALTER TABLE fi.nn MODIFY c int NOT NULL, CHANGE s s varchar(10) NOT NULL")
             cur.execute("ALTER TABLE fi.ts ADD COLUMN t TIMESTAMP")
             c.close()
-            try:
-                wait_until(equal, 120, "the output to equal the source")
-            except TimeoutError:
-                self.fail("output differs from the source: %s\n%s" % (d[:10], p.stderr_text()))
-        finally:
-            p.signal(signal.SIGTERM)
-            r = p.wait_result(60)
-        self.assertEqual(r.rc, 0, r.describe())
+        r = run_until_equal(self, s, ddl, lambda: state_diffs(self, s, "fi", ("nn", "ts")))
         self.assertEqual(my.one("SELECT COUNT(*) FROM fi.nn WHERE c = 0"), 10)
         self.assertIn('table "fi"."nn": column "c" was made NOT NULL, which turned its NULLs into the type\'s '
                       'implicit default without a change: it is backfilled again, behind a marker', r.stderr)
