@@ -155,8 +155,11 @@ struct sl_source_hooks {
 	 * unknown) included.  SL_COVER_NONE; SL_COVER_UNTIL with *until: every
 	 * change committed before until is in it (a snapshot's rows);
 	 * SL_COVER_FIRST_WATERMARK: a backfill while streaming with no chunk
-	 * durable yet: every change the stream reads before the first
-	 * watermark it reads is in the chunks to come; or a failure (err). */
+	 * durable yet: every change the stream reads before the low watermark
+	 * of the table's first chunk of this run (the watermark read_chunk
+	 * reads the table after) is in the chunks to come; watermarks of an
+	 * earlier run, or of another table's backfill, end nothing; or a
+	 * failure (err). */
 	int (*covered)(void *payload, const char *ns, const char *table, struct sl_position *until, char *err,
 		       size_t errlen);
 };

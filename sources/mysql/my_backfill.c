@@ -33,6 +33,7 @@
 #include "sources/mysql/my_internal.h"
 
 #include <inttypes.h>
+#include <mysqld_error.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1060,7 +1061,12 @@ int sl_my_snapshot_read_where(struct sl_my_snap *s, const struct sl_my_table *mt
 	}
 	if (mysql_stmt_prepare(stmt, q.data, q.len) != 0 || mysql_stmt_execute(stmt) != 0 ||
 	    mysql_stmt_bind_result(stmt, binds) != 0) {
+		unsigned int e = mysql_stmt_errno(stmt);
 		rc = sl_my_stmt_err(err, errlen, what, stmt);
+		/* A column (or the table) renamed or dropped since mt was read:
+		 * the caller's view of the table is older than the table. */
+		if (e == ER_BAD_FIELD_ERROR || e == ER_NO_SUCH_TABLE)
+			rc = SL_ESTALE;
 		goto out;
 	}
 	for (;;) {

@@ -169,7 +169,7 @@ static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name
 	snprintf(out->table, sizeof out->table, "%s", l->text);
 	snprintf(out->db, sizeof out->db, "%s", default_db ? default_db : "");
 	out->role = SL_MY_TOUCHES;
-	out->filled = false;
+	out->fill = SL_MY_FILL_NONE;
 	out->column[0] = '\0';
 	next(l);
 	if (punct(l, '.')) {
@@ -183,24 +183,40 @@ static bool read_name(struct lexer *l, const char *default_db, struct sl_my_name
 	return true;
 }
 
-/* After ADD in ALTER TABLE: reads the clause to its end (a comma outside
- * parentheses) and says whether it adds columns that the existing rows get
- * a value for other than NULL: a DEFAULT other than NULL, or NOT NULL
- * (whose implicit default is the type's zero or empty value).  The first
- * such column's name goes to column.  An index, key, constraint, partition
- * or period is no column: false, nothing read. */
-static bool adds_filled_column(struct lexer *l, char *column, size_t columnlen)
+/* The first column of a clause that gives the existing rows a value
+ * without row events, and why. */
+static void fill_note(struct sl_my_name *x, enum sl_my_fill why, const char *name)
+{
+	if (x->fill != SL_MY_FILL_NONE)
+		return;
+	x->fill = why;
+	snprintf(x->column, sizeof x->column, "%s", name);
+}
+
+/* After ADD, MODIFY or CHANGE in ALTER TABLE: reads the clause to its end
+ * (a comma outside parentheses) and notes in x (fill_note) the first
+ * column that the existing rows get a value for other than NULL without
+ * row events.  ADD: a DEFAULT other than NULL, or NOT NULL (whose implicit
+ * default is the type's zero or empty value), or a TIMESTAMP with neither
+ * (SL_MY_FILL_TIMESTAMP: NOT NULL with a default of its own under
+ * explicit_defaults_for_timestamp = OFF).  MODIFY, CHANGE (modify): NOT
+ * NULL, which turns the column's NULLs into the type's implicit default
+ * (a DEFAULT applies to future rows only).  An index, key, constraint,
+ * partition or period is no column: nothing read. */
+enum clause { CL_ADD, CL_MODIFY, CL_CHANGE };
+
+static void column_clause(struct lexer *l, enum clause kind, struct sl_my_name *x)
 {
 	static const char *const not_column[] = { "INDEX", "KEY", "PRIMARY", "UNIQUE", "FULLTEXT", "SPATIAL",
 						  "FOREIGN", "CONSTRAINT", "CHECK", "PARTITION", "PERIOD",
 						  "SYSTEM", "VECTOR", NULL };
 	char name[256] = "";
-	bool filled = false, at_name = true, list;
+	bool at_name = true, at_type = false, ts = false, nulls = false, list, modify = kind != CL_ADD;
 	int depth = 0;
 
 	for (int i = 0; not_column[i]; i++)
 		if (is(l, not_column[i]))
-			return false;
+			return;
 	accept(l, "COLUMN");
 	if (accept(l, "IF")) {
 		accept(l, "NOT");
@@ -210,26 +226,45 @@ static bool adds_filled_column(struct lexer *l, char *column, size_t columnlen)
 		next(l);   /* ADD COLUMN (a int, b int) */
 		depth = 1;
 	}
-	while (l->kind != TK_END && !(depth == 0 && punct(l, ','))) {
+	for (;;) {
+		bool end = l->kind == TK_END || (depth == 0 && punct(l, ','));
+		if (end || (list && depth == 1 && (punct(l, ',') || punct(l, ')')))) {
+			if (ts && !nulls && !modify)   /* a column's definition ends */
+				fill_note(x, SL_MY_FILL_TIMESTAMP, name);
+			ts = nulls = false;
+			at_name = !end;
+		}
+		if (end)
+			break;
 		if (at_name && (l->kind == TK_WORD || l->kind == TK_QUOTED)) {
 			snprintf(name, sizeof name, "%s", l->text);   /* the first word of a column's definition */
 			at_name = false;
-		} else if (punct(l, '(') || punct(l, ')')) {
-			depth += punct(l, '(') ? 1 : -1;
-		} else if (list && depth == 1 && punct(l, ',')) {
-			at_name = true;
-		} else if (is(l, "DEFAULT") || is(l, "NOT")) {
-			bool dflt = is(l, "DEFAULT");
+			at_type = true;
 			next(l);
-			if (dflt != is(l, "NULL") && !filled) {
-				filled = true;
-				snprintf(column, columnlen, "%s", name);
+			if (kind == CL_CHANGE && (l->kind == TK_WORD || l->kind == TK_QUOTED)) {
+				snprintf(name, sizeof name, "%s", l->text);   /* CHANGE old new */
+				next(l);
 			}
 			continue;
 		}
+		if (at_type) {
+			ts = is(l, "TIMESTAMP");
+			at_type = false;
+		}
+		if (punct(l, '(') || punct(l, ')')) {
+			depth += punct(l, '(') ? 1 : -1;
+		} else if (is(l, "DEFAULT") || is(l, "NOT")) {
+			bool dflt = is(l, "DEFAULT");
+			next(l);
+			nulls = true;
+			if (dflt != is(l, "NULL") && (!modify || !dflt))
+				fill_note(x, modify ? SL_MY_FILL_NOT_NULL : SL_MY_FILL_DEFAULT, name);
+			continue;
+		} else if (is(l, "NULL")) {
+			nulls = true;
+		}
 		next(l);
 	}
-	return filled;
 }
 
 static void add(struct sl_my_name *names, int max, int *n, const struct sl_my_name *x)
@@ -278,12 +313,11 @@ static enum sl_my_stmt parse_alter(struct lexer *l, const char *default_db, stru
 			}
 			continue;
 		}
-		if (accept(l, "ADD")) {
-			char column[256];
-			if (adds_filled_column(l, column, sizeof column) && *n > 0 && max > 0 && !names[0].filled) {
-				names[0].filled = true;
-				snprintf(names[0].column, sizeof names[0].column, "%s", column);
-			}
+		if (is(l, "ADD") || is(l, "MODIFY") || is(l, "CHANGE")) {
+			enum clause kind = is(l, "ADD") ? CL_ADD : is(l, "MODIFY") ? CL_MODIFY : CL_CHANGE;
+			next(l);
+			if (*n > 0 && max > 0)
+				column_clause(l, kind, &names[0]);
 			continue;
 		}
 		if (accept(l, "RENAME")) {

@@ -230,15 +230,21 @@ enum sl_my_stmt {
  * truncated, dropped or exchanged). */
 enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
 
-/* filled: ALTER TABLE ... ADD COLUMN gave the table's existing rows a value
- * other than NULL without row events (a DEFAULT other than NULL, constant
- * or not, or NOT NULL, whose implicit default is the type's zero); column
- * is the first such column. */
+/* How ALTER TABLE gave the table's existing rows values without row
+ * events: ADD COLUMN with a DEFAULT other than NULL, constant or not, or
+ * NOT NULL, whose implicit default is the type's zero; MODIFY or CHANGE
+ * to NOT NULL, which turns the column's NULLs into that zero; ADD of a
+ * TIMESTAMP without NULL or DEFAULT, which is NOT NULL with a default
+ * (CURRENT_TIMESTAMP for the table's first) when the server's
+ * explicit_defaults_for_timestamp is OFF. */
+enum sl_my_fill { SL_MY_FILL_NONE = 0, SL_MY_FILL_DEFAULT, SL_MY_FILL_NOT_NULL, SL_MY_FILL_TIMESTAMP };
+
+/* fill: see enum sl_my_fill; column is the first such column. */
 struct sl_my_name {
 	char db[256];
 	char table[256];
 	enum sl_my_role role;
-	bool filled;
+	enum sl_my_fill fill;
 	char column[256];
 };
 
@@ -320,7 +326,9 @@ int sl_my_snapshot_read(struct sl_my_snap *s, const struct sl_my_table *mt, cons
 /* How sl_my_snapshot_read_where reads: tail (NULL: none) follows "SELECT
  * cols FROM db.t" (" WHERE ... ORDER BY ... LIMIT n"); with key, the key
  * text of the last row read (keys: the nkeys key columns, at most 64, in
- * the key's order; see my_backfill.c for the format). */
+ * the key's order; see my_backfill.c for the format).  SL_ESTALE (nothing
+ * read, the server's message in err) when a column of mt, or the table,
+ * no longer exists: it was renamed or dropped after mt was read. */
 struct sl_my_read_how {
 	const char *tail;
 	const int *keys;
@@ -466,6 +474,7 @@ struct my_src {
 	MYSQL *wmc;                     /* emit_watermark's connection */
 	struct sl_my_snap *chunk;       /* read_chunk's connection */
 	struct sl_buf wm_text;          /* the watermark of the open group, then the one returned */
+	struct sl_buf wm_emitted;       /* the last watermark emit_watermark wrote */
 	bool wm_pending;                /* the open group wrote a watermark */
 	bool wm_ready;                  /* a watermark to return at the next call */
 	struct sl_position wm_pos;
@@ -477,17 +486,22 @@ struct my_src {
 	/* what the tables' backfills hold (sl_source_hooks.covered), asked once a run */
 	struct cover *covers;
 	int ncovers;
-	bool wm_seen;                   /* a watermark table's rows were read since the start */
 	bool names_logged;              /* binlog_row_metadata = FULL: the binlog names the columns */
 	struct sl_table *orphan;        /* a version retired when the stream ended (freed at close) */
 	char why[600];                  /* a SCHEMA event's rebackfill */
 };
 
-/* How far a followed table's backfill holds its changes. */
+/* How far a followed table's backfill holds its changes.  With
+ * SL_COVER_FIRST_WATERMARK, up to the low watermark of the table's first
+ * chunk of this run (first; NULL until read_chunk reads one): watermarks of
+ * an earlier run, or of another table's backfill that runs first, come
+ * before the chunks that hold the table's changes. */
 struct cover {
 	char *db, *name;
 	enum sl_cover kind;
 	struct sl_position until;
+	char *first;                    /* the text of that low watermark (owned) */
+	bool passed;                    /* the stream read it */
 };
 
 /* The primary key's column order of a table, read for read_chunk. */
@@ -549,6 +563,11 @@ int my_ack(void *ctx, const struct sl_position *durable, bool want_reply, char *
 /* my_maps.c */
 void my_backfill_hint(const struct my_src *s, const struct sl_my_table *t, char *out, size_t outlen);
 int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen);
+/* The cover of table db.name, asked of the agent at the first need: SL_OK
+ * with *out, or a failure. */
+int my_cover_of(struct my_src *s, const char *db, const char *name, struct cover **out, char *err, size_t errlen);
+/* The stream read watermark text: a cover that ends there ends. */
+void my_cover_watermark(struct my_src *s, const char *text);
 int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char *why, char *err, size_t errlen);
 int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
 		  struct sl_table **retired, char *err, size_t errlen);

@@ -30,17 +30,13 @@ void my_backfill_hint(const struct my_src *s, const struct sl_my_table *t, char 
 	sl_buf_free(&b);
 }
 
-/* 1 when the changes of t in the open group are in its backfill (the
- * source skips them), 0 when not, or a failure.  The agent is asked once
- * a run, at the first need. */
-int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen)
+int my_cover_of(struct my_src *s, const char *db, const char *name, struct cover **out, char *err, size_t errlen)
 {
 	struct cover *c = NULL;
-	struct sl_position at;
 	int rc;
 
 	for (int i = 0; i < s->ncovers && !c; i++)
-		if (!strcmp(s->covers[i].db, t->db) && !strcmp(s->covers[i].name, t->name))
+		if (!strcmp(s->covers[i].db, db) && !strcmp(s->covers[i].name, name))
 			c = &s->covers[i];
 	if (!c) {
 		struct cover *g = realloc(s->covers, (size_t)(s->ncovers + 1) * sizeof *g);
@@ -51,8 +47,8 @@ int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t 
 		s->covers = g;
 		c = &g[s->ncovers];
 		memset(c, 0, sizeof *c);
-		c->db = strdup(t->db);
-		c->name = strdup(t->name);
+		c->db = strdup(db);
+		c->name = strdup(name);
 		if (!c->db || !c->name) {
 			free(c->db);
 			free(c->name);
@@ -61,18 +57,40 @@ int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t 
 		}
 		s->ncovers++;
 		rc = s->st->hooks && s->st->hooks->covered
-			? s->st->hooks->covered(s->st->hooks->payload, t->db, t->name, &c->until, err, errlen)
+			? s->st->hooks->covered(s->st->hooks->payload, db, name, &c->until, err, errlen)
 			: SL_COVER_NONE;
 		if (rc < 0)
 			return rc;
 		c->kind = (enum sl_cover)rc;
 	}
+	*out = c;
+	return SL_OK;
+}
+
+void my_cover_watermark(struct my_src *s, const char *text)
+{
+	for (int i = 0; i < s->ncovers; i++)
+		if (s->covers[i].first && !strcmp(s->covers[i].first, text))
+			s->covers[i].passed = true;
+}
+
+/* 1 when the changes of t in the open group are in its backfill (the
+ * source skips them), 0 when not, or a failure.  The agent is asked once
+ * a run, at the first need. */
+int my_covered(struct my_src *s, const struct sl_my_table *t, char *err, size_t errlen)
+{
+	struct cover *c;
+	struct sl_position at;
+	int rc;
+
+	if ((rc = my_cover_of(s, t->db, t->name, &c, err, errlen)) < 0)
+		return rc;
 	at = sl_my_pos(s->file, s->in_tx ? s->tx_start : s->ev.start, NULL, NULL);
 	switch (c->kind) {
 	case SL_COVER_UNTIL:
 		return my_place_compare(&at, &c->until) < 0;
 	case SL_COVER_FIRST_WATERMARK:
-		return !s->wm_seen;
+		return !c->passed;
 	case SL_COVER_NONE:
 		break;
 	}
@@ -299,7 +317,6 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	memcpy(m->raw, e->body, e->body_len);
 	m->wm = my_is_wm(s, m->tm.db, m->tm.table);
 	if (m->wm) {
-		s->wm_seen = true;
 		m->rawlen = e->body_len;
 		return SL_OK;
 	}

@@ -67,13 +67,49 @@ static int ddl_live(struct my_src *s, const struct sl_my_table *t, char *err, si
 	return my_layout_unknown(s, t, "a DDL statement changed it while the stream was behind the server", err, errlen);
 }
 
+/* Whether the DDL gave the existing rows of x values that no row event
+ * carries (sl_my_name.fill): 1 with the reason in s->why, 0, or a failure.
+ * A TIMESTAMP added without NULL or DEFAULT has one only when the server's
+ * explicit_defaults_for_timestamp is OFF (the global value: the session
+ * that ran the statement is gone). */
+static int fill_why(struct my_src *s, const struct sl_my_name *x, char *err, size_t errlen)
+{
+	char v[32] = "";
+	bool found = false;
+	int rc;
+
+	switch (x->fill) {
+	case SL_MY_FILL_NONE:
+		return 0;
+	case SL_MY_FILL_DEFAULT:
+		snprintf(s->why, sizeof s->why, "column \"%s\" was added with a default, which the existing rows "
+			 "have without a change", x->column);
+		return 1;
+	case SL_MY_FILL_NOT_NULL:
+		snprintf(s->why, sizeof s->why, "column \"%s\" was made NOT NULL, which turned its NULLs into the "
+			 "type's implicit default without a change", x->column);
+		return 1;
+	case SL_MY_FILL_TIMESTAMP:
+		if ((rc = sl_my_query_value(s->meta, "SELECT @@global.explicit_defaults_for_timestamp", v, sizeof v,
+					    &found, err, errlen)) < 0)
+			return rc;
+		if (found && (!strcmp(v, "1") || !strcasecmp(v, "ON")))
+			return 0;
+		snprintf(s->why, sizeof s->why, "column \"%s\" was added as a TIMESTAMP under "
+			 "explicit_defaults_for_timestamp = OFF, which gave the existing rows a value (CURRENT_TIMESTAMP "
+			 "for the table's first TIMESTAMP) without a change", x->column);
+		return 1;
+	}
+	return 0;
+}
+
 /* The tables a DDL statement touched: new versions, restarts. */
 static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
 		  char *err, size_t errlen)
 {
 	struct sl_my_table *now = NULL;
 	struct sl_position at;
-	int nnow = 0, rc, live;
+	int nnow = 0, rc, live, filled;
 
 	if (s->replay)
 		return SL_OK;
@@ -153,14 +189,13 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				s->orphan = retired;  /* changes queued before may still use it */
 				return live;
 			}
-			if (names[i].filled) {
-				/* ADD COLUMN with a default (or NOT NULL): the existing rows
-				 * have it, though no row event carries it */
-				snprintf(s->why, sizeof s->why, "column \"%s\" was added with a default, which the "
-					 "existing rows have without a change", names[i].column);
-				ev->rebackfill = s->why;
+			if ((filled = fill_why(s, &names[i], err, errlen)) < 0) {
+				sl_table_free(retired);
+				return filled;
 			}
-			if (rc > 0 || names[i].filled) {
+			if (filled)
+				ev->rebackfill = s->why;
+			if (rc > 0 || filled) {
 				ev->kind = SL_EV_SCHEMA;
 				ev->table = t->version;
 				ev->changed = rc == 1;

@@ -126,10 +126,12 @@ static void my_close(void *ctx)
 		mysql_close(s->wmc);
 	sl_my_snapshot_close(s->chunk);
 	sl_buf_free(&s->wm_text);
+	sl_buf_free(&s->wm_emitted);
 	free_pks(s);
 	for (int i = 0; i < s->ncovers; i++) {
 		free(s->covers[i].db);
 		free(s->covers[i].name);
+		free(s->covers[i].first);
 	}
 	free(s->covers);
 	sl_table_free(s->orphan);
@@ -165,6 +167,7 @@ static struct my_src *new_src(const struct sl_source_config *cfg, const struct s
 	sl_mariadb_gtid_pos_init(&s->mstate);
 	sl_mysql_gtid_set_init(&s->sstate);
 	sl_buf_init(&s->wm_text, 0);
+	sl_buf_init(&s->wm_emitted, 0);
 	if (my_wm_name(cfg ? sl_my_conf(cfg)->watermark_table : "sluice.watermarks", s->wm_db, s->wm_table) < 0)
 		s->wm_db[0] = s->wm_table[0] = '\0';
 	return s;

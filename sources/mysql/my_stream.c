@@ -402,6 +402,7 @@ static int watermark_rows(struct my_src *s, struct tmap *m, char *err, size_t er
 			snprintf(err, errlen, "out of memory");
 			return SL_EFAIL;
 		}
+		my_cover_watermark(s, s->wm_text.data);
 		s->wm_pending = true;
 	}
 	free(cols);

@@ -234,6 +234,11 @@ int my_emit_watermark(void *ctx, const char *text, struct sl_position *at, char 
 	}
 	if (mysql_real_query(s->wmc, q.data, q.len) == 0) {
 		sl_buf_free(&q);
+		sl_buf_reset(&s->wm_emitted);
+		if (sl_buf_puts(&s->wm_emitted, text) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
 		return SL_OK;
 	}
 	sl_buf_free(&q);
@@ -320,6 +325,25 @@ oom:
 	return SL_EFAIL;
 }
 
+/* A chunk of t is read after the watermark emitted last (its low one): when
+ * t's backfill holds its changes up to its first watermark, that is the
+ * one (struct cover).  SL_OK or a failure. */
+static int first_low(struct my_src *s, const struct sl_my_table *mt, char *err, size_t errlen)
+{
+	struct cover *c;
+	int rc;
+
+	if ((rc = my_cover_of(s, mt->db, mt->name, &c, err, errlen)) < 0)
+		return rc;
+	if (c->kind != SL_COVER_FIRST_WATERMARK || c->first || !s->wm_emitted.len)
+		return SL_OK;
+	if (!(c->first = strdup(s->wm_emitted.data))) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	return SL_OK;
+}
+
 int my_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
 		  const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows, char **last, char *err,
 		  size_t errlen)
@@ -340,7 +364,7 @@ int my_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64
 			 mt ? "has no primary key to read it in chunks" : "is not one of the stream's tables");
 		return SL_EFAIL;
 	}
-	if ((rc = pk_order(s, mt, &pk, err, errlen)) < 0)
+	if ((rc = first_low(s, mt, err, errlen)) < 0 || (rc = pk_order(s, mt, &pk, err, errlen)) < 0)
 		return rc;
 	if (!(keys = calloc((size_t)t->ncols, sizeof *keys))) {
 		snprintf(err, errlen, "out of memory");
@@ -391,7 +415,7 @@ int my_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64
 	rc = sl_my_snapshot_read_where(s->chunk, mt, t, &how, fn, payload, rows, &s->bf_stats, err, errlen);
 	if (rc < 0) {
 		sl_my_snap_rollback(s->chunk);
-		if (rc == SL_EDATA)
+		if (rc == SL_EDATA || rc == SL_ESTALE)
 			goto out;
 		goto drop;
 	}

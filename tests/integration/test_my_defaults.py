@@ -76,6 +76,32 @@ def state_diffs(testcase, s, db, tables):
     return out
 
 
+def run_until_equal(testcase, s, act, diffs):
+    """Runs s; once it streams, act(p); then waits for diffs() to be empty
+    and stops s with SIGTERM, which must end it with exit 0.  Returns the
+    run's Result."""
+    p = s.start("run")
+    d = []
+
+    def equal():
+        nonlocal d
+        testcase.assertTrue(p.alive(), p.stderr_text())
+        d = diffs()
+        return not d
+    try:
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+        act(p)
+        try:
+            wait_until(equal, 120, "the output to equal the source")
+        except TimeoutError:
+            testcase.fail("output differs from the source: %s\n%s" % (d[:10], p.stderr_text()))
+    finally:
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(60)
+    testcase.assertEqual(r.rc, 0, r.describe())
+    return r
+
+
 class AddDefaultCases:
     """Mixed into a MyTestCase: avro_dir, merge mode."""
 
@@ -93,25 +119,7 @@ class AddDefaultCases:
         setup(my)
         s = self.sluice(stream="live", tables="ad.*", write_mode="merge", max_file_seconds=1)
         self.catch_up(s)
-        p = s.start("run")
-        d = []
-
-        def equal():
-            nonlocal d
-            self.assertTrue(p.alive(), p.stderr_text())
-            d = self.diffs(s)
-            return not d
-        try:
-            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
-            self.add_columns_live(my, p)
-            try:
-                wait_until(equal, 120, "the output to equal the source")
-            except TimeoutError:
-                self.fail("output differs from the source: %s\n%s" % (d[:10], p.stderr_text()))
-        finally:
-            p.signal(signal.SIGTERM)
-            r = p.wait_result(60)
-        self.assertEqual(r.rc, 0, r.describe())
+        r = run_until_equal(self, s, lambda p: self.add_columns_live(my, p), lambda: self.diffs(s))
         for t in DDL:
             self.assertRegex(r.stderr, self.why_re(t))
         # the next run has nothing more to do
@@ -185,16 +193,44 @@ class MyAddDefaultMinimalTest(AddDefaultCases, MyTestCase):
     def why_re(self, t):
         return re.escape(why(t)) + "|" + r"backfilled ad\.%s\b" % t
 
-    def add_columns_live(self, my, p):
-        """Each DDL once the one before is read: DDLs on several tables in
-        quick succession take the lagging path, where a table whose
-        watermark is still pending can stop the stream with exit 3 (issue
-        17, left open)."""
-        for t in DDL:
-            add_columns(my, only=t)
-            wait_until(lambda: re.search(self.why_re(t), p.stderr_text()) or not p.alive(), 60,
-                       f"the DDL of ad.{t} read")
 
+class MyImplicitFillTest(MyTestCase):
+    """Other DDL that gives existing rows values without row events (issue
+    17): MODIFY ... NOT NULL on a column holding NULLs (outside strict mode
+    MariaDB turns them into the type's implicit default, 0 or ''), and a
+    TIMESTAMP added without NULL or DEFAULT under
+    explicit_defaults_for_timestamp = OFF (the table's first one is NOT
+    NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP).  Each
+    table is backfilled again behind a marker, saying why."""
+    my_settings = {"explicit_defaults_for_timestamp": "OFF"}
+
+    def test_not_null_and_first_timestamp(self):
+        my = self.my
+        watermark_table(my)
+        my.execute("DROP DATABASE IF EXISTS fi")
+        my.execute("CREATE DATABASE fi")
+        my.execute("CREATE TABLE fi.nn (id int PRIMARY KEY, c int, s varchar(10))")
+        my.execute("INSERT INTO fi.nn SELECT seq, IF(seq % 3 = 0, NULL, seq), IF(seq % 4 = 0, NULL, 'x') "
+                   "FROM mysql.seq_1_to_30")
+        my.execute("CREATE TABLE fi.ts (id int PRIMARY KEY, v int)")
+        my.execute("INSERT INTO fi.ts SELECT seq, seq FROM mysql.seq_1_to_30")
+        s = self.sluice(stream="fi", tables="fi.*", write_mode="merge", max_file_seconds=1)
+        self.catch_up(s)
+
+        def ddl(p):
+            c = my.connect()
+            cur = c.cursor()
+            cur.execute("SET SESSION sql_mode = ''")
+            cur.execute("ALTER TABLE fi.nn MODIFY c int NOT NULL, CHANGE s s varchar(10) NOT NULL")
+            cur.execute("ALTER TABLE fi.ts ADD COLUMN t TIMESTAMP")
+            c.close()
+        r = run_until_equal(self, s, ddl, lambda: state_diffs(self, s, "fi", ("nn", "ts")))
+        self.assertEqual(my.one("SELECT COUNT(*) FROM fi.nn WHERE c = 0"), 10)
+        self.assertIn('table "fi"."nn": column "c" was made NOT NULL, which turned its NULLs into the type\'s '
+                      'implicit default without a change: it is backfilled again, behind a marker', r.stderr)
+        self.assertIn('table "fi"."ts": column "t" was added as a TIMESTAMP under explicit_defaults_for_timestamp '
+                      '= OFF, which gave the existing rows a value (CURRENT_TIMESTAMP for the table\'s first '
+                      'TIMESTAMP) without a change: it is backfilled again, behind a marker', r.stderr)
 
 
 class MyChAddDefaultTest(MyChTestCase):

@@ -210,6 +210,24 @@ class RebackfillCases:
         self.assertEqual(r.rc, 0, r.describe())
         return r
 
+    def kill_after_a_chunk(self, s, table):
+        """`sluice backfill --table` of a slow running agent, kill -9 once a
+        chunk of 100 rows is durable (the chunks and watermarks after it are
+        in the binlog after the checkpoint); the next run reads the rest in
+        chunks of 10000 rows."""
+        self.chunk_rows = 100
+        s.extra["source"]["backfill_chunk_rows"] = 100
+        s.write_config()
+        p = self.start_streaming(s, slow=True)
+        r = s.run("backfill", "--stream", s.stream, "--table", table, timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        wait_until(lambda: running(s, table, "watermark", 1) or not p.alive(), 60, "a durable chunk")
+        p.kill9()
+        p.wait_result(30)
+        self.assertEqual(ckpt_table(s, table).get("backfill"), "running", p.stderr_text())
+        s.extra["source"]["backfill_chunk_rows"] = 10000
+        s.write_config()
+
     def assertNoWatermarks(self, recs):
         self.assertNotIn(("sluice", "watermarks"), tables_in(recs), "watermark rows are never changes")
         for r in recs:
@@ -445,6 +463,38 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(max(keys.values()), 1)
         self.assertTableMatches(recs, "app", "ck", ["s", "d", "u", "e"])
 
+    def test_columns_renamed_and_dropped_during_rebackfill(self):
+        """A re-backfill killed after a durable chunk; then, with no agent
+        running, a change, a column renamed and one dropped, and another
+        change.  The next run resumes the backfill with the table as the
+        catalog has it, but reads the first change with the columns its row
+        names (the binlog names them), an older view than the table's: the
+        next chunk meets the columns renamed and dropped.  It is read again
+        once the stream reads the DDL, which describes the table anew
+        (before, the stream failed on "Unknown column" and retried from the
+        same checkpoint until it gave up: issue 17)."""
+        my = self.my
+        self.make_table("rd", 100000)
+        s = self.agent("rd", "app.rd")
+        self.kill_after_a_chunk(s, "app.rd")
+        my.execute("UPDATE app.rd SET counter = 1 WHERE id = 99000")
+        my.execute("ALTER TABLE app.rd RENAME COLUMN v TO w, DROP COLUMN pad")
+        my.execute("UPDATE app.rd SET counter = 2 WHERE id = 1")
+        r = self.catch_up(s, timeout=120)
+        self.assertIn("the backfill of app.rd waits for the stream to reach a DDL of the table", r.stderr)
+        self.assertIn("Unknown column", r.stderr)
+        self.assertNotIn("restarting the stream", r.stderr)
+        self.assertNotIn("retrying", r.stderr)
+        self.assertRegex(r.stderr, r"backfilled app\.rd while streaming: 100000 rows in \d+ chunks")
+        recs = records_for(self.read(s), "app", "rd")
+        self.assertEqual(len(markers(recs)), 1)
+        # The rows of the chunks read before the DDL keep the columns of
+        # then (a rename or a drop changes no row: doc/output.md); every
+        # row is changed once more to compare the values.
+        my.execute("UPDATE app.rd SET counter = counter + 1")
+        self.catch_up(s)
+        self.assertTableMatches(records_for(self.read(s), "app", "rd"), "app", "rd", ["id"])
+
     def test_tables_swapped_in_are_backfilled_while_streaming(self):
         """A table renamed into a followed name (the online schema change's
         swap) holds rows the stream never read: with the watermark table it
@@ -603,6 +653,33 @@ class RebackfillMinimalTest(RebackfillCases, MyTestCase):
     """binlog_row_metadata = MINIMAL: the binlog does not name the watermark
     table's columns; its watermark is read as the second column."""
     my_settings = {"binlog_row_metadata": "MINIMAL"}
+
+    def test_ddl_on_another_table_behind_a_running_backfill(self):
+        """Issue 17: a re-backfill of app.ml_a killed after a durable chunk
+        (its later watermarks are in the binlog after the checkpoint), then
+        rows of app.ml_b, a column added to it, and rows again.  The next
+        run backfills app.ml_b again (its columns changed after the
+        checkpoint's position), after app.ml_a's backfill: its rows before
+        the DDL, which it cannot read with today's columns, are in that
+        backfill up to the first watermark of its own chunks, not up to
+        the first watermark the stream reads (app.ml_a's of the run before;
+        the stream stopped with exit 3 on them)."""
+        my = self.my
+        self.make_table("ml_a", 100000)
+        self.make_table("ml_b", 20)
+        s = self.agent("ml", "app.ml_a, app.ml_b")
+        self.kill_after_a_chunk(s, "app.ml_a")
+        my.execute("INSERT INTO app.ml_b (id, v, counter) VALUES (100, 'before', 1)")
+        my.execute("UPDATE app.ml_b SET counter = 2 WHERE id = 1")
+        my.execute("ALTER TABLE app.ml_b ADD COLUMN x int")
+        my.execute("INSERT INTO app.ml_b (id, v, counter, x) VALUES (101, 'after', 1, 7)")
+        my.execute("UPDATE app.ml_b SET counter = 3, x = 8 WHERE id = 2")
+        r = self.catch_up(s)
+        self.assertIn("the columns of app.ml_b changed after the checkpoint's position", r.stderr)
+        self.assertIn("backfilled app.ml_b while streaming: 22 rows in 1 chunks", r.stderr)
+        recs = self.read(s)
+        self.assertTableMatches(records_for(recs, "app", "ml_b"), "app", "ml_b", ["id"])
+        self.assertTableMatches(records_for(recs, "app", "ml_a"), "app", "ml_a", ["id"])
 
 
 if __name__ == "__main__":

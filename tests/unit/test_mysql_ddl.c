@@ -85,18 +85,24 @@ static void test_roles(void **state)
 	      (struct want[]){ { "app", "t", SL_MY_BINDS } }, 1);
 }
 
-/* ALTER TABLE ... ADD COLUMN: whether the existing rows get a value other
- * than NULL without row events, and the first column that does. */
-static void filled(const char *sql, bool want, const char *column)
+/* ALTER TABLE ... ADD COLUMN, MODIFY, CHANGE: how the existing rows get
+ * a value other than NULL without row events, and the first column that
+ * does. */
+static void fills(const char *sql, enum sl_my_fill want, const char *column)
 {
 	struct sl_my_name names[8];
 	int n = -1;
 
 	assert_int_equal(sl_my_ddl_parse(sql, strlen(sql), "app", names, 8, &n), SL_MY_STMT_TABLE_DDL);
 	assert_int_equal(n, 1);
-	assert_int_equal(names[0].filled, want);
-	if (want)
+	assert_int_equal(names[0].fill, want);
+	if (want != SL_MY_FILL_NONE)
 		assert_string_equal(names[0].column, column);
+}
+
+static void filled(const char *sql, bool want, const char *column)
+{
+	fills(sql, want ? SL_MY_FILL_DEFAULT : SL_MY_FILL_NONE, column);
 }
 
 static void test_filled(void **state)
@@ -115,8 +121,19 @@ static void test_filled(void **state)
 	filled("ALTER TABLE t ADD COLUMN c INT NULL DEFAULT NULL COMMENT 'NOT NULL'", false, NULL);
 	filled("ALTER TABLE t ADD COLUMN (a INT, b DECIMAL(8,3))", false, NULL);
 	filled("ALTER TABLE t ADD INDEX i (a), ADD CONSTRAINT c CHECK (a IS NOT NULL)", false, NULL);
-	filled("ALTER TABLE t ALTER COLUMN a SET DEFAULT 3, MODIFY b INT NOT NULL", false, NULL);
 	filled("ALTER TABLE t ADD PRIMARY KEY (id), ADD UNIQUE KEY u (a)", false, NULL);
+	/* NOT NULL on an existing column: its NULLs become the type's zero */
+	fills("ALTER TABLE t ALTER COLUMN a SET DEFAULT 3, MODIFY b INT NOT NULL", SL_MY_FILL_NOT_NULL, "b");
+	fills("ALTER TABLE t MODIFY COLUMN b varchar(10) NOT NULL DEFAULT 'x'", SL_MY_FILL_NOT_NULL, "b");
+	fills("ALTER TABLE t CHANGE COLUMN b `c d` INT NOT NULL", SL_MY_FILL_NOT_NULL, "c d");
+	fills("ALTER TABLE t CHANGE b c INT NULL DEFAULT 7", SL_MY_FILL_NONE, NULL);
+	fills("ALTER TABLE t MODIFY b BIGINT DEFAULT 0", SL_MY_FILL_NONE, NULL);
+	/* a TIMESTAMP with neither NULL nor DEFAULT (explicit_defaults_for_timestamp) */
+	fills("ALTER TABLE t ADD COLUMN ts TIMESTAMP", SL_MY_FILL_TIMESTAMP, "ts");
+	fills("ALTER TABLE t ADD COLUMN (a INT, ts TIMESTAMP(6))", SL_MY_FILL_TIMESTAMP, "ts");
+	fills("ALTER TABLE t ADD ts TIMESTAMP NULL", SL_MY_FILL_NONE, NULL);
+	fills("ALTER TABLE t ADD ts TIMESTAMP DEFAULT NULL, ADD d DATETIME", SL_MY_FILL_NONE, NULL);
+	fills("ALTER TABLE t MODIFY ts TIMESTAMP", SL_MY_FILL_NONE, NULL);
 }
 
 int main(void)
