@@ -1,7 +1,7 @@
 """
 tests/integration/test_property.py: the property harness of issue 17, one
 module for the matrix {PostgreSQL, MariaDB} x {append, merge} x {avro_dir,
-s3, ClickHouse}.
+s3, ClickHouse, Iceberg tables in a folder}.
 
 For each seed of a cell: a seeded workload (workload.py: inserts, updates,
 deletes, key changes, multi-table and rolled-back transactions, TRUNCATE,
@@ -32,10 +32,12 @@ from avro.datafile import DataFileReader
 from avro.io import DatumReader
 
 from ch_harness import HoldingProxy, MyChTestCase, ChTestCase
+import harness
 from harness import PgTestCase, WithS3, wait_until
 from harness_mysql import MyTestCase
+from test_iceberg import chdb_reason
 from check_output import object_name
-from oracle import check, current_files, diff_avro, diff_clickhouse, source_tables
+from oracle import check, current_files, diff_avro, diff_clickhouse, diff_iceberg, source_tables
 from workload import Workload
 
 TAGS = {"property"}
@@ -49,6 +51,8 @@ SEEDS = {
     ("mariadb", "append", "avro_dir"): [201], ("mariadb", "merge", "avro_dir"): [202],
     ("mariadb", "append", "s3"): [203], ("mariadb", "merge", "s3"): [204],
     ("mariadb", "append", "clickhouse"): [205], ("mariadb", "merge", "clickhouse"): [206],
+    ("pg", "append", "iceberg"): [107], ("pg", "merge", "iceberg"): [108],
+    ("mariadb", "append", "iceberg"): [207], ("mariadb", "merge", "iceberg"): [208],
 }
 
 ROUNDS = int(os.environ.get("SLUICE_PROPERTY_ROUNDS", "3"))
@@ -151,7 +155,7 @@ class PropertyCells:
         kinds = ["kill", "kill", "source_restart"]
         if proxy is not None:
             kinds += ["held", "held"]
-        if self.dest != "avro_dir":
+        if self.dest not in ("avro_dir", "iceberg"):
             kinds.append("outage")
         kind = rng.choice(kinds)
         time.sleep(rng.uniform(0.05, 1.5))
@@ -202,7 +206,7 @@ class PropertyCells:
         wl = Workload(seed, self.source, ns, ddl=DDL)
         wl.setup(self.src)
         proxy = None
-        if self.dest != "avro_dir":
+        if self.dest not in ("avro_dir", "iceberg"):
             proxy = HoldingProxy(self.dest_url())
             self.addCleanup(proxy.close)
         s = self.make_sluice(ns, mode, proxy)
@@ -223,7 +227,7 @@ class PropertyCells:
         self.catch_up(s)
         log(f"workload {wl.counts}")
         check(self.diff(s, ns, mode), seed, cell)
-        if self.dest != "clickhouse" and mode == "merge":
+        if self.dest in ("avro_dir", "s3") and mode == "merge":
             # compacted: one file per table and schema version (doc/output.md),
             # the same mirror, and verify passes
             r = s.run("compact", "--stream", s.stream)
@@ -278,6 +282,29 @@ class S3Cells(WithS3, PropertyCells):
     dest = "s3"
 
 
+class IcebergCells(PropertyCells):
+    """Iceberg tables in a warehouse folder, read by ClickHouse 26 (chdb)."""
+    dest = "iceberg"
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+
+    def make_sluice(self, ns, mode, proxy):
+        s = self.sluice(stream=ns, tables=f"{ns}.*", write_mode=mode, max_file_seconds=1,
+                        max_file_bytes=65536)
+        dest = {"type": "iceberg", "path": s.out}
+        if mode == "merge":
+            dest["compact_after_files"] = "5"
+        s.extra.setdefault("destination", {}).update(dest)
+        s.write_config()
+        return s
+
+    def diff(self, s, ns, mode):
+        return diff_iceberg(self.source, self.src, ns, s.out, s.stream, mode)
+
+
 class PgAvroDirProperty(PropertyCells, PgTestCase):
     source, dest = "pg", "avro_dir"
     oracle_mode = "merge"
@@ -293,6 +320,11 @@ class PgClickHouseProperty(PropertyCells, ChTestCase):
     oracle_mode = "merge"
 
 
+class PgIcebergProperty(IcebergCells, PgTestCase):
+    source = "pg"
+    oracle_mode = "append"
+
+
 class MyAvroDirProperty(PropertyCells, MyTestCase):
     source, dest = "mariadb", "avro_dir"
     oracle_mode = "append"
@@ -306,6 +338,11 @@ class MyS3Property(S3Cells, MyTestCase):
 class MyClickHouseProperty(PropertyCells, MyChTestCase):
     source, dest = "mariadb", "clickhouse"
     oracle_mode = "append"
+
+
+class MyIcebergProperty(IcebergCells, MyTestCase):
+    source = "mariadb"
+    oracle_mode = "merge"
 
 
 if __name__ == "__main__":
