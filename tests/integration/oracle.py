@@ -18,8 +18,9 @@ table read with its own SELECT (PostgreSQL or MariaDB):
 - Iceberg tables, read by ClickHouse 26 (chdb, icebergLocal: the format
   version 2 reader applies the equality deletes), merge mode: the rows as
   they are, one per key; append mode: the rows replayed by `_csn`
-  (doc/iceberg.md), repeats dropped by `_uuid`, TRUNCATE rows clearing the
-  table, as for Avro records.
+  (doc/iceberg.md), TRUNCATE rows clearing the table, as for Avro records;
+  a change of the log twice (the same `_uuid`) is a difference, the
+  repeated rows of an interrupted backfill are not (doc/iceberg.md).
 
 diff_* return a list of differences, the first differing row first; check()
 raises AssertionError naming the seed, the cell and that first row.
@@ -226,7 +227,7 @@ def read_iceberg(ns, table, table_dir):
         out.append({"uuid": r["_uuid"], "object": f"{ns}.{table}", "payload": payload, "source_metadata": {
             "schema": ns, "table": table, "change_sequence_number": r["_csn"],
             "change_type": r["_change_type"], "is_deleted": r["_is_deleted"],
-            "unchanged_columns": r["_unchanged_columns"]}})
+            "unchanged_columns": r["_unchanged_columns"], "tx_id": int(r["_tx_id"])}})
     return out
 
 
@@ -241,6 +242,14 @@ def diff_iceberg(source, server, ns, warehouse, stream, write_mode):
         if records is None:
             records = []
         if write_mode == "append":
+            # no change of the log is committed twice (doc/iceberg.md); only
+            # an interrupted backfill's rows (transaction 0) may repeat
+            seen = set()
+            for r in records:
+                if r["uuid"] in seen and r["source_metadata"]["tx_id"] != 0:
+                    diffs.append(f"{ns}.{table}: the change {r['source_metadata']['change_sequence_number']} "
+                                 f"(_uuid {r['uuid']}) is in the table twice")
+                seen.add(r["uuid"])
             try:
                 state = rebuild(records, keys, lazy=True)
             except AssertionError as e:
