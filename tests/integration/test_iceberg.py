@@ -17,7 +17,8 @@ python3-avro for the manifest lists and manifests:
   each value of each column finds every row (ClickHouse skips files by their
   bounds), and python3-avro reads value and null counts and bounds that match
   each data file's and equality delete file's records.
-- sluice verify: a good table passes in both modes; a deleted data file, a
+- sluice verify: a good table passes in both modes (also a stream of two
+  tables with any number of files beside them); a deleted data file, a
   manifest that claims a wrong record count and a snapshot missing from the
   chain are each reported, naming the file.
 - sluice compact: an append table's small files and a merge table's files
