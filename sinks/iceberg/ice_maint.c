@@ -471,22 +471,30 @@ int ice_verify(struct sl_store store, const char *stream, FILE *out, char *err, 
 {
 	struct vfy v = { .store = store, .stream = stream, .out = out };
 	size_t plen = strlen(stream), hlen = strlen(HINT);
+	struct sl_buf obj;
 	int rc;
 
 	err[0] = '\0';
+	sl_buf_init(&obj, 0);
 	if ((rc = store.ops->list(store.ctx, stream, add_key, &v, err, errlen)) < 0 || v.oom)
 		goto fail;
 	qsort(v.keys, v.nkeys, sizeof *v.keys, cmp_key);
 	for (size_t i = 0; i < v.nkeys && rc == 0; i++) {
-		char *k = v.keys[i].key, *obj = k + plen + 1;
+		const char *k = v.keys[i].key;
 		size_t len = strlen(k);
 		/* "<stream>/<object>/metadata/version-hint.text", one level of object */
-		if (len <= plen + 1 + hlen || strcmp(k + len - hlen, HINT) != 0 || memchr(obj, '/', len - hlen - plen - 1))
+		if (len <= plen + 1 + hlen || strcmp(k + len - hlen, HINT) != 0 ||
+		    memchr(k + plen + 1, '/', len - hlen - plen - 1))
 			continue;
-		k[len - hlen] = '\0';
-		v.object = obj;
+		/* the object's name copied: the keys stay as sorted, for find_key's bsearch */
+		sl_buf_reset(&obj);
+		sl_buf_append(&obj, k + plen + 1, len - hlen - plen - 1);
+		if (sl_buf_failed(&obj)) {
+			v.oom = true;
+			goto fail;
+		}
+		v.object = obj.data;
 		rc = verify_table(&v, err, errlen);
-		k[len - hlen] = '/';
 		if (v.oom)
 			goto fail;
 	}
@@ -511,6 +519,7 @@ out:
 	for (size_t i = 0; i < v.nkeys; i++)
 		free(v.keys[i].key);
 	free(v.keys);
+	sl_buf_free(&obj);
 	return rc;
 }
 

@@ -19,12 +19,19 @@ table read with its own SELECT (PostgreSQL or MariaDB):
 - ClickHouse, merge mode: the table's `_current` view, legacy and modern
   layouts; append mode: the change rows replayed by CSN (ch_harness), on
   the source's columns (a column dropped at the source is kept there).
+- Iceberg tables, read by ClickHouse 26 (chdb, icebergLocal: the format
+  version 2 reader applies the equality deletes), merge mode: the rows as
+  they are, one per key; append mode: the rows replayed by `_csn`
+  (doc/iceberg.md), TRUNCATE rows clearing the table, as for Avro records;
+  a change of the log twice (the same `_uuid`) is a difference, the
+  repeated rows of an interrupted backfill are not (doc/iceberg.md).
 
 diff_* return a list of differences, the first differing row first; check()
 raises AssertionError naming the seed, the cell and that first row.
 The Avro readers are python3-avro's (harness.read_avro_tree).
 """
 
+import decimal
 import io
 import json
 import os
@@ -240,6 +247,87 @@ def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
         else:
             got = ch.rows(database, obj + "_current")
         diffs.extend(f"{ns}.{table} {d}" for d in ch_state_diff(expected, kinds, got, keys))
+    return diffs
+
+
+ICEBERG_METADATA = ("_uuid", "_source_timestamp", "_read_timestamp", "_change_type", "_csn", "_is_deleted",
+                    "_tx_id", "_unchanged_columns", "_lsn", "_log_file", "_log_position", "_gtid")
+
+
+def iceberg_value(ch_type, v):
+    """A value of ClickHouse's JSONEachRow (decimals quoted) as python3-avro
+    decodes the data file's: a decimal at its type's scale, an int."""
+    t = ch_type[len("Nullable("):-1] if ch_type.startswith("Nullable(") else ch_type
+    if v is None:
+        return None
+    if t.startswith("Decimal("):
+        scale = int(t[:-1].split(",")[1])
+        return decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-scale))
+    if t.startswith(("Int", "UInt")):
+        return int(v)
+    return v
+
+
+def read_iceberg(ns, table, table_dir):
+    """The rows of the Iceberg table at table_dir as records of the Avro
+    layout (payload, source_metadata, uuid), read by ClickHouse 26
+    (icebergLocal); None when the table has no metadata yet."""
+    from test_iceberg import ch_query
+    if not os.path.exists(os.path.join(table_dir, "metadata", "version-hint.text")):
+        return None
+    src = "icebergLocal('%s')" % table_dir.replace("\\", "\\\\").replace("'", "\\'")
+    types = {c["name"]: c["type"] for c in ch_query(f"DESCRIBE TABLE {src}")}
+    rows = ch_query(f"SELECT * FROM {src} SETTINGS output_format_json_quote_decimals = 1")
+    out = []
+    for r in rows:
+        # a payload column named _x is __x in the table (doc/iceberg.md)
+        payload = {(c[1:] if c.startswith("__") else c): iceberg_value(types[c], v)
+                   for c, v in r.items() if c not in ICEBERG_METADATA}
+        out.append({"uuid": r["_uuid"], "object": f"{ns}.{table}", "payload": payload, "source_metadata": {
+            "schema": ns, "table": table, "change_sequence_number": r["_csn"],
+            "change_type": r["_change_type"], "is_deleted": r["_is_deleted"],
+            "unchanged_columns": r["_unchanged_columns"], "tx_id": int(r["_tx_id"])}})
+    return out
+
+
+def diff_iceberg(source, server, ns, warehouse, stream, write_mode):
+    """Differences between the source tables of ns and the Iceberg tables of
+    a local warehouse folder: the rows as they are (merge) or replayed by
+    _csn (append)."""
+    diffs = []
+    for table, keys in source_tables(source, server, ns):
+        records = read_iceberg(ns, table, os.path.join(os.path.realpath(warehouse), stream,
+                                                       object_name(ns, table)))
+        if records is None:
+            records = []
+        if write_mode == "append":
+            # no change of the log is committed twice (doc/iceberg.md); only
+            # an interrupted backfill's rows (transaction 0) may repeat
+            seen = set()
+            for r in records:
+                if r["uuid"] in seen and r["source_metadata"]["tx_id"] != 0:
+                    diffs.append(f"{ns}.{table}: the change {r['source_metadata']['change_sequence_number']} "
+                                 f"(_uuid {r['uuid']}) is in the table twice")
+                seen.add(r["uuid"])
+            try:
+                state = rebuild(records, keys, lazy=True)
+            except AssertionError as e:
+                diffs.append(f"{ns}.{table}: the rows do not rebuild: {e}")
+                continue
+        else:
+            state = {}
+            for r in records:
+                sm, payload = r["source_metadata"], r["payload"]
+                k = tuple(payload[col] for col in keys)
+                if k in state:
+                    diffs.append(f"{ns}.{table} {k}: two rows of the key in the merge table "
+                                 f"({sm['change_sequence_number']})")
+                if sm["unchanged_columns"]:
+                    diffs.append(f"{ns}.{table} {k}: unchanged values {sm['unchanged_columns']} in the merge table")
+                if sm["is_deleted"]:
+                    diffs.append(f"{ns}.{table} {k}: a deleted row in the merge table ({sm['change_type']})")
+                state[k] = payload
+        diffs.extend(f"{ns}.{table} {d}" for d in _avro_state_diff(source, server, ns, table, keys, state))
     return diffs
 
 
