@@ -69,10 +69,12 @@ static int ddl_live(struct my_src *s, const struct sl_my_table *t, char *err, si
 
 /* Whether the DDL gave the existing rows of x values that no row event
  * carries (sl_my_name.fill): 1 with the reason in s->why, 0, or a failure.
+ * A primary key column made NOT NULL held no NULL before (t, the table).
  * A TIMESTAMP added without NULL or DEFAULT has one only when the server's
  * explicit_defaults_for_timestamp is OFF (the global value: the session
  * that ran the statement is gone). */
-static int fill_why(struct my_src *s, const struct sl_my_name *x, char *err, size_t errlen)
+static int fill_why(struct my_src *s, const struct sl_my_table *t, const struct sl_my_name *x, char *err,
+		    size_t errlen)
 {
 	char v[32] = "";
 	bool found = false;
@@ -86,6 +88,9 @@ static int fill_why(struct my_src *s, const struct sl_my_name *x, char *err, siz
 			 "have without a change", x->column);
 		return 1;
 	case SL_MY_FILL_NOT_NULL:
+		for (int k = 0; k < t->ncols; k++)
+			if (!strcasecmp(t->cols[k].name, x->column) && t->cols[k].mc.is_key)
+				return 0;   /* a primary key column: never NULL before either */
 		snprintf(s->why, sizeof s->why, "column \"%s\" was made NOT NULL, which turned its NULLs into the "
 			 "type's implicit default without a change", x->column);
 		return 1;
@@ -189,7 +194,7 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				s->orphan = retired;  /* changes queued before may still use it */
 				return live;
 			}
-			if ((filled = fill_why(s, &names[i], err, errlen)) < 0) {
+			if ((filled = fill_why(s, t, &names[i], err, errlen)) < 0) {
 				sl_table_free(retired);
 				return filled;
 			}
