@@ -561,8 +561,8 @@ def _gc_stale_netns():
 
 PG_DEFAULT_SETTINGS = {
     "wal_level": "logical",
-    "max_replication_slots": "20",
-    "max_wal_senders": "20",
+    "max_replication_slots": "64",
+    "max_wal_senders": "64",
     "fsync": "off",
     "synchronous_commit": "off",
     "full_page_writes": "off",
