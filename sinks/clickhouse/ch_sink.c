@@ -1111,8 +1111,10 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 			/* dropped columns and changed types: compare with the columns as sluice made them */
 			if (!was && made_columns(s, t, &was, &nwas) < 0)
 				goto out;
-			if (nwas > 0)
+			if (nwas > 0) {
+				ch_alter_free(&al);
 				m = ch_layout_match(l, dest, ndest, was, nwas, &al, err, errlen);
+			}
 		}
 		if (m == CH_MATCH_CONFLICT) {
 			/* its changes may all be older than the table's last TRUNCATE

@@ -1198,6 +1198,7 @@ static void test_layout_match(void **state)
 	d = dest_of(l1, &nd);
 	/* the same version: same */
 	assert_int_equal(ch_layout_match(l1, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_SAME);
+	ch_alter_free(&al);
 	/* a column added at the source: ALTER TABLE ADD COLUMN, then the table's order */
 	assert_int_equal(ch_layout_new(&l, t2, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_ALTER);
@@ -1214,6 +1215,7 @@ static void test_layout_match(void **state)
 		d2[nd].name = (char *)"b";
 		d2[nd].type = (char *)"Nullable(Int32)";
 		assert_int_equal(ch_layout_match(l, d2, nd + 1, NULL, 0, &al, err, sizeof err), CH_MATCH_SAME);
+		ch_alter_free(&al);
 		assert_string_equal(l->cols[nd].name, "b");
 		assert_int_equal(l->of_src[2], nd);
 		assert_string_equal(l->cols[l->keys[0]].name, "id");
@@ -1223,6 +1225,7 @@ static void test_layout_match(void **state)
 	/* a dropped column */
 	assert_int_equal(ch_layout_new(&l, t3, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
+	ch_alter_free(&al);
 	assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the source "
 			    "table (dropped or renamed at the source), and sluice has no record of making it, so it "
 			    "leaves it alone");
@@ -1244,6 +1247,7 @@ static void test_layout_match(void **state)
 				d2[i].type = (char *)"Nullable(Int64)";
 		}
 		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
+		ch_alter_free(&al);
 		assert_string_equal(err, "table \"public_t\": column \"a\" is in ClickHouse but no longer in the "
 				    "source table (dropped or renamed at the source), and it was changed in ClickHouse: "
 				    "sluice made it Nullable(String), and ClickHouse now has Nullable(Int64)");
@@ -1275,9 +1279,11 @@ static void test_layout_match(void **state)
 	/* a changed type, and which side changed it: sluice made "a" String (d) */
 	assert_int_equal(ch_layout_new(&l, t4, true, CH_LEGACY, err, sizeof err), 0);
 	assert_int_equal(ch_layout_match(l, d, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
+	ch_alter_free(&al);
 	assert_string_equal(err, "table \"public_t\": column \"a\" changed at the source: ClickHouse has "
 			    "Nullable(String), as sluice made it, and the source table now needs Nullable(Int32)");
 	assert_int_equal(ch_layout_match(l, d, nd, NULL, 0, &al, err, sizeof err), CH_MATCH_CONFLICT);
+	ch_alter_free(&al);
 	assert_string_equal(err, "table \"public_t\": column \"a\" has type Nullable(String) in ClickHouse, and "
 			    "the source table needs Nullable(Int32); sluice has no record of the type it made it "
 			    "with, so either side may have changed");
@@ -1292,6 +1298,7 @@ static void test_layout_match(void **state)
 		ch_layout_free(l);
 		assert_int_equal(ch_layout_new(&l, t1, true, CH_LEGACY, err, sizeof err), 0);
 		assert_int_equal(ch_layout_match(l, d2, nd, d, nd, &al, err, sizeof err), CH_MATCH_CONFLICT);
+		ch_alter_free(&al);
 		assert_string_equal(err, "table \"public_t\": column \"a\" was changed in ClickHouse: sluice made it "
 				    "Nullable(String), which the source table still needs, and ClickHouse now has "
 				    "Nullable(Int64) (ALTER TABLE ... MODIFY COLUMN puts it back)");
