@@ -128,6 +128,52 @@ def after_request(log, after, table):
     return log.partition(after)[2].partition(f"backfill of {table} requested")[2]
 
 
+def pick_seed(what="seed"):
+    """SLUICE_TEST_SEED, or a new random seed; printed, so that a failure
+    can be repeated."""
+    v = os.environ.get("SLUICE_TEST_SEED")
+    s = int(v) if v else random.SystemRandom().randrange(1 << 30)
+    print(f"\n  {what} {s} (SLUICE_TEST_SEED={s} repeats it)", file=sys.stderr, flush=True)
+    return s
+
+
+def checkpoint(s):
+    """The checkpoint file of Sluice s as JSON (None before the first)."""
+    try:
+        with open(os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def checkpoint_table(s, name):
+    """The checkpoint's entry of table name ({} while it has none)."""
+    return ((checkpoint(s) or {}).get("tables") or {}).get(name, {})
+
+
+def backfill_running(s, name, method, chunks):
+    """The checkpoint has table name's backfill running by method, at least
+    chunks of it durable."""
+    e = checkpoint_table(s, name)
+    return e.get("backfill") == "running" and e.get("method") == method and e.get("chunks", 0) >= chunks
+
+
+def backfill_requests_left(s):
+    """The backfill request files in the state_dir of Sluice s."""
+    return [n for n in os.listdir(s.state_dir) if ".backfill-request." in n]
+
+
+def truncate_markers(recs):
+    """The TRUNCATE records (a backfill's markers among them)."""
+    return [r for r in recs if r["source_metadata"]["change_type"] == "TRUNCATE"]
+
+
+def backfill_inserts(recs):
+    """The rows a backfill wrote (either source's read method)."""
+    return [r for r in recs if r["read_method"] in ("postgresql-backfill", "mysql-backfill-fulldump")
+            and r["source_metadata"]["change_type"] == "INSERT"]
+
+
 def wait_until(pred, timeout, what, interval=0.02):
     """Polls pred() until it returns a true value (returned), or raises TimeoutError."""
     deadline = time.monotonic() + timeout
@@ -1918,3 +1964,42 @@ class PgTestCase(unittest.TestCase):
         gaps = counter_gaps(records, key_columns, counter, table=(schema, table))
         if gaps:
             self.fail(f"{schema}.{table}: counter gaps ({len(gaps)}):\n  " + "\n  ".join(gaps[:30]))
+
+
+def slow_config(s, **keys):
+    """The path of a config of Sluice s whose destination is
+    tests/tools/sluice_test's slow_avro_dir on the same output, with keys
+    (flush_delay, flush_block_file) added to its section."""
+    secs = s.sections()
+    secs["destination.out"]["type"] = "slow_avro_dir"
+    secs["destination.out"].update(keys)
+    path = os.path.join(s.workdir, "slow.ini")
+    with open(path, "w") as f:
+        for sec, kv in secs.items():
+            f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
+    return path
+
+
+class AgentRuns:
+    """Methods of a test case (either source) that run the agent of a
+    Sluice: slow (every flush delayed), until it streams, and stopped."""
+
+    def start_slow(self, s, flush_delay="1s"):
+        """Runs s with every flush delayed by flush_delay (the test sink
+        slow_avro_dir of tests/tools/sluice_test, on the same output), so
+        that a backfill is still running when the test kills it."""
+        return s.start("run", config=slow_config(s, flush_delay=flush_delay), binary=sluice_test_bin())
+
+    def start_streaming(self, s, slow=False):
+        """The agent of s, once it streams (from a slot or a binlog)."""
+        p = self.start_slow(s) if slow else s.start("run")
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        return p
+
+    def stop(self, p):
+        """SIGTERM, and exit 0."""
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        return r

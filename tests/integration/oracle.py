@@ -167,10 +167,11 @@ def resolve(state, fields):
     return {k: {f: row.get(f, default) for f, default in fields.items()} for k, row in state.items()}
 
 
-def source_tables(source, server, ns):
-    """[(table, [key columns])] of the namespace's base tables, from the
-    source's catalog (primary keys).  A partition is its root's rows (the
-    root's object holds them), and a table of its own once detached."""
+def source_tables(source, server, ns, only=None):
+    """[(table, [key columns])] of the namespace's base tables (or those of
+    them named in only), from the source's catalog (primary keys).  A
+    partition is its root's rows (the root's object holds them), and a
+    table of its own once detached."""
     if source == "pg":
         rows = server.sql(
             "SELECT c.relname, a.attname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid "
@@ -186,7 +187,8 @@ def source_tables(source, server, ns):
             "ORDER BY TABLE_NAME, ORDINAL_POSITION", (ns,))
     out = {}
     for t, c in rows:
-        out.setdefault(t, []).append(c)
+        if only is None or t in only:
+            out.setdefault(t, []).append(c)
     return sorted(out.items())
 
 
@@ -199,12 +201,15 @@ def _avro_state_diff(source, server, ns, table, keys, state):
 
 # ---- the destinations
 
-def diff_avro(source, server, ns, tree, stream, write_mode, codec=None):
-    """Differences between the source tables of ns and an Avro tree (an
-    avro_dir path, or an s3 prefix downloaded: Sluice.output_tree)."""
+def diff_avro(source, server, ns, tree, stream, write_mode, codec=None, tables=None, records=None):
+    """Differences between the source tables of ns (or those of them named
+    in tables) and an Avro tree (an avro_dir path, or an s3 prefix
+    downloaded: Sluice.output_tree).  records: the tree's records, when the
+    caller read them already (append mode)."""
     diffs = []
-    records = read_avro_tree(tree, codec=codec) if write_mode == "append" else None
-    for table, keys in source_tables(source, server, ns):
+    if records is None and write_mode == "append":
+        records = read_avro_tree(tree, codec=codec)
+    for table, keys in source_tables(source, server, ns, tables):
         if write_mode == "append":
             try:
                 state = rebuild(records, keys, table=(ns, table), lazy=True)
@@ -223,14 +228,14 @@ def diff_avro(source, server, ns, tree, stream, write_mode, codec=None):
     return diffs
 
 
-def diff_clickhouse(source, server, ns, ch, database, write_mode, modern):
-    """Differences between the source tables of ns and ClickHouse database
-    `database`: the `_current` view (merge) or the change rows replayed
-    (append)."""
+def diff_clickhouse(source, server, ns, ch, database, write_mode, modern, tables=None):
+    """Differences between the source tables of ns (or those of them named
+    in tables) and ClickHouse database `database`: the `_current` view
+    (merge) or the change rows replayed (append)."""
     from ch_harness import (ch_object, ch_state_diff, my_source_rows_for_ch, rebuild_append, source_columns,
                             source_rows_for_ch)
     diffs = []
-    for table, keys in source_tables(source, server, ns):
+    for table, keys in source_tables(source, server, ns, tables):
         if source == "pg":
             expected, kinds = source_rows_for_ch(server, ns, table, keys, modern)
         else:

@@ -31,136 +31,34 @@ with SLUICE_TEST_SEED=<seed>.
 """
 
 import collections
-import json
 import os
 import random
-import re
-import signal
-import sys
-import threading
 import time
 import unittest
 import uuid as uuidlib
 
-from harness import assert_marker_between, csn, records_for, sluice_test_bin, wait_until
+from harness import (AgentRuns, assert_marker_between, backfill_inserts, backfill_requests_left, backfill_running,
+                     checkpoint_table, csn, pick_seed, records_for, truncate_markers, wait_until)
 from harness_mysql import MyTestCase, SLUICE_USER
+from workload import CounterWorkload, Runner
 
 WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
           "watermark VARBINARY(1024) NOT NULL) ENGINE=InnoDB")
-
-
-def backfill_rows(recs):
-    return [r for r in recs if r["read_method"] == "mysql-backfill-fulldump"
-            and r["source_metadata"]["change_type"] == "INSERT"]
-
-
-def markers(recs):
-    return [r for r in recs if r["source_metadata"]["change_type"] == "TRUNCATE"]
-
-
-def checkpoint(s):
-    path = os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def ckpt_table(s, name):
-    return ((checkpoint(s) or {}).get("tables") or {}).get(name, {})
-
-
-def running(s, name, method, chunks):
-    e = ckpt_table(s, name)
-    return e.get("backfill") == "running" and e.get("method") == method and e.get("chunks", 0) >= chunks
-
-
-def requests_left(s):
-    return [n for n in os.listdir(s.state_dir) if ".backfill-request." in n]
 
 
 def tables_in(recs):
     return {(r["source_metadata"].get("database"), r["source_metadata"].get("table")) for r in recs}
 
 
-def seed():
-    v = os.environ.get("SLUICE_TEST_SEED")
-    s = int(v) if v else random.randrange(1 << 30)
-    print(f"\n  seed {s} (SLUICE_TEST_SEED={s} repeats it)", file=sys.stderr, flush=True)
-    return s
+def workload(my, table, ids):
+    """Small random transactions on app.table (id, v, counter), which holds
+    the rows ids: inserts, updates, deletes and key changes (to a key
+    before or after every chunk)."""
+    return Runner(my, CounterWorkload(pick_seed(), "mariadb", "app", [table], ids, mix=(0.25, 0.5, 0.15, 0.1),
+                                      negative_keys=True))
 
 
-class Workload(threading.Thread):
-    """Small random transactions on one table (id PRIMARY KEY, v, counter):
-    inserts, updates, deletes and key changes (UPDATE SET id)."""
-
-    def __init__(self, my, table, ids, seed):
-        super().__init__(daemon=True)
-        self.my = my
-        self.table = table
-        self.rng = random.Random(seed)
-        self.live = list(ids)
-        self.next_id = max(ids) + 1 if ids else 1
-        self.stop_event = threading.Event()
-        self.tx = 0
-        self.error = None
-
-    def pick(self):
-        return self.live[self.rng.randrange(len(self.live))]
-
-    def forget(self, k):
-        i = self.live.index(k)
-        self.live[i] = self.live[-1]
-        self.live.pop()
-
-    def run(self):
-        conn = None
-        t = self.table
-        try:
-            conn = self.my.connect(autocommit=False)
-            cur = conn.cursor()
-            while not self.stop_event.is_set():
-                for _ in range(self.rng.randint(1, 4)):
-                    x = self.rng.random()
-                    if x < 0.25 or len(self.live) < 100:
-                        k = self.next_id
-                        self.next_id += 1
-                        cur.execute(f"INSERT INTO {t} (id, v, counter) VALUES (%s, md5(rand()), 0)", (k,))
-                        self.live.append(k)
-                    elif x < 0.75:
-                        cur.execute(f"UPDATE {t} SET counter = counter + 1, v = md5(rand()) WHERE id = %s",
-                                    (self.pick(),))
-                    elif x < 0.9:
-                        k = self.pick()
-                        cur.execute(f"DELETE FROM {t} WHERE id = %s", (k,))
-                        self.forget(k)
-                    else:
-                        # a key change, to a key before or after every chunk
-                        k, n = self.pick(), self.next_id
-                        self.next_id += 1
-                        if self.rng.random() < 0.5:
-                            n = -n
-                        cur.execute(f"UPDATE {t} SET id = %s, counter = counter + 1 WHERE id = %s", (n, k))
-                        self.forget(k)
-                        self.live.append(n)
-                conn.commit()
-                self.tx += 1
-                time.sleep(0.002)
-        except Exception as e:  # reported by finish()
-            self.error = e
-        finally:
-            if conn is not None:
-                conn.close()
-
-    def finish(self):
-        self.stop_event.set()
-        self.join(60)
-        if self.error:
-            raise self.error
-
-
-class RebackfillCases:
+class RebackfillCases(AgentRuns):
     """The tests each server setting runs (mixed into a MyTestCase)."""
     chunk_rows = 500
 
@@ -185,31 +83,6 @@ class RebackfillCases:
         extra = {"source": dict({"backfill_chunk_rows": self.chunk_rows}, **(source or {}))}
         return self.sluice(stream=stream, tables=tables, max_file_seconds=1, extra=extra, **kw)
 
-    def start_slow(self, s):
-        """Runs s with every flush delayed by 1 s (tests/tools/sluice_test's
-        slow_avro_dir on the same output), so that a backfill is still
-        running when the test kills it."""
-        secs = s.sections()
-        secs["destination.out"]["type"] = "slow_avro_dir"
-        secs["destination.out"]["flush_delay"] = "1s"
-        path = os.path.join(s.workdir, "slow.ini")
-        with open(path, "w") as f:
-            for sec, kv in secs.items():
-                f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
-        return s.start("run", config=path, binary=sluice_test_bin())
-
-    def start_streaming(self, s, slow=False):
-        p = self.start_slow(s) if slow else s.start("run")
-        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
-        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-        return p
-
-    def stop(self, p):
-        p.signal(signal.SIGTERM)
-        r = p.wait_result(120)
-        self.assertEqual(r.rc, 0, r.describe())
-        return r
-
     def kill_after_a_chunk(self, s, table):
         """`sluice backfill --table` of a slow running agent, kill -9 once a
         chunk of 100 rows is durable (the chunks and watermarks after it are
@@ -221,10 +94,10 @@ class RebackfillCases:
         p = self.start_streaming(s, slow=True)
         r = s.run("backfill", "--stream", s.stream, "--table", table, timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
-        wait_until(lambda: running(s, table, "watermark", 1) or not p.alive(), 60, "a durable chunk")
+        wait_until(lambda: backfill_running(s, table, "watermark", 1) or not p.alive(), 60, "a durable chunk")
         p.kill9()
         p.wait_result(30)
-        self.assertEqual(ckpt_table(s, table).get("backfill"), "running", p.stderr_text())
+        self.assertEqual(checkpoint_table(s, table).get("backfill"), "running", p.stderr_text())
         s.extra["source"]["backfill_chunk_rows"] = 10000
         s.write_config()
 
@@ -242,7 +115,7 @@ class RebackfillCases:
         self.chunk_rows = 100
         s = self.agent("rbw", "app.rbw", log_level=os.environ.get("SLUICE_TEST_LOG", "info"))
         p = self.start_streaming(s, slow=True)
-        w = Workload(my, "app.rbw", range(1, 150001), seed())
+        w = workload(my, "rbw", range(1, 150001))
         w.start()
         try:
             wait_until(lambda: w.tx > 50, 60, "the workload to run")
@@ -250,12 +123,12 @@ class RebackfillCases:
             self.assertEqual(r.rc, 0, r.describe())
             self.assertIn(f"stream rbw: app.rbw requested for backfill from the running agent (pid {p.pid})",
                           r.stdout)
-            wait_until(lambda: running(s, "app.rbw", "watermark", 2) or not p.alive(), 120,
+            wait_until(lambda: backfill_running(s, "app.rbw", "watermark", 2) or not p.alive(), 120,
                        "durable chunks of the re-backfill")
             self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
             p.kill9()
             p.wait_result(30)
-            e = ckpt_table(s, "app.rbw")
+            e = checkpoint_table(s, "app.rbw")
             self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
             durable_chunks, durable_rows = e["chunks"], e["rows"]
             self.assertIn("resume_key", e)
@@ -277,13 +150,13 @@ class RebackfillCases:
         self.assertEqual(tables_in(all_recs), {("app", "rbw")})
         recs = records_for(all_recs, "app", "rbw")
         self.assertTableMatches(recs, "app", "rbw", ["id"])
-        ms = markers(recs)
+        ms = truncate_markers(recs)
         self.assertEqual(len(ms), 1, "one re-backfill marker")
-        initial = {csn(r) for r in backfill_rows(recs) if csn(r) < csn(ms[0])}
+        initial = {csn(r) for r in backfill_inserts(recs) if csn(r) < csn(ms[0])}
         self.assertEqual(len(initial), 1, "one initial snapshot")
-        chunks = {csn(r) for r in backfill_rows(recs) if csn(r) > csn(ms[0])}
+        chunks = {csn(r) for r in backfill_inserts(recs) if csn(r) > csn(ms[0])}
         self.assertGreater(len(chunks), durable_chunks, "the re-backfill's chunks, each at its high watermark")
-        e = ckpt_table(s, "app.rbw")
+        e = checkpoint_table(s, "app.rbw")
         self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
         self.assertNotIn("resume_key", e)
 
@@ -296,7 +169,7 @@ class RebackfillCases:
         s.tables = "app.add_a, app.add_b"
         s.write_config()
         p = self.start_streaming(s)
-        w = Workload(my, "app.add_b", range(1, 5001), seed())
+        w = workload(my, "add_b", range(1, 5001))
         w.start()
         try:
             wait_until(lambda: "backfilled app.add_b while streaming" in p.stderr_text() or not p.alive(), 240,
@@ -314,9 +187,9 @@ class RebackfillCases:
         a, b = records_for(recs, "app", "add_a"), records_for(recs, "app", "add_b")
         self.assertTableMatches(a, "app", "add_a", ["id"])
         self.assertTableMatches(b, "app", "add_b", ["id"])
-        self.assertEqual(markers(a), [])
-        self.assertEqual(len(markers(b)), 1)
-        self.assertEqual(ckpt_table(s, "app.add_b")["backfill"], "done")
+        self.assertEqual(truncate_markers(a), [])
+        self.assertEqual(len(truncate_markers(b)), 1)
+        self.assertEqual(checkpoint_table(s, "app.add_b")["backfill"], "done")
 
     def test_backfill_request_while_running(self):
         my = self.my
@@ -334,7 +207,7 @@ class RebackfillCases:
         self.assertLess(time.monotonic() - t0, 5)
         wait_until(lambda: "backfilled app.req_a while streaming: 3000 rows in 6 chunks" in p.stderr_text()
                    or not p.alive(), 60, "the re-backfill")
-        self.assertEqual(requests_left(s), [], "the request file is removed")
+        self.assertEqual(backfill_requests_left(s), [], "the request file is removed")
         r = s.run("backfill", "--stream", "req", timeout=60)
         self.assertEqual(r.rc, 2, r.describe())
         self.assertIn("stop that agent first to backfill every table", r.stderr)
@@ -344,13 +217,13 @@ class RebackfillCases:
         self.assertNoWatermarks(recs)
         self.assertEqual(tables_in(recs), {("app", "req_a"), ("app", "req_b")})
         a, b = records_for(recs, "app", "req_a"), records_for(recs, "app", "req_b")
-        self.assertEqual(len(markers(a)), 1)
-        self.assertEqual(markers(b), [])
-        ms = csn(markers(a)[0])
-        after = [r for r in backfill_rows(a) if csn(r) > ms]
+        self.assertEqual(len(truncate_markers(a)), 1)
+        self.assertEqual(truncate_markers(b), [])
+        ms = csn(truncate_markers(a)[0])
+        after = [r for r in backfill_inserts(a) if csn(r) > ms]
         self.assertEqual(sorted(r["payload"]["id"] for r in after), list(range(1, 3001)), "each row once")
         self.assertEqual(len({csn(r) for r in after}), 6, "6 chunks of 500 rows")
-        self.assertEqual(len(backfill_rows(b)), 50)
+        self.assertEqual(len(backfill_inserts(b)), 50)
         self.assertTableMatches(a, "app", "req_a", ["id"])
         self.assertTableMatches(b, "app", "req_b", ["id"])
         self.assertEqual(sorted(r["payload"]["v"] for r in after if r["payload"]["id"] <= 10), ["new"] * 10)
@@ -382,11 +255,11 @@ class RebackfillCases:
         strictly between the old rows and the chunks."""
         old, recs, r = self.backfill_again_offline("off_a", 1200)
         self.assertIn("backfilled app.off_a while streaming: 1200 rows in 3 chunks", r.stderr)
-        self.assertEqual(len(markers(recs)), 1)
+        self.assertEqual(len(truncate_markers(recs)), 1)
         seen = {r["uuid"] for r in old}
-        new = [r for r in backfill_rows(recs) if r["uuid"] not in seen]
+        new = [r for r in backfill_inserts(recs) if r["uuid"] not in seen]
         self.assertEqual(sorted(r["payload"]["id"] for r in new), list(range(1, 1201)))
-        assert_marker_between(self, old, markers(recs)[0], new)
+        assert_marker_between(self, old, truncate_markers(recs)[0], new)
         self.assertTableMatches(recs, "app", "off_a", ["id"])
 
 
@@ -416,9 +289,9 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                    or not p.alive(), 120, "the re-backfill")
         self.stop(p)
         recs = records_for(self.read(s), "app", table)
-        ms = markers(recs)
+        ms = truncate_markers(recs)
         self.assertEqual(len(ms), 1)
-        return recs, [r for r in backfill_rows(recs) if csn(r) > csn(ms[0])]
+        return recs, [r for r in backfill_inserts(recs) if csn(r) > csn(ms[0])]
 
     def test_uuid_and_inet6_keys(self):
         """MariaDB's UUID and INET6 as a chunked backfill's key: the resume
@@ -487,7 +360,7 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertNotIn("retrying", r.stderr)
         self.assertRegex(r.stderr, r"backfilled app\.rd while streaming: 100000 rows in \d+ chunks")
         recs = records_for(self.read(s), "app", "rd")
-        self.assertEqual(len(markers(recs)), 1)
+        self.assertEqual(len(truncate_markers(recs)), 1)
         # The rows of the chunks read before the DDL keep the columns of
         # then (a rename or a drop changes no row: doc/output.md); every
         # row is changed once more to compare the values.
@@ -553,7 +426,7 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                       r.stderr)
         self.assertIn("Without it, stop the agent and run this command again: the next run reads app.nowm from a "
                       "snapshot before streaming", r.stderr)
-        self.assertEqual(requests_left(s), [])
+        self.assertEqual(backfill_requests_left(s), [])
         # a request that reaches the agent all the same (written as `sluice
         # backfill` writes it): the agent restarts the stream and reads the
         # table from a snapshot before streaming.  A change first, so that
@@ -573,7 +446,7 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                       "take it in", err)
         self.assertIn("So 1 table to backfill is read from a snapshot before streaming instead of while streaming",
                       err)
-        self.assertEqual(requests_left(s), [])
+        self.assertEqual(backfill_requests_left(s), [])
         self.stop(p)
         # again with no agent running: marked, then read from a snapshot
         my.execute("UPDATE app.nowm SET counter = 1 WHERE id = 7")
@@ -585,8 +458,8 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                       "streaming", r.stderr)
         self.assertIn("backfilled app.nowm: 1200 rows read in", r.stderr)
         recs = records_for(self.read(s), "app", "nowm")
-        self.assertEqual(len(markers(recs)), 2)
-        self.assertEqual(len(backfill_rows(recs)), 3600)
+        self.assertEqual(len(truncate_markers(recs)), 2)
+        self.assertEqual(len(backfill_inserts(recs)), 3600)
         self.assertTableMatches(recs, "app", "nowm", ["id"])
 
     def test_snapshot_request_right_after_the_initial_backfill(self):
@@ -599,11 +472,11 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         new rows, each once."""
         _, recs, r = self.backfill_again_offline("nowm2", 300, source={"watermark_table": "sluice.missing"})
         self.assertIn("backfilled app.nowm2: 300 rows read in", r.stderr)
-        self.assertEqual(len(markers(recs)), 1)
-        rows = backfill_rows(recs)
+        self.assertEqual(len(truncate_markers(recs)), 1)
+        rows = backfill_inserts(recs)
         self.assertEqual(sorted(r["payload"]["id"] for r in rows), list(range(1, 301)), "each row once")
         self.assertEqual(len(recs), 301)
-        assert_marker_between(self, [], markers(recs)[0], rows)
+        assert_marker_between(self, [], truncate_markers(recs)[0], rows)
         self.assertTableMatches(recs, "app", "nowm2", ["id"])
         self.assertIn("nothing was written since the last backfill: replacing the rows of app.nowm2", r.stderr)
 

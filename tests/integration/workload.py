@@ -16,14 +16,23 @@ believes live); it is no model of the expected content: the oracle
 (oracle.py) reads the source tables themselves once the source is quiet.
 The same seed gives the same operations on either source.
 
+CounterWorkload draws the same operations on tables a test made itself
+(id, v, counter: each update adds one to counter), with the mix of
+statements, the tables and the key changes as options; Runner runs a
+workload on a thread while sluice runs (the kill, outage and backfill
+tests).
+
 DDL is off by default (ddl=()); test_property.py turns the kinds of
 DDL_KINDS on per cell (DDL_CI), SLUICE_PROPERTY_DDL for hunts.  With a
 partition kind (PostgreSQL only) the namespace has a partitioned table wp
 too, whose partitions the DDL attaches (a table with rows) and detaches.
 """
 
+import datetime
 import decimal
 import random
+import threading
+import time
 
 TABLES = ("wa", "wb")
 
@@ -276,7 +285,7 @@ class Workload:
         if kind == "ddl":
             return [(s, None) for s in render_ddl(src, ns, op)]
         q = qname(src, ns, t)
-        keys = ("id",) if t == "wa" else ("k1", "k2")
+        keys = self.key_columns(t)
         where = " AND ".join(f"{qname(src, k)} = %s" for k in keys)
         if kind == "insert":
             cols = list(op[2])
@@ -296,28 +305,44 @@ class Workload:
             return [(f"DELETE FROM {q} WHERE {where}", list(op[2]))]
         if kind == "rekey":
             sets = ", ".join(f"{qname(src, k)} = %s" for k in keys)
-            extra = ", " + qname(src, "n") + " = " + qname(src, "n") + " + 1" if t == "wa" else ""
+            bump = self.rekey_bump(t)
+            extra = ", " + qname(src, bump) + " = " + qname(src, bump) + " + 1" if bump else ""
             return [(f"UPDATE {q} SET {sets}{extra} WHERE {where}", list(op[3]) + list(op[2]))]
         if kind == "truncate":
             return [(f"TRUNCATE {'' if src == 'pg' else 'TABLE '}{q}", None)]
         raise ValueError(f"unknown operation {op!r}")
 
+    def key_columns(self, t):
+        """The key columns of table t, in order."""
+        return ("id",) if t == "wa" else ("k1", "k2")
+
+    def rekey_bump(self, t):
+        """The column a key change of table t adds one to, or None."""
+        return "n" if t == "wa" else None
+
+    def connect(self, server):
+        """A connection to the namespace, not in autocommit."""
+        if self.source == "pg":
+            return server.connect(autocommit=False)
+        return server.connect(db=self.ns, autocommit=False)
+
+    def execute(self, conn, txs):
+        """Runs transactions on a connection of connect()."""
+        cur = conn.cursor()
+        for ops, commit in txs:
+            for op in ops:
+                for sql, params in self.render(op):
+                    cur.execute(sql, params)
+            if commit:
+                conn.commit()
+            else:
+                conn.rollback()
+
     def apply(self, server, txs):
         """Runs transactions on a PgServer or MariaDbServer."""
-        if self.source == "pg":
-            conn = server.connect(autocommit=False)
-        else:
-            conn = server.connect(db=self.ns, autocommit=False)
+        conn = self.connect(server)
         try:
-            cur = conn.cursor()
-            for ops, commit in txs:
-                for op in ops:
-                    for sql, params in self.render(op):
-                        cur.execute(sql, params)
-                if commit:
-                    conn.commit()
-                else:
-                    conn.rollback()
+            self.execute(conn, txs)
         finally:
             conn.close()
 
@@ -368,3 +393,127 @@ def render_ddl(source, ns, op):
         rename = f"ALTER TABLE {q} RENAME TO {qname(source, op[3])}" if pg else f"RENAME TABLE {q} TO {old}"
         return [rename] + table_ddl(source, ns, t)
     raise ValueError(f"unknown DDL {op!r}")
+
+
+# ---- load on tables of the tests' own (counter workloads)
+
+class CounterWorkload(Workload):
+    """Seeded small transactions on tables the test made, each of the shape
+    (id PRIMARY KEY, v text, counter int NOT NULL, ...), that hold the rows
+    ids: each statement of a table drawn from tables, an insert (counter 0),
+    an update that adds one to counter and sets v, a delete, or a key change
+    (id set to a new key, counter + 1), drawn with the weights of mix
+    (insert, update, delete, key change); an insert while a table has fewer
+    than min_live keys.  With negative_keys, half the key changes go to a
+    negative key (before every chunk of a backfill); with stamp, updates
+    also set that timestamptz column (PostgreSQL).  Every transaction
+    commits; counts["multi"] counts those over more than one table.  The
+    operations and their SQL are Workload's: the counters let a test check
+    that no update was lost (harness.counter_gaps)."""
+
+    def __init__(self, seed, source, ns, tables, ids, mix=(0.3, 0.55, 0.08, 0.07), min_live=100, ops=(1, 4),
+                 negative_keys=False, stamp=None, bump="counter"):
+        super().__init__(seed, source, ns)
+        self.bump = bump
+        self.tables = tuple(tables)
+        self.mix = mix
+        self.min_live = min_live
+        self.nops = ops
+        self.negative_keys = negative_keys
+        self.stamp = stamp
+        self.live = {t: list(ids) for t in self.tables}
+        self.next_ids = {t: max(ids, default=0) + 1 for t in self.tables}
+
+    def key_columns(self, t):
+        return ("id",)
+
+    def rekey_bump(self, t):
+        return self.bump
+
+    def refill(self, t, ids, next_id):
+        """After the test emptied table t and wrote the rows ids: the keys
+        to pick from, and the first key a later insert takes."""
+        self.live[t] = list(ids)
+        self.next_ids[t] = next_id
+
+    def new_key(self, t):
+        k = self.next_ids[t]
+        self.next_ids[t] += 1
+        return k
+
+    def forget(self, t, k):
+        ids = self.live[t]
+        i = ids.index(k)
+        ids[i] = ids[-1]
+        ids.pop()
+
+    def counter_op(self, t):
+        """One statement on table t."""
+        rng, live = self.rng, self.live[t]
+        x = rng.random() * sum(self.mix)
+        ins, upd, dele = self.mix[0], self.mix[0] + self.mix[1], self.mix[0] + self.mix[1] + self.mix[2]
+        if x < ins or len(live) < self.min_live:
+            k = self.new_key(t)
+            live.append(k)
+            return ("insert", t, {"id": k, "v": "%032x" % rng.getrandbits(128), "counter": 0})
+        k = live[rng.randrange(len(live))]
+        if x < upd:
+            sets = {"counter": ("+", 1), "v": "%032x" % rng.getrandbits(128)}
+            if self.stamp:
+                sets[self.stamp] = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc) + \
+                    datetime.timedelta(microseconds=rng.randrange(10 ** 16))
+            return ("update", t, (k,), sets)
+        self.forget(t, k)
+        if x < dele:
+            return ("delete", t, (k,))
+        n = self.new_key(t)
+        if self.negative_keys and rng.random() < 0.5:
+            n = -n
+        live.append(n)
+        return ("rekey", t, (k,), (n,))
+
+    def transactions(self, n):
+        out = []
+        for _ in range(n):
+            ops = [self.counter_op(self.rng.choice(self.tables)) for _ in range(self.rng.randint(*self.nops))]
+            self.counts["tx"] += 1
+            self.counts["multi"] += len({o[1] for o in ops}) > 1
+            out.append((ops, True))
+        return out
+
+
+class Runner(threading.Thread):
+    """A workload's transactions run on a server one after another (a
+    pause between them) until finish(), while sluice runs: start(),
+    then finish(), which raises what the load met.  tx counts the
+    transactions committed."""
+
+    def __init__(self, server, workload, pause=0.002):
+        super().__init__(daemon=True)
+        self.server = server
+        self.workload = workload
+        self.pause = pause
+        self.stop_event = threading.Event()
+        self.tx = 0
+        self.error = None
+
+    def run(self):
+        conn = None
+        try:
+            conn = self.workload.connect(self.server)
+            while not self.stop_event.is_set():
+                self.workload.execute(conn, self.workload.transactions(1))
+                self.tx += 1
+                time.sleep(self.pause)
+        except Exception as e:  # raised by finish()
+            self.error = e
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def finish(self, timeout=60):
+        self.stop_event.set()
+        self.join(timeout)
+        if self.error:
+            raise self.error
+
