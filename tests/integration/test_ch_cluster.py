@@ -220,7 +220,8 @@ class ClickHouseShardsTest(ChTestCase):
         through the Distributed tables on either server, equal the source;
         the append rows rebuild it with no lost change; every key's rows are
         on the shard its hash names, and both shards hold some."""
-        from test_clickhouse import Workload, counter_problems
+        from test_clickhouse import counter_problems
+        from workload import CounterWorkload, Runner
         seed = int(os.environ.get("SLUICE_TEST_SEED") or random.SystemRandom().randrange(1 << 31))
         print(f"\n    distributed test seed {seed} (SLUICE_TEST_SEED={seed} to repeat)", file=sys.stderr)
         rng = random.Random(seed)
@@ -238,7 +239,7 @@ class ClickHouseShardsTest(ChTestCase):
         self.assertIn(f'cluster "{CLUSTER}" has 2 servers in 2 shards: tables are made ON CLUSTER, Replicated, at '
                       '/clickhouse/tables/{shard}/{database}/{table}; rows go through Distributed tables to every '
                       'shard', r.stdout)
-        wl = Workload(pg, seed, table="dk", preload=1000)
+        wl = Runner(pg, CounterWorkload(seed, "pg", "public", ["dk"], range(1, 1001)))
         wl.start()
         self.addCleanup(wl.stop_event.set)
         procs = {s: s.start("run", env=self.env()) for s in (sm, sa)}
