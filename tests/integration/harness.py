@@ -307,6 +307,41 @@ class ServerBase:
         self.stop(mode)
         self.start()
 
+    # -- what the database servers (PostgreSQL, MariaDB) share
+
+    log_path = None     # the server's log file, for log_tail
+
+    def log_tail(self, n=40):
+        """The last n lines of the server's log ("" when it has none)."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except (OSError, TypeError):
+            return ""
+
+    def set_settings(self, settings):
+        """Changes settings (None removes one); they take effect at the next
+        (re)start."""
+        for k, v in settings.items():
+            if v is None:
+                self.settings.pop(k, None)
+            else:
+                self.settings[k] = v
+
+    def close_conn(self):
+        """Closes the harness's own connection (conn), if it is open."""
+        if getattr(self, "_conn", None) is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def one(self, query, params=None):
+        """The first column of the first row of sql(), or None."""
+        rows = self.sql(query, params)
+        return rows[0][0] if rows else None
+
     def resume(self):
         """Starts the server again on the port it had (after stop()), as a
         restart that a client configured with that port reconnects to."""
@@ -701,12 +736,7 @@ class PgServer(ServerBase):
                    30, "postgres to accept connections")
 
     def _stop(self, mode):
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-            self._conn = None
+        self.close_conn()
         pid = self.postmaster_pid()
         if pid and not self._is_our_postmaster(pid):
             # a postmaster killed earlier left its pid file, and the pid may
@@ -747,16 +777,9 @@ class PgServer(ServerBase):
         except (OSError, ValueError):
             return None
 
-    def log_tail(self, n=40):
-        try:
-            with open(self.logfile, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
-    def set_settings(self, settings):
-        """Changes settings; takes effect at the next (re)start."""
-        self.settings.update(settings)
+    @property
+    def log_path(self):
+        return self.logfile
 
     # -- client side
 
@@ -797,10 +820,6 @@ class PgServer(ServerBase):
         with self.conn.cursor() as cur:
             cur.execute(query, params)
             return cur.rowcount
-
-    def one(self, query, params=None):
-        rows = self.sql(query, params)
-        return rows[0][0] if rows else None
 
     def current_lsn(self):
         """The WAL insert position (what a commit that just returned lies before)."""
@@ -1866,11 +1885,12 @@ def avro_field_name(column, columns):
     return name
 
 
-def state_diff(pg, schema, table, key_columns, state, limit=20):
-    """Compares rebuilt state with the source table, exactly, column by column.
-    Returns a list of differences (empty when equal)."""
-    kinds = dict(column_kinds(pg, schema, table))
-    exp = expected_rows(pg, schema, table, key_columns)
+def rows_diff(kinds, exp, key_columns, state, equal, limit=20):
+    """Compares rebuilt state ({key: {payload field: value}}) with the
+    source's rows exp ({key: {column: value}}, keys normalized), exactly,
+    column by column; kinds: {column: kind}; equal(kind, expected, actual)
+    returns None or why they differ.  Returns a list of differences (empty
+    when equal).  Either source's state_diff is this one."""
     diffs = []
     # payload fields are named by the Avro rule: back to column names
     names = {avro_field_name(c, kinds): c for c in kinds}
@@ -1887,7 +1907,7 @@ def state_diff(pg, schema, table, key_columns, state, limit=20):
             diffs.append(f"{key}: payload fields {sorted(g)} are not the columns {sorted(e)}")
             continue
         for col in e:
-            why = values_equal(kinds[col], e[col], g[col])
+            why = equal(kinds[col], e[col], g[col])
             if why:
                 diffs.append(f"{key}.{col}: source {e[col]!r} vs output {g[col]!r} ({kinds[col]}: {why})")
         if len(diffs) > limit:
@@ -1895,10 +1915,18 @@ def state_diff(pg, schema, table, key_columns, state, limit=20):
     return diffs
 
 
-def assert_table_matches(testcase, pg, records, schema, table, key_columns):
-    """Rebuilds one table from records and asserts it equals the source exactly."""
+def state_diff(pg, schema, table, key_columns, state, limit=20):
+    """Compares rebuilt state with the source table, exactly, column by column.
+    Returns a list of differences (empty when equal)."""
+    return rows_diff(dict(column_kinds(pg, schema, table)), expected_rows(pg, schema, table, key_columns),
+                     key_columns, state, values_equal, limit)
+
+
+def assert_table_matches(testcase, pg, records, schema, table, key_columns, diff=state_diff):
+    """Rebuilds one table from records and asserts it equals the source
+    exactly (diff: the source's state_diff)."""
     state = rebuild(records, key_columns, table=(schema, table))
-    diffs = state_diff(pg, schema, table, key_columns, state)
+    diffs = diff(pg, schema, table, key_columns, state)
     if diffs:
         testcase.fail(f"{schema}.{table}: output differs from source ({len(diffs)} shown):\n  " +
                       "\n  ".join(diffs[:30]))
@@ -1930,7 +1958,40 @@ def lsn_value(v):
 import unittest  # noqa: E402
 
 
-class PgTestCase(unittest.TestCase):
+class SourceTestCase(unittest.TestCase):
+    """What the test classes of both sources share: a Sluice on the class's
+    server (the attribute server_attr names), closed when the test ends,
+    and the output compared with the source (state_diff: the source's)."""
+    server_attr = "pg"
+    state_diff = staticmethod(state_diff)
+
+    @property
+    def source_server(self):
+        return getattr(self, self.server_attr)
+
+    def sluice(self, **kw):
+        """A Sluice on this class's server, closed when the test ends."""
+        s = Sluice(self.source_server, **kw)
+        self.addCleanup(s.close)
+        return s
+
+    def catch_up(self, s, timeout=240, **kw):
+        return s.catch_up(self, timeout=timeout, **kw)
+
+    def read(self, s, **kw):
+        return read_avro_tree(s.out, self, codec=s.codec, **kw)
+
+    def assertTableMatches(self, records, schema, table, key_columns):
+        return assert_table_matches(self, self.source_server, records, schema, table, key_columns,
+                                    type(self).state_diff)
+
+    def assertNoCounterGaps(self, records, schema, table, key_columns, counter="counter"):
+        gaps = counter_gaps(records, key_columns, counter, table=(schema, table))
+        if gaps:
+            self.fail(f"{schema}.{table}: counter gaps ({len(gaps)}):\n  " + "\n  ".join(gaps[:30]))
+
+
+class PgTestCase(SourceTestCase):
     """A test class with its own PostgreSQL server (pg), started once for the
     class and always closed.  Skips when PostgreSQL 15 is not installed.
     pg_settings and pg_initdb_args go to PgServer."""
@@ -1944,26 +2005,6 @@ class PgTestCase(unittest.TestCase):
         cls.pg = PgServer(cls.pg_settings, initdb_args=cls.pg_initdb_args)
         cls.addClassCleanup(cls.pg.close)
         cls.pg.start()
-
-    def sluice(self, **kw):
-        """A Sluice on this class's server, closed when the test ends."""
-        s = Sluice(self.pg, **kw)
-        self.addCleanup(s.close)
-        return s
-
-    def catch_up(self, s, timeout=240, **kw):
-        return s.catch_up(self, timeout=timeout, **kw)
-
-    def read(self, s, **kw):
-        return read_avro_tree(s.out, self, codec=s.codec, **kw)
-
-    def assertTableMatches(self, records, schema, table, key_columns):
-        return assert_table_matches(self, self.pg, records, schema, table, key_columns)
-
-    def assertNoCounterGaps(self, records, schema, table, key_columns, counter="counter"):
-        gaps = counter_gaps(records, key_columns, counter, table=(schema, table))
-        if gaps:
-            self.fail(f"{schema}.{table}: counter gaps ({len(gaps)}):\n  " + "\n  ".join(gaps[:30]))
 
 
 def slow_config(s, **keys):

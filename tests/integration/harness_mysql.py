@@ -15,7 +15,9 @@ both sources).
                   for the harness's Sluice), skipped when MariaDB is missing.
   my_expected_rows, my_state_diff, assert_my_table_matches: the source
                   table's rows in the Python types the Avro output reads back
-                  as, compared exactly with the state rebuilt from the output.
+                  as, compared exactly with the state rebuilt from the output
+                  (by harness.rows_diff; MyTestCase's methods are
+                  harness.SourceTestCase's, as PgTestCase's).
 
 Needs Debian's mariadb-server and python3-mysqldb (scripts/deps.sh).
 """
@@ -31,11 +33,10 @@ import sys
 import tempfile
 import threading
 import time
-import unittest
 
 import harness
-from harness import (ServerBase, PortInUse, Sluice, wait_until, rebuild, counter_gaps, avro_field_name,
-                     values_equal, normalize, read_avro_tree, _pid_alive, UTC)
+from harness import (ServerBase, PortInUse, SourceTestCase, wait_until, assert_table_matches, rows_diff,
+                     values_equal, normalize, _pid_alive, UTC)
 
 MARIADBD = os.environ.get("SLUICE_MARIADBD", shutil.which("mariadbd") or "/usr/sbin/mariadbd")
 INSTALL_DB = shutil.which("mariadb-install-db") or "/usr/bin/mariadb-install-db"
@@ -193,12 +194,7 @@ class MariaDbServer(ServerBase):
             self._user_made = True
 
     def _stop(self, mode):
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-            self._conn = None
+        self.close_conn()
         p, self.proc = self.proc, None
         if p is None or p.poll() is not None:
             return
@@ -212,20 +208,9 @@ class MariaDbServer(ServerBase):
     def pid(self):
         return self.proc.pid if self.proc else None
 
-    def log_tail(self, n=40):
-        try:
-            with open(self.errlog, errors="replace") as f:
-                return "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
-    def set_settings(self, settings):
-        """Changes settings; they take effect at the next (re)start."""
-        for k, v in settings.items():
-            if v is None:
-                self.settings.pop(k, None)
-            else:
-                self.settings[k] = v
+    @property
+    def log_path(self):
+        return self.errlog
 
     # -- what sluice uses
 
@@ -273,10 +258,6 @@ class MariaDbServer(ServerBase):
             return n
         finally:
             cur.close()
-
-    def one(self, query, params=None):
-        rows = self.sql(query, params)
-        return rows[0][0] if rows else None
 
     def master_status(self):
         """(file, position) of the binlog's head."""
@@ -391,44 +372,22 @@ def my_values_equal(kind, expected, actual):
 
 
 def my_state_diff(my, db, table, key_columns, state, limit=20):
-    kinds = {n: k for n, k, _ in my_column_kinds(my, db, table)}
-    exp = my_expected_rows(my, db, table, key_columns)
-    names = {avro_field_name(c, kinds): c for c in kinds}
-    state = {key: {names.get(f, f): v for f, v in row.items()} for key, row in state.items()}
-    got = {tuple(normalize(kinds[k], v) for k, v in zip(key_columns, key)): row for key, row in state.items()}
-    diffs = []
-    for key in sorted(set(exp) - set(got), key=repr)[:limit]:
-        diffs.append(f"missing in output: {key} = {exp[key]}")
-    for key in sorted(set(got) - set(exp), key=repr)[:limit]:
-        diffs.append(f"extra in output (not in source): {key} = {got[key]}")
-    for key in sorted(set(exp) & set(got), key=repr):
-        e, g = exp[key], got[key]
-        if set(g) != set(e):
-            diffs.append(f"{key}: payload fields {sorted(g)} are not the columns {sorted(e)}")
-            continue
-        for col in e:
-            why = my_values_equal(kinds[col], e[col], g[col])
-            if why:
-                diffs.append(f"{key}.{col}: source {e[col]!r} vs output {g[col]!r} ({kinds[col]}: {why})")
-        if len(diffs) > limit:
-            break
-    return diffs
+    """harness.state_diff for a MariaDB table."""
+    return rows_diff({n: k for n, k, _ in my_column_kinds(my, db, table)},
+                     my_expected_rows(my, db, table, key_columns), key_columns, state, my_values_equal, limit)
 
 
 def assert_my_table_matches(testcase, my, records, db, table, key_columns):
-    state = rebuild(records, key_columns, table=(db, table))
-    diffs = my_state_diff(my, db, table, key_columns, state)
-    if diffs:
-        testcase.fail(f"{db}.{table}: output differs from source ({len(diffs)} shown):\n  " +
-                      "\n  ".join(diffs[:30]))
-    return state
+    return assert_table_matches(testcase, my, records, db, table, key_columns, my_state_diff)
 
 
-class MyTestCase(unittest.TestCase):
+class MyTestCase(SourceTestCase):
     """A test class with its own MariaDB server (my), started once for the
     class and always closed.  my_settings go to MariaDbServer."""
     my_settings = None
     my = None
+    server_attr = "my"
+    state_diff = staticmethod(my_state_diff)
 
     @classmethod
     def setUpClass(cls):
@@ -436,22 +395,3 @@ class MyTestCase(unittest.TestCase):
         cls.my = MariaDbServer(cls.my_settings)
         cls.addClassCleanup(cls.my.close)
         cls.my.start()
-
-    def sluice(self, **kw):
-        s = Sluice(self.my, **kw)
-        self.addCleanup(s.close)
-        return s
-
-    def catch_up(self, s, timeout=240, **kw):
-        return s.catch_up(self, timeout=timeout, **kw)
-
-    def read(self, s, **kw):
-        return read_avro_tree(s.out, self, codec=s.codec, **kw)
-
-    def assertTableMatches(self, records, db, table, key_columns):
-        return assert_my_table_matches(self, self.my, records, db, table, key_columns)
-
-    def assertNoCounterGaps(self, records, db, table, key_columns, counter="counter"):
-        gaps = counter_gaps(records, key_columns, counter, table=(db, table))
-        if gaps:
-            self.fail(f"{db}.{table}: counter gaps ({len(gaps)}):\n  " + "\n  ".join(gaps[:30]))

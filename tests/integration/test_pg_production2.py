@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, sluice_test_bin,
+from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, slow_config, sluice_test_bin,
                      wait_until)
 from test_s3 import S3TestCase
 
@@ -201,19 +201,6 @@ class UnloggedTableTest(PgTestCase):
             self.assertIn('table "public"."ux" is unlogged: its changes are not in the WAL', messages(r.stderr))
 
 
-def write_slow_config(s, block):
-    """s's config with its destination as tests/tools/sluice_test's
-    slow_avro_dir, whose flushes wait while the file block exists."""
-    secs = s.sections()
-    secs["destination.out"]["type"] = "slow_avro_dir"
-    secs["destination.out"]["flush_block_file"] = block
-    path = os.path.join(s.workdir, "slow.ini")
-    with open(path, "w") as f:
-        for sec, kv in secs.items():
-            f.write(f"[{sec}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()))
-    return path
-
-
 class BackfillLockTest(PgTestCase):
 
     def test_rewrite_of_a_table_yet_to_read_waits(self):
@@ -231,7 +218,7 @@ class BackfillLockTest(PgTestCase):
                         extra={"agent": {"queue_bytes": "1MB"}, "source": {"backfill_chunk_rows": 2000}})
         block = os.path.join(s.workdir, "sink-down")
         open(block, "w").close()
-        p = s.start("run", "--until-caught-up", config=write_slow_config(s, block), binary=sluice_test_bin())
+        p = s.start("run", "--until-caught-up", config=slow_config(s, flush_block_file=block), binary=sluice_test_bin())
         wait_until(lambda: "backfilling public.aa_big" in p.stderr_text() or not p.alive(), 120,
                    "the backfill of public.aa_big")
         self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
