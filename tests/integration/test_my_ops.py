@@ -25,23 +25,16 @@ import os
 import signal
 import time
 
-from harness import sluice_test_bin, wait_until
+from harness import checkpoint, sluice_test_bin, wait_until
 from harness_mysql import MyTestCase
-from opsutil import WebhookReceiver, metric, metrics, metrics_port, scrape
+from opsutil import (StalledSinkCase, assert_changes_metrics, assert_changes_output, metric, metrics, metrics_port,
+                     scrape)
+from workload import change_counts, counted_transactions, run_counted
 
 
 def wait_streaming(p, timeout=60):
     wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), timeout, "streaming")
     assert p.alive(), p.stderr_text()
-
-
-def checkpoint(s):
-    """The stream's checkpoint file as JSON (None before the first)."""
-    try:
-        with open(os.path.join(s.state_dir, f"{s.stream}.checkpoint.json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 def durable_file_pos(s):
@@ -101,36 +94,20 @@ class MyMetricsTest(MyOpsTestCase):
         p = s.start("run")
         wait_streaming(p)
 
-        want = {t: dict(insert=0, update=0, update_delete=0, delete=0, truncate=0) for t in ("ops.mt_a", "ops.mt_b")}
-        want["ops.mt_a"]["insert"] += my.execute("INSERT INTO ops.mt_a SELECT seq, 'new' FROM mysql.seq_101_to_107")
-        want["ops.mt_a"]["update"] += my.execute("UPDATE ops.mt_a SET v = 'u' WHERE id BETWEEN 1 AND 5")
-        n = my.execute("UPDATE ops.mt_a SET id = 606 WHERE id = 6")       # a key change: old row, then new
-        want["ops.mt_a"]["update_delete"] += n
-        want["ops.mt_a"]["update"] += n
-        want["ops.mt_a"]["delete"] += my.execute("DELETE FROM ops.mt_a WHERE id BETWEEN 10 AND 13")
-        want["ops.mt_b"]["insert"] += my.execute("INSERT INTO ops.mt_b SELECT seq, 'nb' FROM mysql.seq_101_to_103")
-        want["ops.mt_b"]["update"] += my.execute("UPDATE ops.mt_b SET v = 'u' WHERE id IN (1, 2)")
-        want["ops.mt_b"]["delete"] += my.execute("DELETE FROM ops.mt_b WHERE id = 3")
-        my.execute("TRUNCATE TABLE ops.mt_b")
-        want["ops.mt_b"]["truncate"] += 1
-        # a transaction over a selected and an unselected table
-        c = my.connect(autocommit=False)
-        cur = c.cursor()
-        want["ops.mt_a"]["insert"] += cur.execute("INSERT INTO ops.mt_a VALUES (900, 'tx')")
-        skipped = cur.execute("INSERT INTO ops.mt_other SELECT seq, 'o' FROM mysql.seq_1_to_4")
-        c.commit()
-        c.close()
-        skipped += my.execute("UPDATE ops.mt_other SET v = 'x' WHERE id <= 2")
-        skipped += my.execute("DELETE FROM ops.mt_other WHERE id = 4")
+        # the workload (a transaction of it writes to mt_other, which the
+        # stream does not select), and what it must count
+        txs = counted_transactions("mt_a", "mt_b", "mt_other")
+        run_counted(my, "mariadb", "ops", txs)
+        counts = change_counts(txs)
+        want = {f"ops.{t}": counts[t] for t in ("mt_a", "mt_b")}
+        skipped = sum(counts["mt_other"].values())
         self.assertEqual((want["ops.mt_a"], want["ops.mt_b"], skipped),
                          (dict(insert=8, update=6, update_delete=1, delete=4, truncate=0),
                           dict(insert=3, update=2, update_delete=0, delete=1, truncate=1), 7))
         wait_durable_head(my, s)
 
         m = metrics(port)
-        for table, ops in want.items():
-            for op, n in ops.items():
-                self.assertEqual(metric(m, "sluice_changes_total", stream="mt", table=table, op=op), n, f"{table} {op}")
+        assert_changes_metrics(self, m, "mt", want)
         self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="ops.mt_a"), BF_A)
         self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="ops.mt_b"), BF_B)
         self.assertEqual(metric(m, "sluice_backfill_progress_ratio", stream="mt", table="ops.mt_a"), 1)
@@ -149,16 +126,7 @@ class MyMetricsTest(MyOpsTestCase):
                          dict(binlog_sizes(my))[head_file])
 
         # the output holds exactly the same changes
-        recs = self.read(s)
-        kinds = {"INSERT": "insert", "UPDATE-INSERT": "update", "UPDATE-DELETE": "update_delete",
-                 "DELETE": "delete", "TRUNCATE": "truncate"}
-        for table in want:
-            got = dict.fromkeys(kinds.values(), 0)
-            for r in recs:
-                sm = r["source_metadata"]
-                if r["read_method"] == "mysql-cdc-binlog" and f"{sm['database']}.{sm['table']}" == table:
-                    got[kinds[sm["change_type"]]] += 1
-            self.assertEqual(got, want[table], table)
+        assert_changes_output(self, self.read(s), want)
 
         # a running binlog stream is not "inactive" (slot_inactive_warn_seconds = 3, probes every second)
         time.sleep(6)
@@ -180,7 +148,7 @@ class MyMetricsTest(MyOpsTestCase):
         self.assertIn(f'stream "mt": skipped {skipped} changes of tables that the stream does not select', r.stderr)
 
 
-class MyStalledSinkTest(MyOpsTestCase):
+class MyStalledSinkTest(StalledSinkCase, MyOpsTestCase):
     """The sink stops (the test sink's flush waits while a file exists): the
     binlog lag grows, lag_warning and lag_critical reach the webhook within
     15 s, /healthz turns 503 and recovers with the sink."""
@@ -190,70 +158,23 @@ class MyStalledSinkTest(MyOpsTestCase):
         my = self.my
         my.execute("CREATE DATABASE st")
         my.execute("CREATE TABLE st.st_t (id int AUTO_INCREMENT PRIMARY KEY, pad text)")
-        hook = WebhookReceiver()
-        self.addCleanup(hook.close)
-        port = metrics_port()
-        s = self.sluice(stream="stall", tables="st.st_t", max_file_seconds=1, binary=sluice_test_bin(),
-                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url,
-                                         "queue_bytes": "256KB"},
-                               "destination": {"type": "slow_avro_dir"},
-                               "stream": {"lag_warn_bytes": "2MB", "lag_critical_bytes": "6MB"}})
-        block = os.path.join(s.workdir, "sink-down")
-        s.extra["destination"]["flush_block_file"] = block
-        s.write_config()
-        p = s.start("run")
-        wait_streaming(p)
+        s, p, block = self.start_stalled("st.st_t", wait_streaming)
         my.execute("INSERT INTO st.st_t (pad) VALUES ('first')")
         wait_durable_head(my, s)
-        self.assertEqual(scrape(port, "/healthz")[0], 200)
+        self.assertEqual(scrape(self.port, "/healthz")[0], 200)
 
         open(block, "w").close()          # the destination goes down
         durable = durable_file_pos(s)
         my.execute("INSERT INTO st.st_t (pad) VALUES ('x')")
-        crossed = {}
-        for _ in range(60):
+
+        def write():
             my.execute("INSERT INTO st.st_t (pad) SELECT repeat('y', 1000) FROM mysql.seq_1_to_1000")
             self.assertEqual(durable_file_pos(s), durable, "the checkpoint moved while the sink was down")
-            lag = lag_from_server(my, *durable)
-            now = time.monotonic()
-            if lag >= 2 << 20:
-                crossed.setdefault("lag_warning", now)
-            if lag >= 6 << 20:
-                crossed.setdefault("lag_critical", now)
-                break
-        self.assertIn("lag_critical", crossed, "the lag never reached 6 MB")
-        latencies = {}
-        for alert in ("lag_warning", "lag_critical"):
-            got = wait_until(lambda: hook.find(alert, "firing", "stall"), 30, f"the {alert} webhook")
-            latencies[alert] = got[0] - crossed[alert]
-            self.assertEqual(got[1]["status"], "firing")
-            self.assertIn(f"sluice stream stall: {alert} fires", got[1]["text"])
-        print(f"\n    alert latency (threshold crossed -> webhook received): "
-              f"lag_warning {latencies['lag_warning']:.1f} s, lag_critical {latencies['lag_critical']:.1f} s", end=" ")
-        for alert, lat in latencies.items():
-            self.assertLessEqual(lat, 15.0, f"{alert} took {lat:.1f} s")
-        status, body = scrape(port, "/healthz")
-        self.assertEqual(status, 503, body)
-        self.assertIn("stream stall: streaming; critical alert lag_critical: lag ", body)
-        m = metrics(port)
-        self.assertEqual(metric(m, "sluice_alert_firing", stream="stall", alert="lag_critical"), 1)
-        lag_metric = metric(m, "sluice_source_lag_bytes", stream="stall")
-        self.assertGreaterEqual(lag_metric, 6 << 20)
-        self.assertLessEqual(lag_metric, lag_from_server(my, *durable))
-        r = s.run("status", "--json", timeout=60)
-        self.assertEqual(r.rc, 1, r.describe())
-        st = json.loads(r.stdout)["streams"][0]
-        self.assertTrue(st["determined"])
+        crossed = self.write_until_critical(write, lambda: lag_from_server(my, *durable))
+        m, st = self.assert_lag_alerts(s, crossed)
+        self.assertLessEqual(metric(m, "sluice_source_lag_bytes", stream="stall"), lag_from_server(my, *durable))
         self.assertEqual(st["slot_status"]["lag_bytes"], lag_from_server(my, *durable))
-        self.assertIn("lag_critical", [a["alert"] for a in st["alerts"]])
-
-        os.unlink(block)                  # the destination is back
-        wait_until(lambda: hook.find("lag_critical", "resolved", "stall"), 90, "lag_critical to resolve")
-        wait_until(lambda: scrape(port, "/healthz")[0] == 200, 60, "/healthz to recover")
-        self.assertEqual(scrape(port, "/healthz")[1], "stream stall: streaming\n")
-        self.assertIn('stream "stall": alert lag_critical resolved', p.stderr_text())
-        p.signal(signal.SIGTERM)
-        self.assertEqual(p.wait_result(90).rc, 0)
+        self.assert_recovers(p, block)
 
 
 class MyBinlogStatusTest(MyOpsTestCase):

@@ -22,7 +22,9 @@ import unittest
 
 import harness  # noqa: E402
 from harness import PG_BIN, PgTestCase, int_to_lsn, lsn_to_int, records_for, sluice_test_bin, wait_until
-from opsutil import WebhookReceiver, metric, metrics, metrics_port, scrape
+from opsutil import (StalledSinkCase, WebhookReceiver, assert_changes_metrics, assert_changes_output, metric, metrics, metrics_port,
+                     scrape)
+from workload import change_counts, counted_transactions, run_counted
 
 
 def wal_lsn(pg):
@@ -64,44 +66,25 @@ class MetricsTest(PgTestCase):
         p = s.start("run")
         wait_streaming(p)
 
-        # the workload, and what it must count
-        want = {t: dict(insert=0, update=0, update_delete=0, delete=0, truncate=0)
-                for t in ("public.mt_a", "public.mt_b", "public.mt_vals")}
-        pg.execute("INSERT INTO mt_a SELECT g, 'new' FROM generate_series(101, 107) g")
-        want["public.mt_a"]["insert"] += 7
-        pg.execute("UPDATE mt_a SET v = 'u' WHERE id BETWEEN 1 AND 5")
-        want["public.mt_a"]["update"] += 5
-        pg.execute("UPDATE mt_a SET id = 606 WHERE id = 6")          # a key change: old row, then new
-        want["public.mt_a"]["update_delete"] += 1
-        want["public.mt_a"]["update"] += 1
-        pg.execute("DELETE FROM mt_a WHERE id BETWEEN 10 AND 13")
-        want["public.mt_a"]["delete"] += 4
-        pg.execute("INSERT INTO mt_b SELECT g, 'nb' FROM generate_series(101, 103) g")
-        want["public.mt_b"]["insert"] += 3
-        pg.execute("UPDATE mt_b SET v = 'u' WHERE id IN (1, 2)")
-        want["public.mt_b"]["update"] += 2
-        pg.execute("DELETE FROM mt_b WHERE id = 3")
-        want["public.mt_b"]["delete"] += 1
-        pg.execute("TRUNCATE mt_b")
-        want["public.mt_b"]["truncate"] += 1
+        # the workload (a transaction of it writes to mt_other, which the
+        # stream does not select), and what it must count
+        txs = counted_transactions("mt_a", "mt_b", "mt_other")
+        run_counted(pg, "pg", "public", txs)
+        counts = change_counts(txs)
+        want = {f"public.{t}": counts[t] for t in ("mt_a", "mt_b")}
+        want["public.mt_vals"] = dict(insert=0, update=0, update_delete=0, delete=0, truncate=0)
+        SKIPPED = sum(counts["mt_other"].values())
         # two timestamps past 64-bit microseconds (clamped), three NaN decimals (null)
         pg.execute("INSERT INTO mt_vals VALUES (1, '294270-01-01 00:00:00+00', 1), (2, '294271-06-01 00:00:00+00', 2)")
         pg.execute("INSERT INTO mt_vals SELECT g, now(), 'NaN' FROM generate_series(3, 5) g")
         want["public.mt_vals"]["insert"] += 5
         CLAMPS, NANS = 2, 3
-        # changes of the table the stream does not select: skipped, counted
-        pg.execute("INSERT INTO mt_other SELECT g, 'o' FROM generate_series(1, 4) g")
-        pg.execute("UPDATE mt_other SET v = 'x' WHERE id <= 2")
-        SKIPPED = 6
         target = wal_lsn(pg)
         pg.wait_wal_flushed()
         wait_confirmed(pg, s.slot, target)
 
         m = metrics(port)
-        for table, ops in want.items():
-            for op, n in ops.items():
-                self.assertEqual(metric(m, "sluice_changes_total", stream="mt", table=table, op=op), n,
-                                 f"{table} {op}")
+        assert_changes_metrics(self, m, "mt", want)
         self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="public.mt_a"), BF_A)
         self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="public.mt_b"), BF_B)
         self.assertEqual(metric(m, "sluice_backfill_rows_total", stream="mt", table="public.mt_vals"), 0)
@@ -132,15 +115,7 @@ class MetricsTest(PgTestCase):
         # datetime cannot read the clamped year 294247)
         shutil.rmtree(os.path.join(s.out, "mt", "public_mt_vals"))
         del want["public.mt_vals"]
-        recs = self.read(s)
-        kinds = {"INSERT": "insert", "UPDATE-INSERT": "update", "UPDATE-DELETE": "update_delete",
-                 "DELETE": "delete", "TRUNCATE": "truncate"}
-        for table in want:
-            got = dict.fromkeys(kinds.values(), 0)
-            for r in records_for(recs, "public", table.split(".")[1]):
-                if r["read_method"] == "postgresql-cdc-wal":
-                    got[kinds[r["source_metadata"]["change_type"]]] += 1
-            self.assertEqual(got, want[table], table)
+        assert_changes_output(self, self.read(s), want)
 
         status, body = scrape(port, "/healthz")
         self.assertEqual((status, body), (200, "stream mt: streaming\n"))
@@ -150,7 +125,7 @@ class MetricsTest(PgTestCase):
         st = json.loads(r.stdout)["streams"][0]
         self.assertEqual(st["state"], "streaming")
         self.assertEqual(st["agent"]["pid"], p.pid)
-        self.assertEqual(st["tables"]["public.mt_a"]["changes"]["insert"], 7)
+        self.assertEqual(st["tables"]["public.mt_a"]["changes"]["insert"], want["public.mt_a"]["insert"])
         self.assertEqual(st["tables"]["public.mt_b"]["changes"]["truncate"], 1)
         p.signal(signal.SIGTERM)
         self.assertEqual(p.wait_result(60).rc, 0)
@@ -159,7 +134,7 @@ class MetricsTest(PgTestCase):
         self.assertEqual(json.loads(r.stdout)["streams"][0]["state"], "stopped")
 
 
-class StalledSinkTest(PgTestCase):
+class StalledSinkTest(StalledSinkCase, PgTestCase):
     """The sink stops (the test sink's flush waits while a file exists): lag
     grows, the probe fires lag_warning and lag_critical within 15 s, the
     webhook receives them, /healthz turns 503 and recovers with the sink."""
@@ -168,73 +143,21 @@ class StalledSinkTest(PgTestCase):
     def test_lag_alert_while_sink_is_down(self):
         pg = self.pg
         pg.execute("CREATE TABLE st_t (id serial PRIMARY KEY, pad text)")
-        hook = WebhookReceiver()
-        self.addCleanup(hook.close)
-        port = metrics_port()
-        s = self.sluice(stream="stall", tables="public.st_t", max_file_seconds=1, binary=sluice_test_bin(),
-                        extra={"agent": {"metrics_listen": f"127.0.0.1:{port}", "alert_webhook": hook.url,
-                                         # the smallest queue: it fills at once, and the replication
-                                         # loop then waits for room (it only acknowledges)
-                                         "queue_bytes": "256KB"},
-                               "destination": {"type": "slow_avro_dir"},
-                               "stream": {"lag_warn_bytes": "2MB", "lag_critical_bytes": "6MB"}})
-        block = os.path.join(s.workdir, "sink-down")
-        s.extra["destination"]["flush_block_file"] = block
-        s.write_config()
-        p = s.start("run")
-        wait_streaming(p)
-        self.assertEqual(scrape(port, "/healthz")[0], 200)
+        s, p, block = self.start_stalled("public.st_t", wait_streaming)
+        self.assertEqual(scrape(self.port, "/healthz")[0], 200)
 
         open(block, "w").close()          # the destination goes down
         pg.execute("INSERT INTO st_t (pad) VALUES ('x')")
-        # the writer is now stuck in a flush; write until the lag crosses each threshold
-        crossed = {}
-        for _ in range(60):
-            pg.execute("INSERT INTO st_t (pad) SELECT repeat('y', 1000) FROM generate_series(1, 1000)")
-            lag = slot_lag(pg, s.slot)
-            now = time.monotonic()
-            if lag >= 2 << 20:
-                crossed.setdefault("lag_warning", now)
-            if lag >= 6 << 20:
-                crossed.setdefault("lag_critical", now)
-                break
-        self.assertIn("lag_critical", crossed, "the lag never reached 6 MB")
-        latencies = {}
-        for alert in ("lag_warning", "lag_critical"):
-            got = wait_until(lambda: hook.find(alert, "firing", "stall"), 30, f"the {alert} webhook")
-            latencies[alert] = got[0] - crossed[alert]
-            payload = got[1]
-            self.assertEqual(payload["status"], "firing")
-            self.assertIn(f"sluice stream stall: {alert} fires", payload["text"])
-        print(f"\n    alert latency (threshold crossed -> webhook received): "
-              f"lag_warning {latencies['lag_warning']:.1f} s, lag_critical {latencies['lag_critical']:.1f} s",
-              end=" ")
-        for alert, lat in latencies.items():
-            self.assertLessEqual(lat, 15.0, f"{alert} took {lat:.1f} s")
-        status, body = scrape(port, "/healthz")
-        self.assertEqual(status, 503, body)
-        self.assertIn("stream stall: streaming; critical alert lag_critical: lag ", body)
-        m = metrics(port)
-        self.assertEqual(metric(m, "sluice_alert_firing", stream="stall", alert="lag_critical"), 1)
-        self.assertGreaterEqual(metric(m, "sluice_source_lag_bytes", stream="stall"), 6 << 20)
+        # the writer is now stuck in a flush (the replication loop only
+        # acknowledges); write until the lag crosses each threshold
+        crossed = self.write_until_critical(
+            lambda: pg.execute("INSERT INTO st_t (pad) SELECT repeat('y', 1000) FROM generate_series(1, 1000)"),
+            lambda: slot_lag(pg, s.slot))
+        m, st = self.assert_lag_alerts(s, crossed)
         self.assertGreaterEqual(metric(m, "sluice_webhook_sent_total"), 2)
-        # status: the same alerts, exit 1 (an alert fires, everything determined)
-        r = s.run("status", "--json", timeout=60)
-        self.assertEqual(r.rc, 1, r.describe())
-        st = json.loads(r.stdout)["streams"][0]
-        self.assertTrue(st["determined"])
-        self.assertIn("lag_critical", [a["alert"] for a in st["alerts"]])
         self.assertIn("lag_critical", [h["alert"] for h in st["alert_history"]])
-
-        os.unlink(block)                  # the destination is back
-        wait_until(lambda: hook.find("lag_critical", "resolved", "stall"), 90, "lag_critical to resolve")
-        wait_until(lambda: scrape(port, "/healthz")[0] == 200, 60, "/healthz to recover")
-        self.assertEqual(scrape(port, "/healthz")[1], "stream stall: streaming\n")
-        self.assertTrue(p.alive(), p.stderr_text())
         self.assertIn('stream "stall": alert lag_critical (critical) fires', p.stderr_text())
-        self.assertIn('stream "stall": alert lag_critical resolved', p.stderr_text())
-        p.signal(signal.SIGTERM)
-        self.assertEqual(p.wait_result(90).rc, 0)
+        self.assert_recovers(p, block)
 
 
 class SlotAtRiskTest(PgTestCase):

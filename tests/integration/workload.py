@@ -517,3 +517,48 @@ class Runner(threading.Thread):
         if self.error:
             raise self.error
 
+
+# ---- a fixed workload whose changes a test counts
+
+def counted_transactions(a, b, other):
+    """Fixed transactions on tables keyed by id with a text column v (the
+    /metrics tests of both sources), a holding the rows 1..30 and b 1..20:
+    on a 7 inserts, 5 updates, a key change and 4 deletes; on b 3 inserts,
+    2 updates, a delete and a TRUNCATE; then a transaction of an insert
+    into a and 4 into other (a table the stream does not select), and 2
+    updates and a delete of other.  change_counts() counts them."""
+    def ins(t, ids, v):
+        return [("insert", t, {"id": i, "v": v}) for i in ids]
+    return [(ops, True) for ops in (
+        ins(a, range(101, 108), "new"),
+        [("update", a, (i,), {"v": "u"}) for i in range(1, 6)],
+        [("rekey", a, (6,), (606,))],
+        [("delete", a, (i,)) for i in range(10, 14)],
+        ins(b, range(101, 104), "nb"),
+        [("update", b, (i,), {"v": "u"}) for i in (1, 2)],
+        [("delete", b, (3,))],
+        [("truncate", b)],
+        ins(a, [900], "tx") + ins(other, range(1, 5), "o"),
+        [("update", other, (i,), {"v": "x"}) for i in (1, 2)],
+        [("delete", other, (4,))])]
+
+
+def run_counted(server, source, ns, txs):
+    """Runs transactions of tables keyed by id (counted_transactions) on
+    server, in namespace ns."""
+    CounterWorkload(0, source, ns, (), (), bump=None).apply(server, txs)
+
+
+def change_counts(txs):
+    """{table: {op: n}} of the changes the committed transactions txs make,
+    by the op labels of sluice_changes_total (a key change is an
+    update_delete and an update).  A TRUNCATE counts once, whatever the
+    table held."""
+    out = {}
+    for ops, commit in txs:
+        for op in ops if commit else ():
+            n = out.setdefault(op[1], dict(insert=0, update=0, update_delete=0, delete=0, truncate=0))
+            if op[0] == "rekey":
+                n["update_delete"] += 1
+            n[{"rekey": "update"}.get(op[0], op[0])] += 1
+    return out
