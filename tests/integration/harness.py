@@ -17,6 +17,9 @@ python3-snappy, python3-zstandard and python3-psycopg2.
                and record contract by check_output.py), fold append records
                into the state they imply, and compare it exactly with the
                source table.
+  SourceTestCase, AgentRuns, BackfillUnderLoad: what the test classes of
+               both sources share (PgTestCase here, MyTestCase in
+               harness_mysql.py).
 
 Nothing here reads anything outside the repository at run time.
 """
@@ -1963,6 +1966,7 @@ class SourceTestCase(unittest.TestCase):
     server (the attribute server_attr names), closed when the test ends,
     and the output compared with the source (state_diff: the source's)."""
     server_attr = "pg"
+    source_kind = "pg"      # workload.py's name of the source
     state_diff = staticmethod(state_diff)
 
     @property
@@ -2044,3 +2048,111 @@ class AgentRuns:
         r = p.wait_result(120)
         self.assertEqual(r.rc, 0, r.describe())
         return r
+
+
+class BackfillUnderLoad(AgentRuns):
+    """The backfill-while-streaming tests under a workload that both sources
+    run, in namespace ns (a mixin of a SourceTestCase whose class gives
+    make_table(name, rows): a table (id, v, counter, pad) with the rows
+    1..rows, and agent(stream, tables, **kw): a Sluice with
+    backfill_chunk_rows = self.chunk_rows)."""
+    ns = None
+
+    def load(self, table, ids):
+        """Small random transactions on table, which holds the rows ids:
+        inserts, updates, deletes and key changes (to a key before or after
+        every chunk), on a thread (workload.Runner)."""
+        from workload import CounterWorkload, Runner
+        return Runner(self.source_server, CounterWorkload(pick_seed(), self.source_kind, self.ns, [table], ids,
+                                                          mix=(0.25, 0.5, 0.15, 0.1), negative_keys=True))
+
+    def rebackfill_with_kill(self, rows, **kw):
+        """`sluice backfill --table` of table rbw (rows rows) while a slow
+        agent streams under load, kill -9 once 2 chunks of 100 rows are
+        durable: the next run resumes after the last durable chunk, and the
+        table equals the source, with one marker, one initial snapshot and
+        more chunks than were durable.  Returns every record of the output."""
+        t = f"{self.ns}.rbw"
+        self.make_table("rbw", rows)
+        self.chunk_rows = 100
+        s = self.agent("rbw", t, **kw)
+        p = self.start_streaming(s, slow=True)
+        w = self.load("rbw", range(1, rows + 1))
+        w.start()
+        try:
+            wait_until(lambda: w.tx > 50, 60, "the workload to run")
+            r = s.run("backfill", "--stream", "rbw", "--table", t, timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+            self.assertIn(f"stream rbw: {t} requested for backfill from the running agent (pid {p.pid})", r.stdout)
+            # kill -9 once some chunks are durable, before the last one
+            wait_until(lambda: backfill_running(s, t, "watermark", 2) or not p.alive(), 120,
+                       "durable chunks of the re-backfill")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            p.kill9()
+            p.wait_result(30)
+            e = checkpoint_table(s, t)
+            self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
+            durable_chunks, durable_rows = e["chunks"], e["rows"]
+            self.assertIn("resume_key", e)
+            self.assertIn(f"backfilling {t} while streaming (watermark method, chunks of 100 rows)", p.stderr_text())
+            if hasattr(self.source_server, "wait_slot_inactive"):
+                self.source_server.wait_slot_inactive(s.slot)
+            p = s.start("run")
+            wait_until(lambda: f"backfilled {t} while streaming" in p.stderr_text() or not p.alive(), 240,
+                       "the resumed re-backfill to finish")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            self.assertIn(f"resuming the backfill of {t} while streaming after its last durable chunk "
+                          f"({durable_rows} rows, {durable_chunks} chunks durable)", p.stderr_text())
+            time.sleep(1)
+        finally:
+            w.finish()
+        self.stop(p)
+        self.catch_up(s)
+        all_recs = self.read(s)
+        recs = records_for(all_recs, self.ns, "rbw")
+        self.assertTableMatches(recs, self.ns, "rbw", ["id"])
+        ms = truncate_markers(recs)
+        self.assertEqual(len(ms), 1, "one re-backfill marker")
+        initial = {csn(r) for r in backfill_inserts(recs) if csn(r) < csn(ms[0])}
+        self.assertEqual(len(initial), 1, "one initial snapshot")
+        chunks = {csn(r) for r in backfill_inserts(recs) if csn(r) > csn(ms[0])}
+        self.assertGreater(len(chunks), durable_chunks, "the re-backfill's chunks, each at its high watermark")
+        e = checkpoint_table(s, t)
+        self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
+        self.assertNotIn("resume_key", e)
+        return all_recs
+
+    def table_added_under_load(self, rows):
+        """Table add_b (rows rows) added to the `tables` of a stream of
+        add_a is backfilled while the stream goes on, under load on add_b:
+        both tables equal the source, add_b with one marker.  Returns every
+        record of the output."""
+        a, b = f"{self.ns}.add_a", f"{self.ns}.add_b"
+        self.make_table("add_a", 100)
+        s = self.agent("addt", a)
+        self.catch_up(s)
+        self.make_table("add_b", rows)
+        s.tables = f"{a}, {b}"
+        s.write_config()
+        p = self.start_streaming(s)
+        w = self.load("add_b", range(1, rows + 1))
+        w.start()
+        try:
+            wait_until(lambda: f"backfilled {b} while streaming" in p.stderr_text() or not p.alive(), 240,
+                       "the new table's backfill")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            time.sleep(1)
+        finally:
+            w.finish()
+        self.assertIn(f"backfilling {b} while streaming (watermark method", p.stderr_text())
+        self.assertNotIn(f"backfilling {b} at", p.stderr_text(), "not from a snapshot before streaming")
+        self.stop(p)
+        self.catch_up(s)
+        recs = self.read(s)
+        ra, rb = records_for(recs, self.ns, "add_a"), records_for(recs, self.ns, "add_b")
+        self.assertTableMatches(ra, self.ns, "add_a", ["id"])
+        self.assertTableMatches(rb, self.ns, "add_b", ["id"])
+        self.assertEqual(truncate_markers(ra), [])
+        self.assertEqual(len(truncate_markers(rb)), 1)
+        self.assertEqual(checkpoint_table(s, b)["backfill"], "done")
+        return recs

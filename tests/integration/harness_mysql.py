@@ -387,6 +387,7 @@ class MyTestCase(SourceTestCase):
     my_settings = None
     my = None
     server_attr = "my"
+    source_kind = "mariadb"
     state_diff = staticmethod(my_state_diff)
 
     @classmethod

@@ -37,10 +37,9 @@ import time
 import unittest
 import uuid as uuidlib
 
-from harness import (AgentRuns, assert_marker_between, backfill_inserts, backfill_requests_left, backfill_running,
-                     checkpoint_table, csn, pick_seed, records_for, truncate_markers, wait_until)
+from harness import (BackfillUnderLoad, assert_marker_between, backfill_inserts, backfill_requests_left,
+                     backfill_running, checkpoint_table, csn, records_for, truncate_markers, wait_until)
 from harness_mysql import MyTestCase, SLUICE_USER
-from workload import CounterWorkload, Runner
 
 WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
           "watermark VARBINARY(1024) NOT NULL) ENGINE=InnoDB")
@@ -50,17 +49,10 @@ def tables_in(recs):
     return {(r["source_metadata"].get("database"), r["source_metadata"].get("table")) for r in recs}
 
 
-def workload(my, table, ids):
-    """Small random transactions on app.table (id, v, counter), which holds
-    the rows ids: inserts, updates, deletes and key changes (to a key
-    before or after every chunk)."""
-    return Runner(my, CounterWorkload(pick_seed(), "mariadb", "app", [table], ids, mix=(0.25, 0.5, 0.15, 0.1),
-                                      negative_keys=True))
-
-
-class RebackfillCases(AgentRuns):
+class RebackfillCases(BackfillUnderLoad):
     """The tests each server setting runs (mixed into a MyTestCase)."""
     chunk_rows = 500
+    ns = "app"
 
     @classmethod
     def setUpClass(cls):
@@ -110,86 +102,12 @@ class RebackfillCases(AgentRuns):
     # -- the tests
 
     def test_rebackfill_under_workload_with_kill(self):
-        my = self.my
-        self.make_table("rbw", 150000)
-        self.chunk_rows = 100
-        s = self.agent("rbw", "app.rbw", log_level=os.environ.get("SLUICE_TEST_LOG", "info"))
-        p = self.start_streaming(s, slow=True)
-        w = workload(my, "rbw", range(1, 150001))
-        w.start()
-        try:
-            wait_until(lambda: w.tx > 50, 60, "the workload to run")
-            r = s.run("backfill", "--stream", "rbw", "--table", "app.rbw", timeout=60)
-            self.assertEqual(r.rc, 0, r.describe())
-            self.assertIn(f"stream rbw: app.rbw requested for backfill from the running agent (pid {p.pid})",
-                          r.stdout)
-            wait_until(lambda: backfill_running(s, "app.rbw", "watermark", 2) or not p.alive(), 120,
-                       "durable chunks of the re-backfill")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-            p.kill9()
-            p.wait_result(30)
-            e = checkpoint_table(s, "app.rbw")
-            self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
-            durable_chunks, durable_rows = e["chunks"], e["rows"]
-            self.assertIn("resume_key", e)
-            self.assertIn("backfilling app.rbw while streaming (watermark method, chunks of 100 rows)",
-                          p.stderr_text())
-            p = s.start("run")
-            wait_until(lambda: "backfilled app.rbw while streaming" in p.stderr_text() or not p.alive(), 240,
-                       "the resumed re-backfill to finish")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-            self.assertIn(f"resuming the backfill of app.rbw while streaming after its last durable chunk "
-                          f"({durable_rows} rows, {durable_chunks} chunks durable)", p.stderr_text())
-            time.sleep(1)
-        finally:
-            w.finish()
-        self.stop(p)
-        self.catch_up(s)
-        all_recs = self.read(s)
-        self.assertNoWatermarks(all_recs)
-        self.assertEqual(tables_in(all_recs), {("app", "rbw")})
-        recs = records_for(all_recs, "app", "rbw")
-        self.assertTableMatches(recs, "app", "rbw", ["id"])
-        ms = truncate_markers(recs)
-        self.assertEqual(len(ms), 1, "one re-backfill marker")
-        initial = {csn(r) for r in backfill_inserts(recs) if csn(r) < csn(ms[0])}
-        self.assertEqual(len(initial), 1, "one initial snapshot")
-        chunks = {csn(r) for r in backfill_inserts(recs) if csn(r) > csn(ms[0])}
-        self.assertGreater(len(chunks), durable_chunks, "the re-backfill's chunks, each at its high watermark")
-        e = checkpoint_table(s, "app.rbw")
-        self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
-        self.assertNotIn("resume_key", e)
+        recs = self.rebackfill_with_kill(150000, log_level=os.environ.get("SLUICE_TEST_LOG", "info"))
+        self.assertNoWatermarks(recs)
+        self.assertEqual(tables_in(recs), {("app", "rbw")})
 
     def test_table_added_to_the_config_is_backfilled_while_streaming(self):
-        my = self.my
-        self.make_table("add_a", 100)
-        s = self.agent("addt", "app.add_a")
-        self.catch_up(s)
-        self.make_table("add_b", 5000)
-        s.tables = "app.add_a, app.add_b"
-        s.write_config()
-        p = self.start_streaming(s)
-        w = workload(my, "add_b", range(1, 5001))
-        w.start()
-        try:
-            wait_until(lambda: "backfilled app.add_b while streaming" in p.stderr_text() or not p.alive(), 240,
-                       "the new table's backfill")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-            time.sleep(1)
-        finally:
-            w.finish()
-        self.assertIn("backfilling app.add_b while streaming (watermark method", p.stderr_text())
-        self.assertNotIn("backfilling app.add_b at", p.stderr_text(), "not from a snapshot before streaming")
-        self.stop(p)
-        self.catch_up(s)
-        recs = self.read(s)
-        self.assertNoWatermarks(recs)
-        a, b = records_for(recs, "app", "add_a"), records_for(recs, "app", "add_b")
-        self.assertTableMatches(a, "app", "add_a", ["id"])
-        self.assertTableMatches(b, "app", "add_b", ["id"])
-        self.assertEqual(truncate_markers(a), [])
-        self.assertEqual(len(truncate_markers(b)), 1)
-        self.assertEqual(checkpoint_table(s, "app.add_b")["backfill"], "done")
+        self.assertNoWatermarks(self.table_added_under_load(5000))
 
     def test_backfill_request_while_running(self):
         my = self.my

@@ -29,21 +29,12 @@ import re
 import time
 import unittest
 
-from harness import (AgentRuns, PgTestCase, assert_marker_between, backfill_inserts, backfill_requests_left,
-                     backfill_running, checkpoint, checkpoint_table, csn, pick_seed, records_for,
-                     truncate_markers, wait_until)
-from workload import CounterWorkload, Runner
+from harness import (BackfillUnderLoad, PgTestCase, assert_marker_between, backfill_inserts, backfill_requests_left,
+                     backfill_running, checkpoint, checkpoint_table, csn, records_for, truncate_markers, wait_until)
 
 
-def workload(pg, table, ids):
-    """Small random transactions on table (id, v, counter), which holds the
-    rows ids: inserts, updates, deletes and key changes (to a key before
-    or after every chunk)."""
-    return Runner(pg, CounterWorkload(pick_seed(), "pg", "public", [table], ids, mix=(0.25, 0.5, 0.15, 0.1),
-                                      negative_keys=True))
-
-
-class RebackfillTest(AgentRuns, PgTestCase):
+class RebackfillTest(BackfillUnderLoad, PgTestCase):
+    ns = "public"
     chunk_rows = 500
 
     def make_table(self, name, rows):
@@ -58,84 +49,10 @@ class RebackfillTest(AgentRuns, PgTestCase):
         return self.sluice(stream=stream, tables=tables, max_file_seconds=1, extra=extra, **kw)
 
     def test_rebackfill_under_workload_with_kill(self):
-        pg = self.pg
-        self.make_table("rbw", 60000)
-        self.chunk_rows = 100
-        s = self.agent("rbw", "public.rbw")
-        p = self.start_streaming(s, slow=True)
-        w = workload(pg, "rbw", range(1, 60001))
-        w.start()
-        try:
-            wait_until(lambda: w.tx > 50, 60, "the workload to run")
-            r = s.run("backfill", "--stream", "rbw", "--table", "public.rbw", timeout=60)
-            self.assertEqual(r.rc, 0, r.describe())
-            self.assertIn(f"stream rbw: public.rbw requested for backfill from the running agent (pid {p.pid})",
-                          r.stdout)
-            # kill -9 once some chunks are durable, before the last one
-            wait_until(lambda: backfill_running(s, "public.rbw", "watermark", 2) or not p.alive(), 120,
-                       "durable chunks of the re-backfill")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-            p.kill9()
-            p.wait_result(30)
-            e = checkpoint_table(s, "public.rbw")
-            self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
-            durable_chunks, durable_rows = e["chunks"], e["rows"]
-            self.assertIn("resume_key", e)
-            self.assertIn("backfilling public.rbw while streaming (watermark method, chunks of 100 rows)",
-                          p.stderr_text())
-            pg.wait_slot_inactive(s.slot)
-            p = s.start("run")
-            wait_until(lambda: "backfilled public.rbw while streaming" in p.stderr_text() or not p.alive(), 240,
-                       "the resumed re-backfill to finish")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-            self.assertIn(f"resuming the backfill of public.rbw while streaming after its last durable chunk "
-                          f"({durable_rows} rows, {durable_chunks} chunks durable)", p.stderr_text())
-            time.sleep(1)
-        finally:
-            w.finish()
-        self.stop(p)
-        self.catch_up(s)
-        recs = records_for(self.read(s), "public", "rbw")
-        self.assertTableMatches(recs, "public", "rbw", ["id"])
-        ms = truncate_markers(recs)
-        self.assertEqual(len(ms), 1, "one re-backfill marker")
-        initial = {csn(r) for r in backfill_inserts(recs) if csn(r) < csn(ms[0])}
-        self.assertEqual(len(initial), 1, "one initial snapshot")
-        chunks = {csn(r) for r in backfill_inserts(recs) if csn(r) > csn(ms[0])}
-        self.assertGreater(len(chunks), durable_chunks, "the re-backfill's chunks, each at its high watermark")
-        e = checkpoint_table(s, "public.rbw")
-        self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
-        self.assertNotIn("resume_key", e)
+        self.rebackfill_with_kill(60000)
 
     def test_table_added_to_the_config_is_backfilled_while_streaming(self):
-        pg = self.pg
-        self.make_table("add_a", 100)
-        s = self.agent("addt", "public.add_a")
-        self.catch_up(s)
-        self.make_table("add_b", 20000)
-        s.tables = "public.add_a, public.add_b"
-        s.write_config()
-        p = self.start_streaming(s)
-        w = workload(pg, "add_b", range(1, 20001))
-        w.start()
-        try:
-            wait_until(lambda: "backfilled public.add_b while streaming" in p.stderr_text() or not p.alive(), 240,
-                       "the new table's backfill")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-            time.sleep(1)
-        finally:
-            w.finish()
-        self.assertIn("backfilling public.add_b while streaming (watermark method", p.stderr_text())
-        self.assertNotIn("backfilling public.add_b at", p.stderr_text(), "not from a snapshot before streaming")
-        self.stop(p)
-        self.catch_up(s)
-        recs = self.read(s)
-        a, b = records_for(recs, "public", "add_a"), records_for(recs, "public", "add_b")
-        self.assertTableMatches(a, "public", "add_a", ["id"])
-        self.assertTableMatches(b, "public", "add_b", ["id"])
-        self.assertEqual(truncate_markers(a), [])
-        self.assertEqual(len(truncate_markers(b)), 1)
-        self.assertEqual(checkpoint_table(s, "public.add_b")["backfill"], "done")
+        self.table_added_under_load(20000)
 
     def test_redone_backfill_keeps_toast_values(self):
         """Merge mode: a snapshot backfill redone after an interruption takes
