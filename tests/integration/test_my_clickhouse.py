@@ -35,23 +35,13 @@ import sys
 import time
 import unittest
 
-from ch_harness import (CH_PASSWORD, MyChTestCase, ch_column, ch_object, merge_engine_re, quote_ident,
-                        rebuild_append)
+from ch_harness import CH_PASSWORD, MyChTestCase, ch_object, merge_engine_re, rebuild_append
 from harness import csn_seq, wait_until
 from oracle import check, diff_clickhouse
-from test_clickhouse import counter_problems
+from test_clickhouse import ch_count, counter_problems
 
 import test_my_types as T
 from workload import CounterWorkload, Runner
-
-
-def ch_count(ch, db, table, where="", final=False):
-    sql = f"SELECT count() FROM {quote_ident(db)}.{quote_ident(table)}"
-    if final:
-        sql += " FINAL"
-    if where:
-        sql += f" WHERE {where}"
-    return int(ch.scalar(sql))
 
 
 class MyChTypesTest(MyChTestCase):

@@ -22,8 +22,8 @@ import unittest
 
 import harness  # noqa: E402
 from harness import PG_BIN, PgTestCase, int_to_lsn, lsn_to_int, records_for, sluice_test_bin, wait_until
-from opsutil import (StalledSinkCase, WebhookReceiver, assert_changes_metrics, assert_changes_output, metric, metrics, metrics_port,
-                     scrape)
+from opsutil import (StalledSinkCase, WebhookReceiver, assert_changes_metrics, assert_changes_output, metric, metrics,
+                     metrics_port, scrape)
 from workload import change_counts, counted_transactions, run_counted
 
 
