@@ -33,10 +33,10 @@ static void queue_truncate(struct my_src *s, const char *db, const char *name)
 }
 
 /* The followed table t ended at position at (dropped, renamed away, its
- * database dropped) while a table of its name exists again: the rows the
- * stream wrote for it end there, with a TRUNCATE record (1), unless its
- * backfill comes after the statement, read again after a restart (0); or a
- * failure. */
+ * database dropped), whether or not a table of its name exists again: the
+ * rows the stream wrote for it end there, with a TRUNCATE record (1),
+ * unless its backfill comes after the statement, read again after a
+ * restart (0); or a failure. */
 static int end_table(struct my_src *s, const struct sl_my_table *t, const struct sl_position *at, char *err,
 		     size_t errlen)
 {
@@ -114,6 +114,7 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 {
 	struct sl_my_table *now = NULL;
 	struct sl_position at;
+	char here[600];
 	int nnow = 0, rc, live, filled;
 
 	if (s->replay)
@@ -158,10 +159,31 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			bool selected = my_selects(s, names[i].db, names[i].table);
 			if (!t && !selected)
 				continue;
-			if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL,
-						    names[i].db, names[i].table, false, &now, &nnow, err, errlen)) < 0)
+			/* a followed table missing from the catalog is gone only
+			 * if it cannot be opened (a copying ALTER TABLE hides it
+			 * from the catalog for a moment) */
+			const struct sl_my_list_how how = {
+				.mariadb = s->srv.mariadb, .include = (char *const[]){ "*", NULL }, .exclude = NULL,
+				.only_db = names[i].db, .only_table = names[i].table, .describe = false, .expect = t,
+				.nexpect = t ? 1 : 0, .expect_names = NULL,
+			};
+			if ((rc = sl_my_list_confirmed(s->meta, &how, &now, &nnow, err, errlen)) < 0)
 				return rc;
 			sl_my_tables_free(now, nnow);
+			if (t && nnow == 0 && names[i].role == SL_MY_ENDS) {
+				/* dropped or renamed away by this statement, and no table
+				 * has its name now: its rows end here, and the stream goes
+				 * on (a table created under its name later is read from
+				 * its CREATE on; a table renamed to a selected name is new
+				 * to the stream, below) */
+				if ((rc = end_table(s, t, &at, err, errlen)) < 0)
+					return rc;
+				if (rc > 0)
+					sl_info("stream \"%s\": table \"%s\".\"%s\" was dropped or renamed away at %s: "
+						"its rows end with a TRUNCATE marker", s->st->name, t->db, t->name,
+						my_here(s, here, sizeof here));
+				continue;
+			}
 			if (t && nnow == 0) {
 				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was dropped or renamed", s->st->name,
 					 t->db, t->name);
@@ -225,9 +247,15 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				return rc;
 	}
 	/* a database changed, or a statement that cannot be read: the selection again */
-	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
-				    &now, &nnow, err, errlen)) < 0)
-		return rc;
+	{
+		const struct sl_my_list_how how = {
+			.mariadb = s->srv.mariadb, .include = s->st->tables, .exclude = s->st->exclude_tables,
+			.only_db = NULL, .only_table = NULL, .describe = false, .expect = s->tables,
+			.nexpect = s->ntables, .expect_names = NULL,
+		};
+		if ((rc = sl_my_list_confirmed(s->meta, &how, &now, &nnow, err, errlen)) < 0)
+			return rc;
+	}
 	if (s->wm_db[0])
 		my_drop_table(now, &nnow, s->wm_db, s->wm_table);
 	rc = SL_OK;
