@@ -169,6 +169,8 @@ struct sl_my_table {
 	int ncols;
 	struct sl_my_col *cols;
 	struct sl_table *version;       /* built from cols (owned by the source until retired) */
+	bool gone;                      /* streaming: dropped or renamed away, its rows ended by a
+					 * marker; a table created under its name clears it */
 };
 
 void sl_my_table_free(struct sl_my_table *t);

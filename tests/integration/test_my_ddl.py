@@ -16,7 +16,7 @@ import time
 import unittest
 
 import harness  # noqa: E402
-from harness import assert_marker_between, csn, records_for, wait_until
+from harness import assert_marker_between, records_for, wait_until
 from harness_mysql import MyTestCase
 
 
@@ -39,6 +39,23 @@ class MyTableIdentityTest(MyTestCase):
                    interval=0.1)
         self.assertTrue(p.alive(), p.stderr_text())
 
+    def start_on(self, statements, **kw):
+        """Runs statements, then an agent (kw: the stream) until it streams."""
+        for q in statements:
+            self.my.execute(q)
+        s = self.sluice(max_file_seconds=1, **kw)
+        p = s.start("run")
+        self.streaming(p)
+        return s, p
+
+    def assert_one_marker(self, recs):
+        """One TRUNCATE marker, strictly between the records of the rows with
+        v 'old' and those with v 'new'."""
+        marks = [x for x in recs if ct(x) == "TRUNCATE"]
+        self.assertEqual(len(marks), 1, recs)
+        assert_marker_between(self, [x for x in recs if x["payload"].get("v") == "old"], marks[0],
+                              [x for x in recs if x["payload"].get("v") == "new"])
+
     def drain(self, p):
         p.signal(signal.SIGTERM)
         r = p.wait_result(60)
@@ -51,17 +68,18 @@ class MyTableIdentityTest(MyTestCase):
         the old table's records and the new one's, no stream restart, and
         the output equals the source."""
         my = self.my
-        my.execute("CREATE TABLE ident.dr (id int PRIMARY KEY, v varchar(10))")
-        my.execute("INSERT INTO ident.dr VALUES (1, 'old'), (2, 'old'), (3, 'old')")
-        my.execute("CREATE TABLE ident.keep (id int PRIMARY KEY)")
-        s = self.sluice(stream="dr", tables="ident.dr, ident.keep", max_file_seconds=1)
-        p = s.start("run")
-        self.streaming(p)
+        s, p = self.start_on(["CREATE TABLE ident.dr (id int PRIMARY KEY, v varchar(10))",
+                              "INSERT INTO ident.dr VALUES (1, 'old'), (2, 'old'), (3, 'old')",
+                              "CREATE TABLE ident.keep (id int PRIMARY KEY)"],
+                             stream="dr", tables="ident.dr, ident.keep")
         my.execute("UPDATE ident.dr SET v = 'old' WHERE id = 2")
         my.execute("DROP TABLE ident.dr")
         my.execute("INSERT INTO ident.keep VALUES (1)")
         wait_until(lambda: "its rows end with a TRUNCATE marker" in p.stderr_text() or not p.alive(), 60,
                    "the marker of the dropped table")
+        # a database statement lists the catalog, which lacks the dropped table
+        my.execute("CREATE DATABASE ident_other")
+        my.execute("DROP DATABASE ident_other")
         my.execute("CREATE TABLE ident.dr (id int PRIMARY KEY, v varchar(10))")
         my.execute("INSERT INTO ident.dr VALUES (2, 'new'), (5, 'new')")
         my.execute("UPDATE ident.dr SET v = 'new' WHERE id = 5")
@@ -71,10 +89,7 @@ class MyTableIdentityTest(MyTestCase):
         r = self.drain(p)
         self.assertNotIn(RESTART, r.stderr)
         recs = records_for(self.read(s), "ident", "dr")
-        marks = [x for x in recs if ct(x) == "TRUNCATE"]
-        self.assertEqual(len(marks), 1, recs)
-        assert_marker_between(self, [x for x in recs if x["payload"].get("v") == "old"], marks[0],
-                              [x for x in recs if x["payload"].get("v") == "new"])
+        self.assert_one_marker(recs)
         self.assertTableMatches(recs, "ident", "dr", ["id"])
         # the next run writes no second marker
         my.execute("UPDATE ident.dr SET v = 'newer' WHERE id = 2")
@@ -83,6 +98,28 @@ class MyTableIdentityTest(MyTestCase):
         self.assertEqual(len([x for x in recs if ct(x) == "TRUNCATE"]), 1, recs)
         self.assertTableMatches(recs, "ident", "dr", ["id"])
 
+    def test_database_dropped_while_streaming(self):
+        """DROP DATABASE while the agent streams, then the database and its
+        table created again and filled: the old rows end with one marker,
+        no restart, and the output equals the source."""
+        my = self.my
+        s, p = self.start_on(["CREATE DATABASE ddw", "CREATE TABLE ddw.t (id int PRIMARY KEY, v varchar(10))",
+                              "INSERT INTO ddw.t VALUES (1, 'old'), (2, 'old')"], stream="ddw", tables="ddw.*")
+        my.execute("INSERT INTO ddw.t VALUES (3, 'old')")
+        my.execute("DROP DATABASE ddw")
+        wait_until(lambda: "TRUNCATE" in [ct(x) for x in records_for(self.read(s), "ddw", "t")] or not p.alive(),
+                   60, "the marker of the dropped database's table")
+        my.execute("CREATE DATABASE ddw")
+        my.execute("CREATE TABLE ddw.t (id int PRIMARY KEY, v varchar(10))")
+        my.execute("INSERT INTO ddw.t VALUES (2, 'new'), (5, 'new')")
+        wait_until(lambda: any(x["payload"].get("id") == 5 for x in records_for(self.read(s), "ddw", "t")), 60,
+                   "the new table's rows written")
+        r = self.drain(p)
+        self.assertNotIn(RESTART, r.stderr)
+        recs = records_for(self.read(s), "ddw", "t")
+        self.assert_one_marker(recs)
+        self.assertTableMatches(recs, "ddw", "t", ["id"])
+
     def test_renamed_away_while_streaming(self):
         """RENAME TABLE of a followed table to a selected name, and the old
         name created again, while the agent streams: the old name's rows end
@@ -90,24 +127,18 @@ class MyTableIdentityTest(MyTestCase):
         had), the old name is read from its CREATE on; both equal the
         source."""
         my = self.my
-        my.execute("CREATE TABLE ident.rn (id int PRIMARY KEY, v varchar(10))")
-        my.execute("INSERT INTO ident.rn VALUES (1, 'a'), (2, 'b')")
-        s = self.sluice(stream="rn", tables="ident.rn*", max_file_seconds=1)
-        p = s.start("run")
-        self.streaming(p)
-        my.execute("INSERT INTO ident.rn VALUES (3, 'c')")
+        s, p = self.start_on(["CREATE TABLE ident.rn (id int PRIMARY KEY, v varchar(10))",
+                              "INSERT INTO ident.rn VALUES (1, 'old'), (2, 'old')"], stream="rn", tables="ident.rn*")
+        my.execute("INSERT INTO ident.rn VALUES (3, 'old')")
         my.execute("RENAME TABLE ident.rn TO ident.rn_old")
         my.execute("CREATE TABLE ident.rn (id int PRIMARY KEY, v varchar(10))")
-        my.execute("INSERT INTO ident.rn VALUES (7, 'x')")
+        my.execute("INSERT INTO ident.rn VALUES (7, 'new')")
         my.execute("UPDATE ident.rn_old SET v = 'bb' WHERE id = 2")
         self.drain(p)
         self.catch_up(s)
         recs = self.read(s)
         rn = records_for(recs, "ident", "rn")
-        marks = [x for x in rn if ct(x) == "TRUNCATE"]
-        self.assertEqual(len(marks), 1, rn)
-        assert_marker_between(self, [x for x in rn if x["payload"].get("id") in (1, 2, 3)], marks[0],
-                              [x for x in rn if x["payload"].get("id") == 7])
+        self.assert_one_marker(rn)
         self.assertTableMatches(rn, "ident", "rn", ["id"])
         self.assertTableMatches(records_for(recs, "ident", "rn_old"), "ident", "rn_old", ["id"])
 
@@ -117,11 +148,8 @@ class MyTableIdentityTest(MyTestCase):
         it): the drain stops the agent with exit 0, and the next run
         resumes from the checkpoint with nothing lost."""
         my = self.my
-        my.execute("CREATE TABLE ident.ds (id int PRIMARY KEY, v int)")
-        my.execute("INSERT INTO ident.ds VALUES (1, 0), (2, 0)")
-        s = self.sluice(stream="ds", tables="ident.ds*", max_file_seconds=1)
-        p = s.start("run")
-        self.streaming(p)
+        s, p = self.start_on(["CREATE TABLE ident.ds (id int PRIMARY KEY, v int)",
+                              "INSERT INTO ident.ds VALUES (1, 0), (2, 0)"], stream="ds", tables="ident.ds*")
         my.execute("UPDATE ident.ds SET v = 1 WHERE id = 1")
         os.kill(p.pid, signal.SIGSTOP)
         try:
@@ -149,9 +177,9 @@ class MyTableIdentityTest(MyTestCase):
         never taken for dropped: no marker, no restart, and the output
         equals the source."""
         my = self.my
-        my.execute("CREATE TABLE ident.ca (id int PRIMARY KEY, v int)")
-        my.execute("INSERT INTO ident.ca SELECT seq, seq FROM ident.seq_1_to_500")
-        s = self.sluice(stream="ca", tables="ident.ca", max_file_seconds=1)
+        s, p = self.start_on(["CREATE TABLE ident.ca (id int PRIMARY KEY, v int)",
+                              "INSERT INTO ident.ca SELECT seq, seq FROM ident.seq_1_to_500"], stream="ca",
+                             tables="ident.ca")
         stop = threading.Event()
         errors, logs = [], []
 
@@ -165,8 +193,6 @@ class MyTableIdentityTest(MyTestCase):
             finally:
                 c.close()
 
-        p = s.start("run")
-        self.streaming(p)
         th = threading.Thread(target=alters)
         th.start()
         try:
