@@ -399,9 +399,16 @@ static void *worker_main(void *arg)
 	}
 	/* A drain asked for while the stream failed in a way it retries (or
 	 * waited to retry): what is durable is checkpointed and the rest is
-	 * read again on the next start, so the stop is as clean as a drain's. */
+	 * read again on the next start, so the stop is as clean as a drain's.
+	 * So is a drain asked for while the stream ended to take in a change
+	 * of its tables (SL_ERESTART: the pipeline drained, and the next start
+	 * reads the statement again). */
 	if (w->rc == SL_EFAIL && sl_signal_count > 0) {
 		sl_info("stopped on request while the stream was failing (%s); it resumes from its checkpoint on the "
+			"next start", w->err);
+		w->rc = SL_OK;
+	} else if (w->rc == SL_ERESTART && sl_signal_count > 0) {
+		sl_info("stopped on request while the stream restarted (%s); it resumes from its checkpoint on the "
 			"next start", w->err);
 		w->rc = SL_OK;
 	}

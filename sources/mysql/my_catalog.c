@@ -15,6 +15,7 @@
 #include "sources/mysql/my_internal.h"
 
 #include <fnmatch.h>
+#include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -497,6 +498,118 @@ fail:
 	sl_buf_free(&q);
 	sl_my_tables_free(t, nt);
 	return rc;
+}
+
+int sl_my_table_exists(MYSQL *c, const char *db, const char *name, bool *exists, char *err, size_t errlen)
+{
+	struct sl_buf q;
+	MYSQL_RES *res;
+	char what[600];
+	int rc = SL_OK;
+
+	*exists = false;
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "SELECT 1 FROM ");
+	sl_my_append_qualified(&q, db, name);
+	sl_buf_puts(&q, " LIMIT 0");
+	if (sl_buf_failed(&q)) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+		goto out;
+	}
+	if (mysql_real_query(c, q.data, q.len) != 0) {
+		unsigned e = mysql_errno(c);
+		if (e == ER_NO_SUCH_TABLE || e == ER_BAD_DB_ERROR || e == ER_TABLEACCESS_DENIED_ERROR)
+			goto out;   /* gone (or, for this user, never there) */
+		snprintf(what, sizeof what, "opening table \"%s\".\"%s\"", db, name);
+		rc = sl_my_err(err, errlen, what, c);
+		goto out;
+	}
+	if ((res = mysql_store_result(c)))
+		mysql_free_result(res);
+	*exists = true;
+out:
+	sl_buf_free(&q);
+	return rc;
+}
+
+/* Whether table db.name, expected by how, is missing from the listing t
+ * (n, sorted) though it exists (*missed): opened by name when the
+ * listing's filters select it and the listing lacks it.  SL_OK or a
+ * failure. */
+static int missed_one(MYSQL *c, const struct sl_my_list_how *how, const struct sl_my_table *t, int n,
+		      const char *db, const char *name, bool *missed, char *err, size_t errlen)
+{
+	int rc;
+
+	*missed = false;
+	if ((how->only_db && strcmp(db, how->only_db)) || (how->only_table && strcmp(name, how->only_table)) ||
+	    !sl_my_selects(how->include, how->exclude, db, name) || find((struct sl_my_table *)t, n, db, name))
+		return SL_OK;
+	if ((rc = sl_my_table_exists(c, db, name, missed, err, errlen)) < 0)
+		return rc;
+	if (*missed)
+		sl_debug("table \"%s\".\"%s\" exists, but the catalog did not list it (an ALTER TABLE was copying "
+			 "it): listing again", db, name);
+	return SL_OK;
+}
+
+/* Whether the listing t (n, sorted) lacks a table of how's that exists, or,
+ * with describe, lists one without its columns (*missed); such a table is
+ * opened by name first, which waits for the running ALTER TABLE.  SL_OK
+ * or a failure. */
+static int listing_missed(MYSQL *c, const struct sl_my_list_how *how, const struct sl_my_table *t, int n,
+			  bool *missed, char *err, size_t errlen)
+{
+	char db[256];
+	bool exists;
+	int rc = SL_OK;
+
+	*missed = false;
+	for (int i = 0; i < how->nexpect && !*missed && rc == SL_OK; i++)
+		rc = missed_one(c, how, t, n, how->expect[i].db, how->expect[i].name, missed, err, errlen);
+	for (char *const *e = how->expect_names; e && *e && !*missed && rc == SL_OK; e++) {
+		const char *dot = strchr(*e, '.');
+		if (!dot || (size_t)(dot - *e) >= sizeof db)
+			continue;
+		snprintf(db, sizeof db, "%.*s", (int)(dot - *e), *e);
+		rc = missed_one(c, how, t, n, db, dot + 1, missed, err, errlen);
+	}
+	for (int i = 0; i < n && how->describe && !*missed && rc == SL_OK; i++) {
+		if (t[i].ncols > 0)
+			continue;
+		if ((rc = sl_my_table_exists(c, t[i].db, t[i].name, &exists, err, errlen)) < 0)
+			break;
+		sl_debug("table \"%s\".\"%s\" was listed without its columns (an ALTER TABLE was copying it): listing "
+			 "again", t[i].db, t[i].name);
+		*missed = true;
+	}
+	return rc;
+}
+
+int sl_my_list_confirmed(MYSQL *c, const struct sl_my_list_how *how, struct sl_my_table **out, int *n, char *err,
+			 size_t errlen)
+{
+	bool missed = false;
+	int rc;
+
+	for (int attempt = 0; attempt < 10; attempt++) {
+		if ((rc = sl_my_list_tables(c, how->mariadb, how->include, how->exclude, how->only_db, how->only_table,
+					    how->describe, out, n, err, errlen)) < 0)
+			return rc;
+		if ((rc = listing_missed(c, how, *out, *n, &missed, err, errlen)) < 0 || missed) {
+			sl_my_tables_free(*out, *n);
+			*out = NULL;
+			*n = 0;
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		return SL_OK;
+	}
+	snprintf(err, errlen, "the catalog (information_schema) did not list a table that exists, 10 times in a row "
+		 "(ALTER TABLE statements copying it one after another)");
+	return SL_EFAIL;
 }
 
 /* ---- table maps against descriptions ---- */

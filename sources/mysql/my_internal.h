@@ -169,6 +169,8 @@ struct sl_my_table {
 	int ncols;
 	struct sl_my_col *cols;
 	struct sl_table *version;       /* built from cols (owned by the source until retired) */
+	bool gone;                      /* streaming: dropped or renamed away, its rows ended by a
+					 * marker; a table created under its name clears it */
 };
 
 void sl_my_table_free(struct sl_my_table *t);
@@ -190,6 +192,35 @@ int sl_my_list_tables(MYSQL *c, bool mariadb, char *const *include, char *const 
 		      const char *only_table, bool describe, struct sl_my_table **out, int *n, char *err,
 		      size_t errlen);
 void sl_my_tables_free(struct sl_my_table *t, int n);
+/* Whether table db.name exists (*exists), asked by opening it (SELECT ...
+ * LIMIT 0), not of the catalog.  information_schema lists a database's
+ * tables by their files, and a copying ALTER TABLE renames the table's
+ * file away for a moment before it renames the new one in, so a listing
+ * can miss a table that exists; opening it by name waits on the metadata
+ * lock the ALTER holds then.  A table the server says is not there (or
+ * that this user may not read) does not exist.  SL_OK or a failure. */
+int sl_my_table_exists(MYSQL *c, const char *db, const char *name, bool *exists, char *err, size_t errlen);
+/* sl_my_list_tables' arguments, and the tables the listing must have
+ * unless they are gone. */
+struct sl_my_list_how {
+	bool mariadb;
+	char *const *include, *const *exclude;
+	const char *only_db, *only_table;
+	bool describe;
+	const struct sl_my_table *expect;   /* tables known to exist before (borrowed), nexpect */
+	int nexpect;
+	char *const *expect_names;          /* the same as "db.table", NULL-terminated, or NULL */
+};
+/* sl_my_list_tables, with the listing confirmed: an expected table that
+ * the filters select and the listing lacks is opened by name
+ * (sl_my_table_exists), and when it exists the listing is taken again;
+ * so is a listing with a table without columns (describe).  A table is
+ * left out only when it is gone: DROP and RENAME statements in the binlog
+ * say so, a listing in the middle of a copying ALTER TABLE does not.
+ * Returns as sl_my_list_tables, or SL_EFAIL when ten listings in a row
+ * missed a table. */
+int sl_my_list_confirmed(MYSQL *c, const struct sl_my_list_how *how, struct sl_my_table **out, int *n, char *err,
+			 size_t errlen);
 
 /* How a table map compares with a table's description. */
 enum sl_my_match {

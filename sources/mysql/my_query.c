@@ -33,10 +33,10 @@ static void queue_truncate(struct my_src *s, const char *db, const char *name)
 }
 
 /* The followed table t ended at position at (dropped, renamed away, its
- * database dropped) while a table of its name exists again: the rows the
- * stream wrote for it end there, with a TRUNCATE record (1), unless its
- * backfill comes after the statement, read again after a restart (0); or a
- * failure. */
+ * database dropped), whether or not a table of its name exists again: the
+ * rows the stream wrote for it end there, with a TRUNCATE record (1),
+ * unless its backfill comes after the statement, read again after a
+ * restart (0); or a failure. */
 static int end_table(struct my_src *s, const struct sl_my_table *t, const struct sl_position *at, char *err,
 		     size_t errlen)
 {
@@ -108,12 +108,77 @@ static int fill_why(struct my_src *s, const struct sl_my_table *t, const struct 
 	return 0;
 }
 
+/* A statement that changed a database (or could not be read): the
+ * selection again.  DROP DATABASE ends the followed tables in it (their
+ * rows end with a marker my_here, gone when no table of their name exists
+ * now); a table new to the selection, or one missing that no statement
+ * ended, restarts the stream (SL_ERESTART).  SL_OK or a failure. */
+static int db_ddl(struct my_src *s, enum sl_my_stmt kind, const struct sl_my_name *names, int n,
+		  const struct sl_position *at, char *err, size_t errlen)
+{
+	struct sl_my_table *now = NULL;
+	int nnow = 0, rc;
+
+	/* DROP DATABASE: its followed tables end my_here, as for DROP TABLE,
+	 * whether they exist again (the database and the tables created again
+	 * before the stream read the statement) or not (gone, below) */
+	for (int i = 0; i < n && kind == SL_MY_STMT_DB_DDL; i++) {
+		if (names[i].role != SL_MY_ENDS || names[i].table[0])
+			continue;
+		for (int k = 0; k < s->ntables; k++)
+			if (!strcmp(s->tables[k].db, names[i].db) && !s->tables[k].gone &&
+			    (rc = end_table(s, &s->tables[k], at, err, errlen)) < 0)
+				return rc;
+	}
+	/* a database changed, or a statement that cannot be read: the selection again */
+	{
+		const struct sl_my_list_how how = {
+			.mariadb = s->srv.mariadb, .include = s->st->tables, .exclude = s->st->exclude_tables,
+			.only_db = NULL, .only_table = NULL, .describe = false, .expect = s->tables,
+			.nexpect = s->ntables, .expect_names = NULL,
+		};
+		if ((rc = sl_my_list_confirmed(s->meta, &how, &now, &nnow, err, errlen)) < 0)
+			return rc;
+	}
+	if (s->wm_db[0])
+		my_drop_table(now, &nnow, s->wm_db, s->wm_table);
+	rc = SL_OK;
+	for (int i = 0; i < nnow && rc == SL_OK; i++) {
+		/* a gone table created again is known: its CREATE, read later,
+		 * describes it */
+		if (!my_known_table(s, now[i].db, now[i].name)) {
+			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, now[i].db,
+				 now[i].name);
+			rc = SL_ERESTART;
+		}
+	}
+	for (int k = 0; k < s->ntables && rc == SL_OK; k++) {
+		bool listed = false, ended = false;
+		for (int i = 0; i < nnow && !listed; i++)
+			listed = !strcmp(now[i].db, s->tables[k].db) && !strcmp(now[i].name, s->tables[k].name);
+		for (int i = 0; i < n && kind == SL_MY_STMT_DB_DDL && !ended; i++)
+			ended = names[i].role == SL_MY_ENDS && !names[i].table[0] && !strcmp(names[i].db, s->tables[k].db);
+		if (listed || s->tables[k].gone)
+			continue;
+		if (ended) {
+			s->tables[k].gone = true;   /* its database was dropped: ended above */
+			continue;
+		}
+		snprintf(err, errlen, "stream \"%s\": the selected tables changed (a table was created, dropped or renamed)",
+			 s->st->name);
+		rc = SL_ERESTART;
+	}
+	sl_my_tables_free(now, nnow);
+	return rc;
+}
+
 /* The tables a DDL statement touched: new versions, restarts. */
 static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
 		  char *err, size_t errlen)
 {
 	struct sl_my_table *now = NULL;
 	struct sl_position at;
+	char here[600];
 	int nnow = 0, rc, live, filled;
 
 	if (s->replay)
@@ -158,10 +223,32 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			bool selected = my_selects(s, names[i].db, names[i].table);
 			if (!t && !selected)
 				continue;
-			if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, (char *const[]){ "*", NULL }, NULL,
-						    names[i].db, names[i].table, false, &now, &nnow, err, errlen)) < 0)
+			/* a followed table missing from the catalog is gone only
+			 * if it cannot be opened (a copying ALTER TABLE hides it
+			 * from the catalog for a moment) */
+			const struct sl_my_list_how how = {
+				.mariadb = s->srv.mariadb, .include = (char *const[]){ "*", NULL }, .exclude = NULL,
+				.only_db = names[i].db, .only_table = names[i].table, .describe = false, .expect = t,
+				.nexpect = t ? 1 : 0, .expect_names = NULL,
+			};
+			if ((rc = sl_my_list_confirmed(s->meta, &how, &now, &nnow, err, errlen)) < 0)
 				return rc;
 			sl_my_tables_free(now, nnow);
+			if (t && nnow == 0 && names[i].role == SL_MY_ENDS) {
+				/* dropped or renamed away by this statement, and no table
+				 * has its name now: its rows end here, and the stream goes
+				 * on (a table created under its name later is read from
+				 * its CREATE on; a table renamed to a selected name is new
+				 * to the stream, below) */
+				if ((rc = end_table(s, t, &at, err, errlen)) < 0)
+					return rc;
+				if (rc > 0)
+					sl_info("stream \"%s\": table \"%s\".\"%s\" was dropped or renamed away at %s: "
+						"its rows end with a TRUNCATE marker", s->st->name, t->db, t->name,
+						my_here(s, here, sizeof here));
+				t->gone = true;
+				continue;
+			}
 			if (t && nnow == 0) {
 				snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" was dropped or renamed", s->st->name,
 					 t->db, t->name);
@@ -174,6 +261,7 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			}
 			if (!t)
 				continue;
+			t->gone = false;   /* a table has its name (again) */
 			if (names[i].role == SL_MY_BINDS)
 				continue;  /* above */
 			if (names[i].role == SL_MY_ENDS) {
@@ -214,37 +302,7 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 		}
 		return SL_OK;
 	}
-	/* DROP DATABASE: its followed tables that exist again (the database
-	 * and the tables created again before the stream read the statement)
-	 * end my_here, as for DROP TABLE; the others are found missing below */
-	for (int i = 0; i < n && kind == SL_MY_STMT_DB_DDL; i++) {
-		if (names[i].role != SL_MY_ENDS || names[i].table[0])
-			continue;
-		for (int k = 0; k < s->ntables; k++)
-			if (!strcmp(s->tables[k].db, names[i].db) && (rc = end_table(s, &s->tables[k], &at, err, errlen)) < 0)
-				return rc;
-	}
-	/* a database changed, or a statement that cannot be read: the selection again */
-	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, false,
-				    &now, &nnow, err, errlen)) < 0)
-		return rc;
-	if (s->wm_db[0])
-		my_drop_table(now, &nnow, s->wm_db, s->wm_table);
-	rc = SL_OK;
-	if (nnow != s->ntables) {
-		snprintf(err, errlen, "stream \"%s\": the selected tables changed (a table was created, dropped or renamed)",
-			 s->st->name);
-		rc = SL_ERESTART;
-	}
-	for (int i = 0; i < nnow && rc == SL_OK; i++) {
-		if (!my_known_table(s, now[i].db, now[i].name)) {
-			snprintf(err, errlen, "stream \"%s\": table \"%s\".\"%s\" is new", s->st->name, now[i].db,
-				 now[i].name);
-			rc = SL_ERESTART;
-		}
-	}
-	sl_my_tables_free(now, nnow);
-	return rc;
+	return db_ddl(s, kind, names, n, &at, err, errlen);
 }
 
 /* A change logged as a statement (binlog_format STATEMENT or MIXED in its

@@ -248,8 +248,12 @@ static int list_tables(MYSQL *c, const struct sl_my_server *srv, const struct sl
 {
 	struct sl_table **vs = NULL;
 	struct sl_buf b;
-	int rc = sl_my_list_tables(c, srv->mariadb, st->tables, st->exclude_tables, NULL, NULL, true, out, n, err,
-				   errlen);
+	/* a table the checkpoint follows is left out only when it is gone */
+	const struct sl_my_list_how how = {
+		.mariadb = srv->mariadb, .include = st->tables, .exclude = st->exclude_tables, .only_db = NULL,
+		.only_table = NULL, .describe = true, .expect = NULL, .nexpect = 0, .expect_names = st->known_tables,
+	};
+	int rc = sl_my_list_confirmed(c, &how, out, n, err, errlen);
 	char wdb[256], wt[256];
 
 	if (rc < 0)
