@@ -1543,31 +1543,9 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
 	return SL_OK;
 }
 
-int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
-		      int64_t ts_us, bool marker, bool resume)
-{
-	size_t n = sizeof(struct qev) + sizeof *pos;
-	struct qev *ev;
-	int rc;
-
-	if ((rc = mask_table(p, t, &t)) < 0)
-		return rc;
-	ev = reserve(p, n);
-
-	if (!ev)
-		return failed_rc(p);
-	ev->kind = Q_JOB_START;
-	ev->n = idx;
-	ev->flag = (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0));
-	ev->table = t;
-	ev->ts_us = ts_us;
-	memcpy(ev + 1, pos, sizeof *pos);
-	push_done(p, n, true);
-	return SL_OK;
-}
-
-int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
-		       int64_t ts_us)
+/* Q_JOB_START of entry idx with flag (handle_job_start). */
+static int push_job(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		    int64_t ts_us, uint8_t flag)
 {
 	size_t n = sizeof(struct qev) + sizeof *pos;
 	struct qev *ev;
@@ -1579,12 +1557,24 @@ int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, con
 		return failed_rc(p);
 	ev->kind = Q_JOB_START;
 	ev->n = idx;
-	ev->flag = 4;
+	ev->flag = flag;
 	ev->table = t;
 	ev->ts_us = ts_us;
 	memcpy(ev + 1, pos, sizeof *pos);
 	push_done(p, n, true);
 	return SL_OK;
+}
+
+int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		      int64_t ts_us, bool marker, bool resume)
+{
+	return push_job(p, idx, t, pos, ts_us, (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0)));
+}
+
+int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		       int64_t ts_us)
+{
+	return push_job(p, idx, t, pos, ts_us, 4);
 }
 
 bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out)
