@@ -73,7 +73,7 @@ struct sl_rebackfill {
 	size_t nseen, seen_at;
 	struct sl_buf text;
 	/* test hook SLUICE_FAULT_CHUNKS_SPOILED=1: every chunk is read again
-	 * half a second later, as one spoiled by a change of unknown key, so
+	 * two seconds later, as one spoiled by a change of unknown key, so
 	 * that a job runs with no chunk durable for as long as a test needs */
 	bool fault_spoiled;
 };
@@ -647,8 +647,8 @@ static int close_chunk(struct sl_rebackfill *rb, const struct sl_position *pos)
 	int rc;
 
 	rb->waiting = false;
-	if (rb->fault_spoiled)
-		rb->retry_at_ms = sl_mono_ms() + 500;   /* a stream that flushes meanwhile */
+	if (rb->fault_spoiled)   /* idle meanwhile (longer than the reader's wait), so that changes flush */
+		rb->retry_at_ms = sl_mono_ms() + 2000;
 	if (sl_bf_chunk_spoiled(rb->chunk) || rb->fault_spoiled) {
 		sl_debug("stream \"%s\": a chunk of %s met a change of unknown key: it is read again", rb->c.stream,
 			 entry_name(rb, j->idx));
