@@ -858,7 +858,9 @@ static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
 }
 
 /* A backfill in chunks while streaming starts (Q_JOB_START), or resumes
- * after its resume key (flag 2); with a marker (flag 1) first. */
+ * after its resume key (flag 2); with a marker (flag 1) first.  Flag 4:
+ * only the marker of a running job, at a low watermark's position (see
+ * sl_pipe_job_marker). */
 static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 {
 	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
@@ -866,6 +868,15 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 	bool marker = ev->flag & 1, resume = ev->flag & 2;
 	struct sl_ops_table *m;
 	int rc;
+
+	if (ev->flag & 4) {
+		/* CSN (W, 0): after every record before the watermark W, before
+		 * every change after it (at (W, 1) and up) and every chunk's
+		 * rows (at a later high watermark's (H, 0)) */
+		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos), ev->ts_us, NULL)) < 0)
+			return rc;
+		return do_flush(p);
+	}
 
 	/* A snapshot backfill interrupted before any of it was durable:
 	 * remove what it wrote, as a redo would. */
@@ -1532,8 +1543,9 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
 	return SL_OK;
 }
 
-int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
-		      int64_t ts_us, bool marker, bool resume)
+/* Q_JOB_START of entry idx with flag (handle_job_start). */
+static int push_job(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		    int64_t ts_us, uint8_t flag)
 {
 	size_t n = sizeof(struct qev) + sizeof *pos;
 	struct qev *ev;
@@ -1541,18 +1553,28 @@ int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, cons
 
 	if ((rc = mask_table(p, t, &t)) < 0)
 		return rc;
-	ev = reserve(p, n);
-
-	if (!ev)
+	if (!(ev = reserve(p, n)))
 		return failed_rc(p);
 	ev->kind = Q_JOB_START;
 	ev->n = idx;
-	ev->flag = (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0));
+	ev->flag = flag;
 	ev->table = t;
 	ev->ts_us = ts_us;
 	memcpy(ev + 1, pos, sizeof *pos);
 	push_done(p, n, true);
 	return SL_OK;
+}
+
+int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		      int64_t ts_us, bool marker, bool resume)
+{
+	return push_job(p, idx, t, pos, ts_us, (uint8_t)((marker ? 1 : 0) | (resume ? 2 : 0)));
+}
+
+int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		       int64_t ts_us)
+{
+	return push_job(p, idx, t, pos, ts_us, 4);
 }
 
 bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out)

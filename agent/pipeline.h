@@ -160,6 +160,14 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
  * table with nothing durable is discarded from the sink first. */
 int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
 		      int64_t ts_us, bool marker, bool resume);
+/* The re-backfill marker of the running job of checkpoint table entry idx
+ * (started without one, sl_pipe_job_start), at pos, the position of the
+ * low watermark of its first chunk read in this run (between
+ * transactions): CSN (pos_csn(pos), 0), after every record before the
+ * watermark, earlier runs' included, and before every change after it and
+ * every chunk's rows; then flushed. */
+int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
+		       int64_t ts_us);
 /* The reader's position: the last transaction end or keepalive pushed, or
  * else the durable position; false when there is neither. */
 bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out);

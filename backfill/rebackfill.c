@@ -47,6 +47,8 @@ struct job {
 	const struct sl_table *t;       /* the latest version of the table */
 	char *after;                    /* the last key read (owned; NULL: none yet) */
 	uint64_t rows, chunks;          /* pushed so far, with those durable before */
+	bool marked;                    /* its marker is written: a chunk of it is durable, or this run
+					 * wrote it at a low watermark (sl_pipe_job_marker) */
 	int64_t t0_ms;
 	uint64_t rows0;
 };
@@ -70,6 +72,10 @@ struct sl_rebackfill {
 	uint64_t seen[SEEN_TX];         /* the last transactions the stream returned */
 	size_t nseen, seen_at;
 	struct sl_buf text;
+	/* test hook SLUICE_FAULT_CHUNKS_SPOILED=1: every chunk is read again
+	 * two seconds later, as one spoiled by a change of unknown key, so
+	 * that a job runs with no chunk durable for as long as a test needs */
+	bool fault_spoiled;
 };
 
 /* ---- requests ---- */
@@ -219,6 +225,7 @@ int sl_rebackfill_new(struct sl_rebackfill **out, const struct sl_rebackfill_con
 	snprintf(rb->run, sizeof rb->run, "%ld.%" PRId64, (long)getpid(), sl_now_us());
 	sl_buf_init(&rb->text, 0);
 	rb->polled_ms = sl_mono_ms();
+	rb->fault_spoiled = getenv("SLUICE_FAULT_CHUNKS_SPOILED") != NULL;
 	*out = rb;
 	return SL_OK;
 }
@@ -274,6 +281,7 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 	nj->t = t;
 	nj->rows = nj->rows0 = resume ? rows : 0;
 	nj->chunks = resume ? chunks : 0;
+	nj->marked = resume && after;
 	if (resume && after && !(nj->after = strdup(after))) {
 		snprintf(rb->c.err, rb->c.errlen, "out of memory");
 		return SL_EFAIL;
@@ -284,14 +292,14 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 			"(%" PRIu64 " rows, %" PRIu64 " chunks durable)", rb->c.stream, entry_name(rb, idx), rows, chunks);
 		return SL_OK;
 	}
-	/* The marker, just after the reader's position: after every record
-	 * pushed so far, before every chunk to come. */
+	/* Running, durably; its marker comes at its first low watermark
+	 * (mark_job). */
 	if (!sl_pipe_reader_position(rb->c.pipe, &pos)) {
 		snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": no position to start the backfill of %s at",
 			 rb->c.stream, entry_name(rb, idx));
 		return SL_EFAIL;
 	}
-	if ((rc = sl_pipe_job_start(rb->c.pipe, idx, t, &pos, sl_now_us(), true, false)) < 0)
+	if ((rc = sl_pipe_job_start(rb->c.pipe, idx, t, &pos, sl_now_us(), false, false)) < 0)
 		return rc;
 	sl_info("stream \"%s\": backfilling %s while streaming (watermark method, chunks of %" PRIu64 " rows)",
 		rb->c.stream, entry_name(rb, idx), rb->c.chunk_rows);
@@ -639,7 +647,9 @@ static int close_chunk(struct sl_rebackfill *rb, const struct sl_position *pos)
 	int rc;
 
 	rb->waiting = false;
-	if (sl_bf_chunk_spoiled(rb->chunk)) {
+	if (rb->fault_spoiled)   /* idle meanwhile (longer than the reader's wait), so that changes flush */
+		rb->retry_at_ms = sl_mono_ms() + 2000;
+	if (sl_bf_chunk_spoiled(rb->chunk) || rb->fault_spoiled) {
 		sl_debug("stream \"%s\": a chunk of %s met a change of unknown key: it is read again", rb->c.stream,
 			 entry_name(rb, j->idx));
 		return SL_OK;
@@ -664,9 +674,35 @@ static int close_chunk(struct sl_rebackfill *rb, const struct sl_position *pos)
 	return SL_OK;
 }
 
+/*
+ * The low watermark at pos of the running job's chunk: the job's marker,
+ * unless it has one (a durable chunk, or this run wrote it).  It goes here
+ * rather than at the stream's position when the job started: the source
+ * may skip the table's changes up to the first low watermark of the run
+ * (sl_source_hooks.covered, SL_COVER_FIRST_WATERMARK), replays of changes
+ * that an earlier run wrote beyond the position it checkpointed included,
+ * and a delete skipped so leaves the row it deletes in the output, above
+ * a marker at the job's start, while no chunk reads it.  At the watermark,
+ * the marker is above every record before it, of this run or an earlier
+ * one, and below every change and chunk after it.
+ */
+static int mark_job(struct sl_rebackfill *rb, const struct sl_position *pos)
+{
+	struct job *j = &rb->jobs[0];
+	int rc;
+
+	if (j->marked)
+		return SL_OK;
+	if ((rc = sl_pipe_job_marker(rb->c.pipe, j->idx, j->t, pos, sl_now_us())) < 0)
+		return rc;
+	j->marked = true;
+	return SL_OK;
+}
+
 static int hook_event(void *payload, const struct sl_event *ev)
 {
 	struct sl_rebackfill *rb = payload;
+	int rc;
 
 	switch (ev->kind) {
 	case SL_EV_BEGIN:
@@ -697,6 +733,8 @@ static int hook_event(void *payload, const struct sl_event *ev)
 			rb->waiting = false;   /* read it again */
 			return SL_OK;
 		case SL_BF_WM_LOW:
+			if ((rc = mark_job(rb, &ev->pos)) < 0)
+				return rc;
 			return rb->finishing ? finish_job(rb, &ev->pos) : SL_OK;
 		case SL_BF_WM_OTHER:
 			return SL_OK;

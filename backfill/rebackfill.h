@@ -13,17 +13,20 @@
  * checkpoints as the resume key once those rows are durable.  A job that
  * reads no row is done.  A restart resumes a job after its resume key.
  *
- * A job starts with a re-backfill marker (a TRUNCATE just after the
- * stream's position: CSN (position + 1, 0)) unless it resumes: the writer
- * writes it, flushes and saves the checkpoint with the table running
- * (method "watermark") before any chunk is read.
+ * A job starts durably: the writer flushes and saves the checkpoint with
+ * the table running (method "watermark") before any chunk is read.  Its
+ * re-backfill marker (a TRUNCATE) comes at the low watermark of its first
+ * chunk read in the run, at CSN (watermark, 0), unless a chunk of it is
+ * durable already: the source may skip the table's changes before that
+ * watermark (sl_source_hooks.covered), so only there does the marker end
+ * every record of them that an earlier run wrote.
  *
  * Requests: `sluice backfill --table` while an agent runs the stream
  * writes "<state_dir>/<stream>.backfill-request.<time>.<pid>" (the table's
  * name and a newline, written atomically).  The running stream looks for
  * them every second between transactions; the next run takes them when it
  * starts.  A request file is removed only once its job has started
- * durably (its marker flushed, the table running in the checkpoint).
+ * durably (the table running in the checkpoint).
  *
  * Threads: everything here runs on the stream's reader thread.
  */

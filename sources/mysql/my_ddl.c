@@ -196,14 +196,33 @@ static void fill_note(struct sl_my_name *x, enum sl_my_fill why, const char *nam
 /* After ADD, MODIFY or CHANGE in ALTER TABLE: reads the clause to its end
  * (a comma outside parentheses) and notes in x (fill_note) the first
  * column that the existing rows get a value for other than NULL without
- * row events.  ADD: a DEFAULT other than NULL, or NOT NULL (whose implicit
- * default is the type's zero or empty value), or a TIMESTAMP with neither
+ * row events.  ADD: a DEFAULT other than NULL (a literal, or
+ * SL_MY_FILL_VOLATILE: an expression or a function), or NOT NULL (whose
+ * implicit default is the type's zero or empty value), or a TIMESTAMP with neither
  * (SL_MY_FILL_TIMESTAMP: NOT NULL with a default of its own under
  * explicit_defaults_for_timestamp = OFF).  MODIFY, CHANGE (modify): NOT
  * NULL, which turns the column's NULLs into the type's implicit default
  * (a DEFAULT applies to future rows only).  An index, key, constraint,
  * partition or period is no column: nothing read. */
 enum clause { CL_ADD, CL_MODIFY, CL_CHANGE };
+
+/* At the token after DEFAULT: whether it is a literal (a number, maybe
+ * signed, a string, maybe with an introducer or as X'..' or B'..', TRUE or
+ * FALSE), the same value for every row, rather than an expression or a
+ * function such as CURRENT_TIMESTAMP. */
+static bool literal(const struct lexer *l)
+{
+	bool quote_next = l->p < l->end && *l->p == '\'';
+
+	if (l->kind == TK_STRING || is(l, "TRUE") || is(l, "FALSE"))
+		return true;
+	if (l->kind == TK_WORD && isdigit((unsigned char)l->text[0]))
+		return true;
+	if (l->kind == TK_WORD && quote_next && (l->text[0] == '_' || (!l->text[1] && strchr("xXbBnN", l->text[0]))))
+		return true;
+	return (punct(l, '-') || punct(l, '+') || punct(l, '.')) && l->p < l->end &&
+	       (isdigit((unsigned char)*l->p) || *l->p == '.');
+}
 
 static void column_clause(struct lexer *l, enum clause kind, struct sl_my_name *x)
 {
@@ -258,7 +277,8 @@ static void column_clause(struct lexer *l, enum clause kind, struct sl_my_name *
 			next(l);
 			nulls = true;
 			if (dflt != is(l, "NULL") && (!modify || !dflt))
-				fill_note(x, modify ? SL_MY_FILL_NOT_NULL : SL_MY_FILL_DEFAULT, name);
+				fill_note(x, modify ? SL_MY_FILL_NOT_NULL : dflt && !literal(l) ? SL_MY_FILL_VOLATILE :
+					  SL_MY_FILL_DEFAULT, name);
 			continue;
 		} else if (is(l, "NULL")) {
 			nulls = true;

@@ -262,13 +262,15 @@ enum sl_my_stmt {
 enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
 
 /* How ALTER TABLE gave the table's existing rows values without row
- * events: ADD COLUMN with a DEFAULT other than NULL, constant or not, or
+ * events: ADD COLUMN with a DEFAULT other than NULL, a literal or not
+ * (VOLATILE: an expression, or a function such as CURRENT_TIMESTAMP), or
  * NOT NULL, whose implicit default is the type's zero; MODIFY or CHANGE
  * to NOT NULL, which turns the column's NULLs into that zero; ADD of a
  * TIMESTAMP without NULL or DEFAULT, which is NOT NULL with a default
  * (CURRENT_TIMESTAMP for the table's first) when the server's
  * explicit_defaults_for_timestamp is OFF. */
-enum sl_my_fill { SL_MY_FILL_NONE = 0, SL_MY_FILL_DEFAULT, SL_MY_FILL_NOT_NULL, SL_MY_FILL_TIMESTAMP };
+enum sl_my_fill { SL_MY_FILL_NONE = 0, SL_MY_FILL_DEFAULT, SL_MY_FILL_VOLATILE, SL_MY_FILL_NOT_NULL,
+		  SL_MY_FILL_TIMESTAMP };
 
 /* fill: see enum sl_my_fill; column is the first such column. */
 struct sl_my_name {

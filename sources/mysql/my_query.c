@@ -87,6 +87,11 @@ static int fill_why(struct my_src *s, const struct sl_my_table *t, const struct 
 		snprintf(s->why, sizeof s->why, "column \"%s\" was added with a default, which the existing rows "
 			 "have without a change", x->column);
 		return 1;
+	case SL_MY_FILL_VOLATILE:
+		snprintf(s->why, sizeof s->why, "column \"%s\" was added with a default that is not a constant (an "
+			 "expression, or a function such as CURRENT_TIMESTAMP), which gave the existing rows values "
+			 "that no change carries", x->column);
+		return 1;
 	case SL_MY_FILL_NOT_NULL:
 		for (int k = 0; k < t->ncols; k++)
 			if (!strcasecmp(t->cols[k].name, x->column) && t->cols[k].mc.is_key)

@@ -61,6 +61,10 @@ def add_columns(my, only=None):
 
 
 def why(t):
+    if t in ("r", "t"):   # an expression, a function: the log says the default is not a constant
+        return (f'table "ad"."{t}": column "c" was added with a default that is not a constant (an expression, '
+                'or a function such as CURRENT_TIMESTAMP), which gave the existing rows values that no change '
+                'carries: it is backfilled again, behind a marker')
     return (f'table "ad"."{t}": column "c" was added with a default, which the existing rows have without a '
             'change: it is backfilled again, behind a marker')
 

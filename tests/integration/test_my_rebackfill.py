@@ -211,6 +211,44 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(len(ms), 1)
         return recs, [r for r in backfill_inserts(recs) if csn(r) > csn(ms[0])]
 
+    def test_delete_skipped_before_the_first_watermark(self):
+        """A re-backfill that no chunk of has made durable, killed after it
+        wrote a change of the table (SLUICE_FAULT_CHUNKS_SPOILED: every
+        chunk is read again); then, with no agent running, that row deleted.
+        The next run skips the table's changes up to its first low
+        watermark (the chunks read the table after it), the delete
+        included: its marker must come there, above the row an earlier run
+        wrote, or the row stays in the output (issue 17, seed 204 of
+        test_property's mariadb/merge/s3 cell: 'wm204.wa extra in output')."""
+        my = self.my
+        self.make_table("skipd", 20)
+        s = self.agent("skipd", "app.skipd")
+        self.catch_up(s)
+        p = s.start("run", env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
+        r = s.run("backfill", "--stream", "skipd", "--table", "app.skipd", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        # after the first low watermark: the changes before it are in the
+        # chunks, and the stream skips them
+        wait_until(lambda: my.sql("SELECT watermark FROM sluice.watermarks WHERE stream = 'skipd'")
+                   or not p.alive(), 30, "the re-backfill's first watermark")
+        my.execute("INSERT INTO app.skipd VALUES (100, 'written, then deleted', 0, 'p')")
+        my.execute("UPDATE app.skipd SET v = 'updated, then deleted' WHERE id = 7")
+        wait_until(lambda: {100, 7} <= {r["payload"]["id"] for r in records_for(self.read(s), "app", "skipd")
+                                        if r["read_method"] == "mysql-cdc-binlog"} or not p.alive(), 30,
+                   "the changes to be written")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        p.kill9()
+        p.wait_result(30)
+        e = ckpt_table(s, "app.skipd")
+        self.assertEqual((e.get("backfill"), e.get("method"), e.get("resume_key")), ("running", "watermark", None), e)
+        my.execute("DELETE FROM app.skipd WHERE id IN (7, 100)")
+        r = self.catch_up(s)
+        self.assertIn("resuming the backfill of app.skipd while streaming after its last durable chunk (0 rows, "
+                      "0 chunks durable)", r.stderr)
+        recs = records_for(self.read(s), "app", "skipd")
+        self.assertTableMatches(recs, "app", "skipd", ["id"])
+
     def test_uuid_and_inet6_keys(self):
         """MariaDB's UUID and INET6 as a chunked backfill's key: the resume
         key goes back into SQL as the value's text."""

@@ -64,16 +64,15 @@ ROUNDS = int(os.environ.get("SLUICE_PROPERTY_ROUNDS", "3"))
 # The DDL kinds (workload.DDL_KINDS) the workload mixes in, per cell.  A kind
 # that finds a defect leaves a cell's tuple with a comment naming it.
 DDL_CI = {cell: DDL_KINDS for cell in SEEDS}
-# MariaDB: a column added with
-# a default (constant or volatile), which backfills the table again while
-# streaming, left a deleted row in the merge files (seed 204, merge, s3:
-# 'wm204.wa extra in output (not in source): (118,)')
-MY_DDL = tuple(k for k in DDL_KINDS
-               if k not in ("add_column_default", "add_column_volatile"))
-# (MariaDB runs "recreate" and "rename_table": a table dropped or renamed
-# away ends with a marker at its statement and the stream goes on, and a
-# SIGTERM while the stream restarts for a new name drains with exit 0;
-# seed 206 found both, issue 17, test_my_ddl.py)
+# MariaDB runs every DDL kind.  (Seed 206 found a table dropped or renamed
+# away restarting the stream, and a SIGTERM in that restart exiting 1: it now
+# ends with a marker at its statement and the stream goes on; test_my_ddl.py.
+# Seed 204 found a column added with a default, which backfills the table
+# again while streaming, leaving a deleted row in the merge files: its marker
+# came before rows an earlier run wrote, whose deletes the next run skipped up
+# to its first watermark; test_my_rebackfill's
+# test_delete_skipped_before_the_first_watermark.)
+MY_DDL = DDL_KINDS
 DDL_CI.update({cell: MY_DDL for cell in SEEDS if cell[0] == "mariadb"})
 # PostgreSQL, append mode, s3: the DDL that writes no marker.  A re-backfill's
 # TRUNCATE marker replayed after a kill -9 is written again at its CSN with

@@ -111,8 +111,16 @@ static void test_filled(void **state)
 	filled("ALTER TABLE t ADD COLUMN c INT DEFAULT 7", true, "c");
 	filled("ALTER TABLE t ADD c INT NOT NULL", true, "c");
 	filled("ALTER TABLE t ADD COLUMN `c d` INT NOT NULL DEFAULT 7", true, "c d");
-	filled("ALTER TABLE t ADD COLUMN IF NOT EXISTS r DOUBLE DEFAULT (RAND())", true, "r");
-	filled("ALTER TABLE t ADD COLUMN ts TIMESTAMP(6) NULL DEFAULT CURRENT_TIMESTAMP(6)", true, "ts");
+	filled("ALTER TABLE t ADD COLUMN b BIGINT DEFAULT -9, ADD COLUMN r INT DEFAULT (RAND())", true, "b");
+	filled("ALTER TABLE t ADD COLUMN x BINARY(2) DEFAULT X'00ff'", true, "x");
+	filled("ALTER TABLE t ADD COLUMN s varchar(3) DEFAULT _latin1'abc'", true, "s");
+	filled("ALTER TABLE t ADD COLUMN f BOOLEAN NOT NULL DEFAULT TRUE", true, "f");
+	filled("ALTER TABLE t ADD COLUMN d DECIMAL(4,2) DEFAULT .5", true, "d");
+	/* a default that is not a literal: an expression or a function */
+	fills("ALTER TABLE t ADD COLUMN IF NOT EXISTS r DOUBLE DEFAULT (RAND())", SL_MY_FILL_VOLATILE, "r");
+	fills("ALTER TABLE t ADD COLUMN ts TIMESTAMP(6) NULL DEFAULT CURRENT_TIMESTAMP(6)", SL_MY_FILL_VOLATILE, "ts");
+	fills("ALTER TABLE t ADD COLUMN d DATETIME DEFAULT NOW(), ADD COLUMN c INT DEFAULT 1", SL_MY_FILL_VOLATILE, "d");
+	fills("ALTER TABLE t ADD COLUMN u CHAR(36) DEFAULT uuid()", SL_MY_FILL_VOLATILE, "u");
 	filled("ALTER TABLE t ADD COLUMN s varchar(10) DEFAULT 'x', ADD COLUMN u INT", true, "s");
 	filled("ALTER TABLE t ADD COLUMN u INT, ADD COLUMN d DECIMAL(8,3) DEFAULT 1.5", true, "d");
 	filled("ALTER TABLE t ADD COLUMN (a INT, b varchar(3) NOT NULL)", true, "b");
