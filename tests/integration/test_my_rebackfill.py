@@ -240,7 +240,7 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
         p.kill9()
         p.wait_result(30)
-        e = ckpt_table(s, "app.skipd")
+        e = checkpoint_table(s, "app.skipd")
         self.assertEqual((e.get("backfill"), e.get("method"), e.get("resume_key")), ("running", "watermark", None), e)
         my.execute("DELETE FROM app.skipd WHERE id IN (7, 100)")
         r = self.catch_up(s)
