@@ -126,6 +126,7 @@ class IcebergS3Test(S3Tables, WithS3, test_iceberg.IcebergTest):
     test_compact_append = None
     test_compact_added_column = None
     test_compact_beside_agent = None
+    test_compact_sequence_numbers = None
     test_compact_automatic = None
     test_expire_and_orphans = None
     # widening in a bucket: test_widen_merge (its compaction included)
@@ -264,11 +265,26 @@ for _name in dir(test_iceberg.IcebergTest):
 
 
 class MyIcebergS3Test(S3Tables, WithS3, test_iceberg.MyIcebergTest):
-    """MariaDB into Iceberg tables in a bucket, append and merge mode."""
+    """MariaDB into Iceberg tables in a bucket, append and merge mode, with
+    kill -9 after a commit and at random points."""
 
     # widening: IcebergS3Test.test_widen_merge
     test_widen_merge = None
     test_widen_append = None
+    # beside a running agent, a compaction needs a server that honours
+    # If-None-Match: * (doc/iceberg.md): MyIcebergS3MaintTest
+    test_compact_beside_agent = None
+
+
+class MyIcebergS3MaintTest(S3Tables, WithS3, test_iceberg.MyIcebergTest):
+    """MariaDB: sluice compact beside two running agents (append and merge)
+    in a bucket of a server that honours If-None-Match: *, and no other test."""
+    s3_kw = {"conditional_put": True}
+
+
+for _name in dir(test_iceberg.MyIcebergTest):
+    if _name.startswith("test_") and _name != "test_compact_beside_agent":
+        setattr(MyIcebergS3MaintTest, _name, None)
 
 
 if __name__ == "__main__":
