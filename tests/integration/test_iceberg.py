@@ -211,6 +211,34 @@ class LocalTables:
         """The replace snapshots (compactions) of the table's current metadata."""
         return sum(sn["summary"]["operation"] == "replace" for sn in self.current_metadata(s, obj)[1]["snapshots"])
 
+    def compact_beside(self, agents, obj, rounds, change):
+        """Runs the agents of agents (Sluice instances, each a stream into
+        table obj) and, rounds times, change(k), then for each agent, once
+        it committed some of those changes, sluice compact of its stream
+        while it commits the others.  Stops them (SIGTERM), catches each up,
+        and checks that each committed a compaction.  Returns the sum of
+        change's results."""
+        procs = [s.start("run") for s in agents]
+        changes = 0
+        try:
+            for k in range(rounds):
+                v0 = [self.version(s, obj) for s in agents]
+                changes += change(k)
+                for s, p, v in zip(agents, procs, v0):
+                    harness.wait_until(lambda: self.version(s, obj) > v or not p.alive(), 60,
+                                       f"a commit of stream {s.stream}")
+                    self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+                    r = s.run("compact", "--stream", s.stream)
+                    self.assertEqual(r.rc, 0, r.describe())
+        finally:
+            for p in procs:
+                p.signal(signal.SIGTERM)
+                p.wait_result(60)
+        for s in agents:
+            self.catch_up(s)
+            self.assertGreater(self.replaces(s, obj), 0, f"stream {s.stream}: no compaction committed")
+        return changes
+
     # where verify says the tables are
     store_words = "in folder"
 
@@ -1172,8 +1200,9 @@ class IcebergTest(LocalTables, PgTestCase):
 
     def test_compact_beside_agent(self):
         """Compactions while an agent streams changes into the table, in both
-        modes: every commit of either side lands (the other retries on top),
-        and the tables end exact."""
+        modes, each once its agent committed some of a round's changes
+        (compact_beside): every commit of either side lands (the other
+        retries on top), and the tables end exact."""
         pg = self.pg
         pg.execute("DROP TABLE IF EXISTS icecr")
         pg.execute(TABLE.format(name="icecr"))
@@ -1183,20 +1212,7 @@ class IcebergTest(LocalTables, PgTestCase):
         self.catch_up(a)
         self.catch_up(m)
         obj = "public_icecr"
-        changes = 100
-        pa, pm = a.start("run"), m.start("run")
-        try:
-            for k in range(6):
-                changes += churn(pg, "icecr", 10000 + 100 * k, 6)
-                for s in (a, m):
-                    r = s.run("compact", "--stream", s.stream)
-                    self.assertEqual(r.rc, 0, r.describe())
-        finally:
-            for p in (pa, pm):
-                p.signal(signal.SIGTERM)
-                p.wait_result(60)
-        self.catch_up(a)
-        self.catch_up(m)
+        changes = 100 + self.compact_beside((a, m), obj, 6, lambda k: churn(pg, "icecr", 10000 + 100 * k, 6))
         want = pg_state(pg, "icecr")
         rows = self.read_table(a, obj)
         self.assertEqual(len(rows), changes)
@@ -1519,30 +1535,10 @@ class MyIcebergTest(LocalTables, MyTestCase):
         m = self.isluice("mycrm", t, write_mode="merge",
                          extra={"source": {"server_id": self.my.server_id_for_sluice + 1}})
         self.catch_up(m)
-        changes = 100
-        pa, pm = a.start("run"), m.start("run")
-        try:
-            for k in range(6):
-                v0 = {s.stream: self.version(s, "app_icecr") for s in (a, m)}
-                changes += my_churn(my, t, 10000 + 100 * k, 6)
-                for s, p in ((a, pa), (m, pm)):
-                    # once the agent committed some of them: a compaction
-                    # while it commits the others
-                    harness.wait_until(lambda: self.version(s, "app_icecr") > v0[s.stream] or not p.alive(), 60,
-                                       f"a commit of stream {s.stream}")
-                    self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-                    r = s.run("compact", "--stream", s.stream)
-                    self.assertEqual(r.rc, 0, r.describe())
-        finally:
-            for p in (pa, pm):
-                p.signal(signal.SIGTERM)
-                p.wait_result(60)
-        self.catch_up(a)
-        self.catch_up(m)
+        changes = 100 + self.compact_beside((a, m), "app_icecr", 6, lambda k: my_churn(my, t, 10000 + 100 * k, 6))
         self.assertEqual(len(self.assert_source(a, t, "append")), changes)
         self.assert_source(m, t, "merge")
         for s in (a, m):
-            self.assertGreater(self.replaces(s, "app_icecr"), 0, f"stream {s.stream}: no compaction committed")
             r = s.run("verify", "--stream", s.stream)
             self.assertEqual(r.rc, 0, r.describe())
 
