@@ -24,8 +24,13 @@ python3-avro for the manifest lists and manifests:
 - sluice compact: an append table's small files and a merge table's files
   with its equality deletes applied are rewritten into one, as a replace
   snapshot, with the same rows before and after (ClickHouse reads them);
-  beside running agents that keep writing, both tables end exact; the agent
-  compacts on its own after compact_after_files commits.
+  beside running agents that keep writing, both tables end exact (from
+  PostgreSQL and MariaDB); the agent compacts on its own after
+  compact_after_files commits; a compaction's manifests carry the sequence
+  numbers of the specification (python3-avro), also when it lost the race
+  to the agent's commit.
+- MariaDB, both modes: kill -9 right after a commit, before its checkpoint,
+  and at random points: nothing committed twice, the source's rows.
 - snapshot expiry keeps the newest snapshot_keep; unreferenced files older
   than orphan_grace go, younger ones stay.
 - widening in place (int to long, float to double, a decimal's precision

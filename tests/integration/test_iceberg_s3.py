@@ -12,7 +12,10 @@ test_iceberg.py that matter for a bucket run again against it:
 - PostgreSQL, merge mode: random changes, a TRUNCATE, kill -9 after a commit
   and at random points; the TOAST rule, which reads committed data files back
   from the bucket;
-- MariaDB, append and merge mode, with a TRUNCATE;
+- MariaDB, append and merge mode, with a TRUNCATE; kill -9 after a commit,
+  before its checkpoint, and at random points (test_iceberg.MyIcebergTest's
+  test_kill_*); sluice compact beside two running agents, against a server
+  that honours If-None-Match: * (MyIcebergS3MaintTest);
 - the commit rule: s3rver ignores If-None-Match on a PUT (shown here with
   boto3), and against a server that honours it (AWS S3, or s3server.js with
   --conditional-put) a metadata file that another writer committed first

@@ -1,7 +1,7 @@
 """
 tests/integration/test_property.py: the property harness of issue 17, one
 module for the matrix {PostgreSQL, MariaDB} x {append, merge} x {avro_dir,
-s3, ClickHouse, Iceberg tables in a folder}.
+s3, ClickHouse, Iceberg tables in a folder, Iceberg tables in a bucket}.
 
 For each seed of a cell: a seeded workload (workload.py: inserts, updates,
 deletes, key changes, multi-table and rolled-back transactions, TRUNCATE,
