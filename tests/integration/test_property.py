@@ -58,7 +58,7 @@ SEEDS = {
     ("mariadb", "append", "clickhouse"): [205], ("mariadb", "merge", "clickhouse"): [206],
     ("pg", "append", "iceberg"): [107], ("pg", "merge", "iceberg"): [108],
     ("mariadb", "append", "iceberg"): [207], ("mariadb", "merge", "iceberg"): [208],
-    # seed 109 left out (both modes, 3 runs of 4): an S3 outage during the
+    # seed 109 left out (append 3 runs of 4, merge 1 of 1): an S3 outage in the
     # initial backfill, then kill -9; the next run backfills again at a later
     # snapshot (columns c1, c2) and streams from the slot's older position,
     # whose Relation messages take the table back to c1 alone before its
