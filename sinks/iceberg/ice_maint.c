@@ -860,9 +860,13 @@ out:
 	return got < 0 ? -1 : 0;
 }
 
-/* Closes and publishes the rewritten files, and writes a manifest of each
- * (its entry's sequence number: the snapshot read's, so that the deletes
- * committed after it still apply to its rows). */
+/* Closes and publishes the rewritten files, and writes a manifest of each.
+ * Its entry's data sequence number is the snapshot read's: the equality
+ * deletes committed after it still apply to its rows, and those up to it,
+ * applied here, would not.  Its file sequence number is null, the
+ * manifest's in the manifest list: the replace snapshot's, which
+ * cpt_commit learns only when it commits (a retry on top of another
+ * commit takes the next one). */
 static int out_finish(struct cpt *c, char *err, size_t errlen)
 {
 	struct sl_buf key, enc;
@@ -905,7 +909,7 @@ static int out_finish(struct cpt *c, char *err, size_t errlen)
 		sl_buf_reset(&key);
 		sl_buf_printf(&key, "%s/%s/metadata/%" PRId64 "-c%d.avro", c->cc->stream, c->object, c->new_id, k);
 		if (sl_buf_failed(&key) ||
-		    ice_manifest_encode(&enc, &c->schemas[k], c->new_id, c->cur_seq, &df, 1) < 0)
+		    ice_manifest_encode(&enc, &c->schemas[k], c->new_id, c->cur_seq, -1, &df, 1) < 0)
 			goto oom;
 		free(o->mf.path);
 		o->mf.path = NULL;
@@ -916,7 +920,7 @@ static int out_finish(struct cpt *c, char *err, size_t errlen)
 		sl_buf_printf(&enc, "%s%s", c->location, key.data + strlen(c->cc->stream) + strlen(c->object) + 1);
 		if (sl_buf_failed(&enc) || !(o->mf.path = strdup(enc.data)))
 			goto oom;
-		o->mf.sequence_number = c->cur_seq;
+		o->mf.min_sequence_number = c->cur_seq;
 		o->mf.snapshot_id = c->new_id;
 		o->mf.added_files = 1;
 		o->mf.added_rows = o->records;
@@ -1165,9 +1169,12 @@ static int cpt_commit(struct cpt *c, char *err, size_t errlen)
 		if (!(l = realloc(list, ((size_t)c->nschemas + (size_t)ncur + 1) * sizeof *list)))
 			goto oom;
 		list = l;
-		for (int k = 0; k < c->nschemas; k++)
-			if (c->out[k].mf.path)
-				list[n++] = c->out[k].mf;
+		for (int k = 0; k < c->nschemas; k++) {
+			if (c->out[k].mf.path) {
+				list[n] = c->out[k].mf;
+				list[n++].sequence_number = sn.sequence_number;
+			}
+		}
 		for (int m = 0; m < ncur; m++)
 			if (!rewritten(c, cur_mf[m].path))
 				list[n++] = cur_mf[m];

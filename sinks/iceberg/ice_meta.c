@@ -937,7 +937,7 @@ static int put_container(struct sl_buf *out, const char *schema, const char *con
 }
 
 int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t snapshot_id, int64_t seq,
-			const struct ice_data_file *files, int nfiles)
+			int64_t file_seq, const struct ice_data_file *files, int nfiles)
 {
 	struct sl_buf recs;
 	json_t *sj = ice_schema_json(s);
@@ -962,8 +962,12 @@ int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t 
 		sl_avro_put_long(&recs, snapshot_id);
 		sl_avro_put_byte(&recs, 2);
 		sl_avro_put_long(&recs, seq);               /* sequence_number */
-		sl_avro_put_byte(&recs, 2);
-		sl_avro_put_long(&recs, seq);               /* file_sequence_number */
+		if (file_seq >= 0) {                        /* file_sequence_number, or null */
+			sl_avro_put_byte(&recs, 2);
+			sl_avro_put_long(&recs, file_seq);
+		} else {
+			sl_avro_put_byte(&recs, 0);
+		}
 		sl_avro_put_long(&recs, files[i].content);
 		sl_avro_put_str(&recs, files[i].path);
 		sl_avro_put_str(&recs, "AVRO");
@@ -1012,7 +1016,7 @@ int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,
 		sl_avro_put_long(&recs, 0);                 /* partition_spec_id */
 		sl_avro_put_long(&recs, mf[i].deletes ? 1 : 0);  /* content: data, deletes */
 		sl_avro_put_long(&recs, mf[i].sequence_number);
-		sl_avro_put_long(&recs, mf[i].sequence_number);
+		sl_avro_put_long(&recs, mf[i].min_sequence_number);
 		sl_avro_put_long(&recs, mf[i].snapshot_id);
 		sl_avro_put_long(&recs, mf[i].added_files);
 		sl_avro_put_long(&recs, 0);
@@ -1170,6 +1174,7 @@ static int fill_manifest(avro_value_t *val, void *elem)
 
 	if (read_long(val, "manifest_length", &m->length) < 0 || read_long(val, "content", &content) < 0 ||
 	    read_long(val, "sequence_number", &m->sequence_number) < 0 ||
+	    read_long(val, "min_sequence_number", &m->min_sequence_number) < 0 ||
 	    read_long(val, "added_snapshot_id", &m->snapshot_id) < 0 || read_long(val, "added_files_count", &files) < 0 ||
 	    read_long(val, "added_rows_count", &m->added_rows) < 0 || !(m->path = read_string(val, "manifest_path")))
 		return -1;
@@ -1186,6 +1191,6 @@ static void drop_manifest(void *elem)
 int ice_manifest_list_read(const char *file, struct ice_manifest_file **out, int *n, char *err, size_t errlen)
 {
 	return read_all(file, "manifest list", "manifest_path, manifest_length, content, sequence_number, "
-			"added_snapshot_id, added_files_count, added_rows_count", (void **)out, n, sizeof **out,
+			"min_sequence_number, added_snapshot_id, added_files_count, added_rows_count", (void **)out, n, sizeof **out,
 			fill_manifest, drop_manifest, err, errlen);
 }

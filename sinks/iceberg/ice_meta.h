@@ -204,19 +204,24 @@ struct ice_manifest_file {
 	char *path;                     /* owned */
 	bool deletes;                   /* a delete manifest (content 1) */
 	int64_t length;
-	int64_t sequence_number;
+	int64_t sequence_number;        /* the snapshot's that added the manifest */
+	int64_t min_sequence_number;    /* the least data sequence number of its files */
 	int64_t snapshot_id;            /* added_snapshot_id */
 	int added_files;
 	int64_t added_rows;
 };
 
 /* Appends to out the manifest (an Avro container file) of the nfiles data
- * files snapshot snapshot_id (sequence number seq) adds, for table schema s
- * (its JSON is in the file's key-value metadata).  The files are all of
- * one content: equality delete files name s's key fields in equality_ids.
- * Each entry carries its file's column statistics (ice_stats.h). */
+ * files snapshot snapshot_id adds, for table schema s (its JSON is in the
+ * file's key-value metadata).  The files are all of one content: equality
+ * delete files name s's key fields in equality_ids.  Each entry carries its
+ * file's column statistics (ice_stats.h), data sequence number seq
+ * (sequence_number) and file sequence number file_seq
+ * (file_sequence_number; negative: null, which a reader replaces with the
+ * manifest's sequence number in the manifest list, the committing
+ * snapshot's). */
 int ice_manifest_encode(struct sl_buf *out, const struct ice_schema *s, int64_t snapshot_id, int64_t seq,
-			const struct ice_data_file *files, int nfiles);
+			int64_t file_seq, const struct ice_data_file *files, int nfiles);
 
 /* Appends to out the manifest list of snapshot sn: the n manifests mf. */
 int ice_manifest_list_encode(struct sl_buf *out, const struct ice_snapshot *sn,

@@ -607,14 +607,14 @@ static int write_manifest(struct ice_sink *s, struct ice_tab *t, const struct ic
 	sl_buf_printf(&path, "%s/metadata/%" PRId64 "-m%d.avro", t->dir, sn->id, k);
 	sl_buf_printf(&key, "%s/metadata/%" PRId64 "-m%d.avro", t->key, sn->id, k);
 	if (sl_buf_failed(&path) || sl_buf_failed(&key) ||
-	    ice_manifest_encode(&enc, &t->schema, sn->id, sn->sequence_number, f, n) < 0)
+	    ice_manifest_encode(&enc, &t->schema, sn->id, sn->sequence_number, sn->sequence_number, f, n) < 0)
 		goto oom;
 	if (s->store.ops->put(s->store.ctx, key.data, enc.data, enc.len, err, errlen) < 0)
 		goto out;
 	m->path = sl_buf_detach(&path);
 	m->deletes = content != ICE_DATA;
 	m->length = (int64_t)enc.len;
-	m->sequence_number = sn->sequence_number;
+	m->sequence_number = m->min_sequence_number = sn->sequence_number;
 	m->snapshot_id = sn->id;
 	m->added_files = n;
 	(*nmf)++;

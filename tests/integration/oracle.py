@@ -19,8 +19,9 @@ table read with its own SELECT (PostgreSQL or MariaDB):
 - ClickHouse, merge mode: the table's `_current` view, legacy and modern
   layouts; append mode: the change rows replayed by CSN (ch_harness), on
   the source's columns (a column dropped at the source is kept there).
-- Iceberg tables, read by ClickHouse 26 (chdb, icebergLocal: the format
-  version 2 reader applies the equality deletes), merge mode: the rows as
+- Iceberg tables, read by ClickHouse 26 (chdb, icebergLocal in a folder,
+  icebergS3 in a bucket: the format version 2 reader applies the equality
+  deletes), merge mode: the rows as
   they are, one per key; append mode: the rows replayed by `_csn`
   (doc/iceberg.md), TRUNCATE rows clearing the table, as for Avro records;
   a change of the log twice (the same `_uuid`) is a difference, the
@@ -273,14 +274,11 @@ def iceberg_value(ch_type, v):
     return v
 
 
-def read_iceberg(ns, table, table_dir):
-    """The rows of the Iceberg table at table_dir as records of the Avro
-    layout (payload, source_metadata, uuid), read by ClickHouse 26
-    (icebergLocal); None when the table has no metadata yet."""
+def read_iceberg(ns, table, src):
+    """The rows of an Iceberg table as records of the Avro layout (payload,
+    source_metadata, uuid), read by ClickHouse 26 through the table function
+    src (icebergLocal, icebergS3)."""
     from test_iceberg import ch_query
-    if not os.path.exists(os.path.join(table_dir, "metadata", "version-hint.text")):
-        return None
-    src = "icebergLocal('%s')" % table_dir.replace("\\", "\\\\").replace("'", "\\'")
     types = {c["name"]: c["type"] for c in ch_query(f"DESCRIBE TABLE {src}")}
     rows = ch_query(f"SELECT * FROM {src} SETTINGS output_format_json_quote_decimals = 1")
     out = []
@@ -295,16 +293,16 @@ def read_iceberg(ns, table, table_dir):
     return out
 
 
-def diff_iceberg(source, server, ns, warehouse, stream, write_mode):
-    """Differences between the source tables of ns and the Iceberg tables of
-    a local warehouse folder: the rows as they are (merge) or replayed by
-    _csn (append)."""
+def diff_iceberg(source, server, ns, write_mode, table_fn):
+    """Differences between the source tables of ns and their Iceberg tables:
+    the rows as they are (merge) or replayed by _csn (append).  table_fn(table)
+    is the ClickHouse table function that reads the Iceberg table of source
+    table ns.table (icebergLocal of a folder, icebergS3 of a bucket), or None
+    when that table has no metadata yet."""
     diffs = []
     for table, keys in source_tables(source, server, ns):
-        records = read_iceberg(ns, table, os.path.join(os.path.realpath(warehouse), stream,
-                                                       object_name(ns, table)))
-        if records is None:
-            records = []
+        src = table_fn(table)
+        records = read_iceberg(ns, table, src) if src is not None else []
         if write_mode == "append":
             # no change of the log is committed twice (doc/iceberg.md); only
             # an interrupted backfill's rows (transaction 0) may repeat

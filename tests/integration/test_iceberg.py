@@ -24,8 +24,13 @@ python3-avro for the manifest lists and manifests:
 - sluice compact: an append table's small files and a merge table's files
   with its equality deletes applied are rewritten into one, as a replace
   snapshot, with the same rows before and after (ClickHouse reads them);
-  beside running agents that keep writing, both tables end exact; the agent
-  compacts on its own after compact_after_files commits.
+  beside running agents that keep writing, both tables end exact (from
+  PostgreSQL and MariaDB); the agent compacts on its own after
+  compact_after_files commits; a compaction's manifests carry the sequence
+  numbers of the specification (python3-avro), also when it lost the race
+  to the agent's commit.
+- MariaDB, both modes: kill -9 right after a commit, before its checkpoint,
+  and at random points: nothing committed twice, the source's rows.
 - snapshot expiry keeps the newest snapshot_keep; unreferenced files older
   than orphan_grace go, younger ones stay.
 - widening in place (int to long, float to double, a decimal's precision
@@ -47,6 +52,7 @@ import shutil
 import random
 import signal
 import subprocess
+import sys
 import unittest
 import uuid
 
@@ -205,6 +211,38 @@ class LocalTables:
 
     def read_avro_at(self, location):
         return read_avro(self.local_file(location))
+
+    def replaces(self, s, obj):
+        """The replace snapshots (compactions) of the table's current metadata."""
+        return sum(sn["summary"]["operation"] == "replace" for sn in self.current_metadata(s, obj)[1]["snapshots"])
+
+    def compact_beside(self, agents, obj, rounds, change):
+        """Runs the agents of agents (Sluice instances, each a stream into
+        table obj) and, rounds times, change(k), then for each agent, once
+        it committed some of those changes, sluice compact of its stream
+        while it commits the others.  Stops them (SIGTERM), catches each up,
+        and checks that each committed a compaction.  Returns the sum of
+        change's results."""
+        procs = [s.start("run") for s in agents]
+        changes = 0
+        try:
+            for k in range(rounds):
+                v0 = [self.version(s, obj) for s in agents]
+                changes += change(k)
+                for s, p, v in zip(agents, procs, v0):
+                    harness.wait_until(lambda: self.version(s, obj) > v or not p.alive(), 60,
+                                       f"a commit of stream {s.stream}")
+                    self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+                    r = s.run("compact", "--stream", s.stream)
+                    self.assertEqual(r.rc, 0, r.describe())
+        finally:
+            for p in procs:
+                p.signal(signal.SIGTERM)
+                p.wait_result(60)
+        for s in agents:
+            self.catch_up(s)
+            self.assertGreater(self.replaces(s, obj), 0, f"stream {s.stream}: no compaction committed")
+        return changes
 
     # where verify says the tables are
     store_words = "in folder"
@@ -801,7 +839,13 @@ class IcebergTest(LocalTables, PgTestCase):
             self.assertEqual(len(entries), m["added_files_count"])
             for e in entries:
                 df = e["data_file"]
-                self.assertEqual((e["status"], e["sequence_number"]), (1, m["sequence_number"]))
+                self.assertEqual(e["status"], 1)
+                data_seq = m["sequence_number"] if e["sequence_number"] is None else e["sequence_number"]
+                if "/data/compact-" in df["file_path"]:
+                    # the snapshot's the compaction read (check_sequence_numbers)
+                    self.assertLess(data_seq, m["sequence_number"])
+                else:
+                    self.assertEqual(data_seq, m["sequence_number"])
                 self.assertEqual(df["content"], 2 * m["content"])
                 self.assertEqual(df["file_size_in_bytes"], self.file_size(df["file_path"]))
                 if m["content"] == 1:
@@ -1088,10 +1132,82 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icecm"))
         self.verify(s, 0)
 
+    def check_sequence_numbers(self, s, obj, read_seq):
+        """The sequence numbers of the current snapshot's manifests, read with
+        python3-avro, as the specification has them: a manifest's in the
+        manifest list is the sequence number of the snapshot that added it;
+        an entry's file sequence number (null: the manifest's) is the one of
+        the snapshot that added its file; its data sequence number (null:
+        the manifest's) is that too, but for the file a compaction rewrote,
+        whose data sequence number is read_seq, the snapshot the compaction
+        read (the deletes committed after it apply to its rows, those before
+        it do not); min_sequence_number is the least data sequence number of
+        the manifest's files.  Returns the manifests."""
+        _, meta = self.current_metadata(s, obj)
+        seqs = {sn["snapshot-id"]: sn["sequence-number"] for sn in meta["snapshots"]}
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        _, manifests = self.read_avro_at(cur["manifest-list"])
+        compacted = 0
+        for m in manifests:
+            where = m["manifest_path"]
+            self.assertEqual(m["sequence_number"], seqs[m["added_snapshot_id"]], where)
+            data_seqs = []
+            for e in self.read_avro_at(where)[1]:
+                inherit = lambda v: m["sequence_number"] if v is None else v
+                data_seq, file_seq = inherit(e["sequence_number"]), inherit(e["file_sequence_number"])
+                added_by = m["added_snapshot_id"] if e["snapshot_id"] is None else e["snapshot_id"]
+                self.assertEqual(file_seq, seqs[added_by], where)
+                if "/data/compact-" in e["data_file"]["file_path"]:
+                    compacted += 1
+                    self.assertEqual(data_seq, read_seq, where)
+                else:
+                    self.assertEqual(data_seq, file_seq, where)
+                data_seqs.append(data_seq)
+            self.assertEqual(m["min_sequence_number"], min(data_seqs), where)
+        self.assertEqual(compacted, 1)
+        return manifests
+
+    def test_compact_sequence_numbers(self):
+        """The sequence numbers of a compaction's manifests (check_sequence_numbers),
+        when it loses the race to the agent's commit (it read version K-1,
+        found K taken and committed on top): the delete files of K are kept
+        and still apply to the rewritten rows, those it applied are gone;
+        then the agent commits on top of the compaction (its manifest list
+        carries the compaction's manifest as it is).  ClickHouse reads the
+        source's rows each time."""
+        pg = self.pg
+        s = self.churned("icesq", 100, 3, 6, write_mode="merge")
+        obj = "public_icesq"
+        churn(pg, "icesq", 20000, 6)
+        pg.execute("DELETE FROM icesq WHERE id % 5 = 0 AND id < 100")
+        self.catch_up(s)
+        # version K: one transaction, a data and a delete manifest (rows of
+        # the compacted file updated)
+        pg.execute("UPDATE icesq SET v = v || '#' WHERE id <= 10")
+        self.catch_up(s)
+        k, meta = self.current_metadata(s, obj)
+        self.plant(f"{self.table_dir(s, obj)}/metadata/version-hint.text", str(k - 1).encode())
+        read_seq = self.current_metadata(s, obj)[1]["last-sequence-number"]
+        self.compact(s, f"stream icesq: {obj}: ")
+        _, meta = self.current_metadata(s, obj)
+        cur = [sn for sn in meta["snapshots"] if sn["snapshot-id"] == meta["current-snapshot-id"]][0]
+        self.assertEqual((cur["summary"]["operation"], cur["sequence-number"], read_seq),
+                         ("replace", meta["last-sequence-number"], cur["sequence-number"] - 2))
+        kept = [m for m in self.check_sequence_numbers(s, obj, read_seq) if m["content"] == 1]
+        self.assertEqual([m["sequence_number"] for m in kept], [read_seq + 1], "the deletes of version K")
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icesq"))
+        pg.execute("UPDATE icesq SET v = 'after' WHERE id % 3 = 0")
+        churn(pg, "icesq", 30000, 4)
+        self.catch_up(s)
+        self.check_sequence_numbers(s, obj, read_seq)
+        self.assertEqual(self.read_merged(s, obj), pg_state(pg, "icesq"))
+        self.verify(s, 0)
+
     def test_compact_beside_agent(self):
         """Compactions while an agent streams changes into the table, in both
-        modes: every commit of either side lands (the other retries on top),
-        and the tables end exact."""
+        modes, each once its agent committed some of a round's changes
+        (compact_beside): every commit of either side lands (the other
+        retries on top), and the tables end exact."""
         pg = self.pg
         pg.execute("DROP TABLE IF EXISTS icecr")
         pg.execute(TABLE.format(name="icecr"))
@@ -1101,20 +1217,7 @@ class IcebergTest(LocalTables, PgTestCase):
         self.catch_up(a)
         self.catch_up(m)
         obj = "public_icecr"
-        changes = 100
-        pa, pm = a.start("run"), m.start("run")
-        try:
-            for k in range(6):
-                changes += churn(pg, "icecr", 10000 + 100 * k, 6)
-                for s in (a, m):
-                    r = s.run("compact", "--stream", s.stream)
-                    self.assertEqual(r.rc, 0, r.describe())
-        finally:
-            for p in (pa, pm):
-                p.signal(signal.SIGTERM)
-                p.wait_result(60)
-        self.catch_up(a)
-        self.catch_up(m)
+        changes = 100 + self.compact_beside((a, m), obj, 6, lambda k: churn(pg, "icecr", 10000 + 100 * k, 6))
         want = pg_state(pg, "icecr")
         rows = self.read_table(a, obj)
         self.assertEqual(len(rows), changes)
@@ -1123,11 +1226,6 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertEqual(self.read_merged(m, obj), want)
         self.verify(a, 0)
         self.verify(m, 0)
-
-    def replaces(self, s, obj):
-        with open(os.path.join(self.table_dir(s, obj), "metadata", f"v{self.version(s, obj)}.metadata.json")) as f:
-            meta = json.load(f)
-        return sum(sn["summary"]["operation"] == "replace" for sn in meta["snapshots"])
 
     def test_compact_automatic(self):
         """The agent compacts a table on its own after compact_after_files
@@ -1302,15 +1400,18 @@ class IcebergTest(LocalTables, PgTestCase):
 
 
 def my_churn(my, t, base, n):
-    """MariaDB: inserts, updates, deletes and key changes, one transaction each."""
+    """MariaDB: inserts, updates, deletes and key changes, one transaction
+    each; returns the number of change rows they make (a key change is two)."""
+    changes = 0
     for i in range(n):
-        my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({base + i}, 'new', 1.5)")
-        my.execute(f"UPDATE {t} SET counter = counter + 1, v = CONCAT(v, '+'), amount = -amount "
-                   f"WHERE id = {i + 1}")
+        changes += my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({base + i}, 'new', 1.5)")
+        changes += my.execute(f"UPDATE {t} SET counter = counter + 1, v = CONCAT(v, '+'), amount = -amount "
+                              f"WHERE id = {i + 1}")
         if i % 4 == 3:
-            my.execute(f"DELETE FROM {t} WHERE id = {base + i - 2}")
+            changes += my.execute(f"DELETE FROM {t} WHERE id = {base + i - 2}")
         if i % 7 == 6:
-            my.execute(f"UPDATE {t} SET id = id + 1000000 WHERE id = {base + i - 1}")
+            changes += 2 * my.execute(f"UPDATE {t} SET id = id + 1000000 WHERE id = {base + i - 1}")
+    return changes
 
 
 class MyIcebergTest(LocalTables, MyTestCase):
@@ -1322,41 +1423,30 @@ class MyIcebergTest(LocalTables, MyTestCase):
         super().setUpClass()
         cls.my.execute("CREATE DATABASE app")
 
-    def run_changes(self, mode):
-        """Backfill, changes, a TRUNCATE and more changes; returns
-        (ClickHouse's rows, the source's {id: (v, amount, counter)})."""
-        my = self.my
-        t = f"app.ice_{mode}"
-        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(200), amount decimal(10,2), "
-                   f"counter int NOT NULL DEFAULT 0)")
-        for g in range(1, 101):
-            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'row {g}', {g * 1.25 - 50})")
-        s = self.isluice(f"my{mode}", t, write_mode=mode)
+    def created(self, t, rows, stream, mode):
+        """Table t with rows rows, backfilled by a new stream of write mode
+        mode."""
+        self.my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(200), amount decimal(10,2), "
+                        f"counter int NOT NULL DEFAULT 0)")
+        for g in range(1, rows + 1):
+            self.my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'row {g}', {g * 1.25 - 50})")
+        s = self.isluice(stream, t, write_mode=mode)
         self.catch_up(s)
-        my_churn(my, t, 10000, 20)
-        self.catch_up(s)
-        my.execute(f"TRUNCATE TABLE {t}")
-        for g in range(1, 31):
-            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'again {g}', {g})")
-        my_churn(my, t, 20000, 10)
-        self.catch_up(s)
-        rows = ch_query(f"SELECT id, v, toString(amount) AS amount, counter, _csn, _is_deleted, _change_type "
-                        f"FROM {self.table_fn(s, f'app_ice_{mode}')}")
+        return s
+
+    def assert_source(self, s, t, mode):
+        """ClickHouse reads table t as the source has it: merge mode, one row
+        per key; append mode, the rows replayed by _csn (a TRUNCATE clearing
+        the table), each change once.  Returns the rows read."""
+        rows = ch_query(f"SELECT id, v, toString(amount) AS amount, counter, _uuid, _csn, _is_deleted, "
+                        f"_change_type FROM {self.table_fn(s, t.replace('.', '_'))}")
         src = {r[0]: (r[1], str(decimal.Decimal(r[2]).normalize()), r[3])
-               for r in my.sql(f"SELECT id, v, amount, counter FROM {t}")}
-        return rows, src
-
-    @staticmethod
-    def row_state(r):
-        return (r["v"], str(decimal.Decimal(r["amount"]).normalize()), r["counter"])
-
-    def test_merge(self):
-        rows, src = self.run_changes("merge")
-        self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
-        self.assertEqual({r["id"]: self.row_state(r) for r in rows}, src)
-
-    def test_append(self):
-        rows, src = self.run_changes("append")
+               for r in self.my.sql(f"SELECT id, v, amount, counter FROM {t}")}
+        if mode == "merge":
+            self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+            self.assertEqual({r["id"]: self.row_state(r) for r in rows}, src)
+            return rows
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows), "a change was committed twice")
         state = {}
         for r in sorted(rows, key=lambda r: r["_csn"]):
             if r["_change_type"] == "TRUNCATE":
@@ -1366,6 +1456,96 @@ class MyIcebergTest(LocalTables, MyTestCase):
             else:
                 state[r["id"]] = self.row_state(r)
         self.assertEqual(state, src)
+        return rows
+
+    def run_changes(self, mode):
+        """Backfill, changes, a TRUNCATE and more changes: ClickHouse reads
+        the source's rows."""
+        my = self.my
+        t = f"app.ice_{mode}"
+        s = self.created(t, 100, f"my{mode}", mode)
+        my_churn(my, t, 10000, 20)
+        self.catch_up(s)
+        my.execute(f"TRUNCATE TABLE {t}")
+        for g in range(1, 31):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'again {g}', {g})")
+        my_churn(my, t, 20000, 10)
+        self.catch_up(s)
+        self.assert_source(s, t, mode)
+
+    @staticmethod
+    def row_state(r):
+        return (r["v"], str(decimal.Decimal(r["amount"]).normalize()), r["counter"])
+
+    def test_merge(self):
+        self.run_changes("merge")
+
+    def test_append(self):
+        self.run_changes("append")
+
+    def killed(self, mode):
+        """kill -9 right after a commit, before its checkpoint: the rerun
+        commits nothing twice; then kill -9 at random points while changes
+        stream in (after a first commit, with a random number of further
+        changes, either at once, a batch pending, or once they are committed
+        too).  ClickHouse reads the source's rows each time, append mode
+        every change once."""
+        my = self.my
+        t, obj = f"app.icek_{mode}", f"app_icek_{mode}"
+        s = self.created(t, 50, f"myk{mode}", mode)
+        changes = 50 + my_churn(my, t, 10000, 20)
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        self.assertEqual(self.version(s, obj), 2, "the killed run committed one snapshot")
+        r = self.catch_up(s)
+        self.assertIn("last change from the log", r.stderr)
+        rows = self.assert_source(s, t, mode)
+        if mode == "append":
+            self.assertEqual(len(rows), changes)
+        seed = int(os.environ.get("SLUICE_TEST_SEED") or random.SystemRandom().randrange(1 << 31))
+        print(f"\n    mariadb iceberg kill test seed {seed} (SLUICE_TEST_SEED={seed} to repeat)", file=sys.stderr)
+        rnd = random.Random(seed)
+        for k in range(3):
+            v0 = self.version(s, obj)
+            p = s.start("run")
+            changes += my_churn(my, t, 20000 + 1000 * k, 5)
+            harness.wait_until(lambda: self.version(s, obj) > v0 or not p.alive(), 60, "a commit")
+            v1 = self.version(s, obj)
+            changes += my_churn(my, t, 20500 + 1000 * k, rnd.randint(1, 15))
+            if rnd.random() < 0.5:
+                harness.wait_until(lambda: self.version(s, obj) > v1 or not p.alive(), 60, "a second commit")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            p.signal(signal.SIGKILL)
+            p.wait_result(60)
+        self.catch_up(s)
+        rows = self.assert_source(s, t, mode)
+        if mode == "append":
+            self.assertEqual(len(rows), changes)
+
+    def test_kill_append(self):
+        self.killed("append")
+
+    def test_kill_merge(self):
+        self.killed("merge")
+
+    def test_compact_beside_agent(self):
+        """Compactions while two agents (append and merge) stream changes of
+        one table, each once its agent committed some of a round's changes:
+        every commit of either side lands, and the tables end exact (append
+        mode: every change once)."""
+        my = self.my
+        t = "app.icecr"
+        a = self.created(t, 100, "mycra", "append")
+        # a replica id of its own (a second connection with the same id ends the first one's)
+        m = self.isluice("mycrm", t, write_mode="merge",
+                         extra={"source": {"server_id": self.my.server_id_for_sluice + 1}})
+        self.catch_up(m)
+        changes = 100 + self.compact_beside((a, m), "app_icecr", 6, lambda k: my_churn(my, t, 10000 + 100 * k, 6))
+        self.assertEqual(len(self.assert_source(a, t, "append")), changes)
+        self.assert_source(m, t, "merge")
+        for s in (a, m):
+            r = s.run("verify", "--stream", s.stream)
+            self.assertEqual(r.rc, 0, r.describe())
 
     def widened(self, mode):
         """Widening in place (MariaDB): MODIFY of the key and of columns, int

@@ -12,7 +12,10 @@ test_iceberg.py that matter for a bucket run again against it:
 - PostgreSQL, merge mode: random changes, a TRUNCATE, kill -9 after a commit
   and at random points; the TOAST rule, which reads committed data files back
   from the bucket;
-- MariaDB, append and merge mode, with a TRUNCATE;
+- MariaDB, append and merge mode, with a TRUNCATE; kill -9 after a commit,
+  before its checkpoint, and at random points (test_iceberg.MyIcebergTest's
+  test_kill_*); sluice compact beside two running agents, against a server
+  that honours If-None-Match: * (MyIcebergS3MaintTest);
 - the commit rule: s3rver ignores If-None-Match on a PUT (shown here with
   boto3), and against a server that honours it (AWS S3, or s3server.js with
   --conditional-put) a metadata file that another writer committed first
@@ -126,6 +129,7 @@ class IcebergS3Test(S3Tables, WithS3, test_iceberg.IcebergTest):
     test_compact_append = None
     test_compact_added_column = None
     test_compact_beside_agent = None
+    test_compact_sequence_numbers = None
     test_compact_automatic = None
     test_expire_and_orphans = None
     # widening in a bucket: test_widen_merge (its compaction included)
@@ -264,11 +268,26 @@ for _name in dir(test_iceberg.IcebergTest):
 
 
 class MyIcebergS3Test(S3Tables, WithS3, test_iceberg.MyIcebergTest):
-    """MariaDB into Iceberg tables in a bucket, append and merge mode."""
+    """MariaDB into Iceberg tables in a bucket, append and merge mode, with
+    kill -9 after a commit and at random points."""
 
     # widening: IcebergS3Test.test_widen_merge
     test_widen_merge = None
     test_widen_append = None
+    # beside a running agent, a compaction needs a server that honours
+    # If-None-Match: * (doc/iceberg.md): MyIcebergS3MaintTest
+    test_compact_beside_agent = None
+
+
+class MyIcebergS3MaintTest(S3Tables, WithS3, test_iceberg.MyIcebergTest):
+    """MariaDB: sluice compact beside two running agents (append and merge)
+    in a bucket of a server that honours If-None-Match: *, and no other test."""
+    s3_kw = {"conditional_put": True}
+
+
+for _name in dir(test_iceberg.MyIcebergTest):
+    if _name.startswith("test_") and _name != "test_compact_beside_agent":
+        setattr(MyIcebergS3MaintTest, _name, None)
 
 
 if __name__ == "__main__":

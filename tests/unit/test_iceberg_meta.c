@@ -484,7 +484,7 @@ static void test_merge_deletes_golden(void **state)
 	};
 	struct ice_manifest_file mf = {
 		.path = "/warehouse/s/public_orders/metadata/77-m1.avro", .deletes = true, .length = 1234,
-		.sequence_number = 2, .snapshot_id = 77, .added_files = 1, .added_rows = 3,
+		.sequence_number = 2, .min_sequence_number = 2, .snapshot_id = 77, .added_files = 1, .added_rows = 3,
 	};
 	json_error_t je;
 
@@ -516,7 +516,7 @@ static void test_merge_deletes_golden(void **state)
 	}
 	/* the delete manifest, read back */
 	sl_buf_reset(&b);
-	assert_int_equal(ice_manifest_encode(&b, &s, 77, 2, &f, 1), 0);
+	assert_int_equal(ice_manifest_encode(&b, &s, 77, 2, 2, &f, 1), 0);
 	got = avro_records(&b);
 	assert_json_equal(got, json_object_get(want, "manifest-entries"), "the delete manifest");
 	json_decref(got);
@@ -564,15 +564,16 @@ static void test_readers_round_trip(void **state)
 	};
 	struct ice_snapshot sn = { .id = 9, .parent_id = 8, .sequence_number = 4, .timestamp_ms = 1, .manifest_list = "/l",
 				   .stream = "s" };
+	/* a compaction's manifest (it read sequence number 2, committed 4) and a delete manifest of 3 */
 	struct ice_manifest_file mf[2] = {
-		{ .path = "/w/s/o/metadata/9-c0.avro", .length = 321, .sequence_number = 3, .snapshot_id = 9,
-		  .added_files = 2, .added_rows = 17 },
+		{ .path = "/w/s/o/metadata/9-c0.avro", .length = 321, .sequence_number = 4, .min_sequence_number = 2,
+		  .snapshot_id = 9, .added_files = 2, .added_rows = 17 },
 		{ .path = "/w/s/o/metadata/8-m1.avro", .deletes = true, .length = 99, .sequence_number = 3,
-		  .snapshot_id = 8, .added_files = 1, .added_rows = 4 },
+		  .min_sequence_number = 3, .snapshot_id = 8, .added_files = 1, .added_rows = 4 },
 	};
 	struct ice_entry *e;
 	struct ice_manifest_file *got;
-	json_t *j1, *j2;
+	json_t *j1, *j2, *recs, *want;
 	const char *path;
 	int n;
 
@@ -590,7 +591,7 @@ static void test_readers_round_trip(void **state)
 	assert_int_equal(a1.len, a2.len);
 	assert_memory_equal(a1.data, a2.data, a1.len);
 	/* a manifest of two data files at sequence number 3 */
-	assert_int_equal(ice_manifest_encode(&b, &s, 9, 3, f, 2), 0);
+	assert_int_equal(ice_manifest_encode(&b, &s, 9, 3, 3, f, 2), 0);
 	path = temp_file(&b);
 	assert_int_equal(ice_manifest_read(path, &e, &n, err, sizeof err), 0);
 	unlink(path);
@@ -604,6 +605,23 @@ static void test_readers_round_trip(void **state)
 		assert_int_equal(e[i].seq, 3);
 	}
 	ice_entries_free(e, n);
+	/* a compaction's manifest: the data sequence number of the snapshot it
+	 * read (2), the file sequence number null (the manifest list's) */
+	sl_buf_reset(&b);
+	assert_int_equal(ice_manifest_encode(&b, &s, 9, 2, -1, f, 1), 0);
+	recs = avro_records(&b);
+	want = json_pack("{s:i}", "long", 2);
+	assert_int_equal(json_array_size(recs), 1);
+	assert_true(json_equal(json_object_get(json_array_get(recs, 0), "sequence_number"), want));
+	assert_true(json_is_null(json_object_get(json_array_get(recs, 0), "file_sequence_number")));
+	json_decref(want);
+	json_decref(recs);
+	path = temp_file(&b);
+	assert_int_equal(ice_manifest_read(path, &e, &n, err, sizeof err), 0);
+	unlink(path);
+	assert_int_equal(n, 1);
+	assert_int_equal(e[0].seq, 2);
+	ice_entries_free(e, n);
 	/* a manifest list of a data and a delete manifest */
 	sl_buf_reset(&b);
 	assert_int_equal(ice_manifest_list_encode(&b, &sn, mf, 2), 0);
@@ -616,6 +634,7 @@ static void test_readers_round_trip(void **state)
 		assert_int_equal(got[i].deletes, mf[i].deletes);
 		assert_int_equal(got[i].length, mf[i].length);
 		assert_int_equal(got[i].sequence_number, mf[i].sequence_number);
+		assert_int_equal(got[i].min_sequence_number, mf[i].min_sequence_number);
 		assert_int_equal(got[i].snapshot_id, mf[i].snapshot_id);
 		assert_int_equal(got[i].added_files, mf[i].added_files);
 		assert_int_equal(got[i].added_rows, mf[i].added_rows);
@@ -686,7 +705,7 @@ static void test_manifest_stats_golden(void **state)
 			fail_msg("%s", err);
 		assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
 	}
-	assert_int_equal(ice_manifest_encode(&b, &s, 9, 4, &f, 1), 0);
+	assert_int_equal(ice_manifest_encode(&b, &s, 9, 4, 4, &f, 1), 0);
 	got = avro_records(&b);
 	assert_json_equal(got, json_object_get(want, "manifest-entries"), "the data manifest");
 	/* a record cut short does not decode */
