@@ -793,14 +793,21 @@ static int handle_keepalive(struct sl_pipe *p, const struct qev *ev)
 }
 
 /* A table's new version (Q_SCHEMA): its layout goes into the checkpoint,
- * and the version it replaced is freed. */
+ * and the version it replaced is freed.  A version described between
+ * transactions (DDL the log describes, with no change after it yet) goes to
+ * the sink at once (sl_sink_ops.version), so that the destination shows the
+ * new columns without waiting for the table's next change. */
 static int handle_schema(struct sl_pipe *p, struct qev *ev)
 {
 	struct sl_checkpoint *ck = p->pc.ck;
+	int rc;
 
 	if (ev->flag)
 		sl_info("stream \"%s\": table \"%s\".\"%s\" changed its columns (schema version %s)",
 			p->pc.stream, ev->table->ns, ev->table->name, ev->table->schema_key);
+	if (!p->w_in_tx && ev->table->ncols > 0 && p->pc.sink->version &&
+	    (rc = p->pc.sink->version(p->pc.sinkctx, ev->table, p->w_err, sizeof p->w_err)) < 0)
+		return rc;
 	/* the layout from here on, saved with the position that passes it */
 	for (int i = 0; i < ck->ntables && ev->table->layout; i++)
 		if (!strcmp(ck->tables[i].ns, ev->table->ns) && !strcmp(ck->tables[i].table, ev->table->name))

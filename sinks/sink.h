@@ -164,6 +164,15 @@ struct sl_sink_ops {
 	 * then needs no backfill (sl_sink_carries_missing).  Called by the
 	 * agent's threads, any time: it reads conf only. */
 	bool (*carries_missing)(const void *conf, const struct sl_column *c);
+	/* Optional (NULL: changes bring their versions): table t has a new
+	 * version that no change may bring soon (the source's log described
+	 * it anew: a column added, dropped, renamed or retyped by DDL that
+	 * rewrote no row).  The sink makes its destination fit t with the next
+	 * flush, as the first change of t would (a reader then sees the new
+	 * columns at once).  A version the destination cannot take now is left
+	 * for the changes that bring it, which report it.  Called between
+	 * transactions only. */
+	int (*version)(void *ctx, const struct sl_table *t, char *err, size_t errlen);
 	/* Optional (NULL: none): the changes set aside as dead letters since
 	 * open, because the destination refused them as data.  The writer
 	 * reads it after each flush, for sluice_dead_letter_total and the

@@ -88,6 +88,7 @@ struct sl_tree {
 	int nopen, max_open;           /* their number, and its bound (open_bound) */
 	struct done_file *done, **done_tail;
 	bool pending;
+	bool version_due;              /* a version without changes waits for its schema file */
 	bool has_mark;                 /* mark(): everything written is at or before mark */
 	struct sl_position mark;
 	const struct sl_source_desc *desc;  /* of the changes written: encodes positions */
@@ -1128,11 +1129,46 @@ static int tree_write(void *ctx, const struct sl_change *c, char *err, size_t er
 	return 0;
 }
 
+int sl_tree_version(void *ctx, const struct sl_table *tab, char *err, size_t errlen)
+{
+	struct sl_tree *t = ctx;
+	struct obj *o = obj_get(t, tab->object);
+	int rc;
+
+	if (!o) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		return -1;
+	}
+	if (o->enc && !strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key))
+		return 0;
+	if (tab->src)
+		t->desc = tab->src;
+	/* As a change of the version would: what the old one holds goes to a
+	 * file first. */
+	if (t->merge) {
+		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
+			return rc;
+		if (merge_version(t, o, tab, err, errlen) < 0)
+			return -1;
+	} else {
+		if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
+			return rc;
+		sl_avro_enc_free(o->enc);
+		if (!(o->enc = sl_avro_enc_new(tab, t->stream, err, errlen)))
+			return -1;
+	}
+	/* the next flush, due at once, writes its schema file (write_schemas) */
+	o->touched = true;
+	t->pending = true;
+	t->version_due = true;
+	return 0;
+}
+
 bool sl_tree_flush_due(void *ctx, int64_t now_ms)
 {
 	struct sl_tree *t = ctx;
 
-	if (t->done)
+	if (t->done || t->version_due)
 		return true;  /* a file reached max_file_bytes or a schema change closed one */
 	if (t->merge)
 		return t->batch_ms && (now_ms - t->batch_ms >= t->max_file_ms || batch_bytes(t) >= t->max_file_bytes);
@@ -1290,6 +1326,7 @@ static int tree_flush(void *ctx, struct sl_position *durable, char *err, size_t 
 			goto out;
 	}
 	t->pending = false;
+	t->version_due = false;
 	auto_compact(t);
 	rc = 0;
 	if (t->has_mark) {

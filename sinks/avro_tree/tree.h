@@ -96,7 +96,7 @@ void sl_tree_close(void *ctx);
 /* Those operations of struct sl_sink_ops, for a destination whose open()
  * returns a tree (avro_dir, s3). */
 #define SL_TREE_SINK_OPS \
-	.write = sl_tree_write, .dead_letters = sl_tree_dead_letters, .mark = sl_tree_mark, \
+	.write = sl_tree_write, .version = sl_tree_version, .dead_letters = sl_tree_dead_letters, .mark = sl_tree_mark, \
 	.flush_due = sl_tree_flush_due, .pending = sl_tree_pending, .flush = sl_tree_flush, \
 	.discard_backfill = sl_tree_discard_backfill, .close = sl_tree_close
 
@@ -111,6 +111,11 @@ int sl_tree_compact(struct sl_store store, const struct sl_tree_conf *conf, cons
  * compression_threads and the agent's state_dir (a sink's compact()). */
 int sl_tree_compact_with(struct sl_store store, enum sl_codec codec, int level, int threads, const char *state_dir,
 			 const char *stream, const char *object, FILE *out, char *err, size_t errlen);
+
+/* sl_sink_ops.version: the object's next schema file (.schema.avsc) is
+ * table version tab's, written by the next flush even when no change of
+ * it comes; the data files written so far keep their schemas. */
+int sl_tree_version(void *ctx, const struct sl_table *tab, char *err, size_t errlen);
 
 /* The changes set aside in the dead-letter file (merge mode: a key column
  * without a value), for the sink's dead_letters operation. */

@@ -2146,6 +2146,29 @@ static int ch_flush(void *ctx, struct sl_position *durable, char *err, size_t er
 	return 1;
 }
 
+/* sl_sink_ops.version: ClickHouse's table fits version tv now, as for its
+ * first change (prepare_version).  A version the table cannot take (a
+ * change of type it refuses) is left to the change that brings it, which
+ * reports it with its position. */
+static int ch_sink_version(void *ctx, const struct sl_table *tv, char *err, size_t errlen)
+{
+	struct chsink *s = ctx;
+	struct chtab *t = tab_get(s, tv->object);
+	int rc;
+
+	if (!t) {
+		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
+		return -1;
+	}
+	rc = prepare_version(s, t, tv, false, err, errlen);
+	if (rc == SL_EPREREQ) {
+		sl_debug("clickhouse: table \"%s\": new version %s left to its next change: %s", tv->object,
+			 tv->schema_key, err);
+		return 0;
+	}
+	return rc < 0 ? rc : 0;
+}
+
 static int ch_discard_backfill(void *ctx, const struct sl_table *tv, const char *csn_first, const char *csn_last,
 			       char *err, size_t errlen)
 {
@@ -2372,6 +2395,7 @@ const struct sl_sink_ops sl_clickhouse_ops = {
 	.check = ch_check,
 	.open = ch_open,
 	.write = ch_write,
+	.version = ch_sink_version,
 	.mark = ch_mark,
 	.flush_due = ch_flush_due,
 	.pending = ch_pending,

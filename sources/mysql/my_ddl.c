@@ -261,7 +261,9 @@ static void column_clause(struct lexer *l, enum clause kind, struct sl_my_name *
 			at_type = true;
 			next(l);
 			if (kind == CL_CHANGE && (l->kind == TK_WORD || l->kind == TK_QUOTED)) {
-				snprintf(name, sizeof name, "%s", l->text);   /* CHANGE old new */
+				if (strcmp(name, l->text) != 0)   /* CHANGE old new: renamed */
+					fill_note(x, SL_MY_FILL_RENAMED, l->text);
+				snprintf(name, sizeof name, "%s", l->text);
 				next(l);
 			}
 			continue;
@@ -341,7 +343,17 @@ static enum sl_my_stmt parse_alter(struct lexer *l, const char *default_db, stru
 			continue;
 		}
 		if (accept(l, "RENAME")) {
-			if (is(l, "COLUMN") || is(l, "INDEX") || is(l, "KEY") || is(l, "CONSTRAINT"))
+			if (accept(l, "COLUMN")) {
+				/* RENAME COLUMN [IF EXISTS] a TO b */
+				if (accept(l, "IF"))
+					accept(l, "EXISTS");
+				if (l->kind == TK_WORD || l->kind == TK_QUOTED)
+					next(l);
+				if (accept(l, "TO") && (l->kind == TK_WORD || l->kind == TK_QUOTED) && *n > 0 && max > 0)
+					fill_note(&names[0], SL_MY_FILL_RENAMED, l->text);
+				continue;
+			}
+			if (is(l, "INDEX") || is(l, "KEY") || is(l, "CONSTRAINT"))
 				continue;
 			if (!accept(l, "TO"))
 				accept(l, "AS");

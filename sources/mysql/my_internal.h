@@ -270,7 +270,8 @@ enum sl_my_role { SL_MY_TOUCHES = 0, SL_MY_ENDS, SL_MY_BINDS };
  * (CURRENT_TIMESTAMP for the table's first) when the server's
  * explicit_defaults_for_timestamp is OFF. */
 enum sl_my_fill { SL_MY_FILL_NONE = 0, SL_MY_FILL_DEFAULT, SL_MY_FILL_VOLATILE, SL_MY_FILL_NOT_NULL,
-		  SL_MY_FILL_TIMESTAMP };
+		  SL_MY_FILL_TIMESTAMP,
+		  SL_MY_FILL_RENAMED /* RENAME COLUMN a TO b, CHANGE a b: the rows hold a's values under b */ };
 
 /* fill: see enum sl_my_fill; column is the first such column. */
 struct sl_my_name {
@@ -462,6 +463,7 @@ struct my_src {
 
 	/* the open event group */
 	bool in_tx, standalone, begun, skip_tx, xa_prepare, truncating;
+	bool ddl_end;           /* a DDL statement's event was returned: its group ends at the next call */
 	uint64_t tx_start;              /* offset of its first event */
 	char tx_gtid[128];
 	bool tx_has_mgtid, tx_has_sgtid;

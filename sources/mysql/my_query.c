@@ -99,6 +99,10 @@ static int fill_why(struct my_src *s, const struct sl_my_table *t, const struct 
 		snprintf(s->why, sizeof s->why, "column \"%s\" was made NOT NULL, which turned its NULLs into the "
 			 "type's implicit default without a change", x->column);
 		return 1;
+	case SL_MY_FILL_RENAMED:
+		snprintf(s->why, sizeof s->why, "a column was renamed to \"%s\", and the existing rows hold its values "
+			 "under the old name without a change", x->column);
+		return 1;
 	case SL_MY_FILL_TIMESTAMP:
 		if ((rc = sl_my_query_value(s->meta, "SELECT @@global.explicit_defaults_for_timestamp", v, sizeof v,
 					    &found, err, errlen)) < 0)
@@ -181,7 +185,7 @@ static int db_ddl(struct my_src *s, enum sl_my_stmt kind, const struct sl_my_nam
 static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *names, int n, struct sl_event *ev,
 		  char *err, size_t errlen)
 {
-	struct sl_my_table *now = NULL;
+	struct sl_my_table *now = NULL, *shown = NULL;
 	struct sl_position at;
 	char here[600];
 	int nnow = 0, rc, live, filled;
@@ -304,6 +308,21 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 						s->maps[k].rawlen = 0;
 				return 1;
 			}
+			if (!shown && t->version)
+				shown = t;
+		}
+		/* The statement changed no column the stream knew of: the table
+		 * may have been described after it (the stream started after the
+		 * statement, and no row of the table came since), so its version
+		 * goes to the writer all the same, for the destination to take
+		 * when no change brings it (sl_sink_ops.version; a version the
+		 * destination has already costs nothing). */
+		if (shown) {
+			ev->kind = SL_EV_SCHEMA;
+			ev->table = shown->version;
+			ev->changed = false;
+			ev->retired = NULL;
+			return 1;
 		}
 		return SL_OK;
 	}
@@ -423,8 +442,10 @@ int my_on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
 	case SL_MY_STMT_DB_DDL:
 	case SL_MY_STMT_UNKNOWN_DDL:
 		if ((rc = on_ddl(s, kind, names, n, ev, err, errlen)) != 0) {
-			if (rc > 0)
+			if (rc > 0) {
 				s->standalone = true;
+				s->ddl_end = true;   /* my_next ends its group next */
+			}
 			return rc;
 		}
 		break;

@@ -876,6 +876,14 @@ int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t er
 		take_watermark(s, ev);
 		return SL_OK;
 	}
+	if (s->ddl_end) {
+		/* a DDL statement's group ends after the event it gave, as it
+		 * would have without one (my_on_query): its position is reported
+		 * even when no event follows it */
+		s->ddl_end = false;
+		if (!s->truncating && s->in_tx && my_end_group(s, ev))
+			return SL_OK;
+	}
 	for (;;) {
 		if ((rc = drain_pending(s, ev, err, errlen)) != 0)
 			return rc < 0 ? rc : SL_OK;

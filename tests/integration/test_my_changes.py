@@ -7,12 +7,14 @@ with nothing missed or doubled; tables the stream does not select; two
 streams with one server_id.
 """
 
+import signal
 import threading
 import time
 import unittest
 
 import harness  # noqa: E402
-from harness import assert_marker_between, csn, csn_position, csn_seq, records_for, wait_until
+from harness import assert_marker_between, csn, csn_position, csn_seq, rebuild, records_for, wait_until
+from oracle import newest_payload_fields, resolved_state
 from harness_mysql import MyTestCase, binlog_pos_value
 
 
@@ -150,6 +152,45 @@ class ChangesTest(MyTestCase):
         self.assertNotEqual(alt[0]["schema_key"], after[0]["schema_key"])
         self.assertTableMatches(recs, "app", "alt", ["id"])
         self.assertEqual(records_for(recs, "app", "unsel"), [])
+
+    def test_ddl_without_changes(self):
+        """Columns added, dropped and renamed by DDL after which the table
+        has no change reach the output all the same: the binlog's statement
+        describes the table anew, and the object's .schema.avsc (the reader
+        schema) is the new version's, in a running agent and in a run that
+        starts after the DDL (append and merge mode), with every row read
+        through it equal to the source.  A renamed column backfills the
+        table again: its rows hold the values under the old name."""
+        my = self.my
+        my.execute("CREATE TABLE app.quiet (id int PRIMARY KEY, a varchar(10), b int)")
+        my.execute("INSERT INTO app.quiet SELECT seq, concat('a', seq), seq FROM mysql.seq_1_to_30")
+        streams = [self.sluice(stream=f"quiet_{m}", tables="app.quiet", write_mode=m) for m in ("append", "merge")]
+        for s in streams:
+            self.catch_up(s)
+        live = streams[0].start("run")
+
+        def fields(s):
+            return sorted(newest_payload_fields(s.out, s.stream, "app_quiet") or {})
+
+        my.execute("ALTER TABLE app.quiet ADD COLUMN c int")
+        wait_until(lambda: fields(streams[0]) == ["a", "b", "c", "id"], 60,
+                   "the running agent's .schema.avsc has the added column")
+        my.execute("ALTER TABLE app.quiet DROP COLUMN a")
+        wait_until(lambda: fields(streams[0]) == ["b", "c", "id"], 60,
+                   "the running agent's .schema.avsc has the dropped column")
+        live.send_signal(signal.SIGTERM)
+        self.assertEqual(live.wait(60), 0)
+        my.execute("ALTER TABLE app.quiet RENAME COLUMN b TO b2")
+        for s in streams:
+            # the rename backfills the table again (its rows hold the old name)
+            self.catch_up(s)
+            self.assertEqual(fields(s), ["b2", "c", "id"])
+        for s in streams:
+            recs = self.read(s)
+            state = resolved_state(rebuild(records_for(recs, "app", "quiet"), ["id"]), s.out, s.stream, "app",
+                                   "quiet")
+            self.assertEqual(sorted(state.values(), key=lambda r: r["id"]),
+                             [{"id": i, "b2": i, "c": None} for i in range(1, 31)], s.stream)
 
     def test_tables_dropped_renamed_and_swapped(self):
         """The catalog sluice reads is today's, not the statement's: a table

@@ -330,6 +330,30 @@ class MyChSchemaTest(MyChTestCase):
         self.assertEqual(payload("sc_a"), ["id", "v", "counter", "extra"])
         self.assertEqual({r["v"] for r in self.ch.rows("sc_a", "sc_t", where="id = 101")}, {None})
 
+    def test_ddl_without_changes(self):
+        """A column added and one dropped by DDL after which the table has
+        no change reach ClickHouse all the same (the binlog's statement
+        describes the table anew): merge mode's table and _current have the
+        source's columns and rows, append mode's has the new column."""
+        my = self.my
+        my.execute("CREATE DATABASE nc")
+        my.execute("CREATE TABLE nc.t (id int PRIMARY KEY, v varchar(40), counter int NOT NULL)")
+        my.execute("INSERT INTO nc.t SELECT seq, md5(seq), seq FROM mysql.seq_1_to_20")
+        sm = self.sluice(stream="nc_m", tables="nc.t", database="nc_m", write_mode="merge")
+        sa = self.sluice(stream="nc_a", tables="nc.t", database="nc_a")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        my.execute("ALTER TABLE nc.t ADD COLUMN extra int")
+        my.execute("ALTER TABLE nc.t DROP COLUMN v")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        payload = lambda db: [n for n, *_ in self.ch.columns(db, "nc_t") if not n.startswith("_")]
+        self.assertEqual(payload("nc_m"), ["id", "counter", "extra"])
+        self.assertEqual(payload("nc_a"), ["id", "v", "counter", "extra"])
+        got = self.assertChMatches(sm, "nc", "t", ["id"])
+        self.assertEqual(len(got), 20)
+        self.assertEqual({r["extra"] for r in got}, {None})
+
     def test_hostile_identifiers(self):
         """A database, a table and columns that need quoting on both sides;
         a column named like a metadata column."""

@@ -133,8 +133,14 @@ static void test_filled(void **state)
 	/* NOT NULL on an existing column: its NULLs become the type's zero */
 	fills("ALTER TABLE t ALTER COLUMN a SET DEFAULT 3, MODIFY b INT NOT NULL", SL_MY_FILL_NOT_NULL, "b");
 	fills("ALTER TABLE t MODIFY COLUMN b varchar(10) NOT NULL DEFAULT 'x'", SL_MY_FILL_NOT_NULL, "b");
-	fills("ALTER TABLE t CHANGE COLUMN b `c d` INT NOT NULL", SL_MY_FILL_NOT_NULL, "c d");
-	fills("ALTER TABLE t CHANGE b c INT NULL DEFAULT 7", SL_MY_FILL_NONE, NULL);
+	fills("ALTER TABLE t CHANGE COLUMN b b INT NOT NULL", SL_MY_FILL_NOT_NULL, "b");
+	fills("ALTER TABLE t CHANGE b b INT NULL DEFAULT 7", SL_MY_FILL_NONE, NULL);
+	/* a column renamed: the rows hold its values under the old name */
+	fills("ALTER TABLE t CHANGE COLUMN b `c d` INT NOT NULL", SL_MY_FILL_RENAMED, "c d");
+	fills("ALTER TABLE t CHANGE b c INT NULL DEFAULT 7", SL_MY_FILL_RENAMED, "c");
+	fills("ALTER TABLE t RENAME COLUMN b TO b2", SL_MY_FILL_RENAMED, "b2");
+	fills("ALTER TABLE t DROP COLUMN a, RENAME COLUMN IF EXISTS `b` TO `b 2`", SL_MY_FILL_RENAMED, "b 2");
+	fills("ALTER TABLE t RENAME INDEX i TO j, RENAME KEY k TO l", SL_MY_FILL_NONE, NULL);
 	fills("ALTER TABLE t MODIFY b BIGINT DEFAULT 0", SL_MY_FILL_NONE, NULL);
 	/* a TIMESTAMP with neither NULL nor DEFAULT (explicit_defaults_for_timestamp) */
 	fills("ALTER TABLE t ADD COLUMN ts TIMESTAMP", SL_MY_FILL_TIMESTAMP, "ts");
