@@ -299,7 +299,8 @@ fail:
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen);
 
 /* Makes t's schema the one of table version st: a new schema in t->meta
- * when columns were added; a new table's metadata when it has none.  What
+ * when columns were added, dropped or widened; a new table's metadata when
+ * it has none.  What
  * was written with the old schema is committed first, so that each
  * snapshot's files share its manifest's schema. */
 static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_table *st, char *err, size_t errlen)
@@ -330,8 +331,8 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	} else if (changed) {
 		if (ice_meta_add_schema(t->meta, &ns) < 0)
 			goto oom;
-		sl_info("iceberg table \"%s\": schema %d adds or widens columns of \"%s\".\"%s\"", t->dir, ns.id, st->ns,
-			st->name);
+		sl_info("iceberg table \"%s\": schema %d adds, drops or widens columns of \"%s\".\"%s\"", t->dir, ns.id,
+			st->ns, st->name);
 	}
 	if (s->merge) {
 		sl_table_free(t->mtab);
@@ -441,6 +442,28 @@ failed:
 	return -1;
 }
 
+/* The schema for the TRUNCATE marker c of a table dropped at the source
+ * (or renamed away), whose table version has no columns (doc/output.md):
+ * the marker is no schema change, so t keeps the schema it writes, or,
+ * when it wrote nothing since it opened, takes the table's current one
+ * (ice_schema_for_marker).  Returns 1, 0 when there is no table (nothing
+ * to clear: the marker is not written), or -1. */
+static int marker_schema(struct ice_tab *t, const struct sl_change *c, char *err, size_t errlen)
+{
+	if (t->schema.nfields > 0)
+		return 1;
+	if (!t->meta)
+		return 0;
+	if (ice_schema_for_marker(&t->schema, ice_meta_current_schema(t->meta), c->table->src) < 0 ||
+	    ice_data_avro_schema(&t->avro_schema, &t->schema) < 0) {
+		snprintf(err, errlen, "iceberg table \"%s\": could not read its current schema for the TRUNCATE "
+			 "marker of \"%s\".\"%s\"", t->dir, c->table->ns, c->table->name);
+		ice_schema_free(&t->schema);
+		return -1;
+	}
+	return 1;
+}
+
 /* Merge mode: folds change c into t's batch. */
 static int merge_write(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, char *err, size_t errlen)
 {
@@ -469,8 +492,13 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		return 0;
 	if (c->table->src)
 		s->src = c->table->src;
-	if (strcmp(t->schema_key, c->table->schema_key) && (rc = set_schema(s, t, c->table, err, errlen)) < 0)
+	if (c->op == SL_OP_TRUNCATE && c->table->ncols == 0) {
+		if ((rc = marker_schema(t, c, err, errlen)) <= 0)
+			return rc;
+	} else if (strcmp(t->schema_key, c->table->schema_key) &&
+		   (rc = set_schema(s, t, c->table, err, errlen)) < 0) {
 		return rc;
+	}
 	if (s->merge) {
 		if ((rc = merge_write(s, t, c, err, errlen)) < 0)
 			return rc;
