@@ -1045,6 +1045,28 @@ class IcebergTest(LocalTables, PgTestCase):
             last[row["id"]] = row["v"]
         self.assertEqual(last, {r[0]: r[1] for r in pg.sql("SELECT id, v FROM icehint")})
 
+    def test_first_version_without_hint(self):
+        """A crash after a new table's first metadata file was published but
+        before its version-hint.text was written: the next run takes the
+        stream's metadata files as current instead of committing a v1 of its
+        own over them (exit 3: it exists), and commits nothing twice."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS icehint1")
+        pg.execute("CREATE TABLE icehint1 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO icehint1 SELECT g, 'v' || g FROM generate_series(1, 10) g")
+        s = self.isluice("icehint1", "public.icehint1")
+        self.catch_up(s)
+        obj = "public_icehint1"
+        v = self.version(s, obj)
+        self.take(f"{self.table_dir(s, obj)}/metadata/version-hint.text")
+        pg.execute("INSERT INTO icehint1 VALUES (11, 'after')")
+        r = self.catch_up(s)
+        self.assertIn("metadata version 1 has no version-hint.text yet", r.stderr)
+        self.assertEqual(self.version(s, obj), v + 1)
+        rows = ch_query(f"SELECT id, v, _uuid FROM {self.table_fn(s, obj)}")
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows), "a change was committed twice")
+        self.assertEqual(sorted((r["id"], r["v"]) for r in rows), sorted(pg.sql("SELECT id, v FROM icehint1")))
+
     def verify(self, s, rc):
         r = s.run("verify", "--stream", s.stream)
         self.assertEqual(r.rc, rc, r.describe())
