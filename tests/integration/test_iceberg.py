@@ -1051,11 +1051,7 @@ class IcebergTest(LocalTables, PgTestCase):
         stream's metadata files as current instead of committing a v1 of its
         own over them (exit 3: it exists), and commits nothing twice."""
         pg = self.pg
-        pg.execute("DROP TABLE IF EXISTS icehint1")
-        pg.execute("CREATE TABLE icehint1 (id int PRIMARY KEY, v text)")
-        pg.execute("INSERT INTO icehint1 SELECT g, 'v' || g FROM generate_series(1, 10) g")
-        s = self.isluice("icehint1", "public.icehint1")
-        self.catch_up(s)
+        s = self.streamed_table("icehint1", "icehint1", "v text", 10, "'v' || g")
         obj = "public_icehint1"
         v = self.version(s, obj)
         self.take(f"{self.table_dir(s, obj)}/metadata/version-hint.text")
