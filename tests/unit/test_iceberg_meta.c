@@ -151,6 +151,23 @@ static void assert_same_schema(const json_t *meta, const struct sl_table *t, int
 	ice_schema_free(&s);
 }
 
+/* Table version t after meta's current schema (last-column-id 13): a new
+ * schema, *s, added to meta, which then equals want (NULL: not compared). */
+static void new_schema(json_t *meta, const struct sl_table *t, struct ice_schema *s, const json_t *want)
+{
+	bool changed = false;
+	char err[512] = "", *got;
+
+	if (ice_schema_of_table(s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_true(changed);
+	assert_int_equal(ice_meta_add_schema(meta, s), 0);
+	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
+	if (want && !json_equal(meta, want))
+		fail_msg("metadata differs from the golden file:\n%s", got);
+	free(got);
+}
+
 /* Added columns get the ids after last-column-id; the others keep theirs. */
 static void test_added_columns(void **state)
 {
@@ -272,8 +289,6 @@ static void test_dropped_golden(void **state)
 	struct sl_table *t = orders_dropped(false);
 	struct ice_schema s, s0;
 	struct sl_buf avro0;
-	bool changed = false;
-	char err[512] = "", *got;
 	int idx[12];
 	static const int want_idx[12] = { 0, 2, 3, -1, 4, 5, 6, 7, 8, 9, 10, 11 };
 
@@ -281,24 +296,14 @@ static void test_dropped_golden(void **state)
 	sl_buf_init(&avro0, 0);
 	assert_int_equal(ice_schema_from_json(&s0, ice_meta_current_schema(meta)), 0);
 	assert_int_equal(ice_data_avro_schema(&avro0, &s0), 0);
-	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
-		fail_msg("%s", err);
-	assert_true(changed);
+	new_schema(meta, t, &s, NULL);
 	assert_int_equal(s.id, 1);
 	assert_int_equal(s.last_column_id, 13);
-	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
 	ice_schema_free(&s);
 	assert_same_schema(meta, t, 13, 1);   /* the same columns again */
 	sl_table_free(t);
 	t = orders_dropped(true);
-	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
-		fail_msg("%s", err);
-	assert_true(changed);
-	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
-	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
-	if (!json_equal(meta, want))
-		fail_msg("metadata differs from the golden file:\n%s", got);
-	free(got);
+	new_schema(meta, t, &s, want);
 	assert_int_equal(s.nfields, 12);
 	assert_int_equal(ice_field_index(idx, &s, avro0.data, avro0.len), 0);
 	assert_memory_equal(idx, want_idx, sizeof idx);
@@ -366,8 +371,6 @@ static void test_widened_golden(void **state)
 	json_t *meta = golden("iceberg_v1.metadata.json"), *want = golden("iceberg_widened.metadata.json");
 	struct sl_table *t = sl_table_new("public", "orders");
 	struct ice_schema s;
-	bool changed = false;
-	char err[512] = "", *got;
 
 	(void)state;
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
@@ -375,14 +378,7 @@ static void test_widened_golden(void **state)
 	assert_int_equal(sl_table_add_column(t, "_note", SL_T_STRING, 0, 0, 25, -1, "text", false), 0);
 	assert_int_equal(sl_table_add_column(t, "at", SL_T_TIMESTAMPTZ, 0, 0, 1184, -1, "timestamptz", false), 0);
 	assert_int_equal(sl_table_finish(t), 0);
-	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
-		fail_msg("%s", err);
-	assert_true(changed);
-	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
-	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
-	if (!json_equal(meta, want))
-		fail_msg("metadata differs from the golden file:\n%s", got);
-	free(got);
+	new_schema(meta, t, &s, want);
 	ice_schema_free(&s);
 	assert_same_schema(meta, t, 13, 1);   /* the same types again */
 	sl_table_free(t);
