@@ -45,15 +45,17 @@ static struct ice_want *find_want(struct ice_want *want, size_t n, const void *k
 	return NULL;
 }
 
-/* The key of record val, as sl_mrow_key writes it, into key. */
-static int record_key(avro_writer_t w, avro_value_t *val, const struct ice_schema *s, struct sl_buf *key)
+/* The key of record val, as sl_mrow_key writes it, into key; idx: where
+ * the record has each field of s (ice_field_index). */
+static int record_key(avro_writer_t w, avro_value_t *val, const struct ice_schema *s, const int *idx,
+		      struct sl_buf *key)
 {
 	sl_buf_reset(key);
 	for (int i = 0; i < s->nfields; i++) {
 		avro_value_t f;
 		if (!s->f[i].key)
 			continue;
-		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) != 0)
+		if (idx[i] < 0 || avro_value_get_by_index(val, (size_t)idx[i], &f, NULL) != 0)
 			return -1;
 		if (avro_value_get_type(&f) != AVRO_UNION && sl_buf_putc(key, 2) < 0)
 			return -1;
@@ -63,16 +65,18 @@ static int record_key(avro_writer_t w, avro_value_t *val, const struct ice_schem
 	return 0;
 }
 
-/* Takes w's unchanged values from record val. */
-static int take_values(avro_writer_t aw, avro_value_t *val, const struct ice_schema *s, struct ice_want *w)
+/* Takes w's unchanged values from record val (idx: where it has each field
+ * of s). */
+static int take_values(avro_writer_t aw, avro_value_t *val, const struct ice_schema *s, const int *idx,
+		       struct ice_want *w)
 {
 	for (int i = 0; i < s->nfields; i++) {
 		const struct ice_field *f = &s->f[i];
 		struct sl_buf b;
 		avro_value_t v;
 		if (f->col < 0 || f->col >= w->row->ncols || w->row->vals[f->col].kind != SL_V_UNCHANGED ||
-		    avro_value_get_by_name(val, f->name, &v, NULL) != 0)
-			continue;  /* a column the record's schema does not have yet stays unchanged */
+		    idx[i] < 0 || avro_value_get_by_index(val, (size_t)idx[i], &v, NULL) != 0)
+			continue;  /* a field the record's file does not have stays unchanged */
 		sl_buf_init(&b, 0);
 		if (ice_value_as(aw, &b, &v, f) < 0) {   /* an older file's int as a long, ... */
 			sl_buf_free(&b);
@@ -97,11 +101,13 @@ struct scan {
 	avro_writer_t aw;
 	struct sl_buf key;
 	const char *path;              /* the file being read (its location) */
+	int *idx;                      /* s->nfields: where a data file's records have each field of s */
 };
 
 /* Calls fn for each record of the Avro file at location while wants are
- * left (a file of the store, fetched). */
-static int each_record(struct scan *sc, const char *location,
+ * left (a file of the store, fetched); data: a data file, whose fields
+ * sc->idx maps to those of sc->s by their field ids. */
+static int each_record(struct scan *sc, const char *location, bool data,
 		       int (*fn)(struct scan *, avro_value_t *, char *, size_t), char *err, size_t errlen)
 {
 	struct sl_avro_read *rd = NULL;
@@ -123,6 +129,11 @@ static int each_record(struct scan *sc, const char *location,
 	rc = -1;
 	if (sl_avro_read_open(&rd, local, err, errlen) < 0)
 		goto out;
+	if (data && ice_field_index(sc->idx, sc->s, sl_avro_read_schema(rd)->data,
+				    sl_avro_read_schema(rd)->len) < 0) {
+		snprintf(err, errlen, "\"%s\": a data file whose Avro schema is no record with field ids", location);
+		goto out;
+	}
 	while (sc->left > 0 && (got = sl_avro_read_next(rd, &val, err, errlen)) > 0) {
 		sc->path = location;
 		if (fn(sc, val, err, errlen) < 0)
@@ -142,7 +153,7 @@ static int data_record(struct scan *sc, avro_value_t *val, char *err, size_t err
 {
 	struct ice_want *w;
 
-	if (record_key(sc->aw, val, sc->s, &sc->key) < 0) {
+	if (record_key(sc->aw, val, sc->s, sc->idx, &sc->key) < 0) {
 		snprintf(err, errlen, "\"%s\": a record without the key fields", sc->path);
 		return -1;
 	}
@@ -152,7 +163,7 @@ static int data_record(struct scan *sc, avro_value_t *val, char *err, size_t err
 	while (w > sc->want && !cmp_key(w[-1].row->fill, w[-1].row->filllen, sc->key.data, sc->key.len))
 		w--;
 	for (; w < sc->want + sc->n && !cmp_key(w->row->fill, w->row->filllen, sc->key.data, sc->key.len); w++) {
-		if (take_values(sc->aw, val, sc->s, w) < 0) {
+		if (take_values(sc->aw, val, sc->s, sc->idx, w) < 0) {
 			snprintf(err, errlen, "\"%s\": out of memory", sc->path);
 			return -1;
 		}
@@ -176,7 +187,7 @@ static int manifest_entry(struct scan *sc, avro_value_t *val, char *err, size_t 
 		snprintf(err, errlen, "manifest \"%s\": an entry without a file_path", sc->path);
 		return -1;
 	}
-	rc = each_record(sc, copy, data_record, err, errlen);
+	rc = each_record(sc, copy, true, data_record, err, errlen);
 	free(copy);
 	return rc;
 }
@@ -189,7 +200,7 @@ int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s,
 	int rc = -1;
 
 	sl_buf_init(&sc.key, 0);
-	if (!sc.aw) {
+	if (!sc.aw || !(sc.idx = calloc((size_t)s->nfields + 1, sizeof *sc.idx))) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -202,12 +213,13 @@ int ice_fill_lookup(struct ice_want *want, size_t n, const struct ice_schema *s,
 	}
 	qsort(want, n, sizeof *want, cmp_want);
 	for (int m = nm - 1; m >= 0 && sc.left > 0; m--)
-		if (each_record(&sc, mpaths[m], manifest_entry, err, errlen) < 0)
+		if (each_record(&sc, mpaths[m], false, manifest_entry, err, errlen) < 0)
 			goto out;
 	rc = 0;
 out:
 	if (sc.aw)
 		avro_writer_free(sc.aw);
+	free(sc.idx);
 	sl_buf_free(&sc.key);
 	return rc;
 }

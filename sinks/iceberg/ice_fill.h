@@ -18,7 +18,10 @@
  * bytes (their Avro union encoding), written into the new row as they are,
  * or converted when the column was widened since the file was written (an
  * int as a long, a float as a double, a decimal's fixed sign-extended:
- * ice_widen.h); a key compares in the current type likewise.
+ * ice_widen.h); a key compares in the current type likewise.  A data
+ * file's fields are found by their field ids, not their names: a column
+ * dropped and added again under its name is a new field, and an older
+ * file has no value for it.
  */
 #ifndef SLUICE_SINKS_ICEBERG_ICE_FILL_H
 #define SLUICE_SINKS_ICEBERG_ICE_FILL_H

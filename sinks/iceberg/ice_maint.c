@@ -659,13 +659,23 @@ out:
 	return rc != 0 ? -1 : 0;
 }
 
-/* The field of the current schema named like f, or f. */
+/* The field of the current schema with f's field id, or f. */
 static const struct ice_field *cur_field(const struct cpt *c, const struct ice_field *f)
 {
 	for (int i = 0; i < c->schemas[c->cur].nfields; i++)
-		if (!strcmp(c->schemas[c->cur].f[i].name, f->name))
+		if (c->schemas[c->cur].f[i].id == f->id)
 			return &c->schemas[c->cur].f[i];
 	return f;
+}
+
+/* The field of schema s with field id id, or NULL (a column added since s,
+ * or dropped and added again under its name: a new field). */
+static const struct ice_field *field_by_id(const struct ice_schema *s, int id)
+{
+	for (int i = 0; i < s->nfields; i++)
+		if (s->f[i].id == id)
+			return &s->f[i];
+	return NULL;
 }
 
 /* The encoded key of record val (its key fields in schema order, each as
@@ -797,14 +807,16 @@ static int schema_of(struct cpt *c, const struct sl_buf *avro)
 	return -1;
 }
 
-/* Appends to c->rec record val (of an older schema) as a record of schema
- * s: each field by name, converted to a type widened since (ice_widen.h),
- * a field the record lacks (a column added since) as null. */
-static int encode_as(struct cpt *c, const struct ice_schema *s, avro_value_t *val)
+/* Appends to c->rec record val (of older schema old) as a record of schema
+ * s: each field by its field id, converted to a type widened since
+ * (ice_widen.h), a field the record lacks (a column added since) as null;
+ * the record's fields that s lacks (columns dropped since) are left out. */
+static int encode_as(struct cpt *c, const struct ice_schema *s, const struct ice_schema *old, avro_value_t *val)
 {
 	for (int i = 0; i < s->nfields; i++) {
+		const struct ice_field *of = field_by_id(old, s->f[i].id);
 		avro_value_t f;
-		if (avro_value_get_by_name(val, s->f[i].name, &f, NULL) == 0) {
+		if (of && avro_value_get_by_name(val, of->name, &f, NULL) == 0) {
 			if (ice_value_as(c->aw, &c->rec, &f, &s->f[i]) < 0)
 				return -1;
 		} else if (s->f[i].required || sl_buf_putc(&c->rec, 0) < 0) {  /* the union's null branch */
@@ -842,7 +854,8 @@ static int rewrite_file(struct cpt *c, const struct ice_manifest_file *m, const 
 		if (c->merge && (record_key(c, &c->schemas[k], val) < 0 || deleted(c, seq)))
 			continue;
 		sl_buf_reset(&c->rec);
-		if ((k == c->cur ? sl_avro_value_bytes(c->aw, &c->rec, val) : encode_as(c, &c->schemas[c->cur], val)) < 0 ||
+		if ((k == c->cur ? sl_avro_value_bytes(c->aw, &c->rec, val) :
+		     encode_as(c, &c->schemas[c->cur], &c->schemas[k], val)) < 0 ||
 		    ice_stats_add(o->stats, &c->schemas[c->cur], false, (const unsigned char *)c->rec.data,
 				  c->rec.len) < 0 ||
 		    sl_ocf_append(o->w, c->rec.data, c->rec.len, err, errlen) < 0) {

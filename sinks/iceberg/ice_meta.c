@@ -154,6 +154,20 @@ static const json_t *find_field(const json_t *cur, const char *name)
 	return NULL;
 }
 
+/* Whether field f of schema cur is one of its identifier fields (a merge
+ * table's key). */
+static bool key_field(const json_t *cur, const json_t *f)
+{
+	json_int_t id = json_integer_value(json_object_get(f, "id"));
+	size_t i;
+	json_t *k;
+
+	json_array_foreach(json_object_get(cur, "identifier-field-ids"), i, k)
+		if (json_integer_value(k) == id)
+			return true;
+	return false;
+}
+
 /* Gives f its id from cur (checking its type), or a new one. */
 static int assign_id(struct ice_field *f, const struct sl_table *t, const json_t *cur, int *last, bool *changed,
 		     char *err, size_t errlen)
@@ -250,24 +264,29 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 	for (int m = 0; m < ICE_M_POS + nmeta; m++, k++)
 		if (fill_field(out, k, t, -1, m, merge) < 0)
 			goto oom;
-	for (k = 0; k < n; k++)
-		if ((rc = assign_id(&out->f[k], t, cur, &last_column_id, changed, err, errlen)) < 0)
-			goto fail;
-	/* every field of cur must still be there */
+	/* a field of cur that t no longer has leaves the schema (its id is
+	 * never given again), unless it is a key field (checked first: a key
+	 * column dropped makes another column the key) */
 	json_array_foreach(json_object_get(cur, "fields"), i, f) {
 		const char *name = json_string_value(json_object_get(f, "name"));
 		bool found = false;
 		for (k = 0; k < n && !found; k++)
 			found = name && !strcmp(out->f[k].name, name);
-		if (!found) {
-			snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\" was dropped or renamed: an Iceberg "
-				 "table takes only added columns, so the stream stops; to go on, remove the table's "
-				 "folder (or point the destination at a new path) and backfill the table again "
-				 "(doc/iceberg.md)", t->ns, t->name, name ? name : "?");
+		if (found)
+			continue;
+		if (key_field(cur, f)) {
+			snprintf(err, errlen, "table \"%s\".\"%s\": key column \"%s\" was dropped or renamed: the "
+				 "equality deletes of a merge table name its key columns, so the stream stops; to go "
+				 "on, remove the table's folder (or point the destination at a new path) and backfill "
+				 "the table again (doc/iceberg.md)", t->ns, t->name, name ? name : "?");
 			rc = SL_EPREREQ;
 			goto fail;
 		}
+		*changed = true;
 	}
+	for (k = 0; k < n; k++)
+		if ((rc = assign_id(&out->f[k], t, cur, &last_column_id, changed, err, errlen)) < 0)
+			goto fail;
 	out->last_column_id = last_column_id;
 	out->id = cur ? (int)json_integer_value(json_object_get(cur, "schema-id")) + (*changed ? 1 : 0) : 0;
 	return 0;
@@ -312,6 +331,30 @@ int ice_schema_from_json(struct ice_schema *out, const json_t *js)
 fail:
 	ice_schema_free(out);
 	return -1;
+}
+
+/* Whether name is '_' followed by the position field's name mf. */
+static bool is_pos_name(const char *name, const struct sl_meta_field *mf)
+{
+	return name[0] == '_' && !strcmp(name + 1, mf->name);
+}
+
+int ice_schema_for_marker(struct ice_schema *out, const json_t *cur, const struct sl_source_desc *src)
+{
+	int nmeta = src ? (src->nmeta > SL_META_MAX ? SL_META_MAX : src->nmeta) : 0;
+
+	if (ice_schema_from_json(out, cur) < 0)
+		return -1;
+	for (int i = 0; i < out->nfields; i++) {
+		struct ice_field *f = &out->f[i];
+		for (int m = 0; m < ICE_M_POS && f->meta == ICE_M_NONE; m++)
+			if (!strcmp(f->name, meta_cols[m].name))
+				f->meta = m;
+		for (int m = 0; m < nmeta && f->meta == ICE_M_NONE; m++)
+			if (is_pos_name(f->name, &src->meta[m]))
+				f->meta = ICE_M_POS + m;
+	}
+	return 0;
 }
 
 json_t *ice_schema_json(const struct ice_schema *s)
@@ -438,6 +481,27 @@ static int avro_schema_of(struct sl_buf *out, const struct ice_schema *s, bool k
 	return sl_buf_puts(out, "]}");
 }
 
+int ice_field_index(int *idx, const struct ice_schema *s, const char *avro, size_t len)
+{
+	json_t *js = json_loadb(avro, len, 0, NULL);
+	const json_t *fields = json_object_get(js, "fields");
+	size_t j;
+	json_t *f;
+
+	if (!json_is_array(fields)) {
+		json_decref(js);
+		return -1;
+	}
+	for (int i = 0; i < s->nfields; i++) {
+		idx[i] = -1;
+		json_array_foreach(fields, j, f)
+			if (json_integer_value(json_object_get(f, "field-id")) == s->f[i].id && idx[i] < 0)
+				idx[i] = (int)j;
+	}
+	json_decref(js);
+	return 0;
+}
+
 int ice_data_avro_schema(struct sl_buf *out, const struct ice_schema *s)
 {
 	return avro_schema_of(out, s, false);
@@ -550,6 +614,18 @@ static int put_required(struct sl_buf *b, const struct ice_field *f, const struc
 	return 0;
 }
 
+/* The null of a payload field that the change has no value for (a
+ * TRUNCATE; a field the change's table version lacks: a dropped table's
+ * marker).  A required field (a key) cannot be null. */
+static int put_null(struct sl_buf *b, const struct ice_field *f, char *err, size_t errlen)
+{
+	if (f->required) {
+		snprintf(err, errlen, "column \"%s\": a key column without a value", f->name);
+		return -1;
+	}
+	return sl_avro_put_byte(b, 0);
+}
+
 /* True if field i of s is an unchanged value of c that raw does not fill. */
 static bool unchanged_at(const struct ice_schema *s, int i, const struct sl_change *c, const struct ice_raw *raw)
 {
@@ -616,7 +692,6 @@ int ice_encode_change(struct sl_buf *out, const struct ice_schema *s, const stru
 int ice_encode_change_raw(struct sl_buf *out, const struct ice_schema *s, const struct sl_change *c,
 			  const struct ice_raw *raw, char *err, size_t errlen)
 {
-	static const struct sl_value null_value = { .kind = SL_V_NULL };
 	const struct sl_table *t = c->table;
 	struct sl_meta_value mv[SL_META_MAX];
 	char mbuf[SL_META_BUF];
@@ -632,14 +707,15 @@ int ice_encode_change_raw(struct sl_buf *out, const struct ice_schema *s, const 
 		int rc;
 		if (raw && raw[i].p)
 			rc = sl_buf_append(out, raw[i].p, raw[i].len);
-		else if (f->col >= 0)
-			rc = (f->required ? put_required : put_column)(out, f, &t->cols[f->col],
-								       c->values && c->op != SL_OP_TRUNCATE ?
-								       &c->values[f->col] : &null_value, err, errlen);
+		else if (f->col >= 0 && c->values && c->op != SL_OP_TRUNCATE)
+			rc = (f->required ? put_required : put_column)(out, f, &t->cols[f->col], &c->values[f->col],
+								       err, errlen);
+		else if (f->col >= 0 || f->meta == ICE_M_NONE)
+			rc = put_null(out, f, err, errlen);
 		else
 			rc = put_meta(out, s, f, c, raw, mv, nmv);
 		if (rc < 0) {
-			if (f->col < 0 || sl_buf_failed(out))
+			if ((f->col < 0 && f->meta != ICE_M_NONE) || sl_buf_failed(out))
 				snprintf(err, errlen, "table \"%s\".\"%s\": column \"%s\": out of memory encoding a "
 					 "value", t->ns, t->name, f->name);
 			goto fail;

@@ -5,7 +5,7 @@
  *   - a table version's Iceberg schema (struct ice_schema): the payload
  *     columns, then sluice's metadata columns, each with a field id that an
  *     existing schema keeps (a column is found by name) and a new column
- *     gets after the table's last-column-id;
+ *     gets after the table's last-column-id; a dropped column leaves it;
  *   - the Avro schema of its data files (the field ids as "field-id"), and
  *     the Avro encoding of one change as a data file record;
  *   - the table metadata JSON (jansson): made for a new table, and changed
@@ -71,9 +71,12 @@ void ice_schema_free(struct ice_schema *s);
  * column keeps the id of cur's field of the same name; a new column gets
  * the next id.  *changed says whether the result differs from cur (then its
  * id is cur's schema-id + 1).  A column widened (ice_widen.h) keeps its id
- * and takes the wider type.  A field of cur that t no longer has, or has
- * with another type, is an error naming the table and the change: no retry
- * mends it, so it returns SL_EPREREQ (exit 3).  Returns 0, or a negative
+ * and takes the wider type.  A field of cur that t no longer has (a column
+ * dropped, or renamed: the sink sees names only) leaves the schema, and its
+ * id is never given again: a column added later under its name gets a new
+ * one.  A field of cur that t has with another type, or a key field (in
+ * cur's identifier-field-ids) that t no longer has, is an error naming the
+ * table and the change: no retry mends it, so it returns SL_EPREREQ (exit 3).  Returns 0, or a negative
  * enum sl_status with a message in err. */
 int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
 			const json_t *cur, int last_column_id, char *err, size_t errlen);
@@ -83,6 +86,23 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
  * has a source column (col -1, meta ICE_M_NONE).  Returns 0, or -1 when js
  * holds a type sluice does not write or memory ran out. */
 int ice_schema_from_json(struct ice_schema *out, const json_t *js);
+
+/* The schema cur (the table's current one, as its metadata holds it), to
+ * write a change of a table version without columns: the TRUNCATE marker
+ * of a table dropped at the source, which leaves the schema as it is.  Its
+ * metadata fields (found by name; src: the source's position fields, or
+ * NULL) are written as such, its payload fields as null (col -1, meta
+ * ICE_M_NONE).  Returns 0, or -1 as ice_schema_from_json. */
+int ice_schema_for_marker(struct ice_schema *out, const json_t *cur, const struct sl_source_desc *src);
+
+/* For each field of s, the place among the fields of a data file's records,
+ * whose Avro schema (JSON text, as the file's header holds it) is avro, of
+ * the field with the same field-id, or -1 when the file has none (a column
+ * added after the file was written, or dropped and added again under its
+ * name: a new field, whose values are not the old ones).  idx has
+ * s->nfields entries.  Returns 0, or -1 when avro is no record schema or
+ * memory ran out. */
+int ice_field_index(int *idx, const struct ice_schema *s, const char *avro, size_t len);
 
 /* The name a source column gets: a leading '_' is doubled.  Appends to out. */
 int ice_column_name(struct sl_buf *out, const char *name);

@@ -132,11 +132,39 @@ static bool ours(const json_t *meta, const char *stream)
 	return by && !strcmp(by, stream);
 }
 
+/* Reads the metadata file that version-hint.text (its text in hint) names
+ * into t->meta, its version into *v.  Returns 0, or -1 with a message in
+ * err. */
+static int read_hinted(struct ice_sink *s, struct ice_tab *t, struct sl_buf *hint, int64_t *v, char *err,
+		       size_t errlen)
+{
+	int rc;
+
+	while (hint->len > 0 && (hint->data[hint->len - 1] == '\n' || hint->data[hint->len - 1] == ' '))
+		hint->data[--hint->len] = '\0';
+	if (sl_buf_putc(hint, '\0') < 0) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		return -1;
+	}
+	if (sl_parse_i64(hint->data, 1, INT_MAX - 1, v) < 0) {
+		snprintf(err, errlen, "\"%s/metadata/version-hint.text\" holds no version number", t->dir);
+		return -1;
+	}
+	if ((rc = get_metadata(s, t, (int)*v, &t->meta, err, errlen)) != 0) {
+		if (rc == SL_STORE_NOT_FOUND)
+			snprintf(err, errlen, "\"%s/metadata/v%d.metadata.json\" is missing (version-hint.text names "
+				 "it)", t->dir, (int)*v);
+		return -1;
+	}
+	return 0;
+}
+
 /* Reads the table's current metadata into t: the metadata file that
  * version-hint.text names, or a later one of this stream's when there is
  * (a commit whose version-hint.text was not replaced yet: a crash right
- * after publishing the metadata file).  A later one of another writer's is
- * left for the next commit to find taken.  None is not an error. */
+ * after publishing the metadata file; also the table's first, v1, with no
+ * version-hint.text yet).  A later one of another writer's is left for the
+ * next commit to find taken.  None is not an error. */
 static int load_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
 {
 	struct sl_buf p, hint;
@@ -151,29 +179,21 @@ static int load_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 	if (sl_buf_failed(&p))
 		goto oom;
 	if ((rc = s->store.ops->get(s->store.ctx, p.data, &hint, err, errlen)) != 0) {
-		rc = rc == SL_STORE_NOT_FOUND ? 0 : -1;
-		goto out;
-	}
-	rc = -1;
-	while (hint.len > 0 && (hint.data[hint.len - 1] == '\n' || hint.data[hint.len - 1] == ' '))
-		hint.data[--hint.len] = '\0';
-	if (sl_buf_putc(&hint, '\0') < 0)
-		goto oom;
-	if (sl_parse_i64(hint.data, 1, INT_MAX - 1, &v) < 0) {
-		snprintf(err, errlen, "\"%s/metadata/version-hint.text\" holds no version number", t->dir);
-		goto out;
-	}
-	if ((rc = get_metadata(s, t, (int)v, &t->meta, err, errlen)) != 0) {
-		if (rc == SL_STORE_NOT_FOUND)
-			snprintf(err, errlen, "\"%s/metadata/v%d.metadata.json\" is missing (version-hint.text names "
-				 "it)", t->dir, (int)v);
-		rc = -1;
+		if (rc != SL_STORE_NOT_FOUND) {
+			rc = -1;
+			goto out;
+		}
+		v = 0;   /* a new table, or a crash before its first version-hint.text */
+	} else if ((rc = read_hinted(s, t, &hint, &v, err, errlen)) < 0) {
 		goto out;
 	}
 	while (v < INT_MAX - 1 && (rc = get_metadata(s, t, (int)v + 1, &next, err, errlen)) == 0 &&
 	       ours(next, s->stream)) {
-		sl_info("iceberg table \"%s\": metadata version %d follows the version %d of version-hint.text",
-			t->dir, (int)v + 1, (int)v);
+		if (v == 0)
+			sl_info("iceberg table \"%s\": metadata version 1 has no version-hint.text yet", t->dir);
+		else
+			sl_info("iceberg table \"%s\": metadata version %d follows the version %d of "
+				"version-hint.text", t->dir, (int)v + 1, (int)v);
 		json_decref(t->meta);
 		t->meta = next;
 		v++;
@@ -182,6 +202,9 @@ static int load_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t e
 		json_decref(next);   /* another writer's: the commit finds it taken */
 	if (rc < 0)
 		goto out;
+	rc = 0;
+	if (!t->meta)
+		goto out;   /* no table yet */
 	t->version = (int)v;
 	t->meta_ms = json_integer_value(json_object_get(t->meta, "last-updated-ms"));
 	if ((snap = ice_meta_current_snapshot(t->meta)) && ice_snapshot_prop(snap, "sluice.last-csn"))
@@ -299,7 +322,8 @@ fail:
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen);
 
 /* Makes t's schema the one of table version st: a new schema in t->meta
- * when columns were added; a new table's metadata when it has none.  What
+ * when columns were added, dropped or widened; a new table's metadata when
+ * it has none.  What
  * was written with the old schema is committed first, so that each
  * snapshot's files share its manifest's schema. */
 static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_table *st, char *err, size_t errlen)
@@ -330,8 +354,8 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	} else if (changed) {
 		if (ice_meta_add_schema(t->meta, &ns) < 0)
 			goto oom;
-		sl_info("iceberg table \"%s\": schema %d adds or widens columns of \"%s\".\"%s\"", t->dir, ns.id, st->ns,
-			st->name);
+		sl_info("iceberg table \"%s\": schema %d adds, drops or widens columns of \"%s\".\"%s\"", t->dir, ns.id,
+			st->ns, st->name);
 	}
 	if (s->merge) {
 		sl_table_free(t->mtab);
@@ -441,6 +465,28 @@ failed:
 	return -1;
 }
 
+/* The schema for the TRUNCATE marker c of a table dropped at the source
+ * (or renamed away), whose table version has no columns (doc/output.md):
+ * the marker is no schema change, so t keeps the schema it writes, or,
+ * when it wrote nothing since it opened, takes the table's current one
+ * (ice_schema_for_marker).  Returns 1, 0 when there is no table (nothing
+ * to clear: the marker is not written), or -1. */
+static int marker_schema(struct ice_tab *t, const struct sl_change *c, char *err, size_t errlen)
+{
+	if (t->schema.nfields > 0)
+		return 1;
+	if (!t->meta)
+		return 0;
+	if (ice_schema_for_marker(&t->schema, ice_meta_current_schema(t->meta), c->table->src) < 0 ||
+	    ice_data_avro_schema(&t->avro_schema, &t->schema) < 0) {
+		snprintf(err, errlen, "iceberg table \"%s\": could not read its current schema for the TRUNCATE "
+			 "marker of \"%s\".\"%s\"", t->dir, c->table->ns, c->table->name);
+		ice_schema_free(&t->schema);
+		return -1;
+	}
+	return 1;
+}
+
 /* Merge mode: folds change c into t's batch. */
 static int merge_write(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c, char *err, size_t errlen)
 {
@@ -469,8 +515,13 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		return 0;
 	if (c->table->src)
 		s->src = c->table->src;
-	if (strcmp(t->schema_key, c->table->schema_key) && (rc = set_schema(s, t, c->table, err, errlen)) < 0)
+	if (c->op == SL_OP_TRUNCATE && c->table->ncols == 0) {
+		if ((rc = marker_schema(t, c, err, errlen)) <= 0)
+			return rc;
+	} else if (strcmp(t->schema_key, c->table->schema_key) &&
+		   (rc = set_schema(s, t, c->table, err, errlen)) < 0) {
 		return rc;
+	}
 	if (s->merge) {
 		if ((rc = merge_write(s, t, c, err, errlen)) < 0)
 			return rc;

@@ -12,7 +12,9 @@ python3-avro for the manifest lists and manifests:
 - kill -9 right after a commit, before the checkpoint: the rerun commits
   nothing twice (no duplicate _uuid);
 - a column added mid-stream is a new schema with a new field id, readable;
-  a dropped column stops the stream with an error naming the table;
+  a dropped column leaves the current schema (its id is never given
+  again: added again under its name, it is a new field), the snapshots
+  before it read as they were, and a compaction keeps every row;
 - column statistics in the manifests, in both modes: a ClickHouse filter on
   each value of each column finds every row (ClickHouse skips files by their
   bounds), and python3-avro reads value and null counts and bounds that match
@@ -518,16 +520,156 @@ class IcebergTest(LocalTables, PgTestCase):
                             hi[fid].decode()
         return tuple(nfiles)
 
-    def streamed_table(self, stream, table, columns, rows, value):
+    def streamed_table(self, stream, table, columns, rows, value, **kw):
         """Table (id int PRIMARY KEY, columns) made anew with ids 1..rows
         (value: the other column's SQL of g), and a stream of it caught up."""
         pg = self.pg
         pg.execute(f"DROP TABLE IF EXISTS {table}")
         pg.execute(f"CREATE TABLE {table} (id int PRIMARY KEY, {columns})")
         pg.execute(f"INSERT INTO {table} SELECT g, {value} FROM generate_series(1, {rows}) g")
-        s = self.isluice(stream, f"public.{table}")
+        s = self.isluice(stream, f"public.{table}", **kw)
         self.catch_up(s)
         return s
+
+    def table_rows(self, s, obj, columns, mode):
+        """The rows of the table as a reader rebuilds them, {id: (columns)}:
+        merge mode as it reads (every key once); append mode the latest
+        change of each key by _csn, a TRUNCATE (a marker too) clearing
+        what came before it."""
+        rows = ch_query(f"SELECT id, {', '.join(columns)}, _change_type, _is_deleted, _csn "
+                        f"FROM {self.table_fn(s, obj)} ORDER BY _csn")
+        if mode == "merge":
+            self.assertEqual(len({r["id"] for r in rows}), len(rows), "a key has two rows")
+            self.assertFalse([r for r in rows if r["_is_deleted"]])
+        state = {}
+        for r in rows:
+            if r["_change_type"] == "TRUNCATE":
+                state.clear()
+            elif r["_is_deleted"]:
+                state.pop(r["id"], None)
+            else:
+                state[r["id"]] = tuple(r[c] for c in columns)
+        return state
+
+    def pg_rows(self, table, columns):
+        return {r[0]: tuple(r[1:]) for r in self.pg.sql(f"SELECT id, {', '.join(columns)} FROM {table}")}
+
+    def test_dropped_column_merge(self):
+        """Merge mode: a dropped column leaves the schema, and the key's
+        equality deletes still apply (updates, deletes and a key change
+        after the drop replace the rows written before it), also after a
+        compaction; a dropped key column stops the stream (exit 3),
+        naming it."""
+        pg = self.pg
+        obj = "public_icedm"
+        s = self.streamed_table("icedm", "icedm", "a int, b text", 30, "g, 'b' || g", write_mode="merge")
+        pg.execute("UPDATE icedm SET b = 'x' WHERE id <= 5")
+        self.catch_up(s)
+        _, meta = self.current_metadata(s, obj)
+        pg.execute("ALTER TABLE icedm DROP COLUMN b")
+        pg.execute("UPDATE icedm SET a = -a WHERE id % 3 = 0")
+        pg.execute("DELETE FROM icedm WHERE id % 7 = 0")
+        pg.execute("UPDATE icedm SET id = id + 100 WHERE id = 4")
+        pg.execute("INSERT INTO icedm VALUES (50, 50)")
+        self.catch_up(s)
+        self.assertEqual(self.table_rows(s, obj, ("a",), "merge"), self.pg_rows("icedm", ("a",)))
+        _, meta2 = self.current_metadata(s, obj)
+        self.assertEqual(meta2["schemas"][-1]["fields"], [f for f in meta["schemas"][-1]["fields"] if f["name"] != "b"])
+        self.assertEqual(meta2["schemas"][-1]["identifier-field-ids"], meta["schemas"][-1]["identifier-field-ids"])
+        self.compact(s, "stream icedm: public_icedm: ")
+        self.assertEqual(self.table_rows(s, obj, ("a",), "merge"), self.pg_rows("icedm", ("a",)))
+        self.verify(s, 0)
+        pg.execute("ALTER TABLE icedm DROP COLUMN id")
+        pg.execute("ALTER TABLE icedm ADD PRIMARY KEY (a)")
+        pg.execute("INSERT INTO icedm VALUES (1000)")
+        pg.wait_wal_flushed()
+        v = self.version(s, obj)
+        r = s.run("run", "--until-caught-up", timeout=120)
+        self.assertEqual(r.rc, 3, r.describe())
+        self.assertIn('table "public"."icedm": key column "id" was dropped or renamed: the equality deletes of a '
+                      'merge table name its key columns, so the stream stops; to go on, remove the table\'s folder '
+                      '(or point the destination at a new path) and backfill the table again', r.stderr)
+        self.assertNotIn("retrying from the last checkpoint", r.stderr)
+        self.assertEqual(self.version(s, obj), v, "nothing was committed after the drop")
+
+    def renamed_column(self, mode):
+        """A column renamed at the source: PostgreSQL backfills the table
+        again behind a marker (its rows hold the values under the new name
+        without a change), and the sink takes the rename as the column
+        dropped and another added: the new name is a new field with the
+        next id, and the table equals the source."""
+        pg = self.pg
+        t = f"icern_{mode}"
+        obj = f"public_{t}"
+        s = self.streamed_table(f"icern{mode}", t, "a int, b text", 10, "g, 'b' || g", write_mode=mode)
+        pg.execute(f"UPDATE {t} SET b = 'changed' WHERE id = 1")
+        self.catch_up(s)
+        _, meta = self.current_metadata(s, obj)
+        last = meta["last-column-id"]
+        fields = [f for f in meta["schemas"][-1]["fields"] if f["name"] != "b"]
+        pg.execute(f"ALTER TABLE {t} RENAME COLUMN b TO c")
+        pg.execute(f"INSERT INTO {t} VALUES (11, 11, 'c11')")
+        pg.execute(f"UPDATE {t} SET c = 'c2' WHERE id = 2")
+        pg.execute(f"DELETE FROM {t} WHERE id = 3")
+        self.catch_up(s)
+        self.assertEqual(self.table_rows(s, obj, ("a", "c"), mode), self.pg_rows(t, ("a", "c")))
+        _, meta = self.current_metadata(s, obj)
+        cur = meta["schemas"][-1]
+        self.assertEqual(meta["current-schema-id"], cur["schema-id"])
+        self.assertEqual([f for f in cur["fields"] if f["name"] != "c"], fields)
+        self.assertEqual([f for f in cur["fields"] if f["name"] == "c"],
+                         [{"id": last + 1, "name": "c", "required": False, "type": "string"}])
+        self.assertEqual(meta["last-column-id"], last + 1)
+
+    def test_renamed_column_append(self):
+        self.renamed_column("append")
+
+    def test_renamed_column_merge(self):
+        self.renamed_column("merge")
+
+    def dropped_tables(self, mode):
+        """Tables dropped at the source between two runs: a TRUNCATE marker
+        (a table version without columns) clears each, with no change of
+        its schema; one created again under its name gets its rows after
+        the marker."""
+        pg = self.pg
+        again, gone = f"iceag_{mode}", f"icegone_{mode}"
+        for t in (again, gone):
+            pg.execute(f"DROP TABLE IF EXISTS {t}")
+            pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+            pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 20) g")
+        s = self.isluice(f"icedt{mode}", f"public.{again}, public.{gone}", write_mode=mode)
+        self.catch_up(s)
+        pg.execute(f"UPDATE {gone} SET v = 'updated' WHERE id <= 3")
+        self.catch_up(s)
+        self.assertEqual(self.table_rows(s, f"public_{gone}", ("v",), mode), self.pg_rows(gone, ("v",)))
+        _, before = self.current_metadata(s, f"public_{gone}")
+        pg.execute(f"DROP TABLE {again}")
+        pg.execute(f"CREATE TABLE {again} (id int PRIMARY KEY, v text)")
+        pg.execute(f"INSERT INTO {again} SELECT g, 'new' FROM generate_series(100, 104) g")
+        pg.execute(f"DROP TABLE {gone}")
+        self.catch_up(s)
+        pg.execute(f"INSERT INTO {again} VALUES (105, 'later')")
+        self.catch_up(s)
+        self.assertEqual(self.table_rows(s, f"public_{again}", ("v",), mode), self.pg_rows(again, ("v",)))
+        self.assertEqual(self.table_rows(s, f"public_{gone}", ("v",), mode), {})
+        _, after = self.current_metadata(s, f"public_{gone}")
+        self.assertEqual((after["schemas"], after["current-schema-id"], after["last-column-id"]),
+                         (before["schemas"], before["current-schema-id"], before["last-column-id"]))
+        marker = [sn for sn in after["snapshots"] if sn["snapshot-id"] == after["current-snapshot-id"]][0]
+        self.assertEqual(marker["schema-id"], before["current-schema-id"])
+        if mode == "merge":
+            self.assertEqual(marker["summary"]["sluice.truncate"], "true")
+            return
+        rows = ch_query(f"SELECT id, v, _change_type FROM {self.table_fn(s, 'public_' + gone)} ORDER BY _csn")
+        self.assertEqual(len(rows), 24)
+        self.assertEqual(rows[-1], {"id": None, "v": None, "_change_type": "TRUNCATE"})
+
+    def test_dropped_table_append(self):
+        self.dropped_tables("append")
+
+    def test_dropped_table_merge(self):
+        self.dropped_tables("merge")
 
     def test_added_column_and_dropped_column(self):
         pg = self.pg
@@ -557,19 +699,53 @@ class IcebergTest(LocalTables, PgTestCase):
         self.assertEqual(extra, [{"id": old_last + 1, "name": "extra", "required": False,
                                   "type": "decimal(8, 3)"}])
         self.assertEqual(meta["last-column-id"], old_last + 1)
-        # A dropped column stops the stream at once (exit 3, no retry), naming
-        # the table and the column, and what to do.
+        # A dropped column leaves the current schema: a new schema without
+        # it, the other fields keep their ids, last-column-id unchanged
         pg.execute("ALTER TABLE ice3 DROP COLUMN v")
         pg.execute("INSERT INTO ice3 VALUES (23, 1)")
-        pg.wait_wal_flushed()
-        r = s.run("run", "--until-caught-up", timeout=120)
-        self.assertEqual(r.rc, 3, r.describe())
-        self.assertIn('table "public"."ice3": column "v" was dropped or renamed: an Iceberg table takes only '
-                      'added columns, so the stream stops; to go on, remove the table\'s folder (or point the '
-                      'destination at a new path) and backfill the table again', r.stderr)
-        self.assertNotIn("retrying from the last checkpoint", r.stderr)
-        self.assertEqual(self.version(s, "public_ice3"), len(meta["snapshots"]),
-                         "nothing was committed after the drop")
+        pg.execute("UPDATE ice3 SET extra = 2 WHERE id = 2")
+        self.catch_up(s)
+        meta2 = self.check_metadata(s, "public_ice3", 25)
+        dropped = meta2["schemas"][-1]
+        self.assertEqual(len(meta2["schemas"]), 3)
+        self.assertEqual(meta2["current-schema-id"], dropped["schema-id"])
+        self.assertEqual(dropped["schema-id"], new["schema-id"] + 1)
+        self.assertEqual(dropped["fields"], [f for f in new["fields"] if f["name"] != "v"])
+        self.assertEqual(meta2["last-column-id"], old_last + 1)
+        # the snapshots before the drop still read with their schema
+        before_drop = meta2["snapshots"][len(meta["snapshots"]) - 1]
+        self.assertEqual(before_drop["schema-id"], new["schema-id"])
+        old_rows = ch_query(f"SELECT id, v FROM {self.table_fn(s, 'public_ice3')} ORDER BY _csn, id "
+                            f"SETTINGS iceberg_snapshot_id = {before_drop['snapshot-id']}")
+        self.assertEqual([(r["id"], r["v"]) for r in old_rows],
+                         [(r["id"], r["v"]) for r in rows])
+        # Added again under its name, the column is a new field with the
+        # next id: the rows written before read null in it, never the
+        # values of the dropped column.
+        pg.execute("ALTER TABLE ice3 ADD COLUMN v text")
+        pg.execute("INSERT INTO ice3 VALUES (24, 3, 'new v')")
+        pg.execute("UPDATE ice3 SET v = 'set' WHERE id = 3")
+        self.catch_up(s)
+        meta3 = self.check_metadata(s, "public_ice3", 27)
+        self.assertEqual(len(meta3["schemas"]), 4)
+        again = meta3["schemas"][-1]
+        self.assertEqual(meta3["current-schema-id"], again["schema-id"])
+        self.assertEqual(again["schema-id"], dropped["schema-id"] + 1)
+        self.assertEqual([f for f in again["fields"] if f["name"] != "v"], dropped["fields"])
+        self.assertEqual([f for f in again["fields"] if f["name"] == "v"],
+                         [{"id": old_last + 2, "name": "v", "required": False, "type": "string"}])
+        self.assertEqual(meta3["last-column-id"], old_last + 2)
+        want = [(r["id"], None, r["extra"]) for r in rows] + [(23, None, "1"), (2, None, "2"), (24, "new v", "3"),
+                                                               (3, "set", None)]
+        read = lambda: [(r["id"], r["v"], r["extra"]) for r in
+                        ch_query(f"SELECT id, v, toString(extra) AS extra FROM {self.table_fn(s, 'public_ice3')} "
+                                 f"ORDER BY _csn, id")]
+        self.assertEqual(read(), want)
+        # a compaction rewrites the files of every schema into the current
+        # one, by field id: the same rows
+        self.compact(s, "stream icea: public_ice3: ")
+        self.assertEqual(read(), want)
+        self.verify(s, 0)
 
     def read_merged(self, s, obj):
         """The table's rows as a v2 reader (ClickHouse) sees them, by key;
@@ -912,6 +1088,24 @@ class IcebergTest(LocalTables, PgTestCase):
         for row in sorted(rows, key=lambda row: row["_csn"]):
             last[row["id"]] = row["v"]
         self.assertEqual(last, {r[0]: r[1] for r in pg.sql("SELECT id, v FROM icehint")})
+
+    def test_first_version_without_hint(self):
+        """A crash after a new table's first metadata file was published but
+        before its version-hint.text was written: the next run takes the
+        stream's metadata files as current instead of committing a v1 of its
+        own over them (exit 3: it exists), and commits nothing twice."""
+        pg = self.pg
+        s = self.streamed_table("icehint1", "icehint1", "v text", 10, "'v' || g")
+        obj = "public_icehint1"
+        v = self.version(s, obj)
+        self.take(f"{self.table_dir(s, obj)}/metadata/version-hint.text")
+        pg.execute("INSERT INTO icehint1 VALUES (11, 'after')")
+        r = self.catch_up(s)
+        self.assertIn("metadata version 1 has no version-hint.text yet", r.stderr)
+        self.assertEqual(self.version(s, obj), v + 1)
+        rows = ch_query(f"SELECT id, v, _uuid FROM {self.table_fn(s, obj)}")
+        self.assertEqual(len({r["_uuid"] for r in rows}), len(rows), "a change was committed twice")
+        self.assertEqual(sorted((r["id"], r["v"]) for r in rows), sorted(pg.sql("SELECT id, v FROM icehint1")))
 
     def verify(self, s, rc):
         r = s.run("verify", "--stream", s.stream)

@@ -93,16 +93,18 @@ DDL_CI.update({cell: MY_DDL for cell in SEEDS if cell[0] == "mariadb"})
 # not rebuild: two records with uuid ... differ'), and a row of wb survived a
 # table created again (seed 108: 'wa108.wb extra in output (not in source)')
 DDL_CI[("pg", "append", "s3")] = ("add_column", "drop_column", "widen")
-# Iceberg: a dropped or renamed column, or a table renamed away, stops the
-# stream by design (doc/iceberg.md "Schema evolution"); the cells run the
-# DDL that an Iceberg table takes in place
-DDL_CI.update({cell: ("add_column", "widen") for cell in SEEDS if cell[2] == "iceberg"})
-# MariaDB: a widening is a copying ALTER, during which a restarted stream can
-# miss the table in its listing; it then writes the marker of a dropped
-# table, whose column-less version the Iceberg sink takes for dropped columns
-# and stops with exit 3 (seed 207, append: 'column "id" was dropped or
-# renamed'; issue 17)
-DDL_CI.update({cell: ("add_column",) for cell in SEEDS if cell[2] == "iceberg" and cell[0] == "mariadb"})
+# Iceberg: every kind (doc/iceberg.md "Schema evolution": columns added,
+# dropped, renamed (a drop and an add) and widened, a dropped table's marker
+# with no schema change); MariaDB the kinds of MY_DDL.  PostgreSQL without
+# add_column_default: a column added with a constant default after the
+# checkpoint makes the next run backfill the table again (Iceberg cannot
+# carry the missing value), and its marker carries the catalog's version
+# (with the column) while the log replayed from the checkpoint and the
+# chunk's rows carry the version before it, so the sink takes the column for
+# dropped and the table ends without it (seed 1107, append: 'wa1107.wa (10,):
+# payload fields [...] are not the columns [..., 'c1', ...]')
+DDL_CI.update({cell: tuple(k for k in DDL_KINDS if k != "add_column_default") if cell[0] == "pg" else MY_DDL
+               for cell in SEEDS if cell[2] == "iceberg"})
 # Iceberg in a bucket: the DDL of the same cell in a folder
 for _src in ("pg", "mariadb"):
     for _mode in ("append", "merge"):

@@ -3,7 +3,9 @@
  * sink writes (sinks/iceberg/ice_meta.h), compared with
  * tests/unit/golden/iceberg_v1.metadata.json, written by hand from the
  * Iceberg table specification (format version 2); the field ids of an added
- * column; widening in place, compared with
+ * column; a dropped column, and one added again under its name, compared
+ * with tests/unit/golden/iceberg_dropped.metadata.json (written by hand);
+ * a dropped table's TRUNCATE marker; widening in place, compared with
  * tests/unit/golden/iceberg_widened.metadata.json (written by hand), and an
  * older file's values converted to the wider type (ice_widen.h); the
  * changes a table refuses; the Avro schema of the data files;
@@ -149,6 +151,23 @@ static void assert_same_schema(const json_t *meta, const struct sl_table *t, int
 	ice_schema_free(&s);
 }
 
+/* Table version t after meta's current schema (last-column-id 13): a new
+ * schema, *s, added to meta, which then equals want (NULL: not compared). */
+static void new_schema(json_t *meta, const struct sl_table *t, struct ice_schema *s, const json_t *want)
+{
+	bool changed = false;
+	char err[512] = "", *got;
+
+	if (ice_schema_of_table(s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	assert_true(changed);
+	assert_int_equal(ice_meta_add_schema(meta, s), 0);
+	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
+	if (want && !json_equal(meta, want))
+		fail_msg("metadata differs from the golden file:\n%s", got);
+	free(got);
+}
+
 /* Added columns get the ids after last-column-id; the others keep theirs. */
 static void test_added_columns(void **state)
 {
@@ -189,7 +208,8 @@ static void test_added_columns(void **state)
 	json_decref(meta);
 }
 
-/* A dropped column and a changed type are refused, naming table and column. */
+/* A changed type, and in merge mode a dropped key column, are refused,
+ * naming table and column. */
 static void test_refused_changes(void **state)
 {
 	json_t *meta = golden("iceberg_v1.metadata.json");
@@ -222,16 +242,122 @@ static void test_refused_changes(void **state)
 	assert_false(ice_widens(ICE_INT, 0, 0, ICE_DOUBLE, 0, 0));
 	assert_true(ice_widens(ICE_FLOAT, 0, 0, ICE_DOUBLE, 0, 0));
 	sl_table_free(t);
-	t = sl_table_new("public", "orders");
-	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
-	assert_int_equal(sl_table_finish(t), 0);
-	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err,
-					 sizeof err), SL_EPREREQ);
-	assert_string_equal(err, "table \"public\".\"orders\": column \"amount\" was dropped or renamed: an "
-			    "Iceberg table takes only added columns, so the stream stops; to go on, remove the table's "
-			    "folder (or point the destination at a new path) and backfill the table again "
-			    "(doc/iceberg.md)");
+	json_decref(meta);
+	/* merge mode: a key column dropped (or renamed) */
+	t = orders(0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, true, NULL, 0, err, sizeof err), 0);
+	assert_non_null(meta = ice_meta_new("9c12d441-03fe-4693-9a96-a0705ddf69c1", "/w", &s, 1700000000000));
+	ice_schema_free(&s);
 	sl_table_free(t);
+	t = sl_table_new("public", "orders");
+	assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 10, 2, 1700, -1, "numeric(10,2)", false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, true, ice_meta_current_schema(meta), 13, err,
+					 sizeof err), SL_EPREREQ);
+	assert_string_equal(err, "table \"public\".\"orders\": key column \"id\" was dropped or renamed: the "
+			    "equality deletes of a merge table name its key columns, so the stream stops; to go on, "
+			    "remove the table's folder (or point the destination at a new path) and backfill the "
+			    "table again (doc/iceberg.md)");
+	sl_table_free(t);
+	json_decref(meta);
+}
+
+/* public.orders without amount; again: with amount added again, last. */
+static struct sl_table *orders_dropped(bool again)
+{
+	struct sl_table *t = sl_table_new("public", "orders");
+
+	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT32, 0, 0, 23, -1, "integer", true), 0);
+	assert_int_equal(sl_table_add_column(t, "_note", SL_T_STRING, 0, 0, 25, -1, "text", false), 0);
+	assert_int_equal(sl_table_add_column(t, "at", SL_T_TIMESTAMPTZ, 0, 0, 1184, -1, "timestamptz", false), 0);
+	if (again)
+		assert_int_equal(sl_table_add_column(t, "amount", SL_T_DECIMAL, 10, 2, 1700, -1, "numeric(10,2)",
+						     false), 0);
+	assert_int_equal(sl_table_finish(t), 0);
+	return t;
+}
+
+/* A dropped column leaves the schema (schema 1: the other fields keep
+ * their ids, last-column-id unchanged); added again under its name, it is
+ * a new field with the next id (schema 2): against
+ * tests/unit/golden/iceberg_dropped.metadata.json, written by hand.  An
+ * older data file's fields are found by id (ice_field_index): the new
+ * "amount" is none of them. */
+static void test_dropped_golden(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json"), *want = golden("iceberg_dropped.metadata.json");
+	struct sl_table *t = orders_dropped(false);
+	struct ice_schema s, s0;
+	struct sl_buf avro0;
+	int idx[12];
+	static const int want_idx[12] = { 0, 2, 3, -1, 4, 5, 6, 7, 8, 9, 10, 11 };
+
+	(void)state;
+	sl_buf_init(&avro0, 0);
+	assert_int_equal(ice_schema_from_json(&s0, ice_meta_current_schema(meta)), 0);
+	assert_int_equal(ice_data_avro_schema(&avro0, &s0), 0);
+	new_schema(meta, t, &s, NULL);
+	assert_int_equal(s.id, 1);
+	assert_int_equal(s.last_column_id, 13);
+	ice_schema_free(&s);
+	assert_same_schema(meta, t, 13, 1);   /* the same columns again */
+	sl_table_free(t);
+	t = orders_dropped(true);
+	new_schema(meta, t, &s, want);
+	assert_int_equal(s.nfields, 12);
+	assert_int_equal(ice_field_index(idx, &s, avro0.data, avro0.len), 0);
+	assert_memory_equal(idx, want_idx, sizeof idx);
+	assert_int_equal(ice_field_index(idx, &s, "[]", 2), -1);
+	ice_schema_free(&s);
+	ice_schema_free(&s0);
+	sl_buf_free(&avro0);
+	sl_table_free(t);
+	json_decref(meta);
+	json_decref(want);
+}
+
+/* A dropped table's TRUNCATE marker (a table version without columns) is
+ * written with the table's current schema (ice_schema_for_marker): the
+ * same record as a TRUNCATE of the table version that schema was made
+ * for, its payload null. */
+static void test_marker_schema(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json");
+	struct sl_table *t = orders(0), *gone = sl_table_new("public", "orders");
+	struct ice_schema s, ms;
+	struct sl_buf a, b;
+	bool changed;
+	char err[256] = "";
+	struct sl_change c = { .table = t, .op = SL_OP_TRUNCATE, .source_ts_us = 5, .read_ts_us = 6 };
+
+	(void)state;
+	sl_buf_init(&a, 0);
+	sl_buf_init(&b, 0);
+	assert_int_equal(sl_table_finish(gone), 0);
+	sl_csn_format(c.csn, 0x20, 0);
+	memset(c.uuid, 0x42, sizeof c.uuid);
+	assert_int_equal(ice_schema_of_table(&s, &changed, t, false, NULL, 0, err, sizeof err), 0);
+	assert_int_equal(ice_schema_for_marker(&ms, ice_meta_current_schema(meta), NULL), 0);
+	assert_int_equal(ms.nfields, s.nfields);
+	for (int i = 0; i < ms.nfields; i++) {
+		assert_int_equal(ms.f[i].id, s.f[i].id);
+		assert_int_equal(ms.f[i].col, -1);
+		assert_int_equal(ms.f[i].meta, s.f[i].meta);
+	}
+	if (ice_encode_change(&a, &s, &c, err, sizeof err) < 0)
+		fail_msg("%s", err);
+	c.table = gone;
+	if (ice_encode_change(&b, &ms, &c, err, sizeof err) < 0)
+		fail_msg("%s", err);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.data, b.data, a.len);
+	assert_memory_equal(b.data, "\0\0\0\0", 4);   /* id, amount, __note, at: null */
+	sl_buf_free(&a);
+	sl_buf_free(&b);
+	ice_schema_free(&s);
+	ice_schema_free(&ms);
+	sl_table_free(t);
+	sl_table_free(gone);
 	json_decref(meta);
 }
 
@@ -245,8 +371,6 @@ static void test_widened_golden(void **state)
 	json_t *meta = golden("iceberg_v1.metadata.json"), *want = golden("iceberg_widened.metadata.json");
 	struct sl_table *t = sl_table_new("public", "orders");
 	struct ice_schema s;
-	bool changed = false;
-	char err[512] = "", *got;
 
 	(void)state;
 	assert_int_equal(sl_table_add_column(t, "id", SL_T_INT64, 0, 0, 20, -1, "bigint", true), 0);
@@ -254,14 +378,7 @@ static void test_widened_golden(void **state)
 	assert_int_equal(sl_table_add_column(t, "_note", SL_T_STRING, 0, 0, 25, -1, "text", false), 0);
 	assert_int_equal(sl_table_add_column(t, "at", SL_T_TIMESTAMPTZ, 0, 0, 1184, -1, "timestamptz", false), 0);
 	assert_int_equal(sl_table_finish(t), 0);
-	if (ice_schema_of_table(&s, &changed, t, false, ice_meta_current_schema(meta), 13, err, sizeof err) != 0)
-		fail_msg("%s", err);
-	assert_true(changed);
-	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
-	got = json_dumps(meta, JSON_SORT_KEYS | JSON_INDENT(2));
-	if (!json_equal(meta, want))
-		fail_msg("metadata differs from the golden file:\n%s", got);
-	free(got);
+	new_schema(meta, t, &s, want);
 	ice_schema_free(&s);
 	assert_same_schema(meta, t, 13, 1);   /* the same types again */
 	sl_table_free(t);
@@ -960,6 +1077,8 @@ int main(void)
 		cmocka_unit_test(test_second_snapshot),
 		cmocka_unit_test(test_added_columns),
 		cmocka_unit_test(test_refused_changes),
+		cmocka_unit_test(test_dropped_golden),
+		cmocka_unit_test(test_marker_schema),
 		cmocka_unit_test(test_data_avro_schema),
 		cmocka_unit_test(test_merge_deletes_golden),
 		cmocka_unit_test(test_manifest_stats_golden),
