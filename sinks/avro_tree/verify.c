@@ -227,8 +227,7 @@ void sl_tree_report(FILE *out, uint64_t *count, const char *word, const char *st
 	fprintf(out, "%s: ", word);
 	if (object)
 		fprintf(out, "table \"%s/%s\": ", stream, object);
-	if (fmt)   /* (never NULL: GCC's sanitizer build cannot tell) */
-		vfprintf(out, fmt, ap);
+	vfprintf(out, fmt, ap);
 	fputc('\n', out);
 }
 
