@@ -77,49 +77,42 @@ static void rd_fail(struct reader *r, const char *what)
 	r->bad = true;
 }
 
+/* The next n bytes of r (consumed; writable, as the message is), or NULL
+ * once r is bad or short. */
+static unsigned char *rd_take(struct reader *r, size_t n, const char *what)
+{
+	unsigned char *p = r->p;
+
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		rd_fail(r, what);
+		return NULL;
+	}
+	r->p += n;
+	return p;
+}
+
 static uint8_t rd_u8(struct reader *r, const char *what)
 {
-	if (r->bad || r->end - r->p < 1) {
-		rd_fail(r, what);
-		return 0;
-	}
-	return *r->p++;
+	const unsigned char *p = rd_take(r, 1, what);
+	return p ? *p : 0;
 }
 
 static uint16_t rd_u16(struct reader *r, const char *what)
 {
-	uint16_t v;
-	if (r->bad || r->end - r->p < 2) {
-		rd_fail(r, what);
-		return 0;
-	}
-	v = sl_get_u16(r->p);
-	r->p += 2;
-	return v;
+	const unsigned char *p = rd_take(r, 2, what);
+	return p ? sl_get_u16(p) : 0;
 }
 
 static uint32_t rd_u32(struct reader *r, const char *what)
 {
-	uint32_t v;
-	if (r->bad || r->end - r->p < 4) {
-		rd_fail(r, what);
-		return 0;
-	}
-	v = sl_get_u32(r->p);
-	r->p += 4;
-	return v;
+	const unsigned char *p = rd_take(r, 4, what);
+	return p ? sl_get_u32(p) : 0;
 }
 
 static uint64_t rd_u64(struct reader *r, const char *what)
 {
-	uint64_t v;
-	if (r->bad || r->end - r->p < 8) {
-		rd_fail(r, what);
-		return 0;
-	}
-	v = sl_get_u64(r->p);
-	r->p += 8;
-	return v;
+	const unsigned char *p = rd_take(r, 8, what);
+	return p ? sl_get_u64(p) : 0;
 }
 
 static const char *rd_str(struct reader *r, const char *what)
@@ -349,14 +342,10 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_text
 			break;
 		case 't':
 			len = rd_u32(r, "column value length");
-			if (r->bad || (size_t)(r->end - r->p) < len) {
-				rd_fail(r, "column value");
+			if (!(vals[i].p = (char *)rd_take(r, len, "column value")))
 				return -1;
-			}
 			vals[i].kind = SL_TV_TEXT;
-			vals[i].p = (char *)r->p;
 			vals[i].len = len;
-			r->p += len;
 			break;
 		case 'b':
 			snprintf(r->err, r->errlen,
@@ -685,11 +674,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		ev->message_lsn = rd_u64(&r, "message LSN");
 		ev->prefix = rd_str(&r, "message prefix");
 		clen = rd_u32(&r, "message length");
-		if (r.bad || (size_t)(r.end - r.p) < clen) {
-			rd_fail(&r, "message content");
+		if (!(ev->content = (const char *)rd_take(&r, clen, "message content")))
 			return -1;
-		}
-		ev->content = (const char *)r.p;
 		ev->content_len = clen;
 		ev->transactional = flags & 1;
 		ev->kind = SL_PGO_MESSAGE;
