@@ -31,6 +31,14 @@ against the load.
   SLUICE_BIN=/tmp/build/sluice /usr/bin/python3 bench/pg_drain.py [--changes N] [--batch N] [--verify]
                                                               [--metrics] [--scrape-every S] [--skip-recvlogical] [--pairs N]
                                                               [--codec C] [--wrap CMD]
+                                                              [--tables N] [--against BIN]
+
+With --tables N the load is spread over N tables (row g in table g % N), so
+that every transaction changes each of them in turn: the per-change cost of
+finding a change's table.  With --against BIN a second sluice binary drains
+the same backlog in each pair (after sluice, and before it in every other
+pair), and the ratio of their wall times is printed pair by pair: a tree
+against the one before it.
 """
 
 import argparse
@@ -52,7 +60,7 @@ import fair  # noqa: E402
 USER = "bench"   # the restricted role both sides connect as
 
 TABLE_DDL = """
-CREATE TABLE bench_t (
+CREATE TABLE %s (
   id bigint PRIMARY KEY,
   qty int NOT NULL,
   name text NOT NULL,
@@ -62,33 +70,46 @@ CREATE TABLE bench_t (
 )"""
 
 
-def prepare(pg):
-    """The table, its publication and the restricted role both sides connect
-    as: TCP to 127.0.0.1, LOGIN REPLICATION and SELECT on the table, the role
-    doc/deploy.md gives sluice."""
-    pg.execute(TABLE_DDL)
-    pg.execute("CREATE PUBLICATION sluice_bench FOR TABLE bench_t")
+def table_names(tables):
+    """The bench's tables: bench_t alone, or bench_t_001 ... for --tables N."""
+    return ["bench_t"] if tables == 1 else [f"bench_t_{k:03d}" for k in range(1, tables + 1)]
+
+
+def prepare(pg, tables=1):
+    """The tables, their publication and the restricted role both sides
+    connect as: TCP to 127.0.0.1, LOGIN REPLICATION and SELECT on the tables,
+    the role doc/deploy.md gives sluice."""
+    names = table_names(tables)
+    for t in names:
+        pg.execute(TABLE_DDL % t)
+    pg.execute(f"CREATE PUBLICATION sluice_bench FOR TABLE {', '.join(names)}")
     pg.execute(f"CREATE ROLE {USER} LOGIN REPLICATION")
-    pg.execute(f"GRANT SELECT ON bench_t TO {USER}")
+    pg.execute(f"GRANT SELECT ON {', '.join(names)} TO {USER}")
 
 
-def load(pg, changes, batch):
+def load(pg, changes, batch, tables=1):
+    """changes changes, 60% inserts, 30% updates, 10% deletes, in
+    transactions of batch rows; over several tables, row g is table
+    g % tables's, so that each transaction changes every table in turn."""
+    names = table_names(tables)
     n_ins = changes * 6 // 10
     n_upd = changes * 3 // 10
     n_del = changes - n_ins - n_upd
+
+    def each(lo, hi, sql):   # one transaction: sql for each table's rows in [lo, hi]
+        pg.execute(";".join(sql.format(t=t, lo=lo + (k - lo) % tables, hi=hi, n=tables)
+                            for k, t in enumerate(names)))
     t0 = time.monotonic()
     for lo in range(1, n_ins + 1, batch):
-        hi = min(lo + batch - 1, n_ins)
-        pg.execute("INSERT INTO bench_t SELECT g, g %% 1000, 'name-' || g, (g %% 100000) / 100.0, "
-                   "now(), g %% 2 = 0 FROM generate_series(%s, %s) g", (lo, hi))
+        each(lo, min(lo + batch - 1, n_ins),
+             "INSERT INTO {t} SELECT g, g % 1000, 'name-' || g, (g % 100000) / 100.0, now(), g % 2 = 0 "
+             "FROM generate_series({lo}, {hi}, {n}) g")
     for lo in range(1, n_upd + 1, batch):
-        hi = min(lo + batch - 1, n_upd)
-        pg.execute("UPDATE bench_t SET qty = qty + 1, amount = amount + 1, updated_at = now() "
-                   "WHERE id BETWEEN %s AND %s", (lo, hi))
+        each(lo, min(lo + batch - 1, n_upd), "UPDATE {t} SET qty = qty + 1, amount = amount + 1, "
+             "updated_at = now() WHERE id BETWEEN {lo} AND {hi}")
     # delete from the top so deletes do not hit updated rows only
     for hi in range(n_ins, n_ins - n_del, -batch):
-        lo = max(hi - batch + 1, n_ins - n_del + 1)
-        pg.execute("DELETE FROM bench_t WHERE id BETWEEN %s AND %s", (lo, hi))
+        each(max(hi - batch + 1, n_ins - n_del + 1), hi, "DELETE FROM {t} WHERE id BETWEEN {lo} AND {hi}")
     return n_ins, n_upd, n_del, time.monotonic() - t0
 
 
@@ -108,6 +129,11 @@ def main():
     ap.add_argument("--scrape-every", type=float, default=1.0)
     ap.add_argument("--skip-recvlogical", action="store_true", help="measure sluice only")
     ap.add_argument("--pairs", type=int, default=3, help="runs of each side, alternated (default 3)")
+    ap.add_argument("--tables", type=int, default=1,
+                    help="spread the load over this many tables, each transaction over all of them (default 1)")
+    ap.add_argument("--against", metavar="BIN",
+                    help="a second sluice binary, run after sluice in each pair (before it in every other), "
+                         "and compared with it")
     a = ap.parse_args()
 
     reason = harness.pg_available()
@@ -120,33 +146,30 @@ def main():
         return 2
 
     with PgServer() as pg:
-        prepare(pg)
+        prepare(pg, a.tables)
         for i in range(a.pairs):   # one slot per run, all before the load
-            pg.execute(f"SELECT pg_create_logical_replication_slot('sluice_{i}', 'pgoutput')")
-            pg.execute(f"SELECT pg_create_logical_replication_slot('recv_{i}', 'pgoutput')")
-        n_ins, n_upd, n_del, load_s = load(pg, a.changes, a.batch)
+            for side in ("sluice", "recv") + (("against",) if a.against else ()):
+                pg.execute(f"SELECT pg_create_logical_replication_slot('{side}_{i}', 'pgoutput')")
+        n_ins, n_upd, n_del, load_s = load(pg, a.changes, a.batch, a.tables)
         end_lsn = pg.current_lsn()
         pg.wait_wal_flushed()
         changes = n_ins + n_upd + n_del
         wal_bytes = end_lsn - pg.slot_info("recv_0")["restart_lsn"]
         print(f"pg_drain: loaded {changes} changes ({n_ins} inserts, {n_upd} updates, {n_del} deletes; "
-              f"{a.batch} rows per transaction) in {load_s:.1f}s; {wal_bytes / 2**20:.0f} MiB of WAL")
+              f"{a.batch} rows per transaction, {a.tables} table(s)) in {load_s:.1f}s; "
+              f"{wal_bytes / 2**20:.0f} MiB of WAL")
 
         port = harness.free_port()
         dsn = f"host=127.0.0.1 port={pg.port} user={USER} dbname=postgres"
-        runs = []
+        runs, against = [], []
         try:
             for i in range(a.pairs):
-                extra = {"source": {"user": USER}, "stream": {"slot": f"sluice_{i}", "publication": "sluice_bench"}}
-                if a.metrics:
-                    extra["agent"] = {"metrics_listen": f"127.0.0.1:{port}"}
-                runs.append(Sluice(pg, stream="bench", tables="public.bench_t", codec=a.codec, compression_level=1,
-                                   max_file_bytes="64MB", max_file_seconds=60, backfill="none",
-                                   binary=a.sluice_bin, log_level="warn", extra=extra))
-                runs[-1].binary = fair.wrapped(a.sluice_bin, a.wrap, runs[-1].workdir)
+                runs.append(sluice_run(pg, a, a.sluice_bin, f"sluice_{i}", port))
+                if a.against:
+                    against.append(sluice_run(pg, a, a.against, f"against_{i}", None))
             s = runs[0]
             rl_out = os.path.join(s.workdir, "recvlogical.bin")
-            rls, rs = [], []
+            rls, rs, ras = [], [], []
             scrapes, last = [0], [""]
             for i in range(a.pairs):   # A B A B ...: pg_recvlogical, then sluice, over the same WAL
                 if not a.skip_recvlogical:
@@ -169,6 +192,8 @@ def main():
                         except OSError:
                             pass
                 th = threading.Thread(target=scraper, daemon=True)
+                if against and i % 2 and not drained(against[i], a, ras):
+                    return 1
                 if a.metrics:
                     th.start()
                 r = fair.finish(runs[i].start("run", "--until-caught-up", sample_hwm=True), a.timeout)
@@ -179,6 +204,8 @@ def main():
                     print(f"pg_drain: sluice failed:\n{r.describe()}", file=sys.stderr)
                     return 1
                 rs.append(r)
+                if against and not i % 2 and not drained(against[i], a, ras):
+                    return 1
             s = runs[-1]
             out_bytes = nfiles = 0
             for d, _, files in os.walk(s.out):
@@ -192,6 +219,9 @@ def main():
             if rls:
                 fair.report("pg_recvlogical", rls, changes)
             fair.report("sluice", rs, changes)
+            if ras:
+                fair.report("sluice --against", ras, changes)
+                fair.ratio("sluice/against", rs, ras)
             print(f"  ({os.path.getsize(rl_out) / 2**20 if rls else 0:.0f} MiB of pgoutput from pg_recvlogical; "
                   f"{nfiles} files, {out_bytes / 2**20:.0f} MiB of Avro from sluice, codec {a.codec})")
             if rls:
@@ -220,9 +250,33 @@ def main():
                 if counts != want:
                     return 1
         finally:
-            for s in runs:
+            for s in runs + against:
                 s.close()
     return 0
+
+
+def sluice_run(pg, a, binary, slot, port):
+    """A sluice of binary that drains slot (serving /metrics on port with
+    --metrics, when port is not None)."""
+    extra = {"source": {"user": USER}, "stream": {"slot": slot, "publication": "sluice_bench"}}
+    if a.metrics and port is not None:
+        extra["agent"] = {"metrics_listen": f"127.0.0.1:{port}"}
+    s = Sluice(pg, stream="bench", tables="public.bench_t" if a.tables == 1 else "public.bench_t_*", codec=a.codec,
+               compression_level=1, max_file_bytes="64MB", max_file_seconds=60, backfill="none", binary=binary,
+               log_level="warn", extra=extra)
+    s.binary = fair.wrapped(binary, a.wrap, s.workdir)
+    return s
+
+
+def drained(s, a, results):
+    """Runs sluice s until caught up, its figures appended to results; False
+    once it has said why it failed."""
+    r = fair.finish(s.start("run", "--until-caught-up", sample_hwm=True), a.timeout)
+    if r.rc != 0:
+        print(f"pg_drain: sluice --against failed:\n{r.describe()}", file=sys.stderr)
+        return False
+    results.append(r)
+    return True
 
 
 def _op(rec):

@@ -35,10 +35,12 @@
 #include "sinks/avro_tree/manifest.h"
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/mirror.h"
+#include "sinks/avro_tree/strmap.h"
 
 struct sl_tree;
 
 struct obj {
+	struct sl_strmap_node node;    /* first: a node of the tree's map is an obj; node.key is object */
 	struct sl_tree *tree;
 	char *object;
 	struct sl_avro_enc *enc;       /* current table version, NULL until first use */
@@ -57,7 +59,6 @@ struct obj {
 	struct sl_table *mtab;         /* a copy of the table version enc was made for */
 	struct sl_mschema cur;         /* enc's schema, parsed: the types unchanged values must have */
 	uint64_t since_compact;        /* files published since the last compaction */
-	struct obj *hnext;             /* hash chain */
 	struct obj *oprev, *onext;     /* open-file list, oldest first */
 };
 
@@ -81,8 +82,7 @@ struct sl_tree {
 	struct sl_ocf_codec *codec;    /* shared by every open file */
 	uint64_t max_file_bytes;
 	int64_t max_file_ms;
-	struct obj **buckets;
-	size_t nbuckets, nobjs;
+	struct sl_strmap objs;         /* objects by name */
 	struct obj *last;              /* the object of the previous write */
 	struct obj *open_head, *open_tail;   /* objects with an open file, oldest opened first */
 	int nopen, max_open;           /* their number, and its bound (open_bound) */
@@ -118,59 +118,33 @@ static uint32_t rand32(void)
 	return r;
 }
 
-static uint64_t hash_str(const char *s)
-{
-	return sl_fnv1a(SL_FNV1A_BASIS, s, strlen(s));
-}
-
 /* Finds the state of object name, or NULL. */
 static struct obj *obj_find(const struct sl_tree *t, const char *name)
 {
-	struct obj *o = t->buckets[hash_str(name) & (t->nbuckets - 1)];
-
-	while (o && strcmp(o->object, name))
-		o = o->hnext;
-	return o;
+	return (struct obj *)sl_strmap_find(&t->objs, name);
 }
 
 /* Finds the state of object name, creating it if needed; NULL if out of memory. */
 static struct obj *obj_get(struct sl_tree *t, const char *name)
 {
 	struct obj *o;
-	size_t b;
 
 	if (t->last && !strcmp(t->last->object, name))
 		return t->last;
 	if ((o = obj_find(t, name)))
 		return t->last = o;
-	if (t->nobjs >= t->nbuckets) {
-		size_t nb = t->nbuckets * 2;
-		struct obj **nt = calloc(nb, sizeof *nt);
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < t->nbuckets; i++) {
-			struct obj *next;
-			for (o = t->buckets[i]; o; o = next) {
-				size_t k = hash_str(o->object) & (nb - 1);
-				next = o->hnext;
-				o->hnext = nt[k];
-				nt[k] = o;
-			}
-		}
-		free(t->buckets);
-		t->buckets = nt;
-		t->nbuckets = nb;
-	}
-	b = hash_str(name) & (t->nbuckets - 1);
 	o = calloc(1, sizeof *o);
 	if (!o || !(o->object = strdup(name))) {
 		free(o);
 		return NULL;
 	}
+	o->node.key = o->object;
+	if (sl_strmap_add(&t->objs, &o->node) < 0) {
+		free(o->object);
+		free(o);
+		return NULL;
+	}
 	o->tree = t;
-	o->hnext = t->buckets[b];
-	t->buckets[b] = o;
-	t->nobjs++;
 	return t->last = o;
 }
 
@@ -896,8 +870,8 @@ static uint64_t batch_bytes(const struct sl_tree *t)
 {
 	uint64_t sum = 0;
 
-	for (size_t i = 0; i < t->nbuckets; i++)
-		for (struct obj *o = t->buckets[i]; o; o = o->hnext)
+	for (size_t i = 0; i < t->objs.nb; i++)
+		for (struct obj *o = (struct obj *)t->objs.b[i]; o; o = (struct obj *)o->node.next)
 			sum += o->batch.bytes;
 	return sum;
 }
@@ -907,8 +881,8 @@ static int emit_all(struct sl_tree *t, char *err, size_t errlen)
 {
 	int rc;
 
-	for (size_t i = 0; i < t->nbuckets; i++)
-		for (struct obj *o = t->buckets[i]; o; o = o->hnext)
+	for (size_t i = 0; i < t->objs.nb; i++)
+		for (struct obj *o = (struct obj *)t->objs.b[i]; o; o = (struct obj *)o->node.next)
 			if ((rc = emit_batch(t, o, err, errlen)) < 0)
 				return rc;
 	t->batch_ms = 0;
@@ -926,8 +900,8 @@ static void auto_compact(struct sl_tree *t)
 
 	if (!t->merge || !t->compact_after)
 		return;
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct obj *o = t->buckets[i]; o; o = o->hnext) {
+	for (size_t i = 0; i < t->objs.nb; i++) {
+		for (struct obj *o = (struct obj *)t->objs.b[i]; o; o = (struct obj *)o->node.next) {
 			struct sl_compact_result res;
 			int64_t t0;
 
@@ -1066,10 +1040,8 @@ int sl_tree_open(struct sl_tree **out, struct sl_store store, const struct sl_tr
 		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
 		goto fail;
 	}
-	t->nbuckets = 16;
-	t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
 	t->stream = strdup(stream);
-	if (!t->buckets || !t->stream) {
+	if (sl_strmap_init(&t->objs, 16) < 0 || !t->stream) {
 		snprintf(err, errlen, "stream \"%s\": out of memory", stream);
 		goto fail;
 	}
@@ -1198,8 +1170,8 @@ static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
 	int rc = 0;
 
 	sl_buf_init(&key, 0);
-	for (size_t i = 0; i < t->nbuckets && rc == 0; i++) {
-		for (struct obj *o = t->buckets[i]; o && rc == 0; o = o->hnext) {
+	for (size_t i = 0; i < t->objs.nb && rc == 0; i++) {
+		for (struct obj *o = (struct obj *)t->objs.b[i]; o && rc == 0; o = (struct obj *)o->node.next) {
 			const char *schema, *skey;
 			size_t len;
 
@@ -1236,8 +1208,8 @@ static int write_schemas(struct sl_tree *t, char *err, size_t errlen)
  * (sync_rc 0), else written again by the next flush of their objects. */
 static void settle_schemas(struct sl_tree *t, int sync_rc)
 {
-	for (size_t i = 0; i < t->nbuckets; i++) {
-		for (struct obj *o = t->buckets[i]; o; o = o->hnext) {
+	for (size_t i = 0; i < t->objs.nb; i++) {
+		for (struct obj *o = (struct obj *)t->objs.b[i]; o; o = (struct obj *)o->node.next) {
 			if (!o->schema_staged[0])
 				continue;
 			if (sync_rc == 0)
@@ -1484,10 +1456,10 @@ void sl_tree_close(void *ctx)
 
 	if (!t)
 		return;
-	for (size_t i = 0; t->buckets && i < t->nbuckets; i++) {
+	for (size_t i = 0; i < t->objs.nb; i++) {
 		struct obj *o, *next;
-		for (o = t->buckets[i]; o; o = next) {
-			next = o->hnext;
+		for (o = (struct obj *)t->objs.b[i]; o; o = next) {
+			next = (struct obj *)o->node.next;
 			if (o->w)
 				drop_open_file(t, o);
 			sl_avro_enc_free(o->enc);
@@ -1508,7 +1480,7 @@ void sl_tree_close(void *ctx)
 	if (t->store.ops)
 		t->store.ops->close(t->store.ctx);
 	sl_ocf_codec_free(t->codec);
-	free(t->buckets);
+	sl_strmap_free(&t->objs);
 	free(t->stream);
 	free(t->last_key);
 	free(t->last_to.pos);

@@ -171,10 +171,12 @@ int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *e
  * (word: "problem", "note"), then "table \"STREAM/OBJECT\": " when object is
  * not NULL, then the message, as one line of out; only the first
  * SL_TREE_REPORT_LINES of a kind, which *count counts (all of them).
- * sl_tree_report_more() then says how many were left out, if any. */
+ * sl_tree_report_more() then says how many were left out, if any.  out,
+ * count, word and fmt are never NULL (nonnull: GCC's -Wformat-overflow then
+ * knows, under UBSan's null checks too, that vfprintf gets a format). */
 #define SL_TREE_REPORT_LINES 200
 void sl_tree_report(FILE *out, uint64_t *count, const char *word, const char *stream, const char *object,
-		    const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+		    const char *fmt, va_list ap) __attribute__((format(printf, 6, 0), nonnull(1, 2, 3, 6)));
 void sl_tree_report_more(FILE *out, const char *word, uint64_t count);
 
 #endif

@@ -37,12 +37,14 @@
 #include "common/util.h"
 #include "sinks/avro/avro_read.h"
 #include "sinks/avro_tree/manifest.h"
+#include "sinks/avro_tree/strmap.h"
 
 
 /* ---------------------------------------------------------------------- */
 /* A string map: key -> entry                                             */
 
 struct entry {
+	struct sl_strmap_node node;  /* first: a node of the map is an entry; node.key is key */
 	char *key;
 	uint64_t size;               /* listed size */
 	bool listed;                 /* present in the store */
@@ -50,78 +52,42 @@ struct entry {
 	const char *by;              /* the compaction record listing it, when manifest is -1 */
 	bool removed;                /* a manifest lists it as removed */
 	const struct sl_manifest_file *mf;  /* its manifest entry */
-	struct entry *next;
 };
-
-struct map {
-	struct entry **b;
-	size_t nb, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	return sl_fnv1a(SL_FNV1A_BASIS, s, strlen(s));
-}
 
 /* The entry for key, created if create; NULL if absent or out of memory. */
-static struct entry *map_get(struct map *m, const char *key, bool create)
+static struct entry *map_get(struct sl_strmap *m, const char *key, bool create)
 {
-	struct entry *e;
-	size_t i;
+	struct entry *e = (struct entry *)sl_strmap_find(m, key);
 
-	if (m->nb == 0) {
-		if (!create || !(m->b = calloc(m->nb = 1024, sizeof *m->b))) {
-			m->nb = 0;
-			return NULL;
-		}
-	}
-	i = hash_str(key) & (m->nb - 1);
-	for (e = m->b[i]; e; e = e->next)
-		if (!strcmp(e->key, key))
-			return e;
-	if (!create)
+	if (e || !create)
+		return e;
+	if (!m->nb && sl_strmap_init(m, 1024) < 0)
 		return NULL;
-	if (m->n >= m->nb) {
-		size_t nb = m->nb * 2;
-		struct entry **nt = calloc(nb, sizeof *nt);
-		if (!nt)
-			return NULL;
-		for (size_t k = 0; k < m->nb; k++) {
-			struct entry *next;
-			for (e = m->b[k]; e; e = next) {
-				size_t j = hash_str(e->key) & (nb - 1);
-				next = e->next;
-				e->next = nt[j];
-				nt[j] = e;
-			}
-		}
-		free(m->b);
-		m->b = nt;
-		m->nb = nb;
-		i = hash_str(key) & (m->nb - 1);
-	}
 	e = calloc(1, sizeof *e);
 	if (!e || !(e->key = strdup(key))) {
 		free(e);
 		return NULL;
 	}
-	e->next = m->b[i];
-	m->b[i] = e;
-	m->n++;
+	e->node.key = e->key;
+	if (sl_strmap_add(m, &e->node) < 0) {
+		free(e->key);
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
-static void map_free(struct map *m)
+static void map_free(struct sl_strmap *m)
 {
 	for (size_t i = 0; i < m->nb; i++) {
-		struct entry *e, *next;
+		struct sl_strmap_node *e, *next;
 		for (e = m->b[i]; e; e = next) {
 			next = e->next;
-			free(e->key);
+			free(((struct entry *)e)->key);
 			free(e);
 		}
 	}
-	free(m->b);
+	sl_strmap_free(m);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -202,7 +168,7 @@ struct verify {
 	struct sl_store store;
 	const char *stream;
 	FILE *out;
-	struct map keys;             /* every key under <stream>/ */
+	struct sl_strmap keys;       /* every key under <stream>/: entries */
 	uint64_t *seqs;              /* manifest sequences listed */
 	size_t nseqs, seqs_alloc;
 	struct sl_manifest *mans;    /* the readable manifests, by sequence */
@@ -227,8 +193,7 @@ void sl_tree_report(FILE *out, uint64_t *count, const char *word, const char *st
 	fprintf(out, "%s: ", word);
 	if (object)
 		fprintf(out, "table \"%s/%s\": ", stream, object);
-	if (fmt)   /* (never NULL: GCC's sanitizer build cannot tell) */
-		vfprintf(out, fmt, ap);
+	vfprintf(out, fmt, ap);
 	fputc('\n', out);
 }
 
@@ -511,70 +476,53 @@ static int add_check(struct verify *v, struct entry *e)
 	return 0;
 }
 
+/* The files of manifest m (a compaction record's when by names it, with
+ * manifest -1; else a manifest's, with its sequence): files to check,
+ * removed files gone. */
+static int collect_manifest(struct verify *v, const struct sl_manifest *m, int64_t manifest, const char *by)
+{
+	for (size_t k = 0; k < m->nfiles; k++) {
+		struct entry *e = map_get(&v->keys, m->files[k].path, true);
+		if (!e)
+			return -1;
+		if (e->manifest && by) {
+			problem(v, "%s is listed twice (by a manifest and compaction record %s)", e->key, by);
+			continue;
+		}
+		if (e->manifest) {
+			problem(v, "%s is listed by manifests %" PRId64 " and %" PRIu64, e->key, e->manifest,
+				m->sequence);
+			continue;
+		}
+		e->manifest = manifest;
+		e->by = by;
+		e->mf = &m->files[k];
+		if (add_check(v, e) < 0)
+			return -1;
+	}
+	for (size_t k = 0; k < m->nremoved; k++) {
+		struct entry *e = map_get(&v->keys, m->removed[k], true);
+		if (!e)
+			return -1;
+		e->removed = true;
+	}
+	return 0;
+}
+
 /* The files of compaction records: bases to check, replaced files gone. */
 static int collect_records(struct verify *v)
 {
-	for (size_t i = 0; i < v->nrecm; i++) {
-		struct sl_manifest *m = &v->recm[i];
-
-		for (size_t k = 0; k < m->nfiles; k++) {
-			struct entry *e = map_get(&v->keys, m->files[k].path, true);
-			if (!e)
-				return -1;
-			if (e->manifest) {
-				problem(v, "%s is listed twice (by a manifest and compaction record %s)", e->key,
-					v->recs[i]);
-				continue;
-			}
-			e->manifest = -1;
-			e->by = v->recs[i];
-			e->mf = &m->files[k];
-			if (add_check(v, e) < 0)
-				return -1;
-		}
-		for (size_t k = 0; k < m->nremoved; k++) {
-			struct entry *e = map_get(&v->keys, m->removed[k], true);
-			if (!e)
-				return -1;
-			e->removed = true;
-		}
-	}
+	for (size_t i = 0; i < v->nrecm; i++)
+		if (collect_manifest(v, &v->recm[i], -1, v->recs[i]) < 0)
+			return -1;
 	return 0;
 }
 
 static int collect_files(struct verify *v)
 {
-	for (size_t i = 0; i < v->nmans; i++) {
-		struct sl_manifest *m = &v->mans[i];
-
-		for (size_t k = 0; k < m->nfiles; k++) {
-			struct entry *e = map_get(&v->keys, m->files[k].path, true);
-			if (!e)
-				return -1;
-			if (e->manifest) {
-				problem(v, "%s is listed by manifests %" PRId64 " and %" PRIu64, e->key, e->manifest,
-					m->sequence);
-				continue;
-			}
-			e->manifest = (int64_t)m->sequence;
-			e->mf = &m->files[k];
-			if (v->nfiles == v->files_alloc) {
-				size_t na = v->files_alloc ? v->files_alloc * 2 : 256;
-				struct entry **nf = realloc(v->files, na * sizeof *nf);
-				if (!nf)
-					return -1;
-				v->files = nf;
-				v->files_alloc = na;
-			}
-			v->files[v->nfiles++] = e;
-		}
-		for (size_t k = 0; k < m->nremoved; k++) {
-			struct entry *e = map_get(&v->keys, m->removed[k], true);
-			if (!e)
-				return -1;
-			e->removed = true;
-		}
-	}
+	for (size_t i = 0; i < v->nmans; i++)
+		if (collect_manifest(v, &v->mans[i], (int64_t)v->mans[i].sequence, NULL) < 0)
+			return -1;
 	return 0;
 }
 
@@ -680,7 +628,7 @@ static void check_unlisted(struct verify *v)
 	uint64_t unlisted = 0;
 
 	for (size_t i = 0; i < v->keys.nb; i++) {
-		for (struct entry *e = v->keys.b[i]; e; e = e->next) {
+		for (struct entry *e = (struct entry *)v->keys.b[i]; e; e = (struct entry *)e->node.next) {
 			const char *base = strrchr(e->key, '/');
 			if (!e->listed || !sl_tree_data_name(base ? base + 1 : e->key, NULL, NULL))
 				continue;
@@ -725,7 +673,7 @@ int sl_tree_verify(struct sl_store store, const char *stream, FILE *out, char *e
 	if (v.nmans == 0 && v.nseqs == 0) {
 		uint64_t data = 0;
 		for (size_t i = 0; i < v.keys.nb; i++)
-			for (struct entry *e = v.keys.b[i]; e; e = e->next) {
+			for (struct entry *e = (struct entry *)v.keys.b[i]; e; e = (struct entry *)e->node.next) {
 				const char *base = strrchr(e->key, '/');
 				data += sl_tree_data_name(base ? base + 1 : e->key, NULL, NULL);
 			}

@@ -159,19 +159,25 @@ static void xml_text(struct sl_buf *out, const char *s, size_t n)
 	}
 }
 
-/* The decoded content of the first <tag> in body into out (reset first);
- * false if there is none. */
-static bool xml_get(const struct sl_buf *body, const char *tag, struct sl_buf *out)
+/* The decoded content of the first <tag> in [p, p+len) into out (reset
+ * first); false if there is none, or out of memory. */
+static bool xml_child(const char *p, size_t len, const char *tag, struct sl_buf *out)
 {
-	const char *p = body->data, *v;
+	const char *v;
 	size_t n;
 
 	sl_buf_reset(out);
-	if (!p || !xml_next(&p, body->data + body->len, tag, &v, &n))
+	if (!p || !xml_next(&p, p + len, tag, &v, &n))
 		return false;
 	xml_text(out, v, n);
 	sl_buf_append(out, "", 0);
 	return !sl_buf_failed(out);
+}
+
+/* xml_child of the whole body. */
+static bool xml_get(const struct sl_buf *body, const char *tag, struct sl_buf *out)
+{
+	return xml_child(body->data, body->len, tag, out);
 }
 
 static void xml_escape(struct sl_buf *out, const char *s)
@@ -851,87 +857,135 @@ static int64_t xml_time(const char *v, size_t n, const char *tag)
 	return xml_next(&cp, v + n, tag, &tv, &tn) ? sl_s3_parse_time(tv, tn) : -1;
 }
 
-int sl_s3_list(struct sl_s3 *s, const char *prefix, sl_s3_list_fn fn, void *arg, char *err, size_t errlen)
+/* A paged listing (ListObjectsV2, ListMultipartUploads): page after page,
+ * query writes the page's query from the markers (empty for the first),
+ * item takes each <tag> element of the page (its content v, n; <0 stops,
+ * err set), and next reads a truncated page's markers for the one after
+ * (false when it has none: missing names them).  text is the items'
+ * scratch. */
+struct lister {
+	struct sl_s3 *s;
+	const char *op, *tag, *missing;
+	struct sl_buf mark[2], text[2];
+	void (*query)(struct lister *l, struct sl_buf *q, const char *prefix);
+	int (*item)(struct lister *l, const char *v, size_t n, char *err, size_t errlen);
+	bool (*next)(struct lister *l, const struct sl_buf *body);
+};
+
+/* Runs listing l over prefix to its last page: 0, or -1 with err set. */
+static int list_pages(struct lister *l, const char *prefix, char *err, size_t errlen)
 {
-	struct sl_buf q, body, token, key, size, trunc;
+	struct sl_buf q, body, trunc;
 	int rc = 0;
 
 	sl_buf_init(&q, 0);
 	sl_buf_init(&body, 0);
-	sl_buf_init(&token, 0);
-	sl_buf_init(&key, 0);
-	sl_buf_init(&size, 0);
 	sl_buf_init(&trunc, 0);
+	for (int i = 0; i < 2; i++) {
+		sl_buf_init(&l->mark[i], 0);
+		sl_buf_init(&l->text[i], 0);
+	}
 	for (;;) {
 		struct req r;
 		const char *p, *end, *v;
 		size_t n;
 
 		sl_buf_reset(&q);
-		if (token.len) {
-			sl_buf_puts(&q, "continuation-token=");
-			sl_s3_encode(&q, token.data, false);
-			sl_buf_putc(&q, '&');
-		}
-		sl_buf_puts(&q, "list-type=2&prefix=");
-		sl_s3_encode(&q, prefix, false);
+		l->query(l, &q, prefix);
 		if (sl_buf_failed(&q)) {
-			snprintf(err, errlen, "%s: out of memory", s->desc);
+			snprintf(err, errlen, "%s: out of memory", l->s->desc);
 			rc = -1;
 			break;
 		}
-		req_init(&r, "ListObjectsV2", "GET", NULL);
+		req_init(&r, l->op, "GET", NULL);
 		r.query = q.data;
 		r.resp = &body;
 		r.resp_cap = MAX_LIST_BODY;
-		if ((rc = request(s, &r, false, err, errlen)) < 0)
+		if ((rc = request(l->s, &r, false, err, errlen)) < 0)
 			break;
 		p = body.data ? body.data : "";
 		end = p + body.len;
-		while (rc == 0 && xml_next(&p, end, "Contents", &v, &n)) {
-			const char *cp = v, *kv, *sv;
-			size_t kn, sn;
-			uint64_t sz = 0;
-
-			if (!xml_next(&cp, v + n, "Key", &kv, &kn))
-				continue;
-			sl_buf_reset(&key);
-			xml_text(&key, kv, kn);
-			sl_buf_append(&key, "", 0);
-			cp = v;
-			if (xml_next(&cp, v + n, "Size", &sv, &sn)) {
-				sl_buf_reset(&size);
-				sl_buf_append(&size, sv, sn);
-				sl_buf_append(&size, "", 0);
-				if (sl_parse_u64(size.data ? size.data : "", UINT64_MAX, &sz) < 0)
-					sz = 0;
-			}
-			if (sl_buf_failed(&key)) {
-				snprintf(err, errlen, "%s: out of memory", s->desc);
-				rc = -1;
-			} else if (fn(arg, key.data, sz, xml_time(v, n, "LastModified")) < 0) {
-				rc = -1;
-			}
-		}
+		while (rc == 0 && xml_next(&p, end, l->tag, &v, &n))
+			rc = l->item(l, v, n, err, errlen) < 0 ? -1 : 0;
 		if (rc < 0)
 			break;
 		if (!xml_get(&body, "IsTruncated", &trunc) || strcmp(trunc.data, "true") != 0)
 			break;
-		if (!xml_get(&body, "NextContinuationToken", &token)) {
-			snprintf(err, errlen, "%s: ListObjectsV2 %s: a truncated answer without a continuation token",
-				 s->desc, prefix);
+		if (!l->next(l, &body)) {
+			snprintf(err, errlen, "%s: %s %s: a truncated answer without %s", l->s->desc, l->op, prefix,
+				 l->missing);
 			rc = -1;
 			break;
 		}
-		token.len = strlen(token.data);
 	}
 	sl_buf_free(&q);
 	sl_buf_free(&body);
-	sl_buf_free(&token);
-	sl_buf_free(&key);
-	sl_buf_free(&size);
 	sl_buf_free(&trunc);
+	for (int i = 0; i < 2; i++) {
+		sl_buf_free(&l->mark[i]);
+		sl_buf_free(&l->text[i]);
+	}
 	return rc;
+}
+
+/* Appends "name=VALUE" (VALUE encoded), or nothing when mark is empty. */
+static void put_mark(struct sl_buf *q, const char *name, const struct sl_buf *mark)
+{
+	if (!mark->len)
+		return;
+	sl_buf_puts(q, name);
+	sl_s3_encode(q, mark->data, false);
+}
+
+struct object_lister {
+	struct lister l;   /* first: the callbacks' l is one of these */
+	sl_s3_list_fn fn;
+	void *arg;
+};
+
+static void objects_query(struct lister *l, struct sl_buf *q, const char *prefix)
+{
+	put_mark(q, "continuation-token=", &l->mark[0]);
+	if (l->mark[0].len)
+		sl_buf_putc(q, '&');
+	sl_buf_puts(q, "list-type=2&prefix=");
+	sl_s3_encode(q, prefix, false);
+}
+
+static int objects_item(struct lister *l, const char *v, size_t n, char *err, size_t errlen)
+{
+	struct object_lister *o = (struct object_lister *)l;
+	uint64_t sz = 0;
+
+	if (!xml_child(v, n, "Key", &l->text[0])) {
+		if (!sl_buf_failed(&l->text[0]))
+			return 0;
+		snprintf(err, errlen, "%s: out of memory", l->s->desc);
+		return -1;
+	}
+	if (xml_child(v, n, "Size", &l->text[1]) && sl_parse_u64(l->text[1].data, UINT64_MAX, &sz) < 0)
+		sz = 0;
+	return o->fn(o->arg, l->text[0].data, sz, xml_time(v, n, "LastModified"));
+}
+
+static bool objects_next(struct lister *l, const struct sl_buf *body)
+{
+	if (!xml_get(body, "NextContinuationToken", &l->mark[0]))
+		return false;
+	l->mark[0].len = strlen(l->mark[0].data);
+	return true;
+}
+
+int sl_s3_list(struct sl_s3 *s, const char *prefix, sl_s3_list_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct object_lister o = {
+		.l = { .s = s, .op = "ListObjectsV2", .tag = "Contents", .missing = "a continuation token",
+		       .query = objects_query, .item = objects_item, .next = objects_next },
+		.fn = fn,
+		.arg = arg,
+	};
+
+	return list_pages(&o.l, prefix, err, errlen);
 }
 
 int sl_s3_mpu_create(struct sl_s3 *s, const char *key, char **upload_id, char *err, size_t errlen)
@@ -1070,90 +1124,53 @@ int sl_s3_mpu_abort(struct sl_s3 *s, const char *key, const char *upload_id, cha
 	return rc == SL_S3_NOT_FOUND ? 0 : rc;
 }
 
+struct upload_lister {
+	struct lister l;   /* first: the callbacks' l is one of these */
+	sl_s3_upload_fn fn;
+	void *arg;
+};
+
+static void uploads_query(struct lister *l, struct sl_buf *q, const char *prefix)
+{
+	put_mark(q, "key-marker=", &l->mark[0]);
+	if (l->mark[0].len)
+		sl_buf_putc(q, '&');
+	sl_buf_puts(q, "prefix=");
+	sl_s3_encode(q, prefix, false);
+	put_mark(q, "&upload-id-marker=", &l->mark[1]);
+	sl_buf_puts(q, "&uploads=");
+}
+
+static int uploads_item(struct lister *l, const char *v, size_t n, char *err, size_t errlen)
+{
+	struct upload_lister *u = (struct upload_lister *)l;
+
+	if (!xml_child(v, n, "Key", &l->text[0]) || !xml_child(v, n, "UploadId", &l->text[1])) {
+		if (!sl_buf_failed(&l->text[0]) && !sl_buf_failed(&l->text[1]))
+			return 0;
+		snprintf(err, errlen, "%s: out of memory", l->s->desc);
+		return -1;
+	}
+	return u->fn(u->arg, l->text[0].data, l->text[1].data, xml_time(v, n, "Initiated"));
+}
+
+static bool uploads_next(struct lister *l, const struct sl_buf *body)
+{
+	if (!xml_get(body, "NextKeyMarker", &l->mark[0]) || !xml_get(body, "NextUploadIdMarker", &l->mark[1]))
+		return false;
+	l->mark[0].len = strlen(l->mark[0].data);
+	l->mark[1].len = strlen(l->mark[1].data);
+	return true;
+}
+
 int sl_s3_mpu_list(struct sl_s3 *s, const char *prefix, sl_s3_upload_fn fn, void *arg, char *err, size_t errlen)
 {
-	struct sl_buf q, body, key, id, kmark, umark, trunc;
-	int rc = 0;
+	struct upload_lister u = {
+		.l = { .s = s, .op = "ListMultipartUploads", .tag = "Upload", .missing = "markers",
+		       .query = uploads_query, .item = uploads_item, .next = uploads_next },
+		.fn = fn,
+		.arg = arg,
+	};
 
-	sl_buf_init(&q, 0);
-	sl_buf_init(&body, 0);
-	sl_buf_init(&key, 0);
-	sl_buf_init(&id, 0);
-	sl_buf_init(&kmark, 0);
-	sl_buf_init(&umark, 0);
-	sl_buf_init(&trunc, 0);
-	for (;;) {
-		struct req r;
-		const char *p, *end, *v;
-		size_t n;
-
-		sl_buf_reset(&q);
-		if (kmark.len) {
-			sl_buf_puts(&q, "key-marker=");
-			sl_s3_encode(&q, kmark.data, false);
-			sl_buf_putc(&q, '&');
-		}
-		sl_buf_puts(&q, "prefix=");
-		sl_s3_encode(&q, prefix, false);
-		if (umark.len) {
-			sl_buf_puts(&q, "&upload-id-marker=");
-			sl_s3_encode(&q, umark.data, false);
-		}
-		sl_buf_puts(&q, "&uploads=");
-		if (sl_buf_failed(&q)) {
-			snprintf(err, errlen, "%s: out of memory", s->desc);
-			rc = -1;
-			break;
-		}
-		req_init(&r, "ListMultipartUploads", "GET", NULL);
-		r.query = q.data;
-		r.resp = &body;
-		r.resp_cap = MAX_LIST_BODY;
-		if ((rc = request(s, &r, false, err, errlen)) < 0)
-			break;
-		p = body.data ? body.data : "";
-		end = p + body.len;
-		while (rc == 0 && xml_next(&p, end, "Upload", &v, &n)) {
-			const char *cp = v, *kv, *iv;
-			size_t kn, in;
-
-			if (!xml_next(&cp, v + n, "Key", &kv, &kn))
-				continue;
-			cp = v;
-			if (!xml_next(&cp, v + n, "UploadId", &iv, &in))
-				continue;
-			sl_buf_reset(&key);
-			xml_text(&key, kv, kn);
-			sl_buf_append(&key, "", 0);
-			sl_buf_reset(&id);
-			xml_text(&id, iv, in);
-			sl_buf_append(&id, "", 0);
-			if (sl_buf_failed(&key) || sl_buf_failed(&id)) {
-				snprintf(err, errlen, "%s: out of memory", s->desc);
-				rc = -1;
-			} else if (fn(arg, key.data, id.data, xml_time(v, n, "Initiated")) < 0) {
-				rc = -1;
-			}
-		}
-		if (rc < 0)
-			break;
-		if (!xml_get(&body, "IsTruncated", &trunc) || strcmp(trunc.data, "true") != 0)
-			break;
-		if (!xml_get(&body, "NextKeyMarker", &kmark) || !xml_get(&body, "NextUploadIdMarker", &umark)) {
-			snprintf(err, errlen, "%s: ListMultipartUploads %s: a truncated answer without markers",
-				 s->desc, prefix);
-			rc = -1;
-			break;
-		}
-		kmark.len = strlen(kmark.data);
-		umark.len = strlen(umark.data);
-	}
-	sl_buf_free(&q);
-	sl_buf_free(&body);
-	sl_buf_free(&key);
-	sl_buf_free(&id);
-	sl_buf_free(&kmark);
-	sl_buf_free(&umark);
-	sl_buf_free(&trunc);
-	return rc;
+	return list_pages(&u.l, prefix, err, errlen);
 }

@@ -139,7 +139,6 @@ struct pg_src {
 	 * (sl_source_hooks.covered, asked at its first Relation message of the
 	 * run; a 0 LSN: nothing), or NULL before any is asked */
 	uint64_t *covered_until;
-	uint64_t tx_lsn;                /* the open transaction's commit LSN */
 	/* backfill while streaming */
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
@@ -728,72 +727,48 @@ static int pg_start(void *ctx, const struct sl_position *from, char *err, size_t
 	return sl_pg_repl_start(s->repl, sl_pg_stream(s->st)->slot, sl_pg_stream(s->st)->publication, from->w[0], err, errlen);
 }
 
-static const struct sl_table *selected(const struct pg_src *s, uint32_t relid);
-
-/* True when change c of the open transaction is not to be written: its
- * table's snapshot backfill holds it (committed before the snapshot: the
- * stream resumed from an earlier position after a backfill was redone at
- * a newer snapshot, see on_relation_covered), or it was logged under the
- * table's name before a rename that the stream took in at its start
- * (renamed_relation).  Covered by a snapshot, its record would sort below
- * the marker before the snapshot's rows, which clears it; written, it
- * would also be the row that later changes of the batch take unchanged
- * TOAST values from, though the snapshot's row of the key is newer. */
-static bool change_covered(const struct pg_src *s, const struct sl_change *c)
-{
-	if (c->table && !selected(s, c->table->relid))
-		return true;   /* a table dropped since (dropped_relation) */
-	for (int i = 0; c->table && i < s->ntables; i++) {
-		const struct sl_table *k = s->tables[i];
-		if (k->relid != c->table->relid)
-			continue;
-		if (strcmp(k->ns, c->table->ns) || strcmp(k->name, c->table->name))
-			return true;   /* logged before a rename (renamed_relation) */
-		return s->covered_until && s->tx_lsn < s->covered_until[i];
-	}
-	return false;
-}
-
 /* Hands out the next change of the decoded message held in s->rev, if any. */
 static bool pending_change(struct pg_src *s, struct sl_event *ev)
 {
 	struct sl_pgo_event *pe = &s->rev.pgo;
 
 	if (s->truncating) {
-		while (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
-			if (change_covered(s, &ev->change))
-				continue;
+		if (sl_pgoutput_truncate_next(sl_pg_repl_decoder(s->repl), &ev->change) == 1) {
 			ev->kind = SL_EV_CHANGE;
 			return true;
 		}
 		s->truncating = false;
 		return false;
 	}
-	while (s->next_change < pe->nchanges) {
+	if (s->next_change < pe->nchanges) {
 		ev->change = pe->changes[s->next_change++];
-		if (change_covered(s, &ev->change))
-			continue;
 		ev->kind = SL_EV_CHANGE;
 		return true;
 	}
 	return false;
 }
 
-/* At a Relation message of a followed table, its first in the run: asks
- * the agent how far its backfill holds its changes (sl_source_hooks.covered).
+/* At a Relation message of a followed table: the decoder drops its
+ * changes that its backfill holds (sl_pgoutput_drop_below), asking the
+ * agent how far that is at its first in the run (sl_source_hooks.covered).
  * A snapshot backfill at P holds every change committed before P; the
  * stream reads them again when it resumes from a position before P (a
  * backfill redone after a crash takes a new snapshot, while the slot stays
- * where the interrupted one began), and change_covered skips them. */
+ * where the interrupted one began).  Covered by a snapshot, a change's
+ * record would sort below the marker before the snapshot's rows, which
+ * clears it; written, it would also be the row that later changes of the
+ * batch take unchanged TOAST values from, though the snapshot's row of the
+ * key is newer. */
 static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
 {
-	struct sl_position until;
 	int i, rc;
 
 	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
 		;
-	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered)
+	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered) {
+		sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), relid, 0);
 		return SL_OK;
+	}
 	if (!s->covered_until) {
 		if (!(s->covered_until = calloc((size_t)s->ntables, sizeof *s->covered_until))) {
 			snprintf(err, errlen, "out of memory");
@@ -802,12 +777,15 @@ static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size
 		for (int k = 0; k < s->ntables; k++)
 			s->covered_until[k] = UINT64_MAX;   /* not asked yet */
 	}
-	if (s->covered_until[i] != UINT64_MAX)
-		return SL_OK;
-	rc = s->st->hooks->covered(s->st->hooks->payload, s->tables[i]->ns, s->tables[i]->name, &until, err, errlen);
-	if (rc < 0)
-		return rc;
-	s->covered_until[i] = rc == SL_COVER_UNTIL ? until.w[0] : 0;
+	if (s->covered_until[i] == UINT64_MAX) {
+		struct sl_position until;
+		rc = s->st->hooks->covered(s->st->hooks->payload, s->tables[i]->ns, s->tables[i]->name, &until,
+					   err, errlen);
+		if (rc < 0)
+			return rc;
+		s->covered_until[i] = rc == SL_COVER_UNTIL ? until.w[0] : 0;
+	}
+	sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), relid, s->covered_until[i]);
 	return SL_OK;
 }
 
@@ -935,9 +913,8 @@ static int columns_check(struct pg_src *s, uint32_t relid, struct sl_table *t, c
  * made when the stream started (the stream resumed from a position before
  * the rename): the table was taken in under its new name then, as a new
  * table to backfill (agent/stream.c), and its changes logged before the
- * rename are skipped by change_covered (the backfill's chunks, read after
- * the rename, hold their effect); restarting would meet the same message
- * again, forever. */
+ * rename are dropped (the backfill's chunks, read after the rename, hold
+ * their effect); restarting would meet the same message again, forever. */
 static int renamed_relation(struct pg_src *s, const struct sl_table *known, const struct sl_table *t, char *err,
 			    size_t errlen)
 {
@@ -948,8 +925,9 @@ static int renamed_relation(struct pg_src *s, const struct sl_table *known, cons
 			 s->st->name, known->ns, known->name, t->ns, t->name);
 	if (rc != SL_OK)
 		return rc;
-	/* Decoded all the same (change_covered drops them): a change keeps the
-	 * sequence number it had when a run before the crash wrote them. */
+	/* Decoded all the same, then dropped: a change keeps the sequence
+	 * number it had when a run before the crash wrote them. */
+	sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), t->relid, UINT64_MAX);
 	sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" logged before it was renamed from \"%s\".\"%s\": "
 		"its backfill as a new table reads its rows", s->st->name, known->ns, known->name, t->ns, t->name);
 	return 1;
@@ -960,7 +938,7 @@ static int renamed_relation(struct pg_src *s, const struct sl_table *known, cons
  * unread, 1 when the table is gone from the catalog (dropped since: the
  * stream resumed from a position before the drop).  Such a table was
  * followed by the runs before the drop, so its changes are decoded all the
- * same and then dropped (change_covered): each change of the transaction
+ * same and then dropped (sl_pgoutput_drop_below): each change of the transaction
  * keeps the sequence number, CSN and uuid that a run before a crash wrote
  * it with (left unread, the next changes took their numbers). */
 static int dropped_relation(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
@@ -979,9 +957,11 @@ static int dropped_relation(struct pg_src *s, const struct sl_table *t, char *er
 		goto out;
 	}
 	rc = PQntuples(res) == 0;
-	if (rc == 1)
+	if (rc == 1) {
+		sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), t->relid, UINT64_MAX);
 		sl_info("stream \"%s\": skipping the changes of \"%s\".\"%s\" (OID %u), a table dropped since they "
 			"were logged", s->st->name, t->ns, t->name, t->relid);
+	}
 out:
 	PQclear(res);
 	return rc;
@@ -1089,7 +1069,6 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		}
 		switch (pe->kind) {
 		case SL_PGO_BEGIN:
-			s->tx_lsn = pe->final_lsn;
 			ev->kind = SL_EV_BEGIN;
 			ev->pos = lsn_pos(pe->final_lsn);
 			ev->ts_us = pe->commit_ts_us;

@@ -36,6 +36,7 @@ struct relentry {
 	uint32_t relid;
 	struct sl_table *table;
 	bool ignored;            /* the caller does not follow it (sl_pgoutput_ignore) */
+	uint64_t drop_below;     /* its changes committed below it are dropped (sl_pgoutput_drop_below) */
 };
 
 struct sl_pgoutput {
@@ -76,49 +77,42 @@ static void rd_fail(struct reader *r, const char *what)
 	r->bad = true;
 }
 
+/* The next n bytes of r (consumed; writable, as the message is), or NULL
+ * once r is bad or short. */
+static unsigned char *rd_take(struct reader *r, size_t n, const char *what)
+{
+	unsigned char *p = r->p;
+
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		rd_fail(r, what);
+		return NULL;
+	}
+	r->p += n;
+	return p;
+}
+
 static uint8_t rd_u8(struct reader *r, const char *what)
 {
-	if (r->bad || r->end - r->p < 1) {
-		rd_fail(r, what);
-		return 0;
-	}
-	return *r->p++;
+	const unsigned char *p = rd_take(r, 1, what);
+	return p ? *p : 0;
 }
 
 static uint16_t rd_u16(struct reader *r, const char *what)
 {
-	uint16_t v;
-	if (r->bad || r->end - r->p < 2) {
-		rd_fail(r, what);
-		return 0;
-	}
-	v = sl_get_u16(r->p);
-	r->p += 2;
-	return v;
+	const unsigned char *p = rd_take(r, 2, what);
+	return p ? sl_get_u16(p) : 0;
 }
 
 static uint32_t rd_u32(struct reader *r, const char *what)
 {
-	uint32_t v;
-	if (r->bad || r->end - r->p < 4) {
-		rd_fail(r, what);
-		return 0;
-	}
-	v = sl_get_u32(r->p);
-	r->p += 4;
-	return v;
+	const unsigned char *p = rd_take(r, 4, what);
+	return p ? sl_get_u32(p) : 0;
 }
 
 static uint64_t rd_u64(struct reader *r, const char *what)
 {
-	uint64_t v;
-	if (r->bad || r->end - r->p < 8) {
-		rd_fail(r, what);
-		return 0;
-	}
-	v = sl_get_u64(r->p);
-	r->p += 8;
-	return v;
+	const unsigned char *p = rd_take(r, 8, what);
+	return p ? sl_get_u64(p) : 0;
 }
 
 static const char *rd_str(struct reader *r, const char *what)
@@ -289,6 +283,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 		ev->retired = e->table;
 		e->table = t;
 		e->ignored = false;   /* a new version: the caller decides again */
+		e->drop_below = 0;
 		ev->schema_changed = true;
 	} else {
 		if (d->nrels == d->arels) {
@@ -299,9 +294,7 @@ static int decode_relation(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 			d->rels = nr;
 			d->arels = na;
 		}
-		d->rels[d->nrels].relid = relid;
-		d->rels[d->nrels].table = t;
-		d->rels[d->nrels].ignored = false;
+		d->rels[d->nrels] = (struct relentry){ .relid = relid, .table = t, .ignored = false, .drop_below = 0 };
 		d->nrels++;
 		ev->schema_changed = false;
 	}
@@ -349,14 +342,10 @@ static int read_tuple(struct reader *r, const struct sl_table *t, struct sl_text
 			break;
 		case 't':
 			len = rd_u32(r, "column value length");
-			if (r->bad || (size_t)(r->end - r->p) < len) {
-				rd_fail(r, "column value");
+			if (!(vals[i].p = (char *)rd_take(r, len, "column value")))
 				return -1;
-			}
 			vals[i].kind = SL_TV_TEXT;
-			vals[i].p = (char *)r->p;
 			vals[i].len = len;
-			r->p += len;
 			break;
 		case 'b':
 			snprintf(r->err, r->errlen,
@@ -378,6 +367,14 @@ void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid)
 
 	if (e)
 		e->ignored = true;
+}
+
+void sl_pgoutput_drop_below(struct sl_pgoutput *d, uint32_t relid, uint64_t lsn)
+{
+	struct relentry *e = find_rel(d, relid);
+
+	if (e)
+		e->drop_below = lsn;
 }
 
 void sl_pgoutput_set_src_columns(struct sl_pgoutput *d, uint32_t relid, char *text)
@@ -412,28 +409,54 @@ uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d)
 	return d->ignored_changes;
 }
 
-/* True (and counted) when relid's change is to be skipped unread. */
-static bool skip_change(struct sl_pgoutput *d, uint32_t relid)
+/* e, relation relid's entry (NULL if unknown), when a change of it may
+ * come here; else NULL with a message in r->err. */
+static struct relentry *rel_for_change(const struct sl_pgoutput *d, struct reader *r, uint32_t relid,
+				       struct relentry *e)
 {
-	struct relentry *e = find_rel(d, relid);
-
-	if (!e || !e->ignored)
-		return false;
-	d->ignored_changes++;
-	return true;
-}
-
-static const struct sl_table *rel_for_change(struct sl_pgoutput *d, struct reader *r, uint32_t relid)
-{
-	struct relentry *e = find_rel(d, relid);
-
 	if (!e && !r->bad)
 		snprintf(r->err, r->errlen, "change for relation %" PRIu32 " that no relation message described", relid);
 	if (e && !d->in_tx && !r->bad) {
 		snprintf(r->err, r->errlen, "change outside a transaction for \"%s\".\"%s\"", e->table->ns, e->table->name);
 		return NULL;
 	}
-	return e ? e->table : NULL;
+	return e;
+}
+
+/* The relation of a change message, its id read from r: 0 with *out its
+ * entry; 1 with ev->kind SL_PGO_NONE when the caller ignores it
+ * (sl_pgoutput_ignore: skipped unread, counted); -1 with a message in
+ * r->err (unknown, or outside a transaction). */
+static int change_rel(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_event *ev, struct relentry **out)
+{
+	uint32_t relid = rd_u32(r, "relation id");
+	struct relentry *e;
+
+	if (r->bad)
+		return -1;
+	e = find_rel(d, relid);
+	if (e && e->ignored) {
+		d->ignored_changes++;
+		ev->kind = SL_PGO_NONE;
+		return 1;
+	}
+	if (!(*out = rel_for_change(d, r, relid, e)))
+		return -1;
+	return 0;
+}
+
+/* Ends a change message of relation e, its changes filled: SL_PGO_CHANGE,
+ * or SL_PGO_NONE when the caller drops e's changes of this transaction
+ * (sl_pgoutput_drop_below), which took their sequence numbers all the same. */
+static int change_done(const struct sl_pgoutput *d, const struct relentry *e, struct sl_pgo_event *ev)
+{
+	if (d->final_lsn < e->drop_below) {
+		ev->kind = SL_PGO_NONE;
+		ev->nchanges = 0;
+		return 0;
+	}
+	ev->kind = SL_PGO_CHANGE;
+	return 0;
 }
 
 static void fill_change(struct sl_pgoutput *d, struct sl_change *c, const struct sl_table *t,
@@ -476,23 +499,42 @@ static int read_typed_tuple(struct sl_pgoutput *d, struct reader *r, const struc
 	return SL_PGO_EVALUE;
 }
 
+/* An insert ('I': a new row) or delete message ('D': the old row or its
+ * key), after its type byte. */
+static int decode_row(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_event *ev, bool insert)
+{
+	struct relentry *e;
+	struct sl_value *vals = insert ? d->vnew : d->vold;
+	uint8_t k;
+	int rc = change_rel(d, r, ev, &e);
+
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	k = rd_u8(r, "tuple marker");
+	if (insert ? k != 'N' : k != 'K' && k != 'O') {
+		if (!r->bad)
+			snprintf(r->err, r->errlen, "malformed pgoutput %s: expected %s", insert ? "insert" : "delete",
+				 insert ? "'N'" : "'K' or 'O'");
+		return -1;
+	}
+	if ((rc = read_typed_tuple(d, r, e->table, insert ? d->tnew : d->told, vals, insert ? &d->snew : &d->sold)) < 0)
+		return rc;
+	fill_change(d, &ev->changes[ev->nchanges++], e->table, insert ? SL_OP_INSERT : SL_OP_DELETE, vals);
+	return change_done(d, e, ev);
+}
+
 /* An update message ('U'), after its type byte. */
 static int decode_update(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_event *ev)
 {
 	const struct sl_table *t;
-	uint32_t relid;
+	struct relentry *e;
 	uint8_t k;
-	int rc;
+	int rc = change_rel(d, r, ev, &e);
 	bool have_old = false, old_full = false, key_changed = false;
 
-	relid = rd_u32(r, "relation id");
-	if (!r->bad && skip_change(d, relid)) {
-		ev->kind = SL_PGO_NONE;
-		return 0;
-	}
-	t = rel_for_change(d, r, relid);
-	if (!t)
-		return -1;
+	if (rc != 0)
+		return rc < 0 ? -1 : 0;
+	t = e->table;
 	k = rd_u8(r, "tuple marker");
 	if (k == 'K' || k == 'O') {
 		if ((rc = read_typed_tuple(d, r, t, d->told, d->vold, &d->sold)) < 0)
@@ -529,11 +571,10 @@ static int decode_update(struct sl_pgoutput *d, struct reader *r, struct sl_pgo_
 	 * append-only reader can tell which of identical rows changed. */
 	if (have_old && !sl_table_has_key(t))
 		key_changed = true;
-	ev->kind = SL_PGO_CHANGE;
 	if (key_changed)
 		fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_DELETE, d->vold);
 	fill_change(d, &ev->changes[ev->nchanges++], t, SL_OP_UPDATE_INSERT, d->vnew);
-	return 0;
+	return change_done(d, e, ev);
 }
 
 /* A truncate message ('T'), after its type byte. */
@@ -559,7 +600,7 @@ static int decode_truncate(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		d->trunc_relids[i] = rd_u32(r, "truncate relation id");
-		if (!rel_for_change(d, r, d->trunc_relids[i]))
+		if (!rel_for_change(d, r, d->trunc_relids[i], find_rel(d, d->trunc_relids[i])))
 			return -1;
 	}
 	d->ntrunc = n;
@@ -572,11 +613,8 @@ static int decode_truncate(struct sl_pgoutput *d, struct reader *r, struct sl_pg
 int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		       struct sl_pgo_event *ev, char *err, size_t errlen)
 {
-	int rc;
 	struct reader r = { msg, msg + len, err, errlen, false };
-	const struct sl_table *t;
-	uint8_t type, k;
-	uint32_t relid;
+	uint8_t type;
 
 	memset(ev, 0, offsetof(struct sl_pgo_event, changes));
 	ev->nchanges = 0;
@@ -623,48 +661,11 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 	case 'R':
 		return decode_relation(d, &r, ev);
 	case 'I':
-		relid = rd_u32(&r, "relation id");
-		if (!r.bad && skip_change(d, relid)) {
-			ev->kind = SL_PGO_NONE;
-			return 0;
-		}
-		t = rel_for_change(d, &r, relid);
-		if (!t)
-			return -1;
-		if (rd_u8(&r, "tuple marker") != 'N') {
-			if (!r.bad)
-				snprintf(err, errlen, "malformed pgoutput insert: expected 'N'");
-			return -1;
-		}
-		if ((rc = read_typed_tuple(d, &r, t, d->tnew, d->vnew, &d->snew)) < 0)
-			return rc;
-		ev->kind = SL_PGO_CHANGE;
-		ev->nchanges = 1;
-		fill_change(d, &ev->changes[0], t, SL_OP_INSERT, d->vnew);
-		return 0;
+		return decode_row(d, &r, ev, true);
 	case 'U':
 		return decode_update(d, &r, ev);
 	case 'D':
-		relid = rd_u32(&r, "relation id");
-		if (!r.bad && skip_change(d, relid)) {
-			ev->kind = SL_PGO_NONE;
-			return 0;
-		}
-		t = rel_for_change(d, &r, relid);
-		if (!t)
-			return -1;
-		k = rd_u8(&r, "tuple marker");
-		if (k != 'K' && k != 'O') {
-			if (!r.bad)
-				snprintf(err, errlen, "malformed pgoutput delete: expected 'K' or 'O'");
-			return -1;
-		}
-		if ((rc = read_typed_tuple(d, &r, t, d->told, d->vold, &d->sold)) < 0)
-			return rc;
-		ev->kind = SL_PGO_CHANGE;
-		ev->nchanges = 1;
-		fill_change(d, &ev->changes[0], t, SL_OP_DELETE, d->vold);
-		return 0;
+		return decode_row(d, &r, ev, false);
 	case 'T':
 		return decode_truncate(d, &r, ev);
 	case 'M': {
@@ -673,11 +674,8 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		ev->message_lsn = rd_u64(&r, "message LSN");
 		ev->prefix = rd_str(&r, "message prefix");
 		clen = rd_u32(&r, "message length");
-		if (r.bad || (size_t)(r.end - r.p) < clen) {
-			rd_fail(&r, "message content");
+		if (!(ev->content = (const char *)rd_take(&r, clen, "message content")))
 			return -1;
-		}
-		ev->content = (const char *)r.p;
 		ev->content_len = clen;
 		ev->transactional = flags & 1;
 		ev->kind = SL_PGO_MESSAGE;
@@ -699,6 +697,8 @@ int sl_pgoutput_truncate_next(struct sl_pgoutput *d, struct sl_change *out)
 		if (!e || e->ignored)
 			continue;
 		fill_change(d, out, e->table, SL_OP_TRUNCATE, NULL);
+		if (d->final_lsn < e->drop_below)
+			continue;   /* dropped, its sequence number taken */
 		return 1;
 	}
 	d->ntrunc = d->itrunc = 0;

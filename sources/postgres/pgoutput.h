@@ -104,6 +104,14 @@ void sl_pgoutput_set_src_flags(struct sl_pgoutput *d, uint32_t relid, unsigned f
 void sl_pgoutput_ignore(struct sl_pgoutput *d, uint32_t relid);
 /* Changes skipped so far. */
 uint64_t sl_pgoutput_ignored(const struct sl_pgoutput *d);
+/* Marks relation relid (already described): its changes in transactions
+ * that commit below lsn (UINT64_MAX: every one; 0: none) are decoded all
+ * the same, each taking its sequence number in the transaction, and then
+ * dropped (SL_PGO_NONE; left out of TRUNCATE events), until a Relation
+ * message describes it anew (another name or other columns), which the
+ * caller decides on again.  Decided once per Relation message, checked per
+ * change by one comparison with the transaction's commit LSN. */
+void sl_pgoutput_drop_below(struct sl_pgoutput *d, uint32_t relid, uint64_t lsn);
 /* The current version of relation relid (the decoder's: the one its last
  * Relation event gave), for the source to complete from the catalog (its
  * columns' missing values); NULL when relid is unknown. */

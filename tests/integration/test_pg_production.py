@@ -392,6 +392,29 @@ class TableIdentityTest(PgTestCase):
             self.assertTableMatches(recs, "public", t, ["id"])
         self.assertEqual(pg.sql("SELECT count(*) FROM mv_old WHERE v = 'after the start'"), [(2,)])
 
+    def test_dropped_between_runs_after_changes(self):
+        """The table changes after the stream's checkpoint, then is dropped
+        and created again under its name, all while sluice is stopped.  The
+        next run resumes before the drop, so the log has the dropped
+        table's changes under a name the stream selects and an OID it does
+        not know: they are skipped, none written under the name, and the
+        new table is backfilled."""
+        pg = self.pg
+        pg.execute("CREATE TABLE dbr (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO dbr SELECT g, 'old' FROM generate_series(1, 5) g")
+        s = self.sluice(stream="dbr", tables="public.dbr")
+        self.catch_up(s)
+        pg.execute("UPDATE dbr SET v = 'before the drop' WHERE id <= 2")
+        pg.execute("INSERT INTO dbr VALUES (6, 'before the drop')")
+        pg.execute("DROP TABLE dbr")
+        pg.execute("CREATE TABLE dbr (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO dbr SELECT g, 'new' FROM generate_series(100, 102) g")
+        r = self.catch_up(s)
+        self.assertIn('skipping the changes of "public"."dbr" (OID', r.stderr)
+        recs = records_for(self.read(s), "public", "dbr")
+        self.assertEqual([r["payload"] for r in recs if r["payload"] and r["payload"]["v"] == "before the drop"], [])
+        self.assertTableMatches(recs, "public", "dbr", ["id"])
+
     def test_created_again_between_runs(self):
         """The stream stops right after its initial backfill, so its
         position is still the snapshot's, the CSN of the table's rows; the

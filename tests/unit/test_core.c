@@ -311,6 +311,99 @@ static void test_pgoutput_schema_change(void **state)
 	sl_pgoutput_free(d);
 }
 
+static void begin_tx(struct sl_pgoutput *d, struct sl_buf *b, uint64_t final_lsn)
+{
+	struct sl_pgo_event ev;
+
+	sl_buf_reset(b);
+	w8(b, 'B'); w64(b, final_lsn); w64(b, 1000000); w32(b, 9);
+	assert_int_equal(decode(d, b, &ev), 0);
+}
+
+/* Decodes a change message of b and checks its kind, and the sequence
+ * number of its last change when it is kept (seq not 0). */
+static void change_seq(struct sl_pgoutput *d, struct sl_buf *b, enum sl_pgo_kind kind, uint32_t seq)
+{
+	struct sl_pgo_event ev;
+
+	assert_int_equal(decode(d, b, &ev), 0);
+	assert_int_equal(ev.kind, kind);
+	if (kind == SL_PGO_CHANGE)
+		assert_int_equal(ev.changes[ev.nchanges - 1].seq, seq);
+	else
+		assert_int_equal(ev.nchanges, 0);
+}
+
+/* sl_pgoutput_drop_below: the marked relation's changes of transactions
+ * committed below the mark are decoded (each takes its sequence number, so
+ * that the changes kept keep theirs) and dropped, TRUNCATE included; at
+ * or above it they are kept; the mark lasts while the version does, and a
+ * Relation message under another name starts a version without it. */
+static void test_pgoutput_drop_below(void **state)
+{
+	struct sl_pgoutput *d = sl_pgoutput_new(NULL, NULL);
+	struct sl_pgo_event ev;
+	struct sl_change c;
+	struct sl_buf b;
+	const char *row[] = { "1", "1.00", "x" };
+	const char *key[] = { "1", NULL, NULL };
+	const char *row2[] = { "2", "1.00", "x" };
+	(void)state;
+
+	sl_buf_init(&b, 0);
+	build_relation(&b, 10, "public", "t");
+	assert_int_equal(decode(d, &b, &ev), 0);
+	build_relation(&b, 11, "public", "u");
+	assert_int_equal(decode(d, &b, &ev), 0);
+	sl_pgoutput_drop_below(d, 10, 0x2000);
+
+	begin_tx(d, &b, 0x1FFF);
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 10); w8(&b, 'N'); wtuple(&b, 3, row);
+	change_seq(d, &b, SL_PGO_NONE, 0);                            /* seq 1, dropped */
+	b.data[4] = 11;                                               /* the same insert into u */
+	change_seq(d, &b, SL_PGO_CHANGE, 2);
+	sl_buf_reset(&b);
+	w8(&b, 'U'); w32(&b, 10); w8(&b, 'K'); wtuple(&b, 3, key); w8(&b, 'N'); wtuple(&b, 3, row2);
+	change_seq(d, &b, SL_PGO_NONE, 0);                            /* seqs 3 and 4 */
+	sl_buf_reset(&b);
+	w8(&b, 'D'); w32(&b, 10); w8(&b, 'K'); wtuple(&b, 3, key);
+	change_seq(d, &b, SL_PGO_NONE, 0);                            /* seq 5 */
+	b.data[4] = 11;
+	change_seq(d, &b, SL_PGO_CHANGE, 6);
+	sl_buf_reset(&b);
+	w8(&b, 'T'); w32(&b, 2); w8(&b, 0); w32(&b, 10); w32(&b, 11);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(sl_pgoutput_truncate_next(d, &c), 1);       /* t's took seq 7 */
+	assert_true(c.table == sl_pgoutput_table(d, 11));
+	assert_int_equal(c.seq, 8);
+	assert_int_equal(sl_pgoutput_truncate_next(d, &c), 0);
+
+	begin_tx(d, &b, 0x2000);   /* committed at the mark: kept */
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 10); w8(&b, 'N'); wtuple(&b, 3, row);
+	change_seq(d, &b, SL_PGO_CHANGE, 1);
+
+	/* Every change; kept by a Relation message of the same version... */
+	sl_pgoutput_drop_below(d, 10, UINT64_MAX);
+	build_relation(&b, 10, "public", "t");
+	assert_int_equal(decode(d, &b, &ev), 0);
+	begin_tx(d, &b, 0x9000);
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 10); w8(&b, 'N'); wtuple(&b, 3, row);
+	change_seq(d, &b, SL_PGO_NONE, 0);
+	/* ...not by one of another name (a new version, decided on again) */
+	build_relation(&b, 10, "public", "t2");
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_true(ev.schema_changed);
+	sl_table_free(ev.retired);
+	sl_buf_reset(&b);
+	w8(&b, 'I'); w32(&b, 10); w8(&b, 'N'); wtuple(&b, 3, row);
+	change_seq(d, &b, SL_PGO_CHANGE, 2);
+	sl_buf_free(&b);
+	sl_pgoutput_free(d);
+}
+
 /* A value whose text does not convert is SL_PGO_EVALUE (not retried),
  * with a message naming the table, the commit LSN, the column and the
  * value. */
@@ -1163,6 +1256,7 @@ int main(void)
 		cmocka_unit_test(test_pgoutput_transaction),
 		cmocka_unit_test(test_pgoutput_typed),
 		cmocka_unit_test(test_pgoutput_schema_change),
+		cmocka_unit_test(test_pgoutput_drop_below),
 		cmocka_unit_test(test_pgoutput_bad_value),
 		cmocka_unit_test(test_pgoutput_malformed),
 		cmocka_unit_test(test_pgoutput_mutations),
