@@ -466,12 +466,28 @@ static int write_change(struct sl_pipe *p, struct sl_change *c)
 	return rc < 0 ? sink_status(rc) : SL_OK;
 }
 
-/* Writes a TRUNCATE marker of t at CSN (csn_pos, 0) (see doc/output.md,
- * "Where a marker sorts").  kind (NULL for a re-backfill's) goes into the
- * uuid, so that a dropped table's marker and a later re-backfill's at the
- * same CSN are two records. */
-static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *pos, uint64_t csn_pos,
-			int64_t source_ts_us, const char *kind)
+/* The source_timestamp of a marker of entry e at CSN (csn_pos, 0): the one
+ * of e's last marker when it had this CSN (the same marker written again,
+ * after a crash before its checkpoint), else ts_us, recorded in e.  True
+ * when e changed: the caller saves the checkpoint before the marker can
+ * be durable, so that a replay finds it (doc/output.md, "Where a marker
+ * sorts": a marker is the same record each time it is written). */
+static bool marker_intent(struct sl_ckpt_table *e, uint64_t csn_pos, int64_t ts_us)
+{
+	if (e->marker_csn == csn_pos)
+		return false;
+	e->marker_csn = csn_pos;
+	e->marker_ts_us = ts_us;
+	return true;
+}
+
+/* Writes a TRUNCATE marker of t (checkpoint entry e) at CSN (e's
+ * marker_csn, 0), with e's marker_ts_us (see marker_intent) (see
+ * doc/output.md, "Where a marker sorts").  kind (NULL for a
+ * re-backfill's) goes into the uuid, so that a dropped table's marker and
+ * a later re-backfill's at the same CSN are two records. */
+static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_ckpt_table *e,
+			const struct sl_position *pos, const char *kind)
 {
 	struct sl_change c;
 
@@ -480,8 +496,8 @@ static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struc
 	c.op = SL_OP_TRUNCATE;
 	c.read_method = p->pc.desc->read_method_backfill;
 	c.pos = pos;
-	sl_change_set_csn(&c, csn_pos, 0);
-	c.source_ts_us = source_ts_us;
+	sl_change_set_csn(&c, e->marker_csn, 0);
+	c.source_ts_us = e->marker_ts_us;
 	c.read_ts_us = sl_now_us();
 	sl_change_set_uuid(&c, p->pc.stream, kind, kind ? strlen(kind) : 0);
 	return write_change(p, &c);
@@ -513,12 +529,13 @@ static bool same_position(struct sl_pipe *p, const struct sl_position *old, cons
 }
 
 /* Marks entry e running at snapshot pos for a new backfill of t (the
- * caller saves the checkpoint).  The output of an interrupted run of it is
- * discarded from the sink first, and so is a finished one's when the
+ * caller saves the checkpoint), with marker the marker's at (P - 1, 0) and
+ * source time ts_us (marker_intent).  The output of an interrupted run of
+ * it is discarded from the sink first, and so is a finished one's when the
  * source wrote nothing since (with marker): its rows, at this snapshot's
- * CSN, would sort above the new marker at (P - 1, 0). */
+ * CSN, would sort above the new marker. */
 static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_table *t,
-		    const struct sl_position *pos, bool marker)
+		    const struct sl_position *pos, bool marker, int64_t ts_us)
 {
 	int rc;
 
@@ -540,6 +557,8 @@ static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_
 	sl_ckpt_set_resume(e, NULL);
 	free(e->pend.key);
 	memset(&e->pend, 0, sizeof e->pend);
+	if (marker)
+		marker_intent(e, p->pc.desc->pos_csn(pos) - 1, ts_us);
 	return SL_OK;
 }
 
@@ -595,7 +614,8 @@ static int bf_start(struct sl_pipe *p, struct qev *ev)
 		bf_begin(p, ev, e->rows, false);
 		return SL_OK;
 	}
-	if (!claimed(p, ev->n) && ((rc = bf_claim(p, e, ev->table, pos, marker)) < 0 || (rc = save_ckpt(p)) < 0))
+	if (!claimed(p, ev->n) &&
+	    ((rc = bf_claim(p, e, ev->table, pos, marker, ev->ts_us)) < 0 || (rc = save_ckpt(p)) < 0))
 		return rc;
 	bf_begin(p, ev, 0, true);
 	if (!marker)
@@ -604,8 +624,9 @@ static int bf_start(struct sl_pipe *p, struct qev *ev)
 	 * (P - 1, 0), after every change the snapshot at P holds and before
 	 * its rows, so a reader that applies records in CSN order replaces
 	 * the table's state with the snapshot (rows deleted while no change
-	 * was followed, after a lost slot, go too). */
-	return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts, NULL);
+	 * was followed, after a lost slot, go too).  bf_claim recorded it
+	 * in the checkpoint saved above. */
+	return write_marker(p, ev->table, e, &p->w_bf_pos, NULL);
 }
 
 /* BF_GROUP: the snapshot backfills of a group of tables follow, one after
@@ -632,7 +653,7 @@ static int bf_group(struct sl_pipe *p, struct qev *ev)
 	for (int i = 0; i < ev->n; i++) {
 		struct bf_member mb;
 		memcpy(&mb, members + (size_t)i * sizeof mb, sizeof mb);
-		if ((rc = bf_claim(p, &ck->tables[mb.idx], mb.table, pos, ev->flag & 1)) < 0)
+		if ((rc = bf_claim(p, &ck->tables[mb.idx], mb.table, pos, ev->flag & 1, ev->ts_us)) < 0)
 			return rc;
 		p->w_claimed[mb.idx] = true;
 	}
@@ -867,6 +888,17 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 	struct sl_ops_table *m;
 	int rc;
 
+	/* The marker's CSN and time, durable before it can be: what is
+	 * written so far is flushed first, so that the checkpoint saved holds
+	 * nothing ahead of the sink, and nothing of this job yet (a job that
+	 * counts as started never lacks its marker). */
+	if (marker && e->marker_csn != p->pc.desc->pos_csn(pos) + 1) {
+		if ((rc = do_flush(p)) < 0)
+			return rc;
+		marker_intent(e, p->pc.desc->pos_csn(pos) + 1, ev->ts_us);
+		if ((rc = save_ckpt(p)) < 0)
+			return rc;
+	}
 	/* A snapshot backfill interrupted before any of it was durable:
 	 * remove what it wrote, as a redo would. */
 	if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
@@ -900,11 +932,13 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 		free(e->columns);
 		e->columns = cols;
 	}
-	/* The re-backfill marker, just after the stream's position P:
-	 * CSN (P + 1, 0) sorts after every record written so far (changes
-	 * before P, backfill rows at P or before) and before every chunk
-	 * (read at later positions). */
-	if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us, NULL)) < 0)
+	/* The re-backfill marker, just after position P (the stream's, or
+	 * the source's when the run started, whichever is later: see
+	 * sl_pipe_job_start): CSN (P + 1, 0) sorts after every record written
+	 * so far, by this run or an earlier one (changes before P, backfill
+	 * rows at P or before) and before every chunk (read at later
+	 * positions). */
+	if (marker && (rc = write_marker(p, ev->table, e, pos, NULL)) < 0)
 		return rc;
 	/* Durable before the job counts as started: a request is
 	 * forgotten only then, and a resumed job never lacks its marker. */
@@ -915,15 +949,18 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 
 /* A table dropped (Q_DROP): its marker just after the source's position
  * (P + 1, 0), above every record the table had, its snapshot's rows at P
- * included; durable before the table counts as dropped. */
+ * included; its time recorded first (pushed before the stream starts, when
+ * the checkpoint holds nothing ahead of the sink); durable before the
+ * table counts as dropped. */
 static int handle_drop(struct sl_pipe *p, const struct qev *ev)
 {
 	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
 	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 	int rc;
 
-	if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us(), "dropped")) < 0 ||
-	    (rc = do_flush(p)) < 0)
+	if (marker_intent(e, p->pc.desc->pos_csn(pos) + 1, sl_now_us()) && (rc = save_ckpt(p)) < 0)
+		return rc;
+	if ((rc = write_marker(p, ev->table, e, pos, "dropped")) < 0 || (rc = do_flush(p)) < 0)
 		return rc;
 	e->state = SL_BF_DROPPED;
 	return save_ckpt(p);
@@ -1555,13 +1592,19 @@ int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, cons
 	return SL_OK;
 }
 
-bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out)
+bool sl_pipe_marker_position(struct sl_pipe *p, struct sl_position *out)
 {
-	if (p->r_has_pushed) {
+	bool has = true;
+
+	if (p->r_has_pushed)
 		*out = p->r_pushed;
-		return true;
+	else
+		has = sl_pipe_durable(p, out, NULL);
+	if (p->pc.has_floor && (!has || pos_cmp(p, out, &p->pc.floor) < 0)) {
+		*out = p->pc.floor;
+		has = true;
 	}
-	return sl_pipe_durable(p, out, NULL);
+	return has;
 }
 
 bool sl_pipe_in_tx(const struct sl_pipe *p)

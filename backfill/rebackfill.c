@@ -284,9 +284,10 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 			"(%" PRIu64 " rows, %" PRIu64 " chunks durable)", rb->c.stream, entry_name(rb, idx), rows, chunks);
 		return SL_OK;
 	}
-	/* The marker, just after the reader's position: after every record
-	 * pushed so far, before every chunk to come. */
-	if (!sl_pipe_reader_position(rb->c.pipe, &pos)) {
+	/* The marker, just after the reader's position (or the source's when
+	 * the run started): after every record written so far, before every
+	 * chunk to come. */
+	if (!sl_pipe_marker_position(rb->c.pipe, &pos)) {
 		snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": no position to start the backfill of %s at",
 			 rb->c.stream, entry_name(rb, idx));
 		return SL_EFAIL;
