@@ -44,7 +44,7 @@
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
 	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER, Q_DROP,
-	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START, Q_BF_GROUP,
+	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START, Q_BF_GROUP, Q_COLUMNS,
 };
 
 struct qev {
@@ -53,7 +53,7 @@ struct qev {
 	uint8_t flag;              /* SCHEMA: changed; BF_START, JOB_START: 1 marker, 2 resume */
 	uint8_t pad;
 	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE, BF_PROGRESS,
-				    * JOB_START: checkpoint index; BF_GROUP: members */
+				    * JOB_START, COLUMNS: checkpoint index; BF_GROUP: members */
 	uint32_t seq;              /* CHANGE */
 	uint32_t pad2;
 	const struct sl_table *table;
@@ -63,7 +63,8 @@ struct qev {
 				    * snapshot time; BF_PROGRESS: chunks */
 	/* BEGIN, COMMIT, KEEPALIVE, BF_START, DROP, BF_AT, JOB_START: a struct
 	 * sl_position follows; CHANGE, BF_ROW: the values and their bytes;
-	 * BF_PROGRESS: a NUL-terminated key text; BF_GROUP: a struct
+	 * BF_PROGRESS: a NUL-terminated key text; COLUMNS: the NUL-terminated
+	 * columns text; BF_GROUP: a struct
 	 * sl_position, then n struct bf_member */
 };
 
@@ -878,6 +879,23 @@ static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
 	return SL_OK;
 }
 
+/* The columns of a table as the source knows them now (Q_COLUMNS), whose
+ * change needs nothing more: the entry keeps them, saved with the next
+ * checkpoint, so that the next run does not find the change again. */
+static int handle_columns(struct sl_pipe *p, const struct qev *ev)
+{
+	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
+	char *cols = strdup((const char *)(ev + 1));
+
+	if (!cols) {
+		snprintf(p->w_err, sizeof p->w_err, "out of memory");
+		return SL_EFAIL;
+	}
+	free(e->columns);
+	e->columns = cols;
+	return SL_OK;
+}
+
 /* A backfill in chunks while streaming starts (Q_JOB_START), or resumes
  * after its resume key (flag 2); with a marker (flag 1) first. */
 static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
@@ -1010,6 +1028,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		return handle_bf_progress(p, ev);
 	case Q_JOB_START:
 		return handle_job_start(p, ev);
+	case Q_COLUMNS:
+		return handle_columns(p, ev);
 	case Q_DROP:
 		return handle_drop(p, ev);
 	case Q_BARRIER:
@@ -1565,6 +1585,20 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
 	ev->u = rows;
 	ev->ts_us = (int64_t)chunks;
 	memcpy(ev + 1, key, klen);
+	push_done(p, n, true);
+	return SL_OK;
+}
+
+int sl_pipe_columns(struct sl_pipe *p, int idx, const char *columns)
+{
+	size_t len = strlen(columns) + 1, n = sizeof(struct qev) + ((len + 7) & ~(size_t)7);
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_COLUMNS;
+	ev->n = idx;
+	memcpy(ev + 1, columns, len);
 	push_done(p, n, true);
 	return SL_OK;
 }

@@ -166,6 +166,11 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
  * with nothing durable is discarded from the sink first. */
 int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
 		      int64_t ts_us, bool marker, bool resume);
+/* The columns of the table of checkpoint entry idx (sl_table.src_columns)
+ * changed while streaming in a way that needs nothing more (a column added
+ * with a constant default that the sink carries): the writer keeps them in
+ * the entry, so that the next run does not find the change again. */
+int sl_pipe_columns(struct sl_pipe *p, int idx, const char *columns);
 /* Where a marker of a backfill while streaming stands: the reader's
  * position (the last transaction end or keepalive pushed, or else the
  * durable position), or the floor (pc.floor) when that is later: an

@@ -331,6 +331,36 @@ static bool same_table(const struct sl_table *a, const struct sl_table *b)
 	return a->relid == b->relid && !strcmp(a->ns, b->ns) && !strcmp(a->name, b->name);
 }
 
+static int find_entry(const struct sl_rebackfill *rb, const char *name)
+{
+	for (int i = 0; i < rb->c.ck->ntables; i++)
+		if (!strcmp(rb->c.ck->tables[i].name, name))
+			return i;
+	return -1;
+}
+
+/* Columns added with a constant default that the sink carries: the
+ * checkpoint takes t's columns (sl_pipe_columns), so that the next start
+ * neither finds nor logs the change again. */
+static int carried(struct sl_rebackfill *rb, const struct sl_table *t)
+{
+	struct sl_buf name;
+	int idx, rc = SL_OK;
+
+	if (!t->src_columns)
+		return SL_OK;
+	sl_buf_init(&name, 0);
+	sl_buf_printf(&name, "%s.%s", t->ns, t->name);
+	if (sl_buf_failed(&name)) {
+		snprintf(rb->c.err, rb->c.errlen, "out of memory");
+		rc = SL_EFAIL;
+	} else if ((idx = find_entry(rb, name.data)) >= 0) {
+		rc = sl_pipe_columns(rb->c.pipe, idx, t->src_columns);
+	}
+	sl_buf_free(&name);
+	return rc;
+}
+
 /*
  * A SCHEMA event: the version t replaces its table's everywhere here (also
  * when the source saw no change: the first description of a table in a run
@@ -369,7 +399,7 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 	if (missing_only && rb->c.carries_missing && rb->c.carries_missing(rb->c.carries_arg, t)) {
 		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
 			"default, so nothing is backfilled", rb->c.stream, t->ns, t->name, why);
-		return SL_OK;
+		return carried(rb, t);
 	}
 	if (!rb->c.backfill) {
 		sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: the stream has backfill = none, so its existing "
@@ -393,13 +423,6 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 	return rc;
 }
 
-static int find_entry(const struct sl_rebackfill *rb, const char *name)
-{
-	for (int i = 0; i < rb->c.ck->ntables; i++)
-		if (!strcmp(rb->c.ck->tables[i].name, name))
-			return i;
-	return -1;
-}
 
 /* The latest version of t that a job holds (a SCHEMA event may have
  * replaced the stream's), else t. */
