@@ -855,20 +855,30 @@ static int handle_bf_row(struct sl_pipe *p, const struct qev *ev)
 	return write_counted(p, &c, true);
 }
 
+/* *slot takes a copy of the text that follows ev (the old one freed).
+ * SL_OK, or SL_EFAIL out of memory (*slot unchanged). */
+static int take_text(struct sl_pipe *p, const struct qev *ev, char **slot)
+{
+	char *text = strdup((const char *)(ev + 1));
+
+	if (!text) {
+		snprintf(p->w_err, sizeof p->w_err, "out of memory");
+		return SL_EFAIL;
+	}
+	free(*slot);
+	*slot = text;
+	return SL_OK;
+}
+
 /* A backfill's progress (Q_BF_PROGRESS): durable with the next flush;
  * flushed now when one is due, so that a long backfill is checkpointed as
  * it goes. */
 static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
 {
 	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
-	char *key = strdup((const char *)(ev + 1));
 
-	if (!key) {
-		snprintf(p->w_err, sizeof p->w_err, "out of memory");
+	if (take_text(p, ev, &e->pend.key) < 0)
 		return SL_EFAIL;
-	}
-	free(e->pend.key);
-	e->pend.key = key;
 	e->pend.rows = ev->u;
 	e->pend.chunks = (uint64_t)ev->ts_us;
 	e->pend.set = true;
@@ -884,16 +894,7 @@ static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
  * checkpoint, so that the next run does not find the change again. */
 static int handle_columns(struct sl_pipe *p, const struct qev *ev)
 {
-	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
-	char *cols = strdup((const char *)(ev + 1));
-
-	if (!cols) {
-		snprintf(p->w_err, sizeof p->w_err, "out of memory");
-		return SL_EFAIL;
-	}
-	free(e->columns);
-	e->columns = cols;
-	return SL_OK;
+	return take_text(p, ev, &p->pc.ck->tables[ev->n].columns);
 }
 
 /* A backfill in chunks while streaming starts (Q_JOB_START), or resumes

@@ -339,24 +339,30 @@ static int find_entry(const struct sl_rebackfill *rb, const char *name)
 	return -1;
 }
 
+/* "schema.table" of t into name (initialized here; the caller frees it).
+ * SL_OK, or SL_EFAIL out of memory. */
+static int qualified_name(struct sl_rebackfill *rb, const struct sl_table *t, struct sl_buf *name)
+{
+	sl_buf_init(name, 0);
+	sl_buf_printf(name, "%s.%s", t->ns, t->name);
+	if (!sl_buf_failed(name))
+		return SL_OK;
+	snprintf(rb->c.err, rb->c.errlen, "out of memory");
+	return SL_EFAIL;
+}
+
 /* Columns added with a constant default that the sink carries: the
  * checkpoint takes t's columns (sl_pipe_columns), so that the next start
  * neither finds nor logs the change again. */
 static int carried(struct sl_rebackfill *rb, const struct sl_table *t)
 {
 	struct sl_buf name;
-	int idx, rc = SL_OK;
+	int idx, rc;
 
 	if (!t->src_columns)
 		return SL_OK;
-	sl_buf_init(&name, 0);
-	sl_buf_printf(&name, "%s.%s", t->ns, t->name);
-	if (sl_buf_failed(&name)) {
-		snprintf(rb->c.err, rb->c.errlen, "out of memory");
-		rc = SL_EFAIL;
-	} else if ((idx = find_entry(rb, name.data)) >= 0) {
+	if ((rc = qualified_name(rb, t, &name)) == SL_OK && (idx = find_entry(rb, name.data)) >= 0)
 		rc = sl_pipe_columns(rb->c.pipe, idx, t->src_columns);
-	}
 	sl_buf_free(&name);
 	return rc;
 }
@@ -410,14 +416,9 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 		t->name, why);
 	if (!rb->c.state_dir)
 		return SL_OK;
-	sl_buf_init(&name, 0);
-	sl_buf_printf(&name, "%s.%s", t->ns, t->name);
-	if (sl_buf_failed(&name)) {
-		snprintf(rb->c.err, rb->c.errlen, "out of memory");
+	if ((rc = qualified_name(rb, t, &name)) == SL_OK &&
+	    sl_bf_request_write(rb->c.state_dir, rb->c.stream, name.data, rb->c.err, rb->c.errlen) < 0)
 		rc = SL_EFAIL;
-	} else if (sl_bf_request_write(rb->c.state_dir, rb->c.stream, name.data, rb->c.err, rb->c.errlen) < 0) {
-		rc = SL_EFAIL;
-	}
 	rb->polled_ms = 0;   /* take it at once */
 	sl_buf_free(&name);
 	return rc;

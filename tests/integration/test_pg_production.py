@@ -424,6 +424,15 @@ class TableIdentityTest(PgTestCase):
 
 class ReplayIdentityTest(WithS3, PgTestCase):
 
+    def held_sluice(self, stream, tables):
+        """An agent writing to S3 through a HoldingProxy: (agent, proxy)."""
+        proxy = HoldingProxy(self.s3.endpoint)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream=stream, tables=tables, s3=self.s3, prefix=stream, codec="null", max_file_seconds=1)
+        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
+        s.write_config()
+        return s, proxy
+
     def test_replay_past_a_rename_or_drop_keeps_csns(self):
         """A run wrote a transaction over two tables to S3 and was killed
         before its checkpoint moved (a proxy holds the PUT's answer); then
@@ -440,12 +449,7 @@ class ReplayIdentityTest(WithS3, PgTestCase):
                 for t in (a, b):
                     pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
                     pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 5) g")
-                proxy = HoldingProxy(self.s3.endpoint)
-                self.addCleanup(proxy.close)
-                s = self.sluice(stream=f"kc{how}", tables=f"public.{a}*, public.{b}", s3=self.s3,
-                                prefix=f"kc{how}", codec="null", max_file_seconds=1)
-                s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-                s.write_config()
+                s, proxy = self.held_sluice(f"kc{how}", f"public.{a}*, public.{b}")
                 s.catch_up(self)
                 proxy.arm_match(lambda method, path, body: method == "PUT" and f"/public_{b}/" in path
                                 and path.endswith(".avro"))
@@ -493,12 +497,7 @@ class ReplayIdentityTest(WithS3, PgTestCase):
         t = "kc_again"
         pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
         pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 5) g")
-        proxy = HoldingProxy(self.s3.endpoint)
-        self.addCleanup(proxy.close)
-        s = self.sluice(stream="kcagain", tables=f"public.{t}", s3=self.s3, prefix="kcagain", codec="null",
-                        max_file_seconds=1)
-        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-        s.write_config()
+        s, proxy = self.held_sluice("kcagain", f"public.{t}")
         s.catch_up(self)
         proxy.arm_match(lambda method, path, body: method == "PUT" and f"/public_{t}/" in path
                         and path.endswith(".avro"))
