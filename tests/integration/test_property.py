@@ -73,12 +73,6 @@ DDL_CI = {cell: DDL_KINDS for cell in SEEDS}
 MY_DDL = tuple(k for k in DDL_KINDS
                if k not in ("recreate", "rename_table", "add_column_default", "add_column_volatile"))
 DDL_CI.update({cell: MY_DDL for cell in SEEDS if cell[0] == "mariadb"})
-# PostgreSQL, append mode, s3: the DDL that writes no marker.  A re-backfill's
-# TRUNCATE marker replayed after a kill -9 is written again at its CSN with
-# another schema_key and source_timestamp (seeds 103, 107: 'the records do
-# not rebuild: two records with uuid ... differ'), and a row of wb survived a
-# table created again (seed 108: 'wa108.wb extra in output (not in source)')
-DDL_CI[("pg", "append", "s3")] = ("add_column", "drop_column", "widen")
 # Iceberg: a dropped or renamed column, or a table renamed away, stops the
 # stream by design (doc/iceberg.md "Schema evolution"); the cells run the
 # DDL that an Iceberg table takes in place
