@@ -178,6 +178,8 @@ static int load_table(struct sl_checkpoint *ck, const struct sl_source_desc *des
 		return rc;
 	e->chunks = (uint64_t)json_integer_value(json_object_get(t, "chunks"));
 	e->resumed = json_is_true(json_object_get(t, "resumed"));
+	e->marker_csn = (uint64_t)json_integer_value(json_object_get(t, "marker_csn"));
+	e->marker_ts_us = json_integer_value(json_object_get(t, "marker_ts_us"));
 	return 0;
 }
 
@@ -375,6 +377,10 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 			json_object_set_new(t, "chunks", json_integer((json_int_t)e->chunks));
 		if (e->resumed)
 			json_object_set_new(t, "resumed", json_true());
+		if (e->marker_csn) {
+			json_object_set_new(t, "marker_csn", json_integer((json_int_t)e->marker_csn));
+			json_object_set_new(t, "marker_ts_us", json_integer(e->marker_ts_us));
+		}
 		json_object_set_new(tabs, e->name, t);
 	}
 	json_object_set_new(root, "tables", tabs);

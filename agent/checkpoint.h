@@ -15,7 +15,8 @@
  *                            "rows": 10, "schema_key": "...", "id": 16385,
  *                            "shape": 0, "method": "snapshot", "layout": ...,
  *                            "columns": "16390\n1 23 -1 0 0 2 id\n",
- *                            "mask": "email:hash, ssn:exclude (key 0a1b2c3d4e5f6a7b)"},
+ *                            "mask": "email:hash, ssn:exclude (key 0a1b2c3d4e5f6a7b)",
+ *                            "marker_csn": 23803649, "marker_ts_us": ...},
  *               "public.u": {"backfill": "running", "method": "watermark",
  *                            "resume_key": "42", "chunks": 3, "rows": 30000,
  *                            ...}}}
@@ -69,6 +70,10 @@ struct sl_ckpt_table {
 	bool resumed;             /* a snapshot backfill resumed after an interruption: the rows
 				   * before the resume key are from an earlier snapshot, so the
 				   * snapshot does not hold every change before it */
+	uint64_t marker_csn;      /* the CSN position of the table's last TRUNCATE marker (0: none) */
+	int64_t marker_ts_us;     /* its source_timestamp: a marker written again at the same CSN
+				   * (a replay after a crash) takes it, so that it is the same
+				   * record (saved before the marker can be durable) */
 	/* The writer's, never saved: progress written to the sink but not yet
 	 * flushed; the next flush makes it durable and moves it above. */
 	struct {

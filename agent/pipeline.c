@@ -44,7 +44,7 @@
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
 	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER, Q_DROP,
-	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START, Q_BF_GROUP,
+	Q_BF_AT, Q_BF_PROGRESS, Q_JOB_START, Q_BF_GROUP, Q_COLUMNS,
 };
 
 struct qev {
@@ -53,7 +53,7 @@ struct qev {
 	uint8_t flag;              /* SCHEMA: changed; BF_START, JOB_START: 1 marker, 2 resume */
 	uint8_t pad;
 	int32_t n;                 /* CHANGE, BF_ROW: values (-1: none); BF_START, BF_DONE, BF_PROGRESS,
-				    * JOB_START: checkpoint index; BF_GROUP: members */
+				    * JOB_START, COLUMNS: checkpoint index; BF_GROUP: members */
 	uint32_t seq;              /* CHANGE */
 	uint32_t pad2;
 	const struct sl_table *table;
@@ -63,7 +63,8 @@ struct qev {
 				    * snapshot time; BF_PROGRESS: chunks */
 	/* BEGIN, COMMIT, KEEPALIVE, BF_START, DROP, BF_AT, JOB_START: a struct
 	 * sl_position follows; CHANGE, BF_ROW: the values and their bytes;
-	 * BF_PROGRESS: a NUL-terminated key text; BF_GROUP: a struct
+	 * BF_PROGRESS: a NUL-terminated key text; COLUMNS: the NUL-terminated
+	 * columns text; BF_GROUP: a struct
 	 * sl_position, then n struct bf_member */
 };
 
@@ -466,12 +467,28 @@ static int write_change(struct sl_pipe *p, struct sl_change *c)
 	return rc < 0 ? sink_status(rc) : SL_OK;
 }
 
-/* Writes a TRUNCATE marker of t at CSN (csn_pos, 0) (see doc/output.md,
- * "Where a marker sorts").  kind (NULL for a re-backfill's) goes into the
- * uuid, so that a dropped table's marker and a later re-backfill's at the
- * same CSN are two records. */
-static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_position *pos, uint64_t csn_pos,
-			int64_t source_ts_us, const char *kind)
+/* The source_timestamp of a marker of entry e at CSN (csn_pos, 0): the one
+ * of e's last marker when it had this CSN (the same marker written again,
+ * after a crash before its checkpoint), else ts_us, recorded in e.  True
+ * when e changed: the caller saves the checkpoint before the marker can
+ * be durable, so that a replay finds it (doc/output.md, "Where a marker
+ * sorts": a marker is the same record each time it is written). */
+static bool marker_intent(struct sl_ckpt_table *e, uint64_t csn_pos, int64_t ts_us)
+{
+	if (e->marker_csn == csn_pos)
+		return false;
+	e->marker_csn = csn_pos;
+	e->marker_ts_us = ts_us;
+	return true;
+}
+
+/* Writes a TRUNCATE marker of t (checkpoint entry e) at CSN (e's
+ * marker_csn, 0), with e's marker_ts_us (see marker_intent) (see
+ * doc/output.md, "Where a marker sorts").  kind (NULL for a
+ * re-backfill's) goes into the uuid, so that a dropped table's marker and
+ * a later re-backfill's at the same CSN are two records. */
+static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struct sl_ckpt_table *e,
+			const struct sl_position *pos, const char *kind)
 {
 	struct sl_change c;
 
@@ -480,8 +497,8 @@ static int write_marker(struct sl_pipe *p, const struct sl_table *t, const struc
 	c.op = SL_OP_TRUNCATE;
 	c.read_method = p->pc.desc->read_method_backfill;
 	c.pos = pos;
-	sl_change_set_csn(&c, csn_pos, 0);
-	c.source_ts_us = source_ts_us;
+	sl_change_set_csn(&c, e->marker_csn, 0);
+	c.source_ts_us = e->marker_ts_us;
 	c.read_ts_us = sl_now_us();
 	sl_change_set_uuid(&c, p->pc.stream, kind, kind ? strlen(kind) : 0);
 	return write_change(p, &c);
@@ -513,12 +530,13 @@ static bool same_position(struct sl_pipe *p, const struct sl_position *old, cons
 }
 
 /* Marks entry e running at snapshot pos for a new backfill of t (the
- * caller saves the checkpoint).  The output of an interrupted run of it is
- * discarded from the sink first, and so is a finished one's when the
+ * caller saves the checkpoint), with marker the marker's at (P - 1, 0) and
+ * source time ts_us (marker_intent).  The output of an interrupted run of
+ * it is discarded from the sink first, and so is a finished one's when the
  * source wrote nothing since (with marker): its rows, at this snapshot's
- * CSN, would sort above the new marker at (P - 1, 0). */
+ * CSN, would sort above the new marker. */
 static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_table *t,
-		    const struct sl_position *pos, bool marker)
+		    const struct sl_position *pos, bool marker, int64_t ts_us)
 {
 	int rc;
 
@@ -540,6 +558,8 @@ static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_
 	sl_ckpt_set_resume(e, NULL);
 	free(e->pend.key);
 	memset(&e->pend, 0, sizeof e->pend);
+	if (marker)
+		marker_intent(e, p->pc.desc->pos_csn(pos) - 1, ts_us);
 	return SL_OK;
 }
 
@@ -595,7 +615,8 @@ static int bf_start(struct sl_pipe *p, struct qev *ev)
 		bf_begin(p, ev, e->rows, false);
 		return SL_OK;
 	}
-	if (!claimed(p, ev->n) && ((rc = bf_claim(p, e, ev->table, pos, marker)) < 0 || (rc = save_ckpt(p)) < 0))
+	if (!claimed(p, ev->n) &&
+	    ((rc = bf_claim(p, e, ev->table, pos, marker, ev->ts_us)) < 0 || (rc = save_ckpt(p)) < 0))
 		return rc;
 	bf_begin(p, ev, 0, true);
 	if (!marker)
@@ -604,8 +625,9 @@ static int bf_start(struct sl_pipe *p, struct qev *ev)
 	 * (P - 1, 0), after every change the snapshot at P holds and before
 	 * its rows, so a reader that applies records in CSN order replaces
 	 * the table's state with the snapshot (rows deleted while no change
-	 * was followed, after a lost slot, go too). */
-	return write_marker(p, ev->table, &p->w_bf_pos, p->w_bf_csn - 1, p->w_bf_ts, NULL);
+	 * was followed, after a lost slot, go too).  bf_claim recorded it
+	 * in the checkpoint saved above. */
+	return write_marker(p, ev->table, e, &p->w_bf_pos, NULL);
 }
 
 /* BF_GROUP: the snapshot backfills of a group of tables follow, one after
@@ -632,7 +654,7 @@ static int bf_group(struct sl_pipe *p, struct qev *ev)
 	for (int i = 0; i < ev->n; i++) {
 		struct bf_member mb;
 		memcpy(&mb, members + (size_t)i * sizeof mb, sizeof mb);
-		if ((rc = bf_claim(p, &ck->tables[mb.idx], mb.table, pos, ev->flag & 1)) < 0)
+		if ((rc = bf_claim(p, &ck->tables[mb.idx], mb.table, pos, ev->flag & 1, ev->ts_us)) < 0)
 			return rc;
 		p->w_claimed[mb.idx] = true;
 	}
@@ -840,20 +862,30 @@ static int handle_bf_row(struct sl_pipe *p, const struct qev *ev)
 	return write_counted(p, &c, true);
 }
 
+/* *slot takes a copy of the text that follows ev (the old one freed).
+ * SL_OK, or SL_EFAIL out of memory (*slot unchanged). */
+static int take_text(struct sl_pipe *p, const struct qev *ev, char **slot)
+{
+	char *text = strdup((const char *)(ev + 1));
+
+	if (!text) {
+		snprintf(p->w_err, sizeof p->w_err, "out of memory");
+		return SL_EFAIL;
+	}
+	free(*slot);
+	*slot = text;
+	return SL_OK;
+}
+
 /* A backfill's progress (Q_BF_PROGRESS): durable with the next flush;
  * flushed now when one is due, so that a long backfill is checkpointed as
  * it goes. */
 static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
 {
 	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
-	char *key = strdup((const char *)(ev + 1));
 
-	if (!key) {
-		snprintf(p->w_err, sizeof p->w_err, "out of memory");
+	if (take_text(p, ev, &e->pend.key) < 0)
 		return SL_EFAIL;
-	}
-	free(e->pend.key);
-	e->pend.key = key;
 	e->pend.rows = ev->u;
 	e->pend.chunks = (uint64_t)ev->ts_us;
 	e->pend.set = true;
@@ -862,6 +894,14 @@ static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
 	if (!p->w_in_tx && p->pc.sink->flush_due(p->pc.sinkctx, sl_mono_ms()))
 		return do_flush(p);
 	return SL_OK;
+}
+
+/* The columns of a table as the source knows them now (Q_COLUMNS), whose
+ * change needs nothing more: the entry keeps them, saved with the next
+ * checkpoint, so that the next run does not find the change again. */
+static int handle_columns(struct sl_pipe *p, const struct qev *ev)
+{
+	return take_text(p, ev, &p->pc.ck->tables[ev->n].columns);
 }
 
 /* A backfill in chunks while streaming starts (Q_JOB_START), or resumes
@@ -879,12 +919,32 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 	if (ev->flag & 4) {
 		/* CSN (W, 0): after every record before the watermark W, before
 		 * every change after it (at (W, 1) and up) and every chunk's
-		 * rows (at a later high watermark's (H, 0)) */
-		if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos), ev->ts_us, NULL)) < 0)
+		 * rows (at a later high watermark's (H, 0)); its CSN and time
+		 * durable first, as below */
+		uint64_t w = p->pc.desc->pos_csn(pos);
+		if (e->marker_csn != w) {
+			if ((rc = do_flush(p)) < 0)
+				return rc;
+			marker_intent(e, w, ev->ts_us);
+			if ((rc = save_ckpt(p)) < 0)
+				return rc;
+		}
+		if ((rc = write_marker(p, ev->table, e, pos, NULL)) < 0)
 			return rc;
 		return do_flush(p);
 	}
 
+	/* The marker's CSN and time, durable before it can be: what is
+	 * written so far is flushed first, so that the checkpoint saved holds
+	 * nothing ahead of the sink, and nothing of this job yet (a job that
+	 * counts as started never lacks its marker). */
+	if (marker && e->marker_csn != p->pc.desc->pos_csn(pos) + 1) {
+		if ((rc = do_flush(p)) < 0)
+			return rc;
+		marker_intent(e, p->pc.desc->pos_csn(pos) + 1, ev->ts_us);
+		if ((rc = save_ckpt(p)) < 0)
+			return rc;
+	}
 	/* A snapshot backfill interrupted before any of it was durable:
 	 * remove what it wrote, as a redo would. */
 	if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
@@ -918,11 +978,13 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 		free(e->columns);
 		e->columns = cols;
 	}
-	/* The re-backfill marker, just after the stream's position P:
-	 * CSN (P + 1, 0) sorts after every record written so far (changes
-	 * before P, backfill rows at P or before) and before every chunk
-	 * (read at later positions). */
-	if (marker && (rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, ev->ts_us, NULL)) < 0)
+	/* The re-backfill marker, just after position P (the stream's, or
+	 * the source's when the run started, whichever is later: see
+	 * sl_pipe_job_start): CSN (P + 1, 0) sorts after every record written
+	 * so far, by this run or an earlier one (changes before P, backfill
+	 * rows at P or before) and before every chunk (read at later
+	 * positions). */
+	if (marker && (rc = write_marker(p, ev->table, e, pos, NULL)) < 0)
 		return rc;
 	/* Durable before the job counts as started: a request is
 	 * forgotten only then, and a resumed job never lacks its marker. */
@@ -933,15 +995,18 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 
 /* A table dropped (Q_DROP): its marker just after the source's position
  * (P + 1, 0), above every record the table had, its snapshot's rows at P
- * included; durable before the table counts as dropped. */
+ * included; its time recorded first (pushed before the stream starts, when
+ * the checkpoint holds nothing ahead of the sink); durable before the
+ * table counts as dropped. */
 static int handle_drop(struct sl_pipe *p, const struct qev *ev)
 {
 	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
 	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 	int rc;
 
-	if ((rc = write_marker(p, ev->table, pos, p->pc.desc->pos_csn(pos) + 1, sl_now_us(), "dropped")) < 0 ||
-	    (rc = do_flush(p)) < 0)
+	if (marker_intent(e, p->pc.desc->pos_csn(pos) + 1, sl_now_us()) && (rc = save_ckpt(p)) < 0)
+		return rc;
+	if ((rc = write_marker(p, ev->table, e, pos, "dropped")) < 0 || (rc = do_flush(p)) < 0)
 		return rc;
 	e->state = SL_BF_DROPPED;
 	return save_ckpt(p);
@@ -991,6 +1056,8 @@ static int handle(struct sl_pipe *p, struct qev *ev)
 		return handle_bf_progress(p, ev);
 	case Q_JOB_START:
 		return handle_job_start(p, ev);
+	case Q_COLUMNS:
+		return handle_columns(p, ev);
 	case Q_DROP:
 		return handle_drop(p, ev);
 	case Q_BARRIER:
@@ -1550,6 +1617,20 @@ int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint6
 	return SL_OK;
 }
 
+int sl_pipe_columns(struct sl_pipe *p, int idx, const char *columns)
+{
+	size_t len = strlen(columns) + 1, n = sizeof(struct qev) + ((len + 7) & ~(size_t)7);
+	struct qev *ev = reserve(p, n);
+
+	if (!ev)
+		return failed_rc(p);
+	ev->kind = Q_COLUMNS;
+	ev->n = idx;
+	memcpy(ev + 1, columns, len);
+	push_done(p, n, true);
+	return SL_OK;
+}
+
 /* Q_JOB_START of entry idx with flag (handle_job_start). */
 static int push_job(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
 		    int64_t ts_us, uint8_t flag)
@@ -1584,13 +1665,19 @@ int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, con
 	return push_job(p, idx, t, pos, ts_us, 4);
 }
 
-bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out)
+bool sl_pipe_marker_position(struct sl_pipe *p, struct sl_position *out)
 {
-	if (p->r_has_pushed) {
+	bool has = true;
+
+	if (p->r_has_pushed)
 		*out = p->r_pushed;
-		return true;
+	else
+		has = sl_pipe_durable(p, out, NULL);
+	if (p->pc.has_floor && (!has || pos_cmp(p, out, &p->pc.floor) < 0)) {
+		*out = p->pc.floor;
+		has = true;
 	}
-	return sl_pipe_durable(p, out, NULL);
+	return has;
 }
 
 bool sl_pipe_in_tx(const struct sl_pipe *p)

@@ -65,6 +65,10 @@ struct sl_pipe_config {
 	struct sl_ops_stream *ops;              /* the stream's metrics (ops/metrics.h), or NULL */
 	struct sl_mask *mask;                   /* the stream's column rules (schema/mask.h), or NULL;
 						 * owned by the caller, used by the reader only */
+	bool has_floor;                         /* floor is set: */
+	struct sl_position floor;               /* the source's position when the run started: every
+						 * record an earlier run wrote is below it
+						 * (sl_pipe_marker_position) */
 	char *err;                              /* the reader's error buffer: every reader-side */
 	size_t errlen;                          /* call below writes its message here */
 };
@@ -152,12 +156,14 @@ int sl_pipe_backfill_at(struct sl_pipe *p, const struct sl_position *pos, int64_
  * rows durable (and flushes at once when the sink says a flush is due). */
 int sl_pipe_backfill_progress(struct sl_pipe *p, int idx, const char *key, uint64_t rows, uint64_t chunks);
 /* A backfill in chunks while streaming (the watermark method) of checkpoint
- * table entry idx starts at the stream's position pos (source time ts_us):
- * the writer marks it running (keeping its resume key with resume),
+ * table entry idx starts at pos (sl_pipe_marker_position; source time
+ * ts_us): the writer marks it running (keeping its resume key with resume),
  * writes a re-backfill marker at CSN (pos_csn(pos) + 1, 0) with marker (after
- * every record at pos, backfill rows at pos included), then
- * flushes and saves the checkpoint.  An interrupted snapshot backfill of the
- * table with nothing durable is discarded from the sink first. */
+ * every record at pos, backfill rows at pos included; its source time is
+ * ts_us, or the one recorded for a marker of the table at that CSN before:
+ * written again after a crash, it is the same record), then flushes and
+ * saves the checkpoint.  An interrupted snapshot backfill of the table
+ * with nothing durable is discarded from the sink first. */
 int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
 		      int64_t ts_us, bool marker, bool resume);
 /* The re-backfill marker of the running job of checkpoint table entry idx
@@ -168,9 +174,20 @@ int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, cons
  * every chunk's rows; then flushed. */
 int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
 		       int64_t ts_us);
-/* The reader's position: the last transaction end or keepalive pushed, or
- * else the durable position; false when there is neither. */
-bool sl_pipe_reader_position(struct sl_pipe *p, struct sl_position *out);
+/* The columns of the table of checkpoint entry idx (sl_table.src_columns)
+ * changed while streaming in a way that needs nothing more (a column added
+ * with a constant default that the sink carries): the writer keeps them in
+ * the entry, so that the next run does not find the change again. */
+int sl_pipe_columns(struct sl_pipe *p, int idx, const char *columns);
+/* Where a marker of a backfill while streaming stands: the reader's
+ * position (the last transaction end or keepalive pushed, or else the
+ * durable position), or the floor (pc.floor) when that is later: an
+ * earlier run, killed before its checkpoint moved, may have written
+ * records above the durable position, up to the floor, which the stream
+ * does not write again (the changes of a table dropped since, or those a
+ * backfill skips), and the marker must sort above them.  False when there
+ * is no position. */
+bool sl_pipe_marker_position(struct sl_pipe *p, struct sl_position *out);
 /* True while the reader is inside a transaction. */
 bool sl_pipe_in_tx(const struct sl_pipe *p);
 

@@ -709,12 +709,19 @@ static int take_position(struct stream *s, struct sl_source_plan *plan, struct s
 }
 
 /* Starts the stream's pipeline (s->pipe), whose writer owns the checkpoint
- * from here on. */
+ * from here on.  Its floor is the source's position now: an earlier run
+ * (this process's, or one killed) wrote nothing above it. */
 static int start_pipe(struct stream *s, const struct sl_source_plan *plan)
 {
 	struct sl_pipe_config pc;
+	int rc;
 
 	memset(&pc, 0, sizeof pc);
+	if (s->src->current_position) {
+		if ((rc = s->src->current_position(s->srcctx, &pc.floor, s->err, s->errlen)) < 0)
+			return rc;
+		pc.has_floor = true;
+	}
 	pc.stream = s->sc->name;
 	pc.desc = s->src->desc;
 	pc.sink = s->sink;

@@ -293,8 +293,8 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 		return SL_OK;
 	}
 	/* Running, durably; its marker comes at its first low watermark
-	 * (mark_job). */
-	if (!sl_pipe_reader_position(rb->c.pipe, &pos)) {
+	 * (mark_job), above everything an earlier run wrote. */
+	if (!sl_pipe_marker_position(rb->c.pipe, &pos)) {
 		snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": no position to start the backfill of %s at",
 			 rb->c.stream, entry_name(rb, idx));
 		return SL_EFAIL;
@@ -338,6 +338,42 @@ static bool same_table(const struct sl_table *a, const struct sl_table *b)
 	return a->relid == b->relid && !strcmp(a->ns, b->ns) && !strcmp(a->name, b->name);
 }
 
+static int find_entry(const struct sl_rebackfill *rb, const char *name)
+{
+	for (int i = 0; i < rb->c.ck->ntables; i++)
+		if (!strcmp(rb->c.ck->tables[i].name, name))
+			return i;
+	return -1;
+}
+
+/* "schema.table" of t into name (initialized here; the caller frees it).
+ * SL_OK, or SL_EFAIL out of memory. */
+static int qualified_name(struct sl_rebackfill *rb, const struct sl_table *t, struct sl_buf *name)
+{
+	sl_buf_init(name, 0);
+	sl_buf_printf(name, "%s.%s", t->ns, t->name);
+	if (!sl_buf_failed(name))
+		return SL_OK;
+	snprintf(rb->c.err, rb->c.errlen, "out of memory");
+	return SL_EFAIL;
+}
+
+/* Columns added with a constant default that the sink carries: the
+ * checkpoint takes t's columns (sl_pipe_columns), so that the next start
+ * neither finds nor logs the change again. */
+static int carried(struct sl_rebackfill *rb, const struct sl_table *t)
+{
+	struct sl_buf name;
+	int idx, rc;
+
+	if (!t->src_columns)
+		return SL_OK;
+	if ((rc = qualified_name(rb, t, &name)) == SL_OK && (idx = find_entry(rb, name.data)) >= 0)
+		rc = sl_pipe_columns(rb->c.pipe, idx, t->src_columns);
+	sl_buf_free(&name);
+	return rc;
+}
+
 /*
  * A SCHEMA event: the version t replaces its table's everywhere here (also
  * when the source saw no change: the first description of a table in a run
@@ -376,7 +412,7 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 	if (missing_only && rb->c.carries_missing && rb->c.carries_missing(rb->c.carries_arg, t)) {
 		sl_info("stream \"%s\": table \"%s\".\"%s\": %s: the destination carries it as the column's "
 			"default, so nothing is backfilled", rb->c.stream, t->ns, t->name, why);
-		return SL_OK;
+		return carried(rb, t);
 	}
 	if (!rb->c.backfill) {
 		sl_warn("stream \"%s\": table \"%s\".\"%s\": %s: the stream has backfill = none, so its existing "
@@ -387,26 +423,14 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 		t->name, why);
 	if (!rb->c.state_dir)
 		return SL_OK;
-	sl_buf_init(&name, 0);
-	sl_buf_printf(&name, "%s.%s", t->ns, t->name);
-	if (sl_buf_failed(&name)) {
-		snprintf(rb->c.err, rb->c.errlen, "out of memory");
+	if ((rc = qualified_name(rb, t, &name)) == SL_OK &&
+	    sl_bf_request_write(rb->c.state_dir, rb->c.stream, name.data, rb->c.err, rb->c.errlen) < 0)
 		rc = SL_EFAIL;
-	} else if (sl_bf_request_write(rb->c.state_dir, rb->c.stream, name.data, rb->c.err, rb->c.errlen) < 0) {
-		rc = SL_EFAIL;
-	}
 	rb->polled_ms = 0;   /* take it at once */
 	sl_buf_free(&name);
 	return rc;
 }
 
-static int find_entry(const struct sl_rebackfill *rb, const char *name)
-{
-	for (int i = 0; i < rb->c.ck->ntables; i++)
-		if (!strcmp(rb->c.ck->tables[i].name, name))
-			return i;
-	return -1;
-}
 
 /* The latest version of t that a job holds (a SCHEMA event may have
  * replaced the stream's), else t. */

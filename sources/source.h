@@ -478,7 +478,9 @@ struct sl_source_ops {
 	 * it), with the recovery step in err.  Fills *plan. */
 	int (*prepare)(void *ctx, const struct sl_source_resume *resume, struct sl_source_plan *plan,
 		       char *err, size_t errlen);
-	/* The server's current log position (for --until-caught-up). */
+	/* The server's current log position (for --until-caught-up, and
+	 * as the floor of the run's markers: every change an earlier run
+	 * read is below it). */
 	int (*current_position)(void *ctx, struct sl_position *out, char *err, size_t errlen);
 
 	/* Takes a snapshot for backfill.  With create, the stream has no

@@ -370,9 +370,11 @@ class SilentDdlTest(PgTestCase):
         r = self.catch_up(s)
         self.check_tables(s, names)
         assert_silent_ddl_logged(self, "r_", r.stderr, carried=CARRIED)
-        # the checkpoint keeps the new column identities: no second backfill
+        # the checkpoint keeps the new column identities: no second backfill,
+        # and the carried default is not announced again
         r = self.catch_up(s)
         self.assertNotIn("backfilled again", r.stderr)
+        self.assertNotIn("nothing is backfilled", r.stderr)
 
     def test_silent_ddl_while_streaming(self):
         pg = self.pg
@@ -390,9 +392,10 @@ class SilentDdlTest(PgTestCase):
             p.signal(signal.SIGTERM)
             p.wait_result(60)
         assert_silent_ddl_logged(self, "s_", p.stderr_text(), carried=CARRIED)
-        # the run after it has nothing more to do
+        # the run after it has nothing more to do, nor anything to announce
         r = self.catch_up(s)
         self.assertNotIn("backfilled again", r.stderr)
+        self.assertNotIn("nothing is backfilled", r.stderr)
         self.check_tables(s, names)
 
     def test_ddl_while_backfilling_again(self):

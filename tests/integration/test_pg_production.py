@@ -447,6 +447,15 @@ class TableIdentityTest(PgTestCase):
 
 class ReplayIdentityTest(WithS3, PgTestCase):
 
+    def held_sluice(self, stream, tables):
+        """An agent writing to S3 through a HoldingProxy: (agent, proxy)."""
+        proxy = HoldingProxy(self.s3.endpoint)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream=stream, tables=tables, s3=self.s3, prefix=stream, codec="null", max_file_seconds=1)
+        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
+        s.write_config()
+        return s, proxy
+
     def test_replay_past_a_rename_or_drop_keeps_csns(self):
         """A run wrote a transaction over two tables to S3 and was killed
         before its checkpoint moved (a proxy holds the PUT's answer); then
@@ -463,12 +472,7 @@ class ReplayIdentityTest(WithS3, PgTestCase):
                 for t in (a, b):
                     pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
                     pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 5) g")
-                proxy = HoldingProxy(self.s3.endpoint)
-                self.addCleanup(proxy.close)
-                s = self.sluice(stream=f"kc{how}", tables=f"public.{a}*, public.{b}", s3=self.s3,
-                                prefix=f"kc{how}", codec="null", max_file_seconds=1)
-                s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-                s.write_config()
+                s, proxy = self.held_sluice(f"kc{how}", f"public.{a}*, public.{b}")
                 s.catch_up(self)
                 proxy.arm_match(lambda method, path, body: method == "PUT" and f"/public_{b}/" in path
                                 and path.endswith(".avro"))
@@ -501,6 +505,46 @@ class ReplayIdentityTest(WithS3, PgTestCase):
                 # not yet the new table a: the records of the old one that
                 # the killed run wrote sort above its marker (issue 17)
                 pg.execute(f"SELECT pg_drop_replication_slot('{s.slot}')")
+
+    def test_created_again_after_a_kill(self):
+        """A run wrote changes of a table to S3 and was killed before its
+        checkpoint moved (a proxy holds the PUT's answer); then the table
+        was dropped and created again.  The next run skips the old table's
+        changes (its OID is gone) and backfills the new one behind a
+        marker, which sorts above every record the killed run wrote: the
+        output rebuilds the new table exactly.  The marker stood just above
+        the checkpoint's position before, below those records, which
+        survived beside the new table (the property harness's seeds 108 and
+        317; issue 17)."""
+        pg = self.pg
+        t = "kc_again"
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+        pg.execute(f"INSERT INTO {t} SELECT g, 'old' FROM generate_series(1, 5) g")
+        s, proxy = self.held_sluice("kcagain", f"public.{t}")
+        s.catch_up(self)
+        proxy.arm_match(lambda method, path, body: method == "PUT" and f"/public_{t}/" in path
+                        and path.endswith(".avro"))
+        p = s.start("run")
+        pg.execute(f"INSERT INTO {t} SELECT g, 'killed' FROM generate_series(10, 14) g")
+        pg.execute(f"UPDATE {t} SET v = 'killed' WHERE id = 1")
+        wait_until(proxy.held.is_set, 120, f"the PUT of {t}'s file")
+        p.kill9()
+        p.wait_result(30)
+        proxy.pass_through()
+        pg.wait_slot_inactive(s.slot)
+        pg.execute(f"DROP TABLE {t}")
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v text)")
+        pg.execute(f"INSERT INTO {t} SELECT g, 'new' FROM generate_series(100, 102) g")
+        s.catch_up(self)
+        recs = records_for(read_avro_tree(s.output_tree(), codec="null"), "public", t)
+        killed = [r for r in recs if change_type(r) != "TRUNCATE" and r["payload"]["v"] == "killed"]
+        self.assertEqual(sorted(r["payload"]["id"] for r in killed), [1, 10, 11, 12, 13, 14])
+        from harness import rebuild
+        self.assertEqual(rebuild(recs, ["id"]), {(i,): {"id": i, "v": "new"} for i in range(100, 103)})
+        marks = sorted(csn(r) for r in recs if change_type(r) == "TRUNCATE")
+        self.assertEqual(len(marks), 1, marks)
+        self.assertGreater(marks[0], max(csn(r) for r in killed))
+        pg.execute(f"SELECT pg_drop_replication_slot('{s.slot}')")
 
 
 class PublicationScopeTest(PgTestCase):

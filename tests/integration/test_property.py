@@ -87,12 +87,6 @@ DDL_CI = {cell: DDL_KINDS for cell in SEEDS}
 # test_delete_skipped_before_the_first_watermark.)
 MY_DDL = DDL_KINDS
 DDL_CI.update({cell: MY_DDL for cell in SEEDS if cell[0] == "mariadb"})
-# PostgreSQL, append mode, s3: the DDL that writes no marker.  A re-backfill's
-# TRUNCATE marker replayed after a kill -9 is written again at its CSN with
-# another schema_key and source_timestamp (seeds 103, 107: 'the records do
-# not rebuild: two records with uuid ... differ'), and a row of wb survived a
-# table created again (seed 108: 'wa108.wb extra in output (not in source)')
-DDL_CI[("pg", "append", "s3")] = ("add_column", "drop_column", "widen")
 # Iceberg: every kind (doc/iceberg.md "Schema evolution": columns added,
 # dropped, renamed (a drop and an add) and widened, a dropped table's marker
 # with no schema change); MariaDB the kinds of MY_DDL.  PostgreSQL without

@@ -332,6 +332,8 @@ static int fk_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 	sl_buf_printf(&b, "%s %s ", c->csn, c->op == SL_OP_TRUNCATE ? "T" : "I");
 	for (int i = 0; i < 16; i++)
 		sl_buf_printf(&b, "%02x", c->uuid[i]);
+	if (c->op == SL_OP_TRUNCATE)   /* a marker: its time too, which a replay must keep */
+		sl_buf_printf(&b, " ts=%" PRId64, c->source_ts_us);
 	if (c->values && c->values[0].kind == SL_V_INT)
 		sl_buf_printf(&b, " %" PRId64 " %.*s", c->values[0].i, (int)c->values[1].len, c->values[1].p);
 	else if (c->values)  /* a masked table: each column by name, strings as they are */

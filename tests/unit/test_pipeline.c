@@ -551,8 +551,6 @@ static void test_no_checkpoint_after_abort(void **state)
 	assert_non_null(sl_ckpt_table(&ck, "shop", "orders"));
 	assert_int_equal(sl_ckpt_save(&ck, r.err, sizeof r.err), 0);
 	snprintf(path, sizeof path, "%s/s1.checkpoint.json", r.dir);
-	before = slurp(path);
-	assert_non_null(before);
 
 	sink = fake_sink_new(&w);
 	memset(&pc, 0, sizeof pc);
@@ -568,8 +566,12 @@ static void test_no_checkpoint_after_abort(void **state)
 	atomic_store(&w.flush_delay_ms, 1500);
 	assert_int_equal(sl_pipe_start(&p, &pc), 0);
 	assert_int_equal(sl_pipe_drop_marker(p, 0, w.table, &pos), 0);
-	/* The marker is written, and its flush sleeps. */
+	/* The marker is written, and its flush sleeps (the checkpoint holds
+	 * the marker's time, saved before it was written). */
 	wait_flushes_entered(&w, 1);
+	before = slurp(path);
+	assert_non_null(before);
+	assert_non_null(strstr(before, "\"marker_csn\": 4294967397"));
 	sl_pipe_stop(p, false, &abandoned);
 	assert_false(abandoned);
 	after = slurp(path);
@@ -804,6 +806,63 @@ static void test_markers_sort_between(void **state)
 	fake_world_free(&w);
 }
 
+/* A re-backfill marker written again at the same position, by a run that
+ * follows one killed after the marker was durable but before its checkpoint
+ * said so, is the same record: the same CSN, uuid and source time, though
+ * the second run asks for another time (doc/output.md, "Where a marker
+ * sorts"). */
+static void test_marker_replayed_is_the_same(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	struct sl_checkpoint ck;
+	struct sl_pipe_config pc;
+	struct sl_pipe *p = NULL;
+	struct sl_position pos = fake_pos(1, 4000);
+	char m[SL_CSN_LEN + 1];
+	bool abandoned = false;
+	void *sink;
+	(void)state;
+
+	fake_world_init(&w, 0, 1);
+	run_init(&r, &w);
+	for (int run = 0; run < 2; run++) {
+		assert_int_equal(sl_ckpt_load(&ck, &fake_desc, r.dir, "s1", r.err, sizeof r.err), 0);
+		if (run == 0) {
+			ck.has_position = true;
+			ck.durable = pos;
+			assert_non_null(sl_ckpt_table(&ck, "shop", "orders"));
+			assert_int_equal(sl_ckpt_save(&ck, r.err, sizeof r.err), 0);
+		}
+		assert_int_equal(ck.tables[0].state, SL_BF_PENDING);
+		sink = fake_sink_new(&w);
+		pipe_config(&pc, &r, &ck, sink);
+		assert_int_equal(sl_pipe_start(&p, &pc), 0);
+		if (run == 0) {
+			/* killed in the flush that makes the marker durable: it
+			 * completes, and nothing after it is checkpointed */
+			atomic_store(&w.flush_delay_ms, 300);
+			assert_int_equal(sl_pipe_job_start(p, 0, w.table, &pos, 111, true, false), 0);
+			wait_flushes_entered(&w, 2);
+			sl_pipe_stop(p, false, &abandoned);
+			assert_false(abandoned);
+			atomic_store(&w.flush_delay_ms, 0);
+		} else {
+			assert_int_equal(sl_pipe_job_start(p, 0, w.table, &pos, 222, true, false), 0);
+			assert_int_equal(sl_pipe_sync(p), 0);
+			assert_int_equal(sl_pipe_stop(p, true, &abandoned), 0);
+		}
+		fake_sink_ops.close(sink);
+		sl_ckpt_free(&ck);
+	}
+	assert_int_equal(w.ndurable_lines, 2);
+	assert_string_equal(durable_csn(&w, 0, 'T', m), "0000000100000FA1-0000000000");
+	assert_non_null(strstr(w.durable_lines[0], " ts=111"));
+	assert_string_equal(w.durable_lines[1], w.durable_lines[0]);
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
 /* Column masking happens before the queue: the sink sees the masked table
  * (payload excluded, the key id hashed) and masked rows, and a replay after
  * a failed flush gives the same records (the same hash, the same uuid). */
@@ -898,6 +957,7 @@ int main(void)
 		cmocka_unit_test(test_slow_sink_keeps_status_going),
 		cmocka_unit_test(test_heartbeat_at_durable_position),
 		cmocka_unit_test(test_markers_sort_between),
+		cmocka_unit_test(test_marker_replayed_is_the_same),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
