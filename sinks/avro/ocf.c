@@ -930,22 +930,31 @@ out:
 
 int sl_ocf_reader_open(struct sl_ocf_reader **out, const char *path, char *err, size_t errlen)
 {
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		*out = NULL;
+		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
+		return -1;
+	}
+	return sl_ocf_reader_open_stream(out, f, path, err, errlen);
+}
+
+int sl_ocf_reader_open_stream(struct sl_ocf_reader **out, FILE *f, const char *name, char *err, size_t errlen)
+{
 	struct sl_ocf_reader *r = calloc(1, sizeof *r);
 
 	*out = NULL;
-	if (!r || !(r->path = strdup(path))) {
+	if (!r || !(r->path = strdup(name))) {
 		free(r);
-		snprintf(err, errlen, "\"%s\": out of memory", path);
+		fclose(f);
+		snprintf(err, errlen, "\"%s\": out of memory", name);
 		return -1;
 	}
+	r->f = f;
 	sl_buf_init(&r->schema, 0);
 	sl_buf_init(&r->raw, SL_OCF_MAX_BLOCK);
 	sl_buf_init(&r->dec, SL_OCF_MAX_BLOCK);
-	if (!(r->f = fopen(path, "rb"))) {
-		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
-		sl_ocf_reader_close(r);
-		return -1;
-	}
 	if (read_header(r, err, errlen) < 0) {
 		sl_ocf_reader_close(r);
 		return -1;

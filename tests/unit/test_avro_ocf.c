@@ -224,6 +224,44 @@ static void same_record(avro_writer_t w, const char *mem, avro_value_t *val, con
 	*off += lens[got];
 }
 
+/* Reads the container at path from memory, through the readers' stream
+ * entry points (what tests/fuzz/fuzz_ocf reads through), and compares every
+ * record with recs/lens, and the blocks' counts with n. */
+static void read_back_stream(avro_writer_t w, char *mem, const char *path, int n, const struct sl_buf *recs,
+			     const size_t *lens)
+{
+	struct sl_avro_read *sr;
+	struct sl_ocf_reader *or;
+	avro_value_t *v;
+	char *file, err[512];
+	const void *block;
+	size_t flen, len, off = 0;
+	uint64_t count, blocks_count = 0;
+	int got = 0, rc;
+
+	if (sl_read_file(path, &file, &flen, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	if (sl_avro_read_open_stream(&sr, fmemopen(file, flen, "r"), "in memory", err, sizeof err) != 0)
+		fail_msg("sluice cannot open %s in memory: %s", path, err);
+	while ((rc = sl_avro_read_next(sr, &v, err, sizeof err)) > 0) {
+		assert_true(got < n);
+		same_record(w, mem, v, path, got++, recs, lens, &off);
+	}
+	if (rc < 0)
+		fail_msg("sluice cannot read %s in memory: %s", path, err);
+	assert_int_equal(got, n);
+	sl_avro_read_close(sr);
+
+	if (sl_ocf_reader_open_stream(&or, fmemopen(file, flen, "r"), "in memory", err, sizeof err) != 0)
+		fail_msg("%s", err);
+	while ((rc = sl_ocf_reader_block(or, &block, &len, &count, err, sizeof err)) > 0)
+		blocks_count += count;
+	assert_int_equal(rc, 0);
+	assert_int_equal(blocks_count, (uint64_t)n);
+	sl_ocf_reader_close(or);
+	free(file);
+}
+
 /* Reads path with sluice's reader (avro_read.h) and, unless its codec is
  * zstandard (which avro-c 1.11 lacks), with avro-c's own file reader, and
  * compares every record with recs/lens. */
@@ -252,6 +290,7 @@ static void read_back(const char *path, int n, const struct sl_buf *recs, const 
 	assert_int_equal(got, n);
 	assert_int_equal(sl_avro_read_count(sr), (uint64_t)n);
 	sl_avro_read_close(sr);
+	read_back_stream(w, mem, path, n, recs, lens);
 
 	if (sl_ocf_reader_open(&or, path, err, sizeof err) != 0)
 		fail_msg("%s", err);
