@@ -989,19 +989,19 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Public API                                                             */
 
-struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
+struct sl_config *sl_config_load_stream(FILE *f, const char *path, char *err, size_t errlen)
 {
 	char scratch[SL_ERRLEN];
-	struct loader L = { .path = path, .cur = -1 };
+	struct loader L = { .path = path, .cur = -1, .f = f };
 	struct sl_config *cfg = NULL;
+	int open_errno = errno;
 
 	if (!err || errlen == 0)
 		sl_keyerr_init(&L.er, path, scratch, sizeof scratch);
 	else
 		sl_keyerr_init(&L.er, path, err, errlen);
-	L.f = fopen(path, "r");
 	if (!L.f) {
-		set_err(&L, 0, "cannot open: %s", sl_strerror(errno));
+		set_err(&L, 0, "cannot open: %s", sl_strerror(open_errno));
 		goto out;
 	}
 	if (read_file(&L) < 0)
@@ -1027,6 +1027,11 @@ out:
 		cfg = NULL;
 	}
 	return cfg;
+}
+
+struct sl_config *sl_config_load(const char *path, char *err, size_t errlen)
+{
+	return sl_config_load_stream(fopen(path, "r"), path, err, errlen);
 }
 
 static void free_dest(struct sl_dest_config *dc)

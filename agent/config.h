@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/log.h"
 #include "sinks/sink.h"
@@ -78,6 +79,12 @@ struct sl_config {
 /* Loads and validates path.  Returns a config to free with sl_config_free(),
  * or NULL with the error in err ("FILE:LINE: message"). */
 struct sl_config *sl_config_load(const char *path, char *err, size_t errlen);
+/* Like sl_config_load, but reads the file from f, a stream open for reading
+ * at its start (fmemopen's over a buffer, or a file's), and closes it (f
+ * NULL: opening failed, errno says why).  path names the file in messages
+ * and in cfg->path (cfg->abs_path is its realpath, or path itself when there
+ * is no such file). */
+struct sl_config *sl_config_load_stream(FILE *f, const char *path, char *err, size_t errlen);
 void sl_config_free(struct sl_config *cfg);
 /* Returns the stream called name, or NULL. */
 struct sl_stream_config *sl_config_stream(struct sl_config *cfg, const char *name);

@@ -301,13 +301,19 @@ struct sl_table *sl_table_new(const char *ns, const char *name)
 int sl_table_add_column(struct sl_table *t, const char *name, enum sl_type type, int precision, int scale,
 			uint32_t src_type, int32_t src_typmod, const char *type_name, bool is_key)
 {
-	struct sl_column *cols = realloc(t->cols, sizeof *cols * (size_t)(t->ncols + 1));
 	struct sl_column *c;
 
-	if (!cols)
-		return -1;
-	t->cols = cols;
-	c = &cols[t->ncols];
+	/* Doubling: a column at a time, a table of n columns would copy its
+	 * array n times over (a Relation message may announce 65535). */
+	if (t->ncols >= t->acols) {
+		int room = t->ncols < 4 ? 8 : t->ncols * 2;
+		struct sl_column *cols = realloc(t->cols, sizeof *cols * (size_t)room);
+		if (!cols)
+			return -1;
+		t->cols = cols;
+		t->acols = room;
+	}
+	c = &t->cols[t->ncols];
 	memset(c, 0, sizeof *c);
 	c->name = strdup(name);
 	c->type_name = type_name ? strdup(type_name) : NULL;

@@ -188,6 +188,7 @@ struct sl_table {
 	char *object;        /* "<ns>_<name>", used in paths and the `object` field (owned) */
 	int ncols;
 	struct sl_column *cols;  /* owned array of ncols */
+	int acols;           /* the room in cols (sl_table_add_column grows it by doubling) */
 	char schema_key[17]; /* 16 lowercase hex digits: hash of the column list */
 	uint32_t relid;      /* source relation id (PostgreSQL OID), 0 if unknown */
 	/* The source's fingerprint of the rows the table spans beyond itself

@@ -25,32 +25,24 @@ struct sl_avro_read {
 	uint64_t records;
 };
 
-int sl_avro_read_open(struct sl_avro_read **out, const char *path, char *err, size_t errlen)
+/* Makes r's value and memory reader from the schema of the header that
+ * r->ocf read; on success hands r to *out, else frees it. */
+static int finish_open(struct sl_avro_read **out, struct sl_avro_read *r, char *err, size_t errlen)
 {
-	struct sl_avro_read *r = calloc(1, sizeof *r);
-	const struct sl_buf *js;
+	const struct sl_buf *js = sl_ocf_reader_schema(r->ocf);
 
-	*out = NULL;
-	if (!r || !(r->path = strdup(path))) {
-		free(r);
-		snprintf(err, errlen, "\"%s\": out of memory", path);
-		return -1;
-	}
-	if (sl_ocf_reader_open(&r->ocf, path, err, errlen) < 0)
-		goto fail;
-	js = sl_ocf_reader_schema(r->ocf);
 	if (avro_schema_from_json_length(js->data, js->len, &r->schema) != 0) {
 		r->schema = NULL;
-		snprintf(err, errlen, "\"%s\": its schema cannot be parsed: %s", path, avro_strerror());
+		snprintf(err, errlen, "\"%s\": its schema cannot be parsed: %s", r->path, avro_strerror());
 		goto fail;
 	}
 	if (!(r->iface = avro_generic_class_from_schema(r->schema)) || avro_generic_value_new(r->iface, &r->val) != 0) {
-		snprintf(err, errlen, "\"%s\": its schema cannot be used: %s", path, avro_strerror());
+		snprintf(err, errlen, "\"%s\": its schema cannot be used: %s", r->path, avro_strerror());
 		goto fail;
 	}
 	r->have_val = true;
 	if (!(r->mem = avro_reader_memory("", 0))) {
-		snprintf(err, errlen, "\"%s\": out of memory", path);
+		snprintf(err, errlen, "\"%s\": out of memory", r->path);
 		goto fail;
 	}
 	*out = r;
@@ -58,6 +50,49 @@ int sl_avro_read_open(struct sl_avro_read **out, const char *path, char *err, si
 fail:
 	sl_avro_read_close(r);
 	return -1;
+}
+
+/* A reader for name with nothing open yet, or NULL (out of memory, said in err). */
+static struct sl_avro_read *new_read(const char *name, char *err, size_t errlen)
+{
+	struct sl_avro_read *r = calloc(1, sizeof *r);
+
+	if (!r || !(r->path = strdup(name))) {
+		free(r);
+		snprintf(err, errlen, "\"%s\": out of memory", name);
+		return NULL;
+	}
+	return r;
+}
+
+int sl_avro_read_open(struct sl_avro_read **out, const char *path, char *err, size_t errlen)
+{
+	struct sl_avro_read *r = new_read(path, err, errlen);
+
+	*out = NULL;
+	if (!r)
+		return -1;
+	if (sl_ocf_reader_open(&r->ocf, path, err, errlen) < 0) {
+		sl_avro_read_close(r);
+		return -1;
+	}
+	return finish_open(out, r, err, errlen);
+}
+
+int sl_avro_read_open_stream(struct sl_avro_read **out, FILE *f, const char *name, char *err, size_t errlen)
+{
+	struct sl_avro_read *r = new_read(name, err, errlen);
+
+	*out = NULL;
+	if (!r) {
+		fclose(f);
+		return -1;
+	}
+	if (sl_ocf_reader_open_stream(&r->ocf, f, name, err, errlen) < 0) {
+		sl_avro_read_close(r);
+		return -1;
+	}
+	return finish_open(out, r, err, errlen);
 }
 
 const struct sl_buf *sl_avro_read_schema(const struct sl_avro_read *r)

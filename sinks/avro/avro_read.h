@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <avro.h>
 
@@ -21,6 +22,10 @@ struct sl_avro_read;
  * schema.  Returns 0 and the reader in *out (free it with
  * sl_avro_read_close), or -1 with a message in err naming the file. */
 int sl_avro_read_open(struct sl_avro_read **out, const char *path, char *err, size_t errlen);
+/* Like sl_avro_read_open, but reads the container from f (taken over, as by
+ * sl_ocf_reader_open_stream: closed by sl_avro_read_close, or here on a
+ * failure); name stands for the file in messages. */
+int sl_avro_read_open_stream(struct sl_avro_read **out, FILE *f, const char *name, char *err, size_t errlen);
 /* The avro.schema of the header, as it holds it; owned by r. */
 const struct sl_buf *sl_avro_read_schema(const struct sl_avro_read *r);
 /* Reads the next record: returns 1 with it in *val (owned by r, overwritten

@@ -826,19 +826,37 @@ static int read_long(FILE *f, int64_t *out)
 	return -1;
 }
 
+/* The first piece read_n reads; later ones are as large as what it read. */
+#define READ_STEP ((size_t)64 * 1024)
+
+/* Appends n bytes of f to b, then a NUL (not counted).  The buffer grows
+ * with what was read, so a damaged length (up to SL_OCF_MAX_BLOCK) asks for
+ * no more memory than about twice what the file holds.  Returns 0, or -1
+ * when the file ends first or out of memory (sl_buf_failed(b)). */
+static int read_n(FILE *f, struct sl_buf *b, size_t n)
+{
+	do {
+		size_t step = b->len > READ_STEP ? b->len : READ_STEP;
+		if (step > n)
+			step = n;
+		if (sl_buf_reserve(b, step) < 0 || (step && fread(b->data + b->len, 1, step, f) != step))
+			return -1;
+		b->len += step;
+		n -= step;
+	} while (n > 0);
+	b->data[b->len] = '\0';
+	return 0;
+}
+
 /* Reads a length-prefixed byte string of at most max bytes into b (reset first). */
 static int read_bytes(FILE *f, struct sl_buf *b, int64_t max)
 {
 	int64_t n;
 
 	sl_buf_reset(b);
-	if (read_long(f, &n) < 0 || n < 0 || n > max || sl_buf_reserve(b, (size_t)n + 1) < 0)
+	if (read_long(f, &n) < 0 || n < 0 || n > max)
 		return -1;
-	if (n && fread(b->data, 1, (size_t)n, f) != (size_t)n)
-		return -1;
-	b->len = (size_t)n;
-	b->data[n] = '\0';
-	return 0;
+	return read_n(f, b, (size_t)n);
 }
 
 struct sl_ocf_reader {
@@ -930,22 +948,31 @@ out:
 
 int sl_ocf_reader_open(struct sl_ocf_reader **out, const char *path, char *err, size_t errlen)
 {
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		*out = NULL;
+		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
+		return -1;
+	}
+	return sl_ocf_reader_open_stream(out, f, path, err, errlen);
+}
+
+int sl_ocf_reader_open_stream(struct sl_ocf_reader **out, FILE *f, const char *name, char *err, size_t errlen)
+{
 	struct sl_ocf_reader *r = calloc(1, sizeof *r);
 
 	*out = NULL;
-	if (!r || !(r->path = strdup(path))) {
+	if (!r || !(r->path = strdup(name))) {
 		free(r);
-		snprintf(err, errlen, "\"%s\": out of memory", path);
+		fclose(f);
+		snprintf(err, errlen, "\"%s\": out of memory", name);
 		return -1;
 	}
+	r->f = f;
 	sl_buf_init(&r->schema, 0);
 	sl_buf_init(&r->raw, SL_OCF_MAX_BLOCK);
 	sl_buf_init(&r->dec, SL_OCF_MAX_BLOCK);
-	if (!(r->f = fopen(path, "rb"))) {
-		snprintf(err, errlen, "\"%s\": %s", path, sl_strerror(errno));
-		sl_ocf_reader_close(r);
-		return -1;
-	}
 	if (read_header(r, err, errlen) < 0) {
 		sl_ocf_reader_close(r);
 		return -1;
@@ -1094,14 +1121,13 @@ int sl_ocf_reader_block(struct sl_ocf_reader *r, const void **data, size_t *len,
 	    (uint64_t)size > SL_OCF_MAX_BLOCK)
 		goto damaged;
 	sl_buf_reset(&r->raw);
-	if (sl_buf_reserve(&r->raw, (size_t)size + 1) < 0) {
+	if (read_n(r->f, &r->raw, (size_t)size) < 0) {
+		if (!sl_buf_failed(&r->raw))
+			goto damaged;
 		snprintf(err, errlen, "\"%s\": out of memory", r->path);
 		return -1;
 	}
-	if (fread(r->raw.data, 1, (size_t)size, r->f) != (size_t)size || fread(sync, 1, 16, r->f) != 16)
-		goto damaged;
-	r->raw.len = (size_t)size;
-	if (memcmp(sync, r->sync, 16) != 0)
+	if (fread(sync, 1, 16, r->f) != 16 || memcmp(sync, r->sync, 16) != 0)
 		goto damaged;
 	sl_buf_reset(&r->dec);
 	switch (r->codec) {

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/uio.h>
 
 #include "common/buf.h"
@@ -150,6 +151,11 @@ struct sl_ocf_reader;
  * *out (free it with sl_ocf_reader_close), or -1 with a message in err
  * naming the file. */
 int sl_ocf_reader_open(struct sl_ocf_reader **out, const char *path, char *err, size_t errlen);
+/* Like sl_ocf_reader_open, but reads the container from f, a stream open for
+ * reading at its start (fmemopen's over a buffer, or a file's), which the
+ * reader takes over: sl_ocf_reader_close closes it, and so does a failure
+ * here.  name stands for the file in messages. */
+int sl_ocf_reader_open_stream(struct sl_ocf_reader **out, FILE *f, const char *name, char *err, size_t errlen);
 /* The avro.schema of the header, as it holds it; owned by r. */
 const struct sl_buf *sl_ocf_reader_schema(const struct sl_ocf_reader *r);
 /* The file's codec. */

@@ -132,6 +132,17 @@ static const char *rd_str(struct reader *r, const char *what)
 	return s;
 }
 
+/* A PostgreSQL timestamp (microseconds since 2000-01-01) in microseconds
+ * since the Unix epoch; the few at the top of the range that have none
+ * (PostgreSQL's 'infinity' among them) are INT64_MAX, where adding the
+ * offset overflowed (found by tests/fuzz/fuzz_pgoutput). */
+static int64_t unix_us(uint64_t pg_ts)
+{
+	int64_t t = (int64_t)pg_ts;
+
+	return t > INT64_MAX - SL_PG_EPOCH_OFFSET_US ? INT64_MAX : t + SL_PG_EPOCH_OFFSET_US;
+}
+
 struct sl_pgoutput *sl_pgoutput_new(sl_pgo_key_lookup lookup, void *payload)
 {
 	struct sl_pgoutput *d = calloc(1, sizeof *d);
@@ -624,7 +635,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 	switch (type) {
 	case 'B':
 		d->final_lsn = rd_u64(&r, "begin final LSN");
-		d->commit_ts_us = (int64_t)rd_u64(&r, "begin timestamp") + SL_PG_EPOCH_OFFSET_US;
+		d->commit_ts_us = unix_us(rd_u64(&r, "begin timestamp"));
 		d->xid = rd_u32(&r, "begin xid");
 		if (r.bad)
 			return -1;
@@ -639,7 +650,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		rd_u8(&r, "commit flags");
 		ev->commit_lsn = rd_u64(&r, "commit LSN");
 		ev->end_lsn = rd_u64(&r, "commit end LSN");
-		ev->commit_ts_us = (int64_t)rd_u64(&r, "commit timestamp") + SL_PG_EPOCH_OFFSET_US;
+		ev->commit_ts_us = unix_us(rd_u64(&r, "commit timestamp"));
 		if (r.bad)
 			return -1;
 		d->in_tx = false;

@@ -10,7 +10,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "common/log.h"
 #include "schema/schema.h"
 #include "sources/mysql/binlog_event.h"
 #include "sources/mysql/row_image.h"
@@ -92,7 +91,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!maps)
 		return 0;
-	sl_log_min_level = SL_LOG_ERROR;
 	for (int i = 0; i < MAPS; i++)
 		sl_binlog_table_map_init(&maps[i].tm);
 	sl_mysql_rowdec_init(&dec);

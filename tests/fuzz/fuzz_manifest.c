@@ -4,7 +4,6 @@
  * manifest's JSON; a manifest it accepts is encoded again.
  */
 #include "common/buf.h"
-#include "common/log.h"
 #include "sinks/avro_tree/manifest.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -14,7 +13,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sl_buf out;
 	char err[1024];
 
-	sl_log_min_level = SL_LOG_ERROR;
 	sl_buf_init(&out, 0);
 	if (sl_manifest_decode(&m, (const char *)data, size, err, sizeof err) == 0)
 		(void)sl_manifest_encode(&m, &out, err, sizeof err);

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "schema/schema.h"
 #include "sources/postgres/pgoutput.h"
 #include "tests/fuzz/fuzz.h"
@@ -23,7 +22,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len;
 	char err[512];
 
-	sl_log_min_level = SL_LOG_ERROR;
 	d = sl_pgoutput_new(NULL, NULL);
 	if (!d)
 		return 0;

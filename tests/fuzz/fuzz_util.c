@@ -1,11 +1,16 @@
 /*
- * tests/fuzz/fuzz_util.c: frames and the scratch file of the fuzz targets.
+ * tests/fuzz/fuzz_util.c: frames and the input streams of the fuzz targets.
  */
 #include <stdio.h>
-#include <stdlib.h>
-#include <unistd.h>
 
+#include "common/log.h"
 #include "tests/fuzz/fuzz.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	sl_log_min_level = SL_LOG_ERROR;
+	return 0;
+}
 
 int fuzz_next_frame(const uint8_t **p, const uint8_t *end, const uint8_t **frame, size_t *len)
 {
@@ -23,34 +28,8 @@ int fuzz_next_frame(const uint8_t **p, const uint8_t *end, const uint8_t **frame
 	return 1;
 }
 
-static char scratch[64];
-
-static void remove_scratch(void)
+FILE *fuzz_stream(const uint8_t *data, size_t size)
 {
-	unlink(scratch);
-}
-
-const char *fuzz_file(const uint8_t *data, size_t size)
-{
-	FILE *f;
-	int rc;
-
-	if (!scratch[0]) {
-		int fd;
-		snprintf(scratch, sizeof scratch, "/tmp/sluice-fuzz-XXXXXX");
-		fd = mkstemp(scratch);
-		if (fd < 0) {
-			scratch[0] = 0;
-			return NULL;
-		}
-		close(fd);
-		atexit(remove_scratch);
-	}
-	/* no fsync: the file only lives as long as the process */
-	if (!(f = fopen(scratch, "wb")))
-		return NULL;
-	rc = size && fwrite(data, 1, size, f) != size;
-	if (fclose(f) != 0 || rc)
-		return NULL;
-	return scratch;
+	/* "r": glibc reads the buffer and never writes it */
+	return fmemopen((void *)data, size, "r");
 }

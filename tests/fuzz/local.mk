@@ -33,4 +33,4 @@ FUZZER_UTIL = %D%/fuzz.h %D%/fuzz_util.c
 %C%_fuzz_manifest_LDFLAGS = $(FUZZER_LINK)
 %C%_fuzz_manifest_LDADD = $(SINKS_LIBS) $(SCHEMA_LIBS) libslcommon.a
 endif
-EXTRA_DIST += %D%/seeds.py
+EXTRA_DIST += %D%/seeds.py %D%/lsan-ocf.supp

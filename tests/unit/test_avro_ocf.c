@@ -16,8 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <avro.h>
 #include <cmocka.h>
@@ -224,6 +227,44 @@ static void same_record(avro_writer_t w, const char *mem, avro_value_t *val, con
 	*off += lens[got];
 }
 
+/* Reads the container at path from memory, through the readers' stream
+ * entry points (what tests/fuzz/fuzz_ocf reads through), and compares every
+ * record with recs/lens, and the blocks' counts with n. */
+static void read_back_stream(avro_writer_t w, char *mem, const char *path, int n, const struct sl_buf *recs,
+			     const size_t *lens)
+{
+	struct sl_avro_read *sr;
+	struct sl_ocf_reader *or;
+	avro_value_t *v;
+	char *file, err[512];
+	const void *block;
+	size_t flen, len, off = 0;
+	uint64_t count, blocks_count = 0;
+	int got = 0, rc;
+
+	if (sl_read_file(path, &file, &flen, err, sizeof err) != 0)
+		fail_msg("%s", err);
+	if (sl_avro_read_open_stream(&sr, fmemopen(file, flen, "r"), "in memory", err, sizeof err) != 0)
+		fail_msg("sluice cannot open %s in memory: %s", path, err);
+	while ((rc = sl_avro_read_next(sr, &v, err, sizeof err)) > 0) {
+		assert_true(got < n);
+		same_record(w, mem, v, path, got++, recs, lens, &off);
+	}
+	if (rc < 0)
+		fail_msg("sluice cannot read %s in memory: %s", path, err);
+	assert_int_equal(got, n);
+	sl_avro_read_close(sr);
+
+	if (sl_ocf_reader_open_stream(&or, fmemopen(file, flen, "r"), "in memory", err, sizeof err) != 0)
+		fail_msg("%s", err);
+	while ((rc = sl_ocf_reader_block(or, &block, &len, &count, err, sizeof err)) > 0)
+		blocks_count += count;
+	assert_int_equal(rc, 0);
+	assert_int_equal(blocks_count, (uint64_t)n);
+	sl_ocf_reader_close(or);
+	free(file);
+}
+
 /* Reads path with sluice's reader (avro_read.h) and, unless its codec is
  * zstandard (which avro-c 1.11 lacks), with avro-c's own file reader, and
  * compares every record with recs/lens. */
@@ -252,6 +293,7 @@ static void read_back(const char *path, int n, const struct sl_buf *recs, const 
 	assert_int_equal(got, n);
 	assert_int_equal(sl_avro_read_count(sr), (uint64_t)n);
 	sl_avro_read_close(sr);
+	read_back_stream(w, mem, path, n, recs, lens);
 
 	if (sl_ocf_reader_open(&or, path, err, sizeof err) != 0)
 		fail_msg("%s", err);
@@ -853,6 +895,63 @@ static unsigned char *foreign_zstd(int n, size_t *len, struct sl_buf *recs, size
 	return (unsigned char *)sl_buf_detach(&f);
 }
 
+/* Where an address-space limit can be set (not under ASan or TSan, which
+ * reserve terabytes of shadow memory). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NO_RLIMIT_AS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NO_RLIMIT_AS 1
+#endif
+#endif
+
+/* A block that declares 512 MiB in a file that ends 10 bytes later (made
+ * by tests/fuzz/fuzz_ocf, which it slowed down): the reader takes memory as
+ * the data comes in, so under an address-space limit far below the size it
+ * finds the file truncated, where it used to ask for the whole block first
+ * and run out of memory. */
+static void test_reader_short_block(void **state)
+{
+	static const unsigned char block[] = {
+		0x02,                           /* 1 record */
+		0x80, 0x80, 0x80, 0x80, 0x04,   /* 2^29 bytes (zigzag 2^30) */
+		1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+	};
+	char path[512], err[512];
+	unsigned char *d;
+	size_t len, first;
+	int status;
+	pid_t pid;
+
+	(void)state;
+#ifdef NO_RLIMIT_AS
+	skip();
+#endif
+	snprintf(path, sizeof path, "%s/short-block.avro", g_dir);
+	d = small_blocks(path, SL_CODEC_NULL, 1, &len, &first);
+	memcpy(d + first, block, sizeof block);
+	assert_int_equal(sl_write_file_atomic(path, d, first + sizeof block, err, sizeof err), 0);
+	free(d);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit lim;
+		unsigned long pages = 0;
+		FILE *statm = fopen("/proc/self/statm", "r");
+		if (!statm || fscanf(statm, "%lu", &pages) != 1)
+			_exit(3);
+		fclose(statm);
+		lim.rlim_cur = lim.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)256 << 20);
+		if (setrlimit(RLIMIT_AS, &lim) != 0)
+			_exit(3);
+		read_all(path, err, sizeof err);
+		_exit(strstr(err, "\": block 1 is truncated or damaged") ? 0 : strstr(err, "out of memory") ? 1 : 2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* sluice's reader takes what other writers make of zstandard: frames
  * without their content size, several frames in one block, a block far
  * larger than its first guess (64 KiB). */
@@ -1051,6 +1150,7 @@ int main(void)
 		cmocka_unit_test(test_reader_damage),
 		cmocka_unit_test(test_reader_foreign_zstd),
 		cmocka_unit_test(test_reader_count_min),
+		cmocka_unit_test(test_reader_short_block),
 		cmocka_unit_test(test_small_files),
 		cmocka_unit_test(test_huge_record),
 		cmocka_unit_test(test_errors),

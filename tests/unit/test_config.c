@@ -103,6 +103,28 @@ static void write_file(struct fx *f, const char *name, const char *content, mode
 	assert_int_equal(chmod(out, mode), 0);
 }
 
+/* Loads ini again from memory (sl_config_load_stream, which
+ * tests/fuzz/fuzz_config reads through): it must load as cfg, the
+ * file's, did, or fail with the same message. */
+static void same_from_memory(struct fx *f, const char *ini, const struct sl_config *cfg)
+{
+	char err[sizeof f->err] = "";
+	struct sl_config *mem = sl_config_load_stream(fmemopen((void *)ini, strlen(ini), "r"), f->path, err,
+						      sizeof err);
+
+	if (cfg) {
+		assert_non_null(mem);
+		assert_int_equal(mem->nstreams, cfg->nstreams);
+		assert_int_equal(mem->nsources, cfg->nsources);
+		assert_int_equal(mem->ndestinations, cfg->ndestinations);
+		assert_string_equal(mem->abs_path, cfg->abs_path);
+	} else {
+		assert_null(mem);
+		assert_string_equal(err, f->err);
+	}
+	sl_config_free(mem);
+}
+
 static struct sl_config *load(struct fx *f, const char *ini)
 {
 	char p[600];
@@ -112,6 +134,7 @@ static struct sl_config *load(struct fx *f, const char *ini)
 	f->err[0] = '\0';
 	cfg = sl_config_load(f->path, f->err, sizeof f->err);
 	assert_null(strstr(f->err, CANARY));
+	same_from_memory(f, ini, cfg);
 	return cfg;
 }
 

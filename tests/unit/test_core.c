@@ -74,6 +74,46 @@ static void build_relation(struct sl_buf *b, uint32_t relid, const char *ns, con
 	w8(b, 0); wstr(b, "note"); w32(b, 25); w32(b, (uint32_t)-1);
 }
 
+/* Begin and Commit messages whose timestamp is PostgreSQL's 'infinity'
+ * (INT64_MAX; found by tests/fuzz/fuzz_pgoutput): moving it to the Unix
+ * epoch overflowed; it stays the largest time there is. */
+static void test_pgoutput_infinite_commit_time(void **state)
+{
+	struct sl_pgoutput *d = sl_pgoutput_new(NULL, NULL);
+	struct sl_pgo_event ev;
+	struct sl_buf b;
+
+	(void)state;
+	sl_buf_init(&b, 0);
+	w8(&b, 'B');
+	w64(&b, 0x16E75D0);
+	w64(&b, (uint64_t)INT64_MAX);
+	w32(&b, 777);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(ev.kind, SL_PGO_BEGIN);
+	assert_true(ev.commit_ts_us == INT64_MAX);
+	sl_buf_reset(&b);
+	w8(&b, 'C');
+	w8(&b, 0);
+	w64(&b, 0x16E75D0);
+	w64(&b, 0x16E7600);
+	w64(&b, (uint64_t)INT64_MAX - 1);
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_int_equal(ev.kind, SL_PGO_COMMIT);
+	assert_true(ev.commit_ts_us == INT64_MAX);
+	/* the last one that has a Unix time */
+	sl_buf_reset(&b);
+	w8(&b, 'C');
+	w8(&b, 0);
+	w64(&b, 0x16E75D0);
+	w64(&b, 0x16E7600);
+	w64(&b, (uint64_t)(INT64_MAX - SL_PG_EPOCH_OFFSET_US));
+	assert_int_equal(decode(d, &b, &ev), 0);
+	assert_true(ev.commit_ts_us == INT64_MAX);
+	sl_buf_free(&b);
+	sl_pgoutput_free(d);
+}
+
 static void test_pgoutput_transaction(void **state)
 {
 	struct sl_pgoutput *d = sl_pgoutput_new(NULL, NULL);
@@ -1254,6 +1294,7 @@ int main(void)
 		cmocka_unit_test(test_status_exit_codes),
 		cmocka_unit_test(test_fd_share),
 		cmocka_unit_test(test_pgoutput_transaction),
+		cmocka_unit_test(test_pgoutput_infinite_commit_time),
 		cmocka_unit_test(test_pgoutput_typed),
 		cmocka_unit_test(test_pgoutput_schema_change),
 		cmocka_unit_test(test_pgoutput_drop_below),
