@@ -129,6 +129,24 @@ static int add(struct sl_mbatch *b, struct sl_mrow *r)
 	return 0;
 }
 
+/* Puts r as the row of its key: in place of row prev (>= 0), else added.
+ * 0, or -1 when out of memory (r is then freed). */
+static int put_at(struct sl_mbatch *b, ssize_t prev, struct sl_mrow *r)
+{
+	if (prev < 0) {
+		if (add(b, r) < 0) {
+			free(r);
+			return -1;
+		}
+		return 0;
+	}
+	b->bytes += r->size;
+	b->bytes -= b->rows[prev]->size;
+	free(b->rows[prev]);
+	b->rows[prev] = r;
+	return 0;
+}
+
 static void moved_clear(struct sl_mbatch *b)
 {
 	b->moved_set = false;
@@ -286,15 +304,8 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 	}
 	if (!(r = mrow_make(c, NULL, vals, t->ncols, key.data, key.len, fill, filllen)))
 		goto oom;
-	if (prev >= 0) {
-		b->bytes += r->size;
-		b->bytes -= b->rows[prev]->size;
-		free(b->rows[prev]);
-		b->rows[prev] = r;
-	} else if (add(b, r) < 0) {
-		free(r);
+	if (put_at(b, prev, r) < 0)
 		goto oom;
-	}
 	rc = 0;
 	goto out;
 oom:
@@ -359,22 +370,14 @@ int sl_mbatch_carry(struct sl_mbatch *to, const struct sl_mbatch *from, const st
 	for (size_t k = 0; k < from->n; k++) {
 		bool skip;
 		struct sl_mrow *r = carry_row(from->rows[k], ft, ftypes, nftypes, tt, ttypes, nttypes, &skip);
-		ssize_t at;
 
 		if (!r) {
 			if (skip)
 				continue;
 			return -1;
 		}
-		if ((at = find(to, r->key, r->keylen)) >= 0) {
-			to->bytes += r->size;
-			to->bytes -= to->rows[at]->size;
-			free(to->rows[at]);
-			to->rows[at] = r;
-		} else if (add(to, r) < 0) {
-			free(r);
+		if (put_at(to, find(to, r->key, r->keylen), r) < 0)
 			return -1;
-		}
 	}
 	return 0;
 }

@@ -172,14 +172,17 @@ class PgMergeTest(PgTestCase):
         v = s.run("verify", "--stream", "mleft")
         self.assertEqual(v.rc, 0, v.describe())
 
+    def toast_table(self, name, columns, seed):
+        """Creates table name (id int PRIMARY KEY, n int, body text stored
+        EXTERNAL, then columns); returns a maker of 20 KB random values."""
+        rnd = random.Random(seed)
+        self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, n int, body text{columns})")
+        self.pg.execute(f"ALTER TABLE {name} ALTER body SET STORAGE EXTERNAL")
+        return lambda: "".join(rnd.choice("0123456789abcdef") for _ in range(20000))
+
     def test_unchanged_toast_values(self):
         pg = self.pg
-        rnd = random.Random(5)
-
-        def big():
-            return "".join(rnd.choice("0123456789abcdef") for _ in range(20000))
-        pg.execute("CREATE TABLE toast (id int PRIMARY KEY, n int, body text, other text)")
-        pg.execute("ALTER TABLE toast ALTER body SET STORAGE EXTERNAL")
+        big = self.toast_table("toast", ", other text", 5)
         for i in range(1, 7):
             pg.execute("INSERT INTO toast VALUES (%s, 0, %s, %s)", (i, big(), big()))
         s = self.merge_sluice(stream="toast", tables="public.toast")
@@ -206,12 +209,7 @@ class PgMergeTest(PgTestCase):
         flush, where the mirror does not see them yet, so the values come
         from that batch (issue 17, seed 4104: the value was written null)."""
         pg = self.pg
-        rnd = random.Random(6)
-
-        def big():
-            return "".join(rnd.choice("0123456789abcdef") for _ in range(20000))
-        pg.execute("CREATE TABLE toastv (id int PRIMARY KEY, n int, body text)")
-        pg.execute("ALTER TABLE toastv ALTER body SET STORAGE EXTERNAL")
+        big = self.toast_table("toastv", "", 6)
         pg.execute("INSERT INTO toastv VALUES (1, 0, %s)", (big(),))
         s = self.merge_sluice(stream="toastv", tables="public.toastv")
         s.catch_up(self)
