@@ -129,6 +129,24 @@ static int add(struct sl_mbatch *b, struct sl_mrow *r)
 	return 0;
 }
 
+/* Puts r as the row of its key: in place of row prev (>= 0), else added.
+ * 0, or -1 when out of memory (r is then freed). */
+static int put_at(struct sl_mbatch *b, ssize_t prev, struct sl_mrow *r)
+{
+	if (prev < 0) {
+		if (add(b, r) < 0) {
+			free(r);
+			return -1;
+		}
+		return 0;
+	}
+	b->bytes += r->size;
+	b->bytes -= b->rows[prev]->size;
+	free(b->rows[prev]);
+	b->rows[prev] = r;
+	return 0;
+}
+
 static void moved_clear(struct sl_mbatch *b)
 {
 	b->moved_set = false;
@@ -173,6 +191,18 @@ static void fill_from(struct sl_mbatch *b, struct sl_value *vals, int ncols, con
 	}
 }
 
+/* The row of key in the prior batches of this flush (sl_mbatch_carry) that
+ * can fill unchanged values, or NULL: none, deleted, or cleared by a
+ * TRUNCATE of this batch. */
+static const struct sl_mrow *prior_row(const struct sl_mbatch *b, const void *key, size_t len)
+{
+	ssize_t at;
+
+	if (!b->prior || b->trunc || (at = find(b->prior, key, len)) < 0 || b->prior->rows[at]->deleted)
+		return NULL;
+	return b->prior->rows[at];
+}
+
 static int put_truncate(struct sl_mbatch *b, const struct sl_change *c)
 {
 	struct sl_mrow *r = mrow_make(c, NULL, NULL, 0, NULL, 0, NULL, 0);
@@ -189,7 +219,8 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 {
 	const struct sl_table *t = c->table;
 	struct sl_value *vals = NULL;
-	struct sl_mrow *r = NULL, *src = NULL;
+	struct sl_mrow *r = NULL;
+	const struct sl_mrow *src = NULL;
 	const void *fill = NULL;
 	size_t filllen = 0;
 	struct sl_buf key;
@@ -249,12 +280,16 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 		if (b->moved_set && b->moved_pos == c->csn_pos && b->moved_seq + 1 == c->seq) {
 			if (b->moved_row && !b->moved_row->deleted)
 				src = b->moved_row;
+			else if (!b->moved_row && (src = prior_row(b, b->moved_key.data, b->moved_key.len)))
+				;
 			else {
 				fill = b->moved_key.data;
 				filllen = b->moved_key.len;
 			}
 		} else if (prev >= 0 && !b->rows[prev]->deleted) {
 			src = b->rows[prev];
+		} else if (prev < 0 && (src = prior_row(b, key.data, key.len))) {
+			;
 		} else {
 			fill = key.data;
 			filllen = key.len;
@@ -269,15 +304,8 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 	}
 	if (!(r = mrow_make(c, NULL, vals, t->ncols, key.data, key.len, fill, filllen)))
 		goto oom;
-	if (prev >= 0) {
-		b->bytes += r->size;
-		b->bytes -= b->rows[prev]->size;
-		free(b->rows[prev]);
-		b->rows[prev] = r;
-	} else if (add(b, r) < 0) {
-		free(r);
+	if (put_at(b, prev, r) < 0)
 		goto oom;
-	}
 	rc = 0;
 	goto out;
 oom:
@@ -291,6 +319,67 @@ out:
 oom_nokey:
 	snprintf(err, errlen, "table \"%s\": out of memory", t->object);
 	return -1;
+}
+
+/* Row r (of table version ft) in version tt's layout, see sl_mbatch_carry;
+ * *skip is set when its key has no value in tt.  NULL when out of memory
+ * or skipped. */
+static struct sl_mrow *carry_row(const struct sl_mrow *r, const struct sl_table *ft, char *const *ftypes,
+				 int nftypes, const struct sl_table *tt, char *const *ttypes, int nttypes, bool *skip)
+{
+	struct sl_value *vals = calloc((size_t)tt->ncols + 1, sizeof *vals);
+	struct sl_mrow *out = NULL;
+	struct sl_buf key;
+	bool pending = false;
+	char err[256];
+
+	sl_buf_init(&key, 0);
+	*skip = false;
+	if (!vals)
+		goto out;
+	for (int j = 0; j < tt->ncols; j++) {
+		vals[j].kind = SL_V_UNCHANGED;
+		for (int i = 0; r->vals && i < r->ncols && i < ft->ncols; i++) {
+			if (strcmp(ft->cols[i].name, tt->cols[j].name) != 0)
+				continue;
+			if (i < nftypes && j < nttypes && !strcmp(ftypes[i], ttypes[j]))
+				vals[j] = r->vals[i];
+			break;
+		}
+		pending |= vals[j].kind == SL_V_UNCHANGED;
+	}
+	if (sl_mrow_key(tt, vals, &key, err, sizeof err) != 0) {
+		*skip = !sl_buf_failed(&key);  /* a key column without a value in tt */
+		goto out;
+	}
+	if (pending && r->fill)
+		out = mrow_make(NULL, r, vals, tt->ncols, key.data, key.len, r->fill, r->filllen);
+	else
+		out = mrow_make(NULL, r, vals, tt->ncols, key.data, key.len, pending ? key.data : NULL, key.len);
+out:
+	sl_buf_free(&key);
+	free(vals);
+	return out;
+}
+
+int sl_mbatch_carry(struct sl_mbatch *to, const struct sl_mbatch *from, const struct sl_table *ft,
+		    char *const *ftypes, int nftypes, const struct sl_table *tt, char *const *ttypes, int nttypes)
+{
+	if (from->trunc)
+		sl_mbatch_clear(to);  /* older than the TRUNCATE: gone */
+	for (size_t k = 0; k < from->n; k++) {
+		bool skip;
+		struct sl_mrow *r = carry_row(from->rows[k], ft, ftypes, nftypes, tt, ttypes, nttypes, &skip);
+
+		if (!r) {
+			if (skip)
+				continue;
+			return -1;
+		}
+		if (put_at(to, find(to, r->key, r->keylen), r) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 int sl_mbatch_replace(struct sl_mbatch *b, size_t i, const struct sl_value *vals)

@@ -65,6 +65,12 @@ struct sl_mbatch {
 	struct sl_buf moved_key;
 	struct sl_mrow *moved_row;     /* the old key's held row, or NULL */
 	uint64_t filled;               /* unchanged values filled from the batch */
+	/* Borrowed, or NULL: the rows of the earlier table versions' batches
+	 * of this flush (sl_mbatch_carry), in the current version's layout.
+	 * They are in files that wait for the flush, which the mirror does not
+	 * list yet, so a key that the batch does not hold takes its unchanged
+	 * values from there before it falls back to the mirror. */
+	const struct sl_mbatch *prior;
 };
 
 /* Appends the key bytes of values (of table t) to out.  Returns 0, or
@@ -89,6 +95,16 @@ void sl_mrow_change(const struct sl_mrow *r, const struct sl_table *t, struct sl
 
 /* Replaces row i's values with vals (copied; unchanged values filled). */
 int sl_mbatch_replace(struct sl_mbatch *b, size_t i, const struct sl_value *vals);
+
+/* Folds the rows of from (held for table version ft, whose payload fields
+ * have the Avro types ftypes[], the JSON of sl_mschema) into to, in table
+ * version tt's layout (types ttypes[]): a column of tt takes the value of
+ * from's column of the same name and type, others stay unchanged and are
+ * filled from the mirror through the row's key.  A TRUNCATE in from
+ * empties to first.  For the batch of a version that follows in the same
+ * flush (its prior); 0, or -1 when out of memory. */
+int sl_mbatch_carry(struct sl_mbatch *to, const struct sl_mbatch *from, const struct sl_table *ft,
+		    char *const *ftypes, int nftypes, const struct sl_table *tt, char *const *ttypes, int nttypes);
 
 /* Empties b (keeps its memory for the next batch); sl_mbatch_free frees it. */
 void sl_mbatch_clear(struct sl_mbatch *b);

@@ -56,6 +56,7 @@ struct obj {
 	bool touched;                  /* a file of it was published by the flush under way */
 	/* merge mode */
 	struct sl_mbatch batch;        /* the batch's last change of each key */
+	struct sl_mbatch prior;        /* the rows of earlier versions' batches of this flush (batch.prior) */
 	struct sl_table *mtab;         /* a copy of the table version enc was made for */
 	struct sl_mschema cur;         /* enc's schema, parsed: the types unchanged values must have */
 	uint64_t since_compact;        /* files published since the last compaction */
@@ -708,7 +709,7 @@ static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, co
 }
 
 /* Writes o's batch as files (in CSN order, rotated at max_file_bytes) that
- * wait on the done list, and empties it. */
+ * wait on the done list; the caller empties it. */
 static int emit_batch(struct sl_tree *t, struct obj *o, char *err, size_t errlen)
 {
 	struct sl_mirror m;
@@ -743,7 +744,6 @@ static int emit_batch(struct sl_tree *t, struct obj *o, char *err, size_t errlen
 	}
 	if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
 		goto out;
-	sl_mbatch_clear(&o->batch);
 	rc = 0;
 out:
 	if (rc < 0 && o->w)
@@ -833,6 +833,50 @@ out:
 	return rc;
 }
 
+/* Makes o's version that of tab, after its batch was written to files that
+ * wait for the flush.  Those rows go to o's prior batch, in tab's layout:
+ * the mirror lists their files only once the flush publishes them, and a
+ * change of this version that leaves a value unchanged takes it from there
+ * (a column added, then an UPDATE of a row inserted earlier in the flush). */
+static int new_version(struct sl_tree *t, struct obj *o, const struct sl_table *tab, char *err, size_t errlen)
+{
+	struct sl_table *ft = o->mtab;
+	struct sl_mschema fs = o->cur;
+	struct sl_mbatch np;
+	int rc = -1;
+
+	o->mtab = NULL;
+	memset(&o->cur, 0, sizeof o->cur);
+	memset(&np, 0, sizeof np);
+	if (merge_version(t, o, tab, err, errlen) < 0)
+		goto out;
+	if (ft && (sl_mbatch_carry(&np, &o->prior, ft, fs.types, fs.nfields, o->mtab, o->cur.types,
+				   o->cur.nfields) < 0 ||
+		   sl_mbatch_carry(&np, &o->batch, ft, fs.types, fs.nfields, o->mtab, o->cur.types,
+				   o->cur.nfields) < 0)) {
+		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
+		goto out;
+	}
+	sl_mbatch_free(&o->prior);
+	o->prior = np;
+	memset(&np, 0, sizeof np);
+	sl_mbatch_clear(&o->batch);
+	o->batch.prior = &o->prior;
+	rc = 0;
+out:
+	sl_mbatch_free(&np);
+	sl_table_free(ft);
+	sl_mschema_free(&fs);
+	return rc;
+}
+
+/* Forgets o's prior batch: its files are published, or dropped. */
+static void drop_prior(struct obj *o)
+{
+	sl_mbatch_free(&o->prior);
+	o->batch.prior = NULL;
+}
+
 static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change *c, char *err, size_t errlen)
 {
 	const struct sl_table *tab = c->table;
@@ -849,8 +893,8 @@ static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change 
 		/* A new table version: the batch of the old one goes to a file first. */
 		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
 			return rc;
-		if (merge_version(t, o, tab, err, errlen) < 0)
-			return -1;
+		if ((rc = new_version(t, o, tab, err, errlen)) < 0)
+			return rc;
 	}
 	if ((rc = sl_mbatch_put(&o->batch, c, err, errlen)) == SL_EDATA) {
 		char why[512];
@@ -882,9 +926,12 @@ static int emit_all(struct sl_tree *t, char *err, size_t errlen)
 	int rc;
 
 	for (size_t i = 0; i < t->objs.nb; i++)
-		for (struct obj *o = (struct obj *)t->objs.b[i]; o; o = (struct obj *)o->node.next)
+		for (struct obj *o = (struct obj *)t->objs.b[i]; o; o = (struct obj *)o->node.next) {
 			if ((rc = emit_batch(t, o, err, errlen)) < 0)
 				return rc;
+			sl_mbatch_clear(&o->batch);
+			drop_prior(o);
+		}
 	t->batch_ms = 0;
 	return 0;
 }
@@ -1120,8 +1167,8 @@ int sl_tree_version(void *ctx, const struct sl_table *tab, char *err, size_t err
 	if (t->merge) {
 		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
 			return rc;
-		if (merge_version(t, o, tab, err, errlen) < 0)
-			return -1;
+		if ((rc = new_version(t, o, tab, err, errlen)) < 0)
+			return rc;
 	} else {
 		if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
 			return rc;
@@ -1401,6 +1448,8 @@ int sl_tree_discard_backfill(void *ctx, const struct sl_table *tab, const char *
 	o = obj_find(t, tab->object);
 	if (o && o->w && backfill_span(o->first_csn, o->last_csn, csn_first, csn_last))
 		drop_open_file(t, o);
+	if (o)
+		drop_prior(o);
 	for (dp = &t->done; *dp;) {
 		struct done_file *d = *dp;
 		if (!strcmp(d->object, tab->object) && backfill_span(d->first_csn, d->last_csn, csn_first, csn_last)) {
@@ -1464,6 +1513,7 @@ void sl_tree_close(void *ctx)
 				drop_open_file(t, o);
 			sl_avro_enc_free(o->enc);
 			sl_mbatch_free(&o->batch);
+			sl_mbatch_free(&o->prior);
 			sl_table_free(o->mtab);
 			sl_mschema_free(&o->cur);
 			free(o->dir);
