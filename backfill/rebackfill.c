@@ -47,8 +47,8 @@ struct job {
 	const struct sl_table *t;       /* the latest version of the table */
 	char *after;                    /* the last key read (owned; NULL: none yet) */
 	uint64_t rows, chunks;          /* pushed so far, with those durable before */
-	bool marked;                    /* its marker is written: a chunk of it is durable, or this run
-					 * wrote it at a low watermark (sl_pipe_job_marker) */
+	bool marked;                    /* its marker is written: by this run (at the job's start, or at
+					 * a low watermark, sl_pipe_job_marker), or a chunk is durable */
 	int64_t t0_ms;
 	uint64_t rows0;
 };
@@ -292,15 +292,22 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 			"(%" PRIu64 " rows, %" PRIu64 " chunks durable)", rb->c.stream, entry_name(rb, idx), rows, chunks);
 		return SL_OK;
 	}
-	/* Running, durably; its marker comes at its first low watermark
-	 * (mark_job), above everything an earlier run wrote. */
+	/* Running, durably, behind its marker at once, just after the
+	 * reader's position (or the source's when the run started): above
+	 * everything written so far, by this run or an earlier one, and before
+	 * anything of the table that follows (a destination that lost the
+	 * table takes it anew from the marker).  A run that resumes the job
+	 * before any chunk of it is durable writes it again at its first low
+	 * watermark (mark_job). */
 	if (!sl_pipe_marker_position(rb->c.pipe, &pos)) {
 		snprintf(rb->c.err, rb->c.errlen, "stream \"%s\": no position to start the backfill of %s at",
 			 rb->c.stream, entry_name(rb, idx));
 		return SL_EFAIL;
 	}
-	if ((rc = sl_pipe_job_start(rb->c.pipe, idx, t, &pos, sl_now_us(), false, false)) < 0)
+	if ((rc = sl_pipe_job_start(rb->c.pipe, idx, t, &pos, sl_now_us(), true, false)) < 0)
 		return rc;
+	nj = &rb->jobs[rb->njobs - 1];
+	nj->marked = true;
 	sl_info("stream \"%s\": backfilling %s while streaming (watermark method, chunks of %" PRIu64 " rows)",
 		rb->c.stream, entry_name(rb, idx), rb->c.chunk_rows);
 	return SL_OK;

@@ -227,7 +227,11 @@ class RebackfillTest(BackfillUnderLoad, PgTestCase):
         self.assertIn(f"the backfill of public.{name} waits for the stream to reach a DDL of the table", r.stderr)
         self.assertIn(f"backfilled public.{name} while streaming: 3000 rows in 6 chunks", r.stderr)
         recs = records_for(self.read(s), "public", name)
-        self.assertEqual(len(truncate_markers(recs)), 1)
+        # without a later change the stream restarts to describe the table
+        # anew, and resumes the backfill with no chunk of it durable: its
+        # marker is written again, at its first low watermark in the
+        # restarted stream (doc/output.md, "Where a marker sorts")
+        self.assertEqual(len(truncate_markers(recs)), 1 if later_change else 2)
         self.assertTableMatches(recs, "public", name, ["id"])
         return r
 
