@@ -86,7 +86,7 @@ class RebackfillCases(BackfillUnderLoad):
         p = self.start_streaming(s, slow=True)
         r = s.run("backfill", "--stream", s.stream, "--table", table, timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
-        wait_until(lambda: backfill_running(s, table, "watermark", 1) or not p.alive(), 60, "a durable chunk")
+        wait_until(lambda: backfill_running(s, table, "watermark", 1) or not p.alive(), 180, "a durable chunk")
         p.kill9()
         p.wait_result(30)
         self.assertEqual(checkpoint_table(s, table).get("backfill"), "running", p.stderr_text())
