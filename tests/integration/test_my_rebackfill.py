@@ -86,7 +86,12 @@ class RebackfillCases(BackfillUnderLoad):
         p = self.start_streaming(s, slow=True)
         r = s.run("backfill", "--stream", s.stream, "--table", table, timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
-        wait_until(lambda: backfill_running(s, table, "watermark", 1) or not p.alive(), 180, "a durable chunk")
+        try:
+            wait_until(lambda: backfill_running(s, table, "watermark", 1) or not p.alive(), 180, "a durable chunk")
+        except TimeoutError:
+            p.kill9()
+            raise AssertionError("no durable chunk in 180 s; checkpoint entry %r; the agent printed:\n%s"
+                                 % (checkpoint_table(s, table), p.stderr_text()[-20000:]))
         p.kill9()
         p.wait_result(30)
         self.assertEqual(checkpoint_table(s, table).get("backfill"), "running", p.stderr_text())
