@@ -2029,15 +2029,17 @@ class AgentRuns:
     """Methods of a test case (either source) that run the agent of a
     Sluice: slow (every flush delayed), until it streams, and stopped."""
 
-    def start_slow(self, s, flush_delay="1s"):
+    def start_slow(self, s, flush_delay="1s", **keys):
         """Runs s with every flush delayed by flush_delay (the test sink
-        slow_avro_dir of tests/tools/sluice_test, on the same output), so
-        that a backfill is still running when the test kills it."""
-        return s.start("run", config=slow_config(s, flush_delay=flush_delay), binary=sluice_test_bin())
+        slow_avro_dir of tests/tools/sluice_test, on the same output, with
+        keys added to its section), so that a backfill is still running
+        when the test kills it."""
+        return s.start("run", config=slow_config(s, flush_delay=flush_delay, **keys), binary=sluice_test_bin())
 
-    def start_streaming(self, s, slow=False):
-        """The agent of s, once it streams (from a slot or a binlog)."""
-        p = self.start_slow(s) if slow else s.start("run")
+    def start_streaming(self, s, slow=False, **keys):
+        """The agent of s, once it streams (from a slot or a binlog); slow:
+        start_slow's, with keys."""
+        p = self.start_slow(s, **keys) if slow else s.start("run")
         wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
         self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
         return p

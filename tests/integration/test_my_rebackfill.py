@@ -79,11 +79,22 @@ class RebackfillCases(BackfillUnderLoad):
         """`sluice backfill --table` of a slow running agent, kill -9 once a
         chunk of 100 rows is durable (the chunks and watermarks after it are
         in the binlog after the checkpoint); the next run reads the rest in
-        chunks of 10000 rows."""
+        chunks of 10000 rows.
+
+        The slow agent's reader does not wait for its flushes: it reads the
+        1000 chunks in a few seconds (into the queue), and with one flush a
+        second a backfill could be checkpointed running for a moment only,
+        or go from no chunk durable straight to done, and never be seen
+        running by a test that looks late (a loaded machine).  So every
+        chunk's rows close a file (max_file_bytes = 1KB), which makes each
+        chunk's progress a flush of its own, delayed 1 s: the checkpoint
+        has the backfill running for some 1000 s.  The table's initial
+        backfill comes first, in a run of its own, not at that pace."""
         self.chunk_rows = 100
         s.extra["source"]["backfill_chunk_rows"] = 100
         s.write_config()
-        p = self.start_streaming(s, slow=True)
+        self.catch_up(s)
+        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
         r = s.run("backfill", "--stream", s.stream, "--table", table, timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
         try:
@@ -94,7 +105,9 @@ class RebackfillCases(BackfillUnderLoad):
                                  % (checkpoint_table(s, table), p.stderr_text()[-20000:]))
         p.kill9()
         p.wait_result(30)
-        self.assertEqual(checkpoint_table(s, table).get("backfill"), "running", p.stderr_text())
+        e = checkpoint_table(s, table)
+        self.assertEqual((e.get("backfill"), e.get("method")), ("running", "watermark"), p.stderr_text()[-20000:])
+        self.assertGreaterEqual(e.get("chunks", 0), 1, e)
         s.extra["source"]["backfill_chunk_rows"] = 10000
         s.write_config()
 
@@ -306,7 +319,8 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         next chunk meets the columns renamed and dropped.  It is read again
         once the stream reads the DDL, which describes the table anew
         (before, the stream failed on "Unknown column" and retried from the
-        same checkpoint until it gave up: issue 17)."""
+        same checkpoint until it gave up: issue 17); the column renamed
+        then backfills the table again."""
         my = self.my
         self.make_table("rd", 100000)
         s = self.agent("rd", "app.rd")
@@ -320,14 +334,16 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertNotIn("restarting the stream", r.stderr)
         self.assertNotIn("retrying", r.stderr)
         self.assertRegex(r.stderr, r"backfilled app\.rd while streaming: 100000 rows in \d+ chunks")
-        recs = records_for(self.read(s), "app", "rd")
-        self.assertEqual(len(truncate_markers(recs)), 1)
-        # The rows of the chunks read before the DDL keep the columns of
-        # then (a rename or a drop changes no row: doc/output.md); every
-        # row is changed once more to compare the values.
+        # The rename is backfilled again, behind a marker of its own: in
+        # that run when it takes the request before it is caught up, else
+        # at the next start (so the markers are counted after the next run).
+        self.assertIn('table "app"."rd": a column was renamed to "w", and the existing rows hold its values under '
+                      'the old name without a change: it is backfilled again, behind a marker', r.stderr)
         my.execute("UPDATE app.rd SET counter = counter + 1")
         self.catch_up(s)
-        self.assertTableMatches(records_for(self.read(s), "app", "rd"), "app", "rd", ["id"])
+        recs = records_for(self.read(s), "app", "rd")
+        self.assertEqual(len(truncate_markers(recs)), 2, "the re-backfill's marker and the rename's")
+        self.assertTableMatches(recs, "app", "rd", ["id"])
 
     def test_tables_swapped_in_are_backfilled_while_streaming(self):
         """A table renamed into a followed name (the online schema change's
