@@ -1741,6 +1741,98 @@ class MyIcebergTest(LocalTables, MyTestCase):
             r = s.run("verify", "--stream", s.stream)
             self.assertEqual(r.rc, 0, r.describe())
 
+    def assert_columns_and_rows(self, s, t, obj, mode):
+        """ClickHouse reads table t's columns as MariaDB has them now (the
+        payload fields of the current schema), and its rows: merge mode, one
+        row per key; append mode, the latest change per key by _csn.  No two
+        schemas have the same fields (none made twice).  Returns the table's
+        metadata."""
+        db, name = t.split(".")
+        cols = [r[0] for r in self.my.sql(f"SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
+                                          f"TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{name}' "
+                                          f"ORDER BY ORDINAL_POSITION")]
+        fn = self.table_fn(s, obj)
+        self.assertEqual([c["name"] for c in ch_query(f"DESCRIBE TABLE {fn}") if not c["name"].startswith("_")],
+                         cols)
+        rows = ch_query(f"SELECT {', '.join(cols)}, _csn, _is_deleted FROM {fn}")
+        state = {}
+        for r in sorted(rows, key=lambda r: r["_csn"]):
+            if r["_is_deleted"]:
+                state.pop(r["id"], None)
+            else:
+                state[r["id"]] = tuple(r[c] for c in cols)
+        if mode == "merge":
+            self.assertEqual(len(state), len(rows), "a key has two rows, or a deleted row is left")
+        self.assertEqual(state, {r[0]: tuple(r) for r in self.my.sql(f"SELECT {', '.join(cols)} FROM {t}")})
+        meta = self.current_metadata(s, obj)[1]
+        fields = [sorted((f["id"], f["name"]) for f in sc["fields"]) for sc in meta["schemas"]]
+        self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
+        return meta
+
+    def ddl_alone(self, mode):
+        """Columns added and dropped at the source (MariaDB) with no change
+        of the table after them: each becomes the Iceberg table's current
+        schema with no new snapshot (a commit of the metadata alone), while
+        the agent runs, and in a run started after the statement; kill -9
+        right after that commit, before its checkpoint: the rerun commits
+        nothing more (the version handed again has its schema already).
+        ClickHouse reads the source's columns and rows each time, and after
+        changes of the new columns."""
+        my = self.my
+        t, obj = f"app.iced_{mode}", f"app_iced_{mode}"
+        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(50), n int)")
+        for g in range(1, 21):
+            my.execute(f"INSERT INTO {t} VALUES ({g}, 'v{g}', {g * 10})")
+        s = self.isluice(f"myd{mode}", t, write_mode=mode)
+        self.catch_up(s)
+        my.execute(f"UPDATE {t} SET v = CONCAT(v, '+') WHERE id <= 5")
+        my.execute(f"DELETE FROM {t} WHERE id = 6")
+        self.catch_up(s)
+        snapshot = self.assert_columns_and_rows(s, t, obj, mode)["current-snapshot-id"]
+
+        def current_fields():
+            meta = self.current_metadata(s, obj)[1]
+            return [f["name"] for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]
+                    for f in sc["fields"]]
+
+        p = s.start("run")
+        try:
+            for ddl, ready in ((f"ALTER TABLE {t} ADD COLUMN c5 int", lambda: "c5" in current_fields()),
+                               (f"ALTER TABLE {t} DROP COLUMN n", lambda: "n" not in current_fields())):
+                my.execute(ddl)
+                harness.wait_until(lambda: ready() or not p.alive(), 60, f"the table's schema after {ddl!r}")
+                self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+                meta = self.assert_columns_and_rows(s, t, obj, mode)
+                self.assertEqual(meta["current-snapshot-id"], snapshot, "a snapshot was committed")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        my.execute(f"ALTER TABLE {t} ADD COLUMN c6 varchar(20)")
+        self.catch_up(s)
+        self.assertIn("c6", current_fields())
+        self.assert_columns_and_rows(s, t, obj, mode)
+        my.execute(f"ALTER TABLE {t} DROP COLUMN v")
+        v0 = self.version(s, obj)
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        self.assertEqual(self.version(s, obj), v0 + 1, "the killed run committed the schema")
+        nschemas = len(self.current_metadata(s, obj)[1]["schemas"])
+        self.catch_up(s)
+        self.assertEqual(self.version(s, obj), v0 + 1, "the rerun committed again")
+        meta = self.assert_columns_and_rows(s, t, obj, mode)
+        self.assertEqual((len(meta["schemas"]), meta["current-snapshot-id"]), (nschemas, snapshot))
+        my.execute(f"INSERT INTO {t} (id, c5, c6) VALUES (100, 5, 'six')")
+        my.execute(f"UPDATE {t} SET c5 = id, c6 = CONCAT('c', id) WHERE id <= 3")
+        my.execute(f"DELETE FROM {t} WHERE id = 7")
+        self.catch_up(s)
+        self.assert_columns_and_rows(s, t, obj, mode)
+
+    def test_ddl_alone_append(self):
+        self.ddl_alone("append")
+
+    def test_ddl_alone_merge(self):
+        self.ddl_alone("merge")
+
     def widened(self, mode):
         """Widening in place (MariaDB): MODIFY of the key and of columns, int
         to BIGINT, FLOAT to DOUBLE, DECIMAL(10,2) to DECIMAL(14,2), one
