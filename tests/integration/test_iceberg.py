@@ -35,6 +35,11 @@ python3-avro for the manifest lists and manifests:
   and at random points: nothing committed twice, the source's rows.
 - snapshot expiry keeps the newest snapshot_keep; unreferenced files older
   than orphan_grace go, younger ones stay.
+- MariaDB, both modes: a column added and a column dropped with no change
+  of the table after them become the current schema at once, with no new
+  snapshot, while the agent runs and in a run started after the statement;
+  kill -9 right after that commit: the rerun commits nothing more and makes
+  no second schema; ClickHouse reads the source's columns and rows.
 - widening in place (int to long, float to double, a decimal's precision
   raised), from PostgreSQL and MariaDB, both modes: a new schema with the
   same field ids; old and new files read exactly, also after a compaction
@@ -1741,6 +1746,17 @@ class MyIcebergTest(LocalTables, MyTestCase):
             r = s.run("verify", "--stream", s.stream)
             self.assertEqual(r.rc, 0, r.describe())
 
+    def created_as(self, t, columns, rows, stream, mode):
+        """Table t of columns (their definitions) with rows (each the text
+        of an INSERT's VALUES), backfilled by a new stream of write mode
+        mode."""
+        self.my.execute(f"CREATE TABLE {t} ({columns})")
+        for r in rows:
+            self.my.execute(f"INSERT INTO {t} VALUES ({r})")
+        s = self.isluice(stream, t, write_mode=mode)
+        self.catch_up(s)
+        return s
+
     def assert_columns_and_rows(self, s, t, obj, mode):
         """ClickHouse reads table t's columns as MariaDB has them now (the
         payload fields of the current schema), and its rows: merge mode, one
@@ -1780,11 +1796,8 @@ class MyIcebergTest(LocalTables, MyTestCase):
         changes of the new columns."""
         my = self.my
         t, obj = f"app.iced_{mode}", f"app_iced_{mode}"
-        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(50), n int)")
-        for g in range(1, 21):
-            my.execute(f"INSERT INTO {t} VALUES ({g}, 'v{g}', {g * 10})")
-        s = self.isluice(f"myd{mode}", t, write_mode=mode)
-        self.catch_up(s)
+        s = self.created_as(t, "id int PRIMARY KEY, v varchar(50), n int",
+                            [f"{g}, 'v{g}', {g * 10}" for g in range(1, 21)], f"myd{mode}", mode)
         my.execute(f"UPDATE {t} SET v = CONCAT(v, '+') WHERE id <= 5")
         my.execute(f"DELETE FROM {t} WHERE id = 6")
         self.catch_up(s)
@@ -1844,11 +1857,9 @@ class MyIcebergTest(LocalTables, MyTestCase):
         compaction and changes after it: ClickHouse reads the source's rows."""
         my, merge = self.my, mode == "merge"
         t, obj = f"app.icew_{mode}", f"app_icew_{mode}"
-        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, i int, f float, n decimal(10,2), v varchar(200))")
-        for g in range(1, 31):
-            my.execute(f"INSERT INTO {t} VALUES ({g}, {2147483647 - g}, {g + 0.25}, {g * -1234567.89:.2f}, 'v{g}')")
-        s = self.isluice(f"myw{mode}", t, write_mode=mode)
-        self.catch_up(s)
+        rows = [f"{g}, {2147483647 - g}, {g + 0.25}, {g * -1234567.89:.2f}, 'v{g}'" for g in range(1, 31)]
+        s = self.created_as(t, "id int PRIMARY KEY, i int, f float, n decimal(10,2), v varchar(200)", rows,
+                            f"myw{mode}", mode)
         my.execute(f"UPDATE {t} SET v = CONCAT(v, '+') WHERE id <= 3")
         self.catch_up(s)
 
