@@ -1793,7 +1793,7 @@ class MyIcebergTest(LocalTables, MyTestCase):
         right after that commit, before its checkpoint: the rerun commits
         nothing more (the version handed again has its schema already).
         ClickHouse reads the source's columns and rows each time, and after
-        changes of the new columns."""
+        changes of the new columns; sluice verify passes."""
         my = self.my
         t, obj = f"app.iced_{mode}", f"app_iced_{mode}"
         s = self.created_as(t, "id int PRIMARY KEY, v varchar(50), n int",
@@ -1839,6 +1839,8 @@ class MyIcebergTest(LocalTables, MyTestCase):
         my.execute(f"DELETE FROM {t} WHERE id = 7")
         self.catch_up(s)
         self.assert_columns_and_rows(s, t, obj, mode)
+        r = s.run("verify", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
 
     def test_ddl_alone_append(self):
         self.ddl_alone("append")
