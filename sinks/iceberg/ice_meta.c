@@ -860,14 +860,19 @@ int ice_meta_add_snapshot(json_t *meta, const struct ice_snapshot *sn, const cha
 				  json_pack("{s:I, s:I}", "timestamp-ms", (json_int_t)sn->timestamp_ms,
 					    "snapshot-id", (json_int_t)sn->id)) < 0)
 		return -1;
-	if (prev_file && json_array_append_new(json_object_get(meta, "metadata-log"),
-					       json_pack("{s:I, s:s}", "timestamp-ms", (json_int_t)prev_ms,
-							 "metadata-file", prev_file)) < 0)
+	if (prev_file && ice_meta_log_previous(meta, prev_file, prev_ms) < 0)
 		return -1;
 	return 0;
 fail:
 	json_decref(snap);
 	return -1;
+}
+
+int ice_meta_log_previous(json_t *meta, const char *prev_file, int64_t prev_ms)
+{
+	return json_array_append_new(json_object_get(meta, "metadata-log"),
+				     json_pack("{s:I, s:s}", "timestamp-ms", (json_int_t)prev_ms, "metadata-file",
+					       prev_file));
 }
 
 bool ice_meta_deletes_old(const json_t *meta)

@@ -173,6 +173,12 @@ struct ice_snapshot {
 int ice_meta_add_snapshot(json_t *meta, const struct ice_snapshot *sn, const char *prev_file,
 			  int64_t prev_ms);
 
+/* Adds prev_file, the metadata file meta was read from (its
+ * last-updated-ms prev_ms), to meta's metadata-log: for a commit that
+ * changes the table's metadata only (a new schema), which keeps its
+ * current snapshot.  Returns 0, or -1 (out of memory). */
+int ice_meta_log_previous(json_t *meta, const char *prev_file, int64_t prev_ms);
+
 /* Old metadata files, as Iceberg's table properties rule them (a table's
  * "properties" may set them, as an engine does; sluice's defaults stand
  * otherwise): metadata-log keeps the newest

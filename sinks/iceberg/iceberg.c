@@ -59,6 +59,7 @@ struct ice_tab {
 	struct ice_file *df;              /* the equality delete file being written */
 	struct ice_col_stats *dstats;     /* of the equality delete file being written */
 	bool truncated;                   /* the snapshot to commit drops every earlier file */
+	bool schema_due;                  /* meta's current schema is not published yet (ice_version) */
 	uint64_t unfilled;                /* rows whose unchanged values nothing could fill */
 	uint64_t since_compact;           /* commits since open or the last compaction */
 };
@@ -76,6 +77,7 @@ struct ice_sink {
 	struct sl_position mark;
 	bool has_mark;
 	bool pending;
+	bool version_due;                 /* a table version to publish: the next flush is due at once */
 	int64_t first_ms;
 	struct sl_outage *outage;         /* the stream's (borrowed), or NULL */
 	char *state_dir;                  /* where the compaction lock lives, or NULL */
@@ -551,6 +553,8 @@ static bool ice_flush_due(void *ctx, int64_t now_ms)
 
 	if (!s->pending)
 		return false;
+	if (s->version_due)
+		return true;   /* a table version to publish (ice_version) */
 	for (int i = 0; i < s->ntabs; i++)
 		bytes += s->tabs[i].wf ? sl_ocf_size(s->tabs[i].wf->w) : s->tabs[i].batch.bytes;
 	return bytes >= s->conf->max_file_bytes ||
@@ -818,15 +822,62 @@ static int reload_table(struct ice_sink *s, struct ice_tab *t, char *err, size_t
 	return 0;
 }
 
-/* Commits t's finished files as one snapshot, on top of what a compaction
+/* Publishes t->meta, whose current schema no commit published yet (a
+ * table version that no change brought: ice_version), as the next metadata
+ * version, with no new snapshot: a schema is table metadata, and the
+ * current snapshot (with its sluice.stream and sluice.last-csn) stays
+ * current.  Returns as commit_once. */
+static int commit_schema_once(struct ice_sink *s, struct ice_tab *t, const char *position, char *err,
+			      size_t errlen)
+{
+	int64_t now_ms = sl_now_us() / 1000;
+	struct sl_buf prev;
+	json_t *gone = NULL;
+	bool published = false;
+	int rc = -1;
+
+	(void)position;   /* the current snapshot's stays: the source position moves with the checkpoint */
+	sl_buf_init(&prev, 0);
+	sl_buf_printf(&prev, "%s/metadata/v%d.metadata.json", t->dir, t->version);
+	if (now_ms < t->meta_ms)
+		now_ms = t->meta_ms;
+	if (sl_buf_failed(&prev) || ice_meta_log_previous(t->meta, prev.data, t->meta_ms) < 0 ||
+	    json_object_set_new(t->meta, "last-updated-ms", json_integer(now_ms)) < 0 ||
+	    !(gone = ice_meta_trim_log(t->meta))) {
+		snprintf(err, errlen, "iceberg table \"%s\": out of memory", t->dir);
+		goto out;
+	}
+	rc = publish_metadata(s, t, t->version + 1, &published, err, errlen);
+	if (!published)
+		goto out;
+	t->version++;
+	t->meta_ms = now_ms;
+	if (rc < 0)
+		goto out;
+	sl_info("iceberg table \"%s\": schema %d published as metadata version %d, with no new snapshot (no change "
+		"of \"%s\".\"%s\" came after its columns changed)", t->dir, t->schema.id, t->version, t->ns,
+		t->name);
+	ice_remove_metadata(&s->store, t->dir, t->key, gone);   /* version-hint.text names the new one */
+	rc = 0;
+out:
+	json_decref(gone);
+	sl_buf_free(&prev);
+	return rc;
+}
+
+typedef int (*commit_fn)(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen);
+
+/* Commits t with once (commit_once: its finished files as one snapshot;
+ * commit_schema_once: its new schema alone), on top of what a compaction
  * of the stream committed meanwhile; a version another writer took stops
  * it (SL_EPREREQ, the message naming the file). */
-static int commit_table(struct ice_sink *s, struct ice_tab *t, const char *position, char *err, size_t errlen)
+static int commit_table(struct ice_sink *s, struct ice_tab *t, commit_fn once, const char *position, char *err,
+			size_t errlen)
 {
 	char taken[SL_ERRLEN];
 
 	for (int tries = 0; tries < 20; tries++) {
-		int rc = commit_once(s, t, position, err, errlen);
+		int rc = once(s, t, position, err, errlen);
 		if (rc <= 0)
 			return rc;
 		snprintf(taken, sizeof taken, "%s", err);
@@ -950,26 +1001,31 @@ out:
 	return rc;
 }
 
-/* Finishes t's data file and commits what t holds, if anything. */
+/* Finishes t's data file and commits what t holds, if anything: its
+ * files as a snapshot (with the current schema), or else a schema that no
+ * commit published yet, alone. */
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen)
 {
 	char position[SL_POS_TEXT_MAX * 2] = "";
+	bool data;
 	int rc;
 
 	if (s->merge && emit_batch(s, t, err, errlen) < 0)
 		return -1;
 	if (finish_file(s, t, &t->wf, ICE_DATA, err, errlen) < 0)
 		return -1;
-	if (t->nfiles == 0 && !t->truncated)
+	data = t->nfiles > 0 || t->truncated;
+	if (!data && !(t->schema_due && t->version > 0))
 		return 0;
 	if (s->has_mark && s->src && s->src->pos_encode(&s->mark, position, sizeof position) < 0)
 		position[0] = '\0';
 	/* the data and delete files durable (published: s3), before any commit */
 	if (t->nfiles > 0 && s->store.ops->sync && s->store.ops->sync(s->store.ctx, err, errlen) < 0)
 		return -1;
-	if ((rc = commit_table(s, t, position, err, errlen)) < 0)
+	if ((rc = commit_table(s, t, data ? commit_once : commit_schema_once, position, err, errlen)) < 0)
 		return rc;
-	t->since_compact++;
+	t->schema_due = false;
+	t->since_compact += data;
 	if (s->kill_after > 0 && ++s->commits >= s->kill_after)
 		raise(SIGKILL);  /* test hook: a crash between the commit and the checkpoint */
 	return 0;
@@ -1023,10 +1079,54 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 		auto_compact(s, &s->tabs[i]);
 	sl_outage_ok(s->outage);
 	s->pending = false;
+	s->version_due = false;
 	if (!s->has_mark)
 		return 0;
 	*durable = s->mark;
 	return 1;
+}
+
+/* sl_sink_ops.version: table version st, described between transactions
+ * with no change of it after (DDL), becomes the Iceberg table's current
+ * schema with the next flush, as its first change would make it
+ * (set_schema: what the old schema wrote is committed first); a flush with
+ * no data files then publishes it alone (commit_schema_once).  Idempotent:
+ * a version the table has already (handed again after a restart) makes no
+ * schema.  A table sluice has not created yet is left to its first change,
+ * and a version the table cannot take to the change that brings it, which
+ * reports it. */
+static int ice_version(void *ctx, const struct sl_table *st, char *err, size_t errlen)
+{
+	struct ice_sink *s = ctx;
+	struct ice_tab *t = find_tab(s, st, err, errlen);
+	json_int_t before;
+	int rc;
+
+	if (!t)
+		return -1;
+	if (!t->meta || !strcmp(t->schema_key, st->schema_key))
+		return 0;
+	if (st->src)
+		s->src = st->src;
+	/* what the old schema wrote, committed first (set_schema's step), so
+	 * that an SL_EPREREQ of set_schema is the version's */
+	if ((rc = commit_pending(s, t, err, errlen)) < 0)
+		return rc;
+	before = json_integer_value(json_object_get(t->meta, "current-schema-id"));
+	if ((rc = set_schema(s, t, st, err, errlen)) == SL_EPREREQ) {
+		sl_debug("iceberg table \"%s\": new version %s of \"%s\".\"%s\" left to its next change: %s", t->dir,
+			 st->schema_key, st->ns, st->name, err);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (json_integer_value(json_object_get(t->meta, "current-schema-id")) == before)
+		return 0;   /* the table has these columns */
+	t->schema_due = true;
+	if (!s->pending)
+		s->first_ms = sl_mono_ms();
+	s->pending = s->version_due = true;
+	return 0;
 }
 
 static int ice_discard_backfill(void *ctx, const struct sl_table *t, const char *csn_first, const char *csn_last,
@@ -1258,5 +1358,6 @@ const struct sl_sink_ops sl_iceberg_ops = {
 	.pending = ice_pending,
 	.flush = ice_flush,
 	.discard_backfill = ice_discard_backfill,
+	.version = ice_version,
 	.close = ice_close,
 };

@@ -21,6 +21,13 @@
  * before that CSN is skipped, so a crash between a commit and the
  * checkpoint leaves no duplicate rows.  doc/iceberg.md has the details.
  *
+ * A table version that no change brought (sl_sink_ops.version: DDL with
+ * no change after it) becomes the table's current schema with the next
+ * flush, which publishes it in a metadata file of its own when there are
+ * no files to commit: the current snapshot stays (a schema is table
+ * metadata), and the version handed again after a crash finds the schema
+ * there and commits nothing.
+ *
  * Merge mode folds each table's changes by key between flushes (sl_mbatch,
  * sinks/avro_tree/merge.h) and commits, per flush, a data file of the rows
  * left and an equality delete file (<first_csn>-<8 hex>-deletes.avro,

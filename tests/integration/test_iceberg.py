@@ -35,6 +35,11 @@ python3-avro for the manifest lists and manifests:
   and at random points: nothing committed twice, the source's rows.
 - snapshot expiry keeps the newest snapshot_keep; unreferenced files older
   than orphan_grace go, younger ones stay.
+- MariaDB, both modes: a column added and a column dropped with no change
+  of the table after them become the current schema at once, with no new
+  snapshot, while the agent runs and in a run started after the statement;
+  kill -9 right after that commit: the rerun commits nothing more and makes
+  no second schema; ClickHouse reads the source's columns and rows.
 - widening in place (int to long, float to double, a decimal's precision
   raised), from PostgreSQL and MariaDB, both modes: a new schema with the
   same field ids; old and new files read exactly, also after a compaction
@@ -1741,6 +1746,108 @@ class MyIcebergTest(LocalTables, MyTestCase):
             r = s.run("verify", "--stream", s.stream)
             self.assertEqual(r.rc, 0, r.describe())
 
+    def created_as(self, t, columns, rows, stream, mode):
+        """Table t of columns (their definitions) with rows (each the text
+        of an INSERT's VALUES), backfilled by a new stream of write mode
+        mode."""
+        self.my.execute(f"CREATE TABLE {t} ({columns})")
+        for r in rows:
+            self.my.execute(f"INSERT INTO {t} VALUES ({r})")
+        s = self.isluice(stream, t, write_mode=mode)
+        self.catch_up(s)
+        return s
+
+    def assert_columns_and_rows(self, s, t, obj, mode):
+        """ClickHouse reads table t's columns as MariaDB has them now (the
+        payload fields of the current schema), and its rows: merge mode, one
+        row per key; append mode, the latest change per key by _csn.  No two
+        schemas have the same fields (none made twice).  Returns the table's
+        metadata."""
+        db, name = t.split(".")
+        cols = [r[0] for r in self.my.sql(f"SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
+                                          f"TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{name}' "
+                                          f"ORDER BY ORDINAL_POSITION")]
+        fn = self.table_fn(s, obj)
+        self.assertEqual([c["name"] for c in ch_query(f"DESCRIBE TABLE {fn}") if not c["name"].startswith("_")],
+                         cols)
+        rows = ch_query(f"SELECT {', '.join(cols)}, _csn, _is_deleted FROM {fn}")
+        state = {}
+        for r in sorted(rows, key=lambda r: r["_csn"]):
+            if r["_is_deleted"]:
+                state.pop(r["id"], None)
+            else:
+                state[r["id"]] = tuple(r[c] for c in cols)
+        if mode == "merge":
+            self.assertEqual(len(state), len(rows), "a key has two rows, or a deleted row is left")
+        self.assertEqual(state, {r[0]: tuple(r) for r in self.my.sql(f"SELECT {', '.join(cols)} FROM {t}")})
+        meta = self.current_metadata(s, obj)[1]
+        fields = [sorted((f["id"], f["name"]) for f in sc["fields"]) for sc in meta["schemas"]]
+        self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
+        return meta
+
+    def ddl_alone(self, mode):
+        """Columns added and dropped at the source (MariaDB) with no change
+        of the table after them: each becomes the Iceberg table's current
+        schema with no new snapshot (a commit of the metadata alone), while
+        the agent runs, and in a run started after the statement; kill -9
+        right after that commit, before its checkpoint: the rerun commits
+        nothing more (the version handed again has its schema already).
+        ClickHouse reads the source's columns and rows each time, and after
+        changes of the new columns; sluice verify passes."""
+        my = self.my
+        t, obj = f"app.iced_{mode}", f"app_iced_{mode}"
+        s = self.created_as(t, "id int PRIMARY KEY, v varchar(50), n int",
+                            [f"{g}, 'v{g}', {g * 10}" for g in range(1, 21)], f"myd{mode}", mode)
+        my.execute(f"UPDATE {t} SET v = CONCAT(v, '+') WHERE id <= 5")
+        my.execute(f"DELETE FROM {t} WHERE id = 6")
+        self.catch_up(s)
+        snapshot = self.assert_columns_and_rows(s, t, obj, mode)["current-snapshot-id"]
+
+        def current_fields():
+            meta = self.current_metadata(s, obj)[1]
+            return [f["name"] for sc in meta["schemas"] if sc["schema-id"] == meta["current-schema-id"]
+                    for f in sc["fields"]]
+
+        p = s.start("run")
+        try:
+            for ddl, ready in ((f"ALTER TABLE {t} ADD COLUMN c5 int", lambda: "c5" in current_fields()),
+                               (f"ALTER TABLE {t} DROP COLUMN n", lambda: "n" not in current_fields())):
+                my.execute(ddl)
+                harness.wait_until(lambda: ready() or not p.alive(), 60, f"the table's schema after {ddl!r}")
+                self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+                meta = self.assert_columns_and_rows(s, t, obj, mode)
+                self.assertEqual(meta["current-snapshot-id"], snapshot, "a snapshot was committed")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        my.execute(f"ALTER TABLE {t} ADD COLUMN c6 varchar(20)")
+        self.catch_up(s)
+        self.assertIn("c6", current_fields())
+        self.assert_columns_and_rows(s, t, obj, mode)
+        my.execute(f"ALTER TABLE {t} DROP COLUMN v")
+        v0 = self.version(s, obj)
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        self.assertEqual(self.version(s, obj), v0 + 1, "the killed run committed the schema")
+        nschemas = len(self.current_metadata(s, obj)[1]["schemas"])
+        self.catch_up(s)
+        self.assertEqual(self.version(s, obj), v0 + 1, "the rerun committed again")
+        meta = self.assert_columns_and_rows(s, t, obj, mode)
+        self.assertEqual((len(meta["schemas"]), meta["current-snapshot-id"]), (nschemas, snapshot))
+        my.execute(f"INSERT INTO {t} (id, c5, c6) VALUES (100, 5, 'six')")
+        my.execute(f"UPDATE {t} SET c5 = id, c6 = CONCAT('c', id) WHERE id <= 3")
+        my.execute(f"DELETE FROM {t} WHERE id = 7")
+        self.catch_up(s)
+        self.assert_columns_and_rows(s, t, obj, mode)
+        r = s.run("verify", "--stream", s.stream)
+        self.assertEqual(r.rc, 0, r.describe())
+
+    def test_ddl_alone_append(self):
+        self.ddl_alone("append")
+
+    def test_ddl_alone_merge(self):
+        self.ddl_alone("merge")
+
     def widened(self, mode):
         """Widening in place (MariaDB): MODIFY of the key and of columns, int
         to BIGINT, FLOAT to DOUBLE, DECIMAL(10,2) to DECIMAL(14,2), one
@@ -1752,11 +1859,9 @@ class MyIcebergTest(LocalTables, MyTestCase):
         compaction and changes after it: ClickHouse reads the source's rows."""
         my, merge = self.my, mode == "merge"
         t, obj = f"app.icew_{mode}", f"app_icew_{mode}"
-        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, i int, f float, n decimal(10,2), v varchar(200))")
-        for g in range(1, 31):
-            my.execute(f"INSERT INTO {t} VALUES ({g}, {2147483647 - g}, {g + 0.25}, {g * -1234567.89:.2f}, 'v{g}')")
-        s = self.isluice(f"myw{mode}", t, write_mode=mode)
-        self.catch_up(s)
+        rows = [f"{g}, {2147483647 - g}, {g + 0.25}, {g * -1234567.89:.2f}, 'v{g}'" for g in range(1, 31)]
+        s = self.created_as(t, "id int PRIMARY KEY, i int, f float, n decimal(10,2), v varchar(200)", rows,
+                            f"myw{mode}", mode)
         my.execute(f"UPDATE {t} SET v = CONCAT(v, '+') WHERE id <= 3")
         self.catch_up(s)
 
