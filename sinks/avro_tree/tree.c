@@ -29,13 +29,13 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/strmap.h"
 #include "common/util.h"
 #include "sinks/avro/avro_enc.h"
 #include "sinks/avro/avro_schema.h"
 #include "sinks/avro_tree/manifest.h"
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/mirror.h"
-#include "sinks/avro_tree/strmap.h"
 
 struct sl_tree;
 
