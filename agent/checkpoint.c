@@ -390,6 +390,7 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 	if (!text)
 		goto oom2;
 	rc = sl_write_file_atomic(ck->path, text, strlen(text), err, errlen);
+	atomic_fetch_add(&ck->saves, 1);
 	free(text);
 	if (rc == 0)
 		ck->exists = true;

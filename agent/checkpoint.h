@@ -35,6 +35,7 @@
 #ifndef SLUICE_AGENT_CHECKPOINT_H
 #define SLUICE_AGENT_CHECKPOINT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -95,6 +96,9 @@ struct sl_checkpoint {
 	int64_t updated_us;       /* when this checkpoint was written */
 	int ntables;
 	struct sl_ckpt_table *tables;
+	_Atomic uint64_t saves;   /* how often sl_ckpt_save wrote the file (or tried to) since the
+				   * load: another thread that read the file can tell whether it
+				   * changed since, without reading it again */
 };
 
 /* Loads "<state_dir>/<stream>.checkpoint.json" for a stream whose source

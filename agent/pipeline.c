@@ -529,6 +529,23 @@ static bool same_position(struct sl_pipe *p, const struct sl_position *old, cons
 	return a != 0 && a <= b && b - a <= 1;
 }
 
+/* Marks entry e running by method at snapshot pos (the caller saves the
+ * checkpoint): its progress is cleared, or kept (keep: a job that resumes
+ * after its resume key), and so is what the writer had not flushed yet. */
+static void bf_running(struct sl_ckpt_table *e, enum sl_bf_method method, const struct sl_position *pos, bool keep)
+{
+	e->state = SL_BF_RUNNING;
+	e->method = method;
+	e->snapshot = *pos;
+	e->resumed = false;
+	free(e->pend.key);
+	memset(&e->pend, 0, sizeof e->pend);
+	if (!keep) {
+		e->rows = e->chunks = 0;
+		sl_ckpt_set_resume(e, NULL);
+	}
+}
+
 /* Marks entry e running at snapshot pos for a new backfill of t (the
  * caller saves the checkpoint), with marker the marker's at (P - 1, 0) and
  * source time ts_us (marker_intent).  The output of an interrupted run of
@@ -550,17 +567,25 @@ static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_
 		if ((rc = discard_snapshot_run(p, t, &e->snapshot)) < 0)
 			return rc;
 	}
-	e->state = SL_BF_RUNNING;
-	e->method = SL_BF_SNAPSHOT;
-	e->snapshot = *pos;
-	e->resumed = false;
-	e->rows = e->chunks = 0;
-	sl_ckpt_set_resume(e, NULL);
-	free(e->pend.key);
-	memset(&e->pend, 0, sizeof e->pend);
+	bf_running(e, SL_BF_SNAPSHOT, pos, false);
 	if (marker)
 		marker_intent(e, p->pc.desc->pos_csn(pos) - 1, ts_us);
 	return SL_OK;
+}
+
+/* The metrics of t as its backfill starts, or resumes (fresh false: the
+ * rows of this run's earlier part stay counted). */
+static void ops_bf_running(struct sl_pipe *p, const struct sl_table *t, bool fresh)
+{
+	struct sl_ops_table *m = ops_table(p, t);
+
+	if (!m)
+		return;
+	if (fresh)
+		atomic_store(&m->bf_run_rows, 0);
+	atomic_store(&m->est_rows, t->est_rows);
+	atomic_store(&m->bf_started_us, sl_now_us());
+	atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
 }
 
 /* The writer's state for the rows of the table of ev (a BF_START) that
@@ -568,7 +593,6 @@ static int bf_claim(struct sl_pipe *p, struct sl_ckpt_table *e, const struct sl_
 static void bf_begin(struct sl_pipe *p, const struct qev *ev, uint64_t rows0, bool fresh)
 {
 	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
-	struct sl_ops_table *m;
 
 	p->w_bf_pos = *pos;
 	p->w_bf_ts = ev->ts_us;
@@ -576,13 +600,7 @@ static void bf_begin(struct sl_pipe *p, const struct qev *ev, uint64_t rows0, bo
 	sl_csn_format(p->w_bf_csn_text, p->w_bf_csn, 0);
 	p->w_bf_rows = rows0;
 	p->w_bf_hold = true;
-	if ((m = ops_table(p, ev->table)) != NULL) {
-		if (fresh)
-			atomic_store(&m->bf_run_rows, 0);
-		atomic_store(&m->est_rows, ev->table->est_rows);
-		atomic_store(&m->bf_started_us, sl_now_us());
-		atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
-	}
+	ops_bf_running(p, ev->table, fresh);
 }
 
 /* True when entry idx is a member of the group under way (bf_group). */
@@ -904,6 +922,22 @@ static int handle_columns(struct sl_pipe *p, const struct qev *ev)
 	return take_text(p, ev, &p->pc.ck->tables[ev->n].columns);
 }
 
+/* Records a marker of entry e at CSN (csn_pos, 0) and time ts_us
+ * (marker_intent), durable before the marker can be: what is written so
+ * far is flushed first, so that the checkpoint saved holds nothing ahead
+ * of the sink.  Nothing to do when e has that marker already. */
+static int marker_saved(struct sl_pipe *p, struct sl_ckpt_table *e, uint64_t csn_pos, int64_t ts_us)
+{
+	int rc;
+
+	if (e->marker_csn == csn_pos)
+		return SL_OK;
+	if ((rc = do_flush(p)) < 0)
+		return rc;
+	marker_intent(e, csn_pos, ts_us);
+	return save_ckpt(p);
+}
+
 /* A backfill in chunks while streaming starts (Q_JOB_START), or resumes
  * after its resume key (flag 2); with a marker (flag 1) first.  Flag 4:
  * only the marker of a running job, at a low watermark's position (see
@@ -913,7 +947,6 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 	struct sl_ckpt_table *e = &p->pc.ck->tables[ev->n];
 	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 	bool marker = ev->flag & 1, resume = ev->flag & 2;
-	struct sl_ops_table *m;
 	int rc;
 
 	if (ev->flag & 4) {
@@ -921,52 +954,24 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 		 * every change after it (at (W, 1) and up) and every chunk's
 		 * rows (at a later high watermark's (H, 0)); its CSN and time
 		 * durable first, as below */
-		uint64_t w = p->pc.desc->pos_csn(pos);
-		if (e->marker_csn != w) {
-			if ((rc = do_flush(p)) < 0)
-				return rc;
-			marker_intent(e, w, ev->ts_us);
-			if ((rc = save_ckpt(p)) < 0)
-				return rc;
-		}
-		if ((rc = write_marker(p, ev->table, e, pos, NULL)) < 0)
+		if ((rc = marker_saved(p, e, p->pc.desc->pos_csn(pos), ev->ts_us)) < 0 ||
+		    (rc = write_marker(p, ev->table, e, pos, NULL)) < 0)
 			return rc;
 		return do_flush(p);
 	}
 
-	/* The marker's CSN and time, durable before it can be: what is
-	 * written so far is flushed first, so that the checkpoint saved holds
-	 * nothing ahead of the sink, and nothing of this job yet (a job that
-	 * counts as started never lacks its marker). */
-	if (marker && e->marker_csn != p->pc.desc->pos_csn(pos) + 1) {
-		if ((rc = do_flush(p)) < 0)
-			return rc;
-		marker_intent(e, p->pc.desc->pos_csn(pos) + 1, ev->ts_us);
-		if ((rc = save_ckpt(p)) < 0)
-			return rc;
-	}
+	/* The marker's CSN and time, durable before it can be, and nothing
+	 * of this job yet (a job that counts as started never lacks its
+	 * marker). */
+	if (marker && (rc = marker_saved(p, e, p->pc.desc->pos_csn(pos) + 1, ev->ts_us)) < 0)
+		return rc;
 	/* A snapshot backfill interrupted before any of it was durable:
 	 * remove what it wrote, as a redo would. */
 	if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT && !e->resume_key &&
 	    (rc = discard_snapshot_run(p, ev->table, &e->snapshot)) < 0)
 		return rc;
-	e->state = SL_BF_RUNNING;
-	e->method = SL_BF_WATERMARK;
-	if ((m = ops_table(p, ev->table)) != NULL) {
-		if (!resume)
-			atomic_store(&m->bf_run_rows, 0);
-		atomic_store(&m->est_rows, ev->table->est_rows);
-		atomic_store(&m->bf_started_us, sl_now_us());
-		atomic_store(&m->bf_state, SL_OPS_BF_RUNNING);
-	}
-	e->snapshot = *pos;
-	e->resumed = false;
-	free(e->pend.key);
-	memset(&e->pend, 0, sizeof e->pend);
-	if (!resume) {
-		e->rows = e->chunks = 0;
-		sl_ckpt_set_resume(e, NULL);
-	}
+	bf_running(e, SL_BF_WATERMARK, pos, resume);
+	ops_bf_running(p, ev->table, !resume);
 	/* What the source knows of the columns read now (a job started
 	 * because they changed does not start again at the next run). */
 	if (ev->table->src_columns) {

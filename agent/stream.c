@@ -54,6 +54,9 @@ struct stream {
 	struct sl_table **gone;  /* column-less versions of dropped tables, for their markers */
 	int ngone;
 	struct sl_checkpoint ck;
+	struct sl_checkpoint seen;      /* the checkpoint file as the reading thread's hooks last read it */
+	uint64_t seen_saves;            /* ck.saves then (durable_ckpt) */
+	bool seen_read;
 	char **known;            /* sst.known_tables: the names ck follows (pointers into ck) */
 	struct sl_pipe *pipe;
 	struct sl_rebackfill *rb;       /* backfill while streaming, when the source can */
@@ -395,25 +398,45 @@ static bool hook_stop(void *payload)
 	return draining();
 }
 
+/* The checkpoint as its file holds it now, for the hooks of the reading
+ * thread (the writer thread owns the one in memory, and the file holds
+ * what is durable): read once, and again only after a save (ck.saves), so
+ * that a stream of many tables does not read it for each.  *out stays the
+ * stream's (until the next call).  0, or sl_ckpt_load's failure. */
+static int durable_ckpt(struct stream *s, const struct sl_checkpoint **out, char *err, size_t errlen)
+{
+	uint64_t saves = atomic_load(&s->ck.saves);
+	int rc;
+
+	if (!s->seen_read || saves != s->seen_saves) {
+		sl_ckpt_free(&s->seen);
+		s->seen_read = false;
+		if ((rc = sl_ckpt_load(&s->seen, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
+			return rc;
+		s->seen_saves = saves;
+		s->seen_read = true;
+	}
+	*out = &s->seen;
+	return SL_OK;
+}
+
 /* A followed table was replaced (see struct sl_source_hooks).  The
- * checkpoint is read from its file: the writer thread owns the one in
- * memory, and the file holds what is durable. */
+ * checkpoint is read from its file (durable_ckpt). */
 static int hook_replaced(void *payload, const char *ns, const char *table, const struct sl_position *at,
 			 bool backfill, char *err, size_t errlen)
 {
 	struct stream *s = payload;
-	struct sl_checkpoint ck;
+	const struct sl_checkpoint *ck;
 	const struct sl_ckpt_table *e = NULL;
 	struct sl_buf name;
 	int rc;
 
-	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
+	if ((rc = durable_ckpt(s, &ck, err, errlen)) < 0)
 		return rc;
-	e = sl_ckpt_find(&ck, ns, table);
+	e = sl_ckpt_find(ck, ns, table);
 	/* a backfill to come, or one whose snapshot is after the statement */
 	rc = e && (e->state == SL_BF_PENDING || e->state == SL_BF_RUNNING ||
 		   (e->state == SL_BF_DONE && s->src->desc->pos_compare(&e->snapshot, at) > 0)) ? 0 : 1;
-	sl_ckpt_free(&ck);
 	if (rc == 0 || !backfill)
 		return rc;
 	sl_buf_init(&name, 0);
@@ -429,19 +452,19 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 }
 
 /* How far the backfill of a followed table holds its changes (see struct
- * sl_source_hooks).  Read from the checkpoint file, as hook_replaced. */
+ * sl_source_hooks).  Read from the checkpoint file (durable_ckpt). */
 static int hook_covered(void *payload, const char *ns, const char *table, struct sl_position *until, char *err,
 			size_t errlen)
 {
 	struct stream *s = payload;
-	struct sl_checkpoint ck;
+	const struct sl_checkpoint *ck;
 	const struct sl_ckpt_table *e = NULL;
 	int rc;
 
 	memset(until, 0, sizeof *until);
-	if ((rc = sl_ckpt_load(&ck, s->src->desc, s->cfg->state_dir, s->sc->name, err, errlen)) < 0)
+	if ((rc = durable_ckpt(s, &ck, err, errlen)) < 0)
 		return rc;
-	e = sl_ckpt_find(&ck, ns, table);
+	e = sl_ckpt_find(ck, ns, table);
 	rc = SL_COVER_NONE;
 	if (e && e->method == SL_BF_SNAPSHOT && !e->resumed && (e->state == SL_BF_DONE || e->state == SL_BF_RUNNING)) {
 		/* (a resumed backfill read its first rows in an earlier snapshot:
@@ -457,7 +480,6 @@ static int hook_covered(void *payload, const char *ns, const char *table, struct
 		 * marker before its chunks clears it. */
 		rc = SL_COVER_FIRST_WATERMARK;
 	}
-	sl_ckpt_free(&ck);
 	return rc;
 }
 
@@ -531,6 +553,7 @@ static void stream_free(struct stream *s)
 	sl_mask_free(s->mask);
 	free(s->known);
 	sl_ckpt_free(&s->ck);
+	sl_ckpt_free(&s->seen);
 }
 
 /*

@@ -118,6 +118,20 @@ def one_run(a, pg, i, binary, sync, figures):
     return True
 
 
+def not_ready(name, bins):
+    """None when PostgreSQL and each binary of bins are there, else the exit
+    code of the bench called name: 0 skipped (it says why), 2 no binary."""
+    reason = harness.pg_available()
+    if reason:
+        print(f"{name}: skipped: {reason}")
+        return 0
+    for b in bins:
+        if not os.access(b, os.X_OK):
+            print(f"{name}: no sluice binary at {b} (set SLUICE_BIN)", file=sys.stderr)
+            return 2
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tables", type=int, default=2000)
@@ -139,14 +153,9 @@ def main():
     if any(x not in ("fsync", "syncfs") for x in syncs if x):
         ap.error(f"--sync: fsync or syncfs, not {a.sync}")
 
-    reason = harness.pg_available()
-    if reason:
-        print(f"pg_many_tables: skipped: {reason}")
-        return 0
-    for b in bins:
-        if not os.access(b, os.X_OK):
-            print(f"pg_many_tables: no sluice binary at {b} (set SLUICE_BIN)", file=sys.stderr)
-            return 2
+    rc = not_ready("pg_many_tables", bins)
+    if rc is not None:
+        return rc
 
     with PgServer(settings={"max_locks_per_transaction": "1024"}) as pg:
         t0 = time.monotonic()

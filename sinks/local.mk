@@ -12,7 +12,6 @@ libslsinks_a_SOURCES = %D%/sink.h %D%/registry.h %D%/registry.c %D%/lookup.c \
 	%D%/avro_tree/store.h %D%/avro_tree/tree.c %D%/avro_tree/tree.h \
 	%D%/avro_tree/manifest.c %D%/avro_tree/manifest.h %D%/avro_tree/verify.c \
 	%D%/avro_tree/merge.c %D%/avro_tree/merge.h %D%/avro_tree/mirror.c %D%/avro_tree/mirror.h \
-	%D%/avro_tree/strmap.c %D%/avro_tree/strmap.h \
 	%D%/avro_dir/avro_dir.c %D%/avro_dir/avro_dir.h \
 	%D%/s3/s3.c %D%/s3/s3.h %D%/s3/s3_client.c %D%/s3/s3_client.h \
 	%D%/clickhouse/clickhouse.h %D%/clickhouse/ch_sink.c \

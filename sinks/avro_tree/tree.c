@@ -29,13 +29,13 @@
 
 #include "common/buf.h"
 #include "common/log.h"
+#include "common/strmap.h"
 #include "common/util.h"
 #include "sinks/avro/avro_enc.h"
 #include "sinks/avro/avro_schema.h"
 #include "sinks/avro_tree/manifest.h"
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/mirror.h"
-#include "sinks/avro_tree/strmap.h"
 
 struct sl_tree;
 
@@ -877,6 +877,34 @@ static void drop_prior(struct obj *o)
 	o->batch.prior = NULL;
 }
 
+/* True when o's encoder is that of tab's version. */
+static bool same_version(const struct obj *o, const struct sl_table *tab)
+{
+	return o->enc && !strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key);
+}
+
+/* Makes o's version that of tab, unless it is already (write and version):
+ * what the old one holds goes to a file first, the batch of a merge-mode
+ * object (emit_batch, then new_version), the open file of an append-mode
+ * one, whose next change starts a new file.  0, or negative with err. */
+static int switch_version(struct sl_tree *t, struct obj *o, const struct sl_table *tab, char *err, size_t errlen)
+{
+	int rc;
+
+	if (same_version(o, tab))
+		return 0;
+	if (t->merge) {
+		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
+			return rc;
+		return new_version(t, o, tab, err, errlen);
+	}
+	if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
+		return rc;
+	sl_avro_enc_free(o->enc);
+	o->enc = sl_avro_enc_new(tab, t->stream, err, errlen);
+	return o->enc ? 0 : -1;
+}
+
 static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change *c, char *err, size_t errlen)
 {
 	const struct sl_table *tab = c->table;
@@ -889,13 +917,8 @@ static int merge_write(struct sl_tree *t, struct obj *o, const struct sl_change 
 			 tab->name, t->store.ops->describe(t->store.ctx), tab->ns, tab->name);
 		return SL_EPREREQ;
 	}
-	if (!o->enc || strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key) != 0) {
-		/* A new table version: the batch of the old one goes to a file first. */
-		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
-			return rc;
-		if ((rc = new_version(t, o, tab, err, errlen)) < 0)
-			return rc;
-	}
+	if ((rc = switch_version(t, o, tab, err, errlen)) < 0)
+		return rc;
 	if ((rc = sl_mbatch_put(&o->batch, c, err, errlen)) == SL_EDATA) {
 		char why[512];
 		snprintf(why, sizeof why, "%s", err);
@@ -1119,15 +1142,8 @@ static int tree_write(void *ctx, const struct sl_change *c, char *err, size_t er
 		t->desc = tab->src;
 	if (t->merge)
 		return merge_write(t, o, c, err, errlen);
-	if (!o->enc || strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key) != 0) {
-		/* A new table version starts a new file. */
-		if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
-			return rc;
-		sl_avro_enc_free(o->enc);
-		o->enc = sl_avro_enc_new(tab, t->stream, err, errlen);
-		if (!o->enc)
-			return -1;
-	}
+	if ((rc = switch_version(t, o, tab, err, errlen)) < 0)
+		return rc;
 	if (!o->w && t->nopen >= t->max_open) {
 		sl_debug("stream \"%s\": %d files open, the most it keeps: finishing the file of \"%s\" early",
 			 t->stream, t->nopen, t->open_head->object);
@@ -1158,24 +1174,13 @@ int sl_tree_version(void *ctx, const struct sl_table *tab, char *err, size_t err
 		snprintf(err, errlen, "table \"%s\": out of memory", tab->object);
 		return -1;
 	}
-	if (o->enc && !strcmp(sl_avro_enc_schema_key(o->enc), tab->schema_key))
+	if (same_version(o, tab))
 		return 0;
 	if (tab->src)
 		t->desc = tab->src;
-	/* As a change of the version would: what the old one holds goes to a
-	 * file first. */
-	if (t->merge) {
-		if (o->enc && (rc = emit_batch(t, o, err, errlen)) < 0)
-			return rc;
-		if ((rc = new_version(t, o, tab, err, errlen)) < 0)
-			return rc;
-	} else {
-		if (o->w && (rc = finish_file(t, o, err, errlen)) < 0)
-			return rc;
-		sl_avro_enc_free(o->enc);
-		if (!(o->enc = sl_avro_enc_new(tab, t->stream, err, errlen)))
-			return -1;
-	}
+	/* as a change of the version would (switch_version) */
+	if ((rc = switch_version(t, o, tab, err, errlen)) < 0)
+		return rc;
 	/* the next flush, due at once, writes its schema file (write_schemas) */
 	o->touched = true;
 	t->pending = true;

@@ -34,10 +34,10 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/strmap.h"
 #include "common/util.h"
 #include "sinks/avro/avro_read.h"
 #include "sinks/avro_tree/manifest.h"
-#include "sinks/avro_tree/strmap.h"
 
 
 /* ---------------------------------------------------------------------- */

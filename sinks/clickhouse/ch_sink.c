@@ -40,6 +40,7 @@
 #include "common/buf.h"
 #include "common/keyslots.h"
 #include "common/log.h"
+#include "common/strmap.h"
 #include "common/util.h"
 #include "sinks/clickhouse/ch_conf.h"
 #include "sinks/clickhouse/ch_deadletter.h"
@@ -322,6 +323,7 @@ static void part_free(struct part *p)
 /* state                                                                */
 
 struct chtab {
+	struct sl_strmap_node node;    /* first: a node of the sink's map is a chtab; node.key is object */
 	char *object;
 	char *local;                   /* the table of its rows on each server: object, or with
 				        * distributed object_local (object is the Distributed table) */
@@ -340,7 +342,6 @@ struct chtab {
 	/* bookkeeping */
 	uint64_t pend_rows, pend_bytes;
 	bool on_list;
-	struct chtab *hnext;           /* hash chain */
 	struct chtab *pnext;           /* tables with something to send */
 };
 
@@ -363,8 +364,7 @@ struct chsink {
 	struct sl_value *wvals;        /* merge mode: a change's values as write() keeps them */
 	int wvals_n;
 	struct rowbuf enc;             /* merge mode: rows encoded at send time */
-	struct chtab **buckets;
-	size_t nbuckets, ntabs;
+	struct sl_strmap tabs;         /* chtabs by object */
 	struct chtab *last;
 	struct chtab *pending;         /* tables with something to send */
 	uint64_t pend_rows, pend_bytes;
@@ -417,58 +417,35 @@ struct chsink {
 /* ------------------------------------------------------------------ */
 /* tables                                                               */
 
+static struct chtab *tab_find(const struct chsink *s, const char *object)
+{
+	return (struct chtab *)sl_strmap_find(&s->tabs, object);
+}
+
 static struct chtab *tab_get(struct chsink *s, const char *object)
 {
 	struct chtab *t;
-	size_t b;
 
 	if (s->last && !strcmp(s->last->object, object))
 		return s->last;
-	b = sl_hash_bytes(object, strlen(object)) & (s->nbuckets - 1);
-	for (t = s->buckets[b]; t; t = t->hnext)
-		if (!strcmp(t->object, object))
-			return s->last = t;
-	if (s->ntabs >= s->nbuckets) {
-		size_t nb = s->nbuckets * 2;
-		struct chtab **nt = calloc(nb, sizeof *nt);
-		if (!nt)
-			return NULL;
-		for (size_t i = 0; i < s->nbuckets; i++) {
-			struct chtab *next;
-			for (t = s->buckets[i]; t; t = next) {
-				size_t k = sl_hash_bytes(t->object, strlen(t->object)) & (nb - 1);
-				next = t->hnext;
-				t->hnext = nt[k];
-				nt[k] = t;
-			}
-		}
-		free(s->buckets);
-		s->buckets = nt;
-		s->nbuckets = nb;
-		b = sl_hash_bytes(object, strlen(object)) & (nb - 1);
-	}
+	if ((t = tab_find(s, object)) != NULL)
+		return s->last = t;
 	t = calloc(1, sizeof *t);
-	if (!t || !(t->object = strdup(object)) || !(t->local = ch_local_name(&s->ddl, object))) {
-		if (t)
-			free(t->object);
-		free(t);
-		return NULL;
-	}
+	if (!t || !(t->object = strdup(object)) || !(t->local = ch_local_name(&s->ddl, object)))
+		goto fail;
+	t->node.key = t->object;
+	if (sl_strmap_add(&s->tabs, &t->node) < 0)
+		goto fail;
 	part_init(&t->cur);
 	part_init(&t->fly);
-	t->hnext = s->buckets[b];
-	s->buckets[b] = t;
-	s->ntabs++;
 	return s->last = t;
-}
-
-static struct chtab *tab_find(const struct chsink *s, const char *object)
-{
-	struct chtab *t = s->buckets[sl_hash_bytes(object, strlen(object)) & (s->nbuckets - 1)];
-
-	while (t && strcmp(t->object, object))
-		t = t->hnext;
-	return t;
+fail:
+	if (t) {
+		free(t->object);
+		free(t->local);
+	}
+	free(t);
+	return NULL;
 }
 
 static void free_keynames(struct chtab *t)
@@ -2244,14 +2221,14 @@ static void ch_close(void *ctx)
 	}
 	pthread_mutex_destroy(&s->fly.mu);
 	pthread_cond_destroy(&s->fly.cv);
-	for (size_t i = 0; i < s->nbuckets; i++) {
-		struct chtab *t, *next;
-		for (t = s->buckets[i]; t; t = next) {
-			next = t->hnext;
-			tab_free(t);
+	for (size_t i = 0; i < s->tabs.nb; i++) {
+		struct sl_strmap_node *e, *next;
+		for (e = s->tabs.b[i]; e; e = next) {
+			next = e->next;
+			tab_free((struct chtab *)e);
 		}
 	}
-	free(s->buckets);
+	sl_strmap_free(&s->tabs);
 	moved_clear(s);
 	sl_buf_free(&s->moved.key);
 	ch_http_free(s->http);
@@ -2313,14 +2290,12 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	sl_buf_init(&s->dl, 0);
 	sl_buf_init(&s->moved.key, 0);
 	rowbuf_init(&s->enc);
-	s->nbuckets = 16;
-	s->buckets = calloc(s->nbuckets, sizeof *s->buckets);
 	s->stream = strdup(st->name ? st->name : "");
 	if (st->config_path && !(s->config_path = realpath(st->config_path, NULL)))
 		s->config_path = strdup(st->config_path);
 	s->dl_path = c->dead_letter_path ? strdup(c->dead_letter_path) :
 					   ch_default_dl_path(c->database, s->stream ? s->stream : "");
-	if (!s->buckets || !s->stream || !s->dl_path)
+	if (sl_strmap_init(&s->tabs, 16) < 0 || !s->stream || !s->dl_path)
 		goto oom;
 	ch_http_conf_of(c, &hc, (int64_t)c->retry_seconds * 1000);
 	hc.outage = st->outage;

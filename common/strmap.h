@@ -1,14 +1,15 @@
 /*
- * sinks/avro_tree/strmap.h: a chained hash map from strings, intrusive: the
+ * common/strmap.h: a chained hash map from strings, intrusive: the
  * caller's struct embeds a struct sl_strmap_node as its first member (so
  * that a node is the caller's struct), sets the node's key and keeps it (the
  * map only points to it).  The map owns its buckets only: the caller frees
  * its nodes, walking the buckets (b[0..nb), each a list through next), the
- * order in which it also reads them all.  Objects by name in tree.c, and the
- * keys of a listing in verify.c.
+ * order in which it also reads them all.  Objects by name in the tree of Avro
+ * files (sinks/avro_tree/tree.c), the keys of a listing in its verify.c, and
+ * tables by name in the clickhouse sink.
  */
-#ifndef SLUICE_SINKS_AVRO_TREE_STRMAP_H
-#define SLUICE_SINKS_AVRO_TREE_STRMAP_H
+#ifndef SLUICE_COMMON_STRMAP_H
+#define SLUICE_COMMON_STRMAP_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /*
- * sinks/avro_tree/strmap.c: the chained hash map from strings (strmap.h).
+ * common/strmap.c: the chained hash map from strings (strmap.h).
  */
-#include "sinks/avro_tree/strmap.h"
+#include "common/strmap.h"
 
 #include <stdlib.h>
 #include <string.h>
