@@ -361,6 +361,35 @@ class ClickHouseChangesTest(ChTestCase):
                             "AND default_kind = 'DEFAULT' ORDER BY name").decode().split()
         self.assertEqual(got, sorted(["b", "d", "j", "n", "nn", "ok", "t", "tl", "ts", "u"]))
 
+    def test_ddl_without_changes(self):
+        """ADD COLUMN c int DEFAULT 7 and DROP COLUMN v while the agent is
+        stopped, after a change that the next run replays, with no change of
+        the table after them: pgoutput carries no DDL, so the next run gives
+        ClickHouse the catalog's version once it passes its start position.
+        Merge mode's table drops v and has c with its DEFAULT, which the
+        older parts read, and the view equals the source; append mode's
+        table has c too (v kept), and its rows rebuild the source."""
+        self.make_table("qd", rows=20)
+        sm = self.sluice(stream="qd_m", tables="public.qd", database="qd_m", write_mode="merge")
+        sa = self.sluice(stream="qd_a", tables="public.qd", database="qd_a")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        self.pg.execute("UPDATE qd SET counter = counter + 1 WHERE id = 1")
+        self.pg.execute("ALTER TABLE qd ADD COLUMN c int DEFAULT 7")
+        self.pg.execute("ALTER TABLE qd DROP COLUMN v")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        payload = lambda db: [n for n, *_ in self.ch.columns(db, "public_qd") if not n.startswith("_")]
+        self.assertEqual(payload("qd_m"), ["id", "counter", "c"])
+        self.assertEqual(payload("qd_a"), ["id", "v", "counter", "c"])
+        for db in ("qd_m", "qd_a"):
+            self.assertEqual(self.ch.scalar(f"SELECT default_kind FROM system.columns WHERE database = '{db}' "
+                                            "AND table = 'public_qd' AND name = 'c'"), "DEFAULT", db)
+        got = self.assertChMatches(sm, "public", "qd", ["id"])
+        self.assertEqual(len(got), 20)
+        self.assertEqual({r["c"] for r in got}, {7})
+        self.assertChMatches(sa, "public", "qd", ["id"], append=True)
+
     def test_column_retyped_in_clickhouse(self):
         """A column retyped in ClickHouse by hand stops the stream with a
         message that says ClickHouse changed, not the source."""
