@@ -196,6 +196,16 @@ class ClickHouseChangesTest(ChTestCase):
         self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v text, counter int NOT NULL)")
         self.pg.execute(f"INSERT INTO {name} SELECT g, md5(g::text), 0 FROM generate_series(1, {rows}) g")
 
+    def both_modes(self, name):
+        """Table name with 20 rows, and a merge stream (database name_m)
+        and an append one (name_a) of it, caught up: (merge, append)."""
+        self.make_table(name, rows=20)
+        sm = self.sluice(stream=f"{name}_m", tables=f"public.{name}", database=f"{name}_m", write_mode="merge")
+        sa = self.sluice(stream=f"{name}_a", tables=f"public.{name}", database=f"{name}_a")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        return sm, sa
+
     def workload(self, name):
         """Inserts, updates, deletes, key changes, several changes of one key
         in one transaction, a TRUNCATE; returns the number of changes."""
@@ -294,11 +304,7 @@ class ClickHouseChangesTest(ChTestCase):
         after; a renamed one is a dropped one and an added one, the table
         backfilled again; int widened to bigint is MODIFY COLUMN.  The stream
         goes on, and both modes equal the source."""
-        self.make_table("sc", rows=20)
-        sm = self.sluice(stream="sc_m", tables="public.sc", database="sc_m", write_mode="merge")
-        sa = self.sluice(stream="sc_a", tables="public.sc", database="sc_a")
-        self.catch_up(sm)
-        self.catch_up(sa)
+        sm, sa = self.both_modes("sc")
         self.pg.execute("ALTER TABLE sc ADD COLUMN extra numeric(8,3), ADD COLUMN w int")
         self.pg.execute("INSERT INTO sc VALUES (100, 'new', 0, 1.5, 7)")
         self.pg.execute("UPDATE sc SET extra = 2.25, w = 3, counter = counter + 1 WHERE id = 1")
@@ -369,11 +375,7 @@ class ClickHouseChangesTest(ChTestCase):
         Merge mode's table drops v and has c with its DEFAULT, which the
         older parts read, and the view equals the source; append mode's
         table has c too (v kept), and its rows rebuild the source."""
-        self.make_table("qd", rows=20)
-        sm = self.sluice(stream="qd_m", tables="public.qd", database="qd_m", write_mode="merge")
-        sa = self.sluice(stream="qd_a", tables="public.qd", database="qd_a")
-        self.catch_up(sm)
-        self.catch_up(sa)
+        sm, sa = self.both_modes("qd")
         self.pg.execute("UPDATE qd SET counter = counter + 1 WHERE id = 1")
         self.pg.execute("ALTER TABLE qd ADD COLUMN c int DEFAULT 7")
         self.pg.execute("ALTER TABLE qd DROP COLUMN v")
