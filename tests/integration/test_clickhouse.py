@@ -379,8 +379,8 @@ class ClickHouseChangesTest(ChTestCase):
         self.pg.execute("UPDATE qd SET counter = counter + 1 WHERE id = 1")
         self.pg.execute("ALTER TABLE qd ADD COLUMN c int DEFAULT 7")
         self.pg.execute("ALTER TABLE qd DROP COLUMN v")
-        self.catch_up(sm)
-        self.catch_up(sa)
+        for s in (sm, sa):
+            self.catch_up(s)
         payload = lambda db: [n for n, *_ in self.ch.columns(db, "public_qd") if not n.startswith("_")]
         self.assertEqual(payload("qd_m"), ["id", "counter", "c"])
         self.assertEqual(payload("qd_a"), ["id", "v", "counter", "c"])
