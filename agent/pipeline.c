@@ -121,6 +121,8 @@ struct sl_pipe {
 	int64_t r_counters_ms;              /* the source's counters last published */
 	int64_t r_rt_off_us;                /* wall clock minus monotonic clock, taken with the
 					     * counters: a change's read time is one clock read */
+	bool r_start_done;                  /* the stream passed the run's start position: the tables'
+					     * versions at the start were handed (sl_pipe_start_version) */
 	/* column masking (pc.mask): each table version the reader was given,
 	 * with its masked version (NULL when no rule touches it) */
 	struct r_masked { const struct sl_table *src; char key[17]; struct sl_masked *pm; } *r_mk;
@@ -1764,6 +1766,76 @@ static void publish_counters(struct sl_pipe *p, const struct sl_source_ops *src,
 	}
 }
 
+/* ---- the tables' versions at the run's start (sl_pipe_start_version) ---- */
+
+/* The entry of o->start for table t (by name), or NULL. */
+static struct sl_pipe_start_version *start_entry(const struct sl_pipe_stream_opts *o, const struct sl_table *t)
+{
+	for (int i = 0; i < o->nstart; i++) {
+		const struct sl_table *v = o->start[i].table;
+		if (!strcmp(v->ns, t->ns) && !strcmp(v->name, t->name))
+			return &o->start[i];
+	}
+	return NULL;
+}
+
+/* The log described table t before the run's start position: another
+ * version than the start's is handed again once the stream passes it (the
+ * replayed description is older), unless the source's columns when the
+ * description came differ from those at the start (DDL since, whose
+ * versions the table's changes bring: the start's is stale). */
+static void start_described(const struct sl_pipe_stream_opts *o, const struct sl_table *t)
+{
+	struct sl_pipe_start_version *v = start_entry(o, t);
+
+	if (!v || v->state == SL_SV_SUPERSEDED)
+		return;
+	if (t->src_columns && v->table->src_columns && strcmp(t->src_columns, v->table->src_columns) != 0)
+		v->state = SL_SV_SUPERSEDED;
+	else if (strcmp(t->schema_key, v->table->schema_key) != 0)
+		v->state = SL_SV_DUE;
+}
+
+/* True when ev, between transactions, is at or past the run's start
+ * position: everything logged before it was read. */
+static bool start_passed(const struct sl_pipe *p, const struct sl_pipe_stream_opts *o, const struct sl_event *ev)
+{
+	if (p->r_start_done || o->nstart == 0 || p->r_in_tx)
+		return false;
+	if (ev->kind != SL_EV_BEGIN && ev->kind != SL_EV_KEEPALIVE && ev->kind != SL_EV_WATERMARK &&
+	    ev->kind != SL_EV_COMMIT)
+		return false;
+	return pos_cmp(p, &ev->pos, &o->start_at) >= 0;
+}
+
+/* The stream passed the run's start position: the versions due go to the
+ * sink as SCHEMA events (and to the hooks first, as the source's would:
+ * a backfill while streaming reads its chunks with them), each entry's
+ * checkpoint columns with them.  Once. */
+static int start_hand(struct sl_pipe *p, const struct sl_pipe_stream_opts *o)
+{
+	int rc = SL_OK;
+
+	p->r_start_done = true;
+	for (int i = 0; i < o->nstart && rc == SL_OK; i++) {
+		const struct sl_pipe_start_version *v = &o->start[i];
+		struct sl_event ev;
+		if (v->state != SL_SV_DUE)
+			continue;
+		sl_info("stream \"%s\": table \"%s\".\"%s\": its columns at the run's start go to the destination "
+			"(schema version %s): the log describes a table only with its next change", p->pc.stream,
+			v->table->ns, v->table->name, v->table->schema_key);
+		memset(&ev, 0, sizeof ev);
+		ev.kind = SL_EV_SCHEMA;
+		ev.table = v->table;
+		if (o->hooks && o->hooks->event && (rc = o->hooks->event(o->hooks->payload, &ev)) < 0)
+			break;
+		if ((rc = sl_pipe_schema(p, v->table, false, NULL)) == SL_OK && v->idx >= 0 && v->table->src_columns)
+			rc = sl_pipe_columns(p, v->idx, v->table->src_columns);
+	}
+	return rc;
+}
+
 int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
 		   const struct sl_pipe_stream_opts *o)
 {
@@ -1784,6 +1856,11 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 	memset(&last, 0, sizeof last);
 	if ((rc = reader_ack(p, true)) < 0)
 		goto out;
+	p->r_start_done = false;
+	if (o->nstart > 0 && sl_pipe_durable(p, &last, NULL) && pos_cmp(p, &last, &o->start_at) >= 0 &&
+	    (rc = start_hand(p, o)) < 0)
+		goto out;   /* nothing before the start position is left to read */
+	memset(&last, 0, sizeof last);
 	for (;;) {
 		int64_t now;
 		int timeout;
@@ -1830,6 +1907,10 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			timeout = o->until_caught_up ? 500 : WAIT_SLICE_MS;
 		if ((rc = src->next(srcctx, timeout, &ev, err, errlen)) < 0)
 			goto out;
+		/* past the start position, before the event's hooks see it (a
+		 * chunk closed at a watermark reads the start's version) */
+		if (ev.kind != SL_EV_COMMIT && start_passed(p, o, &ev) && (rc = start_hand(p, o)) < 0)
+			goto out;
 		if (o->hooks && o->hooks->event && (rc = o->hooks->event(o->hooks->payload, &ev)) < 0)
 			goto out;
 		switch (ev.kind) {
@@ -1855,8 +1936,12 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			rc = sl_pipe_commit(p, &ev.pos, ev.ts_us);
 			last = ev.pos;
 			seen = true;
+			if (rc == SL_OK && start_passed(p, o, &ev))
+				rc = start_hand(p, o);
 			break;
 		case SL_EV_SCHEMA:
+			if (!p->r_start_done)
+				start_described(o, ev.table);
 			rc = sl_pipe_schema(p, ev.table, ev.changed, ev.retired);
 			break;
 		case SL_EV_KEEPALIVE:

@@ -223,10 +223,41 @@ struct sl_pipe_hooks {
 	bool (*busy)(void *payload);
 };
 
+/* A table's version at the run's start (the source's catalog), which the
+ * destination may lack: DDL that no change brings, since a log that
+ * describes a table only with its next change (PostgreSQL's pgoutput)
+ * says nothing of a column added or dropped with no change after it.  The
+ * reader hands it to the sink (a SCHEMA event between transactions:
+ * sl_sink_ops.version) once the stream passes the run's start position,
+ * and not before: the log replayed from the checkpoint holds changes of
+ * the older versions. */
+enum sl_start_version {
+	SL_SV_NONE = 0,      /* nothing to hand, unless the replayed log describes the table anew */
+	SL_SV_DUE,           /* its columns differ from the checkpoint's: handed */
+	SL_SV_SUPERSEDED,    /* described by the log after its columns changed again: never handed */
+};
+struct sl_pipe_start_version {
+	const struct sl_table *table;   /* the catalog's version, read before start_at */
+	int idx;                        /* its checkpoint entry, whose columns take table's once handed
+					 * (-1: none) */
+	enum sl_start_version state;    /* the reader's from sl_pipe_stream on */
+};
+
 struct sl_pipe_stream_opts {
 	bool until_caught_up;
 	struct sl_position target;              /* with until_caught_up */
 	const struct sl_pipe_hooks *hooks;      /* may be NULL */
+	/* The tables' versions at the run's start (nstart, none: 0) and the
+	 * source's position just after they were read.  A table is handed
+	 * when DUE, or when the log described it before start_at with another
+	 * version (a replay from the checkpoint: the sink and a backfill
+	 * while streaming would otherwise keep the older one), unless that
+	 * description found the source's columns (sl_table.src_columns)
+	 * changed since the start (DDL after it, whose versions its changes
+	 * bring). */
+	struct sl_pipe_start_version *start;
+	int nstart;
+	struct sl_position start_at;
 };
 int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *srcctx,
 		   const struct sl_pipe_stream_opts *o);

@@ -62,6 +62,12 @@ struct stream {
 	struct sl_rebackfill *rb;       /* backfill while streaming, when the source can */
 	bool abandoned;          /* the writer is stuck in the sink: leave sink and checkpoint alone */
 	struct sl_mask *mask;    /* the column rules (exclude_columns, mask_columns), or NULL */
+	/* the tables' versions at the start, to hand to the sink once the
+	 * stream passes start_at (sl_pipe_stream_opts.start; nstart 0 when the
+	 * source records no column identities) */
+	struct sl_pipe_start_version *start;
+	int nstart;
+	struct sl_position start_at;
 	char *err;
 	size_t errlen;
 };
@@ -267,10 +273,49 @@ static bool rows_changed(struct stream *s, const struct sl_ckpt_table *e, const 
 	return true;
 }
 
+/* Entry e (of table i) takes the table's column identities, or, when they
+ * differ from its own and no backfill is to bring the table's version
+ * (DDL while sluice was stopped, or with no change of the table after it),
+ * keeps its own until the version at the start is handed to the sink
+ * (s->start[i] due: the writer takes them then), so that a run that ends
+ * before that finds the difference again.  -1 out of memory. */
+static int take_columns(struct stream *s, struct sl_ckpt_table *e, int i)
+{
+	const struct sl_table *t = s->tables[i];
+	char *c;
+
+	if (!t->src_columns)
+		return 0;
+	if (s->start && e->columns && strcmp(e->columns, t->src_columns) != 0 &&
+	    (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED)) {
+		s->start[i].state = SL_SV_DUE;
+		s->start[i].idx = (int)(e - s->ck.tables);
+		return 0;
+	}
+	if (!(c = strdup(t->src_columns))) {
+		snprintf(s->err, s->errlen, "out of memory");
+		return -1;
+	}
+	free(e->columns);
+	e->columns = c;
+	return 0;
+}
+
 static int register_tables(struct stream *s, int **drops, int *ndrops)
 {
 	*drops = NULL;
 	*ndrops = 0;
+	if (s->src->columns_changed && s->src->current_position && s->ntables > 0) {
+		if (!(s->start = calloc((size_t)s->ntables, sizeof *s->start))) {
+			snprintf(s->err, s->errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		s->nstart = s->ntables;
+		for (int i = 0; i < s->ntables; i++) {
+			s->start[i].table = s->tables[i];
+			s->start[i].idx = -1;
+		}
+	}
 	for (int i = 0; i < s->ntables; i++) {
 		const struct sl_table *t = s->tables[i];
 		int before = s->ck.ntables;
@@ -304,17 +349,10 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 		e->id = t->relid;
 		e->shape = t->shape;
 		e->layout = t->layout;
-		if (t->src_columns) {
-			char *c = strdup(t->src_columns);
-			if (!c) {
-				snprintf(s->err, s->errlen, "out of memory");
-				return SL_EFAIL;
-			}
-			free(e->columns);
-			e->columns = c;
-		}
 		if (!s->sc->backfill && e->state == SL_BF_PENDING)
 			e->state = SL_BF_SKIPPED;
+		if (take_columns(s, e, i) < 0)
+			return SL_EFAIL;
 		if (e->state == SL_BF_PENDING && was != SL_BF_PENDING && s->ck.has_position)
 			e->method = SL_BF_WATERMARK;   /* the stream runs: read it while streaming */
 	}
@@ -552,6 +590,7 @@ static void stream_free(struct stream *s)
 	free(s->gone);
 	sl_mask_free(s->mask);
 	free(s->known);
+	free(s->start);
 	sl_ckpt_free(&s->ck);
 	sl_ckpt_free(&s->seen);
 }
@@ -837,6 +876,9 @@ static int stream_on(struct stream *s, const struct sl_backfill_plan *wm, struct
 		sl_rebackfill_hooks(s->rb, &hooks);
 		so->hooks = &hooks;
 	}
+	so->start = s->start;
+	so->nstart = s->start ? s->nstart : 0;
+	so->start_at = s->start_at;
 	if (s->opts->ops)
 		sl_ops_set_state(s->opts->ops, SL_OPS_STREAMING);
 	pos_text(s, &from, text, sizeof text);
@@ -934,6 +976,11 @@ int sl_stream_run(struct sl_config *cfg, struct sl_stream_config *sc, const stru
 		goto out;
 	}
 	if ((rc = s.src->tables(s.srcctx, &s.tables, &s.ntables, err, errlen)) < 0)
+		goto out;
+	/* The tables' versions hold all DDL logged before this position (see
+	 * sl_pipe_stream_opts.start). */
+	if (s.src->current_position && s.src->columns_changed &&
+	    (rc = s.src->current_position(s.srcctx, &s.start_at, err, errlen)) < 0)
 		goto out;
 	if ((rc = sl_stream_mask_new(sc, &s.mask, err, errlen)) < 0 ||
 	    (s.mask && (rc = sl_stream_mask_tables(sc, s.mask, s.tables, s.ntables, NULL, err, errlen)) < 0))

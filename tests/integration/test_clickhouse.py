@@ -196,6 +196,16 @@ class ClickHouseChangesTest(ChTestCase):
         self.pg.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v text, counter int NOT NULL)")
         self.pg.execute(f"INSERT INTO {name} SELECT g, md5(g::text), 0 FROM generate_series(1, {rows}) g")
 
+    def both_modes(self, name):
+        """Table name with 20 rows, and a merge stream (database name_m)
+        and an append one (name_a) of it, caught up: (merge, append)."""
+        self.make_table(name, rows=20)
+        sm = self.sluice(stream=f"{name}_m", tables=f"public.{name}", database=f"{name}_m", write_mode="merge")
+        sa = self.sluice(stream=f"{name}_a", tables=f"public.{name}", database=f"{name}_a")
+        self.catch_up(sm)
+        self.catch_up(sa)
+        return sm, sa
+
     def workload(self, name):
         """Inserts, updates, deletes, key changes, several changes of one key
         in one transaction, a TRUNCATE; returns the number of changes."""
@@ -294,11 +304,7 @@ class ClickHouseChangesTest(ChTestCase):
         after; a renamed one is a dropped one and an added one, the table
         backfilled again; int widened to bigint is MODIFY COLUMN.  The stream
         goes on, and both modes equal the source."""
-        self.make_table("sc", rows=20)
-        sm = self.sluice(stream="sc_m", tables="public.sc", database="sc_m", write_mode="merge")
-        sa = self.sluice(stream="sc_a", tables="public.sc", database="sc_a")
-        self.catch_up(sm)
-        self.catch_up(sa)
+        sm, sa = self.both_modes("sc")
         self.pg.execute("ALTER TABLE sc ADD COLUMN extra numeric(8,3), ADD COLUMN w int")
         self.pg.execute("INSERT INTO sc VALUES (100, 'new', 0, 1.5, 7)")
         self.pg.execute("UPDATE sc SET extra = 2.25, w = 3, counter = counter + 1 WHERE id = 1")
@@ -360,6 +366,31 @@ class ClickHouseChangesTest(ChTestCase):
         got = self.ch.query("SELECT name FROM system.columns WHERE database = 'sdm' AND table = 'public_ch_dc' "
                             "AND default_kind = 'DEFAULT' ORDER BY name").decode().split()
         self.assertEqual(got, sorted(["b", "d", "j", "n", "nn", "ok", "t", "tl", "ts", "u"]))
+
+    def test_ddl_without_changes(self):
+        """ADD COLUMN c int DEFAULT 7 and DROP COLUMN v while the agent is
+        stopped, after a change that the next run replays, with no change of
+        the table after them: pgoutput carries no DDL, so the next run gives
+        ClickHouse the catalog's version once it passes its start position.
+        Merge mode's table drops v and has c with its DEFAULT, which the
+        older parts read, and the view equals the source; append mode's
+        table has c too (v kept), and its rows rebuild the source."""
+        sm, sa = self.both_modes("qd")
+        self.pg.execute("UPDATE qd SET counter = counter + 1 WHERE id = 1")
+        self.pg.execute("ALTER TABLE qd ADD COLUMN c int DEFAULT 7")
+        self.pg.execute("ALTER TABLE qd DROP COLUMN v")
+        for s in (sm, sa):
+            self.catch_up(s)
+        payload = lambda db: [n for n, *_ in self.ch.columns(db, "public_qd") if not n.startswith("_")]
+        self.assertEqual(payload("qd_m"), ["id", "counter", "c"])
+        self.assertEqual(payload("qd_a"), ["id", "v", "counter", "c"])
+        for db in ("qd_m", "qd_a"):
+            self.assertEqual(self.ch.scalar(f"SELECT default_kind FROM system.columns WHERE database = '{db}' "
+                                            "AND table = 'public_qd' AND name = 'c'"), "DEFAULT", db)
+        got = self.assertChMatches(sm, "public", "qd", ["id"])
+        self.assertEqual(len(got), 20)
+        self.assertEqual({r["c"] for r in got}, {7})
+        self.assertChMatches(sa, "public", "qd", ["id"], append=True)
 
     def test_column_retyped_in_clickhouse(self):
         """A column retyped in ClickHouse by hand stops the stream with a

@@ -13,7 +13,8 @@ import signal
 import unittest
 
 import harness  # noqa: E402
-from oracle import newest_payload_fields, resolve_check, resolved_state
+from check_output import object_name
+from oracle import diff_avro, newest_payload_fields, resolve_check, resolved_state, source_tables
 from harness import (PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, rebuild, records_for,
                      running_chunks, state_diff, wait_until)
 
@@ -505,3 +506,73 @@ class SilentDdlTest(PgTestCase):
         self.assertEqual(state_diff(pg, "public", "rd", ["id"], state), [])
         self.assertEqual(newest_payload_fields(s.out, s.stream, "public_rd")["n"], "second")
 
+
+
+class QuietDdlTest(PgTestCase):
+    """DDL while the agent is stopped, with no change of the table after it:
+    pgoutput carries no DDL, so the version the catalog has at the next
+    start goes to the destination once the stream passes the run's start
+    position (and not before: the log replayed from the checkpoint holds
+    changes of the older version).  The object's .schema.avsc is then the
+    new version's, the added column's constant default carried, in append
+    and merge mode, and every row read with it equals the source."""
+
+    def streams(self, ns):
+        return [self.sluice(stream=f"{ns}_{m}", tables=f"{ns}.*", write_mode=m) for m in ("append", "merge")]
+
+    def assert_mirror(self, s, ns):
+        mode = s.write_mode
+        self.assertEqual(diff_avro("pg", self.pg, ns, s.out, s.stream, mode), [], s.stream)
+        for table, _keys in source_tables("pg", self.pg, ns):
+            self.assertGreater(resolve_check(s.out, s.stream, object_name(ns, table)), 0, s.stream)
+
+    def test_column_added_with_a_default_and_one_dropped(self):
+        """ADD COLUMN c int DEFAULT 7 and DROP COLUMN b, with a change
+        before them that the next run replays (its older version first),
+        and a table with no change at all after the same DDL."""
+        pg = self.pg
+        pg.execute("CREATE SCHEMA qd")
+        for t in ("t", "u"):
+            pg.execute(f"CREATE TABLE qd.{t} (id int PRIMARY KEY, a text, b int)")
+            pg.execute(f"INSERT INTO qd.{t} SELECT g, 'a' || g, g FROM generate_series(1, 30) g")
+        streams = self.streams("qd")
+        for s in streams:
+            self.catch_up(s)
+        pg.execute("UPDATE qd.t SET a = 'before' WHERE id = 3")
+        for t in ("t", "u"):
+            pg.execute(f"ALTER TABLE qd.{t} ADD COLUMN c int DEFAULT 7")
+            pg.execute(f"ALTER TABLE qd.{t} DROP COLUMN b")
+        for s in streams:
+            r = self.catch_up(s)
+            for t in ("t", "u"):
+                self.assertEqual(newest_payload_fields(s.out, s.stream, f"qd_{t}"), {"id": None, "a": None, "c": 7},
+                                 f"{s.stream}: qd.{t}")
+            self.assert_mirror(s, "qd")
+            self.assertIn('table "qd"."u": its columns at the run\'s start go to the destination', r.stderr)
+        for s in streams:
+            # handed once: the checkpoint has the columns now
+            r = self.catch_up(s)
+            self.assertNotIn("its columns at the run's start", r.stderr)
+            self.assertNotIn("nothing is backfilled", r.stderr)
+            self.assert_mirror(s, "qd")
+
+    def test_rewrite_after_replayed_changes(self):
+        """A column added with a volatile default (the table rewritten),
+        after a change that the next run replays: the table is backfilled
+        again while streaming, and its chunks read the columns at the run's
+        start, not the replayed older version's."""
+        pg = self.pg
+        pg.execute("CREATE SCHEMA qv")
+        pg.execute("CREATE TABLE qv.t (id int PRIMARY KEY, a text)")
+        pg.execute("INSERT INTO qv.t SELECT g, 'a' || g FROM generate_series(1, 30) g")
+        streams = self.streams("qv")
+        for s in streams:
+            self.catch_up(s)
+        pg.execute("UPDATE qv.t SET a = 'before' WHERE id = 3")
+        pg.execute("ALTER TABLE qv.t ADD COLUMN v int DEFAULT (random() * 1000)::int")
+        for s in streams:
+            r = self.catch_up(s)
+            self.assertIn('"qv"."t": column "v" was added with a volatile default, which rewrote the table: it is '
+                          'backfilled again, behind a marker', r.stderr)
+            self.assertEqual(sorted(newest_payload_fields(s.out, s.stream, "qv_t")), ["a", "id", "v"], s.stream)
+            self.assert_mirror(s, "qv")
