@@ -1016,11 +1016,12 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
  * dropped) while sluice was stopped or between two looks at the catalog,
  * which the root's shape, the same again, cannot show.  The root's output
  * would then keep the rows those changes write, though the partition is no
- * longer part of the root.  So the root is backfilled again behind a marker
- * (sl_source_hooks.replaced: its marker sorts after the source's position
- * at the next start, above every change of the partition): SL_ERESTART once
- * the agent has durably asked for it, SL_OK when its backfill already comes
- * after position at.  A leaf of the root today while the root's shape
+ * longer part of the root, and the partition, when the stream follows it as
+ * a table of its own now, would lack them.  So the root and that table are
+ * backfilled again behind a marker (sl_source_hooks.replaced: its marker
+ * sorts after the source's position at the next start, above every change
+ * of the partition): SL_ERESTART once the agent has durably asked for it,
+ * SL_OK when their backfills already come after position at.  A leaf of the root today while the root's shape
  * differs from the stream's is a partition attached since the stream
  * started: SL_ERESTART, as a catalog check would, without waiting for the
  * next one.
@@ -1029,9 +1030,10 @@ static int leaf_check(struct pg_src *s, const struct sl_table *root, const struc
 		      char *err, size_t errlen)
 {
 	struct sl_position pos = lsn_pos(at);
+	const struct sl_table *own = selected(s, leaf->relid);   /* the partition, a table of its own now */
 	char lsn[24];
 	uint64_t shape;
-	int rc = sl_pg_leaf_of(s->meta, root->relid, leaf->relid, &shape, err, errlen);
+	int again = 0, rc = sl_pg_leaf_of(s->meta, root->relid, leaf->relid, &shape, err, errlen);
 
 	if (rc < 0)
 		return rc;
@@ -1049,14 +1051,23 @@ static int leaf_check(struct pg_src *s, const struct sl_table *root, const struc
 			 s->st->config_path ? s->st->config_path : "FILE", s->st->name, root->ns, root->name);
 		return SL_EPREREQ;
 	}
-	if ((rc = s->st->hooks->replaced(s->st->hooks->payload, root->ns, root->name, &pos, true, err, errlen)) <= 0)
-		return rc;
+	if ((rc = s->st->hooks->replaced(s->st->hooks->payload, root->ns, root->name, &pos, true, err, errlen)) < 0 ||
+	    (own && (again = s->st->hooks->replaced(s->st->hooks->payload, own->ns, own->name, &pos, true, err,
+						     errlen)) < 0))
+		return rc < 0 ? rc : again;
+	if (rc == 0 && again == 0)
+		return SL_OK;
 	sl_lsn_format(at, lsn);
-	sl_warn("stream \"%s\": changes of \"%s\".\"%s\" at %s came from partition \"%s\".\"%s\", which is no longer "
-		"one of its partitions (attached and detached again since): backfilling \"%s\".\"%s\" again",
-		s->st->name, root->ns, root->name, lsn, leaf->ns, leaf->name, root->ns, root->name);
-	snprintf(err, errlen, "stream \"%s\": partition \"%s\".\"%s\" of \"%s\".\"%s\" was detached: the table is "
-		 "backfilled again", s->st->name, leaf->ns, leaf->name, root->ns, root->name);
+	if (rc)
+		sl_warn("stream \"%s\": changes of \"%s\".\"%s\" at %s came from partition \"%s\".\"%s\", which is no "
+			"longer one of its partitions (attached and detached again since): backfilling \"%s\".\"%s\" again",
+			s->st->name, root->ns, root->name, lsn, leaf->ns, leaf->name, root->ns, root->name);
+	if (again)
+		sl_warn("stream \"%s\": table \"%s\".\"%s\" was a partition of \"%s\".\"%s\" at %s, so its changes there "
+			"came under the partitioned table's name: backfilling \"%s\".\"%s\" again", s->st->name, own->ns,
+			own->name, root->ns, root->name, lsn, own->ns, own->name);
+	snprintf(err, errlen, "stream \"%s\": partition \"%s\".\"%s\" of \"%s\".\"%s\" was detached: %s backfilled again",
+		 s->st->name, leaf->ns, leaf->name, root->ns, root->name, rc && again ? "both tables are" : "it is");
 	return SL_ERESTART;
 }
 

@@ -9,6 +9,7 @@ edge of every type's range.
 
 import json
 import os
+import signal
 import unittest
 
 import avro.datafile
@@ -202,7 +203,10 @@ class PartitionTest(PgTestCase):
         the partition, no longer one of the root's: the root is backfilled
         again behind a marker, and its output does not keep those rows
         (soak seed 4105: rows of a detached partition stayed in the root's
-        mirror)."""
+        mirror).  The same while sluice runs, quicker than its looks at the
+        catalog, with a partition that was a table of its own in the stream
+        before: that table is backfilled again too (its changes while
+        attached came under the root's name)."""
         pg = self.pg
         pg.execute("CREATE TABLE ad (id int, part int, v int NOT NULL, PRIMARY KEY (id, part)) "
                    "PARTITION BY LIST (part)")
@@ -225,6 +229,24 @@ class PartitionTest(PgTestCase):
         r = self.catch_up(s)
         self.assertNotIn("no longer one of its partitions", r.stderr)
         self.assertTableMatches(self.read(s), "public", "ad", ["id", "part"])
+        # the same while sluice runs, faster than its looks at the catalog
+        # (every 15 s): the root is backfilled again at once
+        pg.execute("CREATE TABLE ad_2 (id int, part int, v int NOT NULL, PRIMARY KEY (id, part))")
+        pg.execute("INSERT INTO ad_2 SELECT g, 2, g FROM generate_series(1, 20) g")
+        p = s.start("run")
+        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
+        pg.execute("ALTER TABLE ad ATTACH PARTITION ad_2 FOR VALUES IN (2)")
+        pg.execute("UPDATE ad SET v = v + 1 WHERE id % 4 = 0")
+        pg.execute("ALTER TABLE ad DETACH PARTITION ad_2")
+        wait_until(lambda: "backfilled public.ad while streaming" in p.stderr_text() or not p.alive(), 60,
+                   "the root backfilled again")
+        self.assertTrue(p.alive(), p.stderr_text())
+        p.signal(signal.SIGTERM)
+        self.assertEqual(p.wait_result(60).rc, 0)
+        self.catch_up(s)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "public", "ad", ["id", "part"])
+        self.assertTableMatches(recs, "public", "ad_2", ["id", "part"])
 
     def test_partitions_as_tables(self):
         """Leaves selected without their root are tables of their own."""
