@@ -17,8 +17,8 @@ import avro.io
 import avro.schema
 
 from ch_harness import HoldingProxy
-from harness import (PgTestCase, WithS3, assert_marker_between, change_type, csn, qident, read_avro_tree,
-                     records_for, wait_until)
+from harness import (AgentRuns, PgTestCase, WithS3, assert_marker_between, backfill_running, change_type, checkpoint_table, csn,
+                     qident, read_avro_tree, records_for, wait_until)
 
 INT64_MAX = 2**63 - 1
 
@@ -125,7 +125,7 @@ class FieldNameTest(PgTestCase):
         self.assertTableMatches(self.read(s), "public", "fn", ["id"])
 
 
-class PartitionTest(PgTestCase):
+class PartitionTest(AgentRuns, PgTestCase):
 
     def test_partitioned_root(self):
         """A selected root is backfilled in full and streamed under its own
@@ -247,6 +247,40 @@ class PartitionTest(PgTestCase):
         recs = self.read(s)
         self.assertTableMatches(recs, "public", "ad", ["id", "part"])
         self.assertTableMatches(recs, "public", "ad_2", ["id", "part"])
+
+    def test_detached_while_its_backfill_runs(self):
+        """The root's backfill while streaming has a chunk durable when
+        sluice is killed; a partition whose rows that chunk holds is then
+        detached.  The next run must not resume after the chunk (its rows
+        of the detached partition would stay): the root is backfilled
+        again from the start, behind a new marker."""
+        pg = self.pg
+        pg.execute("CREATE TABLE dr (id int, part int, v int NOT NULL, PRIMARY KEY (id, part)) "
+                   "PARTITION BY LIST (part)")
+        for k in (0, 1):
+            pg.execute(f"CREATE TABLE dr_{k} PARTITION OF dr FOR VALUES IN ({k})")
+        pg.execute("INSERT INTO dr SELECT g, k, g FROM generate_series(1, 20000) g, generate_series(0, 1) k")
+        s = self.sluice(stream="drb", tables="public.dr", max_file_seconds=1,
+                        extra={"source": {"backfill_chunk_rows": 100}})
+        self.catch_up(s)
+        p = self.start_streaming(s, slow=True)
+        r = s.run("backfill", "--stream", s.stream, "--table", "public.dr", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        try:
+            wait_until(lambda: backfill_running(s, "public.dr", "watermark", 1) or not p.alive(), 120,
+                       "a durable chunk")
+        except TimeoutError:
+            p.kill9()
+            raise AssertionError("no durable chunk: checkpoint entry %r; the agent printed:\n%s"
+                                 % (checkpoint_table(s, "public.dr"), p.stderr_text()[-5000:]))
+        p.kill9()
+        p.wait_result(30)
+        self.assertEqual(checkpoint_table(s, "public.dr").get("backfill"), "running", p.stderr_text())
+        pg.execute("ALTER TABLE dr DETACH PARTITION dr_1")
+        s.extra["source"]["backfill_chunk_rows"] = 10000
+        s.write_config()
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "public", "dr", ["id", "part"])
 
     def test_partitions_as_tables(self):
         """Leaves selected without their root are tables of their own."""
