@@ -9,7 +9,6 @@ edge of every type's range.
 
 import json
 import os
-import signal
 import unittest
 
 import avro.datafile
@@ -194,6 +193,20 @@ class PartitionTest(AgentRuns, PgTestCase):
         self.assertEqual(len(rows), len(self.pg.sql("SELECT 1 FROM ev")))
         assert_marker_between(self, [r for r in ev if r["uuid"] in before], marks[0], rows)
 
+    def table_with_rows(self, root, k):
+        """Table root_k, a table of its own with 20 rows, to attach to the
+        partitioned table root (id, part, v) for part = k."""
+        self.pg.execute(f"CREATE TABLE {root}_{k} (id int, part int, v int NOT NULL, PRIMARY KEY (id, part))")
+        self.pg.execute(f"INSERT INTO {root}_{k} SELECT g, {k}, g FROM generate_series(1, 20) g")
+
+    def attach_and_detach(self, root, k, every):
+        """root_k attached to root, the rows with id % every = 0 changed
+        through the root, root_k detached again."""
+        for sql in (f"ALTER TABLE {root} ATTACH PARTITION {root}_{k} FOR VALUES IN ({k})",
+                    f"UPDATE {root} SET v = v + 1 WHERE id % {every} = 0",
+                    f"ALTER TABLE {root} DETACH PARTITION {root}_{k}"):
+            self.pg.execute(sql)
+
     def test_attached_and_detached_between_runs(self):
         """A partition attached with rows, changed through the root and
         detached again, all while sluice is stopped: the next run reads the
@@ -214,11 +227,8 @@ class PartitionTest(AgentRuns, PgTestCase):
         pg.execute("INSERT INTO ad SELECT g, 0, g FROM generate_series(1, 20) g")
         s = self.sluice(stream="adr", tables="public.ad*")
         self.catch_up(s)
-        pg.execute("CREATE TABLE ad_1 (id int, part int, v int NOT NULL, PRIMARY KEY (id, part))")
-        pg.execute("INSERT INTO ad_1 SELECT g, 1, g FROM generate_series(1, 20) g")
-        pg.execute("ALTER TABLE ad ATTACH PARTITION ad_1 FOR VALUES IN (1)")
-        pg.execute("UPDATE ad SET v = v + 1 WHERE id % 3 = 0")
-        pg.execute("ALTER TABLE ad DETACH PARTITION ad_1")
+        self.table_with_rows("ad", 1)
+        self.attach_and_detach("ad", 1, 3)
         pg.execute("UPDATE ad SET v = v + 1 WHERE id % 3 = 0")
         r = self.catch_up(s)
         self.assertIn('came from partition "public"."ad_1", which is no longer one of its partitions', r.stderr)
@@ -231,18 +241,12 @@ class PartitionTest(AgentRuns, PgTestCase):
         self.assertTableMatches(self.read(s), "public", "ad", ["id", "part"])
         # the same while sluice runs, faster than its looks at the catalog
         # (every 15 s): the root is backfilled again at once
-        pg.execute("CREATE TABLE ad_2 (id int, part int, v int NOT NULL, PRIMARY KEY (id, part))")
-        pg.execute("INSERT INTO ad_2 SELECT g, 2, g FROM generate_series(1, 20) g")
-        p = s.start("run")
-        wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 30, "streaming")
-        pg.execute("ALTER TABLE ad ATTACH PARTITION ad_2 FOR VALUES IN (2)")
-        pg.execute("UPDATE ad SET v = v + 1 WHERE id % 4 = 0")
-        pg.execute("ALTER TABLE ad DETACH PARTITION ad_2")
+        self.table_with_rows("ad", 2)
+        p = self.start_streaming(s)
+        self.attach_and_detach("ad", 2, 4)
         wait_until(lambda: "backfilled public.ad while streaming" in p.stderr_text() or not p.alive(), 60,
                    "the root backfilled again")
-        self.assertTrue(p.alive(), p.stderr_text())
-        p.signal(signal.SIGTERM)
-        self.assertEqual(p.wait_result(60).rc, 0)
+        self.stop(p)
         self.catch_up(s)
         recs = self.read(s)
         self.assertTableMatches(recs, "public", "ad", ["id", "part"])
