@@ -632,6 +632,21 @@ static int pg_snapshot_lock(void *ctx, void *snap, const struct sl_table *const 
 	 * for another connection of the same backfill. */
 	for (int i = 0; i < sn->nconns && rc == SL_OK; i++)
 		rc = sl_pg_lock_tables(sn->conns[i], tables, n, SL_PG_BACKFILL_LOCK_TIMEOUT, err, errlen);
+	/* A partition attached or detached after the tables were listed and
+	 * before the snapshot: the rows read are not those of the partitions
+	 * the stream records (struct sl_table.shape), and a change of them
+	 * later would go unseen.  The stream starts again, listing them anew. */
+	for (int i = 0; i < n && rc == SL_OK; i++) {
+		uint64_t shape;
+		if (!(tables[i]->src_flags & SL_PG_PARTITIONED))
+			continue;
+		if ((rc = sl_pg_snapshot_shape(sn->conns[0], tables[i]->relid, &shape, err, errlen)) == SL_OK &&
+		    shape != tables[i]->shape) {
+			snprintf(err, errlen, "the partitions of \"%s\".\"%s\" changed between the listing of the tables "
+				 "and the backfill's snapshot", tables[i]->ns, tables[i]->name);
+			rc = SL_ERESTART;
+		}
+	}
 	return rc == SL_EAGAIN ? SL_EFAIL : rc;  /* the snapshot's transaction is aborted */
 }
 
