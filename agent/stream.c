@@ -226,7 +226,9 @@ static int note_rules(struct stream *s)
  * - a table new to the stream gets a pending entry (skipped without backfill);
  * - a table whose identity changed (dropped and created again under the same
  *   name: a new OID), whose shape changed (partitions attached or
- *   detached: rows came or went without changes), whose layout changed
+ *   detached: rows came or went without changes; a backfill running then
+ *   starts over, behind a new marker, since its durable chunks may hold
+ *   rows of a partition detached since), whose layout changed
  *   since the checkpoint's position (a log that does not describe its rows
  *   holds rows of another layout: the source skips them, see
  *   sl_source_hooks.covered), or whose existing rows changed without
@@ -330,10 +332,14 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 			sl_info("stream \"%s\": table %s is not the table it was (dropped and created again, or another "
 				"table renamed to its name): it is backfilled as new", s->sc->name, e->name);
 			e->state = SL_BF_PENDING;
-		} else if (e->id && e->shape != t->shape && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED)) {
+		} else if (e->id && e->shape != t->shape &&
+			   (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED || e->state == SL_BF_RUNNING)) {
 			sl_info("stream \"%s\": the partitions of %s changed, so rows came or went without changes: "
-				"it is backfilled again", s->sc->name, e->name);
+				"it is backfilled again%s", s->sc->name, e->name,
+				e->state == SL_BF_RUNNING ? " from the start (the chunks read so far hold the old partitions' "
+				"rows)" : "");
 			e->state = SL_BF_PENDING;
+			sl_ckpt_set_resume(e, NULL);
 		} else if (e->layout && t->layout && e->layout != t->layout &&
 			   (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED)) {
 			sl_warn("stream \"%s\": the columns of %s changed after the checkpoint's position, and the log "

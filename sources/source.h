@@ -140,7 +140,9 @@ struct sl_source_hooks {
 	 * rows without row events by the DDL at position at (RENAME TABLE ...
 	 * TO it, a partition truncated, dropped or exchanged), or
 	 * the DDL at ended it while a table of that name exists again (dropped
-	 * and created again before the stream read the DROP).  Returns 0 when
+	 * and created again before the stream read the DROP); PostgreSQL: a
+	 * change at at of the partitioned table ns.table came from a partition
+	 * that is no longer one of its own.  Returns 0 when
 	 * the table's backfill already comes after at (nothing to do: the
 	 * stream reads the statement again after a restart); 1 when it does
 	 * not, and then, with backfill, the agent has durably asked for the

@@ -386,6 +386,51 @@ static int not_in_wal(char *const *include, const char *full, PGresult *res, int
 	return 1;
 }
 
+int sl_pg_leaf_of(PGconn *c, uint32_t root, uint32_t leaf, uint64_t *shape, char *err, size_t errlen)
+{
+	char r[16], l[16];
+	const char *params[2] = { r, l };
+	PGresult *res;
+	int rc;
+
+	snprintf(r, sizeof r, "%u", root);
+	snprintf(l, sizeof l, "%u", leaf);
+	res = PQexecParams(c, "SELECT EXISTS (SELECT 1 FROM pg_partition_tree($1::oid) WHERE isleaf AND relid = $2::oid), "
+			   "(SELECT string_agg(relid::oid::text, ',' ORDER BY relid::oid) FROM pg_partition_tree($1::oid) "
+			   "WHERE isleaf)", 2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		rc = sl_pg_err(err, errlen, "could not read the partitions of a partitioned table", c, res);
+		goto out;
+	}
+	*shape = text_hash(PQgetvalue(res, 0, 1));
+	rc = !strcmp(PQgetvalue(res, 0, 0), "t");
+out:
+	PQclear(res);
+	return rc;
+}
+
+int sl_pg_snapshot_shape(PGconn *c, uint32_t relid, uint64_t *shape, char *err, size_t errlen)
+{
+	char oid[16];
+	const char *params[1] = { oid };
+	PGresult *res;
+	int rc = SL_OK;
+
+	/* pg_inherits read by the transaction's snapshot (pg_partition_tree
+	 * reads the catalog as it is now) */
+	snprintf(oid, sizeof oid, "%u", relid);
+	res = PQexecParams(c, "WITH RECURSIVE d(relid) AS (SELECT inhrelid FROM pg_inherits WHERE inhparent = $1::oid "
+			   "UNION ALL SELECT i.inhrelid FROM pg_inherits i JOIN d ON i.inhparent = d.relid) "
+			   "SELECT string_agg(d.relid::oid::text, ',' ORDER BY d.relid::oid) FROM d "
+			   "JOIN pg_class c ON c.oid = d.relid WHERE c.relkind <> 'p'", 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		rc = sl_pg_err(err, errlen, "could not read the partitions of a partitioned table", c, res);
+	else
+		*shape = text_hash(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return rc;
+}
+
 int sl_pg_list_tables(PGconn *c, char *const *include, char *const *exclude,
 		      struct sl_table ***out, int *n, char *err, size_t errlen)
 {

@@ -89,6 +89,15 @@ bool sl_pg_selects(char *const *include, char *const *exclude, const char *ns, c
 int sl_pg_select_tables(PGconn *c, char *const *include, char *const *exclude, bool describe,
 			struct sl_table ***out, int *n, char *err, size_t errlen);
 
+/* Whether relid leaf is a leaf partition of the partitioned table root in
+ * the catalog now: 1 or 0, with *shape set to root's shape (sl_table.shape:
+ * the hash of its leaves' OIDs); or a failure (sl_pg_err). */
+int sl_pg_leaf_of(PGconn *c, uint32_t root, uint32_t leaf, uint64_t *shape, char *err, size_t errlen);
+
+/* The shape of partitioned table relid as the transaction's snapshot has
+ * it (a backfill's: the partitions its rows come from); SL_OK or a failure. */
+int sl_pg_snapshot_shape(PGconn *c, uint32_t relid, uint64_t *shape, char *err, size_t errlen);
+
 /* Creates the publication for tables if missing, or adds tables missing from
  * an existing one.  SL_EPREREQ when the user may not. */
 /* Whether publication pub (when it exists: *exists) can carry the n tables

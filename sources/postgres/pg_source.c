@@ -131,6 +131,8 @@ struct pg_src {
 	int next_change;                /* index into rev.pgo.changes of the next change to hand out */
 	bool truncating;                /* rev holds a TRUNCATE: hand out its tables */
 	int64_t last_catalog_ms;        /* the last catalog check */
+	uint32_t via_root;              /* the last message was the Relation message of this selected
+					 * partitioned table (0: not), see leaf_check */
 	struct sl_buf wm;               /* the text of the last watermark handed out */
 	char **src_columns;             /* per table: its src_columns at its last Relation message
 					 * (owned; NULL: the catalog's at the start, in tables) */
@@ -630,6 +632,21 @@ static int pg_snapshot_lock(void *ctx, void *snap, const struct sl_table *const 
 	 * for another connection of the same backfill. */
 	for (int i = 0; i < sn->nconns && rc == SL_OK; i++)
 		rc = sl_pg_lock_tables(sn->conns[i], tables, n, SL_PG_BACKFILL_LOCK_TIMEOUT, err, errlen);
+	/* A partition attached or detached after the tables were listed and
+	 * before the snapshot: the rows read are not those of the partitions
+	 * the stream records (struct sl_table.shape), and a change of them
+	 * later would go unseen.  The stream starts again, listing them anew. */
+	for (int i = 0; i < n && rc == SL_OK; i++) {
+		uint64_t shape;
+		if (!(tables[i]->src_flags & SL_PG_PARTITIONED))
+			continue;
+		if ((rc = sl_pg_snapshot_shape(sn->conns[0], tables[i]->relid, &shape, err, errlen)) == SL_OK &&
+		    shape != tables[i]->shape) {
+			snprintf(err, errlen, "the partitions of \"%s\".\"%s\" changed between the listing of the tables "
+				 "and the backfill's snapshot", tables[i]->ns, tables[i]->name);
+			rc = SL_ERESTART;
+		}
+	}
 	return rc == SL_EAGAIN ? SL_EFAIL : rc;  /* the snapshot's transaction is aborted */
 }
 
@@ -1003,6 +1020,89 @@ static int on_relation(struct pg_src *s, const struct sl_table *t, char *err, si
 	return 1;
 }
 
+/*
+ * pgoutput describes a change of a partition published through its root
+ * (publish_via_partition_root) with the root's Relation message and then
+ * the leaf's, back to back, before the leaf's first change in a session
+ * (and again after an invalidation).  So the stream learns which leaf the
+ * root's next changes come from.  When that leaf is not a leaf of the
+ * selected root in today's catalog, the root's partitions changed after the
+ * change was logged: the partition was attached and detached again (or
+ * dropped) while sluice was stopped or between two looks at the catalog,
+ * which the root's shape, the same again, cannot show.  The root's output
+ * would then keep the rows those changes write, though the partition is no
+ * longer part of the root, and the partition, when the stream follows it as
+ * a table of its own now, would lack them.  So the root and that table are
+ * backfilled again behind a marker (sl_source_hooks.replaced: its marker
+ * sorts after the source's position at the next start, above every change
+ * of the partition): SL_ERESTART once the agent has durably asked for it,
+ * SL_OK when their backfills already come after position at.  A leaf of the root today while the root's shape
+ * differs from the stream's is a partition attached since the stream
+ * started: SL_ERESTART, as a catalog check would, without waiting for the
+ * next one.
+ */
+static int leaf_check(struct pg_src *s, const struct sl_table *root, const struct sl_table *leaf, uint64_t at,
+		      char *err, size_t errlen)
+{
+	struct sl_position pos = lsn_pos(at);
+	const struct sl_table *own = selected(s, leaf->relid);   /* the partition, a table of its own now */
+	char lsn[24];
+	uint64_t shape;
+	int again = 0, rc = sl_pg_leaf_of(s->meta, root->relid, leaf->relid, &shape, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		if (shape == root->shape)
+			return SL_OK;
+		snprintf(err, errlen, "stream \"%s\": the partitions of \"%s\".\"%s\" changed", s->st->name, root->ns,
+			 root->name);
+		return SL_ERESTART;
+	}
+	if (!s->st->hooks || !s->st->hooks->replaced) {
+		snprintf(err, errlen, "stream \"%s\": changes of \"%s\".\"%s\" came from partition \"%s\".\"%s\", which "
+			 "is no longer one of its partitions; run `sluice backfill -c %s --stream %s --table %s.%s`",
+			 s->st->name, root->ns, root->name, leaf->ns, leaf->name,
+			 s->st->config_path ? s->st->config_path : "FILE", s->st->name, root->ns, root->name);
+		return SL_EPREREQ;
+	}
+	if ((rc = s->st->hooks->replaced(s->st->hooks->payload, root->ns, root->name, &pos, true, err, errlen)) < 0 ||
+	    (own && (again = s->st->hooks->replaced(s->st->hooks->payload, own->ns, own->name, &pos, true, err,
+						     errlen)) < 0))
+		return rc < 0 ? rc : again;
+	if (rc == 0 && again == 0)
+		return SL_OK;
+	sl_lsn_format(at, lsn);
+	if (rc)
+		sl_warn("stream \"%s\": changes of \"%s\".\"%s\" at %s came from partition \"%s\".\"%s\", which is no "
+			"longer one of its partitions (attached and detached again since): backfilling \"%s\".\"%s\" again",
+			s->st->name, root->ns, root->name, lsn, leaf->ns, leaf->name, root->ns, root->name);
+	if (again)
+		sl_warn("stream \"%s\": table \"%s\".\"%s\" was a partition of \"%s\".\"%s\" at %s, so its changes there "
+			"came under the partitioned table's name: backfilling \"%s\".\"%s\" again", s->st->name, own->ns,
+			own->name, root->ns, root->name, lsn, own->ns, own->name);
+	snprintf(err, errlen, "stream \"%s\": partition \"%s\".\"%s\" of \"%s\".\"%s\" was detached: %s backfilled again",
+		 s->st->name, leaf->ns, leaf->name, root->ns, root->name, rc && again ? "both tables are" : "it is");
+	return SL_ERESTART;
+}
+
+/* At a Relation message (pe): leaf_check's answer when it is a leaf's
+ * after a selected partitioned root's, else SL_OK; notes a selected root's
+ * message for the next one. */
+static int relation_pair(struct pg_src *s, const struct sl_pgo_event *pe, char *err, size_t errlen)
+{
+	const struct sl_table *root = s->via_root ? selected(s, s->via_root) : NULL;
+	const struct sl_table *t = selected(s, pe->table->relid);
+
+	s->via_root = 0;
+	if (root && pe->table->relid != root->relid && s->meta)
+		return leaf_check(s, root, pe->table, pe->final_lsn, err, errlen);
+	if (t && (t->src_flags & SL_PG_PARTITIONED) && !strcmp(t->ns, pe->table->ns) &&
+	    !strcmp(t->name, pe->table->name))
+		s->via_root = t->relid;
+	return SL_OK;
+}
+
 /* Heartbeats (pg_probe_heartbeat below) are non-transactional logical
  * messages with prefix SL_PG_HEARTBEAT_PREFIX and content "<slot>
  * <unix-us>": each slot of the database decodes every one, so a stream takes
@@ -1067,6 +1167,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		case SL_PGR_DATA:
 			break;
 		}
+		if (pe->kind != SL_PGO_RELATION && pe->kind != SL_PGO_NONE)
+			s->via_root = 0;   /* Type messages may come between the two Relation messages */
 		switch (pe->kind) {
 		case SL_PGO_BEGIN:
 			ev->kind = SL_EV_BEGIN;
@@ -1080,7 +1182,8 @@ static int pg_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 			ev->ts_us = pe->commit_ts_us;
 			return SL_OK;
 		case SL_PGO_RELATION:
-			if ((rc = on_relation(s, pe->table, err, errlen)) != 0) {
+			if ((rc = relation_pair(s, pe, err, errlen)) != SL_OK ||
+			    (rc = on_relation(s, pe->table, err, errlen)) != 0) {
 				sl_table_free(pe->retired);  /* no change of it goes on */
 				if (rc < 0)
 					return rc;

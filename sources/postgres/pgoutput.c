@@ -670,6 +670,7 @@ int sl_pgoutput_decode(struct sl_pgoutput *d, unsigned char *msg, size_t len,
 		ev->kind = SL_PGO_NONE;
 		return r.bad ? -1 : 0;
 	case 'R':
+		ev->final_lsn = d->final_lsn;
 		return decode_relation(d, &r, ev);
 	case 'I':
 		return decode_row(d, &r, ev, true);

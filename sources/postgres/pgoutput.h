@@ -45,7 +45,7 @@ typedef bool (*sl_pgo_key_lookup)(void *payload, const char *ns, const char *nam
 struct sl_pgo_event {
 	enum sl_pgo_kind kind;
 	/* BEGIN */
-	uint64_t final_lsn;      /* also kept for CHANGE: the commit LSN of the open transaction */
+	uint64_t final_lsn;      /* also kept for RELATION and CHANGE: the commit LSN of the open transaction */
 	int64_t commit_ts_us;    /* Unix micros */
 	uint32_t xid;
 	/* COMMIT */
