@@ -16,6 +16,10 @@ test_pg_rebackfill.py does for PostgreSQL.
   chunk in key order, each row once;
 - tables swapped in by RENAME (an online schema change; one of them
   empty) are backfilled while streaming, once;
+- a re-backfill resumed with no chunk durable skips the table's changes
+  up to its first low watermark, a TRUNCATE included; a column added
+  between the listing of the tables and the initial backfill's snapshot
+  is in the rows (the stream starts again);
 - watermark rows never reach the output, and the watermark table is never
   one of the stream's tables, even when `tables` matches it;
 - without the watermark table: `sluice check` warns (exit 0), a request to
@@ -285,6 +289,34 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                       "0 chunks durable)", r.stderr)
         recs = records_for(self.read(s), "app", "skipd")
         self.assertTableMatches(recs, "app", "skipd", ["id"])
+
+    def test_column_added_before_the_snapshot(self):
+        """A column added with a default after the first run listed its
+        tables and before its backfill's snapshot (held by the test hook
+        SLUICE_FAULT_MY_SNAPSHOT_WAIT): the statement is behind the
+        snapshot's position, where the stream never reads it, so the rows
+        read with the columns listed before lacked the column (issue 17,
+        seed 211).  The columns are read again after the snapshot, and the
+        stream starts again with the table as it is."""
+        my = self.my
+        self.make_table("colsnap", 30)
+        s = self.agent("colsnap", "app.colsnap")
+        go = os.path.join(s.state_dir, "snapshot-go")
+        p = s.start("run", env={"SLUICE_FAULT_MY_SNAPSHOT_WAIT": go})
+        wait_until(lambda: "test hook: the snapshot waits" in p.stderr_text() or not p.alive(), 60,
+                   "the snapshot to wait")
+        my.execute("ALTER TABLE app.colsnap ADD COLUMN c int NOT NULL DEFAULT 7")
+        with open(go, "w"):
+            pass
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+        self.stop(p)
+        recs = records_for(self.read(s), "app", "colsnap")
+        self.assertEqual(sorted((r["payload"]["id"], r["payload"].get("c")) for r in backfill_inserts(recs)),
+                         [(i, 7) for i in range(1, 31)])
+        self.assertTableMatches(recs, "app", "colsnap", ["id"])
+        self.assertIn("stream \"colsnap\": the columns of table \"app\".\"colsnap\" changed after they were read "
+                      "and before the backfill's snapshot (4 columns, now 5); restarting the stream to take it in",
+                      p.stderr_text())
 
     def test_uuid_and_inet6_keys(self):
         """MariaDB's UUID and INET6 as a chunked backfill's key: the resume
