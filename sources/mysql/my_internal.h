@@ -423,6 +423,8 @@ struct tmap {
 	size_t rawlen, araw;
 	bool wm;                        /* the watermark table: its rows are watermarks */
 	bool recheck;                   /* skipped for now (its backfill holds its rows): decide again */
+	bool covered;                   /* with t: its backfill holds its rows, which are decoded only
+					 * to number the changes after them (my_stream.c, covered_row) */
 };
 
 /* A prepared XA transaction, held until XA COMMIT. */

@@ -42,7 +42,7 @@ import unittest
 import uuid as uuidlib
 
 from harness import (BackfillUnderLoad, assert_marker_between, backfill_inserts, backfill_requests_left,
-                     backfill_running, checkpoint_table, csn, records_for, truncate_markers, wait_until)
+                     backfill_running, checkpoint_table, csn, csn_seq, records_for, truncate_markers, wait_until)
 from harness_mysql import MyTestCase, SLUICE_USER
 
 WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
@@ -220,15 +220,15 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(len(ms), 1)
         return recs, [r for r in backfill_inserts(recs) if csn(r) > csn(ms[0])]
 
-    def rebackfill_never_durable(self, name, rows):
-        """Table app.NAME of rows rows, backfilled by stream NAME; then
-        `sluice backfill --table` of the running agent, whose chunks are
-        all read again (SLUICE_FAULT_CHUNKS_SPOILED), so that none becomes
-        durable.  Returns (s, p) once the job's first low watermark is
-        written: the changes before it are in the chunks, and the stream
-        skips them."""
+    def rebackfill_never_durable(self, name, rows, also=""):
+        """Table app.NAME of rows rows, backfilled by stream NAME (with the
+        tables of `also`); then `sluice backfill --table app.NAME` of the
+        running agent, whose chunks are all read again
+        (SLUICE_FAULT_CHUNKS_SPOILED), so that none becomes durable.
+        Returns (s, p) once the job's first low watermark is written: the
+        changes before it are in the chunks, and the stream skips them."""
         self.make_table(name, rows)
-        s = self.agent(name, f"app.{name}")
+        s = self.agent(name, f"app.{name}" + (f", {also}" if also else ""))
         self.catch_up(s)
         p = s.start("run", env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
         wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
@@ -261,6 +261,34 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(sorted(r["payload"]["id"] for r in backfill_inserts(recs)
                                 if csn(r) > csn(truncate_markers(recs)[-1])), list(range(101, 106)))
         self.assertTableMatches(recs, "app", "trunc", ["id"])
+
+    def test_changes_numbered_as_without_the_skip(self):
+        """A transaction of two tables, one of them being backfilled again
+        with no chunk durable: a restarted run skips that table's rows up to
+        its first low watermark, but numbers the other table's changes as
+        a run that did not skip them (the run before, killed after it wrote
+        the transaction above its checkpoint) numbered them: the same
+        records under the same CSNs.  (Numbered anew, a key change's
+        UPDATE-DELETE and UPDATE-INSERT took each other's sequence numbers,
+        two different records under one uuid; issue 17, property seed 222,
+        mariadb/append/s3: 'wa222.wb: the records do not rebuild'.)"""
+        my = self.my
+        self.make_table("seq_b", 5)
+        s, p = self.rebackfill_never_durable("seq_a", 5, also="app.seq_b")
+        p.kill9()
+        p.wait_result(30)
+        c = my.connect(autocommit=False)
+        cur = c.cursor()
+        cur.execute("UPDATE app.seq_a SET counter = 1 WHERE id IN (1, 2)")
+        cur.execute("UPDATE app.seq_b SET id = 10 WHERE id = 1")
+        c.commit()
+        c.close()
+        self.catch_up(s)
+        b = [r for r in records_for(self.read(s), "app", "seq_b") if r["read_method"] == "mysql-cdc-binlog"]
+        self.assertEqual([(r["source_metadata"]["change_type"], r["payload"]["id"], csn_seq(csn(r))) for r in b],
+                         [("UPDATE-DELETE", 1, 3), ("UPDATE-INSERT", 10, 4)])
+        self.assertTableMatches(records_for(self.read(s), "app", "seq_a"), "app", "seq_a", ["id"])
+        self.assertTableMatches(records_for(self.read(s), "app", "seq_b"), "app", "seq_b", ["id"])
 
     def test_delete_skipped_before_the_first_watermark(self):
         """A re-backfill that no chunk of has made durable, killed after it
