@@ -423,6 +423,8 @@ struct tmap {
 	size_t rawlen, araw;
 	bool wm;                        /* the watermark table: its rows are watermarks */
 	bool recheck;                   /* skipped for now (its backfill holds its rows): decide again */
+	bool covered;                   /* with t: its backfill holds its rows, which are decoded only
+					 * to number the changes after them (my_stream.c, covered_row) */
 };
 
 /* A prepared XA transaction, held until XA COMMIT. */
@@ -566,6 +568,7 @@ void my_drop_table(struct sl_my_table *t, int *n, const char *db, const char *na
 /* my_tables.c */
 struct sl_my_table *my_known_table(struct my_src *s, const char *db, const char *name);
 int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errlen);
+int my_tables_moved(struct my_src *s, char *err, size_t errlen);
 int my_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,
 	     const struct sl_source_resume *resume, FILE *out, char *err, size_t errlen);
 int my_probe(const struct sl_source_config *cfg, const struct sl_source_stream *st, struct sl_source_status *out,

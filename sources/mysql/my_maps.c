@@ -298,7 +298,7 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	}
 	m->rawlen = 0;
 	m->t = NULL;
-	m->recheck = false;
+	m->recheck = m->covered = false;
 	if (sl_binlog_table_map_parse(&m->tm, &s->rd, e, err, errlen) < 0) {
 		size_t l = strlen(err);
 		snprintf(err + l, errlen - l, " (at %s)", my_here(s, at, sizeof at));
@@ -347,6 +347,18 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	if ((rc = my_covered(s, t, err, errlen)) != 0) {
 		m->recheck = rc > 0;
 		m->rawlen = rc > 0 ? e->body_len : 0;
+		/* Laid out as the columns sluice knows: decoded, so that the
+		 * changes after them in the transaction are numbered as a run
+		 * that did not skip them (the run before, killed) numbered them */
+		if (rc > 0 && sl_my_map_match(&m->tm, t, why, sizeof why) == SL_MY_MATCH) {
+			if (my_grow_vals(s, t->ncols) < 0) {
+				snprintf(err, errlen, "out of memory");
+				return SL_EFAIL;
+			}
+			sl_my_map_complete(&m->tm, t);
+			m->t = t;
+			m->covered = true;
+		}
 		return rc < 0 ? rc : SL_OK;
 	}
 	s->names_logged = m->tm.has_names;

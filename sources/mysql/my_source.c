@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -222,6 +223,22 @@ int sl_my_source_open_replay(void **ctx, const struct sl_source_stream *st, cons
 
 /* ---- snapshots ---- */
 
+/* Test hook SLUICE_FAULT_MY_SNAPSHOT_WAIT=path: a snapshot for backfill
+ * waits (up to 60 s) for file path to exist, so that a test can change a
+ * table between the listing of the stream's tables and the snapshot. */
+static void snapshot_fault_wait(const struct my_src *s)
+{
+	const char *path = getenv("SLUICE_FAULT_MY_SNAPSHOT_WAIT");
+
+	if (!path)
+		return;
+	sl_info("stream \"%s\": test hook: the snapshot waits for \"%s\"", s->st->name, path);
+	for (int i = 0; i < 1200 && access(path, F_OK) != 0; i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static int my_snapshot(void *ctx, bool create, void **snap, struct sl_snapshot_info *info, char *err, size_t errlen)
 {
 	struct my_src *s = ctx;
@@ -230,8 +247,16 @@ static int my_snapshot(void *ctx, bool create, void **snap, struct sl_snapshot_i
 
 	(void)create;  /* the stream's position is only the checkpoint's: nothing to create on the server */
 	*snap = NULL;
+	snapshot_fault_wait(s);
 	if ((rc = sl_my_snapshot_open(&sn, s->cfg, s->st, &s->srv, info, err, errlen)) < 0)
 		return rc;
+	/* The rows are read with the columns my_tables() read: a DDL since
+	 * then, before the snapshot's position, would be lost.  The stream
+	 * starts again, with the tables as they are now. */
+	if ((rc = my_tables_moved(s, err, errlen)) != 0) {
+		sl_my_snapshot_close(sn);
+		return rc < 0 ? rc : SL_ERESTART;
+	}
 	*snap = sn;
 	return SL_OK;
 }

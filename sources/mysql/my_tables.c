@@ -363,6 +363,37 @@ oom:
 	return SL_EFAIL;
 }
 
+/* Whether the columns of a table of the stream changed since my_tables()
+ * read them: 1 (err names the table), 0, or a failure.  A snapshot taken
+ * after a DDL that came between the two would read the table's rows with
+ * the columns read before it, and the DDL is behind the snapshot's
+ * position, where the stream never reads it. */
+int my_tables_moved(struct my_src *s, char *err, size_t errlen)
+{
+	struct sl_my_table *now = NULL;
+	int n = 0, rc;
+
+	if (s->replay)
+		return 0;
+	if ((rc = sl_my_list_tables(s->meta, s->srv.mariadb, s->st->tables, s->st->exclude_tables, NULL, NULL, true,
+				    &now, &n, err, errlen)) < 0)
+		return rc;
+	for (int i = 0; i < s->ntables && rc == 0; i++) {
+		const struct sl_my_table *t = &s->tables[i];
+		for (int j = 0; j < n && rc == 0; j++) {
+			if (strcmp(now[j].db, t->db) || strcmp(now[j].name, t->name) ||
+			    sl_my_table_layout(&now[j]) == sl_my_table_layout(t))
+				continue;
+			snprintf(err, errlen, "stream \"%s\": the columns of table \"%s\".\"%s\" changed after they were "
+				 "read and before the backfill's snapshot (%d columns, now %d)", s->st->name, t->db, t->name,
+				 t->ncols, now[j].ncols);
+			rc = 1;
+		}
+	}
+	sl_my_tables_free(now, n);
+	return rc;
+}
+
 /* ---- check, probe, discard ---- */
 
 int my_check(const struct sl_source_config *cfg, const struct sl_source_stream *st,

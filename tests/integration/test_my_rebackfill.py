@@ -16,6 +16,10 @@ test_pg_rebackfill.py does for PostgreSQL.
   chunk in key order, each row once;
 - tables swapped in by RENAME (an online schema change; one of them
   empty) are backfilled while streaming, once;
+- a re-backfill resumed with no chunk durable skips the table's changes
+  up to its first low watermark, a TRUNCATE included; a column added
+  between the listing of the tables and the initial backfill's snapshot
+  is in the rows (the stream starts again);
 - watermark rows never reach the output, and the watermark table is never
   one of the stream's tables, even when `tables` matches it;
 - without the watermark table: `sluice check` warns (exit 0), a request to
@@ -38,7 +42,7 @@ import unittest
 import uuid as uuidlib
 
 from harness import (BackfillUnderLoad, assert_marker_between, backfill_inserts, backfill_requests_left,
-                     backfill_running, checkpoint_table, csn, records_for, truncate_markers, wait_until)
+                     backfill_running, checkpoint_table, csn, csn_seq, records_for, truncate_markers, wait_until)
 from harness_mysql import MyTestCase, SLUICE_USER
 
 WM_DDL = ("CREATE TABLE sluice.watermarks (stream VARBINARY(255) NOT NULL PRIMARY KEY, "
@@ -229,6 +233,76 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(len(ms), 1)
         return recs, [r for r in backfill_inserts(recs) if csn(r) > csn(ms[0])]
 
+    def rebackfill_never_durable(self, name, rows, also=""):
+        """Table app.NAME of rows rows, backfilled by stream NAME (with the
+        tables of `also`); then `sluice backfill --table app.NAME` of the
+        running agent, whose chunks are all read again
+        (SLUICE_FAULT_CHUNKS_SPOILED), so that none becomes durable.
+        Returns (s, p) once the job's first low watermark is written: the
+        changes before it are in the chunks, and the stream skips them."""
+        self.make_table(name, rows)
+        s = self.agent(name, f"app.{name}" + (f", {also}" if also else ""))
+        self.catch_up(s)
+        p = s.start("run", env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
+        r = s.run("backfill", "--stream", name, "--table", f"app.{name}", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        wait_until(lambda: self.my.sql("SELECT watermark FROM sluice.watermarks WHERE stream = %s", (name,))
+                   or not p.alive(), 30, "the re-backfill's first watermark")
+        return s, p
+
+    def test_truncate_skipped_before_the_first_watermark(self):
+        """A re-backfill that no chunk of is durable, killed; then, with no
+        agent running, the table truncated and rows inserted.  The next run
+        opens its first chunk at once, which reads the new rows, and skips
+        the table's changes up to the chunk's low watermark: the TRUNCATE
+        too, or, applied to the open chunk, it removed the rows the chunk
+        read, and the inserts, skipped, never brought them back (issue 17,
+        seed 205 of test_property's mariadb/append/clickhouse cell:
+        'wa205.wa missing in ClickHouse: (187,)')."""
+        my = self.my
+        s, p = self.rebackfill_never_durable("trunc", 20)
+        p.kill9()
+        p.wait_result(30)
+        my.execute("TRUNCATE TABLE app.trunc")
+        my.execute("INSERT INTO app.trunc SELECT seq, md5(seq), 1, 'after' FROM app.seq_101_to_105")
+        r = self.catch_up(s)
+        self.assertIn("resuming the backfill of app.trunc while streaming after its last durable chunk (0 rows, "
+                      "0 chunks durable)", r.stderr)
+        self.assertIn("backfilled app.trunc while streaming: 5 rows in 1 chunks", r.stderr)
+        recs = records_for(self.read(s), "app", "trunc")
+        self.assertEqual(sorted(r["payload"]["id"] for r in backfill_inserts(recs)
+                                if csn(r) > csn(truncate_markers(recs)[-1])), list(range(101, 106)))
+        self.assertTableMatches(recs, "app", "trunc", ["id"])
+
+    def test_changes_numbered_as_without_the_skip(self):
+        """A transaction of two tables, one of them being backfilled again
+        with no chunk durable: a restarted run skips that table's rows up to
+        its first low watermark, but numbers the other table's changes as
+        a run that did not skip them (the run before, killed after it wrote
+        the transaction above its checkpoint) numbered them: the same
+        records under the same CSNs.  (Numbered anew, a key change's
+        UPDATE-DELETE and UPDATE-INSERT took each other's sequence numbers,
+        two different records under one uuid; issue 17, property seed 222,
+        mariadb/append/s3: 'wa222.wb: the records do not rebuild'.)"""
+        my = self.my
+        self.make_table("seq_b", 5)
+        s, p = self.rebackfill_never_durable("seq_a", 5, also="app.seq_b")
+        p.kill9()
+        p.wait_result(30)
+        c = my.connect(autocommit=False)
+        cur = c.cursor()
+        cur.execute("UPDATE app.seq_a SET counter = 1 WHERE id IN (1, 2)")
+        cur.execute("UPDATE app.seq_b SET id = 10 WHERE id = 1")
+        c.commit()
+        c.close()
+        self.catch_up(s)
+        b = [r for r in records_for(self.read(s), "app", "seq_b") if r["read_method"] == "mysql-cdc-binlog"]
+        self.assertEqual([(r["source_metadata"]["change_type"], r["payload"]["id"], csn_seq(csn(r))) for r in b],
+                         [("UPDATE-DELETE", 1, 3), ("UPDATE-INSERT", 10, 4)])
+        self.assertTableMatches(records_for(self.read(s), "app", "seq_a"), "app", "seq_a", ["id"])
+        self.assertTableMatches(records_for(self.read(s), "app", "seq_b"), "app", "seq_b", ["id"])
+
     def test_delete_skipped_before_the_first_watermark(self):
         """A re-backfill that no chunk of has made durable, killed after it
         wrote a change of the table (SLUICE_FAULT_CHUNKS_SPOILED: every
@@ -239,17 +313,7 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         wrote, or the row stays in the output (issue 17, seed 204 of
         test_property's mariadb/merge/s3 cell: 'wm204.wa extra in output')."""
         my = self.my
-        self.make_table("skipd", 20)
-        s = self.agent("skipd", "app.skipd")
-        self.catch_up(s)
-        p = s.start("run", env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
-        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
-        r = s.run("backfill", "--stream", "skipd", "--table", "app.skipd", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        # after the first low watermark: the changes before it are in the
-        # chunks, and the stream skips them
-        wait_until(lambda: my.sql("SELECT watermark FROM sluice.watermarks WHERE stream = 'skipd'")
-                   or not p.alive(), 30, "the re-backfill's first watermark")
+        s, p = self.rebackfill_never_durable("skipd", 20)
         my.execute("INSERT INTO app.skipd VALUES (100, 'written, then deleted', 0, 'p')")
         my.execute("UPDATE app.skipd SET v = 'updated, then deleted' WHERE id = 7")
         wait_until(lambda: {100, 7} <= {r["payload"]["id"] for r in records_for(self.read(s), "app", "skipd")
@@ -266,6 +330,34 @@ class RebackfillTest(RebackfillCases, MyTestCase):
                       "0 chunks durable)", r.stderr)
         recs = records_for(self.read(s), "app", "skipd")
         self.assertTableMatches(recs, "app", "skipd", ["id"])
+
+    def test_column_added_before_the_snapshot(self):
+        """A column added with a default after the first run listed its
+        tables and before its backfill's snapshot (held by the test hook
+        SLUICE_FAULT_MY_SNAPSHOT_WAIT): the statement is behind the
+        snapshot's position, where the stream never reads it, so the rows
+        read with the columns listed before lacked the column (issue 17,
+        seed 211).  The columns are read again after the snapshot, and the
+        stream starts again with the table as it is."""
+        my = self.my
+        self.make_table("colsnap", 30)
+        s = self.agent("colsnap", "app.colsnap")
+        go = os.path.join(s.state_dir, "snapshot-go")
+        p = s.start("run", env={"SLUICE_FAULT_MY_SNAPSHOT_WAIT": go})
+        wait_until(lambda: "test hook: the snapshot waits" in p.stderr_text() or not p.alive(), 60,
+                   "the snapshot to wait")
+        my.execute("ALTER TABLE app.colsnap ADD COLUMN c int NOT NULL DEFAULT 7")
+        with open(go, "w"):
+            pass
+        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 60, "streaming")
+        self.stop(p)
+        recs = records_for(self.read(s), "app", "colsnap")
+        self.assertEqual(sorted((r["payload"]["id"], r["payload"].get("c")) for r in backfill_inserts(recs)),
+                         [(i, 7) for i in range(1, 31)])
+        self.assertTableMatches(recs, "app", "colsnap", ["id"])
+        self.assertIn("stream \"colsnap\": the columns of table \"app\".\"colsnap\" changed after they were read "
+                      "and before the backfill's snapshot (4 columns, now 5); restarting the stream to take it in",
+                      p.stderr_text())
 
     def test_uuid_and_inet6_keys(self):
         """MariaDB's UUID and INET6 as a chunked backfill's key: the resume
