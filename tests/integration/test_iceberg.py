@@ -1887,6 +1887,35 @@ class IcebergReplayTest(LocalTables, PgTestCase):
         self.catch_up(s)
         self.assert_source(s, t, ("c1", "c2"), mode)
 
+    def default_behind_checkpoint(self, mode):
+        """A column added with a constant default while sluice is stopped,
+        its checkpoint behind a commit of a change before it: the next run
+        backfills the table again behind a marker with the catalog's
+        columns, then replays the log from the checkpoint, whose changes
+        have the version before it (property seed 1107)."""
+        pg = self.pg
+        t = f"icerd_{mode}"
+        self.made(t, 20)
+        s = self.isluice(f"icerd{mode}", f"public.{t}", write_mode=mode)
+        self.catch_up(s)
+        pg.execute(f"UPDATE {t} SET c1 = 'b' || id WHERE id <= 5")
+        pg.wait_wal_flushed()
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        pg.execute(f"ALTER TABLE {t} ADD COLUMN c2 int DEFAULT 7")
+        r = self.catch_up(s)
+        self.assertIn(f'column "c2" was added with a default', r.stderr)
+        self.assert_source(s, t, ("c1", "c2"), mode)
+        pg.execute(f"UPDATE {t} SET c2 = -c2 WHERE id = 3")
+        self.catch_up(s)
+        self.assert_source(s, t, ("c1", "c2"), mode)
+
+    def test_default_behind_checkpoint_append(self):
+        self.default_behind_checkpoint("append")
+
+    def test_default_behind_checkpoint_merge(self):
+        self.default_behind_checkpoint("merge")
+
     def test_backfill_resumed_append(self):
         self.backfill_resumed("append")
 
