@@ -45,6 +45,10 @@
 struct job {
 	int idx;                        /* checkpoint entry */
 	const struct sl_table *t;       /* the latest version of the table */
+	struct sl_position since;       /* t, a version the run started with (the catalog's), is the
+					 * table as of this position: the stream's reader position (or
+					 * the run's start) when the job was queued */
+	bool has_since;                 /* false: t is one the stream described (the log's order) */
 	char *after;                    /* the last key read (owned; NULL: none yet) */
 	uint64_t rows, chunks;          /* pushed so far, with those durable before */
 	bool marked;                    /* its marker is written: by this run (at the job's start, or at
@@ -56,6 +60,8 @@ struct job {
 struct sl_rebackfill {
 	struct sl_rebackfill_config c;
 	const struct sl_table **cur;    /* the latest version of each of c.tables (SCHEMA events) */
+	struct sl_position tx_pos;      /* of the transaction the stream is in (BEGIN) */
+	bool in_tx;
 	struct job *jobs;               /* jobs[0] runs */
 	int njobs;
 	struct sl_bf_chunk *chunk;
@@ -263,6 +269,16 @@ static bool queued(const struct sl_rebackfill *rb, int idx)
 	return false;
 }
 
+/* Whether t is a version the run started with (the catalog's, read at the
+ * start), not one the stream described since. */
+static bool start_version(const struct sl_rebackfill *rb, const struct sl_table *t)
+{
+	for (int i = 0; i < rb->c.ntables; i++)
+		if (rb->c.tables[i] == t)
+			return true;
+	return false;
+}
+
 int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *t, bool resume, const char *after,
 		      uint64_t rows, uint64_t chunks)
 {
@@ -279,6 +295,7 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 	memset(nj, 0, sizeof *nj);
 	nj->idx = idx;
 	nj->t = t;
+	nj->has_since = start_version(rb, t) && sl_pipe_marker_position(rb->c.pipe, &nj->since);
 	nj->rows = nj->rows0 = resume ? rows : 0;
 	nj->chunks = resume ? chunks : 0;
 	nj->marked = resume && after;
@@ -381,6 +398,21 @@ static int carried(struct sl_rebackfill *rb, const struct sl_table *t)
 	return rc;
 }
 
+/* Whether a SCHEMA event now describes j's table as it was before j's
+ * version: j holds a version the run started with, and the event comes in
+ * a transaction of the log below the position that version is of (a
+ * replay, from a checkpoint behind the run's start, of changes older than
+ * the catalog the version was read from).  Descriptions by the stream
+ * come in the log's order: each is newer than the one before.  The
+ * job keeps its version: its chunks read the table as it is, with every
+ * column (a column added with a default since, which a chunk of the older
+ * version would leave out), and the versions of the changes after that
+ * position come again with them. */
+static bool older_version(const struct sl_rebackfill *rb, const struct job *j)
+{
+	return rb->in_tx && j->has_since && rb->c.src->desc->pos_compare(&rb->tx_pos, &j->since) < 0;
+}
+
 /*
  * A SCHEMA event: the version t replaces its table's everywhere here (also
  * when the source saw no change: the first description of a table in a run
@@ -403,7 +435,7 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 		if (same_table(rb->cur[i], t))
 			rb->cur[i] = t;
 	for (int i = 0; i < rb->njobs; i++) {
-		if (!same_table(rb->jobs[i].t, t))
+		if (!same_table(rb->jobs[i].t, t) || older_version(rb, &rb->jobs[i]))
 			continue;
 		if (i == 0 && rb->waiting && (changed || !sl_table_same_columns(rb->jobs[i].t, t))) {
 			/* Its rows have the old columns: read them again. */
@@ -413,6 +445,7 @@ static int on_schema(struct sl_rebackfill *rb, const struct sl_table *t, bool ch
 		if (i == 0)
 			probe_clear(rb);   /* a stale chunk may be read now */
 		rb->jobs[i].t = t;
+		rb->jobs[i].has_since = false;   /* the next descriptions follow it in the log */
 	}
 	if (!why)
 		return SL_OK;
@@ -737,6 +770,8 @@ static int hook_event(void *payload, const struct sl_event *ev)
 
 	switch (ev->kind) {
 	case SL_EV_BEGIN:
+		rb->tx_pos = ev->pos;
+		rb->in_tx = true;
 		rb->seen[rb->seen_at] = ev->tx_id;
 		rb->seen_at = (rb->seen_at + 1) % SEEN_TX;
 		if (rb->nseen < SEEN_TX)
@@ -747,6 +782,9 @@ static int hook_event(void *payload, const struct sl_event *ev)
 			snprintf(rb->c.err, rb->c.errlen, "out of memory applying a change to a backfill chunk");
 			return SL_EFAIL;
 		}
+		return SL_OK;
+	case SL_EV_COMMIT:
+		rb->in_tx = false;
 		return SL_OK;
 	case SL_EV_SCHEMA:
 		return on_schema(rb, ev->table, ev->changed, ev->rebackfill, ev->rebackfill_missing);

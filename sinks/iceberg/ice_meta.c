@@ -245,8 +245,75 @@ static int fill_field(struct ice_schema *s, int n, const struct sl_table *t, int
 	return f->name ? 0 : -1;
 }
 
-int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
-			const json_t *cur, int last_column_id, char *err, size_t errlen)
+/* Fills f from field jf of a schema JSON whose identifier-field-ids are
+ * ids: its id, name, doc, type and nullability; no source column (col -1,
+ * meta ICE_M_NONE).  Returns 0, or -1 when jf holds a type sluice does not
+ * write or memory ran out (what f holds is then for ice_schema_free). */
+static int field_of_json(struct ice_field *f, const json_t *jf, const json_t *ids)
+{
+	const char *name = json_string_value(json_object_get(jf, "name"));
+	const char *doc = json_string_value(json_object_get(jf, "doc"));
+	size_t k;
+	json_t *id;
+
+	f->id = (int)json_integer_value(json_object_get(jf, "id"));
+	f->name = strdup(name ? name : "");
+	f->doc = doc ? strdup(doc) : NULL;
+	f->required = json_is_true(json_object_get(jf, "required"));
+	f->col = -1;
+	f->meta = ICE_M_NONE;
+	f->elem_id = (int)json_integer_value(json_object_get(json_object_get(jf, "type"), "element-id"));
+	if (!f->name || (doc && !f->doc) ||
+	    kind_of_json(json_object_get(jf, "type"), &f->kind, &f->precision, &f->scale) < 0)
+		return -1;
+	json_array_foreach(ids, k, id)
+		f->key |= json_integer_value(id) == f->id;
+	return 0;
+}
+
+/* Whether field f of meta's current schema cur, which the table version
+ * of a change at csn lacks, stays: a field no key and nullable, added by a
+ * change after csn (the version is older than the one that added it: a
+ * replay of earlier positions, not a drop). */
+static bool kept_field(const json_t *meta, const json_t *cur, const json_t *f, const char *csn)
+{
+	const char *added;
+
+	if (!meta || !csn || key_field(cur, f) || json_is_true(json_object_get(f, "required")))
+		return false;
+	added = ice_meta_field_csn(meta, (int)json_integer_value(json_object_get(f, "id")));
+	return added && strcmp(added, csn) > 0;
+}
+
+/* Puts into out (room for them allocated) the fields of cur that t lacks
+ * and that stay (kept_field), after the k payload fields of t's columns
+ * and before the metadata fields that follow them up to out->nfields. */
+static int keep_fields(struct ice_schema *out, int k, const json_t *meta, const json_t *cur, const char *csn)
+{
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(json_object_get(cur, "fields"), i, f) {
+		const char *name = json_string_value(json_object_get(f, "name"));
+		bool found = false;
+		for (int j = 0; j < out->nfields && !found; j++)
+			found = name && !strcmp(out->f[j].name, name);
+		if (found || !kept_field(meta, cur, f, csn))
+			continue;
+		memmove(&out->f[k + 1], &out->f[k], (size_t)(out->nfields - k) * sizeof *out->f);
+		memset(&out->f[k], 0, sizeof out->f[k]);
+		out->nfields++;
+		if (field_of_json(&out->f[k++], f, NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ice_schema_of_table and ice_schema_of_version: meta (may be NULL) and
+ * csn (NULL: none) decide which fields of cur that t lacks stay. */
+static int schema_of(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
+		     const json_t *cur, int last_column_id, const json_t *meta, const char *csn, char *err,
+		     size_t errlen)
 {
 	int nmeta = t->src ? (t->src->nmeta > SL_META_MAX ? SL_META_MAX : t->src->nmeta) : 0;
 	int n = t->ncols + ICE_M_POS + nmeta, k = 0, rc = -1;
@@ -255,7 +322,7 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 
 	memset(out, 0, sizeof *out);
 	*changed = cur == NULL;
-	if (!(out->f = calloc((size_t)n, sizeof *out->f)))
+	if (!(out->f = calloc((size_t)n + json_array_size(json_object_get(cur, "fields")), sizeof *out->f)))
 		goto oom;
 	out->nfields = n;
 	for (int c = 0; c < t->ncols; c++, k++)
@@ -264,6 +331,9 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 	for (int m = 0; m < ICE_M_POS + nmeta; m++, k++)
 		if (fill_field(out, k, t, -1, m, merge) < 0)
 			goto oom;
+	if (keep_fields(out, t->ncols, meta, cur, csn) < 0)
+		goto oom;
+	n = out->nfields;
 	/* a field of cur that t no longer has leaves the schema (its id is
 	 * never given again), unless it is a key field (checked first: a key
 	 * column dropped makes another column the key) */
@@ -289,6 +359,8 @@ int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_t
 			goto fail;
 	out->last_column_id = last_column_id;
 	out->id = cur ? (int)json_integer_value(json_object_get(cur, "schema-id")) + (*changed ? 1 : 0) : 0;
+	if (*changed && csn)
+		snprintf(out->csn, sizeof out->csn, "%s", csn);
 	return 0;
 oom:
 	snprintf(err, errlen, "table \"%s\".\"%s\": out of memory", t->ns, t->name);
@@ -297,11 +369,26 @@ fail:
 	return rc;
 }
 
+int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
+			const json_t *cur, int last_column_id, char *err, size_t errlen)
+{
+	return schema_of(out, changed, t, merge, cur, last_column_id, NULL, NULL, err, errlen);
+}
+
+int ice_schema_of_version(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
+			  const json_t *meta, const char *csn, char *err, size_t errlen)
+{
+	const json_t *cur = meta ? ice_meta_current_schema(meta) : NULL;
+	int last = meta ? (int)json_integer_value(json_object_get(meta, "last-column-id")) : 0;
+
+	return schema_of(out, changed, t, merge, cur, last, meta, csn, err, errlen);
+}
+
 int ice_schema_from_json(struct ice_schema *out, const json_t *js)
 {
 	const json_t *fields = json_object_get(js, "fields"), *ids = json_object_get(js, "identifier-field-ids");
-	size_t i, k;
-	json_t *jf, *id;
+	size_t i;
+	json_t *jf;
 
 	memset(out, 0, sizeof *out);
 	out->id = (int)json_integer_value(json_object_get(js, "schema-id"));
@@ -309,19 +396,8 @@ int ice_schema_from_json(struct ice_schema *out, const json_t *js)
 		return -1;
 	json_array_foreach(fields, i, jf) {
 		struct ice_field *f = &out->f[out->nfields++];
-		const char *doc = json_string_value(json_object_get(jf, "doc"));
-		f->id = (int)json_integer_value(json_object_get(jf, "id"));
-		f->name = strdup(json_string_value(json_object_get(jf, "name")) ? json_string_value(json_object_get(jf, "name")) : "");
-		f->doc = doc ? strdup(doc) : NULL;
-		f->required = json_is_true(json_object_get(jf, "required"));
-		f->col = -1;
-		f->meta = ICE_M_NONE;
-		f->elem_id = (int)json_integer_value(json_object_get(json_object_get(jf, "type"), "element-id"));
-		if (!f->name || (doc && !f->doc) ||
-		    kind_of_json(json_object_get(jf, "type"), &f->kind, &f->precision, &f->scale) < 0)
+		if (field_of_json(f, jf, ids) < 0)
 			goto fail;
-		json_array_foreach(ids, k, id)
-			f->key |= json_integer_value(id) == f->id;
 		if (f->id > out->last_column_id)
 			out->last_column_id = f->id;
 		if (f->elem_id > out->last_column_id)
@@ -757,6 +833,29 @@ int ice_encode_key(struct sl_buf *out, const struct ice_schema *s, const struct 
 
 /* ---- table metadata ---- */
 
+/* The property of the CSN of the change schema id was made for. */
+static void schema_csn_key(char *out, size_t len, int id)
+{
+	snprintf(out, len, "sluice.schema-csn.%d", id);
+}
+
+/* Records s->csn, when known, as the property sluice.schema-csn.<id>. */
+static int set_schema_csn(json_t *meta, const struct ice_schema *s)
+{
+	json_t *props = json_object_get(meta, "properties");
+	char key[48];
+
+	if (!s->csn[0])
+		return 0;
+	if (!json_is_object(props)) {
+		if (json_object_set_new(meta, "properties", json_object()) < 0)
+			return -1;
+		props = json_object_get(meta, "properties");
+	}
+	schema_csn_key(key, sizeof key, s->id);
+	return json_object_set_new(props, key, json_string(s->csn));
+}
+
 json_t *ice_meta_new(const char *table_uuid, const char *location, const struct ice_schema *s, int64_t now_ms)
 {
 	json_t *schema = ice_schema_json(s);
@@ -773,7 +872,28 @@ json_t *ice_meta_new(const char *table_uuid, const char *location, const struct 
 		      "last-partition-id", 999, "sort-orders", "order-id", 0, "fields",
 		      "default-sort-order-id", 0, "properties", "current-snapshot-id", (json_int_t)-1,
 		      "refs", "snapshots", "snapshot-log", "metadata-log");
+	if (m && set_schema_csn(m, s) < 0) {
+		json_decref(m);
+		return NULL;
+	}
 	return m;
+}
+
+const char *ice_meta_field_csn(const json_t *meta, int id)
+{
+	size_t i, k;
+	json_t *sc, *f;
+	char key[48];
+
+	json_array_foreach(json_object_get(meta, "schemas"), i, sc) {
+		json_array_foreach(json_object_get(sc, "fields"), k, f) {
+			if (json_integer_value(json_object_get(f, "id")) != id)
+				continue;
+			schema_csn_key(key, sizeof key, (int)json_integer_value(json_object_get(sc, "schema-id")));
+			return json_string_value(json_object_get(json_object_get(meta, "properties"), key));
+		}
+	}
+	return NULL;
 }
 
 int ice_meta_add_schema(json_t *meta, const struct ice_schema *s)
@@ -783,7 +903,8 @@ int ice_meta_add_schema(json_t *meta, const struct ice_schema *s)
 	if (!j || json_array_append_new(json_object_get(meta, "schemas"), j) < 0)
 		return -1;
 	if (json_object_set_new(meta, "current-schema-id", json_integer(s->id)) < 0 ||
-	    json_object_set_new(meta, "last-column-id", json_integer(s->last_column_id)) < 0)
+	    json_object_set_new(meta, "last-column-id", json_integer(s->last_column_id)) < 0 ||
+	    set_schema_csn(meta, s) < 0)
 		return -1;
 	return 0;
 }

@@ -5,7 +5,8 @@
  *   - a table version's Iceberg schema (struct ice_schema): the payload
  *     columns, then sluice's metadata columns, each with a field id that an
  *     existing schema keeps (a column is found by name) and a new column
- *     gets after the table's last-column-id; a dropped column leaves it;
+ *     gets after the table's last-column-id; a dropped column leaves it,
+ *     unless the table version is older than the change that added it;
  *   - the Avro schema of its data files (the field ids as "field-id"), and
  *     the Avro encoding of one change as a data file record;
  *   - the table metadata JSON (jansson): made for a new table, and changed
@@ -60,6 +61,10 @@ struct ice_schema {
 	int nfields;
 	struct ice_field *f;       /* owned */
 	int last_column_id;        /* the table's, after this schema's ids */
+	/* The CSN of the change the schema was made for (a new schema of
+	 * ice_schema_of_version), kept in the table's properties as
+	 * sluice.schema-csn.<id>; "" unknown. */
+	char csn[SL_CSN_LEN + 1];
 };
 
 void ice_schema_free(struct ice_schema *s);
@@ -80,6 +85,27 @@ void ice_schema_free(struct ice_schema *s);
  * enum sl_status with a message in err. */
 int ice_schema_of_table(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
 			const json_t *cur, int last_column_id, char *err, size_t errlen);
+
+/* ice_schema_of_table for a change at CSN csn (NULL: none known) in a
+ * table whose metadata is meta (NULL for a new table), with one more rule
+ * (doc/iceberg.md, "Older table versions"): a field of the current schema
+ * that t lacks stays in the schema, with no source column (written null),
+ * when the change that added it to the table (ice_meta_field_csn) comes
+ * after csn and it is neither a key field nor required.  Such a t is an
+ * older version of the table, from a replay of earlier positions (a
+ * checkpoint behind what the table holds, a backfill redone at a later
+ * snapshot), not a drop: the column comes back with the changes after the
+ * one that added it, and would otherwise come back as a new field, its
+ * values in the files written before invisible.  A new schema's csn is
+ * csn.  Returns as ice_schema_of_table. */
+int ice_schema_of_version(struct ice_schema *out, bool *changed, const struct sl_table *t, bool merge,
+			  const json_t *meta, const char *csn, char *err, size_t errlen);
+
+/* The CSN of the change that added field id to the table of metadata
+ * meta: the property sluice.schema-csn.<schema-id> of the first schema that
+ * holds the field, or NULL when unknown (a schema made without a CSN, or
+ * by an older sluice).  Borrowed from meta. */
+const char *ice_meta_field_csn(const json_t *meta, int id);
 
 /* The schema as the metadata JSON js holds it (a compaction's rewrite):
  * fields, ids, types, doc, and the key from identifier-field-ids; no field
@@ -143,12 +169,14 @@ int ice_encode_key(struct sl_buf *out, const struct ice_schema *s, const struct 
 
 /* ---- table metadata ---- */
 
-/* A new table's metadata (no snapshot yet) with schema s; table_uuid is the
+/* A new table's metadata (no snapshot yet) with schema s (and its
+ * sluice.schema-csn property, when s->csn is known); table_uuid is the
  * text form.  A new reference, NULL when out of memory. */
 json_t *ice_meta_new(const char *table_uuid, const char *location, const struct ice_schema *s,
 		     int64_t now_ms);
 
-/* Adds schema s to meta and makes it current. Returns 0, or -1 (out of memory). */
+/* Adds schema s to meta and makes it current (with its sluice.schema-csn
+ * property, when s->csn is known).  Returns 0, or -1 (out of memory). */
 int ice_meta_add_schema(json_t *meta, const struct ice_schema *s);
 
 /* A snapshot to commit. */

@@ -323,22 +323,22 @@ fail:
 
 static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size_t errlen);
 
-/* Makes t's schema the one of table version st: a new schema in t->meta
- * when columns were added, dropped or widened; a new table's metadata when
- * it has none.  What
+/* Makes t's schema the one of table version st, for a change at csn: a
+ * new schema in t->meta when columns were added, dropped or widened (a
+ * column an older version lacks stays: ice_schema_of_version); a new
+ * table's metadata when it has none.  What
  * was written with the old schema is committed first, so that each
  * snapshot's files share its manifest's schema. */
-static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_table *st, char *err, size_t errlen)
+static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_table *st, const char *csn, char *err,
+		      size_t errlen)
 {
-	const json_t *cur = t->meta ? ice_meta_current_schema(t->meta) : NULL;
-	int last = t->meta ? (int)json_integer_value(json_object_get(t->meta, "last-column-id")) : 0;
 	struct ice_schema ns;
 	bool changed;
 	int rc;
 
 	if ((rc = commit_pending(s, t, err, errlen)) < 0)
 		return rc;
-	if ((rc = ice_schema_of_table(&ns, &changed, st, s->merge, cur, last, err, errlen)) < 0)
+	if ((rc = ice_schema_of_version(&ns, &changed, st, s->merge, t->meta, csn, err, errlen)) < 0)
 		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
 		char u[36 + 1];
@@ -359,6 +359,11 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 		sl_info("iceberg table \"%s\": schema %d adds, drops or widens columns of \"%s\".\"%s\"", t->dir, ns.id,
 			st->ns, st->name);
 	}
+	for (int i = 0; i < ns.nfields; i++)
+		if (ns.f[i].col < 0 && ns.f[i].meta == ICE_M_NONE)
+			sl_info("iceberg table \"%s\": the change %s of \"%s\".\"%s\" is of an older version, without "
+				"column \"%s\", which a later change added: the column stays, null in its rows", t->dir,
+				csn, st->ns, st->name, ns.f[i].name);
 	if (s->merge) {
 		sl_table_free(t->mtab);
 		if (!(t->mtab = sl_table_copy(st)))
@@ -521,7 +526,7 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		if ((rc = marker_schema(t, c, err, errlen)) <= 0)
 			return rc;
 	} else if (strcmp(t->schema_key, c->table->schema_key) &&
-		   (rc = set_schema(s, t, c->table, err, errlen)) < 0) {
+		   (rc = set_schema(s, t, c->table, c->csn, err, errlen)) < 0) {
 		return rc;
 	}
 	if (s->merge) {
@@ -1113,7 +1118,7 @@ static int ice_version(void *ctx, const struct sl_table *st, char *err, size_t e
 	if ((rc = commit_pending(s, t, err, errlen)) < 0)
 		return rc;
 	before = json_integer_value(json_object_get(t->meta, "current-schema-id"));
-	if ((rc = set_schema(s, t, st, err, errlen)) == SL_EPREREQ) {
+	if ((rc = set_schema(s, t, st, NULL, err, errlen)) == SL_EPREREQ) {
 		sl_debug("iceberg table \"%s\": new version %s of \"%s\".\"%s\" left to its next change: %s", t->dir,
 			 st->schema_key, st->ns, st->name, err);
 		return 0;

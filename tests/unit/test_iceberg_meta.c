@@ -7,7 +7,8 @@
  * with tests/unit/golden/iceberg_dropped.metadata.json (written by hand);
  * a dropped table's TRUNCATE marker; widening in place, compared with
  * tests/unit/golden/iceberg_widened.metadata.json (written by hand), and an
- * older file's values converted to the wider type (ice_widen.h); the
+ * older file's values converted to the wider type (ice_widen.h); a column
+ * an older table version lacks kept (ice_schema_of_version); the
  * changes a table refuses; the Avro schema of the data files;
  * merge mode's schema, equality delete file, delete manifest and manifest
  * list entry, compared with tests/unit/golden/iceberg_merge_deletes.json
@@ -204,6 +205,63 @@ static void test_added_columns(void **state)
 	/* the same columns again: no new schema */
 	t = orders(2);
 	assert_same_schema(meta, t, 15, 1);
+	sl_table_free(t);
+	json_decref(meta);
+}
+
+/* A table version older than the one that added a column (a change at a
+ * lower CSN, from a replay) keeps the column, with its id and no source
+ * column; a version at a higher CSN, or one whose CSN is not known, drops
+ * it.  The CSN of the change a schema was made for is the table's property
+ * sluice.schema-csn.<id>. */
+static void test_older_version_keeps_columns(void **state)
+{
+	json_t *meta = golden("iceberg_v1.metadata.json");
+	struct sl_table *t = orders(1);
+	struct ice_schema s;
+	bool changed = false;
+	char err[256] = "";
+	const char *added = "0000000000000200-0000000000";
+
+	(void)state;
+	assert_int_equal(ice_schema_of_version(&s, &changed, t, false, meta, added, err, sizeof err), 0);
+	assert_true(changed);
+	assert_string_equal(s.csn, added);
+	assert_int_equal(ice_meta_add_schema(meta, &s), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "properties"),
+							       "sluice.schema-csn.1")), added);
+	assert_string_equal(ice_meta_field_csn(meta, 14), added);   /* u, added by schema 1 */
+	assert_null(ice_meta_field_csn(meta, 1));                     /* id: schema 0, CSN not known */
+	ice_schema_free(&s);
+	sl_table_free(t);
+
+	/* older: u stays, between the columns and the metadata fields */
+	t = orders(0);
+	assert_int_equal(ice_schema_of_version(&s, &changed, t, false, meta, "0000000000000100-0000000000", err,
+					       sizeof err), 0);
+	assert_false(changed);
+	assert_int_equal(s.id, 1);
+	assert_int_equal(s.nfields, 13);
+	assert_string_equal(s.f[4].name, "u");
+	assert_int_equal(s.f[4].id, 14);
+	assert_int_equal(s.f[4].col, -1);
+	assert_int_equal(s.f[4].meta, ICE_M_NONE);
+	assert_false(s.f[4].required);
+	assert_string_equal(s.csn, "");
+	assert_string_equal(s.f[5].name, "_uuid");
+	assert_int_equal(s.f[5].meta, ICE_M_UUID);
+	ice_schema_free(&s);
+
+	/* the same CSN, a later one, or none: dropped */
+	for (int i = 0; i < 3; i++) {
+		const char *csn[] = { added, "0000000000000300-0000000000", NULL };
+		assert_int_equal(ice_schema_of_version(&s, &changed, t, false, meta, csn[i], err, sizeof err), 0);
+		assert_true(changed);
+		assert_int_equal(s.id, 2);
+		assert_int_equal(s.nfields, 12);
+		assert_string_equal(s.f[4].name, "_uuid");
+		ice_schema_free(&s);
+	}
 	sl_table_free(t);
 	json_decref(meta);
 }
@@ -1076,6 +1134,7 @@ int main(void)
 		cmocka_unit_test(test_widened_values),
 		cmocka_unit_test(test_second_snapshot),
 		cmocka_unit_test(test_added_columns),
+		cmocka_unit_test(test_older_version_keeps_columns),
 		cmocka_unit_test(test_refused_changes),
 		cmocka_unit_test(test_dropped_golden),
 		cmocka_unit_test(test_marker_schema),
