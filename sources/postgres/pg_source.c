@@ -136,8 +136,9 @@ struct pg_src {
 					 * (owned; NULL: the catalog's at the start, in tables) */
 	char why[SL_ERRLEN];            /* SL_EV_SCHEMA's rebackfill */
 	/* per table: up to where its snapshot backfill holds its changes
-	 * (sl_source_hooks.covered, asked at its first Relation message of the
-	 * run; a 0 LSN: nothing), or NULL before any is asked */
+	 * (sl_source_hooks.covered, asked at its first Relation message or
+	 * chunk of the run, cover_ask; a 0 LSN: nothing), or NULL before any
+	 * is asked */
 	uint64_t *covered_until;
 	/* per table (with covered_until): its backfill while streaming holds
 	 * its changes up to the low watermark of its first chunk of the run
