@@ -138,9 +138,15 @@ struct pg_src {
 					 * (owned; NULL: the catalog's at the start, in tables) */
 	char why[SL_ERRLEN];            /* SL_EV_SCHEMA's rebackfill */
 	/* per table: up to where its snapshot backfill holds its changes
-	 * (sl_source_hooks.covered, asked at its first Relation message of the
-	 * run; a 0 LSN: nothing), or NULL before any is asked */
+	 * (sl_source_hooks.covered, asked at its first Relation message or
+	 * chunk of the run, cover_ask; a 0 LSN: nothing), or NULL before any
+	 * is asked */
 	uint64_t *covered_until;
+	/* per table (with covered_until): its backfill while streaming holds
+	 * its changes up to the low watermark of its first chunk of the run
+	 * (SL_COVER_FIRST_WATERMARK), not read yet (pg_read_chunk) */
+	bool *cover_first;
+	uint64_t wm_emitted;            /* the LSN of the last watermark emitted */
 	/* backfill while streaming */
 	PGconn *chunkc;                 /* read_chunk's connection, opened at its first call */
 	struct sl_pg_keys **keys;       /* key column orders read so far */
@@ -249,6 +255,7 @@ static void pg_close(void *ctx)
 		free(s->src_columns[i]);
 	free(s->src_columns);
 	free(s->covered_until);
+	free(s->cover_first);
 	free(s);
 }
 
@@ -677,8 +684,10 @@ static int pg_emit_watermark(void *ctx, const char *text, struct sl_position *at
 	uint64_t lsn;
 	int rc = sl_pg_emit_watermark(s->meta, text, &lsn, err, errlen);
 
-	if (rc == SL_OK)
+	if (rc == SL_OK) {
 		*at = lsn_pos(lsn);
+		s->wm_emitted = lsn;
+	}
 	return rc;
 }
 
@@ -707,13 +716,74 @@ static int table_keys(struct pg_src *s, const struct sl_table *t, const struct s
 	return SL_OK;
 }
 
+/* How far the backfill of table i holds its changes, asked of the agent
+ * once in the run (sl_source_hooks.covered) into s->covered_until[i] and
+ * s->cover_first[i].  SL_OK or a failure (err). */
+static int cover_ask(struct pg_src *s, int i, char *err, size_t errlen)
+{
+	struct sl_position until;
+	int rc;
+
+	if (!s->covered_until) {
+		s->covered_until = calloc((size_t)s->ntables, sizeof *s->covered_until);
+		s->cover_first = calloc((size_t)s->ntables, sizeof *s->cover_first);
+		if (!s->covered_until || !s->cover_first) {
+			free(s->covered_until);
+			free(s->cover_first);
+			s->covered_until = NULL;
+			s->cover_first = NULL;
+			snprintf(err, errlen, "out of memory");
+			return SL_EFAIL;
+		}
+		for (int k = 0; k < s->ntables; k++)
+			s->covered_until[k] = UINT64_MAX;   /* not asked yet */
+	}
+	if (s->covered_until[i] != UINT64_MAX)
+		return SL_OK;
+	rc = s->st->hooks->covered(s->st->hooks->payload, s->tables[i]->ns, s->tables[i]->name, &until, err, errlen);
+	if (rc < 0)
+		return rc;
+	s->covered_until[i] = rc == SL_COVER_UNTIL ? until.w[0] : 0;
+	s->cover_first[i] = rc == SL_COVER_FIRST_WATERMARK;
+	return SL_OK;
+}
+
+/* A chunk of table t is read after the watermark emitted last, its low
+ * one.  When t's backfill holds its changes up to the low watermark of its
+ * first chunk of the run (SL_COVER_FIRST_WATERMARK), the decoder drops
+ * those committed before it, TRUNCATEs included: the chunk reads their
+ * rows, and the marker at that watermark clears what the stream wrote of
+ * them before the chunk opened.  Applied to the chunk, a change the stream
+ * replays from before the watermark (the run before was killed with no
+ * chunk durable) would remove rows the chunk read after it: a TRUNCATE or
+ * a delete whose later insert is itself not in the chunk (issue 17, seed
+ * 329).  A chunk read again (SL_EAGAIN, SL_ESTALE) moves it to its own low
+ * watermark, until one is read (*first: t's index then, else -1).  SL_OK
+ * or a failure (err). */
+static int cover_first_chunk(struct pg_src *s, int *first, const struct sl_table *t, char *err, size_t errlen)
+{
+	int i, rc;
+
+	*first = -1;
+	for (i = 0; i < s->ntables && s->tables[i]->relid != t->relid; i++)
+		;
+	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered || !s->wm_emitted)
+		return SL_OK;
+	if ((rc = cover_ask(s, i, err, errlen)) < 0 || !s->cover_first[i])
+		return rc;
+	s->covered_until[i] = s->wm_emitted;
+	sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), t->relid, s->wm_emitted);
+	*first = i;
+	return SL_OK;
+}
+
 static int pg_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
 			 const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows,
 			 char **last, char *err, size_t errlen)
 {
 	struct pg_src *s = ctx;
 	const struct sl_pg_keys *k;
-	int rc;
+	int first, rc;
 
 	*rows = 0;
 	*last = NULL;
@@ -721,11 +791,13 @@ static int pg_read_chunk(void *ctx, const struct sl_table *t, const char *after,
 		snprintf(err, errlen, "table \"%s\".\"%s\" has no primary key to read it in chunks", t->ns, t->name);
 		return SL_EFAIL;
 	}
-	if ((rc = table_keys(s, t, &k, err, errlen)) < 0)
+	if ((rc = table_keys(s, t, &k, err, errlen)) < 0 || (rc = cover_first_chunk(s, &first, t, err, errlen)) < 0)
 		return rc;
 	if (!s->chunkc && !(s->chunkc = sl_pg_connect(s->cfg, false, err, errlen)))
 		return sl_pg_err_status();
 	rc = sl_pg_read_chunk(s->chunkc, t, k, after, limit, chk, fn, payload, &s->bf_stats, rows, last, err, errlen);
+	if (rc == SL_OK && first >= 0)
+		s->cover_first[first] = false;
 	if (rc < 0 && rc != SL_EAGAIN && rc != SL_EDATA && PQstatus(s->chunkc) != CONNECTION_OK) {
 		PQfinish(s->chunkc);   /* a new one next time */
 		s->chunkc = NULL;
@@ -766,16 +838,15 @@ static bool pending_change(struct pg_src *s, struct sl_event *ev)
 }
 
 /* At a Relation message of a followed table: the decoder drops its
- * changes that its backfill holds (sl_pgoutput_drop_below), asking the
- * agent how far that is at its first in the run (sl_source_hooks.covered).
- * A snapshot backfill at P holds every change committed before P; the
- * stream reads them again when it resumes from a position before P (a
- * backfill redone after a crash takes a new snapshot, while the slot stays
- * where the interrupted one began).  Covered by a snapshot, a change's
- * record would sort below the marker before the snapshot's rows, which
- * clears it; written, it would also be the row that later changes of the
- * batch take unchanged TOAST values from, though the snapshot's row of the
- * key is newer. */
+ * changes that its backfill holds (sl_pgoutput_drop_below), as far as
+ * cover_ask found.  A snapshot backfill at P holds every change committed
+ * before P; the stream reads them again when it resumes from a position
+ * before P (a backfill redone after a crash takes a new snapshot, while the
+ * slot stays where the interrupted one began).  Covered by a snapshot, a
+ * change's record would sort below the marker before the snapshot's rows,
+ * which clears it; written, it would also be the row that later changes of
+ * the batch take unchanged TOAST values from, though the snapshot's row of
+ * the key is newer. */
 static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
 {
 	int i, rc;
@@ -786,22 +857,8 @@ static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size
 		sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), relid, 0);
 		return SL_OK;
 	}
-	if (!s->covered_until) {
-		if (!(s->covered_until = calloc((size_t)s->ntables, sizeof *s->covered_until))) {
-			snprintf(err, errlen, "out of memory");
-			return SL_EFAIL;
-		}
-		for (int k = 0; k < s->ntables; k++)
-			s->covered_until[k] = UINT64_MAX;   /* not asked yet */
-	}
-	if (s->covered_until[i] == UINT64_MAX) {
-		struct sl_position until;
-		rc = s->st->hooks->covered(s->st->hooks->payload, s->tables[i]->ns, s->tables[i]->name, &until,
-					   err, errlen);
-		if (rc < 0)
-			return rc;
-		s->covered_until[i] = rc == SL_COVER_UNTIL ? until.w[0] : 0;
-	}
+	if ((rc = cover_ask(s, i, err, errlen)) < 0)
+		return rc;
 	sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), relid, s->covered_until[i]);
 	return SL_OK;
 }
