@@ -802,6 +802,19 @@ class ClickHouseReplayTest(ChTestCase):
         self.assertEqual([c[0] for c in self.ch.columns(db, f"public_{t}") if not c[0].startswith("_")],
                          ["id", "c1", "c2"])
 
+    def killed_held(self, s, proxy, cond, what):
+        """Runs s until the insert proxy was armed for is held and cond()
+        holds, kills it (-9) and lets the proxy pass everything again."""
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(lambda: (proxy.held.is_set() and cond()) or not p.alive(), 60, what)
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        finally:
+            p.kill9()
+        p.wait_result(30)
+        proxy.pass_through()
+        self.pg.wait_slot_inactive(s.slot)
+
     def backfill_resumed(self, mode):
         """The initial backfill is killed after a chunk is durable and rows
         of a later one reached ClickHouse (the proxy holds an insert's
@@ -819,20 +832,12 @@ class ClickHouseReplayTest(ChTestCase):
                         dest={"url": proxy.url, "batch_rows": "1000"},
                         extra={"source": {"backfill_chunk_rows": "5000"}})
         proxy.arm(b"a10001")   # a row of the third chunk
-        p = s.start("run", env=self.env())
-        try:
-            wait_until(lambda: (proxy.held.is_set() and backfill_running(s, f"public.{t}", "snapshot", 1))
-                       or not p.alive(), 60, "a durable chunk, and the third chunk's insert held")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-        finally:
-            p.kill9()
-        p.wait_result(30)
-        proxy.pass_through()
-        pg.wait_slot_inactive(s.slot)
-        pg.execute(f"UPDATE {t} SET c1 = 'b' || id WHERE id % 1000 = 0")
-        pg.execute(f"ALTER TABLE {t} ADD COLUMN c2 int")
-        pg.execute(f"UPDATE {t} SET c2 = id WHERE id > 11990")
-        pg.execute(f"INSERT INTO {t} VALUES (12001, 'new', 12001)")
+        self.killed_held(s, proxy, lambda: backfill_running(s, f"public.{t}", "snapshot", 1),
+                         "a durable chunk, and the third chunk's insert held")
+        # each in a transaction of its own: the update before the ALTER has the older version
+        for sql in (f"UPDATE {t} SET c1 = 'b' || id WHERE id % 1000 = 0", f"ALTER TABLE {t} ADD COLUMN c2 int",
+                    f"UPDATE {t} SET c2 = id WHERE id > 11990", f"INSERT INTO {t} VALUES (12001, 'new', 12001)"):
+            pg.execute(sql)
         r = self.catch_up(s)
         self.assertIn("resuming after its last durable chunk", r.stderr)
         self.assert_source(db, t, mode)
@@ -866,15 +871,7 @@ class ClickHouseReplayTest(ChTestCase):
         pg.execute(f"UPDATE {t} SET c1 = 'b' || id WHERE id <= 5")
         pg.wait_wal_flushed()
         proxy.arm(b"\x02b1")
-        p = s.start("run", env=self.env())
-        try:
-            wait_until(lambda: proxy.held.is_set() or not p.alive(), 60, "the update's insert held")
-            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-        finally:
-            p.kill9()
-        p.wait_result(30)
-        proxy.pass_through()
-        pg.wait_slot_inactive(s.slot)
+        self.killed_held(s, proxy, lambda: True, "the update's insert held")
         pg.execute(f"ALTER TABLE {t} ADD COLUMN c2 int DEFAULT 7")
         r = self.catch_up(s)
         self.assertIn('column "c2" was added with a default', r.stderr)
