@@ -179,6 +179,9 @@ void ch_layout_free(struct ch_layout *l)
 		free(l->cols[i].name);
 		free(l->cols[i].comment);
 	}
+	for (int i = 0; i < l->nkeep; i++)
+		free(l->keep[i]);
+	free(l->keep);
 	free(l->cols);
 	free(l->of_src);
 	free(l->keys);
@@ -313,6 +316,28 @@ static int find_col(const struct ch_layout *l, const char *name)
 		if (!strcmp(l->cols[i].name, name))
 			return i;
 	return -1;
+}
+
+int ch_layout_keep(struct ch_layout *l, const char *name)
+{
+	char **k = realloc(l->keep, (size_t)(l->nkeep + 1) * sizeof *k);
+
+	if (!k)
+		return -1;
+	l->keep = k;
+	if (!(k[l->nkeep] = strdup(name)))
+		return -1;
+	l->nkeep++;
+	return 0;
+}
+
+/* Whether destination column name is one l keeps (ch_layout_keep). */
+static bool kept_col(const struct ch_layout *l, const char *name)
+{
+	for (int i = 0; i < l->nkeep; i++)
+		if (!strcmp(l->keep[i], name))
+			return true;
+	return false;
 }
 
 /* The message for column c, of type have in ClickHouse, where the source
@@ -491,7 +516,7 @@ int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int nde
 {
 	bool *seen = calloc((size_t)l->ncols + 1, sizeof *seen);
 	struct ch_col *ordered = NULL;
-	int rc = -1, n = 0;
+	int rc = -1, n = 0, nkept = 0;
 
 	memset(a, 0, sizeof *a);
 	if (!seen || !(a->add = calloc((size_t)l->ncols + 1, sizeof *a->add)) ||
@@ -500,6 +525,10 @@ int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int nde
 		goto out;
 	for (int j = 0; j < ndest; j++) {
 		int i = find_col(l, dest[j].name), m;
+		if (i < 0 && kept_col(l, dest[j].name)) {
+			nkept++;
+			continue;
+		}
 		if (i < 0) {
 			if (dropped_at_source(l, &dest[j], wrote, nwrote)) {
 				a->drop[a->ndrop++] = j;
@@ -550,7 +579,7 @@ int ch_layout_match(struct ch_layout *l, const struct ch_dest_col *dest, int nde
 	free(l->cols);
 	l->cols = ordered;
 	ordered = NULL;
-	l->partial = a->ndrop > 0;
+	l->partial = a->ndrop > 0 || nkept > 0;
 	index_layout(l);
 	rc = CH_MATCH_SAME;
 out:

@@ -143,7 +143,16 @@ struct ch_layout {
 	char schema_key[17];
 	char *object;           /* the table's object name (owned) */
 	bool partial;           /* the destination has columns besides these (kept): name them on insert */
+	char **keep;            /* merge mode: destination columns this version lacks that stay (it is
+				 * older than the change that added them: ch_layout_keep) (owned) */
+	int nkeep;
 };
+
+/* Has ch_layout_match() keep destination column name, which l lacks (an
+ * older table version than the change that added it: doc/clickhouse.md,
+ * "Older table versions"), instead of asking to drop it.  Returns 0, or -1
+ * when out of memory. */
+int ch_layout_keep(struct ch_layout *l, const char *name);
 
 /* The ClickHouse name of source column name: malloc'd, NULL when out of
  * memory. */
@@ -177,7 +186,8 @@ struct ch_alter {
 	int *modify;            /* columns widened at the source (indexes into l->cols): MODIFY COLUMN */
 	int nmodify;
 	int *drop;              /* columns dropped or renamed at the source (indexes into dest): in merge
-				 * mode to drop; in append mode kept, NULL in the rows written from now on */
+				 * mode to drop; in append mode kept, NULL in the rows written from now on
+				 * (none of l->keep, which stay in either mode) */
 	int ndrop;
 };
 

@@ -1018,6 +1018,39 @@ static int alter_table(struct chsink *s, struct chtab *t, const struct sl_table 
 	return 0;
 }
 
+/* Merge mode: of the columns match a asks to drop (ClickHouse's columns
+ * dest), those that stay because tv, the version of the change at csn, is
+ * older than the change that added them (doc/clickhouse.md, "Older table
+ * versions"): a nullable column, no key, in which a row of a later change
+ * (by _csn) holds a value.  They go to l->keep.  Returns how many, or -1. */
+static int keep_older(struct chsink *s, struct chtab *t, const struct sl_table *tv, struct ch_layout *l,
+		      const struct ch_dest_col *dest, const struct ch_alter *a, const char *csn, char *err,
+		      size_t errlen)
+{
+	int n = 0, rc;
+
+	for (int i = 0; i < a->ndrop; i++) {
+		const struct ch_dest_col *dc = &dest[a->drop[i]];
+		if (dc->in_sorting_key || strncmp(dc->type, "Nullable(", 9) != 0)
+			continue;
+		sl_buf_reset(&s->sql);
+		ch_sql_later_value(&s->sql, s->conf->database, t->object, dc->name, csn);
+		if ((rc = run_sql(s, "reading whether a later change holds a column", err, errlen)) < 0)
+			return rc;
+		if (s->resp.body.len == 0)
+			continue;
+		if (ch_layout_keep(l, dc->name) < 0) {
+			snprintf(err, errlen, "clickhouse: out of memory");
+			return -1;
+		}
+		sl_info("clickhouse: table \"%s\".\"%s\": the change %s of \"%s\".\"%s\" is of an older version, "
+			"without column \"%s\", which a later change added: the column stays, NULL in its row",
+			s->conf->database, t->object, csn, tv->ns, tv->name, dc->name);
+		n++;
+	}
+	return n;
+}
+
 /* Makes ClickHouse's table fit table version tv, the first time a change of
  * that version comes: creates the database, the table (and in merge mode its
  * view), or adds the columns the version added; anything else is an error
@@ -1025,8 +1058,8 @@ static int alter_table(struct chsink *s, struct chtab *t, const struct sl_table 
  * sent first.  A column-less version (the TRUNCATE marker of a dropped
  * table) changes nothing: it needs only the table's key, if the table
  * exists. */
-static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, bool refill, char *err,
-			   size_t errlen)
+static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_table *tv, const char *csn,
+			   bool refill, char *err, size_t errlen)
 {
 	struct ch_layout *l = NULL;
 	struct ch_dest_col *dest = NULL, *was = NULL;
@@ -1100,6 +1133,15 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 				(void)read_floor(s, t, e, sizeof e);
 			rc = change_refused(s, t, tv, err, errlen);
 			goto out;
+		}
+		if (m == CH_MATCH_ALTER && s->merge && al.ndrop > 0 && csn && pass == 0) {
+			if ((rc = keep_older(s, t, tv, l, dest, &al, csn, err, errlen)) < 0)
+				goto out;
+			if (rc > 0) {
+				ch_alter_free(&al);
+				m = ch_layout_match(l, dest, ndest, nwas > 0 ? was : NULL, nwas, &al, err, errlen);
+				rc = -1;
+			}
 		}
 		if (m < 0)
 			goto out;
@@ -2016,7 +2058,7 @@ static int ch_write(void *ctx, const struct sl_change *c, char *err, size_t errl
 		return skip_old(s, t, c);
 	/* A TRUNCATE (a re-backfill's marker too) or a backfill row may make a
 	 * table anew that sluice wrote before: what follows fills it. */
-	rc = prepare_version(s, t, tv, c->op == SL_OP_TRUNCATE || c->seq == 0, err, errlen);
+	rc = prepare_version(s, t, tv, c->csn, c->op == SL_OP_TRUNCATE || c->seq == 0, err, errlen);
 	if (rc == SL_EPREREQ && below_floor(s, t, c))
 		return skip_old(s, t, c);
 	if (rc < 0)
@@ -2137,7 +2179,7 @@ static int ch_sink_version(void *ctx, const struct sl_table *tv, char *err, size
 		snprintf(err, errlen, "clickhouse: table \"%s\": out of memory", tv->object);
 		return -1;
 	}
-	rc = prepare_version(s, t, tv, false, err, errlen);
+	rc = prepare_version(s, t, tv, NULL, false, err, errlen);
 	if (rc == SL_EPREREQ) {
 		sl_debug("clickhouse: table \"%s\": new version %s left to its next change: %s", tv->object,
 			 tv->schema_key, err);

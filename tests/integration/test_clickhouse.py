@@ -37,7 +37,7 @@ import unittest
 from ch_harness import (CH_PASSWORD, ChTestCase, HoldingProxy, ch_column, ch_object, merge_engine_re, quote_ident,
                         rebuild_append)
 import harness  # noqa: E402
-from harness import csn_seq, pick_seed, qident, wait_until
+from harness import backfill_running, csn_seq, pick_seed, qident, wait_until
 from oracle import check, diff_clickhouse
 from workload import CounterWorkload, Runner
 
@@ -780,6 +780,105 @@ class ClickHouseKillTest(ChTestCase):
         self.assertEqual(counter_problems(rows, ["id"]), [])
         raw = ch_count(self.ch, "ka", "public_kt")
         print(f"    append: {len(rows)} changes ({raw - len(rows)} repeats not merged yet)", file=sys.stderr)
+
+
+class ClickHouseReplayTest(ChTestCase):
+    """Older table versions after newer ones in merge mode (doc/clickhouse.md,
+    "Older table versions"): a run that replays the log from a position
+    before what the table already holds hands the sink the versions of
+    those positions after a newer one.  A column the older version lacks
+    stays in ClickHouse (NULL in the older change's row): taken for
+    dropped, its values would be gone, and it would come back empty once
+    the stream passed the DDL that added it."""
+
+    def made(self, t, rows):
+        self.pg.execute(f"DROP TABLE IF EXISTS {t}")
+        self.pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, c1 text)")
+        self.pg.execute(f"INSERT INTO {t} SELECT g, 'a' || g FROM generate_series(1, {rows}) g")
+        self.pg.execute(f"ANALYZE {t}")   # 10,000 rows or more: read in chunks (doc/operations.md, "Scale")
+
+    def assert_source(self, db, t, mode="merge"):
+        self.assertEqual(diff_clickhouse("pg", self.pg, "public", self.ch, db, mode, self.modern, tables=[t]), [])
+        self.assertEqual([c[0] for c in self.ch.columns(db, f"public_{t}") if not c[0].startswith("_")],
+                         ["id", "c1", "c2"])
+
+    def killed_held(self, s, proxy, cond, what):
+        """Runs s until the insert proxy was armed for is held and cond()
+        holds, kills it (-9) and lets the proxy pass everything again."""
+        p = s.start("run", env=self.env())
+        try:
+            wait_until(lambda: (proxy.held.is_set() and cond()) or not p.alive(), 60, what)
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        finally:
+            p.kill9()
+        p.wait_result(30)
+        proxy.pass_through()
+        self.pg.wait_slot_inactive(s.slot)
+
+    def backfill_resumed(self, mode):
+        """The initial backfill is killed after a chunk is durable and rows
+        of a later one reached ClickHouse (the proxy holds an insert's
+        answer); a column is added after the slot's position, with changes
+        before and after it.  The next run resumes the backfill in a later
+        snapshot, with the column, and then streams from the slot's
+        position, whose first changes have the version before it.  (Append
+        mode keeps a column a version lacks anyway.)"""
+        pg = self.pg
+        t = db = f"chrb_{mode}"
+        self.made(t, 12000)
+        proxy = HoldingProxy(self.ch.url)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream=db, tables=f"public.{t}", database=db, write_mode=mode,
+                        dest={"url": proxy.url, "batch_rows": "1000"},
+                        extra={"source": {"backfill_chunk_rows": "5000"}})
+        proxy.arm(b"a10001")   # a row of the third chunk
+        self.killed_held(s, proxy, lambda: backfill_running(s, f"public.{t}", "snapshot", 1),
+                         "a durable chunk, and the third chunk's insert held")
+        # each in a transaction of its own: the update before the ALTER has the older version
+        for sql in (f"UPDATE {t} SET c1 = 'b' || id WHERE id % 1000 = 0", f"ALTER TABLE {t} ADD COLUMN c2 int",
+                    f"UPDATE {t} SET c2 = id WHERE id > 11990", f"INSERT INTO {t} VALUES (12001, 'new', 12001)"):
+            pg.execute(sql)
+        r = self.catch_up(s)
+        self.assertIn("resuming after its last durable chunk", r.stderr)
+        self.assert_source(db, t, mode)
+        if mode == "merge":
+            self.assertIn('without column "c2", which a later change added: the column stays', r.stderr)
+        pg.execute(f"UPDATE {t} SET c2 = -c2 WHERE id = 11995")
+        self.catch_up(s)
+        self.assert_source(db, t, mode)
+
+    def test_backfill_resumed_merge(self):
+        self.backfill_resumed("merge")
+
+    def test_backfill_resumed_append(self):
+        self.backfill_resumed("append")
+
+    def test_default_behind_checkpoint_merge(self):
+        """A column added with a constant default while sluice is stopped,
+        its checkpoint behind an update ClickHouse has (the proxy holds the
+        insert's answer): the next run replays the log from the checkpoint,
+        whose changes have the version before it, and the ClickHouse column
+        carries the default for the rows no change wrote (a guard of that
+        path: it held before the rule of older versions too)."""
+        pg = self.pg
+        t = "chrd"
+        self.made(t, 20)
+        proxy = HoldingProxy(self.ch.url)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream="chrd", tables=f"public.{t}", database="chrd", write_mode="merge",
+                        dest={"url": proxy.url})
+        self.catch_up(s)
+        pg.execute(f"UPDATE {t} SET c1 = 'b' || id WHERE id <= 5")
+        pg.wait_wal_flushed()
+        proxy.arm(b"\x02b1")
+        self.killed_held(s, proxy, lambda: True, "the update's insert held")
+        pg.execute(f"ALTER TABLE {t} ADD COLUMN c2 int DEFAULT 7")
+        r = self.catch_up(s)
+        self.assertIn('column "c2" was added with a default', r.stderr)
+        self.assert_source("chrd", t)
+        pg.execute(f"UPDATE {t} SET c2 = -c2 WHERE id = 3")
+        self.catch_up(s)
+        self.assert_source("chrd", t)
 
 
 class ClickHouse26ChangesTest(ClickHouseChangesTest):

@@ -63,6 +63,7 @@ struct fake_ch {
 	struct sl_buf describe;        /* the table's columns, RowBinary */
 	struct sl_buf describe_altered;
 	bool dropped;                  /* a DROP COLUMN came: describe_dropped from then on */
+	bool later_value;              /* a row of a later change holds the column a version lacks */
 	struct sl_buf describe_dropped;
 	int fail_503;                  /* the next inserts answer 503 */
 	bool fatal;                    /* inserts answer 404, Code: 60 */
@@ -237,6 +238,9 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 		/* a mutation */
 	} else if (starts(sql, "SELECT count() FROM system.mutations")) {
 		put_u64(&rs->body, 0);
+	} else if (starts(sql, "SELECT toUInt8(1) FROM `db`.`public_items` WHERE `_csn` > '")) {
+		if (ch->later_value)
+			sl_buf_putc(&rs->body, 1);
 	} else if (starts(sql, "SELECT max(`_version`) FROM")) {
 		put_u64(&rs->body, ch->floor);
 	} else if (starts(sql, "INSERT INTO")) {
@@ -1151,6 +1155,34 @@ static void test_schema_changes(void **state)
 	sl_table_free(t3);
 }
 
+/* Merge mode: a version without a column that a row of a later change
+ * holds (an older version: a replay of earlier positions) keeps the column,
+ * and its insert names its columns; the newer version again needs no
+ * ALTER. */
+static void test_older_version_keeps_column(void **state)
+{
+	struct fx *f = *state;
+	struct sl_table *t2 = items_table(5), *t3 = items_table(3);
+	struct sl_change c;
+	struct sl_value v3[3] = { tl_int(3), tl_str("z"), tl_null() };
+	const char *tr;
+
+	added_column_batch(f, t2, NULL, "ch_add_column.http");
+	fake_http_clear(f->ch.srv);
+	f->ch.later_value = true;
+	tl_change(&c, t3, SL_OP_INSERT, v3, 0x300, 1, 1);
+	write_ok(f, &c);
+	mark(f, 0x310);
+	flush_ok(f, 0x310);
+	tr = fake_http_transcript(f->ch.srv);
+	assert_non_null(strstr(tr, "SELECT toUInt8(1) FROM `db`.`public_items` WHERE `_csn` > "));
+	assert_null(strstr(tr, "DROP COLUMN"));
+	assert_false(f->ch.dropped);
+	assert_non_null(strstr(f->ch.last_insert_query.data, "INSERT INTO `db`.`public_items` (`id`, "));
+	sl_table_free(t2);
+	sl_table_free(t3);
+}
+
 /* A changed column type names the side that changed it: the source (the
  * layout sluice wrote this run, or its record in ClickHouse, still matches
  * ClickHouse) or ClickHouse (the record matches the source). */
@@ -1640,6 +1672,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dead_letter, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_changes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_older_version_keeps_column, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cluster_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flush_due_and_spill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_backfill, setup, teardown),
