@@ -145,6 +145,15 @@ bool sl_pg_sqlstate_is(PGresult *res, const char *state)
 	return s && !strcmp(s, state);
 }
 
+/* The prerequisite a standby fails (SL_EPREREQ). */
+static int standby_refused(PGconn *c, char *err, size_t errlen)
+{
+	snprintf(err, errlen, "source prerequisite not met: server %s:%s is a standby (recovery is in "
+		 "progress), and PostgreSQL 15 cannot decode changes on a standby: point sluice at the "
+		 "primary", PQhost(c), PQport(c));
+	return SL_EPREREQ;
+}
+
 int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
 {
 	PGresult *res = PQexec(c, "SELECT current_setting('wal_level'), "
@@ -164,10 +173,7 @@ int sl_pg_check_prereqs(PGconn *c, char *err, size_t errlen)
 			 "(ALTER ROLE ... WITH REPLICATION)", PQuser(c));
 		rc = SL_EPREREQ;
 	} else if (!strcmp(PQgetvalue(res, 0, 2), "t")) {
-		snprintf(err, errlen, "source prerequisite not met: server %s:%s is a standby (recovery is in "
-			 "progress), and PostgreSQL 15 cannot decode changes on a standby: point sluice at the "
-			 "primary", PQhost(c), PQport(c));
-		rc = SL_EPREREQ;
+		rc = standby_refused(c, err, errlen);
 	}
 	PQclear(res);
 	return rc;
@@ -938,11 +944,15 @@ int sl_pg_wal_sender_timeout_ms(PGconn *c, int64_t *out, char *err, size_t errle
 
 int sl_pg_current_lsn(PGconn *c, uint64_t *out, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(c, "SELECT pg_current_wal_lsn()");
+	/* a standby has no current WAL position to read (the function fails
+	 * during recovery): it is refused as the prerequisites refuse it */
+	PGresult *res = PQexec(c, "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_current_wal_lsn() END");
 	int rc = SL_OK;
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
 		rc = sl_pg_err(err, errlen, "could not read the current WAL position", c, res);
+	} else if (PQgetisnull(res, 0, 0)) {
+		rc = standby_refused(c, err, errlen);
 	} else if (sl_lsn_parse(PQgetvalue(res, 0, 0), out) < 0) {
 		snprintf(err, errlen, "could not parse WAL position \"%s\"", PQgetvalue(res, 0, 0));
 		rc = SL_EFAIL;
