@@ -18,6 +18,7 @@ the event (item 4).
 
 import re
 import signal
+import time
 
 from harness import rebuild, records_for, wait_until
 from harness_mysql import MyTestCase, my_state_diff
@@ -112,13 +113,18 @@ class ShapeNoLogTest(MyTestCase):
         ddl_setup(my)
         s = self.sluice(stream="kill", tables="sh.*")
         self.catch_up(s)
-        # rows enough that the kill lands while sh.sd is read again
-        my.execute("INSERT INTO sh.sd SELECT seq + 10, seq, seq FROM sh.seq_1_to_30000")
+        # rows enough that the kill lands while sh.sd is read again, its
+        # log polled every 5 ms (wait_until's polls grow to 250 ms, in which
+        # 30000 rows were read in CI)
+        my.execute("INSERT INTO sh.sd SELECT seq + 10, seq, seq FROM sh.seq_1_to_100000")
         ddl_changes(my)
         p = s.start("run", "--until-caught-up")
-        wait_until(lambda: "backfilling sh.sd at" in p.stderr_text() or not p.alive(), 60, "the backfill again")
+        deadline = time.monotonic() + 60
+        while "backfilling sh.sd at" not in p.stderr_text() and p.alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
         p.kill9()
         self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr_text())
+        self.assertIn("backfilling sh.sd at", p.stderr_text())
         self.assertNotIn("backfilled sh.sd", p.stderr_text())
         self.catch_up(s)
         self.assertEqual(diffs(self, s), [])
