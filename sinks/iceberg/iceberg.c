@@ -326,9 +326,9 @@ static int commit_pending(struct ice_sink *s, struct ice_tab *t, char *err, size
 /* Makes t's schema the one of table version st, for a change at csn: a
  * new schema in t->meta when columns were added, dropped or widened (a
  * column an older version lacks stays: ice_schema_of_version); a new
- * table's metadata when it has none.  What
- * was written with the old schema is committed first, so that each
- * snapshot's files share its manifest's schema. */
+ * table's metadata when it has none.  The caller has committed what was
+ * written with the old schema (commit_pending), so that each snapshot's
+ * files share its manifest's schema. */
 static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_table *st, const char *csn, char *err,
 		      size_t errlen)
 {
@@ -336,8 +336,6 @@ static int set_schema(struct ice_sink *s, struct ice_tab *t, const struct sl_tab
 	bool changed;
 	int rc;
 
-	if ((rc = commit_pending(s, t, err, errlen)) < 0)
-		return rc;
 	if ((rc = ice_schema_of_version(&ns, &changed, st, s->merge, t->meta, csn, err, errlen)) < 0)
 		return rc;   /* SL_EPREREQ: a change the table cannot take */
 	if (!t->meta) {
@@ -525,9 +523,10 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 	if (c->op == SL_OP_TRUNCATE && c->table->ncols == 0) {
 		if ((rc = marker_schema(t, c, err, errlen)) <= 0)
 			return rc;
-	} else if (strcmp(t->schema_key, c->table->schema_key) &&
-		   (rc = set_schema(s, t, c->table, c->csn, err, errlen)) < 0) {
-		return rc;
+	} else if (strcmp(t->schema_key, c->table->schema_key)) {
+		if ((rc = commit_pending(s, t, err, errlen)) < 0 ||
+		    (rc = set_schema(s, t, c->table, c->csn, err, errlen)) < 0)
+			return rc;
 	}
 	if (s->merge) {
 		if ((rc = merge_write(s, t, c, err, errlen)) < 0)
@@ -1094,7 +1093,7 @@ static int ice_flush(void *ctx, struct sl_position *durable, char *err, size_t e
 /* sl_sink_ops.version: table version st, described between transactions
  * with no change of it after (DDL), becomes the Iceberg table's current
  * schema with the next flush, as its first change would make it
- * (set_schema: what the old schema wrote is committed first); a flush with
+ * (what the old schema wrote is committed first, then set_schema); a flush with
  * no data files then publishes it alone (commit_schema_once).  Idempotent:
  * a version the table has already (handed again after a restart) makes no
  * schema.  A table sluice has not created yet is left to its first change,
@@ -1113,8 +1112,8 @@ static int ice_version(void *ctx, const struct sl_table *st, char *err, size_t e
 		return 0;
 	if (st->src)
 		s->src = st->src;
-	/* what the old schema wrote, committed first (set_schema's step), so
-	 * that an SL_EPREREQ of set_schema is the version's */
+	/* what the old schema wrote, committed first, so that an SL_EPREREQ
+	 * of set_schema is the version's, and before is read after a reload */
 	if ((rc = commit_pending(s, t, err, errlen)) < 0)
 		return rc;
 	before = json_integer_value(json_object_get(t->meta, "current-schema-id"));
