@@ -197,6 +197,27 @@ def wait_until(pred, timeout, what, interval=0.02):
         interval = min(interval * 1.5, 0.25)
 
 
+def wait_for_log(p, text, timeout, what=None):
+    """Polls the stderr of the running sluice p (a SluiceProc) every 5 ms
+    until it holds text, for a test that then kills, signals or alters
+    while what the line announces goes on (wait_until's polls grow to
+    250 ms, in which a small table's backfill can begin and end).  Fails
+    the test if p exits first; raises TimeoutError after timeout seconds.
+    Returns the stderr read so far."""
+    deadline = time.monotonic() + timeout
+    seen = ""
+    with open(p.err_path, errors="replace") as f:
+        while True:
+            seen += f.read()
+            if text in seen:
+                return seen
+            if not p.alive():
+                raise AssertionError(f"sluice exited before {what or repr(text)}:\n{p.result().describe()}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what or repr(text)}:\n{seen[-6000:]}")
+            time.sleep(0.005)
+
+
 # --------------------------------------------------------------------------
 # servers
 

@@ -2,7 +2,8 @@
 tests/integration/test_harness.py: tests of the harness itself, with no sluice
 binary: the throwaway PostgreSQL comes up and always goes away, the output
 checker accepts a tree written to the contract by python avro and rejects
-each kind of breach, and rebuild() folds hand-made records correctly.
+each kind of breach, rebuild() folds hand-made records correctly, and
+wait_for_log returns while the process runs and fails when it exits first.
 """
 
 import datetime
@@ -10,6 +11,7 @@ import decimal
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 import unittest
 import uuid as uuidlib
@@ -336,6 +338,44 @@ class CompareTest(unittest.TestCase):
         for kind, e, a in cases_differ:
             with self.subTest(kind=kind, e=e, a=a):
                 self.assertIsNotNone(ve(kind, e, a))
+
+
+class WaitForLogTest(unittest.TestCase):
+    """wait_for_log: the stderr read once the line is there, while the
+    process runs; a failure naming what was awaited when it exits first; a
+    TimeoutError at the deadline."""
+
+    def proc(self, script):
+        d = tempfile.mkdtemp(prefix="sluice-waitlog-")
+        self.addCleanup(shutil.rmtree, d, True)
+        out, err = os.path.join(d, "out"), os.path.join(d, "err")
+        fo, fe = open(out, "wb"), open(err, "wb")
+        argv = ["sh", "-c", script]
+        p = harness.SluiceProc(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, start_new_session=True)
+        p._setup(out, err, argv, (fo, fe))
+        self.addCleanup(p.kill9)
+        return p
+
+    def test_returns_while_the_process_runs(self):
+        p = self.proc("echo starting >&2; sleep 0.2; echo 'backfilling t at 0/1' >&2; sleep 5; echo ended >&2; "
+                      "sleep 60")
+        seen = harness.wait_for_log(p, "backfilling t", 30, "the backfill")
+        self.assertTrue(p.alive())
+        self.assertEqual(seen, "starting\nbackfilling t at 0/1\n")
+
+    def test_fails_when_the_process_exits_first(self):
+        p = self.proc("echo 'backfilled t' >&2; exit 3")
+        with self.assertRaises(AssertionError) as cm:
+            harness.wait_for_log(p, "backfilling t", 30, "the backfill")
+        self.assertIn("sluice exited before the backfill", str(cm.exception))
+        self.assertIn("exit 3", str(cm.exception))
+
+    def test_times_out(self):
+        p = self.proc("echo starting >&2; sleep 60")
+        with self.assertRaises(TimeoutError) as cm:
+            harness.wait_for_log(p, "backfilling t", 0.2)
+        self.assertIn("waiting for 'backfilling t'", str(cm.exception))
+        self.assertTrue(p.alive())
 
 
 @unittest.skipIf(harness.pg_available(), harness.pg_available())

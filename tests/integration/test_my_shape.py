@@ -18,9 +18,8 @@ the event (item 4).
 
 import re
 import signal
-import time
 
-from harness import rebuild, records_for, wait_until
+from harness import rebuild, records_for, wait_for_log, wait_until
 from harness_mysql import MyTestCase, my_state_diff
 from test_my_defaults import state_diffs, watermark_table
 
@@ -113,15 +112,12 @@ class ShapeNoLogTest(MyTestCase):
         ddl_setup(my)
         s = self.sluice(stream="kill", tables="sh.*")
         self.catch_up(s)
-        # rows enough that the kill lands while sh.sd is read again, its
-        # log polled every 5 ms (wait_until's polls grow to 250 ms, in which
-        # 30000 rows were read in CI)
+        # rows enough that the kill lands while sh.sd is read again (its
+        # log polled every 5 ms: wait_for_log)
         my.execute("INSERT INTO sh.sd SELECT seq + 10, seq, seq FROM sh.seq_1_to_100000")
         ddl_changes(my)
         p = s.start("run", "--until-caught-up")
-        deadline = time.monotonic() + 60
-        while "backfilling sh.sd at" not in p.stderr_text() and p.alive() and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_for_log(p, "backfilling sh.sd at", 60, "the backfill of sh.sd")
         p.kill9()
         self.assertEqual(p.returncode, -signal.SIGKILL, p.stderr_text())
         self.assertIn("backfilling sh.sd at", p.stderr_text())

@@ -13,7 +13,7 @@ import time
 import unittest
 
 from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, slow_config, sluice_test_bin,
-                     wait_until)
+                     wait_for_log, wait_until)
 from test_s3 import S3TestCase
 
 
@@ -219,9 +219,7 @@ class BackfillLockTest(PgTestCase):
         block = os.path.join(s.workdir, "sink-down")
         open(block, "w").close()
         p = s.start("run", "--until-caught-up", config=slow_config(s, flush_block_file=block), binary=sluice_test_bin())
-        wait_until(lambda: "backfilling public.aa_big" in p.stderr_text() or not p.alive(), 120,
-                   "the backfill of public.aa_big")
-        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        wait_for_log(p, "backfilling public.aa_big", 120, "the backfill of public.aa_big")
         self.assertNotIn("backfilling public.zz_small", p.stderr_text())
         alter = {}
 

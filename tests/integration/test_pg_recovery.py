@@ -22,7 +22,7 @@ import subprocess
 import unittest
 
 import harness  # noqa: E402
-from harness import PgTestCase, csn, records_for, wait_until
+from harness import PgTestCase, csn, records_for, wait_for_log
 
 
 def hidden_files(root):
@@ -208,9 +208,7 @@ class RecoveryTest(PgTestCase):
         pg.execute(f"INSERT INTO {table} SELECT g, 'v' || g, repeat(md5(g::text), 20) FROM generate_series(1, 150000) g")
         s = self.sluice(stream=stream, tables=f"public.{table}", max_file_bytes="1MB")
         p = s.start("run")
-        wait_until(lambda: "backfilling public." + table in p.stderr_text() or not p.alive(), 60,
-                   "the backfill to start")
-        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        wait_for_log(p, "backfilling public." + table, 60, "the backfill to start")
         if how == "kill":
             p.kill9()
             p.wait_result(30)
