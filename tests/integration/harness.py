@@ -2050,17 +2050,18 @@ class AgentRuns:
     """Methods of a test case (either source) that run the agent of a
     Sluice: slow (every flush delayed), until it streams, and stopped."""
 
-    def start_slow(self, s, flush_delay="1s", **keys):
+    def start_slow(self, s, flush_delay="1s", env=None, **keys):
         """Runs s with every flush delayed by flush_delay (the test sink
         slow_avro_dir of tests/tools/sluice_test, on the same output, with
         keys added to its section), so that a backfill is still running
         when the test kills it."""
-        return s.start("run", config=slow_config(s, flush_delay=flush_delay, **keys), binary=sluice_test_bin())
+        return s.start("run", config=slow_config(s, flush_delay=flush_delay, **keys), binary=sluice_test_bin(),
+                       env=env)
 
-    def start_streaming(self, s, slow=False, **keys):
-        """The agent of s, once it streams (from a slot or a binlog); slow:
-        start_slow's, with keys."""
-        p = self.start_slow(s, **keys) if slow else s.start("run")
+    def start_streaming(self, s, slow=False, env=None, **keys):
+        """The agent of s (with env), once it streams (from a slot or a
+        binlog); slow: start_slow's, with keys."""
+        p = self.start_slow(s, env=env, **keys) if slow else s.start("run", env=env)
         wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
         self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
         return p
@@ -2144,6 +2145,67 @@ class BackfillUnderLoad(AgentRuns):
         self.assertEqual((e["backfill"], e["method"]), ("done", "watermark"), e)
         self.assertNotIn("resume_key", e)
         return all_recs
+
+    def first_watermark_written(self, s):
+        """Whether the agent of s wrote its re-backfill's first low watermark
+        where a test sees it (MariaDB's class: the watermark table).
+        PostgreSQL's is a message in the WAL: the checkpoint's running
+        backfill, which rebackfill_never_durable waits for too, stands for
+        it."""
+        return True
+
+    def rebackfill_never_durable(self, name, rows, also=""):
+        """Table NAME of rows rows, backfilled by stream NAME (with the
+        tables of `also`); then `sluice backfill --table` of the running
+        agent, whose chunks are all read again (SLUICE_FAULT_CHUNKS_SPOILED),
+        so that none becomes durable.  Returns (s, p) once the checkpoint
+        has the re-backfill running and its first low watermark is written:
+        the changes before it are in the chunks, and the stream skips them."""
+        t = f"{self.ns}.{name}"
+        self.make_table(name, rows)
+        s = self.agent(name, t + (f", {also}" if also else ""))
+        self.catch_up(s)
+        p = self.start_streaming(s, env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
+        r = s.run("backfill", "--stream", name, "--table", t, timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        wait_until(lambda: (backfill_running(s, t, "watermark", 0) and self.first_watermark_written(s))
+                   or not p.alive(), 30, "the re-backfill's first watermark")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        return s, p
+
+    def truncate_skipped_before_the_first_watermark(self):
+        """A re-backfill that no chunk of is durable, killed; then, with no
+        agent running, a row deleted and inserted again, the table
+        truncated and rows inserted.  The next run replays those changes
+        after its first chunk opened, which read the table after them: it
+        skips the table's changes up to that chunk's low watermark (its
+        marker clears what the stream wrote of them before), the TRUNCATE
+        too.  Applied to the chunk, the TRUNCATE removed the rows it read,
+        and the inserts (skipped, their records below the marker) never
+        brought them back (issue 17: seed 329 of test_property's
+        pg/append/clickhouse cell, 'wa329.wa missing in ClickHouse:
+        (170,)', the resumed chunk reading 14 rows and applying 14 changes;
+        seed 205 of its mariadb/append/clickhouse cell, 'wa205.wa missing
+        in ClickHouse: (187,)')."""
+        t = f"{self.ns}.trunc"
+        s, p = self.rebackfill_never_durable("trunc", 20)
+        p.kill9()
+        p.wait_result(30)
+        e = checkpoint_table(s, t)
+        self.assertEqual((e.get("backfill"), e.get("method"), e.get("resume_key")), ("running", "watermark", None), e)
+        src = self.source_server
+        src.execute(f"DELETE FROM {t} WHERE id = 7")
+        src.execute(f"INSERT INTO {t} VALUES (7, 'deleted and inserted again', 1, 'p')")
+        src.execute(f"TRUNCATE TABLE {t}")
+        src.execute(f"INSERT INTO {t} VALUES " + ", ".join(f"({i}, 'after', 1, 'after')" for i in range(101, 106)))
+        r = self.catch_up(s)
+        self.assertIn(f"resuming the backfill of {t} while streaming after its last durable chunk (0 rows, "
+                      "0 chunks durable)", r.stderr)
+        self.assertIn(f"backfilled {t} while streaming: 5 rows in 1 chunks", r.stderr)
+        recs = records_for(self.read(s), self.ns, "trunc")
+        self.assertEqual(sorted(r["payload"]["id"] for r in backfill_inserts(recs)
+                                if csn(r) > csn(truncate_markers(recs)[-1])), list(range(101, 106)))
+        self.assertTableMatches(recs, self.ns, "trunc", ["id"])
 
     def table_added_under_load(self, rows):
         """Table add_b (rows rows) added to the `tables` of a stream of

@@ -115,6 +115,9 @@ class RebackfillCases(BackfillUnderLoad):
         s.extra["source"]["backfill_chunk_rows"] = 10000
         s.write_config()
 
+    def first_watermark_written(self, s):
+        return self.my.sql("SELECT watermark FROM sluice.watermarks WHERE stream = %s", (s.stream,))
+
     def assertNoWatermarks(self, recs):
         self.assertNotIn(("sluice", "watermarks"), tables_in(recs), "watermark rows are never changes")
         for r in recs:
@@ -233,47 +236,8 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertEqual(len(ms), 1)
         return recs, [r for r in backfill_inserts(recs) if csn(r) > csn(ms[0])]
 
-    def rebackfill_never_durable(self, name, rows, also=""):
-        """Table app.NAME of rows rows, backfilled by stream NAME (with the
-        tables of `also`); then `sluice backfill --table app.NAME` of the
-        running agent, whose chunks are all read again
-        (SLUICE_FAULT_CHUNKS_SPOILED), so that none becomes durable.
-        Returns (s, p) once the job's first low watermark is written: the
-        changes before it are in the chunks, and the stream skips them."""
-        self.make_table(name, rows)
-        s = self.agent(name, f"app.{name}" + (f", {also}" if also else ""))
-        self.catch_up(s)
-        p = s.start("run", env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
-        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
-        r = s.run("backfill", "--stream", name, "--table", f"app.{name}", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        wait_until(lambda: self.my.sql("SELECT watermark FROM sluice.watermarks WHERE stream = %s", (name,))
-                   or not p.alive(), 30, "the re-backfill's first watermark")
-        return s, p
-
     def test_truncate_skipped_before_the_first_watermark(self):
-        """A re-backfill that no chunk of is durable, killed; then, with no
-        agent running, the table truncated and rows inserted.  The next run
-        opens its first chunk at once, which reads the new rows, and skips
-        the table's changes up to the chunk's low watermark: the TRUNCATE
-        too, or, applied to the open chunk, it removed the rows the chunk
-        read, and the inserts, skipped, never brought them back (issue 17,
-        seed 205 of test_property's mariadb/append/clickhouse cell:
-        'wa205.wa missing in ClickHouse: (187,)')."""
-        my = self.my
-        s, p = self.rebackfill_never_durable("trunc", 20)
-        p.kill9()
-        p.wait_result(30)
-        my.execute("TRUNCATE TABLE app.trunc")
-        my.execute("INSERT INTO app.trunc SELECT seq, md5(seq), 1, 'after' FROM app.seq_101_to_105")
-        r = self.catch_up(s)
-        self.assertIn("resuming the backfill of app.trunc while streaming after its last durable chunk (0 rows, "
-                      "0 chunks durable)", r.stderr)
-        self.assertIn("backfilled app.trunc while streaming: 5 rows in 1 chunks", r.stderr)
-        recs = records_for(self.read(s), "app", "trunc")
-        self.assertEqual(sorted(r["payload"]["id"] for r in backfill_inserts(recs)
-                                if csn(r) > csn(truncate_markers(recs)[-1])), list(range(101, 106)))
-        self.assertTableMatches(recs, "app", "trunc", ["id"])
+        self.truncate_skipped_before_the_first_watermark()
 
     def test_changes_numbered_as_without_the_skip(self):
         """A transaction of two tables, one of them being backfilled again

@@ -249,46 +249,7 @@ class RebackfillTest(BackfillUnderLoad, PgTestCase):
         self.assertIn('table "public"."ddl_b": its columns at the run\'s start go to the destination', r.stderr)
 
     def test_truncate_skipped_before_the_first_watermark(self):
-        """A re-backfill that no chunk of is durable (every chunk is read
-        again: SLUICE_FAULT_CHUNKS_SPOILED), killed; then, with no agent
-        running, a row deleted and inserted again, the table truncated and
-        rows inserted.  The next run replays those changes from the slot
-        after its first chunk opened, which read the table after them: the
-        decoder drops the table's changes up to that chunk's low watermark
-        (its marker clears what the stream wrote of them before), the
-        TRUNCATE too.  Applied to the chunk, the TRUNCATE removed the rows
-        it read, and the inserts (their records below the marker) never
-        brought them back (issue 17, seed 329 of test_property's
-        pg/append/clickhouse cell: 'wa329.wa missing in ClickHouse:
-        (170,)', the resumed chunk reading 14 rows and applying 14
-        changes)."""
-        pg = self.pg
-        self.make_table("trunc", 20)
-        s = self.agent("trunc", "public.trunc")
-        self.catch_up(s)
-        p = s.start("run", env={"SLUICE_FAULT_CHUNKS_SPOILED": "1"})
-        wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
-        r = s.run("backfill", "--stream", "trunc", "--table", "public.trunc", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        wait_until(lambda: backfill_running(s, "public.trunc", "watermark", 0) or not p.alive(), 30,
-                   "the re-backfill in the checkpoint")
-        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-        p.kill9()
-        p.wait_result(30)
-        e = checkpoint_table(s, "public.trunc")
-        self.assertEqual((e.get("backfill"), e.get("method"), e.get("resume_key")), ("running", "watermark", None), e)
-        pg.execute("DELETE FROM trunc WHERE id = 7")
-        pg.execute("INSERT INTO trunc VALUES (7, 'deleted and inserted again', 1, 'p')")
-        pg.execute("TRUNCATE trunc")
-        pg.execute("INSERT INTO trunc SELECT g, md5(g::text), 1, 'after' FROM generate_series(101, 105) g")
-        r = self.catch_up(s)
-        self.assertIn("resuming the backfill of public.trunc while streaming after its last durable chunk (0 rows, "
-                      "0 chunks durable)", r.stderr)
-        self.assertIn("backfilled public.trunc while streaming: 5 rows in 1 chunks", r.stderr)
-        recs = records_for(self.read(s), "public", "trunc")
-        self.assertEqual(sorted(r["payload"]["id"] for r in backfill_inserts(recs)
-                                if csn(r) > csn(truncate_markers(recs)[-1])), list(range(101, 106)))
-        self.assertTableMatches(recs, "public", "trunc", ["id"])
+        self.truncate_skipped_before_the_first_watermark()
 
     def test_request_when_no_agent_runs(self):
         self.make_table("off_a", 1200)
