@@ -2146,6 +2146,51 @@ class BackfillUnderLoad(AgentRuns):
         self.assertNotIn("resume_key", e)
         return all_recs
 
+    def backfill_request_while_running(self, also=""):
+        """`sluice backfill --table` of table req_a (3000 rows, 10 of them
+        updated first) to an agent streaming it and req_b (and the tables
+        of `also`): taken within seconds, its request file removed, read
+        in 6 chunks of 500 rows after one marker, each row once with its
+        new value; req_b untouched.  Without --table, or with a table the
+        stream does not select, the request is refused (exit 2).  Returns
+        every record of the output."""
+        a, b = f"{self.ns}.req_a", f"{self.ns}.req_b"
+        self.make_table("req_a", 3000)
+        self.make_table("req_b", 50)
+        s = self.agent("req", f"{a}, {b}" + (f", {also}" if also else ""))
+        p = self.start_streaming(s)
+        self.source_server.execute(f"UPDATE {a} SET v = 'new' WHERE id <= 10")
+        r = s.run("backfill", "--stream", "req", "--table", a, timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        t0 = time.monotonic()
+        wait_until(lambda: f"backfill of {a} requested" in p.stderr_text() or not p.alive(), 10,
+                   "the agent to take the request")
+        self.assertLess(time.monotonic() - t0, 5)
+        wait_until(lambda: f"backfilled {a} while streaming: 3000 rows in 6 chunks" in p.stderr_text()
+                   or not p.alive(), 60, "the re-backfill")
+        self.assertEqual(backfill_requests_left(s), [], "the request file is removed")
+        r = s.run("backfill", "--stream", "req", timeout=60)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn("stop that agent first to backfill every table", r.stderr)
+        r = s.run("backfill", "--stream", "req", "--table", f"{self.ns}.nope", timeout=60)
+        self.assertEqual(r.rc, 2, r.describe())
+        self.assertIn(f"--table {self.ns}.nope names no table the stream selects", r.stderr)
+        self.stop(p)
+        self.catch_up(s)
+        recs = self.read(s)
+        ra, rb = records_for(recs, self.ns, "req_a"), records_for(recs, self.ns, "req_b")
+        self.assertEqual(len(truncate_markers(ra)), 1)
+        self.assertEqual(truncate_markers(rb), [])
+        ms = csn(truncate_markers(ra)[0])
+        after = [r for r in backfill_inserts(ra) if csn(r) > ms]
+        self.assertEqual(sorted(r["payload"]["id"] for r in after), list(range(1, 3001)), "each row once")
+        self.assertEqual(len({csn(r) for r in after}), 6, "6 chunks of 500 rows")
+        self.assertEqual(len(backfill_inserts(rb)), 50)
+        self.assertTableMatches(ra, self.ns, "req_a", ["id"])
+        self.assertTableMatches(rb, self.ns, "req_b", ["id"])
+        self.assertEqual(sorted(r["payload"]["v"] for r in after if r["payload"]["id"] <= 10), ["new"] * 10)
+        return recs
+
     def first_watermark_written(self, s):
         """Whether the agent of s wrote its re-backfill's first low watermark
         where a test sees it (MariaDB's class: the watermark table).

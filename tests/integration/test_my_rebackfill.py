@@ -37,7 +37,6 @@ with SLUICE_TEST_SEED=<seed>.
 import collections
 import os
 import random
-import time
 import unittest
 import uuid as uuidlib
 
@@ -135,44 +134,13 @@ class RebackfillCases(BackfillUnderLoad):
         self.assertNoWatermarks(self.table_added_under_load(5000))
 
     def test_backfill_request_while_running(self):
-        my = self.my
-        self.make_table("req_a", 3000)
-        self.make_table("req_b", 50)
         # `tables` matches the watermark table too: it is never one of the stream's
-        s = self.agent("req", "app.req_a, app.req_b, sluice.*")
-        p = self.start_streaming(s)
-        my.execute("UPDATE app.req_a SET v = 'new' WHERE id <= 10")
-        r = s.run("backfill", "--stream", "req", "--table", "app.req_a", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        t0 = time.monotonic()
-        wait_until(lambda: "backfill of app.req_a requested" in p.stderr_text() or not p.alive(), 10,
-                   "the agent to take the request")
-        self.assertLess(time.monotonic() - t0, 5)
-        wait_until(lambda: "backfilled app.req_a while streaming: 3000 rows in 6 chunks" in p.stderr_text()
-                   or not p.alive(), 60, "the re-backfill")
-        self.assertEqual(backfill_requests_left(s), [], "the request file is removed")
-        r = s.run("backfill", "--stream", "req", timeout=60)
-        self.assertEqual(r.rc, 2, r.describe())
-        self.assertIn("stop that agent first to backfill every table", r.stderr)
-        self.stop(p)
-        self.catch_up(s)
-        recs = self.read(s)
+        recs = self.backfill_request_while_running(also="sluice.*")
         self.assertNoWatermarks(recs)
         self.assertEqual(tables_in(recs), {("app", "req_a"), ("app", "req_b")})
-        a, b = records_for(recs, "app", "req_a"), records_for(recs, "app", "req_b")
-        self.assertEqual(len(truncate_markers(a)), 1)
-        self.assertEqual(truncate_markers(b), [])
-        ms = csn(truncate_markers(a)[0])
-        after = [r for r in backfill_inserts(a) if csn(r) > ms]
-        self.assertEqual(sorted(r["payload"]["id"] for r in after), list(range(1, 3001)), "each row once")
-        self.assertEqual(len({csn(r) for r in after}), 6, "6 chunks of 500 rows")
-        self.assertEqual(len(backfill_inserts(b)), 50)
-        self.assertTableMatches(a, "app", "req_a", ["id"])
-        self.assertTableMatches(b, "app", "req_b", ["id"])
-        self.assertEqual(sorted(r["payload"]["v"] for r in after if r["payload"]["id"] <= 10), ["new"] * 10)
         # the watermark table holds one row for the stream: the last watermark,
         # the low one of the chunk that found no row left
-        rows = my.sql("SELECT stream, watermark FROM sluice.watermarks WHERE stream = 'req'")
+        rows = self.my.sql("SELECT stream, watermark FROM sluice.watermarks WHERE stream = 'req'")
         self.assertEqual(len(rows), 1)
         self.assertRegex(rows[0][1].decode(), r"^sluice:req:\d+\.\d+:\d+:low$")
 

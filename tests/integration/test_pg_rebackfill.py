@@ -29,7 +29,6 @@ import collections
 import json
 import os
 import re
-import time
 import unittest
 
 from harness import (BackfillUnderLoad, PgTestCase, assert_marker_between, backfill_inserts, backfill_requests_left,
@@ -169,41 +168,7 @@ class RebackfillTest(BackfillUnderLoad, PgTestCase):
         self.assertTableMatches(self.read(s), "public", "pt", ["id"])
 
     def test_backfill_request_while_running(self):
-        pg = self.pg
-        self.make_table("req_a", 3000)
-        self.make_table("req_b", 50)
-        s = self.agent("req", "public.req_a, public.req_b")
-        p = self.start_streaming(s)
-        pg.execute("UPDATE req_a SET v = 'new' WHERE id <= 10")
-        r = s.run("backfill", "--stream", "req", "--table", "public.req_a", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        t0 = time.monotonic()
-        wait_until(lambda: "backfill of public.req_a requested" in p.stderr_text() or not p.alive(), 10,
-                   "the agent to take the request")
-        self.assertLess(time.monotonic() - t0, 5)
-        wait_until(lambda: "backfilled public.req_a while streaming: 3000 rows in 6 chunks" in p.stderr_text()
-                   or not p.alive(), 60, "the re-backfill")
-        self.assertEqual(backfill_requests_left(s), [], "the request file is removed")
-        r = s.run("backfill", "--stream", "req", timeout=60)
-        self.assertEqual(r.rc, 2, r.describe())
-        self.assertIn("stop that agent first to backfill every table", r.stderr)
-        r = s.run("backfill", "--stream", "req", "--table", "public.nope", timeout=60)
-        self.assertEqual(r.rc, 2, r.describe())
-        self.assertIn("--table public.nope names no table the stream selects", r.stderr)
-        self.stop(p)
-        self.catch_up(s)
-        recs = self.read(s)
-        a, b = records_for(recs, "public", "req_a"), records_for(recs, "public", "req_b")
-        self.assertEqual(len(truncate_markers(a)), 1)
-        self.assertEqual(truncate_markers(b), [])
-        ms = csn(truncate_markers(a)[0])
-        self.assertEqual(len([r for r in backfill_inserts(a) if csn(r) > ms]), 3000)
-        self.assertEqual(len({csn(r) for r in backfill_inserts(a) if csn(r) > ms}), 6, "6 chunks of 500 rows")
-        self.assertEqual(len(backfill_inserts(b)), 50)
-        self.assertTableMatches(a, "public", "req_a", ["id"])
-        self.assertTableMatches(b, "public", "req_b", ["id"])
-        self.assertEqual(sorted(r["payload"]["v"] for r in backfill_inserts(a) if csn(r) > ms
-                                and r["payload"]["id"] <= 10), ["new"] * 10)
+        self.backfill_request_while_running()
 
     def ddl_during_rebackfill(self, name, later_change):
         """A re-backfill of table name (requested with no agent running),
