@@ -202,17 +202,19 @@ def wait_for_log(p, text, timeout, what=None):
     until it holds text, for a test that then kills, signals or alters
     while what the line announces goes on (wait_until's polls grow to
     250 ms, in which a small table's backfill can begin and end).  Fails
-    the test if p exits first; raises TimeoutError after timeout seconds.
-    Returns the stderr read so far."""
+    the test if p has exited (before the line or after it); raises
+    TimeoutError after timeout seconds.  Returns the stderr read so far."""
     deadline = time.monotonic() + timeout
     seen = ""
     with open(p.err_path, errors="replace") as f:
         while True:
+            running = p.alive()
             seen += f.read()
+            if not running:
+                when = "after" if text in seen else "before"
+                raise AssertionError(f"sluice exited {when} {what or repr(text)}:\n{p.result().describe()}")
             if text in seen:
                 return seen
-            if not p.alive():
-                raise AssertionError(f"sluice exited before {what or repr(text)}:\n{p.result().describe()}")
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout}s waiting for {what or repr(text)}:\n{seen[-6000:]}")
             time.sleep(0.005)

@@ -3,7 +3,7 @@ tests/integration/test_harness.py: tests of the harness itself, with no sluice
 binary: the throwaway PostgreSQL comes up and always goes away, the output
 checker accepts a tree written to the contract by python avro and rejects
 each kind of breach, rebuild() folds hand-made records correctly, and
-wait_for_log returns while the process runs and fails when it exits first.
+wait_for_log returns while the process runs and fails once it exited.
 """
 
 import datetime
@@ -369,6 +369,13 @@ class WaitForLogTest(unittest.TestCase):
             harness.wait_for_log(p, "backfilling t", 30, "the backfill")
         self.assertIn("sluice exited before the backfill", str(cm.exception))
         self.assertIn("exit 3", str(cm.exception))
+
+    def test_fails_when_the_process_exited_after_the_line(self):
+        p = self.proc("echo 'backfilling t at 0/1' >&2; exit 1")
+        p.wait_result(30)
+        with self.assertRaises(AssertionError) as cm:
+            harness.wait_for_log(p, "backfilling t", 30, "the backfill")
+        self.assertIn("sluice exited after the backfill", str(cm.exception))
 
     def test_times_out(self):
         p = self.proc("echo starting >&2; sleep 60")
