@@ -1018,49 +1018,37 @@ static int alter_table(struct chsink *s, struct chtab *t, const struct sl_table 
 	return 0;
 }
 
-/* Whether a column of ClickHouse's that a table version lacks may stay:
- * nullable and no key (doc/clickhouse.md, "Older table versions"). */
-static bool keepable(const struct ch_dest_col *dc)
-{
-	return !dc->in_sorting_key && !strncmp(dc->type, "Nullable(", 9);
-}
-
 /* Merge mode: of the columns match a asks to drop (ClickHouse's columns
  * dest), those that stay because tv, the version of the change at csn, is
- * older than what the table holds (doc/clickhouse.md, "Older table
- * versions"): a row of a later change (by _csn) is there, whatever its
- * values (a later change may have written NULL in a column added with a
- * DEFAULT, which dropped and added again would read the DEFAULT), and the
- * column is nullable, no key.  They go to l->keep.  Returns how many, or
- * -1. */
+ * older than the change that added them (doc/clickhouse.md, "Older table
+ * versions"): a nullable column, no key, that a row of a later change (by
+ * _csn) wrote.  A value says so, and so does a NULL under a DEFAULT (a row
+ * written without the column reads the DEFAULT): dropped and added again,
+ * such a column would read the DEFAULT in that row.  They go to l->keep.
+ * Returns how many, or -1. */
 static int keep_older(struct chsink *s, struct chtab *t, const struct sl_table *tv, struct ch_layout *l,
 		      const struct ch_dest_col *dest, const struct ch_alter *a, const char *csn, char *err,
 		      size_t errlen)
 {
 	int n = 0, rc;
-	bool any = false;
 
-	for (int i = 0; i < a->ndrop; i++)
-		any = any || keepable(&dest[a->drop[i]]);
-	if (!any)
-		return 0;   /* nothing to keep: no scan */
-	sl_buf_reset(&s->sql);
-	ch_sql_later_change(&s->sql, s->conf->database, t->object, csn);
-	if ((rc = run_sql(s, "reading whether the table holds a later change", err, errlen)) < 0)
-		return rc;
-	if (s->resp.body.len == 0)
-		return 0;
 	for (int i = 0; i < a->ndrop; i++) {
 		const struct ch_dest_col *dc = &dest[a->drop[i]];
-		if (!keepable(dc))
+		if (dc->in_sorting_key || strncmp(dc->type, "Nullable(", 9) != 0)
+			continue;
+		sl_buf_reset(&s->sql);
+		ch_sql_later_write(&s->sql, s->conf->database, t->object, t->local, dc->name, csn);
+		if ((rc = run_sql(s, "reading whether a later change wrote a column", err, errlen)) < 0)
+			return rc;
+		if (s->resp.body.len == 0)
 			continue;
 		if (ch_layout_keep(l, dc->name) < 0) {
 			snprintf(err, errlen, "clickhouse: out of memory");
 			return -1;
 		}
-		sl_info("clickhouse: table \"%s\".\"%s\": the change %s of \"%s\".\"%s\" is of an older version "
-			"than changes the table holds, without column \"%s\": the column stays, NULL (or its DEFAULT) "
-			"in its row", s->conf->database, t->object, csn, tv->ns, tv->name, dc->name);
+		sl_info("clickhouse: table \"%s\".\"%s\": the change %s of \"%s\".\"%s\" is of an older version, "
+			"without column \"%s\", which a later change wrote: the column stays, NULL (or its DEFAULT) in "
+			"its row", s->conf->database, t->object, csn, tv->ns, tv->name, dc->name);
 		n++;
 	}
 	return n;
