@@ -1021,8 +1021,11 @@ static int alter_table(struct chsink *s, struct chtab *t, const struct sl_table 
 /* Merge mode: of the columns match a asks to drop (ClickHouse's columns
  * dest), those that stay because tv, the version of the change at csn, is
  * older than the change that added them (doc/clickhouse.md, "Older table
- * versions"): a nullable column, no key, in which a row of a later change
- * (by _csn) holds a value.  They go to l->keep.  Returns how many, or -1. */
+ * versions"): a nullable column, no key, that a row of a later change (by
+ * _csn) wrote.  A value says so, and so does a NULL under a DEFAULT (a row
+ * written without the column reads the DEFAULT): dropped and added again,
+ * such a column would read the DEFAULT in that row.  They go to l->keep.
+ * Returns how many, or -1. */
 static int keep_older(struct chsink *s, struct chtab *t, const struct sl_table *tv, struct ch_layout *l,
 		      const struct ch_dest_col *dest, const struct ch_alter *a, const char *csn, char *err,
 		      size_t errlen)
@@ -1034,8 +1037,8 @@ static int keep_older(struct chsink *s, struct chtab *t, const struct sl_table *
 		if (dc->in_sorting_key || strncmp(dc->type, "Nullable(", 9) != 0)
 			continue;
 		sl_buf_reset(&s->sql);
-		ch_sql_later_value(&s->sql, s->conf->database, t->object, dc->name, csn);
-		if ((rc = run_sql(s, "reading whether a later change holds a column", err, errlen)) < 0)
+		ch_sql_later_write(&s->sql, s->conf->database, t->object, t->local, dc->name, csn);
+		if ((rc = run_sql(s, "reading whether a later change wrote a column", err, errlen)) < 0)
 			return rc;
 		if (s->resp.body.len == 0)
 			continue;
@@ -1044,8 +1047,8 @@ static int keep_older(struct chsink *s, struct chtab *t, const struct sl_table *
 			return -1;
 		}
 		sl_info("clickhouse: table \"%s\".\"%s\": the change %s of \"%s\".\"%s\" is of an older version, "
-			"without column \"%s\", which a later change added: the column stays, NULL in its row",
-			s->conf->database, t->object, csn, tv->ns, tv->name, dc->name);
+			"without column \"%s\", which a later change wrote: the column stays, NULL (or its DEFAULT) in "
+			"its row", s->conf->database, t->object, csn, tv->ns, tv->name, dc->name);
 		n++;
 	}
 	return n;

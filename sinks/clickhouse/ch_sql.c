@@ -403,12 +403,19 @@ int ch_sql_change_columns(struct sl_buf *b, const struct ch_ddl *d, const char *
 	return sl_buf_failed(b) ? -1 : 0;
 }
 
-int ch_sql_describe(struct sl_buf *b, const char *db, const char *object)
+/* Appends "FROM system.columns WHERE" the columns of table db.object. */
+static void columns_of(struct sl_buf *b, const char *db, const char *object)
 {
-	sl_buf_puts(b, "SELECT name, type, toUInt8(is_in_sorting_key) FROM system.columns WHERE database = ");
+	sl_buf_puts(b, "FROM system.columns WHERE database = ");
 	ch_quote_str(b, db, strlen(db));
 	sl_buf_puts(b, " AND table = ");
 	ch_quote_str(b, object, strlen(object));
+}
+
+int ch_sql_describe(struct sl_buf *b, const char *db, const char *object)
+{
+	sl_buf_puts(b, "SELECT name, type, toUInt8(is_in_sorting_key) ");
+	columns_of(b, db, object);
 	sl_buf_puts(b, " FORMAT RowBinary");
 	return sl_buf_failed(b) ? -1 : 0;
 }
@@ -701,15 +708,20 @@ int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object)
 	return own_table_read(b, db, CH_COLUMNS_TABLE, "`name`, `type`, toUInt8(0)", object, "");
 }
 
-int ch_sql_later_value(struct sl_buf *b, const char *db, const char *object, const char *column, const char *csn)
+int ch_sql_later_write(struct sl_buf *b, const char *db, const char *object, const char *local, const char *column,
+		       const char *csn)
 {
 	sl_buf_puts(b, "SELECT toUInt8(1) FROM ");
 	ch_qname(b, db, object, NULL);
 	sl_buf_puts(b, " WHERE `_csn` > ");
 	ch_quote_str(b, csn, strlen(csn));
-	sl_buf_puts(b, " AND ");
+	sl_buf_puts(b, " AND (");
 	ch_quote_ident(b, column);
-	sl_buf_puts(b, " IS NOT NULL LIMIT 1 FORMAT RowBinary");
+	sl_buf_puts(b, " IS NOT NULL OR (SELECT count() ");
+	columns_of(b, db, local);
+	sl_buf_puts(b, " AND name = ");
+	ch_quote_str(b, column, strlen(column));
+	sl_buf_puts(b, " AND default_expression != '') > 0) LIMIT 1 FORMAT RowBinary");
 	return sl_buf_failed(b) ? -1 : 0;
 }
 

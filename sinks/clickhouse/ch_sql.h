@@ -181,10 +181,13 @@ int ch_sql_columns_insert(struct sl_buf *b, const char *db, const struct ch_layo
 int ch_sql_columns_read(struct sl_buf *b, const char *db, const char *object);
 
 /* One row (RowBinary UInt8 1), or none, of object whose change is after
- * csn (by _csn) and whose column holds a value: whether a table version of
- * a change at csn that lacks column is older than it (doc/clickhouse.md,
- * "Older table versions"). */
-int ch_sql_later_value(struct sl_buf *b, const char *db, const char *object, const char *column, const char *csn);
+ * csn (by _csn) and whose column a change wrote: it holds a value, or it is
+ * NULL while the column (of the table local, on the server asked) has a
+ * DEFAULT, which a row written without the column would read.  Whether a
+ * table version of a change at csn that lacks column is older than the
+ * change that added it (doc/clickhouse.md, "Older table versions"). */
+int ch_sql_later_write(struct sl_buf *b, const char *db, const char *object, const char *local, const char *column,
+		       const char *csn);
 
 /* The version of the table's latest TRUNCATE, 0 if none (RowBinary UInt64). */
 int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,

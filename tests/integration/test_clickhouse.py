@@ -815,34 +815,43 @@ class ClickHouseReplayTest(ChTestCase):
         proxy.pass_through()
         self.pg.wait_slot_inactive(s.slot)
 
-    def backfill_resumed(self, mode):
-        """The initial backfill is killed after a chunk is durable and rows
-        of a later one reached ClickHouse (the proxy holds an insert's
-        answer); a column is added after the slot's position, with changes
-        before and after it.  The next run resumes the backfill in a later
-        snapshot, with the column, and then streams from the slot's
-        position, whose first changes have the version before it.  (Append
-        mode keeps a column a version lacks anyway.)"""
-        pg = self.pg
-        t = db = f"chrb_{mode}"
+    def resumed_after(self, t, mode, ddl):
+        """The initial backfill of t (sluice stream and database t) is
+        killed after a chunk is durable and rows of a later one reached
+        ClickHouse (the proxy holds an insert's answer); then the statements
+        of ddl run, each in a transaction of its own.  The next run resumes
+        the backfill in a later snapshot and then streams from the slot's
+        position, whose first changes come before ddl's ALTER.  Returns
+        that run's result and the Sluice."""
         self.made(t, 12000)
         proxy = HoldingProxy(self.ch.url)
         self.addCleanup(proxy.close)
-        s = self.sluice(stream=db, tables=f"public.{t}", database=db, write_mode=mode,
+        s = self.sluice(stream=t, tables=f"public.{t}", database=t, write_mode=mode,
                         dest={"url": proxy.url, "batch_rows": "1000"},
                         extra={"source": {"backfill_chunk_rows": "5000"}})
         proxy.arm(b"a10001")   # a row of the third chunk
         self.killed_held(s, proxy, lambda: backfill_running(s, f"public.{t}", "snapshot", 1),
                          "a durable chunk, and the third chunk's insert held")
-        # each in a transaction of its own: the update before the ALTER has the older version
-        for sql in (f"UPDATE {t} SET c1 = 'b' || id WHERE id % 1000 = 0", f"ALTER TABLE {t} ADD COLUMN c2 int",
-                    f"UPDATE {t} SET c2 = id WHERE id > 11990", f"INSERT INTO {t} VALUES (12001, 'new', 12001)"):
-            pg.execute(sql)
+        for sql in ddl:
+            self.pg.execute(sql)
         r = self.catch_up(s)
         self.assertIn("resuming after its last durable chunk", r.stderr)
+        return r, s
+
+    def backfill_resumed(self, mode):
+        """A column is added after the slot's position, with changes before
+        and after it: the resumed backfill's rows have it, the slot's first
+        changes have the version before it.  (Append mode keeps a column a
+        version lacks anyway.)"""
+        pg = self.pg
+        t = db = f"chrb_{mode}"
+        # the update before the ALTER has the older version
+        r, s = self.resumed_after(t, mode, (
+            f"UPDATE {t} SET c1 = 'b' || id WHERE id % 1000 = 0", f"ALTER TABLE {t} ADD COLUMN c2 int",
+            f"UPDATE {t} SET c2 = id WHERE id > 11990", f"INSERT INTO {t} VALUES (12001, 'new', 12001)"))
         self.assert_source(db, t, mode)
         if mode == "merge":
-            self.assertIn('without column "c2", which a later change added: the column stays', r.stderr)
+            self.assertIn('without column "c2", which a later change wrote: the column stays', r.stderr)
         pg.execute(f"UPDATE {t} SET c2 = -c2 WHERE id = 11995")
         self.catch_up(s)
         self.assert_source(db, t, mode)
@@ -852,6 +861,56 @@ class ClickHouseReplayTest(ChTestCase):
 
     def test_backfill_resumed_append(self):
         self.backfill_resumed("append")
+
+    def test_null_under_default_resumed_merge(self):
+        """A column added with a DEFAULT that every later change sets NULL:
+        the resumed backfill's rows hold NULL in it, and the slot's older
+        changes must keep it all the same.  Dropped there and added again
+        with the stream's ALTER, those rows would read the DEFAULT (their
+        own changes are older than the backfill's, so none writes them
+        again).  An older change's row, which no later change wrote, reads
+        the DEFAULT as the source does."""
+        pg = self.pg
+        t = "chrn"
+        r, s = self.resumed_after(t, "merge", (
+            f"UPDATE {t} SET c1 = 'b' || id WHERE id % 1000 = 0", f"ALTER TABLE {t} ADD COLUMN c2 int DEFAULT 5",
+            f"UPDATE {t} SET c2 = NULL WHERE id > 5000", f"INSERT INTO {t} VALUES (12001, 'new', NULL)"))
+        self.assertEqual(pg.sql(f"SELECT count(*) FILTER (WHERE c2 IS NULL), count(c2) FROM {t}"), [(7001, 5000)])
+        self.assert_source(t, t)
+        self.assertIn('without column "c2", which a later change wrote: the column stays', r.stderr)
+        pg.execute(f"UPDATE {t} SET c1 = 'x' || id WHERE id IN (3000, 11000)")
+        self.catch_up(s)
+        self.assert_source(t, t)
+
+    def test_drop_replayed_merge(self):
+        """A column dropped at the source, its checkpoint behind changes
+        after the DROP COLUMN that ClickHouse has (the proxy holds their
+        insert's answer): the next run replays the changes from before it,
+        which add the column back, and then those after it, of the version
+        without it, which must drop it again, their later rows NULL in it
+        as a column added back without a DEFAULT reads."""
+        pg = self.pg
+        t = "chrx"
+        self.made(t, 20)
+        pg.execute(f"ALTER TABLE {t} ADD COLUMN v int; UPDATE {t} SET v = id")
+        proxy = HoldingProxy(self.ch.url)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream=t, tables=f"public.{t}", database=t, write_mode="merge", dest={"url": proxy.url})
+        self.catch_up(s)
+        for sql in (f"UPDATE {t} SET c1 = 'b' || id, v = -v WHERE id <= 5", f"ALTER TABLE {t} DROP COLUMN v",
+                    f"UPDATE {t} SET c1 = 'c' || id WHERE id > 15"):
+            pg.execute(sql)
+        pg.wait_wal_flushed()
+        proxy.arm(b"\x03c16")
+        self.killed_held(s, proxy, lambda: True, "the insert after the DROP COLUMN held")
+        self.assertEqual([c[0] for c in self.ch.columns(t, f"public_{t}") if not c[0].startswith("_")],
+                         ["id", "c1"])
+        r = self.catch_up(s)
+        self.assertIn('added column "v"', r.stderr)   # by the replayed changes before the DROP COLUMN
+        self.assertIn('column "v" dropped (or renamed) at the source: dropped it', r.stderr)
+        self.assertEqual(diff_clickhouse("pg", pg, "public", self.ch, t, "merge", self.modern, tables=[t]), [])
+        self.assertEqual([c[0] for c in self.ch.columns(t, f"public_{t}") if not c[0].startswith("_")],
+                         ["id", "c1"])
 
     def test_default_behind_checkpoint_merge(self):
         """A column added with a constant default while sluice is stopped,
@@ -892,6 +951,16 @@ class ClickHouse26ChangesTest(ClickHouseChangesTest):
     test_table_dropped_in_clickhouse = None
     test_interrupted_backfill_append = None
     test_unchanged_toast_after_key_change_replayed = None
+
+
+class ClickHouse26ReplayTest(ClickHouseReplayTest):
+    """Older table versions in merge mode against the ClickHouse 26 server
+    of the tests: whether a later change wrote a column (a NULL under a
+    DEFAULT too) asks system.columns for the DEFAULT."""
+    ch_engine = "26"
+    test_backfill_resumed_append = None
+    test_backfill_resumed_merge = None
+    test_default_behind_checkpoint_merge = None
 
 
 class ClickHouse26KillTest(ClickHouseKillTest):

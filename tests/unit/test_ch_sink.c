@@ -63,7 +63,7 @@ struct fake_ch {
 	struct sl_buf describe;        /* the table's columns, RowBinary */
 	struct sl_buf describe_altered;
 	bool dropped;                  /* a DROP COLUMN came: describe_dropped from then on */
-	bool later_value;              /* a row of a later change holds the column a version lacks */
+	bool later_write;              /* a row of a later change wrote the column a version lacks */
 	struct sl_buf describe_dropped;
 	int fail_503;                  /* the next inserts answer 503 */
 	bool fatal;                    /* inserts answer 404, Code: 60 */
@@ -239,7 +239,7 @@ static void handle(void *arg, const struct fake_http_req *rq, struct fake_http_r
 	} else if (starts(sql, "SELECT count() FROM system.mutations")) {
 		put_u64(&rs->body, 0);
 	} else if (starts(sql, "SELECT toUInt8(1) FROM `db`.`public_items` WHERE `_csn` > '")) {
-		if (ch->later_value)
+		if (ch->later_write)
 			sl_buf_putc(&rs->body, 1);
 	} else if (starts(sql, "SELECT max(`_version`) FROM")) {
 		put_u64(&rs->body, ch->floor);
@@ -1155,27 +1155,32 @@ static void test_schema_changes(void **state)
 	sl_table_free(t3);
 }
 
-/* Merge mode: a version without a column that a row of a later change
- * holds (an older version: a replay of earlier positions) keeps the column,
- * and its insert names its columns; the newer version again needs no
- * ALTER. */
+/* Merge mode: a version without two columns that a row of a later change
+ * wrote (an older version: a replay of earlier positions) keeps them, and
+ * its insert names its columns; the newer version again needs no ALTER.
+ * A later change wrote a column when its row holds a value there, or NULL
+ * under a DEFAULT: the scan asks ClickHouse for both. */
 static void test_older_version_keeps_column(void **state)
 {
 	struct fx *f = *state;
 	struct sl_table *t2 = items_table(5), *t3 = items_table(3);
 	struct sl_change c;
 	struct sl_value v3[3] = { tl_int(3), tl_str("z"), tl_null() };
-	const char *tr;
+	const char *tr, *scan;
 
 	added_column_batch(f, t2, NULL, "ch_add_column.http");
 	fake_http_clear(f->ch.srv);
-	f->ch.later_value = true;
+	f->ch.later_write = true;
 	tl_change(&c, t3, SL_OP_INSERT, v3, 0x300, 1, 1);
 	write_ok(f, &c);
 	mark(f, 0x310);
 	flush_ok(f, 0x310);
 	tr = fake_http_transcript(f->ch.srv);
-	assert_non_null(strstr(tr, "SELECT toUInt8(1) FROM `db`.`public_items` WHERE `_csn` > "));
+	scan = strstr(tr, "SELECT toUInt8(1) FROM `db`.`public_items` WHERE `_csn` > '0000000000000300-0000000001' "
+		       "AND (`amount` IS NOT NULL OR (SELECT count() FROM system.columns WHERE database = 'db' AND "
+		       "table = 'public_items' AND name = 'amount' AND default_expression != '') > 0) LIMIT 1 ");
+	assert_non_null(scan);
+	assert_non_null(strstr(scan, "AND (`extra` IS NOT NULL OR (SELECT count() FROM system.columns WHERE "));
 	assert_null(strstr(tr, "DROP COLUMN"));
 	assert_false(f->ch.dropped);
 	assert_non_null(strstr(f->ch.last_insert_query.data, "INSERT INTO `db`.`public_items` (`id`, "));
