@@ -48,6 +48,7 @@ struct ice_tab {
 	struct sl_buf avro_schema;
 	char floor[SL_CSN_LEN + 1];       /* committed sluice.last-csn, "" none */
 	char last_csn[SL_CSN_LEN + 1];    /* of the changes written since, "" none */
+	char cleared[SL_CSN_LEN + 1];     /* merge mode: of the last TRUNCATE written, "" none (below_truncate) */
 	struct ice_file *wf;              /* the data file being written */
 	struct ice_col_stats *wstats;     /* of the data file being written (schema.nfields) */
 	struct ice_data_file *files;      /* finished, not committed (paths owned) */
@@ -509,6 +510,36 @@ static int merge_write(struct ice_sink *s, struct ice_tab *t, const struct sl_ch
 	return sl_mbatch_put(&t->batch, c, err, errlen);
 }
 
+/*
+ * Merge mode: true when c sorts below the last TRUNCATE written to t (a
+ * marker, or a TRUNCATE statement), or is that marker again.  A reader
+ * that applies records in CSN order drops it (doc/output.md, "Where a
+ * marker sorts"), but a merge table applies them in the order they come:
+ * written after the TRUNCATE, it would stay.  The stream reads such
+ * changes after a marker that stands above the run's start while it
+ * replays the log from a checkpoint behind it: a backfill while streaming
+ * queued behind another table's holds none of its table's changes until
+ * its first chunk opens (issue 17, property seed 4203: the rows of a
+ * partition detached since stayed in its root's table).
+ */
+static bool below_truncate(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c)
+{
+	int cmp = t->cleared[0] ? strcmp(c->csn, t->cleared) : 1;
+
+	if (!s->merge)
+		return false;
+	/* (the same marker again clears nothing more: the records written
+	 * since are above it) */
+	if (cmp < 0 || (cmp == 0 && c->op == SL_OP_TRUNCATE)) {
+		sl_debug("iceberg table \"%s\": the %s at CSN %s is below the TRUNCATE at CSN %s: skipped", t->dir,
+			 sl_op_name(c->op), c->csn, t->cleared);
+		return true;
+	}
+	if (c->op == SL_OP_TRUNCATE)
+		memcpy(t->cleared, c->csn, sizeof t->cleared);
+	return false;
+}
+
 static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
 {
 	struct ice_sink *s = ctx;
@@ -519,6 +550,8 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		return -1;
 	/* a change from the log that a committed snapshot holds already */
 	if (c->seq > 0 && t->floor[0] && strcmp(c->csn, t->floor) <= 0)
+		return 0;
+	if (below_truncate(s, t, c))
 		return 0;
 	if (c->table->src)
 		s->src = c->table->src;
