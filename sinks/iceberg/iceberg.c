@@ -1175,10 +1175,13 @@ static int ice_discard_backfill(void *ctx, const struct sl_table *t, const char 
 	(void)err;
 	(void)errlen;
 	/* Committed snapshots stay: rows delivered again carry the same _uuid
-	 * (append), or replace them through their key's equality delete (merge). */
+	 * (append).  In merge mode the redo's marker, which the agent writes
+	 * after this call (a redo is always behind one), commits a snapshot
+	 * that drops every earlier file: the committed rows of a key that the
+	 * redo does not write again (deleted since) go with it. */
 	if (s->merge)
 		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
-			"were committed stay until the redo writes each key again", t->ns, t->name, csn_first,
+			"were committed stay until the redo's marker clears them", t->ns, t->name, csn_first,
 			csn_last);
 	else
 		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
