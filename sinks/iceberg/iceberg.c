@@ -49,6 +49,7 @@ struct ice_tab {
 	char floor[SL_CSN_LEN + 1];       /* committed sluice.last-csn, "" none */
 	char last_csn[SL_CSN_LEN + 1];    /* of the changes written since, "" none */
 	char cleared[SL_CSN_LEN + 1];     /* merge mode: of the last TRUNCATE written, "" none (below_truncate) */
+	uint64_t below;                   /* records skipped below it */
 	struct ice_file *wf;              /* the data file being written */
 	struct ice_col_stats *wstats;     /* of the data file being written (schema.nfields) */
 	struct ice_data_file *files;      /* finished, not committed (paths owned) */
@@ -524,15 +525,18 @@ static int merge_write(struct ice_sink *s, struct ice_tab *t, const struct sl_ch
  */
 static bool below_truncate(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c)
 {
-	int cmp = t->cleared[0] ? strcmp(c->csn, t->cleared) : 1;
+	int cmp;
 
 	if (!s->merge)
 		return false;
+	cmp = t->cleared[0] ? strcmp(c->csn, t->cleared) : 1;
 	/* (the same marker again clears nothing more: the records written
 	 * since are above it) */
 	if (cmp < 0 || (cmp == 0 && c->op == SL_OP_TRUNCATE)) {
-		sl_debug("iceberg table \"%s\": the %s at CSN %s is below the TRUNCATE at CSN %s: skipped", t->dir,
-			 sl_op_name(c->op), c->csn, t->cleared);
+		if (t->below++ == 0)
+			sl_info("iceberg table \"%s\": skipping the changes below its last TRUNCATE, at CSN %s, which "
+				"the stream read after it (the first: the %s at CSN %s)", t->dir, t->cleared,
+				sl_op_name(c->op), c->csn);
 		return true;
 	}
 	if (c->op == SL_OP_TRUNCATE)

@@ -2095,6 +2095,7 @@ class IcebergMarkerTest(LocalTables, PgTestCase):
         self.assertIn("the partitions of public.mkpart changed", r.stderr)
         self.assertLess(r.stderr.index("backfilled public.mkaa while streaming"),
                         r.stderr.index("backfilled public.mkpart while streaming"), r.stderr)
+        self.assertIn("mkpart\": skipping the changes below its last TRUNCATE", r.stderr)
         self.assert_parted(s, "mkpart")
         pg.execute("UPDATE mkpart SET v = -v WHERE id % 4 = 0")
         self.catch_up(s)
