@@ -48,6 +48,8 @@ struct ice_tab {
 	struct sl_buf avro_schema;
 	char floor[SL_CSN_LEN + 1];       /* committed sluice.last-csn, "" none */
 	char last_csn[SL_CSN_LEN + 1];    /* of the changes written since, "" none */
+	char cleared[SL_CSN_LEN + 1];     /* merge mode: of the last TRUNCATE written, "" none (below_truncate) */
+	uint64_t below;                   /* records skipped below it */
 	struct ice_file *wf;              /* the data file being written */
 	struct ice_col_stats *wstats;     /* of the data file being written (schema.nfields) */
 	struct ice_data_file *files;      /* finished, not committed (paths owned) */
@@ -507,6 +509,39 @@ static int merge_write(struct ice_sink *s, struct ice_tab *t, const struct sl_ch
 	return sl_mbatch_put(&t->batch, c, err, errlen);
 }
 
+/*
+ * Merge mode: true when c sorts below the last TRUNCATE written to t (a
+ * marker, or a TRUNCATE statement), or is that marker again.  A reader
+ * that applies records in CSN order drops it (doc/output.md, "Where a
+ * marker sorts"), but a merge table applies them in the order they come:
+ * written after the TRUNCATE, it would stay.  The stream reads such
+ * changes after a marker that stands above the run's start while it
+ * replays the log from a checkpoint behind it: a backfill while streaming
+ * queued behind another table's holds none of its table's changes until
+ * its first chunk opens (issue 17, property seed 4203: the rows of a
+ * partition detached since stayed in its root's table).
+ */
+static bool below_truncate(struct ice_sink *s, struct ice_tab *t, const struct sl_change *c)
+{
+	int cmp;
+
+	if (!s->merge)
+		return false;
+	cmp = t->cleared[0] ? strcmp(c->csn, t->cleared) : 1;
+	/* (the same marker again clears nothing more: the records written
+	 * since are above it) */
+	if (cmp < 0 || (cmp == 0 && c->op == SL_OP_TRUNCATE)) {
+		if (t->below++ == 0)
+			sl_info("iceberg table \"%s\": skipping the changes below its last TRUNCATE, at CSN %s, which "
+				"the stream read after it (the first: the %s at CSN %s)", t->dir, t->cleared,
+				sl_op_name(c->op), c->csn);
+		return true;
+	}
+	if (c->op == SL_OP_TRUNCATE)
+		memcpy(t->cleared, c->csn, sizeof t->cleared);
+	return false;
+}
+
 static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t errlen)
 {
 	struct ice_sink *s = ctx;
@@ -517,6 +552,8 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 		return -1;
 	/* a change from the log that a committed snapshot holds already */
 	if (c->seq > 0 && t->floor[0] && strcmp(c->csn, t->floor) <= 0)
+		return 0;
+	if (below_truncate(s, t, c))
 		return 0;
 	if (c->table->src)
 		s->src = c->table->src;
@@ -1141,10 +1178,13 @@ static int ice_discard_backfill(void *ctx, const struct sl_table *t, const char 
 	(void)err;
 	(void)errlen;
 	/* Committed snapshots stay: rows delivered again carry the same _uuid
-	 * (append), or replace them through their key's equality delete (merge). */
+	 * (append).  In merge mode the redo's marker, which the agent writes
+	 * after this call (a redo is always behind one), commits a snapshot
+	 * that drops every earlier file: the committed rows of a key that the
+	 * redo does not write again (deleted since) go with it. */
 	if (s->merge)
 		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "
-			"were committed stay until the redo writes each key again", t->ns, t->name, csn_first,
+			"were committed stay until the redo's marker clears them", t->ns, t->name, csn_first,
 			csn_last);
 	else
 		sl_info("iceberg: table \"%s\".\"%s\": the rows of the interrupted backfill (CSN %s to %s) that "

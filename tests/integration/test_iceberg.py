@@ -45,6 +45,14 @@ python3-avro for the manifest lists and manifests:
   same field ids; old and new files read exactly, also after a compaction
   and through merge mode's lookup of unchanged values; any other change of
   type stops the stream with exit 3.
+- merge mode, records below a marker (IcebergMarkerTest): a partition
+  detached while sluice is stopped, its rows updated through the root
+  before, and the root backfilled again behind another table's backfill
+  while the stream replays that update: the root's table holds no row of
+  the detached partition; an initial backfill whose commit outran its
+  checkpoint (kill -9), done again, resumed after a durable chunk, or
+  started over for a partition detached since, with rows deleted
+  meanwhile: the table holds none of the rows gone from the source.
 
 Skips, saying why, when node or chdb (tests/integration/ch26/node_modules)
 is missing.
@@ -2026,6 +2034,134 @@ class IcebergReplayTest(LocalTables, PgTestCase):
 
     def test_backfill_resumed_merge(self):
         self.backfill_resumed("merge")
+
+
+class IcebergMarkerTest(LocalTables, PgTestCase):
+    """Merge mode applies records in the order they come, while a reader of
+    the other destinations applies them in CSN order (doc/output.md, "Where
+    a marker sorts").  A marker stands above everything the run may still
+    read of the table: changes the stream reads after it, below it, are
+    cleared by it, and the merge table must not take them; nor must it keep
+    the rows of an interrupted backfill that are gone from the source when
+    the backfill is done again (doc/iceberg.md, "Merge mode")."""
+
+    @classmethod
+    def setUpClass(cls):
+        harness.skip_unless(chdb_reason())
+        super().setUpClass()
+
+    def parted(self, t, rows, partitions):
+        """Partitioned table t (id, part, v) with partitions t_0 ... of
+        rows rows each, v = id."""
+        pg = self.pg
+        pg.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+        pg.execute(f"CREATE TABLE {t} (id int, part int, v int NOT NULL, PRIMARY KEY (id, part)) "
+                   f"PARTITION BY LIST (part)")
+        for k in range(partitions):
+            pg.execute(f"CREATE TABLE {t}_{k} PARTITION OF {t} FOR VALUES IN ({k})")
+            pg.execute(f"INSERT INTO {t} SELECT g, {k}, g FROM generate_series(1, {rows}) g")
+        pg.execute(f"ANALYZE {t}")
+
+    def assert_parted(self, s, t):
+        """The merge table of t equals the source, row by row."""
+        got = ch_query(f"SELECT id, part, v FROM {self.table_fn(s, 'public_' + t)}")
+        self.assertEqual(len(got), len({(r["id"], r["part"]) for r in got}), "a key has two rows")
+        self.assertEqual({(r["id"], r["part"]): r["v"] for r in got},
+                         {(r[0], r[1]): r[2] for r in self.pg.sql(f"SELECT id, part, v FROM {t}")})
+
+    def test_detached_behind_another_backfill(self):
+        """A partition detached while sluice is stopped, after an update of
+        its rows through the root: the next run backfills the root again
+        behind a marker above the run's start, but its chunks wait for the
+        backfill queued before it (another table's), while the stream
+        replays the update from the checkpoint.  The update's rows, read
+        after the marker and below it, are of a partition no longer the
+        root's: the merge table must not keep them (property seed 4203,
+        pg/merge/iceberg_s3: 'wm4203.wp extra in output (not in source):
+        (12, 1)', the rows its attach's update touched)."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS mkaa")
+        pg.execute("CREATE TABLE mkaa (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO mkaa SELECT g, 'a' || g FROM generate_series(1, 50) g")
+        self.parted("mkpart", 20, 2)
+        s = self.isluice("mkd", "public.mkaa, public.mkpart", write_mode="merge")
+        self.catch_up(s)
+        self.assert_parted(s, "mkpart")
+        pg.execute("UPDATE mkpart SET v = v + 1000 WHERE id % 3 = 0")
+        pg.execute("ALTER TABLE mkpart DETACH PARTITION mkpart_1")
+        r = s.run("backfill", "--stream", s.stream, "--table", "public.mkaa")
+        self.assertEqual(r.rc, 0, r.describe())
+        r = self.catch_up(s)
+        self.assertIn("the partitions of public.mkpart changed", r.stderr)
+        self.assertLess(r.stderr.index("backfilled public.mkaa while streaming"),
+                        r.stderr.index("backfilled public.mkpart while streaming"), r.stderr)
+        self.assertIn("mkpart\": skipping the changes below its last TRUNCATE", r.stderr)
+        self.assert_parted(s, "mkpart")
+        pg.execute("UPDATE mkpart SET v = -v WHERE id % 4 = 0")
+        self.catch_up(s)
+        self.assert_parted(s, "mkpart")
+
+    def interrupted(self, stream, tables, commits, **kw):
+        """A merge stream of tables whose initial backfill is killed (kill
+        -9) right after its commits-th commit, before its checkpoint."""
+        s = self.isluice(stream, tables, write_mode="merge", **kw)
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": str(commits)})
+        self.assertEqual(r.rc, -9, r.describe())
+        return s
+
+    def assert_rows(self, s, t):
+        """The merge table of t (id int PRIMARY KEY, v text) equals the source."""
+        got = ch_query(f"SELECT id, v FROM {self.table_fn(s, 'public_' + t)}")
+        self.assertEqual(len(got), len({r["id"] for r in got}), "a key has two rows")
+        self.assertEqual({r["id"]: r["v"] for r in got}, dict(self.pg.sql(f"SELECT id, v FROM {t}")))
+
+    def test_redone_without_rows_deleted(self):
+        """The initial backfill's rows committed, its checkpoint not: the
+        next run does it again in a new snapshot, from which rows were
+        deleted (and others updated, inserted) meanwhile.  The committed
+        rows of the deleted keys must go, though the redo writes no row of
+        them."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS mkr")
+        pg.execute("CREATE TABLE mkr (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO mkr SELECT g, 'a' || g FROM generate_series(1, 40) g")
+        s = self.interrupted("mkr", "public.mkr", 1)
+        pg.execute("DELETE FROM mkr WHERE id % 4 = 1")
+        pg.execute("UPDATE mkr SET v = 'b' || id WHERE id % 4 = 2")
+        pg.execute("INSERT INTO mkr VALUES (41, 'new')")
+        r = self.catch_up(s)
+        self.assertIn("redoing the interrupted backfill of public.mkr", r.stderr)
+        self.assert_rows(s, "mkr")
+
+    def test_resumed_without_rows_deleted(self):
+        """The initial backfill in chunks killed after its first chunk was
+        checkpointed and its second committed; rows of both chunks deleted
+        before the next run, which resumes after the first chunk in a new
+        snapshot (the second chunk's committed rows are read again) and
+        streams the deletes from the slot's position."""
+        pg = self.pg
+        pg.execute("DROP TABLE IF EXISTS mks")
+        pg.execute("CREATE TABLE mks (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO mks SELECT g, 'a' || g FROM generate_series(1, 12000) g")
+        pg.execute("ANALYZE mks")   # 10,000 rows or more: read in chunks
+        s = self.interrupted("mks", "public.mks", 2, max_file_bytes=65536,
+                             extra={"source": {"backfill_chunk_rows": 5000}})
+        pg.execute("DELETE FROM mks WHERE id % 1000 = 7 OR id BETWEEN 4990 AND 5010")
+        r = self.catch_up(s)
+        self.assertIn("resuming after its last durable chunk", r.stderr)
+        self.assert_rows(s, "mks")
+
+    def test_detached_after_an_interrupted_backfill(self):
+        """The root's initial backfill committed, its checkpoint not; a
+        partition detached before the next run, which must not keep its
+        rows: the root is backfilled again from the start, behind a
+        marker."""
+        self.parted("mkq", 20, 2)
+        s = self.interrupted("mkq", "public.mkq", 1)
+        self.pg.execute("ALTER TABLE mkq DETACH PARTITION mkq_1")
+        r = self.catch_up(s)
+        self.assertIn("the partitions of public.mkq changed", r.stderr)
+        self.assert_parted(s, "mkq")
 
 
 if __name__ == "__main__":
