@@ -24,6 +24,10 @@ tests/integration/test_pg_rebackfill.py: the chunked backfill.
   (logged), with a change after the DDL (the stream reads its description,
   and the rename backfills the table again) and without (the stream
   restarts); the output equals the table (issue 17);
+- a backfill while streaming killed once a chunk is durable, then a
+  column renamed with no agent running: the next run starts the backfill
+  over behind a new marker (it resumed after the durable chunks, whose
+  rows held the old name: issue 17);
 - a re-backfill killed with no chunk durable, then the table truncated
   with no agent running: the next run skips the TRUNCATE before its first
   chunk's low watermark, and the chunk's rows stay (issue 17, seed 329).
@@ -355,6 +359,43 @@ class RebackfillTest(BackfillUnderLoad, PgTestCase):
     def test_ddl_while_a_backfill_runs_no_change_after(self):
         err, recs = self.ddl_while_backfilling("dwn", False)
         self.assertIn("the backfill of public.dwn met a DDL that no change of the table followed", err)
+
+    def test_rename_while_a_backfill_is_stopped(self):
+        """A backfill while streaming killed once a chunk is durable (a slow
+        agent: each chunk's rows close a file, whose flush waits a second),
+        then a column renamed with no agent running: the next run backfills
+        the table again from the start, behind a marker of its own.  It
+        resumed after the durable chunks, with the new columns: the rows of
+        those chunks held the column under its old name, and read NULL
+        under the new one (issue 17).  The output equals the table."""
+        pg = self.pg
+        self.make_table("rks", 3000)
+        self.chunk_rows = 100
+        s = self.agent("rks", "public.rks")
+        self.catch_up(s)
+        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
+        try:
+            r = s.run("backfill", "--stream", "rks", "--table", "public.rks", timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+            wait_until(lambda: backfill_running(s, "public.rks", "watermark", 1) or not p.alive(), 120,
+                       "a durable chunk")
+        finally:
+            p.kill9()
+            p.wait_result(30)
+        e = checkpoint_table(s, "public.rks")
+        self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
+        self.assertLess(e["rows"], 3000, e)
+        pg.wait_slot_inactive(s.slot)
+        pg.execute("ALTER TABLE rks RENAME COLUMN v TO w")
+        r = self.catch_up(s)
+        self.assertIn('table "public"."rks": column "v" was renamed to "w": the existing rows hold its values under '
+                      'the new name without a change: it is backfilled again, behind a marker', r.stderr)
+        self.assertIn("the backfill of public.rks starts over: the chunks read so far hold its rows as they were",
+                      r.stderr)
+        self.assertIn("backfilled public.rks while streaming: 3000 rows in 30 chunks", r.stderr)
+        recs = records_for(self.read(s), "public", "rks")
+        self.assertEqual(len(truncate_markers(recs)), 2, "the request's marker and the rename's")
+        self.assertTableMatches(recs, "public", "rks", ["id"])
 
     def test_truncate_skipped_before_the_first_watermark(self):
         """A re-backfill that no chunk of is durable (every chunk is read
