@@ -234,7 +234,9 @@ static int note_rules(struct stream *s)
  *   sl_source_hooks.covered), or whose existing rows changed without
  *   changes (the source's columns_changed: a column added with a default, a
  *   table rewrite, a column dropped and added again) is backfilled again,
- *   its rows preceded by a marker that clears what the output held;
+ *   its rows preceded by a marker that clears what the output held (a
+ *   backfill running then starts over: its durable chunks hold the rows
+ *   as they were, which resuming after them would keep);
  * - an entry written before identities were recorded takes the table's;
  * - an entry whose table the source no longer lists, though the stream still
  *   selects its name, was dropped or renamed: its index goes into drops[],
@@ -347,8 +349,13 @@ static int register_tables(struct stream *s, int **drops, int *ndrops)
 				"change cannot be read with today's columns, so it is backfilled again", s->sc->name,
 				e->name);
 			e->state = SL_BF_PENDING;
-		} else if (e->id && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED) && rows_changed(s, e, t)) {
+		} else if (e->id && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED || e->state == SL_BF_RUNNING) &&
+			   rows_changed(s, e, t)) {
+			if (e->state == SL_BF_RUNNING)
+				sl_info("stream \"%s\": the backfill of %s starts over: the chunks read so far hold its rows "
+					"as they were", s->sc->name, e->name);
 			e->state = SL_BF_PENDING;
+			sl_ckpt_set_resume(e, NULL);
 		} else if (e->state == SL_BF_DROPPED) {
 			e->state = SL_BF_PENDING;  /* a table of that name is back */
 		}

@@ -186,6 +186,12 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 		free(n.cols);
 		return 0;
 	}
+	/* A new file node is a rewrite, or a TRUNCATE (or SET TABLESPACE),
+	 * which rewrites no row: the log holds the TRUNCATE, which the stream
+	 * applies.  A rewrite takes every missing value out of the catalog,
+	 * so a column added with a constant default that still has its
+	 * missing value was not rewritten since it was added: only a column
+	 * without one (a volatile default) says the new file node rewrote it. */
 	rewritten = w.filenode_len != n.filenode_len || memcmp(w.filenode, n.filenode, n.filenode_len) != 0;
 	/* A column added with a constant default is the mildest change (its
 	 * missing value says what the existing rows read), and a missing value
@@ -203,7 +209,7 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 		else if (r)
 			snprintf(why, whylen, "column \"%.*s\" was renamed to \"%.*s\": the existing rows hold its "
 				 "values under the new name without a change", (int)r->namelen, r->name, l, c->name);
-		else if (!o && c->has_default && rewritten)
+		else if (!o && c->has_default && !c->missing && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" was added with a volatile default, which rewrote the "
 				 "table", l, c->name);
 		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten)

@@ -15,8 +15,8 @@ import unittest
 import harness  # noqa: E402
 from check_output import object_name
 from oracle import diff_avro, newest_payload_fields, resolve_check, resolved_state, source_tables
-from harness import (PgTestCase, after_request, csn, csn_position, csn_seq, lsn_value, rebuild, records_for,
-                     running_chunks, state_diff, wait_until)
+from harness import (PgTestCase, after_request, backfill_inserts, csn, csn_position, csn_seq, lsn_value, rebuild,
+                     records_for, running_chunks, state_diff, wait_until)
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
 TAGS = {"sanitizers"}
@@ -576,3 +576,78 @@ class QuietDdlTest(PgTestCase):
                           'backfilled again, behind a marker', r.stderr)
             self.assertEqual(sorted(newest_payload_fields(s.out, s.stream, "qv_t")), ["a", "id", "v"], s.stream)
             self.assert_mirror(s, "qv")
+
+    def test_truncate_and_a_constant_default(self):
+        """TRUNCATE and ADD COLUMN c int DEFAULT 7 while the agent is
+        stopped, in either order, with rows inserted after the TRUNCATE
+        (before the column, they read its default).  The TRUNCATE gives the
+        table a new file node, which the stream applies as a TRUNCATE: it
+        is not a rewrite (c keeps its missing value, which a rewrite takes
+        out of the catalog), so the default is carried and nothing is
+        backfilled (the table was backfilled again for nothing: issue 17).
+        A type change and a volatile default after a TRUNCATE rewrite the
+        table: those are backfilled again."""
+        pg = self.pg
+        pg.execute("CREATE SCHEMA qt")
+        ddl = {
+            "tc": ["TRUNCATE qt.tc", "INSERT INTO qt.tc SELECT g, g FROM generate_series(100, 110) g",
+                   "ALTER TABLE qt.tc ADD COLUMN c int DEFAULT 7"],
+            "ct": ["ALTER TABLE qt.ct ADD COLUMN c int DEFAULT 7", "TRUNCATE qt.ct",
+                   "INSERT INTO qt.ct (id, a) SELECT g, g FROM generate_series(100, 110) g"],
+            "ty": ["TRUNCATE qt.ty", "INSERT INTO qt.ty SELECT g, g FROM generate_series(100, 110) g",
+                   "ALTER TABLE qt.ty ALTER COLUMN a TYPE text USING 'v' || a"],
+            "tv": ["TRUNCATE qt.tv", "INSERT INTO qt.tv SELECT g, g FROM generate_series(100, 110) g",
+                   "ALTER TABLE qt.tv ADD COLUMN v int DEFAULT (random() * 1000)::int"],
+        }
+        why = {"tc": 'column "c" was added with a default, which the existing rows have without a change',
+               "ty": 'column "a" changed its type, which rewrote the table',
+               "tv": 'column "v" was added with a volatile default, which rewrote the table'}
+        why["ct"] = why["tc"]
+        for t in ddl:
+            pg.execute(f"CREATE TABLE qt.{t} (id int PRIMARY KEY, a int)")
+            pg.execute(f"INSERT INTO qt.{t} SELECT g, g FROM generate_series(1, 30) g")
+        streams = self.streams("qt")
+        for s in streams:
+            self.catch_up(s)
+        for statements in ddl.values():
+            for st in statements:
+                pg.execute(st)
+        for s in streams:
+            r = self.catch_up(s)
+            # the files of a table backfilled after a type change need not
+            # resolve to its newest schema: its marker clears them
+            self.assertEqual(diff_avro("pg", pg, "qt", s.out, s.stream, s.write_mode), [], s.stream)
+            for t in ("tc", "ct"):
+                self.assertGreater(resolve_check(s.out, s.stream, f"qt_{t}"), 0, s.stream)
+                self.assertIn(f'table "qt"."{t}": {why[t]}: the destination carries it as the column\'s default, '
+                              'so nothing is backfilled', r.stderr, s.stream)
+                self.assertNotIn(f'"qt"."{t}": {why[t]}: it is backfilled again', r.stderr, s.stream)
+                self.assertNotIn(f"backfilling qt.{t}", r.stderr, s.stream)
+            for t in ("ty", "tv"):
+                self.assertIn(f'table "qt"."{t}": {why[t]}: it is backfilled again, behind a marker', r.stderr,
+                              s.stream)
+        recs = self.read(streams[0])
+        for t in ddl:
+            # the rows of the first backfill, and of a backfill again those
+            # the table has now
+            again = pg.one(f"SELECT count(*) FROM qt.{t}") if t in ("ty", "tv") else 0
+            self.assertEqual(len(backfill_inserts(records_for(recs, "qt", t))), 30 + again, f"qt.{t}")
+        # while streaming: the stream reads the catalog at the TRUNCATE's
+        # Relation message, after the transaction, which added a column too
+        s = streams[0]
+        p = s.start("run")
+        try:
+            wait_until(lambda: "streaming from slot" in p.stderr_text() or not p.alive(), 60, "streaming")
+            Tx(pg, "TRUNCATE qt.tc", "INSERT INTO qt.tc (id, a) VALUES (200, 200)",
+               "ALTER TABLE qt.tc ADD COLUMN d int DEFAULT 8", "INSERT INTO qt.tc (id, a) VALUES (201, 201)")
+            wait_until(lambda: '"qt"."tc": column "d"' in p.stderr_text() or not p.alive(), 60, "the DDL noticed")
+        finally:
+            p.signal(signal.SIGTERM)
+            p.wait_result(60)
+        self.assertIn('table "qt"."tc": column "d" was added with a default, which the existing rows have without a '
+                      'change: the destination carries it as the column\'s default, so nothing is backfilled',
+                      p.stderr_text())
+        r = self.catch_up(s)   # the rest of the transaction, if the agent stopped before it
+        for err in (p.stderr_text(), r.stderr):
+            self.assertNotIn("backfilling qt.tc", err)
+        self.assertEqual(diff_avro("pg", pg, "qt", s.out, s.stream, s.write_mode), [])

@@ -18,6 +18,16 @@ tests/integration/test_pg_rebackfill.py: the chunked backfill.
 - a re-backfill whose chunks meet a column renamed and one dropped after
   the stream's position (issue 17) waits for the stream to reach them,
   and the output equals the table;
+- a column renamed and one dropped while the agent streams, committed
+  while a chunk of a backfill waits for the table's lock: the chunk meets
+  columns the stream has not read yet, and waits for it to reach the DDL
+  (logged), with a change after the DDL (the stream reads its description,
+  and the rename backfills the table again) and without (the stream
+  restarts); the output equals the table (issue 17);
+- a backfill while streaming killed once a chunk is durable, then a
+  column renamed with no agent running: the next run starts the backfill
+  over behind a new marker (it resumed after the durable chunks, whose
+  rows held the old name: issue 17);
 - a re-backfill killed with no chunk durable, then the table truncated
   with no agent running: the next run skips the TRUNCATE before its first
   chunk's low watermark, and the chunk's rows stay (issue 17, seed 329).
@@ -32,7 +42,23 @@ import re
 import unittest
 
 from harness import (BackfillUnderLoad, PgTestCase, assert_marker_between, backfill_inserts, backfill_requests_left,
-                     backfill_running, checkpoint, checkpoint_table, csn, records_for, truncate_markers, wait_until)
+                     backfill_running, checkpoint, checkpoint_table, csn, pick_seed, records_for, truncate_markers,
+                     wait_until)
+from workload import CounterWorkload, Runner
+
+
+class CounterOnly(CounterWorkload):
+    """CounterWorkload's inserts and updates (no delete, no key change),
+    naming only id and counter, which a rename or a drop of the table's
+    other columns leaves."""
+
+    def __init__(self, ns, table, ids):
+        super().__init__(pick_seed(), "pg", ns, [table], ids, mix=(0.3, 0.7, 0, 0))
+
+    def counter_op(self, t):
+        op = super().counter_op(t)
+        (op[2] if op[0] == "insert" else op[3]).pop("v")
+        return op
 
 
 class RebackfillTest(BackfillUnderLoad, PgTestCase):
@@ -212,6 +238,129 @@ class RebackfillTest(BackfillUnderLoad, PgTestCase):
     def test_columns_renamed_and_dropped_during_rebackfill_no_change_after(self):
         r = self.ddl_during_rebackfill("ddl_b", False)
         self.assertIn('table "public"."ddl_b": its columns at the run\'s start go to the destination', r.stderr)
+
+    def chunk_waits_for_lock(self, name):
+        """A chunk of a backfill while streaming has waited less than 300 ms
+        for the lock on table name (its lock_timeout is a second, then it
+        is tried again: the stream reads on meanwhile)."""
+        return self.pg.one("SELECT count(*) FROM pg_locks WHERE relation = %s::regclass AND mode = 'AccessShareLock' "
+                           "AND NOT granted AND clock_timestamp() - waitstart < interval '300 ms'", (name,)) > 0
+
+    def ddl_while_backfilling(self, name, change_after):
+        """While the agent streams, under inserts and updates of table name,
+        a column renamed and one dropped in a transaction that holds the
+        table, then `sluice backfill --table` of it: the transaction
+        commits while the backfill's first chunk waits for the table's
+        lock, with change_after an update and an insert of the table in it
+        (else no change of the table until the agent has restarted the
+        stream).  That chunk's snapshot sees the DDL, and its query names
+        the columns the stream has read so far, which it cannot be past (the
+        chunk runs on the stream's thread): it waits for the stream to
+        reach the DDL (no test drove it since a backfill queued at a run's
+        start keeps the catalog's columns: issue 17).  Returns the agent's
+        log and the table's records."""
+        pg = self.pg
+        table = f"public.{name}"
+        self.make_table(name, 3000)
+        self.chunk_rows = 100
+        s = self.agent(name, table)
+        p = self.start_streaming(s)
+        w = Runner(pg, CounterOnly("public", name, range(1, 3001)))
+        w.start()
+        ddl = pg.connect(autocommit=False)
+        try:
+            wait_until(lambda: w.tx > 20, 60, "the writes to run")
+            if not change_after:
+                w.finish()   # a write the DDL holds up would follow it
+            with ddl.cursor() as cur:
+                cur.execute(f"ALTER TABLE {name} RENAME COLUMN v TO w")
+                cur.execute(f"ALTER TABLE {name} DROP COLUMN pad")
+                r = s.run("backfill", "--stream", name, "--table", table, timeout=60)
+                self.assertEqual(r.rc, 0, r.describe())
+                wait_until(lambda: self.chunk_waits_for_lock(name) or not p.alive(), 60, "a chunk to wait for the lock")
+                self.assertIn(f"backfilling {table} while streaming", p.stderr_text())
+                if change_after:
+                    cur.execute(f"UPDATE {name} SET counter = counter + 1, w = 'after' WHERE id = 2")
+                    cur.execute(f"INSERT INTO {name} (id, w, counter) VALUES (0, 'after', 0)")
+            ddl.commit()
+            wait_until(lambda: f"the backfill of {table} waits for the stream to reach a DDL" in p.stderr_text()
+                       or not p.alive(), 60, "the chunk to wait for the DDL")
+            if change_after:
+                # the stream reads the DDL's description before the chunk's
+                # probe; the rename backfills the table again once the
+                # backfill the DDL met is done
+                wait_until(lambda: p.stderr_text().count(f"backfilled {table} while streaming") == 2
+                           or not p.alive(), 120, "the backfill, and the rename's")
+            else:
+                # the stream reads the probe with no description of the
+                # table since: it restarts, and takes the table as it is
+                wait_until(lambda: "restarting the stream" in p.stderr_text() or not p.alive(), 60, "a restart")
+                w = Runner(pg, w.workload)
+                w.start()
+                wait_until(lambda: f"backfilled {table} while streaming" in p.stderr_text() or not p.alive(), 120,
+                           "the backfill after the restart")
+            n = w.tx
+            wait_until(lambda: w.tx > n + 20, 60, "the writes to run after the backfill")
+        finally:
+            ddl.close()
+            w.finish()
+        self.stop(p)
+        err = p.stderr_text()
+        self.assertRegex(err, f'the backfill of {table} waits for the stream to reach a DDL of the table: .*'
+                         'column "(v|pad)" does not exist')
+        self.assertEqual(backfill_requests_left(s), [])
+        self.catch_up(s)
+        recs = records_for(self.read(s), "public", name)
+        self.assertTableMatches(recs, "public", name, ["id"])
+        return err, recs
+
+    def test_ddl_while_a_backfill_runs(self):
+        err, recs = self.ddl_while_backfilling("dwr", True)
+        self.assertNotIn("restarting the stream", err)
+        self.assertIn('table "public"."dwr": column "v" was renamed to "w": the existing rows hold its values under '
+                      'the new name without a change: it is backfilled again, behind a marker', err)
+        self.assertEqual(len(truncate_markers(recs)), 2, "the request's marker and the rename's")
+
+    def test_ddl_while_a_backfill_runs_no_change_after(self):
+        err, recs = self.ddl_while_backfilling("dwn", False)
+        self.assertIn("the backfill of public.dwn met a DDL that no change of the table followed", err)
+
+    def test_rename_while_a_backfill_is_stopped(self):
+        """A backfill while streaming killed once a chunk is durable (a slow
+        agent: each chunk's rows close a file, whose flush waits a second),
+        then a column renamed with no agent running: the next run backfills
+        the table again from the start, behind a marker of its own.  It
+        resumed after the durable chunks, with the new columns: the rows of
+        those chunks held the column under its old name, and read NULL
+        under the new one (issue 17).  The output equals the table."""
+        pg = self.pg
+        self.make_table("rks", 3000)
+        self.chunk_rows = 100
+        s = self.agent("rks", "public.rks")
+        self.catch_up(s)
+        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
+        try:
+            r = s.run("backfill", "--stream", "rks", "--table", "public.rks", timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+            wait_until(lambda: backfill_running(s, "public.rks", "watermark", 1) or not p.alive(), 120,
+                       "a durable chunk")
+        finally:
+            p.kill9()
+            p.wait_result(30)
+        e = checkpoint_table(s, "public.rks")
+        self.assertEqual((e["backfill"], e["method"]), ("running", "watermark"), e)
+        self.assertLess(e["rows"], 3000, e)
+        pg.wait_slot_inactive(s.slot)
+        pg.execute("ALTER TABLE rks RENAME COLUMN v TO w")
+        r = self.catch_up(s)
+        self.assertIn('table "public"."rks": column "v" was renamed to "w": the existing rows hold its values under '
+                      'the new name without a change: it is backfilled again, behind a marker', r.stderr)
+        self.assertIn("the backfill of public.rks starts over: the chunks read so far hold its rows as they were",
+                      r.stderr)
+        self.assertIn("backfilled public.rks while streaming: 3000 rows in 30 chunks", r.stderr)
+        recs = records_for(self.read(s), "public", "rks")
+        self.assertEqual(len(truncate_markers(recs)), 2, "the request's marker and the rename's")
+        self.assertTableMatches(recs, "public", "rks", ["id"])
 
     def test_truncate_skipped_before_the_first_watermark(self):
         self.truncate_skipped_before_the_first_watermark()

@@ -72,6 +72,14 @@ static void test_constant_default(void **state)
 	/* a column dropped and added again, and a constant default added */
 	expect_changed("16390\n1 23 -1 0 0 2 id\n3 23 -1 1 1 1 n\n4 23 -1 0 0 1 a\n",
 		       "column \"a\" was dropped and added again");
+	/* TRUNCATE (a new file node) and ADD COLUMN n int DEFAULT 7, in either
+	 * order: n kept its missing value, so nothing rewrote the table since
+	 * n was added (issue 17: taken for a volatile default) */
+	expect_kind("16500\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 1 1 1 n\n", SL_COLS_MISSING,
+		    "column \"n\" was added with a default, which the existing rows have");
+	/* and a type change after them, which rewrote the table */
+	expect_changed("16510\n1 23 -1 0 0 2 id\n2 25 -1 0 0 1 a\n3 23 -1 0 1 1 n\n",
+		       "column \"a\" changed its type");
 }
 
 static void test_volatile_default(void **state)
@@ -79,6 +87,10 @@ static void test_volatile_default(void **state)
 	/* ADD COLUMN c timestamptz DEFAULT clock_timestamp(): a rewrite */
 	expect_changed("16401\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 1184 -1 0 1 1 c\n",
 		       "column \"c\" was added with a volatile default, which rewrote the table");
+	/* after a TRUNCATE and a constant default: the volatile one rewrote
+	 * the table, which took the constant's missing value */
+	expect_changed("16401\n1 23 -1 0 0 2 id\n2 23 -1 0 0 1 a\n3 23 -1 0 1 1 n\n4 1184 -1 0 1 1 c\n",
+		       "column \"n\" was added with a volatile default");
 }
 
 static void test_type_rewrite(void **state)
