@@ -1938,6 +1938,38 @@ class MyIcebergTest(LocalTables, MyTestCase):
     def test_widen_append(self):
         self.widened("append")
 
+    def test_truncate_before_redone_backfill_merge(self):
+        """The initial backfill killed right after its commit, before its
+        checkpoint (SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT); then inserts, a
+        TRUNCATE and more inserts.  The next run redoes the backfill in a
+        later snapshot, commits its rows, and streams from the first run's
+        position: the changes before that snapshot, the TRUNCATE with them,
+        are in it and skipped, as their rows are.  Written there, the
+        TRUNCATE would drop every earlier file of the merge table, the
+        snapshot's rows with them, and the rows of the inserts after it
+        (skipped) would be lost: the soak's binary, built without 33b8b01's
+        my_query.c, lost (3, 'k106') so (property seed 4204,
+        mariadb/merge/iceberg_s3)."""
+        my = self.my
+        t, obj = "app.redo_trunc", "app_redo_trunc"
+        my.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v varchar(200), amount decimal(10,2), "
+                   f"counter int NOT NULL DEFAULT 0)")
+        for g in range(1, 11):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'row {g}', {g})")
+        s = self.isluice("redotrunc", t, write_mode="merge")
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        self.assertEqual(self.version(s, obj), 1, "the killed run committed the backfill")
+        for g in range(11, 21):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'row {g}', {g})")
+        my.execute(f"TRUNCATE TABLE {t}")
+        for g in range(21, 31):
+            my.execute(f"INSERT INTO {t} (id, v, amount) VALUES ({g}, 'again {g}', {g})")
+        r = self.catch_up(s)
+        self.assertIn("redoing the interrupted backfill of app.redo_trunc", r.stderr)
+        rows = self.assert_source(s, t, "merge")
+        self.assertEqual(sorted(int(x["id"]) for x in rows), list(range(21, 31)))
+
 
 class IcebergReplayTest(LocalTables, PgTestCase):
     """Older table versions after newer ones (doc/iceberg.md, "Older table
