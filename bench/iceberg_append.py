@@ -19,9 +19,13 @@ both with backfill = none, codec deflate level 1, max_file_bytes 64MB,
 max_file_seconds 60, their start-up, fsyncs and commits counted.  It prints
 min/median/max of wall time, changes/s, CPU-us per change and peak RSS for
 each side, and the throughput ratio iceberg/avro_dir pair by pair (the goal:
-at least 0.9).  It exits non-zero only if something does not work.
+at least 0.9).  It exits non-zero only if something does not work.  --wrap
+runs both sides' sluice under a profiler (e.g. "perf record -g -o FILE", or
+valgrind's callgrind with %p in its output file's name, which then tells the
+sides apart by process id: avro_dir's run is first in each pair).
 
   SLUICE_BIN=/tmp/build/sluice /usr/bin/python3 bench/iceberg_append.py [--changes N] [--batch N] [--pairs N]
+                                                                  [--wrap CMD]
 """
 
 import json
@@ -54,7 +58,8 @@ def records(out):
 
 
 def main():
-    a, rc = fair.pg_bench_args("iceberg_append", __doc__, 1_000_000, ())
+    a, rc = fair.pg_bench_args("iceberg_append", __doc__, 1_000_000,
+                               (("--wrap", {"default": "", "metavar": "CMD", "help": fair.WRAP_HELP}),))
     if a is None:
         return rc
 
@@ -81,6 +86,7 @@ def main():
                     if side == "ice":
                         s.extra.setdefault("destination", {}).update(type="iceberg", path=s.out)
                         s.write_config()
+                    s.binary = fair.wrapped(a.sluice_bin, a.wrap, s.workdir)
                     runs[side].append(s)
             for i in range(a.pairs):   # A B A B ...: avro_dir, then iceberg, over the same WAL
                 for side in ("avro", "ice"):

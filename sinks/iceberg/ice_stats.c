@@ -20,7 +20,7 @@ struct rd {
 	const unsigned char *p, *end;
 };
 
-static int get_long(struct rd *r, int64_t *v)
+static int get_long_loop(struct rd *r, int64_t *v)
 {
 	uint64_t z = 0;
 
@@ -33,6 +33,18 @@ static int get_long(struct rd *r, int64_t *v)
 		}
 	}
 	return -1;
+}
+
+static inline int get_long(struct rd *r, int64_t *v)
+{
+	uint64_t z;
+
+	if (r->p < r->end && !(*r->p & 0x80)) {   /* one byte: a union's branch, most lengths */
+		z = *r->p++;
+		*v = (int64_t)(z >> 1) ^ -(int64_t)(z & 1);
+		return 0;
+	}
+	return get_long_loop(r, v);
 }
 
 static int get_raw(struct rd *r, size_t n, const unsigned char **p)
@@ -94,17 +106,53 @@ static void ieee_bound(struct ice_col_stats *st, double v)
 	st->bounded = true;
 }
 
-/* Compares byte strings: unsigned, a prefix first; sign: big-endian two's
- * complement of one size. */
-static int cmp_bytes(const unsigned char *a, size_t la, const unsigned char *b, size_t lb, bool sign)
-{
-	size_t n = la < lb ? la : lb;
-	int c;
+_Static_assert(ICE_BOUND_MAX == 16, "a bound's bytes are two 64-bit words");
 
-	if (sign && n > 0 && (a[0] ^ 0x80) != (b[0] ^ 0x80))
-		return (a[0] ^ 0x80) < (b[0] ^ 0x80) ? -1 : 1;
-	if (n > 0 && (c = memcmp(a, b, n)) != 0)
-		return c;
+static uint64_t get_be64(const unsigned char *p)
+{
+	return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 | (uint64_t)p[3] << 32 |
+	       (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 | (uint64_t)p[6] << 8 | p[7];
+}
+
+static void put_be64(unsigned char *p, uint64_t w)
+{
+	for (int i = 7; i >= 0; i--, w >>= 8)
+		p[i] = (unsigned char)w;
+}
+
+/* The comparison key of bytes p (m <= ICE_BOUND_MAX; sign: a decimal's
+ * two's complement) into k (see struct ice_col_stats). */
+static void key_of(uint64_t k[2], const unsigned char *p, size_t m, bool sign)
+{
+	unsigned char b[ICE_BOUND_MAX] = { 0 };
+
+	memcpy(b, p, m);
+	if (sign && m > 0)
+		b[0] ^= 0x80;
+	k[0] = get_be64(b);
+	k[1] = get_be64(b + 8);
+}
+
+/* The bytes of key k (m of them) into out. */
+static void bytes_of(unsigned char *out, const uint64_t k[2], size_t m, bool sign)
+{
+	unsigned char b[ICE_BOUND_MAX];
+
+	put_be64(b, k[0]);
+	put_be64(b + 8, k[1]);
+	if (sign)
+		b[0] ^= 0x80;
+	memcpy(out, b, m);
+}
+
+/* Orders keys a (la bytes) and b (lb bytes): zero-padded, equal words mean
+ * equal bytes up to the shorter, so the shorter comes first. */
+static int cmp_key(const uint64_t a[2], size_t la, const uint64_t b[2], size_t lb)
+{
+	if (a[0] != b[0])
+		return a[0] < b[0] ? -1 : 1;
+	if (a[1] != b[1])
+		return a[1] < b[1] ? -1 : 1;
 	return la < lb ? -1 : la > lb;
 }
 
@@ -113,23 +161,27 @@ static int cmp_bytes(const unsigned char *a, size_t la, const unsigned char *b, 
 static void bytes_bound(struct ice_col_stats *st, const unsigned char *p, size_t n, bool utf8, bool sign)
 {
 	size_t m = n < ICE_BOUND_MAX ? n : ICE_BOUND_MAX;
+	uint64_t k[2];
 	bool cut;
 	int c;
 
 	while (utf8 && m > 0 && m < n && (p[m] & 0xc0) == 0x80)
 		m--;
 	cut = m < n;
-	c = st->bounded ? cmp_bytes(p, m, st->hi, st->hilen, sign) : 1;
+	key_of(k, p, m, sign);
+	c = st->bounded ? cmp_key(k, m, st->hi_k, st->hilen) : 1;
 	if (c > 0) {
-		memcpy(st->hi, p, m);
+		st->hi_k[0] = k[0];
+		st->hi_k[1] = k[1];
 		st->hilen = m;
 		st->hi_cut = cut;
 	} else if (c == 0) {
 		st->hi_cut |= cut;
 	}
 	/* above hi (an increasing column: CSNs, most keys): above lo too */
-	if (!st->bounded || (c <= 0 && cmp_bytes(p, m, st->lo, st->lolen, sign) < 0)) {
-		memcpy(st->lo, p, m);
+	if (!st->bounded || (c <= 0 && cmp_key(k, m, st->lo_k, st->lolen) < 0)) {
+		st->lo_k[0] = k[0];
+		st->lo_k[1] = k[1];
 		st->lolen = m;
 	}
 	st->bounded = true;
@@ -277,11 +329,13 @@ static size_t cut_upper(unsigned char *out, const unsigned char *hi, size_t n, b
 static size_t bound_of(unsigned char *out, const struct ice_col_stats *st, const struct ice_field *f, bool upper)
 {
 	int64_t v = upper ? st->hi_i : st->lo_i;
-	const unsigned char *p = upper ? st->hi : st->lo;
+	unsigned char b[ICE_BOUND_MAX];
+	const unsigned char *p = b;
 	size_t n = upper ? st->hilen : st->lolen, w = 8;
 
 	if (!st->bounded)
 		return 0;
+	bytes_of(b, upper ? st->hi_k : st->lo_k, n, f->kind == ICE_DECIMAL);
 	switch (f->kind) {
 	case ICE_BOOLEAN:
 		out[0] = (unsigned char)v;

@@ -24,7 +24,9 @@
  * from a longer value, the prefix with its last character (string: to the
  * next code point) or byte (binary) incremented, dropping those that cannot
  * be (U+10FFFF, 0xff), or no upper bound.
- * Nothing is allocated per value.
+ * Nothing is allocated per value, and a bound is compared as two words:
+ * the statistics are taken for every record a file gets, on the writing
+ * thread.
  */
 #ifndef SLUICE_SINKS_ICEBERG_ICE_STATS_H
 #define SLUICE_SINKS_ICEBERG_ICE_STATS_H
@@ -50,7 +52,11 @@ struct ice_col_stats {
 	bool bounded;                   /* lo and hi hold a non-null value's bounds */
 	bool hi_cut;                    /* hi is a prefix cut from a longer value */
 	int64_t lo_i, hi_i;             /* boolean, int, long, date, time, timestamps */
-	unsigned char lo[ICE_BOUND_MAX], hi[ICE_BOUND_MAX];  /* decimal (its fixed), string, binary */
+	/* decimal (its fixed), string, binary: the bound's bytes (at most
+	 * ICE_BOUND_MAX) as two big-endian words, zero-padded, a decimal's
+	 * sign bit flipped: compared as numbers, then by length, they order
+	 * as the bytes do (unsigned, a prefix first; a decimal's as signed) */
+	uint64_t lo_k[2], hi_k[2];
 	size_t lolen, hilen;
 	int fixed;                      /* decimal: the fixed's size, once known */
 };

@@ -15,7 +15,8 @@
  * (also written by hand from the specification), read back with avro-c;
  * a data file's column statistics in its manifest entry, compared with
  * tests/unit/golden/iceberg_manifest_stats.json (written by hand), and a
- * float's and a double's (NaN counts, bounds), encoded by hand; the
+ * float's and a double's (NaN counts, bounds), encoded by hand, and the
+ * order of the bounds over many records; the
  * readers of manifests and manifest lists against the writers, a
  * schema read back from its JSON, and the metadata-log trimmed as the
  * table properties on old metadata files say.
@@ -36,6 +37,7 @@
 #include "common/util.h"
 #include "schema/schema.h"
 #include "sinks/avro/avro_read.h"
+#include "sinks/avro/avro_value.h"
 #include "sinks/iceberg/ice_meta.h"
 #include "sinks/iceberg/ice_stats.h"
 #include "sinks/iceberg/ice_widen.h"
@@ -966,6 +968,82 @@ static void test_cut_bounds(void **state)
 		  "\x02\x04\x02\x06xyz\x04\x02" "b\x00", 9 + 13 + 1 + 11);
 }
 
+/* One required field (id 1) of kind kind (a decimal: of precision 4, a
+ * 2-byte fixed) over the n records vals (lens[i] bytes each; a binary's
+ * length byte added here): its lower and upper bound maps must be lo
+ * (lolen bytes) and hi, each one entry.  Values and bounds below 64
+ * bytes. */
+static void check_order(enum ice_kind kind, const char *const *vals, const size_t *lens, int n, const char *lo,
+			size_t lolen, const char *hi, size_t hilen)
+{
+	struct ice_field fl[1] = { { .id = 1, .name = "v", .kind = kind, .precision = 4, .required = true,
+				     .col = -1 } };
+	struct ice_schema s = { .nfields = 1, .f = fl, .last_column_id = 1 };
+	struct ice_col_stats st[1];
+	struct sl_buf rec, got, want;
+	size_t bytes = 0;
+
+	memset(st, 0, sizeof st);
+	sl_buf_init(&rec, 0);
+	sl_buf_init(&got, 0);
+	sl_buf_init(&want, 0);
+	for (int i = 0; i < n; i++) {
+		sl_buf_reset(&rec);
+		if (kind == ICE_DECIMAL)
+			sl_buf_append(&rec, vals[i], lens[i]);
+		else
+			put_avro_bytes(&rec, vals[i], lens[i]);
+		bytes += rec.len;
+		assert_int_equal(ice_stats_add(st, &s, false, (const unsigned char *)rec.data, rec.len), 0);
+	}
+	assert_int_equal(ice_stats_encode(&got, st, &s), 0);
+	sl_buf_append(&want, "\x02\x02\x02", 3);                           /* column sizes */
+	sl_avro_put_long(&want, (int64_t)bytes);
+	sl_buf_append(&want, "\x00\x02\x02\x02", 4);                       /* value counts */
+	sl_avro_put_long(&want, n);
+	sl_buf_append(&want, "\x00\x02\x02\x02\x00\x00\x00", 7);           /* nulls 0, no NaNs */
+	sl_buf_append(&want, "\x02\x02\x02", 3);
+	put_avro_bytes(&want, lo, lolen);
+	sl_buf_append(&want, "\x00\x02\x02\x02", 4);
+	put_avro_bytes(&want, hi, hilen);
+	sl_buf_putc(&want, '\0');
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.data, want.data, want.len);
+	sl_buf_free(&rec);
+	sl_buf_free(&got);
+	sl_buf_free(&want);
+}
+
+/* The order of the bounds over many records, each case reasoned out by
+ * hand: bytes compare unsigned, a prefix first (trailing zero bytes
+ * included); a difference past the eighth byte, or past the sixteenth (the
+ * kept prefix, then cut: the upper bound's last byte incremented); a
+ * decimal's fixed as signed two's complement. */
+static void test_bound_order(void **state)
+{
+	static const char *const zeros[] = { "a\0", "a", "a\0\0" };
+	static const size_t zeros_n[] = { 2, 1, 3 };
+	static const char *const high[] = { "\x7f", "\x80", "\x00\xff", "\x80\x00" };
+	static const size_t high_n[] = { 1, 1, 2, 2 };
+	static const char *const late[] = { "0123456789abXdef", "0123456789abYdef", "0123456789abAdef",
+					    "0123456789abXde" };
+	static const size_t late_n[] = { 16, 16, 16, 15 };
+	static const char *const cut[] = { "0123456789abcdefZ", "0123456789abcdef", "0123456789abcdefA" };
+	static const size_t cut_n[] = { 17, 16, 17 };
+	/* 1, -1, 256, -300, 0, 255 */
+	static const char *const dec[] = { "\x00\x01", "\xff\xff", "\x01\x00", "\xfe\xd4", "\x00\x00",
+					   "\x00\xff" };
+	static const size_t dec_n[] = { 2, 2, 2, 2, 2, 2 };
+
+	(void)state;
+	check_order(ICE_BINARY, zeros, zeros_n, 3, "a", 1, "a\0\0", 3);
+	check_order(ICE_STRING, zeros, zeros_n, 3, "a", 1, "a\0\0", 3);
+	check_order(ICE_BINARY, high, high_n, 4, "\x00\xff", 2, "\x80\x00", 2);
+	check_order(ICE_STRING, late, late_n, 4, "0123456789abAdef", 16, "0123456789abYdef", 16);
+	check_order(ICE_BINARY, cut, cut_n, 3, "0123456789abcdef", 16, "0123456789abcdeg", 16);
+	check_order(ICE_DECIMAL, dec, dec_n, 6, "\xfe\xd4", 2, "\x01\x00", 2);
+}
+
 /* Appends the Avro encoding of an optional float (f4) or double field's
  * value: null when bits is NULL, else the n little-endian bytes bits. */
 static void put_opt(struct sl_buf *b, const char *bits, size_t n)
@@ -1142,6 +1220,7 @@ int main(void)
 		cmocka_unit_test(test_merge_deletes_golden),
 		cmocka_unit_test(test_manifest_stats_golden),
 		cmocka_unit_test(test_cut_bounds),
+		cmocka_unit_test(test_bound_order),
 		cmocka_unit_test(test_decimal_refused),
 		cmocka_unit_test(test_trim_metadata_log),
 		cmocka_unit_test(test_float_stats),
