@@ -74,6 +74,7 @@ import uuid
 import harness
 from harness import PgTestCase
 from harness_mysql import MyTestCase
+from test_my_defaults import watermark_table
 
 CH26_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ch26", "node_modules")
 
@@ -1765,12 +1766,12 @@ class MyIcebergTest(LocalTables, MyTestCase):
         self.catch_up(s)
         return s
 
-    def assert_columns_and_rows(self, s, t, obj, mode):
+    def assert_columns_and_rows(self, s, t, obj, mode, once=True):
         """ClickHouse reads table t's columns as MariaDB has them now (the
         payload fields of the current schema), and its rows: merge mode, one
         row per key; append mode, the latest change per key by _csn.  No two
-        schemas have the same fields (none made twice).  Returns the table's
-        metadata."""
+        schemas have the same fields (none made twice), unless once is
+        False.  Returns the table's metadata."""
         db, name = t.split(".")
         cols = [r[0] for r in self.my.sql(f"SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE "
                                           f"TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{name}' "
@@ -1790,7 +1791,8 @@ class MyIcebergTest(LocalTables, MyTestCase):
         self.assertEqual(state, {r[0]: tuple(r) for r in self.my.sql(f"SELECT {', '.join(cols)} FROM {t}")})
         meta = self.current_metadata(s, obj)[1]
         fields = [sorted((f["id"], f["name"]) for f in sc["fields"]) for sc in meta["schemas"]]
-        self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
+        if once:
+            self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
         return meta
 
     def ddl_alone(self, mode):
@@ -1937,6 +1939,59 @@ class MyIcebergTest(LocalTables, MyTestCase):
 
     def test_widen_append(self):
         self.widened("append")
+
+    def catalog_ahead(self, mode):
+        """A run killed after committing an ALTER TABLE ... ADD COLUMN c2
+        and a change after it, before its checkpoint; then, while sluice is
+        stopped, changes with c2, and an ALTER TABLE ... ADD COLUMN c3 with
+        a default that is not a constant (backfilled again while streaming)
+        with no change after it.  The next run replays from the checkpoint:
+        at the ALTER of c2 the catalog already has c3 (the version the
+        source hands there is ahead of the binlog), the changes after it
+        have the binlog's version without c3, and only the ALTER of c3
+        brings c3 again (the path of property seed 4303,
+        mariadb/append/iceberg, where the table ended without c3).  The
+        table ends with the source's columns and rows, also after a change
+        of c3.  Returns the table's metadata."""
+        my = self.my
+        watermark_table(my)
+        t, obj = f"app.icecat_{mode}", f"app_icecat_{mode}"
+        my.execute(f"DROP TABLE IF EXISTS {t}")
+        s = self.created_as(t, "id int PRIMARY KEY, v varchar(50)", [f"{g}, 'v{g}'" for g in range(1, 11)],
+                            f"mycat{mode}", mode)
+        my.execute(f"ALTER TABLE {t} ADD COLUMN c2 int")
+        my.execute(f"UPDATE {t} SET c2 = id WHERE id <= 3")
+        r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
+        self.assertEqual(r.rc, -9, r.describe())
+        my.execute(f"INSERT INTO {t} (id, v, c2) VALUES (11, 'v11', 11)")
+        my.execute(f"UPDATE {t} SET c2 = -id WHERE id BETWEEN 4 AND 6")
+        my.execute(f"ALTER TABLE {t} ADD COLUMN c3 int DEFAULT (FLOOR(RAND() * 1000))")
+        r = self.catch_up(s)
+        self.assertIn('column "c3" was added with a default that is not a constant', r.stderr)
+        self.assert_columns_and_rows(s, t, obj, mode, once=False)
+        my.execute(f"UPDATE {t} SET c3 = -c3 WHERE id = 2")
+        self.catch_up(s)
+        return self.assert_columns_and_rows(s, t, obj, mode, once=False)
+
+    def test_catalog_ahead_append(self):
+        self.catalog_ahead("append")
+
+    def test_catalog_ahead_merge(self):
+        self.catalog_ahead("merge")
+
+    @unittest.expectedFailure
+    def test_catalog_ahead_one_field_id(self):
+        """As test_catalog_ahead_append, and no schema is made twice: c3 has
+        one field id.  It fails (an open defect, issue 22): the version
+        ahead of the binlog gives c3 a field id in a schema made without a
+        CSN (sl_sink_ops.version), the changes after it, of the binlog's
+        version without c3, drop it (schema 3 repeats schema 1), and the
+        ALTER of c3 adds it again with a new field id.  No row is wrong
+        here, but a row written with c3 under the first id would read it
+        null.  Remove the decorator with the fix."""
+        meta = self.catalog_ahead("append")
+        fields = [sorted((f["id"], f["name"]) for f in sc["fields"]) for sc in meta["schemas"]]
+        self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
 
     def test_truncate_before_redone_backfill_merge(self):
         """The initial backfill killed right after its commit, before its
