@@ -408,6 +408,12 @@ class HoldingProxy:
                     self.close_connection = True
                     return
                 body = self._body() if self.command in ("POST", "PUT") else None
+                if self.command in ("POST", "PUT") and body is None:
+                    # the client went away in the middle of its body: the
+                    # server never sees a request cut short (S3 would store
+                    # nothing, ClickHouse insert nothing)
+                    self.close_connection = True
+                    return
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in proxy.HOP}
                 rq = urllib.request.Request(proxy.target + self.path, data=body, headers=headers,
                                             method=self.command)
@@ -441,15 +447,23 @@ class HoldingProxy:
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
 
             def _body(self):
-                if "chunked" in self.headers.get("Transfer-Encoding", ""):
-                    parts = []
-                    while True:
-                        n = int(self.rfile.readline().split(b";")[0], 16)
-                        parts.append(self.rfile.read(n))
-                        self.rfile.readline()
-                        if n == 0:
-                            return b"".join(parts)
-                return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                """The request's whole body, or None when the client went
+                away before its end."""
+                try:
+                    if "chunked" in self.headers.get("Transfer-Encoding", ""):
+                        parts = []
+                        while True:
+                            n = int(self.rfile.readline().split(b";")[0], 16)
+                            parts.append(self.rfile.read(n))
+                            if len(parts[-1]) < n or not self.rfile.readline().endswith(b"\n"):
+                                return None
+                            if n == 0:
+                                return b"".join(parts)
+                    n = int(self.headers.get("Content-Length", "0"))
+                    body = self.rfile.read(n)
+                    return body if len(body) == n else None
+                except (ValueError, OSError):
+                    return None
 
             def log_message(self, *a):
                 pass

@@ -21,6 +21,16 @@
 //     exists answers 412 PreconditionFailed and stores nothing, as AWS S3
 //     does (s3rver alone ignores the header on a PUT and replaces the
 //     object: tests/integration/test_iceberg_s3.py shows both).
+//   - a PutObject or UploadPart stores its body whole or not at all, as
+//     AWS S3 does: the body is read to its end before s3rver sees it (a
+//     client gone in the middle stores nothing; s3rver alone keeps the
+//     bytes that came, an empty object when it went after the headers), a
+//     body shorter than its Content-Length is 400 IncompleteBody, one whose
+//     SHA-256 is not its x-amz-content-sha256 is 400
+//     XAmzContentSHA256Mismatch; an object is written to a temporary file
+//     and renamed, and answered once it is on disk (s3rver answers while
+//     its write may still be pending, which a kill of the server then cuts
+//     short: tests/integration/test_s3.py, S3ServerTest).
 //
 // usage: node s3server.js --port P --dir D --bucket B [--bucket B2] --key ID:SECRET
 //        [--region us-east-1] [--log FILE] [--part-delay-ms N] [--conditional-put]
@@ -30,6 +40,7 @@
 const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
+const { PassThrough } = require('stream');
 const S3rver = require('s3rver');
 
 function parseArgs(argv) {
@@ -109,6 +120,40 @@ function checkSigV4(req) {
   return null;
 }
 
+// The whole body of req, or null when the client went away before its end.
+function wholeBody(req) {
+  return new Promise(resolve => {
+    const chunks = [];
+    let done = false;
+    const finish = v => { if (!done) { done = true; resolve(v); } };
+    req.on('data', c => chunks.push(c));
+    req.on('end', () => finish(Buffer.concat(chunks)));
+    req.on('aborted', () => finish(null));
+    req.on('error', () => finish(null));
+    req.on('close', () => finish(req.complete ? Buffer.concat(chunks) : null));
+  });
+}
+
+// A stream of body, as s3rver reads ctx.req.
+function bodyStream(req, body) {
+  const s = new PassThrough();
+  s.headers = req.headers;
+  s.end(body);
+  return s;
+}
+
+// Checks a PutObject or UploadPart body (the whole of it): null when it is
+// good, else [status, code, message] as AWS S3 answers.
+function checkBody(req, body) {
+  const want = req.headers['content-length'];
+  if (want !== undefined && Number(want) !== body.length)
+    return [400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header'];
+  const sha = req.headers['x-amz-content-sha256'];
+  if (sha && /^[0-9a-f]{64}$/.test(sha) && sha256hex(body) !== sha)
+    return [400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed."];
+  return null;
+}
+
 function uploadsDir(store, bucket) {
   return store.getResourcePath(bucket, undefined, 'uploads');
 }
@@ -176,6 +221,16 @@ async function front(ctx, next) {
         !url.searchParams.has('uploadId') && !req.headers['x-amz-copy-source'] &&
         await server.store.existsObject(bucket, key))
       return s3error(ctx, 412, 'PreconditionFailed', 'At least one of the pre-conditions you specified did not hold');
+    if (req.method === 'PUT' && key && !req.headers['x-amz-copy-source']) {
+      const body = await wholeBody(req);
+      if (body === null) {
+        ctx.respond = false;   // the client is gone: nothing stored, nothing to answer
+        return;
+      }
+      const badBody = checkBody(req, body);
+      if (badBody) return s3error(ctx, ...badBody);
+      ctx.req = bodyStream(req, body);
+    }
     if (req.method === 'PUT' && key && url.searchParams.has('partNumber') && opts.partDelay > 0)
       await new Promise(resolve => setTimeout(resolve, opts.partDelay));
     return await next();
@@ -186,6 +241,23 @@ async function front(ctx, next) {
     }
   }
 }
+
+// An object is on disk whole before it is answered, and never seen in part:
+// a temporary file (not a key: it lacks the object suffix), renamed.
+server.store.putObject = async function putObject(object) {
+  const chunks = [];
+  if (Buffer.isBuffer(object.content)) chunks.push(object.content);
+  else for await (const c of object.content) chunks.push(c);
+  const content = Buffer.concat(chunks);
+  const objectPath = this.getResourcePath(object.bucket, object.key, 'object');
+  const tmp = `${objectPath}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+  const md5 = crypto.createHash('md5').update(content).digest('hex');
+  await fs.promises.mkdir(path.dirname(objectPath), { recursive: true });
+  await fs.promises.writeFile(tmp, content);
+  await fs.promises.rename(tmp, objectPath);
+  await this.putMetadata(object.bucket, object.key, object.metadata, md5);
+  return { size: content.length, md5 };
+};
 
 server.middleware.unshift(front);
 server.run((err, addr) => {
