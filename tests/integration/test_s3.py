@@ -19,7 +19,9 @@ rebuilt from the records compared with the source table:
 - a refused key, a wrong secret and a missing bucket are exit 3 with a clear
   message, and no credential appears in any output;
 - `sluice verify` catches a deleted object, a deleted manifest and a
-  truncated object.
+  truncated object;
+- the test server (s3server.js) and the HoldingProxy in front of it store
+  a PUT's whole body or nothing, as S3 does (S3ServerTest).
 """
 
 import hashlib
