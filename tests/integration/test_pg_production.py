@@ -300,7 +300,12 @@ class PartitionTest(AgentRuns, PgTestCase):
         s = self.sluice(stream="drb", tables="public.dr", max_file_seconds=1,
                         extra={"source": {"backfill_chunk_rows": 100}})
         self.catch_up(s)
-        p = self.start_streaming(s, slow=True)
+        # every chunk closes a file (1KB) whose flush the slow sink delays
+        # 1 s, so the backfill is still running when the test looks: with
+        # one file a second, the whole table could be read before the first
+        # flush, the checkpoint then going from no durable chunk to done
+        # (CI, once)
+        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
         r = s.run("backfill", "--stream", s.stream, "--table", "public.dr", timeout=60)
         self.assertEqual(r.rc, 0, r.describe())
         try:
