@@ -1555,17 +1555,31 @@ def _without_read_ts(rec):
     return r
 
 
+def _truncate_again(a, b):
+    """Two deliveries of one MariaDB TRUNCATE statement, the second written
+    after a restart under a later table version (doc/output.md, "a change
+    delivered twice"): equal but for schema_key and the payload's fields,
+    every value of both payloads null.  Only the binlog's TRUNCATE records:
+    a marker written again is the same record in every field."""
+    if any(r["source_metadata"].get("change_type") != "TRUNCATE" or r["read_method"] != "mysql-cdc-binlog" or
+           any(v is not None for v in r["payload"].values()) for r in (a, b)):
+        return False
+    strip = ("schema_key", "payload")
+    return {k: v for k, v in a.items() if k not in strip} == {k: v for k, v in b.items() if k not in strip}
+
+
 def dedup(records):
     """Drops exact repeats by uuid; asserts that records sharing a uuid are
-    identical apart from read_timestamp, and that a change (table, CSN, key
-    or row image) never comes back under a different uuid.  Returns the
-    unique records sorted by CSN (stable)."""
+    identical apart from read_timestamp (and a MariaDB TRUNCATE's table
+    version: _truncate_again), and that a change (table, CSN, key or row
+    image) never comes back under a different uuid.  Returns the unique
+    records sorted by CSN (stable)."""
     by_uuid = {}
     for r in records:
         u = r["uuid"]
         if u in by_uuid:
             a, b = _without_read_ts(by_uuid[u]), _without_read_ts(r)
-            if a != b:
+            if a != b and not _truncate_again(a, b):
                 raise AssertionError(f"two records with uuid {u} differ:\n  {a}\n  {b}")
         else:
             by_uuid[u] = r

@@ -225,6 +225,26 @@ class RebuildTest(unittest.TestCase):
                 make_rec(0x3000, 1, "INSERT", row(3))]
         self.assertEqual(sorted(harness.rebuild(recs, ["id"])), [(3,)])
 
+    def test_dedup_truncate_delivered_again_under_a_later_version(self):
+        """A MariaDB TRUNCATE written again after a restart may carry a later
+        schema_key and that version's (null) columns: the same change.  Any
+        other difference, a marker's included, is one."""
+        nulls = {"id": None, "counter": None, "amount": None, "at": None}
+        first = make_rec(0x2000, 1, "TRUNCATE", nulls, method="mysql-cdc-binlog")
+        again = dict(first, schema_key="fedcba9876543210", payload=dict(nulls, c3=None),
+                     read_timestamp=datetime.datetime.now(UTC))
+        self.assertEqual(harness.dedup([first, again]), [first])
+        for other in (dict(again, source_timestamp=datetime.datetime(2025, 1, 1, tzinfo=UTC)),
+                      dict(again, payload=dict(nulls, c3=5))):
+            with self.assertRaisesRegex(AssertionError, "two records with uuid"):
+                harness.dedup([first, other])
+        marker = dict(first, read_method="mysql-backfill-fulldump")
+        with self.assertRaisesRegex(AssertionError, "two records with uuid"):
+            harness.dedup([marker, dict(again, read_method="mysql-backfill-fulldump")])
+        ins = make_rec(0x2000, 1, "INSERT", row(1), method="mysql-cdc-binlog")
+        with self.assertRaisesRegex(AssertionError, "two records with uuid"):
+            harness.dedup([ins, dict(ins, schema_key="fedcba9876543210")])
+
     def test_unchanged_columns_keep_old_value(self):
         recs = [make_rec(0x1000, 1, "INSERT", row(1, 0, "9.99")),
                 make_rec(0x2000, 1, "UPDATE-INSERT", dict(row(1, 1), amount=None), unchanged=["amount"])]
