@@ -1876,7 +1876,8 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 		if (!p->r_in_tx && o->hooks && o->hooks->idle && (rc = o->hooks->idle(o->hooks->payload)) < 0)
 			goto out;
 		if (o->until_caught_up && !p->r_in_tx && seen && pos_cmp(p, &last, &o->target) >= 0 &&
-		    !(o->hooks && o->hooks->busy && o->hooks->busy(o->hooks->payload))) {
+		    !(o->hooks && o->hooks->busy && o->hooks->busy(o->hooks->payload)) &&
+		    !(src->has_pending && src->has_pending(srcctx))) {
 			struct sl_position d;
 			char text[2 * SL_POS_TEXT_MAX];
 			if ((rc = sl_pipe_sync(p)) < 0 || (rc = reader_ack(p, true)) < 0)

@@ -566,6 +566,10 @@ struct sl_source_ops {
 	/* Waits up to timeout_ms for the next event.  The event and everything
 	 * it points to are valid until the next call. */
 	int (*next)(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t errlen);
+	/* Optional: true while next() has events to give before the stream
+	 * stops at a position it already reported (a table version due at the
+	 * run's start position): a run that stops once caught up reads on. */
+	bool (*has_pending)(void *ctx);
 	/* Tells the server that everything before durable is durable (it never
 	 * goes backwards), and keeps the connection alive.  want_reply asks the
 	 * server for a keepalive in reply (an idle stream then learns a position

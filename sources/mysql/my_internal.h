@@ -171,6 +171,10 @@ struct sl_my_table {
 	struct sl_table *version;       /* built from cols (owned by the source until retired) */
 	bool gone;                      /* streaming: dropped or renamed away, its rows ended by a
 					 * marker; a table created under its name clears it */
+	uint64_t start_layout;          /* the layout the catalog gave at the run's start (my_tables) */
+	bool deferred;                  /* a DDL read below the run's start changed it: described by
+					 * its next map, or from the catalog once the stream passes the
+					 * start (my_hand_deferred) */
 };
 
 void sl_my_table_free(struct sl_my_table *t);
@@ -524,6 +528,9 @@ struct my_src {
 	struct cover *covers;
 	int ncovers;
 	bool names_logged;              /* binlog_row_metadata = FULL: the binlog names the columns */
+	bool start_set;                 /* start_at is known */
+	struct sl_position start_at;    /* the server's head just after my_tables read the catalog */
+	int ndeferred;                  /* tables with deferred set */
 	struct sl_table *orphan;        /* a version retired when the stream ended (freed at close) */
 	char why[600];                  /* a SCHEMA event's rebackfill */
 };
@@ -608,10 +615,13 @@ int my_cover_of(struct my_src *s, const char *db, const char *name, struct cover
 void my_cover_watermark(struct my_src *s, const char *text);
 int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char *why, char *err, size_t errlen);
 int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
-		  struct sl_table **retired, char *err, size_t errlen);
+		  uint64_t only_layout, struct sl_table **retired, char *err, size_t errlen);
 int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
 
 /* my_query.c */
+bool my_below_start(const struct my_src *s, uint64_t offset);
+int my_hand_deferred(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
+bool my_has_pending(void *ctx);
 int my_on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
 
 /* my_watermark.c */

@@ -127,12 +127,26 @@ int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char 
 	return SL_EPREREQ;
 }
 
+/* t takes fresh's description, keeping what the stream knows of it. */
+static void take_description(struct sl_my_table *t, struct sl_my_table *fresh)
+{
+	uint64_t start_layout = t->start_layout;
+	bool deferred = t->deferred;
+
+	sl_my_table_free(t);
+	*t = *fresh;
+	t->start_layout = start_layout;
+	t->deferred = deferred;
+}
+
 /* A new version for table t from the catalog (or from the map when the
  * catalog no longer describes what the binlog holds and the map names its
- * columns).  Returns 1 with *retired set when the version changed, 0 when
- * not, or a failure. */
+ * columns); without a map and with only_layout, only if the catalog's has
+ * that layout.  Returns 1 with *retired set when the version changed, 2 when
+ * only the binlog's layout of the same columns did, 0 when nothing did, or
+ * a failure. */
 int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
-		  struct sl_table **retired, char *err, size_t errlen)
+		  uint64_t only_layout, struct sl_table **retired, char *err, size_t errlen)
 {
 	struct sl_my_table *fresh = NULL;
 	int n = 0, rc;
@@ -197,6 +211,10 @@ int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlo
 		fresh[0] = from_map;
 		n = 1;
 	}
+	if (n == 1 && !tm && only_layout && sl_my_table_layout(&fresh[0]) != only_layout) {
+		sl_my_tables_free(fresh, n);
+		return 0;
+	}
 	if (n != 1) {
 		sl_my_tables_free(fresh, n);
 		return 0;
@@ -214,16 +232,14 @@ int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlo
 		t->version = NULL;
 		sl_table_free(fresh[0].version);
 		fresh[0].version = NULL;
-		sl_my_table_free(t);
-		*t = fresh[0];
+		take_description(t, &fresh[0]);
 		t->version = v;
 		free(fresh);
 		return moved ? 2 : 0;
 	}
 	*retired = t->version;
 	t->version = NULL;
-	sl_my_table_free(t);
-	*t = fresh[0];
+	take_description(t, &fresh[0]);
 	free(fresh);
 	s->schema_events++;
 	return 1;
@@ -375,7 +391,7 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 			return my_layout_unknown(s, t, what, err, errlen);
 		}
 		/* The binlog's columns are not the version's: describe again. */
-		rc = my_redescribe(s, t, &m->tm, &retired, err, errlen);
+		rc = my_redescribe(s, t, &m->tm, 0, &retired, err, errlen);
 		if (rc < 0)
 			return rc;
 		if (sl_my_map_match(&m->tm, t, why, sizeof why) != SL_MY_MATCH) {

@@ -117,6 +117,110 @@ static int fill_why(struct my_src *s, const struct sl_my_table *t, const struct 
 	return 0;
 }
 
+bool my_below_start(const struct my_src *s, uint64_t offset)
+{
+	struct sl_position at = sl_my_pos(s->file, offset, NULL, NULL);
+
+	return s->start_set && my_place_compare(&at, &s->start_at) < 0;
+}
+
+/* A DDL statement read below the run's start (a replay from the
+ * checkpoint) that changed t: the catalog describes t as it was at the
+ * start, after every later statement too, so its columns there may be
+ * ahead of the binlog's here.  Handed to the destination, a column that a
+ * later statement added would go with the next map's version (without it)
+ * and come back with that statement: a drop and an add, a new Iceberg field
+ * id.  When the binlog names the columns, the next map of t describes it
+ * (my_on_table_map), and the catalog's version goes to the destination
+ * once the stream passes the start (my_hand_deferred), if no map did.  Not
+ * a statement that gave the existing rows values (a backfill again, which
+ * reads the catalog's columns).  1 deferred, 0, or a failure. */
+static int defer(struct my_src *s, struct sl_my_table *t, const struct sl_my_name *x, char *err, size_t errlen)
+{
+	int filled;
+
+	if (!s->names_logged || !my_below_start(s, s->ev.start))
+		return 0;
+	if ((filled = fill_why(s, t, x, err, errlen)) != 0)
+		return filled < 0 ? filled : 0;
+	if (!t->deferred) {
+		t->deferred = true;
+		s->ndeferred++;
+	}
+	/* the maps of the old version are stale */
+	for (int k = 0; k < MAX_MAPS; k++)
+		if (s->maps[k].t == t)
+			s->maps[k].rawlen = 0;
+	sl_debug("stream \"%s\": table \"%s\".\"%s\": a DDL statement below the run's start: its columns come "
+		 "from its next table map, or from the catalog at the start", s->st->name, t->db, t->name);
+	return 1;
+}
+
+/* sl_source_ops.has_pending: versions due at the run's start (the agent
+ * asks once the stream reported a position past it). */
+bool my_has_pending(void *ctx)
+{
+	const struct my_src *s = ctx;
+
+	return s->ndeferred > 0;
+}
+
+/* Once the stream passed the run's start, between groups: the catalog's
+ * version of each deferred table, as an SL_EV_SCHEMA (1), one a call. */
+int my_hand_deferred(struct my_src *s, struct sl_event *ev, char *err, size_t errlen)
+{
+	struct sl_position here;
+	int rc;
+
+	if (s->ndeferred == 0 || s->in_tx || s->xa_in || s->truncating)
+		return 0;
+	here = sl_my_pos(s->file, s->pos, NULL, NULL);
+	if (s->start_set && my_place_compare(&here, &s->start_at) < 0)
+		return 0;
+	for (int i = 0; i < s->ntables; i++) {
+		struct sl_my_table *t = &s->tables[i];
+		struct sl_table *retired = NULL;
+		if (!t->deferred)
+			continue;
+		t->deferred = false;
+		s->ndeferred--;
+		if (t->gone)
+			continue;
+		/* the catalog's columns, if they are still those of the start
+		 * (a statement after it, read later, describes t again), or
+		 * whatever they are with the stream at the server's head */
+		if ((rc = my_redescribe(s, t, NULL, t->start_layout, &retired, err, errlen)) < 0)
+			return rc;
+		if (rc == 0) {
+			struct sl_position head;
+			if ((rc = sl_my_head(s->meta, &s->srv, &head, err, errlen)) < 0)
+				return rc;
+			if (my_place_compare(&head, &here) == 0 &&
+			    (rc = my_redescribe(s, t, NULL, 0, &retired, err, errlen)) < 0)
+				return rc;
+		}
+		if (rc > 0) {
+			for (int k = 0; k < MAX_MAPS; k++)
+				if (s->maps[k].t == t)
+					s->maps[k].rawlen = 0;
+		}
+		/* also a version the stream had from the start: the destination
+		 * may not have it (one it has costs nothing) */
+		if (!t->version)
+			continue;
+		sl_info("stream \"%s\": table \"%s\".\"%s\": its columns at the run's start go to the destination "
+			"(schema version %s): no change of it since a DDL statement read below the start described it",
+			s->st->name, t->db, t->name, t->version->schema_key);
+		ev->kind = SL_EV_SCHEMA;
+		ev->table = t->version;
+		ev->changed = rc == 1;
+		ev->retired = retired;
+		return 1;
+	}
+	s->ndeferred = 0;
+	return 0;
+}
+
 /* A statement that changed a database (or could not be read): the
  * selection again.  DROP DATABASE ends the followed tables in it (their
  * rows end with a marker my_here, gone when no table of their name exists
@@ -283,9 +387,13 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				return rc;
 			if (rc > 0)
 				continue;  /* its backfill comes after the statement */
+			if ((rc = defer(s, t, &names[i], err, errlen)) < 0)
+				return rc;
+			if (rc > 0)
+				continue;
 			if ((rc = ddl_live(s, t, err, errlen)) < 0)
 				return rc;
-			if ((rc = my_redescribe(s, t, NULL, &retired, err, errlen)) < 0)
+			if ((rc = my_redescribe(s, t, NULL, 0, &retired, err, errlen)) < 0)
 				return rc;
 			if ((live = ddl_live(s, t, err, errlen)) < 0) {
 				s->orphan = retired;  /* changes queued before may still use it */

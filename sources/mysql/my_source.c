@@ -312,6 +312,7 @@ const struct sl_source_ops sl_my_source_ops = {
 	.snapshot_close = my_snapshot_close,
 	.start = my_start,
 	.next = my_next,
+	.has_pending = my_has_pending,
 	.ack = my_ack,
 	.emit_watermark = my_emit_watermark,
 	.read_chunk = my_read_chunk,

@@ -912,6 +912,8 @@ int my_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, size_t er
 	for (;;) {
 		if ((rc = drain_pending(s, ev, err, errlen)) != 0)
 			return rc < 0 ? rc : SL_OK;
+		if ((rc = my_hand_deferred(s, ev, err, errlen)) != 0)
+			return rc < 0 ? rc : SL_OK;
 		rc = read_event(s, timeout_ms, &held, err, errlen);
 		timeout_ms = 0;
 		if (rc < 0)

@@ -335,6 +335,13 @@ int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errle
 	sl_my_tables_free(s->tables, s->ntables);
 	s->tables = NULL;
 	s->ntables = 0;
+	/* the statements logged before this position are in the columns read
+	 * next (a statement logged since may be too: my_hand_deferred).  A
+	 * user without BINLOG MONITOR learns it from the checks that follow,
+	 * with the GRANT to run (the stream does without) */
+	s->ndeferred = 0;
+	s->start_set = !s->replay && sl_my_head(s->meta, &s->srv, &s->start_at, err, errlen) == SL_OK;
+	err[0] = '\0';
 	if ((rc = list_tables(s->meta, &s->srv, s->cfg, s->st, &s->tables, &s->ntables, err, errlen)) < 0)
 		return rc;
 	if (!s->cascades_said) {
@@ -343,6 +350,8 @@ int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errle
 	}
 	if ((rc = names_logged(s, err, errlen)) < 0)
 		return rc;
+	for (int i = 0; i < s->ntables; i++)
+		s->tables[i].start_layout = s->tables[i].version ? s->tables[i].version->layout : 0;
 	if (!(*out = calloc((size_t)s->ntables, sizeof **out)))
 		goto oom;
 	for (int i = 0; i < s->ntables; i++) {
