@@ -1792,7 +1792,7 @@ class MyIcebergTest(LocalTables, MyTestCase):
         meta = self.current_metadata(s, obj)[1]
         fields = [sorted((f["id"], f["name"]) for f in sc["fields"]) for sc in meta["schemas"]]
         if once:
-            self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
+            self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), f"two schemas with the same fields: {fields}")
         return meta
 
     def ddl_alone(self, mode):
@@ -1948,7 +1948,7 @@ class MyIcebergTest(LocalTables, MyTestCase):
     def test_widen_append(self):
         self.widened("append")
 
-    def catalog_ahead(self, mode):
+    def catalog_ahead(self, mode, tag=None):
         """A run killed after committing an ALTER TABLE ... ADD COLUMN c2
         and a change after it, before its checkpoint; then, while sluice is
         stopped, changes with c2, and an ALTER TABLE ... ADD COLUMN c3 with
@@ -1963,10 +1963,11 @@ class MyIcebergTest(LocalTables, MyTestCase):
         of c3.  Returns the table's metadata."""
         my = self.my
         watermark_table(my)
-        t, obj = f"app.icecat_{mode}", f"app_icecat_{mode}"
+        tag = tag or mode   # a table and stream of its own: a bucket outlives a test
+        t, obj = f"app.icecat_{tag}", f"app_icecat_{tag}"
         my.execute(f"DROP TABLE IF EXISTS {t}")
         s = self.created_as(t, "id int PRIMARY KEY, v varchar(50)", [f"{g}, 'v{g}'" for g in range(1, 11)],
-                            f"mycat{mode}", mode)
+                            f"mycat{tag}", mode)
         my.execute(f"ALTER TABLE {t} ADD COLUMN c2 int")
         my.execute(f"UPDATE {t} SET c2 = id WHERE id <= 3")
         r = s.run("run", "--until-caught-up", env={"SLUICE_FAULT_ICEBERG_KILL_AFTER_COMMIT": "1"})
@@ -1974,11 +1975,13 @@ class MyIcebergTest(LocalTables, MyTestCase):
         my.execute(f"INSERT INTO {t} (id, v, c2) VALUES (11, 'v11', 11)")
         my.execute(f"UPDATE {t} SET c2 = -id WHERE id BETWEEN 4 AND 6")
         my.execute(f"ALTER TABLE {t} ADD COLUMN c3 int DEFAULT (FLOOR(RAND() * 1000))")
+        self.ahead_logs = [r.describe()]
         r = self.catch_up(s)
+        self.ahead_logs.append(r.describe())
         self.assertIn('column "c3" was added with a default that is not a constant', r.stderr)
         self.assert_columns_and_rows(s, t, obj, mode, once=False)
         my.execute(f"UPDATE {t} SET c3 = -c3 WHERE id = 2")
-        self.catch_up(s)
+        self.ahead_logs.append(self.catch_up(s).describe())
         return self.assert_columns_and_rows(s, t, obj, mode, once=False)
 
     def test_catalog_ahead_append(self):
@@ -1996,9 +1999,12 @@ class MyIcebergTest(LocalTables, MyTestCase):
         c3) dropped it, and the ALTER of c3 added it again with a new field
         id, so that a row written with c3 under the first id would read it
         null."""
-        meta = self.catalog_ahead("append")
+        meta = self.catalog_ahead("append", "onefield")
         fields = [sorted((f["id"], f["name"]) for f in sc["fields"]) for sc in meta["schemas"]]
-        self.assertEqual(len(fields), len({json.dumps(f) for f in fields}), "two schemas with the same fields")
+        self.assertEqual(len(fields), len({json.dumps(f) for f in fields}),
+                         f"two schemas with the same fields: {fields}\n" + "\n".join(self.ahead_logs))
+        self.assertEqual([[n for _, n in f if not n.startswith("_")] for f in fields],
+                         [["id", "v"], ["id", "v", "c2"], ["id", "v", "c2", "c3"]])
 
     def test_truncate_before_redone_backfill_merge(self):
         """The initial backfill killed right after its commit, before its
