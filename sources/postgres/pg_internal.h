@@ -336,7 +336,8 @@ int sl_pg_source_open_replay(void **ctx, const struct sl_source_stream *st, cons
  * sl_pg_columns_changed is not 0, with why, when the rows of a table whose
  * identities were was read differently now without a change record:
  * SL_COLS_REWRITTEN (the table rewritten by a type change or a volatile
- * default, a column dropped and added again), or SL_COLS_MISSING when the
+ * default, a column dropped and added again; not a type change that only
+ * widens, which keeps every value), or SL_COLS_MISSING when the
  * only such change is columns added with a constant default (their missing
  * values); 0 when nothing changed, or either text is NULL or not such a
  * text.

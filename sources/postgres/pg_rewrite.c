@@ -8,7 +8,9 @@
  *   and writes no row;
  * - ADD COLUMN with a volatile default (clock_timestamp(), random()), and
  *   ALTER COLUMN ... TYPE (USING ...): the table is rewritten (a new file
- *   node), again without a change record;
+ *   node), again without a change record (but a type change that only
+ *   widens, such as varchar(10) to varchar(20), keeps every value, even
+ *   with a new file node from a TRUNCATE);
  * - DROP COLUMN x then ADD COLUMN x: the same name, but a new column (a new
  *   attnum), whose values are not the old ones;
  * - RENAME COLUMN x TO y: the same column (the same attnum) under a new
@@ -173,6 +175,36 @@ static const struct ident_col *find_attnum(const struct idents *id, long attnum)
 	return NULL;
 }
 
+/* Type OIDs (pg_type.h) of the types whose widening keeps every value. */
+enum { TYPID_TEXT = 25, TYPID_VARCHAR = 1043, TYPID_VARBIT = 1562, TYPID_NUMERIC = 1700 };
+
+/* Whether changing column o's type to c's keeps every value as it was:
+ * PostgreSQL 15 does these without a rewrite (ALTER TABLE ... SET DATA
+ * TYPE: a varchar or varbit length limit raised or removed, a numeric's
+ * precision raised with the same scale or its limit removed, varchar to
+ * text), and a rewrite that comes with them (a TRUNCATE, VACUUM FULL)
+ * changes no value either.  The typmod is -1 for no limit; a varchar's is
+ * its length + 4, a varbit's its length, both growing with the limit; a
+ * numeric's ((precision << 16) | (scale & 0x7ff)) + 4.  Not bpchar: a
+ * char(n) pads its values to n, so its length changes them. */
+static bool widened(const struct ident_col *o, const struct ident_col *c)
+{
+	if (o->typid == TYPID_VARCHAR && c->typid == TYPID_TEXT)
+		return true;
+	if (o->typid != c->typid)
+		return false;
+	if (c->typmod < 0)
+		return c->typid == TYPID_VARCHAR || c->typid == TYPID_VARBIT || c->typid == TYPID_NUMERIC;
+	if (o->typmod < 0)
+		return false;   /* a limit added: values may be cut or rounded */
+	if (c->typid == TYPID_VARCHAR || c->typid == TYPID_VARBIT)
+		return c->typmod >= o->typmod;
+	if (c->typid == TYPID_NUMERIC && o->typmod >= 4 && c->typmod >= 4)
+		return ((o->typmod - 4) & 0x7ff) == ((c->typmod - 4) & 0x7ff) &&
+		       ((c->typmod - 4) >> 16) >= ((o->typmod - 4) >> 16);
+	return false;
+}
+
 int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t whylen)
 {
 	struct idents w, n;
@@ -191,7 +223,9 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 	 * applies.  A rewrite takes every missing value out of the catalog,
 	 * so a column added with a constant default that still has its
 	 * missing value was not rewritten since it was added: only a column
-	 * without one (a volatile default) says the new file node rewrote it. */
+	 * without one (a volatile default) says the new file node rewrote it;
+	 * nor does a type change that only widens (varchar(10) to varchar(20),
+	 * after a TRUNCATE) change any value, whatever the file node says. */
 	rewritten = w.filenode_len != n.filenode_len || memcmp(w.filenode, n.filenode, n.filenode_len) != 0;
 	/* A column added with a constant default is the mildest change (its
 	 * missing value says what the existing rows read), and a missing value
@@ -212,7 +246,7 @@ int sl_pg_columns_changed(const char *was, const char *now, char *why, size_t wh
 		else if (!o && c->has_default && !c->missing && rewritten)
 			snprintf(why, whylen, "column \"%.*s\" was added with a volatile default, which rewrote the "
 				 "table", l, c->name);
-		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten)
+		else if (o && (o->typid != c->typid || o->typmod != c->typmod) && rewritten && !widened(o, c))
 			snprintf(why, whylen, "column \"%.*s\" changed its type, which rewrote the table", l, c->name);
 		else if (o && o->missing && !c->missing && o->attnum == c->attnum && changed != SL_COLS_LOST) {
 			snprintf(why, whylen, "column \"%.*s\" lost its missing value in a table rewrite (VACUUM FULL, "

@@ -14,9 +14,9 @@ import unittest
 
 import harness  # noqa: E402
 from check_output import object_name
-from oracle import diff_avro, newest_payload_fields, resolve_check, resolved_state, source_tables
+from oracle import diff_avro, newest_payload_fields, newest_schema, resolve_check, resolved_state, source_tables
 from harness import (PgTestCase, after_request, backfill_inserts, csn, csn_position, csn_seq, lsn_value, rebuild,
-                     records_for, running_chunks, state_diff, wait_until)
+                     records_for, running_chunks, state_diff, truncate_markers, wait_until)
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
 TAGS = {"sanitizers"}
@@ -659,3 +659,77 @@ class QuietDdlTest(PgTestCase):
         for err in (p.stderr_text(), r.stderr):
             self.assertNotIn("backfilling qt.tc", err)
         self.assertEqual(diff_avro("pg", pg, "qt", s.out, s.stream, s.write_mode), [])
+
+    def test_truncate_and_a_widening(self):
+        """TRUNCATE, inserts and type changes that only widen
+        (varchar(10) to varchar(20), numeric(10,2) to numeric(14,2),
+        varchar to text) while the agent is stopped, in either order.  A
+        widening keeps every value (PostgreSQL 15 does it without a
+        rewrite), and the new file node is the TRUNCATE's, which the stream
+        applies: nothing is backfilled again (it was: 'column "a" changed
+        its type, which rewrote the table'), and the output equals the
+        source with the widened types."""
+        pg = self.pg
+        pg.execute("CREATE SCHEMA qw")
+        widen = ["ALTER TABLE qw.{t} ALTER COLUMN a TYPE varchar(20)",
+                 "ALTER TABLE qw.{t} ALTER COLUMN n TYPE numeric(14,2)",
+                 "ALTER TABLE qw.{t} ALTER COLUMN b TYPE text"]
+        ins = "INSERT INTO qw.{t} SELECT g, 'a' || g, g * 1.25, 'b' || g FROM generate_series(100, 110) g"
+        # tw: no change after the widening (its version goes to the
+        # destination at the run's start); wt: a row after it that needs it
+        ddl = {"tw": ["TRUNCATE qw.{t}", ins] + widen,
+               "wt": widen + ["TRUNCATE qw.{t}", ins,
+                              "INSERT INTO qw.{t} VALUES (200, repeat('x', 20), 123456789012.34, repeat('y', 30))"]}
+        for t in ddl:
+            pg.execute(f"CREATE TABLE qw.{t} (id int PRIMARY KEY, a varchar(10), n numeric(10,2), b varchar)")
+            pg.execute(f"INSERT INTO qw.{t} SELECT g, 'a' || g, g * 1.25, 'b' || g FROM generate_series(1, 30) g")
+        streams = self.streams("qw")
+        for s in streams:
+            self.catch_up(s)
+        files = {t: pg.one(f"SELECT pg_relation_filenode('qw.{t}')") for t in ddl}
+        for t, statements in ddl.items():
+            for st in statements:
+                pg.execute(st.format(t=t))
+        for t in ddl:
+            # the TRUNCATE's new file node, which the check saw
+            self.assertNotEqual(pg.one(f"SELECT pg_relation_filenode('qw.{t}')"), files[t], t)
+            self.assertEqual(pg.sql(f"SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = "
+                                    f"'qw.{t}'::regclass AND attnum > 0 ORDER BY attnum"),
+                             [("integer",), ("character varying(20)",), ("numeric(14,2)",), ("text",)], t)
+        self.assertEqual(pg.one("SELECT count(*) FROM qw.tw"), 11)
+        self.assertEqual(pg.sql("SELECT a, n::text, b FROM qw.wt WHERE id = 200"),
+                         [("x" * 20, "123456789012.34", "y" * 30)])
+        for s in streams:
+            r = self.catch_up(s)
+            self.assertEqual(diff_avro("pg", pg, "qw", s.out, s.stream, s.write_mode), [], s.stream)
+            for t in ddl:
+                self.assertGreater(resolve_check(s.out, s.stream, f"qw_{t}"), 0, s.stream)
+                self.assertNotIn(f'"qw"."{t}": column', r.stderr, s.stream)
+                self.assertNotIn(f"backfilling qw.{t}", r.stderr, s.stream)
+                self.assertNotIn(f"backfill of qw.{t}", r.stderr, s.stream)
+            self.assertNotIn("backfilled again", r.stderr, s.stream)
+            self.assertIn('table "qw"."tw": its columns at the run\'s start go to the destination', r.stderr,
+                          s.stream)
+            for t in ddl:
+                payload = next(f["type"] for f in newest_schema(s.out, s.stream, f"qw_{t}")["fields"]
+                               if f["name"] == "payload")
+                payload = next(x for x in payload if isinstance(x, dict)) if isinstance(payload, list) else payload
+                types = {f["name"]: next(x for x in f["type"] if x != "null") for f in payload["fields"]}
+                self.assertEqual(types["n"], {"type": "bytes", "logicalType": "decimal", "precision": 14, "scale": 2},
+                                 f"{s.stream}: qw.{t}")
+                self.assertEqual((types["a"], types["b"]), ("string", "string"), f"{s.stream}: qw.{t}")
+        recs = self.read(streams[0])
+        for t in ddl:
+            mine = records_for(recs, "qw", t)
+            # the first backfill's rows and the TRUNCATE statement's record
+            # only: no marker, no backfill again
+            self.assertEqual(len(backfill_inserts(mine)), 30, f"qw.{t}")
+            self.assertEqual(len(truncate_markers(mine)), 1, f"qw.{t}")
+            self.assertEqual(sorted(r["payload"]["id"] for r in mine if ct(r) == "INSERT" and
+                                    r["read_method"] != "postgresql-backfill"),
+                             list(range(100, 111)) + ([200] if t == "wt" else []), f"qw.{t}")
+        # the checkpoint keeps the columns: nothing again at the next run
+        for s in streams:
+            r = self.catch_up(s)
+            self.assertNotIn('"qw"', r.stderr, s.stream)
+            self.assertEqual(diff_avro("pg", pg, "qw", s.out, s.stream, s.write_mode), [], s.stream)

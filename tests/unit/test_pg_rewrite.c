@@ -100,6 +100,87 @@ static void test_type_rewrite(void **state)
 	expect_same("16390\n1 23 -1 0 0 2 id\n2 1043 24 0 0 1 a\n");
 }
 
+/* id int, v <type>: its text with file node node, v of type typid and
+ * modifier typmod (a varchar's is its length + 4, a numeric's ((precision
+ * << 16) | scale) + 4, -1 for no limit: as PostgreSQL 15's catalog has
+ * them). */
+static const char *typed(char *buf, size_t len, long node, long typid, long typmod)
+{
+	snprintf(buf, len, "%ld\n1 23 -1 0 0 2 id\n2 %ld %ld 0 0 1 v\n", node, typid, typmod);
+	return buf;
+}
+
+/* The type of v changed from (typid, typmod) to (to_typid, to_typmod), with
+ * a TRUNCATE (a new file node) too: SL_COLS_REWRITTEN or 0. */
+static void expect_type_change(long typid, long typmod, long to_typid, long to_typmod, int kind)
+{
+	char was[128], now[128], why[512] = "";
+
+	typed(was, sizeof was, 16390, typid, typmod);
+	typed(now, sizeof now, 16500, to_typid, to_typmod);
+	if (sl_pg_columns_changed(was, now, why, sizeof why) != kind)
+		fail_msg("%ld(%ld) to %ld(%ld) after a TRUNCATE: not %d (why \"%s\")", typid, typmod, to_typid,
+			 to_typmod, kind, why);
+	if (kind && !strstr(why, "column \"v\" changed its type, which rewrote the table"))
+		fail_msg("why \"%s\"", why);
+}
+
+/* A TRUNCATE and a type change that only widens, while the agent was
+ * stopped: PostgreSQL 15 widens without a rewrite and keeps every value, so
+ * the new file node (the TRUNCATE's, which the stream applies) does not make
+ * it a rewrite.  Each case checked on PostgreSQL 15: no new file node
+ * without the TRUNCATE, the values the same. */
+static void test_widened_after_truncate(void **state)
+{
+	/* varchar(10) to varchar(20), to varchar, to text; varchar to text */
+	expect_type_change(1043, 14, 1043, 24, 0);
+	expect_type_change(1043, 14, 1043, -1, 0);
+	expect_type_change(1043, 14, 25, -1, 0);
+	expect_type_change(1043, -1, 25, -1, 0);
+	/* varbit(10) to varbit(20), to varbit (its typmod is the length) */
+	expect_type_change(1562, 10, 1562, 20, 0);
+	expect_type_change(1562, 10, 1562, -1, 0);
+	/* numeric(10,2) to numeric(14,2), to numeric; numeric(10,0) to (12,0) */
+	expect_type_change(1700, (10 << 16 | 2) + 4, 1700, (14 << 16 | 2) + 4, 0);
+	expect_type_change(1700, (10 << 16 | 2) + 4, 1700, -1, 0);
+	expect_type_change(1700, (10 << 16) + 4, 1700, (12 << 16) + 4, 0);
+	/* and a column added with a constant default along with it */
+	expect_kind_from("16390\n1 23 -1 0 0 2 id\n2 1043 14 0 0 1 v\n",
+			 "16500\n1 23 -1 0 0 2 id\n2 1043 24 0 0 1 v\n3 23 -1 1 1 1 n\n", SL_COLS_MISSING,
+			 "column \"n\" was added with a default");
+}
+
+/* Its neighbours change values, or rewrite the table: still backfilled
+ * after a TRUNCATE. */
+static void test_not_widened(void **state)
+{
+	/* varchar(20) to varchar(10) (PostgreSQL rewrites it), varchar to
+	 * varchar(10), text to varchar(10) */
+	expect_type_change(1043, 24, 1043, 14, SL_COLS_REWRITTEN);
+	expect_type_change(1043, -1, 1043, 14, SL_COLS_REWRITTEN);
+	expect_type_change(25, -1, 1043, 14, SL_COLS_REWRITTEN);
+	expect_type_change(1562, 20, 1562, 10, SL_COLS_REWRITTEN);
+	/* numeric(10,2) to numeric(14,3) (values rescaled), to numeric(8,2);
+	 * numeric to numeric(10,2) */
+	expect_type_change(1700, (10 << 16 | 2) + 4, 1700, (14 << 16 | 3) + 4, SL_COLS_REWRITTEN);
+	expect_type_change(1700, (10 << 16 | 2) + 4, 1700, (8 << 16 | 2) + 4, SL_COLS_REWRITTEN);
+	expect_type_change(1700, -1, 1700, (10 << 16 | 2) + 4, SL_COLS_REWRITTEN);
+	/* char(10) to char(20) pads every value; char(10) to text, varchar */
+	expect_type_change(1042, 14, 1042, 24, SL_COLS_REWRITTEN);
+	expect_type_change(1042, 14, 25, -1, SL_COLS_REWRITTEN);
+	expect_type_change(1042, 14, 1043, -1, SL_COLS_REWRITTEN);
+	/* int to bigint */
+	expect_type_change(23, -1, 20, -1, SL_COLS_REWRITTEN);
+	/* a widening, and another column's real type change */
+	expect_kind_from("16390\n1 23 -1 0 0 2 id\n2 1043 14 0 0 1 v\n",
+			 "16500\n1 20 -1 0 0 2 id\n2 1043 24 0 0 1 v\n", SL_COLS_REWRITTEN,
+			 "column \"id\" changed its type");
+	/* a widening, and a volatile default */
+	expect_kind_from("16390\n1 23 -1 0 0 2 id\n2 1043 14 0 0 1 v\n",
+			 "16500\n1 23 -1 0 0 2 id\n2 25 -1 0 0 1 v\n3 1184 -1 0 1 1 c\n", SL_COLS_REWRITTEN,
+			 "column \"c\" was added with a volatile default");
+}
+
 static void test_dropped_and_added_again(void **state)
 {
 	expect_changed("16390\n1 23 -1 0 0 2 id\n3 23 -1 0 0 1 a\n", "column \"a\" was dropped and added again");
@@ -184,6 +265,8 @@ int main(void)
 		cmocka_unit_test(test_missing_kept),
 		cmocka_unit_test(test_volatile_default),
 		cmocka_unit_test(test_type_rewrite),
+		cmocka_unit_test(test_widened_after_truncate),
+		cmocka_unit_test(test_not_widened),
 		cmocka_unit_test(test_dropped_and_added_again),
 		cmocka_unit_test(test_renamed),
 		cmocka_unit_test(test_no_change_of_rows),
