@@ -193,11 +193,10 @@ int my_hand_deferred(struct my_src *s, struct sl_event *ev, char *err, size_t er
 			return rc;
 		if (rc == 0) {
 			struct sl_position head;
-			if ((rc = sl_my_head(s->meta, &s->srv, &head, err, errlen)) < 0)
-				return rc;
-			if (my_place_compare(&head, &here) == 0 &&
+			if (sl_my_head(s->meta, &s->srv, &head, err, errlen) == SL_OK && my_place_compare(&head, &here) == 0 &&
 			    (rc = my_redescribe(s, t, NULL, 0, &retired, err, errlen)) < 0)
 				return rc;
+			err[0] = '\0';
 		}
 		if (rc > 0) {
 			for (int k = 0; k < MAX_MAPS; k++)
