@@ -429,7 +429,11 @@ struct tmap {
 	bool recheck;                   /* skipped for now (its backfill holds its rows): decide again */
 	bool covered;                   /* with t: its backfill holds its rows, which are decoded only
 					 * to number the changes after them (my_stream.c, covered_row) */
+	struct sl_my_table *shadow;     /* owned: t, for covered rows laid out otherwise than the
+					 * table's version (described from the map) */
 };
+/* Frees m's shadow (m->t pointed to it: NULL then). */
+void my_map_drop_shadow(struct tmap *m);
 
 /* A prepared XA transaction, held until XA COMMIT. */
 struct xa_held {

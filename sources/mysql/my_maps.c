@@ -275,6 +275,41 @@ static int unseen_table(struct my_src *s, const char *db, const char *table, cha
 	return SL_EPREREQ;
 }
 
+void my_map_drop_shadow(struct tmap *m)
+{
+	if (!m->shadow)
+		return;
+	if (m->t == m->shadow)
+		m->t = NULL;
+	sl_my_table_free(m->shadow);
+	free(m->shadow);
+	m->shadow = NULL;
+}
+
+/* Covered rows of table t whose map is not laid out as t's version (a DDL
+ * between them and the catalog read at the start; the binlog names the
+ * columns): a description from the map, m's own, to decode them with, so
+ * that they take the sequence numbers a run that wrote them gave them;
+ * NULL (logged) when it cannot be built: the rows are skipped unnumbered. */
+static struct sl_my_table *shadow_of(struct my_src *s, struct tmap *m, const struct sl_my_table *t)
+{
+	char err[SL_ERRLEN];
+
+	if (!(m->shadow = calloc(1, sizeof *m->shadow))) {
+		sl_warn("stream \"%s\": out of memory describing a table map of \"%s\".\"%s\"", s->st->name, t->db,
+			t->name);
+		return NULL;
+	}
+	if (sl_my_table_from_map(m->shadow, &m->tm, t, err, sizeof err) < 0) {
+		sl_warn("stream \"%s\": %s: the changes after rows of \"%s\".\"%s\" that its backfill holds may be "
+			"numbered otherwise than when they were read before", s->st->name, err, t->db, t->name);
+		free(m->shadow);
+		m->shadow = NULL;
+		return NULL;
+	}
+	return m->shadow;
+}
+
 /* A TABLE_MAP: which table it maps, whether the stream follows it, and
  * whether its columns are still the version's.  Returns 1 with a schema
  * event in ev, 0, or a failure. */
@@ -315,6 +350,7 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	m->rawlen = 0;
 	m->t = NULL;
 	m->recheck = m->covered = false;
+	my_map_drop_shadow(m);
 	if (sl_binlog_table_map_parse(&m->tm, &s->rd, e, err, errlen) < 0) {
 		size_t l = strlen(err);
 		snprintf(err + l, errlen - l, " (at %s)", my_here(s, at, sizeof at));
@@ -366,7 +402,9 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 		/* Laid out as the columns sluice knows: decoded, so that the
 		 * changes after them in the transaction are numbered as a run
 		 * that did not skip them (the run before, killed) numbered them */
-		if (rc > 0 && sl_my_map_match(&m->tm, t, why, sizeof why) == SL_MY_MATCH) {
+		if (rc > 0 && sl_my_map_match(&m->tm, t, why, sizeof why) != SL_MY_MATCH && m->tm.has_names)
+			t = shadow_of(s, m, t);
+		if (rc > 0 && t && sl_my_map_match(&m->tm, t, why, sizeof why) == SL_MY_MATCH) {
 			if (my_grow_vals(s, t->ncols) < 0) {
 				snprintf(err, errlen, "out of memory");
 				return SL_EFAIL;

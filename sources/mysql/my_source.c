@@ -84,6 +84,7 @@ static void free_maps(struct my_src *s)
 	for (int i = 0; i < MAX_MAPS; i++) {
 		if (s->maps[i].used)
 			sl_binlog_table_map_free(&s->maps[i].tm);
+		my_map_drop_shadow(&s->maps[i]);
 		free(s->maps[i].raw);
 		memset(&s->maps[i], 0, sizeof s->maps[i]);
 	}

@@ -350,13 +350,12 @@ int my_tables(void *ctx, struct sl_table ***out, int *n, char *err, size_t errle
 	}
 	if ((rc = names_logged(s, err, errlen)) < 0)
 		return rc;
-	for (int i = 0; i < s->ntables; i++)
-		s->tables[i].start_layout = s->tables[i].version ? s->tables[i].version->layout : 0;
 	if (!(*out = calloc((size_t)s->ntables, sizeof **out)))
 		goto oom;
 	for (int i = 0; i < s->ntables; i++) {
 		if (!((*out)[i] = sl_my_table_copy(s->tables[i].version)))
 			goto oom;
+		s->tables[i].start_layout = s->tables[i].version->layout;
 		if (s->names_logged)
 			(*out)[i]->layout = 0;   /* the binlog names the columns: any layout reads */
 		(*n)++;
