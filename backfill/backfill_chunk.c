@@ -38,6 +38,7 @@ struct sl_bf_chunk {
 	char *low, *high;
 	bool open;           /* the window is open */
 	bool low_seen;
+	uint64_t floor;                 /* sl_bf_chunk_set_floor */
 	bool spoiled;
 	struct block *blocks;
 	struct crow *rows;
@@ -77,6 +78,7 @@ static void reset(struct sl_bf_chunk *c)
 		memset(c->index, 0, sizeof *c->index * c->nindex);
 	c->read_rows = c->applied = 0;
 	c->open = c->low_seen = c->spoiled = c->moved = false;
+	c->floor = 0;
 	c->moved_vals = NULL;
 	c->t = NULL;
 }
@@ -120,6 +122,11 @@ int sl_bf_chunk_open(struct sl_bf_chunk *c, const struct sl_table *t, const char
 		return -1;
 	c->open = true;
 	return 0;
+}
+
+void sl_bf_chunk_set_floor(struct sl_bf_chunk *c, uint64_t floor)
+{
+	c->floor = floor;
 }
 
 void sl_bf_chunk_abandon(struct sl_bf_chunk *c)
@@ -284,7 +291,7 @@ int sl_bf_chunk_change(struct sl_bf_chunk *c, const struct sl_change *ch)
 	uint64_t h;
 	long r;
 
-	if (!c->open || !ch->table || !same_table(c->t, ch->table))
+	if (!c->open || !ch->table || !same_table(c->t, ch->table) || ch->csn_pos < c->floor)
 		return 0;
 	moved = c->moved;
 	c->moved = false;

@@ -61,6 +61,12 @@ void sl_bf_chunk_free(struct sl_bf_chunk *c);
  * borrowed until the next open) with the watermark texts low and high
  * (copied): the window is open from now on.  -1 when out of memory. */
 int sl_bf_chunk_open(struct sl_bf_chunk *c, const struct sl_table *t, const char *low, const char *high);
+/* Changes whose CSN position is below floor (the job's marker's; 0: none
+ * known) are not applied: their records sort below the marker, which
+ * clears them, and they were committed before the chunk was read (a stream
+ * that lags behind the job's start: a replay from the checkpoint), so the
+ * chunk holds their effect.  Set after sl_bf_chunk_open(). */
+void sl_bf_chunk_set_floor(struct sl_bf_chunk *c, uint64_t floor);
 /* Closes the chunk without its high watermark (abandoned): nothing more is
  * applied. */
 void sl_bf_chunk_abandon(struct sl_bf_chunk *c);

@@ -53,6 +53,7 @@ struct job {
 	uint64_t rows, chunks;          /* pushed so far, with those durable before */
 	bool marked;                    /* its marker is written: by this run (at the job's start, or at
 					 * a low watermark, sl_pipe_job_marker), or a chunk is durable */
+	uint64_t marker_csn;            /* the CSN position of the marker this run wrote (0: none) */
 	int64_t t0_ms;
 	uint64_t rows0;
 };
@@ -325,6 +326,7 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 		return rc;
 	nj = &rb->jobs[rb->njobs - 1];
 	nj->marked = true;
+	nj->marker_csn = rb->c.src->desc->pos_csn(&pos) + 1;   /* as handle_job_start */
 	sl_info("stream \"%s\": backfilling %s while streaming (watermark method, chunks of %" PRIu64 " rows)",
 		rb->c.stream, entry_name(rb, idx), rb->c.chunk_rows);
 	return SL_OK;
@@ -639,6 +641,7 @@ static int open_chunk(struct sl_rebackfill *rb)
 		snprintf(rb->c.err, rb->c.errlen, "out of memory");
 		return SL_EFAIL;
 	}
+	sl_bf_chunk_set_floor(rb->chunk, j->marker_csn);
 	rc = rb->c.src->emit_watermark(rb->c.srcctx, low, &at, rb->c.err, rb->c.errlen);
 	free(low);
 	if (rc < 0)
@@ -760,6 +763,8 @@ static int mark_job(struct sl_rebackfill *rb, const struct sl_position *pos)
 	if ((rc = sl_pipe_job_marker(rb->c.pipe, j->idx, j->t, pos, sl_now_us())) < 0)
 		return rc;
 	j->marked = true;
+	j->marker_csn = rb->c.src->desc->pos_csn(pos);
+	sl_bf_chunk_set_floor(rb->chunk, j->marker_csn);
 	return SL_OK;
 }
 

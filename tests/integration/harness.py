@@ -1083,7 +1083,7 @@ class Sluice:
 
     def __init__(self, pg, stream="s1", tables="public.*", codec="deflate", compression_level=1,
                  max_file_bytes="64MB", max_file_seconds=60, backfill="auto", write_mode="append",
-                 state_dir=None, out=None, extra=None, binary=None, log_level="info", s3=None,
+                 state_dir=None, out=None, extra=None, binary=None, log_level=os.environ.get("SLUICE_TEST_LOG_LEVEL", "info"), s3=None,
                  prefix="cdc"):
         self.pg = pg
         self.s3 = s3              # an S3Server: the destination is type s3 on it
