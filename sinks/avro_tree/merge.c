@@ -223,6 +223,7 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 	const struct sl_mrow *src = NULL;
 	const void *fill = NULL;
 	size_t filllen = 0;
+	const char *fill_csn = c->csn;
 	struct sl_buf key;
 	ssize_t prev;
 	bool unchanged = false, moved_here = false;
@@ -299,11 +300,16 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 			if (pending && src->fill) {
 				fill = src->fill;
 				filllen = src->filllen;
+				/* The same key's earlier row: its move still applies.
+				 * A key change (src the old key's row): this one. */
+				if (src->keylen == key.len && !memcmp(src->key, key.data, key.len) && src->fill_csn[0])
+					fill_csn = src->fill_csn;
 			}
 		}
 	}
 	if (!(r = mrow_make(c, NULL, vals, t->ncols, key.data, key.len, fill, filllen)))
 		goto oom;
+	memcpy(r->fill_csn, fill_csn, sizeof r->fill_csn);
 	if (put_at(b, prev, r) < 0)
 		goto oom;
 	rc = 0;

@@ -49,6 +49,13 @@ struct sl_mrow {
 	size_t keylen;
 	unsigned char *fill;           /* the key whose mirror row fills SL_V_UNCHANGED values, or NULL */
 	size_t filllen;
+	/* When fill names another key (a key change): the CSN of the change
+	 * that moved the row to its key.  A writing of the row's own key in
+	 * the mirror from this CSN up to the row's own (an earlier attempt at
+	 * this batch, cut by a crash before the checkpoint moved) holds the
+	 * values the later changes left unchanged, while the old key's row
+	 * there is a tombstone by then (tree.c, put_row). */
+	char fill_csn[SL_CSN_LEN + 1];
 	bool deleted;                  /* DELETE, UPDATE-DELETE */
 };
 

@@ -677,8 +677,17 @@ static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, co
 		 * an attempt that reached the destination before a crash kept the
 		 * checkpoint from moving: the old key's row is a tombstone by then,
 		 * and the earlier writing has the values (CSNs are unique per
-		 * change, so the same CSN is the same change). */
-		if (moved(r) && (e = sl_mirror_find(m, r->key, r->keylen)) && strcmp(e->csn, r->csn) != 0)
+		 * change, so the same CSN is the same change).  It may also hold
+		 * the key change itself, or a change after it, where the replay's
+		 * batch folded a later change that left the values unchanged: any
+		 * writing from the key change (fill_csn) up to this change has
+		 * them, since every change of the key between left them as they
+		 * were (else the batch would have them).  One before the key
+		 * change is an older row of the key, one after this change a
+		 * later state: neither. */
+		const char *from = r->fill_csn[0] ? r->fill_csn : r->csn;
+		if (moved(r) && (e = sl_mirror_find(m, r->key, r->keylen)) &&
+		    (strcmp(e->csn, from) < 0 || strcmp(e->csn, r->csn) > 0))
 			e = NULL;
 		if (!e)
 			e = sl_mirror_find(m, r->fill, r->filllen);
