@@ -56,6 +56,14 @@ struct sl_mrow {
 	 * values the later changes left unchanged, while the old key's row
 	 * there is a tombstone by then (tree.c, put_row). */
 	char fill_csn[SL_CSN_LEN + 1];
+	/* The keys the row passed through between fill and its own key (key
+	 * changes folded into one batch: A to B, then B to C), each with the
+	 * CSNs it held the row from (the key change into it) and until (the
+	 * one out of it, excluded): a writing of such a key in that range
+	 * has the values too.  Each: uint32_t length, key bytes, two CSNs of
+	 * SL_CSN_LEN bytes.  NULL when none. */
+	unsigned char *hops;
+	size_t hopslen;
 	bool deleted;                  /* DELETE, UPDATE-DELETE */
 };
 
