@@ -41,11 +41,14 @@ int sl_mrow_key(const struct sl_table *t, const struct sl_value *vals, struct sl
 }
 
 /* Copies a change's metadata from c (NULL: from like) with ncols values
- * vals (NULL: none), key and fill key.  NULL when out of memory. */
+ * vals (NULL: none), key, fill key and hops (merge.h).  NULL when out of
+ * memory. */
 static struct sl_mrow *mrow_make(const struct sl_change *c, const struct sl_mrow *like, const struct sl_value *vals,
-				 int ncols, const void *key, size_t keylen, const void *fill, size_t filllen)
+				 int ncols, const void *key, size_t keylen, const void *fill, size_t filllen,
+				 const void *hops, size_t hopslen)
 {
-	size_t size = align8(sizeof(struct sl_mrow)) + (size_t)ncols * sizeof(struct sl_value) + keylen + filllen;
+	size_t size = align8(sizeof(struct sl_mrow)) + (size_t)ncols * sizeof(struct sl_value) + keylen + filllen +
+		      hopslen;
 	struct sl_mrow *r;
 	char *p;
 
@@ -93,6 +96,11 @@ static struct sl_mrow *mrow_make(const struct sl_change *c, const struct sl_mrow
 	r->filllen = fill ? filllen : 0;
 	if (fill && filllen)
 		memcpy(p, fill, filllen);
+	p += fill ? filllen : 0;
+	r->hops = hopslen ? (unsigned char *)p : NULL;
+	r->hopslen = hopslen;
+	if (hopslen)
+		memcpy(p, hops, hopslen);
 	return r;
 }
 
@@ -205,7 +213,7 @@ static const struct sl_mrow *prior_row(const struct sl_mbatch *b, const void *ke
 
 static int put_truncate(struct sl_mbatch *b, const struct sl_change *c)
 {
-	struct sl_mrow *r = mrow_make(c, NULL, NULL, 0, NULL, 0, NULL, 0);
+	struct sl_mrow *r = mrow_make(c, NULL, NULL, 0, NULL, 0, NULL, 0, NULL, 0);
 
 	if (!r)
 		return -1;
@@ -223,7 +231,8 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 	const struct sl_mrow *src = NULL;
 	const void *fill = NULL;
 	size_t filllen = 0;
-	struct sl_buf key;
+	const char *fill_csn = c->csn;
+	struct sl_buf key, hops;
 	ssize_t prev;
 	bool unchanged = false, moved_here = false;
 	int rc = -1;
@@ -234,6 +243,7 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 		return 0;
 	}
 	sl_buf_init(&key, 0);
+	sl_buf_init(&hops, 0);
 	if (b->moved_key.cap == 0)
 		sl_buf_init(&b->moved_key, 0);  /* a zeroed batch */
 	if (!c->values) {
@@ -270,7 +280,7 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 			if (prev >= 0) {
 				const struct sl_mrow *o = b->rows[prev];
 				if (!(b->moved_row = mrow_make(NULL, o, o->vals, o->ncols, o->key, o->keylen, o->fill,
-							       o->filllen)))
+							       o->filllen, o->hops, o->hopslen)))
 					goto oom;
 			}
 			moved_here = true;
@@ -299,11 +309,31 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 			if (pending && src->fill) {
 				fill = src->fill;
 				filllen = src->filllen;
+				if (src->hopslen)
+					sl_buf_append(&hops, src->hops, src->hopslen);
+				/* The same key's earlier row: its move still applies.
+				 * A key change (src the old key's row): this one, and
+				 * src's key, moved into at src->fill_csn and out of
+				 * now, is a hop. */
+				if (src->keylen == key.len && !memcmp(src->key, key.data, key.len)) {
+					if (src->fill_csn[0])
+						fill_csn = src->fill_csn;
+				} else if (src->fill_csn[0] && (src->filllen != src->keylen ||
+								memcmp(src->fill, src->key, src->keylen) != 0)) {
+					uint32_t kl = (uint32_t)src->keylen;
+					sl_buf_append(&hops, &kl, sizeof kl);
+					sl_buf_append(&hops, src->key, src->keylen);
+					sl_buf_append(&hops, src->fill_csn, SL_CSN_LEN);
+					sl_buf_append(&hops, c->csn, SL_CSN_LEN);
+				}
+				if (sl_buf_failed(&hops))
+					goto oom;
 			}
 		}
 	}
-	if (!(r = mrow_make(c, NULL, vals, t->ncols, key.data, key.len, fill, filllen)))
+	if (!(r = mrow_make(c, NULL, vals, t->ncols, key.data, key.len, fill, filllen, hops.data, fill ? hops.len : 0)))
 		goto oom;
+	memcpy(r->fill_csn, fill_csn, sizeof r->fill_csn);
 	if (put_at(b, prev, r) < 0)
 		goto oom;
 	rc = 0;
@@ -314,6 +344,7 @@ out:
 	if (!moved_here)
 		moved_clear(b);
 	sl_buf_free(&key);
+	sl_buf_free(&hops);
 	free(vals);
 	return rc;
 oom_nokey:
@@ -353,9 +384,10 @@ static struct sl_mrow *carry_row(const struct sl_mrow *r, const struct sl_table 
 		goto out;
 	}
 	if (pending && r->fill)
-		out = mrow_make(NULL, r, vals, tt->ncols, key.data, key.len, r->fill, r->filllen);
+		out = mrow_make(NULL, r, vals, tt->ncols, key.data, key.len, r->fill, r->filllen, r->hops, r->hopslen);
 	else
-		out = mrow_make(NULL, r, vals, tt->ncols, key.data, key.len, pending ? key.data : NULL, key.len);
+		out = mrow_make(NULL, r, vals, tt->ncols, key.data, key.len, pending ? key.data : NULL, key.len,
+				NULL, 0);
 out:
 	sl_buf_free(&key);
 	free(vals);
@@ -385,7 +417,7 @@ int sl_mbatch_carry(struct sl_mbatch *to, const struct sl_mbatch *from, const st
 int sl_mbatch_replace(struct sl_mbatch *b, size_t i, const struct sl_value *vals)
 {
 	struct sl_mrow *o = b->rows[i];
-	struct sl_mrow *r = mrow_make(NULL, o, vals, o->ncols, o->key, o->keylen, NULL, 0);
+	struct sl_mrow *r = mrow_make(NULL, o, vals, o->ncols, o->key, o->keylen, NULL, 0, NULL, 0);
 
 	if (!r)
 		return -1;

@@ -49,6 +49,21 @@ struct sl_mrow {
 	size_t keylen;
 	unsigned char *fill;           /* the key whose mirror row fills SL_V_UNCHANGED values, or NULL */
 	size_t filllen;
+	/* When fill names another key (a key change): the CSN of the change
+	 * that moved the row to its key.  A writing of the row's own key in
+	 * the mirror from this CSN up to the row's own (an earlier attempt at
+	 * this batch, cut by a crash before the checkpoint moved) holds the
+	 * values the later changes left unchanged, while the old key's row
+	 * there is a tombstone by then (tree.c, put_row). */
+	char fill_csn[SL_CSN_LEN + 1];
+	/* The keys the row passed through between fill and its own key (key
+	 * changes folded into one batch: A to B, then B to C), each with the
+	 * CSNs it held the row from (the key change into it) and until (the
+	 * one out of it, excluded): a writing of such a key in that range
+	 * has the values too.  Each: uint32_t length, key bytes, two CSNs of
+	 * SL_CSN_LEN bytes.  NULL when none. */
+	unsigned char *hops;
+	size_t hopslen;
 	bool deleted;                  /* DELETE, UPDATE-DELETE */
 };
 

@@ -543,6 +543,33 @@ static bool needs_fill(const struct sl_mrow *r)
 	return false;
 }
 
+/* Hop i of r's hops (merge.h) from offset *at: its key and CSN range;
+ * false after the last. */
+struct hop {
+	const unsigned char *key;
+	size_t keylen;
+	char from[SL_CSN_LEN + 1], until[SL_CSN_LEN + 1];
+};
+
+static bool next_hop(const struct sl_mrow *r, size_t *at, struct hop *h)
+{
+	uint32_t kl;
+
+	if (!r->hops || *at + sizeof kl > r->hopslen)
+		return false;
+	memcpy(&kl, r->hops + *at, sizeof kl);
+	if (*at + sizeof kl + kl + 2 * SL_CSN_LEN > r->hopslen)
+		return false;
+	h->key = r->hops + *at + sizeof kl;
+	h->keylen = kl;
+	memcpy(h->from, h->key + kl, SL_CSN_LEN);
+	h->from[SL_CSN_LEN] = '\0';
+	memcpy(h->until, h->key + kl + SL_CSN_LEN, SL_CSN_LEN);
+	h->until[SL_CSN_LEN] = '\0';
+	*at += sizeof kl + kl + 2 * SL_CSN_LEN;
+	return true;
+}
+
 /* The keys a lookup wants: sorted, for bsearch.  Each row that needs a fill
  * wants its fill key; a moved row also wants its own key, whose row of the
  * same CSN, if the mirror has one, is this very row as an earlier attempt
@@ -582,9 +609,15 @@ static int lookup(struct sl_tree *t, struct obj *o, struct sl_mrow **rows, size_
 	struct want w = { NULL, 0 };
 	int rc;
 
-	for (size_t i = 0; i < n; i++)
-		if (needs_fill(rows[i]))
-			w.n += moved(rows[i]) ? 2 : 1;
+	for (size_t i = 0; i < n; i++) {
+		struct hop h;
+		size_t at = 0;
+		if (!needs_fill(rows[i]))
+			continue;
+		w.n += moved(rows[i]) ? 2 : 1;
+		while (next_hop(rows[i], &at, &h))
+			w.n++;
+	}
 	if (w.n == 0)
 		return 0;
 	if (!(w.keys = malloc(w.n * sizeof *w.keys))) {
@@ -593,11 +626,15 @@ static int lookup(struct sl_tree *t, struct obj *o, struct sl_mrow **rows, size_
 	}
 	w.n = 0;
 	for (size_t i = 0; i < n; i++) {
+		struct hop h;
+		size_t at = 0;
 		if (!needs_fill(rows[i]))
 			continue;
 		w.keys[w.n++] = (struct wkey){ rows[i]->fill, rows[i]->filllen };
 		if (moved(rows[i]))
 			w.keys[w.n++] = (struct wkey){ rows[i]->key, rows[i]->keylen };
+		while (next_hop(rows[i], &at, &h))
+			w.keys[w.n++] = (struct wkey){ h.key, h.keylen };
 	}
 	qsort(w.keys, w.n, sizeof *w.keys, cmp_wkey);
 	m->want = wanted;
@@ -677,9 +714,28 @@ static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, co
 		 * an attempt that reached the destination before a crash kept the
 		 * checkpoint from moving: the old key's row is a tombstone by then,
 		 * and the earlier writing has the values (CSNs are unique per
-		 * change, so the same CSN is the same change). */
-		if (moved(r) && (e = sl_mirror_find(m, r->key, r->keylen)) && strcmp(e->csn, r->csn) != 0)
+		 * change, so the same CSN is the same change).  It may also hold
+		 * the key change itself, or a change after it, where the replay's
+		 * batch folded a later change that left the values unchanged: any
+		 * writing from the key change (fill_csn) up to this change has
+		 * them, since every change of the key between left them as they
+		 * were (else the batch would have them).  One before the key
+		 * change is an older row of the key, one after this change a
+		 * later state: neither. */
+		const char *from = r->fill_csn[0] ? r->fill_csn : r->csn;
+		if (moved(r) && (e = sl_mirror_find(m, r->key, r->keylen)) &&
+		    (strcmp(e->csn, from) < 0 || strcmp(e->csn, r->csn) > 0))
 			e = NULL;
+		/* Likewise a key the row passed through on its way here, written
+		 * while it held the row. */
+		for (size_t at = 0; !e && moved(r);) {
+			struct hop h;
+			if (!next_hop(r, &at, &h))
+				break;
+			if ((e = sl_mirror_find(m, h.key, h.keylen)) &&
+			    (strcmp(e->csn, h.from) < 0 || strcmp(e->csn, h.until) >= 0))
+				e = NULL;
+		}
 		if (!e)
 			e = sl_mirror_find(m, r->fill, r->filllen);
 		for (int i = 0; i < r->ncols; i++) {

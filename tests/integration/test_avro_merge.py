@@ -396,6 +396,94 @@ class S3MergeTest(WithS3, PgTestCase):
                                      (body + str(k - 100), []), f"{path}: {r['source_metadata']}")
         self.assertGreaterEqual(seen, 4, "the first attempt's file and the replay's should both be there")
 
+    def test_replayed_key_change_then_update_keeps_toast_value(self):
+        """As above, but the replay's batch also holds a later transaction
+        that updates the moved keys leaving the TOAST value unchanged: the
+        batch's row of the new key is that later change, whose CSN is not
+        the first attempt's writing's, and the old key's row is a tombstone
+        by then; the value is the one the first attempt wrote at the key
+        change (property seed 4401, pg/merge/avro_dir)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE s3u (id int PRIMARY KEY, v int, body text)")
+        pg.execute("ALTER TABLE s3u ALTER body SET STORAGE EXTERNAL")
+        rnd = random.Random(7)
+        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
+        pg.execute("INSERT INTO s3u SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
+        proxy = HoldingProxy(self.s3.endpoint)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream="s3u", tables="public.s3u", write_mode="merge", s3=self.s3, prefix="cdc",
+                        codec="null", max_file_seconds=1)
+        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
+        s.write_config()
+        s.catch_up(self)
+        proxy.arm_match(lambda method, path, body: method == "PUT" and
+                        re.search(r"/cdc/s3u/public_s3u/.*\.avro$", path))
+        p = s.start("run")
+        pg.execute("UPDATE s3u SET id = 100 + id WHERE id <= 2")
+        wait_until(proxy.held.is_set, 120, "the PUT of the merge file")
+        p.kill9()
+        proxy.pass_through()
+        # while stopped: the moved rows updated, the TOAST value left as it is
+        pg.execute("UPDATE s3u SET v = 7 WHERE id > 100")
+        s.catch_up(self)
+
+        tree = s.output_tree()
+        rows = pg.sql("SELECT id, v, body FROM s3u ORDER BY id")
+        self.assertEqual(rows, [(i, 0, body + str(i)) for i in (3, 4, 5)] +
+                         [(100 + i, 7, body + str(i)) for i in (1, 2)])
+        got, files = mirror(tree, "s3u", "public_s3u", ["id"])
+        self.assertEqual(set(got), {(r[0],) for r in rows}, files)
+        for i, v, b in rows:
+            self.assertEqual(got[(i,)], ({"id": i, "v": v, "body": b}, []), i)
+        # the replay's batch held the update, not only the key change
+        updates = [r for path in files for r in read_file(path)
+                   if r["payload"]["id"] in (101, 102) and r["payload"]["v"] == 7]
+        self.assertEqual(len(updates), 2, files)
+
+
+    def test_replayed_key_changes_chained_keep_toast_value(self):
+        """As above, but the update while stopped moves the moved keys again
+        (101 to 201): the replay's batch holds 1 to 101 and 101 to 201, the
+        first attempt's files 1's tombstone and 101's whole row, which
+        fills 201 (101 held the row from the first key change until the
+        second)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE s3c (id int PRIMARY KEY, v int, body text)")
+        pg.execute("ALTER TABLE s3c ALTER body SET STORAGE EXTERNAL")
+        rnd = random.Random(8)
+        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
+        pg.execute("INSERT INTO s3c SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
+        proxy = HoldingProxy(self.s3.endpoint)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream="s3c", tables="public.s3c", write_mode="merge", s3=self.s3, prefix="cdc",
+                        codec="null", max_file_seconds=1)
+        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
+        s.write_config()
+        s.catch_up(self)
+        proxy.arm_match(lambda method, path, body: method == "PUT" and
+                        re.search(r"/cdc/s3c/public_s3c/.*\.avro$", path))
+        p = s.start("run")
+        pg.execute("UPDATE s3c SET id = 100 + id WHERE id <= 2")
+        wait_until(proxy.held.is_set, 120, "the PUT of the merge file")
+        p.kill9()
+        proxy.pass_through()
+        pg.execute("UPDATE s3c SET id = id + 100, v = 7 WHERE id > 100")
+        s.catch_up(self)
+
+        tree = s.output_tree()
+        rows = pg.sql("SELECT id, v, body FROM s3c ORDER BY id")
+        self.assertEqual(rows, [(i, 0, body + str(i)) for i in (3, 4, 5)] +
+                         [(200 + i, 7, body + str(i)) for i in (1, 2)])
+        got, files = mirror(tree, "s3c", "public_s3c", ["id"])
+        self.assertEqual(set(got), {(r[0],) for r in rows}, files)
+        for i, v, b in rows:
+            self.assertEqual(got[(i,)], ({"id": i, "v": v, "body": b}, []), i)
+        # the first attempt's file holds 101 and 102 whole
+        first = [r for path in files for r in read_file(path) if r["payload"]["id"] in (101, 102)
+                 and r["source_metadata"]["change_type"] == "UPDATE-INSERT"]
+        self.assertEqual(sorted((r["payload"]["id"], r["payload"]["body"]) for r in first),
+                         [(101, body + "1"), (102, body + "2")], files)
+
 
 class MyMergeTest(MyTestCase):
 
