@@ -996,6 +996,7 @@ int sl_binlog_table_map_parse(struct sl_binlog_table_map *tm, const struct sl_bi
 
 	tm->ncols = 0;
 	tm->nkey = 0;
+	tm->nhidden = 0;
 	tm->db = tm->table = "";
 	tm->has_signedness = tm->has_charsets = tm->has_enum_set_charsets = tm->has_names = false;
 	tm->has_enum_values = tm->has_set_values = tm->has_geometry_types = tm->has_key = false;

@@ -427,6 +427,10 @@ struct sl_binlog_table_map {
 	     has_set_values, has_geometry_types, has_key, has_visibility;
 	uint32_t nkey;                   /* key column numbers, in key order */
 	const uint32_t *key;
+	/* The last nhidden columns are read and dropped by the row decoder
+	 * (MariaDB's hidden DB_ROW_HASH_n of long unique keys, which the
+	 * catalog does not list): set by the caller, 0 after a parse. */
+	uint32_t nhidden;
 	/* Storage, reused by the next parse: */
 	struct sl_mysql_column *col_store;
 	uint32_t acols;

@@ -14,11 +14,13 @@
  */
 #include "sources/mysql/my_internal.h"
 
+#include <ctype.h>
 #include <fnmatch.h>
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/log.h"
 #include "common/util.h"
@@ -426,6 +428,46 @@ static int mark_json(MYSQL *c, struct sl_my_table *t, int n, const char *only_db
 	return SL_OK;
 }
 
+/* MariaDB's long unique keys (a UNIQUE on a BLOB/TEXT or a long VARCHAR,
+ * or UNIQUE ... USING HASH), counted into each table's nhash: each has a
+ * hidden DB_ROW_HASH_n column that the binlog carries and
+ * information_schema.COLUMNS does not list.  STATISTICS shows them as
+ * INDEX_TYPE HASH, as it shows a MEMORY table's own hash indexes, which
+ * have no such column (MEMORY has no long unique). */
+static int count_long_unique(MYSQL *c, struct sl_my_table *t, int n, const char *only_db, const char *only_table,
+			     char *err, size_t errlen)
+{
+	struct sl_buf q;
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	int rc;
+
+	sl_buf_init(&q, 0);
+	sl_buf_puts(&q, "SELECT TABLE_SCHEMA, TABLE_NAME, COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS");
+	where_tables(&q, only_db, only_table);
+	sl_buf_puts(&q, " AND INDEX_TYPE = 'HASH' AND NON_UNIQUE = 0 AND (TABLE_SCHEMA, TABLE_NAME) NOT IN "
+		    "(SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES");
+	where_tables(&q, only_db, only_table);
+	sl_buf_puts(&q, " AND ENGINE = 'MEMORY') GROUP BY TABLE_SCHEMA, TABLE_NAME");
+	if (sl_buf_failed(&q)) {
+		sl_buf_free(&q);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_my_query(c, q.data, &res, err, errlen);
+	sl_buf_free(&q);
+	if (rc < 0)
+		return rc;
+	while (res && (row = mysql_fetch_row(res))) {
+		struct sl_my_table *tb;
+		if (row[0] && row[1] && row[2] && (tb = find(t, n, row[0], row[1])))
+			tb->nhash = atoi(row[2]);
+	}
+	if (res)
+		mysql_free_result(res);
+	return SL_OK;
+}
+
 int sl_my_list_tables(MYSQL *c, bool mariadb, char *const *include, char *const *exclude, const char *only_db,
 		      const char *only_table, bool describe, struct sl_my_table **out, int *n, char *err,
 		      size_t errlen)
@@ -480,6 +522,8 @@ int sl_my_list_tables(MYSQL *c, bool mariadb, char *const *include, char *const 
 		mysql_free_result(res);
 		res = NULL;
 		if (mariadb && (rc = mark_json(c, t, nt, only_db, only_table, err, errlen)) < 0)
+			goto fail;
+		if (mariadb && (rc = count_long_unique(c, t, nt, only_db, only_table, err, errlen)) < 0)
 			goto fail;
 		for (int i = 0; i < nt; i++)
 			if ((rc = sl_my_table_build(&t[i], err, errlen)) < 0)
@@ -646,16 +690,55 @@ static void complete(struct sl_mysql_column *m, const struct sl_binlog_table_map
 		m->is_key = c->mc.is_key;
 }
 
+/* Whether map column m has the form of a long unique key's hidden hash:
+ * a nullable BIGINT, UNSIGNED unless the map does not say, and when the map
+ * names its columns, named DB_ROW_HASH_<n> and no column of t's (may be
+ * NULL): MariaDB numbers it past a user column of that name.  Nothing in
+ * the map marks it hidden (no visibility metadata). */
+static bool hash_shaped(const struct sl_binlog_table_map *tm, const struct sl_mysql_column *m,
+			const struct sl_my_table *t)
+{
+	static const char pre[] = "DB_ROW_HASH_";
+	const size_t np = sizeof pre - 1;
+
+	if (m->real_type != SL_MYSQL_LONGLONG || !m->nullable || m->is_unsigned == 0)
+		return false;
+	if (!tm->has_names)
+		return true;
+	if (!m->name.p || m->name.len <= np || memcmp(m->name.p, pre, np) != 0)
+		return false;
+	for (uint32_t k = (uint32_t)np; k < m->name.len; k++)
+		if (!isdigit((unsigned char)m->name.p[k]))
+			return false;
+	for (int i = 0; t && i < t->ncols; i++)
+		if (strlen(t->cols[i].name) == m->name.len && !strncasecmp(t->cols[i].name, m->name.p, m->name.len))
+			return false;
+	return true;
+}
+
+uint32_t sl_my_map_hidden(const struct sl_binlog_table_map *tm, const struct sl_my_table *t)
+{
+	if (t->nhash <= 0 || tm->ncols != (uint32_t)t->ncols + (uint32_t)t->nhash)
+		return 0;
+	for (uint32_t i = (uint32_t)t->ncols; i < tm->ncols; i++)
+		if (!hash_shaped(tm, &tm->cols[i], t))
+			return 0;
+	return (uint32_t)t->nhash;
+}
+
 void sl_my_map_complete(struct sl_binlog_table_map *tm, const struct sl_my_table *t)
 {
 	for (uint32_t i = 0; i < tm->ncols && (int)i < t->ncols; i++)
 		complete(&tm->cols[i], tm, &t->cols[i]);
+	tm->nhidden = sl_my_map_hidden(tm, t);
 }
 
 enum sl_my_match sl_my_map_match(const struct sl_binlog_table_map *tm, const struct sl_my_table *t, char *why,
 				 size_t whylen)
 {
-	uint32_t n = tm->ncols;
+	/* the hidden hash columns are not the table's: the rows decoder
+	 * drops them (sl_my_map_complete) */
+	uint32_t n = tm->ncols - sl_my_map_hidden(tm, t);
 
 	why[0] = '\0';
 	if (n > (uint32_t)t->ncols) {
@@ -696,10 +779,18 @@ enum sl_my_match sl_my_map_match(const struct sl_binlog_table_map *tm, const str
 int sl_my_table_from_map(struct sl_my_table *out, const struct sl_binlog_table_map *tm,
 			 const struct sl_my_table *like, char *err, size_t errlen)
 {
+	uint32_t keep = tm->ncols;
+
 	memset(out, 0, sizeof *out);
 	if (!(out->db = strdup(tm->db)) || !(out->name = strdup(tm->table)))
 		goto oom;
-	for (uint32_t i = 0; i < tm->ncols; i++) {
+	/* the last columns named as hidden hashes are not the table's: how
+	 * many long unique keys the table had then, the catalog may no longer
+	 * say */
+	while (tm->has_names && keep > 0 && hash_shaped(tm, &tm->cols[keep - 1], like))
+		keep--;
+	out->nhash = (int)(tm->ncols - keep);
+	for (uint32_t i = 0; i < keep; i++) {
 		const struct sl_mysql_column *m = &tm->cols[i];
 		struct sl_my_col *c;
 		char *nm;

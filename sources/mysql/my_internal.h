@@ -168,6 +168,10 @@ struct sl_my_table {
 	bool versioned;                 /* MariaDB WITH SYSTEM VERSIONING */
 	int ncols;
 	struct sl_my_col *cols;
+	/* MariaDB: the long unique keys (UNIQUE on a BLOB/TEXT, a long VARCHAR,
+	 * or USING HASH), each with a hidden DB_ROW_HASH_n column that a table
+	 * map carries after cols and the catalog does not list */
+	int nhash;
 	struct sl_table *version;       /* built from cols (owned by the source until retired) */
 	bool gone;                      /* streaming: dropped or renamed away, its rows ended by a
 					 * marker; a table created under its name clears it */
@@ -237,8 +241,14 @@ enum sl_my_match sl_my_map_match(const struct sl_binlog_table_map *tm, const str
 				 size_t whylen);
 /* Completes a parsed table map from the table's description where the
  * binlog's metadata lacks it (names, signedness, charsets, ENUM and SET
- * strings, MariaDB's JSON, keys), for decoding. */
+ * strings, MariaDB's JSON, keys), for decoding; and sets its nhidden to the
+ * table's hidden hash columns the map carries (sl_my_map_hidden). */
 void sl_my_map_complete(struct sl_binlog_table_map *tm, const struct sl_my_table *t);
+/* How many of tm's last columns are t's hidden long-unique hash columns:
+ * t->nhash when the map has exactly that many columns beyond t's, each a
+ * nullable BIGINT (UNSIGNED when the map says) and, when the map names
+ * them, named DB_ROW_HASH_<n> and no column of t's; else 0. */
+uint32_t sl_my_map_hidden(const struct sl_binlog_table_map *tm, const struct sl_my_table *t);
 /* A table description from a table map with FULL metadata (names, keys),
  * with what the map lacks (MariaDB JSON) taken from like (may be NULL). */
 int sl_my_table_from_map(struct sl_my_table *out, const struct sl_binlog_table_map *tm,

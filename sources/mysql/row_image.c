@@ -1012,12 +1012,16 @@ static bool bit_set(const unsigned char *bm, uint32_t i)
 }
 
 /* Decodes one image at *p into out, its scratch values in scratch[which]. */
+static int value_size(const struct sl_mysql_column *mc, const unsigned char *p, const unsigned char *end, size_t *n);
+
 static int decode_image(struct sl_mysql_rowdec *d, const struct sl_binlog_table_map *tm, const struct sl_column *cols,
 			const unsigned char *present, const unsigned char **p, const unsigned char *end,
 			struct sl_value *out, int which, char *err, size_t errlen)
 {
 	struct sl_buf *s = &d->scratch[which];
 	uint32_t npresent = 0, k = 0;
+	/* the columns the caller has: the map's but its hidden last ones */
+	uint32_t nout = tm->ncols - (tm->nhidden < tm->ncols ? tm->nhidden : tm->ncols);
 	const unsigned char *nulls;
 
 	sl_buf_reset(s);
@@ -1032,21 +1036,35 @@ static int decode_image(struct sl_mysql_rowdec *d, const struct sl_binlog_table_
 	nulls = *p;
 	*p += (npresent + 7) / 8;
 	for (uint32_t i = 0; i < tm->ncols; i++) {
-		struct vctx v = { d, tm, &tm->cols[i], &cols[i], s, &out[i], i, err, errlen };
 		int rc;
 		if (!bit_set(present, i)) {
-			out[i] = (struct sl_value){ .kind = SL_V_UNCHANGED };
+			if (i < nout)
+				out[i] = (struct sl_value){ .kind = SL_V_UNCHANGED };
 			continue;
 		}
 		if (bit_set(nulls, k++)) {
-			out[i] = (struct sl_value){ .kind = SL_V_NULL };
+			if (i < nout)
+				out[i] = (struct sl_value){ .kind = SL_V_NULL };
 			continue;
 		}
+		if (i >= nout) {
+			/* a hidden column: its bytes are stepped over, never
+			 * decoded (its signedness may be unknown) */
+			size_t n = 0;
+			if (value_size(&tm->cols[i], *p, end, &n) < 0) {
+				snprintf(err, errlen, "malformed rows event for table \"%s\".\"%s\": hidden column %" PRIu32
+					 " runs past the event", tm->db, tm->table, i + 1);
+				return -1;
+			}
+			*p += n;
+			continue;
+		}
+		struct vctx v = { d, tm, &tm->cols[i], &cols[i], s, &out[i], i, err, errlen };
 		rc = decode_value(&v, p, end);
 		if (rc < 0)
 			return rc;
 	}
-	for (uint32_t i = 0; i < tm->ncols; i++)
+	for (uint32_t i = 0; i < nout; i++)
 		if (d->fix[i])
 			out[i].p = s->data + (uintptr_t)out[i].p;
 	return 0;

@@ -141,8 +141,9 @@ void sl_mysql_rowdec_free(struct sl_mysql_rowdec *d);
 #define SL_MYSQL_EVALUE (-2)
 
 /* Decodes the next row of rows (advancing rows->rows) against table map tm
- * into the output columns cols (tm->ncols of them, in table order, e.g. a
- * table version's cols): before gets the before image (UPDATE, DELETE),
+ * into the output columns cols (tm->ncols - tm->nhidden of them, in table
+ * order, e.g. a table version's cols; the hidden last columns are stepped
+ * over): before gets the before image (UPDATE, DELETE),
  * after the after image (WRITE, UPDATE); the other is left alone.  Returns
  * 1 with a row, 0 when the event has no more rows, -1 for a malformed event
  * (err says what), SL_MYSQL_EVALUE (err names the table, the column and the
