@@ -390,14 +390,7 @@ static int mark_json(MYSQL *c, struct sl_my_table *t, int n, const char *only_db
 		sl_buf_puts(&q, " AND TABLE_NAME = ");
 		sl_my_append_literal(&q, only_table);
 	}
-	if (sl_buf_failed(&q)) {
-		sl_buf_free(&q);
-		snprintf(err, errlen, "out of memory");
-		return SL_EFAIL;
-	}
-	rc = sl_my_query(c, q.data, &res, err, errlen);
-	sl_buf_free(&q);
-	if (rc < 0)
+	if ((rc = sl_my_query_buf(c, &q, &res, err, errlen)) < 0)
 		return rc;
 	while (res && (row = mysql_fetch_row(res))) {
 		struct sl_my_table *tb;
@@ -449,14 +442,7 @@ static int count_long_unique(MYSQL *c, struct sl_my_table *t, int n, const char 
 		    "(SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES");
 	where_tables(&q, only_db, only_table);
 	sl_buf_puts(&q, " AND ENGINE = 'MEMORY') GROUP BY TABLE_SCHEMA, TABLE_NAME");
-	if (sl_buf_failed(&q)) {
-		sl_buf_free(&q);
-		snprintf(err, errlen, "out of memory");
-		return SL_EFAIL;
-	}
-	rc = sl_my_query(c, q.data, &res, err, errlen);
-	sl_buf_free(&q);
-	if (rc < 0)
+	if ((rc = sl_my_query_buf(c, &q, &res, err, errlen)) < 0)
 		return rc;
 	while (res && (row = mysql_fetch_row(res))) {
 		struct sl_my_table *tb;

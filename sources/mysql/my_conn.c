@@ -189,6 +189,21 @@ int sl_my_query(MYSQL *c, const char *sql, MYSQL_RES **res, char *err, size_t er
 	return SL_OK;
 }
 
+int sl_my_query_buf(MYSQL *c, struct sl_buf *q, MYSQL_RES **res, char *err, size_t errlen)
+{
+	int rc;
+
+	*res = NULL;
+	if (sl_buf_failed(q)) {
+		sl_buf_free(q);
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	rc = sl_my_query(c, q->data, res, err, errlen);
+	sl_buf_free(q);
+	return rc;
+}
+
 int sl_my_query_value(MYSQL *c, const char *sql, char *out, size_t outlen, bool *found, char *err,
 		      size_t errlen)
 {
@@ -336,14 +351,7 @@ static int missing_privileges(MYSQL *c, const struct sl_my_server *srv, const ch
 	sl_buf_init(&q, 0);
 	sl_buf_puts(&q, "SELECT PRIVILEGE_TYPE FROM information_schema.USER_PRIVILEGES WHERE GRANTEE = ");
 	sl_my_append_literal(&q, grantee);
-	if (sl_buf_failed(&q)) {
-		sl_buf_free(&q);
-		snprintf(err, errlen, "out of memory");
-		return SL_EFAIL;
-	}
-	rc = sl_my_query(c, q.data, &res, err, errlen);
-	sl_buf_free(&q);
-	if (rc < 0)
+	if ((rc = sl_my_query_buf(c, &q, &res, err, errlen)) < 0)
 		return rc;
 	while (res && (row = mysql_fetch_row(res))) {
 		if (!row[0])

@@ -107,6 +107,9 @@ int sl_my_exec(MYSQL *c, const char *sql, char *err, size_t errlen);
 /* Runs a query and returns its whole result (*res, freed with
  * mysql_free_result); an empty result set is not an error. */
 int sl_my_query(MYSQL *c, const char *sql, MYSQL_RES **res, char *err, size_t errlen);
+/* sl_my_query of the text built in q, which it frees (out of memory
+ * building it: SL_EFAIL). */
+int sl_my_query_buf(MYSQL *c, struct sl_buf *q, MYSQL_RES **res, char *err, size_t errlen);
 /* The first column of the first row as text into out ("" for NULL); *found
  * tells whether there was a row (may be NULL). */
 int sl_my_query_value(MYSQL *c, const char *sql, char *out, size_t outlen, bool *found, char *err,
