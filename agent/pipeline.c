@@ -956,7 +956,7 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 		 * every change after it (at (W, 1) and up) and every chunk's
 		 * rows (at a later high watermark's (H, 0)); its CSN and time
 		 * durable first, as below */
-		if ((rc = marker_saved(p, e, p->pc.desc->pos_csn(pos), ev->ts_us)) < 0 ||
+		if ((rc = marker_saved(p, e, sl_pipe_marker_csn(p, pos, true), ev->ts_us)) < 0 ||
 		    (rc = write_marker(p, ev->table, e, pos, NULL)) < 0)
 			return rc;
 		return do_flush(p);
@@ -965,7 +965,7 @@ static int handle_job_start(struct sl_pipe *p, const struct qev *ev)
 	/* The marker's CSN and time, durable before it can be, and nothing
 	 * of this job yet (a job that counts as started never lacks its
 	 * marker). */
-	if (marker && (rc = marker_saved(p, e, p->pc.desc->pos_csn(pos) + 1, ev->ts_us)) < 0)
+	if (marker && (rc = marker_saved(p, e, sl_pipe_marker_csn(p, pos, false), ev->ts_us)) < 0)
 		return rc;
 	/* A snapshot backfill interrupted before any of it was durable:
 	 * remove what it wrote, as a redo would. */
@@ -1011,7 +1011,7 @@ static int handle_drop(struct sl_pipe *p, const struct qev *ev)
 	const struct sl_position *pos = (const struct sl_position *)(ev + 1);
 	int rc;
 
-	if (marker_intent(e, p->pc.desc->pos_csn(pos) + 1, sl_now_us()) && (rc = save_ckpt(p)) < 0)
+	if (marker_intent(e, sl_pipe_marker_csn(p, pos, false), sl_now_us()) && (rc = save_ckpt(p)) < 0)
 		return rc;
 	if ((rc = write_marker(p, ev->table, e, pos, "dropped")) < 0 || (rc = do_flush(p)) < 0)
 		return rc;
@@ -1670,6 +1670,11 @@ int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, con
 		       int64_t ts_us)
 {
 	return push_job(p, idx, t, pos, ts_us, 4);
+}
+
+uint64_t sl_pipe_marker_csn(const struct sl_pipe *p, const struct sl_position *pos, bool at_low_watermark)
+{
+	return p->pc.desc->pos_csn(pos) + (at_low_watermark ? 0 : 1);
 }
 
 bool sl_pipe_marker_position(struct sl_pipe *p, struct sl_position *out)

@@ -174,6 +174,10 @@ int sl_pipe_job_start(struct sl_pipe *p, int idx, const struct sl_table *t, cons
  * every chunk's rows; then flushed. */
 int sl_pipe_job_marker(struct sl_pipe *p, int idx, const struct sl_table *t, const struct sl_position *pos,
 		       int64_t ts_us);
+/* The CSN position of a marker at pos: pos_csn(pos) + 1 (just after pos:
+ * sl_pipe_job_start, a dropped table's), or pos_csn(pos) at a low watermark
+ * (sl_pipe_job_marker).  Either thread. */
+uint64_t sl_pipe_marker_csn(const struct sl_pipe *p, const struct sl_position *pos, bool at_low_watermark);
 /* The columns of the table of checkpoint entry idx (sl_table.src_columns)
  * changed while streaming in a way that needs nothing more (a column added
  * with a constant default that the sink carries): the writer keeps them in

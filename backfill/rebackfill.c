@@ -326,7 +326,7 @@ int sl_rebackfill_add(struct sl_rebackfill *rb, int idx, const struct sl_table *
 		return rc;
 	nj = &rb->jobs[rb->njobs - 1];
 	nj->marked = true;
-	nj->marker_csn = rb->c.src->desc->pos_csn(&pos) + 1;   /* as handle_job_start */
+	nj->marker_csn = sl_pipe_marker_csn(rb->c.pipe, &pos, false);
 	sl_info("stream \"%s\": backfilling %s while streaming (watermark method, chunks of %" PRIu64 " rows)",
 		rb->c.stream, entry_name(rb, idx), rb->c.chunk_rows);
 	return SL_OK;
@@ -763,7 +763,7 @@ static int mark_job(struct sl_rebackfill *rb, const struct sl_position *pos)
 	if ((rc = sl_pipe_job_marker(rb->c.pipe, j->idx, j->t, pos, sl_now_us())) < 0)
 		return rc;
 	j->marked = true;
-	j->marker_csn = rb->c.src->desc->pos_csn(pos);
+	j->marker_csn = sl_pipe_marker_csn(rb->c.pipe, pos, true);
 	sl_bf_chunk_set_floor(rb->chunk, j->marker_csn);
 	return SL_OK;
 }

@@ -631,12 +631,15 @@ int my_cover_of(struct my_src *s, const char *db, const char *name, struct cover
 /* The stream read watermark text: a cover that ends there ends. */
 void my_cover_watermark(struct my_src *s, const char *text);
 int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char *why, char *err, size_t errlen);
+/* The maps of table t but keep (may be NULL) decide again at their next
+ * TABLE_MAP event (their columns were completed from a description of t
+ * that is stale now). */
+void my_maps_forget(struct my_src *s, const struct sl_my_table *t, const struct sl_binlog_table_map *keep);
 int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlog_table_map *tm,
 		  uint64_t only_layout, struct sl_table **retired, char *err, size_t errlen);
 int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
 
 /* my_query.c */
-bool my_below_start(const struct my_src *s, uint64_t offset);
 int my_hand_deferred(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);
 bool my_has_pending(void *ctx);
 int my_on_query(struct my_src *s, struct sl_event *ev, char *err, size_t errlen);

@@ -127,6 +127,13 @@ int my_layout_unknown(struct my_src *s, const struct sl_my_table *t, const char 
 	return SL_EPREREQ;
 }
 
+void my_maps_forget(struct my_src *s, const struct sl_my_table *t, const struct sl_binlog_table_map *keep)
+{
+	for (int k = 0; k < MAX_MAPS; k++)
+		if (s->maps[k].t == t && &s->maps[k].tm != keep)
+			s->maps[k].rawlen = 0;
+}
+
 /* t takes fresh's description, keeping what the stream knows of it. */
 static void take_description(struct sl_my_table *t, struct sl_my_table *fresh)
 {
@@ -220,9 +227,7 @@ int my_redescribe(struct my_src *s, struct sl_my_table *t, const struct sl_binlo
 		return 0;
 	}
 	/* the maps that completed their columns from the old description */
-	for (int k = 0; k < MAX_MAPS; k++)
-		if (s->maps[k].t == t && &s->maps[k].tm != tm)
-			s->maps[k].rawlen = 0;
+	my_maps_forget(s, t, tm);
 	if (t->version && sl_table_same_columns(t->version, fresh[0].version)) {
 		/* the same output columns; keep the description (charsets, strings)
 		 * fresh, and say when the binlog's layout of them changed */
@@ -397,14 +402,16 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 	 * layout: the same map decides again next time, once past the
 	 * backfill. */
 	if ((rc = my_covered(s, t, err, errlen)) != 0) {
-		m->recheck = rc > 0;
-		m->rawlen = rc > 0 ? e->body_len : 0;
 		/* Laid out as the columns sluice knows: decoded, so that the
 		 * changes after them in the transaction are numbered as a run
 		 * that did not skip them (the run before, killed) numbered them */
-		if (rc > 0 && sl_my_map_match(&m->tm, t, why, sizeof why) != SL_MY_MATCH && m->tm.has_names)
-			t = shadow_of(s, m, t);
-		if (rc > 0 && t && sl_my_map_match(&m->tm, t, why, sizeof why) == SL_MY_MATCH) {
+		enum sl_my_match mt = rc > 0 ? sl_my_map_match(&m->tm, t, why, sizeof why) : SL_MY_DIFFERENT;
+		m->recheck = rc > 0;
+		m->rawlen = rc > 0 ? e->body_len : 0;
+		/* otherwise, with the binlog's names, as the map describes them */
+		if (mt != SL_MY_MATCH && rc > 0 && m->tm.has_names && (t = shadow_of(s, m, t)))
+			mt = sl_my_map_match(&m->tm, t, why, sizeof why);
+		if (mt == SL_MY_MATCH) {
 			if (my_grow_vals(s, t->ncols) < 0) {
 				snprintf(err, errlen, "out of memory");
 				return SL_EFAIL;

@@ -117,7 +117,8 @@ static int fill_why(struct my_src *s, const struct sl_my_table *t, const struct 
 	return 0;
 }
 
-bool my_below_start(const struct my_src *s, uint64_t offset)
+/* Whether offset, in the binlog file being read, is below the run's start. */
+static bool below_start(const struct my_src *s, uint64_t offset)
 {
 	struct sl_position at = sl_my_pos(s->file, offset, NULL, NULL);
 
@@ -139,7 +140,7 @@ static int defer(struct my_src *s, struct sl_my_table *t, const struct sl_my_nam
 {
 	int filled;
 
-	if (!s->names_logged || !my_below_start(s, s->ev.start))
+	if (!s->names_logged || !below_start(s, s->ev.start))
 		return 0;
 	if ((filled = fill_why(s, t, x, err, errlen)) != 0)
 		return filled < 0 ? filled : 0;
@@ -148,9 +149,7 @@ static int defer(struct my_src *s, struct sl_my_table *t, const struct sl_my_nam
 		s->ndeferred++;
 	}
 	/* the maps of the old version are stale */
-	for (int k = 0; k < MAX_MAPS; k++)
-		if (s->maps[k].t == t)
-			s->maps[k].rawlen = 0;
+	my_maps_forget(s, t, NULL);
 	sl_debug("stream \"%s\": table \"%s\".\"%s\": a DDL statement below the run's start: its columns come "
 		 "from its next table map, or from the catalog at the start", s->st->name, t->db, t->name);
 	return 1;
@@ -172,11 +171,9 @@ int my_hand_deferred(struct my_src *s, struct sl_event *ev, char *err, size_t er
 	struct sl_position here;
 	int rc;
 
-	if (s->ndeferred == 0 || s->in_tx || s->xa_in || s->truncating)
+	if (s->ndeferred == 0 || s->in_tx || s->xa_in || s->truncating || below_start(s, s->pos))
 		return 0;
 	here = sl_my_pos(s->file, s->pos, NULL, NULL);
-	if (s->start_set && my_place_compare(&here, &s->start_at) < 0)
-		return 0;
 	for (int i = 0; i < s->ntables; i++) {
 		struct sl_my_table *t = &s->tables[i];
 		struct sl_table *retired = NULL;
@@ -198,13 +195,9 @@ int my_hand_deferred(struct my_src *s, struct sl_event *ev, char *err, size_t er
 				return rc;
 			err[0] = '\0';
 		}
-		if (rc > 0) {
-			for (int k = 0; k < MAX_MAPS; k++)
-				if (s->maps[k].t == t)
-					s->maps[k].rawlen = 0;
-		}
-		/* also a version the stream had from the start: the destination
-		 * may not have it (one it has costs nothing) */
+		/* (a new description forgot t's maps: my_redescribe) handed
+		 * also when it is the version the stream had from the start:
+		 * the destination may not have it (one it has costs nothing) */
 		if (!t->version)
 			continue;
 		sl_info("stream \"%s\": table \"%s\".\"%s\": its columns at the run's start go to the destination "
@@ -410,9 +403,7 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 				ev->changed = rc == 1;
 				ev->retired = retired;
 				/* the maps of the old version are stale */
-				for (int k = 0; k < MAX_MAPS; k++)
-					if (s->maps[k].t == t)
-						s->maps[k].rawlen = 0;
+				my_maps_forget(s, t, NULL);
 				return 1;
 			}
 			if (!shown && t->version)
