@@ -22,7 +22,11 @@
  * lookup per table and up to LOOKUP_KEYS keys (SELECT ... FINAL, keys sent
  * as an external table) reads the current rows, before the batch's own rows
  * are inserted.  A value no row can fill is written as NULL and listed in
- * _unchanged_columns, with a warning.
+ * _unchanged_columns, with a warning.  A replay (after a crash, of changes
+ * ClickHouse has) may find the key the values were first read from deleted
+ * by a key change: so a row that waits keeps every key its values passed
+ * through, each with the _version range in which that key's row holds them
+ * (struct fsrc), and takes them from any of those rows ClickHouse has.
  */
 #include "sinks/clickhouse/clickhouse.h"
 
@@ -116,7 +120,7 @@ struct held {
 	unsigned char *row;            /* encoded: the row, rowlen bytes; else NULL */
 	struct ch_rowmeta *m;          /* pending: the metadata (pointers into the allocation); else NULL */
 	struct sl_value *vals;         /* pending: the layout's nsrc values, or NULL for none */
-	unsigned char *fill;           /* pending: the key whose ClickHouse row fills SL_V_UNCHANGED values, or NULL */
+	unsigned char *fill;           /* pending: where SL_V_UNCHANGED values are (struct fsrc entries), or NULL */
 	uint32_t keylen, rowlen, filllen;
 	bool deleted;                  /* DELETE, UPDATE-DELETE */
 };
@@ -131,8 +135,63 @@ static bool op_deletes(enum sl_op op)
 	return op == SL_OP_DELETE || op == SL_OP_UPDATE_DELETE;
 }
 
+/* Where a pending row's unchanged values are: a list of entries, each
+ * [u64 lo][u64 hi][u32 keylen][key bytes], unaligned: the live row of that
+ * key in ClickHouse has them when its _version is in [lo, hi).  In the
+ * order the values moved: the key they were first read from; after a key
+ * change, each key they passed through, until its UPDATE-DELETE; the row's
+ * own key last, from its UPDATE-INSERT on.  The ranges keep out the rows
+ * that are not this chain's: a key inserted again after its row moved away,
+ * or an older row of the key moved into. */
+#define FSRC_HEAD 20
+#define FSRC_ANY UINT64_MAX
+
+struct fsrc {
+	uint64_t lo, hi;
+	const unsigned char *key;
+	uint32_t keylen;
+};
+
+/* Reads the entry at p (before end) into e: its size, or 0 at the end. */
+static size_t fsrc_get(const unsigned char *p, const unsigned char *end, struct fsrc *e)
+{
+	if (p >= end || (size_t)(end - p) < FSRC_HEAD)
+		return 0;
+	memcpy(&e->lo, p, 8);
+	memcpy(&e->hi, p + 8, 8);
+	memcpy(&e->keylen, p + 16, 4);
+	if ((size_t)(end - p) - FSRC_HEAD < e->keylen)
+		return 0;
+	e->key = p + FSRC_HEAD;
+	return FSRC_HEAD + e->keylen;
+}
+
+/* Appends an entry to b. */
+static void fsrc_put(struct sl_buf *b, uint64_t lo, uint64_t hi, const void *key, size_t keylen)
+{
+	uint32_t len = (uint32_t)keylen;
+
+	sl_buf_append(b, &lo, 8);
+	sl_buf_append(b, &hi, 8);
+	sl_buf_append(b, &len, 4);
+	sl_buf_append(b, key, keylen);
+}
+
+/* The next entry of h's sources into e, from offset *at (0 first): false
+ * at the end. */
+static bool fsrc_next(const struct held *h, size_t *at, struct fsrc *e)
+{
+	size_t n;
+
+	if (!h->fill || (n = fsrc_get(h->fill + *at, h->fill + h->filllen, e)) == 0)
+		return false;
+	*at += n;
+	return true;
+}
+
 /* A row in the pending form: metadata m, nsrc values (NULL: none), key and
- * fill key, copied.  NULL when out of memory. */
+ * the sources of its unchanged values (fill, struct fsrc entries), copied.
+ * NULL when out of memory. */
 static struct held *held_make(const struct ch_rowmeta *m, const struct sl_value *vals, int nsrc,
 			      const void *key, size_t keylen, const void *fill, size_t filllen)
 {
@@ -382,9 +441,11 @@ struct chsink {
 		struct chtab *tab;
 		uint64_t pos;
 		uint32_t seq;
+		uint64_t version;          /* its _version */
 		struct held *row;          /* the old key's row in the batch before it, or NULL */
 		struct sl_buf key;         /* the old key */
 	} moved;
+	struct sl_buf fsrc;            /* write_merge(): the sources of a pending row's values */
 	struct sl_buf dl;              /* dead-letter lines not yet in the file */
 	uint64_t dl_in_flush;
 	uint64_t missing_logged;
@@ -1310,13 +1371,6 @@ static int ask_key(struct keymap *asked, const struct ch_rowmeta *m, const void 
 	return 0;
 }
 
-/* A row that takes its unchanged values from another key's (after a key
- * change). */
-static bool fills_from_other(const struct held *h)
-{
-	return h->fill && (h->filllen != h->keylen || memcmp(h->fill, h->key, h->keylen) != 0);
-}
-
 /* Reads the live rows of a lookup's response into found (by key, with
  * their _version in m->version). */
 static int lookup_read(struct chsink *s, const struct ch_layout *l, struct sl_value *vals, char *scratch,
@@ -1376,25 +1430,29 @@ oom:
 }
 
 /* Fills row i of pt from the rows found.  Its unchanged values come from
- * the fill key's row; but when the row's own key already holds it at the
- * same version (a replay of a change ClickHouse has: after a key change,
- * the old key's row is a tombstone by then), from that row, which has the
- * values the first write filled in. */
+ * the latest of its sources that ClickHouse holds in the source's version
+ * range: the key they were first read from; or, in a replay of changes
+ * ClickHouse has (after a key change, that key's row is a tombstone by
+ * then), a key they moved to, whose row has the values the first write
+ * filled in. */
 static int fill_row(struct chsink *s, struct chtab *t, struct part *pt, size_t i, const struct keymap *found,
 		    struct sl_value *vals, bool acct)
 {
 	const struct ch_layout *l = t->lay;
 	const struct held *h = pt->keys.rows[i];
-	ssize_t f = keymap_find(found, h->fill, h->filllen);
-	int missing = 0;
+	ssize_t f = -1;
+	int missing = 0, n = 0, which = -1;
+	struct fsrc e;
 
-	if (fills_from_other(h)) {
-		ssize_t own = keymap_find(found, h->key, h->keylen);
-		if (own >= 0 && found->rows[own]->m->version == h->m->version) {
-			f = own;
-			s->stats.replays_kept++;
+	for (size_t at = 0; fsrc_next(h, &at, &e); n++) {
+		ssize_t r = keymap_find(found, e.key, e.keylen);
+		if (r >= 0 && found->rows[r]->m->version >= e.lo && found->rows[r]->m->version < e.hi) {
+			f = r;
+			which = n;
 		}
 	}
+	if (which > 0)
+		s->stats.replays_kept++;
 	memcpy(vals, h->vals, (size_t)l->nsrc * sizeof *vals);
 	for (int c = 0; c < l->nsrc; c++) {
 		if (vals[c].kind != SL_V_UNCHANGED)
@@ -1433,14 +1491,15 @@ static int lookup_fill(struct chsink *s, struct chtab *t, struct part *pt, bool 
 		goto oom;
 	snprintf(what, sizeof what, "reading rows of \"%s\".\"%s\" for unchanged values", s->conf->database,
 		 t->object);
-	/* The distinct fill keys (and the own keys of rows filled from another
-	 * key), LOOKUP_KEYS at a time; fewer when the rows of a request do not
-	 * fit in a response (large TOAST values). */
+	/* The distinct keys of the rows' sources, LOOKUP_KEYS at a time; fewer
+	 * when the rows of a request do not fit in a response (large TOAST
+	 * values). */
 	for (size_t i = 0; i < pt->keys.n; i++) {
 		const struct held *h = pt->keys.rows[i];
-		if (h->fill && (ask_key(&asked, h->m, h->fill, h->filllen) < 0 ||
-				(fills_from_other(h) && ask_key(&asked, h->m, h->key, h->keylen) < 0)))
-			goto oom;
+		struct fsrc e;
+		for (size_t at = 0; fsrc_next(h, &at, &e);)
+			if (ask_key(&asked, h->m, e.key, e.keylen) < 0)
+				goto oom;
 	}
 	for (size_t next = 0, per = LOOKUP_KEYS; next < asked.n;) {
 		struct ch_req rq = { .params = CH_PARAMS_READ, .ext_name = CH_KEYS_TABLE };
@@ -1745,6 +1804,28 @@ static int skip_old(struct chsink *s, struct chtab *t, const struct sl_change *c
 	return 0;
 }
 
+/* Copies the sources of src (a pending row of the batch) into s->fsrc for a
+ * change that takes its values: the last entry, src's own key, is then
+ * valid up to version hi: the UPDATE-DELETE's when the values move on to
+ * another key (moved), else this change's (+1: its key holds them there
+ * too; an entry valid at any version stays so). */
+static void fsrc_inherit(struct chsink *s, const struct held *src, uint64_t hi, bool moved)
+{
+	size_t at = 0, last = 0;
+	struct fsrc e;
+
+	for (size_t here = 0; fsrc_next(src, &at, &e); here = at)
+		last = here;
+	if (!at)
+		return;
+	sl_buf_append(&s->fsrc, src->fill, src->filllen);
+	if (sl_buf_failed(&s->fsrc) || !fsrc_get(src->fill + last, src->fill + src->filllen, &e) ||
+	    e.keylen != src->keylen || memcmp(e.key, src->key, e.keylen) != 0)
+		return;
+	if (moved || (e.hi != FSRC_ANY && e.hi < hi))
+		memcpy(s->fsrc.data + s->fsrc.len - src->filllen + last + 8, &hi, 8);
+}
+
 static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change *c, const struct ch_rowmeta *m,
 		       char *err, size_t errlen)
 {
@@ -1809,6 +1890,7 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 			s->moved.tab = t;
 			s->moved.pos = c->csn_pos;
 			s->moved.seq = c->seq;
+			s->moved.version = m->version;
 			sl_buf_reset(&s->moved.key);
 			sl_buf_append(&s->moved.key, s->key.data, s->key.len);
 			if (prev >= 0) {
@@ -1821,19 +1903,20 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 		}
 	} else if (unchanged) {
 		/* Where the unchanged values come from: the old key's row after a
-		 * key change, the key's row in the batch, or ClickHouse. */
-		if (s->moved.set && s->moved.tab == t && s->moved.pos == c->csn_pos && s->moved.seq + 1 == c->seq) {
+		 * key change, the key's row in the batch, or ClickHouse (the rows
+		 * of the sources built in s->fsrc, read at send time). */
+		bool after_move = s->moved.set && s->moved.tab == t && s->moved.pos == c->csn_pos &&
+				  s->moved.seq + 1 == c->seq;
+		sl_buf_reset(&s->fsrc);
+		if (after_move) {
 			if (s->moved.row && !s->moved.row->deleted)
 				src = s->moved.row;
-			else {
-				fill = s->moved.key.data;
-				filllen = s->moved.key.len;
-			}
+			else
+				fsrc_put(&s->fsrc, 0, s->moved.version, s->moved.key.data, s->moved.key.len);
 		} else if (prev >= 0 && !t->cur.keys.rows[prev]->deleted) {
 			src = t->cur.keys.rows[prev];
 		} else {
-			fill = s->key.data;
-			filllen = s->key.len;
+			fsrc_put(&s->fsrc, 0, FSRC_ANY, s->key.data, s->key.len);
 		}
 		if (src) {
 			bool pending = false;
@@ -1849,10 +1932,16 @@ static int write_merge(struct chsink *s, struct chtab *t, const struct sl_change
 				else
 					atomic_fetch_add_explicit(&s->w_filled, 1, memory_order_relaxed);
 			}
-			if (pending && src->fill) {
-				fill = src->fill;
-				filllen = src->filllen;
-			}
+			if (pending && src->fill)
+				fsrc_inherit(s, src, after_move ? s->moved.version : m->version + 1, after_move);
+		}
+		if (after_move && s->fsrc.len)
+			fsrc_put(&s->fsrc, m->version, m->version + 1, s->key.data, s->key.len);
+		if (sl_buf_failed(&s->fsrc))
+			goto oom;
+		if (s->fsrc.len) {
+			fill = s->fsrc.data;
+			filllen = s->fsrc.len;
 		}
 	}
 	if (fill) {
@@ -2276,6 +2365,7 @@ static void ch_close(void *ctx)
 	sl_strmap_free(&s->tabs);
 	moved_clear(s);
 	sl_buf_free(&s->moved.key);
+	sl_buf_free(&s->fsrc);
 	ch_http_free(s->http);
 	ch_resp_free(&s->resp);
 	sl_buf_free(&s->sql);
@@ -2334,6 +2424,7 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	pthread_cond_init(&s->fly.cv, NULL);
 	sl_buf_init(&s->dl, 0);
 	sl_buf_init(&s->moved.key, 0);
+	sl_buf_init(&s->fsrc, 0);
 	rowbuf_init(&s->enc);
 	s->stream = strdup(st->name ? st->name : "");
 	if (st->config_path && !(s->config_path = realpath(st->config_path, NULL)))

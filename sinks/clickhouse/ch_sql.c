@@ -761,7 +761,14 @@ static void structure_type(struct sl_buf *b, const struct ch_type *t)
 
 int ch_sql_lookup(struct sl_buf *query, struct sl_buf *structure, const char *db, const struct ch_layout *l)
 {
-	sl_buf_puts(query, "SELECT * FROM ");
+	/* The layout's columns, by name: the table may have more (a column an
+	 * older table version lacks stays, doc/clickhouse.md). */
+	sl_buf_puts(query, "SELECT ");
+	for (int i = 0; i < l->ncols; i++) {
+		sl_buf_puts(query, i ? ", " : "");
+		ch_quote_ident(query, l->cols[i].name);
+	}
+	sl_buf_puts(query, " FROM ");
 	ch_qname(query, db, l->object, NULL);
 	sl_buf_puts(query, " FINAL WHERE (");
 	for (int k = 0; k < l->nkeys; k++) {

@@ -193,8 +193,9 @@ int ch_sql_later_write(struct sl_buf *b, const char *db, const char *object, con
 int ch_sql_truncate_floor(struct sl_buf *b, const char *db, const char *object, const char *const *keys,
 			  int nkeys);
 
-/* A lookup of the current rows of some keys: SELECT * FROM the table FINAL
- * whose key is in the external table CH_KEYS_TABLE, RowBinary, into query;
+/* A lookup of the current rows of some keys: SELECT the layout's columns
+ * FROM the table FINAL whose key is in the external table CH_KEYS_TABLE,
+ * RowBinary, into query;
  * the external table's structure ("k0 Int64, k1 String") into structure.
  * Key columns of type Decimal(P,S) are described as DecimalNN(S), whose
  * name has no comma (the structure is a comma-separated list).  Returns 0,

@@ -30,6 +30,7 @@ too, whose partitions the DDL attaches (a table with rows) and detaches.
 
 import datetime
 import decimal
+import os
 import random
 import threading
 import time
@@ -329,14 +330,26 @@ class Workload:
     def execute(self, conn, txs):
         """Runs transactions on a connection of connect()."""
         cur = conn.cursor()
-        for ops, commit in txs:
-            for op in ops:
-                for sql, params in self.render(op):
-                    cur.execute(sql, params)
-            if commit:
-                conn.commit()
-            else:
-                conn.rollback()
+        trace = os.environ.get("SLUICE_WORKLOAD_TRACE")
+        out = open(trace, "a", encoding="utf-8") if trace else None
+        try:
+            for ops, commit in txs:
+                for op in ops:
+                    for sql, params in self.render(op):
+                        if out:
+                            shown = tuple(p[:16] + "..." if isinstance(p, str) and len(p) > 40 else p
+                                          for p in (params or ()))
+                            out.write(f"{sql} {shown}\n")
+                        cur.execute(sql, params)
+                if commit:
+                    conn.commit()
+                else:
+                    conn.rollback()
+                if out:
+                    out.write("COMMIT\n" if commit else "ROLLBACK\n")
+        finally:
+            if out:
+                out.close()
 
     def apply(self, server, txs):
         """Runs transactions on a PgServer or MariaDbServer."""
