@@ -525,11 +525,14 @@ out:
 /* ---------------------------------------------------------------------- */
 /* Merge mode                                                             */
 
-/* True if row r takes its unchanged values from another key's row (an
- * UPDATE-INSERT after a key change). */
+/* True if row r's unchanged values moved between keys in the batch: it
+ * takes them from another key's row (an UPDATE-INSERT after a key change),
+ * or passed through other keys on its way back to its own (A to B, then B
+ * to A: its fill key is its own, whose writing from the move back on, or
+ * B's while B held the row, has them in a replay). */
 static bool moved(const struct sl_mrow *r)
 {
-	return r->fill && (r->filllen != r->keylen || memcmp(r->fill, r->key, r->keylen) != 0);
+	return r->fill && (r->hopslen || r->filllen != r->keylen || memcmp(r->fill, r->key, r->keylen) != 0);
 }
 
 /* True if row r still has unchanged values to fill from the mirror. */

@@ -441,40 +441,38 @@ class S3MergeTest(WithS3, PgTestCase):
         self.assertEqual(len(updates), 2, files)
 
 
-    def test_replayed_key_changes_chained_keep_toast_value(self):
-        """As above, but the update while stopped moves the moved keys again
-        (101 to 201): the replay's batch holds 1 to 101 and 101 to 201, the
-        first attempt's files 1's tombstone and 101's whole row, which
-        fills 201 (101 held the row from the first key change until the
-        second)."""
+    def replayed_moves(self, t, while_stopped, want):
+        """Rows 1 and 2 of t move to 101 and 102; the first attempt's file
+        holds them (1 and 2 tombstones, 101 and 102 whole) when sluice is
+        killed before its checkpoint; while_stopped runs; the replay's batch
+        holds both. want(body) is the source's rows (id, v, body) after."""
         pg = self.pg
-        pg.execute("CREATE TABLE s3c (id int PRIMARY KEY, v int, body text)")
-        pg.execute("ALTER TABLE s3c ALTER body SET STORAGE EXTERNAL")
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int, body text)")
+        pg.execute(f"ALTER TABLE {t} ALTER body SET STORAGE EXTERNAL")
         rnd = random.Random(8)
         body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
-        pg.execute("INSERT INTO s3c SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
+        pg.execute(f"INSERT INTO {t} SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
         proxy = HoldingProxy(self.s3.endpoint)
         self.addCleanup(proxy.close)
-        s = self.sluice(stream="s3c", tables="public.s3c", write_mode="merge", s3=self.s3, prefix="cdc",
+        s = self.sluice(stream=t, tables=f"public.{t}", write_mode="merge", s3=self.s3, prefix="cdc",
                         codec="null", max_file_seconds=1)
         s.extra.setdefault("destination", {})["endpoint"] = proxy.url
         s.write_config()
         s.catch_up(self)
-        proxy.arm_match(lambda method, path, body: method == "PUT" and
-                        re.search(r"/cdc/s3c/public_s3c/.*\.avro$", path))
+        proxy.arm_match(lambda method, path, b: method == "PUT" and
+                        re.search(rf"/cdc/{t}/public_{t}/.*\.avro$", path))
         p = s.start("run")
-        pg.execute("UPDATE s3c SET id = 100 + id WHERE id <= 2")
+        pg.execute(f"UPDATE {t} SET id = 100 + id WHERE id <= 2")
         wait_until(proxy.held.is_set, 120, "the PUT of the merge file")
         p.kill9()
         proxy.pass_through()
-        pg.execute("UPDATE s3c SET id = id + 100, v = 7 WHERE id > 100")
+        pg.execute(while_stopped)
         s.catch_up(self)
 
         tree = s.output_tree()
-        rows = pg.sql("SELECT id, v, body FROM s3c ORDER BY id")
-        self.assertEqual(rows, [(i, 0, body + str(i)) for i in (3, 4, 5)] +
-                         [(200 + i, 7, body + str(i)) for i in (1, 2)])
-        got, files = mirror(tree, "s3c", "public_s3c", ["id"])
+        rows = pg.sql(f"SELECT id, v, body FROM {t} ORDER BY id")
+        self.assertEqual(rows, want(body))
+        got, files = mirror(tree, t, f"public_{t}", ["id"])
         self.assertEqual(set(got), {(r[0],) for r in rows}, files)
         for i, v, b in rows:
             self.assertEqual(got[(i,)], ({"id": i, "v": v, "body": b}, []), i)
@@ -483,6 +481,23 @@ class S3MergeTest(WithS3, PgTestCase):
                  and r["source_metadata"]["change_type"] == "UPDATE-INSERT"]
         self.assertEqual(sorted((r["payload"]["id"], r["payload"]["body"]) for r in first),
                          [(101, body + "1"), (102, body + "2")], files)
+
+    def test_replayed_key_changes_chained_keep_toast_value(self):
+        """As above, but the update while stopped moves the moved keys again
+        (101 to 201): the replay's batch holds 1 to 101 and 101 to 201, the
+        first attempt's files 1's tombstone and 101's whole row, which
+        fills 201 (101 held the row from the first key change until the
+        second)."""
+        self.replayed_moves("s3c", "UPDATE s3c SET id = id + 100, v = 7 WHERE id > 100",
+                            lambda body: [(i, 0, body + str(i)) for i in (3, 4, 5)] +
+                            [(200 + i, 7, body + str(i)) for i in (1, 2)])
+
+    def test_replayed_key_changes_back_keep_toast_value(self):
+        """As above, but the rows move back (101 to 1): the replay's batch
+        holds 1 to 101 and 101 to 1, whose row names its own key, a
+        tombstone in the first attempt's files: 101 fills it."""
+        self.replayed_moves("s3b", "UPDATE s3b SET id = id - 100, v = 7 WHERE id > 100",
+                            lambda body: [(i, 7 if i <= 2 else 0, body + str(i)) for i in (1, 2, 3, 4, 5)])
 
 
 class MyMergeTest(MyTestCase):

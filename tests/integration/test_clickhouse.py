@@ -603,26 +603,23 @@ class ClickHouseChangesTest(ChTestCase):
         rows = self.ch.rows("toast_r", "public_toast_r_current")
         self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())])
 
-    def test_unchanged_toast_after_key_changes_replayed(self):
-        """The replay of a key change ClickHouse has, followed by more key
-        changes and an update of the row in the same batch (seed 4509): the
-        value comes from the key it moved to first, whose row the first
-        write filled in; not NULL from the old key's tombstone, and not
-        from the row inserted under the old key since."""
+    def key_changes_replayed(self, t, first, while_stopped, want):
+        """Row 1 of t (a TOAST value) is moved by first (one transaction),
+        whose insert reaches ClickHouse before sluice is killed (the proxy
+        holds its answer); while_stopped runs; the replay's batch holds
+        both. want(big, other) is the source's rows (id, n, big) after."""
         pg = self.pg
-        pg.execute("CREATE TABLE toast_c (id int PRIMARY KEY, n int, big text); "
-                   "ALTER TABLE toast_c ALTER COLUMN big SET STORAGE EXTERNAL")
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int, big text); "
+                   f"ALTER TABLE {t} ALTER COLUMN big SET STORAGE EXTERNAL")
         big = "".join(f"{k * 2654435761 % 4294967296:08x}" for k in range(1500))
         other = "".join(f"{k * 40503 % 4294967296:08x}" for k in range(1500))
-        pg.execute(f"INSERT INTO toast_c VALUES (1, 0, '{big}')")
+        pg.execute(f"INSERT INTO {t} VALUES (1, 0, '{big}')")
         proxy = HoldingProxy(self.ch.url)
         self.addCleanup(proxy.close)
-        s = self.sluice(stream="toast_c", tables="public.toast_c", database="toast_c", write_mode="merge",
-                        dest={"url": proxy.url})
+        s = self.sluice(stream=t, tables=f"public.{t}", database=t, write_mode="merge", dest={"url": proxy.url})
         self.catch_up(s)
         proxy.arm(big.encode())
-        pg.execute(f"BEGIN; UPDATE toast_c SET id = 2 WHERE id = 1; INSERT INTO toast_c VALUES (1, 9, '{other}'); "
-                   "COMMIT")
+        pg.execute(first.format(other=other))
         pg.wait_wal_flushed()
         p = s.start("run", env=self.env())
         try:
@@ -630,17 +627,34 @@ class ClickHouseChangesTest(ChTestCase):
         finally:
             p.kill9()
         proxy.pass_through()
-        rows = self.ch.rows("toast_c", "public_toast_c_current")
-        self.assertEqual(sorted((r["id"], r["big"]) for r in rows), [(1, other.encode()), (2, big.encode())],
-                         "the first write")
-        pg.execute("BEGIN; UPDATE toast_c SET id = 3 WHERE id = 2; UPDATE toast_c SET n = 1 WHERE id = 3; "
-                   "UPDATE toast_c SET id = 4, n = 2 WHERE id = 3; COMMIT")
+        pg.execute(while_stopped)
         r = self.catch_up(s)
         self.assertNotIn("written as NULL", r.stderr)
-        self.assertChMatches(s, "public", "toast_c", ["id"])
-        rows = self.ch.rows("toast_c", "public_toast_c_current")
+        self.assertChMatches(s, "public", t, ["id"])
+        rows = self.ch.rows(t, f"public_{t}_current")
         self.assertEqual(sorted((r["id"], r["n"], r["big"]) for r in rows),
-                         [(1, 9, other.encode()), (4, 2, big.encode())])
+                         [(i, n, b.encode()) for i, n, b in want(big, other)])
+
+    def test_unchanged_toast_after_key_changes_replayed(self):
+        """The replay of a key change ClickHouse has, followed by more key
+        changes and an update of the row in the same batch (seed 4509): the
+        value comes from the key it moved to first, whose row the first
+        write filled in; not NULL from the old key's tombstone, and not
+        from the row inserted under the old key since."""
+        self.key_changes_replayed(
+            "toast_c", "BEGIN; UPDATE toast_c SET id = 2 WHERE id = 1; INSERT INTO toast_c VALUES (1, 9, '{other}'); "
+            "COMMIT", "BEGIN; UPDATE toast_c SET id = 3 WHERE id = 2; UPDATE toast_c SET n = 1 WHERE id = 3; "
+            "UPDATE toast_c SET id = 4, n = 2 WHERE id = 3; COMMIT",
+            lambda big, other: [(1, 9, other), (4, 2, big)])
+
+    def test_unchanged_toast_after_key_change_back_replayed(self):
+        """The same with the row moved back to its first key (1 to 2, then 2
+        to 1): its fill key is its own, a tombstone by then; 2's row has
+        the value."""
+        self.key_changes_replayed("toast_b", "UPDATE toast_b SET id = 2 WHERE id = 1",
+                                  "UPDATE toast_b SET id = 1, n = 5 WHERE id = 2",
+                                  lambda big, other: [(1, 5, big)])
+
 
 class ClickHouseTlsTest(ChTestCase):
     ch_tls = True
