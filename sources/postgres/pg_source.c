@@ -935,6 +935,60 @@ static int identity_holds_key(const struct pg_src *s, const struct sl_table *t, 
 	return SL_EPREREQ;
 }
 
+/* The type name (format_type) of a column of type oid and typmod into
+ * *name (NULL: none): from a column of the same type in known or prev,
+ * else asked of the catalog.  SL_OK, or a negative status with err. */
+static int type_name_of(struct pg_src *s, uint32_t oid, int32_t typmod, const struct sl_table *known,
+			const struct sl_table *prev, char **name, char *err, size_t errlen)
+{
+	const struct sl_table *from[2] = { known, prev };
+	const char *found = NULL;
+	char o[16], m[16];
+	const char *params[2] = { o, m };
+	PGresult *res = NULL;
+	int rc = SL_OK;
+
+	*name = NULL;
+	for (int k = 0; k < 2 && !found; k++)
+		for (int i = 0; from[k] && i < from[k]->ncols && !found; i++) {
+			const struct sl_column *c = &from[k]->cols[i];
+			if (c->type_name && c->src_type == oid && c->src_typmod == typmod)
+				found = c->type_name;
+		}
+	if (!found) {
+		snprintf(o, sizeof o, "%" PRIu32, oid);
+		snprintf(m, sizeof m, "%" PRId32, typmod);
+		res = PQexecParams(s->meta, "SELECT format_type($1::oid, $2::int)", 2, NULL, params, NULL, NULL, 0);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+			rc = sl_pg_err(err, errlen, "could not read the name of a column's type", s->meta, res);
+		else if (!PQgetisnull(res, 0, 0))
+			found = PQgetvalue(res, 0, 0);
+	}
+	if (rc == SL_OK && found && !(*name = strdup(found))) {
+		snprintf(err, errlen, "out of memory");
+		rc = SL_EFAIL;
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* A Relation message gives each column's type as an OID and modifier: t's
+ * columns take the catalog's names of their types (sluice.source_type in
+ * the Avro schema), as the description read from the catalog at the start
+ * (known) has them.  SL_OK, or a negative status with err. */
+static int name_types(struct pg_src *s, struct sl_table *t, const struct sl_table *known,
+		      const struct sl_table *prev, char *err, size_t errlen)
+{
+	for (int i = 0; i < t->ncols; i++) {
+		struct sl_column *c = &t->cols[i];
+		int rc;
+		if (!c->type_name &&
+		    (rc = type_name_of(s, c->src_type, c->src_typmod, known, prev, &c->type_name, err, errlen)) < 0)
+			return rc;
+	}
+	return SL_OK;
+}
+
 /* At a Relation message of table relid: SL_COLS_REWRITTEN or
  * SL_COLS_MISSING (sl_pg_columns_changed), with s->why saying why, when
  * the catalog's column identities (pg_rewrite.c) say that its existing rows
@@ -958,7 +1012,8 @@ static int columns_check(struct pg_src *s, uint32_t relid, struct sl_table *t, c
 	}
 	memset(&now, 0, sizeof now);
 	now.relid = relid;
-	if ((rc = sl_pg_idents_read(s->meta, &p, 1, err, errlen)) < 0 ||
+	if ((t && (rc = name_types(s, t, s->tables[i], prev, err, errlen)) < 0) ||
+	    (rc = sl_pg_idents_read(s->meta, &p, 1, err, errlen)) < 0 ||
 	    (t && (rc = sl_pg_missing_read(s->meta, &t, 1, err, errlen)) < 0))
 		return rc;
 	was = s->src_columns[i] ? s->src_columns[i] : s->tables[i]->src_columns;

@@ -8,9 +8,13 @@ rewrite by ALTER COLUMN ... TYPE USING, a column dropped and added again)
 reaches every existing row.
 """
 
+import json
 import os
 import signal
 import unittest
+
+import avro.datafile
+import avro.io
 
 import harness  # noqa: E402
 from check_output import object_name
@@ -261,6 +265,48 @@ class SchemaChangeTest(PgTestCase):
             files.update(n for n in names if n.endswith(".avro"))
         self.assertGreaterEqual(len(files), 4)
         self.assertTableMatches(recs, "public", "sc", ["id"])
+
+    def test_source_types_of_streamed_versions(self):
+        """Every payload field carries its column's PostgreSQL type
+        (sluice.source_type) in every file: the backfill's versions, read
+        from the catalog, and those a Relation message describes while
+        streaming (which gives only type OIDs): an unchanged table, a
+        column widened without a rewrite, added columns of a user-defined
+        type and of a typmod."""
+        pg = self.pg
+        pg.execute("CREATE TYPE mood AS ENUM ('sad', 'ok'); "
+                   "CREATE TABLE st (id int PRIMARY KEY, a varchar(10), n numeric(10,2))")
+        pg.execute("INSERT INTO st VALUES (1, 'a1', 1.5)")
+        s = self.sluice(stream="st", tables="public.st")
+        self.catch_up(s)
+        pg.execute("INSERT INTO st VALUES (2, 'a2', 2.5)")
+        pg.execute("ALTER TABLE st ALTER COLUMN a TYPE varchar(30)")
+        pg.execute("INSERT INTO st VALUES (3, 'a3', 3.5)")
+        pg.execute("ALTER TABLE st ADD COLUMN v varchar(20), ADD COLUMN e mood")
+        pg.execute("INSERT INTO st VALUES (4, 'a4', 4.5, 'four', 'ok')")
+        r = self.catch_up(s)
+        self.assertNotIn("backfilling public.st while streaming", r.stderr)
+        seen = set()
+        for d, _, names in os.walk(os.path.join(s.out, "st", "public_st")):
+            for name in names:
+                if not name.endswith(".avro"):
+                    continue
+                with open(os.path.join(d, name), "rb") as fh:
+                    schema = json.loads(avro.datafile.DataFileReader(fh, avro.io.DatumReader()).meta["avro.schema"])
+                payload = next(f for f in schema["fields"] if f["name"] == "payload")["type"]["fields"]
+                types = {f["name"]: f.get("sluice.source_type") for f in payload}
+                self.assertEqual(set(types) - {"v", "e"}, {"id", "a", "n"}, name)
+                self.assertEqual(types["id"], "integer", name)
+                self.assertEqual(types["n"], "numeric(10,2)", name)
+                self.assertIn(types["a"], ("character varying(10)", "character varying(30)"), name)
+                if "v" in types:
+                    self.assertEqual((types["a"], types["v"], types["e"]),
+                                     ("character varying(30)", "character varying(20)", "mood"), name)
+                seen.add(tuple(sorted(types.items())))
+        self.assertEqual(seen, {(("a", "character varying(10)"), ("id", "integer"), ("n", "numeric(10,2)")),
+                                (("a", "character varying(30)"), ("id", "integer"), ("n", "numeric(10,2)")),
+                                (("a", "character varying(30)"), ("e", "mood"), ("id", "integer"),
+                                 ("n", "numeric(10,2)"), ("v", "character varying(20)"))})
 
 
 # Tables whose existing rows a DDL changes without any change record, each
