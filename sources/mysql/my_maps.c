@@ -292,8 +292,8 @@ void my_map_drop_shadow(struct tmap *m)
 }
 
 /* Covered rows of table t whose map is not laid out as t's version (a DDL
- * between them and the catalog read at the start; the binlog names the
- * columns): a description from the map, m's own, to decode them with, so
+ * between them and the catalog read at the start): a description from the
+ * map, m's own, to decode them with, so
  * that they take the sequence numbers a run that wrote them gave them;
  * NULL (logged) when it cannot be built: the rows are skipped unnumbered. */
 static struct sl_my_table *shadow_of(struct my_src *s, struct tmap *m, const struct sl_my_table *t)
@@ -408,8 +408,11 @@ int my_on_table_map(struct my_src *s, struct sl_event *ev, char *err, size_t err
 		enum sl_my_match mt = rc > 0 ? sl_my_map_match(&m->tm, t, why, sizeof why) : SL_MY_DIFFERENT;
 		m->recheck = rc > 0;
 		m->rawlen = rc > 0 ? e->body_len : 0;
-		/* otherwise, with the binlog's names, as the map describes them */
-		if (mt != SL_MY_MATCH && rc > 0 && m->tm.has_names && (t = shadow_of(s, m, t)))
+		/* otherwise as the map describes them: with the binlog's names,
+		 * or (MINIMAL, NO_LOG) the map's types under the catalog's names
+		 * by position; only the rows' lengths and keys count, and a row
+		 * that does not decode ends the event (covered_row) */
+		if (mt != SL_MY_MATCH && rc > 0 && (t = shadow_of(s, m, t)))
 			mt = sl_my_map_match(&m->tm, t, why, sizeof why);
 		if (mt == SL_MY_MATCH) {
 			if (my_grow_vals(s, t->ncols) < 0) {

@@ -246,6 +246,26 @@ class RestartTest(MyTestCase):
         self.assertTableMatches(self.read(s), "rs", "t", ["id"])
 
 
+
+class RestartMinimalTest(MyTestCase):
+    """binlog_row_metadata = MINIMAL: the binlog does not name the columns,
+    and covered rows under another layout are decoded with the types of
+    the map and the names of the catalog's columns by position."""
+    my_settings = {"binlog_row_metadata": "MINIMAL"}
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.my.execute("CREATE DATABASE rs")
+
+    test_skipped_rows_of_another_layout_keep_the_numbering = \
+        RestartTest.test_skipped_rows_of_another_layout_keep_the_numbering
+
+
+class RestartNoLogTest(RestartMinimalTest):
+    """The same with binlog_row_metadata = NO_LOG (no signedness either)."""
+    my_settings = {"binlog_row_metadata": "NO_LOG"}
+
 class KillTest(MyTestCase):
     """kill -9 at random moments while a workload writes to two tables."""
 
