@@ -155,6 +155,40 @@ static int defer(struct my_src *s, struct sl_my_table *t, const struct sl_my_nam
 	return 1;
 }
 
+/* A DDL statement that changed t where t's backfill holds its events
+ * (my_covered): no row event of t is read before the backfill, so the
+ * statement changes nothing the stream writes.  But a backfill while
+ * streaming that has not read its first chunk yet (its first low
+ * watermark is still to come) reads the table after the statement, with
+ * the stream's description of t: that must be the table's columns now,
+ * the catalog's, or a column the statement added is never read (issue 17,
+ * soak seed 4620, mariadb/merge/iceberg: a column added after the run read
+ * the catalog, before its resumed backfill's first watermark, never reached
+ * the destination).  1 with the new version in ev (no backfill: the one
+ * running reads it), 0, or a failure. */
+static int covered_ddl(struct my_src *s, struct sl_my_table *t, struct sl_event *ev, char *err, size_t errlen)
+{
+	struct sl_table *retired = NULL;
+	struct cover *c;
+	int rc;
+
+	if ((rc = my_cover_of(s, t->db, t->name, &c, err, errlen)) < 0)
+		return rc;
+	if (c->kind != SL_COVER_FIRST_WATERMARK)
+		return 0;   /* a snapshot at a position after the statement: read with the catalog's columns */
+	if ((rc = my_redescribe(s, t, NULL, 0, &retired, err, errlen)) <= 0)
+		return rc;
+	sl_info("stream \"%s\": table \"%s\".\"%s\": a DDL statement before its backfill's first chunk changed it: "
+		"the chunks read its columns now (schema version %s)", s->st->name, t->db, t->name,
+		t->version ? t->version->schema_key : "?");
+	ev->kind = SL_EV_SCHEMA;
+	ev->table = t->version;
+	ev->changed = rc == 1;
+	ev->retired = retired;
+	my_maps_forget(s, t, NULL);
+	return 1;
+}
+
 /* sl_source_ops.has_pending: versions due at the run's start (the agent
  * asks once the stream reported a position past it). */
 bool my_has_pending(void *ctx)
@@ -377,8 +411,12 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			}
 			if ((rc = my_covered(s, t, err, errlen)) < 0)
 				return rc;
-			if (rc > 0)
-				continue;  /* its backfill comes after the statement */
+			if (rc > 0) {
+				/* its backfill comes after the statement */
+				if ((rc = covered_ddl(s, t, ev, err, errlen)) != 0)
+					return rc;
+				continue;
+			}
 			if ((rc = defer(s, t, &names[i], err, errlen)) < 0)
 				return rc;
 			if (rc > 0)

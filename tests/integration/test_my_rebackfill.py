@@ -263,6 +263,43 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         recs = records_for(self.read(s), "app", "skipd")
         self.assertTableMatches(recs, "app", "skipd", ["id"])
 
+    def test_column_added_before_the_first_watermark(self):
+        """A re-backfill that no chunk of is durable, killed; the next run
+        resumes it, and a column is added and set after that run read the
+        catalog and before its first low watermark (held by a lock on the
+        watermark table).  The stream skips the table's events up to that
+        watermark, the statement included, but the chunks read the table
+        after it: with its columns now, or the column never reaches the
+        destination (issue 17, soak seed 4620, mariadb/merge/iceberg)."""
+        my = self.my
+        t = "app.colwm"
+        s, p = self.rebackfill_never_durable("colwm", 20)
+        p.kill9()
+        p.wait_result(30)
+        lock = my.connect(autocommit=True)
+        cur = lock.cursor()
+        cur.execute("LOCK TABLES sluice.watermarks WRITE")
+        try:
+            p = s.start("run")
+            wait_until(lambda: my.one("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+                                      "INFO LIKE '%%sluice%%watermarks%%' AND STATE LIKE 'Waiting%%'") > 0
+                       or not p.alive(), 60, "the first watermark to wait for the lock")
+            self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+            my.execute(f"ALTER TABLE {t} ADD COLUMN c3 int")
+            my.execute(f"UPDATE {t} SET c3 = id * 10")
+        finally:
+            cur.execute("UNLOCK TABLES")
+            lock.close()
+        wait_until(lambda: f"backfilled {t} while streaming" in p.stderr_text() or not p.alive(), 60,
+                   "the re-backfill")
+        self.stop(p)
+        self.assertIn(f"resuming the backfill of {t} while streaming after its last durable chunk (0 rows, "
+                      "0 chunks durable)", p.stderr_text())
+        recs = records_for(self.read(s), "app", "colwm")
+        self.assertEqual(sorted((r["payload"]["id"], r["payload"].get("c3")) for r in backfill_inserts(recs)
+                                if "c3" in r["payload"]), [(i, i * 10) for i in range(1, 21)])
+        self.assertTableMatches(recs, "app", "colwm", ["id"])
+
     def test_column_added_before_the_snapshot(self):
         """A column added with a default after the first run listed its
         tables and before its backfill's snapshot (held by the test hook
