@@ -5,8 +5,8 @@ back from the Avro files exactly as the source holds it; and the same row
 stored before the snapshot (backfill, read with the binary protocol) and
 after it (the binlog's row image) gives identical Avro values, type for type
 and charset for charset.  Run with binlog_row_metadata=FULL (the table map
-describes the columns) and NO_LOG (MariaDB's default: information_schema
-does).
+describes the columns), MINIMAL and NO_LOG (MariaDB's default:
+information_schema does).
 """
 
 import os
@@ -232,6 +232,13 @@ class TypesNoMetadataTest(TypesTest):
     """The same with binlog_row_metadata=NO_LOG: signedness, charsets, ENUM
     and SET strings and JSON come from information_schema."""
     my_settings = {"binlog_row_metadata": "NO_LOG"}
+
+
+class TypesMinimalMetadataTest(TypesTest):
+    """The same with binlog_row_metadata=MINIMAL: the table map carries
+    signedness and charsets (binary for an ENUM or SET in binary), the
+    ENUM and SET strings come from information_schema."""
+    my_settings = {"binlog_row_metadata": "MINIMAL"}
 
 
 if __name__ == "__main__":
