@@ -397,6 +397,19 @@ static int bytes_value(const struct vctx *x, const char *p, size_t len, struct s
 		*v = (struct sl_value){ .kind = SL_V_BYTES, .len = (uint32_t)len, .p = p };
 		return 0;
 	}
+	if (out_type == SL_T_STRING && (mc->real_type == SL_MYSQL_ENUM || mc->real_type == SL_MYSQL_SET) &&
+	    mc->charset && mc->charset->kind == SL_CS_BINARY) {
+		/* the member's bytes, as the binlog decoder writes them */
+		if (sl_mysql_binary_member(p, len, x->scratch, &copied) < 0)
+			return verr(x->err, x->errlen, x->db, x->table, x->col, "out of memory");
+		if (!copied) {
+			*v = (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)len, .p = p };
+			return 0;
+		}
+		*v = (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)(x->scratch->len - off),
+					.p = (const char *)(uintptr_t)off };
+		return 1;
+	}
 	if ((out_type != SL_T_STRING && out_type != SL_T_JSON) ||
 	    (mc->real_type != SL_MYSQL_JSON && mc->charset &&
 	     (mc->charset->kind == SL_CS_BINARY || mc->charset->kind == SL_CS_UNSUPPORTED)))

@@ -281,8 +281,12 @@ static int describe_column(struct sl_my_col *c, const char *data_type, const cha
 			m->pack_len = m->nvalues < 256 ? 1 : 2;
 		else
 			m->pack_len = (uint8_t)((m->nvalues + 7) / 8 > 4 ? 8 : (m->nvalues + 7) / 8);
-		/* the catalog's strings are UTF-8, whatever the column's charset */
-		c->values_cs = sl_mysql_charset_by_name("utf8mb4");
+		/* the catalog's strings are UTF-8, whatever the column's
+		 * charset; those of a binary column are its bytes with '?' for
+		 * what is not UTF-8, and stay binary so that the decoder treats
+		 * them as it treats the binlog's (sl_mysql_binary_member) */
+		if (!m->charset || m->charset->kind != SL_CS_BINARY)
+			c->values_cs = sl_mysql_charset_by_name("utf8mb4");
 	} else if (T("geometry") || T("point") || T("linestring") || T("polygon") || T("multipoint") ||
 		   T("multilinestring") || T("multipolygon") || T("geometrycollection")) {
 		m->type = SL_MYSQL_GEOMETRY;

@@ -251,6 +251,44 @@ fail:
 	return false;
 }
 
+/* The length of the character of at most three bytes that begins at p[i]
+ * (the characters utf8mb3 holds), or 0 when none does. */
+static size_t mb3_char(const unsigned char *p, size_t len, size_t i)
+{
+	size_t n = p[i] < 0x80 ? 1 : p[i] >= 0xc2 && p[i] <= 0xdf ? 2 : p[i] >= 0xe0 && p[i] <= 0xef ? 3 : 0;
+
+	return n && len - i >= n && sl_utf8_valid(p + i, n, NULL) ? n : 0;
+}
+
+int sl_mysql_binary_member(const char *p, size_t len, struct sl_buf *out, bool *copied)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t i = 0, n;
+
+	*copied = false;
+	while (i < len && (n = mb3_char(u, len, i)))
+		i += n;
+	if (i == len)
+		return 0;
+	*copied = true;
+	if (sl_buf_append(out, p, i) < 0)
+		return -1;
+	/* one '?' a byte, as MariaDB replaces them: the four bytes of a
+	 * character past U+FFFF give four */
+	while (i < len) {
+		if ((n = mb3_char(u, len, i))) {
+			if (sl_buf_append(out, p + i, n) < 0)
+				return -1;
+			i += n;
+		} else {
+			if (sl_buf_putc(out, '?') < 0)
+				return -1;
+			i++;
+		}
+	}
+	return 0;
+}
+
 static void put_utf8(unsigned char *o, size_t *n, uint32_t cp)
 {
 	if (cp < 0x80) {

@@ -5,7 +5,8 @@
  *
  * What happens to the text of each character set (doc/types-mysql.md):
  *   utf8mb4, utf8mb3 (utf8)   already UTF-8: passed through, not copied
- *   binary (collation 63)     not text: BINARY, BLOB and the like are bytes
+ *   binary (collation 63)     not text: BINARY, BLOB and the like are bytes;
+ *                             ENUM and SET members: sl_mysql_binary_member
  *   latin1                    MySQL's latin1 is Windows-1252, with the five
  *                             bytes cp1252 leaves undefined (81 8D 8F 90 9D)
  *                             mapped to the C1 controls U+0081 ...: a table
@@ -79,6 +80,19 @@ void sl_mysql_conv_free(struct sl_mysql_conv *c);
  * binary or unsupported charset, which has no text). */
 int sl_mysql_to_utf8(struct sl_mysql_conv *c, const struct sl_mysql_charset *cs, const char *p, size_t len,
 		     struct sl_buf *out, bool *copied, char *err, size_t errlen);
+
+/* The text of an ENUM or SET member (or value) of the binary charset:
+ * bytes, which an Avro string cannot hold when they are not UTF-8.
+ * UTF-8 characters of up to three bytes (U+0000 ... U+FFFF but the
+ * surrogates) are kept as they are; every other byte becomes '?', which is
+ * what MariaDB's catalog (information_schema COLUMN_TYPE, SHOW CREATE TABLE,
+ * utf8mb3) shows for the member.  When nothing is replaced nothing is
+ * copied and *copied is false; otherwise the text is appended to out and
+ * *copied is true.  So the backfill (the value's bytes), the binlog with
+ * binlog_row_metadata=FULL (the member's bytes) and without it (the
+ * catalog's string) give the same text.  Returns 0, or -1 when out ran
+ * out of memory. */
+int sl_mysql_binary_member(const char *p, size_t len, struct sl_buf *out, bool *copied);
 
 /* True if p/len is valid UTF-8 (no overlong forms, surrogates or code points
  * past U+10FFFF).  *bad gets the offset of the first invalid byte. */

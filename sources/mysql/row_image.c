@@ -434,7 +434,12 @@ static int append_text(struct vctx *v, const struct sl_mysql_charset *cs, const 
 	bool copied;
 	char why[200];
 
-	if (sl_mysql_to_utf8(&v->d->conv, cs, p, n, v->s, &copied, why, sizeof why) < 0) {
+	if (cs && cs->kind == SL_CS_BINARY) {
+		/* ENUM(...) CHARACTER SET binary: the member's bytes, as the
+		 * backfill writes the value (sl_mysql_binary_member) */
+		if (sl_mysql_binary_member(p, n, v->s, &copied) < 0)
+			return oom(v);
+	} else if (sl_mysql_to_utf8(&v->d->conv, cs, p, n, v->s, &copied, why, sizeof why) < 0) {
 		if (sl_buf_failed(v->s))
 			return oom(v);
 		return verr(v, "%s", why);

@@ -5,15 +5,15 @@ back from the Avro files exactly as the source holds it; and the same row
 stored before the snapshot (backfill, read with the binary protocol) and
 after it (the binlog's row image) gives identical Avro values, type for type
 and charset for charset.  Run with binlog_row_metadata=FULL (the table map
-describes the columns) and NO_LOG (MariaDB's default: information_schema
-does).
+describes the columns), MINIMAL and NO_LOG (MariaDB's default:
+information_schema does).
 """
 
 import os
 import subprocess
 import sys
 
-from harness import csn, csn_position, csn_seq, records_for, HERE
+from harness import csn, csn_position, csn_seq, rebuild, records_for, HERE
 from harness_mysql import MyTestCase, binlog_pos_value
 
 # Every test of this module also runs in the sanitizer pass (run.py --tag sanitizers).
@@ -66,6 +66,47 @@ ROWS = [
     (4,) + ("NULL",) * 35,
 ]
 assert all(len(r) == 36 for r in ROWS), [len(r) for r in ROWS]
+
+
+# ENUM and SET of the binary charset: their members are bytes.  UTF-8
+# characters up to U+FFFF are written as they are; every other byte becomes
+# '?', as MariaDB's own catalog (utf8mb3) shows the member
+# (doc/types-mysql.md): x'E9' is '?', a 4-byte emoji '????'.
+BIN_DDL = """
+CREATE TABLE types_db.bin_enum_t (
+  id int PRIMARY KEY,
+  e enum('first', '', x'E9', x'C3A9', x'41E942', 'last') CHARACTER SET binary,
+  st set('a', x'E9', x'F09F9880', x'C3', 'b', 'z') CHARACTER SET binary
+)"""
+# the members as information_schema shows them, and as sluice writes them
+BIN_ENUM = ["first", "", "?", "\u00e9", "A?B", "last"]
+BIN_SET = ["a", "?", "????", "?", "b", "z"]
+# (id, ENUM as SQL, SET as SQL): each value as a member string, the
+# member's index or bitmap, a binary literal, the empty value and NULL
+BIN_ROWS = [
+    (1, "'first'", "''"),
+    (2, "''", "'a'"),
+    (3, "_binary 0xE9", "_binary 0xE9"),
+    (4, "4", "'a,z'"),
+    (5, "_binary 0x41E942", "_binary 0x612CE92CF09F98802CC32C622C7A"),
+    (6, "'last'", "42"),
+    (7, "NULL", "NULL"),
+]
+# what each row reads back as: (ENUM, SET)
+BIN_EXPECTED = {
+    1: ("first", ""),
+    2: ("", "a"),
+    3: ("?", "?"),
+    4: ("\u00e9", "a,z"),
+    5: ("A?B", "a,?,????,?,b,z"),
+    6: ("last", "?,?,z"),
+    7: (None, None),
+}
+
+
+def bin_insert_sql(rows, id_offset=0):
+    return "INSERT INTO types_db.bin_enum_t (id, e, st) VALUES " + \
+        ", ".join(f"({i + id_offset}, {e}, {st})" for i, e, st in rows)
 
 
 def insert_sql(rows, id_offset=0):
@@ -141,11 +182,63 @@ class TypesTest(MyTestCase):
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "types_db", "types_t", ["id"])
 
+    def test_binary_enum_and_set(self):
+        """ENUM and SET declared CHARACTER SET binary, with members that are
+        not UTF-8: the same strings from the backfill and from the binlog
+        (once made the stream exit: the charset has no conversion to text)."""
+        my = self.my
+        my.execute(BIN_DDL)
+        ct = dict(my.sql("SELECT COLUMN_NAME, COLUMN_TYPE FROM information_schema.COLUMNS "
+                         "WHERE TABLE_SCHEMA = 'types_db' AND TABLE_NAME = 'bin_enum_t'"))
+        self.assertEqual(ct["e"], "enum(" + ",".join(f"'{m}'" for m in BIN_ENUM) + ")")
+        self.assertEqual(ct["st"], "set(" + ",".join(f"'{m}'" for m in BIN_SET) + ")")
+        my.execute(bin_insert_sql(BIN_ROWS))
+        self.assertEqual(my.sql("SELECT HEX(e), HEX(st) FROM types_db.bin_enum_t WHERE id IN (3, 5) ORDER BY id"),
+                         [("E9", "E9"), ("41E942", "612CE92CF09F98802CC32C622C7A")])
+        s = self.sluice(stream="binenum", tables="types_db.bin_enum_t")
+        self.catch_up(s)
+        my.execute(bin_insert_sql(BIN_ROWS, id_offset=100))
+        self.catch_up(s)
+        recs = records_for(self.read(s), "types_db", "bin_enum_t")
+        got = {}
+        for r in recs:
+            p = r["payload"]
+            got[(r["read_method"], p["id"])] = (p["e"], p["st"])
+        want = {("mysql-backfill-fulldump", i): v for i, v in BIN_EXPECTED.items()}
+        want.update({("mysql-cdc-binlog", i + 100): v for i, v in BIN_EXPECTED.items()})
+        self.assertEqual(got, want)
+
+        # updates and deletes, through the binlog: before and after images
+        my.execute("UPDATE types_db.bin_enum_t SET e = _binary 0xE9, st = _binary 0xC3 WHERE id = 1")
+        my.execute("UPDATE types_db.bin_enum_t SET e = 'last', st = 'a,b' WHERE id IN (3, 103)")
+        my.execute("UPDATE types_db.bin_enum_t SET e = NULL, st = '' WHERE id = 105")
+        my.execute("DELETE FROM types_db.bin_enum_t WHERE id IN (4, 104)")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "types_db", "bin_enum_t")
+        final = dict(BIN_EXPECTED)
+        final.update({i + 100: v for i, v in BIN_EXPECTED.items()})
+        final.update({1: ("?", "?"), 3: ("last", "a,b"), 103: ("last", "a,b"), 105: (None, "")})
+        del final[4], final[104]
+        state = rebuild(recs, ["id"])
+        self.assertEqual({k[0]: (v["e"], v["st"]) for k, v in state.items()}, final)
+        cdc = [r for r in recs if r["read_method"] == "mysql-cdc-binlog" and r["payload"]["id"] in (3, 105)]
+        self.assertEqual(sorted((r["payload"]["id"], r["source_metadata"]["change_type"], r["payload"]["e"],
+                                 r["payload"]["st"]) for r in cdc),
+                         [(3, "UPDATE-INSERT", "last", "a,b"), (105, "INSERT", "A?B", BIN_EXPECTED[5][1]),
+                          (105, "UPDATE-INSERT", None, "")])
+
 
 class TypesNoMetadataTest(TypesTest):
     """The same with binlog_row_metadata=NO_LOG: signedness, charsets, ENUM
     and SET strings and JSON come from information_schema."""
     my_settings = {"binlog_row_metadata": "NO_LOG"}
+
+
+class TypesMinimalMetadataTest(TypesTest):
+    """The same with binlog_row_metadata=MINIMAL: the table map carries
+    signedness and charsets (binary for an ENUM or SET in binary), the
+    ENUM and SET strings come from information_schema."""
+    my_settings = {"binlog_row_metadata": "MINIMAL"}
 
 
 if __name__ == "__main__":

@@ -713,6 +713,36 @@ static void test_enum_set_bit(void **state)
 	assert_int_equal(v.i, 2);
 	BAD(c, ocol(SL_T_STRING, 0, 0), le_val(2, 2), "strings are unknown");
 
+	/* CHARACTER SET binary: UTF-8 up to U+FFFF kept, other bytes '?' */
+	{
+		static const struct sl_mysql_str bv[] = { { "caf\xc3\xa9", 5 }, { "\xe9", 1 }, { "A\xe2\x82" "B", 4 },
+							  { "\xf0\x9f\x98\x80", 4 }, { "\xed\xa0\x80", 3 } };
+		c = mtext(SL_MYSQL_STRING, BINARY, 0, 1);
+		c.real_type = SL_MYSQL_ENUM;
+		c.values = bv;
+		c.nvalues = 5;
+		assert_int_equal(sl_mysql_type_map(&c, &p, &s), SL_T_STRING);
+		OK(c, ocol(SL_T_STRING, 0, 0), le_val(1, 1), &v);
+		assert_int_equal(v.len, 5);
+		assert_memory_equal(v.p, "caf\xc3\xa9", 5);
+		OK(c, ocol(SL_T_STRING, 0, 0), le_val(2, 1), &v);
+		assert_int_equal(v.len, 1);
+		assert_memory_equal(v.p, "?", 1);
+		OK(c, ocol(SL_T_STRING, 0, 0), le_val(3, 1), &v);
+		assert_int_equal(v.len, 4);
+		assert_memory_equal(v.p, "A??B", 4);
+		OK(c, ocol(SL_T_STRING, 0, 0), le_val(4, 1), &v);   /* past utf8mb3: one '?' a byte */
+		assert_int_equal(v.len, 4);
+		assert_memory_equal(v.p, "????", 4);
+		OK(c, ocol(SL_T_STRING, 0, 0), le_val(5, 1), &v);   /* a surrogate is not UTF-8 */
+		assert_int_equal(v.len, 3);
+		assert_memory_equal(v.p, "???", 3);
+		c.real_type = SL_MYSQL_SET;
+		OK(c, ocol(SL_T_STRING, 0, 0), le_val(0x7, 1), &v);
+		assert_int_equal(v.len, 12);
+		assert_memory_equal(v.p, "caf\xc3\xa9,?,A??B", 12);
+	}
+
 	c = mtext(SL_MYSQL_STRING, UTF8MB4, 0, 1);
 	c.real_type = SL_MYSQL_SET;
 	c.values = sv;
