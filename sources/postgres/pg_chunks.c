@@ -850,8 +850,47 @@ static int chunk_query(struct sl_buf *sql, PGconn *c, const struct sl_table *t, 
 	return sl_buf_failed(sql) ? -1 : 0;
 }
 
-/* Begins the chunk's transaction on c, locks t and checks the snapshot:
- * SL_OK, SL_EAGAIN (try again soon) or SL_EFAIL, with *in_tx. */
+/* In the chunk's transaction, after its lock: SL_ESTALE when the table has
+ * a column that t, the stream's description of it, lacks (added after the
+ * stream's position, which no change of the table has described yet: a
+ * Relation message of a change logged before the DDL, read after it, or
+ * none since), so that the chunk is read again once the stream describes
+ * the table as it is (issue 17, soak seed 4643: a column added with a
+ * volatile default, then no change, was never read).  A column of t the
+ * table lacks fails the chunk's query (undefined_column) instead. */
+static int columns_stale(PGconn *c, const struct sl_table *t, char *err, size_t errlen)
+{
+	static const char sql[] = "SELECT attname FROM pg_attribute WHERE attrelid = $1::oid AND attnum > 0 "
+				  "AND NOT attisdropped AND attgenerated = '' ORDER BY attnum";
+	char oid[16];
+	const char *params[1] = { oid };
+	PGresult *res;
+	int rc = SL_OK, i, r;
+
+	snprintf(oid, sizeof oid, "%" PRIu32, t->relid);
+	res = PQexecParams(c, sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		rc = sl_pg_err(err, errlen, "could not read the columns of a table to backfill", c, res);
+		PQclear(res);
+		return rc;
+	}
+	for (r = 0; r < PQntuples(res) && rc == SL_OK; r++) {
+		const char *name = PQgetvalue(res, r, 0);
+		for (i = 0; i < t->ncols && strcmp(t->cols[i].name, name) != 0; i++)
+			;
+		if (i == t->ncols) {
+			snprintf(err, errlen, "table \"%s\".\"%s\" has a column \"%s\" that the stream has not read "
+				 "a description of yet", t->ns, t->name, name);
+			rc = SL_ESTALE;
+		}
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Begins the chunk's transaction on c, locks t and checks the snapshot
+ * and the columns: SL_OK, SL_EAGAIN (try again soon), SL_ESTALE
+ * (columns_stale) or SL_EFAIL, with *in_tx. */
 static int chunk_begin(PGconn *c, const struct sl_table *t, const struct sl_chunk_check *chk, bool *in_tx,
 		       char *err, size_t errlen)
 {
@@ -877,7 +916,9 @@ static int chunk_begin(PGconn *c, const struct sl_table *t, const struct sl_chun
 	}
 	if ((rc = snapshot_misses(c, chk, &missed, err, errlen)) < 0)
 		return rc;
-	return missed ? SL_EAGAIN : SL_OK;
+	if (missed)
+		return SL_EAGAIN;
+	return columns_stale(c, t, err, errlen);
 }
 
 /* Hands on the rows of a chunk's result (binary, the key texts after the
