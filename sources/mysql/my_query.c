@@ -155,6 +155,20 @@ static int defer(struct my_src *s, struct sl_my_table *t, const struct sl_my_nam
 	return 1;
 }
 
+/* t's new version (rc: my_redescribe's, 1 when its columns changed) as
+ * the SCHEMA event ev, the version it replaced retired; the maps of the old
+ * version are stale.  Returns 1. */
+static int schema_event(struct my_src *s, struct sl_my_table *t, struct sl_event *ev, int rc,
+			struct sl_table *retired)
+{
+	ev->kind = SL_EV_SCHEMA;
+	ev->table = t->version;
+	ev->changed = rc == 1;
+	ev->retired = retired;
+	my_maps_forget(s, t, NULL);
+	return 1;
+}
+
 /* A DDL statement that changed t where t's backfill holds its events
  * (my_covered): no row event of t is read before the backfill, so the
  * statement changes nothing the stream writes.  But a backfill while
@@ -181,12 +195,7 @@ static int covered_ddl(struct my_src *s, struct sl_my_table *t, struct sl_event 
 	sl_info("stream \"%s\": table \"%s\".\"%s\": a DDL statement before its backfill's first chunk changed it: "
 		"the chunks read its columns now (schema version %s)", s->st->name, t->db, t->name,
 		t->version ? t->version->schema_key : "?");
-	ev->kind = SL_EV_SCHEMA;
-	ev->table = t->version;
-	ev->changed = rc == 1;
-	ev->retired = retired;
-	my_maps_forget(s, t, NULL);
-	return 1;
+	return schema_event(s, t, ev, rc, retired);
 }
 
 /* sl_source_ops.has_pending: versions due at the run's start (the agent
@@ -435,15 +444,8 @@ static int on_ddl(struct my_src *s, enum sl_my_stmt kind, struct sl_my_name *nam
 			}
 			if (filled)
 				ev->rebackfill = s->why;
-			if (rc > 0 || filled) {
-				ev->kind = SL_EV_SCHEMA;
-				ev->table = t->version;
-				ev->changed = rc == 1;
-				ev->retired = retired;
-				/* the maps of the old version are stale */
-				my_maps_forget(s, t, NULL);
-				return 1;
-			}
+			if (rc > 0 || filled)
+				return schema_event(s, t, ev, rc, retired);
 			if (!shown && t->version)
 				shown = t;
 		}
