@@ -178,6 +178,15 @@ static int load_table(struct sl_checkpoint *ck, const struct sl_source_desc *des
 		return rc;
 	e->chunks = (uint64_t)json_integer_value(json_object_get(t, "chunks"));
 	e->resumed = json_is_true(json_object_get(t, "resumed"));
+	if (get_pos(desc, t, "since", &e->since, &e->has_since) < 0)
+		return -1;
+	if (!e->has_since && e->method == SL_BF_SNAPSHOT && !e->resumed &&
+	    (e->state == SL_BF_RUNNING || e->state == SL_BF_DONE)) {
+		/* written before "since" was: a snapshot backfill that never
+		 * resumed read every row in its snapshot */
+		e->since = e->snapshot;
+		e->has_since = true;
+	}
 	e->marker_csn = (uint64_t)json_integer_value(json_object_get(t, "marker_csn"));
 	e->marker_ts_us = json_integer_value(json_object_get(t, "marker_ts_us"));
 	return 0;
@@ -377,6 +386,10 @@ int sl_ckpt_save(struct sl_checkpoint *ck, char *err, size_t errlen)
 			json_object_set_new(t, "chunks", json_integer((json_int_t)e->chunks));
 		if (e->resumed)
 			json_object_set_new(t, "resumed", json_true());
+		if (e->has_since && set_pos(ck->desc, t, "since", &e->since) < 0) {
+			json_decref(t);
+			goto oom;
+		}
 		if (e->marker_csn) {
 			json_object_set_new(t, "marker_csn", json_integer((json_int_t)e->marker_csn));
 			json_object_set_new(t, "marker_ts_us", json_integer(e->marker_ts_us));

@@ -71,6 +71,11 @@ struct sl_ckpt_table {
 	bool resumed;             /* a snapshot backfill resumed after an interruption: the rows
 				   * before the resume key are from an earlier snapshot, so the
 				   * snapshot does not hold every change before it */
+	struct sl_position since; /* the running or finished backfill read every row it wrote
+				   * after this position (its first snapshot, or its job's start
+				   * while streaming, kept when it resumes), so they hold every
+				   * change before it */
+	bool has_since;           /* false: unknown (a checkpoint written before it was kept) */
 	uint64_t marker_csn;      /* the CSN position of the table's last TRUNCATE marker (0: none) */
 	int64_t marker_ts_us;     /* its source_timestamp: a marker written again at the same CSN
 				   * (a replay after a crash) takes it, so that it is the same

@@ -533,7 +533,8 @@ static bool same_position(struct sl_pipe *p, const struct sl_position *old, cons
 
 /* Marks entry e running by method at snapshot pos (the caller saves the
  * checkpoint): its progress is cleared, or kept (keep: a job that resumes
- * after its resume key), and so is what the writer had not flushed yet. */
+ * after its resume key, whose rows so far were read since an earlier
+ * position), and so is what the writer had not flushed yet. */
 static void bf_running(struct sl_ckpt_table *e, enum sl_bf_method method, const struct sl_position *pos, bool keep)
 {
 	e->state = SL_BF_RUNNING;
@@ -545,6 +546,10 @@ static void bf_running(struct sl_ckpt_table *e, enum sl_bf_method method, const 
 	if (!keep) {
 		e->rows = e->chunks = 0;
 		sl_ckpt_set_resume(e, NULL);
+	}
+	if (!e->resume_key) {   /* nothing durable read before */
+		e->since = *pos;
+		e->has_since = true;
 	}
 }
 

@@ -485,9 +485,14 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 	if ((rc = durable_ckpt(s, &ck, err, errlen)) < 0)
 		return rc;
 	e = sl_ckpt_find(ck, ns, table);
-	/* a backfill to come, or one whose snapshot is after the statement */
-	rc = e && (e->state == SL_BF_PENDING || e->state == SL_BF_RUNNING ||
-		   (e->state == SL_BF_DONE && s->src->desc->pos_compare(&e->snapshot, at) > 0)) ? 0 : 1;
+	/* A backfill to come, or one that read all its rows after the
+	 * statement.  One that read rows before it, running or done, lacks what
+	 * the statement gave the table: with backfill, a request starts it over
+	 * (take_requests).  (Without, a running one is left to run on: the
+	 * caller's TRUNCATE record would not stop it.) */
+	rc = e && (e->state == SL_BF_PENDING || (e->state == SL_BF_RUNNING && !backfill) ||
+		   ((e->state == SL_BF_RUNNING || e->state == SL_BF_DONE) && e->has_since &&
+		    s->src->desc->pos_compare(&e->since, at) > 0)) ? 0 : 1;
 	if (rc == 0 || !backfill)
 		return rc;
 	sl_buf_init(&name, 0);
@@ -631,10 +636,19 @@ static int take_requests(struct stream *s, char ***paths, int *npaths)
 			continue;
 		}
 		sl_info("stream \"%s\": backfill of %s requested (%s)", s->sc->name, tables[i], (*paths)[i]);
-		if (e->state != SL_BF_RUNNING) {
-			e->state = SL_BF_PENDING;
-			e->method = SL_BF_WATERMARK;
+		if (e->state == SL_BF_RUNNING && e->method == SL_BF_SNAPSHOT)
+			continue;   /* an interrupted first backfill, read before streaming as it is */
+		if (e->state == SL_BF_RUNNING) {
+			/* Its chunks so far may predate what the request is for
+			 * (a running agent keeps such a request until the
+			 * backfill is done): it starts over, behind a new marker,
+			 * rather than resuming after them. */
+			sl_info("stream \"%s\": the backfill of %s starts over", s->sc->name, tables[i]);
+			sl_ckpt_set_resume(e, NULL);
+			e->rows = e->chunks = 0;
 		}
+		e->state = SL_BF_PENDING;
+		e->method = SL_BF_WATERMARK;
 	}
 	for (int i = 0; i < *npaths; i++)
 		free(tables[i]);
