@@ -576,38 +576,16 @@ class ClickHouseChangesTest(ChTestCase):
         old key's row, replayed after sluice died between ClickHouse's 2xx and
         its checkpoint: the old key's row is a tombstone by then, and the
         replay keeps the value instead of writing NULL over it."""
-        pg = self.pg
-        pg.execute("CREATE TABLE toast_r (id int PRIMARY KEY, n int, big text); "
-                   "ALTER TABLE toast_r ALTER COLUMN big SET STORAGE EXTERNAL")
-        big = "".join(f"{k * 2654435761 % 4294967296:08x}" for k in range(1500))
-        pg.execute(f"INSERT INTO toast_r VALUES (1, 0, '{big}')")
-        proxy = HoldingProxy(self.ch.url)
-        self.addCleanup(proxy.close)
-        s = self.sluice(stream="toast_r", tables="public.toast_r", database="toast_r", write_mode="merge",
-                        dest={"url": proxy.url})
-        self.catch_up(s)
-        proxy.arm(big.encode())
-        pg.execute("UPDATE toast_r SET id = 2 WHERE id = 1")
-        pg.wait_wal_flushed()
-        p = s.start("run", env=self.env())
-        try:
-            wait_until(proxy.held.is_set, 60, "the key change's insert to reach ClickHouse")
-        finally:
-            p.kill9()
-        proxy.pass_through()
-        rows = self.ch.rows("toast_r", "public_toast_r_current")
-        self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())], "the first write")
-        r = self.catch_up(s)
-        self.assertNotIn("written as NULL", r.stderr)
-        self.assertChMatches(s, "public", "toast_r", ["id"])
-        rows = self.ch.rows("toast_r", "public_toast_r_current")
-        self.assertEqual([(r["id"], r["big"]) for r in rows], [(2, big.encode())])
+        self.key_changes_replayed("toast_r", "UPDATE toast_r SET id = 2 WHERE id = 1", None,
+                                  lambda big, other: [(2, 0, big)], first_write=lambda big, other: [(2, 0, big)])
 
-    def key_changes_replayed(self, t, first, while_stopped, want):
+    def key_changes_replayed(self, t, first, while_stopped, want, first_write=None):
         """Row 1 of t (a TOAST value) is moved by first (one transaction),
         whose insert reaches ClickHouse before sluice is killed (the proxy
-        holds its answer); while_stopped runs; the replay's batch holds
-        both. want(big, other) is the source's rows (id, n, big) after."""
+        holds its answer); while_stopped (if any) runs; the replay's batch
+        holds both. want(big, other) is the source's rows (id, n, big)
+        after; first_write(big, other), if given, ClickHouse's rows before
+        the replay."""
         pg = self.pg
         pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, n int, big text); "
                    f"ALTER TABLE {t} ALTER COLUMN big SET STORAGE EXTERNAL")
@@ -627,7 +605,12 @@ class ClickHouseChangesTest(ChTestCase):
         finally:
             p.kill9()
         proxy.pass_through()
-        pg.execute(while_stopped)
+        if first_write:
+            rows = self.ch.rows(t, f"public_{t}_current")
+            self.assertEqual(sorted((r["id"], r["n"], r["big"]) for r in rows),
+                             [(i, n, b.encode()) for i, n, b in first_write(big, other)], "the first write")
+        if while_stopped:
+            pg.execute(while_stopped)
         r = self.catch_up(s)
         self.assertNotIn("written as NULL", r.stderr)
         self.assertChMatches(s, "public", t, ["id"])
