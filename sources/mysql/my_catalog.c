@@ -169,6 +169,21 @@ struct sl_table *sl_my_table_copy(const struct sl_table *t)
 
 /* ---- catalog rows to column descriptions ---- */
 
+/* The character that COLUMN_TYPE's escape \e stands for (the server
+ * writes a member's backslash, newline, carriage return, NUL and ^Z so). */
+static char unescaped(char e)
+{
+	switch (e) {
+	case '0': return '\0';
+	case 'n': return '\n';
+	case 'r': return '\r';
+	case 't': return '\t';
+	case 'b': return '\b';
+	case 'Z': return '\032';
+	default: return e;
+	}
+}
+
 /* Parses the quoted list of an enum('a','b''c') / set(...) COLUMN_TYPE. */
 static int parse_values(struct sl_my_col *c, const char *ct)
 {
@@ -188,6 +203,9 @@ static int parse_values(struct sl_my_col *c, const char *ct)
 				break;
 			if (*p == '\'' && p[1] == '\'') {
 				sl_buf_putc(&b, '\'');
+				p += 2;
+			} else if (*p == '\\' && p[1]) {
+				sl_buf_putc(&b, unescaped(p[1]));
 				p += 2;
 			} else if (*p == '\'') {
 				p++;

@@ -228,6 +228,41 @@ class TypesTest(MyTestCase):
                           (105, "UPDATE-INSERT", None, "")])
 
 
+    def test_enum_and_set_members_with_escapes(self):
+        """ENUM and SET members with a quote, a backslash, a newline, a
+        carriage return, a tab and a control character: information_schema
+        writes them escaped (MINIMAL and NO_LOG take the members from
+        there), the binlog gives their index, and both the backfill and the
+        binlog give the member as declared."""
+        my = self.my
+        members = ["it's", "back\\slash", "new\nline", "cr\rhere", "tab\there", "ctl\x1az", "plain"]
+        my.execute("CREATE TABLE types_db.esc_t (id int PRIMARY KEY, e enum(" +
+                   ",".join("'" + m.replace("\\", "\\\\").replace("'", "''") + "'" for m in members) +
+                   "), st set('a''b', 'c\\\\d', 'e\\nf'))")
+        self.assertIn("'back\\\\slash','new\\nline','cr\\rhere'",
+                      my.sql("SELECT COLUMN_TYPE FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'types_db' "
+                             "AND TABLE_NAME = 'esc_t' AND COLUMN_NAME = 'e'")[0][0], "escaped there")
+        want = members
+        rows = [(i + 1, i + 1, (i % 4)) for i in range(len(members))]
+        sql = lambda off: ("INSERT INTO types_db.esc_t VALUES " +
+                           ", ".join(f"({i + off}, {e}, {st})" for i, e, st in rows))
+        my.execute(sql(0))
+        self.assertEqual([e for (e,) in my.sql("SELECT e FROM types_db.esc_t ORDER BY id")], want)
+        s = self.sluice(stream="escenum", tables="types_db.esc_t")
+        self.catch_up(s)
+        my.execute(sql(100))
+        my.execute("UPDATE types_db.esc_t SET e = 'plain', st = 'c\\\\d' WHERE id IN (2, 102)")
+        self.catch_up(s)
+        recs = records_for(self.read(s), "types_db", "esc_t")
+        self.assertEqual({r["read_method"] for r in recs}, {"mysql-backfill-fulldump", "mysql-cdc-binlog"})
+        self.assertTableMatches(recs, "types_db", "esc_t", ["id"])
+        state = rebuild(recs, ["id"])
+        sets = ["", "a'b", "c\\d", "a'b,c\\d"]
+        expect = {i + off: (want[i - 1], sets[st]) for off in (0, 100) for i, _, st in rows}
+        expect.update({2: ("plain", "c\\d"), 102: ("plain", "c\\d")})
+        self.assertEqual({k[0]: (v["e"], v["st"]) for k, v in state.items()}, expect)
+
+
 class TypesNoMetadataTest(TypesTest):
     """The same with binlog_row_metadata=NO_LOG: signedness, charsets, ENUM
     and SET strings and JSON come from information_schema."""
