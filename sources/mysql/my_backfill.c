@@ -398,9 +398,10 @@ static int bytes_value(const struct vctx *x, const char *p, size_t len, struct s
 		return 0;
 	}
 	if (out_type == SL_T_STRING && (mc->real_type == SL_MYSQL_ENUM || mc->real_type == SL_MYSQL_SET) &&
-	    mc->charset && mc->charset->kind == SL_CS_BINARY) {
+	    mc->charset && (mc->charset->kind == SL_CS_BINARY || mc->charset->kind == SL_CS_UNSUPPORTED)) {
 		/* the member's bytes, as the binlog decoder writes them */
-		if (sl_mysql_binary_member(p, len, x->scratch, &copied) < 0)
+		if ((mc->charset->kind == SL_CS_BINARY ? sl_mysql_binary_member(p, len, x->scratch, &copied)
+						       : sl_mysql_foreign_member(p, len, false, x->scratch, &copied)) < 0)
 			return verr(x->err, x->errlen, x->db, x->table, x->col, "out of memory");
 		if (!copied) {
 			*v = (struct sl_value){ .kind = SL_V_STRING, .len = (uint32_t)len, .p = p };

@@ -184,8 +184,10 @@ static char unescaped(char e)
 	}
 }
 
-/* Parses the quoted list of an enum('a','b''c') / set(...) COLUMN_TYPE. */
-static int parse_values(struct sl_my_col *c, const char *ct)
+/* Parses the quoted list of an enum('a','b''c') / set(...) COLUMN_TYPE;
+ * foreign: the column's charset is one sluice does not convert, whose
+ * members are written as sl_mysql_foreign_member gives them. */
+static int parse_values(struct sl_my_col *c, const char *ct, bool foreign)
 {
 	const char *p = strchr(ct, '(');
 	uint32_t n = 0, a = 0;
@@ -212,6 +214,22 @@ static int parse_values(struct sl_my_col *c, const char *ct)
 				break;
 			} else {
 				sl_buf_putc(&b, *p++);
+			}
+		}
+		if (foreign && !sl_buf_failed(&b)) {
+			struct sl_buf f;
+			bool copied;
+			sl_buf_init(&f, 0);
+			if (sl_mysql_foreign_member(b.data, b.len, true, &f, &copied) < 0) {
+				sl_buf_free(&f);
+				sl_buf_free(&b);
+				return -1;
+			}
+			if (copied) {
+				sl_buf_free(&b);
+				b = f;
+			} else {
+				sl_buf_free(&f);
 			}
 		}
 		if (n == a) {
@@ -293,7 +311,7 @@ static int describe_column(struct sl_my_col *c, const char *data_type, const cha
 	else if (T("enum") || T("set")) {
 		m->type = SL_MYSQL_STRING;
 		m->real_type = T("enum") ? SL_MYSQL_ENUM : SL_MYSQL_SET;
-		if (parse_values(c, column_type) < 0)
+		if (parse_values(c, column_type, m->charset && m->charset->kind == SL_CS_UNSUPPORTED) < 0)
 			return -1;
 		if (m->real_type == SL_MYSQL_ENUM)
 			m->pack_len = m->nvalues < 256 ? 1 : 2;

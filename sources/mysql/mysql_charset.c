@@ -416,3 +416,32 @@ int sl_mysql_to_utf8(struct sl_mysql_conv *c, const struct sl_mysql_charset *cs,
 		return -1;
 	}
 }
+
+int sl_mysql_foreign_member(const char *p, size_t len, bool utf8, struct sl_buf *out, bool *copied)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t i = 0;
+
+	*copied = false;
+	while (i < len && u[i] < 0x80)
+		i++;
+	if (i == len)
+		return 0;
+	*copied = true;
+	if (sl_buf_append(out, p, i) < 0)
+		return -1;
+	while (i < len) {
+		if (u[i] < 0x80) {
+			if (sl_buf_putc(out, (char)u[i++]) < 0)
+				return -1;
+			continue;
+		}
+		if (sl_buf_putc(out, '?') < 0)
+			return -1;
+		i++;
+		/* a UTF-8 character's continuation bytes belong to its '?' */
+		while (utf8 && i < len && (u[i] & 0xc0) == 0x80)
+			i++;
+	}
+	return 0;
+}

@@ -20,7 +20,8 @@
  *                             an error
  *   dec8, hp8, swe7, keybcs2, macce, geostd8
  *                             unsupported: sl_mysql_type_map (row_image.h)
- *                             types such columns as bytes, written as stored
+ *                             types such columns as bytes, written as stored;
+ *                             ENUM and SET members: sl_mysql_foreign_member
  * Unknown collation ids (0, or an id this table lacks) have no charset: the
  * row decoder then takes the bytes as UTF-8 and checks that they are.
  *
@@ -93,6 +94,15 @@ int sl_mysql_to_utf8(struct sl_mysql_conv *c, const struct sl_mysql_charset *cs,
  * catalog's string) give the same text.  Returns 0, or -1 when out ran
  * out of memory. */
 int sl_mysql_binary_member(const char *p, size_t len, struct sl_buf *out, bool *copied);
+
+/* The text of an ENUM or SET member in a charset sluice does not convert
+ * (dec8, hp8, keybcs2, macce, geostd8: ASCII below 0x80): ASCII as it is,
+ * and '?' for each other character, a byte of p/len or, with utf8, a UTF-8
+ * character (the catalog's member, which the server converted).  So the
+ * backfill and the binlog with binlog_row_metadata=FULL (the member's
+ * bytes) and without it (the catalog's string) give the same text.  The
+ * same contract as sl_mysql_binary_member otherwise. */
+int sl_mysql_foreign_member(const char *p, size_t len, bool utf8, struct sl_buf *out, bool *copied);
 
 /* True if p/len is valid UTF-8 (no overlong forms, surrogates or code points
  * past U+10FFFF).  *bad gets the offset of the first invalid byte. */

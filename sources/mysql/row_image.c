@@ -439,6 +439,11 @@ static int append_text(struct vctx *v, const struct sl_mysql_charset *cs, const 
 		 * backfill writes the value (sl_mysql_binary_member) */
 		if (sl_mysql_binary_member(p, n, v->s, &copied) < 0)
 			return oom(v);
+	} else if (cs && cs->kind == SL_CS_UNSUPPORTED) {
+		/* a member's bytes in dec8 or the like (FULL metadata): as
+		 * the backfill writes the value (sl_mysql_foreign_member) */
+		if (sl_mysql_foreign_member(p, n, false, v->s, &copied) < 0)
+			return oom(v);
 	} else if (sl_mysql_to_utf8(&v->d->conv, cs, p, n, v->s, &copied, why, sizeof why) < 0) {
 		if (sl_buf_failed(v->s))
 			return oom(v);
