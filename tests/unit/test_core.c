@@ -1039,11 +1039,19 @@ static void test_checkpoint_roundtrip(void **state)
 	ck.last_source_ts_us = 1234567;
 	e = sl_ckpt_table(&ck, "we.ird", "a\"b");
 	e->state = SL_BF_RUNNING;
+	e->method = SL_BF_WATERMARK;
 	e->snapshot = lsnpos(0x42);
+	e->since = lsnpos(0x40);
+	e->has_since = true;
 	e = sl_ckpt_table(&ck, "public", "t");
 	e->state = SL_BF_DONE;
 	e->rows = 1000000;
 	e->layout = UINT64_C(0xfedcba9876543211);   /* above INT64_MAX: kept as its bits */
+	e->snapshot = lsnpos(0x77);   /* a snapshot backfill saved without "since" ... */
+	e = sl_ckpt_table(&ck, "public", "w");
+	e->state = SL_BF_DONE;
+	e->method = SL_BF_WATERMARK;  /* ... and one while streaming */
+	e->snapshot = lsnpos(0x99);
 	assert_int_equal(sl_ckpt_save(&ck, err, sizeof err), 0);
 
 	assert_int_equal(sl_ckpt_load(&ck2, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
@@ -1053,16 +1061,21 @@ static void test_checkpoint_roundtrip(void **state)
 	assert_false(ck2.reset);
 	assert_true(ck2.durable.w[0] == UINT64_C(0x1600000ABC));
 	assert_true(ck2.last_source_ts_us == 1234567);
-	assert_int_equal(ck2.ntables, 2);
+	assert_int_equal(ck2.ntables, 3);
 	e = sl_ckpt_table(&ck2, "we.ird", "a\"b");
 	assert_int_equal(e->state, SL_BF_RUNNING);
 	assert_true(e->snapshot.w[0] == 0x42);
+	assert_true(e->has_since && e->since.w[0] == 0x40);
 	e = sl_ckpt_table(&ck2, "public", "t");
 	assert_int_equal(e->state, SL_BF_DONE);
 	assert_true(e->rows == 1000000);
 	assert_true(e->layout == UINT64_C(0xfedcba9876543211));
+	/* its rows were all read in its snapshot: every change before it */
+	assert_true(e->has_since && e->since.w[0] == 0x77);
+	/* read in chunks from when, unknown: not after any position */
+	assert_false(sl_ckpt_table(&ck2, "public", "w")->has_since);
 	assert_true(sl_ckpt_table(&ck2, "we.ird", "a\"b")->layout == 0);
-	assert_int_equal(ck2.ntables, 2);
+	assert_int_equal(ck2.ntables, 3);
 	sl_ckpt_free(&ck2);
 
 	/* The file names its format and its source kind, with LSNs as text. */
@@ -1074,6 +1087,7 @@ static void test_checkpoint_roundtrip(void **state)
 		assert_non_null(strstr(text, "\"source\": \"postgres\""));
 		assert_non_null(strstr(text, "\"durable\": \"16/ABC\""));
 		assert_non_null(strstr(text, "\"snapshot\": \"0/42\""));
+		assert_non_null(strstr(text, "\"since\": \"0/40\""));
 		free(text);
 	}
 
@@ -1135,6 +1149,7 @@ static void test_checkpoint_format1(void **state)
 	assert_true(e->rows == 42);
 	assert_true(e->snapshot.w[0] == UINT64_C(0x16B3748));
 	assert_string_equal(e->schema_key, "0123456789abcdef");
+	assert_true(e->has_since && e->since.w[0] == UINT64_C(0x16B3748));
 	assert_int_equal(sl_ckpt_save(&ck, err, sizeof err), 0);
 	sl_ckpt_free(&ck);
 	assert_int_equal(sl_ckpt_load(&ck, &sl_pg_desc, dir, "s1", err, sizeof err), 0);
