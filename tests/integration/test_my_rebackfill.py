@@ -445,6 +445,27 @@ class RebackfillTest(RebackfillCases, MyTestCase):
         self.assertTableMatches(recs, "app", "sw1", ["id"])
         self.assertTableMatches(recs, "app", "sw2", ["id"])
 
+    def test_table_swapped_in_while_it_backfills(self):
+        """A followed table whose backfill while streaming has chunks durable
+        when sluice is killed is swapped for another table (RENAME, the
+        online schema change's swap) while it is stopped: the next run reads
+        the RENAME, and the backfill starts over behind a new marker rather
+        than resuming after its durable chunks, which hold the old table's
+        rows."""
+        my = self.my
+        self.make_table("swr", 3000)
+        s = self.agent("swrun", "app.swr")
+        self.kill_after_a_chunk(s, "app.swr")
+        my.execute("CREATE TABLE app._swr_gho LIKE app.swr")
+        my.execute("INSERT INTO app._swr_gho SELECT id, v, counter + 7, pad FROM app.swr")
+        my.execute("RENAME TABLE app.swr TO app._swr_del, app._swr_gho TO app.swr")
+        r = self.catch_up(s)
+        self.assertIn("app.swr was given rows without row events: backfilling it again", r.stderr)
+        self.assertIn("the backfill of app.swr starts over", r.stderr)
+        recs = self.read(s)
+        self.assertTableMatches(recs, "app", "swr", ["id"])
+        self.assertEqual(my.sql("SELECT COUNT(*) FROM app.swr WHERE counter = 7"), [(3000,)])
+
     def test_without_the_watermark_table(self):
         my = self.my
         self.make_table("nowm", 1200)
