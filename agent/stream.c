@@ -488,9 +488,10 @@ static int hook_replaced(void *payload, const char *ns, const char *table, const
 	/* A backfill to come, or one that read all its rows after the
 	 * statement.  One that read rows before it, running or done, lacks what
 	 * the statement gave the table: with backfill, a request starts it over
-	 * (take_requests).  (Without, a running one is left to run on: the
-	 * caller's TRUNCATE record would not stop it.) */
-	rc = e && (e->state == SL_BF_PENDING || (e->state == SL_BF_RUNNING && !backfill) ||
+	 * (take_requests); without, the caller's TRUNCATE record ends the rows
+	 * it read before (a running one reads on, in the table of the name
+	 * now, whose rows before its resume key the stream has as changes). */
+	rc = e && (e->state == SL_BF_PENDING ||
 		   ((e->state == SL_BF_RUNNING || e->state == SL_BF_DONE) && e->has_since &&
 		    s->src->desc->pos_compare(&e->since, at) > 0)) ? 0 : 1;
 	if (rc == 0 || !backfill)
