@@ -416,6 +416,39 @@ class PartitionTest(AgentRuns, PgTestCase):
         self.assertTableMatches(self.read(s), "public", "pr", ["id"])
 
 
+class CreatedAgainWhileBackfillingTest(AgentRuns, PgTestCase):
+
+    def test_table_created_again_while_it_backfills(self):
+        """A table of the stream whose backfill while streaming has chunks
+        durable when sluice is killed is dropped and created again with
+        other rows: the output holds the new table's rows and none of the
+        old one's (the MariaDB test of the same name found the old table's
+        first chunk kept there; here the new OID makes it a new table)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE dcr (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO dcr SELECT g, 'old' FROM generate_series(1, 1000) g")
+        s = self.sluice(stream="dcrun", tables="public.dcr", max_file_seconds=1,
+                        extra={"source": {"backfill_chunk_rows": 100}})
+        self.catch_up(s)
+        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
+        r = s.run("backfill", "--stream", s.stream, "--table", "public.dcr", timeout=60)
+        self.assertEqual(r.rc, 0, r.describe())
+        try:
+            wait_until(lambda: backfill_running(s, "public.dcr", "watermark", 1) or not p.alive(), 120,
+                       "a durable chunk")
+        finally:
+            p.kill9()
+            p.wait_result(30)
+        pg.execute("DROP TABLE dcr")
+        pg.execute("CREATE TABLE dcr (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO dcr SELECT g, 'new' FROM generate_series(2001, 2100) g")
+        s.extra["source"]["backfill_chunk_rows"] = 10000
+        s.write_config()
+        self.catch_up(s)
+        self.assertTableMatches(self.read(s), "public", "dcr", ["id"])
+        self.assertEqual(len(pg.sql("SELECT 1 FROM dcr")), 100)
+
+
 class TableIdentityTest(PgTestCase):
 
     def test_created_again_while_listed(self):
