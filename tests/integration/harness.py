@@ -2074,6 +2074,32 @@ class AgentRuns:
         return s.start("run", config=slow_config(s, flush_delay=flush_delay, **keys), binary=sluice_test_bin(),
                        env=env)
 
+    def kill_after_a_durable_chunk(self, s, table, request=True):
+        """Runs s slow until the backfill while streaming of table (asked
+        for with `sluice backfill --table` when request) has a chunk
+        durable, kill -9s it there (the entry stays running), and sets
+        backfill_chunk_rows to 10000 for the runs after.  Every chunk
+        closes a file (max_file_bytes = 1KB) whose flush the slow sink
+        delays 1 s, so the backfill is still running when the test looks:
+        with one file a second, the whole table could be read before the
+        first flush, the checkpoint then going from no durable chunk to done
+        (CI, once)."""
+        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
+        if request:
+            r = s.run("backfill", "--stream", s.stream, "--table", table, timeout=60)
+            self.assertEqual(r.rc, 0, r.describe())
+        try:
+            wait_until(lambda: backfill_running(s, table, "watermark", 1) or not p.alive(), 120, "a durable chunk")
+        except TimeoutError:
+            p.kill9()
+            raise AssertionError("no durable chunk: checkpoint entry %r; the agent printed:\n%s"
+                                 % (checkpoint_table(s, table), p.stderr_text()[-5000:]))
+        p.kill9()
+        p.wait_result(30)
+        self.assertEqual(checkpoint_table(s, table).get("backfill"), "running", p.stderr_text())
+        s.extra["source"]["backfill_chunk_rows"] = 10000
+        s.write_config()
+
     def start_streaming(self, s, slow=False, env=None, **keys):
         """The agent of s (with env), once it streams (from a slot or a
         binlog); slow: start_slow's, with keys."""

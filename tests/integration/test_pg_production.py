@@ -272,19 +272,9 @@ class PartitionTest(AgentRuns, PgTestCase):
         self.catch_up(s)
         pg.execute("CREATE TABLE bd_1 (id int, part int, v int NOT NULL, PRIMARY KEY (id, part))")
         pg.execute("INSERT INTO bd_1 SELECT g, 1, g FROM generate_series(1, 3000) g")
-        # every chunk closes a file (1KB) whose flush the slow sink delays
-        # 1 s: bd_1's backfill runs for half a minute
-        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
-        try:
-            wait_until(lambda: backfill_running(s, "public.bd_1", "watermark", 1) or not p.alive(), 120,
-                       "a durable chunk")
-        finally:
-            p.kill9()
-            p.wait_result(30)
-        self.assertEqual(checkpoint_table(s, "public.bd_1").get("backfill"), "running", p.stderr_text())
+        # bd_1 is new to the stream: its backfill while streaming starts itself
+        self.kill_after_a_durable_chunk(s, "public.bd_1", request=False)
         self.attach_and_detach("bd", 1, 1)
-        s.extra["source"]["backfill_chunk_rows"] = 10000
-        s.write_config()
         r = self.catch_up(s)
         self.assertIn('table "public"."bd_1" was a partition of "public"."bd"', r.stderr)
         recs = self.read(s)
@@ -340,27 +330,8 @@ class PartitionTest(AgentRuns, PgTestCase):
         s = self.sluice(stream="drb", tables="public.dr", max_file_seconds=1,
                         extra={"source": {"backfill_chunk_rows": 100}})
         self.catch_up(s)
-        # every chunk closes a file (1KB) whose flush the slow sink delays
-        # 1 s, so the backfill is still running when the test looks: with
-        # one file a second, the whole table could be read before the first
-        # flush, the checkpoint then going from no durable chunk to done
-        # (CI, once)
-        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
-        r = s.run("backfill", "--stream", s.stream, "--table", "public.dr", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        try:
-            wait_until(lambda: backfill_running(s, "public.dr", "watermark", 1) or not p.alive(), 120,
-                       "a durable chunk")
-        except TimeoutError:
-            p.kill9()
-            raise AssertionError("no durable chunk: checkpoint entry %r; the agent printed:\n%s"
-                                 % (checkpoint_table(s, "public.dr"), p.stderr_text()[-5000:]))
-        p.kill9()
-        p.wait_result(30)
-        self.assertEqual(checkpoint_table(s, "public.dr").get("backfill"), "running", p.stderr_text())
+        self.kill_after_a_durable_chunk(s, "public.dr")
         pg.execute("ALTER TABLE dr DETACH PARTITION dr_1")
-        s.extra["source"]["backfill_chunk_rows"] = 10000
-        s.write_config()
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "public", "dr", ["id", "part"])
 
@@ -430,20 +401,10 @@ class CreatedAgainWhileBackfillingTest(AgentRuns, PgTestCase):
         s = self.sluice(stream="dcrun", tables="public.dcr", max_file_seconds=1,
                         extra={"source": {"backfill_chunk_rows": 100}})
         self.catch_up(s)
-        p = self.start_streaming(s, slow=True, max_file_bytes="1KB")
-        r = s.run("backfill", "--stream", s.stream, "--table", "public.dcr", timeout=60)
-        self.assertEqual(r.rc, 0, r.describe())
-        try:
-            wait_until(lambda: backfill_running(s, "public.dcr", "watermark", 1) or not p.alive(), 120,
-                       "a durable chunk")
-        finally:
-            p.kill9()
-            p.wait_result(30)
+        self.kill_after_a_durable_chunk(s, "public.dcr")
         pg.execute("DROP TABLE dcr")
         pg.execute("CREATE TABLE dcr (id int PRIMARY KEY, v text)")
         pg.execute("INSERT INTO dcr SELECT g, 'new' FROM generate_series(2001, 2100) g")
-        s.extra["source"]["backfill_chunk_rows"] = 10000
-        s.write_config()
         self.catch_up(s)
         self.assertTableMatches(self.read(s), "public", "dcr", ["id"])
         self.assertEqual(len(pg.sql("SELECT 1 FROM dcr")), 100)
