@@ -38,7 +38,8 @@
 
 #define DEFAULT_CHUNK_ROWS 10000
 #define REQUEST_POLL_MS 1000        /* how often the state directory is looked at */
-#define RETRY_MS 20                 /* after SL_EAGAIN */
+#define RETRY_MS 20                 /* after SL_EAGAIN, doubled each time in a row */
+#define RETRY_MAX_MS 1000           /* up to this (a chunk that waits for a long transaction) */
 #define SEEN_TX 4096                /* transactions remembered for sl_chunk_check */
 #define REQUEST_INFIX ".backfill-request."
 
@@ -72,6 +73,7 @@ struct sl_rebackfill {
 	uint64_t seq;                   /* chunks opened by this run */
 	char run[48];                   /* what makes this run's watermarks its own */
 	int64_t retry_at_ms;
+	int64_t retry_ms;               /* the wait after the next SL_EAGAIN */
 	int64_t opened_ms, read_ms;     /* when the open chunk was opened, and read */
 	int64_t polled_ms;
 	char *probe;                    /* the probe of a stale chunk, until the stream reads it (owned) */
@@ -650,9 +652,13 @@ static int open_chunk(struct sl_rebackfill *rb)
 				   &last, rb->c.err, rb->c.errlen);
 	if (rc == SL_EAGAIN) {
 		sl_bf_chunk_abandon(rb->chunk);
-		rb->retry_at_ms = sl_mono_ms() + RETRY_MS;
+		if (rb->retry_ms < RETRY_MS)
+			rb->retry_ms = RETRY_MS;
+		rb->retry_at_ms = sl_mono_ms() + rb->retry_ms;
+		rb->retry_ms = rb->retry_ms * 2 < RETRY_MAX_MS ? rb->retry_ms * 2 : RETRY_MAX_MS;
 		return SL_OK;
 	}
+	rb->retry_ms = RETRY_MS;
 	if (rc == SL_ESTALE)
 		return stale_chunk(rb);
 	probe_clear(rb);

@@ -283,6 +283,23 @@ void sl_pg_slot_wait_init(struct sl_pg_slot_wait *w, PGconn *meta, const struct 
 bool sl_pg_slot_wait_tick(void *payload, int walsender_pid, int64_t waited_ms);
 void sl_pg_slot_wait_end(struct sl_pg_slot_wait *w);
 
+/* What the first chunk of a table in a run waits for (pg_wait.c): the
+ * transactions that were writing the table or a partition of it at its
+ * first try, which may hold changes from before the table entered the
+ * publication that the stream never sends.  Zeroed before use. */
+struct sl_pg_writers {
+	char *vx;                        /* text[] literal of their virtual transaction ids (NULL: none) */
+	bool begun, done, reported;
+	int64_t since_ms, next_check_ms, next_report_ms;
+};
+/* SL_OK once none of them holds a lock that writes t (at once when none
+ * did); SL_EAGAIN while one does: logged after 2 s and then every 10 s,
+ * reported to st's hooks; or a failure (err). */
+int sl_pg_writers_wait(struct sl_pg_writers *w, PGconn *c, const struct sl_source_stream *st,
+		       const struct sl_table *t, char *err, size_t errlen);
+/* Frees w's list, and clears a wait it reported. */
+void sl_pg_writers_end(struct sl_pg_writers *w, const struct sl_source_stream *st);
+
 /* START_REPLICATION with proto_version 1, the publication and messages on. */
 int sl_pg_repl_start(struct sl_pg_repl *r, const char *slot, const char *publication,
 		     uint64_t start_lsn, char *err, size_t errlen);

@@ -153,6 +153,8 @@ struct pg_src {
 	int nkeys;
 	char **readd;                   /* plan.rebackfill: tables added back to the publication */
 	int nreadd;
+	struct sl_pg_writers *writers;  /* per table: what its first chunk of the run waits for
+					 * (writers_wait; NULL before any chunk) */
 };
 
 struct pg_snap {
@@ -256,6 +258,9 @@ static void pg_close(void *ctx)
 	free(s->src_columns);
 	free(s->covered_until);
 	free(s->cover_first);
+	for (int i = 0; s->writers && i < s->ntables; i++)
+		sl_pg_writers_end(&s->writers[i], s->st);
+	free(s->writers);
 	free(s);
 }
 
@@ -777,6 +782,24 @@ static int cover_first_chunk(struct pg_src *s, int *first, const struct sl_table
 	return SL_OK;
 }
 
+/* The first chunk of t in the run waits for the transactions that were
+ * writing t then (pg_wait.c): SL_OK, SL_EAGAIN while it waits, or a
+ * failure (err). */
+static int writers_wait(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
+{
+	int i;
+
+	for (i = 0; i < s->ntables && s->tables[i]->relid != t->relid; i++)
+		;
+	if (i == s->ntables)
+		return SL_OK;
+	if (!s->writers && !(s->writers = calloc((size_t)s->ntables, sizeof *s->writers))) {
+		snprintf(err, errlen, "out of memory");
+		return SL_EFAIL;
+	}
+	return sl_pg_writers_wait(&s->writers[i], s->meta, s->st, t, err, errlen);
+}
+
 static int pg_read_chunk(void *ctx, const struct sl_table *t, const char *after, uint64_t limit,
 			 const struct sl_chunk_check *chk, sl_row_fn fn, void *payload, uint64_t *rows,
 			 char **last, char *err, size_t errlen)
@@ -791,7 +814,8 @@ static int pg_read_chunk(void *ctx, const struct sl_table *t, const char *after,
 		snprintf(err, errlen, "table \"%s\".\"%s\" has no primary key to read it in chunks", t->ns, t->name);
 		return SL_EFAIL;
 	}
-	if ((rc = table_keys(s, t, &k, err, errlen)) < 0 || (rc = cover_first_chunk(s, &first, t, err, errlen)) < 0)
+	if ((rc = table_keys(s, t, &k, err, errlen)) < 0 || (rc = writers_wait(s, t, err, errlen)) < 0 ||
+	    (rc = cover_first_chunk(s, &first, t, err, errlen)) < 0)
 		return rc;
 	if (!s->chunkc && !(s->chunkc = sl_pg_connect(s->cfg, false, err, errlen)))
 		return sl_pg_err_status();

@@ -131,6 +131,107 @@ class PublicationMembershipTest(PgTestCase):
                           ].count("TRUNCATE"), 1)
         self.assertTableMatches(recs, "public", "b5", ["id"])
 
+    def test_table_added_again_while_a_transaction_writes_it(self):
+        """pgoutput publishes a change by the publication as of its place in
+        the WAL: a transaction that changed the table before sluice added it
+        back, and commits after, streams only its later changes.  The
+        backfill's first chunk must wait for it and see its commit (issue
+        17, seed 4840: the deleted row stayed in the output)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE d5 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO d5 SELECT g, 'd' FROM generate_series(1, 10) g")
+        s = self.sluice(stream="d5", tables="public.d5", max_file_seconds=1)
+        self.catch_up(s)
+        pg.execute("INSERT INTO d5 VALUES (100, 'streamed')")
+        self.catch_up(s)
+        pg.execute(f"ALTER PUBLICATION {s.publication} DROP TABLE d5")
+        writer = pg.connect(autocommit=False)
+        self.addCleanup(writer.close)
+        with writer.cursor() as cur:   # before the table is published again
+            cur.execute("DELETE FROM d5 WHERE id = 2")
+            cur.execute("UPDATE d5 SET v = 'before' WHERE id = 3")
+            cur.execute("INSERT INTO d5 VALUES (11, 'before')")
+        wpid = writer.get_backend_pid()
+        p = s.start("run")
+        said = lambda: messages(p.stderr_text())   # noqa: E731
+        wait_until(lambda: "added missing tables to publication" in said() or not p.alive(), 60,
+                   "the table added back")
+        with writer.cursor() as cur:   # after: these are streamed
+            cur.execute("UPDATE d5 SET v = 'after' WHERE id = 4")
+            cur.execute("INSERT INTO d5 VALUES (12, 'after')")
+        line = (f'stream "d5": the backfill of public.d5 has waited 2 s for transactions that were writing the table '
+                f'when it began (what they wrote before the table was in the publication is not streamed, so its '
+                f'first chunk must see their commits): pid {wpid} (transaction open for ')
+        wait_until(lambda: line in said() or "backfilled public.d5 while streaming" in said() or not p.alive(), 60,
+                   "the backfill waiting for the writer")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        self.assertIn(line, said())
+        st = json.loads(s.run("status", "--json", timeout=30).stdout)["streams"][0]
+        self.assertEqual(st["waiting"]["action"], "backfilling public.d5", st)
+        self.assertEqual([b["pid"] for b in st["waiting"]["blocked_by"]], [wpid])
+        self.assertEqual(st["waiting"]["blocked_by"][0]["state"], "idle in transaction")
+        writer.commit()
+        wait_until(lambda: "backfilled public.d5 while streaming" in said() or not p.alive(), 60,
+                   "the table backfilled again")
+        self.assertIn('stream "d5": the backfill of public.d5 goes on: the transactions it waited for ended', said())
+        pg.execute("INSERT INTO d5 VALUES (13, 'later')")
+        pg.wait_wal_flushed()
+        wait_until(lambda: any(x["payload"]["id"] == 13 for x in records_for(self.read(s), "public", "d5")), 60,
+                   "the insert of 13")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIsNone(json.loads(s.run("status", "--json", timeout=30).stdout)["streams"][0]["waiting"])
+        self.assertEqual(pg.sql("SELECT id, v FROM d5 WHERE id IN (2, 3, 4, 11, 12) ORDER BY id"),
+                         [(3, "before"), (4, "after"), (11, "before"), (12, "after")])
+        self.assertTableMatches(self.read(s), "public", "d5", ["id"])
+
+
+class PreparedWriterTest(PgTestCase):
+    pg_settings = {"max_prepared_transactions": "4"}
+
+    def test_partitioned_table_added_again_while_a_prepared_transaction_wrote_it(self):
+        """The same with a partitioned table and a prepared transaction that
+        wrote one of its partitions: the first chunk waits for COMMIT
+        PREPARED, and the log names the transaction by its gid."""
+        pg = self.pg
+        pg.execute("CREATE TABLE e5 (id int PRIMARY KEY, v text) PARTITION BY RANGE (id)")
+        pg.execute("CREATE TABLE e5_a PARTITION OF e5 FOR VALUES FROM (0) TO (100)")
+        pg.execute("CREATE TABLE e5_b PARTITION OF e5 FOR VALUES FROM (100) TO (200)")
+        pg.execute("INSERT INTO e5 SELECT g, 'e' FROM generate_series(1, 150, 7) g")
+        s = self.sluice(stream="e5", tables="public.e5", max_file_seconds=1)
+        self.catch_up(s)
+        pg.execute(f"ALTER PUBLICATION {s.publication} DROP TABLE e5")
+        writer = pg.connect(autocommit=False)
+        self.addCleanup(writer.close)
+        with writer.cursor() as cur:   # straight into a partition
+            cur.execute("DELETE FROM e5_b WHERE id = 106")
+            cur.execute("INSERT INTO e5_a VALUES (2, 'prepared')")
+            cur.execute("PREPARE TRANSACTION 'e5_tx'")
+        writer.close()
+        self.addCleanup(lambda: pg.execute("ROLLBACK PREPARED 'e5_tx'")
+                        if pg.one("SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'e5_tx'") else None)
+        p = s.start("run")
+        said = lambda: messages(p.stderr_text())   # noqa: E731
+        line = ('stream "e5": the backfill of public.e5 has waited 2 s for transactions that were writing the table '
+                'when it began (what they wrote before the table was in the publication is not streamed, so its '
+                'first chunk must see their commits): prepared transaction "e5_tx" (transaction open for ')
+        wait_until(lambda: line in said() or "backfilled public.e5 while streaming" in said() or not p.alive(), 60,
+                   "the backfill waiting for the prepared transaction")
+        self.assertIn(line, said())
+        self.assertIn(' s, user "postgres", application ""); it goes on when they end (COMMIT PREPARED or ROLLBACK '
+                      'PREPARED ends the first)', said())
+        st = json.loads(s.run("status", "--json", timeout=30).stdout)["streams"][0]
+        self.assertEqual(st["waiting"]["blocked_by"][0]["state"], 'prepared transaction "e5_tx"', st)
+        pg.execute("COMMIT PREPARED 'e5_tx'")
+        wait_until(lambda: "backfilled public.e5 while streaming" in said() or not p.alive(), 60,
+                   "the table backfilled again")
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertEqual(pg.sql("SELECT id, v FROM e5 WHERE id IN (2, 106) ORDER BY id"), [(2, "prepared")])
+        self.assertTableMatches(self.read(s), "public", "e5", ["id"])
+
 
     def wait_inserted(self, s, key):
         wait_until(lambda: any(x["payload"]["id"] == key for x in records_for(self.read(s), "public", "c5")
