@@ -57,6 +57,43 @@ void sl_pg_slot_wait_init(struct sl_pg_slot_wait *w, PGconn *meta, const struct 
 	w->next_report_ms = FIRST_REPORT_MS;
 }
 
+/* The sessions of res from column col on (pid, transaction age in
+ * seconds, state, user, application) into bl; their count. */
+static int read_blockers(const PGresult *res, int col, struct sl_source_blocker *bl)
+{
+	int n = 0;
+
+	for (int i = 0; i < PQntuples(res) && n < MAX_BLOCKERS; i++) {
+		int64_t v;
+		bl[n].pid = sl_parse_i64(PQgetvalue(res, i, col), 0, INT32_MAX, &v) == 0 ? v : 0;
+		bl[n].xact_age_s = sl_parse_i64(PQgetvalue(res, i, col + 1), -1, INT64_MAX, &v) == 0 ? v : -1;
+		bl[n].state = PQgetvalue(res, i, col + 2);
+		bl[n].user = PQgetvalue(res, i, col + 3);
+		bl[n].application = PQgetvalue(res, i, col + 4);
+		n++;
+	}
+	return n;
+}
+
+/* Logs detail and hands the wait to st's hooks (*reported then). */
+static void send_wait(const struct sl_source_stream *st, const char *action, const char *detail, int64_t waited_ms,
+		      const struct sl_source_blocker *bl, int n, bool *reported)
+{
+	const struct sl_source_hooks *h = st->hooks;
+	struct sl_source_wait sw;
+
+	sl_warn("stream \"%s\": %s", st->name, detail);
+	if (h && h->waiting) {
+		sw.action = action;
+		sw.waited_ms = waited_ms;
+		sw.detail = detail;
+		sw.nblockers = n;
+		sw.blockers = bl;
+		h->waiting(h->payload, &sw);
+		*reported = true;
+	}
+}
+
 /* Appends the sessions bl[0..n), and how to end the first. */
 static void put_blockers(struct sl_buf *out, const struct sl_source_blocker *bl, int n)
 {
@@ -93,9 +130,7 @@ static void wait_event(PGconn *c, const char *pid, struct sl_buf *out)
 /* Logs and reports one round: the sessions that block walsender_pid. */
 static void report(struct sl_pg_slot_wait *w, int walsender_pid, int64_t waited_ms)
 {
-	const struct sl_source_hooks *h = w->st->hooks;
 	struct sl_source_blocker bl[MAX_BLOCKERS];
-	struct sl_source_wait sw;
 	struct sl_buf action, detail;
 	PGresult *res = NULL;
 	char pid[16];
@@ -112,15 +147,7 @@ static void report(struct sl_pg_slot_wait *w, int walsender_pid, int64_t waited_
 		"FROM pg_stat_activity a WHERE a.pid = ANY (pg_blocking_pids($1::int)) "
 		"ORDER BY a.xact_start NULLS LAST, a.pid", 1, NULL, params, NULL, NULL, 0);
 	if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-		for (int i = 0; i < PQntuples(res) && n < MAX_BLOCKERS; i++) {
-			int64_t v;
-			bl[n].pid = sl_parse_i64(PQgetvalue(res, i, 0), 0, INT32_MAX, &v) == 0 ? v : 0;
-			bl[n].xact_age_s = sl_parse_i64(PQgetvalue(res, i, 1), -1, INT64_MAX, &v) == 0 ? v : -1;
-			bl[n].state = PQgetvalue(res, i, 2);
-			bl[n].user = PQgetvalue(res, i, 3);
-			bl[n].application = PQgetvalue(res, i, 4);
-			n++;
-		}
+		n = read_blockers(res, 0, bl);
 	} else {
 		char e[SL_ERRLEN];
 		sl_pg_err(e, sizeof e, "could not read pg_stat_activity", w->meta, res);
@@ -135,19 +162,8 @@ static void report(struct sl_pg_slot_wait *w, int walsender_pid, int64_t waited_
 		sl_buf_puts(&detail, "; it waits for every transaction that was open when it started to end, prepared "
 			    "transactions included (pg_prepared_xacts)");
 	}
-	if (sl_buf_failed(&detail) || sl_buf_failed(&action))
-		goto out;
-	sl_warn("stream \"%s\": %s", w->st->name, detail.data);
-	if (h && h->waiting) {
-		sw.action = action.data;
-		sw.waited_ms = waited_ms;
-		sw.detail = detail.data;
-		sw.nblockers = n;
-		sw.blockers = bl;
-		h->waiting(h->payload, &sw);
-		w->reported = true;
-	}
-out:
+	if (!sl_buf_failed(&detail) && !sl_buf_failed(&action))
+		send_wait(w->st, action.data, detail.data, waited_ms, bl, n, &w->reported);
 	PQclear(res);
 	sl_buf_free(&action);
 	sl_buf_free(&detail);
@@ -197,21 +213,10 @@ void sl_pg_writers_end(struct sl_pg_writers *w, const struct sl_source_stream *s
 static void writers_report(struct sl_pg_writers *w, const struct sl_source_stream *st, const struct sl_table *t,
 			   PGresult *res, int64_t waited_ms)
 {
-	const struct sl_source_hooks *h = st->hooks;
 	struct sl_source_blocker bl[MAX_BLOCKERS];
-	struct sl_source_wait sw;
 	struct sl_buf action, detail;
-	int n = 0;
+	int n = read_blockers(res, 1, bl);
 
-	for (int i = 0; i < PQntuples(res) && n < MAX_BLOCKERS; i++) {
-		int64_t v;
-		bl[n].pid = sl_parse_i64(PQgetvalue(res, i, 1), 0, INT32_MAX, &v) == 0 ? v : 0;
-		bl[n].xact_age_s = sl_parse_i64(PQgetvalue(res, i, 2), -1, INT64_MAX, &v) == 0 ? v : -1;
-		bl[n].state = PQgetvalue(res, i, 3);
-		bl[n].user = PQgetvalue(res, i, 4);
-		bl[n].application = PQgetvalue(res, i, 5);
-		n++;
-	}
 	if (n == 0)
 		return;
 	sl_buf_init(&action, 0);
@@ -221,18 +226,8 @@ static void writers_report(struct sl_pg_writers *w, const struct sl_source_strea
 		      "the table when it began (what they wrote before the table was in the publication is not "
 		      "streamed, so its first chunk must see their commits): ", t->ns, t->name, waited_ms / 1000);
 	put_blockers(&detail, bl, n);
-	if (!sl_buf_failed(&detail) && !sl_buf_failed(&action)) {
-		sl_warn("stream \"%s\": %s", st->name, detail.data);
-		if (h && h->waiting) {
-			sw.action = action.data;
-			sw.waited_ms = waited_ms;
-			sw.detail = detail.data;
-			sw.nblockers = n;
-			sw.blockers = bl;
-			h->waiting(h->payload, &sw);
-			w->reported = true;
-		}
-	}
+	if (!sl_buf_failed(&detail) && !sl_buf_failed(&action))
+		send_wait(st, action.data, detail.data, waited_ms, bl, n, &w->reported);
 	sl_buf_free(&action);
 	sl_buf_free(&detail);
 }
