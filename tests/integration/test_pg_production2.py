@@ -14,7 +14,7 @@ import time
 import unittest
 
 from harness import (PG_BIN, PgServer, PgTestCase, Sluice, pg_available, records_for, slow_config, sluice_test_bin,
-                     wait_for_log, wait_until)
+                     tag, wait_for_log, wait_until)
 from test_s3 import S3TestCase
 
 
@@ -132,6 +132,7 @@ class PublicationMembershipTest(PgTestCase):
                           ].count("TRUNCATE"), 1)
         self.assertTableMatches(recs, "public", "b5", ["id"])
 
+    @tag("sanitizers")   # the wait's own code (pg_wait.c) under ASan too
     def test_table_added_again_while_a_transaction_writes_it(self):
         """pgoutput publishes a change by the publication as of its place in
         the WAL: a transaction that changed the table before sluice added it
@@ -188,8 +189,44 @@ class PublicationMembershipTest(PgTestCase):
         self.assertTableMatches(self.read(s), "public", "d5", ["id"])
 
 
+    def wait_inserted(self, s, key):
+        wait_until(lambda: any(x["payload"]["id"] == key for x in records_for(self.read(s), "public", "c5")
+                               if x["source_metadata"]["change_type"] == "INSERT"), 60, f"the insert of {key}")
+
+    def test_table_dropped_from_sluice_publication_while_running(self):
+        """Noticed by the periodic catalog check: the stream restarts, adds
+        the table back and backfills it again, and goes on streaming."""
+        pg = self.pg
+        pg.execute("CREATE TABLE c5 (id int PRIMARY KEY, v text)")
+        pg.execute("INSERT INTO c5 SELECT g, 'c' FROM generate_series(1, 10) g")
+        s = self.sluice(stream="c5", tables="public.c5", max_file_seconds=1)
+        p = start_streaming(s)
+        pg.execute("INSERT INTO c5 VALUES (11, 'streamed')")
+        pg.wait_wal_flushed()
+        # written (so the marker's position is past the first backfill's)
+        self.wait_inserted(s, 11)
+        pg.execute(f"ALTER PUBLICATION {s.publication} DROP TABLE c5")
+        pg.execute("INSERT INTO c5 VALUES (12, 'missed')")
+        pg.execute("DELETE FROM c5 WHERE id = 3")
+        wait_until(lambda: "backfilled public.c5 while streaming" in p.stderr_text() or not p.alive(), 90,
+                   "the table backfilled again")
+        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
+        pg.execute("INSERT INTO c5 VALUES (13, 'after')")
+        pg.wait_wal_flushed()
+        self.wait_inserted(s, 13)
+        p.signal(signal.SIGTERM)
+        r = p.wait_result(120)
+        self.assertEqual(r.rc, 0, r.describe())
+        self.assertIn(f'table "public"."c5" left publication "{s.publication}", which sluice created',
+                      messages(r.stderr))
+        self.assertEqual(pg.one("SELECT count(*) FROM pg_publication_tables WHERE pubname = %s",
+                                (s.publication,)), 1)
+        self.assertTableMatches(self.read(s), "public", "c5", ["id"])
+
+
 class PreparedWriterTest(PgTestCase):
     pg_settings = {"max_prepared_transactions": "4"}
+    tags = {"sanitizers"}   # also run in the sanitizer pass
 
     def test_partitioned_table_added_again_while_a_prepared_transaction_wrote_it(self):
         """The same with a partitioned table and a prepared transaction that
@@ -233,41 +270,6 @@ class PreparedWriterTest(PgTestCase):
         self.assertEqual(r.rc, 0, r.describe())
         self.assertEqual(pg.sql("SELECT id, v FROM e5 WHERE id IN (2, 106) ORDER BY id"), [(2, "prepared")])
         self.assertTableMatches(self.read(s), "public", "e5", ["id"])
-
-
-    def wait_inserted(self, s, key):
-        wait_until(lambda: any(x["payload"]["id"] == key for x in records_for(self.read(s), "public", "c5")
-                               if x["source_metadata"]["change_type"] == "INSERT"), 60, f"the insert of {key}")
-
-    def test_table_dropped_from_sluice_publication_while_running(self):
-        """Noticed by the periodic catalog check: the stream restarts, adds
-        the table back and backfills it again, and goes on streaming."""
-        pg = self.pg
-        pg.execute("CREATE TABLE c5 (id int PRIMARY KEY, v text)")
-        pg.execute("INSERT INTO c5 SELECT g, 'c' FROM generate_series(1, 10) g")
-        s = self.sluice(stream="c5", tables="public.c5", max_file_seconds=1)
-        p = start_streaming(s)
-        pg.execute("INSERT INTO c5 VALUES (11, 'streamed')")
-        pg.wait_wal_flushed()
-        # written (so the marker's position is past the first backfill's)
-        self.wait_inserted(s, 11)
-        pg.execute(f"ALTER PUBLICATION {s.publication} DROP TABLE c5")
-        pg.execute("INSERT INTO c5 VALUES (12, 'missed')")
-        pg.execute("DELETE FROM c5 WHERE id = 3")
-        wait_until(lambda: "backfilled public.c5 while streaming" in p.stderr_text() or not p.alive(), 90,
-                   "the table backfilled again")
-        self.assertTrue(p.alive(), p.result().describe() if not p.alive() else "")
-        pg.execute("INSERT INTO c5 VALUES (13, 'after')")
-        pg.wait_wal_flushed()
-        self.wait_inserted(s, 13)
-        p.signal(signal.SIGTERM)
-        r = p.wait_result(120)
-        self.assertEqual(r.rc, 0, r.describe())
-        self.assertIn(f'table "public"."c5" left publication "{s.publication}", which sluice created',
-                      messages(r.stderr))
-        self.assertEqual(pg.one("SELECT count(*) FROM pg_publication_tables WHERE pubname = %s",
-                                (s.publication,)), 1)
-        self.assertTableMatches(self.read(s), "public", "c5", ["id"])
 
 
 class UnloggedTableTest(PgTestCase):
