@@ -111,6 +111,12 @@ struct sl_pipe {
 	_Alignas(64) const struct sl_source_ops *src;    /* while streaming: acks during waits */
 	void *srcctx;
 	bool r_in_tx;
+	/* The last change pushed was an UPDATE-DELETE: its UPDATE-INSERT comes
+	 * next, and a drain waits for it.  A flush between the two would leave
+	 * the key change's first half in the destination, and the replay's
+	 * second half could not take the values it left unchanged from the old
+	 * key's row there, a tombstone by then (issue 17, seed 4840). */
+	bool r_moving;
 	bool r_has_pushed;
 	struct sl_position r_pushed;        /* last COMMIT or KEEPALIVE pushed */
 	uint64_t r_acked_seq;
@@ -1877,7 +1883,7 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 
 		if ((rc = reader_check(p)) < 0)
 			goto out;
-		if (draining(p)) {
+		if (draining(p) && !p->r_moving) {
 			sl_info("stream \"%s\": draining", p->pc.stream);
 			if ((rc = sl_pipe_sync(p)) == SL_OK)
 				rc = reader_ack(p, true);
@@ -1924,6 +1930,8 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			goto out;
 		if (o->hooks && o->hooks->event && (rc = o->hooks->event(o->hooks->payload, &ev)) < 0)
 			goto out;
+		if (ev.kind != SL_EV_CHANGE)
+			p->r_moving = false;
 		switch (ev.kind) {
 		case SL_EV_TIMEOUT:
 			sl_queue_publish(p->q);
@@ -1942,6 +1950,7 @@ int sl_pipe_stream(struct sl_pipe *p, const struct sl_source_ops *src, void *src
 			clock_fresh = true;
 			ev.change.read_ts_us = clock_us + p->r_rt_off_us;
 			rc = sl_pipe_change(p, &ev.change);
+			p->r_moving = ev.change.op == SL_OP_UPDATE_DELETE;
 			break;
 		case SL_EV_COMMIT:
 			rc = sl_pipe_commit(p, &ev.pos, ev.ts_us);

@@ -18,7 +18,12 @@
  *                up.  It makes everything written durable (files fsynced and
  *                renamed, an HTTP 2xx) and reports the last mark it covers.
  *                Only that position is checkpointed and acknowledged to the
- *                source.
+ *                source.  A drain may fall inside a transaction (the part
+ *                written comes again on the next run), but never between a
+ *                key change's UPDATE-DELETE and its UPDATE-INSERT: the
+ *                merge batches take the values the UPDATE-INSERT leaves
+ *                unchanged from the old key's row, which the destination
+ *                holds only as a tombstone once the first half is there.
  *
  * A network sink (ClickHouse) plugs in the same way: write() appends to a
  * batch, flush() sends it and returns on 2xx; while it waits, the reader

@@ -223,6 +223,47 @@ static int put_truncate(struct sl_mbatch *b, const struct sl_change *c)
 	return 0;
 }
 
+/* Remembers c, an UPDATE-DELETE of key (held at prev, or -1), for the
+ * UPDATE-INSERT that follows it.  0, or -1 when out of memory. */
+static int set_moved(struct sl_mbatch *b, const struct sl_change *c, const struct sl_buf *key, ssize_t prev)
+{
+	moved_clear(b);
+	b->moved_set = true;
+	b->moved_pos = c->csn_pos;
+	b->moved_seq = c->seq;
+	sl_buf_reset(&b->moved_key);
+	sl_buf_append(&b->moved_key, key->data, key->len);
+	if (sl_buf_failed(&b->moved_key))
+		return -1;
+	if (prev >= 0) {
+		const struct sl_mrow *o = b->rows[prev];
+		if (!(b->moved_row = mrow_make(NULL, o, o->vals, o->ncols, o->key, o->keylen, o->fill, o->filllen,
+					       o->hops, o->hopslen)))
+			return -1;
+	}
+	return 0;
+}
+
+int sl_mbatch_skip(struct sl_mbatch *b, const struct sl_change *c, char *err, size_t errlen)
+{
+	struct sl_buf key;
+	int rc;
+
+	moved_clear(b);
+	if (c->op != SL_OP_UPDATE_DELETE || !c->values)
+		return 0;
+	if (b->moved_key.cap == 0)
+		sl_buf_init(&b->moved_key, 0);  /* a zeroed batch */
+	sl_buf_init(&key, 0);
+	/* (a key that cannot be encoded: its UPDATE-INSERT cannot be either) */
+	rc = sl_mrow_key(c->table, c->values, &key, err, errlen) == 0 ? set_moved(b, c, &key, find(b, key.data, key.len))
+								   : sl_buf_failed(&key) ? -1 : 0;
+	if (rc < 0)
+		snprintf(err, errlen, "table \"%s\": out of memory", c->table->object);
+	sl_buf_free(&key);
+	return rc;
+}
+
 int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, size_t errlen)
 {
 	const struct sl_table *t = c->table;
@@ -269,20 +310,8 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 				vals[i].kind = SL_V_NULL;
 		if (c->op == SL_OP_UPDATE_DELETE) {
 			/* Keep the old key's row for the UPDATE-INSERT that follows. */
-			moved_clear(b);
-			b->moved_set = true;
-			b->moved_pos = c->csn_pos;
-			b->moved_seq = c->seq;
-			sl_buf_reset(&b->moved_key);
-			sl_buf_append(&b->moved_key, key.data, key.len);
-			if (sl_buf_failed(&b->moved_key))
+			if (set_moved(b, c, &key, prev) < 0)
 				goto oom;
-			if (prev >= 0) {
-				const struct sl_mrow *o = b->rows[prev];
-				if (!(b->moved_row = mrow_make(NULL, o, o->vals, o->ncols, o->key, o->keylen, o->fill,
-							       o->filllen, o->hops, o->hopslen)))
-					goto oom;
-			}
 			moved_here = true;
 		}
 	} else if (unchanged) {

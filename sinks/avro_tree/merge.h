@@ -99,6 +99,14 @@ int sl_mrow_key(const struct sl_table *t, const struct sl_value *vals, struct sl
  * a row, and b is as it was) or -1 with a message in err. */
 int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, size_t errlen);
 
+/* A change of c's table that the caller does not fold into b, since the
+ * mirror holds it already (a replay of the log behind what a committed
+ * snapshot holds).  An UPDATE-DELETE is remembered all the same: its
+ * UPDATE-INSERT, next, is a key change, whose unchanged values come from
+ * the old key's row (in the mirror), not from the new key's, which has
+ * none.  Returns 0, or -1 when out of memory (err). */
+int sl_mbatch_skip(struct sl_mbatch *b, const struct sl_change *c, char *err, size_t errlen);
+
 /* The held rows and the TRUNCATE in CSN order, in a new array (free() it;
  * the rows stay b's).  *n receives the count.  NULL when out of memory and
  * the batch is not empty. */

@@ -550,9 +550,12 @@ static int ice_write(void *ctx, const struct sl_change *c, char *err, size_t err
 
 	if (!t)
 		return -1;
-	/* a change from the log that a committed snapshot holds already */
+	/* a change from the log that a committed snapshot holds already (a
+	 * flush in the middle of a transaction, at a drain, can leave an
+	 * UPDATE-DELETE there without its UPDATE-INSERT: issue 17, seed 4840) */
 	if (c->seq > 0 && t->floor[0] && strcmp(c->csn, t->floor) <= 0)
-		return 0;
+		return s->merge && c->op != SL_OP_TRUNCATE && sl_table_has_key(c->table) ?
+		       sl_mbatch_skip(&t->batch, c, err, errlen) : 0;
 	if (below_truncate(s, t, c))
 		return 0;
 	if (c->table->src)

@@ -232,6 +232,13 @@ static int fs_next(void *ctx, int timeout_ms, struct sl_event *ev, char *err, si
 		c->vals[1].len = w->value_bytes;
 		ch->table = w->table;
 		ch->op = SL_OP_INSERT;
+		if (w->key_change_at && k == w->key_change_at) {
+			ch->op = SL_OP_UPDATE_DELETE;
+			if (w->drain_after_move && tx == 1)
+				atomic_store(w->drain_after_move, 1);
+		} else if (w->key_change_at && k == w->key_change_at + 1) {
+			ch->op = SL_OP_UPDATE_INSERT;
+		}
 		ch->values = c->vals;
 		{
 			struct sl_position begin = tx_event(w, tx, 0);

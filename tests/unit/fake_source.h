@@ -51,6 +51,10 @@ struct fake_world {
 	bool idle_heartbeats;         /* after the script: heartbeats at its end, as a binlog
 				       * server sends them (the position does not move) */
 	uint64_t heartbeats;          /* heartbeats returned */
+	uint32_t key_change_at;       /* change k of each transaction is an UPDATE-DELETE, k + 1 its
+				       * UPDATE-INSERT (0: every change is an INSERT) */
+	atomic_int *drain_after_move; /* set to 1 as the first UPDATE-DELETE of the second transaction
+				       * is returned: a SIGTERM between the two halves (NULL: none) */
 	/* source state */
 	uint64_t next_tx;             /* the next transaction to play */
 	uint32_t next_change;         /* within it; 0: BEGIN next */

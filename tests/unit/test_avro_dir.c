@@ -34,6 +34,7 @@
 #include "sinks/avro_tree/manifest.h"
 #include "sinks/avro_tree/merge.h"
 #include "sinks/avro_tree/mirror.h"
+#include "sinks/iceberg/iceberg.h"
 #include "sinks/sink.h"
 #include "tests/unit/avro_testlib.h"
 
@@ -282,6 +283,172 @@ static void test_registry(void **state)
 	assert_null(sl_sink_lookup(NULL));
 }
 
+/* A replayed key change whose UPDATE-DELETE a committed snapshot holds
+ * already (sl_mbatch_skip): its UPDATE-INSERT waits for the old key's row
+ * in the mirror, not for its own key's, which has none (issue 17, seed
+ * 4840: the iceberg sink left the value null). */
+static void test_merge_batch_skip(void **state)
+{
+	struct sl_mbatch b;
+	struct sl_mrow **rows;
+	struct sl_value v[2];
+	struct sl_change c;
+	struct sl_buf old;
+	size_t n;
+	char err[512];
+
+	(void)state;
+	memset(&b, 0, sizeof b);
+	sl_buf_init(&old, 0);
+	v[0] = tl_int(5);
+	v[1] = tl_null();
+	assert_int_equal(sl_mrow_key(g_customers, v, &old, err, sizeof err), 0);
+	tl_change(&c, g_customers, SL_OP_UPDATE_DELETE, v, 20, 1, TS0);
+	assert_int_equal(sl_mbatch_skip(&b, &c, err, sizeof err), 0);
+	v[0] = tl_int(105);
+	v[1] = tl_unchanged();
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 20, 2, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	/* a plain update after a skipped change of another kind: its own key */
+	v[0] = tl_int(7);
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 21, 1, TS0);
+	assert_int_equal(sl_mbatch_skip(&b, &c, err, sizeof err), 0);
+	v[0] = tl_int(8);
+	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 21, 2, TS0);
+	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	rows = sl_mbatch_sorted(&b, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0]->vals[1].kind, SL_V_UNCHANGED);   /* key 105 */
+	assert_non_null(rows[0]->fill);
+	assert_int_equal(rows[0]->filllen, old.len);
+	assert_memory_equal(rows[0]->fill, old.data, old.len);      /* key 5's row */
+	assert_non_null(rows[1]->fill);                              /* key 8 */
+	assert_int_equal(rows[1]->filllen, rows[1]->keylen);
+	assert_memory_equal(rows[1]->fill, rows[1]->key, rows[1]->keylen);
+	free(rows);
+	sl_buf_free(&old);
+	sl_mbatch_free(&b);
+}
+
+static void mark_at(void *ctx, uint64_t lsn);
+
+/* One change of g_customers (id, name) through the sink ops. */
+static void put_customer_via(const struct sl_sink_ops *ops, void *ctx, enum sl_op op, uint64_t pos, uint32_t seq,
+			     int64_t id, struct sl_value name)
+{
+	struct sl_value v[2] = { tl_int(id), name };
+	struct sl_change c;
+	char err[512];
+
+	tl_change(&c, g_customers, op, v, pos, seq, TS0);
+	if (ops->write(ctx, &c, err, sizeof err) != 0)
+		fail_msg("write: %s", err);
+}
+
+/* The name of customer id in the newest data file of the iceberg table
+ * that has it, read with avro-c ("" when none has it; "(null)" for a null,
+ * and then *unchanged is how many columns _unchanged_columns names). */
+static void ice_customer_name(int64_t id, char *out, size_t outlen, size_t *unchanged)
+{
+	char dir[1024], path[1200];
+	char **files;
+	size_t n;
+
+	snprintf(out, outlen, "%s", "");
+	snprintf(dir, sizeof dir, "%s/s1/public_customers/data", g_dir);
+	files = tl_list_files(dir, &n);
+	for (size_t i = 0; i < n; i++) {   /* named by CSN: the newest last */
+		avro_file_reader_t rd;
+		avro_schema_t ws;
+		avro_value_iface_t *iface;
+		avro_value_t val, f, br;
+
+		if (strstr(files[i], "-deletes.avro"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		if (avro_file_reader(path, &rd) != 0)
+			fail_msg("avro-c cannot open %s: %s", path, avro_strerror());
+		ws = avro_file_reader_get_writer_schema(rd);
+		iface = avro_generic_class_from_schema(ws);
+		assert_int_equal(avro_generic_value_new(iface, &val), 0);
+		while (avro_file_reader_read_value(rd, &val) == 0) {
+			int64_t k;
+			const char *str;
+			size_t sz;
+			assert_int_equal(avro_value_get_by_name(&val, "id", &f, NULL), 0);
+			assert_int_equal(avro_value_get_long(&f, &k), 0);
+			if (k != id)
+				continue;
+			assert_int_equal(avro_value_get_by_name(&val, "name", &f, NULL), 0);
+			assert_int_equal(avro_value_get_current_branch(&f, &br), 0);
+			if (avro_value_get_type(&br) == AVRO_NULL)
+				snprintf(out, outlen, "(null)");
+			else if (avro_value_get_string(&br, &str, &sz) == 0)
+				snprintf(out, outlen, "%s", str);
+			assert_int_equal(avro_value_get_by_name(&val, "_unchanged_columns", &f, NULL), 0);
+			assert_int_equal(avro_value_get_size(&f, unchanged), 0);
+		}
+		avro_value_decref(&val);
+		avro_value_iface_decref(iface);
+		avro_schema_decref(ws);
+		avro_file_reader_close(rd);
+	}
+	tl_free_list(files, n);
+}
+
+/* The iceberg sink, merge mode: a flush in the middle of a transaction (a
+ * drain) commits a key change's UPDATE-DELETE without its UPDATE-INSERT;
+ * the next run replays both, skips the UPDATE-DELETE (the table holds it)
+ * and takes the value the UPDATE-INSERT left unchanged from the old key's
+ * row.  Before, it looked for the new key's row, found none, and wrote a
+ * null (issue 17, property seed 4840). */
+static void test_iceberg_replayed_key_change_after_a_cut(void **state)
+{
+	const struct sl_sink_ops *ops = sl_sink_lookup("iceberg");
+	struct sl_iceberg_conf ic;
+	struct sl_sink_stream st = { .name = "s1", .mode = SL_WRITE_MERGE, .destination = "lake" };
+	struct sl_position d, at;
+	char err[512], name[64];
+	size_t unchanged = 0;
+	void *ctx;
+
+	(void)state;
+	assert_non_null(ops);
+	memset(&ic, 0, sizeof ic);
+	ic.path = g_dir;
+	ic.codec = SL_CODEC_NULL;
+	ic.compression_level = 1;
+	ic.max_file_bytes = 64 << 20;
+	ic.max_file_seconds = 60;
+	ic.compact_small_bytes = 16 << 20;
+	ic.snapshot_retention = 86400;
+	ic.snapshot_keep = 10;
+	ic.orphan_grace = 86400;
+	memset(&at, 0, sizeof at);
+	assert_int_equal(ops->open(&ctx, &ic, &st, err, sizeof err), 0);
+	put_customer_via(ops, ctx, SL_OP_INSERT, 0x10, 1, 5, tl_str("a long value"));
+	at.w[0] = 0x20;
+	ops->mark(ctx, &at);
+	assert_true(ops->flush(ctx, &d, err, sizeof err) >= 0);
+	/* the transaction at 0x30 moves key 5 to 105; a drain cuts it after
+	 * the UPDATE-DELETE (the position stays at the last commit) */
+	put_customer_via(ops, ctx, SL_OP_UPDATE_DELETE, 0x30, 1, 5, tl_null());
+	assert_true(ops->flush(ctx, &d, err, sizeof err) >= 0);
+	ops->close(ctx);
+	/* the next run replays the transaction */
+	assert_int_equal(ops->open(&ctx, &ic, &st, err, sizeof err), 0);
+	put_customer_via(ops, ctx, SL_OP_UPDATE_DELETE, 0x30, 1, 5, tl_null());
+	put_customer_via(ops, ctx, SL_OP_UPDATE_INSERT, 0x30, 2, 105, tl_unchanged());
+	at.w[0] = 0x40;
+	ops->mark(ctx, &at);
+	if (ops->flush(ctx, &d, err, sizeof err) < 0)
+		fail_msg("flush: %s", err);
+	ops->close(ctx);
+	ice_customer_name(105, name, sizeof name, &unchanged);
+	assert_string_equal(name, "a long value");
+	assert_int_equal(unchanged, 0);
+}
+
 /* Merge mode's per-batch folding (merge.h): the last change of a key wins,
  * deletes stay as deleted rows, a TRUNCATE clears what came before it, and
  * an unchanged value comes from the key's row in the batch or, after a key
@@ -365,13 +532,7 @@ static void *open_merge_sink(uint64_t compact_after)
 
 static void put_customer(void *ctx, enum sl_op op, uint64_t pos, uint32_t seq, int64_t id, struct sl_value name)
 {
-	struct sl_value v[2] = { tl_int(id), name };
-	struct sl_change c;
-	char err[512];
-
-	tl_change(&c, g_customers, op, v, pos, seq, TS0);
-	if (sl_avro_dir_ops.write(ctx, &c, err, sizeof err) != 0)
-		fail_msg("write: %s", err);
+	put_customer_via(&sl_avro_dir_ops, ctx, op, pos, seq, id, name);
 }
 
 static size_t count_data_files(void)
@@ -1008,8 +1169,6 @@ static void *open_sink_logged(char **log)
 	*log = log_end(saved);
 	return ctx;
 }
-
-static void mark_at(void *ctx, uint64_t lsn);
 
 /* Counts the lines of log that contain what. */
 static int count_lines(const char *log, const char *what)
@@ -1679,6 +1838,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_registry, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch_fold, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_batch_skip, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_iceberg_replayed_key_change_after_a_cut, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch_null_key, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_null_key_dead_letter, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),

@@ -473,6 +473,46 @@ static void test_drain_on_signal(void **state)
 	fake_world_free(&w);
 }
 
+/* A SIGTERM that comes between a key change's UPDATE-DELETE and its
+ * UPDATE-INSERT: the drain reads the UPDATE-INSERT first, so that no flush
+ * holds the first half alone (issue 17, seed 4840: the replay's second
+ * half could not fill the values it left unchanged). */
+static void test_drain_keeps_a_key_change_whole(void **state)
+{
+	struct fake_world w;
+	struct run r;
+	pthread_t th;
+	size_t halves = 0;
+	(void)state;
+
+	fake_world_init(&w, UINT64_MAX, 4);
+	w.key_change_at = 2;
+	run_init(&r, &w);
+	r.until_caught_up = false;
+	w.drain_after_move = &r.signals;
+	assert_int_equal(pthread_create(&th, NULL, run_main, &r), 0);
+	pthread_join(th, NULL);
+	assert_int_equal(r.rc, SL_OK);
+	assert_int_equal(r.stop_rc, SL_OK);
+	assert_true(w.ndurable_lines > 0);
+	/* every UPDATE-DELETE durable (seq 2) has its UPDATE-INSERT (seq 3) */
+	for (size_t i = 0; i < w.ndurable_lines; i++) {
+		char want[SL_CSN_LEN + 1];
+		bool found = false;
+		if (strncmp(w.durable_lines[i] + 17, "0000000002", 10) != 0)
+			continue;
+		halves++;
+		snprintf(want, sizeof want, "%.17s0000000003", w.durable_lines[i]);
+		for (size_t j = 0; j < w.ndurable_lines && !found; j++)
+			found = strncmp(w.durable_lines[j], want, SL_CSN_LEN) == 0;
+		if (!found)
+			fail_msg("%s is durable without its UPDATE-INSERT", w.durable_lines[i]);
+	}
+	assert_true(halves >= 2);   /* the drain came in the second transaction */
+	run_cleanup(&r);
+	fake_world_free(&w);
+}
+
 static void test_cancel_on_second_signal(void **state)
 {
 	struct fake_world w;
@@ -951,6 +991,7 @@ int main(void)
 		cmocka_unit_test(test_failed_flush_retries_from_checkpoint),
 		cmocka_unit_test(test_two_step_flush),
 		cmocka_unit_test(test_drain_on_signal),
+		cmocka_unit_test(test_drain_keeps_a_key_change_whole),
 		cmocka_unit_test(test_cancel_on_second_signal),
 		cmocka_unit_test(test_no_checkpoint_after_abort),
 		cmocka_unit_test(test_million_change_transaction),
