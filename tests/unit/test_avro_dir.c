@@ -283,6 +283,22 @@ static void test_registry(void **state)
 	assert_null(sl_sink_lookup(NULL));
 }
 
+/* Folds a change of g_customers (id, name) into b, or tells b it skips it
+ * (sl_mbatch_skip). */
+static void batch_put(struct sl_mbatch *b, bool skip, enum sl_op op, uint64_t pos, uint32_t seq, int64_t id,
+		      struct sl_value name)
+{
+	struct sl_value v[2] = { tl_int(id), name };
+	struct sl_change c;
+	char err[512];
+	int rc;
+
+	tl_change(&c, g_customers, op, op == SL_OP_TRUNCATE ? NULL : v, pos, seq, TS0);
+	rc = skip ? sl_mbatch_skip(b, &c, err, sizeof err) : sl_mbatch_put(b, &c, err, sizeof err);
+	if (rc != 0)
+		fail_msg("%s: %s", skip ? "skip" : "put", err);
+}
+
 /* A replayed key change whose UPDATE-DELETE a committed snapshot holds
  * already (sl_mbatch_skip): its UPDATE-INSERT waits for the old key's row
  * in the mirror, not for its own key's, which has none (issue 17, seed
@@ -291,8 +307,7 @@ static void test_merge_batch_skip(void **state)
 {
 	struct sl_mbatch b;
 	struct sl_mrow **rows;
-	struct sl_value v[2];
-	struct sl_change c;
+	struct sl_value k = tl_int(5);
 	struct sl_buf old;
 	size_t n;
 	char err[512];
@@ -300,22 +315,12 @@ static void test_merge_batch_skip(void **state)
 	(void)state;
 	memset(&b, 0, sizeof b);
 	sl_buf_init(&old, 0);
-	v[0] = tl_int(5);
-	v[1] = tl_null();
-	assert_int_equal(sl_mrow_key(g_customers, v, &old, err, sizeof err), 0);
-	tl_change(&c, g_customers, SL_OP_UPDATE_DELETE, v, 20, 1, TS0);
-	assert_int_equal(sl_mbatch_skip(&b, &c, err, sizeof err), 0);
-	v[0] = tl_int(105);
-	v[1] = tl_unchanged();
-	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 20, 2, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	assert_int_equal(sl_avro_put_value(&old, &g_customers->cols[0], &k, err, sizeof err), 0);
+	batch_put(&b, true, SL_OP_UPDATE_DELETE, 20, 1, 5, tl_null());
+	batch_put(&b, false, SL_OP_UPDATE_INSERT, 20, 2, 105, tl_unchanged());
 	/* a plain update after a skipped change of another kind: its own key */
-	v[0] = tl_int(7);
-	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 21, 1, TS0);
-	assert_int_equal(sl_mbatch_skip(&b, &c, err, sizeof err), 0);
-	v[0] = tl_int(8);
-	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 21, 2, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	batch_put(&b, true, SL_OP_UPDATE_INSERT, 21, 1, 7, tl_unchanged());
+	batch_put(&b, false, SL_OP_UPDATE_INSERT, 21, 2, 8, tl_unchanged());
 	rows = sl_mbatch_sorted(&b, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(rows[0]->vals[1].kind, SL_V_UNCHANGED);   /* key 105 */
@@ -457,32 +462,17 @@ static void test_merge_batch_fold(void **state)
 {
 	struct sl_mbatch b;
 	struct sl_mrow **rows;
-	struct sl_value v[2];
-	struct sl_change c;
 	size_t n;
-	char err[512];
 
 	(void)state;
 	memset(&b, 0, sizeof b);
-	v[0] = tl_int(1);
-	v[1] = tl_str("one");
-	tl_change(&c, g_customers, SL_OP_INSERT, v, 10, 1, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
-	v[1] = tl_unchanged();
-	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 10, 2, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	batch_put(&b, false, SL_OP_INSERT, 10, 1, 1, tl_str("one"));
+	batch_put(&b, false, SL_OP_UPDATE_INSERT, 10, 2, 1, tl_unchanged());
 	/* key change 1 -> 2: the UPDATE-INSERT takes "one" from the old key's row */
-	v[1] = tl_null();
-	tl_change(&c, g_customers, SL_OP_UPDATE_DELETE, v, 10, 3, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
-	v[0] = tl_int(2);
-	v[1] = tl_unchanged();
-	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 10, 4, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	batch_put(&b, false, SL_OP_UPDATE_DELETE, 10, 3, 1, tl_null());
+	batch_put(&b, false, SL_OP_UPDATE_INSERT, 10, 4, 2, tl_unchanged());
 	/* key 3: nothing in the batch, so it waits for the mirror */
-	v[0] = tl_int(3);
-	tl_change(&c, g_customers, SL_OP_UPDATE_INSERT, v, 11, 1, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	batch_put(&b, false, SL_OP_UPDATE_INSERT, 11, 1, 3, tl_unchanged());
 	rows = sl_mbatch_sorted(&b, &n);
 	assert_int_equal(n, 3);
 	assert_int_equal(rows[0]->op, SL_OP_UPDATE_DELETE);  /* key 1, deleted */
@@ -496,12 +486,8 @@ static void test_merge_batch_fold(void **state)
 	assert_memory_equal(rows[2]->fill, rows[2]->key, rows[2]->keylen);
 	free(rows);
 	/* a TRUNCATE clears the batch and stays as its marker */
-	tl_change(&c, g_customers, SL_OP_TRUNCATE, NULL, 12, 1, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
-	v[0] = tl_int(4);
-	v[1] = tl_str("four");
-	tl_change(&c, g_customers, SL_OP_INSERT, v, 12, 2, TS0);
-	assert_int_equal(sl_mbatch_put(&b, &c, err, sizeof err), 0);
+	batch_put(&b, false, SL_OP_TRUNCATE, 12, 1, 0, tl_null());
+	batch_put(&b, false, SL_OP_INSERT, 12, 2, 4, tl_str("four"));
 	rows = sl_mbatch_sorted(&b, &n);
 	assert_int_equal(n, 2);
 	assert_int_equal(rows[0]->op, SL_OP_TRUNCATE);
