@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,6 +434,7 @@ struct chsink {
 	struct chtab *vlong;           /* tables whose position being written needs a step (ch_mark) */
 	bool mark_oom;                 /* mark() ran out of memory: the next flush fails */
 	bool columns_ready;            /* the record of column types exists */
+	bool kill_after_create;        /* test hook SLUICE_FAULT_CH_KILL_AFTER_CREATE */
 	bool has_mark;
 	struct sl_position mark;
 	/* The UPDATE-DELETE just written, for the UPDATE-INSERT of a key change. */
@@ -1159,10 +1161,17 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 	if (!exists) {
 		if (!refill && (rc = table_gone(s, t, tv, err, errlen)) != 0)
 			goto out;
+		/* on record first, as in alter_table(): a crash right after the
+		 * CREATE must not leave a table sluice made without a record (a
+		 * column dropped at the source is dropped by the record) */
+		if ((rc = record_columns(s, l, NULL, 0, err, errlen)) < 0)
+			goto out;
 		sl_buf_reset(&s->sql);
 		ch_sql_create_table(&s->sql, &s->ddl, s->conf->database, l);
 		if ((rc = run_sql(s, "creating a table", err, errlen)) < 0)
 			goto out;
+		if (s->kill_after_create)
+			raise(SIGKILL);  /* test hook: a crash right after the CREATE */
 		sl_info("clickhouse: created table \"%s\".\"%s\" for \"%s\".\"%s\" (%s mode)", s->conf->database,
 			t->object, tv->ns, tv->name, s->merge ? "merge" : "append");
 	}
@@ -2409,6 +2418,7 @@ static int ch_open(void **ctx, const void *conf, const struct sl_sink_stream *st
 	s->ins_params = s->ddl.distributed ? CH_PARAMS_DIST_INSERT : NULL;
 	s->sql_ins_params = s->ddl.distributed ? CH_PARAMS_READ "&" CH_PARAMS_DIST_INSERT : CH_PARAMS_READ;
 	s->merge = st->mode == SL_WRITE_MERGE;
+	s->kill_after_create = getenv("SLUICE_FAULT_CH_KILL_AFTER_CREATE") != NULL;
 	s->spill_rows = 2 * (uint64_t)c->batch_rows < 1000000 ? 2 * (uint64_t)c->batch_rows : 1000000;
 	if (s->spill_rows < c->batch_rows)
 		s->spill_rows = c->batch_rows;

@@ -45,6 +45,9 @@
  * The sink never learns which source produced a change beyond what the
  * table version carries (its position fields); it includes nothing from
  * sources/.
+ *
+ * Setting SLUICE_FAULT_CH_KILL_AFTER_CREATE (tests) kills the process with
+ * SIGKILL right after it creates a table.
  */
 #ifndef SLUICE_SINKS_CLICKHOUSE_CLICKHOUSE_H
 #define SLUICE_SINKS_CLICKHOUSE_CLICKHOUSE_H

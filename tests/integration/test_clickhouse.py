@@ -530,6 +530,33 @@ class ClickHouseChangesTest(ChTestCase):
         pos = int(rows[3].split("-")[0], 16)
         self.assertEqual(marker, f"['{pos - 1:016X}-0000000000']")
 
+    def test_killed_after_create_then_column_dropped_merge(self):
+        """kill -9 right after the table is made, before any row reaches it
+        (SLUICE_FAULT_CH_KILL_AFTER_CREATE); a column is then dropped at the
+        source.  The rerun redoes the backfill and drops the column too: the
+        record of the columns sluice made was written before the CREATE (a
+        table without it stopped the stream, exit 3, on a column that
+        "sluice has no record of making", seed 4961)."""
+        pg = self.pg
+        pg.execute("CREATE TABLE kc (id int PRIMARY KEY, c1 text, v int)")
+        pg.execute("INSERT INTO kc SELECT g, 'c' || g, g FROM generate_series(1, 50) g")
+        s = self.sluice(stream="kc", tables="public.kc", database="kc", write_mode="merge")
+        e = self.env()
+        e["SLUICE_FAULT_CH_KILL_AFTER_CREATE"] = "1"
+        r = s.run("run", "--until-caught-up", env=e)
+        self.assertEqual(r.rc, -9, r.describe())
+        self.assertTrue(self.ch.table_exists("kc", "public_kc"))
+        self.assertEqual(ch_count(self.ch, "kc", "public_kc"), 0)
+        pg.wait_slot_inactive(s.slot)
+        pg.execute("ALTER TABLE kc DROP COLUMN c1")
+        pg.execute("UPDATE kc SET v = -v WHERE id <= 10")
+        pg.execute("INSERT INTO kc VALUES (51, 51)")
+        r = self.catch_up(s)
+        self.assertIn('table "kc"."public_kc": column "c1" dropped (or renamed) at the source: dropped it',
+                      r.stderr)
+        self.assertEqual([n for n, *_ in self.ch.columns("kc", "public_kc") if not n.startswith("_")], ["id", "v"])
+        self.assertChMatches(s, "public", "kc", ["id"])
+
     def test_unchanged_toast_merge(self):
         """A large value left out of an UPDATE (unchanged TOAST) survives:
         filled from the same batch, from ClickHouse, and across key
