@@ -112,20 +112,46 @@ static ssize_t find(const struct sl_mirror *m, const void *key, size_t len)
 
 static void entry_free(struct sl_mentry *e)
 {
+	if (e)
+		free(e->below);
 	free(e);
 }
 
-/* Puts e in the map when it is newer than the key's entry; takes e. */
-static int put_entry(struct sl_mirror *m, struct sl_mentry *e)
+/* True when e is a live writing below CSN below. */
+static bool live_below(const struct sl_mentry *e, const char *below)
+{
+	return !e->deleted && strcmp(e->csn, below) < 0;
+}
+
+/* Keeps c, a writing of w's key older than w, as w->below when the bound
+ * below asks for one and c is the latest live writing below it yet (w
+ * itself, when it is one, makes any older c useless).  Takes c. */
+static void keep_below(struct sl_mentry *w, struct sl_mentry *c, const char *below)
+{
+	if (!below || !live_below(c, below) || live_below(w, below) ||
+	    (w->below && strcmp(w->below->csn, c->csn) >= 0)) {
+		entry_free(c);
+		return;
+	}
+	entry_free(w->below);
+	w->below = c;
+}
+
+/* Puts e in the map when it is newer than the key's entry (with the bound
+ * below of a lookup, see keep_below); takes e. */
+static int put_entry(struct sl_mirror *m, struct sl_mentry *e, const char *below)
 {
 	ssize_t at = find(m, e->key, e->keylen);
 
 	if (at >= 0) {
-		if (strcmp(e->csn, m->e[at]->csn) > 0) {
-			entry_free(m->e[at]);
+		struct sl_mentry *w = m->e[at];
+		if (strcmp(e->csn, w->csn) > 0) {
+			e->below = w->below;
+			w->below = NULL;
 			m->e[at] = e;
+			keep_below(e, w, below);
 		} else {
-			entry_free(e);
+			keep_below(w, e, below);
 		}
 		return 0;
 	}
@@ -170,6 +196,20 @@ const struct sl_mentry *sl_mirror_find(const struct sl_mirror *m, const void *ke
 	if (at < 0 || m->e[at]->deleted || (m->trunc && strcmp(m->e[at]->csn, m->trunc->csn) < 0))
 		return NULL;
 	return m->e[at];
+}
+
+const struct sl_mentry *sl_mirror_find_below(const struct sl_mirror *m, const void *key, size_t len,
+					     const char *below)
+{
+	ssize_t at = find(m, key, len);
+	const struct sl_mentry *e;
+
+	if (at < 0)
+		return NULL;
+	e = live_below(m->e[at], below) ? m->e[at] : m->e[at]->below;
+	if (!e || !live_below(e, below) || (m->trunc && strcmp(e->csn, m->trunc->csn) < 0))
+		return NULL;
+	return e;
 }
 
 int sl_mirror_field(const struct sl_mirror *m, const struct sl_mentry *e, const char *col, const char *type_json,
@@ -272,7 +312,7 @@ static int fold_record(struct reading *r, avro_value_t *val, char *err, size_t e
 	struct sl_mirror *m = r->m;
 	const struct sl_mschema *s = &m->schemas[r->schema];
 	avro_value_t sm, payload, f, ts;
-	const char *csn, *op;
+	const char *csn, *op, *below = NULL;
 	size_t csnlen, oplen, nfields = 0;
 	int64_t source_ts = 0;
 	bool trunc;
@@ -312,7 +352,7 @@ static int fold_record(struct reading *r, avro_value_t *val, char *err, size_t e
 		snprintf(err, errlen, "record %" PRIu64 " has no primary key: not merge-mode output", m->records);
 		return -1;
 	}
-	if (!trunc && m->want && !m->want(m->want_arg, r->key.data, r->key.len))
+	if (!trunc && m->want && !m->want(m->want_arg, r->key.data, r->key.len, &below))
 		return 0;
 	/* The whole record, field by field, noting where the payload's are. */
 	sl_buf_reset(&r->rec);
@@ -365,7 +405,7 @@ static int fold_record(struct reading *r, avro_value_t *val, char *err, size_t e
 		}
 		return 0;
 	}
-	if (put_entry(m, e) < 0)
+	if (put_entry(m, e, below) < 0)
 		goto oom;
 	return 0;
 bad:

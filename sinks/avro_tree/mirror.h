@@ -66,6 +66,10 @@ struct sl_mentry {
 	unsigned char *rec;            /* the whole record, Avro binary */
 	size_t reclen;
 	size_t *foff;                  /* nfields + 1 offsets of the payload fields in rec */
+	/* In a lookup whose want() gave the key a bound: an older live writing
+	 * of the key below the bound, kept while this entry is not one
+	 * (sl_mirror_find_below), or NULL. */
+	struct sl_mentry *below;
 };
 
 struct sl_mirror {
@@ -75,8 +79,10 @@ struct sl_mirror {
 	struct sl_mentry *trunc;       /* the latest TRUNCATE marker, or NULL */
 	struct sl_mschema *schemas;
 	int nschemas;
-	/* Optional: only these keys are kept (a lookup); NULL keeps every key. */
-	bool (*want)(void *arg, const void *key, size_t len);
+	/* Optional: only these keys are kept (a lookup); NULL keeps every key.
+	 * *below, when want() sets it (else NULL): a CSN, below which the
+	 * key's latest live writing is kept too (sl_mirror_find_below). */
+	bool (*want)(void *arg, const void *key, size_t len, const char **below);
 	void *want_arg;
 	uint64_t records;              /* records read */
 };
@@ -104,6 +110,12 @@ int sl_mirror_load(struct sl_mirror *m, struct sl_store *st, const char *stream,
 		   size_t errlen);
 /* The live entry of key (not deleted, not older than the latest TRUNCATE), or NULL. */
 const struct sl_mentry *sl_mirror_find(const struct sl_mirror *m, const void *key, size_t len);
+/* The latest live writing of key (not deleted, not older than the latest
+ * TRUNCATE) with a CSN below `below`, the bound want() gave the key, or
+ * NULL: the row as it stood before the change at `below`, even when a later
+ * writing of the key is there (a delete, or a new row of the key). */
+const struct sl_mentry *sl_mirror_find_below(const struct sl_mirror *m, const void *key, size_t len,
+					     const char *below);
 /* The bytes of column col's payload field in e, when its type is type_json
  * (compact JSON): 0 with *p and *len set, or -1 when the entry's schema has no
  * such column of that type. */

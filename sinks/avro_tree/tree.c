@@ -573,13 +573,27 @@ static bool next_hop(const struct sl_mrow *r, size_t *at, struct hop *h)
 	return true;
 }
 
-/* The keys a lookup wants: sorted, for bsearch.  Each row that needs a fill
- * wants its fill key; a moved row also wants its own key, whose row of the
- * same CSN, if the mirror has one, is this very row as an earlier attempt
- * wrote it before a crash (see put_row). */
+/* The CSN of the key change that took moved row r off its fill key: the
+ * start of its first hop, else its fill_csn (merge.h).  The fill key's
+ * writings from then on are a tombstone or a new row of that key. */
+static void moved_off(const struct sl_mrow *r, char out[SL_CSN_LEN + 1])
+{
+	struct hop h;
+	size_t at = 0;
+
+	memcpy(out, next_hop(r, &at, &h) ? h.from : r->fill_csn, SL_CSN_LEN + 1);
+}
+
+/* The keys a lookup wants: sorted, for bsearch, each once.  Each row that
+ * needs a fill wants its fill key, a moved row with the bound moved_off()
+ * (the earliest, when rows want one key with several); a moved row also
+ * wants its own key and the keys it passed through, whose row of the same
+ * CSN, if the mirror has one, is this very row as an earlier attempt wrote
+ * it before a crash (see put_row). */
 struct wkey {
 	const unsigned char *p;
 	size_t len;
+	char below[SL_CSN_LEN + 1];    /* "": no bound */
 };
 
 struct want {
@@ -596,12 +610,33 @@ static int cmp_wkey(const void *a, const void *b)
 	return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-static bool wanted(void *arg, const void *key, size_t len)
+/* Folds the runs of one key in sorted keys[0..n) into their first, with
+ * the earliest bound of the run; returns the count left. */
+static size_t unique_keys(struct wkey *keys, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (k > 0 && cmp_wkey(&keys[k - 1], &keys[i]) == 0) {
+			struct wkey *u = &keys[k - 1];
+			if (keys[i].below[0] && (!u->below[0] || strcmp(keys[i].below, u->below) < 0))
+				memcpy(u->below, keys[i].below, sizeof u->below);
+			continue;
+		}
+		keys[k++] = keys[i];
+	}
+	return k;
+}
+
+static bool wanted(void *arg, const void *key, size_t len, const char **below)
 {
 	const struct want *w = arg;
-	struct wkey probe = { key, len };
+	struct wkey probe = { .p = key, .len = len };
+	const struct wkey *k = bsearch(&probe, w->keys, w->n, sizeof *w->keys, cmp_wkey);
 
-	return bsearch(&probe, w->keys, w->n, sizeof *w->keys, cmp_wkey) != NULL;
+	if (k && k->below[0])
+		*below = k->below;
+	return k != NULL;
 }
 
 /* Reads the rows of the fill keys of rows[] from the object's mirror into m
@@ -633,13 +668,17 @@ static int lookup(struct sl_tree *t, struct obj *o, struct sl_mrow **rows, size_
 		size_t at = 0;
 		if (!needs_fill(rows[i]))
 			continue;
-		w.keys[w.n++] = (struct wkey){ rows[i]->fill, rows[i]->filllen };
-		if (moved(rows[i]))
-			w.keys[w.n++] = (struct wkey){ rows[i]->key, rows[i]->keylen };
+		w.keys[w.n] = (struct wkey){ .p = rows[i]->fill, .len = rows[i]->filllen };
+		if (moved(rows[i])) {
+			moved_off(rows[i], w.keys[w.n].below);
+			w.keys[++w.n] = (struct wkey){ .p = rows[i]->key, .len = rows[i]->keylen };
+		}
+		w.n++;
 		while (next_hop(rows[i], &at, &h))
-			w.keys[w.n++] = (struct wkey){ h.key, h.keylen };
+			w.keys[w.n++] = (struct wkey){ .p = h.key, .len = h.keylen };
 	}
 	qsort(w.keys, w.n, sizeof *w.keys, cmp_wkey);
+	w.n = unique_keys(w.keys, w.n);
 	m->want = wanted;
 	m->want_arg = &w;
 	rc = sl_mirror_load(m, &t->store, t->stream, o->object, err, errlen);
@@ -739,8 +778,19 @@ static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, co
 			    (strcmp(e->csn, h.from) < 0 || strcmp(e->csn, h.until) >= 0))
 				e = NULL;
 		}
-		if (!e)
+		/* Else the row the key change took off the fill key, as it stood
+		 * before: the mirror's writing of that key may be a later one, the
+		 * key change's tombstone or a new row of the key, which an earlier
+		 * attempt published while the file with this row never landed (a
+		 * crash between the files of one flush). */
+		if (!e && moved(r)) {
+			char off[SL_CSN_LEN + 1];
+			moved_off(r, off);
+			e = off[0] ? sl_mirror_find_below(m, r->fill, r->filllen, off)
+				   : sl_mirror_find(m, r->fill, r->filllen);
+		} else if (!e) {
 			e = sl_mirror_find(m, r->fill, r->filllen);
+		}
 		for (int i = 0; i < r->ncols; i++) {
 			fill[i] = NULL;
 			if (r->vals[i].kind != SL_V_UNCHANGED)

@@ -702,6 +702,103 @@ static void test_merge_compact(void **state)
 	store.ops->close(store.ctx);
 }
 
+/* A lookup's bound: key 1 below the CSN in arg. */
+static bool want_below(void *arg, const void *key, size_t len, const char **below)
+{
+	(void)key;
+	(void)len;
+	*below = arg;
+	return true;
+}
+
+/* Key 1 of customers in Avro binary, into key. */
+static void customer_key(struct sl_buf *key, int64_t id)
+{
+	struct sl_value k = tl_int(id);
+	char err[256];
+
+	sl_buf_reset(key);
+	assert_int_equal(sl_avro_put_value(key, &g_customers->cols[0], &k, err, sizeof err), 0);
+}
+
+/* The name of the live writing of key 1 below bound, "" when none. */
+static const char *name_below(struct sl_store *store, const char *bound, const char *probe_bound)
+{
+	static char out[64];
+	struct sl_mirror m;
+	struct sl_buf key;
+	const struct sl_mentry *e;
+	const unsigned char *p;
+	size_t len;
+	char err[512];
+
+	memset(&m, 0, sizeof m);
+	m.want = want_below;
+	m.want_arg = (void *)bound;
+	assert_int_equal(sl_mirror_load(&m, store, "s1", "public_customers", err, sizeof err), 0);
+	sl_buf_init(&key, 0);
+	customer_key(&key, 1);
+	out[0] = '\0';
+	if ((e = sl_mirror_find_below(&m, key.data, key.len, probe_bound))) {
+		assert_int_equal(sl_mirror_field(&m, e, "name", "[\"null\",\"string\"]", &p, &len), 0);
+		assert_true(len >= 2 && len - 2 < sizeof out);
+		memcpy(out, p + 2, len - 2);   /* the union's branch, the length, the bytes */
+		out[len - 2] = '\0';
+	}
+	sl_buf_free(&key);
+	sl_mirror_free(&m);
+	return out;
+}
+
+/* sl_mirror_find_below: key 1 is written "first", "second", deleted (a key
+ * change's tombstone), then "new" (a new row of the key), one file each;
+ * below each bound the lookup keeps the latest live writing, whatever the
+ * key's latest writing is (a tombstone is skipped); a TRUNCATE hides what
+ * is older than it. */
+static void test_mirror_find_below(void **state)
+{
+	struct sl_store store;
+	char b10[SL_CSN_LEN + 1], b11[SL_CSN_LEN + 1], b12[SL_CSN_LEN + 1], b13[SL_CSN_LEN + 1],
+		b14[SL_CSN_LEN + 1], b16[SL_CSN_LEN + 1];
+	char err[512];
+	void *ctx;
+
+	(void)state;
+	ctx = open_merge_sink(0);
+	put_customer(ctx, SL_OP_INSERT, 10, 1, 1, tl_str("first"));
+	flush(ctx);
+	put_customer(ctx, SL_OP_UPDATE_INSERT, 11, 1, 1, tl_str("second"));
+	flush(ctx);
+	put_customer(ctx, SL_OP_UPDATE_DELETE, 12, 1, 1, tl_null());
+	flush(ctx);
+	put_customer(ctx, SL_OP_INSERT, 13, 1, 1, tl_str("new"));
+	flush(ctx);
+	assert_int_equal(sl_avro_dir_store(&store, g_dir, err, sizeof err), 0);
+	sl_csn_format(b10, 10, 1);
+	sl_csn_format(b11, 11, 1);
+	sl_csn_format(b12, 12, 1);
+	sl_csn_format(b13, 13, 1);
+	sl_csn_format(b14, 14, 1);
+	sl_csn_format(b16, 16, 1);
+	assert_string_equal(name_below(&store, b12, b12), "second");  /* under the tombstone and the new row */
+	assert_string_equal(name_below(&store, b11, b11), "first");
+	assert_string_equal(name_below(&store, b10, b10), "");        /* nothing below the first */
+	assert_string_equal(name_below(&store, b14, b14), "new");     /* the latest itself */
+	assert_string_equal(name_below(&store, b13, b13), "second");  /* a tombstone is no row */
+	/* a TRUNCATE at 15: nothing older than it is the key's row */
+	put_customer(ctx, SL_OP_TRUNCATE, 15, 1, 0, tl_null());
+	flush(ctx);
+	assert_string_equal(name_below(&store, b12, b12), "");
+	assert_string_equal(name_below(&store, b16, b16), "");
+	put_customer(ctx, SL_OP_INSERT, 16, 2, 1, tl_str("after"));
+	flush(ctx);
+	sl_avro_dir_ops.close(ctx);
+	assert_string_equal(name_below(&store, b16, b16), "");
+	sl_csn_format(b16, 16, 3);
+	assert_string_equal(name_below(&store, b16, b16), "after");
+	store.ops->close(store.ctx);
+}
+
 /* The same with zstandard files: merge-mode files, the mirror's reading of
  * them, the compacted base and verify (avro-c reads no zstandard: sluice's
  * reader decompresses the blocks). */
@@ -1827,6 +1924,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_batch_skip, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_iceberg_replayed_key_change_after_a_cut, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_batch_null_key, per_test_setup, per_test_teardown),
+		cmocka_unit_test_setup_teardown(test_mirror_find_below, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_null_key_dead_letter, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_compact, per_test_setup, per_test_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_compact_zstandard, per_test_setup, per_test_teardown),
