@@ -1179,7 +1179,7 @@ static int prepare_version(struct chsink *s, struct chtab *t, const struct sl_ta
 		goto out;
 	if (s->merge && (!view || !exists || remade) && (rc = create_view(s, t->object, view && remade, err, errlen)) < 0)
 		goto out;
-	made = !exists || !t->lay;   /* recorded when made, and once a run */
+	made = exists && !t->lay;   /* recorded once a run (a table made now was before its CREATE) */
 	for (int pass = 0;; pass++) {
 		if (!(pass == 0 && exists && dest)) {    /* read above */
 			free_dest(dest, ndest);
