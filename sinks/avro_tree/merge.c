@@ -227,6 +227,8 @@ static int put_truncate(struct sl_mbatch *b, const struct sl_change *c)
  * UPDATE-INSERT that follows it.  0, or -1 when out of memory. */
 static int set_moved(struct sl_mbatch *b, const struct sl_change *c, const struct sl_buf *key, ssize_t prev)
 {
+	if (b->moved_key.cap == 0)
+		sl_buf_init(&b->moved_key, 0);  /* a zeroed batch */
 	moved_clear(b);
 	b->moved_set = true;
 	b->moved_pos = c->csn_pos;
@@ -252,8 +254,6 @@ int sl_mbatch_skip(struct sl_mbatch *b, const struct sl_change *c, char *err, si
 	moved_clear(b);
 	if (c->op != SL_OP_UPDATE_DELETE || !c->values)
 		return 0;
-	if (b->moved_key.cap == 0)
-		sl_buf_init(&b->moved_key, 0);  /* a zeroed batch */
 	sl_buf_init(&key, 0);
 	/* (a key that cannot be encoded: its UPDATE-INSERT cannot be either) */
 	rc = sl_mrow_key(c->table, c->values, &key, err, errlen) == 0 ? set_moved(b, c, &key, find(b, key.data, key.len))
@@ -285,8 +285,6 @@ int sl_mbatch_put(struct sl_mbatch *b, const struct sl_change *c, char *err, siz
 	}
 	sl_buf_init(&key, 0);
 	sl_buf_init(&hops, 0);
-	if (b->moved_key.cap == 0)
-		sl_buf_init(&b->moved_key, 0);  /* a zeroed batch */
 	if (!c->values) {
 		snprintf(err, errlen, "table \"%s\": a %s change without its values", t->object, sl_op_name(c->op));
 		goto out;

@@ -753,6 +753,15 @@ static int cover_ask(struct pg_src *s, int i, char *err, size_t errlen)
 	return SL_OK;
 }
 
+/* The index of table t (by relid) in s->tables, or -1. */
+static int table_index(const struct pg_src *s, const struct sl_table *t)
+{
+	for (int i = 0; i < s->ntables; i++)
+		if (s->tables[i]->relid == t->relid)
+			return i;
+	return -1;
+}
+
 /* A chunk of table t is read after the watermark emitted last, its low
  * one.  When t's backfill holds its changes up to the low watermark of its
  * first chunk of the run (SL_COVER_FIRST_WATERMARK), the decoder drops
@@ -767,12 +776,10 @@ static int cover_ask(struct pg_src *s, int i, char *err, size_t errlen)
  * or a failure (err). */
 static int cover_first_chunk(struct pg_src *s, int *first, const struct sl_table *t, char *err, size_t errlen)
 {
-	int i, rc;
+	int i = table_index(s, t), rc;
 
 	*first = -1;
-	for (i = 0; i < s->ntables && s->tables[i]->relid != t->relid; i++)
-		;
-	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered || !s->wm_emitted)
+	if (i < 0 || !s->st->hooks || !s->st->hooks->covered || !s->wm_emitted)
 		return SL_OK;
 	if ((rc = cover_ask(s, i, err, errlen)) < 0 || !s->cover_first[i])
 		return rc;
@@ -787,11 +794,9 @@ static int cover_first_chunk(struct pg_src *s, int *first, const struct sl_table
  * failure (err). */
 static int writers_wait(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
 {
-	int i;
+	int i = table_index(s, t);
 
-	for (i = 0; i < s->ntables && s->tables[i]->relid != t->relid; i++)
-		;
-	if (i == s->ntables)
+	if (i < 0)
 		return SL_OK;
 	if (!s->writers && !(s->writers = calloc((size_t)s->ntables, sizeof *s->writers))) {
 		snprintf(err, errlen, "out of memory");

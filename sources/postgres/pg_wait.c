@@ -208,8 +208,8 @@ void sl_pg_writers_end(struct sl_pg_writers *w, const struct sl_source_stream *s
 	w->reported = false;
 }
 
-/* Logs and reports the transactions of res (rows of writers_sql) that the
- * first chunk of t waits for. */
+/* Logs and reports the transactions of res (rows of the pg_locks query of
+ * sl_pg_writers_wait) that the first chunk of t waits for. */
 static void writers_report(struct sl_pg_writers *w, const struct sl_source_stream *st, const struct sl_table *t,
 			   PGresult *res, int64_t waited_ms)
 {

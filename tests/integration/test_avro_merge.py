@@ -405,26 +405,26 @@ class S3MergeTest(WithS3, PgTestCase):
         last live row before the key change (property seed 4966,
         pg/merge/s3)."""
         pg = self.pg
-        pg.execute("CREATE TABLE s3c (id int PRIMARY KEY, v int, body text)")
-        pg.execute("ALTER TABLE s3c ALTER body SET STORAGE EXTERNAL")
+        pg.execute("CREATE TABLE s3cut (id int PRIMARY KEY, v int, body text)")
+        pg.execute("ALTER TABLE s3cut ALTER body SET STORAGE EXTERNAL")
         rnd = random.Random(9)
         body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
-        pg.execute("INSERT INTO s3c SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
+        pg.execute("INSERT INTO s3cut SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
         proxy = HoldingProxy(self.s3.endpoint)
         self.addCleanup(proxy.close)
-        s = self.sluice(stream="s3c", tables="public.s3c", write_mode="merge", s3=self.s3, prefix="cdc",
+        s = self.sluice(stream="s3cut", tables="public.s3cut", write_mode="merge", s3=self.s3, prefix="cdc",
                         codec="null", max_file_seconds=5, max_file_bytes=16384)
         s.extra.setdefault("destination", {})["endpoint"] = proxy.url
         s.write_config()
         s.catch_up(self)
         proxy.arm_match(lambda method, path, b: method == "PUT" and
-                        re.search(r"/cdc/s3c/public_s3c/.*\.avro$", path))
+                        re.search(r"/cdc/s3cut/public_s3cut/.*\.avro$", path))
         p = s.start("run")
         # in CSN order: 1's tombstone, 3 and 4 (the first file is full),
         # then 5 and 101 (the key change folded with the update after it)
-        pg.execute("BEGIN; UPDATE s3c SET id = 101 WHERE id = 1; "
-                   "UPDATE s3c SET body = body || 'x' WHERE id IN (3, 4, 5); "
-                   "UPDATE s3c SET v = 7 WHERE id = 101; COMMIT")
+        pg.execute("BEGIN; UPDATE s3cut SET id = 101 WHERE id = 1; "
+                   "UPDATE s3cut SET body = body || 'x' WHERE id IN (3, 4, 5); "
+                   "UPDATE s3cut SET v = 7 WHERE id = 101; COMMIT")
         wait_until(proxy.held.is_set, 120, "the PUT of the first merge file")
         p.kill9()
         proxy.pass_through()
@@ -436,10 +436,10 @@ class S3MergeTest(WithS3, PgTestCase):
         s.catch_up(self)
 
         tree = s.output_tree()
-        rows = pg.sql("SELECT id, v, body FROM s3c ORDER BY id")
+        rows = pg.sql("SELECT id, v, body FROM s3cut ORDER BY id")
         self.assertEqual(rows, [(i, 0, body + str(i)) for i in (2,)] +
                          [(i, 0, body + str(i) + "x") for i in (3, 4, 5)] + [(101, 7, body + "1")])
-        got, files = mirror(tree, "s3c", "public_s3c", ["id"])
+        got, files = mirror(tree, "s3cut", "public_s3cut", ["id"])
         self.assertEqual(set(got), {(r[0],) for r in rows}, files)
         for i, v, b in rows:
             self.assertEqual(got[(i,)], ({"id": i, "v": v, "body": b}, []), i)
