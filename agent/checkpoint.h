@@ -63,7 +63,7 @@ struct sl_ckpt_table {
 	char *mask;               /* what the column rules did to it at the last start
 				   * (sl_stream_mask_rules; "" none; owned; NULL unknown) */
 	uint64_t rows;            /* rows written by the finished backfill (running: durable so far) */
-	char schema_key[17];      /* last schema version written */
+	char schema_key[17];      /* the source's version the sink last got (a backfill's, or the log's) */
 	enum sl_bf_method method; /* how the running or last backfill reads the table */
 	char *resume_key;         /* running: rows up to this key (a source's key text) are durable;
 				   * NULL: none yet (owned) */

@@ -41,6 +41,10 @@
 #define OPS_CACHE 16               /* table versions -> metrics tables, direct-mapped */
 #define MASK_CACHE 64              /* table versions -> their masked versions, direct-mapped */
 
+/* The bytes after a Q_SCHEMA event: the source's schema_key, NUL ended,
+ * rounded up to the queue's 8-byte records. */
+#define SCHEMA_KEY_SLOT 24
+
 enum qkind {
 	Q_BEGIN = 1, Q_CHANGE, Q_COMMIT, Q_KEEPALIVE, Q_SCHEMA,
 	Q_BF_START, Q_BF_ROW, Q_BF_DONE, Q_BARRIER, Q_DROP,
@@ -117,6 +121,7 @@ struct sl_pipe {
 	 * second half could not take the values it left unchanged from the old
 	 * key's row there, a tombstone by then (issue 17, seed 4840). */
 	bool r_moving;
+	bool w_ck_dirty;               /* entries changed what only a save keeps (versions the sink got) */
 	bool r_has_pushed;
 	struct sl_position r_pushed;        /* last COMMIT or KEEPALIVE pushed */
 	uint64_t r_acked_seq;
@@ -229,6 +234,7 @@ static int save_ckpt(struct sl_pipe *p)
 	if (sl_ckpt_save(p->pc.ck, p->w_err, sizeof p->w_err) < 0)
 		return SL_EFAIL;
 	p->w_last_ckpt_ms = sl_mono_ms();
+	p->w_ck_dirty = false;
 	return SL_OK;
 }
 
@@ -302,7 +308,7 @@ static int flushed(struct sl_pipe *p, int rc, const struct sl_position *d, int64
 			return SL_EFAIL;
 		publish_durable(p, d);
 		advanced = true;
-	} else if (promoted && save_ckpt(p) < 0) {
+	} else if ((promoted || p->w_ck_dirty) && save_ckpt(p) < 0) {
 		return SL_EFAIL;
 	}
 	if (promote)
@@ -861,10 +867,21 @@ static int handle_schema(struct sl_pipe *p, struct qev *ev)
 	if (!p->w_in_tx && ev->table->ncols > 0 && p->pc.sink->version &&
 	    (rc = p->pc.sink->version(p->pc.sinkctx, ev->table, p->w_err, sizeof p->w_err)) < 0)
 		return rc;
-	/* the layout from here on, saved with the position that passes it */
-	for (int i = 0; i < ck->ntables && ev->table->layout; i++)
-		if (!strcmp(ck->tables[i].ns, ev->table->ns) && !strcmp(ck->tables[i].table, ev->table->name))
+	/* the layout from here on, and the source's version the sink has
+	 * (a marker's column-less one aside), saved with the position that
+	 * passes it: the next run hands the version at its start to the sink
+	 * when it is another (DDL the log describes only with the table's
+	 * next change, agent/stream.c) */
+	for (int i = 0; i < ck->ntables; i++) {
+		if (strcmp(ck->tables[i].ns, ev->table->ns) != 0 || strcmp(ck->tables[i].table, ev->table->name) != 0)
+			continue;
+		if (ev->table->layout)
 			ck->tables[i].layout = ev->table->layout;
+		if (ev->table->ncols > 0 && strcmp(ck->tables[i].schema_key, (const char *)(ev + 1)) != 0) {
+			snprintf(ck->tables[i].schema_key, sizeof ck->tables[i].schema_key, "%s", (const char *)(ev + 1));
+			p->w_ck_dirty = true;   /* saved after the flush that makes it durable */
+		}
+	}
 	sl_table_free(ev->retired);
 	ev->retired = NULL;
 	memset(p->w_ops, 0, sizeof p->w_ops);  /* a freed version's address may come back */
@@ -928,10 +945,12 @@ static int handle_bf_progress(struct sl_pipe *p, const struct qev *ev)
 }
 
 /* The columns of a table as the source knows them now (Q_COLUMNS), whose
- * change needs nothing more: the entry keeps them, saved with the next
- * checkpoint, so that the next run does not find the change again. */
+ * change needs nothing more: the entry keeps them, saved after the next
+ * flush (also one that moves no position), so that the next run does not
+ * find the change again. */
 static int handle_columns(struct sl_pipe *p, const struct qev *ev)
 {
+	p->w_ck_dirty = true;
 	return take_text(p, ev, &p->pc.ck->tables[ev->n].columns);
 }
 
@@ -1516,15 +1535,20 @@ int sl_pipe_heartbeat(struct sl_pipe *p, const struct sl_position *pos, int64_t 
 
 int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, struct sl_table *retired)
 {
+	/* the source's version (the column rules give the sink's its own key),
+	 * for the checkpoint: handle_schema */
+	char key[SCHEMA_KEY_SLOT];
 	struct qev *ev;
 	int rc;
 
+	memset(key, 0, sizeof key);
+	memcpy(key, t->schema_key, sizeof t->schema_key);
 	if ((rc = mask_table(p, t, &t)) < 0) {
 		sl_table_free(mask_retire(p, retired));
 		return rc;
 	}
 	retired = mask_retire(p, retired);
-	if (!(ev = reserve(p, sizeof *ev))) {
+	if (!(ev = reserve(p, sizeof *ev + sizeof key))) {
 		sl_table_free(retired);  /* nothing can use it any more */
 		return failed_rc(p);
 	}
@@ -1532,7 +1556,8 @@ int sl_pipe_schema(struct sl_pipe *p, const struct sl_table *t, bool changed, st
 	ev->flag = changed;
 	ev->table = t;
 	ev->retired = retired;
-	push_done(p, sizeof *ev, true);
+	memcpy(ev + 1, key, sizeof key);
+	push_done(p, sizeof *ev + sizeof key, true);
 	return SL_OK;
 }
 

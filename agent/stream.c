@@ -290,8 +290,14 @@ static int take_columns(struct stream *s, struct sl_ckpt_table *e, int i)
 
 	if (!t->src_columns)
 		return 0;
-	if (s->start && e->columns && strcmp(e->columns, t->src_columns) != 0 &&
-	    (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED)) {
+	/* Also when the version the sink has is another than the start's,
+	 * though the columns at the last start were these: the log described
+	 * DDL during the last run, and a later one with no change of the
+	 * table after it undid it (a column added, then dropped: issue 17,
+	 * seed 4965). */
+	if (s->start && (e->state == SL_BF_DONE || e->state == SL_BF_SKIPPED) &&
+	    ((e->columns && strcmp(e->columns, t->src_columns) != 0) ||
+	     (e->schema_key[0] && strcmp(e->schema_key, t->schema_key) != 0))) {
 		s->start[i].state = SL_SV_DUE;
 		s->start[i].idx = (int)(e - s->ck.tables);
 		return 0;

@@ -646,6 +646,45 @@ class QuietDdlTest(PgTestCase):
             self.assertNotIn("nothing is backfilled", r.stderr)
             self.assert_mirror(s, "qd")
 
+    def test_column_added_then_dropped_while_streaming(self):
+        """While the agent streams: ADD COLUMN c with a change after it (the
+        log describes the table with c), then DROP COLUMN c with no change
+        after it, before the agent reads them; then a drain.  The next run
+        starts with the catalog's columns as they were at the last run's
+        start, but the destination has the version with c: the version at
+        the start goes to it (before, c stayed in .schema.avsc: 'payload
+        fields [..., 'c1', ...] are not the columns', property seed 4965)."""
+        pg = self.pg
+        pg.execute("CREATE SCHEMA qa")
+        pg.execute("CREATE TABLE qa.t (id int PRIMARY KEY, a text)")
+        pg.execute("INSERT INTO qa.t SELECT g, 'a' || g FROM generate_series(1, 30) g")
+        streams = [self.sluice(stream=f"qa_{m}", tables="qa.*", write_mode=m, max_file_seconds=1)
+                   for m in ("append", "merge")]
+        procs = []
+        for s in streams:
+            self.catch_up(s)
+            p = s.start("run")
+            wait_until(lambda: "streaming from" in p.stderr_text() or not p.alive(), 120, "streaming")
+            procs.append(p)
+        # one transaction: when the agent reads the log's version with c,
+        # the catalog has none (as when it lags behind the DDL)
+        pg.execute("BEGIN; ALTER TABLE qa.t ADD COLUMN c int DEFAULT 7; INSERT INTO qa.t VALUES (31, 'a31', 8); "
+                   "COMMIT; ALTER TABLE qa.t DROP COLUMN c")
+        for s in streams:
+            wait_until(lambda: "c" in (newest_payload_fields(s.out, s.stream, "qa_t") or {}), 60,
+                       "the version with c in the destination")
+        for p in procs:
+            p.signal(signal.SIGTERM)
+            r = p.wait_result(60)
+            self.assertEqual(r.rc, 0, r.describe())
+        for s in streams:
+            r = self.catch_up(s)
+            self.assertIn('table "qa"."t": its columns at the run\'s start go to the destination', r.stderr)
+            self.assertEqual(newest_payload_fields(s.out, s.stream, "qa_t"), {"id": None, "a": None}, s.stream)
+            self.assert_mirror(s, "qa")
+            r = self.catch_up(s)
+            self.assertNotIn("its columns at the run's start", r.stderr)
+
     def test_rewrite_after_replayed_changes(self):
         """A column added with a volatile default (the table rewritten),
         after a change that the next run replays: the table is backfilled
