@@ -5,6 +5,7 @@
 
 #include "sources/source.h"
 
+#include <avro.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -270,4 +271,34 @@ struct sl_value tl_ts(int64_t us)
 struct sl_value tl_uuid(const unsigned char *u)
 {
 	return (struct sl_value){ .kind = SL_V_UUID, .len = 16, .p = (const char *)u };
+}
+
+long tl_avro_c_each(const char *path, void (*fn)(void *arg, struct avro_value *rec), void *arg)
+{
+	avro_file_reader_t rd;
+	avro_schema_t ws;
+	avro_value_iface_t *iface;
+	avro_value_t val;
+	long n = 0;
+
+	if (avro_file_reader(path, &rd) != 0)
+		return -1;
+	ws = avro_file_reader_get_writer_schema(rd);
+	iface = avro_generic_class_from_schema(ws);
+	if (!iface || avro_generic_value_new(iface, &val) != 0) {
+		if (iface)
+			avro_value_iface_decref(iface);
+		avro_schema_decref(ws);
+		avro_file_reader_close(rd);
+		return -1;
+	}
+	while (avro_file_reader_read_value(rd, &val) == 0) {
+		fn(arg, &val);
+		n++;
+	}
+	avro_value_decref(&val);
+	avro_value_iface_decref(iface);
+	avro_schema_decref(ws);
+	avro_file_reader_close(rd);
+	return n;
 }

@@ -81,4 +81,11 @@ struct sl_value tl_ts(int64_t us);
 /* u: 16 bytes. */
 struct sl_value tl_uuid(const unsigned char *u);
 
+/* Reads every record of the container file at path with avro-c's own file
+ * reader (an independent reader: the writer schema of the file), calling
+ * fn(arg, record) for each.  Returns the number of records, or -1 (with
+ * avro_strerror()) when avro-c cannot open the file. */
+struct avro_value;
+long tl_avro_c_each(const char *path, void (*fn)(void *arg, struct avro_value *rec), void *arg);
+
 #endif

@@ -350,11 +350,42 @@ static void put_customer_via(const struct sl_sink_ops *ops, void *ctx, enum sl_o
 		fail_msg("write: %s", err);
 }
 
+/* ice_customer_name's search: the customer, and what its newest record says. */
+struct customer_probe {
+	int64_t id;
+	char *out;
+	size_t outlen;
+	size_t *unchanged;
+};
+
+static void probe_customer(void *arg, struct avro_value *val)
+{
+	struct customer_probe *c = arg;
+	avro_value_t f, br;
+	int64_t k;
+	const char *str;
+	size_t sz;
+
+	assert_int_equal(avro_value_get_by_name(val, "id", &f, NULL), 0);
+	assert_int_equal(avro_value_get_long(&f, &k), 0);
+	if (k != c->id)
+		return;
+	assert_int_equal(avro_value_get_by_name(val, "name", &f, NULL), 0);
+	assert_int_equal(avro_value_get_current_branch(&f, &br), 0);
+	if (avro_value_get_type(&br) == AVRO_NULL)
+		snprintf(c->out, c->outlen, "(null)");
+	else if (avro_value_get_string(&br, &str, &sz) == 0)
+		snprintf(c->out, c->outlen, "%s", str);
+	assert_int_equal(avro_value_get_by_name(val, "_unchanged_columns", &f, NULL), 0);
+	assert_int_equal(avro_value_get_size(&f, c->unchanged), 0);
+}
+
 /* The name of customer id in the newest data file of the iceberg table
  * that has it, read with avro-c ("" when none has it; "(null)" for a null,
  * and then *unchanged is how many columns _unchanged_columns names). */
 static void ice_customer_name(int64_t id, char *out, size_t outlen, size_t *unchanged)
 {
+	struct customer_probe c = { id, out, outlen, unchanged };
 	char dir[1024], path[1200];
 	char **files;
 	size_t n;
@@ -363,40 +394,11 @@ static void ice_customer_name(int64_t id, char *out, size_t outlen, size_t *unch
 	snprintf(dir, sizeof dir, "%s/s1/public_customers/data", g_dir);
 	files = tl_list_files(dir, &n);
 	for (size_t i = 0; i < n; i++) {   /* named by CSN: the newest last */
-		avro_file_reader_t rd;
-		avro_schema_t ws;
-		avro_value_iface_t *iface;
-		avro_value_t val, f, br;
-
 		if (strstr(files[i], "-deletes.avro"))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-		if (avro_file_reader(path, &rd) != 0)
+		if (tl_avro_c_each(path, probe_customer, &c) < 0)
 			fail_msg("avro-c cannot open %s: %s", path, avro_strerror());
-		ws = avro_file_reader_get_writer_schema(rd);
-		iface = avro_generic_class_from_schema(ws);
-		assert_int_equal(avro_generic_value_new(iface, &val), 0);
-		while (avro_file_reader_read_value(rd, &val) == 0) {
-			int64_t k;
-			const char *str;
-			size_t sz;
-			assert_int_equal(avro_value_get_by_name(&val, "id", &f, NULL), 0);
-			assert_int_equal(avro_value_get_long(&f, &k), 0);
-			if (k != id)
-				continue;
-			assert_int_equal(avro_value_get_by_name(&val, "name", &f, NULL), 0);
-			assert_int_equal(avro_value_get_current_branch(&f, &br), 0);
-			if (avro_value_get_type(&br) == AVRO_NULL)
-				snprintf(out, outlen, "(null)");
-			else if (avro_value_get_string(&br, &str, &sz) == 0)
-				snprintf(out, outlen, "%s", str);
-			assert_int_equal(avro_value_get_by_name(&val, "_unchanged_columns", &f, NULL), 0);
-			assert_int_equal(avro_value_get_size(&f, unchanged), 0);
-		}
-		avro_value_decref(&val);
-		avro_value_iface_decref(iface);
-		avro_schema_decref(ws);
-		avro_file_reader_close(rd);
 	}
 	tl_free_list(files, n);
 }
