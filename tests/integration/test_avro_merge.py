@@ -350,24 +350,33 @@ class S3MergeTest(WithS3, PgTestCase):
         vr = s.run("verify", "--stream", "s3m")
         self.assertEqual(vr.rc, 0, vr.describe())
 
+    def toast_rows_behind_proxy(self, t, seed, **kw):
+        """Table t (id, v, body) with rows 1 to 5, each body a 9000-byte
+        TOAST value stored out of line, and a merge stream of it to S3
+        through a HoldingProxy (kw: the Sluice's file limits), caught up:
+        (the bodies' common prefix, the proxy, the Sluice)."""
+        pg = self.pg
+        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int, body text)")
+        pg.execute(f"ALTER TABLE {t} ALTER body SET STORAGE EXTERNAL")
+        rnd = random.Random(seed)
+        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
+        pg.execute(f"INSERT INTO {t} SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
+        proxy = HoldingProxy(self.s3.endpoint)
+        self.addCleanup(proxy.close)
+        s = self.sluice(stream=t, tables=f"public.{t}", write_mode="merge", s3=self.s3, prefix="cdc",
+                        codec="null", **kw)
+        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
+        s.write_config()
+        s.catch_up(self)
+        return body, proxy, s
+
     def test_replayed_key_change_keeps_toast_value(self):
         """A key change whose merge file reached S3 but whose checkpoint did
         not move (the PUT's answer held by a proxy, then kill -9) is written
         again on restart: the new key's row must keep the TOAST value the
         update left out, not turn it into a null of the same CSN."""
         pg = self.pg
-        pg.execute("CREATE TABLE s3r (id int PRIMARY KEY, v int, body text)")
-        pg.execute("ALTER TABLE s3r ALTER body SET STORAGE EXTERNAL")
-        rnd = random.Random(5)
-        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
-        pg.execute("INSERT INTO s3r SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
-        proxy = HoldingProxy(self.s3.endpoint)
-        self.addCleanup(proxy.close)
-        s = self.sluice(stream="s3r", tables="public.s3r", write_mode="merge", s3=self.s3, prefix="cdc",
-                        codec="null", max_file_seconds=1)
-        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-        s.write_config()
-        s.catch_up(self)
+        body, proxy, s = self.toast_rows_behind_proxy("s3r", 5, max_file_seconds=1)
         # the next data file of the table
         proxy.arm_match(lambda method, path, body: method == "PUT" and
                         re.search(r"/cdc/s3r/public_s3r/.*\.avro$", path))
@@ -405,18 +414,7 @@ class S3MergeTest(WithS3, PgTestCase):
         last live row before the key change (property seed 4966,
         pg/merge/s3)."""
         pg = self.pg
-        pg.execute("CREATE TABLE s3cut (id int PRIMARY KEY, v int, body text)")
-        pg.execute("ALTER TABLE s3cut ALTER body SET STORAGE EXTERNAL")
-        rnd = random.Random(9)
-        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
-        pg.execute("INSERT INTO s3cut SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
-        proxy = HoldingProxy(self.s3.endpoint)
-        self.addCleanup(proxy.close)
-        s = self.sluice(stream="s3cut", tables="public.s3cut", write_mode="merge", s3=self.s3, prefix="cdc",
-                        codec="null", max_file_seconds=5, max_file_bytes=16384)
-        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-        s.write_config()
-        s.catch_up(self)
+        body, proxy, s = self.toast_rows_behind_proxy("s3cut", 9, max_file_seconds=5, max_file_bytes=16384)
         proxy.arm_match(lambda method, path, b: method == "PUT" and
                         re.search(r"/cdc/s3cut/public_s3cut/.*\.avro$", path))
         p = s.start("run")
@@ -452,18 +450,7 @@ class S3MergeTest(WithS3, PgTestCase):
         by then; the value is the one the first attempt wrote at the key
         change (property seed 4401, pg/merge/avro_dir)."""
         pg = self.pg
-        pg.execute("CREATE TABLE s3u (id int PRIMARY KEY, v int, body text)")
-        pg.execute("ALTER TABLE s3u ALTER body SET STORAGE EXTERNAL")
-        rnd = random.Random(7)
-        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
-        pg.execute("INSERT INTO s3u SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
-        proxy = HoldingProxy(self.s3.endpoint)
-        self.addCleanup(proxy.close)
-        s = self.sluice(stream="s3u", tables="public.s3u", write_mode="merge", s3=self.s3, prefix="cdc",
-                        codec="null", max_file_seconds=1)
-        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-        s.write_config()
-        s.catch_up(self)
+        body, proxy, s = self.toast_rows_behind_proxy("s3u", 7, max_file_seconds=1)
         proxy.arm_match(lambda method, path, body: method == "PUT" and
                         re.search(r"/cdc/s3u/public_s3u/.*\.avro$", path))
         p = s.start("run")
@@ -495,18 +482,7 @@ class S3MergeTest(WithS3, PgTestCase):
         killed before its checkpoint; while_stopped runs; the replay's batch
         holds both. want(body) is the source's rows (id, v, body) after."""
         pg = self.pg
-        pg.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, v int, body text)")
-        pg.execute(f"ALTER TABLE {t} ALTER body SET STORAGE EXTERNAL")
-        rnd = random.Random(8)
-        body = "".join(rnd.choice("0123456789abcdef") for _ in range(9000))
-        pg.execute(f"INSERT INTO {t} SELECT g, 0, %s || g FROM generate_series(1, 5) g", (body,))
-        proxy = HoldingProxy(self.s3.endpoint)
-        self.addCleanup(proxy.close)
-        s = self.sluice(stream=t, tables=f"public.{t}", write_mode="merge", s3=self.s3, prefix="cdc",
-                        codec="null", max_file_seconds=1)
-        s.extra.setdefault("destination", {})["endpoint"] = proxy.url
-        s.write_config()
-        s.catch_up(self)
+        body, proxy, s = self.toast_rows_behind_proxy(t, 8, max_file_seconds=1)
         proxy.arm_match(lambda method, path, b: method == "PUT" and
                         re.search(rf"/cdc/{t}/public_{t}/.*\.avro$", path))
         p = s.start("run")

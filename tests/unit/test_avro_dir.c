@@ -232,44 +232,45 @@ static void count_files(size_t *visible, size_t *hidden)
 	tl_free_list(l, n);
 }
 
+/* read_file's walk: the CSNs of the first and last record, the payload's width. */
+struct file_walk {
+	int n;
+	char *first, *last;
+	int *payload_fields;
+};
+
+static void walk_record(void *arg, struct avro_value *val)
+{
+	struct file_walk *w = arg;
+	avro_value_t sm, f, pl;
+	const char *s;
+	size_t sz;
+
+	assert_int_equal(avro_value_get_by_name(val, "source_metadata", &sm, NULL), 0);
+	assert_int_equal(avro_value_get_by_name(&sm, "change_sequence_number", &f, NULL), 0);
+	assert_int_equal(avro_value_get_string(&f, &s, &sz), 0);
+	if (w->n == 0)
+		snprintf(w->first, 28, "%s", s);
+	snprintf(w->last, 28, "%s", s);
+	if (w->payload_fields) {
+		assert_int_equal(avro_value_get_by_name(val, "payload", &pl, NULL), 0);
+		assert_int_equal(avro_value_get_size(&pl, &sz), 0);
+		*w->payload_fields = (int)sz;
+	}
+	w->n++;
+}
+
 /* Reads a file with avro-c; returns the record count, and the first and last
  * change_sequence_number in first/last (28 bytes each). */
 static int read_file(const char *rel, char *first, char *last, int *payload_fields)
 {
+	struct file_walk w = { 0, first, last, payload_fields };
 	char path[1024];
-	avro_file_reader_t rd;
-	avro_schema_t ws;
-	avro_value_iface_t *iface;
-	avro_value_t val, sm, f, pl;
-	int n = 0;
 
 	snprintf(path, sizeof path, "%s/%s", g_dir, rel);
-	if (avro_file_reader(path, &rd) != 0)
+	if (tl_avro_c_each(path, walk_record, &w) < 0)
 		fail_msg("avro-c cannot open %s: %s", path, avro_strerror());
-	ws = avro_file_reader_get_writer_schema(rd);
-	iface = avro_generic_class_from_schema(ws);
-	assert_int_equal(avro_generic_value_new(iface, &val), 0);
-	while (avro_file_reader_read_value(rd, &val) == 0) {
-		const char *s;
-		size_t sz;
-		assert_int_equal(avro_value_get_by_name(&val, "source_metadata", &sm, NULL), 0);
-		assert_int_equal(avro_value_get_by_name(&sm, "change_sequence_number", &f, NULL), 0);
-		assert_int_equal(avro_value_get_string(&f, &s, &sz), 0);
-		if (n == 0)
-			snprintf(first, 28, "%s", s);
-		snprintf(last, 28, "%s", s);
-		if (payload_fields) {
-			assert_int_equal(avro_value_get_by_name(&val, "payload", &pl, NULL), 0);
-			assert_int_equal(avro_value_get_size(&pl, &sz), 0);
-			*payload_fields = (int)sz;
-		}
-		n++;
-	}
-	avro_value_decref(&val);
-	avro_value_iface_decref(iface);
-	avro_schema_decref(ws);
-	avro_file_reader_close(rd);
-	return n;
+	return w.n;
 }
 
 static void test_registry(void **state)
