@@ -783,13 +783,12 @@ static int put_row(struct sl_tree *t, struct obj *o, const struct sl_mrow *r, co
 		 * key change's tombstone or a new row of the key, which an earlier
 		 * attempt published while the file with this row never landed (a
 		 * crash between the files of one flush). */
-		if (!e && moved(r)) {
-			char off[SL_CSN_LEN + 1];
-			moved_off(r, off);
+		if (!e) {
+			char off[SL_CSN_LEN + 1] = "";
+			if (moved(r))
+				moved_off(r, off);
 			e = off[0] ? sl_mirror_find_below(m, r->fill, r->filllen, off)
 				   : sl_mirror_find(m, r->fill, r->filllen);
-		} else if (!e) {
-			e = sl_mirror_find(m, r->fill, r->filllen);
 		}
 		for (int i = 0; i < r->ncols; i++) {
 			fill[i] = NULL;

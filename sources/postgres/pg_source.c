@@ -753,11 +753,11 @@ static int cover_ask(struct pg_src *s, int i, char *err, size_t errlen)
 	return SL_OK;
 }
 
-/* The index of table t (by relid) in s->tables, or -1. */
-static int table_index(const struct pg_src *s, const struct sl_table *t)
+/* The index of the selected table with relid in s->tables, or -1. */
+static int table_index(const struct pg_src *s, uint32_t relid)
 {
 	for (int i = 0; i < s->ntables; i++)
-		if (s->tables[i]->relid == t->relid)
+		if (s->tables[i]->relid == relid)
 			return i;
 	return -1;
 }
@@ -776,7 +776,7 @@ static int table_index(const struct pg_src *s, const struct sl_table *t)
  * or a failure (err). */
 static int cover_first_chunk(struct pg_src *s, int *first, const struct sl_table *t, char *err, size_t errlen)
 {
-	int i = table_index(s, t), rc;
+	int i = table_index(s, t->relid), rc;
 
 	*first = -1;
 	if (i < 0 || !s->st->hooks || !s->st->hooks->covered || !s->wm_emitted)
@@ -794,7 +794,7 @@ static int cover_first_chunk(struct pg_src *s, int *first, const struct sl_table
  * failure (err). */
 static int writers_wait(struct pg_src *s, const struct sl_table *t, char *err, size_t errlen)
 {
-	int i = table_index(s, t);
+	int i = table_index(s, t->relid);
 
 	if (i < 0)
 		return SL_OK;
@@ -878,11 +878,9 @@ static bool pending_change(struct pg_src *s, struct sl_event *ev)
  * the key is newer. */
 static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size_t errlen)
 {
-	int i, rc;
+	int i = table_index(s, relid), rc;
 
-	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
-		;
-	if (i == s->ntables || !s->st->hooks || !s->st->hooks->covered) {
+	if (i < 0 || !s->st->hooks || !s->st->hooks->covered) {
 		sl_pgoutput_drop_below(sl_pg_repl_decoder(s->repl), relid, 0);
 		return SL_OK;
 	}
@@ -895,10 +893,9 @@ static int on_relation_covered(struct pg_src *s, uint32_t relid, char *err, size
 /* The selected table with relid, or NULL. */
 static const struct sl_table *selected(const struct pg_src *s, uint32_t relid)
 {
-	for (int i = 0; i < s->ntables; i++)
-		if (s->tables[i]->relid == relid)
-			return s->tables[i];
-	return NULL;
+	int i = table_index(s, relid);
+
+	return i < 0 ? NULL : s->tables[i];
 }
 
 /* SL_ERESTART, with err saying why, when the catalog's selection differs
@@ -1029,11 +1026,9 @@ static int columns_check(struct pg_src *s, uint32_t relid, struct sl_table *t, c
 {
 	struct sl_table now, *p = &now;
 	const char *was;
-	int i, rc;
+	int i = table_index(s, relid), rc;
 
-	for (i = 0; i < s->ntables && s->tables[i]->relid != relid; i++)
-		;
-	if (i == s->ntables || !s->meta)
+	if (i < 0 || !s->meta)
 		return 0;
 	if (!s->src_columns && !(s->src_columns = calloc((size_t)s->ntables, sizeof *s->src_columns))) {
 		snprintf(err, errlen, "out of memory");

@@ -300,6 +300,16 @@ static void batch_put(struct sl_mbatch *b, bool skip, enum sl_op op, uint64_t po
 		fail_msg("%s: %s", skip ? "skip" : "put", err);
 }
 
+/* The key of customer id in Avro binary, into key. */
+static void customer_key(struct sl_buf *key, int64_t id)
+{
+	struct sl_value k = tl_int(id);
+	char err[256];
+
+	sl_buf_reset(key);
+	assert_int_equal(sl_avro_put_value(key, &g_customers->cols[0], &k, err, sizeof err), 0);
+}
+
 /* A replayed key change whose UPDATE-DELETE a committed snapshot holds
  * already (sl_mbatch_skip): its UPDATE-INSERT waits for the old key's row
  * in the mirror, not for its own key's, which has none (issue 17, seed
@@ -308,15 +318,13 @@ static void test_merge_batch_skip(void **state)
 {
 	struct sl_mbatch b;
 	struct sl_mrow **rows;
-	struct sl_value k = tl_int(5);
 	struct sl_buf old;
 	size_t n;
-	char err[512];
 
 	(void)state;
 	memset(&b, 0, sizeof b);
 	sl_buf_init(&old, 0);
-	assert_int_equal(sl_avro_put_value(&old, &g_customers->cols[0], &k, err, sizeof err), 0);
+	customer_key(&old, 5);
 	batch_put(&b, true, SL_OP_UPDATE_DELETE, 20, 1, 5, tl_null());
 	batch_put(&b, false, SL_OP_UPDATE_INSERT, 20, 2, 105, tl_unchanged());
 	/* a plain update after a skipped change of another kind: its own key */
@@ -600,9 +608,7 @@ static void test_merge_null_key_dead_letter(void **state)
 	assert_int_equal(sl_mirror_load(&m, &store, "s1", "public_customers", err, sizeof err), 0);
 	sl_buf_init(&key, 0);
 	for (int i = 1; i <= 2; i++) {
-		struct sl_value k = tl_int(i);
-		sl_buf_reset(&key);
-		assert_int_equal(sl_avro_put_value(&key, &g_customers->cols[0], &k, err, sizeof err), 0);
+		customer_key(&key, i);
 		assert_non_null(sl_mirror_find(&m, key.data, key.len));
 	}
 	sl_buf_free(&key);
@@ -685,9 +691,7 @@ static void test_merge_compact(void **state)
 	assert_int_equal(sl_mirror_load(&m, &store, "s1", "public_customers", err, sizeof err), 0);
 	sl_buf_init(&key, 0);
 	for (int i = 1; i <= 5; i++) {
-		struct sl_value k = tl_int(i);
-		sl_buf_reset(&key);
-		assert_int_equal(sl_avro_put_value(&key, &g_customers->cols[0], &k, err, sizeof err), 0);
+		customer_key(&key, i);
 		e = sl_mirror_find(&m, key.data, key.len);
 		if (i == 2) {
 			assert_null(e);
@@ -712,16 +716,6 @@ static bool want_below(void *arg, const void *key, size_t len, const char **belo
 	(void)len;
 	*below = arg;
 	return true;
-}
-
-/* Key 1 of customers in Avro binary, into key. */
-static void customer_key(struct sl_buf *key, int64_t id)
-{
-	struct sl_value k = tl_int(id);
-	char err[256];
-
-	sl_buf_reset(key);
-	assert_int_equal(sl_avro_put_value(key, &g_customers->cols[0], &k, err, sizeof err), 0);
 }
 
 /* The name of the live writing of key 1 below bound, "" when none. */
