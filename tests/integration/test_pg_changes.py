@@ -673,13 +673,19 @@ class QuietDdlTest(PgTestCase):
         for s in streams:
             wait_until(lambda: "c" in (newest_payload_fields(s.out, s.stream, "qa_t") or {}), 60,
                        "the version with c in the destination")
-        for p in procs:
+        backfilled = {}
+        for s, p in zip(streams, procs):
             p.signal(signal.SIGTERM)
             r = p.wait_result(60)
             self.assertEqual(r.rc, 0, r.describe())
+            # when the agent read the log's version before the DROP, the
+            # added default made it backfill the table again, and that
+            # backfill read the catalog's version after the DROP already
+            backfilled[s.stream] = "backfilled qa.t while streaming" in r.stderr
         for s in streams:
             r = self.catch_up(s)
-            self.assertIn('table "qa"."t": its columns at the run\'s start go to the destination', r.stderr)
+            if not backfilled[s.stream]:
+                self.assertIn('table "qa"."t": its columns at the run\'s start go to the destination', r.stderr)
             self.assertEqual(newest_payload_fields(s.out, s.stream, "qa_t"), {"id": None, "a": None}, s.stream)
             self.assert_mirror(s, "qa")
             r = self.catch_up(s)
